@@ -1,0 +1,182 @@
+//! The syn pass over typify's output: where typify's choices differ from what the wire needs.
+//!
+//! - typify sorts struct members alphabetically; serde writes members in declaration order,
+//!   so the schema's order is restored (messages read naturally: `sessionId` first).
+//! - `x-tristate` members (absent ≠ `null`) become `Patch<T>` instead of `Option<T>`.
+//! - `x-aliases` on a member become `#[serde(alias = …)]` (RFD prose spellings).
+//! - typify's JSON-schema dumps are removed from the docs (the schema is one click away).
+//! - Every named-field struct gets a `SerializeFields` impl, so tagged unions can write the
+//!   tag and the variant's members into one object without buffering.
+
+use proc_macro2::TokenStream;
+use quote::quote;
+use serde_json::Value;
+use syn::{parse_quote, Attribute, Fields, Item, ItemStruct, LitStr, Type};
+
+use crate::Error;
+
+pub fn rework(tokens: TokenStream, structs: &[(String, Value)]) -> Result<TokenStream, Error> {
+    let mut file: syn::File = syn::parse2(tokens).map_err(|e| Error::Syntax(e.to_string()))?;
+    let mut extra = Vec::new();
+    for item in &mut file.items {
+        strip_schema_docs(item);
+        if let Item::Struct(s) = item {
+            if let Some((_, schema)) = structs.iter().find(|(n, _)| s.ident == n) {
+                reorder_and_annotate(s, schema)?;
+            }
+            if let Some(imp) = serialize_fields(s) {
+                extra.push(imp);
+            }
+        }
+    }
+    let items = &file.items;
+    Ok(quote! { #(#items)* #(#extra)* })
+}
+
+fn strip_schema_docs(item: &mut Item) {
+    let attrs: &mut Vec<Attribute> = match item {
+        Item::Struct(s) => &mut s.attrs,
+        Item::Enum(e) => &mut e.attrs,
+        Item::Type(t) => &mut t.attrs,
+        Item::Mod(m) => &mut m.attrs,
+        _ => return,
+    };
+    attrs.retain(|a| !(a.path().is_ident("doc") && doc_text(a).is_some_and(|t| t.contains("<details>"))));
+    // typify emits an empty doc line between the description and the dump.
+    while attrs.last().is_some_and(|a| a.path().is_ident("doc") && doc_text(a).is_some_and(|t| t.trim().is_empty())) {
+        attrs.pop();
+    }
+    // Same for the blank doc line that may now end the doc block before the derives.
+    let mut i = 0;
+    while i < attrs.len() {
+        let blank = attrs[i].path().is_ident("doc") && doc_text(&attrs[i]).is_some_and(|t| t.trim().is_empty());
+        let next_is_doc = attrs.get(i + 1).is_some_and(|a| a.path().is_ident("doc"));
+        if blank && !next_is_doc {
+            attrs.remove(i);
+        } else {
+            i += 1;
+        }
+    }
+}
+
+fn doc_text(attr: &Attribute) -> Option<String> {
+    match &attr.meta {
+        syn::Meta::NameValue(nv) => match &nv.value {
+            syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(s), .. }) => Some(s.value()),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// The wire name of a field: its `#[serde(rename = "…")]`, or the field's own name.
+fn wire_name(field: &syn::Field) -> String {
+    let mut name = field.ident.as_ref().map(|i| i.to_string()).unwrap_or_default();
+    for attr in field.attrs.iter().filter(|a| a.path().is_ident("serde")) {
+        let _ = attr.parse_nested_meta(|meta| {
+            if meta.path.is_ident("rename") {
+                let s: LitStr = meta.value()?.parse()?;
+                name = s.value();
+            } else if meta.input.peek(syn::Token![=]) {
+                let _: syn::Expr = meta.value()?.parse()?;
+            }
+            Ok(())
+        });
+    }
+    name
+}
+
+/// The `skip_serializing_if` path of a field, if any.
+fn skip_if(field: &syn::Field) -> Option<syn::Path> {
+    let mut path = None;
+    for attr in field.attrs.iter().filter(|a| a.path().is_ident("serde")) {
+        let _ = attr.parse_nested_meta(|meta| {
+            if meta.path.is_ident("skip_serializing_if") {
+                let s: LitStr = meta.value()?.parse()?;
+                path = s.parse::<syn::Path>().ok();
+            } else if meta.input.peek(syn::Token![=]) {
+                let _: syn::Expr = meta.value()?.parse()?;
+            }
+            Ok(())
+        });
+    }
+    path
+}
+
+fn reorder_and_annotate(s: &mut ItemStruct, schema: &Value) -> Result<(), Error> {
+    let Fields::Named(named) = &mut s.fields else { return Ok(()) };
+    let Some(props) = schema.get("properties").and_then(Value::as_object) else { return Ok(()) };
+    let order: Vec<&String> = props.keys().collect();
+    let mut fields: Vec<syn::Field> = std::mem::take(&mut named.named).into_iter().collect();
+    fields.sort_by_key(|f| order.iter().position(|k| **k == wire_name(f)).unwrap_or(usize::MAX));
+    for field in &mut fields {
+        let Some(prop) = props.get(&wire_name(field)) else { continue };
+        if let Some(aliases) = prop.get("x-aliases").and_then(Value::as_array) {
+            for alias in aliases.iter().filter_map(Value::as_str) {
+                field.attrs.push(parse_quote!(#[serde(alias = #alias)]));
+            }
+        }
+        if prop.get("x-tristate") == Some(&Value::Bool(true)) {
+            let inner = option_inner(&field.ty).ok_or_else(|| {
+                crate::model::schema_err(&s.ident.to_string(), "an `x-tristate` member must be optional and nullable")
+            })?;
+            let wire = wire_name(field);
+            field.ty = parse_quote!(Patch<#inner>);
+            field.attrs.retain(|a| !a.path().is_ident("serde"));
+            field.attrs.push(parse_quote!(#[serde(rename = #wire, default, skip_serializing_if = "Patch::is_absent")]));
+        }
+    }
+    named.named = fields.into_iter().collect();
+    Ok(())
+}
+
+fn option_inner(ty: &Type) -> Option<Type> {
+    let Type::Path(p) = ty else { return None };
+    let last = p.path.segments.last()?;
+    if last.ident != "Option" {
+        return None;
+    }
+    let syn::PathArguments::AngleBracketed(args) = &last.arguments else { return None };
+    match args.args.first()? {
+        syn::GenericArgument::Type(t) => Some(t.clone()),
+        _ => None,
+    }
+}
+
+fn serialize_fields(s: &ItemStruct) -> Option<TokenStream> {
+    let Fields::Named(named) = &s.fields else { return None };
+    let ident = &s.ident;
+    let entries = named.named.iter().map(|f| {
+        let name = wire_name(f);
+        let field = f.ident.as_ref().expect("named field");
+        match skip_if(f) {
+            Some(skip) => quote! {
+                if !#skip(&self.#field) { map.serialize_entry(#name, &self.#field)?; }
+            },
+            None => quote! { map.serialize_entry(#name, &self.#field)?; },
+        }
+    });
+    Some(quote! {
+        impl SerializeFields for #ident {
+            fn serialize_fields<M: ::serde::ser::SerializeMap>(&self, map: &mut M) -> Result<(), M::Error> {
+                #(#entries)*
+                Ok(())
+            }
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn wire_name_reads_rename() {
+        let f: syn::FieldsNamed = syn::parse_quote!({
+            #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+            pub meta: Option<u8>,
+            #[serde(rename = "messageId")]
+            pub message_id: String,
+        });
+        let names: Vec<String> = f.named.iter().map(super::wire_name).collect();
+        assert_eq!(names, ["_meta", "messageId"]);
+    }
+}

@@ -1,0 +1,251 @@
+// Support code emitted verbatim at the top of every expansion of the wire types.
+//
+// It is kept here as a real Rust file (included as text by the generator) so the generated
+// module is self-contained: the checked-in snapshot in `generated/rust/` compiles with nothing
+// but serde and serde_json. Keep it small; it is on the decode hot path.
+
+/// A JSON-RPC request id. Responses echo it with the same JSON type.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum RequestId {
+    /// `null` (allowed by JSON-RPC, discouraged).
+    Null,
+    /// An integer id.
+    Number(i64),
+    /// A string id.
+    Str(String),
+}
+
+impl ::serde::Serialize for RequestId {
+    fn serialize<S: ::serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            RequestId::Null => serializer.serialize_unit(),
+            RequestId::Number(n) => serializer.serialize_i64(*n),
+            RequestId::Str(s) => serializer.serialize_str(s),
+        }
+    }
+}
+
+impl<'de> ::serde::Deserialize<'de> for RequestId {
+    fn deserialize<D: ::serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> ::serde::de::Visitor<'de> for V {
+            type Value = RequestId;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                f.write_str("a JSON-RPC id (string, integer or null)")
+            }
+            fn visit_unit<E: ::serde::de::Error>(self) -> Result<RequestId, E> {
+                Ok(RequestId::Null)
+            }
+            fn visit_none<E: ::serde::de::Error>(self) -> Result<RequestId, E> {
+                Ok(RequestId::Null)
+            }
+            fn visit_i64<E: ::serde::de::Error>(self, v: i64) -> Result<RequestId, E> {
+                Ok(RequestId::Number(v))
+            }
+            fn visit_u64<E: ::serde::de::Error>(self, v: u64) -> Result<RequestId, E> {
+                i64::try_from(v)
+                    .map(RequestId::Number)
+                    .map_err(|_| E::custom("request id out of range for a 64-bit integer"))
+            }
+            fn visit_str<E: ::serde::de::Error>(self, v: &str) -> Result<RequestId, E> {
+                Ok(RequestId::Str(v.to_owned()))
+            }
+            fn visit_string<E: ::serde::de::Error>(self, v: String) -> Result<RequestId, E> {
+                Ok(RequestId::Str(v))
+            }
+        }
+        deserializer.deserialize_any(V)
+    }
+}
+
+impl ::std::fmt::Display for RequestId {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        match self {
+            RequestId::Null => f.write_str("null"),
+            RequestId::Number(n) => write!(f, "{n}"),
+            RequestId::Str(s) => write!(f, "{s:?}"),
+        }
+    }
+}
+
+/// A member whose absence and `null` mean different things (message upserts: an omitted
+/// `content` leaves the content as it is, `null` clears it, a value replaces it).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub enum Patch<T> {
+    /// The member is absent: leave the current value.
+    #[default]
+    Absent,
+    /// The member is `null`: clear the current value.
+    Null,
+    /// The member has a value: replace the current value.
+    Value(T),
+}
+
+impl<T> Patch<T> {
+    /// `true` when the member was absent (it is then not serialised).
+    pub fn is_absent(&self) -> bool {
+        matches!(self, Patch::Absent)
+    }
+
+    /// The value, if the member carried one.
+    pub fn as_value(&self) -> Option<&T> {
+        match self {
+            Patch::Value(v) => Some(v),
+            _ => None,
+        }
+    }
+}
+
+impl<T: ::serde::Serialize> ::serde::Serialize for Patch<T> {
+    fn serialize<S: ::serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Patch::Absent | Patch::Null => serializer.serialize_none(),
+            Patch::Value(v) => v.serialize(serializer),
+        }
+    }
+}
+
+impl<'de, T: ::serde::Deserialize<'de>> ::serde::Deserialize<'de> for Patch<T> {
+    fn deserialize<D: ::serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Ok(match Option::<T>::deserialize(deserializer)? {
+            None => Patch::Null,
+            Some(v) => Patch::Value(v),
+        })
+    }
+}
+
+/// The raw object of a tagged-union member whose tag this version does not know (R-WIRE-3).
+/// It keeps every member, the tag included, and re-encodes unchanged.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Unknown(pub ::serde_json::Map<String, ::serde_json::Value>);
+
+impl Unknown {
+    /// The value of the tag member (`sessionUpdate`, `state`, `type`, …).
+    pub fn tag<'a>(&'a self, tag_name: &str) -> Option<&'a str> {
+        self.0.get(tag_name).and_then(|v| v.as_str())
+    }
+}
+
+impl ::serde::Serialize for Unknown {
+    fn serialize<S: ::serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(serializer)
+    }
+}
+
+/// Types whose members can be written into a map that is already open, so that a tagged union
+/// writes its tag and then its variant's members into one JSON object.
+pub trait SerializeFields {
+    /// Writes this value's members into `map`.
+    fn serialize_fields<M: ::serde::ser::SerializeMap>(&self, map: &mut M) -> Result<(), M::Error>;
+}
+
+impl SerializeFields for Unknown {
+    fn serialize_fields<M: ::serde::ser::SerializeMap>(&self, map: &mut M) -> Result<(), M::Error> {
+        for (k, v) in &self.0 {
+            map.serialize_entry(k, v)?;
+        }
+        Ok(())
+    }
+}
+
+/// Decoding support for tagged unions. Not part of the API.
+#[doc(hidden)]
+pub mod __de {
+    use ::serde::de::{DeserializeSeed, Error as _, IntoDeserializer, MapAccess};
+    use ::std::borrow::Cow;
+
+    /// A map key or tag value, borrowed from the input when it has no escapes.
+    pub struct Str<'de>(pub Cow<'de, str>);
+
+    impl<'de> ::serde::Deserialize<'de> for Str<'de> {
+        fn deserialize<D: ::serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+            struct V;
+            impl<'de> ::serde::de::Visitor<'de> for V {
+                type Value = Str<'de>;
+                fn expecting(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                    f.write_str("a string")
+                }
+                fn visit_borrowed_str<E: ::serde::de::Error>(self, v: &'de str) -> Result<Str<'de>, E> {
+                    Ok(Str(Cow::Borrowed(v)))
+                }
+                fn visit_str<E: ::serde::de::Error>(self, v: &str) -> Result<Str<'de>, E> {
+                    Ok(Str(Cow::Owned(v.to_owned())))
+                }
+                fn visit_string<E: ::serde::de::Error>(self, v: String) -> Result<Str<'de>, E> {
+                    Ok(Str(Cow::Owned(v)))
+                }
+            }
+            deserializer.deserialize_str(V)
+        }
+    }
+
+    /// Members read before the tag (buffered), followed by the rest of the object.
+    /// In the common case the tag comes first and nothing is buffered.
+    pub struct Chain<A> {
+        buffered: ::std::vec::IntoIter<(String, ::serde_json::Value)>,
+        pending_value: Option<::serde_json::Value>,
+        rest: A,
+    }
+
+    impl<A> Chain<A> {
+        pub fn new(buffered: Vec<(String, ::serde_json::Value)>, rest: A) -> Self {
+            Chain { buffered: buffered.into_iter(), pending_value: None, rest }
+        }
+    }
+
+    impl<'de, A: MapAccess<'de>> MapAccess<'de> for Chain<A> {
+        type Error = A::Error;
+
+        fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, A::Error> {
+            if let Some((k, v)) = self.buffered.next() {
+                self.pending_value = Some(v);
+                return seed.deserialize(k.into_deserializer()).map(Some);
+            }
+            self.rest.next_key_seed(seed)
+        }
+
+        fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, A::Error> {
+            match self.pending_value.take() {
+                Some(v) => seed.deserialize(v).map_err(A::Error::custom),
+                None => self.rest.next_value_seed(seed),
+            }
+        }
+    }
+
+    /// Reads members until `tag` is found; returns the tag value and the members seen before it.
+    pub fn read_tag<'de, A: MapAccess<'de>>(
+        map: &mut A,
+        tag: &'static str,
+    ) -> Result<(Cow<'de, str>, Vec<(String, ::serde_json::Value)>), A::Error> {
+        let mut buffered = Vec::new();
+        while let Some(key) = map.next_key::<Str<'de>>()? {
+            if key.0 == tag {
+                let value: Str<'de> = map.next_value()?;
+                return Ok((value.0, buffered));
+            }
+            let value: ::serde_json::Value = map.next_value()?;
+            buffered.push((key.0.into_owned(), value));
+        }
+        Err(A::Error::missing_field(tag))
+    }
+
+    /// Decodes the body of a variant from the members after (and buffered before) the tag.
+    pub fn body<'de, T: ::serde::Deserialize<'de>, A: MapAccess<'de>>(
+        buffered: Vec<(String, ::serde_json::Value)>,
+        rest: A,
+    ) -> Result<T, A::Error> {
+        T::deserialize(::serde::de::value::MapAccessDeserializer::new(Chain::new(buffered, rest)))
+    }
+
+    /// Keeps an unknown variant whole: the tag and every other member.
+    pub fn unknown<'de, A: MapAccess<'de>>(
+        tag_name: &'static str,
+        tag: Cow<'de, str>,
+        buffered: Vec<(String, ::serde_json::Value)>,
+        rest: A,
+    ) -> Result<super::Unknown, A::Error> {
+        let mut object: ::serde_json::Map<String, ::serde_json::Value> = body(buffered, rest)?;
+        object.insert(tag_name.to_owned(), ::serde_json::Value::String(tag.into_owned()));
+        Ok(super::Unknown(object))
+    }
+}

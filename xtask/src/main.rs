@@ -1,0 +1,43 @@
+//! Project automation: `cargo xtask <command>`. One module per command; see `--help`.
+
+mod codegen;
+mod conformance;
+mod test;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+const HELP: &str = "\
+cargo xtask <command>
+
+commands:
+  codegen [--check]        write everything generated into generated/ (--check: fail if stale)
+  conformance [DIR...]     replay conformance vectors through the Rust core (default: spec/vectors)
+  test                     every test in every language, then a summary table
+";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("codegen") => codegen::run(&args[1..]),
+        Some("conformance") => conformance::run(&args[1..]),
+        Some("test") => test::run(&args[1..]),
+        Some("-h" | "--help" | "help") | None => {
+            print!("{HELP}");
+            Ok(())
+        }
+        Some(other) => Err(format!("unknown command {other:?}\n\n{HELP}")),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The workspace root (xtask lives one level below it).
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask is inside the workspace").to_path_buf()
+}

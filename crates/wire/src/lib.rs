@@ -7,3 +7,8 @@
 #![allow(clippy::all)]
 
 acp_inject_codegen_macro::wire_types!("../../spec/acp-inject.schema.json");
+
+pub mod errors;
+pub mod jsonrpc;
+
+pub use errors::ErrorObject;

@@ -1,0 +1,108 @@
+//! JSON-RPC error objects and the codes, messages and reasons of the inject extension.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::{ErrorData, ErrorReason, MessageId};
+
+pub const PARSE_ERROR: i64 = -32700;
+pub const INVALID_REQUEST: i64 = -32600;
+pub const METHOD_NOT_FOUND: i64 = -32601;
+pub const INVALID_PARAMS: i64 = -32602;
+pub const INTERNAL_ERROR: i64 = -32603;
+pub const RESOURCE_NOT_FOUND: i64 = -32002;
+pub const INJECT_PRECONDITION_FAILED: i64 = -32010;
+
+/// The fixed message of a code.
+pub fn message_for(code: i64) -> &'static str {
+    match code {
+        PARSE_ERROR => "Parse error",
+        INVALID_REQUEST => "Invalid request",
+        METHOD_NOT_FOUND => "Method not found",
+        INVALID_PARAMS => "Invalid params",
+        INTERNAL_ERROR => "Internal error",
+        RESOURCE_NOT_FOUND => "Resource not found",
+        INJECT_PRECONDITION_FAILED => "Inject precondition failed",
+        _ => "Server error",
+    }
+}
+
+/// The code a reason is reported with.
+pub fn code_for(reason: &ErrorReason) -> i64 {
+    match reason {
+        ErrorReason::SessionNotFound | ErrorReason::UnknownMessageId => RESOURCE_NOT_FOUND,
+        _ => INJECT_PRECONDITION_FAILED,
+    }
+}
+
+/// A JSON-RPC error object.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ErrorObject {
+    pub code: i64,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+}
+
+impl ErrorObject {
+    /// A standard code with its message and no data.
+    pub fn new(code: i64) -> Self {
+        ErrorObject { code, message: message_for(code).to_owned(), data: None }
+    }
+
+    /// A standard code with `data: {"detail": …}` for a person to read.
+    pub fn with_detail(code: i64, detail: &str) -> Self {
+        let mut e = Self::new(code);
+        e.data = Some(serde_json::json!({ "detail": detail }));
+        e
+    }
+
+    pub fn parse_error(detail: &str) -> Self {
+        Self::with_detail(PARSE_ERROR, detail)
+    }
+
+    pub fn invalid_request(detail: &str) -> Self {
+        Self::with_detail(INVALID_REQUEST, detail)
+    }
+
+    pub fn method_not_found() -> Self {
+        Self::new(METHOD_NOT_FOUND)
+    }
+
+    pub fn invalid_params(detail: &str) -> Self {
+        Self::with_detail(INVALID_PARAMS, detail)
+    }
+
+    /// A session or inject error: `data` is exactly `{reason}` plus `messageId` when given.
+    pub fn reason(reason: ErrorReason, message_id: Option<&MessageId>) -> Self {
+        let code = code_for(&reason);
+        let data = ErrorData { reason: Some(reason), message_id: message_id.cloned(), detail: None };
+        ErrorObject {
+            code,
+            message: message_for(code).to_owned(),
+            data: Some(serde_json::to_value(data).unwrap_or(Value::Null)),
+        }
+    }
+
+    /// The typed `data`, when it is an `ErrorData`.
+    pub fn error_data(&self) -> Option<ErrorData> {
+        self.data.as_ref().and_then(|d| serde_json::from_value(d.clone()).ok())
+    }
+
+    /// `data.reason`, when present.
+    pub fn reason_of(&self) -> Option<ErrorReason> {
+        self.error_data().and_then(|d| d.reason)
+    }
+}
+
+impl std::fmt::Display for ErrorObject {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({})", self.message, self.code)?;
+        if let Some(d) = &self.data {
+            write!(f, " {d}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ErrorObject {}

@@ -1,0 +1,257 @@
+//! JSON-RPC 2.0 framing: one line in, a classified message out; typed messages in, one line out.
+//!
+//! Parsing borrows: `params` and `result` stay as raw JSON slices of the line until the method
+//! is known, so each line is scanned once for structure and its payload decoded once, typed.
+
+use std::borrow::Cow;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+use crate::errors::ErrorObject;
+use crate::RequestId;
+
+/// One classified JSON-RPC message, borrowing from its line.
+#[derive(Debug)]
+pub enum Incoming<'a> {
+    Request { id: RequestId, method: Cow<'a, str>, params: Option<&'a RawValue> },
+    Notification { method: Cow<'a, str>, params: Option<&'a RawValue> },
+    Response { id: RequestId, outcome: Result<&'a RawValue, ErrorObject> },
+}
+
+impl Incoming<'_> {
+    /// The method of a request or notification.
+    pub fn method(&self) -> Option<&str> {
+        match self {
+            Incoming::Request { method, .. } | Incoming::Notification { method, .. } => Some(method),
+            Incoming::Response { .. } => None,
+        }
+    }
+}
+
+/// A line: one message, or a batch whose elements are classified one by one.
+#[derive(Debug)]
+pub enum Frame<'a> {
+    Single(Incoming<'a>),
+    Batch(Vec<Result<Incoming<'a>, FrameError>>),
+}
+
+/// A line or batch element that is not a usable JSON-RPC message.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FrameError {
+    /// Not JSON (or not UTF-8): answer -32700 with a `null` id.
+    Parse { detail: String },
+    /// JSON, but not a JSON-RPC 2.0 message: answer -32600 (with the id when one was readable).
+    Invalid { id: Option<RequestId>, detail: String },
+}
+
+impl FrameError {
+    /// The error response this framing error deserves.
+    pub fn to_error(&self) -> (RequestId, ErrorObject) {
+        match self {
+            FrameError::Parse { detail } => (RequestId::Null, ErrorObject::parse_error(detail)),
+            FrameError::Invalid { id, detail } => {
+                (id.clone().unwrap_or(RequestId::Null), ErrorObject::invalid_request(detail))
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for FrameError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FrameError::Parse { detail } => write!(f, "parse error: {detail}"),
+            FrameError::Invalid { detail, .. } => write!(f, "invalid request: {detail}"),
+        }
+    }
+}
+
+impl std::error::Error for FrameError {}
+
+/// The members of a message object, each kept raw or borrowed.
+#[derive(Deserialize)]
+struct RawMessage<'a> {
+    #[serde(borrow, default)]
+    jsonrpc: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    id: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    method: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    params: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    result: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    error: Option<&'a RawValue>,
+}
+
+/// Classifies one line. Invalid UTF-8 must be rejected by the caller's `&str` conversion
+/// ([`parse_bytes`] does it).
+pub fn parse_line(line: &str) -> Result<Frame<'_>, FrameError> {
+    let trimmed = line.trim_start();
+    if trimmed.starts_with('[') {
+        let items: Vec<&RawValue> =
+            serde_json::from_str(line).map_err(|e| FrameError::Parse { detail: e.to_string() })?;
+        if items.is_empty() {
+            return Err(FrameError::Invalid { id: None, detail: "empty batch".into() });
+        }
+        return Ok(Frame::Batch(items.into_iter().map(|raw| classify(raw.get(), true)).collect()));
+    }
+    classify(line, false).map(Frame::Single)
+}
+
+/// Like [`parse_line`] for raw bytes: invalid UTF-8 is a parse error.
+pub fn parse_bytes(line: &[u8]) -> Result<Frame<'_>, FrameError> {
+    let text = std::str::from_utf8(line).map_err(|e| FrameError::Parse { detail: format!("invalid UTF-8: {e}") })?;
+    parse_line(text)
+}
+
+fn classify(text: &str, in_batch: bool) -> Result<Incoming<'_>, FrameError> {
+    let raw: RawMessage<'_> = match serde_json::from_str(text) {
+        Ok(raw) => raw,
+        Err(e) if e.is_syntax() || e.is_eof() => return Err(FrameError::Parse { detail: e.to_string() }),
+        Err(e) => {
+            let detail = if in_batch && text.trim_start().starts_with('[') {
+                "nested batch".to_owned()
+            } else {
+                format!("not a JSON-RPC message object: {e}")
+            };
+            return Err(FrameError::Invalid { id: None, detail });
+        }
+    };
+    let id = match raw.id {
+        None => None,
+        Some(id) => match serde_json::from_str::<RequestId>(id.get()) {
+            Ok(id) => Some(id),
+            Err(_) => return Err(FrameError::Invalid { id: None, detail: "`id` must be a string, an integer or null".into() }),
+        },
+    };
+    let invalid = |detail: &str| FrameError::Invalid { id: id.clone(), detail: detail.to_owned() };
+    if raw.jsonrpc.as_deref() != Some("2.0") {
+        return Err(invalid("`jsonrpc` must be \"2.0\""));
+    }
+    if let Some(p) = raw.params {
+        if !matches!(p.get().as_bytes().first(), Some(b'{' | b'[')) {
+            return Err(invalid("`params` must be an object or an array"));
+        }
+    }
+    match (raw.method, raw.result, raw.error) {
+        (Some(method), None, None) => Ok(match id {
+            Some(id) => Incoming::Request { id, method, params: raw.params },
+            None => Incoming::Notification { method, params: raw.params },
+        }),
+        (None, Some(result), None) => {
+            match id {
+                Some(id) => Ok(Incoming::Response { id, outcome: Ok(result) }),
+                None => Err(invalid("a response needs an `id`")),
+            }
+        }
+        (None, None, Some(error)) => {
+            let error: ErrorObject = serde_json::from_str(error.get())
+                .map_err(|e| invalid(&format!("`error` is not a JSON-RPC error object: {e}")))?;
+            match id {
+                Some(id) => Ok(Incoming::Response { id, outcome: Err(error) }),
+                None => Err(invalid("a response needs an `id`")),
+            }
+        }
+        (None, Some(_), Some(_)) => Err(invalid("a response carries both `result` and `error`")),
+        (Some(_), _, _) => Err(invalid("a request carries `result` or `error`")),
+        (None, None, None) => Err(invalid("neither a request (`method`) nor a response (`result`/`error`)")),
+    }
+}
+
+/// A payload that did not match its type; `path` names the offending member.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecodeError {
+    /// Where in the payload (`update.content[0].type`); empty for the payload itself.
+    pub path: String,
+    pub message: String,
+}
+
+impl std::fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.path.is_empty() || self.path == "." {
+            f.write_str(&self.message)
+        } else {
+            write!(f, "at `{}`: {}", self.path, self.message)
+        }
+    }
+}
+
+impl std::error::Error for DecodeError {}
+
+/// Decodes a payload. The fast path is plain serde; only a failure is decoded again with path
+/// tracking, so the error names the offending member without slowing down valid input.
+pub fn decode<T: DeserializeOwned>(json: &str) -> Result<T, DecodeError> {
+    match serde_json::from_str(json) {
+        Ok(v) => Ok(v),
+        Err(first) => {
+            let mut de = serde_json::Deserializer::from_str(json);
+            match serde_path_to_error::deserialize::<_, T>(&mut de) {
+                Err(e) => Err(DecodeError { path: e.path().to_string(), message: e.inner().to_string() }),
+                Ok(_) => Err(DecodeError { path: String::new(), message: first.to_string() }),
+            }
+        }
+    }
+}
+
+/// Decodes `params`; absent params decode as an empty object (so all-optional params work).
+pub fn decode_params<T: DeserializeOwned>(params: Option<&RawValue>) -> Result<T, DecodeError> {
+    decode(params.map_or("{}", RawValue::get))
+}
+
+#[derive(Serialize)]
+struct OutRequest<'a, P> {
+    jsonrpc: &'static str,
+    id: &'a RequestId,
+    method: &'a str,
+    params: &'a P,
+}
+
+#[derive(Serialize)]
+struct OutNotification<'a, P> {
+    jsonrpc: &'static str,
+    method: &'a str,
+    params: &'a P,
+}
+
+#[derive(Serialize)]
+struct OutResult<'a, R> {
+    jsonrpc: &'static str,
+    id: &'a RequestId,
+    result: &'a R,
+}
+
+#[derive(Serialize)]
+struct OutError<'a> {
+    jsonrpc: &'static str,
+    id: &'a RequestId,
+    error: &'a ErrorObject,
+}
+
+fn to_line<T: Serialize>(value: &T) -> String {
+    // Serialising these types cannot fail: every map key is a string and no Serialize impl
+    // here returns an error.
+    serde_json::to_string(value).unwrap_or_else(|e| unreachable!("wire types always serialise: {e}"))
+}
+
+/// A request line.
+pub fn request_line<P: Serialize>(id: &RequestId, method: &str, params: &P) -> String {
+    to_line(&OutRequest { jsonrpc: "2.0", id, method, params })
+}
+
+/// A notification line.
+pub fn notification_line<P: Serialize>(method: &str, params: &P) -> String {
+    to_line(&OutNotification { jsonrpc: "2.0", method, params })
+}
+
+/// A success response line.
+pub fn result_line<R: Serialize>(id: &RequestId, result: &R) -> String {
+    to_line(&OutResult { jsonrpc: "2.0", id, result })
+}
+
+/// An error response line.
+pub fn error_line(id: &RequestId, error: &ErrorObject) -> String {
+    to_line(&OutError { jsonrpc: "2.0", id, error })
+}

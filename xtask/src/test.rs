@@ -31,6 +31,14 @@ pub fn run(args: &[String]) -> Result<(), String> {
     };
     stages.push(Stage { name: "codegen --check", ok, detail });
 
+    let report = acp_inject_core::vectors::run_dirs(&[root().join("spec/vectors")]);
+    print!("{}", report.render());
+    stages.push(Stage {
+        name: "rust: conformance vectors",
+        ok: report.failed() == 0 && !report.results.is_empty(),
+        detail: format!("{} passed, {} failed", report.passed(), report.failed()),
+    });
+
     println!("\n== summary ==");
     for s in &stages {
         println!("{:<48} {}{}", s.name, if s.ok { "ok" } else { "FAILED" }, if s.detail.is_empty() { String::new() } else { format!("  ({})", s.detail) });

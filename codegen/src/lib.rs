@@ -208,6 +208,8 @@ fn methods(spec: &Spec) -> TokenStream {
     let mut consts = Vec::new();
     let mut impls = Vec::new();
     let mut seen = std::collections::BTreeSet::new();
+    let mut requests = Vec::new();
+    let mut notifications = Vec::new();
     for def in &spec.defs {
         let Some(method) = &def.method else { continue };
         let ident = quote::format_ident!("{}", def.name);
@@ -222,15 +224,23 @@ fn methods(spec: &Spec) -> TokenStream {
             if spec.def(&response).is_some() {
                 let response = quote::format_ident!("{}", response);
                 impls.push(quote! { impl Request for #ident { type Response = #response; } });
+                requests.push(quote! { #const_name });
             }
         } else if def.name.ends_with("Notification") {
             impls.push(quote! { impl Notification for #ident {} });
+            notifications.push(quote! { #const_name });
         }
     }
     quote! {
         /// The protocol's method names.
         pub mod methods {
             #(#consts)*
+
+            /// The methods sent as requests (they have a `*Request` params and a `*Response` type).
+            pub const REQUESTS: &[&str] = &[#(#requests),*];
+
+            /// The methods sent as notifications (their params type is a `*Notification`).
+            pub const NOTIFICATIONS: &[&str] = &[#(#notifications),*];
         }
 
         /// A params or response type and the method it belongs to (`x-method`).

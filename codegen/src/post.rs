@@ -3,10 +3,17 @@
 //! - typify sorts struct members alphabetically; serde writes members in declaration order,
 //!   so the schema's order is restored (messages read naturally: `sessionId` first).
 //! - `x-tristate` members (absent ≠ `null`) become `Patch<T>` instead of `Option<T>`.
+//! - Optional arrays where `[]` is valid become `Option<Vec<T>>` (typify's `Vec<T>`, skipped
+//!   when empty, would re-encode `[]` as absent).
 //! - `x-aliases` on a member become `#[serde(alias = …)]` (RFD prose spellings).
 //! - typify's JSON-schema dumps are removed from the docs (the schema is one click away).
 //! - Every named-field struct gets a `SerializeFields` impl, so tagged unions can write the
 //!   tag and the variant's members into one object without buffering.
+//! - `minItems` (which typify drops) is enforced on decode through `__de::min_items`, so an
+//!   empty `modes` or `options` fails with the member's path.
+//! - Every type typify emits derives `schemars::JsonSchema` behind the `schemars` feature of the
+//!   crate that expands the types; the wire crate's reverse drift test compares that schema
+//!   (emitted from the Rust types) with the canonical one.
 
 use proc_macro2::TokenStream;
 use quote::quote;
@@ -20,6 +27,7 @@ pub fn rework(tokens: TokenStream, structs: &[(String, Value)]) -> Result<TokenS
     let mut extra = Vec::new();
     for item in &mut file.items {
         strip_schema_docs(item);
+        derive_json_schema(item);
         if let Item::Struct(s) = item {
             if let Some((_, schema)) = structs.iter().find(|(n, _)| s.ident == n) {
                 reorder_and_annotate(s, schema)?;
@@ -31,6 +39,15 @@ pub fn rework(tokens: TokenStream, structs: &[(String, Value)]) -> Result<TokenS
     }
     let items = &file.items;
     Ok(quote! { #(#items)* #(#extra)* })
+}
+
+fn derive_json_schema(item: &mut Item) {
+    let attrs = match item {
+        Item::Struct(s) => &mut s.attrs,
+        Item::Enum(e) => &mut e.attrs,
+        _ => return,
+    };
+    attrs.push(parse_quote!(#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]));
 }
 
 fn strip_schema_docs(item: &mut Item) {
@@ -86,6 +103,23 @@ fn wire_name(field: &syn::Field) -> String {
     name
 }
 
+/// Whether a field carries `#[serde(default)]` (with or without a path).
+fn has_default(field: &syn::Field) -> bool {
+    let mut found = false;
+    for attr in field.attrs.iter().filter(|a| a.path().is_ident("serde")) {
+        let _ = attr.parse_nested_meta(|meta| {
+            if meta.path.is_ident("default") {
+                found = true;
+            }
+            if meta.input.peek(syn::Token![=]) {
+                let _: syn::Expr = meta.value()?.parse()?;
+            }
+            Ok(())
+        });
+    }
+    found
+}
+
 /// The `skip_serializing_if` path of a field, if any.
 fn skip_if(field: &syn::Field) -> Option<syn::Path> {
     let mut path = None;
@@ -109,31 +143,82 @@ fn reorder_and_annotate(s: &mut ItemStruct, schema: &Value) -> Result<(), Error>
     let order: Vec<&String> = props.keys().collect();
     let mut fields: Vec<syn::Field> = std::mem::take(&mut named.named).into_iter().collect();
     fields.sort_by_key(|f| order.iter().position(|k| **k == wire_name(f)).unwrap_or(usize::MAX));
+    let required: Vec<&str> =
+        schema.get("required").and_then(Value::as_array).map(|r| r.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
     for field in &mut fields {
-        let Some(prop) = props.get(&wire_name(field)) else { continue };
+        let wire = wire_name(field);
+        let Some(prop) = props.get(&wire) else { continue };
+        // The rewrites below replace the field's serde attributes; aliases are added after them.
+        if prop.get("x-tristate") == Some(&Value::Bool(true)) {
+            let inner = option_inner(&field.ty).ok_or_else(|| {
+                crate::model::schema_err(&s.ident.to_string(), "an `x-tristate` member must be optional and nullable")
+            })?;
+            field.ty = parse_quote!(Patch<#inner>);
+            field.attrs.retain(|a| !a.path().is_ident("serde"));
+            field.attrs.push(parse_quote!(#[serde(rename = #wire, default, skip_serializing_if = "Patch::is_absent")]));
+        } else if !required.contains(&wire.as_str()) && is_vec(&field.ty) && prop.get("minItems").and_then(Value::as_u64).unwrap_or(0) == 0 {
+            // typify gives an optional array `Vec<T>` with `default` and skips it when empty,
+            // so `[]` would re-encode as absent. Where `[]` is valid, keep the difference.
+            // (With `minItems` ≥ 1 an empty array cannot be sent: `Vec` is lossless there.)
+            let ty = field.ty.clone();
+            field.ty = parse_quote!(::std::option::Option<#ty>);
+            field.attrs.retain(|a| !a.path().is_ident("serde"));
+            field.attrs.push(parse_quote!(#[serde(rename = #wire, default, skip_serializing_if = "::std::option::Option::is_none")]));
+        }
         if let Some(aliases) = prop.get("x-aliases").and_then(Value::as_array) {
             for alias in aliases.iter().filter_map(Value::as_str) {
                 field.attrs.push(parse_quote!(#[serde(alias = #alias)]));
             }
         }
-        if prop.get("x-tristate") == Some(&Value::Bool(true)) {
-            let inner = option_inner(&field.ty).ok_or_else(|| {
-                crate::model::schema_err(&s.ident.to_string(), "an `x-tristate` member must be optional and nullable")
-            })?;
-            let wire = wire_name(field);
-            field.ty = parse_quote!(Patch<#inner>);
-            field.attrs.retain(|a| !a.path().is_ident("serde"));
-            field.attrs.push(parse_quote!(#[serde(rename = #wire, default, skip_serializing_if = "Patch::is_absent")]));
+        if let Some(min) = prop.get("minItems") {
+            min_items(&s.ident, field, min)?;
         }
     }
     named.named = fields.into_iter().collect();
     Ok(())
 }
 
+/// Enforces `minItems` on decode and declares it to schemars.
+fn min_items(owner: &syn::Ident, field: &mut syn::Field, min: &Value) -> Result<(), Error> {
+    let wire = wire_name(field);
+    let err = |m: &str| crate::model::schema_err(&owner.to_string(), &format!("member `{wire}`: {m}"));
+    let min = min.as_u64().ok_or_else(|| err("`minItems` must be a non-negative integer"))?;
+    if min == 0 {
+        return Ok(());
+    }
+    let optional = match wrapped_inner(&field.ty) {
+        Some(inner) if is_vec(&inner) => true,
+        None if is_vec(&field.ty) => false,
+        _ => return Err(err("`minItems` is only supported on array members")),
+    };
+    let min_lit = proc_macro2::Literal::usize_unsuffixed(min as usize);
+    let with = format!("__de::min_items::<_, _, {min_lit}>");
+    field.attrs.push(parse_quote!(#[serde(deserialize_with = #with)]));
+    // With `deserialize_with`, serde no longer treats a missing `Option` member as `None`.
+    if optional && !has_default(field) {
+        field.attrs.push(parse_quote!(#[serde(default)]));
+    }
+    field.attrs.push(parse_quote!(#[cfg_attr(feature = "schemars", schemars(length(min = #min_lit)))]));
+    Ok(())
+}
+
+fn is_vec(ty: &Type) -> bool {
+    matches!(ty, Type::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "Vec"))
+}
+
 fn option_inner(ty: &Type) -> Option<Type> {
+    generic_inner(ty, "Option")
+}
+
+/// The `T` of `Option<T>` or `Patch<T>`.
+fn wrapped_inner(ty: &Type) -> Option<Type> {
+    generic_inner(ty, "Option").or_else(|| generic_inner(ty, "Patch"))
+}
+
+fn generic_inner(ty: &Type, wrapper: &str) -> Option<Type> {
     let Type::Path(p) = ty else { return None };
     let last = p.path.segments.last()?;
-    if last.ident != "Option" {
+    if last.ident != wrapper {
         return None;
     }
     let syn::PathArguments::AngleBracketed(args) = &last.arguments else { return None };

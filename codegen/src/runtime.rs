@@ -68,6 +68,25 @@ impl ::std::fmt::Display for RequestId {
     }
 }
 
+#[cfg(feature = "schemars")]
+impl ::schemars::JsonSchema for RequestId {
+    fn schema_name() -> String {
+        "RequestId".to_owned()
+    }
+
+    fn json_schema(_: &mut ::schemars::r#gen::SchemaGenerator) -> ::schemars::schema::Schema {
+        // From the variants above: `Null`, `Number(i64)`, `Str(String)`.
+        ::serde_json::from_value(::serde_json::json!({
+            "anyOf": [
+                { "title": "Null", "type": "null" },
+                { "title": "Number", "type": "integer", "format": "int64" },
+                { "title": "Str", "type": "string" }
+            ]
+        }))
+        .expect("a well-formed schema")
+    }
+}
+
 /// A member whose absence and `null` mean different things (message upserts: an omitted
 /// `content` leaves the content as it is, `null` clears it, a value replaces it).
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -111,6 +130,23 @@ impl<'de, T: ::serde::Deserialize<'de>> ::serde::Deserialize<'de> for Patch<T> {
             None => Patch::Null,
             Some(v) => Patch::Value(v),
         })
+    }
+}
+
+/// Absent and `null` are both "no value" to a schema; the difference is in the member being
+/// optional (`default`), which the field says, not the type.
+#[cfg(feature = "schemars")]
+impl<T: ::schemars::JsonSchema> ::schemars::JsonSchema for Patch<T> {
+    fn is_referenceable() -> bool {
+        false
+    }
+
+    fn schema_name() -> String {
+        format!("Nullable_{}", T::schema_name())
+    }
+
+    fn json_schema(generator: &mut ::schemars::r#gen::SchemaGenerator) -> ::schemars::schema::Schema {
+        <Option<T> as ::schemars::JsonSchema>::json_schema(generator)
     }
 }
 
@@ -235,6 +271,53 @@ pub mod __de {
         rest: A,
     ) -> Result<T, A::Error> {
         T::deserialize(::serde::de::value::MapAccessDeserializer::new(Chain::new(buffered, rest)))
+    }
+
+    /// The number of items of an array member, for `minItems`; `null` and absent have none to count.
+    pub trait Items {
+        fn items(&self) -> Option<usize>;
+    }
+
+    impl<T> Items for Vec<T> {
+        fn items(&self) -> Option<usize> {
+            Some(self.len())
+        }
+    }
+
+    impl<T> Items for Option<Vec<T>> {
+        fn items(&self) -> Option<usize> {
+            self.as_ref().map(Vec::len)
+        }
+    }
+
+    impl<T> Items for super::Patch<Vec<T>> {
+        fn items(&self) -> Option<usize> {
+            self.as_value().map(Vec::len)
+        }
+    }
+
+    /// `deserialize_with` for array members with `minItems` (typify drops the keyword).
+    pub fn min_items<'de, D, T, const N: usize>(deserializer: D) -> Result<T, D::Error>
+    where
+        D: ::serde::Deserializer<'de>,
+        T: ::serde::Deserialize<'de> + Items,
+    {
+        let value = T::deserialize(deserializer)?;
+        match value.items() {
+            Some(n) if n < N => Err(D::Error::invalid_length(n, &MinItems(N))),
+            _ => Ok(value),
+        }
+    }
+
+    struct MinItems(usize);
+
+    impl ::serde::de::Expected for MinItems {
+        fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+            match self.0 {
+                1 => f.write_str("at least 1 item"),
+                n => write!(f, "at least {n} items"),
+            }
+        }
     }
 
     /// Keeps an unknown variant whole: the tag and every other member.

@@ -5,6 +5,11 @@
 //! members met before the tag are buffered and replayed. An unknown tag (R-WIRE-3) keeps the
 //! raw object in `Other(Unknown)` and re-encodes it unchanged. RFD prose spellings listed in
 //! `x-aliases` decode to the same variant; encoding always writes the schema's spelling.
+//!
+//! Behind the expanding crate's `schemars` feature each type also gets a hand-built
+//! `schemars::JsonSchema` impl, made from the same tag values and body types the decoder matches
+//! (string enums: from `KNOWN`), so the wire crate's reverse drift test sees what the Rust side
+//! actually accepts.
 
 use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
@@ -76,6 +81,45 @@ fn tagged_union(name: &str, doc: &str, u: &TaggedUnion) -> TokenStream {
         )
     };
 
+    let body_names: Vec<&String> = u.variants.iter().map(|v| &v.body).collect();
+    let open_branch = if u.open {
+        quote! {
+            branches.push(::serde_json::json!({
+                "title": "other",
+                "type": "object",
+                "properties": { #tag: { "type": "string" } },
+                "required": [#tag]
+            }));
+        }
+    } else {
+        quote! {}
+    };
+    let json_schema = quote! {
+        #[cfg(feature = "schemars")]
+        impl ::schemars::JsonSchema for #ty {
+            fn schema_name() -> String {
+                #name.to_owned()
+            }
+
+            fn json_schema(generator: &mut ::schemars::r#gen::SchemaGenerator) -> ::schemars::schema::Schema {
+                let mut branches: Vec<::serde_json::Value> = Vec::new();
+                #(
+                    let body = generator.subschema_for::<#bodies>();
+                    branches.push(::serde_json::json!({
+                        "title": #body_names,
+                        "type": "object",
+                        "properties": { #tag: { "const": #values } },
+                        "required": [#tag],
+                        "allOf": [body]
+                    }));
+                )*
+                #open_branch
+                ::serde_json::from_value(::serde_json::json!({ "description": #doc, "anyOf": branches }))
+                    .expect("a well-formed schema")
+            }
+        }
+    };
+
     // `From<Body>` only where each body type appears once in this union.
     let froms = bodies.iter().zip(&idents).filter(|(b, _)| bodies.iter().filter(|x| x == b).count() == 1).map(
         |(body, ident)| {
@@ -109,6 +153,8 @@ fn tagged_union(name: &str, doc: &str, u: &TaggedUnion) -> TokenStream {
         }
 
         #(#froms)*
+
+        #json_schema
 
         impl SerializeFields for #ty {
             fn serialize_fields<M: ::serde::ser::SerializeMap>(&self, map: &mut M) -> Result<(), M::Error> {
@@ -186,6 +232,29 @@ fn string_enum(name: &str, doc: &str, e: &StringEnum) -> TokenStream {
             quote! { Copy, },
         ),
     };
+    let json_schema = {
+        let (keyword, open_branch) = match &e.open {
+            Some(title) => ("anyOf", quote! { branches.push(::serde_json::json!({ "title": #title, "type": "string" })); }),
+            None => ("oneOf", quote! {}),
+        };
+        let binding = if e.open.is_some() { quote!(mut branches) } else { quote!(branches) };
+        quote! {
+            #[cfg(feature = "schemars")]
+            impl ::schemars::JsonSchema for #ty {
+                fn schema_name() -> String {
+                    #name.to_owned()
+                }
+
+                fn json_schema(_: &mut ::schemars::r#gen::SchemaGenerator) -> ::schemars::schema::Schema {
+                    let #binding: Vec<::serde_json::Value> =
+                        Self::KNOWN.iter().map(|v| ::serde_json::json!({ "const": v })).collect();
+                    #open_branch
+                    ::serde_json::from_value(::serde_json::json!({ "description": #doc, #keyword: branches }))
+                        .expect("a well-formed schema")
+                }
+            }
+        }
+    };
     quote! {
         #[doc = #doc]
         #[derive(Clone, #derive_copy Debug, PartialEq, Eq, Hash)]
@@ -248,5 +317,7 @@ fn string_enum(name: &str, doc: &str, e: &StringEnum) -> TokenStream {
                 deserializer.deserialize_str(Visitor)
             }
         }
+
+        #json_schema
     }
 }

@@ -75,6 +75,24 @@ impl ::std::fmt::Display for RequestId {
         }
     }
 }
+#[cfg(feature = "schemars")]
+impl ::schemars::JsonSchema for RequestId {
+    fn schema_name() -> String {
+        "RequestId".to_owned()
+    }
+    fn json_schema(
+        _: &mut ::schemars::r#gen::SchemaGenerator,
+    ) -> ::schemars::schema::Schema {
+        ::serde_json::from_value(
+                ::serde_json::json!(
+                    { "anyOf" : [{ "title" : "Null", "type" : "null" }, { "title" :
+                    "Number", "type" : "integer", "format" : "int64" }, { "title" :
+                    "Str", "type" : "string" }] }
+                ),
+            )
+            .expect("a well-formed schema")
+    }
+}
 /// A member whose absence and `null` mean different things (message upserts: an omitted
 /// `content` leaves the content as it is, `null` clears it, a value replaces it).
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -121,6 +139,22 @@ impl<'de, T: ::serde::Deserialize<'de>> ::serde::Deserialize<'de> for Patch<T> {
                 Some(v) => Patch::Value(v),
             },
         )
+    }
+}
+/// Absent and `null` are both "no value" to a schema; the difference is in the member being
+/// optional (`default`), which the field says, not the type.
+#[cfg(feature = "schemars")]
+impl<T: ::schemars::JsonSchema> ::schemars::JsonSchema for Patch<T> {
+    fn is_referenceable() -> bool {
+        false
+    }
+    fn schema_name() -> String {
+        format!("Nullable_{}", T::schema_name())
+    }
+    fn json_schema(
+        generator: &mut ::schemars::r#gen::SchemaGenerator,
+    ) -> ::schemars::schema::Schema {
+        <Option<T> as ::schemars::JsonSchema>::json_schema(generator)
     }
 }
 /// The raw object of a tagged-union member whose tag this version does not know (R-WIRE-3).
@@ -266,6 +300,46 @@ pub mod __de {
             ::serde::de::value::MapAccessDeserializer::new(Chain::new(buffered, rest)),
         )
     }
+    /// The number of items of an array member, for `minItems`; `null` and absent have none to count.
+    pub trait Items {
+        fn items(&self) -> Option<usize>;
+    }
+    impl<T> Items for Vec<T> {
+        fn items(&self) -> Option<usize> {
+            Some(self.len())
+        }
+    }
+    impl<T> Items for Option<Vec<T>> {
+        fn items(&self) -> Option<usize> {
+            self.as_ref().map(Vec::len)
+        }
+    }
+    impl<T> Items for super::Patch<Vec<T>> {
+        fn items(&self) -> Option<usize> {
+            self.as_value().map(Vec::len)
+        }
+    }
+    /// `deserialize_with` for array members with `minItems` (typify drops the keyword).
+    pub fn min_items<'de, D, T, const N: usize>(deserializer: D) -> Result<T, D::Error>
+    where
+        D: ::serde::Deserializer<'de>,
+        T: ::serde::Deserialize<'de> + Items,
+    {
+        let value = T::deserialize(deserializer)?;
+        match value.items() {
+            Some(n) if n < N => Err(D::Error::invalid_length(n, &MinItems(N))),
+            _ => Ok(value),
+        }
+    }
+    struct MinItems(usize);
+    impl ::serde::de::Expected for MinItems {
+        fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+            match self.0 {
+                1 => f.write_str("at least 1 item"),
+                n => write!(f, "at least {n} items"),
+            }
+        }
+    }
     /// Keeps an unknown variant whole: the tag and every other member.
     pub fn unknown<'de, A: MapAccess<'de>>(
         tag_name: &'static str,
@@ -284,6 +358,7 @@ pub mod __de {
 }
 ///What the agent supports.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct AgentCapabilities {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub session: ::std::option::Option<SessionCapabilities>,
@@ -294,6 +369,7 @@ pub struct AgentCapabilities {
 }
 ///An agent message upsert. `content: []` clears what was streamed so far.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct AgentMessage {
     #[serde(rename = "messageId")]
     pub message_id: MessageId,
@@ -307,6 +383,7 @@ pub struct AgentMessage {
 }
 ///A streamed piece of an agent message.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct AgentMessageChunk {
     #[serde(rename = "messageId")]
     pub message_id: MessageId,
@@ -318,6 +395,7 @@ pub struct AgentMessageChunk {
 }
 ///Clears the content streamed so far for the current agent message (RFD #465); following chunks append from empty. Same operation as an `agent_message` upsert with `content: []`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct AgentMessageClear {
     ///The message to clear; the current agent message when absent.
     #[serde(
@@ -332,6 +410,7 @@ pub struct AgentMessageClear {
 }
 ///An agent thought upsert.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct AgentThought {
     #[serde(rename = "messageId")]
     pub message_id: MessageId,
@@ -345,6 +424,7 @@ pub struct AgentThought {
 }
 ///A streamed piece of an agent thought.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct AgentThoughtChunk {
     #[serde(rename = "messageId")]
     pub message_id: MessageId,
@@ -356,6 +436,7 @@ pub struct AgentThoughtChunk {
 }
 ///Hints for how content is used or shown.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct Annotations {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub audience: ::std::option::Option<::std::vec::Vec<Role>>,
@@ -373,6 +454,7 @@ pub struct Annotations {
 }
 ///Audio, base64-encoded.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct AudioContent {
     pub data: ::std::string::String,
     #[serde(rename = "mimeType")]
@@ -386,6 +468,7 @@ pub struct AudioContent {
 }
 ///A binary resource, base64-encoded.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct BlobResourceContents {
     pub uri: ::std::string::String,
     #[serde(rename = "mimeType", skip_serializing_if = "::std::option::Option::is_none")]
@@ -398,6 +481,7 @@ pub struct BlobResourceContents {
 }
 ///Cancels an in-flight request (`$/cancel_request`).
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct CancelRequestNotification {
     #[serde(rename = "requestId")]
     pub request_id: RequestId,
@@ -408,6 +492,7 @@ pub struct CancelRequestNotification {
 }
 ///Ends the in-flight turn (`idle`, `stopReason: cancelled`). Pending injects survive.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct CancelSessionNotification {
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
@@ -418,6 +503,7 @@ pub struct CancelSessionNotification {
 }
 ///The request was cancelled (the turn was cancelled).
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct CancelledPermissionOutcome {
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     pub meta: ::std::option::Option<
@@ -426,6 +512,7 @@ pub struct CancelledPermissionOutcome {
 }
 ///What the client supports. This toolkit defines no client capability of its own; upstream's are accepted and not interpreted.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct ClientCapabilities {
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     pub meta: ::std::option::Option<
@@ -434,6 +521,7 @@ pub struct ClientCapabilities {
 }
 ///Closes a session without draining; pending injects are handed back to the agent's host.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct CloseSessionRequest {
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
@@ -444,6 +532,7 @@ pub struct CloseSessionRequest {
 }
 ///The session is closed.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct CloseSessionResponse {
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     pub meta: ::std::option::Option<
@@ -452,6 +541,7 @@ pub struct CloseSessionResponse {
 }
 ///A monetary cost.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct Cost {
     ///The amount.
     pub amount: f64,
@@ -464,6 +554,7 @@ pub struct Cost {
 }
 ///A resource's contents, embedded.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct EmbeddedResource {
     pub resource: EmbeddedResourceResource,
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -476,6 +567,7 @@ pub struct EmbeddedResource {
 ///Text or binary contents of a resource.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(untagged)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub enum EmbeddedResourceResource {
     TextResourceContents(TextResourceContents),
     BlobResourceContents(BlobResourceContents),
@@ -492,6 +584,7 @@ impl ::std::convert::From<BlobResourceContents> for EmbeddedResourceResource {
 }
 ///The `data` of a -32002 or -32010 error, and the optional `detail` of the standard codes.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct ErrorData {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub reason: ::std::option::Option<ErrorReason>,
@@ -506,6 +599,7 @@ pub struct ErrorData {
 }
 ///The turn ended. Always carries `stopReason` from this toolkit; `usage` only when the runtime reported it.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct IdleStateUpdate {
     #[serde(
         rename = "stopReason",
@@ -521,6 +615,7 @@ pub struct IdleStateUpdate {
 }
 ///An image, base64-encoded.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct ImageContent {
     pub data: ::std::string::String,
     #[serde(rename = "mimeType")]
@@ -536,6 +631,7 @@ pub struct ImageContent {
 }
 ///Name and version of a client or agent implementation.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct Implementation {
     ///A programmatic name.
     pub name: ::std::string::String,
@@ -551,6 +647,7 @@ pub struct Implementation {
 }
 ///Negotiates the protocol version and capabilities.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct InitializeRequest {
     #[serde(rename = "protocolVersion")]
     pub protocol_version: ProtocolVersion,
@@ -564,6 +661,7 @@ pub struct InitializeRequest {
 }
 ///The agent's protocol version, identity and capabilities.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct InitializeResponse {
     #[serde(rename = "protocolVersion")]
     pub protocol_version: ProtocolVersion,
@@ -577,8 +675,11 @@ pub struct InitializeResponse {
 }
 ///The agent accepts `session/inject`. Revoke is always supported where inject is advertised. `steerInStream` is required and non-empty when `modes` contains `steer`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct InjectCapabilities {
     ///The modes the agent accepts.
+    #[serde(deserialize_with = "__de::min_items::<_, _, 1>")]
+    #[cfg_attr(feature = "schemars", schemars(length(min = 1)))]
     pub modes: ::std::vec::Vec<InjectMode>,
     ///Operations on pending injects beyond revoke.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -590,6 +691,8 @@ pub struct InjectCapabilities {
         skip_serializing_if = "::std::vec::Vec::is_empty"
     )]
     #[serde(alias = "steer_in_stream")]
+    #[serde(deserialize_with = "__de::min_items::<_, _, 1>")]
+    #[cfg_attr(feature = "schemars", schemars(length(min = 1)))]
     pub steer_in_stream: ::std::vec::Vec<SteerInStream>,
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     pub meta: ::std::option::Option<
@@ -598,6 +701,7 @@ pub struct InjectCapabilities {
 }
 ///Adds user input to a session mid-turn.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct InjectRequest {
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
@@ -611,6 +715,7 @@ pub struct InjectRequest {
 }
 ///The inject was accepted for pending delivery; its `user_message` will carry this id.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct InjectResponse {
     #[serde(rename = "messageId")]
     pub message_id: MessageId,
@@ -632,6 +737,7 @@ pub struct InjectResponse {
     PartialOrd
 )]
 #[serde(transparent)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct MessageId(pub ::std::string::String);
 impl ::std::ops::Deref for MessageId {
     type Target = ::std::string::String;
@@ -662,6 +768,7 @@ impl ::std::str::FromStr for MessageId {
 }
 ///Creates a session.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct NewSessionRequest {
     ///The session's working directory (an absolute path).
     pub cwd: ::std::string::String,
@@ -669,9 +776,9 @@ pub struct NewSessionRequest {
     #[serde(
         rename = "mcpServers",
         default,
-        skip_serializing_if = "::std::vec::Vec::is_empty"
+        skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub mcp_servers: ::std::vec::Vec<::serde_json::Value>,
+    pub mcp_servers: ::std::option::Option<::std::vec::Vec<::serde_json::Value>>,
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -679,6 +786,7 @@ pub struct NewSessionRequest {
 }
 ///The new session's id.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct NewSessionResponse {
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
@@ -689,6 +797,7 @@ pub struct NewSessionResponse {
 }
 ///Operations on a pending (not yet delivered) inject.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct PendingCapabilities {
     ///`session/replace_inject` is supported.
     pub replace: bool,
@@ -699,6 +808,7 @@ pub struct PendingCapabilities {
 }
 ///One choice of a permission request.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct PermissionOption {
     #[serde(rename = "optionId")]
     pub option_id: PermissionOptionId,
@@ -723,6 +833,7 @@ pub struct PermissionOption {
     PartialOrd
 )]
 #[serde(transparent)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct PermissionOptionId(pub ::std::string::String);
 impl ::std::ops::Deref for PermissionOptionId {
     type Target = ::std::string::String;
@@ -753,6 +864,7 @@ impl ::std::str::FromStr for PermissionOptionId {
 }
 ///One entry of a plan.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct PlanEntry {
     pub content: ::std::string::String,
     pub priority: PlanEntryPriority,
@@ -764,6 +876,7 @@ pub struct PlanEntry {
 }
 ///A plan as a list of entries.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct PlanItems {
     #[serde(rename = "planId")]
     pub plan_id: ::std::string::String,
@@ -775,6 +888,7 @@ pub struct PlanItems {
 }
 ///The agent's plan, replaced whole.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct PlanUpdate {
     pub plan: PlanUpdateContent,
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
@@ -784,6 +898,7 @@ pub struct PlanUpdate {
 }
 ///A user message. On an idle session it starts a turn; while a turn is in progress it is accepted as a `queue` inject.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct PromptRequest {
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
@@ -796,6 +911,7 @@ pub struct PromptRequest {
 }
 ///Sent on acceptance, not at the end of the turn. `messageId` is the id the `user_message` update will carry (upstream 2.0.0-alpha.5).
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct PromptResponse {
     #[serde(rename = "messageId")]
     pub message_id: MessageId,
@@ -807,6 +923,7 @@ pub struct PromptResponse {
 ///The protocol's major version.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(transparent)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct ProtocolVersion(pub u16);
 impl ::std::ops::Deref for ProtocolVersion {
     type Target = u16;
@@ -849,6 +966,7 @@ impl ::std::convert::TryFrom<String> for ProtocolVersion {
 }
 ///Replaces a pending inject's content, keeping its id, mode and position.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct ReplaceInjectRequest {
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
@@ -863,6 +981,7 @@ pub struct ReplaceInjectRequest {
 }
 ///The content was replaced; the `user_message` will carry the new content.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct ReplaceInjectResponse {
     #[serde(rename = "messageId")]
     pub message_id: MessageId,
@@ -873,6 +992,7 @@ pub struct ReplaceInjectResponse {
 }
 ///The agent asks the user to authorise an action. While open, the session's state is `requires_action`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct RequestPermissionRequest {
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
@@ -887,6 +1007,8 @@ pub struct RequestPermissionRequest {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
     ///The choices offered.
+    #[serde(deserialize_with = "__de::min_items::<_, _, 1>")]
+    #[cfg_attr(feature = "schemars", schemars(length(min = 1)))]
     pub options: ::std::vec::Vec<PermissionOption>,
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     pub meta: ::std::option::Option<
@@ -895,6 +1017,7 @@ pub struct RequestPermissionRequest {
 }
 ///The user's decision.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct RequestPermissionResponse {
     pub outcome: RequestPermissionOutcome,
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
@@ -904,6 +1027,7 @@ pub struct RequestPermissionResponse {
 }
 ///The turn waits for the user (a permission request is open).
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct RequiresActionStateUpdate {
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     pub meta: ::std::option::Option<
@@ -912,6 +1036,7 @@ pub struct RequiresActionStateUpdate {
 }
 ///A link to a resource the agent can read.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct ResourceLink {
     pub name: ::std::string::String,
     pub uri: ::std::string::String,
@@ -937,6 +1062,7 @@ pub struct ResourceLink {
 }
 ///Drops a pending inject. Idempotent for an id already revoked.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct RevokeInjectRequest {
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
@@ -949,6 +1075,7 @@ pub struct RevokeInjectRequest {
 }
 ///The inject is revoked: no `user_message` for it will ever be emitted.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct RevokeInjectResponse {
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     pub meta: ::std::option::Option<
@@ -957,6 +1084,7 @@ pub struct RevokeInjectResponse {
 }
 ///Foreground work started or resumed.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct RunningStateUpdate {
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     pub meta: ::std::option::Option<
@@ -965,6 +1093,7 @@ pub struct RunningStateUpdate {
 }
 ///The user chose an option.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct SelectedPermissionOutcome {
     #[serde(rename = "optionId")]
     pub option_id: PermissionOptionId,
@@ -975,6 +1104,7 @@ pub struct SelectedPermissionOutcome {
 }
 ///Session-level capabilities. Absent members mean the feature is not supported.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct SessionCapabilities {
     ///`session/inject` with revoke (mandatory) and optional replace.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -1000,6 +1130,7 @@ pub struct SessionCapabilities {
     PartialOrd
 )]
 #[serde(transparent)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct SessionId(pub ::std::string::String);
 impl ::std::ops::Deref for SessionId {
     type Target = ::std::string::String;
@@ -1030,6 +1161,7 @@ impl ::std::str::FromStr for SessionId {
 }
 ///A side-effect-free liveness probe.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct SessionStatusRequest {
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
@@ -1040,6 +1172,7 @@ pub struct SessionStatusRequest {
 }
 ///Whether the agent currently holds the session. Says nothing about running vs idle.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct SessionStatusResponse {
     pub status: SessionStatus,
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
@@ -1049,6 +1182,7 @@ pub struct SessionStatusResponse {
 }
 ///The agent answers `session/status`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct StatusCapabilities {
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     pub meta: ::std::option::Option<
@@ -1057,6 +1191,7 @@ pub struct StatusCapabilities {
 }
 ///Text.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct TextContent {
     pub text: ::std::string::String,
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -1068,6 +1203,7 @@ pub struct TextContent {
 }
 ///A text resource.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct TextResourceContents {
     pub uri: ::std::string::String,
     #[serde(rename = "mimeType", skip_serializing_if = "::std::option::Option::is_none")]
@@ -1080,6 +1216,7 @@ pub struct TextResourceContents {
 }
 ///A content block.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct ToolCallContentBlock {
     pub content: ContentBlock,
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
@@ -1089,6 +1226,7 @@ pub struct ToolCallContentBlock {
 }
 ///Appends content to a tool call.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct ToolCallContentChunk {
     #[serde(rename = "toolCallId")]
     pub tool_call_id: ToolCallId,
@@ -1111,6 +1249,7 @@ pub struct ToolCallContentChunk {
     PartialOrd
 )]
 #[serde(transparent)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct ToolCallId(pub ::std::string::String);
 impl ::std::ops::Deref for ToolCallId {
     type Target = ::std::string::String;
@@ -1141,6 +1280,7 @@ impl ::std::str::FromStr for ToolCallId {
 }
 ///A tool call was created or changed (upsert keyed by `toolCallId`).
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct ToolCallUpdate {
     #[serde(rename = "toolCallId")]
     pub tool_call_id: ToolCallId,
@@ -1178,6 +1318,7 @@ pub struct ToolCallUpdate {
 }
 ///A session update (`session/update`).
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct UpdateSessionNotification {
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
@@ -1189,6 +1330,7 @@ pub struct UpdateSessionNotification {
 }
 ///Token usage of a turn.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct Usage {
     #[serde(rename = "totalTokens")]
     pub total_tokens: u64,
@@ -1218,6 +1360,7 @@ pub struct Usage {
 }
 ///Context window usage.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct UsageUpdate {
     ///Tokens in the context window.
     pub used: u64,
@@ -1233,6 +1376,7 @@ pub struct UsageUpdate {
 }
 ///A user message was inserted into history. For a prompt or inject this is its delivery.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct UserMessage {
     #[serde(rename = "messageId")]
     pub message_id: MessageId,
@@ -1246,6 +1390,7 @@ pub struct UserMessage {
 }
 ///A streamed piece of a user message.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct UserMessageChunk {
     #[serde(rename = "messageId")]
     pub message_id: MessageId,
@@ -1671,7 +1816,7 @@ impl SerializeFields for NewSessionRequest {
         map: &mut M,
     ) -> Result<(), M::Error> {
         map.serialize_entry("cwd", &self.cwd)?;
-        if !::std::vec::Vec::is_empty(&self.mcp_servers) {
+        if !::std::option::Option::is_none(&self.mcp_servers) {
             map.serialize_entry("mcpServers", &self.mcp_servers)?;
         }
         if !::std::option::Option::is_none(&self.meta) {
@@ -2254,6 +2399,29 @@ impl<'de> ::serde::Deserialize<'de> for ErrorReason {
         deserializer.deserialize_str(Visitor)
     }
 }
+#[cfg(feature = "schemars")]
+impl ::schemars::JsonSchema for ErrorReason {
+    fn schema_name() -> String {
+        "ErrorReason".to_owned()
+    }
+    fn json_schema(
+        _: &mut ::schemars::r#gen::SchemaGenerator,
+    ) -> ::schemars::schema::Schema {
+        let mut branches: Vec<::serde_json::Value> = Self::KNOWN
+            .iter()
+            .map(|v| ::serde_json::json!({ "const" : v }))
+            .collect();
+        branches.push(::serde_json::json!({ "title" : "other", "type" : "string" }));
+        ::serde_json::from_value(
+                ::serde_json::json!(
+                    { "description" :
+                    "Why a session or inject request failed (`data.reason`). Open: unknown reasons from newer agents decode into `other`.",
+                    "anyOf" : branches }
+                ),
+            )
+            .expect("a well-formed schema")
+    }
+}
 ///When an inject is delivered. Closed: an unknown mode is invalid params (-32602).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum InjectMode {
@@ -2323,6 +2491,28 @@ impl<'de> ::serde::Deserialize<'de> for InjectMode {
             }
         }
         deserializer.deserialize_str(Visitor)
+    }
+}
+#[cfg(feature = "schemars")]
+impl ::schemars::JsonSchema for InjectMode {
+    fn schema_name() -> String {
+        "InjectMode".to_owned()
+    }
+    fn json_schema(
+        _: &mut ::schemars::r#gen::SchemaGenerator,
+    ) -> ::schemars::schema::Schema {
+        let branches: Vec<::serde_json::Value> = Self::KNOWN
+            .iter()
+            .map(|v| ::serde_json::json!({ "const" : v }))
+            .collect();
+        ::serde_json::from_value(
+                ::serde_json::json!(
+                    { "description" :
+                    "When an inject is delivered. Closed: an unknown mode is invalid params (-32602).",
+                    "oneOf" : branches }
+                ),
+            )
+            .expect("a well-formed schema")
     }
 }
 ///What happens to a steer accepted mid model stream with no tool call pending.
@@ -2402,6 +2592,28 @@ impl<'de> ::serde::Deserialize<'de> for SteerInStream {
         deserializer.deserialize_str(Visitor)
     }
 }
+#[cfg(feature = "schemars")]
+impl ::schemars::JsonSchema for SteerInStream {
+    fn schema_name() -> String {
+        "SteerInStream".to_owned()
+    }
+    fn json_schema(
+        _: &mut ::schemars::r#gen::SchemaGenerator,
+    ) -> ::schemars::schema::Schema {
+        let branches: Vec<::serde_json::Value> = Self::KNOWN
+            .iter()
+            .map(|v| ::serde_json::json!({ "const" : v }))
+            .collect();
+        ::serde_json::from_value(
+                ::serde_json::json!(
+                    { "description" :
+                    "What happens to a steer accepted mid model stream with no tool call pending.",
+                    "oneOf" : branches }
+                ),
+            )
+            .expect("a well-formed schema")
+    }
+}
 ///A session's liveness.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum SessionStatus {
@@ -2477,6 +2689,26 @@ impl<'de> ::serde::Deserialize<'de> for SessionStatus {
             }
         }
         deserializer.deserialize_str(Visitor)
+    }
+}
+#[cfg(feature = "schemars")]
+impl ::schemars::JsonSchema for SessionStatus {
+    fn schema_name() -> String {
+        "SessionStatus".to_owned()
+    }
+    fn json_schema(
+        _: &mut ::schemars::r#gen::SchemaGenerator,
+    ) -> ::schemars::schema::Schema {
+        let branches: Vec<::serde_json::Value> = Self::KNOWN
+            .iter()
+            .map(|v| ::serde_json::json!({ "const" : v }))
+            .collect();
+        ::serde_json::from_value(
+                ::serde_json::json!(
+                    { "description" : "A session's liveness.", "oneOf" : branches }
+                ),
+            )
+            .expect("a well-formed schema")
     }
 }
 ///The kind of a permission option. Open.
@@ -2565,6 +2797,28 @@ impl<'de> ::serde::Deserialize<'de> for PermissionOptionKind {
         deserializer.deserialize_str(Visitor)
     }
 }
+#[cfg(feature = "schemars")]
+impl ::schemars::JsonSchema for PermissionOptionKind {
+    fn schema_name() -> String {
+        "PermissionOptionKind".to_owned()
+    }
+    fn json_schema(
+        _: &mut ::schemars::r#gen::SchemaGenerator,
+    ) -> ::schemars::schema::Schema {
+        let mut branches: Vec<::serde_json::Value> = Self::KNOWN
+            .iter()
+            .map(|v| ::serde_json::json!({ "const" : v }))
+            .collect();
+        branches.push(::serde_json::json!({ "title" : "other", "type" : "string" }));
+        ::serde_json::from_value(
+                ::serde_json::json!(
+                    { "description" : "The kind of a permission option. Open.", "anyOf" :
+                    branches }
+                ),
+            )
+            .expect("a well-formed schema")
+    }
+}
 ///How a permission request ended, tagged by `outcome`. Open.
 #[derive(Clone, Debug, PartialEq)]
 pub enum RequestPermissionOutcome {
@@ -2595,6 +2849,50 @@ impl From<CancelledPermissionOutcome> for RequestPermissionOutcome {
 impl From<SelectedPermissionOutcome> for RequestPermissionOutcome {
     fn from(value: SelectedPermissionOutcome) -> Self {
         RequestPermissionOutcome::Selected(value)
+    }
+}
+#[cfg(feature = "schemars")]
+impl ::schemars::JsonSchema for RequestPermissionOutcome {
+    fn schema_name() -> String {
+        "RequestPermissionOutcome".to_owned()
+    }
+    fn json_schema(
+        generator: &mut ::schemars::r#gen::SchemaGenerator,
+    ) -> ::schemars::schema::Schema {
+        let mut branches: Vec<::serde_json::Value> = Vec::new();
+        let body = generator.subschema_for::<CancelledPermissionOutcome>();
+        branches
+            .push(
+                ::serde_json::json!(
+                    { "title" : "CancelledPermissionOutcome", "type" : "object",
+                    "properties" : { "outcome" : { "const" : "cancelled" } }, "required"
+                    : ["outcome"], "allOf" : [body] }
+                ),
+            );
+        let body = generator.subschema_for::<SelectedPermissionOutcome>();
+        branches
+            .push(
+                ::serde_json::json!(
+                    { "title" : "SelectedPermissionOutcome", "type" : "object",
+                    "properties" : { "outcome" : { "const" : "selected" } }, "required" :
+                    ["outcome"], "allOf" : [body] }
+                ),
+            );
+        branches
+            .push(
+                ::serde_json::json!(
+                    { "title" : "other", "type" : "object", "properties" : { "outcome" :
+                    { "type" : "string" } }, "required" : ["outcome"] }
+                ),
+            );
+        ::serde_json::from_value(
+                ::serde_json::json!(
+                    { "description" :
+                    "How a permission request ended, tagged by `outcome`. Open.", "anyOf"
+                    : branches }
+                ),
+            )
+            .expect("a well-formed schema")
     }
 }
 impl SerializeFields for RequestPermissionOutcome {
@@ -2784,6 +3082,141 @@ impl From<UsageUpdate> for SessionUpdate {
         SessionUpdate::UsageUpdate(value)
     }
 }
+#[cfg(feature = "schemars")]
+impl ::schemars::JsonSchema for SessionUpdate {
+    fn schema_name() -> String {
+        "SessionUpdate".to_owned()
+    }
+    fn json_schema(
+        generator: &mut ::schemars::r#gen::SchemaGenerator,
+    ) -> ::schemars::schema::Schema {
+        let mut branches: Vec<::serde_json::Value> = Vec::new();
+        let body = generator.subschema_for::<UserMessage>();
+        branches
+            .push(
+                ::serde_json::json!(
+                    { "title" : "UserMessage", "type" : "object", "properties" : {
+                    "sessionUpdate" : { "const" : "user_message" } }, "required" :
+                    ["sessionUpdate"], "allOf" : [body] }
+                ),
+            );
+        let body = generator.subschema_for::<UserMessageChunk>();
+        branches
+            .push(
+                ::serde_json::json!(
+                    { "title" : "UserMessageChunk", "type" : "object", "properties" : {
+                    "sessionUpdate" : { "const" : "user_message_chunk" } }, "required" :
+                    ["sessionUpdate"], "allOf" : [body] }
+                ),
+            );
+        let body = generator.subschema_for::<AgentMessage>();
+        branches
+            .push(
+                ::serde_json::json!(
+                    { "title" : "AgentMessage", "type" : "object", "properties" : {
+                    "sessionUpdate" : { "const" : "agent_message" } }, "required" :
+                    ["sessionUpdate"], "allOf" : [body] }
+                ),
+            );
+        let body = generator.subschema_for::<AgentMessageChunk>();
+        branches
+            .push(
+                ::serde_json::json!(
+                    { "title" : "AgentMessageChunk", "type" : "object", "properties" : {
+                    "sessionUpdate" : { "const" : "agent_message_chunk" } }, "required" :
+                    ["sessionUpdate"], "allOf" : [body] }
+                ),
+            );
+        let body = generator.subschema_for::<AgentMessageClear>();
+        branches
+            .push(
+                ::serde_json::json!(
+                    { "title" : "AgentMessageClear", "type" : "object", "properties" : {
+                    "sessionUpdate" : { "const" : "agent_message_clear" } }, "required" :
+                    ["sessionUpdate"], "allOf" : [body] }
+                ),
+            );
+        let body = generator.subschema_for::<AgentThought>();
+        branches
+            .push(
+                ::serde_json::json!(
+                    { "title" : "AgentThought", "type" : "object", "properties" : {
+                    "sessionUpdate" : { "const" : "agent_thought" } }, "required" :
+                    ["sessionUpdate"], "allOf" : [body] }
+                ),
+            );
+        let body = generator.subschema_for::<AgentThoughtChunk>();
+        branches
+            .push(
+                ::serde_json::json!(
+                    { "title" : "AgentThoughtChunk", "type" : "object", "properties" : {
+                    "sessionUpdate" : { "const" : "agent_thought_chunk" } }, "required" :
+                    ["sessionUpdate"], "allOf" : [body] }
+                ),
+            );
+        let body = generator.subschema_for::<StateUpdate>();
+        branches
+            .push(
+                ::serde_json::json!(
+                    { "title" : "StateUpdate", "type" : "object", "properties" : {
+                    "sessionUpdate" : { "const" : "state_update" } }, "required" :
+                    ["sessionUpdate"], "allOf" : [body] }
+                ),
+            );
+        let body = generator.subschema_for::<ToolCallUpdate>();
+        branches
+            .push(
+                ::serde_json::json!(
+                    { "title" : "ToolCallUpdate", "type" : "object", "properties" : {
+                    "sessionUpdate" : { "const" : "tool_call_update" } }, "required" :
+                    ["sessionUpdate"], "allOf" : [body] }
+                ),
+            );
+        let body = generator.subschema_for::<ToolCallContentChunk>();
+        branches
+            .push(
+                ::serde_json::json!(
+                    { "title" : "ToolCallContentChunk", "type" : "object", "properties" :
+                    { "sessionUpdate" : { "const" : "tool_call_content_chunk" } },
+                    "required" : ["sessionUpdate"], "allOf" : [body] }
+                ),
+            );
+        let body = generator.subschema_for::<PlanUpdate>();
+        branches
+            .push(
+                ::serde_json::json!(
+                    { "title" : "PlanUpdate", "type" : "object", "properties" : {
+                    "sessionUpdate" : { "const" : "plan_update" } }, "required" :
+                    ["sessionUpdate"], "allOf" : [body] }
+                ),
+            );
+        let body = generator.subschema_for::<UsageUpdate>();
+        branches
+            .push(
+                ::serde_json::json!(
+                    { "title" : "UsageUpdate", "type" : "object", "properties" : {
+                    "sessionUpdate" : { "const" : "usage_update" } }, "required" :
+                    ["sessionUpdate"], "allOf" : [body] }
+                ),
+            );
+        branches
+            .push(
+                ::serde_json::json!(
+                    { "title" : "other", "type" : "object", "properties" : {
+                    "sessionUpdate" : { "type" : "string" } }, "required" :
+                    ["sessionUpdate"] }
+                ),
+            );
+        ::serde_json::from_value(
+                ::serde_json::json!(
+                    { "description" :
+                    "What changed in a session, tagged by `sessionUpdate`. Message updates are upserts keyed by `messageId`: an omitted `content` leaves the content, `null` clears it, an array replaces it; chunks append. Open: unknown tags decode into `other` and re-encode unchanged.",
+                    "anyOf" : branches }
+                ),
+            )
+            .expect("a well-formed schema")
+    }
+}
 impl SerializeFields for SessionUpdate {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
         &self,
@@ -2965,6 +3398,59 @@ impl From<RequiresActionStateUpdate> for StateUpdate {
         StateUpdate::RequiresAction(value)
     }
 }
+#[cfg(feature = "schemars")]
+impl ::schemars::JsonSchema for StateUpdate {
+    fn schema_name() -> String {
+        "StateUpdate".to_owned()
+    }
+    fn json_schema(
+        generator: &mut ::schemars::r#gen::SchemaGenerator,
+    ) -> ::schemars::schema::Schema {
+        let mut branches: Vec<::serde_json::Value> = Vec::new();
+        let body = generator.subschema_for::<RunningStateUpdate>();
+        branches
+            .push(
+                ::serde_json::json!(
+                    { "title" : "RunningStateUpdate", "type" : "object", "properties" : {
+                    "state" : { "const" : "running" } }, "required" : ["state"], "allOf"
+                    : [body] }
+                ),
+            );
+        let body = generator.subschema_for::<IdleStateUpdate>();
+        branches
+            .push(
+                ::serde_json::json!(
+                    { "title" : "IdleStateUpdate", "type" : "object", "properties" : {
+                    "state" : { "const" : "idle" } }, "required" : ["state"], "allOf" :
+                    [body] }
+                ),
+            );
+        let body = generator.subschema_for::<RequiresActionStateUpdate>();
+        branches
+            .push(
+                ::serde_json::json!(
+                    { "title" : "RequiresActionStateUpdate", "type" : "object",
+                    "properties" : { "state" : { "const" : "requires_action" } },
+                    "required" : ["state"], "allOf" : [body] }
+                ),
+            );
+        branches
+            .push(
+                ::serde_json::json!(
+                    { "title" : "other", "type" : "object", "properties" : { "state" : {
+                    "type" : "string" } }, "required" : ["state"] }
+                ),
+            );
+        ::serde_json::from_value(
+                ::serde_json::json!(
+                    { "description" :
+                    "A turn state, tagged by `state`. A turn is in progress from `running` until `idle`. Open.",
+                    "anyOf" : branches }
+                ),
+            )
+            .expect("a well-formed schema")
+    }
+}
 impl SerializeFields for StateUpdate {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
         &self,
@@ -3123,6 +3609,27 @@ impl<'de> ::serde::Deserialize<'de> for StopReason {
         deserializer.deserialize_str(Visitor)
     }
 }
+#[cfg(feature = "schemars")]
+impl ::schemars::JsonSchema for StopReason {
+    fn schema_name() -> String {
+        "StopReason".to_owned()
+    }
+    fn json_schema(
+        _: &mut ::schemars::r#gen::SchemaGenerator,
+    ) -> ::schemars::schema::Schema {
+        let mut branches: Vec<::serde_json::Value> = Self::KNOWN
+            .iter()
+            .map(|v| ::serde_json::json!({ "const" : v }))
+            .collect();
+        branches.push(::serde_json::json!({ "title" : "other", "type" : "string" }));
+        ::serde_json::from_value(
+                ::serde_json::json!(
+                    { "description" : "Why a turn ended. Open.", "anyOf" : branches }
+                ),
+            )
+            .expect("a well-formed schema")
+    }
+}
 ///The kind of a tool. Open.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum ToolKind {
@@ -3236,6 +3743,27 @@ impl<'de> ::serde::Deserialize<'de> for ToolKind {
         deserializer.deserialize_str(Visitor)
     }
 }
+#[cfg(feature = "schemars")]
+impl ::schemars::JsonSchema for ToolKind {
+    fn schema_name() -> String {
+        "ToolKind".to_owned()
+    }
+    fn json_schema(
+        _: &mut ::schemars::r#gen::SchemaGenerator,
+    ) -> ::schemars::schema::Schema {
+        let mut branches: Vec<::serde_json::Value> = Self::KNOWN
+            .iter()
+            .map(|v| ::serde_json::json!({ "const" : v }))
+            .collect();
+        branches.push(::serde_json::json!({ "title" : "unknown", "type" : "string" }));
+        ::serde_json::from_value(
+                ::serde_json::json!(
+                    { "description" : "The kind of a tool. Open.", "anyOf" : branches }
+                ),
+            )
+            .expect("a well-formed schema")
+    }
+}
 ///A tool call's status. Open.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum ToolCallStatus {
@@ -3327,6 +3855,27 @@ impl<'de> ::serde::Deserialize<'de> for ToolCallStatus {
         deserializer.deserialize_str(Visitor)
     }
 }
+#[cfg(feature = "schemars")]
+impl ::schemars::JsonSchema for ToolCallStatus {
+    fn schema_name() -> String {
+        "ToolCallStatus".to_owned()
+    }
+    fn json_schema(
+        _: &mut ::schemars::r#gen::SchemaGenerator,
+    ) -> ::schemars::schema::Schema {
+        let mut branches: Vec<::serde_json::Value> = Self::KNOWN
+            .iter()
+            .map(|v| ::serde_json::json!({ "const" : v }))
+            .collect();
+        branches.push(::serde_json::json!({ "title" : "other", "type" : "string" }));
+        ::serde_json::from_value(
+                ::serde_json::json!(
+                    { "description" : "A tool call's status. Open.", "anyOf" : branches }
+                ),
+            )
+            .expect("a well-formed schema")
+    }
+}
 ///Content produced by a tool call, tagged by `type`. Upstream's `diff` and `terminal` are carried through the open branch unchanged.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ToolCallContent {
@@ -3349,6 +3898,41 @@ impl ToolCallContent {
 impl From<ToolCallContentBlock> for ToolCallContent {
     fn from(value: ToolCallContentBlock) -> Self {
         ToolCallContent::Content(value)
+    }
+}
+#[cfg(feature = "schemars")]
+impl ::schemars::JsonSchema for ToolCallContent {
+    fn schema_name() -> String {
+        "ToolCallContent".to_owned()
+    }
+    fn json_schema(
+        generator: &mut ::schemars::r#gen::SchemaGenerator,
+    ) -> ::schemars::schema::Schema {
+        let mut branches: Vec<::serde_json::Value> = Vec::new();
+        let body = generator.subschema_for::<ToolCallContentBlock>();
+        branches
+            .push(
+                ::serde_json::json!(
+                    { "title" : "ToolCallContentBlock", "type" : "object", "properties" :
+                    { "type" : { "const" : "content" } }, "required" : ["type"], "allOf"
+                    : [body] }
+                ),
+            );
+        branches
+            .push(
+                ::serde_json::json!(
+                    { "title" : "other", "type" : "object", "properties" : { "type" : {
+                    "type" : "string" } }, "required" : ["type"] }
+                ),
+            );
+        ::serde_json::from_value(
+                ::serde_json::json!(
+                    { "description" :
+                    "Content produced by a tool call, tagged by `type`. Upstream's `diff` and `terminal` are carried through the open branch unchanged.",
+                    "anyOf" : branches }
+                ),
+            )
+            .expect("a well-formed schema")
     }
 }
 impl SerializeFields for ToolCallContent {
@@ -3431,6 +4015,40 @@ impl PlanUpdateContent {
 impl From<PlanItems> for PlanUpdateContent {
     fn from(value: PlanItems) -> Self {
         PlanUpdateContent::Items(value)
+    }
+}
+#[cfg(feature = "schemars")]
+impl ::schemars::JsonSchema for PlanUpdateContent {
+    fn schema_name() -> String {
+        "PlanUpdateContent".to_owned()
+    }
+    fn json_schema(
+        generator: &mut ::schemars::r#gen::SchemaGenerator,
+    ) -> ::schemars::schema::Schema {
+        let mut branches: Vec<::serde_json::Value> = Vec::new();
+        let body = generator.subschema_for::<PlanItems>();
+        branches
+            .push(
+                ::serde_json::json!(
+                    { "title" : "PlanItems", "type" : "object", "properties" : { "type" :
+                    { "const" : "items" } }, "required" : ["type"], "allOf" : [body] }
+                ),
+            );
+        branches
+            .push(
+                ::serde_json::json!(
+                    { "title" : "other", "type" : "object", "properties" : { "type" : {
+                    "type" : "string" } }, "required" : ["type"] }
+                ),
+            );
+        ::serde_json::from_value(
+                ::serde_json::json!(
+                    { "description" :
+                    "A plan, tagged by `type`. Upstream's `file` and `markdown` are carried through the open branch unchanged.",
+                    "anyOf" : branches }
+                ),
+            )
+            .expect("a well-formed schema")
     }
 }
 impl SerializeFields for PlanUpdateContent {
@@ -3568,6 +4186,28 @@ impl<'de> ::serde::Deserialize<'de> for PlanEntryPriority {
         deserializer.deserialize_str(Visitor)
     }
 }
+#[cfg(feature = "schemars")]
+impl ::schemars::JsonSchema for PlanEntryPriority {
+    fn schema_name() -> String {
+        "PlanEntryPriority".to_owned()
+    }
+    fn json_schema(
+        _: &mut ::schemars::r#gen::SchemaGenerator,
+    ) -> ::schemars::schema::Schema {
+        let mut branches: Vec<::serde_json::Value> = Self::KNOWN
+            .iter()
+            .map(|v| ::serde_json::json!({ "const" : v }))
+            .collect();
+        branches.push(::serde_json::json!({ "title" : "other", "type" : "string" }));
+        ::serde_json::from_value(
+                ::serde_json::json!(
+                    { "description" : "A plan entry's priority. Open.", "anyOf" :
+                    branches }
+                ),
+            )
+            .expect("a well-formed schema")
+    }
+}
 ///A plan entry's status. Open.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum PlanEntryStatus {
@@ -3654,6 +4294,28 @@ impl<'de> ::serde::Deserialize<'de> for PlanEntryStatus {
         deserializer.deserialize_str(Visitor)
     }
 }
+#[cfg(feature = "schemars")]
+impl ::schemars::JsonSchema for PlanEntryStatus {
+    fn schema_name() -> String {
+        "PlanEntryStatus".to_owned()
+    }
+    fn json_schema(
+        _: &mut ::schemars::r#gen::SchemaGenerator,
+    ) -> ::schemars::schema::Schema {
+        let mut branches: Vec<::serde_json::Value> = Self::KNOWN
+            .iter()
+            .map(|v| ::serde_json::json!({ "const" : v }))
+            .collect();
+        branches.push(::serde_json::json!({ "title" : "other", "type" : "string" }));
+        ::serde_json::from_value(
+                ::serde_json::json!(
+                    { "description" : "A plan entry's status. Open.", "anyOf" : branches
+                    }
+                ),
+            )
+            .expect("a well-formed schema")
+    }
+}
 ///A piece of message content, tagged by `type`. Open.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ContentBlock {
@@ -3708,6 +4370,76 @@ impl From<ResourceLink> for ContentBlock {
 impl From<EmbeddedResource> for ContentBlock {
     fn from(value: EmbeddedResource) -> Self {
         ContentBlock::Resource(value)
+    }
+}
+#[cfg(feature = "schemars")]
+impl ::schemars::JsonSchema for ContentBlock {
+    fn schema_name() -> String {
+        "ContentBlock".to_owned()
+    }
+    fn json_schema(
+        generator: &mut ::schemars::r#gen::SchemaGenerator,
+    ) -> ::schemars::schema::Schema {
+        let mut branches: Vec<::serde_json::Value> = Vec::new();
+        let body = generator.subschema_for::<TextContent>();
+        branches
+            .push(
+                ::serde_json::json!(
+                    { "title" : "TextContent", "type" : "object", "properties" : { "type"
+                    : { "const" : "text" } }, "required" : ["type"], "allOf" : [body] }
+                ),
+            );
+        let body = generator.subschema_for::<ImageContent>();
+        branches
+            .push(
+                ::serde_json::json!(
+                    { "title" : "ImageContent", "type" : "object", "properties" : {
+                    "type" : { "const" : "image" } }, "required" : ["type"], "allOf" :
+                    [body] }
+                ),
+            );
+        let body = generator.subschema_for::<AudioContent>();
+        branches
+            .push(
+                ::serde_json::json!(
+                    { "title" : "AudioContent", "type" : "object", "properties" : {
+                    "type" : { "const" : "audio" } }, "required" : ["type"], "allOf" :
+                    [body] }
+                ),
+            );
+        let body = generator.subschema_for::<ResourceLink>();
+        branches
+            .push(
+                ::serde_json::json!(
+                    { "title" : "ResourceLink", "type" : "object", "properties" : {
+                    "type" : { "const" : "resource_link" } }, "required" : ["type"],
+                    "allOf" : [body] }
+                ),
+            );
+        let body = generator.subschema_for::<EmbeddedResource>();
+        branches
+            .push(
+                ::serde_json::json!(
+                    { "title" : "EmbeddedResource", "type" : "object", "properties" : {
+                    "type" : { "const" : "resource" } }, "required" : ["type"], "allOf" :
+                    [body] }
+                ),
+            );
+        branches
+            .push(
+                ::serde_json::json!(
+                    { "title" : "other", "type" : "object", "properties" : { "type" : {
+                    "type" : "string" } }, "required" : ["type"] }
+                ),
+            );
+        ::serde_json::from_value(
+                ::serde_json::json!(
+                    { "description" :
+                    "A piece of message content, tagged by `type`. Open.", "anyOf" :
+                    branches }
+                ),
+            )
+            .expect("a well-formed schema")
     }
 }
 impl SerializeFields for ContentBlock {
@@ -3860,6 +4592,27 @@ impl<'de> ::serde::Deserialize<'de> for Role {
         deserializer.deserialize_str(Visitor)
     }
 }
+#[cfg(feature = "schemars")]
+impl ::schemars::JsonSchema for Role {
+    fn schema_name() -> String {
+        "Role".to_owned()
+    }
+    fn json_schema(
+        _: &mut ::schemars::r#gen::SchemaGenerator,
+    ) -> ::schemars::schema::Schema {
+        let mut branches: Vec<::serde_json::Value> = Self::KNOWN
+            .iter()
+            .map(|v| ::serde_json::json!({ "const" : v }))
+            .collect();
+        branches.push(::serde_json::json!({ "title" : "other", "type" : "string" }));
+        ::serde_json::from_value(
+                ::serde_json::json!(
+                    { "description" : "Who content is for. Open.", "anyOf" : branches }
+                ),
+            )
+            .expect("a well-formed schema")
+    }
+}
 /// The protocol's method names.
 pub mod methods {
     ///`initialize`
@@ -3886,6 +4639,20 @@ pub mod methods {
     pub const SESSION_REQUEST_PERMISSION: &str = "session/request_permission";
     ///`session/update`
     pub const SESSION_UPDATE: &str = "session/update";
+    /// The methods sent as requests (they have a `*Request` params and a `*Response` type).
+    pub const REQUESTS: &[&str] = &[
+        INITIALIZE,
+        SESSION_NEW,
+        SESSION_PROMPT,
+        SESSION_INJECT,
+        SESSION_REVOKE_INJECT,
+        SESSION_REPLACE_INJECT,
+        SESSION_CLOSE,
+        SESSION_STATUS,
+        SESSION_REQUEST_PERMISSION,
+    ];
+    /// The methods sent as notifications (their params type is a `*Notification`).
+    pub const NOTIFICATIONS: &[&str] = &[SESSION_CANCEL, CANCEL_REQUEST, SESSION_UPDATE];
 }
 /// A params or response type and the method it belongs to (`x-method`).
 pub trait Method {

@@ -35,8 +35,9 @@ pub fn code_for(reason: &ErrorReason) -> i64 {
     }
 }
 
-/// A JSON-RPC error object.
+/// A JSON-RPC error object (the schema's `Error` definition, written by hand).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ErrorObject {
     pub code: i64,
     pub message: String,

@@ -74,7 +74,8 @@ impl std::error::Error for FrameError {}
 struct RawMessage<'a> {
     #[serde(borrow, default)]
     jsonrpc: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
+    // `"id": null` is an id (a parse-error response carries it), not an absent one.
+    #[serde(borrow, default, deserialize_with = "present")]
     id: Option<&'a RawValue>,
     #[serde(borrow, default)]
     method: Option<Cow<'a, str>>,
@@ -84,6 +85,11 @@ struct RawMessage<'a> {
     result: Option<&'a RawValue>,
     #[serde(borrow, default)]
     error: Option<&'a RawValue>,
+}
+
+/// A member that is present, even as `null` (plain `Option` would read `null` as absent).
+fn present<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&'de RawValue>::deserialize(deserializer).map(Some)
 }
 
 /// Classifies one line. Invalid UTF-8 must be rejected by the caller's `&str` conversion
@@ -148,7 +154,7 @@ fn classify(text: &str, in_batch: bool) -> Result<Incoming<'_>, FrameError> {
             }
         }
         (None, None, Some(error)) => {
-            let error: ErrorObject = serde_json::from_str(error.get())
+            let error: ErrorObject = decode(error.get())
                 .map_err(|e| invalid(&format!("`error` is not a JSON-RPC error object: {e}")))?;
             match id {
                 Some(id) => Ok(Incoming::Response { id, outcome: Err(error) }),
@@ -197,8 +203,102 @@ pub fn decode<T: DeserializeOwned>(json: &str) -> Result<T, DecodeError> {
 }
 
 /// Decodes `params`; absent params decode as an empty object (so all-optional params work).
+/// When they do not, the error names `params` as the missing member.
 pub fn decode_params<T: DeserializeOwned>(params: Option<&RawValue>) -> Result<T, DecodeError> {
-    decode(params.map_or("{}", RawValue::get))
+    match params {
+        Some(params) => decode(params.get()),
+        None => decode("{}").map_err(|e| DecodeError {
+            path: "params".to_owned(),
+            message: format!("missing field `params` (its members are required: {e})"),
+        }),
+    }
+}
+
+/// How a method is sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MethodKind {
+    /// With an `id`, answered by a response.
+    Request,
+    /// Without an `id`, never answered.
+    Notification,
+}
+
+/// A request or notification whose `method` does not fit the message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MethodError {
+    /// Neither a method of the schema nor an extension (`_…`): answer a request with -32601.
+    Unknown { method: String },
+    /// A known method sent the other way: a notification method with an `id`, or a request
+    /// method without one. The schema rejects both; a request is answered with -32601.
+    WrongKind { method: String, expected: MethodKind },
+}
+
+impl MethodError {
+    /// The member the error is about: `method`, or `id` when the kind is wrong.
+    pub fn member(&self) -> &'static str {
+        match self {
+            MethodError::Unknown { .. } => "method",
+            MethodError::WrongKind { .. } => "id",
+        }
+    }
+
+    /// The error response a request with this problem deserves.
+    pub fn to_error(&self) -> ErrorObject {
+        ErrorObject::with_detail(crate::errors::METHOD_NOT_FOUND, &self.to_string())
+    }
+}
+
+impl std::fmt::Display for MethodError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MethodError::Unknown { method } => {
+                write!(f, "unknown `method` {method:?} (extension methods start with `_`)")
+            }
+            MethodError::WrongKind { method, expected: MethodKind::Notification } => {
+                write!(f, "`{method}` is a notification: the message must not carry an `id`")
+            }
+            MethodError::WrongKind { method, expected: MethodKind::Request } => {
+                write!(f, "`{method}` is a request: the message needs an `id`")
+            }
+        }
+    }
+}
+
+impl std::error::Error for MethodError {}
+
+/// How `method` is sent, or `None` for a method the schema does not define. Extension methods
+/// (`_…`) are neither; check them with [`is_extension`].
+pub fn method_kind(method: &str) -> Option<MethodKind> {
+    if crate::methods::REQUESTS.contains(&method) {
+        Some(MethodKind::Request)
+    } else if crate::methods::NOTIFICATIONS.contains(&method) {
+        Some(MethodKind::Notification)
+    } else {
+        None
+    }
+}
+
+/// Methods starting with `_` are extensions; their params are not checked.
+pub fn is_extension(method: &str) -> bool {
+    method.starts_with('_')
+}
+
+/// Checks that a request or notification names a method of the schema (or an extension) and
+/// is sent the way that method is (with or without `id`). Responses always pass.
+pub fn check_method(message: &Incoming<'_>) -> Result<(), MethodError> {
+    let (method, sent_as) = match message {
+        Incoming::Request { method, .. } => (method, MethodKind::Request),
+        Incoming::Notification { method, .. } => (method, MethodKind::Notification),
+        Incoming::Response { .. } => return Ok(()),
+    };
+    if is_extension(method) {
+        return Ok(());
+    }
+    match method_kind(method) {
+        None => Err(MethodError::Unknown { method: method.to_string() }),
+        Some(kind) if kind != sent_as => Err(MethodError::WrongKind { method: method.to_string(), expected: kind }),
+        Some(_) => Ok(()),
+    }
 }
 
 #[derive(Serialize)]

@@ -1,0 +1,538 @@
+//! Every file of `spec/examples/` against a real JSON Schema validator and the Rust decoders.
+//!
+//! - valid files validate against the schema (root, and `result` against the method's
+//!   `*Response` definition), decode through `jsonrpc::parse_line` plus the typed params or
+//!   result, and re-encode to an equal JSON value;
+//! - invalid files fail the schema, and fail in Rust at the stage and naming the member listed
+//!   in [`INVALID`] (framing, method check, typed decode, or the `check()` of a rule the types
+//!   cannot express).
+//!
+//! File names follow spec/README.md: `<method>.<kind>[.<case>].json` or `batch.<case>.json`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use acp_inject_wire::jsonrpc::{self, Frame, Incoming};
+use acp_inject_wire::*;
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+/// Where an invalid example must fail in Rust.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    /// `jsonrpc::parse_line` → `FrameError`.
+    Frame,
+    /// `jsonrpc::check_method` → `MethodError`.
+    Method,
+    /// `jsonrpc::decode`/`decode_params` into the typed params or result → `DecodeError`.
+    Decode,
+    /// A rule the types cannot express (`InitializeResponse::check`).
+    Check,
+}
+
+/// Every invalid example: the stage it must fail at in Rust, and the member its error must name.
+const INVALID: &[(&str, Stage, &str)] = &[
+    ("batch.empty.json", Stage::Frame, "batch"),
+    ("batch.nested.json", Stage::Frame, "batch"),
+    ("initialize.result.inject-modes-empty.json", Stage::Decode, "modes"),
+    ("initialize.result.inject-modes-missing.json", Stage::Decode, "modes"),
+    ("initialize.result.pending-replace-missing.json", Stage::Decode, "replace"),
+    ("initialize.result.steer-in-stream-empty.json", Stage::Decode, "steerInStream"),
+    ("initialize.result.steer-in-stream-unknown.json", Stage::Decode, "steerInStream"),
+    ("initialize.result.steer-without-steer-in-stream.json", Stage::Check, "steerInStream"),
+    ("session.cancel.notification.with-id.json", Stage::Method, "id"),
+    ("session.frobnicate.request.unknown-method.json", Stage::Method, "method"),
+    ("session.inject.request.content-type-number.json", Stage::Decode, "type"),
+    ("session.inject.request.extension-mode.json", Stage::Decode, "mode"),
+    ("session.inject.request.missing-mode.json", Stage::Decode, "mode"),
+    ("session.inject.request.resource-missing-contents.json", Stage::Decode, "resource"),
+    ("session.inject.request.unknown-mode.json", Stage::Decode, "mode"),
+    ("session.prompt.error.code-string.json", Stage::Frame, "code"),
+    ("session.prompt.error.missing-message.json", Stage::Frame, "message"),
+    ("session.prompt.request.content-missing-text.json", Stage::Decode, "text"),
+    ("session.prompt.request.id-object.json", Stage::Frame, "id"),
+    ("session.prompt.request.jsonrpc-version-1.json", Stage::Frame, "jsonrpc"),
+    ("session.prompt.request.missing-jsonrpc.json", Stage::Frame, "jsonrpc"),
+    ("session.prompt.request.missing-params.json", Stage::Decode, "params"),
+    ("session.prompt.request.missing-session-id.json", Stage::Decode, "sessionId"),
+    ("session.prompt.request.prompt-string.json", Stage::Decode, "prompt"),
+    ("session.prompt.result.message-id-missing.json", Stage::Decode, "messageId"),
+    ("session.prompt.result.result-and-error.json", Stage::Frame, "error"),
+    ("session.request_permission.request.options-empty.json", Stage::Decode, "options"),
+    ("session.request_permission.result.selected-missing-option-id.json", Stage::Decode, "optionId"),
+    ("session.revoke_inject.request.message-id-number.json", Stage::Decode, "messageId"),
+    ("session.status.result.unknown-status.json", Stage::Decode, "status"),
+    ("session.update.notification.agent_message-message-id-number.json", Stage::Decode, "messageId"),
+    ("session.update.notification.missing-session-update.json", Stage::Decode, "sessionUpdate"),
+    ("session.update.notification.plan_update-items-missing-plan-id.json", Stage::Decode, "planId"),
+    ("session.update.notification.session-update-number.json", Stage::Decode, "sessionUpdate"),
+    ("session.update.notification.state_update-missing-state.json", Stage::Decode, "state"),
+    ("session.update.notification.state_update-stop-reason-number.json", Stage::Decode, "stopReason"),
+    ("session.update.notification.state_update-total-tokens-negative.json", Stage::Decode, "totalTokens"),
+    ("session.update.notification.state_update-total-tokens-string.json", Stage::Decode, "totalTokens"),
+    ("session.update.notification.tool_call_content_chunk-content-missing-block.json", Stage::Decode, "content"),
+    ("session.update.notification.user_message-missing-message-id.json", Stage::Decode, "messageId"),
+    ("session.update.notification.with-id.json", Stage::Method, "id"),
+];
+
+/// Members of valid examples that the Rust types drop on re-encode: `(file, JSON pointer,
+/// why)`. Each is a disagreement in spec/ kept visible here; the round-trip test fails if the
+/// member stops being dropped (remove the entry then) or if anything else differs.
+const KNOWN_DROPPED: &[(&str, &str, &str)] = &[(
+    "session.request_permission.request.json",
+    "/params/toolCallId",
+    "spec/README.md says RequestPermissionRequest gains a top-level nullable `toolCallId` (and \
+     omits upstream's `description`/`subject`), but the schema defines `description` and \
+     `subject` and no `toolCallId`, so the generated type drops it",
+)];
+
+// ---------------------------------------------------------------------------------------------
+// Loading examples
+// ---------------------------------------------------------------------------------------------
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Request,
+    Notification,
+    Result,
+    Error,
+    Batch,
+}
+
+struct Example {
+    file: String,
+    /// The method the file name gives (`/` restored); empty for batches.
+    method: String,
+    kind: Kind,
+    text: String,
+    value: Value,
+}
+
+fn spec_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../spec")
+}
+
+fn load(dir: &str) -> Vec<Example> {
+    let dir = spec_dir().join("examples").join(dir);
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()))
+        .map(|e| e.expect("directory entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    files.sort();
+    files
+        .into_iter()
+        .map(|path| {
+            let file = path.file_name().unwrap().to_string_lossy().into_owned();
+            let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{file}: {e}"));
+            let value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{file} is not JSON: {e}"));
+            let (method, kind) = parse_name(&file);
+            Example { file, method, kind, text, value }
+        })
+        .collect()
+}
+
+/// `<method>.<kind>[.<case>].json` or `batch.<case>.json`.
+fn parse_name(file: &str) -> (String, Kind) {
+    let stem = file.strip_suffix(".json").unwrap_or_else(|| panic!("{file}: not a .json file"));
+    if stem.starts_with("batch.") {
+        return (String::new(), Kind::Batch);
+    }
+    let parts: Vec<&str> = stem.split('.').collect();
+    let kind_of = |s: &str| match s {
+        "request" => Some(Kind::Request),
+        "notification" => Some(Kind::Notification),
+        "result" => Some(Kind::Result),
+        "error" => Some(Kind::Error),
+        _ => None,
+    };
+    // The case has no `.`, so the kind is the last or the second-to-last segment.
+    let at = (parts.len().saturating_sub(2)..parts.len())
+        .find(|&i| i > 0 && kind_of(parts[i]).is_some())
+        .unwrap_or_else(|| panic!("{file}: no <kind> segment (request/notification/result/error)"));
+    (parts[..at].join("/"), kind_of(parts[at]).unwrap())
+}
+
+#[test]
+fn file_names_parse() {
+    assert_eq!(parse_name("session.prompt.request.json"), ("session/prompt".into(), Kind::Request));
+    assert_eq!(parse_name("$.cancel_request.notification.json"), ("$/cancel_request".into(), Kind::Notification));
+    assert_eq!(
+        parse_name("session.revoke_inject.error.already_delivered.json"),
+        ("session/revoke_inject".into(), Kind::Error)
+    );
+    assert_eq!(parse_name("initialize.result.queue-only.json"), ("initialize".into(), Kind::Result));
+    assert_eq!(parse_name("batch.empty.json"), (String::new(), Kind::Batch));
+}
+
+#[test]
+fn example_directories_are_not_empty() {
+    let valid = load("valid");
+    let invalid = load("invalid");
+    assert!(valid.len() >= 20, "only {} valid examples", valid.len());
+    assert!(invalid.len() >= 20, "only {} invalid examples", invalid.len());
+    // Every kind is exercised, so no branch of the dispatch below is dead.
+    for kind in [Kind::Request, Kind::Notification, Kind::Result, Kind::Error, Kind::Batch] {
+        assert!(valid.iter().any(|e| e.kind == kind), "no valid {kind:?} example");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// (a) The JSON Schema validator
+// ---------------------------------------------------------------------------------------------
+
+struct Schema {
+    root: Value,
+    validator: jsonschema::Validator,
+}
+
+impl Schema {
+    fn load() -> Schema {
+        let text = std::fs::read_to_string(spec_dir().join("acp-inject.schema.json")).expect("schema");
+        let root: Value = serde_json::from_str(&text).expect("schema JSON");
+        let validator = jsonschema::draft202012::new(&root).expect("the schema compiles");
+        Schema { root, validator }
+    }
+
+    /// The `*Response` definition of a method: the def with that `x-method` whose name ends in
+    /// `Response` (spec/README.md).
+    fn response_def(&self, method: &str) -> String {
+        let defs = self.root["$defs"].as_object().expect("$defs");
+        let found: Vec<&String> = defs
+            .iter()
+            .filter(|(name, def)| name.ends_with("Response") && def["x-method"] == method)
+            .map(|(name, _)| name)
+            .collect();
+        match found[..] {
+            [one] => one.clone(),
+            _ => panic!("method {method:?} has {} `*Response` definitions", found.len()),
+        }
+    }
+
+    /// A validator for one definition: the whole document with the root replaced by a `$ref`.
+    fn def_validator(&self, def: &str) -> jsonschema::Validator {
+        let mut schema = self.root.clone();
+        let obj = schema.as_object_mut().unwrap();
+        obj.remove("anyOf");
+        obj.insert("$ref".into(), Value::String(format!("#/$defs/{def}")));
+        jsonschema::draft202012::new(&schema).expect("the definition compiles")
+    }
+
+    /// `Ok` when the example passes every check spec/README.md asks for; otherwise the errors.
+    fn check(&self, ex: &Example) -> Result<(), String> {
+        let errors: Vec<String> = self.validator.iter_errors(&ex.value).map(|e| format!("{e} at {}", e.instance_path())).collect();
+        if !errors.is_empty() {
+            return Err(format!("root: {}", errors.join("; ")));
+        }
+        if ex.kind == Kind::Result {
+            let def = self.response_def(&ex.method);
+            let result = ex.value.get("result").ok_or("a result file without `result`")?;
+            let errors: Vec<String> =
+                self.def_validator(&def).iter_errors(result).map(|e| format!("{e} at {}", e.instance_path())).collect();
+            if !errors.is_empty() {
+                return Err(format!("{def}: {}", errors.join("; ")));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn valid_examples_pass_the_schema() {
+    let schema = Schema::load();
+    let failures: Vec<String> =
+        load("valid").iter().filter_map(|ex| schema.check(ex).err().map(|e| format!("{}: {e}", ex.file))).collect();
+    assert!(failures.is_empty(), "valid examples rejected by the schema:\n{}", failures.join("\n"));
+}
+
+#[test]
+fn invalid_examples_fail_the_schema() {
+    let schema = Schema::load();
+    let accepted: Vec<String> =
+        load("invalid").iter().filter(|ex| schema.check(ex).is_ok()).map(|ex| ex.file.clone()).collect();
+    assert!(accepted.is_empty(), "invalid examples accepted by the schema: {accepted:?}");
+}
+
+/// The response check is what rejects an envelope-valid result (spec/README.md): prove it is
+/// the second check, not the root, that catches this file.
+#[test]
+fn result_files_are_checked_against_the_method_response() {
+    let schema = Schema::load();
+    let ex = load("invalid")
+        .into_iter()
+        .find(|e| e.file == "initialize.result.steer-without-steer-in-stream.json")
+        .expect("the example exists");
+    assert!(schema.validator.is_valid(&ex.value), "the envelope alone is valid");
+    let err = schema.check(&ex).expect_err("the InitializeResponse check rejects it");
+    assert!(err.starts_with("InitializeResponse:"), "{err}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// (b, c) The Rust decoders
+// ---------------------------------------------------------------------------------------------
+
+/// A failure in Rust: the stage and the error's text.
+#[derive(Debug)]
+struct Failure {
+    stage: Stage,
+    error: String,
+}
+
+fn fail(stage: Stage, error: impl std::fmt::Display) -> Failure {
+    Failure { stage, error: error.to_string() }
+}
+
+/// One decoded message: the JSON it came from and the JSON its typed value re-encodes to.
+struct RoundTrip {
+    original: Value,
+    reencoded: Value,
+}
+
+fn line_value(line: &str) -> Value {
+    serde_json::from_str(line).expect("the encoders write JSON")
+}
+
+fn request<T: Request>(id: &RequestId, params: Option<&RawValue>) -> Result<Value, Failure> {
+    let typed: T = jsonrpc::decode_params(params).map_err(|e| fail(Stage::Decode, e))?;
+    Ok(line_value(&jsonrpc::request_line(id, T::METHOD, &typed)))
+}
+
+fn notification<T: Notification>(params: Option<&RawValue>) -> Result<Value, Failure> {
+    let typed: T = jsonrpc::decode_params(params).map_err(|e| fail(Stage::Decode, e))?;
+    Ok(line_value(&jsonrpc::notification_line(T::METHOD, &typed)))
+}
+
+fn result<T: Method + serde::Serialize + serde::de::DeserializeOwned>(id: &RequestId, raw: &RawValue) -> Result<(T, Value), Failure> {
+    let typed: T = jsonrpc::decode(raw.get()).map_err(|e| fail(Stage::Decode, e))?;
+    let line = line_value(&jsonrpc::result_line(id, &typed));
+    Ok((typed, line))
+}
+
+/// Typed params of a request, by method. Extension methods have no type.
+fn decode_request(id: &RequestId, method: &str, params: Option<&RawValue>) -> Result<Value, Failure> {
+    match method {
+        methods::INITIALIZE => request::<InitializeRequest>(id, params),
+        methods::SESSION_NEW => request::<NewSessionRequest>(id, params),
+        methods::SESSION_PROMPT => request::<PromptRequest>(id, params),
+        methods::SESSION_INJECT => request::<InjectRequest>(id, params),
+        methods::SESSION_REVOKE_INJECT => request::<RevokeInjectRequest>(id, params),
+        methods::SESSION_REPLACE_INJECT => request::<ReplaceInjectRequest>(id, params),
+        methods::SESSION_CLOSE => request::<CloseSessionRequest>(id, params),
+        methods::SESSION_STATUS => request::<SessionStatusRequest>(id, params),
+        methods::SESSION_REQUEST_PERMISSION => request::<RequestPermissionRequest>(id, params),
+        other => panic!("no typed request for {other:?} (check_method let it through)"),
+    }
+}
+
+fn decode_notification(method: &str, params: Option<&RawValue>) -> Result<Value, Failure> {
+    match method {
+        methods::SESSION_CANCEL => notification::<CancelSessionNotification>(params),
+        methods::CANCEL_REQUEST => notification::<CancelRequestNotification>(params),
+        methods::SESSION_UPDATE => notification::<UpdateSessionNotification>(params),
+        other => panic!("no typed notification for {other:?} (check_method let it through)"),
+    }
+}
+
+/// Typed result of the request `method` answers, plus the checks the types cannot express.
+fn decode_result(id: &RequestId, method: &str, raw: &RawValue) -> Result<Value, Failure> {
+    match method {
+        methods::INITIALIZE => {
+            let (typed, line) = result::<InitializeResponse>(id, raw)?;
+            typed.check().map_err(|e| fail(Stage::Check, e))?;
+            Ok(line)
+        }
+        methods::SESSION_NEW => result::<NewSessionResponse>(id, raw).map(|r| r.1),
+        methods::SESSION_PROMPT => result::<PromptResponse>(id, raw).map(|r| r.1),
+        methods::SESSION_INJECT => result::<InjectResponse>(id, raw).map(|r| r.1),
+        methods::SESSION_REVOKE_INJECT => result::<RevokeInjectResponse>(id, raw).map(|r| r.1),
+        methods::SESSION_REPLACE_INJECT => result::<ReplaceInjectResponse>(id, raw).map(|r| r.1),
+        methods::SESSION_CLOSE => result::<CloseSessionResponse>(id, raw).map(|r| r.1),
+        methods::SESSION_STATUS => result::<SessionStatusResponse>(id, raw).map(|r| r.1),
+        methods::SESSION_REQUEST_PERMISSION => result::<RequestPermissionResponse>(id, raw).map(|r| r.1),
+        other => panic!("no typed result for {other:?}"),
+    }
+}
+
+/// An error response: the `ErrorObject`, and its `data` as a typed `ErrorData` when present.
+fn decode_error(id: &RequestId, error: &ErrorObject) -> Result<Value, Failure> {
+    let mut line = line_value(&jsonrpc::error_line(id, error));
+    if let Some(data) = &error.data {
+        let typed: ErrorData = jsonrpc::decode(&data.to_string()).map_err(|e| fail(Stage::Decode, e))?;
+        line["error"]["data"] = serde_json::to_value(&typed).expect("ErrorData encodes");
+    }
+    Ok(line)
+}
+
+/// Decodes one message through the whole Rust pipeline. `method_of` names the method a
+/// response answers (the file name's method, or the batch request with the same id).
+fn decode_message(
+    message: Incoming<'_>,
+    original: &Value,
+    method_of: &dyn Fn(&RequestId) -> Option<String>,
+) -> Result<RoundTrip, Failure> {
+    jsonrpc::check_method(&message).map_err(|e| fail(Stage::Method, e))?;
+    let reencoded = match &message {
+        Incoming::Request { id, method, params } => decode_request(id, method, *params)?,
+        Incoming::Notification { method, params } => decode_notification(method, *params)?,
+        Incoming::Response { id, outcome: Ok(raw) } => {
+            let method = method_of(id).unwrap_or_else(|| panic!("no request with id {id} to answer"));
+            decode_result(id, &method, raw)?
+        }
+        Incoming::Response { id, outcome: Err(error) } => decode_error(id, error)?,
+    };
+    Ok(RoundTrip { original: original.clone(), reencoded })
+}
+
+/// The requests of every valid batch, by id: what batch responses answer.
+fn batch_requests() -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for ex in load("valid").iter().filter(|e| e.kind == Kind::Batch) {
+        for item in ex.value.as_array().expect("a batch is an array") {
+            if let (Some(id), Some(method)) = (item.get("id"), item.get("method").and_then(Value::as_str)) {
+                out.insert(id.to_string(), method.to_owned());
+            }
+        }
+    }
+    out
+}
+
+/// The whole Rust pipeline for one example file.
+fn decode_example(ex: &Example, batch_requests: &BTreeMap<String, String>) -> Result<Vec<RoundTrip>, Failure> {
+    let frame = jsonrpc::parse_line(&ex.text).map_err(|e| fail(Stage::Frame, e))?;
+    let file_method = ex.method.clone();
+    let method_of = move |id: &RequestId| -> Option<String> {
+        if file_method.is_empty() {
+            let key = serde_json::to_string(id).expect("ids encode");
+            batch_requests.get(&key).cloned()
+        } else {
+            Some(file_method.clone())
+        }
+    };
+    match frame {
+        Frame::Single(message) => {
+            if ex.kind == Kind::Batch {
+                panic!("{}: a batch file framed as a single message", ex.file);
+            }
+            Ok(vec![decode_message(message, &ex.value, &method_of)?])
+        }
+        Frame::Batch(items) => {
+            let originals = ex.value.as_array().expect("a batch is an array");
+            assert_eq!(items.len(), originals.len(), "{}: one element per batch item", ex.file);
+            items
+                .into_iter()
+                .zip(originals)
+                .map(|(item, original)| {
+                    let message = item.map_err(|e| fail(Stage::Frame, e))?;
+                    decode_message(message, original, &method_of)
+                })
+                .collect()
+        }
+    }
+}
+
+/// The framing classifies the message as its file name says.
+fn framed_kind(ex: &Example) -> Option<Kind> {
+    match jsonrpc::parse_line(&ex.text).ok()? {
+        Frame::Batch(_) => Some(Kind::Batch),
+        Frame::Single(Incoming::Request { .. }) => Some(Kind::Request),
+        Frame::Single(Incoming::Notification { .. }) => Some(Kind::Notification),
+        Frame::Single(Incoming::Response { outcome: Ok(_), .. }) => Some(Kind::Result),
+        Frame::Single(Incoming::Response { outcome: Err(_), .. }) => Some(Kind::Error),
+    }
+}
+
+#[test]
+fn valid_examples_decode_and_reencode_unchanged() {
+    let batch_requests = batch_requests();
+    let mut failures = Vec::new();
+    let mut messages = 0;
+    let mut known_seen = BTreeSet::new();
+    for ex in load("valid") {
+        assert_eq!(framed_kind(&ex), Some(ex.kind), "{}: framed as another kind", ex.file);
+        match decode_example(&ex, &batch_requests) {
+            Err(f) => failures.push(format!("{}: rejected at {:?}: {}", ex.file, f.stage, f.error)),
+            Ok(trips) => {
+                for mut t in trips {
+                    messages += 1;
+                    for (file, pointer, _) in KNOWN_DROPPED.iter().filter(|(f, _, _)| *f == ex.file) {
+                        let (parent, member) = pointer.rsplit_once('/').unwrap();
+                        let present = t.original.pointer(pointer).is_some();
+                        let kept = t.reencoded.pointer(pointer).is_some();
+                        if present && !kept {
+                            known_seen.insert(*file);
+                            t.original.pointer_mut(parent).and_then(Value::as_object_mut).unwrap().remove(member);
+                        }
+                    }
+                    if t.original != t.reencoded {
+                        failures.push(format!(
+                            "{}: re-encodes differently\n  original:   {}\n  re-encoded: {}",
+                            ex.file, t.original, t.reencoded
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} valid example(s) do not round-trip:\n{}", failures.len(), failures.join("\n"));
+    let fixed: Vec<&str> = KNOWN_DROPPED.iter().map(|(f, _, _)| *f).filter(|f| !known_seen.contains(f)).collect();
+    assert!(fixed.is_empty(), "KNOWN_DROPPED entries no longer dropped (remove them): {fixed:?}");
+    assert!(messages >= 60, "only {messages} messages decoded");
+}
+
+/// `member` occurs in `text` as a whole name, not inside a longer one (`id` in `sessionId`).
+fn names_member(text: &str, member: &str) -> bool {
+    let is_name = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    text.match_indices(member).any(|(i, _)| {
+        let before = text[..i].chars().next_back();
+        let after = text[i + member.len()..].chars().next();
+        !before.is_some_and(is_name) && !after.is_some_and(is_name)
+    })
+}
+
+#[test]
+fn names_member_matches_whole_names_only() {
+    assert!(names_member("at `update.messageId`: invalid type", "messageId"));
+    assert!(names_member("missing field `id`", "id"));
+    assert!(!names_member("missing field `sessionId`", "id"));
+    assert!(!names_member("at `update.content[0].type`", "content[0].typ"));
+}
+
+#[test]
+fn invalid_examples_fail_in_rust_naming_the_member() {
+    let batch_requests = batch_requests();
+    let examples = load("invalid");
+    let files: BTreeSet<&str> = examples.iter().map(|e| e.file.as_str()).collect();
+    let table: BTreeSet<&str> = INVALID.iter().map(|(f, _, _)| *f).collect();
+    assert_eq!(INVALID.len(), table.len(), "a file is listed twice in INVALID");
+    let unlisted: Vec<&&str> = files.difference(&table).collect();
+    let stale: Vec<&&str> = table.difference(&files).collect();
+    assert!(unlisted.is_empty(), "invalid examples missing from INVALID (add stage + member): {unlisted:?}");
+    assert!(stale.is_empty(), "INVALID lists files that do not exist: {stale:?}");
+
+    let mut problems = Vec::new();
+    for ex in &examples {
+        let (_, stage, member) = INVALID.iter().find(|(f, _, _)| *f == ex.file).unwrap();
+        match decode_example(ex, &batch_requests) {
+            Ok(_) => problems.push(format!("{}: accepted by Rust", ex.file)),
+            Err(f) if f.stage != *stage => {
+                problems.push(format!("{}: failed at {:?}, expected {stage:?}: {}", ex.file, f.stage, f.error))
+            }
+            Err(f) if !names_member(&f.error, member) => {
+                problems.push(format!("{}: the error does not name `{member}`: {}", ex.file, f.error))
+            }
+            Err(_) => {}
+        }
+    }
+    assert!(problems.is_empty(), "{} problem(s):\n{}", problems.len(), problems.join("\n"));
+}
+
+/// Prints each invalid example's Rust error, for review (`cargo test -- --nocapture`).
+#[test]
+fn invalid_example_errors_are_readable() {
+    let batch_requests = batch_requests();
+    for ex in load("invalid") {
+        let f = decode_example(&ex, &batch_requests).err().unwrap_or_else(|| panic!("{} accepted", ex.file));
+        assert!(!f.error.is_empty() && f.error.len() < 600, "{}: error text of {} bytes", ex.file, f.error.len());
+        println!("{:<75} {:?}: {}", ex.file, f.stage, f.error);
+    }
+}

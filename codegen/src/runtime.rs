@@ -219,13 +219,13 @@ pub mod __de {
     /// In the common case the tag comes first and nothing is buffered.
     pub struct Chain<A> {
         buffered: ::std::vec::IntoIter<(String, ::serde_json::Value)>,
-        pending_value: Option<::serde_json::Value>,
+        pending: Option<(String, ::serde_json::Value)>,
         rest: A,
     }
 
     impl<A> Chain<A> {
         pub fn new(buffered: Vec<(String, ::serde_json::Value)>, rest: A) -> Self {
-            Chain { buffered: buffered.into_iter(), pending_value: None, rest }
+            Chain { buffered: buffered.into_iter(), pending: None, rest }
         }
     }
 
@@ -234,15 +234,17 @@ pub mod __de {
 
         fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, A::Error> {
             if let Some((k, v)) = self.buffered.next() {
-                self.pending_value = Some(v);
-                return seed.deserialize(k.into_deserializer()).map(Some);
+                let key = seed.deserialize(k.as_str().into_deserializer()).map(Some);
+                self.pending = Some((k, v));
+                return key;
             }
             self.rest.next_key_seed(seed)
         }
 
         fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, A::Error> {
-            match self.pending_value.take() {
-                Some(v) => seed.deserialize(v).map_err(A::Error::custom),
+            match self.pending.take() {
+                // A replayed member is not on the caller's error path: name it in the message.
+                Some((k, v)) => seed.deserialize(v).map_err(|e| A::Error::custom(format_args!("member `{k}`: {e}"))),
                 None => self.rest.next_value_seed(seed),
             }
         }

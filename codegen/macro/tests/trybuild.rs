@@ -1,0 +1,36 @@
+//! Compile tests of `wire_types!`: a small schema expands into working types, and every
+//! generator error becomes a `compile_error!` that names the problem (`ui/fail/*.stderr`).
+//!
+//! trybuild builds the cases in `<target>/tests/trybuild/acp-inject-codegen-macro/`, which is
+//! the `CARGO_MANIFEST_DIR` the macro resolves schema paths from, so the cases reach their
+//! schemas in `ui/schemas/` through `../../../../` (the default target directory). Regenerate
+//! the `.stderr` files with `TRYBUILD=overwrite cargo test -p acp-inject-codegen-macro`.
+
+#[test]
+fn ui() {
+    let cases = trybuild::TestCases::new();
+    cases.pass("tests/ui/pass/*.rs");
+    cases.compile_fail("tests/ui/fail/*.rs");
+}
+
+fn cases(dir: &str) -> Vec<std::path::PathBuf> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/ui").join(dir);
+    std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "rs"))
+        .collect()
+}
+
+/// The cases exist and each fail case has its expected output, so `ui` cannot pass vacuously.
+#[test]
+fn every_fail_case_has_a_stderr_file() {
+    assert!(!cases("pass").is_empty(), "no pass case");
+    let fail = cases("fail");
+    assert!(fail.len() >= 4, "only {} fail cases", fail.len());
+    for case in fail {
+        let stderr = case.with_extension("stderr");
+        let text = std::fs::read_to_string(&stderr).unwrap_or_else(|_| panic!("{} has no .stderr file", case.display()));
+        assert!(text.starts_with("error: "), "{}: not a compile error", stderr.display());
+    }
+}

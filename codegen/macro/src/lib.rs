@@ -16,7 +16,8 @@ pub fn wire_types(input: TokenStream) -> TokenStream {
     let text = match std::fs::read_to_string(&full) {
         Ok(text) => text,
         Err(e) => {
-            let message = format!("cannot read the schema {}: {e}", full.display());
+            // The literal path, not the resolved one, so the message reads the same on every machine.
+            let message = format!("cannot read the schema {:?} (relative to the crate's Cargo.toml): {e}", path.value());
             return quote::quote_spanned!(path.span()=> compile_error!(#message);).into();
         }
     };

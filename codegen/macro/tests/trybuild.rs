@@ -2,12 +2,34 @@
 //! generator error becomes a `compile_error!` that names the problem (`ui/fail/*.stderr`).
 //!
 //! trybuild builds the cases in `<target>/tests/trybuild/acp-inject-codegen-macro/`, which is
-//! the `CARGO_MANIFEST_DIR` the macro resolves schema paths from, so the cases reach their
-//! schemas in `ui/schemas/` through `../../../../` (the default target directory). Regenerate
-//! the `.stderr` files with `TRYBUILD=overwrite cargo test -p acp-inject-codegen-macro`.
+//! the `CARGO_MANIFEST_DIR` the macro resolves schema paths from. The test copies `ui/schemas/`
+//! there first, so the cases name `schemas/…` whatever the target directory is. Regenerate the
+//! `.stderr` files with `TRYBUILD=overwrite cargo test -p acp-inject-codegen-macro`.
+
+/// The target directory trybuild uses (cargo's: `CARGO_TARGET_DIR`, else the one holding this
+/// test binary, `<target>/<profile>/deps/…`).
+fn target_dir() -> std::path::PathBuf {
+    if let Some(dir) = std::env::var_os("CARGO_TARGET_DIR") {
+        let dir = std::path::PathBuf::from(dir);
+        return if dir.is_absolute() { dir } else { std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(dir) };
+    }
+    let exe = std::env::current_exe().expect("test binary path");
+    exe.ancestors().nth(3).expect("<target>/<profile>/deps/<exe>").to_path_buf()
+}
+
+fn copy_schemas() {
+    let from = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/ui/schemas");
+    let to = target_dir().join("tests/trybuild/acp-inject-codegen-macro/schemas");
+    std::fs::create_dir_all(&to).unwrap_or_else(|e| panic!("{}: {e}", to.display()));
+    for entry in std::fs::read_dir(&from).expect("ui/schemas") {
+        let path = entry.expect("entry").path();
+        std::fs::copy(&path, to.join(path.file_name().expect("file name"))).expect("copy schema");
+    }
+}
 
 #[test]
 fn ui() {
+    copy_schemas();
     let cases = trybuild::TestCases::new();
     cases.pass("tests/ui/pass/*.rs");
     cases.compile_fail("tests/ui/fail/*.rs");

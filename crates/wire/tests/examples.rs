@@ -75,17 +75,6 @@ const INVALID: &[(&str, Stage, &str)] = &[
     ("session.update.notification.with-id.json", Stage::Method, "id"),
 ];
 
-/// Members of valid examples that the Rust types drop on re-encode: `(file, JSON pointer,
-/// why)`. Each is a disagreement in spec/ kept visible here; the round-trip test fails if the
-/// member stops being dropped (remove the entry then) or if anything else differs.
-const KNOWN_DROPPED: &[(&str, &str, &str)] = &[(
-    "session.request_permission.request.json",
-    "/params/toolCallId",
-    "spec/README.md says RequestPermissionRequest gains a top-level nullable `toolCallId` (and \
-     omits upstream's `description`/`subject`), but the schema defines `description` and \
-     `subject` and no `toolCallId`, so the generated type drops it",
-)];
-
 // ---------------------------------------------------------------------------------------------
 // Loading examples
 // ---------------------------------------------------------------------------------------------
@@ -446,7 +435,6 @@ fn valid_examples_decode_and_reencode_unchanged() {
     let batch_requests = batch_requests();
     let mut failures = Vec::new();
     let mut messages = 0;
-    let mut known_seen = BTreeSet::new();
     for ex in load("valid") {
         assert_eq!(framed_kind(&ex), Some(ex.kind), "{}: framed as another kind", ex.file);
         match decode_example(&ex, &batch_requests) {
@@ -454,15 +442,6 @@ fn valid_examples_decode_and_reencode_unchanged() {
             Ok(trips) => {
                 for mut t in trips {
                     messages += 1;
-                    for (file, pointer, _) in KNOWN_DROPPED.iter().filter(|(f, _, _)| *f == ex.file) {
-                        let (parent, member) = pointer.rsplit_once('/').unwrap();
-                        let present = t.original.pointer(pointer).is_some();
-                        let kept = t.reencoded.pointer(pointer).is_some();
-                        if present && !kept {
-                            known_seen.insert(*file);
-                            t.original.pointer_mut(parent).and_then(Value::as_object_mut).unwrap().remove(member);
-                        }
-                    }
                     if t.original != t.reencoded {
                         failures.push(format!(
                             "{}: re-encodes differently\n  original:   {}\n  re-encoded: {}",
@@ -474,8 +453,6 @@ fn valid_examples_decode_and_reencode_unchanged() {
         }
     }
     assert!(failures.is_empty(), "{} valid example(s) do not round-trip:\n{}", failures.len(), failures.join("\n"));
-    let fixed: Vec<&str> = KNOWN_DROPPED.iter().map(|(f, _, _)| *f).filter(|f| !known_seen.contains(f)).collect();
-    assert!(fixed.is_empty(), "KNOWN_DROPPED entries no longer dropped (remove them): {fixed:?}");
     assert!(messages >= 60, "only {messages} messages decoded");
 }
 

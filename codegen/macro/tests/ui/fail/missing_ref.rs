@@ -1,3 +1,3 @@
-acp_inject_codegen_macro::wire_types!("../../../../codegen/macro/tests/ui/schemas/missing-ref.schema.json");
+acp_inject_codegen_macro::wire_types!("schemas/missing-ref.schema.json");
 
 fn main() {}

@@ -1,3 +1,3 @@
-acp_inject_codegen_macro::wire_types!("../../../../codegen/macro/tests/ui/schemas/variant-without-title.schema.json");
+acp_inject_codegen_macro::wire_types!("schemas/variant-without-title.schema.json");
 
 fn main() {}

@@ -1,6 +1,6 @@
 // trybuild compiles this from `<target>/tests/trybuild/acp-inject-codegen-macro/`, the
-// directory `wire_types!` resolves paths from; hence the way back to the workspace.
-acp_inject_codegen_macro::wire_types!("../../../../codegen/macro/tests/ui/schemas/small.schema.json");
+// directory `wire_types!` resolves paths from; `tests/trybuild.rs` copies `ui/schemas/` there.
+acp_inject_codegen_macro::wire_types!("schemas/small.schema.json");
 
 use serde_json::{json, Value};
 

@@ -2,6 +2,7 @@
 
 mod codegen;
 mod conformance;
+mod coverage;
 mod test;
 
 use std::path::PathBuf;

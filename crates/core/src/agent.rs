@@ -50,6 +50,20 @@ pub struct Policy {
     pub revoke_replace: RevokeReplace,
     /// How many revoked/delivered ids each session remembers (R-REVOKE-2).
     pub remember_ids: usize,
+    /// How [`RuntimeEvent::ClearAgentMessage`] is written (C-MSG-2).
+    pub clear_style: ClearStyle,
+}
+
+/// The wire form of "clear the current agent message" (C-MSG-2).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClearStyle {
+    /// The v2 upsert `agent_message` with `content: []` (the default: upstream reserves
+    /// unprefixed unknown update names for ACP itself).
+    #[default]
+    Upsert,
+    /// RFD #465's `agent_message_clear`, for peers that asked for it.
+    AgentMessageClear,
 }
 
 impl Default for Policy {
@@ -59,6 +73,7 @@ impl Default for Policy {
             steer_in_stream: SteerInStream::Finish,
             revoke_replace: RevokeReplace::AnyController,
             remember_ids: DEFAULT_REMEMBER_IDS,
+            clear_style: ClearStyle::Upsert,
         }
     }
 }
@@ -184,6 +199,11 @@ pub enum RuntimeEvent {
     /// `usage` is passed through verbatim (R-TURNEND-1), so it stays raw JSON.
     TurnEnded { stop_reason: StopReason, usage: Option<serde_json::Value> },
     Close,
+    /// The runtime's own output (agent message chunks, tool calls, plans, …), sent to every
+    /// connection. `user_message` and `state_update` are the core's and are refused.
+    Update(SessionUpdate),
+    /// Clear the content streamed so far for an agent message (C-MSG-2).
+    ClearAgentMessage { message_id: MessageId },
 }
 
 /// A runtime event the core cannot apply. Nothing was emitted.
@@ -195,6 +215,9 @@ pub enum HostError {
     NoPermissionPending,
     /// The session was closed (or never existed).
     SessionClosed,
+    /// The runtime tried to emit an update only the core may emit (`user_message`,
+    /// `state_update`): delivery and turn state would no longer follow the rules.
+    ReservedUpdate,
 }
 
 impl HostError {
@@ -204,6 +227,7 @@ impl HostError {
             HostError::NoTurnInProgress => "no_turn_in_progress",
             HostError::NoPermissionPending => "no_permission_pending",
             HostError::SessionClosed => "session_closed",
+            HostError::ReservedUpdate => "reserved_update",
         }
     }
 }
@@ -214,6 +238,7 @@ impl std::fmt::Display for HostError {
             HostError::NoTurnInProgress => "no turn is in progress",
             HostError::NoPermissionPending => "no permission request is open",
             HostError::SessionClosed => "the session is closed or does not exist",
+            HostError::ReservedUpdate => "user_message and state_update are emitted by the core only",
         })
     }
 }
@@ -759,6 +784,31 @@ impl Agent {
             self.out.extend(after);
             return Ok(());
         }
+        match event {
+            RuntimeEvent::Update(SessionUpdate::UserMessage(_) | SessionUpdate::StateUpdate(_)) => {
+                return Err(HostError::ReservedUpdate)
+            }
+            RuntimeEvent::Update(update) => {
+                self.out.push_back(update_line(session, update));
+                return Ok(());
+            }
+            RuntimeEvent::ClearAgentMessage { message_id } => {
+                let update = match self.config.policy.clear_style {
+                    ClearStyle::Upsert => SessionUpdate::AgentMessage(acp_inject_wire::AgentMessage {
+                        message_id,
+                        content: Patch::Value(Vec::new()),
+                        meta: None,
+                    }),
+                    ClearStyle::AgentMessageClear => SessionUpdate::AgentMessageClear(acp_inject_wire::AgentMessageClear {
+                        message_id: Some(message_id),
+                        meta: None,
+                    }),
+                };
+                self.out.push_back(update_line(session, update));
+                return Ok(());
+            }
+            _ => {}
+        }
         let policy = self.config.policy.clone();
         let s = self.sessions.get_mut(session).expect("checked");
         if !s.turn.in_progress {
@@ -817,7 +867,9 @@ impl Agent {
                 self.out.push_back(idle_line(session, &stop_reason, usage));
                 self.open_next_turn(session);
             }
-            RuntimeEvent::Close => unreachable!("handled above"),
+            RuntimeEvent::Close | RuntimeEvent::Update(_) | RuntimeEvent::ClearAgentMessage { .. } => {
+                unreachable!("handled above")
+            }
         }
         Ok(())
     }

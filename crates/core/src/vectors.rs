@@ -227,6 +227,9 @@ impl AgentReplay {
                 policy.revoke_replace =
                     serde_json::from_value::<RevokeReplace>(q.clone()).map_err(|e| format!("policy.revokeReplace: {e}"))?;
             }
+            if let Some(q) = p.get("clearStyle") {
+                policy.clear_style = serde_json::from_value(q.clone()).map_err(|e| format!("policy.clearStyle: {e}"))?;
+            }
             if let Some(q) = p.get("rememberIds") {
                 policy.remember_ids = q.as_u64().ok_or("policy.rememberIds must be a whole number")? as usize;
             }
@@ -340,6 +343,13 @@ fn runtime_event(rt: &Value) -> Result<RuntimeEvent, String> {
             usage: rt.get("usage").cloned(),
         },
         "close" => RuntimeEvent::Close,
+        "update" => RuntimeEvent::Update(
+            serde_json::from_value(rt.get("update").cloned().unwrap_or(Value::Null)).map_err(|e| format!("update: {e}"))?,
+        ),
+        "clear_agent_message" => RuntimeEvent::ClearAgentMessage {
+            message_id: serde_json::from_value(rt.get("messageId").cloned().unwrap_or(Value::Null))
+                .map_err(|e| format!("messageId: {e}"))?,
+        },
         other => return Err(format!("unknown runtime event {other:?}")),
     })
 }

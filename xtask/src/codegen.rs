@@ -5,6 +5,7 @@
 //! plain `cargo test` fails on drift.
 
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use crate::root;
 
@@ -22,7 +23,8 @@ pub fn run(args: &[String]) -> Result<(), String> {
         [flag] if flag == "--check" => Mode::Check,
         _ => return Err("usage: cargo xtask codegen [--check]".into()),
     };
-    let stale = generate(mode)?;
+    let mut stale = generate(mode)?;
+    stale.extend(bindings(mode)?);
     if stale.is_empty() {
         if mode == Mode::Check {
             println!("codegen: everything generated is up to date");
@@ -57,6 +59,74 @@ pub fn generate(mode: Mode) -> Result<Vec<PathBuf>, String> {
     ensure_file_contents(&root.join("generated/docs/vector-coverage.md"), &coverage, mode, &mut stale)?;
 
     Ok(stale)
+}
+
+/// The UniFFI bindings of `crates/ffi` for Python (plus a type stub), Kotlin and Swift.
+/// Builds the cdylib and the pinned `uniffi-bindgen`, so it is kept out of the `#[test]`
+/// (which must not run cargo) and runs in `cargo xtask codegen [--check]`.
+pub fn bindings(mode: Mode) -> Result<Vec<PathBuf>, String> {
+    let root = root();
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let status = Command::new(&cargo)
+        .args(["build", "--quiet", "-p", "acp-inject-ffi", "--features", "cli"])
+        .current_dir(&root)
+        .status()
+        .map_err(|e| format!("cannot run cargo: {e}"))?;
+    if !status.success() {
+        return Err("building crates/ffi failed".into());
+    }
+    let target = target_dir(&cargo)?;
+    let lib = target.join("debug").join(format!("{}acp_inject_ffi{}", std::env::consts::DLL_PREFIX, std::env::consts::DLL_SUFFIX));
+    let bindgen = target.join("debug").join(format!("uniffi-bindgen{}", std::env::consts::EXE_SUFFIX));
+    let out = target.join("uniffi-bindings");
+    let _ = std::fs::remove_dir_all(&out);
+    for language in ["python", "kotlin", "swift"] {
+        let status = Command::new(&bindgen)
+            .args(["generate", "--no-format", "--language", language, "--out-dir"])
+            .arg(out.join(language))
+            .arg(&lib)
+            .current_dir(root.join("crates/ffi"))
+            .stdout(std::process::Stdio::null())
+            .status()
+            .map_err(|e| format!("cannot run {}: {e}", bindgen.display()))?;
+        if !status.success() {
+            return Err(format!("uniffi-bindgen failed for {language}"));
+        }
+    }
+    let stub = Command::new("python3")
+        .arg(root.join("codegen/python/uniffi_stub.py"))
+        .arg(out.join("python/acp_inject_ffi.py"))
+        .output()
+        .map_err(|e| format!("cannot run python3 for the type stub: {e}"))?;
+    if !stub.status.success() {
+        return Err(format!("the type stub failed: {}", String::from_utf8_lossy(&stub.stderr)));
+    }
+    let preamble = format!("{PREAMBLE} Source: crates/ffi via uniffi-bindgen 0.32.2.");
+    let files: [(&str, &str, String); 6] = [
+        ("python/acp_inject_ffi.py", "#", read(&out.join("python/acp_inject_ffi.py"))?),
+        ("python/acp_inject_ffi.pyi", "#", String::from_utf8_lossy(&stub.stdout).into_owned()),
+        ("kotlin/dev/acpinject/acp_inject_ffi.kt", "//", read(&out.join("kotlin/dev/acpinject/acp_inject_ffi.kt"))?),
+        ("swift/AcpInjectFFI.swift", "//", read(&out.join("swift/AcpInjectFFI.swift"))?),
+        ("swift/AcpInjectFFIFFI.h", "//", read(&out.join("swift/AcpInjectFFIFFI.h"))?),
+        ("swift/module.modulemap", "//", read(&out.join("swift/AcpInjectFFIFFI.modulemap"))?),
+    ];
+    let mut stale = Vec::new();
+    for (path, comment, text) in files {
+        let text = format!("{comment} {preamble}\n{text}");
+        ensure_file_contents(&root.join("generated").join(path), &text, mode, &mut stale)?;
+    }
+    Ok(stale)
+}
+
+/// Cargo's target directory (honours `CARGO_TARGET_DIR` and config).
+fn target_dir(cargo: &str) -> Result<PathBuf, String> {
+    let out = Command::new(cargo)
+        .args(["metadata", "--format-version", "1", "--no-deps"])
+        .current_dir(root())
+        .output()
+        .map_err(|e| format!("cannot run cargo metadata: {e}"))?;
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).map_err(|e| format!("cargo metadata: {e}"))?;
+    v["target_directory"].as_str().map(PathBuf::from).ok_or_else(|| "cargo metadata has no target_directory".into())
 }
 
 fn valid_examples(dir: &Path) -> Result<Vec<(String, String)>, String> {

@@ -831,3 +831,47 @@ fn assert_send_sync() {
     is::<AgentCore>();
     is::<ClientSession>();
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// No input reaches a panic in the core (it returns typed errors; its `expect`s guard
+    /// invariants the core itself maintains). The guard is the backstop: prove it turns a
+    /// panic into a typed error and leaves the object usable.
+    #[test]
+    fn a_panic_becomes_a_typed_internal_error() {
+        let r: Result<(), AcpError> = guard(|| panic!("boom"));
+        assert_eq!(r, Err(AcpError::Internal { message: "boom".into() }));
+
+        let core = AgentCore::new(default_agent_options()).unwrap();
+        let poisoned = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            let _g = core.inner.lock().unwrap();
+            panic!("while holding the lock");
+        }));
+        assert!(poisoned.is_err());
+        core.create_session("s1".into()).unwrap();
+        assert!(core.is_live("s1".into()).unwrap(), "a poisoned lock does not make the object unusable");
+    }
+
+    #[test]
+    fn content_round_trips_through_the_typed_view() {
+        let blocks = vec![
+            ContentBlock::Text { text: "hi".into() },
+            ContentBlock::Image { data: "aGk=".into(), mime_type: "image/png".into() },
+            ContentBlock::Resource { uri: "file:///a".into(), mime_type: None, text: Some("x".into()), blob: None },
+            ContentBlock::Other { json: r#"{"type":"_x.dev/widget","size":3}"#.into() },
+        ];
+        let wire = to_wire_content(&blocks).unwrap();
+        let (back, json) = content_view(&wire);
+        assert_eq!(back[..3], blocks[..3]);
+        let (ContentBlock::Other { json: a }, ContentBlock::Other { json: b }) = (&back[3], &blocks[3]) else { panic!("{back:?}") };
+        let parse = |s: &str| serde_json::from_str::<serde_json::Value>(s).unwrap();
+        assert_eq!(parse(a), parse(b), "unknown blocks keep every member");
+        assert!(json.contains("_x.dev/widget"));
+        assert!(matches!(
+            ContentBlock::Resource { uri: "u".into(), mime_type: None, text: None, blob: None }.to_wire(),
+            Err(AcpError::InvalidInput { .. })
+        ));
+    }
+}

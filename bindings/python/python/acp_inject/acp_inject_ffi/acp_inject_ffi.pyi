@@ -1,0 +1,1 @@
+../../../../../generated/python/acp_inject_ffi.pyi

@@ -2,6 +2,8 @@
 
 mod codegen;
 mod conformance;
+mod demo;
+mod pyenv;
 mod coverage;
 mod test;
 
@@ -15,6 +17,7 @@ commands:
   codegen [--check]        write everything generated into generated/ (--check: fail if stale)
   conformance [DIR...]     replay conformance vectors through the Rust core (default: spec/vectors)
   test                     every test in every language, then a summary table
+  demo [--delay-ms MS]     the main job: a live session against the reference agent from Python
 ";
 
 fn main() -> ExitCode {
@@ -23,6 +26,7 @@ fn main() -> ExitCode {
         Some("codegen") => codegen::run(&args[1..]),
         Some("conformance") => conformance::run(&args[1..]),
         Some("test") => test::run(&args[1..]),
+        Some("demo") => demo::run(&args[1..]),
         Some("-h" | "--help" | "help") | None => {
             print!("{HELP}");
             Ok(())

@@ -299,9 +299,11 @@ pub struct SessionState {
     turn: Turn,
     next_message: u64,
     next_seq: u64,
+    #[serde(serialize_with = "sorted")]
     pending: HashMap<String, Pending>,
     steers: BTreeMap<u64, String>,
     queued: BTreeMap<u64, String>,
+    #[serde(serialize_with = "sorted")]
     remembered: HashMap<String, Remembered>,
     remembered_order: VecDeque<String>,
     history: Vec<UserInput>,
@@ -348,6 +350,11 @@ impl SessionState {
         let p = self.pending.remove(&id)?;
         Some((id, p))
     }
+}
+
+/// Hash maps serialise in key order, so equal states give byte-equal snapshots.
+fn sorted<S: serde::Serializer, V: Serialize>(map: &HashMap<String, V>, s: S) -> Result<S::Ok, S::Error> {
+    map.iter().collect::<BTreeMap<_, _>>().serialize(s)
 }
 
 /// The current on-disk format of [`Agent::snapshot`].

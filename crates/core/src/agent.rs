@@ -436,6 +436,17 @@ impl Agent {
         self.sessions.get(id).is_some_and(|s| !s.closed)
     }
 
+    /// The ids of the sessions the agent holds (closed ones excluded).
+    pub fn session_ids(&self) -> Vec<String> {
+        self.sessions.iter().filter(|(_, s)| !s.closed).map(|(id, _)| id.clone()).collect()
+    }
+
+    /// `true` while a turn of the session is in progress (R-TURN-1). A host restoring a
+    /// snapshot uses it to end turns whose model process did not survive.
+    pub fn turn_in_progress(&self, session: &str) -> bool {
+        self.sessions.get(session).is_some_and(|s| !s.closed && s.turn.in_progress)
+    }
+
     /// The next output, or `None` when everything caused so far was drained.
     pub fn poll_output(&mut self) -> Option<Output> {
         self.out.pop_front()

@@ -396,6 +396,17 @@ fn main() {
         out: std::io::BufWriter::new(std::io::stdout()),
     };
 
+    // A restored turn lost its model process with the crash: end it as cancelled, so the
+    // pending injects it held open the next turn (nothing accepted is lost, R-DELIV-2).
+    let interrupted: Vec<String> = match &rt.core {
+        Core::Durable(d) => d.agent().session_ids().into_iter().filter(|s| d.agent().turn_in_progress(s)).collect(),
+        Core::Memory(_) => Vec::new(),
+    };
+    for session in interrupted {
+        let out = rt.core.event(&session, RuntimeEvent::TurnEnded { stop_reason: StopReason::Cancelled, usage: None });
+        rt.apply(out);
+    }
+
     let (tx, rx) = mpsc::channel::<Vec<u8>>();
     std::thread::spawn(move || {
         let mut stdin = std::io::stdin().lock();

@@ -52,6 +52,13 @@ pub struct Policy {
     pub remember_ids: usize,
     /// How [`RuntimeEvent::ClearAgentMessage`] is written (C-MSG-2).
     pub clear_style: ClearStyle,
+    /// Longer client lines are refused (-32600) before they are parsed.
+    #[serde(default = "default_max_line_bytes")]
+    pub max_line_bytes: usize,
+}
+
+fn default_max_line_bytes() -> usize {
+    jsonrpc::DEFAULT_MAX_LINE_BYTES
 }
 
 /// The wire form of "clear the current agent message" (C-MSG-2).
@@ -74,6 +81,7 @@ impl Default for Policy {
             revoke_replace: RevokeReplace::AnyController,
             remember_ids: DEFAULT_REMEMBER_IDS,
             clear_style: ClearStyle::Upsert,
+            max_line_bytes: jsonrpc::DEFAULT_MAX_LINE_BYTES,
         }
     }
 }
@@ -482,6 +490,9 @@ impl Agent {
 
     /// Applies one line from a client connection.
     pub fn handle_line(&mut self, conn: &str, line: &str) {
+        if let Err(e) = jsonrpc::check_size(line.len(), self.config.policy.max_line_bytes) {
+            return self.frame_error(conn, &e);
+        }
         match jsonrpc::parse_line(line) {
             Ok(Frame::Single(msg)) => self.handle_message(conn, msg),
             Ok(Frame::Batch(items)) => {
@@ -498,6 +509,9 @@ impl Agent {
 
     /// Like [`Agent::handle_line`] for raw bytes (invalid UTF-8 is a parse error).
     pub fn handle_bytes(&mut self, conn: &str, line: &[u8]) {
+        if let Err(e) = jsonrpc::check_size(line.len(), self.config.policy.max_line_bytes) {
+            return self.frame_error(conn, &e);
+        }
         match std::str::from_utf8(line) {
             Ok(text) => self.handle_line(conn, text),
             Err(e) => self.frame_error(conn, &FrameError::Parse { detail: format!("invalid UTF-8: {e}") }),

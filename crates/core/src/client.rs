@@ -185,8 +185,11 @@ pub struct ClientMirror {
     violations: Vec<Violation>,
     /// The last `session/status` answer, if any.
     pub last_status: Option<String>,
-    /// Lines that were not usable (framing errors, responses to unknown ids), counted.
+    /// Lines that were not usable (framing errors, oversized lines, responses to unknown
+    /// ids), counted.
     pub ignored_lines: u64,
+    /// Longer lines are dropped (counted in `ignored_lines`) before they are parsed.
+    pub max_line_bytes: usize,
 }
 
 impl ClientMirror {
@@ -207,6 +210,7 @@ impl ClientMirror {
             violations: Vec::new(),
             last_status: None,
             ignored_lines: 0,
+            max_line_bytes: jsonrpc::DEFAULT_MAX_LINE_BYTES,
         }
     }
 
@@ -332,6 +336,10 @@ impl ClientMirror {
     /// Applies one line from the agent. Returns the error the agent answered to one of this
     /// client's requests, if the line was one.
     pub fn receive(&mut self, line: &str) -> Option<SurfacedError> {
+        if line.len() > self.max_line_bytes {
+            self.ignored_lines += 1;
+            return None;
+        }
         match jsonrpc::parse_line(line) {
             Ok(Frame::Single(m)) => self.apply(m),
             Ok(Frame::Batch(items)) => {

@@ -97,3 +97,65 @@ fn the_client_mirror_ignores_garbage_without_changing_state() {
     assert_eq!(m.snapshot_json(), before);
     assert!(m.ignored_lines >= 5);
 }
+
+#[test]
+fn oversized_lines_are_refused_before_parsing() {
+    let inject = serde_json::from_value(json!({ "modes": ["queue"] })).unwrap();
+    let mut policy = acp_inject_core::agent::Policy::default();
+    policy.max_line_bytes = 64;
+    let mut a = Agent::new(AgentConfig { inject: Some(inject), policy, info: Default::default() });
+    a.create_session("s1");
+    a.attach("c1", acp_inject_core::agent::Role::Controller);
+    // Not even valid JSON: refused for its size, so it is never parsed.
+    let big = format!("{{\"jsonrpc\":\"2.0\",\"id\":1,{}", "x".repeat(200));
+    let out = answer(&mut a, big.as_bytes());
+    assert_eq!(error(&out[0]), (-32600, "Invalid request", &Value::Null));
+    assert!(out[0]["error"]["data"]["detail"].as_str().unwrap().contains("exceeds the limit of 64 bytes"));
+
+    let mut m = ClientMirror::new("s1", None);
+    m.max_line_bytes = 64;
+    assert!(m.receive(&big).is_none());
+    assert_eq!(m.ignored_lines, 1);
+}
+
+#[test]
+fn deeply_nested_values_are_parse_errors_not_stack_overflows() {
+    let mut a = agent();
+    for depth in [1_000usize, 100_000] {
+        let line = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"session/prompt\",\"params\":{{\"sessionId\":\"s1\",\"prompt\":{}{}}}}}",
+            "[".repeat(depth),
+            "]".repeat(depth)
+        );
+        let out = answer(&mut a, line.as_bytes());
+        assert_eq!(out.len(), 1);
+        assert!(matches!(error(&out[0]).0, -32700 | -32602), "{depth}: {out:?}");
+    }
+    let mut m = ClientMirror::new("s1", None);
+    let deep = format!("{{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{}}}", "{\"a\":".repeat(100_000));
+    assert!(m.receive(&deep).is_none());
+}
+
+/// JSON-RPC leaves id reuse to the client; the core answers each request on its own, so a
+/// reused id gets two answers (the second prompt, arriving while a turn runs, is queued).
+#[test]
+fn a_reused_request_id_is_answered_twice() {
+    let mut a = agent();
+    let p = br#"{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s1","prompt":[{"type":"text","text":"a"}]}}"#;
+    let first = answer_all(&mut a, p);
+    let second = answer_all(&mut a, p);
+    assert_eq!(first[0]["id"], 1);
+    assert_eq!(second[0]["id"], 1);
+    assert_ne!(first[0]["result"]["messageId"], second[0]["result"]["messageId"]);
+}
+
+fn answer_all(a: &mut Agent, line: &[u8]) -> Vec<Value> {
+    a.handle_bytes("c1", line);
+    a.drain()
+        .into_iter()
+        .filter_map(|o| match o {
+            Output::Line { to: Recipient::One(_), line } => Some(serde_json::from_str(&line).unwrap()),
+            _ => None,
+        })
+        .collect()
+}

@@ -286,6 +286,7 @@ impl AgentOptions {
                     ClearStyle::Upsert => agent::ClearStyle::Upsert,
                     ClearStyle::AgentMessageClear => agent::ClearStyle::AgentMessageClear,
                 },
+                max_line_bytes: wire::jsonrpc::DEFAULT_MAX_LINE_BYTES,
             },
             info: agent::AgentInfo { name: self.agent_name.clone(), version: self.agent_version.clone() },
         })

@@ -37,6 +37,18 @@ pub enum Frame<'a> {
     Batch(Vec<Result<Incoming<'a>, FrameError>>),
 }
 
+/// The default bound on one line (16 MiB): a longer line is refused before it is parsed.
+pub const DEFAULT_MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
+
+/// Refuses a line longer than `limit` without reading it (answer: -32600, id `null`).
+pub fn check_size(len: usize, limit: usize) -> Result<(), FrameError> {
+    if len > limit {
+        Err(FrameError::Invalid { id: None, detail: format!("line of {len} bytes exceeds the limit of {limit} bytes") })
+    } else {
+        Ok(())
+    }
+}
+
 /// A line or batch element that is not a usable JSON-RPC message.
 #[derive(Debug, Clone, PartialEq)]
 pub enum FrameError {

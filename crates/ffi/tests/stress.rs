@@ -1,0 +1,166 @@
+//! One session driven from 8 threads through the object the bindings use (`AgentCore`):
+//! no deadlock within a bounded time, no lost or duplicated delivery, and outputs consistent
+//! with a serial order. The core holds one lock per call, so every run is some serial order of
+//! the calls; what the test checks are the properties every serial order must have:
+//! delivered ⊆ accepted, at most once, never after a successful revoke, with the replaced
+//! content, FIFO per mode and connection, and every accepted inject delivered, revoked or
+//! still pending at the end.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::Duration;
+
+use acp_inject_ffi::{AgentCore, AgentOutput, BreakPoint, RuntimeAction, RuntimeEvent};
+use serde_json::{json, Value};
+
+const THREADS: usize = 8;
+const OPS: usize = 400;
+
+#[derive(Default)]
+struct Log {
+    /// id → (thread, mode is steer, accept index within its thread, final content)
+    accepted: BTreeMap<String, (usize, bool, usize, String)>,
+    revoked: BTreeSet<String>,
+    /// (id, content) in output order as each thread saw them.
+    delivered: Vec<(String, String)>,
+}
+
+fn record(log: &Mutex<Log>, outputs: &[AgentOutput]) {
+    let mut log = log.lock().unwrap();
+    for o in outputs {
+        if let AgentOutput::Action { action: RuntimeAction::StartTurn { messages } | RuntimeAction::Deliver { messages }, .. } = o {
+            for m in messages {
+                let v: Value = serde_json::from_str(&m.content_json).unwrap();
+                log.delivered.push((m.message_id.clone(), v[0]["text"].as_str().unwrap_or("").to_owned()));
+            }
+        }
+    }
+}
+
+fn answer(outputs: &[AgentOutput], conn: &str) -> Value {
+    outputs
+        .iter()
+        .find_map(|o| match o {
+            AgentOutput::Line { to: Some(t), line } if t == conn => Some(serde_json::from_str(line).unwrap()),
+            _ => None,
+        })
+        .expect("every request is answered to its connection")
+}
+
+fn worker(core: Arc<AgentCore>, log: Arc<Mutex<Log>>, t: usize) {
+    let conn = format!("c{t}");
+    let mut seed = 0x2545_F491_4F6C_DD1D_u64 ^ (t as u64 * 0x9E37_79B9);
+    let mut rnd = move |n: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n
+    };
+    let mut mine: Vec<String> = Vec::new();
+    let mut accepted_here = 0;
+    for i in 0..OPS {
+        let req = (t * 1_000_000 + i) as i64;
+        match rnd(10) {
+            0..=3 => {
+                let steer = rnd(2) == 0;
+                let text = format!("t{t}-{i}");
+                let line = json!({ "jsonrpc": "2.0", "id": req, "method": "session/inject",
+                    "params": { "sessionId": "s1", "mode": if steer { "steer" } else { "queue" }, "content": [{ "type": "text", "text": text }] } });
+                let out = core.handle_line(conn.clone(), line.to_string()).unwrap();
+                // Record the accept before the deliveries it may cause (a queue inject on an
+                // idle session starts a turn at once).
+                let a = answer(&out, &conn);
+                if let Some(id) = a["result"]["messageId"].as_str() {
+                    log.lock().unwrap().accepted.insert(id.to_owned(), (t, steer, accepted_here, text));
+                    accepted_here += 1;
+                    mine.push(id.to_owned());
+                } else {
+                    assert_eq!(a["error"]["data"]["reason"], "no_running_turn", "{a}");
+                }
+                record(&log, &out);
+            }
+            4 | 5 if !mine.is_empty() => {
+                let id = mine[rnd(mine.len() as u64) as usize].clone();
+                let replace = rnd(2) == 0;
+                let text = format!("t{t}-{i}-edited");
+                let line = if replace {
+                    json!({ "jsonrpc": "2.0", "id": req, "method": "session/replace_inject",
+                        "params": { "sessionId": "s1", "messageId": id, "content": [{ "type": "text", "text": text }] } })
+                } else {
+                    json!({ "jsonrpc": "2.0", "id": req, "method": "session/revoke_inject", "params": { "sessionId": "s1", "messageId": id } })
+                };
+                let out = core.handle_line(conn.clone(), line.to_string()).unwrap();
+                let a = answer(&out, &conn);
+                let mut l = log.lock().unwrap();
+                if a.get("result").is_some() {
+                    if replace {
+                        l.accepted.get_mut(&id).unwrap().3 = text;
+                    } else {
+                        l.revoked.insert(id);
+                    }
+                } else {
+                    let reason = a["error"]["data"]["reason"].as_str().unwrap_or("");
+                    assert!(["already_delivered", "unknown_message_id"].contains(&reason), "{a}");
+                }
+                drop(l);
+                record(&log, &out);
+            }
+            6 | 7 => {
+                if let Ok(out) = core.runtime_event("s1".into(), RuntimeEvent::BreakPoint { kind: BreakPoint::ToolResult }) {
+                    record(&log, &out);
+                }
+            }
+            _ => {
+                if let Ok(out) = core.runtime_event("s1".into(), RuntimeEvent::TurnEnded { stop_reason: "end_turn".into(), usage_json: None }) {
+                    record(&log, &out);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn eight_threads_one_session() {
+    let core = AgentCore::new(acp_inject_ffi::default_agent_options()).unwrap();
+    core.create_session("s1".into()).unwrap();
+    let log = Arc::new(Mutex::new(Log::default()));
+    let (done_tx, done) = mpsc::channel();
+    for t in 0..THREADS {
+        let (core, log, done_tx) = (core.clone(), log.clone(), done_tx.clone());
+        std::thread::spawn(move || {
+            worker(core, log, t);
+            done_tx.send(()).unwrap();
+        });
+    }
+    for _ in 0..THREADS {
+        done.recv_timeout(Duration::from_secs(120)).expect("a thread did not finish: deadlock or livelock");
+    }
+
+    let log = log.lock().unwrap();
+    let pending: BTreeSet<String> = core.pending("s1".into()).unwrap().into_iter().map(|p| p.message_id).collect();
+    let mut once = BTreeSet::new();
+    for (id, content) in &log.delivered {
+        assert!(once.insert(id.clone()), "{id} delivered twice");
+        assert!(!log.revoked.contains(id), "{id} delivered after a successful revoke");
+        let a = log.accepted.get(id).unwrap_or_else(|| panic!("{id} delivered but never accepted"));
+        assert_eq!(&a.3, content, "{id} delivered with superseded content");
+    }
+    for id in log.accepted.keys() {
+        let fates = [once.contains(id), log.revoked.contains(id), pending.contains(id)];
+        assert_eq!(fates.iter().filter(|f| **f).count(), 1, "{id}: delivered/revoked/pending = {fates:?}");
+    }
+    // The threads logged their outputs in whatever order they got to it; the core's history is
+    // the serial order it actually delivered in. Same set, and FIFO in that order.
+    let history: Vec<String> = core.history("s1".into()).unwrap().into_iter().map(|u| u.message_id).collect();
+    assert_eq!(history.iter().cloned().collect::<BTreeSet<_>>(), once, "history and outputs disagree");
+    assert_eq!(history.len(), once.len());
+    for t in 0..THREADS {
+        for steer in [false, true] {
+            let order: Vec<usize> =
+                history.iter().filter_map(|id| log.accepted.get(id)).filter(|a| a.0 == t && a.1 == steer).map(|a| a.2).collect();
+            assert!(order.windows(2).all(|w| w[0] < w[1]), "thread {t} steer={steer}: not FIFO {order:?}");
+        }
+    }
+    assert!(log.accepted.len() > THREADS * OPS / 5, "too few accepted injects: {}", log.accepted.len());
+    assert!(!log.delivered.is_empty() && !log.revoked.is_empty());
+}

@@ -3,6 +3,7 @@
 mod codegen;
 mod conformance;
 mod demo;
+mod fuzz;
 mod pyenv;
 mod coverage;
 mod test;
@@ -18,6 +19,7 @@ commands:
   conformance [DIR...]     replay conformance vectors through the Rust core (default: spec/vectors)
   test                     every test in every language, then a summary table
   demo [--delay-ms MS]     the main job: a live session against the reference agent from Python
+  fuzz seed | run [SECS]   rebuild the fuzz seed corpus / run every fuzz target for SECS each
 ";
 
 fn main() -> ExitCode {
@@ -27,6 +29,7 @@ fn main() -> ExitCode {
         Some("conformance") => conformance::run(&args[1..]),
         Some("test") => test::run(&args[1..]),
         Some("demo") => demo::run(&args[1..]),
+        Some("fuzz") => fuzz::run(&args[1..]),
         Some("-h" | "--help" | "help") | None => {
             print!("{HELP}");
             Ok(())

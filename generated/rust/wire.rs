@@ -2827,9 +2827,9 @@ impl ::schemars::JsonSchema for PermissionOptionKind {
 #[derive(Clone, Debug, PartialEq)]
 pub enum RequestPermissionOutcome {
     ///`cancelled`: The request was cancelled (the turn was cancelled).
-    Cancelled(CancelledPermissionOutcome),
+    Cancelled(Box<CancelledPermissionOutcome>),
     ///`selected`: The user chose an option.
-    Selected(SelectedPermissionOutcome),
+    Selected(Box<SelectedPermissionOutcome>),
     /// A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
     Other(Unknown),
 }
@@ -2847,12 +2847,12 @@ impl RequestPermissionOutcome {
 }
 impl From<CancelledPermissionOutcome> for RequestPermissionOutcome {
     fn from(value: CancelledPermissionOutcome) -> Self {
-        RequestPermissionOutcome::Cancelled(value)
+        RequestPermissionOutcome::Cancelled(Box::new(value))
     }
 }
 impl From<SelectedPermissionOutcome> for RequestPermissionOutcome {
     fn from(value: SelectedPermissionOutcome) -> Self {
-        RequestPermissionOutcome::Selected(value)
+        RequestPermissionOutcome::Selected(Box::new(value))
     }
 }
 #[cfg(feature = "schemars")]
@@ -2950,14 +2950,14 @@ impl<'de> ::serde::Deserialize<'de> for RequestPermissionOutcome {
                     "cancelled" => {
                         Ok(
                             RequestPermissionOutcome::Cancelled(
-                                __de::body(buffered, map)?,
+                                Box::new(__de::body(buffered, map)?),
                             ),
                         )
                     }
                     "selected" => {
                         Ok(
                             RequestPermissionOutcome::Selected(
-                                __de::body(buffered, map)?,
+                                Box::new(__de::body(buffered, map)?),
                             ),
                         )
                     }
@@ -2978,29 +2978,29 @@ impl<'de> ::serde::Deserialize<'de> for RequestPermissionOutcome {
 #[derive(Clone, Debug, PartialEq)]
 pub enum SessionUpdate {
     ///`user_message`: A user message was inserted into history. For a prompt or inject this is its delivery.
-    UserMessage(UserMessage),
+    UserMessage(Box<UserMessage>),
     ///`user_message_chunk`: A streamed piece of a user message.
-    UserMessageChunk(UserMessageChunk),
+    UserMessageChunk(Box<UserMessageChunk>),
     ///`agent_message`: An agent message upsert. `content: []` clears what was streamed so far.
-    AgentMessage(AgentMessage),
+    AgentMessage(Box<AgentMessage>),
     ///`agent_message_chunk`: A streamed piece of an agent message.
-    AgentMessageChunk(AgentMessageChunk),
+    AgentMessageChunk(Box<AgentMessageChunk>),
     ///`agent_message_clear`: Clears the content streamed so far for the current agent message (RFD #465); following chunks append from empty. Same operation as an `agent_message` upsert with `content: []`.
-    AgentMessageClear(AgentMessageClear),
+    AgentMessageClear(Box<AgentMessageClear>),
     ///`agent_thought`: An agent thought upsert.
-    AgentThought(AgentThought),
+    AgentThought(Box<AgentThought>),
     ///`agent_thought_chunk`: A streamed piece of an agent thought.
-    AgentThoughtChunk(AgentThoughtChunk),
+    AgentThoughtChunk(Box<AgentThoughtChunk>),
     ///`state_update`: The session's turn state changed. The state is tagged by `state` in the same object.
-    StateUpdate(StateUpdate),
+    StateUpdate(Box<StateUpdate>),
     ///`tool_call_update`: A tool call was created or changed (upsert keyed by `toolCallId`).
-    ToolCallUpdate(ToolCallUpdate),
+    ToolCallUpdate(Box<ToolCallUpdate>),
     ///`tool_call_content_chunk`: Appends content to a tool call.
-    ToolCallContentChunk(ToolCallContentChunk),
+    ToolCallContentChunk(Box<ToolCallContentChunk>),
     ///`plan_update`: The agent's plan, replaced whole.
-    PlanUpdate(PlanUpdate),
+    PlanUpdate(Box<PlanUpdate>),
     ///`usage_update`: Context window usage.
-    UsageUpdate(UsageUpdate),
+    UsageUpdate(Box<UsageUpdate>),
     /// A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
     Other(Unknown),
 }
@@ -3028,62 +3028,62 @@ impl SessionUpdate {
 }
 impl From<UserMessage> for SessionUpdate {
     fn from(value: UserMessage) -> Self {
-        SessionUpdate::UserMessage(value)
+        SessionUpdate::UserMessage(Box::new(value))
     }
 }
 impl From<UserMessageChunk> for SessionUpdate {
     fn from(value: UserMessageChunk) -> Self {
-        SessionUpdate::UserMessageChunk(value)
+        SessionUpdate::UserMessageChunk(Box::new(value))
     }
 }
 impl From<AgentMessage> for SessionUpdate {
     fn from(value: AgentMessage) -> Self {
-        SessionUpdate::AgentMessage(value)
+        SessionUpdate::AgentMessage(Box::new(value))
     }
 }
 impl From<AgentMessageChunk> for SessionUpdate {
     fn from(value: AgentMessageChunk) -> Self {
-        SessionUpdate::AgentMessageChunk(value)
+        SessionUpdate::AgentMessageChunk(Box::new(value))
     }
 }
 impl From<AgentMessageClear> for SessionUpdate {
     fn from(value: AgentMessageClear) -> Self {
-        SessionUpdate::AgentMessageClear(value)
+        SessionUpdate::AgentMessageClear(Box::new(value))
     }
 }
 impl From<AgentThought> for SessionUpdate {
     fn from(value: AgentThought) -> Self {
-        SessionUpdate::AgentThought(value)
+        SessionUpdate::AgentThought(Box::new(value))
     }
 }
 impl From<AgentThoughtChunk> for SessionUpdate {
     fn from(value: AgentThoughtChunk) -> Self {
-        SessionUpdate::AgentThoughtChunk(value)
+        SessionUpdate::AgentThoughtChunk(Box::new(value))
     }
 }
 impl From<StateUpdate> for SessionUpdate {
     fn from(value: StateUpdate) -> Self {
-        SessionUpdate::StateUpdate(value)
+        SessionUpdate::StateUpdate(Box::new(value))
     }
 }
 impl From<ToolCallUpdate> for SessionUpdate {
     fn from(value: ToolCallUpdate) -> Self {
-        SessionUpdate::ToolCallUpdate(value)
+        SessionUpdate::ToolCallUpdate(Box::new(value))
     }
 }
 impl From<ToolCallContentChunk> for SessionUpdate {
     fn from(value: ToolCallContentChunk) -> Self {
-        SessionUpdate::ToolCallContentChunk(value)
+        SessionUpdate::ToolCallContentChunk(Box::new(value))
     }
 }
 impl From<PlanUpdate> for SessionUpdate {
     fn from(value: PlanUpdate) -> Self {
-        SessionUpdate::PlanUpdate(value)
+        SessionUpdate::PlanUpdate(Box::new(value))
     }
 }
 impl From<UsageUpdate> for SessionUpdate {
     fn from(value: UsageUpdate) -> Self {
-        SessionUpdate::UsageUpdate(value)
+        SessionUpdate::UsageUpdate(Box::new(value))
     }
 }
 #[cfg(feature = "schemars")]
@@ -3310,44 +3310,88 @@ impl<'de> ::serde::Deserialize<'de> for SessionUpdate {
                 let (tag, buffered) = __de::read_tag(&mut map, "sessionUpdate")?;
                 match &*tag {
                     "user_message" => {
-                        Ok(SessionUpdate::UserMessage(__de::body(buffered, map)?))
+                        Ok(
+                            SessionUpdate::UserMessage(
+                                Box::new(__de::body(buffered, map)?),
+                            ),
+                        )
                     }
                     "user_message_chunk" => {
-                        Ok(SessionUpdate::UserMessageChunk(__de::body(buffered, map)?))
+                        Ok(
+                            SessionUpdate::UserMessageChunk(
+                                Box::new(__de::body(buffered, map)?),
+                            ),
+                        )
                     }
                     "agent_message" => {
-                        Ok(SessionUpdate::AgentMessage(__de::body(buffered, map)?))
+                        Ok(
+                            SessionUpdate::AgentMessage(
+                                Box::new(__de::body(buffered, map)?),
+                            ),
+                        )
                     }
                     "agent_message_chunk" => {
-                        Ok(SessionUpdate::AgentMessageChunk(__de::body(buffered, map)?))
+                        Ok(
+                            SessionUpdate::AgentMessageChunk(
+                                Box::new(__de::body(buffered, map)?),
+                            ),
+                        )
                     }
                     "agent_message_clear" => {
-                        Ok(SessionUpdate::AgentMessageClear(__de::body(buffered, map)?))
+                        Ok(
+                            SessionUpdate::AgentMessageClear(
+                                Box::new(__de::body(buffered, map)?),
+                            ),
+                        )
                     }
                     "agent_thought" => {
-                        Ok(SessionUpdate::AgentThought(__de::body(buffered, map)?))
+                        Ok(
+                            SessionUpdate::AgentThought(
+                                Box::new(__de::body(buffered, map)?),
+                            ),
+                        )
                     }
                     "agent_thought_chunk" => {
-                        Ok(SessionUpdate::AgentThoughtChunk(__de::body(buffered, map)?))
+                        Ok(
+                            SessionUpdate::AgentThoughtChunk(
+                                Box::new(__de::body(buffered, map)?),
+                            ),
+                        )
                     }
                     "state_update" | "state_change" => {
-                        Ok(SessionUpdate::StateUpdate(__de::body(buffered, map)?))
+                        Ok(
+                            SessionUpdate::StateUpdate(
+                                Box::new(__de::body(buffered, map)?),
+                            ),
+                        )
                     }
                     "tool_call_update" => {
-                        Ok(SessionUpdate::ToolCallUpdate(__de::body(buffered, map)?))
+                        Ok(
+                            SessionUpdate::ToolCallUpdate(
+                                Box::new(__de::body(buffered, map)?),
+                            ),
+                        )
                     }
                     "tool_call_content_chunk" => {
                         Ok(
                             SessionUpdate::ToolCallContentChunk(
-                                __de::body(buffered, map)?,
+                                Box::new(__de::body(buffered, map)?),
                             ),
                         )
                     }
                     "plan_update" => {
-                        Ok(SessionUpdate::PlanUpdate(__de::body(buffered, map)?))
+                        Ok(
+                            SessionUpdate::PlanUpdate(
+                                Box::new(__de::body(buffered, map)?),
+                            ),
+                        )
                     }
                     "usage_update" => {
-                        Ok(SessionUpdate::UsageUpdate(__de::body(buffered, map)?))
+                        Ok(
+                            SessionUpdate::UsageUpdate(
+                                Box::new(__de::body(buffered, map)?),
+                            ),
+                        )
                     }
                     _ => {
                         Ok(
@@ -3366,11 +3410,11 @@ impl<'de> ::serde::Deserialize<'de> for SessionUpdate {
 #[derive(Clone, Debug, PartialEq)]
 pub enum StateUpdate {
     ///`running`: Foreground work started or resumed.
-    Running(RunningStateUpdate),
+    Running(Box<RunningStateUpdate>),
     ///`idle`: The turn ended. Always carries `stopReason` from this toolkit; `usage` only when the runtime reported it.
-    Idle(IdleStateUpdate),
+    Idle(Box<IdleStateUpdate>),
     ///`requires_action`: The turn waits for the user (a permission request is open).
-    RequiresAction(RequiresActionStateUpdate),
+    RequiresAction(Box<RequiresActionStateUpdate>),
     /// A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
     Other(Unknown),
 }
@@ -3389,17 +3433,17 @@ impl StateUpdate {
 }
 impl From<RunningStateUpdate> for StateUpdate {
     fn from(value: RunningStateUpdate) -> Self {
-        StateUpdate::Running(value)
+        StateUpdate::Running(Box::new(value))
     }
 }
 impl From<IdleStateUpdate> for StateUpdate {
     fn from(value: IdleStateUpdate) -> Self {
-        StateUpdate::Idle(value)
+        StateUpdate::Idle(Box::new(value))
     }
 }
 impl From<RequiresActionStateUpdate> for StateUpdate {
     fn from(value: RequiresActionStateUpdate) -> Self {
-        StateUpdate::RequiresAction(value)
+        StateUpdate::RequiresAction(Box::new(value))
     }
 }
 #[cfg(feature = "schemars")]
@@ -3507,10 +3551,16 @@ impl<'de> ::serde::Deserialize<'de> for StateUpdate {
             ) -> Result<StateUpdate, A::Error> {
                 let (tag, buffered) = __de::read_tag(&mut map, "state")?;
                 match &*tag {
-                    "running" => Ok(StateUpdate::Running(__de::body(buffered, map)?)),
-                    "idle" => Ok(StateUpdate::Idle(__de::body(buffered, map)?)),
+                    "running" => {
+                        Ok(StateUpdate::Running(Box::new(__de::body(buffered, map)?)))
+                    }
+                    "idle" => Ok(StateUpdate::Idle(Box::new(__de::body(buffered, map)?))),
                     "requires_action" => {
-                        Ok(StateUpdate::RequiresAction(__de::body(buffered, map)?))
+                        Ok(
+                            StateUpdate::RequiresAction(
+                                Box::new(__de::body(buffered, map)?),
+                            ),
+                        )
                     }
                     _ => {
                         Ok(
@@ -3884,7 +3934,7 @@ impl ::schemars::JsonSchema for ToolCallStatus {
 #[derive(Clone, Debug, PartialEq)]
 pub enum ToolCallContent {
     ///`content`: A content block.
-    Content(ToolCallContentBlock),
+    Content(Box<ToolCallContentBlock>),
     /// A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
     Other(Unknown),
 }
@@ -3901,7 +3951,7 @@ impl ToolCallContent {
 }
 impl From<ToolCallContentBlock> for ToolCallContent {
     fn from(value: ToolCallContentBlock) -> Self {
-        ToolCallContent::Content(value)
+        ToolCallContent::Content(Box::new(value))
     }
 }
 #[cfg(feature = "schemars")]
@@ -3983,7 +4033,13 @@ impl<'de> ::serde::Deserialize<'de> for ToolCallContent {
             ) -> Result<ToolCallContent, A::Error> {
                 let (tag, buffered) = __de::read_tag(&mut map, "type")?;
                 match &*tag {
-                    "content" => Ok(ToolCallContent::Content(__de::body(buffered, map)?)),
+                    "content" => {
+                        Ok(
+                            ToolCallContent::Content(
+                                Box::new(__de::body(buffered, map)?),
+                            ),
+                        )
+                    }
                     _ => {
                         Ok(
                             ToolCallContent::Other(
@@ -4001,7 +4057,7 @@ impl<'de> ::serde::Deserialize<'de> for ToolCallContent {
 #[derive(Clone, Debug, PartialEq)]
 pub enum PlanUpdateContent {
     ///`items`: A plan as a list of entries.
-    Items(PlanItems),
+    Items(Box<PlanItems>),
     /// A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
     Other(Unknown),
 }
@@ -4018,7 +4074,7 @@ impl PlanUpdateContent {
 }
 impl From<PlanItems> for PlanUpdateContent {
     fn from(value: PlanItems) -> Self {
-        PlanUpdateContent::Items(value)
+        PlanUpdateContent::Items(Box::new(value))
     }
 }
 #[cfg(feature = "schemars")]
@@ -4099,7 +4155,13 @@ impl<'de> ::serde::Deserialize<'de> for PlanUpdateContent {
             ) -> Result<PlanUpdateContent, A::Error> {
                 let (tag, buffered) = __de::read_tag(&mut map, "type")?;
                 match &*tag {
-                    "items" => Ok(PlanUpdateContent::Items(__de::body(buffered, map)?)),
+                    "items" => {
+                        Ok(
+                            PlanUpdateContent::Items(
+                                Box::new(__de::body(buffered, map)?),
+                            ),
+                        )
+                    }
                     _ => {
                         Ok(
                             PlanUpdateContent::Other(
@@ -4324,15 +4386,15 @@ impl ::schemars::JsonSchema for PlanEntryStatus {
 #[derive(Clone, Debug, PartialEq)]
 pub enum ContentBlock {
     ///`text`: Text.
-    Text(TextContent),
+    Text(Box<TextContent>),
     ///`image`: An image, base64-encoded.
-    Image(ImageContent),
+    Image(Box<ImageContent>),
     ///`audio`: Audio, base64-encoded.
-    Audio(AudioContent),
+    Audio(Box<AudioContent>),
     ///`resource_link`: A link to a resource the agent can read.
-    ResourceLink(ResourceLink),
+    ResourceLink(Box<ResourceLink>),
     ///`resource`: A resource's contents, embedded.
-    Resource(EmbeddedResource),
+    Resource(Box<EmbeddedResource>),
     /// A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
     Other(Unknown),
 }
@@ -4353,27 +4415,27 @@ impl ContentBlock {
 }
 impl From<TextContent> for ContentBlock {
     fn from(value: TextContent) -> Self {
-        ContentBlock::Text(value)
+        ContentBlock::Text(Box::new(value))
     }
 }
 impl From<ImageContent> for ContentBlock {
     fn from(value: ImageContent) -> Self {
-        ContentBlock::Image(value)
+        ContentBlock::Image(Box::new(value))
     }
 }
 impl From<AudioContent> for ContentBlock {
     fn from(value: AudioContent) -> Self {
-        ContentBlock::Audio(value)
+        ContentBlock::Audio(Box::new(value))
     }
 }
 impl From<ResourceLink> for ContentBlock {
     fn from(value: ResourceLink) -> Self {
-        ContentBlock::ResourceLink(value)
+        ContentBlock::ResourceLink(Box::new(value))
     }
 }
 impl From<EmbeddedResource> for ContentBlock {
     fn from(value: EmbeddedResource) -> Self {
-        ContentBlock::Resource(value)
+        ContentBlock::Resource(Box::new(value))
     }
 }
 #[cfg(feature = "schemars")]
@@ -4506,13 +4568,25 @@ impl<'de> ::serde::Deserialize<'de> for ContentBlock {
             ) -> Result<ContentBlock, A::Error> {
                 let (tag, buffered) = __de::read_tag(&mut map, "type")?;
                 match &*tag {
-                    "text" => Ok(ContentBlock::Text(__de::body(buffered, map)?)),
-                    "image" => Ok(ContentBlock::Image(__de::body(buffered, map)?)),
-                    "audio" => Ok(ContentBlock::Audio(__de::body(buffered, map)?)),
-                    "resource_link" => {
-                        Ok(ContentBlock::ResourceLink(__de::body(buffered, map)?))
+                    "text" => {
+                        Ok(ContentBlock::Text(Box::new(__de::body(buffered, map)?)))
                     }
-                    "resource" => Ok(ContentBlock::Resource(__de::body(buffered, map)?)),
+                    "image" => {
+                        Ok(ContentBlock::Image(Box::new(__de::body(buffered, map)?)))
+                    }
+                    "audio" => {
+                        Ok(ContentBlock::Audio(Box::new(__de::body(buffered, map)?)))
+                    }
+                    "resource_link" => {
+                        Ok(
+                            ContentBlock::ResourceLink(
+                                Box::new(__de::body(buffered, map)?),
+                            ),
+                        )
+                    }
+                    "resource" => {
+                        Ok(ContentBlock::Resource(Box::new(__de::body(buffered, map)?)))
+                    }
                     _ => {
                         Ok(
                             ContentBlock::Other(

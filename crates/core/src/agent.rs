@@ -826,15 +826,12 @@ impl Agent {
             }
             RuntimeEvent::ClearAgentMessage { message_id } => {
                 let update = match self.config.policy.clear_style {
-                    ClearStyle::Upsert => SessionUpdate::AgentMessage(acp_inject_wire::AgentMessage {
-                        message_id,
-                        content: Patch::Value(Vec::new()),
-                        meta: None,
-                    }),
-                    ClearStyle::AgentMessageClear => SessionUpdate::AgentMessageClear(acp_inject_wire::AgentMessageClear {
-                        message_id: Some(message_id),
-                        meta: None,
-                    }),
+                    ClearStyle::Upsert => {
+                        acp_inject_wire::AgentMessage { message_id, content: Patch::Value(Vec::new()), meta: None }.into()
+                    }
+                    ClearStyle::AgentMessageClear => {
+                        acp_inject_wire::AgentMessageClear { message_id: Some(message_id), meta: None }.into()
+                    }
                 };
                 self.out.push_back(update_line(session, update));
                 return Ok(());
@@ -1006,18 +1003,14 @@ fn idle_line(session: &str, stop_reason: &StopReason, usage: Option<serde_json::
 }
 
 fn state_line(session: &str, state: StateUpdate) -> Output {
-    update_line(session, SessionUpdate::StateUpdate(state))
+    update_line(session, state.into())
 }
 
 /// R-DELIV-1: delivery is exactly the emission of the `user_message`.
 fn deliver_user_message(out: &mut VecDeque<Output>, session: &str, input: &UserInput) {
     out.push_back(update_line(
         session,
-        SessionUpdate::UserMessage(UserMessage {
-            message_id: input.message_id.clone(),
-            content: Patch::Value(input.content.clone()),
-            meta: None,
-        }),
+        UserMessage { message_id: input.message_id.clone(), content: Patch::Value(input.content.clone()), meta: None }.into(),
     ));
 }
 

@@ -340,7 +340,17 @@ impl ClientMirror {
             self.ignored_lines += 1;
             return None;
         }
-        match jsonrpc::parse_line(line) {
+        let frame = match jsonrpc::parse_agent_line(line) {
+            Ok(jsonrpc::AgentLine::Update(n)) => {
+                if n.session_id.0 == self.session_id {
+                    self.on_update(n.update);
+                }
+                return None;
+            }
+            Ok(jsonrpc::AgentLine::Other(frame)) => Ok(frame),
+            Err(e) => Err(e),
+        };
+        match frame {
             Ok(Frame::Single(m)) => self.apply(m),
             Ok(Frame::Batch(items)) => {
                 let mut last = None;
@@ -484,7 +494,7 @@ impl ClientMirror {
                     self.transcript[i].content.clear();
                 }
             }
-            SessionUpdate::StateUpdate(s) => match s {
+            SessionUpdate::StateUpdate(s) => match *s {
                 StateUpdate::Running(_) => self.set_state(TurnState::Running, None, None),
                 StateUpdate::RequiresAction(_) => self.set_state(TurnState::RequiresAction, None, None),
                 StateUpdate::Idle(i) => {

@@ -128,10 +128,13 @@ fn stream() -> Vec<String> {
         .collect()
 }
 
-/// Typed decode of one line, the way a client reads it.
+/// Typed decode of one line, the way the client mirror reads it (one pass for updates).
 fn decode(line: &str) -> UpdateSessionNotification {
-    match jsonrpc::parse_line(line).expect("a message") {
-        Frame::Single(Incoming::Notification { params, .. }) => jsonrpc::decode_params(params).expect("decodes"),
+    match jsonrpc::parse_agent_line(line).expect("a message") {
+        jsonrpc::AgentLine::Update(u) => u,
+        jsonrpc::AgentLine::Other(Frame::Single(Incoming::Notification { params, .. })) => {
+            jsonrpc::decode_params(params).expect("decodes")
+        }
         other => panic!("not a notification: {other:?}"),
     }
 }

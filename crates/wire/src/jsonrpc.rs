@@ -367,3 +367,56 @@ pub fn result_line<R: Serialize>(id: &RequestId, result: &R) -> String {
 pub fn error_line(id: &RequestId, error: &ErrorObject) -> String {
     to_line(&OutError { jsonrpc: "2.0", id, error })
 }
+
+/// A line from the agent, with `session/update` (the bulk of the traffic) decoded in one pass.
+#[derive(Debug)]
+pub enum AgentLine<'a> {
+    /// A `session/update` notification, fully typed.
+    Update(crate::UpdateSessionNotification),
+    /// Anything else, classified as by [`parse_line`].
+    Other(Frame<'a>),
+}
+
+/// Like [`parse_line`], but decodes a `session/update` notification straight into its typed
+/// params in the same pass when `method` comes before `params` (as every encoder here and
+/// upstream writes it). Any other shape, and any line the fast path would reject, goes
+/// through [`parse_line`] so errors stay exactly the same.
+pub fn parse_agent_line(line: &str) -> Result<AgentLine<'_>, FrameError> {
+    if let Ok(FastUpdate(Some(update))) = serde_json::from_str::<FastUpdate>(line) {
+        return Ok(AgentLine::Update(update));
+    }
+    parse_line(line).map(AgentLine::Other)
+}
+
+/// `Some` only for a well-formed `session/update` notification whose `method` precedes its
+/// `params`; `None` (or an error) sends the line down the general path.
+struct FastUpdate(Option<crate::UpdateSessionNotification>);
+
+impl<'de> Deserialize<'de> for FastUpdate {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = FastUpdate;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON-RPC message object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<FastUpdate, A::Error> {
+                let (mut version_ok, mut is_update, mut params, mut other) = (false, false, None, false);
+                while let Some(key) = map.next_key::<crate::__de::Str<'de>>()? {
+                    match &*key.0 {
+                        "jsonrpc" => version_ok = map.next_value::<crate::__de::Str<'de>>()?.0 == "2.0",
+                        "method" => is_update = map.next_value::<crate::__de::Str<'de>>()?.0 == "session/update",
+                        "params" if is_update && params.is_none() => params = Some(map.next_value()?),
+                        _ => {
+                            // `id`, `result`, `error`, params before method, or anything else.
+                            other = true;
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(FastUpdate(if version_ok && is_update && !other { params } else { None }))
+            }
+        }
+        deserializer.deserialize_map(V)
+    }
+}

@@ -36,7 +36,8 @@ fn unknown_session_update_is_kept_whole() {
 fn unknown_state_is_kept_whole_inside_state_update() {
     let wire = update(json!({ "sessionUpdate": "state_update", "state": "_paused", "reason": "user" }));
     let n: UpdateSessionNotification = decode(&wire);
-    let SessionUpdate::StateUpdate(StateUpdate::Other(unknown)) = &n.update else { panic!("decoded as {:?}", n.update) };
+    let SessionUpdate::StateUpdate(state) = &n.update else { panic!("decoded as {:?}", n.update) };
+    let StateUpdate::Other(unknown) = &**state else { panic!("decoded as {:?}", n.update) };
     assert_eq!(unknown.tag(StateUpdate::TAG), Some("_paused"));
     assert_eq!(unknown.0.get("reason"), Some(&json!("user")));
     assert_eq!(encode(&n), wire);
@@ -46,7 +47,8 @@ fn unknown_state_is_kept_whole_inside_state_update() {
 fn unknown_stop_reason_is_kept() {
     let wire = update(json!({ "sessionUpdate": "state_update", "state": "idle", "stopReason": "_budget_exhausted" }));
     let n: UpdateSessionNotification = decode(&wire);
-    let SessionUpdate::StateUpdate(StateUpdate::Idle(idle)) = &n.update else { panic!("decoded as {:?}", n.update) };
+    let SessionUpdate::StateUpdate(state) = &n.update else { panic!("decoded as {:?}", n.update) };
+    let StateUpdate::Idle(idle) = &**state else { panic!("decoded as {:?}", n.update) };
     assert_eq!(idle.stop_reason, Some(StopReason::Other("_budget_exhausted".into())));
     assert_eq!(encode(&n), wire);
     // Known values still decode to their variant, and the two spellings never mix.
@@ -86,7 +88,7 @@ fn state_change_decodes_as_state_update_and_encodes_upstream_spelling() {
     let rfd = update(json!({ "sessionUpdate": "state_change", "state": "running" }));
     let upstream = update(json!({ "sessionUpdate": "state_update", "state": "running" }));
     let n: UpdateSessionNotification = decode(&rfd);
-    assert!(matches!(n.update, SessionUpdate::StateUpdate(StateUpdate::Running(_))), "decoded as {:?}", n.update);
+    assert!(matches!(&n.update, SessionUpdate::StateUpdate(s) if matches!(**s, StateUpdate::Running(_))), "decoded as {:?}", n.update);
     assert_eq!(n.update.tag(), "state_update");
     assert_eq!(encode(&n), upstream);
     assert_eq!(n, decode::<UpdateSessionNotification>(&upstream));
@@ -150,7 +152,8 @@ fn tag_after_other_members_still_decodes() {
     // The nested union: `state` before `sessionUpdate`, and both after a body member.
     let nested = update(json!({ "stopReason": "cancelled", "state": "idle", "sessionUpdate": "state_update" }));
     let n: UpdateSessionNotification = decode(&nested);
-    let SessionUpdate::StateUpdate(StateUpdate::Idle(idle)) = &n.update else { panic!("decoded as {:?}", n.update) };
+    let SessionUpdate::StateUpdate(state) = &n.update else { panic!("decoded as {:?}", n.update) };
+    let StateUpdate::Idle(idle) = &**state else { panic!("decoded as {:?}", n.update) };
     assert_eq!(idle.stop_reason, Some(StopReason::Cancelled));
     assert_eq!(encode(&n), nested);
 

@@ -1,5 +1,6 @@
 //! Project automation: `cargo xtask <command>`. One module per command; see `--help`.
 
+mod bench;
 mod codegen;
 mod conformance;
 mod demo;
@@ -19,6 +20,7 @@ commands:
   conformance [DIR...]     replay conformance vectors through the Rust core (default: spec/vectors)
   test                     every test in every language, then a summary table
   demo [--delay-ms MS]     the main job: a live session against the reference agent from Python
+  bench [ROUNDS]           every comparison with the official SDKs, written to BENCHMARKS.md
   fuzz seed | run [SECS]   rebuild the fuzz seed corpus / run every fuzz target for SECS each
 ";
 
@@ -30,6 +32,7 @@ fn main() -> ExitCode {
         Some("test") => test::run(&args[1..]),
         Some("demo") => demo::run(&args[1..]),
         Some("fuzz") => fuzz::run(&args[1..]),
+        Some("bench") => bench::run(&args[1..]),
         Some("-h" | "--help" | "help") | None => {
             print!("{HELP}");
             Ok(())

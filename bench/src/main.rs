@@ -1,0 +1,169 @@
+//! `acp-inject-bench`: medians of interleaved runs, printed as JSON for `cargo xtask bench`.
+//!
+//! - Rust decode: the shared 100,000-line `session/update` stream decoded (and re-encoded)
+//!   with our generated types, with the official `agent-client-protocol-schema` v2 types, and
+//!   into `serde_json::Value` (the floor), each the way a client reads a whole line.
+//! - Core: agent-side operations per second at 1k and 100k pending injects.
+//!
+//! Each round runs every contender once, in turn, so machine noise hits all of them alike;
+//! figures are medians over the rounds and ratios are taken from the medians of one process.
+
+use std::hint::black_box;
+use std::time::Instant;
+
+use acp_inject_core::agent::{Agent, AgentConfig, BreakPoint, RuntimeEvent};
+use acp_inject_core::wire::jsonrpc;
+use agent_client_protocol_schema::v2;
+use agent_client_protocol_schema::v2::{JsonRpcMessage, Notification};
+use serde_json::{json, Value};
+
+#[path = "../../crates/wire/benches/stream.rs"]
+mod stream;
+
+type Official = JsonRpcMessage<Notification<v2::UpdateSessionNotification>>;
+
+fn ours(line: &str) -> acp_inject_core::wire::UpdateSessionNotification {
+    match jsonrpc::parse_agent_line(line) {
+        Ok(jsonrpc::AgentLine::Update(u)) => u,
+        other => panic!("not an update: {other:?}"),
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v[v.len() / 2]
+}
+
+fn time(f: &mut dyn FnMut()) -> f64 {
+    let t = Instant::now();
+    f();
+    t.elapsed().as_secs_f64()
+}
+
+fn decode(rounds: usize, lines: usize) -> Value {
+    let all = stream::stream(lines);
+    // Compare on the lines both sides decode (the official crate rejects some open-branch
+    // shapes); count what was left out.
+    let both: Vec<String> = all.iter().filter(|l| serde_json::from_str::<Official>(l).is_ok()).cloned().collect();
+    let left_out = all.len() - both.len();
+    let n = both.len() as f64;
+    let bytes: usize = both.iter().map(String::len).sum();
+    for l in &both {
+        ours(l); // every line decodes on our side too
+    }
+    let mut contenders: Vec<(&str, Box<dyn FnMut()>)> = vec![
+        ("value_parse", Box::new(|| both.iter().for_each(|l| { black_box(serde_json::from_str::<Value>(l).unwrap()); }))),
+        ("official_decode", Box::new(|| both.iter().for_each(|l| { black_box(serde_json::from_str::<Official>(l).unwrap()); }))),
+        ("ours_decode", Box::new(|| both.iter().for_each(|l| { black_box(ours(l)); }))),
+        ("value_roundtrip", Box::new(|| both.iter().for_each(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            black_box(serde_json::to_string(&v).unwrap());
+        }))),
+        ("official_roundtrip", Box::new(|| both.iter().for_each(|l| {
+            let v: Official = serde_json::from_str(l).unwrap();
+            black_box(serde_json::to_string(&v).unwrap());
+        }))),
+        ("ours_roundtrip", Box::new(|| both.iter().for_each(|l| {
+            let v = ours(l);
+            black_box(jsonrpc::notification_line("session/update", &v));
+        }))),
+    ];
+    let mut times: Vec<Vec<f64>> = vec![Vec::new(); contenders.len()];
+    for _ in 0..rounds {
+        for (i, (_, f)) in contenders.iter_mut().enumerate() {
+            times[i].push(time(f.as_mut()));
+        }
+    }
+    let mut out = serde_json::Map::new();
+    for ((name, _), t) in contenders.iter().zip(times) {
+        out.insert((*name).into(), json!({ "lines_per_s": n / median(t.clone()), "mb_per_s": bytes as f64 / 1e6 / median(t) }));
+    }
+    json!({ "lines": both.len(), "left_out": left_out, "bytes_per_line": bytes / both.len(), "rounds": rounds, "results": out })
+}
+
+fn line(id: u64, method: &str, params: Value) -> String {
+    json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }).to_string()
+}
+
+fn running(pending: usize) -> (Agent, Vec<String>) {
+    let inject = serde_json::from_value(json!({ "modes": ["queue", "steer"], "pending": { "replace": true }, "steerInStream": ["finish"] })).unwrap();
+    let mut a = Agent::new(AgentConfig { inject: Some(inject), policy: Default::default(), info: Default::default() });
+    a.create_session("s1");
+    a.handle_line("c1", &line(0, "session/prompt", json!({ "sessionId": "s1", "prompt": [{ "type": "text", "text": "go" }] })));
+    a.drain();
+    let mut ids = Vec::with_capacity(pending);
+    for i in 0..pending {
+        a.handle_line("c1", &line(i as u64 + 1, "session/inject", json!({ "sessionId": "s1", "mode": "queue", "content": [{ "type": "text", "text": "q" }] })));
+        for o in a.drain() {
+            if let acp_inject_core::agent::Output::Line { line, .. } = o {
+                let v: Value = serde_json::from_str(&line).unwrap();
+                if let Some(m) = v["result"]["messageId"].as_str() {
+                    ids.push(m.to_owned());
+                }
+            }
+        }
+    }
+    (a, ids)
+}
+
+fn core_ops(rounds: usize) -> Value {
+    const OPS: usize = 20_000;
+    let mut out = serde_json::Map::new();
+    for pending in [1_000usize, 100_000] {
+        let (mut a, ids) = running(pending);
+        let inject_lines: Vec<String> = (0..OPS).map(|i| line(10_000_000 + i as u64, "session/inject", json!({ "sessionId": "s1", "mode": "queue", "content": [{ "type": "text", "text": "x" }] }))).collect();
+        let mut samples: [Vec<f64>; 4] = Default::default();
+        for r in 0..rounds {
+            // inject: OPS more injects, then revoke them (so the pending count stays `pending`).
+            let mut minted = Vec::with_capacity(OPS);
+            samples[0].push(time(&mut || {
+                for l in &inject_lines {
+                    a.handle_line("c1", l);
+                    for o in a.drain() {
+                        if let acp_inject_core::agent::Output::Line { line, .. } = o {
+                            if let Some(i) = line.find("\"messageId\":\"") {
+                                let rest = &line[i + 13..];
+                                minted.push(rest[..rest.find('"').unwrap()].to_owned());
+                            }
+                        }
+                    }
+                }
+            }));
+            let revokes: Vec<String> = minted.iter().enumerate().map(|(i, m)| line(20_000_000 + i as u64, "session/revoke_inject", json!({ "sessionId": "s1", "messageId": m }))).collect();
+            samples[1].push(time(&mut || {
+                for l in &revokes {
+                    a.handle_line("c1", l);
+                    black_box(a.drain());
+                }
+            }));
+            let replaces: Vec<String> = (0..OPS).map(|i| line(30_000_000 + i as u64, "session/replace_inject", json!({ "sessionId": "s1", "messageId": ids[(i * 7919 + r) % ids.len()], "content": [{ "type": "text", "text": "edited" }] }))).collect();
+            samples[2].push(time(&mut || {
+                for l in &replaces {
+                    a.handle_line("c1", l);
+                    black_box(a.drain());
+                }
+            }));
+            // deliver: a steer and the break-point that delivers it.
+            let steers: Vec<String> = (0..OPS).map(|i| line(40_000_000 + i as u64, "session/inject", json!({ "sessionId": "s1", "mode": "steer", "content": [{ "type": "text", "text": "s" }] }))).collect();
+            samples[3].push(time(&mut || {
+                for l in &steers {
+                    a.handle_line("c1", l);
+                    a.runtime_event("s1", RuntimeEvent::BreakPoint(BreakPoint::ToolResult)).unwrap();
+                    black_box(a.drain());
+                }
+            }));
+        }
+        let ops = |t: &Vec<f64>| OPS as f64 / median(t.clone());
+        out.insert(
+            pending.to_string(),
+            json!({ "inject": ops(&samples[0]), "revoke": ops(&samples[1]), "replace": ops(&samples[2]), "steer_and_deliver": ops(&samples[3]) }),
+        );
+    }
+    Value::Object(out)
+}
+
+fn main() {
+    let rounds: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(7);
+    let report = json!({ "decode": decode(rounds, 100_000), "core": core_ops(rounds.min(5)) });
+    println!("{report}");
+}

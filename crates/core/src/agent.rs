@@ -352,6 +352,27 @@ impl SessionState {
         }
     }
 
+    /// R-DELIV-1: a delivery is the emission of the `user_message`; the id is then remembered
+    /// as delivered (R-REVOKE-3) and the message joins the replayable history (R-REPLAY-1).
+    fn record_delivery(&mut self, out: &mut VecDeque<Output>, session: &str, input: &UserInput, owner: ConnId, bound: usize) {
+        deliver_user_message(out, session, input);
+        self.remember(input.message_id.0.clone(), Fate::Delivered, owner, bound);
+        self.history.push(input.clone());
+    }
+
+    /// Delivers the pending injects at these `(is_steer, seq)` positions, in the order given.
+    fn deliver(&mut self, out: &mut VecDeque<Output>, session: &str, picks: Vec<(bool, u64)>, bound: usize) -> Vec<UserInput> {
+        let mut delivered = Vec::with_capacity(picks.len());
+        for (is_steer, seq) in picks {
+            if let Some((id, p)) = self.take(is_steer, seq) {
+                let input = UserInput { message_id: MessageId(id), content: p.content };
+                self.record_delivery(out, session, &input, p.owner, bound);
+                delivered.push(input);
+            }
+        }
+        delivered
+    }
+
     fn take(&mut self, seq_map_is_steer: bool, seq: u64) -> Option<(String, Pending)> {
         let map = if seq_map_is_steer { &mut self.steers } else { &mut self.queued };
         let id = map.remove(&seq)?;
@@ -686,9 +707,7 @@ impl Agent {
         let id = s.mint();
         if !s.turn.in_progress {
             let input = UserInput { message_id: id.clone(), content };
-            deliver_user_message(&mut self.deferred, session, &input);
-            s.remember(id.0.clone(), Fate::Delivered, conn.to_owned(), bound);
-            s.history.push(input.clone());
+            s.record_delivery(&mut self.deferred, session, &input, conn.to_owned(), bound);
             s.turn = Turn { in_progress: true, ..Turn::default() };
             self.deferred.push_back(state_line(session, StateUpdate::Running(Default::default())));
             self.deferred.push_back(Output::Action { session: session.to_owned(), action: RuntimeAction::StartTurn(vec![input]) });
@@ -849,17 +868,8 @@ impl Agent {
                 if s.turn.permissions > 0 || s.turn.paused || s.steers.is_empty() {
                     return Ok(());
                 }
-                let seqs: Vec<u64> = s.steers.keys().copied().collect();
-                let mut delivered = Vec::with_capacity(seqs.len());
-                for seq in seqs {
-                    if let Some((id, p)) = s.take(true, seq) {
-                        let input = UserInput { message_id: MessageId(id.clone()), content: p.content };
-                        deliver_user_message(&mut self.out, session, &input);
-                        s.remember(id, Fate::Delivered, p.owner, policy.remember_ids);
-                        s.history.push(input.clone());
-                        delivered.push(input);
-                    }
-                }
+                let steers: Vec<(bool, u64)> = s.steers.keys().map(|q| (true, *q)).collect();
+                let delivered = s.deliver(&mut self.out, session, steers, policy.remember_ids);
                 // The stream (if any) was cut or ended at this break-point.
                 s.turn.streaming = false;
                 s.turn.interrupted = false;
@@ -908,22 +918,17 @@ impl Agent {
     fn open_next_turn(&mut self, session: &str) {
         let policy = self.config.policy.clone();
         let s = self.sessions.get_mut(session).expect("exists");
-        let mut inputs = Vec::new();
-        let steer_seqs: Vec<u64> = s.steers.keys().copied().collect();
         let queue_take = match policy.queue_drain {
             QueueDrain::Batch => usize::MAX,
             QueueDrain::OnePerTurn => 1,
         };
-        let queue_seqs: Vec<u64> = s.queued.keys().copied().take(queue_take).collect();
-        for (is_steer, seq) in steer_seqs.into_iter().map(|q| (true, q)).chain(queue_seqs.into_iter().map(|q| (false, q))) {
-            if let Some((id, p)) = s.take(is_steer, seq) {
-                let input = UserInput { message_id: MessageId(id.clone()), content: p.content };
-                deliver_user_message(&mut self.out, session, &input);
-                s.remember(id, Fate::Delivered, p.owner, policy.remember_ids);
-                s.history.push(input.clone());
-                inputs.push(input);
-            }
-        }
+        let picks: Vec<(bool, u64)> = s
+            .steers
+            .keys()
+            .map(|q| (true, *q))
+            .chain(s.queued.keys().take(queue_take).map(|q| (false, *q)))
+            .collect();
+        let inputs = s.deliver(&mut self.out, session, picks, policy.remember_ids);
         if inputs.is_empty() {
             return;
         }

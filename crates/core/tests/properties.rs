@@ -72,7 +72,7 @@ fn conn_name(c: u8) -> &'static str {
 }
 
 fn apply(a: &mut Agent, m: &mut Model, op: &Op, counter: &mut usize) -> Vec<String> {
-    let mut send = |a: &mut Agent, m: &mut Model, conn: u8, method: &str, params: Value| {
+    let send = |a: &mut Agent, m: &mut Model, conn: u8, method: &str, params: Value| {
         m.req += 1;
         let line = json!({ "jsonrpc": "2.0", "id": m.req, "method": method, "params": params }).to_string();
         a.handle_line(conn_name(conn), &line);

@@ -8,6 +8,8 @@
 
 use std::path::PathBuf;
 use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
 
 use crate::root;
 
@@ -24,7 +26,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
     if !args.is_empty() {
         return Err("usage: cargo xtask test".into());
     }
-    let mut rows = vec![rust(), codegen_check(), python()];
+    let mut rows = vec![rust(), codegen_check(), python(), kotlin(), swift()];
     print_summary(&mut rows);
     let failed = rows.iter().filter(|r| !r.ok).count();
     if failed == 0 { Ok(()) } else { Err(format!("{failed} stage(s) failed")) }
@@ -137,6 +139,124 @@ fn python() -> Row {
     row
 }
 
+/// The directory holding a fresh `libacp_inject_ffi.so` for the Kotlin and Swift stages:
+/// `cargo build -p acp-inject-ffi`, in the target directory `cargo metadata` reports.
+fn ffi_lib_dir() -> Result<PathBuf, String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let (ok, _) = run_logged(Command::new(&cargo).args(["build", "--quiet", "-p", "acp-inject-ffi"]));
+    if !ok {
+        return Err("cargo build -p acp-inject-ffi failed".into());
+    }
+    let out = Command::new(&cargo)
+        .args(["metadata", "--format-version", "1", "--no-deps"])
+        .current_dir(root())
+        .output()
+        .map_err(|e| format!("cannot run cargo metadata: {e}"))?;
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).map_err(|e| format!("cargo metadata: {e}"))?;
+    let target = v["target_directory"].as_str().ok_or("cargo metadata has no target_directory")?;
+    Ok(PathBuf::from(target).join("debug"))
+}
+
+/// `apt-get install`s Debian packages (after one `apt-get update` per run).
+fn apt_install(packages: &[&str]) -> bool {
+    static UPDATED: AtomicBool = AtomicBool::new(false);
+    if !UPDATED.load(Ordering::Relaxed) {
+        let (ok, _) = run_logged(Command::new("apt-get").arg("update"));
+        if !ok {
+            return false;
+        }
+        UPDATED.store(true, Ordering::Relaxed);
+    }
+    let (ok, _) = run_logged(
+        Command::new("apt-get")
+            .args(["install", "-y", "--no-install-recommends"])
+            .args(packages)
+            .env("DEBIAN_FRONTEND", "noninteractive"),
+    );
+    ok
+}
+
+fn runs(program: &str, arg: &str) -> bool {
+    Command::new(program).arg(arg).output().is_ok_and(|o| o.status.success())
+}
+
+/// The number after `word` on the line: `Tests run: 12,` → 12.
+fn count_after(line: &str, word: &str) -> Option<u64> {
+    let words: Vec<&str> = line.split(|c: char| c.is_whitespace() || c == ',').filter(|w| !w.is_empty()).collect();
+    words.windows(2).find(|w| w[0] == word).and_then(|w| w[1].parse().ok())
+}
+
+/// The Kotlin package (bindings/kotlin): Maven + JUnit 5 over the generated Kotlin, loading the
+/// cdylib through JNA. Maven and a JDK come from apt when missing; dependencies land in ~/.m2.
+fn kotlin() -> Row {
+    let started = Instant::now();
+    let mut row = Row { language: "kotlin", tests: None, vectors: None, ok: false, note: String::new() };
+    if !(runs("java", "-version") && runs("mvn", "-v")) && !apt_install(&["maven", "default-jdk-headless"]) {
+        row.note = "cannot install maven and a JDK (apt-get)".into();
+        return row;
+    }
+    let lib = match ffi_lib_dir() {
+        Ok(lib) => lib,
+        Err(e) => {
+            row.note = e;
+            return row;
+        }
+    };
+    let (ok, text) = run_logged(
+        Command::new("mvn")
+            .args(["-B", "-ntp", "test", "-Dacp.skipCargo=true"])
+            .arg(format!("-Dacp.lib.dir={}", lib.display()))
+            .current_dir(root().join("bindings/kotlin")),
+    );
+    // Surefire's closing `Tests run: N, Failures: N, Errors: N, Skipped: N` (no `Time elapsed`).
+    let closing = text.lines().rev().find(|l| l.contains("Tests run:") && !l.contains("Time elapsed"));
+    if let Some(l) = closing {
+        let n = |w| count_after(l, w).unwrap_or(0);
+        let failed = n("Failures:") + n("Errors:");
+        row.tests = Some((n("run:").saturating_sub(failed + n("Skipped:")), failed));
+    }
+    row.vectors = vector_counts(&text);
+    row.ok = ok && row.tests.is_some_and(|(_, f)| f == 0) && row.vectors.is_some_and(|(p, f)| p > 0 && f == 0);
+    if !ok {
+        row.note = "mvn test failed".into();
+    }
+    eprintln!("kotlin stage: {:.1} s", started.elapsed().as_secs_f64());
+    row
+}
+
+/// The Swift package (bindings/swift): `swift test` through bindings/swift/swiftw, which runs
+/// Swift 6.0.3 in a Debian trixie chroot kept in the cache dir (created on first use).
+fn swift() -> Row {
+    let started = Instant::now();
+    let mut row = Row { language: "swift", tests: None, vectors: None, ok: false, note: String::new() };
+    let lib = match ffi_lib_dir() {
+        Ok(lib) => lib,
+        Err(e) => {
+            row.note = e;
+            return row;
+        }
+    };
+    let (ok, text) = run_logged(
+        Command::new(root().join("bindings/swift/swiftw"))
+            .arg("test")
+            .env("ACP_INJECT_CACHE", cache_dir())
+            .env("ACP_INJECT_LIB_DIR", &lib),
+    );
+    // XCTest's closing `Executed N tests, with N failures (N unexpected) in …` is the total.
+    let closing = text.lines().rev().find(|l| l.trim_start().starts_with("Executed ") && l.contains(" failure"));
+    if let Some(l) = closing {
+        let (run, failed) = (count_before(l, "test").unwrap_or(0), count_before(l, "failure").unwrap_or(0));
+        row.tests = Some((run.saturating_sub(failed), failed));
+    }
+    row.vectors = vector_counts(&text);
+    row.ok = ok && row.tests.is_some_and(|(_, f)| f == 0) && row.vectors.is_some_and(|(p, f)| p > 0 && f == 0);
+    if !ok {
+        row.note = "swiftw test failed".into();
+    }
+    eprintln!("swift stage: {:.1} s", started.elapsed().as_secs_f64());
+    row
+}
+
 fn print_summary(rows: &mut [Row]) {
     let cell = |c: Option<(u64, u64)>| c.map_or("-".to_owned(), |(p, f)| format!("{p} passed, {f} failed"));
     println!("\n== summary ==");
@@ -153,4 +273,23 @@ fn print_summary(rows: &mut [Row]) {
     }
     let failed = rows.iter().filter(|r| !r.ok).count();
     println!("stages: {} passed, {} failed", rows.len() - failed, failed);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_closing_counts_of_each_runner() {
+        let surefire = "[INFO] Tests run: 2, Failures: 0, Errors: 0, Skipped: 0, Time elapsed: 1.1 s - in dev.acpinject.X\n\
+                        [ERROR] Tests run: 116, Failures: 1, Errors: 2, Skipped: 3";
+        let closing = surefire.lines().rev().find(|l| l.contains("Tests run:") && !l.contains("Time elapsed")).unwrap();
+        assert_eq!(["run:", "Failures:", "Errors:", "Skipped:"].map(|w| count_after(closing, w)), [Some(116), Some(1), Some(2), Some(3)]);
+
+        let xctest = "\t Executed 19 tests, with 2 failures (0 unexpected) in 1.893 (1.893) seconds";
+        assert_eq!((count_before(xctest, "test"), count_before(xctest, "failure")), (Some(19), Some(2)));
+
+        let out = "Test Case 'A.b' passed (0.1 seconds)\n97 passed, 0 failed\n✔ Test run with 0 tests passed after 0.001 seconds.";
+        assert_eq!(vector_counts(out), Some((97, 0)));
+    }
 }

@@ -2977,14 +2977,14 @@ sealed class AcpException: kotlin.Exception() {
         
         val `code`: kotlin.Long, 
         
-        val `message`: kotlin.String, 
+        val `errorMessage`: kotlin.String, 
         
         val `reason`: kotlin.String?, 
         
         val `messageId`: kotlin.String?
         ) : AcpException() {
         override val message
-            get() = "code=${ `code` }, message=${ `message` }, reason=${ `reason` }, messageId=${ `messageId` }"
+            get() = "code=${ `code` }, errorMessage=${ `errorMessage` }, reason=${ `reason` }, messageId=${ `messageId` }"
     }
     
     /**
@@ -3006,10 +3006,10 @@ sealed class AcpException: kotlin.Exception() {
         
         val `kind`: kotlin.String, 
         
-        val `message`: kotlin.String
+        val `errorMessage`: kotlin.String
         ) : AcpException() {
         override val message
-            get() = "kind=${ `kind` }, message=${ `message` }"
+            get() = "kind=${ `kind` }, errorMessage=${ `errorMessage` }"
     }
     
     /**
@@ -3017,10 +3017,10 @@ sealed class AcpException: kotlin.Exception() {
      */
     class Internal(
         
-        val `message`: kotlin.String
+        val `errorMessage`: kotlin.String
         ) : AcpException() {
         override val message
-            get() = "message=${ `message` }"
+            get() = "errorMessage=${ `errorMessage` }"
     }
     
 
@@ -3076,7 +3076,7 @@ public object FfiConverterTypeAcpError : FfiConverterRustBuffer<AcpException> {
                 // Add the size for the Int that specifies the variant plus the size needed for all fields
                 4UL
                 + FfiConverterLong.allocationSize(value.`code`)
-                + FfiConverterString.allocationSize(value.`message`)
+                + FfiConverterString.allocationSize(value.`errorMessage`)
                 + FfiConverterOptionalString.allocationSize(value.`reason`)
                 + FfiConverterOptionalString.allocationSize(value.`messageId`)
             )
@@ -3089,12 +3089,12 @@ public object FfiConverterTypeAcpError : FfiConverterRustBuffer<AcpException> {
                 // Add the size for the Int that specifies the variant plus the size needed for all fields
                 4UL
                 + FfiConverterString.allocationSize(value.`kind`)
-                + FfiConverterString.allocationSize(value.`message`)
+                + FfiConverterString.allocationSize(value.`errorMessage`)
             )
             is AcpException.Internal -> (
                 // Add the size for the Int that specifies the variant plus the size needed for all fields
                 4UL
-                + FfiConverterString.allocationSize(value.`message`)
+                + FfiConverterString.allocationSize(value.`errorMessage`)
             )
         }
     }
@@ -3109,7 +3109,7 @@ public object FfiConverterTypeAcpError : FfiConverterRustBuffer<AcpException> {
             is AcpException.Protocol -> {
                 buf.putInt(2)
                 FfiConverterLong.write(value.`code`, buf)
-                FfiConverterString.write(value.`message`, buf)
+                FfiConverterString.write(value.`errorMessage`, buf)
                 FfiConverterOptionalString.write(value.`reason`, buf)
                 FfiConverterOptionalString.write(value.`messageId`, buf)
                 Unit
@@ -3122,12 +3122,12 @@ public object FfiConverterTypeAcpError : FfiConverterRustBuffer<AcpException> {
             is AcpException.Host -> {
                 buf.putInt(4)
                 FfiConverterString.write(value.`kind`, buf)
-                FfiConverterString.write(value.`message`, buf)
+                FfiConverterString.write(value.`errorMessage`, buf)
                 Unit
             }
             is AcpException.Internal -> {
                 buf.putInt(5)
-                FfiConverterString.write(value.`message`, buf)
+                FfiConverterString.write(value.`errorMessage`, buf)
                 Unit
             }
         }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }

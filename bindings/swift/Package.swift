@@ -1,0 +1,51 @@
+// swift-tools-version:5.9
+//
+// acp-inject for Swift: the UniFFI binding of crates/ffi plus a thin idiomatic layer.
+//
+// The sources are the generated files of `cargo xtask codegen` (generated/swift), reached
+// through symlinks in Sources/ (SwiftPM wants target files inside the package; symlinks keep
+// generated/ the single source). The Rust library is linked from `ACP_INJECT_LIB_DIR` (set by
+// ./swiftw from `cargo metadata`), else the workspace's target/debug.
+//
+//   bindings/swift/swiftw test                              # Linux: in a Debian trixie chroot
+//   bindings/swift/swiftw run -c release AcpInjectBench
+//   ACP_INJECT_LIB_DIR=/abs/target/debug swift test         # where a Swift toolchain exists
+import Foundation
+import PackageDescription
+
+let packageDir = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+let libDir = ProcessInfo.processInfo.environment["ACP_INJECT_LIB_DIR"]
+    ?? packageDir.appendingPathComponent("../../target/debug").standardized.path
+
+let package = Package(
+    name: "AcpInject",
+    products: [
+        .library(name: "AcpInjectFFI", targets: ["AcpInjectFFI"]),
+    ],
+    targets: [
+        // The C side of the binding: the uniffi header and its module map.
+        .systemLibrary(name: "AcpInjectFFIFFI", path: "Sources/AcpInjectFFIFFI"),
+        // The generated Swift (symlinked) plus AcpInject.swift, linked to the Rust cdylib.
+        .target(
+            name: "AcpInjectFFI",
+            dependencies: ["AcpInjectFFIFFI"],
+            path: "Sources/AcpInjectFFI",
+            linkerSettings: [
+                .linkedLibrary("acp_inject_ffi"),
+                .unsafeFlags(["-L", libDir, "-Xlinker", "-rpath", "-Xlinker", libDir]),
+            ]
+        ),
+        // The recorded benchmark stream, shared by the benchmark and the tests.
+        .target(name: "RecordedStream", path: "Sources/RecordedStream"),
+        .executableTarget(
+            name: "AcpInjectBench",
+            dependencies: ["AcpInjectFFI", "RecordedStream"],
+            path: "Sources/AcpInjectBench"
+        ),
+        .testTarget(
+            name: "AcpInjectFFITests",
+            dependencies: ["AcpInjectFFI", "RecordedStream"],
+            path: "Tests/AcpInjectFFITests"
+        ),
+    ]
+)

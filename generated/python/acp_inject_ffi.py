@@ -539,6 +539,8 @@ def _uniffi_check_api_checksums(lib):
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_handle_line() != 33305:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_handle_text() != 16560:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_history() != 8761:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_is_live() != 46796:
@@ -568,6 +570,8 @@ def _uniffi_check_api_checksums(lib):
     if lib.uniffi_acp_inject_ffi_checksum_method_clientsession_receive_bytes() != 41361:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_clientsession_receive_lines() != 49029:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_clientsession_receive_text() != 55867:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_clientsession_replace() != 30584:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
@@ -633,6 +637,9 @@ _UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_handle_bytes.restype 
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_handle_line.argtypes = (
 )
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_handle_line.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_handle_text.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_handle_text.restype = ctypes.c_uint16
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_history.argtypes = (
 )
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_history.restype = ctypes.c_uint16
@@ -678,6 +685,9 @@ _UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientsession_receive_bytes.res
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientsession_receive_lines.argtypes = (
 )
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientsession_receive_lines.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientsession_receive_text.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientsession_receive_text.restype = ctypes.c_uint16
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientsession_replace.argtypes = (
 )
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientsession_replace.restype = ctypes.c_uint16
@@ -739,6 +749,13 @@ _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_handle_line.argtypes = (
     ctypes.POINTER(_UniffiRustCallStatus),
 )
 _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_handle_line.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_handle_text.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_handle_text.restype = _UniffiRustBuffer
 _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_history.argtypes = (
     ctypes.c_uint64,
     _UniffiRustBuffer,
@@ -826,6 +843,12 @@ _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientsession_receive_lines.argtypes 
     ctypes.POINTER(_UniffiRustCallStatus),
 )
 _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientsession_receive_lines.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientsession_receive_text.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientsession_receive_text.restype = _UniffiRustBuffer
 _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientsession_replace.argtypes = (
     ctypes.c_uint64,
     _UniffiRustBuffer,
@@ -3679,6 +3702,12 @@ class AgentCoreProtocol(typing.Protocol):
         Applies one line from `connection`; returns every output it caused, in order.
 """
         raise NotImplementedError
+    def handle_text(self, connection: str,lines: str) -> typing.List[AgentOutput]:
+        """
+        Applies newline-separated lines given as one string (a string crosses the boundary as
+        one copy; bytes are lifted one by one, so prefer this for bulk); returns every output.
+"""
+        raise NotImplementedError
     def history(self, session_id: str) -> typing.List[UserInput]:
         """
         Delivered user messages of a session, in delivery order (R-REPLAY-1).
@@ -3834,6 +3863,28 @@ class AgentCore(AgentCoreProtocol):
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_handle_line,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def handle_text(self, connection: str,lines: str) -> typing.List[AgentOutput]:
+        """
+        Applies newline-separated lines given as one string (a string crosses the boundary as
+        one copy; bytes are lifted one by one, so prefer this for bulk); returns every output.
+"""
+        
+        _UniffiFfiConverterString.check_lower(connection)
+
+        _UniffiFfiConverterString.check_lower(lines)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterString.lower(connection),
+            _UniffiFfiConverterString.lower(lines),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterSequenceTypeAgentOutput.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_handle_text,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
@@ -4079,6 +4130,12 @@ class ClientSessionProtocol(typing.Protocol):
         Applies many lines in one crossing; returns the error answers met.
 """
         raise NotImplementedError
+    def receive_text(self, lines: str) -> typing.List[ProtocolError]:
+        """
+        Applies newline-separated lines given as one string, in one crossing (the fastest bulk
+        form: a string crosses as one copy); returns the error answers met.
+"""
+        raise NotImplementedError
     def replace(self, message_id: str,content: typing.List[ContentBlock]) -> str:
         raise NotImplementedError
     def revoke(self, message_id: str) -> str:
@@ -4291,6 +4348,25 @@ class ClientSession(ClientSessionProtocol):
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientsession_receive_lines,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def receive_text(self, lines: str) -> typing.List[ProtocolError]:
+        """
+        Applies newline-separated lines given as one string, in one crossing (the fastest bulk
+        form: a string crosses as one copy); returns the error answers met.
+"""
+        
+        _UniffiFfiConverterString.check_lower(lines)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterString.lower(lines),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterSequenceTypeProtocolError.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientsession_receive_text,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)

@@ -626,6 +626,12 @@ public protocol AgentCoreProtocol: AnyObject, Sendable {
     func handleLine(connection: String, line: String) throws  -> [AgentOutput]
     
     /**
+     * Applies newline-separated lines given as one string (a string crosses the boundary as
+     * one copy; bytes are lifted one by one, so prefer this for bulk); returns every output.
+     */
+    func handleText(connection: String, lines: String) throws  -> [AgentOutput]
+    
+    /**
      * Delivered user messages of a session, in delivery order (R-REPLAY-1).
      */
     func history(sessionId: String) throws  -> [UserInput]
@@ -772,6 +778,21 @@ open func handleLine(connection: String, line: String)throws  -> [AgentOutput]  
             self.uniffiCloneHandle(),
         FfiConverterString.lower(connection),
         FfiConverterString.lower(line),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Applies newline-separated lines given as one string (a string crosses the boundary as
+     * one copy; bytes are lifted one by one, so prefer this for bulk); returns every output.
+     */
+open func handleText(connection: String, lines: String)throws  -> [AgentOutput]  {
+    return try  FfiConverterSequenceTypeAgentOutput.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_agentcore_handle_text(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(connection),
+        FfiConverterString.lower(lines),uniffiCallStatus
     )
 })
 }
@@ -927,6 +948,12 @@ public protocol ClientSessionProtocol: AnyObject, Sendable {
      * Applies many lines in one crossing; returns the error answers met.
      */
     func receiveLines(lines: [String]) throws  -> [ProtocolError]
+    
+    /**
+     * Applies newline-separated lines given as one string, in one crossing (the fastest bulk
+     * form: a string crosses as one copy); returns the error answers met.
+     */
+    func receiveText(lines: String) throws  -> [ProtocolError]
     
     func replace(messageId: String, content: [ContentBlock]) throws  -> String
     
@@ -1117,6 +1144,20 @@ open func receiveLines(lines: [String])throws  -> [ProtocolError]  {
     uniffi_acp_inject_ffi_fn_method_clientsession_receive_lines(
             self.uniffiCloneHandle(),
         FfiConverterSequenceString.lower(lines),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Applies newline-separated lines given as one string, in one crossing (the fastest bulk
+     * form: a string crosses as one copy); returns the error answers met.
+     */
+open func receiveText(lines: String)throws  -> [ProtocolError]  {
+    return try  FfiConverterSequenceTypeProtocolError.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_clientsession_receive_text(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(lines),uniffiCallStatus
     )
 })
 }
@@ -3798,6 +3839,9 @@ private let initializationResult: InitializationResult = {
     if (uniffi_acp_inject_ffi_checksum_method_agentcore_handle_line() != 33305) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_acp_inject_ffi_checksum_method_agentcore_handle_text() != 16560) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_acp_inject_ffi_checksum_method_agentcore_history() != 8761) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -3835,6 +3879,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_acp_inject_ffi_checksum_method_clientsession_receive_lines() != 49029) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_clientsession_receive_text() != 55867) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_acp_inject_ffi_checksum_method_clientsession_replace() != 30584) {

@@ -284,6 +284,11 @@ RustBuffer uniffi_acp_inject_ffi_fn_method_agentcore_handle_bytes(uint64_t ptr, 
 RustBuffer uniffi_acp_inject_ffi_fn_method_agentcore_handle_line(uint64_t ptr, RustBuffer connection, RustBuffer line, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_AGENTCORE_HANDLE_TEXT
+#define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_AGENTCORE_HANDLE_TEXT
+RustBuffer uniffi_acp_inject_ffi_fn_method_agentcore_handle_text(uint64_t ptr, RustBuffer connection, RustBuffer lines, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_AGENTCORE_HISTORY
 #define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_AGENTCORE_HISTORY
 RustBuffer uniffi_acp_inject_ffi_fn_method_agentcore_history(uint64_t ptr, RustBuffer session_id, RustCallStatus *_Nonnull out_status
@@ -367,6 +372,11 @@ RustBuffer uniffi_acp_inject_ffi_fn_method_clientsession_receive_bytes(uint64_t 
 #ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_CLIENTSESSION_RECEIVE_LINES
 #define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_CLIENTSESSION_RECEIVE_LINES
 RustBuffer uniffi_acp_inject_ffi_fn_method_clientsession_receive_lines(uint64_t ptr, RustBuffer lines, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_CLIENTSESSION_RECEIVE_TEXT
+#define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_CLIENTSESSION_RECEIVE_TEXT
+RustBuffer uniffi_acp_inject_ffi_fn_method_clientsession_receive_text(uint64_t ptr, RustBuffer lines, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_CLIENTSESSION_REPLACE
@@ -713,6 +723,12 @@ uint16_t uniffi_acp_inject_ffi_checksum_method_agentcore_handle_line(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_AGENTCORE_HANDLE_TEXT
+#define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_AGENTCORE_HANDLE_TEXT
+uint16_t uniffi_acp_inject_ffi_checksum_method_agentcore_handle_text(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_AGENTCORE_HISTORY
 #define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_AGENTCORE_HISTORY
 uint16_t uniffi_acp_inject_ffi_checksum_method_agentcore_history(void
@@ -788,6 +804,12 @@ uint16_t uniffi_acp_inject_ffi_checksum_method_clientsession_receive_bytes(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_CLIENTSESSION_RECEIVE_LINES
 #define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_CLIENTSESSION_RECEIVE_LINES
 uint16_t uniffi_acp_inject_ffi_checksum_method_clientsession_receive_lines(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_CLIENTSESSION_RECEIVE_TEXT
+#define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_CLIENTSESSION_RECEIVE_TEXT
+uint16_t uniffi_acp_inject_ffi_checksum_method_clientsession_receive_text(void
     
 );
 #endif

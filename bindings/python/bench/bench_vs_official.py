@@ -6,7 +6,7 @@ The official package (`agent-client-protocol` 0.12.x, pydantic; its released mod
 parses an incoming line as `json.loads` + `SessionNotification.model_validate(params)`.
 The stream holds only the update kinds both versions share with the same wire shape
 (agent/user message and thought chunks, tool call updates), so both sides read identical
-lines. Ours does more: `ClientSession.receive_bytes` parses AND applies every line to the
+lines. Ours does more: `ClientSession.receive_text` parses AND applies every line to the
 full mirror (transcript upserts/appends, tool state ignored, turn state). Rounds interleave
 the two; figures are medians.
 """
@@ -61,18 +61,18 @@ def main() -> None:
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     lines = shared_stream(args.lines)
-    blob = ("\n".join(lines) + "\n").encode()
+    blob = "\n".join(lines) + "\n"
     caps = InjectCapabilities(modes=[InjectMode.QUEUE, InjectMode.STEER], replace=True, steer_in_stream=[SteerInStream.FINISH])
 
     # Both sides must accept every line, or the comparison means nothing.
     for line in lines[:2000]:
         SessionNotification.model_validate(json.loads(line)["params"])
     check = ClientSession("sess_1", caps)
-    assert check.receive_bytes(blob) == [] and check.ignored_lines() == 0
+    assert check.receive_text(blob) == [] and check.ignored_lines() == 0
 
     def ours() -> None:
         s = ClientSession("sess_1", caps)
-        s.receive_bytes(blob)
+        s.receive_text(blob)
 
     def official() -> None:
         for line in lines:

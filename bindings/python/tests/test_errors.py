@@ -124,3 +124,14 @@ def test_snapshot_restore_round_trips_through_the_binding() -> None:
     assert [p.content for p in restored.pending("s1")] == [[text("b")]]
     with pytest.raises(AcpError.InvalidInput):
         AgentCore.restore('{"version": 99}')
+
+
+def test_bulk_text_applies_every_line_and_returns_error_answers() -> None:
+    session = ClientSession("s1", CAPS)
+    line = session.inject(InjectMode.STEER, [text("x")])
+    request_id = json.loads(line)["id"]
+    answer = {"jsonrpc": "2.0", "id": request_id, "error": {"code": -32010, "message": "Inject precondition failed", "data": {"reason": "no_running_turn"}}}
+    update = {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s1", "update": {"sessionUpdate": "state_update", "state": "running"}}}
+    errors = session.receive_text(json.dumps(update) + "\n\n" + json.dumps(answer) + "\n")
+    assert [(e.code, e.reason) for e in errors] == [(-32010, "no_running_turn")]
+    assert session.snapshot().state.name == "RUNNING"

@@ -489,6 +489,18 @@ impl AgentCore {
         })
     }
 
+    /// Applies newline-separated lines given as one string (a string crosses the boundary as
+    /// one copy; bytes are lifted one by one, so prefer this for bulk); returns every output.
+    pub fn handle_text(&self, connection: String, lines: String) -> Result<Vec<AgentOutput>, AcpError> {
+        guard(|| {
+            let mut a = lock(&self.inner);
+            for line in lines.split('\n').filter(|l| !l.trim().is_empty()) {
+                a.handle_line(&connection, line);
+            }
+            Ok(convert_outputs(a.drain()))
+        })
+    }
+
     /// Applies a runtime event of `session_id`; returns every output it caused.
     pub fn runtime_event(&self, session_id: String, event: RuntimeEvent) -> Result<Vec<AgentOutput>, AcpError> {
         guard(|| {
@@ -708,6 +720,15 @@ impl ClientSession {
                 }
             }
             Ok(errors)
+        })
+    }
+
+    /// Applies newline-separated lines given as one string, in one crossing (the fastest bulk
+    /// form: a string crosses as one copy); returns the error answers met.
+    pub fn receive_text(&self, lines: String) -> Result<Vec<ProtocolError>, AcpError> {
+        guard(|| {
+            let mut m = lock(&self.inner);
+            Ok(lines.split('\n').filter(|l| !l.trim().is_empty()).filter_map(|l| m.receive(l)).map(ProtocolError::from).collect())
         })
     }
 

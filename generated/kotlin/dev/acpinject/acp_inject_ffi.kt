@@ -690,6 +690,8 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_acp_inject_ffi_checksum_method_agentcore_handle_line(
     ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_agentcore_handle_text(
+    ): Int
     external fun uniffi_acp_inject_ffi_checksum_method_agentcore_history(
     ): Int
     external fun uniffi_acp_inject_ffi_checksum_method_agentcore_is_live(
@@ -715,6 +717,8 @@ internal object IntegrityCheckingUniffiLib {
     external fun uniffi_acp_inject_ffi_checksum_method_clientsession_receive_bytes(
     ): Int
     external fun uniffi_acp_inject_ffi_checksum_method_clientsession_receive_lines(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_clientsession_receive_text(
     ): Int
     external fun uniffi_acp_inject_ffi_checksum_method_clientsession_replace(
     ): Int
@@ -770,6 +774,8 @@ internal object UniffiLib {
     ): RustBuffer.ByValue
     external fun uniffi_acp_inject_ffi_fn_method_agentcore_handle_line(`ptr`: Long,`connection`: RustBuffer.ByValue,`line`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
+    external fun uniffi_acp_inject_ffi_fn_method_agentcore_handle_text(`ptr`: Long,`connection`: RustBuffer.ByValue,`lines`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
     external fun uniffi_acp_inject_ffi_fn_method_agentcore_history(`ptr`: Long,`sessionId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun uniffi_acp_inject_ffi_fn_method_agentcore_is_live(`ptr`: Long,`sessionId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
@@ -803,6 +809,8 @@ internal object UniffiLib {
     external fun uniffi_acp_inject_ffi_fn_method_clientsession_receive_bytes(`ptr`: Long,`bytes`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun uniffi_acp_inject_ffi_fn_method_clientsession_receive_lines(`ptr`: Long,`lines`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_acp_inject_ffi_fn_method_clientsession_receive_text(`ptr`: Long,`lines`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun uniffi_acp_inject_ffi_fn_method_clientsession_replace(`ptr`: Long,`messageId`: RustBuffer.ByValue,`content`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
@@ -960,6 +968,9 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_handle_line() and 0xFFFF) != 33305) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_handle_text() and 0xFFFF) != 16560) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
     if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_history() and 0xFFFF) != 8761) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
@@ -997,6 +1008,9 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_acp_inject_ffi_checksum_method_clientsession_receive_lines() and 0xFFFF) != 49029) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientsession_receive_text() and 0xFFFF) != 55867) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_acp_inject_ffi_checksum_method_clientsession_replace() and 0xFFFF) != 30584) {
@@ -1471,6 +1485,12 @@ public interface AgentCoreInterface {
     fun `handleLine`(`connection`: kotlin.String, `line`: kotlin.String): List<AgentOutput>
     
     /**
+     * Applies newline-separated lines given as one string (a string crosses the boundary as
+     * one copy; bytes are lifted one by one, so prefer this for bulk); returns every output.
+     */
+    fun `handleText`(`connection`: kotlin.String, `lines`: kotlin.String): List<AgentOutput>
+    
+    /**
      * Delivered user messages of a session, in delivery order (R-REPLAY-1).
      */
     fun `history`(`sessionId`: kotlin.String): List<UserInput>
@@ -1673,6 +1693,26 @@ open class AgentCore: Disposable, AutoCloseable, AgentCoreInterface
         
         FfiConverterString.lower(`connection`),
         FfiConverterString.lower(`line`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * Applies newline-separated lines given as one string (a string crosses the boundary as
+     * one copy; bytes are lifted one by one, so prefer this for bulk); returns every output.
+     */
+    @Throws(AcpException::class)override fun `handleText`(`connection`: kotlin.String, `lines`: kotlin.String): List<AgentOutput> {
+            return FfiConverterSequenceTypeAgentOutput.lift(
+    callWithHandle {
+    uniffiRustCallWithError(AcpException) { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_handle_text(
+        it,
+        
+        FfiConverterString.lower(`connection`),
+        FfiConverterString.lower(`lines`),_status)
 }
     }
     )
@@ -1954,6 +1994,12 @@ public interface ClientSessionInterface {
      */
     fun `receiveLines`(`lines`: List<kotlin.String>): List<ProtocolError>
     
+    /**
+     * Applies newline-separated lines given as one string, in one crossing (the fastest bulk
+     * form: a string crosses as one copy); returns the error answers met.
+     */
+    fun `receiveText`(`lines`: kotlin.String): List<ProtocolError>
+    
     fun `replace`(`messageId`: kotlin.String, `content`: List<ContentBlock>): kotlin.String
     
     fun `revoke`(`messageId`: kotlin.String): kotlin.String
@@ -2218,6 +2264,25 @@ open class ClientSession: Disposable, AutoCloseable, ClientSessionInterface
         it,
         
         FfiConverterSequenceString.lower(`lines`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * Applies newline-separated lines given as one string, in one crossing (the fastest bulk
+     * form: a string crosses as one copy); returns the error answers met.
+     */
+    @Throws(AcpException::class)override fun `receiveText`(`lines`: kotlin.String): List<ProtocolError> {
+            return FfiConverterSequenceTypeProtocolError.lift(
+    callWithHandle {
+    uniffiRustCallWithError(AcpException) { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_clientsession_receive_text(
+        it,
+        
+        FfiConverterString.lower(`lines`),_status)
 }
     }
     )

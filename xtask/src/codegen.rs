@@ -48,6 +48,12 @@ pub fn generate(mode: Mode) -> Result<Vec<PathBuf>, String> {
     let rust = format!("// {PREAMBLE}\n// Source: spec/acp-inject.schema.json, expanded by codegen/ (the same expansion the\n// `wire_types!` macro performs for crates/wire).\n\n{rust}");
     ensure_file_contents(&root.join("generated/rust/wire.rs"), &rust, mode, &mut stale)?;
 
+    // The crate that compiles the snapshot, so the reviewed expansion is proven to build.
+    let manifest = format!("# {PREAMBLE}\n{SNAPSHOT_MANIFEST}");
+    ensure_file_contents(&root.join("generated/rust/Cargo.toml"), &manifest, mode, &mut stale)?;
+    let lib = format!("// {PREAMBLE}\n#![allow(clippy::all)]\ninclude!(\"wire.rs\");\n");
+    ensure_file_contents(&root.join("generated/rust/lib.rs"), &lib, mode, &mut stale)?;
+
     let examples = valid_examples(&root.join("spec/examples/valid"))?;
     let docs = acp_inject_codegen::docs::render(&schema, &examples).map_err(|e| e.to_string())?;
     let docs = format!("<!-- {PREAMBLE} Source: spec/acp-inject.schema.json and spec/examples/valid/. -->\n\n{docs}");
@@ -60,6 +66,26 @@ pub fn generate(mode: Mode) -> Result<Vec<PathBuf>, String> {
 
     Ok(stale)
 }
+
+const SNAPSHOT_MANIFEST: &str = r#"[package]
+name = "acp-inject-wire-snapshot"
+description = "Compiles the checked-in expansion of the wire types, so the reviewed snapshot is proven to build"
+version.workspace = true
+edition.workspace = true
+publish = false
+
+[lib]
+path = "lib.rs"
+
+[dependencies]
+serde.workspace = true
+serde_json.workspace = true
+schemars = { workspace = true, optional = true }
+
+[features]
+# The expansion derives `schemars::JsonSchema` behind this feature (see crates/wire).
+schemars = ["dep:schemars"]
+"#;
 
 /// The UniFFI bindings of `crates/ffi` for Python (plus a type stub), Kotlin and Swift.
 /// Builds the cdylib and the pinned `uniffi-bindgen`, so it is kept out of the `#[test]`
@@ -169,6 +195,25 @@ pub fn ensure_file_contents(path: &Path, contents: &str, mode: Mode, stale: &mut
 
 #[cfg(test)]
 mod tests {
+    /// Everything in `generated/` is written by the pipeline and says so in its first lines.
+    #[test]
+    fn every_generated_file_has_the_preamble() {
+        fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+            for e in std::fs::read_dir(dir).expect("generated/").flatten() {
+                let p = e.path();
+                if p.is_dir() { walk(&p, out) } else { out.push(p) }
+            }
+        }
+        let mut files = Vec::new();
+        walk(&crate::root().join("generated"), &mut files);
+        assert!(files.len() >= 10, "{files:?}");
+        for f in files {
+            let text = std::fs::read_to_string(&f).unwrap();
+            let head: String = text.lines().take(3).collect::<Vec<_>>().join("\n");
+            assert!(head.contains(super::PREAMBLE), "{} lacks the generated-file preamble", f.display());
+        }
+    }
+
     #[test]
     fn codegen_is_fresh() {
         let stale = super::generate(super::Mode::Check).expect("codegen runs");

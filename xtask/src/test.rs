@@ -9,6 +9,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
 use std::time::Instant;
 
 use crate::root;
@@ -157,6 +158,19 @@ fn ffi_lib_dir() -> Result<PathBuf, String> {
     Ok(PathBuf::from(target).join("debug"))
 }
 
+/// The reference agent for the Kotlin and Swift end-to-end tests (passed as
+/// `ACP_INJECT_AGENT`): built once per run (`cargo build -p acp-inject-reference-agent`), by
+/// whichever stage asks first, so each stage still works alone.
+fn reference_agent() -> Result<PathBuf, String> {
+    static AGENT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    AGENT
+        .get_or_init(|| {
+            eprintln!("+ cargo build -p acp-inject-reference-agent");
+            crate::pyenv::cargo_bin("acp-inject-reference-agent", "acp-inject-agent")
+        })
+        .clone()
+}
+
 /// `apt-get install`s Debian packages (after one `apt-get update` per run).
 fn apt_install(packages: &[&str]) -> bool {
     static UPDATED: AtomicBool = AtomicBool::new(false);
@@ -187,7 +201,8 @@ fn count_after(line: &str, word: &str) -> Option<u64> {
 }
 
 /// The Kotlin package (bindings/kotlin): Maven + JUnit 5 over the generated Kotlin, loading the
-/// cdylib through JNA. Maven and a JDK come from apt when missing; dependencies land in ~/.m2.
+/// cdylib through JNA; the end-to-end test starts the reference agent (`ACP_INJECT_AGENT`).
+/// Maven and a JDK come from apt when missing; dependencies land in ~/.m2.
 fn kotlin() -> Row {
     let started = Instant::now();
     let mut row = Row { language: "kotlin", tests: None, vectors: None, ok: false, note: String::new() };
@@ -195,8 +210,8 @@ fn kotlin() -> Row {
         row.note = "cannot install maven and a JDK (apt-get)".into();
         return row;
     }
-    let lib = match ffi_lib_dir() {
-        Ok(lib) => lib,
+    let (lib, agent) = match ffi_lib_dir().and_then(|lib| Ok((lib, reference_agent()?))) {
+        Ok(built) => built,
         Err(e) => {
             row.note = e;
             return row;
@@ -206,6 +221,7 @@ fn kotlin() -> Row {
         Command::new("mvn")
             .args(["-B", "-ntp", "test", "-Dacp.skipCargo=true"])
             .arg(format!("-Dacp.lib.dir={}", lib.display()))
+            .env("ACP_INJECT_AGENT", &agent)
             .current_dir(root().join("bindings/kotlin")),
     );
     // Surefire's closing `Tests run: N, Failures: N, Errors: N, Skipped: N` (no `Time elapsed`).
@@ -225,12 +241,13 @@ fn kotlin() -> Row {
 }
 
 /// The Swift package (bindings/swift): `swift test` through bindings/swift/swiftw, which runs
-/// Swift 6.0.3 in a Debian trixie chroot kept in the cache dir (created on first use).
+/// Swift 6.0.3 in a Debian trixie chroot kept in the cache dir (created on first use); the
+/// end-to-end test starts the host-built reference agent inside it (`ACP_INJECT_AGENT`).
 fn swift() -> Row {
     let started = Instant::now();
     let mut row = Row { language: "swift", tests: None, vectors: None, ok: false, note: String::new() };
-    let lib = match ffi_lib_dir() {
-        Ok(lib) => lib,
+    let (lib, agent) = match ffi_lib_dir().and_then(|lib| Ok((lib, reference_agent()?))) {
+        Ok(built) => built,
         Err(e) => {
             row.note = e;
             return row;
@@ -240,7 +257,8 @@ fn swift() -> Row {
         Command::new(root().join("bindings/swift/swiftw"))
             .arg("test")
             .env("ACP_INJECT_CACHE", cache_dir())
-            .env("ACP_INJECT_LIB_DIR", &lib),
+            .env("ACP_INJECT_LIB_DIR", &lib)
+            .env("ACP_INJECT_AGENT", &agent),
     );
     // XCTest's closing `Executed N tests, with N failures (N unexpected) in …` is the total.
     let closing = text.lines().rev().find(|l| l.trim_start().starts_with("Executed ") && l.contains(" failure"));

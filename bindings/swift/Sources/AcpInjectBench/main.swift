@@ -5,7 +5,9 @@
 // Applies the recorded 100,000-line stream (the generator of
 // bindings/python/bench/bench_mirror.py) to a fresh ClientSession and reports, as the median of
 // `--repeat` runs after one warm-up run in the same process:
-// - bulk: the whole stream in one `receiveBytes` crossing (parse + full mirror state in Rust);
+// - bulk: the whole stream as one String in one `receiveText` crossing (parse + full mirror
+//   state in Rust; a String crosses as one copy), and the same as `Data` through `receiveBytes`
+//   (lifted byte by byte);
 // - per line: one `receive(line:)` crossing per line;
 // - Foundation `JSONSerialization` of the same lines (a Swift JSON tree, no state);
 // - one no-op crossing (`libraryVersion()`), for the per-call overhead.
@@ -34,9 +36,16 @@ let n = arg("--lines", 100_000)
 let repeatCount = arg("--repeat", 5)
 let lines = RecordedStream.lines(n)
 let blob = RecordedStream.bytes(lines)
+let text = RecordedStream.text(lines)
 let caps = InjectCapabilities(modes: [.queue, .steer], replace: true, steerInStream: [.finish])
 
 let tBulk = try medianSeconds(repeatCount) {
+    let s = try ClientSession(sessionId: "s1", inject: caps)
+    let errors = try s.receiveText(lines: text)
+    let ignored = try s.ignoredLines()
+    precondition(errors.isEmpty && ignored == 0)
+}
+let tBytes = try medianSeconds(repeatCount) {
     let s = try ClientSession(sessionId: "s1", inject: caps)
     let errors = try s.receiveBytes(bytes: blob)
     let ignored = try s.ignoredLines()
@@ -62,7 +71,8 @@ func row(_ what: String, _ t: Double) {
     print("\(pad(what, 44)) \(perSecond) lines/s \(String(format: "%8.1f", mb / t)) MB/s \(String(format: "%7.2f", t / Double(n) * 1e6)) us/line")
 }
 print("stream: \(n) lines, \(String(format: "%.1f", mb)) MB (\(blob.count / n) B/line); median of \(repeatCount) runs")
-row("bulk receiveBytes (parse + mirror)", tBulk)
+row("bulk receiveText (parse + mirror)", tBulk)
+row("bulk receiveBytes (parse + mirror)", tBytes)
 row("per-line receive (parse + mirror)", tLine)
 row("JSONSerialization only (no state)", tJson)
 print("\(pad("one no-op crossing (libraryVersion)", 44)) \(String(format: "%12.2f", tNoop * 1e6)) us")

@@ -32,8 +32,13 @@ public enum RecordedStream {
         return Array(lines.prefix(n))
     }
 
+    /// The lines as one newline-terminated string.
+    public static func text(_ lines: [String]) -> String {
+        lines.joined(separator: "\n") + "\n"
+    }
+
     /// The lines as one newline-terminated buffer.
     public static func bytes(_ lines: [String]) -> Data {
-        Data((lines.joined(separator: "\n") + "\n").utf8)
+        Data(text(lines).utf8)
     }
 }

@@ -3,20 +3,24 @@ import Foundation
 import RecordedStream
 import XCTest
 
-/// The client mirror fed with the recorded benchmark stream: in bulk (bytes), per line and in
+/// The client mirror fed with the recorded benchmark stream: in bulk (bytes or text), per line and in
 /// batches from a sequence, the state it builds is the same, and it is what the stream describes.
 final class ClientMirrorTests: XCTestCase {
     let turns = 100
     lazy var lines = RecordedStream.lines(turns * RecordedStream.linesPerTurn)
 
-    func testBulkPerLineAndSequenceFeedingBuildTheSameState() throws {
+    func testBulkTextPerLineAndSequenceFeedingBuildTheSameState() throws {
         let bulk = try ClientSession(sessionId: "s1", inject: fullCaps)
         XCTAssertEqual(try bulk.receiveBytes(bytes: RecordedStream.bytes(lines)), [])
         XCTAssertEqual(try bulk.ignoredLines(), 0)
+        let text = try ClientSession(sessionId: "s1", inject: fullCaps)
+        XCTAssertEqual(try text.receiveText(lines: RecordedStream.text(lines)), [])
+        XCTAssertEqual(try text.ignoredLines(), 0)
         let perLine = try ClientSession(sessionId: "s1", inject: fullCaps)
         for line in lines { try perLine.receive(line: line) }
         let batched = try ClientSession(sessionId: "s1", inject: fullCaps)
         XCTAssertEqual(try batched.receiveAll(lines, batchSize: 1000), [])
+        XCTAssertEqual(try text.snapshotJson(), try bulk.snapshotJson())
         XCTAssertEqual(try perLine.snapshotJson(), try bulk.snapshotJson())
         XCTAssertEqual(try batched.snapshotJson(), try bulk.snapshotJson())
     }

@@ -24,7 +24,7 @@ fun Iterable<AgentOutput>.actions(session: String? = null): List<RuntimeAction> 
     filterIsInstance<AgentOutput.Action>().filter { session == null || it.session == session }.map { it.action }
 
 /** Applies [lines] from [connection] as they are pulled and yields every output, in order
- *  (one crossing per line: use it for live input; for a buffer, [AgentCore.handleBytes]). */
+ *  (one crossing per line: use it for live input; for a buffer, [AgentCore.handleText]). */
 fun AgentCore.handleLines(connection: String, lines: Sequence<String>): Sequence<AgentOutput> =
     lines.flatMap { handleLine(connection, it) }
 

@@ -3,7 +3,7 @@ package dev.acpinject
 import org.junit.jupiter.api.Test
 import kotlin.test.assertEquals
 
-/** The client mirror fed with the recorded benchmark stream: in bulk (bytes), per line and as a
+/** The client mirror fed with the recorded benchmark stream: in bulk (bytes or text), per line and as a
  *  lazily pulled Sequence, the state it builds is the same, and it is the state the stream describes. */
 class ClientMirrorTest {
     private val turns = 100
@@ -12,9 +12,14 @@ class ClientMirrorTest {
     private fun mirror() = ClientSession("s1", FULL_CAPS)
 
     @Test
-    fun `bulk, per-line and sequence feeding build the same state`() {
+    fun `bulk, text, per-line and sequence feeding build the same state`() {
         val bulk = mirror().use { s ->
             assertEquals(emptyList(), s.receiveBytes(RecordedStream.bytes(lines)))
+            assertEquals(0uL, s.ignoredLines())
+            s.snapshotJson()
+        }
+        val text = mirror().use { s ->
+            assertEquals(emptyList(), s.receiveText(RecordedStream.text(lines)))
             assertEquals(0uL, s.ignoredLines())
             s.snapshotJson()
         }
@@ -26,6 +31,7 @@ class ClientMirrorTest {
             assertEquals(emptyList(), s.receiveAll(lines.asSequence(), batchSize = 1000))
             s.snapshotJson()
         }
+        assertEquals(bulk, text)
         assertEquals(bulk, perLine)
         assertEquals(bulk, sequence)
     }

@@ -71,5 +71,7 @@ object RecordedStream {
         return lines.subList(0, n)
     }
 
-    fun bytes(lines: List<String>): ByteArray = (lines.joinToString("\n") + "\n").toByteArray()
+    fun text(lines: List<String>): String = lines.joinToString("\n") + "\n"
+
+    fun bytes(lines: List<String>): ByteArray = text(lines).toByteArray()
 }

@@ -112,20 +112,13 @@ fn codegen_check() -> Row {
 /// (vectors included) and mypy over the tests.
 fn python() -> Row {
     let mut row = Row { language: "python", tests: None, vectors: None, ok: false, note: String::new() };
-    let venv = cache_dir().join("venv");
-    let py = venv.join("bin/python");
-    if !py.exists() {
-        let (ok, _) = run_logged(Command::new("python3").args(["-m", "venv"]).arg(&venv));
-        if !ok {
-            row.note = "cannot create the venv".into();
+    let py = match crate::pyenv::python_with_package("[test]") {
+        Ok(py) => py,
+        Err(e) => {
+            row.note = e;
             return row;
         }
-    }
-    let (ok, _) = run_logged(Command::new(&py).args(["-m", "pip", "install", "--quiet", "bindings/python[test]"]));
-    if !ok {
-        row.note = "pip install bindings/python failed".into();
-        return row;
-    }
+    };
     let (tests_ok, text) = run_logged(Command::new(&py).args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "bindings/python"]));
     let closing = text.lines().rev().find(|l| l.contains(" passed") || l.contains(" failed") || l.contains("error"));
     if let Some(l) = closing {

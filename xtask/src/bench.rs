@@ -14,8 +14,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let root = root();
 
     eprintln!("+ rust: bench/ (release)");
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let out = Command::new(&cargo)
+    let out = Command::new(crate::cargo())
         .args(["run", "--quiet", "--release", "--manifest-path", "bench/Cargo.toml", "--", &rounds.to_string()])
         .current_dir(&root)
         .output()

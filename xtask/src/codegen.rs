@@ -92,8 +92,7 @@ schemars = ["dep:schemars"]
 /// (which must not run cargo) and runs in `cargo xtask codegen [--check]`.
 pub fn bindings(mode: Mode) -> Result<Vec<PathBuf>, String> {
     let root = root();
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let status = Command::new(&cargo)
+    let status = Command::new(crate::cargo())
         .args(["build", "--quiet", "-p", "acp-inject-ffi", "--features", "cli"])
         .current_dir(&root)
         .status()
@@ -101,7 +100,7 @@ pub fn bindings(mode: Mode) -> Result<Vec<PathBuf>, String> {
     if !status.success() {
         return Err("building crates/ffi failed".into());
     }
-    let target = target_dir(&cargo)?;
+    let target = crate::target_dir()?;
     let lib = target.join("debug").join(format!("{}acp_inject_ffi{}", std::env::consts::DLL_PREFIX, std::env::consts::DLL_SUFFIX));
     let bindgen = target.join("debug").join(format!("uniffi-bindgen{}", std::env::consts::EXE_SUFFIX));
     let out = target.join("uniffi-bindings");
@@ -142,17 +141,6 @@ pub fn bindings(mode: Mode) -> Result<Vec<PathBuf>, String> {
         ensure_file_contents(&root.join("generated").join(path), &text, mode, &mut stale)?;
     }
     Ok(stale)
-}
-
-/// Cargo's target directory (honours `CARGO_TARGET_DIR` and config).
-fn target_dir(cargo: &str) -> Result<PathBuf, String> {
-    let out = Command::new(cargo)
-        .args(["metadata", "--format-version", "1", "--no-deps"])
-        .current_dir(root())
-        .output()
-        .map_err(|e| format!("cannot run cargo metadata: {e}"))?;
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).map_err(|e| format!("cargo metadata: {e}"))?;
-    v["target_directory"].as_str().map(PathBuf::from).ok_or_else(|| "cargo metadata has no target_directory".into())
 }
 
 fn valid_examples(dir: &Path) -> Result<Vec<(String, String)>, String> {

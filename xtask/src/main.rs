@@ -48,6 +48,22 @@ fn main() -> ExitCode {
     }
 }
 
+/// The cargo that runs xtask (so nested builds use the same toolchain).
+pub fn cargo() -> String {
+    std::env::var("CARGO").unwrap_or_else(|_| "cargo".into())
+}
+
+/// Cargo's target directory (honours `CARGO_TARGET_DIR` and cargo config).
+pub fn target_dir() -> Result<PathBuf, String> {
+    let out = std::process::Command::new(cargo())
+        .args(["metadata", "--format-version", "1", "--no-deps"])
+        .current_dir(root())
+        .output()
+        .map_err(|e| format!("cannot run cargo metadata: {e}"))?;
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).map_err(|e| format!("cargo metadata: {e}"))?;
+    v["target_directory"].as_str().map(PathBuf::from).ok_or_else(|| "cargo metadata has no target_directory".into())
+}
+
 /// The workspace root (xtask lives one level below it).
 pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask is inside the workspace").to_path_buf()

@@ -30,14 +30,6 @@ fn run(cmd: &mut Command, what: &str) -> Result<(), String> {
 
 /// Builds a workspace binary and returns its path.
 pub fn cargo_bin(package: &str, bin: &str) -> Result<PathBuf, String> {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    run(Command::new(&cargo).args(["build", "--quiet", "-p", package, "--bin", bin]), &format!("build {bin}"))?;
-    let out = Command::new(&cargo)
-        .args(["metadata", "--format-version", "1", "--no-deps"])
-        .current_dir(root())
-        .output()
-        .map_err(|e| format!("cargo metadata: {e}"))?;
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).map_err(|e| format!("cargo metadata: {e}"))?;
-    let target = v["target_directory"].as_str().ok_or("cargo metadata has no target_directory")?;
-    Ok(PathBuf::from(target).join("debug").join(format!("{bin}{}", std::env::consts::EXE_SUFFIX)))
+    run(Command::new(crate::cargo()).args(["build", "--quiet", "-p", package, "--bin", bin]), &format!("build {bin}"))?;
+    Ok(crate::target_dir()?.join("debug").join(format!("{bin}{}", std::env::consts::EXE_SUFFIX)))
 }

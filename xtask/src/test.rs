@@ -75,8 +75,7 @@ fn vector_counts(text: &str) -> Option<(u64, u64)> {
 }
 
 fn rust() -> Row {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let (ok, text) = run_logged(Command::new(&cargo).args(["test", "--workspace"]));
+    let (ok, text) = run_logged(Command::new(crate::cargo()).args(["test", "--workspace"]));
     let (mut passed, mut failed) = (0, 0);
     for line in text.lines().filter(|l| l.starts_with("test result:")) {
         passed += count_before(line, "passed").unwrap_or(0);
@@ -136,19 +135,16 @@ fn python() -> Row {
 /// The directory holding a fresh `libacp_inject_ffi.so` for the Kotlin and Swift stages:
 /// `cargo build -p acp-inject-ffi`, in the target directory `cargo metadata` reports.
 fn ffi_lib_dir() -> Result<PathBuf, String> {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let (ok, _) = run_logged(Command::new(&cargo).args(["build", "--quiet", "-p", "acp-inject-ffi"]));
+    let (ok, _) = run_logged(Command::new(crate::cargo()).args(["build", "--quiet", "-p", "acp-inject-ffi"]));
     if !ok {
         return Err("cargo build -p acp-inject-ffi failed".into());
     }
-    let out = Command::new(&cargo)
-        .args(["metadata", "--format-version", "1", "--no-deps"])
-        .current_dir(root())
-        .output()
-        .map_err(|e| format!("cannot run cargo metadata: {e}"))?;
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).map_err(|e| format!("cargo metadata: {e}"))?;
-    let target = v["target_directory"].as_str().ok_or("cargo metadata has no target_directory")?;
-    Ok(PathBuf::from(target).join("debug"))
+    Ok(crate::target_dir()?.join("debug"))
+}
+
+/// What the Kotlin and Swift stages need built: the cdylib's directory and the agent binary.
+fn library_and_agent() -> Result<(PathBuf, PathBuf), String> {
+    Ok((ffi_lib_dir()?, reference_agent()?))
 }
 
 /// The reference agent for the Kotlin and Swift end-to-end tests (passed as
@@ -203,7 +199,7 @@ fn kotlin() -> Row {
         row.note = "cannot install maven and a JDK (apt-get)".into();
         return row;
     }
-    let (lib, agent) = match ffi_lib_dir().and_then(|lib| Ok((lib, reference_agent()?))) {
+    let (lib, agent) = match library_and_agent() {
         Ok(built) => built,
         Err(e) => {
             row.note = e;
@@ -239,7 +235,7 @@ fn kotlin() -> Row {
 fn swift() -> Row {
     let started = Instant::now();
     let mut row = Row { language: "swift", tests: None, vectors: None, ok: false, note: String::new() };
-    let (lib, agent) = match ffi_lib_dir().and_then(|lib| Ok((lib, reference_agent()?))) {
+    let (lib, agent) = match library_and_agent() {
         Ok(built) => built,
         Err(e) => {
             row.note = e;

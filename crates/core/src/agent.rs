@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
-use acp_inject_wire::errors::{self, ErrorObject};
+use acp_inject_wire::errors::ErrorObject;
 use acp_inject_wire::jsonrpc::{self, Frame, FrameError, Incoming};
 use acp_inject_wire::{
     AgentCapabilities, CancelSessionNotification, CloseSessionRequest, ContentBlock, ErrorReason,     Implementation, InitializeResponse, InjectCapabilities, InjectMode, InjectRequest, InjectResponse, MessageId,
@@ -1025,5 +1025,3 @@ fn _assert_send_sync() {
     is::<Agent>();
 }
 
-#[doc(hidden)]
-pub use errors::INVALID_PARAMS as _INVALID_PARAMS;

@@ -86,7 +86,7 @@ pub fn generate(schema_text: &str) -> Result<TokenStream, Error> {
                 for v in &u.variants {
                     if let Some(body) = &v.inline {
                         let prepared = prepare(body, &inline);
-                        structs.push((v.body.clone(), body.clone()));
+                        structs.push((v.body.clone(), with_inline_markers(body, &inline)));
                         typify_defs.push((v.body.clone(), to_schemars(&v.body, &prepared)?));
                     }
                 }
@@ -94,7 +94,7 @@ pub fn generate(schema_text: &str) -> Result<TokenStream, Error> {
             DefKind::Plain => {
                 let prepared = prepare(&def.schema, &inline);
                 if def.schema.get("type") == Some(&Value::from("object")) {
-                    structs.push((def.name.clone(), def.schema.clone()));
+                    structs.push((def.name.clone(), with_inline_markers(&def.schema, &inline)));
                 }
                 typify_defs.push((def.name.clone(), to_schemars(&def.name, &prepared)?));
             }
@@ -137,6 +137,23 @@ fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
         .cloned()
         .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
         .unwrap_or_else(|| "typify panicked".to_owned())
+}
+
+/// The `x-deserialize-*` markers of a member that references an inlined definition (`_meta`
+/// refers to `Meta`) are the inlined definition's: copy them onto the member, so the post-pass
+/// sees every marker on the member it applies to.
+fn with_inline_markers(schema: &Value, inline: &[(String, Value)]) -> Value {
+    let mut schema = schema.clone();
+    let Some(props) = schema.get_mut("properties").and_then(Value::as_object_mut) else { return schema };
+    for prop in props.values_mut() {
+        let Some(target) = prop.get("$ref").and_then(Value::as_str).map(str::to_owned) else { continue };
+        let Some((_, def)) = inline.iter().find(|(r, _)| *r == target) else { continue };
+        let (Some(prop), Some(def)) = (prop.as_object_mut(), def.as_object()) else { continue };
+        for (k, v) in def.iter().filter(|(k, _)| k.starts_with("x-deserialize-")) {
+            prop.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+    }
+    schema
 }
 
 /// Definitions inlined where they are referenced (`x-rust: inline`), with their schemas.

@@ -11,6 +11,9 @@
 //!   tag and the variant's members into one object without buffering.
 //! - `minItems` (which typify drops) is enforced on decode through `__de::min_items`, so an
 //!   empty `modes` or `options` fails with the member's path.
+//! - `x-deserialize-default-on-error` / `x-deserialize-skip-invalid-items` (upstream's tolerant
+//!   decoding markers) become `__de::default_on_error` / `__de::skip_invalid_items` /
+//!   `__de::tolerant_items`, which record what they tolerated.
 //! - Every type typify emits derives `schemars::JsonSchema` behind the `schemars` feature of the
 //!   crate that expands the types; the wire crate's reverse drift test compares that schema
 //!   (emitted from the Rust types) with the canonical one.
@@ -30,7 +33,7 @@ pub fn rework(tokens: TokenStream, structs: &[(String, Value)]) -> Result<TokenS
         derive_json_schema(item);
         if let Item::Struct(s) = item {
             if let Some((_, schema)) = structs.iter().find(|(n, _)| s.ident == n) {
-                reorder_and_annotate(s, schema)?;
+                reorder_and_annotate(s, schema, &mut extra)?;
             }
             if let Some(imp) = serialize_fields(s) {
                 extra.push(imp);
@@ -137,7 +140,7 @@ fn skip_if(field: &syn::Field) -> Option<syn::Path> {
     path
 }
 
-fn reorder_and_annotate(s: &mut ItemStruct, schema: &Value) -> Result<(), Error> {
+fn reorder_and_annotate(s: &mut ItemStruct, schema: &Value, extra: &mut Vec<TokenStream>) -> Result<(), Error> {
     let Fields::Named(named) = &mut s.fields else { return Ok(()) };
     let Some(props) = schema.get("properties").and_then(Value::as_object) else { return Ok(()) };
     let order: Vec<&String> = props.keys().collect();
@@ -173,6 +176,7 @@ fn reorder_and_annotate(s: &mut ItemStruct, schema: &Value) -> Result<(), Error>
         if let Some(min) = prop.get("minItems") {
             min_items(&s.ident, field, min)?;
         }
+        extra.extend(tolerance(&s.ident, field, prop)?);
     }
     named.named = fields.into_iter().collect();
     Ok(())
@@ -200,6 +204,60 @@ fn min_items(owner: &syn::Ident, field: &mut syn::Field, min: &Value) -> Result<
     }
     field.attrs.push(parse_quote!(#[cfg_attr(feature = "schemars", schemars(length(min = #min_lit)))]));
     Ok(())
+}
+
+/// Upstream's tolerant-decoding markers. `x-deserialize-default-on-error`: a member whose value
+/// does not decode takes its default (absent) instead of failing the whole message;
+/// `x-deserialize-skip-invalid-items`: array items that do not decode are dropped. Either way
+/// the decoder records what it tolerated (`__de::tolerated`), so callers can surface it.
+fn tolerance(owner: &syn::Ident, field: &mut syn::Field, prop: &Value) -> Result<Option<TokenStream>, Error> {
+    let flag = |k: &str| prop.get(k) == Some(&Value::Bool(true));
+    let (default_on_error, skip_items) = (flag("x-deserialize-default-on-error"), flag("x-deserialize-skip-invalid-items"));
+    if !default_on_error && !skip_items {
+        return Ok(None);
+    }
+    let wire = wire_name(field);
+    let err = |m: &str| crate::model::schema_err(&owner.to_string(), &format!("member `{wire}`: {m}"));
+    if prop.get("minItems").is_some() {
+        return Err(err("`minItems` cannot be combined with the `x-deserialize-*` markers"));
+    }
+    let helper = match (default_on_error, skip_items) {
+        (true, false) => {
+            if wrapped_inner(&field.ty).is_none() && !is_vec(&field.ty) {
+                return Err(err("`x-deserialize-default-on-error` needs an optional member"));
+            }
+            quote!(__de::default_on_error)
+        }
+        (skip_default, true) => {
+            let inner = wrapped_inner(&field.ty).unwrap_or_else(|| field.ty.clone());
+            if !is_vec(&inner) {
+                return Err(err("`x-deserialize-skip-invalid-items` is only supported on array members"));
+            }
+            if skip_default {
+                quote!(__de::tolerant_items)
+            } else {
+                quote!(__de::skip_invalid_items)
+            }
+        }
+        (false, false) => unreachable!("returned above"),
+    };
+    // One small function per member, so what was tolerated is reported with its member's name.
+    let field_ident = field.ident.as_ref().map(|i| i.to_string()).unwrap_or_default();
+    let fn_name = quote::format_ident!("__tolerant_{}_{}", owner.to_string().to_lowercase(), field_ident.trim_start_matches("r#"));
+    let member = format!("{owner}.{wire}");
+    let ty = &field.ty;
+    let path = fn_name.to_string();
+    field.attrs.push(parse_quote!(#[serde(deserialize_with = #path)]));
+    // With `deserialize_with`, a missing member is no longer `None` by itself; a member that
+    // defaults on error also defaults when it is missing.
+    if !has_default(field) && (default_on_error || wrapped_inner(&field.ty).is_some()) {
+        field.attrs.push(parse_quote!(#[serde(default)]));
+    }
+    Ok(Some(quote! {
+        fn #fn_name<'de, D: ::serde::Deserializer<'de>>(deserializer: D) -> Result<#ty, D::Error> {
+            #helper(deserializer, #member)
+        }
+    }))
 }
 
 fn is_vec(ty: &Type) -> bool {

@@ -1,8 +1,8 @@
 // Support code emitted verbatim at the top of every expansion of the wire types.
 //
 // It is kept here as a real Rust file (included as text by the generator) so the generated
-// module is self-contained: the checked-in snapshot in `generated/rust/` compiles with nothing
-// but serde and serde_json. Keep it small; it is on the decode hot path.
+// module is self-contained: the expansion compiles with nothing but serde, serde_json (with
+// `raw_value`) and serde_path_to_error. Keep it small; it is on the decode hot path.
 
 /// A JSON-RPC request id. Responses echo it with the same JSON type.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -318,6 +318,129 @@ pub mod __de {
             match self.0 {
                 1 => f.write_str("at least 1 item"),
                 n => write!(f, "at least {n} items"),
+            }
+        }
+    }
+
+    ::std::thread_local! {
+        static TOLERATED: ::std::cell::RefCell<Option<Vec<String>>> = const { ::std::cell::RefCell::new(None) };
+    }
+
+    /// Records a value that tolerant decoding dropped, when a caller collects them.
+    pub fn tolerated(what: &str, error: &dyn ::std::fmt::Display) {
+        TOLERATED.with(|t| {
+            if let Some(list) = t.borrow_mut().as_mut() {
+                list.push(format!("{what}: {error}"));
+            }
+        });
+    }
+
+    /// Runs `f`, returning what tolerant decoding dropped meanwhile on this thread.
+    pub fn collect_tolerated<R>(f: impl FnOnce() -> R) -> (R, Vec<String>) {
+        let outer = TOLERATED.with(|t| t.borrow_mut().replace(Vec::new()));
+        let r = f();
+        let mine = TOLERATED.with(|t| ::std::mem::replace(&mut *t.borrow_mut(), outer)).unwrap_or_default();
+        (r, mine)
+    }
+
+    /// `x-deserialize-default-on-error`: a value that does not decode becomes the default.
+    /// Malformed JSON still fails the message; only a well-formed value of the wrong shape is
+    /// tolerated. The value is buffered (these members are small and optional), which also
+    /// works inside untagged enums, where serde buffers members itself.
+    pub fn default_on_error<'de, D, T>(deserializer: D, member: &str) -> Result<T, D::Error>
+    where
+        D: ::serde::Deserializer<'de>,
+        T: ::serde::de::DeserializeOwned + Default,
+    {
+        let value = <::serde_json::Value as ::serde::Deserialize>::deserialize(deserializer)?;
+        match <T as ::serde::Deserialize>::deserialize(&value) {
+            Ok(v) => Ok(v),
+            Err(_) => {
+                tolerated(member, &located::<T>(&value));
+                Ok(T::default())
+            }
+        }
+    }
+
+    /// The decoding error of `value` as `T`, with the path of the offending member.
+    fn located<T: ::serde::de::DeserializeOwned>(value: &::serde_json::Value) -> String {
+        match ::serde_path_to_error::deserialize::<_, T>(value) {
+            Err(e) if e.path().to_string() == "." => e.inner().to_string(),
+            Err(e) => format!("at `{}`: {}", e.path(), e.inner()),
+            Ok(_) => "decoding failed".to_owned(),
+        }
+    }
+
+    /// Array members whose invalid items can be dropped: `Vec<T>`, `Option<Vec<T>>`,
+    /// `Patch<Vec<T>>`.
+    pub trait ItemList: Default + Sized {
+        type Item: ::serde::de::DeserializeOwned;
+        /// What `null` decodes to, when the member is nullable.
+        fn null() -> Option<Self>;
+        fn from_items(items: Vec<Self::Item>) -> Self;
+    }
+
+    impl<T: ::serde::de::DeserializeOwned> ItemList for Vec<T> {
+        type Item = T;
+        fn null() -> Option<Self> {
+            None
+        }
+        fn from_items(items: Vec<T>) -> Self {
+            items
+        }
+    }
+
+    impl<T: ::serde::de::DeserializeOwned> ItemList for Option<Vec<T>> {
+        type Item = T;
+        fn null() -> Option<Self> {
+            Some(None)
+        }
+        fn from_items(items: Vec<T>) -> Self {
+            Some(items)
+        }
+    }
+
+    impl<T: ::serde::de::DeserializeOwned> ItemList for super::Patch<Vec<T>> {
+        type Item = T;
+        fn null() -> Option<Self> {
+            Some(super::Patch::Null)
+        }
+        fn from_items(items: Vec<T>) -> Self {
+            super::Patch::Value(items)
+        }
+    }
+
+    fn items_from_raw<L: ItemList>(raw: &::serde_json::value::RawValue, member: &str) -> Result<L, ::serde_json::Error> {
+        let items: Option<Vec<&::serde_json::value::RawValue>> = ::serde_json::from_str(raw.get())?;
+        let Some(items) = items else {
+            return L::null().ok_or_else(|| ::serde::de::Error::custom("invalid type: null, expected an array"));
+        };
+        let mut out = Vec::with_capacity(items.len());
+        for (i, item) in items.into_iter().enumerate() {
+            match ::serde_json::from_str::<L::Item>(item.get()) {
+                Ok(v) => out.push(v),
+                Err(e) => tolerated(member, &format_args!("item {i} dropped: {e}")),
+            }
+        }
+        Ok(L::from_items(out))
+    }
+
+    /// `x-deserialize-skip-invalid-items`: items that do not decode are dropped; a value that
+    /// is not an array still fails.
+    pub fn skip_invalid_items<'de, D: ::serde::Deserializer<'de>, L: ItemList>(deserializer: D, member: &str) -> Result<L, D::Error> {
+        let raw = <Box<::serde_json::value::RawValue> as ::serde::Deserialize>::deserialize(deserializer)?;
+        items_from_raw(&raw, member).map_err(D::Error::custom)
+    }
+
+    /// Both markers: items that do not decode are dropped, and a value that is not an array
+    /// becomes the default.
+    pub fn tolerant_items<'de, D: ::serde::Deserializer<'de>, L: ItemList>(deserializer: D, member: &str) -> Result<L, D::Error> {
+        let raw = <Box<::serde_json::value::RawValue> as ::serde::Deserialize>::deserialize(deserializer)?;
+        match items_from_raw(&raw, member) {
+            Ok(v) => Ok(v),
+            Err(e) => {
+                tolerated(member, &e);
+                Ok(L::default())
             }
         }
     }

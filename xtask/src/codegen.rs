@@ -44,15 +44,13 @@ pub fn generate(mode: Mode) -> Result<Vec<PathBuf>, String> {
     let schema = read(&root.join("spec/acp-inject.schema.json"))?;
     let mut stale = Vec::new();
 
+    // The wire crate compiles this file (it does not run the generator at build time), so
+    // crates using it never build typify or syn, and the crate can be published on its own.
     let rust = acp_inject_codegen::generate_formatted(&schema).map_err(|e| e.to_string())?;
-    let rust = format!("// {PREAMBLE}\n// Source: spec/acp-inject.schema.json, expanded by codegen/ (the same expansion the\n// `wire_types!` macro performs for crates/wire).\n\n{rust}");
-    ensure_file_contents(&root.join("generated/rust/wire.rs"), &rust, mode, &mut stale)?;
-
-    // The crate that compiles the snapshot, so the reviewed expansion is proven to build.
-    let manifest = format!("# {PREAMBLE}\n{SNAPSHOT_MANIFEST}");
-    ensure_file_contents(&root.join("generated/rust/Cargo.toml"), &manifest, mode, &mut stale)?;
-    let lib = format!("// {PREAMBLE}\n#![allow(clippy::all)]\ninclude!(\"wire.rs\");\n");
-    ensure_file_contents(&root.join("generated/rust/lib.rs"), &lib, mode, &mut stale)?;
+    let rust = format!(
+        "// {PREAMBLE}\n// Source: spec/acp-inject.schema.json, expanded by codegen/ (the expansion the `wire_types!`\n// macro performs).\n#![allow(clippy::all, missing_docs)]\n\n{rust}"
+    );
+    ensure_file_contents(&root.join("crates/wire/src/generated.rs"), &rust, mode, &mut stale)?;
 
     let examples = valid_examples(&root.join("spec/examples/valid"))?;
     let docs = acp_inject_codegen::docs::render(&schema, &examples).map_err(|e| e.to_string())?;
@@ -67,25 +65,6 @@ pub fn generate(mode: Mode) -> Result<Vec<PathBuf>, String> {
     Ok(stale)
 }
 
-const SNAPSHOT_MANIFEST: &str = r#"[package]
-name = "acp-inject-wire-snapshot"
-description = "Compiles the checked-in expansion of the wire types, so the reviewed snapshot is proven to build"
-version.workspace = true
-edition.workspace = true
-publish = false
-
-[lib]
-path = "lib.rs"
-
-[dependencies]
-serde.workspace = true
-serde_json.workspace = true
-schemars = { workspace = true, optional = true }
-
-[features]
-# The expansion derives `schemars::JsonSchema` behind this feature (see crates/wire).
-schemars = ["dep:schemars"]
-"#;
 
 /// The UniFFI bindings of `crates/ffi` for Python (plus a type stub), Kotlin and Swift.
 /// Builds the cdylib and the pinned `uniffi-bindgen`, so it is kept out of the `#[test]`
@@ -194,6 +173,7 @@ mod tests {
         }
         let mut files = Vec::new();
         walk(&crate::root().join("generated"), &mut files);
+        files.push(crate::root().join("crates/wire/src/generated.rs"));
         assert!(files.len() >= 10, "{files:?}");
         for f in files {
             let text = std::fs::read_to_string(&f).unwrap();

@@ -81,13 +81,19 @@ fn rust() -> Row {
         passed += count_before(line, "passed").unwrap_or(0);
         failed += count_before(line, "failed").unwrap_or(0);
     }
-    let report = acp_inject_core::vectors::run_dirs(&[root().join("spec/vectors")]);
-    print!("{}", report.render());
-    let vectors_ok = report.failed() == 0 && !report.results.is_empty();
+    let (vectors_ok, text) = run_logged(Command::new(crate::cargo()).args([
+        "run",
+        "-p",
+        "acp-inject-conformance",
+        "--bin",
+        "acp-inject-conformance",
+    ]));
+    let counts = vector_counts(&text);
+    let vectors_ok = vectors_ok && counts.is_some_and(|(p, f)| p > 0 && f == 0);
     Row {
         language: "rust",
         tests: Some((passed, failed)),
-        vectors: Some((report.passed() as u64, report.failed() as u64)),
+        vectors: counts,
         ok: ok && vectors_ok,
         note: if ok { String::new() } else { "cargo test failed".into() },
     }

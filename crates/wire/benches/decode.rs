@@ -40,7 +40,7 @@ fn bench(c: &mut Criterion) {
     for line in &lines {
         let n = decode(line);
         other += matches!(n.update, SessionUpdate::Other(_)) as usize;
-        let again: Value = serde_json::from_str(&jsonrpc::notification_line("session/update", &n)).unwrap();
+        let again: Value = serde_json::from_str(&jsonrpc::notification_line(&n)).unwrap();
         assert_eq!(again, serde_json::from_str::<Value>(line).unwrap(), "round trip of {line}");
     }
     eprintln!(
@@ -91,7 +91,7 @@ fn bench(c: &mut Criterion) {
         b.iter(|| {
             for line in &lines {
                 let n = decode(black_box(line));
-                black_box(jsonrpc::notification_line("session/update", &n));
+                black_box(jsonrpc::notification_line(&n));
             }
         })
     });

@@ -90,10 +90,6 @@ impl ErrorObject {
         self.data.as_ref().and_then(|d| serde_json::from_value(d.clone()).ok())
     }
 
-    /// `data.reason`, when present.
-    pub fn reason_of(&self) -> Option<ErrorReason> {
-        self.error_data().and_then(|d| d.reason)
-    }
 }
 
 impl std::fmt::Display for ErrorObject {

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use crate::errors::ErrorObject;
-use crate::RequestId;
+use crate::{Method, Notification, Request, RequestId};
 
 /// One classified JSON-RPC message, borrowing from its line.
 #[derive(Debug)]
@@ -18,16 +18,6 @@ pub enum Incoming<'a> {
     Request { id: RequestId, method: Cow<'a, str>, params: Option<&'a RawValue> },
     Notification { method: Cow<'a, str>, params: Option<&'a RawValue> },
     Response { id: RequestId, outcome: Result<&'a RawValue, ErrorObject> },
-}
-
-impl Incoming<'_> {
-    /// The method of a request or notification.
-    pub fn method(&self) -> Option<&str> {
-        match self {
-            Incoming::Request { method, .. } | Incoming::Notification { method, .. } => Some(method),
-            Incoming::Response { .. } => None,
-        }
-    }
 }
 
 /// A line: one message, or a batch whose elements are classified one by one.
@@ -50,12 +40,22 @@ pub fn check_size(len: usize, limit: usize) -> Result<(), FrameError> {
 }
 
 /// A line or batch element that is not a usable JSON-RPC message.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum FrameError {
     /// Not JSON (or not UTF-8): answer -32700 with a `null` id.
-    Parse { detail: String },
+    #[error("parse error: {detail}")]
+    Parse {
+        /// What the parser reported, for a person.
+        detail: String,
+    },
     /// JSON, but not a JSON-RPC 2.0 message: answer -32600 (with the id when one was readable).
-    Invalid { id: Option<RequestId>, detail: String },
+    #[error("invalid request: {detail}")]
+    Invalid {
+        /// The message's `id`, when one was readable.
+        id: Option<RequestId>,
+        /// What was wrong, for a person.
+        detail: String,
+    },
 }
 
 impl FrameError {
@@ -69,17 +69,6 @@ impl FrameError {
         }
     }
 }
-
-impl std::fmt::Display for FrameError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            FrameError::Parse { detail } => write!(f, "parse error: {detail}"),
-            FrameError::Invalid { detail, .. } => write!(f, "invalid request: {detail}"),
-        }
-    }
-}
-
-impl std::error::Error for FrameError {}
 
 /// The members of a message object, each kept raw or borrowed.
 #[derive(Deserialize)]
@@ -180,24 +169,24 @@ fn classify(text: &str, in_batch: bool) -> Result<Incoming<'_>, FrameError> {
 }
 
 /// A payload that did not match its type; `path` names the offending member.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", self.render())]
 pub struct DecodeError {
     /// Where in the payload (`update.content[0].type`); empty for the payload itself.
     pub path: String,
+    /// What was wrong there.
     pub message: String,
 }
 
-impl std::fmt::Display for DecodeError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl DecodeError {
+    fn render(&self) -> String {
         if self.path.is_empty() || self.path == "." {
-            f.write_str(&self.message)
+            self.message.clone()
         } else {
-            write!(f, "at `{}`: {}", self.path, self.message)
+            format!("at `{}`: {}", self.path, self.message)
         }
     }
 }
-
-impl std::error::Error for DecodeError {}
 
 /// Decodes a payload. The fast path is plain serde; only a failure is decoded again with path
 /// tracking, so the error names the offending member without slowing down valid input.
@@ -236,47 +225,40 @@ pub enum MethodKind {
 }
 
 /// A request or notification whose `method` does not fit the message.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum MethodError {
     /// Neither a method of the schema nor an extension (`_…`): answer a request with -32601.
-    Unknown { method: String },
+    #[error("unknown `method` {method:?} (extension methods start with `_`)")]
+    Unknown {
+        /// The method as sent.
+        method: String,
+    },
     /// A known method sent the other way: a notification method with an `id`, or a request
     /// method without one. The schema rejects both; a request is answered with -32601.
-    WrongKind { method: String, expected: MethodKind },
+    #[error("`{method}` is {}", expected.explain())]
+    WrongKind {
+        /// The method as sent.
+        method: String,
+        /// How the method must be sent.
+        expected: MethodKind,
+    },
+}
+
+impl MethodKind {
+    fn explain(&self) -> &'static str {
+        match self {
+            MethodKind::Notification => "a notification: the message must not carry an `id`",
+            MethodKind::Request => "a request: the message needs an `id`",
+        }
+    }
 }
 
 impl MethodError {
-    /// The member the error is about: `method`, or `id` when the kind is wrong.
-    pub fn member(&self) -> &'static str {
-        match self {
-            MethodError::Unknown { .. } => "method",
-            MethodError::WrongKind { .. } => "id",
-        }
-    }
-
-    /// The error response a request with this problem deserves.
+    /// The error response a request with this problem deserves (-32601 with a detail).
     pub fn to_error(&self) -> ErrorObject {
         ErrorObject::with_detail(crate::errors::METHOD_NOT_FOUND, &self.to_string())
     }
 }
-
-impl std::fmt::Display for MethodError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            MethodError::Unknown { method } => {
-                write!(f, "unknown `method` {method:?} (extension methods start with `_`)")
-            }
-            MethodError::WrongKind { method, expected: MethodKind::Notification } => {
-                write!(f, "`{method}` is a notification: the message must not carry an `id`")
-            }
-            MethodError::WrongKind { method, expected: MethodKind::Request } => {
-                write!(f, "`{method}` is a request: the message needs an `id`")
-            }
-        }
-    }
-}
-
-impl std::error::Error for MethodError {}
 
 /// How `method` is sent, or `None` for a method the schema does not define. Extension methods
 /// (`_…`) are neither; check them with [`is_extension`].
@@ -329,7 +311,7 @@ struct OutNotification<'a, P> {
 }
 
 #[derive(Serialize)]
-struct OutResult<'a, R> {
+struct OutResult<'a, R: ?Sized> {
     jsonrpc: &'static str,
     id: &'a RequestId,
     result: &'a R,
@@ -348,24 +330,44 @@ fn to_line<T: Serialize>(value: &T) -> String {
     serde_json::to_string(value).unwrap_or_else(|e| unreachable!("wire types always serialise: {e}"))
 }
 
-/// A request line.
-pub fn request_line<P: Serialize>(id: &RequestId, method: &str, params: &P) -> String {
-    to_line(&OutRequest { jsonrpc: "2.0", id, method, params })
+/// A request line; the method is the params type's (`x-method`), so a schema rename breaks the
+/// build, not the wire.
+pub fn request_line<R: Request>(id: &RequestId, params: &R) -> String {
+    to_line(&OutRequest { jsonrpc: "2.0", id, method: R::METHOD, params })
 }
 
-/// A notification line.
-pub fn notification_line<P: Serialize>(method: &str, params: &P) -> String {
-    to_line(&OutNotification { jsonrpc: "2.0", method, params })
+/// A notification line, its method taken from the params type.
+pub fn notification_line<N: Notification>(params: &N) -> String {
+    to_line(&OutNotification { jsonrpc: "2.0", method: N::METHOD, params })
 }
 
-/// A success response line.
-pub fn result_line<R: Serialize>(id: &RequestId, result: &R) -> String {
+/// A notification line for `N`'s method whose params are written by another type: a view of
+/// `N` that keeps part of it verbatim (the idle update keeps the runtime's `usage` as reported).
+pub fn notification_line_as<N: Notification, P: Serialize>(params: &P) -> String {
+    to_line(&OutNotification { jsonrpc: "2.0", method: N::METHOD, params })
+}
+
+/// A success response line carrying a typed result (a `*Response` type of the schema).
+pub fn result_line<R: Method + Serialize>(id: &RequestId, result: &R) -> String {
+    to_line(&OutResult { jsonrpc: "2.0", id, result })
+}
+
+/// A success response line whose result is already encoded (a result kept verbatim, or the
+/// answer to an extension method).
+pub fn raw_result_line(id: &RequestId, result: &RawValue) -> String {
     to_line(&OutResult { jsonrpc: "2.0", id, result })
 }
 
 /// An error response line.
 pub fn error_line(id: &RequestId, error: &ErrorObject) -> String {
     to_line(&OutError { jsonrpc: "2.0", id, error })
+}
+
+/// A request line for an extension method (`_…`), whose params the schema does not type.
+/// Returns `None` for a method that is not an extension: the schema's methods go through
+/// [`request_line`].
+pub fn extension_request_line<P: Serialize>(id: &RequestId, method: &str, params: &P) -> Option<String> {
+    is_extension(method).then(|| to_line(&OutRequest { jsonrpc: "2.0", id, method, params }))
 }
 
 /// A line from the agent, with `session/update` (the bulk of the traffic) decoded in one pass.

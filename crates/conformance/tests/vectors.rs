@@ -4,21 +4,10 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use acp_inject_core::vectors::{run_dirs, run_text};
+use acp_inject_conformance::{rule_ids, run_dirs, run_text, vector_files};
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn vector_files() -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for side in ["agent", "client"] {
-        for e in std::fs::read_dir(root().join("spec/vectors").join(side)).expect("vector dir") {
-            out.push(e.expect("entry").path());
-        }
-    }
-    out.sort();
-    out
 }
 
 #[test]
@@ -28,20 +17,15 @@ fn every_project_vector_passes() {
     assert_eq!(report.failed(), 0, "\n{}", report.render());
 }
 
-/// Every R-… and C-… id of the semantics brief is named by at least one vector.
+/// Every R-… and C-… id of the rule catalogue is named by at least one vector, and every id a
+/// vector names is in the catalogue.
 #[test]
 fn every_rule_id_is_covered() {
-    let semantics = std::fs::read_to_string(root().join("../shared/SEMANTICS.md")).expect("shared/SEMANTICS.md beside the repo");
-    let mut ids = BTreeSet::new();
-    for word in semantics.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-')) {
-        let is_rule = (word.starts_with("R-") || word.starts_with("C-")) && word.chars().last().is_some_and(|c| c.is_ascii_digit());
-        if is_rule {
-            ids.insert(word.to_owned());
-        }
-    }
-    assert!(ids.len() > 30, "rule ids not found in SEMANTICS.md: {ids:?}");
+    let catalogue = std::fs::read_to_string(root().join("spec/rules.md")).expect("spec/rules.md");
+    let ids = rule_ids(&catalogue);
+    assert!(ids.len() > 30, "rule ids not found in spec/rules.md: {ids:?}");
     let mut covered = BTreeSet::new();
-    for f in vector_files() {
+    for f in vector_files(&[root().join("spec/vectors")]) {
         let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&f).unwrap()).unwrap();
         for r in v["rules"].as_array().into_iter().flatten() {
             covered.insert(r.as_str().unwrap_or_default().to_owned());
@@ -49,6 +33,8 @@ fn every_rule_id_is_covered() {
     }
     let missing: Vec<_> = ids.difference(&covered).collect();
     assert!(missing.is_empty(), "rule ids without a vector: {missing:?}");
+    let unknown: Vec<_> = covered.difference(&ids).collect();
+    assert!(unknown.is_empty(), "vectors name rule ids the catalogue does not define: {unknown:?}");
 }
 
 /// A vector copied anywhere runs from there; the same vector with one expected value changed

@@ -1,0 +1,177 @@
+//! What an agent advertises and how it behaves: [`AgentConfig`], [`Policy`] and their checks.
+
+use acp_inject_wire::jsonrpc::DEFAULT_MAX_LINE_BYTES;
+use acp_inject_wire::{InjectCapabilities, InjectMode, SteerInStream};
+use serde::{Deserialize, Serialize};
+
+/// How many queued injects open one turn (R-QUEUE-3).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QueueDrain {
+    /// All pending queued injects, each its own `user_message` (the default).
+    #[default]
+    Batch,
+    /// One queued inject per turn.
+    OnePerTurn,
+}
+
+/// Who may revoke or replace a pending inject (R-ORDER-2).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RevokeReplace {
+    /// Any controller (the default).
+    #[default]
+    AnyController,
+    /// Only the connection that injected it; others get `not_permitted`.
+    CreatorOnly,
+}
+
+/// The wire form of "clear the current agent message" (C-MSG-2).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClearStyle {
+    /// The v2 upsert `agent_message` with `content: []` (the default: upstream reserves
+    /// unprefixed unknown update names for ACP itself).
+    #[default]
+    Upsert,
+    /// RFD #465's `agent_message_clear`, for peers that asked for it.
+    AgentMessageClear,
+}
+
+/// Agent-side knobs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Policy {
+    /// How many queued injects open one turn.
+    pub queue_drain: QueueDrain,
+    /// What the runtime does with a steer mid stream; `interrupt` must be advertised in
+    /// `steerInStream` ([`AgentConfig::check`]).
+    pub steer_in_stream: SteerInStream,
+    /// Who may revoke or replace.
+    pub revoke_replace: RevokeReplace,
+    /// How many revoked/delivered ids each session remembers (R-REVOKE-2).
+    pub remember_ids: usize,
+    /// How [`super::RuntimeEvent::ClearAgentMessage`] is written (C-MSG-2).
+    pub clear_style: ClearStyle,
+    /// Longer client lines are refused (-32600) before they are parsed.
+    pub max_line_bytes: usize,
+    /// Sessions per `session/list` page.
+    pub list_page_size: usize,
+}
+
+/// The default bound on remembered tombstones and delivered ids per session.
+pub const DEFAULT_REMEMBER_IDS: usize = 4096;
+
+/// The default `session/list` page size.
+pub const DEFAULT_LIST_PAGE_SIZE: usize = 50;
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            queue_drain: QueueDrain::Batch,
+            steer_in_stream: SteerInStream::Finish,
+            revoke_replace: RevokeReplace::AnyController,
+            remember_ids: DEFAULT_REMEMBER_IDS,
+            clear_style: ClearStyle::Upsert,
+            max_line_bytes: DEFAULT_MAX_LINE_BYTES,
+            list_page_size: DEFAULT_LIST_PAGE_SIZE,
+        }
+    }
+}
+
+/// The agent's name and version, as `initialize` reports them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AgentInfo {
+    /// A programmatic name.
+    pub name: String,
+    /// The implementation's version.
+    pub version: String,
+}
+
+impl Default for AgentInfo {
+    fn default() -> Self {
+        AgentInfo { name: "acp-inject".into(), version: env!("CARGO_PKG_VERSION").into() }
+    }
+}
+
+/// Session-setup features the agent's host supports, advertised in `initialize`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct SetupSupport {
+    /// stdio MCP servers (`session.mcp.stdio`).
+    pub mcp_stdio: bool,
+    /// HTTP MCP servers (`session.mcp.http`).
+    pub mcp_http: bool,
+    /// `additionalDirectories` on `session/new` and `session/resume`.
+    pub additional_directories: bool,
+}
+
+/// What the agent advertises and how it behaves.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentConfig {
+    /// `session.inject`; `None` means inject is not supported.
+    pub inject: Option<InjectCapabilities>,
+    /// Behaviour knobs.
+    #[serde(default)]
+    pub policy: Policy,
+    /// Name and version.
+    #[serde(default)]
+    pub info: AgentInfo,
+    /// Session-setup features of the host.
+    #[serde(default)]
+    pub setup: SetupSupport,
+}
+
+/// A configuration the core refuses to run with.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    /// The advertised inject capabilities break a schema rule (`modes` empty, `steer` without
+    /// `steerInStream`, …).
+    #[error("the advertised inject capabilities are invalid: {0}")]
+    Capabilities(String),
+    /// The policy's `steerInStream` behaviour is not among the advertised values, so clients
+    /// would be told one thing while the agent does another.
+    #[error("policy.steerInStream is {policy:?} but the agent advertises steerInStream {advertised:?}")]
+    SteerInStreamNotAdvertised {
+        /// The policy's value.
+        policy: SteerInStream,
+        /// What `session.inject.steerInStream` advertises.
+        advertised: Vec<SteerInStream>,
+    },
+    /// A policy value that cannot work (a zero page size or line limit).
+    #[error("policy.{0} must be at least 1")]
+    Zero(&'static str),
+}
+
+impl AgentConfig {
+    /// Checks the configuration before an agent is built from it.
+    pub fn check(&self) -> Result<(), ConfigError> {
+        if self.policy.list_page_size == 0 {
+            return Err(ConfigError::Zero("listPageSize"));
+        }
+        if self.policy.max_line_bytes == 0 {
+            return Err(ConfigError::Zero("maxLineBytes"));
+        }
+        let Some(caps) = &self.inject else { return Ok(()) };
+        if caps.modes.is_empty() {
+            return Err(ConfigError::Capabilities("`modes` must name at least one mode".into()));
+        }
+        caps.check().map_err(|e| ConfigError::Capabilities(e.to_string()))?;
+        // The policy matters only where steers exist; there it must be what clients are told.
+        let steers = caps.modes.contains(&InjectMode::Steer);
+        if steers && !caps.steer_in_stream.contains(&self.policy.steer_in_stream) {
+            return Err(ConfigError::SteerInStreamNotAdvertised {
+                policy: self.policy.steer_in_stream,
+                advertised: caps.steer_in_stream.clone(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Whether the core asks the runtime to cut a stream for a steer (R-STEER-3).
+    pub(crate) fn interrupts_streams(&self) -> bool {
+        self.policy.steer_in_stream == SteerInStream::Interrupt
+            && self.inject.as_ref().is_some_and(|c| c.steer_in_stream.contains(&SteerInStream::Interrupt))
+    }
+}

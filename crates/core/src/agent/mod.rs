@@ -1,0 +1,452 @@
+//! The agent side: sessions, their pending injects, turn state and delivery (R-… rules).
+//!
+//! [`Agent`] owns the sessions of one agent process. It reads client lines
+//! ([`Agent::handle_line`]) and runtime events ([`Agent::runtime_event`]) and queues
+//! [`Output`]s; it does no I/O, reads no clock and spawns nothing. After each call (or each
+//! batch of calls), [`Agent::drain`] commits what the batch changed to the [`Store`] and
+//! returns the outputs, in order (the vectors call this an `expect`).
+//!
+//! ```
+//! use acp_inject_core::agent::{Agent, AgentConfig, Output};
+//!
+//! let mut agent = Agent::new(AgentConfig::default()).unwrap();
+//! agent.handle_line("c1", r#"{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/work"}}"#);
+//! let outputs = agent.drain().unwrap();
+//! let Output::Line { to, line } = &outputs[0] else { panic!() };
+//! assert_eq!(to, &["c1".to_owned()]);
+//! assert!(line.contains(r#""sessionId":"sess_1""#));
+//! ```
+
+mod config;
+mod pending;
+mod replay;
+mod requests;
+mod runtime;
+mod snapshot;
+mod store;
+mod turn;
+
+pub mod output;
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use acp_inject_wire::jsonrpc::{self, Frame, FrameError, Incoming};
+use acp_inject_wire::{ErrorObject, ErrorReason, MessageId, RequestId};
+use serde::{Deserialize, Serialize};
+
+pub use config::{
+    AgentConfig, AgentInfo, ClearStyle, ConfigError, Policy, QueueDrain, RevokeReplace, SetupSupport, DEFAULT_LIST_PAGE_SIZE,
+    DEFAULT_REMEMBER_IDS,
+};
+pub use output::{Output, RuntimeAction, SessionSetup, UserInput};
+pub use pending::{Fate, Pending, PendingInject, PendingQueue};
+pub use replay::replay;
+pub use runtime::{BreakPoint, HostError, RuntimeEvent};
+pub use snapshot::{Connection, Counters, LiveSession, LiveState, RestoreError, LIVE_STATE_VERSION};
+pub use store::{Change, HistoryEntry, MemoryStore, SessionPage, SessionRecord, Store, StoreError};
+pub use turn::{Activity, Stream, Turn};
+
+/// A connection's id (the vectors' `c1`, `o1`, …).
+pub type ConnId = String;
+
+/// The role of a connection (R-ORDER-2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// May prompt, inject, revoke, replace, cancel and close.
+    Controller,
+    /// Sees the session; its mutating requests get `not_permitted`.
+    Observer,
+}
+
+/// The `_meta` key under which the agent advertises, and a client opts into, the pending-list
+/// extension (`_acp-inject/pending` updates).
+pub const PENDING_EXTENSION: &str = "acp-inject.dev/pending";
+
+/// The `_meta` key under which the agent advertises the session-closed extension
+/// (`_acp-inject/session_closed` updates).
+pub const SESSION_CLOSED_EXTENSION: &str = "acp-inject.dev/sessionClosed";
+
+/// One live session.
+#[derive(Clone, Debug)]
+struct Session {
+    record: SessionRecord,
+    turn: Turn,
+    pending: PendingQueue,
+    attached: BTreeSet<ConnId>,
+}
+
+/// Building an agent on a store failed.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// The configuration is refused.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The store failed to load.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The stored or given state cannot be continued from.
+    #[error(transparent)]
+    Restore(#[from] RestoreError),
+}
+
+/// The agent-side core of one agent process. See the module docs.
+pub struct Agent {
+    config: AgentConfig,
+    counters: Counters,
+    sessions: BTreeMap<String, Session>,
+    connections: BTreeMap<ConnId, Connection>,
+    out: VecDeque<Output>,
+    store: Box<dyn Store>,
+    poisoned: bool,
+    ignored: u64,
+}
+
+impl std::fmt::Debug for Agent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Agent").field("sessions", &self.sessions.len()).field("queued_outputs", &self.out.len()).finish()
+    }
+}
+
+impl Agent {
+    /// An agent keeping sessions in memory ([`MemoryStore`]).
+    pub fn new(config: AgentConfig) -> Result<Agent, ConfigError> {
+        config.check()?;
+        Ok(Agent::build(config, Box::new(MemoryStore::new())))
+    }
+
+    /// An agent on `store`, continuing from the live state the store holds (a durable store
+    /// after a restart: its sessions are live again, with no connection attached).
+    pub fn with_store(config: AgentConfig, mut store: Box<dyn Store>) -> Result<Agent, OpenError> {
+        config.check()?;
+        let state = store.load()?;
+        let mut agent = Agent::build(config, store);
+        if let Some(state) = state {
+            agent.adopt(state);
+        }
+        Ok(agent)
+    }
+
+    /// An agent continuing from a [`Agent::snapshot`], on `store`.
+    pub fn restore(config: AgentConfig, snapshot: &str, store: Box<dyn Store>) -> Result<Agent, OpenError> {
+        config.check()?;
+        let state = LiveState::from_json(snapshot)?;
+        let mut agent = Agent::build(config, store);
+        agent.adopt(state);
+        Ok(agent)
+    }
+
+    fn build(config: AgentConfig, store: Box<dyn Store>) -> Agent {
+        Agent {
+            config,
+            counters: Counters::default(),
+            sessions: BTreeMap::new(),
+            connections: BTreeMap::new(),
+            out: VecDeque::new(),
+            store,
+            poisoned: false,
+            ignored: 0,
+        }
+    }
+
+    fn adopt(&mut self, state: LiveState) {
+        self.counters = state.counters;
+        self.connections = state.connections;
+        for s in state.sessions {
+            let session = Session { record: s.record, turn: s.turn, pending: s.pending, attached: s.attached };
+            self.sessions.insert(session.record.session_id.clone(), session);
+        }
+    }
+
+    /// The live state as data (sessions, pending injects, turns, counters, connections).
+    /// History is the store's. Drain before taking it: undrained outputs are not part of it.
+    pub fn live_state(&self) -> LiveState {
+        LiveState {
+            version: LIVE_STATE_VERSION,
+            counters: self.counters,
+            sessions: self
+                .sessions
+                .values()
+                .map(|s| LiveSession { record: s.record.clone(), turn: s.turn, pending: s.pending.clone(), attached: s.attached.clone() })
+                .collect(),
+            connections: self.connections.clone(),
+        }
+    }
+
+    /// [`Agent::live_state`] as JSON, for [`Agent::restore`].
+    pub fn snapshot(&self) -> String {
+        self.live_state().to_json()
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &AgentConfig {
+        &self.config
+    }
+
+    /// Registers a connection with a role. Connections that send a line without being
+    /// registered are controllers.
+    pub fn attach(&mut self, conn: &str, role: Role) {
+        self.connections.entry(conn.to_owned()).and_modify(|c| c.role = role).or_insert(Connection { role, pending_updates: false });
+    }
+
+    /// A connection went away: it is detached from every session.
+    pub fn detach(&mut self, conn: &str) {
+        self.connections.remove(conn);
+        for s in self.sessions.values_mut() {
+            s.attached.remove(conn);
+        }
+    }
+
+    /// Attaches a connection to a live session, so it receives the session's updates (done by
+    /// `session/new`, `session/resume` and any session request from the connection).
+    pub fn attach_to_session(&mut self, conn: &str, session: &str) -> bool {
+        self.connections.entry(conn.to_owned()).or_insert(Connection { role: Role::Controller, pending_updates: false });
+        match self.sessions.get_mut(session) {
+            Some(s) => {
+                s.attached.insert(conn.to_owned());
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The connections attached to a session.
+    pub fn attached(&self, session: &str) -> Vec<ConnId> {
+        self.sessions.get(session).map(|s| s.attached.iter().cloned().collect()).unwrap_or_default()
+    }
+
+    /// Creates an idle session with a chosen id (hosts that mint their own ids, and tests).
+    /// Returns `false` (and changes nothing) when the store already knows the id.
+    pub fn create_session(&mut self, id: &str, cwd: &str) -> bool {
+        if self.sessions.contains_key(id) || matches!(self.store.session(id), Ok(Some(_))) {
+            return false;
+        }
+        let ordinal = self.counters.next_session;
+        self.counters.next_session += 1;
+        self.record_counters();
+        let record = SessionRecord {
+            session_id: id.to_owned(),
+            ordinal,
+            cwd: cwd.to_owned(),
+            additional_directories: Vec::new(),
+            mcp_servers: Vec::new(),
+            title: None,
+            updated_at: None,
+            closed: false,
+        };
+        self.store.record(Change::SessionCreated(&record));
+        self.sessions.insert(id.to_owned(), Session { record, turn: Turn::Idle, pending: PendingQueue::default(), attached: BTreeSet::new() });
+        true
+    }
+
+    /// Forgets a session entirely, history included (it is no longer listed or resumable).
+    /// Pending injects are dropped without a `Closed` action: close the session first to get
+    /// them back.
+    pub fn forget_session(&mut self, id: &str) {
+        self.sessions.remove(id);
+        self.store.record(Change::SessionForgotten(id));
+    }
+
+    /// `true` while the agent holds the session live (R-STATUS-1).
+    pub fn is_live(&self, id: &str) -> bool {
+        self.sessions.contains_key(id)
+    }
+
+    /// The ids of the live sessions.
+    pub fn session_ids(&self) -> Vec<String> {
+        self.sessions.keys().cloned().collect()
+    }
+
+    /// A live session's turn (R-TURN-1).
+    pub fn turn(&self, session: &str) -> Option<&Turn> {
+        self.sessions.get(session).map(|s| &s.turn)
+    }
+
+    /// The session's pending injects in delivery order (steers, then queued, each FIFO).
+    pub fn pending(&self, session: &str) -> Vec<PendingInject> {
+        self.sessions.get(session).map(|s| s.pending.list()).unwrap_or_default()
+    }
+
+    /// A session's record (live or closed).
+    pub fn session_record(&self, session: &str) -> Result<Option<SessionRecord>, StoreError> {
+        match self.sessions.get(session) {
+            Some(s) => Ok(Some(s.record.clone())),
+            None => self.store.session(session),
+        }
+    }
+
+    /// The session's replayable history, folded as `session/resume` replays it (R-REPLAY-1).
+    pub fn history(&self, session: &str) -> Result<Vec<HistoryEntry>, StoreError> {
+        self.store.history(session)
+    }
+
+    /// A fresh message id for an agent message or thought (never one the core uses for a user
+    /// message). Runtimes may also pick their own ids, outside the core's `msg_N` form.
+    pub fn mint_agent_message_id(&mut self) -> MessageId {
+        let n = self.next_message_ordinal();
+        MessageId(format!("agent_{n}"))
+    }
+
+    /// Lines that were notifications of no known method, or responses to no request
+    /// (ignored, counted).
+    pub fn ignored_lines(&self) -> u64 {
+        self.ignored
+    }
+
+    /// Commits every change since the last drain to the store, then returns every queued
+    /// output in order. On a store failure nothing is released, and the agent stays poisoned:
+    /// its memory is ahead of the store, so the host must restart from the store.
+    pub fn drain(&mut self) -> Result<Vec<Output>, StoreError> {
+        if self.poisoned {
+            return Err(StoreError::Poisoned);
+        }
+        if let Err(e) = self.store.commit() {
+            self.poisoned = true;
+            return Err(e);
+        }
+        Ok(self.out.drain(..).collect())
+    }
+
+    // ----- ids -----
+
+    fn next_message_ordinal(&mut self) -> u64 {
+        let n = self.counters.next_message;
+        self.counters.next_message += 1;
+        self.record_counters();
+        n
+    }
+
+    fn mint_user_message_id(&mut self) -> MessageId {
+        let n = self.next_message_ordinal();
+        MessageId(format!("msg_{n}"))
+    }
+
+    fn record_counters(&mut self) {
+        let Counters { next_session, next_message } = self.counters;
+        self.store.record(Change::Counters { next_session, next_message });
+    }
+
+    // ----- client lines -----
+
+    /// Applies one line from a client connection.
+    pub fn handle_line(&mut self, conn: &str, line: &str) {
+        if let Err(e) = jsonrpc::check_size(line.len(), self.config.policy.max_line_bytes) {
+            return self.frame_error(conn, &e);
+        }
+        match jsonrpc::parse_line(line) {
+            Ok(Frame::Single(msg)) => self.handle_message(conn, msg),
+            Ok(Frame::Batch(items)) => {
+                for item in items {
+                    match item {
+                        Ok(msg) => self.handle_message(conn, msg),
+                        Err(e) => self.frame_error(conn, &e),
+                    }
+                }
+            }
+            Err(e) => self.frame_error(conn, &e),
+        }
+    }
+
+    /// Like [`Agent::handle_line`] for raw bytes (invalid UTF-8 is a parse error).
+    pub fn handle_bytes(&mut self, conn: &str, line: &[u8]) {
+        if let Err(e) = jsonrpc::check_size(line.len(), self.config.policy.max_line_bytes) {
+            return self.frame_error(conn, &e);
+        }
+        match std::str::from_utf8(line) {
+            Ok(text) => self.handle_line(conn, text),
+            Err(e) => self.frame_error(conn, &FrameError::Parse { detail: format!("invalid UTF-8: {e}") }),
+        }
+    }
+
+    /// Answers a line the framer refused as too long (-32600, id `null`).
+    pub fn oversized_line(&mut self, conn: &str, len: usize) {
+        let limit = self.config.policy.max_line_bytes;
+        let e = FrameError::Invalid { id: None, detail: format!("line of {len} bytes exceeds the limit of {limit} bytes") };
+        self.frame_error(conn, &e);
+    }
+
+    fn frame_error(&mut self, conn: &str, e: &FrameError) {
+        let (id, error) = match e {
+            FrameError::Parse { detail } => (RequestId::Null, ErrorObject::parse_error(detail)),
+            FrameError::Invalid { id, detail } => (id.clone().unwrap_or(RequestId::Null), ErrorObject::invalid_request(detail)),
+        };
+        self.answer(conn, &id, Err(error));
+    }
+
+    fn answer(&mut self, conn: &str, id: &RequestId, answer: Result<Box<serde_json::value::RawValue>, ErrorObject>) {
+        let line = match answer {
+            Ok(result) => jsonrpc::raw_result_line(id, &result),
+            Err(error) => jsonrpc::error_line(id, &error),
+        };
+        self.out.push_back(Output::Line { to: vec![conn.to_owned()], line });
+    }
+
+    /// Applies one classified message from a client connection.
+    pub fn handle_message(&mut self, conn: &str, msg: Incoming<'_>) {
+        self.connections.entry(conn.to_owned()).or_insert(Connection { role: Role::Controller, pending_updates: false });
+        let checked = jsonrpc::check_method(&msg);
+        match msg {
+            Incoming::Request { id, method, params } => {
+                let reply = match checked {
+                    Ok(()) => self.request(conn, &method, params),
+                    Err(e) => requests::Reply::err(e.to_error()),
+                };
+                // Replay and close notices precede the answer; everything the request caused
+                // afterwards follows it.
+                self.out.extend(reply.before);
+                self.answer(conn, &id, reply.answer);
+                self.out.extend(reply.after);
+            }
+            Incoming::Notification { method, params } if checked.is_ok() => self.notification(conn, &method, params),
+            // A request method sent without an id: the schema rejects it; nothing to answer.
+            Incoming::Notification { .. } => self.ignored += 1,
+            // The core sends no requests, so any response is to an unknown id.
+            Incoming::Response { .. } => self.ignored += 1,
+        }
+    }
+
+    // ----- shared helpers -----
+
+    fn role(&self, conn: &str) -> Role {
+        self.connections.get(conn).map_or(Role::Controller, |c| c.role)
+    }
+
+    fn not_observer(&self, conn: &str, message_id: Option<&MessageId>) -> Result<(), ErrorObject> {
+        match self.role(conn) {
+            Role::Observer => Err(ErrorObject::reason(ErrorReason::NotPermitted, message_id)),
+            Role::Controller => Ok(()),
+        }
+    }
+
+    /// The live session, or `session_not_found`.
+    fn live_session(&self, session: &str, message_id: Option<&MessageId>) -> Result<&Session, ErrorObject> {
+        self.sessions.get(session).ok_or_else(|| ErrorObject::reason(ErrorReason::SessionNotFound, message_id))
+    }
+
+    /// The live session, mutably, or `session_not_found`.
+    fn live_session_mut(&mut self, session: &str) -> Result<&mut Session, ErrorObject> {
+        self.sessions.get_mut(session).ok_or_else(|| ErrorObject::reason(ErrorReason::SessionNotFound, None))
+    }
+
+    /// A notification for every connection attached to the session.
+    fn broadcast(&self, session: &str, update: acp_inject_wire::SessionUpdate) -> Output {
+        Output::Line { to: self.attached(session), line: output::update_line(session, update) }
+    }
+
+    /// The pending list for attached connections that opted in, when any did.
+    fn pending_notice(&self, session: &str) -> Option<Output> {
+        let s = self.sessions.get(session)?;
+        let to: Vec<ConnId> =
+            s.attached.iter().filter(|c| self.connections.get(*c).is_some_and(|c| c.pending_updates)).cloned().collect();
+        if to.is_empty() {
+            return None;
+        }
+        Some(Output::Line { to, line: output::update_line(session, output::pending_update(s.pending.list())) })
+    }
+}
+
+#[allow(dead_code)]
+fn _assert_send() {
+    fn is<T: Send>() {}
+    is::<Agent>();
+}

@@ -1,0 +1,147 @@
+//! What the agent core asks of its host: lines for connections and actions for the runtime,
+//! and the typed builders of every line the core writes.
+
+use acp_inject_wire::jsonrpc;
+use acp_inject_wire::{
+    ContentBlock, IdleStateUpdate, McpServer, MessageId, Patch, PendingInjectsUpdate, RequiresActionStateUpdate,
+    RunningStateUpdate, SessionClosedUpdate, SessionId, SessionUpdate, StateUpdate, StopReason, UpdateSessionNotification,
+    UserMessage,
+};
+use serde::{Deserialize, Serialize};
+
+use super::pending::PendingInject;
+use super::ConnId;
+
+/// A message handed to the runtime.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UserInput {
+    /// Its id (the `user_message`'s `messageId`).
+    pub message_id: MessageId,
+    /// Its content.
+    pub content: Vec<ContentBlock>,
+}
+
+/// The parameters of `session/new` or `session/resume`, for the runtime to set the session
+/// up: its working directory, extra roots and MCP servers to connect.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionSetup {
+    /// The working directory.
+    pub cwd: String,
+    /// Additional workspace roots.
+    pub additional_directories: Vec<String>,
+    /// MCP servers to connect.
+    pub mcp_servers: Vec<McpServer>,
+}
+
+/// What the runtime must do.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RuntimeAction {
+    /// A client created the session (`session/new`): set it up.
+    SessionOpened(SessionSetup),
+    /// A client resumed the session (`session/resume`): set it up again (reconnect MCP
+    /// servers); its history was replayed by the core if asked.
+    SessionResumed(SessionSetup),
+    /// Begin a new turn whose opening input is these messages.
+    StartTurn(Vec<UserInput>),
+    /// Feed these user messages to the model now (at a break-point).
+    Deliver(Vec<UserInput>),
+    /// Cut the current model stream (`steerInStream: interrupt`); report a `model_step`
+    /// break-point after cutting.
+    InterruptStream,
+    /// Stop the turn, then report `turn_ended` (the core reports `cancelled`).
+    CancelTurn,
+    /// The session was closed: stop any work for it and free its resources. `dropped` holds
+    /// the injects that were pending, in delivery order (R-CLOSE-1); the core has already
+    /// ended a running turn as `cancelled`.
+    Closed {
+        /// Pending injects handed back (never delivered).
+        dropped: Vec<PendingInject>,
+        /// A turn was in progress when the session closed.
+        turn_cancelled: bool,
+    },
+}
+
+/// One output of the core.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Output {
+    /// A JSON-RPC line for these connections (a response goes to the connection that asked;
+    /// a session's notifications to the connections attached to it).
+    Line {
+        /// The recipients; empty when no connection is attached (the line is then dropped).
+        to: Vec<ConnId>,
+        /// The line, without its newline.
+        line: String,
+    },
+    /// An instruction for the runtime of one session.
+    Action {
+        /// The session.
+        session: String,
+        /// What to do.
+        action: RuntimeAction,
+    },
+}
+
+impl Output {
+    pub(crate) fn action(session: &str, action: RuntimeAction) -> Output {
+        Output::Action { session: session.to_owned(), action }
+    }
+}
+
+/// A `session/update` line.
+pub(crate) fn update_line(session: &str, update: SessionUpdate) -> String {
+    jsonrpc::notification_line(&UpdateSessionNotification { session_id: SessionId(session.to_owned()), update, meta: None })
+}
+
+pub(crate) fn running() -> SessionUpdate {
+    StateUpdate::Running(Box::new(RunningStateUpdate { meta: None })).into()
+}
+
+pub(crate) fn requires_action() -> SessionUpdate {
+    StateUpdate::RequiresAction(Box::new(RequiresActionStateUpdate { meta: None })).into()
+}
+
+/// The turn-end `idle` (R-TURNEND-1): always `stopReason`; `usage` as the runtime reported
+/// it, member for member (it was checked against the schema's `Usage`), never `null`.
+pub(crate) fn idle_line(session: &str, stop_reason: &StopReason, usage: Option<&serde_json::Value>) -> String {
+    let idle = IdleStateUpdate { stop_reason: Some(stop_reason.clone()), usage: None, meta: None };
+    let update: SessionUpdate = StateUpdate::Idle(Box::new(idle)).into();
+    match usage {
+        None => update_line(session, update),
+        Some(usage) => {
+            /// The typed update plus the runtime's usage, kept as reported.
+            #[derive(Serialize)]
+            struct WithUsage<'a> {
+                #[serde(flatten)]
+                update: &'a SessionUpdate,
+                usage: &'a serde_json::Value,
+            }
+            #[derive(Serialize)]
+            #[serde(rename_all = "camelCase")]
+            struct Params<'a> {
+                session_id: &'a str,
+                update: WithUsage<'a>,
+            }
+            let params = Params { session_id: session, update: WithUsage { update: &update, usage } };
+            jsonrpc::notification_line_as::<UpdateSessionNotification, _>(&params)
+        }
+    }
+}
+
+/// R-DELIV-1: delivery is exactly the emission of this `user_message`.
+pub(crate) fn user_message(input: &UserInput) -> SessionUpdate {
+    UserMessage { message_id: input.message_id.clone(), content: Patch::Value(input.content.clone()), meta: None }.into()
+}
+
+pub(crate) fn pending_update(list: Vec<PendingInject>) -> SessionUpdate {
+    let pending = list
+        .into_iter()
+        .map(|p| acp_inject_wire::PendingInject { message_id: p.message_id, mode: p.mode, content: p.content, meta: None })
+        .collect();
+    SessionUpdate::AcpInjectPending(Box::new(PendingInjectsUpdate { pending, meta: None }))
+}
+
+pub(crate) fn session_closed() -> SessionUpdate {
+    SessionUpdate::AcpInjectSessionClosed(Box::new(SessionClosedUpdate { meta: None }))
+}

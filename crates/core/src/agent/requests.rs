@@ -1,0 +1,412 @@
+//! Client requests and notifications. Each request handler returns a [`Reply`]: what precedes
+//! the answer (a replay, a close notice), the answer, and what it caused afterwards, so output
+//! order holds by construction.
+//!
+//! Error precedence when several apply: malformed params (-32602) → unknown session →
+//! capability (method not advertised, mode, replace) → permission (`not_permitted`) →
+//! message or turn state.
+
+use acp_inject_wire::jsonrpc;
+use acp_inject_wire::methods as m;
+use acp_inject_wire::{
+    AdditionalDirectoriesCapabilities, AgentCapabilities, CancelSessionNotification, CloseSessionRequest,
+    CloseSessionResponse, ContentBlock, ErrorObject, ErrorReason, Implementation, InitializeRequest, InitializeResponse,
+    InjectMode, InjectRequest, InjectResponse, ListSessionsRequest, ListSessionsResponse, McpCapabilities, Method,
+    NewSessionRequest, NewSessionResponse, PromptRequest, PromptResponse, ProtocolVersion, ReplaceInjectRequest,
+    ReplaceInjectResponse, ReplayFrom, ResumeSessionRequest, ResumeSessionResponse, RevokeInjectRequest,
+    RevokeInjectResponse, SessionCapabilities, SessionId, SessionInfo, SessionStatus, SessionStatusRequest,
+    SessionStatusResponse, StatusCapabilities,
+};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+use super::output::{self, Output, RuntimeAction, SessionSetup, UserInput};
+use super::pending::Pending;
+use super::store::{Change, SessionRecord};
+use super::{Agent, Role, Session, Turn, PENDING_EXTENSION, SESSION_CLOSED_EXTENSION};
+
+/// What a request produced, in the order it goes out.
+pub(super) struct Reply {
+    /// Sent before the answer (replay, close notices).
+    pub before: Vec<Output>,
+    /// The encoded result, or the error.
+    pub answer: Result<Box<RawValue>, ErrorObject>,
+    /// Caused by the request, sent after the answer.
+    pub after: Vec<Output>,
+}
+
+impl Reply {
+    pub(super) fn err(error: ErrorObject) -> Reply {
+        Reply { before: Vec::new(), answer: Err(error), after: Vec::new() }
+    }
+
+    fn ok<R: Method + Serialize>(result: &R) -> Reply {
+        Reply { before: Vec::new(), answer: Ok(encode(result)), after: Vec::new() }
+    }
+
+    fn then(mut self, after: Vec<Output>) -> Reply {
+        self.after = after;
+        self
+    }
+}
+
+fn encode<R: Method + Serialize>(result: &R) -> Box<RawValue> {
+    serde_json::value::to_raw_value(result).unwrap_or_else(|e| unreachable!("results always serialise: {e}"))
+}
+
+fn decode<T: DeserializeOwned>(params: Option<&RawValue>) -> Result<T, ErrorObject> {
+    jsonrpc::decode_params(params).map_err(|e| ErrorObject::invalid_params(&e.to_string()))
+}
+
+/// Absolute on any platform a client may run on (`/…`, `C:\…`, `\\server\…`).
+fn is_absolute(path: &str) -> bool {
+    let b = path.as_bytes();
+    path.starts_with('/') || path.starts_with("\\\\") || (b.len() > 2 && b[0].is_ascii_alphabetic() && b[1] == b':' && (b[2] == b'\\' || b[2] == b'/'))
+}
+
+fn absolute(member: &str, path: &str) -> Result<(), ErrorObject> {
+    if is_absolute(path) {
+        Ok(())
+    } else {
+        Err(ErrorObject::invalid_params(&format!("at `{member}`: {path:?} is not an absolute path")))
+    }
+}
+
+/// `session/list` cursors: opaque to clients, the ordinal below which the next page starts.
+fn parse_cursor(cursor: &str) -> Result<u64, ErrorObject> {
+    cursor
+        .strip_prefix("before-")
+        .and_then(|n| n.parse().ok())
+        .ok_or_else(|| ErrorObject::invalid_params("at `cursor`: not a cursor this agent issued"))
+}
+
+macro_rules! tri {
+    ($e:expr) => {
+        match $e {
+            Ok(v) => v,
+            Err(e) => return Reply::err(e),
+        }
+    };
+}
+
+impl Agent {
+    pub(super) fn request(&mut self, conn: &str, method: &str, params: Option<&RawValue>) -> Reply {
+        match method {
+            m::INITIALIZE => self.initialize(conn, params),
+            m::SESSION_NEW => self.new_session(conn, params),
+            m::SESSION_LIST => self.list_sessions(params),
+            m::SESSION_RESUME => self.resume(conn, params),
+            m::SESSION_PROMPT => self.prompt(conn, params),
+            m::SESSION_INJECT => self.inject(conn, params),
+            m::SESSION_REVOKE_INJECT => self.revoke(conn, params),
+            m::SESSION_REPLACE_INJECT => self.replace(conn, params),
+            m::SESSION_CLOSE => self.close_request(conn, params),
+            m::SESSION_STATUS => self.status(params),
+            // Extension methods (`_…`) and anything this agent does not serve.
+            _ => Reply::err(ErrorObject::method_not_found()),
+        }
+    }
+
+    pub(super) fn notification(&mut self, conn: &str, method: &str, params: Option<&RawValue>) {
+        match method {
+            m::SESSION_CANCEL => {
+                let Ok(p) = decode::<CancelSessionNotification>(params) else { return };
+                if self.role(conn) == Role::Observer {
+                    return;
+                }
+                self.attach_to_session(conn, &p.session_id.0);
+                self.cancel(&p.session_id.0);
+            }
+            // R-CANCELREQ-1: the core answers synchronously, so the request was answered.
+            m::CANCEL_REQUEST => {}
+            _ => self.ignored += 1,
+        }
+    }
+
+    fn initialize(&mut self, conn: &str, params: Option<&RawValue>) -> Reply {
+        let p: InitializeRequest = tri!(decode(params));
+        let opted_in = p.capabilities.and_then(|c| c.meta).is_some_and(|meta| meta.contains_key(PENDING_EXTENSION));
+        if let Some(c) = self.connections.get_mut(conn) {
+            c.pending_updates = opted_in;
+        }
+        let setup = self.config.setup;
+        let mut extensions = Map::new();
+        extensions.insert(PENDING_EXTENSION.to_owned(), Value::Object(Map::new()));
+        extensions.insert(SESSION_CLOSED_EXTENSION.to_owned(), Value::Object(Map::new()));
+        let empty = || Some(Map::new());
+        Reply::ok(&InitializeResponse {
+            protocol_version: ProtocolVersion(2),
+            info: Implementation {
+                name: self.config.info.name.clone(),
+                title: None,
+                version: self.config.info.version.clone(),
+                meta: None,
+            },
+            capabilities: Some(AgentCapabilities {
+                session: Some(SessionCapabilities {
+                    mcp: (setup.mcp_stdio || setup.mcp_http).then(|| McpCapabilities {
+                        stdio: setup.mcp_stdio.then(empty).flatten(),
+                        http: setup.mcp_http.then(empty).flatten(),
+                        meta: None,
+                    }),
+                    additional_directories: setup.additional_directories.then_some(AdditionalDirectoriesCapabilities { meta: None }),
+                    inject: self.config.inject.clone(),
+                    status: Some(StatusCapabilities { meta: None }),
+                    meta: Some(extensions),
+                }),
+                meta: None,
+            }),
+            meta: None,
+        })
+    }
+
+    fn check_directories(&self, dirs: &[String]) -> Result<(), ErrorObject> {
+        if dirs.is_empty() {
+            return Ok(());
+        }
+        if !self.config.setup.additional_directories {
+            return Err(ErrorObject::invalid_params(
+                "at `additionalDirectories`: the agent does not advertise `session.additionalDirectories`",
+            ));
+        }
+        dirs.iter().enumerate().try_for_each(|(i, d)| absolute(&format!("additionalDirectories[{i}]"), d))
+    }
+
+    fn new_session(&mut self, conn: &str, params: Option<&RawValue>) -> Reply {
+        let p: NewSessionRequest = tri!(decode(params));
+        tri!(absolute("cwd", &p.cwd));
+        let dirs = p.additional_directories.unwrap_or_default();
+        tri!(self.check_directories(&dirs));
+        let id = loop {
+            let id = format!("sess_{}", self.counters.next_session);
+            if !self.sessions.contains_key(&id) && !matches!(self.store.session(&id), Ok(Some(_))) {
+                break id;
+            }
+            self.counters.next_session += 1;
+        };
+        self.create_session(&id, &p.cwd);
+        let mcp_servers = p.mcp_servers.unwrap_or_default();
+        let setup = SessionSetup { cwd: p.cwd, additional_directories: dirs.clone(), mcp_servers: mcp_servers.clone() };
+        if let Some(s) = self.sessions.get_mut(&id) {
+            s.record.additional_directories = dirs;
+            s.record.mcp_servers = mcp_servers;
+            self.store.record(Change::SessionUpdated(&s.record));
+        }
+        self.attach_to_session(conn, &id);
+        Reply::ok(&NewSessionResponse { session_id: SessionId(id.clone()), meta: None })
+            .then(vec![Output::action(&id, RuntimeAction::SessionOpened(setup))])
+    }
+
+    fn list_sessions(&mut self, params: Option<&RawValue>) -> Reply {
+        let p: ListSessionsRequest = tri!(decode(params));
+        if let Some(cwd) = &p.cwd {
+            tri!(absolute("cwd", cwd));
+        }
+        let before = match &p.cursor {
+            Some(c) => Some(tri!(parse_cursor(c))),
+            None => None,
+        };
+        let page = tri!(self.store.list(p.cwd.as_deref(), before, self.config.policy.list_page_size).map_err(internal));
+        let next_cursor = page.more.then(|| page.sessions.last().map(|r| format!("before-{}", r.ordinal))).flatten();
+        let sessions = page
+            .sessions
+            .into_iter()
+            .map(|r| SessionInfo {
+                session_id: SessionId(r.session_id),
+                cwd: r.cwd,
+                additional_directories: (!r.additional_directories.is_empty()).then_some(r.additional_directories),
+                title: r.title,
+                updated_at: r.updated_at,
+                meta: None,
+            })
+            .collect();
+        Reply::ok(&ListSessionsResponse { sessions, next_cursor, meta: None })
+    }
+
+    /// `session/resume`: a live session, a closed one (reopened), or one from an earlier
+    /// process (live again since the store reloaded it). With `replayFrom: start` the history
+    /// goes to this connection before the answer, followed by the turn's state when one is in
+    /// progress and the pending list when the connection opted in.
+    fn resume(&mut self, conn: &str, params: Option<&RawValue>) -> Reply {
+        let p: ResumeSessionRequest = tri!(decode(params));
+        let session = p.session_id.0.clone();
+        let replay = match &p.replay_from {
+            None => false,
+            Some(ReplayFrom::Start(_)) => true,
+            Some(ReplayFrom::Other(other)) => {
+                let kind = other.tag("type").unwrap_or("?");
+                return Reply::err(ErrorObject::invalid_params(&format!("at `replayFrom.type`: unknown replay cursor {kind:?}")));
+            }
+        };
+        let record = match self.sessions.get(&session) {
+            Some(s) => s.record.clone(),
+            None => match tri!(self.store.session(&session).map_err(internal)) {
+                Some(r) => r,
+                None => return Reply::err(ErrorObject::reason(ErrorReason::SessionNotFound, None)),
+            },
+        };
+        if record.cwd != p.cwd {
+            return Reply::err(ErrorObject::invalid_params(&format!(
+                "at `cwd`: {:?} is not the session's working directory {:?}",
+                p.cwd, record.cwd
+            )));
+        }
+        let dirs = p.additional_directories.unwrap_or_default();
+        tri!(self.check_directories(&dirs));
+        let history = if replay { tri!(self.store.history(&session).map_err(internal)) } else { Vec::new() };
+        let mcp_servers = p.mcp_servers.unwrap_or_default();
+        let s = self.sessions.entry(session.clone()).or_insert_with(|| Session {
+            record: SessionRecord { closed: false, ..record },
+            turn: Turn::Idle,
+            pending: Default::default(),
+            attached: Default::default(),
+        });
+        s.record.closed = false;
+        s.record.additional_directories = dirs.clone();
+        s.record.mcp_servers = mcp_servers.clone();
+        s.attached.insert(conn.to_owned());
+        let turn = s.turn;
+        self.store.record(Change::SessionUpdated(&s.record));
+
+        let to = vec![conn.to_owned()];
+        let line = |update| Output::Line { to: to.clone(), line: output::update_line(&session, update) };
+        let mut before: Vec<Output> = super::replay(&history).into_iter().map(line).collect();
+        match turn {
+            Turn::Idle => {}
+            Turn::RequiresAction { .. } => before.push(line(output::requires_action())),
+            Turn::Running { .. } | Turn::Paused { .. } => before.push(line(output::running())),
+        }
+        if self.connections.get(conn).is_some_and(|c| c.pending_updates) {
+            before.push(line(output::pending_update(self.pending(&session))));
+        }
+        let setup = SessionSetup { cwd: p.cwd, additional_directories: dirs, mcp_servers };
+        Reply {
+            before,
+            answer: Ok(encode(&ResumeSessionResponse { meta: None })),
+            after: vec![Output::action(&session, RuntimeAction::SessionResumed(setup))],
+        }
+    }
+
+    /// `session/prompt` (R-PROMPT-1, R-PROMPT-2): inserted at once on an idle session (the
+    /// answer is the insertion receipt); refused with `turn_in_progress` during a turn.
+    fn prompt(&mut self, conn: &str, params: Option<&RawValue>) -> Reply {
+        let p: PromptRequest = tri!(decode(params));
+        let session = p.session_id.0;
+        let in_progress = tri!(self.live_session(&session, None)).turn.in_progress();
+        tri!(self.not_observer(conn, None));
+        self.attach_to_session(conn, &session);
+        if in_progress {
+            return Reply::err(ErrorObject::reason(ErrorReason::TurnInProgress, None));
+        }
+        let (id, after) = self.accept(conn, &session, InjectMode::Queue, p.prompt);
+        Reply::ok(&PromptResponse { message_id: id, meta: None }).then(after)
+    }
+
+    /// `session/inject` (R-QUEUE-*, R-STEER-*).
+    fn inject(&mut self, conn: &str, params: Option<&RawValue>) -> Reply {
+        let p: InjectRequest = tri!(decode(params));
+        let session = p.session_id.0;
+        let in_progress = tri!(self.live_session(&session, None)).turn.in_progress();
+        let Some(caps) = &self.config.inject else { return Reply::err(ErrorObject::method_not_found()) };
+        if !caps.modes.contains(&p.mode) {
+            return Reply::err(ErrorObject::reason(ErrorReason::ModeNotSupported, None));
+        }
+        tri!(self.not_observer(conn, None));
+        self.attach_to_session(conn, &session);
+        if p.mode == InjectMode::Steer && !in_progress {
+            return Reply::err(ErrorObject::reason(ErrorReason::NoRunningTurn, None));
+        }
+        let (id, after) = self.accept(conn, &session, p.mode, p.content);
+        Reply::ok(&InjectResponse { message_id: id, meta: None }).then(after)
+    }
+
+    /// Accepts a prompt or inject: idle → a turn starts with it (R-PROMPT-1, R-QUEUE-2);
+    /// in progress → pending in its mode's queue (R-QUEUE-1, R-STEER-1). Returns the minted id
+    /// and what follows the answer.
+    fn accept(&mut self, conn: &str, session: &str, mode: InjectMode, content: Vec<ContentBlock>) -> (acp_inject_wire::MessageId, Vec<Output>) {
+        let id = self.mint_user_message_id();
+        let interrupts = self.config.interrupts_streams();
+        let Some(s) = self.sessions.get_mut(session) else { return (id, Vec::new()) };
+        if !s.turn.in_progress() {
+            let input = UserInput { message_id: id.clone(), content };
+            let after = self.start_turn(session, vec![(input, conn.to_owned())]);
+            return (id, after);
+        }
+        let pending = Pending { message_id: id.clone(), content, owner: conn.to_owned() };
+        self.store.record(Change::InjectAccepted { session, mode, pending: &pending });
+        s.pending.push(mode, pending);
+        let mut after = Vec::new();
+        // R-STEER-3: under `interrupt`, a steer accepted mid stream asks once to cut it.
+        if mode == InjectMode::Steer && interrupts && s.turn.request_interrupt() {
+            self.store.record(Change::Turn { session, turn: &s.turn });
+            after.push(Output::action(session, RuntimeAction::InterruptStream));
+        }
+        after.extend(self.pending_notice(session));
+        (id, after)
+    }
+
+    /// R-REVOKE-1..3.
+    fn revoke(&mut self, conn: &str, params: Option<&RawValue>) -> Reply {
+        let p: RevokeInjectRequest = tri!(decode(params));
+        let (session, mid) = (p.session_id.0, p.message_id);
+        tri!(self.live_session(&session, Some(&mid)));
+        if self.config.inject.is_none() {
+            return Reply::err(ErrorObject::method_not_found());
+        }
+        tri!(self.not_observer(conn, Some(&mid)));
+        self.attach_to_session(conn, &session);
+        let (policy, bound) = (self.config.policy.revoke_replace, self.config.policy.remember_ids);
+        let s = tri!(self.live_session_mut(&session));
+        let revoked = tri!(s.pending.revoke(policy, conn, &mid, bound));
+        let mut after = Vec::new();
+        if revoked.is_some() {
+            self.store.record(Change::InjectRevoked { session: &session, message_id: &mid });
+            after.extend(self.pending_notice(&session));
+        }
+        Reply::ok(&RevokeInjectResponse { meta: None }).then(after)
+    }
+
+    /// R-REPLACE-1..2.
+    fn replace(&mut self, conn: &str, params: Option<&RawValue>) -> Reply {
+        let p: ReplaceInjectRequest = tri!(decode(params));
+        let (session, mid) = (p.session_id.0, p.message_id);
+        tri!(self.live_session(&session, Some(&mid)));
+        let Some(caps) = &self.config.inject else { return Reply::err(ErrorObject::method_not_found()) };
+        if !caps.pending.as_ref().is_some_and(|p| p.replace) {
+            return Reply::err(ErrorObject::reason(ErrorReason::ReplaceNotSupported, Some(&mid)));
+        }
+        tri!(self.not_observer(conn, Some(&mid)));
+        self.attach_to_session(conn, &session);
+        let policy = self.config.policy.revoke_replace;
+        let s = tri!(self.live_session_mut(&session));
+        tri!(s.pending.replace(policy, conn, &mid, p.content.clone()));
+        self.store.record(Change::InjectReplaced { session: &session, message_id: &mid, content: &p.content });
+        let after = self.pending_notice(&session).into_iter().collect();
+        Reply::ok(&ReplaceInjectResponse { message_id: mid, meta: None }).then(after)
+    }
+
+    /// `session/close` (R-CLOSE-1): the notices go out before the answer, the `Closed`
+    /// action after it.
+    fn close_request(&mut self, conn: &str, params: Option<&RawValue>) -> Reply {
+        let p: CloseSessionRequest = tri!(decode(params));
+        let session = p.session_id.0;
+        tri!(self.live_session(&session, None));
+        tri!(self.not_observer(conn, None));
+        self.attach_to_session(conn, &session);
+        let (before, action) = self.close(&session);
+        Reply { before, answer: Ok(encode(&CloseSessionResponse { meta: None })), after: action.into_iter().collect() }
+    }
+
+    /// R-STATUS-1: side-effect free.
+    fn status(&mut self, params: Option<&RawValue>) -> Reply {
+        let p: SessionStatusRequest = tri!(decode(params));
+        let status = if self.is_live(&p.session_id.0) { SessionStatus::Live } else { SessionStatus::NotFound };
+        Reply::ok(&SessionStatusResponse { status, meta: None })
+    }
+}
+
+fn internal(e: super::StoreError) -> ErrorObject {
+    ErrorObject::with_detail(acp_inject_wire::errors::INTERNAL_ERROR, &e.to_string())
+}

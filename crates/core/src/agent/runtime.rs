@@ -1,0 +1,340 @@
+//! Runtime events and delivery: break-points, streams, permissions, pauses, turn ends, close,
+//! and the runtime's own updates (R-STEER-*, R-PERM-1, R-PAUSE-1, R-TURNEND-1, R-CLOSE-1).
+
+use acp_inject_wire::{AgentMessage, AgentMessageClear, MessageId, Patch, SessionUpdate, StopReason, Usage};
+use serde::{Deserialize, Serialize};
+
+use super::config::{ClearStyle, QueueDrain};
+use super::output::{self, Output, RuntimeAction, UserInput};
+use super::store::Change;
+use super::turn::{Announce, Stream};
+use super::{Agent, ConnId, Turn};
+
+/// A safe break-point of the agent loop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BreakPoint {
+    /// A tool call completed.
+    ToolResult,
+    /// Between model calls.
+    ModelStep,
+}
+
+/// What the agent runtime reports.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RuntimeEvent {
+    /// The agent loop reached a safe break-point: pending steers are delivered here.
+    BreakPoint(BreakPoint),
+    /// A model stream with no tool call pending began.
+    StreamStarted,
+    /// That stream ended.
+    StreamFinished,
+    /// A permission request opened (the runtime sent `session/request_permission`).
+    PermissionRequested,
+    /// A permission request was answered.
+    PermissionResolved,
+    /// The model process paused (rate limit, usage cap).
+    Paused,
+    /// The pause cleared.
+    Resumed,
+    /// The runtime started a turn on its own, with no user message.
+    TurnStarted,
+    /// The turn ended. `usage` is passed through as reported (R-TURNEND-1); it must decode as
+    /// the schema's `Usage`.
+    TurnEnded {
+        /// Why (the core reports `cancelled` after a `session/cancel`).
+        stop_reason: StopReason,
+        /// Token usage, kept member for member.
+        usage: Option<serde_json::Value>,
+    },
+    /// The agent closes the session itself.
+    Close,
+    /// The runtime's own output (agent message chunks, tool calls, plans, session info, …),
+    /// sent to every attached connection. User messages, state updates and this toolkit's
+    /// extension updates are the core's and are refused.
+    Update(SessionUpdate),
+    /// Clear the content streamed so far for an agent message (C-MSG-2).
+    ClearAgentMessage {
+        /// The message to clear.
+        message_id: MessageId,
+    },
+}
+
+/// A runtime event the core cannot apply. Nothing was emitted.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum HostError {
+    /// A turn event while no turn is in progress.
+    #[error("no turn is in progress")]
+    NoTurnInProgress,
+    /// `turn_started` while a turn is in progress.
+    #[error("a turn is already in progress")]
+    TurnInProgress,
+    /// `permission_resolved` with no permission request open.
+    #[error("no permission request is open")]
+    NoPermissionPending,
+    /// The session was closed (or never existed).
+    #[error("the session is closed or does not exist")]
+    SessionClosed,
+    /// The runtime tried to emit an update only the core may emit (`user_message`,
+    /// `user_message_chunk`, `state_update`, the extension updates): delivery and turn state
+    /// would no longer follow the rules.
+    #[error("user messages, state updates and the toolkit's extension updates are emitted by the core only")]
+    ReservedUpdate,
+    /// The runtime used a message id of the core's `msg_N` form, which only user messages
+    /// carry: ids would collide.
+    #[error("message id {0:?} has the form of a user message id the core mints (msg_N)")]
+    ReservedMessageId(String),
+    /// The reported usage does not decode as the schema's `Usage`.
+    #[error("usage does not match the schema: {0}")]
+    InvalidUsage(String),
+}
+
+impl HostError {
+    /// The vectors' name of this error.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            HostError::NoTurnInProgress => "no_turn_in_progress",
+            HostError::TurnInProgress => "turn_in_progress",
+            HostError::NoPermissionPending => "no_permission_pending",
+            HostError::SessionClosed => "session_closed",
+            HostError::ReservedUpdate => "reserved_update",
+            HostError::ReservedMessageId(_) => "reserved_message_id",
+            HostError::InvalidUsage(_) => "invalid_usage",
+        }
+    }
+}
+
+/// Whether `id` has the form of an id the core mints for user messages.
+fn is_user_message_id(id: &str) -> bool {
+    id.strip_prefix("msg_").is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// The message id an update carries, when it carries one.
+fn message_id_of(update: &SessionUpdate) -> Option<&MessageId> {
+    match update {
+        SessionUpdate::AgentMessage(m) => Some(&m.message_id),
+        SessionUpdate::AgentMessageChunk(m) => Some(&m.message_id),
+        SessionUpdate::AgentThought(m) => Some(&m.message_id),
+        SessionUpdate::AgentThoughtChunk(m) => Some(&m.message_id),
+        SessionUpdate::AgentMessageClear(m) => m.message_id.as_ref(),
+        _ => None,
+    }
+}
+
+impl Agent {
+    /// Applies one runtime event of a session.
+    pub fn runtime_event(&mut self, session: &str, event: RuntimeEvent) -> Result<(), HostError> {
+        let Some(s) = self.sessions.get(session) else { return Err(HostError::SessionClosed) };
+        let before = s.turn;
+        let result = self.apply_event(session, event);
+        if let Some(s) = self.sessions.get(session) {
+            if s.turn != before {
+                self.store.record(Change::Turn { session, turn: &s.turn });
+            }
+        }
+        result
+    }
+
+    fn apply_event(&mut self, session: &str, event: RuntimeEvent) -> Result<(), HostError> {
+        match event {
+            RuntimeEvent::Close => {
+                let (notices, action) = self.close(session);
+                self.out.extend(notices.into_iter().chain(action));
+                return Ok(());
+            }
+            RuntimeEvent::Update(update) => return self.runtime_update(session, update),
+            RuntimeEvent::ClearAgentMessage { message_id } => {
+                let update = match self.config.policy.clear_style {
+                    ClearStyle::Upsert => AgentMessage { message_id, content: Patch::Value(Vec::new()), meta: None }.into(),
+                    ClearStyle::AgentMessageClear => AgentMessageClear { message_id: Some(message_id), meta: None }.into(),
+                };
+                return self.runtime_update(session, update);
+            }
+            RuntimeEvent::TurnStarted => {
+                let s = self.sessions.get_mut(session).ok_or(HostError::SessionClosed)?;
+                if s.turn.in_progress() {
+                    return Err(HostError::TurnInProgress);
+                }
+                s.turn = Turn::started();
+                let line = self.broadcast(session, output::running());
+                self.out.push_back(line);
+                return Ok(());
+            }
+            _ => {}
+        }
+        let s = self.sessions.get_mut(session).ok_or(HostError::SessionClosed)?;
+        if !s.turn.in_progress() {
+            return Err(HostError::NoTurnInProgress);
+        }
+        match event {
+            RuntimeEvent::BreakPoint(_) => {
+                // R-PERM-1, R-PAUSE-1: nothing is delivered while requires_action or paused.
+                if !s.turn.can_deliver() || !s.pending.has_steers() {
+                    return Ok(());
+                }
+                let steers = s.pending.take_steers();
+                // The stream (if any) was cut or ended at this break-point.
+                s.turn.set_stream(Stream::Idle);
+                let inputs: Vec<(UserInput, ConnId)> = steers
+                    .into_iter()
+                    .map(|p| (UserInput { message_id: p.message_id, content: p.content }, p.owner))
+                    .collect();
+                let delivered = self.deliver(session, inputs);
+                self.out.push_back(Output::action(session, RuntimeAction::Deliver(delivered)));
+                self.out.extend(self.pending_notice(session));
+            }
+            RuntimeEvent::StreamStarted => s.turn.set_stream(Stream::Active),
+            RuntimeEvent::StreamFinished => s.turn.set_stream(Stream::Idle),
+            RuntimeEvent::PermissionRequested => {
+                if s.turn.permission_requested() == Some(Announce::RequiresAction) {
+                    let line = self.broadcast(session, output::requires_action());
+                    self.out.push_back(line);
+                }
+            }
+            RuntimeEvent::PermissionResolved => {
+                if s.turn.permission_resolved().map_err(|()| HostError::NoPermissionPending)? == Some(Announce::Running) {
+                    let line = self.broadcast(session, output::running());
+                    self.out.push_back(line);
+                }
+            }
+            RuntimeEvent::Paused => s.turn.pause(),
+            RuntimeEvent::Resumed => s.turn.resume(),
+            RuntimeEvent::TurnEnded { stop_reason, usage } => {
+                if let Some(u) = &usage {
+                    serde_json::from_value::<Usage>(u.clone()).map_err(|e| HostError::InvalidUsage(e.to_string()))?;
+                }
+                let cancelled = s.turn.activity().is_some_and(|a| a.cancel_requested);
+                let stop_reason = if cancelled { StopReason::Cancelled } else { stop_reason };
+                s.turn = Turn::Idle;
+                self.out.push_back(Output::Line { to: self.attached(session), line: output::idle_line(session, &stop_reason, usage.as_ref()) });
+                self.open_next_turn(session);
+            }
+            RuntimeEvent::TurnStarted | RuntimeEvent::Close | RuntimeEvent::Update(_) | RuntimeEvent::ClearAgentMessage { .. } => {
+                unreachable!("handled above")
+            }
+        }
+        Ok(())
+    }
+
+    /// The runtime's own output: checked, recorded in the history when it is conversation,
+    /// applied to the session record when it is session info, then broadcast.
+    fn runtime_update(&mut self, session: &str, update: SessionUpdate) -> Result<(), HostError> {
+        match &update {
+            SessionUpdate::UserMessage(_)
+            | SessionUpdate::UserMessageChunk(_)
+            | SessionUpdate::StateUpdate(_)
+            | SessionUpdate::AcpInjectPending(_)
+            | SessionUpdate::AcpInjectSessionClosed(_) => return Err(HostError::ReservedUpdate),
+            _ => {}
+        }
+        if let Some(id) = message_id_of(&update).filter(|id| is_user_message_id(id)) {
+            return Err(HostError::ReservedMessageId(id.0.clone()));
+        }
+        let s = self.sessions.get_mut(session).ok_or(HostError::SessionClosed)?;
+        match &update {
+            SessionUpdate::SessionInfoUpdate(info) => {
+                let set = |field: &mut Option<String>, patch: &Patch<String>| match patch {
+                    Patch::Absent => {}
+                    Patch::Null => *field = None,
+                    Patch::Value(v) => *field = Some(v.clone()),
+                };
+                set(&mut s.record.title, &info.title);
+                set(&mut s.record.updated_at, &info.updated_at);
+                self.store.record(Change::SessionUpdated(&s.record));
+            }
+            SessionUpdate::AgentMessage(_)
+            | SessionUpdate::AgentMessageChunk(_)
+            | SessionUpdate::AgentMessageClear(_)
+            | SessionUpdate::AgentThought(_)
+            | SessionUpdate::AgentThoughtChunk(_)
+            | SessionUpdate::ToolCallUpdate(_)
+            | SessionUpdate::ToolCallContentChunk(_)
+            | SessionUpdate::PlanUpdate(_) => self.store.record(Change::History { session, update: &update }),
+            _ => {}
+        }
+        let line = self.broadcast(session, update);
+        self.out.push_back(line);
+        Ok(())
+    }
+
+    /// R-DELIV-1: emits each `user_message` (delivery), remembers the ids as delivered and
+    /// records them in the history. Returns what the runtime is handed.
+    pub(super) fn deliver(&mut self, session: &str, inputs: Vec<(UserInput, ConnId)>) -> Vec<UserInput> {
+        let bound = self.config.policy.remember_ids;
+        let to = self.attached(session);
+        let mut delivered = Vec::with_capacity(inputs.len());
+        for (input, owner) in inputs {
+            self.out.push_back(Output::Line { to: to.clone(), line: output::update_line(session, output::user_message(&input)) });
+            self.store.record(Change::Delivered { session, message_id: &input.message_id, content: &input.content, owner: &owner });
+            if let Some(s) = self.sessions.get_mut(session) {
+                s.pending.remember_delivered(&input.message_id, owner, bound);
+            }
+            delivered.push(input);
+        }
+        delivered
+    }
+
+    /// A turn opens with these messages: `user_message`s, `running`, then `StartTurn`. Used
+    /// on an idle session by an accept (returned, to follow the answer) and at a turn end.
+    pub(super) fn start_turn(&mut self, session: &str, inputs: Vec<(UserInput, ConnId)>) -> Vec<Output> {
+        let mark = self.out.len();
+        let delivered = self.deliver(session, inputs);
+        if let Some(s) = self.sessions.get_mut(session) {
+            s.turn = Turn::started();
+            self.store.record(Change::Turn { session, turn: &s.turn });
+        }
+        self.out.push_back(self.broadcast(session, output::running()));
+        self.out.push_back(Output::action(session, RuntimeAction::StartTurn(delivered)));
+        self.out.drain(mark..).collect()
+    }
+
+    /// At a turn end: all pending steers (R-STEER-4), then the queued injects the policy
+    /// allows (R-QUEUE-1, R-QUEUE-3), each its own `user_message`, then `running`.
+    fn open_next_turn(&mut self, session: &str) {
+        let take = match self.config.policy.queue_drain {
+            QueueDrain::Batch => usize::MAX,
+            QueueDrain::OnePerTurn => 1,
+        };
+        let Some(s) = self.sessions.get_mut(session) else { return };
+        let next = s.pending.take_for_turn(take);
+        if next.is_empty() {
+            return;
+        }
+        let inputs = next.into_iter().map(|p| (UserInput { message_id: p.message_id, content: p.content }, p.owner)).collect();
+        let outputs = self.start_turn(session, inputs);
+        self.out.extend(outputs);
+        self.out.extend(self.pending_notice(session));
+    }
+
+    /// R-CANCEL-1: once per turn; nothing while idle.
+    pub(super) fn cancel(&mut self, session: &str) {
+        let Some(s) = self.sessions.get_mut(session) else { return };
+        if s.turn.request_cancel() {
+            self.store.record(Change::Turn { session, turn: &s.turn });
+            self.out.push_back(Output::action(session, RuntimeAction::CancelTurn));
+        }
+    }
+
+    /// R-CLOSE-1: a running turn ends as cancelled, every attached connection is told the
+    /// session closed, pending injects go back to the host (never delivered), and the session
+    /// leaves memory (it stays listable and resumable). Returns the notices and the action.
+    pub(super) fn close(&mut self, session: &str) -> (Vec<Output>, Option<Output>) {
+        let Some(mut s) = self.sessions.remove(session) else { return (Vec::new(), None) };
+        let to: Vec<ConnId> = s.attached.iter().cloned().collect();
+        let mut notices = Vec::new();
+        let turn_cancelled = s.turn.in_progress();
+        if turn_cancelled {
+            notices.push(Output::Line { to: to.clone(), line: output::idle_line(session, &StopReason::Cancelled, None) });
+        }
+        notices.push(Output::Line { to, line: output::update_line(session, output::session_closed()) });
+        let dropped = s.pending.drain();
+        if !dropped.is_empty() {
+            self.store.record(Change::InjectsDropped { session, dropped: &dropped });
+        }
+        s.turn = Turn::Idle;
+        s.record.closed = true;
+        self.store.record(Change::Turn { session, turn: &s.turn });
+        self.store.record(Change::SessionUpdated(&s.record));
+        (notices, Some(Output::action(session, RuntimeAction::Closed { dropped, turn_cancelled })))
+    }
+}

@@ -1,0 +1,109 @@
+//! The agent's live state as data: what a snapshot holds and a durable store reloads.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use super::pending::PendingQueue;
+use super::store::SessionRecord;
+use super::{ConnId, Role, Turn};
+
+/// The version of [`LiveState`] this build writes and reads.
+pub const LIVE_STATE_VERSION: u32 = 2;
+
+/// The id counters: session and message ids are minted from them and never reused (R-ID-1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Counters {
+    /// The next session ordinal (`sess_N`).
+    pub next_session: u64,
+    /// The next message ordinal (`msg_N`), agent-wide.
+    pub next_message: u64,
+}
+
+impl Default for Counters {
+    fn default() -> Self {
+        Counters { next_session: 1, next_message: 1 }
+    }
+}
+
+/// A connection's standing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Connection {
+    /// Controller or observer (R-ORDER-2).
+    pub role: Role,
+    /// It opted into the pending-list extension at `initialize`.
+    #[serde(default)]
+    pub pending_updates: bool,
+}
+
+/// One live session.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LiveSession {
+    /// Its record.
+    pub record: SessionRecord,
+    /// Its turn.
+    pub turn: Turn,
+    /// Its pending injects and remembered ids.
+    pub pending: PendingQueue,
+    /// Connections attached to it (only a snapshot has these; a restarted process has none).
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub attached: BTreeSet<ConnId>,
+}
+
+/// Everything an agent holds in memory, as data.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LiveState {
+    /// [`LIVE_STATE_VERSION`].
+    pub version: u32,
+    /// The id counters.
+    pub counters: Counters,
+    /// The live sessions.
+    pub sessions: Vec<LiveSession>,
+    /// Known connections (only a snapshot has these).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub connections: BTreeMap<ConnId, Connection>,
+}
+
+/// A snapshot or stored state the core cannot continue from.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RestoreError {
+    /// Not a snapshot (malformed JSON, wrong shape).
+    #[error("not an agent snapshot: {0}")]
+    Malformed(String),
+    /// Written by a version whose format this build does not read.
+    #[error("unsupported snapshot version {found} (this build reads version {LIVE_STATE_VERSION})")]
+    Version {
+        /// The version found.
+        found: u64,
+    },
+}
+
+impl LiveState {
+    /// Reads a snapshot, checking its version first so an old one gets a clear error.
+    pub fn from_json(json: &str) -> Result<LiveState, RestoreError> {
+        #[derive(Deserialize)]
+        struct Versioned {
+            version: Option<u64>,
+        }
+        let v: Versioned = serde_json::from_str(json).map_err(|e| RestoreError::Malformed(e.to_string()))?;
+        match v.version {
+            Some(found) if found == u64::from(LIVE_STATE_VERSION) => {}
+            Some(found) => return Err(RestoreError::Version { found }),
+            None => return Err(RestoreError::Malformed("missing `version`".into())),
+        }
+        let mut state: LiveState = serde_json::from_str(json).map_err(|e| RestoreError::Malformed(e.to_string()))?;
+        for s in &mut state.sessions {
+            s.pending.reindex();
+        }
+        Ok(state)
+    }
+
+    /// The snapshot as JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_else(|e| unreachable!("the live state always serialises: {e}"))
+    }
+}

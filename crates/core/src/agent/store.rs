@@ -1,0 +1,255 @@
+//! Where sessions live beyond the current process: the [`Store`] the core reads and writes.
+//!
+//! The core records every durable change as it happens ([`Store::record`]), inside the batch
+//! the host is handling; [`super::Agent::drain`] commits the batch before it releases a single
+//! output, so no client ever sees an answer for a change that is not stored (R-DELIV-2).
+//! `session/list` and `session/resume` (with replay) read through the store, so history does
+//! not have to live in memory.
+//!
+//! [`MemoryStore`] is the default: session records and history in memory, nothing durable.
+//! `acp-inject-store` provides SQLite. A host can plug in any other backend (a server
+//! database for several agent machines) by implementing this trait. The trait is an injected
+//! dependency, like a session cache in a TLS library: the core itself does no I/O.
+
+use std::collections::{BTreeMap, HashMap};
+
+use acp_inject_wire::{ContentBlock, InjectMode, McpServer, MessageId, SessionUpdate};
+use serde::{Deserialize, Serialize};
+
+use super::pending::PendingInject;
+use super::snapshot::LiveState;
+use super::ConnId;
+
+/// What the store knows about a session, live or closed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionRecord {
+    /// The session's id.
+    pub session_id: String,
+    /// Creation order, agent-wide (`session/list` is newest first).
+    pub ordinal: u64,
+    /// The working directory (`session/new`).
+    pub cwd: String,
+    /// Additional workspace roots.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub additional_directories: Vec<String>,
+    /// MCP servers of the last `session/new` or `session/resume`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mcp_servers: Vec<McpServer>,
+    /// A title (from the runtime's `session_info_update`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// RFC 3339 time of the last activity, as the host reports it (the core reads no clock).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_at: Option<String>,
+    /// Closed: listable and resumable, not live.
+    #[serde(default)]
+    pub closed: bool,
+}
+
+/// One entry of a session's replayable history (R-REPLAY-1), in the order it happened.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum HistoryEntry {
+    /// A delivered user message with its final content.
+    User {
+        /// Its id.
+        #[serde(rename = "messageId")]
+        message_id: MessageId,
+        /// Its content at delivery.
+        content: Vec<ContentBlock>,
+    },
+    /// A runtime update that is part of the conversation: agent messages and thoughts (upserts,
+    /// chunks, clears), tool calls and plans.
+    Update {
+        /// The update as the runtime reported it.
+        update: SessionUpdate,
+    },
+}
+
+/// A durable change, recorded by the core as it happens.
+#[derive(Clone, Copy, Debug)]
+pub enum Change<'a> {
+    /// The id counters moved (session and message ids are never reused, R-ID-1).
+    Counters {
+        /// The next session ordinal.
+        next_session: u64,
+        /// The next message ordinal.
+        next_message: u64,
+    },
+    /// A session was created.
+    SessionCreated(&'a SessionRecord),
+    /// A session's record changed (metadata, additional roots, MCP servers, closed, reopened).
+    SessionUpdated(&'a SessionRecord),
+    /// A session and its history are gone for good.
+    SessionForgotten(&'a str),
+    /// A live session's turn changed (stored so a restart knows a turn was interrupted).
+    Turn {
+        /// The session.
+        session: &'a str,
+        /// Its turn.
+        turn: &'a super::Turn,
+    },
+    /// An inject was accepted into the pending queue.
+    InjectAccepted {
+        /// The session.
+        session: &'a str,
+        /// Its mode.
+        mode: InjectMode,
+        /// The inject.
+        pending: &'a super::pending::Pending,
+    },
+    /// A pending inject's content was replaced.
+    InjectReplaced {
+        /// The session.
+        session: &'a str,
+        /// Its id.
+        message_id: &'a MessageId,
+        /// The new content.
+        content: &'a [ContentBlock],
+    },
+    /// A pending inject was revoked (its id is a tombstone).
+    InjectRevoked {
+        /// The session.
+        session: &'a str,
+        /// Its id.
+        message_id: &'a MessageId,
+    },
+    /// A user message was delivered: its `user_message` was emitted (a prompt, or a pending
+    /// inject, which leaves the queue).
+    Delivered {
+        /// The session.
+        session: &'a str,
+        /// Its id.
+        message_id: &'a MessageId,
+        /// Its final content.
+        content: &'a [ContentBlock],
+        /// Who sent it.
+        owner: &'a ConnId,
+    },
+    /// Pending injects were handed back to the host at close (R-CLOSE-1).
+    InjectsDropped {
+        /// The session.
+        session: &'a str,
+        /// What was pending.
+        dropped: &'a [PendingInject],
+    },
+    /// A conversation update joins the history.
+    History {
+        /// The session.
+        session: &'a str,
+        /// The update.
+        update: &'a SessionUpdate,
+    },
+}
+
+/// A store failure. The batch it happened in is not committed; the agent stops.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    /// The backend failed (I/O, database error).
+    #[error("store backend error: {0}")]
+    Backend(String),
+    /// The stored data cannot be used (corrupt, or written by an unsupported version).
+    #[error("the stored state is unusable: {0}")]
+    Corrupt(String),
+    /// An earlier commit failed; the process must restart from the store.
+    #[error("an earlier store commit failed; restart from the store")]
+    Poisoned,
+}
+
+/// One page of [`Store::list`].
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SessionPage {
+    /// Newest first.
+    pub sessions: Vec<SessionRecord>,
+    /// More sessions follow.
+    pub more: bool,
+}
+
+/// Where the core keeps sessions, history and (for durable backends) live state.
+pub trait Store: Send {
+    /// Records one change of the batch being handled. Errors are kept and reported by
+    /// [`Store::commit`], which then fails.
+    fn record(&mut self, change: Change<'_>);
+
+    /// Makes every change recorded since the last commit durable, in one transaction.
+    fn commit(&mut self) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    /// Sessions with an ordinal below `before` (all when `None`), newest first, optionally
+    /// only those whose `cwd` equals `cwd`, at most `limit`.
+    fn list(&self, cwd: Option<&str>, before: Option<u64>, limit: usize) -> Result<SessionPage, StoreError>;
+
+    /// The record of any session the store knows.
+    fn session(&self, session_id: &str) -> Result<Option<SessionRecord>, StoreError>;
+
+    /// A session's history, in order.
+    fn history(&self, session_id: &str) -> Result<Vec<HistoryEntry>, StoreError>;
+
+    /// The live state to continue from (durable backends), or `None` to start fresh.
+    fn load(&mut self) -> Result<Option<LiveState>, StoreError> {
+        Ok(None)
+    }
+}
+
+/// Session records and history in memory: listing and replay within one process.
+#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemoryStore {
+    records: BTreeMap<String, SessionRecord>,
+    history: HashMap<String, Vec<HistoryEntry>>,
+}
+
+impl MemoryStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        MemoryStore::default()
+    }
+}
+
+impl Store for MemoryStore {
+    fn record(&mut self, change: Change<'_>) {
+        match change {
+            Change::SessionCreated(r) | Change::SessionUpdated(r) => {
+                self.records.insert(r.session_id.clone(), r.clone());
+            }
+            Change::SessionForgotten(id) => {
+                self.records.remove(id);
+                self.history.remove(id);
+            }
+            Change::Delivered { session, message_id, content, .. } => {
+                let entry = HistoryEntry::User { message_id: message_id.clone(), content: content.to_vec() };
+                self.history.entry(session.to_owned()).or_default().push(entry);
+            }
+            Change::History { session, update } => {
+                self.history.entry(session.to_owned()).or_default().push(HistoryEntry::Update { update: update.clone() });
+            }
+            // Live state is the agent's own memory here; a restart starts from nothing.
+            Change::Counters { .. }
+            | Change::Turn { .. }
+            | Change::InjectAccepted { .. }
+            | Change::InjectReplaced { .. }
+            | Change::InjectRevoked { .. }
+            | Change::InjectsDropped { .. } => {}
+        }
+    }
+
+    fn list(&self, cwd: Option<&str>, before: Option<u64>, limit: usize) -> Result<SessionPage, StoreError> {
+        let mut matching: Vec<&SessionRecord> = self
+            .records
+            .values()
+            .filter(|r| cwd.is_none_or(|c| r.cwd == c) && before.is_none_or(|b| r.ordinal < b))
+            .collect();
+        matching.sort_by(|a, b| b.ordinal.cmp(&a.ordinal));
+        let more = matching.len() > limit;
+        Ok(SessionPage { sessions: matching.into_iter().take(limit).cloned().collect(), more })
+    }
+
+    fn session(&self, session_id: &str) -> Result<Option<SessionRecord>, StoreError> {
+        Ok(self.records.get(session_id).cloned())
+    }
+
+    fn history(&self, session_id: &str) -> Result<Vec<HistoryEntry>, StoreError> {
+        Ok(self.history.get(session_id).cloned().unwrap_or_default())
+    }
+}

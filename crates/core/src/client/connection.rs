@@ -1,0 +1,547 @@
+//! One client connection to one agent: the owner of its JSON-RPC id space.
+//!
+//! [`ClientConnection`] builds every request the client sends (ids from one counter, so no two
+//! requests share an id), routes each answer by id to the request that asked — and through it
+//! to the right session — and each `session/update` by `sessionId` to that session's
+//! [`SessionMirror`]. The agent's own requests surface as events (`session/request_permission`)
+//! or are answered `-32601` at once. Like the agent core it does no I/O: feed it what the agent
+//! wrote ([`ClientConnection::receive_bytes`] takes arbitrary chunks), send what
+//! [`ClientConnection::take_outgoing`] returns, and read [`ClientConnection::take_events`].
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+
+use acp_inject_wire::framing::{Framed, LineFramer};
+use acp_inject_wire::jsonrpc::{self, AgentLine, Frame, Incoming};
+use acp_inject_wire::{
+    collect_tolerated, CancelSessionNotification, ClientCapabilities, CloseSessionRequest, ContentBlock, ErrorObject,
+    Implementation, InitializeRequest, InitializeResponse, InjectCapabilities, InjectMode, InjectRequest, InjectResponse,
+    ListSessionsRequest, ListSessionsResponse, McpServer, MessageId, NewSessionRequest, NewSessionResponse, PromptRequest,
+    ProtocolVersion, ReplaceInjectRequest, ReplayFrom, ReplayFromStart, RequestId, RequestPermissionOutcome,
+    RequestPermissionRequest, RequestPermissionResponse, ResumeSessionRequest, RevokeInjectRequest, SessionId,
+    SessionStatus, SessionStatusRequest, SessionStatusResponse, UpdateSessionNotification,
+};
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use super::event::{Answer, Event, ProtocolError, RequestKind, SessionEvent};
+use super::mirror::{CallRejected, ItemMode, SessionMirror};
+use crate::agent::PENDING_EXTENSION;
+
+/// A request in flight: what was asked, and what its answer must update.
+#[derive(Debug)]
+enum Flight {
+    Initialize,
+    NewSession,
+    ListSessions,
+    /// `created`: the mirror was made for this resume (dropped if it fails).
+    Resume { created: bool },
+    Accept { item: usize, prompt: bool },
+    Revoke(usize),
+    Replace(usize, Vec<ContentBlock>),
+    Close,
+    Status,
+}
+
+impl Flight {
+    fn kind(&self) -> RequestKind {
+        match self {
+            Flight::Initialize => RequestKind::Initialize,
+            Flight::NewSession => RequestKind::NewSession,
+            Flight::ListSessions => RequestKind::ListSessions,
+            Flight::Resume { .. } => RequestKind::Resume,
+            Flight::Accept { prompt: true, .. } => RequestKind::Prompt,
+            Flight::Accept { prompt: false, .. } => RequestKind::Inject,
+            Flight::Revoke(_) => RequestKind::Revoke,
+            Flight::Replace(..) => RequestKind::Replace,
+            Flight::Close => RequestKind::Close,
+            Flight::Status => RequestKind::Status,
+        }
+    }
+}
+
+#[derive(Debug)]
+struct InFlight {
+    session: Option<String>,
+    flight: Flight,
+}
+
+/// A prompt answer as clients decode it: `messageId` is optional, so agents older than the
+/// insertion receipt (which answer `{}`) still work (the item is bound by its `user_message`).
+#[derive(Deserialize)]
+struct LenientPromptResponse {
+    #[serde(rename = "messageId", default)]
+    message_id: Option<MessageId>,
+}
+
+/// One client connection. See the module docs.
+#[derive(Debug)]
+pub struct ClientConnection {
+    next_id: i64,
+    in_flight: HashMap<RequestId, InFlight>,
+    agent: Option<InitializeResponse>,
+    sessions: BTreeMap<String, SessionMirror>,
+    events: VecDeque<Event>,
+    outbox: VecDeque<String>,
+    framer: LineFramer,
+    permissions: HashMap<RequestId, String>,
+    ignored: u64,
+}
+
+impl Default for ClientConnection {
+    fn default() -> Self {
+        ClientConnection::new(jsonrpc::DEFAULT_MAX_LINE_BYTES)
+    }
+}
+
+fn content_check(content: &[ContentBlock]) -> Result<(), CallRejected> {
+    if content.is_empty() {
+        Err(CallRejected::InvalidArguments("content needs at least one block".into()))
+    } else {
+        Ok(())
+    }
+}
+
+impl ClientConnection {
+    /// A connection refusing agent lines longer than `max_line_bytes`.
+    pub fn new(max_line_bytes: usize) -> Self {
+        ClientConnection {
+            next_id: 1,
+            in_flight: HashMap::new(),
+            agent: None,
+            sessions: BTreeMap::new(),
+            events: VecDeque::new(),
+            outbox: VecDeque::new(),
+            framer: LineFramer::new(max_line_bytes),
+            permissions: HashMap::new(),
+            ignored: 0,
+        }
+    }
+
+    /// The agent's `initialize` answer, once received.
+    pub fn agent(&self) -> Option<&InitializeResponse> {
+        self.agent.as_ref()
+    }
+
+    /// The agent's advertised `session.inject`.
+    pub fn inject_capabilities(&self) -> Option<&InjectCapabilities> {
+        self.agent.as_ref()?.capabilities.as_ref()?.session.as_ref()?.inject.as_ref()
+    }
+
+    /// Takes the agent's capabilities as known without an `initialize` exchange (a restored
+    /// app, or a test).
+    pub fn assume_initialized(&mut self, agent: InitializeResponse) {
+        self.agent = Some(agent);
+    }
+
+    /// Takes the agent's inject capabilities as known without an `initialize` exchange.
+    pub fn assume_capabilities(&mut self, inject: Option<InjectCapabilities>) {
+        let session = acp_inject_wire::SessionCapabilities {
+            mcp: None,
+            additional_directories: None,
+            inject,
+            status: None,
+            meta: None,
+        };
+        self.agent = Some(InitializeResponse {
+            protocol_version: ProtocolVersion(2),
+            info: Implementation { name: "agent".into(), title: None, version: String::new(), meta: None },
+            capabilities: Some(acp_inject_wire::AgentCapabilities { session: Some(session), meta: None }),
+            meta: None,
+        });
+    }
+
+    /// Opens a session on this connection without `session/new` (a restored mirror, or a
+    /// session created by another means).
+    pub fn open_session(&mut self, session_id: &str, mirror: Option<SessionMirror>) {
+        let caps = self.inject_capabilities().cloned();
+        self.sessions.insert(session_id.to_owned(), mirror.unwrap_or_else(|| SessionMirror::new(caps)));
+    }
+
+    /// The mirror of a session open on this connection.
+    pub fn mirror(&self, session_id: &str) -> Option<&SessionMirror> {
+        self.sessions.get(session_id)
+    }
+
+    /// The sessions open on this connection.
+    pub fn session_ids(&self) -> Vec<String> {
+        self.sessions.keys().cloned().collect()
+    }
+
+    /// Lines dropped (malformed, oversized, answers to no request), counted.
+    pub fn ignored_lines(&self) -> u64 {
+        self.ignored
+    }
+
+    /// Requests sent and not yet answered.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.len()
+    }
+
+    /// Every line to send to the agent, in order.
+    pub fn take_outgoing(&mut self) -> Vec<String> {
+        self.outbox.drain(..).collect()
+    }
+
+    /// Every event since the last call, in order.
+    pub fn take_events(&mut self) -> Vec<Event> {
+        self.events.drain(..).collect()
+    }
+
+    // ----- calls -----
+
+    fn next_id(&mut self) -> RequestId {
+        let id = RequestId::Number(self.next_id);
+        self.next_id += 1;
+        id
+    }
+
+    fn send<R: acp_inject_wire::Request>(&mut self, params: &R, session: Option<&str>, flight: Flight) -> RequestId {
+        let id = self.next_id();
+        self.outbox.push_back(jsonrpc::request_line(&id, params));
+        self.in_flight.insert(id.clone(), InFlight { session: session.map(str::to_owned), flight });
+        id
+    }
+
+    fn open(&mut self, session_id: &str) -> Result<&mut SessionMirror, CallRejected> {
+        self.sessions.get_mut(session_id).ok_or(CallRejected::UnknownSession)
+    }
+
+    /// `initialize`, announcing this client; `pending_updates` opts into the agent's
+    /// pending-list extension (`_acp-inject/pending`), when it offers it.
+    pub fn initialize(&mut self, info: Implementation, pending_updates: bool) -> RequestId {
+        let meta = pending_updates.then(|| {
+            let mut m = serde_json::Map::new();
+            m.insert(PENDING_EXTENSION.to_owned(), serde_json::Value::Object(Default::default()));
+            m
+        });
+        let params = InitializeRequest {
+            protocol_version: ProtocolVersion(2),
+            info,
+            capabilities: Some(ClientCapabilities { meta }),
+            meta: None,
+        };
+        self.send(&params, None, Flight::Initialize)
+    }
+
+    /// `session/new`.
+    pub fn new_session(&mut self, cwd: &str, additional_directories: Vec<String>, mcp_servers: Vec<McpServer>) -> RequestId {
+        let params = NewSessionRequest {
+            cwd: cwd.to_owned(),
+            additional_directories: (!additional_directories.is_empty()).then_some(additional_directories),
+            mcp_servers: Some(mcp_servers),
+            meta: None,
+        };
+        self.send(&params, None, Flight::NewSession)
+    }
+
+    /// `session/list`, optionally filtered by working directory, from `cursor` on.
+    pub fn list_sessions(&mut self, cwd: Option<&str>, cursor: Option<&str>) -> RequestId {
+        let params = ListSessionsRequest { cwd: cwd.map(str::to_owned), cursor: cursor.map(str::to_owned), meta: None };
+        self.send(&params, None, Flight::ListSessions)
+    }
+
+    /// `session/resume`; with `replay` the agent replays the conversation first, into this
+    /// session's mirror.
+    pub fn resume(&mut self, session_id: &str, cwd: &str, replay: bool, additional_directories: Vec<String>, mcp_servers: Vec<McpServer>) -> RequestId {
+        let created = !self.sessions.contains_key(session_id);
+        if created {
+            self.open_session(session_id, None);
+        }
+        let params = ResumeSessionRequest {
+            session_id: SessionId(session_id.to_owned()),
+            cwd: cwd.to_owned(),
+            additional_directories: (!additional_directories.is_empty()).then_some(additional_directories),
+            mcp_servers: Some(mcp_servers),
+            replay_from: replay.then(|| ReplayFrom::Start(Box::new(ReplayFromStart { meta: None }))),
+            meta: None,
+        };
+        self.send(&params, Some(session_id), Flight::Resume { created })
+    }
+
+    /// `session/prompt`.
+    pub fn prompt(&mut self, session_id: &str, content: Vec<ContentBlock>) -> Result<RequestId, CallRejected> {
+        content_check(&content)?;
+        let mirror = self.open(session_id)?;
+        let (item, event) = mirror.sending(ItemMode::Prompt, content.clone());
+        self.session_event(session_id, event);
+        let params = PromptRequest { session_id: SessionId(session_id.to_owned()), prompt: content, meta: None };
+        Ok(self.send(&params, Some(session_id), Flight::Accept { item, prompt: true }))
+    }
+
+    /// `session/inject` (C-PEND-3: refused locally when the mode is not advertised).
+    pub fn inject(&mut self, session_id: &str, mode: InjectMode, content: Vec<ContentBlock>) -> Result<RequestId, CallRejected> {
+        content_check(&content)?;
+        let mirror = self.open(session_id)?;
+        mirror.check_inject(mode)?;
+        let (item, event) = mirror.sending(mode.into(), content.clone());
+        self.session_event(session_id, event);
+        let params = InjectRequest { session_id: SessionId(session_id.to_owned()), mode, content, meta: None };
+        Ok(self.send(&params, Some(session_id), Flight::Accept { item, prompt: false }))
+    }
+
+    /// `session/revoke_inject` of one of this client's pending items.
+    pub fn revoke(&mut self, session_id: &str, message_id: &str) -> Result<RequestId, CallRejected> {
+        let item = self.open(session_id)?.check_revoke(message_id)?;
+        let params = RevokeInjectRequest { session_id: SessionId(session_id.to_owned()), message_id: MessageId(message_id.to_owned()), meta: None };
+        Ok(self.send(&params, Some(session_id), Flight::Revoke(item)))
+    }
+
+    /// `session/replace_inject` (only where `pending.replace` is advertised).
+    pub fn replace(&mut self, session_id: &str, message_id: &str, content: Vec<ContentBlock>) -> Result<RequestId, CallRejected> {
+        content_check(&content)?;
+        let item = self.open(session_id)?.check_replace(message_id)?;
+        let params = ReplaceInjectRequest {
+            session_id: SessionId(session_id.to_owned()),
+            message_id: MessageId(message_id.to_owned()),
+            content: content.clone(),
+            meta: None,
+        };
+        Ok(self.send(&params, Some(session_id), Flight::Replace(item, content)))
+    }
+
+    /// `session/cancel` (a notification: nothing answers it).
+    pub fn cancel(&mut self, session_id: &str) {
+        let params = CancelSessionNotification { session_id: SessionId(session_id.to_owned()), meta: None };
+        self.outbox.push_back(jsonrpc::notification_line(&params));
+    }
+
+    /// `session/close`.
+    pub fn close(&mut self, session_id: &str) -> RequestId {
+        let params = CloseSessionRequest { session_id: SessionId(session_id.to_owned()), meta: None };
+        self.send(&params, Some(session_id), Flight::Close)
+    }
+
+    /// `session/status`.
+    pub fn status(&mut self, session_id: &str) -> RequestId {
+        let params = SessionStatusRequest { session_id: SessionId(session_id.to_owned()), meta: None };
+        self.send(&params, Some(session_id), Flight::Status)
+    }
+
+    /// Answers an open `session/request_permission`.
+    pub fn answer_permission(&mut self, request: &RequestId, outcome: RequestPermissionOutcome) -> Result<(), CallRejected> {
+        if self.permissions.remove(request).is_none() {
+            return Err(CallRejected::InvalidArguments(format!("no open permission request with id {request}")));
+        }
+        self.outbox.push_back(jsonrpc::result_line(request, &RequestPermissionResponse { outcome, meta: None }));
+        Ok(())
+    }
+
+    // ----- input -----
+
+    /// Feeds bytes the agent wrote, in any chunking (partial lines, several lines, CRLF).
+    pub fn receive_bytes(&mut self, chunk: &[u8]) {
+        let mut framer = std::mem::replace(&mut self.framer, LineFramer::new(0));
+        framer.push(chunk, |framed| self.framed(framed));
+        self.framer = framer;
+    }
+
+    /// The agent's output ended: a last line without a newline is still read.
+    pub fn finish(&mut self) {
+        let mut framer = std::mem::replace(&mut self.framer, LineFramer::new(0));
+        framer.finish(|framed| self.framed(framed));
+        self.framer = framer;
+    }
+
+    fn framed(&mut self, framed: Framed<'_>) {
+        match framed {
+            Framed::Line(bytes) => match std::str::from_utf8(bytes) {
+                Ok(line) => self.receive_line(line),
+                Err(e) => self.ignore(format!("a line that is not UTF-8: {e}")),
+            },
+            Framed::Oversized { len } => {
+                let limit = self.framer.max_line_bytes();
+                self.ignore(format!("a line of more than {limit} bytes ({len} seen)"));
+            }
+        }
+    }
+
+    fn ignore(&mut self, detail: String) {
+        self.ignored += 1;
+        self.events.push_back(Event::Ignored { detail });
+    }
+
+    fn session_event(&mut self, session_id: &str, event: SessionEvent) {
+        self.events.push_back(Event::Session { session_id: session_id.to_owned(), event });
+    }
+
+    /// Applies one line from the agent.
+    pub fn receive_line(&mut self, line: &str) {
+        if line.len() > self.framer.max_line_bytes() {
+            return self.ignore(format!("a line of {} bytes, over the limit", line.len()));
+        }
+        let (parsed, tolerated) = collect_tolerated(|| jsonrpc::parse_agent_line(line));
+        match parsed {
+            Ok(AgentLine::Update(n)) => self.update(n, tolerated),
+            Ok(AgentLine::Other(Frame::Single(m))) => self.message(m),
+            Ok(AgentLine::Other(Frame::Batch(items))) => {
+                for item in items {
+                    match item {
+                        Ok(m) => self.message(m),
+                        Err(e) => self.ignore(e.to_string()),
+                    }
+                }
+            }
+            Err(e) => self.ignore(e.to_string()),
+        }
+    }
+
+    fn update(&mut self, n: UpdateSessionNotification, tolerated: Vec<String>) {
+        let session = n.session_id.0;
+        let Some(mirror) = self.sessions.get_mut(&session) else {
+            return self.ignore(format!("an update for session {session:?}, which is not open on this connection"));
+        };
+        let tolerated_count = tolerated.len();
+        mirror.count_tolerated(tolerated_count);
+        for e in mirror.apply(n.update) {
+            self.session_event(&session, e);
+        }
+        if tolerated_count > 0 {
+            self.session_event(&session, SessionEvent::Tolerated(tolerated));
+        }
+    }
+
+    fn message(&mut self, message: Incoming<'_>) {
+        match message {
+            Incoming::Response { id, outcome } => self.answered(id, outcome),
+            Incoming::Notification { method, params } if method == acp_inject_wire::methods::SESSION_UPDATE => {
+                let (decoded, tolerated) = collect_tolerated(|| jsonrpc::decode_params::<UpdateSessionNotification>(params));
+                match decoded {
+                    Ok(n) => self.update(n, tolerated),
+                    Err(e) => self.ignore(format!("a session/update that does not decode: {e}")),
+                }
+            }
+            Incoming::Notification { method, .. } => self.ignore(format!("a notification {method:?} this client does not handle")),
+            Incoming::Request { id, method, params } if method == acp_inject_wire::methods::SESSION_REQUEST_PERMISSION => {
+                match jsonrpc::decode_params::<RequestPermissionRequest>(params) {
+                    Ok(p) => {
+                        self.permissions.insert(id.clone(), p.session_id.0.clone());
+                        self.events.push_back(Event::PermissionRequested { request: id, params: Box::new(p) });
+                    }
+                    Err(e) => {
+                        self.outbox.push_back(jsonrpc::error_line(&id, &ErrorObject::invalid_params(&e.to_string())));
+                        self.ignore(format!("a session/request_permission that does not decode: {e}"));
+                    }
+                }
+            }
+            Incoming::Request { id, method, .. } => {
+                self.outbox.push_back(jsonrpc::error_line(&id, &ErrorObject::method_not_found()));
+                self.ignore(format!("an agent request {method:?} this client does not serve (answered -32601)"));
+            }
+        }
+    }
+
+    fn answered(&mut self, id: RequestId, outcome: Result<&RawValue, ErrorObject>) {
+        let Some(f) = self.in_flight.remove(&id) else {
+            return self.ignore(format!("an answer to request {id}, which this connection did not send or already saw answered"));
+        };
+        let outcome = match outcome {
+            Ok(raw) => match self.success(&f, raw) {
+                Ok(answer) => Ok(answer),
+                // A result that does not decode counts as a refusal.
+                Err(e) => {
+                    self.failure(&f);
+                    Err(e)
+                }
+            },
+            Err(error) => {
+                self.failure(&f);
+                Err(ProtocolError::from_error(&error))
+            }
+        };
+        self.events.push_back(Event::Answered { request: id, kind: f.flight.kind(), session_id: f.session, outcome });
+    }
+
+    fn success(&mut self, f: &InFlight, raw: &RawValue) -> Result<Answer, ProtocolError> {
+        let kind = f.flight.kind();
+        let invalid = |detail: String| ProtocolError {
+            code: acp_inject_wire::errors::INTERNAL_ERROR,
+            message: "Invalid result".into(),
+            reason: None,
+            message_id: None,
+            detail: Some(detail),
+        };
+        fn decode<T: DeserializeOwned>(kind: RequestKind, raw: &RawValue) -> Result<T, String> {
+            jsonrpc::decode(raw.get()).map_err(|e| format!("the agent's result for {kind:?} does not decode: {e}"))
+        }
+        let session = f.session.as_deref().unwrap_or_default().to_owned();
+        let mut events = Vec::new();
+        let answer = match &f.flight {
+            Flight::Initialize => {
+                let r: InitializeResponse = decode(kind, raw).map_err(invalid)?;
+                r.check().map_err(|e| invalid(format!("the agent's capabilities break a schema rule: {e}")))?;
+                self.agent = Some(r.clone());
+                Answer::Initialized(Box::new(r))
+            }
+            Flight::NewSession => {
+                let r: NewSessionResponse = decode(kind, raw).map_err(invalid)?;
+                self.open_session(&r.session_id.0, None);
+                Answer::SessionCreated { session_id: r.session_id.0 }
+            }
+            Flight::ListSessions => {
+                let r: ListSessionsResponse = decode(kind, raw).map_err(invalid)?;
+                Answer::Sessions { sessions: r.sessions, next_cursor: r.next_cursor }
+            }
+            Flight::Resume { .. } => {
+                if let Some(m) = self.sessions.get_mut(&session) {
+                    m.reopen();
+                }
+                Answer::Resumed
+            }
+            Flight::Accept { item, prompt } => {
+                let message_id = if *prompt {
+                    decode::<LenientPromptResponse>(kind, raw).map_err(invalid)?.message_id
+                } else {
+                    Some(decode::<InjectResponse>(kind, raw).map_err(invalid)?.message_id)
+                };
+                if let Some(m) = self.sessions.get_mut(&session) {
+                    events = m.accepted(*item, message_id.clone());
+                }
+                Answer::Accepted { message_id }
+            }
+            Flight::Revoke(i) => {
+                if let Some(m) = self.sessions.get_mut(&session) {
+                    events = m.revoked(*i);
+                }
+                Answer::Revoked
+            }
+            Flight::Replace(i, content) => {
+                if let Some(m) = self.sessions.get_mut(&session) {
+                    events = m.replaced(*i, content.clone());
+                }
+                Answer::Replaced
+            }
+            Flight::Close => {
+                if let Some(m) = self.sessions.get_mut(&session) {
+                    events = m.close();
+                }
+                Answer::Closed
+            }
+            Flight::Status => {
+                let r: SessionStatusResponse = decode(kind, raw).map_err(invalid)?;
+                Answer::Status { live: r.status == SessionStatus::Live }
+            }
+        };
+        for e in events {
+            self.session_event(&session, e);
+        }
+        Ok(answer)
+    }
+
+    fn failure(&mut self, f: &InFlight) {
+        let session = f.session.as_deref().unwrap_or_default().to_owned();
+        match &f.flight {
+            Flight::Accept { item, .. } => {
+                if let Some(m) = self.sessions.get_mut(&session) {
+                    for e in m.refused(*item) {
+                        self.session_event(&session, e);
+                    }
+                }
+            }
+            Flight::Resume { created: true } => {
+                self.sessions.remove(&session);
+            }
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,508 @@
+//! The mirror of one session (C-… rules): the client's own prompts and injects apart from
+//! history, the transcript with upsert/chunk/clear semantics, turn state, violations.
+//!
+//! A [`SessionMirror`] sends nothing and owns no request ids: [`super::ClientConnection`]
+//! routes to it the answers to its requests and the session's updates, so two sessions on one
+//! connection cannot take each other's answers.
+
+use std::collections::HashMap;
+
+use acp_inject_wire::{
+    ContentBlock, InjectCapabilities, InjectMode, MessageId, Patch, PendingInject, SessionUpdate, StateUpdate, StopReason,
+    Usage,
+};
+use serde::{Deserialize, Serialize};
+
+use super::event::SessionEvent;
+
+/// What one of the client's own prompts or injects is (C-PEND-1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ItemStatus {
+    /// Sent, no answer yet.
+    Sending,
+    /// Accepted (has a `messageId`, or awaits correlation), not yet delivered.
+    Pending,
+    /// Its `user_message` arrived; it is in the transcript.
+    Delivered,
+    /// Revoked successfully.
+    Revoked,
+    /// The agent refused it.
+    Failed,
+}
+
+impl ItemStatus {
+    /// The vectors' name.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ItemStatus::Sending => "sending",
+            ItemStatus::Pending => "pending",
+            ItemStatus::Delivered => "delivered",
+            ItemStatus::Revoked => "revoked",
+            ItemStatus::Failed => "failed",
+        }
+    }
+}
+
+/// How an item was sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ItemMode {
+    /// `session/prompt`.
+    Prompt,
+    /// `session/inject` mode `queue`.
+    Queue,
+    /// `session/inject` mode `steer`.
+    Steer,
+}
+
+impl From<InjectMode> for ItemMode {
+    fn from(m: InjectMode) -> Self {
+        match m {
+            InjectMode::Queue => ItemMode::Queue,
+            InjectMode::Steer => ItemMode::Steer,
+        }
+    }
+}
+
+/// One of the client's own prompts or injects.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingItem {
+    /// Its id, once the agent answered (or a `user_message` bound it).
+    pub message_id: Option<MessageId>,
+    /// How it was sent.
+    pub mode: ItemMode,
+    /// Where it is.
+    pub status: ItemStatus,
+    /// The content the agent last accepted.
+    pub content: Vec<ContentBlock>,
+    /// Content a successful replace superseded (to detect R-REPLACE-2 violations).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub superseded: Vec<Vec<ContentBlock>>,
+}
+
+/// Who a transcript entry is from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// `user_message*`.
+    User,
+    /// `agent_message*`.
+    Agent,
+    /// `agent_thought*`.
+    Thought,
+}
+
+/// A message of the transcript.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TranscriptEntry {
+    /// Whose.
+    pub role: Role,
+    /// Its id.
+    pub message_id: MessageId,
+    /// Its current content.
+    pub content: Vec<ContentBlock>,
+}
+
+/// A protocol violation the mirror detected.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Violation {
+    /// The rule broken (e.g. `R-REPLACE-2`).
+    pub rule: String,
+    /// The message concerned.
+    pub message_id: MessageId,
+}
+
+/// What the UI may offer (C-PEND-3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Affordances {
+    /// Steer is advertised.
+    pub steer: bool,
+    /// Replace is advertised.
+    pub edit_pending: bool,
+    /// Inject (hence revoke) is advertised.
+    pub revoke: bool,
+}
+
+/// The turn state as the client knows it (C-STATE-1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnState {
+    /// No turn in progress.
+    Idle,
+    /// A turn is running.
+    Running,
+    /// The turn waits on the user.
+    RequiresAction,
+}
+
+/// A call the client API refused without sending anything.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CallRejected {
+    /// Inject (or this mode) is not advertised.
+    #[error("mode_not_supported: the agent does not advertise this inject mode")]
+    ModeNotSupported,
+    /// `pending.replace` is not advertised.
+    #[error("replace_not_supported: the agent does not advertise pending.replace")]
+    ReplaceNotSupported,
+    /// Not one of this client's pending items.
+    #[error("unknown_message_id: not one of this client's pending items")]
+    UnknownMessageId,
+    /// The session is not open on this connection.
+    #[error("unknown_session: the session is not open on this connection")]
+    UnknownSession,
+    /// The call's arguments are not valid (empty content, a relative path, …).
+    #[error("invalid_arguments: {0}")]
+    InvalidArguments(String),
+}
+
+impl CallRejected {
+    /// The vectors' name of the rejection.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            CallRejected::ModeNotSupported => "mode_not_supported",
+            CallRejected::ReplaceNotSupported => "replace_not_supported",
+            CallRejected::UnknownMessageId => "unknown_message_id",
+            CallRejected::UnknownSession => "unknown_session",
+            CallRejected::InvalidArguments(_) => "invalid_arguments",
+        }
+    }
+}
+
+/// Everything a client UI renders for one session.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MirrorSnapshot {
+    /// Turn state.
+    pub state: TurnState,
+    /// The last turn's stop reason.
+    pub stop_reason: Option<StopReason>,
+    /// The last turn's usage.
+    pub usage: Option<Usage>,
+    /// The client's own items still sending or pending, in the order sent.
+    pub pending: Vec<PendingItem>,
+    /// Messages in notification order.
+    pub transcript: Vec<TranscriptEntry>,
+    /// Protocol violations detected.
+    pub violations: Vec<Violation>,
+    /// What the UI may offer.
+    pub affordances: Affordances,
+    /// The agent's pending list (every client's injects), when the agent sends it.
+    pub agent_pending: Option<Vec<PendingInject>>,
+    /// The session was closed.
+    pub closed: bool,
+    /// Values dropped by tolerant decoding of this session's updates, counted.
+    pub tolerated: u64,
+}
+
+/// The mirror of one session. See the module docs.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionMirror {
+    caps: Option<InjectCapabilities>,
+    items: Vec<PendingItem>,
+    #[serde(skip)]
+    by_message: HashMap<String, usize>,
+    state: Option<TurnState>,
+    stop_reason: Option<StopReason>,
+    usage: Option<Usage>,
+    transcript: Vec<TranscriptEntry>,
+    #[serde(skip)]
+    entries: HashMap<(Role, String), usize>,
+    violations: Vec<Violation>,
+    agent_pending: Option<Vec<PendingInject>>,
+    closed: bool,
+    tolerated: u64,
+}
+
+impl SessionMirror {
+    /// A mirror knowing the agent's advertised `session.inject`.
+    pub fn new(caps: Option<InjectCapabilities>) -> Self {
+        SessionMirror { caps, ..SessionMirror::default() }
+    }
+
+    /// Restores a mirror from its JSON (see [`SessionMirror::to_json`]).
+    pub fn from_json(json: &str) -> Result<SessionMirror, serde_json::Error> {
+        let mut m: SessionMirror = serde_json::from_str(json)?;
+        m.by_message = m.items.iter().enumerate().filter_map(|(i, it)| it.message_id.as_ref().map(|id| (id.0.clone(), i))).collect();
+        m.entries = m.transcript.iter().enumerate().map(|(i, e)| ((e.role, e.message_id.0.clone()), i)).collect();
+        Ok(m)
+    }
+
+    /// The whole mirror as JSON, for an app that restarts without resuming. Items still
+    /// `sending` stay so; a later `user_message` with equal content binds them.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_else(|e| unreachable!("the mirror always serialises: {e}"))
+    }
+
+    /// What the UI may offer (C-PEND-3).
+    pub fn affordances(&self) -> Affordances {
+        Affordances {
+            steer: self.caps.as_ref().is_some_and(|c| c.modes.contains(&InjectMode::Steer)),
+            edit_pending: self.caps.as_ref().and_then(|c| c.pending.as_ref()).is_some_and(|p| p.replace),
+            revoke: self.caps.is_some(),
+        }
+    }
+
+    pub(crate) fn check_inject(&self, mode: InjectMode) -> Result<(), CallRejected> {
+        if self.caps.as_ref().is_some_and(|c| c.modes.contains(&mode)) {
+            Ok(())
+        } else {
+            Err(CallRejected::ModeNotSupported)
+        }
+    }
+
+    pub(crate) fn check_revoke(&self, message_id: &str) -> Result<usize, CallRejected> {
+        if self.caps.is_none() {
+            return Err(CallRejected::ModeNotSupported);
+        }
+        self.own_pending(message_id)
+    }
+
+    pub(crate) fn check_replace(&self, message_id: &str) -> Result<usize, CallRejected> {
+        if !self.affordances().edit_pending {
+            return Err(CallRejected::ReplaceNotSupported);
+        }
+        self.own_pending(message_id)
+    }
+
+    fn own_pending(&self, message_id: &str) -> Result<usize, CallRejected> {
+        match self.by_message.get(message_id) {
+            Some(&i) if self.items[i].status == ItemStatus::Pending => Ok(i),
+            _ => Err(CallRejected::UnknownMessageId),
+        }
+    }
+
+    /// Adds an item being sent; returns its index.
+    pub(crate) fn sending(&mut self, mode: ItemMode, content: Vec<ContentBlock>) -> (usize, SessionEvent) {
+        self.items.push(PendingItem { message_id: None, mode, status: ItemStatus::Sending, content, superseded: Vec::new() });
+        let i = self.items.len() - 1;
+        (i, SessionEvent::Item(self.items[i].clone()))
+    }
+
+    /// An accept answer: the item is pending with its id (or already delivered, when the
+    /// `user_message` overtook the answer).
+    pub(crate) fn accepted(&mut self, i: usize, message_id: Option<MessageId>) -> Vec<SessionEvent> {
+        let Some(item) = self.items.get_mut(i) else { return Vec::new() };
+        if item.status != ItemStatus::Sending {
+            return Vec::new();
+        }
+        item.status = ItemStatus::Pending;
+        if let Some(id) = message_id {
+            item.message_id = Some(id.clone());
+            self.by_message.insert(id.0.clone(), i);
+            // The insertion receipt and the update may arrive in either order.
+            if self.entries.contains_key(&(Role::User, id.0)) {
+                self.items[i].status = ItemStatus::Delivered;
+            }
+        }
+        vec![SessionEvent::Item(self.items[i].clone())]
+    }
+
+    /// An error answer to an accept: the item failed.
+    pub(crate) fn refused(&mut self, i: usize) -> Vec<SessionEvent> {
+        match self.items.get_mut(i) {
+            Some(item) if item.status == ItemStatus::Sending => {
+                item.status = ItemStatus::Failed;
+                vec![SessionEvent::Item(item.clone())]
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// A revoke answered with success. (C-PEND-4: `already_delivered` keeps the item pending
+    /// until its `user_message`.)
+    pub(crate) fn revoked(&mut self, i: usize) -> Vec<SessionEvent> {
+        match self.items.get_mut(i) {
+            Some(item) if item.status == ItemStatus::Pending => {
+                item.status = ItemStatus::Revoked;
+                vec![SessionEvent::Item(item.clone())]
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// A replace answered with success: the content is the new one.
+    pub(crate) fn replaced(&mut self, i: usize, content: Vec<ContentBlock>) -> Vec<SessionEvent> {
+        match self.items.get_mut(i) {
+            Some(item) if item.status == ItemStatus::Pending => {
+                let old = std::mem::replace(&mut item.content, content);
+                item.superseded.push(old);
+                vec![SessionEvent::Item(item.clone())]
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// The session was closed: items still pending will never be delivered.
+    pub(crate) fn close(&mut self) -> Vec<SessionEvent> {
+        self.closed = true;
+        self.state = Some(TurnState::Idle);
+        let mut events = vec![SessionEvent::Closed];
+        for item in self.items.iter_mut().filter(|i| i.status == ItemStatus::Pending) {
+            item.status = ItemStatus::Failed;
+            events.push(SessionEvent::Item(item.clone()));
+        }
+        events
+    }
+
+    pub(crate) fn reopen(&mut self) {
+        self.closed = false;
+    }
+
+    pub(crate) fn count_tolerated(&mut self, n: usize) {
+        self.tolerated += n as u64;
+    }
+
+    fn entry(&mut self, role: Role, id: &MessageId) -> usize {
+        let key = (role, id.0.clone());
+        if let Some(&i) = self.entries.get(&key) {
+            return i;
+        }
+        self.transcript.push(TranscriptEntry { role, message_id: id.clone(), content: Vec::new() });
+        let i = self.transcript.len() - 1;
+        self.entries.insert(key, i);
+        i
+    }
+
+    /// C-MSG-1: omitted content leaves it, `null` clears it, an array replaces it.
+    fn upsert(&mut self, role: Role, id: &MessageId, content: &Patch<Vec<ContentBlock>>) {
+        let i = self.entry(role, id);
+        match content {
+            Patch::Absent => {}
+            Patch::Null => self.transcript[i].content.clear(),
+            Patch::Value(c) => self.transcript[i].content = c.clone(),
+        }
+    }
+
+    fn append(&mut self, role: Role, id: &MessageId, block: &ContentBlock) {
+        let i = self.entry(role, id);
+        self.transcript[i].content.push(block.clone());
+    }
+
+    /// Applies one update of this session; returns what changed, as events.
+    pub(crate) fn apply(&mut self, update: SessionUpdate) -> Vec<SessionEvent> {
+        let mut events = Vec::new();
+        match &update {
+            SessionUpdate::UserMessage(m) => {
+                self.on_user_message(&m.message_id, m.content.as_value(), &mut events);
+                self.upsert(Role::User, &m.message_id, &m.content);
+            }
+            SessionUpdate::UserMessageChunk(m) => {
+                // A chunked user message is a delivery too; its content is not known whole.
+                self.on_user_message(&m.message_id, None, &mut events);
+                self.append(Role::User, &m.message_id, &m.content);
+            }
+            SessionUpdate::AgentMessage(m) => self.upsert(Role::Agent, &m.message_id, &m.content),
+            SessionUpdate::AgentMessageChunk(m) => self.append(Role::Agent, &m.message_id, &m.content),
+            SessionUpdate::AgentThought(m) => self.upsert(Role::Thought, &m.message_id, &m.content),
+            SessionUpdate::AgentThoughtChunk(m) => self.append(Role::Thought, &m.message_id, &m.content),
+            // C-MSG-2: the same operation as an `agent_message` upsert with `content: []`.
+            SessionUpdate::AgentMessageClear(m) => {
+                let target = match &m.message_id {
+                    Some(id) => self.entries.get(&(Role::Agent, id.0.clone())).copied(),
+                    None => self.transcript.iter().rposition(|e| e.role == Role::Agent),
+                };
+                if let Some(i) = target {
+                    self.transcript[i].content.clear();
+                }
+            }
+            SessionUpdate::StateUpdate(s) => match s.as_ref() {
+                StateUpdate::Running(_) => self.set_state(TurnState::Running, None, None),
+                StateUpdate::RequiresAction(_) => self.set_state(TurnState::RequiresAction, None, None),
+                StateUpdate::Idle(i) => self.set_state(TurnState::Idle, i.stop_reason.clone(), i.usage.clone()),
+                // R-WIRE-3: a state this version does not know changes nothing it tracks.
+                StateUpdate::Other(_) => {}
+            },
+            SessionUpdate::AcpInjectPending(p) => {
+                let list = p.pending.clone();
+                self.agent_pending = Some(list);
+            }
+            SessionUpdate::AcpInjectSessionClosed(_) => events.extend(self.close()),
+            _ => {}
+        }
+        events.insert(0, SessionEvent::Update(update));
+        events
+    }
+
+    fn set_state(&mut self, state: TurnState, stop_reason: Option<StopReason>, usage: Option<Usage>) {
+        self.state = Some(state);
+        self.stop_reason = stop_reason;
+        self.usage = usage;
+    }
+
+    /// C-PEND-2 and C-PEND-5: a `user_message` moves the matching item into history.
+    fn on_user_message(&mut self, id: &MessageId, content: Option<&Vec<ContentBlock>>, events: &mut Vec<SessionEvent>) {
+        let idx = match self.by_message.get(&id.0) {
+            Some(&i) => Some(i),
+            // An item without an id yet (an agent that answers `{}`, or an answer still in
+            // flight, or a mirror restored mid-send): bind the first with equal content.
+            None if !self.entries.contains_key(&(Role::User, id.0.clone())) => {
+                let found = self.items.iter().position(|it| {
+                    matches!(it.status, ItemStatus::Pending | ItemStatus::Sending)
+                        && it.message_id.is_none()
+                        && content.is_some_and(|c| c == &it.content)
+                });
+                if let Some(i) = found {
+                    self.items[i].message_id = Some(id.clone());
+                    self.by_message.insert(id.0.clone(), i);
+                }
+                found
+            }
+            None => None,
+        };
+        let Some(i) = idx else { return };
+        let item = &mut self.items[i];
+        if matches!(item.status, ItemStatus::Pending | ItemStatus::Sending) {
+            item.status = ItemStatus::Delivered;
+            if let Some(c) = content {
+                if c != &item.content && item.superseded.iter().any(|old| old == c) {
+                    let v = Violation { rule: "R-REPLACE-2".into(), message_id: id.clone() };
+                    self.violations.push(v.clone());
+                    events.push(SessionEvent::Violation(v));
+                }
+            }
+            events.push(SessionEvent::Item(self.items[i].clone()));
+        }
+    }
+
+    /// The status of one of this client's items, by `messageId`.
+    pub fn item_status(&self, message_id: &str) -> Option<ItemStatus> {
+        self.by_message.get(message_id).map(|&i| self.items[i].status)
+    }
+
+    /// The turn state.
+    pub fn state(&self) -> TurnState {
+        self.state.unwrap_or(TurnState::Idle)
+    }
+
+    /// The transcript.
+    pub fn transcript(&self) -> &[TranscriptEntry] {
+        &self.transcript
+    }
+
+    /// The client's own items still `sending` or `pending`, in the order they were sent.
+    pub fn pending(&self) -> impl Iterator<Item = &PendingItem> {
+        self.items.iter().filter(|i| matches!(i.status, ItemStatus::Sending | ItemStatus::Pending))
+    }
+
+    /// Everything a UI renders, in one value.
+    pub fn snapshot(&self) -> MirrorSnapshot {
+        MirrorSnapshot {
+            state: self.state(),
+            stop_reason: self.stop_reason.clone(),
+            usage: self.usage.clone(),
+            pending: self.pending().cloned().collect(),
+            transcript: self.transcript.clone(),
+            violations: self.violations.clone(),
+            affordances: self.affordances(),
+            agent_pending: self.agent_pending.clone(),
+            closed: self.closed,
+            tolerated: self.tolerated,
+        }
+    }
+}

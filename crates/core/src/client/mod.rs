@@ -1,0 +1,26 @@
+//! The client side: one connection to an agent ([`ClientConnection`]) and a mirror of each
+//! session open on it ([`SessionMirror`], C-… rules) that every client UI can render.
+//!
+//! ```
+//! use acp_inject_core::client::{ClientConnection, Event};
+//! use acp_inject_core::wire::Implementation;
+//!
+//! let mut conn = ClientConnection::default();
+//! let info = Implementation { name: "my-app".into(), title: None, version: "1.0".into(), meta: None };
+//! conn.initialize(info, false);
+//! let lines = conn.take_outgoing(); // write these to the agent
+//! assert!(lines[0].contains(r#""method":"initialize""#));
+//! conn.receive_bytes(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"protocolVersion\":2,\"info\":{\"name\":\"a\",\"version\":\"1\"}}}\n");
+//! assert!(matches!(conn.take_events()[0], Event::Answered { .. }));
+//! ```
+
+mod connection;
+mod event;
+mod mirror;
+
+pub use connection::ClientConnection;
+pub use event::{Answer, Event, ProtocolError, RequestKind, SessionEvent};
+pub use mirror::{
+    Affordances, CallRejected, ItemMode, ItemStatus, MirrorSnapshot, PendingItem, Role, SessionMirror, TranscriptEntry, TurnState,
+    Violation,
+};

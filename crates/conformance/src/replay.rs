@@ -182,6 +182,9 @@ pub struct VectorRun {
     /// What the current step expects back (filled when an instruction is handed out).
     expected: Option<Value>,
     last_error: Option<Value>,
+    /// The connections attached to each session as last reported, for notices about a session
+    /// that has since closed (its attachments are gone with it).
+    known_attached: BTreeMap<String, Vec<ConnId>>,
 }
 
 impl VectorRun {
@@ -196,16 +199,29 @@ impl VectorRun {
         };
         let steps = vector.get("steps").and_then(Value::as_array).cloned().ok_or_else(|| err("the vector has no `steps` array"))?;
         let default_session = vector.get("sessionId").and_then(Value::as_str).unwrap_or("s1").to_owned();
-        let run = VectorRun { name, side, steps, next: 0, current: None, captures: Captures::default(), default_session, expected: None, last_error: None };
-        run.vector_setup_checks(&vector)?;
-        Ok(run)
-    }
-
-    fn vector_setup_checks(&self, vector: &Value) -> Result<(), Mismatch> {
-        match self.side {
-            Side::Agent => agent_setup(vector).map(drop),
-            Side::Client => client_setup(vector).map(drop),
-        }
+        // The setup attaches every connection of the vector to its session.
+        let known_attached = match side {
+            Side::Agent => {
+                let setup = agent_setup(&vector)?;
+                BTreeMap::from([(setup.session, setup.connections.into_iter().map(|(c, _)| c).collect())])
+            }
+            Side::Client => {
+                client_setup(&vector)?;
+                BTreeMap::new()
+            }
+        };
+        Ok(VectorRun {
+            name,
+            side,
+            steps,
+            next: 0,
+            current: None,
+            captures: Captures::default(),
+            default_session,
+            expected: None,
+            last_error: None,
+            known_attached,
+        })
     }
 
     /// The vector's name.
@@ -301,7 +317,8 @@ impl VectorRun {
     }
 
     /// Reports the outputs drained for an [`Instruction::Expect`] (or at the end of the
-    /// vector), with the connections attached to each live session.
+    /// vector), with the connections attached to each live session. A session no longer live
+    /// keeps the attachments reported last.
     pub fn check_outputs(&mut self, outputs: &[Output], attached: &BTreeMap<String, Vec<ConnId>>) -> Result<(), Mismatch> {
         let at = match self.current {
             Some(i) => format!("step {i} (expect)"),
@@ -309,7 +326,11 @@ impl VectorRun {
         };
         let expected = self.expected.take().unwrap_or(Value::Array(Vec::new()));
         let expected = expected.as_array().ok_or_else(|| err(format!("{at}: `expect` is not an array")))?;
-        self.expect(expected, outputs, attached).map_err(|e| err(format!("{at}: {e}")))
+        let mut known = self.known_attached.clone();
+        known.extend(attached.iter().map(|(k, v)| (k.clone(), v.clone())));
+        let result = self.expect(expected, outputs, &known).map_err(|e| err(format!("{at}: {e}")));
+        self.known_attached = known;
+        result
     }
 
     fn expect(&mut self, expected: &[Value], outputs: &[Output], attached: &BTreeMap<String, Vec<ConnId>>) -> Result<(), String> {

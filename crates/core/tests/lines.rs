@@ -1,28 +1,38 @@
 //! The JSON line endpoints answer malformed and unknown input with the right JSON-RPC error
 //! line (or ignore it, for notifications and stray responses) and change no state.
 
-use acp_inject_core::agent::{Agent, AgentConfig, Output, Recipient};
-use acp_inject_core::client::ClientMirror;
+use acp_inject_core::agent::{Agent, AgentConfig, Output};
+use acp_inject_core::client::{ClientConnection, Event};
 use serde_json::{json, Value};
 
 fn agent() -> Agent {
     let inject = serde_json::from_value(json!({ "modes": ["queue", "steer"], "steerInStream": ["finish"] })).unwrap();
-    let mut a = Agent::new(AgentConfig { inject: Some(inject), policy: Default::default(), info: Default::default() });
-    a.create_session("s1");
+    let mut a = Agent::new(AgentConfig { inject: Some(inject), ..Default::default() }).unwrap();
+    a.create_session("s1", "/work");
     a.attach("c1", acp_inject_core::agent::Role::Controller);
+    a.attach_to_session("c1", "s1");
     a
 }
 
-/// Feeds one line; returns the lines sent back to `c1`.
+/// Feeds one line; returns the lines sent back to `c1` (only answers are expected).
 fn answer(a: &mut Agent, line: &[u8]) -> Vec<Value> {
     a.handle_bytes("c1", line);
     a.drain()
+        .unwrap()
         .into_iter()
         .map(|o| match o {
-            Output::Line { to: Recipient::One(c), line } if c == "c1" => serde_json::from_str(&line).unwrap(),
+            Output::Line { to, line } if to == ["c1"] && line.contains(r#""id""#) => serde_json::from_str(&line).unwrap(),
             other => panic!("unexpected output {other:?}"),
         })
         .collect()
+}
+
+/// A client connection with session `s1` open.
+fn client(max_line_bytes: usize) -> ClientConnection {
+    let mut c = ClientConnection::new(max_line_bytes);
+    c.assume_capabilities(None);
+    c.open_session("s1", None);
+    c
 }
 
 fn error(v: &Value) -> (i64, &str, &Value) {
@@ -46,6 +56,13 @@ fn malformed_lines_get_the_documented_errors() {
         (br#"{"jsonrpc":"2.0","id":9,"method":"session/prompt","params":{"sessionId":"s1","prompt":"hi"}}"#, -32602, "Invalid params", json!(9)),
         (br#"{"jsonrpc":"2.0","id":10,"method":"session/inject","params":{"sessionId":"s1","mode":"later","content":[]}}"#, -32602, "Invalid params", json!(10)),
         (br#"{"jsonrpc":"2.0","id":11,"method":"session/prompt","params":"x"}"#, -32600, "Invalid request", json!(11)),
+        (br#"{"jsonrpc":"2.0","id":12,"method":"session/prompt","params":{"sessionId":"s1","prompt":[]}}"#, -32602, "Invalid params", json!(12)),
+        (br#"{"jsonrpc":"2.0","id":13,"method":"session/inject","params":{"sessionId":"s1","mode":"queue","content":[]}}"#, -32602, "Invalid params", json!(13)),
+        (br#"{"jsonrpc":"2.0","id":14,"method":"session/cancel","params":{"sessionId":"s1"}}"#, -32601, "Method not found", json!(14)),
+        (br#"{"jsonrpc":"2.0","id":15,"method":"session/new","params":{"cwd":"relative/dir"}}"#, -32602, "Invalid params", json!(15)),
+        (br#"{"jsonrpc":"2.0","id":16,"method":"session/list","params":{"cursor":"made-up"}}"#, -32602, "Invalid params", json!(16)),
+        (br#"{"jsonrpc":"2.0","id":17,"method":"session/resume","params":{"sessionId":"s1","cwd":"/elsewhere"}}"#, -32602, "Invalid params", json!(17)),
+        (br#"{"jsonrpc":"2.0","id":18,"method":"session/resume","params":{"sessionId":"s1","cwd":"/work","replayFrom":{"type":"message"}}}"#, -32602, "Invalid params", json!(18)),
     ];
     for (line, code, message, id) in cases {
         let out = answer(&mut a, line);
@@ -55,6 +72,8 @@ fn malformed_lines_get_the_documented_errors() {
     // Invalid params name the offending member for a person.
     let out = answer(&mut a, br#"{"jsonrpc":"2.0","id":12,"method":"session/prompt","params":{"sessionId":"s1","prompt":[{"type":"text"}]}}"#);
     assert!(out[0]["error"]["data"]["detail"].as_str().unwrap().contains("text"), "{out:?}");
+    let out = answer(&mut a, br#"{"jsonrpc":"2.0","id":13,"method":"session/prompt","params":{"sessionId":"s1","prompt":[]}}"#);
+    assert!(out[0]["error"]["data"]["detail"].as_str().unwrap().contains("prompt"), "empty content names the member: {out:?}");
     let after: Value = serde_json::from_str(&a.snapshot()).unwrap();
     assert_eq!(after, before, "bad input changed the state");
 }
@@ -70,7 +89,7 @@ fn notifications_and_stray_responses_are_ignored() {
     ] {
         assert!(answer(&mut a, line.as_bytes()).is_empty(), "{line}");
     }
-    assert!(a.ignored_notifications >= 2);
+    assert!(a.ignored_lines() >= 2);
 }
 
 #[test]
@@ -87,24 +106,36 @@ fn batches_answer_each_request_and_report_bad_elements() {
 }
 
 #[test]
-fn the_client_mirror_ignores_garbage_without_changing_state() {
-    let mut m = ClientMirror::new("s1", None);
-    let before = m.snapshot_json();
+fn the_client_connection_ignores_garbage_without_changing_state() {
+    let mut c = client(1 << 20);
+    let before = c.mirror("s1").unwrap().snapshot();
     for line in ["{oops", "\u{0}", "[]", "17", r#"{"jsonrpc":"2.0","id":5,"result":{}}"#,
-                 r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"user_message"}}}"#] {
-        assert!(m.receive(line).is_none(), "{line}");
+                 r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"user_message"}}}"#,
+                 r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s2","update":{"sessionUpdate":"state_update","state":"running"}}}"#] {
+        c.receive_line(line);
+        let events = c.take_events();
+        assert!(events.iter().all(|e| matches!(e, Event::Ignored { .. })), "{line}: {events:?}");
     }
-    assert_eq!(m.snapshot_json(), before);
-    assert!(m.ignored_lines >= 5);
+    c.receive_bytes(b"\xff\xfe{}\n");
+    assert_eq!(c.mirror("s1").unwrap().snapshot(), before);
+    assert!(c.ignored_lines() >= 6);
+    assert!(c.take_outgoing().is_empty());
+}
+
+#[test]
+fn agent_requests_the_client_does_not_serve_are_answered_method_not_found() {
+    let mut c = client(1 << 20);
+    c.receive_line(r#"{"jsonrpc":"2.0","id":"x1","method":"fs/read_text_file","params":{}}"#);
+    let out: Vec<Value> = c.take_outgoing().iter().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(out, [json!({"jsonrpc":"2.0","id":"x1","error":{"code":-32601,"message":"Method not found"}})]);
 }
 
 #[test]
 fn oversized_lines_are_refused_before_parsing() {
     let inject = serde_json::from_value(json!({ "modes": ["queue"] })).unwrap();
-    let mut policy = acp_inject_core::agent::Policy::default();
-    policy.max_line_bytes = 64;
-    let mut a = Agent::new(AgentConfig { inject: Some(inject), policy, info: Default::default() });
-    a.create_session("s1");
+    let policy = acp_inject_core::agent::Policy { max_line_bytes: 64, ..Default::default() };
+    let mut a = Agent::new(AgentConfig { inject: Some(inject), policy, ..Default::default() }).unwrap();
+    a.create_session("s1", "/work");
     a.attach("c1", acp_inject_core::agent::Role::Controller);
     // Not even valid JSON: refused for its size, so it is never parsed.
     let big = format!("{{\"jsonrpc\":\"2.0\",\"id\":1,{}", "x".repeat(200));
@@ -112,10 +143,10 @@ fn oversized_lines_are_refused_before_parsing() {
     assert_eq!(error(&out[0]), (-32600, "Invalid request", &Value::Null));
     assert!(out[0]["error"]["data"]["detail"].as_str().unwrap().contains("exceeds the limit of 64 bytes"));
 
-    let mut m = ClientMirror::new("s1", None);
-    m.max_line_bytes = 64;
-    assert!(m.receive(&big).is_none());
-    assert_eq!(m.ignored_lines, 1);
+    let mut c = client(64);
+    c.receive_line(&big);
+    c.receive_bytes(format!("{big}\n").as_bytes());
+    assert_eq!(c.ignored_lines(), 2);
 }
 
 #[test]
@@ -131,17 +162,18 @@ fn deeply_nested_values_are_parse_errors_not_stack_overflows() {
         assert_eq!(out.len(), 1);
         assert!(matches!(error(&out[0]).0, -32700 | -32602), "{depth}: {out:?}");
     }
-    let mut m = ClientMirror::new("s1", None);
+    let mut c = client(1 << 24);
     let deep = format!("{{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{}}}", "{\"a\":".repeat(100_000));
-    assert!(m.receive(&deep).is_none());
+    c.receive_line(&deep);
+    assert!(matches!(c.take_events()[..], [Event::Ignored { .. }]));
 }
 
 /// JSON-RPC leaves id reuse to the client; the core answers each request on its own, so a
-/// reused id gets two answers (the second prompt, arriving while a turn runs, is queued).
+/// reused id gets two answers.
 #[test]
 fn a_reused_request_id_is_answered_twice() {
     let mut a = agent();
-    let p = br#"{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s1","prompt":[{"type":"text","text":"a"}]}}"#;
+    let p = br#"{"jsonrpc":"2.0","id":1,"method":"session/inject","params":{"sessionId":"s1","mode":"queue","content":[{"type":"text","text":"a"}]}}"#;
     let first = answer_all(&mut a, p);
     let second = answer_all(&mut a, p);
     assert_eq!(first[0]["id"], 1);
@@ -152,9 +184,10 @@ fn a_reused_request_id_is_answered_twice() {
 fn answer_all(a: &mut Agent, line: &[u8]) -> Vec<Value> {
     a.handle_bytes("c1", line);
     a.drain()
+        .unwrap()
         .into_iter()
         .filter_map(|o| match o {
-            Output::Line { to: Recipient::One(_), line } => Some(serde_json::from_str(&line).unwrap()),
+            Output::Line { line, .. } if line.contains(r#""id""#) => Some(serde_json::from_str(&line).unwrap()),
             _ => None,
         })
         .collect()

@@ -1,10 +1,10 @@
 //! Property tests: random operation sequences against the agent core, checking the invariants
-//! of SEMANTICS.md (R-DELIV-2, R-REVOKE-1, R-QUEUE-1, R-STEER-1/4, R-ORDER-1/2, R-REPLACE-1/2,
+//! of spec/rules.md (R-DELIV-2, R-REVOKE-1, R-QUEUE-1, R-STEER-1/4, R-ORDER-1/2, R-REPLACE-1/2,
 //! R-CLOSE-1) and that snapshot + restore at any step changes no future output.
 
 use std::collections::{HashMap, HashSet};
 
-use acp_inject_core::agent::{Agent, AgentConfig, BreakPoint, Output, Policy, QueueDrain, RuntimeAction, RuntimeEvent};
+use acp_inject_core::agent::{Agent, AgentConfig, BreakPoint, MemoryStore, Output, Policy, QueueDrain, RuntimeAction, RuntimeEvent};
 use acp_inject_core::wire::StopReason;
 use proptest::prelude::*;
 use serde_json::{json, Value};
@@ -49,10 +49,16 @@ fn agent(drain: QueueDrain) -> Agent {
         "modes": ["queue", "steer"], "pending": { "replace": true }, "steerInStream": ["interrupt", "finish"]
     }))
     .unwrap();
-    let policy = Policy { queue_drain: drain, ..Policy::default() };
-    let mut a = Agent::new(AgentConfig { inject: Some(inject), policy, info: Default::default() });
-    a.create_session("s1");
+    let mut a = Agent::new(config(inject, drain)).unwrap();
+    a.create_session("s1", "/work");
+    for c in ["c1", "c2"] {
+        a.attach_to_session(c, "s1");
+    }
     a
+}
+
+fn config(inject: acp_inject_core::wire::InjectCapabilities, drain: QueueDrain) -> AgentConfig {
+    AgentConfig { inject: Some(inject), policy: Policy { queue_drain: drain, ..Policy::default() }, ..Default::default() }
 }
 
 /// Everything observed while driving one sequence.
@@ -124,7 +130,7 @@ fn apply(a: &mut Agent, m: &mut Model, op: &Op, counter: &mut usize) -> Vec<Stri
 /// Drains outputs, records what they mean, returns them as text (for the restore comparison).
 fn observe(a: &mut Agent, m: &mut Model, op: &Op, text: &str) -> Vec<String> {
     let mut seen = Vec::new();
-    for out in a.drain() {
+    for out in a.drain().unwrap() {
         match &out {
             Output::Line { line, .. } => {
                 let v: Value = serde_json::from_str(line).unwrap();
@@ -203,7 +209,7 @@ fn run(ops: &[Op], drain: QueueDrain, restore_at: Option<usize>) -> (Model, Vec<
     let mut counter = 0;
     for (i, op) in ops.iter().enumerate() {
         if restore_at == Some(i) {
-            a = Agent::restore(&a.snapshot()).expect("snapshot restores");
+            a = Agent::restore(a.config().clone(), &a.snapshot(), Box::new(MemoryStore::new())).expect("snapshot restores");
         }
         apply(&mut a, &mut m, op, &mut counter);
     }
@@ -211,9 +217,12 @@ fn run(ops: &[Op], drain: QueueDrain, restore_at: Option<usize>) -> (Model, Vec<
     a.runtime_event("s1", RuntimeEvent::Close).unwrap();
     let handed_back: Vec<String> = a
         .drain()
+        .unwrap()
         .into_iter()
         .filter_map(|o| match o {
-            Output::Action { action: RuntimeAction::Dropped(d), .. } => Some(d.into_iter().map(|d| d.message_id.0).collect::<Vec<_>>()),
+            Output::Action { action: RuntimeAction::Closed { dropped, .. }, .. } => {
+                Some(dropped.into_iter().map(|d| d.message_id.0).collect::<Vec<_>>())
+            }
             _ => None,
         })
         .flatten()

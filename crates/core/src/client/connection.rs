@@ -84,6 +84,7 @@ pub struct ClientConnection {
     events: VecDeque<Event>,
     outbox: VecDeque<String>,
     framer: LineFramer,
+    max_line_bytes: usize,
     permissions: HashMap<RequestId, String>,
     ignored: u64,
 }
@@ -113,6 +114,7 @@ impl ClientConnection {
             events: VecDeque::new(),
             outbox: VecDeque::new(),
             framer: LineFramer::new(max_line_bytes),
+            max_line_bytes,
             permissions: HashMap::new(),
             ignored: 0,
         }
@@ -350,7 +352,7 @@ impl ClientConnection {
                 Err(e) => self.ignore(format!("a line that is not UTF-8: {e}")),
             },
             Framed::Oversized { len } => {
-                let limit = self.framer.max_line_bytes();
+                let limit = self.max_line_bytes;
                 self.ignore(format!("a line of more than {limit} bytes ({len} seen)"));
             }
         }
@@ -367,7 +369,7 @@ impl ClientConnection {
 
     /// Applies one line from the agent.
     pub fn receive_line(&mut self, line: &str) {
-        if line.len() > self.framer.max_line_bytes() {
+        if line.len() > self.max_line_bytes {
             return self.ignore(format!("a line of {} bytes, over the limit", line.len()));
         }
         let (parsed, tolerated) = collect_tolerated(|| jsonrpc::parse_agent_line(line));

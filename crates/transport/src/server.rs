@@ -1,0 +1,583 @@
+//! The agent server: runs the agent core over stdio (or any reader/writer pair), with an
+//! optional durable store, and calls the runtime an author implements ([`AgentRuntime`]).
+//!
+//! The author writes what a turn does; everything else — `initialize`, the session surface
+//! (new, list, resume with replay, close, status), queue and steer injects, revoke and replace,
+//! cancel, delivery at break-points, turn state — is the core's. A turn gets a
+//! [`TurnContext`]: it streams updates, asks permission, reports break-points (where pending
+//! steers are delivered and handed back), sees cancellation and stream interrupts, and ends by
+//! returning a [`TurnEnd`].
+//!
+//! Each read from the client is handled as one batch: every line of it goes through the core,
+//! then one commit to the store, then the answers go out.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use acp_inject_core::agent::{
+    Agent, AgentConfig, BreakPoint, HostError, OpenError, Output, PendingInject, Role, RuntimeAction, RuntimeEvent,
+    SessionRecord, SessionSetup, Store, StoreError, UserInput,
+};
+use acp_inject_core::wire::framing::{Framed, LineFramer};
+use acp_inject_core::wire::jsonrpc::{self, Frame, Incoming};
+use acp_inject_core::wire::{
+    AgentMessageChunk, ContentBlock, MessageId, PermissionOption, RequestId, RequestPermissionOutcome, RequestPermissionRequest,
+    RequestPermissionResponse, SessionId, SessionUpdate, StopReason, TextContent, Usage,
+};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::{mpsc, oneshot, watch};
+
+/// How a turn ended, as the runtime reports it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TurnEnd {
+    /// Why (the core reports `cancelled` after a client cancel, whatever this says).
+    pub stop_reason: StopReason,
+    /// Token usage of the turn.
+    pub usage: Option<Usage>,
+}
+
+impl TurnEnd {
+    /// The model finished.
+    pub fn end_turn() -> TurnEnd {
+        TurnEnd { stop_reason: StopReason::EndTurn, usage: None }
+    }
+
+    /// The turn stopped because it was cancelled.
+    pub fn cancelled() -> TurnEnd {
+        TurnEnd { stop_reason: StopReason::Cancelled, usage: None }
+    }
+}
+
+/// What an agent author implements. Only [`AgentRuntime::run_turn`] is required.
+#[async_trait::async_trait]
+pub trait AgentRuntime: Send + Sync + 'static {
+    /// A client created a session (`session/new`): its working directory, extra roots and MCP
+    /// servers.
+    async fn session_opened(&self, _session: &str, _setup: SessionSetup) {}
+
+    /// A client resumed a session (`session/resume`); the core already replayed its history.
+    async fn session_resumed(&self, _session: &str, _setup: SessionSetup) {}
+
+    /// Runs one turn whose opening input is `input` (empty when the runtime started the turn
+    /// itself with [`Server::start_turn`]). Returns how it ended.
+    async fn run_turn(&self, turn: TurnContext, input: Vec<UserInput>) -> TurnEnd;
+
+    /// The session was closed: stop any work for it. `dropped` are the injects that were
+    /// pending (never delivered), for the host to persist, report or resend.
+    async fn session_closed(&self, _session: &str, _dropped: Vec<PendingInject>) {}
+}
+
+/// A server failure that ends [`serve`].
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    /// The agent could not be built (configuration or store).
+    #[error(transparent)]
+    Open(#[from] OpenError),
+    /// The store failed; nothing after the failure was released. Restart from the store.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// Reading from or writing to the client failed.
+    #[error("I/O error: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// A runtime call the core refused (the turn was already over, or the session closed).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TurnError {
+    /// The core refused the event.
+    #[error(transparent)]
+    Host(#[from] HostError),
+    /// The server stopped (the client went away, or the store failed).
+    #[error("the server stopped")]
+    Stopped,
+}
+
+/// How [`serve`] runs.
+pub struct ServeOptions {
+    /// What the agent advertises and how it behaves.
+    pub config: AgentConfig,
+    /// Where sessions live; `None` keeps them in memory.
+    pub store: Option<Box<dyn Store>>,
+}
+
+const CLIENT: &str = "client";
+
+/// The signals of one running turn.
+struct Signals {
+    cancel: watch::Sender<bool>,
+    interrupt: watch::Sender<bool>,
+}
+
+/// The running server: the core, the connection to the client, the runtime.
+struct Server {
+    agent: Mutex<Agent>,
+    runtime: Arc<dyn AgentRuntime>,
+    out: mpsc::UnboundedSender<String>,
+    out_rx: Mutex<Option<mpsc::UnboundedReceiver<String>>>,
+    turns: Mutex<HashMap<String, Arc<Signals>>>,
+    permissions: Mutex<HashMap<RequestId, oneshot::Sender<RequestPermissionOutcome>>>,
+    next_request: AtomicU64,
+    failed: Mutex<Option<StoreError>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Every critical section here completes or changes nothing, so a poisoned lock still
+    // holds consistent data.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+type Actions = Vec<(String, RuntimeAction)>;
+
+impl Server {
+    /// Runs `f` on the core, commits, sends the lines for the client (in order, while still
+    /// holding the core so no other batch interleaves) and returns the actions.
+    fn step<R>(&self, f: impl FnOnce(&mut Agent) -> R) -> Result<(R, Actions), TurnError> {
+        if lock(&self.failed).is_some() {
+            return Err(TurnError::Stopped);
+        }
+        let mut agent = lock(&self.agent);
+        let r = f(&mut agent);
+        let outputs = match agent.drain() {
+            Ok(o) => o,
+            Err(e) => {
+                *lock(&self.failed) = Some(e);
+                return Err(TurnError::Stopped);
+            }
+        };
+        let mut actions = Vec::new();
+        for o in outputs {
+            match o {
+                Output::Line { to, line } => {
+                    if to.iter().any(|c| c == CLIENT) {
+                        let _ = self.out.send(line);
+                    }
+                }
+                Output::Action { session, action } => actions.push((session, action)),
+            }
+        }
+        Ok((r, actions))
+    }
+
+    /// Carries out the core's instructions.
+    fn dispatch(self: &Arc<Self>, actions: Actions) {
+        for (session, action) in actions {
+            match action {
+                RuntimeAction::StartTurn(inputs) => self.spawn_turn(session, inputs),
+                RuntimeAction::InterruptStream => {
+                    if let Some(s) = lock(&self.turns).get(&session) {
+                        let _ = s.interrupt.send(true);
+                    }
+                }
+                RuntimeAction::CancelTurn => {
+                    if let Some(s) = lock(&self.turns).get(&session) {
+                        let _ = s.cancel.send(true);
+                    }
+                }
+                RuntimeAction::Closed { dropped, .. } => {
+                    if let Some(s) = lock(&self.turns).remove(&session) {
+                        let _ = s.cancel.send(true);
+                    }
+                    let rt = Arc::clone(&self.runtime);
+                    tokio::spawn(async move { rt.session_closed(&session, dropped).await });
+                }
+                RuntimeAction::SessionOpened(setup) => {
+                    let rt = Arc::clone(&self.runtime);
+                    tokio::spawn(async move { rt.session_opened(&session, setup).await });
+                }
+                RuntimeAction::SessionResumed(setup) => {
+                    let rt = Arc::clone(&self.runtime);
+                    tokio::spawn(async move { rt.session_resumed(&session, setup).await });
+                }
+                // Deliveries are handed back by `break_point` to the turn that reached it.
+                RuntimeAction::Deliver(_) => {}
+            }
+        }
+    }
+
+    fn spawn_turn(self: &Arc<Self>, session: String, inputs: Vec<UserInput>) {
+        let signals = Arc::new(Signals { cancel: watch::channel(false).0, interrupt: watch::channel(false).0 });
+        lock(&self.turns).insert(session.clone(), Arc::clone(&signals));
+        let record = lock(&self.agent).session_record(&session).ok().flatten();
+        let ctx = TurnContext { server: Arc::clone(self), session: session.clone(), signals: Arc::clone(&signals), record };
+        let server = Arc::clone(self);
+        tokio::spawn(async move {
+            let rt = Arc::clone(&server.runtime);
+            // The runtime runs in its own task, so a panic in it ends only this turn.
+            let end = match tokio::spawn(async move { rt.run_turn(ctx, inputs).await }).await {
+                Ok(end) => end,
+                Err(_) => TurnEnd { stop_reason: StopReason::Other("_acp-inject/runtime_error".into()), usage: None },
+            };
+            {
+                let mut turns = lock(&server.turns);
+                if turns.get(&session).is_some_and(|s| Arc::ptr_eq(s, &signals)) {
+                    turns.remove(&session);
+                }
+            }
+            let usage = end.usage.and_then(|u| serde_json::to_value(u).ok());
+            let event = RuntimeEvent::TurnEnded { stop_reason: end.stop_reason, usage };
+            // A refused turn end (the session closed meanwhile) needs nothing more.
+            if let Ok((_, actions)) = server.step(|a| a.runtime_event(&session, event)) {
+                server.dispatch(actions);
+            }
+        });
+    }
+
+    fn start_turn(self: &Arc<Self>, session: &str) -> Result<(), TurnError> {
+        let (r, actions) = self.step(|a| a.runtime_event(session, RuntimeEvent::TurnStarted))?;
+        r?;
+        self.dispatch(actions);
+        self.spawn_turn(session.to_owned(), Vec::new());
+        Ok(())
+    }
+
+    fn close_session(self: &Arc<Self>, session: &str) -> Result<(), TurnError> {
+        let (r, actions) = self.step(|a| a.runtime_event(session, RuntimeEvent::Close))?;
+        r?;
+        self.dispatch(actions);
+        Ok(())
+    }
+
+    fn sessions(&self) -> Vec<String> {
+        lock(&self.agent).session_ids()
+    }
+
+    /// Handles one read from the client: every complete line, one commit, one dispatch.
+    fn read(self: &Arc<Self>, framer: &mut LineFramer, chunk: Option<&[u8]>) -> Result<(), TurnError> {
+        let mut lines: Vec<Result<Vec<u8>, usize>> = Vec::new();
+        let mut collect = |f: Framed<'_>| match f {
+            Framed::Line(l) => lines.push(Ok(l.to_vec())),
+            Framed::Oversized { len } => lines.push(Err(len)),
+        };
+        match chunk {
+            Some(c) => framer.push(c, &mut collect),
+            None => framer.finish(&mut collect),
+        }
+        if lines.is_empty() {
+            return Ok(());
+        }
+        let ((), actions) = self.step(|agent| {
+            for line in lines {
+                match line {
+                    Ok(bytes) if self.permission_answer(&bytes) => {}
+                    Ok(bytes) => agent.handle_bytes(CLIENT, &bytes),
+                    Err(len) => agent.oversized_line(CLIENT, len),
+                }
+            }
+        })?;
+        self.dispatch(actions);
+        Ok(())
+    }
+
+    /// An answer to one of this server's permission requests goes to the turn waiting for it.
+    fn permission_answer(&self, bytes: &[u8]) -> bool {
+        let Ok(Frame::Single(Incoming::Response { id, outcome })) = jsonrpc::parse_bytes(bytes) else { return false };
+        let Some(waiter) = lock(&self.permissions).remove(&id) else { return false };
+        let outcome = outcome
+            .ok()
+            .and_then(|raw| jsonrpc::decode::<RequestPermissionResponse>(raw.get()).ok())
+            .map(|r| r.outcome)
+            .unwrap_or_else(cancelled_outcome);
+        let _ = waiter.send(outcome);
+        true
+    }
+}
+
+fn cancelled_outcome() -> RequestPermissionOutcome {
+    RequestPermissionOutcome::Cancelled(Box::new(acp_inject_core::wire::CancelledPermissionOutcome { meta: None }))
+}
+
+/// What a running turn can do. Cheap to clone.
+#[derive(Clone)]
+pub struct TurnContext {
+    server: Arc<Server>,
+    session: String,
+    signals: Arc<Signals>,
+    record: Option<SessionRecord>,
+}
+
+impl std::fmt::Debug for TurnContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TurnContext").field("session", &self.session).finish()
+    }
+}
+
+impl TurnContext {
+    /// The session this turn belongs to.
+    pub fn session_id(&self) -> &str {
+        &self.session
+    }
+
+    /// The session's working directory (empty if unknown).
+    pub fn cwd(&self) -> &str {
+        self.record.as_ref().map_or("", |r| r.cwd.as_str())
+    }
+
+    fn event(&self, event: RuntimeEvent) -> Result<(), TurnError> {
+        let (r, actions) = self.server.step(|a| a.runtime_event(&self.session, event))?;
+        self.server.dispatch(actions);
+        r.map_err(TurnError::from)
+    }
+
+    /// Sends one of the runtime's own updates (message and thought chunks or upserts, tool
+    /// calls, plans, usage, session info) to every client attached to the session.
+    pub fn send(&self, update: SessionUpdate) -> Result<(), TurnError> {
+        self.event(RuntimeEvent::Update(update))
+    }
+
+    /// A fresh id for an agent message or thought.
+    pub fn new_message_id(&self) -> MessageId {
+        lock(&self.server.agent).mint_agent_message_id()
+    }
+
+    /// Streams a piece of text of an agent message.
+    pub fn send_text(&self, message_id: &MessageId, text: &str) -> Result<(), TurnError> {
+        let content = ContentBlock::Text(Box::new(TextContent { text: text.to_owned(), annotations: None, meta: None }));
+        self.send(AgentMessageChunk { message_id: message_id.clone(), content, meta: None }.into())
+    }
+
+    /// Clears what was streamed so far for an agent message (C-MSG-2).
+    pub fn clear_message(&self, message_id: &MessageId) -> Result<(), TurnError> {
+        self.event(RuntimeEvent::ClearAgentMessage { message_id: message_id.clone() })
+    }
+
+    /// A model stream with no tool call pending began (under `steerInStream: interrupt` a steer
+    /// may now ask to cut it).
+    pub fn stream_started(&self) -> Result<(), TurnError> {
+        self.event(RuntimeEvent::StreamStarted)
+    }
+
+    /// That stream ended.
+    pub fn stream_finished(&self) -> Result<(), TurnError> {
+        self.event(RuntimeEvent::StreamFinished)
+    }
+
+    /// A safe break-point (a tool result, between model steps): pending steers are delivered
+    /// here, and their content is returned for the model. Clears an interrupt request.
+    pub fn break_point(&self, kind: BreakPoint) -> Result<Vec<UserInput>, TurnError> {
+        let (r, actions) = self.server.step(|a| a.runtime_event(&self.session, RuntimeEvent::BreakPoint(kind)))?;
+        r?;
+        let _ = self.signals.interrupt.send(false);
+        let mut delivered = Vec::new();
+        let mut rest = Vec::new();
+        for (session, action) in actions {
+            match action {
+                RuntimeAction::Deliver(inputs) if session == self.session => delivered.extend(inputs),
+                other => rest.push((session, other)),
+            }
+        }
+        self.server.dispatch(rest);
+        Ok(delivered)
+    }
+
+    /// A model-process pause began (rate limit, usage cap): steers are held.
+    pub fn paused(&self) -> Result<(), TurnError> {
+        self.event(RuntimeEvent::Paused)
+    }
+
+    /// The pause cleared.
+    pub fn resumed(&self) -> Result<(), TurnError> {
+        self.event(RuntimeEvent::Resumed)
+    }
+
+    /// Whether the client cancelled the turn (stop, then return; the turn reports `cancelled`).
+    pub fn is_cancelled(&self) -> bool {
+        *self.signals.cancel.borrow()
+    }
+
+    /// Waits until the client cancels the turn.
+    pub async fn cancelled(&self) {
+        let mut rx = self.signals.cancel.subscribe();
+        let _ = rx.wait_for(|c| *c).await;
+    }
+
+    /// Whether a steer asked to cut the current model stream (`steerInStream: interrupt`):
+    /// cut it, then report [`BreakPoint::ModelStep`].
+    pub fn interrupt_requested(&self) -> bool {
+        *self.signals.interrupt.borrow()
+    }
+
+    /// Waits until a steer asks to cut the current model stream.
+    pub async fn interrupted(&self) {
+        let mut rx = self.signals.interrupt.subscribe();
+        let _ = rx.wait_for(|c| *c).await;
+    }
+
+    /// Asks the user for permission (`session/request_permission`): the session is
+    /// `requires_action` until the answer, and held steers wait for the next break-point
+    /// (R-PERM-1). A cancel while waiting returns the `cancelled` outcome.
+    pub async fn request_permission(
+        &self,
+        title: &str,
+        description: Option<&str>,
+        options: Vec<PermissionOption>,
+        subject: Option<serde_json::Map<String, serde_json::Value>>,
+    ) -> Result<RequestPermissionOutcome, TurnError> {
+        let n = self.server.next_request.fetch_add(1, Ordering::Relaxed) + 1;
+        let id = RequestId::Str(format!("permission-{n}"));
+        let (tx, rx) = oneshot::channel();
+        lock(&self.server.permissions).insert(id.clone(), tx);
+        let params = RequestPermissionRequest {
+            session_id: SessionId(self.session.clone()),
+            title: title.to_owned(),
+            description: description.map(str::to_owned),
+            subject,
+            options,
+            meta: None,
+        };
+        self.event(RuntimeEvent::PermissionRequested)?;
+        let _ = self.server.out.send(jsonrpc::request_line(&id, &params));
+        let outcome = tokio::select! {
+            answer = rx => answer.unwrap_or_else(|_| cancelled_outcome()),
+            () = self.cancelled() => {
+                lock(&self.server.permissions).remove(&id);
+                cancelled_outcome()
+            }
+        };
+        self.event(RuntimeEvent::PermissionResolved)?;
+        Ok(outcome)
+    }
+}
+
+/// An agent server: build it, keep a clone to start turns or close sessions from the runtime's
+/// side, then [`AgentServer::run`] it.
+#[derive(Clone)]
+pub struct AgentServer {
+    inner: Arc<Server>,
+}
+
+impl std::fmt::Debug for AgentServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentServer").field("sessions", &self.inner.sessions()).finish()
+    }
+}
+
+impl AgentServer {
+    /// Builds the agent (on the store, when given: its sessions are live again) around the
+    /// runtime. Turns interrupted by the end of an earlier process end as `cancelled` when
+    /// the server runs, so what they held pending opens the next turn (R-DELIV-2).
+    pub fn new(runtime: Arc<dyn AgentRuntime>, options: ServeOptions) -> Result<AgentServer, ServerError> {
+        let agent = match options.store {
+            Some(store) => Agent::with_store(options.config, store)?,
+            None => Agent::new(options.config).map_err(OpenError::from)?,
+        };
+        let (tx, rx) = mpsc::unbounded_channel::<String>();
+        let inner = Arc::new(Server {
+            agent: Mutex::new(agent),
+            runtime,
+            out: tx,
+            out_rx: Mutex::new(Some(rx)),
+            turns: Mutex::new(HashMap::new()),
+            permissions: Mutex::new(HashMap::new()),
+            next_request: AtomicU64::new(0),
+            failed: Mutex::new(None),
+        });
+        Ok(AgentServer { inner })
+    }
+
+    /// Starts a turn in a session with no user message (R-TURN-2), e.g. for a scheduled task.
+    pub fn start_turn(&self, session: &str) -> Result<(), TurnError> {
+        self.inner.start_turn(session)
+    }
+
+    /// Closes a session from the agent's side (R-CLOSE-1).
+    pub fn close_session(&self, session: &str) -> Result<(), TurnError> {
+        self.inner.close_session(session)
+    }
+
+    /// The live sessions.
+    pub fn sessions(&self) -> Vec<String> {
+        self.inner.sessions()
+    }
+
+    /// Serves over stdin/stdout until the client closes stdin.
+    pub async fn run_stdio(self) -> Result<(), ServerError> {
+        self.run(tokio::io::stdin(), tokio::io::stdout()).await
+    }
+
+    /// Serves over a reader/writer pair until the reader ends.
+    pub async fn run<R, W>(self, mut reader: R, mut writer: W) -> Result<(), ServerError>
+    where
+        R: AsyncRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        let server = self.inner;
+        let Some(mut rx) = lock(&server.out_rx).take() else {
+            return Err(ServerError::Io(std::io::Error::other("the server is already running")));
+        };
+        let writer_task = tokio::spawn(async move {
+            while let Some(line) = rx.recv().await {
+                // An empty line is the stop signal.
+                if line.is_empty() {
+                    break;
+                }
+                let mut bytes = line.into_bytes();
+                bytes.push(b'\n');
+                // Batch what is already queued into one write.
+                let mut stop = false;
+                while let Ok(more) = rx.try_recv() {
+                    if more.is_empty() {
+                        stop = true;
+                        break;
+                    }
+                    bytes.extend_from_slice(more.as_bytes());
+                    bytes.push(b'\n');
+                }
+                if writer.write_all(&bytes).await.is_err() || writer.flush().await.is_err() || stop {
+                    break;
+                }
+            }
+            let _ = writer.flush().await;
+        });
+
+        let interrupted: Vec<String> = {
+            let agent = lock(&server.agent);
+            agent.session_ids().into_iter().filter(|s| agent.turn(s).is_some_and(|t| t.in_progress())).collect()
+        };
+        for session in interrupted {
+            let event = RuntimeEvent::TurnEnded { stop_reason: StopReason::Cancelled, usage: None };
+            if let Ok((_, actions)) = server.step(|a| a.runtime_event(&session, event)) {
+                server.dispatch(actions);
+            }
+        }
+        lock(&server.agent).attach(CLIENT, Role::Controller);
+
+        let max_line = lock(&server.agent).config().policy.max_line_bytes;
+        let mut framer = LineFramer::new(max_line);
+        let mut buf = vec![0u8; 64 * 1024];
+        let result = loop {
+            let n = match reader.read(&mut buf).await {
+                Ok(n) => n,
+                Err(e) => break Err(ServerError::Io(e)),
+            };
+            let chunk = (n > 0).then_some(&buf[..n]);
+            if server.read(&mut framer, chunk).is_err() {
+                break Err(ServerError::Store(lock(&server.failed).take().unwrap_or(StoreError::Poisoned)));
+            }
+            if n == 0 {
+                break Ok(());
+            }
+        };
+        // The client is gone: stop every turn, flush what was written, stop the writer.
+        for (_, s) in lock(&server.turns).drain() {
+            let _ = s.cancel.send(true);
+        }
+        let _ = server.out.send(String::new());
+        let _ = writer_task.await;
+        result
+    }
+}
+
+/// Serves `runtime` over stdin/stdout until the client closes stdin.
+pub async fn serve_stdio(runtime: Arc<dyn AgentRuntime>, options: ServeOptions) -> Result<(), ServerError> {
+    AgentServer::new(runtime, options)?.run_stdio().await
+}
+
+/// Serves `runtime` over a reader/writer pair until the reader ends.
+pub async fn serve<R, W>(runtime: Arc<dyn AgentRuntime>, options: ServeOptions, reader: R, writer: W) -> Result<(), ServerError>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    AgentServer::new(runtime, options)?.run(reader, writer).await
+}

@@ -65,7 +65,7 @@ fn decode(rounds: usize, lines: usize) -> Value {
         }))),
         ("ours_roundtrip", Box::new(|| both.iter().for_each(|l| {
             let v = ours(l);
-            black_box(jsonrpc::notification_line("session/update", &v));
+            black_box(jsonrpc::notification_line(&v));
         }))),
     ];
     let mut times: Vec<Vec<f64>> = vec![Vec::new(); contenders.len()];

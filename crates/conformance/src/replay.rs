@@ -10,10 +10,10 @@
 use std::collections::BTreeMap;
 
 use acp_inject_core::agent::{
-    AgentConfig, BreakPoint, ClearStyle, ConnId, HistoryEntry, Output, Policy, QueueDrain, RevokeReplace, Role, RuntimeEvent,
+    AgentConfig, BreakPoint, ClearStyle, ConnId, ConnectionRole, HistoryEntry, Output, Policy, QueueDrain, RevokeReplace, RuntimeEvent,
     SetupSupport,
 };
-use acp_inject_core::client::{CallRejected, Event, ItemStatus, MirrorSnapshot};
+use acp_inject_core::client::{Answer, CallRejected, Event, ItemStatus, MirrorSnapshot, ProtocolError};
 use acp_inject_core::wire::{ContentBlock, InjectCapabilities, InjectMode, StopReason};
 use serde_json::Value;
 
@@ -48,7 +48,16 @@ pub struct AgentSetup {
     /// Its working directory.
     pub cwd: String,
     /// Connections and their roles, each attached to the session.
-    pub connections: Vec<(ConnId, Role)>,
+    pub connections: Vec<SetupConnection>,
+}
+
+/// A connection of an agent-side vector's setup.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SetupConnection {
+    /// Its id (`c1`, `o1`, …).
+    pub id: ConnId,
+    /// Its role.
+    pub role: ConnectionRole,
 }
 
 /// How to set up the client for a client-side vector.
@@ -203,7 +212,7 @@ impl VectorRun {
         let known_attached = match side {
             Side::Agent => {
                 let setup = agent_setup(&vector)?;
-                BTreeMap::from([(setup.session, setup.connections.into_iter().map(|(c, _)| c).collect())])
+                BTreeMap::from([(setup.session, setup.connections.into_iter().map(|c| c.id).collect())])
             }
             Side::Client => {
                 client_setup(&vector)?;
@@ -424,10 +433,16 @@ impl VectorRun {
     /// Reports the events a [`Instruction::Receive`] caused (for a later `expectError`: the
     /// error the client surfaced, if the line was an error answer to one of its requests).
     pub fn record_events(&mut self, events: &[Event]) {
-        self.last_error = events.iter().rev().find_map(|e| match e {
-            Event::Answered { outcome: Err(e), .. } => Some(encode::error(e)),
+        self.record_error(events.iter().rev().find_map(|e| match e {
+            Event::Answered { outcome: Answer::Failed(e), .. } => Some(e),
             _ => None,
-        });
+        }));
+    }
+
+    /// Like [`VectorRun::record_events`], given only the last error answer the receive
+    /// surfaced (for drivers whose events are not the core's type).
+    pub fn record_error(&mut self, error: Option<&ProtocolError>) {
+        self.last_error = error.map(encode::error);
     }
 
     fn check_error(&mut self, expected: &Value) -> Result<(), Mismatch> {
@@ -491,10 +506,10 @@ pub fn agent_setup(vector: &Value) -> Result<AgentSetup, Mismatch> {
             policy.clear_style = serde_json::from_value::<ClearStyle>(q).map_err(|e| bad("clearStyle", e))?;
         }
         if let Some(q) = field(p, "rememberIds") {
-            policy.remember_ids = q.as_u64().ok_or_else(|| err("policy.rememberIds must be a whole number"))? as usize;
+            policy.remember_ids = q.as_u64().ok_or_else(|| err("policy.rememberIds must be a whole number"))?;
         }
         if let Some(q) = field(p, "listPageSize") {
-            policy.list_page_size = q.as_u64().ok_or_else(|| err("policy.listPageSize must be a whole number"))? as usize;
+            policy.list_page_size = q.as_u64().ok_or_else(|| err("policy.listPageSize must be a whole number"))?;
         }
     }
     let setup = match vector.get("setup") {
@@ -503,9 +518,9 @@ pub fn agent_setup(vector: &Value) -> Result<AgentSetup, Mismatch> {
     };
     let config = AgentConfig { inject, policy, info: Default::default(), setup };
     config.check().map_err(|e| err(format!("the vector's configuration is refused: {e}")))?;
-    let mut connections = vec![("c1".to_owned(), Role::Controller)];
+    let mut connections = vec![SetupConnection { id: "c1".to_owned(), role: ConnectionRole::Controller }];
     for o in vector.get("observers").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str) {
-        connections.push((o.to_owned(), Role::Observer));
+        connections.push(SetupConnection { id: o.to_owned(), role: ConnectionRole::Observer });
     }
     Ok(AgentSetup {
         config,
@@ -540,7 +555,7 @@ fn runtime_event(rt: &Value) -> Result<RuntimeEvent, String> {
         "turn_started" => RuntimeEvent::TurnStarted,
         "turn_ended" => RuntimeEvent::TurnEnded {
             stop_reason: serde_json::from_value::<StopReason>(member("stopReason", Value::from("end_turn"))).map_err(|e| format!("stopReason: {e}"))?,
-            usage: rt.get("usage").cloned(),
+            usage: rt.get("usage").map(|u| serde_json::from_value(u.clone())).transpose().map_err(|e| format!("usage: {e}"))?,
         },
         "close" => RuntimeEvent::Close,
         "update" => RuntimeEvent::Update(serde_json::from_value(member("update", Value::Null)).map_err(|e| format!("update: {e}"))?),

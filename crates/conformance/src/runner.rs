@@ -124,9 +124,9 @@ fn drive_agent(mut run: VectorRun, text: &str) -> Result<(), Mismatch> {
     let setup = agent_setup(&vector)?;
     let mut agent = Agent::new(setup.config).map_err(|e| Mismatch(e.to_string()))?;
     agent.create_session(&setup.session, &setup.cwd);
-    for (conn, role) in &setup.connections {
-        agent.attach(conn, *role);
-        agent.attach_to_session(conn, &setup.session);
+    for c in &setup.connections {
+        agent.attach(&c.id, c.role);
+        agent.attach_to_session(&c.id, &setup.session);
     }
     drain(&mut agent)?;
     while let Some(instruction) = run.next()? {

@@ -9,7 +9,7 @@ fn agent() -> Agent {
     let inject = serde_json::from_value(json!({ "modes": ["queue", "steer"], "steerInStream": ["finish"] })).unwrap();
     let mut a = Agent::new(AgentConfig { inject: Some(inject), ..Default::default() }).unwrap();
     a.create_session("s1", "/work");
-    a.attach("c1", acp_inject_core::agent::Role::Controller);
+    a.attach("c1", acp_inject_core::agent::ConnectionRole::Controller);
     a.attach_to_session("c1", "s1");
     a
 }
@@ -136,7 +136,7 @@ fn oversized_lines_are_refused_before_parsing() {
     let policy = acp_inject_core::agent::Policy { max_line_bytes: 64, ..Default::default() };
     let mut a = Agent::new(AgentConfig { inject: Some(inject), policy, ..Default::default() }).unwrap();
     a.create_session("s1", "/work");
-    a.attach("c1", acp_inject_core::agent::Role::Controller);
+    a.attach("c1", acp_inject_core::agent::ConnectionRole::Controller);
     // Not even valid JSON: refused for its size, so it is never parsed.
     let big = format!("{{\"jsonrpc\":\"2.0\",\"id\":1,{}", "x".repeat(200));
     let out = answer(&mut a, big.as_bytes());

@@ -142,7 +142,10 @@ impl Shared {
             match event {
                 Event::Answered { request, outcome, .. } => {
                     if let Some(w) = state.waiters.remove(&request) {
-                        let _ = w.send(outcome.map_err(TransportError::Protocol));
+                        let _ = w.send(match outcome {
+                            Answer::Failed(e) => Err(TransportError::Protocol(e)),
+                            answer => Ok(answer),
+                        });
                     }
                 }
                 Event::Session { session_id, event } => {

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use acp_inject_core::agent::{
-    Agent, AgentConfig, BreakPoint, HostError, OpenError, Output, PendingInject, Role, RuntimeAction, RuntimeEvent,
+    Agent, AgentConfig, BreakPoint, HostError, OpenError, Output, PendingInject, ConnectionRole, RuntimeAction, RuntimeEvent,
     SessionRecord, SessionSetup, Store, StoreError, UserInput,
 };
 use acp_inject_core::wire::framing::{Framed, LineFramer};
@@ -214,8 +214,7 @@ impl Server {
                     turns.remove(&session);
                 }
             }
-            let usage = end.usage.and_then(|u| serde_json::to_value(u).ok());
-            let event = RuntimeEvent::TurnEnded { stop_reason: end.stop_reason, usage };
+            let event = RuntimeEvent::TurnEnded { stop_reason: end.stop_reason, usage: end.usage };
             // A refused turn end (the session closed meanwhile) needs nothing more.
             if let Ok((_, actions)) = server.step(|a| a.runtime_event(&session, event)) {
                 server.dispatch(actions);
@@ -540,9 +539,9 @@ impl AgentServer {
                 server.dispatch(actions);
             }
         }
-        lock(&server.agent).attach(CLIENT, Role::Controller);
+        lock(&server.agent).attach(CLIENT, ConnectionRole::Controller);
 
-        let max_line = lock(&server.agent).config().policy.max_line_bytes;
+        let max_line = lock(&server.agent).config().policy.line_limit();
         let mut framer = LineFramer::new(max_line);
         let mut buf = vec![0u8; 64 * 1024];
         let result = loop {

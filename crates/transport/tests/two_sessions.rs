@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use acp_inject_core::agent::{AgentConfig, BreakPoint, UserInput};
-use acp_inject_core::client::{ItemStatus, Role, SessionEvent, TurnState};
+use acp_inject_core::client::{ItemStatus, MessageRole, SessionEvent, TurnState};
 use acp_inject_core::wire::{ContentBlock, ErrorReason, InjectMode, SessionUpdate, StateUpdate, StopReason, TextContent};
 use acp_inject_transport::{serve, AgentRuntime, ConnectOptions, Connection, ServeOptions, Session, SessionActivity, TransportError, TurnContext, TurnEnd};
 use tokio::sync::Notify;
@@ -125,17 +125,17 @@ async fn two_sessions_on_one_connection_are_never_misrouted() {
     runtime.gate(s2.id()).notify_one();
     until(&s1, |s| s.state == TurnState::Idle && s.pending.is_empty() && s.transcript.len() >= 3).await;
     // s2's queued inject opens its next turn; release that one too.
-    let a2 = until(&s2, |s| s.pending.is_empty() && s.transcript.iter().filter(|e| e.role == Role::User).count() == 2).await;
+    let a2 = until(&s2, |s| s.pending.is_empty() && s.transcript.iter().filter(|e| e.role == MessageRole::User).count() == 2).await;
     runtime.gate(s2.id()).notify_one();
     until(&s2, |s| s.state == TurnState::Idle && s.transcript.len() >= 4).await;
 
     let t1 = s1.snapshot().unwrap().transcript;
-    let users1: Vec<String> = t1.iter().filter(|e| e.role == Role::User).map(|e| text_of(&e.content)).collect();
+    let users1: Vec<String> = t1.iter().filter(|e| e.role == MessageRole::User).map(|e| text_of(&e.content)).collect();
     assert_eq!(users1, ["fix the bug", "use auth_v2"]);
     assert_eq!(t1[0].message_id, m1);
     assert!(t1.iter().any(|e| e.message_id == steer));
     let t2 = s2.snapshot().unwrap().transcript;
-    let users2: Vec<String> = t2.iter().filter(|e| e.role == Role::User).map(|e| text_of(&e.content)).collect();
+    let users2: Vec<String> = t2.iter().filter(|e| e.role == MessageRole::User).map(|e| text_of(&e.content)).collect();
     assert_eq!(users2, ["write docs", "then lint twice"], "the replaced content is delivered");
     // Every event of a session's stream is about that session.
     for a in &a2 {
@@ -179,7 +179,7 @@ async fn cancel_close_list_and_resume() {
     let resumed = conn.resume(s1.id(), "/work/a", true).await.unwrap();
     let snap = resumed.snapshot().unwrap();
     assert!(!snap.closed);
-    let users: Vec<String> = snap.transcript.iter().filter(|e| e.role == Role::User).map(|e| text_of(&e.content)).collect();
+    let users: Vec<String> = snap.transcript.iter().filter(|e| e.role == MessageRole::User).map(|e| text_of(&e.content)).collect();
     assert_eq!(users, ["long job", "after"]);
     assert!(resumed.status().await.unwrap());
     assert_eq!(s1.snapshot().unwrap().pending.iter().filter(|p| p.status == ItemStatus::Pending).count(), 0);

@@ -50,20 +50,41 @@ pub struct Policy {
     /// Who may revoke or replace.
     pub revoke_replace: RevokeReplace,
     /// How many revoked/delivered ids each session remembers (R-REVOKE-2).
-    pub remember_ids: usize,
+    pub remember_ids: u64,
     /// How [`super::RuntimeEvent::ClearAgentMessage`] is written (C-MSG-2).
     pub clear_style: ClearStyle,
     /// Longer client lines are refused (-32600) before they are parsed.
-    pub max_line_bytes: usize,
+    pub max_line_bytes: u64,
     /// Sessions per `session/list` page.
-    pub list_page_size: usize,
+    pub list_page_size: u64,
 }
 
 /// The default bound on remembered tombstones and delivered ids per session.
-pub const DEFAULT_REMEMBER_IDS: usize = 4096;
+pub const DEFAULT_REMEMBER_IDS: u64 = 4096;
 
 /// The default `session/list` page size.
-pub const DEFAULT_LIST_PAGE_SIZE: usize = 50;
+pub const DEFAULT_LIST_PAGE_SIZE: u64 = 50;
+
+fn to_usize(n: u64) -> usize {
+    usize::try_from(n).unwrap_or(usize::MAX)
+}
+
+impl Policy {
+    /// [`Policy::remember_ids`] as a count.
+    pub fn remember_bound(&self) -> usize {
+        to_usize(self.remember_ids)
+    }
+
+    /// [`Policy::max_line_bytes`] as a length.
+    pub fn line_limit(&self) -> usize {
+        to_usize(self.max_line_bytes)
+    }
+
+    /// [`Policy::list_page_size`] as a count.
+    pub fn page_size(&self) -> usize {
+        to_usize(self.list_page_size)
+    }
+}
 
 impl Default for Policy {
     fn default() -> Self {
@@ -73,7 +94,7 @@ impl Default for Policy {
             revoke_replace: RevokeReplace::AnyController,
             remember_ids: DEFAULT_REMEMBER_IDS,
             clear_style: ClearStyle::Upsert,
-            max_line_bytes: DEFAULT_MAX_LINE_BYTES,
+            max_line_bytes: DEFAULT_MAX_LINE_BYTES as u64,
             list_page_size: DEFAULT_LIST_PAGE_SIZE,
         }
     }

@@ -39,7 +39,8 @@ pub use config::{
     DEFAULT_REMEMBER_IDS,
 };
 pub use output::{Output, RuntimeAction, SessionSetup, UserInput};
-pub use pending::{Fate, Pending, PendingInject, PendingQueue};
+pub use acp_inject_wire::PendingInject;
+pub use pending::{Fate, Pending, PendingQueue};
 pub use replay::replay;
 pub use runtime::{BreakPoint, HostError, RuntimeEvent};
 pub use snapshot::{Connection, Counters, LiveSession, LiveState, RestoreError, LIVE_STATE_VERSION};
@@ -52,7 +53,7 @@ pub type ConnId = String;
 /// The role of a connection (R-ORDER-2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Role {
+pub enum ConnectionRole {
     /// May prompt, inject, revoke, replace, cancel and close.
     Controller,
     /// Sees the session; its mutating requests get `not_permitted`.
@@ -185,7 +186,7 @@ impl Agent {
 
     /// Registers a connection with a role. Connections that send a line without being
     /// registered are controllers.
-    pub fn attach(&mut self, conn: &str, role: Role) {
+    pub fn attach(&mut self, conn: &str, role: ConnectionRole) {
         self.connections.entry(conn.to_owned()).and_modify(|c| c.role = role).or_insert(Connection { role, pending_updates: false });
     }
 
@@ -200,7 +201,7 @@ impl Agent {
     /// Attaches a connection to a live session, so it receives the session's updates (done by
     /// `session/new`, `session/resume` and any session request from the connection).
     pub fn attach_to_session(&mut self, conn: &str, session: &str) -> bool {
-        self.connections.entry(conn.to_owned()).or_insert(Connection { role: Role::Controller, pending_updates: false });
+        self.connections.entry(conn.to_owned()).or_insert(Connection { role: ConnectionRole::Controller, pending_updates: false });
         match self.sessions.get_mut(session) {
             Some(s) => {
                 s.attached.insert(conn.to_owned());
@@ -330,7 +331,7 @@ impl Agent {
 
     /// Applies one line from a client connection.
     pub fn handle_line(&mut self, conn: &str, line: &str) {
-        if let Err(e) = jsonrpc::check_size(line.len(), self.config.policy.max_line_bytes) {
+        if let Err(e) = jsonrpc::check_size(line.len(), self.config.policy.line_limit()) {
             return self.frame_error(conn, &e);
         }
         match jsonrpc::parse_line(line) {
@@ -349,7 +350,7 @@ impl Agent {
 
     /// Like [`Agent::handle_line`] for raw bytes (invalid UTF-8 is a parse error).
     pub fn handle_bytes(&mut self, conn: &str, line: &[u8]) {
-        if let Err(e) = jsonrpc::check_size(line.len(), self.config.policy.max_line_bytes) {
+        if let Err(e) = jsonrpc::check_size(line.len(), self.config.policy.line_limit()) {
             return self.frame_error(conn, &e);
         }
         match std::str::from_utf8(line) {
@@ -360,7 +361,7 @@ impl Agent {
 
     /// Answers a line the framer refused as too long (-32600, id `null`).
     pub fn oversized_line(&mut self, conn: &str, len: usize) {
-        let limit = self.config.policy.max_line_bytes;
+        let limit = self.config.policy.line_limit();
         let e = FrameError::Invalid { id: None, detail: format!("line of {len} bytes exceeds the limit of {limit} bytes") };
         self.frame_error(conn, &e);
     }
@@ -383,7 +384,7 @@ impl Agent {
 
     /// Applies one classified message from a client connection.
     pub fn handle_message(&mut self, conn: &str, msg: Incoming<'_>) {
-        self.connections.entry(conn.to_owned()).or_insert(Connection { role: Role::Controller, pending_updates: false });
+        self.connections.entry(conn.to_owned()).or_insert(Connection { role: ConnectionRole::Controller, pending_updates: false });
         let checked = jsonrpc::check_method(&msg);
         match msg {
             Incoming::Request { id, method, params } => {
@@ -407,14 +408,14 @@ impl Agent {
 
     // ----- shared helpers -----
 
-    fn role(&self, conn: &str) -> Role {
-        self.connections.get(conn).map_or(Role::Controller, |c| c.role)
+    fn role(&self, conn: &str) -> ConnectionRole {
+        self.connections.get(conn).map_or(ConnectionRole::Controller, |c| c.role)
     }
 
     fn not_observer(&self, conn: &str, message_id: Option<&MessageId>) -> Result<(), ErrorObject> {
         match self.role(conn) {
-            Role::Observer => Err(ErrorObject::reason(ErrorReason::NotPermitted, message_id)),
-            Role::Controller => Ok(()),
+            ConnectionRole::Observer => Err(ErrorObject::reason(ErrorReason::NotPermitted, message_id)),
+            ConnectionRole::Controller => Ok(()),
         }
     }
 

@@ -4,12 +4,11 @@
 use acp_inject_wire::jsonrpc;
 use acp_inject_wire::{
     ContentBlock, IdleStateUpdate, McpServer, MessageId, Patch, PendingInjectsUpdate, RequiresActionStateUpdate,
-    RunningStateUpdate, SessionClosedUpdate, SessionId, SessionUpdate, StateUpdate, StopReason, UpdateSessionNotification,
-    UserMessage,
+    PendingInject, RunningStateUpdate, SessionClosedUpdate, SessionId, SessionUpdate, StateUpdate, StopReason,
+    UpdateSessionNotification, Usage, UserMessage,
 };
 use serde::{Deserialize, Serialize};
 
-use super::pending::PendingInject;
 use super::ConnId;
 
 /// A message handed to the runtime.
@@ -102,31 +101,11 @@ pub(crate) fn requires_action() -> SessionUpdate {
     StateUpdate::RequiresAction(Box::new(RequiresActionStateUpdate { meta: None })).into()
 }
 
-/// The turn-end `idle` (R-TURNEND-1): always `stopReason`; `usage` as the runtime reported
-/// it, member for member (it was checked against the schema's `Usage`), never `null`.
-pub(crate) fn idle_line(session: &str, stop_reason: &StopReason, usage: Option<&serde_json::Value>) -> String {
-    let idle = IdleStateUpdate { stop_reason: Some(stop_reason.clone()), usage: None, meta: None };
-    let update: SessionUpdate = StateUpdate::Idle(Box::new(idle)).into();
-    match usage {
-        None => update_line(session, update),
-        Some(usage) => {
-            /// The typed update plus the runtime's usage, kept as reported.
-            #[derive(Serialize)]
-            struct WithUsage<'a> {
-                #[serde(flatten)]
-                update: &'a SessionUpdate,
-                usage: &'a serde_json::Value,
-            }
-            #[derive(Serialize)]
-            #[serde(rename_all = "camelCase")]
-            struct Params<'a> {
-                session_id: &'a str,
-                update: WithUsage<'a>,
-            }
-            let params = Params { session_id: session, update: WithUsage { update: &update, usage } };
-            jsonrpc::notification_line_as::<UpdateSessionNotification, _>(&params)
-        }
-    }
+/// The turn-end `idle` (R-TURNEND-1): always `stopReason`; `usage` as the runtime reported it,
+/// or absent (never `null`).
+pub(crate) fn idle_line(session: &str, stop_reason: &StopReason, usage: Option<Usage>) -> String {
+    let idle = IdleStateUpdate { stop_reason: Some(stop_reason.clone()), usage, meta: None };
+    update_line(session, StateUpdate::Idle(Box::new(idle)).into())
 }
 
 /// R-DELIV-1: delivery is exactly the emission of this `user_message`.
@@ -134,11 +113,7 @@ pub(crate) fn user_message(input: &UserInput) -> SessionUpdate {
     UserMessage { message_id: input.message_id.clone(), content: Patch::Value(input.content.clone()), meta: None }.into()
 }
 
-pub(crate) fn pending_update(list: Vec<PendingInject>) -> SessionUpdate {
-    let pending = list
-        .into_iter()
-        .map(|p| acp_inject_wire::PendingInject { message_id: p.message_id, mode: p.mode, content: p.content, meta: None })
-        .collect();
+pub(crate) fn pending_update(pending: Vec<PendingInject>) -> SessionUpdate {
     SessionUpdate::AcpInjectPending(Box::new(PendingInjectsUpdate { pending, meta: None }))
 }
 

@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
-use acp_inject_wire::{ContentBlock, ErrorReason, InjectMode, MessageId};
+use acp_inject_wire::{ContentBlock, ErrorReason, InjectMode, MessageId, PendingInject};
 use serde::{Deserialize, Serialize};
 
 use super::config::RevokeReplace;
@@ -23,18 +23,6 @@ pub struct Pending {
     pub content: Vec<ContentBlock>,
     /// The connection that injected it (for the creator-only policy).
     pub owner: ConnId,
-}
-
-/// A pending inject with its mode, as hosts and clients see it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PendingInject {
-    /// Its id.
-    pub message_id: MessageId,
-    /// When it is delivered.
-    pub mode: InjectMode,
-    /// Its current content.
-    pub content: Vec<ContentBlock>,
 }
 
 /// What became of an id the session no longer holds as pending.
@@ -226,7 +214,7 @@ impl PendingQueue {
     /// The pending injects in delivery order (steers, then queued, each first in first out).
     pub fn list(&self) -> Vec<PendingInject> {
         let entry = |mode: InjectMode| {
-            move |p: &Pending| PendingInject { message_id: p.message_id.clone(), mode, content: p.content.clone() }
+            move |p: &Pending| PendingInject { message_id: p.message_id.clone(), mode, content: p.content.clone(), meta: None }
         };
         self.steers.values().map(entry(InjectMode::Steer)).chain(self.queued.values().map(entry(InjectMode::Queue))).collect()
     }

@@ -25,7 +25,7 @@ use serde_json::{Map, Value};
 use super::output::{self, Output, RuntimeAction, SessionSetup, UserInput};
 use super::pending::Pending;
 use super::store::{Change, SessionRecord};
-use super::{Agent, Role, Session, Turn, PENDING_EXTENSION, SESSION_CLOSED_EXTENSION};
+use super::{Agent, ConnectionRole, Session, Turn, PENDING_EXTENSION, SESSION_CLOSED_EXTENSION};
 
 /// What a request produced, in the order it goes out.
 pub(super) struct Reply {
@@ -113,7 +113,7 @@ impl Agent {
         match method {
             m::SESSION_CANCEL => {
                 let Ok(p) = decode::<CancelSessionNotification>(params) else { return };
-                if self.role(conn) == Role::Observer {
+                if self.role(conn) == ConnectionRole::Observer {
                     return;
                 }
                 self.attach_to_session(conn, &p.session_id.0);
@@ -208,7 +208,7 @@ impl Agent {
             Some(c) => Some(tri!(parse_cursor(c))),
             None => None,
         };
-        let page = tri!(self.store.list(p.cwd.as_deref(), before, self.config.policy.list_page_size).map_err(internal));
+        let page = tri!(self.store.list(p.cwd.as_deref(), before, self.config.policy.page_size()).map_err(internal));
         let next_cursor = page.more.then(|| page.sessions.last().map(|r| format!("before-{}", r.ordinal))).flatten();
         let sessions = page
             .sessions
@@ -357,7 +357,7 @@ impl Agent {
         }
         tri!(self.not_observer(conn, Some(&mid)));
         self.attach_to_session(conn, &session);
-        let (policy, bound) = (self.config.policy.revoke_replace, self.config.policy.remember_ids);
+        let (policy, bound) = (self.config.policy.revoke_replace, self.config.policy.remember_bound());
         let s = tri!(self.live_session_mut(&session));
         let revoked = tri!(s.pending.revoke(policy, conn, &mid, bound));
         let mut after = Vec::new();

@@ -39,13 +39,12 @@ pub enum RuntimeEvent {
     Resumed,
     /// The runtime started a turn on its own, with no user message.
     TurnStarted,
-    /// The turn ended. `usage` is passed through as reported (R-TURNEND-1); it must decode as
-    /// the schema's `Usage`.
+    /// The turn ended (R-TURNEND-1).
     TurnEnded {
         /// Why (the core reports `cancelled` after a `session/cancel`).
         stop_reason: StopReason,
-        /// Token usage, kept member for member.
-        usage: Option<serde_json::Value>,
+        /// Token usage, passed through to the idle update.
+        usage: Option<Usage>,
     },
     /// The agent closes the session itself.
     Close,
@@ -84,9 +83,6 @@ pub enum HostError {
     /// carry: ids would collide.
     #[error("message id {0:?} has the form of a user message id the core mints (msg_N)")]
     ReservedMessageId(String),
-    /// The reported usage does not decode as the schema's `Usage`.
-    #[error("usage does not match the schema: {0}")]
-    InvalidUsage(String),
 }
 
 impl HostError {
@@ -99,7 +95,6 @@ impl HostError {
             HostError::SessionClosed => "session_closed",
             HostError::ReservedUpdate => "reserved_update",
             HostError::ReservedMessageId(_) => "reserved_message_id",
-            HostError::InvalidUsage(_) => "invalid_usage",
         }
     }
 }
@@ -200,13 +195,10 @@ impl Agent {
             RuntimeEvent::Paused => s.turn.pause(),
             RuntimeEvent::Resumed => s.turn.resume(),
             RuntimeEvent::TurnEnded { stop_reason, usage } => {
-                if let Some(u) = &usage {
-                    serde_json::from_value::<Usage>(u.clone()).map_err(|e| HostError::InvalidUsage(e.to_string()))?;
-                }
                 let cancelled = s.turn.activity().is_some_and(|a| a.cancel_requested);
                 let stop_reason = if cancelled { StopReason::Cancelled } else { stop_reason };
                 s.turn = Turn::Idle;
-                self.out.push_back(Output::Line { to: self.attached(session), line: output::idle_line(session, &stop_reason, usage.as_ref()) });
+                self.out.push_back(Output::Line { to: self.attached(session), line: output::idle_line(session, &stop_reason, usage) });
                 self.open_next_turn(session);
             }
             RuntimeEvent::TurnStarted | RuntimeEvent::Close | RuntimeEvent::Update(_) | RuntimeEvent::ClearAgentMessage { .. } => {
@@ -260,7 +252,7 @@ impl Agent {
     /// R-DELIV-1: emits each `user_message` (delivery), remembers the ids as delivered and
     /// records them in the history. Returns what the runtime is handed.
     pub(super) fn deliver(&mut self, session: &str, inputs: Vec<(UserInput, ConnId)>) -> Vec<UserInput> {
-        let bound = self.config.policy.remember_ids;
+        let bound = self.config.policy.remember_bound();
         let to = self.attached(session);
         let mut delivered = Vec::with_capacity(inputs.len());
         for (input, owner) in inputs {

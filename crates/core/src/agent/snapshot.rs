@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::pending::PendingQueue;
 use super::store::SessionRecord;
-use super::{ConnId, Role, Turn};
+use super::{ConnId, ConnectionRole, Turn};
 
 /// The version of [`LiveState`] this build writes and reads.
 pub const LIVE_STATE_VERSION: u32 = 2;
@@ -32,7 +32,7 @@ impl Default for Counters {
 #[serde(rename_all = "camelCase")]
 pub struct Connection {
     /// Controller or observer (R-ORDER-2).
-    pub role: Role,
+    pub role: ConnectionRole,
     /// It opted into the pending-list extension at `initialize`.
     #[serde(default)]
     pub pending_updates: bool,

@@ -13,10 +13,9 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use acp_inject_wire::{ContentBlock, InjectMode, McpServer, MessageId, SessionUpdate};
+use acp_inject_wire::{ContentBlock, InjectMode, McpServer, MessageId, PendingInject, SessionUpdate};
 use serde::{Deserialize, Serialize};
 
-use super::pending::PendingInject;
 use super::snapshot::LiveState;
 use super::ConnId;
 

@@ -439,16 +439,16 @@ impl ClientConnection {
         };
         let outcome = match outcome {
             Ok(raw) => match self.success(&f, raw) {
-                Ok(answer) => Ok(answer),
+                Ok(answer) => answer,
                 // A result that does not decode counts as a refusal.
                 Err(e) => {
                     self.failure(&f);
-                    Err(e)
+                    Answer::Failed(e)
                 }
             },
             Err(error) => {
                 self.failure(&f);
-                Err(ProtocolError::from_error(&error))
+                Answer::Failed(ProtocolError::from_error(&error))
             }
         };
         self.events.push_back(Event::Answered { request: id, kind: f.flight.kind(), session_id: f.session, outcome });

@@ -64,9 +64,11 @@ pub enum RequestKind {
     Status,
 }
 
-/// The successful answer to a request, typed by what was asked.
+/// The answer to a request, typed by what was asked.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Answer {
+    /// The agent answered with an error (or a result that did not decode).
+    Failed(ProtocolError),
     /// `initialize`: the agent's version, identity and capabilities.
     Initialized(Box<InitializeResponse>),
     /// `session/new`: the new session (now open on this connection).
@@ -131,8 +133,8 @@ pub enum Event {
         kind: RequestKind,
         /// The session it concerned, when it concerned one.
         session_id: Option<String>,
-        /// The result, or the agent's error.
-        outcome: Result<Answer, ProtocolError>,
+        /// The result, or the agent's error ([`Answer::Failed`]).
+        outcome: Answer,
     },
     /// Activity in a session open on this connection.
     Session {

@@ -85,7 +85,7 @@ pub struct PendingItem {
 /// Who a transcript entry is from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Role {
+pub enum MessageRole {
     /// `user_message*`.
     User,
     /// `agent_message*`.
@@ -99,7 +99,7 @@ pub enum Role {
 #[serde(rename_all = "camelCase")]
 pub struct TranscriptEntry {
     /// Whose.
-    pub role: Role,
+    pub role: MessageRole,
     /// Its id.
     pub message_id: MessageId,
     /// Its current content.
@@ -212,7 +212,7 @@ pub struct SessionMirror {
     usage: Option<Usage>,
     transcript: Vec<TranscriptEntry>,
     #[serde(skip)]
-    entries: HashMap<(Role, String), usize>,
+    entries: HashMap<(MessageRole, String), usize>,
     violations: Vec<Violation>,
     agent_pending: Option<Vec<PendingInject>>,
     closed: bool,
@@ -296,7 +296,7 @@ impl SessionMirror {
             item.message_id = Some(id.clone());
             self.by_message.insert(id.0.clone(), i);
             // The insertion receipt and the update may arrive in either order.
-            if self.entries.contains_key(&(Role::User, id.0)) {
+            if self.entries.contains_key(&(MessageRole::User, id.0)) {
                 self.items[i].status = ItemStatus::Delivered;
             }
         }
@@ -358,7 +358,7 @@ impl SessionMirror {
         self.tolerated += n as u64;
     }
 
-    fn entry(&mut self, role: Role, id: &MessageId) -> usize {
+    fn entry(&mut self, role: MessageRole, id: &MessageId) -> usize {
         let key = (role, id.0.clone());
         if let Some(&i) = self.entries.get(&key) {
             return i;
@@ -370,7 +370,7 @@ impl SessionMirror {
     }
 
     /// C-MSG-1: omitted content leaves it, `null` clears it, an array replaces it.
-    fn upsert(&mut self, role: Role, id: &MessageId, content: &Patch<Vec<ContentBlock>>) {
+    fn upsert(&mut self, role: MessageRole, id: &MessageId, content: &Patch<Vec<ContentBlock>>) {
         let i = self.entry(role, id);
         match content {
             Patch::Absent => {}
@@ -379,7 +379,7 @@ impl SessionMirror {
         }
     }
 
-    fn append(&mut self, role: Role, id: &MessageId, block: &ContentBlock) {
+    fn append(&mut self, role: MessageRole, id: &MessageId, block: &ContentBlock) {
         let i = self.entry(role, id);
         self.transcript[i].content.push(block.clone());
     }
@@ -390,22 +390,22 @@ impl SessionMirror {
         match &update {
             SessionUpdate::UserMessage(m) => {
                 self.on_user_message(&m.message_id, m.content.as_value(), &mut events);
-                self.upsert(Role::User, &m.message_id, &m.content);
+                self.upsert(MessageRole::User, &m.message_id, &m.content);
             }
             SessionUpdate::UserMessageChunk(m) => {
                 // A chunked user message is a delivery too; its content is not known whole.
                 self.on_user_message(&m.message_id, None, &mut events);
-                self.append(Role::User, &m.message_id, &m.content);
+                self.append(MessageRole::User, &m.message_id, &m.content);
             }
-            SessionUpdate::AgentMessage(m) => self.upsert(Role::Agent, &m.message_id, &m.content),
-            SessionUpdate::AgentMessageChunk(m) => self.append(Role::Agent, &m.message_id, &m.content),
-            SessionUpdate::AgentThought(m) => self.upsert(Role::Thought, &m.message_id, &m.content),
-            SessionUpdate::AgentThoughtChunk(m) => self.append(Role::Thought, &m.message_id, &m.content),
+            SessionUpdate::AgentMessage(m) => self.upsert(MessageRole::Agent, &m.message_id, &m.content),
+            SessionUpdate::AgentMessageChunk(m) => self.append(MessageRole::Agent, &m.message_id, &m.content),
+            SessionUpdate::AgentThought(m) => self.upsert(MessageRole::Thought, &m.message_id, &m.content),
+            SessionUpdate::AgentThoughtChunk(m) => self.append(MessageRole::Thought, &m.message_id, &m.content),
             // C-MSG-2: the same operation as an `agent_message` upsert with `content: []`.
             SessionUpdate::AgentMessageClear(m) => {
                 let target = match &m.message_id {
-                    Some(id) => self.entries.get(&(Role::Agent, id.0.clone())).copied(),
-                    None => self.transcript.iter().rposition(|e| e.role == Role::Agent),
+                    Some(id) => self.entries.get(&(MessageRole::Agent, id.0.clone())).copied(),
+                    None => self.transcript.iter().rposition(|e| e.role == MessageRole::Agent),
                 };
                 if let Some(i) = target {
                     self.transcript[i].content.clear();
@@ -441,7 +441,7 @@ impl SessionMirror {
             Some(&i) => Some(i),
             // An item without an id yet (an agent that answers `{}`, or an answer still in
             // flight, or a mirror restored mid-send): bind the first with equal content.
-            None if !self.entries.contains_key(&(Role::User, id.0.clone())) => {
+            None if !self.entries.contains_key(&(MessageRole::User, id.0.clone())) => {
                 let found = self.items.iter().position(|it| {
                     matches!(it.status, ItemStatus::Pending | ItemStatus::Sending)
                         && it.message_id.is_none()

@@ -18,6 +18,7 @@
 //! codegen` (which writes the formatted expansion and the protocol reference to `generated/`).
 
 pub mod docs;
+pub mod ffi;
 pub mod model;
 mod post;
 mod unions;

@@ -52,6 +52,13 @@ pub fn generate(mode: Mode) -> Result<Vec<PathBuf>, String> {
     );
     ensure_file_contents(&root.join("crates/wire/src/generated.rs"), &rust, mode, &mut stale)?;
 
+    // The same types as UniFFI types, for the FFI crate (no hand-written mirrors).
+    let ffi = acp_inject_codegen::ffi::remote_declarations(&rust).map_err(|e| e.to_string())?;
+    let ffi = format!(
+        "// {PREAMBLE}\n// Source: spec/acp-inject.schema.json, through the wire expansion (codegen/src/ffi.rs).\n\n//! The wire types as UniFFI types: remote declarations of `acp-inject-wire`'s types, checked\n//! by the compiler against them.\n\n#![allow(missing_docs, clippy::all)]\n\nuse acp_inject_core::wire::*;\n\n{ffi}"
+    );
+    ensure_file_contents(&root.join("crates/ffi/src/wire.rs"), &ffi, mode, &mut stale)?;
+
     let examples = valid_examples(&root.join("spec/examples/valid"))?;
     let docs = acp_inject_codegen::docs::render(&schema, &examples).map_err(|e| e.to_string())?;
     let docs = format!("<!-- {PREAMBLE} Source: spec/acp-inject.schema.json and spec/examples/valid/. -->\n\n{docs}");
@@ -174,6 +181,7 @@ mod tests {
         let mut files = Vec::new();
         walk(&crate::root().join("generated"), &mut files);
         files.push(crate::root().join("crates/wire/src/generated.rs"));
+        files.push(crate::root().join("crates/ffi/src/wire.rs"));
         assert!(files.len() >= 10, "{files:?}");
         for f in files {
             let text = std::fs::read_to_string(&f).unwrap();

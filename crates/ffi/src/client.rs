@@ -1,0 +1,179 @@
+//! `ClientCore`: the sans-IO client connection for hosts that run their own I/O, and the
+//! fastest per-line path (one crossing per line or per read, events returned in bulk).
+
+use std::sync::{Arc, Mutex};
+
+use acp_inject_core::client::{ClientConnection, Event, ItemStatus, MirrorSnapshot, SessionMirror};
+use acp_inject_core::wire::{
+    ContentBlock, Implementation, InjectCapabilities, InjectMode, McpServer, RequestId, RequestPermissionOutcome,
+};
+
+use crate::{guard, lock, AcpError};
+
+/// One client connection to an agent, without I/O: calls queue lines to send, received bytes
+/// produce events.
+#[derive(uniffi::Object)]
+pub struct ClientCore {
+    inner: Mutex<ClientConnection>,
+}
+
+#[uniffi::export]
+impl ClientCore {
+    /// A connection refusing agent lines longer than `max_line_bytes`.
+    #[uniffi::constructor]
+    pub fn new(max_line_bytes: u64) -> Arc<Self> {
+        let limit = usize::try_from(max_line_bytes).unwrap_or(usize::MAX);
+        Arc::new(ClientCore { inner: Mutex::new(ClientConnection::new(limit)) })
+    }
+
+    /// `initialize`; `pending_updates` opts into the pending-list extension.
+    pub fn initialize(&self, client: Implementation, pending_updates: bool) -> Result<RequestId, AcpError> {
+        guard(|| Ok(lock(&self.inner).initialize(client, pending_updates)))
+    }
+
+    /// Takes the agent's inject capabilities as known, without `initialize`.
+    pub fn assume_capabilities(&self, inject: Option<InjectCapabilities>) -> Result<(), AcpError> {
+        guard(|| {
+            if let Some(caps) = &inject {
+                caps.check().map_err(AcpError::invalid)?;
+            }
+            lock(&self.inner).assume_capabilities(inject);
+            Ok(())
+        })
+    }
+
+    /// Opens a session without `session/new` (restoring a mirror from `mirror_json`, or fresh).
+    pub fn open_session(&self, session_id: String, mirror_json: Option<String>) -> Result<(), AcpError> {
+        guard(|| {
+            let mirror = mirror_json.map(|j| SessionMirror::from_json(&j)).transpose().map_err(AcpError::invalid)?;
+            lock(&self.inner).open_session(&session_id, mirror);
+            Ok(())
+        })
+    }
+
+    /// A session's mirror as JSON, for an app that restarts without resuming.
+    pub fn mirror_json(&self, session_id: String) -> Result<Option<String>, AcpError> {
+        guard(|| Ok(lock(&self.inner).mirror(&session_id).map(SessionMirror::to_json)))
+    }
+
+    /// `session/new`.
+    pub fn new_session(&self, cwd: String, additional_directories: Vec<String>, mcp_servers: Vec<McpServer>) -> Result<RequestId, AcpError> {
+        guard(|| Ok(lock(&self.inner).new_session(&cwd, additional_directories, mcp_servers)))
+    }
+
+    /// `session/list`.
+    pub fn list_sessions(&self, cwd: Option<String>, cursor: Option<String>) -> Result<RequestId, AcpError> {
+        guard(|| Ok(lock(&self.inner).list_sessions(cwd.as_deref(), cursor.as_deref())))
+    }
+
+    /// `session/resume`.
+    pub fn resume(&self, session_id: String, cwd: String, replay: bool) -> Result<RequestId, AcpError> {
+        guard(|| Ok(lock(&self.inner).resume(&session_id, &cwd, replay, Vec::new(), Vec::new())))
+    }
+
+    /// `session/prompt`.
+    pub fn prompt(&self, session_id: String, content: Vec<ContentBlock>) -> Result<RequestId, AcpError> {
+        guard(|| Ok(lock(&self.inner).prompt(&session_id, content)?))
+    }
+
+    /// `session/inject`.
+    pub fn inject(&self, session_id: String, mode: InjectMode, content: Vec<ContentBlock>) -> Result<RequestId, AcpError> {
+        guard(|| Ok(lock(&self.inner).inject(&session_id, mode, content)?))
+    }
+
+    /// `session/revoke_inject`.
+    pub fn revoke(&self, session_id: String, message_id: String) -> Result<RequestId, AcpError> {
+        guard(|| Ok(lock(&self.inner).revoke(&session_id, &message_id)?))
+    }
+
+    /// `session/replace_inject`.
+    pub fn replace(&self, session_id: String, message_id: String, content: Vec<ContentBlock>) -> Result<RequestId, AcpError> {
+        guard(|| Ok(lock(&self.inner).replace(&session_id, &message_id, content)?))
+    }
+
+    /// `session/cancel`.
+    pub fn cancel(&self, session_id: String) -> Result<(), AcpError> {
+        guard(|| {
+            lock(&self.inner).cancel(&session_id);
+            Ok(())
+        })
+    }
+
+    /// `session/close`.
+    pub fn close(&self, session_id: String) -> Result<RequestId, AcpError> {
+        guard(|| Ok(lock(&self.inner).close(&session_id)))
+    }
+
+    /// `session/status`.
+    pub fn status(&self, session_id: String) -> Result<RequestId, AcpError> {
+        guard(|| Ok(lock(&self.inner).status(&session_id)))
+    }
+
+    /// Answers an open `session/request_permission`.
+    pub fn answer_permission(&self, request: RequestId, outcome: RequestPermissionOutcome) -> Result<(), AcpError> {
+        guard(|| Ok(lock(&self.inner).answer_permission(&request, outcome)?))
+    }
+
+    /// Applies one line from the agent and returns the events it caused (the per-line path:
+    /// one crossing per line).
+    pub fn receive(&self, line: String) -> Result<Vec<Event>, AcpError> {
+        guard(|| {
+            let mut c = lock(&self.inner);
+            c.receive_line(&line);
+            Ok(c.take_events())
+        })
+    }
+
+    /// Applies bytes the agent wrote, in any chunking, and returns the events (the per-read
+    /// path: one crossing per read).
+    pub fn receive_bytes(&self, bytes: Vec<u8>) -> Result<Vec<Event>, AcpError> {
+        guard(|| {
+            let mut c = lock(&self.inner);
+            c.receive_bytes(&bytes);
+            Ok(c.take_events())
+        })
+    }
+
+    /// Like [`ClientCore::receive_bytes`] for text (a string crosses as one copy).
+    pub fn receive_text(&self, text: String) -> Result<Vec<Event>, AcpError> {
+        guard(|| {
+            let mut c = lock(&self.inner);
+            c.receive_bytes(text.as_bytes());
+            Ok(c.take_events())
+        })
+    }
+
+    /// The agent's output ended: a last line without a newline is still read.
+    pub fn finish(&self) -> Result<Vec<Event>, AcpError> {
+        guard(|| {
+            let mut c = lock(&self.inner);
+            c.finish();
+            Ok(c.take_events())
+        })
+    }
+
+    /// Every line to send to the agent, in order.
+    pub fn take_outgoing(&self) -> Result<Vec<String>, AcpError> {
+        guard(|| Ok(lock(&self.inner).take_outgoing()))
+    }
+
+    /// Every event not yet returned (calls queue events too: an item is `sending`).
+    pub fn take_events(&self) -> Result<Vec<Event>, AcpError> {
+        guard(|| Ok(lock(&self.inner).take_events()))
+    }
+
+    /// Everything a UI renders for a session.
+    pub fn snapshot(&self, session_id: String) -> Result<Option<MirrorSnapshot>, AcpError> {
+        guard(|| Ok(lock(&self.inner).mirror(&session_id).map(|m| m.snapshot())))
+    }
+
+    /// The status of one of this client's items.
+    pub fn item_status(&self, session_id: String, message_id: String) -> Result<Option<ItemStatus>, AcpError> {
+        guard(|| Ok(lock(&self.inner).mirror(&session_id).and_then(|m| m.item_status(&message_id))))
+    }
+
+    /// Lines dropped (malformed, oversized, answers to no request), counted.
+    pub fn ignored_lines(&self) -> Result<u64, AcpError> {
+        guard(|| Ok(lock(&self.inner).ignored_lines()))
+    }
+}

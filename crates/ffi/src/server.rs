@@ -1,0 +1,209 @@
+//! The agent server for authors in other languages: they implement `AgentRuntime` (async
+//! methods), the library runs the protocol.
+
+use std::sync::Arc;
+
+use acp_inject_core::agent::{AgentConfig, BreakPoint, PendingInject, SessionSetup, UserInput};
+use acp_inject_core::wire::{MessageId, PermissionOption, RequestPermissionOutcome, SessionUpdate};
+use acp_inject_transport::{ServeOptions, TurnEnd};
+
+use crate::{guard, on_runtime, AcpError};
+
+/// What an agent author implements (the thin layer of each language gives defaults for the
+/// optional methods).
+#[uniffi::export(with_foreign)]
+#[async_trait::async_trait]
+pub trait AgentRuntime: Send + Sync {
+    /// Runs one turn whose opening input is `input` (empty when the runtime started it).
+    async fn run_turn(&self, turn: Arc<TurnContext>, input: Vec<UserInput>) -> Result<TurnEnd, AcpError>;
+    /// A client created a session.
+    async fn session_opened(&self, session_id: String, setup: SessionSetup) -> Result<(), AcpError>;
+    /// A client resumed a session (its history was already replayed).
+    async fn session_resumed(&self, session_id: String, setup: SessionSetup) -> Result<(), AcpError>;
+    /// The session was closed; `dropped` were pending (never delivered).
+    async fn session_closed(&self, session_id: String, dropped: Vec<PendingInject>) -> Result<(), AcpError>;
+}
+
+/// Adapts a foreign runtime to the transport's trait.
+struct Foreign(Arc<dyn AgentRuntime>);
+
+#[async_trait::async_trait]
+impl acp_inject_transport::AgentRuntime for Foreign {
+    async fn session_opened(&self, session: &str, setup: SessionSetup) {
+        if let Err(e) = self.0.session_opened(session.to_owned(), setup).await {
+            eprintln!("acp-inject: session_opened({session}) failed: {e}");
+        }
+    }
+
+    async fn session_resumed(&self, session: &str, setup: SessionSetup) {
+        if let Err(e) = self.0.session_resumed(session.to_owned(), setup).await {
+            eprintln!("acp-inject: session_resumed({session}) failed: {e}");
+        }
+    }
+
+    async fn run_turn(&self, turn: acp_inject_transport::TurnContext, input: Vec<UserInput>) -> TurnEnd {
+        let session = turn.session_id().to_owned();
+        match self.0.run_turn(Arc::new(TurnContext { inner: turn }), input).await {
+            Ok(end) => end,
+            Err(e) => {
+                eprintln!("acp-inject: run_turn({session}) failed: {e}");
+                TurnEnd { stop_reason: acp_inject_core::wire::StopReason::Other("_acp-inject/runtime_error".into()), usage: None }
+            }
+        }
+    }
+
+    async fn session_closed(&self, session: &str, dropped: Vec<PendingInject>) {
+        if let Err(e) = self.0.session_closed(session.to_owned(), dropped).await {
+            eprintln!("acp-inject: session_closed({session}) failed: {e}");
+        }
+    }
+}
+
+/// What a running turn can do.
+#[derive(uniffi::Object)]
+pub struct TurnContext {
+    inner: acp_inject_transport::TurnContext,
+}
+
+#[uniffi::export]
+impl TurnContext {
+    /// The session this turn belongs to.
+    pub fn session_id(&self) -> String {
+        self.inner.session_id().to_owned()
+    }
+
+    /// The session's working directory.
+    pub fn cwd(&self) -> String {
+        self.inner.cwd().to_owned()
+    }
+
+    /// Sends one of the runtime's own updates (chunks, upserts, tool calls, plan, usage, …).
+    pub fn send(&self, update: SessionUpdate) -> Result<(), AcpError> {
+        guard(|| Ok(self.inner.send(update)?))
+    }
+
+    /// A fresh id for an agent message or thought.
+    pub fn new_message_id(&self) -> MessageId {
+        self.inner.new_message_id()
+    }
+
+    /// Streams a piece of text of an agent message.
+    pub fn send_text(&self, message_id: MessageId, text: String) -> Result<(), AcpError> {
+        guard(|| Ok(self.inner.send_text(&message_id, &text)?))
+    }
+
+    /// Clears what was streamed so far for an agent message.
+    pub fn clear_message(&self, message_id: MessageId) -> Result<(), AcpError> {
+        guard(|| Ok(self.inner.clear_message(&message_id)?))
+    }
+
+    /// A model stream with no tool call pending began.
+    pub fn stream_started(&self) -> Result<(), AcpError> {
+        guard(|| Ok(self.inner.stream_started()?))
+    }
+
+    /// That stream ended.
+    pub fn stream_finished(&self) -> Result<(), AcpError> {
+        guard(|| Ok(self.inner.stream_finished()?))
+    }
+
+    /// A safe break-point: pending steers are delivered and returned for the model.
+    pub fn break_point(&self, kind: BreakPoint) -> Result<Vec<UserInput>, AcpError> {
+        guard(|| Ok(self.inner.break_point(kind)?))
+    }
+
+    /// A model-process pause began.
+    pub fn paused(&self) -> Result<(), AcpError> {
+        guard(|| Ok(self.inner.paused()?))
+    }
+
+    /// The pause cleared.
+    pub fn resumed(&self) -> Result<(), AcpError> {
+        guard(|| Ok(self.inner.resumed()?))
+    }
+
+    /// Whether the client cancelled the turn.
+    pub fn is_cancelled(&self) -> bool {
+        self.inner.is_cancelled()
+    }
+
+    /// Waits until the client cancels the turn.
+    pub async fn cancelled(&self) {
+        let t = self.inner.clone();
+        let _ = on_runtime(async move {
+            t.cancelled().await;
+            Ok(())
+        })
+        .await;
+    }
+
+    /// Whether a steer asked to cut the current model stream.
+    pub fn interrupt_requested(&self) -> bool {
+        self.inner.interrupt_requested()
+    }
+
+    /// Waits until a steer asks to cut the current model stream.
+    pub async fn interrupted(&self) {
+        let t = self.inner.clone();
+        let _ = on_runtime(async move {
+            t.interrupted().await;
+            Ok(())
+        })
+        .await;
+    }
+
+    /// Asks the user for permission; `requires_action` until answered (a cancel answers
+    /// `cancelled`).
+    pub async fn request_permission(&self, title: String, description: Option<String>, options: Vec<PermissionOption>) -> Result<RequestPermissionOutcome, AcpError> {
+        let t = self.inner.clone();
+        on_runtime(async move { Ok(t.request_permission(&title, description.as_deref(), options, None).await?) }).await
+    }
+}
+
+/// An agent server around a runtime.
+#[derive(uniffi::Object)]
+pub struct AgentServer {
+    inner: acp_inject_transport::AgentServer,
+}
+
+#[uniffi::export]
+impl AgentServer {
+    /// Builds the agent around `runtime`; with `store_path`, sessions live in that SQLite file
+    /// and outlive the process.
+    #[uniffi::constructor]
+    pub fn new(runtime: Arc<dyn AgentRuntime>, config: AgentConfig, store_path: Option<String>) -> Result<Arc<Self>, AcpError> {
+        guard(|| {
+            let store = match store_path {
+                Some(p) => Some(Box::new(acp_inject_store::SqliteStore::open(&p)?) as Box<dyn acp_inject_core::agent::Store>),
+                None => None,
+            };
+            let options = ServeOptions { config, store };
+            let inner = acp_inject_transport::AgentServer::new(Arc::new(Foreign(runtime)), options)?;
+            Ok(Arc::new(AgentServer { inner }))
+        })
+    }
+
+    /// Serves over this process's stdin/stdout until the client closes stdin.
+    pub async fn run_stdio(&self) -> Result<(), AcpError> {
+        let s = self.inner.clone();
+        on_runtime(async move { Ok(s.run_stdio().await?) }).await
+    }
+
+    /// Starts a turn in a session with no user message.
+    pub fn start_turn(&self, session_id: String) -> Result<(), AcpError> {
+        // The turn task is spawned on the library's runtime.
+        let _context = crate::runtime().enter();
+        guard(|| Ok(self.inner.start_turn(&session_id)?))
+    }
+
+    /// Closes a session from the agent's side.
+    pub fn close_session(&self, session_id: String) -> Result<(), AcpError> {
+        let _context = crate::runtime().enter();
+        guard(|| Ok(self.inner.close_session(&session_id)?))
+    }
+
+    /// The live sessions.
+    pub fn sessions(&self) -> Vec<String> {
+        self.inner.sessions()
+    }
+}

@@ -60,7 +60,7 @@ pub struct SqliteStore {
     /// The latest counters of the batch, written once at commit.
     counters: Option<Counters>,
     /// How many revoked or delivered ids each session keeps for `load`.
-    remember_ids: usize,
+    remember_ids: u64,
     stats: StoreStats,
 }
 
@@ -201,7 +201,7 @@ impl SqliteStore {
     /// How many revoked or delivered ids per live session [`Store::load`] gives back (and the
     /// store keeps). Use the agent's `policy.remember_ids` ([`open_agent`] does); the default
     /// is [`DEFAULT_REMEMBER_IDS`].
-    pub fn with_remember_ids(mut self, remember_ids: usize) -> SqliteStore {
+    pub fn with_remember_ids(mut self, remember_ids: u64) -> SqliteStore {
         self.remember_ids = remember_ids;
         self
     }

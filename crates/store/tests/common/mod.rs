@@ -7,7 +7,7 @@ use acp_inject_core::wire::SessionUpdate;
 use serde_json::{json, Value};
 
 /// Queue and steer injects with replace, steers finishing their stream.
-pub fn config(remember_ids: usize) -> AgentConfig {
+pub fn config(remember_ids: u64) -> AgentConfig {
     let inject = serde_json::from_value(json!({
         "modes": ["queue", "steer"], "pending": { "replace": true }, "steerInStream": ["finish"]
     }))

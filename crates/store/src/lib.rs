@@ -1,153 +1,600 @@
-//! Durability for the agent core (R-DELIV-2: an accepted inject is never lost).
+//! SQLite as the agent core's durable [`Store`]: sessions, history and pending injects in one
+//! database file, one transaction per batch of input.
 //!
-//! [`DurableAgent`] wraps an [`Agent`] and a [`FileStore`]. After every call that changed
-//! the state, it writes the whole snapshot to disk *before* handing back the outputs, so a
-//! client never sees an accept response (`{messageId}`) for a change that is not durable.
+//! The core records each durable change as it happens ([`Store::record`]); this store writes
+//! it at once inside a transaction it opens at the first change of a batch, and
+//! [`Agent::drain`] commits that transaction ([`Store::commit`]) before it releases a single
+//! output. So a burst of injects handled before one drain costs one commit (one `fsync` of
+//! the write-ahead log), and no accept answer leaves before its inject is durable.
 //!
-//! The store is one file replaced atomically: write `<file>.tmp`, `fsync` it, `rename` over
-//! the file, `fsync` the directory. Why not an append-only journal: a snapshot is always a
-//! complete, self-describing state (no replay, no compaction, no torn-tail handling), and its
-//! cost is proportional to what is pending, which the core keeps small and bounded
-//! (remembered ids are capped). A crash at any instant leaves either the old or the new file.
+//! ```no_run
+//! use acp_inject_core::agent::AgentConfig;
 //!
-//! If a write fails, the wrapper stops accepting input ([`StoreError::Poisoned`]): the
-//! in-memory state is ahead of the disk, so the host must restart from the store.
+//! let mut agent = acp_inject_store::open_agent("agent.sqlite3", AgentConfig::default())?;
+//! agent.handle_line("c1", r#"{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/work"}}"#);
+//! let outputs = agent.drain()?; // committed, then released
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Every change is an append or a keyed update (no rewrite of a session), so its cost does not
+//! grow with the session's history. The README describes the tables, the durability contract,
+//! the migration policy, and how a multi-machine deployment would put a server database behind
+//! the same trait.
 
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+mod schema;
 
-use acp_inject_core::agent::{Agent, AgentConfig, HostError, Output, RuntimeEvent};
+pub use schema::{APPLICATION_ID, SCHEMA_VERSION};
 
-/// A store error. Nothing was released to the client.
-#[derive(Debug)]
-pub enum StoreError {
-    Io(io::Error),
-    /// The snapshot on disk cannot be restored.
-    Corrupt(String),
-    /// An earlier write failed; restart from the store.
-    Poisoned,
-    /// The runtime event itself was refused (nothing changed, nothing written).
-    Host(HostError),
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use acp_inject_core::agent::{
+    Agent, AgentConfig, Change, Counters, Fate, LiveSession, LiveState, OpenError, Pending, PendingQueue, SessionPage,
+    SessionRecord, Store, StoreError, Turn, DEFAULT_REMEMBER_IDS, LIVE_STATE_VERSION,
+};
+use acp_inject_core::agent::HistoryEntry;
+use acp_inject_core::wire::{ContentBlock, InjectMode, MessageId, SessionUpdate};
+use rusqlite::types::Value;
+use rusqlite::{params, params_from_iter, Connection, ErrorCode, Row};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+/// How long `open` waits for another process to release the database before it reports the
+/// store as in use.
+const LOCK_WAIT: Duration = Duration::from_secs(1);
+
+/// A store in a SQLite database (or in memory, for tests). See the crate docs.
+///
+/// The connection holds the database exclusively (`locking_mode=EXCLUSIVE`) for as long as
+/// the store lives: two agent processes on one store would each hold sessions in memory and
+/// overwrite each other, so a second `open` fails instead.
+pub struct SqliteStore {
+    conn: Connection,
+    /// A transaction is open for the batch being handled.
+    batch_open: bool,
+    /// The first error of the batch, reported (and rolled back) by the next commit.
+    failed: Option<StoreError>,
+    /// The latest counters of the batch, written once at commit.
+    counters: Option<Counters>,
+    /// How many revoked or delivered ids each session keeps for `load`.
+    remember_ids: u64,
+    stats: StoreStats,
 }
 
-impl std::fmt::Display for StoreError {
+impl std::fmt::Debug for SqliteStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            StoreError::Io(e) => write!(f, "store I/O error: {e}"),
-            StoreError::Corrupt(e) => write!(f, "the stored snapshot is unusable: {e}"),
-            StoreError::Poisoned => f.write_str("an earlier store write failed; restart from the store"),
-            StoreError::Host(e) => write!(f, "{e}"),
-        }
+        f.debug_struct("SqliteStore")
+            .field("path", &self.conn.path())
+            .field("batch_open", &self.batch_open)
+            .field("failed", &self.failed)
+            .field("remember_ids", &self.remember_ids)
+            .finish()
     }
 }
 
-impl std::error::Error for StoreError {}
+/// Counters a host can read while the store is boxed inside an [`Agent`] (cheap to clone,
+/// shared with the store).
+#[derive(Clone, Debug, Default)]
+pub struct StoreStats {
+    commits: Arc<AtomicU64>,
+}
 
-impl From<io::Error> for StoreError {
-    fn from(e: io::Error) -> Self {
-        StoreError::Io(e)
+impl StoreStats {
+    /// Transactions SQLite committed on this store's connection (one per non-empty batch,
+    /// plus one when the store was opened).
+    pub fn commits(&self) -> u64 {
+        self.commits.load(Ordering::Relaxed)
     }
 }
 
-/// One snapshot file, replaced atomically.
-#[derive(Debug, Clone)]
-pub struct FileStore {
-    path: PathBuf,
-}
-
-impl FileStore {
-    pub fn new(path: impl Into<PathBuf>) -> Self {
-        FileStore { path: path.into() }
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// The stored agent, if the file exists.
-    pub fn load(&self) -> Result<Option<Agent>, StoreError> {
-        match fs::read_to_string(&self.path) {
-            Ok(text) => Agent::restore(&text).map(Some).map_err(|e| StoreError::Corrupt(e.to_string())),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e.into()),
-        }
-    }
-
-    /// Writes the snapshot durably (temp file, fsync, rename, fsync of the directory).
-    pub fn save(&self, snapshot: &str) -> Result<(), StoreError> {
-        let tmp = self.path.with_extension("tmp");
-        {
-            let mut f = OpenOptions::new().write(true).create(true).truncate(true).open(&tmp)?;
-            f.write_all(snapshot.as_bytes())?;
-            f.sync_all()?;
-        }
-        fs::rename(&tmp, &self.path)?;
-        let dir = self.path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-        File::open(dir)?.sync_all()?;
-        Ok(())
+/// A rusqlite error as a store error: a damaged file is `Corrupt`, anything else `Backend`.
+pub(crate) fn db_error(e: rusqlite::Error) -> StoreError {
+    match e.sqlite_error_code() {
+        Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase) => StoreError::Corrupt(e.to_string()),
+        _ => StoreError::Backend(e.to_string()),
     }
 }
 
-/// An agent whose every accepted change is durable before its outputs are released.
-pub struct DurableAgent {
-    agent: Agent,
-    store: FileStore,
-    last_saved: String,
-    poisoned: bool,
+fn to_json<T: Serialize + ?Sized>(what: &str, value: &T) -> Result<String, StoreError> {
+    serde_json::to_string(value).map_err(|e| StoreError::Backend(format!("cannot encode {what}: {e}")))
 }
 
-impl DurableAgent {
-    /// Restores from the store when it holds a snapshot, otherwise starts from `config`.
-    pub fn open(store: FileStore, config: AgentConfig) -> Result<Self, StoreError> {
-        let agent = match store.load()? {
-            Some(agent) => agent,
-            None => Agent::new(config),
+fn from_json<T: DeserializeOwned>(what: &str, text: &str) -> Result<T, StoreError> {
+    serde_json::from_str(text).map_err(|e| StoreError::Corrupt(format!("a stored {what} does not decode: {e}")))
+}
+
+fn to_i64(what: &str, v: u64) -> Result<i64, StoreError> {
+    i64::try_from(v).map_err(|_| StoreError::Backend(format!("{what} {v} exceeds the store's integer range")))
+}
+
+fn to_u64(what: &str, v: i64) -> Result<u64, StoreError> {
+    u64::try_from(v).map_err(|_| StoreError::Corrupt(format!("a stored {what} is negative ({v})")))
+}
+
+fn mode_name(mode: InjectMode) -> &'static str {
+    match mode {
+        InjectMode::Steer => "steer",
+        InjectMode::Queue => "queue",
+    }
+}
+
+/// A [`HistoryEntry`] by reference: the same JSON, without cloning the update to write it.
+#[derive(Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+enum EntryRef<'a> {
+    User {
+        #[serde(rename = "messageId")]
+        message_id: &'a MessageId,
+        content: &'a [ContentBlock],
+    },
+    Update {
+        update: &'a SessionUpdate,
+    },
+}
+
+/// The columns of a [`SessionRecord`], in [`RawRecord::read`] order.
+const RECORD_COLUMNS: &str = "session_id, ordinal, cwd, additional_directories, mcp_servers, title, updated_at, closed";
+
+/// A `sessions` row as SQLite returns it, before JSON decoding.
+struct RawRecord {
+    session_id: String,
+    ordinal: i64,
+    cwd: String,
+    additional_directories: String,
+    mcp_servers: String,
+    title: Option<String>,
+    updated_at: Option<String>,
+    closed: bool,
+}
+
+impl RawRecord {
+    fn read(row: &Row<'_>) -> rusqlite::Result<RawRecord> {
+        Ok(RawRecord {
+            session_id: row.get(0)?,
+            ordinal: row.get(1)?,
+            cwd: row.get(2)?,
+            additional_directories: row.get(3)?,
+            mcp_servers: row.get(4)?,
+            title: row.get(5)?,
+            updated_at: row.get(6)?,
+            closed: row.get(7)?,
+        })
+    }
+
+    fn decode(self) -> Result<SessionRecord, StoreError> {
+        Ok(SessionRecord {
+            ordinal: to_u64("session ordinal", self.ordinal)?,
+            additional_directories: from_json("additional directory list", &self.additional_directories)?,
+            mcp_servers: from_json("MCP server list", &self.mcp_servers)?,
+            session_id: self.session_id,
+            cwd: self.cwd,
+            title: self.title,
+            updated_at: self.updated_at,
+            closed: self.closed,
+        })
+    }
+}
+
+impl SqliteStore {
+    /// Opens the store at `path`, creating it when the file does not exist (or is empty).
+    ///
+    /// Refused with [`StoreError::Corrupt`]: a file written by a newer release, the JSON
+    /// snapshot of the earlier file store, a SQLite database of another application, or
+    /// anything else that is not a store. A store held by another process is
+    /// [`StoreError::Backend`].
+    pub fn open(path: impl AsRef<Path>) -> Result<SqliteStore, StoreError> {
+        let path = path.as_ref();
+        schema::refuse_foreign_file(path)?;
+        let conn = Connection::open(path).map_err(|e| StoreError::Backend(format!("cannot open {}: {e}", path.display())))?;
+        SqliteStore::setup(conn, &path.display().to_string(), true)
+    }
+
+    /// A store in memory (tests; nothing outlives it).
+    pub fn open_in_memory() -> Result<SqliteStore, StoreError> {
+        let conn = Connection::open_in_memory().map_err(db_error)?;
+        SqliteStore::setup(conn, "the in-memory store", false)
+    }
+
+    /// How many revoked or delivered ids per live session [`Store::load`] gives back (and the
+    /// store keeps). Use the agent's `policy.remember_ids` ([`open_agent`] does); the default
+    /// is [`DEFAULT_REMEMBER_IDS`].
+    pub fn with_remember_ids(mut self, remember_ids: u64) -> SqliteStore {
+        self.remember_ids = remember_ids;
+        self
+    }
+
+    /// The store's counters, shared: keep a clone before handing the store to an agent.
+    pub fn stats(&self) -> StoreStats {
+        self.stats.clone()
+    }
+
+    fn setup(mut conn: Connection, name: &str, file: bool) -> Result<SqliteStore, StoreError> {
+        let in_use = |e: rusqlite::Error| match e.sqlite_error_code() {
+            Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => {
+                StoreError::Backend(format!("{name} is in use by another process (a store serves one agent process at a time)"))
+            }
+            _ => db_error(e),
         };
-        let last_saved = agent.snapshot();
-        let mut d = DurableAgent { agent, store, last_saved, poisoned: false };
-        d.persist()?;
-        Ok(d)
-    }
-
-    /// The wrapped agent, read-only (mutations must go through the durable calls).
-    pub fn agent(&self) -> &Agent {
-        &self.agent
-    }
-
-    /// Sessions, connections: setup calls that are persisted like any other change.
-    pub fn with_agent<T>(&mut self, f: impl FnOnce(&mut Agent) -> T) -> Result<(T, Vec<Output>), StoreError> {
-        if self.poisoned {
-            return Err(StoreError::Poisoned);
+        conn.busy_timeout(LOCK_WAIT).map_err(db_error)?;
+        conn.pragma_update(None, "locking_mode", "EXCLUSIVE").map_err(db_error)?;
+        if file {
+            let mode: String = conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0)).map_err(in_use)?;
+            if !mode.eq_ignore_ascii_case("wal") {
+                return Err(StoreError::Backend(format!("{name}: SQLite did not switch to WAL mode (journal mode {mode})")));
+            }
         }
-        let t = f(&mut self.agent);
-        let outputs = self.agent.drain();
-        self.persist()?;
-        Ok((t, outputs))
-    }
-
-    /// One client line; the outputs are returned only once the resulting state is durable.
-    pub fn handle_line(&mut self, conn: &str, line: &str) -> Result<Vec<Output>, StoreError> {
-        self.with_agent(|a| a.handle_line(conn, line)).map(|(_, o)| o)
-    }
-
-    /// One runtime event, durably.
-    pub fn runtime_event(&mut self, session: &str, event: RuntimeEvent) -> Result<Vec<Output>, StoreError> {
-        let (r, outputs) = self.with_agent(|a| a.runtime_event(session, event))?;
-        r.map_err(StoreError::Host)?;
-        Ok(outputs)
-    }
-
-    fn persist(&mut self) -> Result<(), StoreError> {
-        let snapshot = self.agent.snapshot();
-        if snapshot == self.last_saved && self.store.path().exists() {
-            return Ok(());
-        }
-        if let Err(e) = self.store.save(&snapshot) {
-            self.poisoned = true;
+        // FULL, not NORMAL: in WAL mode NORMAL skips the fsync at commit, so a power loss could
+        // undo a commit whose accept answer was already sent. FULL syncs the log at every
+        // commit; batching (one commit per drain) keeps that to one fsync per burst of input.
+        conn.pragma_update(None, "synchronous", "FULL").map_err(db_error)?;
+        conn.pragma_update(None, "foreign_keys", true).map_err(db_error)?;
+        conn.set_prepared_statement_cache_capacity(64);
+        let stats = StoreStats::default();
+        let commits = Arc::clone(&stats.commits);
+        conn.commit_hook(Some(move || {
+            commits.fetch_add(1, Ordering::Relaxed);
+            false // let the commit proceed
+        }))
+        .map_err(db_error)?;
+        // A write transaction from the start: the schema check and creation are atomic, and
+        // the exclusive lock is taken now, so a second process is refused at open.
+        conn.execute_batch("BEGIN IMMEDIATE").map_err(in_use)?;
+        if let Err(e) = schema::prepare(&conn, name) {
+            // Best effort: closing the connection rolls back as well.
+            let _ = conn.execute_batch("ROLLBACK");
             return Err(e);
         }
-        self.last_saved = snapshot;
+        conn.execute_batch("COMMIT").map_err(db_error)?;
+        Ok(SqliteStore {
+            conn,
+            batch_open: false,
+            failed: None,
+            counters: None,
+            remember_ids: DEFAULT_REMEMBER_IDS,
+            stats,
+        })
+    }
+
+    /// Opens the batch's transaction at its first change.
+    fn begin(&mut self) -> Result<(), StoreError> {
+        if !self.batch_open {
+            self.conn.execute_batch("BEGIN IMMEDIATE").map_err(db_error)?;
+            self.batch_open = true;
+        } else if self.conn.is_autocommit() {
+            // SQLite rolls a transaction back by itself on some errors (I/O, full disk); the
+            // rest of the batch must not then run, and commit, statement by statement.
+            return Err(StoreError::Backend("SQLite rolled back the batch's transaction".into()));
+        }
         Ok(())
+    }
+
+    fn rollback(&mut self) {
+        if !self.conn.is_autocommit() {
+            // Ignored: if even ROLLBACK fails, the next BEGIN fails and reports it.
+            let _ = self.conn.execute_batch("ROLLBACK");
+        }
+        self.batch_open = false;
+        self.counters = None;
+    }
+
+    /// Runs a keyed update that must hit exactly one row: zero means the store no longer
+    /// matches the agent's memory, and the batch must not commit.
+    fn update_one(&self, sql: &str, params: impl rusqlite::Params, what: impl FnOnce() -> String) -> Result<(), StoreError> {
+        match self.conn.prepare_cached(sql).and_then(|mut s| s.execute(params)).map_err(db_error)? {
+            1 => Ok(()),
+            n => Err(StoreError::Corrupt(format!("{} ({n} rows matched, expected 1)", what()))),
+        }
+    }
+
+    fn exec(&self, sql: &str, params: impl rusqlite::Params) -> Result<usize, StoreError> {
+        self.conn.prepare_cached(sql).and_then(|mut s| s.execute(params)).map_err(db_error)
+    }
+
+    fn append_history(&self, session: &str, entry: &EntryRef<'_>) -> Result<(), StoreError> {
+        let entry = to_json("history entry", entry)?;
+        self.exec("INSERT INTO history (session_id, entry) VALUES (?1, ?2)", params![session, entry])?;
+        Ok(())
+    }
+
+    /// The next number in the session's order of settled ids, then prunes the ids beyond the
+    /// remembered bound (normally one row, found through the index).
+    fn settle_number(&self, session: &str) -> Result<i64, StoreError> {
+        let n: i64 = self
+            .conn
+            .prepare_cached("UPDATE sessions SET settled = settled + 1 WHERE session_id = ?1 RETURNING settled")
+            .and_then(|mut s| s.query_row([session], |r| r.get(0)))
+            .map_err(|e| match e {
+                rusqlite::Error::QueryReturnedNoRows => StoreError::Corrupt(format!("session {session:?} is not in the store")),
+                e => db_error(e),
+            })?;
+        let floor = n.saturating_sub(i64::try_from(self.remember_ids).unwrap_or(i64::MAX));
+        if floor > 0 {
+            self.exec("DELETE FROM injects WHERE session_id = ?1 AND settled <= ?2", params![session, floor])?;
+        }
+        Ok(n)
+    }
+
+    fn write_record(&self, r: &SessionRecord, created: bool) -> Result<(), StoreError> {
+        let dirs = to_json("additional directory list", &r.additional_directories)?;
+        let mcp = to_json("MCP server list", &r.mcp_servers)?;
+        let ordinal = to_i64("session ordinal", r.ordinal)?;
+        let values = params![r.session_id, ordinal, r.cwd, dirs, mcp, r.title, r.updated_at, r.closed];
+        if created {
+            let idle = to_json("turn", &Turn::Idle)?;
+            self.exec(
+                "INSERT INTO sessions (session_id, ordinal, cwd, additional_directories, mcp_servers, title, updated_at, \
+                 closed, turn) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                params![r.session_id, ordinal, r.cwd, dirs, mcp, r.title, r.updated_at, r.closed, idle],
+            )?;
+            return Ok(());
+        }
+        self.update_one(
+            "UPDATE sessions SET ordinal = ?2, cwd = ?3, additional_directories = ?4, mcp_servers = ?5, title = ?6, \
+             updated_at = ?7, closed = ?8 WHERE session_id = ?1",
+            values,
+            || format!("session {:?} is not in the store", r.session_id),
+        )?;
+        if r.closed {
+            // A closed session leaves memory with its queue and remembered ids (a reopened one
+            // starts with an empty queue), so its rows go too.
+            self.exec("DELETE FROM injects WHERE session_id = ?1", [&r.session_id])?;
+        }
+        Ok(())
+    }
+
+    fn apply(&mut self, change: Change<'_>) -> Result<(), StoreError> {
+        self.begin()?;
+        match change {
+            Change::Counters { next_session, next_message } => self.counters = Some(Counters { next_session, next_message }),
+            Change::SessionCreated(r) => self.write_record(r, true)?,
+            Change::SessionUpdated(r) => self.write_record(r, false)?,
+            Change::SessionForgotten(id) => {
+                // History and inject rows go with it (ON DELETE CASCADE).
+                self.exec("DELETE FROM sessions WHERE session_id = ?1", [id])?;
+            }
+            Change::Turn { session, turn } => {
+                let turn = to_json("turn", turn)?;
+                self.update_one("UPDATE sessions SET turn = ?2 WHERE session_id = ?1", params![session, turn], || {
+                    format!("session {session:?} is not in the store")
+                })?;
+            }
+            Change::InjectAccepted { session, mode, pending } => {
+                let content = to_json("inject content", &pending.content)?;
+                self.exec(
+                    "INSERT INTO injects (session_id, message_id, mode, content, owner, status) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, 'pending')",
+                    params![session, pending.message_id.0, mode_name(mode), content, pending.owner],
+                )?;
+            }
+            Change::InjectReplaced { session, message_id, content } => {
+                let content = to_json("inject content", content)?;
+                self.update_one(
+                    "UPDATE injects SET content = ?3 WHERE session_id = ?1 AND message_id = ?2 AND status = 'pending'",
+                    params![session, message_id.0, content],
+                    || format!("no pending inject {:?} in session {session:?}", message_id.0),
+                )?;
+            }
+            Change::InjectRevoked { session, message_id } => {
+                let n = self.settle_number(session)?;
+                self.update_one(
+                    "UPDATE injects SET status = 'revoked', content = NULL, settled = ?3 \
+                     WHERE session_id = ?1 AND message_id = ?2 AND status = 'pending'",
+                    params![session, message_id.0, n],
+                    || format!("no pending inject {:?} in session {session:?}", message_id.0),
+                )?;
+            }
+            Change::Delivered { session, message_id, content, owner } => {
+                self.append_history(session, &EntryRef::User { message_id, content })?;
+                let n = self.settle_number(session)?;
+                // A pending inject settles; a prompt (or an inject into an idle session) was
+                // never pending and gets its row now.
+                self.exec(
+                    "INSERT INTO injects (session_id, message_id, mode, content, owner, status, settled) \
+                     VALUES (?1, ?2, NULL, NULL, ?3, 'delivered', ?4) \
+                     ON CONFLICT (session_id, message_id) DO UPDATE SET status = 'delivered', content = NULL, settled = excluded.settled",
+                    params![session, message_id.0, owner, n],
+                )?;
+            }
+            Change::InjectsDropped { session, dropped } => {
+                for p in dropped {
+                    self.exec(
+                        "DELETE FROM injects WHERE session_id = ?1 AND message_id = ?2 AND status = 'pending'",
+                        params![session, p.message_id.0],
+                    )?;
+                }
+            }
+            Change::History { session, update } => self.append_history(session, &EntryRef::Update { update })?,
+        }
+        Ok(())
+    }
+
+    fn write_counters(&mut self) -> Result<(), StoreError> {
+        let Some(Counters { next_session, next_message }) = self.counters.take() else { return Ok(()) };
+        let (s, m) = (to_i64("session counter", next_session)?, to_i64("message counter", next_message)?);
+        self.exec("UPDATE meta SET value = ?1 WHERE key = 'next_session'", [s])?;
+        self.exec("UPDATE meta SET value = ?1 WHERE key = 'next_message'", [m])?;
+        Ok(())
+    }
+
+    fn read_counters(&self) -> Result<Counters, StoreError> {
+        let read = |key: &str| -> Result<u64, StoreError> {
+            let v: i64 = self
+                .conn
+                .prepare_cached("SELECT value FROM meta WHERE key = ?1")
+                .and_then(|mut s| s.query_row([key], |r| r.get(0)))
+                .map_err(|e| StoreError::Corrupt(format!("the store's {key} counter is unreadable: {e}")))?;
+            to_u64(key, v)
+        };
+        Ok(Counters { next_session: read("next_session")?, next_message: read("next_message")? })
+    }
+
+    /// A live session's pending injects (arrival order) and remembered ids (oldest first).
+    fn read_queue(&self, session: &str) -> Result<PendingQueue, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT message_id, mode, content, owner FROM injects WHERE session_id = ?1 AND settled IS NULL ORDER BY id",
+            )
+            .map_err(db_error)?;
+        let rows = stmt
+            .query_map([session], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, Option<String>>(1)?, r.get::<_, Option<String>>(2)?, r.get::<_, String>(3)?))
+            })
+            .and_then(Iterator::collect::<rusqlite::Result<Vec<_>>>)
+            .map_err(db_error)?;
+        let (mut steers, mut queued) = (Vec::new(), Vec::new());
+        for (id, mode, content, owner) in rows {
+            let content: Vec<ContentBlock> = from_json("inject content", content.as_deref().unwrap_or("null"))?;
+            let pending = Pending { message_id: MessageId(id), content, owner };
+            match mode.as_deref() {
+                Some("steer") => steers.push(pending),
+                Some("queue") => queued.push(pending),
+                other => return Err(StoreError::Corrupt(format!("pending inject with mode {other:?}"))),
+            }
+        }
+        let bound = i64::try_from(self.remember_ids).unwrap_or(i64::MAX);
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT message_id, status, owner FROM injects WHERE session_id = ?1 AND settled IS NOT NULL \
+                 ORDER BY settled DESC LIMIT ?2",
+            )
+            .map_err(db_error)?;
+        let rows = stmt
+            .query_map(params![session, bound], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?)))
+            .and_then(Iterator::collect::<rusqlite::Result<Vec<_>>>)
+            .map_err(db_error)?;
+        let mut remembered = Vec::with_capacity(rows.len());
+        for (id, status, owner) in rows.into_iter().rev() {
+            let fate = match status.as_str() {
+                "revoked" => Fate::Revoked,
+                "delivered" => Fate::Delivered,
+                other => return Err(StoreError::Corrupt(format!("settled inject {id:?} with status {other:?}"))),
+            };
+            remembered.push((id, fate, owner));
+        }
+        Ok(PendingQueue::from_parts(steers, queued, remembered))
+    }
+}
+
+impl Store for SqliteStore {
+    fn record(&mut self, change: Change<'_>) {
+        if self.failed.is_some() {
+            return; // the batch is lost already; the next commit reports why
+        }
+        if let Err(e) = self.apply(change) {
+            self.failed = Some(e);
+        }
+    }
+
+    fn commit(&mut self) -> Result<(), StoreError> {
+        if let Some(e) = self.failed.take() {
+            self.rollback();
+            return Err(e);
+        }
+        if !self.batch_open {
+            return Ok(());
+        }
+        let result = self.write_counters().and_then(|()| {
+            if self.conn.is_autocommit() {
+                return Err(StoreError::Backend("SQLite rolled back the batch's transaction".into()));
+            }
+            self.conn.execute_batch("COMMIT").map_err(db_error)
+        });
+        if result.is_err() {
+            self.rollback();
+        }
+        self.batch_open = false;
+        result
+    }
+
+    fn list(&self, cwd: Option<&str>, before: Option<u64>, limit: usize) -> Result<SessionPage, StoreError> {
+        // An ordinal bound past the integer range excludes nothing.
+        let before = before.and_then(|b| i64::try_from(b).ok());
+        let fetch = i64::try_from(limit).unwrap_or(i64::MAX).saturating_add(1);
+        let (filter, mut values) = match (cwd, before) {
+            (None, None) => ("", vec![]),
+            (Some(c), None) => ("WHERE cwd = ?2", vec![Value::Text(c.to_owned())]),
+            (None, Some(b)) => ("WHERE ordinal < ?2", vec![Value::Integer(b)]),
+            (Some(c), Some(b)) => ("WHERE cwd = ?2 AND ordinal < ?3", vec![Value::Text(c.to_owned()), Value::Integer(b)]),
+        };
+        values.insert(0, Value::Integer(fetch));
+        let sql = format!("SELECT {RECORD_COLUMNS} FROM sessions {filter} ORDER BY ordinal DESC LIMIT ?1");
+        let mut stmt = self.conn.prepare_cached(&sql).map_err(db_error)?;
+        let raw = stmt
+            .query_map(params_from_iter(values), RawRecord::read)
+            .and_then(Iterator::collect::<rusqlite::Result<Vec<_>>>)
+            .map_err(db_error)?;
+        let more = raw.len() > limit;
+        let sessions = raw.into_iter().take(limit).map(RawRecord::decode).collect::<Result<_, _>>()?;
+        Ok(SessionPage { sessions, more })
+    }
+
+    fn session(&self, session_id: &str) -> Result<Option<SessionRecord>, StoreError> {
+        let sql = format!("SELECT {RECORD_COLUMNS} FROM sessions WHERE session_id = ?1");
+        let mut stmt = self.conn.prepare_cached(&sql).map_err(db_error)?;
+        let mut rows = stmt.query_map([session_id], RawRecord::read).map_err(db_error)?;
+        rows.next().transpose().map_err(db_error)?.map(RawRecord::decode).transpose()
+    }
+
+    fn history(&self, session_id: &str) -> Result<Vec<HistoryEntry>, StoreError> {
+        let mut stmt = self.conn.prepare_cached("SELECT entry FROM history WHERE session_id = ?1 ORDER BY id").map_err(db_error)?;
+        let texts = stmt
+            .query_map([session_id], |r| r.get::<_, String>(0))
+            .and_then(Iterator::collect::<rusqlite::Result<Vec<_>>>)
+            .map_err(db_error)?;
+        texts.iter().map(|t| from_json("history entry", t)).collect()
+    }
+
+    /// The counters and every live (not closed) session with its record, turn and queue.
+    /// Connections and attachments are not stored: a restarted process has none.
+    fn load(&mut self) -> Result<Option<LiveState>, StoreError> {
+        let counters = self.read_counters()?;
+        let sql = format!("SELECT {RECORD_COLUMNS}, turn FROM sessions WHERE closed = 0 ORDER BY ordinal");
+        let mut stmt = self.conn.prepare_cached(&sql).map_err(db_error)?;
+        let rows = stmt
+            .query_map([], |r| Ok((RawRecord::read(r)?, r.get::<_, String>(8)?)))
+            .and_then(Iterator::collect::<rusqlite::Result<Vec<_>>>)
+            .map_err(db_error)?;
+        drop(stmt);
+        let mut sessions = Vec::with_capacity(rows.len());
+        for (raw, turn) in rows {
+            let record = raw.decode()?;
+            let turn: Turn = from_json("turn", &turn)?;
+            let pending = self.read_queue(&record.session_id)?;
+            sessions.push(LiveSession { record, turn, pending, attached: Default::default() });
+        }
+        Ok(Some(LiveState { version: LIVE_STATE_VERSION, counters, sessions, connections: BTreeMap::new() }))
+    }
+}
+
+/// An agent on the SQLite store at `path` (created when missing), continuing from what it
+/// holds. The store remembers as many revoked or delivered ids per session as the agent's
+/// `policy.remember_ids`.
+pub fn open_agent(path: impl AsRef<Path>, config: AgentConfig) -> Result<Agent, OpenError> {
+    config.check()?;
+    let store = SqliteStore::open(path)?.with_remember_ids(config.policy.remember_ids);
+    Agent::with_store(config, Box::new(store))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entry_ref_writes_what_history_entry_reads() {
+        let content: Vec<ContentBlock> = serde_json::from_str(r#"[{"type":"text","text":"hi"}]"#).unwrap();
+        let id = MessageId("msg_1".into());
+        let json = to_json("", &EntryRef::User { message_id: &id, content: &content }).unwrap();
+        assert_eq!(serde_json::from_str::<HistoryEntry>(&json).unwrap(), HistoryEntry::User { message_id: id, content });
+        let update: SessionUpdate = serde_json::from_str(
+            r#"{"sessionUpdate":"agent_message_chunk","messageId":"a1","content":{"type":"text","text":"x"}}"#,
+        )
+        .unwrap();
+        let json = to_json("", &EntryRef::Update { update: &update }).unwrap();
+        assert_eq!(serde_json::from_str::<HistoryEntry>(&json).unwrap(), HistoryEntry::Update { update });
     }
 }

@@ -69,6 +69,29 @@ pub struct PendingQueue {
 }
 
 impl PendingQueue {
+    /// Rebuilds a queue from stored parts (what a durable [`super::Store`] keeps, for
+    /// [`super::Store::load`]): the pending steers and queued injects, each in arrival order,
+    /// and the remembered ids (revoked or delivered) oldest first, with their owners.
+    ///
+    /// Give at most the agent's `remember_ids` remembered ids; any excess is kept only until
+    /// the next id is remembered, which trims to the bound. An id given twice as pending is
+    /// kept once (the first); a remembered id given twice keeps its first position and its
+    /// last fate.
+    pub fn from_parts(steers: Vec<Pending>, queued: Vec<Pending>, remembered: Vec<(String, Fate, ConnId)>) -> PendingQueue {
+        let mut queue = PendingQueue::default();
+        for (mode, lane) in [(InjectMode::Steer, steers), (InjectMode::Queue, queued)] {
+            for pending in lane {
+                if !queue.index.contains_key(&pending.message_id.0) {
+                    queue.push(mode, pending);
+                }
+            }
+        }
+        for (id, fate, owner) in remembered {
+            queue.remembered.insert(&id, fate, owner, usize::MAX);
+        }
+        queue
+    }
+
     /// Rebuilds the id index after deserialising (it is derived state).
     pub(crate) fn reindex(&mut self) {
         self.index = self
@@ -226,5 +249,36 @@ impl PendingQueue {
         self.queued.clear();
         self.index.clear();
         list
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pending(id: &str, owner: &str) -> Pending {
+        Pending { message_id: MessageId(id.into()), content: Vec::new(), owner: owner.into() }
+    }
+
+    #[test]
+    fn from_parts_keeps_order_and_remembered_fates() {
+        let q = PendingQueue::from_parts(
+            vec![pending("s1", "c1"), pending("s2", "c1")],
+            vec![pending("q1", "c2"), pending("q1", "c9"), pending("q2", "c1")],
+            vec![("r1".into(), Fate::Revoked, "c1".into()), ("d1".into(), Fate::Delivered, "c2".into())],
+        );
+        let ids: Vec<(String, InjectMode)> = q.list().into_iter().map(|p| (p.message_id.0, p.mode)).collect();
+        let expected = [("s1", InjectMode::Steer), ("s2", InjectMode::Steer), ("q1", InjectMode::Queue), ("q2", InjectMode::Queue)];
+        assert_eq!(ids, expected.map(|(id, m)| (id.to_owned(), m)));
+        assert_eq!(q.get("q1").map(|(_, p)| p.owner.as_str()), Some("c2"), "the first of a duplicated id is kept");
+        let mut q = q;
+        let policy = RevokeReplace::AnyController;
+        assert_eq!(q.revoke(policy, "c1", &MessageId("r1".into()), 8), Ok(None));
+        let delivered = q.revoke(policy, "c1", &MessageId("d1".into()), 8).unwrap_err();
+        assert_eq!(delivered, ErrorObject::reason(ErrorReason::AlreadyDelivered, Some(&MessageId("d1".into()))));
+        // The next remembered id trims to the bound, oldest first.
+        q.remember_delivered(&MessageId("d2".into()), "c1".into(), 2);
+        let unknown = q.revoke(policy, "c1", &MessageId("r1".into()), 2).unwrap_err();
+        assert_eq!(unknown, ErrorObject::reason(ErrorReason::UnknownMessageId, Some(&MessageId("r1".into()))));
     }
 }

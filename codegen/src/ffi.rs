@@ -147,6 +147,8 @@ pub fn remote_declarations(expansion: &str) -> Result<String, Error> {
         }
     }
     for (name, inner) in &patches.0 {
+        // `custom_type!` takes a single identifier: name the instantiation.
+        let alias = format_ident!("{name}Member");
         let name = format_ident!("{name}");
         let doc = format!(
             " A `{}` member whose absence and `null` mean different things: `Absent` leaves the current value, `Null` clears it, `Value` replaces it.",
@@ -164,7 +166,9 @@ pub fn remote_declarations(expansion: &str) -> Result<String, Error> {
                 Value { value: #inner },
             }
 
-            uniffi::custom_type!(Patch<#inner>, #name, {
+            type #alias = Patch<#inner>;
+
+            uniffi::custom_type!(#alias, #name, {
                 remote,
                 lower: |p| match p {
                     Patch::Absent => #name::Absent,

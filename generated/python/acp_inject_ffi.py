@@ -27,6 +27,7 @@ import threading
 import itertools
 import traceback
 import typing
+import asyncio
 import platform
 
 
@@ -525,67 +526,215 @@ def _uniffi_check_contract_api_version(lib):
         raise InternalError("UniFFI contract version mismatch: try cleaning and rebuilding your project")
 
 def _uniffi_check_api_checksums(lib):
-    if lib.uniffi_acp_inject_ffi_checksum_func_default_agent_options() != 34168:
+    if lib.uniffi_acp_inject_ffi_checksum_func_connect() != 16908:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_func_default_agent_config() != 49862:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_func_default_connect_options() != 4057:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_func_library_version() != 52156:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_func_run_conformance() != 16318:
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_attach() != 35951:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_attach() != 26337:
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_attach_to_session() != 48691:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_create_session() != 62615:
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_attached() != 18218:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_handle_bytes() != 61654:
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_create_session() != 21520:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_handle_line() != 33305:
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_detach() != 11251:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_handle_text() != 16560:
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_forget_session() != 29884:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_history() != 8761:
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_handle_bytes() != 32777:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_is_live() != 46796:
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_handle_line() != 41777:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_pending() != 24217:
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_handle_text() != 24677:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_runtime_event() != 25398:
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_history() != 22208:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_snapshot() != 43233:
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_is_live() != 7960:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_constructor_agentcore_new() != 8266:
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_mint_agent_message_id() != 43122:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_constructor_agentcore_restore() != 62749:
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_pending() != 58384:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_clientsession_cancel() != 50413:
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_runtime_event() != 61832:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_clientsession_ignored_lines() != 18576:
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_session_ids() != 38049:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_clientsession_inject() != 23475:
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_snapshot() != 59152:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_clientsession_item_status() != 58774:
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_turn() != 6667:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_clientsession_prompt() != 26656:
+    if lib.uniffi_acp_inject_ffi_checksum_constructor_agentcore_new() != 8579:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_clientsession_receive() != 27191:
+    if lib.uniffi_acp_inject_ffi_checksum_constructor_agentcore_open() != 40996:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_clientsession_receive_bytes() != 41361:
+    if lib.uniffi_acp_inject_ffi_checksum_constructor_agentcore_restore() != 35658:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_clientsession_receive_lines() != 49029:
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentruntime_run_turn() != 56552:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_clientsession_receive_text() != 55867:
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentruntime_session_opened() != 494:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_clientsession_replace() != 30584:
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentruntime_session_resumed() != 14050:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_clientsession_revoke() != 58743:
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentruntime_session_closed() != 11773:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_clientsession_snapshot() != 61963:
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentserver_close_session() != 28543:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_clientsession_snapshot_json() != 60829:
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentserver_run_stdio() != 39081:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_clientsession_status() != 45344:
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentserver_sessions() != 48304:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_constructor_clientsession_from_initialize_result() != 43599:
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentserver_start_turn() != 63536:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_constructor_clientsession_new() != 9975:
+    if lib.uniffi_acp_inject_ffi_checksum_constructor_agentserver_new() != 9761:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_answer_permission() != 58905:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_assume_capabilities() != 28691:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_cancel() != 4052:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_close() != 12865:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_finish() != 27128:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_ignored_lines() != 31507:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_initialize() != 51818:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_inject() != 26593:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_item_status() != 23624:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_list_sessions() != 30530:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_mirror_json() != 32815:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_new_session() != 3922:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_open_session() != 5288:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_prompt() != 9354:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_receive() != 31061:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_receive_bytes() != 56476:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_receive_text() != 24124:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_replace() != 46173:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_resume() != 31548:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_revoke() != 5880:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_snapshot() != 40125:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_status() != 63091:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_take_events() != 46042:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_take_outgoing() != 55684:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_constructor_clientcore_new() != 6627:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_connection_agent() != 63726:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_connection_close() != 23543:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_connection_ignored() != 28865:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_connection_list_sessions() != 62449:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_connection_new_session() != 26606:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_connection_resume() != 62332:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_session_answer_permission() != 2513:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_session_cancel() != 51655:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_session_close() != 36163:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_session_id() != 16900:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_session_inject() != 9031:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_session_next_events() != 54340:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_session_prompt() != 56958:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_session_replace() != 42428:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_session_revoke() != 12529:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_session_snapshot() != 37688:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_session_status() != 59444:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_session_take_events() != 6021:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_turncontext_break_point() != 16409:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_turncontext_cancelled() != 11660:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_turncontext_clear_message() != 6699:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_turncontext_cwd() != 51118:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_turncontext_interrupt_requested() != 30271:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_turncontext_interrupted() != 60047:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_turncontext_is_cancelled() != 18154:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_turncontext_new_message_id() != 56317:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_turncontext_paused() != 20052:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_turncontext_request_permission() != 44060:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_turncontext_resumed() != 27654:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_turncontext_send() != 52709:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_turncontext_send_text() != 25486:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_turncontext_session_id() != 11773:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_turncontext_stream_finished() != 28482:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_turncontext_stream_started() != 46369:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_vectorrun_agent_setup() != 38840:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_vectorrun_check_call() != 30436:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_vectorrun_check_history() != 21970:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_vectorrun_check_item() != 61958:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_vectorrun_check_outputs() != 59210:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_vectorrun_check_state() != 6309:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_vectorrun_client_setup() != 34823:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_vectorrun_name() != 60157:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_vectorrun_next() != 35100:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_vectorrun_record_events() != 14337:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_vectorrun_record_runtime_result() != 6184:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_vectorrun_side() != 34088:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_constructor_vectorrun_new() != 34431:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
 
 # A ctypes library to expose the extern-C FFI definitions.
@@ -616,21 +765,36 @@ _UniffiLib.ffi_acp_inject_ffi_rustbuffer_reserve.restype = _UniffiRustBuffer
 _UniffiLib.ffi_acp_inject_ffi_uniffi_contract_version.argtypes = (
 )
 _UniffiLib.ffi_acp_inject_ffi_uniffi_contract_version.restype = ctypes.c_uint32
-_UniffiLib.uniffi_acp_inject_ffi_checksum_func_default_agent_options.argtypes = (
+_UniffiLib.uniffi_acp_inject_ffi_checksum_func_connect.argtypes = (
 )
-_UniffiLib.uniffi_acp_inject_ffi_checksum_func_default_agent_options.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_func_connect.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_func_default_agent_config.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_func_default_agent_config.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_func_default_connect_options.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_func_default_connect_options.restype = ctypes.c_uint16
 _UniffiLib.uniffi_acp_inject_ffi_checksum_func_library_version.argtypes = (
 )
 _UniffiLib.uniffi_acp_inject_ffi_checksum_func_library_version.restype = ctypes.c_uint16
-_UniffiLib.uniffi_acp_inject_ffi_checksum_func_run_conformance.argtypes = (
-)
-_UniffiLib.uniffi_acp_inject_ffi_checksum_func_run_conformance.restype = ctypes.c_uint16
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_attach.argtypes = (
 )
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_attach.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_attach_to_session.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_attach_to_session.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_attached.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_attached.restype = ctypes.c_uint16
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_create_session.argtypes = (
 )
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_create_session.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_detach.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_detach.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_forget_session.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_forget_session.restype = ctypes.c_uint16
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_handle_bytes.argtypes = (
 )
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_handle_bytes.restype = ctypes.c_uint16
@@ -646,82 +810,293 @@ _UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_history.restype = cty
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_is_live.argtypes = (
 )
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_is_live.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_mint_agent_message_id.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_mint_agent_message_id.restype = ctypes.c_uint16
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_pending.argtypes = (
 )
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_pending.restype = ctypes.c_uint16
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_runtime_event.argtypes = (
 )
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_runtime_event.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_session_ids.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_session_ids.restype = ctypes.c_uint16
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_snapshot.argtypes = (
 )
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_snapshot.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_turn.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_turn.restype = ctypes.c_uint16
 _UniffiLib.uniffi_acp_inject_ffi_checksum_constructor_agentcore_new.argtypes = (
 )
 _UniffiLib.uniffi_acp_inject_ffi_checksum_constructor_agentcore_new.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_constructor_agentcore_open.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_constructor_agentcore_open.restype = ctypes.c_uint16
 _UniffiLib.uniffi_acp_inject_ffi_checksum_constructor_agentcore_restore.argtypes = (
 )
 _UniffiLib.uniffi_acp_inject_ffi_checksum_constructor_agentcore_restore.restype = ctypes.c_uint16
-_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientsession_cancel.argtypes = (
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentruntime_run_turn.argtypes = (
 )
-_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientsession_cancel.restype = ctypes.c_uint16
-_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientsession_ignored_lines.argtypes = (
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentruntime_run_turn.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentruntime_session_opened.argtypes = (
 )
-_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientsession_ignored_lines.restype = ctypes.c_uint16
-_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientsession_inject.argtypes = (
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentruntime_session_opened.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentruntime_session_resumed.argtypes = (
 )
-_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientsession_inject.restype = ctypes.c_uint16
-_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientsession_item_status.argtypes = (
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentruntime_session_resumed.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentruntime_session_closed.argtypes = (
 )
-_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientsession_item_status.restype = ctypes.c_uint16
-_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientsession_prompt.argtypes = (
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentruntime_session_closed.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentserver_close_session.argtypes = (
 )
-_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientsession_prompt.restype = ctypes.c_uint16
-_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientsession_receive.argtypes = (
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentserver_close_session.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentserver_run_stdio.argtypes = (
 )
-_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientsession_receive.restype = ctypes.c_uint16
-_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientsession_receive_bytes.argtypes = (
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentserver_run_stdio.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentserver_sessions.argtypes = (
 )
-_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientsession_receive_bytes.restype = ctypes.c_uint16
-_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientsession_receive_lines.argtypes = (
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentserver_sessions.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentserver_start_turn.argtypes = (
 )
-_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientsession_receive_lines.restype = ctypes.c_uint16
-_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientsession_receive_text.argtypes = (
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentserver_start_turn.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_constructor_agentserver_new.argtypes = (
 )
-_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientsession_receive_text.restype = ctypes.c_uint16
-_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientsession_replace.argtypes = (
+_UniffiLib.uniffi_acp_inject_ffi_checksum_constructor_agentserver_new.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_answer_permission.argtypes = (
 )
-_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientsession_replace.restype = ctypes.c_uint16
-_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientsession_revoke.argtypes = (
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_answer_permission.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_assume_capabilities.argtypes = (
 )
-_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientsession_revoke.restype = ctypes.c_uint16
-_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientsession_snapshot.argtypes = (
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_assume_capabilities.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_cancel.argtypes = (
 )
-_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientsession_snapshot.restype = ctypes.c_uint16
-_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientsession_snapshot_json.argtypes = (
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_cancel.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_close.argtypes = (
 )
-_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientsession_snapshot_json.restype = ctypes.c_uint16
-_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientsession_status.argtypes = (
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_close.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_finish.argtypes = (
 )
-_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientsession_status.restype = ctypes.c_uint16
-_UniffiLib.uniffi_acp_inject_ffi_checksum_constructor_clientsession_from_initialize_result.argtypes = (
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_finish.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_ignored_lines.argtypes = (
 )
-_UniffiLib.uniffi_acp_inject_ffi_checksum_constructor_clientsession_from_initialize_result.restype = ctypes.c_uint16
-_UniffiLib.uniffi_acp_inject_ffi_checksum_constructor_clientsession_new.argtypes = (
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_ignored_lines.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_initialize.argtypes = (
 )
-_UniffiLib.uniffi_acp_inject_ffi_checksum_constructor_clientsession_new.restype = ctypes.c_uint16
-_UniffiLib.uniffi_acp_inject_ffi_fn_func_default_agent_options.argtypes = (
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_initialize.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_inject.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_inject.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_item_status.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_item_status.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_list_sessions.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_list_sessions.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_mirror_json.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_mirror_json.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_new_session.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_new_session.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_open_session.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_open_session.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_prompt.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_prompt.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_receive.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_receive.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_receive_bytes.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_receive_bytes.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_receive_text.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_receive_text.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_replace.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_replace.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_resume.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_resume.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_revoke.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_revoke.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_snapshot.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_snapshot.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_status.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_status.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_take_events.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_take_events.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_take_outgoing.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_take_outgoing.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_constructor_clientcore_new.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_constructor_clientcore_new.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_connection_agent.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_connection_agent.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_connection_close.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_connection_close.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_connection_ignored.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_connection_ignored.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_connection_list_sessions.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_connection_list_sessions.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_connection_new_session.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_connection_new_session.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_connection_resume.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_connection_resume.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_session_answer_permission.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_session_answer_permission.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_session_cancel.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_session_cancel.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_session_close.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_session_close.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_session_id.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_session_id.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_session_inject.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_session_inject.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_session_next_events.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_session_next_events.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_session_prompt.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_session_prompt.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_session_replace.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_session_replace.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_session_revoke.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_session_revoke.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_session_snapshot.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_session_snapshot.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_session_status.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_session_status.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_session_take_events.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_session_take_events.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_turncontext_break_point.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_turncontext_break_point.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_turncontext_cancelled.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_turncontext_cancelled.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_turncontext_clear_message.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_turncontext_clear_message.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_turncontext_cwd.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_turncontext_cwd.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_turncontext_interrupt_requested.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_turncontext_interrupt_requested.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_turncontext_interrupted.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_turncontext_interrupted.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_turncontext_is_cancelled.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_turncontext_is_cancelled.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_turncontext_new_message_id.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_turncontext_new_message_id.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_turncontext_paused.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_turncontext_paused.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_turncontext_request_permission.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_turncontext_request_permission.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_turncontext_resumed.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_turncontext_resumed.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_turncontext_send.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_turncontext_send.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_turncontext_send_text.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_turncontext_send_text.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_turncontext_session_id.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_turncontext_session_id.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_turncontext_stream_finished.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_turncontext_stream_finished.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_turncontext_stream_started.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_turncontext_stream_started.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_vectorrun_agent_setup.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_vectorrun_agent_setup.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_vectorrun_check_call.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_vectorrun_check_call.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_vectorrun_check_history.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_vectorrun_check_history.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_vectorrun_check_item.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_vectorrun_check_item.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_vectorrun_check_outputs.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_vectorrun_check_outputs.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_vectorrun_check_state.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_vectorrun_check_state.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_vectorrun_client_setup.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_vectorrun_client_setup.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_vectorrun_name.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_vectorrun_name.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_vectorrun_next.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_vectorrun_next.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_vectorrun_record_events.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_vectorrun_record_events.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_vectorrun_record_runtime_result.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_vectorrun_record_runtime_result.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_vectorrun_side.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_vectorrun_side.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_constructor_vectorrun_new.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_constructor_vectorrun_new.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_fn_func_connect.argtypes = (
+    _UniffiRustBuffer,
+    _UniffiRustBuffer,
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_func_connect.restype = ctypes.c_uint64
+_UniffiLib.uniffi_acp_inject_ffi_fn_func_default_agent_config.argtypes = (
     ctypes.POINTER(_UniffiRustCallStatus),
 )
-_UniffiLib.uniffi_acp_inject_ffi_fn_func_default_agent_options.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_acp_inject_ffi_fn_func_default_agent_config.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_acp_inject_ffi_fn_func_default_connect_options.argtypes = (
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_func_default_connect_options.restype = _UniffiRustBuffer
 _UniffiLib.uniffi_acp_inject_ffi_fn_func_library_version.argtypes = (
     ctypes.POINTER(_UniffiRustCallStatus),
 )
 _UniffiLib.uniffi_acp_inject_ffi_fn_func_library_version.restype = _UniffiRustBuffer
-_UniffiLib.uniffi_acp_inject_ffi_fn_func_run_conformance.argtypes = (
-    _UniffiRustBuffer,
-    ctypes.POINTER(_UniffiRustCallStatus),
-)
-_UniffiLib.uniffi_acp_inject_ffi_fn_func_run_conformance.restype = _UniffiRustBuffer
 _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_attach.argtypes = (
     ctypes.c_uint64,
     _UniffiRustBuffer,
@@ -729,12 +1104,38 @@ _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_attach.argtypes = (
     ctypes.POINTER(_UniffiRustCallStatus),
 )
 _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_attach.restype = None
-_UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_create_session.argtypes = (
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_attach_to_session.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_attach_to_session.restype = ctypes.c_int8
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_attached.argtypes = (
     ctypes.c_uint64,
     _UniffiRustBuffer,
     ctypes.POINTER(_UniffiRustCallStatus),
 )
-_UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_create_session.restype = None
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_attached.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_create_session.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_create_session.restype = ctypes.c_int8
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_detach.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_detach.restype = None
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_forget_session.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_forget_session.restype = None
 _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_handle_bytes.argtypes = (
     ctypes.c_uint64,
     _UniffiRustBuffer,
@@ -768,6 +1169,11 @@ _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_is_live.argtypes = (
     ctypes.POINTER(_UniffiRustCallStatus),
 )
 _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_is_live.restype = ctypes.c_int8
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_mint_agent_message_id.argtypes = (
+    ctypes.c_uint64,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_mint_agent_message_id.restype = _UniffiRustBuffer
 _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_pending.argtypes = (
     ctypes.c_uint64,
     _UniffiRustBuffer,
@@ -781,114 +1187,505 @@ _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_runtime_event.argtypes = (
     ctypes.POINTER(_UniffiRustCallStatus),
 )
 _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_runtime_event.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_session_ids.argtypes = (
+    ctypes.c_uint64,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_session_ids.restype = _UniffiRustBuffer
 _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_snapshot.argtypes = (
     ctypes.c_uint64,
     ctypes.POINTER(_UniffiRustCallStatus),
 )
 _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_snapshot.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_turn.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_turn.restype = _UniffiRustBuffer
 _UniffiLib.uniffi_acp_inject_ffi_fn_constructor_agentcore_new.argtypes = (
     _UniffiRustBuffer,
     ctypes.POINTER(_UniffiRustCallStatus),
 )
 _UniffiLib.uniffi_acp_inject_ffi_fn_constructor_agentcore_new.restype = ctypes.c_uint64
+_UniffiLib.uniffi_acp_inject_ffi_fn_constructor_agentcore_open.argtypes = (
+    _UniffiRustBuffer,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_constructor_agentcore_open.restype = ctypes.c_uint64
 _UniffiLib.uniffi_acp_inject_ffi_fn_constructor_agentcore_restore.argtypes = (
+    _UniffiRustBuffer,
     _UniffiRustBuffer,
     ctypes.POINTER(_UniffiRustCallStatus),
 )
 _UniffiLib.uniffi_acp_inject_ffi_fn_constructor_agentcore_restore.restype = ctypes.c_uint64
-_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientsession_cancel.argtypes = (
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_agentruntime_run_turn.argtypes = (
     ctypes.c_uint64,
-    ctypes.POINTER(_UniffiRustCallStatus),
-)
-_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientsession_cancel.restype = _UniffiRustBuffer
-_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientsession_ignored_lines.argtypes = (
     ctypes.c_uint64,
-    ctypes.POINTER(_UniffiRustCallStatus),
+    _UniffiRustBuffer,
 )
-_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientsession_ignored_lines.restype = ctypes.c_uint64
-_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientsession_inject.argtypes = (
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_agentruntime_run_turn.restype = ctypes.c_uint64
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_agentruntime_session_opened.argtypes = (
     ctypes.c_uint64,
     _UniffiRustBuffer,
     _UniffiRustBuffer,
-    ctypes.POINTER(_UniffiRustCallStatus),
 )
-_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientsession_inject.restype = _UniffiRustBuffer
-_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientsession_item_status.argtypes = (
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_agentruntime_session_opened.restype = ctypes.c_uint64
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_agentruntime_session_resumed.argtypes = (
     ctypes.c_uint64,
     _UniffiRustBuffer,
-    ctypes.POINTER(_UniffiRustCallStatus),
+    _UniffiRustBuffer,
 )
-_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientsession_item_status.restype = _UniffiRustBuffer
-_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientsession_prompt.argtypes = (
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_agentruntime_session_resumed.restype = ctypes.c_uint64
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_agentruntime_session_closed.argtypes = (
     ctypes.c_uint64,
     _UniffiRustBuffer,
-    ctypes.POINTER(_UniffiRustCallStatus),
+    _UniffiRustBuffer,
 )
-_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientsession_prompt.restype = _UniffiRustBuffer
-_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientsession_receive.argtypes = (
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_agentruntime_session_closed.restype = ctypes.c_uint64
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_agentserver_close_session.argtypes = (
     ctypes.c_uint64,
     _UniffiRustBuffer,
     ctypes.POINTER(_UniffiRustCallStatus),
 )
-_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientsession_receive.restype = None
-_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientsession_receive_bytes.argtypes = (
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_agentserver_close_session.restype = None
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_agentserver_run_stdio.argtypes = (
+    ctypes.c_uint64,
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_agentserver_run_stdio.restype = ctypes.c_uint64
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_agentserver_sessions.argtypes = (
+    ctypes.c_uint64,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_agentserver_sessions.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_agentserver_start_turn.argtypes = (
     ctypes.c_uint64,
     _UniffiRustBuffer,
     ctypes.POINTER(_UniffiRustCallStatus),
 )
-_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientsession_receive_bytes.restype = _UniffiRustBuffer
-_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientsession_receive_lines.argtypes = (
-    ctypes.c_uint64,
-    _UniffiRustBuffer,
-    ctypes.POINTER(_UniffiRustCallStatus),
-)
-_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientsession_receive_lines.restype = _UniffiRustBuffer
-_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientsession_receive_text.argtypes = (
-    ctypes.c_uint64,
-    _UniffiRustBuffer,
-    ctypes.POINTER(_UniffiRustCallStatus),
-)
-_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientsession_receive_text.restype = _UniffiRustBuffer
-_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientsession_replace.argtypes = (
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_agentserver_start_turn.restype = None
+_UniffiLib.uniffi_acp_inject_ffi_fn_constructor_agentserver_new.argtypes = (
     ctypes.c_uint64,
     _UniffiRustBuffer,
     _UniffiRustBuffer,
     ctypes.POINTER(_UniffiRustCallStatus),
 )
-_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientsession_replace.restype = _UniffiRustBuffer
-_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientsession_revoke.argtypes = (
+_UniffiLib.uniffi_acp_inject_ffi_fn_constructor_agentserver_new.restype = ctypes.c_uint64
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_answer_permission.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_answer_permission.restype = None
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_assume_capabilities.argtypes = (
     ctypes.c_uint64,
     _UniffiRustBuffer,
     ctypes.POINTER(_UniffiRustCallStatus),
 )
-_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientsession_revoke.restype = _UniffiRustBuffer
-_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientsession_snapshot.argtypes = (
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_assume_capabilities.restype = None
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_cancel.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_cancel.restype = None
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_close.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_close.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_finish.argtypes = (
     ctypes.c_uint64,
     ctypes.POINTER(_UniffiRustCallStatus),
 )
-_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientsession_snapshot.restype = _UniffiRustBuffer
-_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientsession_snapshot_json.argtypes = (
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_finish.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_ignored_lines.argtypes = (
     ctypes.c_uint64,
     ctypes.POINTER(_UniffiRustCallStatus),
 )
-_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientsession_snapshot_json.restype = _UniffiRustBuffer
-_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientsession_status.argtypes = (
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_ignored_lines.restype = ctypes.c_uint64
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_initialize.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    ctypes.c_int8,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_initialize.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_inject.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    _UniffiRustBuffer,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_inject.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_item_status.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_item_status.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_list_sessions.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_list_sessions.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_mirror_json.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_mirror_json.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_new_session.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    _UniffiRustBuffer,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_new_session.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_open_session.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_open_session.restype = None
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_prompt.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_prompt.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_receive.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_receive.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_receive_bytes.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_receive_bytes.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_receive_text.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_receive_text.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_replace.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    _UniffiRustBuffer,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_replace.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_resume.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    _UniffiRustBuffer,
+    ctypes.c_int8,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_resume.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_revoke.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_revoke.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_snapshot.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_snapshot.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_status.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_status.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_take_events.argtypes = (
     ctypes.c_uint64,
     ctypes.POINTER(_UniffiRustCallStatus),
 )
-_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientsession_status.restype = _UniffiRustBuffer
-_UniffiLib.uniffi_acp_inject_ffi_fn_constructor_clientsession_from_initialize_result.argtypes = (
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_take_events.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_take_outgoing.argtypes = (
+    ctypes.c_uint64,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_take_outgoing.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_acp_inject_ffi_fn_constructor_clientcore_new.argtypes = (
+    ctypes.c_uint64,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_constructor_clientcore_new.restype = ctypes.c_uint64
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_connection_agent.argtypes = (
+    ctypes.c_uint64,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_connection_agent.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_connection_close.argtypes = (
+    ctypes.c_uint64,
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_connection_close.restype = ctypes.c_uint64
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_connection_ignored.argtypes = (
+    ctypes.c_uint64,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_connection_ignored.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_connection_list_sessions.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    _UniffiRustBuffer,
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_connection_list_sessions.restype = ctypes.c_uint64
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_connection_new_session.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    _UniffiRustBuffer,
+    _UniffiRustBuffer,
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_connection_new_session.restype = ctypes.c_uint64
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_connection_resume.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    _UniffiRustBuffer,
+    ctypes.c_int8,
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_connection_resume.restype = ctypes.c_uint64
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_session_answer_permission.argtypes = (
+    ctypes.c_uint64,
     _UniffiRustBuffer,
     _UniffiRustBuffer,
     ctypes.POINTER(_UniffiRustCallStatus),
 )
-_UniffiLib.uniffi_acp_inject_ffi_fn_constructor_clientsession_from_initialize_result.restype = ctypes.c_uint64
-_UniffiLib.uniffi_acp_inject_ffi_fn_constructor_clientsession_new.argtypes = (
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_session_answer_permission.restype = None
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_session_cancel.argtypes = (
+    ctypes.c_uint64,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_session_cancel.restype = None
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_session_close.argtypes = (
+    ctypes.c_uint64,
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_session_close.restype = ctypes.c_uint64
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_session_id.argtypes = (
+    ctypes.c_uint64,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_session_id.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_session_inject.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    _UniffiRustBuffer,
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_session_inject.restype = ctypes.c_uint64
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_session_next_events.argtypes = (
+    ctypes.c_uint64,
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_session_next_events.restype = ctypes.c_uint64
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_session_prompt.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_session_prompt.restype = ctypes.c_uint64
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_session_replace.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    _UniffiRustBuffer,
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_session_replace.restype = ctypes.c_uint64
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_session_revoke.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_session_revoke.restype = ctypes.c_uint64
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_session_snapshot.argtypes = (
+    ctypes.c_uint64,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_session_snapshot.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_session_status.argtypes = (
+    ctypes.c_uint64,
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_session_status.restype = ctypes.c_uint64
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_session_take_events.argtypes = (
+    ctypes.c_uint64,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_session_take_events.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_break_point.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_break_point.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_cancelled.argtypes = (
+    ctypes.c_uint64,
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_cancelled.restype = ctypes.c_uint64
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_clear_message.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_clear_message.restype = None
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_cwd.argtypes = (
+    ctypes.c_uint64,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_cwd.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_interrupt_requested.argtypes = (
+    ctypes.c_uint64,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_interrupt_requested.restype = ctypes.c_int8
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_interrupted.argtypes = (
+    ctypes.c_uint64,
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_interrupted.restype = ctypes.c_uint64
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_is_cancelled.argtypes = (
+    ctypes.c_uint64,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_is_cancelled.restype = ctypes.c_int8
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_new_message_id.argtypes = (
+    ctypes.c_uint64,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_new_message_id.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_paused.argtypes = (
+    ctypes.c_uint64,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_paused.restype = None
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_request_permission.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    _UniffiRustBuffer,
+    _UniffiRustBuffer,
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_request_permission.restype = ctypes.c_uint64
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_resumed.argtypes = (
+    ctypes.c_uint64,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_resumed.restype = None
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_send.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_send.restype = None
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_send_text.argtypes = (
+    ctypes.c_uint64,
     _UniffiRustBuffer,
     _UniffiRustBuffer,
     ctypes.POINTER(_UniffiRustCallStatus),
 )
-_UniffiLib.uniffi_acp_inject_ffi_fn_constructor_clientsession_new.restype = ctypes.c_uint64
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_send_text.restype = None
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_session_id.argtypes = (
+    ctypes.c_uint64,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_session_id.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_stream_finished.argtypes = (
+    ctypes.c_uint64,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_stream_finished.restype = None
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_stream_started.argtypes = (
+    ctypes.c_uint64,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_stream_started.restype = None
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_vectorrun_agent_setup.argtypes = (
+    ctypes.c_uint64,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_vectorrun_agent_setup.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_vectorrun_check_call.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_vectorrun_check_call.restype = None
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_vectorrun_check_history.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_vectorrun_check_history.restype = None
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_vectorrun_check_item.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_vectorrun_check_item.restype = None
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_vectorrun_check_outputs.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_vectorrun_check_outputs.restype = None
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_vectorrun_check_state.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_vectorrun_check_state.restype = None
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_vectorrun_client_setup.argtypes = (
+    ctypes.c_uint64,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_vectorrun_client_setup.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_vectorrun_name.argtypes = (
+    ctypes.c_uint64,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_vectorrun_name.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_vectorrun_next.argtypes = (
+    ctypes.c_uint64,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_vectorrun_next.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_vectorrun_record_events.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_vectorrun_record_events.restype = None
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_vectorrun_record_runtime_result.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_vectorrun_record_runtime_result.restype = None
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_vectorrun_side.argtypes = (
+    ctypes.c_uint64,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_vectorrun_side.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_acp_inject_ffi_fn_constructor_vectorrun_new.argtypes = (
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_constructor_vectorrun_new.restype = ctypes.c_uint64
 _UniffiLib.uniffi_acp_inject_ffi_fn_clone_agentcore.argtypes = (
     ctypes.c_uint64,
     ctypes.POINTER(_UniffiRustCallStatus),
@@ -899,23 +1696,533 @@ _UniffiLib.uniffi_acp_inject_ffi_fn_free_agentcore.argtypes = (
     ctypes.POINTER(_UniffiRustCallStatus),
 )
 _UniffiLib.uniffi_acp_inject_ffi_fn_free_agentcore.restype = None
-_UniffiLib.uniffi_acp_inject_ffi_fn_clone_clientsession.argtypes = (
+_UniffiLib.uniffi_acp_inject_ffi_fn_clone_agentruntime.argtypes = (
     ctypes.c_uint64,
     ctypes.POINTER(_UniffiRustCallStatus),
 )
-_UniffiLib.uniffi_acp_inject_ffi_fn_clone_clientsession.restype = ctypes.c_uint64
-_UniffiLib.uniffi_acp_inject_ffi_fn_free_clientsession.argtypes = (
+_UniffiLib.uniffi_acp_inject_ffi_fn_clone_agentruntime.restype = ctypes.c_uint64
+_UniffiLib.uniffi_acp_inject_ffi_fn_free_agentruntime.argtypes = (
     ctypes.c_uint64,
     ctypes.POINTER(_UniffiRustCallStatus),
 )
-_UniffiLib.uniffi_acp_inject_ffi_fn_free_clientsession.restype = None
+_UniffiLib.uniffi_acp_inject_ffi_fn_free_agentruntime.restype = None
+_UniffiLib.uniffi_acp_inject_ffi_fn_clone_agentserver.argtypes = (
+    ctypes.c_uint64,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_clone_agentserver.restype = ctypes.c_uint64
+_UniffiLib.uniffi_acp_inject_ffi_fn_free_agentserver.argtypes = (
+    ctypes.c_uint64,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_free_agentserver.restype = None
+_UniffiLib.uniffi_acp_inject_ffi_fn_clone_clientcore.argtypes = (
+    ctypes.c_uint64,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_clone_clientcore.restype = ctypes.c_uint64
+_UniffiLib.uniffi_acp_inject_ffi_fn_free_clientcore.argtypes = (
+    ctypes.c_uint64,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_free_clientcore.restype = None
+_UniffiLib.uniffi_acp_inject_ffi_fn_clone_connection.argtypes = (
+    ctypes.c_uint64,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_clone_connection.restype = ctypes.c_uint64
+_UniffiLib.uniffi_acp_inject_ffi_fn_free_connection.argtypes = (
+    ctypes.c_uint64,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_free_connection.restype = None
+_UniffiLib.uniffi_acp_inject_ffi_fn_clone_session.argtypes = (
+    ctypes.c_uint64,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_clone_session.restype = ctypes.c_uint64
+_UniffiLib.uniffi_acp_inject_ffi_fn_free_session.argtypes = (
+    ctypes.c_uint64,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_free_session.restype = None
+_UniffiLib.uniffi_acp_inject_ffi_fn_clone_turncontext.argtypes = (
+    ctypes.c_uint64,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_clone_turncontext.restype = ctypes.c_uint64
+_UniffiLib.uniffi_acp_inject_ffi_fn_free_turncontext.argtypes = (
+    ctypes.c_uint64,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_free_turncontext.restype = None
+_UniffiLib.uniffi_acp_inject_ffi_fn_clone_vectorrun.argtypes = (
+    ctypes.c_uint64,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_clone_vectorrun.restype = ctypes.c_uint64
+_UniffiLib.uniffi_acp_inject_ffi_fn_free_vectorrun.argtypes = (
+    ctypes.c_uint64,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_free_vectorrun.restype = None
+class _UniffiForeignFutureResultRustBuffer(ctypes.Structure):
+    _fields_ = [
+        ("return_value", _UniffiRustBuffer),
+        ("call_status", _UniffiRustCallStatus),
+    ]
+_UNIFFI_FOREIGN_FUTURE_COMPLETERUST_BUFFER = ctypes.CFUNCTYPE(None,ctypes.c_uint64,_UniffiForeignFutureResultRustBuffer,
+)
+_UNIFFI_FOREIGN_FUTURE_DROPPED_CALLBACK = ctypes.CFUNCTYPE(None,ctypes.c_uint64,
+)
+class _UniffiForeignFutureDroppedCallbackStruct(ctypes.Structure):
+    _fields_ = [
+        ("handle", ctypes.c_uint64),
+        ("free", _UNIFFI_FOREIGN_FUTURE_DROPPED_CALLBACK),
+    ]
+_UNIFFI_CALLBACK_INTERFACE_ACP_INJECT_FFI_AGENT_RUNTIME_METHOD0 = ctypes.CFUNCTYPE(None,ctypes.c_uint64,ctypes.c_uint64,_UniffiRustBuffer,_UNIFFI_FOREIGN_FUTURE_COMPLETERUST_BUFFER,ctypes.c_uint64,ctypes.POINTER(_UniffiForeignFutureDroppedCallbackStruct),
+)
+class _UniffiForeignFutureResultVoid(ctypes.Structure):
+    _fields_ = [
+        ("call_status", _UniffiRustCallStatus),
+    ]
+_UNIFFI_FOREIGN_FUTURE_COMPLETEVOID = ctypes.CFUNCTYPE(None,ctypes.c_uint64,_UniffiForeignFutureResultVoid,
+)
+_UNIFFI_CALLBACK_INTERFACE_ACP_INJECT_FFI_AGENT_RUNTIME_METHOD1 = ctypes.CFUNCTYPE(None,ctypes.c_uint64,_UniffiRustBuffer,_UniffiRustBuffer,_UNIFFI_FOREIGN_FUTURE_COMPLETEVOID,ctypes.c_uint64,ctypes.POINTER(_UniffiForeignFutureDroppedCallbackStruct),
+)
+_UNIFFI_CALLBACK_INTERFACE_ACP_INJECT_FFI_AGENT_RUNTIME_METHOD2 = ctypes.CFUNCTYPE(None,ctypes.c_uint64,_UniffiRustBuffer,_UniffiRustBuffer,_UNIFFI_FOREIGN_FUTURE_COMPLETEVOID,ctypes.c_uint64,ctypes.POINTER(_UniffiForeignFutureDroppedCallbackStruct),
+)
+_UNIFFI_CALLBACK_INTERFACE_ACP_INJECT_FFI_AGENT_RUNTIME_METHOD3 = ctypes.CFUNCTYPE(None,ctypes.c_uint64,_UniffiRustBuffer,_UniffiRustBuffer,_UNIFFI_FOREIGN_FUTURE_COMPLETEVOID,ctypes.c_uint64,ctypes.POINTER(_UniffiForeignFutureDroppedCallbackStruct),
+)
+_UNIFFI_CALLBACK_INTERFACE_CLONE_ACP_INJECT_FFI_AGENT_RUNTIME = ctypes.CFUNCTYPE(ctypes.c_uint64,ctypes.c_uint64,
+)
+_UNIFFI_CALLBACK_INTERFACE_FREE_ACP_INJECT_FFI_AGENT_RUNTIME = ctypes.CFUNCTYPE(None,ctypes.c_uint64,
+)
+class _UniffiVTableCallbackInterfaceAcpInjectFfiAgentRuntime(ctypes.Structure):
+    _fields_ = [
+        ("uniffi_free", _UNIFFI_CALLBACK_INTERFACE_FREE_ACP_INJECT_FFI_AGENT_RUNTIME),
+        ("uniffi_clone", _UNIFFI_CALLBACK_INTERFACE_CLONE_ACP_INJECT_FFI_AGENT_RUNTIME),
+        ("run_turn", _UNIFFI_CALLBACK_INTERFACE_ACP_INJECT_FFI_AGENT_RUNTIME_METHOD0),
+        ("session_opened", _UNIFFI_CALLBACK_INTERFACE_ACP_INJECT_FFI_AGENT_RUNTIME_METHOD1),
+        ("session_resumed", _UNIFFI_CALLBACK_INTERFACE_ACP_INJECT_FFI_AGENT_RUNTIME_METHOD2),
+        ("session_closed", _UNIFFI_CALLBACK_INTERFACE_ACP_INJECT_FFI_AGENT_RUNTIME_METHOD3),
+    ]
+_UniffiLib.uniffi_acp_inject_ffi_fn_init_callback_vtable_agentruntime.argtypes = (
+    ctypes.POINTER(_UniffiVTableCallbackInterfaceAcpInjectFfiAgentRuntime),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_init_callback_vtable_agentruntime.restype = None
+_UNIFFI_RUST_FUTURE_CONTINUATION_CALLBACK = ctypes.CFUNCTYPE(None,ctypes.c_uint64,ctypes.c_int8,
+)
+_UniffiLib.ffi_acp_inject_ffi_rust_future_poll_u8.argtypes = (
+    ctypes.c_uint64,
+    _UNIFFI_RUST_FUTURE_CONTINUATION_CALLBACK,
+    ctypes.c_uint64,
+)
+_UniffiLib.ffi_acp_inject_ffi_rust_future_poll_u8.restype = None
+_UniffiLib.ffi_acp_inject_ffi_rust_future_cancel_u8.argtypes = (
+    ctypes.c_uint64,
+)
+_UniffiLib.ffi_acp_inject_ffi_rust_future_cancel_u8.restype = None
+_UniffiLib.ffi_acp_inject_ffi_rust_future_complete_u8.argtypes = (
+    ctypes.c_uint64,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.ffi_acp_inject_ffi_rust_future_complete_u8.restype = ctypes.c_uint8
+_UniffiLib.ffi_acp_inject_ffi_rust_future_free_u8.argtypes = (
+    ctypes.c_uint64,
+)
+_UniffiLib.ffi_acp_inject_ffi_rust_future_free_u8.restype = None
+_UniffiLib.ffi_acp_inject_ffi_rust_future_poll_i8.argtypes = (
+    ctypes.c_uint64,
+    _UNIFFI_RUST_FUTURE_CONTINUATION_CALLBACK,
+    ctypes.c_uint64,
+)
+_UniffiLib.ffi_acp_inject_ffi_rust_future_poll_i8.restype = None
+_UniffiLib.ffi_acp_inject_ffi_rust_future_cancel_i8.argtypes = (
+    ctypes.c_uint64,
+)
+_UniffiLib.ffi_acp_inject_ffi_rust_future_cancel_i8.restype = None
+_UniffiLib.ffi_acp_inject_ffi_rust_future_complete_i8.argtypes = (
+    ctypes.c_uint64,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.ffi_acp_inject_ffi_rust_future_complete_i8.restype = ctypes.c_int8
+_UniffiLib.ffi_acp_inject_ffi_rust_future_free_i8.argtypes = (
+    ctypes.c_uint64,
+)
+_UniffiLib.ffi_acp_inject_ffi_rust_future_free_i8.restype = None
+_UniffiLib.ffi_acp_inject_ffi_rust_future_poll_u16.argtypes = (
+    ctypes.c_uint64,
+    _UNIFFI_RUST_FUTURE_CONTINUATION_CALLBACK,
+    ctypes.c_uint64,
+)
+_UniffiLib.ffi_acp_inject_ffi_rust_future_poll_u16.restype = None
+_UniffiLib.ffi_acp_inject_ffi_rust_future_cancel_u16.argtypes = (
+    ctypes.c_uint64,
+)
+_UniffiLib.ffi_acp_inject_ffi_rust_future_cancel_u16.restype = None
+_UniffiLib.ffi_acp_inject_ffi_rust_future_complete_u16.argtypes = (
+    ctypes.c_uint64,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.ffi_acp_inject_ffi_rust_future_complete_u16.restype = ctypes.c_uint16
+_UniffiLib.ffi_acp_inject_ffi_rust_future_free_u16.argtypes = (
+    ctypes.c_uint64,
+)
+_UniffiLib.ffi_acp_inject_ffi_rust_future_free_u16.restype = None
+_UniffiLib.ffi_acp_inject_ffi_rust_future_poll_i16.argtypes = (
+    ctypes.c_uint64,
+    _UNIFFI_RUST_FUTURE_CONTINUATION_CALLBACK,
+    ctypes.c_uint64,
+)
+_UniffiLib.ffi_acp_inject_ffi_rust_future_poll_i16.restype = None
+_UniffiLib.ffi_acp_inject_ffi_rust_future_cancel_i16.argtypes = (
+    ctypes.c_uint64,
+)
+_UniffiLib.ffi_acp_inject_ffi_rust_future_cancel_i16.restype = None
+_UniffiLib.ffi_acp_inject_ffi_rust_future_complete_i16.argtypes = (
+    ctypes.c_uint64,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.ffi_acp_inject_ffi_rust_future_complete_i16.restype = ctypes.c_int16
+_UniffiLib.ffi_acp_inject_ffi_rust_future_free_i16.argtypes = (
+    ctypes.c_uint64,
+)
+_UniffiLib.ffi_acp_inject_ffi_rust_future_free_i16.restype = None
+_UniffiLib.ffi_acp_inject_ffi_rust_future_poll_u32.argtypes = (
+    ctypes.c_uint64,
+    _UNIFFI_RUST_FUTURE_CONTINUATION_CALLBACK,
+    ctypes.c_uint64,
+)
+_UniffiLib.ffi_acp_inject_ffi_rust_future_poll_u32.restype = None
+_UniffiLib.ffi_acp_inject_ffi_rust_future_cancel_u32.argtypes = (
+    ctypes.c_uint64,
+)
+_UniffiLib.ffi_acp_inject_ffi_rust_future_cancel_u32.restype = None
+_UniffiLib.ffi_acp_inject_ffi_rust_future_complete_u32.argtypes = (
+    ctypes.c_uint64,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.ffi_acp_inject_ffi_rust_future_complete_u32.restype = ctypes.c_uint32
+_UniffiLib.ffi_acp_inject_ffi_rust_future_free_u32.argtypes = (
+    ctypes.c_uint64,
+)
+_UniffiLib.ffi_acp_inject_ffi_rust_future_free_u32.restype = None
+_UniffiLib.ffi_acp_inject_ffi_rust_future_poll_i32.argtypes = (
+    ctypes.c_uint64,
+    _UNIFFI_RUST_FUTURE_CONTINUATION_CALLBACK,
+    ctypes.c_uint64,
+)
+_UniffiLib.ffi_acp_inject_ffi_rust_future_poll_i32.restype = None
+_UniffiLib.ffi_acp_inject_ffi_rust_future_cancel_i32.argtypes = (
+    ctypes.c_uint64,
+)
+_UniffiLib.ffi_acp_inject_ffi_rust_future_cancel_i32.restype = None
+_UniffiLib.ffi_acp_inject_ffi_rust_future_complete_i32.argtypes = (
+    ctypes.c_uint64,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.ffi_acp_inject_ffi_rust_future_complete_i32.restype = ctypes.c_int32
+_UniffiLib.ffi_acp_inject_ffi_rust_future_free_i32.argtypes = (
+    ctypes.c_uint64,
+)
+_UniffiLib.ffi_acp_inject_ffi_rust_future_free_i32.restype = None
+_UniffiLib.ffi_acp_inject_ffi_rust_future_poll_u64.argtypes = (
+    ctypes.c_uint64,
+    _UNIFFI_RUST_FUTURE_CONTINUATION_CALLBACK,
+    ctypes.c_uint64,
+)
+_UniffiLib.ffi_acp_inject_ffi_rust_future_poll_u64.restype = None
+_UniffiLib.ffi_acp_inject_ffi_rust_future_cancel_u64.argtypes = (
+    ctypes.c_uint64,
+)
+_UniffiLib.ffi_acp_inject_ffi_rust_future_cancel_u64.restype = None
+_UniffiLib.ffi_acp_inject_ffi_rust_future_complete_u64.argtypes = (
+    ctypes.c_uint64,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.ffi_acp_inject_ffi_rust_future_complete_u64.restype = ctypes.c_uint64
+_UniffiLib.ffi_acp_inject_ffi_rust_future_free_u64.argtypes = (
+    ctypes.c_uint64,
+)
+_UniffiLib.ffi_acp_inject_ffi_rust_future_free_u64.restype = None
+_UniffiLib.ffi_acp_inject_ffi_rust_future_poll_i64.argtypes = (
+    ctypes.c_uint64,
+    _UNIFFI_RUST_FUTURE_CONTINUATION_CALLBACK,
+    ctypes.c_uint64,
+)
+_UniffiLib.ffi_acp_inject_ffi_rust_future_poll_i64.restype = None
+_UniffiLib.ffi_acp_inject_ffi_rust_future_cancel_i64.argtypes = (
+    ctypes.c_uint64,
+)
+_UniffiLib.ffi_acp_inject_ffi_rust_future_cancel_i64.restype = None
+_UniffiLib.ffi_acp_inject_ffi_rust_future_complete_i64.argtypes = (
+    ctypes.c_uint64,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.ffi_acp_inject_ffi_rust_future_complete_i64.restype = ctypes.c_int64
+_UniffiLib.ffi_acp_inject_ffi_rust_future_free_i64.argtypes = (
+    ctypes.c_uint64,
+)
+_UniffiLib.ffi_acp_inject_ffi_rust_future_free_i64.restype = None
+_UniffiLib.ffi_acp_inject_ffi_rust_future_poll_f32.argtypes = (
+    ctypes.c_uint64,
+    _UNIFFI_RUST_FUTURE_CONTINUATION_CALLBACK,
+    ctypes.c_uint64,
+)
+_UniffiLib.ffi_acp_inject_ffi_rust_future_poll_f32.restype = None
+_UniffiLib.ffi_acp_inject_ffi_rust_future_cancel_f32.argtypes = (
+    ctypes.c_uint64,
+)
+_UniffiLib.ffi_acp_inject_ffi_rust_future_cancel_f32.restype = None
+_UniffiLib.ffi_acp_inject_ffi_rust_future_complete_f32.argtypes = (
+    ctypes.c_uint64,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.ffi_acp_inject_ffi_rust_future_complete_f32.restype = ctypes.c_float
+_UniffiLib.ffi_acp_inject_ffi_rust_future_free_f32.argtypes = (
+    ctypes.c_uint64,
+)
+_UniffiLib.ffi_acp_inject_ffi_rust_future_free_f32.restype = None
+_UniffiLib.ffi_acp_inject_ffi_rust_future_poll_f64.argtypes = (
+    ctypes.c_uint64,
+    _UNIFFI_RUST_FUTURE_CONTINUATION_CALLBACK,
+    ctypes.c_uint64,
+)
+_UniffiLib.ffi_acp_inject_ffi_rust_future_poll_f64.restype = None
+_UniffiLib.ffi_acp_inject_ffi_rust_future_cancel_f64.argtypes = (
+    ctypes.c_uint64,
+)
+_UniffiLib.ffi_acp_inject_ffi_rust_future_cancel_f64.restype = None
+_UniffiLib.ffi_acp_inject_ffi_rust_future_complete_f64.argtypes = (
+    ctypes.c_uint64,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.ffi_acp_inject_ffi_rust_future_complete_f64.restype = ctypes.c_double
+_UniffiLib.ffi_acp_inject_ffi_rust_future_free_f64.argtypes = (
+    ctypes.c_uint64,
+)
+_UniffiLib.ffi_acp_inject_ffi_rust_future_free_f64.restype = None
+_UniffiLib.ffi_acp_inject_ffi_rust_future_poll_rust_buffer.argtypes = (
+    ctypes.c_uint64,
+    _UNIFFI_RUST_FUTURE_CONTINUATION_CALLBACK,
+    ctypes.c_uint64,
+)
+_UniffiLib.ffi_acp_inject_ffi_rust_future_poll_rust_buffer.restype = None
+_UniffiLib.ffi_acp_inject_ffi_rust_future_cancel_rust_buffer.argtypes = (
+    ctypes.c_uint64,
+)
+_UniffiLib.ffi_acp_inject_ffi_rust_future_cancel_rust_buffer.restype = None
+_UniffiLib.ffi_acp_inject_ffi_rust_future_complete_rust_buffer.argtypes = (
+    ctypes.c_uint64,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.ffi_acp_inject_ffi_rust_future_complete_rust_buffer.restype = _UniffiRustBuffer
+_UniffiLib.ffi_acp_inject_ffi_rust_future_free_rust_buffer.argtypes = (
+    ctypes.c_uint64,
+)
+_UniffiLib.ffi_acp_inject_ffi_rust_future_free_rust_buffer.restype = None
+_UniffiLib.ffi_acp_inject_ffi_rust_future_poll_void.argtypes = (
+    ctypes.c_uint64,
+    _UNIFFI_RUST_FUTURE_CONTINUATION_CALLBACK,
+    ctypes.c_uint64,
+)
+_UniffiLib.ffi_acp_inject_ffi_rust_future_poll_void.restype = None
+_UniffiLib.ffi_acp_inject_ffi_rust_future_cancel_void.argtypes = (
+    ctypes.c_uint64,
+)
+_UniffiLib.ffi_acp_inject_ffi_rust_future_cancel_void.restype = None
+_UniffiLib.ffi_acp_inject_ffi_rust_future_complete_void.argtypes = (
+    ctypes.c_uint64,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.ffi_acp_inject_ffi_rust_future_complete_void.restype = None
+_UniffiLib.ffi_acp_inject_ffi_rust_future_free_void.argtypes = (
+    ctypes.c_uint64,
+)
+_UniffiLib.ffi_acp_inject_ffi_rust_future_free_void.restype = None
 
 _uniffi_check_contract_api_version(_UniffiLib)
 # _uniffi_check_api_checksums(_UniffiLib)
 
+# RustFuturePoll values
+_UNIFFI_RUST_FUTURE_POLL_READY = 0
+_UNIFFI_RUST_FUTURE_POLL_WAKE = 1
 
+# Stores futures for _uniffi_continuation_callback
+_UniffiContinuationHandleMap = _UniffiHandleMap()
+
+_UNIFFI_GLOBAL_EVENT_LOOP = None
+
+"""
+Set the event loop to use for async functions
+
+This is needed if some async functions run outside of the eventloop, for example:
+    - A non-eventloop thread is spawned, maybe from `EventLoop.run_in_executor` or maybe from the
+      Rust code spawning its own thread.
+    - The Rust code calls an async callback method from a sync callback function, using something
+      like `pollster` to block on the async call.
+
+In this case, we need an event loop to run the Python async function, but there's no eventloop set
+for the thread.  Use `uniffi_set_event_loop` to force an eventloop to be used in this case.
+"""
+def uniffi_set_event_loop(eventloop: asyncio.BaseEventLoop):
+    global _UNIFFI_GLOBAL_EVENT_LOOP
+    _UNIFFI_GLOBAL_EVENT_LOOP = eventloop
+
+def _uniffi_get_event_loop():
+    if _UNIFFI_GLOBAL_EVENT_LOOP is not None:
+        return _UNIFFI_GLOBAL_EVENT_LOOP
+    else:
+        return asyncio.get_running_loop()
+
+# Continuation callback for async functions
+# lift the return value or error and resolve the future, causing the async function to resume.
+@_UNIFFI_RUST_FUTURE_CONTINUATION_CALLBACK
+def _uniffi_continuation_callback(future_ptr, poll_code):
+    (eventloop, future) = _UniffiContinuationHandleMap.remove(future_ptr)
+    eventloop.call_soon_threadsafe(_uniffi_set_future_result, future, poll_code)
+
+def _uniffi_set_future_result(future, poll_code):
+    if not future.cancelled():
+        future.set_result(poll_code)
+
+async def _uniffi_rust_call_async(rust_future, ffi_poll, ffi_complete, ffi_free, lift_func, error_ffi_converter):
+    try:
+        eventloop = _uniffi_get_event_loop()
+
+        # Loop and poll until we see a _UNIFFI_RUST_FUTURE_POLL_READY value
+        while True:
+            future = eventloop.create_future()
+            ffi_poll(
+                rust_future,
+                _uniffi_continuation_callback,
+                _UniffiContinuationHandleMap.insert((eventloop, future)),
+            )
+            poll_code = await future
+            if poll_code == _UNIFFI_RUST_FUTURE_POLL_READY:
+                break
+
+        return lift_func(
+            _uniffi_rust_call_with_error(error_ffi_converter, ffi_complete, rust_future)
+        )
+    finally:
+        ffi_free(rust_future)
+def _uniffi_trait_interface_call_async(make_call, uniffi_out_dropped_callback, handle_success, handle_error):
+    async def make_call_and_call_callback():
+        # Note: it's important we call either `handle_success` or `handle_error` exactly once.  Each
+        # call consumes an Arc reference, which means there should be no possibility of a double
+        # call.  The following code is structured so that will will never call both `handle_success`
+        # and `handle_error`, even in the face of weird exceptions.
+        #
+        # In extreme circumstances we may not call either, for example if we fail to make the ctypes
+        # call to `handle_success`.  This means we will leak the Arc reference, which is better than
+        # double-freeing it.
+        try:
+            call_result = await make_call()
+        except Exception as e:
+            print("UniFFI: Unhandled exception in trait interface call", file=sys.stderr)
+            traceback.print_exc(file=sys.stderr)
+            handle_error(
+                _UniffiRustCallStatus.CALL_UNEXPECTED_ERROR,
+                _UniffiFfiConverterString.lower(repr(e)),
+            )
+        else:
+            handle_success(call_result)
+    eventloop = _uniffi_get_event_loop()
+    task = asyncio.run_coroutine_threadsafe(make_call_and_call_callback(), eventloop)
+    handle = _UNIFFI_FOREIGN_FUTURE_HANDLE_MAP.insert((eventloop, task))
+    uniffi_out_dropped_callback[0] = _UniffiForeignFutureDroppedCallbackStruct(handle, _uniffi_future_dropped_callback)
+
+def _uniffi_trait_interface_call_async_with_error(make_call, uniffi_out_dropped_callback, handle_success, handle_error, error_type, lower_error):
+    async def make_call_and_call_callback():
+        # See the note in _uniffi_trait_interface_call_async for details on `handle_success` and
+        # `handle_error`.
+        try:
+            try:
+                call_result = await make_call()
+            except error_type as e:
+                handle_error(
+                    _UniffiRustCallStatus.CALL_ERROR,
+                    lower_error(e),
+                )
+            else:
+                handle_success(call_result)
+        except Exception as e:
+            print("UniFFI: Unhandled exception in trait interface call", file=sys.stderr)
+            traceback.print_exc(file=sys.stderr)
+            handle_error(
+                _UniffiRustCallStatus.CALL_UNEXPECTED_ERROR,
+                _UniffiFfiConverterString.lower(repr(e)),
+            )
+    eventloop = _uniffi_get_event_loop()
+    task = asyncio.run_coroutine_threadsafe(make_call_and_call_callback(), eventloop)
+    handle = _UNIFFI_FOREIGN_FUTURE_HANDLE_MAP.insert((eventloop, task))
+    uniffi_out_dropped_callback[0] = _UniffiForeignFutureDroppedCallbackStruct(handle, _uniffi_future_dropped_callback)
+
+_UNIFFI_FOREIGN_FUTURE_HANDLE_MAP = _UniffiHandleMap()
+
+@_UNIFFI_FOREIGN_FUTURE_DROPPED_CALLBACK
+def _uniffi_future_dropped_callback(handle):
+    (eventloop, task) = _UNIFFI_FOREIGN_FUTURE_HANDLE_MAP.remove(handle)
+    eventloop.call_soon(_uniffi_cancel_task, task)
+
+def _uniffi_cancel_task(task):
+    if not task.done():
+        task.cancel()
 
 # Public interface members begin here.
+
+
+
+
+
+
+
+class Stream(enum.Enum):
+    """
+    The model stream of a running turn.
+"""
+    
+    IDLE = 0
+    
+    ACTIVE = 1
+    
+    INTERRUPT_REQUESTED = 2
+    
+
+
+class _UniffiFfiConverterTypeStream(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        variant = buf.read_i32()
+        if variant == 1:
+            return Stream.IDLE
+        if variant == 2:
+            return Stream.ACTIVE
+        if variant == 3:
+            return Stream.INTERRUPT_REQUESTED
+        raise InternalError("Raw enum value doesn't match any cases")
+
+    @staticmethod
+    def check_lower(value):
+        if value == Stream.IDLE:
+            return
+        if value == Stream.ACTIVE:
+            return
+        if value == Stream.INTERRUPT_REQUESTED:
+            return
+        raise ValueError(value)
+
+    @staticmethod
+    def write(value, buf):
+        if value == Stream.IDLE:
+            buf.write_i32(1)
+        if value == Stream.ACTIVE:
+            buf.write_i32(2)
+        if value == Stream.INTERRUPT_REQUESTED:
+            buf.write_i32(3)
+
 
 
 class _UniffiFfiConverterBoolean:
@@ -940,7 +2247,165 @@ class _UniffiFfiConverterBoolean:
         buf.write_u8(value)
 
 @dataclass
+class Activity:
+    """
+    What an in-progress turn carries.
+"""
+    def __init__(self, *, stream:Stream, cancel_requested:bool):
+        self.stream = stream
+        self.cancel_requested = cancel_requested
+        
+        
+
+    
+    def __str__(self):
+        return "Activity(stream={}, cancel_requested={})".format(self.stream, self.cancel_requested)
+    def __eq__(self, other):
+        if self.stream != other.stream:
+            return False
+        if self.cancel_requested != other.cancel_requested:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeActivity(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return Activity(
+            stream=_UniffiFfiConverterTypeStream.read(buf),
+            cancel_requested=_UniffiFfiConverterBoolean.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypeStream.check_lower(value.stream)
+        _UniffiFfiConverterBoolean.check_lower(value.cancel_requested)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeStream.write(value.stream, buf)
+        _UniffiFfiConverterBoolean.write(value.cancel_requested, buf)
+
+class _UniffiFfiConverterString:
+    @staticmethod
+    def check_lower(value):
+        if not isinstance(value, str):
+            raise TypeError("argument must be str, not {}".format(type(value).__name__))
+        return value
+
+    @staticmethod
+    def read(buf):
+        size = buf.read_i32()
+        if size < 0:
+            raise InternalError("Unexpected negative string length")
+        utf8_bytes = buf.read(size)
+        return utf8_bytes.decode("utf-8")
+
+    @staticmethod
+    def write(value, buf):
+        utf8_bytes = value.encode("utf-8")
+        buf.write_i32(len(utf8_bytes))
+        buf.write(utf8_bytes)
+
+    @staticmethod
+    def lift(buf):
+        with buf.consume_with_stream() as stream:
+            return stream.read(stream.remaining()).decode("utf-8")
+
+    @staticmethod
+    def lower(value):
+        with _UniffiRustBuffer.alloc_with_builder() as builder:
+            builder.write(value.encode("utf-8"))
+            return builder.finalize()
+
+
+class _UniffiFfiConverterTypeJsonObject:
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterString.write(value, buf)
+
+    @staticmethod
+    def read(buf):
+        return _UniffiFfiConverterString.read(buf)
+
+    @staticmethod
+    def lift(value):
+        return _UniffiFfiConverterString.lift(value)
+
+    @staticmethod
+    def check_lower(value):
+        return _UniffiFfiConverterString.check_lower(value)
+
+    @staticmethod
+    def lower(value):
+        return _UniffiFfiConverterString.lower(value)
+
+
+JsonObject = str
+
+
+class _UniffiFfiConverterOptionalTypeJsonObject(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterTypeJsonObject.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterTypeJsonObject.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterTypeJsonObject.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
+
+@dataclass
+class AdditionalDirectoriesCapabilities:
+    """
+    The agent accepts additional workspace roots.
+"""
+    def __init__(self, *, meta:typing.Optional[JsonObject]):
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "AdditionalDirectoriesCapabilities(meta={})".format(self.meta)
+    def __eq__(self, other):
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeAdditionalDirectoriesCapabilities(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return AdditionalDirectoriesCapabilities(
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+@dataclass
 class Affordances:
+    """
+    What the UI may offer (C-PEND-3).
+"""
     def __init__(self, *, steer:bool, edit_pending:bool, revoke:bool):
         self.steer = steer
         self.edit_pending = edit_pending
@@ -981,16 +2446,120 @@ class _UniffiFfiConverterTypeAffordances(_UniffiConverterRustBuffer):
         _UniffiFfiConverterBoolean.write(value.edit_pending, buf)
         _UniffiFfiConverterBoolean.write(value.revoke, buf)
 
+@dataclass
+class McpCapabilities:
+    """
+    MCP server transports the agent connects to.
+"""
+    def __init__(self, *, stdio:typing.Optional[JsonObject], http:typing.Optional[JsonObject], meta:typing.Optional[JsonObject]):
+        self.stdio = stdio
+        self.http = http
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "McpCapabilities(stdio={}, http={}, meta={})".format(self.stdio, self.http, self.meta)
+    def __eq__(self, other):
+        if self.stdio != other.stdio:
+            return False
+        if self.http != other.http:
+            return False
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeMcpCapabilities(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return McpCapabilities(
+            stdio=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+            http=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.stdio)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.http)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.stdio, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.http, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+class _UniffiFfiConverterOptionalTypeMcpCapabilities(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterTypeMcpCapabilities.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterTypeMcpCapabilities.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterTypeMcpCapabilities.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
+
+class _UniffiFfiConverterOptionalTypeAdditionalDirectoriesCapabilities(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterTypeAdditionalDirectoriesCapabilities.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterTypeAdditionalDirectoriesCapabilities.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterTypeAdditionalDirectoriesCapabilities.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
+
 
 
 
 
 
 class InjectMode(enum.Enum):
+    """
+    When an inject is delivered. Closed: an unknown mode is invalid params (-32602).
+"""
     
     QUEUE = 0
+    """
+    `queue`: Deliver after the running turn ends (or at once, starting a turn, when idle).
+"""
     
     STEER = 1
+    """
+    `steer`: Deliver at the next safe break-point of the running turn.
+"""
     
 
 
@@ -1044,16 +2613,89 @@ class _UniffiFfiConverterSequenceTypeInjectMode(_UniffiConverterRustBuffer):
             _UniffiFfiConverterTypeInjectMode.read(buf) for i in range(count)
         ]
 
+@dataclass
+class PendingCapabilities:
+    """
+    Operations on a pending (not yet delivered) inject.
+"""
+    def __init__(self, *, replace:bool, meta:typing.Optional[JsonObject]):
+        self.replace = replace
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "PendingCapabilities(replace={}, meta={})".format(self.replace, self.meta)
+    def __eq__(self, other):
+        if self.replace != other.replace:
+            return False
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypePendingCapabilities(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return PendingCapabilities(
+            replace=_UniffiFfiConverterBoolean.read(buf),
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterBoolean.check_lower(value.replace)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterBoolean.write(value.replace, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+class _UniffiFfiConverterOptionalTypePendingCapabilities(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterTypePendingCapabilities.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterTypePendingCapabilities.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterTypePendingCapabilities.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
+
 
 
 
 
 
 class SteerInStream(enum.Enum):
+    """
+    What happens to a steer accepted mid model stream with no tool call pending.
+"""
     
     INTERRUPT = 0
+    """
+    `interrupt`: The agent cuts the stream and re-prompts with the steer.
+"""
     
     FINISH = 1
+    """
+    `finish`: The agent lets the stream finish, then delivers.
+"""
     
 
 
@@ -1110,24 +2752,27 @@ class _UniffiFfiConverterSequenceTypeSteerInStream(_UniffiConverterRustBuffer):
 @dataclass
 class InjectCapabilities:
     """
-    The agent's advertised `session.inject`.
+    The agent accepts `session/inject`. Revoke is always supported where inject is advertised. `steerInStream` is required and non-empty when `modes` contains `steer`.
 """
-    def __init__(self, *, modes:typing.List[InjectMode], replace:bool, steer_in_stream:typing.List[SteerInStream]):
+    def __init__(self, *, modes:typing.List[InjectMode], pending:typing.Optional[PendingCapabilities], steer_in_stream:typing.List[SteerInStream], meta:typing.Optional[JsonObject]):
         self.modes = modes
-        self.replace = replace
+        self.pending = pending
         self.steer_in_stream = steer_in_stream
+        self.meta = meta
         
         
 
     
     def __str__(self):
-        return "InjectCapabilities(modes={}, replace={}, steer_in_stream={})".format(self.modes, self.replace, self.steer_in_stream)
+        return "InjectCapabilities(modes={}, pending={}, steer_in_stream={}, meta={})".format(self.modes, self.pending, self.steer_in_stream, self.meta)
     def __eq__(self, other):
         if self.modes != other.modes:
             return False
-        if self.replace != other.replace:
+        if self.pending != other.pending:
             return False
         if self.steer_in_stream != other.steer_in_stream:
+            return False
+        if self.meta != other.meta:
             return False
         return True
 
@@ -1136,21 +2781,24 @@ class _UniffiFfiConverterTypeInjectCapabilities(_UniffiConverterRustBuffer):
     def read(buf):
         return InjectCapabilities(
             modes=_UniffiFfiConverterSequenceTypeInjectMode.read(buf),
-            replace=_UniffiFfiConverterBoolean.read(buf),
+            pending=_UniffiFfiConverterOptionalTypePendingCapabilities.read(buf),
             steer_in_stream=_UniffiFfiConverterSequenceTypeSteerInStream.read(buf),
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
         )
 
     @staticmethod
     def check_lower(value):
         _UniffiFfiConverterSequenceTypeInjectMode.check_lower(value.modes)
-        _UniffiFfiConverterBoolean.check_lower(value.replace)
+        _UniffiFfiConverterOptionalTypePendingCapabilities.check_lower(value.pending)
         _UniffiFfiConverterSequenceTypeSteerInStream.check_lower(value.steer_in_stream)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
 
     @staticmethod
     def write(value, buf):
         _UniffiFfiConverterSequenceTypeInjectMode.write(value.modes, buf)
-        _UniffiFfiConverterBoolean.write(value.replace, buf)
+        _UniffiFfiConverterOptionalTypePendingCapabilities.write(value.pending, buf)
         _UniffiFfiConverterSequenceTypeSteerInStream.write(value.steer_in_stream, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
 
 class _UniffiFfiConverterOptionalTypeInjectCapabilities(_UniffiConverterRustBuffer):
     @classmethod
@@ -1177,12 +2825,194 @@ class _UniffiFfiConverterOptionalTypeInjectCapabilities(_UniffiConverterRustBuff
         else:
             raise InternalError("Unexpected flag byte for optional type")
 
+@dataclass
+class StatusCapabilities:
+    """
+    The agent answers `session/status`.
+"""
+    def __init__(self, *, meta:typing.Optional[JsonObject]):
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "StatusCapabilities(meta={})".format(self.meta)
+    def __eq__(self, other):
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeStatusCapabilities(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return StatusCapabilities(
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+class _UniffiFfiConverterOptionalTypeStatusCapabilities(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterTypeStatusCapabilities.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterTypeStatusCapabilities.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterTypeStatusCapabilities.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
+
+@dataclass
+class SessionCapabilities:
+    """
+    Session-level capabilities. `{}` means the baseline session methods; absent members mean the optional feature is not supported. This toolkit's own extensions are advertised under `_meta` (`acp-inject.dev/pending`, `acp-inject.dev/sessionClosed`).
+"""
+    def __init__(self, *, mcp:typing.Optional[McpCapabilities], additional_directories:typing.Optional[AdditionalDirectoriesCapabilities], inject:typing.Optional[InjectCapabilities], status:typing.Optional[StatusCapabilities], meta:typing.Optional[JsonObject]):
+        self.mcp = mcp
+        self.additional_directories = additional_directories
+        self.inject = inject
+        self.status = status
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "SessionCapabilities(mcp={}, additional_directories={}, inject={}, status={}, meta={})".format(self.mcp, self.additional_directories, self.inject, self.status, self.meta)
+    def __eq__(self, other):
+        if self.mcp != other.mcp:
+            return False
+        if self.additional_directories != other.additional_directories:
+            return False
+        if self.inject != other.inject:
+            return False
+        if self.status != other.status:
+            return False
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeSessionCapabilities(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return SessionCapabilities(
+            mcp=_UniffiFfiConverterOptionalTypeMcpCapabilities.read(buf),
+            additional_directories=_UniffiFfiConverterOptionalTypeAdditionalDirectoriesCapabilities.read(buf),
+            inject=_UniffiFfiConverterOptionalTypeInjectCapabilities.read(buf),
+            status=_UniffiFfiConverterOptionalTypeStatusCapabilities.read(buf),
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterOptionalTypeMcpCapabilities.check_lower(value.mcp)
+        _UniffiFfiConverterOptionalTypeAdditionalDirectoriesCapabilities.check_lower(value.additional_directories)
+        _UniffiFfiConverterOptionalTypeInjectCapabilities.check_lower(value.inject)
+        _UniffiFfiConverterOptionalTypeStatusCapabilities.check_lower(value.status)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterOptionalTypeMcpCapabilities.write(value.mcp, buf)
+        _UniffiFfiConverterOptionalTypeAdditionalDirectoriesCapabilities.write(value.additional_directories, buf)
+        _UniffiFfiConverterOptionalTypeInjectCapabilities.write(value.inject, buf)
+        _UniffiFfiConverterOptionalTypeStatusCapabilities.write(value.status, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+class _UniffiFfiConverterOptionalTypeSessionCapabilities(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterTypeSessionCapabilities.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterTypeSessionCapabilities.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterTypeSessionCapabilities.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
+
+@dataclass
+class AgentCapabilities:
+    """
+    What the agent supports.
+"""
+    def __init__(self, *, session:typing.Optional[SessionCapabilities], meta:typing.Optional[JsonObject]):
+        self.session = session
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "AgentCapabilities(session={}, meta={})".format(self.session, self.meta)
+    def __eq__(self, other):
+        if self.session != other.session:
+            return False
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeAgentCapabilities(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return AgentCapabilities(
+            session=_UniffiFfiConverterOptionalTypeSessionCapabilities.read(buf),
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterOptionalTypeSessionCapabilities.check_lower(value.session)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterOptionalTypeSessionCapabilities.write(value.session, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
 
 
 
 
 
 class QueueDrain(enum.Enum):
+    """
+    How many queued injects open one turn (R-QUEUE-3).
+"""
     
     BATCH = 0
     
@@ -1223,6 +3053,9 @@ class _UniffiFfiConverterTypeQueueDrain(_UniffiConverterRustBuffer):
 
 
 class RevokeReplace(enum.Enum):
+    """
+    Who may revoke or replace a pending inject (R-ORDER-2).
+"""
     
     ANY_CONTROLLER = 0
     
@@ -1257,18 +3090,18 @@ class _UniffiFfiConverterTypeRevokeReplace(_UniffiConverterRustBuffer):
 
 
 
-class _UniffiFfiConverterUInt32(_UniffiConverterPrimitiveInt):
-    CLASS_NAME = "u32"
+class _UniffiFfiConverterUInt64(_UniffiConverterPrimitiveInt):
+    CLASS_NAME = "u64"
     VALUE_MIN = 0
-    VALUE_MAX = 2**32
+    VALUE_MAX = 2**64
 
     @staticmethod
     def read(buf):
-        return buf.read_u32()
+        return buf.read_u64()
 
     @staticmethod
     def write(value, buf):
-        buf.write_u32(value)
+        buf.write_u64(value)
 
 
 
@@ -1276,6 +3109,9 @@ class _UniffiFfiConverterUInt32(_UniffiConverterPrimitiveInt):
 
 
 class ClearStyle(enum.Enum):
+    """
+    How "clear the current agent message" is written (C-MSG-2).
+"""
     
     UPSERT = 0
     
@@ -1310,61 +3146,26 @@ class _UniffiFfiConverterTypeClearStyle(_UniffiConverterRustBuffer):
 
 
 
-class _UniffiFfiConverterString:
-    @staticmethod
-    def check_lower(value):
-        if not isinstance(value, str):
-            raise TypeError("argument must be str, not {}".format(type(value).__name__))
-        return value
-
-    @staticmethod
-    def read(buf):
-        size = buf.read_i32()
-        if size < 0:
-            raise InternalError("Unexpected negative string length")
-        utf8_bytes = buf.read(size)
-        return utf8_bytes.decode("utf-8")
-
-    @staticmethod
-    def write(value, buf):
-        utf8_bytes = value.encode("utf-8")
-        buf.write_i32(len(utf8_bytes))
-        buf.write(utf8_bytes)
-
-    @staticmethod
-    def lift(buf):
-        with buf.consume_with_stream() as stream:
-            return stream.read(stream.remaining()).decode("utf-8")
-
-    @staticmethod
-    def lower(value):
-        with _UniffiRustBuffer.alloc_with_builder() as builder:
-            builder.write(value.encode("utf-8"))
-            return builder.finalize()
-
 @dataclass
-class AgentOptions:
+class Policy:
     """
-    How the agent core behaves; `inject: None` means inject is not advertised.
+    Agent-side knobs.
 """
-    def __init__(self, *, inject:typing.Optional[InjectCapabilities], queue_drain:QueueDrain, steer_in_stream:SteerInStream, revoke_replace:RevokeReplace, remember_ids:int, clear_style:ClearStyle, agent_name:str, agent_version:str):
-        self.inject = inject
+    def __init__(self, *, queue_drain:QueueDrain, steer_in_stream:SteerInStream, revoke_replace:RevokeReplace, remember_ids:int, clear_style:ClearStyle, max_line_bytes:int, list_page_size:int):
         self.queue_drain = queue_drain
         self.steer_in_stream = steer_in_stream
         self.revoke_replace = revoke_replace
         self.remember_ids = remember_ids
         self.clear_style = clear_style
-        self.agent_name = agent_name
-        self.agent_version = agent_version
+        self.max_line_bytes = max_line_bytes
+        self.list_page_size = list_page_size
         
         
 
     
     def __str__(self):
-        return "AgentOptions(inject={}, queue_drain={}, steer_in_stream={}, revoke_replace={}, remember_ids={}, clear_style={}, agent_name={}, agent_version={})".format(self.inject, self.queue_drain, self.steer_in_stream, self.revoke_replace, self.remember_ids, self.clear_style, self.agent_name, self.agent_version)
+        return "Policy(queue_drain={}, steer_in_stream={}, revoke_replace={}, remember_ids={}, clear_style={}, max_line_bytes={}, list_page_size={})".format(self.queue_drain, self.steer_in_stream, self.revoke_replace, self.remember_ids, self.clear_style, self.max_line_bytes, self.list_page_size)
     def __eq__(self, other):
-        if self.inject != other.inject:
-            return False
         if self.queue_drain != other.queue_drain:
             return False
         if self.steer_in_stream != other.steer_in_stream:
@@ -1375,47 +3176,4387 @@ class AgentOptions:
             return False
         if self.clear_style != other.clear_style:
             return False
-        if self.agent_name != other.agent_name:
+        if self.max_line_bytes != other.max_line_bytes:
             return False
-        if self.agent_version != other.agent_version:
+        if self.list_page_size != other.list_page_size:
             return False
         return True
 
-class _UniffiFfiConverterTypeAgentOptions(_UniffiConverterRustBuffer):
+class _UniffiFfiConverterTypePolicy(_UniffiConverterRustBuffer):
     @staticmethod
     def read(buf):
-        return AgentOptions(
-            inject=_UniffiFfiConverterOptionalTypeInjectCapabilities.read(buf),
+        return Policy(
             queue_drain=_UniffiFfiConverterTypeQueueDrain.read(buf),
             steer_in_stream=_UniffiFfiConverterTypeSteerInStream.read(buf),
             revoke_replace=_UniffiFfiConverterTypeRevokeReplace.read(buf),
-            remember_ids=_UniffiFfiConverterUInt32.read(buf),
+            remember_ids=_UniffiFfiConverterUInt64.read(buf),
             clear_style=_UniffiFfiConverterTypeClearStyle.read(buf),
-            agent_name=_UniffiFfiConverterString.read(buf),
-            agent_version=_UniffiFfiConverterString.read(buf),
+            max_line_bytes=_UniffiFfiConverterUInt64.read(buf),
+            list_page_size=_UniffiFfiConverterUInt64.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypeQueueDrain.check_lower(value.queue_drain)
+        _UniffiFfiConverterTypeSteerInStream.check_lower(value.steer_in_stream)
+        _UniffiFfiConverterTypeRevokeReplace.check_lower(value.revoke_replace)
+        _UniffiFfiConverterUInt64.check_lower(value.remember_ids)
+        _UniffiFfiConverterTypeClearStyle.check_lower(value.clear_style)
+        _UniffiFfiConverterUInt64.check_lower(value.max_line_bytes)
+        _UniffiFfiConverterUInt64.check_lower(value.list_page_size)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeQueueDrain.write(value.queue_drain, buf)
+        _UniffiFfiConverterTypeSteerInStream.write(value.steer_in_stream, buf)
+        _UniffiFfiConverterTypeRevokeReplace.write(value.revoke_replace, buf)
+        _UniffiFfiConverterUInt64.write(value.remember_ids, buf)
+        _UniffiFfiConverterTypeClearStyle.write(value.clear_style, buf)
+        _UniffiFfiConverterUInt64.write(value.max_line_bytes, buf)
+        _UniffiFfiConverterUInt64.write(value.list_page_size, buf)
+
+@dataclass
+class AgentInfo:
+    """
+    The agent's name and version.
+"""
+    def __init__(self, *, name:str, version:str):
+        self.name = name
+        self.version = version
+        
+        
+
+    
+    def __str__(self):
+        return "AgentInfo(name={}, version={})".format(self.name, self.version)
+    def __eq__(self, other):
+        if self.name != other.name:
+            return False
+        if self.version != other.version:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeAgentInfo(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return AgentInfo(
+            name=_UniffiFfiConverterString.read(buf),
+            version=_UniffiFfiConverterString.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterString.check_lower(value.name)
+        _UniffiFfiConverterString.check_lower(value.version)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterString.write(value.name, buf)
+        _UniffiFfiConverterString.write(value.version, buf)
+
+@dataclass
+class SetupSupport:
+    """
+    Session-setup features of the host.
+"""
+    def __init__(self, *, mcp_stdio:bool, mcp_http:bool, additional_directories:bool):
+        self.mcp_stdio = mcp_stdio
+        self.mcp_http = mcp_http
+        self.additional_directories = additional_directories
+        
+        
+
+    
+    def __str__(self):
+        return "SetupSupport(mcp_stdio={}, mcp_http={}, additional_directories={})".format(self.mcp_stdio, self.mcp_http, self.additional_directories)
+    def __eq__(self, other):
+        if self.mcp_stdio != other.mcp_stdio:
+            return False
+        if self.mcp_http != other.mcp_http:
+            return False
+        if self.additional_directories != other.additional_directories:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeSetupSupport(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return SetupSupport(
+            mcp_stdio=_UniffiFfiConverterBoolean.read(buf),
+            mcp_http=_UniffiFfiConverterBoolean.read(buf),
+            additional_directories=_UniffiFfiConverterBoolean.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterBoolean.check_lower(value.mcp_stdio)
+        _UniffiFfiConverterBoolean.check_lower(value.mcp_http)
+        _UniffiFfiConverterBoolean.check_lower(value.additional_directories)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterBoolean.write(value.mcp_stdio, buf)
+        _UniffiFfiConverterBoolean.write(value.mcp_http, buf)
+        _UniffiFfiConverterBoolean.write(value.additional_directories, buf)
+
+@dataclass
+class AgentConfig:
+    """
+    What an agent advertises and how it behaves.
+"""
+    def __init__(self, *, inject:typing.Optional[InjectCapabilities], policy:Policy, info:AgentInfo, setup:SetupSupport):
+        self.inject = inject
+        self.policy = policy
+        self.info = info
+        self.setup = setup
+        
+        
+
+    
+    def __str__(self):
+        return "AgentConfig(inject={}, policy={}, info={}, setup={})".format(self.inject, self.policy, self.info, self.setup)
+    def __eq__(self, other):
+        if self.inject != other.inject:
+            return False
+        if self.policy != other.policy:
+            return False
+        if self.info != other.info:
+            return False
+        if self.setup != other.setup:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeAgentConfig(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return AgentConfig(
+            inject=_UniffiFfiConverterOptionalTypeInjectCapabilities.read(buf),
+            policy=_UniffiFfiConverterTypePolicy.read(buf),
+            info=_UniffiFfiConverterTypeAgentInfo.read(buf),
+            setup=_UniffiFfiConverterTypeSetupSupport.read(buf),
         )
 
     @staticmethod
     def check_lower(value):
         _UniffiFfiConverterOptionalTypeInjectCapabilities.check_lower(value.inject)
-        _UniffiFfiConverterTypeQueueDrain.check_lower(value.queue_drain)
-        _UniffiFfiConverterTypeSteerInStream.check_lower(value.steer_in_stream)
-        _UniffiFfiConverterTypeRevokeReplace.check_lower(value.revoke_replace)
-        _UniffiFfiConverterUInt32.check_lower(value.remember_ids)
-        _UniffiFfiConverterTypeClearStyle.check_lower(value.clear_style)
-        _UniffiFfiConverterString.check_lower(value.agent_name)
-        _UniffiFfiConverterString.check_lower(value.agent_version)
+        _UniffiFfiConverterTypePolicy.check_lower(value.policy)
+        _UniffiFfiConverterTypeAgentInfo.check_lower(value.info)
+        _UniffiFfiConverterTypeSetupSupport.check_lower(value.setup)
 
     @staticmethod
     def write(value, buf):
         _UniffiFfiConverterOptionalTypeInjectCapabilities.write(value.inject, buf)
-        _UniffiFfiConverterTypeQueueDrain.write(value.queue_drain, buf)
-        _UniffiFfiConverterTypeSteerInStream.write(value.steer_in_stream, buf)
-        _UniffiFfiConverterTypeRevokeReplace.write(value.revoke_replace, buf)
-        _UniffiFfiConverterUInt32.write(value.remember_ids, buf)
-        _UniffiFfiConverterTypeClearStyle.write(value.clear_style, buf)
-        _UniffiFfiConverterString.write(value.agent_name, buf)
-        _UniffiFfiConverterString.write(value.agent_version, buf)
+        _UniffiFfiConverterTypePolicy.write(value.policy, buf)
+        _UniffiFfiConverterTypeAgentInfo.write(value.info, buf)
+        _UniffiFfiConverterTypeSetupSupport.write(value.setup, buf)
+
+
+class _UniffiFfiConverterTypeMessageId:
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterString.write(value, buf)
+
+    @staticmethod
+    def read(buf):
+        return _UniffiFfiConverterString.read(buf)
+
+    @staticmethod
+    def lift(value):
+        return _UniffiFfiConverterString.lift(value)
+
+    @staticmethod
+    def check_lower(value):
+        return _UniffiFfiConverterString.check_lower(value)
+
+    @staticmethod
+    def lower(value):
+        return _UniffiFfiConverterString.lower(value)
+
+
+MessageId = str
+
+
+
+
+
+
+
+class Role:
+    """
+    Who content is for. Open.
+"""
+    def __init__(self):
+        raise RuntimeError("Role cannot be instantiated directly")
+
+    # Each enum variant is a nested class of the enum itself.
+    @dataclass
+    class ASSISTANT:
+        """
+        `assistant`
+"""
+        
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "Role.ASSISTANT()".format()
+        def __eq__(self, other):
+            if not isinstance(other, Role):
+                return NotImplemented
+            if not other.is_ASSISTANT():
+                return False
+            return True
+
+    @dataclass
+    class USER:
+        """
+        `user`
+"""
+        
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "Role.USER()".format()
+        def __eq__(self, other):
+            if not isinstance(other, Role):
+                return NotImplemented
+            if not other.is_USER():
+                return False
+            return True
+
+    @dataclass
+    class OTHER:
+        """
+        A value this version does not know (values starting with `_` are extensions).
+"""
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"Role.OTHER{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, Role):
+                return NotImplemented
+            if not other.is_OTHER():
+                return False
+            return self._values == other._values
+
+    
+
+    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
+    # whether an instance is that variant.
+    def is_ASSISTANT(self) -> bool:
+        return isinstance(self, Role.ASSISTANT)
+    def is_assistant(self) -> bool:
+        return isinstance(self, Role.ASSISTANT)
+    def is_USER(self) -> bool:
+        return isinstance(self, Role.USER)
+    def is_user(self) -> bool:
+        return isinstance(self, Role.USER)
+    def is_OTHER(self) -> bool:
+        return isinstance(self, Role.OTHER)
+    def is_other(self) -> bool:
+        return isinstance(self, Role.OTHER)
+    
+
+# Now, a little trick - we make each nested variant class be a subclass of the main
+# enum class, so that method calls and instance checks etc will work intuitively.
+# We might be able to do this a little more neatly with a metaclass, but this'll do.
+Role.ASSISTANT = type("Role.ASSISTANT", (Role.ASSISTANT, Role,), {})  # type: ignore
+Role.USER = type("Role.USER", (Role.USER, Role,), {})  # type: ignore
+Role.OTHER = type("Role.OTHER", (Role.OTHER, Role,), {})  # type: ignore
+
+
+
+
+class _UniffiFfiConverterTypeRole(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        variant = buf.read_i32()
+        if variant == 1:
+            return Role.ASSISTANT(
+            )
+        if variant == 2:
+            return Role.USER(
+            )
+        if variant == 3:
+            return Role.OTHER(
+                _UniffiFfiConverterString.read(buf),
+            )
+        raise InternalError("Raw enum value doesn't match any cases")
+
+    @staticmethod
+    def check_lower(value):
+        if value.is_ASSISTANT():
+            return
+        if value.is_USER():
+            return
+        if value.is_OTHER():
+            _UniffiFfiConverterString.check_lower(value._values[0])
+            return
+        raise ValueError(value)
+
+    @staticmethod
+    def write(value, buf):
+        if value.is_ASSISTANT():
+            buf.write_i32(1)
+        if value.is_USER():
+            buf.write_i32(2)
+        if value.is_OTHER():
+            buf.write_i32(3)
+            _UniffiFfiConverterString.write(value._values[0], buf)
+
+
+
+class _UniffiFfiConverterSequenceTypeRole(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        for item in value:
+            _UniffiFfiConverterTypeRole.check_lower(item)
+
+    @classmethod
+    def write(cls, value, buf):
+        items = len(value)
+        buf.write_i32(items)
+        for item in value:
+            _UniffiFfiConverterTypeRole.write(item, buf)
+
+    @classmethod
+    def read(cls, buf):
+        count = buf.read_i32()
+        if count < 0:
+            raise InternalError("Unexpected negative sequence length")
+
+        return [
+            _UniffiFfiConverterTypeRole.read(buf) for i in range(count)
+        ]
+
+class _UniffiFfiConverterOptionalSequenceTypeRole(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterSequenceTypeRole.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterSequenceTypeRole.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterSequenceTypeRole.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
+
+class _UniffiFfiConverterOptionalString(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterString.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterString.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterString.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
+
+class _UniffiFfiConverterFloat64(_UniffiConverterPrimitiveFloat):
+    @staticmethod
+    def read(buf):
+        return buf.read_double()
+
+    @staticmethod
+    def write(value, buf):
+        buf.write_double(value)
+
+class _UniffiFfiConverterOptionalFloat64(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterFloat64.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterFloat64.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterFloat64.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
+
+@dataclass
+class Annotations:
+    """
+    Hints for how content is used or shown.
+"""
+    def __init__(self, *, audience:typing.Optional[typing.List[Role]], last_modified:typing.Optional[str], priority:typing.Optional[float], meta:typing.Optional[JsonObject]):
+        self.audience = audience
+        self.last_modified = last_modified
+        self.priority = priority
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "Annotations(audience={}, last_modified={}, priority={}, meta={})".format(self.audience, self.last_modified, self.priority, self.meta)
+    def __eq__(self, other):
+        if self.audience != other.audience:
+            return False
+        if self.last_modified != other.last_modified:
+            return False
+        if self.priority != other.priority:
+            return False
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeAnnotations(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return Annotations(
+            audience=_UniffiFfiConverterOptionalSequenceTypeRole.read(buf),
+            last_modified=_UniffiFfiConverterOptionalString.read(buf),
+            priority=_UniffiFfiConverterOptionalFloat64.read(buf),
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterOptionalSequenceTypeRole.check_lower(value.audience)
+        _UniffiFfiConverterOptionalString.check_lower(value.last_modified)
+        _UniffiFfiConverterOptionalFloat64.check_lower(value.priority)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterOptionalSequenceTypeRole.write(value.audience, buf)
+        _UniffiFfiConverterOptionalString.write(value.last_modified, buf)
+        _UniffiFfiConverterOptionalFloat64.write(value.priority, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+class _UniffiFfiConverterOptionalTypeAnnotations(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterTypeAnnotations.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterTypeAnnotations.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterTypeAnnotations.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
+
+@dataclass
+class TextContent:
+    """
+    Text.
+"""
+    def __init__(self, *, text:str, annotations:typing.Optional[Annotations], meta:typing.Optional[JsonObject]):
+        self.text = text
+        self.annotations = annotations
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "TextContent(text={}, annotations={}, meta={})".format(self.text, self.annotations, self.meta)
+    def __eq__(self, other):
+        if self.text != other.text:
+            return False
+        if self.annotations != other.annotations:
+            return False
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeTextContent(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return TextContent(
+            text=_UniffiFfiConverterString.read(buf),
+            annotations=_UniffiFfiConverterOptionalTypeAnnotations.read(buf),
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterString.check_lower(value.text)
+        _UniffiFfiConverterOptionalTypeAnnotations.check_lower(value.annotations)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterString.write(value.text, buf)
+        _UniffiFfiConverterOptionalTypeAnnotations.write(value.annotations, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+class _UniffiFfiConverterBoxTypeTextContent(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        _UniffiFfiConverterTypeTextContent.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        _UniffiFfiConverterTypeTextContent.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        return _UniffiFfiConverterTypeTextContent.read(buf)
+
+@dataclass
+class ImageContent:
+    """
+    An image, base64-encoded.
+"""
+    def __init__(self, *, data:str, mime_type:str, uri:typing.Optional[str], annotations:typing.Optional[Annotations], meta:typing.Optional[JsonObject]):
+        self.data = data
+        self.mime_type = mime_type
+        self.uri = uri
+        self.annotations = annotations
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "ImageContent(data={}, mime_type={}, uri={}, annotations={}, meta={})".format(self.data, self.mime_type, self.uri, self.annotations, self.meta)
+    def __eq__(self, other):
+        if self.data != other.data:
+            return False
+        if self.mime_type != other.mime_type:
+            return False
+        if self.uri != other.uri:
+            return False
+        if self.annotations != other.annotations:
+            return False
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeImageContent(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return ImageContent(
+            data=_UniffiFfiConverterString.read(buf),
+            mime_type=_UniffiFfiConverterString.read(buf),
+            uri=_UniffiFfiConverterOptionalString.read(buf),
+            annotations=_UniffiFfiConverterOptionalTypeAnnotations.read(buf),
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterString.check_lower(value.data)
+        _UniffiFfiConverterString.check_lower(value.mime_type)
+        _UniffiFfiConverterOptionalString.check_lower(value.uri)
+        _UniffiFfiConverterOptionalTypeAnnotations.check_lower(value.annotations)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterString.write(value.data, buf)
+        _UniffiFfiConverterString.write(value.mime_type, buf)
+        _UniffiFfiConverterOptionalString.write(value.uri, buf)
+        _UniffiFfiConverterOptionalTypeAnnotations.write(value.annotations, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+class _UniffiFfiConverterBoxTypeImageContent(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        _UniffiFfiConverterTypeImageContent.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        _UniffiFfiConverterTypeImageContent.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        return _UniffiFfiConverterTypeImageContent.read(buf)
+
+@dataclass
+class AudioContent:
+    """
+    Audio, base64-encoded.
+"""
+    def __init__(self, *, data:str, mime_type:str, annotations:typing.Optional[Annotations], meta:typing.Optional[JsonObject]):
+        self.data = data
+        self.mime_type = mime_type
+        self.annotations = annotations
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "AudioContent(data={}, mime_type={}, annotations={}, meta={})".format(self.data, self.mime_type, self.annotations, self.meta)
+    def __eq__(self, other):
+        if self.data != other.data:
+            return False
+        if self.mime_type != other.mime_type:
+            return False
+        if self.annotations != other.annotations:
+            return False
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeAudioContent(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return AudioContent(
+            data=_UniffiFfiConverterString.read(buf),
+            mime_type=_UniffiFfiConverterString.read(buf),
+            annotations=_UniffiFfiConverterOptionalTypeAnnotations.read(buf),
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterString.check_lower(value.data)
+        _UniffiFfiConverterString.check_lower(value.mime_type)
+        _UniffiFfiConverterOptionalTypeAnnotations.check_lower(value.annotations)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterString.write(value.data, buf)
+        _UniffiFfiConverterString.write(value.mime_type, buf)
+        _UniffiFfiConverterOptionalTypeAnnotations.write(value.annotations, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+class _UniffiFfiConverterBoxTypeAudioContent(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        _UniffiFfiConverterTypeAudioContent.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        _UniffiFfiConverterTypeAudioContent.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        return _UniffiFfiConverterTypeAudioContent.read(buf)
+
+class _UniffiFfiConverterSequenceTypeJsonObject(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        for item in value:
+            _UniffiFfiConverterTypeJsonObject.check_lower(item)
+
+    @classmethod
+    def write(cls, value, buf):
+        items = len(value)
+        buf.write_i32(items)
+        for item in value:
+            _UniffiFfiConverterTypeJsonObject.write(item, buf)
+
+    @classmethod
+    def read(cls, buf):
+        count = buf.read_i32()
+        if count < 0:
+            raise InternalError("Unexpected negative sequence length")
+
+        return [
+            _UniffiFfiConverterTypeJsonObject.read(buf) for i in range(count)
+        ]
+
+class _UniffiFfiConverterOptionalSequenceTypeJsonObject(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterSequenceTypeJsonObject.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterSequenceTypeJsonObject.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterSequenceTypeJsonObject.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
+
+class _UniffiFfiConverterInt64(_UniffiConverterPrimitiveInt):
+    CLASS_NAME = "i64"
+    VALUE_MIN = -2**63
+    VALUE_MAX = 2**63
+
+    @staticmethod
+    def read(buf):
+        return buf.read_i64()
+
+    @staticmethod
+    def write(value, buf):
+        buf.write_i64(value)
+
+class _UniffiFfiConverterOptionalInt64(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterInt64.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterInt64.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterInt64.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
+
+@dataclass
+class ResourceLink:
+    """
+    A link to a resource the agent can read.
+"""
+    def __init__(self, *, name:str, uri:str, title:typing.Optional[str], description:typing.Optional[str], icons:typing.Optional[typing.List[JsonObject]], mime_type:typing.Optional[str], size:typing.Optional[int], annotations:typing.Optional[Annotations], meta:typing.Optional[JsonObject]):
+        self.name = name
+        self.uri = uri
+        self.title = title
+        self.description = description
+        self.icons = icons
+        self.mime_type = mime_type
+        self.size = size
+        self.annotations = annotations
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "ResourceLink(name={}, uri={}, title={}, description={}, icons={}, mime_type={}, size={}, annotations={}, meta={})".format(self.name, self.uri, self.title, self.description, self.icons, self.mime_type, self.size, self.annotations, self.meta)
+    def __eq__(self, other):
+        if self.name != other.name:
+            return False
+        if self.uri != other.uri:
+            return False
+        if self.title != other.title:
+            return False
+        if self.description != other.description:
+            return False
+        if self.icons != other.icons:
+            return False
+        if self.mime_type != other.mime_type:
+            return False
+        if self.size != other.size:
+            return False
+        if self.annotations != other.annotations:
+            return False
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeResourceLink(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return ResourceLink(
+            name=_UniffiFfiConverterString.read(buf),
+            uri=_UniffiFfiConverterString.read(buf),
+            title=_UniffiFfiConverterOptionalString.read(buf),
+            description=_UniffiFfiConverterOptionalString.read(buf),
+            icons=_UniffiFfiConverterOptionalSequenceTypeJsonObject.read(buf),
+            mime_type=_UniffiFfiConverterOptionalString.read(buf),
+            size=_UniffiFfiConverterOptionalInt64.read(buf),
+            annotations=_UniffiFfiConverterOptionalTypeAnnotations.read(buf),
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterString.check_lower(value.name)
+        _UniffiFfiConverterString.check_lower(value.uri)
+        _UniffiFfiConverterOptionalString.check_lower(value.title)
+        _UniffiFfiConverterOptionalString.check_lower(value.description)
+        _UniffiFfiConverterOptionalSequenceTypeJsonObject.check_lower(value.icons)
+        _UniffiFfiConverterOptionalString.check_lower(value.mime_type)
+        _UniffiFfiConverterOptionalInt64.check_lower(value.size)
+        _UniffiFfiConverterOptionalTypeAnnotations.check_lower(value.annotations)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterString.write(value.name, buf)
+        _UniffiFfiConverterString.write(value.uri, buf)
+        _UniffiFfiConverterOptionalString.write(value.title, buf)
+        _UniffiFfiConverterOptionalString.write(value.description, buf)
+        _UniffiFfiConverterOptionalSequenceTypeJsonObject.write(value.icons, buf)
+        _UniffiFfiConverterOptionalString.write(value.mime_type, buf)
+        _UniffiFfiConverterOptionalInt64.write(value.size, buf)
+        _UniffiFfiConverterOptionalTypeAnnotations.write(value.annotations, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+class _UniffiFfiConverterBoxTypeResourceLink(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        _UniffiFfiConverterTypeResourceLink.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        _UniffiFfiConverterTypeResourceLink.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        return _UniffiFfiConverterTypeResourceLink.read(buf)
+
+@dataclass
+class TextResourceContents:
+    """
+    A text resource.
+"""
+    def __init__(self, *, uri:str, mime_type:typing.Optional[str], text:str, meta:typing.Optional[JsonObject]):
+        self.uri = uri
+        self.mime_type = mime_type
+        self.text = text
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "TextResourceContents(uri={}, mime_type={}, text={}, meta={})".format(self.uri, self.mime_type, self.text, self.meta)
+    def __eq__(self, other):
+        if self.uri != other.uri:
+            return False
+        if self.mime_type != other.mime_type:
+            return False
+        if self.text != other.text:
+            return False
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeTextResourceContents(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return TextResourceContents(
+            uri=_UniffiFfiConverterString.read(buf),
+            mime_type=_UniffiFfiConverterOptionalString.read(buf),
+            text=_UniffiFfiConverterString.read(buf),
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterString.check_lower(value.uri)
+        _UniffiFfiConverterOptionalString.check_lower(value.mime_type)
+        _UniffiFfiConverterString.check_lower(value.text)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterString.write(value.uri, buf)
+        _UniffiFfiConverterOptionalString.write(value.mime_type, buf)
+        _UniffiFfiConverterString.write(value.text, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+@dataclass
+class BlobResourceContents:
+    """
+    A binary resource, base64-encoded.
+"""
+    def __init__(self, *, uri:str, mime_type:typing.Optional[str], blob:str, meta:typing.Optional[JsonObject]):
+        self.uri = uri
+        self.mime_type = mime_type
+        self.blob = blob
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "BlobResourceContents(uri={}, mime_type={}, blob={}, meta={})".format(self.uri, self.mime_type, self.blob, self.meta)
+    def __eq__(self, other):
+        if self.uri != other.uri:
+            return False
+        if self.mime_type != other.mime_type:
+            return False
+        if self.blob != other.blob:
+            return False
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeBlobResourceContents(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return BlobResourceContents(
+            uri=_UniffiFfiConverterString.read(buf),
+            mime_type=_UniffiFfiConverterOptionalString.read(buf),
+            blob=_UniffiFfiConverterString.read(buf),
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterString.check_lower(value.uri)
+        _UniffiFfiConverterOptionalString.check_lower(value.mime_type)
+        _UniffiFfiConverterString.check_lower(value.blob)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterString.write(value.uri, buf)
+        _UniffiFfiConverterOptionalString.write(value.mime_type, buf)
+        _UniffiFfiConverterString.write(value.blob, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+
+
+
+
+
+class EmbeddedResourceResource:
+    """
+    Text or binary contents of a resource.
+"""
+    def __init__(self):
+        raise RuntimeError("EmbeddedResourceResource cannot be instantiated directly")
+
+    # Each enum variant is a nested class of the enum itself.
+    @dataclass
+    class TEXT_RESOURCE_CONTENTS:
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"EmbeddedResourceResource.TEXT_RESOURCE_CONTENTS{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, EmbeddedResourceResource):
+                return NotImplemented
+            if not other.is_TEXT_RESOURCE_CONTENTS():
+                return False
+            return self._values == other._values
+
+    @dataclass
+    class BLOB_RESOURCE_CONTENTS:
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"EmbeddedResourceResource.BLOB_RESOURCE_CONTENTS{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, EmbeddedResourceResource):
+                return NotImplemented
+            if not other.is_BLOB_RESOURCE_CONTENTS():
+                return False
+            return self._values == other._values
+
+    
+
+    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
+    # whether an instance is that variant.
+    def is_TEXT_RESOURCE_CONTENTS(self) -> bool:
+        return isinstance(self, EmbeddedResourceResource.TEXT_RESOURCE_CONTENTS)
+    def is_text_resource_contents(self) -> bool:
+        return isinstance(self, EmbeddedResourceResource.TEXT_RESOURCE_CONTENTS)
+    def is_BLOB_RESOURCE_CONTENTS(self) -> bool:
+        return isinstance(self, EmbeddedResourceResource.BLOB_RESOURCE_CONTENTS)
+    def is_blob_resource_contents(self) -> bool:
+        return isinstance(self, EmbeddedResourceResource.BLOB_RESOURCE_CONTENTS)
+    
+
+# Now, a little trick - we make each nested variant class be a subclass of the main
+# enum class, so that method calls and instance checks etc will work intuitively.
+# We might be able to do this a little more neatly with a metaclass, but this'll do.
+EmbeddedResourceResource.TEXT_RESOURCE_CONTENTS = type("EmbeddedResourceResource.TEXT_RESOURCE_CONTENTS", (EmbeddedResourceResource.TEXT_RESOURCE_CONTENTS, EmbeddedResourceResource,), {})  # type: ignore
+EmbeddedResourceResource.BLOB_RESOURCE_CONTENTS = type("EmbeddedResourceResource.BLOB_RESOURCE_CONTENTS", (EmbeddedResourceResource.BLOB_RESOURCE_CONTENTS, EmbeddedResourceResource,), {})  # type: ignore
+
+
+
+
+class _UniffiFfiConverterTypeEmbeddedResourceResource(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        variant = buf.read_i32()
+        if variant == 1:
+            return EmbeddedResourceResource.TEXT_RESOURCE_CONTENTS(
+                _UniffiFfiConverterTypeTextResourceContents.read(buf),
+            )
+        if variant == 2:
+            return EmbeddedResourceResource.BLOB_RESOURCE_CONTENTS(
+                _UniffiFfiConverterTypeBlobResourceContents.read(buf),
+            )
+        raise InternalError("Raw enum value doesn't match any cases")
+
+    @staticmethod
+    def check_lower(value):
+        if value.is_TEXT_RESOURCE_CONTENTS():
+            _UniffiFfiConverterTypeTextResourceContents.check_lower(value._values[0])
+            return
+        if value.is_BLOB_RESOURCE_CONTENTS():
+            _UniffiFfiConverterTypeBlobResourceContents.check_lower(value._values[0])
+            return
+        raise ValueError(value)
+
+    @staticmethod
+    def write(value, buf):
+        if value.is_TEXT_RESOURCE_CONTENTS():
+            buf.write_i32(1)
+            _UniffiFfiConverterTypeTextResourceContents.write(value._values[0], buf)
+        if value.is_BLOB_RESOURCE_CONTENTS():
+            buf.write_i32(2)
+            _UniffiFfiConverterTypeBlobResourceContents.write(value._values[0], buf)
+
+
+
+@dataclass
+class EmbeddedResource:
+    """
+    A resource's contents, embedded.
+"""
+    def __init__(self, *, resource:EmbeddedResourceResource, annotations:typing.Optional[Annotations], meta:typing.Optional[JsonObject]):
+        self.resource = resource
+        self.annotations = annotations
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "EmbeddedResource(resource={}, annotations={}, meta={})".format(self.resource, self.annotations, self.meta)
+    def __eq__(self, other):
+        if self.resource != other.resource:
+            return False
+        if self.annotations != other.annotations:
+            return False
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeEmbeddedResource(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return EmbeddedResource(
+            resource=_UniffiFfiConverterTypeEmbeddedResourceResource.read(buf),
+            annotations=_UniffiFfiConverterOptionalTypeAnnotations.read(buf),
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypeEmbeddedResourceResource.check_lower(value.resource)
+        _UniffiFfiConverterOptionalTypeAnnotations.check_lower(value.annotations)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeEmbeddedResourceResource.write(value.resource, buf)
+        _UniffiFfiConverterOptionalTypeAnnotations.write(value.annotations, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+class _UniffiFfiConverterBoxTypeEmbeddedResource(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        _UniffiFfiConverterTypeEmbeddedResource.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        _UniffiFfiConverterTypeEmbeddedResource.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        return _UniffiFfiConverterTypeEmbeddedResource.read(buf)
+
+
+class _UniffiFfiConverterTypeUnknown:
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterString.write(value, buf)
+
+    @staticmethod
+    def read(buf):
+        return _UniffiFfiConverterString.read(buf)
+
+    @staticmethod
+    def lift(value):
+        return _UniffiFfiConverterString.lift(value)
+
+    @staticmethod
+    def check_lower(value):
+        return _UniffiFfiConverterString.check_lower(value)
+
+    @staticmethod
+    def lower(value):
+        return _UniffiFfiConverterString.lower(value)
+
+
+Unknown = str
+
+
+
+
+
+
+
+class ContentBlock:
+    """
+    A piece of message content, tagged by `type`. Open.
+"""
+    def __init__(self):
+        raise RuntimeError("ContentBlock cannot be instantiated directly")
+
+    # Each enum variant is a nested class of the enum itself.
+    @dataclass
+    class TEXT:
+        """
+        `text`: Text.
+"""
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"ContentBlock.TEXT{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, ContentBlock):
+                return NotImplemented
+            if not other.is_TEXT():
+                return False
+            return self._values == other._values
+
+    @dataclass
+    class IMAGE:
+        """
+        `image`: An image, base64-encoded.
+"""
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"ContentBlock.IMAGE{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, ContentBlock):
+                return NotImplemented
+            if not other.is_IMAGE():
+                return False
+            return self._values == other._values
+
+    @dataclass
+    class AUDIO:
+        """
+        `audio`: Audio, base64-encoded.
+"""
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"ContentBlock.AUDIO{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, ContentBlock):
+                return NotImplemented
+            if not other.is_AUDIO():
+                return False
+            return self._values == other._values
+
+    @dataclass
+    class RESOURCE_LINK:
+        """
+        `resource_link`: A link to a resource the agent can read.
+"""
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"ContentBlock.RESOURCE_LINK{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, ContentBlock):
+                return NotImplemented
+            if not other.is_RESOURCE_LINK():
+                return False
+            return self._values == other._values
+
+    @dataclass
+    class RESOURCE:
+        """
+        `resource`: A resource's contents, embedded.
+"""
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"ContentBlock.RESOURCE{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, ContentBlock):
+                return NotImplemented
+            if not other.is_RESOURCE():
+                return False
+            return self._values == other._values
+
+    @dataclass
+    class OTHER:
+        """
+        A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
+"""
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"ContentBlock.OTHER{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, ContentBlock):
+                return NotImplemented
+            if not other.is_OTHER():
+                return False
+            return self._values == other._values
+
+    
+
+    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
+    # whether an instance is that variant.
+    def is_TEXT(self) -> bool:
+        return isinstance(self, ContentBlock.TEXT)
+    def is_text(self) -> bool:
+        return isinstance(self, ContentBlock.TEXT)
+    def is_IMAGE(self) -> bool:
+        return isinstance(self, ContentBlock.IMAGE)
+    def is_image(self) -> bool:
+        return isinstance(self, ContentBlock.IMAGE)
+    def is_AUDIO(self) -> bool:
+        return isinstance(self, ContentBlock.AUDIO)
+    def is_audio(self) -> bool:
+        return isinstance(self, ContentBlock.AUDIO)
+    def is_RESOURCE_LINK(self) -> bool:
+        return isinstance(self, ContentBlock.RESOURCE_LINK)
+    def is_resource_link(self) -> bool:
+        return isinstance(self, ContentBlock.RESOURCE_LINK)
+    def is_RESOURCE(self) -> bool:
+        return isinstance(self, ContentBlock.RESOURCE)
+    def is_resource(self) -> bool:
+        return isinstance(self, ContentBlock.RESOURCE)
+    def is_OTHER(self) -> bool:
+        return isinstance(self, ContentBlock.OTHER)
+    def is_other(self) -> bool:
+        return isinstance(self, ContentBlock.OTHER)
+    
+
+# Now, a little trick - we make each nested variant class be a subclass of the main
+# enum class, so that method calls and instance checks etc will work intuitively.
+# We might be able to do this a little more neatly with a metaclass, but this'll do.
+ContentBlock.TEXT = type("ContentBlock.TEXT", (ContentBlock.TEXT, ContentBlock,), {})  # type: ignore
+ContentBlock.IMAGE = type("ContentBlock.IMAGE", (ContentBlock.IMAGE, ContentBlock,), {})  # type: ignore
+ContentBlock.AUDIO = type("ContentBlock.AUDIO", (ContentBlock.AUDIO, ContentBlock,), {})  # type: ignore
+ContentBlock.RESOURCE_LINK = type("ContentBlock.RESOURCE_LINK", (ContentBlock.RESOURCE_LINK, ContentBlock,), {})  # type: ignore
+ContentBlock.RESOURCE = type("ContentBlock.RESOURCE", (ContentBlock.RESOURCE, ContentBlock,), {})  # type: ignore
+ContentBlock.OTHER = type("ContentBlock.OTHER", (ContentBlock.OTHER, ContentBlock,), {})  # type: ignore
+
+
+
+
+class _UniffiFfiConverterTypeContentBlock(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        variant = buf.read_i32()
+        if variant == 1:
+            return ContentBlock.TEXT(
+                _UniffiFfiConverterBoxTypeTextContent.read(buf),
+            )
+        if variant == 2:
+            return ContentBlock.IMAGE(
+                _UniffiFfiConverterBoxTypeImageContent.read(buf),
+            )
+        if variant == 3:
+            return ContentBlock.AUDIO(
+                _UniffiFfiConverterBoxTypeAudioContent.read(buf),
+            )
+        if variant == 4:
+            return ContentBlock.RESOURCE_LINK(
+                _UniffiFfiConverterBoxTypeResourceLink.read(buf),
+            )
+        if variant == 5:
+            return ContentBlock.RESOURCE(
+                _UniffiFfiConverterBoxTypeEmbeddedResource.read(buf),
+            )
+        if variant == 6:
+            return ContentBlock.OTHER(
+                _UniffiFfiConverterTypeUnknown.read(buf),
+            )
+        raise InternalError("Raw enum value doesn't match any cases")
+
+    @staticmethod
+    def check_lower(value):
+        if value.is_TEXT():
+            _UniffiFfiConverterBoxTypeTextContent.check_lower(value._values[0])
+            return
+        if value.is_IMAGE():
+            _UniffiFfiConverterBoxTypeImageContent.check_lower(value._values[0])
+            return
+        if value.is_AUDIO():
+            _UniffiFfiConverterBoxTypeAudioContent.check_lower(value._values[0])
+            return
+        if value.is_RESOURCE_LINK():
+            _UniffiFfiConverterBoxTypeResourceLink.check_lower(value._values[0])
+            return
+        if value.is_RESOURCE():
+            _UniffiFfiConverterBoxTypeEmbeddedResource.check_lower(value._values[0])
+            return
+        if value.is_OTHER():
+            _UniffiFfiConverterTypeUnknown.check_lower(value._values[0])
+            return
+        raise ValueError(value)
+
+    @staticmethod
+    def write(value, buf):
+        if value.is_TEXT():
+            buf.write_i32(1)
+            _UniffiFfiConverterBoxTypeTextContent.write(value._values[0], buf)
+        if value.is_IMAGE():
+            buf.write_i32(2)
+            _UniffiFfiConverterBoxTypeImageContent.write(value._values[0], buf)
+        if value.is_AUDIO():
+            buf.write_i32(3)
+            _UniffiFfiConverterBoxTypeAudioContent.write(value._values[0], buf)
+        if value.is_RESOURCE_LINK():
+            buf.write_i32(4)
+            _UniffiFfiConverterBoxTypeResourceLink.write(value._values[0], buf)
+        if value.is_RESOURCE():
+            buf.write_i32(5)
+            _UniffiFfiConverterBoxTypeEmbeddedResource.write(value._values[0], buf)
+        if value.is_OTHER():
+            buf.write_i32(6)
+            _UniffiFfiConverterTypeUnknown.write(value._values[0], buf)
+
+
+
+class _UniffiFfiConverterSequenceTypeContentBlock(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        for item in value:
+            _UniffiFfiConverterTypeContentBlock.check_lower(item)
+
+    @classmethod
+    def write(cls, value, buf):
+        items = len(value)
+        buf.write_i32(items)
+        for item in value:
+            _UniffiFfiConverterTypeContentBlock.write(item, buf)
+
+    @classmethod
+    def read(cls, buf):
+        count = buf.read_i32()
+        if count < 0:
+            raise InternalError("Unexpected negative sequence length")
+
+        return [
+            _UniffiFfiConverterTypeContentBlock.read(buf) for i in range(count)
+        ]
+
+
+
+
+
+
+class ContentBlockListPatch:
+    """
+    A `::std::vec::Vec<ContentBlock>` member whose absence and `null` mean different things: `Absent` leaves the current value, `Null` clears it, `Value` replaces it.
+"""
+    def __init__(self):
+        raise RuntimeError("ContentBlockListPatch cannot be instantiated directly")
+
+    # Each enum variant is a nested class of the enum itself.
+    @dataclass
+    class ABSENT:
+        """
+        The member is absent: leave the current value.
+"""
+        
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "ContentBlockListPatch.ABSENT()".format()
+        def __eq__(self, other):
+            if not isinstance(other, ContentBlockListPatch):
+                return NotImplemented
+            if not other.is_ABSENT():
+                return False
+            return True
+
+    @dataclass
+    class NULL:
+        """
+        The member is `null`: clear the current value.
+"""
+        
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "ContentBlockListPatch.NULL()".format()
+        def __eq__(self, other):
+            if not isinstance(other, ContentBlockListPatch):
+                return NotImplemented
+            if not other.is_NULL():
+                return False
+            return True
+
+    @dataclass
+    class VALUE:
+        """
+        The member has a value: replace the current value.
+"""
+        
+        def __init__(self, value:typing.List[ContentBlock]):
+            self.value = value
+            
+            
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "ContentBlockListPatch.VALUE(value={})".format(self.value)
+        def __eq__(self, other):
+            if not isinstance(other, ContentBlockListPatch):
+                return NotImplemented
+            if not other.is_VALUE():
+                return False
+            if self.value != other.value:
+                return False
+            return True
+
+    
+
+    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
+    # whether an instance is that variant.
+    def is_ABSENT(self) -> bool:
+        return isinstance(self, ContentBlockListPatch.ABSENT)
+    def is_absent(self) -> bool:
+        return isinstance(self, ContentBlockListPatch.ABSENT)
+    def is_NULL(self) -> bool:
+        return isinstance(self, ContentBlockListPatch.NULL)
+    def is_null(self) -> bool:
+        return isinstance(self, ContentBlockListPatch.NULL)
+    def is_VALUE(self) -> bool:
+        return isinstance(self, ContentBlockListPatch.VALUE)
+    def is_value(self) -> bool:
+        return isinstance(self, ContentBlockListPatch.VALUE)
+    
+
+# Now, a little trick - we make each nested variant class be a subclass of the main
+# enum class, so that method calls and instance checks etc will work intuitively.
+# We might be able to do this a little more neatly with a metaclass, but this'll do.
+ContentBlockListPatch.ABSENT = type("ContentBlockListPatch.ABSENT", (ContentBlockListPatch.ABSENT, ContentBlockListPatch,), {})  # type: ignore
+ContentBlockListPatch.NULL = type("ContentBlockListPatch.NULL", (ContentBlockListPatch.NULL, ContentBlockListPatch,), {})  # type: ignore
+ContentBlockListPatch.VALUE = type("ContentBlockListPatch.VALUE", (ContentBlockListPatch.VALUE, ContentBlockListPatch,), {})  # type: ignore
+
+
+
+
+class _UniffiFfiConverterTypeContentBlockListPatch(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        variant = buf.read_i32()
+        if variant == 1:
+            return ContentBlockListPatch.ABSENT(
+            )
+        if variant == 2:
+            return ContentBlockListPatch.NULL(
+            )
+        if variant == 3:
+            return ContentBlockListPatch.VALUE(
+                _UniffiFfiConverterSequenceTypeContentBlock.read(buf),
+            )
+        raise InternalError("Raw enum value doesn't match any cases")
+
+    @staticmethod
+    def check_lower(value):
+        if value.is_ABSENT():
+            return
+        if value.is_NULL():
+            return
+        if value.is_VALUE():
+            _UniffiFfiConverterSequenceTypeContentBlock.check_lower(value.value)
+            return
+        raise ValueError(value)
+
+    @staticmethod
+    def write(value, buf):
+        if value.is_ABSENT():
+            buf.write_i32(1)
+        if value.is_NULL():
+            buf.write_i32(2)
+        if value.is_VALUE():
+            buf.write_i32(3)
+            _UniffiFfiConverterSequenceTypeContentBlock.write(value.value, buf)
+
+
+
+
+class _UniffiFfiConverterTypeContentBlockListPatchMember:
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeContentBlockListPatch.write(value, buf)
+
+    @staticmethod
+    def read(buf):
+        return _UniffiFfiConverterTypeContentBlockListPatch.read(buf)
+
+    @staticmethod
+    def lift(value):
+        return _UniffiFfiConverterTypeContentBlockListPatch.lift(value)
+
+    @staticmethod
+    def check_lower(value):
+        return _UniffiFfiConverterTypeContentBlockListPatch.check_lower(value)
+
+    @staticmethod
+    def lower(value):
+        return _UniffiFfiConverterTypeContentBlockListPatch.lower(value)
+
+
+ContentBlockListPatchMember = ContentBlockListPatch
+
+
+@dataclass
+class AgentMessage:
+    """
+    An agent message upsert. `content: []` clears what was streamed so far.
+"""
+    def __init__(self, *, message_id:MessageId, content:ContentBlockListPatchMember, meta:typing.Optional[JsonObject]):
+        self.message_id = message_id
+        self.content = content
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "AgentMessage(message_id={}, content={}, meta={})".format(self.message_id, self.content, self.meta)
+    def __eq__(self, other):
+        if self.message_id != other.message_id:
+            return False
+        if self.content != other.content:
+            return False
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeAgentMessage(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return AgentMessage(
+            message_id=_UniffiFfiConverterTypeMessageId.read(buf),
+            content=_UniffiFfiConverterTypeContentBlockListPatchMember.read(buf),
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypeMessageId.check_lower(value.message_id)
+        _UniffiFfiConverterTypeContentBlockListPatchMember.check_lower(value.content)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeMessageId.write(value.message_id, buf)
+        _UniffiFfiConverterTypeContentBlockListPatchMember.write(value.content, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+@dataclass
+class AgentMessageChunk:
+    """
+    A streamed piece of an agent message.
+"""
+    def __init__(self, *, message_id:MessageId, content:ContentBlock, meta:typing.Optional[JsonObject]):
+        self.message_id = message_id
+        self.content = content
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "AgentMessageChunk(message_id={}, content={}, meta={})".format(self.message_id, self.content, self.meta)
+    def __eq__(self, other):
+        if self.message_id != other.message_id:
+            return False
+        if self.content != other.content:
+            return False
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeAgentMessageChunk(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return AgentMessageChunk(
+            message_id=_UniffiFfiConverterTypeMessageId.read(buf),
+            content=_UniffiFfiConverterTypeContentBlock.read(buf),
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypeMessageId.check_lower(value.message_id)
+        _UniffiFfiConverterTypeContentBlock.check_lower(value.content)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeMessageId.write(value.message_id, buf)
+        _UniffiFfiConverterTypeContentBlock.write(value.content, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+class _UniffiFfiConverterOptionalTypeMessageId(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterTypeMessageId.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterTypeMessageId.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterTypeMessageId.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
+
+@dataclass
+class AgentMessageClear:
+    """
+    Clears the content streamed so far for the current agent message (RFD #465); following chunks append from empty. Same operation as an `agent_message` upsert with `content: []`.
+"""
+    def __init__(self, *, message_id:typing.Optional[MessageId], meta:typing.Optional[JsonObject]):
+        self.message_id = message_id
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "AgentMessageClear(message_id={}, meta={})".format(self.message_id, self.meta)
+    def __eq__(self, other):
+        if self.message_id != other.message_id:
+            return False
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeAgentMessageClear(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return AgentMessageClear(
+            message_id=_UniffiFfiConverterOptionalTypeMessageId.read(buf),
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterOptionalTypeMessageId.check_lower(value.message_id)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterOptionalTypeMessageId.write(value.message_id, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+
+
+
+
+
+class ConnectionRole(enum.Enum):
+    """
+    A connection's role (R-ORDER-2).
+"""
+    
+    CONTROLLER = 0
+    
+    OBSERVER = 1
+    
+
+
+class _UniffiFfiConverterTypeConnectionRole(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        variant = buf.read_i32()
+        if variant == 1:
+            return ConnectionRole.CONTROLLER
+        if variant == 2:
+            return ConnectionRole.OBSERVER
+        raise InternalError("Raw enum value doesn't match any cases")
+
+    @staticmethod
+    def check_lower(value):
+        if value == ConnectionRole.CONTROLLER:
+            return
+        if value == ConnectionRole.OBSERVER:
+            return
+        raise ValueError(value)
+
+    @staticmethod
+    def write(value, buf):
+        if value == ConnectionRole.CONTROLLER:
+            buf.write_i32(1)
+        if value == ConnectionRole.OBSERVER:
+            buf.write_i32(2)
+
+
+
+@dataclass
+class SetupConnection:
+    """
+    A connection of an agent-side vector's setup.
+"""
+    def __init__(self, *, id:str, role:ConnectionRole):
+        self.id = id
+        self.role = role
+        
+        
+
+    
+    def __str__(self):
+        return "SetupConnection(id={}, role={})".format(self.id, self.role)
+    def __eq__(self, other):
+        if self.id != other.id:
+            return False
+        if self.role != other.role:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeSetupConnection(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return SetupConnection(
+            id=_UniffiFfiConverterString.read(buf),
+            role=_UniffiFfiConverterTypeConnectionRole.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterString.check_lower(value.id)
+        _UniffiFfiConverterTypeConnectionRole.check_lower(value.role)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterString.write(value.id, buf)
+        _UniffiFfiConverterTypeConnectionRole.write(value.role, buf)
+
+class _UniffiFfiConverterSequenceTypeSetupConnection(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        for item in value:
+            _UniffiFfiConverterTypeSetupConnection.check_lower(item)
+
+    @classmethod
+    def write(cls, value, buf):
+        items = len(value)
+        buf.write_i32(items)
+        for item in value:
+            _UniffiFfiConverterTypeSetupConnection.write(item, buf)
+
+    @classmethod
+    def read(cls, buf):
+        count = buf.read_i32()
+        if count < 0:
+            raise InternalError("Unexpected negative sequence length")
+
+        return [
+            _UniffiFfiConverterTypeSetupConnection.read(buf) for i in range(count)
+        ]
+
+@dataclass
+class AgentSetup:
+    """
+    How to set up the agent for an agent-side vector.
+"""
+    def __init__(self, *, config:AgentConfig, session:str, cwd:str, connections:typing.List[SetupConnection]):
+        self.config = config
+        self.session = session
+        self.cwd = cwd
+        self.connections = connections
+        
+        
+
+    
+    def __str__(self):
+        return "AgentSetup(config={}, session={}, cwd={}, connections={})".format(self.config, self.session, self.cwd, self.connections)
+    def __eq__(self, other):
+        if self.config != other.config:
+            return False
+        if self.session != other.session:
+            return False
+        if self.cwd != other.cwd:
+            return False
+        if self.connections != other.connections:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeAgentSetup(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return AgentSetup(
+            config=_UniffiFfiConverterTypeAgentConfig.read(buf),
+            session=_UniffiFfiConverterString.read(buf),
+            cwd=_UniffiFfiConverterString.read(buf),
+            connections=_UniffiFfiConverterSequenceTypeSetupConnection.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypeAgentConfig.check_lower(value.config)
+        _UniffiFfiConverterString.check_lower(value.session)
+        _UniffiFfiConverterString.check_lower(value.cwd)
+        _UniffiFfiConverterSequenceTypeSetupConnection.check_lower(value.connections)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeAgentConfig.write(value.config, buf)
+        _UniffiFfiConverterString.write(value.session, buf)
+        _UniffiFfiConverterString.write(value.cwd, buf)
+        _UniffiFfiConverterSequenceTypeSetupConnection.write(value.connections, buf)
+
+@dataclass
+class AgentThought:
+    """
+    An agent thought upsert.
+"""
+    def __init__(self, *, message_id:MessageId, content:ContentBlockListPatchMember, meta:typing.Optional[JsonObject]):
+        self.message_id = message_id
+        self.content = content
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "AgentThought(message_id={}, content={}, meta={})".format(self.message_id, self.content, self.meta)
+    def __eq__(self, other):
+        if self.message_id != other.message_id:
+            return False
+        if self.content != other.content:
+            return False
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeAgentThought(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return AgentThought(
+            message_id=_UniffiFfiConverterTypeMessageId.read(buf),
+            content=_UniffiFfiConverterTypeContentBlockListPatchMember.read(buf),
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypeMessageId.check_lower(value.message_id)
+        _UniffiFfiConverterTypeContentBlockListPatchMember.check_lower(value.content)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeMessageId.write(value.message_id, buf)
+        _UniffiFfiConverterTypeContentBlockListPatchMember.write(value.content, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+@dataclass
+class AgentThoughtChunk:
+    """
+    A streamed piece of an agent thought.
+"""
+    def __init__(self, *, message_id:MessageId, content:ContentBlock, meta:typing.Optional[JsonObject]):
+        self.message_id = message_id
+        self.content = content
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "AgentThoughtChunk(message_id={}, content={}, meta={})".format(self.message_id, self.content, self.meta)
+    def __eq__(self, other):
+        if self.message_id != other.message_id:
+            return False
+        if self.content != other.content:
+            return False
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeAgentThoughtChunk(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return AgentThoughtChunk(
+            message_id=_UniffiFfiConverterTypeMessageId.read(buf),
+            content=_UniffiFfiConverterTypeContentBlock.read(buf),
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypeMessageId.check_lower(value.message_id)
+        _UniffiFfiConverterTypeContentBlock.check_lower(value.content)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeMessageId.write(value.message_id, buf)
+        _UniffiFfiConverterTypeContentBlock.write(value.content, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+
+
+
+
+
+class RequestId:
+    """
+    A JSON-RPC request id. Responses echo it with the same JSON type.
+"""
+    def __init__(self):
+        raise RuntimeError("RequestId cannot be instantiated directly")
+
+    # Each enum variant is a nested class of the enum itself.
+    @dataclass
+    class NULL:
+        """
+        `null` (allowed by JSON-RPC, discouraged).
+"""
+        
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "RequestId.NULL()".format()
+        def __eq__(self, other):
+            if not isinstance(other, RequestId):
+                return NotImplemented
+            if not other.is_NULL():
+                return False
+            return True
+
+    @dataclass
+    class NUMBER:
+        """
+        An integer id.
+"""
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"RequestId.NUMBER{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, RequestId):
+                return NotImplemented
+            if not other.is_NUMBER():
+                return False
+            return self._values == other._values
+
+    @dataclass
+    class STR:
+        """
+        A string id.
+"""
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"RequestId.STR{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, RequestId):
+                return NotImplemented
+            if not other.is_STR():
+                return False
+            return self._values == other._values
+
+    
+
+    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
+    # whether an instance is that variant.
+    def is_NULL(self) -> bool:
+        return isinstance(self, RequestId.NULL)
+    def is_null(self) -> bool:
+        return isinstance(self, RequestId.NULL)
+    def is_NUMBER(self) -> bool:
+        return isinstance(self, RequestId.NUMBER)
+    def is_number(self) -> bool:
+        return isinstance(self, RequestId.NUMBER)
+    def is_STR(self) -> bool:
+        return isinstance(self, RequestId.STR)
+    def is_str(self) -> bool:
+        return isinstance(self, RequestId.STR)
+    
+
+# Now, a little trick - we make each nested variant class be a subclass of the main
+# enum class, so that method calls and instance checks etc will work intuitively.
+# We might be able to do this a little more neatly with a metaclass, but this'll do.
+RequestId.NULL = type("RequestId.NULL", (RequestId.NULL, RequestId,), {})  # type: ignore
+RequestId.NUMBER = type("RequestId.NUMBER", (RequestId.NUMBER, RequestId,), {})  # type: ignore
+RequestId.STR = type("RequestId.STR", (RequestId.STR, RequestId,), {})  # type: ignore
+
+
+
+
+class _UniffiFfiConverterTypeRequestId(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        variant = buf.read_i32()
+        if variant == 1:
+            return RequestId.NULL(
+            )
+        if variant == 2:
+            return RequestId.NUMBER(
+                _UniffiFfiConverterInt64.read(buf),
+            )
+        if variant == 3:
+            return RequestId.STR(
+                _UniffiFfiConverterString.read(buf),
+            )
+        raise InternalError("Raw enum value doesn't match any cases")
+
+    @staticmethod
+    def check_lower(value):
+        if value.is_NULL():
+            return
+        if value.is_NUMBER():
+            _UniffiFfiConverterInt64.check_lower(value._values[0])
+            return
+        if value.is_STR():
+            _UniffiFfiConverterString.check_lower(value._values[0])
+            return
+        raise ValueError(value)
+
+    @staticmethod
+    def write(value, buf):
+        if value.is_NULL():
+            buf.write_i32(1)
+        if value.is_NUMBER():
+            buf.write_i32(2)
+            _UniffiFfiConverterInt64.write(value._values[0], buf)
+        if value.is_STR():
+            buf.write_i32(3)
+            _UniffiFfiConverterString.write(value._values[0], buf)
+
+
+
+@dataclass
+class CancelRequestNotification:
+    """
+    Cancels an in-flight request (`$/cancel_request`).
+"""
+    def __init__(self, *, request_id:RequestId, meta:typing.Optional[JsonObject]):
+        self.request_id = request_id
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "CancelRequestNotification(request_id={}, meta={})".format(self.request_id, self.meta)
+    def __eq__(self, other):
+        if self.request_id != other.request_id:
+            return False
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeCancelRequestNotification(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return CancelRequestNotification(
+            request_id=_UniffiFfiConverterTypeRequestId.read(buf),
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypeRequestId.check_lower(value.request_id)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeRequestId.write(value.request_id, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+
+class _UniffiFfiConverterTypeSessionId:
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterString.write(value, buf)
+
+    @staticmethod
+    def read(buf):
+        return _UniffiFfiConverterString.read(buf)
+
+    @staticmethod
+    def lift(value):
+        return _UniffiFfiConverterString.lift(value)
+
+    @staticmethod
+    def check_lower(value):
+        return _UniffiFfiConverterString.check_lower(value)
+
+    @staticmethod
+    def lower(value):
+        return _UniffiFfiConverterString.lower(value)
+
+
+SessionId = str
+
+
+@dataclass
+class CancelSessionNotification:
+    """
+    Ends the in-flight turn (`idle`, `stopReason: cancelled`). Pending injects survive.
+"""
+    def __init__(self, *, session_id:SessionId, meta:typing.Optional[JsonObject]):
+        self.session_id = session_id
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "CancelSessionNotification(session_id={}, meta={})".format(self.session_id, self.meta)
+    def __eq__(self, other):
+        if self.session_id != other.session_id:
+            return False
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeCancelSessionNotification(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return CancelSessionNotification(
+            session_id=_UniffiFfiConverterTypeSessionId.read(buf),
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypeSessionId.check_lower(value.session_id)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeSessionId.write(value.session_id, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+@dataclass
+class CancelledPermissionOutcome:
+    """
+    The request was cancelled (the turn was cancelled).
+"""
+    def __init__(self, *, meta:typing.Optional[JsonObject]):
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "CancelledPermissionOutcome(meta={})".format(self.meta)
+    def __eq__(self, other):
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeCancelledPermissionOutcome(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return CancelledPermissionOutcome(
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+@dataclass
+class ClientCapabilities:
+    """
+    What the client supports. This toolkit defines no client capability of its own; upstream's are accepted and not interpreted.
+"""
+    def __init__(self, *, meta:typing.Optional[JsonObject]):
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "ClientCapabilities(meta={})".format(self.meta)
+    def __eq__(self, other):
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeClientCapabilities(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return ClientCapabilities(
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+@dataclass
+class ClientSetup:
+    """
+    How to set up the client for a client-side vector.
+"""
+    def __init__(self, *, session:str, capabilities:typing.Optional[InjectCapabilities]):
+        self.session = session
+        self.capabilities = capabilities
+        
+        
+
+    
+    def __str__(self):
+        return "ClientSetup(session={}, capabilities={})".format(self.session, self.capabilities)
+    def __eq__(self, other):
+        if self.session != other.session:
+            return False
+        if self.capabilities != other.capabilities:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeClientSetup(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return ClientSetup(
+            session=_UniffiFfiConverterString.read(buf),
+            capabilities=_UniffiFfiConverterOptionalTypeInjectCapabilities.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterString.check_lower(value.session)
+        _UniffiFfiConverterOptionalTypeInjectCapabilities.check_lower(value.capabilities)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterString.write(value.session, buf)
+        _UniffiFfiConverterOptionalTypeInjectCapabilities.write(value.capabilities, buf)
+
+@dataclass
+class CloseSessionRequest:
+    """
+    Closes a session: a running turn ends as cancelled, pending injects are handed back to the agent's host (not delivered), and every attached client is told. The session stays listable and can be resumed.
+"""
+    def __init__(self, *, session_id:SessionId, meta:typing.Optional[JsonObject]):
+        self.session_id = session_id
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "CloseSessionRequest(session_id={}, meta={})".format(self.session_id, self.meta)
+    def __eq__(self, other):
+        if self.session_id != other.session_id:
+            return False
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeCloseSessionRequest(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return CloseSessionRequest(
+            session_id=_UniffiFfiConverterTypeSessionId.read(buf),
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypeSessionId.check_lower(value.session_id)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeSessionId.write(value.session_id, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+@dataclass
+class CloseSessionResponse:
+    """
+    The session is closed.
+"""
+    def __init__(self, *, meta:typing.Optional[JsonObject]):
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "CloseSessionResponse(meta={})".format(self.meta)
+    def __eq__(self, other):
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeCloseSessionResponse(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return CloseSessionResponse(
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+@dataclass
+class Implementation:
+    """
+    Name and version of a client or agent implementation.
+"""
+    def __init__(self, *, name:str, title:typing.Optional[str], version:str, meta:typing.Optional[JsonObject]):
+        self.name = name
+        self.title = title
+        self.version = version
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "Implementation(name={}, title={}, version={}, meta={})".format(self.name, self.title, self.version, self.meta)
+    def __eq__(self, other):
+        if self.name != other.name:
+            return False
+        if self.title != other.title:
+            return False
+        if self.version != other.version:
+            return False
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeImplementation(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return Implementation(
+            name=_UniffiFfiConverterString.read(buf),
+            title=_UniffiFfiConverterOptionalString.read(buf),
+            version=_UniffiFfiConverterString.read(buf),
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterString.check_lower(value.name)
+        _UniffiFfiConverterOptionalString.check_lower(value.title)
+        _UniffiFfiConverterString.check_lower(value.version)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterString.write(value.name, buf)
+        _UniffiFfiConverterOptionalString.write(value.title, buf)
+        _UniffiFfiConverterString.write(value.version, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+@dataclass
+class ConnectOptions:
+    """
+    How `connect` starts and talks to an agent.
+"""
+    def __init__(self, *, client:Implementation, pending_updates:bool, max_line_bytes:int, handshake_timeout_ms:int, close_grace_ms:int, forward_stderr:bool):
+        self.client = client
+        self.pending_updates = pending_updates
+        self.max_line_bytes = max_line_bytes
+        self.handshake_timeout_ms = handshake_timeout_ms
+        self.close_grace_ms = close_grace_ms
+        self.forward_stderr = forward_stderr
+        
+        
+
+    
+    def __str__(self):
+        return "ConnectOptions(client={}, pending_updates={}, max_line_bytes={}, handshake_timeout_ms={}, close_grace_ms={}, forward_stderr={})".format(self.client, self.pending_updates, self.max_line_bytes, self.handshake_timeout_ms, self.close_grace_ms, self.forward_stderr)
+    def __eq__(self, other):
+        if self.client != other.client:
+            return False
+        if self.pending_updates != other.pending_updates:
+            return False
+        if self.max_line_bytes != other.max_line_bytes:
+            return False
+        if self.handshake_timeout_ms != other.handshake_timeout_ms:
+            return False
+        if self.close_grace_ms != other.close_grace_ms:
+            return False
+        if self.forward_stderr != other.forward_stderr:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeConnectOptions(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return ConnectOptions(
+            client=_UniffiFfiConverterTypeImplementation.read(buf),
+            pending_updates=_UniffiFfiConverterBoolean.read(buf),
+            max_line_bytes=_UniffiFfiConverterUInt64.read(buf),
+            handshake_timeout_ms=_UniffiFfiConverterUInt64.read(buf),
+            close_grace_ms=_UniffiFfiConverterUInt64.read(buf),
+            forward_stderr=_UniffiFfiConverterBoolean.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypeImplementation.check_lower(value.client)
+        _UniffiFfiConverterBoolean.check_lower(value.pending_updates)
+        _UniffiFfiConverterUInt64.check_lower(value.max_line_bytes)
+        _UniffiFfiConverterUInt64.check_lower(value.handshake_timeout_ms)
+        _UniffiFfiConverterUInt64.check_lower(value.close_grace_ms)
+        _UniffiFfiConverterBoolean.check_lower(value.forward_stderr)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeImplementation.write(value.client, buf)
+        _UniffiFfiConverterBoolean.write(value.pending_updates, buf)
+        _UniffiFfiConverterUInt64.write(value.max_line_bytes, buf)
+        _UniffiFfiConverterUInt64.write(value.handshake_timeout_ms, buf)
+        _UniffiFfiConverterUInt64.write(value.close_grace_ms, buf)
+        _UniffiFfiConverterBoolean.write(value.forward_stderr, buf)
+
+@dataclass
+class Cost:
+    """
+    A monetary cost.
+"""
+    def __init__(self, *, amount:float, currency:str, meta:typing.Optional[JsonObject]):
+        self.amount = amount
+        self.currency = currency
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "Cost(amount={}, currency={}, meta={})".format(self.amount, self.currency, self.meta)
+    def __eq__(self, other):
+        if self.amount != other.amount:
+            return False
+        if self.currency != other.currency:
+            return False
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeCost(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return Cost(
+            amount=_UniffiFfiConverterFloat64.read(buf),
+            currency=_UniffiFfiConverterString.read(buf),
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterFloat64.check_lower(value.amount)
+        _UniffiFfiConverterString.check_lower(value.currency)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterFloat64.write(value.amount, buf)
+        _UniffiFfiConverterString.write(value.currency, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+@dataclass
+class EnvVariable:
+    """
+    An environment variable for a stdio MCP server.
+"""
+    def __init__(self, *, name:str, value:str, meta:typing.Optional[JsonObject]):
+        self.name = name
+        self.value = value
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "EnvVariable(name={}, value={}, meta={})".format(self.name, self.value, self.meta)
+    def __eq__(self, other):
+        if self.name != other.name:
+            return False
+        if self.value != other.value:
+            return False
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeEnvVariable(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return EnvVariable(
+            name=_UniffiFfiConverterString.read(buf),
+            value=_UniffiFfiConverterString.read(buf),
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterString.check_lower(value.name)
+        _UniffiFfiConverterString.check_lower(value.value)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterString.write(value.name, buf)
+        _UniffiFfiConverterString.write(value.value, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+
+
+
+
+
+class ErrorReason:
+    """
+    Why a session or inject request failed (`data.reason`). Open: unknown reasons from newer agents decode into `other`.
+"""
+    def __init__(self):
+        raise RuntimeError("ErrorReason cannot be instantiated directly")
+
+    # Each enum variant is a nested class of the enum itself.
+    @dataclass
+    class SESSION_NOT_FOUND:
+        """
+        `session_not_found`: -32002: the agent does not hold this session (never created, or closed).
+"""
+        
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "ErrorReason.SESSION_NOT_FOUND()".format()
+        def __eq__(self, other):
+            if not isinstance(other, ErrorReason):
+                return NotImplemented
+            if not other.is_SESSION_NOT_FOUND():
+                return False
+            return True
+
+    @dataclass
+    class UNKNOWN_MESSAGE_ID:
+        """
+        `unknown_message_id`: -32002: revoke/replace of an id this session never issued, no longer remembers, or revoked.
+"""
+        
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "ErrorReason.UNKNOWN_MESSAGE_ID()".format()
+        def __eq__(self, other):
+            if not isinstance(other, ErrorReason):
+                return NotImplemented
+            if not other.is_UNKNOWN_MESSAGE_ID():
+                return False
+            return True
+
+    @dataclass
+    class ALREADY_DELIVERED:
+        """
+        `already_delivered`: -32010: revoke/replace after the inject's `user_message` was emitted.
+"""
+        
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "ErrorReason.ALREADY_DELIVERED()".format()
+        def __eq__(self, other):
+            if not isinstance(other, ErrorReason):
+                return NotImplemented
+            if not other.is_ALREADY_DELIVERED():
+                return False
+            return True
+
+    @dataclass
+    class NO_RUNNING_TURN:
+        """
+        `no_running_turn`: -32010: `steer` while the session is idle.
+"""
+        
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "ErrorReason.NO_RUNNING_TURN()".format()
+        def __eq__(self, other):
+            if not isinstance(other, ErrorReason):
+                return NotImplemented
+            if not other.is_NO_RUNNING_TURN():
+                return False
+            return True
+
+    @dataclass
+    class MODE_NOT_SUPPORTED:
+        """
+        `mode_not_supported`: -32010: a known mode the agent did not advertise.
+"""
+        
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "ErrorReason.MODE_NOT_SUPPORTED()".format()
+        def __eq__(self, other):
+            if not isinstance(other, ErrorReason):
+                return NotImplemented
+            if not other.is_MODE_NOT_SUPPORTED():
+                return False
+            return True
+
+    @dataclass
+    class REPLACE_NOT_SUPPORTED:
+        """
+        `replace_not_supported`: -32010: replace when `pending.replace` is not advertised.
+"""
+        
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "ErrorReason.REPLACE_NOT_SUPPORTED()".format()
+        def __eq__(self, other):
+            if not isinstance(other, ErrorReason):
+                return NotImplemented
+            if not other.is_REPLACE_NOT_SUPPORTED():
+                return False
+            return True
+
+    @dataclass
+    class NOT_PERMITTED:
+        """
+        `not_permitted`: -32010: an observer injects/revokes/replaces, or a non-creator revokes/replaces under the creator-only policy.
+"""
+        
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "ErrorReason.NOT_PERMITTED()".format()
+        def __eq__(self, other):
+            if not isinstance(other, ErrorReason):
+                return NotImplemented
+            if not other.is_NOT_PERMITTED():
+                return False
+            return True
+
+    @dataclass
+    class TURN_IN_PROGRESS:
+        """
+        `turn_in_progress`: -32010: `session/prompt` while a turn is in progress; the prompt was not inserted. Send it again with `session/inject` (mode `queue` or `steer`) or after the session is idle.
+"""
+        
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "ErrorReason.TURN_IN_PROGRESS()".format()
+        def __eq__(self, other):
+            if not isinstance(other, ErrorReason):
+                return NotImplemented
+            if not other.is_TURN_IN_PROGRESS():
+                return False
+            return True
+
+    @dataclass
+    class OTHER:
+        """
+        A value this version does not know (values starting with `_` are extensions).
+"""
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"ErrorReason.OTHER{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, ErrorReason):
+                return NotImplemented
+            if not other.is_OTHER():
+                return False
+            return self._values == other._values
+
+    
+
+    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
+    # whether an instance is that variant.
+    def is_SESSION_NOT_FOUND(self) -> bool:
+        return isinstance(self, ErrorReason.SESSION_NOT_FOUND)
+    def is_session_not_found(self) -> bool:
+        return isinstance(self, ErrorReason.SESSION_NOT_FOUND)
+    def is_UNKNOWN_MESSAGE_ID(self) -> bool:
+        return isinstance(self, ErrorReason.UNKNOWN_MESSAGE_ID)
+    def is_unknown_message_id(self) -> bool:
+        return isinstance(self, ErrorReason.UNKNOWN_MESSAGE_ID)
+    def is_ALREADY_DELIVERED(self) -> bool:
+        return isinstance(self, ErrorReason.ALREADY_DELIVERED)
+    def is_already_delivered(self) -> bool:
+        return isinstance(self, ErrorReason.ALREADY_DELIVERED)
+    def is_NO_RUNNING_TURN(self) -> bool:
+        return isinstance(self, ErrorReason.NO_RUNNING_TURN)
+    def is_no_running_turn(self) -> bool:
+        return isinstance(self, ErrorReason.NO_RUNNING_TURN)
+    def is_MODE_NOT_SUPPORTED(self) -> bool:
+        return isinstance(self, ErrorReason.MODE_NOT_SUPPORTED)
+    def is_mode_not_supported(self) -> bool:
+        return isinstance(self, ErrorReason.MODE_NOT_SUPPORTED)
+    def is_REPLACE_NOT_SUPPORTED(self) -> bool:
+        return isinstance(self, ErrorReason.REPLACE_NOT_SUPPORTED)
+    def is_replace_not_supported(self) -> bool:
+        return isinstance(self, ErrorReason.REPLACE_NOT_SUPPORTED)
+    def is_NOT_PERMITTED(self) -> bool:
+        return isinstance(self, ErrorReason.NOT_PERMITTED)
+    def is_not_permitted(self) -> bool:
+        return isinstance(self, ErrorReason.NOT_PERMITTED)
+    def is_TURN_IN_PROGRESS(self) -> bool:
+        return isinstance(self, ErrorReason.TURN_IN_PROGRESS)
+    def is_turn_in_progress(self) -> bool:
+        return isinstance(self, ErrorReason.TURN_IN_PROGRESS)
+    def is_OTHER(self) -> bool:
+        return isinstance(self, ErrorReason.OTHER)
+    def is_other(self) -> bool:
+        return isinstance(self, ErrorReason.OTHER)
+    
+
+# Now, a little trick - we make each nested variant class be a subclass of the main
+# enum class, so that method calls and instance checks etc will work intuitively.
+# We might be able to do this a little more neatly with a metaclass, but this'll do.
+ErrorReason.SESSION_NOT_FOUND = type("ErrorReason.SESSION_NOT_FOUND", (ErrorReason.SESSION_NOT_FOUND, ErrorReason,), {})  # type: ignore
+ErrorReason.UNKNOWN_MESSAGE_ID = type("ErrorReason.UNKNOWN_MESSAGE_ID", (ErrorReason.UNKNOWN_MESSAGE_ID, ErrorReason,), {})  # type: ignore
+ErrorReason.ALREADY_DELIVERED = type("ErrorReason.ALREADY_DELIVERED", (ErrorReason.ALREADY_DELIVERED, ErrorReason,), {})  # type: ignore
+ErrorReason.NO_RUNNING_TURN = type("ErrorReason.NO_RUNNING_TURN", (ErrorReason.NO_RUNNING_TURN, ErrorReason,), {})  # type: ignore
+ErrorReason.MODE_NOT_SUPPORTED = type("ErrorReason.MODE_NOT_SUPPORTED", (ErrorReason.MODE_NOT_SUPPORTED, ErrorReason,), {})  # type: ignore
+ErrorReason.REPLACE_NOT_SUPPORTED = type("ErrorReason.REPLACE_NOT_SUPPORTED", (ErrorReason.REPLACE_NOT_SUPPORTED, ErrorReason,), {})  # type: ignore
+ErrorReason.NOT_PERMITTED = type("ErrorReason.NOT_PERMITTED", (ErrorReason.NOT_PERMITTED, ErrorReason,), {})  # type: ignore
+ErrorReason.TURN_IN_PROGRESS = type("ErrorReason.TURN_IN_PROGRESS", (ErrorReason.TURN_IN_PROGRESS, ErrorReason,), {})  # type: ignore
+ErrorReason.OTHER = type("ErrorReason.OTHER", (ErrorReason.OTHER, ErrorReason,), {})  # type: ignore
+
+
+
+
+class _UniffiFfiConverterTypeErrorReason(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        variant = buf.read_i32()
+        if variant == 1:
+            return ErrorReason.SESSION_NOT_FOUND(
+            )
+        if variant == 2:
+            return ErrorReason.UNKNOWN_MESSAGE_ID(
+            )
+        if variant == 3:
+            return ErrorReason.ALREADY_DELIVERED(
+            )
+        if variant == 4:
+            return ErrorReason.NO_RUNNING_TURN(
+            )
+        if variant == 5:
+            return ErrorReason.MODE_NOT_SUPPORTED(
+            )
+        if variant == 6:
+            return ErrorReason.REPLACE_NOT_SUPPORTED(
+            )
+        if variant == 7:
+            return ErrorReason.NOT_PERMITTED(
+            )
+        if variant == 8:
+            return ErrorReason.TURN_IN_PROGRESS(
+            )
+        if variant == 9:
+            return ErrorReason.OTHER(
+                _UniffiFfiConverterString.read(buf),
+            )
+        raise InternalError("Raw enum value doesn't match any cases")
+
+    @staticmethod
+    def check_lower(value):
+        if value.is_SESSION_NOT_FOUND():
+            return
+        if value.is_UNKNOWN_MESSAGE_ID():
+            return
+        if value.is_ALREADY_DELIVERED():
+            return
+        if value.is_NO_RUNNING_TURN():
+            return
+        if value.is_MODE_NOT_SUPPORTED():
+            return
+        if value.is_REPLACE_NOT_SUPPORTED():
+            return
+        if value.is_NOT_PERMITTED():
+            return
+        if value.is_TURN_IN_PROGRESS():
+            return
+        if value.is_OTHER():
+            _UniffiFfiConverterString.check_lower(value._values[0])
+            return
+        raise ValueError(value)
+
+    @staticmethod
+    def write(value, buf):
+        if value.is_SESSION_NOT_FOUND():
+            buf.write_i32(1)
+        if value.is_UNKNOWN_MESSAGE_ID():
+            buf.write_i32(2)
+        if value.is_ALREADY_DELIVERED():
+            buf.write_i32(3)
+        if value.is_NO_RUNNING_TURN():
+            buf.write_i32(4)
+        if value.is_MODE_NOT_SUPPORTED():
+            buf.write_i32(5)
+        if value.is_REPLACE_NOT_SUPPORTED():
+            buf.write_i32(6)
+        if value.is_NOT_PERMITTED():
+            buf.write_i32(7)
+        if value.is_TURN_IN_PROGRESS():
+            buf.write_i32(8)
+        if value.is_OTHER():
+            buf.write_i32(9)
+            _UniffiFfiConverterString.write(value._values[0], buf)
+
+
+
+class _UniffiFfiConverterOptionalTypeErrorReason(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterTypeErrorReason.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterTypeErrorReason.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterTypeErrorReason.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
+
+@dataclass
+class ErrorData:
+    """
+    The `data` of a -32002 or -32010 error, and the optional `detail` of the standard codes.
+"""
+    def __init__(self, *, reason:typing.Optional[ErrorReason], message_id:typing.Optional[MessageId], detail:typing.Optional[str]):
+        self.reason = reason
+        self.message_id = message_id
+        self.detail = detail
+        
+        
+
+    
+    def __str__(self):
+        return "ErrorData(reason={}, message_id={}, detail={})".format(self.reason, self.message_id, self.detail)
+    def __eq__(self, other):
+        if self.reason != other.reason:
+            return False
+        if self.message_id != other.message_id:
+            return False
+        if self.detail != other.detail:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeErrorData(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return ErrorData(
+            reason=_UniffiFfiConverterOptionalTypeErrorReason.read(buf),
+            message_id=_UniffiFfiConverterOptionalTypeMessageId.read(buf),
+            detail=_UniffiFfiConverterOptionalString.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterOptionalTypeErrorReason.check_lower(value.reason)
+        _UniffiFfiConverterOptionalTypeMessageId.check_lower(value.message_id)
+        _UniffiFfiConverterOptionalString.check_lower(value.detail)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterOptionalTypeErrorReason.write(value.reason, buf)
+        _UniffiFfiConverterOptionalTypeMessageId.write(value.message_id, buf)
+        _UniffiFfiConverterOptionalString.write(value.detail, buf)
+
+@dataclass
+class HttpHeader:
+    """
+    An HTTP header for an HTTP MCP server.
+"""
+    def __init__(self, *, name:str, value:str, meta:typing.Optional[JsonObject]):
+        self.name = name
+        self.value = value
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "HttpHeader(name={}, value={}, meta={})".format(self.name, self.value, self.meta)
+    def __eq__(self, other):
+        if self.name != other.name:
+            return False
+        if self.value != other.value:
+            return False
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeHttpHeader(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return HttpHeader(
+            name=_UniffiFfiConverterString.read(buf),
+            value=_UniffiFfiConverterString.read(buf),
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterString.check_lower(value.name)
+        _UniffiFfiConverterString.check_lower(value.value)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterString.write(value.name, buf)
+        _UniffiFfiConverterString.write(value.value, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+
+
+
+
+
+class StopReason:
+    """
+    Why a turn ended. Open.
+"""
+    def __init__(self):
+        raise RuntimeError("StopReason cannot be instantiated directly")
+
+    # Each enum variant is a nested class of the enum itself.
+    @dataclass
+    class END_TURN:
+        """
+        `end_turn`: The model finished.
+"""
+        
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "StopReason.END_TURN()".format()
+        def __eq__(self, other):
+            if not isinstance(other, StopReason):
+                return NotImplemented
+            if not other.is_END_TURN():
+                return False
+            return True
+
+    @dataclass
+    class MAX_TOKENS:
+        """
+        `max_tokens`: The token limit was reached.
+"""
+        
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "StopReason.MAX_TOKENS()".format()
+        def __eq__(self, other):
+            if not isinstance(other, StopReason):
+                return NotImplemented
+            if not other.is_MAX_TOKENS():
+                return False
+            return True
+
+    @dataclass
+    class MAX_TURN_REQUESTS:
+        """
+        `max_turn_requests`: The limit of model requests in a turn was reached.
+"""
+        
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "StopReason.MAX_TURN_REQUESTS()".format()
+        def __eq__(self, other):
+            if not isinstance(other, StopReason):
+                return NotImplemented
+            if not other.is_MAX_TURN_REQUESTS():
+                return False
+            return True
+
+    @dataclass
+    class REFUSAL:
+        """
+        `refusal`: The model refused.
+"""
+        
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "StopReason.REFUSAL()".format()
+        def __eq__(self, other):
+            if not isinstance(other, StopReason):
+                return NotImplemented
+            if not other.is_REFUSAL():
+                return False
+            return True
+
+    @dataclass
+    class CANCELLED:
+        """
+        `cancelled`: The client cancelled the turn.
+"""
+        
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "StopReason.CANCELLED()".format()
+        def __eq__(self, other):
+            if not isinstance(other, StopReason):
+                return NotImplemented
+            if not other.is_CANCELLED():
+                return False
+            return True
+
+    @dataclass
+    class OTHER:
+        """
+        A value this version does not know (values starting with `_` are extensions).
+"""
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"StopReason.OTHER{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, StopReason):
+                return NotImplemented
+            if not other.is_OTHER():
+                return False
+            return self._values == other._values
+
+    
+
+    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
+    # whether an instance is that variant.
+    def is_END_TURN(self) -> bool:
+        return isinstance(self, StopReason.END_TURN)
+    def is_end_turn(self) -> bool:
+        return isinstance(self, StopReason.END_TURN)
+    def is_MAX_TOKENS(self) -> bool:
+        return isinstance(self, StopReason.MAX_TOKENS)
+    def is_max_tokens(self) -> bool:
+        return isinstance(self, StopReason.MAX_TOKENS)
+    def is_MAX_TURN_REQUESTS(self) -> bool:
+        return isinstance(self, StopReason.MAX_TURN_REQUESTS)
+    def is_max_turn_requests(self) -> bool:
+        return isinstance(self, StopReason.MAX_TURN_REQUESTS)
+    def is_REFUSAL(self) -> bool:
+        return isinstance(self, StopReason.REFUSAL)
+    def is_refusal(self) -> bool:
+        return isinstance(self, StopReason.REFUSAL)
+    def is_CANCELLED(self) -> bool:
+        return isinstance(self, StopReason.CANCELLED)
+    def is_cancelled(self) -> bool:
+        return isinstance(self, StopReason.CANCELLED)
+    def is_OTHER(self) -> bool:
+        return isinstance(self, StopReason.OTHER)
+    def is_other(self) -> bool:
+        return isinstance(self, StopReason.OTHER)
+    
+
+# Now, a little trick - we make each nested variant class be a subclass of the main
+# enum class, so that method calls and instance checks etc will work intuitively.
+# We might be able to do this a little more neatly with a metaclass, but this'll do.
+StopReason.END_TURN = type("StopReason.END_TURN", (StopReason.END_TURN, StopReason,), {})  # type: ignore
+StopReason.MAX_TOKENS = type("StopReason.MAX_TOKENS", (StopReason.MAX_TOKENS, StopReason,), {})  # type: ignore
+StopReason.MAX_TURN_REQUESTS = type("StopReason.MAX_TURN_REQUESTS", (StopReason.MAX_TURN_REQUESTS, StopReason,), {})  # type: ignore
+StopReason.REFUSAL = type("StopReason.REFUSAL", (StopReason.REFUSAL, StopReason,), {})  # type: ignore
+StopReason.CANCELLED = type("StopReason.CANCELLED", (StopReason.CANCELLED, StopReason,), {})  # type: ignore
+StopReason.OTHER = type("StopReason.OTHER", (StopReason.OTHER, StopReason,), {})  # type: ignore
+
+
+
+
+class _UniffiFfiConverterTypeStopReason(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        variant = buf.read_i32()
+        if variant == 1:
+            return StopReason.END_TURN(
+            )
+        if variant == 2:
+            return StopReason.MAX_TOKENS(
+            )
+        if variant == 3:
+            return StopReason.MAX_TURN_REQUESTS(
+            )
+        if variant == 4:
+            return StopReason.REFUSAL(
+            )
+        if variant == 5:
+            return StopReason.CANCELLED(
+            )
+        if variant == 6:
+            return StopReason.OTHER(
+                _UniffiFfiConverterString.read(buf),
+            )
+        raise InternalError("Raw enum value doesn't match any cases")
+
+    @staticmethod
+    def check_lower(value):
+        if value.is_END_TURN():
+            return
+        if value.is_MAX_TOKENS():
+            return
+        if value.is_MAX_TURN_REQUESTS():
+            return
+        if value.is_REFUSAL():
+            return
+        if value.is_CANCELLED():
+            return
+        if value.is_OTHER():
+            _UniffiFfiConverterString.check_lower(value._values[0])
+            return
+        raise ValueError(value)
+
+    @staticmethod
+    def write(value, buf):
+        if value.is_END_TURN():
+            buf.write_i32(1)
+        if value.is_MAX_TOKENS():
+            buf.write_i32(2)
+        if value.is_MAX_TURN_REQUESTS():
+            buf.write_i32(3)
+        if value.is_REFUSAL():
+            buf.write_i32(4)
+        if value.is_CANCELLED():
+            buf.write_i32(5)
+        if value.is_OTHER():
+            buf.write_i32(6)
+            _UniffiFfiConverterString.write(value._values[0], buf)
+
+
+
+class _UniffiFfiConverterOptionalTypeStopReason(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterTypeStopReason.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterTypeStopReason.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterTypeStopReason.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
+
+class _UniffiFfiConverterOptionalUInt64(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterUInt64.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterUInt64.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterUInt64.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
+
+@dataclass
+class Usage:
+    """
+    Token usage of a turn.
+"""
+    def __init__(self, *, total_tokens:int, input_tokens:int, output_tokens:int, thought_tokens:typing.Optional[int], cached_read_tokens:typing.Optional[int], cached_write_tokens:typing.Optional[int], meta:typing.Optional[JsonObject]):
+        self.total_tokens = total_tokens
+        self.input_tokens = input_tokens
+        self.output_tokens = output_tokens
+        self.thought_tokens = thought_tokens
+        self.cached_read_tokens = cached_read_tokens
+        self.cached_write_tokens = cached_write_tokens
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "Usage(total_tokens={}, input_tokens={}, output_tokens={}, thought_tokens={}, cached_read_tokens={}, cached_write_tokens={}, meta={})".format(self.total_tokens, self.input_tokens, self.output_tokens, self.thought_tokens, self.cached_read_tokens, self.cached_write_tokens, self.meta)
+    def __eq__(self, other):
+        if self.total_tokens != other.total_tokens:
+            return False
+        if self.input_tokens != other.input_tokens:
+            return False
+        if self.output_tokens != other.output_tokens:
+            return False
+        if self.thought_tokens != other.thought_tokens:
+            return False
+        if self.cached_read_tokens != other.cached_read_tokens:
+            return False
+        if self.cached_write_tokens != other.cached_write_tokens:
+            return False
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeUsage(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return Usage(
+            total_tokens=_UniffiFfiConverterUInt64.read(buf),
+            input_tokens=_UniffiFfiConverterUInt64.read(buf),
+            output_tokens=_UniffiFfiConverterUInt64.read(buf),
+            thought_tokens=_UniffiFfiConverterOptionalUInt64.read(buf),
+            cached_read_tokens=_UniffiFfiConverterOptionalUInt64.read(buf),
+            cached_write_tokens=_UniffiFfiConverterOptionalUInt64.read(buf),
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterUInt64.check_lower(value.total_tokens)
+        _UniffiFfiConverterUInt64.check_lower(value.input_tokens)
+        _UniffiFfiConverterUInt64.check_lower(value.output_tokens)
+        _UniffiFfiConverterOptionalUInt64.check_lower(value.thought_tokens)
+        _UniffiFfiConverterOptionalUInt64.check_lower(value.cached_read_tokens)
+        _UniffiFfiConverterOptionalUInt64.check_lower(value.cached_write_tokens)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterUInt64.write(value.total_tokens, buf)
+        _UniffiFfiConverterUInt64.write(value.input_tokens, buf)
+        _UniffiFfiConverterUInt64.write(value.output_tokens, buf)
+        _UniffiFfiConverterOptionalUInt64.write(value.thought_tokens, buf)
+        _UniffiFfiConverterOptionalUInt64.write(value.cached_read_tokens, buf)
+        _UniffiFfiConverterOptionalUInt64.write(value.cached_write_tokens, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+class _UniffiFfiConverterOptionalTypeUsage(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterTypeUsage.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterTypeUsage.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterTypeUsage.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
+
+@dataclass
+class IdleStateUpdate:
+    """
+    The turn ended. Always carries `stopReason` from this toolkit; `usage` only when the runtime reported it.
+"""
+    def __init__(self, *, stop_reason:typing.Optional[StopReason], usage:typing.Optional[Usage], meta:typing.Optional[JsonObject]):
+        self.stop_reason = stop_reason
+        self.usage = usage
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "IdleStateUpdate(stop_reason={}, usage={}, meta={})".format(self.stop_reason, self.usage, self.meta)
+    def __eq__(self, other):
+        if self.stop_reason != other.stop_reason:
+            return False
+        if self.usage != other.usage:
+            return False
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeIdleStateUpdate(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return IdleStateUpdate(
+            stop_reason=_UniffiFfiConverterOptionalTypeStopReason.read(buf),
+            usage=_UniffiFfiConverterOptionalTypeUsage.read(buf),
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterOptionalTypeStopReason.check_lower(value.stop_reason)
+        _UniffiFfiConverterOptionalTypeUsage.check_lower(value.usage)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterOptionalTypeStopReason.write(value.stop_reason, buf)
+        _UniffiFfiConverterOptionalTypeUsage.write(value.usage, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+class _UniffiFfiConverterUInt16(_UniffiConverterPrimitiveInt):
+    CLASS_NAME = "u16"
+    VALUE_MIN = 0
+    VALUE_MAX = 2**16
+
+    @staticmethod
+    def read(buf):
+        return buf.read_u16()
+
+    @staticmethod
+    def write(value, buf):
+        buf.write_u16(value)
+
+
+class _UniffiFfiConverterTypeProtocolVersion:
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterUInt16.write(value, buf)
+
+    @staticmethod
+    def read(buf):
+        return _UniffiFfiConverterUInt16.read(buf)
+
+    @staticmethod
+    def lift(value):
+        return _UniffiFfiConverterUInt16.lift(value)
+
+    @staticmethod
+    def check_lower(value):
+        return _UniffiFfiConverterUInt16.check_lower(value)
+
+    @staticmethod
+    def lower(value):
+        return _UniffiFfiConverterUInt16.lower(value)
+
+
+ProtocolVersion = int
+
+
+class _UniffiFfiConverterOptionalTypeClientCapabilities(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterTypeClientCapabilities.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterTypeClientCapabilities.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterTypeClientCapabilities.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
+
+@dataclass
+class InitializeRequest:
+    """
+    Negotiates the protocol version and capabilities.
+"""
+    def __init__(self, *, protocol_version:ProtocolVersion, info:Implementation, capabilities:typing.Optional[ClientCapabilities], meta:typing.Optional[JsonObject]):
+        self.protocol_version = protocol_version
+        self.info = info
+        self.capabilities = capabilities
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "InitializeRequest(protocol_version={}, info={}, capabilities={}, meta={})".format(self.protocol_version, self.info, self.capabilities, self.meta)
+    def __eq__(self, other):
+        if self.protocol_version != other.protocol_version:
+            return False
+        if self.info != other.info:
+            return False
+        if self.capabilities != other.capabilities:
+            return False
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeInitializeRequest(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return InitializeRequest(
+            protocol_version=_UniffiFfiConverterTypeProtocolVersion.read(buf),
+            info=_UniffiFfiConverterTypeImplementation.read(buf),
+            capabilities=_UniffiFfiConverterOptionalTypeClientCapabilities.read(buf),
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypeProtocolVersion.check_lower(value.protocol_version)
+        _UniffiFfiConverterTypeImplementation.check_lower(value.info)
+        _UniffiFfiConverterOptionalTypeClientCapabilities.check_lower(value.capabilities)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeProtocolVersion.write(value.protocol_version, buf)
+        _UniffiFfiConverterTypeImplementation.write(value.info, buf)
+        _UniffiFfiConverterOptionalTypeClientCapabilities.write(value.capabilities, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+class _UniffiFfiConverterOptionalTypeAgentCapabilities(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterTypeAgentCapabilities.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterTypeAgentCapabilities.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterTypeAgentCapabilities.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
+
+@dataclass
+class InitializeResponse:
+    """
+    The agent's protocol version, identity and capabilities.
+"""
+    def __init__(self, *, protocol_version:ProtocolVersion, info:Implementation, capabilities:typing.Optional[AgentCapabilities], meta:typing.Optional[JsonObject]):
+        self.protocol_version = protocol_version
+        self.info = info
+        self.capabilities = capabilities
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "InitializeResponse(protocol_version={}, info={}, capabilities={}, meta={})".format(self.protocol_version, self.info, self.capabilities, self.meta)
+    def __eq__(self, other):
+        if self.protocol_version != other.protocol_version:
+            return False
+        if self.info != other.info:
+            return False
+        if self.capabilities != other.capabilities:
+            return False
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeInitializeResponse(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return InitializeResponse(
+            protocol_version=_UniffiFfiConverterTypeProtocolVersion.read(buf),
+            info=_UniffiFfiConverterTypeImplementation.read(buf),
+            capabilities=_UniffiFfiConverterOptionalTypeAgentCapabilities.read(buf),
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypeProtocolVersion.check_lower(value.protocol_version)
+        _UniffiFfiConverterTypeImplementation.check_lower(value.info)
+        _UniffiFfiConverterOptionalTypeAgentCapabilities.check_lower(value.capabilities)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeProtocolVersion.write(value.protocol_version, buf)
+        _UniffiFfiConverterTypeImplementation.write(value.info, buf)
+        _UniffiFfiConverterOptionalTypeAgentCapabilities.write(value.capabilities, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+@dataclass
+class InjectRequest:
+    """
+    Adds user input to a session mid-turn.
+"""
+    def __init__(self, *, session_id:SessionId, mode:InjectMode, content:typing.List[ContentBlock], meta:typing.Optional[JsonObject]):
+        self.session_id = session_id
+        self.mode = mode
+        self.content = content
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "InjectRequest(session_id={}, mode={}, content={}, meta={})".format(self.session_id, self.mode, self.content, self.meta)
+    def __eq__(self, other):
+        if self.session_id != other.session_id:
+            return False
+        if self.mode != other.mode:
+            return False
+        if self.content != other.content:
+            return False
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeInjectRequest(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return InjectRequest(
+            session_id=_UniffiFfiConverterTypeSessionId.read(buf),
+            mode=_UniffiFfiConverterTypeInjectMode.read(buf),
+            content=_UniffiFfiConverterSequenceTypeContentBlock.read(buf),
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypeSessionId.check_lower(value.session_id)
+        _UniffiFfiConverterTypeInjectMode.check_lower(value.mode)
+        _UniffiFfiConverterSequenceTypeContentBlock.check_lower(value.content)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeSessionId.write(value.session_id, buf)
+        _UniffiFfiConverterTypeInjectMode.write(value.mode, buf)
+        _UniffiFfiConverterSequenceTypeContentBlock.write(value.content, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+@dataclass
+class InjectResponse:
+    """
+    The inject was accepted for pending delivery; its `user_message` will carry this id.
+"""
+    def __init__(self, *, message_id:MessageId, meta:typing.Optional[JsonObject]):
+        self.message_id = message_id
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "InjectResponse(message_id={}, meta={})".format(self.message_id, self.meta)
+    def __eq__(self, other):
+        if self.message_id != other.message_id:
+            return False
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeInjectResponse(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return InjectResponse(
+            message_id=_UniffiFfiConverterTypeMessageId.read(buf),
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypeMessageId.check_lower(value.message_id)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeMessageId.write(value.message_id, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+@dataclass
+class ListSessionsRequest:
+    """
+    Lists the sessions the agent knows (live and closed), newest first, a page at a time.
+"""
+    def __init__(self, *, cwd:typing.Optional[str], cursor:typing.Optional[str], meta:typing.Optional[JsonObject]):
+        self.cwd = cwd
+        self.cursor = cursor
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "ListSessionsRequest(cwd={}, cursor={}, meta={})".format(self.cwd, self.cursor, self.meta)
+    def __eq__(self, other):
+        if self.cwd != other.cwd:
+            return False
+        if self.cursor != other.cursor:
+            return False
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeListSessionsRequest(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return ListSessionsRequest(
+            cwd=_UniffiFfiConverterOptionalString.read(buf),
+            cursor=_UniffiFfiConverterOptionalString.read(buf),
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterOptionalString.check_lower(value.cwd)
+        _UniffiFfiConverterOptionalString.check_lower(value.cursor)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterOptionalString.write(value.cwd, buf)
+        _UniffiFfiConverterOptionalString.write(value.cursor, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+class _UniffiFfiConverterSequenceString(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        for item in value:
+            _UniffiFfiConverterString.check_lower(item)
+
+    @classmethod
+    def write(cls, value, buf):
+        items = len(value)
+        buf.write_i32(items)
+        for item in value:
+            _UniffiFfiConverterString.write(item, buf)
+
+    @classmethod
+    def read(cls, buf):
+        count = buf.read_i32()
+        if count < 0:
+            raise InternalError("Unexpected negative sequence length")
+
+        return [
+            _UniffiFfiConverterString.read(buf) for i in range(count)
+        ]
+
+class _UniffiFfiConverterOptionalSequenceString(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterSequenceString.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterSequenceString.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterSequenceString.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
+
+@dataclass
+class SessionInfo:
+    """
+    A session as `session/list` reports it.
+"""
+    def __init__(self, *, session_id:SessionId, cwd:str, additional_directories:typing.Optional[typing.List[str]], title:typing.Optional[str], updated_at:typing.Optional[str], meta:typing.Optional[JsonObject]):
+        self.session_id = session_id
+        self.cwd = cwd
+        self.additional_directories = additional_directories
+        self.title = title
+        self.updated_at = updated_at
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "SessionInfo(session_id={}, cwd={}, additional_directories={}, title={}, updated_at={}, meta={})".format(self.session_id, self.cwd, self.additional_directories, self.title, self.updated_at, self.meta)
+    def __eq__(self, other):
+        if self.session_id != other.session_id:
+            return False
+        if self.cwd != other.cwd:
+            return False
+        if self.additional_directories != other.additional_directories:
+            return False
+        if self.title != other.title:
+            return False
+        if self.updated_at != other.updated_at:
+            return False
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeSessionInfo(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return SessionInfo(
+            session_id=_UniffiFfiConverterTypeSessionId.read(buf),
+            cwd=_UniffiFfiConverterString.read(buf),
+            additional_directories=_UniffiFfiConverterOptionalSequenceString.read(buf),
+            title=_UniffiFfiConverterOptionalString.read(buf),
+            updated_at=_UniffiFfiConverterOptionalString.read(buf),
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypeSessionId.check_lower(value.session_id)
+        _UniffiFfiConverterString.check_lower(value.cwd)
+        _UniffiFfiConverterOptionalSequenceString.check_lower(value.additional_directories)
+        _UniffiFfiConverterOptionalString.check_lower(value.title)
+        _UniffiFfiConverterOptionalString.check_lower(value.updated_at)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeSessionId.write(value.session_id, buf)
+        _UniffiFfiConverterString.write(value.cwd, buf)
+        _UniffiFfiConverterOptionalSequenceString.write(value.additional_directories, buf)
+        _UniffiFfiConverterOptionalString.write(value.title, buf)
+        _UniffiFfiConverterOptionalString.write(value.updated_at, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+class _UniffiFfiConverterSequenceTypeSessionInfo(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        for item in value:
+            _UniffiFfiConverterTypeSessionInfo.check_lower(item)
+
+    @classmethod
+    def write(cls, value, buf):
+        items = len(value)
+        buf.write_i32(items)
+        for item in value:
+            _UniffiFfiConverterTypeSessionInfo.write(item, buf)
+
+    @classmethod
+    def read(cls, buf):
+        count = buf.read_i32()
+        if count < 0:
+            raise InternalError("Unexpected negative sequence length")
+
+        return [
+            _UniffiFfiConverterTypeSessionInfo.read(buf) for i in range(count)
+        ]
+
+@dataclass
+class ListSessionsResponse:
+    """
+    One page of sessions. A missing `nextCursor` means there are no more.
+"""
+    def __init__(self, *, sessions:typing.List[SessionInfo], next_cursor:typing.Optional[str], meta:typing.Optional[JsonObject]):
+        self.sessions = sessions
+        self.next_cursor = next_cursor
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "ListSessionsResponse(sessions={}, next_cursor={}, meta={})".format(self.sessions, self.next_cursor, self.meta)
+    def __eq__(self, other):
+        if self.sessions != other.sessions:
+            return False
+        if self.next_cursor != other.next_cursor:
+            return False
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeListSessionsResponse(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return ListSessionsResponse(
+            sessions=_UniffiFfiConverterSequenceTypeSessionInfo.read(buf),
+            next_cursor=_UniffiFfiConverterOptionalString.read(buf),
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterSequenceTypeSessionInfo.check_lower(value.sessions)
+        _UniffiFfiConverterOptionalString.check_lower(value.next_cursor)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterSequenceTypeSessionInfo.write(value.sessions, buf)
+        _UniffiFfiConverterOptionalString.write(value.next_cursor, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+class _UniffiFfiConverterSequenceTypeHttpHeader(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        for item in value:
+            _UniffiFfiConverterTypeHttpHeader.check_lower(item)
+
+    @classmethod
+    def write(cls, value, buf):
+        items = len(value)
+        buf.write_i32(items)
+        for item in value:
+            _UniffiFfiConverterTypeHttpHeader.write(item, buf)
+
+    @classmethod
+    def read(cls, buf):
+        count = buf.read_i32()
+        if count < 0:
+            raise InternalError("Unexpected negative sequence length")
+
+        return [
+            _UniffiFfiConverterTypeHttpHeader.read(buf) for i in range(count)
+        ]
+
+class _UniffiFfiConverterOptionalSequenceTypeHttpHeader(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterSequenceTypeHttpHeader.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterSequenceTypeHttpHeader.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterSequenceTypeHttpHeader.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
+
+@dataclass
+class McpServerHttp:
+    """
+    A server reached over HTTP.
+"""
+    def __init__(self, *, name:str, url:str, headers:typing.Optional[typing.List[HttpHeader]], meta:typing.Optional[JsonObject]):
+        self.name = name
+        self.url = url
+        self.headers = headers
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "McpServerHttp(name={}, url={}, headers={}, meta={})".format(self.name, self.url, self.headers, self.meta)
+    def __eq__(self, other):
+        if self.name != other.name:
+            return False
+        if self.url != other.url:
+            return False
+        if self.headers != other.headers:
+            return False
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeMcpServerHttp(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return McpServerHttp(
+            name=_UniffiFfiConverterString.read(buf),
+            url=_UniffiFfiConverterString.read(buf),
+            headers=_UniffiFfiConverterOptionalSequenceTypeHttpHeader.read(buf),
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterString.check_lower(value.name)
+        _UniffiFfiConverterString.check_lower(value.url)
+        _UniffiFfiConverterOptionalSequenceTypeHttpHeader.check_lower(value.headers)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterString.write(value.name, buf)
+        _UniffiFfiConverterString.write(value.url, buf)
+        _UniffiFfiConverterOptionalSequenceTypeHttpHeader.write(value.headers, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+class _UniffiFfiConverterSequenceTypeEnvVariable(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        for item in value:
+            _UniffiFfiConverterTypeEnvVariable.check_lower(item)
+
+    @classmethod
+    def write(cls, value, buf):
+        items = len(value)
+        buf.write_i32(items)
+        for item in value:
+            _UniffiFfiConverterTypeEnvVariable.write(item, buf)
+
+    @classmethod
+    def read(cls, buf):
+        count = buf.read_i32()
+        if count < 0:
+            raise InternalError("Unexpected negative sequence length")
+
+        return [
+            _UniffiFfiConverterTypeEnvVariable.read(buf) for i in range(count)
+        ]
+
+class _UniffiFfiConverterOptionalSequenceTypeEnvVariable(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterSequenceTypeEnvVariable.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterSequenceTypeEnvVariable.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterSequenceTypeEnvVariable.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
+
+@dataclass
+class McpServerStdio:
+    """
+    A server started as a process, speaking over stdio.
+"""
+    def __init__(self, *, name:str, command:str, args:typing.Optional[typing.List[str]], env:typing.Optional[typing.List[EnvVariable]], meta:typing.Optional[JsonObject]):
+        self.name = name
+        self.command = command
+        self.args = args
+        self.env = env
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "McpServerStdio(name={}, command={}, args={}, env={}, meta={})".format(self.name, self.command, self.args, self.env, self.meta)
+    def __eq__(self, other):
+        if self.name != other.name:
+            return False
+        if self.command != other.command:
+            return False
+        if self.args != other.args:
+            return False
+        if self.env != other.env:
+            return False
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeMcpServerStdio(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return McpServerStdio(
+            name=_UniffiFfiConverterString.read(buf),
+            command=_UniffiFfiConverterString.read(buf),
+            args=_UniffiFfiConverterOptionalSequenceString.read(buf),
+            env=_UniffiFfiConverterOptionalSequenceTypeEnvVariable.read(buf),
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterString.check_lower(value.name)
+        _UniffiFfiConverterString.check_lower(value.command)
+        _UniffiFfiConverterOptionalSequenceString.check_lower(value.args)
+        _UniffiFfiConverterOptionalSequenceTypeEnvVariable.check_lower(value.env)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterString.write(value.name, buf)
+        _UniffiFfiConverterString.write(value.command, buf)
+        _UniffiFfiConverterOptionalSequenceString.write(value.args, buf)
+        _UniffiFfiConverterOptionalSequenceTypeEnvVariable.write(value.env, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
 
 
 
@@ -1423,6 +7564,9 @@ class _UniffiFfiConverterTypeAgentOptions(_UniffiConverterRustBuffer):
 
 
 class TurnState(enum.Enum):
+    """
+    The turn state as the client knows it (C-STATE-1).
+"""
     
     IDLE = 0
     
@@ -1465,37 +7609,15 @@ class _UniffiFfiConverterTypeTurnState(_UniffiConverterRustBuffer):
 
 
 
-class _UniffiFfiConverterOptionalString(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        if value is not None:
-            _UniffiFfiConverterString.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        if value is None:
-            buf.write_u8(0)
-            return
-
-        buf.write_u8(1)
-        _UniffiFfiConverterString.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        flag = buf.read_u8()
-        if flag == 0:
-            return None
-        elif flag == 1:
-            return _UniffiFfiConverterString.read(buf)
-        else:
-            raise InternalError("Unexpected flag byte for optional type")
-
 
 
 
 
 
 class ItemMode(enum.Enum):
+    """
+    How an item was sent.
+"""
     
     PROMPT = 0
     
@@ -1544,6 +7666,9 @@ class _UniffiFfiConverterTypeItemMode(_UniffiConverterRustBuffer):
 
 
 class ItemStatus(enum.Enum):
+    """
+    Where one of the client's items is (C-PEND-1).
+"""
     
     SENDING = 0
     
@@ -1602,348 +7727,18 @@ class _UniffiFfiConverterTypeItemStatus(_UniffiConverterRustBuffer):
 
 
 
-
-
-
-
-
-class ContentBlock:
-    """
-    A content block. The common kinds are typed; anything else (and any member this view does
-    not show, such as annotations) travels in `Other` / the raw JSON kept beside it.
-"""
-    def __init__(self):
-        raise RuntimeError("ContentBlock cannot be instantiated directly")
-
-    # Each enum variant is a nested class of the enum itself.
-    @dataclass
-    class TEXT:
-        
-        def __init__(self, text:str):
-            self.text = text
-            
-            
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "ContentBlock.TEXT(text={})".format(self.text)
-        def __eq__(self, other):
-            if not isinstance(other, ContentBlock):
-                return NotImplemented
-            if not other.is_TEXT():
-                return False
-            if self.text != other.text:
-                return False
-            return True
-
-    @dataclass
-    class IMAGE:
-        
-        def __init__(self, data:str, mime_type:str):
-            self.data = data
-            
-            
-            self.mime_type = mime_type
-            
-            
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "ContentBlock.IMAGE(data={}, mime_type={})".format(self.data, self.mime_type)
-        def __eq__(self, other):
-            if not isinstance(other, ContentBlock):
-                return NotImplemented
-            if not other.is_IMAGE():
-                return False
-            if self.data != other.data:
-                return False
-            if self.mime_type != other.mime_type:
-                return False
-            return True
-
-    @dataclass
-    class AUDIO:
-        
-        def __init__(self, data:str, mime_type:str):
-            self.data = data
-            
-            
-            self.mime_type = mime_type
-            
-            
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "ContentBlock.AUDIO(data={}, mime_type={})".format(self.data, self.mime_type)
-        def __eq__(self, other):
-            if not isinstance(other, ContentBlock):
-                return NotImplemented
-            if not other.is_AUDIO():
-                return False
-            if self.data != other.data:
-                return False
-            if self.mime_type != other.mime_type:
-                return False
-            return True
-
-    @dataclass
-    class RESOURCE_LINK:
-        
-        def __init__(self, name:str, uri:str):
-            self.name = name
-            
-            
-            self.uri = uri
-            
-            
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "ContentBlock.RESOURCE_LINK(name={}, uri={})".format(self.name, self.uri)
-        def __eq__(self, other):
-            if not isinstance(other, ContentBlock):
-                return NotImplemented
-            if not other.is_RESOURCE_LINK():
-                return False
-            if self.name != other.name:
-                return False
-            if self.uri != other.uri:
-                return False
-            return True
-
-    @dataclass
-    class RESOURCE:
-        """
-        An embedded resource with text or base64 `blob` contents.
-"""
-        
-        def __init__(self, uri:str, mime_type:typing.Optional[str], text:typing.Optional[str], blob:typing.Optional[str]):
-            self.uri = uri
-            
-            
-            self.mime_type = mime_type
-            
-            
-            self.text = text
-            
-            
-            self.blob = blob
-            
-            
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "ContentBlock.RESOURCE(uri={}, mime_type={}, text={}, blob={})".format(self.uri, self.mime_type, self.text, self.blob)
-        def __eq__(self, other):
-            if not isinstance(other, ContentBlock):
-                return NotImplemented
-            if not other.is_RESOURCE():
-                return False
-            if self.uri != other.uri:
-                return False
-            if self.mime_type != other.mime_type:
-                return False
-            if self.text != other.text:
-                return False
-            if self.blob != other.blob:
-                return False
-            return True
-
-    @dataclass
-    class OTHER:
-        """
-        Any other block, as its JSON object.
-"""
-        
-        def __init__(self, json:str):
-            self.json = json
-            
-            
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "ContentBlock.OTHER(json={})".format(self.json)
-        def __eq__(self, other):
-            if not isinstance(other, ContentBlock):
-                return NotImplemented
-            if not other.is_OTHER():
-                return False
-            if self.json != other.json:
-                return False
-            return True
-
-    
-
-    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
-    # whether an instance is that variant.
-    def is_TEXT(self) -> bool:
-        return isinstance(self, ContentBlock.TEXT)
-    def is_text(self) -> bool:
-        return isinstance(self, ContentBlock.TEXT)
-    def is_IMAGE(self) -> bool:
-        return isinstance(self, ContentBlock.IMAGE)
-    def is_image(self) -> bool:
-        return isinstance(self, ContentBlock.IMAGE)
-    def is_AUDIO(self) -> bool:
-        return isinstance(self, ContentBlock.AUDIO)
-    def is_audio(self) -> bool:
-        return isinstance(self, ContentBlock.AUDIO)
-    def is_RESOURCE_LINK(self) -> bool:
-        return isinstance(self, ContentBlock.RESOURCE_LINK)
-    def is_resource_link(self) -> bool:
-        return isinstance(self, ContentBlock.RESOURCE_LINK)
-    def is_RESOURCE(self) -> bool:
-        return isinstance(self, ContentBlock.RESOURCE)
-    def is_resource(self) -> bool:
-        return isinstance(self, ContentBlock.RESOURCE)
-    def is_OTHER(self) -> bool:
-        return isinstance(self, ContentBlock.OTHER)
-    def is_other(self) -> bool:
-        return isinstance(self, ContentBlock.OTHER)
-    
-
-# Now, a little trick - we make each nested variant class be a subclass of the main
-# enum class, so that method calls and instance checks etc will work intuitively.
-# We might be able to do this a little more neatly with a metaclass, but this'll do.
-ContentBlock.TEXT = type("ContentBlock.TEXT", (ContentBlock.TEXT, ContentBlock,), {})  # type: ignore
-ContentBlock.IMAGE = type("ContentBlock.IMAGE", (ContentBlock.IMAGE, ContentBlock,), {})  # type: ignore
-ContentBlock.AUDIO = type("ContentBlock.AUDIO", (ContentBlock.AUDIO, ContentBlock,), {})  # type: ignore
-ContentBlock.RESOURCE_LINK = type("ContentBlock.RESOURCE_LINK", (ContentBlock.RESOURCE_LINK, ContentBlock,), {})  # type: ignore
-ContentBlock.RESOURCE = type("ContentBlock.RESOURCE", (ContentBlock.RESOURCE, ContentBlock,), {})  # type: ignore
-ContentBlock.OTHER = type("ContentBlock.OTHER", (ContentBlock.OTHER, ContentBlock,), {})  # type: ignore
-
-
-
-
-class _UniffiFfiConverterTypeContentBlock(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        variant = buf.read_i32()
-        if variant == 1:
-            return ContentBlock.TEXT(
-                _UniffiFfiConverterString.read(buf),
-            )
-        if variant == 2:
-            return ContentBlock.IMAGE(
-                _UniffiFfiConverterString.read(buf),
-                _UniffiFfiConverterString.read(buf),
-            )
-        if variant == 3:
-            return ContentBlock.AUDIO(
-                _UniffiFfiConverterString.read(buf),
-                _UniffiFfiConverterString.read(buf),
-            )
-        if variant == 4:
-            return ContentBlock.RESOURCE_LINK(
-                _UniffiFfiConverterString.read(buf),
-                _UniffiFfiConverterString.read(buf),
-            )
-        if variant == 5:
-            return ContentBlock.RESOURCE(
-                _UniffiFfiConverterString.read(buf),
-                _UniffiFfiConverterOptionalString.read(buf),
-                _UniffiFfiConverterOptionalString.read(buf),
-                _UniffiFfiConverterOptionalString.read(buf),
-            )
-        if variant == 6:
-            return ContentBlock.OTHER(
-                _UniffiFfiConverterString.read(buf),
-            )
-        raise InternalError("Raw enum value doesn't match any cases")
-
-    @staticmethod
-    def check_lower(value):
-        if value.is_TEXT():
-            _UniffiFfiConverterString.check_lower(value.text)
-            return
-        if value.is_IMAGE():
-            _UniffiFfiConverterString.check_lower(value.data)
-            _UniffiFfiConverterString.check_lower(value.mime_type)
-            return
-        if value.is_AUDIO():
-            _UniffiFfiConverterString.check_lower(value.data)
-            _UniffiFfiConverterString.check_lower(value.mime_type)
-            return
-        if value.is_RESOURCE_LINK():
-            _UniffiFfiConverterString.check_lower(value.name)
-            _UniffiFfiConverterString.check_lower(value.uri)
-            return
-        if value.is_RESOURCE():
-            _UniffiFfiConverterString.check_lower(value.uri)
-            _UniffiFfiConverterOptionalString.check_lower(value.mime_type)
-            _UniffiFfiConverterOptionalString.check_lower(value.text)
-            _UniffiFfiConverterOptionalString.check_lower(value.blob)
-            return
-        if value.is_OTHER():
-            _UniffiFfiConverterString.check_lower(value.json)
-            return
-        raise ValueError(value)
-
-    @staticmethod
-    def write(value, buf):
-        if value.is_TEXT():
-            buf.write_i32(1)
-            _UniffiFfiConverterString.write(value.text, buf)
-        if value.is_IMAGE():
-            buf.write_i32(2)
-            _UniffiFfiConverterString.write(value.data, buf)
-            _UniffiFfiConverterString.write(value.mime_type, buf)
-        if value.is_AUDIO():
-            buf.write_i32(3)
-            _UniffiFfiConverterString.write(value.data, buf)
-            _UniffiFfiConverterString.write(value.mime_type, buf)
-        if value.is_RESOURCE_LINK():
-            buf.write_i32(4)
-            _UniffiFfiConverterString.write(value.name, buf)
-            _UniffiFfiConverterString.write(value.uri, buf)
-        if value.is_RESOURCE():
-            buf.write_i32(5)
-            _UniffiFfiConverterString.write(value.uri, buf)
-            _UniffiFfiConverterOptionalString.write(value.mime_type, buf)
-            _UniffiFfiConverterOptionalString.write(value.text, buf)
-            _UniffiFfiConverterOptionalString.write(value.blob, buf)
-        if value.is_OTHER():
-            buf.write_i32(6)
-            _UniffiFfiConverterString.write(value.json, buf)
-
-
-
-class _UniffiFfiConverterSequenceTypeContentBlock(_UniffiConverterRustBuffer):
+class _UniffiFfiConverterSequenceSequenceTypeContentBlock(_UniffiConverterRustBuffer):
     @classmethod
     def check_lower(cls, value):
         for item in value:
-            _UniffiFfiConverterTypeContentBlock.check_lower(item)
+            _UniffiFfiConverterSequenceTypeContentBlock.check_lower(item)
 
     @classmethod
     def write(cls, value, buf):
         items = len(value)
         buf.write_i32(items)
         for item in value:
-            _UniffiFfiConverterTypeContentBlock.write(item, buf)
+            _UniffiFfiConverterSequenceTypeContentBlock.write(item, buf)
 
     @classmethod
     def read(cls, buf):
@@ -1952,22 +7747,26 @@ class _UniffiFfiConverterSequenceTypeContentBlock(_UniffiConverterRustBuffer):
             raise InternalError("Unexpected negative sequence length")
 
         return [
-            _UniffiFfiConverterTypeContentBlock.read(buf) for i in range(count)
+            _UniffiFfiConverterSequenceTypeContentBlock.read(buf) for i in range(count)
         ]
 
 @dataclass
 class PendingItem:
-    def __init__(self, *, message_id:typing.Optional[str], mode:ItemMode, status:ItemStatus, content:typing.List[ContentBlock]):
+    """
+    One of the client's own prompts or injects.
+"""
+    def __init__(self, *, message_id:typing.Optional[MessageId], mode:ItemMode, status:ItemStatus, content:typing.List[ContentBlock], superseded:typing.List[typing.List[ContentBlock]]):
         self.message_id = message_id
         self.mode = mode
         self.status = status
         self.content = content
+        self.superseded = superseded
         
         
 
     
     def __str__(self):
-        return "PendingItem(message_id={}, mode={}, status={}, content={})".format(self.message_id, self.mode, self.status, self.content)
+        return "PendingItem(message_id={}, mode={}, status={}, content={}, superseded={})".format(self.message_id, self.mode, self.status, self.content, self.superseded)
     def __eq__(self, other):
         if self.message_id != other.message_id:
             return False
@@ -1977,31 +7776,36 @@ class PendingItem:
             return False
         if self.content != other.content:
             return False
+        if self.superseded != other.superseded:
+            return False
         return True
 
 class _UniffiFfiConverterTypePendingItem(_UniffiConverterRustBuffer):
     @staticmethod
     def read(buf):
         return PendingItem(
-            message_id=_UniffiFfiConverterOptionalString.read(buf),
+            message_id=_UniffiFfiConverterOptionalTypeMessageId.read(buf),
             mode=_UniffiFfiConverterTypeItemMode.read(buf),
             status=_UniffiFfiConverterTypeItemStatus.read(buf),
             content=_UniffiFfiConverterSequenceTypeContentBlock.read(buf),
+            superseded=_UniffiFfiConverterSequenceSequenceTypeContentBlock.read(buf),
         )
 
     @staticmethod
     def check_lower(value):
-        _UniffiFfiConverterOptionalString.check_lower(value.message_id)
+        _UniffiFfiConverterOptionalTypeMessageId.check_lower(value.message_id)
         _UniffiFfiConverterTypeItemMode.check_lower(value.mode)
         _UniffiFfiConverterTypeItemStatus.check_lower(value.status)
         _UniffiFfiConverterSequenceTypeContentBlock.check_lower(value.content)
+        _UniffiFfiConverterSequenceSequenceTypeContentBlock.check_lower(value.superseded)
 
     @staticmethod
     def write(value, buf):
-        _UniffiFfiConverterOptionalString.write(value.message_id, buf)
+        _UniffiFfiConverterOptionalTypeMessageId.write(value.message_id, buf)
         _UniffiFfiConverterTypeItemMode.write(value.mode, buf)
         _UniffiFfiConverterTypeItemStatus.write(value.status, buf)
         _UniffiFfiConverterSequenceTypeContentBlock.write(value.content, buf)
+        _UniffiFfiConverterSequenceSequenceTypeContentBlock.write(value.superseded, buf)
 
 class _UniffiFfiConverterSequenceTypePendingItem(_UniffiConverterRustBuffer):
     @classmethod
@@ -2031,7 +7835,10 @@ class _UniffiFfiConverterSequenceTypePendingItem(_UniffiConverterRustBuffer):
 
 
 
-class TranscriptRole(enum.Enum):
+class MessageRole(enum.Enum):
+    """
+    Who a transcript entry is from.
+"""
     
     USER = 0
     
@@ -2041,42 +7848,45 @@ class TranscriptRole(enum.Enum):
     
 
 
-class _UniffiFfiConverterTypeTranscriptRole(_UniffiConverterRustBuffer):
+class _UniffiFfiConverterTypeMessageRole(_UniffiConverterRustBuffer):
     @staticmethod
     def read(buf):
         variant = buf.read_i32()
         if variant == 1:
-            return TranscriptRole.USER
+            return MessageRole.USER
         if variant == 2:
-            return TranscriptRole.AGENT
+            return MessageRole.AGENT
         if variant == 3:
-            return TranscriptRole.THOUGHT
+            return MessageRole.THOUGHT
         raise InternalError("Raw enum value doesn't match any cases")
 
     @staticmethod
     def check_lower(value):
-        if value == TranscriptRole.USER:
+        if value == MessageRole.USER:
             return
-        if value == TranscriptRole.AGENT:
+        if value == MessageRole.AGENT:
             return
-        if value == TranscriptRole.THOUGHT:
+        if value == MessageRole.THOUGHT:
             return
         raise ValueError(value)
 
     @staticmethod
     def write(value, buf):
-        if value == TranscriptRole.USER:
+        if value == MessageRole.USER:
             buf.write_i32(1)
-        if value == TranscriptRole.AGENT:
+        if value == MessageRole.AGENT:
             buf.write_i32(2)
-        if value == TranscriptRole.THOUGHT:
+        if value == MessageRole.THOUGHT:
             buf.write_i32(3)
 
 
 
 @dataclass
 class TranscriptEntry:
-    def __init__(self, *, role:TranscriptRole, message_id:str, content:typing.List[ContentBlock]):
+    """
+    A message of the transcript.
+"""
+    def __init__(self, *, role:MessageRole, message_id:MessageId, content:typing.List[ContentBlock]):
         self.role = role
         self.message_id = message_id
         self.content = content
@@ -2099,21 +7909,21 @@ class _UniffiFfiConverterTypeTranscriptEntry(_UniffiConverterRustBuffer):
     @staticmethod
     def read(buf):
         return TranscriptEntry(
-            role=_UniffiFfiConverterTypeTranscriptRole.read(buf),
-            message_id=_UniffiFfiConverterString.read(buf),
+            role=_UniffiFfiConverterTypeMessageRole.read(buf),
+            message_id=_UniffiFfiConverterTypeMessageId.read(buf),
             content=_UniffiFfiConverterSequenceTypeContentBlock.read(buf),
         )
 
     @staticmethod
     def check_lower(value):
-        _UniffiFfiConverterTypeTranscriptRole.check_lower(value.role)
-        _UniffiFfiConverterString.check_lower(value.message_id)
+        _UniffiFfiConverterTypeMessageRole.check_lower(value.role)
+        _UniffiFfiConverterTypeMessageId.check_lower(value.message_id)
         _UniffiFfiConverterSequenceTypeContentBlock.check_lower(value.content)
 
     @staticmethod
     def write(value, buf):
-        _UniffiFfiConverterTypeTranscriptRole.write(value.role, buf)
-        _UniffiFfiConverterString.write(value.message_id, buf)
+        _UniffiFfiConverterTypeMessageRole.write(value.role, buf)
+        _UniffiFfiConverterTypeMessageId.write(value.message_id, buf)
         _UniffiFfiConverterSequenceTypeContentBlock.write(value.content, buf)
 
 class _UniffiFfiConverterSequenceTypeTranscriptEntry(_UniffiConverterRustBuffer):
@@ -2141,7 +7951,10 @@ class _UniffiFfiConverterSequenceTypeTranscriptEntry(_UniffiConverterRustBuffer)
 
 @dataclass
 class Violation:
-    def __init__(self, *, rule:str, message_id:str):
+    """
+    A protocol violation the mirror detected.
+"""
+    def __init__(self, *, rule:str, message_id:MessageId):
         self.rule = rule
         self.message_id = message_id
         
@@ -2162,18 +7975,18 @@ class _UniffiFfiConverterTypeViolation(_UniffiConverterRustBuffer):
     def read(buf):
         return Violation(
             rule=_UniffiFfiConverterString.read(buf),
-            message_id=_UniffiFfiConverterString.read(buf),
+            message_id=_UniffiFfiConverterTypeMessageId.read(buf),
         )
 
     @staticmethod
     def check_lower(value):
         _UniffiFfiConverterString.check_lower(value.rule)
-        _UniffiFfiConverterString.check_lower(value.message_id)
+        _UniffiFfiConverterTypeMessageId.check_lower(value.message_id)
 
     @staticmethod
     def write(value, buf):
         _UniffiFfiConverterString.write(value.rule, buf)
-        _UniffiFfiConverterString.write(value.message_id, buf)
+        _UniffiFfiConverterTypeMessageId.write(value.message_id, buf)
 
 class _UniffiFfiConverterSequenceTypeViolation(_UniffiConverterRustBuffer):
     @classmethod
@@ -2199,203 +8012,21 @@ class _UniffiFfiConverterSequenceTypeViolation(_UniffiConverterRustBuffer):
         ]
 
 @dataclass
-class ClientSnapshot:
-    """
-    Everything a client UI renders, in one crossing.
-"""
-    def __init__(self, *, state:TurnState, stop_reason:typing.Optional[str], usage_json:typing.Optional[str], pending:typing.List[PendingItem], transcript:typing.List[TranscriptEntry], violations:typing.List[Violation], affordances:Affordances):
-        self.state = state
-        self.stop_reason = stop_reason
-        self.usage_json = usage_json
-        self.pending = pending
-        self.transcript = transcript
-        self.violations = violations
-        self.affordances = affordances
-        
-        
-
-    
-    def __str__(self):
-        return "ClientSnapshot(state={}, stop_reason={}, usage_json={}, pending={}, transcript={}, violations={}, affordances={})".format(self.state, self.stop_reason, self.usage_json, self.pending, self.transcript, self.violations, self.affordances)
-    def __eq__(self, other):
-        if self.state != other.state:
-            return False
-        if self.stop_reason != other.stop_reason:
-            return False
-        if self.usage_json != other.usage_json:
-            return False
-        if self.pending != other.pending:
-            return False
-        if self.transcript != other.transcript:
-            return False
-        if self.violations != other.violations:
-            return False
-        if self.affordances != other.affordances:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeClientSnapshot(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return ClientSnapshot(
-            state=_UniffiFfiConverterTypeTurnState.read(buf),
-            stop_reason=_UniffiFfiConverterOptionalString.read(buf),
-            usage_json=_UniffiFfiConverterOptionalString.read(buf),
-            pending=_UniffiFfiConverterSequenceTypePendingItem.read(buf),
-            transcript=_UniffiFfiConverterSequenceTypeTranscriptEntry.read(buf),
-            violations=_UniffiFfiConverterSequenceTypeViolation.read(buf),
-            affordances=_UniffiFfiConverterTypeAffordances.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterTypeTurnState.check_lower(value.state)
-        _UniffiFfiConverterOptionalString.check_lower(value.stop_reason)
-        _UniffiFfiConverterOptionalString.check_lower(value.usage_json)
-        _UniffiFfiConverterSequenceTypePendingItem.check_lower(value.pending)
-        _UniffiFfiConverterSequenceTypeTranscriptEntry.check_lower(value.transcript)
-        _UniffiFfiConverterSequenceTypeViolation.check_lower(value.violations)
-        _UniffiFfiConverterTypeAffordances.check_lower(value.affordances)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterTypeTurnState.write(value.state, buf)
-        _UniffiFfiConverterOptionalString.write(value.stop_reason, buf)
-        _UniffiFfiConverterOptionalString.write(value.usage_json, buf)
-        _UniffiFfiConverterSequenceTypePendingItem.write(value.pending, buf)
-        _UniffiFfiConverterSequenceTypeTranscriptEntry.write(value.transcript, buf)
-        _UniffiFfiConverterSequenceTypeViolation.write(value.violations, buf)
-        _UniffiFfiConverterTypeAffordances.write(value.affordances, buf)
-
-@dataclass
-class VectorFailure:
-    def __init__(self, *, name:str, file:str, mismatch:str):
-        self.name = name
-        self.file = file
-        self.mismatch = mismatch
-        
-        
-
-    
-    def __str__(self):
-        return "VectorFailure(name={}, file={}, mismatch={})".format(self.name, self.file, self.mismatch)
-    def __eq__(self, other):
-        if self.name != other.name:
-            return False
-        if self.file != other.file:
-            return False
-        if self.mismatch != other.mismatch:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeVectorFailure(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return VectorFailure(
-            name=_UniffiFfiConverterString.read(buf),
-            file=_UniffiFfiConverterString.read(buf),
-            mismatch=_UniffiFfiConverterString.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterString.check_lower(value.name)
-        _UniffiFfiConverterString.check_lower(value.file)
-        _UniffiFfiConverterString.check_lower(value.mismatch)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterString.write(value.name, buf)
-        _UniffiFfiConverterString.write(value.file, buf)
-        _UniffiFfiConverterString.write(value.mismatch, buf)
-
-class _UniffiFfiConverterSequenceTypeVectorFailure(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        for item in value:
-            _UniffiFfiConverterTypeVectorFailure.check_lower(item)
-
-    @classmethod
-    def write(cls, value, buf):
-        items = len(value)
-        buf.write_i32(items)
-        for item in value:
-            _UniffiFfiConverterTypeVectorFailure.write(item, buf)
-
-    @classmethod
-    def read(cls, buf):
-        count = buf.read_i32()
-        if count < 0:
-            raise InternalError("Unexpected negative sequence length")
-
-        return [
-            _UniffiFfiConverterTypeVectorFailure.read(buf) for i in range(count)
-        ]
-
-@dataclass
-class ConformanceReport:
-    def __init__(self, *, passed:int, failed:int, failures:typing.List[VectorFailure], rendered:str):
-        self.passed = passed
-        self.failed = failed
-        self.failures = failures
-        self.rendered = rendered
-        
-        
-
-    
-    def __str__(self):
-        return "ConformanceReport(passed={}, failed={}, failures={}, rendered={})".format(self.passed, self.failed, self.failures, self.rendered)
-    def __eq__(self, other):
-        if self.passed != other.passed:
-            return False
-        if self.failed != other.failed:
-            return False
-        if self.failures != other.failures:
-            return False
-        if self.rendered != other.rendered:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeConformanceReport(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return ConformanceReport(
-            passed=_UniffiFfiConverterUInt32.read(buf),
-            failed=_UniffiFfiConverterUInt32.read(buf),
-            failures=_UniffiFfiConverterSequenceTypeVectorFailure.read(buf),
-            rendered=_UniffiFfiConverterString.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterUInt32.check_lower(value.passed)
-        _UniffiFfiConverterUInt32.check_lower(value.failed)
-        _UniffiFfiConverterSequenceTypeVectorFailure.check_lower(value.failures)
-        _UniffiFfiConverterString.check_lower(value.rendered)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterUInt32.write(value.passed, buf)
-        _UniffiFfiConverterUInt32.write(value.failed, buf)
-        _UniffiFfiConverterSequenceTypeVectorFailure.write(value.failures, buf)
-        _UniffiFfiConverterString.write(value.rendered, buf)
-
-@dataclass
 class PendingInject:
     """
-    A pending inject (handed back at close, or listed by `pending`).
+    A pending inject as the pending-list extension reports it.
 """
-    def __init__(self, *, message_id:str, mode:InjectMode, content:typing.List[ContentBlock], content_json:str):
+    def __init__(self, *, message_id:MessageId, mode:InjectMode, content:typing.List[ContentBlock], meta:typing.Optional[JsonObject]):
         self.message_id = message_id
         self.mode = mode
         self.content = content
-        self.content_json = content_json
+        self.meta = meta
         
         
 
     
     def __str__(self):
-        return "PendingInject(message_id={}, mode={}, content={}, content_json={})".format(self.message_id, self.mode, self.content, self.content_json)
+        return "PendingInject(message_id={}, mode={}, content={}, meta={})".format(self.message_id, self.mode, self.content, self.meta)
     def __eq__(self, other):
         if self.message_id != other.message_id:
             return False
@@ -2403,7 +8034,7 @@ class PendingInject:
             return False
         if self.content != other.content:
             return False
-        if self.content_json != other.content_json:
+        if self.meta != other.meta:
             return False
         return True
 
@@ -2411,336 +8042,25 @@ class _UniffiFfiConverterTypePendingInject(_UniffiConverterRustBuffer):
     @staticmethod
     def read(buf):
         return PendingInject(
-            message_id=_UniffiFfiConverterString.read(buf),
+            message_id=_UniffiFfiConverterTypeMessageId.read(buf),
             mode=_UniffiFfiConverterTypeInjectMode.read(buf),
             content=_UniffiFfiConverterSequenceTypeContentBlock.read(buf),
-            content_json=_UniffiFfiConverterString.read(buf),
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
         )
 
     @staticmethod
     def check_lower(value):
-        _UniffiFfiConverterString.check_lower(value.message_id)
+        _UniffiFfiConverterTypeMessageId.check_lower(value.message_id)
         _UniffiFfiConverterTypeInjectMode.check_lower(value.mode)
         _UniffiFfiConverterSequenceTypeContentBlock.check_lower(value.content)
-        _UniffiFfiConverterString.check_lower(value.content_json)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
 
     @staticmethod
     def write(value, buf):
-        _UniffiFfiConverterString.write(value.message_id, buf)
+        _UniffiFfiConverterTypeMessageId.write(value.message_id, buf)
         _UniffiFfiConverterTypeInjectMode.write(value.mode, buf)
         _UniffiFfiConverterSequenceTypeContentBlock.write(value.content, buf)
-        _UniffiFfiConverterString.write(value.content_json, buf)
-
-class _UniffiFfiConverterInt64(_UniffiConverterPrimitiveInt):
-    CLASS_NAME = "i64"
-    VALUE_MIN = -2**63
-    VALUE_MAX = 2**63
-
-    @staticmethod
-    def read(buf):
-        return buf.read_i64()
-
-    @staticmethod
-    def write(value, buf):
-        buf.write_i64(value)
-
-@dataclass
-class ProtocolError:
-    """
-    An error the agent answered, as a record (bulk APIs return these instead of raising).
-"""
-    def __init__(self, *, code:int, message:str, reason:typing.Optional[str], message_id:typing.Optional[str]):
-        self.code = code
-        self.message = message
-        self.reason = reason
-        self.message_id = message_id
-        
-        
-
-    
-    def __str__(self):
-        return "ProtocolError(code={}, message={}, reason={}, message_id={})".format(self.code, self.message, self.reason, self.message_id)
-    def __eq__(self, other):
-        if self.code != other.code:
-            return False
-        if self.message != other.message:
-            return False
-        if self.reason != other.reason:
-            return False
-        if self.message_id != other.message_id:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeProtocolError(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return ProtocolError(
-            code=_UniffiFfiConverterInt64.read(buf),
-            message=_UniffiFfiConverterString.read(buf),
-            reason=_UniffiFfiConverterOptionalString.read(buf),
-            message_id=_UniffiFfiConverterOptionalString.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterInt64.check_lower(value.code)
-        _UniffiFfiConverterString.check_lower(value.message)
-        _UniffiFfiConverterOptionalString.check_lower(value.reason)
-        _UniffiFfiConverterOptionalString.check_lower(value.message_id)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterInt64.write(value.code, buf)
-        _UniffiFfiConverterString.write(value.message, buf)
-        _UniffiFfiConverterOptionalString.write(value.reason, buf)
-        _UniffiFfiConverterOptionalString.write(value.message_id, buf)
-
-@dataclass
-class UserInput:
-    """
-    A user message handed to the runtime: typed content plus the exact JSON of it.
-"""
-    def __init__(self, *, message_id:str, content:typing.List[ContentBlock], content_json:str):
-        self.message_id = message_id
-        self.content = content
-        self.content_json = content_json
-        
-        
-
-    
-    def __str__(self):
-        return "UserInput(message_id={}, content={}, content_json={})".format(self.message_id, self.content, self.content_json)
-    def __eq__(self, other):
-        if self.message_id != other.message_id:
-            return False
-        if self.content != other.content:
-            return False
-        if self.content_json != other.content_json:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeUserInput(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return UserInput(
-            message_id=_UniffiFfiConverterString.read(buf),
-            content=_UniffiFfiConverterSequenceTypeContentBlock.read(buf),
-            content_json=_UniffiFfiConverterString.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterString.check_lower(value.message_id)
-        _UniffiFfiConverterSequenceTypeContentBlock.check_lower(value.content)
-        _UniffiFfiConverterString.check_lower(value.content_json)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterString.write(value.message_id, buf)
-        _UniffiFfiConverterSequenceTypeContentBlock.write(value.content, buf)
-        _UniffiFfiConverterString.write(value.content_json, buf)
-
-
-
-# AcpError
-# We want to define each variant as a nested class that's also a subclass,
-# which is tricky in Python.  To accomplish this we're going to create each
-# class separately, then manually add the child classes to the base class's
-# __dict__.  All of this happens in dummy class to avoid polluting the module
-# namespace.
-class AcpError(Exception):
-    """
-    Every error the bindings raise.
-"""
-    pass
-
-_UniffiTempAcpError = AcpError
-
-class AcpError:  # type: ignore
-    """
-    Every error the bindings raise.
-"""
-    
-    class InvalidInput(_UniffiTempAcpError):
-        """
-        The caller's input is not valid (malformed JSON, wrong shape, unknown value).
-"""
-        
-        def __init__(self, reason):
-            super().__init__(", ".join([
-                "reason={!r}".format(reason),
-            ]))
-            self.reason = reason
-
-        def __repr__(self):
-            return "AcpError.InvalidInput({})".format(str(self))
-    _UniffiTempAcpError.InvalidInput = InvalidInput # type: ignore
-    class Protocol(_UniffiTempAcpError):
-        """
-        The agent answered one of this client's requests with a JSON-RPC error.
-"""
-        
-        def __init__(self, code, message, reason, message_id):
-            super().__init__(", ".join([
-                "code={!r}".format(code),
-                "message={!r}".format(message),
-                "reason={!r}".format(reason),
-                "message_id={!r}".format(message_id),
-            ]))
-            self.code = code
-            self.message = message
-            self.reason = reason
-            self.message_id = message_id
-
-        def __repr__(self):
-            return "AcpError.Protocol({})".format(str(self))
-    _UniffiTempAcpError.Protocol = Protocol # type: ignore
-    class Rejected(_UniffiTempAcpError):
-        """
-        The client mirror refused a call without sending anything (C-PEND-3): `reason` is
-        `mode_not_supported`, `replace_not_supported` or `unknown_message_id`.
-"""
-        
-        def __init__(self, reason):
-            super().__init__(", ".join([
-                "reason={!r}".format(reason),
-            ]))
-            self.reason = reason
-
-        def __repr__(self):
-            return "AcpError.Rejected({})".format(str(self))
-    _UniffiTempAcpError.Rejected = Rejected # type: ignore
-    class Host(_UniffiTempAcpError):
-        """
-        A runtime event the agent core cannot apply (`no_turn_in_progress`, `session_closed`, …).
-"""
-        
-        def __init__(self, kind, message):
-            super().__init__(", ".join([
-                "kind={!r}".format(kind),
-                "message={!r}".format(message),
-            ]))
-            self.kind = kind
-            self.message = message
-
-        def __repr__(self):
-            return "AcpError.Host({})".format(str(self))
-    _UniffiTempAcpError.Host = Host # type: ignore
-    class Internal(_UniffiTempAcpError):
-        """
-        A bug: a panic inside the library, caught at the boundary.
-"""
-        
-        def __init__(self, message):
-            super().__init__(", ".join([
-                "message={!r}".format(message),
-            ]))
-            self.message = message
-
-        def __repr__(self):
-            return "AcpError.Internal({})".format(str(self))
-    _UniffiTempAcpError.Internal = Internal # type: ignore
-
-AcpError = _UniffiTempAcpError # type: ignore
-del _UniffiTempAcpError
-
-
-class _UniffiFfiConverterTypeAcpError(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        variant = buf.read_i32()
-        if variant == 1:
-            return AcpError.InvalidInput(
-                _UniffiFfiConverterString.read(buf),
-            )
-        if variant == 2:
-            return AcpError.Protocol(
-                _UniffiFfiConverterInt64.read(buf),
-                _UniffiFfiConverterString.read(buf),
-                _UniffiFfiConverterOptionalString.read(buf),
-                _UniffiFfiConverterOptionalString.read(buf),
-            )
-        if variant == 3:
-            return AcpError.Rejected(
-                _UniffiFfiConverterString.read(buf),
-            )
-        if variant == 4:
-            return AcpError.Host(
-                _UniffiFfiConverterString.read(buf),
-                _UniffiFfiConverterString.read(buf),
-            )
-        if variant == 5:
-            return AcpError.Internal(
-                _UniffiFfiConverterString.read(buf),
-            )
-        raise InternalError("Raw enum value doesn't match any cases")
-
-    @staticmethod
-    def check_lower(value):
-        if isinstance(value, AcpError.InvalidInput):
-            _UniffiFfiConverterString.check_lower(value.reason)
-            return
-        if isinstance(value, AcpError.Protocol):
-            _UniffiFfiConverterInt64.check_lower(value.code)
-            _UniffiFfiConverterString.check_lower(value.message)
-            _UniffiFfiConverterOptionalString.check_lower(value.reason)
-            _UniffiFfiConverterOptionalString.check_lower(value.message_id)
-            return
-        if isinstance(value, AcpError.Rejected):
-            _UniffiFfiConverterString.check_lower(value.reason)
-            return
-        if isinstance(value, AcpError.Host):
-            _UniffiFfiConverterString.check_lower(value.kind)
-            _UniffiFfiConverterString.check_lower(value.message)
-            return
-        if isinstance(value, AcpError.Internal):
-            _UniffiFfiConverterString.check_lower(value.message)
-            return
-
-    @staticmethod
-    def write(value, buf):
-        if isinstance(value, AcpError.InvalidInput):
-            buf.write_i32(1)
-            _UniffiFfiConverterString.write(value.reason, buf)
-        if isinstance(value, AcpError.Protocol):
-            buf.write_i32(2)
-            _UniffiFfiConverterInt64.write(value.code, buf)
-            _UniffiFfiConverterString.write(value.message, buf)
-            _UniffiFfiConverterOptionalString.write(value.reason, buf)
-            _UniffiFfiConverterOptionalString.write(value.message_id, buf)
-        if isinstance(value, AcpError.Rejected):
-            buf.write_i32(3)
-            _UniffiFfiConverterString.write(value.reason, buf)
-        if isinstance(value, AcpError.Host):
-            buf.write_i32(4)
-            _UniffiFfiConverterString.write(value.kind, buf)
-            _UniffiFfiConverterString.write(value.message, buf)
-        if isinstance(value, AcpError.Internal):
-            buf.write_i32(5)
-            _UniffiFfiConverterString.write(value.message, buf)
-
-class _UniffiFfiConverterSequenceTypeUserInput(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        for item in value:
-            _UniffiFfiConverterTypeUserInput.check_lower(item)
-
-    @classmethod
-    def write(cls, value, buf):
-        items = len(value)
-        buf.write_i32(items)
-        for item in value:
-            _UniffiFfiConverterTypeUserInput.write(item, buf)
-
-    @classmethod
-    def read(cls, buf):
-        count = buf.read_i32()
-        if count < 0:
-            raise InternalError("Unexpected negative sequence length")
-
-        return [
-            _UniffiFfiConverterTypeUserInput.read(buf) for i in range(count)
-        ]
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
 
 class _UniffiFfiConverterSequenceTypePendingInject(_UniffiConverterRustBuffer):
     @classmethod
@@ -2765,252 +8085,537 @@ class _UniffiFfiConverterSequenceTypePendingInject(_UniffiConverterRustBuffer):
             _UniffiFfiConverterTypePendingInject.read(buf) for i in range(count)
         ]
 
+class _UniffiFfiConverterOptionalSequenceTypePendingInject(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterSequenceTypePendingInject.check_lower(value)
 
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
 
+        buf.write_u8(1)
+        _UniffiFfiConverterSequenceTypePendingInject.write(value, buf)
 
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterSequenceTypePendingInject.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
 
-
-class RuntimeAction:
+@dataclass
+class MirrorSnapshot:
     """
-    What the runtime must do (see the core's `RuntimeAction`).
+    Everything a client UI renders for one session.
+"""
+    def __init__(self, *, state:TurnState, stop_reason:typing.Optional[StopReason], usage:typing.Optional[Usage], pending:typing.List[PendingItem], transcript:typing.List[TranscriptEntry], violations:typing.List[Violation], affordances:Affordances, agent_pending:typing.Optional[typing.List[PendingInject]], closed:bool, tolerated:int):
+        self.state = state
+        self.stop_reason = stop_reason
+        self.usage = usage
+        self.pending = pending
+        self.transcript = transcript
+        self.violations = violations
+        self.affordances = affordances
+        self.agent_pending = agent_pending
+        self.closed = closed
+        self.tolerated = tolerated
+        
+        
+
+    
+    def __str__(self):
+        return "MirrorSnapshot(state={}, stop_reason={}, usage={}, pending={}, transcript={}, violations={}, affordances={}, agent_pending={}, closed={}, tolerated={})".format(self.state, self.stop_reason, self.usage, self.pending, self.transcript, self.violations, self.affordances, self.agent_pending, self.closed, self.tolerated)
+    def __eq__(self, other):
+        if self.state != other.state:
+            return False
+        if self.stop_reason != other.stop_reason:
+            return False
+        if self.usage != other.usage:
+            return False
+        if self.pending != other.pending:
+            return False
+        if self.transcript != other.transcript:
+            return False
+        if self.violations != other.violations:
+            return False
+        if self.affordances != other.affordances:
+            return False
+        if self.agent_pending != other.agent_pending:
+            return False
+        if self.closed != other.closed:
+            return False
+        if self.tolerated != other.tolerated:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeMirrorSnapshot(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return MirrorSnapshot(
+            state=_UniffiFfiConverterTypeTurnState.read(buf),
+            stop_reason=_UniffiFfiConverterOptionalTypeStopReason.read(buf),
+            usage=_UniffiFfiConverterOptionalTypeUsage.read(buf),
+            pending=_UniffiFfiConverterSequenceTypePendingItem.read(buf),
+            transcript=_UniffiFfiConverterSequenceTypeTranscriptEntry.read(buf),
+            violations=_UniffiFfiConverterSequenceTypeViolation.read(buf),
+            affordances=_UniffiFfiConverterTypeAffordances.read(buf),
+            agent_pending=_UniffiFfiConverterOptionalSequenceTypePendingInject.read(buf),
+            closed=_UniffiFfiConverterBoolean.read(buf),
+            tolerated=_UniffiFfiConverterUInt64.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypeTurnState.check_lower(value.state)
+        _UniffiFfiConverterOptionalTypeStopReason.check_lower(value.stop_reason)
+        _UniffiFfiConverterOptionalTypeUsage.check_lower(value.usage)
+        _UniffiFfiConverterSequenceTypePendingItem.check_lower(value.pending)
+        _UniffiFfiConverterSequenceTypeTranscriptEntry.check_lower(value.transcript)
+        _UniffiFfiConverterSequenceTypeViolation.check_lower(value.violations)
+        _UniffiFfiConverterTypeAffordances.check_lower(value.affordances)
+        _UniffiFfiConverterOptionalSequenceTypePendingInject.check_lower(value.agent_pending)
+        _UniffiFfiConverterBoolean.check_lower(value.closed)
+        _UniffiFfiConverterUInt64.check_lower(value.tolerated)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeTurnState.write(value.state, buf)
+        _UniffiFfiConverterOptionalTypeStopReason.write(value.stop_reason, buf)
+        _UniffiFfiConverterOptionalTypeUsage.write(value.usage, buf)
+        _UniffiFfiConverterSequenceTypePendingItem.write(value.pending, buf)
+        _UniffiFfiConverterSequenceTypeTranscriptEntry.write(value.transcript, buf)
+        _UniffiFfiConverterSequenceTypeViolation.write(value.violations, buf)
+        _UniffiFfiConverterTypeAffordances.write(value.affordances, buf)
+        _UniffiFfiConverterOptionalSequenceTypePendingInject.write(value.agent_pending, buf)
+        _UniffiFfiConverterBoolean.write(value.closed, buf)
+        _UniffiFfiConverterUInt64.write(value.tolerated, buf)
+
+class _UniffiFfiConverterBoxTypeMcpServerStdio(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        _UniffiFfiConverterTypeMcpServerStdio.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        _UniffiFfiConverterTypeMcpServerStdio.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        return _UniffiFfiConverterTypeMcpServerStdio.read(buf)
+
+class _UniffiFfiConverterBoxTypeMcpServerHttp(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        _UniffiFfiConverterTypeMcpServerHttp.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        _UniffiFfiConverterTypeMcpServerHttp.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        return _UniffiFfiConverterTypeMcpServerHttp.read(buf)
+
+
+
+
+
+
+class McpServer:
+    """
+    How to reach an MCP server, tagged by `type`. Open.
 """
     def __init__(self):
-        raise RuntimeError("RuntimeAction cannot be instantiated directly")
+        raise RuntimeError("McpServer cannot be instantiated directly")
 
     # Each enum variant is a nested class of the enum itself.
     @dataclass
-    class START_TURN:
+    class STDIO:
+        """
+        `stdio`: A server started as a process, speaking over stdio.
+"""
         
-        def __init__(self, messages:typing.List[UserInput]):
-            self.messages = messages
-            
-            
-            pass
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
 
     
             
             
+
     
         def __str__(self):
-            return "RuntimeAction.START_TURN(messages={})".format(self.messages)
+            return f"McpServer.STDIO{self._values!r}"
         def __eq__(self, other):
-            if not isinstance(other, RuntimeAction):
+            if not isinstance(other, McpServer):
                 return NotImplemented
-            if not other.is_START_TURN():
+            if not other.is_STDIO():
                 return False
-            if self.messages != other.messages:
-                return False
-            return True
+            return self._values == other._values
 
     @dataclass
-    class DELIVER:
+    class HTTP:
+        """
+        `http`: A server reached over HTTP.
+"""
         
-        def __init__(self, messages:typing.List[UserInput]):
-            self.messages = messages
-            
-            
-            pass
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
 
     
             
             
+
     
         def __str__(self):
-            return "RuntimeAction.DELIVER(messages={})".format(self.messages)
+            return f"McpServer.HTTP{self._values!r}"
         def __eq__(self, other):
-            if not isinstance(other, RuntimeAction):
+            if not isinstance(other, McpServer):
                 return NotImplemented
-            if not other.is_DELIVER():
+            if not other.is_HTTP():
                 return False
-            if self.messages != other.messages:
-                return False
-            return True
+            return self._values == other._values
 
     @dataclass
-    class INTERRUPT_STREAM:
+    class OTHER:
+        """
+        A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
+"""
         
-        def __init__(self, ):
-            pass
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
 
     
             
             
+
     
         def __str__(self):
-            return "RuntimeAction.INTERRUPT_STREAM()".format()
+            return f"McpServer.OTHER{self._values!r}"
         def __eq__(self, other):
-            if not isinstance(other, RuntimeAction):
+            if not isinstance(other, McpServer):
                 return NotImplemented
-            if not other.is_INTERRUPT_STREAM():
+            if not other.is_OTHER():
                 return False
-            return True
-
-    @dataclass
-    class CANCEL_TURN:
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "RuntimeAction.CANCEL_TURN()".format()
-        def __eq__(self, other):
-            if not isinstance(other, RuntimeAction):
-                return NotImplemented
-            if not other.is_CANCEL_TURN():
-                return False
-            return True
-
-    @dataclass
-    class DROPPED:
-        
-        def __init__(self, injects:typing.List[PendingInject]):
-            self.injects = injects
-            
-            
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "RuntimeAction.DROPPED(injects={})".format(self.injects)
-        def __eq__(self, other):
-            if not isinstance(other, RuntimeAction):
-                return NotImplemented
-            if not other.is_DROPPED():
-                return False
-            if self.injects != other.injects:
-                return False
-            return True
+            return self._values == other._values
 
     
 
     # For each variant, we have `is_NAME` and `is_name` methods for easily checking
     # whether an instance is that variant.
-    def is_START_TURN(self) -> bool:
-        return isinstance(self, RuntimeAction.START_TURN)
-    def is_start_turn(self) -> bool:
-        return isinstance(self, RuntimeAction.START_TURN)
-    def is_DELIVER(self) -> bool:
-        return isinstance(self, RuntimeAction.DELIVER)
-    def is_deliver(self) -> bool:
-        return isinstance(self, RuntimeAction.DELIVER)
-    def is_INTERRUPT_STREAM(self) -> bool:
-        return isinstance(self, RuntimeAction.INTERRUPT_STREAM)
-    def is_interrupt_stream(self) -> bool:
-        return isinstance(self, RuntimeAction.INTERRUPT_STREAM)
-    def is_CANCEL_TURN(self) -> bool:
-        return isinstance(self, RuntimeAction.CANCEL_TURN)
-    def is_cancel_turn(self) -> bool:
-        return isinstance(self, RuntimeAction.CANCEL_TURN)
-    def is_DROPPED(self) -> bool:
-        return isinstance(self, RuntimeAction.DROPPED)
-    def is_dropped(self) -> bool:
-        return isinstance(self, RuntimeAction.DROPPED)
+    def is_STDIO(self) -> bool:
+        return isinstance(self, McpServer.STDIO)
+    def is_stdio(self) -> bool:
+        return isinstance(self, McpServer.STDIO)
+    def is_HTTP(self) -> bool:
+        return isinstance(self, McpServer.HTTP)
+    def is_http(self) -> bool:
+        return isinstance(self, McpServer.HTTP)
+    def is_OTHER(self) -> bool:
+        return isinstance(self, McpServer.OTHER)
+    def is_other(self) -> bool:
+        return isinstance(self, McpServer.OTHER)
     
 
 # Now, a little trick - we make each nested variant class be a subclass of the main
 # enum class, so that method calls and instance checks etc will work intuitively.
 # We might be able to do this a little more neatly with a metaclass, but this'll do.
-RuntimeAction.START_TURN = type("RuntimeAction.START_TURN", (RuntimeAction.START_TURN, RuntimeAction,), {})  # type: ignore
-RuntimeAction.DELIVER = type("RuntimeAction.DELIVER", (RuntimeAction.DELIVER, RuntimeAction,), {})  # type: ignore
-RuntimeAction.INTERRUPT_STREAM = type("RuntimeAction.INTERRUPT_STREAM", (RuntimeAction.INTERRUPT_STREAM, RuntimeAction,), {})  # type: ignore
-RuntimeAction.CANCEL_TURN = type("RuntimeAction.CANCEL_TURN", (RuntimeAction.CANCEL_TURN, RuntimeAction,), {})  # type: ignore
-RuntimeAction.DROPPED = type("RuntimeAction.DROPPED", (RuntimeAction.DROPPED, RuntimeAction,), {})  # type: ignore
+McpServer.STDIO = type("McpServer.STDIO", (McpServer.STDIO, McpServer,), {})  # type: ignore
+McpServer.HTTP = type("McpServer.HTTP", (McpServer.HTTP, McpServer,), {})  # type: ignore
+McpServer.OTHER = type("McpServer.OTHER", (McpServer.OTHER, McpServer,), {})  # type: ignore
 
 
 
 
-class _UniffiFfiConverterTypeRuntimeAction(_UniffiConverterRustBuffer):
+class _UniffiFfiConverterTypeMcpServer(_UniffiConverterRustBuffer):
     @staticmethod
     def read(buf):
         variant = buf.read_i32()
         if variant == 1:
-            return RuntimeAction.START_TURN(
-                _UniffiFfiConverterSequenceTypeUserInput.read(buf),
+            return McpServer.STDIO(
+                _UniffiFfiConverterBoxTypeMcpServerStdio.read(buf),
             )
         if variant == 2:
-            return RuntimeAction.DELIVER(
-                _UniffiFfiConverterSequenceTypeUserInput.read(buf),
+            return McpServer.HTTP(
+                _UniffiFfiConverterBoxTypeMcpServerHttp.read(buf),
             )
         if variant == 3:
-            return RuntimeAction.INTERRUPT_STREAM(
-            )
-        if variant == 4:
-            return RuntimeAction.CANCEL_TURN(
-            )
-        if variant == 5:
-            return RuntimeAction.DROPPED(
-                _UniffiFfiConverterSequenceTypePendingInject.read(buf),
+            return McpServer.OTHER(
+                _UniffiFfiConverterTypeUnknown.read(buf),
             )
         raise InternalError("Raw enum value doesn't match any cases")
 
     @staticmethod
     def check_lower(value):
-        if value.is_START_TURN():
-            _UniffiFfiConverterSequenceTypeUserInput.check_lower(value.messages)
+        if value.is_STDIO():
+            _UniffiFfiConverterBoxTypeMcpServerStdio.check_lower(value._values[0])
             return
-        if value.is_DELIVER():
-            _UniffiFfiConverterSequenceTypeUserInput.check_lower(value.messages)
+        if value.is_HTTP():
+            _UniffiFfiConverterBoxTypeMcpServerHttp.check_lower(value._values[0])
             return
-        if value.is_INTERRUPT_STREAM():
-            return
-        if value.is_CANCEL_TURN():
-            return
-        if value.is_DROPPED():
-            _UniffiFfiConverterSequenceTypePendingInject.check_lower(value.injects)
+        if value.is_OTHER():
+            _UniffiFfiConverterTypeUnknown.check_lower(value._values[0])
             return
         raise ValueError(value)
 
     @staticmethod
     def write(value, buf):
-        if value.is_START_TURN():
+        if value.is_STDIO():
             buf.write_i32(1)
-            _UniffiFfiConverterSequenceTypeUserInput.write(value.messages, buf)
-        if value.is_DELIVER():
+            _UniffiFfiConverterBoxTypeMcpServerStdio.write(value._values[0], buf)
+        if value.is_HTTP():
             buf.write_i32(2)
-            _UniffiFfiConverterSequenceTypeUserInput.write(value.messages, buf)
-        if value.is_INTERRUPT_STREAM():
+            _UniffiFfiConverterBoxTypeMcpServerHttp.write(value._values[0], buf)
+        if value.is_OTHER():
             buf.write_i32(3)
-        if value.is_CANCEL_TURN():
-            buf.write_i32(4)
-        if value.is_DROPPED():
-            buf.write_i32(5)
-            _UniffiFfiConverterSequenceTypePendingInject.write(value.injects, buf)
+            _UniffiFfiConverterTypeUnknown.write(value._values[0], buf)
 
 
 
+class _UniffiFfiConverterSequenceTypeMcpServer(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        for item in value:
+            _UniffiFfiConverterTypeMcpServer.check_lower(item)
 
+    @classmethod
+    def write(cls, value, buf):
+        items = len(value)
+        buf.write_i32(items)
+        for item in value:
+            _UniffiFfiConverterTypeMcpServer.write(item, buf)
 
+    @classmethod
+    def read(cls, buf):
+        count = buf.read_i32()
+        if count < 0:
+            raise InternalError("Unexpected negative sequence length")
 
+        return [
+            _UniffiFfiConverterTypeMcpServer.read(buf) for i in range(count)
+        ]
 
+class _UniffiFfiConverterOptionalSequenceTypeMcpServer(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterSequenceTypeMcpServer.check_lower(value)
 
-class AgentOutput:
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterSequenceTypeMcpServer.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterSequenceTypeMcpServer.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
+
+@dataclass
+class NewSessionRequest:
     """
-    One output of the agent core, in order.
+    Creates a session.
+"""
+    def __init__(self, *, cwd:str, additional_directories:typing.Optional[typing.List[str]], mcp_servers:typing.Optional[typing.List[McpServer]], meta:typing.Optional[JsonObject]):
+        self.cwd = cwd
+        self.additional_directories = additional_directories
+        self.mcp_servers = mcp_servers
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "NewSessionRequest(cwd={}, additional_directories={}, mcp_servers={}, meta={})".format(self.cwd, self.additional_directories, self.mcp_servers, self.meta)
+    def __eq__(self, other):
+        if self.cwd != other.cwd:
+            return False
+        if self.additional_directories != other.additional_directories:
+            return False
+        if self.mcp_servers != other.mcp_servers:
+            return False
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeNewSessionRequest(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return NewSessionRequest(
+            cwd=_UniffiFfiConverterString.read(buf),
+            additional_directories=_UniffiFfiConverterOptionalSequenceString.read(buf),
+            mcp_servers=_UniffiFfiConverterOptionalSequenceTypeMcpServer.read(buf),
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterString.check_lower(value.cwd)
+        _UniffiFfiConverterOptionalSequenceString.check_lower(value.additional_directories)
+        _UniffiFfiConverterOptionalSequenceTypeMcpServer.check_lower(value.mcp_servers)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterString.write(value.cwd, buf)
+        _UniffiFfiConverterOptionalSequenceString.write(value.additional_directories, buf)
+        _UniffiFfiConverterOptionalSequenceTypeMcpServer.write(value.mcp_servers, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+@dataclass
+class NewSessionResponse:
+    """
+    The new session's id.
+"""
+    def __init__(self, *, session_id:SessionId, meta:typing.Optional[JsonObject]):
+        self.session_id = session_id
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "NewSessionResponse(session_id={}, meta={})".format(self.session_id, self.meta)
+    def __eq__(self, other):
+        if self.session_id != other.session_id:
+            return False
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeNewSessionResponse(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return NewSessionResponse(
+            session_id=_UniffiFfiConverterTypeSessionId.read(buf),
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypeSessionId.check_lower(value.session_id)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeSessionId.write(value.session_id, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+@dataclass
+class PendingInjectsUpdate:
+    """
+    Extension (`_acp-inject/pending`): the session's pending injects, whole, in delivery order (steers, then queued, each first in first out). Sent to connections that opted in (client capability `_meta["acp-inject.dev/pending"]`) whenever the list changes and once after `session/resume`.
+"""
+    def __init__(self, *, pending:typing.List[PendingInject], meta:typing.Optional[JsonObject]):
+        self.pending = pending
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "PendingInjectsUpdate(pending={}, meta={})".format(self.pending, self.meta)
+    def __eq__(self, other):
+        if self.pending != other.pending:
+            return False
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypePendingInjectsUpdate(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return PendingInjectsUpdate(
+            pending=_UniffiFfiConverterSequenceTypePendingInject.read(buf),
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterSequenceTypePendingInject.check_lower(value.pending)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterSequenceTypePendingInject.write(value.pending, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+
+class _UniffiFfiConverterTypePermissionOptionId:
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterString.write(value, buf)
+
+    @staticmethod
+    def read(buf):
+        return _UniffiFfiConverterString.read(buf)
+
+    @staticmethod
+    def lift(value):
+        return _UniffiFfiConverterString.lift(value)
+
+    @staticmethod
+    def check_lower(value):
+        return _UniffiFfiConverterString.check_lower(value)
+
+    @staticmethod
+    def lower(value):
+        return _UniffiFfiConverterString.lower(value)
+
+
+PermissionOptionId = str
+
+
+
+
+
+
+
+class PermissionOptionKind:
+    """
+    The kind of a permission option. Open.
 """
     def __init__(self):
-        raise RuntimeError("AgentOutput cannot be instantiated directly")
+        raise RuntimeError("PermissionOptionKind cannot be instantiated directly")
 
     # Each enum variant is a nested class of the enum itself.
     @dataclass
-    class LINE:
+    class ALLOW_ONCE:
         """
-        A JSON-RPC line; `to` is the connection, or `None` for every attached connection.
+        `allow_once`: Allow this once.
 """
         
-        def __init__(self, to:typing.Optional[str], line:str):
-            self.to = to
-            
-            
-            self.line = line
-            
-            
+        def __init__(self, ):
             pass
 
     
@@ -3018,29 +8623,2081 @@ class AgentOutput:
             
     
         def __str__(self):
-            return "AgentOutput.LINE(to={}, line={})".format(self.to, self.line)
+            return "PermissionOptionKind.ALLOW_ONCE()".format()
         def __eq__(self, other):
-            if not isinstance(other, AgentOutput):
+            if not isinstance(other, PermissionOptionKind):
                 return NotImplemented
-            if not other.is_LINE():
-                return False
-            if self.to != other.to:
-                return False
-            if self.line != other.line:
+            if not other.is_ALLOW_ONCE():
                 return False
             return True
 
     @dataclass
-    class ACTION:
+    class ALLOW_ALWAYS:
         """
-        An instruction for the runtime of `session`.
+        `allow_always`: Allow and remember.
 """
         
-        def __init__(self, session:str, action:RuntimeAction):
-            self.session = session
+        def __init__(self, ):
+            pass
+
+    
             
             
-            self.action = action
+    
+        def __str__(self):
+            return "PermissionOptionKind.ALLOW_ALWAYS()".format()
+        def __eq__(self, other):
+            if not isinstance(other, PermissionOptionKind):
+                return NotImplemented
+            if not other.is_ALLOW_ALWAYS():
+                return False
+            return True
+
+    @dataclass
+    class REJECT_ONCE:
+        """
+        `reject_once`: Reject this once.
+"""
+        
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "PermissionOptionKind.REJECT_ONCE()".format()
+        def __eq__(self, other):
+            if not isinstance(other, PermissionOptionKind):
+                return NotImplemented
+            if not other.is_REJECT_ONCE():
+                return False
+            return True
+
+    @dataclass
+    class REJECT_ALWAYS:
+        """
+        `reject_always`: Reject and remember.
+"""
+        
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "PermissionOptionKind.REJECT_ALWAYS()".format()
+        def __eq__(self, other):
+            if not isinstance(other, PermissionOptionKind):
+                return NotImplemented
+            if not other.is_REJECT_ALWAYS():
+                return False
+            return True
+
+    @dataclass
+    class OTHER:
+        """
+        A value this version does not know (values starting with `_` are extensions).
+"""
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"PermissionOptionKind.OTHER{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, PermissionOptionKind):
+                return NotImplemented
+            if not other.is_OTHER():
+                return False
+            return self._values == other._values
+
+    
+
+    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
+    # whether an instance is that variant.
+    def is_ALLOW_ONCE(self) -> bool:
+        return isinstance(self, PermissionOptionKind.ALLOW_ONCE)
+    def is_allow_once(self) -> bool:
+        return isinstance(self, PermissionOptionKind.ALLOW_ONCE)
+    def is_ALLOW_ALWAYS(self) -> bool:
+        return isinstance(self, PermissionOptionKind.ALLOW_ALWAYS)
+    def is_allow_always(self) -> bool:
+        return isinstance(self, PermissionOptionKind.ALLOW_ALWAYS)
+    def is_REJECT_ONCE(self) -> bool:
+        return isinstance(self, PermissionOptionKind.REJECT_ONCE)
+    def is_reject_once(self) -> bool:
+        return isinstance(self, PermissionOptionKind.REJECT_ONCE)
+    def is_REJECT_ALWAYS(self) -> bool:
+        return isinstance(self, PermissionOptionKind.REJECT_ALWAYS)
+    def is_reject_always(self) -> bool:
+        return isinstance(self, PermissionOptionKind.REJECT_ALWAYS)
+    def is_OTHER(self) -> bool:
+        return isinstance(self, PermissionOptionKind.OTHER)
+    def is_other(self) -> bool:
+        return isinstance(self, PermissionOptionKind.OTHER)
+    
+
+# Now, a little trick - we make each nested variant class be a subclass of the main
+# enum class, so that method calls and instance checks etc will work intuitively.
+# We might be able to do this a little more neatly with a metaclass, but this'll do.
+PermissionOptionKind.ALLOW_ONCE = type("PermissionOptionKind.ALLOW_ONCE", (PermissionOptionKind.ALLOW_ONCE, PermissionOptionKind,), {})  # type: ignore
+PermissionOptionKind.ALLOW_ALWAYS = type("PermissionOptionKind.ALLOW_ALWAYS", (PermissionOptionKind.ALLOW_ALWAYS, PermissionOptionKind,), {})  # type: ignore
+PermissionOptionKind.REJECT_ONCE = type("PermissionOptionKind.REJECT_ONCE", (PermissionOptionKind.REJECT_ONCE, PermissionOptionKind,), {})  # type: ignore
+PermissionOptionKind.REJECT_ALWAYS = type("PermissionOptionKind.REJECT_ALWAYS", (PermissionOptionKind.REJECT_ALWAYS, PermissionOptionKind,), {})  # type: ignore
+PermissionOptionKind.OTHER = type("PermissionOptionKind.OTHER", (PermissionOptionKind.OTHER, PermissionOptionKind,), {})  # type: ignore
+
+
+
+
+class _UniffiFfiConverterTypePermissionOptionKind(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        variant = buf.read_i32()
+        if variant == 1:
+            return PermissionOptionKind.ALLOW_ONCE(
+            )
+        if variant == 2:
+            return PermissionOptionKind.ALLOW_ALWAYS(
+            )
+        if variant == 3:
+            return PermissionOptionKind.REJECT_ONCE(
+            )
+        if variant == 4:
+            return PermissionOptionKind.REJECT_ALWAYS(
+            )
+        if variant == 5:
+            return PermissionOptionKind.OTHER(
+                _UniffiFfiConverterString.read(buf),
+            )
+        raise InternalError("Raw enum value doesn't match any cases")
+
+    @staticmethod
+    def check_lower(value):
+        if value.is_ALLOW_ONCE():
+            return
+        if value.is_ALLOW_ALWAYS():
+            return
+        if value.is_REJECT_ONCE():
+            return
+        if value.is_REJECT_ALWAYS():
+            return
+        if value.is_OTHER():
+            _UniffiFfiConverterString.check_lower(value._values[0])
+            return
+        raise ValueError(value)
+
+    @staticmethod
+    def write(value, buf):
+        if value.is_ALLOW_ONCE():
+            buf.write_i32(1)
+        if value.is_ALLOW_ALWAYS():
+            buf.write_i32(2)
+        if value.is_REJECT_ONCE():
+            buf.write_i32(3)
+        if value.is_REJECT_ALWAYS():
+            buf.write_i32(4)
+        if value.is_OTHER():
+            buf.write_i32(5)
+            _UniffiFfiConverterString.write(value._values[0], buf)
+
+
+
+@dataclass
+class PermissionOption:
+    """
+    One choice of a permission request.
+"""
+    def __init__(self, *, option_id:PermissionOptionId, name:str, kind:PermissionOptionKind, meta:typing.Optional[JsonObject]):
+        self.option_id = option_id
+        self.name = name
+        self.kind = kind
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "PermissionOption(option_id={}, name={}, kind={}, meta={})".format(self.option_id, self.name, self.kind, self.meta)
+    def __eq__(self, other):
+        if self.option_id != other.option_id:
+            return False
+        if self.name != other.name:
+            return False
+        if self.kind != other.kind:
+            return False
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypePermissionOption(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return PermissionOption(
+            option_id=_UniffiFfiConverterTypePermissionOptionId.read(buf),
+            name=_UniffiFfiConverterString.read(buf),
+            kind=_UniffiFfiConverterTypePermissionOptionKind.read(buf),
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypePermissionOptionId.check_lower(value.option_id)
+        _UniffiFfiConverterString.check_lower(value.name)
+        _UniffiFfiConverterTypePermissionOptionKind.check_lower(value.kind)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypePermissionOptionId.write(value.option_id, buf)
+        _UniffiFfiConverterString.write(value.name, buf)
+        _UniffiFfiConverterTypePermissionOptionKind.write(value.kind, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+
+
+
+
+
+class PlanEntryPriority:
+    """
+    A plan entry's priority. Open.
+"""
+    def __init__(self):
+        raise RuntimeError("PlanEntryPriority cannot be instantiated directly")
+
+    # Each enum variant is a nested class of the enum itself.
+    @dataclass
+    class HIGH:
+        """
+        `high`
+"""
+        
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "PlanEntryPriority.HIGH()".format()
+        def __eq__(self, other):
+            if not isinstance(other, PlanEntryPriority):
+                return NotImplemented
+            if not other.is_HIGH():
+                return False
+            return True
+
+    @dataclass
+    class MEDIUM:
+        """
+        `medium`
+"""
+        
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "PlanEntryPriority.MEDIUM()".format()
+        def __eq__(self, other):
+            if not isinstance(other, PlanEntryPriority):
+                return NotImplemented
+            if not other.is_MEDIUM():
+                return False
+            return True
+
+    @dataclass
+    class LOW:
+        """
+        `low`
+"""
+        
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "PlanEntryPriority.LOW()".format()
+        def __eq__(self, other):
+            if not isinstance(other, PlanEntryPriority):
+                return NotImplemented
+            if not other.is_LOW():
+                return False
+            return True
+
+    @dataclass
+    class OTHER:
+        """
+        A value this version does not know (values starting with `_` are extensions).
+"""
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"PlanEntryPriority.OTHER{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, PlanEntryPriority):
+                return NotImplemented
+            if not other.is_OTHER():
+                return False
+            return self._values == other._values
+
+    
+
+    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
+    # whether an instance is that variant.
+    def is_HIGH(self) -> bool:
+        return isinstance(self, PlanEntryPriority.HIGH)
+    def is_high(self) -> bool:
+        return isinstance(self, PlanEntryPriority.HIGH)
+    def is_MEDIUM(self) -> bool:
+        return isinstance(self, PlanEntryPriority.MEDIUM)
+    def is_medium(self) -> bool:
+        return isinstance(self, PlanEntryPriority.MEDIUM)
+    def is_LOW(self) -> bool:
+        return isinstance(self, PlanEntryPriority.LOW)
+    def is_low(self) -> bool:
+        return isinstance(self, PlanEntryPriority.LOW)
+    def is_OTHER(self) -> bool:
+        return isinstance(self, PlanEntryPriority.OTHER)
+    def is_other(self) -> bool:
+        return isinstance(self, PlanEntryPriority.OTHER)
+    
+
+# Now, a little trick - we make each nested variant class be a subclass of the main
+# enum class, so that method calls and instance checks etc will work intuitively.
+# We might be able to do this a little more neatly with a metaclass, but this'll do.
+PlanEntryPriority.HIGH = type("PlanEntryPriority.HIGH", (PlanEntryPriority.HIGH, PlanEntryPriority,), {})  # type: ignore
+PlanEntryPriority.MEDIUM = type("PlanEntryPriority.MEDIUM", (PlanEntryPriority.MEDIUM, PlanEntryPriority,), {})  # type: ignore
+PlanEntryPriority.LOW = type("PlanEntryPriority.LOW", (PlanEntryPriority.LOW, PlanEntryPriority,), {})  # type: ignore
+PlanEntryPriority.OTHER = type("PlanEntryPriority.OTHER", (PlanEntryPriority.OTHER, PlanEntryPriority,), {})  # type: ignore
+
+
+
+
+class _UniffiFfiConverterTypePlanEntryPriority(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        variant = buf.read_i32()
+        if variant == 1:
+            return PlanEntryPriority.HIGH(
+            )
+        if variant == 2:
+            return PlanEntryPriority.MEDIUM(
+            )
+        if variant == 3:
+            return PlanEntryPriority.LOW(
+            )
+        if variant == 4:
+            return PlanEntryPriority.OTHER(
+                _UniffiFfiConverterString.read(buf),
+            )
+        raise InternalError("Raw enum value doesn't match any cases")
+
+    @staticmethod
+    def check_lower(value):
+        if value.is_HIGH():
+            return
+        if value.is_MEDIUM():
+            return
+        if value.is_LOW():
+            return
+        if value.is_OTHER():
+            _UniffiFfiConverterString.check_lower(value._values[0])
+            return
+        raise ValueError(value)
+
+    @staticmethod
+    def write(value, buf):
+        if value.is_HIGH():
+            buf.write_i32(1)
+        if value.is_MEDIUM():
+            buf.write_i32(2)
+        if value.is_LOW():
+            buf.write_i32(3)
+        if value.is_OTHER():
+            buf.write_i32(4)
+            _UniffiFfiConverterString.write(value._values[0], buf)
+
+
+
+
+
+
+
+
+class PlanEntryStatus:
+    """
+    A plan entry's status. Open.
+"""
+    def __init__(self):
+        raise RuntimeError("PlanEntryStatus cannot be instantiated directly")
+
+    # Each enum variant is a nested class of the enum itself.
+    @dataclass
+    class PENDING:
+        """
+        `pending`
+"""
+        
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "PlanEntryStatus.PENDING()".format()
+        def __eq__(self, other):
+            if not isinstance(other, PlanEntryStatus):
+                return NotImplemented
+            if not other.is_PENDING():
+                return False
+            return True
+
+    @dataclass
+    class IN_PROGRESS:
+        """
+        `in_progress`
+"""
+        
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "PlanEntryStatus.IN_PROGRESS()".format()
+        def __eq__(self, other):
+            if not isinstance(other, PlanEntryStatus):
+                return NotImplemented
+            if not other.is_IN_PROGRESS():
+                return False
+            return True
+
+    @dataclass
+    class COMPLETED:
+        """
+        `completed`
+"""
+        
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "PlanEntryStatus.COMPLETED()".format()
+        def __eq__(self, other):
+            if not isinstance(other, PlanEntryStatus):
+                return NotImplemented
+            if not other.is_COMPLETED():
+                return False
+            return True
+
+    @dataclass
+    class CANCELLED:
+        """
+        `cancelled`
+"""
+        
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "PlanEntryStatus.CANCELLED()".format()
+        def __eq__(self, other):
+            if not isinstance(other, PlanEntryStatus):
+                return NotImplemented
+            if not other.is_CANCELLED():
+                return False
+            return True
+
+    @dataclass
+    class OTHER:
+        """
+        A value this version does not know (values starting with `_` are extensions).
+"""
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"PlanEntryStatus.OTHER{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, PlanEntryStatus):
+                return NotImplemented
+            if not other.is_OTHER():
+                return False
+            return self._values == other._values
+
+    
+
+    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
+    # whether an instance is that variant.
+    def is_PENDING(self) -> bool:
+        return isinstance(self, PlanEntryStatus.PENDING)
+    def is_pending(self) -> bool:
+        return isinstance(self, PlanEntryStatus.PENDING)
+    def is_IN_PROGRESS(self) -> bool:
+        return isinstance(self, PlanEntryStatus.IN_PROGRESS)
+    def is_in_progress(self) -> bool:
+        return isinstance(self, PlanEntryStatus.IN_PROGRESS)
+    def is_COMPLETED(self) -> bool:
+        return isinstance(self, PlanEntryStatus.COMPLETED)
+    def is_completed(self) -> bool:
+        return isinstance(self, PlanEntryStatus.COMPLETED)
+    def is_CANCELLED(self) -> bool:
+        return isinstance(self, PlanEntryStatus.CANCELLED)
+    def is_cancelled(self) -> bool:
+        return isinstance(self, PlanEntryStatus.CANCELLED)
+    def is_OTHER(self) -> bool:
+        return isinstance(self, PlanEntryStatus.OTHER)
+    def is_other(self) -> bool:
+        return isinstance(self, PlanEntryStatus.OTHER)
+    
+
+# Now, a little trick - we make each nested variant class be a subclass of the main
+# enum class, so that method calls and instance checks etc will work intuitively.
+# We might be able to do this a little more neatly with a metaclass, but this'll do.
+PlanEntryStatus.PENDING = type("PlanEntryStatus.PENDING", (PlanEntryStatus.PENDING, PlanEntryStatus,), {})  # type: ignore
+PlanEntryStatus.IN_PROGRESS = type("PlanEntryStatus.IN_PROGRESS", (PlanEntryStatus.IN_PROGRESS, PlanEntryStatus,), {})  # type: ignore
+PlanEntryStatus.COMPLETED = type("PlanEntryStatus.COMPLETED", (PlanEntryStatus.COMPLETED, PlanEntryStatus,), {})  # type: ignore
+PlanEntryStatus.CANCELLED = type("PlanEntryStatus.CANCELLED", (PlanEntryStatus.CANCELLED, PlanEntryStatus,), {})  # type: ignore
+PlanEntryStatus.OTHER = type("PlanEntryStatus.OTHER", (PlanEntryStatus.OTHER, PlanEntryStatus,), {})  # type: ignore
+
+
+
+
+class _UniffiFfiConverterTypePlanEntryStatus(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        variant = buf.read_i32()
+        if variant == 1:
+            return PlanEntryStatus.PENDING(
+            )
+        if variant == 2:
+            return PlanEntryStatus.IN_PROGRESS(
+            )
+        if variant == 3:
+            return PlanEntryStatus.COMPLETED(
+            )
+        if variant == 4:
+            return PlanEntryStatus.CANCELLED(
+            )
+        if variant == 5:
+            return PlanEntryStatus.OTHER(
+                _UniffiFfiConverterString.read(buf),
+            )
+        raise InternalError("Raw enum value doesn't match any cases")
+
+    @staticmethod
+    def check_lower(value):
+        if value.is_PENDING():
+            return
+        if value.is_IN_PROGRESS():
+            return
+        if value.is_COMPLETED():
+            return
+        if value.is_CANCELLED():
+            return
+        if value.is_OTHER():
+            _UniffiFfiConverterString.check_lower(value._values[0])
+            return
+        raise ValueError(value)
+
+    @staticmethod
+    def write(value, buf):
+        if value.is_PENDING():
+            buf.write_i32(1)
+        if value.is_IN_PROGRESS():
+            buf.write_i32(2)
+        if value.is_COMPLETED():
+            buf.write_i32(3)
+        if value.is_CANCELLED():
+            buf.write_i32(4)
+        if value.is_OTHER():
+            buf.write_i32(5)
+            _UniffiFfiConverterString.write(value._values[0], buf)
+
+
+
+@dataclass
+class PlanEntry:
+    """
+    One entry of a plan.
+"""
+    def __init__(self, *, content:str, priority:PlanEntryPriority, status:PlanEntryStatus, meta:typing.Optional[JsonObject]):
+        self.content = content
+        self.priority = priority
+        self.status = status
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "PlanEntry(content={}, priority={}, status={}, meta={})".format(self.content, self.priority, self.status, self.meta)
+    def __eq__(self, other):
+        if self.content != other.content:
+            return False
+        if self.priority != other.priority:
+            return False
+        if self.status != other.status:
+            return False
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypePlanEntry(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return PlanEntry(
+            content=_UniffiFfiConverterString.read(buf),
+            priority=_UniffiFfiConverterTypePlanEntryPriority.read(buf),
+            status=_UniffiFfiConverterTypePlanEntryStatus.read(buf),
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterString.check_lower(value.content)
+        _UniffiFfiConverterTypePlanEntryPriority.check_lower(value.priority)
+        _UniffiFfiConverterTypePlanEntryStatus.check_lower(value.status)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterString.write(value.content, buf)
+        _UniffiFfiConverterTypePlanEntryPriority.write(value.priority, buf)
+        _UniffiFfiConverterTypePlanEntryStatus.write(value.status, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+class _UniffiFfiConverterSequenceTypePlanEntry(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        for item in value:
+            _UniffiFfiConverterTypePlanEntry.check_lower(item)
+
+    @classmethod
+    def write(cls, value, buf):
+        items = len(value)
+        buf.write_i32(items)
+        for item in value:
+            _UniffiFfiConverterTypePlanEntry.write(item, buf)
+
+    @classmethod
+    def read(cls, buf):
+        count = buf.read_i32()
+        if count < 0:
+            raise InternalError("Unexpected negative sequence length")
+
+        return [
+            _UniffiFfiConverterTypePlanEntry.read(buf) for i in range(count)
+        ]
+
+@dataclass
+class PlanItems:
+    """
+    A plan as a list of entries.
+"""
+    def __init__(self, *, plan_id:str, entries:typing.List[PlanEntry], meta:typing.Optional[JsonObject]):
+        self.plan_id = plan_id
+        self.entries = entries
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "PlanItems(plan_id={}, entries={}, meta={})".format(self.plan_id, self.entries, self.meta)
+    def __eq__(self, other):
+        if self.plan_id != other.plan_id:
+            return False
+        if self.entries != other.entries:
+            return False
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypePlanItems(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return PlanItems(
+            plan_id=_UniffiFfiConverterString.read(buf),
+            entries=_UniffiFfiConverterSequenceTypePlanEntry.read(buf),
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterString.check_lower(value.plan_id)
+        _UniffiFfiConverterSequenceTypePlanEntry.check_lower(value.entries)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterString.write(value.plan_id, buf)
+        _UniffiFfiConverterSequenceTypePlanEntry.write(value.entries, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+class _UniffiFfiConverterBoxTypePlanItems(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        _UniffiFfiConverterTypePlanItems.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        _UniffiFfiConverterTypePlanItems.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        return _UniffiFfiConverterTypePlanItems.read(buf)
+
+
+
+
+
+
+class PlanUpdateContent:
+    """
+    A plan, tagged by `type`. Upstream's `file` and `markdown` are carried through the open branch unchanged.
+"""
+    def __init__(self):
+        raise RuntimeError("PlanUpdateContent cannot be instantiated directly")
+
+    # Each enum variant is a nested class of the enum itself.
+    @dataclass
+    class ITEMS:
+        """
+        `items`: A plan as a list of entries.
+"""
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"PlanUpdateContent.ITEMS{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, PlanUpdateContent):
+                return NotImplemented
+            if not other.is_ITEMS():
+                return False
+            return self._values == other._values
+
+    @dataclass
+    class OTHER:
+        """
+        A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
+"""
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"PlanUpdateContent.OTHER{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, PlanUpdateContent):
+                return NotImplemented
+            if not other.is_OTHER():
+                return False
+            return self._values == other._values
+
+    
+
+    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
+    # whether an instance is that variant.
+    def is_ITEMS(self) -> bool:
+        return isinstance(self, PlanUpdateContent.ITEMS)
+    def is_items(self) -> bool:
+        return isinstance(self, PlanUpdateContent.ITEMS)
+    def is_OTHER(self) -> bool:
+        return isinstance(self, PlanUpdateContent.OTHER)
+    def is_other(self) -> bool:
+        return isinstance(self, PlanUpdateContent.OTHER)
+    
+
+# Now, a little trick - we make each nested variant class be a subclass of the main
+# enum class, so that method calls and instance checks etc will work intuitively.
+# We might be able to do this a little more neatly with a metaclass, but this'll do.
+PlanUpdateContent.ITEMS = type("PlanUpdateContent.ITEMS", (PlanUpdateContent.ITEMS, PlanUpdateContent,), {})  # type: ignore
+PlanUpdateContent.OTHER = type("PlanUpdateContent.OTHER", (PlanUpdateContent.OTHER, PlanUpdateContent,), {})  # type: ignore
+
+
+
+
+class _UniffiFfiConverterTypePlanUpdateContent(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        variant = buf.read_i32()
+        if variant == 1:
+            return PlanUpdateContent.ITEMS(
+                _UniffiFfiConverterBoxTypePlanItems.read(buf),
+            )
+        if variant == 2:
+            return PlanUpdateContent.OTHER(
+                _UniffiFfiConverterTypeUnknown.read(buf),
+            )
+        raise InternalError("Raw enum value doesn't match any cases")
+
+    @staticmethod
+    def check_lower(value):
+        if value.is_ITEMS():
+            _UniffiFfiConverterBoxTypePlanItems.check_lower(value._values[0])
+            return
+        if value.is_OTHER():
+            _UniffiFfiConverterTypeUnknown.check_lower(value._values[0])
+            return
+        raise ValueError(value)
+
+    @staticmethod
+    def write(value, buf):
+        if value.is_ITEMS():
+            buf.write_i32(1)
+            _UniffiFfiConverterBoxTypePlanItems.write(value._values[0], buf)
+        if value.is_OTHER():
+            buf.write_i32(2)
+            _UniffiFfiConverterTypeUnknown.write(value._values[0], buf)
+
+
+
+@dataclass
+class PlanUpdate:
+    """
+    The agent's plan, replaced whole.
+"""
+    def __init__(self, *, plan:PlanUpdateContent, meta:typing.Optional[JsonObject]):
+        self.plan = plan
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "PlanUpdate(plan={}, meta={})".format(self.plan, self.meta)
+    def __eq__(self, other):
+        if self.plan != other.plan:
+            return False
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypePlanUpdate(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return PlanUpdate(
+            plan=_UniffiFfiConverterTypePlanUpdateContent.read(buf),
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypePlanUpdateContent.check_lower(value.plan)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypePlanUpdateContent.write(value.plan, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+@dataclass
+class PromptRequest:
+    """
+    A user message. On an idle session it is inserted into the conversation and starts a turn. While a turn is in progress it is refused (-32010 `turn_in_progress`): mid-turn input goes through `session/inject`.
+"""
+    def __init__(self, *, session_id:SessionId, prompt:typing.List[ContentBlock], meta:typing.Optional[JsonObject]):
+        self.session_id = session_id
+        self.prompt = prompt
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "PromptRequest(session_id={}, prompt={}, meta={})".format(self.session_id, self.prompt, self.meta)
+    def __eq__(self, other):
+        if self.session_id != other.session_id:
+            return False
+        if self.prompt != other.prompt:
+            return False
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypePromptRequest(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return PromptRequest(
+            session_id=_UniffiFfiConverterTypeSessionId.read(buf),
+            prompt=_UniffiFfiConverterSequenceTypeContentBlock.read(buf),
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypeSessionId.check_lower(value.session_id)
+        _UniffiFfiConverterSequenceTypeContentBlock.check_lower(value.prompt)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeSessionId.write(value.session_id, buf)
+        _UniffiFfiConverterSequenceTypeContentBlock.write(value.prompt, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+@dataclass
+class PromptResponse:
+    """
+    The insertion receipt (upstream 2.0.0-alpha.5): the user message has been inserted into the conversation with this `messageId`, which its `user_message` update carries. Sent on insertion, not at the end of the turn; the response and the update may reach the client in either order.
+"""
+    def __init__(self, *, message_id:MessageId, meta:typing.Optional[JsonObject]):
+        self.message_id = message_id
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "PromptResponse(message_id={}, meta={})".format(self.message_id, self.meta)
+    def __eq__(self, other):
+        if self.message_id != other.message_id:
+            return False
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypePromptResponse(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return PromptResponse(
+            message_id=_UniffiFfiConverterTypeMessageId.read(buf),
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypeMessageId.check_lower(value.message_id)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeMessageId.write(value.message_id, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+@dataclass
+class ProtocolError:
+    """
+    An error the agent answered to one of this client's requests.
+"""
+    def __init__(self, *, code:int, message:str, reason:typing.Optional[ErrorReason], message_id:typing.Optional[MessageId], detail:typing.Optional[str]):
+        self.code = code
+        self.message = message
+        self.reason = reason
+        self.message_id = message_id
+        self.detail = detail
+        
+        
+
+    
+    def __str__(self):
+        return "ProtocolError(code={}, message={}, reason={}, message_id={}, detail={})".format(self.code, self.message, self.reason, self.message_id, self.detail)
+    def __eq__(self, other):
+        if self.code != other.code:
+            return False
+        if self.message != other.message:
+            return False
+        if self.reason != other.reason:
+            return False
+        if self.message_id != other.message_id:
+            return False
+        if self.detail != other.detail:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeProtocolError(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return ProtocolError(
+            code=_UniffiFfiConverterInt64.read(buf),
+            message=_UniffiFfiConverterString.read(buf),
+            reason=_UniffiFfiConverterOptionalTypeErrorReason.read(buf),
+            message_id=_UniffiFfiConverterOptionalTypeMessageId.read(buf),
+            detail=_UniffiFfiConverterOptionalString.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterInt64.check_lower(value.code)
+        _UniffiFfiConverterString.check_lower(value.message)
+        _UniffiFfiConverterOptionalTypeErrorReason.check_lower(value.reason)
+        _UniffiFfiConverterOptionalTypeMessageId.check_lower(value.message_id)
+        _UniffiFfiConverterOptionalString.check_lower(value.detail)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterInt64.write(value.code, buf)
+        _UniffiFfiConverterString.write(value.message, buf)
+        _UniffiFfiConverterOptionalTypeErrorReason.write(value.reason, buf)
+        _UniffiFfiConverterOptionalTypeMessageId.write(value.message_id, buf)
+        _UniffiFfiConverterOptionalString.write(value.detail, buf)
+
+@dataclass
+class ReplaceInjectRequest:
+    """
+    Replaces a pending inject's content, keeping its id, mode and position.
+"""
+    def __init__(self, *, session_id:SessionId, message_id:MessageId, content:typing.List[ContentBlock], meta:typing.Optional[JsonObject]):
+        self.session_id = session_id
+        self.message_id = message_id
+        self.content = content
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "ReplaceInjectRequest(session_id={}, message_id={}, content={}, meta={})".format(self.session_id, self.message_id, self.content, self.meta)
+    def __eq__(self, other):
+        if self.session_id != other.session_id:
+            return False
+        if self.message_id != other.message_id:
+            return False
+        if self.content != other.content:
+            return False
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeReplaceInjectRequest(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return ReplaceInjectRequest(
+            session_id=_UniffiFfiConverterTypeSessionId.read(buf),
+            message_id=_UniffiFfiConverterTypeMessageId.read(buf),
+            content=_UniffiFfiConverterSequenceTypeContentBlock.read(buf),
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypeSessionId.check_lower(value.session_id)
+        _UniffiFfiConverterTypeMessageId.check_lower(value.message_id)
+        _UniffiFfiConverterSequenceTypeContentBlock.check_lower(value.content)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeSessionId.write(value.session_id, buf)
+        _UniffiFfiConverterTypeMessageId.write(value.message_id, buf)
+        _UniffiFfiConverterSequenceTypeContentBlock.write(value.content, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+@dataclass
+class ReplaceInjectResponse:
+    """
+    The content was replaced; the `user_message` will carry the new content.
+"""
+    def __init__(self, *, message_id:MessageId, meta:typing.Optional[JsonObject]):
+        self.message_id = message_id
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "ReplaceInjectResponse(message_id={}, meta={})".format(self.message_id, self.meta)
+    def __eq__(self, other):
+        if self.message_id != other.message_id:
+            return False
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeReplaceInjectResponse(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return ReplaceInjectResponse(
+            message_id=_UniffiFfiConverterTypeMessageId.read(buf),
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypeMessageId.check_lower(value.message_id)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeMessageId.write(value.message_id, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+@dataclass
+class ReplayFromStart:
+    """
+    Replay the whole conversation.
+"""
+    def __init__(self, *, meta:typing.Optional[JsonObject]):
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "ReplayFromStart(meta={})".format(self.meta)
+    def __eq__(self, other):
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeReplayFromStart(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return ReplayFromStart(
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+class _UniffiFfiConverterSequenceTypePermissionOption(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        for item in value:
+            _UniffiFfiConverterTypePermissionOption.check_lower(item)
+
+    @classmethod
+    def write(cls, value, buf):
+        items = len(value)
+        buf.write_i32(items)
+        for item in value:
+            _UniffiFfiConverterTypePermissionOption.write(item, buf)
+
+    @classmethod
+    def read(cls, buf):
+        count = buf.read_i32()
+        if count < 0:
+            raise InternalError("Unexpected negative sequence length")
+
+        return [
+            _UniffiFfiConverterTypePermissionOption.read(buf) for i in range(count)
+        ]
+
+@dataclass
+class RequestPermissionRequest:
+    """
+    The agent asks the user to authorise an action. While open, the session's state is `requires_action`.
+"""
+    def __init__(self, *, session_id:SessionId, title:str, description:typing.Optional[str], subject:typing.Optional[JsonObject], options:typing.List[PermissionOption], meta:typing.Optional[JsonObject]):
+        self.session_id = session_id
+        self.title = title
+        self.description = description
+        self.subject = subject
+        self.options = options
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "RequestPermissionRequest(session_id={}, title={}, description={}, subject={}, options={}, meta={})".format(self.session_id, self.title, self.description, self.subject, self.options, self.meta)
+    def __eq__(self, other):
+        if self.session_id != other.session_id:
+            return False
+        if self.title != other.title:
+            return False
+        if self.description != other.description:
+            return False
+        if self.subject != other.subject:
+            return False
+        if self.options != other.options:
+            return False
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeRequestPermissionRequest(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return RequestPermissionRequest(
+            session_id=_UniffiFfiConverterTypeSessionId.read(buf),
+            title=_UniffiFfiConverterString.read(buf),
+            description=_UniffiFfiConverterOptionalString.read(buf),
+            subject=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+            options=_UniffiFfiConverterSequenceTypePermissionOption.read(buf),
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypeSessionId.check_lower(value.session_id)
+        _UniffiFfiConverterString.check_lower(value.title)
+        _UniffiFfiConverterOptionalString.check_lower(value.description)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.subject)
+        _UniffiFfiConverterSequenceTypePermissionOption.check_lower(value.options)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeSessionId.write(value.session_id, buf)
+        _UniffiFfiConverterString.write(value.title, buf)
+        _UniffiFfiConverterOptionalString.write(value.description, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.subject, buf)
+        _UniffiFfiConverterSequenceTypePermissionOption.write(value.options, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+class _UniffiFfiConverterBoxTypeCancelledPermissionOutcome(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        _UniffiFfiConverterTypeCancelledPermissionOutcome.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        _UniffiFfiConverterTypeCancelledPermissionOutcome.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        return _UniffiFfiConverterTypeCancelledPermissionOutcome.read(buf)
+
+@dataclass
+class SelectedPermissionOutcome:
+    """
+    The user chose an option.
+"""
+    def __init__(self, *, option_id:PermissionOptionId, meta:typing.Optional[JsonObject]):
+        self.option_id = option_id
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "SelectedPermissionOutcome(option_id={}, meta={})".format(self.option_id, self.meta)
+    def __eq__(self, other):
+        if self.option_id != other.option_id:
+            return False
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeSelectedPermissionOutcome(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return SelectedPermissionOutcome(
+            option_id=_UniffiFfiConverterTypePermissionOptionId.read(buf),
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypePermissionOptionId.check_lower(value.option_id)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypePermissionOptionId.write(value.option_id, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+class _UniffiFfiConverterBoxTypeSelectedPermissionOutcome(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        _UniffiFfiConverterTypeSelectedPermissionOutcome.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        _UniffiFfiConverterTypeSelectedPermissionOutcome.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        return _UniffiFfiConverterTypeSelectedPermissionOutcome.read(buf)
+
+
+
+
+
+
+class RequestPermissionOutcome:
+    """
+    How a permission request ended, tagged by `outcome`. Open.
+"""
+    def __init__(self):
+        raise RuntimeError("RequestPermissionOutcome cannot be instantiated directly")
+
+    # Each enum variant is a nested class of the enum itself.
+    @dataclass
+    class CANCELLED:
+        """
+        `cancelled`: The request was cancelled (the turn was cancelled).
+"""
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"RequestPermissionOutcome.CANCELLED{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, RequestPermissionOutcome):
+                return NotImplemented
+            if not other.is_CANCELLED():
+                return False
+            return self._values == other._values
+
+    @dataclass
+    class SELECTED:
+        """
+        `selected`: The user chose an option.
+"""
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"RequestPermissionOutcome.SELECTED{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, RequestPermissionOutcome):
+                return NotImplemented
+            if not other.is_SELECTED():
+                return False
+            return self._values == other._values
+
+    @dataclass
+    class OTHER:
+        """
+        A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
+"""
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"RequestPermissionOutcome.OTHER{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, RequestPermissionOutcome):
+                return NotImplemented
+            if not other.is_OTHER():
+                return False
+            return self._values == other._values
+
+    
+
+    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
+    # whether an instance is that variant.
+    def is_CANCELLED(self) -> bool:
+        return isinstance(self, RequestPermissionOutcome.CANCELLED)
+    def is_cancelled(self) -> bool:
+        return isinstance(self, RequestPermissionOutcome.CANCELLED)
+    def is_SELECTED(self) -> bool:
+        return isinstance(self, RequestPermissionOutcome.SELECTED)
+    def is_selected(self) -> bool:
+        return isinstance(self, RequestPermissionOutcome.SELECTED)
+    def is_OTHER(self) -> bool:
+        return isinstance(self, RequestPermissionOutcome.OTHER)
+    def is_other(self) -> bool:
+        return isinstance(self, RequestPermissionOutcome.OTHER)
+    
+
+# Now, a little trick - we make each nested variant class be a subclass of the main
+# enum class, so that method calls and instance checks etc will work intuitively.
+# We might be able to do this a little more neatly with a metaclass, but this'll do.
+RequestPermissionOutcome.CANCELLED = type("RequestPermissionOutcome.CANCELLED", (RequestPermissionOutcome.CANCELLED, RequestPermissionOutcome,), {})  # type: ignore
+RequestPermissionOutcome.SELECTED = type("RequestPermissionOutcome.SELECTED", (RequestPermissionOutcome.SELECTED, RequestPermissionOutcome,), {})  # type: ignore
+RequestPermissionOutcome.OTHER = type("RequestPermissionOutcome.OTHER", (RequestPermissionOutcome.OTHER, RequestPermissionOutcome,), {})  # type: ignore
+
+
+
+
+class _UniffiFfiConverterTypeRequestPermissionOutcome(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        variant = buf.read_i32()
+        if variant == 1:
+            return RequestPermissionOutcome.CANCELLED(
+                _UniffiFfiConverterBoxTypeCancelledPermissionOutcome.read(buf),
+            )
+        if variant == 2:
+            return RequestPermissionOutcome.SELECTED(
+                _UniffiFfiConverterBoxTypeSelectedPermissionOutcome.read(buf),
+            )
+        if variant == 3:
+            return RequestPermissionOutcome.OTHER(
+                _UniffiFfiConverterTypeUnknown.read(buf),
+            )
+        raise InternalError("Raw enum value doesn't match any cases")
+
+    @staticmethod
+    def check_lower(value):
+        if value.is_CANCELLED():
+            _UniffiFfiConverterBoxTypeCancelledPermissionOutcome.check_lower(value._values[0])
+            return
+        if value.is_SELECTED():
+            _UniffiFfiConverterBoxTypeSelectedPermissionOutcome.check_lower(value._values[0])
+            return
+        if value.is_OTHER():
+            _UniffiFfiConverterTypeUnknown.check_lower(value._values[0])
+            return
+        raise ValueError(value)
+
+    @staticmethod
+    def write(value, buf):
+        if value.is_CANCELLED():
+            buf.write_i32(1)
+            _UniffiFfiConverterBoxTypeCancelledPermissionOutcome.write(value._values[0], buf)
+        if value.is_SELECTED():
+            buf.write_i32(2)
+            _UniffiFfiConverterBoxTypeSelectedPermissionOutcome.write(value._values[0], buf)
+        if value.is_OTHER():
+            buf.write_i32(3)
+            _UniffiFfiConverterTypeUnknown.write(value._values[0], buf)
+
+
+
+@dataclass
+class RequestPermissionResponse:
+    """
+    The user's decision.
+"""
+    def __init__(self, *, outcome:RequestPermissionOutcome, meta:typing.Optional[JsonObject]):
+        self.outcome = outcome
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "RequestPermissionResponse(outcome={}, meta={})".format(self.outcome, self.meta)
+    def __eq__(self, other):
+        if self.outcome != other.outcome:
+            return False
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeRequestPermissionResponse(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return RequestPermissionResponse(
+            outcome=_UniffiFfiConverterTypeRequestPermissionOutcome.read(buf),
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypeRequestPermissionOutcome.check_lower(value.outcome)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeRequestPermissionOutcome.write(value.outcome, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+@dataclass
+class RequiresActionStateUpdate:
+    """
+    The turn waits for the user (a permission request is open).
+"""
+    def __init__(self, *, meta:typing.Optional[JsonObject]):
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "RequiresActionStateUpdate(meta={})".format(self.meta)
+    def __eq__(self, other):
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeRequiresActionStateUpdate(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return RequiresActionStateUpdate(
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+class _UniffiFfiConverterBoxTypeReplayFromStart(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        _UniffiFfiConverterTypeReplayFromStart.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        _UniffiFfiConverterTypeReplayFromStart.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        return _UniffiFfiConverterTypeReplayFromStart.read(buf)
+
+
+
+
+
+
+class ReplayFrom:
+    """
+    An inclusive replay cursor, tagged by `type`. Open: an agent rejects a cursor it does not understand (-32602).
+"""
+    def __init__(self):
+        raise RuntimeError("ReplayFrom cannot be instantiated directly")
+
+    # Each enum variant is a nested class of the enum itself.
+    @dataclass
+    class START:
+        """
+        `start`: Replay the whole conversation.
+"""
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"ReplayFrom.START{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, ReplayFrom):
+                return NotImplemented
+            if not other.is_START():
+                return False
+            return self._values == other._values
+
+    @dataclass
+    class OTHER:
+        """
+        A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
+"""
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"ReplayFrom.OTHER{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, ReplayFrom):
+                return NotImplemented
+            if not other.is_OTHER():
+                return False
+            return self._values == other._values
+
+    
+
+    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
+    # whether an instance is that variant.
+    def is_START(self) -> bool:
+        return isinstance(self, ReplayFrom.START)
+    def is_start(self) -> bool:
+        return isinstance(self, ReplayFrom.START)
+    def is_OTHER(self) -> bool:
+        return isinstance(self, ReplayFrom.OTHER)
+    def is_other(self) -> bool:
+        return isinstance(self, ReplayFrom.OTHER)
+    
+
+# Now, a little trick - we make each nested variant class be a subclass of the main
+# enum class, so that method calls and instance checks etc will work intuitively.
+# We might be able to do this a little more neatly with a metaclass, but this'll do.
+ReplayFrom.START = type("ReplayFrom.START", (ReplayFrom.START, ReplayFrom,), {})  # type: ignore
+ReplayFrom.OTHER = type("ReplayFrom.OTHER", (ReplayFrom.OTHER, ReplayFrom,), {})  # type: ignore
+
+
+
+
+class _UniffiFfiConverterTypeReplayFrom(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        variant = buf.read_i32()
+        if variant == 1:
+            return ReplayFrom.START(
+                _UniffiFfiConverterBoxTypeReplayFromStart.read(buf),
+            )
+        if variant == 2:
+            return ReplayFrom.OTHER(
+                _UniffiFfiConverterTypeUnknown.read(buf),
+            )
+        raise InternalError("Raw enum value doesn't match any cases")
+
+    @staticmethod
+    def check_lower(value):
+        if value.is_START():
+            _UniffiFfiConverterBoxTypeReplayFromStart.check_lower(value._values[0])
+            return
+        if value.is_OTHER():
+            _UniffiFfiConverterTypeUnknown.check_lower(value._values[0])
+            return
+        raise ValueError(value)
+
+    @staticmethod
+    def write(value, buf):
+        if value.is_START():
+            buf.write_i32(1)
+            _UniffiFfiConverterBoxTypeReplayFromStart.write(value._values[0], buf)
+        if value.is_OTHER():
+            buf.write_i32(2)
+            _UniffiFfiConverterTypeUnknown.write(value._values[0], buf)
+
+
+
+class _UniffiFfiConverterOptionalTypeReplayFrom(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterTypeReplayFrom.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterTypeReplayFrom.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterTypeReplayFrom.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
+
+@dataclass
+class ResumeSessionRequest:
+    """
+    Reconnects to an existing session (live, closed, or from an earlier agent process). With `replayFrom` the conversation is replayed as `session/update` notifications before the response.
+"""
+    def __init__(self, *, session_id:SessionId, cwd:str, additional_directories:typing.Optional[typing.List[str]], mcp_servers:typing.Optional[typing.List[McpServer]], replay_from:typing.Optional[ReplayFrom], meta:typing.Optional[JsonObject]):
+        self.session_id = session_id
+        self.cwd = cwd
+        self.additional_directories = additional_directories
+        self.mcp_servers = mcp_servers
+        self.replay_from = replay_from
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "ResumeSessionRequest(session_id={}, cwd={}, additional_directories={}, mcp_servers={}, replay_from={}, meta={})".format(self.session_id, self.cwd, self.additional_directories, self.mcp_servers, self.replay_from, self.meta)
+    def __eq__(self, other):
+        if self.session_id != other.session_id:
+            return False
+        if self.cwd != other.cwd:
+            return False
+        if self.additional_directories != other.additional_directories:
+            return False
+        if self.mcp_servers != other.mcp_servers:
+            return False
+        if self.replay_from != other.replay_from:
+            return False
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeResumeSessionRequest(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return ResumeSessionRequest(
+            session_id=_UniffiFfiConverterTypeSessionId.read(buf),
+            cwd=_UniffiFfiConverterString.read(buf),
+            additional_directories=_UniffiFfiConverterOptionalSequenceString.read(buf),
+            mcp_servers=_UniffiFfiConverterOptionalSequenceTypeMcpServer.read(buf),
+            replay_from=_UniffiFfiConverterOptionalTypeReplayFrom.read(buf),
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypeSessionId.check_lower(value.session_id)
+        _UniffiFfiConverterString.check_lower(value.cwd)
+        _UniffiFfiConverterOptionalSequenceString.check_lower(value.additional_directories)
+        _UniffiFfiConverterOptionalSequenceTypeMcpServer.check_lower(value.mcp_servers)
+        _UniffiFfiConverterOptionalTypeReplayFrom.check_lower(value.replay_from)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeSessionId.write(value.session_id, buf)
+        _UniffiFfiConverterString.write(value.cwd, buf)
+        _UniffiFfiConverterOptionalSequenceString.write(value.additional_directories, buf)
+        _UniffiFfiConverterOptionalSequenceTypeMcpServer.write(value.mcp_servers, buf)
+        _UniffiFfiConverterOptionalTypeReplayFrom.write(value.replay_from, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+@dataclass
+class ResumeSessionResponse:
+    """
+    The session is live and attached to this connection; any replay was sent before this response.
+"""
+    def __init__(self, *, meta:typing.Optional[JsonObject]):
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "ResumeSessionResponse(meta={})".format(self.meta)
+    def __eq__(self, other):
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeResumeSessionResponse(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return ResumeSessionResponse(
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+@dataclass
+class RevokeInjectRequest:
+    """
+    Drops a pending inject. Idempotent for an id already revoked.
+"""
+    def __init__(self, *, session_id:SessionId, message_id:MessageId, meta:typing.Optional[JsonObject]):
+        self.session_id = session_id
+        self.message_id = message_id
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "RevokeInjectRequest(session_id={}, message_id={}, meta={})".format(self.session_id, self.message_id, self.meta)
+    def __eq__(self, other):
+        if self.session_id != other.session_id:
+            return False
+        if self.message_id != other.message_id:
+            return False
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeRevokeInjectRequest(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return RevokeInjectRequest(
+            session_id=_UniffiFfiConverterTypeSessionId.read(buf),
+            message_id=_UniffiFfiConverterTypeMessageId.read(buf),
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypeSessionId.check_lower(value.session_id)
+        _UniffiFfiConverterTypeMessageId.check_lower(value.message_id)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeSessionId.write(value.session_id, buf)
+        _UniffiFfiConverterTypeMessageId.write(value.message_id, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+@dataclass
+class RevokeInjectResponse:
+    """
+    The inject is revoked: no `user_message` for it will ever be emitted.
+"""
+    def __init__(self, *, meta:typing.Optional[JsonObject]):
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "RevokeInjectResponse(meta={})".format(self.meta)
+    def __eq__(self, other):
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeRevokeInjectResponse(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return RevokeInjectResponse(
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+@dataclass
+class RunningStateUpdate:
+    """
+    Foreground work started or resumed.
+"""
+    def __init__(self, *, meta:typing.Optional[JsonObject]):
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "RunningStateUpdate(meta={})".format(self.meta)
+    def __eq__(self, other):
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeRunningStateUpdate(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return RunningStateUpdate(
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+@dataclass
+class SessionClosedUpdate:
+    """
+    Extension (`_acp-inject/session_closed`): the session was closed (by `session/close` or by the agent). Sent to every attached connection; nothing follows it for this session until it is resumed.
+"""
+    def __init__(self, *, meta:typing.Optional[JsonObject]):
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "SessionClosedUpdate(meta={})".format(self.meta)
+    def __eq__(self, other):
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeSessionClosedUpdate(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return SessionClosedUpdate(
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+
+
+
+
+
+class StringPatch:
+    """
+    A `::std::string::String` member whose absence and `null` mean different things: `Absent` leaves the current value, `Null` clears it, `Value` replaces it.
+"""
+    def __init__(self):
+        raise RuntimeError("StringPatch cannot be instantiated directly")
+
+    # Each enum variant is a nested class of the enum itself.
+    @dataclass
+    class ABSENT:
+        """
+        The member is absent: leave the current value.
+"""
+        
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "StringPatch.ABSENT()".format()
+        def __eq__(self, other):
+            if not isinstance(other, StringPatch):
+                return NotImplemented
+            if not other.is_ABSENT():
+                return False
+            return True
+
+    @dataclass
+    class NULL:
+        """
+        The member is `null`: clear the current value.
+"""
+        
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "StringPatch.NULL()".format()
+        def __eq__(self, other):
+            if not isinstance(other, StringPatch):
+                return NotImplemented
+            if not other.is_NULL():
+                return False
+            return True
+
+    @dataclass
+    class VALUE:
+        """
+        The member has a value: replace the current value.
+"""
+        
+        def __init__(self, value:str):
+            self.value = value
             
             
             pass
@@ -3050,15 +10707,13 @@ class AgentOutput:
             
     
         def __str__(self):
-            return "AgentOutput.ACTION(session={}, action={})".format(self.session, self.action)
+            return "StringPatch.VALUE(value={})".format(self.value)
         def __eq__(self, other):
-            if not isinstance(other, AgentOutput):
+            if not isinstance(other, StringPatch):
                 return NotImplemented
-            if not other.is_ACTION():
+            if not other.is_VALUE():
                 return False
-            if self.session != other.session:
-                return False
-            if self.action != other.action:
+            if self.value != other.value:
                 return False
             return True
 
@@ -3066,63 +10721,4094 @@ class AgentOutput:
 
     # For each variant, we have `is_NAME` and `is_name` methods for easily checking
     # whether an instance is that variant.
-    def is_LINE(self) -> bool:
-        return isinstance(self, AgentOutput.LINE)
-    def is_line(self) -> bool:
-        return isinstance(self, AgentOutput.LINE)
-    def is_ACTION(self) -> bool:
-        return isinstance(self, AgentOutput.ACTION)
-    def is_action(self) -> bool:
-        return isinstance(self, AgentOutput.ACTION)
+    def is_ABSENT(self) -> bool:
+        return isinstance(self, StringPatch.ABSENT)
+    def is_absent(self) -> bool:
+        return isinstance(self, StringPatch.ABSENT)
+    def is_NULL(self) -> bool:
+        return isinstance(self, StringPatch.NULL)
+    def is_null(self) -> bool:
+        return isinstance(self, StringPatch.NULL)
+    def is_VALUE(self) -> bool:
+        return isinstance(self, StringPatch.VALUE)
+    def is_value(self) -> bool:
+        return isinstance(self, StringPatch.VALUE)
     
 
 # Now, a little trick - we make each nested variant class be a subclass of the main
 # enum class, so that method calls and instance checks etc will work intuitively.
 # We might be able to do this a little more neatly with a metaclass, but this'll do.
-AgentOutput.LINE = type("AgentOutput.LINE", (AgentOutput.LINE, AgentOutput,), {})  # type: ignore
-AgentOutput.ACTION = type("AgentOutput.ACTION", (AgentOutput.ACTION, AgentOutput,), {})  # type: ignore
+StringPatch.ABSENT = type("StringPatch.ABSENT", (StringPatch.ABSENT, StringPatch,), {})  # type: ignore
+StringPatch.NULL = type("StringPatch.NULL", (StringPatch.NULL, StringPatch,), {})  # type: ignore
+StringPatch.VALUE = type("StringPatch.VALUE", (StringPatch.VALUE, StringPatch,), {})  # type: ignore
 
 
 
 
-class _UniffiFfiConverterTypeAgentOutput(_UniffiConverterRustBuffer):
+class _UniffiFfiConverterTypeStringPatch(_UniffiConverterRustBuffer):
     @staticmethod
     def read(buf):
         variant = buf.read_i32()
         if variant == 1:
-            return AgentOutput.LINE(
-                _UniffiFfiConverterOptionalString.read(buf),
-                _UniffiFfiConverterString.read(buf),
+            return StringPatch.ABSENT(
             )
         if variant == 2:
-            return AgentOutput.ACTION(
+            return StringPatch.NULL(
+            )
+        if variant == 3:
+            return StringPatch.VALUE(
                 _UniffiFfiConverterString.read(buf),
-                _UniffiFfiConverterTypeRuntimeAction.read(buf),
             )
         raise InternalError("Raw enum value doesn't match any cases")
 
     @staticmethod
     def check_lower(value):
-        if value.is_LINE():
-            _UniffiFfiConverterOptionalString.check_lower(value.to)
-            _UniffiFfiConverterString.check_lower(value.line)
+        if value.is_ABSENT():
             return
-        if value.is_ACTION():
-            _UniffiFfiConverterString.check_lower(value.session)
-            _UniffiFfiConverterTypeRuntimeAction.check_lower(value.action)
+        if value.is_NULL():
+            return
+        if value.is_VALUE():
+            _UniffiFfiConverterString.check_lower(value.value)
             return
         raise ValueError(value)
 
     @staticmethod
     def write(value, buf):
-        if value.is_LINE():
+        if value.is_ABSENT():
             buf.write_i32(1)
-            _UniffiFfiConverterOptionalString.write(value.to, buf)
-            _UniffiFfiConverterString.write(value.line, buf)
-        if value.is_ACTION():
+        if value.is_NULL():
             buf.write_i32(2)
-            _UniffiFfiConverterString.write(value.session, buf)
-            _UniffiFfiConverterTypeRuntimeAction.write(value.action, buf)
+        if value.is_VALUE():
+            buf.write_i32(3)
+            _UniffiFfiConverterString.write(value.value, buf)
+
+
+
+
+class _UniffiFfiConverterTypeStringPatchMember:
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeStringPatch.write(value, buf)
+
+    @staticmethod
+    def read(buf):
+        return _UniffiFfiConverterTypeStringPatch.read(buf)
+
+    @staticmethod
+    def lift(value):
+        return _UniffiFfiConverterTypeStringPatch.lift(value)
+
+    @staticmethod
+    def check_lower(value):
+        return _UniffiFfiConverterTypeStringPatch.check_lower(value)
+
+    @staticmethod
+    def lower(value):
+        return _UniffiFfiConverterTypeStringPatch.lower(value)
+
+
+StringPatchMember = StringPatch
+
+
+@dataclass
+class SessionInfoUpdate:
+    """
+    The session's metadata changed. Omitted members are unchanged; `null` clears.
+"""
+    def __init__(self, *, title:StringPatchMember, updated_at:StringPatchMember, meta:typing.Optional[JsonObject]):
+        self.title = title
+        self.updated_at = updated_at
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "SessionInfoUpdate(title={}, updated_at={}, meta={})".format(self.title, self.updated_at, self.meta)
+    def __eq__(self, other):
+        if self.title != other.title:
+            return False
+        if self.updated_at != other.updated_at:
+            return False
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeSessionInfoUpdate(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return SessionInfoUpdate(
+            title=_UniffiFfiConverterTypeStringPatchMember.read(buf),
+            updated_at=_UniffiFfiConverterTypeStringPatchMember.read(buf),
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypeStringPatchMember.check_lower(value.title)
+        _UniffiFfiConverterTypeStringPatchMember.check_lower(value.updated_at)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeStringPatchMember.write(value.title, buf)
+        _UniffiFfiConverterTypeStringPatchMember.write(value.updated_at, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+@dataclass
+class SessionPage:
+    """
+    One page of `session/list`.
+"""
+    def __init__(self, *, sessions:typing.List[SessionInfo], next_cursor:typing.Optional[str]):
+        self.sessions = sessions
+        self.next_cursor = next_cursor
+        
+        
+
+    
+    def __str__(self):
+        return "SessionPage(sessions={}, next_cursor={})".format(self.sessions, self.next_cursor)
+    def __eq__(self, other):
+        if self.sessions != other.sessions:
+            return False
+        if self.next_cursor != other.next_cursor:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeSessionPage(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return SessionPage(
+            sessions=_UniffiFfiConverterSequenceTypeSessionInfo.read(buf),
+            next_cursor=_UniffiFfiConverterOptionalString.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterSequenceTypeSessionInfo.check_lower(value.sessions)
+        _UniffiFfiConverterOptionalString.check_lower(value.next_cursor)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterSequenceTypeSessionInfo.write(value.sessions, buf)
+        _UniffiFfiConverterOptionalString.write(value.next_cursor, buf)
+
+@dataclass
+class SessionSetup:
+    """
+    The parameters of `session/new` or `session/resume`.
+"""
+    def __init__(self, *, cwd:str, additional_directories:typing.List[str], mcp_servers:typing.List[McpServer]):
+        self.cwd = cwd
+        self.additional_directories = additional_directories
+        self.mcp_servers = mcp_servers
+        
+        
+
+    
+    def __str__(self):
+        return "SessionSetup(cwd={}, additional_directories={}, mcp_servers={})".format(self.cwd, self.additional_directories, self.mcp_servers)
+    def __eq__(self, other):
+        if self.cwd != other.cwd:
+            return False
+        if self.additional_directories != other.additional_directories:
+            return False
+        if self.mcp_servers != other.mcp_servers:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeSessionSetup(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return SessionSetup(
+            cwd=_UniffiFfiConverterString.read(buf),
+            additional_directories=_UniffiFfiConverterSequenceString.read(buf),
+            mcp_servers=_UniffiFfiConverterSequenceTypeMcpServer.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterString.check_lower(value.cwd)
+        _UniffiFfiConverterSequenceString.check_lower(value.additional_directories)
+        _UniffiFfiConverterSequenceTypeMcpServer.check_lower(value.mcp_servers)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterString.write(value.cwd, buf)
+        _UniffiFfiConverterSequenceString.write(value.additional_directories, buf)
+        _UniffiFfiConverterSequenceTypeMcpServer.write(value.mcp_servers, buf)
+
+@dataclass
+class SessionStatusRequest:
+    """
+    A side-effect-free liveness probe.
+"""
+    def __init__(self, *, session_id:SessionId, meta:typing.Optional[JsonObject]):
+        self.session_id = session_id
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "SessionStatusRequest(session_id={}, meta={})".format(self.session_id, self.meta)
+    def __eq__(self, other):
+        if self.session_id != other.session_id:
+            return False
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeSessionStatusRequest(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return SessionStatusRequest(
+            session_id=_UniffiFfiConverterTypeSessionId.read(buf),
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypeSessionId.check_lower(value.session_id)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeSessionId.write(value.session_id, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+
+
+
+
+
+class SessionStatus(enum.Enum):
+    """
+    A session's liveness.
+"""
+    
+    LIVE = 0
+    """
+    `live`: The agent holds the session; session methods will work.
+"""
+    
+    NOT_FOUND = 1
+    """
+    `not_found`: The agent does not hold the session.
+"""
+    
+
+
+class _UniffiFfiConverterTypeSessionStatus(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        variant = buf.read_i32()
+        if variant == 1:
+            return SessionStatus.LIVE
+        if variant == 2:
+            return SessionStatus.NOT_FOUND
+        raise InternalError("Raw enum value doesn't match any cases")
+
+    @staticmethod
+    def check_lower(value):
+        if value == SessionStatus.LIVE:
+            return
+        if value == SessionStatus.NOT_FOUND:
+            return
+        raise ValueError(value)
+
+    @staticmethod
+    def write(value, buf):
+        if value == SessionStatus.LIVE:
+            buf.write_i32(1)
+        if value == SessionStatus.NOT_FOUND:
+            buf.write_i32(2)
+
+
+
+@dataclass
+class SessionStatusResponse:
+    """
+    Whether the agent currently holds the session. Says nothing about running vs idle.
+"""
+    def __init__(self, *, status:SessionStatus, meta:typing.Optional[JsonObject]):
+        self.status = status
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "SessionStatusResponse(status={}, meta={})".format(self.status, self.meta)
+    def __eq__(self, other):
+        if self.status != other.status:
+            return False
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeSessionStatusResponse(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return SessionStatusResponse(
+            status=_UniffiFfiConverterTypeSessionStatus.read(buf),
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypeSessionStatus.check_lower(value.status)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeSessionStatus.write(value.status, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+@dataclass
+class ToolCallContentBlock:
+    """
+    A content block.
+"""
+    def __init__(self, *, content:ContentBlock, meta:typing.Optional[JsonObject]):
+        self.content = content
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "ToolCallContentBlock(content={}, meta={})".format(self.content, self.meta)
+    def __eq__(self, other):
+        if self.content != other.content:
+            return False
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeToolCallContentBlock(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return ToolCallContentBlock(
+            content=_UniffiFfiConverterTypeContentBlock.read(buf),
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypeContentBlock.check_lower(value.content)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeContentBlock.write(value.content, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+
+class _UniffiFfiConverterTypeToolCallId:
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterString.write(value, buf)
+
+    @staticmethod
+    def read(buf):
+        return _UniffiFfiConverterString.read(buf)
+
+    @staticmethod
+    def lift(value):
+        return _UniffiFfiConverterString.lift(value)
+
+    @staticmethod
+    def check_lower(value):
+        return _UniffiFfiConverterString.check_lower(value)
+
+    @staticmethod
+    def lower(value):
+        return _UniffiFfiConverterString.lower(value)
+
+
+ToolCallId = str
+
+
+class _UniffiFfiConverterBoxTypeToolCallContentBlock(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        _UniffiFfiConverterTypeToolCallContentBlock.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        _UniffiFfiConverterTypeToolCallContentBlock.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        return _UniffiFfiConverterTypeToolCallContentBlock.read(buf)
+
+
+
+
+
+
+class ToolCallContent:
+    """
+    Content produced by a tool call, tagged by `type`. Upstream's `diff` and `terminal` are carried through the open branch unchanged.
+"""
+    def __init__(self):
+        raise RuntimeError("ToolCallContent cannot be instantiated directly")
+
+    # Each enum variant is a nested class of the enum itself.
+    @dataclass
+    class CONTENT:
+        """
+        `content`: A content block.
+"""
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"ToolCallContent.CONTENT{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, ToolCallContent):
+                return NotImplemented
+            if not other.is_CONTENT():
+                return False
+            return self._values == other._values
+
+    @dataclass
+    class OTHER:
+        """
+        A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
+"""
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"ToolCallContent.OTHER{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, ToolCallContent):
+                return NotImplemented
+            if not other.is_OTHER():
+                return False
+            return self._values == other._values
+
+    
+
+    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
+    # whether an instance is that variant.
+    def is_CONTENT(self) -> bool:
+        return isinstance(self, ToolCallContent.CONTENT)
+    def is_content(self) -> bool:
+        return isinstance(self, ToolCallContent.CONTENT)
+    def is_OTHER(self) -> bool:
+        return isinstance(self, ToolCallContent.OTHER)
+    def is_other(self) -> bool:
+        return isinstance(self, ToolCallContent.OTHER)
+    
+
+# Now, a little trick - we make each nested variant class be a subclass of the main
+# enum class, so that method calls and instance checks etc will work intuitively.
+# We might be able to do this a little more neatly with a metaclass, but this'll do.
+ToolCallContent.CONTENT = type("ToolCallContent.CONTENT", (ToolCallContent.CONTENT, ToolCallContent,), {})  # type: ignore
+ToolCallContent.OTHER = type("ToolCallContent.OTHER", (ToolCallContent.OTHER, ToolCallContent,), {})  # type: ignore
+
+
+
+
+class _UniffiFfiConverterTypeToolCallContent(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        variant = buf.read_i32()
+        if variant == 1:
+            return ToolCallContent.CONTENT(
+                _UniffiFfiConverterBoxTypeToolCallContentBlock.read(buf),
+            )
+        if variant == 2:
+            return ToolCallContent.OTHER(
+                _UniffiFfiConverterTypeUnknown.read(buf),
+            )
+        raise InternalError("Raw enum value doesn't match any cases")
+
+    @staticmethod
+    def check_lower(value):
+        if value.is_CONTENT():
+            _UniffiFfiConverterBoxTypeToolCallContentBlock.check_lower(value._values[0])
+            return
+        if value.is_OTHER():
+            _UniffiFfiConverterTypeUnknown.check_lower(value._values[0])
+            return
+        raise ValueError(value)
+
+    @staticmethod
+    def write(value, buf):
+        if value.is_CONTENT():
+            buf.write_i32(1)
+            _UniffiFfiConverterBoxTypeToolCallContentBlock.write(value._values[0], buf)
+        if value.is_OTHER():
+            buf.write_i32(2)
+            _UniffiFfiConverterTypeUnknown.write(value._values[0], buf)
+
+
+
+@dataclass
+class ToolCallContentChunk:
+    """
+    Appends content to a tool call.
+"""
+    def __init__(self, *, tool_call_id:ToolCallId, content:ToolCallContent, meta:typing.Optional[JsonObject]):
+        self.tool_call_id = tool_call_id
+        self.content = content
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "ToolCallContentChunk(tool_call_id={}, content={}, meta={})".format(self.tool_call_id, self.content, self.meta)
+    def __eq__(self, other):
+        if self.tool_call_id != other.tool_call_id:
+            return False
+        if self.content != other.content:
+            return False
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeToolCallContentChunk(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return ToolCallContentChunk(
+            tool_call_id=_UniffiFfiConverterTypeToolCallId.read(buf),
+            content=_UniffiFfiConverterTypeToolCallContent.read(buf),
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypeToolCallId.check_lower(value.tool_call_id)
+        _UniffiFfiConverterTypeToolCallContent.check_lower(value.content)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeToolCallId.write(value.tool_call_id, buf)
+        _UniffiFfiConverterTypeToolCallContent.write(value.content, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+
+
+
+
+
+class ToolKind:
+    """
+    The kind of a tool. Open.
+"""
+    def __init__(self):
+        raise RuntimeError("ToolKind cannot be instantiated directly")
+
+    # Each enum variant is a nested class of the enum itself.
+    @dataclass
+    class READ:
+        """
+        `read`
+"""
+        
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "ToolKind.READ()".format()
+        def __eq__(self, other):
+            if not isinstance(other, ToolKind):
+                return NotImplemented
+            if not other.is_READ():
+                return False
+            return True
+
+    @dataclass
+    class EDIT:
+        """
+        `edit`
+"""
+        
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "ToolKind.EDIT()".format()
+        def __eq__(self, other):
+            if not isinstance(other, ToolKind):
+                return NotImplemented
+            if not other.is_EDIT():
+                return False
+            return True
+
+    @dataclass
+    class DELETE:
+        """
+        `delete`
+"""
+        
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "ToolKind.DELETE()".format()
+        def __eq__(self, other):
+            if not isinstance(other, ToolKind):
+                return NotImplemented
+            if not other.is_DELETE():
+                return False
+            return True
+
+    @dataclass
+    class MOVE:
+        """
+        `move`
+"""
+        
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "ToolKind.MOVE()".format()
+        def __eq__(self, other):
+            if not isinstance(other, ToolKind):
+                return NotImplemented
+            if not other.is_MOVE():
+                return False
+            return True
+
+    @dataclass
+    class SEARCH:
+        """
+        `search`
+"""
+        
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "ToolKind.SEARCH()".format()
+        def __eq__(self, other):
+            if not isinstance(other, ToolKind):
+                return NotImplemented
+            if not other.is_SEARCH():
+                return False
+            return True
+
+    @dataclass
+    class EXECUTE:
+        """
+        `execute`
+"""
+        
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "ToolKind.EXECUTE()".format()
+        def __eq__(self, other):
+            if not isinstance(other, ToolKind):
+                return NotImplemented
+            if not other.is_EXECUTE():
+                return False
+            return True
+
+    @dataclass
+    class THINK:
+        """
+        `think`
+"""
+        
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "ToolKind.THINK()".format()
+        def __eq__(self, other):
+            if not isinstance(other, ToolKind):
+                return NotImplemented
+            if not other.is_THINK():
+                return False
+            return True
+
+    @dataclass
+    class FETCH:
+        """
+        `fetch`
+"""
+        
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "ToolKind.FETCH()".format()
+        def __eq__(self, other):
+            if not isinstance(other, ToolKind):
+                return NotImplemented
+            if not other.is_FETCH():
+                return False
+            return True
+
+    @dataclass
+    class SWITCH_MODE:
+        """
+        `switch_mode`
+"""
+        
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "ToolKind.SWITCH_MODE()".format()
+        def __eq__(self, other):
+            if not isinstance(other, ToolKind):
+                return NotImplemented
+            if not other.is_SWITCH_MODE():
+                return False
+            return True
+
+    @dataclass
+    class OTHER:
+        """
+        `other`
+"""
+        
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "ToolKind.OTHER()".format()
+        def __eq__(self, other):
+            if not isinstance(other, ToolKind):
+                return NotImplemented
+            if not other.is_OTHER():
+                return False
+            return True
+
+    @dataclass
+    class UNKNOWN:
+        """
+        A value this version does not know (values starting with `_` are extensions).
+"""
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"ToolKind.UNKNOWN{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, ToolKind):
+                return NotImplemented
+            if not other.is_UNKNOWN():
+                return False
+            return self._values == other._values
+
+    
+
+    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
+    # whether an instance is that variant.
+    def is_READ(self) -> bool:
+        return isinstance(self, ToolKind.READ)
+    def is_read(self) -> bool:
+        return isinstance(self, ToolKind.READ)
+    def is_EDIT(self) -> bool:
+        return isinstance(self, ToolKind.EDIT)
+    def is_edit(self) -> bool:
+        return isinstance(self, ToolKind.EDIT)
+    def is_DELETE(self) -> bool:
+        return isinstance(self, ToolKind.DELETE)
+    def is_delete(self) -> bool:
+        return isinstance(self, ToolKind.DELETE)
+    def is_MOVE(self) -> bool:
+        return isinstance(self, ToolKind.MOVE)
+    def is_move(self) -> bool:
+        return isinstance(self, ToolKind.MOVE)
+    def is_SEARCH(self) -> bool:
+        return isinstance(self, ToolKind.SEARCH)
+    def is_search(self) -> bool:
+        return isinstance(self, ToolKind.SEARCH)
+    def is_EXECUTE(self) -> bool:
+        return isinstance(self, ToolKind.EXECUTE)
+    def is_execute(self) -> bool:
+        return isinstance(self, ToolKind.EXECUTE)
+    def is_THINK(self) -> bool:
+        return isinstance(self, ToolKind.THINK)
+    def is_think(self) -> bool:
+        return isinstance(self, ToolKind.THINK)
+    def is_FETCH(self) -> bool:
+        return isinstance(self, ToolKind.FETCH)
+    def is_fetch(self) -> bool:
+        return isinstance(self, ToolKind.FETCH)
+    def is_SWITCH_MODE(self) -> bool:
+        return isinstance(self, ToolKind.SWITCH_MODE)
+    def is_switch_mode(self) -> bool:
+        return isinstance(self, ToolKind.SWITCH_MODE)
+    def is_OTHER(self) -> bool:
+        return isinstance(self, ToolKind.OTHER)
+    def is_other(self) -> bool:
+        return isinstance(self, ToolKind.OTHER)
+    def is_UNKNOWN(self) -> bool:
+        return isinstance(self, ToolKind.UNKNOWN)
+    def is_unknown(self) -> bool:
+        return isinstance(self, ToolKind.UNKNOWN)
+    
+
+# Now, a little trick - we make each nested variant class be a subclass of the main
+# enum class, so that method calls and instance checks etc will work intuitively.
+# We might be able to do this a little more neatly with a metaclass, but this'll do.
+ToolKind.READ = type("ToolKind.READ", (ToolKind.READ, ToolKind,), {})  # type: ignore
+ToolKind.EDIT = type("ToolKind.EDIT", (ToolKind.EDIT, ToolKind,), {})  # type: ignore
+ToolKind.DELETE = type("ToolKind.DELETE", (ToolKind.DELETE, ToolKind,), {})  # type: ignore
+ToolKind.MOVE = type("ToolKind.MOVE", (ToolKind.MOVE, ToolKind,), {})  # type: ignore
+ToolKind.SEARCH = type("ToolKind.SEARCH", (ToolKind.SEARCH, ToolKind,), {})  # type: ignore
+ToolKind.EXECUTE = type("ToolKind.EXECUTE", (ToolKind.EXECUTE, ToolKind,), {})  # type: ignore
+ToolKind.THINK = type("ToolKind.THINK", (ToolKind.THINK, ToolKind,), {})  # type: ignore
+ToolKind.FETCH = type("ToolKind.FETCH", (ToolKind.FETCH, ToolKind,), {})  # type: ignore
+ToolKind.SWITCH_MODE = type("ToolKind.SWITCH_MODE", (ToolKind.SWITCH_MODE, ToolKind,), {})  # type: ignore
+ToolKind.OTHER = type("ToolKind.OTHER", (ToolKind.OTHER, ToolKind,), {})  # type: ignore
+ToolKind.UNKNOWN = type("ToolKind.UNKNOWN", (ToolKind.UNKNOWN, ToolKind,), {})  # type: ignore
+
+
+
+
+class _UniffiFfiConverterTypeToolKind(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        variant = buf.read_i32()
+        if variant == 1:
+            return ToolKind.READ(
+            )
+        if variant == 2:
+            return ToolKind.EDIT(
+            )
+        if variant == 3:
+            return ToolKind.DELETE(
+            )
+        if variant == 4:
+            return ToolKind.MOVE(
+            )
+        if variant == 5:
+            return ToolKind.SEARCH(
+            )
+        if variant == 6:
+            return ToolKind.EXECUTE(
+            )
+        if variant == 7:
+            return ToolKind.THINK(
+            )
+        if variant == 8:
+            return ToolKind.FETCH(
+            )
+        if variant == 9:
+            return ToolKind.SWITCH_MODE(
+            )
+        if variant == 10:
+            return ToolKind.OTHER(
+            )
+        if variant == 11:
+            return ToolKind.UNKNOWN(
+                _UniffiFfiConverterString.read(buf),
+            )
+        raise InternalError("Raw enum value doesn't match any cases")
+
+    @staticmethod
+    def check_lower(value):
+        if value.is_READ():
+            return
+        if value.is_EDIT():
+            return
+        if value.is_DELETE():
+            return
+        if value.is_MOVE():
+            return
+        if value.is_SEARCH():
+            return
+        if value.is_EXECUTE():
+            return
+        if value.is_THINK():
+            return
+        if value.is_FETCH():
+            return
+        if value.is_SWITCH_MODE():
+            return
+        if value.is_OTHER():
+            return
+        if value.is_UNKNOWN():
+            _UniffiFfiConverterString.check_lower(value._values[0])
+            return
+        raise ValueError(value)
+
+    @staticmethod
+    def write(value, buf):
+        if value.is_READ():
+            buf.write_i32(1)
+        if value.is_EDIT():
+            buf.write_i32(2)
+        if value.is_DELETE():
+            buf.write_i32(3)
+        if value.is_MOVE():
+            buf.write_i32(4)
+        if value.is_SEARCH():
+            buf.write_i32(5)
+        if value.is_EXECUTE():
+            buf.write_i32(6)
+        if value.is_THINK():
+            buf.write_i32(7)
+        if value.is_FETCH():
+            buf.write_i32(8)
+        if value.is_SWITCH_MODE():
+            buf.write_i32(9)
+        if value.is_OTHER():
+            buf.write_i32(10)
+        if value.is_UNKNOWN():
+            buf.write_i32(11)
+            _UniffiFfiConverterString.write(value._values[0], buf)
+
+
+
+class _UniffiFfiConverterOptionalTypeToolKind(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterTypeToolKind.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterTypeToolKind.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterTypeToolKind.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
+
+
+
+
+
+
+class ToolCallStatus:
+    """
+    A tool call's status. Open.
+"""
+    def __init__(self):
+        raise RuntimeError("ToolCallStatus cannot be instantiated directly")
+
+    # Each enum variant is a nested class of the enum itself.
+    @dataclass
+    class PENDING:
+        """
+        `pending`
+"""
+        
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "ToolCallStatus.PENDING()".format()
+        def __eq__(self, other):
+            if not isinstance(other, ToolCallStatus):
+                return NotImplemented
+            if not other.is_PENDING():
+                return False
+            return True
+
+    @dataclass
+    class IN_PROGRESS:
+        """
+        `in_progress`
+"""
+        
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "ToolCallStatus.IN_PROGRESS()".format()
+        def __eq__(self, other):
+            if not isinstance(other, ToolCallStatus):
+                return NotImplemented
+            if not other.is_IN_PROGRESS():
+                return False
+            return True
+
+    @dataclass
+    class COMPLETED:
+        """
+        `completed`
+"""
+        
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "ToolCallStatus.COMPLETED()".format()
+        def __eq__(self, other):
+            if not isinstance(other, ToolCallStatus):
+                return NotImplemented
+            if not other.is_COMPLETED():
+                return False
+            return True
+
+    @dataclass
+    class FAILED:
+        """
+        `failed`
+"""
+        
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "ToolCallStatus.FAILED()".format()
+        def __eq__(self, other):
+            if not isinstance(other, ToolCallStatus):
+                return NotImplemented
+            if not other.is_FAILED():
+                return False
+            return True
+
+    @dataclass
+    class CANCELLED:
+        """
+        `cancelled`
+"""
+        
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "ToolCallStatus.CANCELLED()".format()
+        def __eq__(self, other):
+            if not isinstance(other, ToolCallStatus):
+                return NotImplemented
+            if not other.is_CANCELLED():
+                return False
+            return True
+
+    @dataclass
+    class OTHER:
+        """
+        A value this version does not know (values starting with `_` are extensions).
+"""
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"ToolCallStatus.OTHER{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, ToolCallStatus):
+                return NotImplemented
+            if not other.is_OTHER():
+                return False
+            return self._values == other._values
+
+    
+
+    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
+    # whether an instance is that variant.
+    def is_PENDING(self) -> bool:
+        return isinstance(self, ToolCallStatus.PENDING)
+    def is_pending(self) -> bool:
+        return isinstance(self, ToolCallStatus.PENDING)
+    def is_IN_PROGRESS(self) -> bool:
+        return isinstance(self, ToolCallStatus.IN_PROGRESS)
+    def is_in_progress(self) -> bool:
+        return isinstance(self, ToolCallStatus.IN_PROGRESS)
+    def is_COMPLETED(self) -> bool:
+        return isinstance(self, ToolCallStatus.COMPLETED)
+    def is_completed(self) -> bool:
+        return isinstance(self, ToolCallStatus.COMPLETED)
+    def is_FAILED(self) -> bool:
+        return isinstance(self, ToolCallStatus.FAILED)
+    def is_failed(self) -> bool:
+        return isinstance(self, ToolCallStatus.FAILED)
+    def is_CANCELLED(self) -> bool:
+        return isinstance(self, ToolCallStatus.CANCELLED)
+    def is_cancelled(self) -> bool:
+        return isinstance(self, ToolCallStatus.CANCELLED)
+    def is_OTHER(self) -> bool:
+        return isinstance(self, ToolCallStatus.OTHER)
+    def is_other(self) -> bool:
+        return isinstance(self, ToolCallStatus.OTHER)
+    
+
+# Now, a little trick - we make each nested variant class be a subclass of the main
+# enum class, so that method calls and instance checks etc will work intuitively.
+# We might be able to do this a little more neatly with a metaclass, but this'll do.
+ToolCallStatus.PENDING = type("ToolCallStatus.PENDING", (ToolCallStatus.PENDING, ToolCallStatus,), {})  # type: ignore
+ToolCallStatus.IN_PROGRESS = type("ToolCallStatus.IN_PROGRESS", (ToolCallStatus.IN_PROGRESS, ToolCallStatus,), {})  # type: ignore
+ToolCallStatus.COMPLETED = type("ToolCallStatus.COMPLETED", (ToolCallStatus.COMPLETED, ToolCallStatus,), {})  # type: ignore
+ToolCallStatus.FAILED = type("ToolCallStatus.FAILED", (ToolCallStatus.FAILED, ToolCallStatus,), {})  # type: ignore
+ToolCallStatus.CANCELLED = type("ToolCallStatus.CANCELLED", (ToolCallStatus.CANCELLED, ToolCallStatus,), {})  # type: ignore
+ToolCallStatus.OTHER = type("ToolCallStatus.OTHER", (ToolCallStatus.OTHER, ToolCallStatus,), {})  # type: ignore
+
+
+
+
+class _UniffiFfiConverterTypeToolCallStatus(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        variant = buf.read_i32()
+        if variant == 1:
+            return ToolCallStatus.PENDING(
+            )
+        if variant == 2:
+            return ToolCallStatus.IN_PROGRESS(
+            )
+        if variant == 3:
+            return ToolCallStatus.COMPLETED(
+            )
+        if variant == 4:
+            return ToolCallStatus.FAILED(
+            )
+        if variant == 5:
+            return ToolCallStatus.CANCELLED(
+            )
+        if variant == 6:
+            return ToolCallStatus.OTHER(
+                _UniffiFfiConverterString.read(buf),
+            )
+        raise InternalError("Raw enum value doesn't match any cases")
+
+    @staticmethod
+    def check_lower(value):
+        if value.is_PENDING():
+            return
+        if value.is_IN_PROGRESS():
+            return
+        if value.is_COMPLETED():
+            return
+        if value.is_FAILED():
+            return
+        if value.is_CANCELLED():
+            return
+        if value.is_OTHER():
+            _UniffiFfiConverterString.check_lower(value._values[0])
+            return
+        raise ValueError(value)
+
+    @staticmethod
+    def write(value, buf):
+        if value.is_PENDING():
+            buf.write_i32(1)
+        if value.is_IN_PROGRESS():
+            buf.write_i32(2)
+        if value.is_COMPLETED():
+            buf.write_i32(3)
+        if value.is_FAILED():
+            buf.write_i32(4)
+        if value.is_CANCELLED():
+            buf.write_i32(5)
+        if value.is_OTHER():
+            buf.write_i32(6)
+            _UniffiFfiConverterString.write(value._values[0], buf)
+
+
+
+class _UniffiFfiConverterOptionalTypeToolCallStatus(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterTypeToolCallStatus.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterTypeToolCallStatus.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterTypeToolCallStatus.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
+
+class _UniffiFfiConverterSequenceTypeToolCallContent(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        for item in value:
+            _UniffiFfiConverterTypeToolCallContent.check_lower(item)
+
+    @classmethod
+    def write(cls, value, buf):
+        items = len(value)
+        buf.write_i32(items)
+        for item in value:
+            _UniffiFfiConverterTypeToolCallContent.write(item, buf)
+
+    @classmethod
+    def read(cls, buf):
+        count = buf.read_i32()
+        if count < 0:
+            raise InternalError("Unexpected negative sequence length")
+
+        return [
+            _UniffiFfiConverterTypeToolCallContent.read(buf) for i in range(count)
+        ]
+
+class _UniffiFfiConverterOptionalSequenceTypeToolCallContent(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterSequenceTypeToolCallContent.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterSequenceTypeToolCallContent.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterSequenceTypeToolCallContent.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
+
+
+class _UniffiFfiConverterTypeValue:
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterString.write(value, buf)
+
+    @staticmethod
+    def read(buf):
+        return _UniffiFfiConverterString.read(buf)
+
+    @staticmethod
+    def lift(value):
+        return _UniffiFfiConverterString.lift(value)
+
+    @staticmethod
+    def check_lower(value):
+        return _UniffiFfiConverterString.check_lower(value)
+
+    @staticmethod
+    def lower(value):
+        return _UniffiFfiConverterString.lower(value)
+
+
+Value = str
+
+
+class _UniffiFfiConverterOptionalTypeValue(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterTypeValue.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterTypeValue.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterTypeValue.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
+
+@dataclass
+class ToolCallUpdate:
+    """
+    A tool call was created or changed (upsert keyed by `toolCallId`).
+"""
+    def __init__(self, *, tool_call_id:ToolCallId, name:typing.Optional[str], title:typing.Optional[str], kind:typing.Optional[ToolKind], status:typing.Optional[ToolCallStatus], content:typing.Optional[typing.List[ToolCallContent]], locations:typing.Optional[typing.List[JsonObject]], raw_input:typing.Optional[Value], raw_output:typing.Optional[Value], meta:typing.Optional[JsonObject]):
+        self.tool_call_id = tool_call_id
+        self.name = name
+        self.title = title
+        self.kind = kind
+        self.status = status
+        self.content = content
+        self.locations = locations
+        self.raw_input = raw_input
+        self.raw_output = raw_output
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "ToolCallUpdate(tool_call_id={}, name={}, title={}, kind={}, status={}, content={}, locations={}, raw_input={}, raw_output={}, meta={})".format(self.tool_call_id, self.name, self.title, self.kind, self.status, self.content, self.locations, self.raw_input, self.raw_output, self.meta)
+    def __eq__(self, other):
+        if self.tool_call_id != other.tool_call_id:
+            return False
+        if self.name != other.name:
+            return False
+        if self.title != other.title:
+            return False
+        if self.kind != other.kind:
+            return False
+        if self.status != other.status:
+            return False
+        if self.content != other.content:
+            return False
+        if self.locations != other.locations:
+            return False
+        if self.raw_input != other.raw_input:
+            return False
+        if self.raw_output != other.raw_output:
+            return False
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeToolCallUpdate(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return ToolCallUpdate(
+            tool_call_id=_UniffiFfiConverterTypeToolCallId.read(buf),
+            name=_UniffiFfiConverterOptionalString.read(buf),
+            title=_UniffiFfiConverterOptionalString.read(buf),
+            kind=_UniffiFfiConverterOptionalTypeToolKind.read(buf),
+            status=_UniffiFfiConverterOptionalTypeToolCallStatus.read(buf),
+            content=_UniffiFfiConverterOptionalSequenceTypeToolCallContent.read(buf),
+            locations=_UniffiFfiConverterOptionalSequenceTypeJsonObject.read(buf),
+            raw_input=_UniffiFfiConverterOptionalTypeValue.read(buf),
+            raw_output=_UniffiFfiConverterOptionalTypeValue.read(buf),
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypeToolCallId.check_lower(value.tool_call_id)
+        _UniffiFfiConverterOptionalString.check_lower(value.name)
+        _UniffiFfiConverterOptionalString.check_lower(value.title)
+        _UniffiFfiConverterOptionalTypeToolKind.check_lower(value.kind)
+        _UniffiFfiConverterOptionalTypeToolCallStatus.check_lower(value.status)
+        _UniffiFfiConverterOptionalSequenceTypeToolCallContent.check_lower(value.content)
+        _UniffiFfiConverterOptionalSequenceTypeJsonObject.check_lower(value.locations)
+        _UniffiFfiConverterOptionalTypeValue.check_lower(value.raw_input)
+        _UniffiFfiConverterOptionalTypeValue.check_lower(value.raw_output)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeToolCallId.write(value.tool_call_id, buf)
+        _UniffiFfiConverterOptionalString.write(value.name, buf)
+        _UniffiFfiConverterOptionalString.write(value.title, buf)
+        _UniffiFfiConverterOptionalTypeToolKind.write(value.kind, buf)
+        _UniffiFfiConverterOptionalTypeToolCallStatus.write(value.status, buf)
+        _UniffiFfiConverterOptionalSequenceTypeToolCallContent.write(value.content, buf)
+        _UniffiFfiConverterOptionalSequenceTypeJsonObject.write(value.locations, buf)
+        _UniffiFfiConverterOptionalTypeValue.write(value.raw_input, buf)
+        _UniffiFfiConverterOptionalTypeValue.write(value.raw_output, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+@dataclass
+class TurnEnd:
+    """
+    How a turn ended, as the runtime reports it.
+"""
+    def __init__(self, *, stop_reason:StopReason, usage:typing.Optional[Usage]):
+        self.stop_reason = stop_reason
+        self.usage = usage
+        
+        
+
+    
+    def __str__(self):
+        return "TurnEnd(stop_reason={}, usage={})".format(self.stop_reason, self.usage)
+    def __eq__(self, other):
+        if self.stop_reason != other.stop_reason:
+            return False
+        if self.usage != other.usage:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeTurnEnd(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return TurnEnd(
+            stop_reason=_UniffiFfiConverterTypeStopReason.read(buf),
+            usage=_UniffiFfiConverterOptionalTypeUsage.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypeStopReason.check_lower(value.stop_reason)
+        _UniffiFfiConverterOptionalTypeUsage.check_lower(value.usage)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeStopReason.write(value.stop_reason, buf)
+        _UniffiFfiConverterOptionalTypeUsage.write(value.usage, buf)
+
+@dataclass
+class UserMessage:
+    """
+    A user message was inserted into history. For a prompt or inject this is its delivery.
+"""
+    def __init__(self, *, message_id:MessageId, content:ContentBlockListPatchMember, meta:typing.Optional[JsonObject]):
+        self.message_id = message_id
+        self.content = content
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "UserMessage(message_id={}, content={}, meta={})".format(self.message_id, self.content, self.meta)
+    def __eq__(self, other):
+        if self.message_id != other.message_id:
+            return False
+        if self.content != other.content:
+            return False
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeUserMessage(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return UserMessage(
+            message_id=_UniffiFfiConverterTypeMessageId.read(buf),
+            content=_UniffiFfiConverterTypeContentBlockListPatchMember.read(buf),
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypeMessageId.check_lower(value.message_id)
+        _UniffiFfiConverterTypeContentBlockListPatchMember.check_lower(value.content)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeMessageId.write(value.message_id, buf)
+        _UniffiFfiConverterTypeContentBlockListPatchMember.write(value.content, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+class _UniffiFfiConverterBoxTypeUserMessage(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        _UniffiFfiConverterTypeUserMessage.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        _UniffiFfiConverterTypeUserMessage.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        return _UniffiFfiConverterTypeUserMessage.read(buf)
+
+@dataclass
+class UserMessageChunk:
+    """
+    A streamed piece of a user message.
+"""
+    def __init__(self, *, message_id:MessageId, content:ContentBlock, meta:typing.Optional[JsonObject]):
+        self.message_id = message_id
+        self.content = content
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "UserMessageChunk(message_id={}, content={}, meta={})".format(self.message_id, self.content, self.meta)
+    def __eq__(self, other):
+        if self.message_id != other.message_id:
+            return False
+        if self.content != other.content:
+            return False
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeUserMessageChunk(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return UserMessageChunk(
+            message_id=_UniffiFfiConverterTypeMessageId.read(buf),
+            content=_UniffiFfiConverterTypeContentBlock.read(buf),
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypeMessageId.check_lower(value.message_id)
+        _UniffiFfiConverterTypeContentBlock.check_lower(value.content)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeMessageId.write(value.message_id, buf)
+        _UniffiFfiConverterTypeContentBlock.write(value.content, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+class _UniffiFfiConverterBoxTypeUserMessageChunk(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        _UniffiFfiConverterTypeUserMessageChunk.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        _UniffiFfiConverterTypeUserMessageChunk.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        return _UniffiFfiConverterTypeUserMessageChunk.read(buf)
+
+class _UniffiFfiConverterBoxTypeAgentMessage(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        _UniffiFfiConverterTypeAgentMessage.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        _UniffiFfiConverterTypeAgentMessage.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        return _UniffiFfiConverterTypeAgentMessage.read(buf)
+
+class _UniffiFfiConverterBoxTypeAgentMessageChunk(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        _UniffiFfiConverterTypeAgentMessageChunk.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        _UniffiFfiConverterTypeAgentMessageChunk.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        return _UniffiFfiConverterTypeAgentMessageChunk.read(buf)
+
+class _UniffiFfiConverterBoxTypeAgentMessageClear(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        _UniffiFfiConverterTypeAgentMessageClear.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        _UniffiFfiConverterTypeAgentMessageClear.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        return _UniffiFfiConverterTypeAgentMessageClear.read(buf)
+
+class _UniffiFfiConverterBoxTypeAgentThought(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        _UniffiFfiConverterTypeAgentThought.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        _UniffiFfiConverterTypeAgentThought.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        return _UniffiFfiConverterTypeAgentThought.read(buf)
+
+class _UniffiFfiConverterBoxTypeAgentThoughtChunk(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        _UniffiFfiConverterTypeAgentThoughtChunk.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        _UniffiFfiConverterTypeAgentThoughtChunk.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        return _UniffiFfiConverterTypeAgentThoughtChunk.read(buf)
+
+class _UniffiFfiConverterBoxTypeRunningStateUpdate(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        _UniffiFfiConverterTypeRunningStateUpdate.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        _UniffiFfiConverterTypeRunningStateUpdate.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        return _UniffiFfiConverterTypeRunningStateUpdate.read(buf)
+
+class _UniffiFfiConverterBoxTypeIdleStateUpdate(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        _UniffiFfiConverterTypeIdleStateUpdate.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        _UniffiFfiConverterTypeIdleStateUpdate.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        return _UniffiFfiConverterTypeIdleStateUpdate.read(buf)
+
+class _UniffiFfiConverterBoxTypeRequiresActionStateUpdate(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        _UniffiFfiConverterTypeRequiresActionStateUpdate.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        _UniffiFfiConverterTypeRequiresActionStateUpdate.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        return _UniffiFfiConverterTypeRequiresActionStateUpdate.read(buf)
+
+
+
+
+
+
+class StateUpdate:
+    """
+    A turn state, tagged by `state`. A turn is in progress from `running` until `idle`. Open.
+"""
+    def __init__(self):
+        raise RuntimeError("StateUpdate cannot be instantiated directly")
+
+    # Each enum variant is a nested class of the enum itself.
+    @dataclass
+    class RUNNING:
+        """
+        `running`: Foreground work started or resumed.
+"""
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"StateUpdate.RUNNING{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, StateUpdate):
+                return NotImplemented
+            if not other.is_RUNNING():
+                return False
+            return self._values == other._values
+
+    @dataclass
+    class IDLE:
+        """
+        `idle`: The turn ended. Always carries `stopReason` from this toolkit; `usage` only when the runtime reported it.
+"""
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"StateUpdate.IDLE{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, StateUpdate):
+                return NotImplemented
+            if not other.is_IDLE():
+                return False
+            return self._values == other._values
+
+    @dataclass
+    class REQUIRES_ACTION:
+        """
+        `requires_action`: The turn waits for the user (a permission request is open).
+"""
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"StateUpdate.REQUIRES_ACTION{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, StateUpdate):
+                return NotImplemented
+            if not other.is_REQUIRES_ACTION():
+                return False
+            return self._values == other._values
+
+    @dataclass
+    class OTHER:
+        """
+        A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
+"""
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"StateUpdate.OTHER{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, StateUpdate):
+                return NotImplemented
+            if not other.is_OTHER():
+                return False
+            return self._values == other._values
+
+    
+
+    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
+    # whether an instance is that variant.
+    def is_RUNNING(self) -> bool:
+        return isinstance(self, StateUpdate.RUNNING)
+    def is_running(self) -> bool:
+        return isinstance(self, StateUpdate.RUNNING)
+    def is_IDLE(self) -> bool:
+        return isinstance(self, StateUpdate.IDLE)
+    def is_idle(self) -> bool:
+        return isinstance(self, StateUpdate.IDLE)
+    def is_REQUIRES_ACTION(self) -> bool:
+        return isinstance(self, StateUpdate.REQUIRES_ACTION)
+    def is_requires_action(self) -> bool:
+        return isinstance(self, StateUpdate.REQUIRES_ACTION)
+    def is_OTHER(self) -> bool:
+        return isinstance(self, StateUpdate.OTHER)
+    def is_other(self) -> bool:
+        return isinstance(self, StateUpdate.OTHER)
+    
+
+# Now, a little trick - we make each nested variant class be a subclass of the main
+# enum class, so that method calls and instance checks etc will work intuitively.
+# We might be able to do this a little more neatly with a metaclass, but this'll do.
+StateUpdate.RUNNING = type("StateUpdate.RUNNING", (StateUpdate.RUNNING, StateUpdate,), {})  # type: ignore
+StateUpdate.IDLE = type("StateUpdate.IDLE", (StateUpdate.IDLE, StateUpdate,), {})  # type: ignore
+StateUpdate.REQUIRES_ACTION = type("StateUpdate.REQUIRES_ACTION", (StateUpdate.REQUIRES_ACTION, StateUpdate,), {})  # type: ignore
+StateUpdate.OTHER = type("StateUpdate.OTHER", (StateUpdate.OTHER, StateUpdate,), {})  # type: ignore
+
+
+
+
+class _UniffiFfiConverterTypeStateUpdate(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        variant = buf.read_i32()
+        if variant == 1:
+            return StateUpdate.RUNNING(
+                _UniffiFfiConverterBoxTypeRunningStateUpdate.read(buf),
+            )
+        if variant == 2:
+            return StateUpdate.IDLE(
+                _UniffiFfiConverterBoxTypeIdleStateUpdate.read(buf),
+            )
+        if variant == 3:
+            return StateUpdate.REQUIRES_ACTION(
+                _UniffiFfiConverterBoxTypeRequiresActionStateUpdate.read(buf),
+            )
+        if variant == 4:
+            return StateUpdate.OTHER(
+                _UniffiFfiConverterTypeUnknown.read(buf),
+            )
+        raise InternalError("Raw enum value doesn't match any cases")
+
+    @staticmethod
+    def check_lower(value):
+        if value.is_RUNNING():
+            _UniffiFfiConverterBoxTypeRunningStateUpdate.check_lower(value._values[0])
+            return
+        if value.is_IDLE():
+            _UniffiFfiConverterBoxTypeIdleStateUpdate.check_lower(value._values[0])
+            return
+        if value.is_REQUIRES_ACTION():
+            _UniffiFfiConverterBoxTypeRequiresActionStateUpdate.check_lower(value._values[0])
+            return
+        if value.is_OTHER():
+            _UniffiFfiConverterTypeUnknown.check_lower(value._values[0])
+            return
+        raise ValueError(value)
+
+    @staticmethod
+    def write(value, buf):
+        if value.is_RUNNING():
+            buf.write_i32(1)
+            _UniffiFfiConverterBoxTypeRunningStateUpdate.write(value._values[0], buf)
+        if value.is_IDLE():
+            buf.write_i32(2)
+            _UniffiFfiConverterBoxTypeIdleStateUpdate.write(value._values[0], buf)
+        if value.is_REQUIRES_ACTION():
+            buf.write_i32(3)
+            _UniffiFfiConverterBoxTypeRequiresActionStateUpdate.write(value._values[0], buf)
+        if value.is_OTHER():
+            buf.write_i32(4)
+            _UniffiFfiConverterTypeUnknown.write(value._values[0], buf)
+
+
+
+class _UniffiFfiConverterBoxTypeStateUpdate(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        _UniffiFfiConverterTypeStateUpdate.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        _UniffiFfiConverterTypeStateUpdate.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        return _UniffiFfiConverterTypeStateUpdate.read(buf)
+
+class _UniffiFfiConverterBoxTypeToolCallUpdate(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        _UniffiFfiConverterTypeToolCallUpdate.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        _UniffiFfiConverterTypeToolCallUpdate.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        return _UniffiFfiConverterTypeToolCallUpdate.read(buf)
+
+class _UniffiFfiConverterBoxTypeToolCallContentChunk(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        _UniffiFfiConverterTypeToolCallContentChunk.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        _UniffiFfiConverterTypeToolCallContentChunk.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        return _UniffiFfiConverterTypeToolCallContentChunk.read(buf)
+
+class _UniffiFfiConverterBoxTypePlanUpdate(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        _UniffiFfiConverterTypePlanUpdate.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        _UniffiFfiConverterTypePlanUpdate.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        return _UniffiFfiConverterTypePlanUpdate.read(buf)
+
+class _UniffiFfiConverterOptionalTypeCost(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterTypeCost.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterTypeCost.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterTypeCost.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
+
+@dataclass
+class UsageUpdate:
+    """
+    Context window usage.
+"""
+    def __init__(self, *, used:int, size:int, cost:typing.Optional[Cost], meta:typing.Optional[JsonObject]):
+        self.used = used
+        self.size = size
+        self.cost = cost
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "UsageUpdate(used={}, size={}, cost={}, meta={})".format(self.used, self.size, self.cost, self.meta)
+    def __eq__(self, other):
+        if self.used != other.used:
+            return False
+        if self.size != other.size:
+            return False
+        if self.cost != other.cost:
+            return False
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeUsageUpdate(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return UsageUpdate(
+            used=_UniffiFfiConverterUInt64.read(buf),
+            size=_UniffiFfiConverterUInt64.read(buf),
+            cost=_UniffiFfiConverterOptionalTypeCost.read(buf),
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterUInt64.check_lower(value.used)
+        _UniffiFfiConverterUInt64.check_lower(value.size)
+        _UniffiFfiConverterOptionalTypeCost.check_lower(value.cost)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterUInt64.write(value.used, buf)
+        _UniffiFfiConverterUInt64.write(value.size, buf)
+        _UniffiFfiConverterOptionalTypeCost.write(value.cost, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+class _UniffiFfiConverterBoxTypeUsageUpdate(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        _UniffiFfiConverterTypeUsageUpdate.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        _UniffiFfiConverterTypeUsageUpdate.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        return _UniffiFfiConverterTypeUsageUpdate.read(buf)
+
+class _UniffiFfiConverterBoxTypeSessionInfoUpdate(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        _UniffiFfiConverterTypeSessionInfoUpdate.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        _UniffiFfiConverterTypeSessionInfoUpdate.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        return _UniffiFfiConverterTypeSessionInfoUpdate.read(buf)
+
+class _UniffiFfiConverterBoxTypePendingInjectsUpdate(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        _UniffiFfiConverterTypePendingInjectsUpdate.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        _UniffiFfiConverterTypePendingInjectsUpdate.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        return _UniffiFfiConverterTypePendingInjectsUpdate.read(buf)
+
+class _UniffiFfiConverterBoxTypeSessionClosedUpdate(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        _UniffiFfiConverterTypeSessionClosedUpdate.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        _UniffiFfiConverterTypeSessionClosedUpdate.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        return _UniffiFfiConverterTypeSessionClosedUpdate.read(buf)
+
+
+
+
+
+
+class SessionUpdate:
+    """
+    What changed in a session, tagged by `sessionUpdate`. Message updates are upserts keyed by `messageId`: an omitted `content` leaves the content, `null` clears it, an array replaces it; chunks append. Open: unknown tags decode into `other` and re-encode unchanged.
+"""
+    def __init__(self):
+        raise RuntimeError("SessionUpdate cannot be instantiated directly")
+
+    # Each enum variant is a nested class of the enum itself.
+    @dataclass
+    class USER_MESSAGE:
+        """
+        `user_message`: A user message was inserted into history. For a prompt or inject this is its delivery.
+"""
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"SessionUpdate.USER_MESSAGE{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, SessionUpdate):
+                return NotImplemented
+            if not other.is_USER_MESSAGE():
+                return False
+            return self._values == other._values
+
+    @dataclass
+    class USER_MESSAGE_CHUNK:
+        """
+        `user_message_chunk`: A streamed piece of a user message.
+"""
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"SessionUpdate.USER_MESSAGE_CHUNK{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, SessionUpdate):
+                return NotImplemented
+            if not other.is_USER_MESSAGE_CHUNK():
+                return False
+            return self._values == other._values
+
+    @dataclass
+    class AGENT_MESSAGE:
+        """
+        `agent_message`: An agent message upsert. `content: []` clears what was streamed so far.
+"""
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"SessionUpdate.AGENT_MESSAGE{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, SessionUpdate):
+                return NotImplemented
+            if not other.is_AGENT_MESSAGE():
+                return False
+            return self._values == other._values
+
+    @dataclass
+    class AGENT_MESSAGE_CHUNK:
+        """
+        `agent_message_chunk`: A streamed piece of an agent message.
+"""
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"SessionUpdate.AGENT_MESSAGE_CHUNK{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, SessionUpdate):
+                return NotImplemented
+            if not other.is_AGENT_MESSAGE_CHUNK():
+                return False
+            return self._values == other._values
+
+    @dataclass
+    class AGENT_MESSAGE_CLEAR:
+        """
+        `agent_message_clear`: Clears the content streamed so far for the current agent message (RFD #465); following chunks append from empty. Same operation as an `agent_message` upsert with `content: []`.
+"""
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"SessionUpdate.AGENT_MESSAGE_CLEAR{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, SessionUpdate):
+                return NotImplemented
+            if not other.is_AGENT_MESSAGE_CLEAR():
+                return False
+            return self._values == other._values
+
+    @dataclass
+    class AGENT_THOUGHT:
+        """
+        `agent_thought`: An agent thought upsert.
+"""
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"SessionUpdate.AGENT_THOUGHT{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, SessionUpdate):
+                return NotImplemented
+            if not other.is_AGENT_THOUGHT():
+                return False
+            return self._values == other._values
+
+    @dataclass
+    class AGENT_THOUGHT_CHUNK:
+        """
+        `agent_thought_chunk`: A streamed piece of an agent thought.
+"""
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"SessionUpdate.AGENT_THOUGHT_CHUNK{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, SessionUpdate):
+                return NotImplemented
+            if not other.is_AGENT_THOUGHT_CHUNK():
+                return False
+            return self._values == other._values
+
+    @dataclass
+    class STATE_UPDATE:
+        """
+        `state_update`: The session's turn state changed. The state is tagged by `state` in the same object.
+"""
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"SessionUpdate.STATE_UPDATE{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, SessionUpdate):
+                return NotImplemented
+            if not other.is_STATE_UPDATE():
+                return False
+            return self._values == other._values
+
+    @dataclass
+    class TOOL_CALL_UPDATE:
+        """
+        `tool_call_update`: A tool call was created or changed (upsert keyed by `toolCallId`).
+"""
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"SessionUpdate.TOOL_CALL_UPDATE{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, SessionUpdate):
+                return NotImplemented
+            if not other.is_TOOL_CALL_UPDATE():
+                return False
+            return self._values == other._values
+
+    @dataclass
+    class TOOL_CALL_CONTENT_CHUNK:
+        """
+        `tool_call_content_chunk`: Appends content to a tool call.
+"""
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"SessionUpdate.TOOL_CALL_CONTENT_CHUNK{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, SessionUpdate):
+                return NotImplemented
+            if not other.is_TOOL_CALL_CONTENT_CHUNK():
+                return False
+            return self._values == other._values
+
+    @dataclass
+    class PLAN_UPDATE:
+        """
+        `plan_update`: The agent's plan, replaced whole.
+"""
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"SessionUpdate.PLAN_UPDATE{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, SessionUpdate):
+                return NotImplemented
+            if not other.is_PLAN_UPDATE():
+                return False
+            return self._values == other._values
+
+    @dataclass
+    class USAGE_UPDATE:
+        """
+        `usage_update`: Context window usage.
+"""
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"SessionUpdate.USAGE_UPDATE{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, SessionUpdate):
+                return NotImplemented
+            if not other.is_USAGE_UPDATE():
+                return False
+            return self._values == other._values
+
+    @dataclass
+    class SESSION_INFO_UPDATE:
+        """
+        `session_info_update`: The session's metadata changed. Omitted members are unchanged; `null` clears.
+"""
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"SessionUpdate.SESSION_INFO_UPDATE{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, SessionUpdate):
+                return NotImplemented
+            if not other.is_SESSION_INFO_UPDATE():
+                return False
+            return self._values == other._values
+
+    @dataclass
+    class ACP_INJECT_PENDING:
+        """
+        `_acp-inject/pending`: Extension (`_acp-inject/pending`): the session's pending injects, whole, in delivery order (steers, then queued, each first in first out). Sent to connections that opted in (client capability `_meta["acp-inject.dev/pending"]`) whenever the list changes and once after `session/resume`.
+"""
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"SessionUpdate.ACP_INJECT_PENDING{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, SessionUpdate):
+                return NotImplemented
+            if not other.is_ACP_INJECT_PENDING():
+                return False
+            return self._values == other._values
+
+    @dataclass
+    class ACP_INJECT_SESSION_CLOSED:
+        """
+        `_acp-inject/session_closed`: Extension (`_acp-inject/session_closed`): the session was closed (by `session/close` or by the agent). Sent to every attached connection; nothing follows it for this session until it is resumed.
+"""
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"SessionUpdate.ACP_INJECT_SESSION_CLOSED{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, SessionUpdate):
+                return NotImplemented
+            if not other.is_ACP_INJECT_SESSION_CLOSED():
+                return False
+            return self._values == other._values
+
+    @dataclass
+    class OTHER:
+        """
+        A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
+"""
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"SessionUpdate.OTHER{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, SessionUpdate):
+                return NotImplemented
+            if not other.is_OTHER():
+                return False
+            return self._values == other._values
+
+    
+
+    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
+    # whether an instance is that variant.
+    def is_USER_MESSAGE(self) -> bool:
+        return isinstance(self, SessionUpdate.USER_MESSAGE)
+    def is_user_message(self) -> bool:
+        return isinstance(self, SessionUpdate.USER_MESSAGE)
+    def is_USER_MESSAGE_CHUNK(self) -> bool:
+        return isinstance(self, SessionUpdate.USER_MESSAGE_CHUNK)
+    def is_user_message_chunk(self) -> bool:
+        return isinstance(self, SessionUpdate.USER_MESSAGE_CHUNK)
+    def is_AGENT_MESSAGE(self) -> bool:
+        return isinstance(self, SessionUpdate.AGENT_MESSAGE)
+    def is_agent_message(self) -> bool:
+        return isinstance(self, SessionUpdate.AGENT_MESSAGE)
+    def is_AGENT_MESSAGE_CHUNK(self) -> bool:
+        return isinstance(self, SessionUpdate.AGENT_MESSAGE_CHUNK)
+    def is_agent_message_chunk(self) -> bool:
+        return isinstance(self, SessionUpdate.AGENT_MESSAGE_CHUNK)
+    def is_AGENT_MESSAGE_CLEAR(self) -> bool:
+        return isinstance(self, SessionUpdate.AGENT_MESSAGE_CLEAR)
+    def is_agent_message_clear(self) -> bool:
+        return isinstance(self, SessionUpdate.AGENT_MESSAGE_CLEAR)
+    def is_AGENT_THOUGHT(self) -> bool:
+        return isinstance(self, SessionUpdate.AGENT_THOUGHT)
+    def is_agent_thought(self) -> bool:
+        return isinstance(self, SessionUpdate.AGENT_THOUGHT)
+    def is_AGENT_THOUGHT_CHUNK(self) -> bool:
+        return isinstance(self, SessionUpdate.AGENT_THOUGHT_CHUNK)
+    def is_agent_thought_chunk(self) -> bool:
+        return isinstance(self, SessionUpdate.AGENT_THOUGHT_CHUNK)
+    def is_STATE_UPDATE(self) -> bool:
+        return isinstance(self, SessionUpdate.STATE_UPDATE)
+    def is_state_update(self) -> bool:
+        return isinstance(self, SessionUpdate.STATE_UPDATE)
+    def is_TOOL_CALL_UPDATE(self) -> bool:
+        return isinstance(self, SessionUpdate.TOOL_CALL_UPDATE)
+    def is_tool_call_update(self) -> bool:
+        return isinstance(self, SessionUpdate.TOOL_CALL_UPDATE)
+    def is_TOOL_CALL_CONTENT_CHUNK(self) -> bool:
+        return isinstance(self, SessionUpdate.TOOL_CALL_CONTENT_CHUNK)
+    def is_tool_call_content_chunk(self) -> bool:
+        return isinstance(self, SessionUpdate.TOOL_CALL_CONTENT_CHUNK)
+    def is_PLAN_UPDATE(self) -> bool:
+        return isinstance(self, SessionUpdate.PLAN_UPDATE)
+    def is_plan_update(self) -> bool:
+        return isinstance(self, SessionUpdate.PLAN_UPDATE)
+    def is_USAGE_UPDATE(self) -> bool:
+        return isinstance(self, SessionUpdate.USAGE_UPDATE)
+    def is_usage_update(self) -> bool:
+        return isinstance(self, SessionUpdate.USAGE_UPDATE)
+    def is_SESSION_INFO_UPDATE(self) -> bool:
+        return isinstance(self, SessionUpdate.SESSION_INFO_UPDATE)
+    def is_session_info_update(self) -> bool:
+        return isinstance(self, SessionUpdate.SESSION_INFO_UPDATE)
+    def is_ACP_INJECT_PENDING(self) -> bool:
+        return isinstance(self, SessionUpdate.ACP_INJECT_PENDING)
+    def is_acp_inject_pending(self) -> bool:
+        return isinstance(self, SessionUpdate.ACP_INJECT_PENDING)
+    def is_ACP_INJECT_SESSION_CLOSED(self) -> bool:
+        return isinstance(self, SessionUpdate.ACP_INJECT_SESSION_CLOSED)
+    def is_acp_inject_session_closed(self) -> bool:
+        return isinstance(self, SessionUpdate.ACP_INJECT_SESSION_CLOSED)
+    def is_OTHER(self) -> bool:
+        return isinstance(self, SessionUpdate.OTHER)
+    def is_other(self) -> bool:
+        return isinstance(self, SessionUpdate.OTHER)
+    
+
+# Now, a little trick - we make each nested variant class be a subclass of the main
+# enum class, so that method calls and instance checks etc will work intuitively.
+# We might be able to do this a little more neatly with a metaclass, but this'll do.
+SessionUpdate.USER_MESSAGE = type("SessionUpdate.USER_MESSAGE", (SessionUpdate.USER_MESSAGE, SessionUpdate,), {})  # type: ignore
+SessionUpdate.USER_MESSAGE_CHUNK = type("SessionUpdate.USER_MESSAGE_CHUNK", (SessionUpdate.USER_MESSAGE_CHUNK, SessionUpdate,), {})  # type: ignore
+SessionUpdate.AGENT_MESSAGE = type("SessionUpdate.AGENT_MESSAGE", (SessionUpdate.AGENT_MESSAGE, SessionUpdate,), {})  # type: ignore
+SessionUpdate.AGENT_MESSAGE_CHUNK = type("SessionUpdate.AGENT_MESSAGE_CHUNK", (SessionUpdate.AGENT_MESSAGE_CHUNK, SessionUpdate,), {})  # type: ignore
+SessionUpdate.AGENT_MESSAGE_CLEAR = type("SessionUpdate.AGENT_MESSAGE_CLEAR", (SessionUpdate.AGENT_MESSAGE_CLEAR, SessionUpdate,), {})  # type: ignore
+SessionUpdate.AGENT_THOUGHT = type("SessionUpdate.AGENT_THOUGHT", (SessionUpdate.AGENT_THOUGHT, SessionUpdate,), {})  # type: ignore
+SessionUpdate.AGENT_THOUGHT_CHUNK = type("SessionUpdate.AGENT_THOUGHT_CHUNK", (SessionUpdate.AGENT_THOUGHT_CHUNK, SessionUpdate,), {})  # type: ignore
+SessionUpdate.STATE_UPDATE = type("SessionUpdate.STATE_UPDATE", (SessionUpdate.STATE_UPDATE, SessionUpdate,), {})  # type: ignore
+SessionUpdate.TOOL_CALL_UPDATE = type("SessionUpdate.TOOL_CALL_UPDATE", (SessionUpdate.TOOL_CALL_UPDATE, SessionUpdate,), {})  # type: ignore
+SessionUpdate.TOOL_CALL_CONTENT_CHUNK = type("SessionUpdate.TOOL_CALL_CONTENT_CHUNK", (SessionUpdate.TOOL_CALL_CONTENT_CHUNK, SessionUpdate,), {})  # type: ignore
+SessionUpdate.PLAN_UPDATE = type("SessionUpdate.PLAN_UPDATE", (SessionUpdate.PLAN_UPDATE, SessionUpdate,), {})  # type: ignore
+SessionUpdate.USAGE_UPDATE = type("SessionUpdate.USAGE_UPDATE", (SessionUpdate.USAGE_UPDATE, SessionUpdate,), {})  # type: ignore
+SessionUpdate.SESSION_INFO_UPDATE = type("SessionUpdate.SESSION_INFO_UPDATE", (SessionUpdate.SESSION_INFO_UPDATE, SessionUpdate,), {})  # type: ignore
+SessionUpdate.ACP_INJECT_PENDING = type("SessionUpdate.ACP_INJECT_PENDING", (SessionUpdate.ACP_INJECT_PENDING, SessionUpdate,), {})  # type: ignore
+SessionUpdate.ACP_INJECT_SESSION_CLOSED = type("SessionUpdate.ACP_INJECT_SESSION_CLOSED", (SessionUpdate.ACP_INJECT_SESSION_CLOSED, SessionUpdate,), {})  # type: ignore
+SessionUpdate.OTHER = type("SessionUpdate.OTHER", (SessionUpdate.OTHER, SessionUpdate,), {})  # type: ignore
+
+
+
+
+class _UniffiFfiConverterTypeSessionUpdate(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        variant = buf.read_i32()
+        if variant == 1:
+            return SessionUpdate.USER_MESSAGE(
+                _UniffiFfiConverterBoxTypeUserMessage.read(buf),
+            )
+        if variant == 2:
+            return SessionUpdate.USER_MESSAGE_CHUNK(
+                _UniffiFfiConverterBoxTypeUserMessageChunk.read(buf),
+            )
+        if variant == 3:
+            return SessionUpdate.AGENT_MESSAGE(
+                _UniffiFfiConverterBoxTypeAgentMessage.read(buf),
+            )
+        if variant == 4:
+            return SessionUpdate.AGENT_MESSAGE_CHUNK(
+                _UniffiFfiConverterBoxTypeAgentMessageChunk.read(buf),
+            )
+        if variant == 5:
+            return SessionUpdate.AGENT_MESSAGE_CLEAR(
+                _UniffiFfiConverterBoxTypeAgentMessageClear.read(buf),
+            )
+        if variant == 6:
+            return SessionUpdate.AGENT_THOUGHT(
+                _UniffiFfiConverterBoxTypeAgentThought.read(buf),
+            )
+        if variant == 7:
+            return SessionUpdate.AGENT_THOUGHT_CHUNK(
+                _UniffiFfiConverterBoxTypeAgentThoughtChunk.read(buf),
+            )
+        if variant == 8:
+            return SessionUpdate.STATE_UPDATE(
+                _UniffiFfiConverterBoxTypeStateUpdate.read(buf),
+            )
+        if variant == 9:
+            return SessionUpdate.TOOL_CALL_UPDATE(
+                _UniffiFfiConverterBoxTypeToolCallUpdate.read(buf),
+            )
+        if variant == 10:
+            return SessionUpdate.TOOL_CALL_CONTENT_CHUNK(
+                _UniffiFfiConverterBoxTypeToolCallContentChunk.read(buf),
+            )
+        if variant == 11:
+            return SessionUpdate.PLAN_UPDATE(
+                _UniffiFfiConverterBoxTypePlanUpdate.read(buf),
+            )
+        if variant == 12:
+            return SessionUpdate.USAGE_UPDATE(
+                _UniffiFfiConverterBoxTypeUsageUpdate.read(buf),
+            )
+        if variant == 13:
+            return SessionUpdate.SESSION_INFO_UPDATE(
+                _UniffiFfiConverterBoxTypeSessionInfoUpdate.read(buf),
+            )
+        if variant == 14:
+            return SessionUpdate.ACP_INJECT_PENDING(
+                _UniffiFfiConverterBoxTypePendingInjectsUpdate.read(buf),
+            )
+        if variant == 15:
+            return SessionUpdate.ACP_INJECT_SESSION_CLOSED(
+                _UniffiFfiConverterBoxTypeSessionClosedUpdate.read(buf),
+            )
+        if variant == 16:
+            return SessionUpdate.OTHER(
+                _UniffiFfiConverterTypeUnknown.read(buf),
+            )
+        raise InternalError("Raw enum value doesn't match any cases")
+
+    @staticmethod
+    def check_lower(value):
+        if value.is_USER_MESSAGE():
+            _UniffiFfiConverterBoxTypeUserMessage.check_lower(value._values[0])
+            return
+        if value.is_USER_MESSAGE_CHUNK():
+            _UniffiFfiConverterBoxTypeUserMessageChunk.check_lower(value._values[0])
+            return
+        if value.is_AGENT_MESSAGE():
+            _UniffiFfiConverterBoxTypeAgentMessage.check_lower(value._values[0])
+            return
+        if value.is_AGENT_MESSAGE_CHUNK():
+            _UniffiFfiConverterBoxTypeAgentMessageChunk.check_lower(value._values[0])
+            return
+        if value.is_AGENT_MESSAGE_CLEAR():
+            _UniffiFfiConverterBoxTypeAgentMessageClear.check_lower(value._values[0])
+            return
+        if value.is_AGENT_THOUGHT():
+            _UniffiFfiConverterBoxTypeAgentThought.check_lower(value._values[0])
+            return
+        if value.is_AGENT_THOUGHT_CHUNK():
+            _UniffiFfiConverterBoxTypeAgentThoughtChunk.check_lower(value._values[0])
+            return
+        if value.is_STATE_UPDATE():
+            _UniffiFfiConverterBoxTypeStateUpdate.check_lower(value._values[0])
+            return
+        if value.is_TOOL_CALL_UPDATE():
+            _UniffiFfiConverterBoxTypeToolCallUpdate.check_lower(value._values[0])
+            return
+        if value.is_TOOL_CALL_CONTENT_CHUNK():
+            _UniffiFfiConverterBoxTypeToolCallContentChunk.check_lower(value._values[0])
+            return
+        if value.is_PLAN_UPDATE():
+            _UniffiFfiConverterBoxTypePlanUpdate.check_lower(value._values[0])
+            return
+        if value.is_USAGE_UPDATE():
+            _UniffiFfiConverterBoxTypeUsageUpdate.check_lower(value._values[0])
+            return
+        if value.is_SESSION_INFO_UPDATE():
+            _UniffiFfiConverterBoxTypeSessionInfoUpdate.check_lower(value._values[0])
+            return
+        if value.is_ACP_INJECT_PENDING():
+            _UniffiFfiConverterBoxTypePendingInjectsUpdate.check_lower(value._values[0])
+            return
+        if value.is_ACP_INJECT_SESSION_CLOSED():
+            _UniffiFfiConverterBoxTypeSessionClosedUpdate.check_lower(value._values[0])
+            return
+        if value.is_OTHER():
+            _UniffiFfiConverterTypeUnknown.check_lower(value._values[0])
+            return
+        raise ValueError(value)
+
+    @staticmethod
+    def write(value, buf):
+        if value.is_USER_MESSAGE():
+            buf.write_i32(1)
+            _UniffiFfiConverterBoxTypeUserMessage.write(value._values[0], buf)
+        if value.is_USER_MESSAGE_CHUNK():
+            buf.write_i32(2)
+            _UniffiFfiConverterBoxTypeUserMessageChunk.write(value._values[0], buf)
+        if value.is_AGENT_MESSAGE():
+            buf.write_i32(3)
+            _UniffiFfiConverterBoxTypeAgentMessage.write(value._values[0], buf)
+        if value.is_AGENT_MESSAGE_CHUNK():
+            buf.write_i32(4)
+            _UniffiFfiConverterBoxTypeAgentMessageChunk.write(value._values[0], buf)
+        if value.is_AGENT_MESSAGE_CLEAR():
+            buf.write_i32(5)
+            _UniffiFfiConverterBoxTypeAgentMessageClear.write(value._values[0], buf)
+        if value.is_AGENT_THOUGHT():
+            buf.write_i32(6)
+            _UniffiFfiConverterBoxTypeAgentThought.write(value._values[0], buf)
+        if value.is_AGENT_THOUGHT_CHUNK():
+            buf.write_i32(7)
+            _UniffiFfiConverterBoxTypeAgentThoughtChunk.write(value._values[0], buf)
+        if value.is_STATE_UPDATE():
+            buf.write_i32(8)
+            _UniffiFfiConverterBoxTypeStateUpdate.write(value._values[0], buf)
+        if value.is_TOOL_CALL_UPDATE():
+            buf.write_i32(9)
+            _UniffiFfiConverterBoxTypeToolCallUpdate.write(value._values[0], buf)
+        if value.is_TOOL_CALL_CONTENT_CHUNK():
+            buf.write_i32(10)
+            _UniffiFfiConverterBoxTypeToolCallContentChunk.write(value._values[0], buf)
+        if value.is_PLAN_UPDATE():
+            buf.write_i32(11)
+            _UniffiFfiConverterBoxTypePlanUpdate.write(value._values[0], buf)
+        if value.is_USAGE_UPDATE():
+            buf.write_i32(12)
+            _UniffiFfiConverterBoxTypeUsageUpdate.write(value._values[0], buf)
+        if value.is_SESSION_INFO_UPDATE():
+            buf.write_i32(13)
+            _UniffiFfiConverterBoxTypeSessionInfoUpdate.write(value._values[0], buf)
+        if value.is_ACP_INJECT_PENDING():
+            buf.write_i32(14)
+            _UniffiFfiConverterBoxTypePendingInjectsUpdate.write(value._values[0], buf)
+        if value.is_ACP_INJECT_SESSION_CLOSED():
+            buf.write_i32(15)
+            _UniffiFfiConverterBoxTypeSessionClosedUpdate.write(value._values[0], buf)
+        if value.is_OTHER():
+            buf.write_i32(16)
+            _UniffiFfiConverterTypeUnknown.write(value._values[0], buf)
+
+
+
+@dataclass
+class UpdateSessionNotification:
+    """
+    A session update (`session/update`).
+"""
+    def __init__(self, *, session_id:SessionId, update:SessionUpdate, meta:typing.Optional[JsonObject]):
+        self.session_id = session_id
+        self.update = update
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "UpdateSessionNotification(session_id={}, update={}, meta={})".format(self.session_id, self.update, self.meta)
+    def __eq__(self, other):
+        if self.session_id != other.session_id:
+            return False
+        if self.update != other.update:
+            return False
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeUpdateSessionNotification(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return UpdateSessionNotification(
+            session_id=_UniffiFfiConverterTypeSessionId.read(buf),
+            update=_UniffiFfiConverterTypeSessionUpdate.read(buf),
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypeSessionId.check_lower(value.session_id)
+        _UniffiFfiConverterTypeSessionUpdate.check_lower(value.update)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeSessionId.write(value.session_id, buf)
+        _UniffiFfiConverterTypeSessionUpdate.write(value.update, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+@dataclass
+class UserInput:
+    """
+    A message handed to the runtime.
+"""
+    def __init__(self, *, message_id:MessageId, content:typing.List[ContentBlock]):
+        self.message_id = message_id
+        self.content = content
+        
+        
+
+    
+    def __str__(self):
+        return "UserInput(message_id={}, content={})".format(self.message_id, self.content)
+    def __eq__(self, other):
+        if self.message_id != other.message_id:
+            return False
+        if self.content != other.content:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeUserInput(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return UserInput(
+            message_id=_UniffiFfiConverterTypeMessageId.read(buf),
+            content=_UniffiFfiConverterSequenceTypeContentBlock.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypeMessageId.check_lower(value.message_id)
+        _UniffiFfiConverterSequenceTypeContentBlock.check_lower(value.content)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeMessageId.write(value.message_id, buf)
+        _UniffiFfiConverterSequenceTypeContentBlock.write(value.content, buf)
+
+
+
+
+
+
+class CallRejected:
+    """
+    A call the client refused without sending anything.
+"""
+    def __init__(self):
+        raise RuntimeError("CallRejected cannot be instantiated directly")
+
+    # Each enum variant is a nested class of the enum itself.
+    @dataclass
+    class MODE_NOT_SUPPORTED:
+        
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "CallRejected.MODE_NOT_SUPPORTED()".format()
+        def __eq__(self, other):
+            if not isinstance(other, CallRejected):
+                return NotImplemented
+            if not other.is_MODE_NOT_SUPPORTED():
+                return False
+            return True
+
+    @dataclass
+    class REPLACE_NOT_SUPPORTED:
+        
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "CallRejected.REPLACE_NOT_SUPPORTED()".format()
+        def __eq__(self, other):
+            if not isinstance(other, CallRejected):
+                return NotImplemented
+            if not other.is_REPLACE_NOT_SUPPORTED():
+                return False
+            return True
+
+    @dataclass
+    class UNKNOWN_MESSAGE_ID:
+        
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "CallRejected.UNKNOWN_MESSAGE_ID()".format()
+        def __eq__(self, other):
+            if not isinstance(other, CallRejected):
+                return NotImplemented
+            if not other.is_UNKNOWN_MESSAGE_ID():
+                return False
+            return True
+
+    @dataclass
+    class UNKNOWN_SESSION:
+        
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "CallRejected.UNKNOWN_SESSION()".format()
+        def __eq__(self, other):
+            if not isinstance(other, CallRejected):
+                return NotImplemented
+            if not other.is_UNKNOWN_SESSION():
+                return False
+            return True
+
+    @dataclass
+    class INVALID_ARGUMENTS:
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"CallRejected.INVALID_ARGUMENTS{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, CallRejected):
+                return NotImplemented
+            if not other.is_INVALID_ARGUMENTS():
+                return False
+            return self._values == other._values
+
+    
+
+    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
+    # whether an instance is that variant.
+    def is_MODE_NOT_SUPPORTED(self) -> bool:
+        return isinstance(self, CallRejected.MODE_NOT_SUPPORTED)
+    def is_mode_not_supported(self) -> bool:
+        return isinstance(self, CallRejected.MODE_NOT_SUPPORTED)
+    def is_REPLACE_NOT_SUPPORTED(self) -> bool:
+        return isinstance(self, CallRejected.REPLACE_NOT_SUPPORTED)
+    def is_replace_not_supported(self) -> bool:
+        return isinstance(self, CallRejected.REPLACE_NOT_SUPPORTED)
+    def is_UNKNOWN_MESSAGE_ID(self) -> bool:
+        return isinstance(self, CallRejected.UNKNOWN_MESSAGE_ID)
+    def is_unknown_message_id(self) -> bool:
+        return isinstance(self, CallRejected.UNKNOWN_MESSAGE_ID)
+    def is_UNKNOWN_SESSION(self) -> bool:
+        return isinstance(self, CallRejected.UNKNOWN_SESSION)
+    def is_unknown_session(self) -> bool:
+        return isinstance(self, CallRejected.UNKNOWN_SESSION)
+    def is_INVALID_ARGUMENTS(self) -> bool:
+        return isinstance(self, CallRejected.INVALID_ARGUMENTS)
+    def is_invalid_arguments(self) -> bool:
+        return isinstance(self, CallRejected.INVALID_ARGUMENTS)
+    
+
+# Now, a little trick - we make each nested variant class be a subclass of the main
+# enum class, so that method calls and instance checks etc will work intuitively.
+# We might be able to do this a little more neatly with a metaclass, but this'll do.
+CallRejected.MODE_NOT_SUPPORTED = type("CallRejected.MODE_NOT_SUPPORTED", (CallRejected.MODE_NOT_SUPPORTED, CallRejected,), {})  # type: ignore
+CallRejected.REPLACE_NOT_SUPPORTED = type("CallRejected.REPLACE_NOT_SUPPORTED", (CallRejected.REPLACE_NOT_SUPPORTED, CallRejected,), {})  # type: ignore
+CallRejected.UNKNOWN_MESSAGE_ID = type("CallRejected.UNKNOWN_MESSAGE_ID", (CallRejected.UNKNOWN_MESSAGE_ID, CallRejected,), {})  # type: ignore
+CallRejected.UNKNOWN_SESSION = type("CallRejected.UNKNOWN_SESSION", (CallRejected.UNKNOWN_SESSION, CallRejected,), {})  # type: ignore
+CallRejected.INVALID_ARGUMENTS = type("CallRejected.INVALID_ARGUMENTS", (CallRejected.INVALID_ARGUMENTS, CallRejected,), {})  # type: ignore
+
+
+
+
+class _UniffiFfiConverterTypeCallRejected(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        variant = buf.read_i32()
+        if variant == 1:
+            return CallRejected.MODE_NOT_SUPPORTED(
+            )
+        if variant == 2:
+            return CallRejected.REPLACE_NOT_SUPPORTED(
+            )
+        if variant == 3:
+            return CallRejected.UNKNOWN_MESSAGE_ID(
+            )
+        if variant == 4:
+            return CallRejected.UNKNOWN_SESSION(
+            )
+        if variant == 5:
+            return CallRejected.INVALID_ARGUMENTS(
+                _UniffiFfiConverterString.read(buf),
+            )
+        raise InternalError("Raw enum value doesn't match any cases")
+
+    @staticmethod
+    def check_lower(value):
+        if value.is_MODE_NOT_SUPPORTED():
+            return
+        if value.is_REPLACE_NOT_SUPPORTED():
+            return
+        if value.is_UNKNOWN_MESSAGE_ID():
+            return
+        if value.is_UNKNOWN_SESSION():
+            return
+        if value.is_INVALID_ARGUMENTS():
+            _UniffiFfiConverterString.check_lower(value._values[0])
+            return
+        raise ValueError(value)
+
+    @staticmethod
+    def write(value, buf):
+        if value.is_MODE_NOT_SUPPORTED():
+            buf.write_i32(1)
+        if value.is_REPLACE_NOT_SUPPORTED():
+            buf.write_i32(2)
+        if value.is_UNKNOWN_MESSAGE_ID():
+            buf.write_i32(3)
+        if value.is_UNKNOWN_SESSION():
+            buf.write_i32(4)
+        if value.is_INVALID_ARGUMENTS():
+            buf.write_i32(5)
+            _UniffiFfiConverterString.write(value._values[0], buf)
+
+
+
+
+
+
+
+
+class HostError:
+    """
+    A runtime event the core cannot apply.
+"""
+    def __init__(self):
+        raise RuntimeError("HostError cannot be instantiated directly")
+
+    # Each enum variant is a nested class of the enum itself.
+    @dataclass
+    class NO_TURN_IN_PROGRESS:
+        
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "HostError.NO_TURN_IN_PROGRESS()".format()
+        def __eq__(self, other):
+            if not isinstance(other, HostError):
+                return NotImplemented
+            if not other.is_NO_TURN_IN_PROGRESS():
+                return False
+            return True
+
+    @dataclass
+    class TURN_IN_PROGRESS:
+        
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "HostError.TURN_IN_PROGRESS()".format()
+        def __eq__(self, other):
+            if not isinstance(other, HostError):
+                return NotImplemented
+            if not other.is_TURN_IN_PROGRESS():
+                return False
+            return True
+
+    @dataclass
+    class NO_PERMISSION_PENDING:
+        
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "HostError.NO_PERMISSION_PENDING()".format()
+        def __eq__(self, other):
+            if not isinstance(other, HostError):
+                return NotImplemented
+            if not other.is_NO_PERMISSION_PENDING():
+                return False
+            return True
+
+    @dataclass
+    class SESSION_CLOSED:
+        
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "HostError.SESSION_CLOSED()".format()
+        def __eq__(self, other):
+            if not isinstance(other, HostError):
+                return NotImplemented
+            if not other.is_SESSION_CLOSED():
+                return False
+            return True
+
+    @dataclass
+    class RESERVED_UPDATE:
+        
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "HostError.RESERVED_UPDATE()".format()
+        def __eq__(self, other):
+            if not isinstance(other, HostError):
+                return NotImplemented
+            if not other.is_RESERVED_UPDATE():
+                return False
+            return True
+
+    @dataclass
+    class RESERVED_MESSAGE_ID:
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"HostError.RESERVED_MESSAGE_ID{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, HostError):
+                return NotImplemented
+            if not other.is_RESERVED_MESSAGE_ID():
+                return False
+            return self._values == other._values
+
+    
+
+    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
+    # whether an instance is that variant.
+    def is_NO_TURN_IN_PROGRESS(self) -> bool:
+        return isinstance(self, HostError.NO_TURN_IN_PROGRESS)
+    def is_no_turn_in_progress(self) -> bool:
+        return isinstance(self, HostError.NO_TURN_IN_PROGRESS)
+    def is_TURN_IN_PROGRESS(self) -> bool:
+        return isinstance(self, HostError.TURN_IN_PROGRESS)
+    def is_turn_in_progress(self) -> bool:
+        return isinstance(self, HostError.TURN_IN_PROGRESS)
+    def is_NO_PERMISSION_PENDING(self) -> bool:
+        return isinstance(self, HostError.NO_PERMISSION_PENDING)
+    def is_no_permission_pending(self) -> bool:
+        return isinstance(self, HostError.NO_PERMISSION_PENDING)
+    def is_SESSION_CLOSED(self) -> bool:
+        return isinstance(self, HostError.SESSION_CLOSED)
+    def is_session_closed(self) -> bool:
+        return isinstance(self, HostError.SESSION_CLOSED)
+    def is_RESERVED_UPDATE(self) -> bool:
+        return isinstance(self, HostError.RESERVED_UPDATE)
+    def is_reserved_update(self) -> bool:
+        return isinstance(self, HostError.RESERVED_UPDATE)
+    def is_RESERVED_MESSAGE_ID(self) -> bool:
+        return isinstance(self, HostError.RESERVED_MESSAGE_ID)
+    def is_reserved_message_id(self) -> bool:
+        return isinstance(self, HostError.RESERVED_MESSAGE_ID)
+    
+
+# Now, a little trick - we make each nested variant class be a subclass of the main
+# enum class, so that method calls and instance checks etc will work intuitively.
+# We might be able to do this a little more neatly with a metaclass, but this'll do.
+HostError.NO_TURN_IN_PROGRESS = type("HostError.NO_TURN_IN_PROGRESS", (HostError.NO_TURN_IN_PROGRESS, HostError,), {})  # type: ignore
+HostError.TURN_IN_PROGRESS = type("HostError.TURN_IN_PROGRESS", (HostError.TURN_IN_PROGRESS, HostError,), {})  # type: ignore
+HostError.NO_PERMISSION_PENDING = type("HostError.NO_PERMISSION_PENDING", (HostError.NO_PERMISSION_PENDING, HostError,), {})  # type: ignore
+HostError.SESSION_CLOSED = type("HostError.SESSION_CLOSED", (HostError.SESSION_CLOSED, HostError,), {})  # type: ignore
+HostError.RESERVED_UPDATE = type("HostError.RESERVED_UPDATE", (HostError.RESERVED_UPDATE, HostError,), {})  # type: ignore
+HostError.RESERVED_MESSAGE_ID = type("HostError.RESERVED_MESSAGE_ID", (HostError.RESERVED_MESSAGE_ID, HostError,), {})  # type: ignore
+
+
+
+
+class _UniffiFfiConverterTypeHostError(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        variant = buf.read_i32()
+        if variant == 1:
+            return HostError.NO_TURN_IN_PROGRESS(
+            )
+        if variant == 2:
+            return HostError.TURN_IN_PROGRESS(
+            )
+        if variant == 3:
+            return HostError.NO_PERMISSION_PENDING(
+            )
+        if variant == 4:
+            return HostError.SESSION_CLOSED(
+            )
+        if variant == 5:
+            return HostError.RESERVED_UPDATE(
+            )
+        if variant == 6:
+            return HostError.RESERVED_MESSAGE_ID(
+                _UniffiFfiConverterString.read(buf),
+            )
+        raise InternalError("Raw enum value doesn't match any cases")
+
+    @staticmethod
+    def check_lower(value):
+        if value.is_NO_TURN_IN_PROGRESS():
+            return
+        if value.is_TURN_IN_PROGRESS():
+            return
+        if value.is_NO_PERMISSION_PENDING():
+            return
+        if value.is_SESSION_CLOSED():
+            return
+        if value.is_RESERVED_UPDATE():
+            return
+        if value.is_RESERVED_MESSAGE_ID():
+            _UniffiFfiConverterString.check_lower(value._values[0])
+            return
+        raise ValueError(value)
+
+    @staticmethod
+    def write(value, buf):
+        if value.is_NO_TURN_IN_PROGRESS():
+            buf.write_i32(1)
+        if value.is_TURN_IN_PROGRESS():
+            buf.write_i32(2)
+        if value.is_NO_PERMISSION_PENDING():
+            buf.write_i32(3)
+        if value.is_SESSION_CLOSED():
+            buf.write_i32(4)
+        if value.is_RESERVED_UPDATE():
+            buf.write_i32(5)
+        if value.is_RESERVED_MESSAGE_ID():
+            buf.write_i32(6)
+            _UniffiFfiConverterString.write(value._values[0], buf)
+
+
+
+
+
+# AcpError
+# We want to define each variant as a nested class that's also a subclass,
+# which is tricky in Python.  To accomplish this we're going to create each
+# class separately, then manually add the child classes to the base class's
+# __dict__.  All of this happens in dummy class to avoid polluting the module
+# namespace.
+class AcpError(Exception):
+    """
+    Every error the bindings raise.
+"""
+    pass
+
+_UniffiTempAcpError = AcpError
+
+class AcpError:  # type: ignore
+    """
+    Every error the bindings raise.
+"""
+    
+    class InvalidInput(_UniffiTempAcpError):
+        """
+        The caller's input is not valid (malformed JSON, a wrong shape, an unknown value).
+"""
+        
+        def __init__(self, detail):
+            super().__init__(", ".join([
+                "detail={!r}".format(detail),
+            ]))
+            self.detail = detail
+
+        def __repr__(self):
+            return "AcpError.InvalidInput({})".format(str(self))
+    _UniffiTempAcpError.InvalidInput = InvalidInput # type: ignore
+    class Protocol(_UniffiTempAcpError):
+        """
+        The agent answered with an error.
+"""
+        
+        def __init__(self, error):
+            super().__init__(", ".join([
+                "error={!r}".format(error),
+            ]))
+            self.error = error
+
+        def __repr__(self):
+            return "AcpError.Protocol({})".format(str(self))
+    _UniffiTempAcpError.Protocol = Protocol # type: ignore
+    class Rejected(_UniffiTempAcpError):
+        """
+        The client refused the call without sending anything (C-PEND-3).
+"""
+        
+        def __init__(self, reason):
+            super().__init__(", ".join([
+                "reason={!r}".format(reason),
+            ]))
+            self.reason = reason
+
+        def __repr__(self):
+            return "AcpError.Rejected({})".format(str(self))
+    _UniffiTempAcpError.Rejected = Rejected # type: ignore
+    class Host(_UniffiTempAcpError):
+        """
+        A runtime event the agent core cannot apply.
+"""
+        
+        def __init__(self, error):
+            super().__init__(", ".join([
+                "error={!r}".format(error),
+            ]))
+            self.error = error
+
+        def __repr__(self):
+            return "AcpError.Host({})".format(str(self))
+    _UniffiTempAcpError.Host = Host # type: ignore
+    class Config(_UniffiTempAcpError):
+        """
+        The agent's configuration is refused.
+"""
+        
+        def __init__(self, detail):
+            super().__init__(", ".join([
+                "detail={!r}".format(detail),
+            ]))
+            self.detail = detail
+
+        def __repr__(self):
+            return "AcpError.Config({})".format(str(self))
+    _UniffiTempAcpError.Config = Config # type: ignore
+    class Store(_UniffiTempAcpError):
+        """
+        The store failed; nothing after the failure was released.
+"""
+        
+        def __init__(self, detail):
+            super().__init__(", ".join([
+                "detail={!r}".format(detail),
+            ]))
+            self.detail = detail
+
+        def __repr__(self):
+            return "AcpError.Store({})".format(str(self))
+    _UniffiTempAcpError.Store = Store # type: ignore
+    class Disconnected(_UniffiTempAcpError):
+        """
+        The agent process ended or could not be started or reached.
+"""
+        
+        def __init__(self, detail):
+            super().__init__(", ".join([
+                "detail={!r}".format(detail),
+            ]))
+            self.detail = detail
+
+        def __repr__(self):
+            return "AcpError.Disconnected({})".format(str(self))
+    _UniffiTempAcpError.Disconnected = Disconnected # type: ignore
+    class Mismatch(_UniffiTempAcpError):
+        """
+        A conformance vector's expectation was not met.
+"""
+        
+        def __init__(self, detail):
+            super().__init__(", ".join([
+                "detail={!r}".format(detail),
+            ]))
+            self.detail = detail
+
+        def __repr__(self):
+            return "AcpError.Mismatch({})".format(str(self))
+    _UniffiTempAcpError.Mismatch = Mismatch # type: ignore
+    class Internal(_UniffiTempAcpError):
+        """
+        A bug: a panic inside the library, caught at the boundary.
+"""
+        
+        def __init__(self, detail):
+            super().__init__(", ".join([
+                "detail={!r}".format(detail),
+            ]))
+            self.detail = detail
+
+        def __repr__(self):
+            return "AcpError.Internal({})".format(str(self))
+    _UniffiTempAcpError.Internal = Internal # type: ignore
+
+AcpError = _UniffiTempAcpError # type: ignore
+del _UniffiTempAcpError
+
+
+class _UniffiFfiConverterTypeAcpError(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        variant = buf.read_i32()
+        if variant == 1:
+            return AcpError.InvalidInput(
+                _UniffiFfiConverterString.read(buf),
+            )
+        if variant == 2:
+            return AcpError.Protocol(
+                _UniffiFfiConverterTypeProtocolError.read(buf),
+            )
+        if variant == 3:
+            return AcpError.Rejected(
+                _UniffiFfiConverterTypeCallRejected.read(buf),
+            )
+        if variant == 4:
+            return AcpError.Host(
+                _UniffiFfiConverterTypeHostError.read(buf),
+            )
+        if variant == 5:
+            return AcpError.Config(
+                _UniffiFfiConverterString.read(buf),
+            )
+        if variant == 6:
+            return AcpError.Store(
+                _UniffiFfiConverterString.read(buf),
+            )
+        if variant == 7:
+            return AcpError.Disconnected(
+                _UniffiFfiConverterString.read(buf),
+            )
+        if variant == 8:
+            return AcpError.Mismatch(
+                _UniffiFfiConverterString.read(buf),
+            )
+        if variant == 9:
+            return AcpError.Internal(
+                _UniffiFfiConverterString.read(buf),
+            )
+        raise InternalError("Raw enum value doesn't match any cases")
+
+    @staticmethod
+    def check_lower(value):
+        if isinstance(value, AcpError.InvalidInput):
+            _UniffiFfiConverterString.check_lower(value.detail)
+            return
+        if isinstance(value, AcpError.Protocol):
+            _UniffiFfiConverterTypeProtocolError.check_lower(value.error)
+            return
+        if isinstance(value, AcpError.Rejected):
+            _UniffiFfiConverterTypeCallRejected.check_lower(value.reason)
+            return
+        if isinstance(value, AcpError.Host):
+            _UniffiFfiConverterTypeHostError.check_lower(value.error)
+            return
+        if isinstance(value, AcpError.Config):
+            _UniffiFfiConverterString.check_lower(value.detail)
+            return
+        if isinstance(value, AcpError.Store):
+            _UniffiFfiConverterString.check_lower(value.detail)
+            return
+        if isinstance(value, AcpError.Disconnected):
+            _UniffiFfiConverterString.check_lower(value.detail)
+            return
+        if isinstance(value, AcpError.Mismatch):
+            _UniffiFfiConverterString.check_lower(value.detail)
+            return
+        if isinstance(value, AcpError.Internal):
+            _UniffiFfiConverterString.check_lower(value.detail)
+            return
+
+    @staticmethod
+    def write(value, buf):
+        if isinstance(value, AcpError.InvalidInput):
+            buf.write_i32(1)
+            _UniffiFfiConverterString.write(value.detail, buf)
+        if isinstance(value, AcpError.Protocol):
+            buf.write_i32(2)
+            _UniffiFfiConverterTypeProtocolError.write(value.error, buf)
+        if isinstance(value, AcpError.Rejected):
+            buf.write_i32(3)
+            _UniffiFfiConverterTypeCallRejected.write(value.reason, buf)
+        if isinstance(value, AcpError.Host):
+            buf.write_i32(4)
+            _UniffiFfiConverterTypeHostError.write(value.error, buf)
+        if isinstance(value, AcpError.Config):
+            buf.write_i32(5)
+            _UniffiFfiConverterString.write(value.detail, buf)
+        if isinstance(value, AcpError.Store):
+            buf.write_i32(6)
+            _UniffiFfiConverterString.write(value.detail, buf)
+        if isinstance(value, AcpError.Disconnected):
+            buf.write_i32(7)
+            _UniffiFfiConverterString.write(value.detail, buf)
+        if isinstance(value, AcpError.Mismatch):
+            buf.write_i32(8)
+            _UniffiFfiConverterString.write(value.detail, buf)
+        if isinstance(value, AcpError.Internal):
+            buf.write_i32(9)
+            _UniffiFfiConverterString.write(value.detail, buf)
+
+class _UniffiFfiConverterBoxTypeInitializeResponse(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        _UniffiFfiConverterTypeInitializeResponse.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        _UniffiFfiConverterTypeInitializeResponse.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        return _UniffiFfiConverterTypeInitializeResponse.read(buf)
+
+
+
+
+
+
+class Answer:
+    """
+    The answer to a request.
+"""
+    def __init__(self):
+        raise RuntimeError("Answer cannot be instantiated directly")
+
+    # Each enum variant is a nested class of the enum itself.
+    @dataclass
+    class FAILED:
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"Answer.FAILED{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, Answer):
+                return NotImplemented
+            if not other.is_FAILED():
+                return False
+            return self._values == other._values
+
+    @dataclass
+    class INITIALIZED:
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"Answer.INITIALIZED{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, Answer):
+                return NotImplemented
+            if not other.is_INITIALIZED():
+                return False
+            return self._values == other._values
+
+    @dataclass
+    class SESSION_CREATED:
+        
+        def __init__(self, session_id:str):
+            self.session_id = session_id
+            
+            
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "Answer.SESSION_CREATED(session_id={})".format(self.session_id)
+        def __eq__(self, other):
+            if not isinstance(other, Answer):
+                return NotImplemented
+            if not other.is_SESSION_CREATED():
+                return False
+            if self.session_id != other.session_id:
+                return False
+            return True
+
+    @dataclass
+    class SESSIONS:
+        
+        def __init__(self, sessions:typing.List[SessionInfo], next_cursor:typing.Optional[str]):
+            self.sessions = sessions
+            
+            
+            self.next_cursor = next_cursor
+            
+            
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "Answer.SESSIONS(sessions={}, next_cursor={})".format(self.sessions, self.next_cursor)
+        def __eq__(self, other):
+            if not isinstance(other, Answer):
+                return NotImplemented
+            if not other.is_SESSIONS():
+                return False
+            if self.sessions != other.sessions:
+                return False
+            if self.next_cursor != other.next_cursor:
+                return False
+            return True
+
+    @dataclass
+    class RESUMED:
+        
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "Answer.RESUMED()".format()
+        def __eq__(self, other):
+            if not isinstance(other, Answer):
+                return NotImplemented
+            if not other.is_RESUMED():
+                return False
+            return True
+
+    @dataclass
+    class ACCEPTED:
+        
+        def __init__(self, message_id:typing.Optional[MessageId]):
+            self.message_id = message_id
+            
+            
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "Answer.ACCEPTED(message_id={})".format(self.message_id)
+        def __eq__(self, other):
+            if not isinstance(other, Answer):
+                return NotImplemented
+            if not other.is_ACCEPTED():
+                return False
+            if self.message_id != other.message_id:
+                return False
+            return True
+
+    @dataclass
+    class REVOKED:
+        
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "Answer.REVOKED()".format()
+        def __eq__(self, other):
+            if not isinstance(other, Answer):
+                return NotImplemented
+            if not other.is_REVOKED():
+                return False
+            return True
+
+    @dataclass
+    class REPLACED:
+        
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "Answer.REPLACED()".format()
+        def __eq__(self, other):
+            if not isinstance(other, Answer):
+                return NotImplemented
+            if not other.is_REPLACED():
+                return False
+            return True
+
+    @dataclass
+    class CLOSED:
+        
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "Answer.CLOSED()".format()
+        def __eq__(self, other):
+            if not isinstance(other, Answer):
+                return NotImplemented
+            if not other.is_CLOSED():
+                return False
+            return True
+
+    @dataclass
+    class STATUS:
+        
+        def __init__(self, live:bool):
+            self.live = live
+            
+            
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "Answer.STATUS(live={})".format(self.live)
+        def __eq__(self, other):
+            if not isinstance(other, Answer):
+                return NotImplemented
+            if not other.is_STATUS():
+                return False
+            if self.live != other.live:
+                return False
+            return True
+
+    
+
+    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
+    # whether an instance is that variant.
+    def is_FAILED(self) -> bool:
+        return isinstance(self, Answer.FAILED)
+    def is_failed(self) -> bool:
+        return isinstance(self, Answer.FAILED)
+    def is_INITIALIZED(self) -> bool:
+        return isinstance(self, Answer.INITIALIZED)
+    def is_initialized(self) -> bool:
+        return isinstance(self, Answer.INITIALIZED)
+    def is_SESSION_CREATED(self) -> bool:
+        return isinstance(self, Answer.SESSION_CREATED)
+    def is_session_created(self) -> bool:
+        return isinstance(self, Answer.SESSION_CREATED)
+    def is_SESSIONS(self) -> bool:
+        return isinstance(self, Answer.SESSIONS)
+    def is_sessions(self) -> bool:
+        return isinstance(self, Answer.SESSIONS)
+    def is_RESUMED(self) -> bool:
+        return isinstance(self, Answer.RESUMED)
+    def is_resumed(self) -> bool:
+        return isinstance(self, Answer.RESUMED)
+    def is_ACCEPTED(self) -> bool:
+        return isinstance(self, Answer.ACCEPTED)
+    def is_accepted(self) -> bool:
+        return isinstance(self, Answer.ACCEPTED)
+    def is_REVOKED(self) -> bool:
+        return isinstance(self, Answer.REVOKED)
+    def is_revoked(self) -> bool:
+        return isinstance(self, Answer.REVOKED)
+    def is_REPLACED(self) -> bool:
+        return isinstance(self, Answer.REPLACED)
+    def is_replaced(self) -> bool:
+        return isinstance(self, Answer.REPLACED)
+    def is_CLOSED(self) -> bool:
+        return isinstance(self, Answer.CLOSED)
+    def is_closed(self) -> bool:
+        return isinstance(self, Answer.CLOSED)
+    def is_STATUS(self) -> bool:
+        return isinstance(self, Answer.STATUS)
+    def is_status(self) -> bool:
+        return isinstance(self, Answer.STATUS)
+    
+
+# Now, a little trick - we make each nested variant class be a subclass of the main
+# enum class, so that method calls and instance checks etc will work intuitively.
+# We might be able to do this a little more neatly with a metaclass, but this'll do.
+Answer.FAILED = type("Answer.FAILED", (Answer.FAILED, Answer,), {})  # type: ignore
+Answer.INITIALIZED = type("Answer.INITIALIZED", (Answer.INITIALIZED, Answer,), {})  # type: ignore
+Answer.SESSION_CREATED = type("Answer.SESSION_CREATED", (Answer.SESSION_CREATED, Answer,), {})  # type: ignore
+Answer.SESSIONS = type("Answer.SESSIONS", (Answer.SESSIONS, Answer,), {})  # type: ignore
+Answer.RESUMED = type("Answer.RESUMED", (Answer.RESUMED, Answer,), {})  # type: ignore
+Answer.ACCEPTED = type("Answer.ACCEPTED", (Answer.ACCEPTED, Answer,), {})  # type: ignore
+Answer.REVOKED = type("Answer.REVOKED", (Answer.REVOKED, Answer,), {})  # type: ignore
+Answer.REPLACED = type("Answer.REPLACED", (Answer.REPLACED, Answer,), {})  # type: ignore
+Answer.CLOSED = type("Answer.CLOSED", (Answer.CLOSED, Answer,), {})  # type: ignore
+Answer.STATUS = type("Answer.STATUS", (Answer.STATUS, Answer,), {})  # type: ignore
+
+
+
+
+class _UniffiFfiConverterTypeAnswer(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        variant = buf.read_i32()
+        if variant == 1:
+            return Answer.FAILED(
+                _UniffiFfiConverterTypeProtocolError.read(buf),
+            )
+        if variant == 2:
+            return Answer.INITIALIZED(
+                _UniffiFfiConverterBoxTypeInitializeResponse.read(buf),
+            )
+        if variant == 3:
+            return Answer.SESSION_CREATED(
+                _UniffiFfiConverterString.read(buf),
+            )
+        if variant == 4:
+            return Answer.SESSIONS(
+                _UniffiFfiConverterSequenceTypeSessionInfo.read(buf),
+                _UniffiFfiConverterOptionalString.read(buf),
+            )
+        if variant == 5:
+            return Answer.RESUMED(
+            )
+        if variant == 6:
+            return Answer.ACCEPTED(
+                _UniffiFfiConverterOptionalTypeMessageId.read(buf),
+            )
+        if variant == 7:
+            return Answer.REVOKED(
+            )
+        if variant == 8:
+            return Answer.REPLACED(
+            )
+        if variant == 9:
+            return Answer.CLOSED(
+            )
+        if variant == 10:
+            return Answer.STATUS(
+                _UniffiFfiConverterBoolean.read(buf),
+            )
+        raise InternalError("Raw enum value doesn't match any cases")
+
+    @staticmethod
+    def check_lower(value):
+        if value.is_FAILED():
+            _UniffiFfiConverterTypeProtocolError.check_lower(value._values[0])
+            return
+        if value.is_INITIALIZED():
+            _UniffiFfiConverterBoxTypeInitializeResponse.check_lower(value._values[0])
+            return
+        if value.is_SESSION_CREATED():
+            _UniffiFfiConverterString.check_lower(value.session_id)
+            return
+        if value.is_SESSIONS():
+            _UniffiFfiConverterSequenceTypeSessionInfo.check_lower(value.sessions)
+            _UniffiFfiConverterOptionalString.check_lower(value.next_cursor)
+            return
+        if value.is_RESUMED():
+            return
+        if value.is_ACCEPTED():
+            _UniffiFfiConverterOptionalTypeMessageId.check_lower(value.message_id)
+            return
+        if value.is_REVOKED():
+            return
+        if value.is_REPLACED():
+            return
+        if value.is_CLOSED():
+            return
+        if value.is_STATUS():
+            _UniffiFfiConverterBoolean.check_lower(value.live)
+            return
+        raise ValueError(value)
+
+    @staticmethod
+    def write(value, buf):
+        if value.is_FAILED():
+            buf.write_i32(1)
+            _UniffiFfiConverterTypeProtocolError.write(value._values[0], buf)
+        if value.is_INITIALIZED():
+            buf.write_i32(2)
+            _UniffiFfiConverterBoxTypeInitializeResponse.write(value._values[0], buf)
+        if value.is_SESSION_CREATED():
+            buf.write_i32(3)
+            _UniffiFfiConverterString.write(value.session_id, buf)
+        if value.is_SESSIONS():
+            buf.write_i32(4)
+            _UniffiFfiConverterSequenceTypeSessionInfo.write(value.sessions, buf)
+            _UniffiFfiConverterOptionalString.write(value.next_cursor, buf)
+        if value.is_RESUMED():
+            buf.write_i32(5)
+        if value.is_ACCEPTED():
+            buf.write_i32(6)
+            _UniffiFfiConverterOptionalTypeMessageId.write(value.message_id, buf)
+        if value.is_REVOKED():
+            buf.write_i32(7)
+        if value.is_REPLACED():
+            buf.write_i32(8)
+        if value.is_CLOSED():
+            buf.write_i32(9)
+        if value.is_STATUS():
+            buf.write_i32(10)
+            _UniffiFfiConverterBoolean.write(value.live, buf)
 
 
 
@@ -3132,6 +14818,9 @@ class _UniffiFfiConverterTypeAgentOutput(_UniffiConverterRustBuffer):
 
 
 class BreakPoint(enum.Enum):
+    """
+    A safe break-point of the agent loop.
+"""
     
     TOOL_RESULT = 0
     
@@ -3171,38 +14860,1131 @@ class _UniffiFfiConverterTypeBreakPoint(_UniffiConverterRustBuffer):
 
 
 
-class Role(enum.Enum):
+class ClientCall:
+    """
+    A call of the client API.
+"""
+    def __init__(self):
+        raise RuntimeError("ClientCall cannot be instantiated directly")
+
+    # Each enum variant is a nested class of the enum itself.
+    @dataclass
+    class PROMPT:
+        
+        def __init__(self, session:str, content:typing.List[ContentBlock]):
+            self.session = session
+            
+            
+            self.content = content
+            
+            
+            pass
+
     
-    CONTROLLER = 0
+            
+            
     
-    OBSERVER = 1
+        def __str__(self):
+            return "ClientCall.PROMPT(session={}, content={})".format(self.session, self.content)
+        def __eq__(self, other):
+            if not isinstance(other, ClientCall):
+                return NotImplemented
+            if not other.is_PROMPT():
+                return False
+            if self.session != other.session:
+                return False
+            if self.content != other.content:
+                return False
+            return True
+
+    @dataclass
+    class INJECT:
+        
+        def __init__(self, session:str, mode:InjectMode, content:typing.List[ContentBlock]):
+            self.session = session
+            
+            
+            self.mode = mode
+            
+            
+            self.content = content
+            
+            
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "ClientCall.INJECT(session={}, mode={}, content={})".format(self.session, self.mode, self.content)
+        def __eq__(self, other):
+            if not isinstance(other, ClientCall):
+                return NotImplemented
+            if not other.is_INJECT():
+                return False
+            if self.session != other.session:
+                return False
+            if self.mode != other.mode:
+                return False
+            if self.content != other.content:
+                return False
+            return True
+
+    @dataclass
+    class REVOKE:
+        
+        def __init__(self, session:str, message_id:str):
+            self.session = session
+            
+            
+            self.message_id = message_id
+            
+            
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "ClientCall.REVOKE(session={}, message_id={})".format(self.session, self.message_id)
+        def __eq__(self, other):
+            if not isinstance(other, ClientCall):
+                return NotImplemented
+            if not other.is_REVOKE():
+                return False
+            if self.session != other.session:
+                return False
+            if self.message_id != other.message_id:
+                return False
+            return True
+
+    @dataclass
+    class REPLACE:
+        
+        def __init__(self, session:str, message_id:str, content:typing.List[ContentBlock]):
+            self.session = session
+            
+            
+            self.message_id = message_id
+            
+            
+            self.content = content
+            
+            
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "ClientCall.REPLACE(session={}, message_id={}, content={})".format(self.session, self.message_id, self.content)
+        def __eq__(self, other):
+            if not isinstance(other, ClientCall):
+                return NotImplemented
+            if not other.is_REPLACE():
+                return False
+            if self.session != other.session:
+                return False
+            if self.message_id != other.message_id:
+                return False
+            if self.content != other.content:
+                return False
+            return True
+
+    @dataclass
+    class CANCEL:
+        
+        def __init__(self, session:str):
+            self.session = session
+            
+            
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "ClientCall.CANCEL(session={})".format(self.session)
+        def __eq__(self, other):
+            if not isinstance(other, ClientCall):
+                return NotImplemented
+            if not other.is_CANCEL():
+                return False
+            if self.session != other.session:
+                return False
+            return True
+
+    @dataclass
+    class STATUS:
+        
+        def __init__(self, session:str):
+            self.session = session
+            
+            
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "ClientCall.STATUS(session={})".format(self.session)
+        def __eq__(self, other):
+            if not isinstance(other, ClientCall):
+                return NotImplemented
+            if not other.is_STATUS():
+                return False
+            if self.session != other.session:
+                return False
+            return True
+
+    @dataclass
+    class CLOSE:
+        
+        def __init__(self, session:str):
+            self.session = session
+            
+            
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "ClientCall.CLOSE(session={})".format(self.session)
+        def __eq__(self, other):
+            if not isinstance(other, ClientCall):
+                return NotImplemented
+            if not other.is_CLOSE():
+                return False
+            if self.session != other.session:
+                return False
+            return True
+
+    @dataclass
+    class RESUME:
+        
+        def __init__(self, session:str, cwd:str, replay:bool):
+            self.session = session
+            
+            
+            self.cwd = cwd
+            
+            
+            self.replay = replay
+            
+            
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "ClientCall.RESUME(session={}, cwd={}, replay={})".format(self.session, self.cwd, self.replay)
+        def __eq__(self, other):
+            if not isinstance(other, ClientCall):
+                return NotImplemented
+            if not other.is_RESUME():
+                return False
+            if self.session != other.session:
+                return False
+            if self.cwd != other.cwd:
+                return False
+            if self.replay != other.replay:
+                return False
+            return True
+
     
 
+    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
+    # whether an instance is that variant.
+    def is_PROMPT(self) -> bool:
+        return isinstance(self, ClientCall.PROMPT)
+    def is_prompt(self) -> bool:
+        return isinstance(self, ClientCall.PROMPT)
+    def is_INJECT(self) -> bool:
+        return isinstance(self, ClientCall.INJECT)
+    def is_inject(self) -> bool:
+        return isinstance(self, ClientCall.INJECT)
+    def is_REVOKE(self) -> bool:
+        return isinstance(self, ClientCall.REVOKE)
+    def is_revoke(self) -> bool:
+        return isinstance(self, ClientCall.REVOKE)
+    def is_REPLACE(self) -> bool:
+        return isinstance(self, ClientCall.REPLACE)
+    def is_replace(self) -> bool:
+        return isinstance(self, ClientCall.REPLACE)
+    def is_CANCEL(self) -> bool:
+        return isinstance(self, ClientCall.CANCEL)
+    def is_cancel(self) -> bool:
+        return isinstance(self, ClientCall.CANCEL)
+    def is_STATUS(self) -> bool:
+        return isinstance(self, ClientCall.STATUS)
+    def is_status(self) -> bool:
+        return isinstance(self, ClientCall.STATUS)
+    def is_CLOSE(self) -> bool:
+        return isinstance(self, ClientCall.CLOSE)
+    def is_close(self) -> bool:
+        return isinstance(self, ClientCall.CLOSE)
+    def is_RESUME(self) -> bool:
+        return isinstance(self, ClientCall.RESUME)
+    def is_resume(self) -> bool:
+        return isinstance(self, ClientCall.RESUME)
+    
 
-class _UniffiFfiConverterTypeRole(_UniffiConverterRustBuffer):
+# Now, a little trick - we make each nested variant class be a subclass of the main
+# enum class, so that method calls and instance checks etc will work intuitively.
+# We might be able to do this a little more neatly with a metaclass, but this'll do.
+ClientCall.PROMPT = type("ClientCall.PROMPT", (ClientCall.PROMPT, ClientCall,), {})  # type: ignore
+ClientCall.INJECT = type("ClientCall.INJECT", (ClientCall.INJECT, ClientCall,), {})  # type: ignore
+ClientCall.REVOKE = type("ClientCall.REVOKE", (ClientCall.REVOKE, ClientCall,), {})  # type: ignore
+ClientCall.REPLACE = type("ClientCall.REPLACE", (ClientCall.REPLACE, ClientCall,), {})  # type: ignore
+ClientCall.CANCEL = type("ClientCall.CANCEL", (ClientCall.CANCEL, ClientCall,), {})  # type: ignore
+ClientCall.STATUS = type("ClientCall.STATUS", (ClientCall.STATUS, ClientCall,), {})  # type: ignore
+ClientCall.CLOSE = type("ClientCall.CLOSE", (ClientCall.CLOSE, ClientCall,), {})  # type: ignore
+ClientCall.RESUME = type("ClientCall.RESUME", (ClientCall.RESUME, ClientCall,), {})  # type: ignore
+
+
+
+
+class _UniffiFfiConverterTypeClientCall(_UniffiConverterRustBuffer):
     @staticmethod
     def read(buf):
         variant = buf.read_i32()
         if variant == 1:
-            return Role.CONTROLLER
+            return ClientCall.PROMPT(
+                _UniffiFfiConverterString.read(buf),
+                _UniffiFfiConverterSequenceTypeContentBlock.read(buf),
+            )
         if variant == 2:
-            return Role.OBSERVER
+            return ClientCall.INJECT(
+                _UniffiFfiConverterString.read(buf),
+                _UniffiFfiConverterTypeInjectMode.read(buf),
+                _UniffiFfiConverterSequenceTypeContentBlock.read(buf),
+            )
+        if variant == 3:
+            return ClientCall.REVOKE(
+                _UniffiFfiConverterString.read(buf),
+                _UniffiFfiConverterString.read(buf),
+            )
+        if variant == 4:
+            return ClientCall.REPLACE(
+                _UniffiFfiConverterString.read(buf),
+                _UniffiFfiConverterString.read(buf),
+                _UniffiFfiConverterSequenceTypeContentBlock.read(buf),
+            )
+        if variant == 5:
+            return ClientCall.CANCEL(
+                _UniffiFfiConverterString.read(buf),
+            )
+        if variant == 6:
+            return ClientCall.STATUS(
+                _UniffiFfiConverterString.read(buf),
+            )
+        if variant == 7:
+            return ClientCall.CLOSE(
+                _UniffiFfiConverterString.read(buf),
+            )
+        if variant == 8:
+            return ClientCall.RESUME(
+                _UniffiFfiConverterString.read(buf),
+                _UniffiFfiConverterString.read(buf),
+                _UniffiFfiConverterBoolean.read(buf),
+            )
         raise InternalError("Raw enum value doesn't match any cases")
 
     @staticmethod
     def check_lower(value):
-        if value == Role.CONTROLLER:
+        if value.is_PROMPT():
+            _UniffiFfiConverterString.check_lower(value.session)
+            _UniffiFfiConverterSequenceTypeContentBlock.check_lower(value.content)
             return
-        if value == Role.OBSERVER:
+        if value.is_INJECT():
+            _UniffiFfiConverterString.check_lower(value.session)
+            _UniffiFfiConverterTypeInjectMode.check_lower(value.mode)
+            _UniffiFfiConverterSequenceTypeContentBlock.check_lower(value.content)
+            return
+        if value.is_REVOKE():
+            _UniffiFfiConverterString.check_lower(value.session)
+            _UniffiFfiConverterString.check_lower(value.message_id)
+            return
+        if value.is_REPLACE():
+            _UniffiFfiConverterString.check_lower(value.session)
+            _UniffiFfiConverterString.check_lower(value.message_id)
+            _UniffiFfiConverterSequenceTypeContentBlock.check_lower(value.content)
+            return
+        if value.is_CANCEL():
+            _UniffiFfiConverterString.check_lower(value.session)
+            return
+        if value.is_STATUS():
+            _UniffiFfiConverterString.check_lower(value.session)
+            return
+        if value.is_CLOSE():
+            _UniffiFfiConverterString.check_lower(value.session)
+            return
+        if value.is_RESUME():
+            _UniffiFfiConverterString.check_lower(value.session)
+            _UniffiFfiConverterString.check_lower(value.cwd)
+            _UniffiFfiConverterBoolean.check_lower(value.replay)
             return
         raise ValueError(value)
 
     @staticmethod
     def write(value, buf):
-        if value == Role.CONTROLLER:
+        if value.is_PROMPT():
             buf.write_i32(1)
-        if value == Role.OBSERVER:
+            _UniffiFfiConverterString.write(value.session, buf)
+            _UniffiFfiConverterSequenceTypeContentBlock.write(value.content, buf)
+        if value.is_INJECT():
             buf.write_i32(2)
+            _UniffiFfiConverterString.write(value.session, buf)
+            _UniffiFfiConverterTypeInjectMode.write(value.mode, buf)
+            _UniffiFfiConverterSequenceTypeContentBlock.write(value.content, buf)
+        if value.is_REVOKE():
+            buf.write_i32(3)
+            _UniffiFfiConverterString.write(value.session, buf)
+            _UniffiFfiConverterString.write(value.message_id, buf)
+        if value.is_REPLACE():
+            buf.write_i32(4)
+            _UniffiFfiConverterString.write(value.session, buf)
+            _UniffiFfiConverterString.write(value.message_id, buf)
+            _UniffiFfiConverterSequenceTypeContentBlock.write(value.content, buf)
+        if value.is_CANCEL():
+            buf.write_i32(5)
+            _UniffiFfiConverterString.write(value.session, buf)
+        if value.is_STATUS():
+            buf.write_i32(6)
+            _UniffiFfiConverterString.write(value.session, buf)
+        if value.is_CLOSE():
+            buf.write_i32(7)
+            _UniffiFfiConverterString.write(value.session, buf)
+        if value.is_RESUME():
+            buf.write_i32(8)
+            _UniffiFfiConverterString.write(value.session, buf)
+            _UniffiFfiConverterString.write(value.cwd, buf)
+            _UniffiFfiConverterBoolean.write(value.replay, buf)
+
+
+
+
+
+
+
+
+class RequestKind(enum.Enum):
+    """
+    What a request was.
+"""
+    
+    INITIALIZE = 0
+    
+    NEW_SESSION = 1
+    
+    LIST_SESSIONS = 2
+    
+    RESUME = 3
+    
+    PROMPT = 4
+    
+    INJECT = 5
+    
+    REVOKE = 6
+    
+    REPLACE = 7
+    
+    CLOSE = 8
+    
+    STATUS = 9
+    
+
+
+class _UniffiFfiConverterTypeRequestKind(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        variant = buf.read_i32()
+        if variant == 1:
+            return RequestKind.INITIALIZE
+        if variant == 2:
+            return RequestKind.NEW_SESSION
+        if variant == 3:
+            return RequestKind.LIST_SESSIONS
+        if variant == 4:
+            return RequestKind.RESUME
+        if variant == 5:
+            return RequestKind.PROMPT
+        if variant == 6:
+            return RequestKind.INJECT
+        if variant == 7:
+            return RequestKind.REVOKE
+        if variant == 8:
+            return RequestKind.REPLACE
+        if variant == 9:
+            return RequestKind.CLOSE
+        if variant == 10:
+            return RequestKind.STATUS
+        raise InternalError("Raw enum value doesn't match any cases")
+
+    @staticmethod
+    def check_lower(value):
+        if value == RequestKind.INITIALIZE:
+            return
+        if value == RequestKind.NEW_SESSION:
+            return
+        if value == RequestKind.LIST_SESSIONS:
+            return
+        if value == RequestKind.RESUME:
+            return
+        if value == RequestKind.PROMPT:
+            return
+        if value == RequestKind.INJECT:
+            return
+        if value == RequestKind.REVOKE:
+            return
+        if value == RequestKind.REPLACE:
+            return
+        if value == RequestKind.CLOSE:
+            return
+        if value == RequestKind.STATUS:
+            return
+        raise ValueError(value)
+
+    @staticmethod
+    def write(value, buf):
+        if value == RequestKind.INITIALIZE:
+            buf.write_i32(1)
+        if value == RequestKind.NEW_SESSION:
+            buf.write_i32(2)
+        if value == RequestKind.LIST_SESSIONS:
+            buf.write_i32(3)
+        if value == RequestKind.RESUME:
+            buf.write_i32(4)
+        if value == RequestKind.PROMPT:
+            buf.write_i32(5)
+        if value == RequestKind.INJECT:
+            buf.write_i32(6)
+        if value == RequestKind.REVOKE:
+            buf.write_i32(7)
+        if value == RequestKind.REPLACE:
+            buf.write_i32(8)
+        if value == RequestKind.CLOSE:
+            buf.write_i32(9)
+        if value == RequestKind.STATUS:
+            buf.write_i32(10)
+
+
+
+
+
+
+
+
+class SessionEvent:
+    """
+    Something that happened in one session.
+"""
+    def __init__(self):
+        raise RuntimeError("SessionEvent cannot be instantiated directly")
+
+    # Each enum variant is a nested class of the enum itself.
+    @dataclass
+    class UPDATE:
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"SessionEvent.UPDATE{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, SessionEvent):
+                return NotImplemented
+            if not other.is_UPDATE():
+                return False
+            return self._values == other._values
+
+    @dataclass
+    class ITEM:
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"SessionEvent.ITEM{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, SessionEvent):
+                return NotImplemented
+            if not other.is_ITEM():
+                return False
+            return self._values == other._values
+
+    @dataclass
+    class VIOLATION:
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"SessionEvent.VIOLATION{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, SessionEvent):
+                return NotImplemented
+            if not other.is_VIOLATION():
+                return False
+            return self._values == other._values
+
+    @dataclass
+    class CLOSED:
+        
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "SessionEvent.CLOSED()".format()
+        def __eq__(self, other):
+            if not isinstance(other, SessionEvent):
+                return NotImplemented
+            if not other.is_CLOSED():
+                return False
+            return True
+
+    @dataclass
+    class TOLERATED:
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"SessionEvent.TOLERATED{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, SessionEvent):
+                return NotImplemented
+            if not other.is_TOLERATED():
+                return False
+            return self._values == other._values
+
+    
+
+    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
+    # whether an instance is that variant.
+    def is_UPDATE(self) -> bool:
+        return isinstance(self, SessionEvent.UPDATE)
+    def is_update(self) -> bool:
+        return isinstance(self, SessionEvent.UPDATE)
+    def is_ITEM(self) -> bool:
+        return isinstance(self, SessionEvent.ITEM)
+    def is_item(self) -> bool:
+        return isinstance(self, SessionEvent.ITEM)
+    def is_VIOLATION(self) -> bool:
+        return isinstance(self, SessionEvent.VIOLATION)
+    def is_violation(self) -> bool:
+        return isinstance(self, SessionEvent.VIOLATION)
+    def is_CLOSED(self) -> bool:
+        return isinstance(self, SessionEvent.CLOSED)
+    def is_closed(self) -> bool:
+        return isinstance(self, SessionEvent.CLOSED)
+    def is_TOLERATED(self) -> bool:
+        return isinstance(self, SessionEvent.TOLERATED)
+    def is_tolerated(self) -> bool:
+        return isinstance(self, SessionEvent.TOLERATED)
+    
+
+# Now, a little trick - we make each nested variant class be a subclass of the main
+# enum class, so that method calls and instance checks etc will work intuitively.
+# We might be able to do this a little more neatly with a metaclass, but this'll do.
+SessionEvent.UPDATE = type("SessionEvent.UPDATE", (SessionEvent.UPDATE, SessionEvent,), {})  # type: ignore
+SessionEvent.ITEM = type("SessionEvent.ITEM", (SessionEvent.ITEM, SessionEvent,), {})  # type: ignore
+SessionEvent.VIOLATION = type("SessionEvent.VIOLATION", (SessionEvent.VIOLATION, SessionEvent,), {})  # type: ignore
+SessionEvent.CLOSED = type("SessionEvent.CLOSED", (SessionEvent.CLOSED, SessionEvent,), {})  # type: ignore
+SessionEvent.TOLERATED = type("SessionEvent.TOLERATED", (SessionEvent.TOLERATED, SessionEvent,), {})  # type: ignore
+
+
+
+
+class _UniffiFfiConverterTypeSessionEvent(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        variant = buf.read_i32()
+        if variant == 1:
+            return SessionEvent.UPDATE(
+                _UniffiFfiConverterTypeSessionUpdate.read(buf),
+            )
+        if variant == 2:
+            return SessionEvent.ITEM(
+                _UniffiFfiConverterTypePendingItem.read(buf),
+            )
+        if variant == 3:
+            return SessionEvent.VIOLATION(
+                _UniffiFfiConverterTypeViolation.read(buf),
+            )
+        if variant == 4:
+            return SessionEvent.CLOSED(
+            )
+        if variant == 5:
+            return SessionEvent.TOLERATED(
+                _UniffiFfiConverterSequenceString.read(buf),
+            )
+        raise InternalError("Raw enum value doesn't match any cases")
+
+    @staticmethod
+    def check_lower(value):
+        if value.is_UPDATE():
+            _UniffiFfiConverterTypeSessionUpdate.check_lower(value._values[0])
+            return
+        if value.is_ITEM():
+            _UniffiFfiConverterTypePendingItem.check_lower(value._values[0])
+            return
+        if value.is_VIOLATION():
+            _UniffiFfiConverterTypeViolation.check_lower(value._values[0])
+            return
+        if value.is_CLOSED():
+            return
+        if value.is_TOLERATED():
+            _UniffiFfiConverterSequenceString.check_lower(value._values[0])
+            return
+        raise ValueError(value)
+
+    @staticmethod
+    def write(value, buf):
+        if value.is_UPDATE():
+            buf.write_i32(1)
+            _UniffiFfiConverterTypeSessionUpdate.write(value._values[0], buf)
+        if value.is_ITEM():
+            buf.write_i32(2)
+            _UniffiFfiConverterTypePendingItem.write(value._values[0], buf)
+        if value.is_VIOLATION():
+            buf.write_i32(3)
+            _UniffiFfiConverterTypeViolation.write(value._values[0], buf)
+        if value.is_CLOSED():
+            buf.write_i32(4)
+        if value.is_TOLERATED():
+            buf.write_i32(5)
+            _UniffiFfiConverterSequenceString.write(value._values[0], buf)
+
+
+
+class _UniffiFfiConverterBoxTypeRequestPermissionRequest(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        _UniffiFfiConverterTypeRequestPermissionRequest.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        _UniffiFfiConverterTypeRequestPermissionRequest.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        return _UniffiFfiConverterTypeRequestPermissionRequest.read(buf)
+
+
+
+
+
+
+class Event:
+    """
+    One thing a client connection reports.
+"""
+    def __init__(self):
+        raise RuntimeError("Event cannot be instantiated directly")
+
+    # Each enum variant is a nested class of the enum itself.
+    @dataclass
+    class ANSWERED:
+        
+        def __init__(self, request:RequestId, kind:RequestKind, session_id:typing.Optional[str], outcome:Answer):
+            self.request = request
+            
+            
+            self.kind = kind
+            
+            
+            self.session_id = session_id
+            
+            
+            self.outcome = outcome
+            
+            
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "Event.ANSWERED(request={}, kind={}, session_id={}, outcome={})".format(self.request, self.kind, self.session_id, self.outcome)
+        def __eq__(self, other):
+            if not isinstance(other, Event):
+                return NotImplemented
+            if not other.is_ANSWERED():
+                return False
+            if self.request != other.request:
+                return False
+            if self.kind != other.kind:
+                return False
+            if self.session_id != other.session_id:
+                return False
+            if self.outcome != other.outcome:
+                return False
+            return True
+
+    @dataclass
+    class SESSION:
+        
+        def __init__(self, session_id:str, event:SessionEvent):
+            self.session_id = session_id
+            
+            
+            self.event = event
+            
+            
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "Event.SESSION(session_id={}, event={})".format(self.session_id, self.event)
+        def __eq__(self, other):
+            if not isinstance(other, Event):
+                return NotImplemented
+            if not other.is_SESSION():
+                return False
+            if self.session_id != other.session_id:
+                return False
+            if self.event != other.event:
+                return False
+            return True
+
+    @dataclass
+    class PERMISSION_REQUESTED:
+        
+        def __init__(self, request:RequestId, params:RequestPermissionRequest):
+            self.request = request
+            
+            
+            self.params = params
+            
+            
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "Event.PERMISSION_REQUESTED(request={}, params={})".format(self.request, self.params)
+        def __eq__(self, other):
+            if not isinstance(other, Event):
+                return NotImplemented
+            if not other.is_PERMISSION_REQUESTED():
+                return False
+            if self.request != other.request:
+                return False
+            if self.params != other.params:
+                return False
+            return True
+
+    @dataclass
+    class IGNORED:
+        
+        def __init__(self, detail:str):
+            self.detail = detail
+            
+            
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "Event.IGNORED(detail={})".format(self.detail)
+        def __eq__(self, other):
+            if not isinstance(other, Event):
+                return NotImplemented
+            if not other.is_IGNORED():
+                return False
+            if self.detail != other.detail:
+                return False
+            return True
+
+    
+
+    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
+    # whether an instance is that variant.
+    def is_ANSWERED(self) -> bool:
+        return isinstance(self, Event.ANSWERED)
+    def is_answered(self) -> bool:
+        return isinstance(self, Event.ANSWERED)
+    def is_SESSION(self) -> bool:
+        return isinstance(self, Event.SESSION)
+    def is_session(self) -> bool:
+        return isinstance(self, Event.SESSION)
+    def is_PERMISSION_REQUESTED(self) -> bool:
+        return isinstance(self, Event.PERMISSION_REQUESTED)
+    def is_permission_requested(self) -> bool:
+        return isinstance(self, Event.PERMISSION_REQUESTED)
+    def is_IGNORED(self) -> bool:
+        return isinstance(self, Event.IGNORED)
+    def is_ignored(self) -> bool:
+        return isinstance(self, Event.IGNORED)
+    
+
+# Now, a little trick - we make each nested variant class be a subclass of the main
+# enum class, so that method calls and instance checks etc will work intuitively.
+# We might be able to do this a little more neatly with a metaclass, but this'll do.
+Event.ANSWERED = type("Event.ANSWERED", (Event.ANSWERED, Event,), {})  # type: ignore
+Event.SESSION = type("Event.SESSION", (Event.SESSION, Event,), {})  # type: ignore
+Event.PERMISSION_REQUESTED = type("Event.PERMISSION_REQUESTED", (Event.PERMISSION_REQUESTED, Event,), {})  # type: ignore
+Event.IGNORED = type("Event.IGNORED", (Event.IGNORED, Event,), {})  # type: ignore
+
+
+
+
+class _UniffiFfiConverterTypeEvent(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        variant = buf.read_i32()
+        if variant == 1:
+            return Event.ANSWERED(
+                _UniffiFfiConverterTypeRequestId.read(buf),
+                _UniffiFfiConverterTypeRequestKind.read(buf),
+                _UniffiFfiConverterOptionalString.read(buf),
+                _UniffiFfiConverterTypeAnswer.read(buf),
+            )
+        if variant == 2:
+            return Event.SESSION(
+                _UniffiFfiConverterString.read(buf),
+                _UniffiFfiConverterTypeSessionEvent.read(buf),
+            )
+        if variant == 3:
+            return Event.PERMISSION_REQUESTED(
+                _UniffiFfiConverterTypeRequestId.read(buf),
+                _UniffiFfiConverterBoxTypeRequestPermissionRequest.read(buf),
+            )
+        if variant == 4:
+            return Event.IGNORED(
+                _UniffiFfiConverterString.read(buf),
+            )
+        raise InternalError("Raw enum value doesn't match any cases")
+
+    @staticmethod
+    def check_lower(value):
+        if value.is_ANSWERED():
+            _UniffiFfiConverterTypeRequestId.check_lower(value.request)
+            _UniffiFfiConverterTypeRequestKind.check_lower(value.kind)
+            _UniffiFfiConverterOptionalString.check_lower(value.session_id)
+            _UniffiFfiConverterTypeAnswer.check_lower(value.outcome)
+            return
+        if value.is_SESSION():
+            _UniffiFfiConverterString.check_lower(value.session_id)
+            _UniffiFfiConverterTypeSessionEvent.check_lower(value.event)
+            return
+        if value.is_PERMISSION_REQUESTED():
+            _UniffiFfiConverterTypeRequestId.check_lower(value.request)
+            _UniffiFfiConverterBoxTypeRequestPermissionRequest.check_lower(value.params)
+            return
+        if value.is_IGNORED():
+            _UniffiFfiConverterString.check_lower(value.detail)
+            return
+        raise ValueError(value)
+
+    @staticmethod
+    def write(value, buf):
+        if value.is_ANSWERED():
+            buf.write_i32(1)
+            _UniffiFfiConverterTypeRequestId.write(value.request, buf)
+            _UniffiFfiConverterTypeRequestKind.write(value.kind, buf)
+            _UniffiFfiConverterOptionalString.write(value.session_id, buf)
+            _UniffiFfiConverterTypeAnswer.write(value.outcome, buf)
+        if value.is_SESSION():
+            buf.write_i32(2)
+            _UniffiFfiConverterString.write(value.session_id, buf)
+            _UniffiFfiConverterTypeSessionEvent.write(value.event, buf)
+        if value.is_PERMISSION_REQUESTED():
+            buf.write_i32(3)
+            _UniffiFfiConverterTypeRequestId.write(value.request, buf)
+            _UniffiFfiConverterBoxTypeRequestPermissionRequest.write(value.params, buf)
+        if value.is_IGNORED():
+            buf.write_i32(4)
+            _UniffiFfiConverterString.write(value.detail, buf)
+
+
+
+
+
+
+
+
+class HistoryEntry:
+    """
+    One entry of a session's history.
+"""
+    def __init__(self):
+        raise RuntimeError("HistoryEntry cannot be instantiated directly")
+
+    # Each enum variant is a nested class of the enum itself.
+    @dataclass
+    class USER:
+        
+        def __init__(self, message_id:MessageId, content:typing.List[ContentBlock]):
+            self.message_id = message_id
+            
+            
+            self.content = content
+            
+            
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "HistoryEntry.USER(message_id={}, content={})".format(self.message_id, self.content)
+        def __eq__(self, other):
+            if not isinstance(other, HistoryEntry):
+                return NotImplemented
+            if not other.is_USER():
+                return False
+            if self.message_id != other.message_id:
+                return False
+            if self.content != other.content:
+                return False
+            return True
+
+    @dataclass
+    class UPDATE:
+        
+        def __init__(self, update:SessionUpdate):
+            self.update = update
+            
+            
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "HistoryEntry.UPDATE(update={})".format(self.update)
+        def __eq__(self, other):
+            if not isinstance(other, HistoryEntry):
+                return NotImplemented
+            if not other.is_UPDATE():
+                return False
+            if self.update != other.update:
+                return False
+            return True
+
+    
+
+    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
+    # whether an instance is that variant.
+    def is_USER(self) -> bool:
+        return isinstance(self, HistoryEntry.USER)
+    def is_user(self) -> bool:
+        return isinstance(self, HistoryEntry.USER)
+    def is_UPDATE(self) -> bool:
+        return isinstance(self, HistoryEntry.UPDATE)
+    def is_update(self) -> bool:
+        return isinstance(self, HistoryEntry.UPDATE)
+    
+
+# Now, a little trick - we make each nested variant class be a subclass of the main
+# enum class, so that method calls and instance checks etc will work intuitively.
+# We might be able to do this a little more neatly with a metaclass, but this'll do.
+HistoryEntry.USER = type("HistoryEntry.USER", (HistoryEntry.USER, HistoryEntry,), {})  # type: ignore
+HistoryEntry.UPDATE = type("HistoryEntry.UPDATE", (HistoryEntry.UPDATE, HistoryEntry,), {})  # type: ignore
+
+
+
+
+class _UniffiFfiConverterTypeHistoryEntry(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        variant = buf.read_i32()
+        if variant == 1:
+            return HistoryEntry.USER(
+                _UniffiFfiConverterTypeMessageId.read(buf),
+                _UniffiFfiConverterSequenceTypeContentBlock.read(buf),
+            )
+        if variant == 2:
+            return HistoryEntry.UPDATE(
+                _UniffiFfiConverterTypeSessionUpdate.read(buf),
+            )
+        raise InternalError("Raw enum value doesn't match any cases")
+
+    @staticmethod
+    def check_lower(value):
+        if value.is_USER():
+            _UniffiFfiConverterTypeMessageId.check_lower(value.message_id)
+            _UniffiFfiConverterSequenceTypeContentBlock.check_lower(value.content)
+            return
+        if value.is_UPDATE():
+            _UniffiFfiConverterTypeSessionUpdate.check_lower(value.update)
+            return
+        raise ValueError(value)
+
+    @staticmethod
+    def write(value, buf):
+        if value.is_USER():
+            buf.write_i32(1)
+            _UniffiFfiConverterTypeMessageId.write(value.message_id, buf)
+            _UniffiFfiConverterSequenceTypeContentBlock.write(value.content, buf)
+        if value.is_UPDATE():
+            buf.write_i32(2)
+            _UniffiFfiConverterTypeSessionUpdate.write(value.update, buf)
 
 
 
@@ -3222,26 +16004,27 @@ class RuntimeEvent:
     @dataclass
     class BREAK_POINT:
         
-        def __init__(self, kind:BreakPoint):
-            self.kind = kind
-            
-            
-            pass
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
 
     
             
             
+
     
         def __str__(self):
-            return "RuntimeEvent.BREAK_POINT(kind={})".format(self.kind)
+            return f"RuntimeEvent.BREAK_POINT{self._values!r}"
         def __eq__(self, other):
             if not isinstance(other, RuntimeEvent):
                 return NotImplemented
             if not other.is_BREAK_POINT():
                 return False
-            if self.kind != other.kind:
-                return False
-            return True
+            return self._values == other._values
 
     @dataclass
     class STREAM_STARTED:
@@ -3358,17 +16141,32 @@ class RuntimeEvent:
             return True
 
     @dataclass
-    class TURN_ENDED:
-        """
-        `stop_reason` is the wire value (`end_turn`, `max_tokens`, …, or an extension);
-        `usage_json` is passed through verbatim.
-"""
+    class TURN_STARTED:
         
-        def __init__(self, stop_reason:str, usage_json:typing.Optional[str]):
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "RuntimeEvent.TURN_STARTED()".format()
+        def __eq__(self, other):
+            if not isinstance(other, RuntimeEvent):
+                return NotImplemented
+            if not other.is_TURN_STARTED():
+                return False
+            return True
+
+    @dataclass
+    class TURN_ENDED:
+        
+        def __init__(self, stop_reason:StopReason, usage:typing.Optional[Usage]):
             self.stop_reason = stop_reason
             
             
-            self.usage_json = usage_json
+            self.usage = usage
             
             
             pass
@@ -3378,7 +16176,7 @@ class RuntimeEvent:
             
     
         def __str__(self):
-            return "RuntimeEvent.TURN_ENDED(stop_reason={}, usage_json={})".format(self.stop_reason, self.usage_json)
+            return "RuntimeEvent.TURN_ENDED(stop_reason={}, usage={})".format(self.stop_reason, self.usage)
         def __eq__(self, other):
             if not isinstance(other, RuntimeEvent):
                 return NotImplemented
@@ -3386,7 +16184,7 @@ class RuntimeEvent:
                 return False
             if self.stop_reason != other.stop_reason:
                 return False
-            if self.usage_json != other.usage_json:
+            if self.usage != other.usage:
                 return False
             return True
 
@@ -3411,35 +16209,33 @@ class RuntimeEvent:
 
     @dataclass
     class UPDATE:
-        """
-        The runtime's own `session/update` payload (the `update` object), as JSON.
-"""
         
-        def __init__(self, update_json:str):
-            self.update_json = update_json
-            
-            
-            pass
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
 
     
             
             
+
     
         def __str__(self):
-            return "RuntimeEvent.UPDATE(update_json={})".format(self.update_json)
+            return f"RuntimeEvent.UPDATE{self._values!r}"
         def __eq__(self, other):
             if not isinstance(other, RuntimeEvent):
                 return NotImplemented
             if not other.is_UPDATE():
                 return False
-            if self.update_json != other.update_json:
-                return False
-            return True
+            return self._values == other._values
 
     @dataclass
     class CLEAR_AGENT_MESSAGE:
         
-        def __init__(self, message_id:str):
+        def __init__(self, message_id:MessageId):
             self.message_id = message_id
             
             
@@ -3492,6 +16288,10 @@ class RuntimeEvent:
         return isinstance(self, RuntimeEvent.RESUMED)
     def is_resumed(self) -> bool:
         return isinstance(self, RuntimeEvent.RESUMED)
+    def is_TURN_STARTED(self) -> bool:
+        return isinstance(self, RuntimeEvent.TURN_STARTED)
+    def is_turn_started(self) -> bool:
+        return isinstance(self, RuntimeEvent.TURN_STARTED)
     def is_TURN_ENDED(self) -> bool:
         return isinstance(self, RuntimeEvent.TURN_ENDED)
     def is_turn_ended(self) -> bool:
@@ -3520,6 +16320,7 @@ RuntimeEvent.PERMISSION_REQUESTED = type("RuntimeEvent.PERMISSION_REQUESTED", (R
 RuntimeEvent.PERMISSION_RESOLVED = type("RuntimeEvent.PERMISSION_RESOLVED", (RuntimeEvent.PERMISSION_RESOLVED, RuntimeEvent,), {})  # type: ignore
 RuntimeEvent.PAUSED = type("RuntimeEvent.PAUSED", (RuntimeEvent.PAUSED, RuntimeEvent,), {})  # type: ignore
 RuntimeEvent.RESUMED = type("RuntimeEvent.RESUMED", (RuntimeEvent.RESUMED, RuntimeEvent,), {})  # type: ignore
+RuntimeEvent.TURN_STARTED = type("RuntimeEvent.TURN_STARTED", (RuntimeEvent.TURN_STARTED, RuntimeEvent,), {})  # type: ignore
 RuntimeEvent.TURN_ENDED = type("RuntimeEvent.TURN_ENDED", (RuntimeEvent.TURN_ENDED, RuntimeEvent,), {})  # type: ignore
 RuntimeEvent.CLOSE = type("RuntimeEvent.CLOSE", (RuntimeEvent.CLOSE, RuntimeEvent,), {})  # type: ignore
 RuntimeEvent.UPDATE = type("RuntimeEvent.UPDATE", (RuntimeEvent.UPDATE, RuntimeEvent,), {})  # type: ignore
@@ -3555,27 +16356,30 @@ class _UniffiFfiConverterTypeRuntimeEvent(_UniffiConverterRustBuffer):
             return RuntimeEvent.RESUMED(
             )
         if variant == 8:
-            return RuntimeEvent.TURN_ENDED(
-                _UniffiFfiConverterString.read(buf),
-                _UniffiFfiConverterOptionalString.read(buf),
+            return RuntimeEvent.TURN_STARTED(
             )
         if variant == 9:
-            return RuntimeEvent.CLOSE(
+            return RuntimeEvent.TURN_ENDED(
+                _UniffiFfiConverterTypeStopReason.read(buf),
+                _UniffiFfiConverterOptionalTypeUsage.read(buf),
             )
         if variant == 10:
-            return RuntimeEvent.UPDATE(
-                _UniffiFfiConverterString.read(buf),
+            return RuntimeEvent.CLOSE(
             )
         if variant == 11:
+            return RuntimeEvent.UPDATE(
+                _UniffiFfiConverterTypeSessionUpdate.read(buf),
+            )
+        if variant == 12:
             return RuntimeEvent.CLEAR_AGENT_MESSAGE(
-                _UniffiFfiConverterString.read(buf),
+                _UniffiFfiConverterTypeMessageId.read(buf),
             )
         raise InternalError("Raw enum value doesn't match any cases")
 
     @staticmethod
     def check_lower(value):
         if value.is_BREAK_POINT():
-            _UniffiFfiConverterTypeBreakPoint.check_lower(value.kind)
+            _UniffiFfiConverterTypeBreakPoint.check_lower(value._values[0])
             return
         if value.is_STREAM_STARTED():
             return
@@ -3589,17 +16393,19 @@ class _UniffiFfiConverterTypeRuntimeEvent(_UniffiConverterRustBuffer):
             return
         if value.is_RESUMED():
             return
+        if value.is_TURN_STARTED():
+            return
         if value.is_TURN_ENDED():
-            _UniffiFfiConverterString.check_lower(value.stop_reason)
-            _UniffiFfiConverterOptionalString.check_lower(value.usage_json)
+            _UniffiFfiConverterTypeStopReason.check_lower(value.stop_reason)
+            _UniffiFfiConverterOptionalTypeUsage.check_lower(value.usage)
             return
         if value.is_CLOSE():
             return
         if value.is_UPDATE():
-            _UniffiFfiConverterString.check_lower(value.update_json)
+            _UniffiFfiConverterTypeSessionUpdate.check_lower(value._values[0])
             return
         if value.is_CLEAR_AGENT_MESSAGE():
-            _UniffiFfiConverterString.check_lower(value.message_id)
+            _UniffiFfiConverterTypeMessageId.check_lower(value.message_id)
             return
         raise ValueError(value)
 
@@ -3607,7 +16413,7 @@ class _UniffiFfiConverterTypeRuntimeEvent(_UniffiConverterRustBuffer):
     def write(value, buf):
         if value.is_BREAK_POINT():
             buf.write_i32(1)
-            _UniffiFfiConverterTypeBreakPoint.write(value.kind, buf)
+            _UniffiFfiConverterTypeBreakPoint.write(value._values[0], buf)
         if value.is_STREAM_STARTED():
             buf.write_i32(2)
         if value.is_STREAM_FINISHED():
@@ -3620,18 +16426,1273 @@ class _UniffiFfiConverterTypeRuntimeEvent(_UniffiConverterRustBuffer):
             buf.write_i32(6)
         if value.is_RESUMED():
             buf.write_i32(7)
-        if value.is_TURN_ENDED():
+        if value.is_TURN_STARTED():
             buf.write_i32(8)
-            _UniffiFfiConverterString.write(value.stop_reason, buf)
-            _UniffiFfiConverterOptionalString.write(value.usage_json, buf)
-        if value.is_CLOSE():
+        if value.is_TURN_ENDED():
             buf.write_i32(9)
-        if value.is_UPDATE():
+            _UniffiFfiConverterTypeStopReason.write(value.stop_reason, buf)
+            _UniffiFfiConverterOptionalTypeUsage.write(value.usage, buf)
+        if value.is_CLOSE():
             buf.write_i32(10)
-            _UniffiFfiConverterString.write(value.update_json, buf)
-        if value.is_CLEAR_AGENT_MESSAGE():
+        if value.is_UPDATE():
             buf.write_i32(11)
+            _UniffiFfiConverterTypeSessionUpdate.write(value._values[0], buf)
+        if value.is_CLEAR_AGENT_MESSAGE():
+            buf.write_i32(12)
+            _UniffiFfiConverterTypeMessageId.write(value.message_id, buf)
+
+
+
+
+
+
+
+
+class Instruction:
+    """
+    What a conformance driver must do next.
+"""
+    def __init__(self):
+        raise RuntimeError("Instruction cannot be instantiated directly")
+
+    # Each enum variant is a nested class of the enum itself.
+    @dataclass
+    class CLIENT_LINE:
+        
+        def __init__(self, connection:str, line:str):
+            self.connection = connection
+            
+            
+            self.line = line
+            
+            
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "Instruction.CLIENT_LINE(connection={}, line={})".format(self.connection, self.line)
+        def __eq__(self, other):
+            if not isinstance(other, Instruction):
+                return NotImplemented
+            if not other.is_CLIENT_LINE():
+                return False
+            if self.connection != other.connection:
+                return False
+            if self.line != other.line:
+                return False
+            return True
+
+    @dataclass
+    class RUNTIME:
+        
+        def __init__(self, session:str, event:RuntimeEvent):
+            self.session = session
+            
+            
+            self.event = event
+            
+            
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "Instruction.RUNTIME(session={}, event={})".format(self.session, self.event)
+        def __eq__(self, other):
+            if not isinstance(other, Instruction):
+                return NotImplemented
+            if not other.is_RUNTIME():
+                return False
+            if self.session != other.session:
+                return False
+            if self.event != other.event:
+                return False
+            return True
+
+    @dataclass
+    class EXPECT:
+        
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "Instruction.EXPECT()".format()
+        def __eq__(self, other):
+            if not isinstance(other, Instruction):
+                return NotImplemented
+            if not other.is_EXPECT():
+                return False
+            return True
+
+    @dataclass
+    class EXPECT_HISTORY:
+        
+        def __init__(self, session:str):
+            self.session = session
+            
+            
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "Instruction.EXPECT_HISTORY(session={})".format(self.session)
+        def __eq__(self, other):
+            if not isinstance(other, Instruction):
+                return NotImplemented
+            if not other.is_EXPECT_HISTORY():
+                return False
+            if self.session != other.session:
+                return False
+            return True
+
+    @dataclass
+    class CALL:
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"Instruction.CALL{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, Instruction):
+                return NotImplemented
+            if not other.is_CALL():
+                return False
+            return self._values == other._values
+
+    @dataclass
+    class RECEIVE:
+        
+        def __init__(self, line:str):
+            self.line = line
+            
+            
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "Instruction.RECEIVE(line={})".format(self.line)
+        def __eq__(self, other):
+            if not isinstance(other, Instruction):
+                return NotImplemented
+            if not other.is_RECEIVE():
+                return False
+            if self.line != other.line:
+                return False
+            return True
+
+    @dataclass
+    class EXPECT_STATE:
+        
+        def __init__(self, session:str):
+            self.session = session
+            
+            
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "Instruction.EXPECT_STATE(session={})".format(self.session)
+        def __eq__(self, other):
+            if not isinstance(other, Instruction):
+                return NotImplemented
+            if not other.is_EXPECT_STATE():
+                return False
+            if self.session != other.session:
+                return False
+            return True
+
+    @dataclass
+    class EXPECT_ITEM:
+        
+        def __init__(self, session:str, message_id:str):
+            self.session = session
+            
+            
+            self.message_id = message_id
+            
+            
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "Instruction.EXPECT_ITEM(session={}, message_id={})".format(self.session, self.message_id)
+        def __eq__(self, other):
+            if not isinstance(other, Instruction):
+                return NotImplemented
+            if not other.is_EXPECT_ITEM():
+                return False
+            if self.session != other.session:
+                return False
+            if self.message_id != other.message_id:
+                return False
+            return True
+
+    
+
+    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
+    # whether an instance is that variant.
+    def is_CLIENT_LINE(self) -> bool:
+        return isinstance(self, Instruction.CLIENT_LINE)
+    def is_client_line(self) -> bool:
+        return isinstance(self, Instruction.CLIENT_LINE)
+    def is_RUNTIME(self) -> bool:
+        return isinstance(self, Instruction.RUNTIME)
+    def is_runtime(self) -> bool:
+        return isinstance(self, Instruction.RUNTIME)
+    def is_EXPECT(self) -> bool:
+        return isinstance(self, Instruction.EXPECT)
+    def is_expect(self) -> bool:
+        return isinstance(self, Instruction.EXPECT)
+    def is_EXPECT_HISTORY(self) -> bool:
+        return isinstance(self, Instruction.EXPECT_HISTORY)
+    def is_expect_history(self) -> bool:
+        return isinstance(self, Instruction.EXPECT_HISTORY)
+    def is_CALL(self) -> bool:
+        return isinstance(self, Instruction.CALL)
+    def is_call(self) -> bool:
+        return isinstance(self, Instruction.CALL)
+    def is_RECEIVE(self) -> bool:
+        return isinstance(self, Instruction.RECEIVE)
+    def is_receive(self) -> bool:
+        return isinstance(self, Instruction.RECEIVE)
+    def is_EXPECT_STATE(self) -> bool:
+        return isinstance(self, Instruction.EXPECT_STATE)
+    def is_expect_state(self) -> bool:
+        return isinstance(self, Instruction.EXPECT_STATE)
+    def is_EXPECT_ITEM(self) -> bool:
+        return isinstance(self, Instruction.EXPECT_ITEM)
+    def is_expect_item(self) -> bool:
+        return isinstance(self, Instruction.EXPECT_ITEM)
+    
+
+# Now, a little trick - we make each nested variant class be a subclass of the main
+# enum class, so that method calls and instance checks etc will work intuitively.
+# We might be able to do this a little more neatly with a metaclass, but this'll do.
+Instruction.CLIENT_LINE = type("Instruction.CLIENT_LINE", (Instruction.CLIENT_LINE, Instruction,), {})  # type: ignore
+Instruction.RUNTIME = type("Instruction.RUNTIME", (Instruction.RUNTIME, Instruction,), {})  # type: ignore
+Instruction.EXPECT = type("Instruction.EXPECT", (Instruction.EXPECT, Instruction,), {})  # type: ignore
+Instruction.EXPECT_HISTORY = type("Instruction.EXPECT_HISTORY", (Instruction.EXPECT_HISTORY, Instruction,), {})  # type: ignore
+Instruction.CALL = type("Instruction.CALL", (Instruction.CALL, Instruction,), {})  # type: ignore
+Instruction.RECEIVE = type("Instruction.RECEIVE", (Instruction.RECEIVE, Instruction,), {})  # type: ignore
+Instruction.EXPECT_STATE = type("Instruction.EXPECT_STATE", (Instruction.EXPECT_STATE, Instruction,), {})  # type: ignore
+Instruction.EXPECT_ITEM = type("Instruction.EXPECT_ITEM", (Instruction.EXPECT_ITEM, Instruction,), {})  # type: ignore
+
+
+
+
+class _UniffiFfiConverterTypeInstruction(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        variant = buf.read_i32()
+        if variant == 1:
+            return Instruction.CLIENT_LINE(
+                _UniffiFfiConverterString.read(buf),
+                _UniffiFfiConverterString.read(buf),
+            )
+        if variant == 2:
+            return Instruction.RUNTIME(
+                _UniffiFfiConverterString.read(buf),
+                _UniffiFfiConverterTypeRuntimeEvent.read(buf),
+            )
+        if variant == 3:
+            return Instruction.EXPECT(
+            )
+        if variant == 4:
+            return Instruction.EXPECT_HISTORY(
+                _UniffiFfiConverterString.read(buf),
+            )
+        if variant == 5:
+            return Instruction.CALL(
+                _UniffiFfiConverterTypeClientCall.read(buf),
+            )
+        if variant == 6:
+            return Instruction.RECEIVE(
+                _UniffiFfiConverterString.read(buf),
+            )
+        if variant == 7:
+            return Instruction.EXPECT_STATE(
+                _UniffiFfiConverterString.read(buf),
+            )
+        if variant == 8:
+            return Instruction.EXPECT_ITEM(
+                _UniffiFfiConverterString.read(buf),
+                _UniffiFfiConverterString.read(buf),
+            )
+        raise InternalError("Raw enum value doesn't match any cases")
+
+    @staticmethod
+    def check_lower(value):
+        if value.is_CLIENT_LINE():
+            _UniffiFfiConverterString.check_lower(value.connection)
+            _UniffiFfiConverterString.check_lower(value.line)
+            return
+        if value.is_RUNTIME():
+            _UniffiFfiConverterString.check_lower(value.session)
+            _UniffiFfiConverterTypeRuntimeEvent.check_lower(value.event)
+            return
+        if value.is_EXPECT():
+            return
+        if value.is_EXPECT_HISTORY():
+            _UniffiFfiConverterString.check_lower(value.session)
+            return
+        if value.is_CALL():
+            _UniffiFfiConverterTypeClientCall.check_lower(value._values[0])
+            return
+        if value.is_RECEIVE():
+            _UniffiFfiConverterString.check_lower(value.line)
+            return
+        if value.is_EXPECT_STATE():
+            _UniffiFfiConverterString.check_lower(value.session)
+            return
+        if value.is_EXPECT_ITEM():
+            _UniffiFfiConverterString.check_lower(value.session)
+            _UniffiFfiConverterString.check_lower(value.message_id)
+            return
+        raise ValueError(value)
+
+    @staticmethod
+    def write(value, buf):
+        if value.is_CLIENT_LINE():
+            buf.write_i32(1)
+            _UniffiFfiConverterString.write(value.connection, buf)
+            _UniffiFfiConverterString.write(value.line, buf)
+        if value.is_RUNTIME():
+            buf.write_i32(2)
+            _UniffiFfiConverterString.write(value.session, buf)
+            _UniffiFfiConverterTypeRuntimeEvent.write(value.event, buf)
+        if value.is_EXPECT():
+            buf.write_i32(3)
+        if value.is_EXPECT_HISTORY():
+            buf.write_i32(4)
+            _UniffiFfiConverterString.write(value.session, buf)
+        if value.is_CALL():
+            buf.write_i32(5)
+            _UniffiFfiConverterTypeClientCall.write(value._values[0], buf)
+        if value.is_RECEIVE():
+            buf.write_i32(6)
+            _UniffiFfiConverterString.write(value.line, buf)
+        if value.is_EXPECT_STATE():
+            buf.write_i32(7)
+            _UniffiFfiConverterString.write(value.session, buf)
+        if value.is_EXPECT_ITEM():
+            buf.write_i32(8)
+            _UniffiFfiConverterString.write(value.session, buf)
             _UniffiFfiConverterString.write(value.message_id, buf)
+
+
+
+class _UniffiFfiConverterSequenceTypeUserInput(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        for item in value:
+            _UniffiFfiConverterTypeUserInput.check_lower(item)
+
+    @classmethod
+    def write(cls, value, buf):
+        items = len(value)
+        buf.write_i32(items)
+        for item in value:
+            _UniffiFfiConverterTypeUserInput.write(item, buf)
+
+    @classmethod
+    def read(cls, buf):
+        count = buf.read_i32()
+        if count < 0:
+            raise InternalError("Unexpected negative sequence length")
+
+        return [
+            _UniffiFfiConverterTypeUserInput.read(buf) for i in range(count)
+        ]
+
+
+
+
+
+
+class RuntimeAction:
+    """
+    What the runtime must do.
+"""
+    def __init__(self):
+        raise RuntimeError("RuntimeAction cannot be instantiated directly")
+
+    # Each enum variant is a nested class of the enum itself.
+    @dataclass
+    class SESSION_OPENED:
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"RuntimeAction.SESSION_OPENED{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, RuntimeAction):
+                return NotImplemented
+            if not other.is_SESSION_OPENED():
+                return False
+            return self._values == other._values
+
+    @dataclass
+    class SESSION_RESUMED:
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"RuntimeAction.SESSION_RESUMED{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, RuntimeAction):
+                return NotImplemented
+            if not other.is_SESSION_RESUMED():
+                return False
+            return self._values == other._values
+
+    @dataclass
+    class START_TURN:
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"RuntimeAction.START_TURN{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, RuntimeAction):
+                return NotImplemented
+            if not other.is_START_TURN():
+                return False
+            return self._values == other._values
+
+    @dataclass
+    class DELIVER:
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"RuntimeAction.DELIVER{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, RuntimeAction):
+                return NotImplemented
+            if not other.is_DELIVER():
+                return False
+            return self._values == other._values
+
+    @dataclass
+    class INTERRUPT_STREAM:
+        
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "RuntimeAction.INTERRUPT_STREAM()".format()
+        def __eq__(self, other):
+            if not isinstance(other, RuntimeAction):
+                return NotImplemented
+            if not other.is_INTERRUPT_STREAM():
+                return False
+            return True
+
+    @dataclass
+    class CANCEL_TURN:
+        
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "RuntimeAction.CANCEL_TURN()".format()
+        def __eq__(self, other):
+            if not isinstance(other, RuntimeAction):
+                return NotImplemented
+            if not other.is_CANCEL_TURN():
+                return False
+            return True
+
+    @dataclass
+    class CLOSED:
+        
+        def __init__(self, dropped:typing.List[PendingInject], turn_cancelled:bool):
+            self.dropped = dropped
+            
+            
+            self.turn_cancelled = turn_cancelled
+            
+            
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "RuntimeAction.CLOSED(dropped={}, turn_cancelled={})".format(self.dropped, self.turn_cancelled)
+        def __eq__(self, other):
+            if not isinstance(other, RuntimeAction):
+                return NotImplemented
+            if not other.is_CLOSED():
+                return False
+            if self.dropped != other.dropped:
+                return False
+            if self.turn_cancelled != other.turn_cancelled:
+                return False
+            return True
+
+    
+
+    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
+    # whether an instance is that variant.
+    def is_SESSION_OPENED(self) -> bool:
+        return isinstance(self, RuntimeAction.SESSION_OPENED)
+    def is_session_opened(self) -> bool:
+        return isinstance(self, RuntimeAction.SESSION_OPENED)
+    def is_SESSION_RESUMED(self) -> bool:
+        return isinstance(self, RuntimeAction.SESSION_RESUMED)
+    def is_session_resumed(self) -> bool:
+        return isinstance(self, RuntimeAction.SESSION_RESUMED)
+    def is_START_TURN(self) -> bool:
+        return isinstance(self, RuntimeAction.START_TURN)
+    def is_start_turn(self) -> bool:
+        return isinstance(self, RuntimeAction.START_TURN)
+    def is_DELIVER(self) -> bool:
+        return isinstance(self, RuntimeAction.DELIVER)
+    def is_deliver(self) -> bool:
+        return isinstance(self, RuntimeAction.DELIVER)
+    def is_INTERRUPT_STREAM(self) -> bool:
+        return isinstance(self, RuntimeAction.INTERRUPT_STREAM)
+    def is_interrupt_stream(self) -> bool:
+        return isinstance(self, RuntimeAction.INTERRUPT_STREAM)
+    def is_CANCEL_TURN(self) -> bool:
+        return isinstance(self, RuntimeAction.CANCEL_TURN)
+    def is_cancel_turn(self) -> bool:
+        return isinstance(self, RuntimeAction.CANCEL_TURN)
+    def is_CLOSED(self) -> bool:
+        return isinstance(self, RuntimeAction.CLOSED)
+    def is_closed(self) -> bool:
+        return isinstance(self, RuntimeAction.CLOSED)
+    
+
+# Now, a little trick - we make each nested variant class be a subclass of the main
+# enum class, so that method calls and instance checks etc will work intuitively.
+# We might be able to do this a little more neatly with a metaclass, but this'll do.
+RuntimeAction.SESSION_OPENED = type("RuntimeAction.SESSION_OPENED", (RuntimeAction.SESSION_OPENED, RuntimeAction,), {})  # type: ignore
+RuntimeAction.SESSION_RESUMED = type("RuntimeAction.SESSION_RESUMED", (RuntimeAction.SESSION_RESUMED, RuntimeAction,), {})  # type: ignore
+RuntimeAction.START_TURN = type("RuntimeAction.START_TURN", (RuntimeAction.START_TURN, RuntimeAction,), {})  # type: ignore
+RuntimeAction.DELIVER = type("RuntimeAction.DELIVER", (RuntimeAction.DELIVER, RuntimeAction,), {})  # type: ignore
+RuntimeAction.INTERRUPT_STREAM = type("RuntimeAction.INTERRUPT_STREAM", (RuntimeAction.INTERRUPT_STREAM, RuntimeAction,), {})  # type: ignore
+RuntimeAction.CANCEL_TURN = type("RuntimeAction.CANCEL_TURN", (RuntimeAction.CANCEL_TURN, RuntimeAction,), {})  # type: ignore
+RuntimeAction.CLOSED = type("RuntimeAction.CLOSED", (RuntimeAction.CLOSED, RuntimeAction,), {})  # type: ignore
+
+
+
+
+class _UniffiFfiConverterTypeRuntimeAction(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        variant = buf.read_i32()
+        if variant == 1:
+            return RuntimeAction.SESSION_OPENED(
+                _UniffiFfiConverterTypeSessionSetup.read(buf),
+            )
+        if variant == 2:
+            return RuntimeAction.SESSION_RESUMED(
+                _UniffiFfiConverterTypeSessionSetup.read(buf),
+            )
+        if variant == 3:
+            return RuntimeAction.START_TURN(
+                _UniffiFfiConverterSequenceTypeUserInput.read(buf),
+            )
+        if variant == 4:
+            return RuntimeAction.DELIVER(
+                _UniffiFfiConverterSequenceTypeUserInput.read(buf),
+            )
+        if variant == 5:
+            return RuntimeAction.INTERRUPT_STREAM(
+            )
+        if variant == 6:
+            return RuntimeAction.CANCEL_TURN(
+            )
+        if variant == 7:
+            return RuntimeAction.CLOSED(
+                _UniffiFfiConverterSequenceTypePendingInject.read(buf),
+                _UniffiFfiConverterBoolean.read(buf),
+            )
+        raise InternalError("Raw enum value doesn't match any cases")
+
+    @staticmethod
+    def check_lower(value):
+        if value.is_SESSION_OPENED():
+            _UniffiFfiConverterTypeSessionSetup.check_lower(value._values[0])
+            return
+        if value.is_SESSION_RESUMED():
+            _UniffiFfiConverterTypeSessionSetup.check_lower(value._values[0])
+            return
+        if value.is_START_TURN():
+            _UniffiFfiConverterSequenceTypeUserInput.check_lower(value._values[0])
+            return
+        if value.is_DELIVER():
+            _UniffiFfiConverterSequenceTypeUserInput.check_lower(value._values[0])
+            return
+        if value.is_INTERRUPT_STREAM():
+            return
+        if value.is_CANCEL_TURN():
+            return
+        if value.is_CLOSED():
+            _UniffiFfiConverterSequenceTypePendingInject.check_lower(value.dropped)
+            _UniffiFfiConverterBoolean.check_lower(value.turn_cancelled)
+            return
+        raise ValueError(value)
+
+    @staticmethod
+    def write(value, buf):
+        if value.is_SESSION_OPENED():
+            buf.write_i32(1)
+            _UniffiFfiConverterTypeSessionSetup.write(value._values[0], buf)
+        if value.is_SESSION_RESUMED():
+            buf.write_i32(2)
+            _UniffiFfiConverterTypeSessionSetup.write(value._values[0], buf)
+        if value.is_START_TURN():
+            buf.write_i32(3)
+            _UniffiFfiConverterSequenceTypeUserInput.write(value._values[0], buf)
+        if value.is_DELIVER():
+            buf.write_i32(4)
+            _UniffiFfiConverterSequenceTypeUserInput.write(value._values[0], buf)
+        if value.is_INTERRUPT_STREAM():
+            buf.write_i32(5)
+        if value.is_CANCEL_TURN():
+            buf.write_i32(6)
+        if value.is_CLOSED():
+            buf.write_i32(7)
+            _UniffiFfiConverterSequenceTypePendingInject.write(value.dropped, buf)
+            _UniffiFfiConverterBoolean.write(value.turn_cancelled, buf)
+
+
+
+
+
+
+
+
+class Output:
+    """
+    One output of the agent core, in order.
+"""
+    def __init__(self):
+        raise RuntimeError("Output cannot be instantiated directly")
+
+    # Each enum variant is a nested class of the enum itself.
+    @dataclass
+    class LINE:
+        
+        def __init__(self, to:typing.List[str], line:str):
+            self.to = to
+            
+            
+            self.line = line
+            
+            
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "Output.LINE(to={}, line={})".format(self.to, self.line)
+        def __eq__(self, other):
+            if not isinstance(other, Output):
+                return NotImplemented
+            if not other.is_LINE():
+                return False
+            if self.to != other.to:
+                return False
+            if self.line != other.line:
+                return False
+            return True
+
+    @dataclass
+    class ACTION:
+        
+        def __init__(self, session:str, action:RuntimeAction):
+            self.session = session
+            
+            
+            self.action = action
+            
+            
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "Output.ACTION(session={}, action={})".format(self.session, self.action)
+        def __eq__(self, other):
+            if not isinstance(other, Output):
+                return NotImplemented
+            if not other.is_ACTION():
+                return False
+            if self.session != other.session:
+                return False
+            if self.action != other.action:
+                return False
+            return True
+
+    
+
+    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
+    # whether an instance is that variant.
+    def is_LINE(self) -> bool:
+        return isinstance(self, Output.LINE)
+    def is_line(self) -> bool:
+        return isinstance(self, Output.LINE)
+    def is_ACTION(self) -> bool:
+        return isinstance(self, Output.ACTION)
+    def is_action(self) -> bool:
+        return isinstance(self, Output.ACTION)
+    
+
+# Now, a little trick - we make each nested variant class be a subclass of the main
+# enum class, so that method calls and instance checks etc will work intuitively.
+# We might be able to do this a little more neatly with a metaclass, but this'll do.
+Output.LINE = type("Output.LINE", (Output.LINE, Output,), {})  # type: ignore
+Output.ACTION = type("Output.ACTION", (Output.ACTION, Output,), {})  # type: ignore
+
+
+
+
+class _UniffiFfiConverterTypeOutput(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        variant = buf.read_i32()
+        if variant == 1:
+            return Output.LINE(
+                _UniffiFfiConverterSequenceString.read(buf),
+                _UniffiFfiConverterString.read(buf),
+            )
+        if variant == 2:
+            return Output.ACTION(
+                _UniffiFfiConverterString.read(buf),
+                _UniffiFfiConverterTypeRuntimeAction.read(buf),
+            )
+        raise InternalError("Raw enum value doesn't match any cases")
+
+    @staticmethod
+    def check_lower(value):
+        if value.is_LINE():
+            _UniffiFfiConverterSequenceString.check_lower(value.to)
+            _UniffiFfiConverterString.check_lower(value.line)
+            return
+        if value.is_ACTION():
+            _UniffiFfiConverterString.check_lower(value.session)
+            _UniffiFfiConverterTypeRuntimeAction.check_lower(value.action)
+            return
+        raise ValueError(value)
+
+    @staticmethod
+    def write(value, buf):
+        if value.is_LINE():
+            buf.write_i32(1)
+            _UniffiFfiConverterSequenceString.write(value.to, buf)
+            _UniffiFfiConverterString.write(value.line, buf)
+        if value.is_ACTION():
+            buf.write_i32(2)
+            _UniffiFfiConverterString.write(value.session, buf)
+            _UniffiFfiConverterTypeRuntimeAction.write(value.action, buf)
+
+
+
+
+
+
+
+
+class SessionActivity:
+    """
+    Something that happened in a session, as its event stream delivers it.
+"""
+    def __init__(self):
+        raise RuntimeError("SessionActivity cannot be instantiated directly")
+
+    # Each enum variant is a nested class of the enum itself.
+    @dataclass
+    class EVENT:
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"SessionActivity.EVENT{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, SessionActivity):
+                return NotImplemented
+            if not other.is_EVENT():
+                return False
+            return self._values == other._values
+
+    @dataclass
+    class PERMISSION_REQUESTED:
+        
+        def __init__(self, request:RequestId, params:RequestPermissionRequest):
+            self.request = request
+            
+            
+            self.params = params
+            
+            
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "SessionActivity.PERMISSION_REQUESTED(request={}, params={})".format(self.request, self.params)
+        def __eq__(self, other):
+            if not isinstance(other, SessionActivity):
+                return NotImplemented
+            if not other.is_PERMISSION_REQUESTED():
+                return False
+            if self.request != other.request:
+                return False
+            if self.params != other.params:
+                return False
+            return True
+
+    
+
+    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
+    # whether an instance is that variant.
+    def is_EVENT(self) -> bool:
+        return isinstance(self, SessionActivity.EVENT)
+    def is_event(self) -> bool:
+        return isinstance(self, SessionActivity.EVENT)
+    def is_PERMISSION_REQUESTED(self) -> bool:
+        return isinstance(self, SessionActivity.PERMISSION_REQUESTED)
+    def is_permission_requested(self) -> bool:
+        return isinstance(self, SessionActivity.PERMISSION_REQUESTED)
+    
+
+# Now, a little trick - we make each nested variant class be a subclass of the main
+# enum class, so that method calls and instance checks etc will work intuitively.
+# We might be able to do this a little more neatly with a metaclass, but this'll do.
+SessionActivity.EVENT = type("SessionActivity.EVENT", (SessionActivity.EVENT, SessionActivity,), {})  # type: ignore
+SessionActivity.PERMISSION_REQUESTED = type("SessionActivity.PERMISSION_REQUESTED", (SessionActivity.PERMISSION_REQUESTED, SessionActivity,), {})  # type: ignore
+
+
+
+
+class _UniffiFfiConverterTypeSessionActivity(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        variant = buf.read_i32()
+        if variant == 1:
+            return SessionActivity.EVENT(
+                _UniffiFfiConverterTypeSessionEvent.read(buf),
+            )
+        if variant == 2:
+            return SessionActivity.PERMISSION_REQUESTED(
+                _UniffiFfiConverterTypeRequestId.read(buf),
+                _UniffiFfiConverterBoxTypeRequestPermissionRequest.read(buf),
+            )
+        raise InternalError("Raw enum value doesn't match any cases")
+
+    @staticmethod
+    def check_lower(value):
+        if value.is_EVENT():
+            _UniffiFfiConverterTypeSessionEvent.check_lower(value._values[0])
+            return
+        if value.is_PERMISSION_REQUESTED():
+            _UniffiFfiConverterTypeRequestId.check_lower(value.request)
+            _UniffiFfiConverterBoxTypeRequestPermissionRequest.check_lower(value.params)
+            return
+        raise ValueError(value)
+
+    @staticmethod
+    def write(value, buf):
+        if value.is_EVENT():
+            buf.write_i32(1)
+            _UniffiFfiConverterTypeSessionEvent.write(value._values[0], buf)
+        if value.is_PERMISSION_REQUESTED():
+            buf.write_i32(2)
+            _UniffiFfiConverterTypeRequestId.write(value.request, buf)
+            _UniffiFfiConverterBoxTypeRequestPermissionRequest.write(value.params, buf)
+
+
+
+
+
+
+
+
+class Side(enum.Enum):
+    """
+    Which side of the protocol a vector drives.
+"""
+    
+    AGENT = 0
+    
+    CLIENT = 1
+    
+
+
+class _UniffiFfiConverterTypeSide(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        variant = buf.read_i32()
+        if variant == 1:
+            return Side.AGENT
+        if variant == 2:
+            return Side.CLIENT
+        raise InternalError("Raw enum value doesn't match any cases")
+
+    @staticmethod
+    def check_lower(value):
+        if value == Side.AGENT:
+            return
+        if value == Side.CLIENT:
+            return
+        raise ValueError(value)
+
+    @staticmethod
+    def write(value, buf):
+        if value == Side.AGENT:
+            buf.write_i32(1)
+        if value == Side.CLIENT:
+            buf.write_i32(2)
+
+
+
+class _UniffiFfiConverterUInt32(_UniffiConverterPrimitiveInt):
+    CLASS_NAME = "u32"
+    VALUE_MIN = 0
+    VALUE_MAX = 2**32
+
+    @staticmethod
+    def read(buf):
+        return buf.read_u32()
+
+    @staticmethod
+    def write(value, buf):
+        buf.write_u32(value)
+
+
+class _UniffiFfiConverterTypeNonZeroU32:
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterUInt32.write(value, buf)
+
+    @staticmethod
+    def read(buf):
+        return _UniffiFfiConverterUInt32.read(buf)
+
+    @staticmethod
+    def lift(value):
+        return _UniffiFfiConverterUInt32.lift(value)
+
+    @staticmethod
+    def check_lower(value):
+        return _UniffiFfiConverterUInt32.check_lower(value)
+
+    @staticmethod
+    def lower(value):
+        return _UniffiFfiConverterUInt32.lower(value)
+
+
+NonZeroU32 = int
+
+
+
+
+
+
+
+class Turn:
+    """
+    A session's turn (R-TURN-1).
+"""
+    def __init__(self):
+        raise RuntimeError("Turn cannot be instantiated directly")
+
+    # Each enum variant is a nested class of the enum itself.
+    @dataclass
+    class IDLE:
+        
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "Turn.IDLE()".format()
+        def __eq__(self, other):
+            if not isinstance(other, Turn):
+                return NotImplemented
+            if not other.is_IDLE():
+                return False
+            return True
+
+    @dataclass
+    class RUNNING:
+        
+        def __init__(self, activity:Activity):
+            self.activity = activity
+            
+            
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "Turn.RUNNING(activity={})".format(self.activity)
+        def __eq__(self, other):
+            if not isinstance(other, Turn):
+                return NotImplemented
+            if not other.is_RUNNING():
+                return False
+            if self.activity != other.activity:
+                return False
+            return True
+
+    @dataclass
+    class REQUIRES_ACTION:
+        
+        def __init__(self, activity:Activity, open:NonZeroU32, paused:bool):
+            self.activity = activity
+            
+            
+            self.open = open
+            
+            
+            self.paused = paused
+            
+            
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "Turn.REQUIRES_ACTION(activity={}, open={}, paused={})".format(self.activity, self.open, self.paused)
+        def __eq__(self, other):
+            if not isinstance(other, Turn):
+                return NotImplemented
+            if not other.is_REQUIRES_ACTION():
+                return False
+            if self.activity != other.activity:
+                return False
+            if self.open != other.open:
+                return False
+            if self.paused != other.paused:
+                return False
+            return True
+
+    @dataclass
+    class PAUSED:
+        
+        def __init__(self, activity:Activity):
+            self.activity = activity
+            
+            
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "Turn.PAUSED(activity={})".format(self.activity)
+        def __eq__(self, other):
+            if not isinstance(other, Turn):
+                return NotImplemented
+            if not other.is_PAUSED():
+                return False
+            if self.activity != other.activity:
+                return False
+            return True
+
+    
+
+    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
+    # whether an instance is that variant.
+    def is_IDLE(self) -> bool:
+        return isinstance(self, Turn.IDLE)
+    def is_idle(self) -> bool:
+        return isinstance(self, Turn.IDLE)
+    def is_RUNNING(self) -> bool:
+        return isinstance(self, Turn.RUNNING)
+    def is_running(self) -> bool:
+        return isinstance(self, Turn.RUNNING)
+    def is_REQUIRES_ACTION(self) -> bool:
+        return isinstance(self, Turn.REQUIRES_ACTION)
+    def is_requires_action(self) -> bool:
+        return isinstance(self, Turn.REQUIRES_ACTION)
+    def is_PAUSED(self) -> bool:
+        return isinstance(self, Turn.PAUSED)
+    def is_paused(self) -> bool:
+        return isinstance(self, Turn.PAUSED)
+    
+
+# Now, a little trick - we make each nested variant class be a subclass of the main
+# enum class, so that method calls and instance checks etc will work intuitively.
+# We might be able to do this a little more neatly with a metaclass, but this'll do.
+Turn.IDLE = type("Turn.IDLE", (Turn.IDLE, Turn,), {})  # type: ignore
+Turn.RUNNING = type("Turn.RUNNING", (Turn.RUNNING, Turn,), {})  # type: ignore
+Turn.REQUIRES_ACTION = type("Turn.REQUIRES_ACTION", (Turn.REQUIRES_ACTION, Turn,), {})  # type: ignore
+Turn.PAUSED = type("Turn.PAUSED", (Turn.PAUSED, Turn,), {})  # type: ignore
+
+
+
+
+class _UniffiFfiConverterTypeTurn(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        variant = buf.read_i32()
+        if variant == 1:
+            return Turn.IDLE(
+            )
+        if variant == 2:
+            return Turn.RUNNING(
+                _UniffiFfiConverterTypeActivity.read(buf),
+            )
+        if variant == 3:
+            return Turn.REQUIRES_ACTION(
+                _UniffiFfiConverterTypeActivity.read(buf),
+                _UniffiFfiConverterTypeNonZeroU32.read(buf),
+                _UniffiFfiConverterBoolean.read(buf),
+            )
+        if variant == 4:
+            return Turn.PAUSED(
+                _UniffiFfiConverterTypeActivity.read(buf),
+            )
+        raise InternalError("Raw enum value doesn't match any cases")
+
+    @staticmethod
+    def check_lower(value):
+        if value.is_IDLE():
+            return
+        if value.is_RUNNING():
+            _UniffiFfiConverterTypeActivity.check_lower(value.activity)
+            return
+        if value.is_REQUIRES_ACTION():
+            _UniffiFfiConverterTypeActivity.check_lower(value.activity)
+            _UniffiFfiConverterTypeNonZeroU32.check_lower(value.open)
+            _UniffiFfiConverterBoolean.check_lower(value.paused)
+            return
+        if value.is_PAUSED():
+            _UniffiFfiConverterTypeActivity.check_lower(value.activity)
+            return
+        raise ValueError(value)
+
+    @staticmethod
+    def write(value, buf):
+        if value.is_IDLE():
+            buf.write_i32(1)
+        if value.is_RUNNING():
+            buf.write_i32(2)
+            _UniffiFfiConverterTypeActivity.write(value.activity, buf)
+        if value.is_REQUIRES_ACTION():
+            buf.write_i32(3)
+            _UniffiFfiConverterTypeActivity.write(value.activity, buf)
+            _UniffiFfiConverterTypeNonZeroU32.write(value.open, buf)
+            _UniffiFfiConverterBoolean.write(value.paused, buf)
+        if value.is_PAUSED():
+            buf.write_i32(4)
+            _UniffiFfiConverterTypeActivity.write(value.activity, buf)
 
 
 
@@ -3655,18 +17716,18 @@ class _UniffiFfiConverterBytes(_UniffiConverterRustBuffer):
         buf.write_i32(len(value))
         buf.write(value)
 
-class _UniffiFfiConverterSequenceTypeAgentOutput(_UniffiConverterRustBuffer):
+class _UniffiFfiConverterSequenceTypeOutput(_UniffiConverterRustBuffer):
     @classmethod
     def check_lower(cls, value):
         for item in value:
-            _UniffiFfiConverterTypeAgentOutput.check_lower(item)
+            _UniffiFfiConverterTypeOutput.check_lower(item)
 
     @classmethod
     def write(cls, value, buf):
         items = len(value)
         buf.write_i32(items)
         for item in value:
-            _UniffiFfiConverterTypeAgentOutput.write(item, buf)
+            _UniffiFfiConverterTypeOutput.write(item, buf)
 
     @classmethod
     def read(cls, buf):
@@ -3675,73 +17736,166 @@ class _UniffiFfiConverterSequenceTypeAgentOutput(_UniffiConverterRustBuffer):
             raise InternalError("Unexpected negative sequence length")
 
         return [
-            _UniffiFfiConverterTypeAgentOutput.read(buf) for i in range(count)
+            _UniffiFfiConverterTypeOutput.read(buf) for i in range(count)
         ]
+
+class _UniffiFfiConverterSequenceTypeHistoryEntry(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        for item in value:
+            _UniffiFfiConverterTypeHistoryEntry.check_lower(item)
+
+    @classmethod
+    def write(cls, value, buf):
+        items = len(value)
+        buf.write_i32(items)
+        for item in value:
+            _UniffiFfiConverterTypeHistoryEntry.write(item, buf)
+
+    @classmethod
+    def read(cls, buf):
+        count = buf.read_i32()
+        if count < 0:
+            raise InternalError("Unexpected negative sequence length")
+
+        return [
+            _UniffiFfiConverterTypeHistoryEntry.read(buf) for i in range(count)
+        ]
+
+class _UniffiFfiConverterOptionalTypeTurn(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterTypeTurn.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterTypeTurn.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterTypeTurn.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
 
 
 class AgentCoreProtocol(typing.Protocol):
     """
-    The agent-side core of one agent process (all its sessions).
+    The agent-side core of one agent process (all its sessions), without I/O.
 """
     
-    def attach(self, connection: str,role: Role) -> None:
-        raise NotImplementedError
-    def create_session(self, session_id: str) -> None:
+    def attach(self, connection: str,role: ConnectionRole) -> None:
         """
-        Creates an idle session with a chosen id (hosts that mint their own ids).
+        Registers a connection with a role.
 """
         raise NotImplementedError
-    def handle_bytes(self, connection: str,bytes: bytes) -> typing.List[AgentOutput]:
+    def attach_to_session(self, connection: str,session_id: str) -> bool:
         """
-        Applies raw bytes holding one or more newline-separated lines (invalid UTF-8 in a line
-        is answered with a parse error); returns every output, in order.
+        Attaches a connection to a live session; `false` when the session is not live.
 """
         raise NotImplementedError
-    def handle_line(self, connection: str,line: str) -> typing.List[AgentOutput]:
+    def attached(self, session_id: str) -> typing.List[str]:
+        """
+        The connections attached to a session.
+"""
+        raise NotImplementedError
+    def create_session(self, session_id: str,cwd: str) -> bool:
+        """
+        Creates an idle session with a chosen id; `false` when the id is taken.
+"""
+        raise NotImplementedError
+    def detach(self, connection: str) -> None:
+        """
+        A connection went away: it is detached from every session.
+"""
+        raise NotImplementedError
+    def forget_session(self, session_id: str) -> None:
+        """
+        Forgets a session and its history.
+"""
+        raise NotImplementedError
+    def handle_bytes(self, connection: str,bytes: bytes) -> typing.List[Output]:
+        """
+        Feeds raw bytes from `connection` in any chunking (a read of its stream): complete
+        lines are applied (invalid UTF-8 in a line is a parse error), a partial line waits for
+        the next call. Returns every output, in order.
+"""
+        raise NotImplementedError
+    def handle_line(self, connection: str,line: str) -> typing.List[Output]:
         """
         Applies one line from `connection`; returns every output it caused, in order.
 """
         raise NotImplementedError
-    def handle_text(self, connection: str,lines: str) -> typing.List[AgentOutput]:
+    def handle_text(self, connection: str,lines: str) -> typing.List[Output]:
         """
-        Applies newline-separated lines given as one string (a string crosses the boundary as
-        one copy; bytes are lifted one by one, so prefer this for bulk); returns every output.
+        Applies newline-separated lines given as one string (one crossing for many lines);
+        returns every output, in order.
 """
         raise NotImplementedError
-    def history(self, session_id: str) -> typing.List[UserInput]:
+    def history(self, session_id: str) -> typing.List[HistoryEntry]:
         """
-        Delivered user messages of a session, in delivery order (R-REPLAY-1).
+        The session's history (R-REPLAY-1), as stored.
 """
         raise NotImplementedError
     def is_live(self, session_id: str) -> bool:
+        """
+        Whether the agent holds the session live (R-STATUS-1).
+"""
+        raise NotImplementedError
+    def mint_agent_message_id(self, ) -> MessageId:
+        """
+        A fresh id for an agent message or thought.
+"""
         raise NotImplementedError
     def pending(self, session_id: str) -> typing.List[PendingInject]:
         """
-        Pending injects of a session, in delivery order.
+        The session's pending injects in delivery order.
 """
         raise NotImplementedError
-    def runtime_event(self, session_id: str,event: RuntimeEvent) -> typing.List[AgentOutput]:
+    def runtime_event(self, session_id: str,event: RuntimeEvent) -> typing.List[Output]:
         """
-        Applies a runtime event of `session_id`; returns every output it caused.
+        Applies a runtime event of a session; returns every output it caused.
+"""
+        raise NotImplementedError
+    def session_ids(self, ) -> typing.List[str]:
+        """
+        The live sessions.
 """
         raise NotImplementedError
     def snapshot(self, ) -> str:
         """
-        The whole state as a versioned JSON document (drain outputs first).
+        The live state as JSON, for [`AgentCore::restore`] (drain first).
+"""
+        raise NotImplementedError
+    def turn(self, session_id: str) -> typing.Optional[Turn]:
+        """
+        A live session's turn.
 """
         raise NotImplementedError
 
 class AgentCore(AgentCoreProtocol):
     """
-    The agent-side core of one agent process (all its sessions).
+    The agent-side core of one agent process (all its sessions), without I/O.
 """
     
     _handle: ctypes.c_uint64
-    def __init__(self, options: AgentOptions):
+    def __init__(self, config: AgentConfig):
+        """
+        An agent keeping sessions in memory.
+"""
         
-        _UniffiFfiConverterTypeAgentOptions.check_lower(options)
+        _UniffiFfiConverterTypeAgentConfig.check_lower(config)
         _uniffi_lowered_args = (
-            _UniffiFfiConverterTypeAgentOptions.lower(options),
+            _UniffiFfiConverterTypeAgentConfig.lower(config),
         )
         _uniffi_lift_return = _UniffiFfiConverterTypeAgentCore.lift
         _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
@@ -3752,13 +17906,39 @@ class AgentCore(AgentCoreProtocol):
         )
         self._handle = _uniffi_ffi_result
     @classmethod
-    def restore(cls, snapshot: str) -> AgentCore:
+    def open(cls, config: AgentConfig,path: str) -> AgentCore:
         """
-        Restores an agent from [`AgentCore::snapshot`].
+        An agent on a SQLite store at `path` (created if missing): its sessions outlive the
+        process, and a new process continues from them.
 """
         
+        _UniffiFfiConverterTypeAgentConfig.check_lower(config)
+
+        _UniffiFfiConverterString.check_lower(path)
+        _uniffi_lowered_args = (
+            _UniffiFfiConverterTypeAgentConfig.lower(config),
+            _UniffiFfiConverterString.lower(path),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterTypeAgentCore.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_constructor_agentcore_open,
+            *_uniffi_lowered_args,
+        )
+        return cls._uniffi_make_instance(_uniffi_ffi_result)
+    @classmethod
+    def restore(cls, config: AgentConfig,snapshot: str) -> AgentCore:
+        """
+        An agent continuing from [`AgentCore::snapshot`] (history starts empty: it lives in a
+        store, not in the snapshot).
+"""
+        
+        _UniffiFfiConverterTypeAgentConfig.check_lower(config)
+
         _UniffiFfiConverterString.check_lower(snapshot)
         _uniffi_lowered_args = (
+            _UniffiFfiConverterTypeAgentConfig.lower(config),
             _UniffiFfiConverterString.lower(snapshot),
         )
         _uniffi_lift_return = _UniffiFfiConverterTypeAgentCore.lift
@@ -3787,15 +17967,18 @@ class AgentCore(AgentCoreProtocol):
         inst = cls.__new__(cls)
         inst._handle = handle
         return inst
-    def attach(self, connection: str,role: Role) -> None:
+    def attach(self, connection: str,role: ConnectionRole) -> None:
+        """
+        Registers a connection with a role.
+"""
         
         _UniffiFfiConverterString.check_lower(connection)
 
-        _UniffiFfiConverterTypeRole.check_lower(role)
+        _UniffiFfiConverterTypeConnectionRole.check_lower(role)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
             _UniffiFfiConverterString.lower(connection),
-            _UniffiFfiConverterTypeRole.lower(role),
+            _UniffiFfiConverterTypeConnectionRole.lower(role),
         )
         _uniffi_lift_return = lambda val: None
         _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
@@ -3805,9 +17988,87 @@ class AgentCore(AgentCoreProtocol):
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def create_session(self, session_id: str) -> None:
+    def attach_to_session(self, connection: str,session_id: str) -> bool:
         """
-        Creates an idle session with a chosen id (hosts that mint their own ids).
+        Attaches a connection to a live session; `false` when the session is not live.
+"""
+        
+        _UniffiFfiConverterString.check_lower(connection)
+
+        _UniffiFfiConverterString.check_lower(session_id)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterString.lower(connection),
+            _UniffiFfiConverterString.lower(session_id),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterBoolean.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_attach_to_session,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def attached(self, session_id: str) -> typing.List[str]:
+        """
+        The connections attached to a session.
+"""
+        
+        _UniffiFfiConverterString.check_lower(session_id)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterString.lower(session_id),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterSequenceString.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_attached,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def create_session(self, session_id: str,cwd: str) -> bool:
+        """
+        Creates an idle session with a chosen id; `false` when the id is taken.
+"""
+        
+        _UniffiFfiConverterString.check_lower(session_id)
+
+        _UniffiFfiConverterString.check_lower(cwd)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterString.lower(session_id),
+            _UniffiFfiConverterString.lower(cwd),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterBoolean.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_create_session,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def detach(self, connection: str) -> None:
+        """
+        A connection went away: it is detached from every session.
+"""
+        
+        _UniffiFfiConverterString.check_lower(connection)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterString.lower(connection),
+        )
+        _uniffi_lift_return = lambda val: None
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_detach,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def forget_session(self, session_id: str) -> None:
+        """
+        Forgets a session and its history.
 """
         
         _UniffiFfiConverterString.check_lower(session_id)
@@ -3819,14 +18080,15 @@ class AgentCore(AgentCoreProtocol):
         _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
-            _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_create_session,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_forget_session,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def handle_bytes(self, connection: str,bytes: bytes) -> typing.List[AgentOutput]:
+    def handle_bytes(self, connection: str,bytes: bytes) -> typing.List[Output]:
         """
-        Applies raw bytes holding one or more newline-separated lines (invalid UTF-8 in a line
-        is answered with a parse error); returns every output, in order.
+        Feeds raw bytes from `connection` in any chunking (a read of its stream): complete
+        lines are applied (invalid UTF-8 in a line is a parse error), a partial line waits for
+        the next call. Returns every output, in order.
 """
         
         _UniffiFfiConverterString.check_lower(connection)
@@ -3837,7 +18099,7 @@ class AgentCore(AgentCoreProtocol):
             _UniffiFfiConverterString.lower(connection),
             _UniffiFfiConverterBytes.lower(bytes),
         )
-        _uniffi_lift_return = _UniffiFfiConverterSequenceTypeAgentOutput.lift
+        _uniffi_lift_return = _UniffiFfiConverterSequenceTypeOutput.lift
         _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
@@ -3845,7 +18107,7 @@ class AgentCore(AgentCoreProtocol):
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def handle_line(self, connection: str,line: str) -> typing.List[AgentOutput]:
+    def handle_line(self, connection: str,line: str) -> typing.List[Output]:
         """
         Applies one line from `connection`; returns every output it caused, in order.
 """
@@ -3858,7 +18120,7 @@ class AgentCore(AgentCoreProtocol):
             _UniffiFfiConverterString.lower(connection),
             _UniffiFfiConverterString.lower(line),
         )
-        _uniffi_lift_return = _UniffiFfiConverterSequenceTypeAgentOutput.lift
+        _uniffi_lift_return = _UniffiFfiConverterSequenceTypeOutput.lift
         _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
@@ -3866,10 +18128,10 @@ class AgentCore(AgentCoreProtocol):
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def handle_text(self, connection: str,lines: str) -> typing.List[AgentOutput]:
+    def handle_text(self, connection: str,lines: str) -> typing.List[Output]:
         """
-        Applies newline-separated lines given as one string (a string crosses the boundary as
-        one copy; bytes are lifted one by one, so prefer this for bulk); returns every output.
+        Applies newline-separated lines given as one string (one crossing for many lines);
+        returns every output, in order.
 """
         
         _UniffiFfiConverterString.check_lower(connection)
@@ -3880,7 +18142,7 @@ class AgentCore(AgentCoreProtocol):
             _UniffiFfiConverterString.lower(connection),
             _UniffiFfiConverterString.lower(lines),
         )
-        _uniffi_lift_return = _UniffiFfiConverterSequenceTypeAgentOutput.lift
+        _uniffi_lift_return = _UniffiFfiConverterSequenceTypeOutput.lift
         _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
@@ -3888,9 +18150,9 @@ class AgentCore(AgentCoreProtocol):
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def history(self, session_id: str) -> typing.List[UserInput]:
+    def history(self, session_id: str) -> typing.List[HistoryEntry]:
         """
-        Delivered user messages of a session, in delivery order (R-REPLAY-1).
+        The session's history (R-REPLAY-1), as stored.
 """
         
         _UniffiFfiConverterString.check_lower(session_id)
@@ -3898,7 +18160,7 @@ class AgentCore(AgentCoreProtocol):
             self._uniffi_clone_handle(),
             _UniffiFfiConverterString.lower(session_id),
         )
-        _uniffi_lift_return = _UniffiFfiConverterSequenceTypeUserInput.lift
+        _uniffi_lift_return = _UniffiFfiConverterSequenceTypeHistoryEntry.lift
         _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
@@ -3907,6 +18169,9 @@ class AgentCore(AgentCoreProtocol):
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
     def is_live(self, session_id: str) -> bool:
+        """
+        Whether the agent holds the session live (R-STATUS-1).
+"""
         
         _UniffiFfiConverterString.check_lower(session_id)
         _uniffi_lowered_args = (
@@ -3921,9 +18186,24 @@ class AgentCore(AgentCoreProtocol):
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
+    def mint_agent_message_id(self, ) -> MessageId:
+        """
+        A fresh id for an agent message or thought.
+"""
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterTypeMessageId.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_mint_agent_message_id,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
     def pending(self, session_id: str) -> typing.List[PendingInject]:
         """
-        Pending injects of a session, in delivery order.
+        The session's pending injects in delivery order.
 """
         
         _UniffiFfiConverterString.check_lower(session_id)
@@ -3939,9 +18219,9 @@ class AgentCore(AgentCoreProtocol):
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def runtime_event(self, session_id: str,event: RuntimeEvent) -> typing.List[AgentOutput]:
+    def runtime_event(self, session_id: str,event: RuntimeEvent) -> typing.List[Output]:
         """
-        Applies a runtime event of `session_id`; returns every output it caused.
+        Applies a runtime event of a session; returns every output it caused.
 """
         
         _UniffiFfiConverterString.check_lower(session_id)
@@ -3952,7 +18232,7 @@ class AgentCore(AgentCoreProtocol):
             _UniffiFfiConverterString.lower(session_id),
             _UniffiFfiConverterTypeRuntimeEvent.lower(event),
         )
-        _uniffi_lift_return = _UniffiFfiConverterSequenceTypeAgentOutput.lift
+        _uniffi_lift_return = _UniffiFfiConverterSequenceTypeOutput.lift
         _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
@@ -3960,9 +18240,24 @@ class AgentCore(AgentCoreProtocol):
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
+    def session_ids(self, ) -> typing.List[str]:
+        """
+        The live sessions.
+"""
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterSequenceString.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_session_ids,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
     def snapshot(self, ) -> str:
         """
-        The whole state as a versioned JSON document (drain outputs first).
+        The live state as JSON, for [`AgentCore::restore`] (drain first).
 """
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
@@ -3972,6 +18267,24 @@ class AgentCore(AgentCoreProtocol):
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_snapshot,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def turn(self, session_id: str) -> typing.Optional[Turn]:
+        """
+        A live session's turn.
+"""
+        
+        _UniffiFfiConverterString.check_lower(session_id)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterString.lower(session_id),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterOptionalTypeTurn.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_turn,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
@@ -4005,18 +18318,986 @@ class _UniffiFfiConverterTypeAgentCore:
     def write(cls, value: AgentCore, buf: _UniffiRustBuffer):
         buf.write_u64(cls.lower(value))
 
-class _UniffiFfiConverterUInt64(_UniffiConverterPrimitiveInt):
-    CLASS_NAME = "u64"
-    VALUE_MIN = 0
-    VALUE_MAX = 2**64
+
+class TurnContextProtocol(typing.Protocol):
+    """
+    What a running turn can do.
+"""
+    
+    def break_point(self, kind: BreakPoint) -> typing.List[UserInput]:
+        """
+        A safe break-point: pending steers are delivered and returned for the model.
+"""
+        raise NotImplementedError
+    async def cancelled(self, ) -> None:
+        """
+        Waits until the client cancels the turn.
+"""
+        raise NotImplementedError
+    def clear_message(self, message_id: MessageId) -> None:
+        """
+        Clears what was streamed so far for an agent message.
+"""
+        raise NotImplementedError
+    def cwd(self, ) -> str:
+        """
+        The session's working directory.
+"""
+        raise NotImplementedError
+    def interrupt_requested(self, ) -> bool:
+        """
+        Whether a steer asked to cut the current model stream.
+"""
+        raise NotImplementedError
+    async def interrupted(self, ) -> None:
+        """
+        Waits until a steer asks to cut the current model stream.
+"""
+        raise NotImplementedError
+    def is_cancelled(self, ) -> bool:
+        """
+        Whether the client cancelled the turn.
+"""
+        raise NotImplementedError
+    def new_message_id(self, ) -> MessageId:
+        """
+        A fresh id for an agent message or thought.
+"""
+        raise NotImplementedError
+    def paused(self, ) -> None:
+        """
+        A model-process pause began.
+"""
+        raise NotImplementedError
+    async def request_permission(self, title: str,description: typing.Optional[str],options: typing.List[PermissionOption]) -> RequestPermissionOutcome:
+        """
+        Asks the user for permission; `requires_action` until answered (a cancel answers
+        `cancelled`).
+"""
+        raise NotImplementedError
+    def resumed(self, ) -> None:
+        """
+        The pause cleared.
+"""
+        raise NotImplementedError
+    def send(self, update: SessionUpdate) -> None:
+        """
+        Sends one of the runtime's own updates (chunks, upserts, tool calls, plan, usage, …).
+"""
+        raise NotImplementedError
+    def send_text(self, message_id: MessageId,text: str) -> None:
+        """
+        Streams a piece of text of an agent message.
+"""
+        raise NotImplementedError
+    def session_id(self, ) -> str:
+        """
+        The session this turn belongs to.
+"""
+        raise NotImplementedError
+    def stream_finished(self, ) -> None:
+        """
+        That stream ended.
+"""
+        raise NotImplementedError
+    def stream_started(self, ) -> None:
+        """
+        A model stream with no tool call pending began.
+"""
+        raise NotImplementedError
+
+class TurnContext(TurnContextProtocol):
+    """
+    What a running turn can do.
+"""
+    
+    _handle: ctypes.c_uint64
+    
+    def __init__(self, *args, **kwargs):
+        raise ValueError("This class has no default constructor")
+
+    def __del__(self):
+        # In case of partial initialization of instances.
+        handle = getattr(self, "_handle", None)
+        if handle is not None:
+            _uniffi_rust_call(_UniffiLib.uniffi_acp_inject_ffi_fn_free_turncontext, handle)
+
+    def _uniffi_clone_handle(self):
+        return _uniffi_rust_call(_UniffiLib.uniffi_acp_inject_ffi_fn_clone_turncontext, self._handle)
+
+    # Used by alternative constructors or any methods which return this type.
+    @classmethod
+    def _uniffi_make_instance(cls, handle):
+        # Lightly yucky way to bypass the usual __init__ logic
+        # and just create a new instance with the required handle.
+        inst = cls.__new__(cls)
+        inst._handle = handle
+        return inst
+    def break_point(self, kind: BreakPoint) -> typing.List[UserInput]:
+        """
+        A safe break-point: pending steers are delivered and returned for the model.
+"""
+        
+        _UniffiFfiConverterTypeBreakPoint.check_lower(kind)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterTypeBreakPoint.lower(kind),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterSequenceTypeUserInput.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_break_point,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    async def cancelled(self, ) -> None:
+        """
+        Waits until the client cancels the turn.
+"""
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+        )
+        _uniffi_lift_return = lambda val: None
+        _uniffi_error_converter = None
+        return await _uniffi_rust_call_async(
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_cancelled(*_uniffi_lowered_args),
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_poll_void,
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_complete_void,
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_free_void,
+            _uniffi_lift_return,
+            _uniffi_error_converter,
+        )
+    def clear_message(self, message_id: MessageId) -> None:
+        """
+        Clears what was streamed so far for an agent message.
+"""
+        
+        _UniffiFfiConverterTypeMessageId.check_lower(message_id)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterTypeMessageId.lower(message_id),
+        )
+        _uniffi_lift_return = lambda val: None
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_clear_message,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def cwd(self, ) -> str:
+        """
+        The session's working directory.
+"""
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterString.lift
+        _uniffi_error_converter = None
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_cwd,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def interrupt_requested(self, ) -> bool:
+        """
+        Whether a steer asked to cut the current model stream.
+"""
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterBoolean.lift
+        _uniffi_error_converter = None
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_interrupt_requested,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    async def interrupted(self, ) -> None:
+        """
+        Waits until a steer asks to cut the current model stream.
+"""
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+        )
+        _uniffi_lift_return = lambda val: None
+        _uniffi_error_converter = None
+        return await _uniffi_rust_call_async(
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_interrupted(*_uniffi_lowered_args),
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_poll_void,
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_complete_void,
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_free_void,
+            _uniffi_lift_return,
+            _uniffi_error_converter,
+        )
+    def is_cancelled(self, ) -> bool:
+        """
+        Whether the client cancelled the turn.
+"""
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterBoolean.lift
+        _uniffi_error_converter = None
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_is_cancelled,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def new_message_id(self, ) -> MessageId:
+        """
+        A fresh id for an agent message or thought.
+"""
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterTypeMessageId.lift
+        _uniffi_error_converter = None
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_new_message_id,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def paused(self, ) -> None:
+        """
+        A model-process pause began.
+"""
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+        )
+        _uniffi_lift_return = lambda val: None
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_paused,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    async def request_permission(self, title: str,description: typing.Optional[str],options: typing.List[PermissionOption]) -> RequestPermissionOutcome:
+        """
+        Asks the user for permission; `requires_action` until answered (a cancel answers
+        `cancelled`).
+"""
+        
+        _UniffiFfiConverterString.check_lower(title)
+
+        _UniffiFfiConverterOptionalString.check_lower(description)
+
+        _UniffiFfiConverterSequenceTypePermissionOption.check_lower(options)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterString.lower(title),
+            _UniffiFfiConverterOptionalString.lower(description),
+            _UniffiFfiConverterSequenceTypePermissionOption.lower(options),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterTypeRequestPermissionOutcome.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        return await _uniffi_rust_call_async(
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_request_permission(*_uniffi_lowered_args),
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_poll_rust_buffer,
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_complete_rust_buffer,
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_free_rust_buffer,
+            _uniffi_lift_return,
+            _uniffi_error_converter,
+        )
+    def resumed(self, ) -> None:
+        """
+        The pause cleared.
+"""
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+        )
+        _uniffi_lift_return = lambda val: None
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_resumed,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def send(self, update: SessionUpdate) -> None:
+        """
+        Sends one of the runtime's own updates (chunks, upserts, tool calls, plan, usage, …).
+"""
+        
+        _UniffiFfiConverterTypeSessionUpdate.check_lower(update)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterTypeSessionUpdate.lower(update),
+        )
+        _uniffi_lift_return = lambda val: None
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_send,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def send_text(self, message_id: MessageId,text: str) -> None:
+        """
+        Streams a piece of text of an agent message.
+"""
+        
+        _UniffiFfiConverterTypeMessageId.check_lower(message_id)
+
+        _UniffiFfiConverterString.check_lower(text)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterTypeMessageId.lower(message_id),
+            _UniffiFfiConverterString.lower(text),
+        )
+        _uniffi_lift_return = lambda val: None
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_send_text,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def session_id(self, ) -> str:
+        """
+        The session this turn belongs to.
+"""
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterString.lift
+        _uniffi_error_converter = None
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_session_id,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def stream_finished(self, ) -> None:
+        """
+        That stream ended.
+"""
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+        )
+        _uniffi_lift_return = lambda val: None
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_stream_finished,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def stream_started(self, ) -> None:
+        """
+        A model stream with no tool call pending began.
+"""
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+        )
+        _uniffi_lift_return = lambda val: None
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_stream_started,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+
+
+
+
+
+class _UniffiFfiConverterTypeTurnContext:
+    @staticmethod
+    def lift(value: int) -> TurnContext:
+        return TurnContext._uniffi_make_instance(value)
 
     @staticmethod
-    def read(buf):
-        return buf.read_u64()
+    def check_lower(value: TurnContext):
+        if not isinstance(value, TurnContext):
+            raise TypeError("Expected TurnContext instance, {} found".format(type(value).__name__))
 
     @staticmethod
-    def write(value, buf):
-        buf.write_u64(value)
+    def lower(value: TurnContext) -> ctypes.c_uint64:
+        return value._uniffi_clone_handle()
+
+    @classmethod
+    def read(cls, buf: _UniffiRustBuffer) -> TurnContext:
+        ptr = buf.read_u64()
+        if ptr == 0:
+            raise InternalError("Raw handle value was null")
+        return cls.lift(ptr)
+
+    @classmethod
+    def write(cls, value: TurnContext, buf: _UniffiRustBuffer):
+        buf.write_u64(cls.lower(value))
+
+
+class AgentRuntime():
+    """
+    What an agent author implements (the thin layer of each language gives defaults for the
+    optional methods).
+"""
+    
+    async def run_turn(self, turn: TurnContext,input: typing.List[UserInput]) -> TurnEnd:
+        """
+        Runs one turn whose opening input is `input` (empty when the runtime started it).
+"""
+        raise NotImplementedError
+    async def session_opened(self, session_id: str,setup: SessionSetup) -> None:
+        """
+        A client created a session.
+"""
+        raise NotImplementedError
+    async def session_resumed(self, session_id: str,setup: SessionSetup) -> None:
+        """
+        A client resumed a session (its history was already replayed).
+"""
+        raise NotImplementedError
+    async def session_closed(self, session_id: str,dropped: typing.List[PendingInject]) -> None:
+        """
+        The session was closed; `dropped` were pending (never delivered).
+"""
+        raise NotImplementedError
+
+class AgentRuntimeImpl(AgentRuntime):
+    """
+    What an agent author implements (the thin layer of each language gives defaults for the
+    optional methods).
+"""
+    
+    _handle: ctypes.c_uint64
+    
+    def __init__(self, *args, **kwargs):
+        raise ValueError("This class has no default constructor")
+
+    def __del__(self):
+        # In case of partial initialization of instances.
+        handle = getattr(self, "_handle", None)
+        if handle is not None:
+            _uniffi_rust_call(_UniffiLib.uniffi_acp_inject_ffi_fn_free_agentruntime, handle)
+
+    def _uniffi_clone_handle(self):
+        return _uniffi_rust_call(_UniffiLib.uniffi_acp_inject_ffi_fn_clone_agentruntime, self._handle)
+
+    # Used by alternative constructors or any methods which return this type.
+    @classmethod
+    def _uniffi_make_instance(cls, handle):
+        # Lightly yucky way to bypass the usual __init__ logic
+        # and just create a new instance with the required handle.
+        inst = cls.__new__(cls)
+        inst._handle = handle
+        return inst
+    async def run_turn(self, turn: TurnContext,input: typing.List[UserInput]) -> TurnEnd:
+        """
+        Runs one turn whose opening input is `input` (empty when the runtime started it).
+"""
+        
+        _UniffiFfiConverterTypeTurnContext.check_lower(turn)
+
+        _UniffiFfiConverterSequenceTypeUserInput.check_lower(input)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterTypeTurnContext.lower(turn),
+            _UniffiFfiConverterSequenceTypeUserInput.lower(input),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterTypeTurnEnd.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        return await _uniffi_rust_call_async(
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentruntime_run_turn(*_uniffi_lowered_args),
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_poll_rust_buffer,
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_complete_rust_buffer,
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_free_rust_buffer,
+            _uniffi_lift_return,
+            _uniffi_error_converter,
+        )
+    async def session_opened(self, session_id: str,setup: SessionSetup) -> None:
+        """
+        A client created a session.
+"""
+        
+        _UniffiFfiConverterString.check_lower(session_id)
+
+        _UniffiFfiConverterTypeSessionSetup.check_lower(setup)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterString.lower(session_id),
+            _UniffiFfiConverterTypeSessionSetup.lower(setup),
+        )
+        _uniffi_lift_return = lambda val: None
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        return await _uniffi_rust_call_async(
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentruntime_session_opened(*_uniffi_lowered_args),
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_poll_void,
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_complete_void,
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_free_void,
+            _uniffi_lift_return,
+            _uniffi_error_converter,
+        )
+    async def session_resumed(self, session_id: str,setup: SessionSetup) -> None:
+        """
+        A client resumed a session (its history was already replayed).
+"""
+        
+        _UniffiFfiConverterString.check_lower(session_id)
+
+        _UniffiFfiConverterTypeSessionSetup.check_lower(setup)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterString.lower(session_id),
+            _UniffiFfiConverterTypeSessionSetup.lower(setup),
+        )
+        _uniffi_lift_return = lambda val: None
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        return await _uniffi_rust_call_async(
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentruntime_session_resumed(*_uniffi_lowered_args),
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_poll_void,
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_complete_void,
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_free_void,
+            _uniffi_lift_return,
+            _uniffi_error_converter,
+        )
+    async def session_closed(self, session_id: str,dropped: typing.List[PendingInject]) -> None:
+        """
+        The session was closed; `dropped` were pending (never delivered).
+"""
+        
+        _UniffiFfiConverterString.check_lower(session_id)
+
+        _UniffiFfiConverterSequenceTypePendingInject.check_lower(dropped)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterString.lower(session_id),
+            _UniffiFfiConverterSequenceTypePendingInject.lower(dropped),
+        )
+        _uniffi_lift_return = lambda val: None
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        return await _uniffi_rust_call_async(
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentruntime_session_closed(*_uniffi_lowered_args),
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_poll_void,
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_complete_void,
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_free_void,
+            _uniffi_lift_return,
+            _uniffi_error_converter,
+        )
+
+
+
+
+# Put all the bits inside a class to keep the top-level namespace clean
+class _UniffiTraitImplAgentRuntimeImpl:
+    # For each method, generate a callback function to pass to Rust
+
+    @_UNIFFI_CALLBACK_INTERFACE_ACP_INJECT_FFI_AGENT_RUNTIME_METHOD0
+    def run_turn(
+            uniffi_handle,
+            turn,
+            input,
+            uniffi_future_callback,
+            uniffi_callback_data,
+            uniffi_out_dropped_callback,
+        ):
+        uniffi_obj = _UniffiFfiConverterTypeAgentRuntime._handle_map.get(uniffi_handle)
+        def make_call():
+            uniffi_args = (_UniffiFfiConverterTypeTurnContext.lift(turn), _UniffiFfiConverterSequenceTypeUserInput.lift(input), )
+            uniffi_method = uniffi_obj.run_turn
+            return uniffi_method(*uniffi_args)
+        def handle_success(return_value):
+            uniffi_future_callback(
+                uniffi_callback_data,
+                _UniffiForeignFutureResultRustBuffer(
+                    _UniffiFfiConverterTypeTurnEnd.lower(return_value),
+                    _UniffiRustCallStatus.default()
+                )
+            )
+
+        def handle_error(status_code, rust_buffer):
+            uniffi_future_callback(
+                uniffi_callback_data,
+                _UniffiForeignFutureResultRustBuffer(
+                    _UniffiRustBuffer.default(),
+                    _UniffiRustCallStatus(status_code, rust_buffer),
+                )
+            )
+        _uniffi_trait_interface_call_async_with_error(
+            make_call,
+            uniffi_out_dropped_callback,
+            handle_success,
+            handle_error,
+            AcpError,
+            _UniffiFfiConverterTypeAcpError.lower,
+        )
+
+    @_UNIFFI_CALLBACK_INTERFACE_ACP_INJECT_FFI_AGENT_RUNTIME_METHOD1
+    def session_opened(
+            uniffi_handle,
+            session_id,
+            setup,
+            uniffi_future_callback,
+            uniffi_callback_data,
+            uniffi_out_dropped_callback,
+        ):
+        uniffi_obj = _UniffiFfiConverterTypeAgentRuntime._handle_map.get(uniffi_handle)
+        def make_call():
+            uniffi_args = (_UniffiFfiConverterString.lift(session_id), _UniffiFfiConverterTypeSessionSetup.lift(setup), )
+            uniffi_method = uniffi_obj.session_opened
+            return uniffi_method(*uniffi_args)
+        def handle_success(return_value):
+            uniffi_future_callback(
+                uniffi_callback_data,
+                _UniffiForeignFutureResultVoid(
+                    _UniffiRustCallStatus.default()
+                )
+            )
+
+        def handle_error(status_code, rust_buffer):
+            uniffi_future_callback(
+                uniffi_callback_data,
+                _UniffiForeignFutureResultVoid(
+                    _UniffiRustCallStatus(status_code, rust_buffer),
+                )
+            )
+        _uniffi_trait_interface_call_async_with_error(
+            make_call,
+            uniffi_out_dropped_callback,
+            handle_success,
+            handle_error,
+            AcpError,
+            _UniffiFfiConverterTypeAcpError.lower,
+        )
+
+    @_UNIFFI_CALLBACK_INTERFACE_ACP_INJECT_FFI_AGENT_RUNTIME_METHOD2
+    def session_resumed(
+            uniffi_handle,
+            session_id,
+            setup,
+            uniffi_future_callback,
+            uniffi_callback_data,
+            uniffi_out_dropped_callback,
+        ):
+        uniffi_obj = _UniffiFfiConverterTypeAgentRuntime._handle_map.get(uniffi_handle)
+        def make_call():
+            uniffi_args = (_UniffiFfiConverterString.lift(session_id), _UniffiFfiConverterTypeSessionSetup.lift(setup), )
+            uniffi_method = uniffi_obj.session_resumed
+            return uniffi_method(*uniffi_args)
+        def handle_success(return_value):
+            uniffi_future_callback(
+                uniffi_callback_data,
+                _UniffiForeignFutureResultVoid(
+                    _UniffiRustCallStatus.default()
+                )
+            )
+
+        def handle_error(status_code, rust_buffer):
+            uniffi_future_callback(
+                uniffi_callback_data,
+                _UniffiForeignFutureResultVoid(
+                    _UniffiRustCallStatus(status_code, rust_buffer),
+                )
+            )
+        _uniffi_trait_interface_call_async_with_error(
+            make_call,
+            uniffi_out_dropped_callback,
+            handle_success,
+            handle_error,
+            AcpError,
+            _UniffiFfiConverterTypeAcpError.lower,
+        )
+
+    @_UNIFFI_CALLBACK_INTERFACE_ACP_INJECT_FFI_AGENT_RUNTIME_METHOD3
+    def session_closed(
+            uniffi_handle,
+            session_id,
+            dropped,
+            uniffi_future_callback,
+            uniffi_callback_data,
+            uniffi_out_dropped_callback,
+        ):
+        uniffi_obj = _UniffiFfiConverterTypeAgentRuntime._handle_map.get(uniffi_handle)
+        def make_call():
+            uniffi_args = (_UniffiFfiConverterString.lift(session_id), _UniffiFfiConverterSequenceTypePendingInject.lift(dropped), )
+            uniffi_method = uniffi_obj.session_closed
+            return uniffi_method(*uniffi_args)
+        def handle_success(return_value):
+            uniffi_future_callback(
+                uniffi_callback_data,
+                _UniffiForeignFutureResultVoid(
+                    _UniffiRustCallStatus.default()
+                )
+            )
+
+        def handle_error(status_code, rust_buffer):
+            uniffi_future_callback(
+                uniffi_callback_data,
+                _UniffiForeignFutureResultVoid(
+                    _UniffiRustCallStatus(status_code, rust_buffer),
+                )
+            )
+        _uniffi_trait_interface_call_async_with_error(
+            make_call,
+            uniffi_out_dropped_callback,
+            handle_success,
+            handle_error,
+            AcpError,
+            _UniffiFfiConverterTypeAcpError.lower,
+        )
+
+    @_UNIFFI_CALLBACK_INTERFACE_FREE_ACP_INJECT_FFI_AGENT_RUNTIME
+    def _uniffi_free(uniffi_handle):
+        _UniffiFfiConverterTypeAgentRuntime._handle_map.remove(uniffi_handle)
+
+    @_UNIFFI_CALLBACK_INTERFACE_CLONE_ACP_INJECT_FFI_AGENT_RUNTIME
+    def _uniffi_clone(uniffi_handle):
+        return _UniffiFfiConverterTypeAgentRuntime._handle_map.clone(uniffi_handle)
+
+    # Generate the FFI VTable.  This has a field for each callback interface method.
+    _uniffi_vtable = _UniffiVTableCallbackInterfaceAcpInjectFfiAgentRuntime(
+        _uniffi_free,
+        _uniffi_clone,
+        run_turn,
+        session_opened,
+        session_resumed,
+        session_closed,
+    )
+    # Send Rust a pointer to the VTable.  Note: this means we need to keep the struct alive forever,
+    # or else bad things will happen when Rust tries to access it.
+    _UniffiLib.uniffi_acp_inject_ffi_fn_init_callback_vtable_agentruntime(ctypes.byref(_uniffi_vtable))
+
+class _UniffiFfiConverterTypeAgentRuntime:
+    _handle_map = _UniffiHandleMap()
+
+    @staticmethod
+    def lift(value: int):
+        if (value & 1) == 0:
+            # Rust-generated handle, construct a new class that uses the handle to implement the
+            # interface
+            return AgentRuntimeImpl._uniffi_make_instance(value)
+        else:
+            # Python-generated handle, get the object from the handle map
+            return _UniffiFfiConverterTypeAgentRuntime._handle_map.remove(value)
+
+    @staticmethod
+    def check_lower(value: AgentRuntime):
+        if not isinstance(value, AgentRuntime):
+            raise TypeError("Expected AgentRuntime subclass, {} found".format(type(value).__name__))
+
+    @staticmethod
+    def lower(value: AgentRuntime):
+         if isinstance(value, AgentRuntimeImpl):
+            # Rust-implementated object.  Clone the handle and return it
+            return value._uniffi_clone_handle()
+         else:
+            # Python-implementated object, generate a new vtable handle and return that.
+            return _UniffiFfiConverterTypeAgentRuntime._handle_map.insert(value)
+
+    @classmethod
+    def read(cls, buf: _UniffiRustBuffer):
+        ptr = buf.read_u64()
+        if ptr == 0:
+            raise InternalError("Raw handle value was null")
+        return cls.lift(ptr)
+
+    @classmethod
+    def write(cls, value: AgentRuntime, buf: _UniffiRustBuffer):
+        buf.write_u64(cls.lower(value))
+
+
+class AgentServerProtocol(typing.Protocol):
+    """
+    An agent server around a runtime.
+"""
+    
+    def close_session(self, session_id: str) -> None:
+        """
+        Closes a session from the agent's side.
+"""
+        raise NotImplementedError
+    async def run_stdio(self, ) -> None:
+        """
+        Serves over this process's stdin/stdout until the client closes stdin.
+"""
+        raise NotImplementedError
+    def sessions(self, ) -> typing.List[str]:
+        """
+        The live sessions.
+"""
+        raise NotImplementedError
+    def start_turn(self, session_id: str) -> None:
+        """
+        Starts a turn in a session with no user message.
+"""
+        raise NotImplementedError
+
+class AgentServer(AgentServerProtocol):
+    """
+    An agent server around a runtime.
+"""
+    
+    _handle: ctypes.c_uint64
+    def __init__(self, runtime: AgentRuntime,config: AgentConfig,store_path: typing.Optional[str]):
+        """
+        Builds the agent around `runtime`; with `store_path`, sessions live in that SQLite file
+        and outlive the process.
+"""
+        
+        _UniffiFfiConverterTypeAgentRuntime.check_lower(runtime)
+
+        _UniffiFfiConverterTypeAgentConfig.check_lower(config)
+
+        _UniffiFfiConverterOptionalString.check_lower(store_path)
+        _uniffi_lowered_args = (
+            _UniffiFfiConverterTypeAgentRuntime.lower(runtime),
+            _UniffiFfiConverterTypeAgentConfig.lower(config),
+            _UniffiFfiConverterOptionalString.lower(store_path),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterTypeAgentServer.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_constructor_agentserver_new,
+            *_uniffi_lowered_args,
+        )
+        self._handle = _uniffi_ffi_result
+
+    def __del__(self):
+        # In case of partial initialization of instances.
+        handle = getattr(self, "_handle", None)
+        if handle is not None:
+            _uniffi_rust_call(_UniffiLib.uniffi_acp_inject_ffi_fn_free_agentserver, handle)
+
+    def _uniffi_clone_handle(self):
+        return _uniffi_rust_call(_UniffiLib.uniffi_acp_inject_ffi_fn_clone_agentserver, self._handle)
+
+    # Used by alternative constructors or any methods which return this type.
+    @classmethod
+    def _uniffi_make_instance(cls, handle):
+        # Lightly yucky way to bypass the usual __init__ logic
+        # and just create a new instance with the required handle.
+        inst = cls.__new__(cls)
+        inst._handle = handle
+        return inst
+    def close_session(self, session_id: str) -> None:
+        """
+        Closes a session from the agent's side.
+"""
+        
+        _UniffiFfiConverterString.check_lower(session_id)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterString.lower(session_id),
+        )
+        _uniffi_lift_return = lambda val: None
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentserver_close_session,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    async def run_stdio(self, ) -> None:
+        """
+        Serves over this process's stdin/stdout until the client closes stdin.
+"""
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+        )
+        _uniffi_lift_return = lambda val: None
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        return await _uniffi_rust_call_async(
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentserver_run_stdio(*_uniffi_lowered_args),
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_poll_void,
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_complete_void,
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_free_void,
+            _uniffi_lift_return,
+            _uniffi_error_converter,
+        )
+    def sessions(self, ) -> typing.List[str]:
+        """
+        The live sessions.
+"""
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterSequenceString.lift
+        _uniffi_error_converter = None
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentserver_sessions,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def start_turn(self, session_id: str) -> None:
+        """
+        Starts a turn in a session with no user message.
+"""
+        
+        _UniffiFfiConverterString.check_lower(session_id)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterString.lower(session_id),
+        )
+        _uniffi_lift_return = lambda val: None
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentserver_start_turn,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+
+
+
+
+
+class _UniffiFfiConverterTypeAgentServer:
+    @staticmethod
+    def lift(value: int) -> AgentServer:
+        return AgentServer._uniffi_make_instance(value)
+
+    @staticmethod
+    def check_lower(value: AgentServer):
+        if not isinstance(value, AgentServer):
+            raise TypeError("Expected AgentServer instance, {} found".format(type(value).__name__))
+
+    @staticmethod
+    def lower(value: AgentServer) -> ctypes.c_uint64:
+        return value._uniffi_clone_handle()
+
+    @classmethod
+    def read(cls, buf: _UniffiRustBuffer) -> AgentServer:
+        ptr = buf.read_u64()
+        if ptr == 0:
+            raise InternalError("Raw handle value was null")
+        return cls.lift(ptr)
+
+    @classmethod
+    def write(cls, value: AgentServer, buf: _UniffiRustBuffer):
+        buf.write_u64(cls.lower(value))
+
+class _UniffiFfiConverterSequenceTypeEvent(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        for item in value:
+            _UniffiFfiConverterTypeEvent.check_lower(item)
+
+    @classmethod
+    def write(cls, value, buf):
+        items = len(value)
+        buf.write_i32(items)
+        for item in value:
+            _UniffiFfiConverterTypeEvent.write(item, buf)
+
+    @classmethod
+    def read(cls, buf):
+        count = buf.read_i32()
+        if count < 0:
+            raise InternalError("Unexpected negative sequence length")
+
+        return [
+            _UniffiFfiConverterTypeEvent.read(buf) for i in range(count)
+        ]
 
 class _UniffiFfiConverterOptionalTypeItemStatus(_UniffiConverterRustBuffer):
     @classmethod
@@ -4043,157 +19324,182 @@ class _UniffiFfiConverterOptionalTypeItemStatus(_UniffiConverterRustBuffer):
         else:
             raise InternalError("Unexpected flag byte for optional type")
 
-class _UniffiFfiConverterSequenceTypeProtocolError(_UniffiConverterRustBuffer):
+class _UniffiFfiConverterOptionalTypeMirrorSnapshot(_UniffiConverterRustBuffer):
     @classmethod
     def check_lower(cls, value):
-        for item in value:
-            _UniffiFfiConverterTypeProtocolError.check_lower(item)
+        if value is not None:
+            _UniffiFfiConverterTypeMirrorSnapshot.check_lower(value)
 
     @classmethod
     def write(cls, value, buf):
-        items = len(value)
-        buf.write_i32(items)
-        for item in value:
-            _UniffiFfiConverterTypeProtocolError.write(item, buf)
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterTypeMirrorSnapshot.write(value, buf)
 
     @classmethod
     def read(cls, buf):
-        count = buf.read_i32()
-        if count < 0:
-            raise InternalError("Unexpected negative sequence length")
-
-        return [
-            _UniffiFfiConverterTypeProtocolError.read(buf) for i in range(count)
-        ]
-
-class _UniffiFfiConverterSequenceString(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        for item in value:
-            _UniffiFfiConverterString.check_lower(item)
-
-    @classmethod
-    def write(cls, value, buf):
-        items = len(value)
-        buf.write_i32(items)
-        for item in value:
-            _UniffiFfiConverterString.write(item, buf)
-
-    @classmethod
-    def read(cls, buf):
-        count = buf.read_i32()
-        if count < 0:
-            raise InternalError("Unexpected negative sequence length")
-
-        return [
-            _UniffiFfiConverterString.read(buf) for i in range(count)
-        ]
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterTypeMirrorSnapshot.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
 
 
-class ClientSessionProtocol(typing.Protocol):
+class ClientCoreProtocol(typing.Protocol):
     """
-    The client-side mirror of one session.
+    One client connection to an agent, without I/O: calls queue lines to send, received bytes
+    produce events.
 """
     
-    def cancel(self, ) -> str:
+    def answer_permission(self, request: RequestId,outcome: RequestPermissionOutcome) -> None:
+        """
+        Answers an open `session/request_permission`.
+"""
+        raise NotImplementedError
+    def assume_capabilities(self, inject: typing.Optional[InjectCapabilities]) -> None:
+        """
+        Takes the agent's inject capabilities as known, without `initialize`.
+"""
+        raise NotImplementedError
+    def cancel(self, session_id: str) -> None:
+        """
+        `session/cancel`.
+"""
+        raise NotImplementedError
+    def close(self, session_id: str) -> RequestId:
+        """
+        `session/close`.
+"""
+        raise NotImplementedError
+    def finish(self, ) -> typing.List[Event]:
+        """
+        The agent's output ended: a last line without a newline is still read.
+"""
         raise NotImplementedError
     def ignored_lines(self, ) -> int:
         """
-        Lines that were not usable (framing errors, stray responses), counted.
+        Lines dropped (malformed, oversized, answers to no request), counted.
 """
         raise NotImplementedError
-    def inject(self, mode: InjectMode,content: typing.List[ContentBlock]) -> str:
+    def initialize(self, client: Implementation,pending_updates: bool) -> RequestId:
         """
-        `session/inject`: returns the line to send, or `Rejected` when the mode is not advertised.
+        `initialize`; `pending_updates` opts into the pending-list extension.
 """
         raise NotImplementedError
-    def item_status(self, message_id: str) -> typing.Optional[ItemStatus]:
-        raise NotImplementedError
-    def prompt(self, content: typing.List[ContentBlock]) -> str:
+    def inject(self, session_id: str,mode: InjectMode,content: typing.List[ContentBlock]) -> RequestId:
         """
-        `session/prompt`: returns the line to send.
+        `session/inject`.
 """
         raise NotImplementedError
-    def receive(self, line: str) -> None:
+    def item_status(self, session_id: str,message_id: str) -> typing.Optional[ItemStatus]:
         """
-        Applies one line from the agent; raises `Protocol` when it was an error answer to one
-        of this client's requests (the line is applied either way).
+        The status of one of this client's items.
 """
         raise NotImplementedError
-    def receive_bytes(self, bytes: bytes) -> typing.List[ProtocolError]:
+    def list_sessions(self, cwd: typing.Optional[str],cursor: typing.Optional[str]) -> RequestId:
         """
-        Applies many newline-separated lines in one crossing; returns the error answers met.
+        `session/list`.
 """
         raise NotImplementedError
-    def receive_lines(self, lines: typing.List[str]) -> typing.List[ProtocolError]:
+    def mirror_json(self, session_id: str) -> typing.Optional[str]:
         """
-        Applies many lines in one crossing; returns the error answers met.
+        A session's mirror as JSON, for an app that restarts without resuming.
 """
         raise NotImplementedError
-    def receive_text(self, lines: str) -> typing.List[ProtocolError]:
+    def new_session(self, cwd: str,additional_directories: typing.List[str],mcp_servers: typing.List[McpServer]) -> RequestId:
         """
-        Applies newline-separated lines given as one string, in one crossing (the fastest bulk
-        form: a string crosses as one copy); returns the error answers met.
+        `session/new`.
 """
         raise NotImplementedError
-    def replace(self, message_id: str,content: typing.List[ContentBlock]) -> str:
-        raise NotImplementedError
-    def revoke(self, message_id: str) -> str:
-        raise NotImplementedError
-    def snapshot(self, ) -> ClientSnapshot:
-        raise NotImplementedError
-    def snapshot_json(self, ) -> str:
+    def open_session(self, session_id: str,mirror_json: typing.Optional[str]) -> None:
         """
-        The snapshot in the conformance vectors' JSON shape.
+        Opens a session without `session/new` (restoring a mirror from `mirror_json`, or fresh).
 """
         raise NotImplementedError
-    def status(self, ) -> str:
+    def prompt(self, session_id: str,content: typing.List[ContentBlock]) -> RequestId:
+        """
+        `session/prompt`.
+"""
+        raise NotImplementedError
+    def receive(self, line: str) -> typing.List[Event]:
+        """
+        Applies one line from the agent and returns the events it caused (the per-line path:
+        one crossing per line).
+"""
+        raise NotImplementedError
+    def receive_bytes(self, bytes: bytes) -> typing.List[Event]:
+        """
+        Applies bytes the agent wrote, in any chunking, and returns the events (the per-read
+        path: one crossing per read).
+"""
+        raise NotImplementedError
+    def receive_text(self, text: str) -> typing.List[Event]:
+        """
+        Like [`ClientCore::receive_bytes`] for text (a string crosses as one copy).
+"""
+        raise NotImplementedError
+    def replace(self, session_id: str,message_id: str,content: typing.List[ContentBlock]) -> RequestId:
+        """
+        `session/replace_inject`.
+"""
+        raise NotImplementedError
+    def resume(self, session_id: str,cwd: str,replay: bool) -> RequestId:
+        """
+        `session/resume`.
+"""
+        raise NotImplementedError
+    def revoke(self, session_id: str,message_id: str) -> RequestId:
+        """
+        `session/revoke_inject`.
+"""
+        raise NotImplementedError
+    def snapshot(self, session_id: str) -> typing.Optional[MirrorSnapshot]:
+        """
+        Everything a UI renders for a session.
+"""
+        raise NotImplementedError
+    def status(self, session_id: str) -> RequestId:
+        """
+        `session/status`.
+"""
+        raise NotImplementedError
+    def take_events(self, ) -> typing.List[Event]:
+        """
+        Every event not yet returned (calls queue events too: an item is `sending`).
+"""
+        raise NotImplementedError
+    def take_outgoing(self, ) -> typing.List[str]:
+        """
+        Every line to send to the agent, in order.
+"""
         raise NotImplementedError
 
-class ClientSession(ClientSessionProtocol):
+class ClientCore(ClientCoreProtocol):
     """
-    The client-side mirror of one session.
+    One client connection to an agent, without I/O: calls queue lines to send, received bytes
+    produce events.
 """
     
     _handle: ctypes.c_uint64
-    @classmethod
-    def from_initialize_result(cls, session_id: str,initialize_result_json: str) -> ClientSession:
+    def __init__(self, max_line_bytes: int):
         """
-        A mirror whose capabilities are read from the agent's `initialize` result JSON.
+        A connection refusing agent lines longer than `max_line_bytes`.
 """
         
-        _UniffiFfiConverterString.check_lower(session_id)
-
-        _UniffiFfiConverterString.check_lower(initialize_result_json)
+        _UniffiFfiConverterUInt64.check_lower(max_line_bytes)
         _uniffi_lowered_args = (
-            _UniffiFfiConverterString.lower(session_id),
-            _UniffiFfiConverterString.lower(initialize_result_json),
+            _UniffiFfiConverterUInt64.lower(max_line_bytes),
         )
-        _uniffi_lift_return = _UniffiFfiConverterTypeClientSession.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_lift_return = _UniffiFfiConverterTypeClientCore.lift
+        _uniffi_error_converter = None
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
-            _UniffiLib.uniffi_acp_inject_ffi_fn_constructor_clientsession_from_initialize_result,
-            *_uniffi_lowered_args,
-        )
-        return cls._uniffi_make_instance(_uniffi_ffi_result)
-    def __init__(self, session_id: str,inject: typing.Optional[InjectCapabilities]):
-        """
-        A mirror of `session_id`; `inject` is the agent's advertised `session.inject`.
-"""
-        
-        _UniffiFfiConverterString.check_lower(session_id)
-
-        _UniffiFfiConverterOptionalTypeInjectCapabilities.check_lower(inject)
-        _uniffi_lowered_args = (
-            _UniffiFfiConverterString.lower(session_id),
-            _UniffiFfiConverterOptionalTypeInjectCapabilities.lower(inject),
-        )
-        _uniffi_lift_return = _UniffiFfiConverterTypeClientSession.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
-        _uniffi_ffi_result = _uniffi_rust_call_with_error(
-            _uniffi_error_converter,
-            _UniffiLib.uniffi_acp_inject_ffi_fn_constructor_clientsession_new,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_constructor_clientcore_new,
             *_uniffi_lowered_args,
         )
         self._handle = _uniffi_ffi_result
@@ -4202,10 +19508,10 @@ class ClientSession(ClientSessionProtocol):
         # In case of partial initialization of instances.
         handle = getattr(self, "_handle", None)
         if handle is not None:
-            _uniffi_rust_call(_UniffiLib.uniffi_acp_inject_ffi_fn_free_clientsession, handle)
+            _uniffi_rust_call(_UniffiLib.uniffi_acp_inject_ffi_fn_free_clientcore, handle)
 
     def _uniffi_clone_handle(self):
-        return _uniffi_rust_call(_UniffiLib.uniffi_acp_inject_ffi_fn_clone_clientsession, self._handle)
+        return _uniffi_rust_call(_UniffiLib.uniffi_acp_inject_ffi_fn_clone_clientcore, self._handle)
 
     # Used by alternative constructors or any methods which return this type.
     @classmethod
@@ -4215,21 +19521,99 @@ class ClientSession(ClientSessionProtocol):
         inst = cls.__new__(cls)
         inst._handle = handle
         return inst
-    def cancel(self, ) -> str:
+    def answer_permission(self, request: RequestId,outcome: RequestPermissionOutcome) -> None:
+        """
+        Answers an open `session/request_permission`.
+"""
+        
+        _UniffiFfiConverterTypeRequestId.check_lower(request)
+
+        _UniffiFfiConverterTypeRequestPermissionOutcome.check_lower(outcome)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
+            _UniffiFfiConverterTypeRequestId.lower(request),
+            _UniffiFfiConverterTypeRequestPermissionOutcome.lower(outcome),
         )
-        _uniffi_lift_return = _UniffiFfiConverterString.lift
+        _uniffi_lift_return = lambda val: None
         _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
-            _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientsession_cancel,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_answer_permission,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def assume_capabilities(self, inject: typing.Optional[InjectCapabilities]) -> None:
+        """
+        Takes the agent's inject capabilities as known, without `initialize`.
+"""
+        
+        _UniffiFfiConverterOptionalTypeInjectCapabilities.check_lower(inject)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterOptionalTypeInjectCapabilities.lower(inject),
+        )
+        _uniffi_lift_return = lambda val: None
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_assume_capabilities,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def cancel(self, session_id: str) -> None:
+        """
+        `session/cancel`.
+"""
+        
+        _UniffiFfiConverterString.check_lower(session_id)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterString.lower(session_id),
+        )
+        _uniffi_lift_return = lambda val: None
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_cancel,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def close(self, session_id: str) -> RequestId:
+        """
+        `session/close`.
+"""
+        
+        _UniffiFfiConverterString.check_lower(session_id)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterString.lower(session_id),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterTypeRequestId.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_close,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def finish(self, ) -> typing.List[Event]:
+        """
+        The agent's output ended: a last line without a newline is still read.
+"""
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterSequenceTypeEvent.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_finish,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
     def ignored_lines(self, ) -> int:
         """
-        Lines that were not usable (framing errors, stray responses), counted.
+        Lines dropped (malformed, oversized, answers to no request), counted.
 """
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
@@ -4238,13 +19622,591 @@ class ClientSession(ClientSessionProtocol):
         _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
-            _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientsession_ignored_lines,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_ignored_lines,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def inject(self, mode: InjectMode,content: typing.List[ContentBlock]) -> str:
+    def initialize(self, client: Implementation,pending_updates: bool) -> RequestId:
         """
-        `session/inject`: returns the line to send, or `Rejected` when the mode is not advertised.
+        `initialize`; `pending_updates` opts into the pending-list extension.
+"""
+        
+        _UniffiFfiConverterTypeImplementation.check_lower(client)
+
+        _UniffiFfiConverterBoolean.check_lower(pending_updates)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterTypeImplementation.lower(client),
+            _UniffiFfiConverterBoolean.lower(pending_updates),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterTypeRequestId.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_initialize,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def inject(self, session_id: str,mode: InjectMode,content: typing.List[ContentBlock]) -> RequestId:
+        """
+        `session/inject`.
+"""
+        
+        _UniffiFfiConverterString.check_lower(session_id)
+
+        _UniffiFfiConverterTypeInjectMode.check_lower(mode)
+
+        _UniffiFfiConverterSequenceTypeContentBlock.check_lower(content)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterString.lower(session_id),
+            _UniffiFfiConverterTypeInjectMode.lower(mode),
+            _UniffiFfiConverterSequenceTypeContentBlock.lower(content),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterTypeRequestId.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_inject,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def item_status(self, session_id: str,message_id: str) -> typing.Optional[ItemStatus]:
+        """
+        The status of one of this client's items.
+"""
+        
+        _UniffiFfiConverterString.check_lower(session_id)
+
+        _UniffiFfiConverterString.check_lower(message_id)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterString.lower(session_id),
+            _UniffiFfiConverterString.lower(message_id),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterOptionalTypeItemStatus.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_item_status,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def list_sessions(self, cwd: typing.Optional[str],cursor: typing.Optional[str]) -> RequestId:
+        """
+        `session/list`.
+"""
+        
+        _UniffiFfiConverterOptionalString.check_lower(cwd)
+
+        _UniffiFfiConverterOptionalString.check_lower(cursor)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterOptionalString.lower(cwd),
+            _UniffiFfiConverterOptionalString.lower(cursor),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterTypeRequestId.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_list_sessions,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def mirror_json(self, session_id: str) -> typing.Optional[str]:
+        """
+        A session's mirror as JSON, for an app that restarts without resuming.
+"""
+        
+        _UniffiFfiConverterString.check_lower(session_id)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterString.lower(session_id),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterOptionalString.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_mirror_json,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def new_session(self, cwd: str,additional_directories: typing.List[str],mcp_servers: typing.List[McpServer]) -> RequestId:
+        """
+        `session/new`.
+"""
+        
+        _UniffiFfiConverterString.check_lower(cwd)
+
+        _UniffiFfiConverterSequenceString.check_lower(additional_directories)
+
+        _UniffiFfiConverterSequenceTypeMcpServer.check_lower(mcp_servers)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterString.lower(cwd),
+            _UniffiFfiConverterSequenceString.lower(additional_directories),
+            _UniffiFfiConverterSequenceTypeMcpServer.lower(mcp_servers),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterTypeRequestId.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_new_session,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def open_session(self, session_id: str,mirror_json: typing.Optional[str]) -> None:
+        """
+        Opens a session without `session/new` (restoring a mirror from `mirror_json`, or fresh).
+"""
+        
+        _UniffiFfiConverterString.check_lower(session_id)
+
+        _UniffiFfiConverterOptionalString.check_lower(mirror_json)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterString.lower(session_id),
+            _UniffiFfiConverterOptionalString.lower(mirror_json),
+        )
+        _uniffi_lift_return = lambda val: None
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_open_session,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def prompt(self, session_id: str,content: typing.List[ContentBlock]) -> RequestId:
+        """
+        `session/prompt`.
+"""
+        
+        _UniffiFfiConverterString.check_lower(session_id)
+
+        _UniffiFfiConverterSequenceTypeContentBlock.check_lower(content)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterString.lower(session_id),
+            _UniffiFfiConverterSequenceTypeContentBlock.lower(content),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterTypeRequestId.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_prompt,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def receive(self, line: str) -> typing.List[Event]:
+        """
+        Applies one line from the agent and returns the events it caused (the per-line path:
+        one crossing per line).
+"""
+        
+        _UniffiFfiConverterString.check_lower(line)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterString.lower(line),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterSequenceTypeEvent.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_receive,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def receive_bytes(self, bytes: bytes) -> typing.List[Event]:
+        """
+        Applies bytes the agent wrote, in any chunking, and returns the events (the per-read
+        path: one crossing per read).
+"""
+        
+        _UniffiFfiConverterBytes.check_lower(bytes)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterBytes.lower(bytes),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterSequenceTypeEvent.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_receive_bytes,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def receive_text(self, text: str) -> typing.List[Event]:
+        """
+        Like [`ClientCore::receive_bytes`] for text (a string crosses as one copy).
+"""
+        
+        _UniffiFfiConverterString.check_lower(text)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterString.lower(text),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterSequenceTypeEvent.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_receive_text,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def replace(self, session_id: str,message_id: str,content: typing.List[ContentBlock]) -> RequestId:
+        """
+        `session/replace_inject`.
+"""
+        
+        _UniffiFfiConverterString.check_lower(session_id)
+
+        _UniffiFfiConverterString.check_lower(message_id)
+
+        _UniffiFfiConverterSequenceTypeContentBlock.check_lower(content)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterString.lower(session_id),
+            _UniffiFfiConverterString.lower(message_id),
+            _UniffiFfiConverterSequenceTypeContentBlock.lower(content),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterTypeRequestId.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_replace,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def resume(self, session_id: str,cwd: str,replay: bool) -> RequestId:
+        """
+        `session/resume`.
+"""
+        
+        _UniffiFfiConverterString.check_lower(session_id)
+
+        _UniffiFfiConverterString.check_lower(cwd)
+
+        _UniffiFfiConverterBoolean.check_lower(replay)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterString.lower(session_id),
+            _UniffiFfiConverterString.lower(cwd),
+            _UniffiFfiConverterBoolean.lower(replay),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterTypeRequestId.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_resume,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def revoke(self, session_id: str,message_id: str) -> RequestId:
+        """
+        `session/revoke_inject`.
+"""
+        
+        _UniffiFfiConverterString.check_lower(session_id)
+
+        _UniffiFfiConverterString.check_lower(message_id)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterString.lower(session_id),
+            _UniffiFfiConverterString.lower(message_id),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterTypeRequestId.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_revoke,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def snapshot(self, session_id: str) -> typing.Optional[MirrorSnapshot]:
+        """
+        Everything a UI renders for a session.
+"""
+        
+        _UniffiFfiConverterString.check_lower(session_id)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterString.lower(session_id),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterOptionalTypeMirrorSnapshot.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_snapshot,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def status(self, session_id: str) -> RequestId:
+        """
+        `session/status`.
+"""
+        
+        _UniffiFfiConverterString.check_lower(session_id)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterString.lower(session_id),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterTypeRequestId.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_status,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def take_events(self, ) -> typing.List[Event]:
+        """
+        Every event not yet returned (calls queue events too: an item is `sending`).
+"""
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterSequenceTypeEvent.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_take_events,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def take_outgoing(self, ) -> typing.List[str]:
+        """
+        Every line to send to the agent, in order.
+"""
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterSequenceString.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_take_outgoing,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+
+
+
+
+
+class _UniffiFfiConverterTypeClientCore:
+    @staticmethod
+    def lift(value: int) -> ClientCore:
+        return ClientCore._uniffi_make_instance(value)
+
+    @staticmethod
+    def check_lower(value: ClientCore):
+        if not isinstance(value, ClientCore):
+            raise TypeError("Expected ClientCore instance, {} found".format(type(value).__name__))
+
+    @staticmethod
+    def lower(value: ClientCore) -> ctypes.c_uint64:
+        return value._uniffi_clone_handle()
+
+    @classmethod
+    def read(cls, buf: _UniffiRustBuffer) -> ClientCore:
+        ptr = buf.read_u64()
+        if ptr == 0:
+            raise InternalError("Raw handle value was null")
+        return cls.lift(ptr)
+
+    @classmethod
+    def write(cls, value: ClientCore, buf: _UniffiRustBuffer):
+        buf.write_u64(cls.lower(value))
+
+class _UniffiFfiConverterSequenceTypeSessionActivity(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        for item in value:
+            _UniffiFfiConverterTypeSessionActivity.check_lower(item)
+
+    @classmethod
+    def write(cls, value, buf):
+        items = len(value)
+        buf.write_i32(items)
+        for item in value:
+            _UniffiFfiConverterTypeSessionActivity.write(item, buf)
+
+    @classmethod
+    def read(cls, buf):
+        count = buf.read_i32()
+        if count < 0:
+            raise InternalError("Unexpected negative sequence length")
+
+        return [
+            _UniffiFfiConverterTypeSessionActivity.read(buf) for i in range(count)
+        ]
+
+
+class SessionProtocol(typing.Protocol):
+    """
+    A session open on a [`Connection`].
+"""
+    
+    def answer_permission(self, request: RequestId,outcome: RequestPermissionOutcome) -> None:
+        """
+        Answers an open permission request of this session.
+"""
+        raise NotImplementedError
+    def cancel(self, ) -> None:
+        """
+        `session/cancel`.
+"""
+        raise NotImplementedError
+    async def close(self, ) -> None:
+        """
+        `session/close`.
+"""
+        raise NotImplementedError
+    def id(self, ) -> str:
+        """
+        The session's id.
+"""
+        raise NotImplementedError
+    async def inject(self, mode: InjectMode,content: typing.List[ContentBlock]) -> MessageId:
+        """
+        `session/inject`: returns when accepted, with the id its `user_message` will carry.
+"""
+        raise NotImplementedError
+    async def next_events(self, ) -> typing.List[SessionActivity]:
+        """
+        Waits for activity, then returns all of it (one batch per read from the agent); raises
+        `Disconnected` once the connection ended and nothing is left.
+"""
+        raise NotImplementedError
+    async def prompt(self, content: typing.List[ContentBlock]) -> typing.Optional[MessageId]:
+        """
+        `session/prompt`: returns when the message is inserted, with its id.
+"""
+        raise NotImplementedError
+    async def replace(self, message_id: MessageId,content: typing.List[ContentBlock]) -> None:
+        """
+        `session/replace_inject`.
+"""
+        raise NotImplementedError
+    async def revoke(self, message_id: MessageId) -> None:
+        """
+        `session/revoke_inject`.
+"""
+        raise NotImplementedError
+    def snapshot(self, ) -> typing.Optional[MirrorSnapshot]:
+        """
+        Everything a UI renders for this session now.
+"""
+        raise NotImplementedError
+    async def status(self, ) -> bool:
+        """
+        `session/status`: `true` while the agent holds the session.
+"""
+        raise NotImplementedError
+    def take_events(self, ) -> typing.List[SessionActivity]:
+        """
+        Whatever activity is queued now, without waiting.
+"""
+        raise NotImplementedError
+
+class Session(SessionProtocol):
+    """
+    A session open on a [`Connection`].
+"""
+    
+    _handle: ctypes.c_uint64
+    
+    def __init__(self, *args, **kwargs):
+        raise ValueError("This class has no default constructor")
+
+    def __del__(self):
+        # In case of partial initialization of instances.
+        handle = getattr(self, "_handle", None)
+        if handle is not None:
+            _uniffi_rust_call(_UniffiLib.uniffi_acp_inject_ffi_fn_free_session, handle)
+
+    def _uniffi_clone_handle(self):
+        return _uniffi_rust_call(_UniffiLib.uniffi_acp_inject_ffi_fn_clone_session, self._handle)
+
+    # Used by alternative constructors or any methods which return this type.
+    @classmethod
+    def _uniffi_make_instance(cls, handle):
+        # Lightly yucky way to bypass the usual __init__ logic
+        # and just create a new instance with the required handle.
+        inst = cls.__new__(cls)
+        inst._handle = handle
+        return inst
+    def answer_permission(self, request: RequestId,outcome: RequestPermissionOutcome) -> None:
+        """
+        Answers an open permission request of this session.
+"""
+        
+        _UniffiFfiConverterTypeRequestId.check_lower(request)
+
+        _UniffiFfiConverterTypeRequestPermissionOutcome.check_lower(outcome)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterTypeRequestId.lower(request),
+            _UniffiFfiConverterTypeRequestPermissionOutcome.lower(outcome),
+        )
+        _uniffi_lift_return = lambda val: None
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_session_answer_permission,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def cancel(self, ) -> None:
+        """
+        `session/cancel`.
+"""
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+        )
+        _uniffi_lift_return = lambda val: None
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_session_cancel,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    async def close(self, ) -> None:
+        """
+        `session/close`.
+"""
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+        )
+        _uniffi_lift_return = lambda val: None
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        return await _uniffi_rust_call_async(
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_session_close(*_uniffi_lowered_args),
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_poll_void,
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_complete_void,
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_free_void,
+            _uniffi_lift_return,
+            _uniffi_error_converter,
+        )
+    def id(self, ) -> str:
+        """
+        The session's id.
+"""
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterString.lift
+        _uniffi_error_converter = None
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_session_id,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    async def inject(self, mode: InjectMode,content: typing.List[ContentBlock]) -> MessageId:
+        """
+        `session/inject`: returns when accepted, with the id its `user_message` will carry.
 """
         
         _UniffiFfiConverterTypeInjectMode.check_lower(mode)
@@ -4255,32 +20217,37 @@ class ClientSession(ClientSessionProtocol):
             _UniffiFfiConverterTypeInjectMode.lower(mode),
             _UniffiFfiConverterSequenceTypeContentBlock.lower(content),
         )
-        _uniffi_lift_return = _UniffiFfiConverterString.lift
+        _uniffi_lift_return = _UniffiFfiConverterTypeMessageId.lift
         _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
-        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+        return await _uniffi_rust_call_async(
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_session_inject(*_uniffi_lowered_args),
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_poll_rust_buffer,
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_complete_rust_buffer,
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_free_rust_buffer,
+            _uniffi_lift_return,
             _uniffi_error_converter,
-            _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientsession_inject,
-            *_uniffi_lowered_args,
         )
-        return _uniffi_lift_return(_uniffi_ffi_result)
-    def item_status(self, message_id: str) -> typing.Optional[ItemStatus]:
-        
-        _UniffiFfiConverterString.check_lower(message_id)
+    async def next_events(self, ) -> typing.List[SessionActivity]:
+        """
+        Waits for activity, then returns all of it (one batch per read from the agent); raises
+        `Disconnected` once the connection ended and nothing is left.
+"""
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
-            _UniffiFfiConverterString.lower(message_id),
         )
-        _uniffi_lift_return = _UniffiFfiConverterOptionalTypeItemStatus.lift
+        _uniffi_lift_return = _UniffiFfiConverterSequenceTypeSessionActivity.lift
         _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
-        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+        return await _uniffi_rust_call_async(
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_session_next_events(*_uniffi_lowered_args),
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_poll_rust_buffer,
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_complete_rust_buffer,
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_free_rust_buffer,
+            _uniffi_lift_return,
             _uniffi_error_converter,
-            _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientsession_item_status,
-            *_uniffi_lowered_args,
         )
-        return _uniffi_lift_return(_uniffi_ffi_result)
-    def prompt(self, content: typing.List[ContentBlock]) -> str:
+    async def prompt(self, content: typing.List[ContentBlock]) -> typing.Optional[MessageId]:
         """
-        `session/prompt`: returns the line to send.
+        `session/prompt`: returns when the message is inserted, with its id.
 """
         
         _UniffiFfiConverterSequenceTypeContentBlock.check_lower(content)
@@ -4288,157 +20255,103 @@ class ClientSession(ClientSessionProtocol):
             self._uniffi_clone_handle(),
             _UniffiFfiConverterSequenceTypeContentBlock.lower(content),
         )
-        _uniffi_lift_return = _UniffiFfiConverterString.lift
+        _uniffi_lift_return = _UniffiFfiConverterOptionalTypeMessageId.lift
         _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
-        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+        return await _uniffi_rust_call_async(
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_session_prompt(*_uniffi_lowered_args),
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_poll_rust_buffer,
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_complete_rust_buffer,
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_free_rust_buffer,
+            _uniffi_lift_return,
             _uniffi_error_converter,
-            _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientsession_prompt,
-            *_uniffi_lowered_args,
         )
-        return _uniffi_lift_return(_uniffi_ffi_result)
-    def receive(self, line: str) -> None:
+    async def replace(self, message_id: MessageId,content: typing.List[ContentBlock]) -> None:
         """
-        Applies one line from the agent; raises `Protocol` when it was an error answer to one
-        of this client's requests (the line is applied either way).
+        `session/replace_inject`.
 """
         
-        _UniffiFfiConverterString.check_lower(line)
+        _UniffiFfiConverterTypeMessageId.check_lower(message_id)
+
+        _UniffiFfiConverterSequenceTypeContentBlock.check_lower(content)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
-            _UniffiFfiConverterString.lower(line),
+            _UniffiFfiConverterTypeMessageId.lower(message_id),
+            _UniffiFfiConverterSequenceTypeContentBlock.lower(content),
         )
         _uniffi_lift_return = lambda val: None
         _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
-        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+        return await _uniffi_rust_call_async(
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_session_replace(*_uniffi_lowered_args),
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_poll_void,
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_complete_void,
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_free_void,
+            _uniffi_lift_return,
             _uniffi_error_converter,
-            _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientsession_receive,
-            *_uniffi_lowered_args,
         )
-        return _uniffi_lift_return(_uniffi_ffi_result)
-    def receive_bytes(self, bytes: bytes) -> typing.List[ProtocolError]:
+    async def revoke(self, message_id: MessageId) -> None:
         """
-        Applies many newline-separated lines in one crossing; returns the error answers met.
+        `session/revoke_inject`.
 """
         
-        _UniffiFfiConverterBytes.check_lower(bytes)
+        _UniffiFfiConverterTypeMessageId.check_lower(message_id)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
-            _UniffiFfiConverterBytes.lower(bytes),
+            _UniffiFfiConverterTypeMessageId.lower(message_id),
         )
-        _uniffi_lift_return = _UniffiFfiConverterSequenceTypeProtocolError.lift
+        _uniffi_lift_return = lambda val: None
         _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
-        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+        return await _uniffi_rust_call_async(
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_session_revoke(*_uniffi_lowered_args),
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_poll_void,
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_complete_void,
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_free_void,
+            _uniffi_lift_return,
             _uniffi_error_converter,
-            _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientsession_receive_bytes,
-            *_uniffi_lowered_args,
         )
-        return _uniffi_lift_return(_uniffi_ffi_result)
-    def receive_lines(self, lines: typing.List[str]) -> typing.List[ProtocolError]:
+    def snapshot(self, ) -> typing.Optional[MirrorSnapshot]:
         """
-        Applies many lines in one crossing; returns the error answers met.
-"""
-        
-        _UniffiFfiConverterSequenceString.check_lower(lines)
-        _uniffi_lowered_args = (
-            self._uniffi_clone_handle(),
-            _UniffiFfiConverterSequenceString.lower(lines),
-        )
-        _uniffi_lift_return = _UniffiFfiConverterSequenceTypeProtocolError.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
-        _uniffi_ffi_result = _uniffi_rust_call_with_error(
-            _uniffi_error_converter,
-            _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientsession_receive_lines,
-            *_uniffi_lowered_args,
-        )
-        return _uniffi_lift_return(_uniffi_ffi_result)
-    def receive_text(self, lines: str) -> typing.List[ProtocolError]:
-        """
-        Applies newline-separated lines given as one string, in one crossing (the fastest bulk
-        form: a string crosses as one copy); returns the error answers met.
-"""
-        
-        _UniffiFfiConverterString.check_lower(lines)
-        _uniffi_lowered_args = (
-            self._uniffi_clone_handle(),
-            _UniffiFfiConverterString.lower(lines),
-        )
-        _uniffi_lift_return = _UniffiFfiConverterSequenceTypeProtocolError.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
-        _uniffi_ffi_result = _uniffi_rust_call_with_error(
-            _uniffi_error_converter,
-            _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientsession_receive_text,
-            *_uniffi_lowered_args,
-        )
-        return _uniffi_lift_return(_uniffi_ffi_result)
-    def replace(self, message_id: str,content: typing.List[ContentBlock]) -> str:
-        
-        _UniffiFfiConverterString.check_lower(message_id)
-
-        _UniffiFfiConverterSequenceTypeContentBlock.check_lower(content)
-        _uniffi_lowered_args = (
-            self._uniffi_clone_handle(),
-            _UniffiFfiConverterString.lower(message_id),
-            _UniffiFfiConverterSequenceTypeContentBlock.lower(content),
-        )
-        _uniffi_lift_return = _UniffiFfiConverterString.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
-        _uniffi_ffi_result = _uniffi_rust_call_with_error(
-            _uniffi_error_converter,
-            _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientsession_replace,
-            *_uniffi_lowered_args,
-        )
-        return _uniffi_lift_return(_uniffi_ffi_result)
-    def revoke(self, message_id: str) -> str:
-        
-        _UniffiFfiConverterString.check_lower(message_id)
-        _uniffi_lowered_args = (
-            self._uniffi_clone_handle(),
-            _UniffiFfiConverterString.lower(message_id),
-        )
-        _uniffi_lift_return = _UniffiFfiConverterString.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
-        _uniffi_ffi_result = _uniffi_rust_call_with_error(
-            _uniffi_error_converter,
-            _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientsession_revoke,
-            *_uniffi_lowered_args,
-        )
-        return _uniffi_lift_return(_uniffi_ffi_result)
-    def snapshot(self, ) -> ClientSnapshot:
-        _uniffi_lowered_args = (
-            self._uniffi_clone_handle(),
-        )
-        _uniffi_lift_return = _UniffiFfiConverterTypeClientSnapshot.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
-        _uniffi_ffi_result = _uniffi_rust_call_with_error(
-            _uniffi_error_converter,
-            _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientsession_snapshot,
-            *_uniffi_lowered_args,
-        )
-        return _uniffi_lift_return(_uniffi_ffi_result)
-    def snapshot_json(self, ) -> str:
-        """
-        The snapshot in the conformance vectors' JSON shape.
+        Everything a UI renders for this session now.
 """
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
         )
-        _uniffi_lift_return = _UniffiFfiConverterString.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_lift_return = _UniffiFfiConverterOptionalTypeMirrorSnapshot.lift
+        _uniffi_error_converter = None
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
-            _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientsession_snapshot_json,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_session_snapshot,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def status(self, ) -> str:
+    async def status(self, ) -> bool:
+        """
+        `session/status`: `true` while the agent holds the session.
+"""
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
         )
-        _uniffi_lift_return = _UniffiFfiConverterString.lift
+        _uniffi_lift_return = _UniffiFfiConverterBoolean.lift
         _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        return await _uniffi_rust_call_async(
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_session_status(*_uniffi_lowered_args),
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_poll_i8,
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_complete_i8,
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_free_i8,
+            _uniffi_lift_return,
+            _uniffi_error_converter,
+        )
+    def take_events(self, ) -> typing.List[SessionActivity]:
+        """
+        Whatever activity is queued now, without waiting.
+"""
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterSequenceTypeSessionActivity.lift
+        _uniffi_error_converter = None
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
-            _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientsession_status,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_session_take_events,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
@@ -4447,41 +20360,773 @@ class ClientSession(ClientSessionProtocol):
 
 
 
-class _UniffiFfiConverterTypeClientSession:
+class _UniffiFfiConverterTypeSession:
     @staticmethod
-    def lift(value: int) -> ClientSession:
-        return ClientSession._uniffi_make_instance(value)
+    def lift(value: int) -> Session:
+        return Session._uniffi_make_instance(value)
 
     @staticmethod
-    def check_lower(value: ClientSession):
-        if not isinstance(value, ClientSession):
-            raise TypeError("Expected ClientSession instance, {} found".format(type(value).__name__))
+    def check_lower(value: Session):
+        if not isinstance(value, Session):
+            raise TypeError("Expected Session instance, {} found".format(type(value).__name__))
 
     @staticmethod
-    def lower(value: ClientSession) -> ctypes.c_uint64:
+    def lower(value: Session) -> ctypes.c_uint64:
         return value._uniffi_clone_handle()
 
     @classmethod
-    def read(cls, buf: _UniffiRustBuffer) -> ClientSession:
+    def read(cls, buf: _UniffiRustBuffer) -> Session:
         ptr = buf.read_u64()
         if ptr == 0:
             raise InternalError("Raw handle value was null")
         return cls.lift(ptr)
 
     @classmethod
-    def write(cls, value: ClientSession, buf: _UniffiRustBuffer):
+    def write(cls, value: Session, buf: _UniffiRustBuffer):
         buf.write_u64(cls.lower(value))
-def default_agent_options() -> AgentOptions:
+
+
+class ConnectionProtocol(typing.Protocol):
     """
-    The defaults: both modes, replace, `finish`, batch drain, any controller, 4096 ids.
+    A connection to one agent process.
+"""
+    
+    def agent(self, ) -> InitializeResponse:
+        """
+        The agent's `initialize` answer.
+"""
+        raise NotImplementedError
+    async def close(self, ) -> None:
+        """
+        Closes the connection: stdin closed, a grace period, then the agent is killed.
+"""
+        raise NotImplementedError
+    def ignored(self, ) -> typing.List[str]:
+        """
+        Lines the connection could not use, most recent last.
+"""
+        raise NotImplementedError
+    async def list_sessions(self, cwd: typing.Optional[str],cursor: typing.Optional[str]) -> SessionPage:
+        """
+        `session/list`: one page.
+"""
+        raise NotImplementedError
+    async def new_session(self, cwd: str,additional_directories: typing.List[str],mcp_servers: typing.List[McpServer]) -> Session:
+        """
+        `session/new`.
+"""
+        raise NotImplementedError
+    async def resume(self, session_id: str,cwd: str,replay: bool) -> Session:
+        """
+        `session/resume`; with `replay` the conversation is replayed into the session first.
+"""
+        raise NotImplementedError
+
+class Connection(ConnectionProtocol):
+    """
+    A connection to one agent process.
+"""
+    
+    _handle: ctypes.c_uint64
+    
+    def __init__(self, *args, **kwargs):
+        raise ValueError("This class has no default constructor")
+
+    def __del__(self):
+        # In case of partial initialization of instances.
+        handle = getattr(self, "_handle", None)
+        if handle is not None:
+            _uniffi_rust_call(_UniffiLib.uniffi_acp_inject_ffi_fn_free_connection, handle)
+
+    def _uniffi_clone_handle(self):
+        return _uniffi_rust_call(_UniffiLib.uniffi_acp_inject_ffi_fn_clone_connection, self._handle)
+
+    # Used by alternative constructors or any methods which return this type.
+    @classmethod
+    def _uniffi_make_instance(cls, handle):
+        # Lightly yucky way to bypass the usual __init__ logic
+        # and just create a new instance with the required handle.
+        inst = cls.__new__(cls)
+        inst._handle = handle
+        return inst
+    def agent(self, ) -> InitializeResponse:
+        """
+        The agent's `initialize` answer.
+"""
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterTypeInitializeResponse.lift
+        _uniffi_error_converter = None
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_connection_agent,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    async def close(self, ) -> None:
+        """
+        Closes the connection: stdin closed, a grace period, then the agent is killed.
+"""
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+        )
+        _uniffi_lift_return = lambda val: None
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        return await _uniffi_rust_call_async(
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_connection_close(*_uniffi_lowered_args),
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_poll_void,
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_complete_void,
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_free_void,
+            _uniffi_lift_return,
+            _uniffi_error_converter,
+        )
+    def ignored(self, ) -> typing.List[str]:
+        """
+        Lines the connection could not use, most recent last.
+"""
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterSequenceString.lift
+        _uniffi_error_converter = None
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_connection_ignored,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    async def list_sessions(self, cwd: typing.Optional[str],cursor: typing.Optional[str]) -> SessionPage:
+        """
+        `session/list`: one page.
+"""
+        
+        _UniffiFfiConverterOptionalString.check_lower(cwd)
+
+        _UniffiFfiConverterOptionalString.check_lower(cursor)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterOptionalString.lower(cwd),
+            _UniffiFfiConverterOptionalString.lower(cursor),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterTypeSessionPage.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        return await _uniffi_rust_call_async(
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_connection_list_sessions(*_uniffi_lowered_args),
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_poll_rust_buffer,
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_complete_rust_buffer,
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_free_rust_buffer,
+            _uniffi_lift_return,
+            _uniffi_error_converter,
+        )
+    async def new_session(self, cwd: str,additional_directories: typing.List[str],mcp_servers: typing.List[McpServer]) -> Session:
+        """
+        `session/new`.
+"""
+        
+        _UniffiFfiConverterString.check_lower(cwd)
+
+        _UniffiFfiConverterSequenceString.check_lower(additional_directories)
+
+        _UniffiFfiConverterSequenceTypeMcpServer.check_lower(mcp_servers)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterString.lower(cwd),
+            _UniffiFfiConverterSequenceString.lower(additional_directories),
+            _UniffiFfiConverterSequenceTypeMcpServer.lower(mcp_servers),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterTypeSession.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        return await _uniffi_rust_call_async(
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_connection_new_session(*_uniffi_lowered_args),
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_poll_u64,
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_complete_u64,
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_free_u64,
+            _uniffi_lift_return,
+            _uniffi_error_converter,
+        )
+    async def resume(self, session_id: str,cwd: str,replay: bool) -> Session:
+        """
+        `session/resume`; with `replay` the conversation is replayed into the session first.
+"""
+        
+        _UniffiFfiConverterString.check_lower(session_id)
+
+        _UniffiFfiConverterString.check_lower(cwd)
+
+        _UniffiFfiConverterBoolean.check_lower(replay)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterString.lower(session_id),
+            _UniffiFfiConverterString.lower(cwd),
+            _UniffiFfiConverterBoolean.lower(replay),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterTypeSession.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        return await _uniffi_rust_call_async(
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_connection_resume(*_uniffi_lowered_args),
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_poll_u64,
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_complete_u64,
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_free_u64,
+            _uniffi_lift_return,
+            _uniffi_error_converter,
+        )
+
+
+
+
+
+class _UniffiFfiConverterTypeConnection:
+    @staticmethod
+    def lift(value: int) -> Connection:
+        return Connection._uniffi_make_instance(value)
+
+    @staticmethod
+    def check_lower(value: Connection):
+        if not isinstance(value, Connection):
+            raise TypeError("Expected Connection instance, {} found".format(type(value).__name__))
+
+    @staticmethod
+    def lower(value: Connection) -> ctypes.c_uint64:
+        return value._uniffi_clone_handle()
+
+    @classmethod
+    def read(cls, buf: _UniffiRustBuffer) -> Connection:
+        ptr = buf.read_u64()
+        if ptr == 0:
+            raise InternalError("Raw handle value was null")
+        return cls.lift(ptr)
+
+    @classmethod
+    def write(cls, value: Connection, buf: _UniffiRustBuffer):
+        buf.write_u64(cls.lower(value))
+
+class _UniffiFfiConverterOptionalTypeAgentSetup(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterTypeAgentSetup.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterTypeAgentSetup.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterTypeAgentSetup.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
+
+class _UniffiFfiConverterOptionalTypeCallRejected(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterTypeCallRejected.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterTypeCallRejected.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterTypeCallRejected.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
+
+class _UniffiFfiConverterMapStringSequenceString(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, items):
+        for (key, value) in items.items():
+            _UniffiFfiConverterString.check_lower(key)
+            _UniffiFfiConverterSequenceString.check_lower(value)
+
+    @classmethod
+    def write(cls, items, buf):
+        buf.write_i32(len(items))
+        for (key, value) in items.items():
+            _UniffiFfiConverterString.write(key, buf)
+            _UniffiFfiConverterSequenceString.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        count = buf.read_i32()
+        if count < 0:
+            raise InternalError("Unexpected negative map size")
+
+        # It would be nice to use a dict comprehension,
+        # but in Python 3.7 and before the evaluation order is not according to spec,
+        # so we we're reading the value before the key.
+        # This loop makes the order explicit: first reading the key, then the value.
+        d = {}
+        for i in range(count):
+            key = _UniffiFfiConverterString.read(buf)
+            val = _UniffiFfiConverterSequenceString.read(buf)
+            d[key] = val
+        return d
+
+class _UniffiFfiConverterOptionalTypeClientSetup(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterTypeClientSetup.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterTypeClientSetup.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterTypeClientSetup.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
+
+class _UniffiFfiConverterOptionalTypeInstruction(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterTypeInstruction.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterTypeInstruction.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterTypeInstruction.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
+
+
+class VectorRunProtocol(typing.Protocol):
+    """
+    One vector being replayed by a driver.
+"""
+    
+    def agent_setup(self, ) -> typing.Optional[AgentSetup]:
+        """
+        The agent setup of an agent-side vector.
+"""
+        raise NotImplementedError
+    def check_call(self, rejected: typing.Optional[CallRejected],sent: typing.List[str]) -> None:
+        """
+        Reports a call's result (`None` when it was sent) and the lines it sent.
+"""
+        raise NotImplementedError
+    def check_history(self, history: typing.List[HistoryEntry]) -> None:
+        """
+        Reports a session's history.
+"""
+        raise NotImplementedError
+    def check_item(self, status: typing.Optional[ItemStatus]) -> None:
+        """
+        Reports an item's status.
+"""
+        raise NotImplementedError
+    def check_outputs(self, outputs: typing.List[Output],attached: dict[str, typing.List[str]]) -> None:
+        """
+        Reports the outputs drained, with the connections attached to each live session.
+"""
+        raise NotImplementedError
+    def check_state(self, snapshot: typing.Optional[MirrorSnapshot]) -> None:
+        """
+        Reports a session's snapshot.
+"""
+        raise NotImplementedError
+    def client_setup(self, ) -> typing.Optional[ClientSetup]:
+        """
+        The client setup of a client-side vector.
+"""
+        raise NotImplementedError
+    def name(self, ) -> str:
+        """
+        The vector's name.
+"""
+        raise NotImplementedError
+    def next(self, ) -> typing.Optional[Instruction]:
+        """
+        The next instruction, or `None` when done (then drain once more and report with
+        `check_outputs`).
+"""
+        raise NotImplementedError
+    def record_events(self, events: typing.List[Event]) -> None:
+        """
+        Reports the events a received line caused.
+"""
+        raise NotImplementedError
+    def record_runtime_result(self, host_error: typing.Optional[str]) -> None:
+        """
+        Reports a runtime event's result: `None` if accepted, else the host error's kind.
+"""
+        raise NotImplementedError
+    def side(self, ) -> Side:
+        """
+        Which side it drives.
+"""
+        raise NotImplementedError
+
+class VectorRun(VectorRunProtocol):
+    """
+    One vector being replayed by a driver.
+"""
+    
+    _handle: ctypes.c_uint64
+    def __init__(self, vector_json: str):
+        """
+        Parses a vector (its JSON text).
+"""
+        
+        _UniffiFfiConverterString.check_lower(vector_json)
+        _uniffi_lowered_args = (
+            _UniffiFfiConverterString.lower(vector_json),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterTypeVectorRun.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_constructor_vectorrun_new,
+            *_uniffi_lowered_args,
+        )
+        self._handle = _uniffi_ffi_result
+
+    def __del__(self):
+        # In case of partial initialization of instances.
+        handle = getattr(self, "_handle", None)
+        if handle is not None:
+            _uniffi_rust_call(_UniffiLib.uniffi_acp_inject_ffi_fn_free_vectorrun, handle)
+
+    def _uniffi_clone_handle(self):
+        return _uniffi_rust_call(_UniffiLib.uniffi_acp_inject_ffi_fn_clone_vectorrun, self._handle)
+
+    # Used by alternative constructors or any methods which return this type.
+    @classmethod
+    def _uniffi_make_instance(cls, handle):
+        # Lightly yucky way to bypass the usual __init__ logic
+        # and just create a new instance with the required handle.
+        inst = cls.__new__(cls)
+        inst._handle = handle
+        return inst
+    def agent_setup(self, ) -> typing.Optional[AgentSetup]:
+        """
+        The agent setup of an agent-side vector.
+"""
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterOptionalTypeAgentSetup.lift
+        _uniffi_error_converter = None
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_vectorrun_agent_setup,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def check_call(self, rejected: typing.Optional[CallRejected],sent: typing.List[str]) -> None:
+        """
+        Reports a call's result (`None` when it was sent) and the lines it sent.
+"""
+        
+        _UniffiFfiConverterOptionalTypeCallRejected.check_lower(rejected)
+
+        _UniffiFfiConverterSequenceString.check_lower(sent)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterOptionalTypeCallRejected.lower(rejected),
+            _UniffiFfiConverterSequenceString.lower(sent),
+        )
+        _uniffi_lift_return = lambda val: None
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_vectorrun_check_call,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def check_history(self, history: typing.List[HistoryEntry]) -> None:
+        """
+        Reports a session's history.
+"""
+        
+        _UniffiFfiConverterSequenceTypeHistoryEntry.check_lower(history)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterSequenceTypeHistoryEntry.lower(history),
+        )
+        _uniffi_lift_return = lambda val: None
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_vectorrun_check_history,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def check_item(self, status: typing.Optional[ItemStatus]) -> None:
+        """
+        Reports an item's status.
+"""
+        
+        _UniffiFfiConverterOptionalTypeItemStatus.check_lower(status)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterOptionalTypeItemStatus.lower(status),
+        )
+        _uniffi_lift_return = lambda val: None
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_vectorrun_check_item,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def check_outputs(self, outputs: typing.List[Output],attached: dict[str, typing.List[str]]) -> None:
+        """
+        Reports the outputs drained, with the connections attached to each live session.
+"""
+        
+        _UniffiFfiConverterSequenceTypeOutput.check_lower(outputs)
+
+        _UniffiFfiConverterMapStringSequenceString.check_lower(attached)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterSequenceTypeOutput.lower(outputs),
+            _UniffiFfiConverterMapStringSequenceString.lower(attached),
+        )
+        _uniffi_lift_return = lambda val: None
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_vectorrun_check_outputs,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def check_state(self, snapshot: typing.Optional[MirrorSnapshot]) -> None:
+        """
+        Reports a session's snapshot.
+"""
+        
+        _UniffiFfiConverterOptionalTypeMirrorSnapshot.check_lower(snapshot)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterOptionalTypeMirrorSnapshot.lower(snapshot),
+        )
+        _uniffi_lift_return = lambda val: None
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_vectorrun_check_state,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def client_setup(self, ) -> typing.Optional[ClientSetup]:
+        """
+        The client setup of a client-side vector.
+"""
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterOptionalTypeClientSetup.lift
+        _uniffi_error_converter = None
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_vectorrun_client_setup,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def name(self, ) -> str:
+        """
+        The vector's name.
+"""
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterString.lift
+        _uniffi_error_converter = None
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_vectorrun_name,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def next(self, ) -> typing.Optional[Instruction]:
+        """
+        The next instruction, or `None` when done (then drain once more and report with
+        `check_outputs`).
+"""
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterOptionalTypeInstruction.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_vectorrun_next,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def record_events(self, events: typing.List[Event]) -> None:
+        """
+        Reports the events a received line caused.
+"""
+        
+        _UniffiFfiConverterSequenceTypeEvent.check_lower(events)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterSequenceTypeEvent.lower(events),
+        )
+        _uniffi_lift_return = lambda val: None
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_vectorrun_record_events,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def record_runtime_result(self, host_error: typing.Optional[str]) -> None:
+        """
+        Reports a runtime event's result: `None` if accepted, else the host error's kind.
+"""
+        
+        _UniffiFfiConverterOptionalString.check_lower(host_error)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterOptionalString.lower(host_error),
+        )
+        _uniffi_lift_return = lambda val: None
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_vectorrun_record_runtime_result,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def side(self, ) -> Side:
+        """
+        Which side it drives.
+"""
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterTypeSide.lift
+        _uniffi_error_converter = None
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_vectorrun_side,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+
+
+
+
+
+class _UniffiFfiConverterTypeVectorRun:
+    @staticmethod
+    def lift(value: int) -> VectorRun:
+        return VectorRun._uniffi_make_instance(value)
+
+    @staticmethod
+    def check_lower(value: VectorRun):
+        if not isinstance(value, VectorRun):
+            raise TypeError("Expected VectorRun instance, {} found".format(type(value).__name__))
+
+    @staticmethod
+    def lower(value: VectorRun) -> ctypes.c_uint64:
+        return value._uniffi_clone_handle()
+
+    @classmethod
+    def read(cls, buf: _UniffiRustBuffer) -> VectorRun:
+        ptr = buf.read_u64()
+        if ptr == 0:
+            raise InternalError("Raw handle value was null")
+        return cls.lift(ptr)
+
+    @classmethod
+    def write(cls, value: VectorRun, buf: _UniffiRustBuffer):
+        buf.write_u64(cls.lower(value))
+async def connect(command: typing.List[str],options: ConnectOptions) -> Connection:
+    """
+    Starts `command` (program and arguments) and connects to it over its stdio; `initialize`
+    is exchanged before this returns.
+"""
+    
+    _UniffiFfiConverterSequenceString.check_lower(command)
+
+    _UniffiFfiConverterTypeConnectOptions.check_lower(options)
+    _uniffi_lowered_args = (
+        _UniffiFfiConverterSequenceString.lower(command),
+        _UniffiFfiConverterTypeConnectOptions.lower(options),
+    )
+    _uniffi_lift_return = _UniffiFfiConverterTypeConnection.lift
+    _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+    return await _uniffi_rust_call_async(
+        _UniffiLib.uniffi_acp_inject_ffi_fn_func_connect(*_uniffi_lowered_args),
+        _UniffiLib.ffi_acp_inject_ffi_rust_future_poll_u64,
+        _UniffiLib.ffi_acp_inject_ffi_rust_future_complete_u64,
+        _UniffiLib.ffi_acp_inject_ffi_rust_future_free_u64,
+        _uniffi_lift_return,
+        _uniffi_error_converter,
+    )
+def default_agent_config() -> AgentConfig:
+    """
+    The default agent configuration: queue and steer, replace, `finish`, batch drain.
 """
     _uniffi_lowered_args = (
     )
-    _uniffi_lift_return = _UniffiFfiConverterTypeAgentOptions.lift
+    _uniffi_lift_return = _UniffiFfiConverterTypeAgentConfig.lift
     _uniffi_error_converter = None
     _uniffi_ffi_result = _uniffi_rust_call_with_error(
         _uniffi_error_converter,
-        _UniffiLib.uniffi_acp_inject_ffi_fn_func_default_agent_options,
+        _UniffiLib.uniffi_acp_inject_ffi_fn_func_default_agent_config,
+        *_uniffi_lowered_args,
+    )
+    return _uniffi_lift_return(_uniffi_ffi_result)
+def default_connect_options() -> ConnectOptions:
+    """
+    The defaults: pending updates on, 16 MiB lines, 30 s handshake, 2 s close grace, stderr
+    forwarded.
+"""
+    _uniffi_lowered_args = (
+    )
+    _uniffi_lift_return = _UniffiFfiConverterTypeConnectOptions.lift
+    _uniffi_error_converter = None
+    _uniffi_ffi_result = _uniffi_rust_call_with_error(
+        _uniffi_error_converter,
+        _UniffiLib.uniffi_acp_inject_ffi_fn_func_default_connect_options,
         *_uniffi_lowered_args,
     )
     return _uniffi_lift_return(_uniffi_ffi_result)
@@ -4499,59 +21144,170 @@ def library_version() -> str:
         *_uniffi_lowered_args,
     )
     return _uniffi_lift_return(_uniffi_ffi_result)
-def run_conformance(dirs: typing.List[str]) -> ConformanceReport:
-    """
-    Replays every vector file below `dirs` through the Rust runner.
-"""
-    
-    _UniffiFfiConverterSequenceString.check_lower(dirs)
-    _uniffi_lowered_args = (
-        _UniffiFfiConverterSequenceString.lower(dirs),
-    )
-    _uniffi_lift_return = _UniffiFfiConverterTypeConformanceReport.lift
-    _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
-    _uniffi_ffi_result = _uniffi_rust_call_with_error(
-        _uniffi_error_converter,
-        _UniffiLib.uniffi_acp_inject_ffi_fn_func_run_conformance,
-        *_uniffi_lowered_args,
-    )
-    return _uniffi_lift_return(_uniffi_ffi_result)
 
 __all__ = [
     "InternalError",
+    "Stream",
     "InjectMode",
     "SteerInStream",
     "QueueDrain",
     "RevokeReplace",
     "ClearStyle",
+    "Role",
+    "EmbeddedResourceResource",
+    "ContentBlock",
+    "ContentBlockListPatch",
+    "ConnectionRole",
+    "RequestId",
+    "ErrorReason",
+    "StopReason",
     "TurnState",
     "ItemMode",
     "ItemStatus",
-    "ContentBlock",
-    "TranscriptRole",
+    "MessageRole",
+    "McpServer",
+    "PermissionOptionKind",
+    "PlanEntryPriority",
+    "PlanEntryStatus",
+    "PlanUpdateContent",
+    "RequestPermissionOutcome",
+    "ReplayFrom",
+    "StringPatch",
+    "SessionStatus",
+    "ToolCallContent",
+    "ToolKind",
+    "ToolCallStatus",
+    "StateUpdate",
+    "SessionUpdate",
+    "CallRejected",
+    "HostError",
     "AcpError",
-    "RuntimeAction",
-    "AgentOutput",
+    "Answer",
     "BreakPoint",
-    "Role",
+    "ClientCall",
+    "RequestKind",
+    "SessionEvent",
+    "Event",
+    "HistoryEntry",
     "RuntimeEvent",
+    "Instruction",
+    "RuntimeAction",
+    "Output",
+    "SessionActivity",
+    "Side",
+    "Turn",
+    "Activity",
+    "AdditionalDirectoriesCapabilities",
     "Affordances",
+    "McpCapabilities",
+    "PendingCapabilities",
     "InjectCapabilities",
-    "AgentOptions",
+    "StatusCapabilities",
+    "SessionCapabilities",
+    "AgentCapabilities",
+    "Policy",
+    "AgentInfo",
+    "SetupSupport",
+    "AgentConfig",
+    "Annotations",
+    "TextContent",
+    "ImageContent",
+    "AudioContent",
+    "ResourceLink",
+    "TextResourceContents",
+    "BlobResourceContents",
+    "EmbeddedResource",
+    "AgentMessage",
+    "AgentMessageChunk",
+    "AgentMessageClear",
+    "SetupConnection",
+    "AgentSetup",
+    "AgentThought",
+    "AgentThoughtChunk",
+    "CancelRequestNotification",
+    "CancelSessionNotification",
+    "CancelledPermissionOutcome",
+    "ClientCapabilities",
+    "ClientSetup",
+    "CloseSessionRequest",
+    "CloseSessionResponse",
+    "Implementation",
+    "ConnectOptions",
+    "Cost",
+    "EnvVariable",
+    "ErrorData",
+    "HttpHeader",
+    "Usage",
+    "IdleStateUpdate",
+    "InitializeRequest",
+    "InitializeResponse",
+    "InjectRequest",
+    "InjectResponse",
+    "ListSessionsRequest",
+    "SessionInfo",
+    "ListSessionsResponse",
+    "McpServerHttp",
+    "McpServerStdio",
     "PendingItem",
     "TranscriptEntry",
     "Violation",
-    "ClientSnapshot",
-    "VectorFailure",
-    "ConformanceReport",
     "PendingInject",
+    "MirrorSnapshot",
+    "NewSessionRequest",
+    "NewSessionResponse",
+    "PendingInjectsUpdate",
+    "PermissionOption",
+    "PlanEntry",
+    "PlanItems",
+    "PlanUpdate",
+    "PromptRequest",
+    "PromptResponse",
     "ProtocolError",
+    "ReplaceInjectRequest",
+    "ReplaceInjectResponse",
+    "ReplayFromStart",
+    "RequestPermissionRequest",
+    "SelectedPermissionOutcome",
+    "RequestPermissionResponse",
+    "RequiresActionStateUpdate",
+    "ResumeSessionRequest",
+    "ResumeSessionResponse",
+    "RevokeInjectRequest",
+    "RevokeInjectResponse",
+    "RunningStateUpdate",
+    "SessionClosedUpdate",
+    "SessionInfoUpdate",
+    "SessionPage",
+    "SessionSetup",
+    "SessionStatusRequest",
+    "SessionStatusResponse",
+    "ToolCallContentBlock",
+    "ToolCallContentChunk",
+    "ToolCallUpdate",
+    "TurnEnd",
+    "UserMessage",
+    "UserMessageChunk",
+    "UsageUpdate",
+    "UpdateSessionNotification",
     "UserInput",
-    "default_agent_options",
+    "connect",
+    "default_agent_config",
+    "default_connect_options",
     "library_version",
-    "run_conformance",
     "AgentCore",
     "AgentCoreProtocol",
-    "ClientSession",
-    "ClientSessionProtocol",
+    "TurnContext",
+    "TurnContextProtocol",
+    "AgentRuntimeImpl",
+    "AgentRuntime",
+    "AgentServer",
+    "AgentServerProtocol",
+    "ClientCore",
+    "ClientCoreProtocol",
+    "Session",
+    "SessionProtocol",
+    "Connection",
+    "ConnectionProtocol",
+    "VectorRun",
+    "VectorRunProtocol",
 ]

@@ -461,7 +461,29 @@ fileprivate final class UniffiHandleMap<T>: @unchecked Sendable {
 
 
 // Public interface members begin here.
+// Magic number for the Rust proxy to call using the same mechanism as every other method,
+// to free the callback once it's dropped by Rust.
+private let IDX_CALLBACK_FREE: Int32 = 0
+// Callback return codes
+private let UNIFFI_CALLBACK_SUCCESS: Int32 = 0
+private let UNIFFI_CALLBACK_ERROR: Int32 = 1
+private let UNIFFI_CALLBACK_UNEXPECTED_ERROR: Int32 = 2
 
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterUInt16: FfiConverterPrimitive {
+    typealias FfiType = UInt16
+    typealias SwiftType = UInt16
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> UInt16 {
+        return try lift(readInt(&buf))
+    }
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
 
 #if swift(>=5.8)
 @_documentation(visibility: private)
@@ -508,6 +530,22 @@ fileprivate struct FfiConverterInt64: FfiConverterPrimitive {
 
     public static func write(_ value: Int64, into buf: inout [UInt8]) {
         writeInt(&buf, lower(value))
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterDouble: FfiConverterPrimitive {
+    typealias FfiType = Double
+    typealias SwiftType = Double
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Double {
+        return try lift(readDouble(&buf))
+    }
+
+    public static func write(_ value: Double, into buf: inout [UInt8]) {
+        writeDouble(&buf, lower(value))
     }
 }
 
@@ -603,59 +641,101 @@ fileprivate struct FfiConverterData: FfiConverterRustBuffer {
 
 
 /**
- * The agent-side core of one agent process (all its sessions).
+ * The agent-side core of one agent process (all its sessions), without I/O.
  */
 public protocol AgentCoreProtocol: AnyObject, Sendable {
     
-    func attach(connection: String, role: Role) throws 
+    /**
+     * Registers a connection with a role.
+     */
+    func attach(connection: String, role: ConnectionRole) throws 
     
     /**
-     * Creates an idle session with a chosen id (hosts that mint their own ids).
+     * Attaches a connection to a live session; `false` when the session is not live.
      */
-    func createSession(sessionId: String) throws 
+    func attachToSession(connection: String, sessionId: String) throws  -> Bool
     
     /**
-     * Applies raw bytes holding one or more newline-separated lines (invalid UTF-8 in a line
-     * is answered with a parse error); returns every output, in order.
+     * The connections attached to a session.
      */
-    func handleBytes(connection: String, bytes: Data) throws  -> [AgentOutput]
+    func attached(sessionId: String) throws  -> [String]
+    
+    /**
+     * Creates an idle session with a chosen id; `false` when the id is taken.
+     */
+    func createSession(sessionId: String, cwd: String) throws  -> Bool
+    
+    /**
+     * A connection went away: it is detached from every session.
+     */
+    func detach(connection: String) throws 
+    
+    /**
+     * Forgets a session and its history.
+     */
+    func forgetSession(sessionId: String) throws 
+    
+    /**
+     * Feeds raw bytes from `connection` in any chunking (a read of its stream): complete
+     * lines are applied (invalid UTF-8 in a line is a parse error), a partial line waits for
+     * the next call. Returns every output, in order.
+     */
+    func handleBytes(connection: String, bytes: Data) throws  -> [Output]
     
     /**
      * Applies one line from `connection`; returns every output it caused, in order.
      */
-    func handleLine(connection: String, line: String) throws  -> [AgentOutput]
+    func handleLine(connection: String, line: String) throws  -> [Output]
     
     /**
-     * Applies newline-separated lines given as one string (a string crosses the boundary as
-     * one copy; bytes are lifted one by one, so prefer this for bulk); returns every output.
+     * Applies newline-separated lines given as one string (one crossing for many lines);
+     * returns every output, in order.
      */
-    func handleText(connection: String, lines: String) throws  -> [AgentOutput]
+    func handleText(connection: String, lines: String) throws  -> [Output]
     
     /**
-     * Delivered user messages of a session, in delivery order (R-REPLAY-1).
+     * The session's history (R-REPLAY-1), as stored.
      */
-    func history(sessionId: String) throws  -> [UserInput]
+    func history(sessionId: String) throws  -> [HistoryEntry]
     
+    /**
+     * Whether the agent holds the session live (R-STATUS-1).
+     */
     func isLive(sessionId: String) throws  -> Bool
     
     /**
-     * Pending injects of a session, in delivery order.
+     * A fresh id for an agent message or thought.
+     */
+    func mintAgentMessageId() throws  -> MessageId
+    
+    /**
+     * The session's pending injects in delivery order.
      */
     func pending(sessionId: String) throws  -> [PendingInject]
     
     /**
-     * Applies a runtime event of `session_id`; returns every output it caused.
+     * Applies a runtime event of a session; returns every output it caused.
      */
-    func runtimeEvent(sessionId: String, event: RuntimeEvent) throws  -> [AgentOutput]
+    func runtimeEvent(sessionId: String, event: RuntimeEvent) throws  -> [Output]
     
     /**
-     * The whole state as a versioned JSON document (drain outputs first).
+     * The live sessions.
+     */
+    func sessionIds() throws  -> [String]
+    
+    /**
+     * The live state as JSON, for [`AgentCore::restore`] (drain first).
      */
     func snapshot() throws  -> String
     
+    /**
+     * A live session's turn.
+     */
+    func turn(sessionId: String) throws  -> Turn?
+    
 }
 /**
- * The agent-side core of one agent process (all its sessions).
+ * The agent-side core of one agent process (all its sessions), without I/O.
  */
 open class AgentCore: AgentCoreProtocol, @unchecked Sendable {
     fileprivate let handle: UInt64
@@ -696,12 +776,15 @@ open class AgentCore: AgentCoreProtocol, @unchecked Sendable {
     public func uniffiCloneHandle() -> UInt64 {
         return try! rustCall { uniffi_acp_inject_ffi_fn_clone_agentcore(self.handle, $0) }
     }
-public convenience init(options: AgentOptions)throws  {
+    /**
+     * An agent keeping sessions in memory.
+     */
+public convenience init(config: AgentConfig)throws  {
     let handle =
         try rustCallWithError(FfiConverterTypeAcpError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_constructor_agentcore_new(
-        FfiConverterTypeAgentOptions_lower(options),uniffiCallStatus
+        FfiConverterTypeAgentConfig_lower(config),uniffiCallStatus
     )
 }
     self.init(unsafeFromHandle: handle)
@@ -718,12 +801,28 @@ public convenience init(options: AgentOptions)throws  {
 
     
     /**
-     * Restores an agent from [`AgentCore::snapshot`].
+     * An agent on a SQLite store at `path` (created if missing): its sessions outlive the
+     * process, and a new process continues from them.
      */
-public static func restore(snapshot: String)throws  -> AgentCore  {
+public static func `open`(config: AgentConfig, path: String)throws  -> AgentCore  {
+    return try  FfiConverterTypeAgentCore_lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_constructor_agentcore_open(
+        FfiConverterTypeAgentConfig_lower(config),
+        FfiConverterString.lower(path),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * An agent continuing from [`AgentCore::snapshot`] (history starts empty: it lives in a
+     * store, not in the snapshot).
+     */
+public static func restore(config: AgentConfig, snapshot: String)throws  -> AgentCore  {
     return try  FfiConverterTypeAgentCore_lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_constructor_agentcore_restore(
+        FfiConverterTypeAgentConfig_lower(config),
         FfiConverterString.lower(snapshot),uniffiCallStatus
     )
 })
@@ -731,22 +830,78 @@ public static func restore(snapshot: String)throws  -> AgentCore  {
     
 
     
-open func attach(connection: String, role: Role)throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
+    /**
+     * Registers a connection with a role.
+     */
+open func attach(connection: String, role: ConnectionRole)throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_agentcore_attach(
             self.uniffiCloneHandle(),
         FfiConverterString.lower(connection),
-        FfiConverterTypeRole_lower(role),uniffiCallStatus
+        FfiConverterTypeConnectionRole_lower(role),uniffiCallStatus
     )
 }
 }
     
     /**
-     * Creates an idle session with a chosen id (hosts that mint their own ids).
+     * Attaches a connection to a live session; `false` when the session is not live.
      */
-open func createSession(sessionId: String)throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func attachToSession(connection: String, sessionId: String)throws  -> Bool  {
+    return try  FfiConverterBool.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_agentcore_attach_to_session(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(connection),
+        FfiConverterString.lower(sessionId),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * The connections attached to a session.
+     */
+open func attached(sessionId: String)throws  -> [String]  {
+    return try  FfiConverterSequenceString.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_agentcore_attached(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(sessionId),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Creates an idle session with a chosen id; `false` when the id is taken.
+     */
+open func createSession(sessionId: String, cwd: String)throws  -> Bool  {
+    return try  FfiConverterBool.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_agentcore_create_session(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(sessionId),
+        FfiConverterString.lower(cwd),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * A connection went away: it is detached from every session.
+     */
+open func detach(connection: String)throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_agentcore_detach(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(connection),uniffiCallStatus
+    )
+}
+}
+    
+    /**
+     * Forgets a session and its history.
+     */
+open func forgetSession(sessionId: String)throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_agentcore_forget_session(
             self.uniffiCloneHandle(),
         FfiConverterString.lower(sessionId),uniffiCallStatus
     )
@@ -754,11 +909,12 @@ open func createSession(sessionId: String)throws   {try rustCallWithError(FfiCon
 }
     
     /**
-     * Applies raw bytes holding one or more newline-separated lines (invalid UTF-8 in a line
-     * is answered with a parse error); returns every output, in order.
+     * Feeds raw bytes from `connection` in any chunking (a read of its stream): complete
+     * lines are applied (invalid UTF-8 in a line is a parse error), a partial line waits for
+     * the next call. Returns every output, in order.
      */
-open func handleBytes(connection: String, bytes: Data)throws  -> [AgentOutput]  {
-    return try  FfiConverterSequenceTypeAgentOutput.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func handleBytes(connection: String, bytes: Data)throws  -> [Output]  {
+    return try  FfiConverterSequenceTypeOutput.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_agentcore_handle_bytes(
             self.uniffiCloneHandle(),
@@ -771,8 +927,8 @@ open func handleBytes(connection: String, bytes: Data)throws  -> [AgentOutput]  
     /**
      * Applies one line from `connection`; returns every output it caused, in order.
      */
-open func handleLine(connection: String, line: String)throws  -> [AgentOutput]  {
-    return try  FfiConverterSequenceTypeAgentOutput.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func handleLine(connection: String, line: String)throws  -> [Output]  {
+    return try  FfiConverterSequenceTypeOutput.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_agentcore_handle_line(
             self.uniffiCloneHandle(),
@@ -783,11 +939,11 @@ open func handleLine(connection: String, line: String)throws  -> [AgentOutput]  
 }
     
     /**
-     * Applies newline-separated lines given as one string (a string crosses the boundary as
-     * one copy; bytes are lifted one by one, so prefer this for bulk); returns every output.
+     * Applies newline-separated lines given as one string (one crossing for many lines);
+     * returns every output, in order.
      */
-open func handleText(connection: String, lines: String)throws  -> [AgentOutput]  {
-    return try  FfiConverterSequenceTypeAgentOutput.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func handleText(connection: String, lines: String)throws  -> [Output]  {
+    return try  FfiConverterSequenceTypeOutput.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_agentcore_handle_text(
             self.uniffiCloneHandle(),
@@ -798,10 +954,10 @@ open func handleText(connection: String, lines: String)throws  -> [AgentOutput] 
 }
     
     /**
-     * Delivered user messages of a session, in delivery order (R-REPLAY-1).
+     * The session's history (R-REPLAY-1), as stored.
      */
-open func history(sessionId: String)throws  -> [UserInput]  {
-    return try  FfiConverterSequenceTypeUserInput.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func history(sessionId: String)throws  -> [HistoryEntry]  {
+    return try  FfiConverterSequenceTypeHistoryEntry.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_agentcore_history(
             self.uniffiCloneHandle(),
@@ -810,6 +966,9 @@ open func history(sessionId: String)throws  -> [UserInput]  {
 })
 }
     
+    /**
+     * Whether the agent holds the session live (R-STATUS-1).
+     */
 open func isLive(sessionId: String)throws  -> Bool  {
     return try  FfiConverterBool.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
         uniffiCallStatus in
@@ -821,7 +980,19 @@ open func isLive(sessionId: String)throws  -> Bool  {
 }
     
     /**
-     * Pending injects of a session, in delivery order.
+     * A fresh id for an agent message or thought.
+     */
+open func mintAgentMessageId()throws  -> MessageId  {
+    return try  FfiConverterTypeMessageId_lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_agentcore_mint_agent_message_id(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * The session's pending injects in delivery order.
      */
 open func pending(sessionId: String)throws  -> [PendingInject]  {
     return try  FfiConverterSequenceTypePendingInject.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
@@ -834,10 +1005,10 @@ open func pending(sessionId: String)throws  -> [PendingInject]  {
 }
     
     /**
-     * Applies a runtime event of `session_id`; returns every output it caused.
+     * Applies a runtime event of a session; returns every output it caused.
      */
-open func runtimeEvent(sessionId: String, event: RuntimeEvent)throws  -> [AgentOutput]  {
-    return try  FfiConverterSequenceTypeAgentOutput.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func runtimeEvent(sessionId: String, event: RuntimeEvent)throws  -> [Output]  {
+    return try  FfiConverterSequenceTypeOutput.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_agentcore_runtime_event(
             self.uniffiCloneHandle(),
@@ -848,13 +1019,38 @@ open func runtimeEvent(sessionId: String, event: RuntimeEvent)throws  -> [AgentO
 }
     
     /**
-     * The whole state as a versioned JSON document (drain outputs first).
+     * The live sessions.
+     */
+open func sessionIds()throws  -> [String]  {
+    return try  FfiConverterSequenceString.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_agentcore_session_ids(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * The live state as JSON, for [`AgentCore::restore`] (drain first).
      */
 open func snapshot()throws  -> String  {
     return try  FfiConverterString.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_agentcore_snapshot(
             self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * A live session's turn.
+     */
+open func turn(sessionId: String)throws  -> Turn?  {
+    return try  FfiConverterOptionTypeTurn.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_agentcore_turn(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(sessionId),uniffiCallStatus
     )
 })
 }
@@ -910,69 +1106,37 @@ public func FfiConverterTypeAgentCore_lower(_ value: AgentCore) -> UInt64 {
 
 
 /**
- * The client-side mirror of one session.
+ * What an agent author implements (the thin layer of each language gives defaults for the
+ * optional methods).
  */
-public protocol ClientSessionProtocol: AnyObject, Sendable {
-    
-    func cancel() throws  -> String
+public protocol AgentRuntime: AnyObject, Sendable {
     
     /**
-     * Lines that were not usable (framing errors, stray responses), counted.
+     * Runs one turn whose opening input is `input` (empty when the runtime started it).
      */
-    func ignoredLines() throws  -> UInt64
+    func runTurn(turn: TurnContext, input: [UserInput]) async throws  -> TurnEnd
     
     /**
-     * `session/inject`: returns the line to send, or `Rejected` when the mode is not advertised.
+     * A client created a session.
      */
-    func inject(mode: InjectMode, content: [ContentBlock]) throws  -> String
-    
-    func itemStatus(messageId: String) throws  -> ItemStatus?
+    func sessionOpened(sessionId: String, setup: SessionSetup) async throws 
     
     /**
-     * `session/prompt`: returns the line to send.
+     * A client resumed a session (its history was already replayed).
      */
-    func prompt(content: [ContentBlock]) throws  -> String
+    func sessionResumed(sessionId: String, setup: SessionSetup) async throws 
     
     /**
-     * Applies one line from the agent; raises `Protocol` when it was an error answer to one
-     * of this client's requests (the line is applied either way).
+     * The session was closed; `dropped` were pending (never delivered).
      */
-    func receive(line: String) throws 
-    
-    /**
-     * Applies many newline-separated lines in one crossing; returns the error answers met.
-     */
-    func receiveBytes(bytes: Data) throws  -> [ProtocolError]
-    
-    /**
-     * Applies many lines in one crossing; returns the error answers met.
-     */
-    func receiveLines(lines: [String]) throws  -> [ProtocolError]
-    
-    /**
-     * Applies newline-separated lines given as one string, in one crossing (the fastest bulk
-     * form: a string crosses as one copy); returns the error answers met.
-     */
-    func receiveText(lines: String) throws  -> [ProtocolError]
-    
-    func replace(messageId: String, content: [ContentBlock]) throws  -> String
-    
-    func revoke(messageId: String) throws  -> String
-    
-    func snapshot() throws  -> ClientSnapshot
-    
-    /**
-     * The snapshot in the conformance vectors' JSON shape.
-     */
-    func snapshotJson() throws  -> String
-    
-    func status() throws  -> String
+    func sessionClosed(sessionId: String, dropped: [PendingInject]) async throws 
     
 }
 /**
- * The client-side mirror of one session.
+ * What an agent author implements (the thin layer of each language gives defaults for the
+ * optional methods).
  */
-open class ClientSession: ClientSessionProtocol, @unchecked Sendable {
+open class AgentRuntimeImpl: AgentRuntime, @unchecked Sendable {
     fileprivate let handle: UInt64
 
     /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
@@ -1009,18 +1173,459 @@ open class ClientSession: ClientSessionProtocol, @unchecked Sendable {
     @_documentation(visibility: private)
 #endif
     public func uniffiCloneHandle() -> UInt64 {
-        return try! rustCall { uniffi_acp_inject_ffi_fn_clone_clientsession(self.handle, $0) }
+        return try! rustCall { uniffi_acp_inject_ffi_fn_clone_agentruntime(self.handle, $0) }
+    }
+    // No primary constructor declared for this class.
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_acp_inject_ffi_fn_free_agentruntime(handle, $0) }
+    }
+
+    
+
+    
+    /**
+     * Runs one turn whose opening input is `input` (empty when the runtime started it).
+     */
+open func runTurn(turn: TurnContext, input: [UserInput])async throws  -> TurnEnd  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_acp_inject_ffi_fn_method_agentruntime_run_turn(
+                        self.uniffiCloneHandle(),FfiConverterTypeTurnContext_lower(turn),FfiConverterSequenceTypeUserInput.lower(input)
+                )
+            },
+            pollFunc: ffi_acp_inject_ffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_acp_inject_ffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_acp_inject_ffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterTypeTurnEnd_lift,
+            errorHandler: FfiConverterTypeAcpError_lift
+        )
+}
+    
+    /**
+     * A client created a session.
+     */
+open func sessionOpened(sessionId: String, setup: SessionSetup)async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_acp_inject_ffi_fn_method_agentruntime_session_opened(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(sessionId),FfiConverterTypeSessionSetup_lower(setup)
+                )
+            },
+            pollFunc: ffi_acp_inject_ffi_rust_future_poll_void,
+            completeFunc: ffi_acp_inject_ffi_rust_future_complete_void,
+            freeFunc: ffi_acp_inject_ffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeAcpError_lift
+        )
+}
+    
+    /**
+     * A client resumed a session (its history was already replayed).
+     */
+open func sessionResumed(sessionId: String, setup: SessionSetup)async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_acp_inject_ffi_fn_method_agentruntime_session_resumed(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(sessionId),FfiConverterTypeSessionSetup_lower(setup)
+                )
+            },
+            pollFunc: ffi_acp_inject_ffi_rust_future_poll_void,
+            completeFunc: ffi_acp_inject_ffi_rust_future_complete_void,
+            freeFunc: ffi_acp_inject_ffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeAcpError_lift
+        )
+}
+    
+    /**
+     * The session was closed; `dropped` were pending (never delivered).
+     */
+open func sessionClosed(sessionId: String, dropped: [PendingInject])async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_acp_inject_ffi_fn_method_agentruntime_session_closed(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(sessionId),FfiConverterSequenceTypePendingInject.lower(dropped)
+                )
+            },
+            pollFunc: ffi_acp_inject_ffi_rust_future_poll_void,
+            completeFunc: ffi_acp_inject_ffi_rust_future_complete_void,
+            freeFunc: ffi_acp_inject_ffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeAcpError_lift
+        )
+}
+    
+
+    
+}
+
+
+
+// Put the implementation in a struct so we don't pollute the top-level namespace
+fileprivate struct UniffiCallbackInterfaceAgentRuntime {
+
+    // Create the VTable using a series of closures.
+    // Swift automatically converts these into C callback functions.
+    //
+    // Store the vtable directly.
+    static let vtable: UniffiVTableCallbackInterfaceAgentRuntime = UniffiVTableCallbackInterfaceAgentRuntime(
+        uniffiFree: { (uniffiHandle: UInt64) -> () in
+            do {
+                try FfiConverterTypeAgentRuntime.handleMap.remove(handle: uniffiHandle)
+            } catch {
+                print("Uniffi callback interface AgentRuntime: handle missing in uniffiFree")
+            }
+        },
+        uniffiClone: { (uniffiHandle: UInt64) -> UInt64 in
+            do {
+                return try FfiConverterTypeAgentRuntime.handleMap.clone(handle: uniffiHandle)
+            } catch {
+                fatalError("Uniffi callback interface AgentRuntime: handle missing in uniffiClone")
+            }
+        },
+        runTurn: { (
+            uniffiHandle: UInt64,
+            turn: UInt64,
+            input: RustBuffer,
+            uniffiFutureCallback: @escaping UniffiForeignFutureCompleteRustBuffer,
+            uniffiCallbackData: UInt64,
+            uniffiOutDroppedCallback: UnsafeMutablePointer<UniffiForeignFutureDroppedCallbackStruct>
+        ) in
+            let makeCall = {
+                () async throws -> TurnEnd in
+                guard let uniffiObj = try? FfiConverterTypeAgentRuntime.handleMap.get(handle: uniffiHandle) else {
+                    throw UniffiInternalError.unexpectedStaleHandle
+                }
+                return try await uniffiObj.runTurn(
+                     turn: try FfiConverterTypeTurnContext_lift(turn),
+                     input: try FfiConverterSequenceTypeUserInput.lift(input)
+                )
+            }
+
+            let uniffiHandleSuccess = { (returnValue: TurnEnd) in
+                uniffiFutureCallback(
+                    uniffiCallbackData,
+                    UniffiForeignFutureResultRustBuffer(
+                        returnValue: FfiConverterTypeTurnEnd_lower(returnValue),
+                        callStatus: RustCallStatus()
+                    )
+                )
+            }
+            let uniffiHandleError = { (statusCode, errorBuf) in
+                uniffiFutureCallback(
+                    uniffiCallbackData,
+                    UniffiForeignFutureResultRustBuffer(
+                        returnValue: RustBuffer.empty(),
+                        callStatus: RustCallStatus(code: statusCode, errorBuf: errorBuf)
+                    )
+                )
+            }
+            uniffiTraitInterfaceCallAsyncWithError(
+                makeCall: makeCall,
+                handleSuccess: uniffiHandleSuccess,
+                handleError: uniffiHandleError,
+                lowerError: FfiConverterTypeAcpError_lower,
+                droppedCallback: uniffiOutDroppedCallback
+            )
+        },
+        sessionOpened: { (
+            uniffiHandle: UInt64,
+            sessionId: RustBuffer,
+            setup: RustBuffer,
+            uniffiFutureCallback: @escaping UniffiForeignFutureCompleteVoid,
+            uniffiCallbackData: UInt64,
+            uniffiOutDroppedCallback: UnsafeMutablePointer<UniffiForeignFutureDroppedCallbackStruct>
+        ) in
+            let makeCall = {
+                () async throws -> () in
+                guard let uniffiObj = try? FfiConverterTypeAgentRuntime.handleMap.get(handle: uniffiHandle) else {
+                    throw UniffiInternalError.unexpectedStaleHandle
+                }
+                return try await uniffiObj.sessionOpened(
+                     sessionId: try FfiConverterString.lift(sessionId),
+                     setup: try FfiConverterTypeSessionSetup_lift(setup)
+                )
+            }
+
+            let uniffiHandleSuccess = { (returnValue: ()) in
+                uniffiFutureCallback(
+                    uniffiCallbackData,
+                    UniffiForeignFutureResultVoid(
+                        callStatus: RustCallStatus()
+                    )
+                )
+            }
+            let uniffiHandleError = { (statusCode, errorBuf) in
+                uniffiFutureCallback(
+                    uniffiCallbackData,
+                    UniffiForeignFutureResultVoid(
+                        callStatus: RustCallStatus(code: statusCode, errorBuf: errorBuf)
+                    )
+                )
+            }
+            uniffiTraitInterfaceCallAsyncWithError(
+                makeCall: makeCall,
+                handleSuccess: uniffiHandleSuccess,
+                handleError: uniffiHandleError,
+                lowerError: FfiConverterTypeAcpError_lower,
+                droppedCallback: uniffiOutDroppedCallback
+            )
+        },
+        sessionResumed: { (
+            uniffiHandle: UInt64,
+            sessionId: RustBuffer,
+            setup: RustBuffer,
+            uniffiFutureCallback: @escaping UniffiForeignFutureCompleteVoid,
+            uniffiCallbackData: UInt64,
+            uniffiOutDroppedCallback: UnsafeMutablePointer<UniffiForeignFutureDroppedCallbackStruct>
+        ) in
+            let makeCall = {
+                () async throws -> () in
+                guard let uniffiObj = try? FfiConverterTypeAgentRuntime.handleMap.get(handle: uniffiHandle) else {
+                    throw UniffiInternalError.unexpectedStaleHandle
+                }
+                return try await uniffiObj.sessionResumed(
+                     sessionId: try FfiConverterString.lift(sessionId),
+                     setup: try FfiConverterTypeSessionSetup_lift(setup)
+                )
+            }
+
+            let uniffiHandleSuccess = { (returnValue: ()) in
+                uniffiFutureCallback(
+                    uniffiCallbackData,
+                    UniffiForeignFutureResultVoid(
+                        callStatus: RustCallStatus()
+                    )
+                )
+            }
+            let uniffiHandleError = { (statusCode, errorBuf) in
+                uniffiFutureCallback(
+                    uniffiCallbackData,
+                    UniffiForeignFutureResultVoid(
+                        callStatus: RustCallStatus(code: statusCode, errorBuf: errorBuf)
+                    )
+                )
+            }
+            uniffiTraitInterfaceCallAsyncWithError(
+                makeCall: makeCall,
+                handleSuccess: uniffiHandleSuccess,
+                handleError: uniffiHandleError,
+                lowerError: FfiConverterTypeAcpError_lower,
+                droppedCallback: uniffiOutDroppedCallback
+            )
+        },
+        sessionClosed: { (
+            uniffiHandle: UInt64,
+            sessionId: RustBuffer,
+            dropped: RustBuffer,
+            uniffiFutureCallback: @escaping UniffiForeignFutureCompleteVoid,
+            uniffiCallbackData: UInt64,
+            uniffiOutDroppedCallback: UnsafeMutablePointer<UniffiForeignFutureDroppedCallbackStruct>
+        ) in
+            let makeCall = {
+                () async throws -> () in
+                guard let uniffiObj = try? FfiConverterTypeAgentRuntime.handleMap.get(handle: uniffiHandle) else {
+                    throw UniffiInternalError.unexpectedStaleHandle
+                }
+                return try await uniffiObj.sessionClosed(
+                     sessionId: try FfiConverterString.lift(sessionId),
+                     dropped: try FfiConverterSequenceTypePendingInject.lift(dropped)
+                )
+            }
+
+            let uniffiHandleSuccess = { (returnValue: ()) in
+                uniffiFutureCallback(
+                    uniffiCallbackData,
+                    UniffiForeignFutureResultVoid(
+                        callStatus: RustCallStatus()
+                    )
+                )
+            }
+            let uniffiHandleError = { (statusCode, errorBuf) in
+                uniffiFutureCallback(
+                    uniffiCallbackData,
+                    UniffiForeignFutureResultVoid(
+                        callStatus: RustCallStatus(code: statusCode, errorBuf: errorBuf)
+                    )
+                )
+            }
+            uniffiTraitInterfaceCallAsyncWithError(
+                makeCall: makeCall,
+                handleSuccess: uniffiHandleSuccess,
+                handleError: uniffiHandleError,
+                lowerError: FfiConverterTypeAcpError_lower,
+                droppedCallback: uniffiOutDroppedCallback
+            )
+        }
+    )
+
+    // Rust stores this pointer for future callback invocations, so it must live
+    // for the process lifetime (not just for the init function call).
+    //
+    // `nonisolated(unsafe)` is needed under Swift 6 strict concurrency.
+    // This is safe because the pointee is initialized once during static init
+    // and never mutated by either side of the FFI.  Its fields are C function pointers.
+    nonisolated(unsafe) static let vtablePtr: UnsafePointer<UniffiVTableCallbackInterfaceAgentRuntime> = {
+        let ptr = UnsafeMutablePointer<UniffiVTableCallbackInterfaceAgentRuntime>.allocate(capacity: 1)
+        ptr.initialize(to: vtable)
+        return UnsafePointer(ptr)
+    }()
+}
+
+private func uniffiCallbackInitAgentRuntime() {
+    uniffi_acp_inject_ffi_fn_init_callback_vtable_agentruntime(UniffiCallbackInterfaceAgentRuntime.vtablePtr)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeAgentRuntime: FfiConverter {
+    fileprivate static let handleMap = UniffiHandleMap<AgentRuntime>()
+
+    typealias FfiType = UInt64
+    typealias SwiftType = AgentRuntime
+
+    public static func lift(_ handle: UInt64) throws -> AgentRuntime {
+        if ((handle & 1) == 0) {
+            // Rust-generated handle, construct a new class that uses the handle to implement the
+            // interface
+            return AgentRuntimeImpl(unsafeFromHandle: handle)
+        } else {
+            // Swift-generated handle, get the object from the handle map
+            return try handleMap.remove(handle: handle)
+        }
+    }
+
+    public static func lower(_ value: AgentRuntime) -> UInt64 {
+         if let rustImpl = value as? AgentRuntimeImpl {
+             // Rust-implemented object.  Clone the handle and return it
+            return rustImpl.uniffiCloneHandle()
+         } else {
+            // Swift object, generate a new vtable handle and return that.
+            return handleMap.insert(obj: value)
+         }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> AgentRuntime {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: AgentRuntime, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeAgentRuntime_lift(_ handle: UInt64) throws -> AgentRuntime {
+    return try FfiConverterTypeAgentRuntime.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeAgentRuntime_lower(_ value: AgentRuntime) -> UInt64 {
+    return FfiConverterTypeAgentRuntime.lower(value)
+}
+
+
+
+
+
+
+/**
+ * An agent server around a runtime.
+ */
+public protocol AgentServerProtocol: AnyObject, Sendable {
+    
+    /**
+     * Closes a session from the agent's side.
+     */
+    func closeSession(sessionId: String) throws 
+    
+    /**
+     * Serves over this process's stdin/stdout until the client closes stdin.
+     */
+    func runStdio() async throws 
+    
+    /**
+     * The live sessions.
+     */
+    func sessions()  -> [String]
+    
+    /**
+     * Starts a turn in a session with no user message.
+     */
+    func startTurn(sessionId: String) throws 
+    
+}
+/**
+ * An agent server around a runtime.
+ */
+open class AgentServer: AgentServerProtocol, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_acp_inject_ffi_fn_clone_agentserver(self.handle, $0) }
     }
     /**
-     * A mirror of `session_id`; `inject` is the agent's advertised `session.inject`.
+     * Builds the agent around `runtime`; with `store_path`, sessions live in that SQLite file
+     * and outlive the process.
      */
-public convenience init(sessionId: String, inject: InjectCapabilities?)throws  {
+public convenience init(runtime: AgentRuntime, config: AgentConfig, storePath: String?)throws  {
     let handle =
         try rustCallWithError(FfiConverterTypeAcpError_lift) {
         uniffiCallStatus in
-    uniffi_acp_inject_ffi_fn_constructor_clientsession_new(
-        FfiConverterString.lower(sessionId),
-        FfiConverterOptionTypeInjectCapabilities.lower(inject),uniffiCallStatus
+    uniffi_acp_inject_ffi_fn_constructor_agentserver_new(
+        FfiConverterTypeAgentRuntime_lower(runtime),
+        FfiConverterTypeAgentConfig_lower(config),
+        FfiConverterOptionString.lower(storePath),uniffiCallStatus
     )
 }
     self.init(unsafeFromHandle: handle)
@@ -1032,185 +1637,65 @@ public convenience init(sessionId: String, inject: InjectCapabilities?)throws  {
             return
         }
 
-        try! rustCall { uniffi_acp_inject_ffi_fn_free_clientsession(handle, $0) }
+        try! rustCall { uniffi_acp_inject_ffi_fn_free_agentserver(handle, $0) }
     }
 
     
-    /**
-     * A mirror whose capabilities are read from the agent's `initialize` result JSON.
-     */
-public static func fromInitializeResult(sessionId: String, initializeResultJson: String)throws  -> ClientSession  {
-    return try  FfiConverterTypeClientSession_lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
-        uniffiCallStatus in
-    uniffi_acp_inject_ffi_fn_constructor_clientsession_from_initialize_result(
-        FfiConverterString.lower(sessionId),
-        FfiConverterString.lower(initializeResultJson),uniffiCallStatus
-    )
-})
-}
-    
 
     
-open func cancel()throws  -> String  {
-    return try  FfiConverterString.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+    /**
+     * Closes a session from the agent's side.
+     */
+open func closeSession(sessionId: String)throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
         uniffiCallStatus in
-    uniffi_acp_inject_ffi_fn_method_clientsession_cancel(
+    uniffi_acp_inject_ffi_fn_method_agentserver_close_session(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(sessionId),uniffiCallStatus
+    )
+}
+}
+    
+    /**
+     * Serves over this process's stdin/stdout until the client closes stdin.
+     */
+open func runStdio()async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_acp_inject_ffi_fn_method_agentserver_run_stdio(
+                        self.uniffiCloneHandle()
+                )
+            },
+            pollFunc: ffi_acp_inject_ffi_rust_future_poll_void,
+            completeFunc: ffi_acp_inject_ffi_rust_future_complete_void,
+            freeFunc: ffi_acp_inject_ffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeAcpError_lift
+        )
+}
+    
+    /**
+     * The live sessions.
+     */
+open func sessions() -> [String]  {
+    return try!  FfiConverterSequenceString.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_agentserver_sessions(
             self.uniffiCloneHandle(),uniffiCallStatus
     )
 })
 }
     
     /**
-     * Lines that were not usable (framing errors, stray responses), counted.
+     * Starts a turn in a session with no user message.
      */
-open func ignoredLines()throws  -> UInt64  {
-    return try  FfiConverterUInt64.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func startTurn(sessionId: String)throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
         uniffiCallStatus in
-    uniffi_acp_inject_ffi_fn_method_clientsession_ignored_lines(
-            self.uniffiCloneHandle(),uniffiCallStatus
-    )
-})
-}
-    
-    /**
-     * `session/inject`: returns the line to send, or `Rejected` when the mode is not advertised.
-     */
-open func inject(mode: InjectMode, content: [ContentBlock])throws  -> String  {
-    return try  FfiConverterString.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
-        uniffiCallStatus in
-    uniffi_acp_inject_ffi_fn_method_clientsession_inject(
+    uniffi_acp_inject_ffi_fn_method_agentserver_start_turn(
             self.uniffiCloneHandle(),
-        FfiConverterTypeInjectMode_lower(mode),
-        FfiConverterSequenceTypeContentBlock.lower(content),uniffiCallStatus
-    )
-})
-}
-    
-open func itemStatus(messageId: String)throws  -> ItemStatus?  {
-    return try  FfiConverterOptionTypeItemStatus.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
-        uniffiCallStatus in
-    uniffi_acp_inject_ffi_fn_method_clientsession_item_status(
-            self.uniffiCloneHandle(),
-        FfiConverterString.lower(messageId),uniffiCallStatus
-    )
-})
-}
-    
-    /**
-     * `session/prompt`: returns the line to send.
-     */
-open func prompt(content: [ContentBlock])throws  -> String  {
-    return try  FfiConverterString.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
-        uniffiCallStatus in
-    uniffi_acp_inject_ffi_fn_method_clientsession_prompt(
-            self.uniffiCloneHandle(),
-        FfiConverterSequenceTypeContentBlock.lower(content),uniffiCallStatus
-    )
-})
-}
-    
-    /**
-     * Applies one line from the agent; raises `Protocol` when it was an error answer to one
-     * of this client's requests (the line is applied either way).
-     */
-open func receive(line: String)throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
-        uniffiCallStatus in
-    uniffi_acp_inject_ffi_fn_method_clientsession_receive(
-            self.uniffiCloneHandle(),
-        FfiConverterString.lower(line),uniffiCallStatus
+        FfiConverterString.lower(sessionId),uniffiCallStatus
     )
 }
-}
-    
-    /**
-     * Applies many newline-separated lines in one crossing; returns the error answers met.
-     */
-open func receiveBytes(bytes: Data)throws  -> [ProtocolError]  {
-    return try  FfiConverterSequenceTypeProtocolError.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
-        uniffiCallStatus in
-    uniffi_acp_inject_ffi_fn_method_clientsession_receive_bytes(
-            self.uniffiCloneHandle(),
-        FfiConverterData.lower(bytes),uniffiCallStatus
-    )
-})
-}
-    
-    /**
-     * Applies many lines in one crossing; returns the error answers met.
-     */
-open func receiveLines(lines: [String])throws  -> [ProtocolError]  {
-    return try  FfiConverterSequenceTypeProtocolError.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
-        uniffiCallStatus in
-    uniffi_acp_inject_ffi_fn_method_clientsession_receive_lines(
-            self.uniffiCloneHandle(),
-        FfiConverterSequenceString.lower(lines),uniffiCallStatus
-    )
-})
-}
-    
-    /**
-     * Applies newline-separated lines given as one string, in one crossing (the fastest bulk
-     * form: a string crosses as one copy); returns the error answers met.
-     */
-open func receiveText(lines: String)throws  -> [ProtocolError]  {
-    return try  FfiConverterSequenceTypeProtocolError.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
-        uniffiCallStatus in
-    uniffi_acp_inject_ffi_fn_method_clientsession_receive_text(
-            self.uniffiCloneHandle(),
-        FfiConverterString.lower(lines),uniffiCallStatus
-    )
-})
-}
-    
-open func replace(messageId: String, content: [ContentBlock])throws  -> String  {
-    return try  FfiConverterString.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
-        uniffiCallStatus in
-    uniffi_acp_inject_ffi_fn_method_clientsession_replace(
-            self.uniffiCloneHandle(),
-        FfiConverterString.lower(messageId),
-        FfiConverterSequenceTypeContentBlock.lower(content),uniffiCallStatus
-    )
-})
-}
-    
-open func revoke(messageId: String)throws  -> String  {
-    return try  FfiConverterString.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
-        uniffiCallStatus in
-    uniffi_acp_inject_ffi_fn_method_clientsession_revoke(
-            self.uniffiCloneHandle(),
-        FfiConverterString.lower(messageId),uniffiCallStatus
-    )
-})
-}
-    
-open func snapshot()throws  -> ClientSnapshot  {
-    return try  FfiConverterTypeClientSnapshot_lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
-        uniffiCallStatus in
-    uniffi_acp_inject_ffi_fn_method_clientsession_snapshot(
-            self.uniffiCloneHandle(),uniffiCallStatus
-    )
-})
-}
-    
-    /**
-     * The snapshot in the conformance vectors' JSON shape.
-     */
-open func snapshotJson()throws  -> String  {
-    return try  FfiConverterString.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
-        uniffiCallStatus in
-    uniffi_acp_inject_ffi_fn_method_clientsession_snapshot_json(
-            self.uniffiCloneHandle(),uniffiCallStatus
-    )
-})
-}
-    
-open func status()throws  -> String  {
-    return try  FfiConverterString.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
-        uniffiCallStatus in
-    uniffi_acp_inject_ffi_fn_method_clientsession_status(
-            self.uniffiCloneHandle(),uniffiCallStatus
-    )
-})
 }
     
 
@@ -1221,24 +1706,24 @@ open func status()throws  -> String  {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
-public struct FfiConverterTypeClientSession: FfiConverter {
+public struct FfiConverterTypeAgentServer: FfiConverter {
     typealias FfiType = UInt64
-    typealias SwiftType = ClientSession
+    typealias SwiftType = AgentServer
 
-    public static func lift(_ handle: UInt64) throws -> ClientSession {
-        return ClientSession(unsafeFromHandle: handle)
+    public static func lift(_ handle: UInt64) throws -> AgentServer {
+        return AgentServer(unsafeFromHandle: handle)
     }
 
-    public static func lower(_ value: ClientSession) -> UInt64 {
+    public static func lower(_ value: AgentServer) -> UInt64 {
         return value.uniffiCloneHandle()
     }
 
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ClientSession {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> AgentServer {
         let handle: UInt64 = try readInt(&buf)
         return try lift(handle)
     }
 
-    public static func write(_ value: ClientSession, into buf: inout [UInt8]) {
+    public static func write(_ value: AgentServer, into buf: inout [UInt8]) {
         writeInt(&buf, lower(value))
     }
 }
@@ -1247,20 +1732,2050 @@ public struct FfiConverterTypeClientSession: FfiConverter {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
-public func FfiConverterTypeClientSession_lift(_ handle: UInt64) throws -> ClientSession {
-    return try FfiConverterTypeClientSession.lift(handle)
+public func FfiConverterTypeAgentServer_lift(_ handle: UInt64) throws -> AgentServer {
+    return try FfiConverterTypeAgentServer.lift(handle)
 }
 
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
-public func FfiConverterTypeClientSession_lower(_ value: ClientSession) -> UInt64 {
-    return FfiConverterTypeClientSession.lower(value)
+public func FfiConverterTypeAgentServer_lower(_ value: AgentServer) -> UInt64 {
+    return FfiConverterTypeAgentServer.lower(value)
 }
 
 
 
 
+
+
+/**
+ * One client connection to an agent, without I/O: calls queue lines to send, received bytes
+ * produce events.
+ */
+public protocol ClientCoreProtocol: AnyObject, Sendable {
+    
+    /**
+     * Answers an open `session/request_permission`.
+     */
+    func answerPermission(request: RequestId, outcome: RequestPermissionOutcome) throws 
+    
+    /**
+     * Takes the agent's inject capabilities as known, without `initialize`.
+     */
+    func assumeCapabilities(inject: InjectCapabilities?) throws 
+    
+    /**
+     * `session/cancel`.
+     */
+    func cancel(sessionId: String) throws 
+    
+    /**
+     * `session/close`.
+     */
+    func close(sessionId: String) throws  -> RequestId
+    
+    /**
+     * The agent's output ended: a last line without a newline is still read.
+     */
+    func finish() throws  -> [Event]
+    
+    /**
+     * Lines dropped (malformed, oversized, answers to no request), counted.
+     */
+    func ignoredLines() throws  -> UInt64
+    
+    /**
+     * `initialize`; `pending_updates` opts into the pending-list extension.
+     */
+    func initialize(client: Implementation, pendingUpdates: Bool) throws  -> RequestId
+    
+    /**
+     * `session/inject`.
+     */
+    func inject(sessionId: String, mode: InjectMode, content: [ContentBlock]) throws  -> RequestId
+    
+    /**
+     * The status of one of this client's items.
+     */
+    func itemStatus(sessionId: String, messageId: String) throws  -> ItemStatus?
+    
+    /**
+     * `session/list`.
+     */
+    func listSessions(cwd: String?, cursor: String?) throws  -> RequestId
+    
+    /**
+     * A session's mirror as JSON, for an app that restarts without resuming.
+     */
+    func mirrorJson(sessionId: String) throws  -> String?
+    
+    /**
+     * `session/new`.
+     */
+    func newSession(cwd: String, additionalDirectories: [String], mcpServers: [McpServer]) throws  -> RequestId
+    
+    /**
+     * Opens a session without `session/new` (restoring a mirror from `mirror_json`, or fresh).
+     */
+    func openSession(sessionId: String, mirrorJson: String?) throws 
+    
+    /**
+     * `session/prompt`.
+     */
+    func prompt(sessionId: String, content: [ContentBlock]) throws  -> RequestId
+    
+    /**
+     * Applies one line from the agent and returns the events it caused (the per-line path:
+     * one crossing per line).
+     */
+    func receive(line: String) throws  -> [Event]
+    
+    /**
+     * Applies bytes the agent wrote, in any chunking, and returns the events (the per-read
+     * path: one crossing per read).
+     */
+    func receiveBytes(bytes: Data) throws  -> [Event]
+    
+    /**
+     * Like [`ClientCore::receive_bytes`] for text (a string crosses as one copy).
+     */
+    func receiveText(text: String) throws  -> [Event]
+    
+    /**
+     * `session/replace_inject`.
+     */
+    func replace(sessionId: String, messageId: String, content: [ContentBlock]) throws  -> RequestId
+    
+    /**
+     * `session/resume`.
+     */
+    func resume(sessionId: String, cwd: String, replay: Bool) throws  -> RequestId
+    
+    /**
+     * `session/revoke_inject`.
+     */
+    func revoke(sessionId: String, messageId: String) throws  -> RequestId
+    
+    /**
+     * Everything a UI renders for a session.
+     */
+    func snapshot(sessionId: String) throws  -> MirrorSnapshot?
+    
+    /**
+     * `session/status`.
+     */
+    func status(sessionId: String) throws  -> RequestId
+    
+    /**
+     * Every event not yet returned (calls queue events too: an item is `sending`).
+     */
+    func takeEvents() throws  -> [Event]
+    
+    /**
+     * Every line to send to the agent, in order.
+     */
+    func takeOutgoing() throws  -> [String]
+    
+}
+/**
+ * One client connection to an agent, without I/O: calls queue lines to send, received bytes
+ * produce events.
+ */
+open class ClientCore: ClientCoreProtocol, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_acp_inject_ffi_fn_clone_clientcore(self.handle, $0) }
+    }
+    /**
+     * A connection refusing agent lines longer than `max_line_bytes`.
+     */
+public convenience init(maxLineBytes: UInt64) {
+    let handle =
+        try! rustCall() {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_constructor_clientcore_new(
+        FfiConverterUInt64.lower(maxLineBytes),uniffiCallStatus
+    )
+}
+    self.init(unsafeFromHandle: handle)
+}
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_acp_inject_ffi_fn_free_clientcore(handle, $0) }
+    }
+
+    
+
+    
+    /**
+     * Answers an open `session/request_permission`.
+     */
+open func answerPermission(request: RequestId, outcome: RequestPermissionOutcome)throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_clientcore_answer_permission(
+            self.uniffiCloneHandle(),
+        FfiConverterTypeRequestId_lower(request),
+        FfiConverterTypeRequestPermissionOutcome_lower(outcome),uniffiCallStatus
+    )
+}
+}
+    
+    /**
+     * Takes the agent's inject capabilities as known, without `initialize`.
+     */
+open func assumeCapabilities(inject: InjectCapabilities?)throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_clientcore_assume_capabilities(
+            self.uniffiCloneHandle(),
+        FfiConverterOptionTypeInjectCapabilities.lower(inject),uniffiCallStatus
+    )
+}
+}
+    
+    /**
+     * `session/cancel`.
+     */
+open func cancel(sessionId: String)throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_clientcore_cancel(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(sessionId),uniffiCallStatus
+    )
+}
+}
+    
+    /**
+     * `session/close`.
+     */
+open func close(sessionId: String)throws  -> RequestId  {
+    return try  FfiConverterTypeRequestId_lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_clientcore_close(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(sessionId),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * The agent's output ended: a last line without a newline is still read.
+     */
+open func finish()throws  -> [Event]  {
+    return try  FfiConverterSequenceTypeEvent.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_clientcore_finish(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Lines dropped (malformed, oversized, answers to no request), counted.
+     */
+open func ignoredLines()throws  -> UInt64  {
+    return try  FfiConverterUInt64.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_clientcore_ignored_lines(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * `initialize`; `pending_updates` opts into the pending-list extension.
+     */
+open func initialize(client: Implementation, pendingUpdates: Bool)throws  -> RequestId  {
+    return try  FfiConverterTypeRequestId_lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_clientcore_initialize(
+            self.uniffiCloneHandle(),
+        FfiConverterTypeImplementation_lower(client),
+        FfiConverterBool.lower(pendingUpdates),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * `session/inject`.
+     */
+open func inject(sessionId: String, mode: InjectMode, content: [ContentBlock])throws  -> RequestId  {
+    return try  FfiConverterTypeRequestId_lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_clientcore_inject(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(sessionId),
+        FfiConverterTypeInjectMode_lower(mode),
+        FfiConverterSequenceTypeContentBlock.lower(content),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * The status of one of this client's items.
+     */
+open func itemStatus(sessionId: String, messageId: String)throws  -> ItemStatus?  {
+    return try  FfiConverterOptionTypeItemStatus.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_clientcore_item_status(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(sessionId),
+        FfiConverterString.lower(messageId),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * `session/list`.
+     */
+open func listSessions(cwd: String?, cursor: String?)throws  -> RequestId  {
+    return try  FfiConverterTypeRequestId_lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_clientcore_list_sessions(
+            self.uniffiCloneHandle(),
+        FfiConverterOptionString.lower(cwd),
+        FfiConverterOptionString.lower(cursor),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * A session's mirror as JSON, for an app that restarts without resuming.
+     */
+open func mirrorJson(sessionId: String)throws  -> String?  {
+    return try  FfiConverterOptionString.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_clientcore_mirror_json(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(sessionId),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * `session/new`.
+     */
+open func newSession(cwd: String, additionalDirectories: [String], mcpServers: [McpServer])throws  -> RequestId  {
+    return try  FfiConverterTypeRequestId_lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_clientcore_new_session(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(cwd),
+        FfiConverterSequenceString.lower(additionalDirectories),
+        FfiConverterSequenceTypeMcpServer.lower(mcpServers),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Opens a session without `session/new` (restoring a mirror from `mirror_json`, or fresh).
+     */
+open func openSession(sessionId: String, mirrorJson: String?)throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_clientcore_open_session(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(sessionId),
+        FfiConverterOptionString.lower(mirrorJson),uniffiCallStatus
+    )
+}
+}
+    
+    /**
+     * `session/prompt`.
+     */
+open func prompt(sessionId: String, content: [ContentBlock])throws  -> RequestId  {
+    return try  FfiConverterTypeRequestId_lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_clientcore_prompt(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(sessionId),
+        FfiConverterSequenceTypeContentBlock.lower(content),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Applies one line from the agent and returns the events it caused (the per-line path:
+     * one crossing per line).
+     */
+open func receive(line: String)throws  -> [Event]  {
+    return try  FfiConverterSequenceTypeEvent.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_clientcore_receive(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(line),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Applies bytes the agent wrote, in any chunking, and returns the events (the per-read
+     * path: one crossing per read).
+     */
+open func receiveBytes(bytes: Data)throws  -> [Event]  {
+    return try  FfiConverterSequenceTypeEvent.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_clientcore_receive_bytes(
+            self.uniffiCloneHandle(),
+        FfiConverterData.lower(bytes),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Like [`ClientCore::receive_bytes`] for text (a string crosses as one copy).
+     */
+open func receiveText(text: String)throws  -> [Event]  {
+    return try  FfiConverterSequenceTypeEvent.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_clientcore_receive_text(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(text),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * `session/replace_inject`.
+     */
+open func replace(sessionId: String, messageId: String, content: [ContentBlock])throws  -> RequestId  {
+    return try  FfiConverterTypeRequestId_lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_clientcore_replace(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(sessionId),
+        FfiConverterString.lower(messageId),
+        FfiConverterSequenceTypeContentBlock.lower(content),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * `session/resume`.
+     */
+open func resume(sessionId: String, cwd: String, replay: Bool)throws  -> RequestId  {
+    return try  FfiConverterTypeRequestId_lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_clientcore_resume(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(sessionId),
+        FfiConverterString.lower(cwd),
+        FfiConverterBool.lower(replay),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * `session/revoke_inject`.
+     */
+open func revoke(sessionId: String, messageId: String)throws  -> RequestId  {
+    return try  FfiConverterTypeRequestId_lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_clientcore_revoke(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(sessionId),
+        FfiConverterString.lower(messageId),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Everything a UI renders for a session.
+     */
+open func snapshot(sessionId: String)throws  -> MirrorSnapshot?  {
+    return try  FfiConverterOptionTypeMirrorSnapshot.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_clientcore_snapshot(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(sessionId),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * `session/status`.
+     */
+open func status(sessionId: String)throws  -> RequestId  {
+    return try  FfiConverterTypeRequestId_lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_clientcore_status(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(sessionId),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Every event not yet returned (calls queue events too: an item is `sending`).
+     */
+open func takeEvents()throws  -> [Event]  {
+    return try  FfiConverterSequenceTypeEvent.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_clientcore_take_events(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Every line to send to the agent, in order.
+     */
+open func takeOutgoing()throws  -> [String]  {
+    return try  FfiConverterSequenceString.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_clientcore_take_outgoing(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+
+    
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeClientCore: FfiConverter {
+    typealias FfiType = UInt64
+    typealias SwiftType = ClientCore
+
+    public static func lift(_ handle: UInt64) throws -> ClientCore {
+        return ClientCore(unsafeFromHandle: handle)
+    }
+
+    public static func lower(_ value: ClientCore) -> UInt64 {
+        return value.uniffiCloneHandle()
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ClientCore {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: ClientCore, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeClientCore_lift(_ handle: UInt64) throws -> ClientCore {
+    return try FfiConverterTypeClientCore.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeClientCore_lower(_ value: ClientCore) -> UInt64 {
+    return FfiConverterTypeClientCore.lower(value)
+}
+
+
+
+
+
+
+/**
+ * A connection to one agent process.
+ */
+public protocol ConnectionProtocol: AnyObject, Sendable {
+    
+    /**
+     * The agent's `initialize` answer.
+     */
+    func agent()  -> InitializeResponse
+    
+    /**
+     * Closes the connection: stdin closed, a grace period, then the agent is killed.
+     */
+    func close() async throws 
+    
+    /**
+     * Lines the connection could not use, most recent last.
+     */
+    func ignored()  -> [String]
+    
+    /**
+     * `session/list`: one page.
+     */
+    func listSessions(cwd: String?, cursor: String?) async throws  -> SessionPage
+    
+    /**
+     * `session/new`.
+     */
+    func newSession(cwd: String, additionalDirectories: [String], mcpServers: [McpServer]) async throws  -> Session
+    
+    /**
+     * `session/resume`; with `replay` the conversation is replayed into the session first.
+     */
+    func resume(sessionId: String, cwd: String, replay: Bool) async throws  -> Session
+    
+}
+/**
+ * A connection to one agent process.
+ */
+open class Connection: ConnectionProtocol, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_acp_inject_ffi_fn_clone_connection(self.handle, $0) }
+    }
+    // No primary constructor declared for this class.
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_acp_inject_ffi_fn_free_connection(handle, $0) }
+    }
+
+    
+
+    
+    /**
+     * The agent's `initialize` answer.
+     */
+open func agent() -> InitializeResponse  {
+    return try!  FfiConverterTypeInitializeResponse_lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_connection_agent(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Closes the connection: stdin closed, a grace period, then the agent is killed.
+     */
+open func close()async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_acp_inject_ffi_fn_method_connection_close(
+                        self.uniffiCloneHandle()
+                )
+            },
+            pollFunc: ffi_acp_inject_ffi_rust_future_poll_void,
+            completeFunc: ffi_acp_inject_ffi_rust_future_complete_void,
+            freeFunc: ffi_acp_inject_ffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeAcpError_lift
+        )
+}
+    
+    /**
+     * Lines the connection could not use, most recent last.
+     */
+open func ignored() -> [String]  {
+    return try!  FfiConverterSequenceString.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_connection_ignored(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * `session/list`: one page.
+     */
+open func listSessions(cwd: String?, cursor: String?)async throws  -> SessionPage  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_acp_inject_ffi_fn_method_connection_list_sessions(
+                        self.uniffiCloneHandle(),FfiConverterOptionString.lower(cwd),FfiConverterOptionString.lower(cursor)
+                )
+            },
+            pollFunc: ffi_acp_inject_ffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_acp_inject_ffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_acp_inject_ffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterTypeSessionPage_lift,
+            errorHandler: FfiConverterTypeAcpError_lift
+        )
+}
+    
+    /**
+     * `session/new`.
+     */
+open func newSession(cwd: String, additionalDirectories: [String], mcpServers: [McpServer])async throws  -> Session  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_acp_inject_ffi_fn_method_connection_new_session(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(cwd),FfiConverterSequenceString.lower(additionalDirectories),FfiConverterSequenceTypeMcpServer.lower(mcpServers)
+                )
+            },
+            pollFunc: ffi_acp_inject_ffi_rust_future_poll_u64,
+            completeFunc: ffi_acp_inject_ffi_rust_future_complete_u64,
+            freeFunc: ffi_acp_inject_ffi_rust_future_free_u64,
+            liftFunc: FfiConverterTypeSession_lift,
+            errorHandler: FfiConverterTypeAcpError_lift
+        )
+}
+    
+    /**
+     * `session/resume`; with `replay` the conversation is replayed into the session first.
+     */
+open func resume(sessionId: String, cwd: String, replay: Bool)async throws  -> Session  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_acp_inject_ffi_fn_method_connection_resume(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(sessionId),FfiConverterString.lower(cwd),FfiConverterBool.lower(replay)
+                )
+            },
+            pollFunc: ffi_acp_inject_ffi_rust_future_poll_u64,
+            completeFunc: ffi_acp_inject_ffi_rust_future_complete_u64,
+            freeFunc: ffi_acp_inject_ffi_rust_future_free_u64,
+            liftFunc: FfiConverterTypeSession_lift,
+            errorHandler: FfiConverterTypeAcpError_lift
+        )
+}
+    
+
+    
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeConnection: FfiConverter {
+    typealias FfiType = UInt64
+    typealias SwiftType = Connection
+
+    public static func lift(_ handle: UInt64) throws -> Connection {
+        return Connection(unsafeFromHandle: handle)
+    }
+
+    public static func lower(_ value: Connection) -> UInt64 {
+        return value.uniffiCloneHandle()
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Connection {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: Connection, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeConnection_lift(_ handle: UInt64) throws -> Connection {
+    return try FfiConverterTypeConnection.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeConnection_lower(_ value: Connection) -> UInt64 {
+    return FfiConverterTypeConnection.lower(value)
+}
+
+
+
+
+
+
+/**
+ * A session open on a [`Connection`].
+ */
+public protocol SessionProtocol: AnyObject, Sendable {
+    
+    /**
+     * Answers an open permission request of this session.
+     */
+    func answerPermission(request: RequestId, outcome: RequestPermissionOutcome) throws 
+    
+    /**
+     * `session/cancel`.
+     */
+    func cancel() throws 
+    
+    /**
+     * `session/close`.
+     */
+    func close() async throws 
+    
+    /**
+     * The session's id.
+     */
+    func id()  -> String
+    
+    /**
+     * `session/inject`: returns when accepted, with the id its `user_message` will carry.
+     */
+    func inject(mode: InjectMode, content: [ContentBlock]) async throws  -> MessageId
+    
+    /**
+     * Waits for activity, then returns all of it (one batch per read from the agent); raises
+     * `Disconnected` once the connection ended and nothing is left.
+     */
+    func nextEvents() async throws  -> [SessionActivity]
+    
+    /**
+     * `session/prompt`: returns when the message is inserted, with its id.
+     */
+    func prompt(content: [ContentBlock]) async throws  -> MessageId?
+    
+    /**
+     * `session/replace_inject`.
+     */
+    func replace(messageId: MessageId, content: [ContentBlock]) async throws 
+    
+    /**
+     * `session/revoke_inject`.
+     */
+    func revoke(messageId: MessageId) async throws 
+    
+    /**
+     * Everything a UI renders for this session now.
+     */
+    func snapshot()  -> MirrorSnapshot?
+    
+    /**
+     * `session/status`: `true` while the agent holds the session.
+     */
+    func status() async throws  -> Bool
+    
+    /**
+     * Whatever activity is queued now, without waiting.
+     */
+    func takeEvents()  -> [SessionActivity]
+    
+}
+/**
+ * A session open on a [`Connection`].
+ */
+open class Session: SessionProtocol, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_acp_inject_ffi_fn_clone_session(self.handle, $0) }
+    }
+    // No primary constructor declared for this class.
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_acp_inject_ffi_fn_free_session(handle, $0) }
+    }
+
+    
+
+    
+    /**
+     * Answers an open permission request of this session.
+     */
+open func answerPermission(request: RequestId, outcome: RequestPermissionOutcome)throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_session_answer_permission(
+            self.uniffiCloneHandle(),
+        FfiConverterTypeRequestId_lower(request),
+        FfiConverterTypeRequestPermissionOutcome_lower(outcome),uniffiCallStatus
+    )
+}
+}
+    
+    /**
+     * `session/cancel`.
+     */
+open func cancel()throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_session_cancel(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+}
+}
+    
+    /**
+     * `session/close`.
+     */
+open func close()async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_acp_inject_ffi_fn_method_session_close(
+                        self.uniffiCloneHandle()
+                )
+            },
+            pollFunc: ffi_acp_inject_ffi_rust_future_poll_void,
+            completeFunc: ffi_acp_inject_ffi_rust_future_complete_void,
+            freeFunc: ffi_acp_inject_ffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeAcpError_lift
+        )
+}
+    
+    /**
+     * The session's id.
+     */
+open func id() -> String  {
+    return try!  FfiConverterString.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_session_id(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * `session/inject`: returns when accepted, with the id its `user_message` will carry.
+     */
+open func inject(mode: InjectMode, content: [ContentBlock])async throws  -> MessageId  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_acp_inject_ffi_fn_method_session_inject(
+                        self.uniffiCloneHandle(),FfiConverterTypeInjectMode_lower(mode),FfiConverterSequenceTypeContentBlock.lower(content)
+                )
+            },
+            pollFunc: ffi_acp_inject_ffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_acp_inject_ffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_acp_inject_ffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterTypeMessageId_lift,
+            errorHandler: FfiConverterTypeAcpError_lift
+        )
+}
+    
+    /**
+     * Waits for activity, then returns all of it (one batch per read from the agent); raises
+     * `Disconnected` once the connection ended and nothing is left.
+     */
+open func nextEvents()async throws  -> [SessionActivity]  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_acp_inject_ffi_fn_method_session_next_events(
+                        self.uniffiCloneHandle()
+                )
+            },
+            pollFunc: ffi_acp_inject_ffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_acp_inject_ffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_acp_inject_ffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterSequenceTypeSessionActivity.lift,
+            errorHandler: FfiConverterTypeAcpError_lift
+        )
+}
+    
+    /**
+     * `session/prompt`: returns when the message is inserted, with its id.
+     */
+open func prompt(content: [ContentBlock])async throws  -> MessageId?  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_acp_inject_ffi_fn_method_session_prompt(
+                        self.uniffiCloneHandle(),FfiConverterSequenceTypeContentBlock.lower(content)
+                )
+            },
+            pollFunc: ffi_acp_inject_ffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_acp_inject_ffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_acp_inject_ffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterOptionTypeMessageId.lift,
+            errorHandler: FfiConverterTypeAcpError_lift
+        )
+}
+    
+    /**
+     * `session/replace_inject`.
+     */
+open func replace(messageId: MessageId, content: [ContentBlock])async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_acp_inject_ffi_fn_method_session_replace(
+                        self.uniffiCloneHandle(),FfiConverterTypeMessageId_lower(messageId),FfiConverterSequenceTypeContentBlock.lower(content)
+                )
+            },
+            pollFunc: ffi_acp_inject_ffi_rust_future_poll_void,
+            completeFunc: ffi_acp_inject_ffi_rust_future_complete_void,
+            freeFunc: ffi_acp_inject_ffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeAcpError_lift
+        )
+}
+    
+    /**
+     * `session/revoke_inject`.
+     */
+open func revoke(messageId: MessageId)async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_acp_inject_ffi_fn_method_session_revoke(
+                        self.uniffiCloneHandle(),FfiConverterTypeMessageId_lower(messageId)
+                )
+            },
+            pollFunc: ffi_acp_inject_ffi_rust_future_poll_void,
+            completeFunc: ffi_acp_inject_ffi_rust_future_complete_void,
+            freeFunc: ffi_acp_inject_ffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeAcpError_lift
+        )
+}
+    
+    /**
+     * Everything a UI renders for this session now.
+     */
+open func snapshot() -> MirrorSnapshot?  {
+    return try!  FfiConverterOptionTypeMirrorSnapshot.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_session_snapshot(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * `session/status`: `true` while the agent holds the session.
+     */
+open func status()async throws  -> Bool  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_acp_inject_ffi_fn_method_session_status(
+                        self.uniffiCloneHandle()
+                )
+            },
+            pollFunc: ffi_acp_inject_ffi_rust_future_poll_i8,
+            completeFunc: ffi_acp_inject_ffi_rust_future_complete_i8,
+            freeFunc: ffi_acp_inject_ffi_rust_future_free_i8,
+            liftFunc: FfiConverterBool.lift,
+            errorHandler: FfiConverterTypeAcpError_lift
+        )
+}
+    
+    /**
+     * Whatever activity is queued now, without waiting.
+     */
+open func takeEvents() -> [SessionActivity]  {
+    return try!  FfiConverterSequenceTypeSessionActivity.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_session_take_events(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+
+    
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeSession: FfiConverter {
+    typealias FfiType = UInt64
+    typealias SwiftType = Session
+
+    public static func lift(_ handle: UInt64) throws -> Session {
+        return Session(unsafeFromHandle: handle)
+    }
+
+    public static func lower(_ value: Session) -> UInt64 {
+        return value.uniffiCloneHandle()
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Session {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: Session, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSession_lift(_ handle: UInt64) throws -> Session {
+    return try FfiConverterTypeSession.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSession_lower(_ value: Session) -> UInt64 {
+    return FfiConverterTypeSession.lower(value)
+}
+
+
+
+
+
+
+/**
+ * What a running turn can do.
+ */
+public protocol TurnContextProtocol: AnyObject, Sendable {
+    
+    /**
+     * A safe break-point: pending steers are delivered and returned for the model.
+     */
+    func breakPoint(kind: BreakPoint) throws  -> [UserInput]
+    
+    /**
+     * Waits until the client cancels the turn.
+     */
+    func cancelled() async 
+    
+    /**
+     * Clears what was streamed so far for an agent message.
+     */
+    func clearMessage(messageId: MessageId) throws 
+    
+    /**
+     * The session's working directory.
+     */
+    func cwd()  -> String
+    
+    /**
+     * Whether a steer asked to cut the current model stream.
+     */
+    func interruptRequested()  -> Bool
+    
+    /**
+     * Waits until a steer asks to cut the current model stream.
+     */
+    func interrupted() async 
+    
+    /**
+     * Whether the client cancelled the turn.
+     */
+    func isCancelled()  -> Bool
+    
+    /**
+     * A fresh id for an agent message or thought.
+     */
+    func newMessageId()  -> MessageId
+    
+    /**
+     * A model-process pause began.
+     */
+    func paused() throws 
+    
+    /**
+     * Asks the user for permission; `requires_action` until answered (a cancel answers
+     * `cancelled`).
+     */
+    func requestPermission(title: String, description: String?, options: [PermissionOption]) async throws  -> RequestPermissionOutcome
+    
+    /**
+     * The pause cleared.
+     */
+    func resumed() throws 
+    
+    /**
+     * Sends one of the runtime's own updates (chunks, upserts, tool calls, plan, usage, …).
+     */
+    func send(update: SessionUpdate) throws 
+    
+    /**
+     * Streams a piece of text of an agent message.
+     */
+    func sendText(messageId: MessageId, text: String) throws 
+    
+    /**
+     * The session this turn belongs to.
+     */
+    func sessionId()  -> String
+    
+    /**
+     * That stream ended.
+     */
+    func streamFinished() throws 
+    
+    /**
+     * A model stream with no tool call pending began.
+     */
+    func streamStarted() throws 
+    
+}
+/**
+ * What a running turn can do.
+ */
+open class TurnContext: TurnContextProtocol, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_acp_inject_ffi_fn_clone_turncontext(self.handle, $0) }
+    }
+    // No primary constructor declared for this class.
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_acp_inject_ffi_fn_free_turncontext(handle, $0) }
+    }
+
+    
+
+    
+    /**
+     * A safe break-point: pending steers are delivered and returned for the model.
+     */
+open func breakPoint(kind: BreakPoint)throws  -> [UserInput]  {
+    return try  FfiConverterSequenceTypeUserInput.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_turncontext_break_point(
+            self.uniffiCloneHandle(),
+        FfiConverterTypeBreakPoint_lower(kind),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Waits until the client cancels the turn.
+     */
+open func cancelled()async   {
+    return
+        try!  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_acp_inject_ffi_fn_method_turncontext_cancelled(
+                        self.uniffiCloneHandle()
+                )
+            },
+            pollFunc: ffi_acp_inject_ffi_rust_future_poll_void,
+            completeFunc: ffi_acp_inject_ffi_rust_future_complete_void,
+            freeFunc: ffi_acp_inject_ffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: nil
+            
+        )
+}
+    
+    /**
+     * Clears what was streamed so far for an agent message.
+     */
+open func clearMessage(messageId: MessageId)throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_turncontext_clear_message(
+            self.uniffiCloneHandle(),
+        FfiConverterTypeMessageId_lower(messageId),uniffiCallStatus
+    )
+}
+}
+    
+    /**
+     * The session's working directory.
+     */
+open func cwd() -> String  {
+    return try!  FfiConverterString.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_turncontext_cwd(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Whether a steer asked to cut the current model stream.
+     */
+open func interruptRequested() -> Bool  {
+    return try!  FfiConverterBool.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_turncontext_interrupt_requested(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Waits until a steer asks to cut the current model stream.
+     */
+open func interrupted()async   {
+    return
+        try!  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_acp_inject_ffi_fn_method_turncontext_interrupted(
+                        self.uniffiCloneHandle()
+                )
+            },
+            pollFunc: ffi_acp_inject_ffi_rust_future_poll_void,
+            completeFunc: ffi_acp_inject_ffi_rust_future_complete_void,
+            freeFunc: ffi_acp_inject_ffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: nil
+            
+        )
+}
+    
+    /**
+     * Whether the client cancelled the turn.
+     */
+open func isCancelled() -> Bool  {
+    return try!  FfiConverterBool.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_turncontext_is_cancelled(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * A fresh id for an agent message or thought.
+     */
+open func newMessageId() -> MessageId  {
+    return try!  FfiConverterTypeMessageId_lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_turncontext_new_message_id(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * A model-process pause began.
+     */
+open func paused()throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_turncontext_paused(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+}
+}
+    
+    /**
+     * Asks the user for permission; `requires_action` until answered (a cancel answers
+     * `cancelled`).
+     */
+open func requestPermission(title: String, description: String?, options: [PermissionOption])async throws  -> RequestPermissionOutcome  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_acp_inject_ffi_fn_method_turncontext_request_permission(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(title),FfiConverterOptionString.lower(description),FfiConverterSequenceTypePermissionOption.lower(options)
+                )
+            },
+            pollFunc: ffi_acp_inject_ffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_acp_inject_ffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_acp_inject_ffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterTypeRequestPermissionOutcome_lift,
+            errorHandler: FfiConverterTypeAcpError_lift
+        )
+}
+    
+    /**
+     * The pause cleared.
+     */
+open func resumed()throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_turncontext_resumed(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+}
+}
+    
+    /**
+     * Sends one of the runtime's own updates (chunks, upserts, tool calls, plan, usage, …).
+     */
+open func send(update: SessionUpdate)throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_turncontext_send(
+            self.uniffiCloneHandle(),
+        FfiConverterTypeSessionUpdate_lower(update),uniffiCallStatus
+    )
+}
+}
+    
+    /**
+     * Streams a piece of text of an agent message.
+     */
+open func sendText(messageId: MessageId, text: String)throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_turncontext_send_text(
+            self.uniffiCloneHandle(),
+        FfiConverterTypeMessageId_lower(messageId),
+        FfiConverterString.lower(text),uniffiCallStatus
+    )
+}
+}
+    
+    /**
+     * The session this turn belongs to.
+     */
+open func sessionId() -> String  {
+    return try!  FfiConverterString.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_turncontext_session_id(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * That stream ended.
+     */
+open func streamFinished()throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_turncontext_stream_finished(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+}
+}
+    
+    /**
+     * A model stream with no tool call pending began.
+     */
+open func streamStarted()throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_turncontext_stream_started(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+}
+}
+    
+
+    
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeTurnContext: FfiConverter {
+    typealias FfiType = UInt64
+    typealias SwiftType = TurnContext
+
+    public static func lift(_ handle: UInt64) throws -> TurnContext {
+        return TurnContext(unsafeFromHandle: handle)
+    }
+
+    public static func lower(_ value: TurnContext) -> UInt64 {
+        return value.uniffiCloneHandle()
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> TurnContext {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: TurnContext, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeTurnContext_lift(_ handle: UInt64) throws -> TurnContext {
+    return try FfiConverterTypeTurnContext.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeTurnContext_lower(_ value: TurnContext) -> UInt64 {
+    return FfiConverterTypeTurnContext.lower(value)
+}
+
+
+
+
+
+
+/**
+ * One vector being replayed by a driver.
+ */
+public protocol VectorRunProtocol: AnyObject, Sendable {
+    
+    /**
+     * The agent setup of an agent-side vector.
+     */
+    func agentSetup()  -> AgentSetup?
+    
+    /**
+     * Reports a call's result (`None` when it was sent) and the lines it sent.
+     */
+    func checkCall(rejected: CallRejected?, sent: [String]) throws 
+    
+    /**
+     * Reports a session's history.
+     */
+    func checkHistory(history: [HistoryEntry]) throws 
+    
+    /**
+     * Reports an item's status.
+     */
+    func checkItem(status: ItemStatus?) throws 
+    
+    /**
+     * Reports the outputs drained, with the connections attached to each live session.
+     */
+    func checkOutputs(outputs: [Output], attached: [String: [String]]) throws 
+    
+    /**
+     * Reports a session's snapshot.
+     */
+    func checkState(snapshot: MirrorSnapshot?) throws 
+    
+    /**
+     * The client setup of a client-side vector.
+     */
+    func clientSetup()  -> ClientSetup?
+    
+    /**
+     * The vector's name.
+     */
+    func name()  -> String
+    
+    /**
+     * The next instruction, or `None` when done (then drain once more and report with
+     * `check_outputs`).
+     */
+    func next() throws  -> Instruction?
+    
+    /**
+     * Reports the events a received line caused.
+     */
+    func recordEvents(events: [Event]) throws 
+    
+    /**
+     * Reports a runtime event's result: `None` if accepted, else the host error's kind.
+     */
+    func recordRuntimeResult(hostError: String?) throws 
+    
+    /**
+     * Which side it drives.
+     */
+    func side()  -> Side
+    
+}
+/**
+ * One vector being replayed by a driver.
+ */
+open class VectorRun: VectorRunProtocol, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_acp_inject_ffi_fn_clone_vectorrun(self.handle, $0) }
+    }
+    /**
+     * Parses a vector (its JSON text).
+     */
+public convenience init(vectorJson: String)throws  {
+    let handle =
+        try rustCallWithError(FfiConverterTypeAcpError_lift) {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_constructor_vectorrun_new(
+        FfiConverterString.lower(vectorJson),uniffiCallStatus
+    )
+}
+    self.init(unsafeFromHandle: handle)
+}
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_acp_inject_ffi_fn_free_vectorrun(handle, $0) }
+    }
+
+    
+
+    
+    /**
+     * The agent setup of an agent-side vector.
+     */
+open func agentSetup() -> AgentSetup?  {
+    return try!  FfiConverterOptionTypeAgentSetup.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_vectorrun_agent_setup(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Reports a call's result (`None` when it was sent) and the lines it sent.
+     */
+open func checkCall(rejected: CallRejected?, sent: [String])throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_vectorrun_check_call(
+            self.uniffiCloneHandle(),
+        FfiConverterOptionTypeCallRejected.lower(rejected),
+        FfiConverterSequenceString.lower(sent),uniffiCallStatus
+    )
+}
+}
+    
+    /**
+     * Reports a session's history.
+     */
+open func checkHistory(history: [HistoryEntry])throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_vectorrun_check_history(
+            self.uniffiCloneHandle(),
+        FfiConverterSequenceTypeHistoryEntry.lower(history),uniffiCallStatus
+    )
+}
+}
+    
+    /**
+     * Reports an item's status.
+     */
+open func checkItem(status: ItemStatus?)throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_vectorrun_check_item(
+            self.uniffiCloneHandle(),
+        FfiConverterOptionTypeItemStatus.lower(status),uniffiCallStatus
+    )
+}
+}
+    
+    /**
+     * Reports the outputs drained, with the connections attached to each live session.
+     */
+open func checkOutputs(outputs: [Output], attached: [String: [String]])throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_vectorrun_check_outputs(
+            self.uniffiCloneHandle(),
+        FfiConverterSequenceTypeOutput.lower(outputs),
+        FfiConverterDictionaryStringSequenceString.lower(attached),uniffiCallStatus
+    )
+}
+}
+    
+    /**
+     * Reports a session's snapshot.
+     */
+open func checkState(snapshot: MirrorSnapshot?)throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_vectorrun_check_state(
+            self.uniffiCloneHandle(),
+        FfiConverterOptionTypeMirrorSnapshot.lower(snapshot),uniffiCallStatus
+    )
+}
+}
+    
+    /**
+     * The client setup of a client-side vector.
+     */
+open func clientSetup() -> ClientSetup?  {
+    return try!  FfiConverterOptionTypeClientSetup.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_vectorrun_client_setup(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * The vector's name.
+     */
+open func name() -> String  {
+    return try!  FfiConverterString.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_vectorrun_name(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * The next instruction, or `None` when done (then drain once more and report with
+     * `check_outputs`).
+     */
+open func next()throws  -> Instruction?  {
+    return try  FfiConverterOptionTypeInstruction.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_vectorrun_next(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Reports the events a received line caused.
+     */
+open func recordEvents(events: [Event])throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_vectorrun_record_events(
+            self.uniffiCloneHandle(),
+        FfiConverterSequenceTypeEvent.lower(events),uniffiCallStatus
+    )
+}
+}
+    
+    /**
+     * Reports a runtime event's result: `None` if accepted, else the host error's kind.
+     */
+open func recordRuntimeResult(hostError: String?)throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_vectorrun_record_runtime_result(
+            self.uniffiCloneHandle(),
+        FfiConverterOptionString.lower(hostError),uniffiCallStatus
+    )
+}
+}
+    
+    /**
+     * Which side it drives.
+     */
+open func side() -> Side  {
+    return try!  FfiConverterTypeSide_lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_vectorrun_side(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+
+    
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeVectorRun: FfiConverter {
+    typealias FfiType = UInt64
+    typealias SwiftType = VectorRun
+
+    public static func lift(_ handle: UInt64) throws -> VectorRun {
+        return VectorRun(unsafeFromHandle: handle)
+    }
+
+    public static func lower(_ value: VectorRun) -> UInt64 {
+        return value.uniffiCloneHandle()
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> VectorRun {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: VectorRun, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeVectorRun_lift(_ handle: UInt64) throws -> VectorRun {
+    return try FfiConverterTypeVectorRun.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeVectorRun_lower(_ value: VectorRun) -> UInt64 {
+    return FfiConverterTypeVectorRun.lower(value)
+}
+
+
+
+
+/**
+ * What an in-progress turn carries.
+ */
+public struct Activity: Equatable, Hashable {
+    public var stream: Stream
+    public var cancelRequested: Bool
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(stream: Stream, cancelRequested: Bool) {
+        self.stream = stream
+        self.cancelRequested = cancelRequested
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension Activity: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeActivity: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Activity {
+        return
+            try Activity(
+                stream: FfiConverterTypeStream.read(from: &buf), 
+                cancelRequested: FfiConverterBool.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: Activity, into buf: inout [UInt8]) {
+        FfiConverterTypeStream.write(value.stream, into: &buf)
+        FfiConverterBool.write(value.cancelRequested, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeActivity_lift(_ buf: RustBuffer) throws -> Activity {
+    return try FfiConverterTypeActivity.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeActivity_lower(_ value: Activity) -> RustBuffer {
+    return FfiConverterTypeActivity.lower(value)
+}
+
+
+/**
+ * The agent accepts additional workspace roots.
+ */
+public struct AdditionalDirectoriesCapabilities: Equatable, Hashable {
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(meta: JsonObject?) {
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension AdditionalDirectoriesCapabilities: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeAdditionalDirectoriesCapabilities: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> AdditionalDirectoriesCapabilities {
+        return
+            try AdditionalDirectoriesCapabilities(
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: AdditionalDirectoriesCapabilities, into buf: inout [UInt8]) {
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeAdditionalDirectoriesCapabilities_lift(_ buf: RustBuffer) throws -> AdditionalDirectoriesCapabilities {
+    return try FfiConverterTypeAdditionalDirectoriesCapabilities.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeAdditionalDirectoriesCapabilities_lower(_ value: AdditionalDirectoriesCapabilities) -> RustBuffer {
+    return FfiConverterTypeAdditionalDirectoriesCapabilities.lower(value)
+}
+
+
+/**
+ * What the UI may offer (C-PEND-3).
+ */
 public struct Affordances: Equatable, Hashable {
     public var steer: Bool
     public var editPending: Bool
@@ -1320,182 +3835,23 @@ public func FfiConverterTypeAffordances_lower(_ value: Affordances) -> RustBuffe
 
 
 /**
- * How the agent core behaves; `inject: None` means inject is not advertised.
+ * What the agent supports.
  */
-public struct AgentOptions: Equatable, Hashable {
-    public var inject: InjectCapabilities?
-    public var queueDrain: QueueDrain
-    public var steerInStream: SteerInStream
-    public var revokeReplace: RevokeReplace
-    public var rememberIds: UInt32
-    public var clearStyle: ClearStyle
-    public var agentName: String
-    public var agentVersion: String
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(inject: InjectCapabilities?, queueDrain: QueueDrain, steerInStream: SteerInStream, revokeReplace: RevokeReplace, rememberIds: UInt32, clearStyle: ClearStyle, agentName: String, agentVersion: String) {
-        self.inject = inject
-        self.queueDrain = queueDrain
-        self.steerInStream = steerInStream
-        self.revokeReplace = revokeReplace
-        self.rememberIds = rememberIds
-        self.clearStyle = clearStyle
-        self.agentName = agentName
-        self.agentVersion = agentVersion
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension AgentOptions: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeAgentOptions: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> AgentOptions {
-        return
-            try AgentOptions(
-                inject: FfiConverterOptionTypeInjectCapabilities.read(from: &buf), 
-                queueDrain: FfiConverterTypeQueueDrain.read(from: &buf), 
-                steerInStream: FfiConverterTypeSteerInStream.read(from: &buf), 
-                revokeReplace: FfiConverterTypeRevokeReplace.read(from: &buf), 
-                rememberIds: FfiConverterUInt32.read(from: &buf), 
-                clearStyle: FfiConverterTypeClearStyle.read(from: &buf), 
-                agentName: FfiConverterString.read(from: &buf), 
-                agentVersion: FfiConverterString.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: AgentOptions, into buf: inout [UInt8]) {
-        FfiConverterOptionTypeInjectCapabilities.write(value.inject, into: &buf)
-        FfiConverterTypeQueueDrain.write(value.queueDrain, into: &buf)
-        FfiConverterTypeSteerInStream.write(value.steerInStream, into: &buf)
-        FfiConverterTypeRevokeReplace.write(value.revokeReplace, into: &buf)
-        FfiConverterUInt32.write(value.rememberIds, into: &buf)
-        FfiConverterTypeClearStyle.write(value.clearStyle, into: &buf)
-        FfiConverterString.write(value.agentName, into: &buf)
-        FfiConverterString.write(value.agentVersion, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeAgentOptions_lift(_ buf: RustBuffer) throws -> AgentOptions {
-    return try FfiConverterTypeAgentOptions.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeAgentOptions_lower(_ value: AgentOptions) -> RustBuffer {
-    return FfiConverterTypeAgentOptions.lower(value)
-}
-
-
-/**
- * Everything a client UI renders, in one crossing.
- */
-public struct ClientSnapshot: Equatable, Hashable {
-    public var state: TurnState
-    public var stopReason: String?
-    public var usageJson: String?
-    public var pending: [PendingItem]
-    public var transcript: [TranscriptEntry]
-    public var violations: [Violation]
-    public var affordances: Affordances
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(state: TurnState, stopReason: String?, usageJson: String?, pending: [PendingItem], transcript: [TranscriptEntry], violations: [Violation], affordances: Affordances) {
-        self.state = state
-        self.stopReason = stopReason
-        self.usageJson = usageJson
-        self.pending = pending
-        self.transcript = transcript
-        self.violations = violations
-        self.affordances = affordances
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension ClientSnapshot: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeClientSnapshot: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ClientSnapshot {
-        return
-            try ClientSnapshot(
-                state: FfiConverterTypeTurnState.read(from: &buf), 
-                stopReason: FfiConverterOptionString.read(from: &buf), 
-                usageJson: FfiConverterOptionString.read(from: &buf), 
-                pending: FfiConverterSequenceTypePendingItem.read(from: &buf), 
-                transcript: FfiConverterSequenceTypeTranscriptEntry.read(from: &buf), 
-                violations: FfiConverterSequenceTypeViolation.read(from: &buf), 
-                affordances: FfiConverterTypeAffordances.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: ClientSnapshot, into buf: inout [UInt8]) {
-        FfiConverterTypeTurnState.write(value.state, into: &buf)
-        FfiConverterOptionString.write(value.stopReason, into: &buf)
-        FfiConverterOptionString.write(value.usageJson, into: &buf)
-        FfiConverterSequenceTypePendingItem.write(value.pending, into: &buf)
-        FfiConverterSequenceTypeTranscriptEntry.write(value.transcript, into: &buf)
-        FfiConverterSequenceTypeViolation.write(value.violations, into: &buf)
-        FfiConverterTypeAffordances.write(value.affordances, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeClientSnapshot_lift(_ buf: RustBuffer) throws -> ClientSnapshot {
-    return try FfiConverterTypeClientSnapshot.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeClientSnapshot_lower(_ value: ClientSnapshot) -> RustBuffer {
-    return FfiConverterTypeClientSnapshot.lower(value)
-}
-
-
-public struct ConformanceReport: Equatable, Hashable {
-    public var passed: UInt32
-    public var failed: UInt32
-    public var failures: [VectorFailure]
+public struct AgentCapabilities: Equatable, Hashable {
     /**
-     * `N passed, N failed` with each failure, as the Rust runner prints it.
+     * The baseline session methods (`session/new`, `session/list`, `session/resume`, `session/close`, `session/prompt`, `session/cancel`, `session/update`) plus the optional features below.
      */
-    public var rendered: String
+    public var session: SessionCapabilities?
+    public var meta: JsonObject?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(passed: UInt32, failed: UInt32, failures: [VectorFailure], 
+    public init(
         /**
-         * `N passed, N failed` with each failure, as the Rust runner prints it.
-         */rendered: String) {
-        self.passed = passed
-        self.failed = failed
-        self.failures = failures
-        self.rendered = rendered
+         * The baseline session methods (`session/new`, `session/list`, `session/resume`, `session/close`, `session/prompt`, `session/cancel`, `session/update`) plus the optional features below.
+         */session: SessionCapabilities?, meta: JsonObject?) {
+        self.session = session
+        self.meta = meta
     }
 
     
@@ -1504,28 +3860,24 @@ public struct ConformanceReport: Equatable, Hashable {
 }
 
 #if compiler(>=6)
-extension ConformanceReport: Sendable {}
+extension AgentCapabilities: Sendable {}
 #endif
 
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
-public struct FfiConverterTypeConformanceReport: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ConformanceReport {
+public struct FfiConverterTypeAgentCapabilities: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> AgentCapabilities {
         return
-            try ConformanceReport(
-                passed: FfiConverterUInt32.read(from: &buf), 
-                failed: FfiConverterUInt32.read(from: &buf), 
-                failures: FfiConverterSequenceTypeVectorFailure.read(from: &buf), 
-                rendered: FfiConverterString.read(from: &buf)
+            try AgentCapabilities(
+                session: FfiConverterOptionTypeSessionCapabilities.read(from: &buf), 
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
         )
     }
 
-    public static func write(_ value: ConformanceReport, into buf: inout [UInt8]) {
-        FfiConverterUInt32.write(value.passed, into: &buf)
-        FfiConverterUInt32.write(value.failed, into: &buf)
-        FfiConverterSequenceTypeVectorFailure.write(value.failures, into: &buf)
-        FfiConverterString.write(value.rendered, into: &buf)
+    public static func write(_ value: AgentCapabilities, into buf: inout [UInt8]) {
+        FfiConverterOptionTypeSessionCapabilities.write(value.session, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
     }
 }
 
@@ -1533,32 +3885,1915 @@ public struct FfiConverterTypeConformanceReport: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
-public func FfiConverterTypeConformanceReport_lift(_ buf: RustBuffer) throws -> ConformanceReport {
-    return try FfiConverterTypeConformanceReport.lift(buf)
+public func FfiConverterTypeAgentCapabilities_lift(_ buf: RustBuffer) throws -> AgentCapabilities {
+    return try FfiConverterTypeAgentCapabilities.lift(buf)
 }
 
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
-public func FfiConverterTypeConformanceReport_lower(_ value: ConformanceReport) -> RustBuffer {
-    return FfiConverterTypeConformanceReport.lower(value)
+public func FfiConverterTypeAgentCapabilities_lower(_ value: AgentCapabilities) -> RustBuffer {
+    return FfiConverterTypeAgentCapabilities.lower(value)
 }
 
 
 /**
- * The agent's advertised `session.inject`.
+ * What an agent advertises and how it behaves.
+ */
+public struct AgentConfig: Equatable, Hashable {
+    public var inject: InjectCapabilities?
+    public var policy: Policy
+    public var info: AgentInfo
+    public var setup: SetupSupport
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(inject: InjectCapabilities?, policy: Policy, info: AgentInfo, setup: SetupSupport) {
+        self.inject = inject
+        self.policy = policy
+        self.info = info
+        self.setup = setup
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension AgentConfig: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeAgentConfig: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> AgentConfig {
+        return
+            try AgentConfig(
+                inject: FfiConverterOptionTypeInjectCapabilities.read(from: &buf), 
+                policy: FfiConverterTypePolicy.read(from: &buf), 
+                info: FfiConverterTypeAgentInfo.read(from: &buf), 
+                setup: FfiConverterTypeSetupSupport.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: AgentConfig, into buf: inout [UInt8]) {
+        FfiConverterOptionTypeInjectCapabilities.write(value.inject, into: &buf)
+        FfiConverterTypePolicy.write(value.policy, into: &buf)
+        FfiConverterTypeAgentInfo.write(value.info, into: &buf)
+        FfiConverterTypeSetupSupport.write(value.setup, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeAgentConfig_lift(_ buf: RustBuffer) throws -> AgentConfig {
+    return try FfiConverterTypeAgentConfig.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeAgentConfig_lower(_ value: AgentConfig) -> RustBuffer {
+    return FfiConverterTypeAgentConfig.lower(value)
+}
+
+
+/**
+ * The agent's name and version.
+ */
+public struct AgentInfo: Equatable, Hashable {
+    public var name: String
+    public var version: String
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(name: String, version: String) {
+        self.name = name
+        self.version = version
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension AgentInfo: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeAgentInfo: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> AgentInfo {
+        return
+            try AgentInfo(
+                name: FfiConverterString.read(from: &buf), 
+                version: FfiConverterString.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: AgentInfo, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.name, into: &buf)
+        FfiConverterString.write(value.version, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeAgentInfo_lift(_ buf: RustBuffer) throws -> AgentInfo {
+    return try FfiConverterTypeAgentInfo.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeAgentInfo_lower(_ value: AgentInfo) -> RustBuffer {
+    return FfiConverterTypeAgentInfo.lower(value)
+}
+
+
+/**
+ * An agent message upsert. `content: []` clears what was streamed so far.
+ */
+public struct AgentMessage: Equatable, Hashable {
+    public var messageId: MessageId
+    /**
+     * Omitted: content unchanged; null: cleared; an array: replaced.
+     */
+    public var content: ContentBlockListPatchMember
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(messageId: MessageId, 
+        /**
+         * Omitted: content unchanged; null: cleared; an array: replaced.
+         */content: ContentBlockListPatchMember, meta: JsonObject?) {
+        self.messageId = messageId
+        self.content = content
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension AgentMessage: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeAgentMessage: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> AgentMessage {
+        return
+            try AgentMessage(
+                messageId: FfiConverterTypeMessageId.read(from: &buf), 
+                content: FfiConverterTypeContentBlockListPatchMember.read(from: &buf), 
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: AgentMessage, into buf: inout [UInt8]) {
+        FfiConverterTypeMessageId.write(value.messageId, into: &buf)
+        FfiConverterTypeContentBlockListPatchMember.write(value.content, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeAgentMessage_lift(_ buf: RustBuffer) throws -> AgentMessage {
+    return try FfiConverterTypeAgentMessage.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeAgentMessage_lower(_ value: AgentMessage) -> RustBuffer {
+    return FfiConverterTypeAgentMessage.lower(value)
+}
+
+
+/**
+ * A streamed piece of an agent message.
+ */
+public struct AgentMessageChunk: Equatable, Hashable {
+    public var messageId: MessageId
+    public var content: ContentBlock
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(messageId: MessageId, content: ContentBlock, meta: JsonObject?) {
+        self.messageId = messageId
+        self.content = content
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension AgentMessageChunk: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeAgentMessageChunk: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> AgentMessageChunk {
+        return
+            try AgentMessageChunk(
+                messageId: FfiConverterTypeMessageId.read(from: &buf), 
+                content: FfiConverterTypeContentBlock.read(from: &buf), 
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: AgentMessageChunk, into buf: inout [UInt8]) {
+        FfiConverterTypeMessageId.write(value.messageId, into: &buf)
+        FfiConverterTypeContentBlock.write(value.content, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeAgentMessageChunk_lift(_ buf: RustBuffer) throws -> AgentMessageChunk {
+    return try FfiConverterTypeAgentMessageChunk.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeAgentMessageChunk_lower(_ value: AgentMessageChunk) -> RustBuffer {
+    return FfiConverterTypeAgentMessageChunk.lower(value)
+}
+
+
+/**
+ * Clears the content streamed so far for the current agent message (RFD #465); following chunks append from empty. Same operation as an `agent_message` upsert with `content: []`.
+ */
+public struct AgentMessageClear: Equatable, Hashable {
+    /**
+     * The message to clear; the current agent message when absent.
+     */
+    public var messageId: MessageId?
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The message to clear; the current agent message when absent.
+         */messageId: MessageId?, meta: JsonObject?) {
+        self.messageId = messageId
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension AgentMessageClear: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeAgentMessageClear: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> AgentMessageClear {
+        return
+            try AgentMessageClear(
+                messageId: FfiConverterOptionTypeMessageId.read(from: &buf), 
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: AgentMessageClear, into buf: inout [UInt8]) {
+        FfiConverterOptionTypeMessageId.write(value.messageId, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeAgentMessageClear_lift(_ buf: RustBuffer) throws -> AgentMessageClear {
+    return try FfiConverterTypeAgentMessageClear.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeAgentMessageClear_lower(_ value: AgentMessageClear) -> RustBuffer {
+    return FfiConverterTypeAgentMessageClear.lower(value)
+}
+
+
+/**
+ * How to set up the agent for an agent-side vector.
+ */
+public struct AgentSetup: Equatable, Hashable {
+    public var config: AgentConfig
+    public var session: String
+    public var cwd: String
+    public var connections: [SetupConnection]
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(config: AgentConfig, session: String, cwd: String, connections: [SetupConnection]) {
+        self.config = config
+        self.session = session
+        self.cwd = cwd
+        self.connections = connections
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension AgentSetup: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeAgentSetup: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> AgentSetup {
+        return
+            try AgentSetup(
+                config: FfiConverterTypeAgentConfig.read(from: &buf), 
+                session: FfiConverterString.read(from: &buf), 
+                cwd: FfiConverterString.read(from: &buf), 
+                connections: FfiConverterSequenceTypeSetupConnection.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: AgentSetup, into buf: inout [UInt8]) {
+        FfiConverterTypeAgentConfig.write(value.config, into: &buf)
+        FfiConverterString.write(value.session, into: &buf)
+        FfiConverterString.write(value.cwd, into: &buf)
+        FfiConverterSequenceTypeSetupConnection.write(value.connections, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeAgentSetup_lift(_ buf: RustBuffer) throws -> AgentSetup {
+    return try FfiConverterTypeAgentSetup.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeAgentSetup_lower(_ value: AgentSetup) -> RustBuffer {
+    return FfiConverterTypeAgentSetup.lower(value)
+}
+
+
+/**
+ * An agent thought upsert.
+ */
+public struct AgentThought: Equatable, Hashable {
+    public var messageId: MessageId
+    /**
+     * Omitted: content unchanged; null: cleared; an array: replaced.
+     */
+    public var content: ContentBlockListPatchMember
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(messageId: MessageId, 
+        /**
+         * Omitted: content unchanged; null: cleared; an array: replaced.
+         */content: ContentBlockListPatchMember, meta: JsonObject?) {
+        self.messageId = messageId
+        self.content = content
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension AgentThought: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeAgentThought: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> AgentThought {
+        return
+            try AgentThought(
+                messageId: FfiConverterTypeMessageId.read(from: &buf), 
+                content: FfiConverterTypeContentBlockListPatchMember.read(from: &buf), 
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: AgentThought, into buf: inout [UInt8]) {
+        FfiConverterTypeMessageId.write(value.messageId, into: &buf)
+        FfiConverterTypeContentBlockListPatchMember.write(value.content, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeAgentThought_lift(_ buf: RustBuffer) throws -> AgentThought {
+    return try FfiConverterTypeAgentThought.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeAgentThought_lower(_ value: AgentThought) -> RustBuffer {
+    return FfiConverterTypeAgentThought.lower(value)
+}
+
+
+/**
+ * A streamed piece of an agent thought.
+ */
+public struct AgentThoughtChunk: Equatable, Hashable {
+    public var messageId: MessageId
+    public var content: ContentBlock
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(messageId: MessageId, content: ContentBlock, meta: JsonObject?) {
+        self.messageId = messageId
+        self.content = content
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension AgentThoughtChunk: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeAgentThoughtChunk: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> AgentThoughtChunk {
+        return
+            try AgentThoughtChunk(
+                messageId: FfiConverterTypeMessageId.read(from: &buf), 
+                content: FfiConverterTypeContentBlock.read(from: &buf), 
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: AgentThoughtChunk, into buf: inout [UInt8]) {
+        FfiConverterTypeMessageId.write(value.messageId, into: &buf)
+        FfiConverterTypeContentBlock.write(value.content, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeAgentThoughtChunk_lift(_ buf: RustBuffer) throws -> AgentThoughtChunk {
+    return try FfiConverterTypeAgentThoughtChunk.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeAgentThoughtChunk_lower(_ value: AgentThoughtChunk) -> RustBuffer {
+    return FfiConverterTypeAgentThoughtChunk.lower(value)
+}
+
+
+/**
+ * Hints for how content is used or shown.
+ */
+public struct Annotations: Equatable, Hashable {
+    public var audience: [Role]?
+    public var lastModified: String?
+    public var priority: Double?
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(audience: [Role]?, lastModified: String?, priority: Double?, meta: JsonObject?) {
+        self.audience = audience
+        self.lastModified = lastModified
+        self.priority = priority
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension Annotations: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeAnnotations: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Annotations {
+        return
+            try Annotations(
+                audience: FfiConverterOptionSequenceTypeRole.read(from: &buf), 
+                lastModified: FfiConverterOptionString.read(from: &buf), 
+                priority: FfiConverterOptionDouble.read(from: &buf), 
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: Annotations, into buf: inout [UInt8]) {
+        FfiConverterOptionSequenceTypeRole.write(value.audience, into: &buf)
+        FfiConverterOptionString.write(value.lastModified, into: &buf)
+        FfiConverterOptionDouble.write(value.priority, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeAnnotations_lift(_ buf: RustBuffer) throws -> Annotations {
+    return try FfiConverterTypeAnnotations.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeAnnotations_lower(_ value: Annotations) -> RustBuffer {
+    return FfiConverterTypeAnnotations.lower(value)
+}
+
+
+/**
+ * Audio, base64-encoded.
+ */
+public struct AudioContent: Equatable, Hashable {
+    public var data: String
+    public var mimeType: String
+    public var annotations: Annotations?
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(data: String, mimeType: String, annotations: Annotations?, meta: JsonObject?) {
+        self.data = data
+        self.mimeType = mimeType
+        self.annotations = annotations
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension AudioContent: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeAudioContent: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> AudioContent {
+        return
+            try AudioContent(
+                data: FfiConverterString.read(from: &buf), 
+                mimeType: FfiConverterString.read(from: &buf), 
+                annotations: FfiConverterOptionTypeAnnotations.read(from: &buf), 
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: AudioContent, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.data, into: &buf)
+        FfiConverterString.write(value.mimeType, into: &buf)
+        FfiConverterOptionTypeAnnotations.write(value.annotations, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeAudioContent_lift(_ buf: RustBuffer) throws -> AudioContent {
+    return try FfiConverterTypeAudioContent.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeAudioContent_lower(_ value: AudioContent) -> RustBuffer {
+    return FfiConverterTypeAudioContent.lower(value)
+}
+
+
+/**
+ * A binary resource, base64-encoded.
+ */
+public struct BlobResourceContents: Equatable, Hashable {
+    public var uri: String
+    public var mimeType: String?
+    public var blob: String
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(uri: String, mimeType: String?, blob: String, meta: JsonObject?) {
+        self.uri = uri
+        self.mimeType = mimeType
+        self.blob = blob
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension BlobResourceContents: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeBlobResourceContents: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> BlobResourceContents {
+        return
+            try BlobResourceContents(
+                uri: FfiConverterString.read(from: &buf), 
+                mimeType: FfiConverterOptionString.read(from: &buf), 
+                blob: FfiConverterString.read(from: &buf), 
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: BlobResourceContents, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.uri, into: &buf)
+        FfiConverterOptionString.write(value.mimeType, into: &buf)
+        FfiConverterString.write(value.blob, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeBlobResourceContents_lift(_ buf: RustBuffer) throws -> BlobResourceContents {
+    return try FfiConverterTypeBlobResourceContents.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeBlobResourceContents_lower(_ value: BlobResourceContents) -> RustBuffer {
+    return FfiConverterTypeBlobResourceContents.lower(value)
+}
+
+
+/**
+ * Cancels an in-flight request (`$/cancel_request`).
+ */
+public struct CancelRequestNotification: Equatable, Hashable {
+    public var requestId: RequestId
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(requestId: RequestId, meta: JsonObject?) {
+        self.requestId = requestId
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension CancelRequestNotification: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeCancelRequestNotification: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> CancelRequestNotification {
+        return
+            try CancelRequestNotification(
+                requestId: FfiConverterTypeRequestId.read(from: &buf), 
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: CancelRequestNotification, into buf: inout [UInt8]) {
+        FfiConverterTypeRequestId.write(value.requestId, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCancelRequestNotification_lift(_ buf: RustBuffer) throws -> CancelRequestNotification {
+    return try FfiConverterTypeCancelRequestNotification.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCancelRequestNotification_lower(_ value: CancelRequestNotification) -> RustBuffer {
+    return FfiConverterTypeCancelRequestNotification.lower(value)
+}
+
+
+/**
+ * Ends the in-flight turn (`idle`, `stopReason: cancelled`). Pending injects survive.
+ */
+public struct CancelSessionNotification: Equatable, Hashable {
+    public var sessionId: SessionId
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(sessionId: SessionId, meta: JsonObject?) {
+        self.sessionId = sessionId
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension CancelSessionNotification: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeCancelSessionNotification: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> CancelSessionNotification {
+        return
+            try CancelSessionNotification(
+                sessionId: FfiConverterTypeSessionId.read(from: &buf), 
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: CancelSessionNotification, into buf: inout [UInt8]) {
+        FfiConverterTypeSessionId.write(value.sessionId, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCancelSessionNotification_lift(_ buf: RustBuffer) throws -> CancelSessionNotification {
+    return try FfiConverterTypeCancelSessionNotification.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCancelSessionNotification_lower(_ value: CancelSessionNotification) -> RustBuffer {
+    return FfiConverterTypeCancelSessionNotification.lower(value)
+}
+
+
+/**
+ * The request was cancelled (the turn was cancelled).
+ */
+public struct CancelledPermissionOutcome: Equatable, Hashable {
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(meta: JsonObject?) {
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension CancelledPermissionOutcome: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeCancelledPermissionOutcome: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> CancelledPermissionOutcome {
+        return
+            try CancelledPermissionOutcome(
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: CancelledPermissionOutcome, into buf: inout [UInt8]) {
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCancelledPermissionOutcome_lift(_ buf: RustBuffer) throws -> CancelledPermissionOutcome {
+    return try FfiConverterTypeCancelledPermissionOutcome.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCancelledPermissionOutcome_lower(_ value: CancelledPermissionOutcome) -> RustBuffer {
+    return FfiConverterTypeCancelledPermissionOutcome.lower(value)
+}
+
+
+/**
+ * What the client supports. This toolkit defines no client capability of its own; upstream's are accepted and not interpreted.
+ */
+public struct ClientCapabilities: Equatable, Hashable {
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(meta: JsonObject?) {
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension ClientCapabilities: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeClientCapabilities: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ClientCapabilities {
+        return
+            try ClientCapabilities(
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: ClientCapabilities, into buf: inout [UInt8]) {
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeClientCapabilities_lift(_ buf: RustBuffer) throws -> ClientCapabilities {
+    return try FfiConverterTypeClientCapabilities.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeClientCapabilities_lower(_ value: ClientCapabilities) -> RustBuffer {
+    return FfiConverterTypeClientCapabilities.lower(value)
+}
+
+
+/**
+ * How to set up the client for a client-side vector.
+ */
+public struct ClientSetup: Equatable, Hashable {
+    public var session: String
+    public var capabilities: InjectCapabilities?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(session: String, capabilities: InjectCapabilities?) {
+        self.session = session
+        self.capabilities = capabilities
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension ClientSetup: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeClientSetup: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ClientSetup {
+        return
+            try ClientSetup(
+                session: FfiConverterString.read(from: &buf), 
+                capabilities: FfiConverterOptionTypeInjectCapabilities.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: ClientSetup, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.session, into: &buf)
+        FfiConverterOptionTypeInjectCapabilities.write(value.capabilities, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeClientSetup_lift(_ buf: RustBuffer) throws -> ClientSetup {
+    return try FfiConverterTypeClientSetup.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeClientSetup_lower(_ value: ClientSetup) -> RustBuffer {
+    return FfiConverterTypeClientSetup.lower(value)
+}
+
+
+/**
+ * Closes a session: a running turn ends as cancelled, pending injects are handed back to the agent's host (not delivered), and every attached client is told. The session stays listable and can be resumed.
+ */
+public struct CloseSessionRequest: Equatable, Hashable {
+    public var sessionId: SessionId
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(sessionId: SessionId, meta: JsonObject?) {
+        self.sessionId = sessionId
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension CloseSessionRequest: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeCloseSessionRequest: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> CloseSessionRequest {
+        return
+            try CloseSessionRequest(
+                sessionId: FfiConverterTypeSessionId.read(from: &buf), 
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: CloseSessionRequest, into buf: inout [UInt8]) {
+        FfiConverterTypeSessionId.write(value.sessionId, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCloseSessionRequest_lift(_ buf: RustBuffer) throws -> CloseSessionRequest {
+    return try FfiConverterTypeCloseSessionRequest.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCloseSessionRequest_lower(_ value: CloseSessionRequest) -> RustBuffer {
+    return FfiConverterTypeCloseSessionRequest.lower(value)
+}
+
+
+/**
+ * The session is closed.
+ */
+public struct CloseSessionResponse: Equatable, Hashable {
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(meta: JsonObject?) {
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension CloseSessionResponse: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeCloseSessionResponse: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> CloseSessionResponse {
+        return
+            try CloseSessionResponse(
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: CloseSessionResponse, into buf: inout [UInt8]) {
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCloseSessionResponse_lift(_ buf: RustBuffer) throws -> CloseSessionResponse {
+    return try FfiConverterTypeCloseSessionResponse.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCloseSessionResponse_lower(_ value: CloseSessionResponse) -> RustBuffer {
+    return FfiConverterTypeCloseSessionResponse.lower(value)
+}
+
+
+/**
+ * How `connect` starts and talks to an agent.
+ */
+public struct ConnectOptions: Equatable, Hashable {
+    /**
+     * This client, as `initialize` announces it.
+     */
+    public var client: Implementation
+    /**
+     * Opt into the agent's pending-list extension (`_acp-inject/pending`).
+     */
+    public var pendingUpdates: Bool
+    /**
+     * Longest agent line accepted, in bytes.
+     */
+    public var maxLineBytes: UInt64
+    /**
+     * How long `initialize` may take, in milliseconds.
+     */
+    public var handshakeTimeoutMs: UInt64
+    /**
+     * How long `close` waits for the agent to exit before killing it, in milliseconds.
+     */
+    public var closeGraceMs: UInt64
+    /**
+     * Copy the agent's stderr to this process's stderr.
+     */
+    public var forwardStderr: Bool
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * This client, as `initialize` announces it.
+         */client: Implementation, 
+        /**
+         * Opt into the agent's pending-list extension (`_acp-inject/pending`).
+         */pendingUpdates: Bool, 
+        /**
+         * Longest agent line accepted, in bytes.
+         */maxLineBytes: UInt64, 
+        /**
+         * How long `initialize` may take, in milliseconds.
+         */handshakeTimeoutMs: UInt64, 
+        /**
+         * How long `close` waits for the agent to exit before killing it, in milliseconds.
+         */closeGraceMs: UInt64, 
+        /**
+         * Copy the agent's stderr to this process's stderr.
+         */forwardStderr: Bool) {
+        self.client = client
+        self.pendingUpdates = pendingUpdates
+        self.maxLineBytes = maxLineBytes
+        self.handshakeTimeoutMs = handshakeTimeoutMs
+        self.closeGraceMs = closeGraceMs
+        self.forwardStderr = forwardStderr
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension ConnectOptions: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeConnectOptions: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ConnectOptions {
+        return
+            try ConnectOptions(
+                client: FfiConverterTypeImplementation.read(from: &buf), 
+                pendingUpdates: FfiConverterBool.read(from: &buf), 
+                maxLineBytes: FfiConverterUInt64.read(from: &buf), 
+                handshakeTimeoutMs: FfiConverterUInt64.read(from: &buf), 
+                closeGraceMs: FfiConverterUInt64.read(from: &buf), 
+                forwardStderr: FfiConverterBool.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: ConnectOptions, into buf: inout [UInt8]) {
+        FfiConverterTypeImplementation.write(value.client, into: &buf)
+        FfiConverterBool.write(value.pendingUpdates, into: &buf)
+        FfiConverterUInt64.write(value.maxLineBytes, into: &buf)
+        FfiConverterUInt64.write(value.handshakeTimeoutMs, into: &buf)
+        FfiConverterUInt64.write(value.closeGraceMs, into: &buf)
+        FfiConverterBool.write(value.forwardStderr, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeConnectOptions_lift(_ buf: RustBuffer) throws -> ConnectOptions {
+    return try FfiConverterTypeConnectOptions.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeConnectOptions_lower(_ value: ConnectOptions) -> RustBuffer {
+    return FfiConverterTypeConnectOptions.lower(value)
+}
+
+
+/**
+ * A monetary cost.
+ */
+public struct Cost: Equatable, Hashable {
+    /**
+     * The amount.
+     */
+    public var amount: Double
+    /**
+     * An ISO 4217 currency code.
+     */
+    public var currency: String
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The amount.
+         */amount: Double, 
+        /**
+         * An ISO 4217 currency code.
+         */currency: String, meta: JsonObject?) {
+        self.amount = amount
+        self.currency = currency
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension Cost: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeCost: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Cost {
+        return
+            try Cost(
+                amount: FfiConverterDouble.read(from: &buf), 
+                currency: FfiConverterString.read(from: &buf), 
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: Cost, into buf: inout [UInt8]) {
+        FfiConverterDouble.write(value.amount, into: &buf)
+        FfiConverterString.write(value.currency, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCost_lift(_ buf: RustBuffer) throws -> Cost {
+    return try FfiConverterTypeCost.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCost_lower(_ value: Cost) -> RustBuffer {
+    return FfiConverterTypeCost.lower(value)
+}
+
+
+/**
+ * A resource's contents, embedded.
+ */
+public struct EmbeddedResource: Equatable, Hashable {
+    public var resource: EmbeddedResourceResource
+    public var annotations: Annotations?
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(resource: EmbeddedResourceResource, annotations: Annotations?, meta: JsonObject?) {
+        self.resource = resource
+        self.annotations = annotations
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension EmbeddedResource: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeEmbeddedResource: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> EmbeddedResource {
+        return
+            try EmbeddedResource(
+                resource: FfiConverterTypeEmbeddedResourceResource.read(from: &buf), 
+                annotations: FfiConverterOptionTypeAnnotations.read(from: &buf), 
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: EmbeddedResource, into buf: inout [UInt8]) {
+        FfiConverterTypeEmbeddedResourceResource.write(value.resource, into: &buf)
+        FfiConverterOptionTypeAnnotations.write(value.annotations, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeEmbeddedResource_lift(_ buf: RustBuffer) throws -> EmbeddedResource {
+    return try FfiConverterTypeEmbeddedResource.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeEmbeddedResource_lower(_ value: EmbeddedResource) -> RustBuffer {
+    return FfiConverterTypeEmbeddedResource.lower(value)
+}
+
+
+/**
+ * An environment variable for a stdio MCP server.
+ */
+public struct EnvVariable: Equatable, Hashable {
+    public var name: String
+    public var value: String
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(name: String, value: String, meta: JsonObject?) {
+        self.name = name
+        self.value = value
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension EnvVariable: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeEnvVariable: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> EnvVariable {
+        return
+            try EnvVariable(
+                name: FfiConverterString.read(from: &buf), 
+                value: FfiConverterString.read(from: &buf), 
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: EnvVariable, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.name, into: &buf)
+        FfiConverterString.write(value.value, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeEnvVariable_lift(_ buf: RustBuffer) throws -> EnvVariable {
+    return try FfiConverterTypeEnvVariable.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeEnvVariable_lower(_ value: EnvVariable) -> RustBuffer {
+    return FfiConverterTypeEnvVariable.lower(value)
+}
+
+
+/**
+ * The `data` of a -32002 or -32010 error, and the optional `detail` of the standard codes.
+ */
+public struct ErrorData: Equatable, Hashable {
+    public var reason: ErrorReason?
+    public var messageId: MessageId?
+    /**
+     * What was wrong, for a person. Never compared by conformance vectors.
+     */
+    public var detail: String?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(reason: ErrorReason?, messageId: MessageId?, 
+        /**
+         * What was wrong, for a person. Never compared by conformance vectors.
+         */detail: String?) {
+        self.reason = reason
+        self.messageId = messageId
+        self.detail = detail
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension ErrorData: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeErrorData: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ErrorData {
+        return
+            try ErrorData(
+                reason: FfiConverterOptionTypeErrorReason.read(from: &buf), 
+                messageId: FfiConverterOptionTypeMessageId.read(from: &buf), 
+                detail: FfiConverterOptionString.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: ErrorData, into buf: inout [UInt8]) {
+        FfiConverterOptionTypeErrorReason.write(value.reason, into: &buf)
+        FfiConverterOptionTypeMessageId.write(value.messageId, into: &buf)
+        FfiConverterOptionString.write(value.detail, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeErrorData_lift(_ buf: RustBuffer) throws -> ErrorData {
+    return try FfiConverterTypeErrorData.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeErrorData_lower(_ value: ErrorData) -> RustBuffer {
+    return FfiConverterTypeErrorData.lower(value)
+}
+
+
+/**
+ * An HTTP header for an HTTP MCP server.
+ */
+public struct HttpHeader: Equatable, Hashable {
+    public var name: String
+    public var value: String
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(name: String, value: String, meta: JsonObject?) {
+        self.name = name
+        self.value = value
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension HttpHeader: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeHttpHeader: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> HttpHeader {
+        return
+            try HttpHeader(
+                name: FfiConverterString.read(from: &buf), 
+                value: FfiConverterString.read(from: &buf), 
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: HttpHeader, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.name, into: &buf)
+        FfiConverterString.write(value.value, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeHttpHeader_lift(_ buf: RustBuffer) throws -> HttpHeader {
+    return try FfiConverterTypeHttpHeader.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeHttpHeader_lower(_ value: HttpHeader) -> RustBuffer {
+    return FfiConverterTypeHttpHeader.lower(value)
+}
+
+
+/**
+ * The turn ended. Always carries `stopReason` from this toolkit; `usage` only when the runtime reported it.
+ */
+public struct IdleStateUpdate: Equatable, Hashable {
+    public var stopReason: StopReason?
+    public var usage: Usage?
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(stopReason: StopReason?, usage: Usage?, meta: JsonObject?) {
+        self.stopReason = stopReason
+        self.usage = usage
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension IdleStateUpdate: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeIdleStateUpdate: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> IdleStateUpdate {
+        return
+            try IdleStateUpdate(
+                stopReason: FfiConverterOptionTypeStopReason.read(from: &buf), 
+                usage: FfiConverterOptionTypeUsage.read(from: &buf), 
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: IdleStateUpdate, into buf: inout [UInt8]) {
+        FfiConverterOptionTypeStopReason.write(value.stopReason, into: &buf)
+        FfiConverterOptionTypeUsage.write(value.usage, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeIdleStateUpdate_lift(_ buf: RustBuffer) throws -> IdleStateUpdate {
+    return try FfiConverterTypeIdleStateUpdate.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeIdleStateUpdate_lower(_ value: IdleStateUpdate) -> RustBuffer {
+    return FfiConverterTypeIdleStateUpdate.lower(value)
+}
+
+
+/**
+ * An image, base64-encoded.
+ */
+public struct ImageContent: Equatable, Hashable {
+    public var data: String
+    public var mimeType: String
+    public var uri: String?
+    public var annotations: Annotations?
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(data: String, mimeType: String, uri: String?, annotations: Annotations?, meta: JsonObject?) {
+        self.data = data
+        self.mimeType = mimeType
+        self.uri = uri
+        self.annotations = annotations
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension ImageContent: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeImageContent: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ImageContent {
+        return
+            try ImageContent(
+                data: FfiConverterString.read(from: &buf), 
+                mimeType: FfiConverterString.read(from: &buf), 
+                uri: FfiConverterOptionString.read(from: &buf), 
+                annotations: FfiConverterOptionTypeAnnotations.read(from: &buf), 
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: ImageContent, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.data, into: &buf)
+        FfiConverterString.write(value.mimeType, into: &buf)
+        FfiConverterOptionString.write(value.uri, into: &buf)
+        FfiConverterOptionTypeAnnotations.write(value.annotations, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeImageContent_lift(_ buf: RustBuffer) throws -> ImageContent {
+    return try FfiConverterTypeImageContent.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeImageContent_lower(_ value: ImageContent) -> RustBuffer {
+    return FfiConverterTypeImageContent.lower(value)
+}
+
+
+/**
+ * Name and version of a client or agent implementation.
+ */
+public struct Implementation: Equatable, Hashable {
+    /**
+     * A programmatic name.
+     */
+    public var name: String
+    /**
+     * A name for people to read.
+     */
+    public var title: String?
+    /**
+     * The implementation's version.
+     */
+    public var version: String
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * A programmatic name.
+         */name: String, 
+        /**
+         * A name for people to read.
+         */title: String?, 
+        /**
+         * The implementation's version.
+         */version: String, meta: JsonObject?) {
+        self.name = name
+        self.title = title
+        self.version = version
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension Implementation: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeImplementation: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Implementation {
+        return
+            try Implementation(
+                name: FfiConverterString.read(from: &buf), 
+                title: FfiConverterOptionString.read(from: &buf), 
+                version: FfiConverterString.read(from: &buf), 
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: Implementation, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.name, into: &buf)
+        FfiConverterOptionString.write(value.title, into: &buf)
+        FfiConverterString.write(value.version, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeImplementation_lift(_ buf: RustBuffer) throws -> Implementation {
+    return try FfiConverterTypeImplementation.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeImplementation_lower(_ value: Implementation) -> RustBuffer {
+    return FfiConverterTypeImplementation.lower(value)
+}
+
+
+/**
+ * Negotiates the protocol version and capabilities.
+ */
+public struct InitializeRequest: Equatable, Hashable {
+    public var protocolVersion: ProtocolVersion
+    public var info: Implementation
+    public var capabilities: ClientCapabilities?
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(protocolVersion: ProtocolVersion, info: Implementation, capabilities: ClientCapabilities?, meta: JsonObject?) {
+        self.protocolVersion = protocolVersion
+        self.info = info
+        self.capabilities = capabilities
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension InitializeRequest: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeInitializeRequest: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> InitializeRequest {
+        return
+            try InitializeRequest(
+                protocolVersion: FfiConverterTypeProtocolVersion.read(from: &buf), 
+                info: FfiConverterTypeImplementation.read(from: &buf), 
+                capabilities: FfiConverterOptionTypeClientCapabilities.read(from: &buf), 
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: InitializeRequest, into buf: inout [UInt8]) {
+        FfiConverterTypeProtocolVersion.write(value.protocolVersion, into: &buf)
+        FfiConverterTypeImplementation.write(value.info, into: &buf)
+        FfiConverterOptionTypeClientCapabilities.write(value.capabilities, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeInitializeRequest_lift(_ buf: RustBuffer) throws -> InitializeRequest {
+    return try FfiConverterTypeInitializeRequest.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeInitializeRequest_lower(_ value: InitializeRequest) -> RustBuffer {
+    return FfiConverterTypeInitializeRequest.lower(value)
+}
+
+
+/**
+ * The agent's protocol version, identity and capabilities.
+ */
+public struct InitializeResponse: Equatable, Hashable {
+    public var protocolVersion: ProtocolVersion
+    public var info: Implementation
+    public var capabilities: AgentCapabilities?
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(protocolVersion: ProtocolVersion, info: Implementation, capabilities: AgentCapabilities?, meta: JsonObject?) {
+        self.protocolVersion = protocolVersion
+        self.info = info
+        self.capabilities = capabilities
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension InitializeResponse: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeInitializeResponse: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> InitializeResponse {
+        return
+            try InitializeResponse(
+                protocolVersion: FfiConverterTypeProtocolVersion.read(from: &buf), 
+                info: FfiConverterTypeImplementation.read(from: &buf), 
+                capabilities: FfiConverterOptionTypeAgentCapabilities.read(from: &buf), 
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: InitializeResponse, into buf: inout [UInt8]) {
+        FfiConverterTypeProtocolVersion.write(value.protocolVersion, into: &buf)
+        FfiConverterTypeImplementation.write(value.info, into: &buf)
+        FfiConverterOptionTypeAgentCapabilities.write(value.capabilities, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeInitializeResponse_lift(_ buf: RustBuffer) throws -> InitializeResponse {
+    return try FfiConverterTypeInitializeResponse.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeInitializeResponse_lower(_ value: InitializeResponse) -> RustBuffer {
+    return FfiConverterTypeInitializeResponse.lower(value)
+}
+
+
+/**
+ * The agent accepts `session/inject`. Revoke is always supported where inject is advertised. `steerInStream` is required and non-empty when `modes` contains `steer`.
  */
 public struct InjectCapabilities: Equatable, Hashable {
+    /**
+     * The modes the agent accepts.
+     */
     public var modes: [InjectMode]
-    public var replace: Bool
+    /**
+     * Operations on pending injects beyond revoke.
+     */
+    public var pending: PendingCapabilities?
+    /**
+     * What a steer does mid model stream with no tool call pending.
+     */
     public var steerInStream: [SteerInStream]
+    public var meta: JsonObject?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(modes: [InjectMode], replace: Bool, steerInStream: [SteerInStream]) {
+    public init(
+        /**
+         * The modes the agent accepts.
+         */modes: [InjectMode], 
+        /**
+         * Operations on pending injects beyond revoke.
+         */pending: PendingCapabilities?, 
+        /**
+         * What a steer does mid model stream with no tool call pending.
+         */steerInStream: [SteerInStream], meta: JsonObject?) {
         self.modes = modes
-        self.replace = replace
+        self.pending = pending
         self.steerInStream = steerInStream
+        self.meta = meta
     }
 
     
@@ -1578,15 +5813,17 @@ public struct FfiConverterTypeInjectCapabilities: FfiConverterRustBuffer {
         return
             try InjectCapabilities(
                 modes: FfiConverterSequenceTypeInjectMode.read(from: &buf), 
-                replace: FfiConverterBool.read(from: &buf), 
-                steerInStream: FfiConverterSequenceTypeSteerInStream.read(from: &buf)
+                pending: FfiConverterOptionTypePendingCapabilities.read(from: &buf), 
+                steerInStream: FfiConverterSequenceTypeSteerInStream.read(from: &buf), 
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
         )
     }
 
     public static func write(_ value: InjectCapabilities, into buf: inout [UInt8]) {
         FfiConverterSequenceTypeInjectMode.write(value.modes, into: &buf)
-        FfiConverterBool.write(value.replace, into: &buf)
+        FfiConverterOptionTypePendingCapabilities.write(value.pending, into: &buf)
         FfiConverterSequenceTypeSteerInStream.write(value.steerInStream, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
     }
 }
 
@@ -1607,21 +5844,830 @@ public func FfiConverterTypeInjectCapabilities_lower(_ value: InjectCapabilities
 
 
 /**
- * A pending inject (handed back at close, or listed by `pending`).
+ * Adds user input to a session mid-turn.
  */
-public struct PendingInject: Equatable, Hashable {
-    public var messageId: String
+public struct InjectRequest: Equatable, Hashable {
+    public var sessionId: SessionId
     public var mode: InjectMode
+    /**
+     * The message's content (at least one block).
+     */
     public var content: [ContentBlock]
-    public var contentJson: String
+    public var meta: JsonObject?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(messageId: String, mode: InjectMode, content: [ContentBlock], contentJson: String) {
+    public init(sessionId: SessionId, mode: InjectMode, 
+        /**
+         * The message's content (at least one block).
+         */content: [ContentBlock], meta: JsonObject?) {
+        self.sessionId = sessionId
+        self.mode = mode
+        self.content = content
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension InjectRequest: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeInjectRequest: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> InjectRequest {
+        return
+            try InjectRequest(
+                sessionId: FfiConverterTypeSessionId.read(from: &buf), 
+                mode: FfiConverterTypeInjectMode.read(from: &buf), 
+                content: FfiConverterSequenceTypeContentBlock.read(from: &buf), 
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: InjectRequest, into buf: inout [UInt8]) {
+        FfiConverterTypeSessionId.write(value.sessionId, into: &buf)
+        FfiConverterTypeInjectMode.write(value.mode, into: &buf)
+        FfiConverterSequenceTypeContentBlock.write(value.content, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeInjectRequest_lift(_ buf: RustBuffer) throws -> InjectRequest {
+    return try FfiConverterTypeInjectRequest.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeInjectRequest_lower(_ value: InjectRequest) -> RustBuffer {
+    return FfiConverterTypeInjectRequest.lower(value)
+}
+
+
+/**
+ * The inject was accepted for pending delivery; its `user_message` will carry this id.
+ */
+public struct InjectResponse: Equatable, Hashable {
+    public var messageId: MessageId
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(messageId: MessageId, meta: JsonObject?) {
+        self.messageId = messageId
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension InjectResponse: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeInjectResponse: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> InjectResponse {
+        return
+            try InjectResponse(
+                messageId: FfiConverterTypeMessageId.read(from: &buf), 
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: InjectResponse, into buf: inout [UInt8]) {
+        FfiConverterTypeMessageId.write(value.messageId, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeInjectResponse_lift(_ buf: RustBuffer) throws -> InjectResponse {
+    return try FfiConverterTypeInjectResponse.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeInjectResponse_lower(_ value: InjectResponse) -> RustBuffer {
+    return FfiConverterTypeInjectResponse.lower(value)
+}
+
+
+/**
+ * Lists the sessions the agent knows (live and closed), newest first, a page at a time.
+ */
+public struct ListSessionsRequest: Equatable, Hashable {
+    /**
+     * Only sessions with this working directory (an absolute path).
+     */
+    public var cwd: String?
+    /**
+     * The `nextCursor` of a previous page; opaque.
+     */
+    public var cursor: String?
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * Only sessions with this working directory (an absolute path).
+         */cwd: String?, 
+        /**
+         * The `nextCursor` of a previous page; opaque.
+         */cursor: String?, meta: JsonObject?) {
+        self.cwd = cwd
+        self.cursor = cursor
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension ListSessionsRequest: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeListSessionsRequest: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ListSessionsRequest {
+        return
+            try ListSessionsRequest(
+                cwd: FfiConverterOptionString.read(from: &buf), 
+                cursor: FfiConverterOptionString.read(from: &buf), 
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: ListSessionsRequest, into buf: inout [UInt8]) {
+        FfiConverterOptionString.write(value.cwd, into: &buf)
+        FfiConverterOptionString.write(value.cursor, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeListSessionsRequest_lift(_ buf: RustBuffer) throws -> ListSessionsRequest {
+    return try FfiConverterTypeListSessionsRequest.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeListSessionsRequest_lower(_ value: ListSessionsRequest) -> RustBuffer {
+    return FfiConverterTypeListSessionsRequest.lower(value)
+}
+
+
+/**
+ * One page of sessions. A missing `nextCursor` means there are no more.
+ */
+public struct ListSessionsResponse: Equatable, Hashable {
+    public var sessions: [SessionInfo]
+    /**
+     * Pass it as `cursor` to fetch the next page.
+     */
+    public var nextCursor: String?
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(sessions: [SessionInfo], 
+        /**
+         * Pass it as `cursor` to fetch the next page.
+         */nextCursor: String?, meta: JsonObject?) {
+        self.sessions = sessions
+        self.nextCursor = nextCursor
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension ListSessionsResponse: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeListSessionsResponse: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ListSessionsResponse {
+        return
+            try ListSessionsResponse(
+                sessions: FfiConverterSequenceTypeSessionInfo.read(from: &buf), 
+                nextCursor: FfiConverterOptionString.read(from: &buf), 
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: ListSessionsResponse, into buf: inout [UInt8]) {
+        FfiConverterSequenceTypeSessionInfo.write(value.sessions, into: &buf)
+        FfiConverterOptionString.write(value.nextCursor, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeListSessionsResponse_lift(_ buf: RustBuffer) throws -> ListSessionsResponse {
+    return try FfiConverterTypeListSessionsResponse.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeListSessionsResponse_lower(_ value: ListSessionsResponse) -> RustBuffer {
+    return FfiConverterTypeListSessionsResponse.lower(value)
+}
+
+
+/**
+ * MCP server transports the agent connects to.
+ */
+public struct McpCapabilities: Equatable, Hashable {
+    /**
+     * `{}`: stdio servers are supported.
+     */
+    public var stdio: JsonObject?
+    /**
+     * `{}`: HTTP servers are supported.
+     */
+    public var http: JsonObject?
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * `{}`: stdio servers are supported.
+         */stdio: JsonObject?, 
+        /**
+         * `{}`: HTTP servers are supported.
+         */http: JsonObject?, meta: JsonObject?) {
+        self.stdio = stdio
+        self.http = http
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension McpCapabilities: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeMcpCapabilities: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> McpCapabilities {
+        return
+            try McpCapabilities(
+                stdio: FfiConverterOptionTypeJsonObject.read(from: &buf), 
+                http: FfiConverterOptionTypeJsonObject.read(from: &buf), 
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: McpCapabilities, into buf: inout [UInt8]) {
+        FfiConverterOptionTypeJsonObject.write(value.stdio, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.http, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeMcpCapabilities_lift(_ buf: RustBuffer) throws -> McpCapabilities {
+    return try FfiConverterTypeMcpCapabilities.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeMcpCapabilities_lower(_ value: McpCapabilities) -> RustBuffer {
+    return FfiConverterTypeMcpCapabilities.lower(value)
+}
+
+
+/**
+ * A server reached over HTTP.
+ */
+public struct McpServerHttp: Equatable, Hashable {
+    /**
+     * A name for people to read.
+     */
+    public var name: String
+    /**
+     * The server's URL.
+     */
+    public var url: String
+    /**
+     * HTTP headers sent with every request.
+     */
+    public var headers: [HttpHeader]?
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * A name for people to read.
+         */name: String, 
+        /**
+         * The server's URL.
+         */url: String, 
+        /**
+         * HTTP headers sent with every request.
+         */headers: [HttpHeader]?, meta: JsonObject?) {
+        self.name = name
+        self.url = url
+        self.headers = headers
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension McpServerHttp: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeMcpServerHttp: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> McpServerHttp {
+        return
+            try McpServerHttp(
+                name: FfiConverterString.read(from: &buf), 
+                url: FfiConverterString.read(from: &buf), 
+                headers: FfiConverterOptionSequenceTypeHttpHeader.read(from: &buf), 
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: McpServerHttp, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.name, into: &buf)
+        FfiConverterString.write(value.url, into: &buf)
+        FfiConverterOptionSequenceTypeHttpHeader.write(value.headers, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeMcpServerHttp_lift(_ buf: RustBuffer) throws -> McpServerHttp {
+    return try FfiConverterTypeMcpServerHttp.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeMcpServerHttp_lower(_ value: McpServerHttp) -> RustBuffer {
+    return FfiConverterTypeMcpServerHttp.lower(value)
+}
+
+
+/**
+ * A server started as a process, speaking over stdio.
+ */
+public struct McpServerStdio: Equatable, Hashable {
+    /**
+     * A name for people to read.
+     */
+    public var name: String
+    /**
+     * The absolute path of the executable.
+     */
+    public var command: String
+    /**
+     * Command-line arguments.
+     */
+    public var args: [String]?
+    /**
+     * Environment variables.
+     */
+    public var env: [EnvVariable]?
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * A name for people to read.
+         */name: String, 
+        /**
+         * The absolute path of the executable.
+         */command: String, 
+        /**
+         * Command-line arguments.
+         */args: [String]?, 
+        /**
+         * Environment variables.
+         */env: [EnvVariable]?, meta: JsonObject?) {
+        self.name = name
+        self.command = command
+        self.args = args
+        self.env = env
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension McpServerStdio: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeMcpServerStdio: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> McpServerStdio {
+        return
+            try McpServerStdio(
+                name: FfiConverterString.read(from: &buf), 
+                command: FfiConverterString.read(from: &buf), 
+                args: FfiConverterOptionSequenceString.read(from: &buf), 
+                env: FfiConverterOptionSequenceTypeEnvVariable.read(from: &buf), 
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: McpServerStdio, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.name, into: &buf)
+        FfiConverterString.write(value.command, into: &buf)
+        FfiConverterOptionSequenceString.write(value.args, into: &buf)
+        FfiConverterOptionSequenceTypeEnvVariable.write(value.env, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeMcpServerStdio_lift(_ buf: RustBuffer) throws -> McpServerStdio {
+    return try FfiConverterTypeMcpServerStdio.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeMcpServerStdio_lower(_ value: McpServerStdio) -> RustBuffer {
+    return FfiConverterTypeMcpServerStdio.lower(value)
+}
+
+
+/**
+ * Everything a client UI renders for one session.
+ */
+public struct MirrorSnapshot: Equatable, Hashable {
+    public var state: TurnState
+    public var stopReason: StopReason?
+    public var usage: Usage?
+    public var pending: [PendingItem]
+    public var transcript: [TranscriptEntry]
+    public var violations: [Violation]
+    public var affordances: Affordances
+    public var agentPending: [PendingInject]?
+    public var closed: Bool
+    public var tolerated: UInt64
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(state: TurnState, stopReason: StopReason?, usage: Usage?, pending: [PendingItem], transcript: [TranscriptEntry], violations: [Violation], affordances: Affordances, agentPending: [PendingInject]?, closed: Bool, tolerated: UInt64) {
+        self.state = state
+        self.stopReason = stopReason
+        self.usage = usage
+        self.pending = pending
+        self.transcript = transcript
+        self.violations = violations
+        self.affordances = affordances
+        self.agentPending = agentPending
+        self.closed = closed
+        self.tolerated = tolerated
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension MirrorSnapshot: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeMirrorSnapshot: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> MirrorSnapshot {
+        return
+            try MirrorSnapshot(
+                state: FfiConverterTypeTurnState.read(from: &buf), 
+                stopReason: FfiConverterOptionTypeStopReason.read(from: &buf), 
+                usage: FfiConverterOptionTypeUsage.read(from: &buf), 
+                pending: FfiConverterSequenceTypePendingItem.read(from: &buf), 
+                transcript: FfiConverterSequenceTypeTranscriptEntry.read(from: &buf), 
+                violations: FfiConverterSequenceTypeViolation.read(from: &buf), 
+                affordances: FfiConverterTypeAffordances.read(from: &buf), 
+                agentPending: FfiConverterOptionSequenceTypePendingInject.read(from: &buf), 
+                closed: FfiConverterBool.read(from: &buf), 
+                tolerated: FfiConverterUInt64.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: MirrorSnapshot, into buf: inout [UInt8]) {
+        FfiConverterTypeTurnState.write(value.state, into: &buf)
+        FfiConverterOptionTypeStopReason.write(value.stopReason, into: &buf)
+        FfiConverterOptionTypeUsage.write(value.usage, into: &buf)
+        FfiConverterSequenceTypePendingItem.write(value.pending, into: &buf)
+        FfiConverterSequenceTypeTranscriptEntry.write(value.transcript, into: &buf)
+        FfiConverterSequenceTypeViolation.write(value.violations, into: &buf)
+        FfiConverterTypeAffordances.write(value.affordances, into: &buf)
+        FfiConverterOptionSequenceTypePendingInject.write(value.agentPending, into: &buf)
+        FfiConverterBool.write(value.closed, into: &buf)
+        FfiConverterUInt64.write(value.tolerated, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeMirrorSnapshot_lift(_ buf: RustBuffer) throws -> MirrorSnapshot {
+    return try FfiConverterTypeMirrorSnapshot.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeMirrorSnapshot_lower(_ value: MirrorSnapshot) -> RustBuffer {
+    return FfiConverterTypeMirrorSnapshot.lower(value)
+}
+
+
+/**
+ * Creates a session.
+ */
+public struct NewSessionRequest: Equatable, Hashable {
+    /**
+     * The session's working directory (an absolute path).
+     */
+    public var cwd: String
+    /**
+     * Additional workspace roots (absolute paths); only when the agent advertises `session.additionalDirectories`.
+     */
+    public var additionalDirectories: [String]?
+    /**
+     * MCP servers the agent should connect to. This toolkit hands them to the agent's host.
+     */
+    public var mcpServers: [McpServer]?
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The session's working directory (an absolute path).
+         */cwd: String, 
+        /**
+         * Additional workspace roots (absolute paths); only when the agent advertises `session.additionalDirectories`.
+         */additionalDirectories: [String]?, 
+        /**
+         * MCP servers the agent should connect to. This toolkit hands them to the agent's host.
+         */mcpServers: [McpServer]?, meta: JsonObject?) {
+        self.cwd = cwd
+        self.additionalDirectories = additionalDirectories
+        self.mcpServers = mcpServers
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension NewSessionRequest: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeNewSessionRequest: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> NewSessionRequest {
+        return
+            try NewSessionRequest(
+                cwd: FfiConverterString.read(from: &buf), 
+                additionalDirectories: FfiConverterOptionSequenceString.read(from: &buf), 
+                mcpServers: FfiConverterOptionSequenceTypeMcpServer.read(from: &buf), 
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: NewSessionRequest, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.cwd, into: &buf)
+        FfiConverterOptionSequenceString.write(value.additionalDirectories, into: &buf)
+        FfiConverterOptionSequenceTypeMcpServer.write(value.mcpServers, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeNewSessionRequest_lift(_ buf: RustBuffer) throws -> NewSessionRequest {
+    return try FfiConverterTypeNewSessionRequest.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeNewSessionRequest_lower(_ value: NewSessionRequest) -> RustBuffer {
+    return FfiConverterTypeNewSessionRequest.lower(value)
+}
+
+
+/**
+ * The new session's id.
+ */
+public struct NewSessionResponse: Equatable, Hashable {
+    public var sessionId: SessionId
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(sessionId: SessionId, meta: JsonObject?) {
+        self.sessionId = sessionId
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension NewSessionResponse: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeNewSessionResponse: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> NewSessionResponse {
+        return
+            try NewSessionResponse(
+                sessionId: FfiConverterTypeSessionId.read(from: &buf), 
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: NewSessionResponse, into buf: inout [UInt8]) {
+        FfiConverterTypeSessionId.write(value.sessionId, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeNewSessionResponse_lift(_ buf: RustBuffer) throws -> NewSessionResponse {
+    return try FfiConverterTypeNewSessionResponse.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeNewSessionResponse_lower(_ value: NewSessionResponse) -> RustBuffer {
+    return FfiConverterTypeNewSessionResponse.lower(value)
+}
+
+
+/**
+ * Operations on a pending (not yet delivered) inject.
+ */
+public struct PendingCapabilities: Equatable, Hashable {
+    /**
+     * `session/replace_inject` is supported.
+     */
+    public var replace: Bool
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * `session/replace_inject` is supported.
+         */replace: Bool, meta: JsonObject?) {
+        self.replace = replace
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension PendingCapabilities: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypePendingCapabilities: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PendingCapabilities {
+        return
+            try PendingCapabilities(
+                replace: FfiConverterBool.read(from: &buf), 
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: PendingCapabilities, into buf: inout [UInt8]) {
+        FfiConverterBool.write(value.replace, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePendingCapabilities_lift(_ buf: RustBuffer) throws -> PendingCapabilities {
+    return try FfiConverterTypePendingCapabilities.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePendingCapabilities_lower(_ value: PendingCapabilities) -> RustBuffer {
+    return FfiConverterTypePendingCapabilities.lower(value)
+}
+
+
+/**
+ * A pending inject as the pending-list extension reports it.
+ */
+public struct PendingInject: Equatable, Hashable {
+    public var messageId: MessageId
+    public var mode: InjectMode
+    public var content: [ContentBlock]
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(messageId: MessageId, mode: InjectMode, content: [ContentBlock], meta: JsonObject?) {
         self.messageId = messageId
         self.mode = mode
         self.content = content
-        self.contentJson = contentJson
+        self.meta = meta
     }
 
     
@@ -1640,18 +6686,18 @@ public struct FfiConverterTypePendingInject: FfiConverterRustBuffer {
     public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PendingInject {
         return
             try PendingInject(
-                messageId: FfiConverterString.read(from: &buf), 
+                messageId: FfiConverterTypeMessageId.read(from: &buf), 
                 mode: FfiConverterTypeInjectMode.read(from: &buf), 
                 content: FfiConverterSequenceTypeContentBlock.read(from: &buf), 
-                contentJson: FfiConverterString.read(from: &buf)
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
         )
     }
 
     public static func write(_ value: PendingInject, into buf: inout [UInt8]) {
-        FfiConverterString.write(value.messageId, into: &buf)
+        FfiConverterTypeMessageId.write(value.messageId, into: &buf)
         FfiConverterTypeInjectMode.write(value.mode, into: &buf)
         FfiConverterSequenceTypeContentBlock.write(value.content, into: &buf)
-        FfiConverterString.write(value.contentJson, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
     }
 }
 
@@ -1671,19 +6717,81 @@ public func FfiConverterTypePendingInject_lower(_ value: PendingInject) -> RustB
 }
 
 
-public struct PendingItem: Equatable, Hashable {
-    public var messageId: String?
-    public var mode: ItemMode
-    public var status: ItemStatus
-    public var content: [ContentBlock]
+/**
+ * Extension (`_acp-inject/pending`): the session's pending injects, whole, in delivery order (steers, then queued, each first in first out). Sent to connections that opted in (client capability `_meta["acp-inject.dev/pending"]`) whenever the list changes and once after `session/resume`.
+ */
+public struct PendingInjectsUpdate: Equatable, Hashable {
+    public var pending: [PendingInject]
+    public var meta: JsonObject?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(messageId: String?, mode: ItemMode, status: ItemStatus, content: [ContentBlock]) {
+    public init(pending: [PendingInject], meta: JsonObject?) {
+        self.pending = pending
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension PendingInjectsUpdate: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypePendingInjectsUpdate: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PendingInjectsUpdate {
+        return
+            try PendingInjectsUpdate(
+                pending: FfiConverterSequenceTypePendingInject.read(from: &buf), 
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: PendingInjectsUpdate, into buf: inout [UInt8]) {
+        FfiConverterSequenceTypePendingInject.write(value.pending, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePendingInjectsUpdate_lift(_ buf: RustBuffer) throws -> PendingInjectsUpdate {
+    return try FfiConverterTypePendingInjectsUpdate.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePendingInjectsUpdate_lower(_ value: PendingInjectsUpdate) -> RustBuffer {
+    return FfiConverterTypePendingInjectsUpdate.lower(value)
+}
+
+
+/**
+ * One of the client's own prompts or injects.
+ */
+public struct PendingItem: Equatable, Hashable {
+    public var messageId: MessageId?
+    public var mode: ItemMode
+    public var status: ItemStatus
+    public var content: [ContentBlock]
+    public var superseded: [[ContentBlock]]
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(messageId: MessageId?, mode: ItemMode, status: ItemStatus, content: [ContentBlock], superseded: [[ContentBlock]]) {
         self.messageId = messageId
         self.mode = mode
         self.status = status
         self.content = content
+        self.superseded = superseded
     }
 
     
@@ -1702,18 +6810,20 @@ public struct FfiConverterTypePendingItem: FfiConverterRustBuffer {
     public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PendingItem {
         return
             try PendingItem(
-                messageId: FfiConverterOptionString.read(from: &buf), 
+                messageId: FfiConverterOptionTypeMessageId.read(from: &buf), 
                 mode: FfiConverterTypeItemMode.read(from: &buf), 
                 status: FfiConverterTypeItemStatus.read(from: &buf), 
-                content: FfiConverterSequenceTypeContentBlock.read(from: &buf)
+                content: FfiConverterSequenceTypeContentBlock.read(from: &buf), 
+                superseded: FfiConverterSequenceSequenceTypeContentBlock.read(from: &buf)
         )
     }
 
     public static func write(_ value: PendingItem, into buf: inout [UInt8]) {
-        FfiConverterOptionString.write(value.messageId, into: &buf)
+        FfiConverterOptionTypeMessageId.write(value.messageId, into: &buf)
         FfiConverterTypeItemMode.write(value.mode, into: &buf)
         FfiConverterTypeItemStatus.write(value.status, into: &buf)
         FfiConverterSequenceTypeContentBlock.write(value.content, into: &buf)
+        FfiConverterSequenceSequenceTypeContentBlock.write(value.superseded, into: &buf)
     }
 }
 
@@ -1734,21 +6844,478 @@ public func FfiConverterTypePendingItem_lower(_ value: PendingItem) -> RustBuffe
 
 
 /**
- * An error the agent answered, as a record (bulk APIs return these instead of raising).
+ * One choice of a permission request.
+ */
+public struct PermissionOption: Equatable, Hashable {
+    public var optionId: PermissionOptionId
+    /**
+     * The label shown to the user.
+     */
+    public var name: String
+    public var kind: PermissionOptionKind
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(optionId: PermissionOptionId, 
+        /**
+         * The label shown to the user.
+         */name: String, kind: PermissionOptionKind, meta: JsonObject?) {
+        self.optionId = optionId
+        self.name = name
+        self.kind = kind
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension PermissionOption: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypePermissionOption: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PermissionOption {
+        return
+            try PermissionOption(
+                optionId: FfiConverterTypePermissionOptionId.read(from: &buf), 
+                name: FfiConverterString.read(from: &buf), 
+                kind: FfiConverterTypePermissionOptionKind.read(from: &buf), 
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: PermissionOption, into buf: inout [UInt8]) {
+        FfiConverterTypePermissionOptionId.write(value.optionId, into: &buf)
+        FfiConverterString.write(value.name, into: &buf)
+        FfiConverterTypePermissionOptionKind.write(value.kind, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePermissionOption_lift(_ buf: RustBuffer) throws -> PermissionOption {
+    return try FfiConverterTypePermissionOption.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePermissionOption_lower(_ value: PermissionOption) -> RustBuffer {
+    return FfiConverterTypePermissionOption.lower(value)
+}
+
+
+/**
+ * One entry of a plan.
+ */
+public struct PlanEntry: Equatable, Hashable {
+    public var content: String
+    public var priority: PlanEntryPriority
+    public var status: PlanEntryStatus
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(content: String, priority: PlanEntryPriority, status: PlanEntryStatus, meta: JsonObject?) {
+        self.content = content
+        self.priority = priority
+        self.status = status
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension PlanEntry: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypePlanEntry: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PlanEntry {
+        return
+            try PlanEntry(
+                content: FfiConverterString.read(from: &buf), 
+                priority: FfiConverterTypePlanEntryPriority.read(from: &buf), 
+                status: FfiConverterTypePlanEntryStatus.read(from: &buf), 
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: PlanEntry, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.content, into: &buf)
+        FfiConverterTypePlanEntryPriority.write(value.priority, into: &buf)
+        FfiConverterTypePlanEntryStatus.write(value.status, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePlanEntry_lift(_ buf: RustBuffer) throws -> PlanEntry {
+    return try FfiConverterTypePlanEntry.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePlanEntry_lower(_ value: PlanEntry) -> RustBuffer {
+    return FfiConverterTypePlanEntry.lower(value)
+}
+
+
+/**
+ * A plan as a list of entries.
+ */
+public struct PlanItems: Equatable, Hashable {
+    public var planId: String
+    public var entries: [PlanEntry]
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(planId: String, entries: [PlanEntry], meta: JsonObject?) {
+        self.planId = planId
+        self.entries = entries
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension PlanItems: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypePlanItems: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PlanItems {
+        return
+            try PlanItems(
+                planId: FfiConverterString.read(from: &buf), 
+                entries: FfiConverterSequenceTypePlanEntry.read(from: &buf), 
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: PlanItems, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.planId, into: &buf)
+        FfiConverterSequenceTypePlanEntry.write(value.entries, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePlanItems_lift(_ buf: RustBuffer) throws -> PlanItems {
+    return try FfiConverterTypePlanItems.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePlanItems_lower(_ value: PlanItems) -> RustBuffer {
+    return FfiConverterTypePlanItems.lower(value)
+}
+
+
+/**
+ * The agent's plan, replaced whole.
+ */
+public struct PlanUpdate: Equatable, Hashable {
+    public var plan: PlanUpdateContent
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(plan: PlanUpdateContent, meta: JsonObject?) {
+        self.plan = plan
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension PlanUpdate: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypePlanUpdate: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PlanUpdate {
+        return
+            try PlanUpdate(
+                plan: FfiConverterTypePlanUpdateContent.read(from: &buf), 
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: PlanUpdate, into buf: inout [UInt8]) {
+        FfiConverterTypePlanUpdateContent.write(value.plan, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePlanUpdate_lift(_ buf: RustBuffer) throws -> PlanUpdate {
+    return try FfiConverterTypePlanUpdate.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePlanUpdate_lower(_ value: PlanUpdate) -> RustBuffer {
+    return FfiConverterTypePlanUpdate.lower(value)
+}
+
+
+/**
+ * Agent-side knobs.
+ */
+public struct Policy: Equatable, Hashable {
+    public var queueDrain: QueueDrain
+    public var steerInStream: SteerInStream
+    public var revokeReplace: RevokeReplace
+    public var rememberIds: UInt64
+    public var clearStyle: ClearStyle
+    public var maxLineBytes: UInt64
+    public var listPageSize: UInt64
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(queueDrain: QueueDrain, steerInStream: SteerInStream, revokeReplace: RevokeReplace, rememberIds: UInt64, clearStyle: ClearStyle, maxLineBytes: UInt64, listPageSize: UInt64) {
+        self.queueDrain = queueDrain
+        self.steerInStream = steerInStream
+        self.revokeReplace = revokeReplace
+        self.rememberIds = rememberIds
+        self.clearStyle = clearStyle
+        self.maxLineBytes = maxLineBytes
+        self.listPageSize = listPageSize
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension Policy: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypePolicy: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Policy {
+        return
+            try Policy(
+                queueDrain: FfiConverterTypeQueueDrain.read(from: &buf), 
+                steerInStream: FfiConverterTypeSteerInStream.read(from: &buf), 
+                revokeReplace: FfiConverterTypeRevokeReplace.read(from: &buf), 
+                rememberIds: FfiConverterUInt64.read(from: &buf), 
+                clearStyle: FfiConverterTypeClearStyle.read(from: &buf), 
+                maxLineBytes: FfiConverterUInt64.read(from: &buf), 
+                listPageSize: FfiConverterUInt64.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: Policy, into buf: inout [UInt8]) {
+        FfiConverterTypeQueueDrain.write(value.queueDrain, into: &buf)
+        FfiConverterTypeSteerInStream.write(value.steerInStream, into: &buf)
+        FfiConverterTypeRevokeReplace.write(value.revokeReplace, into: &buf)
+        FfiConverterUInt64.write(value.rememberIds, into: &buf)
+        FfiConverterTypeClearStyle.write(value.clearStyle, into: &buf)
+        FfiConverterUInt64.write(value.maxLineBytes, into: &buf)
+        FfiConverterUInt64.write(value.listPageSize, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePolicy_lift(_ buf: RustBuffer) throws -> Policy {
+    return try FfiConverterTypePolicy.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePolicy_lower(_ value: Policy) -> RustBuffer {
+    return FfiConverterTypePolicy.lower(value)
+}
+
+
+/**
+ * A user message. On an idle session it is inserted into the conversation and starts a turn. While a turn is in progress it is refused (-32010 `turn_in_progress`): mid-turn input goes through `session/inject`.
+ */
+public struct PromptRequest: Equatable, Hashable {
+    public var sessionId: SessionId
+    /**
+     * The message's content (at least one block).
+     */
+    public var prompt: [ContentBlock]
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(sessionId: SessionId, 
+        /**
+         * The message's content (at least one block).
+         */prompt: [ContentBlock], meta: JsonObject?) {
+        self.sessionId = sessionId
+        self.prompt = prompt
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension PromptRequest: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypePromptRequest: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PromptRequest {
+        return
+            try PromptRequest(
+                sessionId: FfiConverterTypeSessionId.read(from: &buf), 
+                prompt: FfiConverterSequenceTypeContentBlock.read(from: &buf), 
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: PromptRequest, into buf: inout [UInt8]) {
+        FfiConverterTypeSessionId.write(value.sessionId, into: &buf)
+        FfiConverterSequenceTypeContentBlock.write(value.prompt, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePromptRequest_lift(_ buf: RustBuffer) throws -> PromptRequest {
+    return try FfiConverterTypePromptRequest.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePromptRequest_lower(_ value: PromptRequest) -> RustBuffer {
+    return FfiConverterTypePromptRequest.lower(value)
+}
+
+
+/**
+ * The insertion receipt (upstream 2.0.0-alpha.5): the user message has been inserted into the conversation with this `messageId`, which its `user_message` update carries. Sent on insertion, not at the end of the turn; the response and the update may reach the client in either order.
+ */
+public struct PromptResponse: Equatable, Hashable {
+    public var messageId: MessageId
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(messageId: MessageId, meta: JsonObject?) {
+        self.messageId = messageId
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension PromptResponse: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypePromptResponse: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PromptResponse {
+        return
+            try PromptResponse(
+                messageId: FfiConverterTypeMessageId.read(from: &buf), 
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: PromptResponse, into buf: inout [UInt8]) {
+        FfiConverterTypeMessageId.write(value.messageId, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePromptResponse_lift(_ buf: RustBuffer) throws -> PromptResponse {
+    return try FfiConverterTypePromptResponse.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePromptResponse_lower(_ value: PromptResponse) -> RustBuffer {
+    return FfiConverterTypePromptResponse.lower(value)
+}
+
+
+/**
+ * An error the agent answered to one of this client's requests.
  */
 public struct ProtocolError: Equatable, Hashable {
     public var code: Int64
     public var message: String
-    public var reason: String?
-    public var messageId: String?
+    public var reason: ErrorReason?
+    public var messageId: MessageId?
+    public var detail: String?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(code: Int64, message: String, reason: String?, messageId: String?) {
+    public init(code: Int64, message: String, reason: ErrorReason?, messageId: MessageId?, detail: String?) {
         self.code = code
         self.message = message
         self.reason = reason
         self.messageId = messageId
+        self.detail = detail
     }
 
     
@@ -1769,16 +7336,18 @@ public struct FfiConverterTypeProtocolError: FfiConverterRustBuffer {
             try ProtocolError(
                 code: FfiConverterInt64.read(from: &buf), 
                 message: FfiConverterString.read(from: &buf), 
-                reason: FfiConverterOptionString.read(from: &buf), 
-                messageId: FfiConverterOptionString.read(from: &buf)
+                reason: FfiConverterOptionTypeErrorReason.read(from: &buf), 
+                messageId: FfiConverterOptionTypeMessageId.read(from: &buf), 
+                detail: FfiConverterOptionString.read(from: &buf)
         )
     }
 
     public static func write(_ value: ProtocolError, into buf: inout [UInt8]) {
         FfiConverterInt64.write(value.code, into: &buf)
         FfiConverterString.write(value.message, into: &buf)
-        FfiConverterOptionString.write(value.reason, into: &buf)
-        FfiConverterOptionString.write(value.messageId, into: &buf)
+        FfiConverterOptionTypeErrorReason.write(value.reason, into: &buf)
+        FfiConverterOptionTypeMessageId.write(value.messageId, into: &buf)
+        FfiConverterOptionString.write(value.detail, into: &buf)
     }
 }
 
@@ -1798,14 +7367,1970 @@ public func FfiConverterTypeProtocolError_lower(_ value: ProtocolError) -> RustB
 }
 
 
+/**
+ * Replaces a pending inject's content, keeping its id, mode and position.
+ */
+public struct ReplaceInjectRequest: Equatable, Hashable {
+    public var sessionId: SessionId
+    public var messageId: MessageId
+    /**
+     * The new content (at least one block).
+     */
+    public var content: [ContentBlock]
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(sessionId: SessionId, messageId: MessageId, 
+        /**
+         * The new content (at least one block).
+         */content: [ContentBlock], meta: JsonObject?) {
+        self.sessionId = sessionId
+        self.messageId = messageId
+        self.content = content
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension ReplaceInjectRequest: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeReplaceInjectRequest: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ReplaceInjectRequest {
+        return
+            try ReplaceInjectRequest(
+                sessionId: FfiConverterTypeSessionId.read(from: &buf), 
+                messageId: FfiConverterTypeMessageId.read(from: &buf), 
+                content: FfiConverterSequenceTypeContentBlock.read(from: &buf), 
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: ReplaceInjectRequest, into buf: inout [UInt8]) {
+        FfiConverterTypeSessionId.write(value.sessionId, into: &buf)
+        FfiConverterTypeMessageId.write(value.messageId, into: &buf)
+        FfiConverterSequenceTypeContentBlock.write(value.content, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeReplaceInjectRequest_lift(_ buf: RustBuffer) throws -> ReplaceInjectRequest {
+    return try FfiConverterTypeReplaceInjectRequest.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeReplaceInjectRequest_lower(_ value: ReplaceInjectRequest) -> RustBuffer {
+    return FfiConverterTypeReplaceInjectRequest.lower(value)
+}
+
+
+/**
+ * The content was replaced; the `user_message` will carry the new content.
+ */
+public struct ReplaceInjectResponse: Equatable, Hashable {
+    public var messageId: MessageId
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(messageId: MessageId, meta: JsonObject?) {
+        self.messageId = messageId
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension ReplaceInjectResponse: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeReplaceInjectResponse: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ReplaceInjectResponse {
+        return
+            try ReplaceInjectResponse(
+                messageId: FfiConverterTypeMessageId.read(from: &buf), 
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: ReplaceInjectResponse, into buf: inout [UInt8]) {
+        FfiConverterTypeMessageId.write(value.messageId, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeReplaceInjectResponse_lift(_ buf: RustBuffer) throws -> ReplaceInjectResponse {
+    return try FfiConverterTypeReplaceInjectResponse.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeReplaceInjectResponse_lower(_ value: ReplaceInjectResponse) -> RustBuffer {
+    return FfiConverterTypeReplaceInjectResponse.lower(value)
+}
+
+
+/**
+ * Replay the whole conversation.
+ */
+public struct ReplayFromStart: Equatable, Hashable {
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(meta: JsonObject?) {
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension ReplayFromStart: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeReplayFromStart: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ReplayFromStart {
+        return
+            try ReplayFromStart(
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: ReplayFromStart, into buf: inout [UInt8]) {
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeReplayFromStart_lift(_ buf: RustBuffer) throws -> ReplayFromStart {
+    return try FfiConverterTypeReplayFromStart.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeReplayFromStart_lower(_ value: ReplayFromStart) -> RustBuffer {
+    return FfiConverterTypeReplayFromStart.lower(value)
+}
+
+
+/**
+ * The agent asks the user to authorise an action. While open, the session's state is `requires_action`.
+ */
+public struct RequestPermissionRequest: Equatable, Hashable {
+    public var sessionId: SessionId
+    /**
+     * What is being asked, for a person.
+     */
+    public var title: String
+    /**
+     * Why permission is needed, for a person.
+     */
+    public var description: String?
+    /**
+     * What the request is about (upstream `RequestPermissionSubject`, carried through unchanged).
+     */
+    public var subject: JsonObject?
+    /**
+     * The choices offered.
+     */
+    public var options: [PermissionOption]
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(sessionId: SessionId, 
+        /**
+         * What is being asked, for a person.
+         */title: String, 
+        /**
+         * Why permission is needed, for a person.
+         */description: String?, 
+        /**
+         * What the request is about (upstream `RequestPermissionSubject`, carried through unchanged).
+         */subject: JsonObject?, 
+        /**
+         * The choices offered.
+         */options: [PermissionOption], meta: JsonObject?) {
+        self.sessionId = sessionId
+        self.title = title
+        self.description = description
+        self.subject = subject
+        self.options = options
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension RequestPermissionRequest: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeRequestPermissionRequest: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> RequestPermissionRequest {
+        return
+            try RequestPermissionRequest(
+                sessionId: FfiConverterTypeSessionId.read(from: &buf), 
+                title: FfiConverterString.read(from: &buf), 
+                description: FfiConverterOptionString.read(from: &buf), 
+                subject: FfiConverterOptionTypeJsonObject.read(from: &buf), 
+                options: FfiConverterSequenceTypePermissionOption.read(from: &buf), 
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: RequestPermissionRequest, into buf: inout [UInt8]) {
+        FfiConverterTypeSessionId.write(value.sessionId, into: &buf)
+        FfiConverterString.write(value.title, into: &buf)
+        FfiConverterOptionString.write(value.description, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.subject, into: &buf)
+        FfiConverterSequenceTypePermissionOption.write(value.options, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeRequestPermissionRequest_lift(_ buf: RustBuffer) throws -> RequestPermissionRequest {
+    return try FfiConverterTypeRequestPermissionRequest.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeRequestPermissionRequest_lower(_ value: RequestPermissionRequest) -> RustBuffer {
+    return FfiConverterTypeRequestPermissionRequest.lower(value)
+}
+
+
+/**
+ * The user's decision.
+ */
+public struct RequestPermissionResponse: Equatable, Hashable {
+    public var outcome: RequestPermissionOutcome
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(outcome: RequestPermissionOutcome, meta: JsonObject?) {
+        self.outcome = outcome
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension RequestPermissionResponse: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeRequestPermissionResponse: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> RequestPermissionResponse {
+        return
+            try RequestPermissionResponse(
+                outcome: FfiConverterTypeRequestPermissionOutcome.read(from: &buf), 
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: RequestPermissionResponse, into buf: inout [UInt8]) {
+        FfiConverterTypeRequestPermissionOutcome.write(value.outcome, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeRequestPermissionResponse_lift(_ buf: RustBuffer) throws -> RequestPermissionResponse {
+    return try FfiConverterTypeRequestPermissionResponse.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeRequestPermissionResponse_lower(_ value: RequestPermissionResponse) -> RustBuffer {
+    return FfiConverterTypeRequestPermissionResponse.lower(value)
+}
+
+
+/**
+ * The turn waits for the user (a permission request is open).
+ */
+public struct RequiresActionStateUpdate: Equatable, Hashable {
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(meta: JsonObject?) {
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension RequiresActionStateUpdate: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeRequiresActionStateUpdate: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> RequiresActionStateUpdate {
+        return
+            try RequiresActionStateUpdate(
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: RequiresActionStateUpdate, into buf: inout [UInt8]) {
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeRequiresActionStateUpdate_lift(_ buf: RustBuffer) throws -> RequiresActionStateUpdate {
+    return try FfiConverterTypeRequiresActionStateUpdate.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeRequiresActionStateUpdate_lower(_ value: RequiresActionStateUpdate) -> RustBuffer {
+    return FfiConverterTypeRequiresActionStateUpdate.lower(value)
+}
+
+
+/**
+ * A link to a resource the agent can read.
+ */
+public struct ResourceLink: Equatable, Hashable {
+    public var name: String
+    public var uri: String
+    public var title: String?
+    public var description: String?
+    /**
+     * Icons for the resource (upstream `Icon`).
+     */
+    public var icons: [JsonObject]?
+    public var mimeType: String?
+    public var size: Int64?
+    public var annotations: Annotations?
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(name: String, uri: String, title: String?, description: String?, 
+        /**
+         * Icons for the resource (upstream `Icon`).
+         */icons: [JsonObject]?, mimeType: String?, size: Int64?, annotations: Annotations?, meta: JsonObject?) {
+        self.name = name
+        self.uri = uri
+        self.title = title
+        self.description = description
+        self.icons = icons
+        self.mimeType = mimeType
+        self.size = size
+        self.annotations = annotations
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension ResourceLink: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeResourceLink: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ResourceLink {
+        return
+            try ResourceLink(
+                name: FfiConverterString.read(from: &buf), 
+                uri: FfiConverterString.read(from: &buf), 
+                title: FfiConverterOptionString.read(from: &buf), 
+                description: FfiConverterOptionString.read(from: &buf), 
+                icons: FfiConverterOptionSequenceTypeJsonObject.read(from: &buf), 
+                mimeType: FfiConverterOptionString.read(from: &buf), 
+                size: FfiConverterOptionInt64.read(from: &buf), 
+                annotations: FfiConverterOptionTypeAnnotations.read(from: &buf), 
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: ResourceLink, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.name, into: &buf)
+        FfiConverterString.write(value.uri, into: &buf)
+        FfiConverterOptionString.write(value.title, into: &buf)
+        FfiConverterOptionString.write(value.description, into: &buf)
+        FfiConverterOptionSequenceTypeJsonObject.write(value.icons, into: &buf)
+        FfiConverterOptionString.write(value.mimeType, into: &buf)
+        FfiConverterOptionInt64.write(value.size, into: &buf)
+        FfiConverterOptionTypeAnnotations.write(value.annotations, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeResourceLink_lift(_ buf: RustBuffer) throws -> ResourceLink {
+    return try FfiConverterTypeResourceLink.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeResourceLink_lower(_ value: ResourceLink) -> RustBuffer {
+    return FfiConverterTypeResourceLink.lower(value)
+}
+
+
+/**
+ * Reconnects to an existing session (live, closed, or from an earlier agent process). With `replayFrom` the conversation is replayed as `session/update` notifications before the response.
+ */
+public struct ResumeSessionRequest: Equatable, Hashable {
+    public var sessionId: SessionId
+    /**
+     * The session's working directory; must match the session's.
+     */
+    public var cwd: String
+    /**
+     * The complete list of additional workspace roots for the resumed session.
+     */
+    public var additionalDirectories: [String]?
+    /**
+     * MCP servers the agent should connect to.
+     */
+    public var mcpServers: [McpServer]?
+    /**
+     * Where replay starts (inclusive). Omitted or `null`: no replay.
+     */
+    public var replayFrom: ReplayFrom?
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(sessionId: SessionId, 
+        /**
+         * The session's working directory; must match the session's.
+         */cwd: String, 
+        /**
+         * The complete list of additional workspace roots for the resumed session.
+         */additionalDirectories: [String]?, 
+        /**
+         * MCP servers the agent should connect to.
+         */mcpServers: [McpServer]?, 
+        /**
+         * Where replay starts (inclusive). Omitted or `null`: no replay.
+         */replayFrom: ReplayFrom?, meta: JsonObject?) {
+        self.sessionId = sessionId
+        self.cwd = cwd
+        self.additionalDirectories = additionalDirectories
+        self.mcpServers = mcpServers
+        self.replayFrom = replayFrom
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension ResumeSessionRequest: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeResumeSessionRequest: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ResumeSessionRequest {
+        return
+            try ResumeSessionRequest(
+                sessionId: FfiConverterTypeSessionId.read(from: &buf), 
+                cwd: FfiConverterString.read(from: &buf), 
+                additionalDirectories: FfiConverterOptionSequenceString.read(from: &buf), 
+                mcpServers: FfiConverterOptionSequenceTypeMcpServer.read(from: &buf), 
+                replayFrom: FfiConverterOptionTypeReplayFrom.read(from: &buf), 
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: ResumeSessionRequest, into buf: inout [UInt8]) {
+        FfiConverterTypeSessionId.write(value.sessionId, into: &buf)
+        FfiConverterString.write(value.cwd, into: &buf)
+        FfiConverterOptionSequenceString.write(value.additionalDirectories, into: &buf)
+        FfiConverterOptionSequenceTypeMcpServer.write(value.mcpServers, into: &buf)
+        FfiConverterOptionTypeReplayFrom.write(value.replayFrom, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeResumeSessionRequest_lift(_ buf: RustBuffer) throws -> ResumeSessionRequest {
+    return try FfiConverterTypeResumeSessionRequest.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeResumeSessionRequest_lower(_ value: ResumeSessionRequest) -> RustBuffer {
+    return FfiConverterTypeResumeSessionRequest.lower(value)
+}
+
+
+/**
+ * The session is live and attached to this connection; any replay was sent before this response.
+ */
+public struct ResumeSessionResponse: Equatable, Hashable {
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(meta: JsonObject?) {
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension ResumeSessionResponse: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeResumeSessionResponse: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ResumeSessionResponse {
+        return
+            try ResumeSessionResponse(
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: ResumeSessionResponse, into buf: inout [UInt8]) {
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeResumeSessionResponse_lift(_ buf: RustBuffer) throws -> ResumeSessionResponse {
+    return try FfiConverterTypeResumeSessionResponse.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeResumeSessionResponse_lower(_ value: ResumeSessionResponse) -> RustBuffer {
+    return FfiConverterTypeResumeSessionResponse.lower(value)
+}
+
+
+/**
+ * Drops a pending inject. Idempotent for an id already revoked.
+ */
+public struct RevokeInjectRequest: Equatable, Hashable {
+    public var sessionId: SessionId
+    public var messageId: MessageId
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(sessionId: SessionId, messageId: MessageId, meta: JsonObject?) {
+        self.sessionId = sessionId
+        self.messageId = messageId
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension RevokeInjectRequest: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeRevokeInjectRequest: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> RevokeInjectRequest {
+        return
+            try RevokeInjectRequest(
+                sessionId: FfiConverterTypeSessionId.read(from: &buf), 
+                messageId: FfiConverterTypeMessageId.read(from: &buf), 
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: RevokeInjectRequest, into buf: inout [UInt8]) {
+        FfiConverterTypeSessionId.write(value.sessionId, into: &buf)
+        FfiConverterTypeMessageId.write(value.messageId, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeRevokeInjectRequest_lift(_ buf: RustBuffer) throws -> RevokeInjectRequest {
+    return try FfiConverterTypeRevokeInjectRequest.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeRevokeInjectRequest_lower(_ value: RevokeInjectRequest) -> RustBuffer {
+    return FfiConverterTypeRevokeInjectRequest.lower(value)
+}
+
+
+/**
+ * The inject is revoked: no `user_message` for it will ever be emitted.
+ */
+public struct RevokeInjectResponse: Equatable, Hashable {
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(meta: JsonObject?) {
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension RevokeInjectResponse: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeRevokeInjectResponse: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> RevokeInjectResponse {
+        return
+            try RevokeInjectResponse(
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: RevokeInjectResponse, into buf: inout [UInt8]) {
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeRevokeInjectResponse_lift(_ buf: RustBuffer) throws -> RevokeInjectResponse {
+    return try FfiConverterTypeRevokeInjectResponse.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeRevokeInjectResponse_lower(_ value: RevokeInjectResponse) -> RustBuffer {
+    return FfiConverterTypeRevokeInjectResponse.lower(value)
+}
+
+
+/**
+ * Foreground work started or resumed.
+ */
+public struct RunningStateUpdate: Equatable, Hashable {
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(meta: JsonObject?) {
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension RunningStateUpdate: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeRunningStateUpdate: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> RunningStateUpdate {
+        return
+            try RunningStateUpdate(
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: RunningStateUpdate, into buf: inout [UInt8]) {
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeRunningStateUpdate_lift(_ buf: RustBuffer) throws -> RunningStateUpdate {
+    return try FfiConverterTypeRunningStateUpdate.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeRunningStateUpdate_lower(_ value: RunningStateUpdate) -> RustBuffer {
+    return FfiConverterTypeRunningStateUpdate.lower(value)
+}
+
+
+/**
+ * The user chose an option.
+ */
+public struct SelectedPermissionOutcome: Equatable, Hashable {
+    public var optionId: PermissionOptionId
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(optionId: PermissionOptionId, meta: JsonObject?) {
+        self.optionId = optionId
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension SelectedPermissionOutcome: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeSelectedPermissionOutcome: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SelectedPermissionOutcome {
+        return
+            try SelectedPermissionOutcome(
+                optionId: FfiConverterTypePermissionOptionId.read(from: &buf), 
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: SelectedPermissionOutcome, into buf: inout [UInt8]) {
+        FfiConverterTypePermissionOptionId.write(value.optionId, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSelectedPermissionOutcome_lift(_ buf: RustBuffer) throws -> SelectedPermissionOutcome {
+    return try FfiConverterTypeSelectedPermissionOutcome.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSelectedPermissionOutcome_lower(_ value: SelectedPermissionOutcome) -> RustBuffer {
+    return FfiConverterTypeSelectedPermissionOutcome.lower(value)
+}
+
+
+/**
+ * Session-level capabilities. `{}` means the baseline session methods; absent members mean the optional feature is not supported. This toolkit's own extensions are advertised under `_meta` (`acp-inject.dev/pending`, `acp-inject.dev/sessionClosed`).
+ */
+public struct SessionCapabilities: Equatable, Hashable {
+    /**
+     * MCP server transports accepted by `session/new` and `session/resume`.
+     */
+    public var mcp: McpCapabilities?
+    /**
+     * `additionalDirectories` is accepted by `session/new` and `session/resume`.
+     */
+    public var additionalDirectories: AdditionalDirectoriesCapabilities?
+    /**
+     * `session/inject` with revoke (mandatory) and optional replace.
+     */
+    public var inject: InjectCapabilities?
+    /**
+     * `session/status`.
+     */
+    public var status: StatusCapabilities?
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * MCP server transports accepted by `session/new` and `session/resume`.
+         */mcp: McpCapabilities?, 
+        /**
+         * `additionalDirectories` is accepted by `session/new` and `session/resume`.
+         */additionalDirectories: AdditionalDirectoriesCapabilities?, 
+        /**
+         * `session/inject` with revoke (mandatory) and optional replace.
+         */inject: InjectCapabilities?, 
+        /**
+         * `session/status`.
+         */status: StatusCapabilities?, meta: JsonObject?) {
+        self.mcp = mcp
+        self.additionalDirectories = additionalDirectories
+        self.inject = inject
+        self.status = status
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension SessionCapabilities: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeSessionCapabilities: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SessionCapabilities {
+        return
+            try SessionCapabilities(
+                mcp: FfiConverterOptionTypeMcpCapabilities.read(from: &buf), 
+                additionalDirectories: FfiConverterOptionTypeAdditionalDirectoriesCapabilities.read(from: &buf), 
+                inject: FfiConverterOptionTypeInjectCapabilities.read(from: &buf), 
+                status: FfiConverterOptionTypeStatusCapabilities.read(from: &buf), 
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: SessionCapabilities, into buf: inout [UInt8]) {
+        FfiConverterOptionTypeMcpCapabilities.write(value.mcp, into: &buf)
+        FfiConverterOptionTypeAdditionalDirectoriesCapabilities.write(value.additionalDirectories, into: &buf)
+        FfiConverterOptionTypeInjectCapabilities.write(value.inject, into: &buf)
+        FfiConverterOptionTypeStatusCapabilities.write(value.status, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSessionCapabilities_lift(_ buf: RustBuffer) throws -> SessionCapabilities {
+    return try FfiConverterTypeSessionCapabilities.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSessionCapabilities_lower(_ value: SessionCapabilities) -> RustBuffer {
+    return FfiConverterTypeSessionCapabilities.lower(value)
+}
+
+
+/**
+ * Extension (`_acp-inject/session_closed`): the session was closed (by `session/close` or by the agent). Sent to every attached connection; nothing follows it for this session until it is resumed.
+ */
+public struct SessionClosedUpdate: Equatable, Hashable {
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(meta: JsonObject?) {
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension SessionClosedUpdate: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeSessionClosedUpdate: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SessionClosedUpdate {
+        return
+            try SessionClosedUpdate(
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: SessionClosedUpdate, into buf: inout [UInt8]) {
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSessionClosedUpdate_lift(_ buf: RustBuffer) throws -> SessionClosedUpdate {
+    return try FfiConverterTypeSessionClosedUpdate.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSessionClosedUpdate_lower(_ value: SessionClosedUpdate) -> RustBuffer {
+    return FfiConverterTypeSessionClosedUpdate.lower(value)
+}
+
+
+/**
+ * A session as `session/list` reports it.
+ */
+public struct SessionInfo: Equatable, Hashable {
+    public var sessionId: SessionId
+    /**
+     * The session's working directory.
+     */
+    public var cwd: String
+    /**
+     * The session's additional workspace roots.
+     */
+    public var additionalDirectories: [String]?
+    /**
+     * A title for people to read.
+     */
+    public var title: String?
+    /**
+     * RFC 3339 time of the last activity.
+     */
+    public var updatedAt: String?
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(sessionId: SessionId, 
+        /**
+         * The session's working directory.
+         */cwd: String, 
+        /**
+         * The session's additional workspace roots.
+         */additionalDirectories: [String]?, 
+        /**
+         * A title for people to read.
+         */title: String?, 
+        /**
+         * RFC 3339 time of the last activity.
+         */updatedAt: String?, meta: JsonObject?) {
+        self.sessionId = sessionId
+        self.cwd = cwd
+        self.additionalDirectories = additionalDirectories
+        self.title = title
+        self.updatedAt = updatedAt
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension SessionInfo: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeSessionInfo: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SessionInfo {
+        return
+            try SessionInfo(
+                sessionId: FfiConverterTypeSessionId.read(from: &buf), 
+                cwd: FfiConverterString.read(from: &buf), 
+                additionalDirectories: FfiConverterOptionSequenceString.read(from: &buf), 
+                title: FfiConverterOptionString.read(from: &buf), 
+                updatedAt: FfiConverterOptionString.read(from: &buf), 
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: SessionInfo, into buf: inout [UInt8]) {
+        FfiConverterTypeSessionId.write(value.sessionId, into: &buf)
+        FfiConverterString.write(value.cwd, into: &buf)
+        FfiConverterOptionSequenceString.write(value.additionalDirectories, into: &buf)
+        FfiConverterOptionString.write(value.title, into: &buf)
+        FfiConverterOptionString.write(value.updatedAt, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSessionInfo_lift(_ buf: RustBuffer) throws -> SessionInfo {
+    return try FfiConverterTypeSessionInfo.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSessionInfo_lower(_ value: SessionInfo) -> RustBuffer {
+    return FfiConverterTypeSessionInfo.lower(value)
+}
+
+
+/**
+ * The session's metadata changed. Omitted members are unchanged; `null` clears.
+ */
+public struct SessionInfoUpdate: Equatable, Hashable {
+    /**
+     * A title for people to read.
+     */
+    public var title: StringPatchMember
+    /**
+     * RFC 3339 time of the last activity.
+     */
+    public var updatedAt: StringPatchMember
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * A title for people to read.
+         */title: StringPatchMember, 
+        /**
+         * RFC 3339 time of the last activity.
+         */updatedAt: StringPatchMember, meta: JsonObject?) {
+        self.title = title
+        self.updatedAt = updatedAt
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension SessionInfoUpdate: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeSessionInfoUpdate: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SessionInfoUpdate {
+        return
+            try SessionInfoUpdate(
+                title: FfiConverterTypeStringPatchMember.read(from: &buf), 
+                updatedAt: FfiConverterTypeStringPatchMember.read(from: &buf), 
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: SessionInfoUpdate, into buf: inout [UInt8]) {
+        FfiConverterTypeStringPatchMember.write(value.title, into: &buf)
+        FfiConverterTypeStringPatchMember.write(value.updatedAt, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSessionInfoUpdate_lift(_ buf: RustBuffer) throws -> SessionInfoUpdate {
+    return try FfiConverterTypeSessionInfoUpdate.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSessionInfoUpdate_lower(_ value: SessionInfoUpdate) -> RustBuffer {
+    return FfiConverterTypeSessionInfoUpdate.lower(value)
+}
+
+
+/**
+ * One page of `session/list`.
+ */
+public struct SessionPage: Equatable, Hashable {
+    /**
+     * Newest first.
+     */
+    public var sessions: [SessionInfo]
+    /**
+     * Pass as `cursor` for the next page; `None` at the end.
+     */
+    public var nextCursor: String?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * Newest first.
+         */sessions: [SessionInfo], 
+        /**
+         * Pass as `cursor` for the next page; `None` at the end.
+         */nextCursor: String?) {
+        self.sessions = sessions
+        self.nextCursor = nextCursor
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension SessionPage: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeSessionPage: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SessionPage {
+        return
+            try SessionPage(
+                sessions: FfiConverterSequenceTypeSessionInfo.read(from: &buf), 
+                nextCursor: FfiConverterOptionString.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: SessionPage, into buf: inout [UInt8]) {
+        FfiConverterSequenceTypeSessionInfo.write(value.sessions, into: &buf)
+        FfiConverterOptionString.write(value.nextCursor, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSessionPage_lift(_ buf: RustBuffer) throws -> SessionPage {
+    return try FfiConverterTypeSessionPage.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSessionPage_lower(_ value: SessionPage) -> RustBuffer {
+    return FfiConverterTypeSessionPage.lower(value)
+}
+
+
+/**
+ * The parameters of `session/new` or `session/resume`.
+ */
+public struct SessionSetup: Equatable, Hashable {
+    public var cwd: String
+    public var additionalDirectories: [String]
+    public var mcpServers: [McpServer]
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(cwd: String, additionalDirectories: [String], mcpServers: [McpServer]) {
+        self.cwd = cwd
+        self.additionalDirectories = additionalDirectories
+        self.mcpServers = mcpServers
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension SessionSetup: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeSessionSetup: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SessionSetup {
+        return
+            try SessionSetup(
+                cwd: FfiConverterString.read(from: &buf), 
+                additionalDirectories: FfiConverterSequenceString.read(from: &buf), 
+                mcpServers: FfiConverterSequenceTypeMcpServer.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: SessionSetup, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.cwd, into: &buf)
+        FfiConverterSequenceString.write(value.additionalDirectories, into: &buf)
+        FfiConverterSequenceTypeMcpServer.write(value.mcpServers, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSessionSetup_lift(_ buf: RustBuffer) throws -> SessionSetup {
+    return try FfiConverterTypeSessionSetup.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSessionSetup_lower(_ value: SessionSetup) -> RustBuffer {
+    return FfiConverterTypeSessionSetup.lower(value)
+}
+
+
+/**
+ * A side-effect-free liveness probe.
+ */
+public struct SessionStatusRequest: Equatable, Hashable {
+    public var sessionId: SessionId
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(sessionId: SessionId, meta: JsonObject?) {
+        self.sessionId = sessionId
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension SessionStatusRequest: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeSessionStatusRequest: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SessionStatusRequest {
+        return
+            try SessionStatusRequest(
+                sessionId: FfiConverterTypeSessionId.read(from: &buf), 
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: SessionStatusRequest, into buf: inout [UInt8]) {
+        FfiConverterTypeSessionId.write(value.sessionId, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSessionStatusRequest_lift(_ buf: RustBuffer) throws -> SessionStatusRequest {
+    return try FfiConverterTypeSessionStatusRequest.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSessionStatusRequest_lower(_ value: SessionStatusRequest) -> RustBuffer {
+    return FfiConverterTypeSessionStatusRequest.lower(value)
+}
+
+
+/**
+ * Whether the agent currently holds the session. Says nothing about running vs idle.
+ */
+public struct SessionStatusResponse: Equatable, Hashable {
+    public var status: SessionStatus
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(status: SessionStatus, meta: JsonObject?) {
+        self.status = status
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension SessionStatusResponse: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeSessionStatusResponse: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SessionStatusResponse {
+        return
+            try SessionStatusResponse(
+                status: FfiConverterTypeSessionStatus.read(from: &buf), 
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: SessionStatusResponse, into buf: inout [UInt8]) {
+        FfiConverterTypeSessionStatus.write(value.status, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSessionStatusResponse_lift(_ buf: RustBuffer) throws -> SessionStatusResponse {
+    return try FfiConverterTypeSessionStatusResponse.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSessionStatusResponse_lower(_ value: SessionStatusResponse) -> RustBuffer {
+    return FfiConverterTypeSessionStatusResponse.lower(value)
+}
+
+
+/**
+ * A connection of an agent-side vector's setup.
+ */
+public struct SetupConnection: Equatable, Hashable {
+    public var id: String
+    public var role: ConnectionRole
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(id: String, role: ConnectionRole) {
+        self.id = id
+        self.role = role
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension SetupConnection: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeSetupConnection: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SetupConnection {
+        return
+            try SetupConnection(
+                id: FfiConverterString.read(from: &buf), 
+                role: FfiConverterTypeConnectionRole.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: SetupConnection, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.id, into: &buf)
+        FfiConverterTypeConnectionRole.write(value.role, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSetupConnection_lift(_ buf: RustBuffer) throws -> SetupConnection {
+    return try FfiConverterTypeSetupConnection.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSetupConnection_lower(_ value: SetupConnection) -> RustBuffer {
+    return FfiConverterTypeSetupConnection.lower(value)
+}
+
+
+/**
+ * Session-setup features of the host.
+ */
+public struct SetupSupport: Equatable, Hashable {
+    public var mcpStdio: Bool
+    public var mcpHttp: Bool
+    public var additionalDirectories: Bool
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(mcpStdio: Bool, mcpHttp: Bool, additionalDirectories: Bool) {
+        self.mcpStdio = mcpStdio
+        self.mcpHttp = mcpHttp
+        self.additionalDirectories = additionalDirectories
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension SetupSupport: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeSetupSupport: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SetupSupport {
+        return
+            try SetupSupport(
+                mcpStdio: FfiConverterBool.read(from: &buf), 
+                mcpHttp: FfiConverterBool.read(from: &buf), 
+                additionalDirectories: FfiConverterBool.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: SetupSupport, into buf: inout [UInt8]) {
+        FfiConverterBool.write(value.mcpStdio, into: &buf)
+        FfiConverterBool.write(value.mcpHttp, into: &buf)
+        FfiConverterBool.write(value.additionalDirectories, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSetupSupport_lift(_ buf: RustBuffer) throws -> SetupSupport {
+    return try FfiConverterTypeSetupSupport.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSetupSupport_lower(_ value: SetupSupport) -> RustBuffer {
+    return FfiConverterTypeSetupSupport.lower(value)
+}
+
+
+/**
+ * The agent answers `session/status`.
+ */
+public struct StatusCapabilities: Equatable, Hashable {
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(meta: JsonObject?) {
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension StatusCapabilities: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeStatusCapabilities: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> StatusCapabilities {
+        return
+            try StatusCapabilities(
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: StatusCapabilities, into buf: inout [UInt8]) {
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeStatusCapabilities_lift(_ buf: RustBuffer) throws -> StatusCapabilities {
+    return try FfiConverterTypeStatusCapabilities.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeStatusCapabilities_lower(_ value: StatusCapabilities) -> RustBuffer {
+    return FfiConverterTypeStatusCapabilities.lower(value)
+}
+
+
+/**
+ * Text.
+ */
+public struct TextContent: Equatable, Hashable {
+    public var text: String
+    public var annotations: Annotations?
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(text: String, annotations: Annotations?, meta: JsonObject?) {
+        self.text = text
+        self.annotations = annotations
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension TextContent: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeTextContent: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> TextContent {
+        return
+            try TextContent(
+                text: FfiConverterString.read(from: &buf), 
+                annotations: FfiConverterOptionTypeAnnotations.read(from: &buf), 
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: TextContent, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.text, into: &buf)
+        FfiConverterOptionTypeAnnotations.write(value.annotations, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeTextContent_lift(_ buf: RustBuffer) throws -> TextContent {
+    return try FfiConverterTypeTextContent.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeTextContent_lower(_ value: TextContent) -> RustBuffer {
+    return FfiConverterTypeTextContent.lower(value)
+}
+
+
+/**
+ * A text resource.
+ */
+public struct TextResourceContents: Equatable, Hashable {
+    public var uri: String
+    public var mimeType: String?
+    public var text: String
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(uri: String, mimeType: String?, text: String, meta: JsonObject?) {
+        self.uri = uri
+        self.mimeType = mimeType
+        self.text = text
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension TextResourceContents: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeTextResourceContents: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> TextResourceContents {
+        return
+            try TextResourceContents(
+                uri: FfiConverterString.read(from: &buf), 
+                mimeType: FfiConverterOptionString.read(from: &buf), 
+                text: FfiConverterString.read(from: &buf), 
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: TextResourceContents, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.uri, into: &buf)
+        FfiConverterOptionString.write(value.mimeType, into: &buf)
+        FfiConverterString.write(value.text, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeTextResourceContents_lift(_ buf: RustBuffer) throws -> TextResourceContents {
+    return try FfiConverterTypeTextResourceContents.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeTextResourceContents_lower(_ value: TextResourceContents) -> RustBuffer {
+    return FfiConverterTypeTextResourceContents.lower(value)
+}
+
+
+/**
+ * A content block.
+ */
+public struct ToolCallContentBlock: Equatable, Hashable {
+    public var content: ContentBlock
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(content: ContentBlock, meta: JsonObject?) {
+        self.content = content
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension ToolCallContentBlock: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeToolCallContentBlock: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ToolCallContentBlock {
+        return
+            try ToolCallContentBlock(
+                content: FfiConverterTypeContentBlock.read(from: &buf), 
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: ToolCallContentBlock, into buf: inout [UInt8]) {
+        FfiConverterTypeContentBlock.write(value.content, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeToolCallContentBlock_lift(_ buf: RustBuffer) throws -> ToolCallContentBlock {
+    return try FfiConverterTypeToolCallContentBlock.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeToolCallContentBlock_lower(_ value: ToolCallContentBlock) -> RustBuffer {
+    return FfiConverterTypeToolCallContentBlock.lower(value)
+}
+
+
+/**
+ * Appends content to a tool call.
+ */
+public struct ToolCallContentChunk: Equatable, Hashable {
+    public var toolCallId: ToolCallId
+    public var content: ToolCallContent
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(toolCallId: ToolCallId, content: ToolCallContent, meta: JsonObject?) {
+        self.toolCallId = toolCallId
+        self.content = content
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension ToolCallContentChunk: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeToolCallContentChunk: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ToolCallContentChunk {
+        return
+            try ToolCallContentChunk(
+                toolCallId: FfiConverterTypeToolCallId.read(from: &buf), 
+                content: FfiConverterTypeToolCallContent.read(from: &buf), 
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: ToolCallContentChunk, into buf: inout [UInt8]) {
+        FfiConverterTypeToolCallId.write(value.toolCallId, into: &buf)
+        FfiConverterTypeToolCallContent.write(value.content, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeToolCallContentChunk_lift(_ buf: RustBuffer) throws -> ToolCallContentChunk {
+    return try FfiConverterTypeToolCallContentChunk.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeToolCallContentChunk_lower(_ value: ToolCallContentChunk) -> RustBuffer {
+    return FfiConverterTypeToolCallContentChunk.lower(value)
+}
+
+
+/**
+ * A tool call was created or changed (upsert keyed by `toolCallId`).
+ */
+public struct ToolCallUpdate: Equatable, Hashable {
+    public var toolCallId: ToolCallId
+    /**
+     * The tool's programmatic name.
+     */
+    public var name: String?
+    /**
+     * A title for people to read.
+     */
+    public var title: String?
+    public var kind: ToolKind?
+    public var status: ToolCallStatus?
+    /**
+     * Replaces the tool call's content.
+     */
+    public var content: [ToolCallContent]?
+    /**
+     * File locations the tool call touches (upstream `ToolCallLocation`).
+     */
+    public var locations: [JsonObject]?
+    /**
+     * The raw input of the tool call.
+     */
+    public var rawInput: Value?
+    /**
+     * The raw output of the tool call.
+     */
+    public var rawOutput: Value?
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(toolCallId: ToolCallId, 
+        /**
+         * The tool's programmatic name.
+         */name: String?, 
+        /**
+         * A title for people to read.
+         */title: String?, kind: ToolKind?, status: ToolCallStatus?, 
+        /**
+         * Replaces the tool call's content.
+         */content: [ToolCallContent]?, 
+        /**
+         * File locations the tool call touches (upstream `ToolCallLocation`).
+         */locations: [JsonObject]?, 
+        /**
+         * The raw input of the tool call.
+         */rawInput: Value?, 
+        /**
+         * The raw output of the tool call.
+         */rawOutput: Value?, meta: JsonObject?) {
+        self.toolCallId = toolCallId
+        self.name = name
+        self.title = title
+        self.kind = kind
+        self.status = status
+        self.content = content
+        self.locations = locations
+        self.rawInput = rawInput
+        self.rawOutput = rawOutput
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension ToolCallUpdate: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeToolCallUpdate: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ToolCallUpdate {
+        return
+            try ToolCallUpdate(
+                toolCallId: FfiConverterTypeToolCallId.read(from: &buf), 
+                name: FfiConverterOptionString.read(from: &buf), 
+                title: FfiConverterOptionString.read(from: &buf), 
+                kind: FfiConverterOptionTypeToolKind.read(from: &buf), 
+                status: FfiConverterOptionTypeToolCallStatus.read(from: &buf), 
+                content: FfiConverterOptionSequenceTypeToolCallContent.read(from: &buf), 
+                locations: FfiConverterOptionSequenceTypeJsonObject.read(from: &buf), 
+                rawInput: FfiConverterOptionTypeValue.read(from: &buf), 
+                rawOutput: FfiConverterOptionTypeValue.read(from: &buf), 
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: ToolCallUpdate, into buf: inout [UInt8]) {
+        FfiConverterTypeToolCallId.write(value.toolCallId, into: &buf)
+        FfiConverterOptionString.write(value.name, into: &buf)
+        FfiConverterOptionString.write(value.title, into: &buf)
+        FfiConverterOptionTypeToolKind.write(value.kind, into: &buf)
+        FfiConverterOptionTypeToolCallStatus.write(value.status, into: &buf)
+        FfiConverterOptionSequenceTypeToolCallContent.write(value.content, into: &buf)
+        FfiConverterOptionSequenceTypeJsonObject.write(value.locations, into: &buf)
+        FfiConverterOptionTypeValue.write(value.rawInput, into: &buf)
+        FfiConverterOptionTypeValue.write(value.rawOutput, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeToolCallUpdate_lift(_ buf: RustBuffer) throws -> ToolCallUpdate {
+    return try FfiConverterTypeToolCallUpdate.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeToolCallUpdate_lower(_ value: ToolCallUpdate) -> RustBuffer {
+    return FfiConverterTypeToolCallUpdate.lower(value)
+}
+
+
+/**
+ * A message of the transcript.
+ */
 public struct TranscriptEntry: Equatable, Hashable {
-    public var role: TranscriptRole
-    public var messageId: String
+    public var role: MessageRole
+    public var messageId: MessageId
     public var content: [ContentBlock]
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(role: TranscriptRole, messageId: String, content: [ContentBlock]) {
+    public init(role: MessageRole, messageId: MessageId, content: [ContentBlock]) {
         self.role = role
         self.messageId = messageId
         self.content = content
@@ -1827,15 +9352,15 @@ public struct FfiConverterTypeTranscriptEntry: FfiConverterRustBuffer {
     public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> TranscriptEntry {
         return
             try TranscriptEntry(
-                role: FfiConverterTypeTranscriptRole.read(from: &buf), 
-                messageId: FfiConverterString.read(from: &buf), 
+                role: FfiConverterTypeMessageRole.read(from: &buf), 
+                messageId: FfiConverterTypeMessageId.read(from: &buf), 
                 content: FfiConverterSequenceTypeContentBlock.read(from: &buf)
         )
     }
 
     public static func write(_ value: TranscriptEntry, into buf: inout [UInt8]) {
-        FfiConverterTypeTranscriptRole.write(value.role, into: &buf)
-        FfiConverterString.write(value.messageId, into: &buf)
+        FfiConverterTypeMessageRole.write(value.role, into: &buf)
+        FfiConverterTypeMessageId.write(value.messageId, into: &buf)
         FfiConverterSequenceTypeContentBlock.write(value.content, into: &buf)
     }
 }
@@ -1857,19 +9382,295 @@ public func FfiConverterTypeTranscriptEntry_lower(_ value: TranscriptEntry) -> R
 
 
 /**
- * A user message handed to the runtime: typed content plus the exact JSON of it.
+ * How a turn ended, as the runtime reports it.
  */
-public struct UserInput: Equatable, Hashable {
-    public var messageId: String
-    public var content: [ContentBlock]
-    public var contentJson: String
+public struct TurnEnd: Equatable, Hashable {
+    public var stopReason: StopReason
+    public var usage: Usage?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(messageId: String, content: [ContentBlock], contentJson: String) {
+    public init(stopReason: StopReason, usage: Usage?) {
+        self.stopReason = stopReason
+        self.usage = usage
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension TurnEnd: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeTurnEnd: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> TurnEnd {
+        return
+            try TurnEnd(
+                stopReason: FfiConverterTypeStopReason.read(from: &buf), 
+                usage: FfiConverterOptionTypeUsage.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: TurnEnd, into buf: inout [UInt8]) {
+        FfiConverterTypeStopReason.write(value.stopReason, into: &buf)
+        FfiConverterOptionTypeUsage.write(value.usage, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeTurnEnd_lift(_ buf: RustBuffer) throws -> TurnEnd {
+    return try FfiConverterTypeTurnEnd.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeTurnEnd_lower(_ value: TurnEnd) -> RustBuffer {
+    return FfiConverterTypeTurnEnd.lower(value)
+}
+
+
+/**
+ * A session update (`session/update`).
+ */
+public struct UpdateSessionNotification: Equatable, Hashable {
+    public var sessionId: SessionId
+    public var update: SessionUpdate
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(sessionId: SessionId, update: SessionUpdate, meta: JsonObject?) {
+        self.sessionId = sessionId
+        self.update = update
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension UpdateSessionNotification: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeUpdateSessionNotification: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> UpdateSessionNotification {
+        return
+            try UpdateSessionNotification(
+                sessionId: FfiConverterTypeSessionId.read(from: &buf), 
+                update: FfiConverterTypeSessionUpdate.read(from: &buf), 
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: UpdateSessionNotification, into buf: inout [UInt8]) {
+        FfiConverterTypeSessionId.write(value.sessionId, into: &buf)
+        FfiConverterTypeSessionUpdate.write(value.update, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeUpdateSessionNotification_lift(_ buf: RustBuffer) throws -> UpdateSessionNotification {
+    return try FfiConverterTypeUpdateSessionNotification.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeUpdateSessionNotification_lower(_ value: UpdateSessionNotification) -> RustBuffer {
+    return FfiConverterTypeUpdateSessionNotification.lower(value)
+}
+
+
+/**
+ * Token usage of a turn.
+ */
+public struct Usage: Equatable, Hashable {
+    public var totalTokens: UInt64
+    public var inputTokens: UInt64
+    public var outputTokens: UInt64
+    public var thoughtTokens: UInt64?
+    public var cachedReadTokens: UInt64?
+    public var cachedWriteTokens: UInt64?
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(totalTokens: UInt64, inputTokens: UInt64, outputTokens: UInt64, thoughtTokens: UInt64?, cachedReadTokens: UInt64?, cachedWriteTokens: UInt64?, meta: JsonObject?) {
+        self.totalTokens = totalTokens
+        self.inputTokens = inputTokens
+        self.outputTokens = outputTokens
+        self.thoughtTokens = thoughtTokens
+        self.cachedReadTokens = cachedReadTokens
+        self.cachedWriteTokens = cachedWriteTokens
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension Usage: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeUsage: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Usage {
+        return
+            try Usage(
+                totalTokens: FfiConverterUInt64.read(from: &buf), 
+                inputTokens: FfiConverterUInt64.read(from: &buf), 
+                outputTokens: FfiConverterUInt64.read(from: &buf), 
+                thoughtTokens: FfiConverterOptionUInt64.read(from: &buf), 
+                cachedReadTokens: FfiConverterOptionUInt64.read(from: &buf), 
+                cachedWriteTokens: FfiConverterOptionUInt64.read(from: &buf), 
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: Usage, into buf: inout [UInt8]) {
+        FfiConverterUInt64.write(value.totalTokens, into: &buf)
+        FfiConverterUInt64.write(value.inputTokens, into: &buf)
+        FfiConverterUInt64.write(value.outputTokens, into: &buf)
+        FfiConverterOptionUInt64.write(value.thoughtTokens, into: &buf)
+        FfiConverterOptionUInt64.write(value.cachedReadTokens, into: &buf)
+        FfiConverterOptionUInt64.write(value.cachedWriteTokens, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeUsage_lift(_ buf: RustBuffer) throws -> Usage {
+    return try FfiConverterTypeUsage.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeUsage_lower(_ value: Usage) -> RustBuffer {
+    return FfiConverterTypeUsage.lower(value)
+}
+
+
+/**
+ * Context window usage.
+ */
+public struct UsageUpdate: Equatable, Hashable {
+    /**
+     * Tokens in the context window.
+     */
+    public var used: UInt64
+    /**
+     * The context window's size in tokens.
+     */
+    public var size: UInt64
+    /**
+     * Cumulative cost of the session.
+     */
+    public var cost: Cost?
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * Tokens in the context window.
+         */used: UInt64, 
+        /**
+         * The context window's size in tokens.
+         */size: UInt64, 
+        /**
+         * Cumulative cost of the session.
+         */cost: Cost?, meta: JsonObject?) {
+        self.used = used
+        self.size = size
+        self.cost = cost
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension UsageUpdate: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeUsageUpdate: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> UsageUpdate {
+        return
+            try UsageUpdate(
+                used: FfiConverterUInt64.read(from: &buf), 
+                size: FfiConverterUInt64.read(from: &buf), 
+                cost: FfiConverterOptionTypeCost.read(from: &buf), 
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: UsageUpdate, into buf: inout [UInt8]) {
+        FfiConverterUInt64.write(value.used, into: &buf)
+        FfiConverterUInt64.write(value.size, into: &buf)
+        FfiConverterOptionTypeCost.write(value.cost, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeUsageUpdate_lift(_ buf: RustBuffer) throws -> UsageUpdate {
+    return try FfiConverterTypeUsageUpdate.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeUsageUpdate_lower(_ value: UsageUpdate) -> RustBuffer {
+    return FfiConverterTypeUsageUpdate.lower(value)
+}
+
+
+/**
+ * A message handed to the runtime.
+ */
+public struct UserInput: Equatable, Hashable {
+    public var messageId: MessageId
+    public var content: [ContentBlock]
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(messageId: MessageId, content: [ContentBlock]) {
         self.messageId = messageId
         self.content = content
-        self.contentJson = contentJson
     }
 
     
@@ -1888,16 +9689,14 @@ public struct FfiConverterTypeUserInput: FfiConverterRustBuffer {
     public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> UserInput {
         return
             try UserInput(
-                messageId: FfiConverterString.read(from: &buf), 
-                content: FfiConverterSequenceTypeContentBlock.read(from: &buf), 
-                contentJson: FfiConverterString.read(from: &buf)
+                messageId: FfiConverterTypeMessageId.read(from: &buf), 
+                content: FfiConverterSequenceTypeContentBlock.read(from: &buf)
         )
     }
 
     public static func write(_ value: UserInput, into buf: inout [UInt8]) {
-        FfiConverterString.write(value.messageId, into: &buf)
+        FfiConverterTypeMessageId.write(value.messageId, into: &buf)
         FfiConverterSequenceTypeContentBlock.write(value.content, into: &buf)
-        FfiConverterString.write(value.contentJson, into: &buf)
     }
 }
 
@@ -1917,17 +9716,26 @@ public func FfiConverterTypeUserInput_lower(_ value: UserInput) -> RustBuffer {
 }
 
 
-public struct VectorFailure: Equatable, Hashable {
-    public var name: String
-    public var file: String
-    public var mismatch: String
+/**
+ * A user message was inserted into history. For a prompt or inject this is its delivery.
+ */
+public struct UserMessage: Equatable, Hashable {
+    public var messageId: MessageId
+    /**
+     * Omitted: content unchanged; null: cleared; an array: replaced.
+     */
+    public var content: ContentBlockListPatchMember
+    public var meta: JsonObject?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(name: String, file: String, mismatch: String) {
-        self.name = name
-        self.file = file
-        self.mismatch = mismatch
+    public init(messageId: MessageId, 
+        /**
+         * Omitted: content unchanged; null: cleared; an array: replaced.
+         */content: ContentBlockListPatchMember, meta: JsonObject?) {
+        self.messageId = messageId
+        self.content = content
+        self.meta = meta
     }
 
     
@@ -1936,26 +9744,26 @@ public struct VectorFailure: Equatable, Hashable {
 }
 
 #if compiler(>=6)
-extension VectorFailure: Sendable {}
+extension UserMessage: Sendable {}
 #endif
 
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
-public struct FfiConverterTypeVectorFailure: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> VectorFailure {
+public struct FfiConverterTypeUserMessage: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> UserMessage {
         return
-            try VectorFailure(
-                name: FfiConverterString.read(from: &buf), 
-                file: FfiConverterString.read(from: &buf), 
-                mismatch: FfiConverterString.read(from: &buf)
+            try UserMessage(
+                messageId: FfiConverterTypeMessageId.read(from: &buf), 
+                content: FfiConverterTypeContentBlockListPatchMember.read(from: &buf), 
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
         )
     }
 
-    public static func write(_ value: VectorFailure, into buf: inout [UInt8]) {
-        FfiConverterString.write(value.name, into: &buf)
-        FfiConverterString.write(value.file, into: &buf)
-        FfiConverterString.write(value.mismatch, into: &buf)
+    public static func write(_ value: UserMessage, into buf: inout [UInt8]) {
+        FfiConverterTypeMessageId.write(value.messageId, into: &buf)
+        FfiConverterTypeContentBlockListPatchMember.write(value.content, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
     }
 }
 
@@ -1963,25 +9771,89 @@ public struct FfiConverterTypeVectorFailure: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
-public func FfiConverterTypeVectorFailure_lift(_ buf: RustBuffer) throws -> VectorFailure {
-    return try FfiConverterTypeVectorFailure.lift(buf)
+public func FfiConverterTypeUserMessage_lift(_ buf: RustBuffer) throws -> UserMessage {
+    return try FfiConverterTypeUserMessage.lift(buf)
 }
 
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
-public func FfiConverterTypeVectorFailure_lower(_ value: VectorFailure) -> RustBuffer {
-    return FfiConverterTypeVectorFailure.lower(value)
+public func FfiConverterTypeUserMessage_lower(_ value: UserMessage) -> RustBuffer {
+    return FfiConverterTypeUserMessage.lower(value)
 }
 
 
-public struct Violation: Equatable, Hashable {
-    public var rule: String
-    public var messageId: String
+/**
+ * A streamed piece of a user message.
+ */
+public struct UserMessageChunk: Equatable, Hashable {
+    public var messageId: MessageId
+    public var content: ContentBlock
+    public var meta: JsonObject?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(rule: String, messageId: String) {
+    public init(messageId: MessageId, content: ContentBlock, meta: JsonObject?) {
+        self.messageId = messageId
+        self.content = content
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension UserMessageChunk: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeUserMessageChunk: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> UserMessageChunk {
+        return
+            try UserMessageChunk(
+                messageId: FfiConverterTypeMessageId.read(from: &buf), 
+                content: FfiConverterTypeContentBlock.read(from: &buf), 
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: UserMessageChunk, into buf: inout [UInt8]) {
+        FfiConverterTypeMessageId.write(value.messageId, into: &buf)
+        FfiConverterTypeContentBlock.write(value.content, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeUserMessageChunk_lift(_ buf: RustBuffer) throws -> UserMessageChunk {
+    return try FfiConverterTypeUserMessageChunk.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeUserMessageChunk_lower(_ value: UserMessageChunk) -> RustBuffer {
+    return FfiConverterTypeUserMessageChunk.lower(value)
+}
+
+
+/**
+ * A protocol violation the mirror detected.
+ */
+public struct Violation: Equatable, Hashable {
+    public var rule: String
+    public var messageId: MessageId
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(rule: String, messageId: MessageId) {
         self.rule = rule
         self.messageId = messageId
     }
@@ -2003,13 +9875,13 @@ public struct FfiConverterTypeViolation: FfiConverterRustBuffer {
         return
             try Violation(
                 rule: FfiConverterString.read(from: &buf), 
-                messageId: FfiConverterString.read(from: &buf)
+                messageId: FfiConverterTypeMessageId.read(from: &buf)
         )
     }
 
     public static func write(_ value: Violation, into buf: inout [UInt8]) {
         FfiConverterString.write(value.rule, into: &buf)
-        FfiConverterString.write(value.messageId, into: &buf)
+        FfiConverterTypeMessageId.write(value.messageId, into: &buf)
     }
 }
 
@@ -2038,30 +9910,76 @@ enum AcpError: Swift.Error, Equatable, Hashable, Foundation.LocalizedError {
     
     
     /**
-     * The caller's input is not valid (malformed JSON, wrong shape, unknown value).
+     * The caller's input is not valid (malformed JSON, a wrong shape, an unknown value).
      */
-    case InvalidInput(reason: String
+    case InvalidInput(
+        /**
+         * What was wrong.
+         */detail: String
     )
     /**
-     * The agent answered one of this client's requests with a JSON-RPC error.
+     * The agent answered with an error.
      */
-    case Protocol(code: Int64, message: String, reason: String?, messageId: String?
+    case Protocol(
+        /**
+         * The agent's error.
+         */error: ProtocolError
     )
     /**
-     * The client mirror refused a call without sending anything (C-PEND-3): `reason` is
-     * `mode_not_supported`, `replace_not_supported` or `unknown_message_id`.
+     * The client refused the call without sending anything (C-PEND-3).
      */
-    case Rejected(reason: String
+    case Rejected(
+        /**
+         * Why.
+         */reason: CallRejected
     )
     /**
-     * A runtime event the agent core cannot apply (`no_turn_in_progress`, `session_closed`, …).
+     * A runtime event the agent core cannot apply.
      */
-    case Host(kind: String, message: String
+    case Host(
+        /**
+         * Why.
+         */error: HostError
+    )
+    /**
+     * The agent's configuration is refused.
+     */
+    case Config(
+        /**
+         * Why.
+         */detail: String
+    )
+    /**
+     * The store failed; nothing after the failure was released.
+     */
+    case Store(
+        /**
+         * What failed.
+         */detail: String
+    )
+    /**
+     * The agent process ended or could not be started or reached.
+     */
+    case Disconnected(
+        /**
+         * What happened (exit status and the last lines of the agent's stderr, when known).
+         */detail: String
+    )
+    /**
+     * A conformance vector's expectation was not met.
+     */
+    case Mismatch(
+        /**
+         * The first mismatch, for a person.
+         */detail: String
     )
     /**
      * A bug: a panic inside the library, caught at the boundary.
      */
-    case Internal(message: String
+    case Internal(
+        /**
+         * The panic message.
+         */detail: String
     )
 
     
@@ -2093,23 +10011,31 @@ public struct FfiConverterTypeAcpError: FfiConverterRustBuffer {
 
         
         case 1: return .InvalidInput(
-            reason: try FfiConverterString.read(from: &buf)
+            detail: try FfiConverterString.read(from: &buf)
             )
         case 2: return .Protocol(
-            code: try FfiConverterInt64.read(from: &buf), 
-            message: try FfiConverterString.read(from: &buf), 
-            reason: try FfiConverterOptionString.read(from: &buf), 
-            messageId: try FfiConverterOptionString.read(from: &buf)
+            error: try FfiConverterTypeProtocolError.read(from: &buf)
             )
         case 3: return .Rejected(
-            reason: try FfiConverterString.read(from: &buf)
+            reason: try FfiConverterTypeCallRejected.read(from: &buf)
             )
         case 4: return .Host(
-            kind: try FfiConverterString.read(from: &buf), 
-            message: try FfiConverterString.read(from: &buf)
+            error: try FfiConverterTypeHostError.read(from: &buf)
             )
-        case 5: return .Internal(
-            message: try FfiConverterString.read(from: &buf)
+        case 5: return .Config(
+            detail: try FfiConverterString.read(from: &buf)
+            )
+        case 6: return .Store(
+            detail: try FfiConverterString.read(from: &buf)
+            )
+        case 7: return .Disconnected(
+            detail: try FfiConverterString.read(from: &buf)
+            )
+        case 8: return .Mismatch(
+            detail: try FfiConverterString.read(from: &buf)
+            )
+        case 9: return .Internal(
+            detail: try FfiConverterString.read(from: &buf)
             )
 
          default: throw UniffiInternalError.unexpectedEnumCase
@@ -2123,33 +10049,49 @@ public struct FfiConverterTypeAcpError: FfiConverterRustBuffer {
 
         
         
-        case let .InvalidInput(reason):
+        case let .InvalidInput(detail):
             writeInt(&buf, Int32(1))
-            FfiConverterString.write(reason, into: &buf)
+            FfiConverterString.write(detail, into: &buf)
             
         
-        case let .Protocol(code,message,reason,messageId):
+        case let .Protocol(error):
             writeInt(&buf, Int32(2))
-            FfiConverterInt64.write(code, into: &buf)
-            FfiConverterString.write(message, into: &buf)
-            FfiConverterOptionString.write(reason, into: &buf)
-            FfiConverterOptionString.write(messageId, into: &buf)
+            FfiConverterTypeProtocolError.write(error, into: &buf)
             
         
         case let .Rejected(reason):
             writeInt(&buf, Int32(3))
-            FfiConverterString.write(reason, into: &buf)
+            FfiConverterTypeCallRejected.write(reason, into: &buf)
             
         
-        case let .Host(kind,message):
+        case let .Host(error):
             writeInt(&buf, Int32(4))
-            FfiConverterString.write(kind, into: &buf)
-            FfiConverterString.write(message, into: &buf)
+            FfiConverterTypeHostError.write(error, into: &buf)
             
         
-        case let .Internal(message):
+        case let .Config(detail):
             writeInt(&buf, Int32(5))
-            FfiConverterString.write(message, into: &buf)
+            FfiConverterString.write(detail, into: &buf)
+            
+        
+        case let .Store(detail):
+            writeInt(&buf, Int32(6))
+            FfiConverterString.write(detail, into: &buf)
+            
+        
+        case let .Disconnected(detail):
+            writeInt(&buf, Int32(7))
+            FfiConverterString.write(detail, into: &buf)
+            
+        
+        case let .Mismatch(detail):
+            writeInt(&buf, Int32(8))
+            FfiConverterString.write(detail, into: &buf)
+            
+        
+        case let .Internal(detail):
+            writeInt(&buf, Int32(9))
+            FfiConverterString.write(detail, into: &buf)
             
         }
     }
@@ -2172,20 +10114,26 @@ public func FfiConverterTypeAcpError_lower(_ value: AcpError) -> RustBuffer {
 
 
 /**
- * One output of the agent core, in order.
+ * The answer to a request.
  */
 
-public enum AgentOutput: Equatable, Hashable {
+public enum Answer: Equatable, Hashable {
     
-    /**
-     * A JSON-RPC line; `to` is the connection, or `None` for every attached connection.
-     */
-    case line(to: String?, line: String
+    case failed(ProtocolError
     )
-    /**
-     * An instruction for the runtime of `session`.
-     */
-    case action(session: String, action: RuntimeAction
+    case initialized(InitializeResponse
+    )
+    case sessionCreated(sessionId: String
+    )
+    case sessions(sessions: [SessionInfo], nextCursor: String?
+    )
+    case resumed
+    case accepted(messageId: MessageId?
+    )
+    case revoked
+    case replaced
+    case closed
+    case status(live: Bool
     )
 
 
@@ -2195,43 +10143,98 @@ public enum AgentOutput: Equatable, Hashable {
 }
 
 #if compiler(>=6)
-extension AgentOutput: Sendable {}
+extension Answer: Sendable {}
 #endif
 
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
-public struct FfiConverterTypeAgentOutput: FfiConverterRustBuffer {
-    typealias SwiftType = AgentOutput
+public struct FfiConverterTypeAnswer: FfiConverterRustBuffer {
+    typealias SwiftType = Answer
 
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> AgentOutput {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Answer {
         let variant: Int32 = try readInt(&buf)
         switch variant {
         
-        case 1: return .line(to: try FfiConverterOptionString.read(from: &buf), line: try FfiConverterString.read(from: &buf)
+        case 1: return .failed(try FfiConverterTypeProtocolError.read(from: &buf)
         )
         
-        case 2: return .action(session: try FfiConverterString.read(from: &buf), action: try FfiConverterTypeRuntimeAction.read(from: &buf)
+        case 2: return .initialized(try FfiConverterTypeInitializeResponse.read(from: &buf)
+        )
+        
+        case 3: return .sessionCreated(sessionId: try FfiConverterString.read(from: &buf)
+        )
+        
+        case 4: return .sessions(sessions: try FfiConverterSequenceTypeSessionInfo.read(from: &buf), nextCursor: try FfiConverterOptionString.read(from: &buf)
+        )
+        
+        case 5: return .resumed
+        
+        case 6: return .accepted(messageId: try FfiConverterOptionTypeMessageId.read(from: &buf)
+        )
+        
+        case 7: return .revoked
+        
+        case 8: return .replaced
+        
+        case 9: return .closed
+        
+        case 10: return .status(live: try FfiConverterBool.read(from: &buf)
         )
         
         default: throw UniffiInternalError.unexpectedEnumCase
         }
     }
 
-    public static func write(_ value: AgentOutput, into buf: inout [UInt8]) {
+    public static func write(_ value: Answer, into buf: inout [UInt8]) {
         switch value {
         
         
-        case let .line(to,line):
+        case let .failed(v1):
             writeInt(&buf, Int32(1))
-            FfiConverterOptionString.write(to, into: &buf)
-            FfiConverterString.write(line, into: &buf)
+            FfiConverterTypeProtocolError.write(v1, into: &buf)
             
         
-        case let .action(session,action):
+        case let .initialized(v1):
             writeInt(&buf, Int32(2))
-            FfiConverterString.write(session, into: &buf)
-            FfiConverterTypeRuntimeAction.write(action, into: &buf)
+            FfiConverterTypeInitializeResponse.write(v1, into: &buf)
+            
+        
+        case let .sessionCreated(sessionId):
+            writeInt(&buf, Int32(3))
+            FfiConverterString.write(sessionId, into: &buf)
+            
+        
+        case let .sessions(sessions,nextCursor):
+            writeInt(&buf, Int32(4))
+            FfiConverterSequenceTypeSessionInfo.write(sessions, into: &buf)
+            FfiConverterOptionString.write(nextCursor, into: &buf)
+            
+        
+        case .resumed:
+            writeInt(&buf, Int32(5))
+        
+        
+        case let .accepted(messageId):
+            writeInt(&buf, Int32(6))
+            FfiConverterOptionTypeMessageId.write(messageId, into: &buf)
+            
+        
+        case .revoked:
+            writeInt(&buf, Int32(7))
+        
+        
+        case .replaced:
+            writeInt(&buf, Int32(8))
+        
+        
+        case .closed:
+            writeInt(&buf, Int32(9))
+        
+        
+        case let .status(live):
+            writeInt(&buf, Int32(10))
+            FfiConverterBool.write(live, into: &buf)
             
         }
     }
@@ -2241,19 +10244,22 @@ public struct FfiConverterTypeAgentOutput: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
-public func FfiConverterTypeAgentOutput_lift(_ buf: RustBuffer) throws -> AgentOutput {
-    return try FfiConverterTypeAgentOutput.lift(buf)
+public func FfiConverterTypeAnswer_lift(_ buf: RustBuffer) throws -> Answer {
+    return try FfiConverterTypeAnswer.lift(buf)
 }
 
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
-public func FfiConverterTypeAgentOutput_lower(_ value: AgentOutput) -> RustBuffer {
-    return FfiConverterTypeAgentOutput.lower(value)
+public func FfiConverterTypeAnswer_lower(_ value: Answer) -> RustBuffer {
+    return FfiConverterTypeAnswer.lower(value)
 }
 
 
 
+/**
+ * A safe break-point of the agent loop.
+ */
 
 public enum BreakPoint: Equatable, Hashable {
     
@@ -2320,6 +10326,102 @@ public func FfiConverterTypeBreakPoint_lower(_ value: BreakPoint) -> RustBuffer 
 
 
 
+/**
+ * A call the client refused without sending anything.
+ */
+
+public enum CallRejected: Equatable, Hashable {
+    
+    case modeNotSupported
+    case replaceNotSupported
+    case unknownMessageId
+    case unknownSession
+    case invalidArguments(String
+    )
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension CallRejected: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeCallRejected: FfiConverterRustBuffer {
+    typealias SwiftType = CallRejected
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> CallRejected {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .modeNotSupported
+        
+        case 2: return .replaceNotSupported
+        
+        case 3: return .unknownMessageId
+        
+        case 4: return .unknownSession
+        
+        case 5: return .invalidArguments(try FfiConverterString.read(from: &buf)
+        )
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: CallRejected, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case .modeNotSupported:
+            writeInt(&buf, Int32(1))
+        
+        
+        case .replaceNotSupported:
+            writeInt(&buf, Int32(2))
+        
+        
+        case .unknownMessageId:
+            writeInt(&buf, Int32(3))
+        
+        
+        case .unknownSession:
+            writeInt(&buf, Int32(4))
+        
+        
+        case let .invalidArguments(v1):
+            writeInt(&buf, Int32(5))
+            FfiConverterString.write(v1, into: &buf)
+            
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCallRejected_lift(_ buf: RustBuffer) throws -> CallRejected {
+    return try FfiConverterTypeCallRejected.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCallRejected_lower(_ value: CallRejected) -> RustBuffer {
+    return FfiConverterTypeCallRejected.lower(value)
+}
+
+
+
+/**
+ * How "clear the current agent message" is written (C-MSG-2).
+ */
 
 public enum ClearStyle: Equatable, Hashable {
     
@@ -2387,29 +10489,252 @@ public func FfiConverterTypeClearStyle_lower(_ value: ClearStyle) -> RustBuffer 
 
 
 /**
- * A content block. The common kinds are typed; anything else (and any member this view does
- * not show, such as annotations) travels in `Other` / the raw JSON kept beside it.
+ * A call of the client API.
+ */
+
+public enum ClientCall: Equatable, Hashable {
+    
+    case prompt(session: String, content: [ContentBlock]
+    )
+    case inject(session: String, mode: InjectMode, content: [ContentBlock]
+    )
+    case revoke(session: String, messageId: String
+    )
+    case replace(session: String, messageId: String, content: [ContentBlock]
+    )
+    case cancel(session: String
+    )
+    case status(session: String
+    )
+    case close(session: String
+    )
+    case resume(session: String, cwd: String, replay: Bool
+    )
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension ClientCall: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeClientCall: FfiConverterRustBuffer {
+    typealias SwiftType = ClientCall
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ClientCall {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .prompt(session: try FfiConverterString.read(from: &buf), content: try FfiConverterSequenceTypeContentBlock.read(from: &buf)
+        )
+        
+        case 2: return .inject(session: try FfiConverterString.read(from: &buf), mode: try FfiConverterTypeInjectMode.read(from: &buf), content: try FfiConverterSequenceTypeContentBlock.read(from: &buf)
+        )
+        
+        case 3: return .revoke(session: try FfiConverterString.read(from: &buf), messageId: try FfiConverterString.read(from: &buf)
+        )
+        
+        case 4: return .replace(session: try FfiConverterString.read(from: &buf), messageId: try FfiConverterString.read(from: &buf), content: try FfiConverterSequenceTypeContentBlock.read(from: &buf)
+        )
+        
+        case 5: return .cancel(session: try FfiConverterString.read(from: &buf)
+        )
+        
+        case 6: return .status(session: try FfiConverterString.read(from: &buf)
+        )
+        
+        case 7: return .close(session: try FfiConverterString.read(from: &buf)
+        )
+        
+        case 8: return .resume(session: try FfiConverterString.read(from: &buf), cwd: try FfiConverterString.read(from: &buf), replay: try FfiConverterBool.read(from: &buf)
+        )
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: ClientCall, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case let .prompt(session,content):
+            writeInt(&buf, Int32(1))
+            FfiConverterString.write(session, into: &buf)
+            FfiConverterSequenceTypeContentBlock.write(content, into: &buf)
+            
+        
+        case let .inject(session,mode,content):
+            writeInt(&buf, Int32(2))
+            FfiConverterString.write(session, into: &buf)
+            FfiConverterTypeInjectMode.write(mode, into: &buf)
+            FfiConverterSequenceTypeContentBlock.write(content, into: &buf)
+            
+        
+        case let .revoke(session,messageId):
+            writeInt(&buf, Int32(3))
+            FfiConverterString.write(session, into: &buf)
+            FfiConverterString.write(messageId, into: &buf)
+            
+        
+        case let .replace(session,messageId,content):
+            writeInt(&buf, Int32(4))
+            FfiConverterString.write(session, into: &buf)
+            FfiConverterString.write(messageId, into: &buf)
+            FfiConverterSequenceTypeContentBlock.write(content, into: &buf)
+            
+        
+        case let .cancel(session):
+            writeInt(&buf, Int32(5))
+            FfiConverterString.write(session, into: &buf)
+            
+        
+        case let .status(session):
+            writeInt(&buf, Int32(6))
+            FfiConverterString.write(session, into: &buf)
+            
+        
+        case let .close(session):
+            writeInt(&buf, Int32(7))
+            FfiConverterString.write(session, into: &buf)
+            
+        
+        case let .resume(session,cwd,replay):
+            writeInt(&buf, Int32(8))
+            FfiConverterString.write(session, into: &buf)
+            FfiConverterString.write(cwd, into: &buf)
+            FfiConverterBool.write(replay, into: &buf)
+            
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeClientCall_lift(_ buf: RustBuffer) throws -> ClientCall {
+    return try FfiConverterTypeClientCall.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeClientCall_lower(_ value: ClientCall) -> RustBuffer {
+    return FfiConverterTypeClientCall.lower(value)
+}
+
+
+
+/**
+ * A connection's role (R-ORDER-2).
+ */
+
+public enum ConnectionRole: Equatable, Hashable {
+    
+    case controller
+    case observer
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension ConnectionRole: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeConnectionRole: FfiConverterRustBuffer {
+    typealias SwiftType = ConnectionRole
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ConnectionRole {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .controller
+        
+        case 2: return .observer
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: ConnectionRole, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case .controller:
+            writeInt(&buf, Int32(1))
+        
+        
+        case .observer:
+            writeInt(&buf, Int32(2))
+        
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeConnectionRole_lift(_ buf: RustBuffer) throws -> ConnectionRole {
+    return try FfiConverterTypeConnectionRole.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeConnectionRole_lower(_ value: ConnectionRole) -> RustBuffer {
+    return FfiConverterTypeConnectionRole.lower(value)
+}
+
+
+
+/**
+ * A piece of message content, tagged by `type`. Open.
  */
 
 public enum ContentBlock: Equatable, Hashable {
     
-    case text(text: String
-    )
-    case image(data: String, mimeType: String
-    )
-    case audio(data: String, mimeType: String
-    )
-    case resourceLink(name: String, uri: String
+    /**
+     * `text`: Text.
+     */
+    case text(TextContent
     )
     /**
-     * An embedded resource with text or base64 `blob` contents.
+     * `image`: An image, base64-encoded.
      */
-    case resource(uri: String, mimeType: String?, text: String?, blob: String?
+    case image(ImageContent
     )
     /**
-     * Any other block, as its JSON object.
+     * `audio`: Audio, base64-encoded.
      */
-    case other(json: String
+    case audio(AudioContent
+    )
+    /**
+     * `resource_link`: A link to a resource the agent can read.
+     */
+    case resourceLink(ResourceLink
+    )
+    /**
+     * `resource`: A resource's contents, embedded.
+     */
+    case resource(EmbeddedResource
+    )
+    /**
+     * A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
+     */
+    case other(Unknown
     )
 
 
@@ -2432,22 +10757,22 @@ public struct FfiConverterTypeContentBlock: FfiConverterRustBuffer {
         let variant: Int32 = try readInt(&buf)
         switch variant {
         
-        case 1: return .text(text: try FfiConverterString.read(from: &buf)
+        case 1: return .text(try FfiConverterTypeTextContent.read(from: &buf)
         )
         
-        case 2: return .image(data: try FfiConverterString.read(from: &buf), mimeType: try FfiConverterString.read(from: &buf)
+        case 2: return .image(try FfiConverterTypeImageContent.read(from: &buf)
         )
         
-        case 3: return .audio(data: try FfiConverterString.read(from: &buf), mimeType: try FfiConverterString.read(from: &buf)
+        case 3: return .audio(try FfiConverterTypeAudioContent.read(from: &buf)
         )
         
-        case 4: return .resourceLink(name: try FfiConverterString.read(from: &buf), uri: try FfiConverterString.read(from: &buf)
+        case 4: return .resourceLink(try FfiConverterTypeResourceLink.read(from: &buf)
         )
         
-        case 5: return .resource(uri: try FfiConverterString.read(from: &buf), mimeType: try FfiConverterOptionString.read(from: &buf), text: try FfiConverterOptionString.read(from: &buf), blob: try FfiConverterOptionString.read(from: &buf)
+        case 5: return .resource(try FfiConverterTypeEmbeddedResource.read(from: &buf)
         )
         
-        case 6: return .other(json: try FfiConverterString.read(from: &buf)
+        case 6: return .other(try FfiConverterTypeUnknown.read(from: &buf)
         )
         
         default: throw UniffiInternalError.unexpectedEnumCase
@@ -2458,40 +10783,34 @@ public struct FfiConverterTypeContentBlock: FfiConverterRustBuffer {
         switch value {
         
         
-        case let .text(text):
+        case let .text(v1):
             writeInt(&buf, Int32(1))
-            FfiConverterString.write(text, into: &buf)
+            FfiConverterTypeTextContent.write(v1, into: &buf)
             
         
-        case let .image(data,mimeType):
+        case let .image(v1):
             writeInt(&buf, Int32(2))
-            FfiConverterString.write(data, into: &buf)
-            FfiConverterString.write(mimeType, into: &buf)
+            FfiConverterTypeImageContent.write(v1, into: &buf)
             
         
-        case let .audio(data,mimeType):
+        case let .audio(v1):
             writeInt(&buf, Int32(3))
-            FfiConverterString.write(data, into: &buf)
-            FfiConverterString.write(mimeType, into: &buf)
+            FfiConverterTypeAudioContent.write(v1, into: &buf)
             
         
-        case let .resourceLink(name,uri):
+        case let .resourceLink(v1):
             writeInt(&buf, Int32(4))
-            FfiConverterString.write(name, into: &buf)
-            FfiConverterString.write(uri, into: &buf)
+            FfiConverterTypeResourceLink.write(v1, into: &buf)
             
         
-        case let .resource(uri,mimeType,text,blob):
+        case let .resource(v1):
             writeInt(&buf, Int32(5))
-            FfiConverterString.write(uri, into: &buf)
-            FfiConverterOptionString.write(mimeType, into: &buf)
-            FfiConverterOptionString.write(text, into: &buf)
-            FfiConverterOptionString.write(blob, into: &buf)
+            FfiConverterTypeEmbeddedResource.write(v1, into: &buf)
             
         
-        case let .other(json):
+        case let .other(v1):
             writeInt(&buf, Int32(6))
-            FfiConverterString.write(json, into: &buf)
+            FfiConverterTypeUnknown.write(v1, into: &buf)
             
         }
     }
@@ -2514,10 +10833,606 @@ public func FfiConverterTypeContentBlock_lower(_ value: ContentBlock) -> RustBuf
 
 
 
+/**
+ * A `::std::vec::Vec<ContentBlock>` member whose absence and `null` mean different things: `Absent` leaves the current value, `Null` clears it, `Value` replaces it.
+ */
+
+public enum ContentBlockListPatch: Equatable, Hashable {
+    
+    /**
+     * The member is absent: leave the current value.
+     */
+    case absent
+    /**
+     * The member is `null`: clear the current value.
+     */
+    case null
+    /**
+     * The member has a value: replace the current value.
+     */
+    case value(value: [ContentBlock]
+    )
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension ContentBlockListPatch: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeContentBlockListPatch: FfiConverterRustBuffer {
+    typealias SwiftType = ContentBlockListPatch
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ContentBlockListPatch {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .absent
+        
+        case 2: return .null
+        
+        case 3: return .value(value: try FfiConverterSequenceTypeContentBlock.read(from: &buf)
+        )
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: ContentBlockListPatch, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case .absent:
+            writeInt(&buf, Int32(1))
+        
+        
+        case .null:
+            writeInt(&buf, Int32(2))
+        
+        
+        case let .value(value):
+            writeInt(&buf, Int32(3))
+            FfiConverterSequenceTypeContentBlock.write(value, into: &buf)
+            
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeContentBlockListPatch_lift(_ buf: RustBuffer) throws -> ContentBlockListPatch {
+    return try FfiConverterTypeContentBlockListPatch.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeContentBlockListPatch_lower(_ value: ContentBlockListPatch) -> RustBuffer {
+    return FfiConverterTypeContentBlockListPatch.lower(value)
+}
+
+
+
+/**
+ * Text or binary contents of a resource.
+ */
+
+public enum EmbeddedResourceResource: Equatable, Hashable {
+    
+    case textResourceContents(TextResourceContents
+    )
+    case blobResourceContents(BlobResourceContents
+    )
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension EmbeddedResourceResource: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeEmbeddedResourceResource: FfiConverterRustBuffer {
+    typealias SwiftType = EmbeddedResourceResource
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> EmbeddedResourceResource {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .textResourceContents(try FfiConverterTypeTextResourceContents.read(from: &buf)
+        )
+        
+        case 2: return .blobResourceContents(try FfiConverterTypeBlobResourceContents.read(from: &buf)
+        )
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: EmbeddedResourceResource, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case let .textResourceContents(v1):
+            writeInt(&buf, Int32(1))
+            FfiConverterTypeTextResourceContents.write(v1, into: &buf)
+            
+        
+        case let .blobResourceContents(v1):
+            writeInt(&buf, Int32(2))
+            FfiConverterTypeBlobResourceContents.write(v1, into: &buf)
+            
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeEmbeddedResourceResource_lift(_ buf: RustBuffer) throws -> EmbeddedResourceResource {
+    return try FfiConverterTypeEmbeddedResourceResource.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeEmbeddedResourceResource_lower(_ value: EmbeddedResourceResource) -> RustBuffer {
+    return FfiConverterTypeEmbeddedResourceResource.lower(value)
+}
+
+
+
+/**
+ * Why a session or inject request failed (`data.reason`). Open: unknown reasons from newer agents decode into `other`.
+ */
+
+public enum ErrorReason: Equatable, Hashable {
+    
+    /**
+     * `session_not_found`: -32002: the agent does not hold this session (never created, or closed).
+     */
+    case sessionNotFound
+    /**
+     * `unknown_message_id`: -32002: revoke/replace of an id this session never issued, no longer remembers, or revoked.
+     */
+    case unknownMessageId
+    /**
+     * `already_delivered`: -32010: revoke/replace after the inject's `user_message` was emitted.
+     */
+    case alreadyDelivered
+    /**
+     * `no_running_turn`: -32010: `steer` while the session is idle.
+     */
+    case noRunningTurn
+    /**
+     * `mode_not_supported`: -32010: a known mode the agent did not advertise.
+     */
+    case modeNotSupported
+    /**
+     * `replace_not_supported`: -32010: replace when `pending.replace` is not advertised.
+     */
+    case replaceNotSupported
+    /**
+     * `not_permitted`: -32010: an observer injects/revokes/replaces, or a non-creator revokes/replaces under the creator-only policy.
+     */
+    case notPermitted
+    /**
+     * `turn_in_progress`: -32010: `session/prompt` while a turn is in progress; the prompt was not inserted. Send it again with `session/inject` (mode `queue` or `steer`) or after the session is idle.
+     */
+    case turnInProgress
+    /**
+     * A value this version does not know (values starting with `_` are extensions).
+     */
+    case other(String
+    )
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension ErrorReason: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeErrorReason: FfiConverterRustBuffer {
+    typealias SwiftType = ErrorReason
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ErrorReason {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .sessionNotFound
+        
+        case 2: return .unknownMessageId
+        
+        case 3: return .alreadyDelivered
+        
+        case 4: return .noRunningTurn
+        
+        case 5: return .modeNotSupported
+        
+        case 6: return .replaceNotSupported
+        
+        case 7: return .notPermitted
+        
+        case 8: return .turnInProgress
+        
+        case 9: return .other(try FfiConverterString.read(from: &buf)
+        )
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: ErrorReason, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case .sessionNotFound:
+            writeInt(&buf, Int32(1))
+        
+        
+        case .unknownMessageId:
+            writeInt(&buf, Int32(2))
+        
+        
+        case .alreadyDelivered:
+            writeInt(&buf, Int32(3))
+        
+        
+        case .noRunningTurn:
+            writeInt(&buf, Int32(4))
+        
+        
+        case .modeNotSupported:
+            writeInt(&buf, Int32(5))
+        
+        
+        case .replaceNotSupported:
+            writeInt(&buf, Int32(6))
+        
+        
+        case .notPermitted:
+            writeInt(&buf, Int32(7))
+        
+        
+        case .turnInProgress:
+            writeInt(&buf, Int32(8))
+        
+        
+        case let .other(v1):
+            writeInt(&buf, Int32(9))
+            FfiConverterString.write(v1, into: &buf)
+            
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeErrorReason_lift(_ buf: RustBuffer) throws -> ErrorReason {
+    return try FfiConverterTypeErrorReason.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeErrorReason_lower(_ value: ErrorReason) -> RustBuffer {
+    return FfiConverterTypeErrorReason.lower(value)
+}
+
+
+
+/**
+ * One thing a client connection reports.
+ */
+
+public enum Event: Equatable, Hashable {
+    
+    case answered(request: RequestId, kind: RequestKind, sessionId: String?, outcome: Answer
+    )
+    case session(sessionId: String, event: SessionEvent
+    )
+    case permissionRequested(request: RequestId, params: RequestPermissionRequest
+    )
+    case ignored(detail: String
+    )
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension Event: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeEvent: FfiConverterRustBuffer {
+    typealias SwiftType = Event
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Event {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .answered(request: try FfiConverterTypeRequestId.read(from: &buf), kind: try FfiConverterTypeRequestKind.read(from: &buf), sessionId: try FfiConverterOptionString.read(from: &buf), outcome: try FfiConverterTypeAnswer.read(from: &buf)
+        )
+        
+        case 2: return .session(sessionId: try FfiConverterString.read(from: &buf), event: try FfiConverterTypeSessionEvent.read(from: &buf)
+        )
+        
+        case 3: return .permissionRequested(request: try FfiConverterTypeRequestId.read(from: &buf), params: try FfiConverterTypeRequestPermissionRequest.read(from: &buf)
+        )
+        
+        case 4: return .ignored(detail: try FfiConverterString.read(from: &buf)
+        )
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: Event, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case let .answered(request,kind,sessionId,outcome):
+            writeInt(&buf, Int32(1))
+            FfiConverterTypeRequestId.write(request, into: &buf)
+            FfiConverterTypeRequestKind.write(kind, into: &buf)
+            FfiConverterOptionString.write(sessionId, into: &buf)
+            FfiConverterTypeAnswer.write(outcome, into: &buf)
+            
+        
+        case let .session(sessionId,event):
+            writeInt(&buf, Int32(2))
+            FfiConverterString.write(sessionId, into: &buf)
+            FfiConverterTypeSessionEvent.write(event, into: &buf)
+            
+        
+        case let .permissionRequested(request,params):
+            writeInt(&buf, Int32(3))
+            FfiConverterTypeRequestId.write(request, into: &buf)
+            FfiConverterTypeRequestPermissionRequest.write(params, into: &buf)
+            
+        
+        case let .ignored(detail):
+            writeInt(&buf, Int32(4))
+            FfiConverterString.write(detail, into: &buf)
+            
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeEvent_lift(_ buf: RustBuffer) throws -> Event {
+    return try FfiConverterTypeEvent.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeEvent_lower(_ value: Event) -> RustBuffer {
+    return FfiConverterTypeEvent.lower(value)
+}
+
+
+
+/**
+ * One entry of a session's history.
+ */
+
+public enum HistoryEntry: Equatable, Hashable {
+    
+    case user(messageId: MessageId, content: [ContentBlock]
+    )
+    case update(update: SessionUpdate
+    )
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension HistoryEntry: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeHistoryEntry: FfiConverterRustBuffer {
+    typealias SwiftType = HistoryEntry
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> HistoryEntry {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .user(messageId: try FfiConverterTypeMessageId.read(from: &buf), content: try FfiConverterSequenceTypeContentBlock.read(from: &buf)
+        )
+        
+        case 2: return .update(update: try FfiConverterTypeSessionUpdate.read(from: &buf)
+        )
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: HistoryEntry, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case let .user(messageId,content):
+            writeInt(&buf, Int32(1))
+            FfiConverterTypeMessageId.write(messageId, into: &buf)
+            FfiConverterSequenceTypeContentBlock.write(content, into: &buf)
+            
+        
+        case let .update(update):
+            writeInt(&buf, Int32(2))
+            FfiConverterTypeSessionUpdate.write(update, into: &buf)
+            
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeHistoryEntry_lift(_ buf: RustBuffer) throws -> HistoryEntry {
+    return try FfiConverterTypeHistoryEntry.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeHistoryEntry_lower(_ value: HistoryEntry) -> RustBuffer {
+    return FfiConverterTypeHistoryEntry.lower(value)
+}
+
+
+
+/**
+ * A runtime event the core cannot apply.
+ */
+
+public enum HostError: Equatable, Hashable {
+    
+    case noTurnInProgress
+    case turnInProgress
+    case noPermissionPending
+    case sessionClosed
+    case reservedUpdate
+    case reservedMessageId(String
+    )
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension HostError: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeHostError: FfiConverterRustBuffer {
+    typealias SwiftType = HostError
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> HostError {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .noTurnInProgress
+        
+        case 2: return .turnInProgress
+        
+        case 3: return .noPermissionPending
+        
+        case 4: return .sessionClosed
+        
+        case 5: return .reservedUpdate
+        
+        case 6: return .reservedMessageId(try FfiConverterString.read(from: &buf)
+        )
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: HostError, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case .noTurnInProgress:
+            writeInt(&buf, Int32(1))
+        
+        
+        case .turnInProgress:
+            writeInt(&buf, Int32(2))
+        
+        
+        case .noPermissionPending:
+            writeInt(&buf, Int32(3))
+        
+        
+        case .sessionClosed:
+            writeInt(&buf, Int32(4))
+        
+        
+        case .reservedUpdate:
+            writeInt(&buf, Int32(5))
+        
+        
+        case let .reservedMessageId(v1):
+            writeInt(&buf, Int32(6))
+            FfiConverterString.write(v1, into: &buf)
+            
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeHostError_lift(_ buf: RustBuffer) throws -> HostError {
+    return try FfiConverterTypeHostError.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeHostError_lower(_ value: HostError) -> RustBuffer {
+    return FfiConverterTypeHostError.lower(value)
+}
+
+
+
+/**
+ * When an inject is delivered. Closed: an unknown mode is invalid params (-32602).
+ */
 
 public enum InjectMode: Equatable, Hashable {
     
+    /**
+     * `queue`: Deliver after the running turn ends (or at once, starting a turn, when idle).
+     */
     case queue
+    /**
+     * `steer`: Deliver at the next safe break-point of the running turn.
+     */
     case steer
 
 
@@ -2580,6 +11495,144 @@ public func FfiConverterTypeInjectMode_lower(_ value: InjectMode) -> RustBuffer 
 
 
 
+/**
+ * What a conformance driver must do next.
+ */
+
+public enum Instruction: Equatable, Hashable {
+    
+    case clientLine(connection: String, line: String
+    )
+    case runtime(session: String, event: RuntimeEvent
+    )
+    case expect
+    case expectHistory(session: String
+    )
+    case call(ClientCall
+    )
+    case receive(line: String
+    )
+    case expectState(session: String
+    )
+    case expectItem(session: String, messageId: String
+    )
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension Instruction: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeInstruction: FfiConverterRustBuffer {
+    typealias SwiftType = Instruction
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Instruction {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .clientLine(connection: try FfiConverterString.read(from: &buf), line: try FfiConverterString.read(from: &buf)
+        )
+        
+        case 2: return .runtime(session: try FfiConverterString.read(from: &buf), event: try FfiConverterTypeRuntimeEvent.read(from: &buf)
+        )
+        
+        case 3: return .expect
+        
+        case 4: return .expectHistory(session: try FfiConverterString.read(from: &buf)
+        )
+        
+        case 5: return .call(try FfiConverterTypeClientCall.read(from: &buf)
+        )
+        
+        case 6: return .receive(line: try FfiConverterString.read(from: &buf)
+        )
+        
+        case 7: return .expectState(session: try FfiConverterString.read(from: &buf)
+        )
+        
+        case 8: return .expectItem(session: try FfiConverterString.read(from: &buf), messageId: try FfiConverterString.read(from: &buf)
+        )
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: Instruction, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case let .clientLine(connection,line):
+            writeInt(&buf, Int32(1))
+            FfiConverterString.write(connection, into: &buf)
+            FfiConverterString.write(line, into: &buf)
+            
+        
+        case let .runtime(session,event):
+            writeInt(&buf, Int32(2))
+            FfiConverterString.write(session, into: &buf)
+            FfiConverterTypeRuntimeEvent.write(event, into: &buf)
+            
+        
+        case .expect:
+            writeInt(&buf, Int32(3))
+        
+        
+        case let .expectHistory(session):
+            writeInt(&buf, Int32(4))
+            FfiConverterString.write(session, into: &buf)
+            
+        
+        case let .call(v1):
+            writeInt(&buf, Int32(5))
+            FfiConverterTypeClientCall.write(v1, into: &buf)
+            
+        
+        case let .receive(line):
+            writeInt(&buf, Int32(6))
+            FfiConverterString.write(line, into: &buf)
+            
+        
+        case let .expectState(session):
+            writeInt(&buf, Int32(7))
+            FfiConverterString.write(session, into: &buf)
+            
+        
+        case let .expectItem(session,messageId):
+            writeInt(&buf, Int32(8))
+            FfiConverterString.write(session, into: &buf)
+            FfiConverterString.write(messageId, into: &buf)
+            
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeInstruction_lift(_ buf: RustBuffer) throws -> Instruction {
+    return try FfiConverterTypeInstruction.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeInstruction_lower(_ value: Instruction) -> RustBuffer {
+    return FfiConverterTypeInstruction.lower(value)
+}
+
+
+
+/**
+ * How an item was sent.
+ */
 
 public enum ItemMode: Equatable, Hashable {
     
@@ -2653,6 +11706,9 @@ public func FfiConverterTypeItemMode_lower(_ value: ItemMode) -> RustBuffer {
 
 
 
+/**
+ * Where one of the client's items is (C-PEND-1).
+ */
 
 public enum ItemStatus: Equatable, Hashable {
     
@@ -2740,6 +11796,651 @@ public func FfiConverterTypeItemStatus_lower(_ value: ItemStatus) -> RustBuffer 
 
 
 
+/**
+ * How to reach an MCP server, tagged by `type`. Open.
+ */
+
+public enum McpServer: Equatable, Hashable {
+    
+    /**
+     * `stdio`: A server started as a process, speaking over stdio.
+     */
+    case stdio(McpServerStdio
+    )
+    /**
+     * `http`: A server reached over HTTP.
+     */
+    case http(McpServerHttp
+    )
+    /**
+     * A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
+     */
+    case other(Unknown
+    )
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension McpServer: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeMcpServer: FfiConverterRustBuffer {
+    typealias SwiftType = McpServer
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> McpServer {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .stdio(try FfiConverterTypeMcpServerStdio.read(from: &buf)
+        )
+        
+        case 2: return .http(try FfiConverterTypeMcpServerHttp.read(from: &buf)
+        )
+        
+        case 3: return .other(try FfiConverterTypeUnknown.read(from: &buf)
+        )
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: McpServer, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case let .stdio(v1):
+            writeInt(&buf, Int32(1))
+            FfiConverterTypeMcpServerStdio.write(v1, into: &buf)
+            
+        
+        case let .http(v1):
+            writeInt(&buf, Int32(2))
+            FfiConverterTypeMcpServerHttp.write(v1, into: &buf)
+            
+        
+        case let .other(v1):
+            writeInt(&buf, Int32(3))
+            FfiConverterTypeUnknown.write(v1, into: &buf)
+            
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeMcpServer_lift(_ buf: RustBuffer) throws -> McpServer {
+    return try FfiConverterTypeMcpServer.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeMcpServer_lower(_ value: McpServer) -> RustBuffer {
+    return FfiConverterTypeMcpServer.lower(value)
+}
+
+
+
+/**
+ * Who a transcript entry is from.
+ */
+
+public enum MessageRole: Equatable, Hashable {
+    
+    case user
+    case agent
+    case thought
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension MessageRole: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeMessageRole: FfiConverterRustBuffer {
+    typealias SwiftType = MessageRole
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> MessageRole {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .user
+        
+        case 2: return .agent
+        
+        case 3: return .thought
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: MessageRole, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case .user:
+            writeInt(&buf, Int32(1))
+        
+        
+        case .agent:
+            writeInt(&buf, Int32(2))
+        
+        
+        case .thought:
+            writeInt(&buf, Int32(3))
+        
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeMessageRole_lift(_ buf: RustBuffer) throws -> MessageRole {
+    return try FfiConverterTypeMessageRole.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeMessageRole_lower(_ value: MessageRole) -> RustBuffer {
+    return FfiConverterTypeMessageRole.lower(value)
+}
+
+
+
+/**
+ * One output of the agent core, in order.
+ */
+
+public enum Output: Equatable, Hashable {
+    
+    case line(to: [String], line: String
+    )
+    case action(session: String, action: RuntimeAction
+    )
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension Output: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeOutput: FfiConverterRustBuffer {
+    typealias SwiftType = Output
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Output {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .line(to: try FfiConverterSequenceString.read(from: &buf), line: try FfiConverterString.read(from: &buf)
+        )
+        
+        case 2: return .action(session: try FfiConverterString.read(from: &buf), action: try FfiConverterTypeRuntimeAction.read(from: &buf)
+        )
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: Output, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case let .line(to,line):
+            writeInt(&buf, Int32(1))
+            FfiConverterSequenceString.write(to, into: &buf)
+            FfiConverterString.write(line, into: &buf)
+            
+        
+        case let .action(session,action):
+            writeInt(&buf, Int32(2))
+            FfiConverterString.write(session, into: &buf)
+            FfiConverterTypeRuntimeAction.write(action, into: &buf)
+            
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeOutput_lift(_ buf: RustBuffer) throws -> Output {
+    return try FfiConverterTypeOutput.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeOutput_lower(_ value: Output) -> RustBuffer {
+    return FfiConverterTypeOutput.lower(value)
+}
+
+
+
+/**
+ * The kind of a permission option. Open.
+ */
+
+public enum PermissionOptionKind: Equatable, Hashable {
+    
+    /**
+     * `allow_once`: Allow this once.
+     */
+    case allowOnce
+    /**
+     * `allow_always`: Allow and remember.
+     */
+    case allowAlways
+    /**
+     * `reject_once`: Reject this once.
+     */
+    case rejectOnce
+    /**
+     * `reject_always`: Reject and remember.
+     */
+    case rejectAlways
+    /**
+     * A value this version does not know (values starting with `_` are extensions).
+     */
+    case other(String
+    )
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension PermissionOptionKind: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypePermissionOptionKind: FfiConverterRustBuffer {
+    typealias SwiftType = PermissionOptionKind
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PermissionOptionKind {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .allowOnce
+        
+        case 2: return .allowAlways
+        
+        case 3: return .rejectOnce
+        
+        case 4: return .rejectAlways
+        
+        case 5: return .other(try FfiConverterString.read(from: &buf)
+        )
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: PermissionOptionKind, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case .allowOnce:
+            writeInt(&buf, Int32(1))
+        
+        
+        case .allowAlways:
+            writeInt(&buf, Int32(2))
+        
+        
+        case .rejectOnce:
+            writeInt(&buf, Int32(3))
+        
+        
+        case .rejectAlways:
+            writeInt(&buf, Int32(4))
+        
+        
+        case let .other(v1):
+            writeInt(&buf, Int32(5))
+            FfiConverterString.write(v1, into: &buf)
+            
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePermissionOptionKind_lift(_ buf: RustBuffer) throws -> PermissionOptionKind {
+    return try FfiConverterTypePermissionOptionKind.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePermissionOptionKind_lower(_ value: PermissionOptionKind) -> RustBuffer {
+    return FfiConverterTypePermissionOptionKind.lower(value)
+}
+
+
+
+/**
+ * A plan entry's priority. Open.
+ */
+
+public enum PlanEntryPriority: Equatable, Hashable {
+    
+    /**
+     * `high`
+     */
+    case high
+    /**
+     * `medium`
+     */
+    case medium
+    /**
+     * `low`
+     */
+    case low
+    /**
+     * A value this version does not know (values starting with `_` are extensions).
+     */
+    case other(String
+    )
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension PlanEntryPriority: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypePlanEntryPriority: FfiConverterRustBuffer {
+    typealias SwiftType = PlanEntryPriority
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PlanEntryPriority {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .high
+        
+        case 2: return .medium
+        
+        case 3: return .low
+        
+        case 4: return .other(try FfiConverterString.read(from: &buf)
+        )
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: PlanEntryPriority, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case .high:
+            writeInt(&buf, Int32(1))
+        
+        
+        case .medium:
+            writeInt(&buf, Int32(2))
+        
+        
+        case .low:
+            writeInt(&buf, Int32(3))
+        
+        
+        case let .other(v1):
+            writeInt(&buf, Int32(4))
+            FfiConverterString.write(v1, into: &buf)
+            
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePlanEntryPriority_lift(_ buf: RustBuffer) throws -> PlanEntryPriority {
+    return try FfiConverterTypePlanEntryPriority.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePlanEntryPriority_lower(_ value: PlanEntryPriority) -> RustBuffer {
+    return FfiConverterTypePlanEntryPriority.lower(value)
+}
+
+
+
+/**
+ * A plan entry's status. Open.
+ */
+
+public enum PlanEntryStatus: Equatable, Hashable {
+    
+    /**
+     * `pending`
+     */
+    case pending
+    /**
+     * `in_progress`
+     */
+    case inProgress
+    /**
+     * `completed`
+     */
+    case completed
+    /**
+     * `cancelled`
+     */
+    case cancelled
+    /**
+     * A value this version does not know (values starting with `_` are extensions).
+     */
+    case other(String
+    )
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension PlanEntryStatus: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypePlanEntryStatus: FfiConverterRustBuffer {
+    typealias SwiftType = PlanEntryStatus
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PlanEntryStatus {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .pending
+        
+        case 2: return .inProgress
+        
+        case 3: return .completed
+        
+        case 4: return .cancelled
+        
+        case 5: return .other(try FfiConverterString.read(from: &buf)
+        )
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: PlanEntryStatus, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case .pending:
+            writeInt(&buf, Int32(1))
+        
+        
+        case .inProgress:
+            writeInt(&buf, Int32(2))
+        
+        
+        case .completed:
+            writeInt(&buf, Int32(3))
+        
+        
+        case .cancelled:
+            writeInt(&buf, Int32(4))
+        
+        
+        case let .other(v1):
+            writeInt(&buf, Int32(5))
+            FfiConverterString.write(v1, into: &buf)
+            
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePlanEntryStatus_lift(_ buf: RustBuffer) throws -> PlanEntryStatus {
+    return try FfiConverterTypePlanEntryStatus.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePlanEntryStatus_lower(_ value: PlanEntryStatus) -> RustBuffer {
+    return FfiConverterTypePlanEntryStatus.lower(value)
+}
+
+
+
+/**
+ * A plan, tagged by `type`. Upstream's `file` and `markdown` are carried through the open branch unchanged.
+ */
+
+public enum PlanUpdateContent: Equatable, Hashable {
+    
+    /**
+     * `items`: A plan as a list of entries.
+     */
+    case items(PlanItems
+    )
+    /**
+     * A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
+     */
+    case other(Unknown
+    )
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension PlanUpdateContent: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypePlanUpdateContent: FfiConverterRustBuffer {
+    typealias SwiftType = PlanUpdateContent
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PlanUpdateContent {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .items(try FfiConverterTypePlanItems.read(from: &buf)
+        )
+        
+        case 2: return .other(try FfiConverterTypeUnknown.read(from: &buf)
+        )
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: PlanUpdateContent, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case let .items(v1):
+            writeInt(&buf, Int32(1))
+            FfiConverterTypePlanItems.write(v1, into: &buf)
+            
+        
+        case let .other(v1):
+            writeInt(&buf, Int32(2))
+            FfiConverterTypeUnknown.write(v1, into: &buf)
+            
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePlanUpdateContent_lift(_ buf: RustBuffer) throws -> PlanUpdateContent {
+    return try FfiConverterTypePlanUpdateContent.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePlanUpdateContent_lower(_ value: PlanUpdateContent) -> RustBuffer {
+    return FfiConverterTypePlanUpdateContent.lower(value)
+}
+
+
+
+/**
+ * How many queued injects open one turn (R-QUEUE-3).
+ */
 
 public enum QueueDrain: Equatable, Hashable {
     
@@ -2806,6 +12507,400 @@ public func FfiConverterTypeQueueDrain_lower(_ value: QueueDrain) -> RustBuffer 
 
 
 
+/**
+ * An inclusive replay cursor, tagged by `type`. Open: an agent rejects a cursor it does not understand (-32602).
+ */
+
+public enum ReplayFrom: Equatable, Hashable {
+    
+    /**
+     * `start`: Replay the whole conversation.
+     */
+    case start(ReplayFromStart
+    )
+    /**
+     * A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
+     */
+    case other(Unknown
+    )
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension ReplayFrom: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeReplayFrom: FfiConverterRustBuffer {
+    typealias SwiftType = ReplayFrom
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ReplayFrom {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .start(try FfiConverterTypeReplayFromStart.read(from: &buf)
+        )
+        
+        case 2: return .other(try FfiConverterTypeUnknown.read(from: &buf)
+        )
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: ReplayFrom, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case let .start(v1):
+            writeInt(&buf, Int32(1))
+            FfiConverterTypeReplayFromStart.write(v1, into: &buf)
+            
+        
+        case let .other(v1):
+            writeInt(&buf, Int32(2))
+            FfiConverterTypeUnknown.write(v1, into: &buf)
+            
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeReplayFrom_lift(_ buf: RustBuffer) throws -> ReplayFrom {
+    return try FfiConverterTypeReplayFrom.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeReplayFrom_lower(_ value: ReplayFrom) -> RustBuffer {
+    return FfiConverterTypeReplayFrom.lower(value)
+}
+
+
+
+/**
+ * A JSON-RPC request id. Responses echo it with the same JSON type.
+ */
+
+public enum RequestId: Equatable, Hashable {
+    
+    /**
+     * `null` (allowed by JSON-RPC, discouraged).
+     */
+    case null
+    /**
+     * An integer id.
+     */
+    case number(Int64
+    )
+    /**
+     * A string id.
+     */
+    case str(String
+    )
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension RequestId: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeRequestId: FfiConverterRustBuffer {
+    typealias SwiftType = RequestId
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> RequestId {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .null
+        
+        case 2: return .number(try FfiConverterInt64.read(from: &buf)
+        )
+        
+        case 3: return .str(try FfiConverterString.read(from: &buf)
+        )
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: RequestId, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case .null:
+            writeInt(&buf, Int32(1))
+        
+        
+        case let .number(v1):
+            writeInt(&buf, Int32(2))
+            FfiConverterInt64.write(v1, into: &buf)
+            
+        
+        case let .str(v1):
+            writeInt(&buf, Int32(3))
+            FfiConverterString.write(v1, into: &buf)
+            
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeRequestId_lift(_ buf: RustBuffer) throws -> RequestId {
+    return try FfiConverterTypeRequestId.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeRequestId_lower(_ value: RequestId) -> RustBuffer {
+    return FfiConverterTypeRequestId.lower(value)
+}
+
+
+
+/**
+ * What a request was.
+ */
+
+public enum RequestKind: Equatable, Hashable {
+    
+    case initialize
+    case newSession
+    case listSessions
+    case resume
+    case prompt
+    case inject
+    case revoke
+    case replace
+    case close
+    case status
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension RequestKind: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeRequestKind: FfiConverterRustBuffer {
+    typealias SwiftType = RequestKind
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> RequestKind {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .initialize
+        
+        case 2: return .newSession
+        
+        case 3: return .listSessions
+        
+        case 4: return .resume
+        
+        case 5: return .prompt
+        
+        case 6: return .inject
+        
+        case 7: return .revoke
+        
+        case 8: return .replace
+        
+        case 9: return .close
+        
+        case 10: return .status
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: RequestKind, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case .initialize:
+            writeInt(&buf, Int32(1))
+        
+        
+        case .newSession:
+            writeInt(&buf, Int32(2))
+        
+        
+        case .listSessions:
+            writeInt(&buf, Int32(3))
+        
+        
+        case .resume:
+            writeInt(&buf, Int32(4))
+        
+        
+        case .prompt:
+            writeInt(&buf, Int32(5))
+        
+        
+        case .inject:
+            writeInt(&buf, Int32(6))
+        
+        
+        case .revoke:
+            writeInt(&buf, Int32(7))
+        
+        
+        case .replace:
+            writeInt(&buf, Int32(8))
+        
+        
+        case .close:
+            writeInt(&buf, Int32(9))
+        
+        
+        case .status:
+            writeInt(&buf, Int32(10))
+        
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeRequestKind_lift(_ buf: RustBuffer) throws -> RequestKind {
+    return try FfiConverterTypeRequestKind.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeRequestKind_lower(_ value: RequestKind) -> RustBuffer {
+    return FfiConverterTypeRequestKind.lower(value)
+}
+
+
+
+/**
+ * How a permission request ended, tagged by `outcome`. Open.
+ */
+
+public enum RequestPermissionOutcome: Equatable, Hashable {
+    
+    /**
+     * `cancelled`: The request was cancelled (the turn was cancelled).
+     */
+    case cancelled(CancelledPermissionOutcome
+    )
+    /**
+     * `selected`: The user chose an option.
+     */
+    case selected(SelectedPermissionOutcome
+    )
+    /**
+     * A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
+     */
+    case other(Unknown
+    )
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension RequestPermissionOutcome: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeRequestPermissionOutcome: FfiConverterRustBuffer {
+    typealias SwiftType = RequestPermissionOutcome
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> RequestPermissionOutcome {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .cancelled(try FfiConverterTypeCancelledPermissionOutcome.read(from: &buf)
+        )
+        
+        case 2: return .selected(try FfiConverterTypeSelectedPermissionOutcome.read(from: &buf)
+        )
+        
+        case 3: return .other(try FfiConverterTypeUnknown.read(from: &buf)
+        )
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: RequestPermissionOutcome, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case let .cancelled(v1):
+            writeInt(&buf, Int32(1))
+            FfiConverterTypeCancelledPermissionOutcome.write(v1, into: &buf)
+            
+        
+        case let .selected(v1):
+            writeInt(&buf, Int32(2))
+            FfiConverterTypeSelectedPermissionOutcome.write(v1, into: &buf)
+            
+        
+        case let .other(v1):
+            writeInt(&buf, Int32(3))
+            FfiConverterTypeUnknown.write(v1, into: &buf)
+            
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeRequestPermissionOutcome_lift(_ buf: RustBuffer) throws -> RequestPermissionOutcome {
+    return try FfiConverterTypeRequestPermissionOutcome.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeRequestPermissionOutcome_lower(_ value: RequestPermissionOutcome) -> RustBuffer {
+    return FfiConverterTypeRequestPermissionOutcome.lower(value)
+}
+
+
+
+/**
+ * Who may revoke or replace a pending inject (R-ORDER-2).
+ */
 
 public enum RevokeReplace: Equatable, Hashable {
     
@@ -2872,11 +12967,25 @@ public func FfiConverterTypeRevokeReplace_lower(_ value: RevokeReplace) -> RustB
 
 
 
+/**
+ * Who content is for. Open.
+ */
 
 public enum Role: Equatable, Hashable {
     
-    case controller
-    case observer
+    /**
+     * `assistant`
+     */
+    case assistant
+    /**
+     * `user`
+     */
+    case user
+    /**
+     * A value this version does not know (values starting with `_` are extensions).
+     */
+    case other(String
+    )
 
 
 
@@ -2898,9 +13007,12 @@ public struct FfiConverterTypeRole: FfiConverterRustBuffer {
         let variant: Int32 = try readInt(&buf)
         switch variant {
         
-        case 1: return .controller
+        case 1: return .assistant
         
-        case 2: return .observer
+        case 2: return .user
+        
+        case 3: return .other(try FfiConverterString.read(from: &buf)
+        )
         
         default: throw UniffiInternalError.unexpectedEnumCase
         }
@@ -2910,13 +13022,18 @@ public struct FfiConverterTypeRole: FfiConverterRustBuffer {
         switch value {
         
         
-        case .controller:
+        case .assistant:
             writeInt(&buf, Int32(1))
         
         
-        case .observer:
+        case .user:
             writeInt(&buf, Int32(2))
         
+        
+        case let .other(v1):
+            writeInt(&buf, Int32(3))
+            FfiConverterString.write(v1, into: &buf)
+            
         }
     }
 }
@@ -2939,18 +13056,22 @@ public func FfiConverterTypeRole_lower(_ value: Role) -> RustBuffer {
 
 
 /**
- * What the runtime must do (see the core's `RuntimeAction`).
+ * What the runtime must do.
  */
 
 public enum RuntimeAction: Equatable, Hashable {
     
-    case startTurn(messages: [UserInput]
+    case sessionOpened(SessionSetup
     )
-    case deliver(messages: [UserInput]
+    case sessionResumed(SessionSetup
+    )
+    case startTurn([UserInput]
+    )
+    case deliver([UserInput]
     )
     case interruptStream
     case cancelTurn
-    case dropped(injects: [PendingInject]
+    case closed(dropped: [PendingInject], turnCancelled: Bool
     )
 
 
@@ -2973,17 +13094,23 @@ public struct FfiConverterTypeRuntimeAction: FfiConverterRustBuffer {
         let variant: Int32 = try readInt(&buf)
         switch variant {
         
-        case 1: return .startTurn(messages: try FfiConverterSequenceTypeUserInput.read(from: &buf)
+        case 1: return .sessionOpened(try FfiConverterTypeSessionSetup.read(from: &buf)
         )
         
-        case 2: return .deliver(messages: try FfiConverterSequenceTypeUserInput.read(from: &buf)
+        case 2: return .sessionResumed(try FfiConverterTypeSessionSetup.read(from: &buf)
         )
         
-        case 3: return .interruptStream
+        case 3: return .startTurn(try FfiConverterSequenceTypeUserInput.read(from: &buf)
+        )
         
-        case 4: return .cancelTurn
+        case 4: return .deliver(try FfiConverterSequenceTypeUserInput.read(from: &buf)
+        )
         
-        case 5: return .dropped(injects: try FfiConverterSequenceTypePendingInject.read(from: &buf)
+        case 5: return .interruptStream
+        
+        case 6: return .cancelTurn
+        
+        case 7: return .closed(dropped: try FfiConverterSequenceTypePendingInject.read(from: &buf), turnCancelled: try FfiConverterBool.read(from: &buf)
         )
         
         default: throw UniffiInternalError.unexpectedEnumCase
@@ -2994,27 +13121,38 @@ public struct FfiConverterTypeRuntimeAction: FfiConverterRustBuffer {
         switch value {
         
         
-        case let .startTurn(messages):
+        case let .sessionOpened(v1):
             writeInt(&buf, Int32(1))
-            FfiConverterSequenceTypeUserInput.write(messages, into: &buf)
+            FfiConverterTypeSessionSetup.write(v1, into: &buf)
             
         
-        case let .deliver(messages):
+        case let .sessionResumed(v1):
             writeInt(&buf, Int32(2))
-            FfiConverterSequenceTypeUserInput.write(messages, into: &buf)
+            FfiConverterTypeSessionSetup.write(v1, into: &buf)
+            
+        
+        case let .startTurn(v1):
+            writeInt(&buf, Int32(3))
+            FfiConverterSequenceTypeUserInput.write(v1, into: &buf)
+            
+        
+        case let .deliver(v1):
+            writeInt(&buf, Int32(4))
+            FfiConverterSequenceTypeUserInput.write(v1, into: &buf)
             
         
         case .interruptStream:
-            writeInt(&buf, Int32(3))
+            writeInt(&buf, Int32(5))
         
         
         case .cancelTurn:
-            writeInt(&buf, Int32(4))
+            writeInt(&buf, Int32(6))
         
         
-        case let .dropped(injects):
-            writeInt(&buf, Int32(5))
-            FfiConverterSequenceTypePendingInject.write(injects, into: &buf)
+        case let .closed(dropped,turnCancelled):
+            writeInt(&buf, Int32(7))
+            FfiConverterSequenceTypePendingInject.write(dropped, into: &buf)
+            FfiConverterBool.write(turnCancelled, into: &buf)
             
         }
     }
@@ -3043,7 +13181,7 @@ public func FfiConverterTypeRuntimeAction_lower(_ value: RuntimeAction) -> RustB
 
 public enum RuntimeEvent: Equatable, Hashable {
     
-    case breakPoint(kind: BreakPoint
+    case breakPoint(BreakPoint
     )
     case streamStarted
     case streamFinished
@@ -3051,19 +13189,13 @@ public enum RuntimeEvent: Equatable, Hashable {
     case permissionResolved
     case paused
     case resumed
-    /**
-     * `stop_reason` is the wire value (`end_turn`, `max_tokens`, …, or an extension);
-     * `usage_json` is passed through verbatim.
-     */
-    case turnEnded(stopReason: String, usageJson: String?
+    case turnStarted
+    case turnEnded(stopReason: StopReason, usage: Usage?
     )
     case close
-    /**
-     * The runtime's own `session/update` payload (the `update` object), as JSON.
-     */
-    case update(updateJson: String
+    case update(SessionUpdate
     )
-    case clearAgentMessage(messageId: String
+    case clearAgentMessage(messageId: MessageId
     )
 
 
@@ -3086,7 +13218,7 @@ public struct FfiConverterTypeRuntimeEvent: FfiConverterRustBuffer {
         let variant: Int32 = try readInt(&buf)
         switch variant {
         
-        case 1: return .breakPoint(kind: try FfiConverterTypeBreakPoint.read(from: &buf)
+        case 1: return .breakPoint(try FfiConverterTypeBreakPoint.read(from: &buf)
         )
         
         case 2: return .streamStarted
@@ -3101,15 +13233,17 @@ public struct FfiConverterTypeRuntimeEvent: FfiConverterRustBuffer {
         
         case 7: return .resumed
         
-        case 8: return .turnEnded(stopReason: try FfiConverterString.read(from: &buf), usageJson: try FfiConverterOptionString.read(from: &buf)
+        case 8: return .turnStarted
+        
+        case 9: return .turnEnded(stopReason: try FfiConverterTypeStopReason.read(from: &buf), usage: try FfiConverterOptionTypeUsage.read(from: &buf)
         )
         
-        case 9: return .close
+        case 10: return .close
         
-        case 10: return .update(updateJson: try FfiConverterString.read(from: &buf)
+        case 11: return .update(try FfiConverterTypeSessionUpdate.read(from: &buf)
         )
         
-        case 11: return .clearAgentMessage(messageId: try FfiConverterString.read(from: &buf)
+        case 12: return .clearAgentMessage(messageId: try FfiConverterTypeMessageId.read(from: &buf)
         )
         
         default: throw UniffiInternalError.unexpectedEnumCase
@@ -3120,9 +13254,9 @@ public struct FfiConverterTypeRuntimeEvent: FfiConverterRustBuffer {
         switch value {
         
         
-        case let .breakPoint(kind):
+        case let .breakPoint(v1):
             writeInt(&buf, Int32(1))
-            FfiConverterTypeBreakPoint.write(kind, into: &buf)
+            FfiConverterTypeBreakPoint.write(v1, into: &buf)
             
         
         case .streamStarted:
@@ -3149,24 +13283,28 @@ public struct FfiConverterTypeRuntimeEvent: FfiConverterRustBuffer {
             writeInt(&buf, Int32(7))
         
         
-        case let .turnEnded(stopReason,usageJson):
+        case .turnStarted:
             writeInt(&buf, Int32(8))
-            FfiConverterString.write(stopReason, into: &buf)
-            FfiConverterOptionString.write(usageJson, into: &buf)
+        
+        
+        case let .turnEnded(stopReason,usage):
+            writeInt(&buf, Int32(9))
+            FfiConverterTypeStopReason.write(stopReason, into: &buf)
+            FfiConverterOptionTypeUsage.write(usage, into: &buf)
             
         
         case .close:
-            writeInt(&buf, Int32(9))
-        
-        
-        case let .update(updateJson):
             writeInt(&buf, Int32(10))
-            FfiConverterString.write(updateJson, into: &buf)
+        
+        
+        case let .update(v1):
+            writeInt(&buf, Int32(11))
+            FfiConverterTypeSessionUpdate.write(v1, into: &buf)
             
         
         case let .clearAgentMessage(messageId):
-            writeInt(&buf, Int32(11))
-            FfiConverterString.write(messageId, into: &buf)
+            writeInt(&buf, Int32(12))
+            FfiConverterTypeMessageId.write(messageId, into: &buf)
             
         }
     }
@@ -3189,10 +13327,711 @@ public func FfiConverterTypeRuntimeEvent_lower(_ value: RuntimeEvent) -> RustBuf
 
 
 
+/**
+ * Something that happened in a session, as its event stream delivers it.
+ */
+
+public enum SessionActivity: Equatable, Hashable {
+    
+    case event(SessionEvent
+    )
+    case permissionRequested(request: RequestId, params: RequestPermissionRequest
+    )
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension SessionActivity: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeSessionActivity: FfiConverterRustBuffer {
+    typealias SwiftType = SessionActivity
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SessionActivity {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .event(try FfiConverterTypeSessionEvent.read(from: &buf)
+        )
+        
+        case 2: return .permissionRequested(request: try FfiConverterTypeRequestId.read(from: &buf), params: try FfiConverterTypeRequestPermissionRequest.read(from: &buf)
+        )
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: SessionActivity, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case let .event(v1):
+            writeInt(&buf, Int32(1))
+            FfiConverterTypeSessionEvent.write(v1, into: &buf)
+            
+        
+        case let .permissionRequested(request,params):
+            writeInt(&buf, Int32(2))
+            FfiConverterTypeRequestId.write(request, into: &buf)
+            FfiConverterTypeRequestPermissionRequest.write(params, into: &buf)
+            
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSessionActivity_lift(_ buf: RustBuffer) throws -> SessionActivity {
+    return try FfiConverterTypeSessionActivity.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSessionActivity_lower(_ value: SessionActivity) -> RustBuffer {
+    return FfiConverterTypeSessionActivity.lower(value)
+}
+
+
+
+/**
+ * Something that happened in one session.
+ */
+
+public enum SessionEvent: Equatable, Hashable {
+    
+    case update(SessionUpdate
+    )
+    case item(PendingItem
+    )
+    case violation(Violation
+    )
+    case closed
+    case tolerated([String]
+    )
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension SessionEvent: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeSessionEvent: FfiConverterRustBuffer {
+    typealias SwiftType = SessionEvent
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SessionEvent {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .update(try FfiConverterTypeSessionUpdate.read(from: &buf)
+        )
+        
+        case 2: return .item(try FfiConverterTypePendingItem.read(from: &buf)
+        )
+        
+        case 3: return .violation(try FfiConverterTypeViolation.read(from: &buf)
+        )
+        
+        case 4: return .closed
+        
+        case 5: return .tolerated(try FfiConverterSequenceString.read(from: &buf)
+        )
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: SessionEvent, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case let .update(v1):
+            writeInt(&buf, Int32(1))
+            FfiConverterTypeSessionUpdate.write(v1, into: &buf)
+            
+        
+        case let .item(v1):
+            writeInt(&buf, Int32(2))
+            FfiConverterTypePendingItem.write(v1, into: &buf)
+            
+        
+        case let .violation(v1):
+            writeInt(&buf, Int32(3))
+            FfiConverterTypeViolation.write(v1, into: &buf)
+            
+        
+        case .closed:
+            writeInt(&buf, Int32(4))
+        
+        
+        case let .tolerated(v1):
+            writeInt(&buf, Int32(5))
+            FfiConverterSequenceString.write(v1, into: &buf)
+            
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSessionEvent_lift(_ buf: RustBuffer) throws -> SessionEvent {
+    return try FfiConverterTypeSessionEvent.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSessionEvent_lower(_ value: SessionEvent) -> RustBuffer {
+    return FfiConverterTypeSessionEvent.lower(value)
+}
+
+
+
+/**
+ * A session's liveness.
+ */
+
+public enum SessionStatus: Equatable, Hashable {
+    
+    /**
+     * `live`: The agent holds the session; session methods will work.
+     */
+    case live
+    /**
+     * `not_found`: The agent does not hold the session.
+     */
+    case notFound
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension SessionStatus: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeSessionStatus: FfiConverterRustBuffer {
+    typealias SwiftType = SessionStatus
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SessionStatus {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .live
+        
+        case 2: return .notFound
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: SessionStatus, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case .live:
+            writeInt(&buf, Int32(1))
+        
+        
+        case .notFound:
+            writeInt(&buf, Int32(2))
+        
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSessionStatus_lift(_ buf: RustBuffer) throws -> SessionStatus {
+    return try FfiConverterTypeSessionStatus.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSessionStatus_lower(_ value: SessionStatus) -> RustBuffer {
+    return FfiConverterTypeSessionStatus.lower(value)
+}
+
+
+
+/**
+ * What changed in a session, tagged by `sessionUpdate`. Message updates are upserts keyed by `messageId`: an omitted `content` leaves the content, `null` clears it, an array replaces it; chunks append. Open: unknown tags decode into `other` and re-encode unchanged.
+ */
+
+public enum SessionUpdate: Equatable, Hashable {
+    
+    /**
+     * `user_message`: A user message was inserted into history. For a prompt or inject this is its delivery.
+     */
+    case userMessage(UserMessage
+    )
+    /**
+     * `user_message_chunk`: A streamed piece of a user message.
+     */
+    case userMessageChunk(UserMessageChunk
+    )
+    /**
+     * `agent_message`: An agent message upsert. `content: []` clears what was streamed so far.
+     */
+    case agentMessage(AgentMessage
+    )
+    /**
+     * `agent_message_chunk`: A streamed piece of an agent message.
+     */
+    case agentMessageChunk(AgentMessageChunk
+    )
+    /**
+     * `agent_message_clear`: Clears the content streamed so far for the current agent message (RFD #465); following chunks append from empty. Same operation as an `agent_message` upsert with `content: []`.
+     */
+    case agentMessageClear(AgentMessageClear
+    )
+    /**
+     * `agent_thought`: An agent thought upsert.
+     */
+    case agentThought(AgentThought
+    )
+    /**
+     * `agent_thought_chunk`: A streamed piece of an agent thought.
+     */
+    case agentThoughtChunk(AgentThoughtChunk
+    )
+    /**
+     * `state_update`: The session's turn state changed. The state is tagged by `state` in the same object.
+     */
+    case stateUpdate(StateUpdate
+    )
+    /**
+     * `tool_call_update`: A tool call was created or changed (upsert keyed by `toolCallId`).
+     */
+    case toolCallUpdate(ToolCallUpdate
+    )
+    /**
+     * `tool_call_content_chunk`: Appends content to a tool call.
+     */
+    case toolCallContentChunk(ToolCallContentChunk
+    )
+    /**
+     * `plan_update`: The agent's plan, replaced whole.
+     */
+    case planUpdate(PlanUpdate
+    )
+    /**
+     * `usage_update`: Context window usage.
+     */
+    case usageUpdate(UsageUpdate
+    )
+    /**
+     * `session_info_update`: The session's metadata changed. Omitted members are unchanged; `null` clears.
+     */
+    case sessionInfoUpdate(SessionInfoUpdate
+    )
+    /**
+     * `_acp-inject/pending`: Extension (`_acp-inject/pending`): the session's pending injects, whole, in delivery order (steers, then queued, each first in first out). Sent to connections that opted in (client capability `_meta["acp-inject.dev/pending"]`) whenever the list changes and once after `session/resume`.
+     */
+    case acpInjectPending(PendingInjectsUpdate
+    )
+    /**
+     * `_acp-inject/session_closed`: Extension (`_acp-inject/session_closed`): the session was closed (by `session/close` or by the agent). Sent to every attached connection; nothing follows it for this session until it is resumed.
+     */
+    case acpInjectSessionClosed(SessionClosedUpdate
+    )
+    /**
+     * A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
+     */
+    case other(Unknown
+    )
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension SessionUpdate: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeSessionUpdate: FfiConverterRustBuffer {
+    typealias SwiftType = SessionUpdate
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SessionUpdate {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .userMessage(try FfiConverterTypeUserMessage.read(from: &buf)
+        )
+        
+        case 2: return .userMessageChunk(try FfiConverterTypeUserMessageChunk.read(from: &buf)
+        )
+        
+        case 3: return .agentMessage(try FfiConverterTypeAgentMessage.read(from: &buf)
+        )
+        
+        case 4: return .agentMessageChunk(try FfiConverterTypeAgentMessageChunk.read(from: &buf)
+        )
+        
+        case 5: return .agentMessageClear(try FfiConverterTypeAgentMessageClear.read(from: &buf)
+        )
+        
+        case 6: return .agentThought(try FfiConverterTypeAgentThought.read(from: &buf)
+        )
+        
+        case 7: return .agentThoughtChunk(try FfiConverterTypeAgentThoughtChunk.read(from: &buf)
+        )
+        
+        case 8: return .stateUpdate(try FfiConverterTypeStateUpdate.read(from: &buf)
+        )
+        
+        case 9: return .toolCallUpdate(try FfiConverterTypeToolCallUpdate.read(from: &buf)
+        )
+        
+        case 10: return .toolCallContentChunk(try FfiConverterTypeToolCallContentChunk.read(from: &buf)
+        )
+        
+        case 11: return .planUpdate(try FfiConverterTypePlanUpdate.read(from: &buf)
+        )
+        
+        case 12: return .usageUpdate(try FfiConverterTypeUsageUpdate.read(from: &buf)
+        )
+        
+        case 13: return .sessionInfoUpdate(try FfiConverterTypeSessionInfoUpdate.read(from: &buf)
+        )
+        
+        case 14: return .acpInjectPending(try FfiConverterTypePendingInjectsUpdate.read(from: &buf)
+        )
+        
+        case 15: return .acpInjectSessionClosed(try FfiConverterTypeSessionClosedUpdate.read(from: &buf)
+        )
+        
+        case 16: return .other(try FfiConverterTypeUnknown.read(from: &buf)
+        )
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: SessionUpdate, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case let .userMessage(v1):
+            writeInt(&buf, Int32(1))
+            FfiConverterTypeUserMessage.write(v1, into: &buf)
+            
+        
+        case let .userMessageChunk(v1):
+            writeInt(&buf, Int32(2))
+            FfiConverterTypeUserMessageChunk.write(v1, into: &buf)
+            
+        
+        case let .agentMessage(v1):
+            writeInt(&buf, Int32(3))
+            FfiConverterTypeAgentMessage.write(v1, into: &buf)
+            
+        
+        case let .agentMessageChunk(v1):
+            writeInt(&buf, Int32(4))
+            FfiConverterTypeAgentMessageChunk.write(v1, into: &buf)
+            
+        
+        case let .agentMessageClear(v1):
+            writeInt(&buf, Int32(5))
+            FfiConverterTypeAgentMessageClear.write(v1, into: &buf)
+            
+        
+        case let .agentThought(v1):
+            writeInt(&buf, Int32(6))
+            FfiConverterTypeAgentThought.write(v1, into: &buf)
+            
+        
+        case let .agentThoughtChunk(v1):
+            writeInt(&buf, Int32(7))
+            FfiConverterTypeAgentThoughtChunk.write(v1, into: &buf)
+            
+        
+        case let .stateUpdate(v1):
+            writeInt(&buf, Int32(8))
+            FfiConverterTypeStateUpdate.write(v1, into: &buf)
+            
+        
+        case let .toolCallUpdate(v1):
+            writeInt(&buf, Int32(9))
+            FfiConverterTypeToolCallUpdate.write(v1, into: &buf)
+            
+        
+        case let .toolCallContentChunk(v1):
+            writeInt(&buf, Int32(10))
+            FfiConverterTypeToolCallContentChunk.write(v1, into: &buf)
+            
+        
+        case let .planUpdate(v1):
+            writeInt(&buf, Int32(11))
+            FfiConverterTypePlanUpdate.write(v1, into: &buf)
+            
+        
+        case let .usageUpdate(v1):
+            writeInt(&buf, Int32(12))
+            FfiConverterTypeUsageUpdate.write(v1, into: &buf)
+            
+        
+        case let .sessionInfoUpdate(v1):
+            writeInt(&buf, Int32(13))
+            FfiConverterTypeSessionInfoUpdate.write(v1, into: &buf)
+            
+        
+        case let .acpInjectPending(v1):
+            writeInt(&buf, Int32(14))
+            FfiConverterTypePendingInjectsUpdate.write(v1, into: &buf)
+            
+        
+        case let .acpInjectSessionClosed(v1):
+            writeInt(&buf, Int32(15))
+            FfiConverterTypeSessionClosedUpdate.write(v1, into: &buf)
+            
+        
+        case let .other(v1):
+            writeInt(&buf, Int32(16))
+            FfiConverterTypeUnknown.write(v1, into: &buf)
+            
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSessionUpdate_lift(_ buf: RustBuffer) throws -> SessionUpdate {
+    return try FfiConverterTypeSessionUpdate.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSessionUpdate_lower(_ value: SessionUpdate) -> RustBuffer {
+    return FfiConverterTypeSessionUpdate.lower(value)
+}
+
+
+
+/**
+ * Which side of the protocol a vector drives.
+ */
+
+public enum Side: Equatable, Hashable {
+    
+    case agent
+    case client
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension Side: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeSide: FfiConverterRustBuffer {
+    typealias SwiftType = Side
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Side {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .agent
+        
+        case 2: return .client
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: Side, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case .agent:
+            writeInt(&buf, Int32(1))
+        
+        
+        case .client:
+            writeInt(&buf, Int32(2))
+        
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSide_lift(_ buf: RustBuffer) throws -> Side {
+    return try FfiConverterTypeSide.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSide_lower(_ value: Side) -> RustBuffer {
+    return FfiConverterTypeSide.lower(value)
+}
+
+
+
+/**
+ * A turn state, tagged by `state`. A turn is in progress from `running` until `idle`. Open.
+ */
+
+public enum StateUpdate: Equatable, Hashable {
+    
+    /**
+     * `running`: Foreground work started or resumed.
+     */
+    case running(RunningStateUpdate
+    )
+    /**
+     * `idle`: The turn ended. Always carries `stopReason` from this toolkit; `usage` only when the runtime reported it.
+     */
+    case idle(IdleStateUpdate
+    )
+    /**
+     * `requires_action`: The turn waits for the user (a permission request is open).
+     */
+    case requiresAction(RequiresActionStateUpdate
+    )
+    /**
+     * A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
+     */
+    case other(Unknown
+    )
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension StateUpdate: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeStateUpdate: FfiConverterRustBuffer {
+    typealias SwiftType = StateUpdate
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> StateUpdate {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .running(try FfiConverterTypeRunningStateUpdate.read(from: &buf)
+        )
+        
+        case 2: return .idle(try FfiConverterTypeIdleStateUpdate.read(from: &buf)
+        )
+        
+        case 3: return .requiresAction(try FfiConverterTypeRequiresActionStateUpdate.read(from: &buf)
+        )
+        
+        case 4: return .other(try FfiConverterTypeUnknown.read(from: &buf)
+        )
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: StateUpdate, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case let .running(v1):
+            writeInt(&buf, Int32(1))
+            FfiConverterTypeRunningStateUpdate.write(v1, into: &buf)
+            
+        
+        case let .idle(v1):
+            writeInt(&buf, Int32(2))
+            FfiConverterTypeIdleStateUpdate.write(v1, into: &buf)
+            
+        
+        case let .requiresAction(v1):
+            writeInt(&buf, Int32(3))
+            FfiConverterTypeRequiresActionStateUpdate.write(v1, into: &buf)
+            
+        
+        case let .other(v1):
+            writeInt(&buf, Int32(4))
+            FfiConverterTypeUnknown.write(v1, into: &buf)
+            
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeStateUpdate_lift(_ buf: RustBuffer) throws -> StateUpdate {
+    return try FfiConverterTypeStateUpdate.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeStateUpdate_lower(_ value: StateUpdate) -> RustBuffer {
+    return FfiConverterTypeStateUpdate.lower(value)
+}
+
+
+
+/**
+ * What happens to a steer accepted mid model stream with no tool call pending.
+ */
 
 public enum SteerInStream: Equatable, Hashable {
     
+    /**
+     * `interrupt`: The agent cuts the stream and re-prompts with the steer.
+     */
     case interrupt
+    /**
+     * `finish`: The agent lets the stream finish, then delivers.
+     */
     case finish
 
 
@@ -3255,12 +14094,37 @@ public func FfiConverterTypeSteerInStream_lower(_ value: SteerInStream) -> RustB
 
 
 
+/**
+ * Why a turn ended. Open.
+ */
 
-public enum TranscriptRole: Equatable, Hashable {
+public enum StopReason: Equatable, Hashable {
     
-    case user
-    case agent
-    case thought
+    /**
+     * `end_turn`: The model finished.
+     */
+    case endTurn
+    /**
+     * `max_tokens`: The token limit was reached.
+     */
+    case maxTokens
+    /**
+     * `max_turn_requests`: The limit of model requests in a turn was reached.
+     */
+    case maxTurnRequests
+    /**
+     * `refusal`: The model refused.
+     */
+    case refusal
+    /**
+     * `cancelled`: The client cancelled the turn.
+     */
+    case cancelled
+    /**
+     * A value this version does not know (values starting with `_` are extensions).
+     */
+    case other(String
+    )
 
 
 
@@ -3269,42 +14133,138 @@ public enum TranscriptRole: Equatable, Hashable {
 }
 
 #if compiler(>=6)
-extension TranscriptRole: Sendable {}
+extension StopReason: Sendable {}
 #endif
 
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
-public struct FfiConverterTypeTranscriptRole: FfiConverterRustBuffer {
-    typealias SwiftType = TranscriptRole
+public struct FfiConverterTypeStopReason: FfiConverterRustBuffer {
+    typealias SwiftType = StopReason
 
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> TranscriptRole {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> StopReason {
         let variant: Int32 = try readInt(&buf)
         switch variant {
         
-        case 1: return .user
+        case 1: return .endTurn
         
-        case 2: return .agent
+        case 2: return .maxTokens
         
-        case 3: return .thought
+        case 3: return .maxTurnRequests
+        
+        case 4: return .refusal
+        
+        case 5: return .cancelled
+        
+        case 6: return .other(try FfiConverterString.read(from: &buf)
+        )
         
         default: throw UniffiInternalError.unexpectedEnumCase
         }
     }
 
-    public static func write(_ value: TranscriptRole, into buf: inout [UInt8]) {
+    public static func write(_ value: StopReason, into buf: inout [UInt8]) {
         switch value {
         
         
-        case .user:
+        case .endTurn:
             writeInt(&buf, Int32(1))
         
         
-        case .agent:
+        case .maxTokens:
             writeInt(&buf, Int32(2))
         
         
-        case .thought:
+        case .maxTurnRequests:
+            writeInt(&buf, Int32(3))
+        
+        
+        case .refusal:
+            writeInt(&buf, Int32(4))
+        
+        
+        case .cancelled:
+            writeInt(&buf, Int32(5))
+        
+        
+        case let .other(v1):
+            writeInt(&buf, Int32(6))
+            FfiConverterString.write(v1, into: &buf)
+            
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeStopReason_lift(_ buf: RustBuffer) throws -> StopReason {
+    return try FfiConverterTypeStopReason.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeStopReason_lower(_ value: StopReason) -> RustBuffer {
+    return FfiConverterTypeStopReason.lower(value)
+}
+
+
+
+/**
+ * The model stream of a running turn.
+ */
+
+public enum Stream: Equatable, Hashable {
+    
+    case idle
+    case active
+    case interruptRequested
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension Stream: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeStream: FfiConverterRustBuffer {
+    typealias SwiftType = Stream
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Stream {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .idle
+        
+        case 2: return .active
+        
+        case 3: return .interruptRequested
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: Stream, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case .idle:
+            writeInt(&buf, Int32(1))
+        
+        
+        case .active:
+            writeInt(&buf, Int32(2))
+        
+        
+        case .interruptRequested:
             writeInt(&buf, Int32(3))
         
         }
@@ -3315,19 +14275,571 @@ public struct FfiConverterTypeTranscriptRole: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
-public func FfiConverterTypeTranscriptRole_lift(_ buf: RustBuffer) throws -> TranscriptRole {
-    return try FfiConverterTypeTranscriptRole.lift(buf)
+public func FfiConverterTypeStream_lift(_ buf: RustBuffer) throws -> Stream {
+    return try FfiConverterTypeStream.lift(buf)
 }
 
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
-public func FfiConverterTypeTranscriptRole_lower(_ value: TranscriptRole) -> RustBuffer {
-    return FfiConverterTypeTranscriptRole.lower(value)
+public func FfiConverterTypeStream_lower(_ value: Stream) -> RustBuffer {
+    return FfiConverterTypeStream.lower(value)
 }
 
 
 
+/**
+ * A `::std::string::String` member whose absence and `null` mean different things: `Absent` leaves the current value, `Null` clears it, `Value` replaces it.
+ */
+
+public enum StringPatch: Equatable, Hashable {
+    
+    /**
+     * The member is absent: leave the current value.
+     */
+    case absent
+    /**
+     * The member is `null`: clear the current value.
+     */
+    case null
+    /**
+     * The member has a value: replace the current value.
+     */
+    case value(value: String
+    )
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension StringPatch: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeStringPatch: FfiConverterRustBuffer {
+    typealias SwiftType = StringPatch
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> StringPatch {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .absent
+        
+        case 2: return .null
+        
+        case 3: return .value(value: try FfiConverterString.read(from: &buf)
+        )
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: StringPatch, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case .absent:
+            writeInt(&buf, Int32(1))
+        
+        
+        case .null:
+            writeInt(&buf, Int32(2))
+        
+        
+        case let .value(value):
+            writeInt(&buf, Int32(3))
+            FfiConverterString.write(value, into: &buf)
+            
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeStringPatch_lift(_ buf: RustBuffer) throws -> StringPatch {
+    return try FfiConverterTypeStringPatch.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeStringPatch_lower(_ value: StringPatch) -> RustBuffer {
+    return FfiConverterTypeStringPatch.lower(value)
+}
+
+
+
+/**
+ * Content produced by a tool call, tagged by `type`. Upstream's `diff` and `terminal` are carried through the open branch unchanged.
+ */
+
+public enum ToolCallContent: Equatable, Hashable {
+    
+    /**
+     * `content`: A content block.
+     */
+    case content(ToolCallContentBlock
+    )
+    /**
+     * A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
+     */
+    case other(Unknown
+    )
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension ToolCallContent: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeToolCallContent: FfiConverterRustBuffer {
+    typealias SwiftType = ToolCallContent
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ToolCallContent {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .content(try FfiConverterTypeToolCallContentBlock.read(from: &buf)
+        )
+        
+        case 2: return .other(try FfiConverterTypeUnknown.read(from: &buf)
+        )
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: ToolCallContent, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case let .content(v1):
+            writeInt(&buf, Int32(1))
+            FfiConverterTypeToolCallContentBlock.write(v1, into: &buf)
+            
+        
+        case let .other(v1):
+            writeInt(&buf, Int32(2))
+            FfiConverterTypeUnknown.write(v1, into: &buf)
+            
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeToolCallContent_lift(_ buf: RustBuffer) throws -> ToolCallContent {
+    return try FfiConverterTypeToolCallContent.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeToolCallContent_lower(_ value: ToolCallContent) -> RustBuffer {
+    return FfiConverterTypeToolCallContent.lower(value)
+}
+
+
+
+/**
+ * A tool call's status. Open.
+ */
+
+public enum ToolCallStatus: Equatable, Hashable {
+    
+    /**
+     * `pending`
+     */
+    case pending
+    /**
+     * `in_progress`
+     */
+    case inProgress
+    /**
+     * `completed`
+     */
+    case completed
+    /**
+     * `failed`
+     */
+    case failed
+    /**
+     * `cancelled`
+     */
+    case cancelled
+    /**
+     * A value this version does not know (values starting with `_` are extensions).
+     */
+    case other(String
+    )
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension ToolCallStatus: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeToolCallStatus: FfiConverterRustBuffer {
+    typealias SwiftType = ToolCallStatus
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ToolCallStatus {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .pending
+        
+        case 2: return .inProgress
+        
+        case 3: return .completed
+        
+        case 4: return .failed
+        
+        case 5: return .cancelled
+        
+        case 6: return .other(try FfiConverterString.read(from: &buf)
+        )
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: ToolCallStatus, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case .pending:
+            writeInt(&buf, Int32(1))
+        
+        
+        case .inProgress:
+            writeInt(&buf, Int32(2))
+        
+        
+        case .completed:
+            writeInt(&buf, Int32(3))
+        
+        
+        case .failed:
+            writeInt(&buf, Int32(4))
+        
+        
+        case .cancelled:
+            writeInt(&buf, Int32(5))
+        
+        
+        case let .other(v1):
+            writeInt(&buf, Int32(6))
+            FfiConverterString.write(v1, into: &buf)
+            
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeToolCallStatus_lift(_ buf: RustBuffer) throws -> ToolCallStatus {
+    return try FfiConverterTypeToolCallStatus.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeToolCallStatus_lower(_ value: ToolCallStatus) -> RustBuffer {
+    return FfiConverterTypeToolCallStatus.lower(value)
+}
+
+
+
+/**
+ * The kind of a tool. Open.
+ */
+
+public enum ToolKind: Equatable, Hashable {
+    
+    /**
+     * `read`
+     */
+    case read
+    /**
+     * `edit`
+     */
+    case edit
+    /**
+     * `delete`
+     */
+    case delete
+    /**
+     * `move`
+     */
+    case move
+    /**
+     * `search`
+     */
+    case search
+    /**
+     * `execute`
+     */
+    case execute
+    /**
+     * `think`
+     */
+    case think
+    /**
+     * `fetch`
+     */
+    case fetch
+    /**
+     * `switch_mode`
+     */
+    case switchMode
+    /**
+     * `other`
+     */
+    case other
+    /**
+     * A value this version does not know (values starting with `_` are extensions).
+     */
+    case unknown(String
+    )
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension ToolKind: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeToolKind: FfiConverterRustBuffer {
+    typealias SwiftType = ToolKind
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ToolKind {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .read
+        
+        case 2: return .edit
+        
+        case 3: return .delete
+        
+        case 4: return .move
+        
+        case 5: return .search
+        
+        case 6: return .execute
+        
+        case 7: return .think
+        
+        case 8: return .fetch
+        
+        case 9: return .switchMode
+        
+        case 10: return .other
+        
+        case 11: return .unknown(try FfiConverterString.read(from: &buf)
+        )
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: ToolKind, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case .read:
+            writeInt(&buf, Int32(1))
+        
+        
+        case .edit:
+            writeInt(&buf, Int32(2))
+        
+        
+        case .delete:
+            writeInt(&buf, Int32(3))
+        
+        
+        case .move:
+            writeInt(&buf, Int32(4))
+        
+        
+        case .search:
+            writeInt(&buf, Int32(5))
+        
+        
+        case .execute:
+            writeInt(&buf, Int32(6))
+        
+        
+        case .think:
+            writeInt(&buf, Int32(7))
+        
+        
+        case .fetch:
+            writeInt(&buf, Int32(8))
+        
+        
+        case .switchMode:
+            writeInt(&buf, Int32(9))
+        
+        
+        case .other:
+            writeInt(&buf, Int32(10))
+        
+        
+        case let .unknown(v1):
+            writeInt(&buf, Int32(11))
+            FfiConverterString.write(v1, into: &buf)
+            
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeToolKind_lift(_ buf: RustBuffer) throws -> ToolKind {
+    return try FfiConverterTypeToolKind.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeToolKind_lower(_ value: ToolKind) -> RustBuffer {
+    return FfiConverterTypeToolKind.lower(value)
+}
+
+
+
+/**
+ * A session's turn (R-TURN-1).
+ */
+
+public enum Turn: Equatable, Hashable {
+    
+    case idle
+    case running(activity: Activity
+    )
+    case requiresAction(activity: Activity, `open`: NonZeroU32, paused: Bool
+    )
+    case paused(activity: Activity
+    )
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension Turn: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeTurn: FfiConverterRustBuffer {
+    typealias SwiftType = Turn
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Turn {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .idle
+        
+        case 2: return .running(activity: try FfiConverterTypeActivity.read(from: &buf)
+        )
+        
+        case 3: return .requiresAction(activity: try FfiConverterTypeActivity.read(from: &buf), open: try FfiConverterTypeNonZeroU32.read(from: &buf), paused: try FfiConverterBool.read(from: &buf)
+        )
+        
+        case 4: return .paused(activity: try FfiConverterTypeActivity.read(from: &buf)
+        )
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: Turn, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case .idle:
+            writeInt(&buf, Int32(1))
+        
+        
+        case let .running(activity):
+            writeInt(&buf, Int32(2))
+            FfiConverterTypeActivity.write(activity, into: &buf)
+            
+        
+        case let .requiresAction(activity,`open`,paused):
+            writeInt(&buf, Int32(3))
+            FfiConverterTypeActivity.write(activity, into: &buf)
+            FfiConverterTypeNonZeroU32.write(`open`, into: &buf)
+            FfiConverterBool.write(paused, into: &buf)
+            
+        
+        case let .paused(activity):
+            writeInt(&buf, Int32(4))
+            FfiConverterTypeActivity.write(activity, into: &buf)
+            
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeTurn_lift(_ buf: RustBuffer) throws -> Turn {
+    return try FfiConverterTypeTurn.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeTurn_lower(_ value: Turn) -> RustBuffer {
+    return FfiConverterTypeTurn.lower(value)
+}
+
+
+
+/**
+ * The turn state as the client knows it (C-STATE-1).
+ */
 
 public enum TurnState: Equatable, Hashable {
     
@@ -3403,6 +14915,78 @@ public func FfiConverterTypeTurnState_lower(_ value: TurnState) -> RustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterOptionUInt64: FfiConverterRustBuffer {
+    typealias SwiftType = UInt64?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterUInt64.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterUInt64.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionInt64: FfiConverterRustBuffer {
+    typealias SwiftType = Int64?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterInt64.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterInt64.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionDouble: FfiConverterRustBuffer {
+    typealias SwiftType = Double?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterDouble.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterDouble.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterOptionString: FfiConverterRustBuffer {
     typealias SwiftType = String?
 
@@ -3419,6 +15003,174 @@ fileprivate struct FfiConverterOptionString: FfiConverterRustBuffer {
         switch try readInt(&buf) as Int8 {
         case 0: return nil
         case 1: return try FfiConverterString.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeAdditionalDirectoriesCapabilities: FfiConverterRustBuffer {
+    typealias SwiftType = AdditionalDirectoriesCapabilities?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeAdditionalDirectoriesCapabilities.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeAdditionalDirectoriesCapabilities.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeAgentCapabilities: FfiConverterRustBuffer {
+    typealias SwiftType = AgentCapabilities?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeAgentCapabilities.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeAgentCapabilities.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeAgentSetup: FfiConverterRustBuffer {
+    typealias SwiftType = AgentSetup?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeAgentSetup.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeAgentSetup.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeAnnotations: FfiConverterRustBuffer {
+    typealias SwiftType = Annotations?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeAnnotations.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeAnnotations.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeClientCapabilities: FfiConverterRustBuffer {
+    typealias SwiftType = ClientCapabilities?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeClientCapabilities.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeClientCapabilities.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeClientSetup: FfiConverterRustBuffer {
+    typealias SwiftType = ClientSetup?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeClientSetup.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeClientSetup.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeCost: FfiConverterRustBuffer {
+    typealias SwiftType = Cost?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeCost.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeCost.read(from: &buf)
         default: throw UniffiInternalError.unexpectedOptionalTag
         }
     }
@@ -3451,6 +15203,222 @@ fileprivate struct FfiConverterOptionTypeInjectCapabilities: FfiConverterRustBuf
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterOptionTypeMcpCapabilities: FfiConverterRustBuffer {
+    typealias SwiftType = McpCapabilities?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeMcpCapabilities.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeMcpCapabilities.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeMirrorSnapshot: FfiConverterRustBuffer {
+    typealias SwiftType = MirrorSnapshot?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeMirrorSnapshot.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeMirrorSnapshot.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypePendingCapabilities: FfiConverterRustBuffer {
+    typealias SwiftType = PendingCapabilities?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypePendingCapabilities.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypePendingCapabilities.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeSessionCapabilities: FfiConverterRustBuffer {
+    typealias SwiftType = SessionCapabilities?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeSessionCapabilities.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeSessionCapabilities.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeStatusCapabilities: FfiConverterRustBuffer {
+    typealias SwiftType = StatusCapabilities?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeStatusCapabilities.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeStatusCapabilities.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeUsage: FfiConverterRustBuffer {
+    typealias SwiftType = Usage?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeUsage.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeUsage.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeCallRejected: FfiConverterRustBuffer {
+    typealias SwiftType = CallRejected?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeCallRejected.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeCallRejected.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeErrorReason: FfiConverterRustBuffer {
+    typealias SwiftType = ErrorReason?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeErrorReason.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeErrorReason.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeInstruction: FfiConverterRustBuffer {
+    typealias SwiftType = Instruction?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeInstruction.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeInstruction.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterOptionTypeItemStatus: FfiConverterRustBuffer {
     typealias SwiftType = ItemStatus?
 
@@ -3467,6 +15435,390 @@ fileprivate struct FfiConverterOptionTypeItemStatus: FfiConverterRustBuffer {
         switch try readInt(&buf) as Int8 {
         case 0: return nil
         case 1: return try FfiConverterTypeItemStatus.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeReplayFrom: FfiConverterRustBuffer {
+    typealias SwiftType = ReplayFrom?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeReplayFrom.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeReplayFrom.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeStopReason: FfiConverterRustBuffer {
+    typealias SwiftType = StopReason?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeStopReason.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeStopReason.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeToolCallStatus: FfiConverterRustBuffer {
+    typealias SwiftType = ToolCallStatus?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeToolCallStatus.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeToolCallStatus.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeToolKind: FfiConverterRustBuffer {
+    typealias SwiftType = ToolKind?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeToolKind.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeToolKind.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeTurn: FfiConverterRustBuffer {
+    typealias SwiftType = Turn?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeTurn.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeTurn.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionSequenceString: FfiConverterRustBuffer {
+    typealias SwiftType = [String]?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterSequenceString.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterSequenceString.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionSequenceTypeEnvVariable: FfiConverterRustBuffer {
+    typealias SwiftType = [EnvVariable]?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterSequenceTypeEnvVariable.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterSequenceTypeEnvVariable.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionSequenceTypeHttpHeader: FfiConverterRustBuffer {
+    typealias SwiftType = [HttpHeader]?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterSequenceTypeHttpHeader.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterSequenceTypeHttpHeader.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionSequenceTypePendingInject: FfiConverterRustBuffer {
+    typealias SwiftType = [PendingInject]?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterSequenceTypePendingInject.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterSequenceTypePendingInject.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionSequenceTypeMcpServer: FfiConverterRustBuffer {
+    typealias SwiftType = [McpServer]?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterSequenceTypeMcpServer.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterSequenceTypeMcpServer.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionSequenceTypeRole: FfiConverterRustBuffer {
+    typealias SwiftType = [Role]?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterSequenceTypeRole.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterSequenceTypeRole.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionSequenceTypeToolCallContent: FfiConverterRustBuffer {
+    typealias SwiftType = [ToolCallContent]?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterSequenceTypeToolCallContent.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterSequenceTypeToolCallContent.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionSequenceTypeJsonObject: FfiConverterRustBuffer {
+    typealias SwiftType = [JsonObject]?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterSequenceTypeJsonObject.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterSequenceTypeJsonObject.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeJsonObject: FfiConverterRustBuffer {
+    typealias SwiftType = JsonObject?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeJsonObject.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeJsonObject.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeMessageId: FfiConverterRustBuffer {
+    typealias SwiftType = MessageId?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeMessageId.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeMessageId.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeValue: FfiConverterRustBuffer {
+    typealias SwiftType = Value?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeValue.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeValue.read(from: &buf)
         default: throw UniffiInternalError.unexpectedOptionalTag
         }
     }
@@ -3492,6 +15844,56 @@ fileprivate struct FfiConverterSequenceString: FfiConverterRustBuffer {
         seq.reserveCapacity(Int(len))
         for _ in 0 ..< len {
             seq.append(try FfiConverterString.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterSequenceTypeEnvVariable: FfiConverterRustBuffer {
+    typealias SwiftType = [EnvVariable]
+
+    public static func write(_ value: [EnvVariable], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeEnvVariable.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [EnvVariable] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [EnvVariable]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeEnvVariable.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterSequenceTypeHttpHeader: FfiConverterRustBuffer {
+    typealias SwiftType = [HttpHeader]
+
+    public static func write(_ value: [HttpHeader], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeHttpHeader.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [HttpHeader] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [HttpHeader]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeHttpHeader.read(from: &buf))
         }
         return seq
     }
@@ -3550,23 +15952,98 @@ fileprivate struct FfiConverterSequenceTypePendingItem: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
-fileprivate struct FfiConverterSequenceTypeProtocolError: FfiConverterRustBuffer {
-    typealias SwiftType = [ProtocolError]
+fileprivate struct FfiConverterSequenceTypePermissionOption: FfiConverterRustBuffer {
+    typealias SwiftType = [PermissionOption]
 
-    public static func write(_ value: [ProtocolError], into buf: inout [UInt8]) {
+    public static func write(_ value: [PermissionOption], into buf: inout [UInt8]) {
         let len = Int32(value.count)
         writeInt(&buf, len)
         for item in value {
-            FfiConverterTypeProtocolError.write(item, into: &buf)
+            FfiConverterTypePermissionOption.write(item, into: &buf)
         }
     }
 
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [ProtocolError] {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [PermissionOption] {
         let len: Int32 = try readInt(&buf)
-        var seq = [ProtocolError]()
+        var seq = [PermissionOption]()
         seq.reserveCapacity(Int(len))
         for _ in 0 ..< len {
-            seq.append(try FfiConverterTypeProtocolError.read(from: &buf))
+            seq.append(try FfiConverterTypePermissionOption.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterSequenceTypePlanEntry: FfiConverterRustBuffer {
+    typealias SwiftType = [PlanEntry]
+
+    public static func write(_ value: [PlanEntry], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypePlanEntry.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [PlanEntry] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [PlanEntry]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypePlanEntry.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterSequenceTypeSessionInfo: FfiConverterRustBuffer {
+    typealias SwiftType = [SessionInfo]
+
+    public static func write(_ value: [SessionInfo], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeSessionInfo.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [SessionInfo] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [SessionInfo]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeSessionInfo.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterSequenceTypeSetupConnection: FfiConverterRustBuffer {
+    typealias SwiftType = [SetupConnection]
+
+    public static func write(_ value: [SetupConnection], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeSetupConnection.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [SetupConnection] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [SetupConnection]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeSetupConnection.read(from: &buf))
         }
         return seq
     }
@@ -3625,31 +16102,6 @@ fileprivate struct FfiConverterSequenceTypeUserInput: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
-fileprivate struct FfiConverterSequenceTypeVectorFailure: FfiConverterRustBuffer {
-    typealias SwiftType = [VectorFailure]
-
-    public static func write(_ value: [VectorFailure], into buf: inout [UInt8]) {
-        let len = Int32(value.count)
-        writeInt(&buf, len)
-        for item in value {
-            FfiConverterTypeVectorFailure.write(item, into: &buf)
-        }
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [VectorFailure] {
-        let len: Int32 = try readInt(&buf)
-        var seq = [VectorFailure]()
-        seq.reserveCapacity(Int(len))
-        for _ in 0 ..< len {
-            seq.append(try FfiConverterTypeVectorFailure.read(from: &buf))
-        }
-        return seq
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
 fileprivate struct FfiConverterSequenceTypeViolation: FfiConverterRustBuffer {
     typealias SwiftType = [Violation]
 
@@ -3667,31 +16119,6 @@ fileprivate struct FfiConverterSequenceTypeViolation: FfiConverterRustBuffer {
         seq.reserveCapacity(Int(len))
         for _ in 0 ..< len {
             seq.append(try FfiConverterTypeViolation.read(from: &buf))
-        }
-        return seq
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterSequenceTypeAgentOutput: FfiConverterRustBuffer {
-    typealias SwiftType = [AgentOutput]
-
-    public static func write(_ value: [AgentOutput], into buf: inout [UInt8]) {
-        let len = Int32(value.count)
-        writeInt(&buf, len)
-        for item in value {
-            FfiConverterTypeAgentOutput.write(item, into: &buf)
-        }
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [AgentOutput] {
-        let len: Int32 = try readInt(&buf)
-        var seq = [AgentOutput]()
-        seq.reserveCapacity(Int(len))
-        for _ in 0 ..< len {
-            seq.append(try FfiConverterTypeAgentOutput.read(from: &buf))
         }
         return seq
     }
@@ -3725,6 +16152,56 @@ fileprivate struct FfiConverterSequenceTypeContentBlock: FfiConverterRustBuffer 
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterSequenceTypeEvent: FfiConverterRustBuffer {
+    typealias SwiftType = [Event]
+
+    public static func write(_ value: [Event], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeEvent.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [Event] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [Event]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeEvent.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterSequenceTypeHistoryEntry: FfiConverterRustBuffer {
+    typealias SwiftType = [HistoryEntry]
+
+    public static func write(_ value: [HistoryEntry], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeHistoryEntry.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [HistoryEntry] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [HistoryEntry]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeHistoryEntry.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterSequenceTypeInjectMode: FfiConverterRustBuffer {
     typealias SwiftType = [InjectMode]
 
@@ -3742,6 +16219,106 @@ fileprivate struct FfiConverterSequenceTypeInjectMode: FfiConverterRustBuffer {
         seq.reserveCapacity(Int(len))
         for _ in 0 ..< len {
             seq.append(try FfiConverterTypeInjectMode.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterSequenceTypeMcpServer: FfiConverterRustBuffer {
+    typealias SwiftType = [McpServer]
+
+    public static func write(_ value: [McpServer], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeMcpServer.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [McpServer] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [McpServer]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeMcpServer.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterSequenceTypeOutput: FfiConverterRustBuffer {
+    typealias SwiftType = [Output]
+
+    public static func write(_ value: [Output], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeOutput.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [Output] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [Output]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeOutput.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterSequenceTypeRole: FfiConverterRustBuffer {
+    typealias SwiftType = [Role]
+
+    public static func write(_ value: [Role], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeRole.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [Role] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [Role]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeRole.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterSequenceTypeSessionActivity: FfiConverterRustBuffer {
+    typealias SwiftType = [SessionActivity]
+
+    public static func write(_ value: [SessionActivity], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeSessionActivity.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [SessionActivity] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [SessionActivity]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeSessionActivity.read(from: &buf))
         }
         return seq
     }
@@ -3771,13 +16348,692 @@ fileprivate struct FfiConverterSequenceTypeSteerInStream: FfiConverterRustBuffer
         return seq
     }
 }
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterSequenceTypeToolCallContent: FfiConverterRustBuffer {
+    typealias SwiftType = [ToolCallContent]
+
+    public static func write(_ value: [ToolCallContent], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeToolCallContent.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [ToolCallContent] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [ToolCallContent]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeToolCallContent.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterSequenceSequenceTypeContentBlock: FfiConverterRustBuffer {
+    typealias SwiftType = [[ContentBlock]]
+
+    public static func write(_ value: [[ContentBlock]], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterSequenceTypeContentBlock.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [[ContentBlock]] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [[ContentBlock]]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterSequenceTypeContentBlock.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterSequenceTypeJsonObject: FfiConverterRustBuffer {
+    typealias SwiftType = [JsonObject]
+
+    public static func write(_ value: [JsonObject], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeJsonObject.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [JsonObject] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [JsonObject]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeJsonObject.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterDictionaryStringSequenceString: FfiConverterRustBuffer {
+    public static func write(_ value: [String: [String]], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for (key, value) in value {
+            FfiConverterString.write(key, into: &buf)
+            FfiConverterSequenceString.write(value, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [String: [String]] {
+        let len: Int32 = try readInt(&buf)
+        var dict = [String: [String]]()
+        dict.reserveCapacity(Int(len))
+        for _ in 0..<len {
+            let key = try FfiConverterString.read(from: &buf)
+            let value = try FfiConverterSequenceString.read(from: &buf)
+            dict[key] = value
+        }
+        return dict
+    }
+}
+
+
+public typealias ContentBlockListPatchMember = ContentBlockListPatch
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeContentBlockListPatchMember: FfiConverter {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ContentBlockListPatchMember {
+        return try FfiConverterTypeContentBlockListPatch.read(from: &buf)
+    }
+
+    public static func write(_ value: ContentBlockListPatchMember, into buf: inout [UInt8]) {
+        return FfiConverterTypeContentBlockListPatch.write(value, into: &buf)
+    }
+
+    public static func lift(_ value: RustBuffer) throws -> ContentBlockListPatchMember {
+        return try FfiConverterTypeContentBlockListPatch_lift(value)
+    }
+
+    public static func lower(_ value: ContentBlockListPatchMember) -> RustBuffer {
+        return FfiConverterTypeContentBlockListPatch_lower(value)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeContentBlockListPatchMember_lift(_ value: RustBuffer) throws -> ContentBlockListPatchMember {
+    return try FfiConverterTypeContentBlockListPatchMember.lift(value)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeContentBlockListPatchMember_lower(_ value: ContentBlockListPatchMember) -> RustBuffer {
+    return FfiConverterTypeContentBlockListPatchMember.lower(value)
+}
+
+
+
+public typealias JsonObject = String
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeJsonObject: FfiConverter {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> JsonObject {
+        return try FfiConverterString.read(from: &buf)
+    }
+
+    public static func write(_ value: JsonObject, into buf: inout [UInt8]) {
+        return FfiConverterString.write(value, into: &buf)
+    }
+
+    public static func lift(_ value: RustBuffer) throws -> JsonObject {
+        return try FfiConverterString.lift(value)
+    }
+
+    public static func lower(_ value: JsonObject) -> RustBuffer {
+        return FfiConverterString.lower(value)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeJsonObject_lift(_ value: RustBuffer) throws -> JsonObject {
+    return try FfiConverterTypeJsonObject.lift(value)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeJsonObject_lower(_ value: JsonObject) -> RustBuffer {
+    return FfiConverterTypeJsonObject.lower(value)
+}
+
+
+
+public typealias MessageId = String
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeMessageId: FfiConverter {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> MessageId {
+        return try FfiConverterString.read(from: &buf)
+    }
+
+    public static func write(_ value: MessageId, into buf: inout [UInt8]) {
+        return FfiConverterString.write(value, into: &buf)
+    }
+
+    public static func lift(_ value: RustBuffer) throws -> MessageId {
+        return try FfiConverterString.lift(value)
+    }
+
+    public static func lower(_ value: MessageId) -> RustBuffer {
+        return FfiConverterString.lower(value)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeMessageId_lift(_ value: RustBuffer) throws -> MessageId {
+    return try FfiConverterTypeMessageId.lift(value)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeMessageId_lower(_ value: MessageId) -> RustBuffer {
+    return FfiConverterTypeMessageId.lower(value)
+}
+
+
+
+public typealias NonZeroU32 = UInt32
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeNonZeroU32: FfiConverter {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> NonZeroU32 {
+        return try FfiConverterUInt32.read(from: &buf)
+    }
+
+    public static func write(_ value: NonZeroU32, into buf: inout [UInt8]) {
+        return FfiConverterUInt32.write(value, into: &buf)
+    }
+
+    public static func lift(_ value: UInt32) throws -> NonZeroU32 {
+        return try FfiConverterUInt32.lift(value)
+    }
+
+    public static func lower(_ value: NonZeroU32) -> UInt32 {
+        return FfiConverterUInt32.lower(value)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeNonZeroU32_lift(_ value: UInt32) throws -> NonZeroU32 {
+    return try FfiConverterTypeNonZeroU32.lift(value)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeNonZeroU32_lower(_ value: NonZeroU32) -> UInt32 {
+    return FfiConverterTypeNonZeroU32.lower(value)
+}
+
+
+
+public typealias PermissionOptionId = String
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypePermissionOptionId: FfiConverter {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PermissionOptionId {
+        return try FfiConverterString.read(from: &buf)
+    }
+
+    public static func write(_ value: PermissionOptionId, into buf: inout [UInt8]) {
+        return FfiConverterString.write(value, into: &buf)
+    }
+
+    public static func lift(_ value: RustBuffer) throws -> PermissionOptionId {
+        return try FfiConverterString.lift(value)
+    }
+
+    public static func lower(_ value: PermissionOptionId) -> RustBuffer {
+        return FfiConverterString.lower(value)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePermissionOptionId_lift(_ value: RustBuffer) throws -> PermissionOptionId {
+    return try FfiConverterTypePermissionOptionId.lift(value)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePermissionOptionId_lower(_ value: PermissionOptionId) -> RustBuffer {
+    return FfiConverterTypePermissionOptionId.lower(value)
+}
+
+
+
+public typealias ProtocolVersion = UInt16
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeProtocolVersion: FfiConverter {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ProtocolVersion {
+        return try FfiConverterUInt16.read(from: &buf)
+    }
+
+    public static func write(_ value: ProtocolVersion, into buf: inout [UInt8]) {
+        return FfiConverterUInt16.write(value, into: &buf)
+    }
+
+    public static func lift(_ value: UInt16) throws -> ProtocolVersion {
+        return try FfiConverterUInt16.lift(value)
+    }
+
+    public static func lower(_ value: ProtocolVersion) -> UInt16 {
+        return FfiConverterUInt16.lower(value)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeProtocolVersion_lift(_ value: UInt16) throws -> ProtocolVersion {
+    return try FfiConverterTypeProtocolVersion.lift(value)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeProtocolVersion_lower(_ value: ProtocolVersion) -> UInt16 {
+    return FfiConverterTypeProtocolVersion.lower(value)
+}
+
+
+
+public typealias SessionId = String
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeSessionId: FfiConverter {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SessionId {
+        return try FfiConverterString.read(from: &buf)
+    }
+
+    public static func write(_ value: SessionId, into buf: inout [UInt8]) {
+        return FfiConverterString.write(value, into: &buf)
+    }
+
+    public static func lift(_ value: RustBuffer) throws -> SessionId {
+        return try FfiConverterString.lift(value)
+    }
+
+    public static func lower(_ value: SessionId) -> RustBuffer {
+        return FfiConverterString.lower(value)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSessionId_lift(_ value: RustBuffer) throws -> SessionId {
+    return try FfiConverterTypeSessionId.lift(value)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSessionId_lower(_ value: SessionId) -> RustBuffer {
+    return FfiConverterTypeSessionId.lower(value)
+}
+
+
+
+public typealias StringPatchMember = StringPatch
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeStringPatchMember: FfiConverter {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> StringPatchMember {
+        return try FfiConverterTypeStringPatch.read(from: &buf)
+    }
+
+    public static func write(_ value: StringPatchMember, into buf: inout [UInt8]) {
+        return FfiConverterTypeStringPatch.write(value, into: &buf)
+    }
+
+    public static func lift(_ value: RustBuffer) throws -> StringPatchMember {
+        return try FfiConverterTypeStringPatch_lift(value)
+    }
+
+    public static func lower(_ value: StringPatchMember) -> RustBuffer {
+        return FfiConverterTypeStringPatch_lower(value)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeStringPatchMember_lift(_ value: RustBuffer) throws -> StringPatchMember {
+    return try FfiConverterTypeStringPatchMember.lift(value)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeStringPatchMember_lower(_ value: StringPatchMember) -> RustBuffer {
+    return FfiConverterTypeStringPatchMember.lower(value)
+}
+
+
+
+public typealias ToolCallId = String
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeToolCallId: FfiConverter {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ToolCallId {
+        return try FfiConverterString.read(from: &buf)
+    }
+
+    public static func write(_ value: ToolCallId, into buf: inout [UInt8]) {
+        return FfiConverterString.write(value, into: &buf)
+    }
+
+    public static func lift(_ value: RustBuffer) throws -> ToolCallId {
+        return try FfiConverterString.lift(value)
+    }
+
+    public static func lower(_ value: ToolCallId) -> RustBuffer {
+        return FfiConverterString.lower(value)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeToolCallId_lift(_ value: RustBuffer) throws -> ToolCallId {
+    return try FfiConverterTypeToolCallId.lift(value)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeToolCallId_lower(_ value: ToolCallId) -> RustBuffer {
+    return FfiConverterTypeToolCallId.lower(value)
+}
+
+
+
+public typealias Unknown = String
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeUnknown: FfiConverter {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Unknown {
+        return try FfiConverterString.read(from: &buf)
+    }
+
+    public static func write(_ value: Unknown, into buf: inout [UInt8]) {
+        return FfiConverterString.write(value, into: &buf)
+    }
+
+    public static func lift(_ value: RustBuffer) throws -> Unknown {
+        return try FfiConverterString.lift(value)
+    }
+
+    public static func lower(_ value: Unknown) -> RustBuffer {
+        return FfiConverterString.lower(value)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeUnknown_lift(_ value: RustBuffer) throws -> Unknown {
+    return try FfiConverterTypeUnknown.lift(value)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeUnknown_lower(_ value: Unknown) -> RustBuffer {
+    return FfiConverterTypeUnknown.lower(value)
+}
+
+
+
+public typealias Value = String
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeValue: FfiConverter {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Value {
+        return try FfiConverterString.read(from: &buf)
+    }
+
+    public static func write(_ value: Value, into buf: inout [UInt8]) {
+        return FfiConverterString.write(value, into: &buf)
+    }
+
+    public static func lift(_ value: RustBuffer) throws -> Value {
+        return try FfiConverterString.lift(value)
+    }
+
+    public static func lower(_ value: Value) -> RustBuffer {
+        return FfiConverterString.lower(value)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeValue_lift(_ value: RustBuffer) throws -> Value {
+    return try FfiConverterTypeValue.lift(value)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeValue_lower(_ value: Value) -> RustBuffer {
+    return FfiConverterTypeValue.lower(value)
+}
+
+private let UNIFFI_RUST_FUTURE_POLL_READY: Int8 = 0
+private let UNIFFI_RUST_FUTURE_POLL_WAKE: Int8 = 1
+
+fileprivate let uniffiContinuationHandleMap = UniffiHandleMap<UnsafeContinuation<Int8, Never>>()
+
+fileprivate func uniffiRustCallAsync<F, T>(
+    rustFutureFunc: () -> UInt64,
+    pollFunc: (UInt64, @escaping UniffiRustFutureContinuationCallback, UInt64) -> (),
+    completeFunc: (UInt64, UnsafeMutablePointer<RustCallStatus>) -> F,
+    freeFunc: (UInt64) -> (),
+    liftFunc: (F) throws -> T,
+    errorHandler: ((RustBuffer) throws -> Swift.Error)?
+) async throws -> T {
+    // Make sure to call the ensure init function since future creation doesn't have a
+    // RustCallStatus param, so doesn't use makeRustCall()
+    uniffiEnsureAcpInjectFfiInitialized()
+    let rustFuture = rustFutureFunc()
+    defer {
+        freeFunc(rustFuture)
+    }
+    var pollResult: Int8;
+    repeat {
+        pollResult = await withUnsafeContinuation {
+            pollFunc(
+                rustFuture,
+                { handle, pollResult in
+                    uniffiFutureContinuationCallback(handle: handle, pollResult: pollResult)
+                },
+                uniffiContinuationHandleMap.insert(obj: $0)
+            )
+        }
+    } while pollResult != UNIFFI_RUST_FUTURE_POLL_READY
+
+    return try liftFunc(makeRustCall(
+        { completeFunc(rustFuture, $0) },
+        errorHandler: errorHandler
+    ))
+}
+
+// Callback handlers for an async calls.  These are invoked by Rust when the future is ready.  They
+// lift the return value or error and resume the suspended function.
+fileprivate func uniffiFutureContinuationCallback(handle: UInt64, pollResult: Int8) {
+    if let continuation = try? uniffiContinuationHandleMap.remove(handle: handle) {
+        continuation.resume(returning: pollResult)
+    } else {
+        print("uniffiFutureContinuationCallback invalid handle")
+    }
+}
+private func uniffiTraitInterfaceCallAsync<T>(
+    makeCall: @escaping () async throws -> T,
+    handleSuccess: @escaping (T) -> (),
+    handleError: @escaping (Int8, RustBuffer) -> (),
+    droppedCallback: UnsafeMutablePointer<UniffiForeignFutureDroppedCallbackStruct>
+) {
+    let task = Task {
+        // Note: it's important we call either `handleSuccess` or `handleError` exactly once.  Each
+        // call consumes an Arc reference, which means there should be no possibility of a double
+        // call.  The following code is structured so that will will never call both `handleSuccess`
+        // and `handleError`, even in the face of weird errors.
+        //
+        // On platforms that need extra machinery to make C-ABI calls, like JNA or ctypes, it's
+        // possible that we fail to make either call.  However, it doesn't seem like this is
+        // possible on Swift since swift can just make the C call directly.
+        var callResult: T
+        do {
+            callResult = try await makeCall()
+        } catch {
+            handleError(CALL_UNEXPECTED_ERROR, FfiConverterString.lower(String(describing: error)))
+            return
+        }
+        handleSuccess(callResult)
+    }
+    let handle = UNIFFI_FOREIGN_FUTURE_HANDLE_MAP.insert(obj: task)
+    droppedCallback.pointee = UniffiForeignFutureDroppedCallbackStruct(
+        handle: handle,
+        free: uniffiForeignFutureDroppedCallback
+    )
+}
+
+private func uniffiTraitInterfaceCallAsyncWithError<T, E>(
+    makeCall: @escaping () async throws -> T,
+    handleSuccess: @escaping (T) -> (),
+    handleError: @escaping (Int8, RustBuffer) -> (),
+    lowerError: @escaping (E) -> RustBuffer,
+    droppedCallback: UnsafeMutablePointer<UniffiForeignFutureDroppedCallbackStruct>
+) {
+    let task = Task {
+        // See the note in uniffiTraitInterfaceCallAsync for details on `handleSuccess` and
+        // `handleError`.
+        var callResult: T
+        do {
+            callResult = try await makeCall()
+        } catch let error as E {
+            handleError(CALL_ERROR, lowerError(error))
+            return
+        } catch {
+            handleError(CALL_UNEXPECTED_ERROR, FfiConverterString.lower(String(describing: error)))
+            return
+        }
+        handleSuccess(callResult)
+    }
+    let handle = UNIFFI_FOREIGN_FUTURE_HANDLE_MAP.insert(obj: task)
+    droppedCallback.pointee = UniffiForeignFutureDroppedCallbackStruct(
+        handle: handle,
+        free: uniffiForeignFutureDroppedCallback
+    )
+}
+
+// Borrow the callback handle map implementation to store foreign future handles
+// TODO: consolidate the handle-map code (https://github.com/mozilla/uniffi-rs/pull/1823)
+fileprivate let UNIFFI_FOREIGN_FUTURE_HANDLE_MAP = UniffiHandleMap<UniffiForeignFutureTask>()
+
+// Protocol for tasks that handle foreign futures.
+//
+// Defining a protocol allows all tasks to be stored in the same handle map.  This can't be done
+// with the task object itself, since has generic parameters.
+fileprivate protocol UniffiForeignFutureTask {
+    func cancel()
+}
+
+extension Task: UniffiForeignFutureTask {}
+
+private func uniffiForeignFutureDroppedCallback(handle: UInt64) {
+    do {
+        let task = try UNIFFI_FOREIGN_FUTURE_HANDLE_MAP.remove(handle: handle)
+        // Set the cancellation flag on the task.  If it's still running, the code can check the
+        // cancellation flag or call `Task.checkCancellation()`.  If the task has completed, this is
+        // a no-op.
+        task.cancel()
+    } catch {
+        print("uniffiForeignFutureDroppedCallback: handle missing from handlemap")
+    }
+}
+
+// For testing
+public func uniffiForeignFutureHandleCountAcpInjectFfi() -> Int {
+    UNIFFI_FOREIGN_FUTURE_HANDLE_MAP.count
+}
 /**
- * The defaults: both modes, replace, `finish`, batch drain, any controller, 4096 ids.
+ * The default agent configuration: queue and steer, replace, `finish`, batch drain.
  */
-public func defaultAgentOptions() -> AgentOptions  {
-    return try!  FfiConverterTypeAgentOptions_lift(try! rustCall() {
+public func defaultAgentConfig() -> AgentConfig  {
+    return try!  FfiConverterTypeAgentConfig_lift(try! rustCall() {
         uniffiCallStatus in
-    uniffi_acp_inject_ffi_fn_func_default_agent_options(uniffiCallStatus
+    uniffi_acp_inject_ffi_fn_func_default_agent_config(uniffiCallStatus
     )
 })
 }
@@ -3792,13 +17048,31 @@ public func libraryVersion() -> String  {
 })
 }
 /**
- * Replays every vector file below `dirs` through the Rust runner.
+ * Starts `command` (program and arguments) and connects to it over its stdio; `initialize`
+ * is exchanged before this returns.
  */
-public func runConformance(dirs: [String])throws  -> ConformanceReport  {
-    return try  FfiConverterTypeConformanceReport_lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+public func connect(command: [String], options: ConnectOptions)async throws  -> Connection  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_acp_inject_ffi_fn_func_connect(FfiConverterSequenceString.lower(command),FfiConverterTypeConnectOptions_lower(options)
+                )
+            },
+            pollFunc: ffi_acp_inject_ffi_rust_future_poll_u64,
+            completeFunc: ffi_acp_inject_ffi_rust_future_complete_u64,
+            freeFunc: ffi_acp_inject_ffi_rust_future_free_u64,
+            liftFunc: FfiConverterTypeConnection_lift,
+            errorHandler: FfiConverterTypeAcpError_lift
+        )
+}
+/**
+ * The defaults: pending updates on, 16 MiB lines, 30 s handshake, 2 s close grace, stderr
+ * forwarded.
+ */
+public func defaultConnectOptions() -> ConnectOptions  {
+    return try!  FfiConverterTypeConnectOptions_lift(try! rustCall() {
         uniffiCallStatus in
-    uniffi_acp_inject_ffi_fn_func_run_conformance(
-        FfiConverterSequenceString.lower(dirs),uniffiCallStatus
+    uniffi_acp_inject_ffi_fn_func_default_connect_options(uniffiCallStatus
     )
 })
 }
@@ -3818,100 +17092,323 @@ private let initializationResult: InitializationResult = {
     if bindings_contract_version != scaffolding_contract_version {
         return InitializationResult.contractVersionMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_func_default_agent_options() != 34168) {
+    if (uniffi_acp_inject_ffi_checksum_func_default_agent_config() != 49862) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_acp_inject_ffi_checksum_func_library_version() != 52156) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_func_run_conformance() != 16318) {
+    if (uniffi_acp_inject_ffi_checksum_func_connect() != 16908) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_agentcore_attach() != 26337) {
+    if (uniffi_acp_inject_ffi_checksum_func_default_connect_options() != 4057) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_agentcore_create_session() != 62615) {
+    if (uniffi_acp_inject_ffi_checksum_method_agentcore_attach() != 35951) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_agentcore_handle_bytes() != 61654) {
+    if (uniffi_acp_inject_ffi_checksum_method_agentcore_attach_to_session() != 48691) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_agentcore_handle_line() != 33305) {
+    if (uniffi_acp_inject_ffi_checksum_method_agentcore_attached() != 18218) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_agentcore_handle_text() != 16560) {
+    if (uniffi_acp_inject_ffi_checksum_method_agentcore_create_session() != 21520) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_agentcore_history() != 8761) {
+    if (uniffi_acp_inject_ffi_checksum_method_agentcore_detach() != 11251) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_agentcore_is_live() != 46796) {
+    if (uniffi_acp_inject_ffi_checksum_method_agentcore_forget_session() != 29884) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_agentcore_pending() != 24217) {
+    if (uniffi_acp_inject_ffi_checksum_method_agentcore_handle_bytes() != 32777) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_agentcore_runtime_event() != 25398) {
+    if (uniffi_acp_inject_ffi_checksum_method_agentcore_handle_line() != 41777) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_agentcore_snapshot() != 43233) {
+    if (uniffi_acp_inject_ffi_checksum_method_agentcore_handle_text() != 24677) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_clientsession_cancel() != 50413) {
+    if (uniffi_acp_inject_ffi_checksum_method_agentcore_history() != 22208) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_clientsession_ignored_lines() != 18576) {
+    if (uniffi_acp_inject_ffi_checksum_method_agentcore_is_live() != 7960) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_clientsession_inject() != 23475) {
+    if (uniffi_acp_inject_ffi_checksum_method_agentcore_mint_agent_message_id() != 43122) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_clientsession_item_status() != 58774) {
+    if (uniffi_acp_inject_ffi_checksum_method_agentcore_pending() != 58384) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_clientsession_prompt() != 26656) {
+    if (uniffi_acp_inject_ffi_checksum_method_agentcore_runtime_event() != 61832) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_clientsession_receive() != 27191) {
+    if (uniffi_acp_inject_ffi_checksum_method_agentcore_session_ids() != 38049) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_clientsession_receive_bytes() != 41361) {
+    if (uniffi_acp_inject_ffi_checksum_method_agentcore_snapshot() != 59152) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_clientsession_receive_lines() != 49029) {
+    if (uniffi_acp_inject_ffi_checksum_method_agentcore_turn() != 6667) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_clientsession_receive_text() != 55867) {
+    if (uniffi_acp_inject_ffi_checksum_method_clientcore_answer_permission() != 58905) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_clientsession_replace() != 30584) {
+    if (uniffi_acp_inject_ffi_checksum_method_clientcore_assume_capabilities() != 28691) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_clientsession_revoke() != 58743) {
+    if (uniffi_acp_inject_ffi_checksum_method_clientcore_cancel() != 4052) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_clientsession_snapshot() != 61963) {
+    if (uniffi_acp_inject_ffi_checksum_method_clientcore_close() != 12865) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_clientsession_snapshot_json() != 60829) {
+    if (uniffi_acp_inject_ffi_checksum_method_clientcore_finish() != 27128) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_clientsession_status() != 45344) {
+    if (uniffi_acp_inject_ffi_checksum_method_clientcore_ignored_lines() != 31507) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_constructor_agentcore_new() != 8266) {
+    if (uniffi_acp_inject_ffi_checksum_method_clientcore_initialize() != 51818) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_constructor_agentcore_restore() != 62749) {
+    if (uniffi_acp_inject_ffi_checksum_method_clientcore_inject() != 26593) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_constructor_clientsession_from_initialize_result() != 43599) {
+    if (uniffi_acp_inject_ffi_checksum_method_clientcore_item_status() != 23624) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_constructor_clientsession_new() != 9975) {
+    if (uniffi_acp_inject_ffi_checksum_method_clientcore_list_sessions() != 30530) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_clientcore_mirror_json() != 32815) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_clientcore_new_session() != 3922) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_clientcore_open_session() != 5288) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_clientcore_prompt() != 9354) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_clientcore_receive() != 31061) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_clientcore_receive_bytes() != 56476) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_clientcore_receive_text() != 24124) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_clientcore_replace() != 46173) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_clientcore_resume() != 31548) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_clientcore_revoke() != 5880) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_clientcore_snapshot() != 40125) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_clientcore_status() != 63091) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_clientcore_take_events() != 46042) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_clientcore_take_outgoing() != 55684) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_vectorrun_agent_setup() != 38840) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_vectorrun_check_call() != 30436) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_vectorrun_check_history() != 21970) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_vectorrun_check_item() != 61958) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_vectorrun_check_outputs() != 59210) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_vectorrun_check_state() != 6309) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_vectorrun_client_setup() != 34823) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_vectorrun_name() != 60157) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_vectorrun_next() != 35100) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_vectorrun_record_events() != 14337) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_vectorrun_record_runtime_result() != 6184) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_vectorrun_side() != 34088) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_connection_agent() != 63726) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_connection_close() != 23543) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_connection_ignored() != 28865) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_connection_list_sessions() != 62449) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_connection_new_session() != 26606) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_connection_resume() != 62332) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_session_answer_permission() != 2513) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_session_cancel() != 51655) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_session_close() != 36163) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_session_id() != 16900) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_session_inject() != 9031) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_session_next_events() != 54340) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_session_prompt() != 56958) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_session_replace() != 42428) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_session_revoke() != 12529) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_session_snapshot() != 37688) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_session_status() != 59444) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_session_take_events() != 6021) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_agentruntime_run_turn() != 56552) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_agentruntime_session_opened() != 494) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_agentruntime_session_resumed() != 14050) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_agentruntime_session_closed() != 11773) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_agentserver_close_session() != 28543) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_agentserver_run_stdio() != 39081) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_agentserver_sessions() != 48304) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_agentserver_start_turn() != 63536) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_turncontext_break_point() != 16409) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_turncontext_cancelled() != 11660) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_turncontext_clear_message() != 6699) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_turncontext_cwd() != 51118) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_turncontext_interrupt_requested() != 30271) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_turncontext_interrupted() != 60047) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_turncontext_is_cancelled() != 18154) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_turncontext_new_message_id() != 56317) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_turncontext_paused() != 20052) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_turncontext_request_permission() != 44060) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_turncontext_resumed() != 27654) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_turncontext_send() != 52709) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_turncontext_send_text() != 25486) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_turncontext_session_id() != 11773) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_turncontext_stream_finished() != 28482) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_turncontext_stream_started() != 46369) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_constructor_agentcore_new() != 8579) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_constructor_agentcore_open() != 40996) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_constructor_agentcore_restore() != 35658) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_constructor_clientcore_new() != 6627) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_constructor_vectorrun_new() != 34431) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_constructor_agentserver_new() != 9761) {
         return InitializationResult.apiChecksumMismatch
     }
 
+    uniffiCallbackInitAgentRuntime()
     return InitializationResult.ok
 }()
 

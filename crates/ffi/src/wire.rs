@@ -1076,9 +1076,10 @@ pub enum ContentBlockListPatch {
     /// The member has a value: replace the current value.
     Value { value: ::std::vec::Vec<ContentBlock> },
 }
+type ContentBlockListPatchMember = Patch<::std::vec::Vec<ContentBlock>>;
 uniffi::custom_type!(
-    Patch < ::std::vec::Vec < ContentBlock > >, ContentBlockListPatch, { remote, lower :
-    | p | match p { Patch::Absent => ContentBlockListPatch::Absent, Patch::Null =>
+    ContentBlockListPatchMember, ContentBlockListPatch, { remote, lower : | p | match p {
+    Patch::Absent => ContentBlockListPatch::Absent, Patch::Null =>
     ContentBlockListPatch::Null, Patch::Value(value) => ContentBlockListPatch::Value {
     value }, }, try_lift : | v | Ok(match v { ContentBlockListPatch::Absent =>
     Patch::Absent, ContentBlockListPatch::Null => Patch::Null,
@@ -1094,10 +1095,11 @@ pub enum StringPatch {
     /// The member has a value: replace the current value.
     Value { value: ::std::string::String },
 }
+type StringPatchMember = Patch<::std::string::String>;
 uniffi::custom_type!(
-    Patch < ::std::string::String >, StringPatch, { remote, lower : | p | match p {
-    Patch::Absent => StringPatch::Absent, Patch::Null => StringPatch::Null,
-    Patch::Value(value) => StringPatch::Value { value }, }, try_lift : | v | Ok(match v {
-    StringPatch::Absent => Patch::Absent, StringPatch::Null => Patch::Null,
-    StringPatch::Value { value } => Patch::Value(value), }), }
+    StringPatchMember, StringPatch, { remote, lower : | p | match p { Patch::Absent =>
+    StringPatch::Absent, Patch::Null => StringPatch::Null, Patch::Value(value) =>
+    StringPatch::Value { value }, }, try_lift : | v | Ok(match v { StringPatch::Absent =>
+    Patch::Absent, StringPatch::Null => Patch::Null, StringPatch::Value { value } =>
+    Patch::Value(value), }), }
 );

@@ -32,6 +32,13 @@ import java.nio.charset.CodingErrorAction
 import java.util.concurrent.atomic.AtomicLong
 import java.util.concurrent.ConcurrentHashMap
 import java.util.concurrent.atomic.AtomicBoolean
+import kotlin.coroutines.resume
+import kotlinx.coroutines.CancellableContinuation
+import kotlinx.coroutines.DelicateCoroutinesApi
+import kotlinx.coroutines.GlobalScope
+import kotlinx.coroutines.Job
+import kotlinx.coroutines.launch
+import kotlinx.coroutines.suspendCancellableCoroutine
 
 // This is a helper for safely working with byte buffers returned from the Rust code.
 // A rust-owned buffer is represented by its capacity, its current length, and a
@@ -651,6 +658,46 @@ internal open class UniffiForeignFutureResultVoid(
 internal interface UniffiForeignFutureCompleteVoid : com.sun.jna.Callback {
     fun callback(`callbackData`: Long,`result`: UniffiForeignFutureResultVoid.UniffiByValue,)
 }
+internal interface UniffiCallbackInterfaceAgentRuntimeMethod0 : com.sun.jna.Callback {
+    fun callback(`uniffiHandle`: Long,`turn`: Long,`input`: RustBuffer.ByValue,`uniffiFutureCallback`: UniffiForeignFutureCompleteRustBuffer,`uniffiCallbackData`: Long,`uniffiOutDroppedCallback`: UniffiForeignFutureDroppedCallbackStruct,)
+}
+internal interface UniffiCallbackInterfaceAgentRuntimeMethod1 : com.sun.jna.Callback {
+    fun callback(`uniffiHandle`: Long,`sessionId`: RustBuffer.ByValue,`setup`: RustBuffer.ByValue,`uniffiFutureCallback`: UniffiForeignFutureCompleteVoid,`uniffiCallbackData`: Long,`uniffiOutDroppedCallback`: UniffiForeignFutureDroppedCallbackStruct,)
+}
+internal interface UniffiCallbackInterfaceAgentRuntimeMethod2 : com.sun.jna.Callback {
+    fun callback(`uniffiHandle`: Long,`sessionId`: RustBuffer.ByValue,`setup`: RustBuffer.ByValue,`uniffiFutureCallback`: UniffiForeignFutureCompleteVoid,`uniffiCallbackData`: Long,`uniffiOutDroppedCallback`: UniffiForeignFutureDroppedCallbackStruct,)
+}
+internal interface UniffiCallbackInterfaceAgentRuntimeMethod3 : com.sun.jna.Callback {
+    fun callback(`uniffiHandle`: Long,`sessionId`: RustBuffer.ByValue,`dropped`: RustBuffer.ByValue,`uniffiFutureCallback`: UniffiForeignFutureCompleteVoid,`uniffiCallbackData`: Long,`uniffiOutDroppedCallback`: UniffiForeignFutureDroppedCallbackStruct,)
+}
+@Structure.FieldOrder("uniffiFree", "uniffiClone", "runTurn", "sessionOpened", "sessionResumed", "sessionClosed")
+internal open class UniffiVTableCallbackInterfaceAgentRuntime(
+    @JvmField internal var `uniffiFree`: UniffiCallbackInterfaceFree? = null,
+    @JvmField internal var `uniffiClone`: UniffiCallbackInterfaceClone? = null,
+    @JvmField internal var `runTurn`: UniffiCallbackInterfaceAgentRuntimeMethod0? = null,
+    @JvmField internal var `sessionOpened`: UniffiCallbackInterfaceAgentRuntimeMethod1? = null,
+    @JvmField internal var `sessionResumed`: UniffiCallbackInterfaceAgentRuntimeMethod2? = null,
+    @JvmField internal var `sessionClosed`: UniffiCallbackInterfaceAgentRuntimeMethod3? = null,
+) : Structure() {
+    class UniffiByValue(
+        `uniffiFree`: UniffiCallbackInterfaceFree? = null,
+        `uniffiClone`: UniffiCallbackInterfaceClone? = null,
+        `runTurn`: UniffiCallbackInterfaceAgentRuntimeMethod0? = null,
+        `sessionOpened`: UniffiCallbackInterfaceAgentRuntimeMethod1? = null,
+        `sessionResumed`: UniffiCallbackInterfaceAgentRuntimeMethod2? = null,
+        `sessionClosed`: UniffiCallbackInterfaceAgentRuntimeMethod3? = null,
+    ): UniffiVTableCallbackInterfaceAgentRuntime(`uniffiFree`,`uniffiClone`,`runTurn`,`sessionOpened`,`sessionResumed`,`sessionClosed`,), Structure.ByValue
+
+   internal fun uniffiSetValue(other: UniffiVTableCallbackInterfaceAgentRuntime) {
+        `uniffiFree` = other.`uniffiFree`
+        `uniffiClone` = other.`uniffiClone`
+        `runTurn` = other.`runTurn`
+        `sessionOpened` = other.`sessionOpened`
+        `sessionResumed` = other.`sessionResumed`
+        `sessionClosed` = other.`sessionClosed`
+    }
+
+}
 
 // A JNA Library to expose the extern-C FFI definitions.
 // This is an implementation detail which will be called internally by the public API.
@@ -676,15 +723,25 @@ internal object IntegrityCheckingUniffiLib {
     }
 
     internal fun ensureInitialized() = Unit
-    external fun uniffi_acp_inject_ffi_checksum_func_default_agent_options(
+    external fun uniffi_acp_inject_ffi_checksum_func_default_agent_config(
     ): Int
     external fun uniffi_acp_inject_ffi_checksum_func_library_version(
     ): Int
-    external fun uniffi_acp_inject_ffi_checksum_func_run_conformance(
+    external fun uniffi_acp_inject_ffi_checksum_func_connect(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_func_default_connect_options(
     ): Int
     external fun uniffi_acp_inject_ffi_checksum_method_agentcore_attach(
     ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_agentcore_attach_to_session(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_agentcore_attached(
+    ): Int
     external fun uniffi_acp_inject_ffi_checksum_method_agentcore_create_session(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_agentcore_detach(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_agentcore_forget_session(
     ): Int
     external fun uniffi_acp_inject_ffi_checksum_method_agentcore_handle_bytes(
     ): Int
@@ -696,47 +753,185 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_acp_inject_ffi_checksum_method_agentcore_is_live(
     ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_agentcore_mint_agent_message_id(
+    ): Int
     external fun uniffi_acp_inject_ffi_checksum_method_agentcore_pending(
     ): Int
     external fun uniffi_acp_inject_ffi_checksum_method_agentcore_runtime_event(
     ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_agentcore_session_ids(
+    ): Int
     external fun uniffi_acp_inject_ffi_checksum_method_agentcore_snapshot(
     ): Int
-    external fun uniffi_acp_inject_ffi_checksum_method_clientsession_cancel(
+    external fun uniffi_acp_inject_ffi_checksum_method_agentcore_turn(
     ): Int
-    external fun uniffi_acp_inject_ffi_checksum_method_clientsession_ignored_lines(
+    external fun uniffi_acp_inject_ffi_checksum_method_clientcore_answer_permission(
     ): Int
-    external fun uniffi_acp_inject_ffi_checksum_method_clientsession_inject(
+    external fun uniffi_acp_inject_ffi_checksum_method_clientcore_assume_capabilities(
     ): Int
-    external fun uniffi_acp_inject_ffi_checksum_method_clientsession_item_status(
+    external fun uniffi_acp_inject_ffi_checksum_method_clientcore_cancel(
     ): Int
-    external fun uniffi_acp_inject_ffi_checksum_method_clientsession_prompt(
+    external fun uniffi_acp_inject_ffi_checksum_method_clientcore_close(
     ): Int
-    external fun uniffi_acp_inject_ffi_checksum_method_clientsession_receive(
+    external fun uniffi_acp_inject_ffi_checksum_method_clientcore_finish(
     ): Int
-    external fun uniffi_acp_inject_ffi_checksum_method_clientsession_receive_bytes(
+    external fun uniffi_acp_inject_ffi_checksum_method_clientcore_ignored_lines(
     ): Int
-    external fun uniffi_acp_inject_ffi_checksum_method_clientsession_receive_lines(
+    external fun uniffi_acp_inject_ffi_checksum_method_clientcore_initialize(
     ): Int
-    external fun uniffi_acp_inject_ffi_checksum_method_clientsession_receive_text(
+    external fun uniffi_acp_inject_ffi_checksum_method_clientcore_inject(
     ): Int
-    external fun uniffi_acp_inject_ffi_checksum_method_clientsession_replace(
+    external fun uniffi_acp_inject_ffi_checksum_method_clientcore_item_status(
     ): Int
-    external fun uniffi_acp_inject_ffi_checksum_method_clientsession_revoke(
+    external fun uniffi_acp_inject_ffi_checksum_method_clientcore_list_sessions(
     ): Int
-    external fun uniffi_acp_inject_ffi_checksum_method_clientsession_snapshot(
+    external fun uniffi_acp_inject_ffi_checksum_method_clientcore_mirror_json(
     ): Int
-    external fun uniffi_acp_inject_ffi_checksum_method_clientsession_snapshot_json(
+    external fun uniffi_acp_inject_ffi_checksum_method_clientcore_new_session(
     ): Int
-    external fun uniffi_acp_inject_ffi_checksum_method_clientsession_status(
+    external fun uniffi_acp_inject_ffi_checksum_method_clientcore_open_session(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_clientcore_prompt(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_clientcore_receive(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_clientcore_receive_bytes(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_clientcore_receive_text(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_clientcore_replace(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_clientcore_resume(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_clientcore_revoke(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_clientcore_snapshot(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_clientcore_status(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_clientcore_take_events(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_clientcore_take_outgoing(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_vectorrun_agent_setup(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_vectorrun_check_call(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_vectorrun_check_history(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_vectorrun_check_item(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_vectorrun_check_outputs(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_vectorrun_check_state(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_vectorrun_client_setup(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_vectorrun_name(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_vectorrun_next(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_vectorrun_record_events(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_vectorrun_record_runtime_result(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_vectorrun_side(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_connection_agent(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_connection_close(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_connection_ignored(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_connection_list_sessions(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_connection_new_session(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_connection_resume(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_session_answer_permission(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_session_cancel(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_session_close(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_session_id(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_session_inject(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_session_next_events(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_session_prompt(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_session_replace(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_session_revoke(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_session_snapshot(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_session_status(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_session_take_events(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_agentruntime_run_turn(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_agentruntime_session_opened(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_agentruntime_session_resumed(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_agentruntime_session_closed(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_agentserver_close_session(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_agentserver_run_stdio(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_agentserver_sessions(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_agentserver_start_turn(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_turncontext_break_point(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_turncontext_cancelled(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_turncontext_clear_message(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_turncontext_cwd(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_turncontext_interrupt_requested(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_turncontext_interrupted(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_turncontext_is_cancelled(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_turncontext_new_message_id(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_turncontext_paused(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_turncontext_request_permission(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_turncontext_resumed(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_turncontext_send(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_turncontext_send_text(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_turncontext_session_id(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_turncontext_stream_finished(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_turncontext_stream_started(
     ): Int
     external fun uniffi_acp_inject_ffi_checksum_constructor_agentcore_new(
     ): Int
+    external fun uniffi_acp_inject_ffi_checksum_constructor_agentcore_open(
+    ): Int
     external fun uniffi_acp_inject_ffi_checksum_constructor_agentcore_restore(
     ): Int
-    external fun uniffi_acp_inject_ffi_checksum_constructor_clientsession_from_initialize_result(
+    external fun uniffi_acp_inject_ffi_checksum_constructor_clientcore_new(
     ): Int
-    external fun uniffi_acp_inject_ffi_checksum_constructor_clientsession_new(
+    external fun uniffi_acp_inject_ffi_checksum_constructor_vectorrun_new(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_constructor_agentserver_new(
     ): Int
     external fun ffi_acp_inject_ffi_uniffi_contract_version(
     ): Int
@@ -754,6 +949,7 @@ internal object UniffiLib {
 
     init {
         Native.register(UniffiLib::class.java, findLibraryName(componentName = "acp_inject_ffi"))
+        uniffiCallbackInterfaceAgentRuntime.register(this)
         
     }
 
@@ -762,13 +958,23 @@ internal object UniffiLib {
     ): Long
     external fun uniffi_acp_inject_ffi_fn_free_agentcore(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Unit
-    external fun uniffi_acp_inject_ffi_fn_constructor_agentcore_new(`options`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    external fun uniffi_acp_inject_ffi_fn_constructor_agentcore_new(`config`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
-    external fun uniffi_acp_inject_ffi_fn_constructor_agentcore_restore(`snapshot`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    external fun uniffi_acp_inject_ffi_fn_constructor_agentcore_open(`config`: RustBuffer.ByValue,`path`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_acp_inject_ffi_fn_constructor_agentcore_restore(`config`: RustBuffer.ByValue,`snapshot`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
     external fun uniffi_acp_inject_ffi_fn_method_agentcore_attach(`ptr`: Long,`connection`: RustBuffer.ByValue,`role`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): Unit
-    external fun uniffi_acp_inject_ffi_fn_method_agentcore_create_session(`ptr`: Long,`sessionId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    external fun uniffi_acp_inject_ffi_fn_method_agentcore_attach_to_session(`ptr`: Long,`connection`: RustBuffer.ByValue,`sessionId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Byte
+    external fun uniffi_acp_inject_ffi_fn_method_agentcore_attached(`ptr`: Long,`sessionId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_acp_inject_ffi_fn_method_agentcore_create_session(`ptr`: Long,`sessionId`: RustBuffer.ByValue,`cwd`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Byte
+    external fun uniffi_acp_inject_ffi_fn_method_agentcore_detach(`ptr`: Long,`connection`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_acp_inject_ffi_fn_method_agentcore_forget_session(`ptr`: Long,`sessionId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): Unit
     external fun uniffi_acp_inject_ffi_fn_method_agentcore_handle_bytes(`ptr`: Long,`connection`: RustBuffer.ByValue,`bytes`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
@@ -780,53 +986,217 @@ internal object UniffiLib {
     ): RustBuffer.ByValue
     external fun uniffi_acp_inject_ffi_fn_method_agentcore_is_live(`ptr`: Long,`sessionId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): Byte
+    external fun uniffi_acp_inject_ffi_fn_method_agentcore_mint_agent_message_id(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
     external fun uniffi_acp_inject_ffi_fn_method_agentcore_pending(`ptr`: Long,`sessionId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun uniffi_acp_inject_ffi_fn_method_agentcore_runtime_event(`ptr`: Long,`sessionId`: RustBuffer.ByValue,`event`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
+    external fun uniffi_acp_inject_ffi_fn_method_agentcore_session_ids(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
     external fun uniffi_acp_inject_ffi_fn_method_agentcore_snapshot(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
-    external fun uniffi_acp_inject_ffi_fn_clone_clientsession(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    external fun uniffi_acp_inject_ffi_fn_method_agentcore_turn(`ptr`: Long,`sessionId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_acp_inject_ffi_fn_clone_clientcore(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
-    external fun uniffi_acp_inject_ffi_fn_free_clientsession(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    external fun uniffi_acp_inject_ffi_fn_free_clientcore(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Unit
-    external fun uniffi_acp_inject_ffi_fn_constructor_clientsession_from_initialize_result(`sessionId`: RustBuffer.ByValue,`initializeResultJson`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    external fun uniffi_acp_inject_ffi_fn_constructor_clientcore_new(`maxLineBytes`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
-    external fun uniffi_acp_inject_ffi_fn_constructor_clientsession_new(`sessionId`: RustBuffer.ByValue,`inject`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
-    ): Long
-    external fun uniffi_acp_inject_ffi_fn_method_clientsession_cancel(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
-    ): RustBuffer.ByValue
-    external fun uniffi_acp_inject_ffi_fn_method_clientsession_ignored_lines(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
-    ): Long
-    external fun uniffi_acp_inject_ffi_fn_method_clientsession_inject(`ptr`: Long,`mode`: RustBuffer.ByValue,`content`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
-    ): RustBuffer.ByValue
-    external fun uniffi_acp_inject_ffi_fn_method_clientsession_item_status(`ptr`: Long,`messageId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
-    ): RustBuffer.ByValue
-    external fun uniffi_acp_inject_ffi_fn_method_clientsession_prompt(`ptr`: Long,`content`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
-    ): RustBuffer.ByValue
-    external fun uniffi_acp_inject_ffi_fn_method_clientsession_receive(`ptr`: Long,`line`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    external fun uniffi_acp_inject_ffi_fn_method_clientcore_answer_permission(`ptr`: Long,`request`: RustBuffer.ByValue,`outcome`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): Unit
-    external fun uniffi_acp_inject_ffi_fn_method_clientsession_receive_bytes(`ptr`: Long,`bytes`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    external fun uniffi_acp_inject_ffi_fn_method_clientcore_assume_capabilities(`ptr`: Long,`inject`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_acp_inject_ffi_fn_method_clientcore_cancel(`ptr`: Long,`sessionId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_acp_inject_ffi_fn_method_clientcore_close(`ptr`: Long,`sessionId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
-    external fun uniffi_acp_inject_ffi_fn_method_clientsession_receive_lines(`ptr`: Long,`lines`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    external fun uniffi_acp_inject_ffi_fn_method_clientcore_finish(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
-    external fun uniffi_acp_inject_ffi_fn_method_clientsession_receive_text(`ptr`: Long,`lines`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    external fun uniffi_acp_inject_ffi_fn_method_clientcore_ignored_lines(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_acp_inject_ffi_fn_method_clientcore_initialize(`ptr`: Long,`client`: RustBuffer.ByValue,`pendingUpdates`: Byte,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
-    external fun uniffi_acp_inject_ffi_fn_method_clientsession_replace(`ptr`: Long,`messageId`: RustBuffer.ByValue,`content`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    external fun uniffi_acp_inject_ffi_fn_method_clientcore_inject(`ptr`: Long,`sessionId`: RustBuffer.ByValue,`mode`: RustBuffer.ByValue,`content`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
-    external fun uniffi_acp_inject_ffi_fn_method_clientsession_revoke(`ptr`: Long,`messageId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    external fun uniffi_acp_inject_ffi_fn_method_clientcore_item_status(`ptr`: Long,`sessionId`: RustBuffer.ByValue,`messageId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
-    external fun uniffi_acp_inject_ffi_fn_method_clientsession_snapshot(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    external fun uniffi_acp_inject_ffi_fn_method_clientcore_list_sessions(`ptr`: Long,`cwd`: RustBuffer.ByValue,`cursor`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
-    external fun uniffi_acp_inject_ffi_fn_method_clientsession_snapshot_json(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    external fun uniffi_acp_inject_ffi_fn_method_clientcore_mirror_json(`ptr`: Long,`sessionId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
-    external fun uniffi_acp_inject_ffi_fn_method_clientsession_status(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    external fun uniffi_acp_inject_ffi_fn_method_clientcore_new_session(`ptr`: Long,`cwd`: RustBuffer.ByValue,`additionalDirectories`: RustBuffer.ByValue,`mcpServers`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
-    external fun uniffi_acp_inject_ffi_fn_func_default_agent_options(uniffi_out_err: UniffiRustCallStatus, 
+    external fun uniffi_acp_inject_ffi_fn_method_clientcore_open_session(`ptr`: Long,`sessionId`: RustBuffer.ByValue,`mirrorJson`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_acp_inject_ffi_fn_method_clientcore_prompt(`ptr`: Long,`sessionId`: RustBuffer.ByValue,`content`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_acp_inject_ffi_fn_method_clientcore_receive(`ptr`: Long,`line`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_acp_inject_ffi_fn_method_clientcore_receive_bytes(`ptr`: Long,`bytes`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_acp_inject_ffi_fn_method_clientcore_receive_text(`ptr`: Long,`text`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_acp_inject_ffi_fn_method_clientcore_replace(`ptr`: Long,`sessionId`: RustBuffer.ByValue,`messageId`: RustBuffer.ByValue,`content`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_acp_inject_ffi_fn_method_clientcore_resume(`ptr`: Long,`sessionId`: RustBuffer.ByValue,`cwd`: RustBuffer.ByValue,`replay`: Byte,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_acp_inject_ffi_fn_method_clientcore_revoke(`ptr`: Long,`sessionId`: RustBuffer.ByValue,`messageId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_acp_inject_ffi_fn_method_clientcore_snapshot(`ptr`: Long,`sessionId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_acp_inject_ffi_fn_method_clientcore_status(`ptr`: Long,`sessionId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_acp_inject_ffi_fn_method_clientcore_take_events(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_acp_inject_ffi_fn_method_clientcore_take_outgoing(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_acp_inject_ffi_fn_clone_vectorrun(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_acp_inject_ffi_fn_free_vectorrun(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_acp_inject_ffi_fn_constructor_vectorrun_new(`vectorJson`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_acp_inject_ffi_fn_method_vectorrun_agent_setup(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_acp_inject_ffi_fn_method_vectorrun_check_call(`ptr`: Long,`rejected`: RustBuffer.ByValue,`sent`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_acp_inject_ffi_fn_method_vectorrun_check_history(`ptr`: Long,`history`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_acp_inject_ffi_fn_method_vectorrun_check_item(`ptr`: Long,`status`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_acp_inject_ffi_fn_method_vectorrun_check_outputs(`ptr`: Long,`outputs`: RustBuffer.ByValue,`attached`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_acp_inject_ffi_fn_method_vectorrun_check_state(`ptr`: Long,`snapshot`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_acp_inject_ffi_fn_method_vectorrun_client_setup(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_acp_inject_ffi_fn_method_vectorrun_name(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_acp_inject_ffi_fn_method_vectorrun_next(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_acp_inject_ffi_fn_method_vectorrun_record_events(`ptr`: Long,`events`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_acp_inject_ffi_fn_method_vectorrun_record_runtime_result(`ptr`: Long,`hostError`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_acp_inject_ffi_fn_method_vectorrun_side(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_acp_inject_ffi_fn_clone_connection(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_acp_inject_ffi_fn_free_connection(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_acp_inject_ffi_fn_method_connection_agent(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_acp_inject_ffi_fn_method_connection_close(`ptr`: Long,
+    ): Long
+    external fun uniffi_acp_inject_ffi_fn_method_connection_ignored(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_acp_inject_ffi_fn_method_connection_list_sessions(`ptr`: Long,`cwd`: RustBuffer.ByValue,`cursor`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_acp_inject_ffi_fn_method_connection_new_session(`ptr`: Long,`cwd`: RustBuffer.ByValue,`additionalDirectories`: RustBuffer.ByValue,`mcpServers`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_acp_inject_ffi_fn_method_connection_resume(`ptr`: Long,`sessionId`: RustBuffer.ByValue,`cwd`: RustBuffer.ByValue,`replay`: Byte,
+    ): Long
+    external fun uniffi_acp_inject_ffi_fn_clone_session(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_acp_inject_ffi_fn_free_session(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_acp_inject_ffi_fn_method_session_answer_permission(`ptr`: Long,`request`: RustBuffer.ByValue,`outcome`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_acp_inject_ffi_fn_method_session_cancel(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_acp_inject_ffi_fn_method_session_close(`ptr`: Long,
+    ): Long
+    external fun uniffi_acp_inject_ffi_fn_method_session_id(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_acp_inject_ffi_fn_method_session_inject(`ptr`: Long,`mode`: RustBuffer.ByValue,`content`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_acp_inject_ffi_fn_method_session_next_events(`ptr`: Long,
+    ): Long
+    external fun uniffi_acp_inject_ffi_fn_method_session_prompt(`ptr`: Long,`content`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_acp_inject_ffi_fn_method_session_replace(`ptr`: Long,`messageId`: RustBuffer.ByValue,`content`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_acp_inject_ffi_fn_method_session_revoke(`ptr`: Long,`messageId`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_acp_inject_ffi_fn_method_session_snapshot(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_acp_inject_ffi_fn_method_session_status(`ptr`: Long,
+    ): Long
+    external fun uniffi_acp_inject_ffi_fn_method_session_take_events(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_acp_inject_ffi_fn_clone_agentruntime(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_acp_inject_ffi_fn_free_agentruntime(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_acp_inject_ffi_fn_init_callback_vtable_agentruntime(`vtable`: UniffiVTableCallbackInterfaceAgentRuntime,
+    ): Unit
+    external fun uniffi_acp_inject_ffi_fn_method_agentruntime_run_turn(`ptr`: Long,`turn`: Long,`input`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_acp_inject_ffi_fn_method_agentruntime_session_opened(`ptr`: Long,`sessionId`: RustBuffer.ByValue,`setup`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_acp_inject_ffi_fn_method_agentruntime_session_resumed(`ptr`: Long,`sessionId`: RustBuffer.ByValue,`setup`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_acp_inject_ffi_fn_method_agentruntime_session_closed(`ptr`: Long,`sessionId`: RustBuffer.ByValue,`dropped`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_acp_inject_ffi_fn_clone_agentserver(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_acp_inject_ffi_fn_free_agentserver(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_acp_inject_ffi_fn_constructor_agentserver_new(`runtime`: Long,`config`: RustBuffer.ByValue,`storePath`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_acp_inject_ffi_fn_method_agentserver_close_session(`ptr`: Long,`sessionId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_acp_inject_ffi_fn_method_agentserver_run_stdio(`ptr`: Long,
+    ): Long
+    external fun uniffi_acp_inject_ffi_fn_method_agentserver_sessions(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_acp_inject_ffi_fn_method_agentserver_start_turn(`ptr`: Long,`sessionId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_acp_inject_ffi_fn_clone_turncontext(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_acp_inject_ffi_fn_free_turncontext(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_acp_inject_ffi_fn_method_turncontext_break_point(`ptr`: Long,`kind`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_acp_inject_ffi_fn_method_turncontext_cancelled(`ptr`: Long,
+    ): Long
+    external fun uniffi_acp_inject_ffi_fn_method_turncontext_clear_message(`ptr`: Long,`messageId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_acp_inject_ffi_fn_method_turncontext_cwd(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_acp_inject_ffi_fn_method_turncontext_interrupt_requested(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Byte
+    external fun uniffi_acp_inject_ffi_fn_method_turncontext_interrupted(`ptr`: Long,
+    ): Long
+    external fun uniffi_acp_inject_ffi_fn_method_turncontext_is_cancelled(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Byte
+    external fun uniffi_acp_inject_ffi_fn_method_turncontext_new_message_id(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_acp_inject_ffi_fn_method_turncontext_paused(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_acp_inject_ffi_fn_method_turncontext_request_permission(`ptr`: Long,`title`: RustBuffer.ByValue,`description`: RustBuffer.ByValue,`options`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_acp_inject_ffi_fn_method_turncontext_resumed(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_acp_inject_ffi_fn_method_turncontext_send(`ptr`: Long,`update`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_acp_inject_ffi_fn_method_turncontext_send_text(`ptr`: Long,`messageId`: RustBuffer.ByValue,`text`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_acp_inject_ffi_fn_method_turncontext_session_id(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_acp_inject_ffi_fn_method_turncontext_stream_finished(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_acp_inject_ffi_fn_method_turncontext_stream_started(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_acp_inject_ffi_fn_func_default_agent_config(uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun uniffi_acp_inject_ffi_fn_func_library_version(uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
-    external fun uniffi_acp_inject_ffi_fn_func_run_conformance(`dirs`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    external fun uniffi_acp_inject_ffi_fn_func_connect(`command`: RustBuffer.ByValue,`options`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_acp_inject_ffi_fn_func_default_connect_options(uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun ffi_acp_inject_ffi_rustbuffer_alloc(`size`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
@@ -947,97 +1317,319 @@ private fun uniffiCheckContractApiVersion(lib: IntegrityCheckingUniffiLib) {
 }
 @Suppress("UNUSED_PARAMETER")
 private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
-    if ((lib.uniffi_acp_inject_ffi_checksum_func_default_agent_options() and 0xFFFF) != 34168) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_func_default_agent_config() and 0xFFFF) != 49862) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_acp_inject_ffi_checksum_func_library_version() and 0xFFFF) != 52156) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_func_run_conformance() and 0xFFFF) != 16318) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_func_connect() and 0xFFFF) != 16908) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_attach() and 0xFFFF) != 26337) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_func_default_connect_options() and 0xFFFF) != 4057) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_create_session() and 0xFFFF) != 62615) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_attach() and 0xFFFF) != 35951) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_handle_bytes() and 0xFFFF) != 61654) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_attach_to_session() and 0xFFFF) != 48691) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_handle_line() and 0xFFFF) != 33305) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_attached() and 0xFFFF) != 18218) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_handle_text() and 0xFFFF) != 16560) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_create_session() and 0xFFFF) != 21520) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_history() and 0xFFFF) != 8761) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_detach() and 0xFFFF) != 11251) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_is_live() and 0xFFFF) != 46796) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_forget_session() and 0xFFFF) != 29884) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_pending() and 0xFFFF) != 24217) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_handle_bytes() and 0xFFFF) != 32777) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_runtime_event() and 0xFFFF) != 25398) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_handle_line() and 0xFFFF) != 41777) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_snapshot() and 0xFFFF) != 43233) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_handle_text() and 0xFFFF) != 24677) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientsession_cancel() and 0xFFFF) != 50413) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_history() and 0xFFFF) != 22208) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientsession_ignored_lines() and 0xFFFF) != 18576) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_is_live() and 0xFFFF) != 7960) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientsession_inject() and 0xFFFF) != 23475) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_mint_agent_message_id() and 0xFFFF) != 43122) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientsession_item_status() and 0xFFFF) != 58774) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_pending() and 0xFFFF) != 58384) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientsession_prompt() and 0xFFFF) != 26656) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_runtime_event() and 0xFFFF) != 61832) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientsession_receive() and 0xFFFF) != 27191) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_session_ids() and 0xFFFF) != 38049) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientsession_receive_bytes() and 0xFFFF) != 41361) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_snapshot() and 0xFFFF) != 59152) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientsession_receive_lines() and 0xFFFF) != 49029) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_turn() and 0xFFFF) != 6667) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientsession_receive_text() and 0xFFFF) != 55867) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_answer_permission() and 0xFFFF) != 58905) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientsession_replace() and 0xFFFF) != 30584) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_assume_capabilities() and 0xFFFF) != 28691) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientsession_revoke() and 0xFFFF) != 58743) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_cancel() and 0xFFFF) != 4052) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientsession_snapshot() and 0xFFFF) != 61963) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_close() and 0xFFFF) != 12865) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientsession_snapshot_json() and 0xFFFF) != 60829) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_finish() and 0xFFFF) != 27128) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientsession_status() and 0xFFFF) != 45344) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_ignored_lines() and 0xFFFF) != 31507) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_constructor_agentcore_new() and 0xFFFF) != 8266) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_initialize() and 0xFFFF) != 51818) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_constructor_agentcore_restore() and 0xFFFF) != 62749) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_inject() and 0xFFFF) != 26593) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_constructor_clientsession_from_initialize_result() and 0xFFFF) != 43599) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_item_status() and 0xFFFF) != 23624) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_constructor_clientsession_new() and 0xFFFF) != 9975) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_list_sessions() and 0xFFFF) != 30530) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_mirror_json() and 0xFFFF) != 32815) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_new_session() and 0xFFFF) != 3922) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_open_session() and 0xFFFF) != 5288) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_prompt() and 0xFFFF) != 9354) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_receive() and 0xFFFF) != 31061) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_receive_bytes() and 0xFFFF) != 56476) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_receive_text() and 0xFFFF) != 24124) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_replace() and 0xFFFF) != 46173) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_resume() and 0xFFFF) != 31548) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_revoke() and 0xFFFF) != 5880) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_snapshot() and 0xFFFF) != 40125) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_status() and 0xFFFF) != 63091) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_take_events() and 0xFFFF) != 46042) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_take_outgoing() and 0xFFFF) != 55684) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_vectorrun_agent_setup() and 0xFFFF) != 38840) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_vectorrun_check_call() and 0xFFFF) != 30436) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_vectorrun_check_history() and 0xFFFF) != 21970) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_vectorrun_check_item() and 0xFFFF) != 61958) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_vectorrun_check_outputs() and 0xFFFF) != 59210) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_vectorrun_check_state() and 0xFFFF) != 6309) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_vectorrun_client_setup() and 0xFFFF) != 34823) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_vectorrun_name() and 0xFFFF) != 60157) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_vectorrun_next() and 0xFFFF) != 35100) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_vectorrun_record_events() and 0xFFFF) != 14337) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_vectorrun_record_runtime_result() and 0xFFFF) != 6184) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_vectorrun_side() and 0xFFFF) != 34088) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_connection_agent() and 0xFFFF) != 63726) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_connection_close() and 0xFFFF) != 23543) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_connection_ignored() and 0xFFFF) != 28865) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_connection_list_sessions() and 0xFFFF) != 62449) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_connection_new_session() and 0xFFFF) != 26606) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_connection_resume() and 0xFFFF) != 62332) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_session_answer_permission() and 0xFFFF) != 2513) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_session_cancel() and 0xFFFF) != 51655) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_session_close() and 0xFFFF) != 36163) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_session_id() and 0xFFFF) != 16900) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_session_inject() and 0xFFFF) != 9031) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_session_next_events() and 0xFFFF) != 54340) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_session_prompt() and 0xFFFF) != 56958) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_session_replace() and 0xFFFF) != 42428) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_session_revoke() and 0xFFFF) != 12529) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_session_snapshot() and 0xFFFF) != 37688) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_session_status() and 0xFFFF) != 59444) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_session_take_events() and 0xFFFF) != 6021) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentruntime_run_turn() and 0xFFFF) != 56552) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentruntime_session_opened() and 0xFFFF) != 494) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentruntime_session_resumed() and 0xFFFF) != 14050) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentruntime_session_closed() and 0xFFFF) != 11773) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentserver_close_session() and 0xFFFF) != 28543) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentserver_run_stdio() and 0xFFFF) != 39081) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentserver_sessions() and 0xFFFF) != 48304) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentserver_start_turn() and 0xFFFF) != 63536) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_turncontext_break_point() and 0xFFFF) != 16409) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_turncontext_cancelled() and 0xFFFF) != 11660) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_turncontext_clear_message() and 0xFFFF) != 6699) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_turncontext_cwd() and 0xFFFF) != 51118) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_turncontext_interrupt_requested() and 0xFFFF) != 30271) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_turncontext_interrupted() and 0xFFFF) != 60047) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_turncontext_is_cancelled() and 0xFFFF) != 18154) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_turncontext_new_message_id() and 0xFFFF) != 56317) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_turncontext_paused() and 0xFFFF) != 20052) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_turncontext_request_permission() and 0xFFFF) != 44060) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_turncontext_resumed() and 0xFFFF) != 27654) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_turncontext_send() and 0xFFFF) != 52709) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_turncontext_send_text() and 0xFFFF) != 25486) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_turncontext_session_id() and 0xFFFF) != 11773) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_turncontext_stream_finished() and 0xFFFF) != 28482) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_turncontext_stream_started() and 0xFFFF) != 46369) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_constructor_agentcore_new() and 0xFFFF) != 8579) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_constructor_agentcore_open() and 0xFFFF) != 40996) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_constructor_agentcore_restore() and 0xFFFF) != 35658) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_constructor_clientcore_new() and 0xFFFF) != 6627) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_constructor_vectorrun_new() and 0xFFFF) != 34431) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_constructor_agentserver_new() and 0xFFFF) != 9761) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
 }
@@ -1053,6 +1645,135 @@ public fun uniffiEnsureInitialized() {
 }
 
 // Async support
+// Async return type handlers
+
+internal const val UNIFFI_RUST_FUTURE_POLL_READY = 0.toByte()
+internal const val UNIFFI_RUST_FUTURE_POLL_WAKE = 1.toByte()
+
+internal val uniffiContinuationHandleMap = UniffiHandleMap<CancellableContinuation<Byte>>()
+
+// FFI type for Rust future continuations
+internal object uniffiRustFutureContinuationCallbackImpl: UniffiRustFutureContinuationCallback {
+    override fun callback(data: Long, pollResult: Byte) {
+        uniffiContinuationHandleMap.remove(data).resume(pollResult)
+    }
+}
+
+internal suspend fun<T, F, E: kotlin.Exception> uniffiRustCallAsync(
+    rustFuture: Long,
+    pollFunc: (Long, UniffiRustFutureContinuationCallback, Long) -> Unit,
+    completeFunc: (Long, UniffiRustCallStatus) -> F,
+    freeFunc: (Long) -> Unit,
+    liftFunc: (F) -> T,
+    errorHandler: UniffiRustCallStatusErrorHandler<E>
+): T {
+    try {
+        do {
+            val pollResult = suspendCancellableCoroutine<Byte> { continuation ->
+                pollFunc(
+                    rustFuture,
+                    uniffiRustFutureContinuationCallbackImpl,
+                    uniffiContinuationHandleMap.insert(continuation)
+                )
+            }
+        } while (pollResult != UNIFFI_RUST_FUTURE_POLL_READY);
+
+        return liftFunc(
+            uniffiRustCallWithError(errorHandler, { status -> completeFunc(rustFuture, status) })
+        )
+    } finally {
+        freeFunc(rustFuture)
+    }
+}
+internal inline fun<T> uniffiTraitInterfaceCallAsync(
+    crossinline makeCall: suspend () -> T,
+    crossinline handleSuccess: (T) -> Unit,
+    crossinline handleError: (UniffiRustCallStatus.ByValue) -> Unit,
+    uniffiOutDroppedCallback: UniffiForeignFutureDroppedCallbackStruct,
+) {
+    // Using `GlobalScope` is labeled as a "delicate API" and generally discouraged in Kotlin programs, since it breaks structured concurrency.
+    // However, our parent task is a Rust future, so we're going to need to break structure concurrency in any case.
+    //
+    // Uniffi does its best to support structured concurrency across the FFI.
+    // If the Rust future is dropped, `uniffiForeignFutureDroppedCallbackImpl` is called, which will cancel the Kotlin coroutine if it's still running.
+    @OptIn(DelicateCoroutinesApi::class)
+    val job = GlobalScope.launch coroutineBlock@ {
+        // Note: it's important we call either `handleSuccess` or `handleError` exactly once.  Each
+        // call consumes an Arc reference, which means there should be no possibility of a double
+        // call.  The following code is structured so that will will never call both `handleSuccess`
+        // and `handleError`, even in the face of weird exceptions.
+        //
+        // In extreme circumstances we may not call either, for example if we fail to make the JNA
+        // call to `handleSuccess`.  This means we will leak the Arc reference, which is better than
+        // double-freeing it.
+        val callResult = try {
+            makeCall()
+        } catch(e: kotlin.Exception) {
+            handleError(
+                UniffiRustCallStatus.create(
+                    UNIFFI_CALL_UNEXPECTED_ERROR,
+                    FfiConverterString.lower(e.toString()),
+                )
+            )
+            return@coroutineBlock
+        }
+        handleSuccess(callResult)
+    }
+    val handle = uniffiForeignFutureHandleMap.insert(job)
+    uniffiOutDroppedCallback.uniffiSetValue(UniffiForeignFutureDroppedCallbackStruct(handle, uniffiForeignFutureDroppedCallbackImpl))
+}
+
+internal inline fun<T, reified E: Throwable> uniffiTraitInterfaceCallAsyncWithError(
+    crossinline makeCall: suspend () -> T,
+    crossinline handleSuccess: (T) -> Unit,
+    crossinline handleError: (UniffiRustCallStatus.ByValue) -> Unit,
+    crossinline lowerError: (E) -> RustBuffer.ByValue,
+    uniffiOutDroppedCallback: UniffiForeignFutureDroppedCallbackStruct,
+) {
+    // See uniffiTraitInterfaceCallAsync for details on `DelicateCoroutinesApi`
+    @OptIn(DelicateCoroutinesApi::class)
+    val job = GlobalScope.launch coroutineBlock@ {
+        // See the note in uniffiTraitInterfaceCallAsync for details on `handleSuccess` and
+        // `handleError`.
+        val callResult = try {
+            makeCall()
+        } catch(e: kotlin.Exception) {
+            if (e is E) {
+                handleError(
+                    UniffiRustCallStatus.create(
+                        UNIFFI_CALL_ERROR,
+                        lowerError(e),
+                    )
+                )
+            } else {
+                handleError(
+                    UniffiRustCallStatus.create(
+                        UNIFFI_CALL_UNEXPECTED_ERROR,
+                        FfiConverterString.lower(e.toString()),
+                    )
+                )
+            }
+            return@coroutineBlock
+        }
+        handleSuccess(callResult)
+    }
+    val handle = uniffiForeignFutureHandleMap.insert(job)
+    uniffiOutDroppedCallback.uniffiSetValue(UniffiForeignFutureDroppedCallbackStruct(handle, uniffiForeignFutureDroppedCallbackImpl))
+}
+
+internal val uniffiForeignFutureHandleMap = UniffiHandleMap<Job>()
+
+internal object uniffiForeignFutureDroppedCallbackImpl: UniffiForeignFutureDroppedCallback {
+    override fun callback(handle: Long) {
+        val job = uniffiForeignFutureHandleMap.remove(handle)
+        if (!job.isCompleted) {
+            job.cancel()
+        }
+    }
+}
+
+// For testing
+public fun uniffiForeignFutureHandleCount() = uniffiForeignFutureHandleMap.size
 
 // Public interface members begin here.
 
@@ -1131,7 +1852,38 @@ object UniffiWithHandle
  *
  * @suppress
  * */
-object NoHandle
+object NoHandle// Magic number for the Rust proxy to call using the same mechanism as every other method,
+// to free the callback once it's dropped by Rust.
+internal const val IDX_CALLBACK_FREE = 0
+// Callback return codes
+internal const val UNIFFI_CALLBACK_SUCCESS = 0
+internal const val UNIFFI_CALLBACK_ERROR = 1
+internal const val UNIFFI_CALLBACK_UNEXPECTED_ERROR = 2
+
+/**
+ * @suppress
+ */
+public abstract class FfiConverterCallbackInterface<CallbackInterface: Any>: FfiConverter<CallbackInterface, Long> {
+    internal val handleMap = UniffiHandleMap<CallbackInterface>()
+
+    internal fun drop(handle: Long) {
+        handleMap.remove(handle)
+    }
+
+    override fun lift(value: Long): CallbackInterface {
+        return handleMap.get(value)
+    }
+
+    override fun read(buf: ByteBuffer) = lift(buf.getLong())
+
+    override fun lower(value: CallbackInterface) = handleMap.insert(value)
+
+    override fun allocationSize(value: CallbackInterface) = 8UL
+
+    override fun write(value: CallbackInterface, buf: ByteBuffer) {
+        buf.putLong(lower(value))
+    }
+}
 /**
  * The cleaner interface for Object finalization code to run.
  * This is the entry point to any implementation that we're using.
@@ -1200,6 +1952,33 @@ private class JavaLangRefCleanable(
 /**
  * @suppress
  */
+public object FfiConverterUShort: FfiConverter<UShort, Short> {
+    override fun lift(value: Short): UShort {
+        return value.toUShort()
+    }
+
+    fun lift(value: Int): UShort {
+        return value.toUShort()
+    }
+
+    override fun read(buf: ByteBuffer): UShort {
+        return lift(buf.getShort())
+    }
+
+    override fun lower(value: UShort): Short {
+        return value.toShort()
+    }
+
+    override fun allocationSize(value: UShort) = 2UL
+
+    override fun write(value: UShort, buf: ByteBuffer) {
+        buf.putShort(value.toShort())
+    }
+}
+
+/**
+ * @suppress
+ */
 public object FfiConverterUInt: FfiConverter<UInt, Int> {
     override fun lift(value: Int): UInt {
         return value.toUInt()
@@ -1263,6 +2042,29 @@ public object FfiConverterLong: FfiConverter<Long, Long> {
 
     override fun write(value: Long, buf: ByteBuffer) {
         buf.putLong(value)
+    }
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterDouble: FfiConverter<Double, Double> {
+    override fun lift(value: Double): Double {
+        return value
+    }
+
+    override fun read(buf: ByteBuffer): Double {
+        return buf.getDouble()
+    }
+
+    override fun lower(value: Double): Double {
+        return value
+    }
+
+    override fun allocationSize(value: Double) = 8UL
+
+    override fun write(value: Double, buf: ByteBuffer) {
+        buf.putDouble(value)
     }
 }
 
@@ -1462,61 +2264,103 @@ public object FfiConverterByteArray: FfiConverterRustBuffer<ByteArray> {
 
 
 /**
- * The agent-side core of one agent process (all its sessions).
+ * The agent-side core of one agent process (all its sessions), without I/O.
  */
 public interface AgentCoreInterface {
     
-    fun `attach`(`connection`: kotlin.String, `role`: Role)
+    /**
+     * Registers a connection with a role.
+     */
+    fun `attach`(`connection`: kotlin.String, `role`: ConnectionRole)
     
     /**
-     * Creates an idle session with a chosen id (hosts that mint their own ids).
+     * Attaches a connection to a live session; `false` when the session is not live.
      */
-    fun `createSession`(`sessionId`: kotlin.String)
+    fun `attachToSession`(`connection`: kotlin.String, `sessionId`: kotlin.String): kotlin.Boolean
     
     /**
-     * Applies raw bytes holding one or more newline-separated lines (invalid UTF-8 in a line
-     * is answered with a parse error); returns every output, in order.
+     * The connections attached to a session.
      */
-    fun `handleBytes`(`connection`: kotlin.String, `bytes`: kotlin.ByteArray): List<AgentOutput>
+    fun `attached`(`sessionId`: kotlin.String): List<kotlin.String>
+    
+    /**
+     * Creates an idle session with a chosen id; `false` when the id is taken.
+     */
+    fun `createSession`(`sessionId`: kotlin.String, `cwd`: kotlin.String): kotlin.Boolean
+    
+    /**
+     * A connection went away: it is detached from every session.
+     */
+    fun `detach`(`connection`: kotlin.String)
+    
+    /**
+     * Forgets a session and its history.
+     */
+    fun `forgetSession`(`sessionId`: kotlin.String)
+    
+    /**
+     * Feeds raw bytes from `connection` in any chunking (a read of its stream): complete
+     * lines are applied (invalid UTF-8 in a line is a parse error), a partial line waits for
+     * the next call. Returns every output, in order.
+     */
+    fun `handleBytes`(`connection`: kotlin.String, `bytes`: kotlin.ByteArray): List<Output>
     
     /**
      * Applies one line from `connection`; returns every output it caused, in order.
      */
-    fun `handleLine`(`connection`: kotlin.String, `line`: kotlin.String): List<AgentOutput>
+    fun `handleLine`(`connection`: kotlin.String, `line`: kotlin.String): List<Output>
     
     /**
-     * Applies newline-separated lines given as one string (a string crosses the boundary as
-     * one copy; bytes are lifted one by one, so prefer this for bulk); returns every output.
+     * Applies newline-separated lines given as one string (one crossing for many lines);
+     * returns every output, in order.
      */
-    fun `handleText`(`connection`: kotlin.String, `lines`: kotlin.String): List<AgentOutput>
+    fun `handleText`(`connection`: kotlin.String, `lines`: kotlin.String): List<Output>
     
     /**
-     * Delivered user messages of a session, in delivery order (R-REPLAY-1).
+     * The session's history (R-REPLAY-1), as stored.
      */
-    fun `history`(`sessionId`: kotlin.String): List<UserInput>
+    fun `history`(`sessionId`: kotlin.String): List<HistoryEntry>
     
+    /**
+     * Whether the agent holds the session live (R-STATUS-1).
+     */
     fun `isLive`(`sessionId`: kotlin.String): kotlin.Boolean
     
     /**
-     * Pending injects of a session, in delivery order.
+     * A fresh id for an agent message or thought.
+     */
+    fun `mintAgentMessageId`(): MessageId
+    
+    /**
+     * The session's pending injects in delivery order.
      */
     fun `pending`(`sessionId`: kotlin.String): List<PendingInject>
     
     /**
-     * Applies a runtime event of `session_id`; returns every output it caused.
+     * Applies a runtime event of a session; returns every output it caused.
      */
-    fun `runtimeEvent`(`sessionId`: kotlin.String, `event`: RuntimeEvent): List<AgentOutput>
+    fun `runtimeEvent`(`sessionId`: kotlin.String, `event`: RuntimeEvent): List<Output>
     
     /**
-     * The whole state as a versioned JSON document (drain outputs first).
+     * The live sessions.
+     */
+    fun `sessionIds`(): List<kotlin.String>
+    
+    /**
+     * The live state as JSON, for [`AgentCore::restore`] (drain first).
      */
     fun `snapshot`(): kotlin.String
+    
+    /**
+     * A live session's turn.
+     */
+    fun `turn`(`sessionId`: kotlin.String): Turn?
     
     companion object
 }
 
 /**
- * The agent-side core of one agent process (all its sessions).
+ * The agent-side core of one agent process (all its sessions), without I/O.
  */
 open class AgentCore: Disposable, AutoCloseable, AgentCoreInterface
 {
@@ -1542,13 +2386,16 @@ open class AgentCore: Disposable, AutoCloseable, AgentCoreInterface
         this.handle = 0
         this.cleanable = null
     }
-    constructor(`options`: AgentOptions) :
+    /**
+     * An agent keeping sessions in memory.
+     */
+    constructor(`config`: AgentConfig) :
         this(UniffiWithHandle, 
     uniffiRustCallWithError(AcpException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_constructor_agentcore_new(
     
         
-        FfiConverterTypeAgentOptions.lower(`options`),_status)
+        FfiConverterTypeAgentConfig.lower(`config`),_status)
 }
     )
 
@@ -1629,7 +2476,10 @@ open class AgentCore: Disposable, AutoCloseable, AgentCoreInterface
     }
 
     
-    @Throws(AcpException::class)override fun `attach`(`connection`: kotlin.String, `role`: Role)
+    /**
+     * Registers a connection with a role.
+     */
+    @Throws(AcpException::class)override fun `attach`(`connection`: kotlin.String, `role`: ConnectionRole)
         = 
     callWithHandle {
     uniffiRustCallWithError(AcpException) { _status ->
@@ -1637,7 +2487,7 @@ open class AgentCore: Disposable, AutoCloseable, AgentCoreInterface
         it,
         
         FfiConverterString.lower(`connection`),
-        FfiConverterTypeRole.lower(`role`),_status)
+        FfiConverterTypeConnectionRole.lower(`role`),_status)
 }
     }
     
@@ -1645,13 +2495,86 @@ open class AgentCore: Disposable, AutoCloseable, AgentCoreInterface
 
     
     /**
-     * Creates an idle session with a chosen id (hosts that mint their own ids).
+     * Attaches a connection to a live session; `false` when the session is not live.
      */
-    @Throws(AcpException::class)override fun `createSession`(`sessionId`: kotlin.String)
-        = 
+    @Throws(AcpException::class)override fun `attachToSession`(`connection`: kotlin.String, `sessionId`: kotlin.String): kotlin.Boolean {
+            return FfiConverterBoolean.lift(
+    callWithHandle {
+    uniffiRustCallWithError(AcpException) { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_attach_to_session(
+        it,
+        
+        FfiConverterString.lower(`connection`),
+        FfiConverterString.lower(`sessionId`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * The connections attached to a session.
+     */
+    @Throws(AcpException::class)override fun `attached`(`sessionId`: kotlin.String): List<kotlin.String> {
+            return FfiConverterSequenceString.lift(
+    callWithHandle {
+    uniffiRustCallWithError(AcpException) { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_attached(
+        it,
+        
+        FfiConverterString.lower(`sessionId`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * Creates an idle session with a chosen id; `false` when the id is taken.
+     */
+    @Throws(AcpException::class)override fun `createSession`(`sessionId`: kotlin.String, `cwd`: kotlin.String): kotlin.Boolean {
+            return FfiConverterBoolean.lift(
     callWithHandle {
     uniffiRustCallWithError(AcpException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_create_session(
+        it,
+        
+        FfiConverterString.lower(`sessionId`),
+        FfiConverterString.lower(`cwd`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * A connection went away: it is detached from every session.
+     */
+    @Throws(AcpException::class)override fun `detach`(`connection`: kotlin.String)
+        = 
+    callWithHandle {
+    uniffiRustCallWithError(AcpException) { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_detach(
+        it,
+        
+        FfiConverterString.lower(`connection`),_status)
+}
+    }
+    
+    
+
+    
+    /**
+     * Forgets a session and its history.
+     */
+    @Throws(AcpException::class)override fun `forgetSession`(`sessionId`: kotlin.String)
+        = 
+    callWithHandle {
+    uniffiRustCallWithError(AcpException) { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_forget_session(
         it,
         
         FfiConverterString.lower(`sessionId`),_status)
@@ -1662,11 +2585,12 @@ open class AgentCore: Disposable, AutoCloseable, AgentCoreInterface
 
     
     /**
-     * Applies raw bytes holding one or more newline-separated lines (invalid UTF-8 in a line
-     * is answered with a parse error); returns every output, in order.
+     * Feeds raw bytes from `connection` in any chunking (a read of its stream): complete
+     * lines are applied (invalid UTF-8 in a line is a parse error), a partial line waits for
+     * the next call. Returns every output, in order.
      */
-    @Throws(AcpException::class)override fun `handleBytes`(`connection`: kotlin.String, `bytes`: kotlin.ByteArray): List<AgentOutput> {
-            return FfiConverterSequenceTypeAgentOutput.lift(
+    @Throws(AcpException::class)override fun `handleBytes`(`connection`: kotlin.String, `bytes`: kotlin.ByteArray): List<Output> {
+            return FfiConverterSequenceTypeOutput.lift(
     callWithHandle {
     uniffiRustCallWithError(AcpException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_handle_bytes(
@@ -1684,8 +2608,8 @@ open class AgentCore: Disposable, AutoCloseable, AgentCoreInterface
     /**
      * Applies one line from `connection`; returns every output it caused, in order.
      */
-    @Throws(AcpException::class)override fun `handleLine`(`connection`: kotlin.String, `line`: kotlin.String): List<AgentOutput> {
-            return FfiConverterSequenceTypeAgentOutput.lift(
+    @Throws(AcpException::class)override fun `handleLine`(`connection`: kotlin.String, `line`: kotlin.String): List<Output> {
+            return FfiConverterSequenceTypeOutput.lift(
     callWithHandle {
     uniffiRustCallWithError(AcpException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_handle_line(
@@ -1701,11 +2625,11 @@ open class AgentCore: Disposable, AutoCloseable, AgentCoreInterface
 
     
     /**
-     * Applies newline-separated lines given as one string (a string crosses the boundary as
-     * one copy; bytes are lifted one by one, so prefer this for bulk); returns every output.
+     * Applies newline-separated lines given as one string (one crossing for many lines);
+     * returns every output, in order.
      */
-    @Throws(AcpException::class)override fun `handleText`(`connection`: kotlin.String, `lines`: kotlin.String): List<AgentOutput> {
-            return FfiConverterSequenceTypeAgentOutput.lift(
+    @Throws(AcpException::class)override fun `handleText`(`connection`: kotlin.String, `lines`: kotlin.String): List<Output> {
+            return FfiConverterSequenceTypeOutput.lift(
     callWithHandle {
     uniffiRustCallWithError(AcpException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_handle_text(
@@ -1721,10 +2645,10 @@ open class AgentCore: Disposable, AutoCloseable, AgentCoreInterface
 
     
     /**
-     * Delivered user messages of a session, in delivery order (R-REPLAY-1).
+     * The session's history (R-REPLAY-1), as stored.
      */
-    @Throws(AcpException::class)override fun `history`(`sessionId`: kotlin.String): List<UserInput> {
-            return FfiConverterSequenceTypeUserInput.lift(
+    @Throws(AcpException::class)override fun `history`(`sessionId`: kotlin.String): List<HistoryEntry> {
+            return FfiConverterSequenceTypeHistoryEntry.lift(
     callWithHandle {
     uniffiRustCallWithError(AcpException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_history(
@@ -1738,6 +2662,9 @@ open class AgentCore: Disposable, AutoCloseable, AgentCoreInterface
     
 
     
+    /**
+     * Whether the agent holds the session live (R-STATUS-1).
+     */
     @Throws(AcpException::class)override fun `isLive`(`sessionId`: kotlin.String): kotlin.Boolean {
             return FfiConverterBoolean.lift(
     callWithHandle {
@@ -1754,7 +2681,24 @@ open class AgentCore: Disposable, AutoCloseable, AgentCoreInterface
 
     
     /**
-     * Pending injects of a session, in delivery order.
+     * A fresh id for an agent message or thought.
+     */
+    @Throws(AcpException::class)override fun `mintAgentMessageId`(): MessageId {
+            return FfiConverterTypeMessageId.lift(
+    callWithHandle {
+    uniffiRustCallWithError(AcpException) { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_mint_agent_message_id(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * The session's pending injects in delivery order.
      */
     @Throws(AcpException::class)override fun `pending`(`sessionId`: kotlin.String): List<PendingInject> {
             return FfiConverterSequenceTypePendingInject.lift(
@@ -1772,10 +2716,10 @@ open class AgentCore: Disposable, AutoCloseable, AgentCoreInterface
 
     
     /**
-     * Applies a runtime event of `session_id`; returns every output it caused.
+     * Applies a runtime event of a session; returns every output it caused.
      */
-    @Throws(AcpException::class)override fun `runtimeEvent`(`sessionId`: kotlin.String, `event`: RuntimeEvent): List<AgentOutput> {
-            return FfiConverterSequenceTypeAgentOutput.lift(
+    @Throws(AcpException::class)override fun `runtimeEvent`(`sessionId`: kotlin.String, `event`: RuntimeEvent): List<Output> {
+            return FfiConverterSequenceTypeOutput.lift(
     callWithHandle {
     uniffiRustCallWithError(AcpException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_runtime_event(
@@ -1791,7 +2735,24 @@ open class AgentCore: Disposable, AutoCloseable, AgentCoreInterface
 
     
     /**
-     * The whole state as a versioned JSON document (drain outputs first).
+     * The live sessions.
+     */
+    @Throws(AcpException::class)override fun `sessionIds`(): List<kotlin.String> {
+            return FfiConverterSequenceString.lift(
+    callWithHandle {
+    uniffiRustCallWithError(AcpException) { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_session_ids(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * The live state as JSON, for [`AgentCore::restore`] (drain first).
      */
     @Throws(AcpException::class)override fun `snapshot`(): kotlin.String {
             return FfiConverterString.lift(
@@ -1807,6 +2768,24 @@ open class AgentCore: Disposable, AutoCloseable, AgentCoreInterface
     
 
     
+    /**
+     * A live session's turn.
+     */
+    @Throws(AcpException::class)override fun `turn`(`sessionId`: kotlin.String): Turn? {
+            return FfiConverterOptionalTypeTurn.lift(
+    callWithHandle {
+    uniffiRustCallWithError(AcpException) { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_turn(
+        it,
+        
+        FfiConverterString.lower(`sessionId`),_status)
+}
+    }
+    )
+    }
+    
+
+    
 
     
 
@@ -1815,14 +2794,34 @@ open class AgentCore: Disposable, AutoCloseable, AgentCoreInterface
     companion object {
         
     /**
-     * Restores an agent from [`AgentCore::snapshot`].
+     * An agent on a SQLite store at `path` (created if missing): its sessions outlive the
+     * process, and a new process continues from them.
      */
-    @Throws(AcpException::class) fun `restore`(`snapshot`: kotlin.String): AgentCore {
+    @Throws(AcpException::class) fun `open`(`config`: AgentConfig, `path`: kotlin.String): AgentCore {
+            return FfiConverterTypeAgentCore.lift(
+    uniffiRustCallWithError(AcpException) { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_constructor_agentcore_open(
+    
+        
+        FfiConverterTypeAgentConfig.lower(`config`),
+        FfiConverterString.lower(`path`),_status)
+}
+    )
+    }
+    
+
+        
+    /**
+     * An agent continuing from [`AgentCore::snapshot`] (history starts empty: it lives in a
+     * store, not in the snapshot).
+     */
+    @Throws(AcpException::class) fun `restore`(`config`: AgentConfig, `snapshot`: kotlin.String): AgentCore {
             return FfiConverterTypeAgentCore.lift(
     uniffiRustCallWithError(AcpException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_constructor_agentcore_restore(
     
         
+        FfiConverterTypeAgentConfig.lower(`config`),
         FfiConverterString.lower(`snapshot`),_status)
 }
     )
@@ -1955,71 +2954,593 @@ public object FfiConverterTypeAgentCore: FfiConverter<AgentCore, Long> {
 
 
 /**
- * The client-side mirror of one session.
+ * What an agent author implements (the thin layer of each language gives defaults for the
+ * optional methods).
  */
-public interface ClientSessionInterface {
-    
-    fun `cancel`(): kotlin.String
+public interface AgentRuntime {
     
     /**
-     * Lines that were not usable (framing errors, stray responses), counted.
+     * Runs one turn whose opening input is `input` (empty when the runtime started it).
      */
-    fun `ignoredLines`(): kotlin.ULong
+    suspend fun `runTurn`(`turn`: TurnContext, `input`: List<UserInput>): TurnEnd
     
     /**
-     * `session/inject`: returns the line to send, or `Rejected` when the mode is not advertised.
+     * A client created a session.
      */
-    fun `inject`(`mode`: InjectMode, `content`: List<ContentBlock>): kotlin.String
-    
-    fun `itemStatus`(`messageId`: kotlin.String): ItemStatus?
+    suspend fun `sessionOpened`(`sessionId`: kotlin.String, `setup`: SessionSetup)
     
     /**
-     * `session/prompt`: returns the line to send.
+     * A client resumed a session (its history was already replayed).
      */
-    fun `prompt`(`content`: List<ContentBlock>): kotlin.String
+    suspend fun `sessionResumed`(`sessionId`: kotlin.String, `setup`: SessionSetup)
     
     /**
-     * Applies one line from the agent; raises `Protocol` when it was an error answer to one
-     * of this client's requests (the line is applied either way).
+     * The session was closed; `dropped` were pending (never delivered).
      */
-    fun `receive`(`line`: kotlin.String)
-    
-    /**
-     * Applies many newline-separated lines in one crossing; returns the error answers met.
-     */
-    fun `receiveBytes`(`bytes`: kotlin.ByteArray): List<ProtocolError>
-    
-    /**
-     * Applies many lines in one crossing; returns the error answers met.
-     */
-    fun `receiveLines`(`lines`: List<kotlin.String>): List<ProtocolError>
-    
-    /**
-     * Applies newline-separated lines given as one string, in one crossing (the fastest bulk
-     * form: a string crosses as one copy); returns the error answers met.
-     */
-    fun `receiveText`(`lines`: kotlin.String): List<ProtocolError>
-    
-    fun `replace`(`messageId`: kotlin.String, `content`: List<ContentBlock>): kotlin.String
-    
-    fun `revoke`(`messageId`: kotlin.String): kotlin.String
-    
-    fun `snapshot`(): ClientSnapshot
-    
-    /**
-     * The snapshot in the conformance vectors' JSON shape.
-     */
-    fun `snapshotJson`(): kotlin.String
-    
-    fun `status`(): kotlin.String
+    suspend fun `sessionClosed`(`sessionId`: kotlin.String, `dropped`: List<PendingInject>)
     
     companion object
 }
 
 /**
- * The client-side mirror of one session.
+ * What an agent author implements (the thin layer of each language gives defaults for the
+ * optional methods).
  */
-open class ClientSession: Disposable, AutoCloseable, ClientSessionInterface
+open class AgentRuntimeImpl: Disposable, AutoCloseable, AgentRuntime
+{
+
+    @Suppress("UNUSED_PARAMETER")
+    /**
+     * @suppress
+     */
+    constructor(withHandle: UniffiWithHandle, handle: Long) {
+        this.handle = handle
+        this.cleanable = UniffiLib.CLEANER.register(this, UniffiCleanAction(handle))
+    }
+
+    /**
+     * @suppress
+     *
+     * This constructor can be used to instantiate a fake object. Only used for tests. Any
+     * attempt to actually use an object constructed this way will fail as there is no
+     * connected Rust object.
+     */
+    @Suppress("UNUSED_PARAMETER")
+    constructor(noHandle: NoHandle) {
+        this.handle = 0
+        this.cleanable = null
+    }
+
+    protected val handle: Long
+    protected val cleanable: UniffiCleaner.Cleanable?
+
+    private val wasDestroyed = AtomicBoolean(false)
+    private val callCounter = AtomicLong(1)
+
+    /**
+     * Whether the current object has been destroyed and its reference is gone in the Rust side.
+     */
+    val uniffiIsDestroyed: Boolean get() = wasDestroyed.get()
+
+    override fun destroy() {
+        // Only allow a single call to this method.
+        // TODO: maybe we should log a warning if called more than once?
+        if (this.wasDestroyed.compareAndSet(false, true)) {
+            // This decrement always matches the initial count of 1 given at creation time.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    @Synchronized
+    override fun close() {
+        this.destroy()
+    }
+
+    internal inline fun <R> callWithHandle(block: (handle: Long) -> R): R {
+        // Check and increment the call counter, to keep the object alive.
+        // This needs a compare-and-set retry loop in case of concurrent updates.
+        do {
+            val c = this.callCounter.get()
+            if (c == 0L) {
+                throw IllegalStateException("${this.javaClass.simpleName} object has already been destroyed")
+            }
+            if (c == Long.MAX_VALUE) {
+                throw IllegalStateException("${this.javaClass.simpleName} call counter would overflow")
+            }
+        } while (! this.callCounter.compareAndSet(c, c + 1L))
+        // Now we can safely do the method call without the handle being freed concurrently.
+        try {
+            return block(this.uniffiCloneHandle())
+        } finally {
+            // This decrement always matches the increment we performed above.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    // Use a static inner class instead of a closure so as not to accidentally
+    // capture `this` as part of the cleanable's action.
+    private class UniffiCleanAction(private val handle: Long) : Runnable {
+        override fun run() {
+            if (handle == 0.toLong()) {
+                // Fake object created with `NoHandle`, don't try to free.
+                return;
+            }
+            uniffiRustCall { status ->
+                UniffiLib.uniffi_acp_inject_ffi_fn_free_agentruntime(handle, status)
+            }
+        }
+    }
+
+    /**
+     * @suppress
+     */
+    fun uniffiCloneHandle(): Long {
+        if (handle == 0.toLong()) {
+            throw InternalException("uniffiCloneHandle() called on NoHandle object");
+        }
+        return uniffiRustCall() { status ->
+            UniffiLib.uniffi_acp_inject_ffi_fn_clone_agentruntime(handle, status)
+        }
+    }
+
+    
+    /**
+     * Runs one turn whose opening input is `input` (empty when the runtime started it).
+     */
+    @Throws(AcpException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `runTurn`(`turn`: TurnContext, `input`: List<UserInput>) : TurnEnd {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_acp_inject_ffi_fn_method_agentruntime_run_turn(
+                uniffiHandle,
+                
+        FfiConverterTypeTurnContext.lower(`turn`),
+        FfiConverterSequenceTypeUserInput.lower(`input`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_complete_rust_buffer(future, continuation) },
+        { future -> UniffiLib.ffi_acp_inject_ffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterTypeTurnEnd.lift(it) },
+        // Error FFI converter
+        AcpException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * A client created a session.
+     */
+    @Throws(AcpException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `sessionOpened`(`sessionId`: kotlin.String, `setup`: SessionSetup) {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_acp_inject_ffi_fn_method_agentruntime_session_opened(
+                uniffiHandle,
+                
+        FfiConverterString.lower(`sessionId`),
+        FfiConverterTypeSessionSetup.lower(`setup`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_poll_void(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_complete_void(future, continuation) },
+        { future -> UniffiLib.ffi_acp_inject_ffi_rust_future_free_void(future) },
+        // lift function
+        { },
+        
+        // Error FFI converter
+        AcpException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * A client resumed a session (its history was already replayed).
+     */
+    @Throws(AcpException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `sessionResumed`(`sessionId`: kotlin.String, `setup`: SessionSetup) {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_acp_inject_ffi_fn_method_agentruntime_session_resumed(
+                uniffiHandle,
+                
+        FfiConverterString.lower(`sessionId`),
+        FfiConverterTypeSessionSetup.lower(`setup`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_poll_void(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_complete_void(future, continuation) },
+        { future -> UniffiLib.ffi_acp_inject_ffi_rust_future_free_void(future) },
+        // lift function
+        { },
+        
+        // Error FFI converter
+        AcpException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * The session was closed; `dropped` were pending (never delivered).
+     */
+    @Throws(AcpException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `sessionClosed`(`sessionId`: kotlin.String, `dropped`: List<PendingInject>) {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_acp_inject_ffi_fn_method_agentruntime_session_closed(
+                uniffiHandle,
+                
+        FfiConverterString.lower(`sessionId`),
+        FfiConverterSequenceTypePendingInject.lower(`dropped`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_poll_void(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_complete_void(future, continuation) },
+        { future -> UniffiLib.ffi_acp_inject_ffi_rust_future_free_void(future) },
+        // lift function
+        { },
+        
+        // Error FFI converter
+        AcpException.ErrorHandler,
+    )
+    }
+
+    
+
+    
+
+
+    
+    
+    /**
+     * @suppress
+     */
+    companion object
+    
+}
+
+
+
+// Put the implementation in an object so we don't pollute the top-level namespace
+internal object uniffiCallbackInterfaceAgentRuntime {
+    internal object `runTurn`: UniffiCallbackInterfaceAgentRuntimeMethod0 {
+        override fun callback(`uniffiHandle`: Long,`turn`: Long,`input`: RustBuffer.ByValue,`uniffiFutureCallback`: UniffiForeignFutureCompleteRustBuffer,`uniffiCallbackData`: Long,`uniffiOutDroppedCallback`: UniffiForeignFutureDroppedCallbackStruct,) {
+            val uniffiObj = FfiConverterTypeAgentRuntime.handleMap.get(uniffiHandle)
+            val makeCall = suspend { ->
+                uniffiObj.`runTurn`(
+                    FfiConverterTypeTurnContext.lift(`turn`),
+                    FfiConverterSequenceTypeUserInput.lift(`input`),
+                )
+            }
+            val uniffiHandleSuccess = { returnValue: TurnEnd ->
+                val uniffiResult = UniffiForeignFutureResultRustBuffer.UniffiByValue(
+                    FfiConverterTypeTurnEnd.lower(returnValue),
+                    UniffiRustCallStatus.ByValue()
+                )
+                uniffiResult.write()
+                uniffiFutureCallback.callback(uniffiCallbackData, uniffiResult)
+            }
+            val uniffiHandleError = { callStatus: UniffiRustCallStatus.ByValue ->
+                uniffiFutureCallback.callback(
+                    uniffiCallbackData,
+                    UniffiForeignFutureResultRustBuffer.UniffiByValue(
+                        RustBuffer.ByValue(),
+                        callStatus,
+                    ),
+                )
+            }
+            uniffiTraitInterfaceCallAsyncWithError(
+                makeCall,
+                uniffiHandleSuccess,
+                uniffiHandleError,
+                { e: AcpException -> FfiConverterTypeAcpError.lower(e) },
+                uniffiOutDroppedCallback
+            )
+        }
+    }
+    internal object `sessionOpened`: UniffiCallbackInterfaceAgentRuntimeMethod1 {
+        override fun callback(`uniffiHandle`: Long,`sessionId`: RustBuffer.ByValue,`setup`: RustBuffer.ByValue,`uniffiFutureCallback`: UniffiForeignFutureCompleteVoid,`uniffiCallbackData`: Long,`uniffiOutDroppedCallback`: UniffiForeignFutureDroppedCallbackStruct,) {
+            val uniffiObj = FfiConverterTypeAgentRuntime.handleMap.get(uniffiHandle)
+            val makeCall = suspend { ->
+                uniffiObj.`sessionOpened`(
+                    FfiConverterString.lift(`sessionId`),
+                    FfiConverterTypeSessionSetup.lift(`setup`),
+                )
+            }
+            val uniffiHandleSuccess = { _: Unit ->
+                val uniffiResult = UniffiForeignFutureResultVoid.UniffiByValue(
+                    UniffiRustCallStatus.ByValue()
+                )
+                uniffiResult.write()
+                uniffiFutureCallback.callback(uniffiCallbackData, uniffiResult)
+            }
+            val uniffiHandleError = { callStatus: UniffiRustCallStatus.ByValue ->
+                uniffiFutureCallback.callback(
+                    uniffiCallbackData,
+                    UniffiForeignFutureResultVoid.UniffiByValue(
+                        callStatus,
+                    ),
+                )
+            }
+            uniffiTraitInterfaceCallAsyncWithError(
+                makeCall,
+                uniffiHandleSuccess,
+                uniffiHandleError,
+                { e: AcpException -> FfiConverterTypeAcpError.lower(e) },
+                uniffiOutDroppedCallback
+            )
+        }
+    }
+    internal object `sessionResumed`: UniffiCallbackInterfaceAgentRuntimeMethod2 {
+        override fun callback(`uniffiHandle`: Long,`sessionId`: RustBuffer.ByValue,`setup`: RustBuffer.ByValue,`uniffiFutureCallback`: UniffiForeignFutureCompleteVoid,`uniffiCallbackData`: Long,`uniffiOutDroppedCallback`: UniffiForeignFutureDroppedCallbackStruct,) {
+            val uniffiObj = FfiConverterTypeAgentRuntime.handleMap.get(uniffiHandle)
+            val makeCall = suspend { ->
+                uniffiObj.`sessionResumed`(
+                    FfiConverterString.lift(`sessionId`),
+                    FfiConverterTypeSessionSetup.lift(`setup`),
+                )
+            }
+            val uniffiHandleSuccess = { _: Unit ->
+                val uniffiResult = UniffiForeignFutureResultVoid.UniffiByValue(
+                    UniffiRustCallStatus.ByValue()
+                )
+                uniffiResult.write()
+                uniffiFutureCallback.callback(uniffiCallbackData, uniffiResult)
+            }
+            val uniffiHandleError = { callStatus: UniffiRustCallStatus.ByValue ->
+                uniffiFutureCallback.callback(
+                    uniffiCallbackData,
+                    UniffiForeignFutureResultVoid.UniffiByValue(
+                        callStatus,
+                    ),
+                )
+            }
+            uniffiTraitInterfaceCallAsyncWithError(
+                makeCall,
+                uniffiHandleSuccess,
+                uniffiHandleError,
+                { e: AcpException -> FfiConverterTypeAcpError.lower(e) },
+                uniffiOutDroppedCallback
+            )
+        }
+    }
+    internal object `sessionClosed`: UniffiCallbackInterfaceAgentRuntimeMethod3 {
+        override fun callback(`uniffiHandle`: Long,`sessionId`: RustBuffer.ByValue,`dropped`: RustBuffer.ByValue,`uniffiFutureCallback`: UniffiForeignFutureCompleteVoid,`uniffiCallbackData`: Long,`uniffiOutDroppedCallback`: UniffiForeignFutureDroppedCallbackStruct,) {
+            val uniffiObj = FfiConverterTypeAgentRuntime.handleMap.get(uniffiHandle)
+            val makeCall = suspend { ->
+                uniffiObj.`sessionClosed`(
+                    FfiConverterString.lift(`sessionId`),
+                    FfiConverterSequenceTypePendingInject.lift(`dropped`),
+                )
+            }
+            val uniffiHandleSuccess = { _: Unit ->
+                val uniffiResult = UniffiForeignFutureResultVoid.UniffiByValue(
+                    UniffiRustCallStatus.ByValue()
+                )
+                uniffiResult.write()
+                uniffiFutureCallback.callback(uniffiCallbackData, uniffiResult)
+            }
+            val uniffiHandleError = { callStatus: UniffiRustCallStatus.ByValue ->
+                uniffiFutureCallback.callback(
+                    uniffiCallbackData,
+                    UniffiForeignFutureResultVoid.UniffiByValue(
+                        callStatus,
+                    ),
+                )
+            }
+            uniffiTraitInterfaceCallAsyncWithError(
+                makeCall,
+                uniffiHandleSuccess,
+                uniffiHandleError,
+                { e: AcpException -> FfiConverterTypeAcpError.lower(e) },
+                uniffiOutDroppedCallback
+            )
+        }
+    }
+
+    internal object uniffiFree: UniffiCallbackInterfaceFree {
+        override fun callback(handle: Long) {
+            FfiConverterTypeAgentRuntime.handleMap.remove(handle)
+        }
+    }
+
+    internal object uniffiClone: UniffiCallbackInterfaceClone {
+        override fun callback(handle: Long): Long {
+            return FfiConverterTypeAgentRuntime.handleMap.clone(handle)
+        }
+    }
+
+    internal var vtable = UniffiVTableCallbackInterfaceAgentRuntime.UniffiByValue(
+        uniffiFree,
+        uniffiClone,
+        `runTurn`,
+        `sessionOpened`,
+        `sessionResumed`,
+        `sessionClosed`,
+    )
+
+    // Registers the foreign callback with the Rust side.
+    // This method is generated for each callback interface.
+    internal fun register(lib: UniffiLib) {
+        lib.uniffi_acp_inject_ffi_fn_init_callback_vtable_agentruntime(vtable)
+    }
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeAgentRuntime: FfiConverter<AgentRuntime, Long> {
+    internal val handleMap = UniffiHandleMap<AgentRuntime>()
+
+    override fun lower(value: AgentRuntime): Long {
+        if (value is AgentRuntimeImpl) {
+             // Rust-implemented object.  Clone the handle and return it
+            return value.uniffiCloneHandle()
+         } else {
+            // Kotlin object, generate a new vtable handle and return that.
+            return handleMap.insert(value)
+         }
+    }
+
+    override fun lift(value: Long): AgentRuntime {
+        if ((value and 1.toLong()) == 0.toLong()) {
+            // Rust-generated handle, construct a new class that uses the handle to implement the
+            // interface
+            return AgentRuntimeImpl(UniffiWithHandle, value)
+        } else {
+            // Kotlin-generated handle, get the object from the handle map
+            return handleMap.remove(value)
+        }
+    }
+
+    override fun read(buf: ByteBuffer): AgentRuntime {
+        return lift(buf.getLong())
+    }
+
+    override fun allocationSize(value: AgentRuntime) = 8UL
+
+    override fun write(value: AgentRuntime, buf: ByteBuffer) {
+        buf.putLong(lower(value))
+    }
+}
+
+
+// This template implements a class for working with a Rust struct via a handle
+// to the live Rust struct on the other side of the FFI.
+//
+// There's some subtlety here, because we have to be careful not to operate on a Rust
+// struct after it has been dropped, and because we must expose a public API for freeing
+// theq Kotlin wrapper object in lieu of reliable finalizers. The core requirements are:
+//
+//   * Each instance holds an opaque handle to the underlying Rust struct.
+//     Method calls need to read this handle from the object's state and pass it in to
+//     the Rust FFI.
+//
+//   * When an instance is no longer needed, its handle should be passed to a
+//     special destructor function provided by the Rust FFI, which will drop the
+//     underlying Rust struct.
+//
+//   * Given an instance, calling code is expected to call the special
+//     `destroy` method in order to free it after use, either by calling it explicitly
+//     or by using a higher-level helper like the `use` method. Failing to do so risks
+//     leaking the underlying Rust struct.
+//
+//   * We can't assume that calling code will do the right thing, and must be prepared
+//     to handle Kotlin method calls executing concurrently with or even after a call to
+//     `destroy`, and to handle multiple (possibly concurrent!) calls to `destroy`.
+//
+//   * We must never allow Rust code to operate on the underlying Rust struct after
+//     the destructor has been called, and must never call the destructor more than once.
+//     Doing so may trigger memory unsafety.
+//
+//   * To mitigate many of the risks of leaking memory and use-after-free unsafety, a `Cleaner`
+//     is implemented to call the destructor when the Kotlin object becomes unreachable.
+//     This is done in a background thread. This is not a panacea, and client code should be aware that
+//      1. the thread may starve if some there are objects that have poorly performing
+//     `drop` methods or do significant work in their `drop` methods.
+//      2. the thread is shared across the whole library. This can be tuned by using `android_cleaner = true`,
+//         or `android = true` in the [`kotlin` section of the `uniffi.toml` file](https://mozilla.github.io/uniffi-rs/kotlin/configuration.html).
+//
+// If we try to implement this with mutual exclusion on access to the handle, there is the
+// possibility of a race between a method call and a concurrent call to `destroy`:
+//
+//    * Thread A starts a method call, reads the value of the handle, but is interrupted
+//      before it can pass the handle over the FFI to Rust.
+//    * Thread B calls `destroy` and frees the underlying Rust struct.
+//    * Thread A resumes, passing the already-read handle value to Rust and triggering
+//      a use-after-free.
+//
+// One possible solution would be to use a `ReadWriteLock`, with each method call taking
+// a read lock (and thus allowed to run concurrently) and the special `destroy` method
+// taking a write lock (and thus blocking on live method calls). However, we aim not to
+// generate methods with any hidden blocking semantics, and a `destroy` method that might
+// block if called incorrectly seems to meet that bar.
+//
+// So, we achieve our goals by giving each instance an associated `AtomicLong` counter to track
+// the number of in-flight method calls, and an `AtomicBoolean` flag to indicate whether `destroy`
+// has been called. These are updated according to the following rules:
+//
+//    * The initial value of the counter is 1, indicating a live object with no in-flight calls.
+//      The initial value for the flag is false.
+//
+//    * At the start of each method call, we atomically check the counter.
+//      If it is 0 then the underlying Rust struct has already been destroyed and the call is aborted.
+//      If it is nonzero them we atomically increment it by 1 and proceed with the method call.
+//
+//    * At the end of each method call, we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+//    * When `destroy` is called, we atomically flip the flag from false to true.
+//      If the flag was already true we silently fail.
+//      Otherwise we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+// Astute readers may observe that this all sounds very similar to the way that Rust's `Arc<T>` works,
+// and indeed it is, with the addition of a flag to guard against multiple calls to `destroy`.
+//
+// The overall effect is that the underlying Rust struct is destroyed only when `destroy` has been
+// called *and* all in-flight method calls have completed, avoiding violating any of the expectations
+// of the underlying Rust code.
+//
+// This makes a cleaner a better alternative to _not_ calling `destroy()` as
+// and when the object is finished with, but the abstraction is not perfect: if the Rust object's `drop`
+// method is slow, and/or there are many objects to cleanup, and it's on a low end Android device, then the cleaner
+// thread may be starved, and the app will leak memory.
+//
+// In this case, `destroy`ing manually may be a better solution.
+//
+// The cleaner can live side by side with the manual calling of `destroy`. In the order of responsiveness, uniffi objects
+// with Rust peers are reclaimed:
+//
+// 1. By calling the `destroy` method of the object, which calls `rustObject.free()`. If that doesn't happen:
+// 2. When the object becomes unreachable, AND the Cleaner thread gets to call `rustObject.free()`. If the thread is starved then:
+// 3. The memory is reclaimed when the process terminates.
+//
+// [1] https://stackoverflow.com/questions/24376768/can-java-finalize-an-object-when-it-is-still-in-scope/24380219
+//
+
+
+/**
+ * An agent server around a runtime.
+ */
+public interface AgentServerInterface {
+    
+    /**
+     * Closes a session from the agent's side.
+     */
+    fun `closeSession`(`sessionId`: kotlin.String)
+    
+    /**
+     * Serves over this process's stdin/stdout until the client closes stdin.
+     */
+    suspend fun `runStdio`()
+    
+    /**
+     * The live sessions.
+     */
+    fun `sessions`(): List<kotlin.String>
+    
+    /**
+     * Starts a turn in a session with no user message.
+     */
+    fun `startTurn`(`sessionId`: kotlin.String)
+    
+    companion object
+}
+
+/**
+ * An agent server around a runtime.
+ */
+open class AgentServer: Disposable, AutoCloseable, AgentServerInterface
 {
 
     @Suppress("UNUSED_PARAMETER")
@@ -2044,16 +3565,18 @@ open class ClientSession: Disposable, AutoCloseable, ClientSessionInterface
         this.cleanable = null
     }
     /**
-     * A mirror of `session_id`; `inject` is the agent's advertised `session.inject`.
+     * Builds the agent around `runtime`; with `store_path`, sessions live in that SQLite file
+     * and outlive the process.
      */
-    constructor(`sessionId`: kotlin.String, `inject`: InjectCapabilities?) :
+    constructor(`runtime`: AgentRuntime, `config`: AgentConfig, `storePath`: kotlin.String?) :
         this(UniffiWithHandle, 
     uniffiRustCallWithError(AcpException) { _status ->
-    UniffiLib.uniffi_acp_inject_ffi_fn_constructor_clientsession_new(
+    UniffiLib.uniffi_acp_inject_ffi_fn_constructor_agentserver_new(
     
         
-        FfiConverterString.lower(`sessionId`),
-        FfiConverterOptionalTypeInjectCapabilities.lower(`inject`),_status)
+        FfiConverterTypeAgentRuntime.lower(`runtime`),
+        FfiConverterTypeAgentConfig.lower(`config`),
+        FfiConverterOptionalString.lower(`storePath`),_status)
 }
     )
 
@@ -2116,7 +3639,7 @@ open class ClientSession: Disposable, AutoCloseable, ClientSessionInterface
                 return;
             }
             uniffiRustCall { status ->
-                UniffiLib.uniffi_acp_inject_ffi_fn_free_clientsession(handle, status)
+                UniffiLib.uniffi_acp_inject_ffi_fn_free_agentserver(handle, status)
             }
         }
     }
@@ -2129,16 +3652,60 @@ open class ClientSession: Disposable, AutoCloseable, ClientSessionInterface
             throw InternalException("uniffiCloneHandle() called on NoHandle object");
         }
         return uniffiRustCall() { status ->
-            UniffiLib.uniffi_acp_inject_ffi_fn_clone_clientsession(handle, status)
+            UniffiLib.uniffi_acp_inject_ffi_fn_clone_agentserver(handle, status)
         }
     }
 
     
-    @Throws(AcpException::class)override fun `cancel`(): kotlin.String {
-            return FfiConverterString.lift(
+    /**
+     * Closes a session from the agent's side.
+     */
+    @Throws(AcpException::class)override fun `closeSession`(`sessionId`: kotlin.String)
+        = 
     callWithHandle {
     uniffiRustCallWithError(AcpException) { _status ->
-    UniffiLib.uniffi_acp_inject_ffi_fn_method_clientsession_cancel(
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_agentserver_close_session(
+        it,
+        
+        FfiConverterString.lower(`sessionId`),_status)
+}
+    }
+    
+    
+
+    
+    /**
+     * Serves over this process's stdin/stdout until the client closes stdin.
+     */
+    @Throws(AcpException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `runStdio`() {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_acp_inject_ffi_fn_method_agentserver_run_stdio(
+                uniffiHandle,
+                
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_poll_void(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_complete_void(future, continuation) },
+        { future -> UniffiLib.ffi_acp_inject_ffi_rust_future_free_void(future) },
+        // lift function
+        { },
+        
+        // Error FFI converter
+        AcpException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * The live sessions.
+     */override fun `sessions`(): List<kotlin.String> {
+            return FfiConverterSequenceString.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_agentserver_sessions(
         it,
         _status)
 }
@@ -2149,13 +3716,499 @@ open class ClientSession: Disposable, AutoCloseable, ClientSessionInterface
 
     
     /**
-     * Lines that were not usable (framing errors, stray responses), counted.
+     * Starts a turn in a session with no user message.
+     */
+    @Throws(AcpException::class)override fun `startTurn`(`sessionId`: kotlin.String)
+        = 
+    callWithHandle {
+    uniffiRustCallWithError(AcpException) { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_agentserver_start_turn(
+        it,
+        
+        FfiConverterString.lower(`sessionId`),_status)
+}
+    }
+    
+    
+
+    
+
+    
+
+
+    
+    
+    /**
+     * @suppress
+     */
+    companion object
+    
+}
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeAgentServer: FfiConverter<AgentServer, Long> {
+    override fun lower(value: AgentServer): Long {
+        return value.uniffiCloneHandle()
+    }
+
+    override fun lift(value: Long): AgentServer {
+        return AgentServer(UniffiWithHandle, value)
+    }
+
+    override fun read(buf: ByteBuffer): AgentServer {
+        return lift(buf.getLong())
+    }
+
+    override fun allocationSize(value: AgentServer) = 8UL
+
+    override fun write(value: AgentServer, buf: ByteBuffer) {
+        buf.putLong(lower(value))
+    }
+}
+
+
+// This template implements a class for working with a Rust struct via a handle
+// to the live Rust struct on the other side of the FFI.
+//
+// There's some subtlety here, because we have to be careful not to operate on a Rust
+// struct after it has been dropped, and because we must expose a public API for freeing
+// theq Kotlin wrapper object in lieu of reliable finalizers. The core requirements are:
+//
+//   * Each instance holds an opaque handle to the underlying Rust struct.
+//     Method calls need to read this handle from the object's state and pass it in to
+//     the Rust FFI.
+//
+//   * When an instance is no longer needed, its handle should be passed to a
+//     special destructor function provided by the Rust FFI, which will drop the
+//     underlying Rust struct.
+//
+//   * Given an instance, calling code is expected to call the special
+//     `destroy` method in order to free it after use, either by calling it explicitly
+//     or by using a higher-level helper like the `use` method. Failing to do so risks
+//     leaking the underlying Rust struct.
+//
+//   * We can't assume that calling code will do the right thing, and must be prepared
+//     to handle Kotlin method calls executing concurrently with or even after a call to
+//     `destroy`, and to handle multiple (possibly concurrent!) calls to `destroy`.
+//
+//   * We must never allow Rust code to operate on the underlying Rust struct after
+//     the destructor has been called, and must never call the destructor more than once.
+//     Doing so may trigger memory unsafety.
+//
+//   * To mitigate many of the risks of leaking memory and use-after-free unsafety, a `Cleaner`
+//     is implemented to call the destructor when the Kotlin object becomes unreachable.
+//     This is done in a background thread. This is not a panacea, and client code should be aware that
+//      1. the thread may starve if some there are objects that have poorly performing
+//     `drop` methods or do significant work in their `drop` methods.
+//      2. the thread is shared across the whole library. This can be tuned by using `android_cleaner = true`,
+//         or `android = true` in the [`kotlin` section of the `uniffi.toml` file](https://mozilla.github.io/uniffi-rs/kotlin/configuration.html).
+//
+// If we try to implement this with mutual exclusion on access to the handle, there is the
+// possibility of a race between a method call and a concurrent call to `destroy`:
+//
+//    * Thread A starts a method call, reads the value of the handle, but is interrupted
+//      before it can pass the handle over the FFI to Rust.
+//    * Thread B calls `destroy` and frees the underlying Rust struct.
+//    * Thread A resumes, passing the already-read handle value to Rust and triggering
+//      a use-after-free.
+//
+// One possible solution would be to use a `ReadWriteLock`, with each method call taking
+// a read lock (and thus allowed to run concurrently) and the special `destroy` method
+// taking a write lock (and thus blocking on live method calls). However, we aim not to
+// generate methods with any hidden blocking semantics, and a `destroy` method that might
+// block if called incorrectly seems to meet that bar.
+//
+// So, we achieve our goals by giving each instance an associated `AtomicLong` counter to track
+// the number of in-flight method calls, and an `AtomicBoolean` flag to indicate whether `destroy`
+// has been called. These are updated according to the following rules:
+//
+//    * The initial value of the counter is 1, indicating a live object with no in-flight calls.
+//      The initial value for the flag is false.
+//
+//    * At the start of each method call, we atomically check the counter.
+//      If it is 0 then the underlying Rust struct has already been destroyed and the call is aborted.
+//      If it is nonzero them we atomically increment it by 1 and proceed with the method call.
+//
+//    * At the end of each method call, we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+//    * When `destroy` is called, we atomically flip the flag from false to true.
+//      If the flag was already true we silently fail.
+//      Otherwise we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+// Astute readers may observe that this all sounds very similar to the way that Rust's `Arc<T>` works,
+// and indeed it is, with the addition of a flag to guard against multiple calls to `destroy`.
+//
+// The overall effect is that the underlying Rust struct is destroyed only when `destroy` has been
+// called *and* all in-flight method calls have completed, avoiding violating any of the expectations
+// of the underlying Rust code.
+//
+// This makes a cleaner a better alternative to _not_ calling `destroy()` as
+// and when the object is finished with, but the abstraction is not perfect: if the Rust object's `drop`
+// method is slow, and/or there are many objects to cleanup, and it's on a low end Android device, then the cleaner
+// thread may be starved, and the app will leak memory.
+//
+// In this case, `destroy`ing manually may be a better solution.
+//
+// The cleaner can live side by side with the manual calling of `destroy`. In the order of responsiveness, uniffi objects
+// with Rust peers are reclaimed:
+//
+// 1. By calling the `destroy` method of the object, which calls `rustObject.free()`. If that doesn't happen:
+// 2. When the object becomes unreachable, AND the Cleaner thread gets to call `rustObject.free()`. If the thread is starved then:
+// 3. The memory is reclaimed when the process terminates.
+//
+// [1] https://stackoverflow.com/questions/24376768/can-java-finalize-an-object-when-it-is-still-in-scope/24380219
+//
+
+
+/**
+ * One client connection to an agent, without I/O: calls queue lines to send, received bytes
+ * produce events.
+ */
+public interface ClientCoreInterface {
+    
+    /**
+     * Answers an open `session/request_permission`.
+     */
+    fun `answerPermission`(`request`: RequestId, `outcome`: RequestPermissionOutcome)
+    
+    /**
+     * Takes the agent's inject capabilities as known, without `initialize`.
+     */
+    fun `assumeCapabilities`(`inject`: InjectCapabilities?)
+    
+    /**
+     * `session/cancel`.
+     */
+    fun `cancel`(`sessionId`: kotlin.String)
+    
+    /**
+     * `session/close`.
+     */
+    fun `close`(`sessionId`: kotlin.String): RequestId
+    
+    /**
+     * The agent's output ended: a last line without a newline is still read.
+     */
+    fun `finish`(): List<Event>
+    
+    /**
+     * Lines dropped (malformed, oversized, answers to no request), counted.
+     */
+    fun `ignoredLines`(): kotlin.ULong
+    
+    /**
+     * `initialize`; `pending_updates` opts into the pending-list extension.
+     */
+    fun `initialize`(`client`: Implementation, `pendingUpdates`: kotlin.Boolean): RequestId
+    
+    /**
+     * `session/inject`.
+     */
+    fun `inject`(`sessionId`: kotlin.String, `mode`: InjectMode, `content`: List<ContentBlock>): RequestId
+    
+    /**
+     * The status of one of this client's items.
+     */
+    fun `itemStatus`(`sessionId`: kotlin.String, `messageId`: kotlin.String): ItemStatus?
+    
+    /**
+     * `session/list`.
+     */
+    fun `listSessions`(`cwd`: kotlin.String?, `cursor`: kotlin.String?): RequestId
+    
+    /**
+     * A session's mirror as JSON, for an app that restarts without resuming.
+     */
+    fun `mirrorJson`(`sessionId`: kotlin.String): kotlin.String?
+    
+    /**
+     * `session/new`.
+     */
+    fun `newSession`(`cwd`: kotlin.String, `additionalDirectories`: List<kotlin.String>, `mcpServers`: List<McpServer>): RequestId
+    
+    /**
+     * Opens a session without `session/new` (restoring a mirror from `mirror_json`, or fresh).
+     */
+    fun `openSession`(`sessionId`: kotlin.String, `mirrorJson`: kotlin.String?)
+    
+    /**
+     * `session/prompt`.
+     */
+    fun `prompt`(`sessionId`: kotlin.String, `content`: List<ContentBlock>): RequestId
+    
+    /**
+     * Applies one line from the agent and returns the events it caused (the per-line path:
+     * one crossing per line).
+     */
+    fun `receive`(`line`: kotlin.String): List<Event>
+    
+    /**
+     * Applies bytes the agent wrote, in any chunking, and returns the events (the per-read
+     * path: one crossing per read).
+     */
+    fun `receiveBytes`(`bytes`: kotlin.ByteArray): List<Event>
+    
+    /**
+     * Like [`ClientCore::receive_bytes`] for text (a string crosses as one copy).
+     */
+    fun `receiveText`(`text`: kotlin.String): List<Event>
+    
+    /**
+     * `session/replace_inject`.
+     */
+    fun `replace`(`sessionId`: kotlin.String, `messageId`: kotlin.String, `content`: List<ContentBlock>): RequestId
+    
+    /**
+     * `session/resume`.
+     */
+    fun `resume`(`sessionId`: kotlin.String, `cwd`: kotlin.String, `replay`: kotlin.Boolean): RequestId
+    
+    /**
+     * `session/revoke_inject`.
+     */
+    fun `revoke`(`sessionId`: kotlin.String, `messageId`: kotlin.String): RequestId
+    
+    /**
+     * Everything a UI renders for a session.
+     */
+    fun `snapshot`(`sessionId`: kotlin.String): MirrorSnapshot?
+    
+    /**
+     * `session/status`.
+     */
+    fun `status`(`sessionId`: kotlin.String): RequestId
+    
+    /**
+     * Every event not yet returned (calls queue events too: an item is `sending`).
+     */
+    fun `takeEvents`(): List<Event>
+    
+    /**
+     * Every line to send to the agent, in order.
+     */
+    fun `takeOutgoing`(): List<kotlin.String>
+    
+    companion object
+}
+
+/**
+ * One client connection to an agent, without I/O: calls queue lines to send, received bytes
+ * produce events.
+ */
+open class ClientCore: Disposable, AutoCloseable, ClientCoreInterface
+{
+
+    @Suppress("UNUSED_PARAMETER")
+    /**
+     * @suppress
+     */
+    constructor(withHandle: UniffiWithHandle, handle: Long) {
+        this.handle = handle
+        this.cleanable = UniffiLib.CLEANER.register(this, UniffiCleanAction(handle))
+    }
+
+    /**
+     * @suppress
+     *
+     * This constructor can be used to instantiate a fake object. Only used for tests. Any
+     * attempt to actually use an object constructed this way will fail as there is no
+     * connected Rust object.
+     */
+    @Suppress("UNUSED_PARAMETER")
+    constructor(noHandle: NoHandle) {
+        this.handle = 0
+        this.cleanable = null
+    }
+    /**
+     * A connection refusing agent lines longer than `max_line_bytes`.
+     */
+    constructor(`maxLineBytes`: kotlin.ULong) :
+        this(UniffiWithHandle, 
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_constructor_clientcore_new(
+    
+        
+        FfiConverterULong.lower(`maxLineBytes`),_status)
+}
+    )
+
+    protected val handle: Long
+    protected val cleanable: UniffiCleaner.Cleanable?
+
+    private val wasDestroyed = AtomicBoolean(false)
+    private val callCounter = AtomicLong(1)
+
+    /**
+     * Whether the current object has been destroyed and its reference is gone in the Rust side.
+     */
+    val uniffiIsDestroyed: Boolean get() = wasDestroyed.get()
+
+    override fun destroy() {
+        // Only allow a single call to this method.
+        // TODO: maybe we should log a warning if called more than once?
+        if (this.wasDestroyed.compareAndSet(false, true)) {
+            // This decrement always matches the initial count of 1 given at creation time.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    @Synchronized
+    override fun close() {
+        this.destroy()
+    }
+
+    internal inline fun <R> callWithHandle(block: (handle: Long) -> R): R {
+        // Check and increment the call counter, to keep the object alive.
+        // This needs a compare-and-set retry loop in case of concurrent updates.
+        do {
+            val c = this.callCounter.get()
+            if (c == 0L) {
+                throw IllegalStateException("${this.javaClass.simpleName} object has already been destroyed")
+            }
+            if (c == Long.MAX_VALUE) {
+                throw IllegalStateException("${this.javaClass.simpleName} call counter would overflow")
+            }
+        } while (! this.callCounter.compareAndSet(c, c + 1L))
+        // Now we can safely do the method call without the handle being freed concurrently.
+        try {
+            return block(this.uniffiCloneHandle())
+        } finally {
+            // This decrement always matches the increment we performed above.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    // Use a static inner class instead of a closure so as not to accidentally
+    // capture `this` as part of the cleanable's action.
+    private class UniffiCleanAction(private val handle: Long) : Runnable {
+        override fun run() {
+            if (handle == 0.toLong()) {
+                // Fake object created with `NoHandle`, don't try to free.
+                return;
+            }
+            uniffiRustCall { status ->
+                UniffiLib.uniffi_acp_inject_ffi_fn_free_clientcore(handle, status)
+            }
+        }
+    }
+
+    /**
+     * @suppress
+     */
+    fun uniffiCloneHandle(): Long {
+        if (handle == 0.toLong()) {
+            throw InternalException("uniffiCloneHandle() called on NoHandle object");
+        }
+        return uniffiRustCall() { status ->
+            UniffiLib.uniffi_acp_inject_ffi_fn_clone_clientcore(handle, status)
+        }
+    }
+
+    
+    /**
+     * Answers an open `session/request_permission`.
+     */
+    @Throws(AcpException::class)override fun `answerPermission`(`request`: RequestId, `outcome`: RequestPermissionOutcome)
+        = 
+    callWithHandle {
+    uniffiRustCallWithError(AcpException) { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_answer_permission(
+        it,
+        
+        FfiConverterTypeRequestId.lower(`request`),
+        FfiConverterTypeRequestPermissionOutcome.lower(`outcome`),_status)
+}
+    }
+    
+    
+
+    
+    /**
+     * Takes the agent's inject capabilities as known, without `initialize`.
+     */
+    @Throws(AcpException::class)override fun `assumeCapabilities`(`inject`: InjectCapabilities?)
+        = 
+    callWithHandle {
+    uniffiRustCallWithError(AcpException) { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_assume_capabilities(
+        it,
+        
+        FfiConverterOptionalTypeInjectCapabilities.lower(`inject`),_status)
+}
+    }
+    
+    
+
+    
+    /**
+     * `session/cancel`.
+     */
+    @Throws(AcpException::class)override fun `cancel`(`sessionId`: kotlin.String)
+        = 
+    callWithHandle {
+    uniffiRustCallWithError(AcpException) { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_cancel(
+        it,
+        
+        FfiConverterString.lower(`sessionId`),_status)
+}
+    }
+    
+    
+
+    
+    /**
+     * `session/close`.
+     */
+    @Throws(AcpException::class)override fun `close`(`sessionId`: kotlin.String): RequestId {
+            return FfiConverterTypeRequestId.lift(
+    callWithHandle {
+    uniffiRustCallWithError(AcpException) { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_close(
+        it,
+        
+        FfiConverterString.lower(`sessionId`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * The agent's output ended: a last line without a newline is still read.
+     */
+    @Throws(AcpException::class)override fun `finish`(): List<Event> {
+            return FfiConverterSequenceTypeEvent.lift(
+    callWithHandle {
+    uniffiRustCallWithError(AcpException) { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_finish(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * Lines dropped (malformed, oversized, answers to no request), counted.
      */
     @Throws(AcpException::class)override fun `ignoredLines`(): kotlin.ULong {
             return FfiConverterULong.lift(
     callWithHandle {
     uniffiRustCallWithError(AcpException) { _status ->
-    UniffiLib.uniffi_acp_inject_ffi_fn_method_clientsession_ignored_lines(
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_ignored_lines(
         it,
         _status)
 }
@@ -2166,15 +4219,35 @@ open class ClientSession: Disposable, AutoCloseable, ClientSessionInterface
 
     
     /**
-     * `session/inject`: returns the line to send, or `Rejected` when the mode is not advertised.
+     * `initialize`; `pending_updates` opts into the pending-list extension.
      */
-    @Throws(AcpException::class)override fun `inject`(`mode`: InjectMode, `content`: List<ContentBlock>): kotlin.String {
-            return FfiConverterString.lift(
+    @Throws(AcpException::class)override fun `initialize`(`client`: Implementation, `pendingUpdates`: kotlin.Boolean): RequestId {
+            return FfiConverterTypeRequestId.lift(
     callWithHandle {
     uniffiRustCallWithError(AcpException) { _status ->
-    UniffiLib.uniffi_acp_inject_ffi_fn_method_clientsession_inject(
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_initialize(
         it,
         
+        FfiConverterTypeImplementation.lower(`client`),
+        FfiConverterBoolean.lower(`pendingUpdates`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * `session/inject`.
+     */
+    @Throws(AcpException::class)override fun `inject`(`sessionId`: kotlin.String, `mode`: InjectMode, `content`: List<ContentBlock>): RequestId {
+            return FfiConverterTypeRequestId.lift(
+    callWithHandle {
+    uniffiRustCallWithError(AcpException) { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_inject(
+        it,
+        
+        FfiConverterString.lower(`sessionId`),
         FfiConverterTypeInjectMode.lower(`mode`),
         FfiConverterSequenceTypeContentBlock.lower(`content`),_status)
 }
@@ -2184,13 +4257,17 @@ open class ClientSession: Disposable, AutoCloseable, ClientSessionInterface
     
 
     
-    @Throws(AcpException::class)override fun `itemStatus`(`messageId`: kotlin.String): ItemStatus? {
+    /**
+     * The status of one of this client's items.
+     */
+    @Throws(AcpException::class)override fun `itemStatus`(`sessionId`: kotlin.String, `messageId`: kotlin.String): ItemStatus? {
             return FfiConverterOptionalTypeItemStatus.lift(
     callWithHandle {
     uniffiRustCallWithError(AcpException) { _status ->
-    UniffiLib.uniffi_acp_inject_ffi_fn_method_clientsession_item_status(
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_item_status(
         it,
         
+        FfiConverterString.lower(`sessionId`),
         FfiConverterString.lower(`messageId`),_status)
 }
     }
@@ -2200,15 +4277,91 @@ open class ClientSession: Disposable, AutoCloseable, ClientSessionInterface
 
     
     /**
-     * `session/prompt`: returns the line to send.
+     * `session/list`.
      */
-    @Throws(AcpException::class)override fun `prompt`(`content`: List<ContentBlock>): kotlin.String {
-            return FfiConverterString.lift(
+    @Throws(AcpException::class)override fun `listSessions`(`cwd`: kotlin.String?, `cursor`: kotlin.String?): RequestId {
+            return FfiConverterTypeRequestId.lift(
     callWithHandle {
     uniffiRustCallWithError(AcpException) { _status ->
-    UniffiLib.uniffi_acp_inject_ffi_fn_method_clientsession_prompt(
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_list_sessions(
         it,
         
+        FfiConverterOptionalString.lower(`cwd`),
+        FfiConverterOptionalString.lower(`cursor`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * A session's mirror as JSON, for an app that restarts without resuming.
+     */
+    @Throws(AcpException::class)override fun `mirrorJson`(`sessionId`: kotlin.String): kotlin.String? {
+            return FfiConverterOptionalString.lift(
+    callWithHandle {
+    uniffiRustCallWithError(AcpException) { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_mirror_json(
+        it,
+        
+        FfiConverterString.lower(`sessionId`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * `session/new`.
+     */
+    @Throws(AcpException::class)override fun `newSession`(`cwd`: kotlin.String, `additionalDirectories`: List<kotlin.String>, `mcpServers`: List<McpServer>): RequestId {
+            return FfiConverterTypeRequestId.lift(
+    callWithHandle {
+    uniffiRustCallWithError(AcpException) { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_new_session(
+        it,
+        
+        FfiConverterString.lower(`cwd`),
+        FfiConverterSequenceString.lower(`additionalDirectories`),
+        FfiConverterSequenceTypeMcpServer.lower(`mcpServers`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * Opens a session without `session/new` (restoring a mirror from `mirror_json`, or fresh).
+     */
+    @Throws(AcpException::class)override fun `openSession`(`sessionId`: kotlin.String, `mirrorJson`: kotlin.String?)
+        = 
+    callWithHandle {
+    uniffiRustCallWithError(AcpException) { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_open_session(
+        it,
+        
+        FfiConverterString.lower(`sessionId`),
+        FfiConverterOptionalString.lower(`mirrorJson`),_status)
+}
+    }
+    
+    
+
+    
+    /**
+     * `session/prompt`.
+     */
+    @Throws(AcpException::class)override fun `prompt`(`sessionId`: kotlin.String, `content`: List<ContentBlock>): RequestId {
+            return FfiConverterTypeRequestId.lift(
+    callWithHandle {
+    uniffiRustCallWithError(AcpException) { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_prompt(
+        it,
+        
+        FfiConverterString.lower(`sessionId`),
         FfiConverterSequenceTypeContentBlock.lower(`content`),_status)
 }
     }
@@ -2218,31 +4371,33 @@ open class ClientSession: Disposable, AutoCloseable, ClientSessionInterface
 
     
     /**
-     * Applies one line from the agent; raises `Protocol` when it was an error answer to one
-     * of this client's requests (the line is applied either way).
+     * Applies one line from the agent and returns the events it caused (the per-line path:
+     * one crossing per line).
      */
-    @Throws(AcpException::class)override fun `receive`(`line`: kotlin.String)
-        = 
+    @Throws(AcpException::class)override fun `receive`(`line`: kotlin.String): List<Event> {
+            return FfiConverterSequenceTypeEvent.lift(
     callWithHandle {
     uniffiRustCallWithError(AcpException) { _status ->
-    UniffiLib.uniffi_acp_inject_ffi_fn_method_clientsession_receive(
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_receive(
         it,
         
         FfiConverterString.lower(`line`),_status)
 }
     }
-    
+    )
+    }
     
 
     
     /**
-     * Applies many newline-separated lines in one crossing; returns the error answers met.
+     * Applies bytes the agent wrote, in any chunking, and returns the events (the per-read
+     * path: one crossing per read).
      */
-    @Throws(AcpException::class)override fun `receiveBytes`(`bytes`: kotlin.ByteArray): List<ProtocolError> {
-            return FfiConverterSequenceTypeProtocolError.lift(
+    @Throws(AcpException::class)override fun `receiveBytes`(`bytes`: kotlin.ByteArray): List<Event> {
+            return FfiConverterSequenceTypeEvent.lift(
     callWithHandle {
     uniffiRustCallWithError(AcpException) { _status ->
-    UniffiLib.uniffi_acp_inject_ffi_fn_method_clientsession_receive_bytes(
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_receive_bytes(
         it,
         
         FfiConverterByteArray.lower(`bytes`),_status)
@@ -2254,16 +4409,16 @@ open class ClientSession: Disposable, AutoCloseable, ClientSessionInterface
 
     
     /**
-     * Applies many lines in one crossing; returns the error answers met.
+     * Like [`ClientCore::receive_bytes`] for text (a string crosses as one copy).
      */
-    @Throws(AcpException::class)override fun `receiveLines`(`lines`: List<kotlin.String>): List<ProtocolError> {
-            return FfiConverterSequenceTypeProtocolError.lift(
+    @Throws(AcpException::class)override fun `receiveText`(`text`: kotlin.String): List<Event> {
+            return FfiConverterSequenceTypeEvent.lift(
     callWithHandle {
     uniffiRustCallWithError(AcpException) { _status ->
-    UniffiLib.uniffi_acp_inject_ffi_fn_method_clientsession_receive_lines(
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_receive_text(
         it,
         
-        FfiConverterSequenceString.lower(`lines`),_status)
+        FfiConverterString.lower(`text`),_status)
 }
     }
     )
@@ -2272,31 +4427,16 @@ open class ClientSession: Disposable, AutoCloseable, ClientSessionInterface
 
     
     /**
-     * Applies newline-separated lines given as one string, in one crossing (the fastest bulk
-     * form: a string crosses as one copy); returns the error answers met.
+     * `session/replace_inject`.
      */
-    @Throws(AcpException::class)override fun `receiveText`(`lines`: kotlin.String): List<ProtocolError> {
-            return FfiConverterSequenceTypeProtocolError.lift(
+    @Throws(AcpException::class)override fun `replace`(`sessionId`: kotlin.String, `messageId`: kotlin.String, `content`: List<ContentBlock>): RequestId {
+            return FfiConverterTypeRequestId.lift(
     callWithHandle {
     uniffiRustCallWithError(AcpException) { _status ->
-    UniffiLib.uniffi_acp_inject_ffi_fn_method_clientsession_receive_text(
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_replace(
         it,
         
-        FfiConverterString.lower(`lines`),_status)
-}
-    }
-    )
-    }
-    
-
-    
-    @Throws(AcpException::class)override fun `replace`(`messageId`: kotlin.String, `content`: List<ContentBlock>): kotlin.String {
-            return FfiConverterString.lift(
-    callWithHandle {
-    uniffiRustCallWithError(AcpException) { _status ->
-    UniffiLib.uniffi_acp_inject_ffi_fn_method_clientsession_replace(
-        it,
-        
+        FfiConverterString.lower(`sessionId`),
         FfiConverterString.lower(`messageId`),
         FfiConverterSequenceTypeContentBlock.lower(`content`),_status)
 }
@@ -2306,13 +4446,37 @@ open class ClientSession: Disposable, AutoCloseable, ClientSessionInterface
     
 
     
-    @Throws(AcpException::class)override fun `revoke`(`messageId`: kotlin.String): kotlin.String {
-            return FfiConverterString.lift(
+    /**
+     * `session/resume`.
+     */
+    @Throws(AcpException::class)override fun `resume`(`sessionId`: kotlin.String, `cwd`: kotlin.String, `replay`: kotlin.Boolean): RequestId {
+            return FfiConverterTypeRequestId.lift(
     callWithHandle {
     uniffiRustCallWithError(AcpException) { _status ->
-    UniffiLib.uniffi_acp_inject_ffi_fn_method_clientsession_revoke(
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_resume(
         it,
         
+        FfiConverterString.lower(`sessionId`),
+        FfiConverterString.lower(`cwd`),
+        FfiConverterBoolean.lower(`replay`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * `session/revoke_inject`.
+     */
+    @Throws(AcpException::class)override fun `revoke`(`sessionId`: kotlin.String, `messageId`: kotlin.String): RequestId {
+            return FfiConverterTypeRequestId.lift(
+    callWithHandle {
+    uniffiRustCallWithError(AcpException) { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_revoke(
+        it,
+        
+        FfiConverterString.lower(`sessionId`),
         FfiConverterString.lower(`messageId`),_status)
 }
     }
@@ -2321,11 +4485,50 @@ open class ClientSession: Disposable, AutoCloseable, ClientSessionInterface
     
 
     
-    @Throws(AcpException::class)override fun `snapshot`(): ClientSnapshot {
-            return FfiConverterTypeClientSnapshot.lift(
+    /**
+     * Everything a UI renders for a session.
+     */
+    @Throws(AcpException::class)override fun `snapshot`(`sessionId`: kotlin.String): MirrorSnapshot? {
+            return FfiConverterOptionalTypeMirrorSnapshot.lift(
     callWithHandle {
     uniffiRustCallWithError(AcpException) { _status ->
-    UniffiLib.uniffi_acp_inject_ffi_fn_method_clientsession_snapshot(
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_snapshot(
+        it,
+        
+        FfiConverterString.lower(`sessionId`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * `session/status`.
+     */
+    @Throws(AcpException::class)override fun `status`(`sessionId`: kotlin.String): RequestId {
+            return FfiConverterTypeRequestId.lift(
+    callWithHandle {
+    uniffiRustCallWithError(AcpException) { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_status(
+        it,
+        
+        FfiConverterString.lower(`sessionId`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * Every event not yet returned (calls queue events too: an item is `sending`).
+     */
+    @Throws(AcpException::class)override fun `takeEvents`(): List<Event> {
+            return FfiConverterSequenceTypeEvent.lift(
+    callWithHandle {
+    uniffiRustCallWithError(AcpException) { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_take_events(
         it,
         _status)
 }
@@ -2336,27 +4539,13 @@ open class ClientSession: Disposable, AutoCloseable, ClientSessionInterface
 
     
     /**
-     * The snapshot in the conformance vectors' JSON shape.
+     * Every line to send to the agent, in order.
      */
-    @Throws(AcpException::class)override fun `snapshotJson`(): kotlin.String {
-            return FfiConverterString.lift(
+    @Throws(AcpException::class)override fun `takeOutgoing`(): List<kotlin.String> {
+            return FfiConverterSequenceString.lift(
     callWithHandle {
     uniffiRustCallWithError(AcpException) { _status ->
-    UniffiLib.uniffi_acp_inject_ffi_fn_method_clientsession_snapshot_json(
-        it,
-        _status)
-}
-    }
-    )
-    }
-    
-
-    
-    @Throws(AcpException::class)override fun `status`(): kotlin.String {
-            return FfiConverterString.lift(
-    callWithHandle {
-    uniffiRustCallWithError(AcpException) { _status ->
-    UniffiLib.uniffi_acp_inject_ffi_fn_method_clientsession_status(
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_take_outgoing(
         it,
         _status)
 }
@@ -2371,26 +4560,11 @@ open class ClientSession: Disposable, AutoCloseable, ClientSessionInterface
 
 
     
-    companion object {
-        
+    
     /**
-     * A mirror whose capabilities are read from the agent's `initialize` result JSON.
+     * @suppress
      */
-    @Throws(AcpException::class) fun `fromInitializeResult`(`sessionId`: kotlin.String, `initializeResultJson`: kotlin.String): ClientSession {
-            return FfiConverterTypeClientSession.lift(
-    uniffiRustCallWithError(AcpException) { _status ->
-    UniffiLib.uniffi_acp_inject_ffi_fn_constructor_clientsession_from_initialize_result(
-    
-        
-        FfiConverterString.lower(`sessionId`),
-        FfiConverterString.lower(`initializeResultJson`),_status)
-}
-    )
-    }
-    
-
-        
-    }
+    companion object
     
 }
 
@@ -2398,28 +4572,2227 @@ open class ClientSession: Disposable, AutoCloseable, ClientSessionInterface
 /**
  * @suppress
  */
-public object FfiConverterTypeClientSession: FfiConverter<ClientSession, Long> {
-    override fun lower(value: ClientSession): Long {
+public object FfiConverterTypeClientCore: FfiConverter<ClientCore, Long> {
+    override fun lower(value: ClientCore): Long {
         return value.uniffiCloneHandle()
     }
 
-    override fun lift(value: Long): ClientSession {
-        return ClientSession(UniffiWithHandle, value)
+    override fun lift(value: Long): ClientCore {
+        return ClientCore(UniffiWithHandle, value)
     }
 
-    override fun read(buf: ByteBuffer): ClientSession {
+    override fun read(buf: ByteBuffer): ClientCore {
         return lift(buf.getLong())
     }
 
-    override fun allocationSize(value: ClientSession) = 8UL
+    override fun allocationSize(value: ClientCore) = 8UL
 
-    override fun write(value: ClientSession, buf: ByteBuffer) {
+    override fun write(value: ClientCore, buf: ByteBuffer) {
+        buf.putLong(lower(value))
+    }
+}
+
+
+// This template implements a class for working with a Rust struct via a handle
+// to the live Rust struct on the other side of the FFI.
+//
+// There's some subtlety here, because we have to be careful not to operate on a Rust
+// struct after it has been dropped, and because we must expose a public API for freeing
+// theq Kotlin wrapper object in lieu of reliable finalizers. The core requirements are:
+//
+//   * Each instance holds an opaque handle to the underlying Rust struct.
+//     Method calls need to read this handle from the object's state and pass it in to
+//     the Rust FFI.
+//
+//   * When an instance is no longer needed, its handle should be passed to a
+//     special destructor function provided by the Rust FFI, which will drop the
+//     underlying Rust struct.
+//
+//   * Given an instance, calling code is expected to call the special
+//     `destroy` method in order to free it after use, either by calling it explicitly
+//     or by using a higher-level helper like the `use` method. Failing to do so risks
+//     leaking the underlying Rust struct.
+//
+//   * We can't assume that calling code will do the right thing, and must be prepared
+//     to handle Kotlin method calls executing concurrently with or even after a call to
+//     `destroy`, and to handle multiple (possibly concurrent!) calls to `destroy`.
+//
+//   * We must never allow Rust code to operate on the underlying Rust struct after
+//     the destructor has been called, and must never call the destructor more than once.
+//     Doing so may trigger memory unsafety.
+//
+//   * To mitigate many of the risks of leaking memory and use-after-free unsafety, a `Cleaner`
+//     is implemented to call the destructor when the Kotlin object becomes unreachable.
+//     This is done in a background thread. This is not a panacea, and client code should be aware that
+//      1. the thread may starve if some there are objects that have poorly performing
+//     `drop` methods or do significant work in their `drop` methods.
+//      2. the thread is shared across the whole library. This can be tuned by using `android_cleaner = true`,
+//         or `android = true` in the [`kotlin` section of the `uniffi.toml` file](https://mozilla.github.io/uniffi-rs/kotlin/configuration.html).
+//
+// If we try to implement this with mutual exclusion on access to the handle, there is the
+// possibility of a race between a method call and a concurrent call to `destroy`:
+//
+//    * Thread A starts a method call, reads the value of the handle, but is interrupted
+//      before it can pass the handle over the FFI to Rust.
+//    * Thread B calls `destroy` and frees the underlying Rust struct.
+//    * Thread A resumes, passing the already-read handle value to Rust and triggering
+//      a use-after-free.
+//
+// One possible solution would be to use a `ReadWriteLock`, with each method call taking
+// a read lock (and thus allowed to run concurrently) and the special `destroy` method
+// taking a write lock (and thus blocking on live method calls). However, we aim not to
+// generate methods with any hidden blocking semantics, and a `destroy` method that might
+// block if called incorrectly seems to meet that bar.
+//
+// So, we achieve our goals by giving each instance an associated `AtomicLong` counter to track
+// the number of in-flight method calls, and an `AtomicBoolean` flag to indicate whether `destroy`
+// has been called. These are updated according to the following rules:
+//
+//    * The initial value of the counter is 1, indicating a live object with no in-flight calls.
+//      The initial value for the flag is false.
+//
+//    * At the start of each method call, we atomically check the counter.
+//      If it is 0 then the underlying Rust struct has already been destroyed and the call is aborted.
+//      If it is nonzero them we atomically increment it by 1 and proceed with the method call.
+//
+//    * At the end of each method call, we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+//    * When `destroy` is called, we atomically flip the flag from false to true.
+//      If the flag was already true we silently fail.
+//      Otherwise we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+// Astute readers may observe that this all sounds very similar to the way that Rust's `Arc<T>` works,
+// and indeed it is, with the addition of a flag to guard against multiple calls to `destroy`.
+//
+// The overall effect is that the underlying Rust struct is destroyed only when `destroy` has been
+// called *and* all in-flight method calls have completed, avoiding violating any of the expectations
+// of the underlying Rust code.
+//
+// This makes a cleaner a better alternative to _not_ calling `destroy()` as
+// and when the object is finished with, but the abstraction is not perfect: if the Rust object's `drop`
+// method is slow, and/or there are many objects to cleanup, and it's on a low end Android device, then the cleaner
+// thread may be starved, and the app will leak memory.
+//
+// In this case, `destroy`ing manually may be a better solution.
+//
+// The cleaner can live side by side with the manual calling of `destroy`. In the order of responsiveness, uniffi objects
+// with Rust peers are reclaimed:
+//
+// 1. By calling the `destroy` method of the object, which calls `rustObject.free()`. If that doesn't happen:
+// 2. When the object becomes unreachable, AND the Cleaner thread gets to call `rustObject.free()`. If the thread is starved then:
+// 3. The memory is reclaimed when the process terminates.
+//
+// [1] https://stackoverflow.com/questions/24376768/can-java-finalize-an-object-when-it-is-still-in-scope/24380219
+//
+
+
+/**
+ * A connection to one agent process.
+ */
+public interface ConnectionInterface {
+    
+    /**
+     * The agent's `initialize` answer.
+     */
+    fun `agent`(): InitializeResponse
+    
+    /**
+     * Closes the connection: stdin closed, a grace period, then the agent is killed.
+     */
+    suspend fun `close`()
+    
+    /**
+     * Lines the connection could not use, most recent last.
+     */
+    fun `ignored`(): List<kotlin.String>
+    
+    /**
+     * `session/list`: one page.
+     */
+    suspend fun `listSessions`(`cwd`: kotlin.String?, `cursor`: kotlin.String?): SessionPage
+    
+    /**
+     * `session/new`.
+     */
+    suspend fun `newSession`(`cwd`: kotlin.String, `additionalDirectories`: List<kotlin.String>, `mcpServers`: List<McpServer>): Session
+    
+    /**
+     * `session/resume`; with `replay` the conversation is replayed into the session first.
+     */
+    suspend fun `resume`(`sessionId`: kotlin.String, `cwd`: kotlin.String, `replay`: kotlin.Boolean): Session
+    
+    companion object
+}
+
+/**
+ * A connection to one agent process.
+ */
+open class Connection: Disposable, AutoCloseable, ConnectionInterface
+{
+
+    @Suppress("UNUSED_PARAMETER")
+    /**
+     * @suppress
+     */
+    constructor(withHandle: UniffiWithHandle, handle: Long) {
+        this.handle = handle
+        this.cleanable = UniffiLib.CLEANER.register(this, UniffiCleanAction(handle))
+    }
+
+    /**
+     * @suppress
+     *
+     * This constructor can be used to instantiate a fake object. Only used for tests. Any
+     * attempt to actually use an object constructed this way will fail as there is no
+     * connected Rust object.
+     */
+    @Suppress("UNUSED_PARAMETER")
+    constructor(noHandle: NoHandle) {
+        this.handle = 0
+        this.cleanable = null
+    }
+
+    protected val handle: Long
+    protected val cleanable: UniffiCleaner.Cleanable?
+
+    private val wasDestroyed = AtomicBoolean(false)
+    private val callCounter = AtomicLong(1)
+
+    /**
+     * Whether the current object has been destroyed and its reference is gone in the Rust side.
+     */
+    val uniffiIsDestroyed: Boolean get() = wasDestroyed.get()
+
+    override fun destroy() {
+        // Only allow a single call to this method.
+        // TODO: maybe we should log a warning if called more than once?
+        if (this.wasDestroyed.compareAndSet(false, true)) {
+            // This decrement always matches the initial count of 1 given at creation time.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    @Synchronized
+    override fun close() {
+        this.destroy()
+    }
+
+    internal inline fun <R> callWithHandle(block: (handle: Long) -> R): R {
+        // Check and increment the call counter, to keep the object alive.
+        // This needs a compare-and-set retry loop in case of concurrent updates.
+        do {
+            val c = this.callCounter.get()
+            if (c == 0L) {
+                throw IllegalStateException("${this.javaClass.simpleName} object has already been destroyed")
+            }
+            if (c == Long.MAX_VALUE) {
+                throw IllegalStateException("${this.javaClass.simpleName} call counter would overflow")
+            }
+        } while (! this.callCounter.compareAndSet(c, c + 1L))
+        // Now we can safely do the method call without the handle being freed concurrently.
+        try {
+            return block(this.uniffiCloneHandle())
+        } finally {
+            // This decrement always matches the increment we performed above.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    // Use a static inner class instead of a closure so as not to accidentally
+    // capture `this` as part of the cleanable's action.
+    private class UniffiCleanAction(private val handle: Long) : Runnable {
+        override fun run() {
+            if (handle == 0.toLong()) {
+                // Fake object created with `NoHandle`, don't try to free.
+                return;
+            }
+            uniffiRustCall { status ->
+                UniffiLib.uniffi_acp_inject_ffi_fn_free_connection(handle, status)
+            }
+        }
+    }
+
+    /**
+     * @suppress
+     */
+    fun uniffiCloneHandle(): Long {
+        if (handle == 0.toLong()) {
+            throw InternalException("uniffiCloneHandle() called on NoHandle object");
+        }
+        return uniffiRustCall() { status ->
+            UniffiLib.uniffi_acp_inject_ffi_fn_clone_connection(handle, status)
+        }
+    }
+
+    
+    /**
+     * The agent's `initialize` answer.
+     */override fun `agent`(): InitializeResponse {
+            return FfiConverterTypeInitializeResponse.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_connection_agent(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * Closes the connection: stdin closed, a grace period, then the agent is killed.
+     */
+    @Throws(AcpException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `close`() {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_acp_inject_ffi_fn_method_connection_close(
+                uniffiHandle,
+                
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_poll_void(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_complete_void(future, continuation) },
+        { future -> UniffiLib.ffi_acp_inject_ffi_rust_future_free_void(future) },
+        // lift function
+        { },
+        
+        // Error FFI converter
+        AcpException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * Lines the connection could not use, most recent last.
+     */override fun `ignored`(): List<kotlin.String> {
+            return FfiConverterSequenceString.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_connection_ignored(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * `session/list`: one page.
+     */
+    @Throws(AcpException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `listSessions`(`cwd`: kotlin.String?, `cursor`: kotlin.String?) : SessionPage {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_acp_inject_ffi_fn_method_connection_list_sessions(
+                uniffiHandle,
+                
+        FfiConverterOptionalString.lower(`cwd`),
+        FfiConverterOptionalString.lower(`cursor`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_complete_rust_buffer(future, continuation) },
+        { future -> UniffiLib.ffi_acp_inject_ffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterTypeSessionPage.lift(it) },
+        // Error FFI converter
+        AcpException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * `session/new`.
+     */
+    @Throws(AcpException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `newSession`(`cwd`: kotlin.String, `additionalDirectories`: List<kotlin.String>, `mcpServers`: List<McpServer>) : Session {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_acp_inject_ffi_fn_method_connection_new_session(
+                uniffiHandle,
+                
+        FfiConverterString.lower(`cwd`),
+        FfiConverterSequenceString.lower(`additionalDirectories`),
+        FfiConverterSequenceTypeMcpServer.lower(`mcpServers`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_poll_u64(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_complete_u64(future, continuation) },
+        { future -> UniffiLib.ffi_acp_inject_ffi_rust_future_free_u64(future) },
+        // lift function
+        { FfiConverterTypeSession.lift(it) },
+        // Error FFI converter
+        AcpException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * `session/resume`; with `replay` the conversation is replayed into the session first.
+     */
+    @Throws(AcpException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `resume`(`sessionId`: kotlin.String, `cwd`: kotlin.String, `replay`: kotlin.Boolean) : Session {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_acp_inject_ffi_fn_method_connection_resume(
+                uniffiHandle,
+                
+        FfiConverterString.lower(`sessionId`),
+        FfiConverterString.lower(`cwd`),
+        FfiConverterBoolean.lower(`replay`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_poll_u64(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_complete_u64(future, continuation) },
+        { future -> UniffiLib.ffi_acp_inject_ffi_rust_future_free_u64(future) },
+        // lift function
+        { FfiConverterTypeSession.lift(it) },
+        // Error FFI converter
+        AcpException.ErrorHandler,
+    )
+    }
+
+    
+
+    
+
+
+    
+    
+    /**
+     * @suppress
+     */
+    companion object
+    
+}
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeConnection: FfiConverter<Connection, Long> {
+    override fun lower(value: Connection): Long {
+        return value.uniffiCloneHandle()
+    }
+
+    override fun lift(value: Long): Connection {
+        return Connection(UniffiWithHandle, value)
+    }
+
+    override fun read(buf: ByteBuffer): Connection {
+        return lift(buf.getLong())
+    }
+
+    override fun allocationSize(value: Connection) = 8UL
+
+    override fun write(value: Connection, buf: ByteBuffer) {
+        buf.putLong(lower(value))
+    }
+}
+
+
+// This template implements a class for working with a Rust struct via a handle
+// to the live Rust struct on the other side of the FFI.
+//
+// There's some subtlety here, because we have to be careful not to operate on a Rust
+// struct after it has been dropped, and because we must expose a public API for freeing
+// theq Kotlin wrapper object in lieu of reliable finalizers. The core requirements are:
+//
+//   * Each instance holds an opaque handle to the underlying Rust struct.
+//     Method calls need to read this handle from the object's state and pass it in to
+//     the Rust FFI.
+//
+//   * When an instance is no longer needed, its handle should be passed to a
+//     special destructor function provided by the Rust FFI, which will drop the
+//     underlying Rust struct.
+//
+//   * Given an instance, calling code is expected to call the special
+//     `destroy` method in order to free it after use, either by calling it explicitly
+//     or by using a higher-level helper like the `use` method. Failing to do so risks
+//     leaking the underlying Rust struct.
+//
+//   * We can't assume that calling code will do the right thing, and must be prepared
+//     to handle Kotlin method calls executing concurrently with or even after a call to
+//     `destroy`, and to handle multiple (possibly concurrent!) calls to `destroy`.
+//
+//   * We must never allow Rust code to operate on the underlying Rust struct after
+//     the destructor has been called, and must never call the destructor more than once.
+//     Doing so may trigger memory unsafety.
+//
+//   * To mitigate many of the risks of leaking memory and use-after-free unsafety, a `Cleaner`
+//     is implemented to call the destructor when the Kotlin object becomes unreachable.
+//     This is done in a background thread. This is not a panacea, and client code should be aware that
+//      1. the thread may starve if some there are objects that have poorly performing
+//     `drop` methods or do significant work in their `drop` methods.
+//      2. the thread is shared across the whole library. This can be tuned by using `android_cleaner = true`,
+//         or `android = true` in the [`kotlin` section of the `uniffi.toml` file](https://mozilla.github.io/uniffi-rs/kotlin/configuration.html).
+//
+// If we try to implement this with mutual exclusion on access to the handle, there is the
+// possibility of a race between a method call and a concurrent call to `destroy`:
+//
+//    * Thread A starts a method call, reads the value of the handle, but is interrupted
+//      before it can pass the handle over the FFI to Rust.
+//    * Thread B calls `destroy` and frees the underlying Rust struct.
+//    * Thread A resumes, passing the already-read handle value to Rust and triggering
+//      a use-after-free.
+//
+// One possible solution would be to use a `ReadWriteLock`, with each method call taking
+// a read lock (and thus allowed to run concurrently) and the special `destroy` method
+// taking a write lock (and thus blocking on live method calls). However, we aim not to
+// generate methods with any hidden blocking semantics, and a `destroy` method that might
+// block if called incorrectly seems to meet that bar.
+//
+// So, we achieve our goals by giving each instance an associated `AtomicLong` counter to track
+// the number of in-flight method calls, and an `AtomicBoolean` flag to indicate whether `destroy`
+// has been called. These are updated according to the following rules:
+//
+//    * The initial value of the counter is 1, indicating a live object with no in-flight calls.
+//      The initial value for the flag is false.
+//
+//    * At the start of each method call, we atomically check the counter.
+//      If it is 0 then the underlying Rust struct has already been destroyed and the call is aborted.
+//      If it is nonzero them we atomically increment it by 1 and proceed with the method call.
+//
+//    * At the end of each method call, we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+//    * When `destroy` is called, we atomically flip the flag from false to true.
+//      If the flag was already true we silently fail.
+//      Otherwise we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+// Astute readers may observe that this all sounds very similar to the way that Rust's `Arc<T>` works,
+// and indeed it is, with the addition of a flag to guard against multiple calls to `destroy`.
+//
+// The overall effect is that the underlying Rust struct is destroyed only when `destroy` has been
+// called *and* all in-flight method calls have completed, avoiding violating any of the expectations
+// of the underlying Rust code.
+//
+// This makes a cleaner a better alternative to _not_ calling `destroy()` as
+// and when the object is finished with, but the abstraction is not perfect: if the Rust object's `drop`
+// method is slow, and/or there are many objects to cleanup, and it's on a low end Android device, then the cleaner
+// thread may be starved, and the app will leak memory.
+//
+// In this case, `destroy`ing manually may be a better solution.
+//
+// The cleaner can live side by side with the manual calling of `destroy`. In the order of responsiveness, uniffi objects
+// with Rust peers are reclaimed:
+//
+// 1. By calling the `destroy` method of the object, which calls `rustObject.free()`. If that doesn't happen:
+// 2. When the object becomes unreachable, AND the Cleaner thread gets to call `rustObject.free()`. If the thread is starved then:
+// 3. The memory is reclaimed when the process terminates.
+//
+// [1] https://stackoverflow.com/questions/24376768/can-java-finalize-an-object-when-it-is-still-in-scope/24380219
+//
+
+
+/**
+ * A session open on a [`Connection`].
+ */
+public interface SessionInterface {
+    
+    /**
+     * Answers an open permission request of this session.
+     */
+    fun `answerPermission`(`request`: RequestId, `outcome`: RequestPermissionOutcome)
+    
+    /**
+     * `session/cancel`.
+     */
+    fun `cancel`()
+    
+    /**
+     * `session/close`.
+     */
+    suspend fun `close`()
+    
+    /**
+     * The session's id.
+     */
+    fun `id`(): kotlin.String
+    
+    /**
+     * `session/inject`: returns when accepted, with the id its `user_message` will carry.
+     */
+    suspend fun `inject`(`mode`: InjectMode, `content`: List<ContentBlock>): MessageId
+    
+    /**
+     * Waits for activity, then returns all of it (one batch per read from the agent); raises
+     * `Disconnected` once the connection ended and nothing is left.
+     */
+    suspend fun `nextEvents`(): List<SessionActivity>
+    
+    /**
+     * `session/prompt`: returns when the message is inserted, with its id.
+     */
+    suspend fun `prompt`(`content`: List<ContentBlock>): MessageId?
+    
+    /**
+     * `session/replace_inject`.
+     */
+    suspend fun `replace`(`messageId`: MessageId, `content`: List<ContentBlock>)
+    
+    /**
+     * `session/revoke_inject`.
+     */
+    suspend fun `revoke`(`messageId`: MessageId)
+    
+    /**
+     * Everything a UI renders for this session now.
+     */
+    fun `snapshot`(): MirrorSnapshot?
+    
+    /**
+     * `session/status`: `true` while the agent holds the session.
+     */
+    suspend fun `status`(): kotlin.Boolean
+    
+    /**
+     * Whatever activity is queued now, without waiting.
+     */
+    fun `takeEvents`(): List<SessionActivity>
+    
+    companion object
+}
+
+/**
+ * A session open on a [`Connection`].
+ */
+open class Session: Disposable, AutoCloseable, SessionInterface
+{
+
+    @Suppress("UNUSED_PARAMETER")
+    /**
+     * @suppress
+     */
+    constructor(withHandle: UniffiWithHandle, handle: Long) {
+        this.handle = handle
+        this.cleanable = UniffiLib.CLEANER.register(this, UniffiCleanAction(handle))
+    }
+
+    /**
+     * @suppress
+     *
+     * This constructor can be used to instantiate a fake object. Only used for tests. Any
+     * attempt to actually use an object constructed this way will fail as there is no
+     * connected Rust object.
+     */
+    @Suppress("UNUSED_PARAMETER")
+    constructor(noHandle: NoHandle) {
+        this.handle = 0
+        this.cleanable = null
+    }
+
+    protected val handle: Long
+    protected val cleanable: UniffiCleaner.Cleanable?
+
+    private val wasDestroyed = AtomicBoolean(false)
+    private val callCounter = AtomicLong(1)
+
+    /**
+     * Whether the current object has been destroyed and its reference is gone in the Rust side.
+     */
+    val uniffiIsDestroyed: Boolean get() = wasDestroyed.get()
+
+    override fun destroy() {
+        // Only allow a single call to this method.
+        // TODO: maybe we should log a warning if called more than once?
+        if (this.wasDestroyed.compareAndSet(false, true)) {
+            // This decrement always matches the initial count of 1 given at creation time.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    @Synchronized
+    override fun close() {
+        this.destroy()
+    }
+
+    internal inline fun <R> callWithHandle(block: (handle: Long) -> R): R {
+        // Check and increment the call counter, to keep the object alive.
+        // This needs a compare-and-set retry loop in case of concurrent updates.
+        do {
+            val c = this.callCounter.get()
+            if (c == 0L) {
+                throw IllegalStateException("${this.javaClass.simpleName} object has already been destroyed")
+            }
+            if (c == Long.MAX_VALUE) {
+                throw IllegalStateException("${this.javaClass.simpleName} call counter would overflow")
+            }
+        } while (! this.callCounter.compareAndSet(c, c + 1L))
+        // Now we can safely do the method call without the handle being freed concurrently.
+        try {
+            return block(this.uniffiCloneHandle())
+        } finally {
+            // This decrement always matches the increment we performed above.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    // Use a static inner class instead of a closure so as not to accidentally
+    // capture `this` as part of the cleanable's action.
+    private class UniffiCleanAction(private val handle: Long) : Runnable {
+        override fun run() {
+            if (handle == 0.toLong()) {
+                // Fake object created with `NoHandle`, don't try to free.
+                return;
+            }
+            uniffiRustCall { status ->
+                UniffiLib.uniffi_acp_inject_ffi_fn_free_session(handle, status)
+            }
+        }
+    }
+
+    /**
+     * @suppress
+     */
+    fun uniffiCloneHandle(): Long {
+        if (handle == 0.toLong()) {
+            throw InternalException("uniffiCloneHandle() called on NoHandle object");
+        }
+        return uniffiRustCall() { status ->
+            UniffiLib.uniffi_acp_inject_ffi_fn_clone_session(handle, status)
+        }
+    }
+
+    
+    /**
+     * Answers an open permission request of this session.
+     */
+    @Throws(AcpException::class)override fun `answerPermission`(`request`: RequestId, `outcome`: RequestPermissionOutcome)
+        = 
+    callWithHandle {
+    uniffiRustCallWithError(AcpException) { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_session_answer_permission(
+        it,
+        
+        FfiConverterTypeRequestId.lower(`request`),
+        FfiConverterTypeRequestPermissionOutcome.lower(`outcome`),_status)
+}
+    }
+    
+    
+
+    
+    /**
+     * `session/cancel`.
+     */
+    @Throws(AcpException::class)override fun `cancel`()
+        = 
+    callWithHandle {
+    uniffiRustCallWithError(AcpException) { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_session_cancel(
+        it,
+        _status)
+}
+    }
+    
+    
+
+    
+    /**
+     * `session/close`.
+     */
+    @Throws(AcpException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `close`() {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_acp_inject_ffi_fn_method_session_close(
+                uniffiHandle,
+                
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_poll_void(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_complete_void(future, continuation) },
+        { future -> UniffiLib.ffi_acp_inject_ffi_rust_future_free_void(future) },
+        // lift function
+        { },
+        
+        // Error FFI converter
+        AcpException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * The session's id.
+     */override fun `id`(): kotlin.String {
+            return FfiConverterString.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_session_id(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * `session/inject`: returns when accepted, with the id its `user_message` will carry.
+     */
+    @Throws(AcpException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `inject`(`mode`: InjectMode, `content`: List<ContentBlock>) : MessageId {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_acp_inject_ffi_fn_method_session_inject(
+                uniffiHandle,
+                
+        FfiConverterTypeInjectMode.lower(`mode`),
+        FfiConverterSequenceTypeContentBlock.lower(`content`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_complete_rust_buffer(future, continuation) },
+        { future -> UniffiLib.ffi_acp_inject_ffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterTypeMessageId.lift(it) },
+        // Error FFI converter
+        AcpException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * Waits for activity, then returns all of it (one batch per read from the agent); raises
+     * `Disconnected` once the connection ended and nothing is left.
+     */
+    @Throws(AcpException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `nextEvents`() : List<SessionActivity> {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_acp_inject_ffi_fn_method_session_next_events(
+                uniffiHandle,
+                
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_complete_rust_buffer(future, continuation) },
+        { future -> UniffiLib.ffi_acp_inject_ffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterSequenceTypeSessionActivity.lift(it) },
+        // Error FFI converter
+        AcpException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * `session/prompt`: returns when the message is inserted, with its id.
+     */
+    @Throws(AcpException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `prompt`(`content`: List<ContentBlock>) : MessageId? {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_acp_inject_ffi_fn_method_session_prompt(
+                uniffiHandle,
+                
+        FfiConverterSequenceTypeContentBlock.lower(`content`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_complete_rust_buffer(future, continuation) },
+        { future -> UniffiLib.ffi_acp_inject_ffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterOptionalTypeMessageId.lift(it) },
+        // Error FFI converter
+        AcpException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * `session/replace_inject`.
+     */
+    @Throws(AcpException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `replace`(`messageId`: MessageId, `content`: List<ContentBlock>) {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_acp_inject_ffi_fn_method_session_replace(
+                uniffiHandle,
+                
+        FfiConverterTypeMessageId.lower(`messageId`),
+        FfiConverterSequenceTypeContentBlock.lower(`content`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_poll_void(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_complete_void(future, continuation) },
+        { future -> UniffiLib.ffi_acp_inject_ffi_rust_future_free_void(future) },
+        // lift function
+        { },
+        
+        // Error FFI converter
+        AcpException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * `session/revoke_inject`.
+     */
+    @Throws(AcpException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `revoke`(`messageId`: MessageId) {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_acp_inject_ffi_fn_method_session_revoke(
+                uniffiHandle,
+                
+        FfiConverterTypeMessageId.lower(`messageId`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_poll_void(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_complete_void(future, continuation) },
+        { future -> UniffiLib.ffi_acp_inject_ffi_rust_future_free_void(future) },
+        // lift function
+        { },
+        
+        // Error FFI converter
+        AcpException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * Everything a UI renders for this session now.
+     */override fun `snapshot`(): MirrorSnapshot? {
+            return FfiConverterOptionalTypeMirrorSnapshot.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_session_snapshot(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * `session/status`: `true` while the agent holds the session.
+     */
+    @Throws(AcpException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `status`() : kotlin.Boolean {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_acp_inject_ffi_fn_method_session_status(
+                uniffiHandle,
+                
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_poll_i8(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_complete_i8(future, continuation) },
+        { future -> UniffiLib.ffi_acp_inject_ffi_rust_future_free_i8(future) },
+        // lift function
+        { FfiConverterBoolean.lift(it) },
+        // Error FFI converter
+        AcpException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * Whatever activity is queued now, without waiting.
+     */override fun `takeEvents`(): List<SessionActivity> {
+            return FfiConverterSequenceTypeSessionActivity.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_session_take_events(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+
+    
+
+
+    
+    
+    /**
+     * @suppress
+     */
+    companion object
+    
+}
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeSession: FfiConverter<Session, Long> {
+    override fun lower(value: Session): Long {
+        return value.uniffiCloneHandle()
+    }
+
+    override fun lift(value: Long): Session {
+        return Session(UniffiWithHandle, value)
+    }
+
+    override fun read(buf: ByteBuffer): Session {
+        return lift(buf.getLong())
+    }
+
+    override fun allocationSize(value: Session) = 8UL
+
+    override fun write(value: Session, buf: ByteBuffer) {
+        buf.putLong(lower(value))
+    }
+}
+
+
+// This template implements a class for working with a Rust struct via a handle
+// to the live Rust struct on the other side of the FFI.
+//
+// There's some subtlety here, because we have to be careful not to operate on a Rust
+// struct after it has been dropped, and because we must expose a public API for freeing
+// theq Kotlin wrapper object in lieu of reliable finalizers. The core requirements are:
+//
+//   * Each instance holds an opaque handle to the underlying Rust struct.
+//     Method calls need to read this handle from the object's state and pass it in to
+//     the Rust FFI.
+//
+//   * When an instance is no longer needed, its handle should be passed to a
+//     special destructor function provided by the Rust FFI, which will drop the
+//     underlying Rust struct.
+//
+//   * Given an instance, calling code is expected to call the special
+//     `destroy` method in order to free it after use, either by calling it explicitly
+//     or by using a higher-level helper like the `use` method. Failing to do so risks
+//     leaking the underlying Rust struct.
+//
+//   * We can't assume that calling code will do the right thing, and must be prepared
+//     to handle Kotlin method calls executing concurrently with or even after a call to
+//     `destroy`, and to handle multiple (possibly concurrent!) calls to `destroy`.
+//
+//   * We must never allow Rust code to operate on the underlying Rust struct after
+//     the destructor has been called, and must never call the destructor more than once.
+//     Doing so may trigger memory unsafety.
+//
+//   * To mitigate many of the risks of leaking memory and use-after-free unsafety, a `Cleaner`
+//     is implemented to call the destructor when the Kotlin object becomes unreachable.
+//     This is done in a background thread. This is not a panacea, and client code should be aware that
+//      1. the thread may starve if some there are objects that have poorly performing
+//     `drop` methods or do significant work in their `drop` methods.
+//      2. the thread is shared across the whole library. This can be tuned by using `android_cleaner = true`,
+//         or `android = true` in the [`kotlin` section of the `uniffi.toml` file](https://mozilla.github.io/uniffi-rs/kotlin/configuration.html).
+//
+// If we try to implement this with mutual exclusion on access to the handle, there is the
+// possibility of a race between a method call and a concurrent call to `destroy`:
+//
+//    * Thread A starts a method call, reads the value of the handle, but is interrupted
+//      before it can pass the handle over the FFI to Rust.
+//    * Thread B calls `destroy` and frees the underlying Rust struct.
+//    * Thread A resumes, passing the already-read handle value to Rust and triggering
+//      a use-after-free.
+//
+// One possible solution would be to use a `ReadWriteLock`, with each method call taking
+// a read lock (and thus allowed to run concurrently) and the special `destroy` method
+// taking a write lock (and thus blocking on live method calls). However, we aim not to
+// generate methods with any hidden blocking semantics, and a `destroy` method that might
+// block if called incorrectly seems to meet that bar.
+//
+// So, we achieve our goals by giving each instance an associated `AtomicLong` counter to track
+// the number of in-flight method calls, and an `AtomicBoolean` flag to indicate whether `destroy`
+// has been called. These are updated according to the following rules:
+//
+//    * The initial value of the counter is 1, indicating a live object with no in-flight calls.
+//      The initial value for the flag is false.
+//
+//    * At the start of each method call, we atomically check the counter.
+//      If it is 0 then the underlying Rust struct has already been destroyed and the call is aborted.
+//      If it is nonzero them we atomically increment it by 1 and proceed with the method call.
+//
+//    * At the end of each method call, we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+//    * When `destroy` is called, we atomically flip the flag from false to true.
+//      If the flag was already true we silently fail.
+//      Otherwise we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+// Astute readers may observe that this all sounds very similar to the way that Rust's `Arc<T>` works,
+// and indeed it is, with the addition of a flag to guard against multiple calls to `destroy`.
+//
+// The overall effect is that the underlying Rust struct is destroyed only when `destroy` has been
+// called *and* all in-flight method calls have completed, avoiding violating any of the expectations
+// of the underlying Rust code.
+//
+// This makes a cleaner a better alternative to _not_ calling `destroy()` as
+// and when the object is finished with, but the abstraction is not perfect: if the Rust object's `drop`
+// method is slow, and/or there are many objects to cleanup, and it's on a low end Android device, then the cleaner
+// thread may be starved, and the app will leak memory.
+//
+// In this case, `destroy`ing manually may be a better solution.
+//
+// The cleaner can live side by side with the manual calling of `destroy`. In the order of responsiveness, uniffi objects
+// with Rust peers are reclaimed:
+//
+// 1. By calling the `destroy` method of the object, which calls `rustObject.free()`. If that doesn't happen:
+// 2. When the object becomes unreachable, AND the Cleaner thread gets to call `rustObject.free()`. If the thread is starved then:
+// 3. The memory is reclaimed when the process terminates.
+//
+// [1] https://stackoverflow.com/questions/24376768/can-java-finalize-an-object-when-it-is-still-in-scope/24380219
+//
+
+
+/**
+ * What a running turn can do.
+ */
+public interface TurnContextInterface {
+    
+    /**
+     * A safe break-point: pending steers are delivered and returned for the model.
+     */
+    fun `breakPoint`(`kind`: BreakPoint): List<UserInput>
+    
+    /**
+     * Waits until the client cancels the turn.
+     */
+    suspend fun `cancelled`()
+    
+    /**
+     * Clears what was streamed so far for an agent message.
+     */
+    fun `clearMessage`(`messageId`: MessageId)
+    
+    /**
+     * The session's working directory.
+     */
+    fun `cwd`(): kotlin.String
+    
+    /**
+     * Whether a steer asked to cut the current model stream.
+     */
+    fun `interruptRequested`(): kotlin.Boolean
+    
+    /**
+     * Waits until a steer asks to cut the current model stream.
+     */
+    suspend fun `interrupted`()
+    
+    /**
+     * Whether the client cancelled the turn.
+     */
+    fun `isCancelled`(): kotlin.Boolean
+    
+    /**
+     * A fresh id for an agent message or thought.
+     */
+    fun `newMessageId`(): MessageId
+    
+    /**
+     * A model-process pause began.
+     */
+    fun `paused`()
+    
+    /**
+     * Asks the user for permission; `requires_action` until answered (a cancel answers
+     * `cancelled`).
+     */
+    suspend fun `requestPermission`(`title`: kotlin.String, `description`: kotlin.String?, `options`: List<PermissionOption>): RequestPermissionOutcome
+    
+    /**
+     * The pause cleared.
+     */
+    fun `resumed`()
+    
+    /**
+     * Sends one of the runtime's own updates (chunks, upserts, tool calls, plan, usage, …).
+     */
+    fun `send`(`update`: SessionUpdate)
+    
+    /**
+     * Streams a piece of text of an agent message.
+     */
+    fun `sendText`(`messageId`: MessageId, `text`: kotlin.String)
+    
+    /**
+     * The session this turn belongs to.
+     */
+    fun `sessionId`(): kotlin.String
+    
+    /**
+     * That stream ended.
+     */
+    fun `streamFinished`()
+    
+    /**
+     * A model stream with no tool call pending began.
+     */
+    fun `streamStarted`()
+    
+    companion object
+}
+
+/**
+ * What a running turn can do.
+ */
+open class TurnContext: Disposable, AutoCloseable, TurnContextInterface
+{
+
+    @Suppress("UNUSED_PARAMETER")
+    /**
+     * @suppress
+     */
+    constructor(withHandle: UniffiWithHandle, handle: Long) {
+        this.handle = handle
+        this.cleanable = UniffiLib.CLEANER.register(this, UniffiCleanAction(handle))
+    }
+
+    /**
+     * @suppress
+     *
+     * This constructor can be used to instantiate a fake object. Only used for tests. Any
+     * attempt to actually use an object constructed this way will fail as there is no
+     * connected Rust object.
+     */
+    @Suppress("UNUSED_PARAMETER")
+    constructor(noHandle: NoHandle) {
+        this.handle = 0
+        this.cleanable = null
+    }
+
+    protected val handle: Long
+    protected val cleanable: UniffiCleaner.Cleanable?
+
+    private val wasDestroyed = AtomicBoolean(false)
+    private val callCounter = AtomicLong(1)
+
+    /**
+     * Whether the current object has been destroyed and its reference is gone in the Rust side.
+     */
+    val uniffiIsDestroyed: Boolean get() = wasDestroyed.get()
+
+    override fun destroy() {
+        // Only allow a single call to this method.
+        // TODO: maybe we should log a warning if called more than once?
+        if (this.wasDestroyed.compareAndSet(false, true)) {
+            // This decrement always matches the initial count of 1 given at creation time.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    @Synchronized
+    override fun close() {
+        this.destroy()
+    }
+
+    internal inline fun <R> callWithHandle(block: (handle: Long) -> R): R {
+        // Check and increment the call counter, to keep the object alive.
+        // This needs a compare-and-set retry loop in case of concurrent updates.
+        do {
+            val c = this.callCounter.get()
+            if (c == 0L) {
+                throw IllegalStateException("${this.javaClass.simpleName} object has already been destroyed")
+            }
+            if (c == Long.MAX_VALUE) {
+                throw IllegalStateException("${this.javaClass.simpleName} call counter would overflow")
+            }
+        } while (! this.callCounter.compareAndSet(c, c + 1L))
+        // Now we can safely do the method call without the handle being freed concurrently.
+        try {
+            return block(this.uniffiCloneHandle())
+        } finally {
+            // This decrement always matches the increment we performed above.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    // Use a static inner class instead of a closure so as not to accidentally
+    // capture `this` as part of the cleanable's action.
+    private class UniffiCleanAction(private val handle: Long) : Runnable {
+        override fun run() {
+            if (handle == 0.toLong()) {
+                // Fake object created with `NoHandle`, don't try to free.
+                return;
+            }
+            uniffiRustCall { status ->
+                UniffiLib.uniffi_acp_inject_ffi_fn_free_turncontext(handle, status)
+            }
+        }
+    }
+
+    /**
+     * @suppress
+     */
+    fun uniffiCloneHandle(): Long {
+        if (handle == 0.toLong()) {
+            throw InternalException("uniffiCloneHandle() called on NoHandle object");
+        }
+        return uniffiRustCall() { status ->
+            UniffiLib.uniffi_acp_inject_ffi_fn_clone_turncontext(handle, status)
+        }
+    }
+
+    
+    /**
+     * A safe break-point: pending steers are delivered and returned for the model.
+     */
+    @Throws(AcpException::class)override fun `breakPoint`(`kind`: BreakPoint): List<UserInput> {
+            return FfiConverterSequenceTypeUserInput.lift(
+    callWithHandle {
+    uniffiRustCallWithError(AcpException) { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_break_point(
+        it,
+        
+        FfiConverterTypeBreakPoint.lower(`kind`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * Waits until the client cancels the turn.
+     */
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `cancelled`() {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_cancelled(
+                uniffiHandle,
+                
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_poll_void(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_complete_void(future, continuation) },
+        { future -> UniffiLib.ffi_acp_inject_ffi_rust_future_free_void(future) },
+        // lift function
+        { },
+        
+        // Error FFI converter
+        UniffiNullRustCallStatusErrorHandler,
+    )
+    }
+
+    
+    /**
+     * Clears what was streamed so far for an agent message.
+     */
+    @Throws(AcpException::class)override fun `clearMessage`(`messageId`: MessageId)
+        = 
+    callWithHandle {
+    uniffiRustCallWithError(AcpException) { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_clear_message(
+        it,
+        
+        FfiConverterTypeMessageId.lower(`messageId`),_status)
+}
+    }
+    
+    
+
+    
+    /**
+     * The session's working directory.
+     */override fun `cwd`(): kotlin.String {
+            return FfiConverterString.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_cwd(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * Whether a steer asked to cut the current model stream.
+     */override fun `interruptRequested`(): kotlin.Boolean {
+            return FfiConverterBoolean.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_interrupt_requested(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * Waits until a steer asks to cut the current model stream.
+     */
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `interrupted`() {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_interrupted(
+                uniffiHandle,
+                
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_poll_void(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_complete_void(future, continuation) },
+        { future -> UniffiLib.ffi_acp_inject_ffi_rust_future_free_void(future) },
+        // lift function
+        { },
+        
+        // Error FFI converter
+        UniffiNullRustCallStatusErrorHandler,
+    )
+    }
+
+    
+    /**
+     * Whether the client cancelled the turn.
+     */override fun `isCancelled`(): kotlin.Boolean {
+            return FfiConverterBoolean.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_is_cancelled(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * A fresh id for an agent message or thought.
+     */override fun `newMessageId`(): MessageId {
+            return FfiConverterTypeMessageId.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_new_message_id(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * A model-process pause began.
+     */
+    @Throws(AcpException::class)override fun `paused`()
+        = 
+    callWithHandle {
+    uniffiRustCallWithError(AcpException) { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_paused(
+        it,
+        _status)
+}
+    }
+    
+    
+
+    
+    /**
+     * Asks the user for permission; `requires_action` until answered (a cancel answers
+     * `cancelled`).
+     */
+    @Throws(AcpException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `requestPermission`(`title`: kotlin.String, `description`: kotlin.String?, `options`: List<PermissionOption>) : RequestPermissionOutcome {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_request_permission(
+                uniffiHandle,
+                
+        FfiConverterString.lower(`title`),
+        FfiConverterOptionalString.lower(`description`),
+        FfiConverterSequenceTypePermissionOption.lower(`options`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_complete_rust_buffer(future, continuation) },
+        { future -> UniffiLib.ffi_acp_inject_ffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterTypeRequestPermissionOutcome.lift(it) },
+        // Error FFI converter
+        AcpException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * The pause cleared.
+     */
+    @Throws(AcpException::class)override fun `resumed`()
+        = 
+    callWithHandle {
+    uniffiRustCallWithError(AcpException) { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_resumed(
+        it,
+        _status)
+}
+    }
+    
+    
+
+    
+    /**
+     * Sends one of the runtime's own updates (chunks, upserts, tool calls, plan, usage, …).
+     */
+    @Throws(AcpException::class)override fun `send`(`update`: SessionUpdate)
+        = 
+    callWithHandle {
+    uniffiRustCallWithError(AcpException) { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_send(
+        it,
+        
+        FfiConverterTypeSessionUpdate.lower(`update`),_status)
+}
+    }
+    
+    
+
+    
+    /**
+     * Streams a piece of text of an agent message.
+     */
+    @Throws(AcpException::class)override fun `sendText`(`messageId`: MessageId, `text`: kotlin.String)
+        = 
+    callWithHandle {
+    uniffiRustCallWithError(AcpException) { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_send_text(
+        it,
+        
+        FfiConverterTypeMessageId.lower(`messageId`),
+        FfiConverterString.lower(`text`),_status)
+}
+    }
+    
+    
+
+    
+    /**
+     * The session this turn belongs to.
+     */override fun `sessionId`(): kotlin.String {
+            return FfiConverterString.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_session_id(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * That stream ended.
+     */
+    @Throws(AcpException::class)override fun `streamFinished`()
+        = 
+    callWithHandle {
+    uniffiRustCallWithError(AcpException) { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_stream_finished(
+        it,
+        _status)
+}
+    }
+    
+    
+
+    
+    /**
+     * A model stream with no tool call pending began.
+     */
+    @Throws(AcpException::class)override fun `streamStarted`()
+        = 
+    callWithHandle {
+    uniffiRustCallWithError(AcpException) { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_stream_started(
+        it,
+        _status)
+}
+    }
+    
+    
+
+    
+
+    
+
+
+    
+    
+    /**
+     * @suppress
+     */
+    companion object
+    
+}
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeTurnContext: FfiConverter<TurnContext, Long> {
+    override fun lower(value: TurnContext): Long {
+        return value.uniffiCloneHandle()
+    }
+
+    override fun lift(value: Long): TurnContext {
+        return TurnContext(UniffiWithHandle, value)
+    }
+
+    override fun read(buf: ByteBuffer): TurnContext {
+        return lift(buf.getLong())
+    }
+
+    override fun allocationSize(value: TurnContext) = 8UL
+
+    override fun write(value: TurnContext, buf: ByteBuffer) {
+        buf.putLong(lower(value))
+    }
+}
+
+
+// This template implements a class for working with a Rust struct via a handle
+// to the live Rust struct on the other side of the FFI.
+//
+// There's some subtlety here, because we have to be careful not to operate on a Rust
+// struct after it has been dropped, and because we must expose a public API for freeing
+// theq Kotlin wrapper object in lieu of reliable finalizers. The core requirements are:
+//
+//   * Each instance holds an opaque handle to the underlying Rust struct.
+//     Method calls need to read this handle from the object's state and pass it in to
+//     the Rust FFI.
+//
+//   * When an instance is no longer needed, its handle should be passed to a
+//     special destructor function provided by the Rust FFI, which will drop the
+//     underlying Rust struct.
+//
+//   * Given an instance, calling code is expected to call the special
+//     `destroy` method in order to free it after use, either by calling it explicitly
+//     or by using a higher-level helper like the `use` method. Failing to do so risks
+//     leaking the underlying Rust struct.
+//
+//   * We can't assume that calling code will do the right thing, and must be prepared
+//     to handle Kotlin method calls executing concurrently with or even after a call to
+//     `destroy`, and to handle multiple (possibly concurrent!) calls to `destroy`.
+//
+//   * We must never allow Rust code to operate on the underlying Rust struct after
+//     the destructor has been called, and must never call the destructor more than once.
+//     Doing so may trigger memory unsafety.
+//
+//   * To mitigate many of the risks of leaking memory and use-after-free unsafety, a `Cleaner`
+//     is implemented to call the destructor when the Kotlin object becomes unreachable.
+//     This is done in a background thread. This is not a panacea, and client code should be aware that
+//      1. the thread may starve if some there are objects that have poorly performing
+//     `drop` methods or do significant work in their `drop` methods.
+//      2. the thread is shared across the whole library. This can be tuned by using `android_cleaner = true`,
+//         or `android = true` in the [`kotlin` section of the `uniffi.toml` file](https://mozilla.github.io/uniffi-rs/kotlin/configuration.html).
+//
+// If we try to implement this with mutual exclusion on access to the handle, there is the
+// possibility of a race between a method call and a concurrent call to `destroy`:
+//
+//    * Thread A starts a method call, reads the value of the handle, but is interrupted
+//      before it can pass the handle over the FFI to Rust.
+//    * Thread B calls `destroy` and frees the underlying Rust struct.
+//    * Thread A resumes, passing the already-read handle value to Rust and triggering
+//      a use-after-free.
+//
+// One possible solution would be to use a `ReadWriteLock`, with each method call taking
+// a read lock (and thus allowed to run concurrently) and the special `destroy` method
+// taking a write lock (and thus blocking on live method calls). However, we aim not to
+// generate methods with any hidden blocking semantics, and a `destroy` method that might
+// block if called incorrectly seems to meet that bar.
+//
+// So, we achieve our goals by giving each instance an associated `AtomicLong` counter to track
+// the number of in-flight method calls, and an `AtomicBoolean` flag to indicate whether `destroy`
+// has been called. These are updated according to the following rules:
+//
+//    * The initial value of the counter is 1, indicating a live object with no in-flight calls.
+//      The initial value for the flag is false.
+//
+//    * At the start of each method call, we atomically check the counter.
+//      If it is 0 then the underlying Rust struct has already been destroyed and the call is aborted.
+//      If it is nonzero them we atomically increment it by 1 and proceed with the method call.
+//
+//    * At the end of each method call, we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+//    * When `destroy` is called, we atomically flip the flag from false to true.
+//      If the flag was already true we silently fail.
+//      Otherwise we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+// Astute readers may observe that this all sounds very similar to the way that Rust's `Arc<T>` works,
+// and indeed it is, with the addition of a flag to guard against multiple calls to `destroy`.
+//
+// The overall effect is that the underlying Rust struct is destroyed only when `destroy` has been
+// called *and* all in-flight method calls have completed, avoiding violating any of the expectations
+// of the underlying Rust code.
+//
+// This makes a cleaner a better alternative to _not_ calling `destroy()` as
+// and when the object is finished with, but the abstraction is not perfect: if the Rust object's `drop`
+// method is slow, and/or there are many objects to cleanup, and it's on a low end Android device, then the cleaner
+// thread may be starved, and the app will leak memory.
+//
+// In this case, `destroy`ing manually may be a better solution.
+//
+// The cleaner can live side by side with the manual calling of `destroy`. In the order of responsiveness, uniffi objects
+// with Rust peers are reclaimed:
+//
+// 1. By calling the `destroy` method of the object, which calls `rustObject.free()`. If that doesn't happen:
+// 2. When the object becomes unreachable, AND the Cleaner thread gets to call `rustObject.free()`. If the thread is starved then:
+// 3. The memory is reclaimed when the process terminates.
+//
+// [1] https://stackoverflow.com/questions/24376768/can-java-finalize-an-object-when-it-is-still-in-scope/24380219
+//
+
+
+/**
+ * One vector being replayed by a driver.
+ */
+public interface VectorRunInterface {
+    
+    /**
+     * The agent setup of an agent-side vector.
+     */
+    fun `agentSetup`(): AgentSetup?
+    
+    /**
+     * Reports a call's result (`None` when it was sent) and the lines it sent.
+     */
+    fun `checkCall`(`rejected`: CallRejected?, `sent`: List<kotlin.String>)
+    
+    /**
+     * Reports a session's history.
+     */
+    fun `checkHistory`(`history`: List<HistoryEntry>)
+    
+    /**
+     * Reports an item's status.
+     */
+    fun `checkItem`(`status`: ItemStatus?)
+    
+    /**
+     * Reports the outputs drained, with the connections attached to each live session.
+     */
+    fun `checkOutputs`(`outputs`: List<Output>, `attached`: Map<kotlin.String, List<kotlin.String>>)
+    
+    /**
+     * Reports a session's snapshot.
+     */
+    fun `checkState`(`snapshot`: MirrorSnapshot?)
+    
+    /**
+     * The client setup of a client-side vector.
+     */
+    fun `clientSetup`(): ClientSetup?
+    
+    /**
+     * The vector's name.
+     */
+    fun `name`(): kotlin.String
+    
+    /**
+     * The next instruction, or `None` when done (then drain once more and report with
+     * `check_outputs`).
+     */
+    fun `next`(): Instruction?
+    
+    /**
+     * Reports the events a received line caused.
+     */
+    fun `recordEvents`(`events`: List<Event>)
+    
+    /**
+     * Reports a runtime event's result: `None` if accepted, else the host error's kind.
+     */
+    fun `recordRuntimeResult`(`hostError`: kotlin.String?)
+    
+    /**
+     * Which side it drives.
+     */
+    fun `side`(): Side
+    
+    companion object
+}
+
+/**
+ * One vector being replayed by a driver.
+ */
+open class VectorRun: Disposable, AutoCloseable, VectorRunInterface
+{
+
+    @Suppress("UNUSED_PARAMETER")
+    /**
+     * @suppress
+     */
+    constructor(withHandle: UniffiWithHandle, handle: Long) {
+        this.handle = handle
+        this.cleanable = UniffiLib.CLEANER.register(this, UniffiCleanAction(handle))
+    }
+
+    /**
+     * @suppress
+     *
+     * This constructor can be used to instantiate a fake object. Only used for tests. Any
+     * attempt to actually use an object constructed this way will fail as there is no
+     * connected Rust object.
+     */
+    @Suppress("UNUSED_PARAMETER")
+    constructor(noHandle: NoHandle) {
+        this.handle = 0
+        this.cleanable = null
+    }
+    /**
+     * Parses a vector (its JSON text).
+     */
+    constructor(`vectorJson`: kotlin.String) :
+        this(UniffiWithHandle, 
+    uniffiRustCallWithError(AcpException) { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_constructor_vectorrun_new(
+    
+        
+        FfiConverterString.lower(`vectorJson`),_status)
+}
+    )
+
+    protected val handle: Long
+    protected val cleanable: UniffiCleaner.Cleanable?
+
+    private val wasDestroyed = AtomicBoolean(false)
+    private val callCounter = AtomicLong(1)
+
+    /**
+     * Whether the current object has been destroyed and its reference is gone in the Rust side.
+     */
+    val uniffiIsDestroyed: Boolean get() = wasDestroyed.get()
+
+    override fun destroy() {
+        // Only allow a single call to this method.
+        // TODO: maybe we should log a warning if called more than once?
+        if (this.wasDestroyed.compareAndSet(false, true)) {
+            // This decrement always matches the initial count of 1 given at creation time.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    @Synchronized
+    override fun close() {
+        this.destroy()
+    }
+
+    internal inline fun <R> callWithHandle(block: (handle: Long) -> R): R {
+        // Check and increment the call counter, to keep the object alive.
+        // This needs a compare-and-set retry loop in case of concurrent updates.
+        do {
+            val c = this.callCounter.get()
+            if (c == 0L) {
+                throw IllegalStateException("${this.javaClass.simpleName} object has already been destroyed")
+            }
+            if (c == Long.MAX_VALUE) {
+                throw IllegalStateException("${this.javaClass.simpleName} call counter would overflow")
+            }
+        } while (! this.callCounter.compareAndSet(c, c + 1L))
+        // Now we can safely do the method call without the handle being freed concurrently.
+        try {
+            return block(this.uniffiCloneHandle())
+        } finally {
+            // This decrement always matches the increment we performed above.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    // Use a static inner class instead of a closure so as not to accidentally
+    // capture `this` as part of the cleanable's action.
+    private class UniffiCleanAction(private val handle: Long) : Runnable {
+        override fun run() {
+            if (handle == 0.toLong()) {
+                // Fake object created with `NoHandle`, don't try to free.
+                return;
+            }
+            uniffiRustCall { status ->
+                UniffiLib.uniffi_acp_inject_ffi_fn_free_vectorrun(handle, status)
+            }
+        }
+    }
+
+    /**
+     * @suppress
+     */
+    fun uniffiCloneHandle(): Long {
+        if (handle == 0.toLong()) {
+            throw InternalException("uniffiCloneHandle() called on NoHandle object");
+        }
+        return uniffiRustCall() { status ->
+            UniffiLib.uniffi_acp_inject_ffi_fn_clone_vectorrun(handle, status)
+        }
+    }
+
+    
+    /**
+     * The agent setup of an agent-side vector.
+     */override fun `agentSetup`(): AgentSetup? {
+            return FfiConverterOptionalTypeAgentSetup.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_vectorrun_agent_setup(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * Reports a call's result (`None` when it was sent) and the lines it sent.
+     */
+    @Throws(AcpException::class)override fun `checkCall`(`rejected`: CallRejected?, `sent`: List<kotlin.String>)
+        = 
+    callWithHandle {
+    uniffiRustCallWithError(AcpException) { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_vectorrun_check_call(
+        it,
+        
+        FfiConverterOptionalTypeCallRejected.lower(`rejected`),
+        FfiConverterSequenceString.lower(`sent`),_status)
+}
+    }
+    
+    
+
+    
+    /**
+     * Reports a session's history.
+     */
+    @Throws(AcpException::class)override fun `checkHistory`(`history`: List<HistoryEntry>)
+        = 
+    callWithHandle {
+    uniffiRustCallWithError(AcpException) { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_vectorrun_check_history(
+        it,
+        
+        FfiConverterSequenceTypeHistoryEntry.lower(`history`),_status)
+}
+    }
+    
+    
+
+    
+    /**
+     * Reports an item's status.
+     */
+    @Throws(AcpException::class)override fun `checkItem`(`status`: ItemStatus?)
+        = 
+    callWithHandle {
+    uniffiRustCallWithError(AcpException) { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_vectorrun_check_item(
+        it,
+        
+        FfiConverterOptionalTypeItemStatus.lower(`status`),_status)
+}
+    }
+    
+    
+
+    
+    /**
+     * Reports the outputs drained, with the connections attached to each live session.
+     */
+    @Throws(AcpException::class)override fun `checkOutputs`(`outputs`: List<Output>, `attached`: Map<kotlin.String, List<kotlin.String>>)
+        = 
+    callWithHandle {
+    uniffiRustCallWithError(AcpException) { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_vectorrun_check_outputs(
+        it,
+        
+        FfiConverterSequenceTypeOutput.lower(`outputs`),
+        FfiConverterMapStringSequenceString.lower(`attached`),_status)
+}
+    }
+    
+    
+
+    
+    /**
+     * Reports a session's snapshot.
+     */
+    @Throws(AcpException::class)override fun `checkState`(`snapshot`: MirrorSnapshot?)
+        = 
+    callWithHandle {
+    uniffiRustCallWithError(AcpException) { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_vectorrun_check_state(
+        it,
+        
+        FfiConverterOptionalTypeMirrorSnapshot.lower(`snapshot`),_status)
+}
+    }
+    
+    
+
+    
+    /**
+     * The client setup of a client-side vector.
+     */override fun `clientSetup`(): ClientSetup? {
+            return FfiConverterOptionalTypeClientSetup.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_vectorrun_client_setup(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * The vector's name.
+     */override fun `name`(): kotlin.String {
+            return FfiConverterString.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_vectorrun_name(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * The next instruction, or `None` when done (then drain once more and report with
+     * `check_outputs`).
+     */
+    @Throws(AcpException::class)override fun `next`(): Instruction? {
+            return FfiConverterOptionalTypeInstruction.lift(
+    callWithHandle {
+    uniffiRustCallWithError(AcpException) { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_vectorrun_next(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * Reports the events a received line caused.
+     */
+    @Throws(AcpException::class)override fun `recordEvents`(`events`: List<Event>)
+        = 
+    callWithHandle {
+    uniffiRustCallWithError(AcpException) { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_vectorrun_record_events(
+        it,
+        
+        FfiConverterSequenceTypeEvent.lower(`events`),_status)
+}
+    }
+    
+    
+
+    
+    /**
+     * Reports a runtime event's result: `None` if accepted, else the host error's kind.
+     */
+    @Throws(AcpException::class)override fun `recordRuntimeResult`(`hostError`: kotlin.String?)
+        = 
+    callWithHandle {
+    uniffiRustCallWithError(AcpException) { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_vectorrun_record_runtime_result(
+        it,
+        
+        FfiConverterOptionalString.lower(`hostError`),_status)
+}
+    }
+    
+    
+
+    
+    /**
+     * Which side it drives.
+     */override fun `side`(): Side {
+            return FfiConverterTypeSide.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_vectorrun_side(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+
+    
+
+
+    
+    
+    /**
+     * @suppress
+     */
+    companion object
+    
+}
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeVectorRun: FfiConverter<VectorRun, Long> {
+    override fun lower(value: VectorRun): Long {
+        return value.uniffiCloneHandle()
+    }
+
+    override fun lift(value: Long): VectorRun {
+        return VectorRun(UniffiWithHandle, value)
+    }
+
+    override fun read(buf: ByteBuffer): VectorRun {
+        return lift(buf.getLong())
+    }
+
+    override fun allocationSize(value: VectorRun) = 8UL
+
+    override fun write(value: VectorRun, buf: ByteBuffer) {
         buf.putLong(lower(value))
     }
 }
 
 
 
+/**
+ * What an in-progress turn carries.
+ */
+data class Activity (
+    var `stream`: Stream
+    , 
+    var `cancelRequested`: kotlin.Boolean
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeActivity: FfiConverterRustBuffer<Activity> {
+    override fun read(buf: ByteBuffer): Activity {
+        return Activity(
+            FfiConverterTypeStream.read(buf),
+            FfiConverterBoolean.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: Activity) = (
+            FfiConverterTypeStream.allocationSize(value.`stream`) +
+            FfiConverterBoolean.allocationSize(value.`cancelRequested`)
+    )
+
+    override fun write(value: Activity, buf: ByteBuffer) {
+            FfiConverterTypeStream.write(value.`stream`, buf)
+            FfiConverterBoolean.write(value.`cancelRequested`, buf)
+    }
+}
+
+
+
+/**
+ * The agent accepts additional workspace roots.
+ */
+data class AdditionalDirectoriesCapabilities (
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeAdditionalDirectoriesCapabilities: FfiConverterRustBuffer<AdditionalDirectoriesCapabilities> {
+    override fun read(buf: ByteBuffer): AdditionalDirectoriesCapabilities {
+        return AdditionalDirectoriesCapabilities(
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: AdditionalDirectoriesCapabilities) = (
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: AdditionalDirectoriesCapabilities, buf: ByteBuffer) {
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * What the UI may offer (C-PEND-3).
+ */
 data class Affordances (
     var `steer`: kotlin.Boolean
     , 
@@ -2464,24 +6837,60 @@ public object FfiConverterTypeAffordances: FfiConverterRustBuffer<Affordances> {
 
 
 /**
- * How the agent core behaves; `inject: None` means inject is not advertised.
+ * What the agent supports.
  */
-data class AgentOptions (
+data class AgentCapabilities (
+    /**
+     * The baseline session methods (`session/new`, `session/list`, `session/resume`, `session/close`, `session/prompt`, `session/cancel`, `session/update`) plus the optional features below.
+     */
+    var `session`: SessionCapabilities?
+    , 
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeAgentCapabilities: FfiConverterRustBuffer<AgentCapabilities> {
+    override fun read(buf: ByteBuffer): AgentCapabilities {
+        return AgentCapabilities(
+            FfiConverterOptionalTypeSessionCapabilities.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: AgentCapabilities) = (
+            FfiConverterOptionalTypeSessionCapabilities.allocationSize(value.`session`) +
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: AgentCapabilities, buf: ByteBuffer) {
+            FfiConverterOptionalTypeSessionCapabilities.write(value.`session`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * What an agent advertises and how it behaves.
+ */
+data class AgentConfig (
     var `inject`: InjectCapabilities?
     , 
-    var `queueDrain`: QueueDrain
+    var `policy`: Policy
     , 
-    var `steerInStream`: SteerInStream
+    var `info`: AgentInfo
     , 
-    var `revokeReplace`: RevokeReplace
-    , 
-    var `rememberIds`: kotlin.UInt
-    , 
-    var `clearStyle`: ClearStyle
-    , 
-    var `agentName`: kotlin.String
-    , 
-    var `agentVersion`: kotlin.String
+    var `setup`: SetupSupport
     
 ){
     
@@ -2495,62 +6904,40 @@ data class AgentOptions (
 /**
  * @suppress
  */
-public object FfiConverterTypeAgentOptions: FfiConverterRustBuffer<AgentOptions> {
-    override fun read(buf: ByteBuffer): AgentOptions {
-        return AgentOptions(
+public object FfiConverterTypeAgentConfig: FfiConverterRustBuffer<AgentConfig> {
+    override fun read(buf: ByteBuffer): AgentConfig {
+        return AgentConfig(
             FfiConverterOptionalTypeInjectCapabilities.read(buf),
-            FfiConverterTypeQueueDrain.read(buf),
-            FfiConverterTypeSteerInStream.read(buf),
-            FfiConverterTypeRevokeReplace.read(buf),
-            FfiConverterUInt.read(buf),
-            FfiConverterTypeClearStyle.read(buf),
-            FfiConverterString.read(buf),
-            FfiConverterString.read(buf),
+            FfiConverterTypePolicy.read(buf),
+            FfiConverterTypeAgentInfo.read(buf),
+            FfiConverterTypeSetupSupport.read(buf),
         )
     }
 
-    override fun allocationSize(value: AgentOptions) = (
+    override fun allocationSize(value: AgentConfig) = (
             FfiConverterOptionalTypeInjectCapabilities.allocationSize(value.`inject`) +
-            FfiConverterTypeQueueDrain.allocationSize(value.`queueDrain`) +
-            FfiConverterTypeSteerInStream.allocationSize(value.`steerInStream`) +
-            FfiConverterTypeRevokeReplace.allocationSize(value.`revokeReplace`) +
-            FfiConverterUInt.allocationSize(value.`rememberIds`) +
-            FfiConverterTypeClearStyle.allocationSize(value.`clearStyle`) +
-            FfiConverterString.allocationSize(value.`agentName`) +
-            FfiConverterString.allocationSize(value.`agentVersion`)
+            FfiConverterTypePolicy.allocationSize(value.`policy`) +
+            FfiConverterTypeAgentInfo.allocationSize(value.`info`) +
+            FfiConverterTypeSetupSupport.allocationSize(value.`setup`)
     )
 
-    override fun write(value: AgentOptions, buf: ByteBuffer) {
+    override fun write(value: AgentConfig, buf: ByteBuffer) {
             FfiConverterOptionalTypeInjectCapabilities.write(value.`inject`, buf)
-            FfiConverterTypeQueueDrain.write(value.`queueDrain`, buf)
-            FfiConverterTypeSteerInStream.write(value.`steerInStream`, buf)
-            FfiConverterTypeRevokeReplace.write(value.`revokeReplace`, buf)
-            FfiConverterUInt.write(value.`rememberIds`, buf)
-            FfiConverterTypeClearStyle.write(value.`clearStyle`, buf)
-            FfiConverterString.write(value.`agentName`, buf)
-            FfiConverterString.write(value.`agentVersion`, buf)
+            FfiConverterTypePolicy.write(value.`policy`, buf)
+            FfiConverterTypeAgentInfo.write(value.`info`, buf)
+            FfiConverterTypeSetupSupport.write(value.`setup`, buf)
     }
 }
 
 
 
 /**
- * Everything a client UI renders, in one crossing.
+ * The agent's name and version.
  */
-data class ClientSnapshot (
-    var `state`: TurnState
+data class AgentInfo (
+    var `name`: kotlin.String
     , 
-    var `stopReason`: kotlin.String?
-    , 
-    var `usageJson`: kotlin.String?
-    , 
-    var `pending`: List<PendingItem>
-    , 
-    var `transcript`: List<TranscriptEntry>
-    , 
-    var `violations`: List<Violation>
-    , 
-    var `affordances`: Affordances
+    var `version`: kotlin.String
     
 ){
     
@@ -2564,53 +6951,39 @@ data class ClientSnapshot (
 /**
  * @suppress
  */
-public object FfiConverterTypeClientSnapshot: FfiConverterRustBuffer<ClientSnapshot> {
-    override fun read(buf: ByteBuffer): ClientSnapshot {
-        return ClientSnapshot(
-            FfiConverterTypeTurnState.read(buf),
-            FfiConverterOptionalString.read(buf),
-            FfiConverterOptionalString.read(buf),
-            FfiConverterSequenceTypePendingItem.read(buf),
-            FfiConverterSequenceTypeTranscriptEntry.read(buf),
-            FfiConverterSequenceTypeViolation.read(buf),
-            FfiConverterTypeAffordances.read(buf),
+public object FfiConverterTypeAgentInfo: FfiConverterRustBuffer<AgentInfo> {
+    override fun read(buf: ByteBuffer): AgentInfo {
+        return AgentInfo(
+            FfiConverterString.read(buf),
+            FfiConverterString.read(buf),
         )
     }
 
-    override fun allocationSize(value: ClientSnapshot) = (
-            FfiConverterTypeTurnState.allocationSize(value.`state`) +
-            FfiConverterOptionalString.allocationSize(value.`stopReason`) +
-            FfiConverterOptionalString.allocationSize(value.`usageJson`) +
-            FfiConverterSequenceTypePendingItem.allocationSize(value.`pending`) +
-            FfiConverterSequenceTypeTranscriptEntry.allocationSize(value.`transcript`) +
-            FfiConverterSequenceTypeViolation.allocationSize(value.`violations`) +
-            FfiConverterTypeAffordances.allocationSize(value.`affordances`)
+    override fun allocationSize(value: AgentInfo) = (
+            FfiConverterString.allocationSize(value.`name`) +
+            FfiConverterString.allocationSize(value.`version`)
     )
 
-    override fun write(value: ClientSnapshot, buf: ByteBuffer) {
-            FfiConverterTypeTurnState.write(value.`state`, buf)
-            FfiConverterOptionalString.write(value.`stopReason`, buf)
-            FfiConverterOptionalString.write(value.`usageJson`, buf)
-            FfiConverterSequenceTypePendingItem.write(value.`pending`, buf)
-            FfiConverterSequenceTypeTranscriptEntry.write(value.`transcript`, buf)
-            FfiConverterSequenceTypeViolation.write(value.`violations`, buf)
-            FfiConverterTypeAffordances.write(value.`affordances`, buf)
+    override fun write(value: AgentInfo, buf: ByteBuffer) {
+            FfiConverterString.write(value.`name`, buf)
+            FfiConverterString.write(value.`version`, buf)
     }
 }
 
 
 
-data class ConformanceReport (
-    var `passed`: kotlin.UInt
-    , 
-    var `failed`: kotlin.UInt
-    , 
-    var `failures`: List<VectorFailure>
+/**
+ * An agent message upsert. `content: []` clears what was streamed so far.
+ */
+data class AgentMessage (
+    var `messageId`: MessageId
     , 
     /**
-     * `N passed, N failed` with each failure, as the Rust runner prints it.
+     * Omitted: content unchanged; null: cleared; an array: replaced.
      */
-    var `rendered`: kotlin.String
+    var `content`: ContentBlockListPatchMember
+    , 
+    var `meta`: JsonObject?
     
 ){
     
@@ -2624,42 +6997,1293 @@ data class ConformanceReport (
 /**
  * @suppress
  */
-public object FfiConverterTypeConformanceReport: FfiConverterRustBuffer<ConformanceReport> {
-    override fun read(buf: ByteBuffer): ConformanceReport {
-        return ConformanceReport(
-            FfiConverterUInt.read(buf),
-            FfiConverterUInt.read(buf),
-            FfiConverterSequenceTypeVectorFailure.read(buf),
-            FfiConverterString.read(buf),
+public object FfiConverterTypeAgentMessage: FfiConverterRustBuffer<AgentMessage> {
+    override fun read(buf: ByteBuffer): AgentMessage {
+        return AgentMessage(
+            FfiConverterTypeMessageId.read(buf),
+            FfiConverterTypeContentBlockListPatchMember.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
         )
     }
 
-    override fun allocationSize(value: ConformanceReport) = (
-            FfiConverterUInt.allocationSize(value.`passed`) +
-            FfiConverterUInt.allocationSize(value.`failed`) +
-            FfiConverterSequenceTypeVectorFailure.allocationSize(value.`failures`) +
-            FfiConverterString.allocationSize(value.`rendered`)
+    override fun allocationSize(value: AgentMessage) = (
+            FfiConverterTypeMessageId.allocationSize(value.`messageId`) +
+            FfiConverterTypeContentBlockListPatchMember.allocationSize(value.`content`) +
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
     )
 
-    override fun write(value: ConformanceReport, buf: ByteBuffer) {
-            FfiConverterUInt.write(value.`passed`, buf)
-            FfiConverterUInt.write(value.`failed`, buf)
-            FfiConverterSequenceTypeVectorFailure.write(value.`failures`, buf)
-            FfiConverterString.write(value.`rendered`, buf)
+    override fun write(value: AgentMessage, buf: ByteBuffer) {
+            FfiConverterTypeMessageId.write(value.`messageId`, buf)
+            FfiConverterTypeContentBlockListPatchMember.write(value.`content`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
     }
 }
 
 
 
 /**
- * The agent's advertised `session.inject`.
+ * A streamed piece of an agent message.
+ */
+data class AgentMessageChunk (
+    var `messageId`: MessageId
+    , 
+    var `content`: ContentBlock
+    , 
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeAgentMessageChunk: FfiConverterRustBuffer<AgentMessageChunk> {
+    override fun read(buf: ByteBuffer): AgentMessageChunk {
+        return AgentMessageChunk(
+            FfiConverterTypeMessageId.read(buf),
+            FfiConverterTypeContentBlock.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: AgentMessageChunk) = (
+            FfiConverterTypeMessageId.allocationSize(value.`messageId`) +
+            FfiConverterTypeContentBlock.allocationSize(value.`content`) +
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: AgentMessageChunk, buf: ByteBuffer) {
+            FfiConverterTypeMessageId.write(value.`messageId`, buf)
+            FfiConverterTypeContentBlock.write(value.`content`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * Clears the content streamed so far for the current agent message (RFD #465); following chunks append from empty. Same operation as an `agent_message` upsert with `content: []`.
+ */
+data class AgentMessageClear (
+    /**
+     * The message to clear; the current agent message when absent.
+     */
+    var `messageId`: MessageId?
+    , 
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeAgentMessageClear: FfiConverterRustBuffer<AgentMessageClear> {
+    override fun read(buf: ByteBuffer): AgentMessageClear {
+        return AgentMessageClear(
+            FfiConverterOptionalTypeMessageId.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: AgentMessageClear) = (
+            FfiConverterOptionalTypeMessageId.allocationSize(value.`messageId`) +
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: AgentMessageClear, buf: ByteBuffer) {
+            FfiConverterOptionalTypeMessageId.write(value.`messageId`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * How to set up the agent for an agent-side vector.
+ */
+data class AgentSetup (
+    var `config`: AgentConfig
+    , 
+    var `session`: kotlin.String
+    , 
+    var `cwd`: kotlin.String
+    , 
+    var `connections`: List<SetupConnection>
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeAgentSetup: FfiConverterRustBuffer<AgentSetup> {
+    override fun read(buf: ByteBuffer): AgentSetup {
+        return AgentSetup(
+            FfiConverterTypeAgentConfig.read(buf),
+            FfiConverterString.read(buf),
+            FfiConverterString.read(buf),
+            FfiConverterSequenceTypeSetupConnection.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: AgentSetup) = (
+            FfiConverterTypeAgentConfig.allocationSize(value.`config`) +
+            FfiConverterString.allocationSize(value.`session`) +
+            FfiConverterString.allocationSize(value.`cwd`) +
+            FfiConverterSequenceTypeSetupConnection.allocationSize(value.`connections`)
+    )
+
+    override fun write(value: AgentSetup, buf: ByteBuffer) {
+            FfiConverterTypeAgentConfig.write(value.`config`, buf)
+            FfiConverterString.write(value.`session`, buf)
+            FfiConverterString.write(value.`cwd`, buf)
+            FfiConverterSequenceTypeSetupConnection.write(value.`connections`, buf)
+    }
+}
+
+
+
+/**
+ * An agent thought upsert.
+ */
+data class AgentThought (
+    var `messageId`: MessageId
+    , 
+    /**
+     * Omitted: content unchanged; null: cleared; an array: replaced.
+     */
+    var `content`: ContentBlockListPatchMember
+    , 
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeAgentThought: FfiConverterRustBuffer<AgentThought> {
+    override fun read(buf: ByteBuffer): AgentThought {
+        return AgentThought(
+            FfiConverterTypeMessageId.read(buf),
+            FfiConverterTypeContentBlockListPatchMember.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: AgentThought) = (
+            FfiConverterTypeMessageId.allocationSize(value.`messageId`) +
+            FfiConverterTypeContentBlockListPatchMember.allocationSize(value.`content`) +
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: AgentThought, buf: ByteBuffer) {
+            FfiConverterTypeMessageId.write(value.`messageId`, buf)
+            FfiConverterTypeContentBlockListPatchMember.write(value.`content`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * A streamed piece of an agent thought.
+ */
+data class AgentThoughtChunk (
+    var `messageId`: MessageId
+    , 
+    var `content`: ContentBlock
+    , 
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeAgentThoughtChunk: FfiConverterRustBuffer<AgentThoughtChunk> {
+    override fun read(buf: ByteBuffer): AgentThoughtChunk {
+        return AgentThoughtChunk(
+            FfiConverterTypeMessageId.read(buf),
+            FfiConverterTypeContentBlock.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: AgentThoughtChunk) = (
+            FfiConverterTypeMessageId.allocationSize(value.`messageId`) +
+            FfiConverterTypeContentBlock.allocationSize(value.`content`) +
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: AgentThoughtChunk, buf: ByteBuffer) {
+            FfiConverterTypeMessageId.write(value.`messageId`, buf)
+            FfiConverterTypeContentBlock.write(value.`content`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * Hints for how content is used or shown.
+ */
+data class Annotations (
+    var `audience`: List<Role>?
+    , 
+    var `lastModified`: kotlin.String?
+    , 
+    var `priority`: kotlin.Double?
+    , 
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeAnnotations: FfiConverterRustBuffer<Annotations> {
+    override fun read(buf: ByteBuffer): Annotations {
+        return Annotations(
+            FfiConverterOptionalSequenceTypeRole.read(buf),
+            FfiConverterOptionalString.read(buf),
+            FfiConverterOptionalDouble.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: Annotations) = (
+            FfiConverterOptionalSequenceTypeRole.allocationSize(value.`audience`) +
+            FfiConverterOptionalString.allocationSize(value.`lastModified`) +
+            FfiConverterOptionalDouble.allocationSize(value.`priority`) +
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: Annotations, buf: ByteBuffer) {
+            FfiConverterOptionalSequenceTypeRole.write(value.`audience`, buf)
+            FfiConverterOptionalString.write(value.`lastModified`, buf)
+            FfiConverterOptionalDouble.write(value.`priority`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * Audio, base64-encoded.
+ */
+data class AudioContent (
+    var `data`: kotlin.String
+    , 
+    var `mimeType`: kotlin.String
+    , 
+    var `annotations`: Annotations?
+    , 
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeAudioContent: FfiConverterRustBuffer<AudioContent> {
+    override fun read(buf: ByteBuffer): AudioContent {
+        return AudioContent(
+            FfiConverterString.read(buf),
+            FfiConverterString.read(buf),
+            FfiConverterOptionalTypeAnnotations.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: AudioContent) = (
+            FfiConverterString.allocationSize(value.`data`) +
+            FfiConverterString.allocationSize(value.`mimeType`) +
+            FfiConverterOptionalTypeAnnotations.allocationSize(value.`annotations`) +
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: AudioContent, buf: ByteBuffer) {
+            FfiConverterString.write(value.`data`, buf)
+            FfiConverterString.write(value.`mimeType`, buf)
+            FfiConverterOptionalTypeAnnotations.write(value.`annotations`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * A binary resource, base64-encoded.
+ */
+data class BlobResourceContents (
+    var `uri`: kotlin.String
+    , 
+    var `mimeType`: kotlin.String?
+    , 
+    var `blob`: kotlin.String
+    , 
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeBlobResourceContents: FfiConverterRustBuffer<BlobResourceContents> {
+    override fun read(buf: ByteBuffer): BlobResourceContents {
+        return BlobResourceContents(
+            FfiConverterString.read(buf),
+            FfiConverterOptionalString.read(buf),
+            FfiConverterString.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: BlobResourceContents) = (
+            FfiConverterString.allocationSize(value.`uri`) +
+            FfiConverterOptionalString.allocationSize(value.`mimeType`) +
+            FfiConverterString.allocationSize(value.`blob`) +
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: BlobResourceContents, buf: ByteBuffer) {
+            FfiConverterString.write(value.`uri`, buf)
+            FfiConverterOptionalString.write(value.`mimeType`, buf)
+            FfiConverterString.write(value.`blob`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * Cancels an in-flight request (`$/cancel_request`).
+ */
+data class CancelRequestNotification (
+    var `requestId`: RequestId
+    , 
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeCancelRequestNotification: FfiConverterRustBuffer<CancelRequestNotification> {
+    override fun read(buf: ByteBuffer): CancelRequestNotification {
+        return CancelRequestNotification(
+            FfiConverterTypeRequestId.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: CancelRequestNotification) = (
+            FfiConverterTypeRequestId.allocationSize(value.`requestId`) +
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: CancelRequestNotification, buf: ByteBuffer) {
+            FfiConverterTypeRequestId.write(value.`requestId`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * Ends the in-flight turn (`idle`, `stopReason: cancelled`). Pending injects survive.
+ */
+data class CancelSessionNotification (
+    var `sessionId`: SessionId
+    , 
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeCancelSessionNotification: FfiConverterRustBuffer<CancelSessionNotification> {
+    override fun read(buf: ByteBuffer): CancelSessionNotification {
+        return CancelSessionNotification(
+            FfiConverterTypeSessionId.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: CancelSessionNotification) = (
+            FfiConverterTypeSessionId.allocationSize(value.`sessionId`) +
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: CancelSessionNotification, buf: ByteBuffer) {
+            FfiConverterTypeSessionId.write(value.`sessionId`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * The request was cancelled (the turn was cancelled).
+ */
+data class CancelledPermissionOutcome (
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeCancelledPermissionOutcome: FfiConverterRustBuffer<CancelledPermissionOutcome> {
+    override fun read(buf: ByteBuffer): CancelledPermissionOutcome {
+        return CancelledPermissionOutcome(
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: CancelledPermissionOutcome) = (
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: CancelledPermissionOutcome, buf: ByteBuffer) {
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * What the client supports. This toolkit defines no client capability of its own; upstream's are accepted and not interpreted.
+ */
+data class ClientCapabilities (
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeClientCapabilities: FfiConverterRustBuffer<ClientCapabilities> {
+    override fun read(buf: ByteBuffer): ClientCapabilities {
+        return ClientCapabilities(
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: ClientCapabilities) = (
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: ClientCapabilities, buf: ByteBuffer) {
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * How to set up the client for a client-side vector.
+ */
+data class ClientSetup (
+    var `session`: kotlin.String
+    , 
+    var `capabilities`: InjectCapabilities?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeClientSetup: FfiConverterRustBuffer<ClientSetup> {
+    override fun read(buf: ByteBuffer): ClientSetup {
+        return ClientSetup(
+            FfiConverterString.read(buf),
+            FfiConverterOptionalTypeInjectCapabilities.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: ClientSetup) = (
+            FfiConverterString.allocationSize(value.`session`) +
+            FfiConverterOptionalTypeInjectCapabilities.allocationSize(value.`capabilities`)
+    )
+
+    override fun write(value: ClientSetup, buf: ByteBuffer) {
+            FfiConverterString.write(value.`session`, buf)
+            FfiConverterOptionalTypeInjectCapabilities.write(value.`capabilities`, buf)
+    }
+}
+
+
+
+/**
+ * Closes a session: a running turn ends as cancelled, pending injects are handed back to the agent's host (not delivered), and every attached client is told. The session stays listable and can be resumed.
+ */
+data class CloseSessionRequest (
+    var `sessionId`: SessionId
+    , 
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeCloseSessionRequest: FfiConverterRustBuffer<CloseSessionRequest> {
+    override fun read(buf: ByteBuffer): CloseSessionRequest {
+        return CloseSessionRequest(
+            FfiConverterTypeSessionId.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: CloseSessionRequest) = (
+            FfiConverterTypeSessionId.allocationSize(value.`sessionId`) +
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: CloseSessionRequest, buf: ByteBuffer) {
+            FfiConverterTypeSessionId.write(value.`sessionId`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * The session is closed.
+ */
+data class CloseSessionResponse (
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeCloseSessionResponse: FfiConverterRustBuffer<CloseSessionResponse> {
+    override fun read(buf: ByteBuffer): CloseSessionResponse {
+        return CloseSessionResponse(
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: CloseSessionResponse) = (
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: CloseSessionResponse, buf: ByteBuffer) {
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * How `connect` starts and talks to an agent.
+ */
+data class ConnectOptions (
+    /**
+     * This client, as `initialize` announces it.
+     */
+    var `client`: Implementation
+    , 
+    /**
+     * Opt into the agent's pending-list extension (`_acp-inject/pending`).
+     */
+    var `pendingUpdates`: kotlin.Boolean
+    , 
+    /**
+     * Longest agent line accepted, in bytes.
+     */
+    var `maxLineBytes`: kotlin.ULong
+    , 
+    /**
+     * How long `initialize` may take, in milliseconds.
+     */
+    var `handshakeTimeoutMs`: kotlin.ULong
+    , 
+    /**
+     * How long `close` waits for the agent to exit before killing it, in milliseconds.
+     */
+    var `closeGraceMs`: kotlin.ULong
+    , 
+    /**
+     * Copy the agent's stderr to this process's stderr.
+     */
+    var `forwardStderr`: kotlin.Boolean
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeConnectOptions: FfiConverterRustBuffer<ConnectOptions> {
+    override fun read(buf: ByteBuffer): ConnectOptions {
+        return ConnectOptions(
+            FfiConverterTypeImplementation.read(buf),
+            FfiConverterBoolean.read(buf),
+            FfiConverterULong.read(buf),
+            FfiConverterULong.read(buf),
+            FfiConverterULong.read(buf),
+            FfiConverterBoolean.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: ConnectOptions) = (
+            FfiConverterTypeImplementation.allocationSize(value.`client`) +
+            FfiConverterBoolean.allocationSize(value.`pendingUpdates`) +
+            FfiConverterULong.allocationSize(value.`maxLineBytes`) +
+            FfiConverterULong.allocationSize(value.`handshakeTimeoutMs`) +
+            FfiConverterULong.allocationSize(value.`closeGraceMs`) +
+            FfiConverterBoolean.allocationSize(value.`forwardStderr`)
+    )
+
+    override fun write(value: ConnectOptions, buf: ByteBuffer) {
+            FfiConverterTypeImplementation.write(value.`client`, buf)
+            FfiConverterBoolean.write(value.`pendingUpdates`, buf)
+            FfiConverterULong.write(value.`maxLineBytes`, buf)
+            FfiConverterULong.write(value.`handshakeTimeoutMs`, buf)
+            FfiConverterULong.write(value.`closeGraceMs`, buf)
+            FfiConverterBoolean.write(value.`forwardStderr`, buf)
+    }
+}
+
+
+
+/**
+ * A monetary cost.
+ */
+data class Cost (
+    /**
+     * The amount.
+     */
+    var `amount`: kotlin.Double
+    , 
+    /**
+     * An ISO 4217 currency code.
+     */
+    var `currency`: kotlin.String
+    , 
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeCost: FfiConverterRustBuffer<Cost> {
+    override fun read(buf: ByteBuffer): Cost {
+        return Cost(
+            FfiConverterDouble.read(buf),
+            FfiConverterString.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: Cost) = (
+            FfiConverterDouble.allocationSize(value.`amount`) +
+            FfiConverterString.allocationSize(value.`currency`) +
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: Cost, buf: ByteBuffer) {
+            FfiConverterDouble.write(value.`amount`, buf)
+            FfiConverterString.write(value.`currency`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * A resource's contents, embedded.
+ */
+data class EmbeddedResource (
+    var `resource`: EmbeddedResourceResource
+    , 
+    var `annotations`: Annotations?
+    , 
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeEmbeddedResource: FfiConverterRustBuffer<EmbeddedResource> {
+    override fun read(buf: ByteBuffer): EmbeddedResource {
+        return EmbeddedResource(
+            FfiConverterTypeEmbeddedResourceResource.read(buf),
+            FfiConverterOptionalTypeAnnotations.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: EmbeddedResource) = (
+            FfiConverterTypeEmbeddedResourceResource.allocationSize(value.`resource`) +
+            FfiConverterOptionalTypeAnnotations.allocationSize(value.`annotations`) +
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: EmbeddedResource, buf: ByteBuffer) {
+            FfiConverterTypeEmbeddedResourceResource.write(value.`resource`, buf)
+            FfiConverterOptionalTypeAnnotations.write(value.`annotations`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * An environment variable for a stdio MCP server.
+ */
+data class EnvVariable (
+    var `name`: kotlin.String
+    , 
+    var `value`: kotlin.String
+    , 
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeEnvVariable: FfiConverterRustBuffer<EnvVariable> {
+    override fun read(buf: ByteBuffer): EnvVariable {
+        return EnvVariable(
+            FfiConverterString.read(buf),
+            FfiConverterString.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: EnvVariable) = (
+            FfiConverterString.allocationSize(value.`name`) +
+            FfiConverterString.allocationSize(value.`value`) +
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: EnvVariable, buf: ByteBuffer) {
+            FfiConverterString.write(value.`name`, buf)
+            FfiConverterString.write(value.`value`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * The `data` of a -32002 or -32010 error, and the optional `detail` of the standard codes.
+ */
+data class ErrorData (
+    var `reason`: ErrorReason?
+    , 
+    var `messageId`: MessageId?
+    , 
+    /**
+     * What was wrong, for a person. Never compared by conformance vectors.
+     */
+    var `detail`: kotlin.String?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeErrorData: FfiConverterRustBuffer<ErrorData> {
+    override fun read(buf: ByteBuffer): ErrorData {
+        return ErrorData(
+            FfiConverterOptionalTypeErrorReason.read(buf),
+            FfiConverterOptionalTypeMessageId.read(buf),
+            FfiConverterOptionalString.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: ErrorData) = (
+            FfiConverterOptionalTypeErrorReason.allocationSize(value.`reason`) +
+            FfiConverterOptionalTypeMessageId.allocationSize(value.`messageId`) +
+            FfiConverterOptionalString.allocationSize(value.`detail`)
+    )
+
+    override fun write(value: ErrorData, buf: ByteBuffer) {
+            FfiConverterOptionalTypeErrorReason.write(value.`reason`, buf)
+            FfiConverterOptionalTypeMessageId.write(value.`messageId`, buf)
+            FfiConverterOptionalString.write(value.`detail`, buf)
+    }
+}
+
+
+
+/**
+ * An HTTP header for an HTTP MCP server.
+ */
+data class HttpHeader (
+    var `name`: kotlin.String
+    , 
+    var `value`: kotlin.String
+    , 
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeHttpHeader: FfiConverterRustBuffer<HttpHeader> {
+    override fun read(buf: ByteBuffer): HttpHeader {
+        return HttpHeader(
+            FfiConverterString.read(buf),
+            FfiConverterString.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: HttpHeader) = (
+            FfiConverterString.allocationSize(value.`name`) +
+            FfiConverterString.allocationSize(value.`value`) +
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: HttpHeader, buf: ByteBuffer) {
+            FfiConverterString.write(value.`name`, buf)
+            FfiConverterString.write(value.`value`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * The turn ended. Always carries `stopReason` from this toolkit; `usage` only when the runtime reported it.
+ */
+data class IdleStateUpdate (
+    var `stopReason`: StopReason?
+    , 
+    var `usage`: Usage?
+    , 
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeIdleStateUpdate: FfiConverterRustBuffer<IdleStateUpdate> {
+    override fun read(buf: ByteBuffer): IdleStateUpdate {
+        return IdleStateUpdate(
+            FfiConverterOptionalTypeStopReason.read(buf),
+            FfiConverterOptionalTypeUsage.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: IdleStateUpdate) = (
+            FfiConverterOptionalTypeStopReason.allocationSize(value.`stopReason`) +
+            FfiConverterOptionalTypeUsage.allocationSize(value.`usage`) +
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: IdleStateUpdate, buf: ByteBuffer) {
+            FfiConverterOptionalTypeStopReason.write(value.`stopReason`, buf)
+            FfiConverterOptionalTypeUsage.write(value.`usage`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * An image, base64-encoded.
+ */
+data class ImageContent (
+    var `data`: kotlin.String
+    , 
+    var `mimeType`: kotlin.String
+    , 
+    var `uri`: kotlin.String?
+    , 
+    var `annotations`: Annotations?
+    , 
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeImageContent: FfiConverterRustBuffer<ImageContent> {
+    override fun read(buf: ByteBuffer): ImageContent {
+        return ImageContent(
+            FfiConverterString.read(buf),
+            FfiConverterString.read(buf),
+            FfiConverterOptionalString.read(buf),
+            FfiConverterOptionalTypeAnnotations.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: ImageContent) = (
+            FfiConverterString.allocationSize(value.`data`) +
+            FfiConverterString.allocationSize(value.`mimeType`) +
+            FfiConverterOptionalString.allocationSize(value.`uri`) +
+            FfiConverterOptionalTypeAnnotations.allocationSize(value.`annotations`) +
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: ImageContent, buf: ByteBuffer) {
+            FfiConverterString.write(value.`data`, buf)
+            FfiConverterString.write(value.`mimeType`, buf)
+            FfiConverterOptionalString.write(value.`uri`, buf)
+            FfiConverterOptionalTypeAnnotations.write(value.`annotations`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * Name and version of a client or agent implementation.
+ */
+data class Implementation (
+    /**
+     * A programmatic name.
+     */
+    var `name`: kotlin.String
+    , 
+    /**
+     * A name for people to read.
+     */
+    var `title`: kotlin.String?
+    , 
+    /**
+     * The implementation's version.
+     */
+    var `version`: kotlin.String
+    , 
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeImplementation: FfiConverterRustBuffer<Implementation> {
+    override fun read(buf: ByteBuffer): Implementation {
+        return Implementation(
+            FfiConverterString.read(buf),
+            FfiConverterOptionalString.read(buf),
+            FfiConverterString.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: Implementation) = (
+            FfiConverterString.allocationSize(value.`name`) +
+            FfiConverterOptionalString.allocationSize(value.`title`) +
+            FfiConverterString.allocationSize(value.`version`) +
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: Implementation, buf: ByteBuffer) {
+            FfiConverterString.write(value.`name`, buf)
+            FfiConverterOptionalString.write(value.`title`, buf)
+            FfiConverterString.write(value.`version`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * Negotiates the protocol version and capabilities.
+ */
+data class InitializeRequest (
+    var `protocolVersion`: ProtocolVersion
+    , 
+    var `info`: Implementation
+    , 
+    var `capabilities`: ClientCapabilities?
+    , 
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeInitializeRequest: FfiConverterRustBuffer<InitializeRequest> {
+    override fun read(buf: ByteBuffer): InitializeRequest {
+        return InitializeRequest(
+            FfiConverterTypeProtocolVersion.read(buf),
+            FfiConverterTypeImplementation.read(buf),
+            FfiConverterOptionalTypeClientCapabilities.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: InitializeRequest) = (
+            FfiConverterTypeProtocolVersion.allocationSize(value.`protocolVersion`) +
+            FfiConverterTypeImplementation.allocationSize(value.`info`) +
+            FfiConverterOptionalTypeClientCapabilities.allocationSize(value.`capabilities`) +
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: InitializeRequest, buf: ByteBuffer) {
+            FfiConverterTypeProtocolVersion.write(value.`protocolVersion`, buf)
+            FfiConverterTypeImplementation.write(value.`info`, buf)
+            FfiConverterOptionalTypeClientCapabilities.write(value.`capabilities`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * The agent's protocol version, identity and capabilities.
+ */
+data class InitializeResponse (
+    var `protocolVersion`: ProtocolVersion
+    , 
+    var `info`: Implementation
+    , 
+    var `capabilities`: AgentCapabilities?
+    , 
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeInitializeResponse: FfiConverterRustBuffer<InitializeResponse> {
+    override fun read(buf: ByteBuffer): InitializeResponse {
+        return InitializeResponse(
+            FfiConverterTypeProtocolVersion.read(buf),
+            FfiConverterTypeImplementation.read(buf),
+            FfiConverterOptionalTypeAgentCapabilities.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: InitializeResponse) = (
+            FfiConverterTypeProtocolVersion.allocationSize(value.`protocolVersion`) +
+            FfiConverterTypeImplementation.allocationSize(value.`info`) +
+            FfiConverterOptionalTypeAgentCapabilities.allocationSize(value.`capabilities`) +
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: InitializeResponse, buf: ByteBuffer) {
+            FfiConverterTypeProtocolVersion.write(value.`protocolVersion`, buf)
+            FfiConverterTypeImplementation.write(value.`info`, buf)
+            FfiConverterOptionalTypeAgentCapabilities.write(value.`capabilities`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * The agent accepts `session/inject`. Revoke is always supported where inject is advertised. `steerInStream` is required and non-empty when `modes` contains `steer`.
  */
 data class InjectCapabilities (
+    /**
+     * The modes the agent accepts.
+     */
     var `modes`: List<InjectMode>
     , 
-    var `replace`: kotlin.Boolean
+    /**
+     * Operations on pending injects beyond revoke.
+     */
+    var `pending`: PendingCapabilities?
     , 
+    /**
+     * What a steer does mid model stream with no tool call pending.
+     */
     var `steerInStream`: List<SteerInStream>
+    , 
+    var `meta`: JsonObject?
     
 ){
     
@@ -2677,37 +8301,642 @@ public object FfiConverterTypeInjectCapabilities: FfiConverterRustBuffer<InjectC
     override fun read(buf: ByteBuffer): InjectCapabilities {
         return InjectCapabilities(
             FfiConverterSequenceTypeInjectMode.read(buf),
-            FfiConverterBoolean.read(buf),
+            FfiConverterOptionalTypePendingCapabilities.read(buf),
             FfiConverterSequenceTypeSteerInStream.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
         )
     }
 
     override fun allocationSize(value: InjectCapabilities) = (
             FfiConverterSequenceTypeInjectMode.allocationSize(value.`modes`) +
-            FfiConverterBoolean.allocationSize(value.`replace`) +
-            FfiConverterSequenceTypeSteerInStream.allocationSize(value.`steerInStream`)
+            FfiConverterOptionalTypePendingCapabilities.allocationSize(value.`pending`) +
+            FfiConverterSequenceTypeSteerInStream.allocationSize(value.`steerInStream`) +
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
     )
 
     override fun write(value: InjectCapabilities, buf: ByteBuffer) {
             FfiConverterSequenceTypeInjectMode.write(value.`modes`, buf)
-            FfiConverterBoolean.write(value.`replace`, buf)
+            FfiConverterOptionalTypePendingCapabilities.write(value.`pending`, buf)
             FfiConverterSequenceTypeSteerInStream.write(value.`steerInStream`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
     }
 }
 
 
 
 /**
- * A pending inject (handed back at close, or listed by `pending`).
+ * Adds user input to a session mid-turn.
+ */
+data class InjectRequest (
+    var `sessionId`: SessionId
+    , 
+    var `mode`: InjectMode
+    , 
+    /**
+     * The message's content (at least one block).
+     */
+    var `content`: List<ContentBlock>
+    , 
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeInjectRequest: FfiConverterRustBuffer<InjectRequest> {
+    override fun read(buf: ByteBuffer): InjectRequest {
+        return InjectRequest(
+            FfiConverterTypeSessionId.read(buf),
+            FfiConverterTypeInjectMode.read(buf),
+            FfiConverterSequenceTypeContentBlock.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: InjectRequest) = (
+            FfiConverterTypeSessionId.allocationSize(value.`sessionId`) +
+            FfiConverterTypeInjectMode.allocationSize(value.`mode`) +
+            FfiConverterSequenceTypeContentBlock.allocationSize(value.`content`) +
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: InjectRequest, buf: ByteBuffer) {
+            FfiConverterTypeSessionId.write(value.`sessionId`, buf)
+            FfiConverterTypeInjectMode.write(value.`mode`, buf)
+            FfiConverterSequenceTypeContentBlock.write(value.`content`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * The inject was accepted for pending delivery; its `user_message` will carry this id.
+ */
+data class InjectResponse (
+    var `messageId`: MessageId
+    , 
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeInjectResponse: FfiConverterRustBuffer<InjectResponse> {
+    override fun read(buf: ByteBuffer): InjectResponse {
+        return InjectResponse(
+            FfiConverterTypeMessageId.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: InjectResponse) = (
+            FfiConverterTypeMessageId.allocationSize(value.`messageId`) +
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: InjectResponse, buf: ByteBuffer) {
+            FfiConverterTypeMessageId.write(value.`messageId`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * Lists the sessions the agent knows (live and closed), newest first, a page at a time.
+ */
+data class ListSessionsRequest (
+    /**
+     * Only sessions with this working directory (an absolute path).
+     */
+    var `cwd`: kotlin.String?
+    , 
+    /**
+     * The `nextCursor` of a previous page; opaque.
+     */
+    var `cursor`: kotlin.String?
+    , 
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeListSessionsRequest: FfiConverterRustBuffer<ListSessionsRequest> {
+    override fun read(buf: ByteBuffer): ListSessionsRequest {
+        return ListSessionsRequest(
+            FfiConverterOptionalString.read(buf),
+            FfiConverterOptionalString.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: ListSessionsRequest) = (
+            FfiConverterOptionalString.allocationSize(value.`cwd`) +
+            FfiConverterOptionalString.allocationSize(value.`cursor`) +
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: ListSessionsRequest, buf: ByteBuffer) {
+            FfiConverterOptionalString.write(value.`cwd`, buf)
+            FfiConverterOptionalString.write(value.`cursor`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * One page of sessions. A missing `nextCursor` means there are no more.
+ */
+data class ListSessionsResponse (
+    var `sessions`: List<SessionInfo>
+    , 
+    /**
+     * Pass it as `cursor` to fetch the next page.
+     */
+    var `nextCursor`: kotlin.String?
+    , 
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeListSessionsResponse: FfiConverterRustBuffer<ListSessionsResponse> {
+    override fun read(buf: ByteBuffer): ListSessionsResponse {
+        return ListSessionsResponse(
+            FfiConverterSequenceTypeSessionInfo.read(buf),
+            FfiConverterOptionalString.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: ListSessionsResponse) = (
+            FfiConverterSequenceTypeSessionInfo.allocationSize(value.`sessions`) +
+            FfiConverterOptionalString.allocationSize(value.`nextCursor`) +
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: ListSessionsResponse, buf: ByteBuffer) {
+            FfiConverterSequenceTypeSessionInfo.write(value.`sessions`, buf)
+            FfiConverterOptionalString.write(value.`nextCursor`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * MCP server transports the agent connects to.
+ */
+data class McpCapabilities (
+    /**
+     * `{}`: stdio servers are supported.
+     */
+    var `stdio`: JsonObject?
+    , 
+    /**
+     * `{}`: HTTP servers are supported.
+     */
+    var `http`: JsonObject?
+    , 
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeMcpCapabilities: FfiConverterRustBuffer<McpCapabilities> {
+    override fun read(buf: ByteBuffer): McpCapabilities {
+        return McpCapabilities(
+            FfiConverterOptionalTypeJsonObject.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: McpCapabilities) = (
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`stdio`) +
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`http`) +
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: McpCapabilities, buf: ByteBuffer) {
+            FfiConverterOptionalTypeJsonObject.write(value.`stdio`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`http`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * A server reached over HTTP.
+ */
+data class McpServerHttp (
+    /**
+     * A name for people to read.
+     */
+    var `name`: kotlin.String
+    , 
+    /**
+     * The server's URL.
+     */
+    var `url`: kotlin.String
+    , 
+    /**
+     * HTTP headers sent with every request.
+     */
+    var `headers`: List<HttpHeader>?
+    , 
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeMcpServerHttp: FfiConverterRustBuffer<McpServerHttp> {
+    override fun read(buf: ByteBuffer): McpServerHttp {
+        return McpServerHttp(
+            FfiConverterString.read(buf),
+            FfiConverterString.read(buf),
+            FfiConverterOptionalSequenceTypeHttpHeader.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: McpServerHttp) = (
+            FfiConverterString.allocationSize(value.`name`) +
+            FfiConverterString.allocationSize(value.`url`) +
+            FfiConverterOptionalSequenceTypeHttpHeader.allocationSize(value.`headers`) +
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: McpServerHttp, buf: ByteBuffer) {
+            FfiConverterString.write(value.`name`, buf)
+            FfiConverterString.write(value.`url`, buf)
+            FfiConverterOptionalSequenceTypeHttpHeader.write(value.`headers`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * A server started as a process, speaking over stdio.
+ */
+data class McpServerStdio (
+    /**
+     * A name for people to read.
+     */
+    var `name`: kotlin.String
+    , 
+    /**
+     * The absolute path of the executable.
+     */
+    var `command`: kotlin.String
+    , 
+    /**
+     * Command-line arguments.
+     */
+    var `args`: List<kotlin.String>?
+    , 
+    /**
+     * Environment variables.
+     */
+    var `env`: List<EnvVariable>?
+    , 
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeMcpServerStdio: FfiConverterRustBuffer<McpServerStdio> {
+    override fun read(buf: ByteBuffer): McpServerStdio {
+        return McpServerStdio(
+            FfiConverterString.read(buf),
+            FfiConverterString.read(buf),
+            FfiConverterOptionalSequenceString.read(buf),
+            FfiConverterOptionalSequenceTypeEnvVariable.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: McpServerStdio) = (
+            FfiConverterString.allocationSize(value.`name`) +
+            FfiConverterString.allocationSize(value.`command`) +
+            FfiConverterOptionalSequenceString.allocationSize(value.`args`) +
+            FfiConverterOptionalSequenceTypeEnvVariable.allocationSize(value.`env`) +
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: McpServerStdio, buf: ByteBuffer) {
+            FfiConverterString.write(value.`name`, buf)
+            FfiConverterString.write(value.`command`, buf)
+            FfiConverterOptionalSequenceString.write(value.`args`, buf)
+            FfiConverterOptionalSequenceTypeEnvVariable.write(value.`env`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * Everything a client UI renders for one session.
+ */
+data class MirrorSnapshot (
+    var `state`: TurnState
+    , 
+    var `stopReason`: StopReason?
+    , 
+    var `usage`: Usage?
+    , 
+    var `pending`: List<PendingItem>
+    , 
+    var `transcript`: List<TranscriptEntry>
+    , 
+    var `violations`: List<Violation>
+    , 
+    var `affordances`: Affordances
+    , 
+    var `agentPending`: List<PendingInject>?
+    , 
+    var `closed`: kotlin.Boolean
+    , 
+    var `tolerated`: kotlin.ULong
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeMirrorSnapshot: FfiConverterRustBuffer<MirrorSnapshot> {
+    override fun read(buf: ByteBuffer): MirrorSnapshot {
+        return MirrorSnapshot(
+            FfiConverterTypeTurnState.read(buf),
+            FfiConverterOptionalTypeStopReason.read(buf),
+            FfiConverterOptionalTypeUsage.read(buf),
+            FfiConverterSequenceTypePendingItem.read(buf),
+            FfiConverterSequenceTypeTranscriptEntry.read(buf),
+            FfiConverterSequenceTypeViolation.read(buf),
+            FfiConverterTypeAffordances.read(buf),
+            FfiConverterOptionalSequenceTypePendingInject.read(buf),
+            FfiConverterBoolean.read(buf),
+            FfiConverterULong.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: MirrorSnapshot) = (
+            FfiConverterTypeTurnState.allocationSize(value.`state`) +
+            FfiConverterOptionalTypeStopReason.allocationSize(value.`stopReason`) +
+            FfiConverterOptionalTypeUsage.allocationSize(value.`usage`) +
+            FfiConverterSequenceTypePendingItem.allocationSize(value.`pending`) +
+            FfiConverterSequenceTypeTranscriptEntry.allocationSize(value.`transcript`) +
+            FfiConverterSequenceTypeViolation.allocationSize(value.`violations`) +
+            FfiConverterTypeAffordances.allocationSize(value.`affordances`) +
+            FfiConverterOptionalSequenceTypePendingInject.allocationSize(value.`agentPending`) +
+            FfiConverterBoolean.allocationSize(value.`closed`) +
+            FfiConverterULong.allocationSize(value.`tolerated`)
+    )
+
+    override fun write(value: MirrorSnapshot, buf: ByteBuffer) {
+            FfiConverterTypeTurnState.write(value.`state`, buf)
+            FfiConverterOptionalTypeStopReason.write(value.`stopReason`, buf)
+            FfiConverterOptionalTypeUsage.write(value.`usage`, buf)
+            FfiConverterSequenceTypePendingItem.write(value.`pending`, buf)
+            FfiConverterSequenceTypeTranscriptEntry.write(value.`transcript`, buf)
+            FfiConverterSequenceTypeViolation.write(value.`violations`, buf)
+            FfiConverterTypeAffordances.write(value.`affordances`, buf)
+            FfiConverterOptionalSequenceTypePendingInject.write(value.`agentPending`, buf)
+            FfiConverterBoolean.write(value.`closed`, buf)
+            FfiConverterULong.write(value.`tolerated`, buf)
+    }
+}
+
+
+
+/**
+ * Creates a session.
+ */
+data class NewSessionRequest (
+    /**
+     * The session's working directory (an absolute path).
+     */
+    var `cwd`: kotlin.String
+    , 
+    /**
+     * Additional workspace roots (absolute paths); only when the agent advertises `session.additionalDirectories`.
+     */
+    var `additionalDirectories`: List<kotlin.String>?
+    , 
+    /**
+     * MCP servers the agent should connect to. This toolkit hands them to the agent's host.
+     */
+    var `mcpServers`: List<McpServer>?
+    , 
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeNewSessionRequest: FfiConverterRustBuffer<NewSessionRequest> {
+    override fun read(buf: ByteBuffer): NewSessionRequest {
+        return NewSessionRequest(
+            FfiConverterString.read(buf),
+            FfiConverterOptionalSequenceString.read(buf),
+            FfiConverterOptionalSequenceTypeMcpServer.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: NewSessionRequest) = (
+            FfiConverterString.allocationSize(value.`cwd`) +
+            FfiConverterOptionalSequenceString.allocationSize(value.`additionalDirectories`) +
+            FfiConverterOptionalSequenceTypeMcpServer.allocationSize(value.`mcpServers`) +
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: NewSessionRequest, buf: ByteBuffer) {
+            FfiConverterString.write(value.`cwd`, buf)
+            FfiConverterOptionalSequenceString.write(value.`additionalDirectories`, buf)
+            FfiConverterOptionalSequenceTypeMcpServer.write(value.`mcpServers`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * The new session's id.
+ */
+data class NewSessionResponse (
+    var `sessionId`: SessionId
+    , 
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeNewSessionResponse: FfiConverterRustBuffer<NewSessionResponse> {
+    override fun read(buf: ByteBuffer): NewSessionResponse {
+        return NewSessionResponse(
+            FfiConverterTypeSessionId.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: NewSessionResponse) = (
+            FfiConverterTypeSessionId.allocationSize(value.`sessionId`) +
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: NewSessionResponse, buf: ByteBuffer) {
+            FfiConverterTypeSessionId.write(value.`sessionId`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * Operations on a pending (not yet delivered) inject.
+ */
+data class PendingCapabilities (
+    /**
+     * `session/replace_inject` is supported.
+     */
+    var `replace`: kotlin.Boolean
+    , 
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypePendingCapabilities: FfiConverterRustBuffer<PendingCapabilities> {
+    override fun read(buf: ByteBuffer): PendingCapabilities {
+        return PendingCapabilities(
+            FfiConverterBoolean.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: PendingCapabilities) = (
+            FfiConverterBoolean.allocationSize(value.`replace`) +
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: PendingCapabilities, buf: ByteBuffer) {
+            FfiConverterBoolean.write(value.`replace`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * A pending inject as the pending-list extension reports it.
  */
 data class PendingInject (
-    var `messageId`: kotlin.String
+    var `messageId`: MessageId
     , 
     var `mode`: InjectMode
     , 
     var `content`: List<ContentBlock>
     , 
-    var `contentJson`: kotlin.String
+    var `meta`: JsonObject?
     
 ){
     
@@ -2724,38 +8953,84 @@ data class PendingInject (
 public object FfiConverterTypePendingInject: FfiConverterRustBuffer<PendingInject> {
     override fun read(buf: ByteBuffer): PendingInject {
         return PendingInject(
-            FfiConverterString.read(buf),
+            FfiConverterTypeMessageId.read(buf),
             FfiConverterTypeInjectMode.read(buf),
             FfiConverterSequenceTypeContentBlock.read(buf),
-            FfiConverterString.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
         )
     }
 
     override fun allocationSize(value: PendingInject) = (
-            FfiConverterString.allocationSize(value.`messageId`) +
+            FfiConverterTypeMessageId.allocationSize(value.`messageId`) +
             FfiConverterTypeInjectMode.allocationSize(value.`mode`) +
             FfiConverterSequenceTypeContentBlock.allocationSize(value.`content`) +
-            FfiConverterString.allocationSize(value.`contentJson`)
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
     )
 
     override fun write(value: PendingInject, buf: ByteBuffer) {
-            FfiConverterString.write(value.`messageId`, buf)
+            FfiConverterTypeMessageId.write(value.`messageId`, buf)
             FfiConverterTypeInjectMode.write(value.`mode`, buf)
             FfiConverterSequenceTypeContentBlock.write(value.`content`, buf)
-            FfiConverterString.write(value.`contentJson`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
     }
 }
 
 
 
+/**
+ * Extension (`_acp-inject/pending`): the session's pending injects, whole, in delivery order (steers, then queued, each first in first out). Sent to connections that opted in (client capability `_meta["acp-inject.dev/pending"]`) whenever the list changes and once after `session/resume`.
+ */
+data class PendingInjectsUpdate (
+    var `pending`: List<PendingInject>
+    , 
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypePendingInjectsUpdate: FfiConverterRustBuffer<PendingInjectsUpdate> {
+    override fun read(buf: ByteBuffer): PendingInjectsUpdate {
+        return PendingInjectsUpdate(
+            FfiConverterSequenceTypePendingInject.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: PendingInjectsUpdate) = (
+            FfiConverterSequenceTypePendingInject.allocationSize(value.`pending`) +
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: PendingInjectsUpdate, buf: ByteBuffer) {
+            FfiConverterSequenceTypePendingInject.write(value.`pending`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * One of the client's own prompts or injects.
+ */
 data class PendingItem (
-    var `messageId`: kotlin.String?
+    var `messageId`: MessageId?
     , 
     var `mode`: ItemMode
     , 
     var `status`: ItemStatus
     , 
     var `content`: List<ContentBlock>
+    , 
+    var `superseded`: List<List<ContentBlock>>
     
 ){
     
@@ -2772,41 +9047,394 @@ data class PendingItem (
 public object FfiConverterTypePendingItem: FfiConverterRustBuffer<PendingItem> {
     override fun read(buf: ByteBuffer): PendingItem {
         return PendingItem(
-            FfiConverterOptionalString.read(buf),
+            FfiConverterOptionalTypeMessageId.read(buf),
             FfiConverterTypeItemMode.read(buf),
             FfiConverterTypeItemStatus.read(buf),
             FfiConverterSequenceTypeContentBlock.read(buf),
+            FfiConverterSequenceSequenceTypeContentBlock.read(buf),
         )
     }
 
     override fun allocationSize(value: PendingItem) = (
-            FfiConverterOptionalString.allocationSize(value.`messageId`) +
+            FfiConverterOptionalTypeMessageId.allocationSize(value.`messageId`) +
             FfiConverterTypeItemMode.allocationSize(value.`mode`) +
             FfiConverterTypeItemStatus.allocationSize(value.`status`) +
-            FfiConverterSequenceTypeContentBlock.allocationSize(value.`content`)
+            FfiConverterSequenceTypeContentBlock.allocationSize(value.`content`) +
+            FfiConverterSequenceSequenceTypeContentBlock.allocationSize(value.`superseded`)
     )
 
     override fun write(value: PendingItem, buf: ByteBuffer) {
-            FfiConverterOptionalString.write(value.`messageId`, buf)
+            FfiConverterOptionalTypeMessageId.write(value.`messageId`, buf)
             FfiConverterTypeItemMode.write(value.`mode`, buf)
             FfiConverterTypeItemStatus.write(value.`status`, buf)
             FfiConverterSequenceTypeContentBlock.write(value.`content`, buf)
+            FfiConverterSequenceSequenceTypeContentBlock.write(value.`superseded`, buf)
     }
 }
 
 
 
 /**
- * An error the agent answered, as a record (bulk APIs return these instead of raising).
+ * One choice of a permission request.
+ */
+data class PermissionOption (
+    var `optionId`: PermissionOptionId
+    , 
+    /**
+     * The label shown to the user.
+     */
+    var `name`: kotlin.String
+    , 
+    var `kind`: PermissionOptionKind
+    , 
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypePermissionOption: FfiConverterRustBuffer<PermissionOption> {
+    override fun read(buf: ByteBuffer): PermissionOption {
+        return PermissionOption(
+            FfiConverterTypePermissionOptionId.read(buf),
+            FfiConverterString.read(buf),
+            FfiConverterTypePermissionOptionKind.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: PermissionOption) = (
+            FfiConverterTypePermissionOptionId.allocationSize(value.`optionId`) +
+            FfiConverterString.allocationSize(value.`name`) +
+            FfiConverterTypePermissionOptionKind.allocationSize(value.`kind`) +
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: PermissionOption, buf: ByteBuffer) {
+            FfiConverterTypePermissionOptionId.write(value.`optionId`, buf)
+            FfiConverterString.write(value.`name`, buf)
+            FfiConverterTypePermissionOptionKind.write(value.`kind`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * One entry of a plan.
+ */
+data class PlanEntry (
+    var `content`: kotlin.String
+    , 
+    var `priority`: PlanEntryPriority
+    , 
+    var `status`: PlanEntryStatus
+    , 
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypePlanEntry: FfiConverterRustBuffer<PlanEntry> {
+    override fun read(buf: ByteBuffer): PlanEntry {
+        return PlanEntry(
+            FfiConverterString.read(buf),
+            FfiConverterTypePlanEntryPriority.read(buf),
+            FfiConverterTypePlanEntryStatus.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: PlanEntry) = (
+            FfiConverterString.allocationSize(value.`content`) +
+            FfiConverterTypePlanEntryPriority.allocationSize(value.`priority`) +
+            FfiConverterTypePlanEntryStatus.allocationSize(value.`status`) +
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: PlanEntry, buf: ByteBuffer) {
+            FfiConverterString.write(value.`content`, buf)
+            FfiConverterTypePlanEntryPriority.write(value.`priority`, buf)
+            FfiConverterTypePlanEntryStatus.write(value.`status`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * A plan as a list of entries.
+ */
+data class PlanItems (
+    var `planId`: kotlin.String
+    , 
+    var `entries`: List<PlanEntry>
+    , 
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypePlanItems: FfiConverterRustBuffer<PlanItems> {
+    override fun read(buf: ByteBuffer): PlanItems {
+        return PlanItems(
+            FfiConverterString.read(buf),
+            FfiConverterSequenceTypePlanEntry.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: PlanItems) = (
+            FfiConverterString.allocationSize(value.`planId`) +
+            FfiConverterSequenceTypePlanEntry.allocationSize(value.`entries`) +
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: PlanItems, buf: ByteBuffer) {
+            FfiConverterString.write(value.`planId`, buf)
+            FfiConverterSequenceTypePlanEntry.write(value.`entries`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * The agent's plan, replaced whole.
+ */
+data class PlanUpdate (
+    var `plan`: PlanUpdateContent
+    , 
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypePlanUpdate: FfiConverterRustBuffer<PlanUpdate> {
+    override fun read(buf: ByteBuffer): PlanUpdate {
+        return PlanUpdate(
+            FfiConverterTypePlanUpdateContent.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: PlanUpdate) = (
+            FfiConverterTypePlanUpdateContent.allocationSize(value.`plan`) +
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: PlanUpdate, buf: ByteBuffer) {
+            FfiConverterTypePlanUpdateContent.write(value.`plan`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * Agent-side knobs.
+ */
+data class Policy (
+    var `queueDrain`: QueueDrain
+    , 
+    var `steerInStream`: SteerInStream
+    , 
+    var `revokeReplace`: RevokeReplace
+    , 
+    var `rememberIds`: kotlin.ULong
+    , 
+    var `clearStyle`: ClearStyle
+    , 
+    var `maxLineBytes`: kotlin.ULong
+    , 
+    var `listPageSize`: kotlin.ULong
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypePolicy: FfiConverterRustBuffer<Policy> {
+    override fun read(buf: ByteBuffer): Policy {
+        return Policy(
+            FfiConverterTypeQueueDrain.read(buf),
+            FfiConverterTypeSteerInStream.read(buf),
+            FfiConverterTypeRevokeReplace.read(buf),
+            FfiConverterULong.read(buf),
+            FfiConverterTypeClearStyle.read(buf),
+            FfiConverterULong.read(buf),
+            FfiConverterULong.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: Policy) = (
+            FfiConverterTypeQueueDrain.allocationSize(value.`queueDrain`) +
+            FfiConverterTypeSteerInStream.allocationSize(value.`steerInStream`) +
+            FfiConverterTypeRevokeReplace.allocationSize(value.`revokeReplace`) +
+            FfiConverterULong.allocationSize(value.`rememberIds`) +
+            FfiConverterTypeClearStyle.allocationSize(value.`clearStyle`) +
+            FfiConverterULong.allocationSize(value.`maxLineBytes`) +
+            FfiConverterULong.allocationSize(value.`listPageSize`)
+    )
+
+    override fun write(value: Policy, buf: ByteBuffer) {
+            FfiConverterTypeQueueDrain.write(value.`queueDrain`, buf)
+            FfiConverterTypeSteerInStream.write(value.`steerInStream`, buf)
+            FfiConverterTypeRevokeReplace.write(value.`revokeReplace`, buf)
+            FfiConverterULong.write(value.`rememberIds`, buf)
+            FfiConverterTypeClearStyle.write(value.`clearStyle`, buf)
+            FfiConverterULong.write(value.`maxLineBytes`, buf)
+            FfiConverterULong.write(value.`listPageSize`, buf)
+    }
+}
+
+
+
+/**
+ * A user message. On an idle session it is inserted into the conversation and starts a turn. While a turn is in progress it is refused (-32010 `turn_in_progress`): mid-turn input goes through `session/inject`.
+ */
+data class PromptRequest (
+    var `sessionId`: SessionId
+    , 
+    /**
+     * The message's content (at least one block).
+     */
+    var `prompt`: List<ContentBlock>
+    , 
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypePromptRequest: FfiConverterRustBuffer<PromptRequest> {
+    override fun read(buf: ByteBuffer): PromptRequest {
+        return PromptRequest(
+            FfiConverterTypeSessionId.read(buf),
+            FfiConverterSequenceTypeContentBlock.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: PromptRequest) = (
+            FfiConverterTypeSessionId.allocationSize(value.`sessionId`) +
+            FfiConverterSequenceTypeContentBlock.allocationSize(value.`prompt`) +
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: PromptRequest, buf: ByteBuffer) {
+            FfiConverterTypeSessionId.write(value.`sessionId`, buf)
+            FfiConverterSequenceTypeContentBlock.write(value.`prompt`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * The insertion receipt (upstream 2.0.0-alpha.5): the user message has been inserted into the conversation with this `messageId`, which its `user_message` update carries. Sent on insertion, not at the end of the turn; the response and the update may reach the client in either order.
+ */
+data class PromptResponse (
+    var `messageId`: MessageId
+    , 
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypePromptResponse: FfiConverterRustBuffer<PromptResponse> {
+    override fun read(buf: ByteBuffer): PromptResponse {
+        return PromptResponse(
+            FfiConverterTypeMessageId.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: PromptResponse) = (
+            FfiConverterTypeMessageId.allocationSize(value.`messageId`) +
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: PromptResponse, buf: ByteBuffer) {
+            FfiConverterTypeMessageId.write(value.`messageId`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * An error the agent answered to one of this client's requests.
  */
 data class ProtocolError (
     var `code`: kotlin.Long
     , 
     var `message`: kotlin.String
     , 
-    var `reason`: kotlin.String?
+    var `reason`: ErrorReason?
     , 
-    var `messageId`: kotlin.String?
+    var `messageId`: MessageId?
+    , 
+    var `detail`: kotlin.String?
     
 ){
     
@@ -2825,7 +9453,8 @@ public object FfiConverterTypeProtocolError: FfiConverterRustBuffer<ProtocolErro
         return ProtocolError(
             FfiConverterLong.read(buf),
             FfiConverterString.read(buf),
-            FfiConverterOptionalString.read(buf),
+            FfiConverterOptionalTypeErrorReason.read(buf),
+            FfiConverterOptionalTypeMessageId.read(buf),
             FfiConverterOptionalString.read(buf),
         )
     }
@@ -2833,24 +9462,1467 @@ public object FfiConverterTypeProtocolError: FfiConverterRustBuffer<ProtocolErro
     override fun allocationSize(value: ProtocolError) = (
             FfiConverterLong.allocationSize(value.`code`) +
             FfiConverterString.allocationSize(value.`message`) +
-            FfiConverterOptionalString.allocationSize(value.`reason`) +
-            FfiConverterOptionalString.allocationSize(value.`messageId`)
+            FfiConverterOptionalTypeErrorReason.allocationSize(value.`reason`) +
+            FfiConverterOptionalTypeMessageId.allocationSize(value.`messageId`) +
+            FfiConverterOptionalString.allocationSize(value.`detail`)
     )
 
     override fun write(value: ProtocolError, buf: ByteBuffer) {
             FfiConverterLong.write(value.`code`, buf)
             FfiConverterString.write(value.`message`, buf)
-            FfiConverterOptionalString.write(value.`reason`, buf)
-            FfiConverterOptionalString.write(value.`messageId`, buf)
+            FfiConverterOptionalTypeErrorReason.write(value.`reason`, buf)
+            FfiConverterOptionalTypeMessageId.write(value.`messageId`, buf)
+            FfiConverterOptionalString.write(value.`detail`, buf)
     }
 }
 
 
 
-data class TranscriptEntry (
-    var `role`: TranscriptRole
+/**
+ * Replaces a pending inject's content, keeping its id, mode and position.
+ */
+data class ReplaceInjectRequest (
+    var `sessionId`: SessionId
     , 
-    var `messageId`: kotlin.String
+    var `messageId`: MessageId
+    , 
+    /**
+     * The new content (at least one block).
+     */
+    var `content`: List<ContentBlock>
+    , 
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeReplaceInjectRequest: FfiConverterRustBuffer<ReplaceInjectRequest> {
+    override fun read(buf: ByteBuffer): ReplaceInjectRequest {
+        return ReplaceInjectRequest(
+            FfiConverterTypeSessionId.read(buf),
+            FfiConverterTypeMessageId.read(buf),
+            FfiConverterSequenceTypeContentBlock.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: ReplaceInjectRequest) = (
+            FfiConverterTypeSessionId.allocationSize(value.`sessionId`) +
+            FfiConverterTypeMessageId.allocationSize(value.`messageId`) +
+            FfiConverterSequenceTypeContentBlock.allocationSize(value.`content`) +
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: ReplaceInjectRequest, buf: ByteBuffer) {
+            FfiConverterTypeSessionId.write(value.`sessionId`, buf)
+            FfiConverterTypeMessageId.write(value.`messageId`, buf)
+            FfiConverterSequenceTypeContentBlock.write(value.`content`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * The content was replaced; the `user_message` will carry the new content.
+ */
+data class ReplaceInjectResponse (
+    var `messageId`: MessageId
+    , 
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeReplaceInjectResponse: FfiConverterRustBuffer<ReplaceInjectResponse> {
+    override fun read(buf: ByteBuffer): ReplaceInjectResponse {
+        return ReplaceInjectResponse(
+            FfiConverterTypeMessageId.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: ReplaceInjectResponse) = (
+            FfiConverterTypeMessageId.allocationSize(value.`messageId`) +
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: ReplaceInjectResponse, buf: ByteBuffer) {
+            FfiConverterTypeMessageId.write(value.`messageId`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * Replay the whole conversation.
+ */
+data class ReplayFromStart (
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeReplayFromStart: FfiConverterRustBuffer<ReplayFromStart> {
+    override fun read(buf: ByteBuffer): ReplayFromStart {
+        return ReplayFromStart(
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: ReplayFromStart) = (
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: ReplayFromStart, buf: ByteBuffer) {
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * The agent asks the user to authorise an action. While open, the session's state is `requires_action`.
+ */
+data class RequestPermissionRequest (
+    var `sessionId`: SessionId
+    , 
+    /**
+     * What is being asked, for a person.
+     */
+    var `title`: kotlin.String
+    , 
+    /**
+     * Why permission is needed, for a person.
+     */
+    var `description`: kotlin.String?
+    , 
+    /**
+     * What the request is about (upstream `RequestPermissionSubject`, carried through unchanged).
+     */
+    var `subject`: JsonObject?
+    , 
+    /**
+     * The choices offered.
+     */
+    var `options`: List<PermissionOption>
+    , 
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeRequestPermissionRequest: FfiConverterRustBuffer<RequestPermissionRequest> {
+    override fun read(buf: ByteBuffer): RequestPermissionRequest {
+        return RequestPermissionRequest(
+            FfiConverterTypeSessionId.read(buf),
+            FfiConverterString.read(buf),
+            FfiConverterOptionalString.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
+            FfiConverterSequenceTypePermissionOption.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: RequestPermissionRequest) = (
+            FfiConverterTypeSessionId.allocationSize(value.`sessionId`) +
+            FfiConverterString.allocationSize(value.`title`) +
+            FfiConverterOptionalString.allocationSize(value.`description`) +
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`subject`) +
+            FfiConverterSequenceTypePermissionOption.allocationSize(value.`options`) +
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: RequestPermissionRequest, buf: ByteBuffer) {
+            FfiConverterTypeSessionId.write(value.`sessionId`, buf)
+            FfiConverterString.write(value.`title`, buf)
+            FfiConverterOptionalString.write(value.`description`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`subject`, buf)
+            FfiConverterSequenceTypePermissionOption.write(value.`options`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * The user's decision.
+ */
+data class RequestPermissionResponse (
+    var `outcome`: RequestPermissionOutcome
+    , 
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeRequestPermissionResponse: FfiConverterRustBuffer<RequestPermissionResponse> {
+    override fun read(buf: ByteBuffer): RequestPermissionResponse {
+        return RequestPermissionResponse(
+            FfiConverterTypeRequestPermissionOutcome.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: RequestPermissionResponse) = (
+            FfiConverterTypeRequestPermissionOutcome.allocationSize(value.`outcome`) +
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: RequestPermissionResponse, buf: ByteBuffer) {
+            FfiConverterTypeRequestPermissionOutcome.write(value.`outcome`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * The turn waits for the user (a permission request is open).
+ */
+data class RequiresActionStateUpdate (
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeRequiresActionStateUpdate: FfiConverterRustBuffer<RequiresActionStateUpdate> {
+    override fun read(buf: ByteBuffer): RequiresActionStateUpdate {
+        return RequiresActionStateUpdate(
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: RequiresActionStateUpdate) = (
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: RequiresActionStateUpdate, buf: ByteBuffer) {
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * A link to a resource the agent can read.
+ */
+data class ResourceLink (
+    var `name`: kotlin.String
+    , 
+    var `uri`: kotlin.String
+    , 
+    var `title`: kotlin.String?
+    , 
+    var `description`: kotlin.String?
+    , 
+    /**
+     * Icons for the resource (upstream `Icon`).
+     */
+    var `icons`: List<JsonObject>?
+    , 
+    var `mimeType`: kotlin.String?
+    , 
+    var `size`: kotlin.Long?
+    , 
+    var `annotations`: Annotations?
+    , 
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeResourceLink: FfiConverterRustBuffer<ResourceLink> {
+    override fun read(buf: ByteBuffer): ResourceLink {
+        return ResourceLink(
+            FfiConverterString.read(buf),
+            FfiConverterString.read(buf),
+            FfiConverterOptionalString.read(buf),
+            FfiConverterOptionalString.read(buf),
+            FfiConverterOptionalSequenceTypeJsonObject.read(buf),
+            FfiConverterOptionalString.read(buf),
+            FfiConverterOptionalLong.read(buf),
+            FfiConverterOptionalTypeAnnotations.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: ResourceLink) = (
+            FfiConverterString.allocationSize(value.`name`) +
+            FfiConverterString.allocationSize(value.`uri`) +
+            FfiConverterOptionalString.allocationSize(value.`title`) +
+            FfiConverterOptionalString.allocationSize(value.`description`) +
+            FfiConverterOptionalSequenceTypeJsonObject.allocationSize(value.`icons`) +
+            FfiConverterOptionalString.allocationSize(value.`mimeType`) +
+            FfiConverterOptionalLong.allocationSize(value.`size`) +
+            FfiConverterOptionalTypeAnnotations.allocationSize(value.`annotations`) +
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: ResourceLink, buf: ByteBuffer) {
+            FfiConverterString.write(value.`name`, buf)
+            FfiConverterString.write(value.`uri`, buf)
+            FfiConverterOptionalString.write(value.`title`, buf)
+            FfiConverterOptionalString.write(value.`description`, buf)
+            FfiConverterOptionalSequenceTypeJsonObject.write(value.`icons`, buf)
+            FfiConverterOptionalString.write(value.`mimeType`, buf)
+            FfiConverterOptionalLong.write(value.`size`, buf)
+            FfiConverterOptionalTypeAnnotations.write(value.`annotations`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * Reconnects to an existing session (live, closed, or from an earlier agent process). With `replayFrom` the conversation is replayed as `session/update` notifications before the response.
+ */
+data class ResumeSessionRequest (
+    var `sessionId`: SessionId
+    , 
+    /**
+     * The session's working directory; must match the session's.
+     */
+    var `cwd`: kotlin.String
+    , 
+    /**
+     * The complete list of additional workspace roots for the resumed session.
+     */
+    var `additionalDirectories`: List<kotlin.String>?
+    , 
+    /**
+     * MCP servers the agent should connect to.
+     */
+    var `mcpServers`: List<McpServer>?
+    , 
+    /**
+     * Where replay starts (inclusive). Omitted or `null`: no replay.
+     */
+    var `replayFrom`: ReplayFrom?
+    , 
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeResumeSessionRequest: FfiConverterRustBuffer<ResumeSessionRequest> {
+    override fun read(buf: ByteBuffer): ResumeSessionRequest {
+        return ResumeSessionRequest(
+            FfiConverterTypeSessionId.read(buf),
+            FfiConverterString.read(buf),
+            FfiConverterOptionalSequenceString.read(buf),
+            FfiConverterOptionalSequenceTypeMcpServer.read(buf),
+            FfiConverterOptionalTypeReplayFrom.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: ResumeSessionRequest) = (
+            FfiConverterTypeSessionId.allocationSize(value.`sessionId`) +
+            FfiConverterString.allocationSize(value.`cwd`) +
+            FfiConverterOptionalSequenceString.allocationSize(value.`additionalDirectories`) +
+            FfiConverterOptionalSequenceTypeMcpServer.allocationSize(value.`mcpServers`) +
+            FfiConverterOptionalTypeReplayFrom.allocationSize(value.`replayFrom`) +
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: ResumeSessionRequest, buf: ByteBuffer) {
+            FfiConverterTypeSessionId.write(value.`sessionId`, buf)
+            FfiConverterString.write(value.`cwd`, buf)
+            FfiConverterOptionalSequenceString.write(value.`additionalDirectories`, buf)
+            FfiConverterOptionalSequenceTypeMcpServer.write(value.`mcpServers`, buf)
+            FfiConverterOptionalTypeReplayFrom.write(value.`replayFrom`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * The session is live and attached to this connection; any replay was sent before this response.
+ */
+data class ResumeSessionResponse (
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeResumeSessionResponse: FfiConverterRustBuffer<ResumeSessionResponse> {
+    override fun read(buf: ByteBuffer): ResumeSessionResponse {
+        return ResumeSessionResponse(
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: ResumeSessionResponse) = (
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: ResumeSessionResponse, buf: ByteBuffer) {
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * Drops a pending inject. Idempotent for an id already revoked.
+ */
+data class RevokeInjectRequest (
+    var `sessionId`: SessionId
+    , 
+    var `messageId`: MessageId
+    , 
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeRevokeInjectRequest: FfiConverterRustBuffer<RevokeInjectRequest> {
+    override fun read(buf: ByteBuffer): RevokeInjectRequest {
+        return RevokeInjectRequest(
+            FfiConverterTypeSessionId.read(buf),
+            FfiConverterTypeMessageId.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: RevokeInjectRequest) = (
+            FfiConverterTypeSessionId.allocationSize(value.`sessionId`) +
+            FfiConverterTypeMessageId.allocationSize(value.`messageId`) +
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: RevokeInjectRequest, buf: ByteBuffer) {
+            FfiConverterTypeSessionId.write(value.`sessionId`, buf)
+            FfiConverterTypeMessageId.write(value.`messageId`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * The inject is revoked: no `user_message` for it will ever be emitted.
+ */
+data class RevokeInjectResponse (
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeRevokeInjectResponse: FfiConverterRustBuffer<RevokeInjectResponse> {
+    override fun read(buf: ByteBuffer): RevokeInjectResponse {
+        return RevokeInjectResponse(
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: RevokeInjectResponse) = (
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: RevokeInjectResponse, buf: ByteBuffer) {
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * Foreground work started or resumed.
+ */
+data class RunningStateUpdate (
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeRunningStateUpdate: FfiConverterRustBuffer<RunningStateUpdate> {
+    override fun read(buf: ByteBuffer): RunningStateUpdate {
+        return RunningStateUpdate(
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: RunningStateUpdate) = (
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: RunningStateUpdate, buf: ByteBuffer) {
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * The user chose an option.
+ */
+data class SelectedPermissionOutcome (
+    var `optionId`: PermissionOptionId
+    , 
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeSelectedPermissionOutcome: FfiConverterRustBuffer<SelectedPermissionOutcome> {
+    override fun read(buf: ByteBuffer): SelectedPermissionOutcome {
+        return SelectedPermissionOutcome(
+            FfiConverterTypePermissionOptionId.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: SelectedPermissionOutcome) = (
+            FfiConverterTypePermissionOptionId.allocationSize(value.`optionId`) +
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: SelectedPermissionOutcome, buf: ByteBuffer) {
+            FfiConverterTypePermissionOptionId.write(value.`optionId`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * Session-level capabilities. `{}` means the baseline session methods; absent members mean the optional feature is not supported. This toolkit's own extensions are advertised under `_meta` (`acp-inject.dev/pending`, `acp-inject.dev/sessionClosed`).
+ */
+data class SessionCapabilities (
+    /**
+     * MCP server transports accepted by `session/new` and `session/resume`.
+     */
+    var `mcp`: McpCapabilities?
+    , 
+    /**
+     * `additionalDirectories` is accepted by `session/new` and `session/resume`.
+     */
+    var `additionalDirectories`: AdditionalDirectoriesCapabilities?
+    , 
+    /**
+     * `session/inject` with revoke (mandatory) and optional replace.
+     */
+    var `inject`: InjectCapabilities?
+    , 
+    /**
+     * `session/status`.
+     */
+    var `status`: StatusCapabilities?
+    , 
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeSessionCapabilities: FfiConverterRustBuffer<SessionCapabilities> {
+    override fun read(buf: ByteBuffer): SessionCapabilities {
+        return SessionCapabilities(
+            FfiConverterOptionalTypeMcpCapabilities.read(buf),
+            FfiConverterOptionalTypeAdditionalDirectoriesCapabilities.read(buf),
+            FfiConverterOptionalTypeInjectCapabilities.read(buf),
+            FfiConverterOptionalTypeStatusCapabilities.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: SessionCapabilities) = (
+            FfiConverterOptionalTypeMcpCapabilities.allocationSize(value.`mcp`) +
+            FfiConverterOptionalTypeAdditionalDirectoriesCapabilities.allocationSize(value.`additionalDirectories`) +
+            FfiConverterOptionalTypeInjectCapabilities.allocationSize(value.`inject`) +
+            FfiConverterOptionalTypeStatusCapabilities.allocationSize(value.`status`) +
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: SessionCapabilities, buf: ByteBuffer) {
+            FfiConverterOptionalTypeMcpCapabilities.write(value.`mcp`, buf)
+            FfiConverterOptionalTypeAdditionalDirectoriesCapabilities.write(value.`additionalDirectories`, buf)
+            FfiConverterOptionalTypeInjectCapabilities.write(value.`inject`, buf)
+            FfiConverterOptionalTypeStatusCapabilities.write(value.`status`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * Extension (`_acp-inject/session_closed`): the session was closed (by `session/close` or by the agent). Sent to every attached connection; nothing follows it for this session until it is resumed.
+ */
+data class SessionClosedUpdate (
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeSessionClosedUpdate: FfiConverterRustBuffer<SessionClosedUpdate> {
+    override fun read(buf: ByteBuffer): SessionClosedUpdate {
+        return SessionClosedUpdate(
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: SessionClosedUpdate) = (
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: SessionClosedUpdate, buf: ByteBuffer) {
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * A session as `session/list` reports it.
+ */
+data class SessionInfo (
+    var `sessionId`: SessionId
+    , 
+    /**
+     * The session's working directory.
+     */
+    var `cwd`: kotlin.String
+    , 
+    /**
+     * The session's additional workspace roots.
+     */
+    var `additionalDirectories`: List<kotlin.String>?
+    , 
+    /**
+     * A title for people to read.
+     */
+    var `title`: kotlin.String?
+    , 
+    /**
+     * RFC 3339 time of the last activity.
+     */
+    var `updatedAt`: kotlin.String?
+    , 
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeSessionInfo: FfiConverterRustBuffer<SessionInfo> {
+    override fun read(buf: ByteBuffer): SessionInfo {
+        return SessionInfo(
+            FfiConverterTypeSessionId.read(buf),
+            FfiConverterString.read(buf),
+            FfiConverterOptionalSequenceString.read(buf),
+            FfiConverterOptionalString.read(buf),
+            FfiConverterOptionalString.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: SessionInfo) = (
+            FfiConverterTypeSessionId.allocationSize(value.`sessionId`) +
+            FfiConverterString.allocationSize(value.`cwd`) +
+            FfiConverterOptionalSequenceString.allocationSize(value.`additionalDirectories`) +
+            FfiConverterOptionalString.allocationSize(value.`title`) +
+            FfiConverterOptionalString.allocationSize(value.`updatedAt`) +
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: SessionInfo, buf: ByteBuffer) {
+            FfiConverterTypeSessionId.write(value.`sessionId`, buf)
+            FfiConverterString.write(value.`cwd`, buf)
+            FfiConverterOptionalSequenceString.write(value.`additionalDirectories`, buf)
+            FfiConverterOptionalString.write(value.`title`, buf)
+            FfiConverterOptionalString.write(value.`updatedAt`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * The session's metadata changed. Omitted members are unchanged; `null` clears.
+ */
+data class SessionInfoUpdate (
+    /**
+     * A title for people to read.
+     */
+    var `title`: StringPatchMember
+    , 
+    /**
+     * RFC 3339 time of the last activity.
+     */
+    var `updatedAt`: StringPatchMember
+    , 
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeSessionInfoUpdate: FfiConverterRustBuffer<SessionInfoUpdate> {
+    override fun read(buf: ByteBuffer): SessionInfoUpdate {
+        return SessionInfoUpdate(
+            FfiConverterTypeStringPatchMember.read(buf),
+            FfiConverterTypeStringPatchMember.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: SessionInfoUpdate) = (
+            FfiConverterTypeStringPatchMember.allocationSize(value.`title`) +
+            FfiConverterTypeStringPatchMember.allocationSize(value.`updatedAt`) +
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: SessionInfoUpdate, buf: ByteBuffer) {
+            FfiConverterTypeStringPatchMember.write(value.`title`, buf)
+            FfiConverterTypeStringPatchMember.write(value.`updatedAt`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * One page of `session/list`.
+ */
+data class SessionPage (
+    /**
+     * Newest first.
+     */
+    var `sessions`: List<SessionInfo>
+    , 
+    /**
+     * Pass as `cursor` for the next page; `None` at the end.
+     */
+    var `nextCursor`: kotlin.String?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeSessionPage: FfiConverterRustBuffer<SessionPage> {
+    override fun read(buf: ByteBuffer): SessionPage {
+        return SessionPage(
+            FfiConverterSequenceTypeSessionInfo.read(buf),
+            FfiConverterOptionalString.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: SessionPage) = (
+            FfiConverterSequenceTypeSessionInfo.allocationSize(value.`sessions`) +
+            FfiConverterOptionalString.allocationSize(value.`nextCursor`)
+    )
+
+    override fun write(value: SessionPage, buf: ByteBuffer) {
+            FfiConverterSequenceTypeSessionInfo.write(value.`sessions`, buf)
+            FfiConverterOptionalString.write(value.`nextCursor`, buf)
+    }
+}
+
+
+
+/**
+ * The parameters of `session/new` or `session/resume`.
+ */
+data class SessionSetup (
+    var `cwd`: kotlin.String
+    , 
+    var `additionalDirectories`: List<kotlin.String>
+    , 
+    var `mcpServers`: List<McpServer>
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeSessionSetup: FfiConverterRustBuffer<SessionSetup> {
+    override fun read(buf: ByteBuffer): SessionSetup {
+        return SessionSetup(
+            FfiConverterString.read(buf),
+            FfiConverterSequenceString.read(buf),
+            FfiConverterSequenceTypeMcpServer.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: SessionSetup) = (
+            FfiConverterString.allocationSize(value.`cwd`) +
+            FfiConverterSequenceString.allocationSize(value.`additionalDirectories`) +
+            FfiConverterSequenceTypeMcpServer.allocationSize(value.`mcpServers`)
+    )
+
+    override fun write(value: SessionSetup, buf: ByteBuffer) {
+            FfiConverterString.write(value.`cwd`, buf)
+            FfiConverterSequenceString.write(value.`additionalDirectories`, buf)
+            FfiConverterSequenceTypeMcpServer.write(value.`mcpServers`, buf)
+    }
+}
+
+
+
+/**
+ * A side-effect-free liveness probe.
+ */
+data class SessionStatusRequest (
+    var `sessionId`: SessionId
+    , 
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeSessionStatusRequest: FfiConverterRustBuffer<SessionStatusRequest> {
+    override fun read(buf: ByteBuffer): SessionStatusRequest {
+        return SessionStatusRequest(
+            FfiConverterTypeSessionId.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: SessionStatusRequest) = (
+            FfiConverterTypeSessionId.allocationSize(value.`sessionId`) +
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: SessionStatusRequest, buf: ByteBuffer) {
+            FfiConverterTypeSessionId.write(value.`sessionId`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * Whether the agent currently holds the session. Says nothing about running vs idle.
+ */
+data class SessionStatusResponse (
+    var `status`: SessionStatus
+    , 
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeSessionStatusResponse: FfiConverterRustBuffer<SessionStatusResponse> {
+    override fun read(buf: ByteBuffer): SessionStatusResponse {
+        return SessionStatusResponse(
+            FfiConverterTypeSessionStatus.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: SessionStatusResponse) = (
+            FfiConverterTypeSessionStatus.allocationSize(value.`status`) +
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: SessionStatusResponse, buf: ByteBuffer) {
+            FfiConverterTypeSessionStatus.write(value.`status`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * A connection of an agent-side vector's setup.
+ */
+data class SetupConnection (
+    var `id`: kotlin.String
+    , 
+    var `role`: ConnectionRole
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeSetupConnection: FfiConverterRustBuffer<SetupConnection> {
+    override fun read(buf: ByteBuffer): SetupConnection {
+        return SetupConnection(
+            FfiConverterString.read(buf),
+            FfiConverterTypeConnectionRole.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: SetupConnection) = (
+            FfiConverterString.allocationSize(value.`id`) +
+            FfiConverterTypeConnectionRole.allocationSize(value.`role`)
+    )
+
+    override fun write(value: SetupConnection, buf: ByteBuffer) {
+            FfiConverterString.write(value.`id`, buf)
+            FfiConverterTypeConnectionRole.write(value.`role`, buf)
+    }
+}
+
+
+
+/**
+ * Session-setup features of the host.
+ */
+data class SetupSupport (
+    var `mcpStdio`: kotlin.Boolean
+    , 
+    var `mcpHttp`: kotlin.Boolean
+    , 
+    var `additionalDirectories`: kotlin.Boolean
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeSetupSupport: FfiConverterRustBuffer<SetupSupport> {
+    override fun read(buf: ByteBuffer): SetupSupport {
+        return SetupSupport(
+            FfiConverterBoolean.read(buf),
+            FfiConverterBoolean.read(buf),
+            FfiConverterBoolean.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: SetupSupport) = (
+            FfiConverterBoolean.allocationSize(value.`mcpStdio`) +
+            FfiConverterBoolean.allocationSize(value.`mcpHttp`) +
+            FfiConverterBoolean.allocationSize(value.`additionalDirectories`)
+    )
+
+    override fun write(value: SetupSupport, buf: ByteBuffer) {
+            FfiConverterBoolean.write(value.`mcpStdio`, buf)
+            FfiConverterBoolean.write(value.`mcpHttp`, buf)
+            FfiConverterBoolean.write(value.`additionalDirectories`, buf)
+    }
+}
+
+
+
+/**
+ * The agent answers `session/status`.
+ */
+data class StatusCapabilities (
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeStatusCapabilities: FfiConverterRustBuffer<StatusCapabilities> {
+    override fun read(buf: ByteBuffer): StatusCapabilities {
+        return StatusCapabilities(
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: StatusCapabilities) = (
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: StatusCapabilities, buf: ByteBuffer) {
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * Text.
+ */
+data class TextContent (
+    var `text`: kotlin.String
+    , 
+    var `annotations`: Annotations?
+    , 
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeTextContent: FfiConverterRustBuffer<TextContent> {
+    override fun read(buf: ByteBuffer): TextContent {
+        return TextContent(
+            FfiConverterString.read(buf),
+            FfiConverterOptionalTypeAnnotations.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: TextContent) = (
+            FfiConverterString.allocationSize(value.`text`) +
+            FfiConverterOptionalTypeAnnotations.allocationSize(value.`annotations`) +
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: TextContent, buf: ByteBuffer) {
+            FfiConverterString.write(value.`text`, buf)
+            FfiConverterOptionalTypeAnnotations.write(value.`annotations`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * A text resource.
+ */
+data class TextResourceContents (
+    var `uri`: kotlin.String
+    , 
+    var `mimeType`: kotlin.String?
+    , 
+    var `text`: kotlin.String
+    , 
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeTextResourceContents: FfiConverterRustBuffer<TextResourceContents> {
+    override fun read(buf: ByteBuffer): TextResourceContents {
+        return TextResourceContents(
+            FfiConverterString.read(buf),
+            FfiConverterOptionalString.read(buf),
+            FfiConverterString.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: TextResourceContents) = (
+            FfiConverterString.allocationSize(value.`uri`) +
+            FfiConverterOptionalString.allocationSize(value.`mimeType`) +
+            FfiConverterString.allocationSize(value.`text`) +
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: TextResourceContents, buf: ByteBuffer) {
+            FfiConverterString.write(value.`uri`, buf)
+            FfiConverterOptionalString.write(value.`mimeType`, buf)
+            FfiConverterString.write(value.`text`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * A content block.
+ */
+data class ToolCallContentBlock (
+    var `content`: ContentBlock
+    , 
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeToolCallContentBlock: FfiConverterRustBuffer<ToolCallContentBlock> {
+    override fun read(buf: ByteBuffer): ToolCallContentBlock {
+        return ToolCallContentBlock(
+            FfiConverterTypeContentBlock.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: ToolCallContentBlock) = (
+            FfiConverterTypeContentBlock.allocationSize(value.`content`) +
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: ToolCallContentBlock, buf: ByteBuffer) {
+            FfiConverterTypeContentBlock.write(value.`content`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * Appends content to a tool call.
+ */
+data class ToolCallContentChunk (
+    var `toolCallId`: ToolCallId
+    , 
+    var `content`: ToolCallContent
+    , 
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeToolCallContentChunk: FfiConverterRustBuffer<ToolCallContentChunk> {
+    override fun read(buf: ByteBuffer): ToolCallContentChunk {
+        return ToolCallContentChunk(
+            FfiConverterTypeToolCallId.read(buf),
+            FfiConverterTypeToolCallContent.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: ToolCallContentChunk) = (
+            FfiConverterTypeToolCallId.allocationSize(value.`toolCallId`) +
+            FfiConverterTypeToolCallContent.allocationSize(value.`content`) +
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: ToolCallContentChunk, buf: ByteBuffer) {
+            FfiConverterTypeToolCallId.write(value.`toolCallId`, buf)
+            FfiConverterTypeToolCallContent.write(value.`content`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * A tool call was created or changed (upsert keyed by `toolCallId`).
+ */
+data class ToolCallUpdate (
+    var `toolCallId`: ToolCallId
+    , 
+    /**
+     * The tool's programmatic name.
+     */
+    var `name`: kotlin.String?
+    , 
+    /**
+     * A title for people to read.
+     */
+    var `title`: kotlin.String?
+    , 
+    var `kind`: ToolKind?
+    , 
+    var `status`: ToolCallStatus?
+    , 
+    /**
+     * Replaces the tool call's content.
+     */
+    var `content`: List<ToolCallContent>?
+    , 
+    /**
+     * File locations the tool call touches (upstream `ToolCallLocation`).
+     */
+    var `locations`: List<JsonObject>?
+    , 
+    /**
+     * The raw input of the tool call.
+     */
+    var `rawInput`: Value?
+    , 
+    /**
+     * The raw output of the tool call.
+     */
+    var `rawOutput`: Value?
+    , 
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeToolCallUpdate: FfiConverterRustBuffer<ToolCallUpdate> {
+    override fun read(buf: ByteBuffer): ToolCallUpdate {
+        return ToolCallUpdate(
+            FfiConverterTypeToolCallId.read(buf),
+            FfiConverterOptionalString.read(buf),
+            FfiConverterOptionalString.read(buf),
+            FfiConverterOptionalTypeToolKind.read(buf),
+            FfiConverterOptionalTypeToolCallStatus.read(buf),
+            FfiConverterOptionalSequenceTypeToolCallContent.read(buf),
+            FfiConverterOptionalSequenceTypeJsonObject.read(buf),
+            FfiConverterOptionalTypeValue.read(buf),
+            FfiConverterOptionalTypeValue.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: ToolCallUpdate) = (
+            FfiConverterTypeToolCallId.allocationSize(value.`toolCallId`) +
+            FfiConverterOptionalString.allocationSize(value.`name`) +
+            FfiConverterOptionalString.allocationSize(value.`title`) +
+            FfiConverterOptionalTypeToolKind.allocationSize(value.`kind`) +
+            FfiConverterOptionalTypeToolCallStatus.allocationSize(value.`status`) +
+            FfiConverterOptionalSequenceTypeToolCallContent.allocationSize(value.`content`) +
+            FfiConverterOptionalSequenceTypeJsonObject.allocationSize(value.`locations`) +
+            FfiConverterOptionalTypeValue.allocationSize(value.`rawInput`) +
+            FfiConverterOptionalTypeValue.allocationSize(value.`rawOutput`) +
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: ToolCallUpdate, buf: ByteBuffer) {
+            FfiConverterTypeToolCallId.write(value.`toolCallId`, buf)
+            FfiConverterOptionalString.write(value.`name`, buf)
+            FfiConverterOptionalString.write(value.`title`, buf)
+            FfiConverterOptionalTypeToolKind.write(value.`kind`, buf)
+            FfiConverterOptionalTypeToolCallStatus.write(value.`status`, buf)
+            FfiConverterOptionalSequenceTypeToolCallContent.write(value.`content`, buf)
+            FfiConverterOptionalSequenceTypeJsonObject.write(value.`locations`, buf)
+            FfiConverterOptionalTypeValue.write(value.`rawInput`, buf)
+            FfiConverterOptionalTypeValue.write(value.`rawOutput`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * A message of the transcript.
+ */
+data class TranscriptEntry (
+    var `role`: MessageRole
+    , 
+    var `messageId`: MessageId
     , 
     var `content`: List<ContentBlock>
     
@@ -2869,21 +10941,21 @@ data class TranscriptEntry (
 public object FfiConverterTypeTranscriptEntry: FfiConverterRustBuffer<TranscriptEntry> {
     override fun read(buf: ByteBuffer): TranscriptEntry {
         return TranscriptEntry(
-            FfiConverterTypeTranscriptRole.read(buf),
-            FfiConverterString.read(buf),
+            FfiConverterTypeMessageRole.read(buf),
+            FfiConverterTypeMessageId.read(buf),
             FfiConverterSequenceTypeContentBlock.read(buf),
         )
     }
 
     override fun allocationSize(value: TranscriptEntry) = (
-            FfiConverterTypeTranscriptRole.allocationSize(value.`role`) +
-            FfiConverterString.allocationSize(value.`messageId`) +
+            FfiConverterTypeMessageRole.allocationSize(value.`role`) +
+            FfiConverterTypeMessageId.allocationSize(value.`messageId`) +
             FfiConverterSequenceTypeContentBlock.allocationSize(value.`content`)
     )
 
     override fun write(value: TranscriptEntry, buf: ByteBuffer) {
-            FfiConverterTypeTranscriptRole.write(value.`role`, buf)
-            FfiConverterString.write(value.`messageId`, buf)
+            FfiConverterTypeMessageRole.write(value.`role`, buf)
+            FfiConverterTypeMessageId.write(value.`messageId`, buf)
             FfiConverterSequenceTypeContentBlock.write(value.`content`, buf)
     }
 }
@@ -2891,14 +10963,225 @@ public object FfiConverterTypeTranscriptEntry: FfiConverterRustBuffer<Transcript
 
 
 /**
- * A user message handed to the runtime: typed content plus the exact JSON of it.
+ * How a turn ended, as the runtime reports it.
+ */
+data class TurnEnd (
+    var `stopReason`: StopReason
+    , 
+    var `usage`: Usage?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeTurnEnd: FfiConverterRustBuffer<TurnEnd> {
+    override fun read(buf: ByteBuffer): TurnEnd {
+        return TurnEnd(
+            FfiConverterTypeStopReason.read(buf),
+            FfiConverterOptionalTypeUsage.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: TurnEnd) = (
+            FfiConverterTypeStopReason.allocationSize(value.`stopReason`) +
+            FfiConverterOptionalTypeUsage.allocationSize(value.`usage`)
+    )
+
+    override fun write(value: TurnEnd, buf: ByteBuffer) {
+            FfiConverterTypeStopReason.write(value.`stopReason`, buf)
+            FfiConverterOptionalTypeUsage.write(value.`usage`, buf)
+    }
+}
+
+
+
+/**
+ * A session update (`session/update`).
+ */
+data class UpdateSessionNotification (
+    var `sessionId`: SessionId
+    , 
+    var `update`: SessionUpdate
+    , 
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeUpdateSessionNotification: FfiConverterRustBuffer<UpdateSessionNotification> {
+    override fun read(buf: ByteBuffer): UpdateSessionNotification {
+        return UpdateSessionNotification(
+            FfiConverterTypeSessionId.read(buf),
+            FfiConverterTypeSessionUpdate.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: UpdateSessionNotification) = (
+            FfiConverterTypeSessionId.allocationSize(value.`sessionId`) +
+            FfiConverterTypeSessionUpdate.allocationSize(value.`update`) +
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: UpdateSessionNotification, buf: ByteBuffer) {
+            FfiConverterTypeSessionId.write(value.`sessionId`, buf)
+            FfiConverterTypeSessionUpdate.write(value.`update`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * Token usage of a turn.
+ */
+data class Usage (
+    var `totalTokens`: kotlin.ULong
+    , 
+    var `inputTokens`: kotlin.ULong
+    , 
+    var `outputTokens`: kotlin.ULong
+    , 
+    var `thoughtTokens`: kotlin.ULong?
+    , 
+    var `cachedReadTokens`: kotlin.ULong?
+    , 
+    var `cachedWriteTokens`: kotlin.ULong?
+    , 
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeUsage: FfiConverterRustBuffer<Usage> {
+    override fun read(buf: ByteBuffer): Usage {
+        return Usage(
+            FfiConverterULong.read(buf),
+            FfiConverterULong.read(buf),
+            FfiConverterULong.read(buf),
+            FfiConverterOptionalULong.read(buf),
+            FfiConverterOptionalULong.read(buf),
+            FfiConverterOptionalULong.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: Usage) = (
+            FfiConverterULong.allocationSize(value.`totalTokens`) +
+            FfiConverterULong.allocationSize(value.`inputTokens`) +
+            FfiConverterULong.allocationSize(value.`outputTokens`) +
+            FfiConverterOptionalULong.allocationSize(value.`thoughtTokens`) +
+            FfiConverterOptionalULong.allocationSize(value.`cachedReadTokens`) +
+            FfiConverterOptionalULong.allocationSize(value.`cachedWriteTokens`) +
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: Usage, buf: ByteBuffer) {
+            FfiConverterULong.write(value.`totalTokens`, buf)
+            FfiConverterULong.write(value.`inputTokens`, buf)
+            FfiConverterULong.write(value.`outputTokens`, buf)
+            FfiConverterOptionalULong.write(value.`thoughtTokens`, buf)
+            FfiConverterOptionalULong.write(value.`cachedReadTokens`, buf)
+            FfiConverterOptionalULong.write(value.`cachedWriteTokens`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * Context window usage.
+ */
+data class UsageUpdate (
+    /**
+     * Tokens in the context window.
+     */
+    var `used`: kotlin.ULong
+    , 
+    /**
+     * The context window's size in tokens.
+     */
+    var `size`: kotlin.ULong
+    , 
+    /**
+     * Cumulative cost of the session.
+     */
+    var `cost`: Cost?
+    , 
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeUsageUpdate: FfiConverterRustBuffer<UsageUpdate> {
+    override fun read(buf: ByteBuffer): UsageUpdate {
+        return UsageUpdate(
+            FfiConverterULong.read(buf),
+            FfiConverterULong.read(buf),
+            FfiConverterOptionalTypeCost.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: UsageUpdate) = (
+            FfiConverterULong.allocationSize(value.`used`) +
+            FfiConverterULong.allocationSize(value.`size`) +
+            FfiConverterOptionalTypeCost.allocationSize(value.`cost`) +
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: UsageUpdate, buf: ByteBuffer) {
+            FfiConverterULong.write(value.`used`, buf)
+            FfiConverterULong.write(value.`size`, buf)
+            FfiConverterOptionalTypeCost.write(value.`cost`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * A message handed to the runtime.
  */
 data class UserInput (
-    var `messageId`: kotlin.String
+    var `messageId`: MessageId
     , 
     var `content`: List<ContentBlock>
-    , 
-    var `contentJson`: kotlin.String
     
 ){
     
@@ -2915,33 +11198,36 @@ data class UserInput (
 public object FfiConverterTypeUserInput: FfiConverterRustBuffer<UserInput> {
     override fun read(buf: ByteBuffer): UserInput {
         return UserInput(
-            FfiConverterString.read(buf),
+            FfiConverterTypeMessageId.read(buf),
             FfiConverterSequenceTypeContentBlock.read(buf),
-            FfiConverterString.read(buf),
         )
     }
 
     override fun allocationSize(value: UserInput) = (
-            FfiConverterString.allocationSize(value.`messageId`) +
-            FfiConverterSequenceTypeContentBlock.allocationSize(value.`content`) +
-            FfiConverterString.allocationSize(value.`contentJson`)
+            FfiConverterTypeMessageId.allocationSize(value.`messageId`) +
+            FfiConverterSequenceTypeContentBlock.allocationSize(value.`content`)
     )
 
     override fun write(value: UserInput, buf: ByteBuffer) {
-            FfiConverterString.write(value.`messageId`, buf)
+            FfiConverterTypeMessageId.write(value.`messageId`, buf)
             FfiConverterSequenceTypeContentBlock.write(value.`content`, buf)
-            FfiConverterString.write(value.`contentJson`, buf)
     }
 }
 
 
 
-data class VectorFailure (
-    var `name`: kotlin.String
+/**
+ * A user message was inserted into history. For a prompt or inject this is its delivery.
+ */
+data class UserMessage (
+    var `messageId`: MessageId
     , 
-    var `file`: kotlin.String
+    /**
+     * Omitted: content unchanged; null: cleared; an array: replaced.
+     */
+    var `content`: ContentBlockListPatchMember
     , 
-    var `mismatch`: kotlin.String
+    var `meta`: JsonObject?
     
 ){
     
@@ -2955,34 +11241,83 @@ data class VectorFailure (
 /**
  * @suppress
  */
-public object FfiConverterTypeVectorFailure: FfiConverterRustBuffer<VectorFailure> {
-    override fun read(buf: ByteBuffer): VectorFailure {
-        return VectorFailure(
-            FfiConverterString.read(buf),
-            FfiConverterString.read(buf),
-            FfiConverterString.read(buf),
+public object FfiConverterTypeUserMessage: FfiConverterRustBuffer<UserMessage> {
+    override fun read(buf: ByteBuffer): UserMessage {
+        return UserMessage(
+            FfiConverterTypeMessageId.read(buf),
+            FfiConverterTypeContentBlockListPatchMember.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
         )
     }
 
-    override fun allocationSize(value: VectorFailure) = (
-            FfiConverterString.allocationSize(value.`name`) +
-            FfiConverterString.allocationSize(value.`file`) +
-            FfiConverterString.allocationSize(value.`mismatch`)
+    override fun allocationSize(value: UserMessage) = (
+            FfiConverterTypeMessageId.allocationSize(value.`messageId`) +
+            FfiConverterTypeContentBlockListPatchMember.allocationSize(value.`content`) +
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
     )
 
-    override fun write(value: VectorFailure, buf: ByteBuffer) {
-            FfiConverterString.write(value.`name`, buf)
-            FfiConverterString.write(value.`file`, buf)
-            FfiConverterString.write(value.`mismatch`, buf)
+    override fun write(value: UserMessage, buf: ByteBuffer) {
+            FfiConverterTypeMessageId.write(value.`messageId`, buf)
+            FfiConverterTypeContentBlockListPatchMember.write(value.`content`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
     }
 }
 
 
 
+/**
+ * A streamed piece of a user message.
+ */
+data class UserMessageChunk (
+    var `messageId`: MessageId
+    , 
+    var `content`: ContentBlock
+    , 
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeUserMessageChunk: FfiConverterRustBuffer<UserMessageChunk> {
+    override fun read(buf: ByteBuffer): UserMessageChunk {
+        return UserMessageChunk(
+            FfiConverterTypeMessageId.read(buf),
+            FfiConverterTypeContentBlock.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: UserMessageChunk) = (
+            FfiConverterTypeMessageId.allocationSize(value.`messageId`) +
+            FfiConverterTypeContentBlock.allocationSize(value.`content`) +
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: UserMessageChunk, buf: ByteBuffer) {
+            FfiConverterTypeMessageId.write(value.`messageId`, buf)
+            FfiConverterTypeContentBlock.write(value.`content`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * A protocol violation the mirror detected.
+ */
 data class Violation (
     var `rule`: kotlin.String
     , 
-    var `messageId`: kotlin.String
+    var `messageId`: MessageId
     
 ){
     
@@ -3000,18 +11335,18 @@ public object FfiConverterTypeViolation: FfiConverterRustBuffer<Violation> {
     override fun read(buf: ByteBuffer): Violation {
         return Violation(
             FfiConverterString.read(buf),
-            FfiConverterString.read(buf),
+            FfiConverterTypeMessageId.read(buf),
         )
     }
 
     override fun allocationSize(value: Violation) = (
             FfiConverterString.allocationSize(value.`rule`) +
-            FfiConverterString.allocationSize(value.`messageId`)
+            FfiConverterTypeMessageId.allocationSize(value.`messageId`)
     )
 
     override fun write(value: Violation, buf: ByteBuffer) {
             FfiConverterString.write(value.`rule`, buf)
-            FfiConverterString.write(value.`messageId`, buf)
+            FfiConverterTypeMessageId.write(value.`messageId`, buf)
     }
 }
 
@@ -3025,56 +11360,115 @@ public object FfiConverterTypeViolation: FfiConverterRustBuffer<Violation> {
 sealed class AcpException: kotlin.Exception() {
     
     /**
-     * The caller's input is not valid (malformed JSON, wrong shape, unknown value).
+     * The caller's input is not valid (malformed JSON, a wrong shape, an unknown value).
      */
     class InvalidInput(
         
-        val `reason`: kotlin.String
+        /**
+         * What was wrong.
+         */
+        val `detail`: kotlin.String
         ) : AcpException() {
         override val message
-            get() = "reason=${ `reason` }"
+            get() = "detail=${ `detail` }"
     }
     
     /**
-     * The agent answered one of this client's requests with a JSON-RPC error.
+     * The agent answered with an error.
      */
     class Protocol(
         
-        val `code`: kotlin.Long, 
-        
-        val `errorMessage`: kotlin.String, 
-        
-        val `reason`: kotlin.String?, 
-        
-        val `messageId`: kotlin.String?
+        /**
+         * The agent's error.
+         */
+        val `error`: ProtocolError
         ) : AcpException() {
         override val message
-            get() = "code=${ `code` }, errorMessage=${ `errorMessage` }, reason=${ `reason` }, messageId=${ `messageId` }"
+            get() = "error=${ `error` }"
     }
     
     /**
-     * The client mirror refused a call without sending anything (C-PEND-3): `reason` is
-     * `mode_not_supported`, `replace_not_supported` or `unknown_message_id`.
+     * The client refused the call without sending anything (C-PEND-3).
      */
     class Rejected(
         
-        val `reason`: kotlin.String
+        /**
+         * Why.
+         */
+        val `reason`: CallRejected
         ) : AcpException() {
         override val message
             get() = "reason=${ `reason` }"
     }
     
     /**
-     * A runtime event the agent core cannot apply (`no_turn_in_progress`, `session_closed`, …).
+     * A runtime event the agent core cannot apply.
      */
     class Host(
         
-        val `kind`: kotlin.String, 
-        
-        val `errorMessage`: kotlin.String
+        /**
+         * Why.
+         */
+        val `error`: HostError
         ) : AcpException() {
         override val message
-            get() = "kind=${ `kind` }, errorMessage=${ `errorMessage` }"
+            get() = "error=${ `error` }"
+    }
+    
+    /**
+     * The agent's configuration is refused.
+     */
+    class Config(
+        
+        /**
+         * Why.
+         */
+        val `detail`: kotlin.String
+        ) : AcpException() {
+        override val message
+            get() = "detail=${ `detail` }"
+    }
+    
+    /**
+     * The store failed; nothing after the failure was released.
+     */
+    class Store(
+        
+        /**
+         * What failed.
+         */
+        val `detail`: kotlin.String
+        ) : AcpException() {
+        override val message
+            get() = "detail=${ `detail` }"
+    }
+    
+    /**
+     * The agent process ended or could not be started or reached.
+     */
+    class Disconnected(
+        
+        /**
+         * What happened (exit status and the last lines of the agent's stderr, when known).
+         */
+        val `detail`: kotlin.String
+        ) : AcpException() {
+        override val message
+            get() = "detail=${ `detail` }"
+    }
+    
+    /**
+     * A conformance vector's expectation was not met.
+     */
+    class Mismatch(
+        
+        /**
+         * The first mismatch, for a person.
+         */
+        val `detail`: kotlin.String
+        ) : AcpException() {
+        override val message
+            get() = "detail=${ `detail` }"
     }
     
     /**
@@ -3082,10 +11476,13 @@ sealed class AcpException: kotlin.Exception() {
      */
     class Internal(
         
-        val `errorMessage`: kotlin.String
+        /**
+         * The panic message.
+         */
+        val `detail`: kotlin.String
         ) : AcpException() {
         override val message
-            get() = "errorMessage=${ `errorMessage` }"
+            get() = "detail=${ `detail` }"
     }
     
 
@@ -3111,19 +11508,27 @@ public object FfiConverterTypeAcpError : FfiConverterRustBuffer<AcpException> {
                 FfiConverterString.read(buf),
                 )
             2 -> AcpException.Protocol(
-                FfiConverterLong.read(buf),
-                FfiConverterString.read(buf),
-                FfiConverterOptionalString.read(buf),
-                FfiConverterOptionalString.read(buf),
+                FfiConverterTypeProtocolError.read(buf),
                 )
             3 -> AcpException.Rejected(
-                FfiConverterString.read(buf),
+                FfiConverterTypeCallRejected.read(buf),
                 )
             4 -> AcpException.Host(
-                FfiConverterString.read(buf),
+                FfiConverterTypeHostError.read(buf),
+                )
+            5 -> AcpException.Config(
                 FfiConverterString.read(buf),
                 )
-            5 -> AcpException.Internal(
+            6 -> AcpException.Store(
+                FfiConverterString.read(buf),
+                )
+            7 -> AcpException.Disconnected(
+                FfiConverterString.read(buf),
+                )
+            8 -> AcpException.Mismatch(
+                FfiConverterString.read(buf),
+                )
+            9 -> AcpException.Internal(
                 FfiConverterString.read(buf),
                 )
             else -> throw RuntimeException("invalid error enum value, something is very wrong!!")
@@ -3135,31 +11540,47 @@ public object FfiConverterTypeAcpError : FfiConverterRustBuffer<AcpException> {
             is AcpException.InvalidInput -> (
                 // Add the size for the Int that specifies the variant plus the size needed for all fields
                 4UL
-                + FfiConverterString.allocationSize(value.`reason`)
+                + FfiConverterString.allocationSize(value.`detail`)
             )
             is AcpException.Protocol -> (
                 // Add the size for the Int that specifies the variant plus the size needed for all fields
                 4UL
-                + FfiConverterLong.allocationSize(value.`code`)
-                + FfiConverterString.allocationSize(value.`errorMessage`)
-                + FfiConverterOptionalString.allocationSize(value.`reason`)
-                + FfiConverterOptionalString.allocationSize(value.`messageId`)
+                + FfiConverterTypeProtocolError.allocationSize(value.`error`)
             )
             is AcpException.Rejected -> (
                 // Add the size for the Int that specifies the variant plus the size needed for all fields
                 4UL
-                + FfiConverterString.allocationSize(value.`reason`)
+                + FfiConverterTypeCallRejected.allocationSize(value.`reason`)
             )
             is AcpException.Host -> (
                 // Add the size for the Int that specifies the variant plus the size needed for all fields
                 4UL
-                + FfiConverterString.allocationSize(value.`kind`)
-                + FfiConverterString.allocationSize(value.`errorMessage`)
+                + FfiConverterTypeHostError.allocationSize(value.`error`)
+            )
+            is AcpException.Config -> (
+                // Add the size for the Int that specifies the variant plus the size needed for all fields
+                4UL
+                + FfiConverterString.allocationSize(value.`detail`)
+            )
+            is AcpException.Store -> (
+                // Add the size for the Int that specifies the variant plus the size needed for all fields
+                4UL
+                + FfiConverterString.allocationSize(value.`detail`)
+            )
+            is AcpException.Disconnected -> (
+                // Add the size for the Int that specifies the variant plus the size needed for all fields
+                4UL
+                + FfiConverterString.allocationSize(value.`detail`)
+            )
+            is AcpException.Mismatch -> (
+                // Add the size for the Int that specifies the variant plus the size needed for all fields
+                4UL
+                + FfiConverterString.allocationSize(value.`detail`)
             )
             is AcpException.Internal -> (
                 // Add the size for the Int that specifies the variant plus the size needed for all fields
                 4UL
-                + FfiConverterString.allocationSize(value.`errorMessage`)
+                + FfiConverterString.allocationSize(value.`detail`)
             )
         }
     }
@@ -3168,31 +11589,47 @@ public object FfiConverterTypeAcpError : FfiConverterRustBuffer<AcpException> {
         when(value) {
             is AcpException.InvalidInput -> {
                 buf.putInt(1)
-                FfiConverterString.write(value.`reason`, buf)
+                FfiConverterString.write(value.`detail`, buf)
                 Unit
             }
             is AcpException.Protocol -> {
                 buf.putInt(2)
-                FfiConverterLong.write(value.`code`, buf)
-                FfiConverterString.write(value.`errorMessage`, buf)
-                FfiConverterOptionalString.write(value.`reason`, buf)
-                FfiConverterOptionalString.write(value.`messageId`, buf)
+                FfiConverterTypeProtocolError.write(value.`error`, buf)
                 Unit
             }
             is AcpException.Rejected -> {
                 buf.putInt(3)
-                FfiConverterString.write(value.`reason`, buf)
+                FfiConverterTypeCallRejected.write(value.`reason`, buf)
                 Unit
             }
             is AcpException.Host -> {
                 buf.putInt(4)
-                FfiConverterString.write(value.`kind`, buf)
-                FfiConverterString.write(value.`errorMessage`, buf)
+                FfiConverterTypeHostError.write(value.`error`, buf)
+                Unit
+            }
+            is AcpException.Config -> {
+                buf.putInt(5)
+                FfiConverterString.write(value.`detail`, buf)
+                Unit
+            }
+            is AcpException.Store -> {
+                buf.putInt(6)
+                FfiConverterString.write(value.`detail`, buf)
+                Unit
+            }
+            is AcpException.Disconnected -> {
+                buf.putInt(7)
+                FfiConverterString.write(value.`detail`, buf)
+                Unit
+            }
+            is AcpException.Mismatch -> {
+                buf.putInt(8)
+                FfiConverterString.write(value.`detail`, buf)
                 Unit
             }
             is AcpException.Internal -> {
-                buf.putInt(5)
-                FfiConverterString.write(value.`errorMessage`, buf)
+                buf.putInt(9)
+                FfiConverterString.write(value.`detail`, buf)
                 Unit
             }
         }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
@@ -3203,16 +11640,12 @@ public object FfiConverterTypeAcpError : FfiConverterRustBuffer<AcpException> {
 
 
 /**
- * One output of the agent core, in order.
+ * The answer to a request.
  */
-sealed class AgentOutput {
+sealed class Answer {
     
-    /**
-     * A JSON-RPC line; `to` is the connection, or `None` for every attached connection.
-     */
-    data class Line(
-        val `to`: kotlin.String?, 
-        val `line`: kotlin.String) : AgentOutput()
+    data class Failed(
+        val v1: dev.acpinject.ProtocolError) : Answer()
         
     {
         
@@ -3220,12 +11653,57 @@ sealed class AgentOutput {
         companion object
     }
     
-    /**
-     * An instruction for the runtime of `session`.
-     */
-    data class Action(
-        val `session`: kotlin.String, 
-        val `action`: dev.acpinject.RuntimeAction) : AgentOutput()
+    data class Initialized(
+        val v1: InitializeResponse) : Answer()
+        
+    {
+        
+
+        companion object
+    }
+    
+    data class SessionCreated(
+        val `sessionId`: kotlin.String) : Answer()
+        
+    {
+        
+
+        companion object
+    }
+    
+    data class Sessions(
+        val `sessions`: List<dev.acpinject.SessionInfo>, 
+        val `nextCursor`: kotlin.String?) : Answer()
+        
+    {
+        
+
+        companion object
+    }
+    
+    object Resumed : Answer()
+    
+    
+    data class Accepted(
+        val `messageId`: dev.acpinject.MessageId?) : Answer()
+        
+    {
+        
+
+        companion object
+    }
+    
+    object Revoked : Answer()
+    
+    
+    object Replaced : Answer()
+    
+    
+    object Closed : Answer()
+    
+    
+    data class Status(
+        val `live`: kotlin.Boolean) : Answer()
         
     {
         
@@ -3246,52 +11724,153 @@ sealed class AgentOutput {
 /**
  * @suppress
  */
-public object FfiConverterTypeAgentOutput : FfiConverterRustBuffer<AgentOutput>{
-    override fun read(buf: ByteBuffer): AgentOutput {
+public object FfiConverterTypeAnswer : FfiConverterRustBuffer<Answer>{
+    override fun read(buf: ByteBuffer): Answer {
         return when(buf.getInt()) {
-            1 -> AgentOutput.Line(
-                FfiConverterOptionalString.read(buf),
+            1 -> Answer.Failed(
+                FfiConverterTypeProtocolError.read(buf),
+                )
+            2 -> Answer.Initialized(
+                FfiConverterTypeInitializeResponse.read(buf),
+                )
+            3 -> Answer.SessionCreated(
                 FfiConverterString.read(buf),
                 )
-            2 -> AgentOutput.Action(
-                FfiConverterString.read(buf),
-                FfiConverterTypeRuntimeAction.read(buf),
+            4 -> Answer.Sessions(
+                FfiConverterSequenceTypeSessionInfo.read(buf),
+                FfiConverterOptionalString.read(buf),
+                )
+            5 -> Answer.Resumed
+            6 -> Answer.Accepted(
+                FfiConverterOptionalTypeMessageId.read(buf),
+                )
+            7 -> Answer.Revoked
+            8 -> Answer.Replaced
+            9 -> Answer.Closed
+            10 -> Answer.Status(
+                FfiConverterBoolean.read(buf),
                 )
             else -> throw RuntimeException("invalid enum value, something is very wrong!!")
         }
     }
 
-    override fun allocationSize(value: AgentOutput): ULong = when(value) {
-        is AgentOutput.Line -> {
+    override fun allocationSize(value: Answer): ULong = when(value) {
+        is Answer.Failed -> {
             // Add the size for the Int that specifies the variant plus the size needed for all fields
             (
                 4UL
-                + FfiConverterOptionalString.allocationSize(value.`to`)
-                + FfiConverterString.allocationSize(value.`line`)
+                + FfiConverterTypeProtocolError.allocationSize(value.v1)
             )
         }
-        is AgentOutput.Action -> {
+        is Answer.Initialized -> {
             // Add the size for the Int that specifies the variant plus the size needed for all fields
             (
                 4UL
-                + FfiConverterString.allocationSize(value.`session`)
-                + FfiConverterTypeRuntimeAction.allocationSize(value.`action`)
+                + FfiConverterTypeInitializeResponse.allocationSize(value.v1)
+            )
+        }
+        is Answer.SessionCreated -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterString.allocationSize(value.`sessionId`)
+            )
+        }
+        is Answer.Sessions -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterSequenceTypeSessionInfo.allocationSize(value.`sessions`)
+                + FfiConverterOptionalString.allocationSize(value.`nextCursor`)
+            )
+        }
+        is Answer.Resumed -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
+        is Answer.Accepted -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterOptionalTypeMessageId.allocationSize(value.`messageId`)
+            )
+        }
+        is Answer.Revoked -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
+        is Answer.Replaced -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
+        is Answer.Closed -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
+        is Answer.Status -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterBoolean.allocationSize(value.`live`)
             )
         }
     }
 
-    override fun write(value: AgentOutput, buf: ByteBuffer) {
+    override fun write(value: Answer, buf: ByteBuffer) {
         when(value) {
-            is AgentOutput.Line -> {
+            is Answer.Failed -> {
                 buf.putInt(1)
-                FfiConverterOptionalString.write(value.`to`, buf)
-                FfiConverterString.write(value.`line`, buf)
+                FfiConverterTypeProtocolError.write(value.v1, buf)
                 Unit
             }
-            is AgentOutput.Action -> {
+            is Answer.Initialized -> {
                 buf.putInt(2)
-                FfiConverterString.write(value.`session`, buf)
-                FfiConverterTypeRuntimeAction.write(value.`action`, buf)
+                FfiConverterTypeInitializeResponse.write(value.v1, buf)
+                Unit
+            }
+            is Answer.SessionCreated -> {
+                buf.putInt(3)
+                FfiConverterString.write(value.`sessionId`, buf)
+                Unit
+            }
+            is Answer.Sessions -> {
+                buf.putInt(4)
+                FfiConverterSequenceTypeSessionInfo.write(value.`sessions`, buf)
+                FfiConverterOptionalString.write(value.`nextCursor`, buf)
+                Unit
+            }
+            is Answer.Resumed -> {
+                buf.putInt(5)
+                Unit
+            }
+            is Answer.Accepted -> {
+                buf.putInt(6)
+                FfiConverterOptionalTypeMessageId.write(value.`messageId`, buf)
+                Unit
+            }
+            is Answer.Revoked -> {
+                buf.putInt(7)
+                Unit
+            }
+            is Answer.Replaced -> {
+                buf.putInt(8)
+                Unit
+            }
+            is Answer.Closed -> {
+                buf.putInt(9)
+                Unit
+            }
+            is Answer.Status -> {
+                buf.putInt(10)
+                FfiConverterBoolean.write(value.`live`, buf)
                 Unit
             }
         }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
@@ -3302,6 +11881,9 @@ public object FfiConverterTypeAgentOutput : FfiConverterRustBuffer<AgentOutput>{
 
 
 
+/**
+ * A safe break-point of the agent loop.
+ */
 
 enum class BreakPoint {
     
@@ -3336,6 +11918,127 @@ public object FfiConverterTypeBreakPoint: FfiConverterRustBuffer<BreakPoint> {
 
 
 
+/**
+ * A call the client refused without sending anything.
+ */
+sealed class CallRejected {
+    
+    object ModeNotSupported : CallRejected()
+    
+    
+    object ReplaceNotSupported : CallRejected()
+    
+    
+    object UnknownMessageId : CallRejected()
+    
+    
+    object UnknownSession : CallRejected()
+    
+    
+    data class InvalidArguments(
+        val v1: kotlin.String) : CallRejected()
+        
+    {
+        
+
+        companion object
+    }
+    
+
+    
+
+    
+    
+
+
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeCallRejected : FfiConverterRustBuffer<CallRejected>{
+    override fun read(buf: ByteBuffer): CallRejected {
+        return when(buf.getInt()) {
+            1 -> CallRejected.ModeNotSupported
+            2 -> CallRejected.ReplaceNotSupported
+            3 -> CallRejected.UnknownMessageId
+            4 -> CallRejected.UnknownSession
+            5 -> CallRejected.InvalidArguments(
+                FfiConverterString.read(buf),
+                )
+            else -> throw RuntimeException("invalid enum value, something is very wrong!!")
+        }
+    }
+
+    override fun allocationSize(value: CallRejected): ULong = when(value) {
+        is CallRejected.ModeNotSupported -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
+        is CallRejected.ReplaceNotSupported -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
+        is CallRejected.UnknownMessageId -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
+        is CallRejected.UnknownSession -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
+        is CallRejected.InvalidArguments -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterString.allocationSize(value.v1)
+            )
+        }
+    }
+
+    override fun write(value: CallRejected, buf: ByteBuffer) {
+        when(value) {
+            is CallRejected.ModeNotSupported -> {
+                buf.putInt(1)
+                Unit
+            }
+            is CallRejected.ReplaceNotSupported -> {
+                buf.putInt(2)
+                Unit
+            }
+            is CallRejected.UnknownMessageId -> {
+                buf.putInt(3)
+                Unit
+            }
+            is CallRejected.UnknownSession -> {
+                buf.putInt(4)
+                Unit
+            }
+            is CallRejected.InvalidArguments -> {
+                buf.putInt(5)
+                FfiConverterString.write(value.v1, buf)
+                Unit
+            }
+        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
+    }
+}
+
+
+
+
+
+/**
+ * How "clear the current agent message" is written (C-MSG-2).
+ */
 
 enum class ClearStyle {
     
@@ -3371,43 +12074,314 @@ public object FfiConverterTypeClearStyle: FfiConverterRustBuffer<ClearStyle> {
 
 
 /**
- * A content block. The common kinds are typed; anything else (and any member this view does
- * not show, such as annotations) travels in `Other` / the raw JSON kept beside it.
+ * A call of the client API.
+ */
+sealed class ClientCall {
+    
+    data class Prompt(
+        val `session`: kotlin.String, 
+        val `content`: List<dev.acpinject.ContentBlock>) : ClientCall()
+        
+    {
+        
+
+        companion object
+    }
+    
+    data class Inject(
+        val `session`: kotlin.String, 
+        val `mode`: dev.acpinject.InjectMode, 
+        val `content`: List<dev.acpinject.ContentBlock>) : ClientCall()
+        
+    {
+        
+
+        companion object
+    }
+    
+    data class Revoke(
+        val `session`: kotlin.String, 
+        val `messageId`: kotlin.String) : ClientCall()
+        
+    {
+        
+
+        companion object
+    }
+    
+    data class Replace(
+        val `session`: kotlin.String, 
+        val `messageId`: kotlin.String, 
+        val `content`: List<dev.acpinject.ContentBlock>) : ClientCall()
+        
+    {
+        
+
+        companion object
+    }
+    
+    data class Cancel(
+        val `session`: kotlin.String) : ClientCall()
+        
+    {
+        
+
+        companion object
+    }
+    
+    data class Status(
+        val `session`: kotlin.String) : ClientCall()
+        
+    {
+        
+
+        companion object
+    }
+    
+    data class Close(
+        val `session`: kotlin.String) : ClientCall()
+        
+    {
+        
+
+        companion object
+    }
+    
+    data class Resume(
+        val `session`: kotlin.String, 
+        val `cwd`: kotlin.String, 
+        val `replay`: kotlin.Boolean) : ClientCall()
+        
+    {
+        
+
+        companion object
+    }
+    
+
+    
+
+    
+    
+
+
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeClientCall : FfiConverterRustBuffer<ClientCall>{
+    override fun read(buf: ByteBuffer): ClientCall {
+        return when(buf.getInt()) {
+            1 -> ClientCall.Prompt(
+                FfiConverterString.read(buf),
+                FfiConverterSequenceTypeContentBlock.read(buf),
+                )
+            2 -> ClientCall.Inject(
+                FfiConverterString.read(buf),
+                FfiConverterTypeInjectMode.read(buf),
+                FfiConverterSequenceTypeContentBlock.read(buf),
+                )
+            3 -> ClientCall.Revoke(
+                FfiConverterString.read(buf),
+                FfiConverterString.read(buf),
+                )
+            4 -> ClientCall.Replace(
+                FfiConverterString.read(buf),
+                FfiConverterString.read(buf),
+                FfiConverterSequenceTypeContentBlock.read(buf),
+                )
+            5 -> ClientCall.Cancel(
+                FfiConverterString.read(buf),
+                )
+            6 -> ClientCall.Status(
+                FfiConverterString.read(buf),
+                )
+            7 -> ClientCall.Close(
+                FfiConverterString.read(buf),
+                )
+            8 -> ClientCall.Resume(
+                FfiConverterString.read(buf),
+                FfiConverterString.read(buf),
+                FfiConverterBoolean.read(buf),
+                )
+            else -> throw RuntimeException("invalid enum value, something is very wrong!!")
+        }
+    }
+
+    override fun allocationSize(value: ClientCall): ULong = when(value) {
+        is ClientCall.Prompt -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterString.allocationSize(value.`session`)
+                + FfiConverterSequenceTypeContentBlock.allocationSize(value.`content`)
+            )
+        }
+        is ClientCall.Inject -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterString.allocationSize(value.`session`)
+                + FfiConverterTypeInjectMode.allocationSize(value.`mode`)
+                + FfiConverterSequenceTypeContentBlock.allocationSize(value.`content`)
+            )
+        }
+        is ClientCall.Revoke -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterString.allocationSize(value.`session`)
+                + FfiConverterString.allocationSize(value.`messageId`)
+            )
+        }
+        is ClientCall.Replace -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterString.allocationSize(value.`session`)
+                + FfiConverterString.allocationSize(value.`messageId`)
+                + FfiConverterSequenceTypeContentBlock.allocationSize(value.`content`)
+            )
+        }
+        is ClientCall.Cancel -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterString.allocationSize(value.`session`)
+            )
+        }
+        is ClientCall.Status -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterString.allocationSize(value.`session`)
+            )
+        }
+        is ClientCall.Close -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterString.allocationSize(value.`session`)
+            )
+        }
+        is ClientCall.Resume -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterString.allocationSize(value.`session`)
+                + FfiConverterString.allocationSize(value.`cwd`)
+                + FfiConverterBoolean.allocationSize(value.`replay`)
+            )
+        }
+    }
+
+    override fun write(value: ClientCall, buf: ByteBuffer) {
+        when(value) {
+            is ClientCall.Prompt -> {
+                buf.putInt(1)
+                FfiConverterString.write(value.`session`, buf)
+                FfiConverterSequenceTypeContentBlock.write(value.`content`, buf)
+                Unit
+            }
+            is ClientCall.Inject -> {
+                buf.putInt(2)
+                FfiConverterString.write(value.`session`, buf)
+                FfiConverterTypeInjectMode.write(value.`mode`, buf)
+                FfiConverterSequenceTypeContentBlock.write(value.`content`, buf)
+                Unit
+            }
+            is ClientCall.Revoke -> {
+                buf.putInt(3)
+                FfiConverterString.write(value.`session`, buf)
+                FfiConverterString.write(value.`messageId`, buf)
+                Unit
+            }
+            is ClientCall.Replace -> {
+                buf.putInt(4)
+                FfiConverterString.write(value.`session`, buf)
+                FfiConverterString.write(value.`messageId`, buf)
+                FfiConverterSequenceTypeContentBlock.write(value.`content`, buf)
+                Unit
+            }
+            is ClientCall.Cancel -> {
+                buf.putInt(5)
+                FfiConverterString.write(value.`session`, buf)
+                Unit
+            }
+            is ClientCall.Status -> {
+                buf.putInt(6)
+                FfiConverterString.write(value.`session`, buf)
+                Unit
+            }
+            is ClientCall.Close -> {
+                buf.putInt(7)
+                FfiConverterString.write(value.`session`, buf)
+                Unit
+            }
+            is ClientCall.Resume -> {
+                buf.putInt(8)
+                FfiConverterString.write(value.`session`, buf)
+                FfiConverterString.write(value.`cwd`, buf)
+                FfiConverterBoolean.write(value.`replay`, buf)
+                Unit
+            }
+        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
+    }
+}
+
+
+
+
+
+/**
+ * A connection's role (R-ORDER-2).
+ */
+
+enum class ConnectionRole {
+    
+    CONTROLLER,
+    OBSERVER;
+
+    
+
+
+    companion object
+}
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeConnectionRole: FfiConverterRustBuffer<ConnectionRole> {
+    override fun read(buf: ByteBuffer) = try {
+        ConnectionRole.values()[buf.getInt() - 1]
+    } catch (e: IndexOutOfBoundsException) {
+        throw RuntimeException("invalid enum value, something is very wrong!!", e)
+    }
+
+    override fun allocationSize(value: ConnectionRole) = 4UL
+
+    override fun write(value: ConnectionRole, buf: ByteBuffer) {
+        buf.putInt(value.ordinal + 1)
+    }
+}
+
+
+
+
+
+/**
+ * A piece of message content, tagged by `type`. Open.
  */
 sealed class ContentBlock {
     
+    /**
+     * `text`: Text.
+     */
     data class Text(
-        val `text`: kotlin.String) : ContentBlock()
-        
-    {
-        
-
-        companion object
-    }
-    
-    data class Image(
-        val `data`: kotlin.String, 
-        val `mimeType`: kotlin.String) : ContentBlock()
-        
-    {
-        
-
-        companion object
-    }
-    
-    data class Audio(
-        val `data`: kotlin.String, 
-        val `mimeType`: kotlin.String) : ContentBlock()
-        
-    {
-        
-
-        companion object
-    }
-    
-    data class ResourceLink(
-        val `name`: kotlin.String, 
-        val `uri`: kotlin.String) : ContentBlock()
+        val v1: TextContent) : ContentBlock()
         
     {
         
@@ -3416,13 +12390,46 @@ sealed class ContentBlock {
     }
     
     /**
-     * An embedded resource with text or base64 `blob` contents.
+     * `image`: An image, base64-encoded.
+     */
+    data class Image(
+        val v1: ImageContent) : ContentBlock()
+        
+    {
+        
+
+        companion object
+    }
+    
+    /**
+     * `audio`: Audio, base64-encoded.
+     */
+    data class Audio(
+        val v1: AudioContent) : ContentBlock()
+        
+    {
+        
+
+        companion object
+    }
+    
+    /**
+     * `resource_link`: A link to a resource the agent can read.
+     */
+    data class ResourceLink(
+        val v1: ResourceLink) : ContentBlock()
+        
+    {
+        
+
+        companion object
+    }
+    
+    /**
+     * `resource`: A resource's contents, embedded.
      */
     data class Resource(
-        val `uri`: kotlin.String, 
-        val `mimeType`: kotlin.String?, 
-        val `text`: kotlin.String?, 
-        val `blob`: kotlin.String?) : ContentBlock()
+        val v1: EmbeddedResource) : ContentBlock()
         
     {
         
@@ -3431,10 +12438,10 @@ sealed class ContentBlock {
     }
     
     /**
-     * Any other block, as its JSON object.
+     * A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
      */
     data class Other(
-        val `json`: kotlin.String) : ContentBlock()
+        val v1: dev.acpinject.Unknown) : ContentBlock()
         
     {
         
@@ -3459,28 +12466,22 @@ public object FfiConverterTypeContentBlock : FfiConverterRustBuffer<ContentBlock
     override fun read(buf: ByteBuffer): ContentBlock {
         return when(buf.getInt()) {
             1 -> ContentBlock.Text(
-                FfiConverterString.read(buf),
+                FfiConverterTypeTextContent.read(buf),
                 )
             2 -> ContentBlock.Image(
-                FfiConverterString.read(buf),
-                FfiConverterString.read(buf),
+                FfiConverterTypeImageContent.read(buf),
                 )
             3 -> ContentBlock.Audio(
-                FfiConverterString.read(buf),
-                FfiConverterString.read(buf),
+                FfiConverterTypeAudioContent.read(buf),
                 )
             4 -> ContentBlock.ResourceLink(
-                FfiConverterString.read(buf),
-                FfiConverterString.read(buf),
+                FfiConverterTypeResourceLink.read(buf),
                 )
             5 -> ContentBlock.Resource(
-                FfiConverterString.read(buf),
-                FfiConverterOptionalString.read(buf),
-                FfiConverterOptionalString.read(buf),
-                FfiConverterOptionalString.read(buf),
+                FfiConverterTypeEmbeddedResource.read(buf),
                 )
             6 -> ContentBlock.Other(
-                FfiConverterString.read(buf),
+                FfiConverterTypeUnknown.read(buf),
                 )
             else -> throw RuntimeException("invalid enum value, something is very wrong!!")
         }
@@ -3491,48 +12492,42 @@ public object FfiConverterTypeContentBlock : FfiConverterRustBuffer<ContentBlock
             // Add the size for the Int that specifies the variant plus the size needed for all fields
             (
                 4UL
-                + FfiConverterString.allocationSize(value.`text`)
+                + FfiConverterTypeTextContent.allocationSize(value.v1)
             )
         }
         is ContentBlock.Image -> {
             // Add the size for the Int that specifies the variant plus the size needed for all fields
             (
                 4UL
-                + FfiConverterString.allocationSize(value.`data`)
-                + FfiConverterString.allocationSize(value.`mimeType`)
+                + FfiConverterTypeImageContent.allocationSize(value.v1)
             )
         }
         is ContentBlock.Audio -> {
             // Add the size for the Int that specifies the variant plus the size needed for all fields
             (
                 4UL
-                + FfiConverterString.allocationSize(value.`data`)
-                + FfiConverterString.allocationSize(value.`mimeType`)
+                + FfiConverterTypeAudioContent.allocationSize(value.v1)
             )
         }
         is ContentBlock.ResourceLink -> {
             // Add the size for the Int that specifies the variant plus the size needed for all fields
             (
                 4UL
-                + FfiConverterString.allocationSize(value.`name`)
-                + FfiConverterString.allocationSize(value.`uri`)
+                + FfiConverterTypeResourceLink.allocationSize(value.v1)
             )
         }
         is ContentBlock.Resource -> {
             // Add the size for the Int that specifies the variant plus the size needed for all fields
             (
                 4UL
-                + FfiConverterString.allocationSize(value.`uri`)
-                + FfiConverterOptionalString.allocationSize(value.`mimeType`)
-                + FfiConverterOptionalString.allocationSize(value.`text`)
-                + FfiConverterOptionalString.allocationSize(value.`blob`)
+                + FfiConverterTypeEmbeddedResource.allocationSize(value.v1)
             )
         }
         is ContentBlock.Other -> {
             // Add the size for the Int that specifies the variant plus the size needed for all fields
             (
                 4UL
-                + FfiConverterString.allocationSize(value.`json`)
+                + FfiConverterTypeUnknown.allocationSize(value.v1)
             )
         }
     }
@@ -3541,38 +12536,32 @@ public object FfiConverterTypeContentBlock : FfiConverterRustBuffer<ContentBlock
         when(value) {
             is ContentBlock.Text -> {
                 buf.putInt(1)
-                FfiConverterString.write(value.`text`, buf)
+                FfiConverterTypeTextContent.write(value.v1, buf)
                 Unit
             }
             is ContentBlock.Image -> {
                 buf.putInt(2)
-                FfiConverterString.write(value.`data`, buf)
-                FfiConverterString.write(value.`mimeType`, buf)
+                FfiConverterTypeImageContent.write(value.v1, buf)
                 Unit
             }
             is ContentBlock.Audio -> {
                 buf.putInt(3)
-                FfiConverterString.write(value.`data`, buf)
-                FfiConverterString.write(value.`mimeType`, buf)
+                FfiConverterTypeAudioContent.write(value.v1, buf)
                 Unit
             }
             is ContentBlock.ResourceLink -> {
                 buf.putInt(4)
-                FfiConverterString.write(value.`name`, buf)
-                FfiConverterString.write(value.`uri`, buf)
+                FfiConverterTypeResourceLink.write(value.v1, buf)
                 Unit
             }
             is ContentBlock.Resource -> {
                 buf.putInt(5)
-                FfiConverterString.write(value.`uri`, buf)
-                FfiConverterOptionalString.write(value.`mimeType`, buf)
-                FfiConverterOptionalString.write(value.`text`, buf)
-                FfiConverterOptionalString.write(value.`blob`, buf)
+                FfiConverterTypeEmbeddedResource.write(value.v1, buf)
                 Unit
             }
             is ContentBlock.Other -> {
                 buf.putInt(6)
-                FfiConverterString.write(value.`json`, buf)
+                FfiConverterTypeUnknown.write(value.v1, buf)
                 Unit
             }
         }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
@@ -3583,10 +12572,781 @@ public object FfiConverterTypeContentBlock : FfiConverterRustBuffer<ContentBlock
 
 
 
+/**
+ * A `::std::vec::Vec<ContentBlock>` member whose absence and `null` mean different things: `Absent` leaves the current value, `Null` clears it, `Value` replaces it.
+ */
+sealed class ContentBlockListPatch {
+    
+    /**
+     * The member is absent: leave the current value.
+     */
+    object Absent : ContentBlockListPatch()
+    
+    
+    /**
+     * The member is `null`: clear the current value.
+     */
+    object Null : ContentBlockListPatch()
+    
+    
+    /**
+     * The member has a value: replace the current value.
+     */
+    data class Value(
+        val `value`: List<dev.acpinject.ContentBlock>) : ContentBlockListPatch()
+        
+    {
+        
+
+        companion object
+    }
+    
+
+    
+
+    
+    
+
+
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeContentBlockListPatch : FfiConverterRustBuffer<ContentBlockListPatch>{
+    override fun read(buf: ByteBuffer): ContentBlockListPatch {
+        return when(buf.getInt()) {
+            1 -> ContentBlockListPatch.Absent
+            2 -> ContentBlockListPatch.Null
+            3 -> ContentBlockListPatch.Value(
+                FfiConverterSequenceTypeContentBlock.read(buf),
+                )
+            else -> throw RuntimeException("invalid enum value, something is very wrong!!")
+        }
+    }
+
+    override fun allocationSize(value: ContentBlockListPatch): ULong = when(value) {
+        is ContentBlockListPatch.Absent -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
+        is ContentBlockListPatch.Null -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
+        is ContentBlockListPatch.Value -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterSequenceTypeContentBlock.allocationSize(value.`value`)
+            )
+        }
+    }
+
+    override fun write(value: ContentBlockListPatch, buf: ByteBuffer) {
+        when(value) {
+            is ContentBlockListPatch.Absent -> {
+                buf.putInt(1)
+                Unit
+            }
+            is ContentBlockListPatch.Null -> {
+                buf.putInt(2)
+                Unit
+            }
+            is ContentBlockListPatch.Value -> {
+                buf.putInt(3)
+                FfiConverterSequenceTypeContentBlock.write(value.`value`, buf)
+                Unit
+            }
+        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
+    }
+}
+
+
+
+
+
+/**
+ * Text or binary contents of a resource.
+ */
+sealed class EmbeddedResourceResource {
+    
+    data class TextResourceContents(
+        val v1: dev.acpinject.TextResourceContents) : EmbeddedResourceResource()
+        
+    {
+        
+
+        companion object
+    }
+    
+    data class BlobResourceContents(
+        val v1: dev.acpinject.BlobResourceContents) : EmbeddedResourceResource()
+        
+    {
+        
+
+        companion object
+    }
+    
+
+    
+
+    
+    
+
+
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeEmbeddedResourceResource : FfiConverterRustBuffer<EmbeddedResourceResource>{
+    override fun read(buf: ByteBuffer): EmbeddedResourceResource {
+        return when(buf.getInt()) {
+            1 -> EmbeddedResourceResource.TextResourceContents(
+                FfiConverterTypeTextResourceContents.read(buf),
+                )
+            2 -> EmbeddedResourceResource.BlobResourceContents(
+                FfiConverterTypeBlobResourceContents.read(buf),
+                )
+            else -> throw RuntimeException("invalid enum value, something is very wrong!!")
+        }
+    }
+
+    override fun allocationSize(value: EmbeddedResourceResource): ULong = when(value) {
+        is EmbeddedResourceResource.TextResourceContents -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterTypeTextResourceContents.allocationSize(value.v1)
+            )
+        }
+        is EmbeddedResourceResource.BlobResourceContents -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterTypeBlobResourceContents.allocationSize(value.v1)
+            )
+        }
+    }
+
+    override fun write(value: EmbeddedResourceResource, buf: ByteBuffer) {
+        when(value) {
+            is EmbeddedResourceResource.TextResourceContents -> {
+                buf.putInt(1)
+                FfiConverterTypeTextResourceContents.write(value.v1, buf)
+                Unit
+            }
+            is EmbeddedResourceResource.BlobResourceContents -> {
+                buf.putInt(2)
+                FfiConverterTypeBlobResourceContents.write(value.v1, buf)
+                Unit
+            }
+        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
+    }
+}
+
+
+
+
+
+/**
+ * Why a session or inject request failed (`data.reason`). Open: unknown reasons from newer agents decode into `other`.
+ */
+sealed class ErrorReason {
+    
+    /**
+     * `session_not_found`: -32002: the agent does not hold this session (never created, or closed).
+     */
+    object SessionNotFound : ErrorReason()
+    
+    
+    /**
+     * `unknown_message_id`: -32002: revoke/replace of an id this session never issued, no longer remembers, or revoked.
+     */
+    object UnknownMessageId : ErrorReason()
+    
+    
+    /**
+     * `already_delivered`: -32010: revoke/replace after the inject's `user_message` was emitted.
+     */
+    object AlreadyDelivered : ErrorReason()
+    
+    
+    /**
+     * `no_running_turn`: -32010: `steer` while the session is idle.
+     */
+    object NoRunningTurn : ErrorReason()
+    
+    
+    /**
+     * `mode_not_supported`: -32010: a known mode the agent did not advertise.
+     */
+    object ModeNotSupported : ErrorReason()
+    
+    
+    /**
+     * `replace_not_supported`: -32010: replace when `pending.replace` is not advertised.
+     */
+    object ReplaceNotSupported : ErrorReason()
+    
+    
+    /**
+     * `not_permitted`: -32010: an observer injects/revokes/replaces, or a non-creator revokes/replaces under the creator-only policy.
+     */
+    object NotPermitted : ErrorReason()
+    
+    
+    /**
+     * `turn_in_progress`: -32010: `session/prompt` while a turn is in progress; the prompt was not inserted. Send it again with `session/inject` (mode `queue` or `steer`) or after the session is idle.
+     */
+    object TurnInProgress : ErrorReason()
+    
+    
+    /**
+     * A value this version does not know (values starting with `_` are extensions).
+     */
+    data class Other(
+        val v1: kotlin.String) : ErrorReason()
+        
+    {
+        
+
+        companion object
+    }
+    
+
+    
+
+    
+    
+
+
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeErrorReason : FfiConverterRustBuffer<ErrorReason>{
+    override fun read(buf: ByteBuffer): ErrorReason {
+        return when(buf.getInt()) {
+            1 -> ErrorReason.SessionNotFound
+            2 -> ErrorReason.UnknownMessageId
+            3 -> ErrorReason.AlreadyDelivered
+            4 -> ErrorReason.NoRunningTurn
+            5 -> ErrorReason.ModeNotSupported
+            6 -> ErrorReason.ReplaceNotSupported
+            7 -> ErrorReason.NotPermitted
+            8 -> ErrorReason.TurnInProgress
+            9 -> ErrorReason.Other(
+                FfiConverterString.read(buf),
+                )
+            else -> throw RuntimeException("invalid enum value, something is very wrong!!")
+        }
+    }
+
+    override fun allocationSize(value: ErrorReason): ULong = when(value) {
+        is ErrorReason.SessionNotFound -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
+        is ErrorReason.UnknownMessageId -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
+        is ErrorReason.AlreadyDelivered -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
+        is ErrorReason.NoRunningTurn -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
+        is ErrorReason.ModeNotSupported -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
+        is ErrorReason.ReplaceNotSupported -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
+        is ErrorReason.NotPermitted -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
+        is ErrorReason.TurnInProgress -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
+        is ErrorReason.Other -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterString.allocationSize(value.v1)
+            )
+        }
+    }
+
+    override fun write(value: ErrorReason, buf: ByteBuffer) {
+        when(value) {
+            is ErrorReason.SessionNotFound -> {
+                buf.putInt(1)
+                Unit
+            }
+            is ErrorReason.UnknownMessageId -> {
+                buf.putInt(2)
+                Unit
+            }
+            is ErrorReason.AlreadyDelivered -> {
+                buf.putInt(3)
+                Unit
+            }
+            is ErrorReason.NoRunningTurn -> {
+                buf.putInt(4)
+                Unit
+            }
+            is ErrorReason.ModeNotSupported -> {
+                buf.putInt(5)
+                Unit
+            }
+            is ErrorReason.ReplaceNotSupported -> {
+                buf.putInt(6)
+                Unit
+            }
+            is ErrorReason.NotPermitted -> {
+                buf.putInt(7)
+                Unit
+            }
+            is ErrorReason.TurnInProgress -> {
+                buf.putInt(8)
+                Unit
+            }
+            is ErrorReason.Other -> {
+                buf.putInt(9)
+                FfiConverterString.write(value.v1, buf)
+                Unit
+            }
+        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
+    }
+}
+
+
+
+
+
+/**
+ * One thing a client connection reports.
+ */
+sealed class Event {
+    
+    data class Answered(
+        val `request`: dev.acpinject.RequestId, 
+        val `kind`: dev.acpinject.RequestKind, 
+        val `sessionId`: kotlin.String?, 
+        val `outcome`: dev.acpinject.Answer) : Event()
+        
+    {
+        
+
+        companion object
+    }
+    
+    data class Session(
+        val `sessionId`: kotlin.String, 
+        val `event`: dev.acpinject.SessionEvent) : Event()
+        
+    {
+        
+
+        companion object
+    }
+    
+    data class PermissionRequested(
+        val `request`: dev.acpinject.RequestId, 
+        val `params`: RequestPermissionRequest) : Event()
+        
+    {
+        
+
+        companion object
+    }
+    
+    data class Ignored(
+        val `detail`: kotlin.String) : Event()
+        
+    {
+        
+
+        companion object
+    }
+    
+
+    
+
+    
+    
+
+
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeEvent : FfiConverterRustBuffer<Event>{
+    override fun read(buf: ByteBuffer): Event {
+        return when(buf.getInt()) {
+            1 -> Event.Answered(
+                FfiConverterTypeRequestId.read(buf),
+                FfiConverterTypeRequestKind.read(buf),
+                FfiConverterOptionalString.read(buf),
+                FfiConverterTypeAnswer.read(buf),
+                )
+            2 -> Event.Session(
+                FfiConverterString.read(buf),
+                FfiConverterTypeSessionEvent.read(buf),
+                )
+            3 -> Event.PermissionRequested(
+                FfiConverterTypeRequestId.read(buf),
+                FfiConverterTypeRequestPermissionRequest.read(buf),
+                )
+            4 -> Event.Ignored(
+                FfiConverterString.read(buf),
+                )
+            else -> throw RuntimeException("invalid enum value, something is very wrong!!")
+        }
+    }
+
+    override fun allocationSize(value: Event): ULong = when(value) {
+        is Event.Answered -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterTypeRequestId.allocationSize(value.`request`)
+                + FfiConverterTypeRequestKind.allocationSize(value.`kind`)
+                + FfiConverterOptionalString.allocationSize(value.`sessionId`)
+                + FfiConverterTypeAnswer.allocationSize(value.`outcome`)
+            )
+        }
+        is Event.Session -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterString.allocationSize(value.`sessionId`)
+                + FfiConverterTypeSessionEvent.allocationSize(value.`event`)
+            )
+        }
+        is Event.PermissionRequested -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterTypeRequestId.allocationSize(value.`request`)
+                + FfiConverterTypeRequestPermissionRequest.allocationSize(value.`params`)
+            )
+        }
+        is Event.Ignored -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterString.allocationSize(value.`detail`)
+            )
+        }
+    }
+
+    override fun write(value: Event, buf: ByteBuffer) {
+        when(value) {
+            is Event.Answered -> {
+                buf.putInt(1)
+                FfiConverterTypeRequestId.write(value.`request`, buf)
+                FfiConverterTypeRequestKind.write(value.`kind`, buf)
+                FfiConverterOptionalString.write(value.`sessionId`, buf)
+                FfiConverterTypeAnswer.write(value.`outcome`, buf)
+                Unit
+            }
+            is Event.Session -> {
+                buf.putInt(2)
+                FfiConverterString.write(value.`sessionId`, buf)
+                FfiConverterTypeSessionEvent.write(value.`event`, buf)
+                Unit
+            }
+            is Event.PermissionRequested -> {
+                buf.putInt(3)
+                FfiConverterTypeRequestId.write(value.`request`, buf)
+                FfiConverterTypeRequestPermissionRequest.write(value.`params`, buf)
+                Unit
+            }
+            is Event.Ignored -> {
+                buf.putInt(4)
+                FfiConverterString.write(value.`detail`, buf)
+                Unit
+            }
+        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
+    }
+}
+
+
+
+
+
+/**
+ * One entry of a session's history.
+ */
+sealed class HistoryEntry {
+    
+    data class User(
+        val `messageId`: dev.acpinject.MessageId, 
+        val `content`: List<dev.acpinject.ContentBlock>) : HistoryEntry()
+        
+    {
+        
+
+        companion object
+    }
+    
+    data class Update(
+        val `update`: dev.acpinject.SessionUpdate) : HistoryEntry()
+        
+    {
+        
+
+        companion object
+    }
+    
+
+    
+
+    
+    
+
+
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeHistoryEntry : FfiConverterRustBuffer<HistoryEntry>{
+    override fun read(buf: ByteBuffer): HistoryEntry {
+        return when(buf.getInt()) {
+            1 -> HistoryEntry.User(
+                FfiConverterTypeMessageId.read(buf),
+                FfiConverterSequenceTypeContentBlock.read(buf),
+                )
+            2 -> HistoryEntry.Update(
+                FfiConverterTypeSessionUpdate.read(buf),
+                )
+            else -> throw RuntimeException("invalid enum value, something is very wrong!!")
+        }
+    }
+
+    override fun allocationSize(value: HistoryEntry): ULong = when(value) {
+        is HistoryEntry.User -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterTypeMessageId.allocationSize(value.`messageId`)
+                + FfiConverterSequenceTypeContentBlock.allocationSize(value.`content`)
+            )
+        }
+        is HistoryEntry.Update -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterTypeSessionUpdate.allocationSize(value.`update`)
+            )
+        }
+    }
+
+    override fun write(value: HistoryEntry, buf: ByteBuffer) {
+        when(value) {
+            is HistoryEntry.User -> {
+                buf.putInt(1)
+                FfiConverterTypeMessageId.write(value.`messageId`, buf)
+                FfiConverterSequenceTypeContentBlock.write(value.`content`, buf)
+                Unit
+            }
+            is HistoryEntry.Update -> {
+                buf.putInt(2)
+                FfiConverterTypeSessionUpdate.write(value.`update`, buf)
+                Unit
+            }
+        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
+    }
+}
+
+
+
+
+
+/**
+ * A runtime event the core cannot apply.
+ */
+sealed class HostError {
+    
+    object NoTurnInProgress : HostError()
+    
+    
+    object TurnInProgress : HostError()
+    
+    
+    object NoPermissionPending : HostError()
+    
+    
+    object SessionClosed : HostError()
+    
+    
+    object ReservedUpdate : HostError()
+    
+    
+    data class ReservedMessageId(
+        val v1: kotlin.String) : HostError()
+        
+    {
+        
+
+        companion object
+    }
+    
+
+    
+
+    
+    
+
+
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeHostError : FfiConverterRustBuffer<HostError>{
+    override fun read(buf: ByteBuffer): HostError {
+        return when(buf.getInt()) {
+            1 -> HostError.NoTurnInProgress
+            2 -> HostError.TurnInProgress
+            3 -> HostError.NoPermissionPending
+            4 -> HostError.SessionClosed
+            5 -> HostError.ReservedUpdate
+            6 -> HostError.ReservedMessageId(
+                FfiConverterString.read(buf),
+                )
+            else -> throw RuntimeException("invalid enum value, something is very wrong!!")
+        }
+    }
+
+    override fun allocationSize(value: HostError): ULong = when(value) {
+        is HostError.NoTurnInProgress -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
+        is HostError.TurnInProgress -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
+        is HostError.NoPermissionPending -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
+        is HostError.SessionClosed -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
+        is HostError.ReservedUpdate -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
+        is HostError.ReservedMessageId -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterString.allocationSize(value.v1)
+            )
+        }
+    }
+
+    override fun write(value: HostError, buf: ByteBuffer) {
+        when(value) {
+            is HostError.NoTurnInProgress -> {
+                buf.putInt(1)
+                Unit
+            }
+            is HostError.TurnInProgress -> {
+                buf.putInt(2)
+                Unit
+            }
+            is HostError.NoPermissionPending -> {
+                buf.putInt(3)
+                Unit
+            }
+            is HostError.SessionClosed -> {
+                buf.putInt(4)
+                Unit
+            }
+            is HostError.ReservedUpdate -> {
+                buf.putInt(5)
+                Unit
+            }
+            is HostError.ReservedMessageId -> {
+                buf.putInt(6)
+                FfiConverterString.write(value.v1, buf)
+                Unit
+            }
+        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
+    }
+}
+
+
+
+
+
+/**
+ * When an inject is delivered. Closed: an unknown mode is invalid params (-32602).
+ */
 
 enum class InjectMode {
     
+    /**
+     * `queue`: Deliver after the running turn ends (or at once, starting a turn, when idle).
+     */
     QUEUE,
+    /**
+     * `steer`: Deliver at the next safe break-point of the running turn.
+     */
     STEER;
 
     
@@ -3617,6 +13377,241 @@ public object FfiConverterTypeInjectMode: FfiConverterRustBuffer<InjectMode> {
 
 
 
+/**
+ * What a conformance driver must do next.
+ */
+sealed class Instruction {
+    
+    data class ClientLine(
+        val `connection`: kotlin.String, 
+        val `line`: kotlin.String) : Instruction()
+        
+    {
+        
+
+        companion object
+    }
+    
+    data class Runtime(
+        val `session`: kotlin.String, 
+        val `event`: dev.acpinject.RuntimeEvent) : Instruction()
+        
+    {
+        
+
+        companion object
+    }
+    
+    object Expect : Instruction()
+    
+    
+    data class ExpectHistory(
+        val `session`: kotlin.String) : Instruction()
+        
+    {
+        
+
+        companion object
+    }
+    
+    data class Call(
+        val v1: dev.acpinject.ClientCall) : Instruction()
+        
+    {
+        
+
+        companion object
+    }
+    
+    data class Receive(
+        val `line`: kotlin.String) : Instruction()
+        
+    {
+        
+
+        companion object
+    }
+    
+    data class ExpectState(
+        val `session`: kotlin.String) : Instruction()
+        
+    {
+        
+
+        companion object
+    }
+    
+    data class ExpectItem(
+        val `session`: kotlin.String, 
+        val `messageId`: kotlin.String) : Instruction()
+        
+    {
+        
+
+        companion object
+    }
+    
+
+    
+
+    
+    
+
+
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeInstruction : FfiConverterRustBuffer<Instruction>{
+    override fun read(buf: ByteBuffer): Instruction {
+        return when(buf.getInt()) {
+            1 -> Instruction.ClientLine(
+                FfiConverterString.read(buf),
+                FfiConverterString.read(buf),
+                )
+            2 -> Instruction.Runtime(
+                FfiConverterString.read(buf),
+                FfiConverterTypeRuntimeEvent.read(buf),
+                )
+            3 -> Instruction.Expect
+            4 -> Instruction.ExpectHistory(
+                FfiConverterString.read(buf),
+                )
+            5 -> Instruction.Call(
+                FfiConverterTypeClientCall.read(buf),
+                )
+            6 -> Instruction.Receive(
+                FfiConverterString.read(buf),
+                )
+            7 -> Instruction.ExpectState(
+                FfiConverterString.read(buf),
+                )
+            8 -> Instruction.ExpectItem(
+                FfiConverterString.read(buf),
+                FfiConverterString.read(buf),
+                )
+            else -> throw RuntimeException("invalid enum value, something is very wrong!!")
+        }
+    }
+
+    override fun allocationSize(value: Instruction): ULong = when(value) {
+        is Instruction.ClientLine -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterString.allocationSize(value.`connection`)
+                + FfiConverterString.allocationSize(value.`line`)
+            )
+        }
+        is Instruction.Runtime -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterString.allocationSize(value.`session`)
+                + FfiConverterTypeRuntimeEvent.allocationSize(value.`event`)
+            )
+        }
+        is Instruction.Expect -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
+        is Instruction.ExpectHistory -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterString.allocationSize(value.`session`)
+            )
+        }
+        is Instruction.Call -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterTypeClientCall.allocationSize(value.v1)
+            )
+        }
+        is Instruction.Receive -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterString.allocationSize(value.`line`)
+            )
+        }
+        is Instruction.ExpectState -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterString.allocationSize(value.`session`)
+            )
+        }
+        is Instruction.ExpectItem -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterString.allocationSize(value.`session`)
+                + FfiConverterString.allocationSize(value.`messageId`)
+            )
+        }
+    }
+
+    override fun write(value: Instruction, buf: ByteBuffer) {
+        when(value) {
+            is Instruction.ClientLine -> {
+                buf.putInt(1)
+                FfiConverterString.write(value.`connection`, buf)
+                FfiConverterString.write(value.`line`, buf)
+                Unit
+            }
+            is Instruction.Runtime -> {
+                buf.putInt(2)
+                FfiConverterString.write(value.`session`, buf)
+                FfiConverterTypeRuntimeEvent.write(value.`event`, buf)
+                Unit
+            }
+            is Instruction.Expect -> {
+                buf.putInt(3)
+                Unit
+            }
+            is Instruction.ExpectHistory -> {
+                buf.putInt(4)
+                FfiConverterString.write(value.`session`, buf)
+                Unit
+            }
+            is Instruction.Call -> {
+                buf.putInt(5)
+                FfiConverterTypeClientCall.write(value.v1, buf)
+                Unit
+            }
+            is Instruction.Receive -> {
+                buf.putInt(6)
+                FfiConverterString.write(value.`line`, buf)
+                Unit
+            }
+            is Instruction.ExpectState -> {
+                buf.putInt(7)
+                FfiConverterString.write(value.`session`, buf)
+                Unit
+            }
+            is Instruction.ExpectItem -> {
+                buf.putInt(8)
+                FfiConverterString.write(value.`session`, buf)
+                FfiConverterString.write(value.`messageId`, buf)
+                Unit
+            }
+        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
+    }
+}
+
+
+
+
+
+/**
+ * How an item was sent.
+ */
 
 enum class ItemMode {
     
@@ -3652,6 +13647,9 @@ public object FfiConverterTypeItemMode: FfiConverterRustBuffer<ItemMode> {
 
 
 
+/**
+ * Where one of the client's items is (C-PEND-1).
+ */
 
 enum class ItemStatus {
     
@@ -3689,6 +13687,734 @@ public object FfiConverterTypeItemStatus: FfiConverterRustBuffer<ItemStatus> {
 
 
 
+/**
+ * How to reach an MCP server, tagged by `type`. Open.
+ */
+sealed class McpServer {
+    
+    /**
+     * `stdio`: A server started as a process, speaking over stdio.
+     */
+    data class Stdio(
+        val v1: McpServerStdio) : McpServer()
+        
+    {
+        
+
+        companion object
+    }
+    
+    /**
+     * `http`: A server reached over HTTP.
+     */
+    data class Http(
+        val v1: McpServerHttp) : McpServer()
+        
+    {
+        
+
+        companion object
+    }
+    
+    /**
+     * A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
+     */
+    data class Other(
+        val v1: dev.acpinject.Unknown) : McpServer()
+        
+    {
+        
+
+        companion object
+    }
+    
+
+    
+
+    
+    
+
+
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeMcpServer : FfiConverterRustBuffer<McpServer>{
+    override fun read(buf: ByteBuffer): McpServer {
+        return when(buf.getInt()) {
+            1 -> McpServer.Stdio(
+                FfiConverterTypeMcpServerStdio.read(buf),
+                )
+            2 -> McpServer.Http(
+                FfiConverterTypeMcpServerHttp.read(buf),
+                )
+            3 -> McpServer.Other(
+                FfiConverterTypeUnknown.read(buf),
+                )
+            else -> throw RuntimeException("invalid enum value, something is very wrong!!")
+        }
+    }
+
+    override fun allocationSize(value: McpServer): ULong = when(value) {
+        is McpServer.Stdio -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterTypeMcpServerStdio.allocationSize(value.v1)
+            )
+        }
+        is McpServer.Http -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterTypeMcpServerHttp.allocationSize(value.v1)
+            )
+        }
+        is McpServer.Other -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterTypeUnknown.allocationSize(value.v1)
+            )
+        }
+    }
+
+    override fun write(value: McpServer, buf: ByteBuffer) {
+        when(value) {
+            is McpServer.Stdio -> {
+                buf.putInt(1)
+                FfiConverterTypeMcpServerStdio.write(value.v1, buf)
+                Unit
+            }
+            is McpServer.Http -> {
+                buf.putInt(2)
+                FfiConverterTypeMcpServerHttp.write(value.v1, buf)
+                Unit
+            }
+            is McpServer.Other -> {
+                buf.putInt(3)
+                FfiConverterTypeUnknown.write(value.v1, buf)
+                Unit
+            }
+        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
+    }
+}
+
+
+
+
+
+/**
+ * Who a transcript entry is from.
+ */
+
+enum class MessageRole {
+    
+    USER,
+    AGENT,
+    THOUGHT;
+
+    
+
+
+    companion object
+}
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeMessageRole: FfiConverterRustBuffer<MessageRole> {
+    override fun read(buf: ByteBuffer) = try {
+        MessageRole.values()[buf.getInt() - 1]
+    } catch (e: IndexOutOfBoundsException) {
+        throw RuntimeException("invalid enum value, something is very wrong!!", e)
+    }
+
+    override fun allocationSize(value: MessageRole) = 4UL
+
+    override fun write(value: MessageRole, buf: ByteBuffer) {
+        buf.putInt(value.ordinal + 1)
+    }
+}
+
+
+
+
+
+/**
+ * One output of the agent core, in order.
+ */
+sealed class Output {
+    
+    data class Line(
+        val `to`: List<kotlin.String>, 
+        val `line`: kotlin.String) : Output()
+        
+    {
+        
+
+        companion object
+    }
+    
+    data class Action(
+        val `session`: kotlin.String, 
+        val `action`: dev.acpinject.RuntimeAction) : Output()
+        
+    {
+        
+
+        companion object
+    }
+    
+
+    
+
+    
+    
+
+
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeOutput : FfiConverterRustBuffer<Output>{
+    override fun read(buf: ByteBuffer): Output {
+        return when(buf.getInt()) {
+            1 -> Output.Line(
+                FfiConverterSequenceString.read(buf),
+                FfiConverterString.read(buf),
+                )
+            2 -> Output.Action(
+                FfiConverterString.read(buf),
+                FfiConverterTypeRuntimeAction.read(buf),
+                )
+            else -> throw RuntimeException("invalid enum value, something is very wrong!!")
+        }
+    }
+
+    override fun allocationSize(value: Output): ULong = when(value) {
+        is Output.Line -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterSequenceString.allocationSize(value.`to`)
+                + FfiConverterString.allocationSize(value.`line`)
+            )
+        }
+        is Output.Action -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterString.allocationSize(value.`session`)
+                + FfiConverterTypeRuntimeAction.allocationSize(value.`action`)
+            )
+        }
+    }
+
+    override fun write(value: Output, buf: ByteBuffer) {
+        when(value) {
+            is Output.Line -> {
+                buf.putInt(1)
+                FfiConverterSequenceString.write(value.`to`, buf)
+                FfiConverterString.write(value.`line`, buf)
+                Unit
+            }
+            is Output.Action -> {
+                buf.putInt(2)
+                FfiConverterString.write(value.`session`, buf)
+                FfiConverterTypeRuntimeAction.write(value.`action`, buf)
+                Unit
+            }
+        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
+    }
+}
+
+
+
+
+
+/**
+ * The kind of a permission option. Open.
+ */
+sealed class PermissionOptionKind {
+    
+    /**
+     * `allow_once`: Allow this once.
+     */
+    object AllowOnce : PermissionOptionKind()
+    
+    
+    /**
+     * `allow_always`: Allow and remember.
+     */
+    object AllowAlways : PermissionOptionKind()
+    
+    
+    /**
+     * `reject_once`: Reject this once.
+     */
+    object RejectOnce : PermissionOptionKind()
+    
+    
+    /**
+     * `reject_always`: Reject and remember.
+     */
+    object RejectAlways : PermissionOptionKind()
+    
+    
+    /**
+     * A value this version does not know (values starting with `_` are extensions).
+     */
+    data class Other(
+        val v1: kotlin.String) : PermissionOptionKind()
+        
+    {
+        
+
+        companion object
+    }
+    
+
+    
+
+    
+    
+
+
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypePermissionOptionKind : FfiConverterRustBuffer<PermissionOptionKind>{
+    override fun read(buf: ByteBuffer): PermissionOptionKind {
+        return when(buf.getInt()) {
+            1 -> PermissionOptionKind.AllowOnce
+            2 -> PermissionOptionKind.AllowAlways
+            3 -> PermissionOptionKind.RejectOnce
+            4 -> PermissionOptionKind.RejectAlways
+            5 -> PermissionOptionKind.Other(
+                FfiConverterString.read(buf),
+                )
+            else -> throw RuntimeException("invalid enum value, something is very wrong!!")
+        }
+    }
+
+    override fun allocationSize(value: PermissionOptionKind): ULong = when(value) {
+        is PermissionOptionKind.AllowOnce -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
+        is PermissionOptionKind.AllowAlways -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
+        is PermissionOptionKind.RejectOnce -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
+        is PermissionOptionKind.RejectAlways -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
+        is PermissionOptionKind.Other -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterString.allocationSize(value.v1)
+            )
+        }
+    }
+
+    override fun write(value: PermissionOptionKind, buf: ByteBuffer) {
+        when(value) {
+            is PermissionOptionKind.AllowOnce -> {
+                buf.putInt(1)
+                Unit
+            }
+            is PermissionOptionKind.AllowAlways -> {
+                buf.putInt(2)
+                Unit
+            }
+            is PermissionOptionKind.RejectOnce -> {
+                buf.putInt(3)
+                Unit
+            }
+            is PermissionOptionKind.RejectAlways -> {
+                buf.putInt(4)
+                Unit
+            }
+            is PermissionOptionKind.Other -> {
+                buf.putInt(5)
+                FfiConverterString.write(value.v1, buf)
+                Unit
+            }
+        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
+    }
+}
+
+
+
+
+
+/**
+ * A plan entry's priority. Open.
+ */
+sealed class PlanEntryPriority {
+    
+    /**
+     * `high`
+     */
+    object High : PlanEntryPriority()
+    
+    
+    /**
+     * `medium`
+     */
+    object Medium : PlanEntryPriority()
+    
+    
+    /**
+     * `low`
+     */
+    object Low : PlanEntryPriority()
+    
+    
+    /**
+     * A value this version does not know (values starting with `_` are extensions).
+     */
+    data class Other(
+        val v1: kotlin.String) : PlanEntryPriority()
+        
+    {
+        
+
+        companion object
+    }
+    
+
+    
+
+    
+    
+
+
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypePlanEntryPriority : FfiConverterRustBuffer<PlanEntryPriority>{
+    override fun read(buf: ByteBuffer): PlanEntryPriority {
+        return when(buf.getInt()) {
+            1 -> PlanEntryPriority.High
+            2 -> PlanEntryPriority.Medium
+            3 -> PlanEntryPriority.Low
+            4 -> PlanEntryPriority.Other(
+                FfiConverterString.read(buf),
+                )
+            else -> throw RuntimeException("invalid enum value, something is very wrong!!")
+        }
+    }
+
+    override fun allocationSize(value: PlanEntryPriority): ULong = when(value) {
+        is PlanEntryPriority.High -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
+        is PlanEntryPriority.Medium -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
+        is PlanEntryPriority.Low -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
+        is PlanEntryPriority.Other -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterString.allocationSize(value.v1)
+            )
+        }
+    }
+
+    override fun write(value: PlanEntryPriority, buf: ByteBuffer) {
+        when(value) {
+            is PlanEntryPriority.High -> {
+                buf.putInt(1)
+                Unit
+            }
+            is PlanEntryPriority.Medium -> {
+                buf.putInt(2)
+                Unit
+            }
+            is PlanEntryPriority.Low -> {
+                buf.putInt(3)
+                Unit
+            }
+            is PlanEntryPriority.Other -> {
+                buf.putInt(4)
+                FfiConverterString.write(value.v1, buf)
+                Unit
+            }
+        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
+    }
+}
+
+
+
+
+
+/**
+ * A plan entry's status. Open.
+ */
+sealed class PlanEntryStatus {
+    
+    /**
+     * `pending`
+     */
+    object Pending : PlanEntryStatus()
+    
+    
+    /**
+     * `in_progress`
+     */
+    object InProgress : PlanEntryStatus()
+    
+    
+    /**
+     * `completed`
+     */
+    object Completed : PlanEntryStatus()
+    
+    
+    /**
+     * `cancelled`
+     */
+    object Cancelled : PlanEntryStatus()
+    
+    
+    /**
+     * A value this version does not know (values starting with `_` are extensions).
+     */
+    data class Other(
+        val v1: kotlin.String) : PlanEntryStatus()
+        
+    {
+        
+
+        companion object
+    }
+    
+
+    
+
+    
+    
+
+
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypePlanEntryStatus : FfiConverterRustBuffer<PlanEntryStatus>{
+    override fun read(buf: ByteBuffer): PlanEntryStatus {
+        return when(buf.getInt()) {
+            1 -> PlanEntryStatus.Pending
+            2 -> PlanEntryStatus.InProgress
+            3 -> PlanEntryStatus.Completed
+            4 -> PlanEntryStatus.Cancelled
+            5 -> PlanEntryStatus.Other(
+                FfiConverterString.read(buf),
+                )
+            else -> throw RuntimeException("invalid enum value, something is very wrong!!")
+        }
+    }
+
+    override fun allocationSize(value: PlanEntryStatus): ULong = when(value) {
+        is PlanEntryStatus.Pending -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
+        is PlanEntryStatus.InProgress -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
+        is PlanEntryStatus.Completed -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
+        is PlanEntryStatus.Cancelled -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
+        is PlanEntryStatus.Other -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterString.allocationSize(value.v1)
+            )
+        }
+    }
+
+    override fun write(value: PlanEntryStatus, buf: ByteBuffer) {
+        when(value) {
+            is PlanEntryStatus.Pending -> {
+                buf.putInt(1)
+                Unit
+            }
+            is PlanEntryStatus.InProgress -> {
+                buf.putInt(2)
+                Unit
+            }
+            is PlanEntryStatus.Completed -> {
+                buf.putInt(3)
+                Unit
+            }
+            is PlanEntryStatus.Cancelled -> {
+                buf.putInt(4)
+                Unit
+            }
+            is PlanEntryStatus.Other -> {
+                buf.putInt(5)
+                FfiConverterString.write(value.v1, buf)
+                Unit
+            }
+        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
+    }
+}
+
+
+
+
+
+/**
+ * A plan, tagged by `type`. Upstream's `file` and `markdown` are carried through the open branch unchanged.
+ */
+sealed class PlanUpdateContent {
+    
+    /**
+     * `items`: A plan as a list of entries.
+     */
+    data class Items(
+        val v1: PlanItems) : PlanUpdateContent()
+        
+    {
+        
+
+        companion object
+    }
+    
+    /**
+     * A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
+     */
+    data class Other(
+        val v1: dev.acpinject.Unknown) : PlanUpdateContent()
+        
+    {
+        
+
+        companion object
+    }
+    
+
+    
+
+    
+    
+
+
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypePlanUpdateContent : FfiConverterRustBuffer<PlanUpdateContent>{
+    override fun read(buf: ByteBuffer): PlanUpdateContent {
+        return when(buf.getInt()) {
+            1 -> PlanUpdateContent.Items(
+                FfiConverterTypePlanItems.read(buf),
+                )
+            2 -> PlanUpdateContent.Other(
+                FfiConverterTypeUnknown.read(buf),
+                )
+            else -> throw RuntimeException("invalid enum value, something is very wrong!!")
+        }
+    }
+
+    override fun allocationSize(value: PlanUpdateContent): ULong = when(value) {
+        is PlanUpdateContent.Items -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterTypePlanItems.allocationSize(value.v1)
+            )
+        }
+        is PlanUpdateContent.Other -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterTypeUnknown.allocationSize(value.v1)
+            )
+        }
+    }
+
+    override fun write(value: PlanUpdateContent, buf: ByteBuffer) {
+        when(value) {
+            is PlanUpdateContent.Items -> {
+                buf.putInt(1)
+                FfiConverterTypePlanItems.write(value.v1, buf)
+                Unit
+            }
+            is PlanUpdateContent.Other -> {
+                buf.putInt(2)
+                FfiConverterTypeUnknown.write(value.v1, buf)
+                Unit
+            }
+        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
+    }
+}
+
+
+
+
+
+/**
+ * How many queued injects open one turn (R-QUEUE-3).
+ */
 
 enum class QueueDrain {
     
@@ -3723,6 +14449,374 @@ public object FfiConverterTypeQueueDrain: FfiConverterRustBuffer<QueueDrain> {
 
 
 
+/**
+ * An inclusive replay cursor, tagged by `type`. Open: an agent rejects a cursor it does not understand (-32602).
+ */
+sealed class ReplayFrom {
+    
+    /**
+     * `start`: Replay the whole conversation.
+     */
+    data class Start(
+        val v1: ReplayFromStart) : ReplayFrom()
+        
+    {
+        
+
+        companion object
+    }
+    
+    /**
+     * A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
+     */
+    data class Other(
+        val v1: dev.acpinject.Unknown) : ReplayFrom()
+        
+    {
+        
+
+        companion object
+    }
+    
+
+    
+
+    
+    
+
+
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeReplayFrom : FfiConverterRustBuffer<ReplayFrom>{
+    override fun read(buf: ByteBuffer): ReplayFrom {
+        return when(buf.getInt()) {
+            1 -> ReplayFrom.Start(
+                FfiConverterTypeReplayFromStart.read(buf),
+                )
+            2 -> ReplayFrom.Other(
+                FfiConverterTypeUnknown.read(buf),
+                )
+            else -> throw RuntimeException("invalid enum value, something is very wrong!!")
+        }
+    }
+
+    override fun allocationSize(value: ReplayFrom): ULong = when(value) {
+        is ReplayFrom.Start -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterTypeReplayFromStart.allocationSize(value.v1)
+            )
+        }
+        is ReplayFrom.Other -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterTypeUnknown.allocationSize(value.v1)
+            )
+        }
+    }
+
+    override fun write(value: ReplayFrom, buf: ByteBuffer) {
+        when(value) {
+            is ReplayFrom.Start -> {
+                buf.putInt(1)
+                FfiConverterTypeReplayFromStart.write(value.v1, buf)
+                Unit
+            }
+            is ReplayFrom.Other -> {
+                buf.putInt(2)
+                FfiConverterTypeUnknown.write(value.v1, buf)
+                Unit
+            }
+        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
+    }
+}
+
+
+
+
+
+/**
+ * A JSON-RPC request id. Responses echo it with the same JSON type.
+ */
+sealed class RequestId {
+    
+    /**
+     * `null` (allowed by JSON-RPC, discouraged).
+     */
+    object Null : RequestId()
+    
+    
+    /**
+     * An integer id.
+     */
+    data class Number(
+        val v1: kotlin.Long) : RequestId()
+        
+    {
+        
+
+        companion object
+    }
+    
+    /**
+     * A string id.
+     */
+    data class Str(
+        val v1: kotlin.String) : RequestId()
+        
+    {
+        
+
+        companion object
+    }
+    
+
+    
+
+    
+    
+
+
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeRequestId : FfiConverterRustBuffer<RequestId>{
+    override fun read(buf: ByteBuffer): RequestId {
+        return when(buf.getInt()) {
+            1 -> RequestId.Null
+            2 -> RequestId.Number(
+                FfiConverterLong.read(buf),
+                )
+            3 -> RequestId.Str(
+                FfiConverterString.read(buf),
+                )
+            else -> throw RuntimeException("invalid enum value, something is very wrong!!")
+        }
+    }
+
+    override fun allocationSize(value: RequestId): ULong = when(value) {
+        is RequestId.Null -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
+        is RequestId.Number -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterLong.allocationSize(value.v1)
+            )
+        }
+        is RequestId.Str -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterString.allocationSize(value.v1)
+            )
+        }
+    }
+
+    override fun write(value: RequestId, buf: ByteBuffer) {
+        when(value) {
+            is RequestId.Null -> {
+                buf.putInt(1)
+                Unit
+            }
+            is RequestId.Number -> {
+                buf.putInt(2)
+                FfiConverterLong.write(value.v1, buf)
+                Unit
+            }
+            is RequestId.Str -> {
+                buf.putInt(3)
+                FfiConverterString.write(value.v1, buf)
+                Unit
+            }
+        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
+    }
+}
+
+
+
+
+
+/**
+ * What a request was.
+ */
+
+enum class RequestKind {
+    
+    INITIALIZE,
+    NEW_SESSION,
+    LIST_SESSIONS,
+    RESUME,
+    PROMPT,
+    INJECT,
+    REVOKE,
+    REPLACE,
+    CLOSE,
+    STATUS;
+
+    
+
+
+    companion object
+}
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeRequestKind: FfiConverterRustBuffer<RequestKind> {
+    override fun read(buf: ByteBuffer) = try {
+        RequestKind.values()[buf.getInt() - 1]
+    } catch (e: IndexOutOfBoundsException) {
+        throw RuntimeException("invalid enum value, something is very wrong!!", e)
+    }
+
+    override fun allocationSize(value: RequestKind) = 4UL
+
+    override fun write(value: RequestKind, buf: ByteBuffer) {
+        buf.putInt(value.ordinal + 1)
+    }
+}
+
+
+
+
+
+/**
+ * How a permission request ended, tagged by `outcome`. Open.
+ */
+sealed class RequestPermissionOutcome {
+    
+    /**
+     * `cancelled`: The request was cancelled (the turn was cancelled).
+     */
+    data class Cancelled(
+        val v1: CancelledPermissionOutcome) : RequestPermissionOutcome()
+        
+    {
+        
+
+        companion object
+    }
+    
+    /**
+     * `selected`: The user chose an option.
+     */
+    data class Selected(
+        val v1: SelectedPermissionOutcome) : RequestPermissionOutcome()
+        
+    {
+        
+
+        companion object
+    }
+    
+    /**
+     * A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
+     */
+    data class Other(
+        val v1: dev.acpinject.Unknown) : RequestPermissionOutcome()
+        
+    {
+        
+
+        companion object
+    }
+    
+
+    
+
+    
+    
+
+
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeRequestPermissionOutcome : FfiConverterRustBuffer<RequestPermissionOutcome>{
+    override fun read(buf: ByteBuffer): RequestPermissionOutcome {
+        return when(buf.getInt()) {
+            1 -> RequestPermissionOutcome.Cancelled(
+                FfiConverterTypeCancelledPermissionOutcome.read(buf),
+                )
+            2 -> RequestPermissionOutcome.Selected(
+                FfiConverterTypeSelectedPermissionOutcome.read(buf),
+                )
+            3 -> RequestPermissionOutcome.Other(
+                FfiConverterTypeUnknown.read(buf),
+                )
+            else -> throw RuntimeException("invalid enum value, something is very wrong!!")
+        }
+    }
+
+    override fun allocationSize(value: RequestPermissionOutcome): ULong = when(value) {
+        is RequestPermissionOutcome.Cancelled -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterTypeCancelledPermissionOutcome.allocationSize(value.v1)
+            )
+        }
+        is RequestPermissionOutcome.Selected -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterTypeSelectedPermissionOutcome.allocationSize(value.v1)
+            )
+        }
+        is RequestPermissionOutcome.Other -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterTypeUnknown.allocationSize(value.v1)
+            )
+        }
+    }
+
+    override fun write(value: RequestPermissionOutcome, buf: ByteBuffer) {
+        when(value) {
+            is RequestPermissionOutcome.Cancelled -> {
+                buf.putInt(1)
+                FfiConverterTypeCancelledPermissionOutcome.write(value.v1, buf)
+                Unit
+            }
+            is RequestPermissionOutcome.Selected -> {
+                buf.putInt(2)
+                FfiConverterTypeSelectedPermissionOutcome.write(value.v1, buf)
+                Unit
+            }
+            is RequestPermissionOutcome.Other -> {
+                buf.putInt(3)
+                FfiConverterTypeUnknown.write(value.v1, buf)
+                Unit
+            }
+        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
+    }
+}
+
+
+
+
+
+/**
+ * Who may revoke or replace a pending inject (R-ORDER-2).
+ */
 
 enum class RevokeReplace {
     
@@ -3757,33 +14851,98 @@ public object FfiConverterTypeRevokeReplace: FfiConverterRustBuffer<RevokeReplac
 
 
 
-
-enum class Role {
+/**
+ * Who content is for. Open.
+ */
+sealed class Role {
     
-    CONTROLLER,
-    OBSERVER;
+    /**
+     * `assistant`
+     */
+    object Assistant : Role()
+    
+    
+    /**
+     * `user`
+     */
+    object User : Role()
+    
+    
+    /**
+     * A value this version does not know (values starting with `_` are extensions).
+     */
+    data class Other(
+        val v1: kotlin.String) : Role()
+        
+    {
+        
 
+        companion object
+    }
+    
+
+    
+
+    
     
 
 
     companion object
 }
 
-
 /**
  * @suppress
  */
-public object FfiConverterTypeRole: FfiConverterRustBuffer<Role> {
-    override fun read(buf: ByteBuffer) = try {
-        Role.values()[buf.getInt() - 1]
-    } catch (e: IndexOutOfBoundsException) {
-        throw RuntimeException("invalid enum value, something is very wrong!!", e)
+public object FfiConverterTypeRole : FfiConverterRustBuffer<Role>{
+    override fun read(buf: ByteBuffer): Role {
+        return when(buf.getInt()) {
+            1 -> Role.Assistant
+            2 -> Role.User
+            3 -> Role.Other(
+                FfiConverterString.read(buf),
+                )
+            else -> throw RuntimeException("invalid enum value, something is very wrong!!")
+        }
     }
 
-    override fun allocationSize(value: Role) = 4UL
+    override fun allocationSize(value: Role): ULong = when(value) {
+        is Role.Assistant -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
+        is Role.User -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
+        is Role.Other -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterString.allocationSize(value.v1)
+            )
+        }
+    }
 
     override fun write(value: Role, buf: ByteBuffer) {
-        buf.putInt(value.ordinal + 1)
+        when(value) {
+            is Role.Assistant -> {
+                buf.putInt(1)
+                Unit
+            }
+            is Role.User -> {
+                buf.putInt(2)
+                Unit
+            }
+            is Role.Other -> {
+                buf.putInt(3)
+                FfiConverterString.write(value.v1, buf)
+                Unit
+            }
+        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
     }
 }
 
@@ -3792,12 +14951,30 @@ public object FfiConverterTypeRole: FfiConverterRustBuffer<Role> {
 
 
 /**
- * What the runtime must do (see the core's `RuntimeAction`).
+ * What the runtime must do.
  */
 sealed class RuntimeAction {
     
+    data class SessionOpened(
+        val v1: dev.acpinject.SessionSetup) : RuntimeAction()
+        
+    {
+        
+
+        companion object
+    }
+    
+    data class SessionResumed(
+        val v1: dev.acpinject.SessionSetup) : RuntimeAction()
+        
+    {
+        
+
+        companion object
+    }
+    
     data class StartTurn(
-        val `messages`: List<dev.acpinject.UserInput>) : RuntimeAction()
+        val v1: List<dev.acpinject.UserInput>) : RuntimeAction()
         
     {
         
@@ -3806,7 +14983,7 @@ sealed class RuntimeAction {
     }
     
     data class Deliver(
-        val `messages`: List<dev.acpinject.UserInput>) : RuntimeAction()
+        val v1: List<dev.acpinject.UserInput>) : RuntimeAction()
         
     {
         
@@ -3820,8 +14997,9 @@ sealed class RuntimeAction {
     object CancelTurn : RuntimeAction()
     
     
-    data class Dropped(
-        val `injects`: List<dev.acpinject.PendingInject>) : RuntimeAction()
+    data class Closed(
+        val `dropped`: List<dev.acpinject.PendingInject>, 
+        val `turnCancelled`: kotlin.Boolean) : RuntimeAction()
         
     {
         
@@ -3845,34 +15023,55 @@ sealed class RuntimeAction {
 public object FfiConverterTypeRuntimeAction : FfiConverterRustBuffer<RuntimeAction>{
     override fun read(buf: ByteBuffer): RuntimeAction {
         return when(buf.getInt()) {
-            1 -> RuntimeAction.StartTurn(
+            1 -> RuntimeAction.SessionOpened(
+                FfiConverterTypeSessionSetup.read(buf),
+                )
+            2 -> RuntimeAction.SessionResumed(
+                FfiConverterTypeSessionSetup.read(buf),
+                )
+            3 -> RuntimeAction.StartTurn(
                 FfiConverterSequenceTypeUserInput.read(buf),
                 )
-            2 -> RuntimeAction.Deliver(
+            4 -> RuntimeAction.Deliver(
                 FfiConverterSequenceTypeUserInput.read(buf),
                 )
-            3 -> RuntimeAction.InterruptStream
-            4 -> RuntimeAction.CancelTurn
-            5 -> RuntimeAction.Dropped(
+            5 -> RuntimeAction.InterruptStream
+            6 -> RuntimeAction.CancelTurn
+            7 -> RuntimeAction.Closed(
                 FfiConverterSequenceTypePendingInject.read(buf),
+                FfiConverterBoolean.read(buf),
                 )
             else -> throw RuntimeException("invalid enum value, something is very wrong!!")
         }
     }
 
     override fun allocationSize(value: RuntimeAction): ULong = when(value) {
+        is RuntimeAction.SessionOpened -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterTypeSessionSetup.allocationSize(value.v1)
+            )
+        }
+        is RuntimeAction.SessionResumed -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterTypeSessionSetup.allocationSize(value.v1)
+            )
+        }
         is RuntimeAction.StartTurn -> {
             // Add the size for the Int that specifies the variant plus the size needed for all fields
             (
                 4UL
-                + FfiConverterSequenceTypeUserInput.allocationSize(value.`messages`)
+                + FfiConverterSequenceTypeUserInput.allocationSize(value.v1)
             )
         }
         is RuntimeAction.Deliver -> {
             // Add the size for the Int that specifies the variant plus the size needed for all fields
             (
                 4UL
-                + FfiConverterSequenceTypeUserInput.allocationSize(value.`messages`)
+                + FfiConverterSequenceTypeUserInput.allocationSize(value.v1)
             )
         }
         is RuntimeAction.InterruptStream -> {
@@ -3887,38 +15086,50 @@ public object FfiConverterTypeRuntimeAction : FfiConverterRustBuffer<RuntimeActi
                 4UL
             )
         }
-        is RuntimeAction.Dropped -> {
+        is RuntimeAction.Closed -> {
             // Add the size for the Int that specifies the variant plus the size needed for all fields
             (
                 4UL
-                + FfiConverterSequenceTypePendingInject.allocationSize(value.`injects`)
+                + FfiConverterSequenceTypePendingInject.allocationSize(value.`dropped`)
+                + FfiConverterBoolean.allocationSize(value.`turnCancelled`)
             )
         }
     }
 
     override fun write(value: RuntimeAction, buf: ByteBuffer) {
         when(value) {
-            is RuntimeAction.StartTurn -> {
+            is RuntimeAction.SessionOpened -> {
                 buf.putInt(1)
-                FfiConverterSequenceTypeUserInput.write(value.`messages`, buf)
+                FfiConverterTypeSessionSetup.write(value.v1, buf)
+                Unit
+            }
+            is RuntimeAction.SessionResumed -> {
+                buf.putInt(2)
+                FfiConverterTypeSessionSetup.write(value.v1, buf)
+                Unit
+            }
+            is RuntimeAction.StartTurn -> {
+                buf.putInt(3)
+                FfiConverterSequenceTypeUserInput.write(value.v1, buf)
                 Unit
             }
             is RuntimeAction.Deliver -> {
-                buf.putInt(2)
-                FfiConverterSequenceTypeUserInput.write(value.`messages`, buf)
+                buf.putInt(4)
+                FfiConverterSequenceTypeUserInput.write(value.v1, buf)
                 Unit
             }
             is RuntimeAction.InterruptStream -> {
-                buf.putInt(3)
+                buf.putInt(5)
                 Unit
             }
             is RuntimeAction.CancelTurn -> {
-                buf.putInt(4)
+                buf.putInt(6)
                 Unit
             }
-            is RuntimeAction.Dropped -> {
-                buf.putInt(5)
-                FfiConverterSequenceTypePendingInject.write(value.`injects`, buf)
+            is RuntimeAction.Closed -> {
+                buf.putInt(7)
+                FfiConverterSequenceTypePendingInject.write(value.`dropped`, buf)
+                FfiConverterBoolean.write(value.`turnCancelled`, buf)
                 Unit
             }
         }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
@@ -3935,7 +15146,7 @@ public object FfiConverterTypeRuntimeAction : FfiConverterRustBuffer<RuntimeActi
 sealed class RuntimeEvent {
     
     data class BreakPoint(
-        val `kind`: dev.acpinject.BreakPoint) : RuntimeEvent()
+        val v1: dev.acpinject.BreakPoint) : RuntimeEvent()
         
     {
         
@@ -3961,13 +15172,12 @@ sealed class RuntimeEvent {
     object Resumed : RuntimeEvent()
     
     
-    /**
-     * `stop_reason` is the wire value (`end_turn`, `max_tokens`, …, or an extension);
-     * `usage_json` is passed through verbatim.
-     */
+    object TurnStarted : RuntimeEvent()
+    
+    
     data class TurnEnded(
-        val `stopReason`: kotlin.String, 
-        val `usageJson`: kotlin.String?) : RuntimeEvent()
+        val `stopReason`: dev.acpinject.StopReason, 
+        val `usage`: dev.acpinject.Usage?) : RuntimeEvent()
         
     {
         
@@ -3978,11 +15188,8 @@ sealed class RuntimeEvent {
     object Close : RuntimeEvent()
     
     
-    /**
-     * The runtime's own `session/update` payload (the `update` object), as JSON.
-     */
     data class Update(
-        val `updateJson`: kotlin.String) : RuntimeEvent()
+        val v1: dev.acpinject.SessionUpdate) : RuntimeEvent()
         
     {
         
@@ -3991,7 +15198,7 @@ sealed class RuntimeEvent {
     }
     
     data class ClearAgentMessage(
-        val `messageId`: kotlin.String) : RuntimeEvent()
+        val `messageId`: dev.acpinject.MessageId) : RuntimeEvent()
         
     {
         
@@ -4024,16 +15231,17 @@ public object FfiConverterTypeRuntimeEvent : FfiConverterRustBuffer<RuntimeEvent
             5 -> RuntimeEvent.PermissionResolved
             6 -> RuntimeEvent.Paused
             7 -> RuntimeEvent.Resumed
-            8 -> RuntimeEvent.TurnEnded(
-                FfiConverterString.read(buf),
-                FfiConverterOptionalString.read(buf),
+            8 -> RuntimeEvent.TurnStarted
+            9 -> RuntimeEvent.TurnEnded(
+                FfiConverterTypeStopReason.read(buf),
+                FfiConverterOptionalTypeUsage.read(buf),
                 )
-            9 -> RuntimeEvent.Close
-            10 -> RuntimeEvent.Update(
-                FfiConverterString.read(buf),
+            10 -> RuntimeEvent.Close
+            11 -> RuntimeEvent.Update(
+                FfiConverterTypeSessionUpdate.read(buf),
                 )
-            11 -> RuntimeEvent.ClearAgentMessage(
-                FfiConverterString.read(buf),
+            12 -> RuntimeEvent.ClearAgentMessage(
+                FfiConverterTypeMessageId.read(buf),
                 )
             else -> throw RuntimeException("invalid enum value, something is very wrong!!")
         }
@@ -4044,7 +15252,7 @@ public object FfiConverterTypeRuntimeEvent : FfiConverterRustBuffer<RuntimeEvent
             // Add the size for the Int that specifies the variant plus the size needed for all fields
             (
                 4UL
-                + FfiConverterTypeBreakPoint.allocationSize(value.`kind`)
+                + FfiConverterTypeBreakPoint.allocationSize(value.v1)
             )
         }
         is RuntimeEvent.StreamStarted -> {
@@ -4083,12 +15291,18 @@ public object FfiConverterTypeRuntimeEvent : FfiConverterRustBuffer<RuntimeEvent
                 4UL
             )
         }
+        is RuntimeEvent.TurnStarted -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
         is RuntimeEvent.TurnEnded -> {
             // Add the size for the Int that specifies the variant plus the size needed for all fields
             (
                 4UL
-                + FfiConverterString.allocationSize(value.`stopReason`)
-                + FfiConverterOptionalString.allocationSize(value.`usageJson`)
+                + FfiConverterTypeStopReason.allocationSize(value.`stopReason`)
+                + FfiConverterOptionalTypeUsage.allocationSize(value.`usage`)
             )
         }
         is RuntimeEvent.Close -> {
@@ -4101,14 +15315,14 @@ public object FfiConverterTypeRuntimeEvent : FfiConverterRustBuffer<RuntimeEvent
             // Add the size for the Int that specifies the variant plus the size needed for all fields
             (
                 4UL
-                + FfiConverterString.allocationSize(value.`updateJson`)
+                + FfiConverterTypeSessionUpdate.allocationSize(value.v1)
             )
         }
         is RuntimeEvent.ClearAgentMessage -> {
             // Add the size for the Int that specifies the variant plus the size needed for all fields
             (
                 4UL
-                + FfiConverterString.allocationSize(value.`messageId`)
+                + FfiConverterTypeMessageId.allocationSize(value.`messageId`)
             )
         }
     }
@@ -4117,7 +15331,7 @@ public object FfiConverterTypeRuntimeEvent : FfiConverterRustBuffer<RuntimeEvent
         when(value) {
             is RuntimeEvent.BreakPoint -> {
                 buf.putInt(1)
-                FfiConverterTypeBreakPoint.write(value.`kind`, buf)
+                FfiConverterTypeBreakPoint.write(value.v1, buf)
                 Unit
             }
             is RuntimeEvent.StreamStarted -> {
@@ -4144,24 +15358,28 @@ public object FfiConverterTypeRuntimeEvent : FfiConverterRustBuffer<RuntimeEvent
                 buf.putInt(7)
                 Unit
             }
-            is RuntimeEvent.TurnEnded -> {
+            is RuntimeEvent.TurnStarted -> {
                 buf.putInt(8)
-                FfiConverterString.write(value.`stopReason`, buf)
-                FfiConverterOptionalString.write(value.`usageJson`, buf)
+                Unit
+            }
+            is RuntimeEvent.TurnEnded -> {
+                buf.putInt(9)
+                FfiConverterTypeStopReason.write(value.`stopReason`, buf)
+                FfiConverterOptionalTypeUsage.write(value.`usage`, buf)
                 Unit
             }
             is RuntimeEvent.Close -> {
-                buf.putInt(9)
+                buf.putInt(10)
                 Unit
             }
             is RuntimeEvent.Update -> {
-                buf.putInt(10)
-                FfiConverterString.write(value.`updateJson`, buf)
+                buf.putInt(11)
+                FfiConverterTypeSessionUpdate.write(value.v1, buf)
                 Unit
             }
             is RuntimeEvent.ClearAgentMessage -> {
-                buf.putInt(11)
-                FfiConverterString.write(value.`messageId`, buf)
+                buf.putInt(12)
+                FfiConverterTypeMessageId.write(value.`messageId`, buf)
                 Unit
             }
         }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
@@ -4172,10 +15390,953 @@ public object FfiConverterTypeRuntimeEvent : FfiConverterRustBuffer<RuntimeEvent
 
 
 
+/**
+ * Something that happened in a session, as its event stream delivers it.
+ */
+sealed class SessionActivity {
+    
+    data class Event(
+        val v1: dev.acpinject.SessionEvent) : SessionActivity()
+        
+    {
+        
+
+        companion object
+    }
+    
+    data class PermissionRequested(
+        val `request`: dev.acpinject.RequestId, 
+        val `params`: RequestPermissionRequest) : SessionActivity()
+        
+    {
+        
+
+        companion object
+    }
+    
+
+    
+
+    
+    
+
+
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeSessionActivity : FfiConverterRustBuffer<SessionActivity>{
+    override fun read(buf: ByteBuffer): SessionActivity {
+        return when(buf.getInt()) {
+            1 -> SessionActivity.Event(
+                FfiConverterTypeSessionEvent.read(buf),
+                )
+            2 -> SessionActivity.PermissionRequested(
+                FfiConverterTypeRequestId.read(buf),
+                FfiConverterTypeRequestPermissionRequest.read(buf),
+                )
+            else -> throw RuntimeException("invalid enum value, something is very wrong!!")
+        }
+    }
+
+    override fun allocationSize(value: SessionActivity): ULong = when(value) {
+        is SessionActivity.Event -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterTypeSessionEvent.allocationSize(value.v1)
+            )
+        }
+        is SessionActivity.PermissionRequested -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterTypeRequestId.allocationSize(value.`request`)
+                + FfiConverterTypeRequestPermissionRequest.allocationSize(value.`params`)
+            )
+        }
+    }
+
+    override fun write(value: SessionActivity, buf: ByteBuffer) {
+        when(value) {
+            is SessionActivity.Event -> {
+                buf.putInt(1)
+                FfiConverterTypeSessionEvent.write(value.v1, buf)
+                Unit
+            }
+            is SessionActivity.PermissionRequested -> {
+                buf.putInt(2)
+                FfiConverterTypeRequestId.write(value.`request`, buf)
+                FfiConverterTypeRequestPermissionRequest.write(value.`params`, buf)
+                Unit
+            }
+        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
+    }
+}
+
+
+
+
+
+/**
+ * Something that happened in one session.
+ */
+sealed class SessionEvent {
+    
+    data class Update(
+        val v1: dev.acpinject.SessionUpdate) : SessionEvent()
+        
+    {
+        
+
+        companion object
+    }
+    
+    data class Item(
+        val v1: dev.acpinject.PendingItem) : SessionEvent()
+        
+    {
+        
+
+        companion object
+    }
+    
+    data class Violation(
+        val v1: dev.acpinject.Violation) : SessionEvent()
+        
+    {
+        
+
+        companion object
+    }
+    
+    object Closed : SessionEvent()
+    
+    
+    data class Tolerated(
+        val v1: List<kotlin.String>) : SessionEvent()
+        
+    {
+        
+
+        companion object
+    }
+    
+
+    
+
+    
+    
+
+
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeSessionEvent : FfiConverterRustBuffer<SessionEvent>{
+    override fun read(buf: ByteBuffer): SessionEvent {
+        return when(buf.getInt()) {
+            1 -> SessionEvent.Update(
+                FfiConverterTypeSessionUpdate.read(buf),
+                )
+            2 -> SessionEvent.Item(
+                FfiConverterTypePendingItem.read(buf),
+                )
+            3 -> SessionEvent.Violation(
+                FfiConverterTypeViolation.read(buf),
+                )
+            4 -> SessionEvent.Closed
+            5 -> SessionEvent.Tolerated(
+                FfiConverterSequenceString.read(buf),
+                )
+            else -> throw RuntimeException("invalid enum value, something is very wrong!!")
+        }
+    }
+
+    override fun allocationSize(value: SessionEvent): ULong = when(value) {
+        is SessionEvent.Update -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterTypeSessionUpdate.allocationSize(value.v1)
+            )
+        }
+        is SessionEvent.Item -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterTypePendingItem.allocationSize(value.v1)
+            )
+        }
+        is SessionEvent.Violation -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterTypeViolation.allocationSize(value.v1)
+            )
+        }
+        is SessionEvent.Closed -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
+        is SessionEvent.Tolerated -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterSequenceString.allocationSize(value.v1)
+            )
+        }
+    }
+
+    override fun write(value: SessionEvent, buf: ByteBuffer) {
+        when(value) {
+            is SessionEvent.Update -> {
+                buf.putInt(1)
+                FfiConverterTypeSessionUpdate.write(value.v1, buf)
+                Unit
+            }
+            is SessionEvent.Item -> {
+                buf.putInt(2)
+                FfiConverterTypePendingItem.write(value.v1, buf)
+                Unit
+            }
+            is SessionEvent.Violation -> {
+                buf.putInt(3)
+                FfiConverterTypeViolation.write(value.v1, buf)
+                Unit
+            }
+            is SessionEvent.Closed -> {
+                buf.putInt(4)
+                Unit
+            }
+            is SessionEvent.Tolerated -> {
+                buf.putInt(5)
+                FfiConverterSequenceString.write(value.v1, buf)
+                Unit
+            }
+        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
+    }
+}
+
+
+
+
+
+/**
+ * A session's liveness.
+ */
+
+enum class SessionStatus {
+    
+    /**
+     * `live`: The agent holds the session; session methods will work.
+     */
+    LIVE,
+    /**
+     * `not_found`: The agent does not hold the session.
+     */
+    NOT_FOUND;
+
+    
+
+
+    companion object
+}
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeSessionStatus: FfiConverterRustBuffer<SessionStatus> {
+    override fun read(buf: ByteBuffer) = try {
+        SessionStatus.values()[buf.getInt() - 1]
+    } catch (e: IndexOutOfBoundsException) {
+        throw RuntimeException("invalid enum value, something is very wrong!!", e)
+    }
+
+    override fun allocationSize(value: SessionStatus) = 4UL
+
+    override fun write(value: SessionStatus, buf: ByteBuffer) {
+        buf.putInt(value.ordinal + 1)
+    }
+}
+
+
+
+
+
+/**
+ * What changed in a session, tagged by `sessionUpdate`. Message updates are upserts keyed by `messageId`: an omitted `content` leaves the content, `null` clears it, an array replaces it; chunks append. Open: unknown tags decode into `other` and re-encode unchanged.
+ */
+sealed class SessionUpdate {
+    
+    /**
+     * `user_message`: A user message was inserted into history. For a prompt or inject this is its delivery.
+     */
+    data class UserMessage(
+        val v1: UserMessage) : SessionUpdate()
+        
+    {
+        
+
+        companion object
+    }
+    
+    /**
+     * `user_message_chunk`: A streamed piece of a user message.
+     */
+    data class UserMessageChunk(
+        val v1: UserMessageChunk) : SessionUpdate()
+        
+    {
+        
+
+        companion object
+    }
+    
+    /**
+     * `agent_message`: An agent message upsert. `content: []` clears what was streamed so far.
+     */
+    data class AgentMessage(
+        val v1: AgentMessage) : SessionUpdate()
+        
+    {
+        
+
+        companion object
+    }
+    
+    /**
+     * `agent_message_chunk`: A streamed piece of an agent message.
+     */
+    data class AgentMessageChunk(
+        val v1: AgentMessageChunk) : SessionUpdate()
+        
+    {
+        
+
+        companion object
+    }
+    
+    /**
+     * `agent_message_clear`: Clears the content streamed so far for the current agent message (RFD #465); following chunks append from empty. Same operation as an `agent_message` upsert with `content: []`.
+     */
+    data class AgentMessageClear(
+        val v1: AgentMessageClear) : SessionUpdate()
+        
+    {
+        
+
+        companion object
+    }
+    
+    /**
+     * `agent_thought`: An agent thought upsert.
+     */
+    data class AgentThought(
+        val v1: AgentThought) : SessionUpdate()
+        
+    {
+        
+
+        companion object
+    }
+    
+    /**
+     * `agent_thought_chunk`: A streamed piece of an agent thought.
+     */
+    data class AgentThoughtChunk(
+        val v1: AgentThoughtChunk) : SessionUpdate()
+        
+    {
+        
+
+        companion object
+    }
+    
+    /**
+     * `state_update`: The session's turn state changed. The state is tagged by `state` in the same object.
+     */
+    data class StateUpdate(
+        val v1: StateUpdate) : SessionUpdate()
+        
+    {
+        
+
+        companion object
+    }
+    
+    /**
+     * `tool_call_update`: A tool call was created or changed (upsert keyed by `toolCallId`).
+     */
+    data class ToolCallUpdate(
+        val v1: ToolCallUpdate) : SessionUpdate()
+        
+    {
+        
+
+        companion object
+    }
+    
+    /**
+     * `tool_call_content_chunk`: Appends content to a tool call.
+     */
+    data class ToolCallContentChunk(
+        val v1: ToolCallContentChunk) : SessionUpdate()
+        
+    {
+        
+
+        companion object
+    }
+    
+    /**
+     * `plan_update`: The agent's plan, replaced whole.
+     */
+    data class PlanUpdate(
+        val v1: PlanUpdate) : SessionUpdate()
+        
+    {
+        
+
+        companion object
+    }
+    
+    /**
+     * `usage_update`: Context window usage.
+     */
+    data class UsageUpdate(
+        val v1: UsageUpdate) : SessionUpdate()
+        
+    {
+        
+
+        companion object
+    }
+    
+    /**
+     * `session_info_update`: The session's metadata changed. Omitted members are unchanged; `null` clears.
+     */
+    data class SessionInfoUpdate(
+        val v1: SessionInfoUpdate) : SessionUpdate()
+        
+    {
+        
+
+        companion object
+    }
+    
+    /**
+     * `_acp-inject/pending`: Extension (`_acp-inject/pending`): the session's pending injects, whole, in delivery order (steers, then queued, each first in first out). Sent to connections that opted in (client capability `_meta["acp-inject.dev/pending"]`) whenever the list changes and once after `session/resume`.
+     */
+    data class AcpInjectPending(
+        val v1: PendingInjectsUpdate) : SessionUpdate()
+        
+    {
+        
+
+        companion object
+    }
+    
+    /**
+     * `_acp-inject/session_closed`: Extension (`_acp-inject/session_closed`): the session was closed (by `session/close` or by the agent). Sent to every attached connection; nothing follows it for this session until it is resumed.
+     */
+    data class AcpInjectSessionClosed(
+        val v1: SessionClosedUpdate) : SessionUpdate()
+        
+    {
+        
+
+        companion object
+    }
+    
+    /**
+     * A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
+     */
+    data class Other(
+        val v1: dev.acpinject.Unknown) : SessionUpdate()
+        
+    {
+        
+
+        companion object
+    }
+    
+
+    
+
+    
+    
+
+
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeSessionUpdate : FfiConverterRustBuffer<SessionUpdate>{
+    override fun read(buf: ByteBuffer): SessionUpdate {
+        return when(buf.getInt()) {
+            1 -> SessionUpdate.UserMessage(
+                FfiConverterTypeUserMessage.read(buf),
+                )
+            2 -> SessionUpdate.UserMessageChunk(
+                FfiConverterTypeUserMessageChunk.read(buf),
+                )
+            3 -> SessionUpdate.AgentMessage(
+                FfiConverterTypeAgentMessage.read(buf),
+                )
+            4 -> SessionUpdate.AgentMessageChunk(
+                FfiConverterTypeAgentMessageChunk.read(buf),
+                )
+            5 -> SessionUpdate.AgentMessageClear(
+                FfiConverterTypeAgentMessageClear.read(buf),
+                )
+            6 -> SessionUpdate.AgentThought(
+                FfiConverterTypeAgentThought.read(buf),
+                )
+            7 -> SessionUpdate.AgentThoughtChunk(
+                FfiConverterTypeAgentThoughtChunk.read(buf),
+                )
+            8 -> SessionUpdate.StateUpdate(
+                FfiConverterTypeStateUpdate.read(buf),
+                )
+            9 -> SessionUpdate.ToolCallUpdate(
+                FfiConverterTypeToolCallUpdate.read(buf),
+                )
+            10 -> SessionUpdate.ToolCallContentChunk(
+                FfiConverterTypeToolCallContentChunk.read(buf),
+                )
+            11 -> SessionUpdate.PlanUpdate(
+                FfiConverterTypePlanUpdate.read(buf),
+                )
+            12 -> SessionUpdate.UsageUpdate(
+                FfiConverterTypeUsageUpdate.read(buf),
+                )
+            13 -> SessionUpdate.SessionInfoUpdate(
+                FfiConverterTypeSessionInfoUpdate.read(buf),
+                )
+            14 -> SessionUpdate.AcpInjectPending(
+                FfiConverterTypePendingInjectsUpdate.read(buf),
+                )
+            15 -> SessionUpdate.AcpInjectSessionClosed(
+                FfiConverterTypeSessionClosedUpdate.read(buf),
+                )
+            16 -> SessionUpdate.Other(
+                FfiConverterTypeUnknown.read(buf),
+                )
+            else -> throw RuntimeException("invalid enum value, something is very wrong!!")
+        }
+    }
+
+    override fun allocationSize(value: SessionUpdate): ULong = when(value) {
+        is SessionUpdate.UserMessage -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterTypeUserMessage.allocationSize(value.v1)
+            )
+        }
+        is SessionUpdate.UserMessageChunk -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterTypeUserMessageChunk.allocationSize(value.v1)
+            )
+        }
+        is SessionUpdate.AgentMessage -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterTypeAgentMessage.allocationSize(value.v1)
+            )
+        }
+        is SessionUpdate.AgentMessageChunk -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterTypeAgentMessageChunk.allocationSize(value.v1)
+            )
+        }
+        is SessionUpdate.AgentMessageClear -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterTypeAgentMessageClear.allocationSize(value.v1)
+            )
+        }
+        is SessionUpdate.AgentThought -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterTypeAgentThought.allocationSize(value.v1)
+            )
+        }
+        is SessionUpdate.AgentThoughtChunk -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterTypeAgentThoughtChunk.allocationSize(value.v1)
+            )
+        }
+        is SessionUpdate.StateUpdate -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterTypeStateUpdate.allocationSize(value.v1)
+            )
+        }
+        is SessionUpdate.ToolCallUpdate -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterTypeToolCallUpdate.allocationSize(value.v1)
+            )
+        }
+        is SessionUpdate.ToolCallContentChunk -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterTypeToolCallContentChunk.allocationSize(value.v1)
+            )
+        }
+        is SessionUpdate.PlanUpdate -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterTypePlanUpdate.allocationSize(value.v1)
+            )
+        }
+        is SessionUpdate.UsageUpdate -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterTypeUsageUpdate.allocationSize(value.v1)
+            )
+        }
+        is SessionUpdate.SessionInfoUpdate -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterTypeSessionInfoUpdate.allocationSize(value.v1)
+            )
+        }
+        is SessionUpdate.AcpInjectPending -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterTypePendingInjectsUpdate.allocationSize(value.v1)
+            )
+        }
+        is SessionUpdate.AcpInjectSessionClosed -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterTypeSessionClosedUpdate.allocationSize(value.v1)
+            )
+        }
+        is SessionUpdate.Other -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterTypeUnknown.allocationSize(value.v1)
+            )
+        }
+    }
+
+    override fun write(value: SessionUpdate, buf: ByteBuffer) {
+        when(value) {
+            is SessionUpdate.UserMessage -> {
+                buf.putInt(1)
+                FfiConverterTypeUserMessage.write(value.v1, buf)
+                Unit
+            }
+            is SessionUpdate.UserMessageChunk -> {
+                buf.putInt(2)
+                FfiConverterTypeUserMessageChunk.write(value.v1, buf)
+                Unit
+            }
+            is SessionUpdate.AgentMessage -> {
+                buf.putInt(3)
+                FfiConverterTypeAgentMessage.write(value.v1, buf)
+                Unit
+            }
+            is SessionUpdate.AgentMessageChunk -> {
+                buf.putInt(4)
+                FfiConverterTypeAgentMessageChunk.write(value.v1, buf)
+                Unit
+            }
+            is SessionUpdate.AgentMessageClear -> {
+                buf.putInt(5)
+                FfiConverterTypeAgentMessageClear.write(value.v1, buf)
+                Unit
+            }
+            is SessionUpdate.AgentThought -> {
+                buf.putInt(6)
+                FfiConverterTypeAgentThought.write(value.v1, buf)
+                Unit
+            }
+            is SessionUpdate.AgentThoughtChunk -> {
+                buf.putInt(7)
+                FfiConverterTypeAgentThoughtChunk.write(value.v1, buf)
+                Unit
+            }
+            is SessionUpdate.StateUpdate -> {
+                buf.putInt(8)
+                FfiConverterTypeStateUpdate.write(value.v1, buf)
+                Unit
+            }
+            is SessionUpdate.ToolCallUpdate -> {
+                buf.putInt(9)
+                FfiConverterTypeToolCallUpdate.write(value.v1, buf)
+                Unit
+            }
+            is SessionUpdate.ToolCallContentChunk -> {
+                buf.putInt(10)
+                FfiConverterTypeToolCallContentChunk.write(value.v1, buf)
+                Unit
+            }
+            is SessionUpdate.PlanUpdate -> {
+                buf.putInt(11)
+                FfiConverterTypePlanUpdate.write(value.v1, buf)
+                Unit
+            }
+            is SessionUpdate.UsageUpdate -> {
+                buf.putInt(12)
+                FfiConverterTypeUsageUpdate.write(value.v1, buf)
+                Unit
+            }
+            is SessionUpdate.SessionInfoUpdate -> {
+                buf.putInt(13)
+                FfiConverterTypeSessionInfoUpdate.write(value.v1, buf)
+                Unit
+            }
+            is SessionUpdate.AcpInjectPending -> {
+                buf.putInt(14)
+                FfiConverterTypePendingInjectsUpdate.write(value.v1, buf)
+                Unit
+            }
+            is SessionUpdate.AcpInjectSessionClosed -> {
+                buf.putInt(15)
+                FfiConverterTypeSessionClosedUpdate.write(value.v1, buf)
+                Unit
+            }
+            is SessionUpdate.Other -> {
+                buf.putInt(16)
+                FfiConverterTypeUnknown.write(value.v1, buf)
+                Unit
+            }
+        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
+    }
+}
+
+
+
+
+
+/**
+ * Which side of the protocol a vector drives.
+ */
+
+enum class Side {
+    
+    AGENT,
+    CLIENT;
+
+    
+
+
+    companion object
+}
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeSide: FfiConverterRustBuffer<Side> {
+    override fun read(buf: ByteBuffer) = try {
+        Side.values()[buf.getInt() - 1]
+    } catch (e: IndexOutOfBoundsException) {
+        throw RuntimeException("invalid enum value, something is very wrong!!", e)
+    }
+
+    override fun allocationSize(value: Side) = 4UL
+
+    override fun write(value: Side, buf: ByteBuffer) {
+        buf.putInt(value.ordinal + 1)
+    }
+}
+
+
+
+
+
+/**
+ * A turn state, tagged by `state`. A turn is in progress from `running` until `idle`. Open.
+ */
+sealed class StateUpdate {
+    
+    /**
+     * `running`: Foreground work started or resumed.
+     */
+    data class Running(
+        val v1: RunningStateUpdate) : StateUpdate()
+        
+    {
+        
+
+        companion object
+    }
+    
+    /**
+     * `idle`: The turn ended. Always carries `stopReason` from this toolkit; `usage` only when the runtime reported it.
+     */
+    data class Idle(
+        val v1: IdleStateUpdate) : StateUpdate()
+        
+    {
+        
+
+        companion object
+    }
+    
+    /**
+     * `requires_action`: The turn waits for the user (a permission request is open).
+     */
+    data class RequiresAction(
+        val v1: RequiresActionStateUpdate) : StateUpdate()
+        
+    {
+        
+
+        companion object
+    }
+    
+    /**
+     * A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
+     */
+    data class Other(
+        val v1: dev.acpinject.Unknown) : StateUpdate()
+        
+    {
+        
+
+        companion object
+    }
+    
+
+    
+
+    
+    
+
+
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeStateUpdate : FfiConverterRustBuffer<StateUpdate>{
+    override fun read(buf: ByteBuffer): StateUpdate {
+        return when(buf.getInt()) {
+            1 -> StateUpdate.Running(
+                FfiConverterTypeRunningStateUpdate.read(buf),
+                )
+            2 -> StateUpdate.Idle(
+                FfiConverterTypeIdleStateUpdate.read(buf),
+                )
+            3 -> StateUpdate.RequiresAction(
+                FfiConverterTypeRequiresActionStateUpdate.read(buf),
+                )
+            4 -> StateUpdate.Other(
+                FfiConverterTypeUnknown.read(buf),
+                )
+            else -> throw RuntimeException("invalid enum value, something is very wrong!!")
+        }
+    }
+
+    override fun allocationSize(value: StateUpdate): ULong = when(value) {
+        is StateUpdate.Running -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterTypeRunningStateUpdate.allocationSize(value.v1)
+            )
+        }
+        is StateUpdate.Idle -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterTypeIdleStateUpdate.allocationSize(value.v1)
+            )
+        }
+        is StateUpdate.RequiresAction -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterTypeRequiresActionStateUpdate.allocationSize(value.v1)
+            )
+        }
+        is StateUpdate.Other -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterTypeUnknown.allocationSize(value.v1)
+            )
+        }
+    }
+
+    override fun write(value: StateUpdate, buf: ByteBuffer) {
+        when(value) {
+            is StateUpdate.Running -> {
+                buf.putInt(1)
+                FfiConverterTypeRunningStateUpdate.write(value.v1, buf)
+                Unit
+            }
+            is StateUpdate.Idle -> {
+                buf.putInt(2)
+                FfiConverterTypeIdleStateUpdate.write(value.v1, buf)
+                Unit
+            }
+            is StateUpdate.RequiresAction -> {
+                buf.putInt(3)
+                FfiConverterTypeRequiresActionStateUpdate.write(value.v1, buf)
+                Unit
+            }
+            is StateUpdate.Other -> {
+                buf.putInt(4)
+                FfiConverterTypeUnknown.write(value.v1, buf)
+                Unit
+            }
+        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
+    }
+}
+
+
+
+
+
+/**
+ * What happens to a steer accepted mid model stream with no tool call pending.
+ */
 
 enum class SteerInStream {
     
+    /**
+     * `interrupt`: The agent cuts the stream and re-prompts with the steer.
+     */
     INTERRUPT,
+    /**
+     * `finish`: The agent lets the stream finish, then delivers.
+     */
     FINISH;
 
     
@@ -4206,12 +16367,165 @@ public object FfiConverterTypeSteerInStream: FfiConverterRustBuffer<SteerInStrea
 
 
 
-
-enum class TranscriptRole {
+/**
+ * Why a turn ended. Open.
+ */
+sealed class StopReason {
     
-    USER,
-    AGENT,
-    THOUGHT;
+    /**
+     * `end_turn`: The model finished.
+     */
+    object EndTurn : StopReason()
+    
+    
+    /**
+     * `max_tokens`: The token limit was reached.
+     */
+    object MaxTokens : StopReason()
+    
+    
+    /**
+     * `max_turn_requests`: The limit of model requests in a turn was reached.
+     */
+    object MaxTurnRequests : StopReason()
+    
+    
+    /**
+     * `refusal`: The model refused.
+     */
+    object Refusal : StopReason()
+    
+    
+    /**
+     * `cancelled`: The client cancelled the turn.
+     */
+    object Cancelled : StopReason()
+    
+    
+    /**
+     * A value this version does not know (values starting with `_` are extensions).
+     */
+    data class Other(
+        val v1: kotlin.String) : StopReason()
+        
+    {
+        
+
+        companion object
+    }
+    
+
+    
+
+    
+    
+
+
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeStopReason : FfiConverterRustBuffer<StopReason>{
+    override fun read(buf: ByteBuffer): StopReason {
+        return when(buf.getInt()) {
+            1 -> StopReason.EndTurn
+            2 -> StopReason.MaxTokens
+            3 -> StopReason.MaxTurnRequests
+            4 -> StopReason.Refusal
+            5 -> StopReason.Cancelled
+            6 -> StopReason.Other(
+                FfiConverterString.read(buf),
+                )
+            else -> throw RuntimeException("invalid enum value, something is very wrong!!")
+        }
+    }
+
+    override fun allocationSize(value: StopReason): ULong = when(value) {
+        is StopReason.EndTurn -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
+        is StopReason.MaxTokens -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
+        is StopReason.MaxTurnRequests -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
+        is StopReason.Refusal -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
+        is StopReason.Cancelled -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
+        is StopReason.Other -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterString.allocationSize(value.v1)
+            )
+        }
+    }
+
+    override fun write(value: StopReason, buf: ByteBuffer) {
+        when(value) {
+            is StopReason.EndTurn -> {
+                buf.putInt(1)
+                Unit
+            }
+            is StopReason.MaxTokens -> {
+                buf.putInt(2)
+                Unit
+            }
+            is StopReason.MaxTurnRequests -> {
+                buf.putInt(3)
+                Unit
+            }
+            is StopReason.Refusal -> {
+                buf.putInt(4)
+                Unit
+            }
+            is StopReason.Cancelled -> {
+                buf.putInt(5)
+                Unit
+            }
+            is StopReason.Other -> {
+                buf.putInt(6)
+                FfiConverterString.write(value.v1, buf)
+                Unit
+            }
+        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
+    }
+}
+
+
+
+
+
+/**
+ * The model stream of a running turn.
+ */
+
+enum class Stream {
+    
+    IDLE,
+    ACTIVE,
+    INTERRUPT_REQUESTED;
 
     
 
@@ -4223,16 +16537,16 @@ enum class TranscriptRole {
 /**
  * @suppress
  */
-public object FfiConverterTypeTranscriptRole: FfiConverterRustBuffer<TranscriptRole> {
+public object FfiConverterTypeStream: FfiConverterRustBuffer<Stream> {
     override fun read(buf: ByteBuffer) = try {
-        TranscriptRole.values()[buf.getInt() - 1]
+        Stream.values()[buf.getInt() - 1]
     } catch (e: IndexOutOfBoundsException) {
         throw RuntimeException("invalid enum value, something is very wrong!!", e)
     }
 
-    override fun allocationSize(value: TranscriptRole) = 4UL
+    override fun allocationSize(value: Stream) = 4UL
 
-    override fun write(value: TranscriptRole, buf: ByteBuffer) {
+    override fun write(value: Stream, buf: ByteBuffer) {
         buf.putInt(value.ordinal + 1)
     }
 }
@@ -4241,6 +16555,717 @@ public object FfiConverterTypeTranscriptRole: FfiConverterRustBuffer<TranscriptR
 
 
 
+/**
+ * A `::std::string::String` member whose absence and `null` mean different things: `Absent` leaves the current value, `Null` clears it, `Value` replaces it.
+ */
+sealed class StringPatch {
+    
+    /**
+     * The member is absent: leave the current value.
+     */
+    object Absent : StringPatch()
+    
+    
+    /**
+     * The member is `null`: clear the current value.
+     */
+    object Null : StringPatch()
+    
+    
+    /**
+     * The member has a value: replace the current value.
+     */
+    data class Value(
+        val `value`: kotlin.String) : StringPatch()
+        
+    {
+        
+
+        companion object
+    }
+    
+
+    
+
+    
+    
+
+
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeStringPatch : FfiConverterRustBuffer<StringPatch>{
+    override fun read(buf: ByteBuffer): StringPatch {
+        return when(buf.getInt()) {
+            1 -> StringPatch.Absent
+            2 -> StringPatch.Null
+            3 -> StringPatch.Value(
+                FfiConverterString.read(buf),
+                )
+            else -> throw RuntimeException("invalid enum value, something is very wrong!!")
+        }
+    }
+
+    override fun allocationSize(value: StringPatch): ULong = when(value) {
+        is StringPatch.Absent -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
+        is StringPatch.Null -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
+        is StringPatch.Value -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterString.allocationSize(value.`value`)
+            )
+        }
+    }
+
+    override fun write(value: StringPatch, buf: ByteBuffer) {
+        when(value) {
+            is StringPatch.Absent -> {
+                buf.putInt(1)
+                Unit
+            }
+            is StringPatch.Null -> {
+                buf.putInt(2)
+                Unit
+            }
+            is StringPatch.Value -> {
+                buf.putInt(3)
+                FfiConverterString.write(value.`value`, buf)
+                Unit
+            }
+        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
+    }
+}
+
+
+
+
+
+/**
+ * Content produced by a tool call, tagged by `type`. Upstream's `diff` and `terminal` are carried through the open branch unchanged.
+ */
+sealed class ToolCallContent {
+    
+    /**
+     * `content`: A content block.
+     */
+    data class Content(
+        val v1: ToolCallContentBlock) : ToolCallContent()
+        
+    {
+        
+
+        companion object
+    }
+    
+    /**
+     * A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
+     */
+    data class Other(
+        val v1: dev.acpinject.Unknown) : ToolCallContent()
+        
+    {
+        
+
+        companion object
+    }
+    
+
+    
+
+    
+    
+
+
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeToolCallContent : FfiConverterRustBuffer<ToolCallContent>{
+    override fun read(buf: ByteBuffer): ToolCallContent {
+        return when(buf.getInt()) {
+            1 -> ToolCallContent.Content(
+                FfiConverterTypeToolCallContentBlock.read(buf),
+                )
+            2 -> ToolCallContent.Other(
+                FfiConverterTypeUnknown.read(buf),
+                )
+            else -> throw RuntimeException("invalid enum value, something is very wrong!!")
+        }
+    }
+
+    override fun allocationSize(value: ToolCallContent): ULong = when(value) {
+        is ToolCallContent.Content -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterTypeToolCallContentBlock.allocationSize(value.v1)
+            )
+        }
+        is ToolCallContent.Other -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterTypeUnknown.allocationSize(value.v1)
+            )
+        }
+    }
+
+    override fun write(value: ToolCallContent, buf: ByteBuffer) {
+        when(value) {
+            is ToolCallContent.Content -> {
+                buf.putInt(1)
+                FfiConverterTypeToolCallContentBlock.write(value.v1, buf)
+                Unit
+            }
+            is ToolCallContent.Other -> {
+                buf.putInt(2)
+                FfiConverterTypeUnknown.write(value.v1, buf)
+                Unit
+            }
+        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
+    }
+}
+
+
+
+
+
+/**
+ * A tool call's status. Open.
+ */
+sealed class ToolCallStatus {
+    
+    /**
+     * `pending`
+     */
+    object Pending : ToolCallStatus()
+    
+    
+    /**
+     * `in_progress`
+     */
+    object InProgress : ToolCallStatus()
+    
+    
+    /**
+     * `completed`
+     */
+    object Completed : ToolCallStatus()
+    
+    
+    /**
+     * `failed`
+     */
+    object Failed : ToolCallStatus()
+    
+    
+    /**
+     * `cancelled`
+     */
+    object Cancelled : ToolCallStatus()
+    
+    
+    /**
+     * A value this version does not know (values starting with `_` are extensions).
+     */
+    data class Other(
+        val v1: kotlin.String) : ToolCallStatus()
+        
+    {
+        
+
+        companion object
+    }
+    
+
+    
+
+    
+    
+
+
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeToolCallStatus : FfiConverterRustBuffer<ToolCallStatus>{
+    override fun read(buf: ByteBuffer): ToolCallStatus {
+        return when(buf.getInt()) {
+            1 -> ToolCallStatus.Pending
+            2 -> ToolCallStatus.InProgress
+            3 -> ToolCallStatus.Completed
+            4 -> ToolCallStatus.Failed
+            5 -> ToolCallStatus.Cancelled
+            6 -> ToolCallStatus.Other(
+                FfiConverterString.read(buf),
+                )
+            else -> throw RuntimeException("invalid enum value, something is very wrong!!")
+        }
+    }
+
+    override fun allocationSize(value: ToolCallStatus): ULong = when(value) {
+        is ToolCallStatus.Pending -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
+        is ToolCallStatus.InProgress -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
+        is ToolCallStatus.Completed -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
+        is ToolCallStatus.Failed -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
+        is ToolCallStatus.Cancelled -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
+        is ToolCallStatus.Other -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterString.allocationSize(value.v1)
+            )
+        }
+    }
+
+    override fun write(value: ToolCallStatus, buf: ByteBuffer) {
+        when(value) {
+            is ToolCallStatus.Pending -> {
+                buf.putInt(1)
+                Unit
+            }
+            is ToolCallStatus.InProgress -> {
+                buf.putInt(2)
+                Unit
+            }
+            is ToolCallStatus.Completed -> {
+                buf.putInt(3)
+                Unit
+            }
+            is ToolCallStatus.Failed -> {
+                buf.putInt(4)
+                Unit
+            }
+            is ToolCallStatus.Cancelled -> {
+                buf.putInt(5)
+                Unit
+            }
+            is ToolCallStatus.Other -> {
+                buf.putInt(6)
+                FfiConverterString.write(value.v1, buf)
+                Unit
+            }
+        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
+    }
+}
+
+
+
+
+
+/**
+ * The kind of a tool. Open.
+ */
+sealed class ToolKind {
+    
+    /**
+     * `read`
+     */
+    object Read : ToolKind()
+    
+    
+    /**
+     * `edit`
+     */
+    object Edit : ToolKind()
+    
+    
+    /**
+     * `delete`
+     */
+    object Delete : ToolKind()
+    
+    
+    /**
+     * `move`
+     */
+    object Move : ToolKind()
+    
+    
+    /**
+     * `search`
+     */
+    object Search : ToolKind()
+    
+    
+    /**
+     * `execute`
+     */
+    object Execute : ToolKind()
+    
+    
+    /**
+     * `think`
+     */
+    object Think : ToolKind()
+    
+    
+    /**
+     * `fetch`
+     */
+    object Fetch : ToolKind()
+    
+    
+    /**
+     * `switch_mode`
+     */
+    object SwitchMode : ToolKind()
+    
+    
+    /**
+     * `other`
+     */
+    object Other : ToolKind()
+    
+    
+    /**
+     * A value this version does not know (values starting with `_` are extensions).
+     */
+    data class Unknown(
+        val v1: kotlin.String) : ToolKind()
+        
+    {
+        
+
+        companion object
+    }
+    
+
+    
+
+    
+    
+
+
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeToolKind : FfiConverterRustBuffer<ToolKind>{
+    override fun read(buf: ByteBuffer): ToolKind {
+        return when(buf.getInt()) {
+            1 -> ToolKind.Read
+            2 -> ToolKind.Edit
+            3 -> ToolKind.Delete
+            4 -> ToolKind.Move
+            5 -> ToolKind.Search
+            6 -> ToolKind.Execute
+            7 -> ToolKind.Think
+            8 -> ToolKind.Fetch
+            9 -> ToolKind.SwitchMode
+            10 -> ToolKind.Other
+            11 -> ToolKind.Unknown(
+                FfiConverterString.read(buf),
+                )
+            else -> throw RuntimeException("invalid enum value, something is very wrong!!")
+        }
+    }
+
+    override fun allocationSize(value: ToolKind): ULong = when(value) {
+        is ToolKind.Read -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
+        is ToolKind.Edit -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
+        is ToolKind.Delete -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
+        is ToolKind.Move -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
+        is ToolKind.Search -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
+        is ToolKind.Execute -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
+        is ToolKind.Think -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
+        is ToolKind.Fetch -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
+        is ToolKind.SwitchMode -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
+        is ToolKind.Other -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
+        is ToolKind.Unknown -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterString.allocationSize(value.v1)
+            )
+        }
+    }
+
+    override fun write(value: ToolKind, buf: ByteBuffer) {
+        when(value) {
+            is ToolKind.Read -> {
+                buf.putInt(1)
+                Unit
+            }
+            is ToolKind.Edit -> {
+                buf.putInt(2)
+                Unit
+            }
+            is ToolKind.Delete -> {
+                buf.putInt(3)
+                Unit
+            }
+            is ToolKind.Move -> {
+                buf.putInt(4)
+                Unit
+            }
+            is ToolKind.Search -> {
+                buf.putInt(5)
+                Unit
+            }
+            is ToolKind.Execute -> {
+                buf.putInt(6)
+                Unit
+            }
+            is ToolKind.Think -> {
+                buf.putInt(7)
+                Unit
+            }
+            is ToolKind.Fetch -> {
+                buf.putInt(8)
+                Unit
+            }
+            is ToolKind.SwitchMode -> {
+                buf.putInt(9)
+                Unit
+            }
+            is ToolKind.Other -> {
+                buf.putInt(10)
+                Unit
+            }
+            is ToolKind.Unknown -> {
+                buf.putInt(11)
+                FfiConverterString.write(value.v1, buf)
+                Unit
+            }
+        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
+    }
+}
+
+
+
+
+
+/**
+ * A session's turn (R-TURN-1).
+ */
+sealed class Turn {
+    
+    object Idle : Turn()
+    
+    
+    data class Running(
+        val `activity`: dev.acpinject.Activity) : Turn()
+        
+    {
+        
+
+        companion object
+    }
+    
+    data class RequiresAction(
+        val `activity`: dev.acpinject.Activity, 
+        val `open`: dev.acpinject.NonZeroU32, 
+        val `paused`: kotlin.Boolean) : Turn()
+        
+    {
+        
+
+        companion object
+    }
+    
+    data class Paused(
+        val `activity`: dev.acpinject.Activity) : Turn()
+        
+    {
+        
+
+        companion object
+    }
+    
+
+    
+
+    
+    
+
+
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeTurn : FfiConverterRustBuffer<Turn>{
+    override fun read(buf: ByteBuffer): Turn {
+        return when(buf.getInt()) {
+            1 -> Turn.Idle
+            2 -> Turn.Running(
+                FfiConverterTypeActivity.read(buf),
+                )
+            3 -> Turn.RequiresAction(
+                FfiConverterTypeActivity.read(buf),
+                FfiConverterTypeNonZeroU32.read(buf),
+                FfiConverterBoolean.read(buf),
+                )
+            4 -> Turn.Paused(
+                FfiConverterTypeActivity.read(buf),
+                )
+            else -> throw RuntimeException("invalid enum value, something is very wrong!!")
+        }
+    }
+
+    override fun allocationSize(value: Turn): ULong = when(value) {
+        is Turn.Idle -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
+        is Turn.Running -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterTypeActivity.allocationSize(value.`activity`)
+            )
+        }
+        is Turn.RequiresAction -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterTypeActivity.allocationSize(value.`activity`)
+                + FfiConverterTypeNonZeroU32.allocationSize(value.`open`)
+                + FfiConverterBoolean.allocationSize(value.`paused`)
+            )
+        }
+        is Turn.Paused -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterTypeActivity.allocationSize(value.`activity`)
+            )
+        }
+    }
+
+    override fun write(value: Turn, buf: ByteBuffer) {
+        when(value) {
+            is Turn.Idle -> {
+                buf.putInt(1)
+                Unit
+            }
+            is Turn.Running -> {
+                buf.putInt(2)
+                FfiConverterTypeActivity.write(value.`activity`, buf)
+                Unit
+            }
+            is Turn.RequiresAction -> {
+                buf.putInt(3)
+                FfiConverterTypeActivity.write(value.`activity`, buf)
+                FfiConverterTypeNonZeroU32.write(value.`open`, buf)
+                FfiConverterBoolean.write(value.`paused`, buf)
+                Unit
+            }
+            is Turn.Paused -> {
+                buf.putInt(4)
+                FfiConverterTypeActivity.write(value.`activity`, buf)
+                Unit
+            }
+        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
+    }
+}
+
+
+
+
+
+/**
+ * The turn state as the client knows it (C-STATE-1).
+ */
 
 enum class TurnState {
     
@@ -4280,6 +17305,102 @@ public object FfiConverterTypeTurnState: FfiConverterRustBuffer<TurnState> {
 /**
  * @suppress
  */
+public object FfiConverterOptionalULong: FfiConverterRustBuffer<kotlin.ULong?> {
+    override fun read(buf: ByteBuffer): kotlin.ULong? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterULong.read(buf)
+    }
+
+    override fun allocationSize(value: kotlin.ULong?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterULong.allocationSize(value)
+        }
+    }
+
+    override fun write(value: kotlin.ULong?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterULong.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalLong: FfiConverterRustBuffer<kotlin.Long?> {
+    override fun read(buf: ByteBuffer): kotlin.Long? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterLong.read(buf)
+    }
+
+    override fun allocationSize(value: kotlin.Long?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterLong.allocationSize(value)
+        }
+    }
+
+    override fun write(value: kotlin.Long?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterLong.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalDouble: FfiConverterRustBuffer<kotlin.Double?> {
+    override fun read(buf: ByteBuffer): kotlin.Double? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterDouble.read(buf)
+    }
+
+    override fun allocationSize(value: kotlin.Double?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterDouble.allocationSize(value)
+        }
+    }
+
+    override fun write(value: kotlin.Double?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterDouble.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
 public object FfiConverterOptionalString: FfiConverterRustBuffer<kotlin.String?> {
     override fun read(buf: ByteBuffer): kotlin.String? {
         if (buf.get().toInt() == 0) {
@@ -4302,6 +17423,230 @@ public object FfiConverterOptionalString: FfiConverterRustBuffer<kotlin.String?>
         } else {
             buf.put(1)
             FfiConverterString.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalTypeAdditionalDirectoriesCapabilities: FfiConverterRustBuffer<AdditionalDirectoriesCapabilities?> {
+    override fun read(buf: ByteBuffer): AdditionalDirectoriesCapabilities? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypeAdditionalDirectoriesCapabilities.read(buf)
+    }
+
+    override fun allocationSize(value: AdditionalDirectoriesCapabilities?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypeAdditionalDirectoriesCapabilities.allocationSize(value)
+        }
+    }
+
+    override fun write(value: AdditionalDirectoriesCapabilities?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypeAdditionalDirectoriesCapabilities.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalTypeAgentCapabilities: FfiConverterRustBuffer<AgentCapabilities?> {
+    override fun read(buf: ByteBuffer): AgentCapabilities? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypeAgentCapabilities.read(buf)
+    }
+
+    override fun allocationSize(value: AgentCapabilities?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypeAgentCapabilities.allocationSize(value)
+        }
+    }
+
+    override fun write(value: AgentCapabilities?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypeAgentCapabilities.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalTypeAgentSetup: FfiConverterRustBuffer<AgentSetup?> {
+    override fun read(buf: ByteBuffer): AgentSetup? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypeAgentSetup.read(buf)
+    }
+
+    override fun allocationSize(value: AgentSetup?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypeAgentSetup.allocationSize(value)
+        }
+    }
+
+    override fun write(value: AgentSetup?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypeAgentSetup.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalTypeAnnotations: FfiConverterRustBuffer<Annotations?> {
+    override fun read(buf: ByteBuffer): Annotations? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypeAnnotations.read(buf)
+    }
+
+    override fun allocationSize(value: Annotations?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypeAnnotations.allocationSize(value)
+        }
+    }
+
+    override fun write(value: Annotations?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypeAnnotations.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalTypeClientCapabilities: FfiConverterRustBuffer<ClientCapabilities?> {
+    override fun read(buf: ByteBuffer): ClientCapabilities? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypeClientCapabilities.read(buf)
+    }
+
+    override fun allocationSize(value: ClientCapabilities?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypeClientCapabilities.allocationSize(value)
+        }
+    }
+
+    override fun write(value: ClientCapabilities?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypeClientCapabilities.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalTypeClientSetup: FfiConverterRustBuffer<ClientSetup?> {
+    override fun read(buf: ByteBuffer): ClientSetup? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypeClientSetup.read(buf)
+    }
+
+    override fun allocationSize(value: ClientSetup?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypeClientSetup.allocationSize(value)
+        }
+    }
+
+    override fun write(value: ClientSetup?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypeClientSetup.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalTypeCost: FfiConverterRustBuffer<Cost?> {
+    override fun read(buf: ByteBuffer): Cost? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypeCost.read(buf)
+    }
+
+    override fun allocationSize(value: Cost?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypeCost.allocationSize(value)
+        }
+    }
+
+    override fun write(value: Cost?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypeCost.write(value, buf)
         }
     }
 }
@@ -4344,6 +17689,294 @@ public object FfiConverterOptionalTypeInjectCapabilities: FfiConverterRustBuffer
 /**
  * @suppress
  */
+public object FfiConverterOptionalTypeMcpCapabilities: FfiConverterRustBuffer<McpCapabilities?> {
+    override fun read(buf: ByteBuffer): McpCapabilities? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypeMcpCapabilities.read(buf)
+    }
+
+    override fun allocationSize(value: McpCapabilities?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypeMcpCapabilities.allocationSize(value)
+        }
+    }
+
+    override fun write(value: McpCapabilities?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypeMcpCapabilities.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalTypeMirrorSnapshot: FfiConverterRustBuffer<MirrorSnapshot?> {
+    override fun read(buf: ByteBuffer): MirrorSnapshot? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypeMirrorSnapshot.read(buf)
+    }
+
+    override fun allocationSize(value: MirrorSnapshot?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypeMirrorSnapshot.allocationSize(value)
+        }
+    }
+
+    override fun write(value: MirrorSnapshot?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypeMirrorSnapshot.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalTypePendingCapabilities: FfiConverterRustBuffer<PendingCapabilities?> {
+    override fun read(buf: ByteBuffer): PendingCapabilities? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypePendingCapabilities.read(buf)
+    }
+
+    override fun allocationSize(value: PendingCapabilities?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypePendingCapabilities.allocationSize(value)
+        }
+    }
+
+    override fun write(value: PendingCapabilities?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypePendingCapabilities.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalTypeSessionCapabilities: FfiConverterRustBuffer<SessionCapabilities?> {
+    override fun read(buf: ByteBuffer): SessionCapabilities? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypeSessionCapabilities.read(buf)
+    }
+
+    override fun allocationSize(value: SessionCapabilities?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypeSessionCapabilities.allocationSize(value)
+        }
+    }
+
+    override fun write(value: SessionCapabilities?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypeSessionCapabilities.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalTypeStatusCapabilities: FfiConverterRustBuffer<StatusCapabilities?> {
+    override fun read(buf: ByteBuffer): StatusCapabilities? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypeStatusCapabilities.read(buf)
+    }
+
+    override fun allocationSize(value: StatusCapabilities?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypeStatusCapabilities.allocationSize(value)
+        }
+    }
+
+    override fun write(value: StatusCapabilities?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypeStatusCapabilities.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalTypeUsage: FfiConverterRustBuffer<Usage?> {
+    override fun read(buf: ByteBuffer): Usage? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypeUsage.read(buf)
+    }
+
+    override fun allocationSize(value: Usage?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypeUsage.allocationSize(value)
+        }
+    }
+
+    override fun write(value: Usage?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypeUsage.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalTypeCallRejected: FfiConverterRustBuffer<CallRejected?> {
+    override fun read(buf: ByteBuffer): CallRejected? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypeCallRejected.read(buf)
+    }
+
+    override fun allocationSize(value: CallRejected?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypeCallRejected.allocationSize(value)
+        }
+    }
+
+    override fun write(value: CallRejected?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypeCallRejected.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalTypeErrorReason: FfiConverterRustBuffer<ErrorReason?> {
+    override fun read(buf: ByteBuffer): ErrorReason? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypeErrorReason.read(buf)
+    }
+
+    override fun allocationSize(value: ErrorReason?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypeErrorReason.allocationSize(value)
+        }
+    }
+
+    override fun write(value: ErrorReason?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypeErrorReason.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalTypeInstruction: FfiConverterRustBuffer<Instruction?> {
+    override fun read(buf: ByteBuffer): Instruction? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypeInstruction.read(buf)
+    }
+
+    override fun allocationSize(value: Instruction?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypeInstruction.allocationSize(value)
+        }
+    }
+
+    override fun write(value: Instruction?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypeInstruction.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
 public object FfiConverterOptionalTypeItemStatus: FfiConverterRustBuffer<ItemStatus?> {
     override fun read(buf: ByteBuffer): ItemStatus? {
         if (buf.get().toInt() == 0) {
@@ -4376,6 +18009,518 @@ public object FfiConverterOptionalTypeItemStatus: FfiConverterRustBuffer<ItemSta
 /**
  * @suppress
  */
+public object FfiConverterOptionalTypeReplayFrom: FfiConverterRustBuffer<ReplayFrom?> {
+    override fun read(buf: ByteBuffer): ReplayFrom? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypeReplayFrom.read(buf)
+    }
+
+    override fun allocationSize(value: ReplayFrom?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypeReplayFrom.allocationSize(value)
+        }
+    }
+
+    override fun write(value: ReplayFrom?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypeReplayFrom.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalTypeStopReason: FfiConverterRustBuffer<StopReason?> {
+    override fun read(buf: ByteBuffer): StopReason? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypeStopReason.read(buf)
+    }
+
+    override fun allocationSize(value: StopReason?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypeStopReason.allocationSize(value)
+        }
+    }
+
+    override fun write(value: StopReason?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypeStopReason.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalTypeToolCallStatus: FfiConverterRustBuffer<ToolCallStatus?> {
+    override fun read(buf: ByteBuffer): ToolCallStatus? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypeToolCallStatus.read(buf)
+    }
+
+    override fun allocationSize(value: ToolCallStatus?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypeToolCallStatus.allocationSize(value)
+        }
+    }
+
+    override fun write(value: ToolCallStatus?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypeToolCallStatus.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalTypeToolKind: FfiConverterRustBuffer<ToolKind?> {
+    override fun read(buf: ByteBuffer): ToolKind? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypeToolKind.read(buf)
+    }
+
+    override fun allocationSize(value: ToolKind?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypeToolKind.allocationSize(value)
+        }
+    }
+
+    override fun write(value: ToolKind?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypeToolKind.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalTypeTurn: FfiConverterRustBuffer<Turn?> {
+    override fun read(buf: ByteBuffer): Turn? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypeTurn.read(buf)
+    }
+
+    override fun allocationSize(value: Turn?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypeTurn.allocationSize(value)
+        }
+    }
+
+    override fun write(value: Turn?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypeTurn.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalSequenceString: FfiConverterRustBuffer<List<kotlin.String>?> {
+    override fun read(buf: ByteBuffer): List<kotlin.String>? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterSequenceString.read(buf)
+    }
+
+    override fun allocationSize(value: List<kotlin.String>?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterSequenceString.allocationSize(value)
+        }
+    }
+
+    override fun write(value: List<kotlin.String>?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterSequenceString.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalSequenceTypeEnvVariable: FfiConverterRustBuffer<List<EnvVariable>?> {
+    override fun read(buf: ByteBuffer): List<EnvVariable>? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterSequenceTypeEnvVariable.read(buf)
+    }
+
+    override fun allocationSize(value: List<EnvVariable>?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterSequenceTypeEnvVariable.allocationSize(value)
+        }
+    }
+
+    override fun write(value: List<EnvVariable>?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterSequenceTypeEnvVariable.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalSequenceTypeHttpHeader: FfiConverterRustBuffer<List<HttpHeader>?> {
+    override fun read(buf: ByteBuffer): List<HttpHeader>? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterSequenceTypeHttpHeader.read(buf)
+    }
+
+    override fun allocationSize(value: List<HttpHeader>?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterSequenceTypeHttpHeader.allocationSize(value)
+        }
+    }
+
+    override fun write(value: List<HttpHeader>?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterSequenceTypeHttpHeader.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalSequenceTypePendingInject: FfiConverterRustBuffer<List<PendingInject>?> {
+    override fun read(buf: ByteBuffer): List<PendingInject>? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterSequenceTypePendingInject.read(buf)
+    }
+
+    override fun allocationSize(value: List<PendingInject>?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterSequenceTypePendingInject.allocationSize(value)
+        }
+    }
+
+    override fun write(value: List<PendingInject>?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterSequenceTypePendingInject.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalSequenceTypeMcpServer: FfiConverterRustBuffer<List<McpServer>?> {
+    override fun read(buf: ByteBuffer): List<McpServer>? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterSequenceTypeMcpServer.read(buf)
+    }
+
+    override fun allocationSize(value: List<McpServer>?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterSequenceTypeMcpServer.allocationSize(value)
+        }
+    }
+
+    override fun write(value: List<McpServer>?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterSequenceTypeMcpServer.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalSequenceTypeRole: FfiConverterRustBuffer<List<Role>?> {
+    override fun read(buf: ByteBuffer): List<Role>? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterSequenceTypeRole.read(buf)
+    }
+
+    override fun allocationSize(value: List<Role>?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterSequenceTypeRole.allocationSize(value)
+        }
+    }
+
+    override fun write(value: List<Role>?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterSequenceTypeRole.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalSequenceTypeToolCallContent: FfiConverterRustBuffer<List<ToolCallContent>?> {
+    override fun read(buf: ByteBuffer): List<ToolCallContent>? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterSequenceTypeToolCallContent.read(buf)
+    }
+
+    override fun allocationSize(value: List<ToolCallContent>?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterSequenceTypeToolCallContent.allocationSize(value)
+        }
+    }
+
+    override fun write(value: List<ToolCallContent>?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterSequenceTypeToolCallContent.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalSequenceTypeJsonObject: FfiConverterRustBuffer<List<JsonObject>?> {
+    override fun read(buf: ByteBuffer): List<JsonObject>? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterSequenceTypeJsonObject.read(buf)
+    }
+
+    override fun allocationSize(value: List<JsonObject>?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterSequenceTypeJsonObject.allocationSize(value)
+        }
+    }
+
+    override fun write(value: List<JsonObject>?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterSequenceTypeJsonObject.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalTypeJsonObject: FfiConverterRustBuffer<JsonObject?> {
+    override fun read(buf: ByteBuffer): JsonObject? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypeJsonObject.read(buf)
+    }
+
+    override fun allocationSize(value: JsonObject?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypeJsonObject.allocationSize(value)
+        }
+    }
+
+    override fun write(value: JsonObject?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypeJsonObject.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalTypeMessageId: FfiConverterRustBuffer<MessageId?> {
+    override fun read(buf: ByteBuffer): MessageId? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypeMessageId.read(buf)
+    }
+
+    override fun allocationSize(value: MessageId?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypeMessageId.allocationSize(value)
+        }
+    }
+
+    override fun write(value: MessageId?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypeMessageId.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalTypeValue: FfiConverterRustBuffer<Value?> {
+    override fun read(buf: ByteBuffer): Value? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypeValue.read(buf)
+    }
+
+    override fun allocationSize(value: Value?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypeValue.allocationSize(value)
+        }
+    }
+
+    override fun write(value: Value?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypeValue.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
 public object FfiConverterSequenceString: FfiConverterRustBuffer<List<kotlin.String>> {
     override fun read(buf: ByteBuffer): List<kotlin.String> {
         val len = buf.getInt()
@@ -4394,6 +18539,62 @@ public object FfiConverterSequenceString: FfiConverterRustBuffer<List<kotlin.Str
         buf.putInt(value.size)
         value.iterator().forEach {
             FfiConverterString.write(it, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterSequenceTypeEnvVariable: FfiConverterRustBuffer<List<EnvVariable>> {
+    override fun read(buf: ByteBuffer): List<EnvVariable> {
+        val len = buf.getInt()
+        return List<EnvVariable>(len) {
+            FfiConverterTypeEnvVariable.read(buf)
+        }
+    }
+
+    override fun allocationSize(value: List<EnvVariable>): ULong {
+        val sizeForLength = 4UL
+        val sizeForItems = value.map { FfiConverterTypeEnvVariable.allocationSize(it) }.sum()
+        return sizeForLength + sizeForItems
+    }
+
+    override fun write(value: List<EnvVariable>, buf: ByteBuffer) {
+        buf.putInt(value.size)
+        value.iterator().forEach {
+            FfiConverterTypeEnvVariable.write(it, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterSequenceTypeHttpHeader: FfiConverterRustBuffer<List<HttpHeader>> {
+    override fun read(buf: ByteBuffer): List<HttpHeader> {
+        val len = buf.getInt()
+        return List<HttpHeader>(len) {
+            FfiConverterTypeHttpHeader.read(buf)
+        }
+    }
+
+    override fun allocationSize(value: List<HttpHeader>): ULong {
+        val sizeForLength = 4UL
+        val sizeForItems = value.map { FfiConverterTypeHttpHeader.allocationSize(it) }.sum()
+        return sizeForLength + sizeForItems
+    }
+
+    override fun write(value: List<HttpHeader>, buf: ByteBuffer) {
+        buf.putInt(value.size)
+        value.iterator().forEach {
+            FfiConverterTypeHttpHeader.write(it, buf)
         }
     }
 }
@@ -4460,24 +18661,108 @@ public object FfiConverterSequenceTypePendingItem: FfiConverterRustBuffer<List<P
 /**
  * @suppress
  */
-public object FfiConverterSequenceTypeProtocolError: FfiConverterRustBuffer<List<ProtocolError>> {
-    override fun read(buf: ByteBuffer): List<ProtocolError> {
+public object FfiConverterSequenceTypePermissionOption: FfiConverterRustBuffer<List<PermissionOption>> {
+    override fun read(buf: ByteBuffer): List<PermissionOption> {
         val len = buf.getInt()
-        return List<ProtocolError>(len) {
-            FfiConverterTypeProtocolError.read(buf)
+        return List<PermissionOption>(len) {
+            FfiConverterTypePermissionOption.read(buf)
         }
     }
 
-    override fun allocationSize(value: List<ProtocolError>): ULong {
+    override fun allocationSize(value: List<PermissionOption>): ULong {
         val sizeForLength = 4UL
-        val sizeForItems = value.map { FfiConverterTypeProtocolError.allocationSize(it) }.sum()
+        val sizeForItems = value.map { FfiConverterTypePermissionOption.allocationSize(it) }.sum()
         return sizeForLength + sizeForItems
     }
 
-    override fun write(value: List<ProtocolError>, buf: ByteBuffer) {
+    override fun write(value: List<PermissionOption>, buf: ByteBuffer) {
         buf.putInt(value.size)
         value.iterator().forEach {
-            FfiConverterTypeProtocolError.write(it, buf)
+            FfiConverterTypePermissionOption.write(it, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterSequenceTypePlanEntry: FfiConverterRustBuffer<List<PlanEntry>> {
+    override fun read(buf: ByteBuffer): List<PlanEntry> {
+        val len = buf.getInt()
+        return List<PlanEntry>(len) {
+            FfiConverterTypePlanEntry.read(buf)
+        }
+    }
+
+    override fun allocationSize(value: List<PlanEntry>): ULong {
+        val sizeForLength = 4UL
+        val sizeForItems = value.map { FfiConverterTypePlanEntry.allocationSize(it) }.sum()
+        return sizeForLength + sizeForItems
+    }
+
+    override fun write(value: List<PlanEntry>, buf: ByteBuffer) {
+        buf.putInt(value.size)
+        value.iterator().forEach {
+            FfiConverterTypePlanEntry.write(it, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterSequenceTypeSessionInfo: FfiConverterRustBuffer<List<SessionInfo>> {
+    override fun read(buf: ByteBuffer): List<SessionInfo> {
+        val len = buf.getInt()
+        return List<SessionInfo>(len) {
+            FfiConverterTypeSessionInfo.read(buf)
+        }
+    }
+
+    override fun allocationSize(value: List<SessionInfo>): ULong {
+        val sizeForLength = 4UL
+        val sizeForItems = value.map { FfiConverterTypeSessionInfo.allocationSize(it) }.sum()
+        return sizeForLength + sizeForItems
+    }
+
+    override fun write(value: List<SessionInfo>, buf: ByteBuffer) {
+        buf.putInt(value.size)
+        value.iterator().forEach {
+            FfiConverterTypeSessionInfo.write(it, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterSequenceTypeSetupConnection: FfiConverterRustBuffer<List<SetupConnection>> {
+    override fun read(buf: ByteBuffer): List<SetupConnection> {
+        val len = buf.getInt()
+        return List<SetupConnection>(len) {
+            FfiConverterTypeSetupConnection.read(buf)
+        }
+    }
+
+    override fun allocationSize(value: List<SetupConnection>): ULong {
+        val sizeForLength = 4UL
+        val sizeForItems = value.map { FfiConverterTypeSetupConnection.allocationSize(it) }.sum()
+        return sizeForLength + sizeForItems
+    }
+
+    override fun write(value: List<SetupConnection>, buf: ByteBuffer) {
+        buf.putInt(value.size)
+        value.iterator().forEach {
+            FfiConverterTypeSetupConnection.write(it, buf)
         }
     }
 }
@@ -4544,34 +18829,6 @@ public object FfiConverterSequenceTypeUserInput: FfiConverterRustBuffer<List<Use
 /**
  * @suppress
  */
-public object FfiConverterSequenceTypeVectorFailure: FfiConverterRustBuffer<List<VectorFailure>> {
-    override fun read(buf: ByteBuffer): List<VectorFailure> {
-        val len = buf.getInt()
-        return List<VectorFailure>(len) {
-            FfiConverterTypeVectorFailure.read(buf)
-        }
-    }
-
-    override fun allocationSize(value: List<VectorFailure>): ULong {
-        val sizeForLength = 4UL
-        val sizeForItems = value.map { FfiConverterTypeVectorFailure.allocationSize(it) }.sum()
-        return sizeForLength + sizeForItems
-    }
-
-    override fun write(value: List<VectorFailure>, buf: ByteBuffer) {
-        buf.putInt(value.size)
-        value.iterator().forEach {
-            FfiConverterTypeVectorFailure.write(it, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
 public object FfiConverterSequenceTypeViolation: FfiConverterRustBuffer<List<Violation>> {
     override fun read(buf: ByteBuffer): List<Violation> {
         val len = buf.getInt()
@@ -4590,34 +18847,6 @@ public object FfiConverterSequenceTypeViolation: FfiConverterRustBuffer<List<Vio
         buf.putInt(value.size)
         value.iterator().forEach {
             FfiConverterTypeViolation.write(it, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterSequenceTypeAgentOutput: FfiConverterRustBuffer<List<AgentOutput>> {
-    override fun read(buf: ByteBuffer): List<AgentOutput> {
-        val len = buf.getInt()
-        return List<AgentOutput>(len) {
-            FfiConverterTypeAgentOutput.read(buf)
-        }
-    }
-
-    override fun allocationSize(value: List<AgentOutput>): ULong {
-        val sizeForLength = 4UL
-        val sizeForItems = value.map { FfiConverterTypeAgentOutput.allocationSize(it) }.sum()
-        return sizeForLength + sizeForItems
-    }
-
-    override fun write(value: List<AgentOutput>, buf: ByteBuffer) {
-        buf.putInt(value.size)
-        value.iterator().forEach {
-            FfiConverterTypeAgentOutput.write(it, buf)
         }
     }
 }
@@ -4656,6 +18885,62 @@ public object FfiConverterSequenceTypeContentBlock: FfiConverterRustBuffer<List<
 /**
  * @suppress
  */
+public object FfiConverterSequenceTypeEvent: FfiConverterRustBuffer<List<Event>> {
+    override fun read(buf: ByteBuffer): List<Event> {
+        val len = buf.getInt()
+        return List<Event>(len) {
+            FfiConverterTypeEvent.read(buf)
+        }
+    }
+
+    override fun allocationSize(value: List<Event>): ULong {
+        val sizeForLength = 4UL
+        val sizeForItems = value.map { FfiConverterTypeEvent.allocationSize(it) }.sum()
+        return sizeForLength + sizeForItems
+    }
+
+    override fun write(value: List<Event>, buf: ByteBuffer) {
+        buf.putInt(value.size)
+        value.iterator().forEach {
+            FfiConverterTypeEvent.write(it, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterSequenceTypeHistoryEntry: FfiConverterRustBuffer<List<HistoryEntry>> {
+    override fun read(buf: ByteBuffer): List<HistoryEntry> {
+        val len = buf.getInt()
+        return List<HistoryEntry>(len) {
+            FfiConverterTypeHistoryEntry.read(buf)
+        }
+    }
+
+    override fun allocationSize(value: List<HistoryEntry>): ULong {
+        val sizeForLength = 4UL
+        val sizeForItems = value.map { FfiConverterTypeHistoryEntry.allocationSize(it) }.sum()
+        return sizeForLength + sizeForItems
+    }
+
+    override fun write(value: List<HistoryEntry>, buf: ByteBuffer) {
+        buf.putInt(value.size)
+        value.iterator().forEach {
+            FfiConverterTypeHistoryEntry.write(it, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
 public object FfiConverterSequenceTypeInjectMode: FfiConverterRustBuffer<List<InjectMode>> {
     override fun read(buf: ByteBuffer): List<InjectMode> {
         val len = buf.getInt()
@@ -4674,6 +18959,118 @@ public object FfiConverterSequenceTypeInjectMode: FfiConverterRustBuffer<List<In
         buf.putInt(value.size)
         value.iterator().forEach {
             FfiConverterTypeInjectMode.write(it, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterSequenceTypeMcpServer: FfiConverterRustBuffer<List<McpServer>> {
+    override fun read(buf: ByteBuffer): List<McpServer> {
+        val len = buf.getInt()
+        return List<McpServer>(len) {
+            FfiConverterTypeMcpServer.read(buf)
+        }
+    }
+
+    override fun allocationSize(value: List<McpServer>): ULong {
+        val sizeForLength = 4UL
+        val sizeForItems = value.map { FfiConverterTypeMcpServer.allocationSize(it) }.sum()
+        return sizeForLength + sizeForItems
+    }
+
+    override fun write(value: List<McpServer>, buf: ByteBuffer) {
+        buf.putInt(value.size)
+        value.iterator().forEach {
+            FfiConverterTypeMcpServer.write(it, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterSequenceTypeOutput: FfiConverterRustBuffer<List<Output>> {
+    override fun read(buf: ByteBuffer): List<Output> {
+        val len = buf.getInt()
+        return List<Output>(len) {
+            FfiConverterTypeOutput.read(buf)
+        }
+    }
+
+    override fun allocationSize(value: List<Output>): ULong {
+        val sizeForLength = 4UL
+        val sizeForItems = value.map { FfiConverterTypeOutput.allocationSize(it) }.sum()
+        return sizeForLength + sizeForItems
+    }
+
+    override fun write(value: List<Output>, buf: ByteBuffer) {
+        buf.putInt(value.size)
+        value.iterator().forEach {
+            FfiConverterTypeOutput.write(it, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterSequenceTypeRole: FfiConverterRustBuffer<List<Role>> {
+    override fun read(buf: ByteBuffer): List<Role> {
+        val len = buf.getInt()
+        return List<Role>(len) {
+            FfiConverterTypeRole.read(buf)
+        }
+    }
+
+    override fun allocationSize(value: List<Role>): ULong {
+        val sizeForLength = 4UL
+        val sizeForItems = value.map { FfiConverterTypeRole.allocationSize(it) }.sum()
+        return sizeForLength + sizeForItems
+    }
+
+    override fun write(value: List<Role>, buf: ByteBuffer) {
+        buf.putInt(value.size)
+        value.iterator().forEach {
+            FfiConverterTypeRole.write(it, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterSequenceTypeSessionActivity: FfiConverterRustBuffer<List<SessionActivity>> {
+    override fun read(buf: ByteBuffer): List<SessionActivity> {
+        val len = buf.getInt()
+        return List<SessionActivity>(len) {
+            FfiConverterTypeSessionActivity.read(buf)
+        }
+    }
+
+    override fun allocationSize(value: List<SessionActivity>): ULong {
+        val sizeForLength = 4UL
+        val sizeForItems = value.map { FfiConverterTypeSessionActivity.allocationSize(it) }.sum()
+        return sizeForLength + sizeForItems
+    }
+
+    override fun write(value: List<SessionActivity>, buf: ByteBuffer) {
+        buf.putInt(value.size)
+        value.iterator().forEach {
+            FfiConverterTypeSessionActivity.write(it, buf)
         }
     }
 }
@@ -4705,12 +19102,198 @@ public object FfiConverterSequenceTypeSteerInStream: FfiConverterRustBuffer<List
         }
     }
 }
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterSequenceTypeToolCallContent: FfiConverterRustBuffer<List<ToolCallContent>> {
+    override fun read(buf: ByteBuffer): List<ToolCallContent> {
+        val len = buf.getInt()
+        return List<ToolCallContent>(len) {
+            FfiConverterTypeToolCallContent.read(buf)
+        }
+    }
+
+    override fun allocationSize(value: List<ToolCallContent>): ULong {
+        val sizeForLength = 4UL
+        val sizeForItems = value.map { FfiConverterTypeToolCallContent.allocationSize(it) }.sum()
+        return sizeForLength + sizeForItems
+    }
+
+    override fun write(value: List<ToolCallContent>, buf: ByteBuffer) {
+        buf.putInt(value.size)
+        value.iterator().forEach {
+            FfiConverterTypeToolCallContent.write(it, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterSequenceSequenceTypeContentBlock: FfiConverterRustBuffer<List<List<ContentBlock>>> {
+    override fun read(buf: ByteBuffer): List<List<ContentBlock>> {
+        val len = buf.getInt()
+        return List<List<ContentBlock>>(len) {
+            FfiConverterSequenceTypeContentBlock.read(buf)
+        }
+    }
+
+    override fun allocationSize(value: List<List<ContentBlock>>): ULong {
+        val sizeForLength = 4UL
+        val sizeForItems = value.map { FfiConverterSequenceTypeContentBlock.allocationSize(it) }.sum()
+        return sizeForLength + sizeForItems
+    }
+
+    override fun write(value: List<List<ContentBlock>>, buf: ByteBuffer) {
+        buf.putInt(value.size)
+        value.iterator().forEach {
+            FfiConverterSequenceTypeContentBlock.write(it, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterSequenceTypeJsonObject: FfiConverterRustBuffer<List<JsonObject>> {
+    override fun read(buf: ByteBuffer): List<JsonObject> {
+        val len = buf.getInt()
+        return List<JsonObject>(len) {
+            FfiConverterTypeJsonObject.read(buf)
+        }
+    }
+
+    override fun allocationSize(value: List<JsonObject>): ULong {
+        val sizeForLength = 4UL
+        val sizeForItems = value.map { FfiConverterTypeJsonObject.allocationSize(it) }.sum()
+        return sizeForLength + sizeForItems
+    }
+
+    override fun write(value: List<JsonObject>, buf: ByteBuffer) {
+        buf.putInt(value.size)
+        value.iterator().forEach {
+            FfiConverterTypeJsonObject.write(it, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterMapStringSequenceString: FfiConverterRustBuffer<Map<kotlin.String, List<kotlin.String>>> {
+    override fun read(buf: ByteBuffer): Map<kotlin.String, List<kotlin.String>> {
+        val len = buf.getInt()
+        return buildMap<kotlin.String, List<kotlin.String>>(len) {
+            repeat(len) {
+                val k = FfiConverterString.read(buf)
+                val v = FfiConverterSequenceString.read(buf)
+                this[k] = v
+            }
+        }
+    }
+
+    override fun allocationSize(value: Map<kotlin.String, List<kotlin.String>>): ULong {
+        val spaceForMapSize = 4UL
+        val spaceForChildren = value.map { (k, v) ->
+            FfiConverterString.allocationSize(k) +
+            FfiConverterSequenceString.allocationSize(v)
+        }.sum()
+        return spaceForMapSize + spaceForChildren
+    }
+
+    override fun write(value: Map<kotlin.String, List<kotlin.String>>, buf: ByteBuffer) {
+        buf.putInt(value.size)
+        // The parens on `(k, v)` here ensure we're calling the right method,
+        // which is important for compatibility with older android devices.
+        // Ref https://blog.danlew.net/2017/03/16/kotlin-puzzler-whose-line-is-it-anyways/
+        value.forEach { (k, v) ->
+            FfiConverterString.write(k, buf)
+            FfiConverterSequenceString.write(v, buf)
+        }
+    }
+}
+
+
+
+public typealias ContentBlockListPatchMember = ContentBlockListPatch
+public typealias FfiConverterTypeContentBlockListPatchMember = FfiConverterTypeContentBlockListPatch
+
+
+
+public typealias JsonObject = kotlin.String
+public typealias FfiConverterTypeJsonObject = FfiConverterString
+
+
+
+public typealias MessageId = kotlin.String
+public typealias FfiConverterTypeMessageId = FfiConverterString
+
+
+
+public typealias NonZeroU32 = kotlin.UInt
+public typealias FfiConverterTypeNonZeroU32 = FfiConverterUInt
+
+
+
+public typealias PermissionOptionId = kotlin.String
+public typealias FfiConverterTypePermissionOptionId = FfiConverterString
+
+
+
+public typealias ProtocolVersion = kotlin.UShort
+public typealias FfiConverterTypeProtocolVersion = FfiConverterUShort
+
+
+
+public typealias SessionId = kotlin.String
+public typealias FfiConverterTypeSessionId = FfiConverterString
+
+
+
+public typealias StringPatchMember = StringPatch
+public typealias FfiConverterTypeStringPatchMember = FfiConverterTypeStringPatch
+
+
+
+public typealias ToolCallId = kotlin.String
+public typealias FfiConverterTypeToolCallId = FfiConverterString
+
+
+
+public typealias Unknown = kotlin.String
+public typealias FfiConverterTypeUnknown = FfiConverterString
+
+
+
+public typealias Value = kotlin.String
+public typealias FfiConverterTypeValue = FfiConverterString
+
+
+
+
+
+
+
+
         /**
-         * The defaults: both modes, replace, `finish`, batch drain, any controller, 4096 ids.
-         */ fun `defaultAgentOptions`(): AgentOptions {
-            return FfiConverterTypeAgentOptions.lift(
+         * The default agent configuration: queue and steer, replace, `finish`, batch drain.
+         */ fun `defaultAgentConfig`(): AgentConfig {
+            return FfiConverterTypeAgentConfig.lift(
     uniffiRustCall() { _status ->
-    UniffiLib.uniffi_acp_inject_ffi_fn_func_default_agent_options(
+    UniffiLib.uniffi_acp_inject_ffi_fn_func_default_agent_config(
     
         _status)
 }
@@ -4732,15 +19315,35 @@ public object FfiConverterSequenceTypeSteerInStream: FfiConverterRustBuffer<List
     
 
         /**
-         * Replays every vector file below `dirs` through the Rust runner.
+         * Starts `command` (program and arguments) and connects to it over its stdio; `initialize`
+         * is exchanged before this returns.
          */
-    @Throws(AcpException::class) fun `runConformance`(`dirs`: List<kotlin.String>): ConformanceReport {
-            return FfiConverterTypeConformanceReport.lift(
-    uniffiRustCallWithError(AcpException) { _status ->
-    UniffiLib.uniffi_acp_inject_ffi_fn_func_run_conformance(
+    @Throws(AcpException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+     suspend fun `connect`(`command`: List<kotlin.String>, `options`: ConnectOptions) : Connection {
+        return uniffiRustCallAsync(
+        UniffiLib.uniffi_acp_inject_ffi_fn_func_connect(
+        FfiConverterSequenceString.lower(`command`),
+        FfiConverterTypeConnectOptions.lower(`options`),),
+        { future, callback, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_poll_u64(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_complete_u64(future, continuation) },
+        { future -> UniffiLib.ffi_acp_inject_ffi_rust_future_free_u64(future) },
+        // lift function
+        { FfiConverterTypeConnection.lift(it) },
+        // Error FFI converter
+        AcpException.ErrorHandler,
+    )
+    }
+
+        /**
+         * The defaults: pending updates on, 16 MiB lines, 30 s handshake, 2 s close grace, stderr
+         * forwarded.
+         */ fun `defaultConnectOptions`(): ConnectOptions {
+            return FfiConverterTypeConnectOptions.lift(
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_func_default_connect_options(
     
-        
-        FfiConverterSequenceString.lower(`dirs`),_status)
+        _status)
 }
     )
     }

@@ -24,7 +24,7 @@ mod wire;
 
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::{Mutex, MutexGuard};
 
 pub use agent::AgentCore;
 pub use client::ClientCore;
@@ -51,17 +51,44 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 /// The library's tokio runtime: the transports' I/O and tasks run here, whatever event loop
-/// the caller uses.
-fn runtime() -> &'static tokio::runtime::Runtime {
-    static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
-    RUNTIME.get_or_init(|| {
+/// the caller uses. Created on first use; [`shutdown_runtime`] stops it.
+fn runtime() -> tokio::runtime::Handle {
+    let mut rt = runtime_slot::get();
+    let rt = rt.get_or_insert_with(|| {
         tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("acp-inject")
             .enable_all()
             .build()
             .unwrap_or_else(|e| panic!("cannot start the acp-inject runtime: {e}"))
-    })
+    });
+    rt.handle().clone()
+}
+
+/// The runtime, taken out for shutdown.
+fn take_runtime() -> Option<tokio::runtime::Runtime> {
+    runtime_slot::get().take()
+}
+
+mod runtime_slot {
+    use std::sync::{Mutex, MutexGuard};
+
+    pub(super) static SLOT: Mutex<Option<tokio::runtime::Runtime>> = Mutex::new(None);
+
+    pub(super) fn get() -> MutexGuard<'static, Option<tokio::runtime::Runtime>> {
+        super::lock(&SLOT)
+    }
+}
+
+/// Stops the library's runtime: waits up to `timeout_ms` for its tasks to yield, then drops
+/// them. Call it when the program ends (the Python package does, at exit) so no library thread
+/// is still calling into the host language while it shuts down. A later async call starts a
+/// new runtime.
+#[uniffi::export]
+pub fn shutdown_runtime(timeout_ms: u64) {
+    if let Some(rt) = take_runtime() {
+        rt.shutdown_timeout(std::time::Duration::from_millis(timeout_ms));
+    }
 }
 
 /// Runs `f` as a task on the library's runtime and waits for it from any executor; a panic in
@@ -122,7 +149,8 @@ mod tests {
 
     #[test]
     fn an_async_panic_becomes_a_typed_internal_error() {
-        let r: Result<(), AcpError> = runtime().block_on(on_runtime(async { panic!("async boom") }));
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let r: Result<(), AcpError> = rt.block_on(on_runtime(async { panic!("async boom") }));
         assert_eq!(r, Err(AcpError::Internal { detail: "async boom".into() }));
     }
 }

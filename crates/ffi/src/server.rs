@@ -192,13 +192,15 @@ impl AgentServer {
     /// Starts a turn in a session with no user message.
     pub fn start_turn(&self, session_id: String) -> Result<(), AcpError> {
         // The turn task is spawned on the library's runtime.
-        let _context = crate::runtime().enter();
+        let handle = crate::runtime();
+        let _context = handle.enter();
         guard(|| Ok(self.inner.start_turn(&session_id)?))
     }
 
     /// Closes a session from the agent's side.
     pub fn close_session(&self, session_id: String) -> Result<(), AcpError> {
-        let _context = crate::runtime().enter();
+        let handle = crate::runtime();
+        let _context = handle.enter();
         guard(|| Ok(self.inner.close_session(&session_id)?))
     }
 

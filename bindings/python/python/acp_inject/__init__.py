@@ -1,98 +1,135 @@
-"""ACP v2 ``session/inject`` semantics (queue, steer, revoke, replace) from one shared Rust core.
+"""ACP v2 with ``session/inject`` (queue, steer, revoke, replace) from one shared Rust core.
 
-The classes come from the UniFFI binding of ``acp-inject-core`` (``acp_inject_ffi``); this
-module re-exports them and adds a few helpers where the generated API is awkward in Python.
-No protocol logic lives here: :class:`AgentCore` and :class:`ClientSession` run the Rust
-state machine, one FFI crossing per line (or per batch of lines).
+Everything protocol-related runs in Rust; this package is the Python face of it:
 
-Agent side::
+- :func:`connect` starts an agent and gives an asyncio :class:`Client`; its sessions
+  (:class:`Session`) have ``await``-able calls and an ``async for`` event stream.
+- :class:`Agent` and :func:`run_agent` run an agent written in Python: implement
+  :meth:`Agent.run`, the library serves the whole session surface over stdio.
+- :class:`AgentCore` and :class:`ClientCore` are the sans-IO cores, for hosts with their own
+  I/O; :mod:`acp_inject.conformance` replays the conformance vectors through them.
 
-    core = AgentCore(default_agent_options())
-    core.create_session("s1")
-    for out in core.handle_line("c1", line_from_client):
-        ...  # AgentOutput.LINE (send) or AgentOutput.ACTION (drive the model)
-
-Client side::
-
-    session = ClientSession("s1", capabilities)
-    send(session.prompt([text("fix the bug")]))
-    session.receive(line_from_agent)      # raises AcpError.Protocol on an error answer
-    snapshot = session.snapshot()
+The wire types (``ContentBlock``, ``SessionUpdate``, ``Usage``, …) are the generated ones,
+shared with Kotlin and Swift; :func:`text` and friends build the common ones.
 """
 
 from __future__ import annotations
 
-from typing import Iterable, List, Optional, Tuple
+import atexit
+import inspect
 
+from . import acp_inject_ffi as _ffi
 from .acp_inject_ffi import (
     AcpError,
-    Affordances,
+    Activity,
+    AgentConfig,
     AgentCore,
-    AgentOptions,
-    AgentOutput,
+    AgentInfo,
+    AgentMessageChunk,
+    AgentThoughtChunk,
+    Answer,
     BreakPoint,
+    CallRejected,
     ClearStyle,
-    ClientSession,
-    ClientSnapshot,
-    ConformanceReport,
+    ClientCore,
+    ConnectionRole,
     ContentBlock,
+    ErrorReason,
+    Event,
+    HistoryEntry,
+    Implementation,
+    InitializeResponse,
     InjectCapabilities,
     InjectMode,
-    InternalError,
     ItemMode,
     ItemStatus,
+    MessageRole,
+    MirrorSnapshot,
+    Output,
+    PendingCapabilities,
     PendingInject,
     PendingItem,
+    PermissionOption,
+    PermissionOptionKind,
+    PlanEntry,
+    Policy,
     ProtocolError,
     QueueDrain,
+    RequestId,
+    RequestPermissionOutcome,
+    RequestPermissionRequest,
     RevokeReplace,
-    Role,
     RuntimeAction,
     RuntimeEvent,
+    SessionActivity,
+    SessionEvent,
+    SessionInfo,
+    SessionSetup,
+    SessionUpdate,
+    SetupSupport,
     SteerInStream,
+    StopReason,
+    TextContent,
+    ToolCallContent,
+    ToolCallContentBlock,
+    ToolCallStatus,
+    ToolCallUpdate,
+    ToolKind,
     TranscriptEntry,
-    TranscriptRole,
+    Turn as TurnPhase,
+    TurnEnd,
     TurnState,
+    Usage,
     UserInput,
-    VectorFailure,
     Violation,
-    default_agent_options,
+    default_agent_config,
     library_version,
-    run_conformance,
 )
-
-__all__ = [
-    "AcpError", "Affordances", "AgentCore", "AgentOptions", "AgentOutput", "BreakPoint", "ClearStyle",
-    "ClientSession", "ClientSnapshot", "ConformanceReport", "ContentBlock", "InjectCapabilities",
-    "InjectMode", "InternalError", "ItemMode", "ItemStatus", "PendingInject", "PendingItem",
-    "ProtocolError", "QueueDrain", "RevokeReplace", "Role", "RuntimeAction", "RuntimeEvent",
-    "SteerInStream", "TranscriptEntry", "TranscriptRole", "TurnState", "UserInput", "VectorFailure",
-    "Violation", "default_agent_options", "library_version", "run_conformance",
-    "text", "lines_for", "actions_of", "__version__",
-]
+from .agent import Agent, Turn, run_agent, serve_stdio
+from .client import Client, Session, connect
+from .content import text, text_of
 
 __version__: str = library_version()
 
+__all__ = [
+    "AcpError", "Activity", "Agent", "AgentConfig", "AgentCore", "AgentInfo", "AgentMessageChunk",
+    "AgentThoughtChunk", "Answer", "BreakPoint", "CallRejected", "ClearStyle", "Client", "ClientCore",
+    "ConnectionRole", "ContentBlock", "ErrorReason", "Event", "HistoryEntry", "Implementation",
+    "InitializeResponse", "InjectCapabilities", "InjectMode", "ItemMode", "ItemStatus", "MessageRole",
+    "MirrorSnapshot", "Output", "PendingCapabilities", "PendingInject", "PendingItem", "PermissionOption",
+    "PermissionOptionKind", "PlanEntry", "Policy", "ProtocolError", "QueueDrain", "RequestId",
+    "RequestPermissionOutcome", "RequestPermissionRequest", "RevokeReplace", "RuntimeAction", "RuntimeEvent",
+    "Session", "SessionActivity", "SessionEvent", "SessionInfo", "SessionSetup", "SessionUpdate",
+    "SetupSupport", "SteerInStream", "StopReason", "TextContent", "ToolCallContent", "ToolCallContentBlock",
+    "ToolCallStatus", "ToolCallUpdate", "ToolKind", "TranscriptEntry", "Turn", "TurnEnd", "TurnState",
+    "Usage", "UserInput", "Violation", "__version__", "connect", "default_agent_config",
+    "library_version", "run_agent", "serve_stdio", "text", "text_of",
+]
 
-def text(value: str) -> ContentBlock:
-    """A text content block."""
-    return ContentBlock.TEXT(text=value)
+
+def _readable_reprs() -> None:
+    """Generated records and enum variants define ``__str__`` with their fields; make ``repr``
+    (what lists, tracebacks and the REPL show) the same, so every value prints its contents
+    (the enum variants' own ``__repr__`` would print ``ContentBlock.TEXT()``)."""
+    seen: set = set()
+
+    def fix(cls: type) -> None:
+        if cls in seen:
+            return
+        seen.add(cls)
+        if cls.__str__ is not object.__str__:
+            cls.__repr__ = cls.__str__  # type: ignore[method-assign]
+        for member in list(vars(cls).values()):
+            if inspect.isclass(member) and member.__module__.startswith(_ffi.__name__):
+                fix(member)
+
+    for value in list(vars(_ffi).values()):
+        if inspect.isclass(value) and value.__module__.startswith(_ffi.__name__) and not issubclass(value, BaseException):
+            fix(value)
 
 
-def lines_for(outputs: Iterable[AgentOutput], connection: str) -> List[str]:
-    """The JSON-RPC lines among ``outputs`` that go to ``connection``: its responses and
-    every notification (notifications have ``to is None`` and go to all connections)."""
-    return [
-        o.line
-        for o in outputs
-        if isinstance(o, AgentOutput.LINE) and (o.to is None or o.to == connection)
-    ]
+_readable_reprs()
 
-
-def actions_of(outputs: Iterable[AgentOutput], session: Optional[str] = None) -> List[Tuple[str, RuntimeAction]]:
-    """The runtime actions among ``outputs`` as ``(session, action)`` pairs, in order."""
-    return [
-        (o.session, o.action)
-        for o in outputs
-        if isinstance(o, AgentOutput.ACTION) and (session is None or o.session == session)
-    ]
+# The library's I/O runs on its own threads; stop them before the interpreter shuts down, so
+# none is still calling into Python while it goes away.
+atexit.register(_ffi.shutdown_runtime, 1000)

@@ -1,0 +1,54 @@
+"""A complete ACP v2 agent with session/inject, in Python: a scripted "model" that streams its
+answer, runs two tool calls (asking permission before the second) and reads the steers the
+user sends mid-turn at each tool result. Queue, steer, revoke, replace, cancel, status, list,
+resume and close are the library's.
+
+    python bindings/python/examples/agent.py [--store sessions.db] [--delay-ms 50]
+"""
+
+import argparse
+
+from acp_inject import Agent, BreakPoint, ToolCallStatus, ToolKind, TurnEnd, StopReason, Usage, run_agent, text_of
+from acp_inject.agent import agent_config
+
+
+class ScriptedAgent(Agent):
+    def __init__(self, delay: float) -> None:
+        self.delay = delay
+
+    async def run(self, turn, messages):
+        heard = [text_of(m.content) for m in messages]
+        turn.say(f"Working on: {'; '.join(heard)}. ")
+        for step in (1, 2):
+            if not await turn.sleep(self.delay):
+                return None                       # cancelled: the library reports it
+            turn.say(f"step {step} of my plan. ")
+        for tool in (1, 2):
+            call = f"call_{turn.session_id}_{len(heard)}_{tool}"
+            turn.tool_call(call, ToolCallStatus.PENDING(), title=f"Run step {tool}", kind=ToolKind.EXECUTE())
+            if tool == 2 and await turn.permission(f"Allow step {tool}?") != "allow":
+                turn.tool_call(call, ToolCallStatus.FAILED())
+                continue
+            turn.tool_call(call, ToolCallStatus.IN_PROGRESS())
+            if not await turn.sleep(self.delay):
+                return None
+            turn.tool_call(call, ToolCallStatus.COMPLETED(), output=f"step {tool} done")
+            for steer in turn.break_point(BreakPoint.TOOL_RESULT):
+                heard.append(text_of(steer.content))      # the model reads the user's steer here
+                turn.say(f"(noted: {text_of(steer.content)}) ")
+        turn.say(f"Done ({len(heard)} message(s) handled this turn).")
+        usage = Usage(total_tokens=100 * len(heard) + 50, input_tokens=100 * len(heard), output_tokens=50,
+                      thought_tokens=None, cached_read_tokens=None, cached_write_tokens=None, meta=None)
+        return TurnEnd(stop_reason=StopReason.END_TURN(), usage=usage)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--store", help="keep sessions in this SQLite file")
+    parser.add_argument("--delay-ms", type=int, default=50, help="pause between model steps")
+    args = parser.parse_args()
+    run_agent(ScriptedAgent(args.delay_ms / 1000), agent_config("acp-inject-python-example"), store=args.store)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,214 @@
+"""Agents written in Python: subclass :class:`Agent`, implement :meth:`Agent.run`, call
+:func:`run_agent`. The library serves the protocol over stdio — ``initialize``, sessions (new,
+list, resume with replay, close, status), prompts, queue and steer injects, revoke, replace,
+cancel — and calls :meth:`Agent.run` for each turn with the messages that open it.
+
+Inside a turn, :class:`Turn` streams the agent's output, asks permission, and reports
+break-points, where steers the user sent mid-turn are delivered and handed back::
+
+    class Echo(Agent):
+        async def run(self, turn, messages):
+            turn.say("You said: " + text_of(messages[0].content))
+
+    run_agent(Echo())
+
+stdout carries the protocol: log to stderr.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import List, Optional, Sequence, Tuple, Union
+
+from . import acp_inject_ffi as _ffi
+from .acp_inject_ffi import acp_inject_ffi as _raw  # the generated module itself (for names it does not export)
+from .acp_inject_ffi import (
+    AgentConfig,
+    AgentInfo,
+    AgentRuntime,
+    BreakPoint,
+    ContentBlock,
+    PendingInject,
+    PermissionOption,
+    PermissionOptionKind,
+    PlanEntry,
+    RequestPermissionOutcome,
+    SessionSetup,
+    SessionUpdate,
+    StopReason,
+    ToolCallContent,
+    ToolCallContentBlock,
+    ToolCallStatus,
+    ToolCallUpdate,
+    ToolKind,
+    TurnContext,
+    TurnEnd,
+    Usage,
+    UserInput,
+)
+from .content import text
+
+# Ids are plain strings on the wire and in Python.
+MessageId = str
+PermissionOptionId = str
+ToolCallId = str
+
+
+class Turn:
+    """One running turn: what the agent says and does, and what the user sends meanwhile."""
+
+    def __init__(self, ctx: TurnContext) -> None:
+        self._ctx = ctx
+        self._message: Optional[MessageId] = None
+
+    @property
+    def session_id(self) -> str:
+        """The session."""
+        return self._ctx.session_id()
+
+    @property
+    def cwd(self) -> str:
+        """The session's working directory."""
+        return self._ctx.cwd()
+
+    def new_message(self) -> MessageId:
+        """Starts a new agent message; :meth:`say` then streams into it."""
+        self._message = self._ctx.new_message_id()
+        return self._message
+
+    def say(self, words: str) -> None:
+        """Streams text into the current agent message (started on first use)."""
+        if self._message is None:
+            self.new_message()
+        assert self._message is not None
+        self._ctx.send_text(self._message, words)
+
+    def send(self, update: SessionUpdate) -> None:
+        """Sends any of the agent's own updates (thoughts, plans, usage, session info, …)."""
+        self._ctx.send(update)
+
+    def tool_call(
+        self,
+        tool_call_id: str,
+        status: ToolCallStatus,
+        title: Optional[str] = None,
+        kind: Optional[ToolKind] = None,
+        output: Optional[str] = None,
+    ) -> None:
+        """Reports a tool call (created or changed); ``output`` becomes its text content."""
+        content = None if output is None else [ToolCallContent.CONTENT(ToolCallContentBlock(content=text(output), meta=None))]
+        update = ToolCallUpdate(
+            tool_call_id=ToolCallId(tool_call_id), name=None, title=title, kind=kind, status=status,
+            content=content, locations=None, raw_input=None, raw_output=None, meta=None,
+        )
+        self._ctx.send(SessionUpdate.TOOL_CALL_UPDATE(update))
+
+    def break_point(self, kind: BreakPoint = BreakPoint.TOOL_RESULT) -> List[UserInput]:
+        """A safe point (a tool result, between model steps): steers sent meanwhile are
+        delivered now and returned, for the model to read."""
+        return self._ctx.break_point(kind)
+
+    def stream_started(self) -> None:
+        """A model stream with no tool call pending began."""
+        self._ctx.stream_started()
+
+    def stream_finished(self) -> None:
+        """That stream ended."""
+        self._ctx.stream_finished()
+
+    @property
+    def cancelled(self) -> bool:
+        """The user cancelled the turn: stop and return."""
+        return self._ctx.is_cancelled()
+
+    async def wait_cancelled(self) -> None:
+        """Returns when the user cancels the turn."""
+        await self._ctx.cancelled()
+
+    @property
+    def interrupt_requested(self) -> bool:
+        """A steer asked to cut the current model stream (``steerInStream: interrupt``)."""
+        return self._ctx.interrupt_requested()
+
+    async def sleep(self, seconds: float) -> bool:
+        """Waits, unless the user cancels first; returns ``False`` when cancelled."""
+        if self.cancelled:
+            return False
+        waiter = asyncio.ensure_future(self.wait_cancelled())
+        try:
+            done, _ = await asyncio.wait({waiter}, timeout=seconds)
+        finally:
+            waiter.cancel()
+        return not done and not self.cancelled
+
+    async def permission(self, title: str, options: Sequence[Tuple[str, str, PermissionOptionKind]] = ()) -> Optional[str]:
+        """Asks the user (``session/request_permission``); returns the chosen option id, or
+        ``None`` when the request was cancelled. The default options are allow/reject once."""
+        opts = [
+            PermissionOption(option_id=PermissionOptionId(oid), name=name, kind=kind, meta=None)
+            for oid, name, kind in (options or (("allow", "Allow", PermissionOptionKind.ALLOW_ONCE()), ("reject", "Reject", PermissionOptionKind.REJECT_ONCE())))
+        ]
+        outcome = await self._ctx.request_permission(title, None, opts)
+        if isinstance(outcome, RequestPermissionOutcome.SELECTED):
+            return str(outcome[0].option_id)
+        return None
+
+
+class Agent(AgentRuntime):
+    """Subclass and implement :meth:`run`; the other hooks are optional."""
+
+    async def run(self, turn: Turn, messages: List[UserInput]) -> Optional[TurnEnd]:
+        """One turn, opened by ``messages`` (empty for a turn the agent started itself).
+        Return ``None`` to end it normally, or a :class:`TurnEnd` with another stop reason or
+        usage."""
+        raise NotImplementedError
+
+    async def opened(self, session_id: str, setup: SessionSetup) -> None:
+        """A client created a session (``cwd``, ``additional_directories``, ``mcp_servers``)."""
+
+    async def resumed(self, session_id: str, setup: SessionSetup) -> None:
+        """A client resumed a session."""
+
+    async def closed(self, session_id: str, dropped: List[PendingInject]) -> None:
+        """A session closed; ``dropped`` were pending and will never be delivered."""
+
+    # The runtime interface the library calls.
+    async def run_turn(self, turn: TurnContext, input: List[UserInput]) -> TurnEnd:
+        t = Turn(turn)
+        end = await self.run(t, input)
+        if end is not None:
+            return end
+        return TurnEnd(stop_reason=StopReason.CANCELLED() if t.cancelled else StopReason.END_TURN(), usage=None)
+
+    async def session_opened(self, session_id: str, setup: SessionSetup) -> None:
+        await self.opened(session_id, setup)
+
+    async def session_resumed(self, session_id: str, setup: SessionSetup) -> None:
+        await self.resumed(session_id, setup)
+
+    async def session_closed(self, session_id: str, dropped: List[PendingInject]) -> None:
+        await self.closed(session_id, dropped)
+
+
+def agent_config(name: str, version: str = "0.1.0", steer_in_stream: str = "finish") -> AgentConfig:
+    """The default configuration (queue and steer, replace) under this agent's name."""
+    config = _ffi.default_agent_config()
+    config.info = AgentInfo(name=name, version=version)
+    if steer_in_stream == "interrupt" and config.inject is not None:
+        config.inject.steer_in_stream = [_ffi.SteerInStream.INTERRUPT]
+        config.policy.steer_in_stream = _ffi.SteerInStream.INTERRUPT
+    return config
+
+
+async def serve_stdio(agent: Agent, config: Optional[AgentConfig] = None, store: Optional[str] = None) -> None:
+    """Serves ``agent`` over this process's stdin/stdout until the client closes stdin. With
+    ``store`` (a file path), sessions live in SQLite and outlive the process."""
+    # The library calls the agent's async methods from its own threads: they run on this loop.
+    _raw.uniffi_set_event_loop(asyncio.get_running_loop())
+    server = _ffi.AgentServer(agent, config or agent_config(type(agent).__name__), store)
+    await server.run_stdio()
+
+
+def run_agent(agent: Agent, config: Optional[AgentConfig] = None, store: Optional[str] = None) -> None:
+    """Runs ``agent`` over stdio until the client goes away (see :func:`serve_stdio`)."""
+    asyncio.run(serve_stdio(agent, config, store))

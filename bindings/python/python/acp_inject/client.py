@@ -1,0 +1,226 @@
+"""The asyncio client: one connection to an agent process, many sessions on it.
+
+The connection (ids, routing, the read loop, the agent's stderr and exit) runs in Rust; each
+call here is one ``await``, and a session's events arrive in batches, one per read from the
+agent::
+
+    async with connect(["my-agent", "--flag"]) as agent:
+        session = await agent.new_session("/home/me/project")
+        await session.prompt("fix the bug")
+        async for activity in session.events():
+            ...
+"""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import AsyncIterator, List, Optional, Sequence, Tuple, Type, Union
+
+from . import acp_inject_ffi as _ffi
+from .acp_inject_ffi import (
+    AcpError,
+    Implementation,
+    InitializeResponse,
+    InjectCapabilities,
+    InjectMode,
+    McpServer,
+    MirrorSnapshot,
+    RequestId,
+    RequestPermissionOutcome,
+    SelectedPermissionOutcome,
+    SessionActivity,
+    SessionInfo,
+)
+from .content import Content, blocks
+
+# Ids are plain strings on the wire and in Python.
+MessageId = str
+PermissionOptionId = str
+ToolCallId = str
+
+Mode = Union[InjectMode, str]
+
+
+def _mode(mode: Mode) -> InjectMode:
+    if isinstance(mode, InjectMode):
+        return mode
+    try:
+        return InjectMode[mode.upper()]
+    except KeyError:
+        raise ValueError(f"unknown inject mode {mode!r} (queue or steer)") from None
+
+
+class Session:
+    """A session open on a :class:`Client`."""
+
+    def __init__(self, inner: _ffi.Session) -> None:
+        self._inner = inner
+
+    def __repr__(self) -> str:
+        return f"Session({self.id!r})"
+
+    @property
+    def id(self) -> str:
+        """The session's id."""
+        return self._inner.id()
+
+    async def prompt(self, content: Content) -> Optional[MessageId]:
+        """``session/prompt``: returns once the message is inserted, with its id (``None``
+        from an agent that answers ``{}``). During a turn the agent refuses it
+        (``AcpError.Protocol`` with reason ``TURN_IN_PROGRESS``): use :meth:`inject`."""
+        return await self._inner.prompt(blocks(content))
+
+    async def inject(self, content: Content, mode: Mode = InjectMode.QUEUE) -> MessageId:
+        """``session/inject`` (``queue`` by default, or ``steer``); returns the message's id.
+        Raises ``AcpError.Rejected`` without sending when the agent does not offer the mode."""
+        return await self._inner.inject(_mode(mode), blocks(content))
+
+    async def revoke(self, message_id: MessageId) -> None:
+        """``session/revoke_inject`` of one of this client's pending injects."""
+        await self._inner.revoke(message_id)
+
+    async def replace(self, message_id: MessageId, content: Content) -> None:
+        """``session/replace_inject``: new content, same id, mode and position."""
+        await self._inner.replace(message_id, blocks(content))
+
+    def cancel(self) -> None:
+        """``session/cancel``: the running turn ends ``cancelled``; pending injects survive."""
+        self._inner.cancel()
+
+    async def status(self) -> bool:
+        """``session/status``: whether the agent holds the session."""
+        return await self._inner.status()
+
+    async def close(self) -> None:
+        """``session/close``."""
+        await self._inner.close()
+
+    def snapshot(self) -> MirrorSnapshot:
+        """Everything a UI renders now: state, own pending items, transcript, violations."""
+        snap = self._inner.snapshot()
+        if snap is None:
+            raise AcpError.InvalidInput(detail=f"session {self.id} is not open on this connection")
+        return snap
+
+    def allow(self, request: RequestId, option_id: str) -> None:
+        """Answers a permission request with the chosen option."""
+        outcome = RequestPermissionOutcome.SELECTED(SelectedPermissionOutcome(option_id=PermissionOptionId(option_id), meta=None))
+        self._inner.answer_permission(request, outcome)
+
+    def answer_permission(self, request: RequestId, outcome: RequestPermissionOutcome) -> None:
+        """Answers a permission request."""
+        self._inner.answer_permission(request, outcome)
+
+    async def next_events(self) -> List[SessionActivity]:
+        """Waits for activity and returns all of it (one batch per read from the agent)."""
+        return await self._inner.next_events()
+
+    async def events(self) -> AsyncIterator[SessionActivity]:
+        """Every activity of the session, in order, until the connection ends."""
+        while True:
+            try:
+                batch = await self._inner.next_events()
+            except AcpError.Disconnected:
+                return
+            for activity in batch:
+                yield activity
+
+
+class Client:
+    """A connection to one agent process (see :func:`connect`)."""
+
+    def __init__(self, inner: _ffi.Connection) -> None:
+        self._inner = inner
+
+    @property
+    def agent(self) -> InitializeResponse:
+        """The agent's ``initialize`` answer: version, identity, capabilities."""
+        return self._inner.agent()
+
+    @property
+    def inject(self) -> Optional[InjectCapabilities]:
+        """What the agent offers for ``session/inject`` (``None``: no inject)."""
+        caps = self.agent.capabilities
+        session = caps.session if caps else None
+        return session.inject if session else None
+
+    async def new_session(self, cwd: str, additional_directories: Sequence[str] = (), mcp_servers: Sequence[McpServer] = ()) -> Session:
+        """``session/new``."""
+        return Session(await self._inner.new_session(cwd, list(additional_directories), list(mcp_servers)))
+
+    async def list_sessions(self, cwd: Optional[str] = None, cursor: Optional[str] = None) -> Tuple[List[SessionInfo], Optional[str]]:
+        """``session/list``: one page, and the cursor of the next (``None`` at the end)."""
+        page = await self._inner.list_sessions(cwd, cursor)
+        return page.sessions, page.next_cursor
+
+    async def sessions(self, cwd: Optional[str] = None) -> AsyncIterator[SessionInfo]:
+        """Every session the agent knows, newest first, page after page."""
+        cursor: Optional[str] = None
+        while True:
+            page, cursor = await self.list_sessions(cwd, cursor)
+            for info in page:
+                yield info
+            if cursor is None:
+                return
+
+    async def resume(self, session_id: str, cwd: str, replay: bool = True) -> Session:
+        """``session/resume``; with ``replay`` the conversation is replayed into the session
+        (its transcript and event stream) before this returns."""
+        return Session(await self._inner.resume(session_id, cwd, replay))
+
+    async def close(self) -> None:
+        """Closes the connection: the agent's stdin closes, it may exit, else it is killed."""
+        await self._inner.close()
+
+    def ignored(self) -> List[str]:
+        """Agent lines the connection could not use, most recent last."""
+        return self._inner.ignored()
+
+    async def __aenter__(self) -> "Client":
+        return self
+
+    async def __aexit__(self, kind: Optional[Type[BaseException]], value: Optional[BaseException], tb: Optional[TracebackType]) -> None:
+        await self.close()
+
+
+class _Connecting:
+    """The awaitable and async context manager :func:`connect` returns."""
+
+    def __init__(self, command: Sequence[str], options: _ffi.ConnectOptions) -> None:
+        self._command, self._options = list(command), options
+        self._client: Optional[Client] = None
+
+    def __await__(self):  # type: ignore[no-untyped-def]
+        return self._open().__await__()
+
+    async def _open(self) -> Client:
+        self._client = Client(await _ffi.connect(self._command, self._options))
+        return self._client
+
+    async def __aenter__(self) -> Client:
+        return await self._open()
+
+    async def __aexit__(self, kind: Optional[Type[BaseException]], value: Optional[BaseException], tb: Optional[TracebackType]) -> None:
+        if self._client is not None:
+            await self._client.close()
+
+
+def connect(
+    command: Sequence[str],
+    *,
+    name: str = "acp-inject-python",
+    version: str = "0",
+    pending_updates: bool = True,
+    forward_stderr: bool = True,
+    handshake_timeout: float = 30.0,
+) -> _Connecting:
+    """Starts ``command`` (program and arguments) and connects to it over stdio. Use as
+    ``async with connect(cmd) as client`` or ``client = await connect(cmd)``. Raises
+    ``AcpError.Disconnected`` when the agent cannot be started or exits (with its exit status
+    and the end of its stderr)."""
+    options = _ffi.default_connect_options()
+    options.client = Implementation(name=name, title=None, version=version, meta=None)
+    options.pending_updates = pending_updates
+    options.forward_stderr = forward_stderr
+    options.handshake_timeout_ms = int(handshake_timeout * 1000)
+    return _Connecting(command, options)

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
 use acp_inject_conformance::{AgentSetup, ClientSetup, Instruction, Side};
-use acp_inject_core::agent::{HistoryEntry, Output};
+use acp_inject_core::agent::{HistoryEntry, HostError, Output};
 use acp_inject_core::client::{CallRejected, Event, ItemStatus, MirrorSnapshot};
 
 use crate::{guard, lock, AcpError};
@@ -60,9 +60,9 @@ impl VectorRun {
         guard(|| Ok(lock(&self.run).next()?))
     }
 
-    /// Reports a runtime event's result: `None` if accepted, else the host error's kind.
-    pub fn record_runtime_result(&self, host_error: Option<String>) -> Result<(), AcpError> {
-        guard(|| Ok(lock(&self.run).record_runtime_result(host_error.as_deref())?))
+    /// Reports a runtime event's result: `None` if accepted, else the host error.
+    pub fn record_runtime_result(&self, host_error: Option<HostError>) -> Result<(), AcpError> {
+        guard(|| Ok(lock(&self.run).record_runtime_result(host_error.as_ref().map(HostError::kind))?))
     }
 
     /// Reports the outputs drained, with the connections attached to each live session.

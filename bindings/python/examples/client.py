@@ -1,0 +1,143 @@
+"""A scripted client session against any ACP v2 agent, checking the inject rules as it goes.
+
+    python bindings/python/examples/client.py -- AGENT_COMMAND [ARGS…]
+
+It prompts, steers and queues mid-turn, revokes, replaces, cancels, and runs two sessions at
+once on the one connection, printing the transcript and the pending list as they change. It
+exits 0 only when every step behaved as the rules say. Against an agent that offers no
+session/inject it says so and skips those steps. Permission requests are allowed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from typing import Callable, List, Optional
+
+import acp_inject as acp
+from acp_inject import InjectMode, MirrorSnapshot, SessionActivity, SessionEvent, TurnState, text_of
+
+TIMEOUT = 60.0
+
+
+class Checks:
+    def __init__(self) -> None:
+        self.failed: List[str] = []
+
+    def expect(self, ok: bool, what: str) -> None:
+        print(("  ok    " if ok else "  FAIL  ") + what, flush=True)
+        if not ok:
+            self.failed.append(what)
+
+
+_last_pending: dict = {}
+
+
+def show(name: str, activity: SessionActivity, session: acp.Session) -> None:
+    """Prints what changed: a transcript line, a state, or the pending list."""
+    if isinstance(activity, SessionActivity.PERMISSION_REQUESTED):
+        print(f"[{name}] permission asked: {activity.params.title} -> allowing", flush=True)
+        options = activity.params.options
+        allow = next((o for o in options if "allow" in str(o.kind).lower()), options[0])
+        session.allow(activity.request, str(allow.option_id))
+        return
+    event = activity[0]
+    if isinstance(event, SessionEvent.ITEM):
+        pending = [f"{p.mode.name.lower()}:{text_of(p.content)!r}" for p in session.snapshot().pending]
+        if _last_pending.get(name) != pending:
+            _last_pending[name] = pending
+            print(f"[{name}] pending now: {pending}", flush=True)
+    elif isinstance(event, SessionEvent.UPDATE):
+        u = event[0]
+        if isinstance(u, acp.SessionUpdate.USER_MESSAGE):
+            print(f"[{name}] user  {u[0].message_id}: {text_of(u[0].content.value) if hasattr(u[0].content, 'value') else ''}", flush=True)
+        elif isinstance(u, acp.SessionUpdate.STATE_UPDATE):
+            print(f"[{name}] state {type(u[0]).__name__.split('.')[-1].lower()}", flush=True)
+
+
+async def until(name: str, session: acp.Session, done: Callable[[MirrorSnapshot], bool]) -> bool:
+    """Follows the session's events until `done` holds for its snapshot (or the timeout)."""
+    async def follow() -> None:
+        while not done(session.snapshot()):
+            for activity in await session.next_events():
+                show(name, activity, session)
+    try:
+        await asyncio.wait_for(follow(), TIMEOUT)
+        return True
+    except asyncio.TimeoutError:
+        return False
+
+
+def users(snap: MirrorSnapshot) -> List[str]:
+    return [text_of(e.content) for e in snap.transcript if e.role == acp.MessageRole.USER]
+
+
+async def main(command: List[str]) -> int:
+    checks = Checks()
+    async with acp.connect(command, name="acp-inject-example-client") as agent:
+        inject = agent.inject
+        print(f"agent: {agent.agent.info.name} {agent.agent.info.version}; inject: {inject}", flush=True)
+        a = await agent.new_session("/tmp")
+        print(f"session A: {a.id}")
+
+        await a.prompt("Refactor the login module")
+        checks.expect(await until("A", a, lambda s: s.state != TurnState.IDLE), "the prompt starts a turn")
+        if inject is None:
+            print("the agent offers no session/inject: skipping steer, queue, revoke and replace")
+        else:
+            modes = inject.modes
+            if InjectMode.STEER in modes:
+                await a.inject("use auth_v2", mode="steer")
+            if InjectMode.QUEUE in modes:
+                await a.inject("then update the docs", mode="queue")
+                gone = await a.inject("revoke me", mode="queue")
+                await a.revoke(gone)
+                checks.expect("revoke me" not in [text_of(p.content) for p in a.snapshot().pending], "a revoked inject leaves the pending list")
+                if inject.pending is not None and inject.pending.replace:
+                    draft = await a.inject("draft", mode="queue")
+                    await a.replace(draft, "final text")
+            wanted = ["use auth_v2"] if InjectMode.STEER in modes else []
+            if InjectMode.QUEUE in modes:
+                wanted.append("then update the docs")
+                if inject.pending is not None and inject.pending.replace:
+                    wanted.append("final text")
+            ok = await until("A", a, lambda s: all(w in users(s) for w in wanted) and s.state == TurnState.IDLE and not s.pending)
+            checks.expect(ok, f"every accepted inject is delivered: {wanted}")
+            seen = users(a.snapshot())
+            checks.expect("revoke me" not in seen and "draft" not in seen, "revoked and replaced content is never delivered")
+
+        # Cancel a running turn: it ends cancelled.
+        await a.prompt("Write the migration guide")
+        await until("A", a, lambda s: s.state != TurnState.IDLE)
+        a.cancel()
+        ok = await until("A", a, lambda s: s.state == TurnState.IDLE)
+        reason = a.snapshot().stop_reason
+        checks.expect(ok and isinstance(reason, acp.StopReason.CANCELLED), f"cancel ends the turn as cancelled ({reason})")
+
+        # Two sessions at once on the one connection.
+        b = await agent.new_session("/tmp")
+        print(f"session B: {b.id}")
+        await asyncio.gather(a.prompt("Session A: add tests"), b.prompt("Session B: fix the build"))
+        ok_a, ok_b = await asyncio.gather(
+            until("A", a, lambda s: "Session A: add tests" in users(s) and s.state == TurnState.IDLE),
+            until("B", b, lambda s: "Session B: fix the build" in users(s) and s.state == TurnState.IDLE),
+        )
+        checks.expect(ok_a and ok_b, "both sessions ran their turns")
+        checks.expect(not any(u.startswith("Session B") for u in users(a.snapshot())), "nothing of session B reached session A")
+        checks.expect(users(b.snapshot()) == ["Session B: fix the build"], "session B holds only its own message")
+
+        print("\ntranscript of A:")
+        for e in a.snapshot().transcript:
+            print(f"  {e.role.name.lower():7} {e.message_id}: {text_of(e.content)[:80]}")
+    print(f"\n{len(checks.failed)} check(s) failed" if checks.failed else "\nevery step behaved per the rules")
+    return 1 if checks.failed else 0
+
+
+if __name__ == "__main__":
+    argv = sys.argv[1:]
+    if argv and argv[0] == "--":
+        argv = argv[1:]
+    if not argv:
+        print(__doc__, file=sys.stderr)
+        sys.exit(2)
+    sys.exit(asyncio.run(main(argv)))

@@ -410,14 +410,19 @@ pub mod __de {
         }
     }
 
-    fn items_from_raw<L: ItemList>(raw: &::serde_json::value::RawValue, member: &str) -> Result<L, ::serde_json::Error> {
-        let items: Option<Vec<&::serde_json::value::RawValue>> = ::serde_json::from_str(raw.get())?;
-        let Some(items) = items else {
-            return L::null().ok_or_else(|| ::serde::de::Error::custom("invalid type: null, expected an array"));
+    fn items_from_value<L: ItemList>(value: ::serde_json::Value, member: &str) -> Result<L, ::serde_json::Error> {
+        let items = match value {
+            ::serde_json::Value::Null => {
+                return L::null().ok_or_else(|| ::serde::de::Error::custom("invalid type: null, expected an array"))
+            }
+            ::serde_json::Value::Array(items) => items,
+            other => {
+                return Err(::serde::de::Error::invalid_type(::serde::de::Unexpected::Other(&other.to_string()), &"an array"))
+            }
         };
         let mut out = Vec::with_capacity(items.len());
         for (i, item) in items.into_iter().enumerate() {
-            match ::serde_json::from_str::<L::Item>(item.get()) {
+            match <L::Item as ::serde::Deserialize>::deserialize(item) {
                 Ok(v) => out.push(v),
                 Err(e) => tolerated(member, &format_args!("item {i} dropped: {e}")),
             }
@@ -425,18 +430,22 @@ pub mod __de {
         Ok(L::from_items(out))
     }
 
+    // The tolerant members are buffered as a `serde_json::Value` (not a raw slice of the input):
+    // that works under every deserializer, including the buffering ones serde uses for
+    // internally tagged, untagged and flattened types that may contain these types.
+
     /// `x-deserialize-skip-invalid-items`: items that do not decode are dropped; a value that
     /// is not an array still fails.
     pub fn skip_invalid_items<'de, D: ::serde::Deserializer<'de>, L: ItemList>(deserializer: D, member: &str) -> Result<L, D::Error> {
-        let raw = <Box<::serde_json::value::RawValue> as ::serde::Deserialize>::deserialize(deserializer)?;
-        items_from_raw(&raw, member).map_err(D::Error::custom)
+        let value = <::serde_json::Value as ::serde::Deserialize>::deserialize(deserializer)?;
+        items_from_value(value, member).map_err(D::Error::custom)
     }
 
     /// Both markers: items that do not decode are dropped, and a value that is not an array
     /// becomes the default.
     pub fn tolerant_items<'de, D: ::serde::Deserializer<'de>, L: ItemList>(deserializer: D, member: &str) -> Result<L, D::Error> {
-        let raw = <Box<::serde_json::value::RawValue> as ::serde::Deserialize>::deserialize(deserializer)?;
-        match items_from_raw(&raw, member) {
+        let value = <::serde_json::Value as ::serde::Deserialize>::deserialize(deserializer)?;
+        match items_from_value(value, member) {
             Ok(v) => Ok(v),
             Err(e) => {
                 tolerated(member, &e);

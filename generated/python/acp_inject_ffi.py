@@ -534,6 +534,8 @@ def _uniffi_check_api_checksums(lib):
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_func_library_version() != 52156:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_func_shutdown_runtime() != 36246:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_attach() != 35951:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_attach_to_session() != 48691:
@@ -730,7 +732,7 @@ def _uniffi_check_api_checksums(lib):
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_vectorrun_record_events() != 14337:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_vectorrun_record_runtime_result() != 6184:
+    if lib.uniffi_acp_inject_ffi_checksum_method_vectorrun_record_runtime_result() != 22915:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_vectorrun_side() != 34088:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
@@ -777,6 +779,9 @@ _UniffiLib.uniffi_acp_inject_ffi_checksum_func_default_connect_options.restype =
 _UniffiLib.uniffi_acp_inject_ffi_checksum_func_library_version.argtypes = (
 )
 _UniffiLib.uniffi_acp_inject_ffi_checksum_func_library_version.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_func_shutdown_runtime.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_func_shutdown_runtime.restype = ctypes.c_uint16
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_attach.argtypes = (
 )
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_attach.restype = ctypes.c_uint16
@@ -1097,6 +1102,11 @@ _UniffiLib.uniffi_acp_inject_ffi_fn_func_library_version.argtypes = (
     ctypes.POINTER(_UniffiRustCallStatus),
 )
 _UniffiLib.uniffi_acp_inject_ffi_fn_func_library_version.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_acp_inject_ffi_fn_func_shutdown_runtime.argtypes = (
+    ctypes.c_uint64,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_func_shutdown_runtime.restype = None
 _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_attach.argtypes = (
     ctypes.c_uint64,
     _UniffiRustBuffer,
@@ -20732,6 +20742,31 @@ class _UniffiFfiConverterOptionalTypeInstruction(_UniffiConverterRustBuffer):
         else:
             raise InternalError("Unexpected flag byte for optional type")
 
+class _UniffiFfiConverterOptionalTypeHostError(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterTypeHostError.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterTypeHostError.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterTypeHostError.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
+
 
 class VectorRunProtocol(typing.Protocol):
     """
@@ -20789,9 +20824,9 @@ class VectorRunProtocol(typing.Protocol):
         Reports the events a received line caused.
 """
         raise NotImplementedError
-    def record_runtime_result(self, host_error: typing.Optional[str]) -> None:
+    def record_runtime_result(self, host_error: typing.Optional[HostError]) -> None:
         """
-        Reports a runtime event's result: `None` if accepted, else the host error's kind.
+        Reports a runtime event's result: `None` if accepted, else the host error.
 """
         raise NotImplementedError
     def side(self, ) -> Side:
@@ -21016,15 +21051,15 @@ class VectorRun(VectorRunProtocol):
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def record_runtime_result(self, host_error: typing.Optional[str]) -> None:
+    def record_runtime_result(self, host_error: typing.Optional[HostError]) -> None:
         """
-        Reports a runtime event's result: `None` if accepted, else the host error's kind.
+        Reports a runtime event's result: `None` if accepted, else the host error.
 """
         
-        _UniffiFfiConverterOptionalString.check_lower(host_error)
+        _UniffiFfiConverterOptionalTypeHostError.check_lower(host_error)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
-            _UniffiFfiConverterOptionalString.lower(host_error),
+            _UniffiFfiConverterOptionalTypeHostError.lower(host_error),
         )
         _uniffi_lift_return = lambda val: None
         _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
@@ -21141,6 +21176,26 @@ def library_version() -> str:
     _uniffi_ffi_result = _uniffi_rust_call_with_error(
         _uniffi_error_converter,
         _UniffiLib.uniffi_acp_inject_ffi_fn_func_library_version,
+        *_uniffi_lowered_args,
+    )
+    return _uniffi_lift_return(_uniffi_ffi_result)
+def shutdown_runtime(timeout_ms: int) -> None:
+    """
+    Stops the library's runtime: waits up to `timeout_ms` for its tasks to yield, then drops
+    them. Call it when the program ends (the Python package does, at exit) so no library thread
+    is still calling into the host language while it shuts down. A later async call starts a
+    new runtime.
+"""
+    
+    _UniffiFfiConverterUInt64.check_lower(timeout_ms)
+    _uniffi_lowered_args = (
+        _UniffiFfiConverterUInt64.lower(timeout_ms),
+    )
+    _uniffi_lift_return = lambda val: None
+    _uniffi_error_converter = None
+    _uniffi_ffi_result = _uniffi_rust_call_with_error(
+        _uniffi_error_converter,
+        _UniffiLib.uniffi_acp_inject_ffi_fn_func_shutdown_runtime,
         *_uniffi_lowered_args,
     )
     return _uniffi_lift_return(_uniffi_ffi_result)
@@ -21294,6 +21349,7 @@ __all__ = [
     "default_agent_config",
     "default_connect_options",
     "library_version",
+    "shutdown_runtime",
     "AgentCore",
     "AgentCoreProtocol",
     "TurnContext",

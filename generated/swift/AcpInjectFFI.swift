@@ -3390,9 +3390,9 @@ public protocol VectorRunProtocol: AnyObject, Sendable {
     func recordEvents(events: [Event]) throws 
     
     /**
-     * Reports a runtime event's result: `None` if accepted, else the host error's kind.
+     * Reports a runtime event's result: `None` if accepted, else the host error.
      */
-    func recordRuntimeResult(hostError: String?) throws 
+    func recordRuntimeResult(hostError: HostError?) throws 
     
     /**
      * Which side it drives.
@@ -3592,13 +3592,13 @@ open func recordEvents(events: [Event])throws   {try rustCallWithError(FfiConver
 }
     
     /**
-     * Reports a runtime event's result: `None` if accepted, else the host error's kind.
+     * Reports a runtime event's result: `None` if accepted, else the host error.
      */
-open func recordRuntimeResult(hostError: String?)throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func recordRuntimeResult(hostError: HostError?)throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_vectorrun_record_runtime_result(
             self.uniffiCloneHandle(),
-        FfiConverterOptionString.lower(hostError),uniffiCallStatus
+        FfiConverterOptionTypeHostError.lower(hostError),uniffiCallStatus
     )
 }
 }
@@ -15395,6 +15395,30 @@ fileprivate struct FfiConverterOptionTypeErrorReason: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterOptionTypeHostError: FfiConverterRustBuffer {
+    typealias SwiftType = HostError?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeHostError.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeHostError.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterOptionTypeInstruction: FfiConverterRustBuffer {
     typealias SwiftType = Instruction?
 
@@ -17048,6 +17072,19 @@ public func libraryVersion() -> String  {
 })
 }
 /**
+ * Stops the library's runtime: waits up to `timeout_ms` for its tasks to yield, then drops
+ * them. Call it when the program ends (the Python package does, at exit) so no library thread
+ * is still calling into the host language while it shuts down. A later async call starts a
+ * new runtime.
+ */
+public func shutdownRuntime(timeoutMs: UInt64)  {try! rustCall() {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_func_shutdown_runtime(
+        FfiConverterUInt64.lower(timeoutMs),uniffiCallStatus
+    )
+}
+}
+/**
  * Starts `command` (program and arguments) and connects to it over its stdio; `initialize`
  * is exchanged before this returns.
  */
@@ -17096,6 +17133,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_acp_inject_ffi_checksum_func_library_version() != 52156) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_func_shutdown_runtime() != 36246) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_acp_inject_ffi_checksum_func_connect() != 16908) {
@@ -17257,7 +17297,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_acp_inject_ffi_checksum_method_vectorrun_record_events() != 14337) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_vectorrun_record_runtime_result() != 6184) {
+    if (uniffi_acp_inject_ffi_checksum_method_vectorrun_record_runtime_result() != 22915) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_acp_inject_ffi_checksum_method_vectorrun_side() != 34088) {

@@ -882,6 +882,11 @@ RustBuffer uniffi_acp_inject_ffi_fn_func_library_version(RustCallStatus *_Nonnul
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_FUNC_SHUTDOWN_RUNTIME
+#define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_FUNC_SHUTDOWN_RUNTIME
+void uniffi_acp_inject_ffi_fn_func_shutdown_runtime(uint64_t timeout_ms, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_FUNC_CONNECT
 #define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_FUNC_CONNECT
 uint64_t uniffi_acp_inject_ffi_fn_func_connect(RustBuffer command, RustBuffer options
@@ -1162,6 +1167,12 @@ uint16_t uniffi_acp_inject_ffi_checksum_func_default_agent_config(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_FUNC_LIBRARY_VERSION
 #define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_FUNC_LIBRARY_VERSION
 uint16_t uniffi_acp_inject_ffi_checksum_func_library_version(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_FUNC_SHUTDOWN_RUNTIME
+#define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_FUNC_SHUTDOWN_RUNTIME
+uint16_t uniffi_acp_inject_ffi_checksum_func_shutdown_runtime(void
     
 );
 #endif

@@ -18,6 +18,7 @@
 
 #![warn(missing_docs)]
 
+pub mod blackbox;
 mod captures;
 pub mod encode;
 mod replay;

@@ -727,6 +727,8 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_acp_inject_ffi_checksum_func_library_version(
     ): Int
+    external fun uniffi_acp_inject_ffi_checksum_func_shutdown_runtime(
+    ): Int
     external fun uniffi_acp_inject_ffi_checksum_func_connect(
     ): Int
     external fun uniffi_acp_inject_ffi_checksum_func_default_connect_options(
@@ -1194,6 +1196,8 @@ internal object UniffiLib {
     ): RustBuffer.ByValue
     external fun uniffi_acp_inject_ffi_fn_func_library_version(uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
+    external fun uniffi_acp_inject_ffi_fn_func_shutdown_runtime(`timeoutMs`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
     external fun uniffi_acp_inject_ffi_fn_func_connect(`command`: RustBuffer.ByValue,`options`: RustBuffer.ByValue,
     ): Long
     external fun uniffi_acp_inject_ffi_fn_func_default_connect_options(uniffi_out_err: UniffiRustCallStatus, 
@@ -1321,6 +1325,9 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_acp_inject_ffi_checksum_func_library_version() and 0xFFFF) != 52156) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_func_shutdown_runtime() and 0xFFFF) != 36246) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_acp_inject_ffi_checksum_func_connect() and 0xFFFF) != 16908) {
@@ -1482,7 +1489,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_acp_inject_ffi_checksum_method_vectorrun_record_events() and 0xFFFF) != 14337) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_vectorrun_record_runtime_result() and 0xFFFF) != 6184) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_vectorrun_record_runtime_result() and 0xFFFF) != 22915) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_acp_inject_ffi_checksum_method_vectorrun_side() and 0xFFFF) != 34088) {
@@ -6342,9 +6349,9 @@ public interface VectorRunInterface {
     fun `recordEvents`(`events`: List<Event>)
     
     /**
-     * Reports a runtime event's result: `None` if accepted, else the host error's kind.
+     * Reports a runtime event's result: `None` if accepted, else the host error.
      */
-    fun `recordRuntimeResult`(`hostError`: kotlin.String?)
+    fun `recordRuntimeResult`(`hostError`: HostError?)
     
     /**
      * Which side it drives.
@@ -6642,16 +6649,16 @@ open class VectorRun: Disposable, AutoCloseable, VectorRunInterface
 
     
     /**
-     * Reports a runtime event's result: `None` if accepted, else the host error's kind.
+     * Reports a runtime event's result: `None` if accepted, else the host error.
      */
-    @Throws(AcpException::class)override fun `recordRuntimeResult`(`hostError`: kotlin.String?)
+    @Throws(AcpException::class)override fun `recordRuntimeResult`(`hostError`: HostError?)
         = 
     callWithHandle {
     uniffiRustCallWithError(AcpException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_vectorrun_record_runtime_result(
         it,
         
-        FfiConverterOptionalString.lower(`hostError`),_status)
+        FfiConverterOptionalTypeHostError.lower(`hostError`),_status)
 }
     }
     
@@ -17945,6 +17952,38 @@ public object FfiConverterOptionalTypeErrorReason: FfiConverterRustBuffer<ErrorR
 /**
  * @suppress
  */
+public object FfiConverterOptionalTypeHostError: FfiConverterRustBuffer<HostError?> {
+    override fun read(buf: ByteBuffer): HostError? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypeHostError.read(buf)
+    }
+
+    override fun allocationSize(value: HostError?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypeHostError.allocationSize(value)
+        }
+    }
+
+    override fun write(value: HostError?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypeHostError.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
 public object FfiConverterOptionalTypeInstruction: FfiConverterRustBuffer<Instruction?> {
     override fun read(buf: ByteBuffer): Instruction? {
         if (buf.get().toInt() == 0) {
@@ -19312,6 +19351,22 @@ public typealias FfiConverterTypeValue = FfiConverterString
 }
     )
     }
+    
+
+        /**
+         * Stops the library's runtime: waits up to `timeout_ms` for its tasks to yield, then drops
+         * them. Call it when the program ends (the Python package does, at exit) so no library thread
+         * is still calling into the host language while it shuts down. A later async call starts a
+         * new runtime.
+         */ fun `shutdownRuntime`(`timeoutMs`: kotlin.ULong)
+        = 
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_func_shutdown_runtime(
+    
+        
+        FfiConverterULong.lower(`timeoutMs`),_status)
+}
+    
     
 
         /**

@@ -1,0 +1,459 @@
+//! The black-box stdio suite: any agent command, driven over real stdio with raw JSON-RPC lines
+//! (not this toolkit's client, so the two cannot share a bug), every emitted message checked
+//! against the canonical schema.
+//!
+//! The agent must accept `--delay-ms MS` (time between its model's steps) and `--store PATH`
+//! (sessions in a file, outliving the process). The reference agent and the Python and Kotlin
+//! example agents do; each runs this same suite.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{self, Receiver};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+/// The canonical schema, compiled into the suite.
+const SCHEMA: &str = include_str!("../../../spec/acp-inject.schema.json");
+
+/// One check's outcome.
+#[derive(Debug, Clone)]
+pub struct CheckResult {
+    /// The check.
+    pub name: &'static str,
+    /// `None` when it passed.
+    pub failure: Option<String>,
+    /// How long it took.
+    pub elapsed: Duration,
+}
+
+type Check = fn(&Suite) -> Result<(), String>;
+
+const CHECKS: &[(&str, Check)] = &[
+    ("a scripted session emits only schema-valid messages, in rule order", scripted_session),
+    ("bad input gets the documented errors and changes nothing", bad_input),
+    ("cancel ends the running turn as cancelled; pending injects survive it", cancel),
+    ("two sessions on one connection never mix", two_sessions),
+    ("sessions outlive the process: list, resume with and without replay, new ids, close", restart),
+    ("SIGKILL at random points loses no accepted inject and delivers none twice", sigkill),
+];
+
+/// The suite, for one agent command.
+pub struct Suite {
+    command: Vec<String>,
+    dir: PathBuf,
+    validator: jsonschema::Validator,
+}
+
+/// A running agent process, its stdin, and what it wrote.
+struct Agent {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+    seen: Vec<Value>,
+}
+
+impl Agent {
+    fn send(&mut self, v: Value) -> Result<(), String> {
+        let stdin = self.stdin.as_mut().ok_or("stdin closed")?;
+        writeln!(stdin, "{v}").and_then(|_| stdin.flush()).map_err(|e| format!("writing to the agent: {e}"))
+    }
+
+    fn send_raw(&mut self, line: &[u8]) -> Result<(), String> {
+        let stdin = self.stdin.as_mut().ok_or("stdin closed")?;
+        stdin.write_all(line).and_then(|_| stdin.write_all(b"\n")).and_then(|_| stdin.flush()).map_err(|e| format!("writing: {e}"))
+    }
+
+    /// Reads lines until `pred` matches one; permission requests met on the way are allowed.
+    fn until(&mut self, what: &str, pred: impl Fn(&Value) -> bool) -> Result<Value, String> {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = self.lines.recv_timeout(left).map_err(|_| {
+                let last: Vec<String> = self.seen.iter().rev().take(4).map(Value::to_string).collect();
+                format!("timed out waiting for {what}; last lines: {last:#?}")
+            })?;
+            let v: Value = serde_json::from_str(&line).map_err(|e| format!("the agent wrote a line that is not JSON: {line}: {e}"))?;
+            self.seen.push(v.clone());
+            if pred(&v) {
+                return Ok(v);
+            }
+            if v["method"] == "session/request_permission" {
+                let allow = v["params"]["options"].as_array().and_then(|o| o.first()).map(|o| o["optionId"].clone()).unwrap_or(json!("allow"));
+                self.send(json!({ "jsonrpc": "2.0", "id": v["id"], "result": { "outcome": { "outcome": "selected", "optionId": allow } } }))?;
+            }
+        }
+    }
+
+    fn answer(&mut self, id: i64) -> Result<Value, String> {
+        self.until(&format!("the answer to request {id}"), |v| v["id"] == json!(id) && v.get("method").is_none())
+    }
+
+    fn result(&mut self, id: i64) -> Result<Value, String> {
+        let v = self.answer(id)?;
+        match v.get("result") {
+            Some(r) => Ok(r.clone()),
+            None => Err(format!("request {id} was refused: {v}")),
+        }
+    }
+
+    /// Everything the agent wrote until it exits.
+    fn drain_to_exit(&mut self) {
+        self.stdin = None;
+        let _ = self.child.wait();
+        for line in self.lines.try_iter().collect::<Vec<_>>() {
+            if let Ok(v) = serde_json::from_str(&line) {
+                self.seen.push(v);
+            }
+        }
+    }
+
+    fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        for line in self.lines.try_iter().collect::<Vec<_>>() {
+            if let Ok(v) = serde_json::from_str(&line) {
+                self.seen.push(v);
+            }
+        }
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn req(id: i64, method: &str, params: Value) -> Value {
+    json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params })
+}
+
+fn text(s: &str) -> Value {
+    json!([{ "type": "text", "text": s }])
+}
+
+fn update_is(v: &Value, kind: &str) -> bool {
+    v["method"] == "session/update" && v["params"]["update"]["sessionUpdate"] == kind
+}
+
+fn state_is(v: &Value, state: &str) -> bool {
+    update_is(v, "state_update") && v["params"]["update"]["state"] == state
+}
+
+fn delivered(v: &Value, id: &str) -> bool {
+    update_is(v, "user_message") && v["params"]["update"]["messageId"] == json!(id)
+}
+
+fn check(ok: bool, what: impl Into<String>) -> Result<(), String> {
+    if ok {
+        Ok(())
+    } else {
+        Err(what.into())
+    }
+}
+
+impl Suite {
+    /// A suite for `command` (program and arguments), keeping its files in `dir`.
+    pub fn new(command: Vec<String>, dir: &Path) -> Result<Suite, String> {
+        let schema: Value = serde_json::from_str(SCHEMA).map_err(|e| e.to_string())?;
+        let validator = jsonschema::draft202012::new(&schema).map_err(|e| format!("the schema does not compile: {e}"))?;
+        std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        Ok(Suite { command, dir: dir.to_path_buf(), validator })
+    }
+
+    fn start(&self, delay_ms: u64, store: Option<&Path>) -> Result<Agent, String> {
+        let (program, args) = self.command.split_first().ok_or("empty agent command")?;
+        let mut cmd = Command::new(program);
+        cmd.args(args).arg("--delay-ms").arg(delay_ms.to_string());
+        if let Some(s) = store {
+            cmd.arg("--store").arg(s);
+        }
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| format!("cannot start {:?}: {e}", self.command))?;
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take().ok_or("no stdout")?;
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut a = Agent { child, stdin, lines, seen: Vec::new() };
+        a.send(req(0, "initialize", json!({ "protocolVersion": 2, "info": { "name": "blackbox", "version": "1" } })))?;
+        a.result(0)?;
+        Ok(a)
+    }
+
+    /// Every message the agent wrote validates against the schema.
+    fn validate(&self, a: &Agent) -> Result<(), String> {
+        for v in &a.seen {
+            let errors: Vec<String> = self.validator.iter_errors(v).map(|e| format!("{e} at {}", e.instance_path())).collect();
+            check(errors.is_empty(), format!("the agent emitted a message the schema rejects:\n{v}\n{errors:#?}"))?;
+        }
+        Ok(())
+    }
+
+    fn store(&self, name: &str) -> PathBuf {
+        let p = self.dir.join(name);
+        let _ = std::fs::remove_file(&p);
+        let _ = std::fs::remove_file(p.with_extension("db-wal"));
+        let _ = std::fs::remove_file(p.with_extension("db-shm"));
+        p
+    }
+
+    /// Runs every check, in order.
+    pub fn run(&self) -> Vec<CheckResult> {
+        CHECKS
+            .iter()
+            .map(|(name, f)| {
+                let started = Instant::now();
+                let failure = f(self).err();
+                CheckResult { name, failure, elapsed: started.elapsed() }
+            })
+            .collect()
+    }
+}
+
+fn new_session(a: &mut Agent, id: i64, cwd: &str) -> Result<String, String> {
+    a.send(req(id, "session/new", json!({ "cwd": cwd })))?;
+    a.result(id)?["sessionId"].as_str().map(str::to_owned).ok_or_else(|| "session/new gave no sessionId".into())
+}
+
+fn accept(a: &mut Agent, id: i64, method: &str, params: Value) -> Result<String, String> {
+    a.send(req(id, method, params))?;
+    a.result(id)?["messageId"].as_str().map(str::to_owned).ok_or_else(|| format!("{method} gave no messageId"))
+}
+
+fn scripted_session(s: &Suite) -> Result<(), String> {
+    let mut a = s.start(40, None)?;
+    let sid = new_session(&mut a, 1, "/tmp")?;
+    let m1 = accept(&mut a, 2, "session/prompt", json!({ "sessionId": sid, "prompt": text("fix the bug") }))?;
+    a.until("the turn to start", |v| state_is(v, "running"))?;
+    let steer = accept(&mut a, 3, "session/inject", json!({ "sessionId": sid, "mode": "steer", "content": text("use auth_v2") }))?;
+    let queued = accept(&mut a, 4, "session/inject", json!({ "sessionId": sid, "mode": "queue", "content": text("then the docs") }))?;
+    let revoked = accept(&mut a, 5, "session/inject", json!({ "sessionId": sid, "mode": "queue", "content": text("never mind") }))?;
+    a.send(req(6, "session/revoke_inject", json!({ "sessionId": sid, "messageId": revoked })))?;
+    check(a.result(6)? == json!({}), "revoke answers {}")?;
+    let replaced = accept(&mut a, 7, "session/inject", json!({ "sessionId": sid, "mode": "queue", "content": text("draft") }))?;
+    a.send(req(8, "session/replace_inject", json!({ "sessionId": sid, "messageId": replaced, "content": text("final") })))?;
+    a.result(8)?;
+    a.send(req(9, "session/prompt", json!({ "sessionId": sid, "prompt": text("too soon") })))?;
+    let refused = a.answer(9)?;
+    check(refused["error"]["data"]["reason"] == "turn_in_progress", format!("a prompt during a turn is refused turn_in_progress: {refused}"))?;
+    a.until("the steer's delivery", |v| delivered(v, &steer))?;
+    a.until("the turn end", |v| state_is(v, "idle"))?;
+    a.until("the queued delivery", |v| delivered(v, &queued))?;
+    let last = a.until("the replaced delivery", |v| delivered(v, &replaced))?;
+    check(last["params"]["update"]["content"] == text("final"), "the replaced inject is delivered with its final content")?;
+    a.until("the next turn end", |v| state_is(v, "idle"))?;
+    a.send(req(10, "session/status", json!({ "sessionId": sid })))?;
+    check(a.result(10)? == json!({ "status": "live" }), "status is live")?;
+    a.send(req(11, "session/close", json!({ "sessionId": sid })))?;
+    a.result(11)?;
+    a.send(req(12, "session/status", json!({ "sessionId": sid })))?;
+    check(a.result(12)? == json!({ "status": "not_found" }), "status after close is not_found")?;
+    a.drain_to_exit();
+    let order: Vec<String> = a.seen.iter().filter(|v| update_is(v, "user_message")).filter_map(|v| v["params"]["update"]["messageId"].as_str().map(str::to_owned)).collect();
+    check(order == [m1, steer, queued, replaced], format!("delivery order (prompt, steer at a break-point, then queued FIFO; revoked never): {order:?}"))?;
+    s.validate(&a)
+}
+
+fn bad_input(s: &Suite) -> Result<(), String> {
+    let mut a = s.start(40, None)?;
+    a.send_raw(b"{not json")?;
+    let v = a.until("the parse error", |v| v.get("error").is_some())?;
+    check(v["error"]["code"] == -32700 && v["id"].is_null(), format!("malformed JSON → -32700 with a null id: {v}"))?;
+    a.send_raw(b"\xff\xfe{}")?;
+    let v = a.until("the UTF-8 error", |v| v.get("error").is_some())?;
+    check(v["error"]["code"] == -32700, format!("invalid UTF-8 → -32700: {v}"))?;
+    a.send(req(1, "session/frobnicate", json!({})))?;
+    check(a.answer(1)?["error"]["code"] == -32601, "unknown method → -32601")?;
+    a.send(req(2, "session/prompt", json!({ "sessionId": 5, "prompt": "x" })))?;
+    check(a.answer(2)?["error"]["code"] == -32602, "wrong types → -32602")?;
+    a.send(req(3, "session/prompt", json!({ "sessionId": "nope", "prompt": text("x") })))?;
+    check(a.answer(3)?["error"]["data"]["reason"] == "session_not_found", "unknown session → session_not_found")?;
+    let sid = new_session(&mut a, 4, "/tmp")?;
+    a.send(req(5, "session/inject", json!({ "sessionId": sid, "mode": "steer", "content": text("x") })))?;
+    check(a.answer(5)?["error"]["data"]["reason"] == "no_running_turn", "steer while idle → no_running_turn")?;
+    a.send_raw(br#"{"jsonrpc":"2.0","id":6,"method":"session/status","params":{"sessionId":"#)?;
+    a.send(req(7, "session/status", json!({ "sessionId": sid })))?;
+    check(a.result(7)? == json!({ "status": "live" }), "a partial line is an error on its own and the next line works")?;
+    a.drain_to_exit();
+    s.validate(&a)
+}
+
+fn cancel(s: &Suite) -> Result<(), String> {
+    let mut a = s.start(200, None)?;
+    let sid = new_session(&mut a, 1, "/tmp")?;
+    accept(&mut a, 2, "session/prompt", json!({ "sessionId": sid, "prompt": text("long job") }))?;
+    a.until("the turn to start", |v| state_is(v, "running"))?;
+    let queued = accept(&mut a, 3, "session/inject", json!({ "sessionId": sid, "mode": "queue", "content": text("after") }))?;
+    a.send(json!({ "jsonrpc": "2.0", "method": "session/cancel", "params": { "sessionId": sid } }))?;
+    let idle = a.until("the cancelled turn end", |v| state_is(v, "idle"))?;
+    check(idle["params"]["update"]["stopReason"] == "cancelled", format!("the turn ends cancelled: {idle}"))?;
+    a.until("the queued inject opening the next turn", |v| delivered(v, &queued))?;
+    a.drain_to_exit();
+    s.validate(&a)
+}
+
+fn two_sessions(s: &Suite) -> Result<(), String> {
+    let mut a = s.start(40, None)?;
+    let s1 = new_session(&mut a, 1, "/tmp/a")?;
+    let s2 = new_session(&mut a, 2, "/tmp/b")?;
+    let m1 = accept(&mut a, 3, "session/prompt", json!({ "sessionId": s1, "prompt": text("one") }))?;
+    let m2 = accept(&mut a, 4, "session/prompt", json!({ "sessionId": s2, "prompt": text("two") }))?;
+    let q2 = accept(&mut a, 5, "session/inject", json!({ "sessionId": s2, "mode": "queue", "content": text("two later") }))?;
+    a.until("s2's queued delivery", |v| delivered(v, &q2))?;
+    a.drain_to_exit();
+    for v in a.seen.iter().filter(|v| update_is(v, "user_message")) {
+        let (sid, mid) = (&v["params"]["sessionId"], &v["params"]["update"]["messageId"]);
+        let right = if *mid == json!(m1) { json!(s1) } else if *mid == json!(m2) || *mid == json!(q2) { json!(s2) } else { sid.clone() };
+        check(*sid == right, format!("a user_message in the wrong session: {v}"))?;
+    }
+    s.validate(&a)
+}
+
+fn restart(s: &Suite) -> Result<(), String> {
+    let store = s.store("restart.db");
+    let mut a = s.start(30, Some(&store))?;
+    let sid = new_session(&mut a, 1, "/tmp/project")?;
+    let m1 = accept(&mut a, 2, "session/prompt", json!({ "sessionId": sid, "prompt": text("first task") }))?;
+    a.until("the turn end", |v| state_is(v, "idle"))?;
+    a.drain_to_exit();
+    s.validate(&a)?;
+
+    let mut b = s.start(30, Some(&store))?;
+    b.send(req(1, "session/list", json!({})))?;
+    let listed = b.result(1)?;
+    let ids: Vec<&Value> = listed["sessions"].as_array().map(|l| l.iter().map(|i| &i["sessionId"]).collect()).unwrap_or_default();
+    check(ids.contains(&&json!(sid)), format!("a fresh process lists the session: {listed}"))?;
+    b.send(req(2, "session/resume", json!({ "sessionId": sid, "cwd": "/tmp/project", "replayFrom": { "type": "start" } })))?;
+    b.result(2)?;
+    let at = b.seen.iter().position(|v| v["id"] == json!(2)).unwrap_or(0);
+    let replayed = b.seen[..at].iter().any(|v| delivered(v, &m1) && v["params"]["update"]["content"] == text("first task"));
+    check(replayed, "resume with replayFrom start replays the user_message, with its original id, before the answer")?;
+    let m2 = accept(&mut b, 3, "session/prompt", json!({ "sessionId": sid, "prompt": text("second task") }))?;
+    check(m2 != m1, "a new prompt gets an id the session never used")?;
+    b.until("the second turn end", |v| state_is(v, "idle"))?;
+    b.drain_to_exit();
+    s.validate(&b)?;
+
+    let mut c = s.start(400, Some(&store))?;
+    c.send(req(1, "session/resume", json!({ "sessionId": sid, "cwd": "/tmp/project" })))?;
+    c.result(1)?;
+    check(!c.seen.iter().any(|v| update_is(v, "user_message")), "resume without replayFrom replays nothing")?;
+    let m3 = accept(&mut c, 2, "session/prompt", json!({ "sessionId": sid, "prompt": text("long task") }))?;
+    check(m3 != m1 && m3 != m2, "ids never repeat across restarts")?;
+    c.until("the turn to start", |v| state_is(v, "running"))?;
+    c.send(req(3, "session/close", json!({ "sessionId": sid })))?;
+    c.result(3)?;
+    let answered = c.seen.len();
+    std::thread::sleep(Duration::from_millis(900));
+    c.drain_to_exit();
+    let after: Vec<&Value> = c.seen[answered..].iter().filter(|v| v["params"]["sessionId"] == json!(sid)).collect();
+    check(after.is_empty(), format!("nothing follows the answer to session/close for that session: {after:?}"))?;
+    s.validate(&c)?;
+
+    // A queue inject accepted right before SIGKILL arrives after a fresh process resumes.
+    let mut d = s.start(2000, Some(&store))?;
+    d.send(req(1, "session/resume", json!({ "sessionId": sid, "cwd": "/tmp/project" })))?;
+    d.result(1)?;
+    accept(&mut d, 2, "session/prompt", json!({ "sessionId": sid, "prompt": text("slow task") }))?;
+    let q = accept(&mut d, 3, "session/inject", json!({ "sessionId": sid, "mode": "queue", "content": text("do not lose me") }))?;
+    d.kill();
+    let mut e = s.start(30, Some(&store))?;
+    e.send(req(1, "session/resume", json!({ "sessionId": sid, "cwd": "/tmp/project", "replayFrom": { "type": "start" } })))?;
+    e.result(1)?;
+    if !e.seen.iter().any(|v| delivered(v, &q)) {
+        e.until("the inject accepted before the kill", |v| delivered(v, &q))?;
+    }
+    e.drain_to_exit();
+    let count = e.seen.iter().filter(|v| delivered(v, &q)).count();
+    check(count == 1, format!("the inject arrives exactly once after the restart (seen {count} times)"))?;
+    s.validate(&e)
+}
+
+/// A tiny deterministic generator (xorshift), so the kill points vary but reproduce.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n.max(1)
+    }
+}
+
+fn sigkill(s: &Suite) -> Result<(), String> {
+    let store = s.store("sigkill.db");
+    let seed = std::env::var("ACP_INJECT_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(0x9E37_79B9_7F4A_7C15u64);
+    let mut rng = Rng(seed);
+    let mut acknowledged: BTreeSet<String> = BTreeSet::new();
+    let mut deliveries: BTreeMap<String, u32> = BTreeMap::new();
+    let mut sid = String::new();
+    let mut next = 100;
+    let count_live = |a: &Agent, deliveries: &mut BTreeMap<String, u32>| {
+        // Live deliveries only: a replay (before a resume's answer) is not a second delivery.
+        for v in a.seen.iter().filter(|v| update_is(v, "user_message")) {
+            if let Some(m) = v["params"]["update"]["messageId"].as_str() {
+                *deliveries.entry(m.to_owned()).or_default() += 1;
+            }
+        }
+    };
+    for round in 0..6 {
+        let mut a = s.start(2000, Some(&store))?;
+        if round == 0 {
+            sid = new_session(&mut a, 1, "/tmp")?;
+            accept(&mut a, 2, "session/prompt", json!({ "sessionId": sid, "prompt": text("long task") }))?;
+        } else {
+            a.send(req(1, "session/resume", json!({ "sessionId": sid, "cwd": "/tmp" })))?;
+            a.result(1)?;
+        }
+        let burst = 5 + rng.below(10);
+        for _ in 0..burst {
+            next += 1;
+            let mode = if rng.below(2) == 0 { "queue" } else { "steer" };
+            a.send(req(next, "session/inject", json!({ "sessionId": sid, "mode": mode, "content": text("work") })))?;
+        }
+        for _ in 0..rng.below(burst + 1) {
+            let v = a.until("an inject answer", |v| v.get("id").is_some() && v.get("method").is_none())?;
+            if let Some(m) = v["result"]["messageId"].as_str() {
+                acknowledged.insert(m.to_owned());
+            } else {
+                check(v["error"]["data"]["reason"] == "no_running_turn", format!("an inject refused for another reason: {v}"))?;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(rng.below(30)));
+        a.kill();
+        count_live(&a, &mut deliveries);
+    }
+    // Every acknowledged id is known after one more restart: pending (revoke answers {}) or
+    // delivered (already_delivered), never unknown (that would be a lost inject).
+    let mut a = s.start(2000, Some(&store))?;
+    a.send(req(1, "session/resume", json!({ "sessionId": sid, "cwd": "/tmp" })))?;
+    a.result(1)?;
+    for id in &acknowledged {
+        next += 1;
+        a.send(req(next, "session/revoke_inject", json!({ "sessionId": sid, "messageId": id })))?;
+        let v = a.answer(next)?;
+        let known = v["result"] == json!({}) || v["error"]["data"]["reason"] == "already_delivered";
+        check(known, format!("accepted inject {id} (seed {seed}) was lost across a crash: {v}"))?;
+    }
+    a.kill();
+    count_live(&a, &mut deliveries);
+    let twice: Vec<_> = deliveries.iter().filter(|(_, n)| **n > 1).collect();
+    check(twice.is_empty(), format!("delivered more than once (seed {seed}): {twice:?}"))?;
+    check(acknowledged.len() >= 10, format!("too few injects acknowledged to mean anything: {}", acknowledged.len()))
+}

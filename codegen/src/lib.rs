@@ -16,11 +16,18 @@
 //!
 //! Callers: the `wire_types!` proc-macro (which the wire crate invokes) and `cargo xtask
 //! codegen` (which writes the formatted expansion and the protocol reference to `generated/`).
+//!
+//! The renderers that are not Rust tokens, `docs` (the protocol reference) and `typescript`
+//! (the TypeScript package), use askama templates from `codegen/templates/`. They sit behind the
+//! `render` feature, which only xtask enables, so the proc-macro never compiles askama.
 
+#[cfg(feature = "render")]
 pub mod docs;
 pub mod ffi;
 pub mod model;
 mod post;
+#[cfg(feature = "render")]
+pub mod typescript;
 mod unions;
 
 use proc_macro2::TokenStream;

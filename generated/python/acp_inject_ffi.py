@@ -2295,6 +2295,51 @@ class _UniffiFfiConverterTypeActivity(_UniffiConverterRustBuffer):
         _UniffiFfiConverterTypeStream.write(value.stream, buf)
         _UniffiFfiConverterBoolean.write(value.cancel_requested, buf)
 
+@dataclass
+class Affordances:
+    """
+    What the UI may offer (C-PEND-3).
+"""
+    def __init__(self, *, steer:bool, edit_pending:bool, revoke:bool):
+        self.steer = steer
+        self.edit_pending = edit_pending
+        self.revoke = revoke
+        
+        
+
+    
+    def __str__(self):
+        return "Affordances(steer={}, edit_pending={}, revoke={})".format(self.steer, self.edit_pending, self.revoke)
+    def __eq__(self, other):
+        if self.steer != other.steer:
+            return False
+        if self.edit_pending != other.edit_pending:
+            return False
+        if self.revoke != other.revoke:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeAffordances(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return Affordances(
+            steer=_UniffiFfiConverterBoolean.read(buf),
+            edit_pending=_UniffiFfiConverterBoolean.read(buf),
+            revoke=_UniffiFfiConverterBoolean.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterBoolean.check_lower(value.steer)
+        _UniffiFfiConverterBoolean.check_lower(value.edit_pending)
+        _UniffiFfiConverterBoolean.check_lower(value.revoke)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterBoolean.write(value.steer, buf)
+        _UniffiFfiConverterBoolean.write(value.edit_pending, buf)
+        _UniffiFfiConverterBoolean.write(value.revoke, buf)
+
 class _UniffiFfiConverterString:
     @staticmethod
     def check_lower(value):
@@ -2379,84 +2424,6 @@ class _UniffiFfiConverterOptionalTypeJsonObject(_UniffiConverterRustBuffer):
             raise InternalError("Unexpected flag byte for optional type")
 
 @dataclass
-class AdditionalDirectoriesCapabilities:
-    """
-    The agent accepts additional workspace roots.
-"""
-    def __init__(self, *, meta:typing.Optional[JsonObject]):
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "AdditionalDirectoriesCapabilities(meta={})".format(self.meta)
-    def __eq__(self, other):
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeAdditionalDirectoriesCapabilities(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return AdditionalDirectoriesCapabilities(
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-@dataclass
-class Affordances:
-    """
-    What the UI may offer (C-PEND-3).
-"""
-    def __init__(self, *, steer:bool, edit_pending:bool, revoke:bool):
-        self.steer = steer
-        self.edit_pending = edit_pending
-        self.revoke = revoke
-        
-        
-
-    
-    def __str__(self):
-        return "Affordances(steer={}, edit_pending={}, revoke={})".format(self.steer, self.edit_pending, self.revoke)
-    def __eq__(self, other):
-        if self.steer != other.steer:
-            return False
-        if self.edit_pending != other.edit_pending:
-            return False
-        if self.revoke != other.revoke:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeAffordances(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return Affordances(
-            steer=_UniffiFfiConverterBoolean.read(buf),
-            edit_pending=_UniffiFfiConverterBoolean.read(buf),
-            revoke=_UniffiFfiConverterBoolean.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterBoolean.check_lower(value.steer)
-        _UniffiFfiConverterBoolean.check_lower(value.edit_pending)
-        _UniffiFfiConverterBoolean.check_lower(value.revoke)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterBoolean.write(value.steer, buf)
-        _UniffiFfiConverterBoolean.write(value.edit_pending, buf)
-        _UniffiFfiConverterBoolean.write(value.revoke, buf)
-
-@dataclass
 class McpCapabilities:
     """
     MCP server transports the agent connects to.
@@ -2526,11 +2493,44 @@ class _UniffiFfiConverterOptionalTypeMcpCapabilities(_UniffiConverterRustBuffer)
         else:
             raise InternalError("Unexpected flag byte for optional type")
 
-class _UniffiFfiConverterOptionalTypeAdditionalDirectoriesCapabilities(_UniffiConverterRustBuffer):
+@dataclass
+class SessionAdditionalDirectoriesCapabilities:
+    """
+    The agent accepts additional workspace roots.
+"""
+    def __init__(self, *, meta:typing.Optional[JsonObject]):
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "SessionAdditionalDirectoriesCapabilities(meta={})".format(self.meta)
+    def __eq__(self, other):
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeSessionAdditionalDirectoriesCapabilities(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return SessionAdditionalDirectoriesCapabilities(
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+class _UniffiFfiConverterOptionalTypeSessionAdditionalDirectoriesCapabilities(_UniffiConverterRustBuffer):
     @classmethod
     def check_lower(cls, value):
         if value is not None:
-            _UniffiFfiConverterTypeAdditionalDirectoriesCapabilities.check_lower(value)
+            _UniffiFfiConverterTypeSessionAdditionalDirectoriesCapabilities.check_lower(value)
 
     @classmethod
     def write(cls, value, buf):
@@ -2539,7 +2539,7 @@ class _UniffiFfiConverterOptionalTypeAdditionalDirectoriesCapabilities(_UniffiCo
             return
 
         buf.write_u8(1)
-        _UniffiFfiConverterTypeAdditionalDirectoriesCapabilities.write(value, buf)
+        _UniffiFfiConverterTypeSessionAdditionalDirectoriesCapabilities.write(value, buf)
 
     @classmethod
     def read(cls, buf):
@@ -2547,7 +2547,7 @@ class _UniffiFfiConverterOptionalTypeAdditionalDirectoriesCapabilities(_UniffiCo
         if flag == 0:
             return None
         elif flag == 1:
-            return _UniffiFfiConverterTypeAdditionalDirectoriesCapabilities.read(buf)
+            return _UniffiFfiConverterTypeSessionAdditionalDirectoriesCapabilities.read(buf)
         else:
             raise InternalError("Unexpected flag byte for optional type")
 
@@ -2898,7 +2898,7 @@ class SessionCapabilities:
     """
     Session-level capabilities. `{}` means the baseline session methods; absent members mean the optional feature is not supported. This toolkit's own extensions are advertised under `_meta` (`acp-inject.dev/pending`, `acp-inject.dev/sessionClosed`).
 """
-    def __init__(self, *, mcp:typing.Optional[McpCapabilities], additional_directories:typing.Optional[AdditionalDirectoriesCapabilities], inject:typing.Optional[InjectCapabilities], status:typing.Optional[StatusCapabilities], meta:typing.Optional[JsonObject]):
+    def __init__(self, *, mcp:typing.Optional[McpCapabilities], additional_directories:typing.Optional[SessionAdditionalDirectoriesCapabilities], inject:typing.Optional[InjectCapabilities], status:typing.Optional[StatusCapabilities], meta:typing.Optional[JsonObject]):
         self.mcp = mcp
         self.additional_directories = additional_directories
         self.inject = inject
@@ -2928,7 +2928,7 @@ class _UniffiFfiConverterTypeSessionCapabilities(_UniffiConverterRustBuffer):
     def read(buf):
         return SessionCapabilities(
             mcp=_UniffiFfiConverterOptionalTypeMcpCapabilities.read(buf),
-            additional_directories=_UniffiFfiConverterOptionalTypeAdditionalDirectoriesCapabilities.read(buf),
+            additional_directories=_UniffiFfiConverterOptionalTypeSessionAdditionalDirectoriesCapabilities.read(buf),
             inject=_UniffiFfiConverterOptionalTypeInjectCapabilities.read(buf),
             status=_UniffiFfiConverterOptionalTypeStatusCapabilities.read(buf),
             meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
@@ -2937,7 +2937,7 @@ class _UniffiFfiConverterTypeSessionCapabilities(_UniffiConverterRustBuffer):
     @staticmethod
     def check_lower(value):
         _UniffiFfiConverterOptionalTypeMcpCapabilities.check_lower(value.mcp)
-        _UniffiFfiConverterOptionalTypeAdditionalDirectoriesCapabilities.check_lower(value.additional_directories)
+        _UniffiFfiConverterOptionalTypeSessionAdditionalDirectoriesCapabilities.check_lower(value.additional_directories)
         _UniffiFfiConverterOptionalTypeInjectCapabilities.check_lower(value.inject)
         _UniffiFfiConverterOptionalTypeStatusCapabilities.check_lower(value.status)
         _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
@@ -2945,7 +2945,7 @@ class _UniffiFfiConverterTypeSessionCapabilities(_UniffiConverterRustBuffer):
     @staticmethod
     def write(value, buf):
         _UniffiFfiConverterOptionalTypeMcpCapabilities.write(value.mcp, buf)
-        _UniffiFfiConverterOptionalTypeAdditionalDirectoriesCapabilities.write(value.additional_directories, buf)
+        _UniffiFfiConverterOptionalTypeSessionAdditionalDirectoriesCapabilities.write(value.additional_directories, buf)
         _UniffiFfiConverterOptionalTypeInjectCapabilities.write(value.inject, buf)
         _UniffiFfiConverterOptionalTypeStatusCapabilities.write(value.status, buf)
         _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
@@ -21252,9 +21252,9 @@ __all__ = [
     "Side",
     "Turn",
     "Activity",
-    "AdditionalDirectoriesCapabilities",
     "Affordances",
     "McpCapabilities",
+    "SessionAdditionalDirectoriesCapabilities",
     "PendingCapabilities",
     "InjectCapabilities",
     "StatusCapabilities",

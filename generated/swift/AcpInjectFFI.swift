@@ -3721,59 +3721,6 @@ public func FfiConverterTypeActivity_lower(_ value: Activity) -> RustBuffer {
 
 
 /**
- * The agent accepts additional workspace roots.
- */
-public struct AdditionalDirectoriesCapabilities: Equatable, Hashable {
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(meta: JsonObject?) {
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension AdditionalDirectoriesCapabilities: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeAdditionalDirectoriesCapabilities: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> AdditionalDirectoriesCapabilities {
-        return
-            try AdditionalDirectoriesCapabilities(
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: AdditionalDirectoriesCapabilities, into buf: inout [UInt8]) {
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeAdditionalDirectoriesCapabilities_lift(_ buf: RustBuffer) throws -> AdditionalDirectoriesCapabilities {
-    return try FfiConverterTypeAdditionalDirectoriesCapabilities.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeAdditionalDirectoriesCapabilities_lower(_ value: AdditionalDirectoriesCapabilities) -> RustBuffer {
-    return FfiConverterTypeAdditionalDirectoriesCapabilities.lower(value)
-}
-
-
-/**
  * What the UI may offer (C-PEND-3).
  */
 public struct Affordances: Equatable, Hashable {
@@ -8221,6 +8168,59 @@ public func FfiConverterTypeSelectedPermissionOutcome_lower(_ value: SelectedPer
 
 
 /**
+ * The agent accepts additional workspace roots.
+ */
+public struct SessionAdditionalDirectoriesCapabilities: Equatable, Hashable {
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(meta: JsonObject?) {
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension SessionAdditionalDirectoriesCapabilities: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeSessionAdditionalDirectoriesCapabilities: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SessionAdditionalDirectoriesCapabilities {
+        return
+            try SessionAdditionalDirectoriesCapabilities(
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: SessionAdditionalDirectoriesCapabilities, into buf: inout [UInt8]) {
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSessionAdditionalDirectoriesCapabilities_lift(_ buf: RustBuffer) throws -> SessionAdditionalDirectoriesCapabilities {
+    return try FfiConverterTypeSessionAdditionalDirectoriesCapabilities.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSessionAdditionalDirectoriesCapabilities_lower(_ value: SessionAdditionalDirectoriesCapabilities) -> RustBuffer {
+    return FfiConverterTypeSessionAdditionalDirectoriesCapabilities.lower(value)
+}
+
+
+/**
  * Session-level capabilities. `{}` means the baseline session methods; absent members mean the optional feature is not supported. This toolkit's own extensions are advertised under `_meta` (`acp-inject.dev/pending`, `acp-inject.dev/sessionClosed`).
  */
 public struct SessionCapabilities: Equatable, Hashable {
@@ -8231,7 +8231,7 @@ public struct SessionCapabilities: Equatable, Hashable {
     /**
      * `additionalDirectories` is accepted by `session/new` and `session/resume`.
      */
-    public var additionalDirectories: AdditionalDirectoriesCapabilities?
+    public var additionalDirectories: SessionAdditionalDirectoriesCapabilities?
     /**
      * `session/inject` with revoke (mandatory) and optional replace.
      */
@@ -8250,7 +8250,7 @@ public struct SessionCapabilities: Equatable, Hashable {
          */mcp: McpCapabilities?, 
         /**
          * `additionalDirectories` is accepted by `session/new` and `session/resume`.
-         */additionalDirectories: AdditionalDirectoriesCapabilities?, 
+         */additionalDirectories: SessionAdditionalDirectoriesCapabilities?, 
         /**
          * `session/inject` with revoke (mandatory) and optional replace.
          */inject: InjectCapabilities?, 
@@ -8281,7 +8281,7 @@ public struct FfiConverterTypeSessionCapabilities: FfiConverterRustBuffer {
         return
             try SessionCapabilities(
                 mcp: FfiConverterOptionTypeMcpCapabilities.read(from: &buf), 
-                additionalDirectories: FfiConverterOptionTypeAdditionalDirectoriesCapabilities.read(from: &buf), 
+                additionalDirectories: FfiConverterOptionTypeSessionAdditionalDirectoriesCapabilities.read(from: &buf), 
                 inject: FfiConverterOptionTypeInjectCapabilities.read(from: &buf), 
                 status: FfiConverterOptionTypeStatusCapabilities.read(from: &buf), 
                 meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
@@ -8290,7 +8290,7 @@ public struct FfiConverterTypeSessionCapabilities: FfiConverterRustBuffer {
 
     public static func write(_ value: SessionCapabilities, into buf: inout [UInt8]) {
         FfiConverterOptionTypeMcpCapabilities.write(value.mcp, into: &buf)
-        FfiConverterOptionTypeAdditionalDirectoriesCapabilities.write(value.additionalDirectories, into: &buf)
+        FfiConverterOptionTypeSessionAdditionalDirectoriesCapabilities.write(value.additionalDirectories, into: &buf)
         FfiConverterOptionTypeInjectCapabilities.write(value.inject, into: &buf)
         FfiConverterOptionTypeStatusCapabilities.write(value.status, into: &buf)
         FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
@@ -15011,30 +15011,6 @@ fileprivate struct FfiConverterOptionString: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
-fileprivate struct FfiConverterOptionTypeAdditionalDirectoriesCapabilities: FfiConverterRustBuffer {
-    typealias SwiftType = AdditionalDirectoriesCapabilities?
-
-    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
-        guard let value = value else {
-            writeInt(&buf, Int8(0))
-            return
-        }
-        writeInt(&buf, Int8(1))
-        FfiConverterTypeAdditionalDirectoriesCapabilities.write(value, into: &buf)
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
-        switch try readInt(&buf) as Int8 {
-        case 0: return nil
-        case 1: return try FfiConverterTypeAdditionalDirectoriesCapabilities.read(from: &buf)
-        default: throw UniffiInternalError.unexpectedOptionalTag
-        }
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
 fileprivate struct FfiConverterOptionTypeAgentCapabilities: FfiConverterRustBuffer {
     typealias SwiftType = AgentCapabilities?
 
@@ -15267,6 +15243,30 @@ fileprivate struct FfiConverterOptionTypePendingCapabilities: FfiConverterRustBu
         switch try readInt(&buf) as Int8 {
         case 0: return nil
         case 1: return try FfiConverterTypePendingCapabilities.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeSessionAdditionalDirectoriesCapabilities: FfiConverterRustBuffer {
+    typealias SwiftType = SessionAdditionalDirectoriesCapabilities?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeSessionAdditionalDirectoriesCapabilities.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeSessionAdditionalDirectoriesCapabilities.read(from: &buf)
         default: throw UniffiInternalError.unexpectedOptionalTag
         }
     }

@@ -64,6 +64,11 @@ pub fn generate(mode: Mode) -> Result<Vec<PathBuf>, String> {
     let docs = format!("<!-- {PREAMBLE} Source: spec/acp-inject.schema.json and spec/examples/valid/. -->\n\n{docs}");
     ensure_file_contents(&root.join("generated/docs/protocol.md"), &docs, mode, &mut stale)?;
 
+    let typescript = acp_inject_codegen::typescript::render(&schema, PREAMBLE).map_err(|e| e.to_string())?;
+    for (path, text) in typescript {
+        ensure_file_contents(&root.join("generated/typescript").join(path), &text, mode, &mut stale)?;
+    }
+
     let semantics = read(&root.join("../shared/SEMANTICS.md"))?;
     let coverage = crate::coverage::render(&root, &semantics)?;
     let coverage = format!("<!-- {PREAMBLE} Source: spec/vectors/ and the semantics brief. -->\n\n{coverage}");

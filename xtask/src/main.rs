@@ -8,6 +8,8 @@ mod fuzz;
 mod pyenv;
 mod coverage;
 mod test;
+mod typescript;
+mod upstream_diff;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -22,6 +24,9 @@ commands:
   demo [--delay-ms MS]     the main job: a live session against the reference agent from Python
   bench [ROUNDS]           every comparison with the official SDKs, written to BENCHMARKS.md
   fuzz seed | run [SECS]   rebuild the fuzz seed corpus / run every fuzz target for SECS each
+  typescript               the TypeScript stage of `test` alone (tsc build, examples, vectors)
+  upstream-diff PATH [--allowlist FILE] [--json FILE] [--all]
+                           differences between spec/ and an upstream ACP schema; fails on drift
 ";
 
 fn main() -> ExitCode {
@@ -33,6 +38,8 @@ fn main() -> ExitCode {
         Some("demo") => demo::run(&args[1..]),
         Some("fuzz") => fuzz::run(&args[1..]),
         Some("bench") => bench::run(&args[1..]),
+        Some("typescript") => typescript::run(&args[1..]),
+        Some("upstream-diff") => upstream_diff::run(&args[1..]),
         Some("-h" | "--help" | "help") | None => {
             print!("{HELP}");
             Ok(())

@@ -27,7 +27,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
     if !args.is_empty() {
         return Err("usage: cargo xtask test".into());
     }
-    let mut rows = vec![rust(), codegen_check(), python(), kotlin(), swift()];
+    let mut rows = vec![rust(), codegen_check(), python(), kotlin(), swift(), typescript()];
     print_summary(&mut rows);
     let failed = rows.iter().filter(|r| !r.ok).count();
     if failed == 0 { Ok(()) } else { Err(format!("{failed} stage(s) failed")) }
@@ -268,6 +268,12 @@ fn swift() -> Row {
     }
     eprintln!("swift stage: {:.1} s", started.elapsed().as_secs_f64());
     row
+}
+
+/// The generated TypeScript package (see `crate::typescript`).
+fn typescript() -> Row {
+    let o = crate::typescript::stage();
+    Row { language: "typescript", tests: o.tests, vectors: o.vectors, ok: o.ok, note: o.note }
 }
 
 fn print_summary(rows: &mut [Row]) {

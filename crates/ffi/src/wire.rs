@@ -18,13 +18,6 @@ pub enum RequestId {
     /// A string id.
     Str(String),
 }
-///The agent accepts additional workspace roots.
-#[uniffi::remote(Record)]
-pub struct AdditionalDirectoriesCapabilities {
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
-}
 ///What the agent supports.
 #[uniffi::remote(Record)]
 pub struct AgentCapabilities {
@@ -608,13 +601,22 @@ pub struct SelectedPermissionOutcome {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
+///The agent accepts additional workspace roots.
+#[uniffi::remote(Record)]
+pub struct SessionAdditionalDirectoriesCapabilities {
+    pub meta: ::std::option::Option<
+        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    >,
+}
 ///Session-level capabilities. `{}` means the baseline session methods; absent members mean the optional feature is not supported. This toolkit's own extensions are advertised under `_meta` (`acp-inject.dev/pending`, `acp-inject.dev/sessionClosed`).
 #[uniffi::remote(Record)]
 pub struct SessionCapabilities {
     ///MCP server transports accepted by `session/new` and `session/resume`.
     pub mcp: ::std::option::Option<McpCapabilities>,
     ///`additionalDirectories` is accepted by `session/new` and `session/resume`.
-    pub additional_directories: ::std::option::Option<AdditionalDirectoriesCapabilities>,
+    pub additional_directories: ::std::option::Option<
+        SessionAdditionalDirectoriesCapabilities,
+    >,
     ///`session/inject` with revoke (mandatory) and optional replace.
     pub inject: ::std::option::Option<InjectCapabilities>,
     ///`session/status`.

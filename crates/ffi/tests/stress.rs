@@ -10,7 +10,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
-use acp_inject_ffi::{AgentCore, AgentOutput, BreakPoint, RuntimeAction, RuntimeEvent};
+use acp_inject_core::agent::{BreakPoint, HistoryEntry, Output, RuntimeAction, RuntimeEvent};
+use acp_inject_core::wire::{ContentBlock, StopReason};
+use acp_inject_ffi::AgentCore;
 use serde_json::{json, Value};
 
 const THREADS: usize = 8;
@@ -25,23 +27,33 @@ struct Log {
     delivered: Vec<(String, String)>,
 }
 
-fn record(log: &Mutex<Log>, outputs: &[AgentOutput]) {
+fn text_of(content: &[ContentBlock]) -> String {
+    match content.first() {
+        Some(ContentBlock::Text(t)) => t.text.clone(),
+        _ => String::new(),
+    }
+}
+
+fn record(log: &Mutex<Log>, outputs: &[Output]) {
     let mut log = log.lock().unwrap();
     for o in outputs {
-        if let AgentOutput::Action { action: RuntimeAction::StartTurn { messages } | RuntimeAction::Deliver { messages }, .. } = o {
+        if let Output::Action { action: RuntimeAction::StartTurn(messages) | RuntimeAction::Deliver(messages), .. } = o {
             for m in messages {
-                let v: Value = serde_json::from_str(&m.content_json).unwrap();
-                log.delivered.push((m.message_id.clone(), v[0]["text"].as_str().unwrap_or("").to_owned()));
+                log.delivered.push((m.message_id.to_string(), text_of(&m.content)));
             }
         }
     }
 }
 
-fn answer(outputs: &[AgentOutput], conn: &str) -> Value {
+/// The response to `request` among the outputs: addressed to `conn` only.
+fn answer(outputs: &[Output], conn: &str, request: i64) -> Value {
     outputs
         .iter()
         .find_map(|o| match o {
-            AgentOutput::Line { to: Some(t), line } if t == conn => Some(serde_json::from_str(line).unwrap()),
+            Output::Line { to, line } if to.iter().map(|c| c.as_str()).eq([conn]) => {
+                let v: Value = serde_json::from_str(line).unwrap();
+                (v["id"] == request).then_some(v)
+            }
             _ => None,
         })
         .expect("every request is answered to its connection")
@@ -69,7 +81,7 @@ fn worker(core: Arc<AgentCore>, log: Arc<Mutex<Log>>, t: usize) {
                 let out = core.handle_line(conn.clone(), line.to_string()).unwrap();
                 // Record the accept before the deliveries it may cause (a queue inject on an
                 // idle session starts a turn at once).
-                let a = answer(&out, &conn);
+                let a = answer(&out, &conn, req);
                 if let Some(id) = a["result"]["messageId"].as_str() {
                     log.lock().unwrap().accepted.insert(id.to_owned(), (t, steer, accepted_here, text));
                     accepted_here += 1;
@@ -90,7 +102,7 @@ fn worker(core: Arc<AgentCore>, log: Arc<Mutex<Log>>, t: usize) {
                     json!({ "jsonrpc": "2.0", "id": req, "method": "session/revoke_inject", "params": { "sessionId": "s1", "messageId": id } })
                 };
                 let out = core.handle_line(conn.clone(), line.to_string()).unwrap();
-                let a = answer(&out, &conn);
+                let a = answer(&out, &conn, req);
                 let mut l = log.lock().unwrap();
                 if a.get("result").is_some() {
                     if replace {
@@ -106,12 +118,12 @@ fn worker(core: Arc<AgentCore>, log: Arc<Mutex<Log>>, t: usize) {
                 record(&log, &out);
             }
             6 | 7 => {
-                if let Ok(out) = core.runtime_event("s1".into(), RuntimeEvent::BreakPoint { kind: BreakPoint::ToolResult }) {
+                if let Ok(out) = core.runtime_event("s1".into(), RuntimeEvent::BreakPoint(BreakPoint::ToolResult)) {
                     record(&log, &out);
                 }
             }
             _ => {
-                if let Ok(out) = core.runtime_event("s1".into(), RuntimeEvent::TurnEnded { stop_reason: "end_turn".into(), usage_json: None }) {
+                if let Ok(out) = core.runtime_event("s1".into(), RuntimeEvent::TurnEnded { stop_reason: StopReason::EndTurn, usage: None }) {
                     record(&log, &out);
                 }
             }
@@ -121,8 +133,11 @@ fn worker(core: Arc<AgentCore>, log: Arc<Mutex<Log>>, t: usize) {
 
 #[test]
 fn eight_threads_one_session() {
-    let core = AgentCore::new(acp_inject_ffi::default_agent_options()).unwrap();
-    core.create_session("s1".into()).unwrap();
+    let core = AgentCore::new(acp_inject_ffi::default_agent_config()).unwrap();
+    assert!(core.create_session("s1".into(), "/work".into()).unwrap());
+    for t in 0..THREADS {
+        assert!(core.attach_to_session(format!("c{t}"), "s1".into()).unwrap());
+    }
     let log = Arc::new(Mutex::new(Log::default()));
     let (done_tx, done) = mpsc::channel();
     for t in 0..THREADS {
@@ -137,7 +152,7 @@ fn eight_threads_one_session() {
     }
 
     let log = log.lock().unwrap();
-    let pending: BTreeSet<String> = core.pending("s1".into()).unwrap().into_iter().map(|p| p.message_id).collect();
+    let pending: BTreeSet<String> = core.pending("s1".into()).unwrap().into_iter().map(|p| p.message_id.to_string()).collect();
     let mut once = BTreeSet::new();
     for (id, content) in &log.delivered {
         assert!(once.insert(id.clone()), "{id} delivered twice");
@@ -151,7 +166,15 @@ fn eight_threads_one_session() {
     }
     // The threads logged their outputs in whatever order they got to it; the core's history is
     // the serial order it actually delivered in. Same set, and FIFO in that order.
-    let history: Vec<String> = core.history("s1".into()).unwrap().into_iter().map(|u| u.message_id).collect();
+    let history: Vec<String> = core
+        .history("s1".into())
+        .unwrap()
+        .into_iter()
+        .filter_map(|e| match e {
+            HistoryEntry::User { message_id, .. } => Some(message_id.to_string()),
+            HistoryEntry::Update { .. } => None,
+        })
+        .collect();
     assert_eq!(history.iter().cloned().collect::<BTreeSet<_>>(), once, "history and outputs disagree");
     assert_eq!(history.len(), once.len());
     for t in 0..THREADS {

@@ -507,23 +507,14 @@ pub mod __de {
         Ok(super::Unknown(object))
     }
 }
-///The agent accepts additional workspace roots.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
-#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-pub struct AdditionalDirectoriesCapabilities {
-    #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "__tolerant_additionaldirectoriescapabilities_meta")]
-    #[serde(default)]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
-}
 ///What the agent supports.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct AgentCapabilities {
     ///The baseline session methods (`session/new`, `session/list`, `session/resume`, `session/close`, `session/prompt`, `session/cancel`, `session/update`) plus the optional features below.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "__tolerant_agentcapabilities_session")]
+    #[serde(default)]
     pub session: ::std::option::Option<SessionCapabilities>,
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_agentcapabilities_meta")]
@@ -1646,6 +1637,19 @@ pub struct SelectedPermissionOutcome {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
+///The agent accepts additional workspace roots.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+pub struct SessionAdditionalDirectoriesCapabilities {
+    #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        deserialize_with = "__tolerant_sessionadditionaldirectoriescapabilities_meta"
+    )]
+    #[serde(default)]
+    pub meta: ::std::option::Option<
+        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    >,
+}
 ///Session-level capabilities. `{}` means the baseline session methods; absent members mean the optional feature is not supported. This toolkit's own extensions are advertised under `_meta` (`acp-inject.dev/pending`, `acp-inject.dev/sessionClosed`).
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
@@ -1662,7 +1666,9 @@ pub struct SessionCapabilities {
     )]
     #[serde(deserialize_with = "__tolerant_sessioncapabilities_additional_directories")]
     #[serde(default)]
-    pub additional_directories: ::std::option::Option<AdditionalDirectoriesCapabilities>,
+    pub additional_directories: ::std::option::Option<
+        SessionAdditionalDirectoriesCapabilities,
+    >,
     ///`session/inject` with revoke (mandatory) and optional replace.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub inject: ::std::option::Option<InjectCapabilities>,
@@ -2114,24 +2120,10 @@ pub mod error {
         }
     }
 }
-fn __tolerant_additionaldirectoriescapabilities_meta<'de, D: ::serde::Deserializer<'de>>(
+fn __tolerant_agentcapabilities_session<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
-) -> Result<
-    ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
-    D::Error,
-> {
-    __de::default_on_error(deserializer, "AdditionalDirectoriesCapabilities._meta")
-}
-impl SerializeFields for AdditionalDirectoriesCapabilities {
-    fn serialize_fields<M: ::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        if !::std::option::Option::is_none(&self.meta) {
-            map.serialize_entry("_meta", &self.meta)?;
-        }
-        Ok(())
-    }
+) -> Result<::std::option::Option<SessionCapabilities>, D::Error> {
+    __de::default_on_error(deserializer, "AgentCapabilities.session")
 }
 fn __tolerant_agentcapabilities_meta<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
@@ -3583,6 +3575,31 @@ impl SerializeFields for SelectedPermissionOutcome {
         Ok(())
     }
 }
+fn __tolerant_sessionadditionaldirectoriescapabilities_meta<
+    'de,
+    D: ::serde::Deserializer<'de>,
+>(
+    deserializer: D,
+) -> Result<
+    ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
+    D::Error,
+> {
+    __de::default_on_error(
+        deserializer,
+        "SessionAdditionalDirectoriesCapabilities._meta",
+    )
+}
+impl SerializeFields for SessionAdditionalDirectoriesCapabilities {
+    fn serialize_fields<M: ::serde::ser::SerializeMap>(
+        &self,
+        map: &mut M,
+    ) -> Result<(), M::Error> {
+        if !::std::option::Option::is_none(&self.meta) {
+            map.serialize_entry("_meta", &self.meta)?;
+        }
+        Ok(())
+    }
+}
 fn __tolerant_sessioncapabilities_mcp<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<::std::option::Option<McpCapabilities>, D::Error> {
@@ -3593,7 +3610,7 @@ fn __tolerant_sessioncapabilities_additional_directories<
     D: ::serde::Deserializer<'de>,
 >(
     deserializer: D,
-) -> Result<::std::option::Option<AdditionalDirectoriesCapabilities>, D::Error> {
+) -> Result<::std::option::Option<SessionAdditionalDirectoriesCapabilities>, D::Error> {
     __de::default_on_error(deserializer, "SessionCapabilities.additionalDirectories")
 }
 fn __tolerant_sessioncapabilities_meta<'de, D: ::serde::Deserializer<'de>>(

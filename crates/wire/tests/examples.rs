@@ -4,7 +4,7 @@
 //!   `*Response` definition), decode through `jsonrpc::parse_line` plus the typed params or
 //!   result, and re-encode to an equal JSON value;
 //! - invalid files fail the schema, and fail in Rust at the stage and naming the member listed
-//!   in [`INVALID`] (framing, method check, typed decode, or the `check()` of a rule the types
+//!   in `spec/examples/invalid-members.json` (framing, method check, typed decode, or the `check()` of a rule the types
 //!   cannot express).
 //!
 //! File names follow spec/README.md: `<method>.<kind>[.<case>].json` or `batch.<case>.json`.
@@ -35,49 +35,28 @@ enum Stage {
 }
 
 /// Every invalid example: the stage it must fail at in Rust, and the member its error must name.
-const INVALID: &[(&str, Stage, &str)] = &[
-    ("batch.empty.json", Stage::Frame, "batch"),
-    ("batch.nested.json", Stage::Frame, "batch"),
-    ("initialize.result.inject-modes-empty.json", Stage::Tolerated, "modes"),
-    ("initialize.result.inject-modes-missing.json", Stage::Tolerated, "modes"),
-    ("initialize.result.pending-replace-missing.json", Stage::Tolerated, "replace"),
-    ("initialize.result.steer-in-stream-empty.json", Stage::Tolerated, "steerInStream"),
-    ("initialize.result.steer-in-stream-unknown.json", Stage::Tolerated, "steerInStream"),
-    ("initialize.result.steer-without-steer-in-stream.json", Stage::Check, "steerInStream"),
-    ("session.cancel.notification.with-id.json", Stage::Method, "id"),
-    ("session.frobnicate.request.unknown-method.json", Stage::Method, "method"),
-    ("session.inject.request.content-type-number.json", Stage::Decode, "type"),
-    ("session.inject.request.extension-mode.json", Stage::Decode, "mode"),
-    ("session.inject.request.missing-mode.json", Stage::Decode, "mode"),
-    ("session.inject.request.resource-missing-contents.json", Stage::Decode, "resource"),
-    ("session.inject.request.unknown-mode.json", Stage::Decode, "mode"),
-    ("session.prompt.error.code-string.json", Stage::Frame, "code"),
-    ("session.prompt.error.missing-message.json", Stage::Frame, "message"),
-    ("session.prompt.request.content-missing-text.json", Stage::Decode, "text"),
-    ("session.prompt.request.id-object.json", Stage::Frame, "id"),
-    ("session.prompt.request.jsonrpc-version-1.json", Stage::Frame, "jsonrpc"),
-    ("session.prompt.request.missing-jsonrpc.json", Stage::Frame, "jsonrpc"),
-    ("session.prompt.request.missing-params.json", Stage::Decode, "params"),
-    ("session.prompt.request.missing-session-id.json", Stage::Decode, "sessionId"),
-    ("session.prompt.request.prompt-string.json", Stage::Decode, "prompt"),
-    ("session.prompt.result.message-id-missing.json", Stage::Decode, "messageId"),
-    ("session.prompt.result.result-and-error.json", Stage::Frame, "error"),
-    ("session.request_permission.request.options-empty.json", Stage::Decode, "options"),
-    ("session.request_permission.result.selected-missing-option-id.json", Stage::Decode, "optionId"),
-    ("session.revoke_inject.request.message-id-number.json", Stage::Decode, "messageId"),
-    ("session.status.result.unknown-status.json", Stage::Decode, "status"),
-    ("session.update.notification.agent_message-message-id-number.json", Stage::Decode, "messageId"),
-    ("session.update.notification.missing-session-update.json", Stage::Decode, "sessionUpdate"),
-    ("session.update.notification.plan_update-items-missing-plan-id.json", Stage::Decode, "planId"),
-    ("session.update.notification.session-update-number.json", Stage::Decode, "sessionUpdate"),
-    ("session.update.notification.state_update-missing-state.json", Stage::Decode, "state"),
-    ("session.update.notification.state_update-stop-reason-number.json", Stage::Tolerated, "stopReason"),
-    ("session.update.notification.state_update-total-tokens-negative.json", Stage::Tolerated, "totalTokens"),
-    ("session.update.notification.state_update-total-tokens-string.json", Stage::Tolerated, "totalTokens"),
-    ("session.update.notification.tool_call_content_chunk-content-missing-block.json", Stage::Decode, "content"),
-    ("session.update.notification.user_message-missing-message-id.json", Stage::Decode, "messageId"),
-    ("session.update.notification.with-id.json", Stage::Method, "id"),
-];
+/// The table is `spec/examples/invalid-members.json`, shared with the TypeScript validator test.
+fn invalid_table() -> Vec<(String, Stage, String)> {
+    let path = spec_dir().join("examples/invalid-members.json");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    let table: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()));
+    let examples = table["examples"].as_object().expect("invalid-members.json has an `examples` object");
+    examples
+        .iter()
+        .map(|(file, row)| {
+            let stage = match row["rustStage"].as_str() {
+                Some("frame") => Stage::Frame,
+                Some("method") => Stage::Method,
+                Some("decode") => Stage::Decode,
+                Some("check") => Stage::Check,
+                Some("tolerated") => Stage::Tolerated,
+                other => panic!("{file}: unknown rustStage {other:?}"),
+            };
+            let member = row["member"].as_str().unwrap_or_else(|| panic!("{file}: no `member`")).to_owned();
+            (file.clone(), stage, member)
+        })
+        .collect()
+}
 
 // ---------------------------------------------------------------------------------------------
 // Loading examples
@@ -491,17 +470,17 @@ fn names_member_matches_whole_names_only() {
 fn invalid_examples_fail_in_rust_naming_the_member() {
     let batch_requests = batch_requests();
     let examples = load("invalid");
+    let invalid = invalid_table();
     let files: BTreeSet<&str> = examples.iter().map(|e| e.file.as_str()).collect();
-    let table: BTreeSet<&str> = INVALID.iter().map(|(f, _, _)| *f).collect();
-    assert_eq!(INVALID.len(), table.len(), "a file is listed twice in INVALID");
+    let table: BTreeSet<&str> = invalid.iter().map(|(f, _, _)| f.as_str()).collect();
     let unlisted: Vec<&&str> = files.difference(&table).collect();
     let stale: Vec<&&str> = table.difference(&files).collect();
-    assert!(unlisted.is_empty(), "invalid examples missing from INVALID (add stage + member): {unlisted:?}");
-    assert!(stale.is_empty(), "INVALID lists files that do not exist: {stale:?}");
+    assert!(unlisted.is_empty(), "invalid examples missing from invalid-members.json (add member + rustStage): {unlisted:?}");
+    assert!(stale.is_empty(), "invalid-members.json lists files that do not exist: {stale:?}");
 
     let mut problems = Vec::new();
     for ex in &examples {
-        let (_, stage, member) = INVALID.iter().find(|(f, _, _)| *f == ex.file).unwrap();
+        let (_, stage, member) = invalid.iter().find(|(f, _, _)| *f == ex.file).unwrap();
         match decode_example(ex, &batch_requests) {
             Ok(_) => problems.push(format!("{}: accepted by Rust", ex.file)),
             Err(f) if f.stage != *stage => {

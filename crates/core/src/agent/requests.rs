@@ -9,7 +9,7 @@
 use acp_inject_wire::jsonrpc;
 use acp_inject_wire::methods as m;
 use acp_inject_wire::{
-    AdditionalDirectoriesCapabilities, AgentCapabilities, CancelSessionNotification, CloseSessionRequest,
+    SessionAdditionalDirectoriesCapabilities, AgentCapabilities, CancelSessionNotification, CloseSessionRequest,
     CloseSessionResponse, ContentBlock, ErrorObject, ErrorReason, Implementation, InitializeRequest, InitializeResponse,
     InjectMode, InjectRequest, InjectResponse, ListSessionsRequest, ListSessionsResponse, McpCapabilities, Method,
     NewSessionRequest, NewSessionResponse, PromptRequest, PromptResponse, ProtocolVersion, ReplaceInjectRequest,
@@ -151,7 +151,7 @@ impl Agent {
                         http: setup.mcp_http.then(empty).flatten(),
                         meta: None,
                     }),
-                    additional_directories: setup.additional_directories.then_some(AdditionalDirectoriesCapabilities { meta: None }),
+                    additional_directories: setup.additional_directories.then_some(SessionAdditionalDirectoriesCapabilities { meta: None }),
                     inject: self.config.inject.clone(),
                     status: Some(StatusCapabilities { meta: None }),
                     meta: Some(extensions),

@@ -6762,42 +6762,6 @@ public object FfiConverterTypeActivity: FfiConverterRustBuffer<Activity> {
 
 
 /**
- * The agent accepts additional workspace roots.
- */
-data class AdditionalDirectoriesCapabilities (
-    var `meta`: JsonObject?
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeAdditionalDirectoriesCapabilities: FfiConverterRustBuffer<AdditionalDirectoriesCapabilities> {
-    override fun read(buf: ByteBuffer): AdditionalDirectoriesCapabilities {
-        return AdditionalDirectoriesCapabilities(
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: AdditionalDirectoriesCapabilities) = (
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: AdditionalDirectoriesCapabilities, buf: ByteBuffer) {
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
  * What the UI may offer (C-PEND-3).
  */
 data class Affordances (
@@ -10114,6 +10078,42 @@ public object FfiConverterTypeSelectedPermissionOutcome: FfiConverterRustBuffer<
 
 
 /**
+ * The agent accepts additional workspace roots.
+ */
+data class SessionAdditionalDirectoriesCapabilities (
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeSessionAdditionalDirectoriesCapabilities: FfiConverterRustBuffer<SessionAdditionalDirectoriesCapabilities> {
+    override fun read(buf: ByteBuffer): SessionAdditionalDirectoriesCapabilities {
+        return SessionAdditionalDirectoriesCapabilities(
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: SessionAdditionalDirectoriesCapabilities) = (
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: SessionAdditionalDirectoriesCapabilities, buf: ByteBuffer) {
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
  * Session-level capabilities. `{}` means the baseline session methods; absent members mean the optional feature is not supported. This toolkit's own extensions are advertised under `_meta` (`acp-inject.dev/pending`, `acp-inject.dev/sessionClosed`).
  */
 data class SessionCapabilities (
@@ -10125,7 +10125,7 @@ data class SessionCapabilities (
     /**
      * `additionalDirectories` is accepted by `session/new` and `session/resume`.
      */
-    var `additionalDirectories`: AdditionalDirectoriesCapabilities?
+    var `additionalDirectories`: SessionAdditionalDirectoriesCapabilities?
     , 
     /**
      * `session/inject` with revoke (mandatory) and optional replace.
@@ -10155,7 +10155,7 @@ public object FfiConverterTypeSessionCapabilities: FfiConverterRustBuffer<Sessio
     override fun read(buf: ByteBuffer): SessionCapabilities {
         return SessionCapabilities(
             FfiConverterOptionalTypeMcpCapabilities.read(buf),
-            FfiConverterOptionalTypeAdditionalDirectoriesCapabilities.read(buf),
+            FfiConverterOptionalTypeSessionAdditionalDirectoriesCapabilities.read(buf),
             FfiConverterOptionalTypeInjectCapabilities.read(buf),
             FfiConverterOptionalTypeStatusCapabilities.read(buf),
             FfiConverterOptionalTypeJsonObject.read(buf),
@@ -10164,7 +10164,7 @@ public object FfiConverterTypeSessionCapabilities: FfiConverterRustBuffer<Sessio
 
     override fun allocationSize(value: SessionCapabilities) = (
             FfiConverterOptionalTypeMcpCapabilities.allocationSize(value.`mcp`) +
-            FfiConverterOptionalTypeAdditionalDirectoriesCapabilities.allocationSize(value.`additionalDirectories`) +
+            FfiConverterOptionalTypeSessionAdditionalDirectoriesCapabilities.allocationSize(value.`additionalDirectories`) +
             FfiConverterOptionalTypeInjectCapabilities.allocationSize(value.`inject`) +
             FfiConverterOptionalTypeStatusCapabilities.allocationSize(value.`status`) +
             FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
@@ -10172,7 +10172,7 @@ public object FfiConverterTypeSessionCapabilities: FfiConverterRustBuffer<Sessio
 
     override fun write(value: SessionCapabilities, buf: ByteBuffer) {
             FfiConverterOptionalTypeMcpCapabilities.write(value.`mcp`, buf)
-            FfiConverterOptionalTypeAdditionalDirectoriesCapabilities.write(value.`additionalDirectories`, buf)
+            FfiConverterOptionalTypeSessionAdditionalDirectoriesCapabilities.write(value.`additionalDirectories`, buf)
             FfiConverterOptionalTypeInjectCapabilities.write(value.`inject`, buf)
             FfiConverterOptionalTypeStatusCapabilities.write(value.`status`, buf)
             FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
@@ -17440,38 +17440,6 @@ public object FfiConverterOptionalString: FfiConverterRustBuffer<kotlin.String?>
 /**
  * @suppress
  */
-public object FfiConverterOptionalTypeAdditionalDirectoriesCapabilities: FfiConverterRustBuffer<AdditionalDirectoriesCapabilities?> {
-    override fun read(buf: ByteBuffer): AdditionalDirectoriesCapabilities? {
-        if (buf.get().toInt() == 0) {
-            return null
-        }
-        return FfiConverterTypeAdditionalDirectoriesCapabilities.read(buf)
-    }
-
-    override fun allocationSize(value: AdditionalDirectoriesCapabilities?): ULong {
-        if (value == null) {
-            return 1UL
-        } else {
-            return 1UL + FfiConverterTypeAdditionalDirectoriesCapabilities.allocationSize(value)
-        }
-    }
-
-    override fun write(value: AdditionalDirectoriesCapabilities?, buf: ByteBuffer) {
-        if (value == null) {
-            buf.put(0)
-        } else {
-            buf.put(1)
-            FfiConverterTypeAdditionalDirectoriesCapabilities.write(value, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
 public object FfiConverterOptionalTypeAgentCapabilities: FfiConverterRustBuffer<AgentCapabilities?> {
     override fun read(buf: ByteBuffer): AgentCapabilities? {
         if (buf.get().toInt() == 0) {
@@ -17782,6 +17750,38 @@ public object FfiConverterOptionalTypePendingCapabilities: FfiConverterRustBuffe
         } else {
             buf.put(1)
             FfiConverterTypePendingCapabilities.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalTypeSessionAdditionalDirectoriesCapabilities: FfiConverterRustBuffer<SessionAdditionalDirectoriesCapabilities?> {
+    override fun read(buf: ByteBuffer): SessionAdditionalDirectoriesCapabilities? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypeSessionAdditionalDirectoriesCapabilities.read(buf)
+    }
+
+    override fun allocationSize(value: SessionAdditionalDirectoriesCapabilities?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypeSessionAdditionalDirectoriesCapabilities.allocationSize(value)
+        }
+    }
+
+    override fun write(value: SessionAdditionalDirectoriesCapabilities?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypeSessionAdditionalDirectoriesCapabilities.write(value, buf)
         }
     }
 }

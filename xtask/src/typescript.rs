@@ -1,0 +1,250 @@
+//! The TypeScript stage of `cargo xtask test`; `cargo xtask typescript` runs it alone.
+//!
+//! Nothing is installed into the repository. In `$ACP_INJECT_CACHE/typescript/harness/` (see
+//! [`crate::test::cache_dir`]) it:
+//!
+//! 1. copies the consumer project `bindings/typescript/` (package.json, lockfile, tsconfig,
+//!    tests) and runs `npm ci` when the lockfile differs from the installed one (so a warm run
+//!    does not touch the network);
+//! 2. builds the generated package `generated/typescript/` with the pinned `tsc` into
+//!    `node_modules/@acp-inject/schema/`, as npm would install it;
+//! 3. type-checks and compiles the consumer project against it (`test/types.ts` holds
+//!    type-level tests that only have to compile);
+//! 4. runs `test/check.ts`: every example (valid ones pass, invalid ones fail naming the member
+//!    in `spec/examples/invalid-members.json`) and every JSON-RPC message of the vectors.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::root;
+
+/// What the stage found; `cargo xtask test` turns it into a summary row.
+pub struct Outcome {
+    /// Examples: passed, failed.
+    pub tests: Option<(u64, u64)>,
+    /// Vector messages: passed, failed.
+    pub vectors: Option<(u64, u64)>,
+    pub ok: bool,
+    pub note: String,
+}
+
+pub fn run(args: &[String]) -> Result<(), String> {
+    if !args.is_empty() {
+        return Err("usage: cargo xtask typescript".into());
+    }
+    let outcome = stage();
+    let cell = |c: Option<(u64, u64)>| {
+        c.map_or("-".to_owned(), |(p, f)| format!("{p} passed, {f} failed"))
+    };
+    println!(
+        "typescript: examples {}; vector messages {}",
+        cell(outcome.tests),
+        cell(outcome.vectors)
+    );
+    if outcome.ok {
+        Ok(())
+    } else {
+        Err(format!("the TypeScript stage failed: {}", outcome.note))
+    }
+}
+
+pub fn stage() -> Outcome {
+    let mut outcome = Outcome {
+        tests: None,
+        vectors: None,
+        ok: false,
+        note: String::new(),
+    };
+    let harness = crate::test::cache_dir().join("typescript/harness");
+    let output = match prepare(&harness).and_then(|()| build(&harness)) {
+        Ok(()) => run_logged(
+            Command::new("node")
+                .arg(harness.join("build/check.js"))
+                .arg(root()),
+        ),
+        Err(e) => {
+            outcome.note = e;
+            return outcome;
+        }
+    };
+    let (ok, text) = output;
+    outcome.tests = counts(&text, "examples:");
+    outcome.vectors = counts(&text, "vectors:");
+    outcome.ok = ok
+        && outcome.tests.is_some_and(|(p, f)| p > 0 && f == 0)
+        && outcome.vectors.is_some_and(|(p, f)| p > 0 && f == 0);
+    if !outcome.ok {
+        outcome.note = "check.js failed".into();
+    }
+    outcome
+}
+
+/// The consumer project in the cache, with its pinned dependencies installed.
+fn prepare(harness: &Path) -> Result<(), String> {
+    let node = Command::new("node")
+        .arg("--version")
+        .output()
+        .map_err(|e| format!("node is not installed: {e}"))?;
+    let version = String::from_utf8_lossy(&node.stdout).trim().to_owned();
+    let major: u32 = version
+        .trim_start_matches('v')
+        .split('.')
+        .next()
+        .and_then(|m| m.parse().ok())
+        .unwrap_or(0);
+    if major < 18 {
+        return Err(format!("node {version} is too old (18 or newer is needed)"));
+    }
+    let project = root().join("bindings/typescript");
+    std::fs::create_dir_all(harness)
+        .map_err(|e| format!("cannot create {}: {e}", harness.display()))?;
+    for file in ["package.json", "package-lock.json", "tsconfig.json"] {
+        copy(&project.join(file), &harness.join(file))?;
+    }
+    let tests = harness.join("test");
+    let _ = std::fs::remove_dir_all(&tests);
+    copy_dir(&project.join("test"), &tests)?;
+
+    let lock = read(&project.join("package-lock.json"))?;
+    let stamp = harness.join("node_modules/.acp-inject-installed.json");
+    if std::fs::read_to_string(&stamp).ok().as_deref() != Some(lock.as_str()) {
+        let (ok, _) = run_logged(
+            Command::new("npm")
+                .args(["ci", "--no-audit", "--no-fund", "--ignore-scripts"])
+                .current_dir(harness),
+        );
+        if !ok {
+            return Err("npm ci failed (is the npm registry reachable?)".into());
+        }
+        std::fs::write(&stamp, &lock)
+            .map_err(|e| format!("cannot write {}: {e}", stamp.display()))?;
+    }
+    Ok(())
+}
+
+/// The package built into the consumer's node_modules, then the consumer compiled against it.
+fn build(harness: &Path) -> Result<(), String> {
+    let tsc = harness.join("node_modules/.bin/tsc");
+    let package = harness.join("node_modules/@acp-inject/schema");
+    let _ = std::fs::remove_dir_all(&package);
+    let generated = root().join("generated/typescript");
+    let (ok, _) = run_logged(
+        Command::new(&tsc)
+            .arg("-p")
+            .arg(generated.join("tsconfig.json"))
+            .arg("--outDir")
+            .arg(package.join("dist")),
+    );
+    if !ok {
+        return Err("tsc could not build generated/typescript".into());
+    }
+    copy(
+        &generated.join("package.json"),
+        &package.join("package.json"),
+    )?;
+    let _ = std::fs::remove_dir_all(harness.join("build"));
+    let (ok, _) = run_logged(
+        Command::new(&tsc)
+            .arg("-p")
+            .arg(harness.join("tsconfig.json")),
+    );
+    if !ok {
+        return Err("tsc rejected bindings/typescript/test (type-level tests)".into());
+    }
+    Ok(())
+}
+
+/// `examples: 12 passed, 0 failed` → (12, 0), from the last such line.
+fn counts(text: &str, label: &str) -> Option<(u64, u64)> {
+    let line = text.lines().rev().find(|l| l.starts_with(label))?;
+    let words: Vec<&str> = line[label.len()..]
+        .split(|c: char| c.is_whitespace() || c == ',')
+        .filter(|w| !w.is_empty())
+        .collect();
+    let number = |word: &str| {
+        words
+            .windows(2)
+            .find(|w| w[1] == word)
+            .and_then(|w| w[0].parse().ok())
+    };
+    Some((number("passed")?, number("failed")?))
+}
+
+fn run_logged(cmd: &mut Command) -> (bool, String) {
+    if cmd.get_current_dir().is_none() {
+        cmd.current_dir(root());
+    }
+    eprintln!("+ {cmd:?}");
+    match cmd.output() {
+        Ok(out) => {
+            let text = format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            print!("{text}");
+            (out.status.success(), text)
+        }
+        Err(e) => (false, format!("cannot run: {e}")),
+    }
+}
+
+fn read(path: &Path) -> Result<String, String> {
+    std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+}
+
+fn copy(from: &Path, to: &Path) -> Result<(), String> {
+    if let Some(dir) = to.parent() {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    }
+    std::fs::copy(from, to)
+        .map(|_| ())
+        .map_err(|e| format!("cannot copy {} to {}: {e}", from.display(), to.display()))
+}
+
+fn copy_dir(from: &Path, to: &Path) -> Result<(), String> {
+    let entries =
+        std::fs::read_dir(from).map_err(|e| format!("cannot read {}: {e}", from.display()))?;
+    for entry in entries {
+        let path: PathBuf = entry.map_err(|e| e.to_string())?.path();
+        let target = to.join(path.file_name().unwrap_or_default());
+        if path.is_dir() {
+            copy_dir(&path, &target)?;
+        } else {
+            copy(&path, &target)?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn reads_the_closing_counts_of_check_js() {
+        let out = "FAILED vector messages: x\nexamples: 66 passed, 1 failed\nvectors: 1200 passed, 0 failed\n";
+        assert_eq!(super::counts(out, "examples:"), Some((66, 1)));
+        assert_eq!(super::counts(out, "vectors:"), Some((1200, 0)));
+        assert_eq!(super::counts(out, "nothing:"), None);
+    }
+
+    /// The generated package and the consumer project pin the same compiler.
+    #[test]
+    fn the_typescript_pins_agree() {
+        let text = std::fs::read_to_string(crate::root().join("bindings/typescript/package.json"))
+            .unwrap();
+        let project: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(
+            project["devDependencies"]["typescript"],
+            acp_inject_codegen::typescript::TYPESCRIPT_VERSION
+        );
+        let lock =
+            std::fs::read_to_string(crate::root().join("bindings/typescript/package-lock.json"))
+                .unwrap();
+        let lock: serde_json::Value = serde_json::from_str(&lock).unwrap();
+        assert_eq!(
+            lock["packages"]["node_modules/typescript"]["version"],
+            acp_inject_codegen::typescript::TYPESCRIPT_VERSION
+        );
+    }
+}

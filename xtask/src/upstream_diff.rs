@@ -1,0 +1,1829 @@
+//! `cargo xtask upstream-diff PATH [--allowlist FILE] [--json FILE] [--all] [--ours FILE]`: every
+//! difference between the canonical schema (`spec/acp-inject.schema.json`, or `--ours`) and an
+//! upstream ACP v2 schema, minus the intended ones named in `spec/upstream-allowlist.json`.
+//! Exits non-zero while any unintended difference (drift) remains.
+//!
+//! # What is compared
+//!
+//! - **methods** (`x-method` on definitions) present on one side, and their `x-side`;
+//! - **definitions** present on one side; a definition that is only reachable through another
+//!   reported difference (a missing method, member or variant) is *implied* by it and not
+//!   counted again;
+//! - per common object (a definition, or a tagged-union variant `Union[tag]`): **members**
+//!   added or missing, **required** ↔ optional, **type** changes, and the **markers**
+//!   `x-deserialize-default-on-error` / `x-deserialize-skip-invalid-items`;
+//! - **values**: enum values and openness, union tags and openness, and error codes (upstream's
+//!   `ErrorCode` against the codes our `Error` definition constrains).
+//!
+//! # Conventions that are normalised away
+//!
+//! Our tagged-union variants are written inline with a `title` naming the body; upstream's refer
+//! to a body definition through `allOf`. Both become `Union[tag]` with the body's members, so
+//! upstream's body definitions (`UserMessage`, `ContentChunk`, …) are not "definitions only
+//! upstream". `{"allOf": [{"$ref": X}]}` is read as `{"$ref": X}`; `x-rust: inline` definitions
+//! (`Meta`) are inlined; `x-rust`, `x-aliases`, `x-tristate`, titles, descriptions and the form
+//! of the open `other` branch are ignored. Some type differences are reported with a class, so
+//! the allowlist can name them as a group: `semantic-string` (upstream `AbsolutePath`,
+//! `MediaType`, `PlanId` … vs a plain string), `format` (`format: uri` vs none), `nullability`
+//! (only `null` differs) and `untyped` (we keep a value as a raw object where upstream types it).
+//! Validation keywords (`minItems`, `pattern`, `minimum`, `if`/`then` …) are not compared.
+//!
+//! # Reports
+//!
+//! A human-readable report on stdout (the unintended differences; `--all` adds the allowlisted
+//! and implied ones) and, with `--json FILE` (`-` for stdout, then the text goes to stderr), a
+//! JSON report of every difference with its key, status, reason and what implies it.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Map, Value};
+
+use crate::root;
+
+const MARKERS: [&str; 2] = [
+    "x-deserialize-default-on-error",
+    "x-deserialize-skip-invalid-items",
+];
+
+/// The classes a type difference may carry (and an allowlist entry may name).
+const CLASSES: [&str; 4] = ["semantic-string", "format", "nullability", "untyped"];
+
+const USAGE: &str = "usage: cargo xtask upstream-diff PATH [--allowlist FILE] [--json FILE|-] [--all] [--ours FILE]";
+
+pub fn run(args: &[String]) -> Result<(), String> {
+    let mut upstream_path = None;
+    let mut allowlist_path = root().join("spec/upstream-allowlist.json");
+    let mut json_out: Option<String> = None;
+    let mut ours_path = root().join("spec/acp-inject.schema.json");
+    let mut all = false;
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        match arg.as_str() {
+            "--allowlist" => allowlist_path = PathBuf::from(it.next().ok_or(USAGE)?),
+            "--json" => json_out = Some(it.next().ok_or(USAGE)?.clone()),
+            "--ours" => ours_path = PathBuf::from(it.next().ok_or(USAGE)?),
+            "--all" => all = true,
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                return Ok(());
+            }
+            flag if flag.starts_with("--") => {
+                return Err(format!("unknown option {flag:?}\n{USAGE}"))
+            }
+            path if upstream_path.is_none() => upstream_path = Some(PathBuf::from(path)),
+            _ => return Err(USAGE.into()),
+        }
+    }
+    let upstream_path = upstream_path.ok_or(USAGE)?;
+    let ours = load_json(&ours_path)?;
+    let upstream = load_json(&upstream_path)?;
+    let allowlist = Allowlist::parse(&load_json(&allowlist_path)?)
+        .map_err(|e| format!("{}: {e}", allowlist_path.display()))?;
+    let report = compare(&ours, &upstream, &allowlist)?;
+
+    let shown = |p: &Path| p.strip_prefix(root()).unwrap_or(p).display().to_string();
+    let text = report.render(&shown(&ours_path), &shown(&upstream_path), all);
+    match json_out.as_deref() {
+        Some("-") => {
+            eprint!("{text}");
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&report.to_json()).unwrap_or_default()
+            );
+        }
+        Some(file) => {
+            print!("{text}");
+            let body = serde_json::to_string_pretty(&report.to_json()).unwrap_or_default();
+            std::fs::write(file, body + "\n").map_err(|e| format!("cannot write {file}: {e}"))?;
+        }
+        None => print!("{text}"),
+    }
+    match report.count(Status::Unintended) {
+        0 => Ok(()),
+        n => Err(format!(
+            "{n} unintended difference(s) from {}: fix the schema, or name the intended ones in {} with a reason",
+            upstream_path.display(),
+            shown(&allowlist_path)
+        )),
+    }
+}
+
+fn load_json(path: &Path) -> Result<Value, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    serde_json::from_str(&text).map_err(|e| format!("{} is not JSON: {e}", path.display()))
+}
+
+// ----------------------------------------------------------------------------------------------
+// The allowlist
+// ----------------------------------------------------------------------------------------------
+
+/// Intended differences: each entry matches difference keys (`*` is a wildcard), optionally only
+/// those of one class, and says why.
+#[derive(Debug, Clone, Default)]
+pub struct Allowlist {
+    entries: Vec<Entry>,
+}
+
+#[derive(Debug, Clone)]
+struct Entry {
+    pattern: String,
+    class: Option<String>,
+    reason: String,
+}
+
+impl Allowlist {
+    pub fn parse(value: &Value) -> Result<Allowlist, String> {
+        let entries = value
+            .get("entries")
+            .and_then(Value::as_array)
+            .ok_or("the allowlist needs an `entries` array")?;
+        let mut out = Vec::new();
+        for (i, e) in entries.iter().enumerate() {
+            let obj = e
+                .as_object()
+                .ok_or_else(|| format!("entry {i} is not an object"))?;
+            if let Some(k) = obj
+                .keys()
+                .find(|k| !matches!(k.as_str(), "match" | "class" | "reason"))
+            {
+                return Err(format!(
+                    "entry {i}: unknown field {k:?} (fields: match, class, reason)"
+                ));
+            }
+            let text = |k: &str| {
+                obj.get(k)
+                    .and_then(Value::as_str)
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+            };
+            let pattern = text("match")
+                .ok_or_else(|| format!("entry {i} has no `match`"))?
+                .to_owned();
+            let reason = text("reason")
+                .ok_or_else(|| format!("entry {i} ({pattern}) has no `reason`"))?
+                .to_owned();
+            let class = match obj.get("class") {
+                None => None,
+                Some(Value::String(c)) if CLASSES.contains(&c.as_str()) => Some(c.clone()),
+                Some(other) => {
+                    return Err(format!(
+                        "entry {i} ({pattern}): `class` {other} is not one of {CLASSES:?}"
+                    ))
+                }
+            };
+            out.push(Entry {
+                pattern,
+                class,
+                reason,
+            });
+        }
+        Ok(Allowlist { entries: out })
+    }
+
+    fn find(&self, d: &Difference) -> Option<usize> {
+        self.entries.iter().position(|e| {
+            glob(&e.pattern, &d.key) && e.class.as_deref().is_none_or(|c| d.class == Some(c))
+        })
+    }
+}
+
+/// `*` matches any run of characters; everything else matches itself.
+fn glob(pattern: &str, text: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('*').collect();
+    if parts.len() == 1 {
+        return pattern == text;
+    }
+    let (first, last) = (parts[0], parts[parts.len() - 1]);
+    if !text.starts_with(first)
+        || !text[first.len()..].ends_with(last)
+        || text.len() < first.len() + last.len()
+    {
+        return false;
+    }
+    let mut rest = &text[first.len()..text.len() - last.len()];
+    for part in &parts[1..parts.len() - 1] {
+        match rest.find(part) {
+            Some(i) => rest = &rest[i + part.len()..],
+            None => return false,
+        }
+    }
+    true
+}
+
+// ----------------------------------------------------------------------------------------------
+// Differences
+// ----------------------------------------------------------------------------------------------
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    Unintended,
+    Allowlisted,
+    Implied,
+}
+
+impl Status {
+    fn name(self) -> &'static str {
+        match self {
+            Status::Unintended => "unintended",
+            Status::Allowlisted => "allowlisted",
+            Status::Implied => "implied",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Difference {
+    /// `category:location`, what allowlist entries match.
+    pub key: String,
+    pub category: &'static str,
+    /// `only-ours`, `only-upstream` or `differs`.
+    pub change: &'static str,
+    pub location: String,
+    pub ours: Option<String>,
+    pub upstream: Option<String>,
+    pub class: Option<&'static str>,
+    pub status: Status,
+    pub reason: Option<String>,
+    /// The differences this one follows from (definitions reachable only through them).
+    pub implied_by: Vec<String>,
+}
+
+const CATEGORIES: [&str; 9] = [
+    "method",
+    "side",
+    "definition",
+    "shape",
+    "property",
+    "required",
+    "type",
+    "value",
+    "marker",
+];
+
+pub struct Report {
+    pub upstream_title: String,
+    pub differences: Vec<Difference>,
+    /// Allowlist entries that matched nothing.
+    pub unused: Vec<String>,
+}
+
+impl Report {
+    pub fn count(&self, status: Status) -> usize {
+        self.differences
+            .iter()
+            .filter(|d| d.status == status)
+            .count()
+    }
+
+    #[cfg(test)]
+    fn unintended_keys(&self) -> Vec<&str> {
+        self.differences
+            .iter()
+            .filter(|d| d.status == Status::Unintended)
+            .map(|d| d.key.as_str())
+            .collect()
+    }
+
+    fn render(&self, ours: &str, upstream: &str, all: bool) -> String {
+        let mut out = format!(
+            "upstream-diff: {ours} vs {upstream} ({})\n\n",
+            self.upstream_title
+        );
+        out.push_str(&format!(
+            "{:<12} {:>6} {:>12} {:>8} {:>11}\n",
+            "category", "total", "allowlisted", "implied", "unintended"
+        ));
+        let row = |name: &str, ds: Vec<&Difference>| {
+            let n = |s| ds.iter().filter(|d| d.status == s).count();
+            format!(
+                "{:<12} {:>6} {:>12} {:>8} {:>11}\n",
+                name,
+                ds.len(),
+                n(Status::Allowlisted),
+                n(Status::Implied),
+                n(Status::Unintended)
+            )
+        };
+        for c in CATEGORIES {
+            let ds: Vec<&Difference> = self
+                .differences
+                .iter()
+                .filter(|d| d.category == c)
+                .collect();
+            if !ds.is_empty() {
+                out.push_str(&row(c, ds));
+            }
+        }
+        out.push_str(&row("total", self.differences.iter().collect()));
+        let mut section = |title: &str, status: Status| {
+            let ds: Vec<&Difference> = self
+                .differences
+                .iter()
+                .filter(|d| d.status == status)
+                .collect();
+            if ds.is_empty() {
+                return;
+            }
+            out.push_str(&format!("\n{title} ({}):\n", ds.len()));
+            for d in ds {
+                out.push_str(&format!(
+                    "  {:<10} {:<13} {}",
+                    d.category,
+                    d.change,
+                    d.describe()
+                ));
+                if let Some(r) = &d.reason {
+                    out.push_str(&format!("\n{:27}allowed: {r}", ""));
+                }
+                if !d.implied_by.is_empty() {
+                    out.push_str(&format!(
+                        "\n{:27}follows from: {}",
+                        "",
+                        d.implied_by.join(", ")
+                    ));
+                }
+                out.push('\n');
+            }
+        };
+        section("unintended drift", Status::Unintended);
+        if all {
+            section("allowlisted", Status::Allowlisted);
+            section("implied by the differences above", Status::Implied);
+        }
+        if !self.unused.is_empty() {
+            out.push_str(&format!(
+                "\nallowlist entries that match nothing ({}):\n",
+                self.unused.len()
+            ));
+            for u in &self.unused {
+                out.push_str(&format!("  {u}\n"));
+            }
+        }
+        out
+    }
+
+    pub fn to_json(&self) -> Value {
+        let mut summary = Map::new();
+        for c in CATEGORIES.iter().copied().chain(["total"]) {
+            let ds: Vec<&Difference> = self
+                .differences
+                .iter()
+                .filter(|d| c == "total" || d.category == c)
+                .collect();
+            let n = |s| ds.iter().filter(|d| d.status == s).count();
+            summary.insert(
+                c.to_owned(),
+                json!({ "total": ds.len(), "allowlisted": n(Status::Allowlisted), "implied": n(Status::Implied), "unintended": n(Status::Unintended) }),
+            );
+        }
+        let differences: Vec<Value> = self
+            .differences
+            .iter()
+            .map(|d| {
+                json!({
+                    "key": d.key, "category": d.category, "change": d.change, "location": d.location,
+                    "ours": d.ours, "upstream": d.upstream, "class": d.class, "status": d.status.name(),
+                    "reason": d.reason, "impliedBy": d.implied_by,
+                })
+            })
+            .collect();
+        json!({ "upstream": self.upstream_title, "summary": summary, "differences": differences, "unusedAllowlistEntries": self.unused })
+    }
+}
+
+impl Difference {
+    fn describe(&self) -> String {
+        let ty = |t: &Option<String>| t.clone().unwrap_or_else(|| "-".into());
+        let class = self.class.map(|c| format!(" [{c}]")).unwrap_or_default();
+        match (self.category, self.change) {
+            ("required", _) => format!("{}: {}{class}", self.location, ty(&self.ours)),
+            (_, "differs") => format!(
+                "{}: ours {}, upstream {}{class}",
+                self.location,
+                ty(&self.ours),
+                ty(&self.upstream)
+            ),
+            (_, "only-ours") => match &self.ours {
+                Some(t) => format!("{}: {t}{class}", self.location),
+                None => format!("{}{class}", self.location),
+            },
+            _ => match &self.upstream {
+                Some(t) => format!("{}: {t}{class}", self.location),
+                None => format!("{}{class}", self.location),
+            },
+        }
+    }
+}
+
+// ----------------------------------------------------------------------------------------------
+// Normalising one schema
+// ----------------------------------------------------------------------------------------------
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Side {
+    Ours,
+    Upstream,
+}
+
+/// An object to compare member by member: a definition, or a union variant `Union[tag]`.
+#[derive(Debug, Clone, Default)]
+struct Members {
+    props: BTreeMap<String, Value>,
+    required: BTreeSet<String>,
+}
+
+#[derive(Debug, Clone)]
+struct Variant {
+    /// The body's members (tag excluded).
+    members: Members,
+    /// The body definition upstream-style variants refer to (`allOf`), if it is an object.
+    body_def: Option<String>,
+    /// A variant whose body is another tagged union sharing the object (`state_update`).
+    nested: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+enum Shape {
+    Object(Members),
+    /// `other`: the members the open branch declares besides the tag (compared as `Union[*]`).
+    Union {
+        tag: String,
+        variants: BTreeMap<String, Variant>,
+        open: bool,
+        other: Option<Members>,
+    },
+    Enum {
+        values: BTreeSet<String>,
+        open: bool,
+    },
+    Other(String),
+}
+
+impl Shape {
+    fn kind(&self) -> &'static str {
+        match self {
+            Shape::Object(_) => "object",
+            Shape::Union { .. } => "tagged union",
+            Shape::Enum { .. } => "enum",
+            Shape::Other(_) => "other",
+        }
+    }
+}
+
+struct Schema {
+    side: Side,
+    /// The root schema without `$defs`.
+    root: Map<String, Value>,
+    defs: Map<String, Value>,
+    shapes: BTreeMap<String, Shape>,
+    /// `x-rust: inline` definitions (ours: `Meta`), inlined where referenced.
+    inline: BTreeSet<String>,
+    /// Upstream-style body definitions: name → the `Union[tag]` owners they are the body of.
+    bodies: BTreeMap<String, Vec<String>>,
+    /// Methods (`x-method`) → `x-side`.
+    methods: BTreeMap<String, Option<String>>,
+    /// Definitions by method.
+    method_defs: BTreeMap<String, String>,
+}
+
+fn label(side: Side) -> &'static str {
+    match side {
+        Side::Ours => "our schema",
+        Side::Upstream => "the upstream schema",
+    }
+}
+
+impl Schema {
+    fn parse(value: &Value, side: Side) -> Result<Schema, String> {
+        let root = value
+            .as_object()
+            .ok_or_else(|| format!("{} is not a JSON object", label(side)))?;
+        let defs = root
+            .get("$defs")
+            .and_then(Value::as_object)
+            .ok_or_else(|| format!("{} has no `$defs` object", label(side)))?
+            .clone();
+        let mut top = root.clone();
+        top.remove("$defs");
+        let mut s = Schema {
+            side,
+            root: top,
+            defs,
+            shapes: BTreeMap::new(),
+            inline: BTreeSet::new(),
+            bodies: BTreeMap::new(),
+            methods: BTreeMap::new(),
+            method_defs: BTreeMap::new(),
+        };
+        for (name, def) in &s.defs {
+            let obj = def
+                .as_object()
+                .ok_or_else(|| format!("{}: definition {name} is not an object", label(side)))?;
+            if obj.get("x-rust").and_then(Value::as_str) == Some("inline") {
+                s.inline.insert(name.clone());
+            }
+            if let Some(m) = obj.get("x-method").and_then(Value::as_str) {
+                s.methods.entry(m.to_owned()).or_insert_with(|| {
+                    obj.get("x-side").and_then(Value::as_str).map(str::to_owned)
+                });
+                s.method_defs.insert(name.clone(), m.to_owned());
+            }
+        }
+        let names: Vec<String> = s.defs.keys().cloned().collect();
+        for name in &names {
+            let shape = s.shape_of(name)?;
+            if let Shape::Union { variants, .. } = &shape {
+                for (tag, v) in variants {
+                    if let Some(body) = &v.body_def {
+                        s.bodies
+                            .entry(body.clone())
+                            .or_default()
+                            .push(format!("{name}[{tag}]"));
+                    }
+                }
+            }
+            s.shapes.insert(name.clone(), shape);
+        }
+        Ok(s)
+    }
+
+    /// Whether a member schema carries `marker`, itself or through an inlined definition it
+    /// references (ours: `_meta` → `Meta`, which carries the marker once for every `_meta`).
+    fn has_marker(&self, member: &Value, marker: &str) -> bool {
+        if member.get(marker) == Some(&Value::Bool(true)) {
+            return true;
+        }
+        member
+            .get("$ref")
+            .and_then(Value::as_str)
+            .and_then(|r| r.strip_prefix("#/$defs/"))
+            .filter(|name| self.inline.contains(*name))
+            .and_then(|name| self.defs.get(name))
+            .is_some_and(|def| def.get(marker) == Some(&Value::Bool(true)))
+    }
+
+    fn err(&self, def: &str, msg: &str) -> String {
+        format!("{}: definition {def}: {msg}", label(self.side))
+    }
+
+    fn shape_of(&self, name: &str) -> Result<Shape, String> {
+        let def = &self.defs[name];
+        if def.get("properties").is_some()
+            || def.get("type") == Some(&Value::from("object")) && branches(def).is_none()
+        {
+            return Ok(Shape::Object(members_of(def)));
+        }
+        let Some(bs) = branches(def) else {
+            return Ok(Shape::Other(self.desc(def, 0)));
+        };
+        let is_const = |b: &Value| b.get("const").is_some();
+        let is_open_scalar = |b: &Value| {
+            !is_const(b)
+                && b.get("properties").is_none()
+                && matches!(
+                    b.get("type").and_then(Value::as_str),
+                    Some("string" | "integer")
+                )
+        };
+        if bs.iter().all(|b| is_const(b) || is_open_scalar(b)) && bs.iter().any(is_const) {
+            let values = bs
+                .iter()
+                .filter_map(|b| b.get("const"))
+                .map(value_text)
+                .collect();
+            return Ok(Shape::Enum {
+                values,
+                open: bs.iter().any(is_open_scalar),
+            });
+        }
+        let tagged = |b: &Value| {
+            b.get("properties")
+                .and_then(Value::as_object)
+                .is_some_and(|p| p.values().any(|v| v.get("const").is_some()))
+        };
+        if !bs.iter().any(tagged) {
+            return Ok(Shape::Other(self.desc(def, 0)));
+        }
+        let mut tag: Option<String> = None;
+        let mut variants = BTreeMap::new();
+        let mut open = false;
+        let mut other: Option<Members> = None;
+        for (i, b) in bs.iter().enumerate() {
+            let props = b.get("properties").and_then(Value::as_object);
+            let consts: Vec<(&String, &Value)> = props
+                .map(|p| p.iter().filter(|(_, v)| v.get("const").is_some()).collect())
+                .unwrap_or_default();
+            let [(tag_name, tag_schema)] = consts[..] else {
+                if consts.is_empty() {
+                    open = true;
+                    if props.is_some() {
+                        other = Some(members_of(b));
+                    }
+                    continue;
+                }
+                return Err(self.err(
+                    name,
+                    &format!("union branch {i} has more than one `const` member"),
+                ));
+            };
+            match &tag {
+                None => tag = Some(tag_name.clone()),
+                Some(t) if t != tag_name => {
+                    return Err(self.err(
+                        name,
+                        &format!("union branches disagree on the tag ({t:?}, {tag_name:?})"),
+                    ))
+                }
+                _ => {}
+            }
+            let value = value_text(&tag_schema["const"]);
+            let mut members = members_of(b);
+            members.props.remove(tag_name.as_str());
+            members.required.remove(tag_name.as_str());
+            let mut body_def = None;
+            let mut nested = None;
+            if let Some(target) = all_of_ref(b) {
+                let target = target.to_owned();
+                let body = self.defs.get(&target).ok_or_else(|| {
+                    self.err(
+                        name,
+                        &format!("variant {value:?} refers to a missing definition {target}"),
+                    )
+                })?;
+                if branches(body).is_some() && body.get("properties").is_none() {
+                    nested = Some(target);
+                } else {
+                    let m = members_of(body);
+                    members.props.extend(m.props);
+                    members.required.extend(m.required);
+                    members.required.remove(tag_name.as_str());
+                    body_def = Some(target);
+                }
+            }
+            variants.insert(
+                value,
+                Variant {
+                    members,
+                    body_def,
+                    nested,
+                },
+            );
+        }
+        let tag = tag.unwrap_or_default();
+        if let Some(m) = &mut other {
+            m.props.remove(&tag);
+            m.required.remove(&tag);
+        }
+        Ok(Shape::Union {
+            tag,
+            variants,
+            open,
+            other,
+        })
+    }
+
+    /// A normalised type description: refs by name (inline definitions inlined), `allOf` of one
+    /// ref as the ref, unions sorted.
+    fn desc(&self, s: &Value, depth: usize) -> String {
+        if depth > 8 {
+            return "…".into();
+        }
+        let Some(obj) = s.as_object() else {
+            return if s == &Value::Bool(true) {
+                "any".into()
+            } else {
+                s.to_string()
+            };
+        };
+        let reference = obj
+            .get("$ref")
+            .and_then(Value::as_str)
+            .or_else(|| all_of_ref_str(obj));
+        if let Some(r) = reference {
+            let name = r.strip_prefix("#/$defs/").unwrap_or(r);
+            if self.inline.contains(name) {
+                return self.desc(&self.defs[name], depth + 1);
+            }
+            return name.to_owned();
+        }
+        if let Some(c) = obj.get("const") {
+            return c.to_string();
+        }
+        if let Some(values) = obj.get("enum").and_then(Value::as_array) {
+            let mut v: Vec<String> = values.iter().map(Value::to_string).collect();
+            v.sort();
+            return v.join(" | ");
+        }
+        if let Some(bs) = obj
+            .get("anyOf")
+            .or_else(|| obj.get("oneOf"))
+            .and_then(Value::as_array)
+        {
+            let mut parts: Vec<String> = bs.iter().map(|b| self.desc(b, depth + 1)).collect();
+            parts.sort();
+            parts.dedup();
+            return parts.join(" | ");
+        }
+        let types: Vec<&str> = match obj.get("type") {
+            Some(Value::String(t)) => vec![t.as_str()],
+            Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
+            _ => return "any".into(),
+        };
+        let mut parts: Vec<String> = types
+            .iter()
+            .map(|t| match *t {
+                "array" => format!(
+                    "array<{}>",
+                    obj.get("items")
+                        .map_or("any".into(), |i| self.desc(i, depth + 1))
+                ),
+                "integer" | "string" | "number" => {
+                    match obj.get("format").and_then(Value::as_str) {
+                        Some(f) => format!("{t}({f})"),
+                        None => (*t).to_owned(),
+                    }
+                }
+                other => other.to_owned(),
+            })
+            .collect();
+        parts.sort();
+        parts.join(" | ")
+    }
+
+    /// Whether a definition is a plain string (an upstream "semantic string" such as `MediaType`).
+    fn is_plain_string(&self, name: &str) -> bool {
+        self.defs.get(name).is_some_and(|d| {
+            d.get("type") == Some(&Value::from("string"))
+                && d.get("enum").is_none()
+                && d.get("const").is_none()
+                && branches(d).is_none()
+        })
+    }
+
+    fn is_object_def(&self, name: &str) -> bool {
+        matches!(
+            self.shapes.get(name),
+            Some(Shape::Object(_) | Shape::Union { .. })
+        )
+    }
+
+    /// Every object to compare member by member: definitions, and union variants `Union[tag]`.
+    fn owners(&self) -> BTreeMap<String, Members> {
+        let mut out = BTreeMap::new();
+        for (name, shape) in &self.shapes {
+            match shape {
+                Shape::Object(m) => {
+                    out.insert(name.clone(), m.clone());
+                }
+                Shape::Union {
+                    variants, other, ..
+                } => {
+                    for (tag, v) in variants {
+                        out.insert(format!("{name}[{tag}]"), v.members.clone());
+                    }
+                    if let Some(m) = other {
+                        out.insert(format!("{name}[*]"), m.clone());
+                    }
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+
+    /// Where each definition is referenced from: target → (owner, member) pairs. The member is
+    /// empty when the reference is not inside a member (an alias, a nested union variant).
+    fn references(&self) -> BTreeMap<String, Vec<(String, String)>> {
+        let mut out: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
+        let mut add = |target: String, owner: &str, member: &str| {
+            out.entry(target)
+                .or_default()
+                .push((owner.to_owned(), member.to_owned()))
+        };
+        // The root's own references (the message kinds a document validates), not those inside
+        // members of inline objects there.
+        walk_refs(&Value::Object(self.root.clone()), None, &mut |t, member| {
+            if member.is_none() {
+                add(t, "(root)", "");
+            }
+        });
+        for (name, shape) in &self.shapes {
+            match shape {
+                Shape::Union { variants, .. } => {
+                    for (tag, v) in variants {
+                        let owner = format!("{name}[{tag}]");
+                        for (member, s) in &v.members.props {
+                            refs_in(s, &mut |t| add(t, &owner, member));
+                        }
+                        if let Some(n) = &v.nested {
+                            add(n.clone(), &owner, "");
+                        }
+                    }
+                    // Branches without a tag: the open branch (`Union[*]`), or an untagged form.
+                    for b in branches(&self.defs[name]).into_iter().flatten() {
+                        let props = b.get("properties").and_then(Value::as_object);
+                        if props.is_some_and(|p| p.values().any(|v| v.get("const").is_some())) {
+                            continue;
+                        }
+                        let owner = format!("{name}[*]");
+                        walk_refs(b, None, &mut |t, member| match member {
+                            Some(m) => add(t, &owner, m),
+                            None => add(t, name, ""),
+                        });
+                    }
+                }
+                _ => {
+                    let def = &self.defs[name];
+                    walk_refs(def, None, &mut |t, member| {
+                        add(t, name, member.unwrap_or(""))
+                    });
+                }
+            }
+        }
+        out
+    }
+}
+
+fn branches(v: &Value) -> Option<&Vec<Value>> {
+    v.get("anyOf")
+        .or_else(|| v.get("oneOf"))
+        .and_then(Value::as_array)
+}
+
+fn all_of_ref(v: &Value) -> Option<&str> {
+    v.as_object()
+        .and_then(all_of_ref_str)
+        .map(|r| r.strip_prefix("#/$defs/").unwrap_or(r))
+}
+
+fn all_of_ref_str(obj: &Map<String, Value>) -> Option<&str> {
+    match obj
+        .get("allOf")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+    {
+        Some([one]) => one.get("$ref").and_then(Value::as_str),
+        _ => None,
+    }
+}
+
+fn members_of(v: &Value) -> Members {
+    let props = v
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|p| p.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+        .unwrap_or_default();
+    let required = v
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| {
+            r.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default();
+    Members { props, required }
+}
+
+fn value_text(v: &Value) -> String {
+    v.as_str().map_or_else(|| v.to_string(), str::to_owned)
+}
+
+fn refs_in(v: &Value, f: &mut dyn FnMut(String)) {
+    match v {
+        Value::Object(o) => {
+            if let Some(r) = o.get("$ref").and_then(Value::as_str) {
+                f(r.strip_prefix("#/$defs/").unwrap_or(r).to_owned());
+            }
+            o.values().for_each(|x| refs_in(x, f));
+        }
+        Value::Array(a) => a.iter().for_each(|x| refs_in(x, f)),
+        _ => {}
+    }
+}
+
+/// Every `$ref` in a definition, with the member it sits in (the first `properties` key on the
+/// way down, also inside `if`/`then`).
+fn walk_refs(v: &Value, member: Option<&str>, f: &mut dyn FnMut(String, Option<&str>)) {
+    match v {
+        Value::Object(o) => {
+            if let Some(r) = o.get("$ref").and_then(Value::as_str) {
+                f(r.strip_prefix("#/$defs/").unwrap_or(r).to_owned(), member);
+            }
+            for (k, x) in o {
+                if k == "properties" && member.is_none() {
+                    if let Some(props) = x.as_object() {
+                        for (name, s) in props {
+                            walk_refs(s, Some(name), f);
+                        }
+                    }
+                } else {
+                    walk_refs(x, member, f);
+                }
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|x| walk_refs(x, member, f)),
+        _ => {}
+    }
+}
+
+// ----------------------------------------------------------------------------------------------
+// Comparing
+// ----------------------------------------------------------------------------------------------
+
+struct Diffs {
+    items: Vec<Difference>,
+}
+
+impl Diffs {
+    fn push(
+        &mut self,
+        category: &'static str,
+        change: &'static str,
+        key: String,
+        location: String,
+        ours: Option<String>,
+        upstream: Option<String>,
+    ) {
+        self.items.push(Difference {
+            key,
+            category,
+            change,
+            location,
+            ours,
+            upstream,
+            class: None,
+            status: Status::Unintended,
+            reason: None,
+            implied_by: Vec::new(),
+        });
+    }
+}
+
+fn only(side: Side) -> &'static str {
+    match side {
+        Side::Ours => "only-ours",
+        Side::Upstream => "only-upstream",
+    }
+}
+
+/// Compares our schema with an upstream one and applies the allowlist.
+pub fn compare(ours: &Value, upstream: &Value, allowlist: &Allowlist) -> Result<Report, String> {
+    let a = Schema::parse(ours, Side::Ours)?;
+    let b = Schema::parse(upstream, Side::Upstream)?;
+    let mut d = Diffs { items: Vec::new() };
+
+    // Methods.
+    for (m, side) in &a.methods {
+        match b.methods.get(m) {
+            None => d.push(
+                "method",
+                "only-ours",
+                format!("method:{m}"),
+                m.clone(),
+                side.clone(),
+                None,
+            ),
+            Some(other) if other != side => d.push(
+                "side",
+                "differs",
+                format!("side:{m}"),
+                m.clone(),
+                side.clone(),
+                other.clone(),
+            ),
+            _ => {}
+        }
+    }
+    for (m, side) in &b.methods {
+        if !a.methods.contains_key(m) {
+            d.push(
+                "method",
+                "only-upstream",
+                format!("method:{m}"),
+                m.clone(),
+                None,
+                side.clone(),
+            );
+        }
+    }
+
+    // Definitions (upstream body definitions are compared as their variants, inline ones where
+    // they are used).
+    let compared =
+        |s: &Schema, name: &str| !s.inline.contains(name) && !s.bodies.contains_key(name);
+    for (x, y) in [(&a, &b), (&b, &a)] {
+        for name in x.defs.keys() {
+            if compared(x, name) && !y.defs.contains_key(name) {
+                let kind = x.shapes.get(name).map(Shape::kind).map(str::to_owned);
+                let (ours, up) = if x.side == Side::Ours {
+                    (kind, None)
+                } else {
+                    (None, kind)
+                };
+                d.push(
+                    "definition",
+                    only(x.side),
+                    format!("def:{name}"),
+                    name.clone(),
+                    ours,
+                    up,
+                );
+            }
+        }
+    }
+
+    // Shapes of common definitions.
+    for (name, sa) in &a.shapes {
+        let Some(sb) = b.shapes.get(name) else {
+            continue;
+        };
+        if a.inline.contains(name) {
+            continue;
+        }
+        match (sa, sb) {
+            (Shape::Object(_), Shape::Object(_)) => {}
+            (
+                Shape::Union {
+                    tag: ta,
+                    variants: va,
+                    open: oa,
+                    ..
+                },
+                Shape::Union {
+                    tag: tb,
+                    variants: vb,
+                    open: ob,
+                    ..
+                },
+            ) => {
+                if ta != tb {
+                    d.push(
+                        "value",
+                        "differs",
+                        format!("tagname:{name}"),
+                        name.clone(),
+                        Some(ta.clone()),
+                        Some(tb.clone()),
+                    );
+                }
+                if oa != ob {
+                    d.push(
+                        "value",
+                        "differs",
+                        format!("open:{name}"),
+                        name.clone(),
+                        Some(open_text(*oa)),
+                        Some(open_text(*ob)),
+                    );
+                }
+                for (tag, v) in va {
+                    match vb.get(tag) {
+                        None => d.push(
+                            "value",
+                            "only-ours",
+                            format!("tag:{name}[{tag}]"),
+                            format!("{name}[{tag}]"),
+                            Some(variant_text(v)),
+                            None,
+                        ),
+                        Some(w) if v.nested != w.nested => d.push(
+                            "type",
+                            "differs",
+                            format!("type:{name}[{tag}]"),
+                            format!("{name}[{tag}]"),
+                            Some(variant_text(v)),
+                            Some(variant_text(w)),
+                        ),
+                        _ => {}
+                    }
+                }
+                for (tag, w) in vb {
+                    if !va.contains_key(tag) {
+                        d.push(
+                            "value",
+                            "only-upstream",
+                            format!("tag:{name}[{tag}]"),
+                            format!("{name}[{tag}]"),
+                            None,
+                            Some(variant_text(w)),
+                        );
+                    }
+                }
+            }
+            (
+                Shape::Enum {
+                    values: va,
+                    open: oa,
+                },
+                Shape::Enum {
+                    values: vb,
+                    open: ob,
+                },
+            ) => {
+                if oa != ob {
+                    d.push(
+                        "value",
+                        "differs",
+                        format!("open:{name}"),
+                        name.clone(),
+                        Some(open_text(*oa)),
+                        Some(open_text(*ob)),
+                    );
+                }
+                for v in va.difference(vb) {
+                    d.push(
+                        "value",
+                        "only-ours",
+                        format!("value:{name}={v}"),
+                        format!("{name} = {v}"),
+                        None,
+                        None,
+                    );
+                }
+                for v in vb.difference(va) {
+                    d.push(
+                        "value",
+                        "only-upstream",
+                        format!("value:{name}={v}"),
+                        format!("{name} = {v}"),
+                        None,
+                        None,
+                    );
+                }
+            }
+            (Shape::Other(x), Shape::Other(y)) => {
+                if x != y {
+                    d.push(
+                        "type",
+                        "differs",
+                        format!("type:{name}"),
+                        name.clone(),
+                        Some(x.clone()),
+                        Some(y.clone()),
+                    );
+                }
+            }
+            _ => d.push(
+                "shape",
+                "differs",
+                format!("shape:{name}"),
+                name.clone(),
+                Some(sa.kind().into()),
+                Some(sb.kind().into()),
+            ),
+        }
+    }
+
+    // Members of every common object.
+    let (oa, ob) = (a.owners(), b.owners());
+    for (owner, ma) in &oa {
+        let Some(mb) = ob.get(owner) else { continue };
+        compare_members(&mut d, &a, &b, owner, ma, mb);
+    }
+
+    error_codes(&mut d, &a, &b);
+
+    // Classes of type differences.
+    for item in d.items.iter_mut().filter(|i| i.category == "type") {
+        if let (Some(x), Some(y)) = (&item.ours, &item.upstream) {
+            item.class = classify(&a, &b, x, y);
+        }
+    }
+
+    // Definitions only reachable through other differences are implied by them.
+    let keys: BTreeSet<String> = d.items.iter().map(|i| i.key.clone()).collect();
+    let (ra, rb) = (a.references(), b.references());
+    for i in 0..d.items.len() {
+        if d.items[i].category != "definition" {
+            continue;
+        }
+        let (s, refs) = if d.items[i].change == "only-ours" {
+            (&a, &ra)
+        } else {
+            (&b, &rb)
+        };
+        let name = d.items[i].location.clone();
+        // Implied when every reference to the definition goes through a reported difference
+        // (a method's params/result definitions: through the method).
+        let mut by = BTreeSet::new();
+        let mut unexplained = false;
+        if let Some(m) = s.method_defs.get(&name) {
+            if keys.contains(&format!("method:{m}")) {
+                by.insert(format!("method:{m}"));
+            } else {
+                unexplained = true;
+            }
+        }
+        for (owner, member) in refs.get(&name).into_iter().flatten() {
+            // References from an upstream body definition come from its variants.
+            let owners: Vec<String> = s
+                .bodies
+                .get(owner)
+                .cloned()
+                .unwrap_or_else(|| vec![owner.clone()]);
+            for o in owners {
+                let union = o.split('[').next().unwrap_or(&o).to_owned();
+                let candidates = [
+                    format!("def:{o}"),
+                    format!("def:{union}"),
+                    format!("tag:{o}"),
+                    format!("prop:{o}.{member}"),
+                    format!("type:{o}.{member}"),
+                    format!("type:{o}"),
+                ];
+                match candidates.iter().find(|k| keys.contains(*k)) {
+                    Some(k) => {
+                        by.insert(k.clone());
+                    }
+                    None => unexplained = true,
+                }
+            }
+        }
+        if !unexplained {
+            d.items[i].implied_by = by.into_iter().collect();
+        }
+    }
+
+    // The allowlist.
+    let mut used = vec![false; allowlist.entries.len()];
+    for item in &mut d.items {
+        if let Some(e) = allowlist.find(item) {
+            used[e] = true;
+            item.status = Status::Allowlisted;
+            item.reason = Some(allowlist.entries[e].reason.clone());
+        } else if !item.implied_by.is_empty() {
+            item.status = Status::Implied;
+        }
+    }
+    let unused = allowlist
+        .entries
+        .iter()
+        .zip(&used)
+        .filter(|(_, u)| !**u)
+        .map(|(e, _)| e.pattern.clone())
+        .collect();
+    let upstream_title = upstream
+        .get("title")
+        .and_then(Value::as_str)
+        .unwrap_or("untitled")
+        .to_owned();
+    Ok(Report {
+        upstream_title,
+        differences: d.items,
+        unused,
+    })
+}
+
+fn open_text(open: bool) -> String {
+    if open { "open" } else { "closed" }.into()
+}
+
+fn variant_text(v: &Variant) -> String {
+    match (&v.nested, &v.body_def) {
+        (Some(n), _) => format!("variant (body: union {n})"),
+        (None, Some(b)) => format!("variant (body: {b})"),
+        (None, None) => "variant".into(),
+    }
+}
+
+fn compare_members(d: &mut Diffs, a: &Schema, b: &Schema, owner: &str, ma: &Members, mb: &Members) {
+    for (member, sa) in &ma.props {
+        let at = format!("{owner}.{member}");
+        let Some(sb) = mb.props.get(member) else {
+            d.push(
+                "property",
+                "only-ours",
+                format!("prop:{at}"),
+                at,
+                Some(a.desc(sa, 0)),
+                None,
+            );
+            continue;
+        };
+        let (ta, tb) = (a.desc(sa, 0), b.desc(sb, 0));
+        if ta != tb {
+            d.push(
+                "type",
+                "differs",
+                format!("type:{at}"),
+                at.clone(),
+                Some(ta),
+                Some(tb),
+            );
+        }
+        let (ra, rb) = (ma.required.contains(member), mb.required.contains(member));
+        if ra != rb {
+            let text = if ra {
+                "required here, optional upstream"
+            } else {
+                "optional here, required upstream"
+            };
+            d.push(
+                "required",
+                "differs",
+                format!("required:{at}"),
+                at.clone(),
+                Some(text.into()),
+                None,
+            );
+        }
+        for marker in MARKERS {
+            let (xa, xb) = (a.has_marker(sa, marker), b.has_marker(sb, marker));
+            if xa != xb {
+                let side = if xa { Side::Ours } else { Side::Upstream };
+                d.push(
+                    "marker",
+                    only(side),
+                    format!("marker:{at}:{marker}"),
+                    format!("{at}: {marker}"),
+                    None,
+                    None,
+                );
+            }
+        }
+    }
+    for (member, sb) in &mb.props {
+        if !ma.props.contains_key(member) {
+            let at = format!("{owner}.{member}");
+            d.push(
+                "property",
+                "only-upstream",
+                format!("prop:{at}"),
+                at,
+                None,
+                Some(b.desc(sb, 0)),
+            );
+        }
+    }
+    // Required members declared without a schema (e.g. inherited) on one side only.
+    for member in ma.required.difference(&mb.required) {
+        if !ma.props.contains_key(member) && mb.props.contains_key(member) {
+            let at = format!("{owner}.{member}");
+            d.push(
+                "required",
+                "differs",
+                format!("required:{at}"),
+                at,
+                Some("required here, optional upstream".into()),
+                None,
+            );
+        }
+    }
+}
+
+/// Upstream lists error codes in `ErrorCode`; ours constrains codes in `Error`'s `if`/`then`.
+fn error_codes(d: &mut Diffs, a: &Schema, b: &Schema) {
+    let ours: BTreeMap<String, Option<String>> = a
+        .defs
+        .get("Error")
+        .and_then(|e| e.get("allOf"))
+        .and_then(Value::as_array)
+        .map(|parts| {
+            parts
+                .iter()
+                .filter_map(|p| {
+                    let code = p.pointer("/if/properties/code/const")?.to_string();
+                    let message = p
+                        .pointer("/then/properties/message/const")
+                        .and_then(Value::as_str)
+                        .map(str::to_owned);
+                    Some((code, message))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let upstream: BTreeMap<String, Option<String>> = b
+        .defs
+        .get("ErrorCode")
+        .and_then(branches)
+        .map(|bs| {
+            bs.iter()
+                .filter_map(|x| {
+                    Some((
+                        x.get("const")?.to_string(),
+                        x.get("title").and_then(Value::as_str).map(str::to_owned),
+                    ))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    if ours.is_empty() || upstream.is_empty() {
+        return;
+    }
+    for (code, message) in &ours {
+        match upstream.get(code) {
+            None => d.push(
+                "value",
+                "only-ours",
+                format!("code:{code}"),
+                format!("error code {code}"),
+                message.clone(),
+                None,
+            ),
+            Some(m) if message.is_some() && m.is_some() && m != message => d.push(
+                "value",
+                "differs",
+                format!("code-message:{code}"),
+                format!("error code {code} message"),
+                message.clone(),
+                m.clone(),
+            ),
+            _ => {}
+        }
+    }
+    for (code, message) in &upstream {
+        if !ours.contains_key(code) {
+            d.push(
+                "value",
+                "only-upstream",
+                format!("code:{code}"),
+                format!("error code {code}"),
+                None,
+                message.clone(),
+            );
+        }
+    }
+}
+
+/// The class of a type difference, when it is one of the named kinds.
+fn classify(a: &Schema, b: &Schema, x: &str, y: &str) -> Option<&'static str> {
+    let strip_null = |t: &str| {
+        union_parts(t)
+            .into_iter()
+            .filter(|p| p != "null")
+            .collect::<Vec<_>>()
+            .join(" | ")
+    };
+    if x != y && strip_null(x) == strip_null(y) {
+        return Some("nullability");
+    }
+    let loosen = |s: &Schema, t: &str| -> (String, bool) {
+        let mut semantic = false;
+        let text = tokens(t)
+            .into_iter()
+            .map(|tok| {
+                if s.is_plain_string(&tok) {
+                    semantic = true;
+                    "string".to_owned()
+                } else if let Some(base) = ["string(", "integer(", "number("]
+                    .iter()
+                    .find(|p| tok.starts_with(**p))
+                {
+                    base.trim_end_matches('(').to_owned()
+                } else {
+                    tok
+                }
+            })
+            .collect::<String>();
+        (sorted_union(&text), semantic)
+    };
+    let ((lx, sx), (ly, sy)) = (loosen(a, x), loosen(b, y));
+    if lx == ly {
+        return Some(if sx || sy {
+            "semantic-string"
+        } else {
+            "format"
+        });
+    }
+    // We keep a raw object (or any value) where upstream names an object type.
+    let untyped = sorted_union(
+        &tokens(y)
+            .into_iter()
+            .map(|tok| {
+                if b.is_object_def(&tok) {
+                    "object".to_owned()
+                } else {
+                    tok
+                }
+            })
+            .collect::<String>(),
+    );
+    let any_items = x.replace("array<any>", "array<object>");
+    if untyped == x || untyped == any_items || (x == "any" && y != "any") {
+        return Some("untyped");
+    }
+    None
+}
+
+/// The top-level members of a `A | B` type description (not splitting inside `array<…>`).
+fn union_parts(t: &str) -> Vec<String> {
+    let mut parts = Vec::new();
+    let (mut depth, mut start) = (0i32, 0);
+    let bytes = t.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'<' | b'(' => depth += 1,
+            b'>' | b')' => depth -= 1,
+            b'|' if depth == 0
+                && i > 0
+                && bytes[i - 1] == b' '
+                && bytes.get(i + 1) == Some(&b' ') =>
+            {
+                parts.push(t[start..i - 1].to_owned());
+                start = i + 2;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    parts.push(t[start..].to_owned());
+    parts
+}
+
+/// A type description with its top-level union members sorted and deduplicated.
+fn sorted_union(t: &str) -> String {
+    let mut parts = union_parts(t);
+    parts.sort();
+    parts.dedup();
+    parts.join(" | ")
+}
+
+/// A type description split into names and punctuation, so names can be replaced.
+fn tokens(t: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut word = String::new();
+    for c in t.chars() {
+        if c.is_alphanumeric() || c == '_' || c == '-' {
+            word.push(c);
+        } else {
+            if !word.is_empty() {
+                out.push(std::mem::take(&mut word));
+            }
+            // Keep `(format)` attached to its base type.
+            if c == '(' {
+                word.push(c);
+                continue;
+            }
+            out.push(c.to_string());
+        }
+    }
+    if !word.is_empty() {
+        out.push(word);
+    }
+    // Re-attach `(fmt)` groups: `string`, `(uri`, `)` → `string(uri)`.
+    let mut merged: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < out.len() {
+        if out[i].starts_with('(') && i + 1 < out.len() && out[i + 1] == ")" {
+            if let Some(prev) = merged.last_mut() {
+                prev.push_str(&out[i]);
+                prev.push(')');
+                i += 2;
+                continue;
+            }
+        }
+        merged.push(out[i].clone());
+        i += 1;
+    }
+    merged
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture(name: &str) -> PathBuf {
+        root().join("xtask/tests/fixtures").join(name)
+    }
+
+    fn load(name: &str) -> Value {
+        load_json(&fixture(name)).expect("fixture")
+    }
+
+    fn allowlist() -> Allowlist {
+        Allowlist::parse(&load("upstream-diff-allowlist.json")).expect("fixture allowlist")
+    }
+
+    fn status_of<'r>(report: &'r Report, key: &str) -> Option<&'r Difference> {
+        report.differences.iter().find(|d| d.key == key)
+    }
+
+    /// Our conventions (inline variants, x-rust inline `Meta`, x-aliases, x-tristate) against the
+    /// same shapes in upstream's (allOf bodies, allOf-wrapped refs, `other` with `not`): nothing
+    /// but the allowlisted extension and what follows from it.
+    #[test]
+    fn conventions_are_not_differences() {
+        let report = compare(
+            &load("upstream-diff-ours.json"),
+            &load("upstream-diff-upstream-same.json"),
+            &allowlist(),
+        )
+        .unwrap();
+        let keys: Vec<(&str, Status)> = report
+            .differences
+            .iter()
+            .map(|d| (d.key.as_str(), d.status))
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                ("method:session/inject", Status::Allowlisted),
+                ("def:InjectRequest", Status::Implied),
+                ("def:InjectResponse", Status::Implied),
+                ("def:InjectMode", Status::Implied),
+            ]
+        );
+        assert!(report.unused.is_empty());
+    }
+
+    /// Each planted difference is reported as drift; without them the same run passes.
+    #[test]
+    fn planted_differences_are_reported() {
+        let report = compare(
+            &load("upstream-diff-ours.json"),
+            &load("upstream-diff-upstream-drift.json"),
+            &allowlist(),
+        )
+        .unwrap();
+        for (key, category, class) in [
+            ("method:session/list", "method", None),
+            ("prop:PromptRequest.priority", "property", None),
+            ("required:PromptResponse._meta", "required", None),
+            (
+                "type:NewSessionRequest.cwd",
+                "type",
+                Some("semantic-string"),
+            ),
+            ("value:StopReason=refusal", "value", None),
+            ("tag:SessionUpdate[agent_message]", "value", None),
+            (
+                "marker:SessionUpdate[user_message].content:x-deserialize-default-on-error",
+                "marker",
+                None,
+            ),
+        ] {
+            let d = status_of(&report, key).unwrap_or_else(|| panic!("{key} not reported"));
+            assert_eq!(
+                (d.category, d.status, d.class),
+                (category, Status::Unintended, class),
+                "{key}"
+            );
+        }
+        // Definitions that only the planted method or member needs follow from them.
+        assert_eq!(
+            status_of(&report, "def:SessionInfo").map(|d| d.implied_by.clone()),
+            Some(vec!["def:ListSessionsResponse".to_owned()])
+        );
+        assert_eq!(
+            status_of(&report, "def:AbsolutePath").map(|d| d.status),
+            Some(Status::Implied)
+        );
+        assert_eq!(
+            report.count(Status::Unintended),
+            7,
+            "{:#?}",
+            report.unintended_keys()
+        );
+    }
+
+    /// The command fails on drift and passes without it; an allowlist entry silences its match.
+    #[test]
+    fn the_command_fails_only_on_unintended_drift() {
+        let arg = |p: PathBuf| p.display().to_string();
+        let base = |upstream: &str, allow: &str| {
+            vec![
+                arg(fixture(upstream)),
+                "--ours".into(),
+                arg(fixture("upstream-diff-ours.json")),
+                "--allowlist".into(),
+                arg(fixture(allow)),
+            ]
+        };
+        assert!(run(&base(
+            "upstream-diff-upstream-same.json",
+            "upstream-diff-allowlist.json"
+        ))
+        .is_ok());
+        let err = run(&base(
+            "upstream-diff-upstream-drift.json",
+            "upstream-diff-allowlist.json",
+        ))
+        .unwrap_err();
+        assert!(err.starts_with("7 unintended difference(s)"), "{err}");
+
+        let mut entries = load("upstream-diff-allowlist.json");
+        let planted = [
+            "method:session/list",
+            "prop:PromptRequest.*",
+            "required:*",
+            "value:*",
+            "tag:*",
+            "marker:*",
+        ];
+        let list = entries["entries"].as_array_mut().unwrap();
+        for m in planted {
+            list.push(json!({ "match": m, "reason": "planted in the fixture" }));
+        }
+        list.push(json!({ "match": "type:*", "class": "semantic-string", "reason": "a named string type" }));
+        let allow = Allowlist::parse(&entries).unwrap();
+        let report = compare(
+            &load("upstream-diff-ours.json"),
+            &load("upstream-diff-upstream-drift.json"),
+            &allow,
+        )
+        .unwrap();
+        assert_eq!(
+            report.count(Status::Unintended),
+            0,
+            "{:?}",
+            report.unintended_keys()
+        );
+        assert!(report.unused.is_empty(), "{:?}", report.unused);
+    }
+
+    #[test]
+    fn the_json_report_carries_every_difference() {
+        let report = compare(
+            &load("upstream-diff-ours.json"),
+            &load("upstream-diff-upstream-drift.json"),
+            &allowlist(),
+        )
+        .unwrap();
+        let json = report.to_json();
+        assert_eq!(json["summary"]["total"]["unintended"], 7);
+        assert_eq!(
+            json["differences"].as_array().map(Vec::len),
+            Some(report.differences.len())
+        );
+        let planted = json["differences"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["key"] == "prop:PromptRequest.priority")
+            .unwrap();
+        assert_eq!(planted["status"], "unintended");
+        assert_eq!(planted["upstream"], "integer(int32) | null");
+    }
+
+    #[test]
+    fn malformed_input_is_an_error_not_a_panic() {
+        let ours = load("upstream-diff-ours.json");
+        for bad in [
+            json!([]),
+            json!({}),
+            json!({ "$defs": [] }),
+            json!({ "$defs": { "X": 3 } }),
+        ] {
+            assert!(
+                compare(&ours, &bad, &Allowlist::default()).is_err(),
+                "{bad}"
+            );
+        }
+        let two_tags = json!({ "$defs": { "U": { "anyOf": [
+            { "type": "object", "properties": { "a": { "const": "x" } } },
+            { "type": "object", "properties": { "b": { "const": "y" } } }
+        ] } } });
+        let err = compare(&ours, &two_tags, &Allowlist::default())
+            .err()
+            .unwrap_or_default();
+        assert!(err.contains("disagree on the tag"), "{err}");
+        for bad in [
+            json!({}),
+            json!({ "entries": [{ "match": "def:X" }] }),
+            json!({ "entries": [{ "match": "def:X", "reason": "r", "why": 1 }] }),
+            json!({ "entries": [{ "match": "def:X", "reason": "r", "class": "nope" }] }),
+        ] {
+            assert!(Allowlist::parse(&bad).is_err(), "{bad}");
+        }
+        let missing = run(&["/no/such/upstream.json".to_owned()]).unwrap_err();
+        assert!(missing.contains("cannot read"), "{missing}");
+    }
+
+    /// The real allowlist parses, and our schema compared with itself differs in nothing.
+    #[test]
+    fn the_canonical_schema_and_allowlist_are_well_formed() {
+        let spec = load_json(&root().join("spec/acp-inject.schema.json")).unwrap();
+        let allow =
+            Allowlist::parse(&load_json(&root().join("spec/upstream-allowlist.json")).unwrap())
+                .unwrap();
+        assert!(!allow.entries.is_empty());
+        let report = compare(&spec, &spec, &allow).unwrap();
+        assert!(
+            report.differences.is_empty(),
+            "{:?}",
+            report.unintended_keys()
+        );
+    }
+
+    #[test]
+    fn glob_matches_runs_of_characters() {
+        assert!(glob("method:nes/*", "method:nes/start"));
+        assert!(glob("*:ClientRequest.*", "type:ClientRequest.params"));
+        assert!(!glob("*:ClientRequest.*", "type:ClientRequestX"));
+        assert!(glob("code:-32010", "code:-32010"));
+        assert!(!glob("code:-3201", "code:-32010"));
+        assert!(glob("a*b*c", "axxbyyc") && !glob("a*b*c", "axxcyyb"));
+    }
+
+    #[test]
+    fn type_classes() {
+        assert_eq!(union_parts("array<A | B> | null"), ["array<A | B>", "null"]);
+        assert_eq!(sorted_union("null | MediaType"), "MediaType | null");
+        assert_eq!(tokens("string(uri) | null").concat(), "string(uri) | null");
+    }
+}

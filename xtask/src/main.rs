@@ -3,11 +3,15 @@
 mod bench;
 mod codegen;
 mod conformance;
+mod consumers;
 mod demo;
+mod dist;
+mod docs;
 mod fuzz;
 mod pyenv;
 mod coverage;
 mod test;
+mod versions;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -22,6 +26,10 @@ commands:
   demo [--delay-ms MS]     the main job: a live session against the reference agent from Python
   bench [ROUNDS]           every comparison with the official SDKs, written to BENCHMARKS.md
   fuzz seed | run [SECS]   rebuild the fuzz seed corpus / run every fuzz target for SECS each
+  dist [--manylinux2014] [--publish-dry-run] [--consumers]
+                           the installable artifacts in dist/: wheel, Maven repo, Swift package,
+                           crates (--consumers: then install and use each as a user would)
+  docs                     API docs (Rust, Python, Kotlin, Swift) into <target>/doc-site/
 ";
 
 fn main() -> ExitCode {
@@ -33,6 +41,8 @@ fn main() -> ExitCode {
         Some("demo") => demo::run(&args[1..]),
         Some("fuzz") => fuzz::run(&args[1..]),
         Some("bench") => bench::run(&args[1..]),
+        Some("dist") => dist::run(&args[1..]),
+        Some("docs") => docs::run(&args[1..]),
         Some("-h" | "--help" | "help") | None => {
             print!("{HELP}");
             Ok(())

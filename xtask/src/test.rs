@@ -27,7 +27,16 @@ pub fn run(args: &[String]) -> Result<(), String> {
     if !args.is_empty() {
         return Err("usage: cargo xtask test".into());
     }
-    let mut rows = vec![rust(), codegen_check(), python(), kotlin(), swift()];
+    let mut rows = vec![
+        rust(),
+        codegen_check(),
+        python(),
+        kotlin(),
+        swift(),
+        consumer("python (wheel)", crate::consumers::python),
+        consumer("kotlin (jar)", crate::consumers::kotlin),
+        consumer("swift (package)", crate::consumers::swift),
+    ];
     print_summary(&mut rows);
     let failed = rows.iter().filter(|r| !r.ok).count();
     if failed == 0 { Ok(()) } else { Err(format!("{failed} stage(s) failed")) }
@@ -262,6 +271,16 @@ fn swift() -> Row {
     }
     eprintln!("swift stage: {:.1} s", started.elapsed().as_secs_f64());
     row
+}
+
+/// A consumer stage (xtask/src/consumers.rs): an artifact of `cargo xtask dist`, used as a
+/// user of that language would.
+fn consumer(language: &'static str, stage: fn() -> Result<String, String>) -> Row {
+    let (ok, note) = match stage() {
+        Ok(used) => (true, used),
+        Err(e) => (false, e),
+    };
+    Row { language, tests: None, vectors: None, ok, note }
 }
 
 fn print_summary(rows: &mut [Row]) {

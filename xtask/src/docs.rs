@@ -19,13 +19,16 @@ use std::process::Command;
 
 use crate::root;
 
+/// A language's docs: its folder name and the builder (which returns the entry page).
+type Part = (&'static str, fn(&Path) -> Result<String, String>);
+
 pub fn run(args: &[String]) -> Result<(), String> {
     if !args.is_empty() {
         return Err("usage: cargo xtask docs".into());
     }
     let site = crate::target_dir()?.join("doc-site");
     std::fs::create_dir_all(&site).map_err(|e| format!("cannot create {}: {e}", site.display()))?;
-    let parts: [(&str, fn(&Path) -> Result<String, String>); 4] = [
+    let parts: [Part; 4] = [
         ("rust", rust),
         ("python", python),
         ("kotlin", kotlin),

@@ -49,7 +49,7 @@ pub fn cache_dir() -> PathBuf {
     let base = std::env::var_os("XDG_CACHE_HOME")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-        .unwrap_or_else(|| std::env::temp_dir());
+        .unwrap_or_else(std::env::temp_dir);
     base.join("acp-inject")
 }
 
@@ -204,7 +204,8 @@ fn count_after(line: &str, word: &str) -> Option<u64> {
 fn kotlin() -> Row {
     let started = Instant::now();
     let mut row = Row { language: "kotlin", tests: None, vectors: None, ok: false, note: String::new() };
-    if !(runs("java", "-version") && runs("mvn", "-v")) && !apt_install(&["maven", "default-jdk-headless"]) {
+    let have_maven = runs("java", "-version") && runs("mvn", "-v");
+    if !have_maven && !apt_install(&["maven", "default-jdk-headless"]) {
         row.note = "cannot install maven and a JDK (apt-get)".into();
         return row;
     }
@@ -286,7 +287,7 @@ fn consumer(language: &'static str, stage: fn() -> Result<String, String>) -> Ro
 fn print_summary(rows: &mut [Row]) {
     let cell = |c: Option<(u64, u64)>| c.map_or("-".to_owned(), |(p, f)| format!("{p} passed, {f} failed"));
     println!("\n== summary ==");
-    println!("{:<16} {:<26} {:<26} {}", "stage", "tests", "vectors", "result");
+    println!("{:<16} {:<26} {:<26} result", "stage", "tests", "vectors");
     for r in rows.iter() {
         println!(
             "{:<16} {:<26} {:<26} {}{}",

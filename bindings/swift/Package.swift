@@ -10,6 +10,10 @@
 //   bindings/swift/swiftw test                              # Linux: in a Debian trixie chroot
 //   bindings/swift/swiftw run -c release AcpInjectBench
 //   ACP_INJECT_LIB_DIR=/abs/target/debug swift test         # where a Swift toolchain exists
+//
+// This is the development package (tests, benchmark): it links the library with unsafeFlags,
+// which SwiftPM allows only in a root package. The package other packages depend on is
+// `cargo xtask dist`'s dist/swift/AcpInject (manifest: dist/Package.swift).
 import Foundation
 import PackageDescription
 
@@ -19,6 +23,7 @@ let libDir = ProcessInfo.processInfo.environment["ACP_INJECT_LIB_DIR"]
 
 let package = Package(
     name: "AcpInject",
+    platforms: [.macOS(.v13), .iOS(.v16)],
     products: [
         .library(name: "AcpInjectFFI", targets: ["AcpInjectFFI"]),
     ],

@@ -74,9 +74,14 @@ pub fn generate(mode: Mode) -> Result<Vec<PathBuf>, String> {
     let coverage = format!("<!-- {PREAMBLE} Source: spec/vectors/ and the semantics brief. -->\n\n{coverage}");
     ensure_file_contents(&root.join("generated/docs/vector-coverage.md"), &coverage, mode, &mut stale)?;
 
+    crate::versions::sync(mode, &mut stale)?;
+
     Ok(stale)
 }
 
+
+/// Where the Python type stub of the generated module lives (inside the package).
+pub const PYTHON_STUB: &str = "bindings/python/python/acp_inject/acp_inject_ffi/acp_inject_ffi.pyi";
 
 /// The UniFFI bindings of `crates/ffi` for Python (plus a type stub), Kotlin and Swift.
 /// Builds the cdylib and the pinned `uniffi-bindgen`, so it is kept out of the `#[test]`
@@ -118,9 +123,8 @@ pub fn bindings(mode: Mode) -> Result<Vec<PathBuf>, String> {
         return Err(format!("the type stub failed: {}", String::from_utf8_lossy(&stub.stderr)));
     }
     let preamble = format!("{PREAMBLE} Source: crates/ffi via uniffi-bindgen 0.32.2.");
-    let files: [(&str, &str, String); 6] = [
+    let files: [(&str, &str, String); 5] = [
         ("python/acp_inject_ffi.py", "#", read(&out.join("python/acp_inject_ffi.py"))?),
-        ("python/acp_inject_ffi.pyi", "#", String::from_utf8_lossy(&stub.stdout).into_owned()),
         ("kotlin/dev/acpinject/acp_inject_ffi.kt", "//", read(&out.join("kotlin/dev/acpinject/acp_inject_ffi.kt"))?),
         ("swift/AcpInjectFFI.swift", "//", read(&out.join("swift/AcpInjectFFI.swift"))?),
         ("swift/AcpInjectFFIFFI.h", "//", read(&out.join("swift/AcpInjectFFIFFI.h"))?),
@@ -131,6 +135,11 @@ pub fn bindings(mode: Mode) -> Result<Vec<PathBuf>, String> {
         let text = format!("{comment} {preamble}\n{text}");
         ensure_file_contents(&root.join("generated").join(path), &text, mode, &mut stale)?;
     }
+    // The type stub is written into the Python package itself, as a real file beside the module
+    // maturin generates there, so wheels and sdists carry it (PEP 561) with nothing outside the
+    // package to point at.
+    let stub = format!("# {preamble}\n{}", String::from_utf8_lossy(&stub.stdout));
+    ensure_file_contents(&root.join(PYTHON_STUB), &stub, mode, &mut stale)?;
     Ok(stale)
 }
 

@@ -3,13 +3,17 @@
 mod bench;
 mod codegen;
 mod conformance;
+mod consumers;
 mod demo;
+mod dist;
+mod docs;
 mod fuzz;
 mod pyenv;
 mod coverage;
 mod test;
 mod typescript;
 mod upstream_diff;
+mod versions;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -27,6 +31,10 @@ commands:
   typescript               the TypeScript stage of `test` alone (tsc build, examples, vectors)
   upstream-diff PATH [--allowlist FILE] [--json FILE] [--all]
                            differences between spec/ and an upstream ACP schema; fails on drift
+  dist [--manylinux2014] [--publish-dry-run] [--consumers]
+                           the installable artifacts in dist/: wheel, Maven repo, Swift package,
+                           crates (--consumers: then install and use each as a user would)
+  docs                     API docs (Rust, Python, Kotlin, Swift) into <target>/doc-site/
 ";
 
 fn main() -> ExitCode {
@@ -40,6 +48,8 @@ fn main() -> ExitCode {
         Some("bench") => bench::run(&args[1..]),
         Some("typescript") => typescript::run(&args[1..]),
         Some("upstream-diff") => upstream_diff::run(&args[1..]),
+        Some("dist") => dist::run(&args[1..]),
+        Some("docs") => docs::run(&args[1..]),
         Some("-h" | "--help" | "help") | None => {
             print!("{HELP}");
             Ok(())

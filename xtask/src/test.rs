@@ -27,7 +27,17 @@ pub fn run(args: &[String]) -> Result<(), String> {
     if !args.is_empty() {
         return Err("usage: cargo xtask test".into());
     }
-    let mut rows = vec![rust(), codegen_check(), python(), kotlin(), swift(), typescript()];
+    let mut rows = vec![
+        rust(),
+        codegen_check(),
+        python(),
+        kotlin(),
+        swift(),
+        typescript(),
+        consumer("python (wheel)", crate::consumers::python),
+        consumer("kotlin (jar)", crate::consumers::kotlin),
+        consumer("swift (package)", crate::consumers::swift),
+    ];
     print_summary(&mut rows);
     let failed = rows.iter().filter(|r| !r.ok).count();
     if failed == 0 { Ok(()) } else { Err(format!("{failed} stage(s) failed")) }
@@ -40,7 +50,7 @@ pub fn cache_dir() -> PathBuf {
     let base = std::env::var_os("XDG_CACHE_HOME")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-        .unwrap_or_else(|| std::env::temp_dir());
+        .unwrap_or_else(std::env::temp_dir);
     base.join("acp-inject")
 }
 
@@ -201,7 +211,8 @@ fn count_after(line: &str, word: &str) -> Option<u64> {
 fn kotlin() -> Row {
     let started = Instant::now();
     let mut row = Row { language: "kotlin", tests: None, vectors: None, ok: false, note: String::new() };
-    if !(runs("java", "-version") && runs("mvn", "-v")) && !apt_install(&["maven", "default-jdk-headless"]) {
+    let have_maven = runs("java", "-version") && runs("mvn", "-v");
+    if !have_maven && !apt_install(&["maven", "default-jdk-headless"]) {
         row.note = "cannot install maven and a JDK (apt-get)".into();
         return row;
     }
@@ -276,10 +287,20 @@ fn typescript() -> Row {
     Row { language: "typescript", tests: o.tests, vectors: o.vectors, ok: o.ok, note: o.note }
 }
 
+/// A consumer stage (xtask/src/consumers.rs): an artifact of `cargo xtask dist`, used as a
+/// user of that language would.
+fn consumer(language: &'static str, stage: fn() -> Result<String, String>) -> Row {
+    let (ok, note) = match stage() {
+        Ok(used) => (true, used),
+        Err(e) => (false, e),
+    };
+    Row { language, tests: None, vectors: None, ok, note }
+}
+
 fn print_summary(rows: &mut [Row]) {
     let cell = |c: Option<(u64, u64)>| c.map_or("-".to_owned(), |(p, f)| format!("{p} passed, {f} failed"));
     println!("\n== summary ==");
-    println!("{:<16} {:<26} {:<26} {}", "stage", "tests", "vectors", "result");
+    println!("{:<16} {:<26} {:<26} result", "stage", "tests", "vectors");
     for r in rows.iter() {
         println!(
             "{:<16} {:<26} {:<26} {}{}",

@@ -1,5 +1,6 @@
 """The installed package is the one the pipeline describes: the wheel's generated module is
-the checked-in `generated/python` copy, and the stub ships with it (PEP 561)."""
+the checked-in `generated/python` copy, and the stub `cargo xtask codegen` writes into the
+package ships with it as a real file (PEP 561)."""
 
 from __future__ import annotations
 
@@ -27,7 +28,9 @@ def test_type_information_ships() -> None:
     package = Path(acp_inject.__file__).parent
     assert (package / "py.typed").exists()
     stub = package / "acp_inject_ffi" / "acp_inject_ffi.pyi"
-    assert stub.read_text() == (REPO / "generated" / "python" / "acp_inject_ffi.pyi").read_text()
+    assert not stub.is_symlink()
+    source = REPO / "bindings" / "python" / "python" / "acp_inject" / "acp_inject_ffi" / "acp_inject_ffi.pyi"
+    assert stub.read_text() == source.read_text()
 
 
 def test_version() -> None:

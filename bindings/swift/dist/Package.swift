@@ -1,0 +1,45 @@
+// swift-tools-version:5.9
+//
+// acp-inject for Swift, as `cargo xtask dist` lays it out in dist/swift/AcpInject: a package
+// another package depends on with `.package(path:)` (or by URL, once this directory is
+// published as a repository), with no `unsafeFlags` and no environment variables.
+//
+//   Sources/AcpInjectFFI/      the generated binding and the idiomatic layer (real files)
+//   Sources/AcpInjectFFIFFI/   the uniffi header and its module map (a system-library target)
+//   lib/<os>-<arch>/libacp_inject_ffi.a               the Rust library, static
+//   lib/<os>-<arch>/pkgconfig/acp-inject-ffi.pc       -L/-l flags for it, relative to itself
+//
+// SwiftPM takes a system-library target's linker flags from pkg-config, and accepts an
+// absolute path to the .pc file as the `pkgConfig` name, so the manifest points at the file
+// inside this package (found from #filePath): nothing is installed and no PKG_CONFIG_PATH is
+// needed. The .pc file may only use -L/-l (SwiftPM drops other flags, such as an rpath), which
+// is why the library is static: the consumer's binary carries it and needs nothing at run time.
+// Swift 6.0's binary targets cannot hold a library on Linux (artifact bundles there take
+// executables only), so this is the supported way to ship a prebuilt library to Linux.
+import Foundation
+import PackageDescription
+
+let packageDir = URL(fileURLWithPath: #filePath).deletingLastPathComponent().path
+#if os(Linux) && arch(x86_64)
+let libraryDir = "linux-x86_64"
+#elseif os(Linux) && arch(arm64)
+let libraryDir = "linux-aarch64"
+#else
+let libraryDir = "unsupported" // Apple platforms: an XCFramework binary target (not built here)
+#endif
+
+let package = Package(
+    name: "AcpInject",
+    platforms: [.macOS(.v13), .iOS(.v16)],
+    products: [
+        .library(name: "AcpInjectFFI", targets: ["AcpInjectFFI"]),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "AcpInjectFFIFFI",
+            path: "Sources/AcpInjectFFIFFI",
+            pkgConfig: "\(packageDir)/lib/\(libraryDir)/pkgconfig/acp-inject-ffi.pc"
+        ),
+        .target(name: "AcpInjectFFI", dependencies: ["AcpInjectFFIFFI"], path: "Sources/AcpInjectFFI"),
+    ]
+)

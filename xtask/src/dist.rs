@@ -1,0 +1,568 @@
+//! `cargo xtask dist [--manylinux2014] [--publish-dry-run] [--consumers]`: the installable
+//! artifacts, in `dist/`; `--consumers` then runs the consumer stages of `cargo xtask test` on
+//! them (xtask/src/consumers.rs).
+//!
+//! | path | what | built by |
+//! |---|---|---|
+//! | `dist/python/acp_inject-V-py3-none-manylinux_*.whl` | the wheel | maturin (release, no debug info) |
+//! | `dist/maven/dev/acpinject/acp-inject/V/` | jar (+ native library), -sources, -javadoc (Dokka), pom | `mvn -Pdist deploy` |
+//! | `dist/swift/AcpInject/` | a SwiftPM package with the static library and its pkg-config file | this module |
+//! | `dist/crates/*.crate` | the crates meant for crates.io | `cargo package` |
+//!
+//! The wheel is `py3-none-<platform>`: UniFFI's Python binding loads the library with ctypes,
+//! so it needs no CPython ABI at all (wider than abi3). Its platform tag is the one maturin's
+//! own manylinux audit finds for the library's glibc symbols (`manylinux_2_34` on a glibc 2.36
+//! host: Rust's std binds the pthread symbols glibc 2.34 moved into libc); with
+//! `--manylinux2014` maturin links through zig (`ziglang` from PyPI) against glibc 2.17 instead.
+//!
+//! The JVM jar and the Swift package take one release build of `crates/ffi` (`cargo rustc
+//! --release`, which also prints the native libraries the static library needs); the wheel is
+//! maturin's own build of the same crate. Tools (maturin, auditwheel, ziglang) live in a venv
+//! in the cache dir, never in the repository. `dist/` is rebuilt per artifact, each
+//! independently, so one failure does not hide the others.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use crate::root;
+use crate::versions::VERSION;
+
+#[derive(Clone, Copy, Default)]
+pub struct Options {
+    /// The wheel links through zig for the manylinux2014 (glibc 2.17) tag.
+    pub manylinux2014: bool,
+    /// Also package the Rust crates into `dist/crates` (not needed by the consumer tests).
+    pub crates: bool,
+}
+
+/// The artifacts, each built or the reason it is not.
+pub struct Built {
+    pub wheel: Result<PathBuf, String>,
+    pub maven_repo: Result<PathBuf, String>,
+    pub swift_package: Result<PathBuf, String>,
+    pub crates: Option<Result<Vec<PathBuf>, String>>,
+}
+
+const USAGE: &str = "usage: cargo xtask dist [--manylinux2014] [--publish-dry-run] [--consumers]";
+
+pub fn run(args: &[String]) -> Result<(), String> {
+    let mut options = Options {
+        crates: true,
+        ..Options::default()
+    };
+    let (mut publish_dry_run, mut consumers) = (false, false);
+    for arg in args {
+        match arg.as_str() {
+            "--manylinux2014" => options.manylinux2014 = true,
+            "--publish-dry-run" => publish_dry_run = true,
+            "--consumers" => consumers = true,
+            _ => return Err(USAGE.into()),
+        }
+    }
+    let built = BUILT.get_or_init(|| build(options));
+    let mut failed = 0;
+    let mut show = |what: &str, result: &Result<String, String>| match result {
+        Ok(shown) => println!("{what:<16} {shown}"),
+        Err(e) => {
+            failed += 1;
+            println!("{what:<16} FAILED: {e}");
+        }
+    };
+    println!("\n== dist ({VERSION}) ==");
+    show(
+        "python",
+        &built.wheel.as_ref().map(|p| shown(p)).map_err(Clone::clone),
+    );
+    show(
+        "maven",
+        &built
+            .maven_repo
+            .as_ref()
+            .map(|p| format!("{} (dev.acpinject:acp-inject:{VERSION})", shown(p)))
+            .map_err(Clone::clone),
+    );
+    show(
+        "swift",
+        &built
+            .swift_package
+            .as_ref()
+            .map(|p| shown(p))
+            .map_err(Clone::clone),
+    );
+    if let Some(crates) = &built.crates {
+        show(
+            "crates",
+            &crates
+                .as_ref()
+                .map(|c| c.iter().map(|p| shown(p)).collect::<Vec<_>>().join(" "))
+                .map_err(Clone::clone),
+        );
+    }
+    if publish_dry_run {
+        // Packages every publishable crate and builds each from its package, resolving the
+        // unpublished siblings from the packages themselves (cargo >= 1.90).
+        show(
+            "publish",
+            &step(
+                Command::new(crate::cargo()).args([
+                    "publish",
+                    "--workspace",
+                    "--dry-run",
+                    "--allow-dirty",
+                ]),
+                "cargo publish --dry-run",
+            )
+            .map(|()| "cargo publish --workspace --dry-run passed".into()),
+        );
+    }
+    if consumers {
+        // The consumer stages of `cargo xtask test`, on the artifacts just built.
+        let results = [
+            crate::consumers::python(),
+            crate::consumers::kotlin(),
+            crate::consumers::swift(),
+        ];
+        println!("\n== consumers ==");
+        for (what, result) in ["python (wheel)", "kotlin (jar)", "swift (package)"]
+            .iter()
+            .zip(&results)
+        {
+            show(what, result);
+        }
+    }
+    if failed == 0 {
+        Ok(())
+    } else {
+        Err(format!("{failed} step(s) failed"))
+    }
+}
+
+/// The artifacts of this run (the consumer stages share them).
+static BUILT: OnceLock<Built> = OnceLock::new();
+
+/// What `cargo xtask test`'s consumer stages use: built once per run, whichever asks first.
+pub fn for_consumers() -> &'static Built {
+    BUILT.get_or_init(|| build(Options::default()))
+}
+
+pub fn build(options: Options) -> Built {
+    let dist = dist_dir();
+    let native = native_library();
+    Built {
+        wheel: python_wheel(&dist, options),
+        maven_repo: native.clone().and_then(|n| maven_repo(&dist, &n)),
+        swift_package: native.and_then(|n| swift_package(&dist, &n)),
+        crates: options.crates.then(|| crates(&dist)),
+    }
+}
+
+pub fn dist_dir() -> PathBuf {
+    root().join("dist")
+}
+
+fn shown(path: &Path) -> String {
+    path.strip_prefix(root())
+        .unwrap_or(path)
+        .display()
+        .to_string()
+}
+
+/// Runs a command (in the repository unless told otherwise), echoing it; fails with `what`.
+fn step(cmd: &mut Command, what: &str) -> Result<(), String> {
+    if cmd.get_current_dir().is_none() {
+        cmd.current_dir(root());
+    }
+    eprintln!("+ {cmd:?}");
+    match cmd.status() {
+        Ok(s) if s.success() => Ok(()),
+        Ok(s) => Err(format!("{what} failed ({s})")),
+        Err(e) => Err(format!("cannot run {what}: {e}")),
+    }
+}
+
+/// An empty directory at `path` (its old contents removed).
+fn fresh_dir(path: &Path) -> Result<(), String> {
+    if path.exists() {
+        std::fs::remove_dir_all(path)
+            .map_err(|e| format!("cannot clear {}: {e}", path.display()))?;
+    }
+    std::fs::create_dir_all(path).map_err(|e| format!("cannot create {}: {e}", path.display()))
+}
+
+fn copy(from: &Path, to: &Path) -> Result<(), String> {
+    if let Some(dir) = to.parent() {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    }
+    std::fs::copy(from, to)
+        .map(|_| ())
+        .map_err(|e| format!("cannot copy {} to {}: {e}", from.display(), to.display()))
+}
+
+/// The venv in the cache dir that holds the packaging tools (maturin, auditwheel, …),
+/// created on first use; `requirements` are pip-installed (a no-op once satisfied).
+pub fn tools_python(requirements: &[&str]) -> Result<PathBuf, String> {
+    let venv = crate::test::cache_dir().join("tools-venv");
+    let py = venv.join("bin/python");
+    if !py.exists() {
+        step(
+            Command::new("python3").args(["-m", "venv"]).arg(&venv),
+            "python3 -m venv",
+        )?;
+    }
+    if !requirements.is_empty() {
+        step(
+            Command::new(&py)
+                .args([
+                    "-m",
+                    "pip",
+                    "install",
+                    "--quiet",
+                    "--disable-pip-version-check",
+                ])
+                .args(requirements),
+            "pip install (packaging tools)",
+        )?;
+    }
+    Ok(py)
+}
+
+const MATURIN: &str = "maturin>=1.16,<2";
+
+/// The wheel, built by maturin from bindings/python (pyproject.toml: `bindings = "uniffi"`).
+fn python_wheel(dist: &Path, options: Options) -> Result<PathBuf, String> {
+    let mut tools = vec![MATURIN, "auditwheel>=6,<7"];
+    if options.manylinux2014 {
+        tools.push("ziglang<1");
+    }
+    let py = tools_python(&tools)?;
+    let out = dist.join("python");
+    fresh_dir(&out)?;
+    let bin = py.parent().expect("venv/bin").to_path_buf();
+    let mut maturin = Command::new(bin.join("maturin"));
+    maturin
+        .args(["build", "--release", "--out"])
+        .arg(&out)
+        .current_dir(root().join("bindings/python"));
+    if options.manylinux2014 {
+        maturin.args(["--zig", "--compatibility", "manylinux2014"]);
+    }
+    // Without debug information, for the library crate only (so no dependency is rebuilt). Not
+    // maturin's --strip: it drops the symbols uniffi-bindgen reads the interface from.
+    maturin.args(["--", "-C", "strip=debuginfo"]);
+    // maturin runs `python -m ziglang` for --zig: the venv's interpreter must come first.
+    maturin.env("PATH", prepend_path(&bin));
+    step(&mut maturin, "maturin build")?;
+    let wheel = only_file(&out, ".whl")?;
+    let name = wheel
+        .file_name()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .into_owned();
+    // No manylinux tag means maturin's audit could not vouch for the library's glibc symbols.
+    if !(name.contains("-py3-none-") && name.contains("manylinux")) {
+        return Err(format!("unexpected wheel tag: {name}"));
+    }
+    let entries = zip_entries(&py, &wheel)?;
+    for needed in [
+        "acp_inject/__init__.py",
+        "acp_inject/py.typed",
+        "acp_inject/acp_inject_ffi/acp_inject_ffi.py",
+        "acp_inject/acp_inject_ffi/acp_inject_ffi.pyi",
+        "acp_inject/acp_inject_ffi/libacp_inject_ffi.so",
+    ] {
+        if !entries.iter().any(|e| e == needed) {
+            return Err(format!("{name} lacks {needed}"));
+        }
+    }
+    // A second opinion on the platform tag (informational: maturin already enforced it).
+    let _ = step(
+        Command::new(bin.join("auditwheel")).arg("show").arg(&wheel),
+        "auditwheel show",
+    );
+    Ok(wheel)
+}
+
+fn prepend_path(dir: &Path) -> std::ffi::OsString {
+    let mut paths = vec![dir.to_path_buf()];
+    paths.extend(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    ));
+    std::env::join_paths(paths).expect("PATH entries")
+}
+
+/// The one file in `dir` whose name ends with `suffix`.
+fn only_file(dir: &Path, suffix: &str) -> Result<PathBuf, String> {
+    let found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| format!("cannot read {}: {e}", dir.display()))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.to_string_lossy().ends_with(suffix))
+        .collect();
+    match found.as_slice() {
+        [one] => Ok(one.clone()),
+        _ => Err(format!(
+            "expected one *{suffix} in {}, found {found:?}",
+            dir.display()
+        )),
+    }
+}
+
+/// The names in a zip archive (wheel or jar), read with Python's zipfile module.
+fn zip_entries(python: &Path, archive: &Path) -> Result<Vec<String>, String> {
+    let out = Command::new(python)
+        .args([
+            "-c",
+            "import sys, zipfile; print('\\n'.join(zipfile.ZipFile(sys.argv[1]).namelist()))",
+        ])
+        .arg(archive)
+        .output()
+        .map_err(|e| format!("cannot list {}: {e}", archive.display()))?;
+    if !out.status.success() {
+        return Err(format!(
+            "cannot list {}: {}",
+            archive.display(),
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect())
+}
+
+/// The release build of `crates/ffi` for the jar and the Swift package, staged without debug
+/// information in `<target>/dist-native`.
+#[derive(Clone)]
+pub struct Native {
+    cdylib: PathBuf,
+    staticlib: PathBuf,
+    /// What the static library needs linked after it (rustc's `native-static-libs`).
+    static_deps: String,
+}
+
+fn native_library() -> Result<Native, String> {
+    // `cargo rustc` (not `cargo build`) so rustc can print the static library's native
+    // dependencies; cargo replays the note when the build is fresh.
+    let mut cmd = Command::new(crate::cargo());
+    cmd.args([
+        "rustc",
+        "--release",
+        "-p",
+        "acp-inject-ffi",
+        "--lib",
+        "--",
+        "--print",
+        "native-static-libs",
+    ])
+    .current_dir(root());
+    eprintln!("+ {cmd:?}");
+    let out = cmd.output().map_err(|e| format!("cannot run cargo: {e}"))?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    eprint!("{stderr}");
+    if !out.status.success() {
+        return Err("cargo rustc --release -p acp-inject-ffi failed".into());
+    }
+    let static_deps = stderr
+        .lines()
+        .find_map(|l| {
+            l.split_once("native-static-libs:")
+                .map(|(_, libs)| libs.trim().to_owned())
+        })
+        .ok_or("rustc printed no native-static-libs")?;
+    // Staged (stripped) at once: maturin's build of the same crate writes the same file names.
+    let (release, staged) = (
+        crate::target_dir()?.join("release"),
+        crate::target_dir()?.join("dist-native"),
+    );
+    fresh_dir(&staged)?;
+    let cdylib = format!(
+        "{}acp_inject_ffi{}",
+        std::env::consts::DLL_PREFIX,
+        std::env::consts::DLL_SUFFIX
+    );
+    let native = Native {
+        cdylib: staged.join(&cdylib),
+        staticlib: staged.join("libacp_inject_ffi.a"),
+        static_deps,
+    };
+    copy_stripped(&release.join(&cdylib), &native.cdylib)?;
+    copy_stripped(&release.join("libacp_inject_ffi.a"), &native.staticlib)?;
+    Ok(native)
+}
+
+/// Copies a library without its debug information (binutils `strip`, present wherever Rust
+/// links with the system `cc`); a plain copy where there is no `strip`.
+fn copy_stripped(from: &Path, to: &Path) -> Result<(), String> {
+    copy(from, to)?;
+    match Command::new("strip").arg("--strip-debug").arg(to).status() {
+        Ok(s) if s.success() => Ok(()),
+        Ok(s) => Err(format!("strip {} failed ({s})", to.display())),
+        Err(_) => {
+            eprintln!(
+                "note: no `strip`; {} keeps its debug information",
+                to.display()
+            );
+            Ok(())
+        }
+    }
+}
+
+/// JNA's resource prefix for this platform (`Platform.RESOURCE_PREFIX`): the folder of the jar
+/// in which `Native.load` finds the library.
+fn jna_platform() -> Result<String, String> {
+    let os = match std::env::consts::OS {
+        "linux" => "linux",
+        "macos" => "darwin",
+        "windows" => "win32",
+        other => return Err(format!("no JNA resource prefix known for {other}")),
+    };
+    let arch = match std::env::consts::ARCH {
+        "x86_64" => "x86-64",
+        "aarch64" => "aarch64",
+        other => return Err(format!("no JNA resource prefix known for {other}")),
+    };
+    Ok(format!("{os}-{arch}"))
+}
+
+/// The jar (with the library under its JNA prefix), -sources and -javadoc jars and the pom,
+/// deployed into `dist/maven` (a Maven repository on disk).
+fn maven_repo(dist: &Path, native: &Native) -> Result<PathBuf, String> {
+    let repo = dist.join("maven");
+    fresh_dir(&repo)?;
+    // The jar's resources: one folder per platform, only this one built here.
+    let resources = crate::target_dir()?.join("dist-jna");
+    fresh_dir(&resources)?;
+    let platform = jna_platform()?;
+    let lib_name = native
+        .cdylib
+        .file_name()
+        .expect("a file")
+        .to_string_lossy()
+        .into_owned();
+    copy(&native.cdylib, &resources.join(&platform).join(&lib_name))?;
+    step(
+        Command::new("mvn")
+            .args(["-B", "-ntp", "-q", "-Pdist", "deploy"])
+            .arg(format!("-Dacp.native.dir={}", resources.display()))
+            .arg(format!(
+                "-DaltDeploymentRepository=dist::{}",
+                file_url(&repo)
+            ))
+            .current_dir(root().join("bindings/kotlin")),
+        "mvn -Pdist deploy",
+    )?;
+    let dir = repo.join(format!("dev/acpinject/acp-inject/{VERSION}"));
+    let jar = dir.join(format!("acp-inject-{VERSION}.jar"));
+    for suffix in ["-sources.jar", "-javadoc.jar", ".pom"] {
+        let file = dir.join(format!("acp-inject-{VERSION}{suffix}"));
+        if !file.exists() {
+            return Err(format!("the deploy produced no {}", file.display()));
+        }
+    }
+    let entries = zip_entries(&tools_python(&[])?, &jar)?;
+    let wanted = format!("{platform}/{lib_name}");
+    if !entries.contains(&wanted) {
+        return Err(format!("{} lacks {wanted}", jar.display()));
+    }
+    Ok(repo)
+}
+
+pub fn file_url(path: &Path) -> String {
+    format!("file://{}", path.display())
+}
+
+/// The SwiftPM package another package depends on (see bindings/swift/dist/Package.swift for
+/// why it is a system-library target with a pkg-config file and a static library).
+fn swift_package(dist: &Path, native: &Native) -> Result<PathBuf, String> {
+    let out = dist.join("swift");
+    fresh_dir(&out)?;
+    let package = out.join("AcpInject");
+    let (r, g) = (root(), root().join("generated/swift"));
+    let files: [(PathBuf, &str); 6] = [
+        (r.join("bindings/swift/dist/Package.swift"), "Package.swift"),
+        (r.join("bindings/swift/dist/README.md"), "README.md"),
+        (
+            g.join("AcpInjectFFI.swift"),
+            "Sources/AcpInjectFFI/AcpInjectFFI.swift",
+        ),
+        (
+            r.join("bindings/swift/Sources/AcpInjectFFI/AcpInject.swift"),
+            "Sources/AcpInjectFFI/AcpInject.swift",
+        ),
+        (
+            g.join("AcpInjectFFIFFI.h"),
+            "Sources/AcpInjectFFIFFI/AcpInjectFFIFFI.h",
+        ),
+        (
+            g.join("module.modulemap"),
+            "Sources/AcpInjectFFIFFI/module.modulemap",
+        ),
+    ];
+    for (from, to) in &files {
+        copy(from, &package.join(to))?; // real files: a package's sources must live inside it
+    }
+    // lib/<os>-<arch>/, the names Package.swift picks from (`linux-x86_64`, `linux-aarch64`).
+    let lib = package.join("lib").join(format!(
+        "{}-{}",
+        std::env::consts::OS,
+        std::env::consts::ARCH
+    ));
+    copy(&native.staticlib, &lib.join("libacp_inject_ffi.a"))?;
+    let pc = format!(
+        "# Written by `cargo xtask dist`. The Rust library of acp-inject, static; paths are\n\
+         # relative to this file, so the package can live anywhere.\n\
+         libdir=${{pcfiledir}}/..\n\n\
+         Name: acp-inject-ffi\n\
+         Description: ACP v2 session/inject semantics from one shared Rust core (UniFFI library)\n\
+         Version: {VERSION}\n\
+         Libs: -L${{libdir}} -lacp_inject_ffi {}\n",
+        native.static_deps
+    );
+    let pc_path = lib.join("pkgconfig/acp-inject-ffi.pc");
+    std::fs::create_dir_all(pc_path.parent().expect("a dir")).map_err(|e| e.to_string())?;
+    std::fs::write(&pc_path, pc).map_err(|e| format!("cannot write {}: {e}", pc_path.display()))?;
+    Ok(package)
+}
+
+/// `cargo package` for every crate meant for crates.io (those without `publish = false`).
+fn crates(dist: &Path) -> Result<Vec<PathBuf>, String> {
+    let names = publishable_crates()?;
+    let out = dist.join("crates");
+    fresh_dir(&out)?;
+    let mut cmd = Command::new(crate::cargo());
+    // --no-verify: building each package is `--publish-dry-run`'s job (minutes, not seconds).
+    cmd.args(["package", "--no-verify", "--allow-dirty", "--quiet"]);
+    for name in &names {
+        cmd.args(["-p", name]);
+    }
+    step(&mut cmd, "cargo package")?;
+    let package_dir = crate::target_dir()?.join("package");
+    names
+        .iter()
+        .map(|name| {
+            let file = format!("{name}-{VERSION}.crate");
+            copy(&package_dir.join(&file), &out.join(&file)).map(|()| out.join(&file))
+        })
+        .collect()
+}
+
+/// The workspace members cargo would publish (`publish` unset), from `cargo metadata`.
+pub fn publishable_crates() -> Result<Vec<String>, String> {
+    let out = Command::new(crate::cargo())
+        .args(["metadata", "--format-version", "1", "--no-deps"])
+        .current_dir(root())
+        .output()
+        .map_err(|e| format!("cannot run cargo metadata: {e}"))?;
+    let v: serde_json::Value =
+        serde_json::from_slice(&out.stdout).map_err(|e| format!("cargo metadata: {e}"))?;
+    let packages = v["packages"]
+        .as_array()
+        .ok_or("cargo metadata has no packages")?;
+    Ok(packages
+        .iter()
+        .filter(|p| p["publish"].is_null())
+        .filter_map(|p| p["name"].as_str().map(str::to_owned))
+        .collect())
+}

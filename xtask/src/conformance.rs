@@ -1,24 +1,24 @@
 //! `cargo xtask conformance [DIR…]`: replays every vector file below the given directories
 //! (default: `spec/vectors`) through the Rust core and prints `N passed, N failed`.
 
-pub fn run(args: &[String]) -> Result<(), String> {
-    let dirs: Vec<std::path::PathBuf> = if args.is_empty() {
-        vec![crate::root().join("spec/vectors")]
-    } else {
-        args.iter().map(std::path::PathBuf::from).collect()
-    };
+use std::path::PathBuf;
+
+use crate::Error;
+
+pub fn run(dirs: Vec<PathBuf>) -> Result<(), Error> {
+    let dirs = if dirs.is_empty() { vec![crate::root().join("spec/vectors")] } else { dirs };
     for d in &dirs {
         if !d.exists() {
-            return Err(format!("{} does not exist", d.display()));
+            return Err(Error::msg(format!("{} does not exist", d.display())));
         }
     }
     let report = acp_inject_core::vectors::run_dirs(&dirs);
     print!("{}", report.render());
     if report.results.is_empty() {
-        return Err("no vector files found".into());
+        return Err(Error::msg("no vector files found"));
     }
     if report.failed() > 0 {
-        Err(format!("{} vector(s) failed", report.failed()))
+        Err(Error::msg(format!("{} vector(s) failed", report.failed())))
     } else {
         Ok(())
     }

@@ -120,15 +120,32 @@ fn render(rounds: u32, rust: &Value, py: &Value, kotlin: Option<&Result<Value, S
     let _ = writeln!(s, "## Rust: decoding a `session/update` stream\n");
     let _ = writeln!(s, "{} lines ({} B/line) of the shared recorded-like stream (`crates/wire/benches/stream.rs`: message and thought chunks, user/agent messages, state updates, tool call updates, plans, usage, unknown updates), each line decoded whole as a client reads it. {} lines the official crate rejects were left out of every contender.\n", d["lines"], d["bytes_per_line"], d["left_out"]);
     let _ = writeln!(s, "| what | ours | official crate | ratio | `serde_json::Value` | ours / Value |\n|---|---|---|---|---|---|");
-    let _ = writeln!(s, "| typed decode (lines/s) | {:.0} | {:.0} | **{:.2}×** | {:.0} | {:.2}× |", lps("ours_decode"), lps("official_decode"), lps("ours_decode") / lps("official_decode"), lps("value_parse"), lps("ours_decode") / lps("value_parse"));
-    let _ = writeln!(s, "| decode + re-encode (lines/s) | {:.0} | {:.0} | **{:.2}×** | {:.0} | {:.2}× |\n", lps("ours_roundtrip"), lps("official_roundtrip"), lps("ours_roundtrip") / lps("official_roundtrip"), lps("value_roundtrip"), lps("ours_roundtrip") / lps("value_roundtrip"));
+    let _ = writeln!(
+        s,
+        "| typed decode (lines/s) | {:.0} | {:.0} | **{:.2}×** | {:.0} | {:.2}× |",
+        lps("ours_decode"),
+        lps("official_decode"),
+        lps("ours_decode") / lps("official_decode"),
+        lps("value_parse"),
+        lps("ours_decode") / lps("value_parse")
+    );
+    let _ = writeln!(
+        s,
+        "| decode + re-encode (lines/s) | {:.0} | {:.0} | **{:.2}×** | {:.0} | {:.2}× |\n",
+        lps("ours_roundtrip"),
+        lps("official_roundtrip"),
+        lps("ours_roundtrip") / lps("official_roundtrip"),
+        lps("value_roundtrip"),
+        lps("ours_roundtrip") / lps("value_roundtrip")
+    );
     let _ = writeln!(s, "Targets: typed decode ≥ 2× the official crate and faster than `Value`; decode + encode ≥ 1.5×.\n");
 
     let _ = writeln!(s, "## Python: the same kind of stream through the binding\n");
     let _ = writeln!(s, "{} lines ({} B/line) of the update kinds v1 and v2 share in the same wire shape (message/thought chunks, tool call updates: the official package's released models are v1), identical on both sides. Ours parses **and** applies each line to the full client mirror in one crossing per buffer (`ClientSession.receive_text`, the whole stream as one string); the official SDK's own path only parses (`json.loads` + `SessionNotification.model_validate`).\n", py["lines"], py["bytes_per_line"]);
     let _ = writeln!(s, "| what | lines/s | µs/line |\n|---|---|---|");
     let _ = writeln!(s, "| ours: parse + full mirror state | {:.0} | {:.2} |", f(&py["ours_lines_per_s"]), f(&py["ours_us_per_line"]));
-    let _ = writeln!(s, "| official SDK: parse only | {:.0} | {:.2} |", f(&py["official_lines_per_s"]), f(&py["official_us_per_line"]));
+    let _ =
+        writeln!(s, "| official SDK: parse only | {:.0} | {:.2} |", f(&py["official_lines_per_s"]), f(&py["official_us_per_line"]));
     let _ = writeln!(s, "| `json.loads` alone (floor for any pure-Python parser) | {:.0} | |", f(&py["json_loads_lines_per_s"]));
     let _ = writeln!(s, "\n**ours / official: {:.2}×** (target ≥ 3×). One FFI crossing (a no-op call) costs {:.2} µs, which is why the binding takes whole buffers.\n", f(&py["ours_lines_per_s"]) / f(&py["official_lines_per_s"]), f(&py["crossing_us"]));
 
@@ -156,7 +173,12 @@ fn render(rounds: u32, rust: &Value, py: &Value, kotlin: Option<&Result<Value, S
     let _ = writeln!(s, "Operations per second through the JSON line endpoint (each includes one line parse and the encoding of its outputs). The pending count stays fixed during a measurement.\n");
     let _ = writeln!(s, "| operation | 1,000 pending | 100,000 pending | 100k / 1k |\n|---|---|---|---|");
     let c = &rust["core"];
-    for (op, label) in [("inject", "inject (queue)"), ("revoke", "revoke"), ("replace", "replace"), ("steer_and_deliver", "steer + break-point delivery")] {
+    for (op, label) in [
+        ("inject", "inject (queue)"),
+        ("revoke", "revoke"),
+        ("replace", "replace"),
+        ("steer_and_deliver", "steer + break-point delivery"),
+    ] {
         let (a, b) = (f(&c["1000"][op]), f(&c["100000"][op]));
         let _ = writeln!(s, "| {label} | {a:.0} | {b:.0} | {:.2} |", b / a);
     }

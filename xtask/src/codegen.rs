@@ -82,6 +82,9 @@ schemars = { workspace = true, optional = true }
 [features]
 # The expansion derives `schemars::JsonSchema` behind this feature (see crates/wire).
 schemars = ["dep:schemars"]
+
+[lints]
+workspace = true
 "#;
 
 /// The UniFFI bindings of `crates/ffi` for Python (plus a type stub), Kotlin and Swift.

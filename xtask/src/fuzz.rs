@@ -87,9 +87,13 @@ fn seed() -> Result<(), Error> {
         let client_lines: Vec<String> = steps.iter().filter_map(|s| s.get("client")).map(Value::to_string).collect();
         let agent_lines: Vec<String> = steps
             .iter()
-            .filter_map(|s| s.get("receive").cloned().or_else(|| s.get("expect").and_then(|e| e.as_array().map(|a| Value::Array(a.clone())))))
+            .filter_map(|s| {
+                s.get("receive").cloned().or_else(|| s.get("expect").and_then(|e| e.as_array().map(|a| Value::Array(a.clone()))))
+            })
             .flat_map(|v| match v {
-                Value::Array(items) => items.into_iter().filter(|i| i.get("jsonrpc").is_some()).map(|i| i.to_string()).collect::<Vec<_>>(),
+                Value::Array(items) => {
+                    items.into_iter().filter(|i| i.get("jsonrpc").is_some()).map(|i| i.to_string()).collect::<Vec<_>>()
+                }
                 other => vec![other.to_string()],
             })
             .collect();
@@ -145,8 +149,11 @@ fn fuzz(seconds: u64) -> Result<(), Error> {
         cmd.args(["fuzz", "run", t]).arg(&work).arg(&seeds);
         cmd.args(["--", &format!("-max_total_time={seconds}"), "-print_final_stats=1"]);
         // libFuzzer prints its status lines (`#N pulse cov: … exec/s: …`) as it goes.
-        run_ok(cmd.env("RUSTC_BOOTSTRAP", "1").current_dir(root.join("fuzz")))
-            .map_err(|e| Error::msg(format!("fuzz target {t}: {e} (a crash input lands in fuzz/artifacts/{t}/; cargo-fuzz: `cargo install cargo-fuzz`)")))?;
+        run_ok(cmd.env("RUSTC_BOOTSTRAP", "1").current_dir(root.join("fuzz"))).map_err(|e| {
+            Error::msg(format!(
+                "fuzz target {t}: {e} (a crash input lands in fuzz/artifacts/{t}/; cargo-fuzz: `cargo install cargo-fuzz`)"
+            ))
+        })?;
     }
     eprintln!("fuzz: every target ran {seconds} s without a failure ({:.0} s in all)", started.elapsed().as_secs_f64());
     Ok(())

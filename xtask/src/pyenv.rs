@@ -28,7 +28,9 @@ pub fn python_with_package(extras: &str) -> Result<PathBuf, Error> {
         human(before),
         if extras.contains("test") { ", pytest and mypy" } else { "" }
     );
-    run_ok(Command::new(&py).args(["-m", "pip", "install", "--verbose", "--progress-bar", "off", &spec]).env("PYTHONUNBUFFERED", "1"))?;
+    run_ok(
+        Command::new(&py).args(["-m", "pip", "install", "--verbose", "--progress-bar", "off", &spec]).env("PYTHONUNBUFFERED", "1"),
+    )?;
     let after = size_of(&venv);
     if after > before + (1 << 20) {
         eprintln!("installed: the venv grew from {} to {}", human(before), human(after));

@@ -76,7 +76,15 @@ impl Stage {
     fn run(self) -> Row {
         match self {
             Stage::Fmt => fmt(),
-            Stage::Clippy => gate(Command::new(crate::cargo()).args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"])),
+            Stage::Clippy => gate(Command::new(crate::cargo()).args([
+                "clippy",
+                "--workspace",
+                "--all-targets",
+                "--keep-going",
+                "--",
+                "-D",
+                "warnings",
+            ])),
             Stage::Rust => rust(),
             Stage::Doc => {
                 gate(Command::new(crate::cargo()).args(["doc", "--workspace", "--no-deps"]).env("RUSTDOCFLAGS", "-D warnings"))

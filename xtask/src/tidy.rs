@@ -68,24 +68,23 @@ fn report(rule: &str, findings: Vec<Finding>) {
         .filter(|f| !known.contains(f.path.as_str()))
         .map(|f| format!("{}:{}: {}", f.path, f.line, f.message))
         .collect();
-    problems.extend(
-        known.difference(&offending).map(|f| format!("{f}: no longer breaks `{rule}`; remove it from KNOWN in {SELF}")),
-    );
+    problems.extend(known.difference(&offending).map(|f| format!("{f}: no longer breaks `{rule}`; remove it from KNOWN in {SELF}")));
     assert!(problems.is_empty(), "tidy rule `{rule}` is broken:\n{}", problems.join("\n"));
 }
 
 /// Every line of every text file, with its 1-based number.
 fn lines(files: &[Tracked]) -> impl Iterator<Item = (&str, usize, &str)> {
-    files.iter().filter_map(|f| f.text.as_deref().map(|t| (f.path.as_str(), t))).flat_map(|(path, text)| {
-        text.lines().enumerate().map(move |(i, line)| (path, i + 1, line))
-    })
+    files
+        .iter()
+        .filter_map(|f| f.text.as_deref().map(|t| (f.path.as_str(), t)))
+        .flat_map(|(path, text)| text.lines().enumerate().map(move |(i, line)| (path, i + 1, line)))
 }
 
 /// Where a relative path written in `file` points when resolved from the file's directory:
 /// `None` when it climbs above the repository root.
 fn resolve_from(file: &str, relative: &str) -> Option<Vec<String>> {
     let mut dir: Vec<String> = Path::new(file).parent().map_or(Vec::new(), |p| {
-        p.components().filter_map(|c| matches!(c, Component::Normal(_)).then(|| c.as_os_str().to_string_lossy().into_owned())).collect()
+        p.components().filter(|c| matches!(c, Component::Normal(_))).map(|c| c.as_os_str().to_string_lossy().into_owned()).collect()
     });
     for part in relative.split('/') {
         match part {
@@ -230,12 +229,20 @@ fn the_rules_catch_what_they_should() {
         file("bindings/kotlin/pom.xml", "${project.basedir}/../.. and a/../b"),
     ]);
     let found: Vec<(&str, usize)> = outside.iter().map(|f| (f.path.as_str(), f.line)).collect();
-    assert_eq!(found, [("xtask/src/a.rs", 1), ("spec/vectors/README.md", 1), ("README.md", 1)], "{:?}", outside.iter().map(|f| &f.message).collect::<Vec<_>>());
+    assert_eq!(
+        found,
+        [("xtask/src/a.rs", 1), ("spec/vectors/README.md", 1), ("README.md", 1)],
+        "{:?}",
+        outside.iter().map(|f| &f.message).collect::<Vec<_>>()
+    );
     assert!(outside[1].message.contains("../../../x.md"));
 
     let docs = documents_named(&[
         file("spec/rules.md", "x"),
         file("a.rs", "//! format: `RULES.md`, see spec/rules.md, rules.md, file:///home/NOTES.md, x.mdx"),
     ]);
-    assert_eq!(docs.iter().map(|f| f.message.as_str()).collect::<Vec<_>>(), ["names `RULES.md`, which is not a file of this repository"]);
+    assert_eq!(
+        docs.iter().map(|f| f.message.as_str()).collect::<Vec<_>>(),
+        ["names `RULES.md`, which is not a file of this repository"]
+    );
 }

@@ -7,7 +7,10 @@
 //! and reused afterwards; the stage says what it installs and how big it is.
 //!
 //! Test counts come from the runners' machine-readable reports: JUnit XML from pytest
-//! (`--junitxml`), Maven Surefire (`target/surefire-reports`) and SwiftPM (`--xunit-output`).
+//! (`--junitxml`), Maven Surefire (`target/surefire-reports`) and SwiftPM (`--xunit-output`,
+//! which covers XCTest only in `--parallel` runs). Python and Kotlin run one test case per
+//! vector; Swift replays them all in one case, so its vector count is the number of vector
+//! files that case replayed when it passed.
 //! The Rust stage is the exception: libtest's JSON and JUnit formats are unstable (they need
 //! `-Z unstable-options`, and `RUSTC_BOOTSTRAP` would rebuild every crate whose build script
 //! watches it), so it adds up the `test result:` summary line libtest prints for each test
@@ -410,8 +413,8 @@ fn kotlin() -> Row {
     match read_reports(&xml_reports(&reports, "TEST-")) {
         Ok(cases) => {
             row.tests = Some(count(&cases, |_| true));
-            // Each vector is a dynamic test named after its file.
-            row.vectors = Some(count(&cases, |c| c.name.contains(".json")));
+            // Each vector is one dynamic test of `every vector()` (Surefire numbers them).
+            row.vectors = Some(count(&cases, |c| c.name.starts_with("every vector()[")));
         }
         Err(e) => row.note = e,
     }
@@ -448,25 +451,50 @@ fn swift() -> Row {
         Ok(built) => built,
         Err(e) => return Row::failed(e),
     };
-    // The package directory is visible inside the chroot at the same path.
-    let report = root().join("bindings/swift/.build/xtask-xunit.xml");
-    let _ = std::fs::remove_file(&report);
+    // The package directory is visible inside the chroot at the same path. SwiftPM writes
+    // XCTest's report only in parallel mode (`<name>.xml`), and swift-testing's beside it
+    // (`<name>-swift-testing.xml`).
+    let build = root().join("bindings/swift/.build");
+    for old in xml_reports(&build, "xtask-xunit") {
+        let _ = std::fs::remove_file(old);
+    }
     let mut cmd = Command::new(root().join("bindings/swift/swiftw"));
-    cmd.args(["test", "--parallel", "--xunit-output"]).arg(&report);
+    cmd.args(["test", "--parallel", "--xunit-output"]).arg(build.join("xtask-xunit.xml"));
     cmd.env("ACP_INJECT_CACHE", cache_dir()).env("ACP_INJECT_LIB_DIR", &lib).env("ACP_INJECT_AGENT", &agent);
     let ran = process::run(&mut cmd, Echo::All);
     let ok = ran.as_ref().is_ok_and(|r| r.success());
     let mut row = Row::default();
-    match read_reports(&[report]) {
-        Ok(cases) => row.tests = Some(count(&cases, |_| true)),
+    match read_reports(&xml_reports(&build, "xtask-xunit")) {
+        Ok(cases) => {
+            row.tests = Some(count(&cases, |_| true));
+            // One XCTest replays every vector of spec/vectors (and fails on any mismatch); a
+            // parallel run shows a test's output only when it fails, runner line included.
+            let every = count(&cases, |c| c.name == "testEveryVector");
+            row.vectors = if every.passed == 1 {
+                Some(Counts { passed: vector_files(&root().join("spec/vectors")), ..Counts::default() })
+            } else {
+                ran.as_ref().ok().and_then(|r| vector_line(&format!("{}{}", r.stdout, r.stderr)))
+            };
+        }
         Err(e) => row.note = e,
     }
-    row.vectors = ran.ok().and_then(|r| vector_line(&format!("{}{}", r.stdout, r.stderr)));
-    row.ok = ok && row.tests.is_some_and(|t| t.failed == 0);
+    row.ok = ok && row.tests.is_some_and(|t| t.failed == 0) && row.vectors.is_some_and(|v| v.passed > 0 && v.failed == 0);
     if !ok {
         row.note = "swiftw test failed".into();
     }
     row
+}
+
+/// How many vector files lie below `dir` (what the runners replay).
+fn vector_files(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.path())
+                .map(|p| if p.is_dir() { vector_files(&p) } else { u64::from(p.extension().is_some_and(|x| x == "json")) })
+                .sum()
+        })
+        .unwrap_or(0)
 }
 
 fn print_summary(rows: &[(Stage, Row, f64)], total: f64) {
@@ -521,11 +549,11 @@ mod tests {
         let surefire = r#"<?xml version="1.0" encoding="UTF-8"?>
             <testsuite xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" name="dev.acpinject.ConformanceTest" tests="2" errors="1" skipped="0" failures="0">
             <properties><property name="java.version" value="17"/></properties>
-            <testcase name="agent/a.json" classname="dev.acpinject.ConformanceTest" time="0.1"/>
+            <testcase name="every vector()[1]" classname="dev.acpinject.ConformanceTest" time="0.1"/>
             <testcase name="threads()" classname="dev.acpinject.ConformanceTest" time="0.1"><error type="E">trace</error></testcase></testsuite>"#;
         let cases = junit_cases(surefire).unwrap();
         assert_eq!(count(&cases, |_| true), Counts { passed: 1, failed: 1, skipped: 0 });
-        assert_eq!(count(&cases, |c| c.name.contains(".json")), Counts { passed: 1, failed: 0, skipped: 0 });
+        assert_eq!(count(&cases, |c| c.name.starts_with("every vector()[")), Counts { passed: 1, failed: 0, skipped: 0 });
 
         let xunit = r#"<?xml version="1.0" encoding="UTF-8"?><testsuites><testsuite name="TestResults" errors="0" tests="2" failures="1" time="1.2">
             <testcase classname="AcpInjectFFITests.ConformanceTests" name="testEveryVector" time="0.5"></testcase>

@@ -63,7 +63,7 @@ fn kotlin(rounds: u32) -> Option<Result<Value, String>> {
     let out = process::run(Command::new("bash").arg(&script).arg(rounds.to_string()), Echo::All);
     Some(match out {
         Ok(o) if o.success() => json_result("bench.sh", &o.stdout).map_err(|e| e.to_string()),
-        Ok(o) => Err(o.stderr.lines().last().unwrap_or("failed").to_owned()),
+        Ok(o) => Err(o.stdout.lines().last().unwrap_or("failed").to_owned()),
         Err(e) => Err(e.to_string()),
     })
 }

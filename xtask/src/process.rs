@@ -1,10 +1,10 @@
 //! Running child processes so that the user sees what happens while it happens.
 //!
-//! Every command is printed before it starts. Its stdout and stderr are read line by line on
-//! two threads and echoed at once (and kept, for the callers that read a result from them);
-//! when a command prints nothing for [`QUIET_LIMIT`], a line says it is still running and for
-//! how long. Nothing is buffered until the end: a long build or download shows up as it
-//! happens.
+//! Every command is printed before it starts. Its output is read line by line and echoed at
+//! once (and kept, for the callers that read a result from it); when a command prints nothing
+//! for [`QUIET_LIMIT`], a line says it is still running and for how long. Nothing is buffered
+//! until the end: a long build or download shows up as it happens. When both streams are
+//! shown, the child writes them into one pipe, so their lines keep the child's order.
 
 use std::ffi::OsStr;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -22,7 +22,7 @@ pub const QUIET_LIMIT: Duration = Duration::from_secs(30);
 /// Which of the child's streams are shown.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Echo {
-    /// Both streams, as they come.
+    /// Both streams, merged in the child's order (kept in [`Ran::stdout`]).
     All,
     /// Only stderr; stdout is machine output (JSON) that the caller reads.
     StderrOnly,
@@ -32,7 +32,9 @@ pub enum Echo {
 pub struct Ran {
     pub command: String,
     pub status: ExitStatus,
+    /// With [`Echo::All`], both streams in order; with [`Echo::StderrOnly`], stdout alone.
     pub stdout: String,
+    /// With [`Echo::StderrOnly`], stderr; empty with [`Echo::All`].
     pub stderr: String,
 }
 
@@ -105,17 +107,28 @@ pub fn run(cmd: &mut Command, echo: Echo) -> Result<Ran, Error> {
     let command = show(cmd);
     eprintln!("$ {command}");
     let started = Instant::now();
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|source| Error::Spawn { command: command.clone(), source })?;
+    let spawn_error = |source| Error::Spawn { command: command.clone(), source };
+    cmd.stdin(Stdio::null());
     let (tx, rx) = mpsc::channel();
-    let readers = [
-        pump(child.stdout.take().expect("piped stdout"), tx.clone(), Line::Out),
-        pump(child.stderr.take().expect("piped stderr"), tx, Line::Err),
-    ];
+    let (mut child, readers) = match echo {
+        Echo::All => {
+            let (reader, writer) = std::io::pipe().map_err(spawn_error)?;
+            cmd.stdout(writer.try_clone().map_err(spawn_error)?).stderr(writer);
+            let child = cmd.spawn();
+            // The command holds the pipe's write ends until told otherwise; the reader only sees
+            // the end of the output once every write end is closed.
+            cmd.stdout(Stdio::null()).stderr(Stdio::null());
+            (child.map_err(spawn_error)?, vec![pump(reader, tx, Line::Out)])
+        }
+        Echo::StderrOnly => {
+            let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().map_err(spawn_error)?;
+            let readers = vec![
+                pump(child.stdout.take().expect("piped stdout"), tx.clone(), Line::Out),
+                pump(child.stderr.take().expect("piped stderr"), tx, Line::Err),
+            ];
+            (child, readers)
+        }
+    };
     let (mut stdout, mut stderr) = (String::new(), String::new());
     let mut last = Instant::now();
     loop {
@@ -147,7 +160,7 @@ pub fn run(cmd: &mut Command, echo: Echo) -> Result<Ran, Error> {
     for r in readers {
         let _ = r.join();
     }
-    let status = child.wait().map_err(|source| Error::Spawn { command: command.clone(), source })?;
+    let status = child.wait().map_err(spawn_error)?;
     Ok(Ran { command, status, stdout, stderr })
 }
 

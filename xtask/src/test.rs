@@ -79,19 +79,15 @@ impl Stage {
     fn run(self) -> Row {
         match self {
             Stage::Fmt => fmt(),
-            Stage::Clippy => gate(Command::new(crate::cargo()).args([
-                "clippy",
-                "--workspace",
-                "--all-targets",
-                "--keep-going",
-                "--",
-                "-D",
-                "warnings",
-            ])),
+            Stage::Clippy => gate(
+                Command::new(crate::cargo()).args(["clippy", "--workspace", "--all-targets", "--keep-going", "--", "-D", "warnings"]),
+                "clippy found problems",
+            ),
             Stage::Rust => rust(),
-            Stage::Doc => {
-                gate(Command::new(crate::cargo()).args(["doc", "--workspace", "--no-deps"]).env("RUSTDOCFLAGS", "-D warnings"))
-            }
+            Stage::Doc => gate(
+                Command::new(crate::cargo()).args(["doc", "--workspace", "--no-deps"]).env("RUSTDOCFLAGS", "-D warnings"),
+                "rustdoc found problems",
+            ),
             Stage::Codegen => codegen_check(),
             Stage::Newcomer => crate::newcomer::stage(),
             Stage::Python => python(),
@@ -161,19 +157,21 @@ fn describe(stage: Stage) -> String {
 }
 
 /// Runs a command whose exit status is the whole result (the fmt, clippy and doc gates).
-fn gate(cmd: &mut Command) -> Row {
+fn gate(cmd: &mut Command, failure: &str) -> Row {
     match process::run(cmd, Echo::All) {
         Ok(ran) if ran.success() => Row { ok: true, ..Row::default() },
-        Ok(ran) => Row::failed(format!("`{}` failed", ran.command)),
+        Ok(_) => Row::failed(failure),
         Err(e) => Row::failed(e.to_string()),
     }
 }
 
 fn fmt() -> Row {
-    let workspace = gate(Command::new(crate::cargo()).args(["fmt", "--all", "--check"]));
-    let bench = gate(Command::new(crate::cargo()).args(["fmt", "--check", "--manifest-path", "bench/Cargo.toml"]));
-    let notes: Vec<&str> = [&workspace.note, &bench.note].into_iter().filter(|n| !n.is_empty()).map(String::as_str).collect();
-    Row { ok: workspace.ok && bench.ok, note: notes.join("; "), ..Row::default() }
+    let workspace = gate(Command::new(crate::cargo()).args(["fmt", "--all", "--check"]), "the workspace");
+    let bench = gate(Command::new(crate::cargo()).args(["fmt", "--check", "--manifest-path", "bench/Cargo.toml"]), "bench/");
+    let unformatted: Vec<&str> = [&workspace.note, &bench.note].into_iter().filter(|n| !n.is_empty()).map(String::as_str).collect();
+    let note =
+        if unformatted.is_empty() { String::new() } else { format!("not formatted: {}; run cargo fmt", unformatted.join(", ")) };
+    Row { ok: workspace.ok && bench.ok, note, ..Row::default() }
 }
 
 /// The `test result: ok. 12 passed; 0 failed; 1 ignored; …` line libtest prints per binary.

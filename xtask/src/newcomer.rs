@@ -4,9 +4,12 @@
 //! beside the repository, a path into the developer's machine) fails here.
 //!
 //! The checkout is kept between runs and moved to the new HEAD with `git checkout --force`
-//! plus `git clean`, so files that did not change keep their timestamps; the build uses the
-//! caller's cargo target directory, so dependencies are not rebuilt. A cold first run builds
-//! the workspace crates of the checkout once (a few minutes); afterwards only what changed.
+//! plus `git clean`, so files that did not change keep their timestamps and a warm run only
+//! rebuilds what changed. It builds into its own directory below the caller's target directory
+//! (`<target>/newcomer`): cargo names a workspace crate's artifacts without its absolute path,
+//! so a clone building into the caller's own directory would replace the caller's artifacts
+//! (the running `xtask` binary included) with builds of the committed HEAD. The first run
+//! builds the dependencies of `xtask` and `crates/ffi` there once (a few minutes).
 
 use std::path::Path;
 use std::process::Command;
@@ -55,7 +58,7 @@ fn check() -> Result<String, Error> {
     run_ok(git(&checkout).args(["clean", "-ffdxq"]))?;
     eprintln!("newcomer: {} holds HEAD {head} and nothing else is beside it", checkout.display());
 
-    let target = crate::target_dir()?;
+    let target = crate::target_dir()?.join("newcomer");
     let mut cmd = Command::new(crate::cargo());
     cmd.args(["xtask", "codegen", "--check"]).current_dir(&checkout).env("CARGO_TARGET_DIR", &target);
     let ran = process::run(&mut cmd, Echo::All)?;

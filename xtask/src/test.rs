@@ -48,7 +48,7 @@ pub enum Stage {
     Doc,
     /// cargo xtask codegen --check: nothing in generated/ is stale
     Codegen,
-    /// a clone of HEAD with nothing beside it passes cargo xtask codegen --check
+    /// a clone of HEAD with nothing beside it passes cargo xtask codegen --check (own target dir)
     Newcomer,
     /// pytest (vectors included) and mypy for bindings/python, in the cached venv
     Python,

@@ -223,9 +223,10 @@ fn clippy_all_only_on_generated_code() {
 fn the_rules_catch_what_they_should() {
     let file = |path: &str, text: &str| Tracked { path: path.into(), text: Some(text.into()) };
     let outside = paths_outside(&[
-        file("xtask/src/a.rs", r#"root.join("../shared/X.md")"#),
+        // Split, so that `git grep` for these patterns finds nothing in the repository.
+        file("xtask/src/a.rs", concat!(r#"root.join(".."#, r#"/shared/X.md")"#)),
         file("spec/vectors/README.md", "[rules](../rules.md) [cov](../../generated/docs/x.md) [up](../../../x.md)"),
-        file("README.md", "see /work/main/x and https://h/work/y"),
+        file("README.md", concat!("see /", "work/main/x and https://h/", "work/y")),
         file("bindings/kotlin/pom.xml", "${project.basedir}/../.. and a/../b"),
     ]);
     let found: Vec<(&str, usize)> = outside.iter().map(|f| (f.path.as_str(), f.line)).collect();

@@ -20,6 +20,9 @@ use serde_json::{json, Value};
 #[path = "../../crates/wire/benches/stream.rs"]
 mod stream;
 
+/// One way of handling the whole stream, run once per round.
+type Contender<'a> = Box<dyn FnMut() + 'a>;
+
 type Official = JsonRpcMessage<Notification<v2::UpdateSessionNotification>>;
 
 fn ours(line: &str) -> acp_inject_core::wire::UpdateSessionNotification {
@@ -51,25 +54,50 @@ fn decode(rounds: usize, lines: usize) -> Value {
     for l in &both {
         ours(l); // every line decodes on our side too
     }
-    let mut contenders: Vec<(&str, Box<dyn FnMut()>)> = vec![
-        ("value_parse", Box::new(|| both.iter().for_each(|l| { black_box(serde_json::from_str::<Value>(l).unwrap()); }))),
-        ("official_decode", Box::new(|| both.iter().for_each(|l| { black_box(serde_json::from_str::<Official>(l).unwrap()); }))),
-        ("ours_decode", Box::new(|| both.iter().for_each(|l| { black_box(ours(l)); }))),
-        ("value_roundtrip", Box::new(|| both.iter().for_each(|l| {
-            let v: Value = serde_json::from_str(l).unwrap();
-            black_box(serde_json::to_string(&v).unwrap());
-        }))),
-        ("official_roundtrip", Box::new(|| both.iter().for_each(|l| {
-            let v: Official = serde_json::from_str(l).unwrap();
-            black_box(serde_json::to_string(&v).unwrap());
-        }))),
-        ("ours_roundtrip", Box::new(|| both.iter().for_each(|l| {
-            let v = ours(l);
-            black_box(jsonrpc::notification_line(&v));
-        }))),
+    // Each contender handles every line once per round.
+    let lines = &both;
+    let each = |f: fn(&str)| -> Contender { Box::new(move || lines.iter().for_each(|l| f(l))) };
+    let mut contenders: Vec<(&str, Contender)> = vec![
+        (
+            "value_parse",
+            each(|l| {
+                black_box(serde_json::from_str::<Value>(l).unwrap());
+            }),
+        ),
+        (
+            "official_decode",
+            each(|l| {
+                black_box(serde_json::from_str::<Official>(l).unwrap());
+            }),
+        ),
+        (
+            "ours_decode",
+            each(|l| {
+                black_box(ours(l));
+            }),
+        ),
+        (
+            "value_roundtrip",
+            each(|l| {
+                black_box(serde_json::to_string(&serde_json::from_str::<Value>(l).unwrap()).unwrap());
+            }),
+        ),
+        (
+            "official_roundtrip",
+            each(|l| {
+                black_box(serde_json::to_string(&serde_json::from_str::<Official>(l).unwrap()).unwrap());
+            }),
+        ),
+        (
+            "ours_roundtrip",
+            each(|l| {
+                black_box(jsonrpc::notification_line(&ours(l)));
+            }),
+        ),
     ];
     let mut times: Vec<Vec<f64>> = vec![Vec::new(); contenders.len()];
-    for _ in 0..rounds {
+    for r in 0..rounds {
+        eprintln!("bench: decode round {}/{rounds} ({} lines, {} contenders)", r + 1, both.len(), contenders.len());
         for (i, (_, f)) in contenders.iter_mut().enumerate() {
             times[i].push(time(f.as_mut()));
         }
@@ -81,20 +109,36 @@ fn decode(rounds: usize, lines: usize) -> Value {
     json!({ "lines": both.len(), "left_out": left_out, "bytes_per_line": bytes / both.len(), "rounds": rounds, "results": out })
 }
 
+/// The outputs so far (the in-memory store cannot fail).
+fn drain(a: &mut Agent) -> Vec<acp_inject_core::agent::Output> {
+    a.drain().expect("the memory store commits")
+}
+
 fn line(id: u64, method: &str, params: Value) -> String {
     json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }).to_string()
 }
 
 fn running(pending: usize) -> (Agent, Vec<String>) {
-    let inject = serde_json::from_value(json!({ "modes": ["queue", "steer"], "pending": { "replace": true }, "steerInStream": ["finish"] })).unwrap();
-    let mut a = Agent::new(AgentConfig { inject: Some(inject), policy: Default::default(), info: Default::default() });
-    a.create_session("s1");
+    let inject =
+        serde_json::from_value(json!({ "modes": ["queue", "steer"], "pending": { "replace": true }, "steerInStream": ["finish"] }))
+            .unwrap();
+    let config = AgentConfig { inject: Some(inject), policy: Default::default(), info: Default::default(), setup: Default::default() };
+    let mut a = Agent::new(config).expect("a valid configuration");
+    a.create_session("s1", "/work");
+    a.attach_to_session("c1", "s1");
     a.handle_line("c1", &line(0, "session/prompt", json!({ "sessionId": "s1", "prompt": [{ "type": "text", "text": "go" }] })));
-    a.drain();
+    drain(&mut a);
     let mut ids = Vec::with_capacity(pending);
     for i in 0..pending {
-        a.handle_line("c1", &line(i as u64 + 1, "session/inject", json!({ "sessionId": "s1", "mode": "queue", "content": [{ "type": "text", "text": "q" }] })));
-        for o in a.drain() {
+        a.handle_line(
+            "c1",
+            &line(
+                i as u64 + 1,
+                "session/inject",
+                json!({ "sessionId": "s1", "mode": "queue", "content": [{ "type": "text", "text": "q" }] }),
+            ),
+        );
+        for o in drain(&mut a) {
             if let acp_inject_core::agent::Output::Line { line, .. } = o {
                 let v: Value = serde_json::from_str(&line).unwrap();
                 if let Some(m) = v["result"]["messageId"].as_str() {
@@ -111,15 +155,24 @@ fn core_ops(rounds: usize) -> Value {
     let mut out = serde_json::Map::new();
     for pending in [1_000usize, 100_000] {
         let (mut a, ids) = running(pending);
-        let inject_lines: Vec<String> = (0..OPS).map(|i| line(10_000_000 + i as u64, "session/inject", json!({ "sessionId": "s1", "mode": "queue", "content": [{ "type": "text", "text": "x" }] }))).collect();
+        let inject_lines: Vec<String> = (0..OPS)
+            .map(|i| {
+                line(
+                    10_000_000 + i as u64,
+                    "session/inject",
+                    json!({ "sessionId": "s1", "mode": "queue", "content": [{ "type": "text", "text": "x" }] }),
+                )
+            })
+            .collect();
         let mut samples: [Vec<f64>; 4] = Default::default();
         for r in 0..rounds {
+            eprintln!("bench: core round {}/{rounds} with {pending} pending", r + 1);
             // inject: OPS more injects, then revoke them (so the pending count stays `pending`).
             let mut minted = Vec::with_capacity(OPS);
             samples[0].push(time(&mut || {
                 for l in &inject_lines {
                     a.handle_line("c1", l);
-                    for o in a.drain() {
+                    for o in drain(&mut a) {
                         if let acp_inject_core::agent::Output::Line { line, .. } = o {
                             if let Some(i) = line.find("\"messageId\":\"") {
                                 let rest = &line[i + 13..];
@@ -129,27 +182,39 @@ fn core_ops(rounds: usize) -> Value {
                     }
                 }
             }));
-            let revokes: Vec<String> = minted.iter().enumerate().map(|(i, m)| line(20_000_000 + i as u64, "session/revoke_inject", json!({ "sessionId": "s1", "messageId": m }))).collect();
+            let revokes: Vec<String> = minted
+                .iter()
+                .enumerate()
+                .map(|(i, m)| line(20_000_000 + i as u64, "session/revoke_inject", json!({ "sessionId": "s1", "messageId": m })))
+                .collect();
             samples[1].push(time(&mut || {
                 for l in &revokes {
                     a.handle_line("c1", l);
-                    black_box(a.drain());
+                    black_box(drain(&mut a));
                 }
             }));
             let replaces: Vec<String> = (0..OPS).map(|i| line(30_000_000 + i as u64, "session/replace_inject", json!({ "sessionId": "s1", "messageId": ids[(i * 7919 + r) % ids.len()], "content": [{ "type": "text", "text": "edited" }] }))).collect();
             samples[2].push(time(&mut || {
                 for l in &replaces {
                     a.handle_line("c1", l);
-                    black_box(a.drain());
+                    black_box(drain(&mut a));
                 }
             }));
             // deliver: a steer and the break-point that delivers it.
-            let steers: Vec<String> = (0..OPS).map(|i| line(40_000_000 + i as u64, "session/inject", json!({ "sessionId": "s1", "mode": "steer", "content": [{ "type": "text", "text": "s" }] }))).collect();
+            let steers: Vec<String> = (0..OPS)
+                .map(|i| {
+                    line(
+                        40_000_000 + i as u64,
+                        "session/inject",
+                        json!({ "sessionId": "s1", "mode": "steer", "content": [{ "type": "text", "text": "s" }] }),
+                    )
+                })
+                .collect();
             samples[3].push(time(&mut || {
                 for l in &steers {
                     a.handle_line("c1", l);
                     a.runtime_event("s1", RuntimeEvent::BreakPoint(BreakPoint::ToolResult)).unwrap();
-                    black_box(a.drain());
+                    black_box(drain(&mut a));
                 }
             }));
         }

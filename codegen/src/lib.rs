@@ -8,10 +8,10 @@
 //!    (it is validation only), `$defs` references become `definitions` references, and types
 //!    this generator writes itself are registered as typify replacements.
 //! 3. typify generates the structs and newtypes.
-//! 4. A syn post-pass ([`post`]) restores the schema's member order (typify sorts members
+//! 4. A syn post-pass (module `post`) restores the schema's member order (typify sorts members
 //!    alphabetically), applies `x-tristate` and `x-aliases`, strips typify's schema dumps from
 //!    the docs and derives `SerializeFields` for every struct.
-//! 5. [`unions`] writes the tagged unions (tag-first streaming decode with an open `Other`
+//! 5. The `unions` module writes the tagged unions (tag-first streaming decode with an open `Other`
 //!    branch that keeps the raw object) and the open string enums, which typify cannot express.
 //!
 //! Callers: the `wire_types!` proc-macro (which the wire crate invokes) and `cargo xtask
@@ -37,33 +37,24 @@ use serde_json::{Map, Value};
 use model::{DefKind, Spec, DEFS};
 
 /// What went wrong while generating.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Error {
     /// The schema is not valid JSON.
+    #[error("the schema is not valid JSON: {0}")]
     Json(String),
     /// The schema breaks one of the generator's conventions.
+    #[error("schema definition `{def}`: {message}")]
     Schema { def: String, message: String },
     /// typify rejected the prepared schema.
+    #[error("typify rejected the schema: {0}")]
     Typify(String),
     /// The generated code did not parse (a generator bug).
+    #[error("generated code does not parse (generator bug): {0}")]
     Syntax(String),
     /// The protocol reference template failed to render.
+    #[error("rendering the protocol reference failed: {0}")]
     Render(String),
 }
-
-impl std::fmt::Display for Error {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Error::Json(e) => write!(f, "the schema is not valid JSON: {e}"),
-            Error::Schema { def, message } => write!(f, "schema definition `{def}`: {message}"),
-            Error::Typify(e) => write!(f, "typify rejected the schema: {e}"),
-            Error::Syntax(e) => write!(f, "generated code does not parse (generator bug): {e}"),
-            Error::Render(e) => write!(f, "rendering the protocol reference failed: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for Error {}
 
 /// The support code every expansion starts with (see `runtime.rs`).
 const RUNTIME: &str = include_str!("runtime.rs");
@@ -118,8 +109,8 @@ pub fn generate(schema_text: &str) -> Result<TokenStream, Error> {
         Ok(Err(e)) => return Err(Error::Typify(e.to_string())),
         Err(panic) => return Err(Error::Typify(panic_message(&panic))),
     }
-    let typified = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| space.to_stream()))
-        .map_err(|p| Error::Typify(panic_message(&p)))?;
+    let typified =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| space.to_stream())).map_err(|p| Error::Typify(panic_message(&p)))?;
     let typified = post::rework(typified, &structs)?;
     let unions = unions::generate(&spec);
     let methods = methods(&spec);
@@ -289,9 +280,5 @@ fn methods(spec: &Spec) -> TokenStream {
 
 /// `session/revoke_inject` → `SESSION_REVOKE_INJECT`, `$/cancel_request` → `CANCEL_REQUEST`.
 pub fn method_const(method: &str) -> String {
-    method
-        .trim_start_matches("$/")
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_uppercase() } else { '_' })
-        .collect()
+    method.trim_start_matches("$/").chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_uppercase() } else { '_' }).collect()
 }

@@ -73,10 +73,8 @@ impl Spec {
     pub fn parse(text: &str) -> Result<Spec, Error> {
         let root: Value = serde_json::from_str(text).map_err(|e| Error::Json(e.to_string()))?;
         let root = root.as_object().ok_or_else(|| schema_err("(root)", "the schema is not a JSON object"))?;
-        let defs = root
-            .get("$defs")
-            .and_then(Value::as_object)
-            .ok_or_else(|| schema_err("(root)", "the schema has no `$defs` object"))?;
+        let defs =
+            root.get("$defs").and_then(Value::as_object).ok_or_else(|| schema_err("(root)", "the schema has no `$defs` object"))?;
         let mut out = Vec::with_capacity(defs.len());
         for (name, schema) in defs {
             if !is_type_name(name) {
@@ -111,15 +109,20 @@ impl Spec {
             Value::Object(obj) => {
                 if let Some(r) = obj.get("$ref") {
                     let r = r.as_str().ok_or_else(|| schema_err(at, "`$ref` is not a string"))?;
-                    let target = r.strip_prefix(DEFS).ok_or_else(|| {
-                        schema_err(at, &format!("`$ref` {r:?} does not point into `{DEFS}`"))
-                    })?;
+                    let target =
+                        r.strip_prefix(DEFS).ok_or_else(|| schema_err(at, &format!("`$ref` {r:?} does not point into `{DEFS}`")))?;
                     if self.def(target).is_none() {
                         return Err(schema_err(at, &format!("`$ref` {r:?} names no definition")));
                     }
                 }
                 for (k, v) in obj {
-                    let at = if k == "$defs" { at.to_owned() } else if at == "(root)" { k.clone() } else { at.to_owned() };
+                    let at = if k == "$defs" {
+                        at.to_owned()
+                    } else if at == "(root)" {
+                        k.clone()
+                    } else {
+                        at.to_owned()
+                    };
                     self.check_refs(v, &at)?;
                 }
                 Ok(())
@@ -209,15 +212,10 @@ fn tagged_union(name: &str, branches: &[Value]) -> Result<TaggedUnion, Error> {
         };
         match &tag {
             None => tag = Some(tag_name.to_string()),
-            Some(t) if t != tag_name => {
-                return Err(schema_err(&at, &format!("variants disagree on the tag: {t:?} and {tag_name:?}")))
-            }
+            Some(t) if t != tag_name => return Err(schema_err(&at, &format!("variants disagree on the tag: {t:?} and {tag_name:?}"))),
             _ => {}
         }
-        let value = tag_schema["const"]
-            .as_str()
-            .ok_or_else(|| schema_err(&at, "the tag's `const` must be a string"))?
-            .to_owned();
+        let value = tag_schema["const"].as_str().ok_or_else(|| schema_err(&at, "the tag's `const` must be a string"))?.to_owned();
         let body = obj
             .get("title")
             .and_then(Value::as_str)

@@ -159,7 +159,10 @@ fn reorder_and_annotate(s: &mut ItemStruct, schema: &Value, extra: &mut Vec<Toke
             field.ty = parse_quote!(Patch<#inner>);
             field.attrs.retain(|a| !a.path().is_ident("serde"));
             field.attrs.push(parse_quote!(#[serde(rename = #wire, default, skip_serializing_if = "Patch::is_absent")]));
-        } else if !required.contains(&wire.as_str()) && is_vec(&field.ty) && prop.get("minItems").and_then(Value::as_u64).unwrap_or(0) == 0 {
+        } else if !required.contains(&wire.as_str())
+            && is_vec(&field.ty)
+            && prop.get("minItems").and_then(Value::as_u64).unwrap_or(0) == 0
+        {
             // typify gives an optional array `Vec<T>` with `default` and skips it when empty,
             // so `[]` would re-encode as absent. Where `[]` is valid, keep the difference.
             // (With `minItems` ≥ 1 an empty array cannot be sent: `Vec` is lossless there.)

@@ -58,88 +58,28 @@ const MESSAGE_GROUPS: [(&str, bool, &str); 4] = [
 ];
 
 /// Envelope definitions written by the templates rather than from their schema.
-const TEMPLATE_ENVELOPES: [&str; 6] = [
-    "ClientRequest",
-    "ClientNotification",
-    "AgentRequest",
-    "AgentNotification",
-    "JsonRpcResponse",
-    "JsonRpcBatch",
-];
+const TEMPLATE_ENVELOPES: [&str; 6] =
+    ["ClientRequest", "ClientNotification", "AgentRequest", "AgentNotification", "JsonRpcResponse", "JsonRpcBatch"];
 
 /// Renders the package: `(path inside generated/typescript/, contents)` pairs. `preamble` is the
 /// generated-file notice each file starts with.
 pub fn render(schema_text: &str, preamble: &str) -> Result<Vec<(String, String)>, Error> {
     let spec = Spec::parse(schema_text)?;
     let package = Package::build(&spec)?;
-    let render = |r: Result<String, askama::Error>| {
-        r.map(|t| tidy(&t))
-            .map_err(|e| Error::Render(e.to_string()))
-    };
+    let render = |r: Result<String, askama::Error>| r.map(|t| tidy(&t)).map_err(|e| Error::Render(e.to_string()));
     let version = env!("CARGO_PKG_VERSION");
     Ok(vec![
-        (
-            "README.md".into(),
-            render(
-                Readme {
-                    preamble,
-                    package: &package,
-                    typescript: TYPESCRIPT_VERSION,
-                }
-                .render(),
-            )?,
-        ),
+        ("README.md".into(), render(Readme { preamble, package: &package, typescript: TYPESCRIPT_VERSION }.render())?),
         (
             "package.json".into(),
-            render(
-                PackageJson {
-                    preamble,
-                    name: PACKAGE_NAME,
-                    version,
-                    typescript: TYPESCRIPT_VERSION,
-                }
-                .render(),
-            )?,
+            render(PackageJson { preamble, name: PACKAGE_NAME, version, typescript: TYPESCRIPT_VERSION }.render())?,
         ),
-        (
-            "tsconfig.json".into(),
-            render(TsConfig { preamble }.render())?,
-        ),
+        ("tsconfig.json".into(), render(TsConfig { preamble }.render())?),
         ("src/index.ts".into(), render(Index { preamble }.render())?),
-        (
-            "src/runtime.ts".into(),
-            render(Runtime { preamble }.render())?,
-        ),
-        (
-            "src/types.ts".into(),
-            render(
-                Types {
-                    preamble,
-                    p: &package,
-                }
-                .render(),
-            )?,
-        ),
-        (
-            "src/validators.ts".into(),
-            render(
-                Validators {
-                    preamble,
-                    p: &package,
-                }
-                .render(),
-            )?,
-        ),
-        (
-            "src/messages.ts".into(),
-            render(
-                Messages {
-                    preamble,
-                    p: &package,
-                }
-                .render(),
-            )?,
-        ),
+        ("src/runtime.ts".into(), render(Runtime { preamble }.render())?),
+        ("src/types.ts".into(), render(Types { preamble, p: &package }.render())?),
+        ("src/validators.ts".into(), render(Validators { preamble, p: &package }.render())?),
+        ("src/messages.ts".into(), render(Messages { preamble, p: &package }.render())?),
     ])
 }
 
@@ -226,11 +166,7 @@ impl Group {
 
     /// The methods as a union of string literals.
     fn method_union(&self) -> String {
-        self.methods
-            .iter()
-            .map(|m| json_string(m))
-            .collect::<Vec<_>>()
-            .join(" | ")
+        self.methods.iter().map(|m| json_string(m)).collect::<Vec<_>>().join(" | ")
     }
 }
 
@@ -379,16 +315,10 @@ impl DecoderDecl {
     /// The enum values or union tags, as a list of JSON literals.
     fn extra_values(&self) -> String {
         let values = match &self.extra {
-            Some(DecoderExtra::Enum { values, .. } | DecoderExtra::Union { values, .. }) => {
-                values.as_slice()
-            }
+            Some(DecoderExtra::Enum { values, .. } | DecoderExtra::Union { values, .. }) => values.as_slice(),
             None => &[],
         };
-        values
-            .iter()
-            .map(|v| json_string(v))
-            .collect::<Vec<_>>()
-            .join(", ")
+        values.iter().map(|v| json_string(v)).collect::<Vec<_>>().join(", ")
     }
 }
 
@@ -412,9 +342,7 @@ fn json_string(s: &str) -> String {
 /// A member name as an object key: bare when it is an identifier, quoted otherwise.
 fn member_key(name: &str) -> String {
     let mut chars = name.chars();
-    let ident = chars
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || c == '$')
+    let ident = chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || c == '$')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$');
     if ident {
         name.to_owned()
@@ -459,11 +387,7 @@ fn jsdoc(text: &str, indent: &str) -> String {
 }
 
 fn description(schema: &Value) -> String {
-    schema
-        .get("description")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_owned()
+    schema.get("description").and_then(Value::as_str).unwrap_or("").to_owned()
 }
 
 struct Builder<'a> {
@@ -479,36 +403,20 @@ impl Package {
     fn build(spec: &Spec) -> Result<Package, Error> {
         let mut decls = Vec::new();
         let mut public = Vec::new();
-        let mut b = Builder {
-            spec,
-            emitted: BTreeSet::new(),
-            visiting: BTreeSet::new(),
-            decoders: Vec::new(),
-        };
+        let mut b = Builder { spec, emitted: BTreeSet::new(), visiting: BTreeSet::new(), decoders: Vec::new() };
         for def in &spec.defs {
             if TEMPLATE_ENVELOPES.contains(&def.name.as_str()) {
                 continue;
             }
-            if matches!(def.kind, DefKind::Envelope)
-                && !matches!(def.name.as_str(), "RequestId" | "Error")
-            {
-                return Err(schema_err(
-                    &def.name,
-                    "the TypeScript generator has no form for this envelope definition",
-                ));
+            if matches!(def.kind, DefKind::Envelope) && !matches!(def.name.as_str(), "RequestId" | "Error") {
+                return Err(schema_err(&def.name, "the TypeScript generator has no form for this envelope definition"));
             }
             decls.push(b.decl(&def.name)?);
             b.decoder(&def.name)?;
             public.push((ts_name(&def.name), format!("{}$", ts_name(&def.name))));
         }
         let (methods, groups) = methods(spec)?;
-        Ok(Package {
-            decls,
-            decoders: b.decoders,
-            public,
-            methods,
-            groups,
-        })
+        Ok(Package { decls, decoders: b.decoders, public, methods, groups })
     }
 
     fn name(&self) -> &'static str {
@@ -521,16 +429,7 @@ impl Package {
     }
 
     fn union_names(&self) -> Vec<String> {
-        self.decls
-            .iter()
-            .filter_map(|d| {
-                if let Decl::Union(u) = d {
-                    u.open.then(|| u.name.clone())
-                } else {
-                    None
-                }
-            })
-            .collect()
+        self.decls.iter().filter_map(|d| if let Decl::Union(u) = d { u.open.then(|| u.name.clone()) } else { None }).collect()
     }
 
     fn requests(&self) -> Vec<&MethodEntry> {
@@ -544,39 +443,23 @@ impl Package {
 
 impl Builder<'_> {
     fn def_schema(&self, name: &str) -> Result<&Value, Error> {
-        self.spec
-            .def(name)
-            .map(|d| &d.schema)
-            .ok_or_else(|| schema_err(name, "no such definition"))
+        self.spec.def(name).map(|d| &d.schema).ok_or_else(|| schema_err(name, "no such definition"))
     }
 
     fn decl(&self, name: &str) -> Result<Decl, Error> {
-        let def = self
-            .spec
-            .def(name)
-            .ok_or_else(|| schema_err(name, "no such definition"))?;
+        let def = self.spec.def(name).ok_or_else(|| schema_err(name, "no such definition"))?;
         let doc = def.description.clone().unwrap_or_default();
         let ty_name = ts_name(name);
         Ok(match &def.kind {
             DefKind::StringEnum(e) => Decl::Enum(Enum {
                 name: ty_name,
                 doc,
-                values: e
-                    .values
-                    .iter()
-                    .map(|(v, d)| (json_string(v), d.clone().unwrap_or_default()))
-                    .collect(),
+                values: e.values.iter().map(|(v, d)| (json_string(v), d.clone().unwrap_or_default())).collect(),
                 open: e.open.is_some(),
             }),
             DefKind::TaggedUnion(u) => Decl::Union(self.union_decl(name, &doc, u)?),
-            _ if is_object(&def.schema) => {
-                Decl::Interface(self.interface(&ty_name, &doc, &def.schema)?)
-            }
-            _ => Decl::Alias(Alias {
-                name: ty_name,
-                doc,
-                ty: self.ty(name, &def.schema)?,
-            }),
+            _ if is_object(&def.schema) => Decl::Interface(self.interface(&ty_name, &doc, &def.schema)?),
+            _ => Decl::Alias(Alias { name: ty_name, doc, ty: self.ty(name, &def.schema)? }),
         })
     }
 
@@ -589,25 +472,12 @@ impl Builder<'_> {
             match &v.inline {
                 Some(body) => {
                     bodies.push(self.interface(&v.body, &vdoc, body)?);
-                    variants.push(UnionVariant {
-                        literal,
-                        body: v.body.clone(),
-                    });
+                    variants.push(UnionVariant { literal, body: v.body.clone() });
                 }
-                None => variants.push(UnionVariant {
-                    literal,
-                    body: ts_name(&v.body),
-                }),
+                None => variants.push(UnionVariant { literal, body: ts_name(&v.body) }),
             }
         }
-        Ok(Union {
-            name: ts_name(name),
-            doc: doc.to_owned(),
-            tag: u.tag.clone(),
-            bodies,
-            variants,
-            open: u.open,
-        })
+        Ok(Union { name: ts_name(name), doc: doc.to_owned(), tag: u.tag.clone(), bodies, variants, open: u.open })
     }
 
     fn interface(&self, name: &str, doc: &str, schema: &Value) -> Result<Interface, Error> {
@@ -615,34 +485,13 @@ impl Builder<'_> {
         let mut fields = Vec::new();
         for (member, prop) in properties_of(schema) {
             let tristate = prop.get("x-tristate") == Some(&Value::Bool(true));
-            let ty = if tristate {
-                format!("Patch<{}>", self.ty(name, &without_null(prop))?)
-            } else {
-                self.ty(name, prop)?
-            };
-            fields.push(Field {
-                name: member_key(member),
-                doc: description(prop),
-                optional: !required.contains(member.as_str()),
-                ty,
-            });
+            let ty = if tristate { format!("Patch<{}>", self.ty(name, &without_null(prop))?) } else { self.ty(name, prop)? };
+            fields.push(Field { name: member_key(member), doc: description(prop), optional: !required.contains(member.as_str()), ty });
         }
-        for member in required
-            .iter()
-            .filter(|r| !properties_of(schema).iter().any(|(m, _)| m == *r))
-        {
-            fields.push(Field {
-                name: member_key(member),
-                doc: String::new(),
-                optional: false,
-                ty: "unknown".into(),
-            });
+        for member in required.iter().filter(|r| !properties_of(schema).iter().any(|(m, _)| m == *r)) {
+            fields.push(Field { name: member_key(member), doc: String::new(), optional: false, ty: "unknown".into() });
         }
-        Ok(Interface {
-            name: name.to_owned(),
-            doc: doc.to_owned(),
-            fields,
-        })
+        Ok(Interface { name: name.to_owned(), doc: doc.to_owned(), fields })
     }
 
     /// The TypeScript type of a member or alias schema.
@@ -659,15 +508,10 @@ impl Builder<'_> {
             return Ok(c.to_string());
         }
         if let Some(values) = obj.get("enum").and_then(Value::as_array) {
-            return Ok(values
-                .iter()
-                .map(Value::to_string)
-                .collect::<Vec<_>>()
-                .join(" | "));
+            return Ok(values.iter().map(Value::to_string).collect::<Vec<_>>().join(" | "));
         }
         if let Some(branches) = branches_of(obj) {
-            let tys: Result<Vec<String>, Error> =
-                branches.iter().map(|b| self.ty(owner, b)).collect();
+            let tys: Result<Vec<String>, Error> = branches.iter().map(|b| self.ty(owner, b)).collect();
             return Ok(tys?.join(" | "));
         }
         if let Some(target) = single_all_of_ref(obj) {
@@ -687,14 +531,8 @@ impl Builder<'_> {
                 "boolean" => "boolean".to_owned(),
                 "null" => "null".to_owned(),
                 "object" => {
-                    if obj
-                        .get("properties")
-                        .is_some_and(|p| p.as_object().is_some_and(|p| !p.is_empty()))
-                    {
-                        return Err(schema_err(
-                            owner,
-                            "an inline object with members: give it a definition",
-                        ));
+                    if obj.get("properties").is_some_and(|p| p.as_object().is_some_and(|p| !p.is_empty())) {
+                        return Err(schema_err(owner, "an inline object with members: give it a definition"));
                     }
                     "{ [member: string]: unknown }".to_owned()
                 }
@@ -722,10 +560,7 @@ impl Builder<'_> {
         }
         self.visiting.insert(name.to_owned());
         let schema = self.def_schema(name)?.clone();
-        let def = self
-            .spec
-            .def(name)
-            .ok_or_else(|| schema_err(name, "no such definition"))?;
+        let def = self.spec.def(name).ok_or_else(|| schema_err(name, "no such definition"))?;
         let kind = def.kind.clone();
         let ty = ts_name(name);
         let (expr, extra) = match &kind {
@@ -736,36 +571,17 @@ impl Builder<'_> {
         };
         self.visiting.remove(name);
         self.emitted.insert(name.to_owned());
-        self.decoders.push(DecoderDecl {
-            constant: format!("{ty}$"),
-            ty,
-            expr,
-            extra,
-        });
+        self.decoders.push(DecoderDecl { constant: format!("{ty}$"), ty, expr, extra });
         Ok(())
     }
 
     fn enum_decoder(&self, ty: &str, e: &StringEnum) -> (String, Option<DecoderExtra>) {
         let values: Vec<String> = e.values.iter().map(|(v, _)| v.clone()).collect();
-        let expr = format!(
-            "d.stringEnum<T.{ty}>({}, {ty}Values, {})",
-            json_string(ty),
-            e.open.is_some()
-        );
-        (
-            expr,
-            Some(DecoderExtra::Enum {
-                name: ty.to_owned(),
-                values,
-            }),
-        )
+        let expr = format!("d.stringEnum<T.{ty}>({}, {ty}Values, {})", json_string(ty), e.open.is_some());
+        (expr, Some(DecoderExtra::Enum { name: ty.to_owned(), values }))
     }
 
-    fn union_decoder(
-        &mut self,
-        name: &str,
-        u: &TaggedUnion,
-    ) -> Result<(String, Option<DecoderExtra>), Error> {
+    fn union_decoder(&mut self, name: &str, u: &TaggedUnion) -> Result<(String, Option<DecoderExtra>), Error> {
         let ty = ts_name(name);
         let mut variants = Vec::new();
         let mut aliases = Vec::new();
@@ -773,12 +589,7 @@ impl Builder<'_> {
             let decoder = match &v.inline {
                 Some(body) => {
                     let expr = self.struct_decoder(&v.body, &v.body, body)?;
-                    self.decoders.push(DecoderDecl {
-                        constant: format!("{}$", v.body),
-                        ty: v.body.clone(),
-                        expr,
-                        extra: None,
-                    });
+                    self.decoders.push(DecoderDecl { constant: format!("{}$", v.body), ty: v.body.clone(), expr, extra: None });
                     format!("{}$", v.body)
                 }
                 None => self.reference(&v.body)?,
@@ -788,11 +599,7 @@ impl Builder<'_> {
                 aliases.push(format!("{}: {}", json_string(a), json_string(&v.value)));
             }
         }
-        let aliases = if aliases.is_empty() {
-            "{}".to_owned()
-        } else {
-            format!("{{ {} }}", aliases.join(", "))
-        };
+        let aliases = if aliases.is_empty() { "{}".to_owned() } else { format!("{{ {} }}", aliases.join(", ")) };
         let expr = format!(
             "d.tagged<T.{ty}>(\n  {},\n  {},\n  {{\n    {},\n  }},\n  {aliases},\n  {},\n)",
             json_string(&ty),
@@ -813,11 +620,7 @@ impl Builder<'_> {
     fn reference(&mut self, target: &str) -> Result<String, Error> {
         self.decoder(target)?;
         let constant = format!("{}$", ts_name(target));
-        Ok(if self.emitted.contains(target) {
-            constant
-        } else {
-            format!("d.lazy(() => {constant})")
-        })
+        Ok(if self.emitted.contains(target) { constant } else { format!("d.lazy(() => {constant})") })
     }
 
     fn struct_decoder(&mut self, owner: &str, ty: &str, schema: &Value) -> Result<String, Error> {
@@ -830,19 +633,12 @@ impl Builder<'_> {
                 parts.push("required: true".into());
             }
             if let Some(aliases) = prop.get("x-aliases").and_then(Value::as_array) {
-                let list: Vec<String> = aliases
-                    .iter()
-                    .filter_map(Value::as_str)
-                    .map(json_string)
-                    .collect();
+                let list: Vec<String> = aliases.iter().filter_map(Value::as_str).map(json_string).collect();
                 parts.push(format!("aliases: [{}]", list.join(", ")));
             }
             // A member referencing a definition that carries a marker (`_meta` → `Meta`) has it too.
-            let target = prop
-                .get("$ref")
-                .and_then(Value::as_str)
-                .and_then(|r| r.strip_prefix(DEFS))
-                .and_then(|name| self.spec.def(name));
+            let target =
+                prop.get("$ref").and_then(Value::as_str).and_then(|r| r.strip_prefix(DEFS)).and_then(|name| self.spec.def(name));
             let flag = |k: &str| {
                 prop.get(k) == Some(&Value::Bool(true)) || target.is_some_and(|d| d.schema.get(k) == Some(&Value::Bool(true)))
             };
@@ -852,41 +648,17 @@ impl Builder<'_> {
             if flag("x-deserialize-skip-invalid-items") {
                 let items = prop.get("items").cloned().unwrap_or(Value::Bool(true));
                 let item = self.expr(owner, &items, &format!("an item of `{member}`"))?;
-                parts.push(format!(
-                    "skipInvalidItems: true, items: {{ decode: {item}, rules: {} }}",
-                    array_rules(prop)
-                ));
+                parts.push(format!("skipInvalidItems: true, items: {{ decode: {item}, rules: {} }}", array_rules(prop)));
             }
-            members.push(format!(
-                "{}: {{ {} }}",
-                member_key(member),
-                parts.join(", ")
-            ));
+            members.push(format!("{}: {{ {} }}", member_key(member), parts.join(", ")));
         }
-        for member in required
-            .iter()
-            .filter(|r| !properties_of(schema).iter().any(|(m, _)| m == *r))
-        {
-            members.push(format!(
-                "{}: {{ decode: d.unknown, required: true }}",
-                member_key(member)
-            ));
+        for member in required.iter().filter(|r| !properties_of(schema).iter().any(|(m, _)| m == *r)) {
+            members.push(format!("{}: {{ decode: d.unknown, required: true }}", member_key(member)));
         }
         let rules = self.rules(owner, schema)?;
-        let rules = if rules.is_empty() {
-            String::new()
-        } else {
-            format!(", [\n  {},\n]", rules.join(",\n  "))
-        };
-        let members = if members.is_empty() {
-            "{}".to_owned()
-        } else {
-            format!("{{\n  {},\n}}", members.join(",\n  "))
-        };
-        Ok(format!(
-            "d.struct<T.{ty}>({}, {members}{rules})",
-            json_string(ty)
-        ))
+        let rules = if rules.is_empty() { String::new() } else { format!(", [\n  {},\n]", rules.join(",\n  ")) };
+        let members = if members.is_empty() { "{}".to_owned() } else { format!("{{\n  {},\n}}", members.join(",\n  ")) };
+        Ok(format!("d.struct<T.{ty}>({}, {members}{rules})", json_string(ty)))
     }
 
     /// The `if`/`then` conditional requirements of an object definition.
@@ -895,34 +667,17 @@ impl Builder<'_> {
         if schema.get("if").is_some() {
             conditionals.push(schema.clone());
         }
-        for part in schema
-            .get("allOf")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
+        for part in schema.get("allOf").and_then(Value::as_array).into_iter().flatten() {
             if part.get("if").is_some() {
                 conditionals.push(part.clone());
             } else {
-                return Err(schema_err(
-                    owner,
-                    "an object's `allOf` may only hold `if`/`then` rules",
-                ));
+                return Err(schema_err(owner, "an object's `allOf` may only hold `if`/`then` rules"));
             }
         }
         let mut out = Vec::new();
         for c in conditionals {
-            let unsupported = || {
-                schema_err(
-                    owner,
-                    "unsupported `if`: expected one member with `const` or `contains: {const}`",
-                )
-            };
-            let cond = c
-                .get("if")
-                .and_then(|i| i.get("properties"))
-                .and_then(Value::as_object)
-                .ok_or_else(unsupported)?;
+            let unsupported = || schema_err(owner, "unsupported `if`: expected one member with `const` or `contains: {const}`");
+            let cond = c.get("if").and_then(|i| i.get("properties")).and_then(Value::as_object).ok_or_else(unsupported)?;
             let [(member, test)] = cond.iter().collect::<Vec<_>>()[..] else {
                 return Err(unsupported());
             };
@@ -933,19 +688,12 @@ impl Builder<'_> {
             } else {
                 return Err(unsupported());
             };
-            let then = c
-                .get("then")
-                .ok_or_else(|| schema_err(owner, "an `if` without `then`"))?;
+            let then = c.get("then").ok_or_else(|| schema_err(owner, "an `if` without `then`"))?;
             let mut parts = vec![format!("member: {}", json_string(member)), condition];
             let require: Vec<String> = then
                 .get("required")
                 .and_then(Value::as_array)
-                .map(|r| {
-                    r.iter()
-                        .filter_map(Value::as_str)
-                        .map(json_string)
-                        .collect()
-                })
+                .map(|r| r.iter().filter_map(Value::as_str).map(json_string).collect())
                 .unwrap_or_default();
             if !require.is_empty() {
                 parts.push(format!("require: [{}]", require.join(", ")));
@@ -953,11 +701,7 @@ impl Builder<'_> {
             if let Some(props) = then.get("properties").and_then(Value::as_object) {
                 let mut members = Vec::new();
                 for (m, s) in props {
-                    members.push(format!(
-                        "{}: {}",
-                        member_key(m),
-                        self.expr(owner, s, &format!("`{m}`"))?
-                    ));
+                    members.push(format!("{}: {}", member_key(m), self.expr(owner, s, &format!("`{m}`"))?));
                 }
                 parts.push(format!("members: {{ {} }}", members.join(", ")));
             }
@@ -978,11 +722,7 @@ impl Builder<'_> {
             let reference = self.reference(&target)?;
             return Ok(match obj.get("required").and_then(Value::as_array) {
                 Some(req) => {
-                    let list: Vec<String> = req
-                        .iter()
-                        .filter_map(Value::as_str)
-                        .map(json_string)
-                        .collect();
+                    let list: Vec<String> = req.iter().filter_map(Value::as_str).map(json_string).collect();
                     format!("d.requiring({reference}, [{}])", list.join(", "))
                 }
                 None => reference,
@@ -992,34 +732,21 @@ impl Builder<'_> {
             return Ok(format!("d.constant({c})"));
         }
         if let Some(values) = obj.get("enum").and_then(Value::as_array) {
-            let strings: Option<Vec<String>> =
-                values.iter().map(|v| v.as_str().map(json_string)).collect();
-            let strings =
-                strings.ok_or_else(|| schema_err(owner, "only string `enum`s are supported"))?;
-            return Ok(format!(
-                "d.stringEnum({}, [{}], false)",
-                json_string(label),
-                strings.join(", ")
-            ));
+            let strings: Option<Vec<String>> = values.iter().map(|v| v.as_str().map(json_string)).collect();
+            let strings = strings.ok_or_else(|| schema_err(owner, "only string `enum`s are supported"))?;
+            return Ok(format!("d.stringEnum({}, [{}], false)", json_string(label), strings.join(", ")));
         }
         if let Some(branches) = branches_of(obj) {
             let nulls = branches.iter().filter(|b| is_null(b)).count();
             if branches.len() == 2 && nulls == 1 {
-                let other = branches
-                    .iter()
-                    .find(|b| !is_null(b))
-                    .expect("one non-null branch");
+                let other = branches.iter().find(|b| !is_null(b)).expect("one non-null branch");
                 return Ok(format!("d.nullable({})", self.expr(owner, other, label)?));
             }
             let mut decoders = Vec::new();
             for b in branches {
                 decoders.push(self.expr(owner, b, label)?);
             }
-            return Ok(format!(
-                "d.anyOf({}, [{}])",
-                json_string(label),
-                decoders.join(", ")
-            ));
+            return Ok(format!("d.anyOf({}, [{}])", json_string(label), decoders.join(", ")));
         }
         if let Some(target) = single_all_of_ref(obj) {
             let target = ref_target(owner, target)?.to_owned();
@@ -1045,10 +772,7 @@ impl Builder<'_> {
                 }
                 "number" => format!(
                     "d.number({})",
-                    bounds_args(
-                        obj.get("minimum").and_then(Value::as_f64),
-                        obj.get("maximum").and_then(Value::as_f64)
-                    )
+                    bounds_args(obj.get("minimum").and_then(Value::as_f64), obj.get("maximum").and_then(Value::as_f64))
                 ),
                 "boolean" => "d.boolean".into(),
                 "null" => "d.nullValue".into(),
@@ -1070,11 +794,7 @@ impl Builder<'_> {
             [one] => one.clone(),
             _ => format!("d.anyOf({}, [{}])", json_string(label), decoders.join(", ")),
         };
-        Ok(if nullable {
-            format!("d.nullable({inner})")
-        } else {
-            inner
-        })
+        Ok(if nullable { format!("d.nullable({inner})") } else { inner })
     }
 }
 
@@ -1087,42 +807,26 @@ fn is_null(schema: &Value) -> bool {
 }
 
 fn branches_of(obj: &Map<String, Value>) -> Option<&Vec<Value>> {
-    obj.get("anyOf")
-        .or_else(|| obj.get("oneOf"))
-        .and_then(Value::as_array)
+    obj.get("anyOf").or_else(|| obj.get("oneOf")).and_then(Value::as_array)
 }
 
 fn single_all_of_ref(obj: &Map<String, Value>) -> Option<&Value> {
-    match obj
-        .get("allOf")
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-    {
+    match obj.get("allOf").and_then(Value::as_array).map(Vec::as_slice) {
         Some([one]) => one.get("$ref"),
         _ => None,
     }
 }
 
 fn ref_target<'v>(owner: &str, r: &'v Value) -> Result<&'v str, Error> {
-    r.as_str()
-        .and_then(|r| r.strip_prefix(DEFS))
-        .ok_or_else(|| schema_err(owner, &format!("`$ref` {r} does not point into `{DEFS}`")))
+    r.as_str().and_then(|r| r.strip_prefix(DEFS)).ok_or_else(|| schema_err(owner, &format!("`$ref` {r} does not point into `{DEFS}`")))
 }
 
 fn properties_of(schema: &Value) -> Vec<(&String, &Value)> {
-    schema
-        .get("properties")
-        .and_then(Value::as_object)
-        .map(|p| p.iter().collect())
-        .unwrap_or_default()
+    schema.get("properties").and_then(Value::as_object).map(|p| p.iter().collect()).unwrap_or_default()
 }
 
 fn required_of(schema: &Value) -> BTreeSet<&str> {
-    schema
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|r| r.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default()
+    schema.get("required").and_then(Value::as_array).map(|r| r.iter().filter_map(Value::as_str).collect()).unwrap_or_default()
 }
 
 /// The schema without `null` in its `type` list (for `x-tristate`, where `null` is `Patch`'s).
@@ -1146,10 +850,7 @@ fn integer_bounds(obj: &Map<String, Value>) -> (Option<f64>, Option<f64>) {
         Some("uint64") => (Some(0.0), None),
         _ => (None, None),
     };
-    (
-        obj.get("minimum").and_then(Value::as_f64).or(fmin),
-        obj.get("maximum").and_then(Value::as_f64).or(fmax),
-    )
+    (obj.get("minimum").and_then(Value::as_f64).or(fmin), obj.get("maximum").and_then(Value::as_f64).or(fmax))
 }
 
 fn bounds_args(min: Option<f64>, max: Option<f64>) -> String {
@@ -1194,54 +895,22 @@ fn methods(spec: &Spec) -> Result<(Vec<MethodEntry>, Vec<Group>), Error> {
             .schema
             .pointer("/properties/method/anyOf")
             .and_then(Value::as_array)
-            .and_then(|branches| {
-                branches
-                    .iter()
-                    .find_map(|b| b.get("enum").and_then(Value::as_array))
-            })
-            .map(|e| {
-                e.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_owned)
-                    .collect()
-            })
-            .ok_or_else(|| {
-                schema_err(
-                    name,
-                    "expected `properties.method.anyOf` with an `enum` of method names",
-                )
-            })?;
+            .and_then(|branches| branches.iter().find_map(|b| b.get("enum").and_then(Value::as_array)))
+            .map(|e| e.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+            .ok_or_else(|| schema_err(name, "expected `properties.method.anyOf` with an `enum` of method names"))?;
         for m in &list {
-            let with_method: Vec<&str> = spec
-                .defs
-                .iter()
-                .filter(|d| d.method.as_deref() == Some(m.as_str()))
-                .map(|d| d.name.as_str())
-                .collect();
+            let with_method: Vec<&str> =
+                spec.defs.iter().filter(|d| d.method.as_deref() == Some(m.as_str())).map(|d| d.name.as_str()).collect();
             let params = with_method
                 .iter()
                 .find(|n| !n.ends_with("Response"))
-                .ok_or_else(|| {
-                    schema_err(
-                        name,
-                        &format!("method {m:?} has no params definition (`x-method`)"),
-                    )
-                })?;
-            let result = with_method
-                .iter()
-                .find(|n| n.ends_with("Response"))
-                .map(|n| ts_name(n));
+                .ok_or_else(|| schema_err(name, &format!("method {m:?} has no params definition (`x-method`)")))?;
+            let result = with_method.iter().find(|n| n.ends_with("Response")).map(|n| ts_name(n));
             if request && result.is_none() {
-                return Err(schema_err(
-                    name,
-                    &format!("request method {m:?} has no `*Response` definition"),
-                ));
+                return Err(schema_err(name, &format!("request method {m:?} has no `*Response` definition")));
             }
             if seen.insert(m.clone(), name).is_some() {
-                return Err(schema_err(
-                    name,
-                    &format!("method {m:?} is listed by two envelope definitions"),
-                ));
+                return Err(schema_err(name, &format!("method {m:?} is listed by two envelope definitions")));
             }
             methods.push(MethodEntry {
                 method: m.clone(),
@@ -1252,12 +921,7 @@ fn methods(spec: &Spec) -> Result<(Vec<MethodEntry>, Vec<Group>), Error> {
                 result: if request { result } else { None },
             });
         }
-        groups.push(Group {
-            name: name.to_owned(),
-            request,
-            from: from.to_owned(),
-            methods: list,
-        });
+        groups.push(Group { name: name.to_owned(), request, from: from.to_owned(), methods: list });
     }
     Ok((methods, groups))
 }
@@ -1268,9 +932,7 @@ fn params_required(envelope: &Value, method: &str) -> bool {
     let branches = envelope.get("allOf").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
     branches.iter().any(|b| {
         b.pointer("/if/properties/method/const").and_then(Value::as_str) == Some(method)
-            && b.pointer("/then/required")
-                .and_then(Value::as_array)
-                .is_some_and(|r| r.iter().any(|x| x == "params"))
+            && b.pointer("/then/required").and_then(Value::as_array).is_some_and(|r| r.iter().any(|x| x == "params"))
     })
 }
 

@@ -51,11 +51,8 @@ fn tagged_union(name: &str, doc: &str, u: &TaggedUnion) -> TokenStream {
     let idents: Vec<Ident> = u.variants.iter().map(|v| format_ident!("{}", pascal(&v.value))).collect();
     let bodies: Vec<Ident> = u.variants.iter().map(|v| format_ident!("{}", v.body)).collect();
     let values: Vec<&String> = u.variants.iter().map(|v| &v.value).collect();
-    let docs: Vec<String> = u
-        .variants
-        .iter()
-        .map(|v| format!("`{}`: {}", v.value, v.description.clone().unwrap_or_default()))
-        .collect();
+    let docs: Vec<String> =
+        u.variants.iter().map(|v| format!("`{}`: {}", v.value, v.description.clone().unwrap_or_default())).collect();
     let patterns: Vec<TokenStream> = u
         .variants
         .iter()
@@ -77,12 +74,7 @@ fn tagged_union(name: &str, doc: &str, u: &TaggedUnion) -> TokenStream {
             quote! { _ => Ok(#ty::Other(__de::unknown(#tag, tag, buffered, map)?)), },
         )
     } else {
-        (
-            quote! {},
-            quote! {},
-            quote! {},
-            quote! { other => Err(::serde::de::Error::unknown_variant(other, &[#(#values),*])), },
-        )
+        (quote! {}, quote! {}, quote! {}, quote! { other => Err(::serde::de::Error::unknown_variant(other, &[#(#values),*])), })
     };
 
     let body_names: Vec<&String> = u.variants.iter().map(|v| &v.body).collect();
@@ -125,15 +117,13 @@ fn tagged_union(name: &str, doc: &str, u: &TaggedUnion) -> TokenStream {
     };
 
     // `From<Body>` only where each body type appears once in this union.
-    let froms = bodies.iter().zip(&idents).filter(|(b, _)| bodies.iter().filter(|x| x == b).count() == 1).map(
-        |(body, ident)| {
-            quote! {
-                impl From<#body> for #ty {
-                    fn from(value: #body) -> Self { #ty::#ident(Box::new(value)) }
-                }
+    let froms = bodies.iter().zip(&idents).filter(|(b, _)| bodies.iter().filter(|x| x == b).count() == 1).map(|(body, ident)| {
+        quote! {
+            impl From<#body> for #ty {
+                fn from(value: #body) -> Self { #ty::#ident(Box::new(value)) }
             }
-        },
-    );
+        }
+    });
 
     quote! {
         #[doc = #doc]

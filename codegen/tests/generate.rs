@@ -36,7 +36,9 @@ fn the_canonical_schema_generates_deterministically() {
 #[test]
 fn min_items_is_enforced_by_the_post_pass() {
     let code = generate_formatted(&canonical()).unwrap();
-    for (ty, field) in [("InjectCapabilities", "modes"), ("InjectCapabilities", "steer_in_stream"), ("RequestPermissionRequest", "options")] {
+    for (ty, field) in
+        [("InjectCapabilities", "modes"), ("InjectCapabilities", "steer_in_stream"), ("RequestPermissionRequest", "options")]
+    {
         let s = struct_text(&code, ty);
         let at = s.find(&format!("pub {field}:")).unwrap_or_else(|| panic!("{ty}.{field}"));
         let attrs = &s[s[..at].rfind("///").unwrap_or(0)..at];
@@ -47,8 +49,8 @@ fn min_items_is_enforced_by_the_post_pass() {
 
 #[test]
 fn min_items_on_an_optional_array_keeps_it_optional() {
-    let code = generate_formatted(&thing(json!({ "tags": { "type": "array", "items": { "type": "string" }, "minItems": 2 } }), &[]))
-        .unwrap();
+    let code =
+        generate_formatted(&thing(json!({ "tags": { "type": "array", "items": { "type": "string" }, "minItems": 2 } }), &[])).unwrap();
     let s = struct_text(&code, "Thing");
     assert!(s.contains("__de::min_items::<_, _, 2>"), "{s}");
     assert!(s.contains("default"), "a missing member must still decode: {s}");

@@ -8,18 +8,12 @@ use serde_json::json;
 const PREAMBLE: &str = "Generated for a test.";
 
 fn canonical() -> String {
-    let path =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../spec/acp-inject.schema.json");
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../spec/acp-inject.schema.json");
     std::fs::read_to_string(path).expect("the canonical schema")
 }
 
 fn file(files: &[(String, String)], name: &str) -> String {
-    files
-        .iter()
-        .find(|(n, _)| n == name)
-        .unwrap_or_else(|| panic!("no {name}"))
-        .1
-        .clone()
+    files.iter().find(|(n, _)| n == name).unwrap_or_else(|| panic!("no {name}")).1.clone()
 }
 
 #[test]
@@ -31,13 +25,9 @@ fn every_file_starts_with_the_preamble_and_renders_deterministically() {
         let head: String = text.lines().take(3).collect::<Vec<_>>().join("\n");
         assert!(head.contains(PREAMBLE), "{name} lacks the preamble");
     }
-    let package: serde_json::Value =
-        serde_json::from_str(&file(&a, "package.json")).expect("package.json is JSON");
+    let package: serde_json::Value = serde_json::from_str(&file(&a, "package.json")).expect("package.json is JSON");
     assert_eq!(package["type"], "module");
-    assert_eq!(
-        package["devDependencies"]["typescript"],
-        acp_inject_codegen::typescript::TYPESCRIPT_VERSION
-    );
+    assert_eq!(package["devDependencies"]["typescript"], acp_inject_codegen::typescript::TYPESCRIPT_VERSION);
 }
 
 #[test]
@@ -46,13 +36,9 @@ fn unions_enums_tristate_and_aliases_follow_the_schema() {
     let types = file(&files, "src/types.ts");
     let validators = file(&files, "src/validators.ts");
     // A discriminated union with an open branch and its `Known…` form.
-    assert!(
-        types.contains("| ({ sessionUpdate: \"user_message\" } & UserMessage)"),
-        "{types}"
-    );
+    assert!(types.contains("| ({ sessionUpdate: \"user_message\" } & UserMessage)"), "{types}");
     assert!(types.contains("export interface SessionUpdateOther {\n  sessionUpdate: UnknownTag;"));
-    assert!(types
-        .contains("export type KnownSessionUpdate = Exclude<SessionUpdate, SessionUpdateOther>;"));
+    assert!(types.contains("export type KnownSessionUpdate = Exclude<SessionUpdate, SessionUpdateOther>;"));
     // Tristate, optional and nullable members.
     assert!(types.contains("content?: Patch<ContentBlock[]>;"));
     assert!(types.contains("messageId?: MessageId | null;"));
@@ -64,8 +50,7 @@ fn unions_enums_tristate_and_aliases_follow_the_schema() {
     assert!(validators.contains("{ \"state_change\": \"state_update\" }"));
     assert!(validators.contains("aliases: [\"steer_in_stream\"]"));
     // The `if`/`then` rule of InjectCapabilities.
-    assert!(validators
-        .contains("{ member: \"modes\", contains: \"steer\", require: [\"steerInStream\"] }"));
+    assert!(validators.contains("{ member: \"modes\", contains: \"steer\", require: [\"steerInStream\"] }"));
 }
 
 #[test]
@@ -97,8 +82,5 @@ fn unsupported_shapes_are_errors_naming_the_definition() {
             other => panic!("expected a schema error, got {other:?}"),
         }
     }
-    assert!(matches!(
-        render("{ not json", PREAMBLE),
-        Err(Error::Json(_))
-    ));
+    assert!(matches!(render("{ not json", PREAMBLE), Err(Error::Json(_))));
 }

@@ -4,67 +4,66 @@
 
 use std::fmt::Write as _;
 use std::process::Command;
+use std::time::Instant;
 
 use serde_json::Value;
 
-use crate::root;
+use crate::process::{self, run_ok, Echo};
+use crate::{root, Error};
 
-pub fn run(args: &[String]) -> Result<(), String> {
-    let rounds: u32 = args.first().map(|a| a.parse().map_err(|e| format!("ROUNDS: {e}"))).transpose()?.unwrap_or(7);
+fn header(n: usize, what: &str) {
+    eprintln!("\n== bench [{n}/4] {what} ==");
+}
+
+/// The last line of the output that parses as JSON (the benches print one result object).
+fn json_result(what: &str, stdout: &str) -> Result<Value, Error> {
+    stdout
+        .lines()
+        .rev()
+        .find_map(|l| serde_json::from_str::<Value>(l).ok().filter(Value::is_object))
+        .ok_or_else(|| Error::msg(format!("{what}: no JSON result in its output")))
+}
+
+pub fn run(rounds: u32) -> Result<(), Error> {
+    let started = Instant::now();
     let root = root();
 
-    eprintln!("+ rust: bench/ (release)");
-    let out = Command::new(crate::cargo())
-        .args(["run", "--quiet", "--release", "--manifest-path", "bench/Cargo.toml", "--", &rounds.to_string()])
-        .current_dir(&root)
-        .output()
-        .map_err(|e| format!("cannot run the Rust bench: {e}"))?;
-    if !out.status.success() {
-        return Err(format!("the Rust bench failed: {}", String::from_utf8_lossy(&out.stderr)));
-    }
-    let rust: Value = serde_json::from_slice(&out.stdout).map_err(|e| format!("Rust bench output: {e}"))?;
+    header(1, "Rust: bench/ in release mode (builds the official crate on first use), results as JSON on stdout");
+    let mut cmd = Command::new(crate::cargo());
+    cmd.args(["run", "--release", "--manifest-path", "bench/Cargo.toml", "--", &rounds.to_string()]);
+    let out = process::run(&mut cmd, Echo::StderrOnly)?.check()?;
+    let rust = json_result("the Rust bench", &out.stdout)?;
 
-    eprintln!("+ python: bindings/python/bench/bench_vs_official.py");
+    header(2, "Python: the package in the venv and the official SDK (agent-client-protocol 0.12.x from PyPI)");
     let py = crate::pyenv::python_with_package("")?;
-    let status = Command::new(&py)
-        .args(["-m", "pip", "install", "--quiet", "agent-client-protocol==0.12.*"])
-        .status()
-        .map_err(|e| e.to_string())?;
-    if !status.success() {
-        return Err("cannot install the official Python SDK (agent-client-protocol 0.12.x)".into());
-    }
-    let out = Command::new(&py)
-        .args(["bindings/python/bench/bench_vs_official.py", "--json", "--rounds", &rounds.to_string()])
-        .current_dir(&root)
-        .output()
-        .map_err(|e| e.to_string())?;
-    if !out.status.success() {
-        return Err(format!("the Python bench failed: {}", String::from_utf8_lossy(&out.stderr)));
-    }
-    let python: Value = serde_json::from_slice(&out.stdout).map_err(|e| format!("Python bench output: {e}"))?;
+    run_ok(Command::new(&py).args(["-m", "pip", "install", "--progress-bar", "off", "agent-client-protocol==0.12.*"]))?;
+    let mut cmd = Command::new(&py);
+    cmd.args(["bindings/python/bench/bench_vs_official.py", "--json", "--rounds", &rounds.to_string()]).env("PYTHONUNBUFFERED", "1");
+    let out = process::run(&mut cmd, Echo::StderrOnly)?.check()?;
+    let python = json_result("the Python bench", &out.stdout)?;
 
+    header(3, "Kotlin: bindings/kotlin/bench.sh (Maven; the official acp-model from Maven Central on first use)");
     let kotlin = kotlin(rounds);
+    header(4, "BENCHMARKS.md");
     let md = render(rounds, &rust, &python, kotlin.as_ref());
-    std::fs::write(root.join("BENCHMARKS.md"), &md).map_err(|e| e.to_string())?;
+    let path = root.join("BENCHMARKS.md");
+    std::fs::write(&path, &md).map_err(|e| Error::write(&path, e))?;
     print!("{md}");
+    eprintln!("bench: {:.0} s in all", started.elapsed().as_secs_f64());
     Ok(())
 }
 
 /// The Kotlin comparison, when the Kotlin package provides one (`bindings/kotlin/bench.sh`
-/// printing one JSON object).
+/// printing one JSON object as its last line).
 fn kotlin(rounds: u32) -> Option<Result<Value, String>> {
     let script = root().join("bindings/kotlin/bench.sh");
     if !script.exists() {
         return None;
     }
-    eprintln!("+ kotlin: bindings/kotlin/bench.sh");
-    let out = Command::new("bash").arg(&script).arg(rounds.to_string()).current_dir(root()).output();
+    let out = process::run(Command::new("bash").arg(&script).arg(rounds.to_string()), Echo::All);
     Some(match out {
-        Ok(o) if o.status.success() => {
-            let text = String::from_utf8_lossy(&o.stdout);
-            text.lines().rev().find_map(|l| serde_json::from_str(l).ok()).ok_or_else(|| "no JSON result".into())
-        }
-        Ok(o) => Err(String::from_utf8_lossy(&o.stderr).lines().last().unwrap_or("failed").to_owned()),
+        Ok(o) if o.success() => json_result("bench.sh", &o.stdout).map_err(|e| e.to_string()),
+        Ok(o) => Err(o.stdout.lines().last().unwrap_or("failed").to_owned()),
         Err(e) => Err(e.to_string()),
     })
 }
@@ -121,15 +120,32 @@ fn render(rounds: u32, rust: &Value, py: &Value, kotlin: Option<&Result<Value, S
     let _ = writeln!(s, "## Rust: decoding a `session/update` stream\n");
     let _ = writeln!(s, "{} lines ({} B/line) of the shared recorded-like stream (`crates/wire/benches/stream.rs`: message and thought chunks, user/agent messages, state updates, tool call updates, plans, usage, unknown updates), each line decoded whole as a client reads it. {} lines the official crate rejects were left out of every contender.\n", d["lines"], d["bytes_per_line"], d["left_out"]);
     let _ = writeln!(s, "| what | ours | official crate | ratio | `serde_json::Value` | ours / Value |\n|---|---|---|---|---|---|");
-    let _ = writeln!(s, "| typed decode (lines/s) | {:.0} | {:.0} | **{:.2}×** | {:.0} | {:.2}× |", lps("ours_decode"), lps("official_decode"), lps("ours_decode") / lps("official_decode"), lps("value_parse"), lps("ours_decode") / lps("value_parse"));
-    let _ = writeln!(s, "| decode + re-encode (lines/s) | {:.0} | {:.0} | **{:.2}×** | {:.0} | {:.2}× |\n", lps("ours_roundtrip"), lps("official_roundtrip"), lps("ours_roundtrip") / lps("official_roundtrip"), lps("value_roundtrip"), lps("ours_roundtrip") / lps("value_roundtrip"));
+    let _ = writeln!(
+        s,
+        "| typed decode (lines/s) | {:.0} | {:.0} | **{:.2}×** | {:.0} | {:.2}× |",
+        lps("ours_decode"),
+        lps("official_decode"),
+        lps("ours_decode") / lps("official_decode"),
+        lps("value_parse"),
+        lps("ours_decode") / lps("value_parse")
+    );
+    let _ = writeln!(
+        s,
+        "| decode + re-encode (lines/s) | {:.0} | {:.0} | **{:.2}×** | {:.0} | {:.2}× |\n",
+        lps("ours_roundtrip"),
+        lps("official_roundtrip"),
+        lps("ours_roundtrip") / lps("official_roundtrip"),
+        lps("value_roundtrip"),
+        lps("ours_roundtrip") / lps("value_roundtrip")
+    );
     let _ = writeln!(s, "Targets: typed decode ≥ 2× the official crate and faster than `Value`; decode + encode ≥ 1.5×.\n");
 
     let _ = writeln!(s, "## Python: the same kind of stream through the binding\n");
     let _ = writeln!(s, "{} lines ({} B/line) of the update kinds v1 and v2 share in the same wire shape (message/thought chunks, tool call updates: the official package's released models are v1), identical on both sides. Ours parses **and** applies each line to the full client mirror in one crossing per buffer (`ClientSession.receive_text`, the whole stream as one string); the official SDK's own path only parses (`json.loads` + `SessionNotification.model_validate`).\n", py["lines"], py["bytes_per_line"]);
     let _ = writeln!(s, "| what | lines/s | µs/line |\n|---|---|---|");
     let _ = writeln!(s, "| ours: parse + full mirror state | {:.0} | {:.2} |", f(&py["ours_lines_per_s"]), f(&py["ours_us_per_line"]));
-    let _ = writeln!(s, "| official SDK: parse only | {:.0} | {:.2} |", f(&py["official_lines_per_s"]), f(&py["official_us_per_line"]));
+    let _ =
+        writeln!(s, "| official SDK: parse only | {:.0} | {:.2} |", f(&py["official_lines_per_s"]), f(&py["official_us_per_line"]));
     let _ = writeln!(s, "| `json.loads` alone (floor for any pure-Python parser) | {:.0} | |", f(&py["json_loads_lines_per_s"]));
     let _ = writeln!(s, "\n**ours / official: {:.2}×** (target ≥ 3×). One FFI crossing (a no-op call) costs {:.2} µs, which is why the binding takes whole buffers.\n", f(&py["ours_lines_per_s"]) / f(&py["official_lines_per_s"]), f(&py["crossing_us"]));
 
@@ -157,7 +173,12 @@ fn render(rounds: u32, rust: &Value, py: &Value, kotlin: Option<&Result<Value, S
     let _ = writeln!(s, "Operations per second through the JSON line endpoint (each includes one line parse and the encoding of its outputs). The pending count stays fixed during a measurement.\n");
     let _ = writeln!(s, "| operation | 1,000 pending | 100,000 pending | 100k / 1k |\n|---|---|---|---|");
     let c = &rust["core"];
-    for (op, label) in [("inject", "inject (queue)"), ("revoke", "revoke"), ("replace", "replace"), ("steer_and_deliver", "steer + break-point delivery")] {
+    for (op, label) in [
+        ("inject", "inject (queue)"),
+        ("revoke", "revoke"),
+        ("replace", "replace"),
+        ("steer_and_deliver", "steer + break-point delivery"),
+    ] {
         let (a, b) = (f(&c["1000"][op]), f(&c["100000"][op]));
         let _ = writeln!(s, "| {label} | {a:.0} | {b:.0} | {:.2} |", b / a);
     }

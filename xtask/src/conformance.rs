@@ -4,18 +4,18 @@
 //! The runner is `crates/conformance` (its `acp-inject-conformance` binary); xtask does not
 //! link the core, so it can regenerate the wire types even when they do not compile.
 
+use std::path::PathBuf;
 use std::process::Command;
 
-pub fn run(args: &[String]) -> Result<(), String> {
-    let status = Command::new(crate::cargo())
-        .args(["run", "-p", "acp-inject-conformance", "--bin", "acp-inject-conformance", "--"])
-        .args(args)
-        .current_dir(crate::root())
-        .status()
-        .map_err(|e| format!("cannot run cargo: {e}"))?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err("conformance vectors failed".into())
+use crate::Error;
+
+pub fn run(dirs: Vec<PathBuf>) -> Result<(), Error> {
+    for d in &dirs {
+        if !d.exists() {
+            return Err(Error::msg(format!("{} does not exist", d.display())));
+        }
     }
+    let mut cmd = Command::new(crate::cargo());
+    cmd.args(["run", "-p", "acp-inject-conformance", "--bin", "acp-inject-conformance", "--"]).args(&dirs).current_dir(crate::root());
+    crate::process::run_ok(&mut cmd).map(drop)
 }

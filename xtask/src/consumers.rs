@@ -22,21 +22,19 @@ fn sources() -> PathBuf {
 }
 
 fn project_dir(name: &str) -> Result<PathBuf, String> {
-    let dir = crate::test::cache_dir().join("consumers").join(name);
+    let dir = crate::cache_dir().join("consumers").join(name);
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     Ok(dir)
 }
 
 /// Writes `to` from the template `from`, with each `@KEY@` replaced.
 fn render(from: &Path, to: &Path, values: &[(&str, String)]) -> Result<(), String> {
-    let mut text = std::fs::read_to_string(from)
-        .map_err(|e| format!("cannot read {}: {e}", from.display()))?;
+    let mut text = std::fs::read_to_string(from).map_err(|e| format!("cannot read {}: {e}", from.display()))?;
     for (key, value) in values {
         text = text.replace(&format!("@{key}@"), value);
     }
     if let Some(dir) = to.parent() {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     }
     std::fs::write(to, text).map_err(|e| format!("cannot write {}: {e}", to.display()))
 }
@@ -44,10 +42,7 @@ fn render(from: &Path, to: &Path, values: &[(&str, String)]) -> Result<(), Strin
 /// Runs a consumer command with a deadline, echoing its output.
 fn run(cmd: &mut Command, what: &str) -> Result<(), String> {
     eprintln!("+ {cmd:?}");
-    let mut child = cmd
-        .stdout(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("cannot run {what}: {e}"))?;
+    let mut child = cmd.stdout(Stdio::piped()).spawn().map_err(|e| format!("cannot run {what}: {e}"))?;
     let mut stdout = child.stdout.take().expect("piped");
     let reader = std::thread::spawn(move || {
         let mut text = String::new();
@@ -62,10 +57,7 @@ fn run(cmd: &mut Command, what: &str) -> Result<(), String> {
         if started.elapsed() > DEADLINE {
             let _ = child.kill();
             let _ = child.wait();
-            return Err(format!(
-                "{what} did not finish within {} s",
-                DEADLINE.as_secs()
-            ));
+            return Err(format!("{what} did not finish within {} s", DEADLINE.as_secs()));
         }
         std::thread::sleep(Duration::from_millis(100));
     };
@@ -87,7 +79,7 @@ fn path_without_rust() -> std::ffi::OsString {
 
 /// The reference agent (a debug build: it is the peer, not the artifact under test).
 fn agent() -> Result<PathBuf, String> {
-    crate::pyenv::cargo_bin("acp-inject-reference-agent", "acp-inject-agent")
+    Ok(crate::pyenv::cargo_bin("acp-inject-reference-agent", "acp-inject-agent")?)
 }
 
 /// A fresh venv (PATH without Rust) installs the wheel, checks what it installed, runs the
@@ -104,30 +96,13 @@ pub fn python() -> Result<String, String> {
     let path = path_without_rust();
     let python = |args: &[&str]| {
         let mut cmd = Command::new(venv.join("bin/python"));
-        cmd.args(args)
-            .current_dir(&dir)
-            .env("PATH", &path)
-            .env_remove("PYTHONPATH");
+        cmd.args(args).current_dir(&dir).env("PATH", &path).env_remove("PYTHONPATH");
         cmd
     };
-    run(
-        Command::new("python3")
-            .args(["-m", "venv"])
-            .arg(&venv)
-            .env("PATH", &path),
-        "python3 -m venv",
-    )?;
+    run(Command::new("python3").args(["-m", "venv"]).arg(&venv).env("PATH", &path), "python3 -m venv")?;
     // --no-index: the wheel has no dependencies, and a source build must be impossible.
     run(
-        python(&[
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--no-index",
-            "--disable-pip-version-check",
-        ])
-        .arg(&wheel),
+        python(&["-m", "pip", "install", "--quiet", "--no-index", "--disable-pip-version-check"]).arg(&wheel),
         "pip install the wheel",
     )?;
     let check = "import acp_inject, pathlib; p = pathlib.Path(acp_inject.__file__).parent\n\
@@ -139,15 +114,8 @@ pub fn python() -> Result<String, String> {
     render(&sources().join("python/session.py"), &dir.join("session.py"), &[])?;
     render(&root().join("bindings/python/examples/client.py"), &dir.join("client.py"), &[])?;
     run(python(&["session.py"]).arg(&agent), "session.py")?;
-    run(
-        python(&["client.py", "--"]).arg(&agent).args(["--delay-ms", "20"]),
-        "examples/client.py",
-    )?;
-    Ok(wheel
-        .file_name()
-        .unwrap_or_default()
-        .to_string_lossy()
-        .into_owned())
+    run(python(&["client.py", "--"]).arg(&agent).args(["--delay-ms", "20"]), "examples/client.py")?;
+    Ok(wheel.file_name().unwrap_or_default().to_string_lossy().into_owned())
 }
 
 /// A Maven project depending on `dev.acpinject:acp-inject` from `dist/maven`, with its own
@@ -157,45 +125,27 @@ pub fn kotlin() -> Result<String, String> {
     let repo = dist::for_consumers().maven_repo.clone()?;
     let agent = agent()?;
     let dir = project_dir("kotlin")?;
-    let local = crate::test::cache_dir().join("consumers/m2");
+    let local = crate::cache_dir().join("consumers/m2");
     let ours = local.join("dev/acpinject");
     if ours.exists() {
-        std::fs::remove_dir_all(&ours)
-            .map_err(|e| format!("cannot purge {}: {e}", ours.display()))?;
+        std::fs::remove_dir_all(&ours).map_err(|e| format!("cannot purge {}: {e}", ours.display()))?;
     }
     let values = [
         ("ACP_INJECT_AGENT", agent.display().to_string()),
         ("ACP_INJECT_MAVEN_REPO", file_url(&repo)),
         ("ACP_INJECT_VERSION", VERSION.to_owned()),
     ];
-    render(
-        &sources().join("kotlin/pom.xml"),
-        &dir.join("pom.xml"),
-        &values,
-    )?;
-    render(
-        &sources().join("kotlin/Session.kt"),
-        &dir.join("src/main/kotlin/Session.kt"),
-        &[],
-    )?;
+    render(&sources().join("kotlin/pom.xml"), &dir.join("pom.xml"), &values)?;
+    render(&sources().join("kotlin/Session.kt"), &dir.join("src/main/kotlin/Session.kt"), &[])?;
     run(
         Command::new("mvn")
-            .args([
-                "-B",
-                "-ntp",
-                "-q",
-                "-Dstyle.color=never",
-                "package",
-                "exec:exec",
-            ])
+            .args(["-B", "-ntp", "-q", "-Dstyle.color=never", "package", "exec:exec"])
             .arg(format!("-Dmaven.repo.local={}", local.display()))
             .env_remove("LD_LIBRARY_PATH")
             .current_dir(&dir),
         "mvn package exec:exec (consumer)",
     )?;
-    Ok(format!(
-        "dev.acpinject:acp-inject:{VERSION} from dist/maven"
-    ))
+    Ok(format!("dev.acpinject:acp-inject:{VERSION} from dist/maven"))
 }
 
 /// A SwiftPM package depending on `dist/swift/AcpInject` by path, built and run with Swift
@@ -206,16 +156,8 @@ pub fn swift() -> Result<String, String> {
     let agent = agent()?;
     let dir = project_dir("swift")?;
     let values = [("ACP_INJECT_SWIFT_PACKAGE", package.display().to_string())];
-    render(
-        &sources().join("swift/Package.swift"),
-        &dir.join("Package.swift"),
-        &values,
-    )?;
-    render(
-        &sources().join("swift/main.swift"),
-        &dir.join("Sources/Consumer/main.swift"),
-        &[],
-    )?;
+    render(&sources().join("swift/Package.swift"), &dir.join("Package.swift"), &values)?;
+    render(&sources().join("swift/main.swift"), &dir.join("Sources/Consumer/main.swift"), &[])?;
     let local_agent = dir.join("bin/acp-inject-agent");
     std::fs::create_dir_all(dir.join("bin")).map_err(|e| e.to_string())?;
     std::fs::copy(&agent, &local_agent).map_err(|e| format!("cannot copy the agent: {e}"))?;
@@ -225,7 +167,7 @@ pub fn swift() -> Result<String, String> {
             .arg(&dir)
             .args(["run", "Consumer"])
             .arg(&local_agent)
-            .env("ACP_INJECT_CACHE", crate::test::cache_dir()),
+            .env("ACP_INJECT_CACHE", crate::cache_dir()),
         "swift run Consumer",
     )?;
     Ok(".package(path: \"dist/swift/AcpInject\")".into())

@@ -3,27 +3,32 @@
 //! client written against the Python binding (`bindings/python/examples/live_demo.py`).
 
 use std::process::Command;
+use std::time::Instant;
 
-use crate::root;
+use crate::process::{self, Echo};
+use crate::{root, Error};
 
-pub fn run(args: &[String]) -> Result<(), String> {
-    let mut delay = "120".to_owned();
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "--delay-ms" => delay = it.next().ok_or("--delay-ms needs a value")?.clone(),
-            other => return Err(format!("unknown argument {other:?}; usage: cargo xtask demo [--delay-ms MS]")),
-        }
-    }
-    crate::codegen::run(&[])?;
+pub fn run(delay_ms: u64) -> Result<(), Error> {
+    let started = Instant::now();
+    step(1, "codegen: regenerate generated/ (builds crates/ffi and uniffi-bindgen)");
+    crate::codegen::run(crate::codegen::Mode::Write)?;
+    step(2, "build the reference agent (cargo build -p acp-inject-reference-agent)");
     let agent = crate::pyenv::cargo_bin("acp-inject-reference-agent", "acp-inject-agent")?;
+    step(3, "the Python package (bindings/python) in the cached venv");
     let py = crate::pyenv::python_with_package("")?;
-    println!("\n== live session: Python client (acp_inject) ⇄ {} over stdio ==\n", agent.display());
-    let status = Command::new(&py)
-        .arg(root().join("bindings/python/examples/live_demo.py"))
-        .arg(&agent)
-        .args(["--delay-ms", &delay])
-        .status()
-        .map_err(|e| format!("cannot run the demo client: {e}"))?;
-    if status.success() { Ok(()) } else { Err("the live session did not show every behaviour (see MISSING above)".into()) }
+    step(4, &format!("live session: Python client (acp_inject) ⇄ {} over stdio", agent.display()));
+    let mut client = Command::new(&py);
+    client.arg(root().join("bindings/python/examples/live_demo.py")).arg(&agent).args(["--delay-ms", &delay_ms.to_string()]);
+    // Python buffers a pipe's output until exit; the session is meant to be watched live.
+    let ran = process::run(client.env("PYTHONUNBUFFERED", "1"), Echo::All)?;
+    eprintln!("\ndemo: {:.0} s in all", started.elapsed().as_secs_f64());
+    if ran.success() {
+        Ok(())
+    } else {
+        Err(Error::msg("the live session did not show every behaviour (see MISSING above)"))
+    }
+}
+
+fn step(n: usize, what: &str) {
+    eprintln!("\n== demo [{n}/4] {what} ==");
 }

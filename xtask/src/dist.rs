@@ -44,22 +44,23 @@ pub struct Built {
     pub crates: Option<Result<Vec<PathBuf>, String>>,
 }
 
-const USAGE: &str = "usage: cargo xtask dist [--manylinux2014] [--publish-dry-run] [--consumers]";
+/// `cargo xtask dist`'s arguments.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Link the wheel through zig for the manylinux2014 (glibc 2.17) tag
+    #[arg(long)]
+    manylinux2014: bool,
+    /// Then build every crate from its package, as `cargo publish` would
+    #[arg(long)]
+    publish_dry_run: bool,
+    /// Then install and use each artifact as a user of its language would
+    #[arg(long)]
+    consumers: bool,
+}
 
-pub fn run(args: &[String]) -> Result<(), String> {
-    let mut options = Options {
-        crates: true,
-        ..Options::default()
-    };
-    let (mut publish_dry_run, mut consumers) = (false, false);
-    for arg in args {
-        match arg.as_str() {
-            "--manylinux2014" => options.manylinux2014 = true,
-            "--publish-dry-run" => publish_dry_run = true,
-            "--consumers" => consumers = true,
-            _ => return Err(USAGE.into()),
-        }
-    }
+pub fn run(args: Args) -> Result<(), String> {
+    let options = Options { crates: true, manylinux2014: args.manylinux2014 };
+    let (publish_dry_run, consumers) = (args.publish_dry_run, args.consumers);
     let built = BUILT.get_or_init(|| build(options));
     let mut failed = 0;
     let mut show = |what: &str, result: &Result<String, String>| match result {
@@ -70,34 +71,14 @@ pub fn run(args: &[String]) -> Result<(), String> {
         }
     };
     println!("\n== dist ({VERSION}) ==");
-    show(
-        "python",
-        &built.wheel.as_ref().map(|p| shown(p)).map_err(Clone::clone),
-    );
+    show("python", &built.wheel.as_ref().map(|p| shown(p)).map_err(Clone::clone));
     show(
         "maven",
-        &built
-            .maven_repo
-            .as_ref()
-            .map(|p| format!("{} (dev.acpinject:acp-inject:{VERSION})", shown(p)))
-            .map_err(Clone::clone),
+        &built.maven_repo.as_ref().map(|p| format!("{} (dev.acpinject:acp-inject:{VERSION})", shown(p))).map_err(Clone::clone),
     );
-    show(
-        "swift",
-        &built
-            .swift_package
-            .as_ref()
-            .map(|p| shown(p))
-            .map_err(Clone::clone),
-    );
+    show("swift", &built.swift_package.as_ref().map(|p| shown(p)).map_err(Clone::clone));
     if let Some(crates) = &built.crates {
-        show(
-            "crates",
-            &crates
-                .as_ref()
-                .map(|c| c.iter().map(|p| shown(p)).collect::<Vec<_>>().join(" "))
-                .map_err(Clone::clone),
-        );
+        show("crates", &crates.as_ref().map(|c| c.iter().map(|p| shown(p)).collect::<Vec<_>>().join(" ")).map_err(Clone::clone));
     }
     if publish_dry_run {
         // Packages every publishable crate and builds each from its package, resolving the
@@ -105,12 +86,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         show(
             "publish",
             &step(
-                Command::new(crate::cargo()).args([
-                    "publish",
-                    "--workspace",
-                    "--dry-run",
-                    "--allow-dirty",
-                ]),
+                Command::new(crate::cargo()).args(["publish", "--workspace", "--dry-run", "--allow-dirty"]),
                 "cargo publish --dry-run",
             )
             .map(|()| "cargo publish --workspace --dry-run passed".into()),
@@ -118,16 +94,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
     }
     if consumers {
         // The consumer stages of `cargo xtask test`, on the artifacts just built.
-        let results = [
-            crate::consumers::python(),
-            crate::consumers::kotlin(),
-            crate::consumers::swift(),
-        ];
+        let results = [crate::consumers::python(), crate::consumers::kotlin(), crate::consumers::swift()];
         println!("\n== consumers ==");
-        for (what, result) in ["python (wheel)", "kotlin (jar)", "swift (package)"]
-            .iter()
-            .zip(&results)
-        {
+        for (what, result) in ["python (wheel)", "kotlin (jar)", "swift (package)"].iter().zip(&results) {
             show(what, result);
         }
     }
@@ -162,10 +131,7 @@ pub fn dist_dir() -> PathBuf {
 }
 
 fn shown(path: &Path) -> String {
-    path.strip_prefix(root())
-        .unwrap_or(path)
-        .display()
-        .to_string()
+    path.strip_prefix(root()).unwrap_or(path).display().to_string()
 }
 
 /// Runs a command (in the repository unless told otherwise), echoing it; fails with `what`.
@@ -184,44 +150,29 @@ fn step(cmd: &mut Command, what: &str) -> Result<(), String> {
 /// An empty directory at `path` (its old contents removed).
 fn fresh_dir(path: &Path) -> Result<(), String> {
     if path.exists() {
-        std::fs::remove_dir_all(path)
-            .map_err(|e| format!("cannot clear {}: {e}", path.display()))?;
+        std::fs::remove_dir_all(path).map_err(|e| format!("cannot clear {}: {e}", path.display()))?;
     }
     std::fs::create_dir_all(path).map_err(|e| format!("cannot create {}: {e}", path.display()))
 }
 
 fn copy(from: &Path, to: &Path) -> Result<(), String> {
     if let Some(dir) = to.parent() {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     }
-    std::fs::copy(from, to)
-        .map(|_| ())
-        .map_err(|e| format!("cannot copy {} to {}: {e}", from.display(), to.display()))
+    std::fs::copy(from, to).map(|_| ()).map_err(|e| format!("cannot copy {} to {}: {e}", from.display(), to.display()))
 }
 
 /// The venv in the cache dir that holds the packaging tools (maturin, auditwheel, …),
 /// created on first use; `requirements` are pip-installed (a no-op once satisfied).
 pub fn tools_python(requirements: &[&str]) -> Result<PathBuf, String> {
-    let venv = crate::test::cache_dir().join("tools-venv");
+    let venv = crate::cache_dir().join("tools-venv");
     let py = venv.join("bin/python");
     if !py.exists() {
-        step(
-            Command::new("python3").args(["-m", "venv"]).arg(&venv),
-            "python3 -m venv",
-        )?;
+        step(Command::new("python3").args(["-m", "venv"]).arg(&venv), "python3 -m venv")?;
     }
     if !requirements.is_empty() {
         step(
-            Command::new(&py)
-                .args([
-                    "-m",
-                    "pip",
-                    "install",
-                    "--quiet",
-                    "--disable-pip-version-check",
-                ])
-                .args(requirements),
+            Command::new(&py).args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"]).args(requirements),
             "pip install (packaging tools)",
         )?;
     }
@@ -241,10 +192,7 @@ fn python_wheel(dist: &Path, options: Options) -> Result<PathBuf, String> {
     fresh_dir(&out)?;
     let bin = py.parent().expect("venv/bin").to_path_buf();
     let mut maturin = Command::new(bin.join("maturin"));
-    maturin
-        .args(["build", "--release", "--out"])
-        .arg(&out)
-        .current_dir(root().join("bindings/python"));
+    maturin.args(["build", "--release", "--out"]).arg(&out).current_dir(root().join("bindings/python"));
     if options.manylinux2014 {
         maturin.args(["--zig", "--compatibility", "manylinux2014"]);
     }
@@ -255,11 +203,7 @@ fn python_wheel(dist: &Path, options: Options) -> Result<PathBuf, String> {
     maturin.env("PATH", prepend_path(&bin));
     step(&mut maturin, "maturin build")?;
     let wheel = only_file(&out, ".whl")?;
-    let name = wheel
-        .file_name()
-        .unwrap_or_default()
-        .to_string_lossy()
-        .into_owned();
+    let name = wheel.file_name().unwrap_or_default().to_string_lossy().into_owned();
     // No manylinux tag means maturin's audit could not vouch for the library's glibc symbols.
     if !(name.contains("-py3-none-") && name.contains("manylinux")) {
         return Err(format!("unexpected wheel tag: {name}"));
@@ -277,18 +221,13 @@ fn python_wheel(dist: &Path, options: Options) -> Result<PathBuf, String> {
         }
     }
     // A second opinion on the platform tag (informational: maturin already enforced it).
-    let _ = step(
-        Command::new(bin.join("auditwheel")).arg("show").arg(&wheel),
-        "auditwheel show",
-    );
+    let _ = step(Command::new(bin.join("auditwheel")).arg("show").arg(&wheel), "auditwheel show");
     Ok(wheel)
 }
 
 fn prepend_path(dir: &Path) -> std::ffi::OsString {
     let mut paths = vec![dir.to_path_buf()];
-    paths.extend(std::env::split_paths(
-        &std::env::var_os("PATH").unwrap_or_default(),
-    ));
+    paths.extend(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()));
     std::env::join_paths(paths).expect("PATH entries")
 }
 
@@ -302,34 +241,21 @@ fn only_file(dir: &Path, suffix: &str) -> Result<PathBuf, String> {
         .collect();
     match found.as_slice() {
         [one] => Ok(one.clone()),
-        _ => Err(format!(
-            "expected one *{suffix} in {}, found {found:?}",
-            dir.display()
-        )),
+        _ => Err(format!("expected one *{suffix} in {}, found {found:?}", dir.display())),
     }
 }
 
 /// The names in a zip archive (wheel or jar), read with Python's zipfile module.
 fn zip_entries(python: &Path, archive: &Path) -> Result<Vec<String>, String> {
     let out = Command::new(python)
-        .args([
-            "-c",
-            "import sys, zipfile; print('\\n'.join(zipfile.ZipFile(sys.argv[1]).namelist()))",
-        ])
+        .args(["-c", "import sys, zipfile; print('\\n'.join(zipfile.ZipFile(sys.argv[1]).namelist()))"])
         .arg(archive)
         .output()
         .map_err(|e| format!("cannot list {}: {e}", archive.display()))?;
     if !out.status.success() {
-        return Err(format!(
-            "cannot list {}: {}",
-            archive.display(),
-            String::from_utf8_lossy(&out.stderr)
-        ));
+        return Err(format!("cannot list {}: {}", archive.display(), String::from_utf8_lossy(&out.stderr)));
     }
-    Ok(String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(str::to_owned)
-        .collect())
+    Ok(String::from_utf8_lossy(&out.stdout).lines().map(str::to_owned).collect())
 }
 
 /// The release build of `crates/ffi` for the jar and the Swift package, staged without debug
@@ -346,17 +272,7 @@ fn native_library() -> Result<Native, String> {
     // `cargo rustc` (not `cargo build`) so rustc can print the static library's native
     // dependencies; cargo replays the note when the build is fresh.
     let mut cmd = Command::new(crate::cargo());
-    cmd.args([
-        "rustc",
-        "--release",
-        "-p",
-        "acp-inject-ffi",
-        "--lib",
-        "--",
-        "--print",
-        "native-static-libs",
-    ])
-    .current_dir(root());
+    cmd.args(["rustc", "--release", "-p", "acp-inject-ffi", "--lib", "--", "--print", "native-static-libs"]).current_dir(root());
     eprintln!("+ {cmd:?}");
     let out = cmd.output().map_err(|e| format!("cannot run cargo: {e}"))?;
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -366,27 +282,13 @@ fn native_library() -> Result<Native, String> {
     }
     let static_deps = stderr
         .lines()
-        .find_map(|l| {
-            l.split_once("native-static-libs:")
-                .map(|(_, libs)| libs.trim().to_owned())
-        })
+        .find_map(|l| l.split_once("native-static-libs:").map(|(_, libs)| libs.trim().to_owned()))
         .ok_or("rustc printed no native-static-libs")?;
     // Staged (stripped) at once: maturin's build of the same crate writes the same file names.
-    let (release, staged) = (
-        crate::target_dir()?.join("release"),
-        crate::target_dir()?.join("dist-native"),
-    );
+    let (release, staged) = (crate::target_dir()?.join("release"), crate::target_dir()?.join("dist-native"));
     fresh_dir(&staged)?;
-    let cdylib = format!(
-        "{}acp_inject_ffi{}",
-        std::env::consts::DLL_PREFIX,
-        std::env::consts::DLL_SUFFIX
-    );
-    let native = Native {
-        cdylib: staged.join(&cdylib),
-        staticlib: staged.join("libacp_inject_ffi.a"),
-        static_deps,
-    };
+    let cdylib = format!("{}acp_inject_ffi{}", std::env::consts::DLL_PREFIX, std::env::consts::DLL_SUFFIX);
+    let native = Native { cdylib: staged.join(&cdylib), staticlib: staged.join("libacp_inject_ffi.a"), static_deps };
     copy_stripped(&release.join(&cdylib), &native.cdylib)?;
     copy_stripped(&release.join("libacp_inject_ffi.a"), &native.staticlib)?;
     Ok(native)
@@ -400,10 +302,7 @@ fn copy_stripped(from: &Path, to: &Path) -> Result<(), String> {
         Ok(s) if s.success() => Ok(()),
         Ok(s) => Err(format!("strip {} failed ({s})", to.display())),
         Err(_) => {
-            eprintln!(
-                "note: no `strip`; {} keeps its debug information",
-                to.display()
-            );
+            eprintln!("note: no `strip`; {} keeps its debug information", to.display());
             Ok(())
         }
     }
@@ -435,21 +334,13 @@ fn maven_repo(dist: &Path, native: &Native) -> Result<PathBuf, String> {
     let resources = crate::target_dir()?.join("dist-jna");
     fresh_dir(&resources)?;
     let platform = jna_platform()?;
-    let lib_name = native
-        .cdylib
-        .file_name()
-        .expect("a file")
-        .to_string_lossy()
-        .into_owned();
+    let lib_name = native.cdylib.file_name().expect("a file").to_string_lossy().into_owned();
     copy(&native.cdylib, &resources.join(&platform).join(&lib_name))?;
     step(
         Command::new("mvn")
             .args(["-B", "-ntp", "-q", "-Pdist", "deploy"])
             .arg(format!("-Dacp.native.dir={}", resources.display()))
-            .arg(format!(
-                "-DaltDeploymentRepository=dist::{}",
-                file_url(&repo)
-            ))
+            .arg(format!("-DaltDeploymentRepository=dist::{}", file_url(&repo)))
             .current_dir(root().join("bindings/kotlin")),
         "mvn -Pdist deploy",
     )?;
@@ -483,32 +374,16 @@ fn swift_package(dist: &Path, native: &Native) -> Result<PathBuf, String> {
     let files: [(PathBuf, &str); 6] = [
         (r.join("bindings/swift/dist/Package.swift"), "Package.swift"),
         (r.join("bindings/swift/dist/README.md"), "README.md"),
-        (
-            g.join("AcpInjectFFI.swift"),
-            "Sources/AcpInjectFFI/AcpInjectFFI.swift",
-        ),
-        (
-            r.join("bindings/swift/Sources/AcpInjectFFI/AcpInject.swift"),
-            "Sources/AcpInjectFFI/AcpInject.swift",
-        ),
-        (
-            g.join("AcpInjectFFIFFI.h"),
-            "Sources/AcpInjectFFIFFI/AcpInjectFFIFFI.h",
-        ),
-        (
-            g.join("module.modulemap"),
-            "Sources/AcpInjectFFIFFI/module.modulemap",
-        ),
+        (g.join("AcpInjectFFI.swift"), "Sources/AcpInjectFFI/AcpInjectFFI.swift"),
+        (r.join("bindings/swift/Sources/AcpInjectFFI/AcpInject.swift"), "Sources/AcpInjectFFI/AcpInject.swift"),
+        (g.join("AcpInjectFFIFFI.h"), "Sources/AcpInjectFFIFFI/AcpInjectFFIFFI.h"),
+        (g.join("module.modulemap"), "Sources/AcpInjectFFIFFI/module.modulemap"),
     ];
     for (from, to) in &files {
         copy(from, &package.join(to))?; // real files: a package's sources must live inside it
     }
     // lib/<os>-<arch>/, the names Package.swift picks from (`linux-x86_64`, `linux-aarch64`).
-    let lib = package.join("lib").join(format!(
-        "{}-{}",
-        std::env::consts::OS,
-        std::env::consts::ARCH
-    ));
+    let lib = package.join("lib").join(format!("{}-{}", std::env::consts::OS, std::env::consts::ARCH));
     copy(&native.staticlib, &lib.join("libacp_inject_ffi.a"))?;
     let pc = format!(
         "# Written by `cargo xtask dist`. The Rust library of acp-inject, static; paths are\n\
@@ -555,14 +430,7 @@ pub fn publishable_crates() -> Result<Vec<String>, String> {
         .current_dir(root())
         .output()
         .map_err(|e| format!("cannot run cargo metadata: {e}"))?;
-    let v: serde_json::Value =
-        serde_json::from_slice(&out.stdout).map_err(|e| format!("cargo metadata: {e}"))?;
-    let packages = v["packages"]
-        .as_array()
-        .ok_or("cargo metadata has no packages")?;
-    Ok(packages
-        .iter()
-        .filter(|p| p["publish"].is_null())
-        .filter_map(|p| p["name"].as_str().map(str::to_owned))
-        .collect())
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).map_err(|e| format!("cargo metadata: {e}"))?;
+    let packages = v["packages"].as_array().ok_or("cargo metadata has no packages")?;
+    Ok(packages.iter().filter(|p| p["publish"].is_null()).filter_map(|p| p["name"].as_str().map(str::to_owned)).collect())
 }

@@ -22,19 +22,12 @@ use crate::root;
 /// A language's docs: its folder name and the builder (which returns the entry page).
 type Part = (&'static str, fn(&Path) -> Result<String, String>);
 
-pub fn run(args: &[String]) -> Result<(), String> {
-    if !args.is_empty() {
-        return Err("usage: cargo xtask docs".into());
-    }
+pub fn run() -> Result<(), String> {
     let site = crate::target_dir()?.join("doc-site");
     std::fs::create_dir_all(&site).map_err(|e| format!("cannot create {}: {e}", site.display()))?;
-    let parts: [Part; 4] = [
-        ("rust", rust),
-        ("python", python),
-        ("kotlin", kotlin),
-        ("swift", swift),
-    ];
-    let mut index = String::from("<!doctype html>\n<meta charset=\"utf-8\">\n<title>acp-inject API</title>\n<h1>acp-inject API</h1>\n<ul>\n");
+    let parts: [Part; 4] = [("rust", rust), ("python", python), ("kotlin", kotlin), ("swift", swift)];
+    let mut index =
+        String::from("<!doctype html>\n<meta charset=\"utf-8\">\n<title>acp-inject API</title>\n<h1>acp-inject API</h1>\n<ul>\n");
     let mut failed = Vec::new();
     for (name, build) in parts {
         let out = site.join(name);
@@ -82,9 +75,7 @@ fn step(cmd: &mut Command, what: &str) -> Result<(), String> {
 /// Copies a directory tree (`from`'s contents into `to`).
 fn copy_tree(from: &Path, to: &Path) -> Result<(), String> {
     std::fs::create_dir_all(to).map_err(|e| format!("cannot create {}: {e}", to.display()))?;
-    for entry in
-        std::fs::read_dir(from).map_err(|e| format!("cannot read {}: {e}", from.display()))?
-    {
+    for entry in std::fs::read_dir(from).map_err(|e| format!("cannot read {}: {e}", from.display()))? {
         let entry = entry.map_err(|e| e.to_string())?;
         let (src, dst) = (entry.path(), to.join(entry.file_name()));
         if entry.file_type().map_err(|e| e.to_string())?.is_dir() {
@@ -106,11 +97,7 @@ fn rust(out: &Path) -> Result<String, String> {
     }
     step(&mut cmd, "cargo doc")?;
     copy_tree(&crate::target_dir()?.join("doc"), out)?;
-    let first = crates
-        .iter()
-        .find(|c| c.as_str() == "acp-inject-core")
-        .or(crates.first())
-        .ok_or("no crate to document")?;
+    let first = crates.iter().find(|c| c.as_str() == "acp-inject-core").or(crates.first()).ok_or("no crate to document")?;
     Ok(format!("{}/index.html", first.replace('-', "_")))
 }
 
@@ -118,24 +105,11 @@ fn rust(out: &Path) -> Result<String, String> {
 fn python(out: &Path) -> Result<String, String> {
     let py = crate::pyenv::python_with_package("")?;
     step(
-        Command::new(&py).args([
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-            "pdoc>=15,<17",
-        ]),
+        Command::new(&py).args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "pdoc>=15,<17"]),
         "pip install pdoc",
     )?;
     // From a directory outside the repository, so the installed package is documented.
-    step(
-        Command::new(&py)
-            .args(["-m", "pdoc", "acp_inject", "-o"])
-            .arg(out)
-            .current_dir(std::env::temp_dir()),
-        "pdoc",
-    )?;
+    step(Command::new(&py).args(["-m", "pdoc", "acp_inject", "-o"]).arg(out).current_dir(std::env::temp_dir()), "pdoc")?;
     Ok("acp_inject.html".into())
 }
 
@@ -144,16 +118,7 @@ fn python(out: &Path) -> Result<String, String> {
 fn kotlin(out: &Path) -> Result<String, String> {
     let project = root().join("bindings/kotlin");
     step(
-        Command::new("mvn")
-            .args([
-                "-B",
-                "-ntp",
-                "-q",
-                "-Pdist",
-                "generate-sources",
-                "dokka:dokka",
-            ])
-            .current_dir(&project),
+        Command::new("mvn").args(["-B", "-ntp", "-q", "-Pdist", "generate-sources", "dokka:dokka"]).current_dir(&project),
         "mvn dokka:dokka",
     )?;
     copy_tree(&project.join("target/dokka"), out)?;
@@ -163,11 +128,9 @@ fn kotlin(out: &Path) -> Result<String, String> {
 /// DocC of the `AcpInjectFFI` module: symbol graphs from SwiftPM, then `docc convert`.
 fn swift(out: &Path) -> Result<String, String> {
     let swiftw = root().join("bindings/swift/swiftw");
-    let cache = crate::test::cache_dir();
+    let cache = crate::cache_dir();
     step(
-        Command::new(&swiftw)
-            .args(["package", "dump-symbol-graph"])
-            .env("ACP_INJECT_CACHE", &cache),
+        Command::new(&swiftw).args(["package", "dump-symbol-graph"]).env("ACP_INJECT_CACHE", &cache),
         "swift package dump-symbol-graph",
     )?;
     // Only this module's graphs (the package also has the benchmark's and the tests' modules);
@@ -176,10 +139,7 @@ fn swift(out: &Path) -> Result<String, String> {
     let graphs = build.join("acp-inject-docs/symbolgraph");
     reset(&graphs)?;
     let mut found = 0;
-    for dir in std::fs::read_dir(&build)
-        .map_err(|e| e.to_string())?
-        .flatten()
-    {
+    for dir in std::fs::read_dir(&build).map_err(|e| e.to_string())?.flatten() {
         let Ok(files) = std::fs::read_dir(dir.path().join("symbolgraph")) else {
             continue;
         };
@@ -200,18 +160,8 @@ fn swift(out: &Path) -> Result<String, String> {
         Command::new(&swiftw)
             .args(["--tool", "docc", "convert", "--additional-symbol-graph-dir"])
             .arg(&graphs)
-            .args([
-                "--fallback-display-name",
-                "AcpInjectFFI",
-                "--fallback-bundle-identifier",
-                "dev.acpinject.AcpInjectFFI",
-            ])
-            .args([
-                "--transform-for-static-hosting",
-                "--hosting-base-path",
-                "swift",
-                "--output-path",
-            ])
+            .args(["--fallback-display-name", "AcpInjectFFI", "--fallback-bundle-identifier", "dev.acpinject.AcpInjectFFI"])
+            .args(["--transform-for-static-hosting", "--hosting-base-path", "swift", "--output-path"])
             .arg(&archive)
             .env("ACP_INJECT_CACHE", &cache),
         "docc convert",

@@ -5,21 +5,30 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Instant;
 
 use serde_json::Value;
 
-use crate::root;
+use crate::process::run_ok;
+use crate::{root, Error};
 
 pub const TARGETS: [&str; 4] = ["wire_decode", "agent_line", "client_line", "agent_ops"];
 
-pub fn run(args: &[String]) -> Result<(), String> {
-    match args.first().map(String::as_str) {
-        Some("seed") => seed(),
-        Some("run") => {
-            let seconds: u64 = args.get(1).map(|s| s.parse().map_err(|e| format!("SECONDS: {e}"))).transpose()?.unwrap_or(60);
-            fuzz(seconds)
-        }
-        _ => Err("usage: cargo xtask fuzz seed | cargo xtask fuzz run [SECONDS]".into()),
+#[derive(clap::Subcommand)]
+pub enum Cmd {
+    /// Rebuild the checked-in seed corpus (fuzz/corpus/) from spec/examples and the vectors.
+    Seed,
+    /// Run every fuzz target for SECONDS each (needs `cargo install cargo-fuzz`).
+    Run {
+        #[arg(default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
+        seconds: u64,
+    },
+}
+
+pub fn run(cmd: Cmd) -> Result<(), Error> {
+    match cmd {
+        Cmd::Seed => seed(),
+        Cmd::Run { seconds } => fuzz(seconds),
     }
 }
 
@@ -33,9 +42,15 @@ fn name(data: &[u8]) -> String {
     format!("seed-{h:016x}")
 }
 
-fn write(dir: &Path, data: &[u8]) -> Result<(), String> {
-    std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
-    std::fs::write(dir.join(name(data)), data).map_err(|e| e.to_string())
+fn write(dir: &Path, data: &[u8]) -> Result<(), Error> {
+    std::fs::create_dir_all(dir).map_err(|e| Error::write(dir, e))?;
+    let path = dir.join(name(data));
+    std::fs::write(&path, data).map_err(|e| Error::write(&path, e))
+}
+
+fn read_json(path: &Path) -> Result<Value, Error> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::read(path, e))?;
+    serde_json::from_str(&text).map_err(|e| Error::msg(format!("{}: {e}", path.display())))
 }
 
 fn json_files(dir: &Path) -> Vec<PathBuf> {
@@ -54,28 +69,31 @@ fn json_files(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-fn seed() -> Result<(), String> {
+fn seed() -> Result<(), Error> {
     let root = root();
     let corpus = root.join("fuzz/corpus");
     let _ = std::fs::remove_dir_all(&corpus);
     // Every example message, one line each: wire decoding and both line endpoints.
     for f in json_files(&root.join("spec/examples")) {
-        let v: Value = serde_json::from_str(&std::fs::read_to_string(&f).map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
-        let line = v.to_string();
+        let line = read_json(&f)?.to_string();
         for t in ["wire_decode", "agent_line", "client_line"] {
             write(&corpus.join(t), line.as_bytes())?;
         }
     }
     // Every vector's conversation, as the lines each side receives.
     for f in json_files(&root.join("spec/vectors")) {
-        let v: Value = serde_json::from_str(&std::fs::read_to_string(&f).map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
+        let v = read_json(&f)?;
         let steps = v["steps"].as_array().cloned().unwrap_or_default();
         let client_lines: Vec<String> = steps.iter().filter_map(|s| s.get("client")).map(Value::to_string).collect();
         let agent_lines: Vec<String> = steps
             .iter()
-            .filter_map(|s| s.get("receive").cloned().or_else(|| s.get("expect").and_then(|e| e.as_array().map(|a| Value::Array(a.clone())))))
+            .filter_map(|s| {
+                s.get("receive").cloned().or_else(|| s.get("expect").and_then(|e| e.as_array().map(|a| Value::Array(a.clone()))))
+            })
             .flat_map(|v| match v {
-                Value::Array(items) => items.into_iter().filter(|i| i.get("jsonrpc").is_some()).map(|i| i.to_string()).collect::<Vec<_>>(),
+                Value::Array(items) => {
+                    items.into_iter().filter(|i| i.get("jsonrpc").is_some()).map(|i| i.to_string()).collect::<Vec<_>>()
+                }
                 other => vec![other.to_string()],
             })
             .collect();
@@ -115,28 +133,28 @@ fn seed() -> Result<(), String> {
     Ok(())
 }
 
-fn fuzz(seconds: u64) -> Result<(), String> {
+fn fuzz(seconds: u64) -> Result<(), Error> {
     let root = root();
-    for t in TARGETS {
+    let started = Instant::now();
+    for (i, t) in TARGETS.iter().enumerate() {
+        eprintln!("\n== fuzz [{}/{}] {t}: {seconds} s under AddressSanitizer (cargo-fuzz builds it first) ==", i + 1, TARGETS.len());
         // Runs on a copy of the seeds, so new inputs found do not churn the checked-in corpus.
         let work = root.join("fuzz/target/corpus-work").join(t);
-        std::fs::create_dir_all(&work).map_err(|e| e.to_string())?;
-        for e in std::fs::read_dir(root.join("fuzz/corpus").join(t)).map_err(|e| e.to_string())?.flatten() {
-            std::fs::copy(e.path(), work.join(e.file_name())).map_err(|e| e.to_string())?;
+        std::fs::create_dir_all(&work).map_err(|e| Error::write(&work, e))?;
+        let seeds = root.join("fuzz/corpus").join(t);
+        for e in std::fs::read_dir(&seeds).map_err(|e| Error::read(&seeds, e))?.flatten() {
+            std::fs::copy(e.path(), work.join(e.file_name())).map_err(|e| Error::write(&work, e))?;
         }
-        eprintln!("+ cargo fuzz run {t} -- -max_total_time={seconds}");
-        let status = Command::new("cargo")
-            .args(["fuzz", "run", t])
-            .arg(&work)
-            .arg(root.join("fuzz/corpus").join(t))
-            .args(["--", &format!("-max_total_time={seconds}"), "-print_final_stats=1"])
-            .env("RUSTC_BOOTSTRAP", "1")
-            .current_dir(root.join("fuzz"))
-            .status()
-            .map_err(|e| format!("cannot run cargo fuzz (cargo install cargo-fuzz): {e}"))?;
-        if !status.success() {
-            return Err(format!("fuzz target {t} found a failure (see fuzz/artifacts/{t}/)"));
-        }
+        let mut cmd = Command::new("cargo");
+        cmd.args(["fuzz", "run", t]).arg(&work).arg(&seeds);
+        cmd.args(["--", &format!("-max_total_time={seconds}"), "-print_final_stats=1"]);
+        // libFuzzer prints its status lines (`#N pulse cov: … exec/s: …`) as it goes.
+        run_ok(cmd.env("RUSTC_BOOTSTRAP", "1").current_dir(root.join("fuzz"))).map_err(|e| {
+            Error::msg(format!(
+                "fuzz target {t}: {e} (a crash input lands in fuzz/artifacts/{t}/; cargo-fuzz: `cargo install cargo-fuzz`)"
+            ))
+        })?;
     }
+    eprintln!("fuzz: every target ran {seconds} s without a failure ({:.0} s in all)", started.elapsed().as_secs_f64());
     Ok(())
 }

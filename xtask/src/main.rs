@@ -1,67 +1,152 @@
-//! Project automation: `cargo xtask <command>`. One module per command; see `--help`.
+//! Project automation: `cargo xtask <command>`. One module per command; `cargo xtask --help`
+//! lists them.
 
 mod bench;
 mod codegen;
 mod conformance;
 mod consumers;
+mod coverage;
 mod demo;
 mod dist;
 mod docs;
 mod fuzz;
+mod newcomer;
+mod process;
 mod pyenv;
-mod coverage;
 mod test;
+#[cfg(test)]
+mod tidy;
 mod typescript;
 mod upstream_diff;
 mod versions;
 
-use std::path::PathBuf;
-use std::process::ExitCode;
+use std::path::{Path, PathBuf};
+use std::process::{ExitCode, ExitStatus};
 
-const HELP: &str = "\
-cargo xtask <command>
+use clap::{Parser, Subcommand};
 
-commands:
-  codegen [--check]        write everything generated into generated/ (--check: fail if stale)
-  conformance [DIR...]     replay conformance vectors through the Rust core (default: spec/vectors)
-  test                     every test in every language, then a summary table
-  demo [--delay-ms MS]     the main job: a live session against the reference agent from Python
-  bench [ROUNDS]           every comparison with the official SDKs, written to BENCHMARKS.md
-  fuzz seed | run [SECS]   rebuild the fuzz seed corpus / run every fuzz target for SECS each
-  typescript               the TypeScript stage of `test` alone (tsc build, examples, vectors)
-  upstream-diff PATH [--allowlist FILE] [--json FILE] [--all]
-                           differences between spec/ and an upstream ACP schema; fails on drift
-  dist [--manylinux2014] [--publish-dry-run] [--consumers]
-                           the installable artifacts in dist/: wheel, Maven repo, Swift package,
-                           crates (--consumers: then install and use each as a user would)
-  docs                     API docs (Rust, Python, Kotlin, Swift) into <target>/doc-site/
-";
+/// Project automation for acp-inject.
+///
+/// Every command prints each step it runs, streams that step's output as it comes, and says
+/// what it installs (into the cache: `$ACP_INJECT_CACHE`, else `$XDG_CACHE_HOME/acp-inject`,
+/// else `~/.cache/acp-inject`).
+#[derive(Parser)]
+#[command(name = "cargo xtask", bin_name = "cargo xtask")]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Write everything generated into generated/ (Rust snapshot, docs, bindings).
+    Codegen {
+        /// Change nothing; fail naming every stale file.
+        #[arg(long)]
+        check: bool,
+    },
+    /// Replay conformance vectors through the Rust core.
+    Conformance {
+        /// Directories of vector files (searched recursively) [default: spec/vectors]
+        dirs: Vec<PathBuf>,
+    },
+    /// Every test in every language, the tidy gates, then a summary table.
+    Test(test::Args),
+    /// The main job: a live session against the reference agent, driven from Python.
+    Demo {
+        /// The scripted model's delay per step, in milliseconds.
+        #[arg(long, value_name = "MS", default_value_t = 120)]
+        delay_ms: u64,
+    },
+    /// Every comparison with the official SDKs, written to BENCHMARKS.md.
+    Bench {
+        /// Interleaved rounds per measurement (the median is reported).
+        #[arg(default_value_t = 7, value_parser = clap::value_parser!(u32).range(1..))]
+        rounds: u32,
+    },
+    /// Fuzzing with cargo-fuzz.
+    #[command(subcommand)]
+    Fuzz(fuzz::Cmd),
+    /// The TypeScript stage of `test` alone (tsc build, examples, vector messages).
+    Typescript,
+    /// Differences between spec/ and an upstream ACP schema; fails on unintended drift.
+    UpstreamDiff(upstream_diff::Args),
+    /// The installable artifacts in dist/: wheel, Maven repository, Swift package, crates.
+    Dist(dist::Args),
+    /// API docs (Rust, Python, Kotlin, Swift) into `<target>/doc-site/`.
+    Docs,
+}
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let result = match args.first().map(String::as_str) {
-        Some("codegen") => codegen::run(&args[1..]),
-        Some("conformance") => conformance::run(&args[1..]),
-        Some("test") => test::run(&args[1..]),
-        Some("demo") => demo::run(&args[1..]),
-        Some("fuzz") => fuzz::run(&args[1..]),
-        Some("bench") => bench::run(&args[1..]),
-        Some("typescript") => typescript::run(&args[1..]),
-        Some("upstream-diff") => upstream_diff::run(&args[1..]),
-        Some("dist") => dist::run(&args[1..]),
-        Some("docs") => docs::run(&args[1..]),
-        Some("-h" | "--help" | "help") | None => {
-            print!("{HELP}");
-            Ok(())
-        }
-        Some(other) => Err(format!("unknown command {other:?}\n\n{HELP}")),
+    let started = std::time::Instant::now();
+    let result = match Cli::parse().command {
+        Cmd::Codegen { check } => codegen::run(if check { codegen::Mode::Check } else { codegen::Mode::Write }),
+        Cmd::Conformance { dirs } => conformance::run(dirs),
+        Cmd::Test(args) => test::run(&args),
+        Cmd::Demo { delay_ms } => demo::run(delay_ms),
+        Cmd::Bench { rounds } => bench::run(rounds),
+        Cmd::Fuzz(cmd) => fuzz::run(cmd),
+        Cmd::Typescript => typescript::run().map_err(Error::Msg),
+        Cmd::UpstreamDiff(args) => upstream_diff::execute(args).map_err(Error::Msg),
+        Cmd::Dist(args) => dist::run(args).map_err(Error::Msg),
+        Cmd::Docs => docs::run().map_err(Error::Msg),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {e} (after {:.0} s)", started.elapsed().as_secs_f64());
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Everything that can stop an xtask command.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("cannot read {}: {source}", path.display())]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("cannot write {}: {source}", path.display())]
+    Write { path: PathBuf, source: std::io::Error },
+    #[error("cannot run `{command}`: {source}")]
+    Spawn { command: String, source: std::io::Error },
+    #[error("`{command}` failed ({status})")]
+    Failed { command: String, status: ExitStatus },
+    #[error("generated files are stale:\n{}\nrun `cargo xtask codegen` and commit the result", list(.0))]
+    Stale(Vec<PathBuf>),
+    #[error(transparent)]
+    Codegen(#[from] acp_inject_codegen::Error),
+    #[error("{0}")]
+    Msg(String),
+}
+
+fn list(paths: &[PathBuf]) -> String {
+    paths.iter().map(|p| format!("  {}", p.display())).collect::<Vec<_>>().join("\n")
+}
+
+impl From<String> for Error {
+    fn from(message: String) -> Self {
+        Error::Msg(message)
+    }
+}
+
+/// For the commands whose steps report plain messages (`dist`, `docs`, `typescript`, …).
+impl From<Error> for String {
+    fn from(e: Error) -> Self {
+        e.to_string()
+    }
+}
+
+impl Error {
+    pub fn msg(message: impl Into<String>) -> Self {
+        Error::Msg(message.into())
+    }
+
+    pub fn read(path: &Path, source: std::io::Error) -> Self {
+        Error::Read { path: path.to_owned(), source }
+    }
+
+    pub fn write(path: &Path, source: std::io::Error) -> Self {
+        Error::Write { path: path.to_owned(), source }
     }
 }
 
@@ -71,17 +156,48 @@ pub fn cargo() -> String {
 }
 
 /// Cargo's target directory (honours `CARGO_TARGET_DIR` and cargo config).
-pub fn target_dir() -> Result<PathBuf, String> {
-    let out = std::process::Command::new(cargo())
-        .args(["metadata", "--format-version", "1", "--no-deps"])
-        .current_dir(root())
-        .output()
-        .map_err(|e| format!("cannot run cargo metadata: {e}"))?;
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).map_err(|e| format!("cargo metadata: {e}"))?;
-    v["target_directory"].as_str().map(PathBuf::from).ok_or_else(|| "cargo metadata has no target_directory".into())
+pub fn target_dir() -> Result<PathBuf, Error> {
+    let mut cmd = std::process::Command::new(cargo());
+    cmd.args(["metadata", "--format-version", "1", "--no-deps"]).current_dir(root());
+    let out = cmd.output().map_err(|source| Error::Spawn { command: "cargo metadata".into(), source })?;
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).map_err(|e| Error::msg(format!("cargo metadata: {e}")))?;
+    v["target_directory"].as_str().map(PathBuf::from).ok_or_else(|| Error::msg("cargo metadata has no target_directory"))
 }
 
 /// The workspace root (xtask lives one level below it).
 pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask is inside the workspace").to_path_buf()
+}
+
+/// Where toolchains and packages are installed on first use, outside the repository:
+/// `$ACP_INJECT_CACHE`, else `$XDG_CACHE_HOME/acp-inject`, else `~/.cache/acp-inject`.
+pub fn cache_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("ACP_INJECT_CACHE") {
+        return PathBuf::from(d);
+    }
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir);
+    base.join("acp-inject")
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        super::Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn a_bad_value_is_a_usage_error() {
+        use clap::Parser;
+        let err = super::Cli::try_parse_from(["cargo xtask", "bench", "0"]).err().expect("0 rounds is refused");
+        assert_eq!(err.exit_code(), 2);
+        let err = super::Cli::try_parse_from(["cargo xtask", "test", "--stage", "lunch"]).err().expect("unknown stage");
+        assert_eq!(err.exit_code(), 2);
+        assert!(err.to_string().contains("lunch"), "{err}");
+    }
 }

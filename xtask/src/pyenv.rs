@@ -1,35 +1,45 @@
-//! The Python environment the demo and the tests use: a venv in the cache directory (outside
-//! the repository), created on first use, with `bindings/python` (re)installed into it.
+//! The Python environment the demo, the tests and the benchmarks use: a venv in the cache
+//! directory (outside the repository), created on first use, with `bindings/python`
+//! (re)installed into it. Also: building a workspace binary.
 
 use std::path::PathBuf;
 use std::process::Command;
 
-use crate::root;
+use crate::process::{human, run_ok, size_of};
+use crate::Error;
 
 /// The venv's interpreter, with the package freshly installed (`extras`: e.g. `[test]`).
-pub fn python_with_package(extras: &str) -> Result<PathBuf, String> {
-    let venv = crate::test::cache_dir().join("venv");
+///
+/// First use creates the venv and downloads maturin (the build backend) and, with `[test]`,
+/// pytest and mypy from PyPI: about 100 MB in the venv and pip's cache. Every call rebuilds
+/// the package's wheel, which compiles `crates/ffi` in release mode (a few minutes the first
+/// time, seconds afterwards); pip runs verbosely so that compilation shows as it happens.
+pub fn python_with_package(extras: &str) -> Result<PathBuf, Error> {
+    let venv = crate::cache_dir().join("venv");
     let py = venv.join("bin/python");
     if !py.exists() {
-        run(Command::new("python3").args(["-m", "venv"]).arg(&venv), "create the venv")?;
+        eprintln!("installing: a Python venv at {} (first use only)", venv.display());
+        run_ok(Command::new("python3").args(["-m", "venv"]).arg(&venv))?;
     }
+    let before = size_of(&venv);
     let spec = format!("bindings/python{extras}");
-    run(Command::new(&py).args(["-m", "pip", "install", "--quiet", &spec]), "pip install bindings/python")?;
+    eprintln!(
+        "installing: {spec} into the venv ({}); the first time this downloads maturin{} from PyPI",
+        human(before),
+        if extras.contains("test") { ", pytest and mypy" } else { "" }
+    );
+    run_ok(
+        Command::new(&py).args(["-m", "pip", "install", "--verbose", "--progress-bar", "off", &spec]).env("PYTHONUNBUFFERED", "1"),
+    )?;
+    let after = size_of(&venv);
+    if after > before + (1 << 20) {
+        eprintln!("installed: the venv grew from {} to {}", human(before), human(after));
+    }
     Ok(py)
 }
 
-fn run(cmd: &mut Command, what: &str) -> Result<(), String> {
-    cmd.current_dir(root());
-    eprintln!("+ {cmd:?}");
-    match cmd.status() {
-        Ok(s) if s.success() => Ok(()),
-        Ok(s) => Err(format!("cannot {what}: {s}")),
-        Err(e) => Err(format!("cannot {what}: {e}")),
-    }
-}
-
-/// Builds a workspace binary and returns its path.
-pub fn cargo_bin(package: &str, bin: &str) -> Result<PathBuf, String> {
-    run(Command::new(crate::cargo()).args(["build", "--quiet", "-p", package, "--bin", bin]), &format!("build {bin}"))?;
+/// Builds a workspace binary (output streamed) and returns its path.
+pub fn cargo_bin(package: &str, bin: &str) -> Result<PathBuf, Error> {
+    run_ok(Command::new(crate::cargo()).args(["build", "-p", package, "--bin", bin]))?;
     Ok(crate::target_dir()?.join("debug").join(format!("{bin}{}", std::env::consts::EXE_SUFFIX)))
 }

@@ -1,166 +1,378 @@
-//! `cargo xtask test`: every test in every language, then one summary table.
+//! `cargo xtask test`: the tidy gates and every test in every language, then one summary table.
 //!
 //! Each stage runs even when an earlier one failed, so one run shows everything that is
-//! broken; the exit status is non-zero when any stage failed. Toolchains and packages a stage
-//! needs are installed on first use into a cache outside the repository
-//! (`$ACP_INJECT_CACHE`, else `$XDG_CACHE_HOME/acp-inject`, else `~/.cache/acp-inject`) and
-//! reused afterwards.
+//! broken; the exit status is non-zero when any stage failed. Each stage prints a header
+//! saying what it runs, streams its commands' output, and ends with its time. Toolchains and
+//! packages a stage needs are installed on first use into the cache (see [`crate::cache_dir`])
+//! and reused afterwards; the stage says what it installs and how big it is.
+//!
+//! Test counts come from the runners' machine-readable reports: JUnit XML from pytest
+//! (`--junitxml`), Maven Surefire (`target/surefire-reports`) and SwiftPM (`--xunit-output`,
+//! which covers XCTest only in `--parallel` runs). Python and Kotlin run one test case per
+//! vector; Swift replays them all in one case, so its vector count is the number of vector
+//! files that case replayed when it passed.
+//! The Rust stage is the exception: libtest's JSON and JUnit formats are unstable (they need
+//! `-Z unstable-options`, and `RUSTC_BOOTSTRAP` would rebuild every crate whose build script
+//! watches it), so it adds up the `test result:` summary line libtest prints for each test
+//! binary, a format that has not changed since Rust 1.0 and that CI systems read as well.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 use std::time::Instant;
 
-use crate::root;
+use crate::process::{self, human, size_of, Echo};
+use crate::{cache_dir, root, Error};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Run only these stages, in the usual order (repeat the flag or separate by commas)
+    #[arg(long = "stage", value_name = "STAGE", value_enum, value_delimiter = ',')]
+    stages: Vec<Stage>,
+    /// Leave these stages out (the names of --stage)
+    #[arg(long, value_name = "STAGE", value_enum, value_delimiter = ',', hide_possible_values = true)]
+    skip: Vec<Stage>,
+}
+
+/// The stages, in the order they run.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum)]
+pub enum Stage {
+    /// cargo fmt --check (the workspace and bench/)
+    Fmt,
+    /// cargo clippy --workspace --all-targets -- -D warnings
+    Clippy,
+    /// cargo test --workspace (tidy tests included), then the vectors through the Rust core
+    Rust,
+    /// cargo doc --workspace --no-deps with RUSTDOCFLAGS="-D warnings"
+    Doc,
+    /// cargo xtask codegen --check: nothing in generated/ is stale
+    Codegen,
+    /// a clone of HEAD with nothing beside it passes cargo xtask codegen --check (own target dir)
+    Newcomer,
+    /// pytest (vectors included) and mypy for bindings/python, in the cached venv
+    Python,
+    /// mvn test for bindings/kotlin (JUnit 5, every vector)
+    Kotlin,
+    /// swift test for bindings/swift, in a Debian trixie chroot (needs root)
+    Swift,
+    /// the generated TypeScript package: tsc, then every example and vector message through its validators
+    Typescript,
+    /// cargo xtask dist's wheel, installed in a fresh venv and used against the reference agent
+    PythonWheel,
+    /// cargo xtask dist's jar, resolved from its Maven repository by a fresh project
+    KotlinJar,
+    /// cargo xtask dist's Swift package, depended on by a fresh SwiftPM project
+    SwiftPackage,
+}
+
+const ALL: [Stage; 13] = [
+    Stage::Fmt,
+    Stage::Clippy,
+    Stage::Rust,
+    Stage::Doc,
+    Stage::Codegen,
+    Stage::Newcomer,
+    Stage::Python,
+    Stage::Kotlin,
+    Stage::Swift,
+    Stage::Typescript,
+    Stage::PythonWheel,
+    Stage::KotlinJar,
+    Stage::SwiftPackage,
+];
+
+impl Stage {
+    fn name(self) -> &'static str {
+        match self {
+            Stage::Fmt => "fmt",
+            Stage::Clippy => "clippy",
+            Stage::Rust => "rust",
+            Stage::Doc => "doc",
+            Stage::Codegen => "codegen --check",
+            Stage::Newcomer => "newcomer",
+            Stage::Python => "python",
+            Stage::Kotlin => "kotlin",
+            Stage::Swift => "swift",
+            Stage::Typescript => "typescript",
+            Stage::PythonWheel => "python (wheel)",
+            Stage::KotlinJar => "kotlin (jar)",
+            Stage::SwiftPackage => "swift (package)",
+        }
+    }
+
+    fn run(self) -> Row {
+        match self {
+            Stage::Fmt => fmt(),
+            Stage::Clippy => gate(
+                Command::new(crate::cargo()).args(["clippy", "--workspace", "--all-targets", "--keep-going", "--", "-D", "warnings"]),
+                "clippy found problems",
+            ),
+            Stage::Rust => rust(),
+            Stage::Doc => gate(
+                Command::new(crate::cargo()).args(["doc", "--workspace", "--no-deps"]).env("RUSTDOCFLAGS", "-D warnings"),
+                "rustdoc found problems",
+            ),
+            Stage::Codegen => codegen_check(),
+            Stage::Newcomer => crate::newcomer::stage(),
+            Stage::Python => python(),
+            Stage::Kotlin => kotlin(),
+            Stage::Swift => swift(),
+            Stage::Typescript => typescript(),
+            Stage::PythonWheel => consumer(crate::consumers::python),
+            Stage::KotlinJar => consumer(crate::consumers::kotlin),
+            Stage::SwiftPackage => consumer(crate::consumers::swift),
+        }
+    }
+}
+
+/// Passed, failed and skipped counts of a runner.
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub struct Counts {
+    pub passed: u64,
+    pub failed: u64,
+    pub skipped: u64,
+}
+
+impl Counts {
+    fn add(&mut self, other: Counts) {
+        self.passed += other.passed;
+        self.failed += other.failed;
+        self.skipped += other.skipped;
+    }
+}
 
 /// One row of the summary.
-struct Row {
-    language: &'static str,
-    tests: Option<(u64, u64)>,
-    vectors: Option<(u64, u64)>,
-    ok: bool,
-    note: String,
+#[derive(Default)]
+pub struct Row {
+    pub tests: Option<Counts>,
+    pub vectors: Option<Counts>,
+    pub ok: bool,
+    pub note: String,
 }
 
-pub fn run(args: &[String]) -> Result<(), String> {
-    if !args.is_empty() {
-        return Err("usage: cargo xtask test".into());
-    }
-    let mut rows = vec![
-        rust(),
-        codegen_check(),
-        python(),
-        kotlin(),
-        swift(),
-        typescript(),
-        consumer("python (wheel)", crate::consumers::python),
-        consumer("kotlin (jar)", crate::consumers::kotlin),
-        consumer("swift (package)", crate::consumers::swift),
-    ];
-    print_summary(&mut rows);
-    let failed = rows.iter().filter(|r| !r.ok).count();
-    if failed == 0 { Ok(()) } else { Err(format!("{failed} stage(s) failed")) }
-}
-
-pub fn cache_dir() -> PathBuf {
-    if let Some(d) = std::env::var_os("ACP_INJECT_CACHE") {
-        return PathBuf::from(d);
-    }
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-        .unwrap_or_else(std::env::temp_dir);
-    base.join("acp-inject")
-}
-
-/// Runs a command in the repository, echoing its output; returns success and the output.
-fn run_logged(cmd: &mut Command) -> (bool, String) {
-    if cmd.get_current_dir().is_none() {
-        cmd.current_dir(root());
-    }
-    eprintln!("+ {cmd:?}");
-    match cmd.output() {
-        Ok(out) => {
-            let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-            print!("{text}");
-            (out.status.success(), text)
-        }
-        Err(e) => (false, format!("cannot run: {e}")),
+impl Row {
+    pub fn failed(note: impl Into<String>) -> Row {
+        Row { note: note.into(), ..Row::default() }
     }
 }
 
-/// Numbers before `word` on the line: `12 passed` → 12.
-fn count_before(line: &str, word: &str) -> Option<u64> {
-    let words: Vec<&str> = line.split(|c: char| c.is_whitespace() || c == ',' || c == ';').filter(|w| !w.is_empty()).collect();
-    words.windows(2).find(|w| w[1].starts_with(word)).and_then(|w| w[0].parse().ok())
+pub fn run(args: &Args) -> Result<(), Error> {
+    let selected: Vec<Stage> =
+        ALL.into_iter().filter(|s| (args.stages.is_empty() || args.stages.contains(s)) && !args.skip.contains(s)).collect();
+    let started = Instant::now();
+    let mut rows = Vec::new();
+    for (i, stage) in selected.iter().enumerate() {
+        eprintln!("\n== [{}/{}] {}: {} ==", i + 1, selected.len(), stage.name(), describe(*stage));
+        let t = Instant::now();
+        let row = stage.run();
+        let secs = t.elapsed().as_secs_f64();
+        let note = if row.note.is_empty() { String::new() } else { format!(" ({})", row.note) };
+        eprintln!("-- {}: {} in {secs:.0} s{note}", stage.name(), if row.ok { "ok" } else { "FAILED" });
+        rows.push((*stage, row, secs));
+    }
+    print_summary(&rows, started.elapsed().as_secs_f64());
+    let failed = rows.iter().filter(|(_, r, _)| !r.ok).count();
+    if failed == 0 {
+        Ok(())
+    } else {
+        Err(Error::msg(format!("{failed} stage(s) failed")))
+    }
 }
 
-/// `N passed, N failed` closing lines of the vector runners.
-fn vector_counts(text: &str) -> Option<(u64, u64)> {
-    text.lines()
-        .rev()
-        .find(|l| l.trim_end().ends_with("failed") && l.contains(" passed, ") && !l.contains("test result"))
-        .and_then(|l| Some((count_before(l, "passed")?, count_before(l, "failed")?)))
+fn describe(stage: Stage) -> String {
+    use clap::ValueEnum;
+    stage.to_possible_value().and_then(|v| v.get_help().map(|h| h.to_string())).unwrap_or_default()
+}
+
+/// Runs a command whose exit status is the whole result (the fmt, clippy and doc gates).
+fn gate(cmd: &mut Command, failure: &str) -> Row {
+    match process::run(cmd, Echo::All) {
+        Ok(ran) if ran.success() => Row { ok: true, ..Row::default() },
+        Ok(_) => Row::failed(failure),
+        Err(e) => Row::failed(e.to_string()),
+    }
+}
+
+fn fmt() -> Row {
+    let workspace = gate(Command::new(crate::cargo()).args(["fmt", "--all", "--check"]), "the workspace");
+    let bench = gate(Command::new(crate::cargo()).args(["fmt", "--check", "--manifest-path", "bench/Cargo.toml"]), "bench/");
+    let unformatted: Vec<&str> = [&workspace.note, &bench.note].into_iter().filter(|n| !n.is_empty()).map(String::as_str).collect();
+    let note =
+        if unformatted.is_empty() { String::new() } else { format!("not formatted: {}; run cargo fmt", unformatted.join(", ")) };
+    Row { ok: workspace.ok && bench.ok, note, ..Row::default() }
+}
+
+/// The `test result: ok. 12 passed; 0 failed; 1 ignored; …` line libtest prints per binary.
+fn libtest_summary(line: &str) -> Option<Counts> {
+    let rest = line.strip_prefix("test result: ")?;
+    let count = |word: &str| {
+        rest.split(';').find_map(|part| {
+            let mut words = part.split_whitespace().skip_while(|w| w.ends_with('.'));
+            let n = words.next()?.parse().ok()?;
+            (words.next()? == word).then_some(n)
+        })
+    };
+    Some(Counts { passed: count("passed")?, failed: count("failed")?, skipped: count("ignored").unwrap_or(0) })
 }
 
 fn rust() -> Row {
-    let (ok, text) = run_logged(Command::new(crate::cargo()).args(["test", "--workspace"]));
-    let (mut passed, mut failed) = (0, 0);
-    for line in text.lines().filter(|l| l.starts_with("test result:")) {
-        passed += count_before(line, "passed").unwrap_or(0);
-        failed += count_before(line, "failed").unwrap_or(0);
+    let ran = match process::run(Command::new(crate::cargo()).args(["test", "--workspace", "--no-fail-fast"]), Echo::All) {
+        Ok(ran) => ran,
+        Err(e) => return Row::failed(e.to_string()),
+    };
+    let mut tests = Counts::default();
+    for counts in ran.stdout.lines().filter_map(libtest_summary) {
+        tests.add(counts);
     }
-    let (vectors_ok, text) = run_logged(Command::new(crate::cargo()).args([
-        "run",
-        "-p",
-        "acp-inject-conformance",
-        "--bin",
-        "acp-inject-conformance",
-    ]));
-    let counts = vector_counts(&text);
-    let vectors_ok = vectors_ok && counts.is_some_and(|(p, f)| p > 0 && f == 0);
+    eprintln!("\nthe conformance vectors through the Rust core (spec/vectors):");
+    let vectors = match rust_vectors() {
+        Ok(v) => v,
+        Err(e) => return Row { tests: Some(tests), note: e.to_string(), ..Row::default() },
+    };
     Row {
-        language: "rust",
-        tests: Some((passed, failed)),
-        vectors: counts,
-        ok: ok && vectors_ok,
-        note: if ok { String::new() } else { "cargo test failed".into() },
+        tests: Some(tests),
+        vectors: Some(vectors),
+        ok: ran.success() && vectors.failed == 0 && vectors.passed > 0 && tests.passed > 0,
+        note: if ran.success() { String::new() } else { "cargo test failed".into() },
+    }
+}
+
+/// The vectors through `acp-inject-conformance` (crates/conformance), counted from its JSON
+/// report; xtask does not link the core (see `crate::conformance`).
+fn rust_vectors() -> Result<Counts, Error> {
+    let report = reports_dir()?.join("vectors-rust.json");
+    let _ = std::fs::remove_file(&report);
+    let mut cmd = Command::new(crate::cargo());
+    cmd.args(["run", "-p", "acp-inject-conformance", "--bin", "acp-inject-conformance", "--", "--json"]).arg(&report);
+    process::run(&mut cmd, Echo::All)?;
+    let text = std::fs::read_to_string(&report).map_err(|e| Error::read(&report, e))?;
+    let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| Error::msg(format!("{}: {e}", report.display())))?;
+    match (v["passed"].as_u64(), v["failed"].as_u64()) {
+        (Some(passed), Some(failed)) => Ok(Counts { passed, failed, skipped: 0 }),
+        _ => Err(Error::msg(format!("{}: no passed/failed counts", report.display()))),
     }
 }
 
 fn codegen_check() -> Row {
-    use crate::codegen::{bindings, generate, Mode};
-    let stale = generate(Mode::Check).and_then(|mut s| {
-        s.extend(bindings(Mode::Check)?);
-        Ok(s)
-    });
-    let (ok, note) = match stale {
-        Ok(s) if s.is_empty() => (true, String::new()),
-        Ok(s) => (false, format!("stale: {s:?}; run `cargo xtask codegen`")),
-        Err(e) => (false, e),
-    };
-    Row { language: "codegen --check", tests: None, vectors: None, ok, note }
+    match crate::codegen::run(crate::codegen::Mode::Check) {
+        Ok(()) => Row { ok: true, ..Row::default() },
+        Err(e) => Row::failed(e.to_string()),
+    }
+}
+
+/// Where the JUnit reports of this run go: `<target>/xtask-reports/`.
+fn reports_dir() -> Result<PathBuf, Error> {
+    let dir = crate::target_dir()?.join("xtask-reports");
+    std::fs::create_dir_all(&dir).map_err(|e| Error::write(&dir, e))?;
+    Ok(dir)
+}
+
+/// One test case of a JUnit report.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Case {
+    pub name: String,
+    pub outcome: Outcome,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Passed,
+    Failed,
+    Skipped,
+}
+
+/// Every `<testcase>` of a JUnit/xUnit XML report (pytest, Surefire and SwiftPM write this
+/// format): failed when it has a `<failure>` or `<error>` child, skipped with `<skipped>`.
+pub fn junit_cases(xml: &str) -> Result<Vec<Case>, String> {
+    let doc = roxmltree::Document::parse(xml).map_err(|e| e.to_string())?;
+    Ok(doc
+        .descendants()
+        .filter(|n| n.has_tag_name("testcase"))
+        .map(|n| {
+            let child = |tag: &str| n.children().any(|c| c.has_tag_name(tag));
+            let outcome = if child("failure") || child("error") {
+                Outcome::Failed
+            } else if child("skipped") {
+                Outcome::Skipped
+            } else {
+                Outcome::Passed
+            };
+            Case { name: n.attribute("name").unwrap_or_default().to_owned(), outcome }
+        })
+        .collect())
+}
+
+/// The counts of the cases `keep` selects.
+pub fn count(cases: &[Case], keep: impl Fn(&Case) -> bool) -> Counts {
+    let mut c = Counts::default();
+    for case in cases.iter().filter(|c| keep(c)) {
+        match case.outcome {
+            Outcome::Passed => c.passed += 1,
+            Outcome::Failed => c.failed += 1,
+            Outcome::Skipped => c.skipped += 1,
+        }
+    }
+    c
+}
+
+/// The cases of every report file given.
+fn read_reports(files: &[PathBuf]) -> Result<Vec<Case>, String> {
+    let mut cases = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(f).map_err(|e| format!("cannot read {}: {e}", f.display()))?;
+        cases.extend(junit_cases(&text).map_err(|e| format!("{}: {e}", f.display()))?);
+    }
+    if cases.is_empty() {
+        return Err(format!("no test cases in {files:?}"));
+    }
+    Ok(cases)
 }
 
 /// The Python package: a venv in the cache, `pip install bindings/python[test]`, pytest
-/// (vectors included) and mypy over the tests.
+/// (one test per vector) and mypy over the package and its tests.
 fn python() -> Row {
-    let mut row = Row { language: "python", tests: None, vectors: None, ok: false, note: String::new() };
     let py = match crate::pyenv::python_with_package("[test]") {
         Ok(py) => py,
-        Err(e) => {
-            row.note = e;
-            return row;
-        }
+        Err(e) => return Row::failed(e.to_string()),
     };
-    let (tests_ok, text) = run_logged(Command::new(&py).args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "bindings/python"]));
-    let closing = text.lines().rev().find(|l| l.contains(" passed") || l.contains(" failed") || l.contains("error"));
-    if let Some(l) = closing {
-        row.tests = Some((count_before(l, "passed").unwrap_or(0), count_before(l, "failed").unwrap_or(0)));
+    let report = match reports_dir() {
+        Ok(dir) => dir.join("pytest.xml"),
+        Err(e) => return Row::failed(e.to_string()),
+    };
+    let _ = std::fs::remove_file(&report);
+    let mut cmd = Command::new(&py);
+    cmd.args(["-m", "pytest", "-p", "no:cacheprovider", "-o", "junit_family=xunit2"]).arg(format!("--junitxml={}", report.display()));
+    let tests_ok = process::run(cmd.arg("bindings/python").env("PYTHONUNBUFFERED", "1"), Echo::All).is_ok_and(|r| r.success());
+    let mut row = Row::default();
+    match read_reports(&[report]) {
+        Ok(cases) => {
+            row.tests = Some(count(&cases, |_| true));
+            row.vectors = Some(count(&cases, |c| c.name.starts_with("test_vector[")));
+        }
+        Err(e) => row.note = e,
     }
-    row.vectors = vector_counts(&text);
-    let (types_ok, _) = run_logged(Command::new(&py).args(["-m", "mypy"]).current_dir(root().join("bindings/python")));
-    row.ok = tests_ok && types_ok && row.vectors.is_some_and(|(_, f)| f == 0);
+    let types_ok = process::run(Command::new(&py).args(["-m", "mypy"]).current_dir(root().join("bindings/python")), Echo::All)
+        .is_ok_and(|r| r.success());
     if !types_ok {
         row.note = "mypy found type errors".into();
+    } else if !tests_ok && row.note.is_empty() {
+        row.note = "pytest failed".into();
     }
+    row.ok = tests_ok && types_ok && row.vectors.is_some_and(|v| v.passed > 0 && v.failed == 0);
     row
 }
 
 /// The directory holding a fresh `libacp_inject_ffi.so` for the Kotlin and Swift stages:
 /// `cargo build -p acp-inject-ffi`, in the target directory `cargo metadata` reports.
-fn ffi_lib_dir() -> Result<PathBuf, String> {
-    let (ok, _) = run_logged(Command::new(crate::cargo()).args(["build", "--quiet", "-p", "acp-inject-ffi"]));
-    if !ok {
-        return Err("cargo build -p acp-inject-ffi failed".into());
-    }
+fn ffi_lib_dir() -> Result<PathBuf, Error> {
+    process::run_ok(Command::new(crate::cargo()).args(["build", "-p", "acp-inject-ffi"]))?;
     Ok(crate::target_dir()?.join("debug"))
 }
 
 /// What the Kotlin and Swift stages need built: the cdylib's directory and the agent binary.
 fn library_and_agent() -> Result<(PathBuf, PathBuf), String> {
-    Ok((ffi_lib_dir()?, reference_agent()?))
+    Ok((ffi_lib_dir().map_err(|e| e.to_string())?, reference_agent()?))
 }
 
 /// The reference agent for the Kotlin and Swift end-to-end tests (passed as
@@ -168,150 +380,206 @@ fn library_and_agent() -> Result<(PathBuf, PathBuf), String> {
 /// whichever stage asks first, so each stage still works alone.
 fn reference_agent() -> Result<PathBuf, String> {
     static AGENT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    AGENT
-        .get_or_init(|| {
-            eprintln!("+ cargo build -p acp-inject-reference-agent");
-            crate::pyenv::cargo_bin("acp-inject-reference-agent", "acp-inject-agent")
-        })
-        .clone()
+    AGENT.get_or_init(|| crate::pyenv::cargo_bin("acp-inject-reference-agent", "acp-inject-agent").map_err(|e| e.to_string())).clone()
 }
 
 /// `apt-get install`s Debian packages (after one `apt-get update` per run).
 fn apt_install(packages: &[&str]) -> bool {
     static UPDATED: AtomicBool = AtomicBool::new(false);
     if !UPDATED.load(Ordering::Relaxed) {
-        let (ok, _) = run_logged(Command::new("apt-get").arg("update"));
-        if !ok {
+        if !process::run(Command::new("apt-get").arg("update"), Echo::All).is_ok_and(|r| r.success()) {
             return false;
         }
         UPDATED.store(true, Ordering::Relaxed);
     }
-    let (ok, _) = run_logged(
-        Command::new("apt-get")
-            .args(["install", "-y", "--no-install-recommends"])
-            .args(packages)
-            .env("DEBIAN_FRONTEND", "noninteractive"),
-    );
-    ok
+    let mut cmd = Command::new("apt-get");
+    cmd.args(["install", "-y", "--no-install-recommends"]).args(packages).env("DEBIAN_FRONTEND", "noninteractive");
+    process::run(&mut cmd, Echo::All).is_ok_and(|r| r.success())
 }
 
 fn runs(program: &str, arg: &str) -> bool {
     Command::new(program).arg(arg).output().is_ok_and(|o| o.status.success())
 }
 
-/// The number after `word` on the line: `Tests run: 12,` → 12.
-fn count_after(line: &str, word: &str) -> Option<u64> {
-    let words: Vec<&str> = line.split(|c: char| c.is_whitespace() || c == ',').filter(|w| !w.is_empty()).collect();
-    words.windows(2).find(|w| w[0] == word).and_then(|w| w[1].parse().ok())
+/// Maven's local repository (where the Kotlin stage's plugins and dependencies land).
+fn maven_repository() -> PathBuf {
+    std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default().join(".m2/repository")
+}
+
+/// The report files of a directory whose names start with `prefix` and end in `.xml`.
+fn xml_reports(dir: &Path, prefix: &str) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|d| d.flatten().map(|e| e.path()).collect::<Vec<_>>())
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|p: &PathBuf| {
+            let name = p.file_name().unwrap_or_default().to_string_lossy();
+            name.starts_with(prefix) && name.ends_with(".xml")
+        })
+        .collect();
+    files.sort();
+    files
 }
 
 /// The Kotlin package (bindings/kotlin): Maven + JUnit 5 over the generated Kotlin, loading the
 /// cdylib through JNA; the end-to-end test starts the reference agent (`ACP_INJECT_AGENT`).
 /// Maven and a JDK come from apt when missing; dependencies land in ~/.m2.
 fn kotlin() -> Row {
-    let started = Instant::now();
-    let mut row = Row { language: "kotlin", tests: None, vectors: None, ok: false, note: String::new() };
-    let have_maven = runs("java", "-version") && runs("mvn", "-v");
-    if !have_maven && !apt_install(&["maven", "default-jdk-headless"]) {
-        row.note = "cannot install maven and a JDK (apt-get)".into();
-        return row;
+    if !(runs("java", "-version") && runs("mvn", "-v")) {
+        eprintln!("installing: maven and default-jdk-headless with apt-get (about 300 MB on disk)");
+        if !apt_install(&["maven", "default-jdk-headless"]) {
+            return Row::failed("cannot install maven and a JDK (apt-get)");
+        }
     }
     let (lib, agent) = match library_and_agent() {
         Ok(built) => built,
-        Err(e) => {
-            row.note = e;
-            return row;
-        }
+        Err(e) => return Row::failed(e),
     };
-    let (ok, text) = run_logged(
-        Command::new("mvn")
-            .args(["-B", "-ntp", "test", "-Dacp.skipCargo=true"])
-            .arg(format!("-Dacp.lib.dir={}", lib.display()))
-            .env("ACP_INJECT_AGENT", &agent)
-            .current_dir(root().join("bindings/kotlin")),
+    let m2 = maven_repository();
+    let before = size_of(&m2);
+    eprintln!(
+        "maven: the local repository {} holds {}; a first run downloads the Kotlin compiler, JUnit, JNA and the build plugins \
+         (about 200 MB), listed below as they come",
+        m2.display(),
+        human(before)
     );
-    // Surefire's closing `Tests run: N, Failures: N, Errors: N, Skipped: N` (no `Time elapsed`).
-    let closing = text.lines().rev().find(|l| l.contains("Tests run:") && !l.contains("Time elapsed"));
-    if let Some(l) = closing {
-        let n = |w| count_after(l, w).unwrap_or(0);
-        let failed = n("Failures:") + n("Errors:");
-        row.tests = Some((n("run:").saturating_sub(failed + n("Skipped:")), failed));
+    let reports = root().join("bindings/kotlin/target/surefire-reports");
+    let _ = std::fs::remove_dir_all(&reports);
+    let mut cmd = Command::new("mvn");
+    cmd.args(["-B", "test", "-Dacp.skipCargo=true"]).arg(format!("-Dacp.lib.dir={}", lib.display()));
+    let ok = process::run(cmd.env("ACP_INJECT_AGENT", &agent).current_dir(root().join("bindings/kotlin")), Echo::All)
+        .is_ok_and(|r| r.success());
+    let after = size_of(&m2);
+    if after > before + (1 << 20) {
+        eprintln!("maven: downloaded {} into {}", human(after - before), m2.display());
     }
-    row.vectors = vector_counts(&text);
-    row.ok = ok && row.tests.is_some_and(|(_, f)| f == 0) && row.vectors.is_some_and(|(p, f)| p > 0 && f == 0);
+    let mut row = Row::default();
+    match read_reports(&xml_reports(&reports, "TEST-")) {
+        Ok(cases) => {
+            row.tests = Some(count(&cases, |_| true));
+            // Each vector is one dynamic test of `every vector()` (Surefire numbers them).
+            row.vectors = Some(count(&cases, |c| c.name.starts_with("every vector()[")));
+        }
+        Err(e) => row.note = e,
+    }
+    row.ok = ok && row.tests.is_some_and(|t| t.failed == 0) && row.vectors.is_some_and(|v| v.passed > 0 && v.failed == 0);
     if !ok {
         row.note = "mvn test failed".into();
     }
-    eprintln!("kotlin stage: {:.1} s", started.elapsed().as_secs_f64());
     row
+}
+
+/// The `N passed, N failed` line the vector runners end their report with.
+fn vector_line(text: &str) -> Option<Counts> {
+    text.lines().rev().find_map(|l| {
+        let (passed, failed) = l.trim().split_once(" passed, ")?;
+        let failed = failed.strip_suffix(" failed")?;
+        Some(Counts { passed: passed.parse().ok()?, failed: failed.parse().ok()?, skipped: 0 })
+    })
 }
 
 /// The Swift package (bindings/swift): `swift test` through bindings/swift/swiftw, which runs
 /// Swift 6.0.3 in a Debian trixie chroot kept in the cache dir (created on first use); the
 /// end-to-end test starts the host-built reference agent inside it (`ACP_INJECT_AGENT`).
 fn swift() -> Row {
-    let started = Instant::now();
-    let mut row = Row { language: "swift", tests: None, vectors: None, ok: false, note: String::new() };
+    let chroot = cache_dir().join("swift-trixie");
+    if !chroot.join(".acp-inject-ready").exists() {
+        eprintln!(
+            "installing: the Swift toolchain, first use only. swiftw creates a Debian trixie chroot at {} with debootstrap \
+             (about 215 MB), then installs swiftlang, libc6-dev and libstdc++-14-dev into it (about 530 MB of packages, \
+             2.6 GB on disk): 3 to 10 minutes depending on the network; apt's progress follows",
+            chroot.display()
+        );
+    }
     let (lib, agent) = match library_and_agent() {
         Ok(built) => built,
-        Err(e) => {
-            row.note = e;
-            return row;
-        }
+        Err(e) => return Row::failed(e),
     };
-    let (ok, text) = run_logged(
-        Command::new(root().join("bindings/swift/swiftw"))
-            .arg("test")
-            .env("ACP_INJECT_CACHE", cache_dir())
-            .env("ACP_INJECT_LIB_DIR", &lib)
-            .env("ACP_INJECT_AGENT", &agent),
-    );
-    // XCTest's closing `Executed N tests, with N failures (N unexpected) in …` is the total.
-    let closing = text.lines().rev().find(|l| l.trim_start().starts_with("Executed ") && l.contains(" failure"));
-    if let Some(l) = closing {
-        let (run, failed) = (count_before(l, "test").unwrap_or(0), count_before(l, "failure").unwrap_or(0));
-        row.tests = Some((run.saturating_sub(failed), failed));
+    // The package directory is visible inside the chroot at the same path. SwiftPM writes
+    // XCTest's report only in parallel mode (`<name>.xml`), and swift-testing's beside it
+    // (`<name>-swift-testing.xml`).
+    let build = root().join("bindings/swift/.build");
+    for old in xml_reports(&build, "xtask-xunit") {
+        let _ = std::fs::remove_file(old);
     }
-    row.vectors = vector_counts(&text);
-    row.ok = ok && row.tests.is_some_and(|(_, f)| f == 0) && row.vectors.is_some_and(|(p, f)| p > 0 && f == 0);
+    let mut cmd = Command::new(root().join("bindings/swift/swiftw"));
+    cmd.args(["test", "--parallel", "--xunit-output"]).arg(build.join("xtask-xunit.xml"));
+    cmd.env("ACP_INJECT_CACHE", cache_dir()).env("ACP_INJECT_LIB_DIR", &lib).env("ACP_INJECT_AGENT", &agent);
+    let ran = process::run(&mut cmd, Echo::All);
+    let ok = ran.as_ref().is_ok_and(|r| r.success());
+    let mut row = Row::default();
+    match read_reports(&xml_reports(&build, "xtask-xunit")) {
+        Ok(cases) => {
+            row.tests = Some(count(&cases, |_| true));
+            // One XCTest replays every vector of spec/vectors (and fails on any mismatch); a
+            // parallel run shows a test's output only when it fails, runner line included.
+            let every = count(&cases, |c| c.name == "testEveryVector");
+            row.vectors = if every.passed == 1 {
+                Some(Counts { passed: vector_files(&root().join("spec/vectors")), ..Counts::default() })
+            } else {
+                ran.as_ref().ok().and_then(|r| vector_line(&format!("{}{}", r.stdout, r.stderr)))
+            };
+        }
+        Err(e) => row.note = e,
+    }
+    row.ok = ok && row.tests.is_some_and(|t| t.failed == 0) && row.vectors.is_some_and(|v| v.passed > 0 && v.failed == 0);
     if !ok {
         row.note = "swiftw test failed".into();
     }
-    eprintln!("swift stage: {:.1} s", started.elapsed().as_secs_f64());
     row
 }
 
-/// The generated TypeScript package (see `crate::typescript`).
+/// How many vector files lie below `dir` (what the runners replay).
+fn vector_files(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.path())
+                .map(|p| if p.is_dir() { vector_files(&p) } else { u64::from(p.extension().is_some_and(|x| x == "json")) })
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+/// The generated TypeScript package (see `crate::typescript`): examples as tests, vector
+/// messages as vectors.
 fn typescript() -> Row {
     let o = crate::typescript::stage();
-    Row { language: "typescript", tests: o.tests, vectors: o.vectors, ok: o.ok, note: o.note }
+    let counts = |c: Option<(u64, u64)>| c.map(|(passed, failed)| Counts { passed, failed, skipped: 0 });
+    Row { tests: counts(o.tests), vectors: counts(o.vectors), ok: o.ok, note: o.note }
 }
 
 /// A consumer stage (xtask/src/consumers.rs): an artifact of `cargo xtask dist`, used as a
 /// user of that language would.
-fn consumer(language: &'static str, stage: fn() -> Result<String, String>) -> Row {
-    let (ok, note) = match stage() {
-        Ok(used) => (true, used),
-        Err(e) => (false, e),
-    };
-    Row { language, tests: None, vectors: None, ok, note }
+fn consumer(stage: fn() -> Result<String, String>) -> Row {
+    match stage() {
+        Ok(used) => Row { ok: true, note: used, ..Row::default() },
+        Err(e) => Row::failed(e),
+    }
 }
 
-fn print_summary(rows: &mut [Row]) {
-    let cell = |c: Option<(u64, u64)>| c.map_or("-".to_owned(), |(p, f)| format!("{p} passed, {f} failed"));
+fn print_summary(rows: &[(Stage, Row, f64)], total: f64) {
+    let cell = |c: Option<Counts>| {
+        c.map_or("-".to_owned(), |c| {
+            let skipped = if c.skipped > 0 { format!(", {} skipped", c.skipped) } else { String::new() };
+            format!("{} passed, {} failed{skipped}", c.passed, c.failed)
+        })
+    };
     println!("\n== summary ==");
-    println!("{:<16} {:<26} {:<26} result", "stage", "tests", "vectors");
-    for r in rows.iter() {
+    println!("{:<16} {:<28} {:<26} {:>7}  result", "stage", "tests", "vectors", "time");
+    for (stage, r, secs) in rows {
         println!(
-            "{:<16} {:<26} {:<26} {}{}",
-            r.language,
+            "{:<16} {:<28} {:<26} {:>6.0}s  {}{}",
+            stage.name(),
             cell(r.tests),
             cell(r.vectors),
+            secs,
             if r.ok { "ok" } else { "FAILED" },
             if r.note.is_empty() { String::new() } else { format!(" ({})", r.note) }
         );
     }
-    let failed = rows.iter().filter(|r| !r.ok).count();
+    let failed = rows.iter().filter(|(_, r, _)| !r.ok).count();
+    println!("total time: {total:.0} s");
     println!("stages: {} passed, {} failed", rows.len() - failed, failed);
 }
 
@@ -320,16 +588,45 @@ mod tests {
     use super::*;
 
     #[test]
-    fn reads_the_closing_counts_of_each_runner() {
-        let surefire = "[INFO] Tests run: 2, Failures: 0, Errors: 0, Skipped: 0, Time elapsed: 1.1 s - in dev.acpinject.X\n\
-                        [ERROR] Tests run: 116, Failures: 1, Errors: 2, Skipped: 3";
-        let closing = surefire.lines().rev().find(|l| l.contains("Tests run:") && !l.contains("Time elapsed")).unwrap();
-        assert_eq!(["run:", "Failures:", "Errors:", "Skipped:"].map(|w| count_after(closing, w)), [Some(116), Some(1), Some(2), Some(3)]);
+    fn reads_libtest_summaries() {
+        let line = "test result: FAILED. 12 passed; 2 failed; 1 ignored; 0 measured; 0 filtered out; finished in 0.31s";
+        assert_eq!(libtest_summary(line), Some(Counts { passed: 12, failed: 2, skipped: 1 }));
+        assert_eq!(libtest_summary("test result: ok. 0 passed; 0 failed; 0 ignored"), Some(Counts::default()));
+        assert_eq!(libtest_summary("test foo ... ok"), None);
+    }
 
-        let xctest = "\t Executed 19 tests, with 2 failures (0 unexpected) in 1.893 (1.893) seconds";
-        assert_eq!((count_before(xctest, "test"), count_before(xctest, "failure")), (Some(19), Some(2)));
+    #[test]
+    fn reads_junit_reports_of_each_runner() {
+        // pytest (xunit2), Surefire and SwiftPM, trimmed.
+        let pytest = r#"<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest" errors="0" failures="1" skipped="1" tests="4">
+            <testcase classname="tests.test_vectors" name="test_vector[agent/a.json]" time="0.01"/>
+            <testcase classname="tests.test_vectors" name="test_vector[agent/b.json]" time="0.01"><failure message="x">y</failure></testcase>
+            <testcase classname="tests.test_x" name="test_skip"><skipped message="no"/></testcase>
+            <testcase classname="tests.test_x" name="test_ok"/></testsuite></testsuites>"#;
+        let cases = junit_cases(pytest).unwrap();
+        assert_eq!(count(&cases, |_| true), Counts { passed: 2, failed: 1, skipped: 1 });
+        assert_eq!(count(&cases, |c| c.name.starts_with("test_vector[")), Counts { passed: 1, failed: 1, skipped: 0 });
 
+        let surefire = r#"<?xml version="1.0" encoding="UTF-8"?>
+            <testsuite xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" name="dev.acpinject.ConformanceTest" tests="2" errors="1" skipped="0" failures="0">
+            <properties><property name="java.version" value="17"/></properties>
+            <testcase name="every vector()[1]" classname="dev.acpinject.ConformanceTest" time="0.1"/>
+            <testcase name="threads()" classname="dev.acpinject.ConformanceTest" time="0.1"><error type="E">trace</error></testcase></testsuite>"#;
+        let cases = junit_cases(surefire).unwrap();
+        assert_eq!(count(&cases, |_| true), Counts { passed: 1, failed: 1, skipped: 0 });
+        assert_eq!(count(&cases, |c| c.name.starts_with("every vector()[")), Counts { passed: 1, failed: 0, skipped: 0 });
+
+        let xunit = r#"<?xml version="1.0" encoding="UTF-8"?><testsuites><testsuite name="TestResults" errors="0" tests="2" failures="1" time="1.2">
+            <testcase classname="AcpInjectFFITests.ConformanceTests" name="testEveryVector" time="0.5"></testcase>
+            <testcase classname="AcpInjectFFITests.ThreadsTests" name="testThreads" time="0.7"><failure message="failed"></failure></testcase></testsuite></testsuites>"#;
+        assert_eq!(count(&junit_cases(xunit).unwrap(), |_| true), Counts { passed: 1, failed: 1, skipped: 0 });
+        assert!(junit_cases("<testsuite>").is_err());
+    }
+
+    #[test]
+    fn reads_the_vector_runners_closing_line() {
         let out = "Test Case 'A.b' passed (0.1 seconds)\n97 passed, 0 failed\n✔ Test run with 0 tests passed after 0.001 seconds.";
-        assert_eq!(vector_counts(out), Some((97, 0)));
+        assert_eq!(vector_line(out), Some(Counts { passed: 97, failed: 0, skipped: 0 }));
+        assert_eq!(vector_line("nothing here"), None);
     }
 }

@@ -1,7 +1,7 @@
 //! The TypeScript stage of `cargo xtask test`; `cargo xtask typescript` runs it alone.
 //!
 //! Nothing is installed into the repository. In `$ACP_INJECT_CACHE/typescript/harness/` (see
-//! [`crate::test::cache_dir`]) it:
+//! [`crate::cache_dir`]) it:
 //!
 //! 1. copies the consumer project `bindings/typescript/` (package.json, lockfile, tsconfig,
 //!    tests) and runs `npm ci` when the lockfile differs from the installed one (so a warm run
@@ -28,19 +28,10 @@ pub struct Outcome {
     pub note: String,
 }
 
-pub fn run(args: &[String]) -> Result<(), String> {
-    if !args.is_empty() {
-        return Err("usage: cargo xtask typescript".into());
-    }
+pub fn run() -> Result<(), String> {
     let outcome = stage();
-    let cell = |c: Option<(u64, u64)>| {
-        c.map_or("-".to_owned(), |(p, f)| format!("{p} passed, {f} failed"))
-    };
-    println!(
-        "typescript: examples {}; vector messages {}",
-        cell(outcome.tests),
-        cell(outcome.vectors)
-    );
+    let cell = |c: Option<(u64, u64)>| c.map_or("-".to_owned(), |(p, f)| format!("{p} passed, {f} failed"));
+    println!("typescript: examples {}; vector messages {}", cell(outcome.tests), cell(outcome.vectors));
     if outcome.ok {
         Ok(())
     } else {
@@ -49,19 +40,10 @@ pub fn run(args: &[String]) -> Result<(), String> {
 }
 
 pub fn stage() -> Outcome {
-    let mut outcome = Outcome {
-        tests: None,
-        vectors: None,
-        ok: false,
-        note: String::new(),
-    };
-    let harness = crate::test::cache_dir().join("typescript/harness");
+    let mut outcome = Outcome { tests: None, vectors: None, ok: false, note: String::new() };
+    let harness = crate::cache_dir().join("typescript/harness");
     let output = match prepare(&harness).and_then(|()| build(&harness)) {
-        Ok(()) => run_logged(
-            Command::new("node")
-                .arg(harness.join("build/check.js"))
-                .arg(root()),
-        ),
+        Ok(()) => run_logged(Command::new("node").arg(harness.join("build/check.js")).arg(root())),
         Err(e) => {
             outcome.note = e;
             return outcome;
@@ -70,9 +52,7 @@ pub fn stage() -> Outcome {
     let (ok, text) = output;
     outcome.tests = counts(&text, "examples:");
     outcome.vectors = counts(&text, "vectors:");
-    outcome.ok = ok
-        && outcome.tests.is_some_and(|(p, f)| p > 0 && f == 0)
-        && outcome.vectors.is_some_and(|(p, f)| p > 0 && f == 0);
+    outcome.ok = ok && outcome.tests.is_some_and(|(p, f)| p > 0 && f == 0) && outcome.vectors.is_some_and(|(p, f)| p > 0 && f == 0);
     if !outcome.ok {
         outcome.note = "check.js failed".into();
     }
@@ -81,23 +61,14 @@ pub fn stage() -> Outcome {
 
 /// The consumer project in the cache, with its pinned dependencies installed.
 fn prepare(harness: &Path) -> Result<(), String> {
-    let node = Command::new("node")
-        .arg("--version")
-        .output()
-        .map_err(|e| format!("node is not installed: {e}"))?;
+    let node = Command::new("node").arg("--version").output().map_err(|e| format!("node is not installed: {e}"))?;
     let version = String::from_utf8_lossy(&node.stdout).trim().to_owned();
-    let major: u32 = version
-        .trim_start_matches('v')
-        .split('.')
-        .next()
-        .and_then(|m| m.parse().ok())
-        .unwrap_or(0);
+    let major: u32 = version.trim_start_matches('v').split('.').next().and_then(|m| m.parse().ok()).unwrap_or(0);
     if major < 18 {
         return Err(format!("node {version} is too old (18 or newer is needed)"));
     }
     let project = root().join("bindings/typescript");
-    std::fs::create_dir_all(harness)
-        .map_err(|e| format!("cannot create {}: {e}", harness.display()))?;
+    std::fs::create_dir_all(harness).map_err(|e| format!("cannot create {}: {e}", harness.display()))?;
     for file in ["package.json", "package-lock.json", "tsconfig.json"] {
         copy(&project.join(file), &harness.join(file))?;
     }
@@ -108,16 +79,11 @@ fn prepare(harness: &Path) -> Result<(), String> {
     let lock = read(&project.join("package-lock.json"))?;
     let stamp = harness.join("node_modules/.acp-inject-installed.json");
     if std::fs::read_to_string(&stamp).ok().as_deref() != Some(lock.as_str()) {
-        let (ok, _) = run_logged(
-            Command::new("npm")
-                .args(["ci", "--no-audit", "--no-fund", "--ignore-scripts"])
-                .current_dir(harness),
-        );
+        let (ok, _) = run_logged(Command::new("npm").args(["ci", "--no-audit", "--no-fund", "--ignore-scripts"]).current_dir(harness));
         if !ok {
             return Err("npm ci failed (is the npm registry reachable?)".into());
         }
-        std::fs::write(&stamp, &lock)
-            .map_err(|e| format!("cannot write {}: {e}", stamp.display()))?;
+        std::fs::write(&stamp, &lock).map_err(|e| format!("cannot write {}: {e}", stamp.display()))?;
     }
     Ok(())
 }
@@ -128,26 +94,14 @@ fn build(harness: &Path) -> Result<(), String> {
     let package = harness.join("node_modules/@acp-inject/schema");
     let _ = std::fs::remove_dir_all(&package);
     let generated = root().join("generated/typescript");
-    let (ok, _) = run_logged(
-        Command::new(&tsc)
-            .arg("-p")
-            .arg(generated.join("tsconfig.json"))
-            .arg("--outDir")
-            .arg(package.join("dist")),
-    );
+    let (ok, _) =
+        run_logged(Command::new(&tsc).arg("-p").arg(generated.join("tsconfig.json")).arg("--outDir").arg(package.join("dist")));
     if !ok {
         return Err("tsc could not build generated/typescript".into());
     }
-    copy(
-        &generated.join("package.json"),
-        &package.join("package.json"),
-    )?;
+    copy(&generated.join("package.json"), &package.join("package.json"))?;
     let _ = std::fs::remove_dir_all(harness.join("build"));
-    let (ok, _) = run_logged(
-        Command::new(&tsc)
-            .arg("-p")
-            .arg(harness.join("tsconfig.json")),
-    );
+    let (ok, _) = run_logged(Command::new(&tsc).arg("-p").arg(harness.join("tsconfig.json")));
     if !ok {
         return Err("tsc rejected bindings/typescript/test (type-level tests)".into());
     }
@@ -157,16 +111,8 @@ fn build(harness: &Path) -> Result<(), String> {
 /// `examples: 12 passed, 0 failed` → (12, 0), from the last such line.
 fn counts(text: &str, label: &str) -> Option<(u64, u64)> {
     let line = text.lines().rev().find(|l| l.starts_with(label))?;
-    let words: Vec<&str> = line[label.len()..]
-        .split(|c: char| c.is_whitespace() || c == ',')
-        .filter(|w| !w.is_empty())
-        .collect();
-    let number = |word: &str| {
-        words
-            .windows(2)
-            .find(|w| w[1] == word)
-            .and_then(|w| w[0].parse().ok())
-    };
+    let words: Vec<&str> = line[label.len()..].split(|c: char| c.is_whitespace() || c == ',').filter(|w| !w.is_empty()).collect();
+    let number = |word: &str| words.windows(2).find(|w| w[1] == word).and_then(|w| w[0].parse().ok());
     Some((number("passed")?, number("failed")?))
 }
 
@@ -177,11 +123,7 @@ fn run_logged(cmd: &mut Command) -> (bool, String) {
     eprintln!("+ {cmd:?}");
     match cmd.output() {
         Ok(out) => {
-            let text = format!(
-                "{}{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
+            let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
             print!("{text}");
             (out.status.success(), text)
         }
@@ -195,17 +137,13 @@ fn read(path: &Path) -> Result<String, String> {
 
 fn copy(from: &Path, to: &Path) -> Result<(), String> {
     if let Some(dir) = to.parent() {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     }
-    std::fs::copy(from, to)
-        .map(|_| ())
-        .map_err(|e| format!("cannot copy {} to {}: {e}", from.display(), to.display()))
+    std::fs::copy(from, to).map(|_| ()).map_err(|e| format!("cannot copy {} to {}: {e}", from.display(), to.display()))
 }
 
 fn copy_dir(from: &Path, to: &Path) -> Result<(), String> {
-    let entries =
-        std::fs::read_dir(from).map_err(|e| format!("cannot read {}: {e}", from.display()))?;
+    let entries = std::fs::read_dir(from).map_err(|e| format!("cannot read {}: {e}", from.display()))?;
     for entry in entries {
         let path: PathBuf = entry.map_err(|e| e.to_string())?.path();
         let target = to.join(path.file_name().unwrap_or_default());
@@ -231,20 +169,11 @@ mod tests {
     /// The generated package and the consumer project pin the same compiler.
     #[test]
     fn the_typescript_pins_agree() {
-        let text = std::fs::read_to_string(crate::root().join("bindings/typescript/package.json"))
-            .unwrap();
+        let text = std::fs::read_to_string(crate::root().join("bindings/typescript/package.json")).unwrap();
         let project: serde_json::Value = serde_json::from_str(&text).unwrap();
-        assert_eq!(
-            project["devDependencies"]["typescript"],
-            acp_inject_codegen::typescript::TYPESCRIPT_VERSION
-        );
-        let lock =
-            std::fs::read_to_string(crate::root().join("bindings/typescript/package-lock.json"))
-                .unwrap();
+        assert_eq!(project["devDependencies"]["typescript"], acp_inject_codegen::typescript::TYPESCRIPT_VERSION);
+        let lock = std::fs::read_to_string(crate::root().join("bindings/typescript/package-lock.json")).unwrap();
         let lock: serde_json::Value = serde_json::from_str(&lock).unwrap();
-        assert_eq!(
-            lock["packages"]["node_modules/typescript"]["version"],
-            acp_inject_codegen::typescript::TYPESCRIPT_VERSION
-        );
+        assert_eq!(lock["packages"]["node_modules/typescript"]["version"], acp_inject_codegen::typescript::TYPESCRIPT_VERSION);
     }
 }

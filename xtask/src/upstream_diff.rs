@@ -41,45 +41,51 @@ use serde_json::{json, Map, Value};
 
 use crate::root;
 
-const MARKERS: [&str; 2] = [
-    "x-deserialize-default-on-error",
-    "x-deserialize-skip-invalid-items",
-];
+const MARKERS: [&str; 2] = ["x-deserialize-default-on-error", "x-deserialize-skip-invalid-items"];
 
 /// The classes a type difference may carry (and an allowlist entry may name).
 const CLASSES: [&str; 4] = ["semantic-string", "format", "nullability", "untyped"];
 
-const USAGE: &str = "usage: cargo xtask upstream-diff PATH [--allowlist FILE] [--json FILE|-] [--all] [--ours FILE]";
+/// `cargo xtask upstream-diff`'s arguments.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The upstream schema (the ACP repository's schema.json or schema.unstable.json)
+    upstream: PathBuf,
+    /// The intended differences [default: spec/upstream-allowlist.json]
+    #[arg(long, value_name = "FILE")]
+    allowlist: Option<PathBuf>,
+    /// Also write the whole report as JSON to FILE (`-`: to stdout, the text to stderr)
+    #[arg(long, value_name = "FILE|-")]
+    json: Option<String>,
+    /// List every difference, intended ones included
+    #[arg(long)]
+    all: bool,
+    /// Our schema [default: spec/acp-inject.schema.json]
+    #[arg(long, value_name = "FILE")]
+    ours: Option<PathBuf>,
+}
 
-pub fn run(args: &[String]) -> Result<(), String> {
-    let mut upstream_path = None;
-    let mut allowlist_path = root().join("spec/upstream-allowlist.json");
-    let mut json_out: Option<String> = None;
-    let mut ours_path = root().join("spec/acp-inject.schema.json");
-    let mut all = false;
-    let mut it = args.iter();
-    while let Some(arg) = it.next() {
-        match arg.as_str() {
-            "--allowlist" => allowlist_path = PathBuf::from(it.next().ok_or(USAGE)?),
-            "--json" => json_out = Some(it.next().ok_or(USAGE)?.clone()),
-            "--ours" => ours_path = PathBuf::from(it.next().ok_or(USAGE)?),
-            "--all" => all = true,
-            "-h" | "--help" => {
-                println!("{USAGE}");
-                return Ok(());
-            }
-            flag if flag.starts_with("--") => {
-                return Err(format!("unknown option {flag:?}\n{USAGE}"))
-            }
-            path if upstream_path.is_none() => upstream_path = Some(PathBuf::from(path)),
-            _ => return Err(USAGE.into()),
-        }
+/// Parses the arguments as the command line would (the tests' entry point).
+#[cfg(test)]
+fn run(args: &[String]) -> Result<(), String> {
+    use clap::Parser;
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
     }
-    let upstream_path = upstream_path.ok_or(USAGE)?;
+    let cli =
+        Cli::try_parse_from(std::iter::once("upstream-diff".to_owned()).chain(args.iter().cloned())).map_err(|e| e.to_string())?;
+    execute(cli.args)
+}
+
+pub fn execute(args: Args) -> Result<(), String> {
+    let Args { upstream: upstream_path, allowlist, json: json_out, all, ours } = args;
+    let allowlist_path = allowlist.unwrap_or_else(|| root().join("spec/upstream-allowlist.json"));
+    let ours_path = ours.unwrap_or_else(|| root().join("spec/acp-inject.schema.json"));
     let ours = load_json(&ours_path)?;
     let upstream = load_json(&upstream_path)?;
-    let allowlist = Allowlist::parse(&load_json(&allowlist_path)?)
-        .map_err(|e| format!("{}: {e}", allowlist_path.display()))?;
+    let allowlist = Allowlist::parse(&load_json(&allowlist_path)?).map_err(|e| format!("{}: {e}", allowlist_path.display()))?;
     let report = compare(&ours, &upstream, &allowlist)?;
 
     let shown = |p: &Path| p.strip_prefix(root()).unwrap_or(p).display().to_string();
@@ -87,10 +93,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
     match json_out.as_deref() {
         Some("-") => {
             eprint!("{text}");
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&report.to_json()).unwrap_or_default()
-            );
+            println!("{}", serde_json::to_string_pretty(&report.to_json()).unwrap_or_default());
         }
         Some(file) => {
             print!("{text}");
@@ -110,8 +113,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
 }
 
 fn load_json(path: &Path) -> Result<Value, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     serde_json::from_str(&text).map_err(|e| format!("{} is not JSON: {e}", path.display()))
 }
 
@@ -135,57 +137,28 @@ struct Entry {
 
 impl Allowlist {
     pub fn parse(value: &Value) -> Result<Allowlist, String> {
-        let entries = value
-            .get("entries")
-            .and_then(Value::as_array)
-            .ok_or("the allowlist needs an `entries` array")?;
+        let entries = value.get("entries").and_then(Value::as_array).ok_or("the allowlist needs an `entries` array")?;
         let mut out = Vec::new();
         for (i, e) in entries.iter().enumerate() {
-            let obj = e
-                .as_object()
-                .ok_or_else(|| format!("entry {i} is not an object"))?;
-            if let Some(k) = obj
-                .keys()
-                .find(|k| !matches!(k.as_str(), "match" | "class" | "reason"))
-            {
-                return Err(format!(
-                    "entry {i}: unknown field {k:?} (fields: match, class, reason)"
-                ));
+            let obj = e.as_object().ok_or_else(|| format!("entry {i} is not an object"))?;
+            if let Some(k) = obj.keys().find(|k| !matches!(k.as_str(), "match" | "class" | "reason")) {
+                return Err(format!("entry {i}: unknown field {k:?} (fields: match, class, reason)"));
             }
-            let text = |k: &str| {
-                obj.get(k)
-                    .and_then(Value::as_str)
-                    .map(str::trim)
-                    .filter(|s| !s.is_empty())
-            };
-            let pattern = text("match")
-                .ok_or_else(|| format!("entry {i} has no `match`"))?
-                .to_owned();
-            let reason = text("reason")
-                .ok_or_else(|| format!("entry {i} ({pattern}) has no `reason`"))?
-                .to_owned();
+            let text = |k: &str| obj.get(k).and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty());
+            let pattern = text("match").ok_or_else(|| format!("entry {i} has no `match`"))?.to_owned();
+            let reason = text("reason").ok_or_else(|| format!("entry {i} ({pattern}) has no `reason`"))?.to_owned();
             let class = match obj.get("class") {
                 None => None,
                 Some(Value::String(c)) if CLASSES.contains(&c.as_str()) => Some(c.clone()),
-                Some(other) => {
-                    return Err(format!(
-                        "entry {i} ({pattern}): `class` {other} is not one of {CLASSES:?}"
-                    ))
-                }
+                Some(other) => return Err(format!("entry {i} ({pattern}): `class` {other} is not one of {CLASSES:?}")),
             };
-            out.push(Entry {
-                pattern,
-                class,
-                reason,
-            });
+            out.push(Entry { pattern, class, reason });
         }
         Ok(Allowlist { entries: out })
     }
 
     fn find(&self, d: &Difference) -> Option<usize> {
-        self.entries.iter().position(|e| {
-            glob(&e.pattern, &d.key) && e.class.as_deref().is_none_or(|c| d.class == Some(c))
-        })
+        self.entries.iter().position(|e| glob(&e.pattern, &d.key) && e.class.as_deref().is_none_or(|c| d.class == Some(c)))
     }
 }
 
@@ -196,10 +169,7 @@ fn glob(pattern: &str, text: &str) -> bool {
         return pattern == text;
     }
     let (first, last) = (parts[0], parts[parts.len() - 1]);
-    if !text.starts_with(first)
-        || !text[first.len()..].ends_with(last)
-        || text.len() < first.len() + last.len()
-    {
+    if !text.starts_with(first) || !text[first.len()..].ends_with(last) || text.len() < first.len() + last.len() {
         return false;
     }
     let mut rest = &text[first.len()..text.len() - last.len()];
@@ -250,17 +220,7 @@ pub struct Difference {
     pub implied_by: Vec<String>,
 }
 
-const CATEGORIES: [&str; 9] = [
-    "method",
-    "side",
-    "definition",
-    "shape",
-    "property",
-    "required",
-    "type",
-    "value",
-    "marker",
-];
+const CATEGORIES: [&str; 9] = ["method", "side", "definition", "shape", "property", "required", "type", "value", "marker"];
 
 pub struct Report {
     pub upstream_title: String,
@@ -271,30 +231,17 @@ pub struct Report {
 
 impl Report {
     pub fn count(&self, status: Status) -> usize {
-        self.differences
-            .iter()
-            .filter(|d| d.status == status)
-            .count()
+        self.differences.iter().filter(|d| d.status == status).count()
     }
 
     #[cfg(test)]
     fn unintended_keys(&self) -> Vec<&str> {
-        self.differences
-            .iter()
-            .filter(|d| d.status == Status::Unintended)
-            .map(|d| d.key.as_str())
-            .collect()
+        self.differences.iter().filter(|d| d.status == Status::Unintended).map(|d| d.key.as_str()).collect()
     }
 
     fn render(&self, ours: &str, upstream: &str, all: bool) -> String {
-        let mut out = format!(
-            "upstream-diff: {ours} vs {upstream} ({})\n\n",
-            self.upstream_title
-        );
-        out.push_str(&format!(
-            "{:<12} {:>6} {:>12} {:>8} {:>11}\n",
-            "category", "total", "allowlisted", "implied", "unintended"
-        ));
+        let mut out = format!("upstream-diff: {ours} vs {upstream} ({})\n\n", self.upstream_title);
+        out.push_str(&format!("{:<12} {:>6} {:>12} {:>8} {:>11}\n", "category", "total", "allowlisted", "implied", "unintended"));
         let row = |name: &str, ds: Vec<&Difference>| {
             let n = |s| ds.iter().filter(|d| d.status == s).count();
             format!(
@@ -307,42 +254,25 @@ impl Report {
             )
         };
         for c in CATEGORIES {
-            let ds: Vec<&Difference> = self
-                .differences
-                .iter()
-                .filter(|d| d.category == c)
-                .collect();
+            let ds: Vec<&Difference> = self.differences.iter().filter(|d| d.category == c).collect();
             if !ds.is_empty() {
                 out.push_str(&row(c, ds));
             }
         }
         out.push_str(&row("total", self.differences.iter().collect()));
         let mut section = |title: &str, status: Status| {
-            let ds: Vec<&Difference> = self
-                .differences
-                .iter()
-                .filter(|d| d.status == status)
-                .collect();
+            let ds: Vec<&Difference> = self.differences.iter().filter(|d| d.status == status).collect();
             if ds.is_empty() {
                 return;
             }
             out.push_str(&format!("\n{title} ({}):\n", ds.len()));
             for d in ds {
-                out.push_str(&format!(
-                    "  {:<10} {:<13} {}",
-                    d.category,
-                    d.change,
-                    d.describe()
-                ));
+                out.push_str(&format!("  {:<10} {:<13} {}", d.category, d.change, d.describe()));
                 if let Some(r) = &d.reason {
                     out.push_str(&format!("\n{:27}allowed: {r}", ""));
                 }
                 if !d.implied_by.is_empty() {
-                    out.push_str(&format!(
-                        "\n{:27}follows from: {}",
-                        "",
-                        d.implied_by.join(", ")
-                    ));
+                    out.push_str(&format!("\n{:27}follows from: {}", "", d.implied_by.join(", ")));
                 }
                 out.push('\n');
             }
@@ -353,10 +283,7 @@ impl Report {
             section("implied by the differences above", Status::Implied);
         }
         if !self.unused.is_empty() {
-            out.push_str(&format!(
-                "\nallowlist entries that match nothing ({}):\n",
-                self.unused.len()
-            ));
+            out.push_str(&format!("\nallowlist entries that match nothing ({}):\n", self.unused.len()));
             for u in &self.unused {
                 out.push_str(&format!("  {u}\n"));
             }
@@ -367,11 +294,7 @@ impl Report {
     pub fn to_json(&self) -> Value {
         let mut summary = Map::new();
         for c in CATEGORIES.iter().copied().chain(["total"]) {
-            let ds: Vec<&Difference> = self
-                .differences
-                .iter()
-                .filter(|d| c == "total" || d.category == c)
-                .collect();
+            let ds: Vec<&Difference> = self.differences.iter().filter(|d| c == "total" || d.category == c).collect();
             let n = |s| ds.iter().filter(|d| d.status == s).count();
             summary.insert(
                 c.to_owned(),
@@ -399,12 +322,7 @@ impl Difference {
         let class = self.class.map(|c| format!(" [{c}]")).unwrap_or_default();
         match (self.category, self.change) {
             ("required", _) => format!("{}: {}{class}", self.location, ty(&self.ours)),
-            (_, "differs") => format!(
-                "{}: ours {}, upstream {}{class}",
-                self.location,
-                ty(&self.ours),
-                ty(&self.upstream)
-            ),
+            (_, "differs") => format!("{}: ours {}, upstream {}{class}", self.location, ty(&self.ours), ty(&self.upstream)),
             (_, "only-ours") => match &self.ours {
                 Some(t) => format!("{}: {t}{class}", self.location),
                 None => format!("{}{class}", self.location),
@@ -497,14 +415,9 @@ fn label(side: Side) -> &'static str {
 
 impl Schema {
     fn parse(value: &Value, side: Side) -> Result<Schema, String> {
-        let root = value
-            .as_object()
-            .ok_or_else(|| format!("{} is not a JSON object", label(side)))?;
-        let defs = root
-            .get("$defs")
-            .and_then(Value::as_object)
-            .ok_or_else(|| format!("{} has no `$defs` object", label(side)))?
-            .clone();
+        let root = value.as_object().ok_or_else(|| format!("{} is not a JSON object", label(side)))?;
+        let defs =
+            root.get("$defs").and_then(Value::as_object).ok_or_else(|| format!("{} has no `$defs` object", label(side)))?.clone();
         let mut top = root.clone();
         top.remove("$defs");
         let mut s = Schema {
@@ -518,16 +431,12 @@ impl Schema {
             method_defs: BTreeMap::new(),
         };
         for (name, def) in &s.defs {
-            let obj = def
-                .as_object()
-                .ok_or_else(|| format!("{}: definition {name} is not an object", label(side)))?;
+            let obj = def.as_object().ok_or_else(|| format!("{}: definition {name} is not an object", label(side)))?;
             if obj.get("x-rust").and_then(Value::as_str) == Some("inline") {
                 s.inline.insert(name.clone());
             }
             if let Some(m) = obj.get("x-method").and_then(Value::as_str) {
-                s.methods.entry(m.to_owned()).or_insert_with(|| {
-                    obj.get("x-side").and_then(Value::as_str).map(str::to_owned)
-                });
+                s.methods.entry(m.to_owned()).or_insert_with(|| obj.get("x-side").and_then(Value::as_str).map(str::to_owned));
                 s.method_defs.insert(name.clone(), m.to_owned());
             }
         }
@@ -537,10 +446,7 @@ impl Schema {
             if let Shape::Union { variants, .. } = &shape {
                 for (tag, v) in variants {
                     if let Some(body) = &v.body_def {
-                        s.bodies
-                            .entry(body.clone())
-                            .or_default()
-                            .push(format!("{name}[{tag}]"));
+                        s.bodies.entry(body.clone()).or_default().push(format!("{name}[{tag}]"));
                     }
                 }
             }
@@ -570,9 +476,7 @@ impl Schema {
 
     fn shape_of(&self, name: &str) -> Result<Shape, String> {
         let def = &self.defs[name];
-        if def.get("properties").is_some()
-            || def.get("type") == Some(&Value::from("object")) && branches(def).is_none()
-        {
+        if def.get("properties").is_some() || def.get("type") == Some(&Value::from("object")) && branches(def).is_none() {
             return Ok(Shape::Object(members_of(def)));
         }
         let Some(bs) = branches(def) else {
@@ -582,27 +486,14 @@ impl Schema {
         let is_open_scalar = |b: &Value| {
             !is_const(b)
                 && b.get("properties").is_none()
-                && matches!(
-                    b.get("type").and_then(Value::as_str),
-                    Some("string" | "integer")
-                )
+                && matches!(b.get("type").and_then(Value::as_str), Some("string" | "integer"))
         };
         if bs.iter().all(|b| is_const(b) || is_open_scalar(b)) && bs.iter().any(is_const) {
-            let values = bs
-                .iter()
-                .filter_map(|b| b.get("const"))
-                .map(value_text)
-                .collect();
-            return Ok(Shape::Enum {
-                values,
-                open: bs.iter().any(is_open_scalar),
-            });
+            let values = bs.iter().filter_map(|b| b.get("const")).map(value_text).collect();
+            return Ok(Shape::Enum { values, open: bs.iter().any(is_open_scalar) });
         }
-        let tagged = |b: &Value| {
-            b.get("properties")
-                .and_then(Value::as_object)
-                .is_some_and(|p| p.values().any(|v| v.get("const").is_some()))
-        };
+        let tagged =
+            |b: &Value| b.get("properties").and_then(Value::as_object).is_some_and(|p| p.values().any(|v| v.get("const").is_some()));
         if !bs.iter().any(tagged) {
             return Ok(Shape::Other(self.desc(def, 0)));
         }
@@ -612,9 +503,8 @@ impl Schema {
         let mut other: Option<Members> = None;
         for (i, b) in bs.iter().enumerate() {
             let props = b.get("properties").and_then(Value::as_object);
-            let consts: Vec<(&String, &Value)> = props
-                .map(|p| p.iter().filter(|(_, v)| v.get("const").is_some()).collect())
-                .unwrap_or_default();
+            let consts: Vec<(&String, &Value)> =
+                props.map(|p| p.iter().filter(|(_, v)| v.get("const").is_some()).collect()).unwrap_or_default();
             let [(tag_name, tag_schema)] = consts[..] else {
                 if consts.is_empty() {
                     open = true;
@@ -623,18 +513,12 @@ impl Schema {
                     }
                     continue;
                 }
-                return Err(self.err(
-                    name,
-                    &format!("union branch {i} has more than one `const` member"),
-                ));
+                return Err(self.err(name, &format!("union branch {i} has more than one `const` member")));
             };
             match &tag {
                 None => tag = Some(tag_name.clone()),
                 Some(t) if t != tag_name => {
-                    return Err(self.err(
-                        name,
-                        &format!("union branches disagree on the tag ({t:?}, {tag_name:?})"),
-                    ))
+                    return Err(self.err(name, &format!("union branches disagree on the tag ({t:?}, {tag_name:?})")))
                 }
                 _ => {}
             }
@@ -646,12 +530,10 @@ impl Schema {
             let mut nested = None;
             if let Some(target) = all_of_ref(b) {
                 let target = target.to_owned();
-                let body = self.defs.get(&target).ok_or_else(|| {
-                    self.err(
-                        name,
-                        &format!("variant {value:?} refers to a missing definition {target}"),
-                    )
-                })?;
+                let body = self
+                    .defs
+                    .get(&target)
+                    .ok_or_else(|| self.err(name, &format!("variant {value:?} refers to a missing definition {target}")))?;
                 if branches(body).is_some() && body.get("properties").is_none() {
                     nested = Some(target);
                 } else {
@@ -662,26 +544,14 @@ impl Schema {
                     body_def = Some(target);
                 }
             }
-            variants.insert(
-                value,
-                Variant {
-                    members,
-                    body_def,
-                    nested,
-                },
-            );
+            variants.insert(value, Variant { members, body_def, nested });
         }
         let tag = tag.unwrap_or_default();
         if let Some(m) = &mut other {
             m.props.remove(&tag);
             m.required.remove(&tag);
         }
-        Ok(Shape::Union {
-            tag,
-            variants,
-            open,
-            other,
-        })
+        Ok(Shape::Union { tag, variants, open, other })
     }
 
     /// A normalised type description: refs by name (inline definitions inlined), `allOf` of one
@@ -691,16 +561,9 @@ impl Schema {
             return "…".into();
         }
         let Some(obj) = s.as_object() else {
-            return if s == &Value::Bool(true) {
-                "any".into()
-            } else {
-                s.to_string()
-            };
+            return if s == &Value::Bool(true) { "any".into() } else { s.to_string() };
         };
-        let reference = obj
-            .get("$ref")
-            .and_then(Value::as_str)
-            .or_else(|| all_of_ref_str(obj));
+        let reference = obj.get("$ref").and_then(Value::as_str).or_else(|| all_of_ref_str(obj));
         if let Some(r) = reference {
             let name = r.strip_prefix("#/$defs/").unwrap_or(r);
             if self.inline.contains(name) {
@@ -716,11 +579,7 @@ impl Schema {
             v.sort();
             return v.join(" | ");
         }
-        if let Some(bs) = obj
-            .get("anyOf")
-            .or_else(|| obj.get("oneOf"))
-            .and_then(Value::as_array)
-        {
+        if let Some(bs) = obj.get("anyOf").or_else(|| obj.get("oneOf")).and_then(Value::as_array) {
             let mut parts: Vec<String> = bs.iter().map(|b| self.desc(b, depth + 1)).collect();
             parts.sort();
             parts.dedup();
@@ -734,17 +593,11 @@ impl Schema {
         let mut parts: Vec<String> = types
             .iter()
             .map(|t| match *t {
-                "array" => format!(
-                    "array<{}>",
-                    obj.get("items")
-                        .map_or("any".into(), |i| self.desc(i, depth + 1))
-                ),
-                "integer" | "string" | "number" => {
-                    match obj.get("format").and_then(Value::as_str) {
-                        Some(f) => format!("{t}({f})"),
-                        None => (*t).to_owned(),
-                    }
-                }
+                "array" => format!("array<{}>", obj.get("items").map_or("any".into(), |i| self.desc(i, depth + 1))),
+                "integer" | "string" | "number" => match obj.get("format").and_then(Value::as_str) {
+                    Some(f) => format!("{t}({f})"),
+                    None => (*t).to_owned(),
+                },
                 other => other.to_owned(),
             })
             .collect();
@@ -763,10 +616,7 @@ impl Schema {
     }
 
     fn is_object_def(&self, name: &str) -> bool {
-        matches!(
-            self.shapes.get(name),
-            Some(Shape::Object(_) | Shape::Union { .. })
-        )
+        matches!(self.shapes.get(name), Some(Shape::Object(_) | Shape::Union { .. }))
     }
 
     /// Every object to compare member by member: definitions, and union variants `Union[tag]`.
@@ -777,9 +627,7 @@ impl Schema {
                 Shape::Object(m) => {
                     out.insert(name.clone(), m.clone());
                 }
-                Shape::Union {
-                    variants, other, ..
-                } => {
+                Shape::Union { variants, other, .. } => {
                     for (tag, v) in variants {
                         out.insert(format!("{name}[{tag}]"), v.members.clone());
                     }
@@ -797,11 +645,8 @@ impl Schema {
     /// empty when the reference is not inside a member (an alias, a nested union variant).
     fn references(&self) -> BTreeMap<String, Vec<(String, String)>> {
         let mut out: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
-        let mut add = |target: String, owner: &str, member: &str| {
-            out.entry(target)
-                .or_default()
-                .push((owner.to_owned(), member.to_owned()))
-        };
+        let mut add =
+            |target: String, owner: &str, member: &str| out.entry(target).or_default().push((owner.to_owned(), member.to_owned()));
         // The root's own references (the message kinds a document validates), not those inside
         // members of inline objects there.
         walk_refs(&Value::Object(self.root.clone()), None, &mut |t, member| {
@@ -836,9 +681,7 @@ impl Schema {
                 }
                 _ => {
                     let def = &self.defs[name];
-                    walk_refs(def, None, &mut |t, member| {
-                        add(t, name, member.unwrap_or(""))
-                    });
+                    walk_refs(def, None, &mut |t, member| add(t, name, member.unwrap_or("")));
                 }
             }
         }
@@ -847,23 +690,15 @@ impl Schema {
 }
 
 fn branches(v: &Value) -> Option<&Vec<Value>> {
-    v.get("anyOf")
-        .or_else(|| v.get("oneOf"))
-        .and_then(Value::as_array)
+    v.get("anyOf").or_else(|| v.get("oneOf")).and_then(Value::as_array)
 }
 
 fn all_of_ref(v: &Value) -> Option<&str> {
-    v.as_object()
-        .and_then(all_of_ref_str)
-        .map(|r| r.strip_prefix("#/$defs/").unwrap_or(r))
+    v.as_object().and_then(all_of_ref_str).map(|r| r.strip_prefix("#/$defs/").unwrap_or(r))
 }
 
 fn all_of_ref_str(obj: &Map<String, Value>) -> Option<&str> {
-    match obj
-        .get("allOf")
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-    {
+    match obj.get("allOf").and_then(Value::as_array).map(Vec::as_slice) {
         Some([one]) => one.get("$ref").and_then(Value::as_str),
         _ => None,
     }
@@ -878,12 +713,7 @@ fn members_of(v: &Value) -> Members {
     let required = v
         .get("required")
         .and_then(Value::as_array)
-        .map(|r| {
-            r.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
+        .map(|r| r.iter().filter_map(Value::as_str).map(str::to_owned).collect())
         .unwrap_or_default();
     Members { props, required }
 }
@@ -979,59 +809,26 @@ pub fn compare(ours: &Value, upstream: &Value, allowlist: &Allowlist) -> Result<
     // Methods.
     for (m, side) in &a.methods {
         match b.methods.get(m) {
-            None => d.push(
-                "method",
-                "only-ours",
-                format!("method:{m}"),
-                m.clone(),
-                side.clone(),
-                None,
-            ),
-            Some(other) if other != side => d.push(
-                "side",
-                "differs",
-                format!("side:{m}"),
-                m.clone(),
-                side.clone(),
-                other.clone(),
-            ),
+            None => d.push("method", "only-ours", format!("method:{m}"), m.clone(), side.clone(), None),
+            Some(other) if other != side => d.push("side", "differs", format!("side:{m}"), m.clone(), side.clone(), other.clone()),
             _ => {}
         }
     }
     for (m, side) in &b.methods {
         if !a.methods.contains_key(m) {
-            d.push(
-                "method",
-                "only-upstream",
-                format!("method:{m}"),
-                m.clone(),
-                None,
-                side.clone(),
-            );
+            d.push("method", "only-upstream", format!("method:{m}"), m.clone(), None, side.clone());
         }
     }
 
     // Definitions (upstream body definitions are compared as their variants, inline ones where
     // they are used).
-    let compared =
-        |s: &Schema, name: &str| !s.inline.contains(name) && !s.bodies.contains_key(name);
+    let compared = |s: &Schema, name: &str| !s.inline.contains(name) && !s.bodies.contains_key(name);
     for (x, y) in [(&a, &b), (&b, &a)] {
         for name in x.defs.keys() {
             if compared(x, name) && !y.defs.contains_key(name) {
                 let kind = x.shapes.get(name).map(Shape::kind).map(str::to_owned);
-                let (ours, up) = if x.side == Side::Ours {
-                    (kind, None)
-                } else {
-                    (None, kind)
-                };
-                d.push(
-                    "definition",
-                    only(x.side),
-                    format!("def:{name}"),
-                    name.clone(),
-                    ours,
-                    up,
-                );
+                let (ours, up) = if x.side == Side::Ours { (kind, None) } else { (None, kind) };
+                d.push("definition", only(x.side), format!("def:{name}"), name.clone(), ours, up);
             }
         }
     }
@@ -1046,39 +843,12 @@ pub fn compare(ours: &Value, upstream: &Value, allowlist: &Allowlist) -> Result<
         }
         match (sa, sb) {
             (Shape::Object(_), Shape::Object(_)) => {}
-            (
-                Shape::Union {
-                    tag: ta,
-                    variants: va,
-                    open: oa,
-                    ..
-                },
-                Shape::Union {
-                    tag: tb,
-                    variants: vb,
-                    open: ob,
-                    ..
-                },
-            ) => {
+            (Shape::Union { tag: ta, variants: va, open: oa, .. }, Shape::Union { tag: tb, variants: vb, open: ob, .. }) => {
                 if ta != tb {
-                    d.push(
-                        "value",
-                        "differs",
-                        format!("tagname:{name}"),
-                        name.clone(),
-                        Some(ta.clone()),
-                        Some(tb.clone()),
-                    );
+                    d.push("value", "differs", format!("tagname:{name}"), name.clone(), Some(ta.clone()), Some(tb.clone()));
                 }
                 if oa != ob {
-                    d.push(
-                        "value",
-                        "differs",
-                        format!("open:{name}"),
-                        name.clone(),
-                        Some(open_text(*oa)),
-                        Some(open_text(*ob)),
-                    );
+                    d.push("value", "differs", format!("open:{name}"), name.clone(), Some(open_text(*oa)), Some(open_text(*ob)));
                 }
                 for (tag, v) in va {
                     match vb.get(tag) {
@@ -1114,67 +884,23 @@ pub fn compare(ours: &Value, upstream: &Value, allowlist: &Allowlist) -> Result<
                     }
                 }
             }
-            (
-                Shape::Enum {
-                    values: va,
-                    open: oa,
-                },
-                Shape::Enum {
-                    values: vb,
-                    open: ob,
-                },
-            ) => {
+            (Shape::Enum { values: va, open: oa }, Shape::Enum { values: vb, open: ob }) => {
                 if oa != ob {
-                    d.push(
-                        "value",
-                        "differs",
-                        format!("open:{name}"),
-                        name.clone(),
-                        Some(open_text(*oa)),
-                        Some(open_text(*ob)),
-                    );
+                    d.push("value", "differs", format!("open:{name}"), name.clone(), Some(open_text(*oa)), Some(open_text(*ob)));
                 }
                 for v in va.difference(vb) {
-                    d.push(
-                        "value",
-                        "only-ours",
-                        format!("value:{name}={v}"),
-                        format!("{name} = {v}"),
-                        None,
-                        None,
-                    );
+                    d.push("value", "only-ours", format!("value:{name}={v}"), format!("{name} = {v}"), None, None);
                 }
                 for v in vb.difference(va) {
-                    d.push(
-                        "value",
-                        "only-upstream",
-                        format!("value:{name}={v}"),
-                        format!("{name} = {v}"),
-                        None,
-                        None,
-                    );
+                    d.push("value", "only-upstream", format!("value:{name}={v}"), format!("{name} = {v}"), None, None);
                 }
             }
             (Shape::Other(x), Shape::Other(y)) => {
                 if x != y {
-                    d.push(
-                        "type",
-                        "differs",
-                        format!("type:{name}"),
-                        name.clone(),
-                        Some(x.clone()),
-                        Some(y.clone()),
-                    );
+                    d.push("type", "differs", format!("type:{name}"), name.clone(), Some(x.clone()), Some(y.clone()));
                 }
             }
-            _ => d.push(
-                "shape",
-                "differs",
-                format!("shape:{name}"),
-                name.clone(),
-                Some(sa.kind().into()),
-                Some(sb.kind().into()),
-            ),
+            _ => d.push("shape", "differs", format!("shape:{name}"), name.clone(), Some(sa.kind().into()), Some(sb.kind().into())),
         }
     }
 
@@ -1201,11 +927,7 @@ pub fn compare(ours: &Value, upstream: &Value, allowlist: &Allowlist) -> Result<
         if d.items[i].category != "definition" {
             continue;
         }
-        let (s, refs) = if d.items[i].change == "only-ours" {
-            (&a, &ra)
-        } else {
-            (&b, &rb)
-        };
+        let (s, refs) = if d.items[i].change == "only-ours" { (&a, &ra) } else { (&b, &rb) };
         let name = d.items[i].location.clone();
         // Implied when every reference to the definition goes through a reported difference
         // (a method's params/result definitions: through the method).
@@ -1220,11 +942,7 @@ pub fn compare(ours: &Value, upstream: &Value, allowlist: &Allowlist) -> Result<
         }
         for (owner, member) in refs.get(&name).into_iter().flatten() {
             // References from an upstream body definition come from its variants.
-            let owners: Vec<String> = s
-                .bodies
-                .get(owner)
-                .cloned()
-                .unwrap_or_else(|| vec![owner.clone()]);
+            let owners: Vec<String> = s.bodies.get(owner).cloned().unwrap_or_else(|| vec![owner.clone()]);
             for o in owners {
                 let union = o.split('[').next().unwrap_or(&o).to_owned();
                 let candidates = [
@@ -1259,23 +977,9 @@ pub fn compare(ours: &Value, upstream: &Value, allowlist: &Allowlist) -> Result<
             item.status = Status::Implied;
         }
     }
-    let unused = allowlist
-        .entries
-        .iter()
-        .zip(&used)
-        .filter(|(_, u)| !**u)
-        .map(|(e, _)| e.pattern.clone())
-        .collect();
-    let upstream_title = upstream
-        .get("title")
-        .and_then(Value::as_str)
-        .unwrap_or("untitled")
-        .to_owned();
-    Ok(Report {
-        upstream_title,
-        differences: d.items,
-        unused,
-    })
+    let unused = allowlist.entries.iter().zip(&used).filter(|(_, u)| !**u).map(|(e, _)| e.pattern.clone()).collect();
+    let upstream_title = upstream.get("title").and_then(Value::as_str).unwrap_or("untitled").to_owned();
+    Ok(Report { upstream_title, differences: d.items, unused })
 }
 
 fn open_text(open: bool) -> String {
@@ -1294,83 +998,37 @@ fn compare_members(d: &mut Diffs, a: &Schema, b: &Schema, owner: &str, ma: &Memb
     for (member, sa) in &ma.props {
         let at = format!("{owner}.{member}");
         let Some(sb) = mb.props.get(member) else {
-            d.push(
-                "property",
-                "only-ours",
-                format!("prop:{at}"),
-                at,
-                Some(a.desc(sa, 0)),
-                None,
-            );
+            d.push("property", "only-ours", format!("prop:{at}"), at, Some(a.desc(sa, 0)), None);
             continue;
         };
         let (ta, tb) = (a.desc(sa, 0), b.desc(sb, 0));
         if ta != tb {
-            d.push(
-                "type",
-                "differs",
-                format!("type:{at}"),
-                at.clone(),
-                Some(ta),
-                Some(tb),
-            );
+            d.push("type", "differs", format!("type:{at}"), at.clone(), Some(ta), Some(tb));
         }
         let (ra, rb) = (ma.required.contains(member), mb.required.contains(member));
         if ra != rb {
-            let text = if ra {
-                "required here, optional upstream"
-            } else {
-                "optional here, required upstream"
-            };
-            d.push(
-                "required",
-                "differs",
-                format!("required:{at}"),
-                at.clone(),
-                Some(text.into()),
-                None,
-            );
+            let text = if ra { "required here, optional upstream" } else { "optional here, required upstream" };
+            d.push("required", "differs", format!("required:{at}"), at.clone(), Some(text.into()), None);
         }
         for marker in MARKERS {
             let (xa, xb) = (a.has_marker(sa, marker), b.has_marker(sb, marker));
             if xa != xb {
                 let side = if xa { Side::Ours } else { Side::Upstream };
-                d.push(
-                    "marker",
-                    only(side),
-                    format!("marker:{at}:{marker}"),
-                    format!("{at}: {marker}"),
-                    None,
-                    None,
-                );
+                d.push("marker", only(side), format!("marker:{at}:{marker}"), format!("{at}: {marker}"), None, None);
             }
         }
     }
     for (member, sb) in &mb.props {
         if !ma.props.contains_key(member) {
             let at = format!("{owner}.{member}");
-            d.push(
-                "property",
-                "only-upstream",
-                format!("prop:{at}"),
-                at,
-                None,
-                Some(b.desc(sb, 0)),
-            );
+            d.push("property", "only-upstream", format!("prop:{at}"), at, None, Some(b.desc(sb, 0)));
         }
     }
     // Required members declared without a schema (e.g. inherited) on one side only.
     for member in ma.required.difference(&mb.required) {
         if !ma.props.contains_key(member) && mb.props.contains_key(member) {
             let at = format!("{owner}.{member}");
-            d.push(
-                "required",
-                "differs",
-                format!("required:{at}"),
-                at,
-                Some("required here, optional upstream".into()),
-                None,
-            );
+            d.push("required", "differs", format!("required:{at}"), at, Some("required here, optional upstream".into()), None);
         }
     }
 }
@@ -1387,10 +1045,7 @@ fn error_codes(d: &mut Diffs, a: &Schema, b: &Schema) {
                 .iter()
                 .filter_map(|p| {
                     let code = p.pointer("/if/properties/code/const")?.to_string();
-                    let message = p
-                        .pointer("/then/properties/message/const")
-                        .and_then(Value::as_str)
-                        .map(str::to_owned);
+                    let message = p.pointer("/then/properties/message/const").and_then(Value::as_str).map(str::to_owned);
                     Some((code, message))
                 })
                 .collect()
@@ -1402,12 +1057,7 @@ fn error_codes(d: &mut Diffs, a: &Schema, b: &Schema) {
         .and_then(branches)
         .map(|bs| {
             bs.iter()
-                .filter_map(|x| {
-                    Some((
-                        x.get("const")?.to_string(),
-                        x.get("title").and_then(Value::as_str).map(str::to_owned),
-                    ))
-                })
+                .filter_map(|x| Some((x.get("const")?.to_string(), x.get("title").and_then(Value::as_str).map(str::to_owned))))
                 .collect()
         })
         .unwrap_or_default();
@@ -1416,14 +1066,7 @@ fn error_codes(d: &mut Diffs, a: &Schema, b: &Schema) {
     }
     for (code, message) in &ours {
         match upstream.get(code) {
-            None => d.push(
-                "value",
-                "only-ours",
-                format!("code:{code}"),
-                format!("error code {code}"),
-                message.clone(),
-                None,
-            ),
+            None => d.push("value", "only-ours", format!("code:{code}"), format!("error code {code}"), message.clone(), None),
             Some(m) if message.is_some() && m.is_some() && m != message => d.push(
                 "value",
                 "differs",
@@ -1437,27 +1080,14 @@ fn error_codes(d: &mut Diffs, a: &Schema, b: &Schema) {
     }
     for (code, message) in &upstream {
         if !ours.contains_key(code) {
-            d.push(
-                "value",
-                "only-upstream",
-                format!("code:{code}"),
-                format!("error code {code}"),
-                None,
-                message.clone(),
-            );
+            d.push("value", "only-upstream", format!("code:{code}"), format!("error code {code}"), None, message.clone());
         }
     }
 }
 
 /// The class of a type difference, when it is one of the named kinds.
 fn classify(a: &Schema, b: &Schema, x: &str, y: &str) -> Option<&'static str> {
-    let strip_null = |t: &str| {
-        union_parts(t)
-            .into_iter()
-            .filter(|p| p != "null")
-            .collect::<Vec<_>>()
-            .join(" | ")
-    };
+    let strip_null = |t: &str| union_parts(t).into_iter().filter(|p| p != "null").collect::<Vec<_>>().join(" | ");
     if x != y && strip_null(x) == strip_null(y) {
         return Some("nullability");
     }
@@ -1469,10 +1099,7 @@ fn classify(a: &Schema, b: &Schema, x: &str, y: &str) -> Option<&'static str> {
                 if s.is_plain_string(&tok) {
                     semantic = true;
                     "string".to_owned()
-                } else if let Some(base) = ["string(", "integer(", "number("]
-                    .iter()
-                    .find(|p| tok.starts_with(**p))
-                {
+                } else if let Some(base) = ["string(", "integer(", "number("].iter().find(|p| tok.starts_with(**p)) {
                     base.trim_end_matches('(').to_owned()
                 } else {
                     tok
@@ -1483,24 +1110,11 @@ fn classify(a: &Schema, b: &Schema, x: &str, y: &str) -> Option<&'static str> {
     };
     let ((lx, sx), (ly, sy)) = (loosen(a, x), loosen(b, y));
     if lx == ly {
-        return Some(if sx || sy {
-            "semantic-string"
-        } else {
-            "format"
-        });
+        return Some(if sx || sy { "semantic-string" } else { "format" });
     }
     // We keep a raw object (or any value) where upstream names an object type.
     let untyped = sorted_union(
-        &tokens(y)
-            .into_iter()
-            .map(|tok| {
-                if b.is_object_def(&tok) {
-                    "object".to_owned()
-                } else {
-                    tok
-                }
-            })
-            .collect::<String>(),
+        &tokens(y).into_iter().map(|tok| if b.is_object_def(&tok) { "object".to_owned() } else { tok }).collect::<String>(),
     );
     let any_items = x.replace("array<any>", "array<object>");
     if untyped == x || untyped == any_items || (x == "any" && y != "any") {
@@ -1519,11 +1133,7 @@ fn union_parts(t: &str) -> Vec<String> {
         match bytes[i] {
             b'<' | b'(' => depth += 1,
             b'>' | b')' => depth -= 1,
-            b'|' if depth == 0
-                && i > 0
-                && bytes[i - 1] == b' '
-                && bytes.get(i + 1) == Some(&b' ') =>
-            {
+            b'|' if depth == 0 && i > 0 && bytes[i - 1] == b' ' && bytes.get(i + 1) == Some(&b' ') => {
                 parts.push(t[start..i - 1].to_owned());
                 start = i + 2;
             }
@@ -1608,17 +1218,8 @@ mod tests {
     /// but the allowlisted extension and what follows from it.
     #[test]
     fn conventions_are_not_differences() {
-        let report = compare(
-            &load("upstream-diff-ours.json"),
-            &load("upstream-diff-upstream-same.json"),
-            &allowlist(),
-        )
-        .unwrap();
-        let keys: Vec<(&str, Status)> = report
-            .differences
-            .iter()
-            .map(|d| (d.key.as_str(), d.status))
-            .collect();
+        let report = compare(&load("upstream-diff-ours.json"), &load("upstream-diff-upstream-same.json"), &allowlist()).unwrap();
+        let keys: Vec<(&str, Status)> = report.differences.iter().map(|d| (d.key.as_str(), d.status)).collect();
         assert_eq!(
             keys,
             [
@@ -1634,51 +1235,26 @@ mod tests {
     /// Each planted difference is reported as drift; without them the same run passes.
     #[test]
     fn planted_differences_are_reported() {
-        let report = compare(
-            &load("upstream-diff-ours.json"),
-            &load("upstream-diff-upstream-drift.json"),
-            &allowlist(),
-        )
-        .unwrap();
+        let report = compare(&load("upstream-diff-ours.json"), &load("upstream-diff-upstream-drift.json"), &allowlist()).unwrap();
         for (key, category, class) in [
             ("method:session/list", "method", None),
             ("prop:PromptRequest.priority", "property", None),
             ("required:PromptResponse._meta", "required", None),
-            (
-                "type:NewSessionRequest.cwd",
-                "type",
-                Some("semantic-string"),
-            ),
+            ("type:NewSessionRequest.cwd", "type", Some("semantic-string")),
             ("value:StopReason=refusal", "value", None),
             ("tag:SessionUpdate[agent_message]", "value", None),
-            (
-                "marker:SessionUpdate[user_message].content:x-deserialize-default-on-error",
-                "marker",
-                None,
-            ),
+            ("marker:SessionUpdate[user_message].content:x-deserialize-default-on-error", "marker", None),
         ] {
             let d = status_of(&report, key).unwrap_or_else(|| panic!("{key} not reported"));
-            assert_eq!(
-                (d.category, d.status, d.class),
-                (category, Status::Unintended, class),
-                "{key}"
-            );
+            assert_eq!((d.category, d.status, d.class), (category, Status::Unintended, class), "{key}");
         }
         // Definitions that only the planted method or member needs follow from them.
         assert_eq!(
             status_of(&report, "def:SessionInfo").map(|d| d.implied_by.clone()),
             Some(vec!["def:ListSessionsResponse".to_owned()])
         );
-        assert_eq!(
-            status_of(&report, "def:AbsolutePath").map(|d| d.status),
-            Some(Status::Implied)
-        );
-        assert_eq!(
-            report.count(Status::Unintended),
-            7,
-            "{:#?}",
-            report.unintended_keys()
-        );
+        assert_eq!(status_of(&report, "def:AbsolutePath").map(|d| d.status), Some(Status::Implied));
+        assert_eq!(report.count(Status::Unintended), 7, "{:#?}", report.unintended_keys());
     }
 
     /// The command fails on drift and passes without it; an allowlist entry silences its match.
@@ -1694,68 +1270,30 @@ mod tests {
                 arg(fixture(allow)),
             ]
         };
-        assert!(run(&base(
-            "upstream-diff-upstream-same.json",
-            "upstream-diff-allowlist.json"
-        ))
-        .is_ok());
-        let err = run(&base(
-            "upstream-diff-upstream-drift.json",
-            "upstream-diff-allowlist.json",
-        ))
-        .unwrap_err();
+        assert!(run(&base("upstream-diff-upstream-same.json", "upstream-diff-allowlist.json")).is_ok());
+        let err = run(&base("upstream-diff-upstream-drift.json", "upstream-diff-allowlist.json")).unwrap_err();
         assert!(err.starts_with("7 unintended difference(s)"), "{err}");
 
         let mut entries = load("upstream-diff-allowlist.json");
-        let planted = [
-            "method:session/list",
-            "prop:PromptRequest.*",
-            "required:*",
-            "value:*",
-            "tag:*",
-            "marker:*",
-        ];
+        let planted = ["method:session/list", "prop:PromptRequest.*", "required:*", "value:*", "tag:*", "marker:*"];
         let list = entries["entries"].as_array_mut().unwrap();
         for m in planted {
             list.push(json!({ "match": m, "reason": "planted in the fixture" }));
         }
         list.push(json!({ "match": "type:*", "class": "semantic-string", "reason": "a named string type" }));
         let allow = Allowlist::parse(&entries).unwrap();
-        let report = compare(
-            &load("upstream-diff-ours.json"),
-            &load("upstream-diff-upstream-drift.json"),
-            &allow,
-        )
-        .unwrap();
-        assert_eq!(
-            report.count(Status::Unintended),
-            0,
-            "{:?}",
-            report.unintended_keys()
-        );
+        let report = compare(&load("upstream-diff-ours.json"), &load("upstream-diff-upstream-drift.json"), &allow).unwrap();
+        assert_eq!(report.count(Status::Unintended), 0, "{:?}", report.unintended_keys());
         assert!(report.unused.is_empty(), "{:?}", report.unused);
     }
 
     #[test]
     fn the_json_report_carries_every_difference() {
-        let report = compare(
-            &load("upstream-diff-ours.json"),
-            &load("upstream-diff-upstream-drift.json"),
-            &allowlist(),
-        )
-        .unwrap();
+        let report = compare(&load("upstream-diff-ours.json"), &load("upstream-diff-upstream-drift.json"), &allowlist()).unwrap();
         let json = report.to_json();
         assert_eq!(json["summary"]["total"]["unintended"], 7);
-        assert_eq!(
-            json["differences"].as_array().map(Vec::len),
-            Some(report.differences.len())
-        );
-        let planted = json["differences"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|d| d["key"] == "prop:PromptRequest.priority")
-            .unwrap();
+        assert_eq!(json["differences"].as_array().map(Vec::len), Some(report.differences.len()));
+        let planted = json["differences"].as_array().unwrap().iter().find(|d| d["key"] == "prop:PromptRequest.priority").unwrap();
         assert_eq!(planted["status"], "unintended");
         assert_eq!(planted["upstream"], "integer(int32) | null");
     }
@@ -1763,24 +1301,14 @@ mod tests {
     #[test]
     fn malformed_input_is_an_error_not_a_panic() {
         let ours = load("upstream-diff-ours.json");
-        for bad in [
-            json!([]),
-            json!({}),
-            json!({ "$defs": [] }),
-            json!({ "$defs": { "X": 3 } }),
-        ] {
-            assert!(
-                compare(&ours, &bad, &Allowlist::default()).is_err(),
-                "{bad}"
-            );
+        for bad in [json!([]), json!({}), json!({ "$defs": [] }), json!({ "$defs": { "X": 3 } })] {
+            assert!(compare(&ours, &bad, &Allowlist::default()).is_err(), "{bad}");
         }
         let two_tags = json!({ "$defs": { "U": { "anyOf": [
             { "type": "object", "properties": { "a": { "const": "x" } } },
             { "type": "object", "properties": { "b": { "const": "y" } } }
         ] } } });
-        let err = compare(&ours, &two_tags, &Allowlist::default())
-            .err()
-            .unwrap_or_default();
+        let err = compare(&ours, &two_tags, &Allowlist::default()).err().unwrap_or_default();
         assert!(err.contains("disagree on the tag"), "{err}");
         for bad in [
             json!({}),
@@ -1798,16 +1326,10 @@ mod tests {
     #[test]
     fn the_canonical_schema_and_allowlist_are_well_formed() {
         let spec = load_json(&root().join("spec/acp-inject.schema.json")).unwrap();
-        let allow =
-            Allowlist::parse(&load_json(&root().join("spec/upstream-allowlist.json")).unwrap())
-                .unwrap();
+        let allow = Allowlist::parse(&load_json(&root().join("spec/upstream-allowlist.json")).unwrap()).unwrap();
         assert!(!allow.entries.is_empty());
         let report = compare(&spec, &spec, &allow).unwrap();
-        assert!(
-            report.differences.is_empty(),
-            "{:?}",
-            report.unintended_keys()
-        );
+        assert!(report.differences.is_empty(), "{:?}", report.unintended_keys());
     }
 
     #[test]

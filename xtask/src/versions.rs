@@ -28,30 +28,18 @@ pub fn sync(mode: Mode, stale: &mut Vec<PathBuf>) -> Result<(), String> {
     let path = root().join(POM);
     let pom = std::fs::read_to_string(&path).map_err(|e| format!("cannot read {POM}: {e}"))?;
     let updated = with_project_version(&pom, VERSION)?;
-    ensure_file_contents(&path, &updated, mode, stale)
+    Ok(ensure_file_contents(&path, &updated, mode, stale)?)
 }
 
 /// The pom with its project version (the first `<version>` after the project's
 /// `<artifactId>`, before any `<parent>`, `<dependencies>` or `<build>`) set to `version`.
 fn with_project_version(pom: &str, version: &str) -> Result<String, String> {
     const ANCHOR: &str = "<artifactId>acp-inject</artifactId>";
-    let after = pom
-        .find(ANCHOR)
-        .ok_or_else(|| format!("{POM}: no {ANCHOR}"))?
-        + ANCHOR.len();
-    let open = after
-        + pom[after..]
-            .find("<version>")
-            .ok_or_else(|| format!("{POM}: no project <version>"))?
-        + "<version>".len();
-    let close = open
-        + pom[open..]
-            .find("</version>")
-            .ok_or_else(|| format!("{POM}: unclosed <version>"))?;
+    let after = pom.find(ANCHOR).ok_or_else(|| format!("{POM}: no {ANCHOR}"))? + ANCHOR.len();
+    let open = after + pom[after..].find("<version>").ok_or_else(|| format!("{POM}: no project <version>"))? + "<version>".len();
+    let close = open + pom[open..].find("</version>").ok_or_else(|| format!("{POM}: unclosed <version>"))?;
     if !pom[after..open - "<version>".len()].trim().is_empty() {
-        return Err(format!(
-            "{POM}: the project <version> must follow <artifactId>acp-inject</artifactId>"
-        ));
+        return Err(format!("{POM}: the project <version> must follow <artifactId>acp-inject</artifactId>"));
     }
     Ok(format!("{}{version}{}", &pom[..open], &pom[close..]))
 }
@@ -63,11 +51,7 @@ mod tests {
     #[test]
     fn the_pom_carries_the_workspace_version() {
         let pom = std::fs::read_to_string(root().join(POM)).unwrap();
-        assert_eq!(
-            with_project_version(&pom, VERSION).unwrap(),
-            pom,
-            "run `cargo xtask codegen`"
-        );
+        assert_eq!(with_project_version(&pom, VERSION).unwrap(), pom, "run `cargo xtask codegen`");
     }
 
     #[test]
@@ -75,10 +59,6 @@ mod tests {
         let pom = "<project>\n<artifactId>acp-inject</artifactId>\n    <version>0.1.0</version>\n<dependency><version>5</version></dependency>";
         let out = with_project_version(pom, "2.3.4").unwrap();
         assert_eq!(out, pom.replace("0.1.0", "2.3.4"));
-        assert!(with_project_version(
-            "<project><artifactId>acp-inject</artifactId><name>x</name><version>1</version>",
-            "2"
-        )
-        .is_err());
+        assert!(with_project_version("<project><artifactId>acp-inject</artifactId><name>x</name><version>1</version>", "2").is_err());
     }
 }

@@ -81,8 +81,11 @@ impl Agent {
                 return Ok(v);
             }
             if v["method"] == "session/request_permission" {
-                let allow = v["params"]["options"].as_array().and_then(|o| o.first()).map(|o| o["optionId"].clone()).unwrap_or(json!("allow"));
-                self.send(json!({ "jsonrpc": "2.0", "id": v["id"], "result": { "outcome": { "outcome": "selected", "optionId": allow } } }))?;
+                let allow =
+                    v["params"]["options"].as_array().and_then(|o| o.first()).map(|o| o["optionId"].clone()).unwrap_or(json!("allow"));
+                self.send(
+                    json!({ "jsonrpc": "2.0", "id": v["id"], "result": { "outcome": { "outcome": "selected", "optionId": allow } } }),
+                )?;
             }
         }
     }
@@ -250,7 +253,10 @@ fn scripted_session(s: &Suite) -> Result<(), String> {
     a.result(8)?;
     a.send(req(9, "session/prompt", json!({ "sessionId": sid, "prompt": text("too soon") })))?;
     let refused = a.answer(9)?;
-    check(refused["error"]["data"]["reason"] == "turn_in_progress", format!("a prompt during a turn is refused turn_in_progress: {refused}"))?;
+    check(
+        refused["error"]["data"]["reason"] == "turn_in_progress",
+        format!("a prompt during a turn is refused turn_in_progress: {refused}"),
+    )?;
     a.until("the steer's delivery", |v| delivered(v, &steer))?;
     a.until("the turn end", |v| state_is(v, "idle"))?;
     a.until("the queued delivery", |v| delivered(v, &queued))?;
@@ -264,8 +270,16 @@ fn scripted_session(s: &Suite) -> Result<(), String> {
     a.send(req(12, "session/status", json!({ "sessionId": sid })))?;
     check(a.result(12)? == json!({ "status": "not_found" }), "status after close is not_found")?;
     a.drain_to_exit();
-    let order: Vec<String> = a.seen.iter().filter(|v| update_is(v, "user_message")).filter_map(|v| v["params"]["update"]["messageId"].as_str().map(str::to_owned)).collect();
-    check(order == [m1, steer, queued, replaced], format!("delivery order (prompt, steer at a break-point, then queued FIFO; revoked never): {order:?}"))?;
+    let order: Vec<String> = a
+        .seen
+        .iter()
+        .filter(|v| update_is(v, "user_message"))
+        .filter_map(|v| v["params"]["update"]["messageId"].as_str().map(str::to_owned))
+        .collect();
+    check(
+        order == [m1, steer, queued, replaced],
+        format!("delivery order (prompt, steer at a break-point, then queued FIFO; revoked never): {order:?}"),
+    )?;
     s.validate(&a)
 }
 
@@ -318,7 +332,13 @@ fn two_sessions(s: &Suite) -> Result<(), String> {
     a.drain_to_exit();
     for v in a.seen.iter().filter(|v| update_is(v, "user_message")) {
         let (sid, mid) = (&v["params"]["sessionId"], &v["params"]["update"]["messageId"]);
-        let right = if *mid == json!(m1) { json!(s1) } else if *mid == json!(m2) || *mid == json!(q2) { json!(s2) } else { sid.clone() };
+        let right = if *mid == json!(m1) {
+            json!(s1)
+        } else if *mid == json!(m2) || *mid == json!(q2) {
+            json!(s2)
+        } else {
+            sid.clone()
+        };
         check(*sid == right, format!("a user_message in the wrong session: {v}"))?;
     }
     s.validate(&a)

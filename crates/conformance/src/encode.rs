@@ -11,8 +11,12 @@ fn ids(inputs: &[UserInput]) -> Vec<&str> {
 /// A runtime action as vectors write it.
 pub fn action(action: &RuntimeAction) -> Value {
     match action {
-        RuntimeAction::SessionOpened(s) => json!({ "action": "session_opened", "cwd": s.cwd, "additionalDirectories": s.additional_directories, "mcpServers": s.mcp_servers }),
-        RuntimeAction::SessionResumed(s) => json!({ "action": "session_resumed", "cwd": s.cwd, "additionalDirectories": s.additional_directories, "mcpServers": s.mcp_servers }),
+        RuntimeAction::SessionOpened(s) => {
+            json!({ "action": "session_opened", "cwd": s.cwd, "additionalDirectories": s.additional_directories, "mcpServers": s.mcp_servers })
+        }
+        RuntimeAction::SessionResumed(s) => {
+            json!({ "action": "session_resumed", "cwd": s.cwd, "additionalDirectories": s.additional_directories, "mcpServers": s.mcp_servers })
+        }
         RuntimeAction::StartTurn(m) => json!({ "action": "start_turn", "messageIds": ids(m) }),
         RuntimeAction::Deliver(m) => json!({
             "action": "deliver",

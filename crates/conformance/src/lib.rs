@@ -25,5 +25,7 @@ mod replay;
 mod runner;
 
 pub use captures::Captures;
-pub use replay::{agent_setup, client_setup, AgentSetup, ClientCall, ClientSetup, Instruction, Mismatch, SetupConnection, Side, VectorRun};
+pub use replay::{
+    agent_setup, client_setup, AgentSetup, ClientCall, ClientSetup, Instruction, Mismatch, SetupConnection, Side, VectorRun,
+};
 pub use runner::{rule_ids, run_dirs, run_file, run_text, vector_files, Report, VectorResult};

@@ -19,11 +19,8 @@ struct Args {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    let paths = if args.paths.is_empty() {
-        vec![PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../spec/vectors")]
-    } else {
-        args.paths
-    };
+    let paths =
+        if args.paths.is_empty() { vec![PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../spec/vectors")] } else { args.paths };
     if let Some(missing) = paths.iter().find(|p| !p.exists()) {
         eprintln!("error: {} does not exist", missing.display());
         return ExitCode::from(2);

@@ -10,8 +10,8 @@
 use std::collections::BTreeMap;
 
 use acp_inject_core::agent::{
-    AgentConfig, BreakPoint, ClearStyle, ConnId, ConnectionRole, HistoryEntry, Output, Policy, QueueDrain, RevokeReplace, RuntimeEvent,
-    SetupSupport,
+    AgentConfig, BreakPoint, ClearStyle, ConnId, ConnectionRole, HistoryEntry, Output, Policy, QueueDrain, RevokeReplace,
+    RuntimeEvent, SetupSupport,
 };
 use acp_inject_core::client::{Answer, CallRejected, Event, ItemStatus, MirrorSnapshot, ProtocolError};
 use acp_inject_core::wire::{ContentBlock, InjectCapabilities, InjectMode, StopReason};
@@ -245,7 +245,7 @@ impl VectorRun {
 
     /// The next instruction, or `None` when the vector is done (the driver then drains its
     /// outputs once more and reports them with [`VectorRun::check_outputs`]: nothing may be left).
-    pub fn next(&mut self) -> Result<Option<Instruction>, Mismatch> {
+    pub fn next_instruction(&mut self) -> Result<Option<Instruction>, Mismatch> {
         loop {
             let Some(step) = self.steps.get(self.next).cloned() else {
                 self.current = None;
@@ -375,7 +375,9 @@ impl VectorRun {
                     let session = a.pointer("/params/sessionId").and_then(Value::as_str).unwrap_or_default();
                     let all = attached.get(session).cloned().unwrap_or_default();
                     if to != &all {
-                        return Err(format!("message {i}: a notification goes to every connection attached to {session:?} ({all:?}), sent to {to:?}"));
+                        return Err(format!(
+                            "message {i}: a notification goes to every connection attached to {session:?} ({all:?}), sent to {to:?}"
+                        ));
                     }
                 }
             }
@@ -554,7 +556,8 @@ fn runtime_event(rt: &Value) -> Result<RuntimeEvent, String> {
         "resumed" => RuntimeEvent::Resumed,
         "turn_started" => RuntimeEvent::TurnStarted,
         "turn_ended" => RuntimeEvent::TurnEnded {
-            stop_reason: serde_json::from_value::<StopReason>(member("stopReason", Value::from("end_turn"))).map_err(|e| format!("stopReason: {e}"))?,
+            stop_reason: serde_json::from_value::<StopReason>(member("stopReason", Value::from("end_turn")))
+                .map_err(|e| format!("stopReason: {e}"))?,
             usage: rt.get("usage").map(|u| serde_json::from_value(u.clone())).transpose().map_err(|e| format!("usage: {e}"))?,
         },
         "close" => RuntimeEvent::Close,

@@ -129,7 +129,7 @@ fn drive_agent(mut run: VectorRun, text: &str) -> Result<(), Mismatch> {
         agent.attach_to_session(&c.id, &setup.session);
     }
     drain(&mut agent)?;
-    while let Some(instruction) = run.next()? {
+    while let Some(instruction) = run.next_instruction()? {
         match instruction {
             Instruction::ClientLine { connection, line } => agent.handle_line(&connection, &line),
             Instruction::Runtime { session, event } => {
@@ -157,7 +157,7 @@ fn drive_client(mut run: VectorRun, text: &str) -> Result<(), Mismatch> {
     let mut conn = ClientConnection::default();
     conn.assume_capabilities(setup.capabilities);
     conn.open_session(&setup.session, None);
-    while let Some(instruction) = run.next()? {
+    while let Some(instruction) = run.next_instruction()? {
         match instruction {
             Instruction::Call(call) => {
                 let result = call_client(&mut conn, call);

@@ -5,6 +5,10 @@
 //! endpoint, as a host would drive it, so each figure includes one line parse and the encoding
 //! of the outputs; compare the rows with each other, not with other machines.
 
+// The counting allocator below is the one use of `unsafe` in the crate: a `GlobalAlloc` cannot
+// be written without it, and it only forwards to the system allocator.
+#![allow(unsafe_code)]
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicIsize, Ordering};
 
@@ -40,11 +44,18 @@ fn running_agent() -> Agent {
         "modes": ["queue", "steer"], "pending": { "replace": true }, "steerInStream": ["finish"]
     }))
     .expect("capabilities");
-    let mut a = Agent::new(AgentConfig { inject: Some(inject), policy: Default::default(), info: Default::default() });
-    a.create_session("s1");
+    let config = AgentConfig { inject: Some(inject), policy: Default::default(), info: Default::default(), setup: Default::default() };
+    let mut a = Agent::new(config).expect("a valid configuration");
+    a.create_session("s1", "/work");
+    a.attach_to_session("c1", "s1");
     a.handle_line("c1", &prompt_line(0));
-    a.drain();
+    drain(&mut a);
     a
+}
+
+/// The outputs so far (the memory store cannot fail to commit).
+fn drain(a: &mut Agent) -> Vec<Output> {
+    a.drain().expect("the memory store commits")
 }
 
 fn prompt_line(id: u64) -> String {
@@ -63,7 +74,7 @@ fn inject_line(id: u64, mode: &str) -> String {
 fn inject(a: &mut Agent, id: u64, mode: &str) -> String {
     a.handle_line("c1", &inject_line(id, mode));
     let mut minted = String::new();
-    for o in a.drain() {
+    for o in drain(a) {
         if let Output::Line { line, .. } = o {
             let v: serde_json::Value = serde_json::from_str(&line).expect("json");
             if let Some(m) = v["result"]["messageId"].as_str() {
@@ -90,7 +101,7 @@ fn cycles(c: &mut Criterion) {
             id += 1;
             a.handle_line("c1", &inject_line(id, "steer"));
             a.runtime_event("s1", RuntimeEvent::BreakPoint(BreakPoint::ToolResult)).expect("turn in progress");
-            a.drain().len()
+            drain(&mut a).len()
         });
     });
     g.finish();
@@ -113,7 +124,7 @@ fn revoke_replace(c: &mut Criterion) {
                              "params": { "sessionId": "s1", "messageId": m } })
                     .to_string(),
                 );
-                a.drain().len()
+                drain(&mut a).len()
             });
         });
         // replace of ids spread over the whole queue.
@@ -129,7 +140,7 @@ fn revoke_replace(c: &mut Criterion) {
                                          "content": [{ "type": "text", "text": "edited" }] } })
                     .to_string(),
                 );
-                a.drain().len()
+                drain(&mut a).len()
             });
         });
     }

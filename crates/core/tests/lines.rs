@@ -70,7 +70,10 @@ fn malformed_lines_get_the_documented_errors() {
         assert_eq!(error(&out[0]), (*code, *message, id), "{}", String::from_utf8_lossy(line));
     }
     // Invalid params name the offending member for a person.
-    let out = answer(&mut a, br#"{"jsonrpc":"2.0","id":12,"method":"session/prompt","params":{"sessionId":"s1","prompt":[{"type":"text"}]}}"#);
+    let out = answer(
+        &mut a,
+        br#"{"jsonrpc":"2.0","id":12,"method":"session/prompt","params":{"sessionId":"s1","prompt":[{"type":"text"}]}}"#,
+    );
     assert!(out[0]["error"]["data"]["detail"].as_str().unwrap().contains("text"), "{out:?}");
     let out = answer(&mut a, br#"{"jsonrpc":"2.0","id":13,"method":"session/prompt","params":{"sessionId":"s1","prompt":[]}}"#);
     assert!(out[0]["error"]["data"]["detail"].as_str().unwrap().contains("prompt"), "empty content names the member: {out:?}");
@@ -109,9 +112,15 @@ fn batches_answer_each_request_and_report_bad_elements() {
 fn the_client_connection_ignores_garbage_without_changing_state() {
     let mut c = client(1 << 20);
     let before = c.mirror("s1").unwrap().snapshot();
-    for line in ["{oops", "\u{0}", "[]", "17", r#"{"jsonrpc":"2.0","id":5,"result":{}}"#,
-                 r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"user_message"}}}"#,
-                 r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s2","update":{"sessionUpdate":"state_update","state":"running"}}}"#] {
+    for line in [
+        "{oops",
+        "\u{0}",
+        "[]",
+        "17",
+        r#"{"jsonrpc":"2.0","id":5,"result":{}}"#,
+        r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"user_message"}}}"#,
+        r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s2","update":{"sessionUpdate":"state_update","state":"running"}}}"#,
+    ] {
         c.receive_line(line);
         let events = c.take_events();
         assert!(events.iter().all(|e| matches!(e, Event::Ignored { .. })), "{line}: {events:?}");

@@ -74,7 +74,11 @@ struct Model {
 }
 
 fn conn_name(c: u8) -> &'static str {
-    if c == 0 { "c1" } else { "c2" }
+    if c == 0 {
+        "c1"
+    } else {
+        "c2"
+    }
 }
 
 fn apply(a: &mut Agent, m: &mut Model, op: &Op, counter: &mut usize) -> Vec<String> {
@@ -136,7 +140,10 @@ fn observe(a: &mut Agent, m: &mut Model, op: &Op, text: &str) -> Vec<String> {
                 let v: Value = serde_json::from_str(line).unwrap();
                 if let Some(mid) = v["result"]["messageId"].as_str() {
                     let steer = matches!(op, Op::Inject { steer: true, .. });
-                    let conn = match op { Op::Inject { conn, .. } => *conn, _ => 0 };
+                    let conn = match op {
+                        Op::Inject { conn, .. } => *conn,
+                        _ => 0,
+                    };
                     if !m.accepted.contains_key(mid) {
                         m.accepted.insert(mid.to_owned(), (steer, conn, m.accepted_order.len(), text.to_owned()));
                         m.accepted_order.push(mid.to_owned());

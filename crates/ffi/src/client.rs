@@ -57,7 +57,12 @@ impl ClientCore {
     }
 
     /// `session/new`.
-    pub fn new_session(&self, cwd: String, additional_directories: Vec<String>, mcp_servers: Vec<McpServer>) -> Result<RequestId, AcpError> {
+    pub fn new_session(
+        &self,
+        cwd: String,
+        additional_directories: Vec<String>,
+        mcp_servers: Vec<McpServer>,
+    ) -> Result<RequestId, AcpError> {
         guard(|| Ok(lock(&self.inner).new_session(&cwd, additional_directories, mcp_servers)))
     }
 

@@ -57,7 +57,7 @@ impl VectorRun {
     /// The next instruction, or `None` when done (then drain once more and report with
     /// `check_outputs`).
     pub fn next(&self) -> Result<Option<Instruction>, AcpError> {
-        guard(|| Ok(lock(&self.run).next()?))
+        guard(|| Ok(lock(&self.run).next_instruction()?))
     }
 
     /// Reports a runtime event's result: `None` if accepted, else the host error.

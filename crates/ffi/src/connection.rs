@@ -99,7 +99,12 @@ impl Connection {
     }
 
     /// `session/new`.
-    pub async fn new_session(&self, cwd: String, additional_directories: Vec<String>, mcp_servers: Vec<McpServer>) -> Result<Arc<Session>, AcpError> {
+    pub async fn new_session(
+        &self,
+        cwd: String,
+        additional_directories: Vec<String>,
+        mcp_servers: Vec<McpServer>,
+    ) -> Result<Arc<Session>, AcpError> {
         let c = self.inner.clone();
         on_runtime(async move {
             let inner = c.new_session(&cwd, additional_directories, mcp_servers).await?;

@@ -20,6 +20,8 @@ mod error;
 mod json;
 mod server;
 mod types;
+// Written by `cargo xtask codegen`, not by rustfmt.
+#[rustfmt::skip]
 mod wire;
 
 use std::future::Future;

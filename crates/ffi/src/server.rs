@@ -154,7 +154,12 @@ impl TurnContext {
 
     /// Asks the user for permission; `requires_action` until answered (a cancel answers
     /// `cancelled`).
-    pub async fn request_permission(&self, title: String, description: Option<String>, options: Vec<PermissionOption>) -> Result<RequestPermissionOutcome, AcpError> {
+    pub async fn request_permission(
+        &self,
+        title: String,
+        description: Option<String>,
+        options: Vec<PermissionOption>,
+    ) -> Result<RequestPermissionOutcome, AcpError> {
         let t = self.inner.clone();
         on_runtime(async move { Ok(t.request_permission(&title, description.as_deref(), options, None).await?) }).await
     }

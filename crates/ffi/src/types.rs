@@ -8,8 +8,8 @@ use acp_inject_core::agent::{
     RevokeReplace, RuntimeAction, RuntimeEvent, SessionSetup, SetupSupport, Stream, Turn, UserInput,
 };
 use acp_inject_core::client::{
-    Affordances, Answer, CallRejected, Event, ItemMode, ItemStatus, MessageRole, MirrorSnapshot, PendingItem, ProtocolError, RequestKind,
-    SessionEvent, TranscriptEntry, TurnState, Violation,
+    Affordances, Answer, CallRejected, Event, ItemMode, ItemStatus, MessageRole, MirrorSnapshot, PendingItem, ProtocolError,
+    RequestKind, SessionEvent, TranscriptEntry, TurnState, Violation,
 };
 use acp_inject_core::wire::{
     ContentBlock, ErrorReason, InitializeResponse, InjectCapabilities, McpServer, MessageId, PendingInject, RequestId,

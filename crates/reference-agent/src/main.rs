@@ -77,7 +77,10 @@ fn summary(inputs: &[UserInput]) -> Vec<String> {
                 .iter()
                 .map(|b| match b {
                     ContentBlock::Text(t) => t.text.clone(),
-                    other => format!("[{}]", serde_json::to_value(other).ok().and_then(|v| v["type"].as_str().map(str::to_owned)).unwrap_or_default()),
+                    other => format!(
+                        "[{}]",
+                        serde_json::to_value(other).ok().and_then(|v| v["type"].as_str().map(str::to_owned)).unwrap_or_default()
+                    ),
                 })
                 .collect();
             format!("\"{}\"", parts.join(" "))
@@ -150,8 +153,18 @@ impl Scripted {
             let _ = turn.send(pending.into());
             if self.opts.permission_on_tool == Some(tool) {
                 let options = vec![
-                    PermissionOption { option_id: PermissionOptionId("allow".into()), name: "Allow".into(), kind: PermissionOptionKind::AllowOnce, meta: None },
-                    PermissionOption { option_id: PermissionOptionId("reject".into()), name: "Reject".into(), kind: PermissionOptionKind::RejectOnce, meta: None },
+                    PermissionOption {
+                        option_id: PermissionOptionId("allow".into()),
+                        name: "Allow".into(),
+                        kind: PermissionOptionKind::AllowOnce,
+                        meta: None,
+                    },
+                    PermissionOption {
+                        option_id: PermissionOptionId("reject".into()),
+                        name: "Reject".into(),
+                        kind: PermissionOptionKind::RejectOnce,
+                        meta: None,
+                    },
                 ];
                 let outcome = turn.request_permission(&format!("Allow step {}?", tool + 1), None, options, None).await;
                 let allowed = matches!(&outcome, Ok(RequestPermissionOutcome::Selected(s)) if s.option_id.0 == "allow");
@@ -166,7 +179,10 @@ impl Scripted {
             let _ = turn.send(tool_call(&id, ToolCallStatus::InProgress).into());
             self.step(turn).await?;
             let mut done = tool_call(&id, ToolCallStatus::Completed);
-            done.content = Some(vec![ToolCallContent::Content(Box::new(ToolCallContentBlock { content: text(format!("step {} done", tool + 1)), meta: None }))]);
+            done.content = Some(vec![ToolCallContent::Content(Box::new(ToolCallContentBlock {
+                content: text(format!("step {} done", tool + 1)),
+                meta: None,
+            }))]);
             let _ = turn.send(done.into());
             noted(&mut heard, turn.break_point(BreakPoint::ToolResult).unwrap_or_default());
         }
@@ -174,7 +190,15 @@ impl Scripted {
         self.step(turn).await?;
         send(format!("Done ({} message(s) handled this turn).", heard.len()));
         let n = heard.len() as u64;
-        let usage = Usage { total_tokens: 100 * n + 50, input_tokens: 100 * n, output_tokens: 50, thought_tokens: None, cached_read_tokens: None, cached_write_tokens: None, meta: None };
+        let usage = Usage {
+            total_tokens: 100 * n + 50,
+            input_tokens: 100 * n,
+            output_tokens: 50,
+            thought_tokens: None,
+            cached_read_tokens: None,
+            cached_write_tokens: None,
+            meta: None,
+        };
         Ok(TurnEnd { stop_reason: StopReason::EndTurn, usage: Some(usage) })
     }
 }

@@ -31,11 +31,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use acp_inject_core::agent::{
-    Agent, AgentConfig, Change, Counters, Fate, LiveSession, LiveState, OpenError, Pending, PendingQueue, SessionPage,
-    SessionRecord, Store, StoreError, Turn, DEFAULT_REMEMBER_IDS, LIVE_STATE_VERSION,
-};
 use acp_inject_core::agent::HistoryEntry;
+use acp_inject_core::agent::{
+    Agent, AgentConfig, Change, Counters, Fate, LiveSession, LiveState, OpenError, Pending, PendingQueue, SessionPage, SessionRecord,
+    Store, StoreError, Turn, DEFAULT_REMEMBER_IDS, LIVE_STATE_VERSION,
+};
 use acp_inject_core::wire::{ContentBlock, InjectMode, MessageId, SessionUpdate};
 use rusqlite::types::Value;
 use rusqlite::{params, params_from_iter, Connection, ErrorCode, Row};
@@ -248,14 +248,7 @@ impl SqliteStore {
             return Err(e);
         }
         conn.execute_batch("COMMIT").map_err(db_error)?;
-        Ok(SqliteStore {
-            conn,
-            batch_open: false,
-            failed: None,
-            counters: None,
-            remember_ids: DEFAULT_REMEMBER_IDS,
-            stats,
-        })
+        Ok(SqliteStore { conn, batch_open: false, failed: None, counters: None, remember_ids: DEFAULT_REMEMBER_IDS, stats })
     }
 
     /// Opens the batch's transaction at its first change.
@@ -590,10 +583,9 @@ mod tests {
         let id = MessageId("msg_1".into());
         let json = to_json("", &EntryRef::User { message_id: &id, content: &content }).unwrap();
         assert_eq!(serde_json::from_str::<HistoryEntry>(&json).unwrap(), HistoryEntry::User { message_id: id, content });
-        let update: SessionUpdate = serde_json::from_str(
-            r#"{"sessionUpdate":"agent_message_chunk","messageId":"a1","content":{"type":"text","text":"x"}}"#,
-        )
-        .unwrap();
+        let update: SessionUpdate =
+            serde_json::from_str(r#"{"sessionUpdate":"agent_message_chunk","messageId":"a1","content":{"type":"text","text":"x"}}"#)
+                .unwrap();
         let json = to_json("", &EntryRef::Update { update: &update }).unwrap();
         assert_eq!(serde_json::from_str::<HistoryEntry>(&json).unwrap(), HistoryEntry::Update { update });
     }

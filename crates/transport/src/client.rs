@@ -180,7 +180,10 @@ impl Shared {
     }
 
     /// Makes a call on the connection and waits for its answer.
-    async fn call(&self, make: impl FnOnce(&mut ClientConnection) -> Result<RequestId, CallRejected>) -> Result<Answer, TransportError> {
+    async fn call(
+        &self,
+        make: impl FnOnce(&mut ClientConnection) -> Result<RequestId, CallRejected>,
+    ) -> Result<Answer, TransportError> {
         let rx = {
             let mut state = lock(&self.state);
             if let Some(e) = &state.closed {
@@ -215,7 +218,8 @@ impl Connection {
     /// agent's stderr is kept (and forwarded, by default), its exit is reported as
     /// [`TransportError::Closed`], and `initialize` is exchanged before this returns.
     pub async fn spawn(command: &[String], options: ConnectOptions) -> Result<Connection, TransportError> {
-        let (program, args) = command.split_first().ok_or_else(|| TransportError::Spawn { command: vec![], reason: "empty command".into() })?;
+        let (program, args) =
+            command.split_first().ok_or_else(|| TransportError::Spawn { command: vec![], reason: "empty command".into() })?;
         let mut child = Command::new(program)
             .args(args)
             .stdin(Stdio::piped())
@@ -343,7 +347,9 @@ impl Connection {
             let call = shared.call(|c| Ok(c.initialize(options.client.clone(), options.pending_updates)));
             match tokio::time::timeout(options.handshake_timeout, call).await {
                 Ok(answer) => answer?,
-                Err(_) => return Err(TransportError::Handshake(format!("no answer to initialize within {:?}", options.handshake_timeout))),
+                Err(_) => {
+                    return Err(TransportError::Handshake(format!("no answer to initialize within {:?}", options.handshake_timeout)))
+                }
             }
         };
         let Answer::Initialized(agent) = answer else {
@@ -383,7 +389,12 @@ impl Connection {
     }
 
     /// `session/new`.
-    pub async fn new_session(&self, cwd: &str, additional_directories: Vec<String>, mcp_servers: Vec<McpServer>) -> Result<Session, TransportError> {
+    pub async fn new_session(
+        &self,
+        cwd: &str,
+        additional_directories: Vec<String>,
+        mcp_servers: Vec<McpServer>,
+    ) -> Result<Session, TransportError> {
         let cwd = cwd.to_owned();
         match self.shared.call(move |c| Ok(c.new_session(&cwd, additional_directories, mcp_servers))).await? {
             Answer::SessionCreated { session_id } => Ok(self.session(session_id)),
@@ -392,7 +403,11 @@ impl Connection {
     }
 
     /// `session/list`: one page, and the cursor of the next.
-    pub async fn list_sessions(&self, cwd: Option<&str>, cursor: Option<&str>) -> Result<(Vec<SessionInfo>, Option<String>), TransportError> {
+    pub async fn list_sessions(
+        &self,
+        cwd: Option<&str>,
+        cursor: Option<&str>,
+    ) -> Result<(Vec<SessionInfo>, Option<String>), TransportError> {
         let (cwd, cursor) = (cwd.map(str::to_owned), cursor.map(str::to_owned));
         match self.shared.call(move |c| Ok(c.list_sessions(cwd.as_deref(), cursor.as_deref()))).await? {
             Answer::Sessions { sessions, next_cursor } => Ok((sessions, next_cursor)),

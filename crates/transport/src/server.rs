@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use acp_inject_core::agent::{
-    Agent, AgentConfig, BreakPoint, HostError, OpenError, Output, PendingInject, ConnectionRole, RuntimeAction, RuntimeEvent,
+    Agent, AgentConfig, BreakPoint, ConnectionRole, HostError, OpenError, Output, PendingInject, RuntimeAction, RuntimeEvent,
     SessionRecord, SessionSetup, Store, StoreError, UserInput,
 };
 use acp_inject_core::wire::framing::{Framed, LineFramer};
@@ -60,7 +60,7 @@ pub trait AgentRuntime: Send + Sync + 'static {
     async fn session_resumed(&self, _session: &str, _setup: SessionSetup) {}
 
     /// Runs one turn whose opening input is `input` (empty when the runtime started the turn
-    /// itself with [`Server::start_turn`]). Returns how it ended.
+    /// itself with [`AgentServer::start_turn`]). Returns how it ended.
     async fn run_turn(&self, turn: TurnContext, input: Vec<UserInput>) -> TurnEnd;
 
     /// The session was closed: stop any work for it. `dropped` are the injects that were

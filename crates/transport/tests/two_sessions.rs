@@ -8,7 +8,9 @@ use std::time::Duration;
 use acp_inject_core::agent::{AgentConfig, BreakPoint, UserInput};
 use acp_inject_core::client::{ItemStatus, MessageRole, SessionEvent, TurnState};
 use acp_inject_core::wire::{ContentBlock, ErrorReason, InjectMode, SessionUpdate, StateUpdate, StopReason, TextContent};
-use acp_inject_transport::{serve, AgentRuntime, ConnectOptions, Connection, ServeOptions, Session, SessionActivity, TransportError, TurnContext, TurnEnd};
+use acp_inject_transport::{
+    serve, AgentRuntime, ConnectOptions, Connection, ServeOptions, Session, SessionActivity, TransportError, TurnContext, TurnEnd,
+};
 use tokio::sync::Notify;
 
 fn text(t: &str) -> Vec<ContentBlock> {
@@ -96,8 +98,8 @@ async fn until(session: &Session, done: impl Fn(&acp_inject_core::client::Mirror
 async fn two_sessions_on_one_connection_are_never_misrouted() {
     let runtime = Arc::new(Gated::default());
     let conn = pair(Arc::clone(&runtime)).await;
-    let s1 = conn.new_session("/work/a", vec![], vec![]).await.unwrap();
-    let s2 = conn.new_session("/work/b", vec![], vec![]).await.unwrap();
+    let s1 = conn.new_session("/home/dev/a", vec![], vec![]).await.unwrap();
+    let s2 = conn.new_session("/home/dev/b", vec![], vec![]).await.unwrap();
     assert_ne!(s1.id(), s2.id());
 
     // The repro: a prompt on s1, a steer on idle s2. s2's refusal must reach s2's caller, and
@@ -112,9 +114,11 @@ async fn two_sessions_on_one_connection_are_never_misrouted() {
 
     // Both sessions running; requests interleave on the one connection.
     s2.prompt(text("write docs")).await.unwrap();
-    let (steer, queued) = tokio::join!(s1.inject(InjectMode::Steer, text("use auth_v2")), s2.inject(InjectMode::Queue, text("then lint")));
+    let (steer, queued) =
+        tokio::join!(s1.inject(InjectMode::Steer, text("use auth_v2")), s2.inject(InjectMode::Queue, text("then lint")));
     let (steer, queued) = (steer.unwrap(), queued.unwrap());
-    let (replaced, extra) = tokio::join!(s2.replace(&queued, text("then lint twice")), s1.inject(InjectMode::Queue, text("revoke me")));
+    let (replaced, extra) =
+        tokio::join!(s2.replace(&queued, text("then lint twice")), s1.inject(InjectMode::Queue, text("revoke me")));
     replaced.unwrap();
     let extra = extra.unwrap();
     s1.revoke(&extra).await.unwrap();
@@ -153,7 +157,7 @@ async fn two_sessions_on_one_connection_are_never_misrouted() {
 async fn cancel_close_list_and_resume() {
     let runtime = Arc::new(Gated::default());
     let conn = pair(Arc::clone(&runtime)).await;
-    let s1 = conn.new_session("/work/a", vec![], vec![]).await.unwrap();
+    let s1 = conn.new_session("/home/dev/a", vec![], vec![]).await.unwrap();
     s1.prompt(text("long job")).await.unwrap();
     let q = s1.inject(InjectMode::Queue, text("after")).await.unwrap();
     s1.cancel().unwrap();
@@ -176,7 +180,7 @@ async fn cancel_close_list_and_resume() {
     assert_eq!(listed[0].session_id.0, s1.id());
 
     // Resume with replay: the user messages come back with their ids.
-    let resumed = conn.resume(s1.id(), "/work/a", true).await.unwrap();
+    let resumed = conn.resume(s1.id(), "/home/dev/a", true).await.unwrap();
     let snap = resumed.snapshot().unwrap();
     assert!(!snap.closed);
     let users: Vec<String> = snap.transcript.iter().filter(|e| e.role == MessageRole::User).map(|e| text_of(&e.content)).collect();

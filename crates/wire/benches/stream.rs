@@ -24,8 +24,29 @@ impl Rng {
 }
 
 const WORDS: &[&str] = &[
-    "the", "parser", "now", "streams", "tokens", "instead", "of", "buffering", "whole", "files", "lexer", "tests",
-    "pass", "check", "crates/core", "refactor", "function", "error", "handling", "à", "naïve", "→", "\"quoted\"",
+    "the",
+    "parser",
+    "now",
+    "streams",
+    "tokens",
+    "instead",
+    "of",
+    "buffering",
+    "whole",
+    "files",
+    "lexer",
+    "tests",
+    "pass",
+    "check",
+    "crates/core",
+    "refactor",
+    "function",
+    "error",
+    "handling",
+    "à",
+    "naïve",
+    "→",
+    "\"quoted\"",
 ];
 
 fn text(rng: &mut Rng, words: u64) -> String {
@@ -71,11 +92,9 @@ fn update(rng: &mut Rng, i: usize) -> String {
             ("content", obj(&[("type", s("content")), ("content", text_block(rng, 16))])),
         ]),
         68..=71 => obj(&[tag("user_message"), ("messageId", msg), ("content", format!("[{}]", text_block(rng, 10)))]),
-        72..=75 => obj(&[
-            tag("agent_message"),
-            ("messageId", msg),
-            ("content", format!("[{},{}]", text_block(rng, 24), text_block(rng, 8))),
-        ]),
+        72..=75 => {
+            obj(&[tag("agent_message"), ("messageId", msg), ("content", format!("[{},{}]", text_block(rng, 24), text_block(rng, 8)))])
+        }
         76..=79 => obj(&[tag("state_update"), ("state", s("running"))]),
         80..=82 => obj(&[
             tag("state_update"),
@@ -111,8 +130,5 @@ fn update(rng: &mut Rng, i: usize) -> String {
 /// The recorded stream: one `session/update` notification per line.
 pub fn stream(lines: usize) -> Vec<String> {
     let mut rng = Rng(0x5eed_ac91);
-    (0..lines)
-        .map(|i| obj(&[("jsonrpc", s("2.0")), ("method", s("session/update")), ("params", update(&mut rng, i))]))
-        .collect()
+    (0..lines).map(|i| obj(&[("jsonrpc", s("2.0")), ("method", s("session/update")), ("params", update(&mut rng, i))])).collect()
 }
-

@@ -78,18 +78,13 @@ impl ErrorObject {
     pub fn reason(reason: ErrorReason, message_id: Option<&MessageId>) -> Self {
         let code = code_for(&reason);
         let data = ErrorData { reason: Some(reason), message_id: message_id.cloned(), detail: None };
-        ErrorObject {
-            code,
-            message: message_for(code).to_owned(),
-            data: Some(serde_json::to_value(data).unwrap_or(Value::Null)),
-        }
+        ErrorObject { code, message: message_for(code).to_owned(), data: Some(serde_json::to_value(data).unwrap_or(Value::Null)) }
     }
 
     /// The typed `data`, when it is an `ErrorData`.
     pub fn error_data(&self) -> Option<ErrorData> {
         self.data.as_ref().and_then(|d| serde_json::from_value(d.clone()).ok())
     }
-
 }
 
 impl std::fmt::Display for ErrorObject {

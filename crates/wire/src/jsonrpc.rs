@@ -63,9 +63,7 @@ impl FrameError {
     pub fn to_error(&self) -> (RequestId, ErrorObject) {
         match self {
             FrameError::Parse { detail } => (RequestId::Null, ErrorObject::parse_error(detail)),
-            FrameError::Invalid { id, detail } => {
-                (id.clone().unwrap_or(RequestId::Null), ErrorObject::invalid_request(detail))
-            }
+            FrameError::Invalid { id, detail } => (id.clone().unwrap_or(RequestId::Null), ErrorObject::invalid_request(detail)),
         }
     }
 }
@@ -98,8 +96,7 @@ fn present<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<&
 pub fn parse_line(line: &str) -> Result<Frame<'_>, FrameError> {
     let trimmed = line.trim_start();
     if trimmed.starts_with('[') {
-        let items: Vec<&RawValue> =
-            serde_json::from_str(line).map_err(|e| FrameError::Parse { detail: e.to_string() })?;
+        let items: Vec<&RawValue> = serde_json::from_str(line).map_err(|e| FrameError::Parse { detail: e.to_string() })?;
         if items.is_empty() {
             return Err(FrameError::Invalid { id: None, detail: "empty batch".into() });
         }
@@ -148,15 +145,13 @@ fn classify(text: &str, in_batch: bool) -> Result<Incoming<'_>, FrameError> {
             Some(id) => Incoming::Request { id, method, params: raw.params },
             None => Incoming::Notification { method, params: raw.params },
         }),
-        (None, Some(result), None) => {
-            match id {
-                Some(id) => Ok(Incoming::Response { id, outcome: Ok(result) }),
-                None => Err(invalid("a response needs an `id`")),
-            }
-        }
+        (None, Some(result), None) => match id {
+            Some(id) => Ok(Incoming::Response { id, outcome: Ok(result) }),
+            None => Err(invalid("a response needs an `id`")),
+        },
         (None, None, Some(error)) => {
-            let error: ErrorObject = decode(error.get())
-                .map_err(|e| invalid(&format!("`error` is not a JSON-RPC error object: {e}")))?;
+            let error: ErrorObject =
+                decode(error.get()).map_err(|e| invalid(&format!("`error` is not a JSON-RPC error object: {e}")))?;
             match id {
                 Some(id) => Ok(Incoming::Response { id, outcome: Err(error) }),
                 None => Err(invalid("a response needs an `id`")),

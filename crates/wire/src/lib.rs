@@ -10,6 +10,8 @@
 //! Feature `schemars`: every wire type implements `schemars::JsonSchema` (schemars 0.8), so a
 //! schema can be emitted from the Rust side (the reverse drift test does).
 
+// Written by `cargo xtask codegen` (prettyplease), not by rustfmt.
+#[rustfmt::skip]
 mod generated;
 
 pub use generated::*;

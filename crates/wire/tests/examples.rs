@@ -129,10 +129,7 @@ fn parse_name(file: &str) -> (String, Kind) {
 fn file_names_parse() {
     assert_eq!(parse_name("session.prompt.request.json"), ("session/prompt".into(), Kind::Request));
     assert_eq!(parse_name("$.cancel_request.notification.json"), ("$/cancel_request".into(), Kind::Notification));
-    assert_eq!(
-        parse_name("session.revoke_inject.error.already_delivered.json"),
-        ("session/revoke_inject".into(), Kind::Error)
-    );
+    assert_eq!(parse_name("session.revoke_inject.error.already_delivered.json"), ("session/revoke_inject".into(), Kind::Error));
     assert_eq!(parse_name("initialize.result.queue-only.json"), ("initialize".into(), Kind::Result));
     assert_eq!(parse_name("batch.empty.json"), (String::new(), Kind::Batch));
 }
@@ -170,11 +167,8 @@ impl Schema {
     /// `Response` (spec/README.md).
     fn response_def(&self, method: &str) -> String {
         let defs = self.root["$defs"].as_object().expect("$defs");
-        let found: Vec<&String> = defs
-            .iter()
-            .filter(|(name, def)| name.ends_with("Response") && def["x-method"] == method)
-            .map(|(name, _)| name)
-            .collect();
+        let found: Vec<&String> =
+            defs.iter().filter(|(name, def)| name.ends_with("Response") && def["x-method"] == method).map(|(name, _)| name).collect();
         match found[..] {
             [one] => one.clone(),
             _ => panic!("method {method:?} has {} `*Response` definitions", found.len()),
@@ -220,8 +214,7 @@ fn valid_examples_pass_the_schema() {
 #[test]
 fn invalid_examples_fail_the_schema() {
     let schema = Schema::load();
-    let accepted: Vec<String> =
-        load("invalid").iter().filter(|ex| schema.check(ex).is_ok()).map(|ex| ex.file.clone()).collect();
+    let accepted: Vec<String> = load("invalid").iter().filter(|ex| schema.check(ex).is_ok()).map(|ex| ex.file.clone()).collect();
     assert!(accepted.is_empty(), "invalid examples accepted by the schema: {accepted:?}");
 }
 
@@ -432,7 +425,7 @@ fn valid_examples_decode_and_reencode_unchanged() {
         match decode_example(&ex, &batch_requests) {
             Err(f) => failures.push(format!("{}: rejected at {:?}: {}", ex.file, f.stage, f.error)),
             Ok(trips) => {
-                for mut t in trips {
+                for t in trips {
                     messages += 1;
                     if t.original != t.reencoded {
                         failures.push(format!(

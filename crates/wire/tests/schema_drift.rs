@@ -259,7 +259,8 @@ impl Side<'_> {
         if !required {
             types.remove("null");
         }
-        let mut out = format!("{} {}", if required { "required" } else { "optional" }, types.into_iter().collect::<Vec<_>>().join("|"));
+        let mut out =
+            format!("{} {}", if required { "required" } else { "optional" }, types.into_iter().collect::<Vec<_>>().join("|"));
         if let Some(n) = prop.get("minItems") {
             out.push_str(&format!(" minItems={n}"));
         }
@@ -291,8 +292,11 @@ impl Side<'_> {
                 facts.insert(name.clone(), format!("anyOf {}", refs.join("|")));
             } else {
                 facts.insert(name.clone(), "object".to_owned());
-                let required: BTreeSet<&str> =
-                    def.get("required").and_then(Value::as_array).map(|r| r.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+                let required: BTreeSet<&str> = def
+                    .get("required")
+                    .and_then(Value::as_array)
+                    .map(|r| r.iter().filter_map(Value::as_str).collect())
+                    .unwrap_or_default();
                 for (member, prop) in def.get("properties").and_then(Value::as_object).into_iter().flatten() {
                     facts.insert(format!("{name}.{member}"), self.member(prop, required.contains(member.as_str())));
                 }
@@ -384,7 +388,10 @@ fn compare(mut spec: Facts, rust: &Facts, allow: &Allowlist) -> Vec<String> {
     }
     for (i, a) in allow.facts.iter().enumerate() {
         if !used.contains(&i) {
-            problems.push(format!("stale allowlist fact {:?} (spec {:?}, rust {:?}): no longer differs like this", a.fact, a.spec, a.rust));
+            problems.push(format!(
+                "stale allowlist fact {:?} (spec {:?}, rust {:?}): no longer differs like this",
+                a.fact, a.spec, a.rust
+            ));
         }
     }
     problems

@@ -34,12 +34,12 @@ use acp_inject_wire::jsonrpc::{self, Frame, FrameError, Incoming};
 use acp_inject_wire::{ErrorObject, ErrorReason, MessageId, RequestId};
 use serde::{Deserialize, Serialize};
 
+pub use acp_inject_wire::PendingInject;
 pub use config::{
     AgentConfig, AgentInfo, ClearStyle, ConfigError, Policy, QueueDrain, RevokeReplace, SetupSupport, DEFAULT_LIST_PAGE_SIZE,
     DEFAULT_REMEMBER_IDS,
 };
 pub use output::{Output, RuntimeAction, SessionSetup, UserInput};
-pub use acp_inject_wire::PendingInject;
 pub use pending::{Fate, Pending, PendingQueue};
 pub use replay::replay;
 pub use runtime::{BreakPoint, HostError, RuntimeEvent};
@@ -168,7 +168,12 @@ impl Agent {
             sessions: self
                 .sessions
                 .values()
-                .map(|s| LiveSession { record: s.record.clone(), turn: s.turn, pending: s.pending.clone(), attached: s.attached.clone() })
+                .map(|s| LiveSession {
+                    record: s.record.clone(),
+                    turn: s.turn,
+                    pending: s.pending.clone(),
+                    attached: s.attached.clone(),
+                })
                 .collect(),
             connections: self.connections.clone(),
         }
@@ -236,7 +241,8 @@ impl Agent {
             closed: false,
         };
         self.store.record(Change::SessionCreated(&record));
-        self.sessions.insert(id.to_owned(), Session { record, turn: Turn::Idle, pending: PendingQueue::default(), attached: BTreeSet::new() });
+        self.sessions
+            .insert(id.to_owned(), Session { record, turn: Turn::Idle, pending: PendingQueue::default(), attached: BTreeSet::new() });
         true
     }
 

@@ -3,9 +3,9 @@
 
 use acp_inject_wire::jsonrpc;
 use acp_inject_wire::{
-    ContentBlock, IdleStateUpdate, McpServer, MessageId, Patch, PendingInjectsUpdate, RequiresActionStateUpdate,
-    PendingInject, RunningStateUpdate, SessionClosedUpdate, SessionId, SessionUpdate, StateUpdate, StopReason,
-    UpdateSessionNotification, Usage, UserMessage,
+    ContentBlock, IdleStateUpdate, McpServer, MessageId, Patch, PendingInject, PendingInjectsUpdate, RequiresActionStateUpdate,
+    RunningStateUpdate, SessionClosedUpdate, SessionId, SessionUpdate, StateUpdate, StopReason, UpdateSessionNotification, Usage,
+    UserMessage,
 };
 use serde::{Deserialize, Serialize};
 

@@ -9,13 +9,12 @@
 use acp_inject_wire::jsonrpc;
 use acp_inject_wire::methods as m;
 use acp_inject_wire::{
-    SessionAdditionalDirectoriesCapabilities, AgentCapabilities, CancelSessionNotification, CloseSessionRequest,
-    CloseSessionResponse, ContentBlock, ErrorObject, ErrorReason, Implementation, InitializeRequest, InitializeResponse,
-    InjectMode, InjectRequest, InjectResponse, ListSessionsRequest, ListSessionsResponse, McpCapabilities, Method,
-    NewSessionRequest, NewSessionResponse, PromptRequest, PromptResponse, ProtocolVersion, ReplaceInjectRequest,
-    ReplaceInjectResponse, ReplayFrom, ResumeSessionRequest, ResumeSessionResponse, RevokeInjectRequest,
-    RevokeInjectResponse, SessionCapabilities, SessionId, SessionInfo, SessionStatus, SessionStatusRequest,
-    SessionStatusResponse, StatusCapabilities,
+    AgentCapabilities, CancelSessionNotification, CloseSessionRequest, CloseSessionResponse, ContentBlock, ErrorObject, ErrorReason,
+    Implementation, InitializeRequest, InitializeResponse, InjectMode, InjectRequest, InjectResponse, ListSessionsRequest,
+    ListSessionsResponse, McpCapabilities, Method, NewSessionRequest, NewSessionResponse, PromptRequest, PromptResponse,
+    ProtocolVersion, ReplaceInjectRequest, ReplaceInjectResponse, ReplayFrom, ResumeSessionRequest, ResumeSessionResponse,
+    RevokeInjectRequest, RevokeInjectResponse, SessionAdditionalDirectoriesCapabilities, SessionCapabilities, SessionId, SessionInfo,
+    SessionStatus, SessionStatusRequest, SessionStatusResponse, StatusCapabilities,
 };
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -63,7 +62,9 @@ fn decode<T: DeserializeOwned>(params: Option<&RawValue>) -> Result<T, ErrorObje
 /// Absolute on any platform a client may run on (`/…`, `C:\…`, `\\server\…`).
 fn is_absolute(path: &str) -> bool {
     let b = path.as_bytes();
-    path.starts_with('/') || path.starts_with("\\\\") || (b.len() > 2 && b[0].is_ascii_alphabetic() && b[1] == b':' && (b[2] == b'\\' || b[2] == b'/'))
+    path.starts_with('/')
+        || path.starts_with("\\\\")
+        || (b.len() > 2 && b[0].is_ascii_alphabetic() && b[1] == b':' && (b[2] == b'\\' || b[2] == b'/'))
 }
 
 fn absolute(member: &str, path: &str) -> Result<(), ErrorObject> {
@@ -151,7 +152,9 @@ impl Agent {
                         http: setup.mcp_http.then(empty).flatten(),
                         meta: None,
                     }),
-                    additional_directories: setup.additional_directories.then_some(SessionAdditionalDirectoriesCapabilities { meta: None }),
+                    additional_directories: setup
+                        .additional_directories
+                        .then_some(SessionAdditionalDirectoriesCapabilities { meta: None }),
                     inject: self.config.inject.clone(),
                     status: Some(StatusCapabilities { meta: None }),
                     meta: Some(extensions),
@@ -325,7 +328,13 @@ impl Agent {
     /// Accepts a prompt or inject: idle → a turn starts with it (R-PROMPT-1, R-QUEUE-2);
     /// in progress → pending in its mode's queue (R-QUEUE-1, R-STEER-1). Returns the minted id
     /// and what follows the answer.
-    fn accept(&mut self, conn: &str, session: &str, mode: InjectMode, content: Vec<ContentBlock>) -> (acp_inject_wire::MessageId, Vec<Output>) {
+    fn accept(
+        &mut self,
+        conn: &str,
+        session: &str,
+        mode: InjectMode,
+        content: Vec<ContentBlock>,
+    ) -> (acp_inject_wire::MessageId, Vec<Output>) {
         let id = self.mint_user_message_id();
         let interrupts = self.config.interrupts_streams();
         let Some(s) = self.sessions.get_mut(session) else { return (id, Vec::new()) };

@@ -170,10 +170,8 @@ impl Agent {
                 let steers = s.pending.take_steers();
                 // The stream (if any) was cut or ended at this break-point.
                 s.turn.set_stream(Stream::Idle);
-                let inputs: Vec<(UserInput, ConnId)> = steers
-                    .into_iter()
-                    .map(|p| (UserInput { message_id: p.message_id, content: p.content }, p.owner))
-                    .collect();
+                let inputs: Vec<(UserInput, ConnId)> =
+                    steers.into_iter().map(|p| (UserInput { message_id: p.message_id, content: p.content }, p.owner)).collect();
                 let delivered = self.deliver(session, inputs);
                 self.out.push_back(Output::action(session, RuntimeAction::Deliver(delivered)));
                 self.out.extend(self.pending_notice(session));

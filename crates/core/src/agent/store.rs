@@ -234,12 +234,9 @@ impl Store for MemoryStore {
     }
 
     fn list(&self, cwd: Option<&str>, before: Option<u64>, limit: usize) -> Result<SessionPage, StoreError> {
-        let mut matching: Vec<&SessionRecord> = self
-            .records
-            .values()
-            .filter(|r| cwd.is_none_or(|c| r.cwd == c) && before.is_none_or(|b| r.ordinal < b))
-            .collect();
-        matching.sort_by(|a, b| b.ordinal.cmp(&a.ordinal));
+        let mut matching: Vec<&SessionRecord> =
+            self.records.values().filter(|r| cwd.is_none_or(|c| r.cwd == c) && before.is_none_or(|b| r.ordinal < b)).collect();
+        matching.sort_by_key(|r| std::cmp::Reverse(r.ordinal));
         let more = matching.len() > limit;
         Ok(SessionPage { sessions: matching.into_iter().take(limit).cloned().collect(), more })
     }

@@ -138,7 +138,9 @@ impl Turn {
             Turn::Idle => return None,
             Turn::Running { activity } => (Turn::RequiresAction { activity, open: NonZeroU32::MIN, paused: false }, true),
             Turn::Paused { activity } => (Turn::RequiresAction { activity, open: NonZeroU32::MIN, paused: true }, true),
-            Turn::RequiresAction { activity, open, paused } => (Turn::RequiresAction { activity, open: open.saturating_add(1), paused }, false),
+            Turn::RequiresAction { activity, open, paused } => {
+                (Turn::RequiresAction { activity, open: open.saturating_add(1), paused }, false)
+            }
         };
         *self = next;
         announce.then_some(Announce::RequiresAction)

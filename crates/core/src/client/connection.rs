@@ -13,12 +13,12 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use acp_inject_wire::framing::{Framed, LineFramer};
 use acp_inject_wire::jsonrpc::{self, AgentLine, Frame, Incoming};
 use acp_inject_wire::{
-    collect_tolerated, CancelSessionNotification, ClientCapabilities, CloseSessionRequest, ContentBlock, ErrorObject,
-    Implementation, InitializeRequest, InitializeResponse, InjectCapabilities, InjectMode, InjectRequest, InjectResponse,
-    ListSessionsRequest, ListSessionsResponse, McpServer, MessageId, NewSessionRequest, NewSessionResponse, PromptRequest,
-    ProtocolVersion, ReplaceInjectRequest, ReplayFrom, ReplayFromStart, RequestId, RequestPermissionOutcome,
-    RequestPermissionRequest, RequestPermissionResponse, ResumeSessionRequest, RevokeInjectRequest, SessionId,
-    SessionStatus, SessionStatusRequest, SessionStatusResponse, UpdateSessionNotification,
+    collect_tolerated, CancelSessionNotification, ClientCapabilities, CloseSessionRequest, ContentBlock, ErrorObject, Implementation,
+    InitializeRequest, InitializeResponse, InjectCapabilities, InjectMode, InjectRequest, InjectResponse, ListSessionsRequest,
+    ListSessionsResponse, McpServer, MessageId, NewSessionRequest, NewSessionResponse, PromptRequest, ProtocolVersion,
+    ReplaceInjectRequest, ReplayFrom, ReplayFromStart, RequestId, RequestPermissionOutcome, RequestPermissionRequest,
+    RequestPermissionResponse, ResumeSessionRequest, RevokeInjectRequest, SessionId, SessionStatus, SessionStatusRequest,
+    SessionStatusResponse, UpdateSessionNotification,
 };
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
@@ -35,8 +35,13 @@ enum Flight {
     NewSession,
     ListSessions,
     /// `created`: the mirror was made for this resume (dropped if it fails).
-    Resume { created: bool },
-    Accept { item: usize, prompt: bool },
+    Resume {
+        created: bool,
+    },
+    Accept {
+        item: usize,
+        prompt: bool,
+    },
     Revoke(usize),
     Replace(usize, Vec<ContentBlock>),
     Close,
@@ -138,13 +143,8 @@ impl ClientConnection {
 
     /// Takes the agent's inject capabilities as known without an `initialize` exchange.
     pub fn assume_capabilities(&mut self, inject: Option<InjectCapabilities>) {
-        let session = acp_inject_wire::SessionCapabilities {
-            mcp: None,
-            additional_directories: None,
-            inject,
-            status: None,
-            meta: None,
-        };
+        let session =
+            acp_inject_wire::SessionCapabilities { mcp: None, additional_directories: None, inject, status: None, meta: None };
         self.agent = Some(InitializeResponse {
             protocol_version: ProtocolVersion(2),
             info: Implementation { name: "agent".into(), title: None, version: String::new(), meta: None },
@@ -245,7 +245,14 @@ impl ClientConnection {
 
     /// `session/resume`; with `replay` the agent replays the conversation first, into this
     /// session's mirror.
-    pub fn resume(&mut self, session_id: &str, cwd: &str, replay: bool, additional_directories: Vec<String>, mcp_servers: Vec<McpServer>) -> RequestId {
+    pub fn resume(
+        &mut self,
+        session_id: &str,
+        cwd: &str,
+        replay: bool,
+        additional_directories: Vec<String>,
+        mcp_servers: Vec<McpServer>,
+    ) -> RequestId {
         let created = !self.sessions.contains_key(session_id);
         if created {
             self.open_session(session_id, None);
@@ -285,7 +292,11 @@ impl ClientConnection {
     /// `session/revoke_inject` of one of this client's pending items.
     pub fn revoke(&mut self, session_id: &str, message_id: &str) -> Result<RequestId, CallRejected> {
         let item = self.open(session_id)?.check_revoke(message_id)?;
-        let params = RevokeInjectRequest { session_id: SessionId(session_id.to_owned()), message_id: MessageId(message_id.to_owned()), meta: None };
+        let params = RevokeInjectRequest {
+            session_id: SessionId(session_id.to_owned()),
+            message_id: MessageId(message_id.to_owned()),
+            meta: None,
+        };
         Ok(self.send(&params, Some(session_id), Flight::Revoke(item)))
     }
 

@@ -1,9 +1,7 @@
 //! What a client connection reports: answers to its requests, each session's activity, the
 //! agent's requests, and what it could not use.
 
-use acp_inject_wire::{
-    ErrorReason, InitializeResponse, MessageId, RequestId, RequestPermissionRequest, SessionInfo, SessionUpdate,
-};
+use acp_inject_wire::{ErrorReason, InitializeResponse, MessageId, RequestId, RequestPermissionRequest, SessionInfo, SessionUpdate};
 use serde::{Deserialize, Serialize};
 
 use super::mirror::{PendingItem, Violation};

@@ -8,8 +8,7 @@
 use std::collections::HashMap;
 
 use acp_inject_wire::{
-    ContentBlock, InjectCapabilities, InjectMode, MessageId, Patch, PendingInject, SessionUpdate, StateUpdate, StopReason,
-    Usage,
+    ContentBlock, InjectCapabilities, InjectMode, MessageId, Patch, PendingInject, SessionUpdate, StateUpdate, StopReason, Usage,
 };
 use serde::{Deserialize, Serialize};
 

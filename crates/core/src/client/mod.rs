@@ -21,6 +21,6 @@ mod mirror;
 pub use connection::ClientConnection;
 pub use event::{Answer, Event, ProtocolError, RequestKind, SessionEvent};
 pub use mirror::{
-    Affordances, CallRejected, ItemMode, ItemStatus, MirrorSnapshot, PendingItem, MessageRole, SessionMirror, TranscriptEntry, TurnState,
-    Violation,
+    Affordances, CallRejected, ItemMode, ItemStatus, MessageRole, MirrorSnapshot, PendingItem, SessionMirror, TranscriptEntry,
+    TurnState, Violation,
 };

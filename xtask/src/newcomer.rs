@@ -1,0 +1,69 @@
+//! The newcomer stage of `cargo xtask test`: the committed HEAD, checked out alone in an
+//! otherwise empty directory of the cache (`<cache>/newcomer/acp-inject`, nothing beside it),
+//! passes `cargo xtask codegen --check`. A clone that needs anything outside itself (a file
+//! beside the repository, a path into the developer's machine) fails here.
+//!
+//! The checkout is kept between runs and moved to the new HEAD with `git checkout --force`
+//! plus `git clean`, so files that did not change keep their timestamps and a warm run only
+//! rebuilds what changed. It builds into its own directory below the caller's target directory
+//! (`<target>/newcomer`): cargo names a workspace crate's artifacts without its absolute path,
+//! so a clone building into the caller's own directory would replace the caller's artifacts
+//! (the running `xtask` binary included) with builds of the committed HEAD. The first run
+//! builds the dependencies of `xtask` and `crates/ffi` there once (a few minutes).
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::process::{self, run_ok, Echo};
+use crate::test::Row;
+use crate::{root, Error};
+
+pub fn stage() -> Row {
+    match check() {
+        Ok(head) => Row { ok: true, note: format!("HEAD {head}"), ..Row::default() },
+        Err(e) => Row::failed(e.to_string()),
+    }
+}
+
+fn git(dir: &Path) -> Command {
+    let mut cmd = Command::new("git");
+    cmd.arg("-C").arg(dir);
+    cmd
+}
+
+fn check() -> Result<String, Error> {
+    let root = root();
+    let head = process::run(git(&root).args(["rev-parse", "--short", "HEAD"]), Echo::StderrOnly)?.check()?.stdout.trim().to_owned();
+    let dirty = process::run(git(&root).args(["status", "--porcelain", "--untracked-files=no"]), Echo::StderrOnly)?.check()?;
+    if !dirty.stdout.trim().is_empty() {
+        eprintln!("newcomer: note: this checks the committed HEAD {head}; uncommitted changes are not part of it");
+    }
+    let parent = crate::cache_dir().join("newcomer");
+    let checkout = parent.join("acp-inject");
+    std::fs::create_dir_all(&parent).map_err(|e| Error::write(&parent, e))?;
+    // Nothing may stand beside the checkout: that is the point of the stage.
+    for entry in std::fs::read_dir(&parent).map_err(|e| Error::read(&parent, e))?.flatten() {
+        if entry.path() != checkout {
+            let p = entry.path();
+            let removed = if p.is_dir() { std::fs::remove_dir_all(&p) } else { std::fs::remove_file(&p) };
+            removed.map_err(|e| Error::write(&p, e))?;
+        }
+    }
+    if !checkout.join(".git").exists() {
+        let _ = std::fs::remove_dir_all(&checkout);
+        run_ok(Command::new("git").args(["init", "--quiet"]).arg(&checkout))?;
+    }
+    run_ok(git(&checkout).args(["fetch", "--no-tags"]).arg(&root).arg("HEAD"))?;
+    run_ok(git(&checkout).args(["checkout", "--quiet", "--force", "--detach", "FETCH_HEAD"]))?;
+    run_ok(git(&checkout).args(["clean", "-ffdxq"]))?;
+    eprintln!("newcomer: {} holds HEAD {head} and nothing else is beside it", checkout.display());
+
+    let target = crate::target_dir()?.join("newcomer");
+    let mut cmd = Command::new(crate::cargo());
+    cmd.args(["xtask", "codegen", "--check"]).current_dir(&checkout).env("CARGO_TARGET_DIR", &target);
+    let ran = process::run(&mut cmd, Echo::All)?;
+    if !ran.success() {
+        return Err(Error::msg(format!("HEAD {head}, cloned alone, fails `cargo xtask codegen --check` (output above)")));
+    }
+    Ok(head)
+}

@@ -1,0 +1,242 @@
+//! Tidy tests: repository rules checked on every tracked file (`git ls-files`), so
+//! `cargo test` fails when one is broken.
+//!
+//! Each rule is one `#[test]` that collects [`Finding`]s and hands them to [`report`]. To add a
+//! rule, write a function over [`tracked`] files and call `report` with its findings. A rule
+//! whose existing offenders cannot be fixed in the same change lists them in [`KNOWN`]; `report`
+//! fails both on new offenders and on listed ones that are gone (so the list only shrinks).
+//!
+//! This file spells out the patterns it looks for, so every rule skips it.
+
+use std::collections::BTreeSet;
+use std::path::{Component, Path};
+
+/// One tracked file: its path relative to the repository root and its text (`None` for a file
+/// that is not UTF-8, which the text rules skip).
+struct Tracked {
+    path: String,
+    text: Option<String>,
+}
+
+/// Every file `git ls-files` lists, with its contents.
+fn tracked() -> Vec<Tracked> {
+    let root = crate::root();
+    let out = std::process::Command::new("git").arg("-C").arg(&root).args(["ls-files", "-z"]).output().expect("git ls-files runs");
+    assert!(out.status.success(), "git ls-files: {}", String::from_utf8_lossy(&out.stderr));
+    let files: Vec<Tracked> = String::from_utf8(out.stdout)
+        .expect("UTF-8 paths")
+        .split('\0')
+        .filter(|p| !p.is_empty() && *p != SELF)
+        .map(|p| Tracked { path: p.to_owned(), text: std::fs::read(root.join(p)).ok().and_then(|b| String::from_utf8(b).ok()) })
+        .collect();
+    assert!(files.len() > 100, "expected the repository's files, found {}", files.len());
+    files
+}
+
+const SELF: &str = "xtask/src/tidy.rs";
+
+/// A broken rule: where, and what.
+struct Finding {
+    path: String,
+    line: usize,
+    message: String,
+}
+
+/// Offenders that predate a rule and belong to code being rewritten elsewhere: (rule, file).
+/// Each entry must still offend; remove it once the file is fixed.
+const KNOWN: &[(&str, &str)] = &[
+    // Doc comments naming documents that are not in the repository (now spec/rules.md and
+    // spec/vectors/README.md).
+    ("documents_named_exist", "bindings/kotlin/src/test/kotlin/dev/acpinject/conformance/Conformance.kt"),
+    ("documents_named_exist", "bindings/swift/Tests/AcpInjectFFITests/Conformance.swift"),
+];
+
+/// Fails with every finding that is not known, and with every known entry that no longer
+/// offends.
+fn report(rule: &str, findings: Vec<Finding>) {
+    let known: BTreeSet<&str> = KNOWN.iter().filter(|(r, _)| *r == rule).map(|(_, f)| *f).collect();
+    let offending: BTreeSet<&str> = findings.iter().map(|f| f.path.as_str()).collect();
+    let mut problems: Vec<String> = findings
+        .iter()
+        .filter(|f| !known.contains(f.path.as_str()))
+        .map(|f| format!("{}:{}: {}", f.path, f.line, f.message))
+        .collect();
+    problems.extend(known.difference(&offending).map(|f| format!("{f}: no longer breaks `{rule}`; remove it from KNOWN in {SELF}")));
+    assert!(problems.is_empty(), "tidy rule `{rule}` is broken:\n{}", problems.join("\n"));
+}
+
+/// Every line of every text file, with its 1-based number.
+fn lines(files: &[Tracked]) -> impl Iterator<Item = (&str, usize, &str)> {
+    files
+        .iter()
+        .filter_map(|f| f.text.as_deref().map(|t| (f.path.as_str(), t)))
+        .flat_map(|(path, text)| text.lines().enumerate().map(move |(i, line)| (path, i + 1, line)))
+}
+
+/// Where a relative path written in `file` points when resolved from the file's directory:
+/// `None` when it climbs above the repository root.
+fn resolve_from(file: &str, relative: &str) -> Option<Vec<String>> {
+    let mut dir: Vec<String> = Path::new(file).parent().map_or(Vec::new(), |p| {
+        p.components().filter(|c| matches!(c, Component::Normal(_))).map(|c| c.as_os_str().to_string_lossy().into_owned()).collect()
+    });
+    for part in relative.split('/') {
+        match part {
+            ".." => {
+                dir.pop()?;
+            }
+            "" | "." => {}
+            other => dir.push(other.to_owned()),
+        }
+    }
+    Some(dir)
+}
+
+/// The path-like token that starts at byte `at` of `line`.
+fn token(line: &str, at: usize) -> &str {
+    let rest = &line[at..];
+    let end = rest.find(|c: char| c.is_whitespace() || "\"'`()[]<>{},;|*".contains(c)).unwrap_or(rest.len());
+    &rest[..end]
+}
+
+/// Everything the build, the tests and the docs use is inside the repository: no reference
+/// to a directory beside it (the parent's `shared` folder), no relative path that climbs above
+/// the root from the file that holds it, no absolute path into the machine the work was done on.
+fn paths_outside(files: &[Tracked]) -> Vec<Finding> {
+    let beside = concat!("..", "/shared");
+    let machine = concat!("/", "work", "/");
+    let mut findings = Vec::new();
+    for (path, n, line) in lines(files) {
+        let mut found = |message: String| findings.push(Finding { path: path.to_owned(), line: n, message });
+        if line.contains(beside) {
+            found(format!("refers to `{beside}`, a directory beside the repository that a clone does not have"));
+            continue;
+        }
+        for (at, _) in line.match_indices(machine) {
+            let before = line[..at].chars().next_back();
+            if !before.is_some_and(|c| c.is_ascii_alphanumeric() || "._-/~$".contains(c)) {
+                found(format!("absolute path `{}` into a developer's machine", token(line, at)));
+            }
+        }
+        for (at, _) in line.match_indices("../") {
+            let before = line[..at].chars().next_back();
+            if before.is_some_and(|c| c.is_ascii_alphanumeric() || "._-/".contains(c)) {
+                continue; // the middle of a longer path (`a/../b`), or a `$VAR/../` expansion handled below
+            }
+            let relative = token(line, at);
+            if resolve_from(path, relative).is_none() {
+                found(format!("`{relative}` climbs above the repository root from {path}"));
+            }
+        }
+    }
+    findings
+}
+
+#[test]
+fn no_paths_outside_the_repository() {
+    report("no_paths_outside_the_repository", paths_outside(&tracked()));
+}
+
+/// A document named in a comment or a doc (`Foo.md`, not part of a path or a URL) is a file of
+/// the repository; names of documents that live elsewhere leave the reader with nothing.
+fn documents_named(files: &[Tracked]) -> Vec<Finding> {
+    let existing: BTreeSet<&str> = files.iter().filter_map(|f| f.path.rsplit('/').next()).collect();
+    let mut findings = Vec::new();
+    for (path, n, line) in lines(files) {
+        for (at, _) in line.match_indices(".md") {
+            let after = line[at + 3..].chars().next();
+            if after.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_') {
+                continue; // `.mdx`, `.md_x`
+            }
+            let start = line[..at].rfind(|c: char| !(c.is_ascii_alphanumeric() || "_-".contains(c))).map_or(0, |i| i + 1);
+            let name = &line[start..at + 3];
+            let before = line[..start].chars().next_back();
+            let in_path_or_url = before.is_some_and(|c| c == '/' || c == '.' || c == ':');
+            if start == at || in_path_or_url || existing.contains(name) {
+                continue;
+            }
+            findings.push(Finding {
+                path: path.to_owned(),
+                line: n,
+                message: format!("names `{name}`, which is not a file of this repository"),
+            });
+        }
+    }
+    findings
+}
+
+#[test]
+fn documents_named_exist() {
+    report("documents_named_exist", documents_named(&tracked()));
+}
+
+/// Every test runs: no `#[ignore]`.
+#[test]
+fn no_ignored_tests() {
+    let files = tracked();
+    let rust: Vec<Tracked> = files.into_iter().filter(|f| f.path.ends_with(".rs")).collect();
+    let findings = lines(&rust)
+        .filter(|(_, _, l)| l.trim_start().starts_with(concat!("#[", "ignore")))
+        .map(|(path, line, _)| Finding { path: path.to_owned(), line, message: "an ignored test never runs".into() })
+        .collect();
+    report("no_ignored_tests", findings);
+}
+
+/// Everything in `generated/` is written by the pipeline and says so in its first lines.
+#[test]
+fn every_generated_file_has_the_preamble() {
+    let files = tracked();
+    let generated: Vec<&Tracked> = files.iter().filter(|f| f.path.starts_with("generated/")).collect();
+    assert!(generated.len() >= 10, "generated/ holds only {} files", generated.len());
+    let findings = generated
+        .into_iter()
+        .filter(|f| !f.text.as_deref().is_some_and(|t| t.lines().take(3).any(|l| l.contains(crate::codegen::PREAMBLE))))
+        .map(|f| Finding { path: f.path.clone(), line: 1, message: "lacks the generated-file preamble".into() })
+        .collect();
+    report("every_generated_file_has_the_preamble", findings);
+}
+
+/// `allow(clippy::all)` only on generated code (`generated/`, and the line of xtask's codegen
+/// that writes it), never on hand-written modules.
+#[test]
+fn clippy_all_only_on_generated_code() {
+    let files = tracked();
+    let rust: Vec<Tracked> = files
+        .into_iter()
+        .filter(|f| f.path.ends_with(".rs") && !f.path.starts_with("generated/") && f.path != "xtask/src/codegen.rs")
+        .collect();
+    let pattern = concat!("allow(clippy::", "all)");
+    let findings = lines(&rust)
+        .filter(|(_, _, l)| l.contains(pattern))
+        .map(|(path, line, _)| Finding { path: path.to_owned(), line, message: format!("`{pattern}` on hand-written code") })
+        .collect();
+    report("clippy_all_only_on_generated_code", findings);
+}
+
+#[test]
+fn the_rules_catch_what_they_should() {
+    let file = |path: &str, text: &str| Tracked { path: path.into(), text: Some(text.into()) };
+    let outside = paths_outside(&[
+        // Split, so that `git grep` for these patterns finds nothing in the repository.
+        file("xtask/src/a.rs", concat!(r#"root.join(".."#, r#"/shared/X.md")"#)),
+        file("spec/vectors/README.md", "[rules](../rules.md) [cov](../../generated/docs/x.md) [up](../../../x.md)"),
+        file("README.md", concat!("see /", "work/main/x and https://h/", "work/y")),
+        file("bindings/kotlin/pom.xml", "${project.basedir}/../.. and a/../b"),
+    ]);
+    let found: Vec<(&str, usize)> = outside.iter().map(|f| (f.path.as_str(), f.line)).collect();
+    assert_eq!(
+        found,
+        [("xtask/src/a.rs", 1), ("spec/vectors/README.md", 1), ("README.md", 1)],
+        "{:?}",
+        outside.iter().map(|f| &f.message).collect::<Vec<_>>()
+    );
+    assert!(outside[1].message.contains("../../../x.md"));
+
+    let docs = documents_named(&[
+        file("spec/rules.md", "x"),
+        file("a.rs", "//! format: `RULES.md`, see spec/rules.md, rules.md, file:///home/NOTES.md, x.mdx"),
+    ]);
+    assert_eq!(
+        docs.iter().map(|f| f.message.as_str()).collect::<Vec<_>>(),
+        ["names `RULES.md`, which is not a file of this repository"]
+    );
+}

@@ -36,13 +36,15 @@ fn bench_dir() -> tempfile::TempDir {
 fn running_agent(store: Box<dyn Store>) -> Agent {
     let mut a = Agent::with_store(config(), store).unwrap();
     a.handle_line("c1", r#"{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/work"}}"#);
-    a.handle_line("c1", r#"{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"sess_1","prompt":[{"type":"text","text":"go"}]}}"#);
+    a.handle_line(
+        "c1",
+        r#"{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"sess_1","prompt":[{"type":"text","text":"go"}]}}"#,
+    );
     a.drain().unwrap();
     a
 }
 
-const INJECT: &str =
-    r#"{"jsonrpc":"2.0","id":3,"method":"session/inject","params":{"sessionId":"sess_1","mode":"queue","content":[{"type":"text","text":"also check the tests"}]}}"#;
+const INJECT: &str = r#"{"jsonrpc":"2.0","id":3,"method":"session/inject","params":{"sessionId":"sess_1","mode":"queue","content":[{"type":"text","text":"also check the tests"}]}}"#;
 
 fn chunk() -> RuntimeEvent {
     let update: SessionUpdate = serde_json::from_value(json!({

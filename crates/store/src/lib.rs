@@ -32,10 +32,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use acp_inject_core::agent::{
-    Agent, AgentConfig, Change, Counters, Fate, LiveSession, LiveState, OpenError, Pending, PendingQueue, SessionPage,
+    Agent, AgentConfig, Change, Counters, Fate, HistoryEntry, LiveSession, LiveState, OpenError, Pending, PendingQueue, SessionPage,
     SessionRecord, Store, StoreError, Turn, DEFAULT_REMEMBER_IDS, LIVE_STATE_VERSION,
 };
-use acp_inject_core::agent::HistoryEntry;
 use acp_inject_core::wire::{ContentBlock, InjectMode, MessageId, SessionUpdate};
 use rusqlite::types::Value;
 use rusqlite::{params, params_from_iter, Connection, ErrorCode, Row};
@@ -83,8 +82,9 @@ pub struct StoreStats {
 }
 
 impl StoreStats {
-    /// Transactions SQLite committed on this store's connection (one per non-empty batch,
-    /// plus one when the store was opened).
+    /// Commits on this store's connection, counted by SQLite's commit hook (so a statement
+    /// run outside a batch's transaction would count too): one per non-empty batch, plus one
+    /// when the store was opened.
     pub fn commits(&self) -> u64 {
         self.commits.load(Ordering::Relaxed)
     }
@@ -248,14 +248,7 @@ impl SqliteStore {
             return Err(e);
         }
         conn.execute_batch("COMMIT").map_err(db_error)?;
-        Ok(SqliteStore {
-            conn,
-            batch_open: false,
-            failed: None,
-            counters: None,
-            remember_ids: DEFAULT_REMEMBER_IDS,
-            stats,
-        })
+        Ok(SqliteStore { conn, batch_open: false, failed: None, counters: None, remember_ids: DEFAULT_REMEMBER_IDS, stats })
     }
 
     /// Opens the batch's transaction at its first change.
@@ -590,10 +583,9 @@ mod tests {
         let id = MessageId("msg_1".into());
         let json = to_json("", &EntryRef::User { message_id: &id, content: &content }).unwrap();
         assert_eq!(serde_json::from_str::<HistoryEntry>(&json).unwrap(), HistoryEntry::User { message_id: id, content });
-        let update: SessionUpdate = serde_json::from_str(
-            r#"{"sessionUpdate":"agent_message_chunk","messageId":"a1","content":{"type":"text","text":"x"}}"#,
-        )
-        .unwrap();
+        let update: SessionUpdate =
+            serde_json::from_str(r#"{"sessionUpdate":"agent_message_chunk","messageId":"a1","content":{"type":"text","text":"x"}}"#)
+                .unwrap();
         let json = to_json("", &EntryRef::Update { update: &update }).unwrap();
         assert_eq!(serde_json::from_str::<HistoryEntry>(&json).unwrap(), HistoryEntry::Update { update });
     }

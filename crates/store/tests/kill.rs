@@ -36,7 +36,7 @@ fn child(path: &str, seed: u64) -> ! {
             let params = json!({ "sessionId": "sess_1", "mode": if k % 2 == 0 { "queue" } else { "steer" }, "content": text("x") });
             a.handle_line("c1", &request(req * 10 + k, "session/inject", params));
         }
-        if (n >> 40) % 7 == 0 {
+        if (n >> 40).is_multiple_of(7) {
             // Some history too, so the kill also lands in other writes.
             a.runtime_event("sess_1", chunk("agent_1", "y")).expect("chunk");
         }

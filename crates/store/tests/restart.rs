@@ -38,7 +38,13 @@ fn a_reopened_agent_continues_from_the_store() {
         assert_eq!(inject(&mut a, 6, "queue", "q2"), "msg_4");
         assert_eq!(inject(&mut a, 7, "steer", "s2"), "msg_5");
         assert_eq!(inject(&mut a, 8, "queue", "q3"), "msg_6");
-        let out = call(&mut a, "c1", 9, "session/replace_inject", json!({ "sessionId": "sess_1", "messageId": "msg_4", "content": text("q2 replaced") }));
+        let out = call(
+            &mut a,
+            "c1",
+            9,
+            "session/replace_inject",
+            json!({ "sessionId": "sess_1", "messageId": "msg_4", "content": text("q2 replaced") }),
+        );
         assert_eq!(reason(answer(&out)), None, "{out:?}");
         let out = call(&mut a, "c1", 10, "session/revoke_inject", json!({ "sessionId": "sess_1", "messageId": "msg_6" }));
         assert_eq!(answer(&out)["result"], json!({}));
@@ -81,7 +87,13 @@ fn a_reopened_agent_continues_from_the_store() {
         assert_eq!(revoke(&mut b, 1, "msg_6")["result"], json!({}));
         assert_eq!(reason(&revoke(&mut b, 2, "msg_3")), Some("already_delivered"));
         assert_eq!(reason(&revoke(&mut b, 3, "msg_1")), Some("already_delivered"), "a delivered prompt is remembered");
-        let out = call(&mut b, "c2", 4, "session/replace_inject", json!({ "sessionId": "sess_1", "messageId": "msg_6", "content": text("x") }));
+        let out = call(
+            &mut b,
+            "c2",
+            4,
+            "session/replace_inject",
+            json!({ "sessionId": "sess_1", "messageId": "msg_6", "content": text("x") }),
+        );
         assert_eq!(reason(answer(&out)), Some("unknown_message_id"));
 
         // The counters: the next id is new.
@@ -90,13 +102,20 @@ fn a_reopened_agent_continues_from_the_store() {
 
         // session/list reads the store: newest first, closed included, cwd filter.
         let out = call(&mut b, "c2", 6, "session/list", json!({}));
-        let ids: Vec<&str> = answer(&out)["result"]["sessions"].as_array().unwrap().iter().map(|s| s["sessionId"].as_str().unwrap()).collect();
+        let ids: Vec<&str> =
+            answer(&out)["result"]["sessions"].as_array().unwrap().iter().map(|s| s["sessionId"].as_str().unwrap()).collect();
         assert_eq!(ids, ["sess_2", "sess_1"]);
         let out = call(&mut b, "c2", 7, "session/list", json!({ "cwd": "/other" }));
         assert_eq!(answer(&out)["result"]["sessions"], json!([{ "sessionId": "sess_2", "cwd": "/other" }]));
 
         // session/resume replays the history from the store, then the turn's state, then answers.
-        let out = call(&mut b, "c2", 8, "session/resume", json!({ "sessionId": "sess_1", "cwd": "/work", "replayFrom": { "type": "start" } }));
+        let out = call(
+            &mut b,
+            "c2",
+            8,
+            "session/resume",
+            json!({ "sessionId": "sess_1", "cwd": "/work", "replayFrom": { "type": "start" } }),
+        );
         let at = out.iter().position(|l| l.get("id").is_some()).unwrap();
         assert_eq!(out[at]["result"], json!({}));
         let replayed = updates(&out[..at]);
@@ -194,7 +213,11 @@ fn random_sequences_give_the_same_outputs_across_restarts() {
                     0 => Some(request(req, "session/prompt", json!({ "sessionId": s, "prompt": text(&format!("p{req}")) }))),
                     1..=4 => {
                         let mode = if rng.below(2) == 0 { "steer" } else { "queue" };
-                        Some(request(req, "session/inject", json!({ "sessionId": s, "mode": mode, "content": text(&format!("i{req}")) })))
+                        Some(request(
+                            req,
+                            "session/inject",
+                            json!({ "sessionId": s, "mode": mode, "content": text(&format!("i{req}")) }),
+                        ))
                     }
                     5 => Some(request(req, "session/revoke_inject", json!({ "sessionId": s, "messageId": pick(&mut rng, &ids) }))),
                     6 => Some(request(
@@ -203,7 +226,11 @@ fn random_sequences_give_the_same_outputs_across_restarts() {
                         json!({ "sessionId": s, "messageId": pick(&mut rng, &ids), "content": text(&format!("r{req}")) }),
                     )),
                     7 if rng.below(4) == 0 => Some(request(req, "session/close", json!({ "sessionId": s }))),
-                    7 => Some(request(req, "session/resume", json!({ "sessionId": s, "cwd": cwd(s), "replayFrom": { "type": "start" } }))),
+                    7 => Some(request(
+                        req,
+                        "session/resume",
+                        json!({ "sessionId": s, "cwd": cwd(s), "replayFrom": { "type": "start" } }),
+                    )),
                     8 => Some(request(req, "session/list", json!({}))),
                     9 => Some(json!({ "jsonrpc": "2.0", "method": "session/cancel", "params": { "sessionId": s } }).to_string()),
                     _ => None,

@@ -33,7 +33,8 @@ fn a_burst_of_injects_drained_once_is_one_commit() {
 
     let before = stats.commits();
     for i in 0..50 {
-        let params = json!({ "sessionId": "sess_1", "mode": if i % 3 == 0 { "steer" } else { "queue" }, "content": text(&format!("i{i}")) });
+        let params =
+            json!({ "sessionId": "sess_1", "mode": if i % 3 == 0 { "steer" } else { "queue" }, "content": text(&format!("i{i}")) });
         a.handle_line("c1", &request(100 + i, "session/inject", params));
     }
     let answers = lines_to("c1", a.drain().unwrap());

@@ -31,10 +31,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use acp_inject_core::agent::HistoryEntry;
 use acp_inject_core::agent::{
-    Agent, AgentConfig, Change, Counters, Fate, LiveSession, LiveState, OpenError, Pending, PendingQueue, SessionPage, SessionRecord,
-    Store, StoreError, Turn, DEFAULT_REMEMBER_IDS, LIVE_STATE_VERSION,
+    Agent, AgentConfig, Change, Counters, Fate, HistoryEntry, LiveSession, LiveState, OpenError, Pending, PendingQueue, SessionPage,
+    SessionRecord, Store, StoreError, Turn, DEFAULT_REMEMBER_IDS, LIVE_STATE_VERSION,
 };
 use acp_inject_core::wire::{ContentBlock, InjectMode, MessageId, SessionUpdate};
 use rusqlite::types::Value;
@@ -83,8 +82,9 @@ pub struct StoreStats {
 }
 
 impl StoreStats {
-    /// Transactions SQLite committed on this store's connection (one per non-empty batch,
-    /// plus one when the store was opened).
+    /// Commits on this store's connection, counted by SQLite's commit hook (so a statement
+    /// run outside a batch's transaction would count too): one per non-empty batch, plus one
+    /// when the store was opened.
     pub fn commits(&self) -> u64 {
         self.commits.load(Ordering::Relaxed)
     }

@@ -45,7 +45,7 @@ impl AgentCore {
     #[uniffi::constructor]
     pub fn open(config: AgentConfig, path: String) -> Result<Arc<Self>, AcpError> {
         guard(|| {
-            let store = acp_inject_store::SqliteStore::open(&path)?;
+            let store = acp_inject_store::SqliteStore::open(&path)?.with_remember_ids(config.policy.remember_ids);
             Ok(AgentCore::wrap(Agent::with_store(config, Box::new(store))?))
         })
     }

@@ -179,7 +179,10 @@ impl AgentServer {
     pub fn new(runtime: Arc<dyn AgentRuntime>, config: AgentConfig, store_path: Option<String>) -> Result<Arc<Self>, AcpError> {
         guard(|| {
             let store = match store_path {
-                Some(p) => Some(Box::new(acp_inject_store::SqliteStore::open(&p)?) as Box<dyn acp_inject_core::agent::Store>),
+                Some(p) => {
+                    let store = acp_inject_store::SqliteStore::open(&p)?.with_remember_ids(config.policy.remember_ids);
+                    Some(Box::new(store) as Box<dyn acp_inject_core::agent::Store>)
+                }
                 None => None,
             };
             let options = ServeOptions { config, store };

@@ -249,9 +249,10 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::FAILURE;
         }
     };
+    let remember_ids = config(&opts).policy.remember_ids;
     let store = match &opts.store {
         Some(path) => match acp_inject_store::SqliteStore::open(path) {
-            Ok(s) => Some(Box::new(s) as Box<dyn acp_inject_core::agent::Store>),
+            Ok(s) => Some(Box::new(s.with_remember_ids(remember_ids)) as Box<dyn acp_inject_core::agent::Store>),
             Err(e) => {
                 eprintln!("acp-inject-agent: cannot open the store {}: {e}", path.display());
                 return std::process::ExitCode::FAILURE;

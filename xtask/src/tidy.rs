@@ -212,6 +212,73 @@ fn clippy_all_only_on_generated_code() {
     report("clippy_all_only_on_generated_code", findings);
 }
 
+/// The method names of the schema (`x-method`), read from `spec/`.
+fn schema_methods() -> BTreeSet<String> {
+    let text = std::fs::read_to_string(crate::root().join("spec/acp-inject.schema.json")).expect("the schema");
+    let schema: serde_json::Value = serde_json::from_str(&text).expect("the schema is JSON");
+    let defs = schema["$defs"].as_object().expect("$defs");
+    defs.values().filter_map(|d| d["x-method"].as_str().map(str::to_owned)).collect()
+}
+
+/// Whether a file is hand-written product code that sends or reads protocol messages: the
+/// Rust crates' sources and the bindings' package code (not tests, examples, benches, fuzz
+/// targets, xtask or generated files). `crates/conformance` is left out: the vector format it
+/// reads embeds JSON-RPC messages by definition.
+fn is_product_source(path: &str) -> bool {
+    let rust =
+        path.starts_with("crates/") && path.contains("/src/") && path.ends_with(".rs") && !path.starts_with("crates/conformance/");
+    let generated = ["crates/wire/src/generated.rs", "crates/ffi/src/wire.rs"].contains(&path);
+    let python = path.starts_with("bindings/python/python/acp_inject/") && path.ends_with(".py") && !path.contains("acp_inject_ffi");
+    let kotlin = path.starts_with("bindings/kotlin/src/main/") && path.ends_with(".kt");
+    // The Swift package's library targets; its benchmark executables and their recorded
+    // stream fixture are not product code.
+    let swift = path.starts_with("bindings/swift/Sources/")
+        && path.ends_with(".swift")
+        && !path.contains("Bench")
+        && !path.contains("RecordedStream");
+    (rust && !generated) || python || kotlin || swift
+}
+
+/// Outside tests, protocol messages are built and read through the generated types and method
+/// constants, never as JSON literals: no `json!` macro, no string literal naming a method of the
+/// schema or the `sessionUpdate` tag, no raw JSON object literal carrying `jsonrpc`. A schema
+/// rename then fails to compile instead of breaking the wire. Comments (doc examples included)
+/// and a Rust file's trailing `#[cfg(test)]` module are not product code.
+fn protocol_literals(files: &[Tracked], methods: &BTreeSet<String>) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    let json_macro = concat!("json", "!(");
+    let tag = concat!("\"session", "Update\"");
+    let envelope = concat!("\"json", "rpc\":");
+    for file in files.iter().filter(|f| is_product_source(&f.path)) {
+        let Some(text) = file.text.as_deref() else { continue };
+        let text = text.find("#[cfg(test)]").map_or(text, |at| &text[..at]);
+        for (i, line) in text.lines().enumerate() {
+            let code = line.trim_start();
+            if code.starts_with("//") || code.starts_with('#') && file.path.ends_with(".py") || code.starts_with("///") {
+                continue;
+            }
+            let mut found = |message: String| findings.push(Finding { path: file.path.clone(), line: i + 1, message });
+            if code.contains(json_macro) {
+                found(format!("`{json_macro}…)` builds protocol JSON by hand; use the wire types"));
+            }
+            if code.contains(tag) || code.contains(envelope) {
+                found("a protocol JSON literal; use the wire types and builders".into());
+            }
+            for m in methods {
+                if code.contains(&format!("\"{m}\"")) {
+                    found(format!("the method name \"{m}\" as a literal; use the `methods::` constant or a typed builder"));
+                }
+            }
+        }
+    }
+    findings
+}
+
+#[test]
+fn no_protocol_literals_outside_tests() {
+    report("no_protocol_literals_outside_tests", protocol_literals(&tracked(), &schema_methods()));
+}
+
 #[test]
 fn the_rules_catch_what_they_should() {
     let file = |path: &str, text: &str| Tracked { path: path.into(), text: Some(text.into()) };
@@ -239,4 +306,21 @@ fn the_rules_catch_what_they_should() {
         docs.iter().map(|f| f.message.as_str()).collect::<Vec<_>>(),
         ["names `RULES.md`, which is not a file of this repository"]
     );
+
+    let methods: BTreeSet<String> = ["session/prompt".to_owned()].into();
+    let literals = protocol_literals(
+        &[
+            file("crates/core/src/a.rs", concat!("let m = \"session", "/prompt\";\n// \"session", "/prompt\" in a comment is fine")),
+            file(
+                "crates/core/src/b.rs",
+                concat!("let v = serde_json::json", "!({});\n#[cfg(test)]\nmod tests { fn t() { json", "!({}); } }"),
+            ),
+            file("crates/core/tests/c.rs", concat!("let m = \"session", "/prompt\";")),
+            file("bindings/python/python/acp_inject/d.py", concat!("x = {\"json", "rpc\": \"2.0\"}")),
+            file("crates/wire/src/generated.rs", concat!("const M: &str = \"session", "/prompt\";")),
+        ],
+        &methods,
+    );
+    let found: Vec<(&str, usize)> = literals.iter().map(|f| (f.path.as_str(), f.line)).collect();
+    assert_eq!(found, [("crates/core/src/a.rs", 1), ("crates/core/src/b.rs", 1), ("bindings/python/python/acp_inject/d.py", 1)]);
 }

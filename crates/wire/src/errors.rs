@@ -54,7 +54,8 @@ impl ErrorObject {
     /// A standard code with `data: {"detail": …}` for a person to read.
     pub fn with_detail(code: i64, detail: &str) -> Self {
         let mut e = Self::new(code);
-        e.data = Some(serde_json::json!({ "detail": detail }));
+        let data = crate::ErrorData { reason: None, message_id: None, detail: Some(detail.to_owned()) };
+        e.data = serde_json::to_value(data).ok();
         e
     }
 

@@ -402,7 +402,7 @@ impl<'de> Deserialize<'de> for FastUpdate {
                 while let Some(key) = map.next_key::<crate::__de::Str<'de>>()? {
                     match &*key.0 {
                         "jsonrpc" => version_ok = map.next_value::<crate::__de::Str<'de>>()?.0 == "2.0",
-                        "method" => is_update = map.next_value::<crate::__de::Str<'de>>()?.0 == "session/update",
+                        "method" => is_update = map.next_value::<crate::__de::Str<'de>>()?.0 == crate::methods::SESSION_UPDATE,
                         "params" if is_update && params.is_none() => params = Some(map.next_value()?),
                         _ => {
                             // `id`, `result`, `error`, params before method, or anything else.

@@ -21,6 +21,7 @@ pub fn python_with_package(extras: &str) -> Result<PathBuf, Error> {
         eprintln!("installing: a Python venv at {} (first use only)", venv.display());
         run_ok(Command::new("python3").args(["-m", "venv"]).arg(&venv))?;
     }
+    remove_develop_outputs()?;
     let before = size_of(&venv);
     let spec = format!("bindings/python{extras}");
     eprintln!(
@@ -36,6 +37,24 @@ pub fn python_with_package(extras: &str) -> Result<PathBuf, Error> {
         eprintln!("installed: the venv grew from {} to {}", human(before), human(after));
     }
     Ok(py)
+}
+
+/// `maturin develop` writes the generated module and the native library into the package's
+/// source folder (ignored by git). Left there, they collide with the same files maturin
+/// generates into the wheel, and the build fails; they are build products, so they go.
+fn remove_develop_outputs() -> Result<(), Error> {
+    let dir = crate::root().join("bindings/python/python/acp_inject/acp_inject_ffi");
+    let Ok(entries) = std::fs::read_dir(&dir) else { return Ok(()) };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let product = name == "__init__.py" || name == "acp_inject_ffi.py" || name.ends_with(".so") || name.ends_with(".dylib");
+        if product {
+            eprintln!("removing {} (a `maturin develop` output; the wheel build generates it)", path.display());
+            std::fs::remove_file(&path).map_err(|e| Error::write(&path, e))?;
+        }
+    }
+    Ok(())
 }
 
 /// Builds a workspace binary (output streamed) and returns its path.

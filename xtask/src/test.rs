@@ -56,6 +56,8 @@ pub enum Stage {
     Kotlin,
     /// swift test for bindings/swift, in a Debian trixie chroot (needs root)
     Swift,
+    /// the black-box stdio suite (acp-inject-blackbox) against every agent: the reference agent and the example agents
+    Blackbox,
     /// the generated TypeScript package: tsc, then every example and vector message through its validators
     Typescript,
     /// cargo xtask dist's wheel, installed in a fresh venv and used against the reference agent
@@ -66,7 +68,7 @@ pub enum Stage {
     SwiftPackage,
 }
 
-const ALL: [Stage; 13] = [
+const ALL: [Stage; 14] = [
     Stage::Fmt,
     Stage::Clippy,
     Stage::Rust,
@@ -76,6 +78,7 @@ const ALL: [Stage; 13] = [
     Stage::Python,
     Stage::Kotlin,
     Stage::Swift,
+    Stage::Blackbox,
     Stage::Typescript,
     Stage::PythonWheel,
     Stage::KotlinJar,
@@ -94,6 +97,7 @@ impl Stage {
             Stage::Python => "python",
             Stage::Kotlin => "kotlin",
             Stage::Swift => "swift",
+            Stage::Blackbox => "blackbox",
             Stage::Typescript => "typescript",
             Stage::PythonWheel => "python (wheel)",
             Stage::KotlinJar => "kotlin (jar)",
@@ -118,6 +122,7 @@ impl Stage {
             Stage::Python => python(),
             Stage::Kotlin => kotlin(),
             Stage::Swift => swift(),
+            Stage::Blackbox => blackbox(),
             Stage::Typescript => typescript(),
             Stage::PythonWheel => consumer(crate::consumers::python),
             Stage::KotlinJar => consumer(crate::consumers::kotlin),
@@ -539,6 +544,58 @@ fn vector_files(dir: &Path) -> u64 {
                 .sum()
         })
         .unwrap_or(0)
+}
+
+/// The agents the black-box suite runs against: a name, and the command (or why it cannot run).
+/// Every agent accepts `--delay-ms MS` and `--store PATH` (the suite adds them).
+fn blackbox_agents() -> Vec<(&'static str, Result<Vec<String>, String>)> {
+    let shown = |p: PathBuf| p.display().to_string();
+    let python = crate::pyenv::python_with_package("[test]")
+        .map(|py| vec![shown(py), shown(root().join("bindings/python/examples/agent.py"))])
+        .map_err(|e| e.to_string());
+    vec![("reference agent", reference_agent().map(|a| vec![shown(a)])), ("python example agent", python)]
+}
+
+/// `acp-inject-blackbox -- AGENT…` for every agent of [`blackbox_agents`]: one test per check
+/// and agent.
+fn blackbox() -> Row {
+    let suite = match crate::pyenv::cargo_bin("acp-inject-conformance", "acp-inject-blackbox") {
+        Ok(bin) => bin,
+        Err(e) => return Row::failed(e.to_string()),
+    };
+    let mut tests = Counts::default();
+    let mut failed_agents = Vec::new();
+    for (name, command) in blackbox_agents() {
+        eprintln!("\nthe black-box suite against the {name}:");
+        let command = match command {
+            Ok(c) => c,
+            Err(e) => {
+                failed_agents.push(format!("{name}: {e}"));
+                continue;
+            }
+        };
+        let ran = match process::run(Command::new(&suite).arg("--").args(&command), Echo::All) {
+            Ok(ran) => ran,
+            Err(e) => {
+                failed_agents.push(format!("{name}: {e}"));
+                continue;
+            }
+        };
+        // The suite's last line: `N passed, N failed`.
+        let counts = ran.stdout.lines().rev().find_map(|l| {
+            let (p, f) = l.split_once(" passed, ")?;
+            Some(Counts { passed: p.trim().parse().ok()?, failed: f.strip_suffix(" failed")?.parse().ok()?, skipped: 0 })
+        });
+        match counts {
+            Some(c) => tests.add(c),
+            None => failed_agents.push(format!("{name}: no summary line")),
+        }
+        if !ran.success() {
+            failed_agents.push(name.to_owned());
+        }
+    }
+    let note = if failed_agents.is_empty() { String::new() } else { format!("failed: {}", failed_agents.join("; ")) };
+    Row { ok: failed_agents.is_empty() && tests.passed > 0, tests: Some(tests), vectors: None, note }
 }
 
 /// The generated TypeScript package (see `crate::typescript`): examples as tests, vector

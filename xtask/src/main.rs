@@ -6,6 +6,7 @@ mod codegen;
 mod conformance;
 mod consumers;
 mod coverage;
+mod crash;
 mod demo;
 mod dist;
 mod docs;
@@ -67,6 +68,16 @@ enum Cmd {
     /// Fuzzing with cargo-fuzz.
     #[command(subcommand)]
     Fuzz(fuzz::Cmd),
+    /// SIGKILL the reference agent at seeded random points under load, N times; then check that
+    /// no accepted input was lost or delivered twice.
+    Crash {
+        /// How many kills.
+        #[arg(default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
+        kills: u32,
+        /// The seed of every random choice [default: from the clock, printed].
+        #[arg(long)]
+        seed: Option<u64>,
+    },
     /// The TypeScript stage of `test` alone (tsc build, examples, vector messages).
     Typescript,
     /// Differences between spec/ and an upstream ACP schema; fails on unintended drift.
@@ -86,6 +97,7 @@ fn main() -> ExitCode {
         Cmd::Demo { delay_ms } => demo::run(delay_ms),
         Cmd::Bench { rounds } => bench::run(rounds),
         Cmd::Fuzz(cmd) => fuzz::run(cmd),
+        Cmd::Crash { kills, seed } => crash::run(kills, seed),
         Cmd::Typescript => typescript::run().map_err(Error::Msg),
         Cmd::UpstreamDiff(args) => upstream_diff::execute(args).map_err(Error::Msg),
         Cmd::Dist(args) => dist::run(args).map_err(Error::Msg),

@@ -56,6 +56,8 @@ pub enum Stage {
     Kotlin,
     /// swift test for bindings/swift, in a Debian trixie chroot (needs root)
     Swift,
+    /// a short crash campaign: 50 SIGKILLs of the reference agent under load, nothing lost or duplicated
+    Crash,
     /// the black-box stdio suite (acp-inject-blackbox) against every agent: the reference agent and the example agents
     Blackbox,
     /// the generated TypeScript package: tsc, then every example and vector message through its validators
@@ -68,7 +70,7 @@ pub enum Stage {
     SwiftPackage,
 }
 
-const ALL: [Stage; 14] = [
+const ALL: [Stage; 15] = [
     Stage::Fmt,
     Stage::Clippy,
     Stage::Rust,
@@ -79,6 +81,7 @@ const ALL: [Stage; 14] = [
     Stage::Kotlin,
     Stage::Swift,
     Stage::Blackbox,
+    Stage::Crash,
     Stage::Typescript,
     Stage::PythonWheel,
     Stage::KotlinJar,
@@ -98,6 +101,7 @@ impl Stage {
             Stage::Kotlin => "kotlin",
             Stage::Swift => "swift",
             Stage::Blackbox => "blackbox",
+            Stage::Crash => "crash",
             Stage::Typescript => "typescript",
             Stage::PythonWheel => "python (wheel)",
             Stage::KotlinJar => "kotlin (jar)",
@@ -123,6 +127,10 @@ impl Stage {
             Stage::Kotlin => kotlin(),
             Stage::Swift => swift(),
             Stage::Blackbox => blackbox(),
+            Stage::Crash => match crate::crash::campaign(50, None) {
+                Ok(kills) => Row { tests: Some(kills), ok: true, ..Row::default() },
+                Err(e) => Row::failed(e.to_string()),
+            },
             Stage::Typescript => typescript(),
             Stage::PythonWheel => consumer(crate::consumers::python),
             Stage::KotlinJar => consumer(crate::consumers::kotlin),

@@ -7,13 +7,12 @@
 //! example agents do; each runs this same suite.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{self, Receiver};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
+
+use crate::peer::{req, text, Agent};
 
 /// The canonical schema, compiled into the suite.
 const SCHEMA: &str = include_str!("../../../spec/acp-inject.schema.json");
@@ -47,98 +46,6 @@ pub struct Suite {
     validator: jsonschema::Validator,
 }
 
-/// A running agent process, its stdin, and what it wrote.
-struct Agent {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    lines: Receiver<String>,
-    seen: Vec<Value>,
-}
-
-impl Agent {
-    fn send(&mut self, v: Value) -> Result<(), String> {
-        let stdin = self.stdin.as_mut().ok_or("stdin closed")?;
-        writeln!(stdin, "{v}").and_then(|_| stdin.flush()).map_err(|e| format!("writing to the agent: {e}"))
-    }
-
-    fn send_raw(&mut self, line: &[u8]) -> Result<(), String> {
-        let stdin = self.stdin.as_mut().ok_or("stdin closed")?;
-        stdin.write_all(line).and_then(|_| stdin.write_all(b"\n")).and_then(|_| stdin.flush()).map_err(|e| format!("writing: {e}"))
-    }
-
-    /// Reads lines until `pred` matches one; permission requests met on the way are allowed.
-    fn until(&mut self, what: &str, pred: impl Fn(&Value) -> bool) -> Result<Value, String> {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let line = self.lines.recv_timeout(left).map_err(|_| {
-                let last: Vec<String> = self.seen.iter().rev().take(4).map(Value::to_string).collect();
-                format!("timed out waiting for {what}; last lines: {last:#?}")
-            })?;
-            let v: Value = serde_json::from_str(&line).map_err(|e| format!("the agent wrote a line that is not JSON: {line}: {e}"))?;
-            self.seen.push(v.clone());
-            if pred(&v) {
-                return Ok(v);
-            }
-            if v["method"] == "session/request_permission" {
-                let allow =
-                    v["params"]["options"].as_array().and_then(|o| o.first()).map(|o| o["optionId"].clone()).unwrap_or(json!("allow"));
-                self.send(
-                    json!({ "jsonrpc": "2.0", "id": v["id"], "result": { "outcome": { "outcome": "selected", "optionId": allow } } }),
-                )?;
-            }
-        }
-    }
-
-    fn answer(&mut self, id: i64) -> Result<Value, String> {
-        self.until(&format!("the answer to request {id}"), |v| v["id"] == json!(id) && v.get("method").is_none())
-    }
-
-    fn result(&mut self, id: i64) -> Result<Value, String> {
-        let v = self.answer(id)?;
-        match v.get("result") {
-            Some(r) => Ok(r.clone()),
-            None => Err(format!("request {id} was refused: {v}")),
-        }
-    }
-
-    /// Everything the agent wrote until it exits.
-    fn drain_to_exit(&mut self) {
-        self.stdin = None;
-        let _ = self.child.wait();
-        for line in self.lines.try_iter().collect::<Vec<_>>() {
-            if let Ok(v) = serde_json::from_str(&line) {
-                self.seen.push(v);
-            }
-        }
-    }
-
-    fn kill(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        for line in self.lines.try_iter().collect::<Vec<_>>() {
-            if let Ok(v) = serde_json::from_str(&line) {
-                self.seen.push(v);
-            }
-        }
-    }
-}
-
-impl Drop for Agent {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn req(id: i64, method: &str, params: Value) -> Value {
-    json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params })
-}
-
-fn text(s: &str) -> Value {
-    json!([{ "type": "text", "text": s }])
-}
-
 fn update_is(v: &Value, kind: &str) -> bool {
     v["method"] == "session/update" && v["params"]["update"]["sessionUpdate"] == kind
 }
@@ -169,30 +76,7 @@ impl Suite {
     }
 
     fn start(&self, delay_ms: u64, store: Option<&Path>) -> Result<Agent, String> {
-        let (program, args) = self.command.split_first().ok_or("empty agent command")?;
-        let mut cmd = Command::new(program);
-        cmd.args(args).arg("--delay-ms").arg(delay_ms.to_string());
-        if let Some(s) = store {
-            cmd.arg("--store").arg(s);
-        }
-        let mut child = cmd
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .map_err(|e| format!("cannot start {:?}: {e}", self.command))?;
-        let stdin = child.stdin.take();
-        let stdout = child.stdout.take().ok_or("no stdout")?;
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let mut a = Agent { child, stdin, lines, seen: Vec::new() };
+        let mut a = Agent::spawn(&self.command, delay_ms, store)?;
         a.send(req(0, "initialize", json!({ "protocolVersion": 2, "info": { "name": "blackbox", "version": "1" } })))?;
         a.result(0)?;
         Ok(a)

@@ -20,7 +20,9 @@
 
 pub mod blackbox;
 mod captures;
+pub mod crash;
 pub mod encode;
+mod peer;
 mod replay;
 mod runner;
 

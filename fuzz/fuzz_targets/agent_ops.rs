@@ -3,24 +3,22 @@
 //! replaced content, and every accepted inject delivered, revoked or handed back at close.
 #![no_main]
 
+#[path = "common.rs"]
+mod common;
+
 use std::collections::{HashMap, HashSet};
 
-use acp_inject_core::agent::{Agent, AgentConfig, BreakPoint, Output, RuntimeAction, RuntimeEvent};
+use acp_inject_core::agent::{BreakPoint, Output, RuntimeAction, RuntimeEvent};
 use acp_inject_core::wire::StopReason;
 use libfuzzer_sys::fuzz_target;
 use serde_json::{json, Value};
 
 fuzz_target!(|data: &[u8]| {
-    let inject = serde_json::from_value(json!({
-        "modes": ["queue", "steer"], "pending": { "replace": true }, "steerInStream": ["interrupt", "finish"]
-    }))
-    .unwrap();
     let mut policy = acp_inject_core::agent::Policy::default();
     if data.first().is_some_and(|b| b & 1 == 1) {
         policy.queue_drain = acp_inject_core::agent::QueueDrain::OnePerTurn;
     }
-    let mut a = Agent::new(AgentConfig { inject: Some(inject), policy, info: Default::default() });
-    a.create_session("s1");
+    let mut a = common::agent(policy);
     let mut accepted: Vec<String> = Vec::new();
     let mut content: HashMap<String, String> = HashMap::new();
     let mut revoked: HashSet<String> = HashSet::new();
@@ -50,12 +48,13 @@ fuzz_target!(|data: &[u8]| {
                     12 => RuntimeEvent::PermissionRequested,
                     13 => RuntimeEvent::PermissionResolved,
                     14 => if op & 0x80 == 0 { RuntimeEvent::Paused } else { RuntimeEvent::Resumed },
+                    _ if op & 0x40 == 0 => RuntimeEvent::TurnStarted,
                     _ => RuntimeEvent::TurnEnded { stop_reason: StopReason::EndTurn, usage: None },
                 };
                 let _ = a.runtime_event("s1", ev);
             }
         }
-        for o in a.drain() {
+        for o in common::drain(&mut a) {
             match o {
                 Output::Line { line, .. } => {
                     let v: Value = serde_json::from_str(&line).unwrap();
@@ -82,12 +81,12 @@ fuzz_target!(|data: &[u8]| {
                         assert_eq!(v["params"]["update"]["content"][0]["text"].as_str(), content.get(&id).map(String::as_str), "{id}: stale content");
                     }
                 }
-                Output::Action { action: RuntimeAction::Dropped(_), .. } => unreachable!("no close in this target"),
+                Output::Action { action: RuntimeAction::Closed { .. }, .. } => unreachable!("no close in this target"),
                 Output::Action { .. } => {}
             }
         }
     }
-    let pending: HashSet<String> = a.pending("s1").into_iter().map(|d| d.message_id.0).collect();
+    let pending: HashSet<String> = a.pending("s1").into_iter().map(|d| d.message_id.to_string()).collect();
     for id in &accepted {
         let fates = [delivered.contains(id), revoked.contains(id), pending.contains(id)];
         assert_eq!(fates.iter().filter(|f| **f).count(), 1, "{id}: {fates:?}");

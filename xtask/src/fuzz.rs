@@ -1,7 +1,10 @@
 //! `cargo xtask fuzz seed` writes the checked-in seed corpus (`fuzz/corpus/<target>/`) from
-//! `spec/examples/` and the conformance vectors; `cargo xtask fuzz run [SECONDS]` runs every
-//! target for SECONDS each (default 60) with cargo-fuzz (`cargo install cargo-fuzz`).
-//! cargo-fuzz wants a nightly compiler; `RUSTC_BOOTSTRAP=1` lets the stable one take its flags.
+//! `spec/examples/` and the conformance vectors; `cargo xtask fuzz run [SECONDS] [TARGET…]` runs
+//! every target (or those named) for SECONDS each (default 60) with cargo-fuzz (`cargo install
+//! cargo-fuzz`), then merges what it found into the checked-in corpus, minimised
+//! (`-merge=1`), and adds the executions to `fuzz/executions.json`, the running total the
+//! README's table is read from. cargo-fuzz wants a nightly compiler; `RUSTC_BOOTSTRAP=1` lets
+//! the stable one take its flags.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -12,23 +15,26 @@ use serde_json::Value;
 use crate::process::run_ok;
 use crate::{root, Error};
 
-pub const TARGETS: [&str; 4] = ["wire_decode", "agent_line", "client_line", "agent_ops"];
+pub const TARGETS: [&str; 6] = ["wire_decode", "agent_line", "client_connection", "framer", "agent_ops", "resume_replay"];
 
 #[derive(clap::Subcommand)]
 pub enum Cmd {
     /// Rebuild the checked-in seed corpus (fuzz/corpus/) from spec/examples and the vectors.
     Seed,
-    /// Run every fuzz target for SECONDS each (needs `cargo install cargo-fuzz`).
+    /// Run every fuzz target (or those named) for SECONDS each (needs `cargo install cargo-fuzz`).
     Run {
         #[arg(default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
         seconds: u64,
+        /// Only these targets.
+        #[arg(value_parser = clap::builder::PossibleValuesParser::new(TARGETS))]
+        targets: Vec<String>,
     },
 }
 
 pub fn run(cmd: Cmd) -> Result<(), Error> {
     match cmd {
         Cmd::Seed => seed(),
-        Cmd::Run { seconds } => fuzz(seconds),
+        Cmd::Run { seconds, targets } => fuzz(seconds, &targets),
     }
 }
 
@@ -76,9 +82,12 @@ fn seed() -> Result<(), Error> {
     // Every example message, one line each: wire decoding and both line endpoints.
     for f in json_files(&root.join("spec/examples")) {
         let line = read_json(&f)?.to_string();
-        for t in ["wire_decode", "agent_line", "client_line"] {
+        for t in ["wire_decode", "agent_line", "client_connection"] {
             write(&corpus.join(t), line.as_bytes())?;
         }
+        // The framer: a limit byte, then the line with a CRLF and a bare LF.
+        let framed = [&[40u8][..], line.as_bytes(), b"\r\n", line.as_bytes(), b"\n"].concat();
+        write(&corpus.join("framer"), &framed)?;
     }
     // Every vector's conversation, as the lines each side receives.
     for f in json_files(&root.join("spec/vectors")) {
@@ -101,7 +110,8 @@ fn seed() -> Result<(), Error> {
             write(&corpus.join("agent_line"), client_lines.join("\n").as_bytes())?;
         }
         if !agent_lines.is_empty() {
-            write(&corpus.join("client_line"), agent_lines.join("\n").as_bytes())?;
+            // The first byte is the chunk size the target cuts the stream into.
+            write(&corpus.join("client_connection"), [&[7u8][..], agent_lines.join("\n").as_bytes()].concat().as_slice())?;
         }
         // The operation target reads bytes as opcodes; the step kinds give it a start.
         let ops: Vec<u8> = std::iter::once(0u8)
@@ -125,6 +135,23 @@ fn seed() -> Result<(), Error> {
             }))
             .collect();
         write(&corpus.join("agent_ops"), &ops)?;
+        // resume_replay's opcodes (`op % 12`), the first byte choosing close-then-resume.
+        let replay_ops: Vec<u8> = std::iter::once(1u8)
+            .chain(steps.iter().map(|s| {
+                let m = s.get("client").and_then(|c| c["method"].as_str()).unwrap_or("");
+                match (m, s.get("runtime").and_then(|r| r["event"].as_str())) {
+                    ("session/inject", _) => 0,
+                    ("session/prompt", _) => 3,
+                    ("session/revoke_inject", _) => 4,
+                    ("session/replace_inject", _) => 5,
+                    ("session/cancel", _) => 6,
+                    (_, Some("break_point")) => 7,
+                    (_, Some("update")) => 9,
+                    _ => 10,
+                }
+            }))
+            .collect();
+        write(&corpus.join("resume_replay"), &replay_ops)?;
     }
     for t in TARGETS {
         let n = std::fs::read_dir(corpus.join(t)).map(|d| d.count()).unwrap_or(0);
@@ -133,12 +160,30 @@ fn seed() -> Result<(), Error> {
     Ok(())
 }
 
-fn fuzz(seconds: u64) -> Result<(), Error> {
+/// Executions so far, per target, across runs (`fuzz/executions.json`).
+fn load_totals(path: &Path) -> Result<serde_json::Map<String, Value>, Error> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => match serde_json::from_str::<Value>(&text) {
+            Ok(Value::Object(m)) => Ok(m),
+            _ => Err(Error::msg(format!("{} is not a JSON object", path.display()))),
+        },
+        Err(_) => Ok(serde_json::Map::new()),
+    }
+}
+
+/// libFuzzer's `stat::number_of_executed_units: N` (printed with `-print_final_stats=1`).
+fn executed_units(output: &str) -> Option<u64> {
+    output.lines().rev().find_map(|l| l.strip_prefix("stat::number_of_executed_units:")).and_then(|n| n.trim().parse().ok())
+}
+
+fn fuzz(seconds: u64, only: &[String]) -> Result<(), Error> {
     let root = root();
     let started = Instant::now();
-    for (i, t) in TARGETS.iter().enumerate() {
-        eprintln!("\n== fuzz [{}/{}] {t}: {seconds} s under AddressSanitizer (cargo-fuzz builds it first) ==", i + 1, TARGETS.len());
-        // Runs on a copy of the seeds, so new inputs found do not churn the checked-in corpus.
+    let targets: Vec<&str> = TARGETS.iter().copied().filter(|t| only.is_empty() || only.iter().any(|o| o == t)).collect();
+    let totals_path = root.join("fuzz/executions.json");
+    for (i, t) in targets.iter().enumerate() {
+        eprintln!("\n== fuzz [{}/{}] {t}: {seconds} s under AddressSanitizer (cargo-fuzz builds it first) ==", i + 1, targets.len());
+        // Runs on a copy of the seeds; what it finds is merged back, minimised, afterwards.
         let work = root.join("fuzz/target/corpus-work").join(t);
         std::fs::create_dir_all(&work).map_err(|e| Error::write(&work, e))?;
         let seeds = root.join("fuzz/corpus").join(t);
@@ -146,15 +191,41 @@ fn fuzz(seconds: u64) -> Result<(), Error> {
             std::fs::copy(e.path(), work.join(e.file_name())).map_err(|e| Error::write(&work, e))?;
         }
         let mut cmd = Command::new("cargo");
-        cmd.args(["fuzz", "run", t]).arg(&work).arg(&seeds);
+        cmd.args(["fuzz", "run", t]).arg(&work);
         cmd.args(["--", &format!("-max_total_time={seconds}"), "-print_final_stats=1"]);
         // libFuzzer prints its status lines (`#N pulse cov: … exec/s: …`) as it goes.
-        run_ok(cmd.env("RUSTC_BOOTSTRAP", "1").current_dir(root.join("fuzz"))).map_err(|e| {
+        // Sanitizer flags in the shared target dir would rebuild (and replace) every artifact
+        // there; fuzz builds keep to fuzz/target.
+        cmd.env_remove("CARGO_TARGET_DIR");
+        let ran = run_ok(cmd.env("RUSTC_BOOTSTRAP", "1").current_dir(root.join("fuzz"))).map_err(|e| {
             Error::msg(format!(
                 "fuzz target {t}: {e} (a crash input lands in fuzz/artifacts/{t}/; cargo-fuzz: `cargo install cargo-fuzz`)"
             ))
         })?;
+        let executed = executed_units(&ran.stdout).ok_or_else(|| Error::msg(format!("{t}: libFuzzer printed no final stats")))?;
+        // Minimise the checked-in corpus together with what this run found.
+        let merged = root.join("fuzz/target/corpus-merged").join(t);
+        let _ = std::fs::remove_dir_all(&merged);
+        std::fs::create_dir_all(&merged).map_err(|e| Error::write(&merged, e))?;
+        let mut cmd = Command::new("cargo");
+        cmd.args(["fuzz", "run", t]).arg(&merged).arg(&seeds).arg(&work).args(["--", "-merge=1"]).env_remove("CARGO_TARGET_DIR");
+        run_ok(cmd.env("RUSTC_BOOTSTRAP", "1").current_dir(root.join("fuzz")))?;
+        std::fs::remove_dir_all(&seeds).map_err(|e| Error::write(&seeds, e))?;
+        std::fs::rename(&merged, &seeds).map_err(|e| Error::write(&seeds, e))?;
+        let mut totals = load_totals(&totals_path)?;
+        let entry = totals.entry((*t).to_owned()).or_insert_with(|| serde_json::json!({ "executions": 0, "seconds": 0, "runs": 0 }));
+        for (key, add) in [("executions", executed), ("seconds", seconds), ("runs", 1)] {
+            entry[key] = Value::from(entry[key].as_u64().unwrap_or(0) + add);
+        }
+        let text = serde_json::to_string_pretty(&Value::Object(totals)).map_err(|e| Error::msg(e.to_string()))? + "\n";
+        std::fs::write(&totals_path, text).map_err(|e| Error::write(&totals_path, e))?;
+        let corpus = std::fs::read_dir(&seeds).map(|d| d.count()).unwrap_or(0);
+        eprintln!("fuzz {t}: {executed} executions, no failure; corpus now {corpus} inputs");
     }
-    eprintln!("fuzz: every target ran {seconds} s without a failure ({:.0} s in all)", started.elapsed().as_secs_f64());
+    eprintln!(
+        "fuzz: {} target(s) ran {seconds} s each without a failure ({:.0} s in all)",
+        targets.len(),
+        started.elapsed().as_secs_f64()
+    );
     Ok(())
 }

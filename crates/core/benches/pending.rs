@@ -157,8 +157,10 @@ fn bytes_per_pending() {
         }
         let after = LIVE.load(Ordering::Relaxed);
         let per = (after - before) as f64 / n as f64;
-        // The content: one text block; its String is the only content heap allocation.
-        let content = "check the tests too".len() + std::mem::size_of::<acp_inject_core::wire::ContentBlock>();
+        // The content: one text block (the Vec's element, the boxed TextContent, the text).
+        let content = "check the tests too".len()
+            + std::mem::size_of::<acp_inject_core::wire::ContentBlock>()
+            + std::mem::size_of::<acp_inject_core::wire::TextContent>();
         println!("bytes per pending inject at {n}: {per:.0} total, of which ~{content} content");
         drop(a);
     }

@@ -1,8 +1,8 @@
 //! One session's pending injects: a queue per mode that keeps arrival order, replacement in
 //! place, and the bounded memory of ids that were revoked or delivered (tombstones).
 //!
-//! Pending injects are found by id in O(1) and kept in delivery order per mode by arrival
-//! sequence (O(log n) insert and remove), so no operation scans by `messageId`.
+//! Pending injects are found by id in O(1) and kept in delivery order per mode in a linked list
+//! through a slab (O(1) insert, remove and delivery), so no operation scans by `messageId`.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
@@ -55,17 +55,100 @@ impl Remembered {
     }
 }
 
+/// No slot: the end of a lane.
+const NIL: u32 = u32::MAX;
+
+/// One pending inject in the slab, linked into its mode's lane.
+#[derive(Clone, Debug)]
+struct Slot {
+    pending: Option<Pending>,
+    mode: InjectMode,
+    prev: u32,
+    next: u32,
+}
+
+/// A mode's pending injects, first in first out, as a list through the slab.
+#[derive(Clone, Copy, Debug)]
+struct Lane {
+    head: u32,
+    tail: u32,
+}
+
+impl Default for Lane {
+    fn default() -> Self {
+        Lane { head: NIL, tail: NIL }
+    }
+}
+
 /// The pending injects of one session. See the module docs.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+///
+/// The injects live in a slab (a `Vec` whose freed slots are reused) linked into one
+/// first-in-first-out list per mode, with an index from id to slot: accept, revoke, replace
+/// and delivery are O(1), and an inject costs its slot and its index entry, a few dozen bytes
+/// beyond its id and content (see the `pending` bench of this crate).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(from = "QueueRepr", into = "QueueRepr")]
 pub struct PendingQueue {
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+    steers: Lane,
+    queued: Lane,
+    /// Which slot each pending id is in.
+    index: HashMap<String, u32>,
+    remembered: Remembered,
+}
+
+/// The serialised form (live-state snapshots): each mode's injects by arrival number, and the
+/// remembered ids.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct QueueRepr {
     next_seq: u64,
     steers: BTreeMap<u64, Pending>,
     queued: BTreeMap<u64, Pending>,
-    /// Where each pending id sits.
-    #[serde(skip)]
-    index: HashMap<String, (InjectMode, u64)>,
     remembered: Remembered,
+}
+
+impl From<QueueRepr> for PendingQueue {
+    fn from(r: QueueRepr) -> Self {
+        let mut q = PendingQueue { remembered: r.remembered, ..PendingQueue::default() };
+        for (mode, lane) in [(InjectMode::Steer, r.steers), (InjectMode::Queue, r.queued)] {
+            for pending in lane.into_values() {
+                if !q.index.contains_key(&pending.message_id.0) {
+                    q.push(mode, pending);
+                }
+            }
+        }
+        q
+    }
+}
+
+impl From<PendingQueue> for QueueRepr {
+    fn from(q: PendingQueue) -> Self {
+        let mut next_seq = 0;
+        let mut lane = |mode: InjectMode| -> BTreeMap<u64, Pending> {
+            q.iter(mode)
+                .map(|p| {
+                    next_seq += 1;
+                    (next_seq - 1, p.clone())
+                })
+                .collect()
+        };
+        let (steers, queued) = (lane(InjectMode::Steer), lane(InjectMode::Queue));
+        QueueRepr { next_seq, steers, queued, remembered: q.remembered }
+    }
+}
+
+impl PartialEq for PendingQueue {
+    fn eq(&self, other: &Self) -> bool {
+        self.list() == other.list()
+            && self
+                .iter(InjectMode::Steer)
+                .chain(self.iter(InjectMode::Queue))
+                .map(|p| &p.owner)
+                .eq(other.iter(InjectMode::Steer).chain(other.iter(InjectMode::Queue)).map(|p| &p.owner))
+            && self.remembered == other.remembered
+    }
 }
 
 impl PendingQueue {
@@ -92,21 +175,60 @@ impl PendingQueue {
         queue
     }
 
-    /// Rebuilds the id index after deserialising (it is derived state).
-    pub(crate) fn reindex(&mut self) {
-        self.index = self
-            .steers
-            .iter()
-            .map(|(seq, p)| (p.message_id.0.clone(), (InjectMode::Steer, *seq)))
-            .chain(self.queued.iter().map(|(seq, p)| (p.message_id.0.clone(), (InjectMode::Queue, *seq))))
-            .collect();
-    }
-
-    fn lane(&mut self, mode: InjectMode) -> &mut BTreeMap<u64, Pending> {
+    fn lane(&mut self, mode: InjectMode) -> &mut Lane {
         match mode {
             InjectMode::Steer => &mut self.steers,
             InjectMode::Queue => &mut self.queued,
         }
+    }
+
+    /// A mode's pending injects, first in first out.
+    fn iter(&self, mode: InjectMode) -> impl Iterator<Item = &Pending> {
+        let mut at = match mode {
+            InjectMode::Steer => self.steers.head,
+            InjectMode::Queue => self.queued.head,
+        };
+        std::iter::from_fn(move || {
+            let slot = self.slots.get(at as usize)?;
+            at = slot.next;
+            slot.pending.as_ref()
+        })
+    }
+
+    /// Unlinks a slot from its lane, frees it and returns its inject (the index entry is the
+    /// caller's to remove).
+    fn unlink(&mut self, at: u32) -> Option<(InjectMode, Pending)> {
+        let slot = self.slots.get_mut(at as usize)?;
+        let (mode, prev, next, pending) = (slot.mode, slot.prev, slot.next, slot.pending.take()?);
+        slot.prev = NIL;
+        slot.next = NIL;
+        match self.slots.get_mut(prev as usize) {
+            Some(p) => p.next = next,
+            None => self.lane(mode).head = next,
+        }
+        match self.slots.get_mut(next as usize) {
+            Some(n) => n.prev = prev,
+            None => self.lane(mode).tail = prev,
+        }
+        if self.index.is_empty() || self.index.len() == 1 && self.index.contains_key(&pending.message_id.0) {
+            // The last one: start the slab over (keeping its capacity).
+            self.slots.clear();
+            self.free.clear();
+        } else {
+            self.free.push(at);
+        }
+        Some((mode, pending))
+    }
+
+    /// Takes the first inject of a lane.
+    fn pop_front(&mut self, mode: InjectMode) -> Option<Pending> {
+        let head = match mode {
+            InjectMode::Steer => self.steers.head,
+            InjectMode::Queue => self.queued.head,
+        };
+        let (_, pending) = self.unlink(head)?;
+        self.index.remove(&pending.message_id.0);
+        Some(pending)
     }
 
     /// How many injects are pending.
@@ -121,25 +243,39 @@ impl PendingQueue {
 
     /// Steers are pending.
     pub fn has_steers(&self) -> bool {
-        !self.steers.is_empty()
+        self.steers.head != NIL
     }
 
     /// Adds an accepted inject at the end of its mode's queue.
     pub(crate) fn push(&mut self, mode: InjectMode, pending: Pending) {
-        let seq = self.next_seq;
-        self.next_seq += 1;
-        self.index.insert(pending.message_id.0.clone(), (mode, seq));
-        self.lane(mode).insert(seq, pending);
+        let tail = self.lane(mode).tail;
+        let slot = Slot { pending: None, mode, prev: tail, next: NIL };
+        let at = match self.free.pop() {
+            Some(at) => {
+                self.slots[at as usize] = slot;
+                at
+            }
+            None => {
+                // More than u32::MAX - 1 pending injects in one session is far beyond any
+                // memory; the conversion cannot fail before allocation does.
+                let at = u32::try_from(self.slots.len()).unwrap_or(NIL - 1);
+                self.slots.push(slot);
+                at
+            }
+        };
+        self.index.insert(pending.message_id.0.clone(), at);
+        self.slots[at as usize].pending = Some(pending);
+        match self.slots.get_mut(tail as usize) {
+            Some(t) => t.next = at,
+            None => self.lane(mode).head = at,
+        }
+        self.lane(mode).tail = at;
     }
 
     /// The pending inject with this id and its mode.
     pub fn get(&self, id: &str) -> Option<(InjectMode, &Pending)> {
-        let (mode, seq) = *self.index.get(id)?;
-        let lane = match mode {
-            InjectMode::Steer => &self.steers,
-            InjectMode::Queue => &self.queued,
-        };
-        lane.get(&seq).map(|p| (mode, p))
+        let slot = self.slots.get(*self.index.get(id)? as usize)?;
+        slot.pending.as_ref().map(|p| (slot.mode, p))
     }
 
     /// The creator-only policy check, for a pending id or a remembered one.
@@ -171,11 +307,11 @@ impl PendingQueue {
         id: &MessageId,
         bound: usize,
     ) -> Result<Option<(InjectMode, Pending)>, ErrorObject> {
-        if let Some(&(mode, seq)) = self.index.get(&id.0) {
-            let owner = &self.lane(mode)[&seq].owner;
-            Self::may_edit(policy, conn, owner, id)?;
+        if let Some((_, p)) = self.get(&id.0) {
+            Self::may_edit(policy, conn, &p.owner, id)?;
+            let at = self.index[&id.0];
+            let (mode, pending) = self.unlink(at).unwrap_or_else(|| unreachable!("the index names a pending entry"));
             self.index.remove(&id.0);
-            let pending = self.lane(mode).remove(&seq).unwrap_or_else(|| unreachable!("the index names a pending entry"));
             self.remembered.insert(&id.0, Fate::Revoked, pending.owner.clone(), bound);
             return Ok(Some((mode, pending)));
         }
@@ -193,8 +329,9 @@ impl PendingQueue {
         id: &MessageId,
         content: Vec<ContentBlock>,
     ) -> Result<(), ErrorObject> {
-        if let Some(&(mode, seq)) = self.index.get(&id.0) {
-            let entry = self.lane(mode).get_mut(&seq).unwrap_or_else(|| unreachable!("the index names a pending entry"));
+        if let Some(&at) = self.index.get(&id.0) {
+            let entry = self.slots.get_mut(at as usize).and_then(|s| s.pending.as_mut());
+            let entry = entry.unwrap_or_else(|| unreachable!("the index names a pending entry"));
             Self::may_edit(policy, conn, &entry.owner, id)?;
             entry.content = content;
             return Ok(());
@@ -208,24 +345,14 @@ impl PendingQueue {
 
     /// Takes every pending steer, first in first out (R-STEER-1).
     pub(crate) fn take_steers(&mut self) -> Vec<Pending> {
-        let steers: Vec<Pending> = std::mem::take(&mut self.steers).into_values().collect();
-        for p in &steers {
-            self.index.remove(&p.message_id.0);
-        }
-        steers
+        std::iter::from_fn(|| self.pop_front(InjectMode::Steer)).collect()
     }
 
     /// What opens the next turn: every steer (R-STEER-4), then up to `queued` queued injects
     /// (R-QUEUE-1, R-QUEUE-3), each first in first out.
     pub(crate) fn take_for_turn(&mut self, queued: usize) -> Vec<Pending> {
         let mut out = self.take_steers();
-        let seqs: Vec<u64> = self.queued.keys().take(queued).copied().collect();
-        for seq in seqs {
-            if let Some(p) = self.queued.remove(&seq) {
-                self.index.remove(&p.message_id.0);
-                out.push(p);
-            }
-        }
+        out.extend(std::iter::from_fn(|| self.pop_front(InjectMode::Queue)).take(queued));
         out
     }
 
@@ -239,15 +366,16 @@ impl PendingQueue {
         let entry = |mode: InjectMode| {
             move |p: &Pending| PendingInject { message_id: p.message_id.clone(), mode, content: p.content.clone(), meta: None }
         };
-        self.steers.values().map(entry(InjectMode::Steer)).chain(self.queued.values().map(entry(InjectMode::Queue))).collect()
+        self.iter(InjectMode::Steer)
+            .map(entry(InjectMode::Steer))
+            .chain(self.iter(InjectMode::Queue).map(entry(InjectMode::Queue)))
+            .collect()
     }
 
     /// Empties the queue, returning what was pending in delivery order (R-CLOSE-1).
     pub(crate) fn drain(&mut self) -> Vec<PendingInject> {
         let list = self.list();
-        self.steers.clear();
-        self.queued.clear();
-        self.index.clear();
+        *self = PendingQueue { remembered: std::mem::take(&mut self.remembered), ..PendingQueue::default() };
         list
     }
 }

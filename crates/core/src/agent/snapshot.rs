@@ -95,11 +95,8 @@ impl LiveState {
             Some(found) => return Err(RestoreError::Version { found }),
             None => return Err(RestoreError::Malformed("missing `version`".into())),
         }
-        let mut state: LiveState = serde_json::from_str(json).map_err(|e| RestoreError::Malformed(e.to_string()))?;
-        for s in &mut state.sessions {
-            s.pending.reindex();
-        }
-        Ok(state)
+        // The pending queues rebuild their index as they deserialise.
+        serde_json::from_str(json).map_err(|e| RestoreError::Malformed(e.to_string()))
     }
 
     /// The snapshot as JSON.

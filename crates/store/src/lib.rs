@@ -61,6 +61,8 @@ pub struct SqliteStore {
     /// How many revoked or delivered ids each session keeps for `load`.
     remember_ids: u64,
     stats: StoreStats,
+    /// The connection's `synchronous` level: FULL (true) or NORMAL (see [`SqliteStore::level_for`]).
+    synced: bool,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -248,7 +250,38 @@ impl SqliteStore {
             return Err(e);
         }
         conn.execute_batch("COMMIT").map_err(db_error)?;
-        Ok(SqliteStore { conn, batch_open: false, failed: None, counters: None, remember_ids: DEFAULT_REMEMBER_IDS, stats })
+        Ok(SqliteStore {
+            conn,
+            batch_open: false,
+            failed: None,
+            counters: None,
+            remember_ids: DEFAULT_REMEMBER_IDS,
+            stats,
+            synced: true,
+        })
+    }
+
+    /// Sets the durability of the transaction a change goes into. Conversation output (the
+    /// runtime's updates, its turn's stream state: `sync` false) is what the client already
+    /// saw; it commits without the fsync (WAL, `synchronous=NORMAL`), which survives the
+    /// process being killed and loses it only to a power loss. Everything else is input the
+    /// agent answers, or its fate, and commits with `synchronous=FULL`, so no accept answer is
+    /// released before its input is on disk. SQLite fixes the level per transaction, so when
+    /// such a change follows output in the same batch, the output commits first, on its own.
+    fn level_for(&mut self, sync: bool) -> Result<(), StoreError> {
+        if sync == self.synced || !sync && self.batch_open {
+            return Ok(());
+        }
+        if self.batch_open {
+            if self.conn.is_autocommit() {
+                return Err(StoreError::Backend("SQLite rolled back the batch's transaction".into()));
+            }
+            self.conn.execute_batch("COMMIT").map_err(db_error)?;
+            self.batch_open = false;
+        }
+        self.conn.pragma_update(None, "synchronous", if sync { "FULL" } else { "NORMAL" }).map_err(db_error)?;
+        self.synced = sync;
+        Ok(())
     }
 
     /// Opens the batch's transaction at its first change.
@@ -478,7 +511,8 @@ impl Store for SqliteStore {
         if self.failed.is_some() {
             return; // the batch is lost already; the next commit reports why
         }
-        if let Err(e) = self.apply(change) {
+        let sync = !matches!(change, Change::History { .. } | Change::Turn { .. });
+        if let Err(e) = self.level_for(sync).and_then(|()| self.apply(change)) {
             self.failed = Some(e);
         }
     }

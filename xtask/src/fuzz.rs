@@ -28,13 +28,21 @@ pub enum Cmd {
         /// Only these targets.
         #[arg(value_parser = clap::builder::PossibleValuesParser::new(TARGETS))]
         targets: Vec<String>,
+        /// cargo-fuzz's sanitizer. The fuzzed crates deny `unsafe` code, so by default the
+        /// campaign runs without one (several times the executions per second); `address`
+        /// adds AddressSanitizer.
+        #[arg(long, default_value = "none", value_parser = ["none", "address"])]
+        sanitizer: String,
+        /// libFuzzer worker processes per target (`-fork=N`); 0: one process.
+        #[arg(long, default_value_t = 0)]
+        fork: u32,
     },
 }
 
 pub fn run(cmd: Cmd) -> Result<(), Error> {
     match cmd {
         Cmd::Seed => seed(),
-        Cmd::Run { seconds, targets } => fuzz(seconds, &targets),
+        Cmd::Run { seconds, targets, sanitizer, fork } => fuzz(seconds, &targets, &sanitizer, fork),
     }
 }
 
@@ -176,13 +184,13 @@ fn executed_units(output: &str) -> Option<u64> {
     output.lines().rev().find_map(|l| l.strip_prefix("stat::number_of_executed_units:")).and_then(|n| n.trim().parse().ok())
 }
 
-fn fuzz(seconds: u64, only: &[String]) -> Result<(), Error> {
+fn fuzz(seconds: u64, only: &[String], sanitizer: &str, fork: u32) -> Result<(), Error> {
     let root = root();
     let started = Instant::now();
     let targets: Vec<&str> = TARGETS.iter().copied().filter(|t| only.is_empty() || only.iter().any(|o| o == t)).collect();
     let totals_path = root.join("fuzz/executions.json");
     for (i, t) in targets.iter().enumerate() {
-        eprintln!("\n== fuzz [{}/{}] {t}: {seconds} s under AddressSanitizer (cargo-fuzz builds it first) ==", i + 1, targets.len());
+        eprintln!("\n== fuzz [{}/{}] {t}: {seconds} s, sanitizer {sanitizer} (cargo-fuzz builds it first) ==", i + 1, targets.len());
         // Runs on a copy of the seeds; what it finds is merged back, minimised, afterwards.
         let work = root.join("fuzz/target/corpus-work").join(t);
         std::fs::create_dir_all(&work).map_err(|e| Error::write(&work, e))?;
@@ -191,8 +199,11 @@ fn fuzz(seconds: u64, only: &[String]) -> Result<(), Error> {
             std::fs::copy(e.path(), work.join(e.file_name())).map_err(|e| Error::write(&work, e))?;
         }
         let mut cmd = Command::new("cargo");
-        cmd.args(["fuzz", "run", t]).arg(&work);
+        cmd.args(["fuzz", "run", "--sanitizer", sanitizer, t]).arg(&work);
         cmd.args(["--", &format!("-max_total_time={seconds}"), "-print_final_stats=1"]);
+        if fork > 0 {
+            cmd.arg(format!("-fork={fork}"));
+        }
         // libFuzzer prints its status lines (`#N pulse cov: … exec/s: …`) as it goes.
         // Sanitizer flags in the shared target dir would rebuild (and replace) every artifact
         // there; fuzz builds keep to fuzz/target.
@@ -208,7 +219,8 @@ fn fuzz(seconds: u64, only: &[String]) -> Result<(), Error> {
         let _ = std::fs::remove_dir_all(&merged);
         std::fs::create_dir_all(&merged).map_err(|e| Error::write(&merged, e))?;
         let mut cmd = Command::new("cargo");
-        cmd.args(["fuzz", "run", t]).arg(&merged).arg(&seeds).arg(&work).args(["--", "-merge=1"]).env_remove("CARGO_TARGET_DIR");
+        cmd.args(["fuzz", "run", "--sanitizer", sanitizer, t]).arg(&merged).arg(&seeds).arg(&work);
+        cmd.args(["--", "-merge=1"]).env_remove("CARGO_TARGET_DIR");
         run_ok(cmd.env("RUSTC_BOOTSTRAP", "1").current_dir(root.join("fuzz")))?;
         std::fs::remove_dir_all(&seeds).map_err(|e| Error::write(&seeds, e))?;
         std::fs::rename(&merged, &seeds).map_err(|e| Error::write(&seeds, e))?;

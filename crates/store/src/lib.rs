@@ -21,6 +21,8 @@
 //! the migration policy, and how a multi-machine deployment would put a server database behind
 //! the same trait.
 
+#![warn(missing_docs)]
+
 mod schema;
 
 pub use schema::{APPLICATION_ID, SCHEMA_VERSION};

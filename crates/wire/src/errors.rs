@@ -5,12 +5,19 @@ use serde_json::Value;
 
 use crate::{ErrorData, ErrorReason, MessageId};
 
+/// -32700 "Parse error": the line is not JSON.
 pub const PARSE_ERROR: i64 = -32700;
+/// -32600 "Invalid request": the JSON is not a JSON-RPC message.
 pub const INVALID_REQUEST: i64 = -32600;
+/// -32601 "Method not found".
 pub const METHOD_NOT_FOUND: i64 = -32601;
+/// -32602 "Invalid params": the params do not match the schema, or cannot be honoured.
 pub const INVALID_PARAMS: i64 = -32602;
+/// -32603 "Internal error".
 pub const INTERNAL_ERROR: i64 = -32603;
+/// -32002 "Resource not found": an unknown session or message id (`data.reason` says which).
 pub const RESOURCE_NOT_FOUND: i64 = -32002;
+/// -32010 "Inject precondition failed" (`data.reason` says which).
 pub const INJECT_PRECONDITION_FAILED: i64 = -32010;
 
 /// The fixed message of a code.
@@ -39,8 +46,11 @@ pub fn code_for(reason: &ErrorReason) -> i64 {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ErrorObject {
+    /// The code.
     pub code: i64,
+    /// The code's fixed message.
     pub message: String,
+    /// `{reason, messageId?}` for session and inject errors, `{detail}` for the standard codes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data: Option<Value>,
 }
@@ -59,18 +69,22 @@ impl ErrorObject {
         e
     }
 
+    /// -32700, with a detail.
     pub fn parse_error(detail: &str) -> Self {
         Self::with_detail(PARSE_ERROR, detail)
     }
 
+    /// -32600, with a detail.
     pub fn invalid_request(detail: &str) -> Self {
         Self::with_detail(INVALID_REQUEST, detail)
     }
 
+    /// -32601.
     pub fn method_not_found() -> Self {
         Self::new(METHOD_NOT_FOUND)
     }
 
+    /// -32602, with a detail.
     pub fn invalid_params(detail: &str) -> Self {
         Self::with_detail(INVALID_PARAMS, detail)
     }

@@ -15,15 +15,37 @@ use crate::{Method, Notification, Request, RequestId};
 /// One classified JSON-RPC message, borrowing from its line.
 #[derive(Debug)]
 pub enum Incoming<'a> {
-    Request { id: RequestId, method: Cow<'a, str>, params: Option<&'a RawValue> },
-    Notification { method: Cow<'a, str>, params: Option<&'a RawValue> },
-    Response { id: RequestId, outcome: Result<&'a RawValue, ErrorObject> },
+    /// A request: it has an `id` and a `method`.
+    Request {
+        /// Its id, echoed by the answer.
+        id: RequestId,
+        /// The method.
+        method: Cow<'a, str>,
+        /// The params, undecoded.
+        params: Option<&'a RawValue>,
+    },
+    /// A notification: a `method` and no `id`.
+    Notification {
+        /// The method.
+        method: Cow<'a, str>,
+        /// The params, undecoded.
+        params: Option<&'a RawValue>,
+    },
+    /// A response: an `id` and a `result` or an `error`.
+    Response {
+        /// The id of the request it answers.
+        id: RequestId,
+        /// The `result` (undecoded) or the `error`.
+        outcome: Result<&'a RawValue, ErrorObject>,
+    },
 }
 
 /// A line: one message, or a batch whose elements are classified one by one.
 #[derive(Debug)]
 pub enum Frame<'a> {
+    /// One message.
     Single(Incoming<'a>),
+    /// A batch: each element classified, or why it is not a message.
     Batch(Vec<Result<Incoming<'a>, FrameError>>),
 }
 

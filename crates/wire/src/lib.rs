@@ -9,6 +9,25 @@
 //!
 //! Feature `schemars`: every wire type implements `schemars::JsonSchema` (schemars 0.8), so a
 //! schema can be emitted from the Rust side (the reverse drift test does).
+//!
+//! Reading a line and writing one, typed:
+//!
+//! ```
+//! use acp_inject_wire::jsonrpc::{self, Frame, Incoming};
+//! use acp_inject_wire::{methods, InjectRequest, InjectResponse, MessageId, RequestId};
+//!
+//! let line = r#"{"jsonrpc":"2.0","id":7,"method":"session/inject","params":{"sessionId":"s1","mode":"steer","content":[{"type":"text","text":"use auth_v2"}]}}"#;
+//! let Ok(Frame::Single(Incoming::Request { id, method, params })) = jsonrpc::parse_line(line) else { panic!() };
+//! assert_eq!(method, methods::SESSION_INJECT);
+//! let request: InjectRequest = jsonrpc::decode(params.unwrap().get()).unwrap();
+//! assert_eq!(request.session_id.to_string(), "s1");
+//!
+//! let answer = jsonrpc::result_line(&id, &InjectResponse { message_id: MessageId("msg_1".into()), meta: None });
+//! assert_eq!(answer, r#"{"jsonrpc":"2.0","id":7,"result":{"messageId":"msg_1"}}"#);
+//! # let _: RequestId = id;
+//! ```
+
+#![warn(missing_docs)]
 
 // Written by `cargo xtask codegen` (prettyplease), not by rustfmt.
 #[rustfmt::skip]

@@ -12,7 +12,7 @@ use crate::process::{self, run_ok, Echo};
 use crate::{root, Error};
 
 fn header(n: usize, what: &str) {
-    eprintln!("\n== bench [{n}/4] {what} ==");
+    eprintln!("\n== bench [{n}/5] {what} ==");
 }
 
 /// The last line of the output that parses as JSON (the benches print one result object).
@@ -44,8 +44,11 @@ pub fn run(rounds: u32) -> Result<(), Error> {
 
     header(3, "Kotlin: bindings/kotlin/bench.sh (Maven; the official acp-model from Maven Central on first use)");
     let kotlin = kotlin(rounds);
-    header(4, "BENCHMARKS.md");
-    let md = render(rounds, &rust, &python, kotlin.as_ref());
+    header(4, "durability and scale: the store, memory per pending inject, the crash campaign, the load test");
+    let durability = crate::bench_durability::section()?;
+    header(5, "BENCHMARKS.md");
+    let mut md = render(rounds, &rust, &python, kotlin.as_ref());
+    md.push_str(&durability);
     let path = root.join("BENCHMARKS.md");
     std::fs::write(&path, &md).map_err(|e| Error::write(&path, e))?;
     print!("{md}");

@@ -2,6 +2,7 @@
 //! lists them.
 
 mod bench;
+mod bench_durability;
 mod codegen;
 mod conformance;
 mod consumers;

@@ -1,0 +1,147 @@
+//! The durability and scale part of `cargo xtask bench`: the SQLite store against the
+//! in-memory one (criterion, `crates/store/benches/store.rs`), memory per pending inject (the
+//! counting-allocator bench of `crates/core/benches/pending.rs`), the crash campaign
+//! (`acp-inject-crash`) and the load test (`acp-inject-load`), as a BENCHMARKS.md section.
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::process::{self, Echo};
+use crate::Error;
+
+/// Criterion's median time per iteration, in nanoseconds, of one benchmark id.
+fn criterion_median_ns(target: &Path, group: &str, id: &str) -> Result<f64, Error> {
+    let path = target.join("criterion").join(group).join(id).join("new/estimates.json");
+    let text = std::fs::read_to_string(&path).map_err(|e| Error::read(&path, e))?;
+    let v: Value = serde_json::from_str(&text).map_err(|e| Error::msg(format!("{}: {e}", path.display())))?;
+    v["median"]["point_estimate"].as_f64().ok_or_else(|| Error::msg(format!("{}: no median", path.display())))
+}
+
+/// The first line of `text` starting with `prefix`, after the prefix.
+fn line_after<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
+    text.lines().find_map(|l| l.trim_start().strip_prefix(prefix))
+}
+
+/// The numbers in a line, in order.
+fn numbers(line: &str) -> Vec<f64> {
+    line.split(|c: char| !(c.is_ascii_digit() || c == '.')).filter_map(|w| w.parse().ok()).collect()
+}
+
+pub fn section() -> Result<String, Error> {
+    let target = crate::target_dir()?;
+    let mut md = String::new();
+
+    eprintln!("\nbench: the store (criterion, crates/store/benches/store.rs)");
+    let mut cmd = Command::new(crate::cargo());
+    cmd.args(["bench", "-p", "acp-inject-store", "--bench", "store", "--", "--noplot"]);
+    process::run(&mut cmd, Echo::All)?.check()?;
+    let per_s = |group: &str, id: &str, per: f64| criterion_median_ns(&target, group, id).map(|ns| per * 1e9 / ns);
+    let _ = writeln!(md, "\n## Durability: the SQLite store\n");
+    let _ = writeln!(
+        md,
+        "`cargo bench -p acp-inject-store --bench store`, through the agent as a host drives it (criterion medians; the \
+         database in the system's temporary directory, on the machine's disk). Durable means WAL with `synchronous=FULL`: \
+         one fsync per commit, and one commit per drain.\n"
+    );
+    let _ = writeln!(md, "| inject accepts/s | memory | SQLite in memory | SQLite on disk (durable) |");
+    let _ = writeln!(md, "|---|---|---|---|");
+    for batch in [1u32, 100] {
+        let id = |backend: &str| format!("{backend}/{batch}-per-drain");
+        let (m, i, d) = (
+            per_s("accept", &id("memory"), f64::from(batch))?,
+            per_s("accept", &id("sqlite-in-memory"), f64::from(batch))?,
+            per_s("accept", &id("sqlite"), f64::from(batch))?,
+        );
+        let _ = writeln!(md, "| {batch} per drain | {m:.0} | {i:.0} | {d:.0} |");
+    }
+    let _ = writeln!(
+        md,
+        "\nOne operation on a session with 10 and with 10,000 history entries (µs; flat means no cost grows with the history):\n"
+    );
+    let _ = writeln!(md, "| operation (SQLite on disk) | 10 entries | 10,000 entries | ratio |");
+    let _ = writeln!(md, "|---|---|---|---|");
+    for op in ["inject+drain", "append+drain", "100-injects+drain"] {
+        let at = |n: u32| criterion_median_ns(&target, "history", &format!("sqlite/{op}/{n}"));
+        let (small, large) = (at(10)? / 1e3, at(10_000)? / 1e3);
+        let _ = writeln!(md, "| {op} | {small:.1} | {large:.1} | {:.2} |", large / small);
+    }
+
+    eprintln!("\nbench: memory per pending inject (crates/core/benches/pending.rs, counting allocator)");
+    let mut cmd = Command::new(crate::cargo());
+    cmd.args(["bench", "-p", "acp-inject-core", "--bench", "pending", "--", "--test"]);
+    let out = process::run(&mut cmd, Echo::All)?.check()?;
+    let bytes = line_after(&out.stdout, "bytes per pending inject at 100000:").map(numbers).unwrap_or_default();
+    if let [total, content, ..] = bytes[..] {
+        let _ = writeln!(
+            md,
+            "\n## Memory per pending inject\n\n`cargo bench -p acp-inject-core --bench pending`: {total:.0} bytes of heap per \
+             pending inject with 100,000 pending (target ≤ 512), of which {content:.0} are its content (one text block); the \
+             rest is its slot in the session's queue and its index entry.\n"
+        );
+    }
+
+    eprintln!("\nbench: the crash campaign (1000 kills of the reference agent)");
+    let agent = crate::pyenv::cargo_bin("acp-inject-reference-agent", "acp-inject-agent")?;
+    let crash = crate::pyenv::cargo_bin("acp-inject-conformance", "acp-inject-crash")?;
+    let mut cmd = Command::new(&crash);
+    cmd.args(["--kills", "1000", "--seed", "20261122", "--"]).arg(&agent);
+    let out = process::run(&mut cmd, Echo::All)?.check()?;
+    let summary = out.stdout.lines().rev().find(|l| l.contains(" kills, ")).unwrap_or("no summary").trim().to_owned();
+    let counts = out.stdout.lines().rev().find(|l| l.contains(" accepted, ")).unwrap_or("").trim().to_owned();
+    let _ = writeln!(
+        md,
+        "\n## Crash campaign\n\n`cargo xtask crash 1000 --seed 20261122`: the reference agent on its SQLite store, SIGKILLed \
+         at 1000 seeded random points under pipelined prompts, queue and steer injects, revokes, replaces and cancels over \
+         3 sessions; restarted and resumed each time; at the end every session replayed and judged from the client's log.\n\n\
+         **{summary}** ({counts}).\n"
+    );
+
+    eprintln!("\nbench: the load test (acp-inject-load, release builds)");
+    let mut cmd = Command::new(crate::cargo());
+    cmd.args(["build", "--release", "-p", "acp-inject-reference-agent", "-p", "acp-inject-conformance"]);
+    process::run(&mut cmd, Echo::All)?.check()?;
+    let (agent, load) = (target.join("release/acp-inject-agent"), target.join("release/acp-inject-load"));
+    let _ = writeln!(
+        md,
+        "## Load: 1,000 sessions on one agent process\n\n`acp-inject-load --sessions 1000 --operations 20000 --window W -- \
+         acp-inject-agent --delay-ms 5` (release builds): the client keeps W requests in flight, each a queue inject \
+         (40 %), a steer (20 %), a revoke or a replace of that session's newest inject (15 % each) or a status probe, on a \
+         random session, while the agent runs the turns they open and streams its output (every notification is read). \
+         Latency is from writing a request to reading its answer.\n"
+    );
+    let _ = writeln!(md, "| store | in flight | ops/s | p50 µs | p99 µs | max µs | notifications | agent RSS |");
+    let _ = writeln!(md, "|---|---|---|---|---|---|---|---|");
+    let json = target.join("load.json");
+    for (store, window) in [(false, 64), (false, 1), (true, 64)] {
+        let mut cmd = Command::new(&load);
+        cmd.args(["--sessions", "1000", "--operations", "20000", "--window", &window.to_string(), "--json"]).arg(&json);
+        if store {
+            cmd.arg("--store").arg(target.join("load.sqlite3"));
+        }
+        process::run(cmd.arg("--").arg(&agent), Echo::All)?.check()?;
+        let text = std::fs::read_to_string(&json).map_err(|e| Error::read(&json, e))?;
+        let r: Value = serde_json::from_str(&text).map_err(|e| Error::msg(format!("{}: {e}", json.display())))?;
+        let all = &r["latency"]["all"];
+        let _ = writeln!(
+            md,
+            "| {} | {window} | {:.0} | {} | {} | {} | {} | {} MiB |",
+            if store { "SQLite (durable)" } else { "memory" },
+            r["ops_per_s"].as_f64().unwrap_or(0.0),
+            all["p50_us"],
+            all["p99_us"],
+            all["max_us"],
+            r["notifications"],
+            r["agent_rss_kib"].as_u64().unwrap_or(0) / 1024
+        );
+    }
+    let _ = writeln!(
+        md,
+        "\nWith W in flight, latency is mostly queueing (W / throughput); W = 1 shows the cost of one operation. Durable, \
+         every batch holding input the agent answers is one fsync of the write-ahead log, so throughput follows the disk's \
+         fsync rate; output-only batches (streamed chunks) commit without it.\n"
+    );
+    Ok(md)
+}

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import atexit
 import inspect
+from typing import Set
 
 from . import acp_inject_ffi as _ffi
 from .acp_inject_ffi import (
@@ -111,13 +112,13 @@ def _readable_reprs() -> None:
     """Generated records and enum variants define ``__str__`` with their fields; make ``repr``
     (what lists, tracebacks and the REPL show) the same, so every value prints its contents
     (the enum variants' own ``__repr__`` would print ``ContentBlock.TEXT()``)."""
-    seen: set = set()
+    seen: Set[type] = set()
 
     def fix(cls: type) -> None:
         if cls in seen:
             return
         seen.add(cls)
-        if cls.__str__ is not object.__str__:
+        if getattr(cls, "__str__") is not getattr(object, "__str__"):
             cls.__repr__ = cls.__str__  # type: ignore[method-assign]
         for member in list(vars(cls).values()):
             if inspect.isclass(member) and member.__module__.startswith(_ffi.__name__):

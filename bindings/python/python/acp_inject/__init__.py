@@ -20,6 +20,7 @@ import inspect
 from typing import Set
 
 from . import acp_inject_ffi as _ffi
+from ._checked import InvalidArgument  # first: wraps the generated calls before they are imported below
 from .acp_inject_ffi import (
     AcpError,
     Activity,
@@ -58,6 +59,7 @@ from .acp_inject_ffi import (
     QueueDrain,
     RequestId,
     RequestPermissionOutcome,
+    RequestKind,
     RequestPermissionRequest,
     RevokeReplace,
     RuntimeAction,
@@ -96,9 +98,9 @@ __all__ = [
     "AcpError", "Activity", "Agent", "AgentConfig", "AgentCore", "AgentInfo", "AgentMessageChunk",
     "AgentThoughtChunk", "Answer", "BreakPoint", "CallRejected", "ClearStyle", "Client", "ClientCore",
     "ConnectionRole", "ContentBlock", "ErrorReason", "Event", "HistoryEntry", "Implementation",
-    "InitializeResponse", "InjectCapabilities", "InjectMode", "ItemMode", "ItemStatus", "MessageRole",
+    "InitializeResponse", "InjectCapabilities", "InvalidArgument", "InjectMode", "ItemMode", "ItemStatus", "MessageRole",
     "MirrorSnapshot", "Output", "PendingCapabilities", "PendingInject", "PendingItem", "PermissionOption",
-    "PermissionOptionKind", "PlanEntry", "Policy", "ProtocolError", "QueueDrain", "RequestId",
+    "PermissionOptionKind", "PlanEntry", "Policy", "ProtocolError", "QueueDrain", "RequestId", "RequestKind",
     "RequestPermissionOutcome", "RequestPermissionRequest", "RevokeReplace", "RuntimeAction", "RuntimeEvent",
     "Session", "SessionActivity", "SessionEvent", "SessionInfo", "SessionSetup", "SessionUpdate",
     "SetupSupport", "SteerInStream", "StopReason", "TextContent", "ToolCallContent", "ToolCallContentBlock",

@@ -39,6 +39,7 @@ from .acp_inject_ffi import (
     ErrorReason,
     Event,
     HistoryEntry,
+    HostError,
     Implementation,
     InitializeResponse,
     InjectCapabilities,
@@ -97,7 +98,7 @@ __version__: str = library_version()
 __all__ = [
     "AcpError", "Activity", "Agent", "AgentConfig", "AgentCore", "AgentInfo", "AgentMessageChunk",
     "AgentThoughtChunk", "Answer", "BreakPoint", "CallRejected", "ClearStyle", "Client", "ClientCore",
-    "ConnectionRole", "ContentBlock", "ErrorReason", "Event", "HistoryEntry", "Implementation",
+    "ConnectionRole", "ContentBlock", "ErrorReason", "Event", "HistoryEntry", "HostError", "Implementation",
     "InitializeResponse", "InjectCapabilities", "InvalidArgument", "InjectMode", "ItemMode", "ItemStatus", "MessageRole",
     "MirrorSnapshot", "Output", "PendingCapabilities", "PendingInject", "PendingItem", "PermissionOption",
     "PermissionOptionKind", "PlanEntry", "Policy", "ProtocolError", "QueueDrain", "RequestId", "RequestKind",

@@ -256,18 +256,18 @@ class PlainAgent:
         message_id = params.get("messageId")
         if not isinstance(message_id, str):
             raise Refused(BAD_PARAMS)
-        waiting, item = self.find(s, message_id)
+        waiting, found = self.find(s, message_id)
         if method == "session/revoke_inject":
-            if waiting is not None and item is not None:
-                waiting.remove(item)
+            if waiting is not None and found is not None:
+                waiting.remove(found)
                 s.revoked.add(message_id)
                 return {}
             if message_id in s.revoked:
                 return {}
         else:
             content = self.content(params, "content")
-            if item is not None:
-                item.content = content
+            if found is not None:
+                found.content = content
                 return {"messageId": message_id}
         if message_id in s.delivered:
             raise Refused(PRECONDITION, "already_delivered", message_id)
@@ -289,7 +289,7 @@ class PlainAgent:
         params = message.get("params") or {}
         if "id" not in message:  # a notification
             if method == "session/cancel":
-                s = self.sessions.get(params.get("sessionId"))
+                s = self.sessions.get(str(params.get("sessionId")))
                 if s is not None and s.running:
                     s.cancelled = True
             return

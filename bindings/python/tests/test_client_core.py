@@ -109,7 +109,7 @@ def test_a_runtime_loop_in_python_through_queue_steer_revoke_replace_cancel_and_
     wire.runtime("s1", RuntimeEvent.UPDATE(_chunk(wire, "working")))
     queued = [c.inject("s1", InjectMode.QUEUE, [text(t)]) for t in ("then update the docs", "drop this one", "draft")]
     events = wire.exchange()
-    ids = {str(a.request): a.outcome.message_id for a in answers(events) if isinstance(a.outcome, Answer.ACCEPTED)}
+    ids = {str(a.request): str(a.outcome.message_id) for a in answers(events) if isinstance(a.outcome, Answer.ACCEPTED)}
     docs, drop, draft = (ids[str(r)] for r in queued)
     c.revoke("s1", drop)
     c.replace("s1", draft, [text("final wording")])

@@ -198,7 +198,7 @@ WRONG: List[Callable[[], Any]] = [
     lambda: core.runtime_event("s1", "break_point"),  # type: ignore[arg-type]
     lambda: core.runtime_event("s1", RuntimeEvent.UPDATE("not an update")),
     lambda: core.turn(5),  # type: ignore[arg-type]
-    lambda: core.is_live(5),  # type: ignore[attr-defined]
+    lambda: core.is_live(5),  # type: ignore[arg-type]
     lambda: ClientCore(-1),
     lambda: ClientCore("big"),  # type: ignore[arg-type]
     lambda: ClientCore(1 << 80),

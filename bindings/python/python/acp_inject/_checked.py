@@ -19,7 +19,7 @@ from . import acp_inject_ffi as _ffi
 from .acp_inject_ffi import AcpError
 
 
-class InvalidArgument(AcpError.InvalidInput, TypeError, ValueError):  # type: ignore[misc]
+class InvalidArgument(AcpError.InvalidInput, TypeError, ValueError):
     """An argument of the wrong type or out of range, refused before the call reached the
     library (nothing changed). ``detail`` names the call and the problem."""
 

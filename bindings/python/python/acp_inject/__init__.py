@@ -20,6 +20,7 @@ import inspect
 from typing import Set
 
 from . import acp_inject_ffi as _ffi
+from . import _fastpath  # noqa: F401  (faster generated hot paths, installed at import)
 from ._checked import InvalidArgument  # first: wraps the generated calls before they are imported below
 from .acp_inject_ffi import (
     AcpError,

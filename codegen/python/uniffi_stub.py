@@ -4,7 +4,8 @@ UniFFI's Python output makes each variant of a data-carrying enum a subclass of 
 run time (``C.V = type("C.V", (C.V, C), {})``) and redefines error enums after their
 variants, so type checkers see variants that are not of their enum's type. The stub states
 what the run time does: every variant class derives from its enum (errors from the error
-base), function bodies are elided and unannotated parameters are typed ``Any``. Run by
+base), function bodies are elided (``async`` ones stay ``async``), unannotated parameters
+are typed ``Any``, and the module's public type aliases (``MessageId = str``) are kept. Run by
 ``cargo xtask codegen``: ``python3 uniffi_stub.py MODULE.py > MODULE.pyi``.
 """
 
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import ast
 import sys
-from typing import Dict, List, Set
+from typing import Dict, List, Set, Union
 
 
 def variant_links(tree: ast.Module) -> Dict[str, Set[str]]:
@@ -36,9 +37,10 @@ def public(name: str) -> bool:
     return not name.startswith("_") or (name.startswith("__") and name.endswith("__"))
 
 
-def stub_function(fn: ast.FunctionDef, indent: str) -> List[str]:
+def stub_function(fn: Union[ast.FunctionDef, ast.AsyncFunctionDef], indent: str) -> List[str]:
     args = fn.args
-    for a in args.posonlyargs + args.args + args.kwonlyargs:
+    star = [a for a in (args.vararg, args.kwarg) if a is not None]
+    for a in args.posonlyargs + args.args + args.kwonlyargs + star:
         if a.annotation is None and a.arg not in ("self", "cls"):
             a.annotation = ast.Name("typing.Any")
     if fn.returns is None:
@@ -61,7 +63,7 @@ def stub_class(cls: ast.ClassDef, indent: str, bases: List[str], variants: Set[s
             if error_base and node.name in variants:
                 sub_bases = [error_base]
             body += stub_class(node, indent + "    ", sub_bases, set(), "")
-        elif isinstance(node, ast.FunctionDef) and public(node.name):
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and public(node.name):
             if node.name == "__init__":
                 params = {a.arg: a.annotation for a in node.args.args[1:] + node.args.kwonlyargs}
                 # Records and variants store their parameters: `self.x = x`.
@@ -88,6 +90,7 @@ def main(path: str) -> str:
     links = variant_links(tree)
     out = [
         f"# Type stub for {path.rsplit('/', 1)[-1]}, written by codegen/python/uniffi_stub.py.",
+        "import asyncio",
         "import typing",
         "import enum",
         "from dataclasses import dataclass",
@@ -118,9 +121,19 @@ def main(path: str) -> str:
             bases = [ast.unparse(b) for b in node.bases]
             out += stub_class(node, "", bases, links.get(node.name, set()), "")
             out.append("")
-        elif isinstance(node, ast.FunctionDef) and public(node.name):
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and public(node.name):
             out += stub_function(node, "")
             out.append("")
+        elif (
+            # A public type alias (`MessageId = str`, `StringPatchMember = StringPatch`).
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and public(node.targets[0].id)
+            and isinstance(node.value, ast.Name)
+            and public(node.value.id)
+        ):
+            out += [f"{node.targets[0].id} = {node.value.id}", ""]
     return "\n".join(out).rstrip() + "\n"
 
 

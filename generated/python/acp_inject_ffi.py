@@ -602,6 +602,8 @@ def _uniffi_check_api_checksums(lib):
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_close() != 12865:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_feed() != 61280:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_finish() != 27128:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_ignored_lines() != 31507:
@@ -881,6 +883,9 @@ _UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_cancel.restype = cty
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_close.argtypes = (
 )
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_close.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_feed.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_feed.restype = ctypes.c_uint16
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_finish.argtypes = (
 )
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_finish.restype = ctypes.c_uint16
@@ -1307,6 +1312,12 @@ _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_close.argtypes = (
     ctypes.POINTER(_UniffiRustCallStatus),
 )
 _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_close.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_feed.argtypes = (
+    ctypes.c_uint64,
+    _UniffiForeignBytes,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_feed.restype = _UniffiRustBuffer
 _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_finish.argtypes = (
     ctypes.c_uint64,
     ctypes.POINTER(_UniffiRustCallStatus),
@@ -19386,6 +19397,13 @@ class ClientCoreProtocol(typing.Protocol):
         `session/close`.
 """
         raise NotImplementedError
+    def feed(self, bytes: bytes) -> typing.List[Event]:
+        """
+        Like [`ClientCore::receive_bytes`], with the bytes borrowed instead of copied into a
+        Rust buffer first: the cheapest call for a reader that hands over each line (or read)
+        as it comes, e.g. Python's `bytes` from `readline()`.
+"""
+        raise NotImplementedError
     def finish(self, ) -> typing.List[Event]:
         """
         The agent's output ended: a last line without a newline is still read.
@@ -19603,6 +19621,26 @@ class ClientCore(ClientCoreProtocol):
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_close,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def feed(self, bytes: bytes) -> typing.List[Event]:
+        """
+        Like [`ClientCore::receive_bytes`], with the bytes borrowed instead of copied into a
+        Rust buffer first: the cheapest call for a reader that hands over each line (or read)
+        as it comes, e.g. Python's `bytes` from `readline()`.
+"""
+        
+        _UniffiFfiConverterByRefBytes.check_lower(bytes)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterByRefBytes.lower(bytes),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterSequenceTypeEvent.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_feed,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)

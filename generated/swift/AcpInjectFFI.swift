@@ -1775,6 +1775,13 @@ public protocol ClientCoreProtocol: AnyObject, Sendable {
     func close(sessionId: String) throws  -> RequestId
     
     /**
+     * Like [`ClientCore::receive_bytes`], with the bytes borrowed instead of copied into a
+     * Rust buffer first: the cheapest call for a reader that hands over each line (or read)
+     * as it comes, e.g. Python's `bytes` from `readline()`.
+     */
+    func feed(bytes: Data) throws  -> [Event]
+    
+    /**
      * The agent's output ended: a last line without a newline is still read.
      */
     func finish() throws  -> [Event]
@@ -1993,6 +2000,23 @@ open func close(sessionId: String)throws  -> RequestId  {
             self.uniffiCloneHandle(),
         FfiConverterString.lower(sessionId),uniffiCallStatus
     )
+})
+}
+    
+    /**
+     * Like [`ClientCore::receive_bytes`], with the bytes borrowed instead of copied into a
+     * Rust buffer first: the cheapest call for a reader that hands over each line (or read)
+     * as it comes, e.g. Python's `bytes` from `readline()`.
+     */
+open func feed(bytes: Data)throws  -> [Event]  {
+    return try  FfiConverterSequenceTypeEvent.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+        uniffiCallStatus in
+        FfiConverterByRefBytes.lower(bytes) { bytesFb in
+    uniffi_acp_inject_ffi_fn_method_clientcore_feed(
+            self.uniffiCloneHandle(),
+        bytesFb,uniffiCallStatus
+    )
+        }
 })
 }
     
@@ -17205,6 +17229,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_acp_inject_ffi_checksum_method_clientcore_close() != 12865) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_clientcore_feed() != 61280) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_acp_inject_ffi_checksum_method_clientcore_finish() != 27128) {

@@ -425,6 +425,11 @@ void uniffi_acp_inject_ffi_fn_method_clientcore_cancel(uint64_t ptr, RustBuffer 
 RustBuffer uniffi_acp_inject_ffi_fn_method_clientcore_close(uint64_t ptr, RustBuffer session_id, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_CLIENTCORE_FEED
+#define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_CLIENTCORE_FEED
+RustBuffer uniffi_acp_inject_ffi_fn_method_clientcore_feed(uint64_t ptr, ForeignBytes bytes, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_CLIENTCORE_FINISH
 #define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_CLIENTCORE_FINISH
 RustBuffer uniffi_acp_inject_ffi_fn_method_clientcore_finish(uint64_t ptr, RustCallStatus *_Nonnull out_status
@@ -1311,6 +1316,12 @@ uint16_t uniffi_acp_inject_ffi_checksum_method_clientcore_cancel(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_CLIENTCORE_CLOSE
 #define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_CLIENTCORE_CLOSE
 uint16_t uniffi_acp_inject_ffi_checksum_method_clientcore_close(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_CLIENTCORE_FEED
+#define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_CLIENTCORE_FEED
+uint16_t uniffi_acp_inject_ffi_checksum_method_clientcore_feed(void
     
 );
 #endif

@@ -34,13 +34,8 @@ pub fn run(rounds: u32) -> Result<(), Error> {
     let out = process::run(&mut cmd, Echo::StderrOnly)?.check()?;
     let rust = json_result("the Rust bench", &out.stdout)?;
 
-    header(2, "Python: the package in the venv and the official SDK (agent-client-protocol 0.12.x from PyPI)");
-    let py = crate::pyenv::python_with_package("")?;
-    run_ok(Command::new(&py).args(["-m", "pip", "install", "--progress-bar", "off", "agent-client-protocol==0.12.*"]))?;
-    let mut cmd = Command::new(&py);
-    cmd.args(["bindings/python/bench/bench_vs_official.py", "--json", "--rounds", &rounds.to_string()]).env("PYTHONUNBUFFERED", "1");
-    let out = process::run(&mut cmd, Echo::StderrOnly)?.check()?;
-    let python = json_result("the Python bench", &out.stdout)?;
+    header(2, "Python: a streaming client, one line at a time, vs the official SDK (agent-client-protocol 0.12.1 from PyPI)");
+    let python = python(rounds)?;
 
     header(3, "Kotlin: bindings/kotlin/bench.sh (Maven; the official acp-model from Maven Central on first use)");
     let kotlin = kotlin(rounds);
@@ -143,14 +138,7 @@ fn render(rounds: u32, rust: &Value, py: &Value, kotlin: Option<&Result<Value, S
     );
     let _ = writeln!(s, "Targets: typed decode ≥ 2× the official crate and faster than `Value`; decode + encode ≥ 1.5×.\n");
 
-    let _ = writeln!(s, "## Python: the same kind of stream through the binding\n");
-    let _ = writeln!(s, "{} lines ({} B/line) of the update kinds v1 and v2 share in the same wire shape (message/thought chunks, tool call updates: the official package's released models are v1), identical on both sides. Ours parses **and** applies each line to the full client mirror in one crossing per buffer (`ClientSession.receive_text`, the whole stream as one string); the official SDK's own path only parses (`json.loads` + `SessionNotification.model_validate`).\n", py["lines"], py["bytes_per_line"]);
-    let _ = writeln!(s, "| what | lines/s | µs/line |\n|---|---|---|");
-    let _ = writeln!(s, "| ours: parse + full mirror state | {:.0} | {:.2} |", f(&py["ours_lines_per_s"]), f(&py["ours_us_per_line"]));
-    let _ =
-        writeln!(s, "| official SDK: parse only | {:.0} | {:.2} |", f(&py["official_lines_per_s"]), f(&py["official_us_per_line"]));
-    let _ = writeln!(s, "| `json.loads` alone (floor for any pure-Python parser) | {:.0} | |", f(&py["json_loads_lines_per_s"]));
-    let _ = writeln!(s, "\n**ours / official: {:.2}×** (target ≥ 3×). One FFI crossing (a no-op call) costs {:.2} µs, which is why the binding takes whole buffers.\n", f(&py["ours_lines_per_s"]) / f(&py["official_lines_per_s"]), f(&py["crossing_us"]));
+    render_python(&mut s, py);
 
     let _ = writeln!(s, "## Kotlin\n");
     match kotlin {
@@ -188,4 +176,98 @@ fn render(rounds: u32, rust: &Value, py: &Value, kotlin: Option<&Result<Value, S
     let _ = writeln!(s, "\nA cost linear in the pending count would make the last column 0.01; it stays near 1 (cache effects only).");
     let _ = writeln!(s, "{FINDINGS}");
     s
+}
+
+// ----- Python -----
+
+/// The official Python SDK, pinned: the version the comparison names.
+const OFFICIAL_PYTHON_SDK: &str = "agent-client-protocol==0.12.1";
+
+/// `bindings/python/bench/bench_per_line.py` in the cached venv, with the official SDK
+/// installed beside the package; its JSON result.
+fn python(rounds: u32) -> Result<Value, Error> {
+    let py = crate::pyenv::python_with_package("")?;
+    run_ok(Command::new(&py).args(["-m", "pip", "install", "--progress-bar", "off", OFFICIAL_PYTHON_SDK]))?;
+    let mut cmd = Command::new(&py);
+    cmd.args(["bindings/python/bench/bench_per_line.py", "--json", "--rounds", &rounds.to_string()]).env("PYTHONUNBUFFERED", "1");
+    let out = process::run(&mut cmd, Echo::StderrOnly)?.check()?;
+    json_result("the Python bench", &out.stdout)
+}
+
+/// What the per-line profile showed, what was changed, and why the target is not met.
+const PYTHON_FINDINGS: &str = "
+Where the time goes, and what was done:
+
+- **The crossing.** A UniFFI method call from Python is three ctypes calls (clone the
+  object's handle, the call, free the returned buffer), each with a status record built in
+  Python. That floor, measured as `feed(b\"\")`, is close to the official SDK's whole per-line
+  time. `ClientCore.feed` takes the line as `bytes` borrowed for the call (UniFFI's zero-copy
+  `&[u8]`), which removed the two further calls and the copy that lowering a `str` costs
+  (`receive`).
+- **Decoding the typed events.** UniFFI's generated Python reads each field through several
+  function calls and slices the ctypes pointer per field. The package installs faster hot
+  paths for that runtime at import (`acp_inject._fastpath`: the buffer copied once and read
+  with precompiled `struct` readers, strings in one call, no generator context manager per
+  value, the call status without extra constructors), checked against the generated decoding
+  by the tests; the row above gives the same `feed` on the runtime exactly as generated.
+- **Why one call for the whole stream is no faster.** `receive_text` has no per-line
+  crossing, but decoding dominates, and holding every line's events at once makes Python's
+  garbage collector walk them again and again (with the collector off it takes about 60% of
+  the time): per line it costs about what `feed` costs.
+- **Why it stays below the target.** The official SDK parses with `json.loads` (C) and builds
+  its models in pydantic-core (Rust, through the CPython API); UniFFI builds our typed events
+  in pure Python. Per line, our crossing alone costs about what their whole parse costs, and
+  decoding about as much again. Reaching 1× would need the per-line path to build its Python
+  objects natively (a CPython extension for this one call), which this project does not ship.
+  Per line we do more than parse: the line is routed and applied to the session's state
+  (transcript, turn state, pending items).
+";
+
+fn render_python(s: &mut String, py: &Value) {
+    let us = |k: &str| f(&py[k]);
+    let per_s = |k: &str| 1e6 / f(&py[k]);
+    let _ = writeln!(s, "## Python: a streaming client, one line at a time\n");
+    let _ = writeln!(
+        s,
+        "{} lines ({} B/line) of `session/update`, the kinds the official package's (v1) models and v2 share in the same wire shape (agent message, thought and user message chunks, tool call updates), each handed over alone, as the `bytes` a reader of the agent's stdout gets from `readline()`, and both sides accept every line. **Ours** (`bindings/python/bench/bench_per_line.py`): `ClientCore.feed(line)` applies the line to the client's state (routing, the session's transcript and turn state) and returns its typed events (`Event.SESSION` → `SessionEvent.UPDATE` → the typed `SessionUpdate`). **Official**: `agent-client-protocol` {} (PyPI), its client's path for an incoming line, `json.loads` then `SessionNotification.model_validate(params)`: typed pydantic models, no state. Medians of {} interleaved rounds, Python {}.\n",
+        py["lines"],
+        py["bytes_per_line"],
+        py["official_version"].as_str().unwrap_or("?"),
+        py["rounds"],
+        py["python"].as_str().unwrap_or("?")
+    );
+    let _ = writeln!(s, "| per line | µs/line | lines/s |\n|---|---|---|");
+    for (key, what) in [
+        ("ours_feed_us", "ours: `ClientCore.feed(line)` (bytes): state + typed events"),
+        ("ours_receive_us", "ours: `ClientCore.receive(line)` (str): the same"),
+        ("official_us", "official SDK: `json.loads` + `SessionNotification.model_validate`: typed models"),
+    ] {
+        let _ = writeln!(s, "| {what} | {:.2} | {:.0} |", us(key), per_s(key));
+    }
+    let _ = writeln!(
+        s,
+        "\n**ours / official per line: {:.2}×** with `feed` ({:.2}× with `receive`). Target ≥ 1×: **not met**.\n",
+        f(&py["ratio"]),
+        f(&py["ratio_receive"])
+    );
+    let _ = writeln!(s, "Profile of our per-line time, same run:\n");
+    let _ = writeln!(s, "| what | µs/line |\n|---|---|");
+    let rest = us("ours_feed_us") - us("crossing_us") - us("decode_us");
+    for (what, v) in [
+        ("the call with nothing to do, `feed(b\"\")`: the crossing alone".to_owned(), us("crossing_us")),
+        ("decoding the typed events in Python (from the bytes Rust returned)".to_owned(), us("decode_us")),
+        ("the rest: the line parsed and applied in Rust, the events encoded, the Python wrappers".to_owned(), rest),
+        (
+            format!(
+                "for comparison: the same `feed` on UniFFI's runtime as generated, without the package's fast paths ({:.2}× official)",
+                f(&py["ratio_generated_runtime"])
+            ),
+            us("generated_runtime_us"),
+        ),
+        ("for comparison: the whole stream in one `receive_text` call (no per-line crossing), per line".to_owned(), us("bulk_us")),
+        ("for comparison: `json.loads` alone".to_owned(), us("json_loads_us")),
+    ] {
+        let _ = writeln!(s, "| {what} | {v:.2} |");
+    }
+    let _ = writeln!(s, "{PYTHON_FINDINGS}");
 }

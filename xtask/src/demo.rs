@@ -1,6 +1,8 @@
 //! `cargo xtask demo`: the main job. Regenerates the bindings, builds the reference agent,
-//! installs the Python package, and runs a live session against the agent over stdio from a
-//! client written against the Python binding (`bindings/python/examples/live_demo.py`).
+//! installs the Python package, and runs the example client (`bindings/python/examples/client.py`)
+//! against the agent over stdio: a scripted session (prompt, steer and queue mid-turn, revoke,
+//! replace, cancel, two sessions at once) printed live as it happens, each step checked against
+//! the rules.
 
 use std::process::Command;
 use std::time::Instant;
@@ -16,16 +18,16 @@ pub fn run(delay_ms: u64) -> Result<(), Error> {
     let agent = crate::pyenv::cargo_bin("acp-inject-reference-agent", "acp-inject-agent")?;
     step(3, "the Python package (bindings/python) in the cached venv");
     let py = crate::pyenv::python_with_package("")?;
-    step(4, &format!("live session: Python client (acp_inject) ⇄ {} over stdio", agent.display()));
+    step(4, &format!("live session: examples/client.py (acp_inject) ⇄ {} over stdio", agent.display()));
     let mut client = Command::new(&py);
-    client.arg(root().join("bindings/python/examples/live_demo.py")).arg(&agent).args(["--delay-ms", &delay_ms.to_string()]);
+    client.arg(root().join("bindings/python/examples/client.py")).arg("--").arg(&agent).args(["--delay-ms", &delay_ms.to_string()]);
     // Python buffers a pipe's output until exit; the session is meant to be watched live.
     let ran = process::run(client.env("PYTHONUNBUFFERED", "1"), Echo::All)?;
     eprintln!("\ndemo: {:.0} s in all", started.elapsed().as_secs_f64());
     if ran.success() {
         Ok(())
     } else {
-        Err(Error::msg("the live session did not show every behaviour (see MISSING above)"))
+        Err(Error::msg("the session did not behave as the rules say (see FAIL above)"))
     }
 }
 

@@ -11,7 +11,7 @@ use crate::Error;
 /// The venv's interpreter, with the package freshly installed (`extras`: e.g. `[test]`).
 ///
 /// First use creates the venv and downloads maturin (the build backend) and, with `[test]`,
-/// pytest and mypy from PyPI: about 100 MB in the venv and pip's cache. Every call rebuilds
+/// pytest, mypy and hypothesis from PyPI: about 100 MB in the venv and pip's cache. Every call rebuilds
 /// the package's wheel, which compiles `crates/ffi` in release mode (a few minutes the first
 /// time, seconds afterwards); pip runs verbosely so that compilation shows as it happens.
 pub fn python_with_package(extras: &str) -> Result<PathBuf, Error> {
@@ -27,7 +27,7 @@ pub fn python_with_package(extras: &str) -> Result<PathBuf, Error> {
     eprintln!(
         "installing: {spec} into the venv ({}); the first time this downloads maturin{} from PyPI",
         human(before),
-        if extras.contains("test") { ", pytest and mypy" } else { "" }
+        if extras.contains("test") { ", pytest, mypy and hypothesis" } else { "" }
     );
     run_ok(
         Command::new(&py).args(["-m", "pip", "install", "--verbose", "--progress-bar", "off", &spec]).env("PYTHONUNBUFFERED", "1"),

@@ -354,9 +354,20 @@ fn python() -> Row {
         Err(e) => return Row::failed(e.to_string()),
     };
     let _ = std::fs::remove_file(&report);
+    // The tests run the reference agent and the Rust conformance runner (which replays the
+    // vectors their property tests generate through the Rust core, without the binding).
+    let programs = reference_agent().and_then(|agent| {
+        let runner = crate::pyenv::cargo_bin("acp-inject-conformance", "acp-inject-conformance").map_err(|e| e.to_string())?;
+        Ok((agent, runner))
+    });
+    let (agent, runner) = match programs {
+        Ok(p) => p,
+        Err(e) => return Row::failed(e),
+    };
     let mut cmd = Command::new(&py);
     cmd.args(["-m", "pytest", "-p", "no:cacheprovider", "-o", "junit_family=xunit2"]).arg(format!("--junitxml={}", report.display()));
-    let tests_ok = process::run(cmd.arg("bindings/python").env("PYTHONUNBUFFERED", "1"), Echo::All).is_ok_and(|r| r.success());
+    cmd.arg("bindings/python").env("PYTHONUNBUFFERED", "1").env("ACP_INJECT_AGENT", &agent).env("ACP_INJECT_CONFORMANCE", &runner);
+    let tests_ok = process::run(&mut cmd, Echo::All).is_ok_and(|r| r.success());
     let mut row = Row::default();
     match read_reports(&[report]) {
         Ok(cases) => {

@@ -84,6 +84,8 @@ async def main(command: List[str]) -> int:
         checks.expect(await until("A", a, lambda s: s.state != TurnState.IDLE), "the prompt starts a turn")
         if inject is None:
             print("the agent offers no session/inject: skipping steer, queue, revoke and replace")
+            ok = await until("A", a, lambda s: s.state == TurnState.IDLE)
+            checks.expect(ok and users(a.snapshot()) == ["Refactor the login module"], "the turn ends with the prompt delivered")
         else:
             modes = inject.modes
             if InjectMode.STEER in modes:

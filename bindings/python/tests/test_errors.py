@@ -1,137 +1,262 @@
-"""Errors cross the boundary as typed exceptions carrying code, reason and messageId."""
+"""Bad input never crashes the interpreter: malformed, non-UTF-8, partial, huge and unknown
+lines are answered or counted as the rules say, and wrong argument types into every exported
+call raise a typed ``AcpError``."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+from typing import Any, Callable, List
 
 import pytest
 
+import acp_inject
 from acp_inject import (
     AcpError,
     AgentCore,
     BreakPoint,
-    ClientSession,
+    ClientCore,
     ContentBlock,
-    InjectCapabilities,
+    Event,
+    HostError,
     InjectMode,
+    InvalidArgument,
+    Output,
     RuntimeEvent,
-    SteerInStream,
-    default_agent_options,
-    lines_for,
+    StopReason,
+    default_agent_config,
     text,
 )
+from acp_inject.acp_inject_ffi import VectorRun
 
-CAPS = InjectCapabilities(modes=[InjectMode.QUEUE, InjectMode.STEER], replace=True, steer_in_stream=[SteerInStream.FINISH])
-
-
-def test_agent_error_answers_surface_as_protocol_exceptions() -> None:
-    core = AgentCore(default_agent_options())
-    core.create_session("s1")
-    session = ClientSession("s1", CAPS)
-    # A steer while idle: the agent answers -32010 no_running_turn.
-    line = session.inject(InjectMode.STEER, [text("use auth_v2")])
-    answers = lines_for(core.handle_line("c1", line), "c1")
-    assert len(answers) == 1
-    with pytest.raises(AcpError.Protocol) as err:
-        session.receive(answers[0])
-    assert (err.value.code, err.value.reason, err.value.message_id) == (-32010, "no_running_turn", None)
-    assert session.snapshot().pending == []
+from .wiring import Wire
 
 
-def test_already_delivered_carries_the_message_id() -> None:
-    core = AgentCore(default_agent_options())
-    core.create_session("s1")
-    session = ClientSession("s1", CAPS)
+def errors(outputs: List[Output]) -> List[int]:
+    codes = []
+    for o in outputs:
+        if isinstance(o, Output.LINE):
+            message = json.loads(o.line)
+            if "error" in message:
+                codes.append(message["error"]["code"])
+    return codes
 
-    def exchange(line: str) -> None:
-        for answer in lines_for(core.handle_line("c1", line), "c1"):
-            session.receive(answer)
 
-    exchange(session.prompt([text("fix the bug")]))
-    exchange(session.inject(InjectMode.STEER, [text("and the docs")]))
-    steer_id = session.snapshot().pending[0].message_id
-    assert steer_id is not None
-    for answer in lines_for(core.runtime_event("s1", RuntimeEvent.BREAK_POINT(kind=BreakPoint.TOOL_RESULT)), "c1"):
-        session.receive(answer)
-    # The mirror knows it is delivered, so it refuses locally...
-    with pytest.raises(AcpError.Rejected) as rejected:
-        session.revoke(steer_id)
-    assert rejected.value.reason == "unknown_message_id"
-    # ...and the agent, asked directly, answers already_delivered with the id.
-    raw = json.dumps({"jsonrpc": "2.0", "id": 99, "method": "session/revoke_inject", "params": {"sessionId": "s1", "messageId": steer_id}})
-    answer = json.loads(lines_for(core.handle_line("c1", raw), "c1")[0])
-    assert answer["error"] == {"code": -32010, "message": "Inject precondition failed", "data": {"reason": "already_delivered", "messageId": steer_id}}
+def agent() -> AgentCore:
+    core = AgentCore(default_agent_config())
+    core.create_session("s1", "/work")
+    return core
+
+
+# ----- the agent core -----
+
+
+def test_malformed_non_utf8_and_unknown_lines_get_json_rpc_errors() -> None:
+    core = agent()
+    unknown = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "session/frobnicate", "params": {}})
+    not_a_request = json.dumps({"jsonrpc": "2.0", "id": 2})
+    out = core.handle_bytes("c1", b"{oops\n\xff\xfe\n" + unknown.encode() + b"\n" + not_a_request.encode() + b"\n")
+    assert errors(out) == [-32700, -32700, -32601, -32600]
+    assert errors(core.handle_line("c1", "[1, 2")) == [-32700]
+    assert errors(core.handle_text("c1", "nope\n" + unknown + "\n")) == [-32700, -32601]
+
+
+def test_wrong_params_are_invalid_params() -> None:
+    core = agent()
+    line = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "session/inject", "params": {"sessionId": "s1", "mode": "sideways", "content": []}})
+    assert errors(core.handle_line("c1", line)) == [-32602]
+    line = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": {"sessionId": 7, "prompt": "text"}})
+    assert errors(core.handle_line("c1", line)) == [-32602]
+
+
+def test_a_partial_line_waits_for_its_end() -> None:
+    core = agent()
+    line = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "session/status", "params": {"sessionId": "s1"}}).encode()
+    assert core.handle_bytes("c1", line[:10]) == []
+    assert core.handle_bytes("c1", line[10:-3]) == []
+    out = core.handle_bytes("c1", line[-3:] + b"\n")
+    assert [json.loads(o.line)["result"] for o in out if isinstance(o, Output.LINE)] == [{"status": "live"}]
+
+
+def test_a_huge_line_is_refused_and_the_next_one_still_works() -> None:
+    config = default_agent_config()
+    config.policy.max_line_bytes = 1024
+    core = AgentCore(config)
+    core.create_session("s1", "/work")
+    huge = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "session/prompt", "params": {"sessionId": "s1", "prompt": [{"type": "text", "text": "x" * 100_000}]}})
+    out = core.handle_bytes("c1", huge.encode() + b"\n")
+    assert len(errors(out)) == 1 and errors(out)[0] < 0
+    status = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "session/status", "params": {"sessionId": "s1"}})
+    assert errors(core.handle_bytes("c1", status.encode() + b"\n")) == []
+
+
+def test_host_errors_are_typed() -> None:
+    core = agent()
+    with pytest.raises(AcpError.Host) as e:
+        core.runtime_event("s1", RuntimeEvent.TURN_ENDED(stop_reason=StopReason.END_TURN(), usage=None))
+    assert e.value.error == HostError.NO_TURN_IN_PROGRESS()
+    with pytest.raises(AcpError.Host) as e:
+        core.runtime_event("nope", RuntimeEvent.STREAM_STARTED())
+    assert e.value.error == HostError.SESSION_CLOSED()
+    with pytest.raises(AcpError.Host):
+        core.runtime_event("s1", RuntimeEvent.BREAK_POINT(BreakPoint.TOOL_RESULT))
+
+
+def test_bad_snapshots_and_configs_are_typed() -> None:
+    with pytest.raises(AcpError.InvalidInput):
+        AgentCore.restore(default_agent_config(), '{"version": 99}')
+    with pytest.raises(AcpError.InvalidInput):
+        AgentCore.restore(default_agent_config(), "not json")
+    config = default_agent_config()
+    assert config.inject is not None
+    config.inject.modes = []
+    with pytest.raises(AcpError.Config):
+        AgentCore(config)
+    with pytest.raises(AcpError):
+        VectorRun("{")
+
+
+# ----- the client core -----
+
+
+def test_garbage_from_the_agent_is_counted_never_raised() -> None:
+    wire = Wire()
+    before = wire.client.snapshot("s1")
+    events: List[Event] = []
+    for line in ["{oops", "", "[]", "\u0000", "null", '{"jsonrpc":"2.0","id":42,"result":{}}', '{"jsonrpc":"2.0","method":"session/update"}']:
+        events += wire.client.receive(line)
+    events += wire.client.feed(b"\xff\xfe\x00garbage\n")
+    assert wire.client.ignored_lines() >= 6
+    assert all(isinstance(e, Event.IGNORED) for e in events)
+    assert wire.client.snapshot("s1") == before
+
+
+def test_partial_and_huge_lines_on_the_client() -> None:
+    client = ClientCore(2048)
+    client.assume_capabilities(default_agent_config().inject)
+    client.open_session("s1", None)
+    update = json.dumps({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s1", "update": {"sessionUpdate": "state_update", "state": "running"}}}).encode()
+    assert client.feed(update[:7]) == [] and client.feed(update[7:]) == []
+    assert len(client.feed(b"\n")) == 1
+    huge = json.dumps({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s1", "update": {"sessionUpdate": "agent_message_chunk", "messageId": "a", "content": {"type": "text", "text": "x" * 10_000}}}})
+    assert [type(e) for e in client.feed(huge.encode() + b"\n")] == [Event.IGNORED]
+    assert [type(e) for e in client.receive(huge)] == [Event.IGNORED]
+    # A last line without a newline is read at the end of the stream.
+    idle = update.replace(b'"running"', b'"idle"')
+    assert client.feed(idle) == [] and len(client.finish()) == 1
+    snap = client.snapshot("s1")
+    assert snap is not None and snap.transcript == []
 
 
 def test_local_rejections_are_typed() -> None:
-    session = ClientSession("s1", InjectCapabilities(modes=[InjectMode.QUEUE], replace=False, steer_in_stream=[]))
-    with pytest.raises(AcpError.Rejected) as e:
-        session.inject(InjectMode.STEER, [text("x")])
-    assert e.value.reason == "mode_not_supported"
-    with pytest.raises(AcpError.Rejected) as e:
-        session.replace("m_1", [text("x")])
-    assert e.value.reason == "replace_not_supported"
-    assert not session.snapshot().affordances.steer
+    client = ClientCore(1 << 20)
+    caps = default_agent_config().inject
+    assert caps is not None
+    caps.modes = [InjectMode.QUEUE]
+    caps.steer_in_stream = []
+    caps.pending = None
+    client.assume_capabilities(caps)
+    client.open_session("s1", None)
+    with pytest.raises(AcpError.Rejected):
+        client.inject("s1", InjectMode.STEER, [text("x")])
+    with pytest.raises(AcpError.Rejected):
+        client.replace("s1", "msg_1", [text("x")])
+    with pytest.raises(AcpError.Rejected):
+        client.revoke("s1", "never-issued")
+    with pytest.raises(AcpError.Rejected):
+        client.prompt("unknown-session", [text("x")])
+    with pytest.raises(AcpError.Rejected):
+        client.prompt("s1", [])
+    assert client.take_outgoing() == []
 
 
-def test_bad_input_raises_invalid_input_and_changes_nothing() -> None:
-    session = ClientSession("s1", CAPS)
-    before = session.snapshot_json()
+def test_bad_mirror_json_is_typed() -> None:
+    client = ClientCore(1 << 20)
     with pytest.raises(AcpError.InvalidInput):
-        session.prompt([ContentBlock.OTHER(json="{not json")])
-    with pytest.raises(AcpError.InvalidInput):
-        session.prompt([ContentBlock.OTHER(json='{"type": 5}')])
-    with pytest.raises(AcpError.InvalidInput):
-        ClientSession("s1", InjectCapabilities(modes=[InjectMode.STEER], replace=False, steer_in_stream=[]))
-    with pytest.raises(AcpError.InvalidInput):
-        ClientSession.from_initialize_result("s1", '{"protocolVersion": "two"}')
-    assert session.snapshot_json() == before
-    # Garbage from the agent is counted, never raised.
-    for line in ["{oops", "", "[]", "\u0000", '{"jsonrpc":"2.0","id":42,"result":{}}']:
-        session.receive(line)
-    assert session.ignored_lines() >= 4
-    assert session.snapshot_json() == before
+        client.open_session("s1", "{not a mirror")
 
 
-def test_host_errors_name_their_kind() -> None:
-    core = AgentCore(default_agent_options())
-    core.create_session("s1")
-    with pytest.raises(AcpError.Host) as e:
-        core.runtime_event("s1", RuntimeEvent.TURN_ENDED(stop_reason="end_turn", usage_json=None))
-    assert e.value.kind == "no_turn_in_progress"
-    with pytest.raises(AcpError.Host) as e:
-        core.runtime_event("nope", RuntimeEvent.STREAM_STARTED())
-    assert e.value.kind == "session_closed"
-    with pytest.raises(AcpError.InvalidInput):
-        core.runtime_event("s1", RuntimeEvent.TURN_ENDED(stop_reason="end_turn", usage_json="{bad"))
+# ----- wrong types into every exported call -----
+
+core = agent()
+client = ClientCore(1 << 20)
+WRONG: List[Callable[[], Any]] = [
+    lambda: AgentCore(None),  # type: ignore[arg-type]
+    lambda: AgentCore.open(default_agent_config(), 5),  # type: ignore[arg-type]
+    lambda: AgentCore.restore(None, "{}"),  # type: ignore[arg-type]
+    lambda: core.attach(5, None),  # type: ignore[arg-type]
+    lambda: core.attach_to_session("c1", None),  # type: ignore[arg-type]
+    lambda: core.attached(b"s1"),  # type: ignore[arg-type]
+    lambda: core.create_session("s2", 5),  # type: ignore[arg-type]
+    lambda: core.detach(None),  # type: ignore[arg-type]
+    lambda: core.forget_session(1.5),  # type: ignore[arg-type]
+    lambda: core.handle_bytes("c1", "not bytes"),  # type: ignore[arg-type]
+    lambda: core.handle_line("c1", b"bytes"),  # type: ignore[arg-type]
+    lambda: core.handle_text(None, "x"),  # type: ignore[arg-type]
+    lambda: core.history(5),  # type: ignore[arg-type]
+    lambda: core.pending(["s1"]),  # type: ignore[arg-type]
+    lambda: core.runtime_event("s1", "break_point"),  # type: ignore[arg-type]
+    lambda: core.runtime_event("s1", RuntimeEvent.UPDATE("not an update")),
+    lambda: core.turn(5),  # type: ignore[arg-type]
+    lambda: core.is_live(5),  # type: ignore[arg-type]
+    lambda: ClientCore(-1),
+    lambda: ClientCore("big"),  # type: ignore[arg-type]
+    lambda: ClientCore(1 << 80),
+    lambda: client.assume_capabilities("queue"),  # type: ignore[arg-type]
+    lambda: client.open_session(5, None),  # type: ignore[arg-type]
+    lambda: client.initialize("me", True),  # type: ignore[arg-type]
+    lambda: client.new_session("/w", 5, []),  # type: ignore[arg-type]
+    lambda: client.list_sessions(5, None),  # type: ignore[arg-type]
+    lambda: client.resume(5, "/w", True),  # type: ignore[arg-type]
+    lambda: client.prompt("s1", "plain text"),  # type: ignore[arg-type]
+    lambda: client.prompt("s1", [5]),  # type: ignore[list-item]
+    lambda: client.prompt("s1", [ContentBlock.TEXT(acp_inject.TextContent(text=5, annotations=None, meta=None))]),  # type: ignore[arg-type]
+    lambda: client.inject("s1", "steer", [text("x")]),  # type: ignore[arg-type]
+    lambda: client.revoke("s1", 5),  # type: ignore[arg-type]
+    lambda: client.replace("s1", "m", None),  # type: ignore[arg-type]
+    lambda: client.cancel(None),  # type: ignore[arg-type]
+    lambda: client.close(5),  # type: ignore[arg-type]
+    lambda: client.status(5),  # type: ignore[arg-type]
+    lambda: client.answer_permission("1", None),  # type: ignore[arg-type]
+    lambda: client.receive(b"bytes"),  # type: ignore[arg-type]
+    lambda: client.receive("surrogate \ud800"),
+    lambda: client.receive_bytes("str"),  # type: ignore[arg-type]
+    lambda: client.receive_text(None),  # type: ignore[arg-type]
+    lambda: client.feed("str"),  # type: ignore[arg-type]
+    lambda: client.feed(bytearray(b"x")),  # type: ignore[arg-type]
+    lambda: client.snapshot(5),  # type: ignore[arg-type]
+    lambda: client.item_status("s1", None),  # type: ignore[arg-type]
+    lambda: client.mirror_json(5),  # type: ignore[arg-type]
+    lambda: VectorRun(None),  # type: ignore[arg-type]
+    lambda: acp_inject.acp_inject_ffi.shutdown_runtime("soon"),  # type: ignore[arg-type]
+    lambda: acp_inject.text(5).is_TEXT() and client.prompt("s1", [acp_inject.text(5)]),  # type: ignore[arg-type]
+]
 
 
-def test_malformed_lines_get_json_rpc_errors_not_exceptions() -> None:
-    core = AgentCore(default_agent_options())
-    core.create_session("s1")
-    out = lines_for(core.handle_bytes("c1", b"{oops\n\xff\xfe\n" + json.dumps({"jsonrpc": "2.0", "id": 1, "method": "nope"}).encode()), "c1")
-    codes = [json.loads(line)["error"]["code"] for line in out]
-    assert codes == [-32700, -32700, -32601]
+@pytest.mark.parametrize("call", range(len(WRONG)))
+def test_wrong_argument_types_raise_typed_errors(call: int) -> None:
+    with pytest.raises(AcpError.InvalidInput) as e:
+        WRONG[call]()
+    # Also a TypeError/ValueError, for code that catches those.
+    assert isinstance(e.value, (InvalidArgument, AcpError.InvalidInput))
+    # The objects still work afterwards.
+    assert client.ignored_lines() >= 0 and core.session_ids() == ["s1"]
 
 
-def test_snapshot_restore_round_trips_through_the_binding() -> None:
-    core = AgentCore(default_agent_options())
-    core.create_session("s1")
-    session = ClientSession("s1", CAPS)
-    core.handle_line("c1", session.prompt([text("a")]))
-    core.handle_line("c1", session.inject(InjectMode.QUEUE, [text("b")]))
-    restored = AgentCore.restore(core.snapshot())
-    assert [p.content for p in restored.pending("s1")] == [[text("b")]]
-    with pytest.raises(AcpError.InvalidInput):
-        AgentCore.restore('{"version": 99}')
+def test_async_calls_with_wrong_types_raise_typed_errors() -> None:
+    async def go() -> None:
+        with pytest.raises(AcpError.InvalidInput):
+            await acp_inject.acp_inject_ffi.connect(5, acp_inject.acp_inject_ffi.default_connect_options())  # type: ignore[arg-type]
+        with pytest.raises(AcpError.InvalidInput):
+            await acp_inject.acp_inject_ffi.connect(["x"], None)  # type: ignore[arg-type]
+
+    asyncio.run(go())
 
 
-def test_bulk_text_applies_every_line_and_returns_error_answers() -> None:
-    session = ClientSession("s1", CAPS)
-    line = session.inject(InjectMode.STEER, [text("x")])
-    request_id = json.loads(line)["id"]
-    answer = {"jsonrpc": "2.0", "id": request_id, "error": {"code": -32010, "message": "Inject precondition failed", "data": {"reason": "no_running_turn"}}}
-    update = {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s1", "update": {"sessionUpdate": "state_update", "state": "running"}}}
-    errors = session.receive_text(json.dumps(update) + "\n\n" + json.dumps(answer) + "\n")
-    assert [(e.code, e.reason) for e in errors] == [(-32010, "no_running_turn")]
-    assert session.snapshot().state.name == "RUNNING"
+def test_invalid_argument_is_every_kind_of_error_it_stands_for() -> None:
+    with pytest.raises(TypeError):
+        client.receive(5)  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        ClientCore(-1)
+    with pytest.raises(AcpError):
+        client.receive(5)  # type: ignore[arg-type]

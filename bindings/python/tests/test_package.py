@@ -35,3 +35,9 @@ def test_type_information_ships() -> None:
 
 def test_version() -> None:
     assert acp_inject.__version__ == library_version() != ""
+
+
+def test_readme_shows_the_example_agent_whole() -> None:
+    readme = (REPO / "bindings" / "python" / "README.md").read_text()
+    agent = (REPO / "bindings" / "python" / "examples" / "agent.py").read_text()
+    assert f"```python\n{agent}```" in readme, "the README's agent is not examples/agent.py: copy it again"

@@ -139,6 +139,17 @@ impl ClientCore {
         })
     }
 
+    /// Like [`ClientCore::receive_bytes`], with the bytes borrowed instead of copied into a
+    /// Rust buffer first: the cheapest call for a reader that hands over each line (or read)
+    /// as it comes, e.g. Python's `bytes` from `readline()`.
+    pub fn feed(&self, bytes: &[u8]) -> Result<Vec<Event>, AcpError> {
+        guard(|| {
+            let mut c = lock(&self.inner);
+            c.receive_bytes(bytes);
+            Ok(c.take_events())
+        })
+    }
+
     /// Like [`ClientCore::receive_bytes`] for text (a string crosses as one copy).
     pub fn receive_text(&self, text: String) -> Result<Vec<Event>, AcpError> {
         guard(|| {

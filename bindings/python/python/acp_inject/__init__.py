@@ -17,8 +17,11 @@ from __future__ import annotations
 
 import atexit
 import inspect
+from typing import Set
 
 from . import acp_inject_ffi as _ffi
+from . import _fastpath  # noqa: F401  (faster generated hot paths, installed at import)
+from ._checked import InvalidArgument  # first: wraps the generated calls before they are imported below
 from .acp_inject_ffi import (
     AcpError,
     Activity,
@@ -37,6 +40,7 @@ from .acp_inject_ffi import (
     ErrorReason,
     Event,
     HistoryEntry,
+    HostError,
     Implementation,
     InitializeResponse,
     InjectCapabilities,
@@ -57,6 +61,7 @@ from .acp_inject_ffi import (
     QueueDrain,
     RequestId,
     RequestPermissionOutcome,
+    RequestKind,
     RequestPermissionRequest,
     RevokeReplace,
     RuntimeAction,
@@ -94,10 +99,10 @@ __version__: str = library_version()
 __all__ = [
     "AcpError", "Activity", "Agent", "AgentConfig", "AgentCore", "AgentInfo", "AgentMessageChunk",
     "AgentThoughtChunk", "Answer", "BreakPoint", "CallRejected", "ClearStyle", "Client", "ClientCore",
-    "ConnectionRole", "ContentBlock", "ErrorReason", "Event", "HistoryEntry", "Implementation",
-    "InitializeResponse", "InjectCapabilities", "InjectMode", "ItemMode", "ItemStatus", "MessageRole",
+    "ConnectionRole", "ContentBlock", "ErrorReason", "Event", "HistoryEntry", "HostError", "Implementation",
+    "InitializeResponse", "InjectCapabilities", "InvalidArgument", "InjectMode", "ItemMode", "ItemStatus", "MessageRole",
     "MirrorSnapshot", "Output", "PendingCapabilities", "PendingInject", "PendingItem", "PermissionOption",
-    "PermissionOptionKind", "PlanEntry", "Policy", "ProtocolError", "QueueDrain", "RequestId",
+    "PermissionOptionKind", "PlanEntry", "Policy", "ProtocolError", "QueueDrain", "RequestId", "RequestKind",
     "RequestPermissionOutcome", "RequestPermissionRequest", "RevokeReplace", "RuntimeAction", "RuntimeEvent",
     "Session", "SessionActivity", "SessionEvent", "SessionInfo", "SessionSetup", "SessionUpdate",
     "SetupSupport", "SteerInStream", "StopReason", "TextContent", "ToolCallContent", "ToolCallContentBlock",
@@ -111,13 +116,13 @@ def _readable_reprs() -> None:
     """Generated records and enum variants define ``__str__`` with their fields; make ``repr``
     (what lists, tracebacks and the REPL show) the same, so every value prints its contents
     (the enum variants' own ``__repr__`` would print ``ContentBlock.TEXT()``)."""
-    seen: set = set()
+    seen: Set[type] = set()
 
     def fix(cls: type) -> None:
         if cls in seen:
             return
         seen.add(cls)
-        if cls.__str__ is not object.__str__:
+        if getattr(cls, "__str__") is not getattr(object, "__str__"):
             cls.__repr__ = cls.__str__  # type: ignore[method-assign]
         for member in list(vars(cls).values()):
             if inspect.isclass(member) and member.__module__.startswith(_ffi.__name__):

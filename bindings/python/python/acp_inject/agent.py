@@ -18,7 +18,7 @@ stdout carries the protocol: log to stderr.
 from __future__ import annotations
 
 import asyncio
-from typing import List, Optional, Sequence, Tuple, Union
+from typing import List, Optional, Sequence, Tuple, Union, cast
 
 from . import acp_inject_ffi as _ffi
 from .acp_inject_ffi import acp_inject_ffi as _raw  # the generated module itself (for names it does not export)
@@ -96,7 +96,9 @@ class Turn:
         output: Optional[str] = None,
     ) -> None:
         """Reports a tool call (created or changed); ``output`` becomes its text content."""
-        content = None if output is None else [ToolCallContent.CONTENT(ToolCallContentBlock(content=text(output), meta=None))]
+        content: Optional[List[ToolCallContent]] = None
+        if output is not None:
+            content = [ToolCallContent.CONTENT(ToolCallContentBlock(content=text(output), meta=None))]
         update = ToolCallUpdate(
             tool_call_id=ToolCallId(tool_call_id), name=None, title=title, kind=kind, status=status,
             content=content, locations=None, raw_input=None, raw_output=None, meta=None,
@@ -204,7 +206,7 @@ async def serve_stdio(agent: Agent, config: Optional[AgentConfig] = None, store:
     """Serves ``agent`` over this process's stdin/stdout until the client closes stdin. With
     ``store`` (a file path), sessions live in SQLite and outlive the process."""
     # The library calls the agent's async methods from its own threads: they run on this loop.
-    _raw.uniffi_set_event_loop(asyncio.get_running_loop())
+    _raw.uniffi_set_event_loop(cast(asyncio.BaseEventLoop, asyncio.get_running_loop()))
     server = _ffi.AgentServer(agent, config or agent_config(type(agent).__name__), store)
     await server.run_stdio()
 

@@ -775,6 +775,8 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_acp_inject_ffi_checksum_method_clientcore_close(
     ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_clientcore_feed(
+    ): Int
     external fun uniffi_acp_inject_ffi_checksum_method_clientcore_finish(
     ): Int
     external fun uniffi_acp_inject_ffi_checksum_method_clientcore_ignored_lines(
@@ -1013,6 +1015,8 @@ internal object UniffiLib {
     external fun uniffi_acp_inject_ffi_fn_method_clientcore_cancel(`ptr`: Long,`sessionId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): Unit
     external fun uniffi_acp_inject_ffi_fn_method_clientcore_close(`ptr`: Long,`sessionId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_acp_inject_ffi_fn_method_clientcore_feed(`ptr`: Long,`bytes`: ForeignBytes.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun uniffi_acp_inject_ffi_fn_method_clientcore_finish(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
@@ -1397,6 +1401,9 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_close() and 0xFFFF) != 12865) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_feed() and 0xFFFF) != 61280) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_finish() and 0xFFFF) != 27128) {
@@ -3899,6 +3906,13 @@ public interface ClientCoreInterface {
     fun `close`(`sessionId`: kotlin.String): RequestId
     
     /**
+     * Like [`ClientCore::receive_bytes`], with the bytes borrowed instead of copied into a
+     * Rust buffer first: the cheapest call for a reader that hands over each line (or read)
+     * as it comes, e.g. Python's `bytes` from `readline()`.
+     */
+    fun `feed`(`bytes`: java.nio.ByteBuffer): List<Event>
+    
+    /**
      * The agent's output ended: a last line without a newline is still read.
      */
     fun `finish`(): List<Event>
@@ -4184,6 +4198,26 @@ open class ClientCore: Disposable, AutoCloseable, ClientCoreInterface
         it,
         
         FfiConverterString.lower(`sessionId`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * Like [`ClientCore::receive_bytes`], with the bytes borrowed instead of copied into a
+     * Rust buffer first: the cheapest call for a reader that hands over each line (or read)
+     * as it comes, e.g. Python's `bytes` from `readline()`.
+     */
+    @Throws(AcpException::class)override fun `feed`(`bytes`: java.nio.ByteBuffer): List<Event> {
+            return FfiConverterSequenceTypeEvent.lift(
+    callWithHandle {
+    uniffiRustCallWithError(AcpException) { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_feed(
+        it,
+        
+        FfiConverterByRefBytes.lower(`bytes`),_status)
 }
     }
     )

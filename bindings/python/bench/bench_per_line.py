@@ -1,0 +1,184 @@
+"""Per-line speed: a streaming client receiving agent lines one at a time.
+
+    python bindings/python/bench/bench_per_line.py [--lines 20000] [--rounds 7] [--json]
+
+Both sides get the same lines, one at a time, as bytes (what a reader of the agent's stdout
+gets from ``readline()``), and each call returns typed values:
+
+- ours: ``ClientCore.feed(line)`` applies the line to the client's state (routing, the
+  session's transcript and turn state) and returns its typed events (``Event.SESSION`` with the
+  typed ``SessionUpdate``); ``ClientCore.receive(line)`` is the same for a ``str``;
+- the official Python SDK (``agent-client-protocol``, pydantic models): its client's path for an
+  incoming line, ``json.loads`` then ``SessionNotification.model_validate(params)``: parsing
+  into its typed models only, no state.
+
+The stream holds the update kinds the official package's (v1) models and v2 share in the same
+wire shape (agent message, thought and user message chunks, tool call updates), so both sides
+accept every line (checked before measuring). Rounds interleave the contenders; figures are
+medians. The profile rows split our per-line cost: the call with nothing to do (``feed(b"")``:
+the crossing alone), decoding the typed events in Python from the bytes Rust returns, the same
+``feed`` on the runtime exactly as UniFFI generates it (without ``acp_inject._fastpath``), and
+the whole stream in one call (``receive_text``: no per-line crossing, events for every line).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import platform
+import statistics
+import time
+from importlib.metadata import version
+from typing import Any, Callable, Dict, List
+
+from acp.schema import SessionNotification
+
+from acp_inject import ClientCore, Event, _fastpath, default_agent_config
+from acp_inject.acp_inject_ffi import acp_inject_ffi as generated
+
+SESSION = "sess_1"
+
+
+def shared_stream(n: int) -> List[bytes]:
+    """``n`` session/update lines, newline-terminated, of the kinds both SDKs read alike."""
+    words = "the parser now streams tokens instead of buffering whole files lexer tests pass".split()
+    lines: List[bytes] = []
+    i = 0
+    while len(lines) < n:
+        i += 1
+        text = " ".join(words[(i + k) % len(words)] for k in range(3 + i % 12))
+        kind = i % 10
+        if kind < 5:
+            u: Dict[str, Any] = {"sessionUpdate": "agent_message_chunk", "messageId": f"a{i // 40}", "content": {"type": "text", "text": text}}
+        elif kind < 7:
+            u = {"sessionUpdate": "agent_thought_chunk", "messageId": f"t{i // 40}", "content": {"type": "text", "text": text}}
+        elif kind < 8:
+            u = {"sessionUpdate": "user_message_chunk", "messageId": f"u{i // 400}", "content": {"type": "text", "text": text}}
+        else:
+            u = {"sessionUpdate": "tool_call_update", "toolCallId": f"call_{i // 25}", "kind": "execute",
+                 "status": ["pending", "in_progress", "completed"][i % 3],
+                 "content": [{"type": "content", "content": {"type": "text", "text": text}}]}
+        message = {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": SESSION, "update": u}}
+        lines.append(json.dumps(message).encode() + b"\n")
+    return lines
+
+
+def client() -> ClientCore:
+    core = ClientCore(16 << 20)
+    core.assume_capabilities(default_agent_config().inject)
+    core.open_session(SESSION, None)
+    return core
+
+
+def timed(fn: Callable[[], None], into: List[float]) -> None:
+    start = time.perf_counter()
+    fn()
+    into.append(time.perf_counter() - start)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    ap.add_argument("--lines", type=int, default=20_000)
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--json", action="store_true", help="print one JSON object (for cargo xtask bench)")
+    args = ap.parse_args()
+    lines = shared_stream(args.lines)
+    texts = [line.decode() for line in lines]
+    blob = "".join(texts)
+
+    # Both sides accept every line, and ours yields one typed session event per line.
+    for line in lines:
+        SessionNotification.model_validate(json.loads(line)["params"])
+    check = client()
+    per_line = [check.feed(line) for line in lines]
+    assert all(len(e) == 1 and isinstance(e[0], Event.SESSION) for e in per_line) and check.ignored_lines() == 0
+    sample = per_line[0]
+
+    def ours_feed() -> None:
+        core = client()
+        for line in lines:
+            core.feed(line)
+
+    def ours_receive() -> None:
+        core = client()
+        for text in texts:
+            core.receive(text)
+
+    def official() -> None:
+        for line in lines:
+            SessionNotification.model_validate(json.loads(line)["params"])
+
+    def crossing() -> None:
+        core = client()
+        for _ in lines:
+            core.feed(b"")
+
+    # Profile only: decoding the typed events from the bytes Rust returned, with the package's
+    # reader (the generated one with the faster hot paths of acp_inject._fastpath).
+    converter = generated._UniffiFfiConverterSequenceTypeEvent
+    encoded = []
+    for events in per_line:
+        buf = converter.lower(events)
+        encoded.append((ctypes.string_at(buf.data, buf.len), buf.len))
+        buf.free()
+
+    def decode() -> None:
+        for data, length in encoded:
+            stream = generated._UniffiRustBufferStream.__new__(generated._UniffiRustBufferStream)
+            stream.data, stream.len, stream.offset = data, length, 0
+            converter.read(stream)
+
+    def generated_runtime() -> None:
+        _fastpath.uninstall()
+        try:
+            ours_feed()
+        finally:
+            _fastpath.install()
+
+    def bulk() -> None:
+        client().receive_text(blob)
+
+    def loads() -> None:
+        for line in lines:
+            json.loads(line)
+
+    contenders: Dict[str, Callable[[], None]] = {
+        "ours_feed": ours_feed, "ours_receive": ours_receive, "official": official, "crossing": crossing,
+        "decode": decode, "generated_runtime": generated_runtime, "bulk": bulk, "json_loads": loads,
+    }
+    t: Dict[str, List[float]] = {k: [] for k in contenders}
+    for _ in range(args.rounds):
+        for name, fn in contenders.items():
+            timed(fn, t[name])
+    n = len(lines)
+    us = {k: statistics.median(v) / n * 1e6 for k, v in t.items()}
+    result = {
+        "lines": n,
+        "bytes_per_line": len(blob.encode()) // n,
+        "rounds": args.rounds,
+        "python": platform.python_version(),
+        "official_version": version("agent-client-protocol"),
+        "ours_feed_us": us["ours_feed"],
+        "ours_receive_us": us["ours_receive"],
+        "official_us": us["official"],
+        "ratio": us["official"] / us["ours_feed"],
+        "ratio_receive": us["official"] / us["ours_receive"],
+        "crossing_us": us["crossing"],
+        "decode_us": us["decode"],
+        "generated_runtime_us": us["generated_runtime"],
+        "ratio_generated_runtime": us["official"] / us["generated_runtime"],
+        "bulk_us": us["bulk"],
+        "json_loads_us": us["json_loads"],
+        "sample_event": repr(sample[0])[:200],
+    }
+    if args.json:
+        print(json.dumps(result))
+        return
+    for k, v in result.items():
+        print(f"{k:<18} {v:,.2f}" if isinstance(v, float) else f"{k:<18} {v}")
+    print(f"ours (feed) / official per line: {result['ratio']:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

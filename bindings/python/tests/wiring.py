@@ -1,0 +1,70 @@
+"""An in-process wire between the sans-IO cores: a ``ClientCore`` talking to an ``AgentCore``
+through their lines, with the agent runtime played by the test (break-points, turn ends)."""
+
+from __future__ import annotations
+
+from typing import List, Optional, Sequence
+
+from acp_inject import (
+    AgentCore,
+    ClientCore,
+    ConnectionRole,
+    Event,
+    InjectCapabilities,
+    Output,
+    RuntimeAction,
+    RuntimeEvent,
+    default_agent_config,
+)
+
+
+class Wire:
+    """One client connection (``c1``) to an agent core holding ``sessions``, all idle."""
+
+    def __init__(self, sessions: Sequence[str] = ("s1",), inject: Optional[InjectCapabilities] = None) -> None:
+        config = default_agent_config()
+        if inject is not None:
+            config.inject = inject
+        self.agent = AgentCore(config)
+        self.client = ClientCore(1 << 20)
+        self.client.assume_capabilities(config.inject)
+        self.agent.attach("c1", ConnectionRole.CONTROLLER)
+        for s in sessions:
+            assert self.agent.create_session(s, "/work")
+            assert self.agent.attach_to_session("c1", s)
+            self.client.open_session(s, None)
+        self.actions: List[RuntimeAction] = []
+        self.events: List[Event] = []
+
+    def agent_lines(self, outputs: List[Output]) -> List[str]:
+        """The lines of ``outputs`` for ``c1``; the runtime actions are kept in ``actions``."""
+        lines = []
+        for o in outputs:
+            if isinstance(o, Output.LINE):
+                if "c1" in o.to:
+                    lines.append(o.line)
+            elif isinstance(o, Output.ACTION):
+                self.actions.append(o.action)
+        return lines
+
+    def send(self) -> List[str]:
+        """Sends what the client queued; returns the agent's lines, not yet received."""
+        self.events += self.client.take_events()
+        lines: List[str] = []
+        for line in self.client.take_outgoing():
+            lines += self.agent_lines(self.agent.handle_line("c1", line))
+        return lines
+
+    def receive(self, lines: Sequence[str]) -> List[Event]:
+        events: List[Event] = []
+        for line in lines:
+            events += self.client.receive(line)
+        self.events += events
+        return events
+
+    def exchange(self) -> List[Event]:
+        """Sends and receives everything, in order."""
+        return self.receive(self.send())
+
+    def runtime(self, session: str, event: RuntimeEvent) -> List[Event]:
+        return self.receive(self.agent_lines(self.agent.runtime_event(session, event)))

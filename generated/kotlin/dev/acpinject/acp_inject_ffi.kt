@@ -4708,7 +4708,7 @@ public interface ConnectionInterface {
     /**
      * Closes the connection: stdin closed, a grace period, then the agent is killed.
      */
-    suspend fun `close`()
+    suspend fun `shutdown`()
     
     /**
      * Lines the connection could not use, most recent last.
@@ -4859,7 +4859,7 @@ open class Connection: Disposable, AutoCloseable, ConnectionInterface
      */
     @Throws(AcpException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
-    override suspend fun `close`() {
+    override suspend fun `shutdown`() {
         return uniffiRustCallAsync(
         callWithHandle { uniffiHandle ->
             UniffiLib.uniffi_acp_inject_ffi_fn_method_connection_close(
@@ -5126,7 +5126,7 @@ public interface SessionInterface {
     /**
      * `session/close`.
      */
-    suspend fun `close`()
+    suspend fun `closeSession`()
     
     /**
      * The session's id.
@@ -5321,7 +5321,7 @@ open class Session: Disposable, AutoCloseable, SessionInterface
      */
     @Throws(AcpException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
-    override suspend fun `close`() {
+    override suspend fun `closeSession`() {
         return uniffiRustCallAsync(
         callWithHandle { uniffiHandle ->
             UniffiLib.uniffi_acp_inject_ffi_fn_method_session_close(
@@ -12424,7 +12424,7 @@ sealed class ContentBlock {
      * `resource_link`: A link to a resource the agent can read.
      */
     data class ResourceLink(
-        val v1: ResourceLink) : ContentBlock()
+        val v1: dev.acpinject.ResourceLink) : ContentBlock()
         
     {
         
@@ -15687,7 +15687,7 @@ sealed class SessionUpdate {
      * `user_message`: A user message was inserted into history. For a prompt or inject this is its delivery.
      */
     data class UserMessage(
-        val v1: UserMessage) : SessionUpdate()
+        val v1: dev.acpinject.UserMessage) : SessionUpdate()
         
     {
         
@@ -15699,7 +15699,7 @@ sealed class SessionUpdate {
      * `user_message_chunk`: A streamed piece of a user message.
      */
     data class UserMessageChunk(
-        val v1: UserMessageChunk) : SessionUpdate()
+        val v1: dev.acpinject.UserMessageChunk) : SessionUpdate()
         
     {
         
@@ -15711,7 +15711,7 @@ sealed class SessionUpdate {
      * `agent_message`: An agent message upsert. `content: []` clears what was streamed so far.
      */
     data class AgentMessage(
-        val v1: AgentMessage) : SessionUpdate()
+        val v1: dev.acpinject.AgentMessage) : SessionUpdate()
         
     {
         
@@ -15723,7 +15723,7 @@ sealed class SessionUpdate {
      * `agent_message_chunk`: A streamed piece of an agent message.
      */
     data class AgentMessageChunk(
-        val v1: AgentMessageChunk) : SessionUpdate()
+        val v1: dev.acpinject.AgentMessageChunk) : SessionUpdate()
         
     {
         
@@ -15735,7 +15735,7 @@ sealed class SessionUpdate {
      * `agent_message_clear`: Clears the content streamed so far for the current agent message (RFD #465); following chunks append from empty. Same operation as an `agent_message` upsert with `content: []`.
      */
     data class AgentMessageClear(
-        val v1: AgentMessageClear) : SessionUpdate()
+        val v1: dev.acpinject.AgentMessageClear) : SessionUpdate()
         
     {
         
@@ -15747,7 +15747,7 @@ sealed class SessionUpdate {
      * `agent_thought`: An agent thought upsert.
      */
     data class AgentThought(
-        val v1: AgentThought) : SessionUpdate()
+        val v1: dev.acpinject.AgentThought) : SessionUpdate()
         
     {
         
@@ -15759,7 +15759,7 @@ sealed class SessionUpdate {
      * `agent_thought_chunk`: A streamed piece of an agent thought.
      */
     data class AgentThoughtChunk(
-        val v1: AgentThoughtChunk) : SessionUpdate()
+        val v1: dev.acpinject.AgentThoughtChunk) : SessionUpdate()
         
     {
         
@@ -15771,7 +15771,7 @@ sealed class SessionUpdate {
      * `state_update`: The session's turn state changed. The state is tagged by `state` in the same object.
      */
     data class StateUpdate(
-        val v1: StateUpdate) : SessionUpdate()
+        val v1: dev.acpinject.StateUpdate) : SessionUpdate()
         
     {
         
@@ -15783,7 +15783,7 @@ sealed class SessionUpdate {
      * `tool_call_update`: A tool call was created or changed (upsert keyed by `toolCallId`).
      */
     data class ToolCallUpdate(
-        val v1: ToolCallUpdate) : SessionUpdate()
+        val v1: dev.acpinject.ToolCallUpdate) : SessionUpdate()
         
     {
         
@@ -15795,7 +15795,7 @@ sealed class SessionUpdate {
      * `tool_call_content_chunk`: Appends content to a tool call.
      */
     data class ToolCallContentChunk(
-        val v1: ToolCallContentChunk) : SessionUpdate()
+        val v1: dev.acpinject.ToolCallContentChunk) : SessionUpdate()
         
     {
         
@@ -15807,7 +15807,7 @@ sealed class SessionUpdate {
      * `plan_update`: The agent's plan, replaced whole.
      */
     data class PlanUpdate(
-        val v1: PlanUpdate) : SessionUpdate()
+        val v1: dev.acpinject.PlanUpdate) : SessionUpdate()
         
     {
         
@@ -15819,7 +15819,7 @@ sealed class SessionUpdate {
      * `usage_update`: Context window usage.
      */
     data class UsageUpdate(
-        val v1: UsageUpdate) : SessionUpdate()
+        val v1: dev.acpinject.UsageUpdate) : SessionUpdate()
         
     {
         
@@ -15831,7 +15831,7 @@ sealed class SessionUpdate {
      * `session_info_update`: The session's metadata changed. Omitted members are unchanged; `null` clears.
      */
     data class SessionInfoUpdate(
-        val v1: SessionInfoUpdate) : SessionUpdate()
+        val v1: dev.acpinject.SessionInfoUpdate) : SessionUpdate()
         
     {
         

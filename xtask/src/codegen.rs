@@ -105,11 +105,7 @@ pub fn bindings(mode: Mode) -> Result<Vec<PathBuf>, Error> {
     let preamble = format!("{PREAMBLE} Source: crates/ffi via uniffi-bindgen 0.32.2.");
     let files: [(&str, &str, String); 5] = [
         ("python/acp_inject_ffi.py", "#", read(&out.join("python/acp_inject_ffi.py"))?),
-        (
-            "kotlin/dev/acpinject/acp_inject_ffi.kt",
-            "//",
-            qualify_kotlin_variant_fields(&read(&out.join("kotlin/dev/acpinject/acp_inject_ffi.kt"))?),
-        ),
+        ("kotlin/dev/acpinject/acp_inject_ffi.kt", "//", kotlin_fixups(&read(&out.join("kotlin/dev/acpinject/acp_inject_ffi.kt"))?)),
         ("swift/AcpInjectFFI.swift", "//", read(&out.join("swift/AcpInjectFFI.swift"))?),
         ("swift/AcpInjectFFIFFI.h", "//", read(&out.join("swift/AcpInjectFFIFFI.h"))?),
         ("swift/module.modulemap", "//", read(&out.join("swift/AcpInjectFFIFFI.modulemap"))?),
@@ -129,6 +125,31 @@ pub fn bindings(mode: Mode) -> Result<Vec<PathBuf>, Error> {
 
 /// The Kotlin package of the generated binding (`crates/ffi/uniffi.toml`).
 const KOTLIN_PACKAGE: &str = "dev.acpinject";
+
+/// What the Kotlin generator of uniffi-bindgen 0.32.2 needs after it: see
+/// [`qualify_kotlin_variant_fields`] and [`kotlin_data_objects`].
+fn kotlin_fixups(text: &str) -> String {
+    kotlin_data_objects(&qualify_kotlin_variant_fields(text))
+}
+
+/// Fieldless variants are written `object Name : Enum()`, whose `toString()` is
+/// `dev.acpinject.StopReason$EndTurn@1b6d3586`; as `data object` (Kotlin 1.9+) it is `EndTurn`,
+/// inside every record that holds one too.
+fn kotlin_data_objects(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 1024);
+    for line in text.split_inclusive('\n') {
+        let variant = line.strip_prefix("    object ").and_then(|rest| rest.split_once(" : ")).is_some_and(|(name, parent)| {
+            name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') && parent.trim_end().ends_with("()")
+        });
+        if variant {
+            out.push_str("    data ");
+            out.push_str(&line[4..]);
+        } else {
+            out.push_str(line);
+        }
+    }
+    out
+}
 
 /// uniffi-bindgen 0.32.2's Kotlin generator writes the type of a `Box<T>` variant field
 /// unqualified, so in a variant named like the type it holds (`SessionUpdate.UserMessage(Box<UserMessage>)`)
@@ -212,6 +233,15 @@ mod tests {
         assert!(fixed.contains("        val v1: PlanUpdate) : SessionUpdate()\n"), "{fixed}");
         assert!(fixed.contains("    var `messageId`: UserMessage\n"), "records are left alone: {fixed}");
         assert_eq!(fixed.len(), generated.len() + "dev.acpinject.".len());
+    }
+
+    #[test]
+    fn kotlin_fieldless_variants_are_data_objects() {
+        let generated =
+            "sealed class StopReason {\n    object EndTurn : StopReason()\n    \n    companion object\n}\nobject NoHandle\n";
+        let fixed = super::kotlin_data_objects(generated);
+        assert!(fixed.contains("\n    data object EndTurn : StopReason()\n"), "{fixed}");
+        assert!(fixed.contains("    companion object\n") && fixed.contains("\nobject NoHandle\n"), "{fixed}");
     }
 
     #[test]

@@ -11688,7 +11688,7 @@ sealed class Answer {
         companion object
     }
     
-    object Resumed : Answer()
+    data object Resumed : Answer()
     
     
     data class Accepted(
@@ -11700,13 +11700,13 @@ sealed class Answer {
         companion object
     }
     
-    object Revoked : Answer()
+    data object Revoked : Answer()
     
     
-    object Replaced : Answer()
+    data object Replaced : Answer()
     
     
-    object Closed : Answer()
+    data object Closed : Answer()
     
     
     data class Status(
@@ -11930,16 +11930,16 @@ public object FfiConverterTypeBreakPoint: FfiConverterRustBuffer<BreakPoint> {
  */
 sealed class CallRejected {
     
-    object ModeNotSupported : CallRejected()
+    data object ModeNotSupported : CallRejected()
     
     
-    object ReplaceNotSupported : CallRejected()
+    data object ReplaceNotSupported : CallRejected()
     
     
-    object UnknownMessageId : CallRejected()
+    data object UnknownMessageId : CallRejected()
     
     
-    object UnknownSession : CallRejected()
+    data object UnknownSession : CallRejected()
     
     
     data class InvalidArguments(
@@ -12587,13 +12587,13 @@ sealed class ContentBlockListPatch {
     /**
      * The member is absent: leave the current value.
      */
-    object Absent : ContentBlockListPatch()
+    data object Absent : ContentBlockListPatch()
     
     
     /**
      * The member is `null`: clear the current value.
      */
-    object Null : ContentBlockListPatch()
+    data object Null : ContentBlockListPatch()
     
     
     /**
@@ -12772,49 +12772,49 @@ sealed class ErrorReason {
     /**
      * `session_not_found`: -32002: the agent does not hold this session (never created, or closed).
      */
-    object SessionNotFound : ErrorReason()
+    data object SessionNotFound : ErrorReason()
     
     
     /**
      * `unknown_message_id`: -32002: revoke/replace of an id this session never issued, no longer remembers, or revoked.
      */
-    object UnknownMessageId : ErrorReason()
+    data object UnknownMessageId : ErrorReason()
     
     
     /**
      * `already_delivered`: -32010: revoke/replace after the inject's `user_message` was emitted.
      */
-    object AlreadyDelivered : ErrorReason()
+    data object AlreadyDelivered : ErrorReason()
     
     
     /**
      * `no_running_turn`: -32010: `steer` while the session is idle.
      */
-    object NoRunningTurn : ErrorReason()
+    data object NoRunningTurn : ErrorReason()
     
     
     /**
      * `mode_not_supported`: -32010: a known mode the agent did not advertise.
      */
-    object ModeNotSupported : ErrorReason()
+    data object ModeNotSupported : ErrorReason()
     
     
     /**
      * `replace_not_supported`: -32010: replace when `pending.replace` is not advertised.
      */
-    object ReplaceNotSupported : ErrorReason()
+    data object ReplaceNotSupported : ErrorReason()
     
     
     /**
      * `not_permitted`: -32010: an observer injects/revokes/replaces, or a non-creator revokes/replaces under the creator-only policy.
      */
-    object NotPermitted : ErrorReason()
+    data object NotPermitted : ErrorReason()
     
     
     /**
      * `turn_in_progress`: -32010: `session/prompt` while a turn is in progress; the prompt was not inserted. Send it again with `session/inject` (mode `queue` or `steer`) or after the session is idle.
      */
-    object TurnInProgress : ErrorReason()
+    data object TurnInProgress : ErrorReason()
     
     
     /**
@@ -13214,19 +13214,19 @@ public object FfiConverterTypeHistoryEntry : FfiConverterRustBuffer<HistoryEntry
  */
 sealed class HostError {
     
-    object NoTurnInProgress : HostError()
+    data object NoTurnInProgress : HostError()
     
     
-    object TurnInProgress : HostError()
+    data object TurnInProgress : HostError()
     
     
-    object NoPermissionPending : HostError()
+    data object NoPermissionPending : HostError()
     
     
-    object SessionClosed : HostError()
+    data object SessionClosed : HostError()
     
     
-    object ReservedUpdate : HostError()
+    data object ReservedUpdate : HostError()
     
     
     data class ReservedMessageId(
@@ -13409,7 +13409,7 @@ sealed class Instruction {
         companion object
     }
     
-    object Expect : Instruction()
+    data object Expect : Instruction()
     
     
     data class ExpectHistory(
@@ -13953,25 +13953,25 @@ sealed class PermissionOptionKind {
     /**
      * `allow_once`: Allow this once.
      */
-    object AllowOnce : PermissionOptionKind()
+    data object AllowOnce : PermissionOptionKind()
     
     
     /**
      * `allow_always`: Allow and remember.
      */
-    object AllowAlways : PermissionOptionKind()
+    data object AllowAlways : PermissionOptionKind()
     
     
     /**
      * `reject_once`: Reject this once.
      */
-    object RejectOnce : PermissionOptionKind()
+    data object RejectOnce : PermissionOptionKind()
     
     
     /**
      * `reject_always`: Reject and remember.
      */
-    object RejectAlways : PermissionOptionKind()
+    data object RejectAlways : PermissionOptionKind()
     
     
     /**
@@ -14086,19 +14086,19 @@ sealed class PlanEntryPriority {
     /**
      * `high`
      */
-    object High : PlanEntryPriority()
+    data object High : PlanEntryPriority()
     
     
     /**
      * `medium`
      */
-    object Medium : PlanEntryPriority()
+    data object Medium : PlanEntryPriority()
     
     
     /**
      * `low`
      */
-    object Low : PlanEntryPriority()
+    data object Low : PlanEntryPriority()
     
     
     /**
@@ -14202,25 +14202,25 @@ sealed class PlanEntryStatus {
     /**
      * `pending`
      */
-    object Pending : PlanEntryStatus()
+    data object Pending : PlanEntryStatus()
     
     
     /**
      * `in_progress`
      */
-    object InProgress : PlanEntryStatus()
+    data object InProgress : PlanEntryStatus()
     
     
     /**
      * `completed`
      */
-    object Completed : PlanEntryStatus()
+    data object Completed : PlanEntryStatus()
     
     
     /**
      * `cancelled`
      */
-    object Cancelled : PlanEntryStatus()
+    data object Cancelled : PlanEntryStatus()
     
     
     /**
@@ -14556,7 +14556,7 @@ sealed class RequestId {
     /**
      * `null` (allowed by JSON-RPC, discouraged).
      */
-    object Null : RequestId()
+    data object Null : RequestId()
     
     
     /**
@@ -14866,13 +14866,13 @@ sealed class Role {
     /**
      * `assistant`
      */
-    object Assistant : Role()
+    data object Assistant : Role()
     
     
     /**
      * `user`
      */
-    object User : Role()
+    data object User : Role()
     
     
     /**
@@ -14998,10 +14998,10 @@ sealed class RuntimeAction {
         companion object
     }
     
-    object InterruptStream : RuntimeAction()
+    data object InterruptStream : RuntimeAction()
     
     
-    object CancelTurn : RuntimeAction()
+    data object CancelTurn : RuntimeAction()
     
     
     data class Closed(
@@ -15161,25 +15161,25 @@ sealed class RuntimeEvent {
         companion object
     }
     
-    object StreamStarted : RuntimeEvent()
+    data object StreamStarted : RuntimeEvent()
     
     
-    object StreamFinished : RuntimeEvent()
+    data object StreamFinished : RuntimeEvent()
     
     
-    object PermissionRequested : RuntimeEvent()
+    data object PermissionRequested : RuntimeEvent()
     
     
-    object PermissionResolved : RuntimeEvent()
+    data object PermissionResolved : RuntimeEvent()
     
     
-    object Paused : RuntimeEvent()
+    data object Paused : RuntimeEvent()
     
     
-    object Resumed : RuntimeEvent()
+    data object Resumed : RuntimeEvent()
     
     
-    object TurnStarted : RuntimeEvent()
+    data object TurnStarted : RuntimeEvent()
     
     
     data class TurnEnded(
@@ -15192,7 +15192,7 @@ sealed class RuntimeEvent {
         companion object
     }
     
-    object Close : RuntimeEvent()
+    data object Close : RuntimeEvent()
     
     
     data class Update(
@@ -15519,7 +15519,7 @@ sealed class SessionEvent {
         companion object
     }
     
-    object Closed : SessionEvent()
+    data object Closed : SessionEvent()
     
     
     data class Tolerated(
@@ -16382,31 +16382,31 @@ sealed class StopReason {
     /**
      * `end_turn`: The model finished.
      */
-    object EndTurn : StopReason()
+    data object EndTurn : StopReason()
     
     
     /**
      * `max_tokens`: The token limit was reached.
      */
-    object MaxTokens : StopReason()
+    data object MaxTokens : StopReason()
     
     
     /**
      * `max_turn_requests`: The limit of model requests in a turn was reached.
      */
-    object MaxTurnRequests : StopReason()
+    data object MaxTurnRequests : StopReason()
     
     
     /**
      * `refusal`: The model refused.
      */
-    object Refusal : StopReason()
+    data object Refusal : StopReason()
     
     
     /**
      * `cancelled`: The client cancelled the turn.
      */
-    object Cancelled : StopReason()
+    data object Cancelled : StopReason()
     
     
     /**
@@ -16570,13 +16570,13 @@ sealed class StringPatch {
     /**
      * The member is absent: leave the current value.
      */
-    object Absent : StringPatch()
+    data object Absent : StringPatch()
     
     
     /**
      * The member is `null`: clear the current value.
      */
-    object Null : StringPatch()
+    data object Null : StringPatch()
     
     
     /**
@@ -16761,31 +16761,31 @@ sealed class ToolCallStatus {
     /**
      * `pending`
      */
-    object Pending : ToolCallStatus()
+    data object Pending : ToolCallStatus()
     
     
     /**
      * `in_progress`
      */
-    object InProgress : ToolCallStatus()
+    data object InProgress : ToolCallStatus()
     
     
     /**
      * `completed`
      */
-    object Completed : ToolCallStatus()
+    data object Completed : ToolCallStatus()
     
     
     /**
      * `failed`
      */
-    object Failed : ToolCallStatus()
+    data object Failed : ToolCallStatus()
     
     
     /**
      * `cancelled`
      */
-    object Cancelled : ToolCallStatus()
+    data object Cancelled : ToolCallStatus()
     
     
     /**
@@ -16911,61 +16911,61 @@ sealed class ToolKind {
     /**
      * `read`
      */
-    object Read : ToolKind()
+    data object Read : ToolKind()
     
     
     /**
      * `edit`
      */
-    object Edit : ToolKind()
+    data object Edit : ToolKind()
     
     
     /**
      * `delete`
      */
-    object Delete : ToolKind()
+    data object Delete : ToolKind()
     
     
     /**
      * `move`
      */
-    object Move : ToolKind()
+    data object Move : ToolKind()
     
     
     /**
      * `search`
      */
-    object Search : ToolKind()
+    data object Search : ToolKind()
     
     
     /**
      * `execute`
      */
-    object Execute : ToolKind()
+    data object Execute : ToolKind()
     
     
     /**
      * `think`
      */
-    object Think : ToolKind()
+    data object Think : ToolKind()
     
     
     /**
      * `fetch`
      */
-    object Fetch : ToolKind()
+    data object Fetch : ToolKind()
     
     
     /**
      * `switch_mode`
      */
-    object SwitchMode : ToolKind()
+    data object SwitchMode : ToolKind()
     
     
     /**
      * `other`
      */
-    object Other : ToolKind()
+    data object Other : ToolKind()
     
     
     /**
@@ -17143,7 +17143,7 @@ public object FfiConverterTypeToolKind : FfiConverterRustBuffer<ToolKind>{
  */
 sealed class Turn {
     
-    object Idle : Turn()
+    data object Idle : Turn()
     
     
     data class Running(

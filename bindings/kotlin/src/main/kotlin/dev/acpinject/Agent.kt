@@ -130,7 +130,13 @@ abstract class Agent : AgentRuntime {
     // The runtime interface the library calls.
     final override suspend fun runTurn(turn: TurnContext, input: List<UserInput>): TurnEnd {
         val t = AgentTurn(turn)
-        return run(t, input) ?: TurnEnd(if (t.cancelled) StopReason.Cancelled else StopReason.EndTurn, null)
+        return try {
+            run(t, input) ?: TurnEnd(if (t.cancelled) StopReason.Cancelled else StopReason.EndTurn, null)
+        } catch (e: AcpException.Host) {
+            // The session was closed under the turn: nothing more can reach the client.
+            if (e.error != HostError.SessionClosed) throw e
+            TurnEnd(StopReason.Cancelled, null)
+        }
     }
 
     final override suspend fun sessionOpened(sessionId: String, setup: SessionSetup) = opened(sessionId, setup)

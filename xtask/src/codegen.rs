@@ -105,7 +105,7 @@ pub fn bindings(mode: Mode) -> Result<Vec<PathBuf>, Error> {
     let preamble = format!("{PREAMBLE} Source: crates/ffi via uniffi-bindgen 0.32.2.");
     let files: [(&str, &str, String); 5] = [
         ("python/acp_inject_ffi.py", "#", read(&out.join("python/acp_inject_ffi.py"))?),
-        ("kotlin/dev/acpinject/acp_inject_ffi.kt", "//", read(&out.join("kotlin/dev/acpinject/acp_inject_ffi.kt"))?),
+        ("kotlin/dev/acpinject/acp_inject_ffi.kt", "//", kotlin_fixups(&read(&out.join("kotlin/dev/acpinject/acp_inject_ffi.kt"))?)),
         ("swift/AcpInjectFFI.swift", "//", read(&out.join("swift/AcpInjectFFI.swift"))?),
         ("swift/AcpInjectFFIFFI.h", "//", read(&out.join("swift/AcpInjectFFIFFI.h"))?),
         ("swift/module.modulemap", "//", read(&out.join("swift/AcpInjectFFIFFI.modulemap"))?),
@@ -121,6 +121,68 @@ pub fn bindings(mode: Mode) -> Result<Vec<PathBuf>, Error> {
     let stub = format!("# {preamble}\n{}", stub.stdout);
     ensure_file_contents(&root.join(PYTHON_STUB), &stub, mode, &mut stale)?;
     Ok(stale)
+}
+
+/// The Kotlin package of the generated binding (`crates/ffi/uniffi.toml`).
+const KOTLIN_PACKAGE: &str = "dev.acpinject";
+
+/// What the Kotlin generator of uniffi-bindgen 0.32.2 needs after it: see
+/// [`qualify_kotlin_variant_fields`] and [`kotlin_data_objects`].
+fn kotlin_fixups(text: &str) -> String {
+    kotlin_data_objects(&qualify_kotlin_variant_fields(text))
+}
+
+/// Fieldless variants are written `object Name : Enum()`, whose `toString()` is
+/// `dev.acpinject.StopReason$EndTurn@1b6d3586`; as `data object` (Kotlin 1.9+) it is `EndTurn`,
+/// inside every record that holds one too.
+fn kotlin_data_objects(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 1024);
+    for line in text.split_inclusive('\n') {
+        let variant = line.strip_prefix("    object ").and_then(|rest| rest.split_once(" : ")).is_some_and(|(name, parent)| {
+            name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') && parent.trim_end().ends_with("()")
+        });
+        if variant {
+            out.push_str("    data ");
+            out.push_str(&line[4..]);
+        } else {
+            out.push_str(line);
+        }
+    }
+    out
+}
+
+/// uniffi-bindgen 0.32.2's Kotlin generator writes the type of a `Box<T>` variant field
+/// unqualified, so in a variant named like the type it holds (`SessionUpdate.UserMessage(Box<UserMessage>)`)
+/// the name means the variant itself and the file does not compile. Qualifies exactly those
+/// field types with the package, as the generator already does for unboxed fields.
+fn qualify_kotlin_variant_fields(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 4096);
+    // The variant class whose constructor is being read (`    data class Name(`).
+    let mut variant: Option<&str> = None;
+    for line in text.split_inclusive('\n') {
+        if let Some(rest) = line.strip_prefix("    data class ") {
+            variant = rest.strip_suffix("(\n").filter(|name| name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'));
+        }
+        let Some(name) = variant else {
+            out.push_str(line);
+            continue;
+        };
+        let field = line.trim_start().starts_with("val ");
+        let unqualified = format!(": {name}");
+        match line.find(&unqualified).filter(|_| field) {
+            Some(at) if line[at + unqualified.len()..].starts_with([')', ',', '?', ' ', '\n']) => {
+                out.push_str(&line[..at + 2]);
+                out.push_str(KOTLIN_PACKAGE);
+                out.push('.');
+                out.push_str(&line[at + 2..]);
+            }
+            _ => out.push_str(line),
+        }
+        if line.contains(") : ") {
+            variant = None;
+        }
+    }
+    out
 }
 
 fn valid_examples(dir: &Path) -> Result<Vec<(String, String)>, Error> {
@@ -163,6 +225,25 @@ pub fn ensure_file_contents(path: &Path, contents: &str, mode: Mode, stale: &mut
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn kotlin_variant_fields_named_like_their_variant_are_qualified() {
+        let generated = "sealed class SessionUpdate {\n    data class UserMessage(\n        val v1: UserMessage) : SessionUpdate()\n    {\n    }\n    data class Plan(\n        val v1: PlanUpdate) : SessionUpdate()\n}\ndata class UserMessage (\n    var `messageId`: UserMessage\n)\n";
+        let fixed = super::qualify_kotlin_variant_fields(generated);
+        assert!(fixed.contains("        val v1: dev.acpinject.UserMessage) : SessionUpdate()\n"), "{fixed}");
+        assert!(fixed.contains("        val v1: PlanUpdate) : SessionUpdate()\n"), "{fixed}");
+        assert!(fixed.contains("    var `messageId`: UserMessage\n"), "records are left alone: {fixed}");
+        assert_eq!(fixed.len(), generated.len() + "dev.acpinject.".len());
+    }
+
+    #[test]
+    fn kotlin_fieldless_variants_are_data_objects() {
+        let generated =
+            "sealed class StopReason {\n    object EndTurn : StopReason()\n    \n    companion object\n}\nobject NoHandle\n";
+        let fixed = super::kotlin_data_objects(generated);
+        assert!(fixed.contains("\n    data object EndTurn : StopReason()\n"), "{fixed}");
+        assert!(fixed.contains("    companion object\n") && fixed.contains("\nobject NoHandle\n"), "{fixed}");
+    }
+
     #[test]
     fn codegen_is_fresh() {
         let stale = super::generate(super::Mode::Check).expect("codegen runs");

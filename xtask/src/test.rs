@@ -572,7 +572,44 @@ fn blackbox_agents() -> Vec<(&'static str, Result<Vec<String>, String>)> {
     let python = crate::pyenv::python_with_package("[test]")
         .map(|py| vec![shown(py), shown(root().join("bindings/python/examples/agent.py"))])
         .map_err(|e| e.to_string());
-    vec![("reference agent", reference_agent().map(|a| vec![shown(a)])), ("python example agent", python)]
+    vec![
+        ("reference agent", reference_agent().map(|a| vec![shown(a)])),
+        ("python example agent", python),
+        ("kotlin example agent", kotlin_example_agent()),
+    ]
+}
+
+/// `java … AgentKt` for the Kotlin example agent (bindings/kotlin/examples/Agent.kt): Maven
+/// compiles it with the package (quietly, reusing the `kotlin` stage's build) and writes the
+/// classpath that runs it; the library is the workspace's debug cdylib.
+fn kotlin_example_agent() -> Result<Vec<String>, String> {
+    if !(runs("java", "-version") && runs("mvn", "-v")) && !apt_install(&["maven", "default-jdk-headless"]) {
+        return Err("cannot install maven and a JDK (apt-get)".into());
+    }
+    let lib = ffi_lib_dir().map_err(|e| e.to_string())?;
+    let project = root().join("bindings/kotlin");
+    let classpath_file = project.join("target/example-classpath.txt");
+    let mut cmd = Command::new("mvn");
+    cmd.args(["-B", "-q", "-ntp", "-Dstyle.color=never", "test-compile", "exec:exec@classpath", "-Dacp.skipCargo=true"])
+        .arg(format!("-Dacp.lib.dir={}", lib.display()))
+        .arg(format!("-Dacp.classpath.file={}", classpath_file.display()))
+        .current_dir(&project);
+    match process::run(&mut cmd, Echo::StderrOnly) {
+        Ok(r) if r.success() => {}
+        Ok(r) => {
+            let said: Vec<&str> = r.stdout.lines().rev().take(20).collect();
+            return Err(format!("mvn test-compile failed:\n{}", said.into_iter().rev().collect::<Vec<_>>().join("\n")));
+        }
+        Err(e) => return Err(format!("mvn test-compile: {e}")),
+    }
+    let classpath = std::fs::read_to_string(&classpath_file).map_err(|e| format!("cannot read {}: {e}", classpath_file.display()))?;
+    Ok(vec![
+        "java".into(),
+        format!("-Djna.library.path={}", lib.display()),
+        "-cp".into(),
+        classpath.trim().to_owned(),
+        "AgentKt".into(),
+    ])
 }
 
 /// `acp-inject-blackbox -- AGENT…` for every agent of [`blackbox_agents`]: one test per check

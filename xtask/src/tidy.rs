@@ -47,7 +47,6 @@ struct Finding {
 const KNOWN: &[(&str, &str)] = &[
     // Doc comments naming documents that are not in the repository (now spec/rules.md and
     // spec/vectors/README.md).
-    ("documents_named_exist", "bindings/kotlin/src/test/kotlin/dev/acpinject/conformance/Conformance.kt"),
     ("documents_named_exist", "bindings/swift/Tests/AcpInjectFFITests/Conformance.swift"),
 ];
 

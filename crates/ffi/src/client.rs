@@ -17,6 +17,16 @@ pub struct ClientCore {
     inner: Mutex<ClientConnection>,
 }
 
+impl ClientCore {
+    /// One line in, its events out (for [`ClientCore::receive`] and the per-line path of
+    /// `lines.rs`).
+    pub(crate) fn receive_events(&self, line: &str) -> Vec<Event> {
+        let mut c = lock(&self.inner);
+        c.receive_line(line);
+        c.take_events()
+    }
+}
+
 #[uniffi::export]
 impl ClientCore {
     /// A connection refusing agent lines longer than `max_line_bytes`.
@@ -122,11 +132,7 @@ impl ClientCore {
     /// Applies one line from the agent and returns the events it caused (the per-line path:
     /// one crossing per line).
     pub fn receive(&self, line: String) -> Result<Vec<Event>, AcpError> {
-        guard(|| {
-            let mut c = lock(&self.inner);
-            c.receive_line(&line);
-            Ok(c.take_events())
-        })
+        guard(|| Ok(self.receive_events(&line)))
     }
 
     /// Applies bytes the agent wrote, in any chunking, and returns the events (the per-read

@@ -18,6 +18,7 @@ mod conformance;
 mod connection;
 mod error;
 mod json;
+mod lines;
 mod server;
 mod types;
 // Written by `cargo xtask codegen`, not by rustfmt.

@@ -4742,7 +4742,7 @@ public interface ConnectionInterface {
     /**
      * Closes the connection: stdin closed, a grace period, then the agent is killed.
      */
-    suspend fun `close`()
+    suspend fun `shutdown`()
     
     /**
      * Lines the connection could not use, most recent last.
@@ -4893,7 +4893,7 @@ open class Connection: Disposable, AutoCloseable, ConnectionInterface
      */
     @Throws(AcpException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
-    override suspend fun `close`() {
+    override suspend fun `shutdown`() {
         return uniffiRustCallAsync(
         callWithHandle { uniffiHandle ->
             UniffiLib.uniffi_acp_inject_ffi_fn_method_connection_close(
@@ -5160,7 +5160,7 @@ public interface SessionInterface {
     /**
      * `session/close`.
      */
-    suspend fun `close`()
+    suspend fun `closeSession`()
     
     /**
      * The session's id.
@@ -5355,7 +5355,7 @@ open class Session: Disposable, AutoCloseable, SessionInterface
      */
     @Throws(AcpException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
-    override suspend fun `close`() {
+    override suspend fun `closeSession`() {
         return uniffiRustCallAsync(
         callWithHandle { uniffiHandle ->
             UniffiLib.uniffi_acp_inject_ffi_fn_method_session_close(
@@ -11722,7 +11722,7 @@ sealed class Answer {
         companion object
     }
     
-    object Resumed : Answer()
+    data object Resumed : Answer()
     
     
     data class Accepted(
@@ -11734,13 +11734,13 @@ sealed class Answer {
         companion object
     }
     
-    object Revoked : Answer()
+    data object Revoked : Answer()
     
     
-    object Replaced : Answer()
+    data object Replaced : Answer()
     
     
-    object Closed : Answer()
+    data object Closed : Answer()
     
     
     data class Status(
@@ -11964,16 +11964,16 @@ public object FfiConverterTypeBreakPoint: FfiConverterRustBuffer<BreakPoint> {
  */
 sealed class CallRejected {
     
-    object ModeNotSupported : CallRejected()
+    data object ModeNotSupported : CallRejected()
     
     
-    object ReplaceNotSupported : CallRejected()
+    data object ReplaceNotSupported : CallRejected()
     
     
-    object UnknownMessageId : CallRejected()
+    data object UnknownMessageId : CallRejected()
     
     
-    object UnknownSession : CallRejected()
+    data object UnknownSession : CallRejected()
     
     
     data class InvalidArguments(
@@ -12458,7 +12458,7 @@ sealed class ContentBlock {
      * `resource_link`: A link to a resource the agent can read.
      */
     data class ResourceLink(
-        val v1: ResourceLink) : ContentBlock()
+        val v1: dev.acpinject.ResourceLink) : ContentBlock()
         
     {
         
@@ -12621,13 +12621,13 @@ sealed class ContentBlockListPatch {
     /**
      * The member is absent: leave the current value.
      */
-    object Absent : ContentBlockListPatch()
+    data object Absent : ContentBlockListPatch()
     
     
     /**
      * The member is `null`: clear the current value.
      */
-    object Null : ContentBlockListPatch()
+    data object Null : ContentBlockListPatch()
     
     
     /**
@@ -12806,49 +12806,49 @@ sealed class ErrorReason {
     /**
      * `session_not_found`: -32002: the agent does not hold this session (never created, or closed).
      */
-    object SessionNotFound : ErrorReason()
+    data object SessionNotFound : ErrorReason()
     
     
     /**
      * `unknown_message_id`: -32002: revoke/replace of an id this session never issued, no longer remembers, or revoked.
      */
-    object UnknownMessageId : ErrorReason()
+    data object UnknownMessageId : ErrorReason()
     
     
     /**
      * `already_delivered`: -32010: revoke/replace after the inject's `user_message` was emitted.
      */
-    object AlreadyDelivered : ErrorReason()
+    data object AlreadyDelivered : ErrorReason()
     
     
     /**
      * `no_running_turn`: -32010: `steer` while the session is idle.
      */
-    object NoRunningTurn : ErrorReason()
+    data object NoRunningTurn : ErrorReason()
     
     
     /**
      * `mode_not_supported`: -32010: a known mode the agent did not advertise.
      */
-    object ModeNotSupported : ErrorReason()
+    data object ModeNotSupported : ErrorReason()
     
     
     /**
      * `replace_not_supported`: -32010: replace when `pending.replace` is not advertised.
      */
-    object ReplaceNotSupported : ErrorReason()
+    data object ReplaceNotSupported : ErrorReason()
     
     
     /**
      * `not_permitted`: -32010: an observer injects/revokes/replaces, or a non-creator revokes/replaces under the creator-only policy.
      */
-    object NotPermitted : ErrorReason()
+    data object NotPermitted : ErrorReason()
     
     
     /**
      * `turn_in_progress`: -32010: `session/prompt` while a turn is in progress; the prompt was not inserted. Send it again with `session/inject` (mode `queue` or `steer`) or after the session is idle.
      */
-    object TurnInProgress : ErrorReason()
+    data object TurnInProgress : ErrorReason()
     
     
     /**
@@ -13248,19 +13248,19 @@ public object FfiConverterTypeHistoryEntry : FfiConverterRustBuffer<HistoryEntry
  */
 sealed class HostError {
     
-    object NoTurnInProgress : HostError()
+    data object NoTurnInProgress : HostError()
     
     
-    object TurnInProgress : HostError()
+    data object TurnInProgress : HostError()
     
     
-    object NoPermissionPending : HostError()
+    data object NoPermissionPending : HostError()
     
     
-    object SessionClosed : HostError()
+    data object SessionClosed : HostError()
     
     
-    object ReservedUpdate : HostError()
+    data object ReservedUpdate : HostError()
     
     
     data class ReservedMessageId(
@@ -13443,7 +13443,7 @@ sealed class Instruction {
         companion object
     }
     
-    object Expect : Instruction()
+    data object Expect : Instruction()
     
     
     data class ExpectHistory(
@@ -13987,25 +13987,25 @@ sealed class PermissionOptionKind {
     /**
      * `allow_once`: Allow this once.
      */
-    object AllowOnce : PermissionOptionKind()
+    data object AllowOnce : PermissionOptionKind()
     
     
     /**
      * `allow_always`: Allow and remember.
      */
-    object AllowAlways : PermissionOptionKind()
+    data object AllowAlways : PermissionOptionKind()
     
     
     /**
      * `reject_once`: Reject this once.
      */
-    object RejectOnce : PermissionOptionKind()
+    data object RejectOnce : PermissionOptionKind()
     
     
     /**
      * `reject_always`: Reject and remember.
      */
-    object RejectAlways : PermissionOptionKind()
+    data object RejectAlways : PermissionOptionKind()
     
     
     /**
@@ -14120,19 +14120,19 @@ sealed class PlanEntryPriority {
     /**
      * `high`
      */
-    object High : PlanEntryPriority()
+    data object High : PlanEntryPriority()
     
     
     /**
      * `medium`
      */
-    object Medium : PlanEntryPriority()
+    data object Medium : PlanEntryPriority()
     
     
     /**
      * `low`
      */
-    object Low : PlanEntryPriority()
+    data object Low : PlanEntryPriority()
     
     
     /**
@@ -14236,25 +14236,25 @@ sealed class PlanEntryStatus {
     /**
      * `pending`
      */
-    object Pending : PlanEntryStatus()
+    data object Pending : PlanEntryStatus()
     
     
     /**
      * `in_progress`
      */
-    object InProgress : PlanEntryStatus()
+    data object InProgress : PlanEntryStatus()
     
     
     /**
      * `completed`
      */
-    object Completed : PlanEntryStatus()
+    data object Completed : PlanEntryStatus()
     
     
     /**
      * `cancelled`
      */
-    object Cancelled : PlanEntryStatus()
+    data object Cancelled : PlanEntryStatus()
     
     
     /**
@@ -14590,7 +14590,7 @@ sealed class RequestId {
     /**
      * `null` (allowed by JSON-RPC, discouraged).
      */
-    object Null : RequestId()
+    data object Null : RequestId()
     
     
     /**
@@ -14900,13 +14900,13 @@ sealed class Role {
     /**
      * `assistant`
      */
-    object Assistant : Role()
+    data object Assistant : Role()
     
     
     /**
      * `user`
      */
-    object User : Role()
+    data object User : Role()
     
     
     /**
@@ -15032,10 +15032,10 @@ sealed class RuntimeAction {
         companion object
     }
     
-    object InterruptStream : RuntimeAction()
+    data object InterruptStream : RuntimeAction()
     
     
-    object CancelTurn : RuntimeAction()
+    data object CancelTurn : RuntimeAction()
     
     
     data class Closed(
@@ -15195,25 +15195,25 @@ sealed class RuntimeEvent {
         companion object
     }
     
-    object StreamStarted : RuntimeEvent()
+    data object StreamStarted : RuntimeEvent()
     
     
-    object StreamFinished : RuntimeEvent()
+    data object StreamFinished : RuntimeEvent()
     
     
-    object PermissionRequested : RuntimeEvent()
+    data object PermissionRequested : RuntimeEvent()
     
     
-    object PermissionResolved : RuntimeEvent()
+    data object PermissionResolved : RuntimeEvent()
     
     
-    object Paused : RuntimeEvent()
+    data object Paused : RuntimeEvent()
     
     
-    object Resumed : RuntimeEvent()
+    data object Resumed : RuntimeEvent()
     
     
-    object TurnStarted : RuntimeEvent()
+    data object TurnStarted : RuntimeEvent()
     
     
     data class TurnEnded(
@@ -15226,7 +15226,7 @@ sealed class RuntimeEvent {
         companion object
     }
     
-    object Close : RuntimeEvent()
+    data object Close : RuntimeEvent()
     
     
     data class Update(
@@ -15553,7 +15553,7 @@ sealed class SessionEvent {
         companion object
     }
     
-    object Closed : SessionEvent()
+    data object Closed : SessionEvent()
     
     
     data class Tolerated(
@@ -15721,7 +15721,7 @@ sealed class SessionUpdate {
      * `user_message`: A user message was inserted into history. For a prompt or inject this is its delivery.
      */
     data class UserMessage(
-        val v1: UserMessage) : SessionUpdate()
+        val v1: dev.acpinject.UserMessage) : SessionUpdate()
         
     {
         
@@ -15733,7 +15733,7 @@ sealed class SessionUpdate {
      * `user_message_chunk`: A streamed piece of a user message.
      */
     data class UserMessageChunk(
-        val v1: UserMessageChunk) : SessionUpdate()
+        val v1: dev.acpinject.UserMessageChunk) : SessionUpdate()
         
     {
         
@@ -15745,7 +15745,7 @@ sealed class SessionUpdate {
      * `agent_message`: An agent message upsert. `content: []` clears what was streamed so far.
      */
     data class AgentMessage(
-        val v1: AgentMessage) : SessionUpdate()
+        val v1: dev.acpinject.AgentMessage) : SessionUpdate()
         
     {
         
@@ -15757,7 +15757,7 @@ sealed class SessionUpdate {
      * `agent_message_chunk`: A streamed piece of an agent message.
      */
     data class AgentMessageChunk(
-        val v1: AgentMessageChunk) : SessionUpdate()
+        val v1: dev.acpinject.AgentMessageChunk) : SessionUpdate()
         
     {
         
@@ -15769,7 +15769,7 @@ sealed class SessionUpdate {
      * `agent_message_clear`: Clears the content streamed so far for the current agent message (RFD #465); following chunks append from empty. Same operation as an `agent_message` upsert with `content: []`.
      */
     data class AgentMessageClear(
-        val v1: AgentMessageClear) : SessionUpdate()
+        val v1: dev.acpinject.AgentMessageClear) : SessionUpdate()
         
     {
         
@@ -15781,7 +15781,7 @@ sealed class SessionUpdate {
      * `agent_thought`: An agent thought upsert.
      */
     data class AgentThought(
-        val v1: AgentThought) : SessionUpdate()
+        val v1: dev.acpinject.AgentThought) : SessionUpdate()
         
     {
         
@@ -15793,7 +15793,7 @@ sealed class SessionUpdate {
      * `agent_thought_chunk`: A streamed piece of an agent thought.
      */
     data class AgentThoughtChunk(
-        val v1: AgentThoughtChunk) : SessionUpdate()
+        val v1: dev.acpinject.AgentThoughtChunk) : SessionUpdate()
         
     {
         
@@ -15805,7 +15805,7 @@ sealed class SessionUpdate {
      * `state_update`: The session's turn state changed. The state is tagged by `state` in the same object.
      */
     data class StateUpdate(
-        val v1: StateUpdate) : SessionUpdate()
+        val v1: dev.acpinject.StateUpdate) : SessionUpdate()
         
     {
         
@@ -15817,7 +15817,7 @@ sealed class SessionUpdate {
      * `tool_call_update`: A tool call was created or changed (upsert keyed by `toolCallId`).
      */
     data class ToolCallUpdate(
-        val v1: ToolCallUpdate) : SessionUpdate()
+        val v1: dev.acpinject.ToolCallUpdate) : SessionUpdate()
         
     {
         
@@ -15829,7 +15829,7 @@ sealed class SessionUpdate {
      * `tool_call_content_chunk`: Appends content to a tool call.
      */
     data class ToolCallContentChunk(
-        val v1: ToolCallContentChunk) : SessionUpdate()
+        val v1: dev.acpinject.ToolCallContentChunk) : SessionUpdate()
         
     {
         
@@ -15841,7 +15841,7 @@ sealed class SessionUpdate {
      * `plan_update`: The agent's plan, replaced whole.
      */
     data class PlanUpdate(
-        val v1: PlanUpdate) : SessionUpdate()
+        val v1: dev.acpinject.PlanUpdate) : SessionUpdate()
         
     {
         
@@ -15853,7 +15853,7 @@ sealed class SessionUpdate {
      * `usage_update`: Context window usage.
      */
     data class UsageUpdate(
-        val v1: UsageUpdate) : SessionUpdate()
+        val v1: dev.acpinject.UsageUpdate) : SessionUpdate()
         
     {
         
@@ -15865,7 +15865,7 @@ sealed class SessionUpdate {
      * `session_info_update`: The session's metadata changed. Omitted members are unchanged; `null` clears.
      */
     data class SessionInfoUpdate(
-        val v1: SessionInfoUpdate) : SessionUpdate()
+        val v1: dev.acpinject.SessionInfoUpdate) : SessionUpdate()
         
     {
         
@@ -16416,31 +16416,31 @@ sealed class StopReason {
     /**
      * `end_turn`: The model finished.
      */
-    object EndTurn : StopReason()
+    data object EndTurn : StopReason()
     
     
     /**
      * `max_tokens`: The token limit was reached.
      */
-    object MaxTokens : StopReason()
+    data object MaxTokens : StopReason()
     
     
     /**
      * `max_turn_requests`: The limit of model requests in a turn was reached.
      */
-    object MaxTurnRequests : StopReason()
+    data object MaxTurnRequests : StopReason()
     
     
     /**
      * `refusal`: The model refused.
      */
-    object Refusal : StopReason()
+    data object Refusal : StopReason()
     
     
     /**
      * `cancelled`: The client cancelled the turn.
      */
-    object Cancelled : StopReason()
+    data object Cancelled : StopReason()
     
     
     /**
@@ -16604,13 +16604,13 @@ sealed class StringPatch {
     /**
      * The member is absent: leave the current value.
      */
-    object Absent : StringPatch()
+    data object Absent : StringPatch()
     
     
     /**
      * The member is `null`: clear the current value.
      */
-    object Null : StringPatch()
+    data object Null : StringPatch()
     
     
     /**
@@ -16795,31 +16795,31 @@ sealed class ToolCallStatus {
     /**
      * `pending`
      */
-    object Pending : ToolCallStatus()
+    data object Pending : ToolCallStatus()
     
     
     /**
      * `in_progress`
      */
-    object InProgress : ToolCallStatus()
+    data object InProgress : ToolCallStatus()
     
     
     /**
      * `completed`
      */
-    object Completed : ToolCallStatus()
+    data object Completed : ToolCallStatus()
     
     
     /**
      * `failed`
      */
-    object Failed : ToolCallStatus()
+    data object Failed : ToolCallStatus()
     
     
     /**
      * `cancelled`
      */
-    object Cancelled : ToolCallStatus()
+    data object Cancelled : ToolCallStatus()
     
     
     /**
@@ -16945,61 +16945,61 @@ sealed class ToolKind {
     /**
      * `read`
      */
-    object Read : ToolKind()
+    data object Read : ToolKind()
     
     
     /**
      * `edit`
      */
-    object Edit : ToolKind()
+    data object Edit : ToolKind()
     
     
     /**
      * `delete`
      */
-    object Delete : ToolKind()
+    data object Delete : ToolKind()
     
     
     /**
      * `move`
      */
-    object Move : ToolKind()
+    data object Move : ToolKind()
     
     
     /**
      * `search`
      */
-    object Search : ToolKind()
+    data object Search : ToolKind()
     
     
     /**
      * `execute`
      */
-    object Execute : ToolKind()
+    data object Execute : ToolKind()
     
     
     /**
      * `think`
      */
-    object Think : ToolKind()
+    data object Think : ToolKind()
     
     
     /**
      * `fetch`
      */
-    object Fetch : ToolKind()
+    data object Fetch : ToolKind()
     
     
     /**
      * `switch_mode`
      */
-    object SwitchMode : ToolKind()
+    data object SwitchMode : ToolKind()
     
     
     /**
      * `other`
      */
-    object Other : ToolKind()
+    data object Other : ToolKind()
     
     
     /**
@@ -17177,7 +17177,7 @@ public object FfiConverterTypeToolKind : FfiConverterRustBuffer<ToolKind>{
  */
 sealed class Turn {
     
-    object Idle : Turn()
+    data object Idle : Turn()
     
     
     data class Running(

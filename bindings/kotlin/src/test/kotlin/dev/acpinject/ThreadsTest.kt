@@ -1,123 +1,99 @@
 package dev.acpinject
 
-import kotlinx.coroutines.asCoroutineDispatcher
+import kotlinx.coroutines.Dispatchers
 import kotlinx.coroutines.async
 import kotlinx.coroutines.awaitAll
-import kotlinx.coroutines.runBlocking
-import kotlinx.coroutines.withTimeout
-import kotlinx.serialization.json.Json
-import kotlinx.serialization.json.JsonObject
-import kotlinx.serialization.json.jsonObject
-import kotlinx.serialization.json.jsonPrimitive
+import kotlinx.coroutines.launch
 import org.junit.jupiter.api.Test
-import java.util.Collections
-import java.util.concurrent.CyclicBarrier
+import java.util.concurrent.CountDownLatch
 import java.util.concurrent.Executors
-import kotlin.concurrent.thread
+import java.util.concurrent.TimeUnit
 import kotlin.test.assertEquals
 import kotlin.test.assertTrue
 
-/** One AgentCore, and one ClientSession, shared by many threads: every call is atomic. */
+/** The objects are shared between threads and coroutines: many callers at once, one answer each. */
 class ThreadsTest {
-    private val threads = 8
-    private val perThread = 200
-
     @Test
-    fun `one agent driven from eight coroutines on eight threads`() {
-        val core = AgentCore(defaultAgentOptions())
-        core.createSession("s1")
-        assertTrue(core.handleLine("c1", request(0, "session/prompt", promptParams("go"))).actions().isNotEmpty())
-        val accepted = Collections.synchronizedSet(HashSet<String>())
-        val revoked = Collections.synchronizedSet(HashSet<String>())
-        val delivered = Collections.synchronizedList(ArrayList<String>())
-
-        fun record(outputs: List<AgentOutput>) {
-            for (a in outputs.actions()) when (a) {
-                is RuntimeAction.Deliver -> delivered += a.messages.map { it.messageId }
-                is RuntimeAction.StartTurn -> delivered += a.messages.map { it.messageId }
-                else -> {}
+    fun `eight threads drive one agent core and one client core at once`() = Wire().use { w ->
+        val sessions = (1..8).map { w.newSession("/tmp/$it") }
+        val pool = Executors.newFixedThreadPool(8)
+        val start = CountDownLatch(1)
+        val perThread = 200
+        val failures = java.util.concurrent.ConcurrentLinkedQueue<Throwable>()
+        // Each thread: a session of its own, many queue injects, each line straight to the agent
+        // core and every answer line back into the client core (both objects shared by all).
+        for (s in sessions) pool.execute {
+            try {
+                start.await()
+                repeat(perThread) { i ->
+                    w.client.inject(s, InjectMode.QUEUE, listOf(text("$s #$i")))
+                    // Another thread may take this line: any thread forwards whatever is queued.
+                    for (line in w.client.takeOutgoing()) for (out in w.agent.handleLine(Wire.CONNECTION, line)) {
+                        if (out is Output.Line && Wire.CONNECTION in out.to) w.client.receive(out.line)
+                    }
+                    w.client.snapshot(s)
+                }
+            } catch (t: Throwable) {
+                failures += t
             }
         }
-
-        fun answerTo(conn: String, outputs: List<AgentOutput>): JsonObject =
-            Json.parseToJsonElement(outputs.filterIsInstance<AgentOutput.Line>().first { it.to == conn }.line).jsonObject
-
-        fun worker(n: Int) {
-            val conn = "c$n"
-            for (i in 0 until perThread) {
-                val req = n * 100_000L + i * 2
-                val outs = core.handleLine(conn, request(req, "session/inject", injectParams(if (i % 2 == 1) "steer" else "queue", "$n-$i")))
-                record(outs)
-                val answer = answerTo(conn, outs)
-                if ("error" in answer) {
-                    // A steer that raced a turn end meets an idle session (R-STEER-2).
-                    val reason = answer.getValue("error").jsonObject.getValue("data").jsonObject.getValue("reason").jsonPrimitive.content
-                    assertEquals("no_running_turn", reason, answer.toString())
-                    continue
-                }
-                val mid = answer.getValue("result").jsonObject.getValue("messageId").jsonPrimitive.content
-                accepted += mid
-                if (i % 3 == 0) {
-                    val rev = core.handleLine(conn, request(req + 1, "session/revoke_inject", revokeParams(mid)))
-                    record(rev)
-                    if (answerTo(conn, rev)["result"] == JsonObject(emptyMap())) revoked += mid
-                }
-                if (i % 5 == 0) {
-                    try { record(core.runtimeEvent("s1", RuntimeEvent.BreakPoint(BreakPoint.TOOL_RESULT))) } catch (_: AcpException.Host) {}
-                }
-                if (i % 17 == 0) {
-                    try { record(core.runtimeEvent("s1", RuntimeEvent.TurnEnded("end_turn", null))) } catch (_: AcpException.Host) {}
-                }
-            }
+        start.countDown()
+        pool.shutdown()
+        assertTrue(pool.awaitTermination(120, TimeUnit.SECONDS))
+        assertTrue(failures.isEmpty(), "$failures")
+        w.pump()
+        for (s in sessions) {
+            // The first inject found the session idle and opened a turn; the others wait.
+            val pending = w.agent.pending(s)
+            assertEquals(perThread - 1, pending.size, "agent-side pending of $s")
+            assertEquals((0 until perThread).map { "$s #$it" }.toSet() - pending.map { textOf(it.content) }.toSet(), setOf(textOf(w.agent.history(s).filterIsInstance<HistoryEntry.User>().single().content)))
+            val items = w.client.snapshot(s)!!.pending
+            assertEquals(perThread - 1, items.count { it.status == ItemStatus.PENDING }, "client-side pending of $s: $items")
+            assertEquals(pending.map { it.messageId }.toSet(), items.filter { it.status == ItemStatus.PENDING }.map { it.messageId }.toSet())
         }
-
-        Executors.newFixedThreadPool(threads).asCoroutineDispatcher().use { pool ->
-            runBlocking {
-                withTimeout(120_000) { (1..threads).map { n -> async(pool) { worker(n) } }.awaitAll() }
-            }
-        }
-
-        val pending = core.pending("s1").map { it.messageId }.toSet()
-        val deliveredSet = delivered.toSet()
-        assertEquals(delivered.size, deliveredSet.size, "a message was delivered twice")
-        assertTrue((deliveredSet intersect revoked).isEmpty(), "a revoked message was delivered")
-        assertTrue(accepted.size > threads * perThread / 2)
-        // Every accepted inject is exactly one of: delivered, revoked, still pending.
-        for (mid in accepted) assertEquals(1, listOf(mid in deliveredSet, mid in revoked, mid in pending).count { it }, mid)
-        core.close()
+        assertEquals(0uL, w.client.ignoredLines())
     }
 
     @Test
-    fun `one client mirror fed and read from eight threads`() {
-        val chunks = 300
-        ClientSession("s1", FULL_CAPS).use { session ->
-            val barrier = CyclicBarrier(threads)
-            val errors = Collections.synchronizedList(ArrayList<Throwable>())
-            val workers = (1..threads).map { n ->
-                thread(name = "mirror-$n") {
-                    try {
-                        barrier.await()
-                        for (k in 0 until chunks) {
-                            session.receive(
-                                """{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":""" +
-                                    """{"sessionUpdate":"agent_message_chunk","messageId":"a$n","content":{"type":"text","text":"$n-$k"}}}}""",
-                            )
-                            if (k % 50 == 0) session.snapshot() // readers interleave with writers
-                        }
-                    } catch (t: Throwable) {
-                        errors += t
-                    }
+    fun `many coroutines on many threads call one live session at once`() = coTest {
+        connectQuietly(referenceAgent("--delay-ms", "2000")).use { client ->
+            val session = client.newSession("/tmp/threads")
+            session.prompt("a long turn")
+            until("the turn to run") { session.snapshot().state == TurnState.RUNNING }
+            val ids = (1..64).map { i ->
+                async(Dispatchers.Default) {
+                    val id = session.inject("queued $i")
+                    if (i % 4 == 0) session.replace(id, "replaced $i")
+                    if (i % 8 == 1) session.revoke(id)
+                    session.snapshot()
+                    session.status()
+                    id
+                }
+            }.awaitAll()
+            assertEquals(64, ids.toSet().size, "every inject got its own id")
+            val snap = session.snapshot()
+            val pending = snap.pending.filter { it.status == ItemStatus.PENDING }
+            assertEquals(64 - 8, pending.size)
+            assertTrue(pending.filter { textOf(it.content).startsWith("replaced") }.size == 16)
+            val revoked = ids.filterIndexed { i, _ -> (i + 1) % 8 == 1 }.toSet()
+            assertTrue(snap.pending.none { it.messageId in revoked && it.status == ItemStatus.PENDING })
+            session.cancel()
+        }
+    }
+
+    @Test
+    fun `sessions opened from many coroutines at once each get their own events`() = coTest {
+        connectQuietly(referenceAgent("--delay-ms", "1", "--tools", "1")).use { client ->
+            val sessions = (1..6).map { async(Dispatchers.Default) { client.newSession("/tmp/s$it") } }.awaitAll()
+            val runs = sessions.mapIndexed { i, s ->
+                launch(Dispatchers.Default) {
+                    val id = s.prompt("task $i")
+                    until("session $i to finish") { s.snapshot().let { it.state == TurnState.IDLE && it.stopReason != null } }
+                    assertEquals(listOf(id), s.snapshot().users().map { it.messageId })
+                    assertEquals("task $i", textOf(s.snapshot().users().single().content))
                 }
             }
-            workers.forEach { it.join(120_000) }
-            assertEquals(emptyList(), errors)
-            val transcript = session.snapshot().transcript
-            assertEquals((1..threads).map { "a$it" }.toSet(), transcript.map { it.messageId }.toSet())
-            for (entry in transcript) {
-                val n = entry.messageId.drop(1)
-                // Each thread's chunks arrive whole and in that thread's order.
-                assertEquals((0 until chunks).map { text("$n-$it") }, entry.content, entry.messageId)
-            }
+            runs.forEach { it.join() }
         }
     }
 }

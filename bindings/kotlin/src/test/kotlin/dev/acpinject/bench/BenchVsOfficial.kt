@@ -1,22 +1,22 @@
 /**
- * Our client mirror through the Kotlin binding versus the official ACP Kotlin SDK's models on
- * the same stream (`bindings/kotlin/bench.sh ROUNDS`, which `cargo xtask bench` runs):
+ * Per-line speed: a streaming client that receives agent lines one at a time, through the
+ * Kotlin API with its typed events, versus the official ACP Kotlin SDK's models parsing the
+ * same lines one at a time (`bindings/kotlin/bench.sh ROUNDS`, which `cargo xtask bench` runs):
  *
  *     mvn -q test-compile exec:exec@bench-official -Dacp.skipCargo=true -Dacp.lib.dir=$TARGET/release
  *
- * The official models are `com.agentclientprotocol:acp-model` 0.10.5 from Maven Central (the
- * JVM artifact `acp-model-jvm`; kotlinx.serialization; its released models are v1). Its client
+ * The official models are `com.agentclientprotocol:acp-model` 0.10.5 from Maven Central (the JVM
+ * artifact `acp-model-jvm`; kotlinx.serialization; its released models are v1). Its client
  * reads a line as `decodeJsonRpcMessage(line)` (a `JsonElement` tree, then a
- * `JsonRpcNotification`) and then decodes `params` with the method's serializer,
- * `ACPJson.decodeFromJsonElement(AcpMethod.ClientMethods.SessionUpdate.serializer, params)`:
- * exactly what this bench calls per line.
+ * `JsonRpcNotification`) and then decodes `params` with the method's serializer: exactly what
+ * this bench calls per line.
  *
  * The stream is the generator of bindings/python/bench/bench_vs_official.py, byte for byte
- * (checked by hash): 100,000 lines of the update kinds v1 and v2 share in the same wire shape
- * (agent/user message and thought chunks with `messageId`, tool call updates). Ours does more
- * than parse: `ClientSession.receiveText` parses AND applies every line to the full mirror in
- * one crossing. Rounds interleave the contenders after two warm-up rounds; figures are
- * medians, garbage collection included (as a client would pay it).
+ * (checked by hash): 100,000 lines of the update kinds v1 and v2 share in the same wire shape.
+ * Ours does more than parse: each line is applied to the full client mirror and its typed
+ * events come back to Kotlin. Every contender gets one line at a time, as a client reading a
+ * pipe line by line would. Rounds interleave the contenders after two warm-up rounds; figures
+ * are medians, garbage collection included (as a client would pay it).
  */
 package dev.acpinject.bench
 
@@ -26,9 +26,14 @@ import com.agentclientprotocol.model.SessionUpdate
 import com.agentclientprotocol.rpc.ACPJson
 import com.agentclientprotocol.rpc.JsonRpcNotification
 import com.agentclientprotocol.rpc.decodeJsonRpcMessage
-import dev.acpinject.ClientSession
-import dev.acpinject.FULL_CAPS
+import dev.acpinject.ClientCore
+import dev.acpinject.Event
+import dev.acpinject.InjectCapabilities
+import dev.acpinject.InjectMode
+import dev.acpinject.SessionEvent
+import dev.acpinject.SteerInStream
 import dev.acpinject.libraryVersion
+import dev.acpinject.receiveLine
 import kotlinx.serialization.json.Json
 import kotlinx.serialization.json.JsonNull
 import kotlinx.serialization.json.buildJsonArray
@@ -75,9 +80,18 @@ fun officialDecode(line: String): SessionNotification {
 fun streamSha256(bytes: ByteArray): String =
     MessageDigest.getInstance("SHA-256").digest(bytes).joinToString("") { "%02x".format(it) }
 
+/** Both modes, replace, `finish`: what the default agent advertises. */
+val FULL_CAPS = InjectCapabilities(listOf(InjectMode.QUEUE, InjectMode.STEER), null, listOf(SteerInStream.FINISH), null)
+
+/** A client connection with the bench's session open, as after `session/new`. */
+fun benchClient(): ClientCore = ClientCore(16uL shl 20).also {
+    it.assumeCapabilities(FULL_CAPS)
+    it.openSession("sess_1", null)
+}
+
 /** Both sides must accept every line, or the comparison means nothing: the official models
- *  read each line as the update it is, and our mirror applies them all with no error, no
- *  ignored line and no violation. */
+ *  read each line as the update it is, and our client applies each one as a session update
+ *  (no ignored line, no violation). */
 fun checkBothAccept(lines: List<String>) {
     for ((idx, line) in lines.withIndex()) {
         val u = officialDecode(line).update
@@ -92,20 +106,22 @@ fun checkBothAccept(lines: List<String>) {
         }
         check(ok) { "the official models read line $idx as $u: $line" }
     }
-    val text = lines.joinToString("\n") + "\n"
-    ClientSession("sess_1", FULL_CAPS).use { s ->
-        check(s.receiveText(text).isEmpty()) { "ours answered errors" }
-        check(s.ignoredLines() == 0uL) { "ours ignored lines" }
-        val snap = s.snapshot()
+    benchClient().use { c ->
+        for ((idx, line) in lines.withIndex()) {
+            val events = c.receive(line)
+            check(events.size == 1 && ((events[0] as? Event.Session)?.event is SessionEvent.Update)) { "ours read line $idx as $events" }
+        }
+        check(c.ignoredLines() == 0uL) { "ours ignored lines" }
+        val snap = c.snapshot("sess_1")!!
         check(snap.violations.isEmpty()) { "ours found violations: ${snap.violations}" }
         check(snap.transcript.isNotEmpty())
-    }
-    ClientSession("sess_1", FULL_CAPS).use { s ->
-        check(s.receiveBytes(text.toByteArray()).isEmpty() && s.ignoredLines() == 0uL) { "ours (bytes) refused lines" }
     }
 }
 
 private fun median(xs: List<Double>): Double = xs.sorted()[xs.size / 2]
+
+/** What every contender does with a line's result: look at it, so the JIT cannot drop it. */
+private fun touch(events: List<Event>): Long = events.size.toLong() + ((events.firstOrNull() as? Event.Session)?.sessionId?.length ?: 0)
 
 fun main(args: Array<String>) {
     fun arg(name: String): String? = args.indexOf(name).takeIf { it >= 0 }?.let { args[it + 1] }
@@ -118,17 +134,15 @@ fun main(args: Array<String>) {
     val blob = lines.joinToString("\n") + "\n"
     val bytes = blob.toByteArray()
     if (n == 100_000) check(streamSha256(bytes) == PYTHON_STREAM_SHA256) { "the stream differs from bench_vs_official.py's" }
-
     checkBothAccept(lines)
-    for (line in lines) Json.parseToJsonElement(line)
 
     var sink = 0L // keeps the JIT from discarding decoded values
     val contenders = linkedMapOf<String, () -> Unit>(
-        "ours_text" to {
-            ClientSession("sess_1", FULL_CAPS).use { s -> sink += s.receiveText(blob).size }
+        "ours_line" to {
+            benchClient().use { c -> for (line in lines) sink += touch(c.receive(line)) }
         },
-        "ours_bytes" to {
-            ClientSession("sess_1", FULL_CAPS).use { s -> sink += s.receiveBytes(bytes).size }
+        "ours_line_fast" to {
+            benchClient().use { c -> for (line in lines) sink += touch(c.receiveLine(line)) }
         },
         "official" to {
             for (line in lines) sink += officialDecode(line).update.hashCode()
@@ -136,8 +150,11 @@ fun main(args: Array<String>) {
         "kotlinx_tree" to {
             for (line in lines) sink += (Json.parseToJsonElement(line) as Map<*, *>).size
         },
+        "ours_stream" to {
+            benchClient().use { c -> sink += c.receiveText(blob).size }
+        },
     )
-    val calls = 20_000 // a JNA crossing costs microseconds
+    val calls = 20_000
     val crossing = { repeat(calls) { sink += libraryVersion().length } }
 
     val times = contenders.keys.associateWith { mutableListOf<Double>() } + ("crossing" to mutableListOf())
@@ -151,41 +168,37 @@ fun main(args: Array<String>) {
         for ((name, body) in contenders) times.getValue(name) += timed(body)
         times.getValue("crossing") += timed(crossing)
     }
-    val m = times.mapValues { median(it.value) }
-    val lps = m.filterKeys { it != "crossing" }.mapValues { n / it.value }
-    val crossingUs = m.getValue("crossing") / calls * 1e6
-    val ratio = lps.getValue("ours_text") / lps.getValue("official")
-    // The best round of each: the least disturbed by the machine's other load and by GC threads
-    // competing for the two cores (the allocating contenders vary most between rounds).
+    val lps = times.filterKeys { it != "crossing" }.mapValues { n / median(it.value) }
+    val crossingUs = median(times.getValue("crossing")) / calls * 1e6
+    val ratio = lps.getValue("ours_line_fast") / lps.getValue("official")
     val best = times.mapValues { n / it.value.min() }
-    val bestRatio = best.getValue("ours_text") / best.getValue("official")
+    val bestRatio = best.getValue("ours_line_fast") / best.getValue("official")
     val jvm = "JDK ${System.getProperty("java.version")}"
 
     println("stream: $n lines, %.1f MB (%d B/line), identical to bench_vs_official.py's; median of $rounds interleaved rounds, $jvm".format(bytes.size / 1e6, bytes.size / n))
     val labels = linkedMapOf(
-        "ours_text" to "ours: `ClientSession.receiveText` (whole stream, one crossing): parse + full mirror state",
-        "ours_bytes" to "ours: `ClientSession.receiveBytes` (same, as a ByteArray)",
-        "official" to "official SDK models (`acp-model` 0.10.5): `decodeJsonRpcMessage` + `ACPJson.decodeFromJsonElement`, parse only",
-        "kotlinx_tree" to "kotlinx.serialization `Json.parseToJsonElement` alone (floor for any kotlinx-based parser)",
+        "ours_line_fast" to "ours, one line per call: `ClientCore.receiveLine(line)` → typed `List<Event>`, parse + full mirror state",
+        "ours_line" to "ours, one line per call through UniFFI's own convention: `ClientCore.receive(line)`, the same result",
+        "official" to "official SDK models (`acp-model` 0.10.5), one line per call: `decodeJsonRpcMessage` + `ACPJson.decodeFromJsonElement`, parse only",
+        "kotlinx_tree" to "kotlinx.serialization `Json.parseToJsonElement` per line alone (floor for any kotlinx-based parser)",
+        "ours_stream" to "ours, the whole stream in one call (`ClientCore.receiveText`), for scale",
     )
     for ((k, what) in labels) {
         val spread = times.getValue(k).map { n / it }
         println("%12s lines/s %7.2f us/line  (rounds %,.0f..%,.0f)  %s".format("%,.0f".format(lps.getValue(k)), 1e6 / lps.getValue(k), spread.min(), spread.max(), what))
     }
     println("%12s us        one no-op crossing (`libraryVersion()`)".format("%.2f".format(crossingUs)))
-    println("ours / official: %.2fx (medians); %.2fx (best rounds: %,.0f vs %,.0f lines/s)".format(ratio, bestRatio, best.getValue("ours_text"), best.getValue("official")))
+    println("ours / official, per line: %.2fx (medians); %.2fx (best rounds)".format(ratio, bestRatio))
 
     val summary = ("$n lines (${bytes.size / n} B/line) of the update kinds v1 and v2 share in the same wire shape " +
-        "(message/thought chunks with `messageId`, tool call updates), the very lines of the Python comparison. " +
-        "Ours parses **and** applies every line to the full client mirror in one crossing " +
-        "(`ClientSession.receiveText`, the whole stream as one String); the official Kotlin SDK's models " +
-        "(`com.agentclientprotocol:acp-model-jvm` 0.10.5 from Maven Central, kotlinx.serialization, v1 models) only parse, " +
-        "along the path its client takes for each line (`decodeJsonRpcMessage` then " +
-        "`ACPJson.decodeFromJsonElement(AcpMethod.ClientMethods.SessionUpdate.serializer, params)`); both accept every line. " +
-        "**ours / official: %.2f×** (medians of $rounds interleaved rounds, $jvm; %.2f× between the best rounds, " +
-        "%,.0f vs %,.0f lines/s: the official path allocates a tree per line and its rounds vary most on this shared 2-core machine). " +
-        "One no-op JNA crossing (`libraryVersion()`) costs %.2f µs.")
-        .format(ratio, bestRatio, best.getValue("ours_text"), best.getValue("official"), crossingUs)
+        "(message/thought chunks with `messageId`, tool call updates), the very lines of the Python comparison, " +
+        "handed over **one line per call** as a client reading a pipe line by line would. Ours parses each line, applies it " +
+        "to the full client mirror and returns its typed events to Kotlin; the official Kotlin SDK's models " +
+        "(`com.agentclientprotocol:acp-model-jvm` 0.10.5, kotlinx.serialization, v1 models) only parse, along the path its " +
+        "client takes for each line (`decodeJsonRpcMessage` then `ACPJson.decodeFromJsonElement(…SessionUpdate.serializer, params)`); " +
+        "both accept every line. **ours / official, per line: %.2f×** (medians of $rounds interleaved rounds, $jvm; %.2f× between " +
+        "the best rounds). One no-op JNA crossing (`libraryVersion()`) costs %.2f µs.")
+        .format(ratio, bestRatio, crossingUs)
     val result = buildJsonObject {
         put("summary", summary)
         put("rows", buildJsonArray {

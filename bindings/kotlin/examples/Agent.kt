@@ -1,0 +1,44 @@
+// A complete ACP v2 agent with session/inject, in Kotlin: a scripted "model" that streams its
+// answer, runs two tool calls (asking permission before the second) and reads the steers the
+// user sends mid-turn at each tool result. Queue, steer, revoke, replace, cancel, status, list,
+// resume and close are the library's.
+//
+//   java -cp CLASSPATH AgentKt [--store sessions.db] [--delay-ms 50]     (bindings/kotlin/README.md)
+import dev.acpinject.*
+import kotlin.time.Duration
+import kotlin.time.Duration.Companion.milliseconds
+
+class ScriptedAgent(private val delay: Duration) : Agent() {
+    override suspend fun run(turn: AgentTurn, messages: List<UserInput>): TurnEnd? {
+        val heard = messages.map { textOf(it.content) }.toMutableList()
+        turn.say("Working on: ${heard.joinToString("; ")}. ")
+        for (step in 1..2) {
+            if (!turn.sleep(delay)) return null                  // cancelled: the library reports it
+            turn.say("step $step of my plan. ")
+        }
+        for (tool in 1..2) {
+            val call = "call_${turn.sessionId}_${heard.size}_$tool"
+            turn.toolCall(call, ToolCallStatus.Pending, title = "Run step $tool", kind = ToolKind.Execute)
+            if (tool == 2 && turn.permission("Allow step $tool?") != "allow") {
+                turn.toolCall(call, ToolCallStatus.Failed)
+                continue
+            }
+            turn.toolCall(call, ToolCallStatus.InProgress)
+            if (!turn.sleep(delay)) return null
+            turn.toolCall(call, ToolCallStatus.Completed, output = "step $tool done")
+            for (steer in turn.breakPoint(BreakPoint.TOOL_RESULT)) {
+                heard += textOf(steer.content)                  // the model reads the user's steer here
+                turn.say("(noted: ${textOf(steer.content)}) ")
+            }
+        }
+        turn.say("Done (${heard.size} message(s) handled this turn).")
+        val n = heard.size.toULong()
+        return TurnEnd(StopReason.EndTurn, Usage(100uL * n + 50uL, 100uL * n, 50uL, null, null, null, null))
+    }
+}
+
+fun main(args: Array<String>) {
+    fun option(name: String): String? = args.indexOf(name).takeIf { it >= 0 }?.let { args.getOrNull(it + 1) }
+    val delay = (option("--delay-ms")?.toLong() ?: 50L).milliseconds
+    runAgent(ScriptedAgent(delay), agentConfig("acp-inject-kotlin-example"), store = option("--store"))
+}

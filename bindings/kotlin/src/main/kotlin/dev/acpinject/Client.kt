@@ -1,0 +1,210 @@
+/**
+ * The coroutine client: one connection to an agent process, many sessions on it.
+ *
+ * The connection (ids, routing, the read loop, the agent's stderr and exit) runs in Rust on
+ * the library's own threads; each call here is one `suspend` call, and a session's events
+ * arrive in batches, one per read from the agent, as a [Flow]:
+ *
+ * ```kotlin
+ * connect(listOf("my-agent", "--flag")).use { agent ->
+ *     val session = agent.newSession("/home/me/project")
+ *     session.prompt("fix the bug")
+ *     session.events().collect { activity -> println(activity) }
+ * }
+ * ```
+ */
+package dev.acpinject
+
+import kotlinx.coroutines.CoroutineScope
+import kotlinx.coroutines.Dispatchers
+import kotlinx.coroutines.channels.Channel
+import kotlinx.coroutines.flow.Flow
+import kotlinx.coroutines.flow.flow
+import kotlinx.coroutines.launch
+import kotlinx.coroutines.runBlocking
+import java.util.concurrent.atomic.AtomicBoolean
+import kotlin.time.Duration
+import kotlin.time.Duration.Companion.seconds
+
+/**
+ * Starts [command] (program and arguments) and connects to it over its stdio; `initialize` is
+ * exchanged before this returns. [configure] adjusts the rest of [ConnectOptions] (opt out of
+ * pending updates, stop forwarding the agent's stderr, …). Throws [AcpException.Disconnected]
+ * when the agent cannot be started or exits (with its exit status and the end of its stderr).
+ */
+suspend fun connect(
+    command: List<String>,
+    name: String = "acp-inject-kotlin",
+    version: String = "0",
+    handshakeTimeout: Duration = 30.seconds,
+    configure: ConnectOptions.() -> Unit = {},
+): Client {
+    val options = defaultConnectOptions().apply {
+        client = Implementation(name, null, version, null)
+        handshakeTimeoutMs = handshakeTimeout.inWholeMilliseconds.toULong()
+        configure()
+    }
+    return Client(connect(command, options))
+}
+
+/**
+ * A connection to one agent process (see [connect]). [close] (and so `use {}`) ends it: the
+ * agent's stdin closes, it may exit, and after the close grace it is killed.
+ */
+class Client(
+    /** The generated object underneath, for anything this class does not wrap. */
+    val connection: Connection,
+) : AutoCloseable {
+    private val closed = AtomicBoolean(false)
+
+    /** The agent's `initialize` answer: protocol version, identity, capabilities. */
+    val agent: InitializeResponse get() = connection.agent()
+
+    /** What the agent offers for `session/inject` (`null`: no inject). */
+    val inject: InjectCapabilities? get() = agent.capabilities?.session?.inject
+
+    /** `session/new`. */
+    suspend fun newSession(
+        cwd: String,
+        additionalDirectories: List<String> = emptyList(),
+        mcpServers: List<McpServer> = emptyList(),
+    ): ClientSession = ClientSession(connection.newSession(cwd, additionalDirectories, mcpServers))
+
+    /** `session/list`: one page, and the cursor of the next (`null` at the end). */
+    suspend fun listSessions(cwd: String? = null, cursor: String? = null): SessionPage = connection.listSessions(cwd, cursor)
+
+    /** Every session the agent knows, newest first, page after page. */
+    fun sessions(cwd: String? = null): Flow<SessionInfo> = flow {
+        var cursor: String? = null
+        do {
+            val page = listSessions(cwd, cursor)
+            page.sessions.forEach { emit(it) }
+            cursor = page.nextCursor
+        } while (cursor != null)
+    }
+
+    /** `session/resume`; with [replay] the conversation is replayed into the session (its
+     *  transcript and event stream) before this returns. */
+    suspend fun resume(sessionId: String, cwd: String, replay: Boolean = true): ClientSession =
+        ClientSession(connection.resume(sessionId, cwd, replay))
+
+    /** Agent lines the connection could not use, most recent last. */
+    val ignored: List<String> get() = connection.ignored()
+
+    /** Ends the connection without blocking a thread: the agent's stdin closes, it may exit,
+     *  else it is killed after the close grace. Idempotent. */
+    suspend fun shutdown() {
+        if (closed.compareAndSet(false, true)) {
+            try {
+                connection.shutdown()
+            } finally {
+                connection.destroy()
+            }
+        }
+    }
+
+    /** [shutdown], waiting for it on this thread (at most the close grace, 2 s by default). */
+    override fun close() {
+        if (!closed.get()) runBlocking { shutdown() }
+    }
+
+    override fun toString(): String = agent.info.let { "Client(agent=${it.name} ${it.version})" }
+}
+
+/** A session open on a [Client]. Safe to call from any thread or coroutine. */
+class ClientSession(
+    /** The generated object underneath, for anything this class does not wrap. */
+    val session: Session,
+) {
+    /** The session's id. */
+    val id: String = session.id()
+
+    /** `session/prompt`: returns once the message is inserted, with its id (`null` from an
+     *  agent that answers `{}`). During a turn the agent refuses it ([AcpException.Protocol]
+     *  with reason [ErrorReason.TurnInProgress]): use [inject]. */
+    suspend fun prompt(content: List<ContentBlock>): MessageId? = session.prompt(content)
+
+    /** [prompt] with one text block. */
+    suspend fun prompt(text: String): MessageId? = prompt(listOf(text(text)))
+
+    /** `session/inject` (`queue` by default, or `steer`); returns the message's id. Throws
+     *  [AcpException.Rejected] without sending when the agent does not offer the mode. */
+    suspend fun inject(content: List<ContentBlock>, mode: InjectMode = InjectMode.QUEUE): MessageId = session.inject(mode, content)
+
+    /** [inject] with one text block. */
+    suspend fun inject(text: String, mode: InjectMode = InjectMode.QUEUE): MessageId = inject(listOf(text(text)), mode)
+
+    /** `session/revoke_inject` of one of this client's pending injects. */
+    suspend fun revoke(messageId: MessageId) = session.revoke(messageId)
+
+    /** `session/replace_inject`: new content, same id, mode and position. */
+    suspend fun replace(messageId: MessageId, content: List<ContentBlock>) = session.replace(messageId, content)
+
+    /** [replace] with one text block. */
+    suspend fun replace(messageId: MessageId, text: String) = replace(messageId, listOf(text(text)))
+
+    /** `session/cancel`: the running turn ends `cancelled`; pending injects survive. */
+    fun cancel() = session.cancel()
+
+    /** `session/status`: whether the agent holds the session. */
+    suspend fun status(): Boolean = session.status()
+
+    /** `session/close`. */
+    suspend fun close() = session.closeSession()
+
+    /** Everything a UI renders now: state, own pending items, transcript, violations. */
+    fun snapshot(): MirrorSnapshot =
+        session.snapshot() ?: throw AcpException.InvalidInput("session $id is not open on this connection")
+
+    /** Answers a permission request with the chosen option. */
+    fun allow(request: RequestId, optionId: String) =
+        session.answerPermission(request, RequestPermissionOutcome.Selected(SelectedPermissionOutcome(optionId, null)))
+
+    /** Answers a permission request. */
+    fun answerPermission(request: RequestId, outcome: RequestPermissionOutcome) = session.answerPermission(request, outcome)
+
+    // One reader takes the session's batches (one FFI call per read from the agent) into a
+    // channel, started by the first [events] or [nextEvents] and ended by the connection's end.
+    // A collector that stops early (`first { … }`) leaves the rest for the next one: nothing is
+    // lost between collectors, as it would be if each took batches itself.
+    private val activities = Channel<SessionActivity>(Channel.UNLIMITED)
+    private val reader = lazy {
+        CoroutineScope(Dispatchers.Default).launch {
+            try {
+                while (true) session.nextEvents().forEach { activities.send(it) }
+            } catch (_: AcpException.Disconnected) {
+                activities.close()
+            } catch (e: Throwable) {
+                activities.close(e)
+            }
+        }
+    }
+
+    /** Waits for activity and returns all that is there (at least one; empty once the
+     *  connection has ended). */
+    suspend fun nextEvents(): List<SessionActivity> {
+        reader.value
+        val first = activities.receiveCatching().getOrNull() ?: return emptyList()
+        return buildList {
+            add(first)
+            while (true) add(activities.tryReceive().getOrNull() ?: break)
+        }
+    }
+
+    /** Every activity of the session, in order, until the connection ends. Collect it once at
+     *  a time: each activity goes to one collector. */
+    fun events(): Flow<SessionActivity> = flow {
+        reader.value
+        for (activity in activities) emit(activity)
+    }
+
+    override fun toString(): String = "ClientSession($id)"
+}
+
+/** The session update this activity carries, if it is one. */
+val SessionActivity.update: SessionUpdate?
+    get() = ((this as? SessionActivity.Event)?.v1 as? SessionEvent.Update)?.v1
+
+/** How the turn ended, when this activity is the `idle` state update that ends one. */
+val SessionActivity.turnEnded: StopReason?
+    get() = ((update as? SessionUpdate.StateUpdate)?.v1 as? StateUpdate.Idle)?.v1?.stopReason

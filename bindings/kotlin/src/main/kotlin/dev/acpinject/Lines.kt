@@ -1,0 +1,92 @@
+/**
+ * The per-line receive path: [ClientCore.receiveLine] returns exactly what
+ * [ClientCore.receive] returns (the line's typed [Event]s) in one JNA call with primitive
+ * arguments, instead of UniFFI's `Structure`-based convention (an allocating call for the
+ * argument, a freeing call for the result, and a call status, each marshalled by reflection).
+ * The line goes in as UTF-8 in a reusable direct buffer of the calling thread; the events come
+ * back in UniFFI's own serialization, read by the generated converter.
+ */
+package dev.acpinject
+
+import com.sun.jna.Native
+import com.sun.jna.Pointer
+import java.nio.ByteBuffer
+import java.nio.ByteOrder
+import java.nio.CharBuffer
+import java.nio.charset.CharacterCodingException
+import java.nio.charset.CodingErrorAction
+
+/** The two functions of crates/ffi/src/lines.rs. */
+internal object LineCalls {
+    init {
+        Native.register(LineCalls::class.java, System.getProperty("uniffi.component.acp_inject_ffi.libraryOverride") ?: "acp_inject_ffi")
+    }
+
+    const val NOT_UTF8: Long = Long.MIN_VALUE + 1
+    const val PANICKED: Long = Long.MIN_VALUE
+
+    external fun acp_inject_client_core_receive_into(handle: Long, line: Long, lineLen: Long, out: Long, outCap: Long): Long
+    external fun acp_inject_take_spilled(out: Long, outCap: Long): Long
+}
+
+/** One thread's buffers: the line's UTF-8 going in, the serialized events coming out. */
+private class LineBuffers {
+    private val encoder = Charsets.UTF_8.newEncoder()
+        .onMalformedInput(CodingErrorAction.REPORT)
+        .onUnmappableCharacter(CodingErrorAction.REPORT)
+    var input: ByteBuffer = ByteBuffer.allocateDirect(16 shl 10)
+    var inputAt = address(input)
+    var output: ByteBuffer = ByteBuffer.allocateDirect(16 shl 10)
+    var outputAt = address(output)
+
+    /** Encodes [line] into [input]; returns its length in bytes. */
+    fun encode(line: String): Long {
+        if (line.length * 3L > input.capacity()) {
+            input = ByteBuffer.allocateDirect(line.length * 3)
+            inputAt = address(input)
+        }
+        input.clear()
+        encoder.reset()
+        val chars = CharBuffer.wrap(line)
+        val result = encoder.encode(chars, input, true)
+        if (result.isError) result.throwException()
+        encoder.flush(input)
+        return input.position().toLong()
+    }
+
+    fun growOutput(size: Int) {
+        output = ByteBuffer.allocateDirect(maxOf(size, output.capacity() * 2))
+        outputAt = address(output)
+    }
+
+    private fun address(b: ByteBuffer): Long = Pointer.nativeValue(Native.getDirectBufferPointer(b))
+}
+
+private val lineBuffers = ThreadLocal.withInitial { LineBuffers() }
+
+/**
+ * Applies one line from the agent and returns the events it caused: the same result as
+ * [ClientCore.receive], at a fraction of its crossing cost (see this file's header). For a
+ * client that reads the agent's output line by line and acts on each line at once.
+ */
+fun ClientCore.receiveLine(line: String): List<Event> {
+    val b = lineBuffers.get()
+    val len = try {
+        b.encode(line)
+    } catch (e: CharacterCodingException) {
+        throw AcpException.InvalidInput("the line is not valid Unicode: ${e.message}")
+    }
+    var n = callWithHandle { LineCalls.acp_inject_client_core_receive_into(it, b.inputAt, len, b.outputAt, b.output.capacity().toLong()) }
+    when {
+        n == LineCalls.NOT_UTF8 -> throw AcpException.InvalidInput("the line is not UTF-8")
+        n == LineCalls.PANICKED -> throw AcpException.Internal("a panic while applying a line")
+        n < 0 -> {
+            b.growOutput((-n).toInt())
+            n = LineCalls.acp_inject_take_spilled(b.outputAt, b.output.capacity().toLong())
+            check(n >= 0) { "the spilled events did not fit ${b.output.capacity()} bytes" }
+        }
+    }
+    val out = b.output.duplicate().order(ByteOrder.BIG_ENDIAN)
+    out.position(0).limit(n.toInt())
+    return FfiConverterSequenceTypeEvent.read(out)
+}

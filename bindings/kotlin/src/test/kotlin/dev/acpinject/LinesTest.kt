@@ -1,0 +1,59 @@
+package dev.acpinject
+
+import dev.acpinject.bench.benchClient
+import dev.acpinject.bench.sharedStream
+import org.junit.jupiter.api.Test
+import org.junit.jupiter.api.assertThrows
+import java.util.concurrent.Executors
+import java.util.concurrent.TimeUnit
+import kotlin.test.assertEquals
+import kotlin.test.assertTrue
+
+/** [ClientCore.receiveLine] is [ClientCore.receive], faster: same events, same state. */
+class LinesTest {
+    @Test
+    fun `receiveLine returns what receive returns, line for line`() {
+        val lines = sharedStream(3000) + listOf(
+            "{not json",
+            """{"jsonrpc":"2.0","id":5,"result":{}}""",
+            """{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"sess_1","update":{"sessionUpdate":"state_update","state":"running"}}}""",
+            """{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"sess_1","update":{"sessionUpdate":"agent_message_chunk","messageId":"é","content":{"type":"text","text":"ünïcødé ✓ 🚀"}}}}""",
+        )
+        benchClient().use { slow ->
+            benchClient().use { fast ->
+                for (line in lines) assertEquals(slow.receive(line), fast.receiveLine(line), line)
+                assertEquals(slow.snapshot("sess_1"), fast.snapshot("sess_1"))
+                assertEquals(slow.ignoredLines(), fast.ignoredLines())
+            }
+        }
+    }
+
+    @Test
+    fun `events larger than the buffer still come back whole`() = benchClient().use { c ->
+        val big = "x".repeat(200_000)
+        val line = """{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"sess_1","update":{"sessionUpdate":"agent_message_chunk","messageId":"a1","content":{"type":"text","text":"$big"}}}}"""
+        repeat(2) {
+            val events = c.receiveLine(line)
+            val update = ((events.single() as Event.Session).event as SessionEvent.Update).v1 as SessionUpdate.AgentMessageChunk
+            assertEquals(big, update.v1.content.text)
+        }
+    }
+
+    @Test
+    fun `a string that is not valid Unicode is InvalidInput, and the core is untouched`() = benchClient().use { c ->
+        assertThrows<AcpException.InvalidInput> { c.receiveLine("{\"lone\": \"\uD800\"}") }
+        assertEquals(0uL, c.ignoredLines())
+        assertTrue(c.receiveLine("{not json").single() is Event.Ignored)
+    }
+
+    @Test
+    fun `eight threads feed one client line by line`() = benchClient().use { c ->
+        val lines = sharedStream(4000)
+        val pool = Executors.newFixedThreadPool(8)
+        val counts = (0 until 8).map { t -> pool.submit<Int> { lines.filterIndexed { i, _ -> i % 8 == t }.sumOf { c.receiveLine(it).size } } }
+        pool.shutdown()
+        assertTrue(pool.awaitTermination(60, TimeUnit.SECONDS))
+        assertEquals(lines.size, counts.sumOf { it.get() })
+        assertEquals(0uL, c.ignoredLines())
+    }
+}

@@ -1,0 +1,138 @@
+//! The per-line receive path for JVM hosts, beside UniFFI's calling convention.
+//!
+//! A UniFFI call from Kotlin crosses JNA with `Structure` values (the argument buffer, which
+//! needs its own allocating call, the result buffer, which needs its own freeing call, and the
+//! call status): most of the cost of one call per line. [`acp_inject_client_core_receive_into`]
+//! takes the line and a reusable output buffer as plain pointers and writes the events in
+//! UniFFI's own serialization of `Vec<Event>`, which the generated
+//! `FfiConverterSequenceTypeEvent.read` decodes: the very typed events `ClientCore::receive`
+//! returns, in one crossing with primitive arguments. The Kotlin layer's
+//! `ClientCore.receiveLine` is its only caller.
+
+use std::cell::RefCell;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use acp_inject_core::client::Event;
+
+use crate::client::ClientCore;
+
+/// The line is not UTF-8.
+pub const NOT_UTF8: i64 = i64::MIN + 1;
+/// A panic inside the library (a bug), caught at the boundary.
+pub const PANICKED: i64 = i64::MIN;
+
+thread_local! {
+    /// Events that did not fit the caller's buffer, for [`acp_inject_take_spilled`] on the
+    /// same thread.
+    static SPILLED: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Applies one agent line (`line_len` bytes of UTF-8 at `line`, no newline) to the client
+/// connection `handle` and writes the events it caused into `out` (`out_cap` bytes), serialized
+/// as UniFFI serializes a `Vec<Event>`. Returns the number of bytes written; when they do not
+/// fit, `-n` (they wait for [`acp_inject_take_spilled`] with `n` bytes of room, on this
+/// thread); [`NOT_UTF8`] or [`PANICKED`] on failure, with nothing applied.
+///
+/// # Safety
+///
+/// `handle` is a live `ClientCore` handle held by the caller for the whole call (the Kotlin
+/// object's `callWithHandle`); `line` points to `line_len` readable bytes and `out` to
+/// `out_cap` writable bytes, neither overlapping the other.
+#[no_mangle]
+#[allow(unsafe_code)]
+pub unsafe extern "C" fn acp_inject_client_core_receive_into(
+    handle: u64,
+    line: *const u8,
+    line_len: u64,
+    out: *mut u8,
+    out_cap: u64,
+) -> i64 {
+    // SAFETY: the caller's contract above: a live handle (an `Arc<ClientCore>` pointer, as
+    // UniFFI makes them) and valid, non-overlapping byte ranges.
+    let (core, line, out) = unsafe {
+        (
+            &*uniffi::Handle::from_raw_unchecked(handle).as_pointer::<ClientCore>(),
+            std::slice::from_raw_parts(line, line_len as usize),
+            std::slice::from_raw_parts_mut(out, out_cap as usize),
+        )
+    };
+    let Ok(line) = std::str::from_utf8(line) else { return NOT_UTF8 };
+    let events = match catch_unwind(AssertUnwindSafe(|| core.receive_events(line))) {
+        Ok(events) => events,
+        Err(_) => return PANICKED,
+    };
+    let mut bytes = Vec::with_capacity(64 * events.len() + 4);
+    <Vec<Event> as uniffi::Lower<crate::UniFfiTag>>::write(events, &mut bytes);
+    if bytes.len() <= out.len() {
+        out[..bytes.len()].copy_from_slice(&bytes);
+        bytes.len() as i64
+    } else {
+        let n = bytes.len() as i64;
+        SPILLED.with(|s| *s.borrow_mut() = bytes);
+        -n
+    }
+}
+
+/// Copies the events the last [`acp_inject_client_core_receive_into`] of this thread could
+/// not fit into `out` (`out_cap` bytes, at least what it asked for); returns the number of
+/// bytes written, or `-n` when `out` is still too small (they stay).
+///
+/// # Safety
+///
+/// `out` points to `out_cap` writable bytes.
+#[no_mangle]
+#[allow(unsafe_code)]
+pub unsafe extern "C" fn acp_inject_take_spilled(out: *mut u8, out_cap: u64) -> i64 {
+    // SAFETY: the caller's contract above.
+    let out = unsafe { std::slice::from_raw_parts_mut(out, out_cap as usize) };
+    SPILLED.with(|s| {
+        let mut s = s.borrow_mut();
+        if s.len() > out.len() {
+            return -(s.len() as i64);
+        }
+        out[..s.len()].copy_from_slice(&s);
+        let n = s.len() as i64;
+        s.clear();
+        n
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+
+    fn read_count(bytes: &[u8]) -> i32 {
+        i32::from_be_bytes(bytes[..4].try_into().unwrap())
+    }
+
+    #[test]
+    #[allow(unsafe_code)]
+    fn a_line_crosses_as_serialized_events_and_a_large_answer_spills() {
+        let core = ClientCore::new(1 << 20);
+        core.open_session("s1".into(), None).unwrap();
+        let handle = uniffi::Handle::from_arc(Arc::clone(&core)).as_raw();
+        let line = r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","messageId":"a1","content":{"type":"text","text":"hello"}}}}"#;
+        let mut out = vec![0u8; 4096];
+        let n = unsafe { acp_inject_client_core_receive_into(handle, line.as_ptr(), line.len() as u64, out.as_mut_ptr(), 4096) };
+        assert!(n > 4, "{n}");
+        assert_eq!(read_count(&out), 1);
+        let mut expected = Vec::new();
+        let again = core.receive(line.to_owned()).unwrap();
+        <Vec<Event> as uniffi::Lower<crate::UniFfiTag>>::write(again, &mut expected);
+        assert_eq!(&out[..n as usize], &expected[..], "the same serialization as the UniFFI return value");
+
+        let mut small = vec![0u8; 8];
+        let n = unsafe { acp_inject_client_core_receive_into(handle, line.as_ptr(), line.len() as u64, small.as_mut_ptr(), 8) };
+        assert!(n < 0);
+        let mut big = vec![0u8; (-n) as usize];
+        assert_eq!(unsafe { acp_inject_take_spilled(big.as_mut_ptr(), 4) }, n, "still too small: kept");
+        assert_eq!(unsafe { acp_inject_take_spilled(big.as_mut_ptr(), big.len() as u64) }, -n);
+        assert_eq!(read_count(&big), 1);
+
+        let bad = [0xffu8, 0xfe];
+        assert_eq!(unsafe { acp_inject_client_core_receive_into(handle, bad.as_ptr(), 2, out.as_mut_ptr(), 4096) }, NOT_UTF8);
+        drop(unsafe { uniffi::Handle::from_raw_unchecked(handle).into_arc::<ClientCore>() });
+    }
+}

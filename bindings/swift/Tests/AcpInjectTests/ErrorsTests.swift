@@ -1,152 +1,127 @@
-import AcpInjectFFI
+import AcpInject
 import Foundation
 import XCTest
 
-/// Errors cross the boundary as a thrown `AcpError` carrying code, reason and messageId.
+/// Bad input never crashes: what the caller passes wrongly throws a typed `AcpError`; what an
+/// agent or a client writes wrongly is dropped and reported (`Event.ignored`, or a JSON-RPC
+/// error answer), and the objects stay usable.
 final class ErrorsTests: XCTestCase {
-    func testAgentErrorAnswersSurfaceAsProtocolErrors() throws {
-        let core = try newAgent()
-        let session = try ClientSession(sessionId: "s1", inject: fullCaps)
-        // A steer while idle: the agent answers -32010 no_running_turn.
-        let answers = try core.handleLine(connection: "c1", line: session.inject(mode: .steer, content: [.text("use auth_v2")])).lines(for: "c1")
-        XCTAssertEqual(answers.count, 1)
-        XCTAssertThrowsError(try session.receive(line: answers[0])) { error in
-            guard case let AcpError.Protocol(code, message, reason, messageId) = error else { return XCTFail("\(error)") }
-            XCTAssertEqual(code, -32010)
-            XCTAssertEqual(message, "Inject precondition failed")
-            XCTAssertEqual(reason, "no_running_turn")
-            XCTAssertNil(messageId)
-        }
-        XCTAssertEqual(try session.snapshot().pending, [])
-        // The bulk path reports the same answer as a record instead of throwing.
-        let again = try core.handleLine(connection: "c1", line: session.inject(mode: .steer, content: [.text("again")])).lines(for: "c1")
-        let errors = try session.receiveLines(lines: again)
-        XCTAssertEqual(errors.map(\.reason), ["no_running_turn"])
-        XCTAssertEqual(errors[0].asError, .Protocol(code: -32010, message: "Inject precondition failed", reason: "no_running_turn", messageId: nil))
+    func testMalformedJsonFromTheCallerIsInvalidInput() throws {
+        let client = ClientCore(maxLineBytes: 1 << 20)
+        try client.openSession(sessionId: "s1", mirrorJson: nil)
+        let before = try client.mirrorJson(sessionId: "s1")
+        assertAcpError(try client.openSession(sessionId: "s2", mirrorJson: "{not json")) { if case .InvalidInput = $0 { true } else { false } }
+        assertAcpError(try client.openSession(sessionId: "s2", mirrorJson: #"{"version": 99}"#)) { if case .InvalidInput = $0 { true } else { false } }
+        // JSON-valued members (an unknown content block, `_meta`) are checked when they cross.
+        assertAcpError(try client.prompt(sessionId: "s1", content: [.other("{not json")])) { if case .InvalidInput = $0 { true } else { false } }
+        let badMeta = ContentBlock.text(TextContent(text: "x", annotations: nil, meta: "[1, 2"))
+        assertAcpError(try client.inject(sessionId: "s1", mode: .queue, content: [badMeta])) { if case .InvalidInput = $0 { true } else { false } }
+        assertAcpError(try AgentCore.restore(config: defaultAgentConfig(), snapshot: #"{"version": 99}"#)) { if case .InvalidInput = $0 { true } else { false } }
+        assertAcpError(try AgentCore.restore(config: defaultAgentConfig(), snapshot: "\u{0}")) { if case .InvalidInput = $0 { true } else { false } }
+        XCTAssertEqual(try client.mirrorJson(sessionId: "s1"), before, "nothing changed")
+        XCTAssertEqual(try client.takeOutgoing(), [], "nothing was sent")
     }
 
-    func testAlreadyDeliveredCarriesTheMessageId() throws {
-        let core = try newAgent()
-        let session = try ClientSession(sessionId: "s1", inject: fullCaps)
-        func exchange(_ line: String) throws {
-            for answer in try core.handleLine(connection: "c1", line: line).lines(for: "c1") { try session.receive(line: answer) }
-        }
-        try exchange(session.prompt(content: [.text("fix the bug")]))
-        try exchange(session.inject(mode: .steer, content: [.text("and the docs")]))
-        let steerId = try XCTUnwrap(session.snapshot().pending.first?.messageId)
-        for answer in try core.runtimeEvent(sessionId: "s1", event: .breakPoint(kind: .toolResult)).lines(for: "c1") {
-            try session.receive(line: answer)
-        }
-        // The mirror knows it is delivered, so it refuses locally…
-        XCTAssertThrowsError(try session.revoke(messageId: steerId)) { error in
-            XCTAssertEqual(error as? AcpError, .Rejected(reason: "unknown_message_id"))
-        }
-        // …and the agent, asked directly, answers already_delivered with the id.
-        let raw = request(99, "session/revoke_inject", revokeParams(steerId))
-        let answer = try JSON.parse(XCTUnwrap(core.handleLine(connection: "c1", line: raw).lines(for: "c1").first))
-        XCTAssertEqual(answer["error"], .object([
-            "code": .int(-32010), "message": .string("Inject precondition failed"),
-            "data": .object(["reason": .string("already_delivered"), "messageId": .string(steerId)]),
-        ]))
-    }
-
-    func testLocalRejectionsAreTyped() throws {
-        let session = try ClientSession(sessionId: "s1", inject: InjectCapabilities(modes: [.queue], replace: false, steerInStream: []))
-        XCTAssertThrowsError(try session.inject(mode: .steer, content: [.text("x")])) {
-            XCTAssertEqual($0 as? AcpError, .Rejected(reason: "mode_not_supported"))
-        }
-        XCTAssertThrowsError(try session.replace(messageId: "m_1", content: [.text("x")])) {
-            XCTAssertEqual($0 as? AcpError, .Rejected(reason: "replace_not_supported"))
-        }
-        XCTAssertFalse(try session.snapshot().affordances.steer)
-        // `AcpError` is a plain Swift error: do/catch with patterns, and a description.
-        do {
-            _ = try session.revoke(messageId: "m_9")
-            XCTFail("revoking an unknown id was accepted")
-        } catch let AcpError.Rejected(reason) {
-            XCTAssertEqual(reason, "unknown_message_id")
+    func testCallsTheClientCannotMakeAreRejectedLocally() throws {
+        let client = ClientCore(maxLineBytes: 1 << 20)
+        try client.assumeCapabilities(inject: InjectCapabilities(modes: [.queue], pending: nil, steerInStream: [], meta: nil))
+        try client.openSession(sessionId: "s1", mirrorJson: nil)
+        assertAcpError(try client.inject(sessionId: "s1", mode: .steer, content: "x".contentBlocks)) { $0 == .Rejected(reason: .modeNotSupported) }
+        assertAcpError(try client.replace(sessionId: "s1", messageId: "m_1", content: "x".contentBlocks)) { $0 == .Rejected(reason: .replaceNotSupported) }
+        assertAcpError(try client.revoke(sessionId: "s1", messageId: "m_9")) { $0 == .Rejected(reason: .unknownMessageId) }
+        assertAcpError(try client.prompt(sessionId: "nope", content: "x".contentBlocks)) { $0 == .Rejected(reason: .unknownSession) }
+        assertAcpError(try client.prompt(sessionId: "s1", content: [])) { if case .Rejected(.invalidArguments) = $0 { true } else { false } }
+        XCTAssertEqual(try client.takeOutgoing(), [], "a rejected call sends nothing")
+        // An inject capability that contradicts itself is refused as it crosses.
+        assertAcpError(try client.assumeCapabilities(inject: InjectCapabilities(modes: [.steer], pending: nil, steerInStream: [], meta: nil))) {
+            if case .InvalidInput = $0 { true } else { false }
         }
     }
 
-    func testBadInputThrowsInvalidInputAndChangesNothing() throws {
-        let session = try ClientSession(sessionId: "s1", inject: fullCaps)
-        let before = try session.snapshotJson()
-        func assertInvalid(_ body: @autoclosure () throws -> Any, line: UInt = #line) {
-            XCTAssertThrowsError(try body(), line: line) { error in
-                guard case AcpError.InvalidInput = error else { return XCTFail("\(error)", line: line) }
-            }
+    func testBadAgentLinesAreDroppedAndReportedNeverThrown() throws {
+        let client = ClientCore(maxLineBytes: 4096)
+        try client.openSession(sessionId: "s1", mirrorJson: nil)
+        var ignored: [String] = []
+        func feed(_ events: [Event]) {
+            for case let .ignored(detail) in events { ignored.append(detail) }
         }
-        assertInvalid(try session.prompt(content: [.other(json: "{not json")]))
-        assertInvalid(try session.prompt(content: [.other(json: #"{"type": 5}"#)]))
-        assertInvalid(try session.prompt(content: [.resource(uri: "file:///a", mimeType: nil, text: nil, blob: nil)]))
-        assertInvalid(try ClientSession(sessionId: "s1", inject: InjectCapabilities(modes: [.steer], replace: false, steerInStream: [])))
-        assertInvalid(try ClientSession.fromInitializeResult(sessionId: "s1", initializeResultJson: #"{"protocolVersion": "two"}"#))
-        XCTAssertEqual(try session.snapshotJson(), before)
-        // Garbage from the agent is counted, never thrown.
-        for line in ["{oops", "", "[]", "\u{0}", #"{"jsonrpc":"2.0","id":42,"result":{}}"#] { try session.receive(line: line) }
-        XCTAssertGreaterThanOrEqual(try session.ignoredLines(), 4)
-        XCTAssertEqual(try session.snapshotJson(), before)
+        // Malformed JSON, not an object, an answer to nothing, an update for a session not open.
+        for line in ["{oops", "", "[]", "\u{0}", #"{"jsonrpc":"2.0","id":42,"result":{}}"#] { feed(try client.receive(line: line)) }
+        // Invalid UTF-8 and an oversized line, through the byte path.
+        var bytes = Data([0xff, 0xfe, 0x0a])
+        bytes.append(Data(String(repeating: "x", count: 10_000).utf8))
+        bytes.append(0x0a)
+        feed(try client.receiveBytes(bytes: bytes))
+        feed(try client.receive(line: String(repeating: "y", count: 1 << 20)))
+        // A request this client does not serve is answered -32601 and reported.
+        feed(try client.receive(line: #"{"jsonrpc":"2.0","id":7,"method":"fs/delete_everything","params":{}}"#))
+        let answer = try XCTUnwrap(client.takeOutgoing().first)
+        let error = try XCTUnwrap((try JSONSerialization.jsonObject(with: Data(answer.utf8)) as? [String: Any])?["error"] as? [String: Any])
+        XCTAssertEqual(error["code"] as? Int, -32601)
+        feed(try client.finish())
+
+        XCTAssertGreaterThanOrEqual(ignored.count, 8, "\(ignored)")
+        XCTAssertTrue(ignored.contains { $0.contains("UTF-8") }, "\(ignored)")
+        XCTAssertTrue(ignored.contains { $0.contains("4096") }, "\(ignored)")
+        XCTAssertEqual(try client.ignoredLines(), UInt64(ignored.count))
+        XCTAssertEqual(try client.snapshot(sessionId: "s1")?.transcript, [], "nothing reached the mirror")
     }
 
-    func testHostErrorsNameTheirKind() throws {
-        let core = try newAgent()
-        XCTAssertThrowsError(try core.runtimeEvent(sessionId: "s1", event: .turnEnded(stopReason: "end_turn", usageJson: nil))) { error in
-            guard case let AcpError.Host(kind, message) = error else { return XCTFail("\(error)") }
-            XCTAssertEqual(kind, "no_turn_in_progress")
-            XCTAssertFalse(message.isEmpty)
-        }
-        XCTAssertThrowsError(try core.runtimeEvent(sessionId: "nope", event: .streamStarted)) { error in
-            guard case AcpError.Host("session_closed", _) = error else { return XCTFail("\(error)") }
-        }
-        XCTAssertThrowsError(try core.runtimeEvent(sessionId: "s1", event: .turnEnded(stopReason: "end_turn", usageJson: "{bad"))) { error in
-            guard case AcpError.InvalidInput = error else { return XCTFail("\(error)") }
-        }
-    }
-
-    func testMalformedLinesGetJsonRpcErrorsNotThrows() throws {
-        let core = try newAgent()
+    func testBadClientLinesGetJsonRpcErrorAnswers() throws {
+        let core = try AgentCore(config: defaultAgentConfig())
+        try core.attach(connection: "c1", role: .controller)
         var bytes = Data("{oops\n".utf8)
         bytes.append(contentsOf: [0xff, 0xfe, 0x0a])
         bytes.append(Data(#"{"jsonrpc": "2.0", "id": 1, "method": "nope"}"#.utf8))
-        let codes = try core.handleBytes(connection: "c1", bytes: bytes).lines(for: "c1").map { try JSON.parse($0)["error"]?["code"] }
-        XCTAssertEqual(codes, [.int(-32700), .int(-32700), .int(-32601)])
-    }
-
-    func testSnapshotAndRestoreRoundTripThroughTheBinding() throws {
-        let core = try newAgent()
-        let session = try ClientSession(sessionId: "s1", inject: fullCaps)
-        _ = try core.handleLine(connection: "c1", line: session.prompt(content: [.text("a")]))
-        _ = try core.handleLine(connection: "c1", line: session.inject(mode: .queue, content: [.text("b")]))
-        let restored = try AgentCore.restore(snapshot: core.snapshot())
-        XCTAssertEqual(try restored.pending(sessionId: "s1").map(\.content), [[.text("b")]])
-        XCTAssertThrowsError(try AgentCore.restore(snapshot: #"{"version": 99}"#)) { error in
-            guard case AcpError.InvalidInput = error else { return XCTFail("\(error)") }
+        bytes.append(0x0a)
+        bytes.append(Data(String(repeating: "z", count: 20 << 20).utf8))
+        bytes.append(0x0a)
+        let lines = try core.handleBytes(connection: "c1", bytes: bytes).compactMap { output -> String? in
+            if case let .line(to, line) = output, to == ["c1"] { return line }
+            return nil
         }
-    }
-
-    func testContentBlocksKeepTheirShapeAcrossTheBoundary() throws {
-        let core = try newAgent()
-        let blocks: [ContentBlock] = [
-            .text("hi"),
-            .image(data: "aGk=", mimeType: "image/png"),
-            .resourceLink(name: "spec", uri: "file:///spec.md"),
-            .resource(uri: "file:///a", mimeType: "text/plain", text: "x", blob: nil),
-        ]
-        let session = try ClientSession(sessionId: "s1", inject: fullCaps)
-        let actions = try core.handleLine(connection: "c1", line: session.prompt(content: blocks)).actions(session: "s1")
-        guard case let .startTurn(messages)? = actions.first, let input = messages.first else { return XCTFail("\(actions)") }
-        XCTAssertEqual(input.content, blocks)
-        XCTAssertTrue(input.contentJson.contains("\"resource_link\""))
-        XCTAssertEqual(try core.history(sessionId: "s1").map(\.messageId), [input.messageId])
-    }
-
-    func testObjectsAreFreedWhenTheLastReferenceGoes() throws {
-        weak var weakCore: AgentCore?
-        do {
-            let core = try newAgent()
-            weakCore = core
-            XCTAssertTrue(try core.isLive(sessionId: "s1"))
+        let codes = try lines.map { line -> Int? in
+            let message = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+            return (message?["error"] as? [String: Any])?["code"] as? Int
         }
-        XCTAssertNil(weakCore, "the Swift object (and with it the Rust one) is released")
+        XCTAssertEqual(codes.prefix(3), [-32700, -32700, -32601])
+        XCTAssertEqual(codes.count, 4, "the oversized line is answered too: \(lines)")
+        // A runtime event for a session that does not exist is a typed host error.
+        assertAcpError(try core.runtimeEvent(sessionId: "nope", event: .streamStarted)) { $0 == .Host(error: .sessionClosed) }
+        assertAcpError(try core.runtimeEvent(sessionId: "nope", event: .turnEnded(stopReason: .endTurn, usage: nil))) { $0 == .Host(error: .sessionClosed) }
+    }
+
+    func testConnectionFailuresAreDisconnected() async throws {
+        await assertAcpErrorAsync({ try await connect(["/nonexistent/acp-agent"]) }) { if case .Disconnected = $0 { true } else { false } }
+        // A program that is not an agent: it reads initialize, then exits without answering;
+        // the error tells its exit status and the end of its stderr.
+        await assertAcpErrorAsync({ try await connect(["/bin/sh", "-c", "read line; echo bye >&2; exit 3"], forwardStderr: false) }) {
+            guard case let .Disconnected(detail) = $0 else { return false }
+            return detail.contains("bye") && detail.contains("3")
+        }
+        // One that exits at once: the write of initialize fails (a broken pipe, not a signal).
+        await assertAcpErrorAsync({ try await connect(["/bin/sh", "-c", "exit 3"], forwardStderr: false) }) { if case .Disconnected = $0 { true } else { false } }
+        // One that never answers: the handshake times out.
+        await assertAcpErrorAsync({ try await connect(["/bin/sleep", "30"], handshakeTimeout: 0.3) }) { if case .Disconnected = $0 { true } else { false } }
+    }
+
+    func testAClosedConnectionEndsEveryCallAndStream() async throws {
+        let agent = try await connectReferenceAgent()
+        let session = try await agent.newSession(cwd: "/tmp")
+        try await agent.close()
+        await assertAcpErrorAsync({ try await session.prompt("too late") }) { if case .Disconnected = $0 { true } else { false } }
+        assertAcpError(try session.cancel()) { if case .Disconnected = $0 { true } else { false } }
+        var seen = 0
+        for try await _ in session.events { seen += 1 }
+        XCTAssertEqual(seen, 0, "the stream just ends")
+    }
+
+    func testErrorsReadWell() {
+        let refused: AcpError = .Protocol(error: ProtocolError(code: -32010, message: "Inject precondition failed", reason: .noRunningTurn, messageId: nil, detail: nil))
+        XCTAssertEqual(refused.description, "the agent refused: Inject precondition failed (-32010) reason=noRunningTurn")
+        XCTAssertEqual(refused.localizedDescription, refused.description)
+        XCTAssertEqual(AcpError.Rejected(reason: .modeNotSupported).description, "refused locally: modeNotSupported")
+        XCTAssertEqual(ContentBlock.text("hi").description, #""hi""#)
+        XCTAssertEqual("\(PendingItem(messageId: "m_1", mode: .queue, status: .pending, content: "hi".contentBlocks, superseded: []))", #"queue m_1 pending "hi""#)
     }
 }

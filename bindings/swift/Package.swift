@@ -1,11 +1,12 @@
 // swift-tools-version:5.9
 //
-// acp-inject for Swift: the UniFFI binding of crates/ffi plus a thin idiomatic layer.
+// acp-inject for Swift: the UniFFI binding of crates/ffi (module `AcpInjectFFI`) plus a thin
+// idiomatic layer over it (module `AcpInject`, which re-exports the binding).
 //
-// The sources are the generated files of `cargo xtask codegen` (generated/swift), reached
-// through symlinks in Sources/ (SwiftPM wants target files inside the package; symlinks keep
-// generated/ the single source). The Rust library is linked from `ACP_INJECT_LIB_DIR` (set by
-// ./swiftw from `cargo metadata`), else the workspace's target/debug.
+// The binding's sources are the generated files of `cargo xtask codegen` (generated/swift),
+// reached through symlinks in Sources/ (SwiftPM wants target files inside the package; symlinks
+// keep generated/ the single source). The Rust library is linked from `ACP_INJECT_LIB_DIR` (set
+// by ./swiftw from `cargo metadata`), else the workspace's target/debug.
 //
 //   bindings/swift/swiftw test                              # Linux: in a Debian trixie chroot
 //   bindings/swift/swiftw run -c release AcpInjectBench
@@ -25,12 +26,15 @@ let package = Package(
     name: "AcpInject",
     platforms: [.macOS(.v13), .iOS(.v16)],
     products: [
+        // What an app imports: connect, Client, Session, events, content helpers.
+        .library(name: "AcpInject", targets: ["AcpInject"]),
+        // The generated binding alone (re-exported by AcpInject).
         .library(name: "AcpInjectFFI", targets: ["AcpInjectFFI"]),
     ],
     targets: [
         // The C side of the binding: the uniffi header and its module map.
         .systemLibrary(name: "AcpInjectFFIFFI", path: "Sources/AcpInjectFFIFFI"),
-        // The generated Swift (symlinked) plus AcpInject.swift, linked to the Rust cdylib.
+        // The generated Swift (symlinked), linked to the Rust cdylib.
         .target(
             name: "AcpInjectFFI",
             dependencies: ["AcpInjectFFIFFI"],
@@ -40,17 +44,20 @@ let package = Package(
                 .unsafeFlags(["-L", libDir, "-Xlinker", "-rpath", "-Xlinker", libDir]),
             ]
         ),
+        // The idiomatic layer: no protocol logic, only Swift shapes over the binding.
+        .target(name: "AcpInject", dependencies: ["AcpInjectFFI"], path: "Sources/AcpInject"),
         // The recorded benchmark stream, shared by the benchmark and the tests.
         .target(name: "RecordedStream", path: "Sources/RecordedStream"),
+        // A streaming client's per-line cost (see its header).
         .executableTarget(
             name: "AcpInjectBench",
-            dependencies: ["AcpInjectFFI", "RecordedStream"],
+            dependencies: ["AcpInject", "RecordedStream"],
             path: "Sources/AcpInjectBench"
         ),
         .testTarget(
-            name: "AcpInjectFFITests",
-            dependencies: ["AcpInjectFFI", "RecordedStream"],
-            path: "Tests/AcpInjectFFITests"
+            name: "AcpInjectTests",
+            dependencies: ["AcpInject", "RecordedStream"],
+            path: "Tests/AcpInjectTests"
         ),
     ]
 )

@@ -371,14 +371,29 @@ fn swift_package(dist: &Path, native: &Native) -> Result<PathBuf, String> {
     fresh_dir(&out)?;
     let package = out.join("AcpInject");
     let (r, g) = (root(), root().join("generated/swift"));
-    let files: [(PathBuf, &str); 6] = [
-        (r.join("bindings/swift/dist/Package.swift"), "Package.swift"),
-        (r.join("bindings/swift/dist/README.md"), "README.md"),
-        (g.join("AcpInjectFFI.swift"), "Sources/AcpInjectFFI/AcpInjectFFI.swift"),
-        (r.join("bindings/swift/Sources/AcpInjectFFI/AcpInject.swift"), "Sources/AcpInjectFFI/AcpInject.swift"),
-        (g.join("AcpInjectFFIFFI.h"), "Sources/AcpInjectFFIFFI/AcpInjectFFIFFI.h"),
-        (g.join("module.modulemap"), "Sources/AcpInjectFFIFFI/module.modulemap"),
+    let mut files: Vec<(PathBuf, String)> = vec![
+        (r.join("bindings/swift/dist/Package.swift"), "Package.swift".into()),
+        (r.join("bindings/swift/dist/README.md"), "README.md".into()),
+        (g.join("AcpInjectFFI.swift"), "Sources/AcpInjectFFI/AcpInjectFFI.swift".into()),
+        (g.join("AcpInjectFFIFFI.h"), "Sources/AcpInjectFFIFFI/AcpInjectFFIFFI.h".into()),
+        (g.join("module.modulemap"), "Sources/AcpInjectFFIFFI/module.modulemap".into()),
     ];
+    // The idiomatic layer (module AcpInject): every Swift file of its target.
+    let layer = r.join("bindings/swift/Sources/AcpInject");
+    let mut sources: Vec<PathBuf> = std::fs::read_dir(&layer)
+        .map_err(|e| format!("cannot list {}: {e}", layer.display()))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "swift"))
+        .collect();
+    sources.sort();
+    if sources.is_empty() {
+        return Err(format!("no Swift sources in {}", layer.display()));
+    }
+    for source in sources {
+        let name = source.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        files.push((source, format!("Sources/AcpInject/{name}")));
+    }
     for (from, to) in &files {
         copy(from, &package.join(to))?; // real files: a package's sources must live inside it
     }

@@ -4,7 +4,9 @@
 // another package depends on with `.package(path:)` (or by URL, once this directory is
 // published as a repository), with no `unsafeFlags` and no environment variables.
 //
-//   Sources/AcpInjectFFI/      the generated binding and the idiomatic layer (real files)
+//   Sources/AcpInject/         the idiomatic layer (connect, Client, Session, events), the
+//                              module an app imports; it re-exports AcpInjectFFI
+//   Sources/AcpInjectFFI/      the generated binding (real files)
 //   Sources/AcpInjectFFIFFI/   the uniffi header and its module map (a system-library target)
 //   lib/<os>-<arch>/libacp_inject_ffi.a               the Rust library, static
 //   lib/<os>-<arch>/pkgconfig/acp-inject-ffi.pc       -L/-l flags for it, relative to itself
@@ -32,6 +34,7 @@ let package = Package(
     name: "AcpInject",
     platforms: [.macOS(.v13), .iOS(.v16)],
     products: [
+        .library(name: "AcpInject", targets: ["AcpInject"]),
         .library(name: "AcpInjectFFI", targets: ["AcpInjectFFI"]),
     ],
     targets: [
@@ -41,5 +44,6 @@ let package = Package(
             pkgConfig: "\(packageDir)/lib/\(libraryDir)/pkgconfig/acp-inject-ffi.pc"
         ),
         .target(name: "AcpInjectFFI", dependencies: ["AcpInjectFFIFFI"], path: "Sources/AcpInjectFFI"),
+        .target(name: "AcpInject", dependencies: ["AcpInjectFFI"], path: "Sources/AcpInject"),
     ]
 )

@@ -11,7 +11,7 @@ let package = Package(
     targets: [
         .executableTarget(
             name: "Consumer",
-            dependencies: [.product(name: "AcpInjectFFI", package: "AcpInject")],
+            dependencies: [.product(name: "AcpInject", package: "AcpInject")],
             path: "Sources/Consumer"
         ),
     ]

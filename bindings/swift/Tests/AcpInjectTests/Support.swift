@@ -1,0 +1,169 @@
+import AcpInject
+import Foundation
+import XCTest
+
+/// The workspace root: this file is bindings/swift/Tests/AcpInjectTests/Support.swift.
+let workspace = URL(fileURLWithPath: #filePath)
+    .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent().deletingLastPathComponent()
+let projectVectors = workspace.appendingPathComponent("spec/vectors")
+
+/// Both modes, replace, `finish`: what `defaultAgentConfig()` advertises.
+let fullCaps = defaultAgentConfig().inject
+
+/// The reference agent binary: `$ACP_INJECT_AGENT` (swiftw builds it on the host and passes it
+/// into the chroot; `cargo xtask test` builds it once for every stage), else `cargo build` it
+/// in this checkout (where cargo exists: not inside swiftw's chroot).
+func agentBinary() throws -> String {
+    if let path = ProcessInfo.processInfo.environment["ACP_INJECT_AGENT"], !path.isEmpty { return path }
+    func run(_ args: [String]) throws -> Data {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        p.arguments = args
+        p.currentDirectoryURL = workspace
+        let out = Pipe()
+        p.standardOutput = out
+        try p.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        guard p.terminationStatus == 0 else {
+            throw NSError(domain: "AcpInjectTests", code: 1, userInfo: [NSLocalizedDescriptionKey: "`\(args.joined(separator: " "))` failed; set ACP_INJECT_AGENT"])
+        }
+        return data
+    }
+    _ = try run(["cargo", "build", "--quiet", "-p", "acp-inject-reference-agent"])
+    let meta = try JSONSerialization.jsonObject(with: run(["cargo", "metadata", "--format-version", "1", "--no-deps"])) as? [String: Any]
+    guard let target = meta?["target_directory"] as? String else { throw NSError(domain: "AcpInjectTests", code: 2) }
+    return target + "/debug/acp-inject-agent"
+}
+
+/// Connects to the reference agent (`--delay-ms`, then `extra` arguments).
+func connectReferenceAgent(delayMs: Int = 30, _ extra: [String] = []) async throws -> Client {
+    try await connect([agentBinary(), "--delay-ms", String(delayMs)] + extra, name: "acp-inject-swift-tests", forwardStderr: false)
+}
+
+struct Timeout: Error, CustomStringConvertible {
+    let description: String
+}
+
+/// Follows a session's events until `done` holds for its snapshot; returns every activity seen.
+/// Throws `Timeout` (with the snapshot) after `seconds`.
+@discardableResult
+func until(_ session: Session, seconds: Double = 30, _ done: @escaping @Sendable (MirrorSnapshot) -> Bool) async throws -> [SessionActivity] {
+    try await withThrowingTaskGroup(of: [SessionActivity]?.self) { group in
+        group.addTask {
+            var seen: [SessionActivity] = []
+            while try !done(session.snapshot()) {
+                seen += try await session.nextEvents()
+            }
+            return seen
+        }
+        group.addTask {
+            try await Task.sleep(nanoseconds: UInt64(seconds * 1e9))
+            return nil
+        }
+        defer { group.cancelAll() }
+        guard let seen = try await group.next() ?? nil else {
+            throw Timeout(description: "timed out after \(seconds) s; \(session): \(String(describing: try? session.snapshot()))")
+        }
+        return seen
+    }
+}
+
+/// The texts of the user messages of a snapshot's transcript.
+func users(_ snapshot: MirrorSnapshot) -> [String] {
+    snapshot.transcript.filter { $0.role == .user }.map(\.content.text)
+}
+
+/// Asserts that `body` throws an `AcpError` matching `matches`.
+func assertAcpError<T>(
+    _ body: @autoclosure () throws -> T, _ message: String = "", file: StaticString = #filePath, line: UInt = #line,
+    _ matches: (AcpError) -> Bool
+) {
+    do {
+        let value = try body()
+        XCTFail("no error, got \(value) \(message)", file: file, line: line)
+    } catch let error as AcpError {
+        XCTAssertTrue(matches(error), "unexpected \(error) \(message)", file: file, line: line)
+    } catch {
+        XCTFail("not an AcpError: \(error) \(message)", file: file, line: line)
+    }
+}
+
+/// The async form of ``assertAcpError(_:_:file:line:_:)``.
+func assertAcpErrorAsync<T>(
+    _ body: () async throws -> T, _ message: String = "", file: StaticString = #filePath, line: UInt = #line,
+    _ matches: (AcpError) -> Bool
+) async {
+    do {
+        let value = try await body()
+        XCTFail("no error, got \(value) \(message)", file: file, line: line)
+    } catch let error as AcpError {
+        XCTAssertTrue(matches(error), "unexpected \(error) \(message)", file: file, line: line)
+    } catch {
+        XCTFail("not an AcpError: \(error) \(message)", file: file, line: line)
+    }
+}
+
+/// A `ClientCore` and an `AgentCore` wired together in memory: every line the client queues is
+/// handled by the agent as connection `c1`, and every line the agent sends to `c1` is fed back.
+final class Loopback {
+    let client = ClientCore(maxLineBytes: 1 << 20)
+    let agent: AgentCore
+    /// Every client event, in order.
+    private(set) var events: [Event] = []
+    /// Every runtime action, in order.
+    private(set) var actions: [(session: String, action: RuntimeAction)] = []
+
+    init(config: AgentConfig = defaultAgentConfig()) throws {
+        agent = try AgentCore(config: config)
+        try agent.attach(connection: "c1", role: .controller)
+    }
+
+    /// Moves lines both ways until neither side has anything to send.
+    func pump() throws {
+        while true {
+            events += try client.takeEvents()
+            let outgoing = try client.takeOutgoing()
+            if outgoing.isEmpty { return }
+            for line in outgoing { try apply(agent.handleLine(connection: "c1", line: line)) }
+        }
+    }
+
+    /// Applies agent outputs: lines for `c1` go to the client, actions are recorded.
+    func apply(_ outputs: [Output]) throws {
+        for output in outputs {
+            switch output {
+            case let .line(to, line) where to.contains("c1"): events += try client.receive(line: line)
+            case .line: break
+            case let .action(session, action): actions.append((session, action))
+            }
+        }
+    }
+
+    /// Sends a runtime event of `session` and feeds what it caused.
+    func runtime(_ session: String, _ event: RuntimeEvent) throws {
+        try apply(agent.runtimeEvent(sessionId: session, event: event))
+        try pump()
+    }
+
+    /// The answer to `request`, if it came.
+    func answer(_ request: RequestId) -> (kind: RequestKind, session: String?, outcome: Answer)? {
+        for case let .answered(id, kind, session, outcome) in events where id == request { return (kind, session, outcome) }
+        return nil
+    }
+}
+
+/// Runs `body`, throwing `Timeout` if it takes more than `seconds`.
+func withDeadline<T: Sendable>(_ seconds: Double, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+    try await withThrowingTaskGroup(of: T?.self) { group in
+        group.addTask { try await body() }
+        group.addTask {
+            try await Task.sleep(nanoseconds: UInt64(seconds * 1e9))
+            return nil
+        }
+        defer { group.cancelAll() }
+        guard let value = try await group.next() ?? nil else { throw Timeout(description: "timed out after \(seconds) s") }
+        return value
+    }
+}

@@ -445,15 +445,23 @@ fn xml_reports(dir: &Path, prefix: &str) -> Vec<PathBuf> {
     files
 }
 
+/// Maven and a JDK, from apt when either is missing.
+fn ensure_maven() -> Result<(), String> {
+    if !(runs("java", "-version") && runs("mvn", "-v")) {
+        eprintln!("installing: maven and default-jdk-headless with apt-get (about 300 MB on disk)");
+        if !apt_install(&["maven", "default-jdk-headless"]) {
+            return Err("cannot install maven and a JDK (apt-get)".into());
+        }
+    }
+    Ok(())
+}
+
 /// The Kotlin package (bindings/kotlin): Maven + JUnit 5 over the generated Kotlin, loading the
 /// cdylib through JNA; the end-to-end test starts the reference agent (`ACP_INJECT_AGENT`).
 /// Maven and a JDK come from apt when missing; dependencies land in ~/.m2.
 fn kotlin() -> Row {
-    if !(runs("java", "-version") && runs("mvn", "-v")) {
-        eprintln!("installing: maven and default-jdk-headless with apt-get (about 300 MB on disk)");
-        if !apt_install(&["maven", "default-jdk-headless"]) {
-            return Row::failed("cannot install maven and a JDK (apt-get)");
-        }
+    if let Err(e) = ensure_maven() {
+        return Row::failed(e);
     }
     let (lib, agent) = match library_and_agent() {
         Ok(built) => built,
@@ -583,9 +591,7 @@ fn blackbox_agents() -> Vec<(&'static str, Result<Vec<String>, String>)> {
 /// compiles it with the package (quietly, reusing the `kotlin` stage's build) and writes the
 /// classpath that runs it; the library is the workspace's debug cdylib.
 fn kotlin_example_agent() -> Result<Vec<String>, String> {
-    if !(runs("java", "-version") && runs("mvn", "-v")) && !apt_install(&["maven", "default-jdk-headless"]) {
-        return Err("cannot install maven and a JDK (apt-get)".into());
-    }
+    ensure_maven()?;
     let lib = ffi_lib_dir().map_err(|e| e.to_string())?;
     let project = root().join("bindings/kotlin");
     let classpath_file = project.join("target/example-classpath.txt");

@@ -4,10 +4,11 @@
 //   java -classpath … SessionKt PATH/TO/acp-inject-agent
 //
 // Prompt, then a steer and a queued message as soon as the turn runs; done when the turn the
-// queued message opened has answered and ended (the mirror idle, nothing pending).
-// Exits 1 (with the reason) when anything is off.
+// queued message opened has ended (the mirror idle, nothing pending). Exits 1 (with the
+// reason) when anything is off.
 import dev.acpinject.*
-import kotlinx.serialization.json.*
+import kotlinx.coroutines.runBlocking
+import kotlinx.coroutines.withTimeout
 import kotlin.system.exitProcess
 
 val expected = listOf("Fix the failing login test", "Use the auth_v2 module", "Then update the changelog")
@@ -17,54 +18,37 @@ fun fail(why: String): Nothing {
     exitProcess(1)
 }
 
-fun main(args: Array<String>) {
-    val agent = ProcessBuilder(args[0], "--delay-ms", "20", "--tools", "2")
-        .redirectError(ProcessBuilder.Redirect.INHERIT).start()
-    val toAgent = agent.outputStream.bufferedWriter()
-    val fromAgent = agent.inputStream.bufferedReader()
-    fun send(line: String) = toAgent.run { write(line + "\n"); flush() }
-    fun call(id: Int, method: String, params: JsonObject): JsonObject {
-        send(buildJsonObject { put("jsonrpc", "2.0"); put("id", id); put("method", method); put("params", params) }.toString())
-        while (true) {
-            val message = Json.parseToJsonElement(fromAgent.readLine() ?: fail("the agent exited before answering $method")).jsonObject
-            if (message["id"]?.jsonPrimitive?.intOrNull == id) return message["result"]!!.jsonObject
-        }
-    }
+fun MirrorSnapshot.users(): List<String> = transcript.filter { it.role == MessageRole.USER }.map { textOf(it.content) }
 
-    val initialize = call(1, "initialize", buildJsonObject {
-        put("protocolVersion", 2)
-        putJsonObject("info") { put("name", "consumer"); put("version", "1") }
-    })
-    val sessionId = call(2, "session/new", buildJsonObject { put("cwd", "/tmp") })["sessionId"]!!.jsonPrimitive.content
-    ClientSession.fromInitializeResult(sessionId, initialize.toString()).use { session ->
-        send(session.prompt(listOf(text(expected[0]))))
-        var sentMore = false
-        var snap = session.snapshot()
-        var users = listOf<String>()
-        while (true) {
-            val line = fromAgent.readLine() ?: break
-            session.receive(line) // throws AcpException.Protocol on an error answer
-            snap = session.snapshot()
-            if (!sentMore && snap.state == TurnState.RUNNING) {
-                send(session.inject(InjectMode.STEER, listOf(text(expected[1]))))
-                send(session.inject(InjectMode.QUEUE, listOf(text(expected[2]))))
-                sentMore = true
-            }
-            users = snap.transcript.filter { it.role == TranscriptRole.USER }.map { (it.content.first() as ContentBlock.Text).text }
-            // Done once the turn the queued message opened has answered and ended.
-            val answered = snap.transcript.lastOrNull()?.role == TranscriptRole.AGENT
-            if (sentMore && snap.state == TurnState.IDLE && snap.pending.isEmpty() && users.size == expected.size && answered) break
-        }
-        toAgent.close()
-        val code = agent.waitFor()
-        val problems = buildList {
-            if (users != expected) add("user messages $users, expected $expected")
-            if (snap.violations.isNotEmpty()) add("violations ${snap.violations}")
-            if (code != 0) add("the agent exited with $code")
-        }
-        if (problems.isNotEmpty()) fail(problems.joined())
-        println("session ok: ${snap.transcript.size} transcript entries, user messages in order, agent exit 0")
+/** Takes the session's events until [done] holds for its snapshot. */
+suspend fun ClientSession.until(done: (MirrorSnapshot) -> Boolean): MirrorSnapshot {
+    while (!done(snapshot())) {
+        if (nextEvents().isEmpty()) fail("the connection ended")
     }
+    return snapshot()
 }
 
-fun List<String>.joined() = joinToString("; ")
+fun main(args: Array<String>) = runBlocking {
+    val snap = try {
+        withTimeout(60_000) {
+            connect(listOf(args[0], "--delay-ms", "20", "--tools", "2"), name = "consumer").use { agent ->
+                val session = agent.newSession("/tmp")
+                session.prompt(expected[0])
+                session.until { it.state == TurnState.RUNNING }
+                session.inject(expected[1], InjectMode.STEER)
+                session.inject(expected[2], InjectMode.QUEUE)
+                val snap = session.until { it.state == TurnState.IDLE && it.pending.isEmpty() && it.users().size == expected.size }
+                session.close()
+                snap
+            }
+        }
+    } catch (e: Exception) {
+        fail("$e")
+    }
+    val problems = buildList {
+        if (snap.users() != expected) add("user messages ${snap.users()}, expected $expected")
+        if (snap.violations.isNotEmpty()) add("violations ${snap.violations}")
+    }
+    if (problems.isNotEmpty()) fail(problems.joinToString("; "))
+    println("session ok: ${snap.transcript.size} transcript entries, user messages in order")
+}

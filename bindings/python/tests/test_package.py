@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 import acp_inject
 from acp_inject import acp_inject_ffi, library_version
 
@@ -37,7 +39,8 @@ def test_version() -> None:
     assert acp_inject.__version__ == library_version() != ""
 
 
-def test_readme_shows_the_example_agent_whole() -> None:
-    readme = (REPO / "bindings" / "python" / "README.md").read_text()
+@pytest.mark.parametrize("readme", ["README.md", "bindings/python/README.md"])
+def test_readme_shows_the_example_agent_whole(readme: str) -> None:
+    text = (REPO / readme).read_text()
     agent = (REPO / "bindings" / "python" / "examples" / "agent.py").read_text()
-    assert f"```python\n{agent}```" in readme, "the README's agent is not examples/agent.py: copy it again"
+    assert f"```python\n{agent}```" in text, f"{readme}'s agent is not examples/agent.py: copy it again"

@@ -164,6 +164,76 @@ fn documents_named_exist() {
     report("documents_named_exist", documents_named(&tracked()));
 }
 
+/// The member names of `v` (when it is an object), as `what`.
+fn names_of_keys(v: &serde_json::Value, what: &'static str, names: &mut BTreeSet<(String, &'static str)>) {
+    for k in v.as_object().into_iter().flat_map(|o| o.keys()) {
+        names.insert((k.clone(), what));
+    }
+}
+
+/// `v` itself (when it is a string), as `what`.
+fn name_of_value(v: &serde_json::Value, what: &'static str, names: &mut BTreeSet<(String, &'static str)>) {
+    if let Some(s) = v.as_str() {
+        names.insert((s.to_owned(), what));
+    }
+}
+
+/// The vector format (`spec/vectors/README.md`) is the whole format: every name a vector uses
+/// as a field, step, runtime event, host error, action, call operation, rejection, snapshot
+/// field, item status or policy value is mentioned there, as `` `name` `` or `"name"`.
+fn vector_names_undocumented(files: &[Tracked]) -> Vec<Finding> {
+    const FORMAT: &str = "spec/vectors/README.md";
+    let format = files.iter().find(|f| f.path == FORMAT).and_then(|f| f.text.as_deref()).unwrap_or_default();
+    let mentioned = |name: &str| format.contains(&format!("`{name}`")) || format.contains(&format!("\"{name}\""));
+    let mut findings = Vec::new();
+    for file in files.iter().filter(|f| f.path.starts_with("spec/vectors/") && f.path.ends_with(".json")) {
+        let Some(vector) = file.text.as_deref().and_then(|t| serde_json::from_str::<serde_json::Value>(t).ok()) else { continue };
+        let mut names: BTreeSet<(String, &'static str)> = BTreeSet::new();
+        names_of_keys(&vector, "top-level field", &mut names);
+        names_of_keys(&vector["capabilities"], "capabilities field", &mut names);
+        names_of_keys(&vector["setup"], "setup field", &mut names);
+        names_of_keys(&vector["policy"], "policy field", &mut names);
+        for v in vector["policy"].as_object().into_iter().flat_map(|o| o.values()) {
+            name_of_value(v, "policy value", &mut names);
+        }
+        for step in vector["steps"].as_array().into_iter().flatten() {
+            names_of_keys(step, "step member", &mut names);
+            names_of_keys(&step["runtime"], "runtime member", &mut names);
+            name_of_value(&step["runtime"]["event"], "runtime event", &mut names);
+            name_of_value(&step["runtime"]["kind"], "break-point kind", &mut names);
+            name_of_value(&step["hostError"], "host error", &mut names);
+            names_of_keys(&step["call"], "call member", &mut names);
+            name_of_value(&step["call"]["op"], "call op", &mut names);
+            name_of_value(&step["rejects"], "rejection", &mut names);
+            names_of_keys(&step["expectState"], "snapshot field", &mut names);
+            names_of_keys(&step["expectError"], "expectError member", &mut names);
+            names_of_keys(&step["expectItem"], "expectItem member", &mut names);
+            name_of_value(&step["expectItem"]["status"], "item status", &mut names);
+            for out in step["expect"].as_array().into_iter().flatten() {
+                if out.get("action").is_some() {
+                    names_of_keys(out, "action member", &mut names);
+                    name_of_value(&out["action"], "action", &mut names);
+                } else if out.get("to").is_some() {
+                    names.insert(("to".to_owned(), "expected-message member"));
+                }
+            }
+        }
+        for (name, what) in names.into_iter().filter(|(name, _)| !mentioned(name)) {
+            findings.push(Finding {
+                path: file.path.clone(),
+                line: 1,
+                message: format!("uses the {what} `{name}`, which {FORMAT} does not describe"),
+            });
+        }
+    }
+    findings
+}
+
+#[test]
+fn the_vector_format_describes_what_vectors_use() {
+    report("the_vector_format_describes_what_vectors_use", vector_names_undocumented(&tracked()));
+}
+
 /// Every test runs: no `#[ignore]`.
 #[test]
 fn no_ignored_tests() {
@@ -318,4 +388,16 @@ fn the_rules_catch_what_they_should() {
     );
     let found: Vec<(&str, usize)> = literals.iter().map(|f| (f.path.as_str(), f.line)).collect();
     assert_eq!(found, [("crates/core/src/a.rs", 1), ("crates/core/src/b.rs", 1), ("bindings/python/python/acp_inject/d.py", 1)]);
+
+    let undocumented = vector_names_undocumented(&[
+        file("spec/vectors/README.md", "`side`, `steps`, `runtime`, \"event\": \"break_point\""),
+        file("spec/vectors/agent/a.json", r#"{"side": "agent", "steps": [{"runtime": {"event": "break_point", "kind": "nap"}}]}"#),
+    ]);
+    assert_eq!(
+        undocumented.iter().map(|f| f.message.as_str()).collect::<Vec<_>>(),
+        [
+            "uses the runtime member `kind`, which spec/vectors/README.md does not describe",
+            "uses the break-point kind `nap`, which spec/vectors/README.md does not describe",
+        ]
+    );
 }

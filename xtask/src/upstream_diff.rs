@@ -1332,6 +1332,72 @@ mod tests {
         assert!(report.differences.is_empty(), "{:?}", report.unintended_keys());
     }
 
+    /// The allowlist entries named in the last column of spec/README.md's deviation table: an
+    /// entry is written as its `match`, followed by ` [class]` when it has one.
+    fn table_entries(readme: &str) -> Result<Vec<String>, String> {
+        let start = readme.find("## Deviations from").ok_or("spec/README.md has no `## Deviations from` section")?;
+        let rows: Vec<&str> = readme[start..]
+            .lines()
+            .skip_while(|l| !l.starts_with('|'))
+            .take_while(|l| l.starts_with('|'))
+            .skip(2) // the header and its rule
+            .collect();
+        if rows.is_empty() {
+            return Err("the deviation table has no rows".into());
+        }
+        let mut names = Vec::new();
+        for row in rows {
+            // Cells are separated by ` | `; an escaped `\|` inside a cell has no space before it.
+            let last = row.trim_end().trim_end_matches('|').rsplit(" | ").next().unwrap_or_default();
+            let spans: Vec<&str> = last.split('`').skip(1).step_by(2).collect();
+            if spans.is_empty() {
+                return Err(format!("a deviation row names no allowlist entry: {row}"));
+            }
+            names.extend(spans.into_iter().map(str::to_owned));
+        }
+        Ok(names)
+    }
+
+    fn entry_names(allow: &Allowlist) -> Vec<String> {
+        allow.entries.iter().map(|e| e.class.as_ref().map_or(e.pattern.clone(), |c| format!("{} [{c}]", e.pattern))).collect()
+    }
+
+    /// Every allowlist entry appears in exactly one row of spec/README.md's deviation table,
+    /// and the table names nothing the allowlist does not hold.
+    #[test]
+    fn the_deviation_table_names_every_allowlist_entry() {
+        let readme = std::fs::read_to_string(root().join("spec/README.md")).unwrap();
+        let allow = Allowlist::parse(&load_json(&root().join("spec/upstream-allowlist.json")).unwrap()).unwrap();
+        let named = table_entries(&readme).unwrap();
+        let entries = entry_names(&allow);
+        let mut problems = Vec::new();
+        for e in &entries {
+            match named.iter().filter(|n| *n == e).count() {
+                1 => {}
+                0 => problems.push(format!("allowlist entry `{e}` is not in spec/README.md's deviation table")),
+                n => problems.push(format!("allowlist entry `{e}` is named by {n} rows of the deviation table")),
+            }
+        }
+        for n in named.iter().filter(|n| !entries.contains(n)) {
+            problems.push(format!("the deviation table names `{n}`, which spec/upstream-allowlist.json does not hold"));
+        }
+        assert!(problems.is_empty(), "{}", problems.join("\n"));
+    }
+
+    #[test]
+    fn the_deviation_table_is_read_from_its_last_column() {
+        let readme = "# x\n\n## Deviations from upstream\n\n| What | Change | Entries |\n|---|---|---|\n\
+                      | a | `x` \\| `y` | `method:a` `type:* [format]` |\n| b | c | `def:B` |\n\nprose `def:C`\n";
+        assert_eq!(table_entries(readme).unwrap(), ["method:a", "type:* [format]", "def:B"]);
+        assert!(table_entries("## Deviations from\n\n| a | b |\n|---|---|\n| x | none |\n").is_err());
+        let allow = Allowlist::parse(&json!({ "entries": [
+            { "match": "method:a", "reason": "r" },
+            { "match": "type:*", "class": "format", "reason": "r" }
+        ] }))
+        .unwrap();
+        assert_eq!(entry_names(&allow), ["method:a", "type:* [format]"]);
+    }
+
     #[test]
     fn glob_matches_runs_of_characters() {
         assert!(glob("method:nes/*", "method:nes/start"));

@@ -10,7 +10,7 @@
  * ```kotlin
  * class Echo : Agent() {
  *     override suspend fun run(turn: AgentTurn, messages: List<UserInput>): TurnEnd? {
- *         turn.say("You said: " + textOf(messages.first().content))
+ *         turn.say("You said: " + textOf(messages.flatMap { it.content }))
  *         return null
  *     }
  * }

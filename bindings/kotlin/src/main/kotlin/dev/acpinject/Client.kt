@@ -9,7 +9,7 @@
  * connect(listOf("my-agent", "--flag")).use { agent ->
  *     val session = agent.newSession("/home/me/project")
  *     session.prompt("fix the bug")
- *     session.events().collect { activity -> println(activity) }
+ *     session.events().first { activity -> println(activity); activity.turnEnded != null }
  * }
  * ```
  */
@@ -108,7 +108,9 @@ class Client(
         if (!closed.get()) runBlocking { shutdown() }
     }
 
-    override fun toString(): String = agent.info.let { "Client(agent=${it.name} ${it.version})" }
+    private val label = agent.info.let { "Client(agent=${it.name} ${it.version})" }
+
+    override fun toString(): String = label
 }
 
 /** A session open on a [Client]. Safe to call from any thread or coroutine. */
@@ -184,7 +186,9 @@ class ClientSession(
      *  connection has ended). */
     suspend fun nextEvents(): List<SessionActivity> {
         reader.value
-        val first = activities.receiveCatching().getOrNull() ?: return emptyList()
+        val received = activities.receiveCatching()
+        received.exceptionOrNull()?.let { throw it }
+        val first = received.getOrNull() ?: return emptyList()
         return buildList {
             add(first)
             while (true) add(activities.tryReceive().getOrNull() ?: break)

@@ -83,7 +83,7 @@ fun ClientCore.receiveLine(line: String): List<Event> {
         n < 0 -> {
             b.growOutput((-n).toInt())
             n = LineCalls.acp_inject_take_spilled(b.outputAt, b.output.capacity().toLong())
-            check(n >= 0) { "the spilled events did not fit ${b.output.capacity()} bytes" }
+            if (n < 0) throw AcpException.Internal("the spilled events did not fit ${b.output.capacity()} bytes")
         }
     }
     val out = b.output.duplicate().order(ByteOrder.BIG_ENDIAN)

@@ -80,7 +80,7 @@ fn parse_cursor(cursor: &str) -> Result<u64, ErrorObject> {
     cursor
         .strip_prefix("before-")
         .and_then(|n| n.parse().ok())
-        .ok_or_else(|| ErrorObject::invalid_params("at `cursor`: not a cursor this agent issued"))
+        .ok_or_else(|| ErrorObject::invalid_params("at `cursor`: not a cursor this agent writes"))
 }
 
 macro_rules! tri {
@@ -299,10 +299,11 @@ impl Agent {
         let session = p.session_id.0;
         let in_progress = tri!(self.live_session(&session, None)).turn.in_progress();
         tri!(self.not_observer(conn, None));
-        self.attach_to_session(conn, &session);
         if in_progress {
+            // Refused: changes nothing, the connection's subscriptions included.
             return Reply::err(ErrorObject::reason(ErrorReason::TurnInProgress, None));
         }
+        self.attach_to_session(conn, &session);
         let (id, after) = self.accept(conn, &session, InjectMode::Queue, p.prompt);
         Reply::ok(&PromptResponse { message_id: id, meta: None }).then(after)
     }
@@ -317,10 +318,10 @@ impl Agent {
             return Reply::err(ErrorObject::reason(ErrorReason::ModeNotSupported, None));
         }
         tri!(self.not_observer(conn, None));
-        self.attach_to_session(conn, &session);
         if p.mode == InjectMode::Steer && !in_progress {
             return Reply::err(ErrorObject::reason(ErrorReason::NoRunningTurn, None));
         }
+        self.attach_to_session(conn, &session);
         let (id, after) = self.accept(conn, &session, p.mode, p.content);
         Reply::ok(&InjectResponse { message_id: id, meta: None }).then(after)
     }

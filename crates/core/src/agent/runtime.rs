@@ -316,11 +316,17 @@ impl Agent {
         if turn_cancelled {
             notices.push(Output::Line { to: to.clone(), line: output::idle_line(session, &StopReason::Cancelled, None) });
         }
-        notices.push(Output::Line { to, line: output::update_line(session, output::session_closed()) });
         let dropped = s.pending.drain();
         if !dropped.is_empty() {
             self.store.record(Change::InjectsDropped { session, dropped: &dropped });
+            // R-EXT-1: the pending list changed (it is empty now) for those who follow it.
+            let opted: Vec<ConnId> =
+                to.iter().filter(|c| self.connections.get(*c).is_some_and(|c| c.pending_updates)).cloned().collect();
+            if !opted.is_empty() {
+                notices.push(Output::Line { to: opted, line: output::update_line(session, output::pending_update(Vec::new())) });
+            }
         }
+        notices.push(Output::Line { to, line: output::update_line(session, output::session_closed()) });
         s.turn = Turn::Idle;
         s.record.closed = true;
         self.store.record(Change::Turn { session, turn: &s.turn });

@@ -341,6 +341,10 @@ impl SessionMirror {
     pub(crate) fn close(&mut self) -> Vec<SessionEvent> {
         self.closed = true;
         self.state = Some(TurnState::Idle);
+        if self.agent_pending.is_some() {
+            // Nothing stays pending in a closed session (R-CLOSE-1).
+            self.agent_pending = Some(Vec::new());
+        }
         let mut events = vec![SessionEvent::Closed];
         for item in self.items.iter_mut().filter(|i| i.status == ItemStatus::Pending) {
             item.status = ItemStatus::Failed;

@@ -5,9 +5,10 @@
 Both sides get the same lines, one at a time, as bytes (what a reader of the agent's stdout
 gets from ``readline()``), and each call returns typed values:
 
-- ours: ``ClientCore.feed(line)`` applies the line to the client's state (routing, the
+- ours: ``ClientCore.receive_line(line)`` applies the line to the client's state (routing, the
   session's transcript and turn state) and returns its typed events (``Event.SESSION`` with the
-  typed ``SessionUpdate``); ``ClientCore.receive(line)`` is the same for a ``str``;
+  typed ``SessionUpdate``) in one foreign call; ``ClientCore.feed(line)`` (any chunk of bytes)
+  and ``ClientCore.receive(line)`` (a ``str``) do the same through UniFFI's calling convention;
 - the official Python SDK (``agent-client-protocol``, pydantic models): its client's path for an
   incoming line, ``json.loads`` then ``SessionNotification.model_validate(params)``: parsing
   into its typed models only, no state.
@@ -15,8 +16,8 @@ gets from ``readline()``), and each call returns typed values:
 The stream holds the update kinds the official package's (v1) models and v2 share in the same
 wire shape (agent message, thought and user message chunks, tool call updates), so both sides
 accept every line (checked before measuring). Rounds interleave the contenders; figures are
-medians. The profile rows split our per-line cost: the call with nothing to do (``feed(b"")``:
-the crossing alone), decoding the typed events in Python from the bytes Rust returns, the same
+medians. The profile rows split our per-line cost: the call with nothing to do
+(``receive_line(b"")``: the crossing alone), decoding the typed events in Python from the bytes Rust returns, the same
 ``feed`` on the runtime exactly as UniFFI generates it (without ``acp_inject._fastpath``), and
 the whole stream in one call (``receive_text``: no per-line crossing, events for every line).
 """
@@ -91,9 +92,16 @@ def main() -> None:
     for line in lines:
         SessionNotification.model_validate(json.loads(line)["params"])
     check = client()
-    per_line = [check.feed(line) for line in lines]
+    per_line = [check.receive_line(line) for line in lines]
     assert all(len(e) == 1 and isinstance(e[0], Event.SESSION) for e in per_line) and check.ignored_lines() == 0
+    again = client()
+    assert [again.feed(line) for line in lines] == per_line, "receive_line and feed disagree"
     sample = per_line[0]
+
+    def ours_line() -> None:
+        core = client()
+        for line in lines:
+            core.receive_line(line)
 
     def ours_feed() -> None:
         core = client()
@@ -110,6 +118,11 @@ def main() -> None:
             SessionNotification.model_validate(json.loads(line)["params"])
 
     def crossing() -> None:
+        core = client()
+        for _ in lines:
+            core.receive_line(b"")
+
+    def feed_crossing() -> None:
         core = client()
         for _ in lines:
             core.feed(b"")
@@ -144,7 +157,8 @@ def main() -> None:
             json.loads(line)
 
     contenders: Dict[str, Callable[[], None]] = {
-        "ours_feed": ours_feed, "ours_receive": ours_receive, "official": official, "crossing": crossing,
+        "ours_line": ours_line, "ours_feed": ours_feed, "ours_receive": ours_receive, "official": official,
+        "crossing": crossing, "feed_crossing": feed_crossing,
         "decode": decode, "generated_runtime": generated_runtime, "bulk": bulk, "json_loads": loads,
     }
     t: Dict[str, List[float]] = {k: [] for k in contenders}
@@ -159,12 +173,15 @@ def main() -> None:
         "rounds": args.rounds,
         "python": platform.python_version(),
         "official_version": version("agent-client-protocol"),
+        "ours_line_us": us["ours_line"],
         "ours_feed_us": us["ours_feed"],
         "ours_receive_us": us["ours_receive"],
         "official_us": us["official"],
-        "ratio": us["official"] / us["ours_feed"],
+        "ratio": us["official"] / us["ours_line"],
+        "ratio_feed": us["official"] / us["ours_feed"],
         "ratio_receive": us["official"] / us["ours_receive"],
         "crossing_us": us["crossing"],
+        "feed_crossing_us": us["feed_crossing"],
         "decode_us": us["decode"],
         "generated_runtime_us": us["generated_runtime"],
         "ratio_generated_runtime": us["official"] / us["generated_runtime"],
@@ -177,7 +194,7 @@ def main() -> None:
         return
     for k, v in result.items():
         print(f"{k:<18} {v:,.2f}" if isinstance(v, float) else f"{k:<18} {v}")
-    print(f"ours (feed) / official per line: {result['ratio']:.2f}x")
+    print(f"ours (receive_line) / official per line: {result['ratio']:.2f}x")
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ from typing import Set
 from . import acp_inject_ffi as _ffi
 from . import _fastpath  # noqa: F401  (faster generated hot paths, installed at import)
 from ._checked import InvalidArgument  # first: wraps the generated calls before they are imported below
+from ._lines import ClientCore  # the generated ClientCore with receive_line, the per-line path
 from .acp_inject_ffi import (
     AcpError,
     Activity,
@@ -34,7 +35,6 @@ from .acp_inject_ffi import (
     BreakPoint,
     CallRejected,
     ClearStyle,
-    ClientCore,
     ConnectionRole,
     ContentBlock,
     ErrorReason,

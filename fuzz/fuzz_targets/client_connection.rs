@@ -14,7 +14,7 @@ fn text(s: &str) -> Vec<ContentBlock> {
 fuzz_target!(|data: &[u8]| {
     let mut c = ClientConnection::new(1 << 16);
     let agent: InitializeResponse = serde_json::from_str(
-        r#"{"protocolVersion":2,"capabilities":{"session":{"inject":{"modes":["queue","steer"],"pending":{"replace":true},"steerInStream":["finish"]}}}}"#,
+        r#"{"protocolVersion":2,"info":{"name":"agent","version":"1"},"capabilities":{"session":{"inject":{"modes":["queue","steer"],"pending":{"replace":true},"steerInStream":["finish"]}}}}"#,
     )
     .expect("an initialize result");
     c.assume_initialized(agent);

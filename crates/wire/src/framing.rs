@@ -106,12 +106,11 @@ impl LineFramer {
 
     fn emit(&self, line: &[u8], each: &mut impl FnMut(Framed<'_>)) {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
-        if line.iter().all(u8::is_ascii_whitespace) {
-            return;
-        }
+        // Length first: a line over the limit is oversized whatever it holds, as it is when
+        // the limit is crossed while the line is still arriving (any chunking, one answer).
         if line.len() > self.max_line_bytes {
             each(Framed::Oversized { len: line.len() });
-        } else {
+        } else if !line.iter().all(u8::is_ascii_whitespace) {
             each(Framed::Line(line));
         }
     }
@@ -135,6 +134,17 @@ mod tests {
         }
         f.finish(&mut push);
         out
+    }
+
+    #[test]
+    fn an_oversized_blank_line_is_oversized_in_any_chunking() {
+        // Found by the framer fuzz target: byte at a time, the limit is crossed before the
+        // line is known to be blank.
+        let stream: &[u8] = b"\x00\r\n \r\r\np*\x00\n";
+        let whole = frame(&[stream], 1);
+        let single: Vec<&[u8]> = stream.chunks(1).collect();
+        assert_eq!(whole, ["\u{0}", "<oversized>", "<oversized>"]);
+        assert_eq!(frame(&single, 1), whole);
     }
 
     #[test]

@@ -15,6 +15,12 @@ use serde_json::Value;
 use crate::process::run_ok;
 use crate::{root, Error};
 
+/// Targets whose input is a sequence of operations (one per byte), capped at this many bytes
+/// (libFuzzer's `-max_len`): one execution costs in proportion to its length, and past a few
+/// hundred operations a longer sequence reaches no state a shorter one cannot. The others take
+/// libFuzzer's default (the longest seed, at least 4,096 bytes).
+const OPERATION_TARGETS: (&[&str], usize) = (&["agent_ops", "resume_replay"], 512);
+
 pub const TARGETS: [&str; 6] = ["wire_decode", "agent_line", "client_connection", "framer", "agent_ops", "resume_replay"];
 
 #[derive(clap::Subcommand)]
@@ -201,6 +207,10 @@ fn fuzz(seconds: u64, only: &[String], sanitizer: &str, fork: u32) -> Result<(),
         let mut cmd = Command::new("cargo");
         cmd.args(["fuzz", "run", "--sanitizer", sanitizer, t]).arg(&work);
         cmd.args(["--", &format!("-max_total_time={seconds}"), "-print_final_stats=1"]);
+        let max_len = OPERATION_TARGETS.0.contains(t).then_some(OPERATION_TARGETS.1);
+        if let Some(n) = max_len {
+            cmd.arg(format!("-max_len={n}"));
+        }
         if fork > 0 {
             cmd.arg(format!("-fork={fork}"));
         }
@@ -228,6 +238,9 @@ fn fuzz(seconds: u64, only: &[String], sanitizer: &str, fork: u32) -> Result<(),
         let entry = totals.entry((*t).to_owned()).or_insert_with(|| serde_json::json!({ "executions": 0, "seconds": 0, "runs": 0 }));
         for (key, add) in [("executions", executed), ("seconds", seconds), ("runs", 1)] {
             entry[key] = Value::from(entry[key].as_u64().unwrap_or(0) + add);
+        }
+        if let Some(n) = max_len {
+            entry["max_len"] = Value::from(n);
         }
         let text = serde_json::to_string_pretty(&Value::Object(totals)).map_err(|e| Error::msg(e.to_string()))? + "\n";
         std::fs::write(&totals_path, text).map_err(|e| Error::write(&totals_path, e))?;

@@ -178,3 +178,15 @@ fn a_missing_tag_names_the_tag() {
     let err = jsonrpc::decode::<ContentBlock>(r#"{"text": "hi"}"#).unwrap_err();
     assert!(err.to_string().contains("`type`"), "{err}");
 }
+
+#[test]
+fn numbers_in_pass_through_values_survive_decode_and_encode_exactly() {
+    // Found by the wire_decode fuzz target: without serde_json's `float_roundtrip` this
+    // number came back one ulp off after a decode, encode and decode.
+    let line = r#"{"sessionId":"sess_1","update":{"sessionUpdate":"some_future_update","usage":{"inputTokens":1.1111111111111112e+139,"totalTokens":-0.0,"x":0.30000000000000004}}}"#;
+    let once: UpdateSessionNotification = jsonrpc::decode(line).expect("decodes");
+    let text = serde_json::to_string(&once).expect("encodes");
+    let twice: UpdateSessionNotification = jsonrpc::decode(&text).expect("decodes again");
+    assert_eq!(once, twice);
+    assert!(text.contains("1.1111111111111112e139") || text.contains("1.1111111111111112e+139"), "{text}");
+}

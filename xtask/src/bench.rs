@@ -28,19 +28,21 @@ pub fn run(rounds: u32) -> Result<(), Error> {
     let started = Instant::now();
     let root = root();
 
-    header(1, "Rust: bench/ in release mode (builds the official crate on first use), results as JSON on stdout");
+    // First: it fails fastest when something is off (the store bench, the campaigns).
+    header(1, "durability and scale: the store, memory per pending inject, the crash campaign, the load test");
+    let durability = crate::bench_durability::section()?;
+
+    header(2, "Rust: bench/ in release mode (builds the official crate on first use), results as JSON on stdout");
     let mut cmd = Command::new(crate::cargo());
     cmd.args(["run", "--release", "--manifest-path", "bench/Cargo.toml", "--", &rounds.to_string()]);
     let out = process::run(&mut cmd, Echo::StderrOnly)?.check()?;
     let rust = json_result("the Rust bench", &out.stdout)?;
 
-    header(2, "Python: a streaming client, one line at a time, vs the official SDK (agent-client-protocol 0.12.1 from PyPI)");
+    header(3, "Python: a streaming client, one line at a time, vs the official SDK (agent-client-protocol 0.12.1 from PyPI)");
     let python = python(rounds)?;
 
-    header(3, "Kotlin: bindings/kotlin/bench.sh (Maven; the official acp-model from Maven Central on first use)");
+    header(4, "Kotlin: bindings/kotlin/bench.sh (Maven; the official acp-model from Maven Central on first use)");
     let kotlin = kotlin(rounds);
-    header(4, "durability and scale: the store, memory per pending inject, the crash campaign, the load test");
-    let durability = crate::bench_durability::section()?;
     header(5, "BENCHMARKS.md");
     let mut md = render(rounds, &rust, &python, kotlin.as_ref());
     md.push_str(&durability);

@@ -14,7 +14,13 @@ use crate::Error;
 
 /// Criterion's median time per iteration, in nanoseconds, of one benchmark id.
 fn criterion_median_ns(target: &Path, group: &str, id: &str) -> Result<f64, Error> {
-    let path = target.join("criterion").join(group).join(id).join("new/estimates.json");
+    // Criterion keeps `function/parameter` as two directories and writes a `/` inside the
+    // function name as `_`.
+    let dir = match id.rsplit_once('/') {
+        Some((function, parameter)) => Path::new(&function.replace('/', "_")).join(parameter),
+        None => Path::new(id).to_path_buf(),
+    };
+    let path = target.join("criterion").join(group).join(dir).join("new/estimates.json");
     let text = std::fs::read_to_string(&path).map_err(|e| Error::read(&path, e))?;
     let v: Value = serde_json::from_str(&text).map_err(|e| Error::msg(format!("{}: {e}", path.display())))?;
     v["median"]["point_estimate"].as_f64().ok_or_else(|| Error::msg(format!("{}: no median", path.display())))
@@ -43,8 +49,8 @@ pub fn section() -> Result<String, Error> {
     let _ = writeln!(
         md,
         "`cargo bench -p acp-inject-store --bench store`, through the agent as a host drives it (criterion medians; the \
-         database in the system's temporary directory, on the machine's disk). Durable means WAL with `synchronous=FULL`: \
-         one fsync per commit, and one commit per drain.\n"
+         database in the system's temporary directory, on the machine's disk). Durable means WAL, one commit per drain, \
+         and `synchronous=FULL` (an fsync) for every commit that carries an answer.\n"
     );
     let _ = writeln!(md, "| inject accepts/s | memory | SQLite in memory | SQLite on disk (durable) |");
     let _ = writeln!(md, "|---|---|---|---|");

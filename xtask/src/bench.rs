@@ -207,7 +207,8 @@ Where the time goes, and what was done:
   (`acp_inject_client_core_receive_into`, `crates/ffi/src/lines.rs`): the line and a reusable
   per-thread output buffer go in as pointers, the events come back in UniFFI's own
   serialization, decoded by the generated reader into the same typed events `feed` returns
-  (the tests compare both on every vector and on this stream).
+  (tests/test_lines.py compares them line by line, every line ending, spills and threads
+  included; the bench checks both agree on this stream before measuring).
 - **Decoding the typed events.** UniFFI's generated Python reads each field through several
   function calls and slices the ctypes pointer per field. The package installs faster hot
   paths for that runtime at import (`acp_inject._fastpath`: the buffer copied once and read

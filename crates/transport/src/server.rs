@@ -103,7 +103,9 @@ pub struct ServeOptions {
 
 const CLIENT: &str = "client";
 
-/// The signals of one running turn.
+/// The signals of one running turn. Set with `send_replace`: `send` does not store the value
+/// while no task is waiting on it, and a cancel arriving before the turn first waits would be
+/// lost.
 struct Signals {
     cancel: watch::Sender<bool>,
     interrupt: watch::Sender<bool>,
@@ -166,17 +168,17 @@ impl Server {
                 RuntimeAction::StartTurn(inputs) => self.spawn_turn(session, inputs),
                 RuntimeAction::InterruptStream => {
                     if let Some(s) = lock(&self.turns).get(&session) {
-                        let _ = s.interrupt.send(true);
+                        s.interrupt.send_replace(true);
                     }
                 }
                 RuntimeAction::CancelTurn => {
                     if let Some(s) = lock(&self.turns).get(&session) {
-                        let _ = s.cancel.send(true);
+                        s.cancel.send_replace(true);
                     }
                 }
                 RuntimeAction::Closed { dropped, .. } => {
                     if let Some(s) = lock(&self.turns).remove(&session) {
-                        let _ = s.cancel.send(true);
+                        s.cancel.send_replace(true);
                     }
                     let rt = Arc::clone(&self.runtime);
                     tokio::spawn(async move { rt.session_closed(&session, dropped).await });
@@ -356,7 +358,7 @@ impl TurnContext {
     pub fn break_point(&self, kind: BreakPoint) -> Result<Vec<UserInput>, TurnError> {
         let (r, actions) = self.server.step(|a| a.runtime_event(&self.session, RuntimeEvent::BreakPoint(kind)))?;
         r?;
-        let _ = self.signals.interrupt.send(false);
+        self.signals.interrupt.send_replace(false);
         let mut delivered = Vec::new();
         let mut rest = Vec::new();
         for (session, action) in actions {
@@ -559,7 +561,7 @@ impl AgentServer {
         };
         // The client is gone: stop every turn, flush what was written, stop the writer.
         for (_, s) in lock(&server.turns).drain() {
-            let _ = s.cancel.send(true);
+            s.cancel.send_replace(true);
         }
         let _ = server.out.send(String::new());
         let _ = writer_task.await;

@@ -70,7 +70,7 @@ fn config() -> AgentConfig {
     AgentConfig { inject: Some(inject), ..Default::default() }
 }
 
-async fn pair(runtime: Arc<Gated>) -> Connection {
+async fn pair<R: AgentRuntime + 'static>(runtime: Arc<R>) -> Connection {
     let (client_io, server_io) = tokio::io::duplex(1 << 16);
     let (sr, sw) = tokio::io::split(server_io);
     tokio::spawn(async move { serve(runtime, ServeOptions { config: config(), store: None }, sr, sw).await });
@@ -187,5 +187,49 @@ async fn cancel_close_list_and_resume() {
     assert_eq!(users, ["long job", "after"]);
     assert!(resumed.status().await.unwrap());
     assert_eq!(s1.snapshot().unwrap().pending.iter().filter(|p| p.status == ItemStatus::Pending).count(), 0);
+    conn.close().await;
+}
+
+/// A runtime whose turn waits on a gate without watching for cancellation, then looks.
+#[derive(Default)]
+struct LooksLater {
+    gate: Notify,
+    saw_cancel: Mutex<Option<bool>>,
+}
+
+#[async_trait::async_trait]
+impl AgentRuntime for LooksLater {
+    async fn run_turn(&self, turn: TurnContext, _input: Vec<UserInput>) -> TurnEnd {
+        self.gate.notified().await;
+        *self.saw_cancel.lock().unwrap() = Some(turn.is_cancelled());
+        if turn.is_cancelled() {
+            TurnEnd::cancelled()
+        } else {
+            TurnEnd::end_turn()
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_before_the_turn_first_looks_is_not_lost() {
+    let runtime = Arc::new(LooksLater::default());
+    let conn = pair(Arc::clone(&runtime)).await;
+    let s1 = conn.new_session("/home/dev/a", vec![], vec![]).await.unwrap();
+    s1.prompt(text("long job")).await.unwrap();
+    s1.cancel().unwrap();
+    // The agent handles lines in order: once status is answered, the cancel was applied, while
+    // the turn has not yet looked at its cancellation.
+    assert!(s1.status().await.unwrap());
+    runtime.gate.notify_one();
+    let seen = until(&s1, |s| s.state == TurnState::Idle).await;
+    let stop = seen.iter().find_map(|a| match a {
+        SessionActivity::Event(SessionEvent::Update(SessionUpdate::StateUpdate(st))) => match st.as_ref() {
+            StateUpdate::Idle(i) => i.stop_reason.clone(),
+            _ => None,
+        },
+        _ => None,
+    });
+    assert_eq!(stop, Some(StopReason::Cancelled), "{seen:?}");
+    assert_eq!(*runtime.saw_cancel.lock().unwrap(), Some(true), "the turn saw the cancel");
     conn.close().await;
 }

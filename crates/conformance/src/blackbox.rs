@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::peer::{req, text, Agent};
+use crate::peer::{req, text, Agent, Rng};
 
 /// The canonical schema, compiled into the suite.
 const SCHEMA: &str = include_str!("../../../spec/acp-inject.schema.json");
@@ -288,22 +288,10 @@ fn restart(s: &Suite) -> Result<(), String> {
     s.validate(&e)
 }
 
-/// A tiny deterministic generator (xorshift), so the kill points vary but reproduce.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n.max(1)
-    }
-}
-
 fn sigkill(s: &Suite) -> Result<(), String> {
     let store = s.store("sigkill.db");
     let seed = std::env::var("ACP_INJECT_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(0x9E37_79B9_7F4A_7C15u64);
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let mut acknowledged: BTreeSet<String> = BTreeSet::new();
     let mut deliveries: BTreeMap<String, u32> = BTreeMap::new();
     let mut sid = String::new();

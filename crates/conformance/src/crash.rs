@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::peer::{req, text, Agent};
+use crate::peer::{req, text, Agent, Rng};
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -65,18 +65,6 @@ impl Report {
     /// No message lost, duplicated or stale.
     pub fn ok(&self) -> bool {
         self.lost.is_empty() && self.duplicated.is_empty() && self.stale.is_empty()
-    }
-}
-
-/// A tiny deterministic generator (xorshift), so every choice reproduces from the seed.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n.max(1)
     }
 }
 
@@ -190,7 +178,7 @@ pub fn run(options: &Options, mut progress: impl FnMut(u32)) -> Result<Report, S
     for suffix in ["", "-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", store.display()));
     }
-    let mut rng = Rng(options.seed.max(1));
+    let mut rng = Rng::new(options.seed);
     let mut log = Log {
         accepted: vec![BTreeMap::new(); options.sessions],
         order: vec![Vec::new(); options.sessions],

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::peer::{req, text, Agent};
+use crate::peer::{req, text, Agent, Rng};
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -67,17 +67,6 @@ pub struct Report {
     pub agent_rss_kib: Option<u64>,
 }
 
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n.max(1)
-    }
-}
-
 /// Runs the load; `store` puts the agent on a durable store.
 pub fn run(options: &Options, store: Option<&Path>) -> Result<Report, String> {
     let mut a = Agent::spawn(&options.command, options.delay_ms, store)?;
@@ -98,7 +87,7 @@ pub fn run(options: &Options, store: Option<&Path>) -> Result<Report, String> {
     let open_s = opened.elapsed().as_secs_f64();
     a.seen.clear();
 
-    let mut rng = Rng(options.seed.max(1));
+    let mut rng = Rng::new(options.seed);
     let mut newest: Vec<Option<String>> = vec![None; sessions.len()];
     let mut in_flight: HashMap<i64, (&'static str, usize, Instant)> = HashMap::new();
     let mut latencies: BTreeMap<&'static str, Vec<u64>> = BTreeMap::new();

@@ -138,3 +138,23 @@ pub(crate) fn req(id: i64, method: &str, params: Value) -> Value {
 pub(crate) fn text(s: &str) -> Value {
     json!([{ "type": "text", "text": s }])
 }
+
+/// A tiny deterministic generator (xorshift) for the campaigns, so every choice reproduces
+/// from the seed. A dependency would buy nothing here: the sequence only has to vary and
+/// repeat.
+pub(crate) struct Rng(u64);
+
+impl Rng {
+    /// A generator from `seed` (zero, which xorshift never leaves, counts as one).
+    pub(crate) fn new(seed: u64) -> Rng {
+        Rng(seed.max(1))
+    }
+
+    /// A number below `n` (0 when `n` is 0).
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n.max(1)
+    }
+}

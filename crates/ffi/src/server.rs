@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use acp_inject_core::agent::{AgentConfig, BreakPoint, PendingInject, SessionSetup, UserInput};
+use acp_inject_core::agent::{AgentConfig, BreakPoint, HostError, PendingInject, SessionSetup, UserInput};
 use acp_inject_core::wire::{MessageId, PermissionOption, RequestPermissionOutcome, SessionUpdate};
 use acp_inject_transport::{ServeOptions, TurnEnd};
 
@@ -45,6 +45,10 @@ impl acp_inject_transport::AgentRuntime for Foreign {
         let session = turn.session_id().to_owned();
         match self.0.run_turn(Arc::new(TurnContext { inner: turn }), input).await {
             Ok(end) => end,
+            // The session was closed, or the client went away, under the running turn: the
+            // runtime's next call failed and ended it. Nothing is wrong; the turn's end is
+            // refused or unseen either way.
+            Err(AcpError::Host { error: HostError::SessionClosed } | AcpError::Disconnected { .. }) => TurnEnd::cancelled(),
             Err(e) => {
                 eprintln!("acp-inject: run_turn({session}) failed: {e}");
                 TurnEnd { stop_reason: acp_inject_core::wire::StopReason::Other("_acp-inject/runtime_error".into()), usage: None }

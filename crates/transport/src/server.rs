@@ -27,6 +27,7 @@ use acp_inject_core::wire::{
 };
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot, watch};
+use tokio_util::task::TaskTracker;
 
 /// How a turn ended, as the runtime reports it.
 #[derive(Clone, Debug, PartialEq)]
@@ -103,6 +104,9 @@ pub struct ServeOptions {
 
 const CLIENT: &str = "client";
 
+/// How long `run` waits, once the client is gone, for the runtime to end its cancelled turns.
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// The signals of one running turn. Set with `send_replace`: `send` does not store the value
 /// while no task is waiting on it, and a cancel arriving before the turn first waits would be
 /// lost.
@@ -121,6 +125,10 @@ struct Server {
     permissions: Mutex<HashMap<RequestId, oneshot::Sender<RequestPermissionOutcome>>>,
     next_request: AtomicU64,
     failed: Mutex<Option<StoreError>>,
+    /// Every task that calls into the runtime (turns, session callbacks): `run` waits for
+    /// them before it returns, so no runtime future outlives the server (a foreign runtime's
+    /// event loop may be gone by then).
+    tasks: TaskTracker,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -181,15 +189,15 @@ impl Server {
                         s.cancel.send_replace(true);
                     }
                     let rt = Arc::clone(&self.runtime);
-                    tokio::spawn(async move { rt.session_closed(&session, dropped).await });
+                    self.tasks.spawn(async move { rt.session_closed(&session, dropped).await });
                 }
                 RuntimeAction::SessionOpened(setup) => {
                     let rt = Arc::clone(&self.runtime);
-                    tokio::spawn(async move { rt.session_opened(&session, setup).await });
+                    self.tasks.spawn(async move { rt.session_opened(&session, setup).await });
                 }
                 RuntimeAction::SessionResumed(setup) => {
                     let rt = Arc::clone(&self.runtime);
-                    tokio::spawn(async move { rt.session_resumed(&session, setup).await });
+                    self.tasks.spawn(async move { rt.session_resumed(&session, setup).await });
                 }
                 // Deliveries are handed back by `break_point` to the turn that reached it.
                 RuntimeAction::Deliver(_) => {}
@@ -203,10 +211,10 @@ impl Server {
         let record = lock(&self.agent).session_record(&session).ok().flatten();
         let ctx = TurnContext { server: Arc::clone(self), session: session.clone(), signals: Arc::clone(&signals), record };
         let server = Arc::clone(self);
-        tokio::spawn(async move {
+        self.tasks.spawn(async move {
             let rt = Arc::clone(&server.runtime);
             // The runtime runs in its own task, so a panic in it ends only this turn.
-            let end = match tokio::spawn(async move { rt.run_turn(ctx, inputs).await }).await {
+            let end = match server.tasks.spawn(async move { rt.run_turn(ctx, inputs).await }).await {
                 Ok(end) => end,
                 Err(_) => TurnEnd { stop_reason: StopReason::Other("_acp-inject/runtime_error".into()), usage: None },
             };
@@ -472,6 +480,7 @@ impl AgentServer {
             permissions: Mutex::new(HashMap::new()),
             next_request: AtomicU64::new(0),
             failed: Mutex::new(None),
+            tasks: TaskTracker::new(),
         });
         Ok(AgentServer { inner })
     }
@@ -559,10 +568,15 @@ impl AgentServer {
                 break Ok(());
             }
         };
-        // The client is gone: stop every turn, flush what was written, stop the writer.
+        // The client is gone: cancel every turn and give the runtime a moment to end them (a
+        // turn that honours its cancel signal ends at once), then flush what was written and
+        // stop the writer.
         for (_, s) in lock(&server.turns).drain() {
             s.cancel.send_replace(true);
         }
+        lock(&server.permissions).clear();
+        server.tasks.close();
+        let _ = tokio::time::timeout(SHUTDOWN_GRACE, server.tasks.wait()).await;
         let _ = server.out.send(String::new());
         let _ = writer_task.await;
         result

@@ -233,3 +233,41 @@ async fn a_cancel_before_the_turn_first_looks_is_not_lost() {
     assert_eq!(*runtime.saw_cancel.lock().unwrap(), Some(true), "the turn saw the cancel");
     conn.close().await;
 }
+
+/// A runtime whose turn, once cancelled, takes a while to wind down (a model call being
+/// abandoned, say), and records that it finished.
+#[derive(Default)]
+struct SlowToStop {
+    finished: std::sync::atomic::AtomicBool,
+}
+
+#[async_trait::async_trait]
+impl AgentRuntime for SlowToStop {
+    async fn run_turn(&self, turn: TurnContext, _input: Vec<UserInput>) -> TurnEnd {
+        turn.cancelled().await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        self.finished.store(true, std::sync::atomic::Ordering::SeqCst);
+        TurnEnd::cancelled()
+    }
+}
+
+/// When the client goes away mid-turn, the server cancels the turn and returns only once the
+/// runtime has ended it: no runtime future outlives `serve` (a foreign runtime's event loop,
+/// Python's say, is closed right after it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_returns_only_after_the_runtime_ended_its_turns() {
+    let runtime = Arc::new(SlowToStop::default());
+    let (client_io, server_io) = tokio::io::duplex(1 << 16);
+    let (sr, sw) = tokio::io::split(server_io);
+    let rt = Arc::clone(&runtime);
+    let served = tokio::spawn(async move { serve(rt, ServeOptions { config: config(), store: None }, sr, sw).await });
+    let (cr, cw) = tokio::io::split(client_io);
+    let conn = Connection::over(cr, cw, ConnectOptions::default()).await.unwrap();
+    let s1 = conn.new_session("/home/dev/a", vec![], vec![]).await.unwrap();
+    s1.prompt(text("long job")).await.unwrap();
+    until(&s1, |s| s.state == TurnState::Running).await;
+    conn.close().await;
+    let result = tokio::time::timeout(Duration::from_secs(10), served).await.expect("serve returns").unwrap();
+    assert!(result.is_ok(), "{result:?}");
+    assert!(runtime.finished.load(std::sync::atomic::Ordering::SeqCst), "serve returned while the turn was still running");
+}

@@ -89,11 +89,17 @@ final class TwoSessionsTests: XCTestCase {
         // b runs a turn, so its queued injects stay pending while a's prompt runs alongside.
         try await b.prompt("B: write the docs")
         try await until(b) { $0.state == .running }
+        // b's three injects go out one after another (their queue order is what the test checks
+        // later), while a's prompt runs alongside them on the same connection.
+        func queueOnB() async throws -> (keep: MessageId, drop: MessageId, draft: MessageId) {
+            let keep = try await b.inject("B: then lint", mode: .queue)
+            let drop = try await b.inject("B: revoke me", mode: .queue)
+            let draft = try await b.inject("B: draft", mode: .queue)
+            return (keep, drop, draft)
+        }
         async let promptA = a.prompt("A: fix the bug")
-        async let keepB = b.inject("B: then lint", mode: .queue)
-        async let dropB = b.inject("B: revoke me", mode: .queue)
-        async let draftB = b.inject("B: draft", mode: .queue)
-        let (idA, keep, drop, draft) = try await (promptA, keepB, dropB, draftB)
+        async let queuedB = queueOnB()
+        let (idA, (keep, drop, draft)) = try await (promptA, queuedB)
         async let revoked: Void = b.revoke(drop)
         async let replaced: Void = b.replace(draft, with: "B: final wording")
         async let steerA = a.inject("A: use auth_v2", mode: .steer)

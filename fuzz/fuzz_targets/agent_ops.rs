@@ -11,7 +11,6 @@ use std::collections::{HashMap, HashSet};
 use acp_inject_core::agent::{BreakPoint, Output, RuntimeAction, RuntimeEvent};
 use acp_inject_core::wire::StopReason;
 use libfuzzer_sys::fuzz_target;
-use serde_json::{json, Value};
 
 fuzz_target!(|data: &[u8]| {
     let mut policy = acp_inject_core::agent::Policy::default();
@@ -28,18 +27,26 @@ fuzz_target!(|data: &[u8]| {
         req += 1;
         let pick = |n: usize| (*op as usize / 16) % n.max(1);
         let text = format!("c{i}");
-        let line = match op % 16 {
-            0..=3 => Some(json!({ "jsonrpc": "2.0", "id": req, "method": "session/inject", "params": { "sessionId": "s1", "mode": if op % 2 == 0 { "queue" } else { "steer" }, "content": [{ "type": "text", "text": text }] } })),
-            4 => Some(json!({ "jsonrpc": "2.0", "id": req, "method": "session/prompt", "params": { "sessionId": "s1", "prompt": [{ "type": "text", "text": text }] } })),
-            5 if !accepted.is_empty() => Some(json!({ "jsonrpc": "2.0", "id": req, "method": "session/revoke_inject", "params": { "sessionId": "s1", "messageId": accepted[pick(accepted.len())] } })),
-            6 if !accepted.is_empty() => Some(json!({ "jsonrpc": "2.0", "id": req, "method": "session/replace_inject", "params": { "sessionId": "s1", "messageId": accepted[pick(accepted.len())], "content": [{ "type": "text", "text": text }] } })),
-            7 => Some(json!({ "jsonrpc": "2.0", "method": "session/cancel", "params": { "sessionId": "s1" } })),
+        let target = match op % 16 {
+            5 | 6 if !accepted.is_empty() => Some(accepted[pick(accepted.len())].clone()),
             _ => None,
         };
-        let target = line.as_ref().and_then(|l| l["params"]["messageId"].as_str().map(str::to_owned));
-        let method = line.as_ref().and_then(|l| l["method"].as_str().map(str::to_owned));
+        let (method, line) = match (op % 16, &target) {
+            (0..=3, _) => {
+                let mode = if op % 2 == 0 { "queue" } else { "steer" };
+                ("session/inject", Some(common::request(req, "session/inject", &format!(r#","mode":"{mode}"{}"#, common::text_content("content", &text)))))
+            }
+            (4, _) => ("session/prompt", Some(common::request(req, "session/prompt", &common::text_content("prompt", &text)))),
+            (5, Some(t)) => ("session/revoke_inject", Some(common::request(req, "session/revoke_inject", &format!(r#","messageId":"{t}""#)))),
+            (6, Some(t)) => {
+                let params = format!(r#","messageId":"{t}"{}"#, common::text_content("content", &text));
+                ("session/replace_inject", Some(common::request(req, "session/replace_inject", &params)))
+            }
+            (7, _) => ("session/cancel", Some(r#"{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s1"}}"#.to_owned())),
+            _ => ("", None),
+        };
         match line {
-            Some(l) => a.handle_line("c1", &l.to_string()),
+            Some(l) => a.handle_line("c1", &l),
             None => {
                 let ev = match op % 16 {
                     8 | 9 => RuntimeEvent::BreakPoint(if op % 2 == 0 { BreakPoint::ToolResult } else { BreakPoint::ModelStep }),
@@ -57,28 +64,27 @@ fuzz_target!(|data: &[u8]| {
         for o in common::drain(&mut a) {
             match o {
                 Output::Line { line, .. } => {
-                    let v: Value = serde_json::from_str(&line).unwrap();
-                    if v["result"].is_object() {
-                        match method.as_deref() {
-                            Some("session/inject" | "session/prompt") => {
-                                let id = v["result"]["messageId"].as_str().unwrap().to_owned();
+                    let v = common::Line::parse(&line);
+                    if v.succeeded() {
+                        match method {
+                            "session/inject" | "session/prompt" => {
+                                let id = v.answered_id().expect("an accept answer carries the id");
                                 content.insert(id.clone(), text.clone());
                                 accepted.push(id);
                             }
-                            Some("session/revoke_inject") => {
-                                revoked.insert(target.clone().unwrap());
+                            "session/revoke_inject" => {
+                                revoked.insert(target.clone().expect("a revoke names its target"));
                             }
-                            Some("session/replace_inject") => {
-                                content.insert(target.clone().unwrap(), text.clone());
+                            "session/replace_inject" => {
+                                content.insert(target.clone().expect("a replace names its target"), text.clone());
                             }
                             _ => {}
                         }
                     }
-                    if v["params"]["update"]["sessionUpdate"] == "user_message" {
-                        let id = v["params"]["update"]["messageId"].as_str().unwrap().to_owned();
+                    if let Some((id, text)) = v.user_message() {
                         assert!(!revoked.contains(&id), "{id} delivered after revoke");
                         assert!(delivered.insert(id.clone()), "{id} delivered twice");
-                        assert_eq!(v["params"]["update"]["content"][0]["text"].as_str(), content.get(&id).map(String::as_str), "{id}: stale content");
+                        assert_eq!(text.as_deref(), content.get(&id).map(String::as_str), "{id}: stale content");
                     }
                 }
                 Output::Action { action: RuntimeAction::Closed { .. }, .. } => unreachable!("no close in this target"),

@@ -23,3 +23,84 @@ pub fn agent(policy: Policy) -> Agent {
 pub fn drain(a: &mut Agent) -> Vec<Output> {
     a.drain().expect("the memory store commits")
 }
+
+// The operation targets write their requests with `format!` and read the agent's lines into the
+// few typed fields they check: a `serde_json::Value` round trip per operation cost most of an
+// execution, and every execution spent in the harness is one the core is not fuzzed.
+
+/// A request line on session `s1` (`params` is the JSON text after `"sessionId":"s1"`).
+#[allow(dead_code)]
+pub fn request(id: i64, method: &str, params: &str) -> String {
+    format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{{"sessionId":"s1"{params}}}}}"#)
+}
+
+/// `"content":[{"type":"text","text":TEXT}]` for a harness-made text (no characters to escape).
+#[allow(dead_code)]
+pub fn text_content(key: &str, text: &str) -> String {
+    format!(r#","{key}":[{{"type":"text","text":"{text}"}}]"#)
+}
+
+/// What the targets read from an agent line.
+#[allow(dead_code)]
+#[derive(serde::Deserialize)]
+pub struct Line<'a> {
+    #[serde(borrow, default)]
+    pub id: Option<&'a serde_json::value::RawValue>,
+    #[serde(borrow, default)]
+    result: Option<&'a serde_json::value::RawValue>,
+    #[serde(default)]
+    params: Option<Params<'a>>,
+}
+
+#[derive(serde::Deserialize)]
+struct Params<'a> {
+    #[serde(borrow, default)]
+    update: Option<Update<'a>>,
+}
+
+#[derive(serde::Deserialize)]
+struct Update<'a> {
+    #[serde(rename = "sessionUpdate")]
+    kind: &'a str,
+    #[serde(rename = "messageId", default)]
+    message_id: Option<String>,
+    #[serde(borrow, default)]
+    content: Option<&'a serde_json::value::RawValue>,
+}
+
+#[derive(serde::Deserialize)]
+struct Answer {
+    #[serde(rename = "messageId", default)]
+    message_id: Option<String>,
+}
+
+#[derive(serde::Deserialize)]
+struct Block {
+    #[serde(default)]
+    text: Option<String>,
+}
+
+#[allow(dead_code)]
+impl<'a> Line<'a> {
+    pub fn parse(line: &'a str) -> Line<'a> {
+        serde_json::from_str(line).unwrap_or_else(|e| panic!("the agent wrote a line that is not JSON-RPC ({e}): {line}"))
+    }
+
+    /// A success answer (`result` is an object).
+    pub fn succeeded(&self) -> bool {
+        self.result.is_some_and(|r| r.get().starts_with('{'))
+    }
+
+    /// The `messageId` of a success answer.
+    pub fn answered_id(&self) -> Option<String> {
+        let r = self.result.filter(|_| self.succeeded())?;
+        serde_json::from_str::<Answer>(r.get()).expect("an answer object").message_id
+    }
+
+    /// A `user_message` update: its id and the text of its first block.
+    pub fn user_message(&self) -> Option<(String, Option<String>)> {
+        let u = self.params.as_ref()?.update.as_ref().filter(|u| u.kind == "user_message")?;
+        let blocks: Vec<Block> = u.content.map(|c| serde_json::from_str(c.get()).expect("content blocks")).unwrap_or_default();
+        Some((u.message_id.clone().expect("a user_message has an id"), blocks.into_iter().next().and_then(|b| b.text)))
+    }
+}

@@ -12,7 +12,6 @@ use std::collections::HashMap;
 use acp_inject_core::agent::{BreakPoint, Output, RuntimeEvent};
 use acp_inject_core::wire::StopReason;
 use libfuzzer_sys::fuzz_target;
-use serde_json::{json, Value};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&first, ops)) = data.split_first() else { return };
@@ -24,24 +23,32 @@ fuzz_target!(|data: &[u8]| {
         let req = i as i64 + 10;
         let text = format!("c{i}");
         let pick = |n: usize| (*op as usize / 16) % n.max(1);
-        let line = match op % 12 {
-            0..=2 => Some(json!({ "jsonrpc": "2.0", "id": req, "method": "session/inject", "params": { "sessionId": "s1", "mode": if op % 2 == 0 { "queue" } else { "steer" }, "content": [{ "type": "text", "text": text }] } })),
-            3 => Some(json!({ "jsonrpc": "2.0", "id": req, "method": "session/prompt", "params": { "sessionId": "s1", "prompt": [{ "type": "text", "text": text }] } })),
-            4 if !accepted.is_empty() => Some(json!({ "jsonrpc": "2.0", "id": req, "method": "session/revoke_inject", "params": { "sessionId": "s1", "messageId": accepted[pick(accepted.len())] } })),
-            5 if !accepted.is_empty() => Some(json!({ "jsonrpc": "2.0", "id": req, "method": "session/replace_inject", "params": { "sessionId": "s1", "messageId": accepted[pick(accepted.len())], "content": [{ "type": "text", "text": text }] } })),
-            6 => Some(json!({ "jsonrpc": "2.0", "method": "session/cancel", "params": { "sessionId": "s1" } })),
+        let target = match op % 12 {
+            4 | 5 if !accepted.is_empty() => Some(accepted[pick(accepted.len())].clone()),
             _ => None,
         };
-        let target = line.as_ref().and_then(|l| l["params"]["messageId"].as_str().map(str::to_owned));
-        let method = line.as_ref().and_then(|l| l["method"].as_str().map(str::to_owned));
+        let (method, line) = match (op % 12, &target) {
+            (0..=2, _) => {
+                let mode = if op % 2 == 0 { "queue" } else { "steer" };
+                ("session/inject", Some(common::request(req, "session/inject", &format!(r#","mode":"{mode}"{}"#, common::text_content("content", &text)))))
+            }
+            (3, _) => ("session/prompt", Some(common::request(req, "session/prompt", &common::text_content("prompt", &text)))),
+            (4, Some(t)) => ("session/revoke_inject", Some(common::request(req, "session/revoke_inject", &format!(r#","messageId":"{t}""#)))),
+            (5, Some(t)) => {
+                let params = format!(r#","messageId":"{t}"{}"#, common::text_content("content", &text));
+                ("session/replace_inject", Some(common::request(req, "session/replace_inject", &params)))
+            }
+            (6, _) => ("session/cancel", Some(r#"{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s1"}}"#.to_owned())),
+            _ => ("", None),
+        };
         match line {
-            Some(l) => a.handle_line("c1", &l.to_string()),
+            Some(l) => a.handle_line("c1", &l),
             None => {
                 let event = match op % 12 {
                     7 | 8 => RuntimeEvent::BreakPoint(BreakPoint::ToolResult),
                     9 => {
-                        let update = json!({ "sessionUpdate": "agent_message_chunk", "messageId": format!("agent_{i}"), "content": { "type": "text", "text": "ok" } });
-                        RuntimeEvent::Update(serde_json::from_value(update).expect("an update"))
+                        let update = format!(r#"{{"sessionUpdate":"agent_message_chunk","messageId":"agent_{i}","content":{{"type":"text","text":"ok"}}}}"#);
+                        RuntimeEvent::Update(serde_json::from_str(&update).expect("an update"))
                     }
                     _ => RuntimeEvent::TurnEnded { stop_reason: StopReason::EndTurn, usage: None },
                 };
@@ -50,31 +57,30 @@ fuzz_target!(|data: &[u8]| {
         }
         for o in common::drain(&mut a) {
             let Output::Line { line, .. } = o else { continue };
-            let v: Value = serde_json::from_str(&line).expect("JSON");
-            if v["result"].is_object() {
-                match method.as_deref() {
-                    Some("session/inject" | "session/prompt") => {
-                        let id = v["result"]["messageId"].as_str().expect("an id").to_owned();
+            let v = common::Line::parse(&line);
+            if v.succeeded() {
+                match method {
+                    "session/inject" | "session/prompt" => {
+                        let id = v.answered_id().expect("an accept answer carries the id");
                         content.insert(id.clone(), text.clone());
                         accepted.push(id);
                     }
-                    Some("session/replace_inject") => {
-                        content.insert(target.clone().expect("a target"), text.clone());
+                    "session/replace_inject" => {
+                        content.insert(target.clone().expect("a replace names its target"), text.clone());
                     }
                     _ => {}
                 }
             }
-            if v["params"]["update"]["sessionUpdate"] == "user_message" {
-                delivered.push(v["params"]["update"]["messageId"].as_str().expect("an id").to_owned());
+            if let Some((id, _)) = v.user_message() {
+                delivered.push(id);
             }
         }
     }
     if first & 1 == 1 {
-        a.handle_line("c1", &json!({ "jsonrpc": "2.0", "id": 1, "method": "session/close", "params": { "sessionId": "s1" } }).to_string());
+        a.handle_line("c1", &common::request(1, "session/close", ""));
         common::drain(&mut a);
     }
-    let resume = json!({ "jsonrpc": "2.0", "id": 2, "method": "session/resume", "params": { "sessionId": "s1", "cwd": "/tmp", "replayFrom": { "type": "start" } } });
-    a.handle_line("c2", &resume.to_string());
+    a.handle_line("c2", &common::request(2, "session/resume", r#","cwd":"/tmp","replayFrom":{"type":"start"}"#));
     let mut replayed: Vec<(String, String)> = Vec::new();
     let mut answered = false;
     for o in common::drain(&mut a) {
@@ -82,13 +88,12 @@ fuzz_target!(|data: &[u8]| {
         if !to.iter().any(|c| c.as_str() == "c2") {
             continue;
         }
-        let v: Value = serde_json::from_str(&line).expect("JSON");
-        if v["id"] == 2 {
-            assert!(v["result"].is_object(), "resume refused: {v}");
+        let v = common::Line::parse(&line);
+        if v.id.is_some_and(|id| id.get() == "2") {
+            assert!(v.succeeded(), "resume refused: {line}");
             answered = true;
-        } else if !answered && v["params"]["update"]["sessionUpdate"] == "user_message" {
-            let u = &v["params"]["update"];
-            replayed.push((u["messageId"].as_str().expect("an id").to_owned(), u["content"][0]["text"].as_str().unwrap_or_default().to_owned()));
+        } else if let Some(message) = v.user_message().filter(|_| !answered) {
+            replayed.push((message.0, message.1.unwrap_or_default()));
         }
     }
     assert!(answered, "the resume is answered");

@@ -19,6 +19,11 @@ use crate::{root, Error};
 /// (libFuzzer's `-max_len`): one execution costs in proportion to its length, and past a few
 /// hundred operations a longer sequence reaches no state a shorter one cannot. The others take
 /// libFuzzer's default (the longest seed, at least 4,096 bytes).
+///
+/// These targets are also built without comparison tracing (`--no-trace-compares`): their
+/// input bytes are operation codes that plain edge coverage already tells apart, and no
+/// comparison in the core is against a value taken from the input (message ids and texts are
+/// the harness's own), so tracing compares cost a third of every execution and guided nothing.
 const OPERATION_TARGETS: (&[&str], usize) = (&["agent_ops", "resume_replay"], 512);
 
 pub const TARGETS: [&str; 6] = ["wire_decode", "agent_line", "client_connection", "framer", "agent_ops", "resume_replay"];
@@ -185,9 +190,15 @@ fn load_totals(path: &Path) -> Result<serde_json::Map<String, Value>, Error> {
     }
 }
 
-/// libFuzzer's `stat::number_of_executed_units: N` (printed with `-print_final_stats=1`).
+/// libFuzzer's `stat::number_of_executed_units: N` (printed with `-print_final_stats=1`), or in
+/// fork mode, where the parent prints no final stats, the count of its last `#N: cov: …` line.
 fn executed_units(output: &str) -> Option<u64> {
-    output.lines().rev().find_map(|l| l.strip_prefix("stat::number_of_executed_units:")).and_then(|n| n.trim().parse().ok())
+    let last = |prefix: &str| -> Option<u64> {
+        output.lines().rev().find_map(|l| l.strip_prefix(prefix)).and_then(|n| n.split(':').next()?.trim().parse().ok())
+    };
+    last("stat::number_of_executed_units:").or_else(|| {
+        output.lines().rev().find(|l| l.starts_with('#') && l.contains(": cov:")).and_then(|l| l[1..].split(':').next()?.parse().ok())
+    })
 }
 
 fn fuzz(seconds: u64, only: &[String], sanitizer: &str, fork: u32) -> Result<(), Error> {
@@ -204,10 +215,11 @@ fn fuzz(seconds: u64, only: &[String], sanitizer: &str, fork: u32) -> Result<(),
         for e in std::fs::read_dir(&seeds).map_err(|e| Error::read(&seeds, e))?.flatten() {
             std::fs::copy(e.path(), work.join(e.file_name())).map_err(|e| Error::write(&work, e))?;
         }
-        let mut cmd = Command::new("cargo");
-        cmd.args(["fuzz", "run", "--sanitizer", sanitizer, t]).arg(&work);
-        cmd.args(["--", &format!("-max_total_time={seconds}"), "-print_final_stats=1"]);
         let max_len = OPERATION_TARGETS.0.contains(t).then_some(OPERATION_TARGETS.1);
+        let build_flags: &[&str] = if max_len.is_some() { &["--no-trace-compares"] } else { &[] };
+        let mut cmd = Command::new("cargo");
+        cmd.args(["fuzz", "run", "--sanitizer", sanitizer]).args(build_flags).arg(t).arg(&work);
+        cmd.args(["--", &format!("-max_total_time={seconds}"), "-print_final_stats=1"]);
         if let Some(n) = max_len {
             cmd.arg(format!("-max_len={n}"));
         }
@@ -229,11 +241,16 @@ fn fuzz(seconds: u64, only: &[String], sanitizer: &str, fork: u32) -> Result<(),
         let _ = std::fs::remove_dir_all(&merged);
         std::fs::create_dir_all(&merged).map_err(|e| Error::write(&merged, e))?;
         let mut cmd = Command::new("cargo");
-        cmd.args(["fuzz", "run", "--sanitizer", sanitizer, t]).arg(&merged).arg(&seeds).arg(&work);
+        cmd.args(["fuzz", "run", "--sanitizer", sanitizer]).args(build_flags).arg(t).arg(&merged).arg(&seeds).arg(&work);
         cmd.args(["--", "-merge=1"]).env_remove("CARGO_TARGET_DIR");
         run_ok(cmd.env("RUSTC_BOOTSTRAP", "1").current_dir(root.join("fuzz")))?;
         std::fs::remove_dir_all(&seeds).map_err(|e| Error::write(&seeds, e))?;
         std::fs::rename(&merged, &seeds).map_err(|e| Error::write(&seeds, e))?;
+        // Runs of different targets may finish together (two `xtask fuzz run` at once): the
+        // read-modify-write of the totals holds a lock.
+        let lock_path = root.join("fuzz/target/executions.lock");
+        let lock = std::fs::File::create(&lock_path).map_err(|e| Error::write(&lock_path, e))?;
+        lock.lock().map_err(|e| Error::write(&lock_path, e))?;
         let mut totals = load_totals(&totals_path)?;
         let entry = totals.entry((*t).to_owned()).or_insert_with(|| serde_json::json!({ "executions": 0, "seconds": 0, "runs": 0 }));
         for (key, add) in [("executions", executed), ("seconds", seconds), ("runs", 1)] {
@@ -244,6 +261,7 @@ fn fuzz(seconds: u64, only: &[String], sanitizer: &str, fork: u32) -> Result<(),
         }
         let text = serde_json::to_string_pretty(&Value::Object(totals)).map_err(|e| Error::msg(e.to_string()))? + "\n";
         std::fs::write(&totals_path, text).map_err(|e| Error::write(&totals_path, e))?;
+        drop(lock);
         let corpus = std::fs::read_dir(&seeds).map(|d| d.count()).unwrap_or(0);
         eprintln!("fuzz {t}: {executed} executions, no failure; corpus now {corpus} inputs");
     }
@@ -253,4 +271,19 @@ fn fuzz(seconds: u64, only: &[String], sanitizer: &str, fork: u32) -> Result<(),
         started.elapsed().as_secs_f64()
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::executed_units;
+
+    #[test]
+    fn executions_are_read_from_final_stats_or_the_last_fork_status_line() {
+        let single =
+            "#83332\tDONE   cov: 1672 ft: 10504 corp: 710/30Kb\nstat::number_of_executed_units: 83332\nstat::peak_rss_mb: 36\n";
+        assert_eq!(executed_units(single), Some(83332));
+        let fork = "#29158: cov: 1668 ft: 10719 corp: 692 exec/s: 1246\n#49526: cov: 1673 ft: 10770 corp: 714 exec/s: 1454\nINFO: exiting: 0 time: 21s\n";
+        assert_eq!(executed_units(fork), Some(49526));
+        assert_eq!(executed_units("INFO: nothing ran\n"), None);
+    }
 }

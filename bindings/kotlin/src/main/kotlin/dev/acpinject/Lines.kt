@@ -15,6 +15,7 @@ import java.nio.ByteOrder
 import java.nio.CharBuffer
 import java.nio.charset.CharacterCodingException
 import java.nio.charset.CodingErrorAction
+import java.util.concurrent.atomic.AtomicLong
 
 /** The two functions of crates/ffi/src/lines.rs. */
 internal object LineCalls {
@@ -65,18 +66,55 @@ private class LineBuffers {
 private val lineBuffers = ThreadLocal.withInitial { LineBuffers() }
 
 /**
+ * The generated object's own handle, call counter and cleaner (not public in the generated
+ * class), read by reflection once per class. The generated `callWithHandle` hands its block a
+ * *clone* of the handle, made by a UniFFI call of its own (the costliest part of a crossing)
+ * and owned by the callee; `acp_inject_client_core_receive_into` only borrows the handle, so
+ * [borrowHandle] keeps the object alive the way `callWithHandle` does (the same counter) and
+ * passes the handle itself. `null` when the generated class does not have these fields (a
+ * different UniFFI version): [receiveLine] then takes UniFFI's own call.
+ */
+internal object CoreFields {
+    private fun field(name: String) = runCatching {
+        ClientCore::class.java.getDeclaredField(name).apply { isAccessible = true }
+    }.getOrNull()
+
+    val handle = field("handle")
+    val callCounter = field("callCounter")
+    val cleanable = field("cleanable")
+    val available = handle != null && callCounter != null && cleanable != null
+}
+
+/** Runs [block] with this object's handle, the object kept alive meanwhile (see [CoreFields]). */
+private inline fun <R> ClientCore.borrowHandle(block: (Long) -> R): R {
+    val counter = CoreFields.callCounter!!.get(this) as AtomicLong
+    do {
+        val c = counter.get()
+        check(c != 0L) { "ClientCore object has already been destroyed" }
+        check(c != Long.MAX_VALUE) { "ClientCore call counter would overflow" }
+    } while (!counter.compareAndSet(c, c + 1L))
+    try {
+        return block(CoreFields.handle!!.getLong(this))
+    } finally {
+        // The object was closed meanwhile: this call was its last user, so it frees it.
+        if (counter.decrementAndGet() == 0L) (CoreFields.cleanable!!.get(this) as UniffiCleaner.Cleanable?)?.clean()
+    }
+}
+
+/**
  * Applies one line from the agent and returns the events it caused: the same result as
  * [ClientCore.receive], at a fraction of its crossing cost (see this file's header). For a
  * client that reads the agent's output line by line and acts on each line at once.
  */
 fun ClientCore.receiveLine(line: String): List<Event> {
+    if (!CoreFields.available) return receive(line)
     val b = lineBuffers.get()
     val len = try {
         b.encode(line)
     } catch (e: CharacterCodingException) {
         throw AcpException.InvalidInput("the line is not valid Unicode: ${e.message}")
     }
-    var n = callWithHandle { LineCalls.acp_inject_client_core_receive_into(it, b.inputAt, len, b.outputAt, b.output.capacity().toLong()) }
+    var n = borrowHandle { LineCalls.acp_inject_client_core_receive_into(it, b.inputAt, len, b.outputAt, b.output.capacity().toLong()) }
     when {
         n == LineCalls.NOT_UTF8 -> throw AcpException.InvalidInput("the line is not UTF-8")
         n == LineCalls.PANICKED -> throw AcpException.Internal("a panic while applying a line")

@@ -56,4 +56,13 @@ class LinesTest {
         assertEquals(lines.size, counts.sumOf { it.get() })
         assertEquals(0uL, c.ignoredLines())
     }
+
+    @Test
+    fun `the per-line path borrows the object's own handle, and refuses a closed object`() {
+        assertTrue(CoreFields.available, "the generated ClientCore has the fields receiveLine borrows")
+        val c = benchClient()
+        assertEquals(1, c.receiveLine(sharedStream(1).single()).size)
+        c.close()
+        assertThrows<IllegalStateException> { c.receiveLine(sharedStream(1).single()) }
+    }
 }

@@ -79,6 +79,9 @@ pub fn generate(mode: Mode) -> Result<Vec<PathBuf>, Error> {
 /// Where the Python type stub of the generated module lives (inside the package).
 pub const PYTHON_STUB: &str = "bindings/python/python/acp_inject/acp_inject_ffi/acp_inject_ffi.pyi";
 
+/// The flat readers of the generated Python module (`codegen/python/uniffi_readers.py`).
+pub const PYTHON_READERS: &str = "bindings/python/python/acp_inject/_readers.py";
+
 /// The UniFFI bindings of `crates/ffi` for Python (plus a type stub), Kotlin and Swift.
 /// Builds the cdylib and the pinned `uniffi-bindgen`, so it is kept out of the `#[test]`
 /// (which must not run cargo) and runs in `cargo xtask codegen [--check]`.
@@ -102,6 +105,11 @@ pub fn bindings(mode: Mode) -> Result<Vec<PathBuf>, Error> {
         Echo::StderrOnly,
     )?
     .check()?;
+    let readers = process::run(
+        Command::new("python3").arg(root.join("codegen/python/uniffi_readers.py")).arg(out.join("python/acp_inject_ffi.py")),
+        Echo::StderrOnly,
+    )?
+    .check()?;
     let preamble = format!("{PREAMBLE} Source: crates/ffi via uniffi-bindgen 0.32.2.");
     let files: [(&str, &str, String); 5] = [
         ("python/acp_inject_ffi.py", "#", read(&out.join("python/acp_inject_ffi.py"))?),
@@ -120,6 +128,9 @@ pub fn bindings(mode: Mode) -> Result<Vec<PathBuf>, Error> {
     // package to point at.
     let stub = format!("# {preamble}\n{}", stub.stdout);
     ensure_file_contents(&root.join(PYTHON_STUB), &stub, mode, &mut stale)?;
+    // Likewise the flat readers: a module of the package, generated from the generated module.
+    let readers = format!("# {preamble} Then codegen/python/uniffi_readers.py.\n{}", readers.stdout);
+    ensure_file_contents(&root.join(PYTHON_READERS), &readers, mode, &mut stale)?;
     Ok(stale)
 }
 

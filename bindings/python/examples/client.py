@@ -31,6 +31,10 @@ class Checks:
 
 
 _last_pending: dict = {}
+# Per session: a user message was delivered and no state_update has followed it yet. Upstream
+# order is `user_message` first, then `state_update running`, so between the two an idle
+# mirror with nothing pending is a turn about to start, not a finished one.
+_opening: dict = {}
 
 
 def show(name: str, activity: SessionActivity, session: acp.Session) -> None:
@@ -50,8 +54,10 @@ def show(name: str, activity: SessionActivity, session: acp.Session) -> None:
     elif isinstance(event, SessionEvent.UPDATE):
         u = event[0]
         if isinstance(u, acp.SessionUpdate.USER_MESSAGE):
+            _opening[name] = True
             print(f"[{name}] user  {u[0].message_id}: {text_of(u[0].content.value) if hasattr(u[0].content, 'value') else ''}", flush=True)
         elif isinstance(u, acp.SessionUpdate.STATE_UPDATE):
+            _opening[name] = False
             print(f"[{name}] state {type(u[0]).__name__.split('.')[-1].lower()}", flush=True)
 
 
@@ -66,6 +72,11 @@ async def until(name: str, session: acp.Session, done: Callable[[MirrorSnapshot]
         return True
     except asyncio.TimeoutError:
         return False
+
+
+def finished(name: str, snap: MirrorSnapshot) -> bool:
+    """The session is idle and no turn is about to start (see `_opening`)."""
+    return snap.state == TurnState.IDLE and not _opening.get(name, False)
 
 
 def users(snap: MirrorSnapshot) -> List[str]:
@@ -103,7 +114,7 @@ async def main(command: List[str]) -> int:
                 wanted.append("then update the docs")
                 if inject.pending is not None and inject.pending.replace:
                     wanted.append("final text")
-            ok = await until("A", a, lambda s: all(w in users(s) for w in wanted) and s.state == TurnState.IDLE and not s.pending)
+            ok = await until("A", a, lambda s: all(w in users(s) for w in wanted) and finished("A", s) and not s.pending)
             checks.expect(ok, f"every accepted inject is delivered: {wanted}")
             seen = users(a.snapshot())
             checks.expect("revoke me" not in seen and "draft" not in seen, "revoked and replaced content is never delivered")
@@ -121,8 +132,8 @@ async def main(command: List[str]) -> int:
         print(f"session B: {b.id}")
         await asyncio.gather(a.prompt("Session A: add tests"), b.prompt("Session B: fix the build"))
         ok_a, ok_b = await asyncio.gather(
-            until("A", a, lambda s: "Session A: add tests" in users(s) and s.state == TurnState.IDLE),
-            until("B", b, lambda s: "Session B: fix the build" in users(s) and s.state == TurnState.IDLE),
+            until("A", a, lambda s: "Session A: add tests" in users(s) and finished("A", s)),
+            until("B", b, lambda s: "Session B: fix the build" in users(s) and finished("B", s)),
         )
         checks.expect(ok_a and ok_b, "both sessions ran their turns")
         checks.expect(not any(u.startswith("Session B") for u in users(a.snapshot())), "nothing of session B reached session A")

@@ -27,7 +27,8 @@ thread_local! {
     static SPILLED: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Applies one agent line (`line_len` bytes of UTF-8 at `line`, no newline) to the client
+/// Applies one agent line (`line_len` bytes of UTF-8 at `line`; a trailing `\n` or `\r\n` is
+/// dropped) to the client
 /// connection `handle` and writes the events it caused into `out` (`out_cap` bytes), serialized
 /// as UniFFI serializes a `Vec<Event>`. Returns the number of bytes written; when they do not
 /// fit, `-n` (they wait for [`acp_inject_take_spilled`] with `n` bytes of room, on this
@@ -56,6 +57,8 @@ pub unsafe extern "C" fn acp_inject_client_core_receive_into(
             std::slice::from_raw_parts_mut(out, out_cap as usize),
         )
     };
+    // The caller may hand the line over as read, with its ending.
+    let line = line.strip_suffix(b"\n").map_or(line, |l| l.strip_suffix(b"\r").unwrap_or(l));
     let Ok(line) = std::str::from_utf8(line) else { return NOT_UTF8 };
     let events = match catch_unwind(AssertUnwindSafe(|| core.receive_events(line))) {
         Ok(events) => events,
@@ -130,6 +133,14 @@ mod tests {
         assert_eq!(unsafe { acp_inject_take_spilled(big.as_mut_ptr(), 4) }, n, "still too small: kept");
         assert_eq!(unsafe { acp_inject_take_spilled(big.as_mut_ptr(), big.len() as u64) }, -n);
         assert_eq!(read_count(&big), 1);
+
+        for ended in [format!("{line}\n"), format!("{line}\r\n")] {
+            let mut with_ending = vec![0u8; 4096];
+            let m = unsafe {
+                acp_inject_client_core_receive_into(handle, ended.as_ptr(), ended.len() as u64, with_ending.as_mut_ptr(), 4096)
+            };
+            assert_eq!(m, n.abs(), "the line ending is dropped: {ended:?}");
+        }
 
         let bad = [0xffu8, 0xfe];
         assert_eq!(unsafe { acp_inject_client_core_receive_into(handle, bad.as_ptr(), 2, out.as_mut_ptr(), 4096) }, NOT_UTF8);

@@ -7,16 +7,19 @@ SDK's parse of the line costs. The library exports, beside UniFFI's calling conv
 plain C function for this path (``acp_inject_client_core_receive_into``, in
 ``crates/ffi/src/lines.rs``): it takes the line and a reusable output buffer as pointers,
 applies the line to the connection exactly as ``ClientCore.receive`` does, and writes the
-events in UniFFI's own serialization of ``Vec<Event>``, which the generated reader decodes
-into the very typed events ``receive`` returns. The tests check both paths give equal events.
+events in UniFFI's own serialization of ``Vec<Event>``, which the flat reader of
+``acp_inject._readers`` (or, without it, the generated reader) decodes into the very typed
+events ``receive`` returns. The tests check both paths give equal events.
 """
 
 from __future__ import annotations
 
 import ctypes
+import struct
 import threading
 from typing import Any, List, Union
 
+from . import _readers
 from . import acp_inject_ffi as _ffi
 from .acp_inject_ffi import AcpError, Event
 from ._checked import InvalidArgument
@@ -35,19 +38,23 @@ _take_spilled.argtypes = [ctypes.c_void_p, ctypes.c_uint64]
 _take_spilled.restype = ctypes.c_int64
 
 _Stream = _gen._UniffiRustBufferStream
-_read_events = _gen._UniffiFfiConverterSequenceTypeEvent.read
-_string_at = ctypes.string_at
+_events_converter = _gen._UniffiFfiConverterSequenceTypeEvent
+_flat_events = _readers.rSequenceTypeEvent
 
 
 class _Output(threading.local):
-    """One output buffer per thread: the library keeps what did not fit per thread, too."""
+    """One output buffer per thread (the library keeps what did not fit per thread, too): a
+    ``bytearray`` the library writes into through its address and the readers read in place."""
 
     def __init__(self) -> None:
         self.grow(16 << 10)
 
     def grow(self, size: int) -> None:
-        self.buffer = ctypes.create_string_buffer(size)
-        self.address = ctypes.addressof(self.buffer)
+        self.buffer = bytearray(size)
+        # The ctypes view holds an export of the bytearray: it cannot be resized (or moved)
+        # while this thread uses it.
+        self.view = (ctypes.c_char * size).from_buffer(self.buffer)
+        self.address = ctypes.addressof(self.view)
         self.size = size
 
 
@@ -74,12 +81,9 @@ class ClientCore(_ffi.ClientCore):
                 line = bytes(line)
             else:
                 raise InvalidArgument(f"ClientCore.receive_line: a line is bytes or str, not {type(line).__name__}")
-        size = len(line)
-        if line.endswith(b"\n"):  # the length leaves the line ending out: no copy
-            size -= 2 if line.endswith(b"\r\n") else 1
         out = _output
-        handle: int = self._handle  # type: ignore[attr-defined]  # the generated object's, not in the stub
-        n = _receive_into(handle, line, size, out.address, out.size)
+        # The library drops the line ending.
+        n = _receive_into(self._handle, line, len(line), out.address, out.size)  # type: ignore[attr-defined]  # the generated object's handle, not in the stub
         if n < 0:
             if n == _NOT_UTF8:
                 raise AcpError.InvalidInput("ClientCore.receive_line: the line is not UTF-8")
@@ -89,11 +93,18 @@ class ClientCore(_ffi.ClientCore):
             n = _take_spilled(out.address, out.size)
             if n < 0:
                 raise AcpError.Internal(f"the spilled events did not fit {out.size} bytes")
-        stream = _Stream.__new__(_Stream)
-        stream.data = _string_at(out.address, n)
-        stream.len = n
-        stream.offset = 0
-        events: List[Event] = _read_events(stream)
-        if stream.offset != n:
-            raise AcpError.Internal(f"{n - stream.offset} bytes left after the events of a line")
+        events: List[Event]
+        if _readers.ACTIVE:
+            # Read in place: every value read is a copy (str, int, …), nothing keeps the buffer.
+            try:
+                events, end = _flat_events(out.buffer, 0)
+            except (struct.error, IndexError, UnicodeDecodeError) as e:
+                raise AcpError.Internal(f"the events of a line did not decode: {e}") from None
+        else:
+            stream = _Stream.__new__(_Stream)
+            stream.data, stream.len, stream.offset = bytes(out.buffer[:n]), n, 0
+            events = _events_converter.read(stream)
+            end = stream.offset
+        if end != n:
+            raise AcpError.Internal(f"{n - end} bytes left after the events of a line")
         return events

@@ -82,9 +82,15 @@ const FINDINGS: &str = "
   one byte at a time; `receive_text` / `handle_text` take the lines as one string (one copy):
   Python bulk went from about 0.63M to 0.9M lines/s, Swift's bulk call stopped being slower
   than one call per line.
-- **Remains: per-call crossing cost.** One call costs microseconds (Python about 7 µs, JNA
-  10–50 µs and noisy), all of it in UniFFI/JNA. One call per line is therefore 10–60× slower
-  than a bulk call; the bindings expose bulk calls and the docs say to use them.
+- **UniFFI's calling convention costs more than the work, per call.** One call costs
+  microseconds (Python about 7 µs; Kotlin, through JNA `Structure`s marshalled by reflection,
+  10–80 µs and noisy). The per-line paths (`receive_line` in Python, `receiveLine` in Kotlin)
+  are one plain call with primitive arguments instead. In Kotlin the generated
+  `callWithHandle` also cloned the object's handle through a UniFFI call of its own on every
+  line, and the clone was never released (the Rust side only borrows): `receiveLine` now
+  borrows the object's own handle under the same call counter, and went from about 0.4× to
+  above the official SDK. Other calls keep UniFFI's convention; bulk calls
+  (`receive_text`) remain the cheapest way to hand over many lines.
 - **Remains: Kotlin's bare tree parse.** kotlinx `parseToJsonElement`, which builds no state,
   is faster than our mirror through JNA (the String is encoded to UTF-8 and copied across JNA
   before Rust parses it); against the official SDK's models, which is the real alternative,
@@ -204,27 +210,33 @@ Where the time goes, and what was done:
   object's handle, the call, free the returned buffer), each with a call-status record built in
   Python: `feed(b\"\")` alone costs most of the official SDK's whole per-line time.
   `ClientCore.receive_line` makes one plain ctypes call instead
-  (`acp_inject_client_core_receive_into`, `crates/ffi/src/lines.rs`): the line and a reusable
-  per-thread output buffer go in as pointers, the events come back in UniFFI's own
-  serialization, decoded by the generated reader into the same typed events `feed` returns
-  (tests/test_lines.py compares them line by line, every line ending, spills and threads
-  included; the bench checks both agree on this stream before measuring).
+  (`acp_inject_client_core_receive_into`, `crates/ffi/src/lines.rs`): the line goes in as it
+  was read (the library drops the line ending), the events come back in UniFFI's own
+  serialization, written into a per-thread `bytearray` and read in place, no copy
+  (tests/test_lines.py compares them with `receive` line by line, every line ending, spills and
+  threads included; the bench checks both agree on this stream before measuring).
 - **Decoding the typed events.** UniFFI's generated Python reads each field through several
-  function calls and slices the ctypes pointer per field. The package installs faster hot
-  paths for that runtime at import (`acp_inject._fastpath`: the buffer copied once and read
-  with precompiled `struct` readers, strings in one call, no generator context manager per
-  value), checked against the generated decoding by the tests; the row above gives `feed` on
-  the runtime exactly as generated.
+  function calls on a stream object, and builds every object through an `__init__` with
+  keyword arguments: about 25 Python calls for one `agent_message_chunk`, which alone cost about
+  the official SDK's whole per-line time. `cargo xtask codegen` now also writes flat readers
+  from the generated module (`codegen/python/uniffi_readers.py` → `acp_inject/_readers.py`):
+  one function per converter over the bytes with a local offset, numbers through precompiled
+  `struct` readers, strings in one slice, optionals inline, nested records and enum values
+  built in place (`object.__new__` and their attributes set, only where the class's
+  `__init__` does nothing else), about half the decoding time. They are installed only over
+  the generated module they were written from (its SHA-256), and the tests compare them with
+  the generated decoding, truncated buffers included. The package's other fast paths
+  (`acp_inject._fastpath`: the buffer copied once, no generator context manager per value) serve
+  `feed` and every other call; the row above gives `feed` on the runtime exactly as generated.
 - **Why one call for the whole stream is no faster.** `receive_text` has no per-line
   crossing, but decoding dominates, and holding every line's events at once makes Python's
   garbage collector walk them again and again: per line it costs about what `feed` costs.
 - **What remains.** The official SDK parses with `json.loads` (C) and builds its models in
-  pydantic-core (Rust, through the CPython API); UniFFI builds our typed events in pure Python,
-  about 25 Python calls for one `agent_message_chunk` (seven objects, their variant tags and
-  options). That decoding alone is close to the official SDK's whole per-line time. Closing
-  the gap needs flat generated readers (one function per event type, no nested calls) or
-  native object construction; neither is done yet. Per line we also do more than parse: the
-  line is routed and applied to the session's state (transcript, turn state, pending items).
+  pydantic-core (Rust, through the CPython API); we still build six Python objects per event in
+  Python, and one ctypes call costs about a microsecond by itself. Native object construction
+  would take a CPython extension module beside the UniFFI library; not done. Per line we also do
+  more than parse: the line is routed and applied to the session's state (transcript, turn
+  state, pending items).
 ";
 
 fn render_python(s: &mut String, py: &Value) {

@@ -128,7 +128,7 @@ def main() -> None:
             core.feed(b"")
 
     # Profile only: decoding the typed events from the bytes Rust returned, with the package's
-    # reader (the generated one with the faster hot paths of acp_inject._fastpath).
+    # reader (the flat readers of acp_inject._readers, which acp_inject._fastpath installs).
     converter = generated._UniffiFfiConverterSequenceTypeEvent
     encoded = []
     for events in per_line:

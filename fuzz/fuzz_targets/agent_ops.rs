@@ -31,19 +31,20 @@ fuzz_target!(|data: &[u8]| {
             5 | 6 if !accepted.is_empty() => Some(accepted[pick(accepted.len())].clone()),
             _ => None,
         };
-        let (method, line) = match (op % 16, &target) {
-            (0..=3, _) => {
-                let mode = if op % 2 == 0 { "queue" } else { "steer" };
-                ("session/inject", Some(common::request(req, "session/inject", &format!(r#","mode":"{mode}"{}"#, common::text_content("content", &text)))))
+        let call = match (op % 16, &target) {
+            (0..=3, _) => Some(common::Call::Inject { steer: op % 2 == 1 }),
+            (4, _) => Some(common::Call::Prompt),
+            (5, Some(t)) => Some(common::Call::Revoke(t)),
+            (6, Some(t)) => Some(common::Call::Replace(t)),
+            (7, _) => Some(common::Call::Cancel),
+            _ => None,
+        };
+        let (method, line) = match call {
+            Some(call) => {
+                let (method, line) = common::call_line(req, call, &text);
+                (method, Some(line))
             }
-            (4, _) => ("session/prompt", Some(common::request(req, "session/prompt", &common::text_content("prompt", &text)))),
-            (5, Some(t)) => ("session/revoke_inject", Some(common::request(req, "session/revoke_inject", &format!(r#","messageId":"{t}""#)))),
-            (6, Some(t)) => {
-                let params = format!(r#","messageId":"{t}"{}"#, common::text_content("content", &text));
-                ("session/replace_inject", Some(common::request(req, "session/replace_inject", &params)))
-            }
-            (7, _) => ("session/cancel", Some(r#"{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s1"}}"#.to_owned())),
-            _ => ("", None),
+            None => ("", None),
         };
         match line {
             Some(l) => a.handle_line("c1", &l),

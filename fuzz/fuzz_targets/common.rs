@@ -36,8 +36,37 @@ pub fn request(id: i64, method: &str, params: &str) -> String {
 
 /// `"content":[{"type":"text","text":TEXT}]` for a harness-made text (no characters to escape).
 #[allow(dead_code)]
-pub fn text_content(key: &str, text: &str) -> String {
+fn text_content(key: &str, text: &str) -> String {
     format!(r#","{key}":[{{"type":"text","text":"{text}"}}]"#)
+}
+
+/// A client call the operation targets make on `s1` (each target maps its op bytes to these
+/// its own way).
+#[allow(dead_code)]
+pub enum Call<'a> {
+    Inject { steer: bool },
+    Prompt,
+    Revoke(&'a str),
+    Replace(&'a str),
+    Cancel,
+}
+
+/// The call's method and line; `text` is the content an inject, prompt or replace carries.
+#[allow(dead_code)]
+pub fn call_line(id: i64, call: Call<'_>, text: &str) -> (&'static str, String) {
+    match call {
+        Call::Inject { steer } => {
+            let mode = if steer { "steer" } else { "queue" };
+            ("session/inject", request(id, "session/inject", &format!(r#","mode":"{mode}"{}"#, text_content("content", text))))
+        }
+        Call::Prompt => ("session/prompt", request(id, "session/prompt", &text_content("prompt", text))),
+        Call::Revoke(t) => ("session/revoke_inject", request(id, "session/revoke_inject", &format!(r#","messageId":"{t}""#))),
+        Call::Replace(t) => {
+            let params = format!(r#","messageId":"{t}"{}"#, text_content("content", text));
+            ("session/replace_inject", request(id, "session/replace_inject", &params))
+        }
+        Call::Cancel => ("session/cancel", r#"{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s1"}}"#.to_owned()),
+    }
 }
 
 /// What the targets read from an agent line.

@@ -24,7 +24,7 @@ use crate::{root, Error};
 /// input bytes are operation codes that plain edge coverage already tells apart, and no
 /// comparison in the core is against a value taken from the input (message ids and texts are
 /// the harness's own), so tracing compares cost a third of every execution and guided nothing.
-const OPERATION_TARGETS: (&[&str], usize) = (&["agent_ops", "resume_replay"], 512);
+const OPERATION_TARGETS: (&[&str], u64) = (&["agent_ops", "resume_replay"], 512);
 
 pub const TARGETS: [&str; 6] = ["wire_decode", "agent_line", "client_connection", "framer", "agent_ops", "resume_replay"];
 
@@ -47,13 +47,16 @@ pub enum Cmd {
         /// libFuzzer worker processes per target (`-fork=N`); 0: one process.
         #[arg(long, default_value_t = 0)]
         fork: u32,
+        /// The operation targets' input cap (`-max_len`, one operation per byte); default 512.
+        #[arg(long, value_parser = clap::value_parser!(u64).range(16..=4096))]
+        max_len: Option<u64>,
     },
 }
 
 pub fn run(cmd: Cmd) -> Result<(), Error> {
     match cmd {
         Cmd::Seed => seed(),
-        Cmd::Run { seconds, targets, sanitizer, fork } => fuzz(seconds, &targets, &sanitizer, fork),
+        Cmd::Run { seconds, targets, sanitizer, fork, max_len } => fuzz(seconds, &targets, &sanitizer, fork, max_len),
     }
 }
 
@@ -201,7 +204,7 @@ fn executed_units(output: &str) -> Option<u64> {
     })
 }
 
-fn fuzz(seconds: u64, only: &[String], sanitizer: &str, fork: u32) -> Result<(), Error> {
+fn fuzz(seconds: u64, only: &[String], sanitizer: &str, fork: u32, max_len_arg: Option<u64>) -> Result<(), Error> {
     let root = root();
     let started = Instant::now();
     let targets: Vec<&str> = TARGETS.iter().copied().filter(|t| only.is_empty() || only.iter().any(|o| o == t)).collect();
@@ -209,13 +212,14 @@ fn fuzz(seconds: u64, only: &[String], sanitizer: &str, fork: u32) -> Result<(),
     for (i, t) in targets.iter().enumerate() {
         eprintln!("\n== fuzz [{}/{}] {t}: {seconds} s, sanitizer {sanitizer} (cargo-fuzz builds it first) ==", i + 1, targets.len());
         // Runs on a copy of the seeds; what it finds is merged back, minimised, afterwards.
-        let work = root.join("fuzz/target/corpus-work").join(t);
+        // Per process: several runs of one target may go at once (one per core).
+        let work = root.join("fuzz/target/corpus-work").join(format!("{t}-{}", std::process::id()));
         std::fs::create_dir_all(&work).map_err(|e| Error::write(&work, e))?;
         let seeds = root.join("fuzz/corpus").join(t);
         for e in std::fs::read_dir(&seeds).map_err(|e| Error::read(&seeds, e))?.flatten() {
             std::fs::copy(e.path(), work.join(e.file_name())).map_err(|e| Error::write(&work, e))?;
         }
-        let max_len = OPERATION_TARGETS.0.contains(t).then_some(OPERATION_TARGETS.1);
+        let max_len = OPERATION_TARGETS.0.contains(t).then_some(max_len_arg.unwrap_or(OPERATION_TARGETS.1));
         let build_flags: &[&str] = if max_len.is_some() { &["--no-trace-compares"] } else { &[] };
         let mut cmd = Command::new("cargo");
         cmd.args(["fuzz", "run", "--sanitizer", sanitizer]).args(build_flags).arg(t).arg(&work);
@@ -236,7 +240,12 @@ fn fuzz(seconds: u64, only: &[String], sanitizer: &str, fork: u32) -> Result<(),
             ))
         })?;
         let executed = executed_units(&ran.stdout).ok_or_else(|| Error::msg(format!("{t}: libFuzzer printed no final stats")))?;
-        // Minimise the checked-in corpus together with what this run found.
+        // Minimise the checked-in corpus together with what this run found, and add the
+        // executions to the totals, holding a lock: runs that go at once (of one target or of
+        // several) finish one after another.
+        let lock_path = root.join("fuzz/target/executions.lock");
+        let lock = std::fs::File::create(&lock_path).map_err(|e| Error::write(&lock_path, e))?;
+        lock.lock().map_err(|e| Error::write(&lock_path, e))?;
         let merged = root.join("fuzz/target/corpus-merged").join(t);
         let _ = std::fs::remove_dir_all(&merged);
         std::fs::create_dir_all(&merged).map_err(|e| Error::write(&merged, e))?;
@@ -246,18 +255,23 @@ fn fuzz(seconds: u64, only: &[String], sanitizer: &str, fork: u32) -> Result<(),
         run_ok(cmd.env("RUSTC_BOOTSTRAP", "1").current_dir(root.join("fuzz")))?;
         std::fs::remove_dir_all(&seeds).map_err(|e| Error::write(&seeds, e))?;
         std::fs::rename(&merged, &seeds).map_err(|e| Error::write(&seeds, e))?;
-        // Runs of different targets may finish together (two `xtask fuzz run` at once): the
-        // read-modify-write of the totals holds a lock.
-        let lock_path = root.join("fuzz/target/executions.lock");
-        let lock = std::fs::File::create(&lock_path).map_err(|e| Error::write(&lock_path, e))?;
-        lock.lock().map_err(|e| Error::write(&lock_path, e))?;
+        let _ = std::fs::remove_dir_all(&work);
         let mut totals = load_totals(&totals_path)?;
         let entry = totals.entry((*t).to_owned()).or_insert_with(|| serde_json::json!({ "executions": 0, "seconds": 0, "runs": 0 }));
         for (key, add) in [("executions", executed), ("seconds", seconds), ("runs", 1)] {
             entry[key] = Value::from(entry[key].as_u64().unwrap_or(0) + add);
         }
+        // The caps the target's runs used, in the order first used.
         if let Some(n) = max_len {
-            entry["max_len"] = Value::from(n);
+            let mut caps: Vec<Value> = match entry.get("max_len") {
+                Some(Value::Array(a)) => a.clone(),
+                Some(v @ Value::Number(_)) => vec![v.clone()],
+                _ => Vec::new(),
+            };
+            if !caps.contains(&Value::from(n)) {
+                caps.push(Value::from(n));
+            }
+            entry["max_len"] = Value::Array(caps);
         }
         let text = serde_json::to_string_pretty(&Value::Object(totals)).map_err(|e| Error::msg(e.to_string()))? + "\n";
         std::fs::write(&totals_path, text).map_err(|e| Error::write(&totals_path, e))?;

@@ -88,13 +88,17 @@ const FINDINGS: &str = "
   are one plain call with primitive arguments instead. In Kotlin the generated
   `callWithHandle` also cloned the object's handle through a UniFFI call of its own on every
   line, and the clone was never released (the Rust side only borrows): `receiveLine` now
-  borrows the object's own handle under the same call counter, and went from about 0.4× to
-  above the official SDK. Other calls keep UniFFI's convention; bulk calls
-  (`receive_text`) remain the cheapest way to hand over many lines.
+  borrows the object's own handle under the same call counter. Other calls keep UniFFI's
+  convention; bulk calls (`receive_text`) remain the cheapest way to hand over many lines.
+- **Remains: Kotlin per line is below the official models.** With the heap collected before
+  each contender (the bench used to charge one contender's garbage to the next), the official
+  `acp-model` parses a line in about 3–5 µs; `receiveLine` takes about 8.5 µs, and even the
+  whole stream in one `receiveText` call costs about 3.5 µs per line. The gap is in the
+  work itself (the mirror in Rust and building the typed events in Kotlin), not only in the
+  crossing; flat readers like Python's, for Kotlin, are the next step.
 - **Remains: Kotlin's bare tree parse.** kotlinx `parseToJsonElement`, which builds no state,
   is faster than our mirror through JNA (the String is encoded to UTF-8 and copied across JNA
-  before Rust parses it); against the official SDK's models, which is the real alternative,
-  we are faster.
+  before Rust parses it), as are the official models (above).
 - **Remains: cache effects with 100k pending.** Replace at 100,000 pending runs at about 0.6×
   its 1,000-pending rate: the maps outgrow the CPU caches. The cost per operation stays
   O(1) / O(log n).

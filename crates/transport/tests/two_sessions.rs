@@ -83,6 +83,8 @@ async fn until(session: &Session, done: impl Fn(&acp_inject_core::client::Mirror
     let mut seen = Vec::new();
     tokio::time::timeout(Duration::from_secs(10), async {
         loop {
+            // What already arrived first: the state may have got there before this looks.
+            seen.extend(session.take_events());
             if session.snapshot().as_ref().is_some_and(&done) {
                 return;
             }

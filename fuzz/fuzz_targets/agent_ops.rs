@@ -39,13 +39,7 @@ fuzz_target!(|data: &[u8]| {
             (7, _) => Some(common::Call::Cancel),
             _ => None,
         };
-        let (method, line) = match call {
-            Some(call) => {
-                let (method, line) = common::call_line(req, call, &text);
-                (method, Some(line))
-            }
-            None => ("", None),
-        };
+        let (method, line) = common::maybe_call_line(req, call, &text);
         match line {
             Some(l) => a.handle_line("c1", &l),
             None => {

@@ -133,3 +133,15 @@ impl<'a> Line<'a> {
         Some((u.message_id.clone().expect("a user_message has an id"), blocks.into_iter().next().and_then(|b| b.text)))
     }
 }
+
+/// [`call_line`] for an operation that may make no call (then `("", None)`).
+#[allow(dead_code)]
+pub fn maybe_call_line(id: i64, call: Option<Call<'_>>, text: &str) -> (&'static str, Option<String>) {
+    match call {
+        Some(call) => {
+            let (method, line) = call_line(id, call, text);
+            (method, Some(line))
+        }
+        None => ("", None),
+    }
+}

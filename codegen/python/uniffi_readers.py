@@ -34,6 +34,9 @@ from typing import Dict, List, Optional, Tuple, Union
 # calling their reader (each level removes a Python call per value, and adds code).
 INLINE_DEPTH = 4
 
+# The module-level name of each struct format's reader in the written module.
+FORMAT_NAMES = {">b": "_I8", ">B": "_U8", ">h": "_I16", ">H": "_U16", ">i": "_I32", ">I": "_U32", ">q": "_I64", ">Q": "_U64", ">f": "_F32", ">d": "_F64"}
+
 # struct formats of the generated stream's number readers.
 NUMBERS = {
     "read_i8": (">b", 1), "read_u8": (">B", 1), "read_i16": (">h", 2), "read_u16": (">H", 2),
@@ -185,26 +188,32 @@ class Classes:
         return ("attrs", params)
 
 
+def all_converters(nodes: List[ast.expr]) -> Optional[List[str]]:
+    """The converters of ``X.read(buf), …``; ``None`` when any is something else."""
+    names = [converter_call(n) for n in nodes]
+    return [n for n in names if n is not None] if None not in names else None
+
+
 def build_of(call: ast.Call, classes: Classes) -> Optional[Build]:
     cls = dotted(call.func)
     if cls is None or (call.args and call.keywords):
         return None
     init = classes.plain_init(cls)
     if call.keywords:
-        names = [k.arg for k in call.keywords]
-        fields = [converter_call(k.value) for k in call.keywords]
-        if any(n is None for n in names) or any(f is None for f in fields):
+        names = [k.arg for k in call.keywords if k.arg is not None]
+        fields = all_converters([k.value for k in call.keywords])
+        if fields is None or len(names) != len(call.keywords):
             return None
-        plain = init is not None and init[0] == "attrs" and sorted(init[1]) == sorted(names)  # type: ignore[type-var]
-        return Build(cls, fields, attrs=names if plain else None, keywords=None if plain else names)  # type: ignore[arg-type]
-    fields = [converter_call(a) for a in call.args]
-    if any(f is None for f in fields):
+        plain = init is not None and init[0] == "attrs" and sorted(init[1]) == sorted(names)
+        return Build(cls, fields, attrs=names if plain else None, keywords=None if plain else names)
+    fields = all_converters(call.args)
+    if fields is None:
         return None
     if init is not None and init[0] == "tuple":
-        return Build(cls, fields, tuple_values=True)  # type: ignore[arg-type]
+        return Build(cls, fields, tuple_values=True)
     if init is not None and init[0] == "attrs" and len(init[1]) == len(fields):
-        return Build(cls, fields, attrs=init[1])  # type: ignore[arg-type]
-    return Build(cls, fields)  # type: ignore[arg-type]
+        return Build(cls, fields, attrs=init[1])
+    return Build(cls, fields)
 
 
 def classify(name: str, read: ast.FunctionDef, classes: Classes, module: Dict[str, ast.ClassDef]) -> Optional[Kind]:
@@ -286,18 +295,8 @@ class Writer:
         return self.constants[dotted_name]
 
     def fmt(self, f: str) -> str:
-        names = {">b": "_I8", ">B": "_U8", ">h": "_I16", ">H": "_U16", ">i": "_I32", ">I": "_U32", ">q": "_I64", ">Q": "_U64", ">f": "_F32", ">d": "_F64"}
-        self.formats[f] = names[f]
-        return names[f]
-
-    def simple(self, conv: str) -> bool:
-        """Read inline (no function call of its own)."""
-        k = self.kinds.get(conv)
-        if isinstance(k, Alias):
-            return self.simple(k.target)
-        if isinstance(k, Optional_):
-            return self.simple(k.inner)
-        return isinstance(k, (Number, Bool, String))
+        self.formats[f] = FORMAT_NAMES[f]
+        return FORMAT_NAMES[f]
 
     def read(self, conv: str, target: str, ind: str, out: List[str], depth: int = 0) -> None:
         """Statements that read a value of converter ``conv`` at ``o`` into ``target``. A record
@@ -404,11 +403,8 @@ class Writer:
                     self.build(variant, "        ", out, "v")
                     out.append("        return v, o")
             out.append("    raise _InternalError(\"Raw enum value doesn't match any cases\")")
-        elif isinstance(k, Alias) and not self.simple(k.target):
-            self.read(k.target, "v", "    ", out)
-            out.append("    return v, o")
         else:
-            # Numbers, strings, simple aliases and optionals: the same statements as inline.
+            # Numbers, strings, aliases and optionals: the same statements as inline.
             self.read(conv, "v", "    ", out)
             out.append("    return v, o")
         self.lines.extend(out)

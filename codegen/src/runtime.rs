@@ -343,19 +343,96 @@ pub mod __de {
         (r, mine)
     }
 
+    /// serde_json's name for the newtype through which it lends a value's JSON text (the
+    /// protocol of `serde_json::value::RawValue`, feature `raw_value`). Asking for it is only
+    /// a shortcut: a deserializer that does not know the name reads the request as an
+    /// ordinary newtype, and the value is held as a `Value` instead (see [`Held`]).
+    const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
+
+    /// A tolerant member's value, held for a try that may fail: its JSON text when the
+    /// deserializer lends it (serde_json reading text: no tree is built, and the text is
+    /// decoded straight into the member's type), otherwise a parsed `Value` (serde's buffering
+    /// deserializers for internally tagged, untagged and flattened types). Either way a value
+    /// of the wrong shape is tolerated, and malformed JSON still fails the message.
+    pub enum Held<'de> {
+        Text(Cow<'de, str>),
+        Value(::serde_json::Value),
+    }
+
+    impl<'de> ::serde::Deserialize<'de> for Held<'de> {
+        fn deserialize<D: ::serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+            struct V;
+            impl<'de> ::serde::de::Visitor<'de> for V {
+                type Value = Held<'de>;
+                fn expecting(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                    f.write_str("any JSON value")
+                }
+                // A deserializer without the shortcut.
+                fn visit_newtype_struct<D: ::serde::Deserializer<'de>>(self, d: D) -> Result<Held<'de>, D::Error> {
+                    <::serde_json::Value as ::serde::Deserialize>::deserialize(d).map(Held::Value)
+                }
+                // serde_json lends the text as a one-member map keyed by the token; any other
+                // map is an object handed over as it is.
+                fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Held<'de>, A::Error> {
+                    let Some(Str(key)) = map.next_key::<Str<'de>>()? else {
+                        return Ok(Held::Value(::serde_json::Value::Object(::serde_json::Map::new())));
+                    };
+                    if key == RAW_VALUE_TOKEN {
+                        return map.next_value::<Str<'de>>().map(|Str(text)| Held::Text(text));
+                    }
+                    let first: ::serde_json::Value = map.next_value()?;
+                    let mut object: ::serde_json::Map<String, ::serde_json::Value> =
+                        ::serde::Deserialize::deserialize(::serde::de::value::MapAccessDeserializer::new(map))?;
+                    object.insert(key.into_owned(), first);
+                    Ok(Held::Value(::serde_json::Value::Object(object)))
+                }
+            }
+            deserializer.deserialize_newtype_struct(RAW_VALUE_TOKEN, V)
+        }
+    }
+
+    impl Held<'_> {
+        fn hold<'de, D: ::serde::Deserializer<'de>>(deserializer: D) -> Result<Held<'de>, D::Error> {
+            <Held<'de> as ::serde::Deserialize<'de>>::deserialize(deserializer)
+        }
+
+        /// The value as `T`, or the value as a tree with the error that decoding it from the
+        /// tree gives (the wording callers report). Text that does not decode is decoded once
+        /// more from the tree, so the outcome is always that of the tree: a repeated member,
+        /// which typed decoding of text refuses, keeps its last value there. The outer error
+        /// is lent text that is not JSON, which serde_json does not lend.
+        fn decode<T: ::serde::de::DeserializeOwned>(self) -> Result<Decoded<T>, ::serde_json::Error> {
+            let value = match self {
+                Held::Text(text) => match ::serde_json::from_str(&text) {
+                    Ok(v) => return Ok(Decoded::Ok(v)),
+                    Err(_) => ::serde_json::from_str(&text)?,
+                },
+                Held::Value(value) => value,
+            };
+            Ok(match T::deserialize(&value) {
+                Ok(v) => Decoded::Ok(v),
+                Err(e) => Decoded::Wrong(value, e),
+            })
+        }
+    }
+
+    /// What a [`Held`] value decoded to.
+    enum Decoded<T> {
+        Ok(T),
+        Wrong(::serde_json::Value, ::serde_json::Error),
+    }
+
     /// `x-deserialize-default-on-error`: a value that does not decode becomes the default.
     /// Malformed JSON still fails the message; only a well-formed value of the wrong shape is
-    /// tolerated. The value is buffered (these members are small and optional), which also
-    /// works inside untagged enums, where serde buffers members itself.
+    /// tolerated.
     pub fn default_on_error<'de, D, T>(deserializer: D, member: &str) -> Result<T, D::Error>
     where
         D: ::serde::Deserializer<'de>,
         T: ::serde::de::DeserializeOwned + Default,
     {
-        let value = <::serde_json::Value as ::serde::Deserialize>::deserialize(deserializer)?;
-        match <T as ::serde::Deserialize>::deserialize(&value) {
-            Ok(v) => Ok(v),
-            Err(_) => {
+        match Held::hold(deserializer)?.decode::<T>().map_err(D::Error::custom)? {
+            Decoded::Ok(v) => Ok(v),
+            Decoded::Wrong(value, _) => {
                 tolerated(member, &located::<T>(&value));
                 Ok(T::default())
             }
@@ -430,22 +507,37 @@ pub mod __de {
         Ok(L::from_items(out))
     }
 
-    // The tolerant members are buffered as a `serde_json::Value` (not a raw slice of the input):
-    // that works under every deserializer, including the buffering ones serde uses for
-    // internally tagged, untagged and flattened types that may contain these types.
+    /// `items_from_value` for a held value: lent text is split into its items' texts (no tree).
+    fn items_from_held<L: ItemList>(held: Held<'_>, member: &str) -> Result<L, ::serde_json::Error> {
+        let text = match held {
+            Held::Value(value) => return items_from_value(value, member),
+            Held::Text(text) => text,
+        };
+        let items = match ::serde_json::from_str::<Vec<Held<'_>>>(&text) {
+            Ok(items) => items,
+            // `null`, or not an array: the outcome and wording of a held `Value`.
+            Err(_) => return items_from_value(::serde_json::from_str(&text)?, member),
+        };
+        let mut out = Vec::with_capacity(items.len());
+        for (i, item) in items.into_iter().enumerate() {
+            match item.decode::<L::Item>()? {
+                Decoded::Ok(v) => out.push(v),
+                Decoded::Wrong(_, e) => tolerated(member, &format_args!("item {i} dropped: {e}")),
+            }
+        }
+        Ok(L::from_items(out))
+    }
 
     /// `x-deserialize-skip-invalid-items`: items that do not decode are dropped; a value that
     /// is not an array still fails.
     pub fn skip_invalid_items<'de, D: ::serde::Deserializer<'de>, L: ItemList>(deserializer: D, member: &str) -> Result<L, D::Error> {
-        let value = <::serde_json::Value as ::serde::Deserialize>::deserialize(deserializer)?;
-        items_from_value(value, member).map_err(D::Error::custom)
+        items_from_held(Held::hold(deserializer)?, member).map_err(D::Error::custom)
     }
 
     /// Both markers: items that do not decode are dropped, and a value that is not an array
     /// becomes the default.
     pub fn tolerant_items<'de, D: ::serde::Deserializer<'de>, L: ItemList>(deserializer: D, member: &str) -> Result<L, D::Error> {
-        let value = <::serde_json::Value as ::serde::Deserialize>::deserialize(deserializer)?;
-        match items_from_value(value, member) {
+        match items_from_held(Held::hold(deserializer)?, member) {
             Ok(v) => Ok(v),
             Err(e) => {
                 tolerated(member, &e);

@@ -9,7 +9,7 @@
 //! returns, in one crossing with primitive arguments. The Kotlin layer's
 //! `ClientCore.receiveLine` is its only caller.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use acp_inject_core::client::Event;
@@ -25,6 +25,8 @@ thread_local! {
     /// Events that did not fit the caller's buffer, for [`acp_inject_take_spilled`] on the
     /// same thread.
     static SPILLED: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+    /// The buffer the events are serialized into, reused from line to line.
+    static WRITTEN: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
 }
 
 /// Applies one agent line (`line_len` bytes of UTF-8 at `line`; a trailing `\n` or `\r\n` is
@@ -64,17 +66,27 @@ pub unsafe extern "C" fn acp_inject_client_core_receive_into(
         Ok(events) => events,
         Err(_) => return PANICKED,
     };
-    let mut bytes = Vec::with_capacity(64 * events.len() + 4);
-    <Vec<Event> as uniffi::Lower<crate::UniFfiTag>>::write(events, &mut bytes);
-    if bytes.len() <= out.len() {
-        out[..bytes.len()].copy_from_slice(&bytes);
-        bytes.len() as i64
-    } else {
-        let n = bytes.len() as i64;
-        SPILLED.with(|s| *s.borrow_mut() = bytes);
-        -n
-    }
+    WRITTEN.with(|w| {
+        let mut bytes = w.take();
+        bytes.clear();
+        <Vec<Event> as uniffi::Lower<crate::UniFfiTag>>::write(events, &mut bytes);
+        let n = bytes.len();
+        if n <= out.len() {
+            out[..n].copy_from_slice(&bytes);
+            // Kept for the next line unless a rare large one grew it.
+            if bytes.capacity() <= KEPT_CAPACITY {
+                w.set(bytes);
+            }
+            n as i64
+        } else {
+            SPILLED.with(|s| *s.borrow_mut() = bytes);
+            -(n as i64)
+        }
+    })
 }
+
+/// The largest serialization buffer a thread keeps between lines.
+const KEPT_CAPACITY: usize = 64 << 10;
 
 /// Copies the events the last [`acp_inject_client_core_receive_into`] of this thread could
 /// not fit into `out` (`out_cap` bytes, at least what it asked for); returns the number of

@@ -198,6 +198,21 @@ pub struct MirrorSnapshot {
     pub tolerated: u64,
 }
 
+/// Where each message is in the transcript, one map per role, looked up by `&str` (an update
+/// builds no key to find its message).
+#[derive(Clone, Debug, Default, PartialEq)]
+struct Entries([HashMap<String, usize>; 3]);
+
+impl Entries {
+    fn get(&self, role: MessageRole, id: &str) -> Option<usize> {
+        self.0[role as usize].get(id).copied()
+    }
+
+    fn insert(&mut self, role: MessageRole, id: String, i: usize) {
+        self.0[role as usize].insert(id, i);
+    }
+}
+
 /// The mirror of one session. See the module docs.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -211,7 +226,7 @@ pub struct SessionMirror {
     usage: Option<Usage>,
     transcript: Vec<TranscriptEntry>,
     #[serde(skip)]
-    entries: HashMap<(MessageRole, String), usize>,
+    entries: Entries,
     violations: Vec<Violation>,
     agent_pending: Option<Vec<PendingInject>>,
     closed: bool,
@@ -228,7 +243,9 @@ impl SessionMirror {
     pub fn from_json(json: &str) -> Result<SessionMirror, serde_json::Error> {
         let mut m: SessionMirror = serde_json::from_str(json)?;
         m.by_message = m.items.iter().enumerate().filter_map(|(i, it)| it.message_id.as_ref().map(|id| (id.0.clone(), i))).collect();
-        m.entries = m.transcript.iter().enumerate().map(|(i, e)| ((e.role, e.message_id.0.clone()), i)).collect();
+        for (i, e) in m.transcript.iter().enumerate() {
+            m.entries.insert(e.role, e.message_id.0.clone(), i);
+        }
         Ok(m)
     }
 
@@ -295,7 +312,7 @@ impl SessionMirror {
             item.message_id = Some(id.clone());
             self.by_message.insert(id.0.clone(), i);
             // The insertion receipt and the update may arrive in either order.
-            if self.entries.contains_key(&(MessageRole::User, id.0)) {
+            if self.entries.get(MessageRole::User, &id.0).is_some() {
                 self.items[i].status = ItemStatus::Delivered;
             }
         }
@@ -362,13 +379,12 @@ impl SessionMirror {
     }
 
     fn entry(&mut self, role: MessageRole, id: &MessageId) -> usize {
-        let key = (role, id.0.clone());
-        if let Some(&i) = self.entries.get(&key) {
+        if let Some(i) = self.entries.get(role, &id.0) {
             return i;
         }
         self.transcript.push(TranscriptEntry { role, message_id: id.clone(), content: Vec::new() });
         let i = self.transcript.len() - 1;
-        self.entries.insert(key, i);
+        self.entries.insert(role, id.0.clone(), i);
         i
     }
 
@@ -407,7 +423,7 @@ impl SessionMirror {
             // C-MSG-2: the same operation as an `agent_message` upsert with `content: []`.
             SessionUpdate::AgentMessageClear(m) => {
                 let target = match &m.message_id {
-                    Some(id) => self.entries.get(&(MessageRole::Agent, id.0.clone())).copied(),
+                    Some(id) => self.entries.get(MessageRole::Agent, &id.0),
                     None => self.transcript.iter().rposition(|e| e.role == MessageRole::Agent),
                 };
                 if let Some(i) = target {
@@ -444,7 +460,7 @@ impl SessionMirror {
             Some(&i) => Some(i),
             // An item without an id yet (an agent that answers `{}`, or an answer still in
             // flight, or a mirror restored mid-send): bind the first with equal content.
-            None if !self.entries.contains_key(&(MessageRole::User, id.0.clone())) => {
+            None if self.entries.get(MessageRole::User, &id.0).is_none() => {
                 let found = self.items.iter().position(|it| {
                     matches!(it.status, ItemStatus::Pending | ItemStatus::Sending)
                         && it.message_id.is_none()

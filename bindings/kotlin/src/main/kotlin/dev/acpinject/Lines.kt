@@ -40,19 +40,34 @@ private class LineBuffers {
     var output: ByteBuffer = ByteBuffer.allocateDirect(16 shl 10)
     var outputAt = address(output)
 
-    /** Encodes [line] into [input]; returns its length in bytes. */
+    /**
+     * Encodes [line] into [input]; returns its length in bytes. `String.toByteArray` is the
+     * JDK's intrinsic (several times faster than a `CharsetEncoder` on the strings a pipe
+     * yields) but replaces a lone surrogate with `?`; so when the bytes hold a `?` at all
+     * (rare in agent lines) the line is encoded again strictly, which reports it.
+     */
     fun encode(line: String): Long {
-        if (line.length * 3L > input.capacity()) {
-            input = ByteBuffer.allocateDirect(line.length * 3)
-            inputAt = address(input)
-        }
+        val bytes = line.toByteArray(Charsets.UTF_8)
+        if (bytes.contains(QUESTION_MARK)) return encodeStrictly(line)
+        if (bytes.size > input.capacity()) grow(bytes.size)
+        input.clear()
+        input.put(bytes)
+        return bytes.size.toLong()
+    }
+
+    private fun encodeStrictly(line: String): Long {
+        if (line.length * 3L > input.capacity()) grow(line.length * 3)
         input.clear()
         encoder.reset()
-        val chars = CharBuffer.wrap(line)
-        val result = encoder.encode(chars, input, true)
+        val result = encoder.encode(CharBuffer.wrap(line), input, true)
         if (result.isError) result.throwException()
         encoder.flush(input)
         return input.position().toLong()
+    }
+
+    private fun grow(size: Int) {
+        input = ByteBuffer.allocateDirect(size)
+        inputAt = address(input)
     }
 
     fun growOutput(size: Int) {
@@ -62,6 +77,8 @@ private class LineBuffers {
 
     private fun address(b: ByteBuffer): Long = Pointer.nativeValue(Native.getDirectBufferPointer(b))
 }
+
+private const val QUESTION_MARK = '?'.code.toByte()
 
 private val lineBuffers = ThreadLocal.withInitial { LineBuffers() }
 

@@ -18,6 +18,7 @@ class LinesTest {
             """{"jsonrpc":"2.0","id":5,"result":{}}""",
             """{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"sess_1","update":{"sessionUpdate":"state_update","state":"running"}}}""",
             """{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"sess_1","update":{"sessionUpdate":"agent_message_chunk","messageId":"é","content":{"type":"text","text":"ünïcødé ✓ 🚀"}}}}""",
+            """{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"sess_1","update":{"sessionUpdate":"agent_message_chunk","messageId":"q","content":{"type":"text","text":"why? ¿ ✓"}}}}""",
         )
         benchClient().use { slow ->
             benchClient().use { fast ->
@@ -42,6 +43,8 @@ class LinesTest {
     @Test
     fun `a string that is not valid Unicode is InvalidInput, and the core is untouched`() = benchClient().use { c ->
         assertThrows<AcpException.InvalidInput> { c.receiveLine("{\"lone\": \"\uD800\"}") }
+        assertThrows<AcpException.InvalidInput> { c.receiveLine("{\"lone\": \"\uDC00?\"}") }
+        assertThrows<AcpException.InvalidInput> { c.receiveLine("{\"lone\": \"${"y".repeat(50_000)}\uD83D\"}") }
         assertEquals(0uL, c.ignoredLines())
         assertTrue(c.receiveLine("{not json").single() is Event.Ignored)
     }

@@ -15,8 +15,9 @@
  * (checked by hash): 100,000 lines of the update kinds v1 and v2 share in the same wire shape.
  * Ours does more than parse: each line is applied to the full client mirror and its typed
  * events come back to Kotlin. Every contender gets one line at a time, as a client reading a
- * pipe line by line would. Rounds interleave the contenders after two warm-up rounds; figures
- * are medians, garbage collection included (as a client would pay it).
+ * pipe line by line would. Rounds interleave the contenders after two warm-up rounds (the two
+ * rows through UniFFI's own convention come after, see `main`); figures are medians, garbage
+ * collection included (as a client would pay it).
  */
 package dev.acpinject.bench
 
@@ -138,9 +139,6 @@ fun main(args: Array<String>) {
 
     var sink = 0L // keeps the JIT from discarding decoded values
     val contenders = linkedMapOf<String, () -> Unit>(
-        "ours_line" to {
-            benchClient().use { c -> for (line in lines) sink += touch(c.receive(line)) }
-        },
         "ours_line_fast" to {
             benchClient().use { c -> for (line in lines) sink += touch(c.receiveLine(line)) }
         },
@@ -154,22 +152,34 @@ fun main(args: Array<String>) {
             benchClient().use { c -> sink += c.receiveText(blob).size }
         },
     )
+    // The two rows through UniFFI's own calling convention run after all the rounds above, in
+    // rounds of their own: every such call leaves JNA `Memory` behind, freed by JNA's cleaner
+    // thread for seconds after a collection. On two cores that thread took one from whichever
+    // contender ran next (receiveLine measured 2.5x slower right after them than alone).
     val calls = 20_000
-    val crossing = { repeat(calls) { sink += libraryVersion().length } }
+    val convention = linkedMapOf<String, () -> Unit>(
+        "ours_line" to {
+            benchClient().use { c -> for (line in lines) sink += touch(c.receive(line)) }
+        },
+        "crossing" to { repeat(calls) { sink += libraryVersion().length } },
+    )
 
-    val times = contenders.keys.associateWith { mutableListOf<Double>() } + ("crossing" to mutableListOf())
+    val times = (contenders.keys + convention.keys).associateWith { mutableListOf<Double>() }
     fun timed(body: () -> Unit): Double {
-        // Each contender starts on a collected heap: the garbage of the one before (UniFFI's
-        // convention allocates a lot) is not charged to it.
+        // Each contender starts on a collected heap: the garbage of the one before is not
+        // charged to it.
         System.gc()
         val t = System.nanoTime()
         body()
         return (System.nanoTime() - t) / 1e9
     }
-    repeat(2) { contenders.values.forEach { it() }; crossing() } // warm-up: JIT, JNA binding
+    repeat(2) { contenders.values.forEach { it() } } // warm-up: JIT, JNA binding
     repeat(rounds) {
         for ((name, body) in contenders) times.getValue(name) += timed(body)
-        times.getValue("crossing") += timed(crossing)
+    }
+    repeat(2) { convention.values.forEach { it() } }
+    repeat(rounds) {
+        for ((name, body) in convention) times.getValue(name) += timed(body)
     }
     val lps = times.filterKeys { it != "crossing" }.mapValues { n / median(it.value) }
     val crossingUs = median(times.getValue("crossing")) / calls * 1e6

@@ -16,8 +16,8 @@ gets from ``readline()``), and each call returns typed values:
 The stream holds the update kinds the official package's (v1) models and v2 share in the same
 wire shape (agent message, thought and user message chunks, tool call updates), so both sides
 accept every line (checked before measuring). Rounds interleave the contenders; figures are
-medians. The profile rows split our per-line cost: the call with nothing to do
-(``receive_line(b"")``: the crossing alone), decoding the typed events in Python from the bytes Rust returns, the same
+medians. The profile rows split our per-line cost: an ignored line (``receive_line(b"")``:
+the crossing, plus Rust's parse error and one small event; no line yields nothing), decoding the typed events in Python from the bytes Rust returns, the same
 ``feed`` on the runtime exactly as UniFFI generates it (without ``acp_inject._fastpath``), and
 the whole stream in one call (``receive_text``: no per-line crossing, events for every line).
 """

@@ -152,16 +152,16 @@ fun main(args: Array<String>) {
             benchClient().use { c -> sink += c.receiveText(blob).size }
         },
     )
-    // The two rows through UniFFI's own calling convention run after all the rounds above, in
-    // rounds of their own: every such call leaves JNA `Memory` behind, freed by JNA's cleaner
+    // The two rows through UniFFI's own calling convention run after all the rounds above, each
+    // in rounds of its own: every such call leaves JNA `Memory` behind, freed by JNA's cleaner
     // thread for seconds after a collection. On two cores that thread took one from whichever
     // contender ran next (receiveLine measured 2.5x slower right after them than alone).
     val calls = 20_000
     val convention = linkedMapOf<String, () -> Unit>(
+        "crossing" to { repeat(calls) { sink += libraryVersion().length } },
         "ours_line" to {
             benchClient().use { c -> for (line in lines) sink += touch(c.receive(line)) }
         },
-        "crossing" to { repeat(calls) { sink += libraryVersion().length } },
     )
 
     val times = (contenders.keys + convention.keys).associateWith { mutableListOf<Double>() }
@@ -177,9 +177,10 @@ fun main(args: Array<String>) {
     repeat(rounds) {
         for ((name, body) in contenders) times.getValue(name) += timed(body)
     }
-    repeat(2) { convention.values.forEach { it() } }
-    repeat(rounds) {
-        for ((name, body) in convention) times.getValue(name) += timed(body)
+    // One after the other, the crossing first: each pays for its own garbage only.
+    for ((name, body) in convention) {
+        repeat(2) { body() }
+        repeat(rounds) { times.getValue(name) += timed(body) }
     }
     val lps = times.filterKeys { it != "crossing" }.mapValues { n / median(it.value) }
     val crossingUs = median(times.getValue("crossing")) / calls * 1e6

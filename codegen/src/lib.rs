@@ -14,8 +14,9 @@
 //! 5. The `unions` module writes the tagged unions (tag-first streaming decode with an open `Other`
 //!    branch that keeps the raw object) and the open string enums, which typify cannot express.
 //!
-//! Callers: the `wire_types!` proc-macro (which the wire crate invokes) and `cargo xtask
-//! codegen` (which writes the formatted expansion and the protocol reference to `generated/`).
+//! Callers: `cargo xtask codegen` (which writes the formatted expansion into
+//! `crates/wire/src/generated.rs`, checked in, and the protocol reference into `generated/`) and
+//! the `wire_types!` proc-macro (the same expansion, for a crate that generates at build time).
 //!
 //! The renderers that are not Rust tokens, `docs` (the protocol reference) and `typescript`
 //! (the TypeScript package), use askama templates from `codegen/templates/`. They sit behind the

@@ -300,7 +300,10 @@ fn render_python(s: &mut String, py: &Value) {
             ),
             format!("{:.2}", us("generated_runtime_us")),
         ),
-        ("for comparison: the whole stream in one `receive_text` call (no per-line crossing), per line".to_owned(), format!("{:.2}", us("bulk_us"))),
+        (
+            "for comparison: the whole stream in one `receive_text` call (no per-line crossing), per line".to_owned(),
+            format!("{:.2}", us("bulk_us")),
+        ),
         ("for comparison: `json.loads` alone".to_owned(), format!("{:.2}", us("json_loads_us"))),
     ] {
         let _ = writeln!(s, "| {what} | {v} |");

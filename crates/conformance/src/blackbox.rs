@@ -58,6 +58,25 @@ fn delivered(v: &Value, id: &str) -> bool {
     update_is(v, "user_message") && v["params"]["update"]["messageId"] == json!(id)
 }
 
+/// Every `messageId` the agent named in what `a` read so far (updates and answers).
+fn message_ids(a: &Agent) -> BTreeSet<String> {
+    let named = |v: &Value| v["params"]["update"]["messageId"].as_str().or(v["result"]["messageId"].as_str()).map(str::to_owned);
+    a.seen.iter().filter_map(named).collect()
+}
+
+/// The updates that carry history (what a replay sends), as opposed to state and lists.
+const HISTORY_UPDATES: &[&str] = &[
+    "user_message",
+    "user_message_chunk",
+    "agent_message",
+    "agent_message_chunk",
+    "agent_thought",
+    "agent_thought_chunk",
+    "tool_call",
+    "tool_call_update",
+    "plan",
+];
+
 fn check(ok: bool, what: impl Into<String>) -> Result<(), String> {
     if ok {
         Ok(())
@@ -247,8 +266,12 @@ fn restart(s: &Suite) -> Result<(), String> {
     let at = b.seen.iter().position(|v| v["id"] == json!(2)).unwrap_or(0);
     let replayed = b.seen[..at].iter().any(|v| delivered(v, &m1) && v["params"]["update"]["content"] == text("first task"));
     check(replayed, "resume with replayFrom start replays the user_message, with its original id, before the answer")?;
+    let replayed_ids = message_ids(&b);
     let m2 = accept(&mut b, 3, "session/prompt", json!({ "sessionId": sid, "prompt": text("second task") }))?;
-    check(m2 != m1, "a new prompt gets an id the session never used")?;
+    check(
+        !replayed_ids.contains(&m2),
+        format!("a new prompt gets an id the session never used: {m2} is among the replayed {replayed_ids:?}"),
+    )?;
     b.until("the second turn end", |v| state_is(v, "idle"))?;
     b.drain_to_exit();
     s.validate(&b)?;
@@ -256,9 +279,13 @@ fn restart(s: &Suite) -> Result<(), String> {
     let mut c = s.start(400, Some(&store))?;
     c.send(req(1, "session/resume", json!({ "sessionId": sid, "cwd": "/tmp/project" })))?;
     c.result(1)?;
-    check(!c.seen.iter().any(|v| update_is(v, "user_message")), "resume without replayFrom replays nothing")?;
+    // A replay may not follow the answer either: look a while longer before the next request.
+    c.settle(300)?;
+    let history: Vec<&Value> = c.seen.iter().filter(|v| HISTORY_UPDATES.iter().any(|k| update_is(v, k))).collect();
+    check(history.is_empty(), format!("resume without replayFrom replays nothing: {history:?}"))?;
+    let used = &replayed_ids | &message_ids(&b);
     let m3 = accept(&mut c, 2, "session/prompt", json!({ "sessionId": sid, "prompt": text("long task") }))?;
-    check(m3 != m1 && m3 != m2, "ids never repeat across restarts")?;
+    check(!used.contains(&m3), format!("ids never repeat across restarts: {m3} is among {used:?}"))?;
     c.until("the turn to start", |v| state_is(v, "running"))?;
     c.send(req(3, "session/close", json!({ "sessionId": sid })))?;
     c.result(3)?;

@@ -71,14 +71,17 @@ impl Agent {
             if pred(&v) {
                 return Ok(v);
             }
-            if v["method"] == "session/request_permission" {
-                let allow =
-                    v["params"]["options"].as_array().and_then(|o| o.first()).map(|o| o["optionId"].clone()).unwrap_or(json!("allow"));
-                self.send(
-                    json!({ "jsonrpc": "2.0", "id": v["id"], "result": { "outcome": { "outcome": "selected", "optionId": allow } } }),
-                )?;
-            }
+            self.allow_permission(&v)?;
         }
+    }
+
+    /// Answers a permission request with its first option.
+    fn allow_permission(&mut self, v: &Value) -> Result<(), String> {
+        if v["method"] != "session/request_permission" {
+            return Ok(());
+        }
+        let allow = v["params"]["options"].as_array().and_then(|o| o.first()).map(|o| o["optionId"].clone()).unwrap_or(json!("allow"));
+        self.send(json!({ "jsonrpc": "2.0", "id": v["id"], "result": { "outcome": { "outcome": "selected", "optionId": allow } } }))
     }
 
     pub(crate) fn answer(&mut self, id: i64) -> Result<Value, String> {
@@ -97,11 +100,31 @@ impl Agent {
     pub(crate) fn drain_to_exit(&mut self) {
         self.stdin = None;
         let _ = self.child.wait();
-        for line in self.lines.try_iter().collect::<Vec<_>>() {
+        self.read_to_end();
+    }
+
+    /// Reads what is still in the pipe after the process ended, until the reader thread sees
+    /// the end of it (or, if something else holds the pipe open, for at most 5 s): the last
+    /// lines an agent writes before it exits are read too.
+    fn read_to_end(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while let Ok(line) = self.lines.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
             if let Ok(v) = serde_json::from_str(&line) {
                 self.seen.push(v);
             }
         }
+    }
+
+    /// Reads lines for `ms` milliseconds, or until the process's output ends (answering
+    /// permission requests, as [`Agent::until`] does).
+    pub(crate) fn settle(&mut self, ms: u64) -> Result<(), String> {
+        let deadline = Instant::now() + Duration::from_millis(ms);
+        while let Ok(line) = self.lines.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            let v: Value = serde_json::from_str(&line).map_err(|e| format!("the agent wrote a line that is not JSON: {line}: {e}"))?;
+            self.seen.push(v.clone());
+            self.allow_permission(&v)?;
+        }
+        Ok(())
     }
 
     /// The process's resident memory in KiB (Linux `/proc`), while it runs.
@@ -114,11 +137,7 @@ impl Agent {
     pub(crate) fn kill(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        for line in self.lines.try_iter().collect::<Vec<_>>() {
-            if let Ok(v) = serde_json::from_str(&line) {
-                self.seen.push(v);
-            }
-        }
+        self.read_to_end();
     }
 }
 

@@ -17,6 +17,9 @@ const UPDATES: &[&str] = &[
     r#"{"sessionUpdate":"state_update","state":"idle","stopReason":"end_turn","usage":{"totalTokens":12,"inputTokens":5,"outputTokens":7}}"#,
     r#"{"sessionUpdate":"user_message","messageId":"m_1","content":[{"type":"text","text":"go"},{"type":"image","data":17},{"type":"_x.dev/widget","size":3}]}"#,
     r#"{"sessionUpdate":"state_update","state":"running","_meta":7}"#,
+    // Inside an untagged union (serde buffers the resource first): `mimeType` and `_meta`
+    // are held as trees there.
+    r#"{"sessionUpdate":"agent_message_chunk","messageId":"a1","content":{"type":"resource","resource":{"uri":"file:///a","text":"x","mimeType":5,"_meta":7}}}"#,
     // The tag after the members: they are buffered as a tree before the variant decodes.
     r#"{"toolCallId":"t1","status":42,"content":[{"type":"content"},{"type":"content","content":{"type":"text","text":"ok"}}],"sessionUpdate":"tool_call_update"}"#,
 ];

@@ -1,0 +1,219 @@
+//! The input half of [`ClientConnection`]: what the agent writes, framed into lines, each
+//! answer routed by its id to the request that asked, each update by its `sessionId` to that
+//! session's mirror, and the agent's own requests surfaced or answered.
+
+use super::*;
+
+impl ClientConnection {
+    /// Feeds bytes the agent wrote, in any chunking (partial lines, several lines, CRLF).
+    pub fn receive_bytes(&mut self, chunk: &[u8]) {
+        let mut framer = std::mem::replace(&mut self.framer, LineFramer::new(0));
+        framer.push(chunk, |framed| self.framed(framed));
+        self.framer = framer;
+    }
+
+    /// The agent's output ended: a last line without a newline is still read.
+    pub fn finish(&mut self) {
+        let mut framer = std::mem::replace(&mut self.framer, LineFramer::new(0));
+        framer.finish(|framed| self.framed(framed));
+        self.framer = framer;
+    }
+
+    fn framed(&mut self, framed: Framed<'_>) {
+        match framed {
+            Framed::Line(bytes) => match std::str::from_utf8(bytes) {
+                Ok(line) => self.receive_line(line),
+                Err(e) => self.ignore(format!("a line that is not UTF-8: {e}")),
+            },
+            Framed::Oversized { len } => {
+                let limit = self.max_line_bytes;
+                self.ignore(format!("a line of more than {limit} bytes ({len} seen)"));
+            }
+        }
+    }
+
+    fn ignore(&mut self, detail: String) {
+        self.ignored += 1;
+        self.events.push_back(Event::Ignored { detail });
+    }
+
+    /// Applies one line from the agent.
+    pub fn receive_line(&mut self, line: &str) {
+        if line.len() > self.max_line_bytes {
+            return self.ignore(format!("a line of {} bytes, over the limit", line.len()));
+        }
+        let (parsed, tolerated) = collect_tolerated(|| jsonrpc::parse_agent_line(line));
+        match parsed {
+            Ok(AgentLine::Update(n)) => self.update(n, tolerated),
+            Ok(AgentLine::Other(Frame::Single(m))) => self.message(m),
+            Ok(AgentLine::Other(Frame::Batch(items))) => {
+                for item in items {
+                    match item {
+                        Ok(m) => self.message(m),
+                        Err(e) => self.ignore(e.to_string()),
+                    }
+                }
+            }
+            Err(e) => self.ignore(e.to_string()),
+        }
+    }
+
+    fn update(&mut self, n: UpdateSessionNotification, tolerated: Vec<String>) {
+        let session = n.session_id.0;
+        let Some(mirror) = self.sessions.get_mut(&session) else {
+            return self.ignore(format!("an update for session {session:?}, which is not open on this connection"));
+        };
+        let tolerated_count = tolerated.len();
+        mirror.count_tolerated(tolerated_count);
+        for e in mirror.apply(n.update) {
+            self.session_event(&session, e);
+        }
+        if tolerated_count > 0 {
+            self.session_event(&session, SessionEvent::Tolerated(tolerated));
+        }
+    }
+
+    fn message(&mut self, message: Incoming<'_>) {
+        match message {
+            Incoming::Response { id, outcome } => self.answered(id, outcome),
+            Incoming::Notification { method, params } if method == acp_inject_wire::methods::SESSION_UPDATE => {
+                let (decoded, tolerated) = collect_tolerated(|| jsonrpc::decode_params::<UpdateSessionNotification>(params));
+                match decoded {
+                    Ok(n) => self.update(n, tolerated),
+                    Err(e) => self.ignore(format!("a session/update that does not decode: {e}")),
+                }
+            }
+            Incoming::Notification { method, .. } => self.ignore(format!("a notification {method:?} this client does not handle")),
+            Incoming::Request { id, method, params } if method == acp_inject_wire::methods::SESSION_REQUEST_PERMISSION => {
+                match jsonrpc::decode_params::<RequestPermissionRequest>(params) {
+                    Ok(p) => {
+                        self.permissions.insert(id.clone(), p.session_id.0.clone());
+                        self.events.push_back(Event::PermissionRequested { request: id, params: Box::new(p) });
+                    }
+                    Err(e) => {
+                        self.outbox.push_back(jsonrpc::error_line(&id, &ErrorObject::invalid_params(&e.to_string())));
+                        self.ignore(format!("a session/request_permission that does not decode: {e}"));
+                    }
+                }
+            }
+            Incoming::Request { id, method, .. } => {
+                self.outbox.push_back(jsonrpc::error_line(&id, &ErrorObject::method_not_found()));
+                self.ignore(format!("an agent request {method:?} this client does not serve (answered -32601)"));
+            }
+        }
+    }
+
+    fn answered(&mut self, id: RequestId, outcome: Result<&RawValue, ErrorObject>) {
+        let Some(f) = self.in_flight.remove(&id) else {
+            return self.ignore(format!("an answer to request {id}, which this connection did not send or already saw answered"));
+        };
+        let outcome = match outcome {
+            Ok(raw) => match self.success(&f, raw) {
+                Ok(answer) => answer,
+                // A result that does not decode counts as a refusal.
+                Err(e) => {
+                    self.failure(&f);
+                    Answer::Failed(e)
+                }
+            },
+            Err(error) => {
+                self.failure(&f);
+                Answer::Failed(ProtocolError::from_error(&error))
+            }
+        };
+        self.events.push_back(Event::Answered { request: id, kind: f.flight.kind(), session_id: f.session, outcome });
+    }
+
+    fn success(&mut self, f: &InFlight, raw: &RawValue) -> Result<Answer, ProtocolError> {
+        let kind = f.flight.kind();
+        let invalid = |detail: String| ProtocolError {
+            code: acp_inject_wire::errors::INTERNAL_ERROR,
+            message: "Invalid result".into(),
+            reason: None,
+            message_id: None,
+            detail: Some(detail),
+        };
+        fn decode<T: DeserializeOwned>(kind: RequestKind, raw: &RawValue) -> Result<T, String> {
+            jsonrpc::decode(raw.get()).map_err(|e| format!("the agent's result for {kind:?} does not decode: {e}"))
+        }
+        let session = f.session.as_deref().unwrap_or_default().to_owned();
+        let mut events = Vec::new();
+        let answer = match &f.flight {
+            Flight::Initialize => {
+                let r: InitializeResponse = decode(kind, raw).map_err(invalid)?;
+                r.check().map_err(|e| invalid(format!("the agent's capabilities break a schema rule: {e}")))?;
+                self.agent = Some(r.clone());
+                Answer::Initialized(Box::new(r))
+            }
+            Flight::NewSession => {
+                let r: NewSessionResponse = decode(kind, raw).map_err(invalid)?;
+                self.open_session(&r.session_id.0, None);
+                Answer::SessionCreated { session_id: r.session_id.0 }
+            }
+            Flight::ListSessions => {
+                let r: ListSessionsResponse = decode(kind, raw).map_err(invalid)?;
+                Answer::Sessions { sessions: r.sessions, next_cursor: r.next_cursor }
+            }
+            Flight::Resume { .. } => {
+                if let Some(m) = self.sessions.get_mut(&session) {
+                    m.reopen();
+                }
+                Answer::Resumed
+            }
+            Flight::Accept { item, prompt } => {
+                let message_id = if *prompt {
+                    decode::<LenientPromptResponse>(kind, raw).map_err(invalid)?.message_id
+                } else {
+                    Some(decode::<InjectResponse>(kind, raw).map_err(invalid)?.message_id)
+                };
+                if let Some(m) = self.sessions.get_mut(&session) {
+                    events = m.accepted(*item, message_id.clone());
+                }
+                Answer::Accepted { message_id }
+            }
+            Flight::Revoke(i) => {
+                if let Some(m) = self.sessions.get_mut(&session) {
+                    events = m.revoked(*i);
+                }
+                Answer::Revoked
+            }
+            Flight::Replace(i, content) => {
+                if let Some(m) = self.sessions.get_mut(&session) {
+                    events = m.replaced(*i, content.clone());
+                }
+                Answer::Replaced
+            }
+            Flight::Close => {
+                if let Some(m) = self.sessions.get_mut(&session) {
+                    events = m.close();
+                }
+                Answer::Closed
+            }
+            Flight::Status => {
+                let r: SessionStatusResponse = decode(kind, raw).map_err(invalid)?;
+                Answer::Status { live: r.status == SessionStatus::Live }
+            }
+        };
+        for e in events {
+            self.session_event(&session, e);
+        }
+        Ok(answer)
+    }
+
+    fn failure(&mut self, f: &InFlight) {
+        let session = f.session.as_deref().unwrap_or_default().to_owned();
+        match &f.flight {
+            Flight::Accept { item, .. } => {
+                if let Some(m) = self.sessions.get_mut(&session) {
+                    for e in m.refused(*item) {
+                        self.session_event(&session, e);
+                    }
+                }
+            }
+            Flight::Resume { created: true } => {
+                self.sessions.remove(&session);
+            }
+            _ => {}
+        }
+    }
+}

@@ -188,6 +188,7 @@ impl SerializeFields for Unknown {
 #[doc(hidden)]
 pub mod __de {
     use ::serde::de::{DeserializeSeed, Error as _, IntoDeserializer, MapAccess};
+    use ::serde::Deserialize as _;
     use ::std::borrow::Cow;
 
     /// A map key or tag value, borrowed from the input when it has no escapes.
@@ -392,10 +393,6 @@ pub mod __de {
     }
 
     impl Held<'_> {
-        fn hold<'de, D: ::serde::Deserializer<'de>>(deserializer: D) -> Result<Held<'de>, D::Error> {
-            <Held<'de> as ::serde::Deserialize<'de>>::deserialize(deserializer)
-        }
-
         /// The value as `T`, or the value as a tree with the error that decoding it from the
         /// tree gives (the wording callers report). Text that does not decode is decoded once
         /// more from the tree, so the outcome is always that of the tree: a repeated member,
@@ -430,7 +427,7 @@ pub mod __de {
         D: ::serde::Deserializer<'de>,
         T: ::serde::de::DeserializeOwned + Default,
     {
-        match Held::hold(deserializer)?.decode::<T>().map_err(D::Error::custom)? {
+        match Held::deserialize(deserializer)?.decode::<T>().map_err(D::Error::custom)? {
             Decoded::Ok(v) => Ok(v),
             Decoded::Wrong(value, _) => {
                 tolerated(member, &located::<T>(&value));
@@ -531,13 +528,13 @@ pub mod __de {
     /// `x-deserialize-skip-invalid-items`: items that do not decode are dropped; a value that
     /// is not an array still fails.
     pub fn skip_invalid_items<'de, D: ::serde::Deserializer<'de>, L: ItemList>(deserializer: D, member: &str) -> Result<L, D::Error> {
-        items_from_held(Held::hold(deserializer)?, member).map_err(D::Error::custom)
+        items_from_held(Held::deserialize(deserializer)?, member).map_err(D::Error::custom)
     }
 
     /// Both markers: items that do not decode are dropped, and a value that is not an array
     /// becomes the default.
     pub fn tolerant_items<'de, D: ::serde::Deserializer<'de>, L: ItemList>(deserializer: D, member: &str) -> Result<L, D::Error> {
-        match items_from_held(Held::hold(deserializer)?, member) {
+        match items_from_held(Held::deserialize(deserializer)?, member) {
             Ok(v) => Ok(v),
             Err(e) => {
                 tolerated(member, &e);

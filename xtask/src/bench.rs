@@ -284,27 +284,28 @@ fn render_python(s: &mut String, py: &Value) {
     let _ = writeln!(s, "| what | µs/line |\n|---|---|");
     // The rest is a difference of medians measured apart: near zero it is within their noise.
     let rest = us("ours_line_us") - us("crossing_us") - us("decode_us");
-    let rest = if rest > 0.1 { format!("{rest:.2}") } else { format!("≈ 0 ({rest:.2}: within the noise of the subtraction)") };
+    let two = |v: f64| format!("{v:.2}");
+    let rest = if rest > 0.1 { two(rest) } else { format!("≈ 0 ({rest:.2}: within the noise of the subtraction)") };
     for (what, v) in [
         (
             "an ignored line, `receive_line(b\"\")`: the crossing, plus Rust's parse error and one small event decoded".to_owned(),
-            format!("{:.2}", us("crossing_us")),
+            two(us("crossing_us")),
         ),
-        ("for comparison: `feed(b\"\")`, the same through UniFFI's convention".to_owned(), format!("{:.2}", us("feed_crossing_us"))),
-        ("decoding the typed events in Python (from the bytes Rust returned)".to_owned(), format!("{:.2}", us("decode_us"))),
+        ("for comparison: `feed(b\"\")`, the same through UniFFI's convention".to_owned(), two(us("feed_crossing_us"))),
+        ("decoding the typed events in Python (from the bytes Rust returned)".to_owned(), two(us("decode_us"))),
         ("the rest (ours minus the two rows above): the line parsed and applied in Rust, the events encoded".to_owned(), rest),
         (
             format!(
                 "for comparison: the same `feed` on UniFFI's runtime as generated, without the package's fast paths ({:.2}× official)",
                 f(&py["ratio_generated_runtime"])
             ),
-            format!("{:.2}", us("generated_runtime_us")),
+            two(us("generated_runtime_us")),
         ),
         (
             "for comparison: the whole stream in one `receive_text` call (no per-line crossing), per line".to_owned(),
-            format!("{:.2}", us("bulk_us")),
+            two(us("bulk_us")),
         ),
-        ("for comparison: `json.loads` alone".to_owned(), format!("{:.2}", us("json_loads_us"))),
+        ("for comparison: `json.loads` alone".to_owned(), two(us("json_loads_us"))),
     ] {
         let _ = writeln!(s, "| {what} | {v} |");
     }

@@ -174,14 +174,24 @@ pub fn run(args: &Args) -> Result<(), Error> {
     let selected: Vec<Stage> =
         ALL.into_iter().filter(|s| (args.stages.is_empty() || args.stages.contains(s)) && !args.skip.contains(s)).collect();
     let started = Instant::now();
+    let target = crate::target_dir()?;
+    disk::announce(&target, &cache_dir());
     let mut rows = Vec::new();
     for (i, stage) in selected.iter().enumerate() {
         eprintln!("\n== [{}/{}] {}: {} ==", i + 1, selected.len(), stage.name(), describe(*stage));
         let t = Instant::now();
-        let row = stage.run();
+        let mut row = stage.run();
         let secs = t.elapsed().as_secs_f64();
+        let free = disk::available(&target);
+        if let (false, Some(bytes)) = (row.ok, free) {
+            if bytes < disk::NEARLY_FULL {
+                let full = format!("the disk is nearly full: {} free", human(bytes));
+                row.note = if row.note.is_empty() { full } else { format!("{full}; {}", row.note) };
+            }
+        }
         let note = if row.note.is_empty() { String::new() } else { format!(" ({})", row.note) };
-        eprintln!("-- {}: {} in {secs:.0} s{note}", stage.name(), if row.ok { "ok" } else { "FAILED" });
+        let free = free.map(|b| format!("; {} free", human(b))).unwrap_or_default();
+        eprintln!("-- {}: {} in {secs:.0} s{note}{free}", stage.name(), if row.ok { "ok" } else { "FAILED" });
         rows.push((*stage, row, secs));
     }
     print_summary(&rows, started.elapsed().as_secs_f64());
@@ -190,6 +200,64 @@ pub fn run(args: &Args) -> Result<(), Error> {
         Ok(())
     } else {
         Err(Error::msg(format!("{failed} stage(s) failed")))
+    }
+}
+
+/// Free disk space: said before the first stage and after each one, so a run that fills the
+/// disk says so instead of failing with scattered "No space left on device" errors.
+mod disk {
+    use std::path::Path;
+
+    use crate::process::human;
+
+    /// What a cold run of every stage writes (README, "Prerequisites"): into the cargo target
+    /// directory, and into the cache (most of it the Swift chroot).
+    pub const COLD_TARGET: u64 = 7 << 30;
+    pub const COLD_CACHE: u64 = 3 << 30;
+    /// Below this, a failed stage's note says the disk is nearly full.
+    pub const NEARLY_FULL: u64 = 512 << 20;
+
+    /// Bytes available to us on the file system that holds `path` (or its nearest existing
+    /// ancestor, for a directory not created yet); `None` when the system does not say.
+    pub fn available(path: &Path) -> Option<u64> {
+        path.ancestors().find(|p| p.exists()).and_then(|p| fs4::available_space(p).ok())
+    }
+
+    #[cfg(unix)]
+    fn same_file_system(a: &Path, b: &Path) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        let device = |p: &Path| p.ancestors().find_map(|p| std::fs::metadata(p).ok()).map(|m| m.dev());
+        device(a) == device(b)
+    }
+
+    /// Elsewhere, assume the worst: one file system.
+    #[cfg(not(unix))]
+    fn same_file_system(_: &Path, _: &Path) -> bool {
+        true
+    }
+
+    pub fn announce(target: &Path, cache: &Path) {
+        let (Some(t), Some(c)) = (available(target), available(cache)) else {
+            return eprintln!("disk: the free space of {} is unknown", target.display());
+        };
+        eprintln!(
+            "disk: {} free for the target directory ({}), {} for the cache ({}); \
+             a cold run writes about {} and {} there",
+            human(t),
+            target.display(),
+            human(c),
+            cache.display(),
+            human(COLD_TARGET),
+            human(COLD_CACHE)
+        );
+        // On one file system both figures are the same space, so the two needs add up.
+        let short = if same_file_system(target, cache) { t < COLD_TARGET + COLD_CACHE } else { t < COLD_TARGET || c < COLD_CACHE };
+        if short {
+            eprintln!(
+                "disk: warning: a cold run may not fit; what is already built or cached is reused, \
+                 so a warm run needs less"
+            );
+        }
     }
 }
 
@@ -230,7 +298,14 @@ fn libtest_summary(line: &str) -> Option<Counts> {
 }
 
 fn rust() -> Row {
-    let ran = match process::run(Command::new(crate::cargo()).args(["test", "--workspace", "--no-fail-fast"]), Echo::All) {
+    let mut cmd = Command::new(crate::cargo());
+    cmd.args(["test", "--workspace", "--no-fail-fast"]);
+    // The trybuild test (codegen/macro/tests/trybuild.rs) builds a project of its own, which
+    // does not inherit the workspace's profiles: with full debug info its dependencies take
+    // about 1.5 GB. The same value as the workspace's `profile.dev.debug`, so the workspace
+    // itself builds exactly as a plain `cargo test` would.
+    cmd.env("CARGO_PROFILE_DEV_DEBUG", "line-tables-only");
+    let ran = match process::run(&mut cmd, Echo::All) {
         Ok(ran) => ran,
         Err(e) => return Row::failed(e.to_string()),
     };
@@ -705,6 +780,15 @@ fn print_summary(rows: &[(Stage, Row, f64)], total: f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn free_space_is_read_for_a_directory_not_created_yet() {
+        let here = std::env::temp_dir();
+        let later = here.join("acp-inject-not-created").join("below");
+        let (now, then) = (disk::available(&here).expect("statvfs of the temp dir"), disk::available(&later));
+        // Same file system, read a moment apart: equal but for what others wrote meanwhile.
+        assert!(then.is_some_and(|b| b.abs_diff(now) < 1 << 30), "{now} vs {then:?}");
+    }
 
     #[test]
     fn reads_libtest_summaries() {

@@ -174,6 +174,14 @@ pub fn run(args: &Args) -> Result<(), Error> {
     let selected: Vec<Stage> =
         ALL.into_iter().filter(|s| (args.stages.is_empty() || args.stages.contains(s)) && !args.skip.contains(s)).collect();
     let started = Instant::now();
+    // Every cargo build below is not incremental, unless the caller says otherwise: this
+    // command builds each crate once per run, and incremental state was a quarter of a cold
+    // run's target directory (1.9 GB of 7.0 GB). Such builds are kept apart from incremental
+    // ones (a plain `cargo test` and this command do not rebuild each other's crates).
+    // Set while nothing else runs: no thread has been started yet.
+    if std::env::var_os("CARGO_INCREMENTAL").is_none() {
+        std::env::set_var("CARGO_INCREMENTAL", "0");
+    }
     let target = crate::target_dir()?;
     disk::announce(&target, &cache_dir());
     let mut rows = Vec::new();

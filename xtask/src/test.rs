@@ -220,8 +220,8 @@ mod disk {
 
     /// What a cold run of every stage writes (README, "Prerequisites"): into the cargo target
     /// directory, and into the cache (most of it the Swift chroot).
-    pub const COLD_TARGET: u64 = 7 << 30;
-    pub const COLD_CACHE: u64 = 3 << 30;
+    pub const COLD_TARGET: u64 = 5_300 << 20;
+    pub const COLD_CACHE: u64 = 3_300 << 20;
     /// Below this, a failed stage's note says the disk is nearly full.
     pub const NEARLY_FULL: u64 = 512 << 20;
 

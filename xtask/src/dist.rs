@@ -165,11 +165,7 @@ fn copy(from: &Path, to: &Path) -> Result<(), String> {
 /// The venv in the cache dir that holds the packaging tools (maturin, auditwheel, …),
 /// created on first use; `requirements` are pip-installed (a no-op once satisfied).
 pub fn tools_python(requirements: &[&str]) -> Result<PathBuf, String> {
-    let venv = crate::cache_dir().join("tools-venv");
-    let py = venv.join("bin/python");
-    if !py.exists() {
-        step(Command::new("python3").args(["-m", "venv"]).arg(&venv), "python3 -m venv")?;
-    }
+    let py = crate::pyenv::cached_venv(&crate::cache_dir().join("tools-venv")).map_err(|e| e.to_string())?;
     if !requirements.is_empty() {
         step(
             Command::new(&py).args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"]).args(requirements),

@@ -2,8 +2,8 @@
 //! directory (outside the repository), created on first use, with `bindings/python`
 //! (re)installed into it. Also: building a workspace binary.
 
-use std::path::PathBuf;
-use std::process::Command;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 
 use crate::process::{human, run_ok, size_of};
 use crate::Error;
@@ -16,11 +16,7 @@ use crate::Error;
 /// time, seconds afterwards); pip runs verbosely so that compilation shows as it happens.
 pub fn python_with_package(extras: &str) -> Result<PathBuf, Error> {
     let venv = crate::cache_dir().join("venv");
-    let py = venv.join("bin/python");
-    if !py.exists() {
-        eprintln!("installing: a Python venv at {} (first use only)", venv.display());
-        run_ok(Command::new("python3").args(["-m", "venv"]).arg(&venv))?;
-    }
+    let py = cached_venv(&venv)?;
     remove_develop_outputs()?;
     let before = size_of(&venv);
     let spec = format!("bindings/python{extras}");
@@ -36,6 +32,31 @@ pub fn python_with_package(extras: &str) -> Result<PathBuf, Error> {
     if after > before + (1 << 20) {
         eprintln!("installed: the venv grew from {} to {}", human(before), human(after));
     }
+    Ok(py)
+}
+
+/// The interpreter of the venv at `venv`, created on first use. A venv whose pip does not run
+/// (its creation was cut short: the disk filled, the run was killed) is removed and made
+/// again, so one interrupted run does not break every later one.
+pub fn cached_venv(venv: &Path) -> Result<PathBuf, Error> {
+    let py = venv.join("bin/python");
+    let pip_runs = || {
+        Command::new(&py)
+            .args(["-m", "pip", "--version"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if py.exists() && pip_runs() {
+        return Ok(py);
+    }
+    if venv.exists() {
+        eprintln!("removing the venv at {}: its pip does not run (an earlier creation was cut short)", venv.display());
+        std::fs::remove_dir_all(venv).map_err(|e| Error::write(venv, e))?;
+    }
+    eprintln!("installing: a Python venv at {} (first use only)", venv.display());
+    run_ok(Command::new("python3").args(["-m", "venv"]).arg(venv))?;
     Ok(py)
 }
 
@@ -61,4 +82,31 @@ fn remove_develop_outputs() -> Result<(), Error> {
 pub fn cargo_bin(package: &str, bin: &str) -> Result<PathBuf, Error> {
     run_ok(Command::new(crate::cargo()).args(["build", "-p", package, "--bin", bin]))?;
     Ok(crate::target_dir()?.join("debug").join(format!("{bin}{}", std::env::consts::EXE_SUFFIX)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A venv cut short before pip was installed is replaced by a working one, and a working
+    /// one is kept as it is.
+    #[test]
+    fn a_venv_without_a_working_pip_is_made_again() {
+        let dir = std::env::temp_dir().join(format!("acp-inject-venv-test-{}", std::process::id()));
+        let venv = dir.join("venv");
+        let _ = std::fs::remove_dir_all(&dir);
+        run_ok(Command::new("python3").args(["-m", "venv", "--without-pip"]).arg(&venv)).expect("python3 -m venv");
+        let marker = venv.join("cut-short");
+        std::fs::write(&marker, "").unwrap();
+
+        let py = cached_venv(&venv).expect("the venv is made again");
+        assert!(!marker.exists(), "the broken venv was kept");
+        let pip = Command::new(&py).args(["-m", "pip", "--version"]).output().unwrap();
+        assert!(pip.status.success(), "{}", String::from_utf8_lossy(&pip.stderr));
+
+        std::fs::write(&marker, "").unwrap();
+        assert_eq!(cached_venv(&venv).unwrap(), py);
+        assert!(marker.exists(), "a working venv was made again");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

@@ -30,6 +30,13 @@ fn copy_schemas() {
 #[test]
 fn ui() {
     copy_schemas();
+    // trybuild's project is a workspace of its own, so this workspace's profiles (no debug
+    // info for dependencies) do not reach it: with full debug info its build took about 1.5 GB.
+    // It runs cargo with this process's environment. Set while no other test reads the
+    // environment (the other test here only reads files).
+    if std::env::var_os("CARGO_PROFILE_DEV_DEBUG").is_none() {
+        std::env::set_var("CARGO_PROFILE_DEV_DEBUG", "false");
+    }
     let cases = trybuild::TestCases::new();
     cases.pass("tests/ui/pass/*.rs");
     cases.compile_fail("tests/ui/fail/*.rs");

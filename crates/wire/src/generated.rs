@@ -543,11 +543,20 @@ pub mod __de {
                 );
             }
         };
+        keep_valid_items(items.into_iter().map(Held::Value), member)
+    }
+    /// The items that decode, in order; each one dropped is reported with its index.
+    fn keep_valid_items<'de, L: ItemList>(
+        items: impl ExactSizeIterator<Item = Held<'de>>,
+        member: &str,
+    ) -> Result<L, ::serde_json::Error> {
         let mut out = Vec::with_capacity(items.len());
-        for (i, item) in items.into_iter().enumerate() {
-            match <L::Item as ::serde::Deserialize>::deserialize(item) {
-                Ok(v) => out.push(v),
-                Err(e) => tolerated(member, &format_args!("item {i} dropped: {e}")),
+        for (i, item) in items.enumerate() {
+            match item.decode::<L::Item>()? {
+                Decoded::Ok(v) => out.push(v),
+                Decoded::Wrong(_, e) => {
+                    tolerated(member, &format_args!("item {i} dropped: {e}"))
+                }
             }
         }
         Ok(L::from_items(out))
@@ -565,16 +574,7 @@ pub mod __de {
             Ok(items) => items,
             Err(_) => return items_from_value(::serde_json::from_str(&text)?, member),
         };
-        let mut out = Vec::with_capacity(items.len());
-        for (i, item) in items.into_iter().enumerate() {
-            match item.decode::<L::Item>()? {
-                Decoded::Ok(v) => out.push(v),
-                Decoded::Wrong(_, e) => {
-                    tolerated(member, &format_args!("item {i} dropped: {e}"))
-                }
-            }
-        }
-        Ok(L::from_items(out))
+        keep_valid_items(items.into_iter(), member)
     }
     /// `x-deserialize-skip-invalid-items`: items that do not decode are dropped; a value that
     /// is not an array still fails.

@@ -15,8 +15,10 @@
 //!    branch that keeps the raw object) and the open string enums, which typify cannot express.
 //!
 //! Callers: `cargo xtask codegen` (which writes the formatted expansion into
-//! `crates/wire/src/generated.rs`, checked in, and the protocol reference into `generated/`) and
-//! the `wire_types!` proc-macro (the same expansion, for a crate that generates at build time).
+//! `crates/wire/src/generated.rs`, checked in, its UniFFI declarations from [`ffi`] into
+//! `crates/ffi/src/wire.rs`, and the protocol reference and the TypeScript package into
+//! `generated/`) and the `wire_types!` proc-macro (the same expansion, for a crate that
+//! generates at build time).
 //!
 //! The renderers that are not Rust tokens, `docs` (the protocol reference) and `typescript`
 //! (the TypeScript package), use askama templates from `codegen/templates/`. They sit behind the

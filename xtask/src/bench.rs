@@ -107,8 +107,8 @@ const FINDINGS: &str = "
   is faster than our mirror through JNA (the String is encoded to UTF-8 and copied across JNA
   before Rust parses it, and every line is applied to the mirror).
 - **Remains: cache effects with 100k pending.** Replace at 100,000 pending runs at about 0.6×
-  its 1,000-pending rate: the maps outgrow the CPU caches. The cost per operation stays
-  O(1) / O(log n).
+  its 1,000-pending rate: the id index and the slab of pending injects outgrow the CPU
+  caches. The cost per operation stays O(1).
 ";
 
 fn cmd(program: &str, args: &[&str]) -> String {

@@ -167,9 +167,207 @@ fn documents_named(files: &[Tracked]) -> Vec<Finding> {
     findings
 }
 
+/// The tracked files and every directory above one, to look a named path up in.
+struct Tree {
+    files: BTreeSet<String>,
+    dirs: BTreeSet<String>,
+}
+
+impl Tree {
+    fn of(files: &[Tracked]) -> Tree {
+        let mut dirs = BTreeSet::new();
+        for f in files {
+            let mut at = 0;
+            while let Some(slash) = f.path[at..].find('/') {
+                dirs.insert(f.path[..at + slash].to_owned());
+                at += slash + 1;
+            }
+        }
+        Tree { files: files.iter().map(|f| f.path.clone()).collect(), dirs }
+    }
+
+    /// A tracked file, or a directory that holds one.
+    fn has(&self, path: &str) -> bool {
+        let path = path.trim_end_matches('/');
+        self.files.contains(path) || self.dirs.contains(path)
+    }
+
+    /// The crate a file belongs to: the nearest directory above it, below the root, that holds
+    /// a package manifest, when that manifest is a `Cargo.toml` (the TypeScript template in
+    /// `codegen/templates/typescript` is a package of its own, not part of the codegen crate).
+    fn crate_of<'a>(&self, file: &'a str) -> Option<&'a str> {
+        const MANIFESTS: [&str; 5] = ["Cargo.toml", "package.json", "pyproject.toml", "pom.xml", "Package.swift"];
+        let mut dir = file;
+        while let Some((parent, _)) = dir.rsplit_once('/') {
+            if let Some(manifest) = MANIFESTS.iter().find(|m| self.files.contains(&format!("{parent}/{m}"))) {
+                return (*manifest == "Cargo.toml").then_some(parent);
+            }
+            dir = parent;
+        }
+        None
+    }
+
+    /// The top-level directories: a path that starts with one of them (`crates/`, `.ci/`) is
+    /// read as a path from the repository root.
+    fn top_level(&self) -> impl Iterator<Item = &str> {
+        self.dirs.iter().map(String::as_str).filter(|d| !d.contains('/'))
+    }
+}
+
+/// The parts of a file a reader takes for documentation, each with its 1-based line number:
+/// every line of a Markdown file, and the comments (doc comments or not) of Rust, Kotlin,
+/// Swift and Python sources: `//` to the end of the line, `/* … */` blocks, Python `#`
+/// comments and triple-quoted strings (docstrings). A `//` or `#` inside a string literal is
+/// taken for a comment too; what follows it is rarely a path, and the rules below only read
+/// paths.
+fn doc_text(path: &str, text: &str) -> Vec<(usize, String)> {
+    let ext = path.rsplit_once('.').map_or("", |(_, e)| e);
+    let mut out = Vec::new();
+    let mut in_block = false;
+    for (i, line) in text.lines().enumerate() {
+        let n = i + 1;
+        match ext {
+            "md" => out.push((n, line.to_owned())),
+            "rs" | "kt" | "kts" | "swift" => {
+                if in_block {
+                    out.push((n, line.to_owned()));
+                    in_block = !line.contains("*/");
+                } else if let Some(at) = line.find("//") {
+                    out.push((n, line[at..].to_owned()));
+                } else if let Some(at) = line.find("/*") {
+                    out.push((n, line[at..].to_owned()));
+                    in_block = !line[at..].contains("*/");
+                }
+            }
+            "py" | "pyi" => {
+                let quotes = line.matches("\"\"\"").count();
+                if in_block || quotes > 0 {
+                    out.push((n, line.to_owned()));
+                } else if let Some(at) = line.find('#') {
+                    out.push((n, line[at..].to_owned()));
+                }
+                in_block ^= quotes % 2 == 1;
+            }
+            _ => return Vec::new(),
+        }
+    }
+    out
+}
+
+/// Whether a named path is a placeholder or a pattern rather than one file: a glob, a
+/// `<name>`, `{a,b}` or `$VAR` part, an elided `…` part, or an all-capitals part without a
+/// file ending (`DIR`, `ABSOLUTE/PATH`; `README.md` is a file).
+fn is_placeholder(path: &str) -> bool {
+    path.contains(['*', '<', '>', '{', '}', '$', '…', '?'])
+        || path.split('/').any(|part| part.len() > 1 && part.chars().all(|c| c.is_ascii_uppercase() || c == '_'))
+}
+
+/// File endings that make a backquoted relative path (`src/replay.rs`) a file name rather than
+/// a method (`session/prompt`) or a media type.
+const FILE_ENDINGS: &[&str] = &[".rs", ".py", ".pyi", ".kt", ".swift", ".md", ".json", ".toml", ".ts", ".sh", ".h", ".xml"];
+
+/// Paths the documentation names are files or directories of the repository (`git ls-files`):
+///
+/// - a path from the root (starting with a top-level directory: `crates/core/README.md`,
+///   `.ci/run`), anywhere in a Markdown file or a source comment, backquoted or not;
+/// - a relative Markdown link target (`[rules](../rules.md)`), from the file's directory;
+/// - a backquoted relative path with a file ending (`` `src/replay.rs` ``): it resolves from
+///   the file's directory; else, in a crate's Markdown (its README), from the crate's root,
+///   the way crates.io shows it; else, anywhere else, some tracked file ends with it. That
+///   last is weaker (the text around it says which crate it means, a README at the root naming
+///   `src/replay.rs` of `crates/conformance`), but it still catches a file that was deleted
+///   or renamed.
+///
+/// URLs, `#anchors`, placeholders and patterns ([`is_placeholder`]) are not paths, and neither
+/// is anything git ignores (`made_at_run_time`: `fuzz/target`, `dist/`, the Python package's
+/// native library), which builds and commands create and a clone does not have.
+fn paths_named(files: &[Tracked], made_at_run_time: &dyn Fn(&str) -> bool) -> Vec<Finding> {
+    let tree = Tree::of(files);
+    let tops: Vec<String> = tree.top_level().map(|d| format!("{d}/")).collect();
+    let ends = |c: char| c.is_whitespace() || "\"'`()[]|,;".contains(c);
+    let clean = |p: &str| p.split('#').next().unwrap_or_default().trim_end_matches(['.', ':']).to_owned();
+    let nowhere =
+        |verb: &str, path: &str| (path.to_owned(), format!("{verb} `{path}`, which is not a file or directory of this repository"));
+    let mut findings = Vec::new();
+    for file in files {
+        let Some(text) = file.text.as_deref() else { continue };
+        let markdown = file.path.ends_with(".md");
+        for (n, line) in doc_text(&file.path, text) {
+            // (the path as named or resolved, what the finding says about it)
+            let mut missing: Vec<(String, String)> = Vec::new();
+            for top in &tops {
+                for (at, _) in line.match_indices(top.as_str()) {
+                    let before = line[..at].chars().next_back();
+                    if before.is_some_and(|c| c.is_ascii_alphanumeric() || "_.-/~$:@".contains(c)) {
+                        continue; // the middle of a longer path, a URL or a `$VAR/` expansion
+                    }
+                    let path = clean(line[at..].split(ends).next().unwrap_or_default());
+                    if !is_placeholder(&path) && !tree.has(&path) {
+                        missing.push(nowhere("names", &path));
+                    }
+                }
+            }
+            if markdown {
+                for (at, _) in line.match_indices("](") {
+                    let target = clean(line[at + 2..].split([')', ' ']).next().unwrap_or_default());
+                    if target.is_empty() || target.contains(':') || is_placeholder(&target) {
+                        continue; // an anchor in the same file, a URL, `mailto:`
+                    }
+                    // Above the root: the rule `no_paths_outside_the_repository` reports it.
+                    let Some(parts) = resolve_from(&file.path, &target) else { continue };
+                    let resolved = parts.join("/");
+                    if !tree.has(&resolved) {
+                        missing.push(nowhere("links to", &resolved));
+                    }
+                }
+            }
+            for span in line.split('`').skip(1).step_by(2) {
+                let relative = span.contains('/')
+                    && !span.starts_with('/')
+                    && !tops.iter().any(|t| span.starts_with(t.as_str()))
+                    && span.chars().all(|c| c.is_ascii_alphanumeric() || "_-./".contains(c))
+                    && FILE_ENDINGS.iter().any(|e| span.ends_with(e));
+                if !relative {
+                    continue;
+                }
+                if resolve_from(&file.path, span).is_some_and(|parts| tree.has(&parts.join("/"))) {
+                    continue;
+                }
+                let plain = span.trim_start_matches("./");
+                match tree.crate_of(&file.path).filter(|_| markdown) {
+                    Some(krate) if !tree.has(&format!("{krate}/{plain}")) => {
+                        missing.push((span.to_owned(), format!("names `{span}`, which is not a file of its crate ({krate}/{plain})")));
+                    }
+                    None if !tree.files.iter().any(|f| f.ends_with(&format!("/{plain}"))) => missing.push(nowhere("names", span)),
+                    _ => {}
+                }
+            }
+            for (path, message) in missing {
+                if !made_at_run_time(&path) {
+                    findings.push(Finding { path: file.path.clone(), line: n, message });
+                }
+            }
+        }
+    }
+    findings
+}
+
+/// Whether git ignores a path: the build, the tests or a command make it, and it is never
+/// tracked (`fuzz/target/`, `dist/`, what `maturin develop` writes into the Python package).
+fn ignored_by_git(path: &str) -> bool {
+    let mut git = std::process::Command::new("git");
+    git.arg("-C").arg(crate::root()).args(["check-ignore", "-q", "--no-index", "--", path]);
+    git.status().expect("git check-ignore runs").success()
+}
+
+/// Documents and paths that docs and comments name exist: a `Foo.md` named alone
+/// ([`documents_named`]), and repository paths and relative links ([`paths_named`]).
 #[test]
 fn documents_named_exist() {
-    report("documents_named_exist", documents_named(&tracked()));
+    let files = tracked();
+    let mut findings = documents_named(&files);
+    findings.extend(paths_named(&files, &ignored_by_git));
+    report("documents_named_exist", findings);
 }
 
 /// The member names of `v` (when it is an object), as `what`.
@@ -378,6 +576,39 @@ fn the_rules_catch_what_they_should() {
     assert_eq!(
         docs.iter().map(|f| f.message.as_str()).collect::<Vec<_>>(),
         ["names `RULES.md`, which is not a file of this repository"]
+    );
+
+    let named = paths_named(
+        &[
+            file("crates/core/src/lib.rs", "//! See `crates/core/src/gone.rs`, crates/core/src/lib.rs and crates/core/src.\nlet p = \"crates/x\";"),
+            file("crates/conformance/src/replay.rs", "/* crates/old/x.rs\n   `tests/vectors.rs` */ code(); // crates/core/, fuzz/target/debug"),
+            file("crates/conformance/tests/vectors.rs", "// `src/replay.rs`, `src/gone.rs`, `agent/x.json` (vectors), `session/prompt`"),
+            file("bindings/python/bench/b.py", "\"\"\"Stream of bindings/python/bench/gone.py.\n\nbindings/python/bench/b.py\"\"\"\nx = 'crates/code'  # crates/nope"),
+            file("spec/vectors/agent/x.json", "{\"cwd\": \"crates/not-a-doc\"}"),
+            file(
+                "spec/README.md",
+                "[r](rules.md) [v](vectors/README.md#top) [gone](../crates/gone.md) [a](#anchor) [u](https://h/crates/x) \
+                 `crates/*/src` `spec/vectors/DIR` `crates/<name>` `generated/kotlin/…/x.kt` `$ROOT/crates/x` see crates/core/src/lib.rs.",
+            ),
+            file("spec/rules.md", "x"),
+            file("spec/vectors/README.md", "x"),
+            file("fuzz/Cargo.toml", "x"),
+            file("crates/core/Cargo.toml", "x"),
+            file("crates/core/README.md", "The crate docs (`src/lib.rs`); coverage: `tests/vectors.rs`."),
+        ],
+        &|p| p.starts_with("fuzz/target"),
+    );
+    assert_eq!(
+        named.iter().map(|f| (f.path.as_str(), f.line, f.message.split(", which").next().unwrap_or_default())).collect::<Vec<_>>(),
+        [
+            ("crates/core/src/lib.rs", 1, "names `crates/core/src/gone.rs`"),
+            ("crates/conformance/src/replay.rs", 1, "names `crates/old/x.rs`"),
+            ("crates/conformance/tests/vectors.rs", 1, "names `src/gone.rs`"),
+            ("bindings/python/bench/b.py", 1, "names `bindings/python/bench/gone.py`"),
+            ("bindings/python/bench/b.py", 4, "names `crates/nope`"),
+            ("spec/README.md", 1, "links to `crates/gone.md`"),
+            ("crates/core/README.md", 1, "names `tests/vectors.rs`"),
+        ]
     );
 
     let methods: BTreeSet<String> = ["session/prompt".to_owned()].into();

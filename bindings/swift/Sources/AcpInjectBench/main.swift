@@ -2,9 +2,10 @@
 //
 //     ACP_INJECT_CARGO_PROFILE=release bindings/swift/swiftw run -c release AcpInjectBench [--lines 100000] [--repeat 5]
 //
-// Applies the recorded 100,000-line stream (the generator of
-// bindings/python/bench/bench_mirror.py) to a fresh `ClientCore` with session s1 open and
-// reports, as the median of `--repeat` runs after one warm-up run in the same process:
+// Applies the recorded 100,000-line stream (`RecordedStream.lines`, from
+// bindings/swift/Sources/RecordedStream/RecordedStream.swift) to a fresh `ClientCore` with
+// session s1 open and reports, as the median of `--repeat` runs after one warm-up run in the
+// same process:
 // - per line: one `receive(line:)` crossing per line, each returning that line's events as
 //   Swift values (what a client reading its agent line by line pays);
 // - per read: the stream in 64 KiB `Data` chunks through `receiveBytes` (what the async

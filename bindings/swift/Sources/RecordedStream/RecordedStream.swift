@@ -1,6 +1,9 @@
-// The recorded mixed stream of agent lines every language's benchmark uses (the generator of
-// bindings/python/bench/bench_mirror.py): per turn a user message, `running`, 40 agent message
-// chunks with a tool call (two updates) every 10 chunks, and `idle` with usage.
+// The recorded mixed stream of agent lines the Swift benchmark (`AcpInjectBench`) and
+// `ClientMirrorTests` use: per turn a user message, `running`, 40 agent message chunks with a
+// tool call (two updates) every 10 chunks, and `idle` with usage. It was ported from a Python
+// mirror benchmark that has since been removed; this file is now its only definition (the
+// Python and Kotlin per-line benchmarks use another stream, `shared_stream` of
+// bindings/python/bench/bench_per_line.py).
 import Foundation
 
 public enum RecordedStream {

@@ -11,7 +11,7 @@
  * `JsonRpcNotification`) and then decodes `params` with the method's serializer: exactly what
  * this bench calls per line.
  *
- * The stream is the generator of bindings/python/bench/bench_vs_official.py, byte for byte
+ * The stream is `shared_stream` of bindings/python/bench/bench_per_line.py, byte for byte
  * (checked by hash): 100,000 lines of the update kinds v1 and v2 share in the same wire shape.
  * Ours does more than parse: each line is applied to the full client mirror and its typed
  * events come back to Kotlin. Every contender gets one line at a time, as a client reading a
@@ -43,7 +43,7 @@ import kotlinx.serialization.json.put
 import java.io.File
 import java.security.MessageDigest
 
-/** The stream of bench_vs_official.py's `shared_stream(n)`, with Python's `json.dumps` spacing. */
+/** The stream of bench_per_line.py's `shared_stream(n)`, with Python's `json.dumps` spacing. */
 fun sharedStream(n: Int): List<String> {
     val words = "the parser now streams tokens instead of buffering whole files lexer tests pass".split(" ")
     val lines = ArrayList<String>(n)
@@ -66,7 +66,7 @@ fun sharedStream(n: Int): List<String> {
     return lines
 }
 
-/** sha256 of `"\n".join(shared_stream(100000)) + "\n"` as the Python bench builds it. */
+/** sha256 of the 100,000 newline-terminated lines of the Python bench's `shared_stream(100000)`, joined. */
 const val PYTHON_STREAM_SHA256 = "bbdb2d0814265f5fc8463194b43d86bc9b55f6b7d87170ff6e3edd5e26e742dd"
 
 private val sessionUpdateMethod = AcpMethod.ClientMethods.SessionUpdate
@@ -134,7 +134,7 @@ fun main(args: Array<String>) {
     val lines = sharedStream(n)
     val blob = lines.joinToString("\n") + "\n"
     val bytes = blob.toByteArray()
-    if (n == 100_000) check(streamSha256(bytes) == PYTHON_STREAM_SHA256) { "the stream differs from bench_vs_official.py's" }
+    if (n == 100_000) check(streamSha256(bytes) == PYTHON_STREAM_SHA256) { "the stream differs from bench_per_line.py's" }
     checkBothAccept(lines)
 
     var sink = 0L // keeps the JIT from discarding decoded values

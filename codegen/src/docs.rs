@@ -6,7 +6,7 @@
 use askama::Template;
 use serde_json::Value;
 
-use crate::model::{DefKind, Spec};
+use crate::model::{Body, DefKind, Spec};
 use crate::Error;
 
 /// One row of a members table.
@@ -61,9 +61,9 @@ pub fn render(schema_text: &str, examples: &[(String, String)]) -> Result<String
     let mut updates = Vec::new();
     if let Some(DefKind::TaggedUnion(u)) = spec.def("SessionUpdate").map(|d| &d.kind) {
         for v in &u.variants {
-            let schema = match &v.inline {
-                Some(s) => s.clone(),
-                None => spec.def(&v.body).map(|d| d.schema.clone()).unwrap_or(Value::Null),
+            let schema = match &v.body {
+                Body::Inline(s) => s.clone(),
+                _ => spec.def(v.body_name()).map(|d| d.schema.clone()).unwrap_or(Value::Null),
             };
             let mut description = v.description.clone().unwrap_or_default();
             if !v.aliases.is_empty() {
@@ -89,13 +89,13 @@ pub fn render(schema_text: &str, examples: &[(String, String)]) -> Result<String
             DefKind::StringEnum(e) => {
                 let values: Vec<String> = e.values.iter().map(|(v, _)| v.clone()).collect();
                 description.push_str(&format!(" Values: {}", quoted(&values)));
-                if e.open.is_some() {
+                if e.is_open() {
                     description.push_str(", or any other string (open)");
                 }
                 description.push('.');
             }
             DefKind::TaggedUnion(u) => {
-                let values: Vec<String> = u.variants.iter().map(|v| format!("{} ({})", v.value, v.body)).collect();
+                let values: Vec<String> = u.variants.iter().map(|v| format!("{} ({})", v.value, v.body_name())).collect();
                 description.push_str(&format!(" Tagged by `{}`: {}.", u.tag, values.join(", ")));
             }
             _ => {}

@@ -2,7 +2,8 @@
 //!
 //! The pipeline, in order:
 //! 1. [`model`] reads the schema and classifies each definition (plain types, tagged unions,
-//!    string enums, hand-written envelope types).
+//!    string enums, hand-written envelope types). It is the one reading of the schema: xtask's
+//!    upstream-diff and the wire crate's drift test read schemas with it too.
 //! 2. A pre-pass prepares the plain definitions and the synthesised union bodies for typify
 //!    0.8: `const` becomes a one-value `enum` (typify drops `const`), `if`/`then` is dropped
 //!    (it is validation only), `$defs` references become `definitions` references, and types
@@ -37,7 +38,7 @@ use proc_macro2::TokenStream;
 use quote::quote;
 use serde_json::{Map, Value};
 
-use model::{DefKind, Spec, DEFS};
+use model::{Body, DefKind, Spec, DEFS};
 
 /// What went wrong while generating.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -86,10 +87,10 @@ pub fn generate(schema_text: &str) -> Result<TokenStream, Error> {
                 settings.with_replacement(&def.name, &def.name, std::iter::empty());
                 typify_defs.push((def.name.clone(), to_schemars(&def.name, &Value::Object(Map::new()))?));
                 for v in &u.variants {
-                    if let Some(body) = &v.inline {
+                    if let Body::Inline(body) = &v.body {
                         let prepared = prepare(body, &inline);
-                        structs.push((v.body.clone(), with_inline_markers(body, &inline)));
-                        typify_defs.push((v.body.clone(), to_schemars(&v.body, &prepared)?));
+                        structs.push((v.body_name().to_owned(), with_inline_markers(body, &inline)));
+                        typify_defs.push((v.body_name().to_owned(), to_schemars(v.body_name(), &prepared)?));
                     }
                 }
             }

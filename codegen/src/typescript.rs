@@ -40,7 +40,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use askama::Template;
 use serde_json::{Map, Value};
 
-use crate::model::{schema_err, DefKind, Spec, StringEnum, TaggedUnion, DEFS};
+use crate::model::{schema_err, Body, DefKind, Enumeration, Spec, TaggedUnion, DEFS};
 use crate::Error;
 
 /// The TypeScript compiler the package is built and checked with (npm, pinned exactly).
@@ -455,7 +455,7 @@ impl Builder<'_> {
                 name: ty_name,
                 doc,
                 values: e.values.iter().map(|(v, d)| (json_string(v), d.clone().unwrap_or_default())).collect(),
-                open: e.open.is_some(),
+                open: e.is_open(),
             }),
             DefKind::TaggedUnion(u) => Decl::Union(self.union_decl(name, &doc, u)?),
             _ if is_object(&def.schema) => Decl::Interface(self.interface(&ty_name, &doc, &def.schema)?),
@@ -469,15 +469,15 @@ impl Builder<'_> {
         for v in &u.variants {
             let vdoc = v.description.clone().unwrap_or_default();
             let literal = json_string(&v.value);
-            match &v.inline {
-                Some(body) => {
-                    bodies.push(self.interface(&v.body, &vdoc, body)?);
-                    variants.push(UnionVariant { literal, body: v.body.clone() });
+            match &v.body {
+                Body::Inline(body) => {
+                    bodies.push(self.interface(v.body_name(), &vdoc, body)?);
+                    variants.push(UnionVariant { literal, body: v.body_name().to_owned() });
                 }
-                None => variants.push(UnionVariant { literal, body: ts_name(&v.body) }),
+                _ => variants.push(UnionVariant { literal, body: ts_name(v.body_name()) }),
             }
         }
-        Ok(Union { name: ts_name(name), doc: doc.to_owned(), tag: u.tag.clone(), bodies, variants, open: u.open })
+        Ok(Union { name: ts_name(name), doc: doc.to_owned(), tag: u.tag.clone(), bodies, variants, open: u.is_open() })
     }
 
     fn interface(&self, name: &str, doc: &str, schema: &Value) -> Result<Interface, Error> {
@@ -575,9 +575,9 @@ impl Builder<'_> {
         Ok(())
     }
 
-    fn enum_decoder(&self, ty: &str, e: &StringEnum) -> (String, Option<DecoderExtra>) {
+    fn enum_decoder(&self, ty: &str, e: &Enumeration) -> (String, Option<DecoderExtra>) {
         let values: Vec<String> = e.values.iter().map(|(v, _)| v.clone()).collect();
-        let expr = format!("d.stringEnum<T.{ty}>({}, {ty}Values, {})", json_string(ty), e.open.is_some());
+        let expr = format!("d.stringEnum<T.{ty}>({}, {ty}Values, {})", json_string(ty), e.is_open());
         (expr, Some(DecoderExtra::Enum { name: ty.to_owned(), values }))
     }
 
@@ -586,13 +586,14 @@ impl Builder<'_> {
         let mut variants = Vec::new();
         let mut aliases = Vec::new();
         for v in &u.variants {
-            let decoder = match &v.inline {
-                Some(body) => {
-                    let expr = self.struct_decoder(&v.body, &v.body, body)?;
-                    self.decoders.push(DecoderDecl { constant: format!("{}$", v.body), ty: v.body.clone(), expr, extra: None });
-                    format!("{}$", v.body)
+            let body = v.body_name();
+            let decoder = match &v.body {
+                Body::Inline(schema) => {
+                    let expr = self.struct_decoder(body, body, schema)?;
+                    self.decoders.push(DecoderDecl { constant: format!("{body}$"), ty: body.to_owned(), expr, extra: None });
+                    format!("{body}$")
                 }
-                None => self.reference(&v.body)?,
+                _ => self.reference(body)?,
             };
             variants.push(format!("{}: {decoder}", json_string(&v.value)));
             for a in &v.aliases {
@@ -605,13 +606,13 @@ impl Builder<'_> {
             json_string(&ty),
             json_string(&u.tag),
             variants.join(",\n    "),
-            u.open
+            u.is_open()
         );
         let extra = DecoderExtra::Union {
             name: ty.clone(),
             tag: json_string(&u.tag),
             values: u.variants.iter().map(|v| v.value.clone()).collect(),
-            open: u.open,
+            open: u.is_open(),
         };
         Ok((expr, Some(extra)))
     }

@@ -18,7 +18,7 @@
 use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
 
-use crate::model::{DefKind, Spec, StringEnum, TaggedUnion};
+use crate::model::{DefKind, Enumeration, Spec, TaggedUnion};
 
 pub fn generate(spec: &Spec) -> TokenStream {
     let mut out = TokenStream::new();
@@ -49,7 +49,7 @@ fn tagged_union(name: &str, doc: &str, u: &TaggedUnion) -> TokenStream {
     let ty = format_ident!("{name}");
     let tag = &u.tag;
     let idents: Vec<Ident> = u.variants.iter().map(|v| format_ident!("{}", pascal(&v.value))).collect();
-    let bodies: Vec<Ident> = u.variants.iter().map(|v| format_ident!("{}", v.body)).collect();
+    let bodies: Vec<Ident> = u.variants.iter().map(|v| format_ident!("{}", v.body_name())).collect();
     let values: Vec<&String> = u.variants.iter().map(|v| &v.value).collect();
     let docs: Vec<String> =
         u.variants.iter().map(|v| format!("`{}`: {}", v.value, v.description.clone().unwrap_or_default())).collect();
@@ -63,7 +63,7 @@ fn tagged_union(name: &str, doc: &str, u: &TaggedUnion) -> TokenStream {
         .collect();
     let expecting = format!("a `{name}` object tagged by `{tag}`");
 
-    let (other_variant, other_tag, other_fields, other_decode) = if u.open {
+    let (other_variant, other_tag, other_fields, other_decode) = if u.is_open() {
         (
             quote! {
                 /// A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
@@ -77,8 +77,8 @@ fn tagged_union(name: &str, doc: &str, u: &TaggedUnion) -> TokenStream {
         (quote! {}, quote! {}, quote! {}, quote! { other => Err(::serde::de::Error::unknown_variant(other, &[#(#values),*])), })
     };
 
-    let body_names: Vec<&String> = u.variants.iter().map(|v| &v.body).collect();
-    let open_branch = if u.open {
+    let body_names: Vec<&str> = u.variants.iter().map(|v| v.body_name()).collect();
+    let open_branch = if u.is_open() {
         quote! {
             branches.push(::serde_json::json!({
                 "title": "other",
@@ -193,7 +193,7 @@ fn tagged_union(name: &str, doc: &str, u: &TaggedUnion) -> TokenStream {
     }
 }
 
-fn string_enum(name: &str, doc: &str, e: &StringEnum) -> TokenStream {
+fn string_enum(name: &str, doc: &str, e: &Enumeration) -> TokenStream {
     let ty = format_ident!("{name}");
     let idents: Vec<Ident> = e.values.iter().map(|(v, _)| format_ident!("{}", pascal(v))).collect();
     let values: Vec<&String> = e.values.iter().map(|(v, _)| v).collect();
@@ -206,7 +206,9 @@ fn string_enum(name: &str, doc: &str, e: &StringEnum) -> TokenStream {
         })
         .collect();
     let expecting = format!("a `{name}` string");
-    let (open_variant, open_str, open_decode, derive_copy) = match &e.open {
+    // The open branch's title names the variant for any other value (`Other`, `Unknown`).
+    let open_title = e.open.first().and_then(|o| o.title.as_deref());
+    let (open_variant, open_str, open_decode, derive_copy) = match open_title {
         Some(title) => {
             let other = format_ident!("{}", pascal(title));
             (
@@ -227,11 +229,11 @@ fn string_enum(name: &str, doc: &str, e: &StringEnum) -> TokenStream {
         ),
     };
     let json_schema = {
-        let (keyword, open_branch) = match &e.open {
+        let (keyword, open_branch) = match open_title {
             Some(title) => ("anyOf", quote! { branches.push(::serde_json::json!({ "title": #title, "type": "string" })); }),
             None => ("oneOf", quote! {}),
         };
-        let binding = if e.open.is_some() { quote!(mut branches) } else { quote!(branches) };
+        let binding = if open_title.is_some() { quote!(mut branches) } else { quote!(branches) };
         quote! {
             #[cfg(feature = "schemars")]
             impl ::schemars::JsonSchema for #ty {

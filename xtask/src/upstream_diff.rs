@@ -17,6 +17,8 @@
 //!
 //! # Conventions that are normalised away
 //!
+//! Both schemas are read by the codegen model (`acp_inject_codegen::model`, the reading the
+//! generator and the wire crate's drift test use too); this module compares what it reads.
 //! Our tagged-union variants are written inline with a `title` naming the body; upstream's refer
 //! to a body definition through `allOf`. Both become `Union[tag]` with the body's members, so
 //! upstream's body definitions (`UserMessage`, `ContentChunk`, …) are not "definitions only
@@ -37,6 +39,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+use acp_inject_codegen::model::{self, Body, Definition, Enumeration, JsonType, Members, Shape, TaggedUnion, Type, Variant};
+use acp_inject_codegen::Error;
 use serde_json::{json, Map, Value};
 
 use crate::root;
@@ -336,74 +340,13 @@ impl Difference {
 }
 
 // ----------------------------------------------------------------------------------------------
-// Normalising one schema
+// One schema, read by the codegen model
 // ----------------------------------------------------------------------------------------------
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Side {
     Ours,
     Upstream,
-}
-
-/// An object to compare member by member: a definition, or a union variant `Union[tag]`.
-#[derive(Debug, Clone, Default)]
-struct Members {
-    props: BTreeMap<String, Value>,
-    required: BTreeSet<String>,
-}
-
-#[derive(Debug, Clone)]
-struct Variant {
-    /// The body's members (tag excluded).
-    members: Members,
-    /// The body definition upstream-style variants refer to (`allOf`), if it is an object.
-    body_def: Option<String>,
-    /// A variant whose body is another tagged union sharing the object (`state_update`).
-    nested: Option<String>,
-}
-
-#[derive(Debug, Clone)]
-enum Shape {
-    Object(Members),
-    /// `other`: the members the open branch declares besides the tag (compared as `Union[*]`).
-    Union {
-        tag: String,
-        variants: BTreeMap<String, Variant>,
-        open: bool,
-        other: Option<Members>,
-    },
-    Enum {
-        values: BTreeSet<String>,
-        open: bool,
-    },
-    Other(String),
-}
-
-impl Shape {
-    fn kind(&self) -> &'static str {
-        match self {
-            Shape::Object(_) => "object",
-            Shape::Union { .. } => "tagged union",
-            Shape::Enum { .. } => "enum",
-            Shape::Other(_) => "other",
-        }
-    }
-}
-
-struct Schema {
-    side: Side,
-    /// The root schema without `$defs`.
-    root: Map<String, Value>,
-    defs: Map<String, Value>,
-    shapes: BTreeMap<String, Shape>,
-    /// `x-rust: inline` definitions (ours: `Meta`), inlined where referenced.
-    inline: BTreeSet<String>,
-    /// Upstream-style body definitions: name → the `Union[tag]` owners they are the body of.
-    bodies: BTreeMap<String, Vec<String>>,
-    /// Methods (`x-method`) → `x-side`.
-    methods: BTreeMap<String, Option<String>>,
-    /// Definitions by method.
-    method_defs: BTreeMap<String, String>,
 }
 
 fn label(side: Side) -> &'static str {
@@ -413,226 +356,131 @@ fn label(side: Side) -> &'static str {
     }
 }
 
+/// One side of the comparison: the schema as the codegen model reads it, and what the
+/// comparison looks up in it.
+struct Schema {
+    side: Side,
+    model: model::Schema,
+    /// Upstream-style body definitions: name → the `Union[tag]` owners they are the body of.
+    bodies: BTreeMap<String, Vec<String>>,
+    /// Methods (`x-method`) → `x-side`.
+    methods: BTreeMap<String, Option<String>>,
+    /// Definitions by method.
+    method_defs: BTreeMap<String, String>,
+}
+
 impl Schema {
     fn parse(value: &Value, side: Side) -> Result<Schema, String> {
-        let root = value.as_object().ok_or_else(|| format!("{} is not a JSON object", label(side)))?;
-        let defs =
-            root.get("$defs").and_then(Value::as_object).ok_or_else(|| format!("{} has no `$defs` object", label(side)))?.clone();
-        let mut top = root.clone();
-        top.remove("$defs");
-        let mut s = Schema {
-            side,
-            root: top,
-            defs,
-            shapes: BTreeMap::new(),
-            inline: BTreeSet::new(),
-            bodies: BTreeMap::new(),
-            methods: BTreeMap::new(),
-            method_defs: BTreeMap::new(),
-        };
-        for (name, def) in &s.defs {
-            let obj = def.as_object().ok_or_else(|| format!("{}: definition {name} is not an object", label(side)))?;
-            if obj.get("x-rust").and_then(Value::as_str) == Some("inline") {
-                s.inline.insert(name.clone());
+        let model = model::Schema::read(value).map_err(|e| match e {
+            Error::Schema { def, message } if def == "(root)" => format!("{}: {message}", label(side)),
+            Error::Schema { def, message } => format!("{}: definition {def}: {message}", label(side)),
+            other => format!("{}: {other}", label(side)),
+        })?;
+        let mut s = Schema { side, model, bodies: BTreeMap::new(), methods: BTreeMap::new(), method_defs: BTreeMap::new() };
+        for def in &s.model.defs {
+            if let Some(m) = &def.method {
+                s.methods.entry(m.clone()).or_insert_with(|| def.side.clone());
+                s.method_defs.insert(def.name.clone(), m.clone());
             }
-            if let Some(m) = obj.get("x-method").and_then(Value::as_str) {
-                s.methods.entry(m.to_owned()).or_insert_with(|| obj.get("x-side").and_then(Value::as_str).map(str::to_owned));
-                s.method_defs.insert(name.clone(), m.to_owned());
-            }
-        }
-        let names: Vec<String> = s.defs.keys().cloned().collect();
-        for name in &names {
-            let shape = s.shape_of(name)?;
-            if let Shape::Union { variants, .. } = &shape {
-                for (tag, v) in variants {
-                    if let Some(body) = &v.body_def {
-                        s.bodies.entry(body.clone()).or_default().push(format!("{name}[{tag}]"));
+            if let Shape::TaggedUnion(u) = &def.shape {
+                for v in &u.variants {
+                    if let Body::Definition(body) = &v.body {
+                        s.bodies.entry(body.clone()).or_default().push(format!("{}[{}]", def.name, v.value));
                     }
                 }
             }
-            s.shapes.insert(name.clone(), shape);
         }
         Ok(s)
+    }
+
+    /// The definitions by name, the order the report lists shapes and members in.
+    fn sorted(&self) -> Vec<&Definition> {
+        let mut defs: Vec<&Definition> = self.model.defs.iter().collect();
+        defs.sort_by(|x, y| x.name.cmp(&y.name));
+        defs
+    }
+
+    fn shape(&self, name: &str) -> Option<&Shape> {
+        self.model.def(name).map(|d| &d.shape)
     }
 
     /// Whether a member schema carries `marker`, itself or through an inlined definition it
     /// references (ours: `_meta` → `Meta`, which carries the marker once for every `_meta`).
     fn has_marker(&self, member: &Value, marker: &str) -> bool {
-        if member.get(marker) == Some(&Value::Bool(true)) {
-            return true;
-        }
-        member
-            .get("$ref")
-            .and_then(Value::as_str)
-            .and_then(|r| r.strip_prefix("#/$defs/"))
-            .filter(|name| self.inline.contains(*name))
-            .and_then(|name| self.defs.get(name))
-            .is_some_and(|def| def.get(marker) == Some(&Value::Bool(true)))
+        member.get(marker) == Some(&Value::Bool(true))
+            || model::ref_name(member)
+                .and_then(|name| self.model.def(name))
+                .is_some_and(|def| def.is_inline() && def.schema.get(marker) == Some(&Value::Bool(true)))
     }
 
-    fn err(&self, def: &str, msg: &str) -> String {
-        format!("{}: definition {def}: {msg}", label(self.side))
+    /// A normalised type description: refs by name (inline definitions inlined), unions sorted.
+    fn desc(&self, s: &Value) -> String {
+        self.describe(&Type::of(s), 0)
     }
 
-    fn shape_of(&self, name: &str) -> Result<Shape, String> {
-        let def = &self.defs[name];
-        if def.get("properties").is_some() || def.get("type") == Some(&Value::from("object")) && branches(def).is_none() {
-            return Ok(Shape::Object(members_of(def)));
-        }
-        let Some(bs) = branches(def) else {
-            return Ok(Shape::Other(self.desc(def, 0)));
-        };
-        let is_const = |b: &Value| b.get("const").is_some();
-        let is_open_scalar = |b: &Value| {
-            !is_const(b)
-                && b.get("properties").is_none()
-                && matches!(b.get("type").and_then(Value::as_str), Some("string" | "integer"))
-        };
-        if bs.iter().all(|b| is_const(b) || is_open_scalar(b)) && bs.iter().any(is_const) {
-            let values = bs.iter().filter_map(|b| b.get("const")).map(value_text).collect();
-            return Ok(Shape::Enum { values, open: bs.iter().any(is_open_scalar) });
-        }
-        let tagged =
-            |b: &Value| b.get("properties").and_then(Value::as_object).is_some_and(|p| p.values().any(|v| v.get("const").is_some()));
-        if !bs.iter().any(tagged) {
-            return Ok(Shape::Other(self.desc(def, 0)));
-        }
-        let mut tag: Option<String> = None;
-        let mut variants = BTreeMap::new();
-        let mut open = false;
-        let mut other: Option<Members> = None;
-        for (i, b) in bs.iter().enumerate() {
-            let props = b.get("properties").and_then(Value::as_object);
-            let consts: Vec<(&String, &Value)> =
-                props.map(|p| p.iter().filter(|(_, v)| v.get("const").is_some()).collect()).unwrap_or_default();
-            let [(tag_name, tag_schema)] = consts[..] else {
-                if consts.is_empty() {
-                    open = true;
-                    if props.is_some() {
-                        other = Some(members_of(b));
-                    }
-                    continue;
-                }
-                return Err(self.err(name, &format!("union branch {i} has more than one `const` member")));
-            };
-            match &tag {
-                None => tag = Some(tag_name.clone()),
-                Some(t) if t != tag_name => {
-                    return Err(self.err(name, &format!("union branches disagree on the tag ({t:?}, {tag_name:?})")))
-                }
-                _ => {}
-            }
-            let value = value_text(&tag_schema["const"]);
-            let mut members = members_of(b);
-            members.props.remove(tag_name.as_str());
-            members.required.remove(tag_name.as_str());
-            let mut body_def = None;
-            let mut nested = None;
-            if let Some(target) = all_of_ref(b) {
-                let target = target.to_owned();
-                let body = self
-                    .defs
-                    .get(&target)
-                    .ok_or_else(|| self.err(name, &format!("variant {value:?} refers to a missing definition {target}")))?;
-                if branches(body).is_some() && body.get("properties").is_none() {
-                    nested = Some(target);
-                } else {
-                    let m = members_of(body);
-                    members.props.extend(m.props);
-                    members.required.extend(m.required);
-                    members.required.remove(tag_name.as_str());
-                    body_def = Some(target);
-                }
-            }
-            variants.insert(value, Variant { members, body_def, nested });
-        }
-        let tag = tag.unwrap_or_default();
-        if let Some(m) = &mut other {
-            m.props.remove(&tag);
-            m.required.remove(&tag);
-        }
-        Ok(Shape::Union { tag, variants, open, other })
-    }
-
-    /// A normalised type description: refs by name (inline definitions inlined), `allOf` of one
-    /// ref as the ref, unions sorted.
-    fn desc(&self, s: &Value, depth: usize) -> String {
+    fn describe(&self, t: &Type, depth: usize) -> String {
         if depth > 8 {
             return "…".into();
         }
-        let Some(obj) = s.as_object() else {
-            return if s == &Value::Bool(true) { "any".into() } else { s.to_string() };
-        };
-        let reference = obj.get("$ref").and_then(Value::as_str).or_else(|| all_of_ref_str(obj));
-        if let Some(r) = reference {
-            let name = r.strip_prefix("#/$defs/").unwrap_or(r);
-            if self.inline.contains(name) {
-                return self.desc(&self.defs[name], depth + 1);
-            }
-            return name.to_owned();
-        }
-        if let Some(c) = obj.get("const") {
-            return c.to_string();
-        }
-        if let Some(values) = obj.get("enum").and_then(Value::as_array) {
-            let mut v: Vec<String> = values.iter().map(Value::to_string).collect();
-            v.sort();
-            return v.join(" | ");
-        }
-        if let Some(bs) = obj.get("anyOf").or_else(|| obj.get("oneOf")).and_then(Value::as_array) {
-            let mut parts: Vec<String> = bs.iter().map(|b| self.desc(b, depth + 1)).collect();
+        let sorted = |mut parts: Vec<String>| {
             parts.sort();
-            parts.dedup();
-            return parts.join(" | ");
-        }
-        let types: Vec<&str> = match obj.get("type") {
-            Some(Value::String(t)) => vec![t.as_str()],
-            Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
-            _ => return "any".into(),
+            parts.join(" | ")
         };
-        let mut parts: Vec<String> = types
-            .iter()
-            .map(|t| match *t {
-                "array" => format!("array<{}>", obj.get("items").map_or("any".into(), |i| self.desc(i, depth + 1))),
-                "integer" | "string" | "number" => match obj.get("format").and_then(Value::as_str) {
-                    Some(f) => format!("{t}({f})"),
-                    None => (*t).to_owned(),
-                },
-                other => other.to_owned(),
-            })
-            .collect();
-        parts.sort();
-        parts.join(" | ")
+        match t {
+            Type::Any => "any".into(),
+            Type::Never => "false".into(),
+            Type::Ref(name) => match self.model.def(name) {
+                Some(def) if def.is_inline() => self.describe(&Type::of(&def.schema), depth + 1),
+                _ => name.clone(),
+            },
+            Type::Const(c) => c.to_string(),
+            Type::Enum(values) => sorted(values.iter().map(Value::to_string).collect()),
+            Type::AnyOf(ts) => {
+                let mut parts: Vec<String> = ts.iter().map(|t| self.describe(t, depth + 1)).collect();
+                parts.sort();
+                parts.dedup();
+                parts.join(" | ")
+            }
+            Type::Json(ts) => sorted(
+                ts.iter()
+                    .map(|t| match t {
+                        JsonType::Array(items) => format!("array<{}>", self.describe(items, depth + 1)),
+                        JsonType::Named { name, format: Some(f) } if matches!(name.as_str(), "integer" | "string" | "number") => {
+                            format!("{name}({f})")
+                        }
+                        JsonType::Named { name, .. } => name.clone(),
+                    })
+                    .collect(),
+            ),
+        }
     }
 
     /// Whether a definition is a plain string (an upstream "semantic string" such as `MediaType`).
     fn is_plain_string(&self, name: &str) -> bool {
-        self.defs.get(name).is_some_and(|d| {
-            d.get("type") == Some(&Value::from("string"))
-                && d.get("enum").is_none()
-                && d.get("const").is_none()
-                && branches(d).is_none()
+        self.model.def(name).is_some_and(|d| {
+            matches!(&Type::of(&d.schema), Type::Json(ts) if matches!(&ts[..], [JsonType::Named { name, .. }] if name == "string"))
         })
     }
 
     fn is_object_def(&self, name: &str) -> bool {
-        matches!(self.shapes.get(name), Some(Shape::Object(_) | Shape::Union { .. }))
+        matches!(self.shape(name), Some(Shape::Object(_) | Shape::TaggedUnion(_)))
     }
 
-    /// Every object to compare member by member: definitions, and union variants `Union[tag]`.
-    fn owners(&self) -> BTreeMap<String, Members> {
+    /// Every object to compare member by member: definitions, and union variants `Union[tag]`
+    /// (the open branch's members as `Union[*]`).
+    fn owners(&self) -> BTreeMap<String, &Members> {
         let mut out = BTreeMap::new();
-        for (name, shape) in &self.shapes {
-            match shape {
+        for def in &self.model.defs {
+            match &def.shape {
                 Shape::Object(m) => {
-                    out.insert(name.clone(), m.clone());
+                    out.insert(def.name.clone(), m);
                 }
-                Shape::Union { variants, other, .. } => {
-                    for (tag, v) in variants {
-                        out.insert(format!("{name}[{tag}]"), v.members.clone());
+                Shape::TaggedUnion(u) => {
+                    for v in &u.variants {
+                        out.insert(format!("{}[{}]", def.name, v.value), &v.members);
                     }
-                    if let Some(m) = other {
-                        out.insert(format!("{name}[*]"), m.clone());
+                    if let Some(m) = u.open.iter().filter_map(|o| o.members.as_ref()).next_back() {
+                        out.insert(format!("{}[*]", def.name), m);
                     }
                 }
                 _ => {}
@@ -649,39 +497,37 @@ impl Schema {
             |target: String, owner: &str, member: &str| out.entry(target).or_default().push((owner.to_owned(), member.to_owned()));
         // The root's own references (the message kinds a document validates), not those inside
         // members of inline objects there.
-        walk_refs(&Value::Object(self.root.clone()), None, &mut |t, member| {
+        for (target, member) in model::references(&Value::Object(self.model.root.clone())) {
             if member.is_none() {
-                add(t, "(root)", "");
+                add(target, "(root)", "");
             }
-        });
-        for (name, shape) in &self.shapes {
-            match shape {
-                Shape::Union { variants, .. } => {
-                    for (tag, v) in variants {
-                        let owner = format!("{name}[{tag}]");
-                        for (member, s) in &v.members.props {
-                            refs_in(s, &mut |t| add(t, &owner, member));
-                        }
-                        if let Some(n) = &v.nested {
-                            add(n.clone(), &owner, "");
-                        }
-                    }
-                    // Branches without a tag: the open branch (`Union[*]`), or an untagged form.
-                    for b in branches(&self.defs[name]).into_iter().flatten() {
-                        let props = b.get("properties").and_then(Value::as_object);
-                        if props.is_some_and(|p| p.values().any(|v| v.get("const").is_some())) {
-                            continue;
-                        }
-                        let owner = format!("{name}[*]");
-                        walk_refs(b, None, &mut |t, member| match member {
-                            Some(m) => add(t, &owner, m),
-                            None => add(t, name, ""),
-                        });
+        }
+        for def in &self.model.defs {
+            let name = &def.name;
+            let Shape::TaggedUnion(u) = &def.shape else {
+                for (target, member) in model::references(&def.schema) {
+                    add(target, name, member.as_deref().unwrap_or(""));
+                }
+                continue;
+            };
+            for v in &u.variants {
+                let owner = format!("{name}[{}]", v.value);
+                for (member, s) in &v.members.properties {
+                    for (target, _) in model::references(s) {
+                        add(target, &owner, member);
                     }
                 }
-                _ => {
-                    let def = &self.defs[name];
-                    walk_refs(def, None, &mut |t, member| add(t, name, member.unwrap_or("")));
+                if let Body::Union(n) = &v.body {
+                    add(n.clone(), &owner, "");
+                }
+            }
+            // Branches without a tag: the open branch (`Union[*]`), or an untagged form.
+            for o in &u.open {
+                for (target, member) in model::references(&o.schema) {
+                    match member {
+                        Some(m) => add(target, &format!("{name}[*]"), &m),
+                        None => add(target, name, ""),
+                    }
                 }
             }
         }
@@ -689,75 +535,8 @@ impl Schema {
     }
 }
 
-fn branches(v: &Value) -> Option<&Vec<Value>> {
-    v.get("anyOf").or_else(|| v.get("oneOf")).and_then(Value::as_array)
-}
-
-fn all_of_ref(v: &Value) -> Option<&str> {
-    v.as_object().and_then(all_of_ref_str).map(|r| r.strip_prefix("#/$defs/").unwrap_or(r))
-}
-
-fn all_of_ref_str(obj: &Map<String, Value>) -> Option<&str> {
-    match obj.get("allOf").and_then(Value::as_array).map(Vec::as_slice) {
-        Some([one]) => one.get("$ref").and_then(Value::as_str),
-        _ => None,
-    }
-}
-
-fn members_of(v: &Value) -> Members {
-    let props = v
-        .get("properties")
-        .and_then(Value::as_object)
-        .map(|p| p.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
-        .unwrap_or_default();
-    let required = v
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|r| r.iter().filter_map(Value::as_str).map(str::to_owned).collect())
-        .unwrap_or_default();
-    Members { props, required }
-}
-
-fn value_text(v: &Value) -> String {
-    v.as_str().map_or_else(|| v.to_string(), str::to_owned)
-}
-
-fn refs_in(v: &Value, f: &mut dyn FnMut(String)) {
-    match v {
-        Value::Object(o) => {
-            if let Some(r) = o.get("$ref").and_then(Value::as_str) {
-                f(r.strip_prefix("#/$defs/").unwrap_or(r).to_owned());
-            }
-            o.values().for_each(|x| refs_in(x, f));
-        }
-        Value::Array(a) => a.iter().for_each(|x| refs_in(x, f)),
-        _ => {}
-    }
-}
-
-/// Every `$ref` in a definition, with the member it sits in (the first `properties` key on the
-/// way down, also inside `if`/`then`).
-fn walk_refs(v: &Value, member: Option<&str>, f: &mut dyn FnMut(String, Option<&str>)) {
-    match v {
-        Value::Object(o) => {
-            if let Some(r) = o.get("$ref").and_then(Value::as_str) {
-                f(r.strip_prefix("#/$defs/").unwrap_or(r).to_owned(), member);
-            }
-            for (k, x) in o {
-                if k == "properties" && member.is_none() {
-                    if let Some(props) = x.as_object() {
-                        for (name, s) in props {
-                            walk_refs(s, Some(name), f);
-                        }
-                    }
-                } else {
-                    walk_refs(x, member, f);
-                }
-            }
-        }
-        Value::Array(a) => a.iter().for_each(|x| walk_refs(x, member, f)),
-        _ => {}
-    }
+fn sorted_members(m: &Members) -> BTreeMap<&String, &Value> {
+    m.properties.iter().collect()
 }
 
 // ----------------------------------------------------------------------------------------------
@@ -822,11 +601,11 @@ pub fn compare(ours: &Value, upstream: &Value, allowlist: &Allowlist) -> Result<
 
     // Definitions (upstream body definitions are compared as their variants, inline ones where
     // they are used).
-    let compared = |s: &Schema, name: &str| !s.inline.contains(name) && !s.bodies.contains_key(name);
     for (x, y) in [(&a, &b), (&b, &a)] {
-        for name in x.defs.keys() {
-            if compared(x, name) && !y.defs.contains_key(name) {
-                let kind = x.shapes.get(name).map(Shape::kind).map(str::to_owned);
+        for def in &x.model.defs {
+            let name = &def.name;
+            if !def.is_inline() && !x.bodies.contains_key(name) && y.model.def(name).is_none() {
+                let kind = Some(def.shape.kind().to_owned());
                 let (ours, up) = if x.side == Side::Ours { (kind, None) } else { (None, kind) };
                 d.push("definition", only(x.side), format!("def:{name}"), name.clone(), ours, up);
             }
@@ -834,23 +613,26 @@ pub fn compare(ours: &Value, upstream: &Value, allowlist: &Allowlist) -> Result<
     }
 
     // Shapes of common definitions.
-    for (name, sa) in &a.shapes {
-        let Some(sb) = b.shapes.get(name) else {
+    for def in a.sorted() {
+        let (name, sa) = (&def.name, &def.shape);
+        let Some(sb) = b.shape(name) else {
             continue;
         };
-        if a.inline.contains(name) {
+        if def.is_inline() {
             continue;
         }
         match (sa, sb) {
             (Shape::Object(_), Shape::Object(_)) => {}
-            (Shape::Union { tag: ta, variants: va, open: oa, .. }, Shape::Union { tag: tb, variants: vb, open: ob, .. }) => {
-                if ta != tb {
-                    d.push("value", "differs", format!("tagname:{name}"), name.clone(), Some(ta.clone()), Some(tb.clone()));
+            (Shape::TaggedUnion(ua), Shape::TaggedUnion(ub)) => {
+                if ua.tag != ub.tag {
+                    d.push("value", "differs", format!("tagname:{name}"), name.clone(), Some(ua.tag.clone()), Some(ub.tag.clone()));
                 }
+                let (oa, ob) = (ua.is_open(), ub.is_open());
                 if oa != ob {
-                    d.push("value", "differs", format!("open:{name}"), name.clone(), Some(open_text(*oa)), Some(open_text(*ob)));
+                    d.push("value", "differs", format!("open:{name}"), name.clone(), Some(open_text(oa)), Some(open_text(ob)));
                 }
-                for (tag, v) in va {
+                let (va, vb) = (variants(ua), variants(ub));
+                for (tag, v) in &va {
                     match vb.get(tag) {
                         None => d.push(
                             "value",
@@ -860,7 +642,7 @@ pub fn compare(ours: &Value, upstream: &Value, allowlist: &Allowlist) -> Result<
                             Some(variant_text(v)),
                             None,
                         ),
-                        Some(w) if v.nested != w.nested => d.push(
+                        Some(w) if nested(v) != nested(w) => d.push(
                             "type",
                             "differs",
                             format!("type:{name}[{tag}]"),
@@ -884,20 +666,24 @@ pub fn compare(ours: &Value, upstream: &Value, allowlist: &Allowlist) -> Result<
                     }
                 }
             }
-            (Shape::Enum { values: va, open: oa }, Shape::Enum { values: vb, open: ob }) => {
+            (Shape::Enum(ea), Shape::Enum(eb)) => {
+                let (oa, ob) = (ea.is_open(), eb.is_open());
                 if oa != ob {
-                    d.push("value", "differs", format!("open:{name}"), name.clone(), Some(open_text(*oa)), Some(open_text(*ob)));
+                    d.push("value", "differs", format!("open:{name}"), name.clone(), Some(open_text(oa)), Some(open_text(ob)));
                 }
-                for v in va.difference(vb) {
+                let values = |e: &Enumeration| e.values.iter().map(|(v, _)| v.clone()).collect::<BTreeSet<String>>();
+                let (va, vb) = (values(ea), values(eb));
+                for v in va.difference(&vb) {
                     d.push("value", "only-ours", format!("value:{name}={v}"), format!("{name} = {v}"), None, None);
                 }
-                for v in vb.difference(va) {
+                for v in vb.difference(&va) {
                     d.push("value", "only-upstream", format!("value:{name}={v}"), format!("{name} = {v}"), None, None);
                 }
             }
-            (Shape::Other(x), Shape::Other(y)) => {
+            (Shape::Other, Shape::Other) => {
+                let (x, y) = (a.desc(&def.schema), b.desc(&b.model.def(name).expect("a common definition").schema));
                 if x != y {
-                    d.push("type", "differs", format!("type:{name}"), name.clone(), Some(x.clone()), Some(y.clone()));
+                    d.push("type", "differs", format!("type:{name}"), name.clone(), Some(x), Some(y));
                 }
             }
             _ => d.push("shape", "differs", format!("shape:{name}"), name.clone(), Some(sa.kind().into()), Some(sb.kind().into())),
@@ -986,22 +772,35 @@ fn open_text(open: bool) -> String {
     if open { "open" } else { "closed" }.into()
 }
 
+/// A union's variants by tag value.
+fn variants(u: &TaggedUnion) -> BTreeMap<&str, &Variant> {
+    u.variants.iter().map(|v| (v.value.as_str(), v)).collect()
+}
+
+/// The union a variant's body is (ours: `state_update` → `StateUpdate`).
+fn nested(v: &Variant) -> Option<&str> {
+    match &v.body {
+        Body::Union(n) => Some(n),
+        _ => None,
+    }
+}
+
 fn variant_text(v: &Variant) -> String {
-    match (&v.nested, &v.body_def) {
-        (Some(n), _) => format!("variant (body: union {n})"),
-        (None, Some(b)) => format!("variant (body: {b})"),
-        (None, None) => "variant".into(),
+    match &v.body {
+        Body::Union(n) => format!("variant (body: union {n})"),
+        Body::Definition(b) => format!("variant (body: {b})"),
+        Body::Inline(_) => "variant".into(),
     }
 }
 
 fn compare_members(d: &mut Diffs, a: &Schema, b: &Schema, owner: &str, ma: &Members, mb: &Members) {
-    for (member, sa) in &ma.props {
+    for (member, sa) in sorted_members(ma) {
         let at = format!("{owner}.{member}");
-        let Some(sb) = mb.props.get(member) else {
-            d.push("property", "only-ours", format!("prop:{at}"), at, Some(a.desc(sa, 0)), None);
+        let Some(sb) = mb.properties.get(member) else {
+            d.push("property", "only-ours", format!("prop:{at}"), at, Some(a.desc(sa)), None);
             continue;
         };
-        let (ta, tb) = (a.desc(sa, 0), b.desc(sb, 0));
+        let (ta, tb) = (a.desc(sa), b.desc(sb));
         if ta != tb {
             d.push("type", "differs", format!("type:{at}"), at.clone(), Some(ta), Some(tb));
         }
@@ -1018,15 +817,15 @@ fn compare_members(d: &mut Diffs, a: &Schema, b: &Schema, owner: &str, ma: &Memb
             }
         }
     }
-    for (member, sb) in &mb.props {
-        if !ma.props.contains_key(member) {
+    for (member, sb) in sorted_members(mb) {
+        if !ma.properties.contains_key(member) {
             let at = format!("{owner}.{member}");
-            d.push("property", "only-upstream", format!("prop:{at}"), at, None, Some(b.desc(sb, 0)));
+            d.push("property", "only-upstream", format!("prop:{at}"), at, None, Some(b.desc(sb)));
         }
     }
     // Required members declared without a schema (e.g. inherited) on one side only.
     for member in ma.required.difference(&mb.required) {
-        if !ma.props.contains_key(member) && mb.props.contains_key(member) {
+        if !ma.properties.contains_key(member) && mb.properties.contains_key(member) {
             let at = format!("{owner}.{member}");
             d.push("required", "differs", format!("required:{at}"), at, Some("required here, optional upstream".into()), None);
         }
@@ -1036,9 +835,9 @@ fn compare_members(d: &mut Diffs, a: &Schema, b: &Schema, owner: &str, ma: &Memb
 /// Upstream lists error codes in `ErrorCode`; ours constrains codes in `Error`'s `if`/`then`.
 fn error_codes(d: &mut Diffs, a: &Schema, b: &Schema) {
     let ours: BTreeMap<String, Option<String>> = a
-        .defs
-        .get("Error")
-        .and_then(|e| e.get("allOf"))
+        .model
+        .def("Error")
+        .and_then(|e| e.schema.get("allOf"))
         .and_then(Value::as_array)
         .map(|parts| {
             parts
@@ -1052,11 +851,11 @@ fn error_codes(d: &mut Diffs, a: &Schema, b: &Schema) {
         })
         .unwrap_or_default();
     let upstream: BTreeMap<String, Option<String>> = b
-        .defs
-        .get("ErrorCode")
-        .and_then(branches)
-        .map(|bs| {
-            bs.iter()
+        .model
+        .def("ErrorCode")
+        .map(|e| {
+            model::branches(&e.schema)
+                .iter()
                 .filter_map(|x| Some((x.get("const")?.to_string(), x.get("title").and_then(Value::as_str).map(str::to_owned))))
                 .collect()
         })

@@ -1,7 +1,9 @@
 //! Reverse drift check: the JSON Schema that schemars emits from the generated Rust types
 //! (feature `schemars`) against the canonical `spec/acp-inject.schema.json`.
 //!
-//! Both sides are normalised to comparable *facts*, one per definition and one per member:
+//! Both sides are read by the codegen model (`acp_inject_codegen::model`, the reading the
+//! generator itself uses) and normalised to comparable *facts*, one per definition and one per
+//! member:
 //!
 //! - `Def` → the kind: `object`, `union tag=… [open]`, `enum open|closed`, `anyOf A|B`;
 //! - `Def.member` → `required|optional`, the coarse JSON types (a named object/union/enum is
@@ -17,6 +19,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
+use acp_inject_codegen::model::{self, Body, Definition, JsonType, Schema, Shape, Type};
 use acp_inject_wire::*;
 use serde_json::{json, Map, Value};
 
@@ -35,37 +38,19 @@ fn spec_schema() -> Value {
 }
 
 /// The spec's definitions, plus the inline bodies of its tagged-union variants (by `title`).
-fn spec_defs(schema: &Value) -> (Map<String, Value>, BTreeSet<String>) {
-    let mut defs = Map::new();
-    let mut inline = BTreeSet::new();
-    for (name, def) in schema["$defs"].as_object().expect("$defs") {
-        if def["x-rust"] == "inline" {
-            inline.insert(name.clone());
-        }
-        defs.insert(name.clone(), def.clone());
-        // Envelope definitions are validation-only: their branches are not Rust bodies.
-        if def["x-rust"] == "envelope" {
-            continue;
-        }
-        if let Some(u) = union_of(def) {
-            for branch in branches(def) {
-                let Some(title) = branch.get("title").and_then(Value::as_str) else { continue };
-                if branch.get("allOf").is_some() || is_open_branch(branch, &u.tag) {
-                    continue;
-                }
-                let mut body = branch.as_object().unwrap().clone();
-                body.remove("title");
-                if let Some(Value::Object(props)) = body.get_mut("properties") {
-                    props.remove(&u.tag);
-                }
-                if let Some(Value::Array(req)) = body.get_mut("required") {
-                    req.retain(|r| *r != u.tag.as_str());
-                }
-                defs.insert(title.to_owned(), Value::Object(body));
+fn spec_defs(schema: &Value) -> Schema {
+    let spec = Schema::read(schema).expect("the spec reads");
+    let mut defs: Map<String, Value> = spec.defs.iter().map(|d| (d.name.clone(), d.schema.clone())).collect();
+    // Envelope definitions are validation-only: their branches are not Rust bodies.
+    for def in spec.defs.iter().filter(|d| !d.is_envelope()) {
+        let Shape::TaggedUnion(u) = &def.shape else { continue };
+        for v in &u.variants {
+            if let (Body::Inline(body), Some(title)) = (&v.body, &v.title) {
+                defs.insert(title.clone(), body.clone());
             }
         }
     }
-    (defs, inline)
+    Schema::from_defs(&defs).expect("the spec's definitions read")
 }
 
 /// Every definition schemars emits when asked for each params, result and error type; the
@@ -117,203 +102,98 @@ fn rust_defs() -> Map<String, Value> {
 // Normalisation (the same code for both sides)
 // ---------------------------------------------------------------------------------------------
 
-struct Union {
-    tag: String,
-    /// (tag value, body definition)
-    variants: Vec<(String, String)>,
-    open: bool,
-}
-
-fn branches(schema: &Value) -> &[Value] {
-    schema.get("anyOf").or_else(|| schema.get("oneOf")).and_then(Value::as_array).map_or(&[], Vec::as_slice)
-}
-
-/// The one property of a branch with a `const` value: (tag, value).
-fn const_tag(branch: &Value) -> Option<(String, String)> {
-    let props = branch.get("properties")?.as_object()?;
-    let tagged: Vec<_> = props.iter().filter_map(|(k, p)| Some((k.clone(), p.get("const")?.as_str()?.to_owned()))).collect();
-    match &tagged[..] {
-        [one] => Some(one.clone()),
-        _ => None,
-    }
-}
-
-fn is_open_branch(branch: &Value, tag: &str) -> bool {
-    branch.pointer(&format!("/properties/{tag}/type")) == Some(&json!("string"))
-        && branch.pointer(&format!("/properties/{tag}/const")).is_none()
-}
-
-fn ref_name(schema: &Value) -> Option<&str> {
-    let r = schema.get("$ref")?.as_str()?;
-    r.strip_prefix("#/$defs/").or_else(|| r.strip_prefix("#/definitions/"))
-}
-
-fn union_of(schema: &Value) -> Option<Union> {
-    let bs = branches(schema);
-    let tag = bs.iter().find_map(const_tag)?.0;
-    let mut variants = Vec::new();
-    let mut open = false;
-    for b in bs {
-        if let Some((t, value)) = const_tag(b) {
-            if t != tag {
-                return None;
-            }
-            // The body: the referenced definition (`allOf: [{$ref}]`), else the variant's title.
-            let body = b
-                .get("allOf")
-                .and_then(|a| a.get(0))
-                .and_then(ref_name)
-                .or_else(|| b.get("title").and_then(Value::as_str))
-                .unwrap_or("?");
-            variants.push((value, body.to_owned()));
-        } else if is_open_branch(b, &tag) {
-            open = true;
-        } else {
-            return None;
-        }
-    }
-    Some(Union { tag, variants, open })
-}
-
-/// A string enum: (values, open).
-fn enum_of(schema: &Value) -> Option<(Vec<String>, bool)> {
-    let bs = branches(schema);
-    if bs.is_empty() {
-        return None;
-    }
-    let mut values = Vec::new();
-    let mut open = false;
-    for b in bs {
-        if let Some(c) = b.get("const").and_then(Value::as_str) {
-            values.push(c.to_owned());
-        } else if b.get("type") == Some(&json!("string")) && b.get("properties").is_none() {
-            open = true;
-        } else {
-            return None;
-        }
-    }
-    Some((values, open))
-}
-
 /// Named definitions (objects, unions, enums, unions of references); scalars are inlined.
-fn is_named(def: &Value) -> bool {
-    let bs = branches(def);
-    if !bs.is_empty() {
-        return enum_of(def).is_some() || union_of(def).is_some() || bs.iter().all(|b| ref_name(b).is_some());
+fn is_named(def: &Definition) -> bool {
+    match &def.shape {
+        Shape::Object(_) | Shape::TaggedUnion(_) | Shape::Enum(_) => true,
+        Shape::Other => alternatives(def).is_some(),
     }
-    def.get("properties").is_some() || def.get("type") == Some(&json!("object"))
 }
 
-struct Side<'a> {
-    defs: &'a Map<String, Value>,
-    inline: &'a BTreeSet<String>,
+/// The definitions an `anyOf` of references names, sorted.
+fn alternatives(def: &Definition) -> Option<Vec<&str>> {
+    let bs = model::branches(&def.schema);
+    let mut refs: Vec<&str> = bs.iter().map(model::ref_name).collect::<Option<_>>()?;
+    refs.sort();
+    (!bs.is_empty()).then_some(refs)
 }
 
-impl Side<'_> {
-    fn types(&self, schema: &Value) -> BTreeSet<String> {
-        let one = |s: &str| BTreeSet::from([s.to_owned()]);
-        let Value::Object(o) = schema else {
-            return one(if *schema == Value::Bool(false) { "never" } else { "any" });
-        };
-        if let Some(name) = ref_name(schema) {
-            return match self.defs.get(name) {
-                Some(def) if self.inline.contains(name) || !is_named(def) => self.types(def),
-                Some(_) => one(name),
-                None => one(&format!("missing-def:{name}")),
-            };
-        }
-        let bs = branches(schema);
-        if !bs.is_empty() {
-            return bs.iter().flat_map(|b| self.types(b)).collect();
-        }
-        if let Some([only]) = o.get("allOf").and_then(Value::as_array).map(Vec::as_slice) {
-            if o.get("type").is_none() {
-                return self.types(only);
-            }
-        }
-        if let Some(c) = o.get("const") {
-            return one(&format!("const {c}"));
-        }
-        if let Some(e) = o.get("enum") {
-            return one(&format!("enum {e}"));
-        }
-        let listed: Vec<&str> = match o.get("type") {
-            Some(Value::String(t)) => vec![t.as_str()],
-            Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
-            _ => return one("any"),
-        };
-        listed
-            .into_iter()
+/// The coarse JSON types of a type, named definitions by name and the rest inlined.
+fn types(schema: &Schema, t: &Type) -> BTreeSet<String> {
+    let one = |s: &str| BTreeSet::from([s.to_owned()]);
+    match t {
+        Type::Any => one("any"),
+        Type::Never => one("never"),
+        Type::Ref(name) => match schema.def(name) {
+            Some(def) if def.is_inline() || !is_named(def) => types(schema, &Type::of(&def.schema)),
+            Some(_) => one(name),
+            None => one(&format!("missing-def:{name}")),
+        },
+        Type::AnyOf(ts) => ts.iter().flat_map(|t| types(schema, t)).collect(),
+        Type::Const(c) => one(&format!("const {c}")),
+        Type::Enum(values) => one(&format!("enum {}", Value::Array(values.clone()))),
+        Type::Json(ts) => ts
+            .iter()
             .map(|t| match t {
-                "array" => {
-                    let items = o.get("items").map_or_else(|| one("any"), |i| self.types(i));
-                    format!("array<{}>", items.into_iter().collect::<Vec<_>>().join("|"))
-                }
-                t => t.to_owned(),
+                JsonType::Array(items) => format!("array<{}>", types(schema, items).into_iter().collect::<Vec<_>>().join("|")),
+                JsonType::Named { name, .. } => name.clone(),
             })
-            .collect()
+            .collect(),
     }
+}
 
-    fn member(&self, prop: &Value, required: bool) -> String {
-        let mut types = self.types(prop);
-        if !required {
-            types.remove("null");
-        }
-        let mut out =
-            format!("{} {}", if required { "required" } else { "optional" }, types.into_iter().collect::<Vec<_>>().join("|"));
-        if let Some(n) = prop.get("minItems") {
-            out.push_str(&format!(" minItems={n}"));
-        }
-        if prop.get("uniqueItems") == Some(&Value::Bool(true)) {
-            out.push_str(" uniqueItems");
-        }
-        out
+fn member(schema: &Schema, prop: &Value, required: bool) -> String {
+    let mut types = types(schema, &Type::of(prop));
+    if !required {
+        types.remove("null");
     }
+    let mut out = format!("{} {}", if required { "required" } else { "optional" }, types.into_iter().collect::<Vec<_>>().join("|"));
+    if let Some(n) = prop.get("minItems") {
+        out.push_str(&format!(" minItems={n}"));
+    }
+    if prop.get("uniqueItems") == Some(&Value::Bool(true)) {
+        out.push_str(" uniqueItems");
+    }
+    out
+}
 
-    fn facts(&self) -> Facts {
-        let mut facts = Facts::new();
-        for (name, def) in self.defs {
-            if self.inline.contains(name) || !is_named(def) {
-                continue;
+fn facts(schema: &Schema) -> Facts {
+    let mut facts = Facts::new();
+    for def in schema.defs.iter().filter(|d| !d.is_inline() && is_named(d)) {
+        let name = &def.name;
+        match &def.shape {
+            Shape::TaggedUnion(u) => {
+                facts.insert(name.clone(), format!("union tag={}{}", u.tag, if u.is_open() { " open" } else { "" }));
+                for v in &u.variants {
+                    facts.insert(format!("{name}|{}", v.value), v.body_name().to_owned());
+                }
             }
-            if let Some(u) = union_of(def) {
-                facts.insert(name.clone(), format!("union tag={}{}", u.tag, if u.open { " open" } else { "" }));
-                for (value, body) in u.variants {
-                    facts.insert(format!("{name}|{value}"), body);
+            Shape::Enum(e) => {
+                facts.insert(name.clone(), format!("enum {}", if e.is_open() { "open" } else { "closed" }));
+                for (v, _) in &e.values {
+                    facts.insert(format!("{name}|{v}"), v.clone());
                 }
-            } else if let Some((values, open)) = enum_of(def) {
-                facts.insert(name.clone(), format!("enum {}", if open { "open" } else { "closed" }));
-                for v in values {
-                    facts.insert(format!("{name}|{v}"), v);
-                }
-            } else if !branches(def).is_empty() {
-                let mut refs: Vec<&str> = branches(def).iter().filter_map(ref_name).collect();
-                refs.sort();
-                facts.insert(name.clone(), format!("anyOf {}", refs.join("|")));
-            } else {
+            }
+            Shape::Other => {
+                facts.insert(name.clone(), format!("anyOf {}", alternatives(def).unwrap_or_default().join("|")));
+            }
+            Shape::Object(members) => {
                 facts.insert(name.clone(), "object".to_owned());
-                let required: BTreeSet<&str> = def
-                    .get("required")
-                    .and_then(Value::as_array)
-                    .map(|r| r.iter().filter_map(Value::as_str).collect())
-                    .unwrap_or_default();
-                for (member, prop) in def.get("properties").and_then(Value::as_object).into_iter().flatten() {
-                    facts.insert(format!("{name}.{member}"), self.member(prop, required.contains(member.as_str())));
+                for (m, prop) in &members.properties {
+                    facts.insert(format!("{name}.{m}"), member(schema, prop, members.required.contains(m)));
                 }
             }
         }
-        facts
     }
+    facts
 }
 
 fn spec_facts(schema: &Value) -> Facts {
-    let (defs, inline) = spec_defs(schema);
-    Side { defs: &defs, inline: &inline }.facts()
+    facts(&spec_defs(schema))
 }
 
 fn rust_facts() -> Facts {
-    let defs = rust_defs();
-    Side { defs: &defs, inline: &BTreeSet::new() }.facts()
+    facts(&Schema::from_defs(&rust_defs()).expect("schemars' definitions read"))
 }
 
 // ---------------------------------------------------------------------------------------------

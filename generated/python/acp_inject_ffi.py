@@ -544,11 +544,15 @@ def _uniffi_check_api_checksums(lib):
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_create_session() != 21520:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_detach() != 11251:
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_detach() != 64516:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_detach_and_drain() != 16791:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_forget_session() != 29884:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_handle_bytes() != 32777:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_handle_end() != 51979:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_handle_line() != 41777:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
@@ -561,6 +565,8 @@ def _uniffi_check_api_checksums(lib):
     if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_mint_agent_message_id() != 43122:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_pending() != 58384:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_request_permission() != 19076:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_runtime_event() != 61832:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
@@ -799,12 +805,18 @@ _UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_create_session.restyp
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_detach.argtypes = (
 )
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_detach.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_detach_and_drain.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_detach_and_drain.restype = ctypes.c_uint16
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_forget_session.argtypes = (
 )
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_forget_session.restype = ctypes.c_uint16
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_handle_bytes.argtypes = (
 )
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_handle_bytes.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_handle_end.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_handle_end.restype = ctypes.c_uint16
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_handle_line.argtypes = (
 )
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_handle_line.restype = ctypes.c_uint16
@@ -823,6 +835,9 @@ _UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_mint_agent_message_id
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_pending.argtypes = (
 )
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_pending.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_request_permission.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_request_permission.restype = ctypes.c_uint16
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_runtime_event.argtypes = (
 )
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_runtime_event.restype = ctypes.c_uint16
@@ -1145,6 +1160,12 @@ _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_detach.argtypes = (
     ctypes.POINTER(_UniffiRustCallStatus),
 )
 _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_detach.restype = None
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_detach_and_drain.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_detach_and_drain.restype = _UniffiRustBuffer
 _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_forget_session.argtypes = (
     ctypes.c_uint64,
     _UniffiRustBuffer,
@@ -1158,6 +1179,12 @@ _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_handle_bytes.argtypes = (
     ctypes.POINTER(_UniffiRustCallStatus),
 )
 _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_handle_bytes.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_handle_end.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_handle_end.restype = _UniffiRustBuffer
 _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_handle_line.argtypes = (
     ctypes.c_uint64,
     _UniffiRustBuffer,
@@ -1195,6 +1222,13 @@ _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_pending.argtypes = (
     ctypes.POINTER(_UniffiRustCallStatus),
 )
 _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_pending.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_request_permission.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_request_permission.restype = _UniffiRustBuffer
 _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_runtime_event.argtypes = (
     ctypes.c_uint64,
     _UniffiRustBuffer,
@@ -8888,6 +8922,978 @@ class _UniffiFfiConverterTypePermissionOption(_UniffiConverterRustBuffer):
         _UniffiFfiConverterTypePermissionOptionKind.write(value.kind, buf)
         _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
 
+class _UniffiFfiConverterSequenceTypePermissionOption(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        for item in value:
+            _UniffiFfiConverterTypePermissionOption.check_lower(item)
+
+    @classmethod
+    def write(cls, value, buf):
+        items = len(value)
+        buf.write_i32(items)
+        for item in value:
+            _UniffiFfiConverterTypePermissionOption.write(item, buf)
+
+    @classmethod
+    def read(cls, buf):
+        count = buf.read_i32()
+        if count < 0:
+            raise InternalError("Unexpected negative sequence length")
+
+        return [
+            _UniffiFfiConverterTypePermissionOption.read(buf) for i in range(count)
+        ]
+
+@dataclass
+class PermissionAsk:
+    """
+    What a runtime asks the user (`session/request_permission` without the session and id).
+"""
+    def __init__(self, *, title:str, description:typing.Optional[str], options:typing.List[PermissionOption], subject:typing.Optional[JsonObject]):
+        self.title = title
+        self.description = description
+        self.options = options
+        self.subject = subject
+        
+        
+
+    
+    def __str__(self):
+        return "PermissionAsk(title={}, description={}, options={}, subject={})".format(self.title, self.description, self.options, self.subject)
+    def __eq__(self, other):
+        if self.title != other.title:
+            return False
+        if self.description != other.description:
+            return False
+        if self.options != other.options:
+            return False
+        if self.subject != other.subject:
+            return False
+        return True
+
+class _UniffiFfiConverterTypePermissionAsk(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return PermissionAsk(
+            title=_UniffiFfiConverterString.read(buf),
+            description=_UniffiFfiConverterOptionalString.read(buf),
+            options=_UniffiFfiConverterSequenceTypePermissionOption.read(buf),
+            subject=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterString.check_lower(value.title)
+        _UniffiFfiConverterOptionalString.check_lower(value.description)
+        _UniffiFfiConverterSequenceTypePermissionOption.check_lower(value.options)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.subject)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterString.write(value.title, buf)
+        _UniffiFfiConverterOptionalString.write(value.description, buf)
+        _UniffiFfiConverterSequenceTypePermissionOption.write(value.options, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.subject, buf)
+
+@dataclass
+class SessionSetup:
+    """
+    The parameters of `session/new` or `session/resume`.
+"""
+    def __init__(self, *, cwd:str, additional_directories:typing.List[str], mcp_servers:typing.List[McpServer]):
+        self.cwd = cwd
+        self.additional_directories = additional_directories
+        self.mcp_servers = mcp_servers
+        
+        
+
+    
+    def __str__(self):
+        return "SessionSetup(cwd={}, additional_directories={}, mcp_servers={})".format(self.cwd, self.additional_directories, self.mcp_servers)
+    def __eq__(self, other):
+        if self.cwd != other.cwd:
+            return False
+        if self.additional_directories != other.additional_directories:
+            return False
+        if self.mcp_servers != other.mcp_servers:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeSessionSetup(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return SessionSetup(
+            cwd=_UniffiFfiConverterString.read(buf),
+            additional_directories=_UniffiFfiConverterSequenceString.read(buf),
+            mcp_servers=_UniffiFfiConverterSequenceTypeMcpServer.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterString.check_lower(value.cwd)
+        _UniffiFfiConverterSequenceString.check_lower(value.additional_directories)
+        _UniffiFfiConverterSequenceTypeMcpServer.check_lower(value.mcp_servers)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterString.write(value.cwd, buf)
+        _UniffiFfiConverterSequenceString.write(value.additional_directories, buf)
+        _UniffiFfiConverterSequenceTypeMcpServer.write(value.mcp_servers, buf)
+
+@dataclass
+class UserInput:
+    """
+    A message handed to the runtime.
+"""
+    def __init__(self, *, message_id:MessageId, content:typing.List[ContentBlock]):
+        self.message_id = message_id
+        self.content = content
+        
+        
+
+    
+    def __str__(self):
+        return "UserInput(message_id={}, content={})".format(self.message_id, self.content)
+    def __eq__(self, other):
+        if self.message_id != other.message_id:
+            return False
+        if self.content != other.content:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeUserInput(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return UserInput(
+            message_id=_UniffiFfiConverterTypeMessageId.read(buf),
+            content=_UniffiFfiConverterSequenceTypeContentBlock.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypeMessageId.check_lower(value.message_id)
+        _UniffiFfiConverterSequenceTypeContentBlock.check_lower(value.content)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeMessageId.write(value.message_id, buf)
+        _UniffiFfiConverterSequenceTypeContentBlock.write(value.content, buf)
+
+class _UniffiFfiConverterSequenceTypeUserInput(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        for item in value:
+            _UniffiFfiConverterTypeUserInput.check_lower(item)
+
+    @classmethod
+    def write(cls, value, buf):
+        items = len(value)
+        buf.write_i32(items)
+        for item in value:
+            _UniffiFfiConverterTypeUserInput.write(item, buf)
+
+    @classmethod
+    def read(cls, buf):
+        count = buf.read_i32()
+        if count < 0:
+            raise InternalError("Unexpected negative sequence length")
+
+        return [
+            _UniffiFfiConverterTypeUserInput.read(buf) for i in range(count)
+        ]
+
+class _UniffiFfiConverterBoxTypeCancelledPermissionOutcome(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        _UniffiFfiConverterTypeCancelledPermissionOutcome.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        _UniffiFfiConverterTypeCancelledPermissionOutcome.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        return _UniffiFfiConverterTypeCancelledPermissionOutcome.read(buf)
+
+@dataclass
+class SelectedPermissionOutcome:
+    """
+    The user chose an option.
+"""
+    def __init__(self, *, option_id:PermissionOptionId, meta:typing.Optional[JsonObject]):
+        self.option_id = option_id
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "SelectedPermissionOutcome(option_id={}, meta={})".format(self.option_id, self.meta)
+    def __eq__(self, other):
+        if self.option_id != other.option_id:
+            return False
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeSelectedPermissionOutcome(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return SelectedPermissionOutcome(
+            option_id=_UniffiFfiConverterTypePermissionOptionId.read(buf),
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypePermissionOptionId.check_lower(value.option_id)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypePermissionOptionId.write(value.option_id, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+class _UniffiFfiConverterBoxTypeSelectedPermissionOutcome(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        _UniffiFfiConverterTypeSelectedPermissionOutcome.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        _UniffiFfiConverterTypeSelectedPermissionOutcome.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        return _UniffiFfiConverterTypeSelectedPermissionOutcome.read(buf)
+
+
+
+
+
+
+class RequestPermissionOutcome:
+    """
+    How a permission request ended, tagged by `outcome`. Open.
+"""
+    def __init__(self):
+        raise RuntimeError("RequestPermissionOutcome cannot be instantiated directly")
+
+    # Each enum variant is a nested class of the enum itself.
+    @dataclass
+    class CANCELLED:
+        """
+        `cancelled`: The request was cancelled (the turn was cancelled).
+"""
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"RequestPermissionOutcome.CANCELLED{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, RequestPermissionOutcome):
+                return NotImplemented
+            if not other.is_CANCELLED():
+                return False
+            return self._values == other._values
+
+    @dataclass
+    class SELECTED:
+        """
+        `selected`: The user chose an option.
+"""
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"RequestPermissionOutcome.SELECTED{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, RequestPermissionOutcome):
+                return NotImplemented
+            if not other.is_SELECTED():
+                return False
+            return self._values == other._values
+
+    @dataclass
+    class OTHER:
+        """
+        A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
+"""
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"RequestPermissionOutcome.OTHER{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, RequestPermissionOutcome):
+                return NotImplemented
+            if not other.is_OTHER():
+                return False
+            return self._values == other._values
+
+    
+
+    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
+    # whether an instance is that variant.
+    def is_CANCELLED(self) -> bool:
+        return isinstance(self, RequestPermissionOutcome.CANCELLED)
+    def is_cancelled(self) -> bool:
+        return isinstance(self, RequestPermissionOutcome.CANCELLED)
+    def is_SELECTED(self) -> bool:
+        return isinstance(self, RequestPermissionOutcome.SELECTED)
+    def is_selected(self) -> bool:
+        return isinstance(self, RequestPermissionOutcome.SELECTED)
+    def is_OTHER(self) -> bool:
+        return isinstance(self, RequestPermissionOutcome.OTHER)
+    def is_other(self) -> bool:
+        return isinstance(self, RequestPermissionOutcome.OTHER)
+    
+
+# Now, a little trick - we make each nested variant class be a subclass of the main
+# enum class, so that method calls and instance checks etc will work intuitively.
+# We might be able to do this a little more neatly with a metaclass, but this'll do.
+RequestPermissionOutcome.CANCELLED = type("RequestPermissionOutcome.CANCELLED", (RequestPermissionOutcome.CANCELLED, RequestPermissionOutcome,), {})  # type: ignore
+RequestPermissionOutcome.SELECTED = type("RequestPermissionOutcome.SELECTED", (RequestPermissionOutcome.SELECTED, RequestPermissionOutcome,), {})  # type: ignore
+RequestPermissionOutcome.OTHER = type("RequestPermissionOutcome.OTHER", (RequestPermissionOutcome.OTHER, RequestPermissionOutcome,), {})  # type: ignore
+
+
+
+
+class _UniffiFfiConverterTypeRequestPermissionOutcome(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        variant = buf.read_i32()
+        if variant == 1:
+            return RequestPermissionOutcome.CANCELLED(
+                _UniffiFfiConverterBoxTypeCancelledPermissionOutcome.read(buf),
+            )
+        if variant == 2:
+            return RequestPermissionOutcome.SELECTED(
+                _UniffiFfiConverterBoxTypeSelectedPermissionOutcome.read(buf),
+            )
+        if variant == 3:
+            return RequestPermissionOutcome.OTHER(
+                _UniffiFfiConverterTypeUnknown.read(buf),
+            )
+        raise InternalError("Raw enum value doesn't match any cases")
+
+    @staticmethod
+    def check_lower(value):
+        if value.is_CANCELLED():
+            _UniffiFfiConverterBoxTypeCancelledPermissionOutcome.check_lower(value._values[0])
+            return
+        if value.is_SELECTED():
+            _UniffiFfiConverterBoxTypeSelectedPermissionOutcome.check_lower(value._values[0])
+            return
+        if value.is_OTHER():
+            _UniffiFfiConverterTypeUnknown.check_lower(value._values[0])
+            return
+        raise ValueError(value)
+
+    @staticmethod
+    def write(value, buf):
+        if value.is_CANCELLED():
+            buf.write_i32(1)
+            _UniffiFfiConverterBoxTypeCancelledPermissionOutcome.write(value._values[0], buf)
+        if value.is_SELECTED():
+            buf.write_i32(2)
+            _UniffiFfiConverterBoxTypeSelectedPermissionOutcome.write(value._values[0], buf)
+        if value.is_OTHER():
+            buf.write_i32(3)
+            _UniffiFfiConverterTypeUnknown.write(value._values[0], buf)
+
+
+
+
+
+
+
+
+class RuntimeAction:
+    """
+    What the runtime must do.
+"""
+    def __init__(self):
+        raise RuntimeError("RuntimeAction cannot be instantiated directly")
+
+    # Each enum variant is a nested class of the enum itself.
+    @dataclass
+    class SESSION_OPENED:
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"RuntimeAction.SESSION_OPENED{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, RuntimeAction):
+                return NotImplemented
+            if not other.is_SESSION_OPENED():
+                return False
+            return self._values == other._values
+
+    @dataclass
+    class SESSION_RESUMED:
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"RuntimeAction.SESSION_RESUMED{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, RuntimeAction):
+                return NotImplemented
+            if not other.is_SESSION_RESUMED():
+                return False
+            return self._values == other._values
+
+    @dataclass
+    class START_TURN:
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"RuntimeAction.START_TURN{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, RuntimeAction):
+                return NotImplemented
+            if not other.is_START_TURN():
+                return False
+            return self._values == other._values
+
+    @dataclass
+    class DELIVER:
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"RuntimeAction.DELIVER{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, RuntimeAction):
+                return NotImplemented
+            if not other.is_DELIVER():
+                return False
+            return self._values == other._values
+
+    @dataclass
+    class INTERRUPT_STREAM:
+        
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "RuntimeAction.INTERRUPT_STREAM()".format()
+        def __eq__(self, other):
+            if not isinstance(other, RuntimeAction):
+                return NotImplemented
+            if not other.is_INTERRUPT_STREAM():
+                return False
+            return True
+
+    @dataclass
+    class CANCEL_TURN:
+        
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "RuntimeAction.CANCEL_TURN()".format()
+        def __eq__(self, other):
+            if not isinstance(other, RuntimeAction):
+                return NotImplemented
+            if not other.is_CANCEL_TURN():
+                return False
+            return True
+
+    @dataclass
+    class PERMISSION_ANSWERED:
+        
+        def __init__(self, request_id:RequestId, outcome:RequestPermissionOutcome):
+            self.request_id = request_id
+            
+            
+            self.outcome = outcome
+            
+            
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "RuntimeAction.PERMISSION_ANSWERED(request_id={}, outcome={})".format(self.request_id, self.outcome)
+        def __eq__(self, other):
+            if not isinstance(other, RuntimeAction):
+                return NotImplemented
+            if not other.is_PERMISSION_ANSWERED():
+                return False
+            if self.request_id != other.request_id:
+                return False
+            if self.outcome != other.outcome:
+                return False
+            return True
+
+    @dataclass
+    class CLOSED:
+        
+        def __init__(self, dropped:typing.List[PendingInject], turn_cancelled:bool):
+            self.dropped = dropped
+            
+            
+            self.turn_cancelled = turn_cancelled
+            
+            
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "RuntimeAction.CLOSED(dropped={}, turn_cancelled={})".format(self.dropped, self.turn_cancelled)
+        def __eq__(self, other):
+            if not isinstance(other, RuntimeAction):
+                return NotImplemented
+            if not other.is_CLOSED():
+                return False
+            if self.dropped != other.dropped:
+                return False
+            if self.turn_cancelled != other.turn_cancelled:
+                return False
+            return True
+
+    
+
+    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
+    # whether an instance is that variant.
+    def is_SESSION_OPENED(self) -> bool:
+        return isinstance(self, RuntimeAction.SESSION_OPENED)
+    def is_session_opened(self) -> bool:
+        return isinstance(self, RuntimeAction.SESSION_OPENED)
+    def is_SESSION_RESUMED(self) -> bool:
+        return isinstance(self, RuntimeAction.SESSION_RESUMED)
+    def is_session_resumed(self) -> bool:
+        return isinstance(self, RuntimeAction.SESSION_RESUMED)
+    def is_START_TURN(self) -> bool:
+        return isinstance(self, RuntimeAction.START_TURN)
+    def is_start_turn(self) -> bool:
+        return isinstance(self, RuntimeAction.START_TURN)
+    def is_DELIVER(self) -> bool:
+        return isinstance(self, RuntimeAction.DELIVER)
+    def is_deliver(self) -> bool:
+        return isinstance(self, RuntimeAction.DELIVER)
+    def is_INTERRUPT_STREAM(self) -> bool:
+        return isinstance(self, RuntimeAction.INTERRUPT_STREAM)
+    def is_interrupt_stream(self) -> bool:
+        return isinstance(self, RuntimeAction.INTERRUPT_STREAM)
+    def is_CANCEL_TURN(self) -> bool:
+        return isinstance(self, RuntimeAction.CANCEL_TURN)
+    def is_cancel_turn(self) -> bool:
+        return isinstance(self, RuntimeAction.CANCEL_TURN)
+    def is_PERMISSION_ANSWERED(self) -> bool:
+        return isinstance(self, RuntimeAction.PERMISSION_ANSWERED)
+    def is_permission_answered(self) -> bool:
+        return isinstance(self, RuntimeAction.PERMISSION_ANSWERED)
+    def is_CLOSED(self) -> bool:
+        return isinstance(self, RuntimeAction.CLOSED)
+    def is_closed(self) -> bool:
+        return isinstance(self, RuntimeAction.CLOSED)
+    
+
+# Now, a little trick - we make each nested variant class be a subclass of the main
+# enum class, so that method calls and instance checks etc will work intuitively.
+# We might be able to do this a little more neatly with a metaclass, but this'll do.
+RuntimeAction.SESSION_OPENED = type("RuntimeAction.SESSION_OPENED", (RuntimeAction.SESSION_OPENED, RuntimeAction,), {})  # type: ignore
+RuntimeAction.SESSION_RESUMED = type("RuntimeAction.SESSION_RESUMED", (RuntimeAction.SESSION_RESUMED, RuntimeAction,), {})  # type: ignore
+RuntimeAction.START_TURN = type("RuntimeAction.START_TURN", (RuntimeAction.START_TURN, RuntimeAction,), {})  # type: ignore
+RuntimeAction.DELIVER = type("RuntimeAction.DELIVER", (RuntimeAction.DELIVER, RuntimeAction,), {})  # type: ignore
+RuntimeAction.INTERRUPT_STREAM = type("RuntimeAction.INTERRUPT_STREAM", (RuntimeAction.INTERRUPT_STREAM, RuntimeAction,), {})  # type: ignore
+RuntimeAction.CANCEL_TURN = type("RuntimeAction.CANCEL_TURN", (RuntimeAction.CANCEL_TURN, RuntimeAction,), {})  # type: ignore
+RuntimeAction.PERMISSION_ANSWERED = type("RuntimeAction.PERMISSION_ANSWERED", (RuntimeAction.PERMISSION_ANSWERED, RuntimeAction,), {})  # type: ignore
+RuntimeAction.CLOSED = type("RuntimeAction.CLOSED", (RuntimeAction.CLOSED, RuntimeAction,), {})  # type: ignore
+
+
+
+
+class _UniffiFfiConverterTypeRuntimeAction(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        variant = buf.read_i32()
+        if variant == 1:
+            return RuntimeAction.SESSION_OPENED(
+                _UniffiFfiConverterTypeSessionSetup.read(buf),
+            )
+        if variant == 2:
+            return RuntimeAction.SESSION_RESUMED(
+                _UniffiFfiConverterTypeSessionSetup.read(buf),
+            )
+        if variant == 3:
+            return RuntimeAction.START_TURN(
+                _UniffiFfiConverterSequenceTypeUserInput.read(buf),
+            )
+        if variant == 4:
+            return RuntimeAction.DELIVER(
+                _UniffiFfiConverterSequenceTypeUserInput.read(buf),
+            )
+        if variant == 5:
+            return RuntimeAction.INTERRUPT_STREAM(
+            )
+        if variant == 6:
+            return RuntimeAction.CANCEL_TURN(
+            )
+        if variant == 7:
+            return RuntimeAction.PERMISSION_ANSWERED(
+                _UniffiFfiConverterTypeRequestId.read(buf),
+                _UniffiFfiConverterTypeRequestPermissionOutcome.read(buf),
+            )
+        if variant == 8:
+            return RuntimeAction.CLOSED(
+                _UniffiFfiConverterSequenceTypePendingInject.read(buf),
+                _UniffiFfiConverterBoolean.read(buf),
+            )
+        raise InternalError("Raw enum value doesn't match any cases")
+
+    @staticmethod
+    def check_lower(value):
+        if value.is_SESSION_OPENED():
+            _UniffiFfiConverterTypeSessionSetup.check_lower(value._values[0])
+            return
+        if value.is_SESSION_RESUMED():
+            _UniffiFfiConverterTypeSessionSetup.check_lower(value._values[0])
+            return
+        if value.is_START_TURN():
+            _UniffiFfiConverterSequenceTypeUserInput.check_lower(value._values[0])
+            return
+        if value.is_DELIVER():
+            _UniffiFfiConverterSequenceTypeUserInput.check_lower(value._values[0])
+            return
+        if value.is_INTERRUPT_STREAM():
+            return
+        if value.is_CANCEL_TURN():
+            return
+        if value.is_PERMISSION_ANSWERED():
+            _UniffiFfiConverterTypeRequestId.check_lower(value.request_id)
+            _UniffiFfiConverterTypeRequestPermissionOutcome.check_lower(value.outcome)
+            return
+        if value.is_CLOSED():
+            _UniffiFfiConverterSequenceTypePendingInject.check_lower(value.dropped)
+            _UniffiFfiConverterBoolean.check_lower(value.turn_cancelled)
+            return
+        raise ValueError(value)
+
+    @staticmethod
+    def write(value, buf):
+        if value.is_SESSION_OPENED():
+            buf.write_i32(1)
+            _UniffiFfiConverterTypeSessionSetup.write(value._values[0], buf)
+        if value.is_SESSION_RESUMED():
+            buf.write_i32(2)
+            _UniffiFfiConverterTypeSessionSetup.write(value._values[0], buf)
+        if value.is_START_TURN():
+            buf.write_i32(3)
+            _UniffiFfiConverterSequenceTypeUserInput.write(value._values[0], buf)
+        if value.is_DELIVER():
+            buf.write_i32(4)
+            _UniffiFfiConverterSequenceTypeUserInput.write(value._values[0], buf)
+        if value.is_INTERRUPT_STREAM():
+            buf.write_i32(5)
+        if value.is_CANCEL_TURN():
+            buf.write_i32(6)
+        if value.is_PERMISSION_ANSWERED():
+            buf.write_i32(7)
+            _UniffiFfiConverterTypeRequestId.write(value.request_id, buf)
+            _UniffiFfiConverterTypeRequestPermissionOutcome.write(value.outcome, buf)
+        if value.is_CLOSED():
+            buf.write_i32(8)
+            _UniffiFfiConverterSequenceTypePendingInject.write(value.dropped, buf)
+            _UniffiFfiConverterBoolean.write(value.turn_cancelled, buf)
+
+
+
+
+
+
+
+
+class Output:
+    """
+    One output of the agent core, in order.
+"""
+    def __init__(self):
+        raise RuntimeError("Output cannot be instantiated directly")
+
+    # Each enum variant is a nested class of the enum itself.
+    @dataclass
+    class LINE:
+        
+        def __init__(self, to:typing.List[str], line:str):
+            self.to = to
+            
+            
+            self.line = line
+            
+            
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "Output.LINE(to={}, line={})".format(self.to, self.line)
+        def __eq__(self, other):
+            if not isinstance(other, Output):
+                return NotImplemented
+            if not other.is_LINE():
+                return False
+            if self.to != other.to:
+                return False
+            if self.line != other.line:
+                return False
+            return True
+
+    @dataclass
+    class ACTION:
+        
+        def __init__(self, session:str, action:RuntimeAction):
+            self.session = session
+            
+            
+            self.action = action
+            
+            
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "Output.ACTION(session={}, action={})".format(self.session, self.action)
+        def __eq__(self, other):
+            if not isinstance(other, Output):
+                return NotImplemented
+            if not other.is_ACTION():
+                return False
+            if self.session != other.session:
+                return False
+            if self.action != other.action:
+                return False
+            return True
+
+    
+
+    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
+    # whether an instance is that variant.
+    def is_LINE(self) -> bool:
+        return isinstance(self, Output.LINE)
+    def is_line(self) -> bool:
+        return isinstance(self, Output.LINE)
+    def is_ACTION(self) -> bool:
+        return isinstance(self, Output.ACTION)
+    def is_action(self) -> bool:
+        return isinstance(self, Output.ACTION)
+    
+
+# Now, a little trick - we make each nested variant class be a subclass of the main
+# enum class, so that method calls and instance checks etc will work intuitively.
+# We might be able to do this a little more neatly with a metaclass, but this'll do.
+Output.LINE = type("Output.LINE", (Output.LINE, Output,), {})  # type: ignore
+Output.ACTION = type("Output.ACTION", (Output.ACTION, Output,), {})  # type: ignore
+
+
+
+
+class _UniffiFfiConverterTypeOutput(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        variant = buf.read_i32()
+        if variant == 1:
+            return Output.LINE(
+                _UniffiFfiConverterSequenceString.read(buf),
+                _UniffiFfiConverterString.read(buf),
+            )
+        if variant == 2:
+            return Output.ACTION(
+                _UniffiFfiConverterString.read(buf),
+                _UniffiFfiConverterTypeRuntimeAction.read(buf),
+            )
+        raise InternalError("Raw enum value doesn't match any cases")
+
+    @staticmethod
+    def check_lower(value):
+        if value.is_LINE():
+            _UniffiFfiConverterSequenceString.check_lower(value.to)
+            _UniffiFfiConverterString.check_lower(value.line)
+            return
+        if value.is_ACTION():
+            _UniffiFfiConverterString.check_lower(value.session)
+            _UniffiFfiConverterTypeRuntimeAction.check_lower(value.action)
+            return
+        raise ValueError(value)
+
+    @staticmethod
+    def write(value, buf):
+        if value.is_LINE():
+            buf.write_i32(1)
+            _UniffiFfiConverterSequenceString.write(value.to, buf)
+            _UniffiFfiConverterString.write(value.line, buf)
+        if value.is_ACTION():
+            buf.write_i32(2)
+            _UniffiFfiConverterString.write(value.session, buf)
+            _UniffiFfiConverterTypeRuntimeAction.write(value.action, buf)
+
+
+
+class _UniffiFfiConverterSequenceTypeOutput(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        for item in value:
+            _UniffiFfiConverterTypeOutput.check_lower(item)
+
+    @classmethod
+    def write(cls, value, buf):
+        items = len(value)
+        buf.write_i32(items)
+        for item in value:
+            _UniffiFfiConverterTypeOutput.write(item, buf)
+
+    @classmethod
+    def read(cls, buf):
+        count = buf.read_i32()
+        if count < 0:
+            raise InternalError("Unexpected negative sequence length")
+
+        return [
+            _UniffiFfiConverterTypeOutput.read(buf) for i in range(count)
+        ]
+
+@dataclass
+class PermissionRequestSent:
+    """
+    A permission request the core sent: its id (the `PermissionAnswered` action that answers it
+    carries the same id) and the outputs the call caused (the `requires_action` update and the
+    request line, or the `cancelled` answer when no controller is attached).
+"""
+    def __init__(self, *, request_id:RequestId, outputs:typing.List[Output]):
+        self.request_id = request_id
+        self.outputs = outputs
+        
+        
+
+    
+    def __str__(self):
+        return "PermissionRequestSent(request_id={}, outputs={})".format(self.request_id, self.outputs)
+    def __eq__(self, other):
+        if self.request_id != other.request_id:
+            return False
+        if self.outputs != other.outputs:
+            return False
+        return True
+
+class _UniffiFfiConverterTypePermissionRequestSent(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return PermissionRequestSent(
+            request_id=_UniffiFfiConverterTypeRequestId.read(buf),
+            outputs=_UniffiFfiConverterSequenceTypeOutput.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypeRequestId.check_lower(value.request_id)
+        _UniffiFfiConverterSequenceTypeOutput.check_lower(value.outputs)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeRequestId.write(value.request_id, buf)
+        _UniffiFfiConverterSequenceTypeOutput.write(value.outputs, buf)
+
 
 
 
@@ -9856,29 +10862,6 @@ class _UniffiFfiConverterTypeReplayFromStart(_UniffiConverterRustBuffer):
     def write(value, buf):
         _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
 
-class _UniffiFfiConverterSequenceTypePermissionOption(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        for item in value:
-            _UniffiFfiConverterTypePermissionOption.check_lower(item)
-
-    @classmethod
-    def write(cls, value, buf):
-        items = len(value)
-        buf.write_i32(items)
-        for item in value:
-            _UniffiFfiConverterTypePermissionOption.write(item, buf)
-
-    @classmethod
-    def read(cls, buf):
-        count = buf.read_i32()
-        if count < 0:
-            raise InternalError("Unexpected negative sequence length")
-
-        return [
-            _UniffiFfiConverterTypePermissionOption.read(buf) for i in range(count)
-        ]
-
 @dataclass
 class RequestPermissionRequest:
     """
@@ -9941,241 +10924,6 @@ class _UniffiFfiConverterTypeRequestPermissionRequest(_UniffiConverterRustBuffer
         _UniffiFfiConverterOptionalTypeJsonObject.write(value.subject, buf)
         _UniffiFfiConverterSequenceTypePermissionOption.write(value.options, buf)
         _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-class _UniffiFfiConverterBoxTypeCancelledPermissionOutcome(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        _UniffiFfiConverterTypeCancelledPermissionOutcome.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        _UniffiFfiConverterTypeCancelledPermissionOutcome.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        return _UniffiFfiConverterTypeCancelledPermissionOutcome.read(buf)
-
-@dataclass
-class SelectedPermissionOutcome:
-    """
-    The user chose an option.
-"""
-    def __init__(self, *, option_id:PermissionOptionId, meta:typing.Optional[JsonObject]):
-        self.option_id = option_id
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "SelectedPermissionOutcome(option_id={}, meta={})".format(self.option_id, self.meta)
-    def __eq__(self, other):
-        if self.option_id != other.option_id:
-            return False
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeSelectedPermissionOutcome(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return SelectedPermissionOutcome(
-            option_id=_UniffiFfiConverterTypePermissionOptionId.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterTypePermissionOptionId.check_lower(value.option_id)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterTypePermissionOptionId.write(value.option_id, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-class _UniffiFfiConverterBoxTypeSelectedPermissionOutcome(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        _UniffiFfiConverterTypeSelectedPermissionOutcome.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        _UniffiFfiConverterTypeSelectedPermissionOutcome.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        return _UniffiFfiConverterTypeSelectedPermissionOutcome.read(buf)
-
-
-
-
-
-
-class RequestPermissionOutcome:
-    """
-    How a permission request ended, tagged by `outcome`. Open.
-"""
-    def __init__(self):
-        raise RuntimeError("RequestPermissionOutcome cannot be instantiated directly")
-
-    # Each enum variant is a nested class of the enum itself.
-    @dataclass
-    class CANCELLED:
-        """
-        `cancelled`: The request was cancelled (the turn was cancelled).
-"""
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"RequestPermissionOutcome.CANCELLED{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, RequestPermissionOutcome):
-                return NotImplemented
-            if not other.is_CANCELLED():
-                return False
-            return self._values == other._values
-
-    @dataclass
-    class SELECTED:
-        """
-        `selected`: The user chose an option.
-"""
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"RequestPermissionOutcome.SELECTED{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, RequestPermissionOutcome):
-                return NotImplemented
-            if not other.is_SELECTED():
-                return False
-            return self._values == other._values
-
-    @dataclass
-    class OTHER:
-        """
-        A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
-"""
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"RequestPermissionOutcome.OTHER{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, RequestPermissionOutcome):
-                return NotImplemented
-            if not other.is_OTHER():
-                return False
-            return self._values == other._values
-
-    
-
-    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
-    # whether an instance is that variant.
-    def is_CANCELLED(self) -> bool:
-        return isinstance(self, RequestPermissionOutcome.CANCELLED)
-    def is_cancelled(self) -> bool:
-        return isinstance(self, RequestPermissionOutcome.CANCELLED)
-    def is_SELECTED(self) -> bool:
-        return isinstance(self, RequestPermissionOutcome.SELECTED)
-    def is_selected(self) -> bool:
-        return isinstance(self, RequestPermissionOutcome.SELECTED)
-    def is_OTHER(self) -> bool:
-        return isinstance(self, RequestPermissionOutcome.OTHER)
-    def is_other(self) -> bool:
-        return isinstance(self, RequestPermissionOutcome.OTHER)
-    
-
-# Now, a little trick - we make each nested variant class be a subclass of the main
-# enum class, so that method calls and instance checks etc will work intuitively.
-# We might be able to do this a little more neatly with a metaclass, but this'll do.
-RequestPermissionOutcome.CANCELLED = type("RequestPermissionOutcome.CANCELLED", (RequestPermissionOutcome.CANCELLED, RequestPermissionOutcome,), {})  # type: ignore
-RequestPermissionOutcome.SELECTED = type("RequestPermissionOutcome.SELECTED", (RequestPermissionOutcome.SELECTED, RequestPermissionOutcome,), {})  # type: ignore
-RequestPermissionOutcome.OTHER = type("RequestPermissionOutcome.OTHER", (RequestPermissionOutcome.OTHER, RequestPermissionOutcome,), {})  # type: ignore
-
-
-
-
-class _UniffiFfiConverterTypeRequestPermissionOutcome(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        variant = buf.read_i32()
-        if variant == 1:
-            return RequestPermissionOutcome.CANCELLED(
-                _UniffiFfiConverterBoxTypeCancelledPermissionOutcome.read(buf),
-            )
-        if variant == 2:
-            return RequestPermissionOutcome.SELECTED(
-                _UniffiFfiConverterBoxTypeSelectedPermissionOutcome.read(buf),
-            )
-        if variant == 3:
-            return RequestPermissionOutcome.OTHER(
-                _UniffiFfiConverterTypeUnknown.read(buf),
-            )
-        raise InternalError("Raw enum value doesn't match any cases")
-
-    @staticmethod
-    def check_lower(value):
-        if value.is_CANCELLED():
-            _UniffiFfiConverterBoxTypeCancelledPermissionOutcome.check_lower(value._values[0])
-            return
-        if value.is_SELECTED():
-            _UniffiFfiConverterBoxTypeSelectedPermissionOutcome.check_lower(value._values[0])
-            return
-        if value.is_OTHER():
-            _UniffiFfiConverterTypeUnknown.check_lower(value._values[0])
-            return
-        raise ValueError(value)
-
-    @staticmethod
-    def write(value, buf):
-        if value.is_CANCELLED():
-            buf.write_i32(1)
-            _UniffiFfiConverterBoxTypeCancelledPermissionOutcome.write(value._values[0], buf)
-        if value.is_SELECTED():
-            buf.write_i32(2)
-            _UniffiFfiConverterBoxTypeSelectedPermissionOutcome.write(value._values[0], buf)
-        if value.is_OTHER():
-            buf.write_i32(3)
-            _UniffiFfiConverterTypeUnknown.write(value._values[0], buf)
-
-
 
 @dataclass
 class RequestPermissionResponse:
@@ -10914,51 +11662,6 @@ class _UniffiFfiConverterTypeSessionPage(_UniffiConverterRustBuffer):
     def write(value, buf):
         _UniffiFfiConverterSequenceTypeSessionInfo.write(value.sessions, buf)
         _UniffiFfiConverterOptionalString.write(value.next_cursor, buf)
-
-@dataclass
-class SessionSetup:
-    """
-    The parameters of `session/new` or `session/resume`.
-"""
-    def __init__(self, *, cwd:str, additional_directories:typing.List[str], mcp_servers:typing.List[McpServer]):
-        self.cwd = cwd
-        self.additional_directories = additional_directories
-        self.mcp_servers = mcp_servers
-        
-        
-
-    
-    def __str__(self):
-        return "SessionSetup(cwd={}, additional_directories={}, mcp_servers={})".format(self.cwd, self.additional_directories, self.mcp_servers)
-    def __eq__(self, other):
-        if self.cwd != other.cwd:
-            return False
-        if self.additional_directories != other.additional_directories:
-            return False
-        if self.mcp_servers != other.mcp_servers:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeSessionSetup(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return SessionSetup(
-            cwd=_UniffiFfiConverterString.read(buf),
-            additional_directories=_UniffiFfiConverterSequenceString.read(buf),
-            mcp_servers=_UniffiFfiConverterSequenceTypeMcpServer.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterString.check_lower(value.cwd)
-        _UniffiFfiConverterSequenceString.check_lower(value.additional_directories)
-        _UniffiFfiConverterSequenceTypeMcpServer.check_lower(value.mcp_servers)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterString.write(value.cwd, buf)
-        _UniffiFfiConverterSequenceString.write(value.additional_directories, buf)
-        _UniffiFfiConverterSequenceTypeMcpServer.write(value.mcp_servers, buf)
 
 @dataclass
 class SessionStatusRequest:
@@ -13677,45 +14380,6 @@ class _UniffiFfiConverterTypeUpdateSessionNotification(_UniffiConverterRustBuffe
         _UniffiFfiConverterTypeSessionUpdate.write(value.update, buf)
         _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
 
-@dataclass
-class UserInput:
-    """
-    A message handed to the runtime.
-"""
-    def __init__(self, *, message_id:MessageId, content:typing.List[ContentBlock]):
-        self.message_id = message_id
-        self.content = content
-        
-        
-
-    
-    def __str__(self):
-        return "UserInput(message_id={}, content={})".format(self.message_id, self.content)
-    def __eq__(self, other):
-        if self.message_id != other.message_id:
-            return False
-        if self.content != other.content:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeUserInput(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return UserInput(
-            message_id=_UniffiFfiConverterTypeMessageId.read(buf),
-            content=_UniffiFfiConverterSequenceTypeContentBlock.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterTypeMessageId.check_lower(value.message_id)
-        _UniffiFfiConverterSequenceTypeContentBlock.check_lower(value.content)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterTypeMessageId.write(value.message_id, buf)
-        _UniffiFfiConverterSequenceTypeContentBlock.write(value.content, buf)
-
 
 
 
@@ -13973,7 +14637,7 @@ class HostError:
             return True
 
     @dataclass
-    class NO_PERMISSION_PENDING:
+    class NO_PERMISSION_OPTIONS:
         
         def __init__(self, ):
             pass
@@ -13983,11 +14647,30 @@ class HostError:
             
     
         def __str__(self):
-            return "HostError.NO_PERMISSION_PENDING()".format()
+            return "HostError.NO_PERMISSION_OPTIONS()".format()
         def __eq__(self, other):
             if not isinstance(other, HostError):
                 return NotImplemented
-            if not other.is_NO_PERMISSION_PENDING():
+            if not other.is_NO_PERMISSION_OPTIONS():
+                return False
+            return True
+
+    @dataclass
+    class UNKNOWN_REQUEST:
+        
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "HostError.UNKNOWN_REQUEST()".format()
+        def __eq__(self, other):
+            if not isinstance(other, HostError):
+                return NotImplemented
+            if not other.is_UNKNOWN_REQUEST():
                 return False
             return True
 
@@ -14066,10 +14749,14 @@ class HostError:
         return isinstance(self, HostError.TURN_IN_PROGRESS)
     def is_turn_in_progress(self) -> bool:
         return isinstance(self, HostError.TURN_IN_PROGRESS)
-    def is_NO_PERMISSION_PENDING(self) -> bool:
-        return isinstance(self, HostError.NO_PERMISSION_PENDING)
-    def is_no_permission_pending(self) -> bool:
-        return isinstance(self, HostError.NO_PERMISSION_PENDING)
+    def is_NO_PERMISSION_OPTIONS(self) -> bool:
+        return isinstance(self, HostError.NO_PERMISSION_OPTIONS)
+    def is_no_permission_options(self) -> bool:
+        return isinstance(self, HostError.NO_PERMISSION_OPTIONS)
+    def is_UNKNOWN_REQUEST(self) -> bool:
+        return isinstance(self, HostError.UNKNOWN_REQUEST)
+    def is_unknown_request(self) -> bool:
+        return isinstance(self, HostError.UNKNOWN_REQUEST)
     def is_SESSION_CLOSED(self) -> bool:
         return isinstance(self, HostError.SESSION_CLOSED)
     def is_session_closed(self) -> bool:
@@ -14089,7 +14776,8 @@ class HostError:
 # We might be able to do this a little more neatly with a metaclass, but this'll do.
 HostError.NO_TURN_IN_PROGRESS = type("HostError.NO_TURN_IN_PROGRESS", (HostError.NO_TURN_IN_PROGRESS, HostError,), {})  # type: ignore
 HostError.TURN_IN_PROGRESS = type("HostError.TURN_IN_PROGRESS", (HostError.TURN_IN_PROGRESS, HostError,), {})  # type: ignore
-HostError.NO_PERMISSION_PENDING = type("HostError.NO_PERMISSION_PENDING", (HostError.NO_PERMISSION_PENDING, HostError,), {})  # type: ignore
+HostError.NO_PERMISSION_OPTIONS = type("HostError.NO_PERMISSION_OPTIONS", (HostError.NO_PERMISSION_OPTIONS, HostError,), {})  # type: ignore
+HostError.UNKNOWN_REQUEST = type("HostError.UNKNOWN_REQUEST", (HostError.UNKNOWN_REQUEST, HostError,), {})  # type: ignore
 HostError.SESSION_CLOSED = type("HostError.SESSION_CLOSED", (HostError.SESSION_CLOSED, HostError,), {})  # type: ignore
 HostError.RESERVED_UPDATE = type("HostError.RESERVED_UPDATE", (HostError.RESERVED_UPDATE, HostError,), {})  # type: ignore
 HostError.RESERVED_MESSAGE_ID = type("HostError.RESERVED_MESSAGE_ID", (HostError.RESERVED_MESSAGE_ID, HostError,), {})  # type: ignore
@@ -14108,15 +14796,18 @@ class _UniffiFfiConverterTypeHostError(_UniffiConverterRustBuffer):
             return HostError.TURN_IN_PROGRESS(
             )
         if variant == 3:
-            return HostError.NO_PERMISSION_PENDING(
+            return HostError.NO_PERMISSION_OPTIONS(
             )
         if variant == 4:
-            return HostError.SESSION_CLOSED(
+            return HostError.UNKNOWN_REQUEST(
             )
         if variant == 5:
-            return HostError.RESERVED_UPDATE(
+            return HostError.SESSION_CLOSED(
             )
         if variant == 6:
+            return HostError.RESERVED_UPDATE(
+            )
+        if variant == 7:
             return HostError.RESERVED_MESSAGE_ID(
                 _UniffiFfiConverterString.read(buf),
             )
@@ -14128,7 +14819,9 @@ class _UniffiFfiConverterTypeHostError(_UniffiConverterRustBuffer):
             return
         if value.is_TURN_IN_PROGRESS():
             return
-        if value.is_NO_PERMISSION_PENDING():
+        if value.is_NO_PERMISSION_OPTIONS():
+            return
+        if value.is_UNKNOWN_REQUEST():
             return
         if value.is_SESSION_CLOSED():
             return
@@ -14145,14 +14838,16 @@ class _UniffiFfiConverterTypeHostError(_UniffiConverterRustBuffer):
             buf.write_i32(1)
         if value.is_TURN_IN_PROGRESS():
             buf.write_i32(2)
-        if value.is_NO_PERMISSION_PENDING():
+        if value.is_NO_PERMISSION_OPTIONS():
             buf.write_i32(3)
-        if value.is_SESSION_CLOSED():
+        if value.is_UNKNOWN_REQUEST():
             buf.write_i32(4)
-        if value.is_RESERVED_UPDATE():
+        if value.is_SESSION_CLOSED():
             buf.write_i32(5)
-        if value.is_RESERVED_MESSAGE_ID():
+        if value.is_RESERVED_UPDATE():
             buf.write_i32(6)
+        if value.is_RESERVED_MESSAGE_ID():
+            buf.write_i32(7)
             _UniffiFfiConverterString.write(value._values[0], buf)
 
 
@@ -16086,28 +16781,37 @@ class RuntimeEvent:
             return True
 
     @dataclass
-    class PERMISSION_REQUESTED:
+    class REQUEST_PERMISSION:
         
-        def __init__(self, ):
-            pass
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
 
     
             
             
+
     
         def __str__(self):
-            return "RuntimeEvent.PERMISSION_REQUESTED()".format()
+            return f"RuntimeEvent.REQUEST_PERMISSION{self._values!r}"
         def __eq__(self, other):
             if not isinstance(other, RuntimeEvent):
                 return NotImplemented
-            if not other.is_PERMISSION_REQUESTED():
+            if not other.is_REQUEST_PERMISSION():
                 return False
-            return True
+            return self._values == other._values
 
     @dataclass
-    class PERMISSION_RESOLVED:
+    class WITHDRAW_PERMISSION:
         
-        def __init__(self, ):
+        def __init__(self, request_id:RequestId):
+            self.request_id = request_id
+            
+            
             pass
 
     
@@ -16115,11 +16819,13 @@ class RuntimeEvent:
             
     
         def __str__(self):
-            return "RuntimeEvent.PERMISSION_RESOLVED()".format()
+            return "RuntimeEvent.WITHDRAW_PERMISSION(request_id={})".format(self.request_id)
         def __eq__(self, other):
             if not isinstance(other, RuntimeEvent):
                 return NotImplemented
-            if not other.is_PERMISSION_RESOLVED():
+            if not other.is_WITHDRAW_PERMISSION():
+                return False
+            if self.request_id != other.request_id:
                 return False
             return True
 
@@ -16293,14 +16999,14 @@ class RuntimeEvent:
         return isinstance(self, RuntimeEvent.STREAM_FINISHED)
     def is_stream_finished(self) -> bool:
         return isinstance(self, RuntimeEvent.STREAM_FINISHED)
-    def is_PERMISSION_REQUESTED(self) -> bool:
-        return isinstance(self, RuntimeEvent.PERMISSION_REQUESTED)
-    def is_permission_requested(self) -> bool:
-        return isinstance(self, RuntimeEvent.PERMISSION_REQUESTED)
-    def is_PERMISSION_RESOLVED(self) -> bool:
-        return isinstance(self, RuntimeEvent.PERMISSION_RESOLVED)
-    def is_permission_resolved(self) -> bool:
-        return isinstance(self, RuntimeEvent.PERMISSION_RESOLVED)
+    def is_REQUEST_PERMISSION(self) -> bool:
+        return isinstance(self, RuntimeEvent.REQUEST_PERMISSION)
+    def is_request_permission(self) -> bool:
+        return isinstance(self, RuntimeEvent.REQUEST_PERMISSION)
+    def is_WITHDRAW_PERMISSION(self) -> bool:
+        return isinstance(self, RuntimeEvent.WITHDRAW_PERMISSION)
+    def is_withdraw_permission(self) -> bool:
+        return isinstance(self, RuntimeEvent.WITHDRAW_PERMISSION)
     def is_PAUSED(self) -> bool:
         return isinstance(self, RuntimeEvent.PAUSED)
     def is_paused(self) -> bool:
@@ -16337,8 +17043,8 @@ class RuntimeEvent:
 RuntimeEvent.BREAK_POINT = type("RuntimeEvent.BREAK_POINT", (RuntimeEvent.BREAK_POINT, RuntimeEvent,), {})  # type: ignore
 RuntimeEvent.STREAM_STARTED = type("RuntimeEvent.STREAM_STARTED", (RuntimeEvent.STREAM_STARTED, RuntimeEvent,), {})  # type: ignore
 RuntimeEvent.STREAM_FINISHED = type("RuntimeEvent.STREAM_FINISHED", (RuntimeEvent.STREAM_FINISHED, RuntimeEvent,), {})  # type: ignore
-RuntimeEvent.PERMISSION_REQUESTED = type("RuntimeEvent.PERMISSION_REQUESTED", (RuntimeEvent.PERMISSION_REQUESTED, RuntimeEvent,), {})  # type: ignore
-RuntimeEvent.PERMISSION_RESOLVED = type("RuntimeEvent.PERMISSION_RESOLVED", (RuntimeEvent.PERMISSION_RESOLVED, RuntimeEvent,), {})  # type: ignore
+RuntimeEvent.REQUEST_PERMISSION = type("RuntimeEvent.REQUEST_PERMISSION", (RuntimeEvent.REQUEST_PERMISSION, RuntimeEvent,), {})  # type: ignore
+RuntimeEvent.WITHDRAW_PERMISSION = type("RuntimeEvent.WITHDRAW_PERMISSION", (RuntimeEvent.WITHDRAW_PERMISSION, RuntimeEvent,), {})  # type: ignore
 RuntimeEvent.PAUSED = type("RuntimeEvent.PAUSED", (RuntimeEvent.PAUSED, RuntimeEvent,), {})  # type: ignore
 RuntimeEvent.RESUMED = type("RuntimeEvent.RESUMED", (RuntimeEvent.RESUMED, RuntimeEvent,), {})  # type: ignore
 RuntimeEvent.TURN_STARTED = type("RuntimeEvent.TURN_STARTED", (RuntimeEvent.TURN_STARTED, RuntimeEvent,), {})  # type: ignore
@@ -16365,10 +17071,12 @@ class _UniffiFfiConverterTypeRuntimeEvent(_UniffiConverterRustBuffer):
             return RuntimeEvent.STREAM_FINISHED(
             )
         if variant == 4:
-            return RuntimeEvent.PERMISSION_REQUESTED(
+            return RuntimeEvent.REQUEST_PERMISSION(
+                _UniffiFfiConverterTypePermissionAsk.read(buf),
             )
         if variant == 5:
-            return RuntimeEvent.PERMISSION_RESOLVED(
+            return RuntimeEvent.WITHDRAW_PERMISSION(
+                _UniffiFfiConverterTypeRequestId.read(buf),
             )
         if variant == 6:
             return RuntimeEvent.PAUSED(
@@ -16406,9 +17114,11 @@ class _UniffiFfiConverterTypeRuntimeEvent(_UniffiConverterRustBuffer):
             return
         if value.is_STREAM_FINISHED():
             return
-        if value.is_PERMISSION_REQUESTED():
+        if value.is_REQUEST_PERMISSION():
+            _UniffiFfiConverterTypePermissionAsk.check_lower(value._values[0])
             return
-        if value.is_PERMISSION_RESOLVED():
+        if value.is_WITHDRAW_PERMISSION():
+            _UniffiFfiConverterTypeRequestId.check_lower(value.request_id)
             return
         if value.is_PAUSED():
             return
@@ -16439,10 +17149,12 @@ class _UniffiFfiConverterTypeRuntimeEvent(_UniffiConverterRustBuffer):
             buf.write_i32(2)
         if value.is_STREAM_FINISHED():
             buf.write_i32(3)
-        if value.is_PERMISSION_REQUESTED():
+        if value.is_REQUEST_PERMISSION():
             buf.write_i32(4)
-        if value.is_PERMISSION_RESOLVED():
+            _UniffiFfiConverterTypePermissionAsk.write(value._values[0], buf)
+        if value.is_WITHDRAW_PERMISSION():
             buf.write_i32(5)
+            _UniffiFfiConverterTypeRequestId.write(value.request_id, buf)
         if value.is_PAUSED():
             buf.write_i32(6)
         if value.is_RESUMED():
@@ -16831,474 +17543,6 @@ class _UniffiFfiConverterTypeInstruction(_UniffiConverterRustBuffer):
             buf.write_i32(8)
             _UniffiFfiConverterString.write(value.session, buf)
             _UniffiFfiConverterString.write(value.message_id, buf)
-
-
-
-class _UniffiFfiConverterSequenceTypeUserInput(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        for item in value:
-            _UniffiFfiConverterTypeUserInput.check_lower(item)
-
-    @classmethod
-    def write(cls, value, buf):
-        items = len(value)
-        buf.write_i32(items)
-        for item in value:
-            _UniffiFfiConverterTypeUserInput.write(item, buf)
-
-    @classmethod
-    def read(cls, buf):
-        count = buf.read_i32()
-        if count < 0:
-            raise InternalError("Unexpected negative sequence length")
-
-        return [
-            _UniffiFfiConverterTypeUserInput.read(buf) for i in range(count)
-        ]
-
-
-
-
-
-
-class RuntimeAction:
-    """
-    What the runtime must do.
-"""
-    def __init__(self):
-        raise RuntimeError("RuntimeAction cannot be instantiated directly")
-
-    # Each enum variant is a nested class of the enum itself.
-    @dataclass
-    class SESSION_OPENED:
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"RuntimeAction.SESSION_OPENED{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, RuntimeAction):
-                return NotImplemented
-            if not other.is_SESSION_OPENED():
-                return False
-            return self._values == other._values
-
-    @dataclass
-    class SESSION_RESUMED:
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"RuntimeAction.SESSION_RESUMED{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, RuntimeAction):
-                return NotImplemented
-            if not other.is_SESSION_RESUMED():
-                return False
-            return self._values == other._values
-
-    @dataclass
-    class START_TURN:
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"RuntimeAction.START_TURN{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, RuntimeAction):
-                return NotImplemented
-            if not other.is_START_TURN():
-                return False
-            return self._values == other._values
-
-    @dataclass
-    class DELIVER:
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"RuntimeAction.DELIVER{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, RuntimeAction):
-                return NotImplemented
-            if not other.is_DELIVER():
-                return False
-            return self._values == other._values
-
-    @dataclass
-    class INTERRUPT_STREAM:
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "RuntimeAction.INTERRUPT_STREAM()".format()
-        def __eq__(self, other):
-            if not isinstance(other, RuntimeAction):
-                return NotImplemented
-            if not other.is_INTERRUPT_STREAM():
-                return False
-            return True
-
-    @dataclass
-    class CANCEL_TURN:
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "RuntimeAction.CANCEL_TURN()".format()
-        def __eq__(self, other):
-            if not isinstance(other, RuntimeAction):
-                return NotImplemented
-            if not other.is_CANCEL_TURN():
-                return False
-            return True
-
-    @dataclass
-    class CLOSED:
-        
-        def __init__(self, dropped:typing.List[PendingInject], turn_cancelled:bool):
-            self.dropped = dropped
-            
-            
-            self.turn_cancelled = turn_cancelled
-            
-            
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "RuntimeAction.CLOSED(dropped={}, turn_cancelled={})".format(self.dropped, self.turn_cancelled)
-        def __eq__(self, other):
-            if not isinstance(other, RuntimeAction):
-                return NotImplemented
-            if not other.is_CLOSED():
-                return False
-            if self.dropped != other.dropped:
-                return False
-            if self.turn_cancelled != other.turn_cancelled:
-                return False
-            return True
-
-    
-
-    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
-    # whether an instance is that variant.
-    def is_SESSION_OPENED(self) -> bool:
-        return isinstance(self, RuntimeAction.SESSION_OPENED)
-    def is_session_opened(self) -> bool:
-        return isinstance(self, RuntimeAction.SESSION_OPENED)
-    def is_SESSION_RESUMED(self) -> bool:
-        return isinstance(self, RuntimeAction.SESSION_RESUMED)
-    def is_session_resumed(self) -> bool:
-        return isinstance(self, RuntimeAction.SESSION_RESUMED)
-    def is_START_TURN(self) -> bool:
-        return isinstance(self, RuntimeAction.START_TURN)
-    def is_start_turn(self) -> bool:
-        return isinstance(self, RuntimeAction.START_TURN)
-    def is_DELIVER(self) -> bool:
-        return isinstance(self, RuntimeAction.DELIVER)
-    def is_deliver(self) -> bool:
-        return isinstance(self, RuntimeAction.DELIVER)
-    def is_INTERRUPT_STREAM(self) -> bool:
-        return isinstance(self, RuntimeAction.INTERRUPT_STREAM)
-    def is_interrupt_stream(self) -> bool:
-        return isinstance(self, RuntimeAction.INTERRUPT_STREAM)
-    def is_CANCEL_TURN(self) -> bool:
-        return isinstance(self, RuntimeAction.CANCEL_TURN)
-    def is_cancel_turn(self) -> bool:
-        return isinstance(self, RuntimeAction.CANCEL_TURN)
-    def is_CLOSED(self) -> bool:
-        return isinstance(self, RuntimeAction.CLOSED)
-    def is_closed(self) -> bool:
-        return isinstance(self, RuntimeAction.CLOSED)
-    
-
-# Now, a little trick - we make each nested variant class be a subclass of the main
-# enum class, so that method calls and instance checks etc will work intuitively.
-# We might be able to do this a little more neatly with a metaclass, but this'll do.
-RuntimeAction.SESSION_OPENED = type("RuntimeAction.SESSION_OPENED", (RuntimeAction.SESSION_OPENED, RuntimeAction,), {})  # type: ignore
-RuntimeAction.SESSION_RESUMED = type("RuntimeAction.SESSION_RESUMED", (RuntimeAction.SESSION_RESUMED, RuntimeAction,), {})  # type: ignore
-RuntimeAction.START_TURN = type("RuntimeAction.START_TURN", (RuntimeAction.START_TURN, RuntimeAction,), {})  # type: ignore
-RuntimeAction.DELIVER = type("RuntimeAction.DELIVER", (RuntimeAction.DELIVER, RuntimeAction,), {})  # type: ignore
-RuntimeAction.INTERRUPT_STREAM = type("RuntimeAction.INTERRUPT_STREAM", (RuntimeAction.INTERRUPT_STREAM, RuntimeAction,), {})  # type: ignore
-RuntimeAction.CANCEL_TURN = type("RuntimeAction.CANCEL_TURN", (RuntimeAction.CANCEL_TURN, RuntimeAction,), {})  # type: ignore
-RuntimeAction.CLOSED = type("RuntimeAction.CLOSED", (RuntimeAction.CLOSED, RuntimeAction,), {})  # type: ignore
-
-
-
-
-class _UniffiFfiConverterTypeRuntimeAction(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        variant = buf.read_i32()
-        if variant == 1:
-            return RuntimeAction.SESSION_OPENED(
-                _UniffiFfiConverterTypeSessionSetup.read(buf),
-            )
-        if variant == 2:
-            return RuntimeAction.SESSION_RESUMED(
-                _UniffiFfiConverterTypeSessionSetup.read(buf),
-            )
-        if variant == 3:
-            return RuntimeAction.START_TURN(
-                _UniffiFfiConverterSequenceTypeUserInput.read(buf),
-            )
-        if variant == 4:
-            return RuntimeAction.DELIVER(
-                _UniffiFfiConverterSequenceTypeUserInput.read(buf),
-            )
-        if variant == 5:
-            return RuntimeAction.INTERRUPT_STREAM(
-            )
-        if variant == 6:
-            return RuntimeAction.CANCEL_TURN(
-            )
-        if variant == 7:
-            return RuntimeAction.CLOSED(
-                _UniffiFfiConverterSequenceTypePendingInject.read(buf),
-                _UniffiFfiConverterBoolean.read(buf),
-            )
-        raise InternalError("Raw enum value doesn't match any cases")
-
-    @staticmethod
-    def check_lower(value):
-        if value.is_SESSION_OPENED():
-            _UniffiFfiConverterTypeSessionSetup.check_lower(value._values[0])
-            return
-        if value.is_SESSION_RESUMED():
-            _UniffiFfiConverterTypeSessionSetup.check_lower(value._values[0])
-            return
-        if value.is_START_TURN():
-            _UniffiFfiConverterSequenceTypeUserInput.check_lower(value._values[0])
-            return
-        if value.is_DELIVER():
-            _UniffiFfiConverterSequenceTypeUserInput.check_lower(value._values[0])
-            return
-        if value.is_INTERRUPT_STREAM():
-            return
-        if value.is_CANCEL_TURN():
-            return
-        if value.is_CLOSED():
-            _UniffiFfiConverterSequenceTypePendingInject.check_lower(value.dropped)
-            _UniffiFfiConverterBoolean.check_lower(value.turn_cancelled)
-            return
-        raise ValueError(value)
-
-    @staticmethod
-    def write(value, buf):
-        if value.is_SESSION_OPENED():
-            buf.write_i32(1)
-            _UniffiFfiConverterTypeSessionSetup.write(value._values[0], buf)
-        if value.is_SESSION_RESUMED():
-            buf.write_i32(2)
-            _UniffiFfiConverterTypeSessionSetup.write(value._values[0], buf)
-        if value.is_START_TURN():
-            buf.write_i32(3)
-            _UniffiFfiConverterSequenceTypeUserInput.write(value._values[0], buf)
-        if value.is_DELIVER():
-            buf.write_i32(4)
-            _UniffiFfiConverterSequenceTypeUserInput.write(value._values[0], buf)
-        if value.is_INTERRUPT_STREAM():
-            buf.write_i32(5)
-        if value.is_CANCEL_TURN():
-            buf.write_i32(6)
-        if value.is_CLOSED():
-            buf.write_i32(7)
-            _UniffiFfiConverterSequenceTypePendingInject.write(value.dropped, buf)
-            _UniffiFfiConverterBoolean.write(value.turn_cancelled, buf)
-
-
-
-
-
-
-
-
-class Output:
-    """
-    One output of the agent core, in order.
-"""
-    def __init__(self):
-        raise RuntimeError("Output cannot be instantiated directly")
-
-    # Each enum variant is a nested class of the enum itself.
-    @dataclass
-    class LINE:
-        
-        def __init__(self, to:typing.List[str], line:str):
-            self.to = to
-            
-            
-            self.line = line
-            
-            
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "Output.LINE(to={}, line={})".format(self.to, self.line)
-        def __eq__(self, other):
-            if not isinstance(other, Output):
-                return NotImplemented
-            if not other.is_LINE():
-                return False
-            if self.to != other.to:
-                return False
-            if self.line != other.line:
-                return False
-            return True
-
-    @dataclass
-    class ACTION:
-        
-        def __init__(self, session:str, action:RuntimeAction):
-            self.session = session
-            
-            
-            self.action = action
-            
-            
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "Output.ACTION(session={}, action={})".format(self.session, self.action)
-        def __eq__(self, other):
-            if not isinstance(other, Output):
-                return NotImplemented
-            if not other.is_ACTION():
-                return False
-            if self.session != other.session:
-                return False
-            if self.action != other.action:
-                return False
-            return True
-
-    
-
-    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
-    # whether an instance is that variant.
-    def is_LINE(self) -> bool:
-        return isinstance(self, Output.LINE)
-    def is_line(self) -> bool:
-        return isinstance(self, Output.LINE)
-    def is_ACTION(self) -> bool:
-        return isinstance(self, Output.ACTION)
-    def is_action(self) -> bool:
-        return isinstance(self, Output.ACTION)
-    
-
-# Now, a little trick - we make each nested variant class be a subclass of the main
-# enum class, so that method calls and instance checks etc will work intuitively.
-# We might be able to do this a little more neatly with a metaclass, but this'll do.
-Output.LINE = type("Output.LINE", (Output.LINE, Output,), {})  # type: ignore
-Output.ACTION = type("Output.ACTION", (Output.ACTION, Output,), {})  # type: ignore
-
-
-
-
-class _UniffiFfiConverterTypeOutput(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        variant = buf.read_i32()
-        if variant == 1:
-            return Output.LINE(
-                _UniffiFfiConverterSequenceString.read(buf),
-                _UniffiFfiConverterString.read(buf),
-            )
-        if variant == 2:
-            return Output.ACTION(
-                _UniffiFfiConverterString.read(buf),
-                _UniffiFfiConverterTypeRuntimeAction.read(buf),
-            )
-        raise InternalError("Raw enum value doesn't match any cases")
-
-    @staticmethod
-    def check_lower(value):
-        if value.is_LINE():
-            _UniffiFfiConverterSequenceString.check_lower(value.to)
-            _UniffiFfiConverterString.check_lower(value.line)
-            return
-        if value.is_ACTION():
-            _UniffiFfiConverterString.check_lower(value.session)
-            _UniffiFfiConverterTypeRuntimeAction.check_lower(value.action)
-            return
-        raise ValueError(value)
-
-    @staticmethod
-    def write(value, buf):
-        if value.is_LINE():
-            buf.write_i32(1)
-            _UniffiFfiConverterSequenceString.write(value.to, buf)
-            _UniffiFfiConverterString.write(value.line, buf)
-        if value.is_ACTION():
-            buf.write_i32(2)
-            _UniffiFfiConverterString.write(value.session, buf)
-            _UniffiFfiConverterTypeRuntimeAction.write(value.action, buf)
 
 
 
@@ -17737,29 +17981,6 @@ class _UniffiFfiConverterBytes(_UniffiConverterRustBuffer):
         buf.write_i32(len(value))
         buf.write(value)
 
-class _UniffiFfiConverterSequenceTypeOutput(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        for item in value:
-            _UniffiFfiConverterTypeOutput.check_lower(item)
-
-    @classmethod
-    def write(cls, value, buf):
-        items = len(value)
-        buf.write_i32(items)
-        for item in value:
-            _UniffiFfiConverterTypeOutput.write(item, buf)
-
-    @classmethod
-    def read(cls, buf):
-        count = buf.read_i32()
-        if count < 0:
-            raise InternalError("Unexpected negative sequence length")
-
-        return [
-            _UniffiFfiConverterTypeOutput.read(buf) for i in range(count)
-        ]
-
 class _UniffiFfiConverterSequenceTypeHistoryEntry(_UniffiConverterRustBuffer):
     @classmethod
     def check_lower(cls, value):
@@ -17836,7 +18057,14 @@ class AgentCoreProtocol(typing.Protocol):
         raise NotImplementedError
     def detach(self, connection: str) -> None:
         """
-        A connection went away: it is detached from every session.
+        A connection went away: it is detached from every session, and the agent's requests only
+        it could answer are answered `cancelled` (drain them with the next call's outputs, or
+        call [`AgentCore::detach_and_drain`]).
+"""
+        raise NotImplementedError
+    def detach_and_drain(self, connection: str) -> typing.List[Output]:
+        """
+        Like [`AgentCore::detach`], returning the outputs it caused.
 """
         raise NotImplementedError
     def forget_session(self, session_id: str) -> None:
@@ -17849,6 +18077,12 @@ class AgentCoreProtocol(typing.Protocol):
         Feeds raw bytes from `connection` in any chunking (a read of its stream): complete
         lines are applied (invalid UTF-8 in a line is a parse error), a partial line waits for
         the next call. Returns every output, in order.
+"""
+        raise NotImplementedError
+    def handle_end(self, connection: str) -> typing.List[Output]:
+        """
+        `connection`'s stream ended: a last line without a newline is applied. Returns every
+        output, in order. Then call [`AgentCore::detach_and_drain`].
 """
         raise NotImplementedError
     def handle_line(self, connection: str,line: str) -> typing.List[Output]:
@@ -17880,6 +18114,13 @@ class AgentCoreProtocol(typing.Protocol):
     def pending(self, session_id: str) -> typing.List[PendingInject]:
         """
         The session's pending injects in delivery order.
+"""
+        raise NotImplementedError
+    def request_permission(self, session_id: str,ask: PermissionAsk) -> PermissionRequestSent:
+        """
+        Asks the session's controllers for permission (R-PERM-2): the core sends
+        `session/request_permission` and returns its id with the outputs; the answer arrives
+        later as a `PermissionAnswered` action with that id.
 """
         raise NotImplementedError
     def runtime_event(self, session_id: str,event: RuntimeEvent) -> typing.List[Output]:
@@ -18071,7 +18312,9 @@ class AgentCore(AgentCoreProtocol):
         return _uniffi_lift_return(_uniffi_ffi_result)
     def detach(self, connection: str) -> None:
         """
-        A connection went away: it is detached from every session.
+        A connection went away: it is detached from every session, and the agent's requests only
+        it could answer are answered `cancelled` (drain them with the next call's outputs, or
+        call [`AgentCore::detach_and_drain`]).
 """
         
         _UniffiFfiConverterString.check_lower(connection)
@@ -18084,6 +18327,24 @@ class AgentCore(AgentCoreProtocol):
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_detach,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def detach_and_drain(self, connection: str) -> typing.List[Output]:
+        """
+        Like [`AgentCore::detach`], returning the outputs it caused.
+"""
+        
+        _UniffiFfiConverterString.check_lower(connection)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterString.lower(connection),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterSequenceTypeOutput.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_detach_and_drain,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
@@ -18125,6 +18386,25 @@ class AgentCore(AgentCoreProtocol):
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_handle_bytes,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def handle_end(self, connection: str) -> typing.List[Output]:
+        """
+        `connection`'s stream ended: a last line without a newline is applied. Returns every
+        output, in order. Then call [`AgentCore::detach_and_drain`].
+"""
+        
+        _UniffiFfiConverterString.check_lower(connection)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterString.lower(connection),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterSequenceTypeOutput.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_handle_end,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
@@ -18237,6 +18517,29 @@ class AgentCore(AgentCoreProtocol):
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_pending,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def request_permission(self, session_id: str,ask: PermissionAsk) -> PermissionRequestSent:
+        """
+        Asks the session's controllers for permission (R-PERM-2): the core sends
+        `session/request_permission` and returns its id with the outputs; the answer arrives
+        later as a `PermissionAnswered` action with that id.
+"""
+        
+        _UniffiFfiConverterString.check_lower(session_id)
+
+        _UniffiFfiConverterTypePermissionAsk.check_lower(ask)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterString.lower(session_id),
+            _UniffiFfiConverterTypePermissionAsk.lower(ask),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterTypePermissionRequestSent.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_request_permission,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
@@ -21260,10 +21563,12 @@ __all__ = [
     "MessageRole",
     "McpServer",
     "PermissionOptionKind",
+    "RequestPermissionOutcome",
+    "RuntimeAction",
+    "Output",
     "PlanEntryPriority",
     "PlanEntryStatus",
     "PlanUpdateContent",
-    "RequestPermissionOutcome",
     "ReplayFrom",
     "StringPatch",
     "SessionStatus",
@@ -21284,8 +21589,6 @@ __all__ = [
     "HistoryEntry",
     "RuntimeEvent",
     "Instruction",
-    "RuntimeAction",
-    "Output",
     "SessionActivity",
     "Side",
     "Turn",
@@ -21350,6 +21653,11 @@ __all__ = [
     "NewSessionResponse",
     "PendingInjectsUpdate",
     "PermissionOption",
+    "PermissionAsk",
+    "SessionSetup",
+    "UserInput",
+    "SelectedPermissionOutcome",
+    "PermissionRequestSent",
     "PlanEntry",
     "PlanItems",
     "PlanUpdate",
@@ -21360,7 +21668,6 @@ __all__ = [
     "ReplaceInjectResponse",
     "ReplayFromStart",
     "RequestPermissionRequest",
-    "SelectedPermissionOutcome",
     "RequestPermissionResponse",
     "RequiresActionStateUpdate",
     "ResumeSessionRequest",
@@ -21371,7 +21678,6 @@ __all__ = [
     "SessionClosedUpdate",
     "SessionInfoUpdate",
     "SessionPage",
-    "SessionSetup",
     "SessionStatusRequest",
     "SessionStatusResponse",
     "ToolCallContentBlock",
@@ -21382,7 +21688,6 @@ __all__ = [
     "UserMessageChunk",
     "UsageUpdate",
     "UpdateSessionNotification",
-    "UserInput",
     "connect",
     "default_agent_config",
     "default_connect_options",

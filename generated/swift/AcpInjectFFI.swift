@@ -666,9 +666,16 @@ public protocol AgentCoreProtocol: AnyObject, Sendable {
     func createSession(sessionId: String, cwd: String) throws  -> Bool
     
     /**
-     * A connection went away: it is detached from every session.
+     * A connection went away: it is detached from every session, and the agent's requests only
+     * it could answer are answered `cancelled` (drain them with the next call's outputs, or
+     * call [`AgentCore::detach_and_drain`]).
      */
     func detach(connection: String) throws 
+    
+    /**
+     * Like [`AgentCore::detach`], returning the outputs it caused.
+     */
+    func detachAndDrain(connection: String) throws  -> [Output]
     
     /**
      * Forgets a session and its history.
@@ -681,6 +688,12 @@ public protocol AgentCoreProtocol: AnyObject, Sendable {
      * the next call. Returns every output, in order.
      */
     func handleBytes(connection: String, bytes: Data) throws  -> [Output]
+    
+    /**
+     * `connection`'s stream ended: a last line without a newline is applied. Returns every
+     * output, in order. Then call [`AgentCore::detach_and_drain`].
+     */
+    func handleEnd(connection: String) throws  -> [Output]
     
     /**
      * Applies one line from `connection`; returns every output it caused, in order.
@@ -712,6 +725,13 @@ public protocol AgentCoreProtocol: AnyObject, Sendable {
      * The session's pending injects in delivery order.
      */
     func pending(sessionId: String) throws  -> [PendingInject]
+    
+    /**
+     * Asks the session's controllers for permission (R-PERM-2): the core sends
+     * `session/request_permission` and returns its id with the outputs; the answer arrives
+     * later as a `PermissionAnswered` action with that id.
+     */
+    func requestPermission(sessionId: String, ask: PermissionAsk) throws  -> PermissionRequestSent
     
     /**
      * Applies a runtime event of a session; returns every output it caused.
@@ -885,7 +905,9 @@ open func createSession(sessionId: String, cwd: String)throws  -> Bool  {
 }
     
     /**
-     * A connection went away: it is detached from every session.
+     * A connection went away: it is detached from every session, and the agent's requests only
+     * it could answer are answered `cancelled` (drain them with the next call's outputs, or
+     * call [`AgentCore::detach_and_drain`]).
      */
 open func detach(connection: String)throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
         uniffiCallStatus in
@@ -894,6 +916,19 @@ open func detach(connection: String)throws   {try rustCallWithError(FfiConverter
         FfiConverterString.lower(connection),uniffiCallStatus
     )
 }
+}
+    
+    /**
+     * Like [`AgentCore::detach`], returning the outputs it caused.
+     */
+open func detachAndDrain(connection: String)throws  -> [Output]  {
+    return try  FfiConverterSequenceTypeOutput.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_agentcore_detach_and_drain(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(connection),uniffiCallStatus
+    )
+})
 }
     
     /**
@@ -920,6 +955,20 @@ open func handleBytes(connection: String, bytes: Data)throws  -> [Output]  {
             self.uniffiCloneHandle(),
         FfiConverterString.lower(connection),
         FfiConverterData.lower(bytes),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * `connection`'s stream ended: a last line without a newline is applied. Returns every
+     * output, in order. Then call [`AgentCore::detach_and_drain`].
+     */
+open func handleEnd(connection: String)throws  -> [Output]  {
+    return try  FfiConverterSequenceTypeOutput.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_agentcore_handle_end(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(connection),uniffiCallStatus
     )
 })
 }
@@ -1000,6 +1049,22 @@ open func pending(sessionId: String)throws  -> [PendingInject]  {
     uniffi_acp_inject_ffi_fn_method_agentcore_pending(
             self.uniffiCloneHandle(),
         FfiConverterString.lower(sessionId),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Asks the session's controllers for permission (R-PERM-2): the core sends
+     * `session/request_permission` and returns its id with the outputs; the answer arrives
+     * later as a `PermissionAnswered` action with that id.
+     */
+open func requestPermission(sessionId: String, ask: PermissionAsk)throws  -> PermissionRequestSent  {
+    return try  FfiConverterTypePermissionRequestSent_lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_agentcore_request_permission(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(sessionId),
+        FfiConverterTypePermissionAsk_lower(ask),uniffiCallStatus
     )
 })
 }
@@ -6815,6 +6880,71 @@ public func FfiConverterTypePendingItem_lower(_ value: PendingItem) -> RustBuffe
 
 
 /**
+ * What a runtime asks the user (`session/request_permission` without the session and id).
+ */
+public struct PermissionAsk: Equatable, Hashable {
+    public var title: String
+    public var description: String?
+    public var options: [PermissionOption]
+    public var subject: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(title: String, description: String?, options: [PermissionOption], subject: JsonObject?) {
+        self.title = title
+        self.description = description
+        self.options = options
+        self.subject = subject
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension PermissionAsk: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypePermissionAsk: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PermissionAsk {
+        return
+            try PermissionAsk(
+                title: FfiConverterString.read(from: &buf), 
+                description: FfiConverterOptionString.read(from: &buf), 
+                options: FfiConverterSequenceTypePermissionOption.read(from: &buf), 
+                subject: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: PermissionAsk, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.title, into: &buf)
+        FfiConverterOptionString.write(value.description, into: &buf)
+        FfiConverterSequenceTypePermissionOption.write(value.options, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.subject, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePermissionAsk_lift(_ buf: RustBuffer) throws -> PermissionAsk {
+    return try FfiConverterTypePermissionAsk.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePermissionAsk_lower(_ value: PermissionAsk) -> RustBuffer {
+    return FfiConverterTypePermissionAsk.lower(value)
+}
+
+
+/**
  * One choice of a permission request.
  */
 public struct PermissionOption: Equatable, Hashable {
@@ -6882,6 +7012,77 @@ public func FfiConverterTypePermissionOption_lift(_ buf: RustBuffer) throws -> P
 #endif
 public func FfiConverterTypePermissionOption_lower(_ value: PermissionOption) -> RustBuffer {
     return FfiConverterTypePermissionOption.lower(value)
+}
+
+
+/**
+ * A permission request the core sent: its id (the `PermissionAnswered` action that answers it
+ * carries the same id) and the outputs the call caused (the `requires_action` update and the
+ * request line, or the `cancelled` answer when no controller is attached).
+ */
+public struct PermissionRequestSent: Equatable, Hashable {
+    /**
+     * The request's id.
+     */
+    public var requestId: RequestId
+    /**
+     * Every output the call caused, in order.
+     */
+    public var outputs: [Output]
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The request's id.
+         */requestId: RequestId, 
+        /**
+         * Every output the call caused, in order.
+         */outputs: [Output]) {
+        self.requestId = requestId
+        self.outputs = outputs
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension PermissionRequestSent: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypePermissionRequestSent: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PermissionRequestSent {
+        return
+            try PermissionRequestSent(
+                requestId: FfiConverterTypeRequestId.read(from: &buf), 
+                outputs: FfiConverterSequenceTypeOutput.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: PermissionRequestSent, into buf: inout [UInt8]) {
+        FfiConverterTypeRequestId.write(value.requestId, into: &buf)
+        FfiConverterSequenceTypeOutput.write(value.outputs, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePermissionRequestSent_lift(_ buf: RustBuffer) throws -> PermissionRequestSent {
+    return try FfiConverterTypePermissionRequestSent.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePermissionRequestSent_lower(_ value: PermissionRequestSent) -> RustBuffer {
+    return FfiConverterTypePermissionRequestSent.lower(value)
 }
 
 
@@ -11352,7 +11553,8 @@ public enum HostError: Equatable, Hashable {
     
     case noTurnInProgress
     case turnInProgress
-    case noPermissionPending
+    case noPermissionOptions
+    case unknownRequest
     case sessionClosed
     case reservedUpdate
     case reservedMessageId(String
@@ -11382,13 +11584,15 @@ public struct FfiConverterTypeHostError: FfiConverterRustBuffer {
         
         case 2: return .turnInProgress
         
-        case 3: return .noPermissionPending
+        case 3: return .noPermissionOptions
         
-        case 4: return .sessionClosed
+        case 4: return .unknownRequest
         
-        case 5: return .reservedUpdate
+        case 5: return .sessionClosed
         
-        case 6: return .reservedMessageId(try FfiConverterString.read(from: &buf)
+        case 6: return .reservedUpdate
+        
+        case 7: return .reservedMessageId(try FfiConverterString.read(from: &buf)
         )
         
         default: throw UniffiInternalError.unexpectedEnumCase
@@ -11407,20 +11611,24 @@ public struct FfiConverterTypeHostError: FfiConverterRustBuffer {
             writeInt(&buf, Int32(2))
         
         
-        case .noPermissionPending:
+        case .noPermissionOptions:
             writeInt(&buf, Int32(3))
         
         
-        case .sessionClosed:
+        case .unknownRequest:
             writeInt(&buf, Int32(4))
         
         
-        case .reservedUpdate:
+        case .sessionClosed:
             writeInt(&buf, Int32(5))
         
         
-        case let .reservedMessageId(v1):
+        case .reservedUpdate:
             writeInt(&buf, Int32(6))
+        
+        
+        case let .reservedMessageId(v1):
+            writeInt(&buf, Int32(7))
             FfiConverterString.write(v1, into: &buf)
             
         }
@@ -13095,6 +13303,8 @@ public enum RuntimeAction: Equatable, Hashable {
     )
     case interruptStream
     case cancelTurn
+    case permissionAnswered(requestId: RequestId, outcome: RequestPermissionOutcome
+    )
     case closed(dropped: [PendingInject], turnCancelled: Bool
     )
 
@@ -13134,7 +13344,10 @@ public struct FfiConverterTypeRuntimeAction: FfiConverterRustBuffer {
         
         case 6: return .cancelTurn
         
-        case 7: return .closed(dropped: try FfiConverterSequenceTypePendingInject.read(from: &buf), turnCancelled: try FfiConverterBool.read(from: &buf)
+        case 7: return .permissionAnswered(requestId: try FfiConverterTypeRequestId.read(from: &buf), outcome: try FfiConverterTypeRequestPermissionOutcome.read(from: &buf)
+        )
+        
+        case 8: return .closed(dropped: try FfiConverterSequenceTypePendingInject.read(from: &buf), turnCancelled: try FfiConverterBool.read(from: &buf)
         )
         
         default: throw UniffiInternalError.unexpectedEnumCase
@@ -13173,8 +13386,14 @@ public struct FfiConverterTypeRuntimeAction: FfiConverterRustBuffer {
             writeInt(&buf, Int32(6))
         
         
-        case let .closed(dropped,turnCancelled):
+        case let .permissionAnswered(requestId,outcome):
             writeInt(&buf, Int32(7))
+            FfiConverterTypeRequestId.write(requestId, into: &buf)
+            FfiConverterTypeRequestPermissionOutcome.write(outcome, into: &buf)
+            
+        
+        case let .closed(dropped,turnCancelled):
+            writeInt(&buf, Int32(8))
             FfiConverterSequenceTypePendingInject.write(dropped, into: &buf)
             FfiConverterBool.write(turnCancelled, into: &buf)
             
@@ -13209,8 +13428,10 @@ public enum RuntimeEvent: Equatable, Hashable {
     )
     case streamStarted
     case streamFinished
-    case permissionRequested
-    case permissionResolved
+    case requestPermission(PermissionAsk
+    )
+    case withdrawPermission(requestId: RequestId
+    )
     case paused
     case resumed
     case turnStarted
@@ -13249,9 +13470,11 @@ public struct FfiConverterTypeRuntimeEvent: FfiConverterRustBuffer {
         
         case 3: return .streamFinished
         
-        case 4: return .permissionRequested
+        case 4: return .requestPermission(try FfiConverterTypePermissionAsk.read(from: &buf)
+        )
         
-        case 5: return .permissionResolved
+        case 5: return .withdrawPermission(requestId: try FfiConverterTypeRequestId.read(from: &buf)
+        )
         
         case 6: return .paused
         
@@ -13291,13 +13514,15 @@ public struct FfiConverterTypeRuntimeEvent: FfiConverterRustBuffer {
             writeInt(&buf, Int32(3))
         
         
-        case .permissionRequested:
+        case let .requestPermission(v1):
             writeInt(&buf, Int32(4))
+            FfiConverterTypePermissionAsk.write(v1, into: &buf)
+            
         
-        
-        case .permissionResolved:
+        case let .withdrawPermission(requestId):
             writeInt(&buf, Int32(5))
-        
+            FfiConverterTypeRequestId.write(requestId, into: &buf)
+            
         
         case .paused:
             writeInt(&buf, Int32(6))
@@ -17180,13 +17405,19 @@ private let initializationResult: InitializationResult = {
     if (uniffi_acp_inject_ffi_checksum_method_agentcore_create_session() != 21520) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_agentcore_detach() != 11251) {
+    if (uniffi_acp_inject_ffi_checksum_method_agentcore_detach() != 64516) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_agentcore_detach_and_drain() != 16791) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_acp_inject_ffi_checksum_method_agentcore_forget_session() != 29884) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_acp_inject_ffi_checksum_method_agentcore_handle_bytes() != 32777) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_agentcore_handle_end() != 51979) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_acp_inject_ffi_checksum_method_agentcore_handle_line() != 41777) {
@@ -17205,6 +17436,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_acp_inject_ffi_checksum_method_agentcore_pending() != 58384) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_agentcore_request_permission() != 19076) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_acp_inject_ffi_checksum_method_agentcore_runtime_event() != 61832) {

@@ -330,6 +330,11 @@ int8_t uniffi_acp_inject_ffi_fn_method_agentcore_create_session(uint64_t ptr, Ru
 void uniffi_acp_inject_ffi_fn_method_agentcore_detach(uint64_t ptr, RustBuffer connection, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_AGENTCORE_DETACH_AND_DRAIN
+#define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_AGENTCORE_DETACH_AND_DRAIN
+RustBuffer uniffi_acp_inject_ffi_fn_method_agentcore_detach_and_drain(uint64_t ptr, RustBuffer connection, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_AGENTCORE_FORGET_SESSION
 #define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_AGENTCORE_FORGET_SESSION
 void uniffi_acp_inject_ffi_fn_method_agentcore_forget_session(uint64_t ptr, RustBuffer session_id, RustCallStatus *_Nonnull out_status
@@ -338,6 +343,11 @@ void uniffi_acp_inject_ffi_fn_method_agentcore_forget_session(uint64_t ptr, Rust
 #ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_AGENTCORE_HANDLE_BYTES
 #define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_AGENTCORE_HANDLE_BYTES
 RustBuffer uniffi_acp_inject_ffi_fn_method_agentcore_handle_bytes(uint64_t ptr, RustBuffer connection, RustBuffer bytes, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_AGENTCORE_HANDLE_END
+#define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_AGENTCORE_HANDLE_END
+RustBuffer uniffi_acp_inject_ffi_fn_method_agentcore_handle_end(uint64_t ptr, RustBuffer connection, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_AGENTCORE_HANDLE_LINE
@@ -368,6 +378,11 @@ RustBuffer uniffi_acp_inject_ffi_fn_method_agentcore_mint_agent_message_id(uint6
 #ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_AGENTCORE_PENDING
 #define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_AGENTCORE_PENDING
 RustBuffer uniffi_acp_inject_ffi_fn_method_agentcore_pending(uint64_t ptr, RustBuffer session_id, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_AGENTCORE_REQUEST_PERMISSION
+#define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_AGENTCORE_REQUEST_PERMISSION
+RustBuffer uniffi_acp_inject_ffi_fn_method_agentcore_request_permission(uint64_t ptr, RustBuffer session_id, RustBuffer ask, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_AGENTCORE_RUNTIME_EVENT
@@ -1223,6 +1238,12 @@ uint16_t uniffi_acp_inject_ffi_checksum_method_agentcore_detach(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_AGENTCORE_DETACH_AND_DRAIN
+#define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_AGENTCORE_DETACH_AND_DRAIN
+uint16_t uniffi_acp_inject_ffi_checksum_method_agentcore_detach_and_drain(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_AGENTCORE_FORGET_SESSION
 #define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_AGENTCORE_FORGET_SESSION
 uint16_t uniffi_acp_inject_ffi_checksum_method_agentcore_forget_session(void
@@ -1232,6 +1253,12 @@ uint16_t uniffi_acp_inject_ffi_checksum_method_agentcore_forget_session(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_AGENTCORE_HANDLE_BYTES
 #define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_AGENTCORE_HANDLE_BYTES
 uint16_t uniffi_acp_inject_ffi_checksum_method_agentcore_handle_bytes(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_AGENTCORE_HANDLE_END
+#define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_AGENTCORE_HANDLE_END
+uint16_t uniffi_acp_inject_ffi_checksum_method_agentcore_handle_end(void
     
 );
 #endif
@@ -1268,6 +1295,12 @@ uint16_t uniffi_acp_inject_ffi_checksum_method_agentcore_mint_agent_message_id(v
 #ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_AGENTCORE_PENDING
 #define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_AGENTCORE_PENDING
 uint16_t uniffi_acp_inject_ffi_checksum_method_agentcore_pending(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_AGENTCORE_REQUEST_PERMISSION
+#define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_AGENTCORE_REQUEST_PERMISSION
+uint16_t uniffi_acp_inject_ffi_checksum_method_agentcore_request_permission(void
     
 );
 #endif

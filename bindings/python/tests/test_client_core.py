@@ -26,7 +26,7 @@ from acp_inject import (
     text_of,
 )
 
-from .wiring import Wire
+from .wiring import Wire, allowed
 
 
 def users(wire: Wire, session: str) -> List[str]:
@@ -117,12 +117,19 @@ def test_a_runtime_loop_in_python_through_queue_steer_revoke_replace_cancel_and_
     assert c.item_status("s1", drop) == ItemStatus.REVOKED
     wire.runtime("s1", RuntimeEvent.BREAK_POINT(BreakPoint.TOOL_RESULT))
     # A steer during the permission prompt is held, not dropped (R-PERM-1).
-    wire.runtime("s1", RuntimeEvent.PERMISSION_REQUESTED())
+    # The core sends the request (R-PERM-2); the client sees it and answers it.
+    asked = wire.ask_permission("s1")
+    requested = [e for e in wire.events if isinstance(e, Event.PERMISSION_REQUESTED)]
+    assert [str(e.request) for e in requested] == [str(asked)]
     snap = c.snapshot("s1")
     assert snap is not None and snap.state == TurnState.REQUIRES_ACTION
     c.inject("s1", InjectMode.STEER, [text("use auth_v2")])
     wire.exchange()
-    wire.runtime("s1", RuntimeEvent.PERMISSION_RESOLVED())
+    wire.allow(asked)
+    answered = [a for a in wire.actions if isinstance(a, RuntimeAction.PERMISSION_ANSWERED)]
+    assert [(str(a.request_id), a.outcome) for a in answered] == [(str(asked), allowed("allow"))]
+    snap = c.snapshot("s1")
+    assert snap is not None and snap.state == TurnState.RUNNING
     collect()
     assert "use auth_v2" not in delivered
     wire.runtime("s1", RuntimeEvent.BREAK_POINT(BreakPoint.TOOL_RESULT))

@@ -35,8 +35,9 @@ def session_run() -> List[Any]:
     c.inject("s2", InjectMode.STEER, [text("idle: refused")])
     seen += wire.exchange()
     seen += wire.runtime("s1", RuntimeEvent.BREAK_POINT(BreakPoint.TOOL_RESULT))
-    seen += wire.runtime("s1", RuntimeEvent.PERMISSION_REQUESTED())
-    seen += wire.runtime("s1", RuntimeEvent.PERMISSION_RESOLVED())
+    asked = wire.ask_permission("s1")
+    seen += wire.events[-1:]
+    seen += wire.allow(asked)
     seen += wire.runtime("s1", RuntimeEvent.TURN_ENDED(stop_reason=StopReason.MAX_TOKENS(), usage=None))
     for line in ["{oops", json.dumps({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s1", "update": {"sessionUpdate": "_x", "a": [1, 2.5, None]}}})]:
         seen += c.receive(line)

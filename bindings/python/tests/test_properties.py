@@ -42,6 +42,11 @@ from acp_inject import (
     InjectMode,
     Output,
     PendingInject,
+    PermissionAsk,
+    PermissionOption,
+    PermissionOptionKind,
+    RequestId,
+    RequestPermissionOutcome,
     RuntimeAction,
     RuntimeEvent,
     StopReason,
@@ -64,8 +69,17 @@ RUNTIME = {
     "break_point model_step": ({"event": "break_point", "kind": "model_step"}, RuntimeEvent.BREAK_POINT(BreakPoint.MODEL_STEP)),
     "stream_started": ({"event": "stream_started"}, RuntimeEvent.STREAM_STARTED()),
     "stream_finished": ({"event": "stream_finished"}, RuntimeEvent.STREAM_FINISHED()),
-    "permission_requested": ({"event": "permission_requested"}, RuntimeEvent.PERMISSION_REQUESTED()),
-    "permission_resolved": ({"event": "permission_resolved"}, RuntimeEvent.PERMISSION_RESOLVED()),
+    "request_permission": (
+        {"event": "request_permission", "title": "run the tests?", "options": [{"optionId": "allow", "name": "Allow", "kind": "allow_once"}]},
+        RuntimeEvent.REQUEST_PERMISSION(
+            PermissionAsk(
+                title="run the tests?",
+                description=None,
+                options=[PermissionOption(option_id="allow", name="Allow", kind=PermissionOptionKind.ALLOW_ONCE(), meta=None)],
+                subject=None,
+            )
+        ),
+    ),
     "paused": ({"event": "paused"}, RuntimeEvent.PAUSED()),
     "resumed": ({"event": "resumed"}, RuntimeEvent.RESUMED()),
     "turn_started": ({"event": "turn_started"}, RuntimeEvent.TURN_STARTED()),
@@ -84,6 +98,7 @@ OPS = st.one_of(
     st.tuples(st.just("runtime"), st.sampled_from(sorted(RUNTIME))),
     st.tuples(st.just("runtime"), st.sampled_from(["break_point tool_result", "turn_ended end_turn"])),
     st.tuples(st.just("close request")),
+    st.tuples(st.just("answer permission"), st.sampled_from(["allow", "cancelled"])),
 )
 POLICIES = st.tuples(st.sampled_from(["batch", "one_per_turn"]), st.sampled_from(["finish", "interrupt"]))
 
@@ -101,6 +116,12 @@ def inputs_ids(inputs: List[UserInput]) -> List[str]:
     return [str(m.message_id) for m in inputs]
 
 
+def request_id_json(rid: RequestId) -> Any:
+    """A request id as JSON: the core mints strings (`permission-N`)."""
+    assert isinstance(rid, RequestId.STR), rid
+    return rid[0]
+
+
 def action_json(action: RuntimeAction) -> Json:
     """A runtime action as conformance vectors write it (spec/vectors/README.md)."""
     if isinstance(action, RuntimeAction.START_TURN):
@@ -111,6 +132,14 @@ def action_json(action: RuntimeAction) -> Json:
         return {"action": "interrupt_stream"}
     if isinstance(action, RuntimeAction.CANCEL_TURN):
         return {"action": "cancel_turn"}
+    if isinstance(action, RuntimeAction.PERMISSION_ANSWERED):
+        outcome = action.outcome
+        if isinstance(outcome, RequestPermissionOutcome.SELECTED):
+            answered: Json = {"outcome": "selected", "optionId": str(outcome[0].option_id)}
+        else:
+            assert isinstance(outcome, RequestPermissionOutcome.CANCELLED), outcome
+            answered = {"outcome": "cancelled"}
+        return {"action": "permission_answered", "requestId": request_id_json(action.request_id), "outcome": answered}
     if isinstance(action, RuntimeAction.CLOSED):
         dropped = [{"messageId": str(p.message_id), "mode": p.mode.name.lower(), "content": blocks_json(p.content)} for p in action.dropped]
         return {"action": "closed", "turnCancelled": action.turn_cancelled, "dropped": dropped}
@@ -120,7 +149,8 @@ def action_json(action: RuntimeAction) -> Json:
 HOST_ERRORS = {
     HostError.NO_TURN_IN_PROGRESS: "no_turn_in_progress",
     HostError.TURN_IN_PROGRESS: "turn_in_progress",
-    HostError.NO_PERMISSION_PENDING: "no_permission_pending",
+    HostError.NO_PERMISSION_OPTIONS: "no_permission_options",
+    HostError.UNKNOWN_REQUEST: "unknown_request",
     HostError.SESSION_CLOSED: "session_closed",
     HostError.RESERVED_UPDATE: "reserved_update",
 }
@@ -181,6 +211,7 @@ def replay(policy: Tuple[str, str], ops: List[Op]) -> Json:
     steps: List[Json] = vector["steps"]
     ledger = Ledger()
     issued: List[str] = []
+    open_requests: List[str] = []  # the agent's permission requests not yet answered (R-PERM-2)
     request = 0
 
     def record(outputs: List[Output]) -> None:
@@ -192,8 +223,14 @@ def replay(policy: Tuple[str, str], ops: List[Op]) -> Json:
                 update = message.get("params", {}).get("update", {})
                 if message.get("method") == "session/update" and update.get("sessionUpdate") == "user_message":
                     ledger.user_message(update["messageId"], update["content"])
+                if message.get("method") == "session/request_permission":
+                    open_requests.append(message["id"])
             elif isinstance(o, Output.ACTION):
                 expect.append(action_json(o.action))
+                if isinstance(o.action, RuntimeAction.PERMISSION_ANSWERED):
+                    rid = request_id_json(o.action.request_id)
+                    assert rid in open_requests, f"{rid} answered twice, or never asked (R-PERM-2)"
+                    open_requests.remove(rid)
                 if isinstance(o.action, RuntimeAction.CLOSED):
                     ledger.dropped |= {str(p.message_id) for p in o.action.dropped}
         steps.append({"expect": expect})
@@ -245,6 +282,13 @@ def replay(policy: Tuple[str, str], ops: List[Op]) -> Json:
             send("session/status", {})
         elif kind == "close request":
             send("session/close", {})
+        elif kind == "answer permission":
+            # The client answers the oldest open request (or a stale id, which is ignored).
+            rid = open_requests[0] if open_requests else "permission-0"
+            outcome: Json = {"outcome": "selected", "optionId": "allow"} if op[1] == "allow" else {"outcome": "cancelled"}
+            message = {"jsonrpc": "2.0", "id": rid, "result": {"outcome": outcome}}
+            steps.append({"client": message})
+            record(core.handle_line("c1", json.dumps(message)))
         elif kind == "runtime":
             wire, event = RUNTIME[op[1]]
             step: Json = {"runtime": wire}

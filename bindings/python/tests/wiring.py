@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import List, Optional, Sequence
 
+from acp_inject.acp_inject_ffi import SelectedPermissionOutcome
 from acp_inject import (
     AgentCore,
     ClientCore,
@@ -12,10 +13,20 @@ from acp_inject import (
     Event,
     InjectCapabilities,
     Output,
+    PermissionAsk,
+    PermissionOption,
+    PermissionOptionKind,
+    RequestId,
+    RequestPermissionOutcome,
     RuntimeAction,
     RuntimeEvent,
     default_agent_config,
 )
+
+
+def allowed(option_id: str) -> RequestPermissionOutcome:
+    """The outcome of a permission request answered with ``option_id``."""
+    return RequestPermissionOutcome.SELECTED(SelectedPermissionOutcome(option_id=option_id, meta=None))
 
 
 class Wire:
@@ -68,3 +79,15 @@ class Wire:
 
     def runtime(self, session: str, event: RuntimeEvent) -> List[Event]:
         return self.receive(self.agent_lines(self.agent.runtime_event(session, event)))
+
+    def ask_permission(self, session: str, title: str = "run the tests?") -> RequestId:
+        """The runtime asks for permission; the core sends the request, the client receives it."""
+        option = PermissionOption(option_id="allow", name="Allow", kind=PermissionOptionKind.ALLOW_ONCE(), meta=None)
+        asked = self.agent.request_permission(session, PermissionAsk(title=title, description=None, options=[option], subject=None))
+        self.receive(self.agent_lines(asked.outputs))
+        return asked.request_id
+
+    def allow(self, request: RequestId, option_id: str = "allow") -> List[Event]:
+        """The client answers the agent's permission request; the answer is exchanged."""
+        self.client.answer_permission(request, allowed(option_id))
+        return self.exchange()

@@ -25,6 +25,9 @@ pub fn action(action: &RuntimeAction) -> Value {
         }),
         RuntimeAction::InterruptStream => json!({ "action": "interrupt_stream" }),
         RuntimeAction::CancelTurn => json!({ "action": "cancel_turn" }),
+        RuntimeAction::PermissionAnswered { request_id, outcome } => {
+            json!({ "action": "permission_answered", "requestId": request_id, "outcome": outcome })
+        }
         RuntimeAction::Closed { dropped, turn_cancelled } => {
             json!({ "action": "closed", "turnCancelled": turn_cancelled, "dropped": dropped })
         }

@@ -263,7 +263,8 @@ impl VectorRun {
             }
             if let Some(rt) = step.get("runtime") {
                 let session = rt.get("sessionId").and_then(Value::as_str).unwrap_or(&self.default_session).to_owned();
-                let event = runtime_event(rt).map_err(fail)?;
+                let rt = self.captures.substitute(rt).map_err(fail)?;
+                let event = runtime_event(&rt).map_err(fail)?;
                 self.expected = Some(step.get("hostError").cloned().unwrap_or(Value::Null));
                 return Ok(Some(Instruction::Runtime { session, event }));
             }
@@ -365,6 +366,7 @@ impl VectorRun {
             let want_to = e.as_object_mut().and_then(|o| o.remove("to"));
             match &want_to {
                 Some(Value::String(w)) if to.len() == 1 && &to[0] == w => {}
+                Some(Value::Array(w)) if w.iter().map(Value::as_str).eq(to.iter().map(|c| Some(c.as_str()))) => {}
                 Some(w) => return Err(format!("message {i}: expected to {w}, sent to {to:?}")),
                 None if e.get("id").is_some() => {
                     if to.len() != 1 {
@@ -550,8 +552,20 @@ fn runtime_event(rt: &Value) -> Result<RuntimeEvent, String> {
         ),
         "stream_started" => RuntimeEvent::StreamStarted,
         "stream_finished" => RuntimeEvent::StreamFinished,
-        "permission_requested" => RuntimeEvent::PermissionRequested,
-        "permission_resolved" => RuntimeEvent::PermissionResolved,
+        "request_permission" => RuntimeEvent::RequestPermission(
+            serde_json::from_value(Value::Object(
+                rt.as_object()
+                    .into_iter()
+                    .flatten()
+                    .filter(|(k, _)| !matches!(k.as_str(), "event" | "sessionId"))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect(),
+            ))
+            .map_err(|e| format!("request_permission: {e}"))?,
+        ),
+        "withdraw_permission" => RuntimeEvent::WithdrawPermission {
+            request_id: serde_json::from_value(member("requestId", Value::Null)).map_err(|e| format!("requestId: {e}"))?,
+        },
         "paused" => RuntimeEvent::Paused,
         "resumed" => RuntimeEvent::Resumed,
         "turn_started" => RuntimeEvent::TurnStarted,

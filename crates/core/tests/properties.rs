@@ -114,13 +114,24 @@ fn apply(a: &mut Agent, m: &mut Model, op: &Op, counter: &mut usize) -> Vec<Stri
         }
         Op::Revoke { .. } | Op::Replace { .. } => {}
         Op::Cancel => a.handle_line("c1", r#"{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s1"}}"#),
+        Op::PermResolved => {
+            // The client answers the agent's oldest open request (R-PERM-2), or a stale id.
+            let id = a.open_requests().first().map_or(json!("permission-0"), |r| json!(r.id));
+            let line = json!({ "jsonrpc": "2.0", "id": id, "result": { "outcome": { "outcome": "selected", "optionId": "allow" } } });
+            a.handle_line("c1", &line.to_string());
+        }
         other => {
             let ev = match other {
                 Op::Break => RuntimeEvent::BreakPoint(BreakPoint::ToolResult),
                 Op::StreamStarted => RuntimeEvent::StreamStarted,
                 Op::StreamFinished => RuntimeEvent::StreamFinished,
-                Op::PermRequested => RuntimeEvent::PermissionRequested,
-                Op::PermResolved => RuntimeEvent::PermissionResolved,
+                Op::PermRequested => RuntimeEvent::RequestPermission(
+                    serde_json::from_value(json!({
+                        "title": "run the tests?",
+                        "options": [{ "optionId": "allow", "name": "Allow", "kind": "allow_once" }],
+                    }))
+                    .unwrap(),
+                ),
                 Op::Pause => RuntimeEvent::Paused,
                 Op::Resume => RuntimeEvent::Resumed,
                 _ => RuntimeEvent::TurnEnded { stop_reason: StopReason::EndTurn, usage: None },

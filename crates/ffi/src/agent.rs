@@ -1,19 +1,22 @@
 //! `AgentCore`: the sans-IO agent core for hosts that run their own I/O (and the conformance
 //! drivers of every language). One lock per call; every call returns what it caused.
+//!
+//! A host moves bytes and runs the turns; the core speaks the protocol: it frames each
+//! connection's bytes ([`AgentCore::handle_bytes`]), answers every request, and sends and
+//! routes the agent's own requests to the client ([`AgentCore::request_permission`], answered
+//! by a `PermissionAnswered` action).
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use acp_inject_core::agent::{Agent, AgentConfig, ConnectionRole, HistoryEntry, MemoryStore, Output, RuntimeEvent, Turn};
-use acp_inject_core::wire::framing::{Framed, LineFramer};
-use acp_inject_core::wire::{MessageId, PendingInject};
+use acp_inject_core::agent::{
+    Agent, AgentConfig, ConnectionRole, HistoryEntry, MemoryStore, Output, PermissionAsk, RuntimeEvent, Turn,
+};
+use acp_inject_core::wire::{MessageId, PendingInject, RequestId};
 
 use crate::{guard, lock, AcpError};
 
 struct Inner {
     agent: Agent,
-    /// One framer per connection, for [`AgentCore::handle_bytes`].
-    framers: HashMap<String, LineFramer>,
 }
 
 /// The agent-side core of one agent process (all its sessions), without I/O.
@@ -22,9 +25,20 @@ pub struct AgentCore {
     inner: Mutex<Inner>,
 }
 
+/// A permission request the core sent: its id (the `PermissionAnswered` action that answers it
+/// carries the same id) and the outputs the call caused (the `requires_action` update and the
+/// request line, or the `cancelled` answer when no controller is attached).
+#[derive(uniffi::Record)]
+pub struct PermissionRequestSent {
+    /// The request's id.
+    pub request_id: RequestId,
+    /// Every output the call caused, in order.
+    pub outputs: Vec<Output>,
+}
+
 impl AgentCore {
     fn wrap(agent: Agent) -> Arc<AgentCore> {
-        Arc::new(AgentCore { inner: Mutex::new(Inner { agent, framers: HashMap::new() }) })
+        Arc::new(AgentCore { inner: Mutex::new(Inner { agent }) })
     }
 
     fn drained(agent: &mut Agent) -> Result<Vec<Output>, AcpError> {
@@ -65,13 +79,22 @@ impl AgentCore {
         })
     }
 
-    /// A connection went away: it is detached from every session.
+    /// A connection went away: it is detached from every session, and the agent's requests only
+    /// it could answer are answered `cancelled` (drain them with the next call's outputs, or
+    /// call [`AgentCore::detach_and_drain`]).
     pub fn detach(&self, connection: String) -> Result<(), AcpError> {
         guard(|| {
-            let mut inner = lock(&self.inner);
-            inner.agent.detach(&connection);
-            inner.framers.remove(&connection);
+            lock(&self.inner).agent.detach(&connection);
             Ok(())
+        })
+    }
+
+    /// Like [`AgentCore::detach`], returning the outputs it caused.
+    pub fn detach_and_drain(&self, connection: String) -> Result<Vec<Output>, AcpError> {
+        guard(|| {
+            let agent = &mut lock(&self.inner).agent;
+            agent.detach(&connection);
+            AgentCore::drained(agent)
         })
     }
 
@@ -126,17 +149,8 @@ impl AgentCore {
     /// returns every output, in order.
     pub fn handle_text(&self, connection: String, lines: String) -> Result<Vec<Output>, AcpError> {
         guard(|| {
-            let mut inner = lock(&self.inner);
-            let Inner { agent, framers } = &mut *inner;
-            let limit = agent.config().policy.line_limit();
-            let mut framer = LineFramer::new(limit);
-            let mut feed = |f: Framed<'_>| match f {
-                Framed::Line(l) => agent.handle_bytes(&connection, l),
-                Framed::Oversized { len } => agent.oversized_line(&connection, len),
-            };
-            framer.push(lines.as_bytes(), &mut feed);
-            framer.finish(&mut feed);
-            let _ = framers;
+            let agent = &mut lock(&self.inner).agent;
+            agent.handle_text(&connection, &lines);
             AgentCore::drained(agent)
         })
     }
@@ -146,15 +160,30 @@ impl AgentCore {
     /// the next call. Returns every output, in order.
     pub fn handle_bytes(&self, connection: String, bytes: Vec<u8>) -> Result<Vec<Output>, AcpError> {
         guard(|| {
-            let mut inner = lock(&self.inner);
-            let Inner { agent, framers } = &mut *inner;
-            let limit = agent.config().policy.line_limit();
-            let framer = framers.entry(connection.clone()).or_insert_with(|| LineFramer::new(limit));
-            framer.push(&bytes, |f| match f {
-                Framed::Line(l) => agent.handle_bytes(&connection, l),
-                Framed::Oversized { len } => agent.oversized_line(&connection, len),
-            });
+            let agent = &mut lock(&self.inner).agent;
+            agent.receive_bytes(&connection, &bytes);
             AgentCore::drained(agent)
+        })
+    }
+
+    /// `connection`'s stream ended: a last line without a newline is applied. Returns every
+    /// output, in order. Then call [`AgentCore::detach_and_drain`].
+    pub fn handle_end(&self, connection: String) -> Result<Vec<Output>, AcpError> {
+        guard(|| {
+            let agent = &mut lock(&self.inner).agent;
+            agent.receive_end(&connection);
+            AgentCore::drained(agent)
+        })
+    }
+
+    /// Asks the session's controllers for permission (R-PERM-2): the core sends
+    /// `session/request_permission` and returns its id with the outputs; the answer arrives
+    /// later as a `PermissionAnswered` action with that id.
+    pub fn request_permission(&self, session_id: String, ask: PermissionAsk) -> Result<PermissionRequestSent, AcpError> {
+        guard(|| {
+            let agent = &mut lock(&self.inner).agent;
+            let request_id = agent.request_permission(&session_id, ask)?;
+            Ok(PermissionRequestSent { request_id, outputs: AgentCore::drained(agent)? })
         })
     }
 

@@ -4,16 +4,16 @@
 
 use acp_inject_conformance::{AgentSetup, ClientCall, ClientSetup, Instruction, SetupConnection, Side};
 use acp_inject_core::agent::{
-    Activity, AgentConfig, AgentInfo, BreakPoint, ClearStyle, ConnectionRole, HistoryEntry, HostError, Output, Policy, QueueDrain,
-    RevokeReplace, RuntimeAction, RuntimeEvent, SessionSetup, SetupSupport, Stream, Turn, UserInput,
+    Activity, AgentConfig, AgentInfo, BreakPoint, ClearStyle, ConnectionRole, HistoryEntry, HostError, Output, PermissionAsk, Policy,
+    QueueDrain, RevokeReplace, RuntimeAction, RuntimeEvent, SessionSetup, SetupSupport, Stream, Turn, UserInput,
 };
 use acp_inject_core::client::{
     Affordances, Answer, CallRejected, Event, ItemMode, ItemStatus, MessageRole, MirrorSnapshot, PendingItem, ProtocolError,
     RequestKind, SessionEvent, TranscriptEntry, TurnState, Violation,
 };
 use acp_inject_core::wire::{
-    ContentBlock, ErrorReason, InitializeResponse, InjectCapabilities, McpServer, MessageId, PendingInject, RequestId,
-    RequestPermissionRequest, SessionInfo, SessionUpdate, SteerInStream, StopReason, Usage,
+    ContentBlock, ErrorReason, InitializeResponse, InjectCapabilities, McpServer, MessageId, PendingInject, PermissionOption,
+    RequestId, RequestPermissionOutcome, RequestPermissionRequest, SessionInfo, SessionUpdate, SteerInStream, StopReason, Usage,
 };
 use acp_inject_transport::{SessionActivity, TurnEnd};
 
@@ -114,6 +114,7 @@ pub enum RuntimeAction {
     Deliver(Vec<UserInput>),
     InterruptStream,
     CancelTurn,
+    PermissionAnswered { request_id: RequestId, outcome: RequestPermissionOutcome },
     Closed { dropped: Vec<PendingInject>, turn_cancelled: bool },
 }
 
@@ -130,8 +131,8 @@ pub enum RuntimeEvent {
     BreakPoint(BreakPoint),
     StreamStarted,
     StreamFinished,
-    PermissionRequested,
-    PermissionResolved,
+    RequestPermission(PermissionAsk),
+    WithdrawPermission { request_id: RequestId },
     Paused,
     Resumed,
     TurnStarted,
@@ -141,12 +142,22 @@ pub enum RuntimeEvent {
     ClearAgentMessage { message_id: MessageId },
 }
 
+/// What a runtime asks the user (`session/request_permission` without the session and id).
+#[uniffi::remote(Record)]
+pub struct PermissionAsk {
+    pub title: String,
+    pub description: Option<String>,
+    pub options: Vec<PermissionOption>,
+    pub subject: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
 /// A runtime event the core cannot apply.
 #[uniffi::remote(Enum)]
 pub enum HostError {
     NoTurnInProgress,
     TurnInProgress,
-    NoPermissionPending,
+    NoPermissionOptions,
+    UnknownRequest,
     SessionClosed,
     ReservedUpdate,
     ReservedMessageId(String),

@@ -39,7 +39,7 @@ use acp_inject_core::agent::{
 };
 use acp_inject_core::wire::{ContentBlock, InjectMode, MessageId, SessionUpdate};
 use rusqlite::types::Value;
-use rusqlite::{params, params_from_iter, Connection, ErrorCode, Row};
+use rusqlite::{params, params_from_iter, Connection, ErrorCode, OptionalExtension, Row};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
@@ -376,7 +376,9 @@ impl SqliteStore {
     fn apply(&mut self, change: Change<'_>) -> Result<(), StoreError> {
         self.begin()?;
         match change {
-            Change::Counters { next_session, next_message } => self.counters = Some(Counters { next_session, next_message }),
+            Change::Counters { next_session, next_message, next_request } => {
+                self.counters = Some(Counters { next_session, next_message, next_request })
+            }
             Change::SessionCreated(r) => self.write_record(r, true)?,
             Change::SessionUpdated(r) => self.write_record(r, false)?,
             Change::SessionForgotten(id) => {
@@ -440,23 +442,32 @@ impl SqliteStore {
     }
 
     fn write_counters(&mut self) -> Result<(), StoreError> {
-        let Some(Counters { next_session, next_message }) = self.counters.take() else { return Ok(()) };
+        let Some(Counters { next_session, next_message, next_request }) = self.counters.take() else { return Ok(()) };
         let (s, m) = (to_i64("session counter", next_session)?, to_i64("message counter", next_message)?);
+        let r = to_i64("request counter", next_request)?;
         self.exec("UPDATE meta SET value = ?1 WHERE key = 'next_session'", [s])?;
         self.exec("UPDATE meta SET value = ?1 WHERE key = 'next_message'", [m])?;
+        // Stores written before the request counter existed have no row for it.
+        self.exec("INSERT INTO meta (key, value) VALUES ('next_request', ?1) ON CONFLICT (key) DO UPDATE SET value = ?1", [r])?;
         Ok(())
     }
 
     fn read_counters(&self) -> Result<Counters, StoreError> {
-        let read = |key: &str| -> Result<u64, StoreError> {
-            let v: i64 = self
+        let read = |key: &str| -> Result<Option<u64>, StoreError> {
+            let v: Option<i64> = self
                 .conn
                 .prepare_cached("SELECT value FROM meta WHERE key = ?1")
-                .and_then(|mut s| s.query_row([key], |r| r.get(0)))
+                .and_then(|mut s| s.query_row([key], |r| r.get(0)).optional())
                 .map_err(|e| StoreError::Corrupt(format!("the store's {key} counter is unreadable: {e}")))?;
-            to_u64(key, v)
+            v.map(|v| to_u64(key, v)).transpose()
         };
-        Ok(Counters { next_session: read("next_session")?, next_message: read("next_message")? })
+        let required = |key: &str| read(key)?.ok_or_else(|| StoreError::Corrupt(format!("the store has no {key} counter")));
+        Ok(Counters {
+            next_session: required("next_session")?,
+            next_message: required("next_message")?,
+            // Absent in stores written before the agent's requests were the core's.
+            next_request: read("next_request")?.unwrap_or(1),
+        })
     }
 
     /// A live session's pending injects (arrival order) and remembered ids (oldest first).
@@ -596,7 +607,7 @@ impl Store for SqliteStore {
             let pending = self.read_queue(&record.session_id)?;
             sessions.push(LiveSession { record, turn, pending, attached: Default::default() });
         }
-        Ok(Some(LiveState { version: LIVE_STATE_VERSION, counters, sessions, connections: BTreeMap::new() }))
+        Ok(Some(LiveState { version: LIVE_STATE_VERSION, counters, sessions, connections: BTreeMap::new(), requests: Vec::new() }))
     }
 }
 

@@ -8,22 +8,21 @@
 //! steers are delivered and handed back), sees cancellation and stream interrupts, and ends by
 //! returning a [`TurnEnd`].
 //!
-//! Each read from the client is handled as one batch: every line of it goes through the core,
-//! then one commit to the store, then the answers go out.
+//! The server moves bytes and calls the runtime; the protocol is the core's ([`Agent`]):
+//! each read from the client goes to [`Agent::receive_bytes`] as one batch (every complete line
+//! through the core, then one commit to the store, then the answers go out), and the core's
+//! own requests to the client (permission) are minted, routed and ended by the core.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use acp_inject_core::agent::{
-    Agent, AgentConfig, BreakPoint, ConnectionRole, HostError, OpenError, Output, PendingInject, RuntimeAction, RuntimeEvent,
-    SessionRecord, SessionSetup, Store, StoreError, UserInput,
+    cancelled_outcome, Agent, AgentConfig, BreakPoint, ConnectionRole, HostError, OpenError, Output, PendingInject, PermissionAsk,
+    RuntimeAction, RuntimeEvent, SessionRecord, SessionSetup, Store, StoreError, UserInput,
 };
-use acp_inject_core::wire::framing::{Framed, LineFramer};
-use acp_inject_core::wire::jsonrpc::{self, Frame, Incoming};
 use acp_inject_core::wire::{
-    AgentMessageChunk, ContentBlock, MessageId, PermissionOption, RequestId, RequestPermissionOutcome, RequestPermissionRequest,
-    RequestPermissionResponse, SessionId, SessionUpdate, StopReason, TextContent, Usage,
+    AgentMessageChunk, ContentBlock, MessageId, PermissionOption, RequestId, RequestPermissionOutcome, SessionUpdate, StopReason,
+    TextContent, Usage,
 };
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot, watch};
@@ -122,8 +121,8 @@ struct Server {
     out: mpsc::UnboundedSender<String>,
     out_rx: Mutex<Option<mpsc::UnboundedReceiver<String>>>,
     turns: Mutex<HashMap<String, Arc<Signals>>>,
+    /// The turns waiting on an answer to a permission request, by the core's request id.
     permissions: Mutex<HashMap<RequestId, oneshot::Sender<RequestPermissionOutcome>>>,
-    next_request: AtomicU64,
     failed: Mutex<Option<StoreError>>,
     /// Every task that calls into the runtime (turns, session callbacks): `run` waits for
     /// them before it returns, so no runtime future outlives the server (a foreign runtime's
@@ -199,6 +198,11 @@ impl Server {
                     let rt = Arc::clone(&self.runtime);
                     self.tasks.spawn(async move { rt.session_resumed(&session, setup).await });
                 }
+                RuntimeAction::PermissionAnswered { request_id, outcome } => {
+                    if let Some(waiter) = lock(&self.permissions).remove(&request_id) {
+                        let _ = waiter.send(outcome);
+                    }
+                }
                 // Deliveries are handed back by `break_point` to the turn that reached it.
                 RuntimeAction::Deliver(_) => {}
             }
@@ -251,49 +255,16 @@ impl Server {
         lock(&self.agent).session_ids()
     }
 
-    /// Handles one read from the client: every complete line, one commit, one dispatch.
-    fn read(self: &Arc<Self>, framer: &mut LineFramer, chunk: Option<&[u8]>) -> Result<(), TurnError> {
-        let mut lines: Vec<Result<Vec<u8>, usize>> = Vec::new();
-        let mut collect = |f: Framed<'_>| match f {
-            Framed::Line(l) => lines.push(Ok(l.to_vec())),
-            Framed::Oversized { len } => lines.push(Err(len)),
-        };
-        match chunk {
-            Some(c) => framer.push(c, &mut collect),
-            None => framer.finish(&mut collect),
-        }
-        if lines.is_empty() {
-            return Ok(());
-        }
-        let ((), actions) = self.step(|agent| {
-            for line in lines {
-                match line {
-                    Ok(bytes) if self.permission_answer(&bytes) => {}
-                    Ok(bytes) => agent.handle_bytes(CLIENT, &bytes),
-                    Err(len) => agent.oversized_line(CLIENT, len),
-                }
-            }
+    /// Handles one read from the client (`None` at the end of the stream): the core frames
+    /// and applies it, one commit, one dispatch.
+    fn read(self: &Arc<Self>, chunk: Option<&[u8]>) -> Result<(), TurnError> {
+        let ((), actions) = self.step(|agent| match chunk {
+            Some(bytes) => agent.receive_bytes(CLIENT, bytes),
+            None => agent.receive_end(CLIENT),
         })?;
         self.dispatch(actions);
         Ok(())
     }
-
-    /// An answer to one of this server's permission requests goes to the turn waiting for it.
-    fn permission_answer(&self, bytes: &[u8]) -> bool {
-        let Ok(Frame::Single(Incoming::Response { id, outcome })) = jsonrpc::parse_bytes(bytes) else { return false };
-        let Some(waiter) = lock(&self.permissions).remove(&id) else { return false };
-        let outcome = outcome
-            .ok()
-            .and_then(|raw| jsonrpc::decode::<RequestPermissionResponse>(raw.get()).ok())
-            .map(|r| r.outcome)
-            .unwrap_or_else(cancelled_outcome);
-        let _ = waiter.send(outcome);
-        true
-    }
-}
-
-fn cancelled_outcome() -> RequestPermissionOutcome {
-    RequestPermissionOutcome::Cancelled(Box::new(acp_inject_core::wire::CancelledPermissionOutcome { meta: None }))
 }
 
 /// What a running turn can do. Cheap to clone.
@@ -412,9 +383,10 @@ impl TurnContext {
         let _ = rx.wait_for(|c| *c).await;
     }
 
-    /// Asks the user for permission (`session/request_permission`): the session is
-    /// `requires_action` until the answer, and held steers wait for the next break-point
-    /// (R-PERM-1). A cancel while waiting returns the `cancelled` outcome.
+    /// Asks the user for permission (`session/request_permission`, sent by the core): the
+    /// session is `requires_action` until the answer, and held steers wait for the next
+    /// break-point (R-PERM-1). A cancel, the turn's end or the session's close while waiting
+    /// returns the `cancelled` outcome (R-PERM-2).
     pub async fn request_permission(
         &self,
         title: &str,
@@ -422,29 +394,18 @@ impl TurnContext {
         options: Vec<PermissionOption>,
         subject: Option<serde_json::Map<String, serde_json::Value>>,
     ) -> Result<RequestPermissionOutcome, TurnError> {
-        let n = self.server.next_request.fetch_add(1, Ordering::Relaxed) + 1;
-        let id = RequestId::Str(format!("permission-{n}"));
+        let ask = PermissionAsk { title: title.to_owned(), description: description.map(str::to_owned), options, subject };
         let (tx, rx) = oneshot::channel();
-        lock(&self.server.permissions).insert(id.clone(), tx);
-        let params = RequestPermissionRequest {
-            session_id: SessionId(self.session.clone()),
-            title: title.to_owned(),
-            description: description.map(str::to_owned),
-            subject,
-            options,
-            meta: None,
-        };
-        self.event(RuntimeEvent::PermissionRequested)?;
-        let _ = self.server.out.send(jsonrpc::request_line(&id, &params));
-        let outcome = tokio::select! {
-            answer = rx => answer.unwrap_or_else(|_| cancelled_outcome()),
-            () = self.cancelled() => {
-                lock(&self.server.permissions).remove(&id);
-                cancelled_outcome()
-            }
-        };
-        self.event(RuntimeEvent::PermissionResolved)?;
-        Ok(outcome)
+        // The waiter is registered while the core is still held, before the request is sent:
+        // no answer can arrive before it is in place.
+        let (r, actions) = self.server.step(|a| {
+            let id = a.request_permission(&self.session, ask)?;
+            lock(&self.server.permissions).insert(id.clone(), tx);
+            Ok::<_, HostError>(id)
+        })?;
+        r?;
+        self.server.dispatch(actions);
+        Ok(rx.await.unwrap_or_else(|_| cancelled_outcome()))
     }
 }
 
@@ -478,7 +439,6 @@ impl AgentServer {
             out_rx: Mutex::new(Some(rx)),
             turns: Mutex::new(HashMap::new()),
             permissions: Mutex::new(HashMap::new()),
-            next_request: AtomicU64::new(0),
             failed: Mutex::new(None),
             tasks: TaskTracker::new(),
         });
@@ -552,8 +512,6 @@ impl AgentServer {
         }
         lock(&server.agent).attach(CLIENT, ConnectionRole::Controller);
 
-        let max_line = lock(&server.agent).config().policy.line_limit();
-        let mut framer = LineFramer::new(max_line);
         let mut buf = vec![0u8; 64 * 1024];
         let result = loop {
             let n = match reader.read(&mut buf).await {
@@ -561,7 +519,7 @@ impl AgentServer {
                 Err(e) => break Err(ServerError::Io(e)),
             };
             let chunk = (n > 0).then_some(&buf[..n]);
-            if server.read(&mut framer, chunk).is_err() {
+            if server.read(chunk).is_err() {
                 break Err(ServerError::Store(lock(&server.failed).take().unwrap_or(StoreError::Poisoned)));
             }
             if n == 0 {
@@ -573,6 +531,10 @@ impl AgentServer {
         // stop the writer.
         for (_, s) in lock(&server.turns).drain() {
             s.cancel.send_replace(true);
+        }
+        // The client can answer nothing more: the core answers its open requests `cancelled`.
+        if let Ok(((), actions)) = server.step(|a| a.detach(CLIENT)) {
+            server.dispatch(actions);
         }
         lock(&server.permissions).clear();
         server.tasks.close();

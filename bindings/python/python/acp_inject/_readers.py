@@ -19,7 +19,7 @@ from .acp_inject_ffi import acp_inject_ffi as _g
 Buffer = Union[bytes, bytearray]
 
 # The generated module these readers were written from: they are installed only over that one.
-SOURCE_SHA256 = "9a59bea64ff27f371fa85d966af931e42fad05383b3f1344e2eefd4be1b788cf"
+SOURCE_SHA256 = "d265544ca5ea1aefeef1afb6dd2c37d8c40cb4a5c0a8cc97178f291414784399"
 
 _new = object.__new__
 _InternalError = _g.InternalError
@@ -160,207 +160,211 @@ _K116 = _g.ErrorReason.TURN_IN_PROGRESS
 _K117 = _g.ErrorReason.OTHER
 _K118 = _g.HostError.NO_TURN_IN_PROGRESS
 _K119 = _g.HostError.TURN_IN_PROGRESS
-_K120 = _g.HostError.NO_PERMISSION_PENDING
-_K121 = _g.HostError.SESSION_CLOSED
-_K122 = _g.HostError.RESERVED_UPDATE
-_K123 = _g.HostError.RESERVED_MESSAGE_ID
-_K124 = _g.Instruction.CLIENT_LINE
-_K125 = _g.Instruction.RUNTIME
-_K126 = _g.RuntimeEvent.BREAK_POINT
-_K127 = _g.BreakPoint.TOOL_RESULT
-_K128 = _g.BreakPoint.MODEL_STEP
-_K129 = _g.RuntimeEvent.STREAM_STARTED
-_K130 = _g.RuntimeEvent.STREAM_FINISHED
-_K131 = _g.RuntimeEvent.PERMISSION_REQUESTED
-_K132 = _g.RuntimeEvent.PERMISSION_RESOLVED
-_K133 = _g.RuntimeEvent.PAUSED
-_K134 = _g.RuntimeEvent.RESUMED
-_K135 = _g.RuntimeEvent.TURN_STARTED
-_K136 = _g.RuntimeEvent.TURN_ENDED
-_K137 = _g.RuntimeEvent.CLOSE
-_K138 = _g.RuntimeEvent.UPDATE
-_K139 = _g.SessionUpdate.USER_MESSAGE
-_K140 = _g.SessionUpdate.USER_MESSAGE_CHUNK
-_K141 = _g.SessionUpdate.AGENT_MESSAGE
-_K142 = _g.SessionUpdate.AGENT_MESSAGE_CHUNK
-_K143 = _g.SessionUpdate.AGENT_MESSAGE_CLEAR
-_K144 = _g.SessionUpdate.AGENT_THOUGHT
-_K145 = _g.SessionUpdate.AGENT_THOUGHT_CHUNK
-_K146 = _g.SessionUpdate.STATE_UPDATE
-_K147 = _g.SessionUpdate.TOOL_CALL_UPDATE
-_K148 = _g.SessionUpdate.TOOL_CALL_CONTENT_CHUNK
-_K149 = _g.SessionUpdate.PLAN_UPDATE
-_K150 = _g.SessionUpdate.USAGE_UPDATE
-_K151 = _g.SessionUpdate.SESSION_INFO_UPDATE
-_K152 = _g.SessionUpdate.ACP_INJECT_PENDING
-_K153 = _g.SessionUpdate.ACP_INJECT_SESSION_CLOSED
-_K154 = _g.SessionUpdate.OTHER
-_K155 = _g.RuntimeEvent.CLEAR_AGENT_MESSAGE
-_K156 = _g.Instruction.EXPECT
-_K157 = _g.Instruction.EXPECT_HISTORY
-_K158 = _g.Instruction.CALL
-_K159 = _g.ClientCall.PROMPT
-_K160 = _g.ClientCall.INJECT
-_K161 = _g.InjectMode.QUEUE
-_K162 = _g.InjectMode.STEER
-_K163 = _g.ClientCall.REVOKE
-_K164 = _g.ClientCall.REPLACE
-_K165 = _g.ClientCall.CANCEL
-_K166 = _g.ClientCall.STATUS
-_K167 = _g.ClientCall.CLOSE
-_K168 = _g.ClientCall.RESUME
-_K169 = _g.Instruction.RECEIVE
-_K170 = _g.Instruction.EXPECT_STATE
-_K171 = _g.Instruction.EXPECT_ITEM
-_K172 = _g.ItemStatus.SENDING
-_K173 = _g.ItemStatus.PENDING
-_K174 = _g.ItemStatus.DELIVERED
-_K175 = _g.ItemStatus.REVOKED
-_K176 = _g.ItemStatus.FAILED
-_K177 = _g.MirrorSnapshot
-_K178 = _g.TurnState.IDLE
-_K179 = _g.TurnState.RUNNING
-_K180 = _g.TurnState.REQUIRES_ACTION
-_K181 = _g.Affordances
-_K182 = _g.ReplayFrom.START
-_K183 = _g.ReplayFrom.OTHER
-_K184 = _g.Turn.IDLE
-_K185 = _g.Turn.RUNNING
-_K186 = _g.Activity
-_K187 = _g.Stream.IDLE
-_K188 = _g.Stream.ACTIVE
-_K189 = _g.Stream.INTERRUPT_REQUESTED
-_K190 = _g.Turn.REQUIRES_ACTION
-_K191 = _g.Turn.PAUSED
-_K192 = _g.EnvVariable
-_K193 = _g.Event.ANSWERED
-_K194 = _g.RequestId.NULL
-_K195 = _g.RequestId.NUMBER
-_K196 = _g.RequestId.STR
-_K197 = _g.RequestKind.INITIALIZE
-_K198 = _g.RequestKind.NEW_SESSION
-_K199 = _g.RequestKind.LIST_SESSIONS
-_K200 = _g.RequestKind.RESUME
-_K201 = _g.RequestKind.PROMPT
-_K202 = _g.RequestKind.INJECT
-_K203 = _g.RequestKind.REVOKE
-_K204 = _g.RequestKind.REPLACE
-_K205 = _g.RequestKind.CLOSE
-_K206 = _g.RequestKind.STATUS
-_K207 = _g.Answer.FAILED
-_K208 = _g.ProtocolError
-_K209 = _g.Answer.INITIALIZED
-_K210 = _g.Answer.SESSION_CREATED
-_K211 = _g.Answer.SESSIONS
-_K212 = _g.Answer.RESUMED
-_K213 = _g.Answer.ACCEPTED
-_K214 = _g.Answer.REVOKED
-_K215 = _g.Answer.REPLACED
-_K216 = _g.Answer.CLOSED
-_K217 = _g.Answer.STATUS
-_K218 = _g.Event.SESSION
-_K219 = _g.SessionEvent.UPDATE
-_K220 = _g.SessionEvent.ITEM
-_K221 = _g.PendingItem
-_K222 = _g.ItemMode.PROMPT
-_K223 = _g.ItemMode.QUEUE
-_K224 = _g.ItemMode.STEER
-_K225 = _g.SessionEvent.VIOLATION
-_K226 = _g.Violation
-_K227 = _g.SessionEvent.CLOSED
-_K228 = _g.SessionEvent.TOLERATED
-_K229 = _g.Event.PERMISSION_REQUESTED
-_K230 = _g.Event.IGNORED
-_K231 = _g.HistoryEntry.USER
-_K232 = _g.HistoryEntry.UPDATE
-_K233 = _g.HttpHeader
-_K234 = _g.McpServer.STDIO
-_K235 = _g.McpServer.HTTP
-_K236 = _g.McpServer.OTHER
-_K237 = _g.Output.LINE
-_K238 = _g.Output.ACTION
-_K239 = _g.RuntimeAction.SESSION_OPENED
-_K240 = _g.SessionSetup
-_K241 = _g.RuntimeAction.SESSION_RESUMED
-_K242 = _g.RuntimeAction.START_TURN
-_K243 = _g.RuntimeAction.DELIVER
-_K244 = _g.RuntimeAction.INTERRUPT_STREAM
-_K245 = _g.RuntimeAction.CANCEL_TURN
-_K246 = _g.RuntimeAction.CLOSED
-_K247 = _g.PendingInject
-_K248 = _g.PermissionOption
-_K249 = _g.PermissionOptionKind.ALLOW_ONCE
-_K250 = _g.PermissionOptionKind.ALLOW_ALWAYS
-_K251 = _g.PermissionOptionKind.REJECT_ONCE
-_K252 = _g.PermissionOptionKind.REJECT_ALWAYS
-_K253 = _g.PermissionOptionKind.OTHER
-_K254 = _g.PlanEntry
-_K255 = _g.PlanEntryPriority.HIGH
-_K256 = _g.PlanEntryPriority.MEDIUM
-_K257 = _g.PlanEntryPriority.LOW
-_K258 = _g.PlanEntryPriority.OTHER
-_K259 = _g.PlanEntryStatus.PENDING
-_K260 = _g.PlanEntryStatus.IN_PROGRESS
-_K261 = _g.PlanEntryStatus.COMPLETED
-_K262 = _g.PlanEntryStatus.CANCELLED
-_K263 = _g.PlanEntryStatus.OTHER
-_K264 = _g.Role.ASSISTANT
-_K265 = _g.Role.USER
-_K266 = _g.Role.OTHER
-_K267 = _g.SessionActivity.EVENT
-_K268 = _g.SessionActivity.PERMISSION_REQUESTED
-_K269 = _g.SessionInfo
-_K270 = _g.SetupConnection
-_K271 = _g.ConnectionRole.CONTROLLER
-_K272 = _g.ConnectionRole.OBSERVER
-_K273 = _g.TranscriptEntry
-_K274 = _g.MessageRole.USER
-_K275 = _g.MessageRole.AGENT
-_K276 = _g.MessageRole.THOUGHT
-_K277 = _g.UserInput
-_K278 = _g.AcpError.InvalidInput
-_K279 = _g.AcpError.Protocol
-_K280 = _g.AcpError.Rejected
-_K281 = _g.AcpError.Host
-_K282 = _g.AcpError.Config
-_K283 = _g.AcpError.Store
-_K284 = _g.AcpError.Disconnected
-_K285 = _g.AcpError.Mismatch
-_K286 = _g.AcpError.Internal
-_K287 = _g.CancelRequestNotification
-_K288 = _g.CancelSessionNotification
-_K289 = _g.CloseSessionRequest
-_K290 = _g.CloseSessionResponse
-_K291 = _g.ConnectOptions
-_K292 = _g.ErrorData
-_K293 = _g.InitializeRequest
-_K294 = _g.InjectRequest
-_K295 = _g.InjectResponse
-_K296 = _g.ListSessionsRequest
-_K297 = _g.ListSessionsResponse
-_K298 = _g.NewSessionRequest
-_K299 = _g.NewSessionResponse
-_K300 = _g.PromptRequest
-_K301 = _g.PromptResponse
-_K302 = _g.ReplaceInjectRequest
-_K303 = _g.ReplaceInjectResponse
-_K304 = _g.RequestPermissionOutcome.CANCELLED
-_K305 = _g.RequestPermissionOutcome.SELECTED
-_K306 = _g.RequestPermissionOutcome.OTHER
-_K307 = _g.RequestPermissionResponse
-_K308 = _g.ResumeSessionRequest
-_K309 = _g.ResumeSessionResponse
-_K310 = _g.RevokeInjectRequest
-_K311 = _g.RevokeInjectResponse
-_K312 = _g.SessionPage
-_K313 = _g.SessionStatus.LIVE
-_K314 = _g.SessionStatus.NOT_FOUND
-_K315 = _g.SessionStatusRequest
-_K316 = _g.SessionStatusResponse
-_K317 = _g.Side.AGENT
-_K318 = _g.Side.CLIENT
-_K319 = _g.TurnEnd
-_K320 = _g.UpdateSessionNotification
+_K120 = _g.HostError.NO_PERMISSION_OPTIONS
+_K121 = _g.HostError.UNKNOWN_REQUEST
+_K122 = _g.HostError.SESSION_CLOSED
+_K123 = _g.HostError.RESERVED_UPDATE
+_K124 = _g.HostError.RESERVED_MESSAGE_ID
+_K125 = _g.Instruction.CLIENT_LINE
+_K126 = _g.Instruction.RUNTIME
+_K127 = _g.RuntimeEvent.BREAK_POINT
+_K128 = _g.BreakPoint.TOOL_RESULT
+_K129 = _g.BreakPoint.MODEL_STEP
+_K130 = _g.RuntimeEvent.STREAM_STARTED
+_K131 = _g.RuntimeEvent.STREAM_FINISHED
+_K132 = _g.RuntimeEvent.REQUEST_PERMISSION
+_K133 = _g.PermissionAsk
+_K134 = _g.RuntimeEvent.WITHDRAW_PERMISSION
+_K135 = _g.RequestId.NULL
+_K136 = _g.RequestId.NUMBER
+_K137 = _g.RequestId.STR
+_K138 = _g.RuntimeEvent.PAUSED
+_K139 = _g.RuntimeEvent.RESUMED
+_K140 = _g.RuntimeEvent.TURN_STARTED
+_K141 = _g.RuntimeEvent.TURN_ENDED
+_K142 = _g.RuntimeEvent.CLOSE
+_K143 = _g.RuntimeEvent.UPDATE
+_K144 = _g.SessionUpdate.USER_MESSAGE
+_K145 = _g.SessionUpdate.USER_MESSAGE_CHUNK
+_K146 = _g.SessionUpdate.AGENT_MESSAGE
+_K147 = _g.SessionUpdate.AGENT_MESSAGE_CHUNK
+_K148 = _g.SessionUpdate.AGENT_MESSAGE_CLEAR
+_K149 = _g.SessionUpdate.AGENT_THOUGHT
+_K150 = _g.SessionUpdate.AGENT_THOUGHT_CHUNK
+_K151 = _g.SessionUpdate.STATE_UPDATE
+_K152 = _g.SessionUpdate.TOOL_CALL_UPDATE
+_K153 = _g.SessionUpdate.TOOL_CALL_CONTENT_CHUNK
+_K154 = _g.SessionUpdate.PLAN_UPDATE
+_K155 = _g.SessionUpdate.USAGE_UPDATE
+_K156 = _g.SessionUpdate.SESSION_INFO_UPDATE
+_K157 = _g.SessionUpdate.ACP_INJECT_PENDING
+_K158 = _g.SessionUpdate.ACP_INJECT_SESSION_CLOSED
+_K159 = _g.SessionUpdate.OTHER
+_K160 = _g.RuntimeEvent.CLEAR_AGENT_MESSAGE
+_K161 = _g.Instruction.EXPECT
+_K162 = _g.Instruction.EXPECT_HISTORY
+_K163 = _g.Instruction.CALL
+_K164 = _g.ClientCall.PROMPT
+_K165 = _g.ClientCall.INJECT
+_K166 = _g.InjectMode.QUEUE
+_K167 = _g.InjectMode.STEER
+_K168 = _g.ClientCall.REVOKE
+_K169 = _g.ClientCall.REPLACE
+_K170 = _g.ClientCall.CANCEL
+_K171 = _g.ClientCall.STATUS
+_K172 = _g.ClientCall.CLOSE
+_K173 = _g.ClientCall.RESUME
+_K174 = _g.Instruction.RECEIVE
+_K175 = _g.Instruction.EXPECT_STATE
+_K176 = _g.Instruction.EXPECT_ITEM
+_K177 = _g.ItemStatus.SENDING
+_K178 = _g.ItemStatus.PENDING
+_K179 = _g.ItemStatus.DELIVERED
+_K180 = _g.ItemStatus.REVOKED
+_K181 = _g.ItemStatus.FAILED
+_K182 = _g.MirrorSnapshot
+_K183 = _g.TurnState.IDLE
+_K184 = _g.TurnState.RUNNING
+_K185 = _g.TurnState.REQUIRES_ACTION
+_K186 = _g.Affordances
+_K187 = _g.ReplayFrom.START
+_K188 = _g.ReplayFrom.OTHER
+_K189 = _g.Turn.IDLE
+_K190 = _g.Turn.RUNNING
+_K191 = _g.Activity
+_K192 = _g.Stream.IDLE
+_K193 = _g.Stream.ACTIVE
+_K194 = _g.Stream.INTERRUPT_REQUESTED
+_K195 = _g.Turn.REQUIRES_ACTION
+_K196 = _g.Turn.PAUSED
+_K197 = _g.EnvVariable
+_K198 = _g.Event.ANSWERED
+_K199 = _g.RequestKind.INITIALIZE
+_K200 = _g.RequestKind.NEW_SESSION
+_K201 = _g.RequestKind.LIST_SESSIONS
+_K202 = _g.RequestKind.RESUME
+_K203 = _g.RequestKind.PROMPT
+_K204 = _g.RequestKind.INJECT
+_K205 = _g.RequestKind.REVOKE
+_K206 = _g.RequestKind.REPLACE
+_K207 = _g.RequestKind.CLOSE
+_K208 = _g.RequestKind.STATUS
+_K209 = _g.Answer.FAILED
+_K210 = _g.ProtocolError
+_K211 = _g.Answer.INITIALIZED
+_K212 = _g.Answer.SESSION_CREATED
+_K213 = _g.Answer.SESSIONS
+_K214 = _g.Answer.RESUMED
+_K215 = _g.Answer.ACCEPTED
+_K216 = _g.Answer.REVOKED
+_K217 = _g.Answer.REPLACED
+_K218 = _g.Answer.CLOSED
+_K219 = _g.Answer.STATUS
+_K220 = _g.Event.SESSION
+_K221 = _g.SessionEvent.UPDATE
+_K222 = _g.SessionEvent.ITEM
+_K223 = _g.PendingItem
+_K224 = _g.ItemMode.PROMPT
+_K225 = _g.ItemMode.QUEUE
+_K226 = _g.ItemMode.STEER
+_K227 = _g.SessionEvent.VIOLATION
+_K228 = _g.Violation
+_K229 = _g.SessionEvent.CLOSED
+_K230 = _g.SessionEvent.TOLERATED
+_K231 = _g.Event.PERMISSION_REQUESTED
+_K232 = _g.Event.IGNORED
+_K233 = _g.HistoryEntry.USER
+_K234 = _g.HistoryEntry.UPDATE
+_K235 = _g.HttpHeader
+_K236 = _g.McpServer.STDIO
+_K237 = _g.McpServer.HTTP
+_K238 = _g.McpServer.OTHER
+_K239 = _g.Output.LINE
+_K240 = _g.Output.ACTION
+_K241 = _g.RuntimeAction.SESSION_OPENED
+_K242 = _g.SessionSetup
+_K243 = _g.RuntimeAction.SESSION_RESUMED
+_K244 = _g.RuntimeAction.START_TURN
+_K245 = _g.RuntimeAction.DELIVER
+_K246 = _g.RuntimeAction.INTERRUPT_STREAM
+_K247 = _g.RuntimeAction.CANCEL_TURN
+_K248 = _g.RuntimeAction.PERMISSION_ANSWERED
+_K249 = _g.RequestPermissionOutcome.CANCELLED
+_K250 = _g.RequestPermissionOutcome.SELECTED
+_K251 = _g.RequestPermissionOutcome.OTHER
+_K252 = _g.RuntimeAction.CLOSED
+_K253 = _g.PendingInject
+_K254 = _g.PermissionOption
+_K255 = _g.PermissionOptionKind.ALLOW_ONCE
+_K256 = _g.PermissionOptionKind.ALLOW_ALWAYS
+_K257 = _g.PermissionOptionKind.REJECT_ONCE
+_K258 = _g.PermissionOptionKind.REJECT_ALWAYS
+_K259 = _g.PermissionOptionKind.OTHER
+_K260 = _g.PlanEntry
+_K261 = _g.PlanEntryPriority.HIGH
+_K262 = _g.PlanEntryPriority.MEDIUM
+_K263 = _g.PlanEntryPriority.LOW
+_K264 = _g.PlanEntryPriority.OTHER
+_K265 = _g.PlanEntryStatus.PENDING
+_K266 = _g.PlanEntryStatus.IN_PROGRESS
+_K267 = _g.PlanEntryStatus.COMPLETED
+_K268 = _g.PlanEntryStatus.CANCELLED
+_K269 = _g.PlanEntryStatus.OTHER
+_K270 = _g.Role.ASSISTANT
+_K271 = _g.Role.USER
+_K272 = _g.Role.OTHER
+_K273 = _g.SessionActivity.EVENT
+_K274 = _g.SessionActivity.PERMISSION_REQUESTED
+_K275 = _g.SessionInfo
+_K276 = _g.SetupConnection
+_K277 = _g.ConnectionRole.CONTROLLER
+_K278 = _g.ConnectionRole.OBSERVER
+_K279 = _g.TranscriptEntry
+_K280 = _g.MessageRole.USER
+_K281 = _g.MessageRole.AGENT
+_K282 = _g.MessageRole.THOUGHT
+_K283 = _g.UserInput
+_K284 = _g.AcpError.InvalidInput
+_K285 = _g.AcpError.Protocol
+_K286 = _g.AcpError.Rejected
+_K287 = _g.AcpError.Host
+_K288 = _g.AcpError.Config
+_K289 = _g.AcpError.Store
+_K290 = _g.AcpError.Disconnected
+_K291 = _g.AcpError.Mismatch
+_K292 = _g.AcpError.Internal
+_K293 = _g.CancelRequestNotification
+_K294 = _g.CancelSessionNotification
+_K295 = _g.CloseSessionRequest
+_K296 = _g.CloseSessionResponse
+_K297 = _g.ConnectOptions
+_K298 = _g.ErrorData
+_K299 = _g.InitializeRequest
+_K300 = _g.InjectRequest
+_K301 = _g.InjectResponse
+_K302 = _g.ListSessionsRequest
+_K303 = _g.ListSessionsResponse
+_K304 = _g.NewSessionRequest
+_K305 = _g.NewSessionResponse
+_K306 = _g.PermissionRequestSent
+_K307 = _g.PromptRequest
+_K308 = _g.PromptResponse
+_K309 = _g.ReplaceInjectRequest
+_K310 = _g.ReplaceInjectResponse
+_K311 = _g.RequestPermissionResponse
+_K312 = _g.ResumeSessionRequest
+_K313 = _g.ResumeSessionResponse
+_K314 = _g.RevokeInjectRequest
+_K315 = _g.RevokeInjectResponse
+_K316 = _g.SessionPage
+_K317 = _g.SessionStatus.LIVE
+_K318 = _g.SessionStatus.NOT_FOUND
+_K319 = _g.SessionStatusRequest
+_K320 = _g.SessionStatusResponse
+_K321 = _g.Side.AGENT
+_K322 = _g.Side.CLIENT
+_K323 = _g.TurnEnd
+_K324 = _g.UpdateSessionNotification
 
 
 def rBoolean(d: Buffer, o: int) -> Tuple[Any, int]:
@@ -4441,10 +4445,13 @@ def rOptionalTypeHostError(d: Buffer, o: int) -> Tuple[Any, int]:
             w0 = _new(_K122)
             v = w0
         elif t0 == 6:
+            w0 = _new(_K123)
+            v = w0
+        elif t0 == 7:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K123)
+            w0 = _new(_K124)
             w0._values = (a1_0,)
             v = w0
         else:
@@ -4509,7 +4516,7 @@ def rOptionalTypeInstruction(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K124)
+            w0 = _new(_K125)
             n = _U32(d, o)[0] + 4
             w0.connection = d[o + 4:o + n].decode()
             o += n
@@ -4518,7 +4525,7 @@ def rOptionalTypeInstruction(d: Buffer, o: int) -> Tuple[Any, int]:
             o += n
             v = w0
         elif t0 == 2:
-            w0 = _new(_K125)
+            w0 = _new(_K126)
             n = _U32(d, o)[0] + 4
             w0.session = d[o + 4:o + n].decode()
             o += n
@@ -4528,37 +4535,84 @@ def rOptionalTypeInstruction(d: Buffer, o: int) -> Tuple[Any, int]:
                 t2 = _I32(d, o)[0]
                 o += 4
                 if t2 == 1:
-                    a2_0 = _K127
-                elif t2 == 2:
                     a2_0 = _K128
+                elif t2 == 2:
+                    a2_0 = _K129
                 else:
                     raise _InternalError("Raw enum value doesn't match any cases")
-                w1 = _new(_K126)
+                w1 = _new(_K127)
                 w1._values = (a2_0,)
                 w0.event = w1
             elif t1 == 2:
-                w1 = _new(_K129)
-                w0.event = w1
-            elif t1 == 3:
                 w1 = _new(_K130)
                 w0.event = w1
-            elif t1 == 4:
+            elif t1 == 3:
                 w1 = _new(_K131)
                 w0.event = w1
-            elif t1 == 5:
+            elif t1 == 4:
+                w2 = _new(_K133)
+                n = _U32(d, o)[0] + 4
+                w2.title = d[o + 4:o + n].decode()
+                o += n
+                f = d[o]
+                o += 1
+                if f == 1:
+                    n = _U32(d, o)[0] + 4
+                    w2.description = d[o + 4:o + n].decode()
+                    o += n
+                elif f == 0:
+                    w2.description = None
+                else:
+                    raise _InternalError('Unexpected flag byte for optional type')
+                w2.options, o = rSequenceTypePermissionOption(d, o)
+                f = d[o]
+                o += 1
+                if f == 1:
+                    n = _U32(d, o)[0] + 4
+                    w2.subject = d[o + 4:o + n].decode()
+                    o += n
+                elif f == 0:
+                    w2.subject = None
+                else:
+                    raise _InternalError('Unexpected flag byte for optional type')
+                a2_0 = w2
                 w1 = _new(_K132)
+                w1._values = (a2_0,)
+                w0.event = w1
+            elif t1 == 5:
+                w1 = _new(_K134)
+                t2 = _I32(d, o)[0]
+                o += 4
+                if t2 == 1:
+                    w2 = _new(_K135)
+                    w1.request_id = w2
+                elif t2 == 2:
+                    a3_0 = _I64(d, o)[0]
+                    o += 8
+                    w2 = _new(_K136)
+                    w2._values = (a3_0,)
+                    w1.request_id = w2
+                elif t2 == 3:
+                    n = _U32(d, o)[0] + 4
+                    a3_0 = d[o + 4:o + n].decode()
+                    o += n
+                    w2 = _new(_K137)
+                    w2._values = (a3_0,)
+                    w1.request_id = w2
+                else:
+                    raise _InternalError("Raw enum value doesn't match any cases")
                 w0.event = w1
             elif t1 == 6:
-                w1 = _new(_K133)
+                w1 = _new(_K138)
                 w0.event = w1
             elif t1 == 7:
-                w1 = _new(_K134)
+                w1 = _new(_K139)
                 w0.event = w1
             elif t1 == 8:
-                w1 = _new(_K135)
+                w1 = _new(_K140)
                 w0.event = w1
             elif t1 == 9:
-                w1 = _new(_K136)
+                w1 = _new(_K141)
                 t2 = _I32(d, o)[0]
                 o += 4
                 if t2 == 1:
@@ -4639,7 +4693,7 @@ def rOptionalTypeInstruction(d: Buffer, o: int) -> Tuple[Any, int]:
                     raise _InternalError('Unexpected flag byte for optional type')
                 w0.event = w1
             elif t1 == 10:
-                w1 = _new(_K137)
+                w1 = _new(_K142)
                 w0.event = w1
             elif t1 == 11:
                 t2 = _I32(d, o)[0]
@@ -4661,7 +4715,7 @@ def rOptionalTypeInstruction(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K139)
+                    w2 = _new(_K144)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 2:
@@ -4681,7 +4735,7 @@ def rOptionalTypeInstruction(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K140)
+                    w2 = _new(_K145)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 3:
@@ -4701,7 +4755,7 @@ def rOptionalTypeInstruction(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K141)
+                    w2 = _new(_K146)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 4:
@@ -4721,7 +4775,7 @@ def rOptionalTypeInstruction(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K142)
+                    w2 = _new(_K147)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 5:
@@ -4747,7 +4801,7 @@ def rOptionalTypeInstruction(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K143)
+                    w2 = _new(_K148)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 6:
@@ -4767,7 +4821,7 @@ def rOptionalTypeInstruction(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K144)
+                    w2 = _new(_K149)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 7:
@@ -4787,7 +4841,7 @@ def rOptionalTypeInstruction(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K145)
+                    w2 = _new(_K150)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 8:
@@ -4817,7 +4871,7 @@ def rOptionalTypeInstruction(d: Buffer, o: int) -> Tuple[Any, int]:
                         a3_0 = w3
                     else:
                         raise _InternalError("Raw enum value doesn't match any cases")
-                    w2 = _new(_K146)
+                    w2 = _new(_K151)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 9:
@@ -4908,7 +4962,7 @@ def rOptionalTypeInstruction(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K147)
+                    w2 = _new(_K152)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 10:
@@ -4928,7 +4982,7 @@ def rOptionalTypeInstruction(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K148)
+                    w2 = _new(_K153)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 11:
@@ -4945,7 +4999,7 @@ def rOptionalTypeInstruction(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K149)
+                    w2 = _new(_K154)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 12:
@@ -4973,7 +5027,7 @@ def rOptionalTypeInstruction(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K150)
+                    w2 = _new(_K155)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 13:
@@ -4991,7 +5045,7 @@ def rOptionalTypeInstruction(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K151)
+                    w2 = _new(_K156)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 14:
@@ -5008,7 +5062,7 @@ def rOptionalTypeInstruction(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K152)
+                    w2 = _new(_K157)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 15:
@@ -5024,23 +5078,23 @@ def rOptionalTypeInstruction(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K153)
+                    w2 = _new(_K158)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 16:
                     n = _U32(d, o)[0] + 4
                     a3_0 = d[o + 4:o + n].decode()
                     o += n
-                    w2 = _new(_K154)
+                    w2 = _new(_K159)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 else:
                     raise _InternalError("Raw enum value doesn't match any cases")
-                w1 = _new(_K138)
+                w1 = _new(_K143)
                 w1._values = (a2_0,)
                 w0.event = w1
             elif t1 == 12:
-                w1 = _new(_K155)
+                w1 = _new(_K160)
                 n = _U32(d, o)[0] + 4
                 w1.message_id = d[o + 4:o + n].decode()
                 o += n
@@ -5049,10 +5103,10 @@ def rOptionalTypeInstruction(d: Buffer, o: int) -> Tuple[Any, int]:
                 raise _InternalError("Raw enum value doesn't match any cases")
             v = w0
         elif t0 == 3:
-            w0 = _new(_K156)
+            w0 = _new(_K161)
             v = w0
         elif t0 == 4:
-            w0 = _new(_K157)
+            w0 = _new(_K162)
             n = _U32(d, o)[0] + 4
             w0.session = d[o + 4:o + n].decode()
             o += n
@@ -5061,29 +5115,29 @@ def rOptionalTypeInstruction(d: Buffer, o: int) -> Tuple[Any, int]:
             t1 = _I32(d, o)[0]
             o += 4
             if t1 == 1:
-                w1 = _new(_K159)
+                w1 = _new(_K164)
                 n = _U32(d, o)[0] + 4
                 w1.session = d[o + 4:o + n].decode()
                 o += n
                 w1.content, o = rSequenceTypeContentBlock(d, o)
                 a1_0 = w1
             elif t1 == 2:
-                w1 = _new(_K160)
+                w1 = _new(_K165)
                 n = _U32(d, o)[0] + 4
                 w1.session = d[o + 4:o + n].decode()
                 o += n
                 t2 = _I32(d, o)[0]
                 o += 4
                 if t2 == 1:
-                    w1.mode = _K161
+                    w1.mode = _K166
                 elif t2 == 2:
-                    w1.mode = _K162
+                    w1.mode = _K167
                 else:
                     raise _InternalError("Raw enum value doesn't match any cases")
                 w1.content, o = rSequenceTypeContentBlock(d, o)
                 a1_0 = w1
             elif t1 == 3:
-                w1 = _new(_K163)
+                w1 = _new(_K168)
                 n = _U32(d, o)[0] + 4
                 w1.session = d[o + 4:o + n].decode()
                 o += n
@@ -5092,7 +5146,7 @@ def rOptionalTypeInstruction(d: Buffer, o: int) -> Tuple[Any, int]:
                 o += n
                 a1_0 = w1
             elif t1 == 4:
-                w1 = _new(_K164)
+                w1 = _new(_K169)
                 n = _U32(d, o)[0] + 4
                 w1.session = d[o + 4:o + n].decode()
                 o += n
@@ -5102,25 +5156,25 @@ def rOptionalTypeInstruction(d: Buffer, o: int) -> Tuple[Any, int]:
                 w1.content, o = rSequenceTypeContentBlock(d, o)
                 a1_0 = w1
             elif t1 == 5:
-                w1 = _new(_K165)
+                w1 = _new(_K170)
                 n = _U32(d, o)[0] + 4
                 w1.session = d[o + 4:o + n].decode()
                 o += n
                 a1_0 = w1
             elif t1 == 6:
-                w1 = _new(_K166)
+                w1 = _new(_K171)
                 n = _U32(d, o)[0] + 4
                 w1.session = d[o + 4:o + n].decode()
                 o += n
                 a1_0 = w1
             elif t1 == 7:
-                w1 = _new(_K167)
+                w1 = _new(_K172)
                 n = _U32(d, o)[0] + 4
                 w1.session = d[o + 4:o + n].decode()
                 o += n
                 a1_0 = w1
             elif t1 == 8:
-                w1 = _new(_K168)
+                w1 = _new(_K173)
                 n = _U32(d, o)[0] + 4
                 w1.session = d[o + 4:o + n].decode()
                 o += n
@@ -5132,23 +5186,23 @@ def rOptionalTypeInstruction(d: Buffer, o: int) -> Tuple[Any, int]:
                 a1_0 = w1
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
-            w0 = _new(_K158)
+            w0 = _new(_K163)
             w0._values = (a1_0,)
             v = w0
         elif t0 == 6:
-            w0 = _new(_K169)
+            w0 = _new(_K174)
             n = _U32(d, o)[0] + 4
             w0.line = d[o + 4:o + n].decode()
             o += n
             v = w0
         elif t0 == 7:
-            w0 = _new(_K170)
+            w0 = _new(_K175)
             n = _U32(d, o)[0] + 4
             w0.session = d[o + 4:o + n].decode()
             o += n
             v = w0
         elif t0 == 8:
-            w0 = _new(_K171)
+            w0 = _new(_K176)
             n = _U32(d, o)[0] + 4
             w0.session = d[o + 4:o + n].decode()
             o += n
@@ -5172,15 +5226,15 @@ def rOptionalTypeItemStatus(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            v = _K172
+            v = _K177
         elif t0 == 2:
-            v = _K173
+            v = _K178
         elif t0 == 3:
-            v = _K174
+            v = _K179
         elif t0 == 4:
-            v = _K175
+            v = _K180
         elif t0 == 5:
-            v = _K176
+            v = _K181
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
     elif f == 0:
@@ -5265,15 +5319,15 @@ def rOptionalTypeMirrorSnapshot(d: Buffer, o: int) -> Tuple[Any, int]:
     f = d[o]
     o += 1
     if f == 1:
-        w0 = _new(_K177)
+        w0 = _new(_K182)
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w0.state = _K178
+            w0.state = _K183
         elif t1 == 2:
-            w0.state = _K179
+            w0.state = _K184
         elif t1 == 3:
-            w0.state = _K180
+            w0.state = _K185
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         f = d[o]
@@ -5364,7 +5418,7 @@ def rOptionalTypeMirrorSnapshot(d: Buffer, o: int) -> Tuple[Any, int]:
         w0.pending, o = rSequenceTypePendingItem(d, o)
         w0.transcript, o = rSequenceTypeTranscriptEntry(d, o)
         w0.violations, o = rSequenceTypeViolation(d, o)
-        w1 = _new(_K181)
+        w1 = _new(_K186)
         w1.steer = d[o] != 0
         o += 1
         w1.edit_pending = d[o] != 0
@@ -5436,14 +5490,14 @@ def rOptionalTypeReplayFrom(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K182)
+            w0 = _new(_K187)
             w0._values = (a1_0,)
             v = w0
         elif t0 == 2:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K183)
+            w0 = _new(_K188)
             w0._values = (a1_0,)
             v = w0
         else:
@@ -5776,19 +5830,19 @@ def rOptionalTypeTurn(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K184)
+            w0 = _new(_K189)
             v = w0
         elif t0 == 2:
-            w0 = _new(_K185)
-            w1 = _new(_K186)
+            w0 = _new(_K190)
+            w1 = _new(_K191)
             t2 = _I32(d, o)[0]
             o += 4
             if t2 == 1:
-                w1.stream = _K187
+                w1.stream = _K192
             elif t2 == 2:
-                w1.stream = _K188
+                w1.stream = _K193
             elif t2 == 3:
-                w1.stream = _K189
+                w1.stream = _K194
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
             w1.cancel_requested = d[o] != 0
@@ -5796,16 +5850,16 @@ def rOptionalTypeTurn(d: Buffer, o: int) -> Tuple[Any, int]:
             w0.activity = w1
             v = w0
         elif t0 == 3:
-            w0 = _new(_K190)
-            w1 = _new(_K186)
+            w0 = _new(_K195)
+            w1 = _new(_K191)
             t2 = _I32(d, o)[0]
             o += 4
             if t2 == 1:
-                w1.stream = _K187
+                w1.stream = _K192
             elif t2 == 2:
-                w1.stream = _K188
+                w1.stream = _K193
             elif t2 == 3:
-                w1.stream = _K189
+                w1.stream = _K194
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
             w1.cancel_requested = d[o] != 0
@@ -5817,16 +5871,16 @@ def rOptionalTypeTurn(d: Buffer, o: int) -> Tuple[Any, int]:
             o += 1
             v = w0
         elif t0 == 4:
-            w0 = _new(_K191)
-            w1 = _new(_K186)
+            w0 = _new(_K196)
+            w1 = _new(_K191)
             t2 = _I32(d, o)[0]
             o += 4
             if t2 == 1:
-                w1.stream = _K187
+                w1.stream = _K192
             elif t2 == 2:
-                w1.stream = _K188
+                w1.stream = _K193
             elif t2 == 3:
-                w1.stream = _K189
+                w1.stream = _K194
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
             w1.cancel_requested = d[o] != 0
@@ -6432,7 +6486,7 @@ def rSequenceTypeEnvVariable(d: Buffer, o: int) -> Tuple[Any, int]:
     items = []
     append = items.append
     for _ in range(c):
-        w0 = _new(_K192)
+        w0 = _new(_K197)
         n = _U32(d, o)[0] + 4
         w0.name = d[o + 4:o + n].decode()
         o += n
@@ -6463,23 +6517,23 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K193)
+            w0 = _new(_K198)
             t1 = _I32(d, o)[0]
             o += 4
             if t1 == 1:
-                w1 = _new(_K194)
+                w1 = _new(_K135)
                 w0.request = w1
             elif t1 == 2:
                 a2_0 = _I64(d, o)[0]
                 o += 8
-                w1 = _new(_K195)
+                w1 = _new(_K136)
                 w1._values = (a2_0,)
                 w0.request = w1
             elif t1 == 3:
                 n = _U32(d, o)[0] + 4
                 a2_0 = d[o + 4:o + n].decode()
                 o += n
-                w1 = _new(_K196)
+                w1 = _new(_K137)
                 w1._values = (a2_0,)
                 w0.request = w1
             else:
@@ -6487,25 +6541,25 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             t1 = _I32(d, o)[0]
             o += 4
             if t1 == 1:
-                w0.kind = _K197
-            elif t1 == 2:
-                w0.kind = _K198
-            elif t1 == 3:
                 w0.kind = _K199
-            elif t1 == 4:
+            elif t1 == 2:
                 w0.kind = _K200
-            elif t1 == 5:
+            elif t1 == 3:
                 w0.kind = _K201
-            elif t1 == 6:
+            elif t1 == 4:
                 w0.kind = _K202
-            elif t1 == 7:
+            elif t1 == 5:
                 w0.kind = _K203
-            elif t1 == 8:
+            elif t1 == 6:
                 w0.kind = _K204
-            elif t1 == 9:
+            elif t1 == 7:
                 w0.kind = _K205
-            elif t1 == 10:
+            elif t1 == 8:
                 w0.kind = _K206
+            elif t1 == 9:
+                w0.kind = _K207
+            elif t1 == 10:
+                w0.kind = _K208
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
             f = d[o]
@@ -6521,7 +6575,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             t1 = _I32(d, o)[0]
             o += 4
             if t1 == 1:
-                w2 = _new(_K208)
+                w2 = _new(_K210)
                 w2.code = _I64(d, o)[0]
                 o += 8
                 n = _U32(d, o)[0] + 4
@@ -6590,7 +6644,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K207)
+                w1 = _new(_K209)
                 w1._values = (a2_0,)
                 w0.outcome = w1
             elif t1 == 2:
@@ -6663,17 +6717,17 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K209)
+                w1 = _new(_K211)
                 w1._values = (a2_0,)
                 w0.outcome = w1
             elif t1 == 3:
-                w1 = _new(_K210)
+                w1 = _new(_K212)
                 n = _U32(d, o)[0] + 4
                 w1.session_id = d[o + 4:o + n].decode()
                 o += n
                 w0.outcome = w1
             elif t1 == 4:
-                w1 = _new(_K211)
+                w1 = _new(_K213)
                 w1.sessions, o = rSequenceTypeSessionInfo(d, o)
                 f = d[o]
                 o += 1
@@ -6687,10 +6741,10 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     raise _InternalError('Unexpected flag byte for optional type')
                 w0.outcome = w1
             elif t1 == 5:
-                w1 = _new(_K212)
+                w1 = _new(_K214)
                 w0.outcome = w1
             elif t1 == 6:
-                w1 = _new(_K213)
+                w1 = _new(_K215)
                 f = d[o]
                 o += 1
                 if f == 1:
@@ -6703,16 +6757,16 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     raise _InternalError('Unexpected flag byte for optional type')
                 w0.outcome = w1
             elif t1 == 7:
-                w1 = _new(_K214)
-                w0.outcome = w1
-            elif t1 == 8:
-                w1 = _new(_K215)
-                w0.outcome = w1
-            elif t1 == 9:
                 w1 = _new(_K216)
                 w0.outcome = w1
-            elif t1 == 10:
+            elif t1 == 8:
                 w1 = _new(_K217)
+                w0.outcome = w1
+            elif t1 == 9:
+                w1 = _new(_K218)
+                w0.outcome = w1
+            elif t1 == 10:
+                w1 = _new(_K219)
                 w1.live = d[o] != 0
                 o += 1
                 w0.outcome = w1
@@ -6720,7 +6774,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 raise _InternalError("Raw enum value doesn't match any cases")
             v = w0
         elif t0 == 2:
-            w0 = _new(_K218)
+            w0 = _new(_K220)
             n = _U32(d, o)[0] + 4
             w0.session_id = d[o + 4:o + n].decode()
             o += n
@@ -6746,7 +6800,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K139)
+                    w2 = _new(_K144)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 2:
@@ -6766,7 +6820,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K140)
+                    w2 = _new(_K145)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 3:
@@ -6786,7 +6840,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K141)
+                    w2 = _new(_K146)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 4:
@@ -6806,7 +6860,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K142)
+                    w2 = _new(_K147)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 5:
@@ -6832,7 +6886,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K143)
+                    w2 = _new(_K148)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 6:
@@ -6852,7 +6906,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K144)
+                    w2 = _new(_K149)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 7:
@@ -6872,7 +6926,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K145)
+                    w2 = _new(_K150)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 8:
@@ -6902,7 +6956,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                         a3_0 = w3
                     else:
                         raise _InternalError("Raw enum value doesn't match any cases")
-                    w2 = _new(_K146)
+                    w2 = _new(_K151)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 9:
@@ -6993,7 +7047,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K147)
+                    w2 = _new(_K152)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 10:
@@ -7013,7 +7067,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K148)
+                    w2 = _new(_K153)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 11:
@@ -7030,7 +7084,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K149)
+                    w2 = _new(_K154)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 12:
@@ -7058,7 +7112,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K150)
+                    w2 = _new(_K155)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 13:
@@ -7076,7 +7130,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K151)
+                    w2 = _new(_K156)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 14:
@@ -7093,7 +7147,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K152)
+                    w2 = _new(_K157)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 15:
@@ -7109,23 +7163,23 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K153)
+                    w2 = _new(_K158)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 16:
                     n = _U32(d, o)[0] + 4
                     a3_0 = d[o + 4:o + n].decode()
                     o += n
-                    w2 = _new(_K154)
+                    w2 = _new(_K159)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 else:
                     raise _InternalError("Raw enum value doesn't match any cases")
-                w1 = _new(_K219)
+                w1 = _new(_K221)
                 w1._values = (a2_0,)
                 w0.event = w1
             elif t1 == 2:
-                w2 = _new(_K221)
+                w2 = _new(_K223)
                 f = d[o]
                 o += 1
                 if f == 1:
@@ -7139,35 +7193,35 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 t3 = _I32(d, o)[0]
                 o += 4
                 if t3 == 1:
-                    w2.mode = _K222
-                elif t3 == 2:
-                    w2.mode = _K223
-                elif t3 == 3:
                     w2.mode = _K224
+                elif t3 == 2:
+                    w2.mode = _K225
+                elif t3 == 3:
+                    w2.mode = _K226
                 else:
                     raise _InternalError("Raw enum value doesn't match any cases")
                 t3 = _I32(d, o)[0]
                 o += 4
                 if t3 == 1:
-                    w2.status = _K172
+                    w2.status = _K177
                 elif t3 == 2:
-                    w2.status = _K173
+                    w2.status = _K178
                 elif t3 == 3:
-                    w2.status = _K174
+                    w2.status = _K179
                 elif t3 == 4:
-                    w2.status = _K175
+                    w2.status = _K180
                 elif t3 == 5:
-                    w2.status = _K176
+                    w2.status = _K181
                 else:
                     raise _InternalError("Raw enum value doesn't match any cases")
                 w2.content, o = rSequenceTypeContentBlock(d, o)
                 w2.superseded, o = rSequenceSequenceTypeContentBlock(d, o)
                 a2_0 = w2
-                w1 = _new(_K220)
+                w1 = _new(_K222)
                 w1._values = (a2_0,)
                 w0.event = w1
             elif t1 == 3:
-                w2 = _new(_K226)
+                w2 = _new(_K228)
                 n = _U32(d, o)[0] + 4
                 w2.rule = d[o + 4:o + n].decode()
                 o += n
@@ -7175,38 +7229,38 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 w2.message_id = d[o + 4:o + n].decode()
                 o += n
                 a2_0 = w2
-                w1 = _new(_K225)
+                w1 = _new(_K227)
                 w1._values = (a2_0,)
                 w0.event = w1
             elif t1 == 4:
-                w1 = _new(_K227)
+                w1 = _new(_K229)
                 w0.event = w1
             elif t1 == 5:
                 a2_0, o = rSequenceString(d, o)
-                w1 = _new(_K228)
+                w1 = _new(_K230)
                 w1._values = (a2_0,)
                 w0.event = w1
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
             v = w0
         elif t0 == 3:
-            w0 = _new(_K229)
+            w0 = _new(_K231)
             t1 = _I32(d, o)[0]
             o += 4
             if t1 == 1:
-                w1 = _new(_K194)
+                w1 = _new(_K135)
                 w0.request = w1
             elif t1 == 2:
                 a2_0 = _I64(d, o)[0]
                 o += 8
-                w1 = _new(_K195)
+                w1 = _new(_K136)
                 w1._values = (a2_0,)
                 w0.request = w1
             elif t1 == 3:
                 n = _U32(d, o)[0] + 4
                 a2_0 = d[o + 4:o + n].decode()
                 o += n
-                w1 = _new(_K196)
+                w1 = _new(_K137)
                 w1._values = (a2_0,)
                 w0.request = w1
             else:
@@ -7252,7 +7306,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             w0.params = w1
             v = w0
         elif t0 == 4:
-            w0 = _new(_K230)
+            w0 = _new(_K232)
             n = _U32(d, o)[0] + 4
             w0.detail = d[o + 4:o + n].decode()
             o += n
@@ -7272,14 +7326,14 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K231)
+            w0 = _new(_K233)
             n = _U32(d, o)[0] + 4
             w0.message_id = d[o + 4:o + n].decode()
             o += n
             w0.content, o = rSequenceTypeContentBlock(d, o)
             v = w0
         elif t0 == 2:
-            w0 = _new(_K232)
+            w0 = _new(_K234)
             t1 = _I32(d, o)[0]
             o += 4
             if t1 == 1:
@@ -7312,7 +7366,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K139)
+                w1 = _new(_K144)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 2:
@@ -7367,7 +7421,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K140)
+                w1 = _new(_K145)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 3:
@@ -7400,7 +7454,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K141)
+                w1 = _new(_K146)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 4:
@@ -7455,7 +7509,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K142)
+                w1 = _new(_K147)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 5:
@@ -7481,7 +7535,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K143)
+                w1 = _new(_K148)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 6:
@@ -7514,7 +7568,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K144)
+                w1 = _new(_K149)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 7:
@@ -7569,7 +7623,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K145)
+                w1 = _new(_K150)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 8:
@@ -7648,7 +7702,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                     a2_0 = w2
                 else:
                     raise _InternalError("Raw enum value doesn't match any cases")
-                w1 = _new(_K146)
+                w1 = _new(_K151)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 9:
@@ -7804,7 +7858,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K147)
+                w1 = _new(_K152)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 10:
@@ -7839,7 +7893,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K148)
+                w1 = _new(_K153)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 11:
@@ -7871,7 +7925,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K149)
+                w1 = _new(_K154)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 12:
@@ -7915,7 +7969,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K150)
+                w1 = _new(_K155)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 13:
@@ -7963,7 +8017,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K151)
+                w1 = _new(_K156)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 14:
@@ -7980,7 +8034,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K152)
+                w1 = _new(_K157)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 15:
@@ -7996,14 +8050,14 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K153)
+                w1 = _new(_K158)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 16:
                 n = _U32(d, o)[0] + 4
                 a2_0 = d[o + 4:o + n].decode()
                 o += n
-                w1 = _new(_K154)
+                w1 = _new(_K159)
                 w1._values = (a2_0,)
                 w0.update = w1
             else:
@@ -8021,7 +8075,7 @@ def rSequenceTypeHttpHeader(d: Buffer, o: int) -> Tuple[Any, int]:
     items = []
     append = items.append
     for _ in range(c):
-        w0 = _new(_K233)
+        w0 = _new(_K235)
         n = _U32(d, o)[0] + 4
         w0.name = d[o + 4:o + n].decode()
         o += n
@@ -8052,9 +8106,9 @@ def rSequenceTypeInjectMode(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            v = _K161
+            v = _K166
         elif t0 == 2:
-            v = _K162
+            v = _K167
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         append(v)
@@ -8117,7 +8171,7 @@ def rSequenceTypeMcpServer(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K234)
+            w0 = _new(_K236)
             w0._values = (a1_0,)
             v = w0
         elif t0 == 2:
@@ -8147,14 +8201,14 @@ def rSequenceTypeMcpServer(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K235)
+            w0 = _new(_K237)
             w0._values = (a1_0,)
             v = w0
         elif t0 == 3:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K236)
+            w0 = _new(_K238)
             w0._values = (a1_0,)
             v = w0
         else:
@@ -8172,32 +8226,21 @@ def rSequenceTypeOutput(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K237)
+            w0 = _new(_K239)
             w0.to, o = rSequenceString(d, o)
             n = _U32(d, o)[0] + 4
             w0.line = d[o + 4:o + n].decode()
             o += n
             v = w0
         elif t0 == 2:
-            w0 = _new(_K238)
+            w0 = _new(_K240)
             n = _U32(d, o)[0] + 4
             w0.session = d[o + 4:o + n].decode()
             o += n
             t1 = _I32(d, o)[0]
             o += 4
             if t1 == 1:
-                w2 = _new(_K240)
-                n = _U32(d, o)[0] + 4
-                w2.cwd = d[o + 4:o + n].decode()
-                o += n
-                w2.additional_directories, o = rSequenceString(d, o)
-                w2.mcp_servers, o = rSequenceTypeMcpServer(d, o)
-                a2_0 = w2
-                w1 = _new(_K239)
-                w1._values = (a2_0,)
-                w0.action = w1
-            elif t1 == 2:
-                w2 = _new(_K240)
+                w2 = _new(_K242)
                 n = _U32(d, o)[0] + 4
                 w2.cwd = d[o + 4:o + n].decode()
                 o += n
@@ -8207,24 +8250,104 @@ def rSequenceTypeOutput(d: Buffer, o: int) -> Tuple[Any, int]:
                 w1 = _new(_K241)
                 w1._values = (a2_0,)
                 w0.action = w1
+            elif t1 == 2:
+                w2 = _new(_K242)
+                n = _U32(d, o)[0] + 4
+                w2.cwd = d[o + 4:o + n].decode()
+                o += n
+                w2.additional_directories, o = rSequenceString(d, o)
+                w2.mcp_servers, o = rSequenceTypeMcpServer(d, o)
+                a2_0 = w2
+                w1 = _new(_K243)
+                w1._values = (a2_0,)
+                w0.action = w1
             elif t1 == 3:
                 a2_0, o = rSequenceTypeUserInput(d, o)
-                w1 = _new(_K242)
+                w1 = _new(_K244)
                 w1._values = (a2_0,)
                 w0.action = w1
             elif t1 == 4:
                 a2_0, o = rSequenceTypeUserInput(d, o)
-                w1 = _new(_K243)
+                w1 = _new(_K245)
                 w1._values = (a2_0,)
                 w0.action = w1
             elif t1 == 5:
-                w1 = _new(_K244)
+                w1 = _new(_K246)
                 w0.action = w1
             elif t1 == 6:
-                w1 = _new(_K245)
+                w1 = _new(_K247)
                 w0.action = w1
             elif t1 == 7:
-                w1 = _new(_K246)
+                w1 = _new(_K248)
+                t2 = _I32(d, o)[0]
+                o += 4
+                if t2 == 1:
+                    w2 = _new(_K135)
+                    w1.request_id = w2
+                elif t2 == 2:
+                    a3_0 = _I64(d, o)[0]
+                    o += 8
+                    w2 = _new(_K136)
+                    w2._values = (a3_0,)
+                    w1.request_id = w2
+                elif t2 == 3:
+                    n = _U32(d, o)[0] + 4
+                    a3_0 = d[o + 4:o + n].decode()
+                    o += n
+                    w2 = _new(_K137)
+                    w2._values = (a3_0,)
+                    w1.request_id = w2
+                else:
+                    raise _InternalError("Raw enum value doesn't match any cases")
+                t2 = _I32(d, o)[0]
+                o += 4
+                if t2 == 1:
+                    w3 = _new(_K22)
+                    f = d[o]
+                    o += 1
+                    if f == 1:
+                        n = _U32(d, o)[0] + 4
+                        w3.meta = d[o + 4:o + n].decode()
+                        o += n
+                    elif f == 0:
+                        w3.meta = None
+                    else:
+                        raise _InternalError('Unexpected flag byte for optional type')
+                    a3_0 = w3
+                    w2 = _new(_K249)
+                    w2._values = (a3_0,)
+                    w1.outcome = w2
+                elif t2 == 2:
+                    w3 = _new(_K52)
+                    n = _U32(d, o)[0] + 4
+                    w3.option_id = d[o + 4:o + n].decode()
+                    o += n
+                    f = d[o]
+                    o += 1
+                    if f == 1:
+                        n = _U32(d, o)[0] + 4
+                        w3.meta = d[o + 4:o + n].decode()
+                        o += n
+                    elif f == 0:
+                        w3.meta = None
+                    else:
+                        raise _InternalError('Unexpected flag byte for optional type')
+                    a3_0 = w3
+                    w2 = _new(_K250)
+                    w2._values = (a3_0,)
+                    w1.outcome = w2
+                elif t2 == 3:
+                    n = _U32(d, o)[0] + 4
+                    a3_0 = d[o + 4:o + n].decode()
+                    o += n
+                    w2 = _new(_K251)
+                    w2._values = (a3_0,)
+                    w1.outcome = w2
+                else:
+                    raise _InternalError("Raw enum value doesn't match any cases")
+                w0.action = w1
+            elif t1 == 8:
+                w1 = _new(_K252)
                 w1.dropped, o = rSequenceTypePendingInject(d, o)
                 w1.turn_cancelled = d[o] != 0
                 o += 1
@@ -8244,16 +8367,16 @@ def rSequenceTypePendingInject(d: Buffer, o: int) -> Tuple[Any, int]:
     items = []
     append = items.append
     for _ in range(c):
-        w0 = _new(_K247)
+        w0 = _new(_K253)
         n = _U32(d, o)[0] + 4
         w0.message_id = d[o + 4:o + n].decode()
         o += n
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w0.mode = _K161
+            w0.mode = _K166
         elif t1 == 2:
-            w0.mode = _K162
+            w0.mode = _K167
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         w0.content, o = rSequenceTypeContentBlock(d, o)
@@ -8278,7 +8401,7 @@ def rSequenceTypePendingItem(d: Buffer, o: int) -> Tuple[Any, int]:
     items = []
     append = items.append
     for _ in range(c):
-        w0 = _new(_K221)
+        w0 = _new(_K223)
         f = d[o]
         o += 1
         if f == 1:
@@ -8292,25 +8415,25 @@ def rSequenceTypePendingItem(d: Buffer, o: int) -> Tuple[Any, int]:
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w0.mode = _K222
-        elif t1 == 2:
-            w0.mode = _K223
-        elif t1 == 3:
             w0.mode = _K224
+        elif t1 == 2:
+            w0.mode = _K225
+        elif t1 == 3:
+            w0.mode = _K226
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w0.status = _K172
+            w0.status = _K177
         elif t1 == 2:
-            w0.status = _K173
+            w0.status = _K178
         elif t1 == 3:
-            w0.status = _K174
+            w0.status = _K179
         elif t1 == 4:
-            w0.status = _K175
+            w0.status = _K180
         elif t1 == 5:
-            w0.status = _K176
+            w0.status = _K181
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         w0.content, o = rSequenceTypeContentBlock(d, o)
@@ -8326,7 +8449,7 @@ def rSequenceTypePermissionOption(d: Buffer, o: int) -> Tuple[Any, int]:
     items = []
     append = items.append
     for _ in range(c):
-        w0 = _new(_K248)
+        w0 = _new(_K254)
         n = _U32(d, o)[0] + 4
         w0.option_id = d[o + 4:o + n].decode()
         o += n
@@ -8336,22 +8459,22 @@ def rSequenceTypePermissionOption(d: Buffer, o: int) -> Tuple[Any, int]:
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w1 = _new(_K249)
+            w1 = _new(_K255)
             w0.kind = w1
         elif t1 == 2:
-            w1 = _new(_K250)
+            w1 = _new(_K256)
             w0.kind = w1
         elif t1 == 3:
-            w1 = _new(_K251)
+            w1 = _new(_K257)
             w0.kind = w1
         elif t1 == 4:
-            w1 = _new(_K252)
+            w1 = _new(_K258)
             w0.kind = w1
         elif t1 == 5:
             n = _U32(d, o)[0] + 4
             a2_0 = d[o + 4:o + n].decode()
             o += n
-            w1 = _new(_K253)
+            w1 = _new(_K259)
             w1._values = (a2_0,)
             w0.kind = w1
         else:
@@ -8377,26 +8500,26 @@ def rSequenceTypePlanEntry(d: Buffer, o: int) -> Tuple[Any, int]:
     items = []
     append = items.append
     for _ in range(c):
-        w0 = _new(_K254)
+        w0 = _new(_K260)
         n = _U32(d, o)[0] + 4
         w0.content = d[o + 4:o + n].decode()
         o += n
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w1 = _new(_K255)
+            w1 = _new(_K261)
             w0.priority = w1
         elif t1 == 2:
-            w1 = _new(_K256)
+            w1 = _new(_K262)
             w0.priority = w1
         elif t1 == 3:
-            w1 = _new(_K257)
+            w1 = _new(_K263)
             w0.priority = w1
         elif t1 == 4:
             n = _U32(d, o)[0] + 4
             a2_0 = d[o + 4:o + n].decode()
             o += n
-            w1 = _new(_K258)
+            w1 = _new(_K264)
             w1._values = (a2_0,)
             w0.priority = w1
         else:
@@ -8404,22 +8527,22 @@ def rSequenceTypePlanEntry(d: Buffer, o: int) -> Tuple[Any, int]:
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w1 = _new(_K259)
+            w1 = _new(_K265)
             w0.status = w1
         elif t1 == 2:
-            w1 = _new(_K260)
+            w1 = _new(_K266)
             w0.status = w1
         elif t1 == 3:
-            w1 = _new(_K261)
+            w1 = _new(_K267)
             w0.status = w1
         elif t1 == 4:
-            w1 = _new(_K262)
+            w1 = _new(_K268)
             w0.status = w1
         elif t1 == 5:
             n = _U32(d, o)[0] + 4
             a2_0 = d[o + 4:o + n].decode()
             o += n
-            w1 = _new(_K263)
+            w1 = _new(_K269)
             w1._values = (a2_0,)
             w0.status = w1
         else:
@@ -8448,16 +8571,16 @@ def rSequenceTypeRole(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K264)
+            w0 = _new(_K270)
             v = w0
         elif t0 == 2:
-            w0 = _new(_K265)
+            w0 = _new(_K271)
             v = w0
         elif t0 == 3:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K266)
+            w0 = _new(_K272)
             w0._values = (a1_0,)
             v = w0
         else:
@@ -8497,7 +8620,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K139)
+                    w2 = _new(_K144)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 2:
@@ -8517,7 +8640,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K140)
+                    w2 = _new(_K145)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 3:
@@ -8537,7 +8660,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K141)
+                    w2 = _new(_K146)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 4:
@@ -8557,7 +8680,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K142)
+                    w2 = _new(_K147)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 5:
@@ -8583,7 +8706,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K143)
+                    w2 = _new(_K148)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 6:
@@ -8603,7 +8726,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K144)
+                    w2 = _new(_K149)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 7:
@@ -8623,7 +8746,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K145)
+                    w2 = _new(_K150)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 8:
@@ -8653,7 +8776,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                         a3_0 = w3
                     else:
                         raise _InternalError("Raw enum value doesn't match any cases")
-                    w2 = _new(_K146)
+                    w2 = _new(_K151)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 9:
@@ -8744,7 +8867,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K147)
+                    w2 = _new(_K152)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 10:
@@ -8764,7 +8887,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K148)
+                    w2 = _new(_K153)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 11:
@@ -8781,7 +8904,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K149)
+                    w2 = _new(_K154)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 12:
@@ -8809,7 +8932,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K150)
+                    w2 = _new(_K155)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 13:
@@ -8827,7 +8950,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K151)
+                    w2 = _new(_K156)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 14:
@@ -8844,7 +8967,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K152)
+                    w2 = _new(_K157)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 15:
@@ -8860,23 +8983,23 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K153)
+                    w2 = _new(_K158)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 16:
                     n = _U32(d, o)[0] + 4
                     a3_0 = d[o + 4:o + n].decode()
                     o += n
-                    w2 = _new(_K154)
+                    w2 = _new(_K159)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 else:
                     raise _InternalError("Raw enum value doesn't match any cases")
-                w1 = _new(_K219)
+                w1 = _new(_K221)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 2:
-                w2 = _new(_K221)
+                w2 = _new(_K223)
                 f = d[o]
                 o += 1
                 if f == 1:
@@ -8890,35 +9013,35 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 t3 = _I32(d, o)[0]
                 o += 4
                 if t3 == 1:
-                    w2.mode = _K222
-                elif t3 == 2:
-                    w2.mode = _K223
-                elif t3 == 3:
                     w2.mode = _K224
+                elif t3 == 2:
+                    w2.mode = _K225
+                elif t3 == 3:
+                    w2.mode = _K226
                 else:
                     raise _InternalError("Raw enum value doesn't match any cases")
                 t3 = _I32(d, o)[0]
                 o += 4
                 if t3 == 1:
-                    w2.status = _K172
+                    w2.status = _K177
                 elif t3 == 2:
-                    w2.status = _K173
+                    w2.status = _K178
                 elif t3 == 3:
-                    w2.status = _K174
+                    w2.status = _K179
                 elif t3 == 4:
-                    w2.status = _K175
+                    w2.status = _K180
                 elif t3 == 5:
-                    w2.status = _K176
+                    w2.status = _K181
                 else:
                     raise _InternalError("Raw enum value doesn't match any cases")
                 w2.content, o = rSequenceTypeContentBlock(d, o)
                 w2.superseded, o = rSequenceSequenceTypeContentBlock(d, o)
                 a2_0 = w2
-                w1 = _new(_K220)
+                w1 = _new(_K222)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 3:
-                w2 = _new(_K226)
+                w2 = _new(_K228)
                 n = _U32(d, o)[0] + 4
                 w2.rule = d[o + 4:o + n].decode()
                 o += n
@@ -8926,40 +9049,40 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 w2.message_id = d[o + 4:o + n].decode()
                 o += n
                 a2_0 = w2
-                w1 = _new(_K225)
+                w1 = _new(_K227)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 4:
-                w1 = _new(_K227)
+                w1 = _new(_K229)
                 a1_0 = w1
             elif t1 == 5:
                 a2_0, o = rSequenceString(d, o)
-                w1 = _new(_K228)
+                w1 = _new(_K230)
                 w1._values = (a2_0,)
                 a1_0 = w1
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
-            w0 = _new(_K267)
+            w0 = _new(_K273)
             w0._values = (a1_0,)
             v = w0
         elif t0 == 2:
-            w0 = _new(_K268)
+            w0 = _new(_K274)
             t1 = _I32(d, o)[0]
             o += 4
             if t1 == 1:
-                w1 = _new(_K194)
+                w1 = _new(_K135)
                 w0.request = w1
             elif t1 == 2:
                 a2_0 = _I64(d, o)[0]
                 o += 8
-                w1 = _new(_K195)
+                w1 = _new(_K136)
                 w1._values = (a2_0,)
                 w0.request = w1
             elif t1 == 3:
                 n = _U32(d, o)[0] + 4
                 a2_0 = d[o + 4:o + n].decode()
                 o += n
-                w1 = _new(_K196)
+                w1 = _new(_K137)
                 w1._values = (a2_0,)
                 w0.request = w1
             else:
@@ -9016,7 +9139,7 @@ def rSequenceTypeSessionInfo(d: Buffer, o: int) -> Tuple[Any, int]:
     items = []
     append = items.append
     for _ in range(c):
-        w0 = _new(_K269)
+        w0 = _new(_K275)
         n = _U32(d, o)[0] + 4
         w0.session_id = d[o + 4:o + n].decode()
         o += n
@@ -9072,16 +9195,16 @@ def rSequenceTypeSetupConnection(d: Buffer, o: int) -> Tuple[Any, int]:
     items = []
     append = items.append
     for _ in range(c):
-        w0 = _new(_K270)
+        w0 = _new(_K276)
         n = _U32(d, o)[0] + 4
         w0.id = d[o + 4:o + n].decode()
         o += n
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w0.role = _K271
+            w0.role = _K277
         elif t1 == 2:
-            w0.role = _K272
+            w0.role = _K278
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         v = w0
@@ -9360,15 +9483,15 @@ def rSequenceTypeTranscriptEntry(d: Buffer, o: int) -> Tuple[Any, int]:
     items = []
     append = items.append
     for _ in range(c):
-        w0 = _new(_K273)
+        w0 = _new(_K279)
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w0.role = _K274
+            w0.role = _K280
         elif t1 == 2:
-            w0.role = _K275
+            w0.role = _K281
         elif t1 == 3:
-            w0.role = _K276
+            w0.role = _K282
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         n = _U32(d, o)[0] + 4
@@ -9386,7 +9509,7 @@ def rSequenceTypeUserInput(d: Buffer, o: int) -> Tuple[Any, int]:
     items = []
     append = items.append
     for _ in range(c):
-        w0 = _new(_K277)
+        w0 = _new(_K283)
         n = _U32(d, o)[0] + 4
         w0.message_id = d[o + 4:o + n].decode()
         o += n
@@ -9402,7 +9525,7 @@ def rSequenceTypeViolation(d: Buffer, o: int) -> Tuple[Any, int]:
     items = []
     append = items.append
     for _ in range(c):
-        w0 = _new(_K226)
+        w0 = _new(_K228)
         n = _U32(d, o)[0] + 4
         w0.rule = d[o + 4:o + n].decode()
         o += n
@@ -9428,10 +9551,10 @@ def rTypeAcpError(d: Buffer, o: int) -> Tuple[Any, int]:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _K278(a0_0)
+        v = _K284(a0_0)
         return v, o
     elif t == 2:
-        w0 = _new(_K208)
+        w0 = _new(_K210)
         w0.code = _I64(d, o)[0]
         o += 8
         n = _U32(d, o)[0] + 4
@@ -9500,7 +9623,7 @@ def rTypeAcpError(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _K279(a0_0)
+        v = _K285(a0_0)
         return v, o
     elif t == 3:
         t0 = _I32(d, o)[0]
@@ -9526,7 +9649,7 @@ def rTypeAcpError(d: Buffer, o: int) -> Tuple[Any, int]:
             a0_0 = w0
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
-        v = _K280(a0_0)
+        v = _K286(a0_0)
         return v, o
     elif t == 4:
         t0 = _I32(d, o)[0]
@@ -9547,59 +9670,62 @@ def rTypeAcpError(d: Buffer, o: int) -> Tuple[Any, int]:
             w0 = _new(_K122)
             a0_0 = w0
         elif t0 == 6:
+            w0 = _new(_K123)
+            a0_0 = w0
+        elif t0 == 7:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K123)
+            w0 = _new(_K124)
             w0._values = (a1_0,)
             a0_0 = w0
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
-        v = _K281(a0_0)
+        v = _K287(a0_0)
         return v, o
     elif t == 5:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _K282(a0_0)
+        v = _K288(a0_0)
         return v, o
     elif t == 6:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _K283(a0_0)
+        v = _K289(a0_0)
         return v, o
     elif t == 7:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _K284(a0_0)
+        v = _K290(a0_0)
         return v, o
     elif t == 8:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _K285(a0_0)
+        v = _K291(a0_0)
         return v, o
     elif t == 9:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _K286(a0_0)
+        v = _K292(a0_0)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
 def rTypeActivity(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K186)
+    v = _new(_K191)
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        v.stream = _K187
+        v.stream = _K192
     elif t0 == 2:
-        v.stream = _K188
+        v.stream = _K193
     elif t0 == 3:
-        v.stream = _K189
+        v.stream = _K194
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     v.cancel_requested = d[o] != 0
@@ -9608,7 +9734,7 @@ def rTypeActivity(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeAffordances(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K181)
+    v = _new(_K186)
     v.steer = d[o] != 0
     o += 1
     v.edit_pending = d[o] != 0
@@ -11102,7 +11228,7 @@ def rTypeAnswer(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        w0 = _new(_K208)
+        w0 = _new(_K210)
         w0.code = _I64(d, o)[0]
         o += 8
         n = _U32(d, o)[0] + 4
@@ -11171,7 +11297,7 @@ def rTypeAnswer(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K207)
+        v = _new(_K209)
         v._values = (a0_0,)
         return v, o
     elif t == 2:
@@ -11361,17 +11487,17 @@ def rTypeAnswer(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K209)
+        v = _new(_K211)
         v._values = (a0_0,)
         return v, o
     elif t == 3:
-        v = _new(_K210)
+        v = _new(_K212)
         n = _U32(d, o)[0] + 4
         v.session_id = d[o + 4:o + n].decode()
         o += n
         return v, o
     elif t == 4:
-        v = _new(_K211)
+        v = _new(_K213)
         v.sessions, o = rSequenceTypeSessionInfo(d, o)
         f = d[o]
         o += 1
@@ -11385,10 +11511,10 @@ def rTypeAnswer(d: Buffer, o: int) -> Tuple[Any, int]:
             raise _InternalError('Unexpected flag byte for optional type')
         return v, o
     elif t == 5:
-        v = _new(_K212)
+        v = _new(_K214)
         return v, o
     elif t == 6:
-        v = _new(_K213)
+        v = _new(_K215)
         f = d[o]
         o += 1
         if f == 1:
@@ -11401,16 +11527,16 @@ def rTypeAnswer(d: Buffer, o: int) -> Tuple[Any, int]:
             raise _InternalError('Unexpected flag byte for optional type')
         return v, o
     elif t == 7:
-        v = _new(_K214)
-        return v, o
-    elif t == 8:
-        v = _new(_K215)
-        return v, o
-    elif t == 9:
         v = _new(_K216)
         return v, o
-    elif t == 10:
+    elif t == 8:
         v = _new(_K217)
+        return v, o
+    elif t == 9:
+        v = _new(_K218)
+        return v, o
+    elif t == 10:
+        v = _new(_K219)
         v.live = d[o] != 0
         o += 1
         return v, o
@@ -11519,9 +11645,9 @@ def rTypeBreakPoint(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K127, o
-    elif t == 2:
         return _K128, o
+    elif t == 2:
+        return _K129, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
@@ -11551,23 +11677,23 @@ def rTypeCallRejected(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeCancelRequestNotification(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K287)
+    v = _new(_K293)
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        w0 = _new(_K194)
+        w0 = _new(_K135)
         v.request_id = w0
     elif t0 == 2:
         a1_0 = _I64(d, o)[0]
         o += 8
-        w0 = _new(_K195)
+        w0 = _new(_K136)
         w0._values = (a1_0,)
         v.request_id = w0
     elif t0 == 3:
         n = _U32(d, o)[0] + 4
         a1_0 = d[o + 4:o + n].decode()
         o += n
-        w0 = _new(_K196)
+        w0 = _new(_K137)
         w0._values = (a1_0,)
         v.request_id = w0
     else:
@@ -11586,7 +11712,7 @@ def rTypeCancelRequestNotification(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeCancelSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K288)
+    v = _new(_K294)
     n = _U32(d, o)[0] + 4
     v.session_id = d[o + 4:o + n].decode()
     o += n
@@ -11632,29 +11758,29 @@ def rTypeClientCall(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K159)
+        v = _new(_K164)
         n = _U32(d, o)[0] + 4
         v.session = d[o + 4:o + n].decode()
         o += n
         v.content, o = rSequenceTypeContentBlock(d, o)
         return v, o
     elif t == 2:
-        v = _new(_K160)
+        v = _new(_K165)
         n = _U32(d, o)[0] + 4
         v.session = d[o + 4:o + n].decode()
         o += n
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            v.mode = _K161
+            v.mode = _K166
         elif t0 == 2:
-            v.mode = _K162
+            v.mode = _K167
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         v.content, o = rSequenceTypeContentBlock(d, o)
         return v, o
     elif t == 3:
-        v = _new(_K163)
+        v = _new(_K168)
         n = _U32(d, o)[0] + 4
         v.session = d[o + 4:o + n].decode()
         o += n
@@ -11663,7 +11789,7 @@ def rTypeClientCall(d: Buffer, o: int) -> Tuple[Any, int]:
         o += n
         return v, o
     elif t == 4:
-        v = _new(_K164)
+        v = _new(_K169)
         n = _U32(d, o)[0] + 4
         v.session = d[o + 4:o + n].decode()
         o += n
@@ -11673,25 +11799,25 @@ def rTypeClientCall(d: Buffer, o: int) -> Tuple[Any, int]:
         v.content, o = rSequenceTypeContentBlock(d, o)
         return v, o
     elif t == 5:
-        v = _new(_K165)
+        v = _new(_K170)
         n = _U32(d, o)[0] + 4
         v.session = d[o + 4:o + n].decode()
         o += n
         return v, o
     elif t == 6:
-        v = _new(_K166)
+        v = _new(_K171)
         n = _U32(d, o)[0] + 4
         v.session = d[o + 4:o + n].decode()
         o += n
         return v, o
     elif t == 7:
-        v = _new(_K167)
+        v = _new(_K172)
         n = _U32(d, o)[0] + 4
         v.session = d[o + 4:o + n].decode()
         o += n
         return v, o
     elif t == 8:
-        v = _new(_K168)
+        v = _new(_K173)
         n = _U32(d, o)[0] + 4
         v.session = d[o + 4:o + n].decode()
         o += n
@@ -11770,7 +11896,7 @@ def rTypeClientSetup(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeCloseSessionRequest(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K289)
+    v = _new(_K295)
     n = _U32(d, o)[0] + 4
     v.session_id = d[o + 4:o + n].decode()
     o += n
@@ -11788,7 +11914,7 @@ def rTypeCloseSessionRequest(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeCloseSessionResponse(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K290)
+    v = _new(_K296)
     f = d[o]
     o += 1
     if f == 1:
@@ -11803,7 +11929,7 @@ def rTypeCloseSessionResponse(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeConnectOptions(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K291)
+    v = _new(_K297)
     w0 = _new(_K34)
     n = _U32(d, o)[0] + 4
     w0.name = d[o + 4:o + n].decode()
@@ -11849,9 +11975,9 @@ def rTypeConnectionRole(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K271, o
+        return _K277, o
     elif t == 2:
-        return _K272, o
+        return _K278, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
@@ -12578,7 +12704,7 @@ def rTypeEmbeddedResourceResource(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeEnvVariable(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K192)
+    v = _new(_K197)
     n = _U32(d, o)[0] + 4
     v.name = d[o + 4:o + n].decode()
     o += n
@@ -12599,7 +12725,7 @@ def rTypeEnvVariable(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeErrorData(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K292)
+    v = _new(_K298)
     f = d[o]
     o += 1
     if f == 1:
@@ -12706,23 +12832,23 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K193)
+        v = _new(_K198)
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K194)
+            w0 = _new(_K135)
             v.request = w0
         elif t0 == 2:
             a1_0 = _I64(d, o)[0]
             o += 8
-            w0 = _new(_K195)
+            w0 = _new(_K136)
             w0._values = (a1_0,)
             v.request = w0
         elif t0 == 3:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K196)
+            w0 = _new(_K137)
             w0._values = (a1_0,)
             v.request = w0
         else:
@@ -12730,25 +12856,25 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            v.kind = _K197
-        elif t0 == 2:
-            v.kind = _K198
-        elif t0 == 3:
             v.kind = _K199
-        elif t0 == 4:
+        elif t0 == 2:
             v.kind = _K200
-        elif t0 == 5:
+        elif t0 == 3:
             v.kind = _K201
-        elif t0 == 6:
+        elif t0 == 4:
             v.kind = _K202
-        elif t0 == 7:
+        elif t0 == 5:
             v.kind = _K203
-        elif t0 == 8:
+        elif t0 == 6:
             v.kind = _K204
-        elif t0 == 9:
+        elif t0 == 7:
             v.kind = _K205
-        elif t0 == 10:
+        elif t0 == 8:
             v.kind = _K206
+        elif t0 == 9:
+            v.kind = _K207
+        elif t0 == 10:
+            v.kind = _K208
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         f = d[o]
@@ -12764,7 +12890,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w1 = _new(_K208)
+            w1 = _new(_K210)
             w1.code = _I64(d, o)[0]
             o += 8
             n = _U32(d, o)[0] + 4
@@ -12833,7 +12959,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K207)
+            w0 = _new(_K209)
             w0._values = (a1_0,)
             v.outcome = w0
         elif t0 == 2:
@@ -12949,17 +13075,17 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K209)
+            w0 = _new(_K211)
             w0._values = (a1_0,)
             v.outcome = w0
         elif t0 == 3:
-            w0 = _new(_K210)
+            w0 = _new(_K212)
             n = _U32(d, o)[0] + 4
             w0.session_id = d[o + 4:o + n].decode()
             o += n
             v.outcome = w0
         elif t0 == 4:
-            w0 = _new(_K211)
+            w0 = _new(_K213)
             w0.sessions, o = rSequenceTypeSessionInfo(d, o)
             f = d[o]
             o += 1
@@ -12973,10 +13099,10 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 raise _InternalError('Unexpected flag byte for optional type')
             v.outcome = w0
         elif t0 == 5:
-            w0 = _new(_K212)
+            w0 = _new(_K214)
             v.outcome = w0
         elif t0 == 6:
-            w0 = _new(_K213)
+            w0 = _new(_K215)
             f = d[o]
             o += 1
             if f == 1:
@@ -12989,16 +13115,16 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 raise _InternalError('Unexpected flag byte for optional type')
             v.outcome = w0
         elif t0 == 7:
-            w0 = _new(_K214)
-            v.outcome = w0
-        elif t0 == 8:
-            w0 = _new(_K215)
-            v.outcome = w0
-        elif t0 == 9:
             w0 = _new(_K216)
             v.outcome = w0
-        elif t0 == 10:
+        elif t0 == 8:
             w0 = _new(_K217)
+            v.outcome = w0
+        elif t0 == 9:
+            w0 = _new(_K218)
+            v.outcome = w0
+        elif t0 == 10:
+            w0 = _new(_K219)
             w0.live = d[o] != 0
             o += 1
             v.outcome = w0
@@ -13006,7 +13132,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             raise _InternalError("Raw enum value doesn't match any cases")
         return v, o
     elif t == 2:
-        v = _new(_K218)
+        v = _new(_K220)
         n = _U32(d, o)[0] + 4
         v.session_id = d[o + 4:o + n].decode()
         o += n
@@ -13045,7 +13171,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K139)
+                w1 = _new(_K144)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 2:
@@ -13100,7 +13226,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K140)
+                w1 = _new(_K145)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 3:
@@ -13133,7 +13259,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K141)
+                w1 = _new(_K146)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 4:
@@ -13188,7 +13314,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K142)
+                w1 = _new(_K147)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 5:
@@ -13214,7 +13340,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K143)
+                w1 = _new(_K148)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 6:
@@ -13247,7 +13373,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K144)
+                w1 = _new(_K149)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 7:
@@ -13302,7 +13428,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K145)
+                w1 = _new(_K150)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 8:
@@ -13381,7 +13507,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     a2_0 = w2
                 else:
                     raise _InternalError("Raw enum value doesn't match any cases")
-                w1 = _new(_K146)
+                w1 = _new(_K151)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 9:
@@ -13537,7 +13663,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K147)
+                w1 = _new(_K152)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 10:
@@ -13572,7 +13698,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K148)
+                w1 = _new(_K153)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 11:
@@ -13604,7 +13730,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K149)
+                w1 = _new(_K154)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 12:
@@ -13648,7 +13774,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K150)
+                w1 = _new(_K155)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 13:
@@ -13696,7 +13822,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K151)
+                w1 = _new(_K156)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 14:
@@ -13713,7 +13839,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K152)
+                w1 = _new(_K157)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 15:
@@ -13729,23 +13855,23 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K153)
+                w1 = _new(_K158)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 16:
                 n = _U32(d, o)[0] + 4
                 a2_0 = d[o + 4:o + n].decode()
                 o += n
-                w1 = _new(_K154)
+                w1 = _new(_K159)
                 w1._values = (a2_0,)
                 a1_0 = w1
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
-            w0 = _new(_K219)
+            w0 = _new(_K221)
             w0._values = (a1_0,)
             v.event = w0
         elif t0 == 2:
-            w1 = _new(_K221)
+            w1 = _new(_K223)
             f = d[o]
             o += 1
             if f == 1:
@@ -13759,35 +13885,35 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             t2 = _I32(d, o)[0]
             o += 4
             if t2 == 1:
-                w1.mode = _K222
-            elif t2 == 2:
-                w1.mode = _K223
-            elif t2 == 3:
                 w1.mode = _K224
+            elif t2 == 2:
+                w1.mode = _K225
+            elif t2 == 3:
+                w1.mode = _K226
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
             t2 = _I32(d, o)[0]
             o += 4
             if t2 == 1:
-                w1.status = _K172
+                w1.status = _K177
             elif t2 == 2:
-                w1.status = _K173
+                w1.status = _K178
             elif t2 == 3:
-                w1.status = _K174
+                w1.status = _K179
             elif t2 == 4:
-                w1.status = _K175
+                w1.status = _K180
             elif t2 == 5:
-                w1.status = _K176
+                w1.status = _K181
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
             w1.content, o = rSequenceTypeContentBlock(d, o)
             w1.superseded, o = rSequenceSequenceTypeContentBlock(d, o)
             a1_0 = w1
-            w0 = _new(_K220)
+            w0 = _new(_K222)
             w0._values = (a1_0,)
             v.event = w0
         elif t0 == 3:
-            w1 = _new(_K226)
+            w1 = _new(_K228)
             n = _U32(d, o)[0] + 4
             w1.rule = d[o + 4:o + n].decode()
             o += n
@@ -13795,38 +13921,38 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             w1.message_id = d[o + 4:o + n].decode()
             o += n
             a1_0 = w1
-            w0 = _new(_K225)
+            w0 = _new(_K227)
             w0._values = (a1_0,)
             v.event = w0
         elif t0 == 4:
-            w0 = _new(_K227)
+            w0 = _new(_K229)
             v.event = w0
         elif t0 == 5:
             a1_0, o = rSequenceString(d, o)
-            w0 = _new(_K228)
+            w0 = _new(_K230)
             w0._values = (a1_0,)
             v.event = w0
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         return v, o
     elif t == 3:
-        v = _new(_K229)
+        v = _new(_K231)
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K194)
+            w0 = _new(_K135)
             v.request = w0
         elif t0 == 2:
             a1_0 = _I64(d, o)[0]
             o += 8
-            w0 = _new(_K195)
+            w0 = _new(_K136)
             w0._values = (a1_0,)
             v.request = w0
         elif t0 == 3:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K196)
+            w0 = _new(_K137)
             w0._values = (a1_0,)
             v.request = w0
         else:
@@ -13872,7 +13998,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
         v.params = w0
         return v, o
     elif t == 4:
-        v = _new(_K230)
+        v = _new(_K232)
         n = _U32(d, o)[0] + 4
         v.detail = d[o + 4:o + n].decode()
         o += n
@@ -13884,14 +14010,14 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K231)
+        v = _new(_K233)
         n = _U32(d, o)[0] + 4
         v.message_id = d[o + 4:o + n].decode()
         o += n
         v.content, o = rSequenceTypeContentBlock(d, o)
         return v, o
     elif t == 2:
-        v = _new(_K232)
+        v = _new(_K234)
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
@@ -13924,7 +14050,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K139)
+            w0 = _new(_K144)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 2:
@@ -14153,7 +14279,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K140)
+            w0 = _new(_K145)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 3:
@@ -14186,7 +14312,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K141)
+            w0 = _new(_K146)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 4:
@@ -14415,7 +14541,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K142)
+            w0 = _new(_K147)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 5:
@@ -14441,7 +14567,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K143)
+            w0 = _new(_K148)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 6:
@@ -14474,7 +14600,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K144)
+            w0 = _new(_K149)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 7:
@@ -14703,7 +14829,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K145)
+            w0 = _new(_K150)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 8:
@@ -14851,7 +14977,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 a1_0 = w1
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
-            w0 = _new(_K146)
+            w0 = _new(_K151)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 9:
@@ -15007,7 +15133,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K147)
+            w0 = _new(_K152)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 10:
@@ -15054,7 +15180,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K148)
+            w0 = _new(_K153)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 11:
@@ -15101,7 +15227,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K149)
+            w0 = _new(_K154)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 12:
@@ -15145,7 +15271,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K150)
+            w0 = _new(_K155)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 13:
@@ -15193,7 +15319,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K151)
+            w0 = _new(_K156)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 14:
@@ -15210,7 +15336,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K152)
+            w0 = _new(_K157)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 15:
@@ -15226,14 +15352,14 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K153)
+            w0 = _new(_K158)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 16:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K154)
+            w0 = _new(_K159)
             w0._values = (a1_0,)
             v.update = w0
         else:
@@ -15261,17 +15387,20 @@ def rTypeHostError(d: Buffer, o: int) -> Tuple[Any, int]:
         v = _new(_K122)
         return v, o
     elif t == 6:
+        v = _new(_K123)
+        return v, o
+    elif t == 7:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K123)
+        v = _new(_K124)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
 def rTypeHttpHeader(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K233)
+    v = _new(_K235)
     n = _U32(d, o)[0] + 4
     v.name = d[o + 4:o + n].decode()
     o += n
@@ -15500,7 +15629,7 @@ def rTypeImplementation(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeInitializeRequest(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K293)
+    v = _new(_K299)
     v.protocol_version = _U16(d, o)[0]
     o += 2
     w0 = _new(_K34)
@@ -15807,23 +15936,23 @@ def rTypeInjectMode(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K161, o
+        return _K166, o
     elif t == 2:
-        return _K162, o
+        return _K167, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
 def rTypeInjectRequest(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K294)
+    v = _new(_K300)
     n = _U32(d, o)[0] + 4
     v.session_id = d[o + 4:o + n].decode()
     o += n
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        v.mode = _K161
+        v.mode = _K166
     elif t0 == 2:
-        v.mode = _K162
+        v.mode = _K167
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     v.content, o = rSequenceTypeContentBlock(d, o)
@@ -15841,7 +15970,7 @@ def rTypeInjectRequest(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeInjectResponse(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K295)
+    v = _new(_K301)
     n = _U32(d, o)[0] + 4
     v.message_id = d[o + 4:o + n].decode()
     o += n
@@ -15862,7 +15991,7 @@ def rTypeInstruction(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K124)
+        v = _new(_K125)
         n = _U32(d, o)[0] + 4
         v.connection = d[o + 4:o + n].decode()
         o += n
@@ -15871,7 +16000,7 @@ def rTypeInstruction(d: Buffer, o: int) -> Tuple[Any, int]:
         o += n
         return v, o
     elif t == 2:
-        v = _new(_K125)
+        v = _new(_K126)
         n = _U32(d, o)[0] + 4
         v.session = d[o + 4:o + n].decode()
         o += n
@@ -15881,37 +16010,84 @@ def rTypeInstruction(d: Buffer, o: int) -> Tuple[Any, int]:
             t1 = _I32(d, o)[0]
             o += 4
             if t1 == 1:
-                a1_0 = _K127
-            elif t1 == 2:
                 a1_0 = _K128
+            elif t1 == 2:
+                a1_0 = _K129
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
-            w0 = _new(_K126)
+            w0 = _new(_K127)
             w0._values = (a1_0,)
             v.event = w0
         elif t0 == 2:
-            w0 = _new(_K129)
-            v.event = w0
-        elif t0 == 3:
             w0 = _new(_K130)
             v.event = w0
-        elif t0 == 4:
+        elif t0 == 3:
             w0 = _new(_K131)
             v.event = w0
-        elif t0 == 5:
+        elif t0 == 4:
+            w1 = _new(_K133)
+            n = _U32(d, o)[0] + 4
+            w1.title = d[o + 4:o + n].decode()
+            o += n
+            f = d[o]
+            o += 1
+            if f == 1:
+                n = _U32(d, o)[0] + 4
+                w1.description = d[o + 4:o + n].decode()
+                o += n
+            elif f == 0:
+                w1.description = None
+            else:
+                raise _InternalError('Unexpected flag byte for optional type')
+            w1.options, o = rSequenceTypePermissionOption(d, o)
+            f = d[o]
+            o += 1
+            if f == 1:
+                n = _U32(d, o)[0] + 4
+                w1.subject = d[o + 4:o + n].decode()
+                o += n
+            elif f == 0:
+                w1.subject = None
+            else:
+                raise _InternalError('Unexpected flag byte for optional type')
+            a1_0 = w1
             w0 = _new(_K132)
+            w0._values = (a1_0,)
+            v.event = w0
+        elif t0 == 5:
+            w0 = _new(_K134)
+            t1 = _I32(d, o)[0]
+            o += 4
+            if t1 == 1:
+                w1 = _new(_K135)
+                w0.request_id = w1
+            elif t1 == 2:
+                a2_0 = _I64(d, o)[0]
+                o += 8
+                w1 = _new(_K136)
+                w1._values = (a2_0,)
+                w0.request_id = w1
+            elif t1 == 3:
+                n = _U32(d, o)[0] + 4
+                a2_0 = d[o + 4:o + n].decode()
+                o += n
+                w1 = _new(_K137)
+                w1._values = (a2_0,)
+                w0.request_id = w1
+            else:
+                raise _InternalError("Raw enum value doesn't match any cases")
             v.event = w0
         elif t0 == 6:
-            w0 = _new(_K133)
+            w0 = _new(_K138)
             v.event = w0
         elif t0 == 7:
-            w0 = _new(_K134)
+            w0 = _new(_K139)
             v.event = w0
         elif t0 == 8:
-            w0 = _new(_K135)
+            w0 = _new(_K140)
             v.event = w0
         elif t0 == 9:
-            w0 = _new(_K136)
+            w0 = _new(_K141)
             t1 = _I32(d, o)[0]
             o += 4
             if t1 == 1:
@@ -15992,7 +16168,7 @@ def rTypeInstruction(d: Buffer, o: int) -> Tuple[Any, int]:
                 raise _InternalError('Unexpected flag byte for optional type')
             v.event = w0
         elif t0 == 10:
-            w0 = _new(_K137)
+            w0 = _new(_K142)
             v.event = w0
         elif t0 == 11:
             t1 = _I32(d, o)[0]
@@ -16027,7 +16203,7 @@ def rTypeInstruction(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K139)
+                w1 = _new(_K144)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 2:
@@ -16082,7 +16258,7 @@ def rTypeInstruction(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K140)
+                w1 = _new(_K145)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 3:
@@ -16115,7 +16291,7 @@ def rTypeInstruction(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K141)
+                w1 = _new(_K146)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 4:
@@ -16170,7 +16346,7 @@ def rTypeInstruction(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K142)
+                w1 = _new(_K147)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 5:
@@ -16196,7 +16372,7 @@ def rTypeInstruction(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K143)
+                w1 = _new(_K148)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 6:
@@ -16229,7 +16405,7 @@ def rTypeInstruction(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K144)
+                w1 = _new(_K149)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 7:
@@ -16284,7 +16460,7 @@ def rTypeInstruction(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K145)
+                w1 = _new(_K150)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 8:
@@ -16363,7 +16539,7 @@ def rTypeInstruction(d: Buffer, o: int) -> Tuple[Any, int]:
                     a2_0 = w2
                 else:
                     raise _InternalError("Raw enum value doesn't match any cases")
-                w1 = _new(_K146)
+                w1 = _new(_K151)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 9:
@@ -16519,7 +16695,7 @@ def rTypeInstruction(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K147)
+                w1 = _new(_K152)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 10:
@@ -16554,7 +16730,7 @@ def rTypeInstruction(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K148)
+                w1 = _new(_K153)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 11:
@@ -16586,7 +16762,7 @@ def rTypeInstruction(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K149)
+                w1 = _new(_K154)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 12:
@@ -16630,7 +16806,7 @@ def rTypeInstruction(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K150)
+                w1 = _new(_K155)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 13:
@@ -16678,7 +16854,7 @@ def rTypeInstruction(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K151)
+                w1 = _new(_K156)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 14:
@@ -16695,7 +16871,7 @@ def rTypeInstruction(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K152)
+                w1 = _new(_K157)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 15:
@@ -16711,23 +16887,23 @@ def rTypeInstruction(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K153)
+                w1 = _new(_K158)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 16:
                 n = _U32(d, o)[0] + 4
                 a2_0 = d[o + 4:o + n].decode()
                 o += n
-                w1 = _new(_K154)
+                w1 = _new(_K159)
                 w1._values = (a2_0,)
                 a1_0 = w1
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
-            w0 = _new(_K138)
+            w0 = _new(_K143)
             w0._values = (a1_0,)
             v.event = w0
         elif t0 == 12:
-            w0 = _new(_K155)
+            w0 = _new(_K160)
             n = _U32(d, o)[0] + 4
             w0.message_id = d[o + 4:o + n].decode()
             o += n
@@ -16736,10 +16912,10 @@ def rTypeInstruction(d: Buffer, o: int) -> Tuple[Any, int]:
             raise _InternalError("Raw enum value doesn't match any cases")
         return v, o
     elif t == 3:
-        v = _new(_K156)
+        v = _new(_K161)
         return v, o
     elif t == 4:
-        v = _new(_K157)
+        v = _new(_K162)
         n = _U32(d, o)[0] + 4
         v.session = d[o + 4:o + n].decode()
         o += n
@@ -16748,29 +16924,29 @@ def rTypeInstruction(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K159)
+            w0 = _new(_K164)
             n = _U32(d, o)[0] + 4
             w0.session = d[o + 4:o + n].decode()
             o += n
             w0.content, o = rSequenceTypeContentBlock(d, o)
             a0_0 = w0
         elif t0 == 2:
-            w0 = _new(_K160)
+            w0 = _new(_K165)
             n = _U32(d, o)[0] + 4
             w0.session = d[o + 4:o + n].decode()
             o += n
             t1 = _I32(d, o)[0]
             o += 4
             if t1 == 1:
-                w0.mode = _K161
+                w0.mode = _K166
             elif t1 == 2:
-                w0.mode = _K162
+                w0.mode = _K167
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
             w0.content, o = rSequenceTypeContentBlock(d, o)
             a0_0 = w0
         elif t0 == 3:
-            w0 = _new(_K163)
+            w0 = _new(_K168)
             n = _U32(d, o)[0] + 4
             w0.session = d[o + 4:o + n].decode()
             o += n
@@ -16779,7 +16955,7 @@ def rTypeInstruction(d: Buffer, o: int) -> Tuple[Any, int]:
             o += n
             a0_0 = w0
         elif t0 == 4:
-            w0 = _new(_K164)
+            w0 = _new(_K169)
             n = _U32(d, o)[0] + 4
             w0.session = d[o + 4:o + n].decode()
             o += n
@@ -16789,25 +16965,25 @@ def rTypeInstruction(d: Buffer, o: int) -> Tuple[Any, int]:
             w0.content, o = rSequenceTypeContentBlock(d, o)
             a0_0 = w0
         elif t0 == 5:
-            w0 = _new(_K165)
+            w0 = _new(_K170)
             n = _U32(d, o)[0] + 4
             w0.session = d[o + 4:o + n].decode()
             o += n
             a0_0 = w0
         elif t0 == 6:
-            w0 = _new(_K166)
+            w0 = _new(_K171)
             n = _U32(d, o)[0] + 4
             w0.session = d[o + 4:o + n].decode()
             o += n
             a0_0 = w0
         elif t0 == 7:
-            w0 = _new(_K167)
+            w0 = _new(_K172)
             n = _U32(d, o)[0] + 4
             w0.session = d[o + 4:o + n].decode()
             o += n
             a0_0 = w0
         elif t0 == 8:
-            w0 = _new(_K168)
+            w0 = _new(_K173)
             n = _U32(d, o)[0] + 4
             w0.session = d[o + 4:o + n].decode()
             o += n
@@ -16819,23 +16995,23 @@ def rTypeInstruction(d: Buffer, o: int) -> Tuple[Any, int]:
             a0_0 = w0
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
-        v = _new(_K158)
+        v = _new(_K163)
         v._values = (a0_0,)
         return v, o
     elif t == 6:
-        v = _new(_K169)
+        v = _new(_K174)
         n = _U32(d, o)[0] + 4
         v.line = d[o + 4:o + n].decode()
         o += n
         return v, o
     elif t == 7:
-        v = _new(_K170)
+        v = _new(_K175)
         n = _U32(d, o)[0] + 4
         v.session = d[o + 4:o + n].decode()
         o += n
         return v, o
     elif t == 8:
-        v = _new(_K171)
+        v = _new(_K176)
         n = _U32(d, o)[0] + 4
         v.session = d[o + 4:o + n].decode()
         o += n
@@ -16850,11 +17026,11 @@ def rTypeItemMode(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K222, o
-    elif t == 2:
-        return _K223, o
-    elif t == 3:
         return _K224, o
+    elif t == 2:
+        return _K225, o
+    elif t == 3:
+        return _K226, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
@@ -16862,15 +17038,15 @@ def rTypeItemStatus(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K172, o
+        return _K177, o
     elif t == 2:
-        return _K173, o
+        return _K178, o
     elif t == 3:
-        return _K174, o
+        return _K179, o
     elif t == 4:
-        return _K175, o
+        return _K180, o
     elif t == 5:
-        return _K176, o
+        return _K181, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
@@ -16882,7 +17058,7 @@ def rTypeJsonObject(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeListSessionsRequest(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K296)
+    v = _new(_K302)
     f = d[o]
     o += 1
     if f == 1:
@@ -16917,7 +17093,7 @@ def rTypeListSessionsRequest(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeListSessionsResponse(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K297)
+    v = _new(_K303)
     v.sessions, o = rSequenceTypeSessionInfo(d, o)
     f = d[o]
     o += 1
@@ -17015,7 +17191,7 @@ def rTypeMcpServer(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K234)
+        v = _new(_K236)
         v._values = (a0_0,)
         return v, o
     elif t == 2:
@@ -17045,14 +17221,14 @@ def rTypeMcpServer(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K235)
+        v = _new(_K237)
         v._values = (a0_0,)
         return v, o
     elif t == 3:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K236)
+        v = _new(_K238)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
@@ -17135,24 +17311,24 @@ def rTypeMessageRole(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K274, o
+        return _K280, o
     elif t == 2:
-        return _K275, o
+        return _K281, o
     elif t == 3:
-        return _K276, o
+        return _K282, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
 def rTypeMirrorSnapshot(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K177)
+    v = _new(_K182)
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        v.state = _K178
+        v.state = _K183
     elif t0 == 2:
-        v.state = _K179
+        v.state = _K184
     elif t0 == 3:
-        v.state = _K180
+        v.state = _K185
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     f = d[o]
@@ -17243,7 +17419,7 @@ def rTypeMirrorSnapshot(d: Buffer, o: int) -> Tuple[Any, int]:
     v.pending, o = rSequenceTypePendingItem(d, o)
     v.transcript, o = rSequenceTypeTranscriptEntry(d, o)
     v.violations, o = rSequenceTypeViolation(d, o)
-    w0 = _new(_K181)
+    w0 = _new(_K186)
     w0.steer = d[o] != 0
     o += 1
     w0.edit_pending = d[o] != 0
@@ -17267,7 +17443,7 @@ def rTypeMirrorSnapshot(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeNewSessionRequest(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K298)
+    v = _new(_K304)
     n = _U32(d, o)[0] + 4
     v.cwd = d[o + 4:o + n].decode()
     o += n
@@ -17301,7 +17477,7 @@ def rTypeNewSessionRequest(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeNewSessionResponse(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K299)
+    v = _new(_K305)
     n = _U32(d, o)[0] + 4
     v.session_id = d[o + 4:o + n].decode()
     o += n
@@ -17328,32 +17504,21 @@ def rTypeOutput(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K237)
+        v = _new(_K239)
         v.to, o = rSequenceString(d, o)
         n = _U32(d, o)[0] + 4
         v.line = d[o + 4:o + n].decode()
         o += n
         return v, o
     elif t == 2:
-        v = _new(_K238)
+        v = _new(_K240)
         n = _U32(d, o)[0] + 4
         v.session = d[o + 4:o + n].decode()
         o += n
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w1 = _new(_K240)
-            n = _U32(d, o)[0] + 4
-            w1.cwd = d[o + 4:o + n].decode()
-            o += n
-            w1.additional_directories, o = rSequenceString(d, o)
-            w1.mcp_servers, o = rSequenceTypeMcpServer(d, o)
-            a1_0 = w1
-            w0 = _new(_K239)
-            w0._values = (a1_0,)
-            v.action = w0
-        elif t0 == 2:
-            w1 = _new(_K240)
+            w1 = _new(_K242)
             n = _U32(d, o)[0] + 4
             w1.cwd = d[o + 4:o + n].decode()
             o += n
@@ -17363,24 +17528,104 @@ def rTypeOutput(d: Buffer, o: int) -> Tuple[Any, int]:
             w0 = _new(_K241)
             w0._values = (a1_0,)
             v.action = w0
+        elif t0 == 2:
+            w1 = _new(_K242)
+            n = _U32(d, o)[0] + 4
+            w1.cwd = d[o + 4:o + n].decode()
+            o += n
+            w1.additional_directories, o = rSequenceString(d, o)
+            w1.mcp_servers, o = rSequenceTypeMcpServer(d, o)
+            a1_0 = w1
+            w0 = _new(_K243)
+            w0._values = (a1_0,)
+            v.action = w0
         elif t0 == 3:
             a1_0, o = rSequenceTypeUserInput(d, o)
-            w0 = _new(_K242)
+            w0 = _new(_K244)
             w0._values = (a1_0,)
             v.action = w0
         elif t0 == 4:
             a1_0, o = rSequenceTypeUserInput(d, o)
-            w0 = _new(_K243)
+            w0 = _new(_K245)
             w0._values = (a1_0,)
             v.action = w0
         elif t0 == 5:
-            w0 = _new(_K244)
+            w0 = _new(_K246)
             v.action = w0
         elif t0 == 6:
-            w0 = _new(_K245)
+            w0 = _new(_K247)
             v.action = w0
         elif t0 == 7:
-            w0 = _new(_K246)
+            w0 = _new(_K248)
+            t1 = _I32(d, o)[0]
+            o += 4
+            if t1 == 1:
+                w1 = _new(_K135)
+                w0.request_id = w1
+            elif t1 == 2:
+                a2_0 = _I64(d, o)[0]
+                o += 8
+                w1 = _new(_K136)
+                w1._values = (a2_0,)
+                w0.request_id = w1
+            elif t1 == 3:
+                n = _U32(d, o)[0] + 4
+                a2_0 = d[o + 4:o + n].decode()
+                o += n
+                w1 = _new(_K137)
+                w1._values = (a2_0,)
+                w0.request_id = w1
+            else:
+                raise _InternalError("Raw enum value doesn't match any cases")
+            t1 = _I32(d, o)[0]
+            o += 4
+            if t1 == 1:
+                w2 = _new(_K22)
+                f = d[o]
+                o += 1
+                if f == 1:
+                    n = _U32(d, o)[0] + 4
+                    w2.meta = d[o + 4:o + n].decode()
+                    o += n
+                elif f == 0:
+                    w2.meta = None
+                else:
+                    raise _InternalError('Unexpected flag byte for optional type')
+                a2_0 = w2
+                w1 = _new(_K249)
+                w1._values = (a2_0,)
+                w0.outcome = w1
+            elif t1 == 2:
+                w2 = _new(_K52)
+                n = _U32(d, o)[0] + 4
+                w2.option_id = d[o + 4:o + n].decode()
+                o += n
+                f = d[o]
+                o += 1
+                if f == 1:
+                    n = _U32(d, o)[0] + 4
+                    w2.meta = d[o + 4:o + n].decode()
+                    o += n
+                elif f == 0:
+                    w2.meta = None
+                else:
+                    raise _InternalError('Unexpected flag byte for optional type')
+                a2_0 = w2
+                w1 = _new(_K250)
+                w1._values = (a2_0,)
+                w0.outcome = w1
+            elif t1 == 3:
+                n = _U32(d, o)[0] + 4
+                a2_0 = d[o + 4:o + n].decode()
+                o += n
+                w1 = _new(_K251)
+                w1._values = (a2_0,)
+                w0.outcome = w1
+            else:
+                raise _InternalError("Raw enum value doesn't match any cases")
+            v.action = w0
+        elif t0 == 8:
+            w0 = _new(_K252)
             w0.dropped, o = rSequenceTypePendingInject(d, o)
             w0.turn_cancelled = d[o] != 0
             o += 1
@@ -17409,16 +17654,16 @@ def rTypePendingCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypePendingInject(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K247)
+    v = _new(_K253)
     n = _U32(d, o)[0] + 4
     v.message_id = d[o + 4:o + n].decode()
     o += n
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        v.mode = _K161
+        v.mode = _K166
     elif t0 == 2:
-        v.mode = _K162
+        v.mode = _K167
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     v.content, o = rSequenceTypeContentBlock(d, o)
@@ -17452,7 +17697,7 @@ def rTypePendingInjectsUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypePendingItem(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K221)
+    v = _new(_K223)
     f = d[o]
     o += 1
     if f == 1:
@@ -17466,25 +17711,25 @@ def rTypePendingItem(d: Buffer, o: int) -> Tuple[Any, int]:
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        v.mode = _K222
-    elif t0 == 2:
-        v.mode = _K223
-    elif t0 == 3:
         v.mode = _K224
+    elif t0 == 2:
+        v.mode = _K225
+    elif t0 == 3:
+        v.mode = _K226
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        v.status = _K172
+        v.status = _K177
     elif t0 == 2:
-        v.status = _K173
+        v.status = _K178
     elif t0 == 3:
-        v.status = _K174
+        v.status = _K179
     elif t0 == 4:
-        v.status = _K175
+        v.status = _K180
     elif t0 == 5:
-        v.status = _K176
+        v.status = _K181
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     v.content, o = rSequenceTypeContentBlock(d, o)
@@ -17492,8 +17737,37 @@ def rTypePendingItem(d: Buffer, o: int) -> Tuple[Any, int]:
     return v, o
 
 
+def rTypePermissionAsk(d: Buffer, o: int) -> Tuple[Any, int]:
+    v = _new(_K133)
+    n = _U32(d, o)[0] + 4
+    v.title = d[o + 4:o + n].decode()
+    o += n
+    f = d[o]
+    o += 1
+    if f == 1:
+        n = _U32(d, o)[0] + 4
+        v.description = d[o + 4:o + n].decode()
+        o += n
+    elif f == 0:
+        v.description = None
+    else:
+        raise _InternalError('Unexpected flag byte for optional type')
+    v.options, o = rSequenceTypePermissionOption(d, o)
+    f = d[o]
+    o += 1
+    if f == 1:
+        n = _U32(d, o)[0] + 4
+        v.subject = d[o + 4:o + n].decode()
+        o += n
+    elif f == 0:
+        v.subject = None
+    else:
+        raise _InternalError('Unexpected flag byte for optional type')
+    return v, o
+
+
 def rTypePermissionOption(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K248)
+    v = _new(_K254)
     n = _U32(d, o)[0] + 4
     v.option_id = d[o + 4:o + n].decode()
     o += n
@@ -17503,22 +17777,22 @@ def rTypePermissionOption(d: Buffer, o: int) -> Tuple[Any, int]:
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        w0 = _new(_K249)
+        w0 = _new(_K255)
         v.kind = w0
     elif t0 == 2:
-        w0 = _new(_K250)
+        w0 = _new(_K256)
         v.kind = w0
     elif t0 == 3:
-        w0 = _new(_K251)
+        w0 = _new(_K257)
         v.kind = w0
     elif t0 == 4:
-        w0 = _new(_K252)
+        w0 = _new(_K258)
         v.kind = w0
     elif t0 == 5:
         n = _U32(d, o)[0] + 4
         a1_0 = d[o + 4:o + n].decode()
         o += n
-        w0 = _new(_K253)
+        w0 = _new(_K259)
         w0._values = (a1_0,)
         v.kind = w0
     else:
@@ -17547,48 +17821,74 @@ def rTypePermissionOptionKind(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K249)
+        v = _new(_K255)
         return v, o
     elif t == 2:
-        v = _new(_K250)
+        v = _new(_K256)
         return v, o
     elif t == 3:
-        v = _new(_K251)
+        v = _new(_K257)
         return v, o
     elif t == 4:
-        v = _new(_K252)
+        v = _new(_K258)
         return v, o
     elif t == 5:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K253)
+        v = _new(_K259)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
+def rTypePermissionRequestSent(d: Buffer, o: int) -> Tuple[Any, int]:
+    v = _new(_K306)
+    t0 = _I32(d, o)[0]
+    o += 4
+    if t0 == 1:
+        w0 = _new(_K135)
+        v.request_id = w0
+    elif t0 == 2:
+        a1_0 = _I64(d, o)[0]
+        o += 8
+        w0 = _new(_K136)
+        w0._values = (a1_0,)
+        v.request_id = w0
+    elif t0 == 3:
+        n = _U32(d, o)[0] + 4
+        a1_0 = d[o + 4:o + n].decode()
+        o += n
+        w0 = _new(_K137)
+        w0._values = (a1_0,)
+        v.request_id = w0
+    else:
+        raise _InternalError("Raw enum value doesn't match any cases")
+    v.outputs, o = rSequenceTypeOutput(d, o)
+    return v, o
+
+
 def rTypePlanEntry(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K254)
+    v = _new(_K260)
     n = _U32(d, o)[0] + 4
     v.content = d[o + 4:o + n].decode()
     o += n
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        w0 = _new(_K255)
+        w0 = _new(_K261)
         v.priority = w0
     elif t0 == 2:
-        w0 = _new(_K256)
+        w0 = _new(_K262)
         v.priority = w0
     elif t0 == 3:
-        w0 = _new(_K257)
+        w0 = _new(_K263)
         v.priority = w0
     elif t0 == 4:
         n = _U32(d, o)[0] + 4
         a1_0 = d[o + 4:o + n].decode()
         o += n
-        w0 = _new(_K258)
+        w0 = _new(_K264)
         w0._values = (a1_0,)
         v.priority = w0
     else:
@@ -17596,22 +17896,22 @@ def rTypePlanEntry(d: Buffer, o: int) -> Tuple[Any, int]:
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        w0 = _new(_K259)
+        w0 = _new(_K265)
         v.status = w0
     elif t0 == 2:
-        w0 = _new(_K260)
+        w0 = _new(_K266)
         v.status = w0
     elif t0 == 3:
-        w0 = _new(_K261)
+        w0 = _new(_K267)
         v.status = w0
     elif t0 == 4:
-        w0 = _new(_K262)
+        w0 = _new(_K268)
         v.status = w0
     elif t0 == 5:
         n = _U32(d, o)[0] + 4
         a1_0 = d[o + 4:o + n].decode()
         o += n
-        w0 = _new(_K263)
+        w0 = _new(_K269)
         w0._values = (a1_0,)
         v.status = w0
     else:
@@ -17633,19 +17933,19 @@ def rTypePlanEntryPriority(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K255)
+        v = _new(_K261)
         return v, o
     elif t == 2:
-        v = _new(_K256)
+        v = _new(_K262)
         return v, o
     elif t == 3:
-        v = _new(_K257)
+        v = _new(_K263)
         return v, o
     elif t == 4:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K258)
+        v = _new(_K264)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
@@ -17655,22 +17955,22 @@ def rTypePlanEntryStatus(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K259)
+        v = _new(_K265)
         return v, o
     elif t == 2:
-        v = _new(_K260)
+        v = _new(_K266)
         return v, o
     elif t == 3:
-        v = _new(_K261)
+        v = _new(_K267)
         return v, o
     elif t == 4:
-        v = _new(_K262)
+        v = _new(_K268)
         return v, o
     elif t == 5:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K263)
+        v = _new(_K269)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
@@ -17818,7 +18118,7 @@ def rTypePolicy(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypePromptRequest(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K300)
+    v = _new(_K307)
     n = _U32(d, o)[0] + 4
     v.session_id = d[o + 4:o + n].decode()
     o += n
@@ -17837,7 +18137,7 @@ def rTypePromptRequest(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypePromptResponse(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K301)
+    v = _new(_K308)
     n = _U32(d, o)[0] + 4
     v.message_id = d[o + 4:o + n].decode()
     o += n
@@ -17855,7 +18155,7 @@ def rTypePromptResponse(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeProtocolError(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K208)
+    v = _new(_K210)
     v.code = _I64(d, o)[0]
     o += 8
     n = _U32(d, o)[0] + 4
@@ -17943,7 +18243,7 @@ def rTypeQueueDrain(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeReplaceInjectRequest(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K302)
+    v = _new(_K309)
     n = _U32(d, o)[0] + 4
     v.session_id = d[o + 4:o + n].decode()
     o += n
@@ -17965,7 +18265,7 @@ def rTypeReplaceInjectRequest(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeReplaceInjectResponse(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K303)
+    v = _new(_K310)
     n = _U32(d, o)[0] + 4
     v.message_id = d[o + 4:o + n].decode()
     o += n
@@ -17998,14 +18298,14 @@ def rTypeReplayFrom(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K182)
+        v = _new(_K187)
         v._values = (a0_0,)
         return v, o
     elif t == 2:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K183)
+        v = _new(_K188)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
@@ -18030,19 +18330,19 @@ def rTypeRequestId(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K194)
+        v = _new(_K135)
         return v, o
     elif t == 2:
         a0_0 = _I64(d, o)[0]
         o += 8
-        v = _new(_K195)
+        v = _new(_K136)
         v._values = (a0_0,)
         return v, o
     elif t == 3:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K196)
+        v = _new(_K137)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
@@ -18052,25 +18352,25 @@ def rTypeRequestKind(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K197, o
-    elif t == 2:
-        return _K198, o
-    elif t == 3:
         return _K199, o
-    elif t == 4:
+    elif t == 2:
         return _K200, o
-    elif t == 5:
+    elif t == 3:
         return _K201, o
-    elif t == 6:
+    elif t == 4:
         return _K202, o
-    elif t == 7:
+    elif t == 5:
         return _K203, o
-    elif t == 8:
+    elif t == 6:
         return _K204, o
-    elif t == 9:
+    elif t == 7:
         return _K205, o
-    elif t == 10:
+    elif t == 8:
         return _K206, o
+    elif t == 9:
+        return _K207, o
+    elif t == 10:
+        return _K208, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
@@ -18090,7 +18390,7 @@ def rTypeRequestPermissionOutcome(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K304)
+        v = _new(_K249)
         v._values = (a0_0,)
         return v, o
     elif t == 2:
@@ -18109,14 +18409,14 @@ def rTypeRequestPermissionOutcome(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K305)
+        v = _new(_K250)
         v._values = (a0_0,)
         return v, o
     elif t == 3:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K306)
+        v = _new(_K251)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
@@ -18165,7 +18465,7 @@ def rTypeRequestPermissionRequest(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeRequestPermissionResponse(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K307)
+    v = _new(_K311)
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
@@ -18181,7 +18481,7 @@ def rTypeRequestPermissionResponse(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K304)
+        w0 = _new(_K249)
         w0._values = (a1_0,)
         v.outcome = w0
     elif t0 == 2:
@@ -18200,14 +18500,14 @@ def rTypeRequestPermissionResponse(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K305)
+        w0 = _new(_K250)
         w0._values = (a1_0,)
         v.outcome = w0
     elif t0 == 3:
         n = _U32(d, o)[0] + 4
         a1_0 = d[o + 4:o + n].decode()
         o += n
-        w0 = _new(_K306)
+        w0 = _new(_K251)
         w0._values = (a1_0,)
         v.outcome = w0
     else:
@@ -18355,7 +18655,7 @@ def rTypeResourceLink(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeResumeSessionRequest(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K308)
+    v = _new(_K312)
     n = _U32(d, o)[0] + 4
     v.session_id = d[o + 4:o + n].decode()
     o += n
@@ -18396,14 +18696,14 @@ def rTypeResumeSessionRequest(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K182)
+            w0 = _new(_K187)
             w0._values = (a1_0,)
             v.replay_from = w0
         elif t0 == 2:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K183)
+            w0 = _new(_K188)
             w0._values = (a1_0,)
             v.replay_from = w0
         else:
@@ -18426,7 +18726,7 @@ def rTypeResumeSessionRequest(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeResumeSessionResponse(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K309)
+    v = _new(_K313)
     f = d[o]
     o += 1
     if f == 1:
@@ -18441,7 +18741,7 @@ def rTypeResumeSessionResponse(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeRevokeInjectRequest(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K310)
+    v = _new(_K314)
     n = _U32(d, o)[0] + 4
     v.session_id = d[o + 4:o + n].decode()
     o += n
@@ -18462,7 +18762,7 @@ def rTypeRevokeInjectRequest(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeRevokeInjectResponse(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K311)
+    v = _new(_K315)
     f = d[o]
     o += 1
     if f == 1:
@@ -18490,16 +18790,16 @@ def rTypeRole(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K264)
+        v = _new(_K270)
         return v, o
     elif t == 2:
-        v = _new(_K265)
+        v = _new(_K271)
         return v, o
     elif t == 3:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K266)
+        v = _new(_K272)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
@@ -18524,18 +18824,7 @@ def rTypeRuntimeAction(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        w0 = _new(_K240)
-        n = _U32(d, o)[0] + 4
-        w0.cwd = d[o + 4:o + n].decode()
-        o += n
-        w0.additional_directories, o = rSequenceString(d, o)
-        w0.mcp_servers, o = rSequenceTypeMcpServer(d, o)
-        a0_0 = w0
-        v = _new(_K239)
-        v._values = (a0_0,)
-        return v, o
-    elif t == 2:
-        w0 = _new(_K240)
+        w0 = _new(_K242)
         n = _U32(d, o)[0] + 4
         w0.cwd = d[o + 4:o + n].decode()
         o += n
@@ -18545,24 +18834,104 @@ def rTypeRuntimeAction(d: Buffer, o: int) -> Tuple[Any, int]:
         v = _new(_K241)
         v._values = (a0_0,)
         return v, o
+    elif t == 2:
+        w0 = _new(_K242)
+        n = _U32(d, o)[0] + 4
+        w0.cwd = d[o + 4:o + n].decode()
+        o += n
+        w0.additional_directories, o = rSequenceString(d, o)
+        w0.mcp_servers, o = rSequenceTypeMcpServer(d, o)
+        a0_0 = w0
+        v = _new(_K243)
+        v._values = (a0_0,)
+        return v, o
     elif t == 3:
         a0_0, o = rSequenceTypeUserInput(d, o)
-        v = _new(_K242)
+        v = _new(_K244)
         v._values = (a0_0,)
         return v, o
     elif t == 4:
         a0_0, o = rSequenceTypeUserInput(d, o)
-        v = _new(_K243)
+        v = _new(_K245)
         v._values = (a0_0,)
         return v, o
     elif t == 5:
-        v = _new(_K244)
+        v = _new(_K246)
         return v, o
     elif t == 6:
-        v = _new(_K245)
+        v = _new(_K247)
         return v, o
     elif t == 7:
-        v = _new(_K246)
+        v = _new(_K248)
+        t0 = _I32(d, o)[0]
+        o += 4
+        if t0 == 1:
+            w0 = _new(_K135)
+            v.request_id = w0
+        elif t0 == 2:
+            a1_0 = _I64(d, o)[0]
+            o += 8
+            w0 = _new(_K136)
+            w0._values = (a1_0,)
+            v.request_id = w0
+        elif t0 == 3:
+            n = _U32(d, o)[0] + 4
+            a1_0 = d[o + 4:o + n].decode()
+            o += n
+            w0 = _new(_K137)
+            w0._values = (a1_0,)
+            v.request_id = w0
+        else:
+            raise _InternalError("Raw enum value doesn't match any cases")
+        t0 = _I32(d, o)[0]
+        o += 4
+        if t0 == 1:
+            w1 = _new(_K22)
+            f = d[o]
+            o += 1
+            if f == 1:
+                n = _U32(d, o)[0] + 4
+                w1.meta = d[o + 4:o + n].decode()
+                o += n
+            elif f == 0:
+                w1.meta = None
+            else:
+                raise _InternalError('Unexpected flag byte for optional type')
+            a1_0 = w1
+            w0 = _new(_K249)
+            w0._values = (a1_0,)
+            v.outcome = w0
+        elif t0 == 2:
+            w1 = _new(_K52)
+            n = _U32(d, o)[0] + 4
+            w1.option_id = d[o + 4:o + n].decode()
+            o += n
+            f = d[o]
+            o += 1
+            if f == 1:
+                n = _U32(d, o)[0] + 4
+                w1.meta = d[o + 4:o + n].decode()
+                o += n
+            elif f == 0:
+                w1.meta = None
+            else:
+                raise _InternalError('Unexpected flag byte for optional type')
+            a1_0 = w1
+            w0 = _new(_K250)
+            w0._values = (a1_0,)
+            v.outcome = w0
+        elif t0 == 3:
+            n = _U32(d, o)[0] + 4
+            a1_0 = d[o + 4:o + n].decode()
+            o += n
+            w0 = _new(_K251)
+            w0._values = (a1_0,)
+            v.outcome = w0
+        else:
+            raise _InternalError("Raw enum value doesn't match any cases")
+        return v, o
+    elif t == 8:
+        v = _new(_K252)
         v.dropped, o = rSequenceTypePendingInject(d, o)
         v.turn_cancelled = d[o] != 0
         o += 1
@@ -18577,37 +18946,84 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            a0_0 = _K127
-        elif t0 == 2:
             a0_0 = _K128
+        elif t0 == 2:
+            a0_0 = _K129
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
-        v = _new(_K126)
+        v = _new(_K127)
         v._values = (a0_0,)
         return v, o
     elif t == 2:
-        v = _new(_K129)
-        return v, o
-    elif t == 3:
         v = _new(_K130)
         return v, o
-    elif t == 4:
+    elif t == 3:
         v = _new(_K131)
         return v, o
-    elif t == 5:
+    elif t == 4:
+        w0 = _new(_K133)
+        n = _U32(d, o)[0] + 4
+        w0.title = d[o + 4:o + n].decode()
+        o += n
+        f = d[o]
+        o += 1
+        if f == 1:
+            n = _U32(d, o)[0] + 4
+            w0.description = d[o + 4:o + n].decode()
+            o += n
+        elif f == 0:
+            w0.description = None
+        else:
+            raise _InternalError('Unexpected flag byte for optional type')
+        w0.options, o = rSequenceTypePermissionOption(d, o)
+        f = d[o]
+        o += 1
+        if f == 1:
+            n = _U32(d, o)[0] + 4
+            w0.subject = d[o + 4:o + n].decode()
+            o += n
+        elif f == 0:
+            w0.subject = None
+        else:
+            raise _InternalError('Unexpected flag byte for optional type')
+        a0_0 = w0
         v = _new(_K132)
+        v._values = (a0_0,)
+        return v, o
+    elif t == 5:
+        v = _new(_K134)
+        t0 = _I32(d, o)[0]
+        o += 4
+        if t0 == 1:
+            w0 = _new(_K135)
+            v.request_id = w0
+        elif t0 == 2:
+            a1_0 = _I64(d, o)[0]
+            o += 8
+            w0 = _new(_K136)
+            w0._values = (a1_0,)
+            v.request_id = w0
+        elif t0 == 3:
+            n = _U32(d, o)[0] + 4
+            a1_0 = d[o + 4:o + n].decode()
+            o += n
+            w0 = _new(_K137)
+            w0._values = (a1_0,)
+            v.request_id = w0
+        else:
+            raise _InternalError("Raw enum value doesn't match any cases")
         return v, o
     elif t == 6:
-        v = _new(_K133)
+        v = _new(_K138)
         return v, o
     elif t == 7:
-        v = _new(_K134)
+        v = _new(_K139)
         return v, o
     elif t == 8:
-        v = _new(_K135)
+        v = _new(_K140)
         return v, o
     elif t == 9:
-        v = _new(_K136)
+        v = _new(_K141)
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
@@ -18688,7 +19104,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             raise _InternalError('Unexpected flag byte for optional type')
         return v, o
     elif t == 10:
-        v = _new(_K137)
+        v = _new(_K142)
         return v, o
     elif t == 11:
         t0 = _I32(d, o)[0]
@@ -18723,7 +19139,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K139)
+            w0 = _new(_K144)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 2:
@@ -18952,7 +19368,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K140)
+            w0 = _new(_K145)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 3:
@@ -18985,7 +19401,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K141)
+            w0 = _new(_K146)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 4:
@@ -19214,7 +19630,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K142)
+            w0 = _new(_K147)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 5:
@@ -19240,7 +19656,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K143)
+            w0 = _new(_K148)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 6:
@@ -19273,7 +19689,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K144)
+            w0 = _new(_K149)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 7:
@@ -19502,7 +19918,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K145)
+            w0 = _new(_K150)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 8:
@@ -19650,7 +20066,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 a1_0 = w1
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
-            w0 = _new(_K146)
+            w0 = _new(_K151)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 9:
@@ -19806,7 +20222,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K147)
+            w0 = _new(_K152)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 10:
@@ -19853,7 +20269,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K148)
+            w0 = _new(_K153)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 11:
@@ -19900,7 +20316,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K149)
+            w0 = _new(_K154)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 12:
@@ -19944,7 +20360,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K150)
+            w0 = _new(_K155)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 13:
@@ -19992,7 +20408,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K151)
+            w0 = _new(_K156)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 14:
@@ -20009,7 +20425,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K152)
+            w0 = _new(_K157)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 15:
@@ -20025,23 +20441,23 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K153)
+            w0 = _new(_K158)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 16:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K154)
+            w0 = _new(_K159)
             w0._values = (a1_0,)
             a0_0 = w0
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
-        v = _new(_K138)
+        v = _new(_K143)
         v._values = (a0_0,)
         return v, o
     elif t == 12:
-        v = _new(_K155)
+        v = _new(_K160)
         n = _U32(d, o)[0] + 4
         v.message_id = d[o + 4:o + n].decode()
         o += n
@@ -20106,7 +20522,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K139)
+                w1 = _new(_K144)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 2:
@@ -20161,7 +20577,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K140)
+                w1 = _new(_K145)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 3:
@@ -20194,7 +20610,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K141)
+                w1 = _new(_K146)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 4:
@@ -20249,7 +20665,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K142)
+                w1 = _new(_K147)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 5:
@@ -20275,7 +20691,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K143)
+                w1 = _new(_K148)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 6:
@@ -20308,7 +20724,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K144)
+                w1 = _new(_K149)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 7:
@@ -20363,7 +20779,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K145)
+                w1 = _new(_K150)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 8:
@@ -20442,7 +20858,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     a2_0 = w2
                 else:
                     raise _InternalError("Raw enum value doesn't match any cases")
-                w1 = _new(_K146)
+                w1 = _new(_K151)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 9:
@@ -20598,7 +21014,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K147)
+                w1 = _new(_K152)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 10:
@@ -20633,7 +21049,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K148)
+                w1 = _new(_K153)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 11:
@@ -20665,7 +21081,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K149)
+                w1 = _new(_K154)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 12:
@@ -20709,7 +21125,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K150)
+                w1 = _new(_K155)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 13:
@@ -20757,7 +21173,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K151)
+                w1 = _new(_K156)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 14:
@@ -20774,7 +21190,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K152)
+                w1 = _new(_K157)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 15:
@@ -20790,23 +21206,23 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K153)
+                w1 = _new(_K158)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 16:
                 n = _U32(d, o)[0] + 4
                 a2_0 = d[o + 4:o + n].decode()
                 o += n
-                w1 = _new(_K154)
+                w1 = _new(_K159)
                 w1._values = (a2_0,)
                 a1_0 = w1
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
-            w0 = _new(_K219)
+            w0 = _new(_K221)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 2:
-            w1 = _new(_K221)
+            w1 = _new(_K223)
             f = d[o]
             o += 1
             if f == 1:
@@ -20820,35 +21236,35 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
             t2 = _I32(d, o)[0]
             o += 4
             if t2 == 1:
-                w1.mode = _K222
-            elif t2 == 2:
-                w1.mode = _K223
-            elif t2 == 3:
                 w1.mode = _K224
+            elif t2 == 2:
+                w1.mode = _K225
+            elif t2 == 3:
+                w1.mode = _K226
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
             t2 = _I32(d, o)[0]
             o += 4
             if t2 == 1:
-                w1.status = _K172
+                w1.status = _K177
             elif t2 == 2:
-                w1.status = _K173
+                w1.status = _K178
             elif t2 == 3:
-                w1.status = _K174
+                w1.status = _K179
             elif t2 == 4:
-                w1.status = _K175
+                w1.status = _K180
             elif t2 == 5:
-                w1.status = _K176
+                w1.status = _K181
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
             w1.content, o = rSequenceTypeContentBlock(d, o)
             w1.superseded, o = rSequenceSequenceTypeContentBlock(d, o)
             a1_0 = w1
-            w0 = _new(_K220)
+            w0 = _new(_K222)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 3:
-            w1 = _new(_K226)
+            w1 = _new(_K228)
             n = _U32(d, o)[0] + 4
             w1.rule = d[o + 4:o + n].decode()
             o += n
@@ -20856,40 +21272,40 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
             w1.message_id = d[o + 4:o + n].decode()
             o += n
             a1_0 = w1
-            w0 = _new(_K225)
+            w0 = _new(_K227)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 4:
-            w0 = _new(_K227)
+            w0 = _new(_K229)
             a0_0 = w0
         elif t0 == 5:
             a1_0, o = rSequenceString(d, o)
-            w0 = _new(_K228)
+            w0 = _new(_K230)
             w0._values = (a1_0,)
             a0_0 = w0
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
-        v = _new(_K267)
+        v = _new(_K273)
         v._values = (a0_0,)
         return v, o
     elif t == 2:
-        v = _new(_K268)
+        v = _new(_K274)
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K194)
+            w0 = _new(_K135)
             v.request = w0
         elif t0 == 2:
             a1_0 = _I64(d, o)[0]
             o += 8
-            w0 = _new(_K195)
+            w0 = _new(_K136)
             w0._values = (a1_0,)
             v.request = w0
         elif t0 == 3:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K196)
+            w0 = _new(_K137)
             w0._values = (a1_0,)
             v.request = w0
         else:
@@ -21137,7 +21553,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K139)
+            w0 = _new(_K144)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 2:
@@ -21366,7 +21782,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K140)
+            w0 = _new(_K145)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 3:
@@ -21399,7 +21815,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K141)
+            w0 = _new(_K146)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 4:
@@ -21628,7 +22044,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K142)
+            w0 = _new(_K147)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 5:
@@ -21654,7 +22070,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K143)
+            w0 = _new(_K148)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 6:
@@ -21687,7 +22103,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K144)
+            w0 = _new(_K149)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 7:
@@ -21916,7 +22332,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K145)
+            w0 = _new(_K150)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 8:
@@ -22064,7 +22480,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 a1_0 = w1
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
-            w0 = _new(_K146)
+            w0 = _new(_K151)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 9:
@@ -22220,7 +22636,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K147)
+            w0 = _new(_K152)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 10:
@@ -22267,7 +22683,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K148)
+            w0 = _new(_K153)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 11:
@@ -22314,7 +22730,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K149)
+            w0 = _new(_K154)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 12:
@@ -22358,7 +22774,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K150)
+            w0 = _new(_K155)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 13:
@@ -22406,7 +22822,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K151)
+            w0 = _new(_K156)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 14:
@@ -22423,7 +22839,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K152)
+            w0 = _new(_K157)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 15:
@@ -22439,23 +22855,23 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K153)
+            w0 = _new(_K158)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 16:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K154)
+            w0 = _new(_K159)
             w0._values = (a1_0,)
             a0_0 = w0
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
-        v = _new(_K219)
+        v = _new(_K221)
         v._values = (a0_0,)
         return v, o
     elif t == 2:
-        w0 = _new(_K221)
+        w0 = _new(_K223)
         f = d[o]
         o += 1
         if f == 1:
@@ -22469,35 +22885,35 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w0.mode = _K222
-        elif t1 == 2:
-            w0.mode = _K223
-        elif t1 == 3:
             w0.mode = _K224
+        elif t1 == 2:
+            w0.mode = _K225
+        elif t1 == 3:
+            w0.mode = _K226
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w0.status = _K172
+            w0.status = _K177
         elif t1 == 2:
-            w0.status = _K173
+            w0.status = _K178
         elif t1 == 3:
-            w0.status = _K174
+            w0.status = _K179
         elif t1 == 4:
-            w0.status = _K175
+            w0.status = _K180
         elif t1 == 5:
-            w0.status = _K176
+            w0.status = _K181
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         w0.content, o = rSequenceTypeContentBlock(d, o)
         w0.superseded, o = rSequenceSequenceTypeContentBlock(d, o)
         a0_0 = w0
-        v = _new(_K220)
+        v = _new(_K222)
         v._values = (a0_0,)
         return v, o
     elif t == 3:
-        w0 = _new(_K226)
+        w0 = _new(_K228)
         n = _U32(d, o)[0] + 4
         w0.rule = d[o + 4:o + n].decode()
         o += n
@@ -22505,15 +22921,15 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
         w0.message_id = d[o + 4:o + n].decode()
         o += n
         a0_0 = w0
-        v = _new(_K225)
+        v = _new(_K227)
         v._values = (a0_0,)
         return v, o
     elif t == 4:
-        v = _new(_K227)
+        v = _new(_K229)
         return v, o
     elif t == 5:
         a0_0, o = rSequenceString(d, o)
-        v = _new(_K228)
+        v = _new(_K230)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
@@ -22527,7 +22943,7 @@ def rTypeSessionId(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeSessionInfo(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K269)
+    v = _new(_K275)
     n = _U32(d, o)[0] + 4
     v.session_id = d[o + 4:o + n].decode()
     o += n
@@ -22623,7 +23039,7 @@ def rTypeSessionInfoUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeSessionPage(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K312)
+    v = _new(_K316)
     v.sessions, o = rSequenceTypeSessionInfo(d, o)
     f = d[o]
     o += 1
@@ -22639,7 +23055,7 @@ def rTypeSessionPage(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeSessionSetup(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K240)
+    v = _new(_K242)
     n = _U32(d, o)[0] + 4
     v.cwd = d[o + 4:o + n].decode()
     o += n
@@ -22652,14 +23068,14 @@ def rTypeSessionStatus(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K313, o
+        return _K317, o
     elif t == 2:
-        return _K314, o
+        return _K318, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
 def rTypeSessionStatusRequest(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K315)
+    v = _new(_K319)
     n = _U32(d, o)[0] + 4
     v.session_id = d[o + 4:o + n].decode()
     o += n
@@ -22677,13 +23093,13 @@ def rTypeSessionStatusRequest(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeSessionStatusResponse(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K316)
+    v = _new(_K320)
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        v.status = _K313
+        v.status = _K317
     elif t0 == 2:
-        v.status = _K314
+        v.status = _K318
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     f = d[o]
@@ -22732,7 +23148,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K139)
+        v = _new(_K144)
         v._values = (a0_0,)
         return v, o
     elif t == 2:
@@ -23164,7 +23580,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K140)
+        v = _new(_K145)
         v._values = (a0_0,)
         return v, o
     elif t == 3:
@@ -23197,7 +23613,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K141)
+        v = _new(_K146)
         v._values = (a0_0,)
         return v, o
     elif t == 4:
@@ -23629,7 +24045,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K142)
+        v = _new(_K147)
         v._values = (a0_0,)
         return v, o
     elif t == 5:
@@ -23655,7 +24071,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K143)
+        v = _new(_K148)
         v._values = (a0_0,)
         return v, o
     elif t == 6:
@@ -23688,7 +24104,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K144)
+        v = _new(_K149)
         v._values = (a0_0,)
         return v, o
     elif t == 7:
@@ -24120,7 +24536,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K145)
+        v = _new(_K150)
         v._values = (a0_0,)
         return v, o
     elif t == 8:
@@ -24268,7 +24684,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
             a0_0 = w0
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
-        v = _new(_K146)
+        v = _new(_K151)
         v._values = (a0_0,)
         return v, o
     elif t == 9:
@@ -24424,7 +24840,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K147)
+        v = _new(_K152)
         v._values = (a0_0,)
         return v, o
     elif t == 10:
@@ -24506,7 +24922,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K148)
+        v = _new(_K153)
         v._values = (a0_0,)
         return v, o
     elif t == 11:
@@ -24553,7 +24969,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K149)
+        v = _new(_K154)
         v._values = (a0_0,)
         return v, o
     elif t == 12:
@@ -24597,7 +25013,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K150)
+        v = _new(_K155)
         v._values = (a0_0,)
         return v, o
     elif t == 13:
@@ -24645,7 +25061,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K151)
+        v = _new(_K156)
         v._values = (a0_0,)
         return v, o
     elif t == 14:
@@ -24662,7 +25078,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K152)
+        v = _new(_K157)
         v._values = (a0_0,)
         return v, o
     elif t == 15:
@@ -24678,30 +25094,30 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K153)
+        v = _new(_K158)
         v._values = (a0_0,)
         return v, o
     elif t == 16:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K154)
+        v = _new(_K159)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
 def rTypeSetupConnection(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K270)
+    v = _new(_K276)
     n = _U32(d, o)[0] + 4
     v.id = d[o + 4:o + n].decode()
     o += n
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        v.role = _K271
+        v.role = _K277
     elif t0 == 2:
-        v.role = _K272
+        v.role = _K278
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     return v, o
@@ -24722,9 +25138,9 @@ def rTypeSide(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K317, o
+        return _K321, o
     elif t == 2:
-        return _K318, o
+        return _K322, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
@@ -24931,11 +25347,11 @@ def rTypeStream(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K187, o
+        return _K192, o
     elif t == 2:
-        return _K188, o
+        return _K193, o
     elif t == 3:
-        return _K189, o
+        return _K194, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
@@ -26485,15 +26901,15 @@ def rTypeToolKind(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeTranscriptEntry(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K273)
+    v = _new(_K279)
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        v.role = _K274
+        v.role = _K280
     elif t0 == 2:
-        v.role = _K275
+        v.role = _K281
     elif t0 == 3:
-        v.role = _K276
+        v.role = _K282
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     n = _U32(d, o)[0] + 4
@@ -26507,19 +26923,19 @@ def rTypeTurn(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K184)
+        v = _new(_K189)
         return v, o
     elif t == 2:
-        v = _new(_K185)
-        w0 = _new(_K186)
+        v = _new(_K190)
+        w0 = _new(_K191)
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w0.stream = _K187
+            w0.stream = _K192
         elif t1 == 2:
-            w0.stream = _K188
+            w0.stream = _K193
         elif t1 == 3:
-            w0.stream = _K189
+            w0.stream = _K194
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         w0.cancel_requested = d[o] != 0
@@ -26527,16 +26943,16 @@ def rTypeTurn(d: Buffer, o: int) -> Tuple[Any, int]:
         v.activity = w0
         return v, o
     elif t == 3:
-        v = _new(_K190)
-        w0 = _new(_K186)
+        v = _new(_K195)
+        w0 = _new(_K191)
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w0.stream = _K187
+            w0.stream = _K192
         elif t1 == 2:
-            w0.stream = _K188
+            w0.stream = _K193
         elif t1 == 3:
-            w0.stream = _K189
+            w0.stream = _K194
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         w0.cancel_requested = d[o] != 0
@@ -26548,16 +26964,16 @@ def rTypeTurn(d: Buffer, o: int) -> Tuple[Any, int]:
         o += 1
         return v, o
     elif t == 4:
-        v = _new(_K191)
-        w0 = _new(_K186)
+        v = _new(_K196)
+        w0 = _new(_K191)
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w0.stream = _K187
+            w0.stream = _K192
         elif t1 == 2:
-            w0.stream = _K188
+            w0.stream = _K193
         elif t1 == 3:
-            w0.stream = _K189
+            w0.stream = _K194
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         w0.cancel_requested = d[o] != 0
@@ -26568,7 +26984,7 @@ def rTypeTurn(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeTurnEnd(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K319)
+    v = _new(_K323)
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
@@ -26654,11 +27070,11 @@ def rTypeTurnState(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K178, o
+        return _K183, o
     elif t == 2:
-        return _K179, o
+        return _K184, o
     elif t == 3:
-        return _K180, o
+        return _K185, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
@@ -26670,7 +27086,7 @@ def rTypeUnknown(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K320)
+    v = _new(_K324)
     n = _U32(d, o)[0] + 4
     v.session_id = d[o + 4:o + n].decode()
     o += n
@@ -26706,7 +27122,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K139)
+        w0 = _new(_K144)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 2:
@@ -26935,7 +27351,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K140)
+        w0 = _new(_K145)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 3:
@@ -26968,7 +27384,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K141)
+        w0 = _new(_K146)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 4:
@@ -27197,7 +27613,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K142)
+        w0 = _new(_K147)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 5:
@@ -27223,7 +27639,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K143)
+        w0 = _new(_K148)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 6:
@@ -27256,7 +27672,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K144)
+        w0 = _new(_K149)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 7:
@@ -27485,7 +27901,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K145)
+        w0 = _new(_K150)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 8:
@@ -27633,7 +28049,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
             a1_0 = w1
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
-        w0 = _new(_K146)
+        w0 = _new(_K151)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 9:
@@ -27789,7 +28205,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K147)
+        w0 = _new(_K152)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 10:
@@ -27836,7 +28252,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K148)
+        w0 = _new(_K153)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 11:
@@ -27883,7 +28299,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K149)
+        w0 = _new(_K154)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 12:
@@ -27927,7 +28343,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K150)
+        w0 = _new(_K155)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 13:
@@ -27975,7 +28391,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K151)
+        w0 = _new(_K156)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 14:
@@ -27992,7 +28408,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K152)
+        w0 = _new(_K157)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 15:
@@ -28008,14 +28424,14 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K153)
+        w0 = _new(_K158)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 16:
         n = _U32(d, o)[0] + 4
         a1_0 = d[o + 4:o + n].decode()
         o += n
-        w0 = _new(_K154)
+        w0 = _new(_K159)
         w0._values = (a1_0,)
         v.update = w0
     else:
@@ -28125,7 +28541,7 @@ def rTypeUsageUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeUserInput(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K277)
+    v = _new(_K283)
     n = _U32(d, o)[0] + 4
     v.message_id = d[o + 4:o + n].decode()
     o += n
@@ -28658,7 +29074,7 @@ def rTypeValue(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeViolation(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K226)
+    v = _new(_K228)
     n = _U32(d, o)[0] + 4
     v.rule = d[o + 4:o + n].decode()
     o += n
@@ -28859,9 +29275,11 @@ READERS: Dict[str, Callable[[Buffer, int], Tuple[Any, int]]] = {
     '_UniffiFfiConverterTypePendingInject': rTypePendingInject,
     '_UniffiFfiConverterTypePendingInjectsUpdate': rTypePendingInjectsUpdate,
     '_UniffiFfiConverterTypePendingItem': rTypePendingItem,
+    '_UniffiFfiConverterTypePermissionAsk': rTypePermissionAsk,
     '_UniffiFfiConverterTypePermissionOption': rTypePermissionOption,
     '_UniffiFfiConverterTypePermissionOptionId': rTypePermissionOptionId,
     '_UniffiFfiConverterTypePermissionOptionKind': rTypePermissionOptionKind,
+    '_UniffiFfiConverterTypePermissionRequestSent': rTypePermissionRequestSent,
     '_UniffiFfiConverterTypePlanEntry': rTypePlanEntry,
     '_UniffiFfiConverterTypePlanEntryPriority': rTypePlanEntryPriority,
     '_UniffiFfiConverterTypePlanEntryStatus': rTypePlanEntryStatus,

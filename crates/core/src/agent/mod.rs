@@ -18,6 +18,7 @@
 //! ```
 
 mod config;
+mod outgoing;
 mod pending;
 mod replay;
 mod requests;
@@ -30,6 +31,7 @@ pub mod output;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
+use acp_inject_wire::framing::{Framed, LineFramer};
 use acp_inject_wire::jsonrpc::{self, Frame, FrameError, Incoming};
 use acp_inject_wire::{ErrorObject, ErrorReason, MessageId, RequestId};
 use serde::{Deserialize, Serialize};
@@ -39,6 +41,7 @@ pub use config::{
     AgentConfig, AgentInfo, ClearStyle, ConfigError, Policy, QueueDrain, RevokeReplace, SetupSupport, DEFAULT_LIST_PAGE_SIZE,
     DEFAULT_REMEMBER_IDS,
 };
+pub use outgoing::{cancelled_outcome, OpenRequest, PermissionAsk};
 pub use output::{Output, RuntimeAction, SessionSetup, UserInput};
 pub use pending::{Fate, Pending, PendingQueue};
 pub use replay::replay;
@@ -97,6 +100,10 @@ pub struct Agent {
     counters: Counters,
     sessions: BTreeMap<String, Session>,
     connections: BTreeMap<ConnId, Connection>,
+    /// The agent's own open requests to clients.
+    outgoing: outgoing::Outgoing,
+    /// One line framer per connection that sent bytes ([`Agent::receive_bytes`]).
+    framers: BTreeMap<ConnId, LineFramer>,
     out: VecDeque<Output>,
     store: Box<dyn Store>,
     poisoned: bool,
@@ -143,6 +150,8 @@ impl Agent {
             counters: Counters::default(),
             sessions: BTreeMap::new(),
             connections: BTreeMap::new(),
+            outgoing: outgoing::Outgoing::default(),
+            framers: BTreeMap::new(),
             out: VecDeque::new(),
             store,
             poisoned: false,
@@ -153,8 +162,13 @@ impl Agent {
     fn adopt(&mut self, state: LiveState) {
         self.counters = state.counters;
         self.connections = state.connections;
+        self.outgoing = outgoing::Outgoing::from_open(state.requests.clone());
         for s in state.sessions {
-            let session = Session { record: s.record, turn: s.turn, pending: s.pending, attached: s.attached };
+            // R-PERM-2: the turn waits on exactly the requests the agent still holds.
+            let mut turn = s.turn;
+            let open = state.requests.iter().filter(|r| r.session == s.record.session_id).count();
+            turn.settle_permissions(u32::try_from(open).unwrap_or(u32::MAX));
+            let session = Session { record: s.record, turn, pending: s.pending, attached: s.attached };
             self.sessions.insert(session.record.session_id.clone(), session);
         }
     }
@@ -176,6 +190,7 @@ impl Agent {
                 })
                 .collect(),
             connections: self.connections.clone(),
+            requests: self.outgoing.open(),
         }
     }
 
@@ -195,12 +210,15 @@ impl Agent {
         self.connections.entry(conn.to_owned()).and_modify(|c| c.role = role).or_insert(Connection { role, pending_updates: false });
     }
 
-    /// A connection went away: it is detached from every session.
+    /// A connection went away: it is detached from every session, a partial line it sent is
+    /// dropped, and the agent's requests only it could answer are answered `cancelled`.
     pub fn detach(&mut self, conn: &str) {
         self.connections.remove(conn);
+        self.framers.remove(conn);
         for s in self.sessions.values_mut() {
             s.attached.remove(conn);
         }
+        self.connection_gone(conn);
     }
 
     /// Attaches a connection to a live session, so it receives the session's updates (done by
@@ -294,8 +312,8 @@ impl Agent {
         MessageId(format!("agent_{n}"))
     }
 
-    /// Lines that were notifications of no known method, or responses to no request
-    /// (ignored, counted).
+    /// Lines that were notifications of no known method, or responses to no open request of
+    /// the agent's (ignored, counted).
     pub fn ignored_lines(&self) -> u64 {
         self.ignored
     }
@@ -329,8 +347,8 @@ impl Agent {
     }
 
     fn record_counters(&mut self) {
-        let Counters { next_session, next_message } = self.counters;
-        self.store.record(Change::Counters { next_session, next_message });
+        let Counters { next_session, next_message, next_request } = self.counters;
+        self.store.record(Change::Counters { next_session, next_message, next_request });
     }
 
     // ----- client lines -----
@@ -351,6 +369,41 @@ impl Agent {
                 }
             }
             Err(e) => self.frame_error(conn, &e),
+        }
+    }
+
+    /// Feeds bytes read from a connection's stream, in any chunking: each complete line is
+    /// applied as [`Agent::handle_bytes`] applies it, an over-long line is answered as
+    /// [`Agent::oversized_line`] answers it (and skipped up to its newline), and a partial line
+    /// waits for the next call. Call [`Agent::receive_end`] when the stream ends.
+    pub fn receive_bytes(&mut self, conn: &str, bytes: &[u8]) {
+        let limit = self.config.policy.line_limit();
+        let mut framer = self.framers.remove(conn).unwrap_or_else(|| LineFramer::new(limit));
+        framer.push(bytes, |f| self.framed(conn, f));
+        self.framers.insert(conn.to_owned(), framer);
+    }
+
+    /// Applies newline-separated lines given as one text (the last one may lack its newline),
+    /// framed apart from the connection's byte stream ([`Agent::receive_bytes`]): each line
+    /// as [`Agent::handle_bytes`] applies it, an over-long one as [`Agent::oversized_line`].
+    pub fn handle_text(&mut self, conn: &str, text: &str) {
+        let mut framer = LineFramer::new(self.config.policy.line_limit());
+        framer.push(text.as_bytes(), |f| self.framed(conn, f));
+        framer.finish(|f| self.framed(conn, f));
+    }
+
+    /// The connection's stream ended: a last line without a newline is applied. The
+    /// connection stays attached until [`Agent::detach`].
+    pub fn receive_end(&mut self, conn: &str) {
+        if let Some(mut framer) = self.framers.remove(conn) {
+            framer.finish(|f| self.framed(conn, f));
+        }
+    }
+
+    fn framed(&mut self, conn: &str, framed: Framed<'_>) {
+        match framed {
+            Framed::Line(line) => self.handle_bytes(conn, line),
+            Framed::Oversized { len } => self.oversized_line(conn, len),
         }
     }
 
@@ -407,8 +460,8 @@ impl Agent {
             Incoming::Notification { method, params } if checked.is_ok() => self.notification(conn, &method, params),
             // A request method sent without an id: the schema rejects it; nothing to answer.
             Incoming::Notification { .. } => self.ignored += 1,
-            // The core sends no requests, so any response is to an unknown id.
-            Incoming::Response { .. } => self.ignored += 1,
+            // An answer to one of the core's own requests, or to none (ignored).
+            Incoming::Response { id, outcome } => self.response(conn, &id, outcome),
         }
     }
 

@@ -3,9 +3,9 @@
 
 use acp_inject_wire::jsonrpc;
 use acp_inject_wire::{
-    ContentBlock, IdleStateUpdate, McpServer, MessageId, Patch, PendingInject, PendingInjectsUpdate, RequiresActionStateUpdate,
-    RunningStateUpdate, SessionClosedUpdate, SessionId, SessionUpdate, StateUpdate, StopReason, UpdateSessionNotification, Usage,
-    UserMessage,
+    ContentBlock, IdleStateUpdate, McpServer, MessageId, Patch, PendingInject, PendingInjectsUpdate, RequestId,
+    RequestPermissionOutcome, RequiresActionStateUpdate, RunningStateUpdate, SessionClosedUpdate, SessionId, SessionUpdate,
+    StateUpdate, StopReason, UpdateSessionNotification, Usage, UserMessage,
 };
 use serde::{Deserialize, Serialize};
 
@@ -51,6 +51,16 @@ pub enum RuntimeAction {
     InterruptStream,
     /// Stop the turn, then report `turn_ended` (the core reports `cancelled`).
     CancelTurn,
+    /// The answer to the runtime's permission request with this id (R-PERM-2): the option the
+    /// user chose, or `cancelled` (the turn was cancelled or ended, the session closed, the
+    /// client went away or answered with an error, or the host withdrew the request).
+    PermissionAnswered {
+        /// The request's id, as [`Agent::request_permission`](super::Agent::request_permission)
+        /// returned it.
+        request_id: RequestId,
+        /// What the user decided.
+        outcome: RequestPermissionOutcome,
+    },
     /// The session was closed: stop any work for it and free its resources. `dropped` holds
     /// the injects that were pending, in delivery order (R-CLOSE-1); the core has already
     /// ended a running turn as `cancelled`.

@@ -1,13 +1,14 @@
 //! Runtime events and delivery: break-points, streams, permissions, pauses, turn ends, close,
 //! and the runtime's own updates (R-STEER-*, R-PERM-1, R-PAUSE-1, R-TURNEND-1, R-CLOSE-1).
 
-use acp_inject_wire::{AgentMessage, AgentMessageClear, MessageId, Patch, SessionUpdate, StopReason, Usage};
+use acp_inject_wire::{AgentMessage, AgentMessageClear, MessageId, Patch, RequestId, SessionUpdate, StopReason, Usage};
 use serde::{Deserialize, Serialize};
 
 use super::config::{ClearStyle, QueueDrain};
+use super::outgoing::PermissionAsk;
 use super::output::{self, Output, RuntimeAction, UserInput};
 use super::store::Change;
-use super::turn::{Announce, Stream};
+use super::turn::Stream;
 use super::{Agent, ConnId, Turn};
 
 /// A safe break-point of the agent loop.
@@ -29,10 +30,17 @@ pub enum RuntimeEvent {
     StreamStarted,
     /// That stream ended.
     StreamFinished,
-    /// A permission request opened (the runtime sent `session/request_permission`).
-    PermissionRequested,
-    /// A permission request was answered.
-    PermissionResolved,
+    /// Ask the session's controllers for permission: the core sends
+    /// `session/request_permission` and answers with
+    /// [`RuntimeAction::PermissionAnswered`]. Hosts that need the request's id before the
+    /// answer call [`Agent::request_permission`], which returns it.
+    RequestPermission(PermissionAsk),
+    /// Give up on an open permission request (the host's own timeout): it is answered
+    /// `cancelled` now.
+    WithdrawPermission {
+        /// The request's id.
+        request_id: RequestId,
+    },
     /// The model process paused (rate limit, usage cap).
     Paused,
     /// The pause cleared.
@@ -68,9 +76,12 @@ pub enum HostError {
     /// `turn_started` while a turn is in progress.
     #[error("a turn is already in progress")]
     TurnInProgress,
-    /// `permission_resolved` with no permission request open.
-    #[error("no permission request is open")]
-    NoPermissionPending,
+    /// A permission request with no option to choose from.
+    #[error("a permission request needs at least one option")]
+    NoPermissionOptions,
+    /// `withdraw_permission` for a request that is not open in this session.
+    #[error("no such permission request is open in this session")]
+    UnknownRequest,
     /// The session was closed (or never existed).
     #[error("the session is closed or does not exist")]
     SessionClosed,
@@ -91,7 +102,8 @@ impl HostError {
         match self {
             HostError::NoTurnInProgress => "no_turn_in_progress",
             HostError::TurnInProgress => "turn_in_progress",
-            HostError::NoPermissionPending => "no_permission_pending",
+            HostError::NoPermissionOptions => "no_permission_options",
+            HostError::UnknownRequest => "unknown_request",
             HostError::SessionClosed => "session_closed",
             HostError::ReservedUpdate => "reserved_update",
             HostError::ReservedMessageId(_) => "reserved_message_id",
@@ -138,6 +150,8 @@ impl Agent {
                 return Ok(());
             }
             RuntimeEvent::Update(update) => return self.runtime_update(session, update),
+            RuntimeEvent::RequestPermission(ask) => return self.request_permission(session, ask).map(drop),
+            RuntimeEvent::WithdrawPermission { request_id } => return self.withdraw_request(session, &request_id),
             RuntimeEvent::ClearAgentMessage { message_id } => {
                 let update = match self.config.policy.clear_style {
                     ClearStyle::Upsert => AgentMessage { message_id, content: Patch::Value(Vec::new()), meta: None }.into(),
@@ -178,28 +192,23 @@ impl Agent {
             }
             RuntimeEvent::StreamStarted => s.turn.set_stream(Stream::Active),
             RuntimeEvent::StreamFinished => s.turn.set_stream(Stream::Idle),
-            RuntimeEvent::PermissionRequested => {
-                if s.turn.permission_requested() == Some(Announce::RequiresAction) {
-                    let line = self.broadcast(session, output::requires_action());
-                    self.out.push_back(line);
-                }
-            }
-            RuntimeEvent::PermissionResolved => {
-                if s.turn.permission_resolved().map_err(|()| HostError::NoPermissionPending)? == Some(Announce::Running) {
-                    let line = self.broadcast(session, output::running());
-                    self.out.push_back(line);
-                }
-            }
             RuntimeEvent::Paused => s.turn.pause(),
             RuntimeEvent::Resumed => s.turn.resume(),
             RuntimeEvent::TurnEnded { stop_reason, usage } => {
                 let cancelled = s.turn.activity().is_some_and(|a| a.cancel_requested);
                 let stop_reason = if cancelled { StopReason::Cancelled } else { stop_reason };
                 s.turn = Turn::Idle;
+                // R-PERM-2: nothing is left waiting on the client once the turn is over.
+                self.drop_session_requests(session);
                 self.out.push_back(Output::Line { to: self.attached(session), line: output::idle_line(session, &stop_reason, usage) });
                 self.open_next_turn(session);
             }
-            RuntimeEvent::TurnStarted | RuntimeEvent::Close | RuntimeEvent::Update(_) | RuntimeEvent::ClearAgentMessage { .. } => {
+            RuntimeEvent::TurnStarted
+            | RuntimeEvent::Close
+            | RuntimeEvent::Update(_)
+            | RuntimeEvent::ClearAgentMessage { .. }
+            | RuntimeEvent::RequestPermission(_)
+            | RuntimeEvent::WithdrawPermission { .. } => {
                 unreachable!("handled above")
             }
         }
@@ -301,6 +310,9 @@ impl Agent {
         let Some(s) = self.sessions.get_mut(session) else { return };
         if s.turn.request_cancel() {
             self.store.record(Change::Turn { session, turn: &s.turn });
+            // R-PERM-2: the client answers its open permission requests `cancelled` after a
+            // cancel; the runtime need not wait for that.
+            self.end_session_requests(session);
             self.out.push_back(Output::action(session, RuntimeAction::CancelTurn));
         }
     }
@@ -310,6 +322,9 @@ impl Agent {
     /// leaves memory (it stays listable and resumable). Returns the notices and the action.
     pub(super) fn close(&mut self, session: &str) -> (Vec<Output>, Option<Output>) {
         let Some(mut s) = self.sessions.remove(session) else { return (Vec::new(), None) };
+        let mark = self.out.len();
+        self.drop_session_requests(session);
+        let answered: Vec<Output> = self.out.drain(mark..).collect();
         let to: Vec<ConnId> = s.attached.iter().cloned().collect();
         let mut notices = Vec::new();
         let turn_cancelled = s.turn.in_progress();
@@ -331,6 +346,7 @@ impl Agent {
         s.record.closed = true;
         self.store.record(Change::Turn { session, turn: &s.turn });
         self.store.record(Change::SessionUpdated(&s.record));
+        notices.extend(answered);
         (notices, Some(Output::action(session, RuntimeAction::Closed { dropped, turn_cancelled })))
     }
 }

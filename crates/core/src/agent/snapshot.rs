@@ -4,6 +4,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
+use super::outgoing::OpenRequest;
 use super::pending::PendingQueue;
 use super::store::SessionRecord;
 use super::{ConnId, ConnectionRole, Turn};
@@ -19,11 +20,19 @@ pub struct Counters {
     pub next_session: u64,
     /// The next message ordinal (`msg_N`), agent-wide.
     pub next_message: u64,
+    /// The next ordinal of the agent's own requests to clients (`permission-N`), agent-wide,
+    /// so an id is never reused, not even by a later process on the same store (R-PERM-2).
+    #[serde(default = "one")]
+    pub next_request: u64,
+}
+
+fn one() -> u64 {
+    1
 }
 
 impl Default for Counters {
     fn default() -> Self {
-        Counters { next_session: 1, next_message: 1 }
+        Counters { next_session: 1, next_message: 1, next_request: 1 }
     }
 }
 
@@ -66,6 +75,10 @@ pub struct LiveState {
     /// Known connections (only a snapshot has these).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub connections: BTreeMap<ConnId, Connection>,
+    /// The agent's open requests to clients (only a snapshot has these: a process restarted
+    /// from a store holds none, their connections being gone).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub requests: Vec<OpenRequest>,
 }
 
 /// A snapshot or stored state the core cannot continue from.

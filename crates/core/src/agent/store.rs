@@ -75,6 +75,8 @@ pub enum Change<'a> {
         next_session: u64,
         /// The next message ordinal.
         next_message: u64,
+        /// The next ordinal of the agent's own requests to clients (`permission-N`).
+        next_request: u64,
     },
     /// A session was created.
     SessionCreated(&'a SessionRecord),

@@ -159,6 +159,23 @@ impl Turn {
         Ok(if self.in_requires_action() { None } else { Some(Announce::Running) })
     }
 
+    /// Sets the number of open permission requests to `open` without announcing anything:
+    /// for a turn reloaded from a store or a snapshot, whose requests are the ones the agent
+    /// still holds (a restarted process holds none: their connections are gone).
+    pub fn settle_permissions(&mut self, open: u32) {
+        let (activity, paused) = match *self {
+            Turn::Idle => return,
+            Turn::Running { activity } => (activity, false),
+            Turn::Paused { activity } => (activity, true),
+            Turn::RequiresAction { activity, paused, .. } => (activity, paused),
+        };
+        *self = match NonZeroU32::new(open) {
+            Some(open) => Turn::RequiresAction { activity, open, paused },
+            None if paused => Turn::Paused { activity },
+            None => Turn::Running { activity },
+        };
+    }
+
     fn in_requires_action(&self) -> bool {
         matches!(self, Turn::RequiresAction { .. })
     }

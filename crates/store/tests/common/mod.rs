@@ -2,8 +2,8 @@
 //! and reading the outputs back.
 #![allow(dead_code)] // each test binary uses a different part
 
-use acp_inject_core::agent::{Agent, AgentConfig, Output, Policy, RuntimeAction, RuntimeEvent};
-use acp_inject_core::wire::SessionUpdate;
+use acp_inject_core::agent::{Agent, AgentConfig, Output, PermissionAsk, Policy, RuntimeAction, RuntimeEvent};
+use acp_inject_core::wire::{PermissionOption, RequestId, SessionUpdate};
 use serde_json::{json, Value};
 
 /// Queue and steer injects with replace, steers finishing their stream.
@@ -93,4 +93,23 @@ pub fn handed(outputs: &[Output]) -> Vec<(String, String)> {
             (i.message_id.0.clone(), content[0]["text"].as_str().unwrap_or_default().to_owned())
         })
         .collect()
+}
+
+/// A permission request with two options.
+pub fn ask() -> PermissionAsk {
+    let option = |id: &str, kind: &str| -> PermissionOption {
+        serde_json::from_value(serde_json::json!({ "optionId": id, "name": id, "kind": kind })).unwrap()
+    };
+    PermissionAsk {
+        title: "run the tests?".into(),
+        description: None,
+        options: vec![option("allow", "allow_once"), option("reject", "reject_once")],
+        subject: None,
+    }
+}
+
+/// A client's answer to one of the agent's permission requests: the option chosen.
+pub fn permission_answer(id: &RequestId, option: &str) -> String {
+    serde_json::json!({ "jsonrpc": "2.0", "id": id, "result": { "outcome": { "outcome": "selected", "optionId": option } } })
+        .to_string()
 }

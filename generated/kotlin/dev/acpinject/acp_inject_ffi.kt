@@ -743,9 +743,13 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_acp_inject_ffi_checksum_method_agentcore_detach(
     ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_agentcore_detach_and_drain(
+    ): Int
     external fun uniffi_acp_inject_ffi_checksum_method_agentcore_forget_session(
     ): Int
     external fun uniffi_acp_inject_ffi_checksum_method_agentcore_handle_bytes(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_agentcore_handle_end(
     ): Int
     external fun uniffi_acp_inject_ffi_checksum_method_agentcore_handle_line(
     ): Int
@@ -758,6 +762,8 @@ internal object IntegrityCheckingUniffiLib {
     external fun uniffi_acp_inject_ffi_checksum_method_agentcore_mint_agent_message_id(
     ): Int
     external fun uniffi_acp_inject_ffi_checksum_method_agentcore_pending(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_agentcore_request_permission(
     ): Int
     external fun uniffi_acp_inject_ffi_checksum_method_agentcore_runtime_event(
     ): Int
@@ -978,9 +984,13 @@ internal object UniffiLib {
     ): Byte
     external fun uniffi_acp_inject_ffi_fn_method_agentcore_detach(`ptr`: Long,`connection`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): Unit
+    external fun uniffi_acp_inject_ffi_fn_method_agentcore_detach_and_drain(`ptr`: Long,`connection`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
     external fun uniffi_acp_inject_ffi_fn_method_agentcore_forget_session(`ptr`: Long,`sessionId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): Unit
     external fun uniffi_acp_inject_ffi_fn_method_agentcore_handle_bytes(`ptr`: Long,`connection`: RustBuffer.ByValue,`bytes`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_acp_inject_ffi_fn_method_agentcore_handle_end(`ptr`: Long,`connection`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun uniffi_acp_inject_ffi_fn_method_agentcore_handle_line(`ptr`: Long,`connection`: RustBuffer.ByValue,`line`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
@@ -993,6 +1003,8 @@ internal object UniffiLib {
     external fun uniffi_acp_inject_ffi_fn_method_agentcore_mint_agent_message_id(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun uniffi_acp_inject_ffi_fn_method_agentcore_pending(`ptr`: Long,`sessionId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_acp_inject_ffi_fn_method_agentcore_request_permission(`ptr`: Long,`sessionId`: RustBuffer.ByValue,`ask`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun uniffi_acp_inject_ffi_fn_method_agentcore_runtime_event(`ptr`: Long,`sessionId`: RustBuffer.ByValue,`event`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
@@ -1352,13 +1364,19 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_create_session() and 0xFFFF) != 21520) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_detach() and 0xFFFF) != 11251) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_detach() and 0xFFFF) != 64516) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_detach_and_drain() and 0xFFFF) != 16791) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_forget_session() and 0xFFFF) != 29884) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_handle_bytes() and 0xFFFF) != 32777) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_handle_end() and 0xFFFF) != 51979) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_handle_line() and 0xFFFF) != 41777) {
@@ -1377,6 +1395,9 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_pending() and 0xFFFF) != 58384) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_request_permission() and 0xFFFF) != 19076) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_runtime_event() and 0xFFFF) != 61832) {
@@ -2303,9 +2324,16 @@ public interface AgentCoreInterface {
     fun `createSession`(`sessionId`: kotlin.String, `cwd`: kotlin.String): kotlin.Boolean
     
     /**
-     * A connection went away: it is detached from every session.
+     * A connection went away: it is detached from every session, and the agent's requests only
+     * it could answer are answered `cancelled` (drain them with the next call's outputs, or
+     * call [`AgentCore::detach_and_drain`]).
      */
     fun `detach`(`connection`: kotlin.String)
+    
+    /**
+     * Like [`AgentCore::detach`], returning the outputs it caused.
+     */
+    fun `detachAndDrain`(`connection`: kotlin.String): List<Output>
     
     /**
      * Forgets a session and its history.
@@ -2318,6 +2346,12 @@ public interface AgentCoreInterface {
      * the next call. Returns every output, in order.
      */
     fun `handleBytes`(`connection`: kotlin.String, `bytes`: kotlin.ByteArray): List<Output>
+    
+    /**
+     * `connection`'s stream ended: a last line without a newline is applied. Returns every
+     * output, in order. Then call [`AgentCore::detach_and_drain`].
+     */
+    fun `handleEnd`(`connection`: kotlin.String): List<Output>
     
     /**
      * Applies one line from `connection`; returns every output it caused, in order.
@@ -2349,6 +2383,13 @@ public interface AgentCoreInterface {
      * The session's pending injects in delivery order.
      */
     fun `pending`(`sessionId`: kotlin.String): List<PendingInject>
+    
+    /**
+     * Asks the session's controllers for permission (R-PERM-2): the core sends
+     * `session/request_permission` and returns its id with the outputs; the answer arrives
+     * later as a `PermissionAnswered` action with that id.
+     */
+    fun `requestPermission`(`sessionId`: kotlin.String, `ask`: PermissionAsk): PermissionRequestSent
     
     /**
      * Applies a runtime event of a session; returns every output it caused.
@@ -2565,7 +2606,9 @@ open class AgentCore: Disposable, AutoCloseable, AgentCoreInterface
 
     
     /**
-     * A connection went away: it is detached from every session.
+     * A connection went away: it is detached from every session, and the agent's requests only
+     * it could answer are answered `cancelled` (drain them with the next call's outputs, or
+     * call [`AgentCore::detach_and_drain`]).
      */
     @Throws(AcpException::class)override fun `detach`(`connection`: kotlin.String)
         = 
@@ -2578,6 +2621,24 @@ open class AgentCore: Disposable, AutoCloseable, AgentCoreInterface
 }
     }
     
+    
+
+    
+    /**
+     * Like [`AgentCore::detach`], returning the outputs it caused.
+     */
+    @Throws(AcpException::class)override fun `detachAndDrain`(`connection`: kotlin.String): List<Output> {
+            return FfiConverterSequenceTypeOutput.lift(
+    callWithHandle {
+    uniffiRustCallWithError(AcpException) { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_detach_and_drain(
+        it,
+        
+        FfiConverterString.lower(`connection`),_status)
+}
+    }
+    )
+    }
     
 
     
@@ -2612,6 +2673,25 @@ open class AgentCore: Disposable, AutoCloseable, AgentCoreInterface
         
         FfiConverterString.lower(`connection`),
         FfiConverterByteArray.lower(`bytes`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * `connection`'s stream ended: a last line without a newline is applied. Returns every
+     * output, in order. Then call [`AgentCore::detach_and_drain`].
+     */
+    @Throws(AcpException::class)override fun `handleEnd`(`connection`: kotlin.String): List<Output> {
+            return FfiConverterSequenceTypeOutput.lift(
+    callWithHandle {
+    uniffiRustCallWithError(AcpException) { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_handle_end(
+        it,
+        
+        FfiConverterString.lower(`connection`),_status)
 }
     }
     )
@@ -2722,6 +2802,27 @@ open class AgentCore: Disposable, AutoCloseable, AgentCoreInterface
         it,
         
         FfiConverterString.lower(`sessionId`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * Asks the session's controllers for permission (R-PERM-2): the core sends
+     * `session/request_permission` and returns its id with the outputs; the answer arrives
+     * later as a `PermissionAnswered` action with that id.
+     */
+    @Throws(AcpException::class)override fun `requestPermission`(`sessionId`: kotlin.String, `ask`: PermissionAsk): PermissionRequestSent {
+            return FfiConverterTypePermissionRequestSent.lift(
+    callWithHandle {
+    uniffiRustCallWithError(AcpException) { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_request_permission(
+        it,
+        
+        FfiConverterString.lower(`sessionId`),
+        FfiConverterTypePermissionAsk.lower(`ask`),_status)
 }
     }
     )
@@ -9080,6 +9181,57 @@ public object FfiConverterTypePendingItem: FfiConverterRustBuffer<PendingItem> {
 
 
 /**
+ * What a runtime asks the user (`session/request_permission` without the session and id).
+ */
+data class PermissionAsk (
+    var `title`: kotlin.String
+    , 
+    var `description`: kotlin.String?
+    , 
+    var `options`: List<PermissionOption>
+    , 
+    var `subject`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypePermissionAsk: FfiConverterRustBuffer<PermissionAsk> {
+    override fun read(buf: ByteBuffer): PermissionAsk {
+        return PermissionAsk(
+            FfiConverterString.read(buf),
+            FfiConverterOptionalString.read(buf),
+            FfiConverterSequenceTypePermissionOption.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: PermissionAsk) = (
+            FfiConverterString.allocationSize(value.`title`) +
+            FfiConverterOptionalString.allocationSize(value.`description`) +
+            FfiConverterSequenceTypePermissionOption.allocationSize(value.`options`) +
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`subject`)
+    )
+
+    override fun write(value: PermissionAsk, buf: ByteBuffer) {
+            FfiConverterString.write(value.`title`, buf)
+            FfiConverterOptionalString.write(value.`description`, buf)
+            FfiConverterSequenceTypePermissionOption.write(value.`options`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`subject`, buf)
+    }
+}
+
+
+
+/**
  * One choice of a permission request.
  */
 data class PermissionOption (
@@ -9128,6 +9280,55 @@ public object FfiConverterTypePermissionOption: FfiConverterRustBuffer<Permissio
             FfiConverterString.write(value.`name`, buf)
             FfiConverterTypePermissionOptionKind.write(value.`kind`, buf)
             FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * A permission request the core sent: its id (the `PermissionAnswered` action that answers it
+ * carries the same id) and the outputs the call caused (the `requires_action` update and the
+ * request line, or the `cancelled` answer when no controller is attached).
+ */
+data class PermissionRequestSent (
+    /**
+     * The request's id.
+     */
+    var `requestId`: RequestId
+    , 
+    /**
+     * Every output the call caused, in order.
+     */
+    var `outputs`: List<Output>
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypePermissionRequestSent: FfiConverterRustBuffer<PermissionRequestSent> {
+    override fun read(buf: ByteBuffer): PermissionRequestSent {
+        return PermissionRequestSent(
+            FfiConverterTypeRequestId.read(buf),
+            FfiConverterSequenceTypeOutput.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: PermissionRequestSent) = (
+            FfiConverterTypeRequestId.allocationSize(value.`requestId`) +
+            FfiConverterSequenceTypeOutput.allocationSize(value.`outputs`)
+    )
+
+    override fun write(value: PermissionRequestSent, buf: ByteBuffer) {
+            FfiConverterTypeRequestId.write(value.`requestId`, buf)
+            FfiConverterSequenceTypeOutput.write(value.`outputs`, buf)
     }
 }
 
@@ -13254,7 +13455,10 @@ sealed class HostError {
     data object TurnInProgress : HostError()
     
     
-    data object NoPermissionPending : HostError()
+    data object NoPermissionOptions : HostError()
+    
+    
+    data object UnknownRequest : HostError()
     
     
     data object SessionClosed : HostError()
@@ -13290,10 +13494,11 @@ public object FfiConverterTypeHostError : FfiConverterRustBuffer<HostError>{
         return when(buf.getInt()) {
             1 -> HostError.NoTurnInProgress
             2 -> HostError.TurnInProgress
-            3 -> HostError.NoPermissionPending
-            4 -> HostError.SessionClosed
-            5 -> HostError.ReservedUpdate
-            6 -> HostError.ReservedMessageId(
+            3 -> HostError.NoPermissionOptions
+            4 -> HostError.UnknownRequest
+            5 -> HostError.SessionClosed
+            6 -> HostError.ReservedUpdate
+            7 -> HostError.ReservedMessageId(
                 FfiConverterString.read(buf),
                 )
             else -> throw RuntimeException("invalid enum value, something is very wrong!!")
@@ -13313,7 +13518,13 @@ public object FfiConverterTypeHostError : FfiConverterRustBuffer<HostError>{
                 4UL
             )
         }
-        is HostError.NoPermissionPending -> {
+        is HostError.NoPermissionOptions -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
+        is HostError.UnknownRequest -> {
             // Add the size for the Int that specifies the variant plus the size needed for all fields
             (
                 4UL
@@ -13350,20 +13561,24 @@ public object FfiConverterTypeHostError : FfiConverterRustBuffer<HostError>{
                 buf.putInt(2)
                 Unit
             }
-            is HostError.NoPermissionPending -> {
+            is HostError.NoPermissionOptions -> {
                 buf.putInt(3)
                 Unit
             }
-            is HostError.SessionClosed -> {
+            is HostError.UnknownRequest -> {
                 buf.putInt(4)
                 Unit
             }
-            is HostError.ReservedUpdate -> {
+            is HostError.SessionClosed -> {
                 buf.putInt(5)
                 Unit
             }
-            is HostError.ReservedMessageId -> {
+            is HostError.ReservedUpdate -> {
                 buf.putInt(6)
+                Unit
+            }
+            is HostError.ReservedMessageId -> {
+                buf.putInt(7)
                 FfiConverterString.write(value.v1, buf)
                 Unit
             }
@@ -15038,6 +15253,16 @@ sealed class RuntimeAction {
     data object CancelTurn : RuntimeAction()
     
     
+    data class PermissionAnswered(
+        val `requestId`: dev.acpinject.RequestId, 
+        val `outcome`: dev.acpinject.RequestPermissionOutcome) : RuntimeAction()
+        
+    {
+        
+
+        companion object
+    }
+    
     data class Closed(
         val `dropped`: List<dev.acpinject.PendingInject>, 
         val `turnCancelled`: kotlin.Boolean) : RuntimeAction()
@@ -15078,7 +15303,11 @@ public object FfiConverterTypeRuntimeAction : FfiConverterRustBuffer<RuntimeActi
                 )
             5 -> RuntimeAction.InterruptStream
             6 -> RuntimeAction.CancelTurn
-            7 -> RuntimeAction.Closed(
+            7 -> RuntimeAction.PermissionAnswered(
+                FfiConverterTypeRequestId.read(buf),
+                FfiConverterTypeRequestPermissionOutcome.read(buf),
+                )
+            8 -> RuntimeAction.Closed(
                 FfiConverterSequenceTypePendingInject.read(buf),
                 FfiConverterBoolean.read(buf),
                 )
@@ -15127,6 +15356,14 @@ public object FfiConverterTypeRuntimeAction : FfiConverterRustBuffer<RuntimeActi
                 4UL
             )
         }
+        is RuntimeAction.PermissionAnswered -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterTypeRequestId.allocationSize(value.`requestId`)
+                + FfiConverterTypeRequestPermissionOutcome.allocationSize(value.`outcome`)
+            )
+        }
         is RuntimeAction.Closed -> {
             // Add the size for the Int that specifies the variant plus the size needed for all fields
             (
@@ -15167,8 +15404,14 @@ public object FfiConverterTypeRuntimeAction : FfiConverterRustBuffer<RuntimeActi
                 buf.putInt(6)
                 Unit
             }
-            is RuntimeAction.Closed -> {
+            is RuntimeAction.PermissionAnswered -> {
                 buf.putInt(7)
+                FfiConverterTypeRequestId.write(value.`requestId`, buf)
+                FfiConverterTypeRequestPermissionOutcome.write(value.`outcome`, buf)
+                Unit
+            }
+            is RuntimeAction.Closed -> {
+                buf.putInt(8)
                 FfiConverterSequenceTypePendingInject.write(value.`dropped`, buf)
                 FfiConverterBoolean.write(value.`turnCancelled`, buf)
                 Unit
@@ -15201,11 +15444,23 @@ sealed class RuntimeEvent {
     data object StreamFinished : RuntimeEvent()
     
     
-    data object PermissionRequested : RuntimeEvent()
+    data class RequestPermission(
+        val v1: dev.acpinject.PermissionAsk) : RuntimeEvent()
+        
+    {
+        
+
+        companion object
+    }
     
-    
-    data object PermissionResolved : RuntimeEvent()
-    
+    data class WithdrawPermission(
+        val `requestId`: dev.acpinject.RequestId) : RuntimeEvent()
+        
+    {
+        
+
+        companion object
+    }
     
     data object Paused : RuntimeEvent()
     
@@ -15268,8 +15523,12 @@ public object FfiConverterTypeRuntimeEvent : FfiConverterRustBuffer<RuntimeEvent
                 )
             2 -> RuntimeEvent.StreamStarted
             3 -> RuntimeEvent.StreamFinished
-            4 -> RuntimeEvent.PermissionRequested
-            5 -> RuntimeEvent.PermissionResolved
+            4 -> RuntimeEvent.RequestPermission(
+                FfiConverterTypePermissionAsk.read(buf),
+                )
+            5 -> RuntimeEvent.WithdrawPermission(
+                FfiConverterTypeRequestId.read(buf),
+                )
             6 -> RuntimeEvent.Paused
             7 -> RuntimeEvent.Resumed
             8 -> RuntimeEvent.TurnStarted
@@ -15308,16 +15567,18 @@ public object FfiConverterTypeRuntimeEvent : FfiConverterRustBuffer<RuntimeEvent
                 4UL
             )
         }
-        is RuntimeEvent.PermissionRequested -> {
+        is RuntimeEvent.RequestPermission -> {
             // Add the size for the Int that specifies the variant plus the size needed for all fields
             (
                 4UL
+                + FfiConverterTypePermissionAsk.allocationSize(value.v1)
             )
         }
-        is RuntimeEvent.PermissionResolved -> {
+        is RuntimeEvent.WithdrawPermission -> {
             // Add the size for the Int that specifies the variant plus the size needed for all fields
             (
                 4UL
+                + FfiConverterTypeRequestId.allocationSize(value.`requestId`)
             )
         }
         is RuntimeEvent.Paused -> {
@@ -15383,12 +15644,14 @@ public object FfiConverterTypeRuntimeEvent : FfiConverterRustBuffer<RuntimeEvent
                 buf.putInt(3)
                 Unit
             }
-            is RuntimeEvent.PermissionRequested -> {
+            is RuntimeEvent.RequestPermission -> {
                 buf.putInt(4)
+                FfiConverterTypePermissionAsk.write(value.v1, buf)
                 Unit
             }
-            is RuntimeEvent.PermissionResolved -> {
+            is RuntimeEvent.WithdrawPermission -> {
                 buf.putInt(5)
+                FfiConverterTypeRequestId.write(value.`requestId`, buf)
                 Unit
             }
             is RuntimeEvent.Paused -> {

@@ -1,0 +1,187 @@
+//! The agent core owns its requests to clients (R-PERM-2) and frames each connection's bytes:
+//! what the vectors cannot express (byte chunking, connections going away, snapshots, stores
+//! without controllers) is checked here.
+
+use acp_inject_core::agent::{
+    Agent, AgentConfig, ConnectionRole, MemoryStore, Output, PermissionAsk, RuntimeAction, RuntimeEvent, Turn,
+};
+use acp_inject_core::wire::{RequestId, RequestPermissionOutcome};
+use serde_json::{json, Value};
+
+fn ask() -> PermissionAsk {
+    serde_json::from_value(
+        json!({ "title": "run the tests?", "options": [{ "optionId": "allow", "name": "Allow", "kind": "allow_once" }] }),
+    )
+    .unwrap()
+}
+
+/// An agent with session `s1` in a turn, `c1` (and `c2` when asked) attached as controllers.
+fn agent_in_turn(controllers: &[&str]) -> Agent {
+    let mut a = Agent::new(AgentConfig::default()).unwrap();
+    a.create_session("s1", "/work");
+    for c in controllers {
+        a.attach(c, ConnectionRole::Controller);
+        a.attach_to_session(c, "s1");
+    }
+    a.runtime_event("s1", RuntimeEvent::TurnStarted).unwrap();
+    a.drain().unwrap();
+    a
+}
+
+fn answer_line(id: &RequestId, option: &str) -> String {
+    json!({ "jsonrpc": "2.0", "id": id, "result": { "outcome": { "outcome": "selected", "optionId": option } } }).to_string()
+}
+
+/// The permission answers among the outputs: (id, outcome tag, option chosen).
+fn answers(outputs: &[Output]) -> Vec<(RequestId, String, Option<String>)> {
+    outputs
+        .iter()
+        .filter_map(|o| match o {
+            Output::Action { action: RuntimeAction::PermissionAnswered { request_id, outcome }, .. } => {
+                let option = match outcome {
+                    RequestPermissionOutcome::Selected(s) => Some(s.option_id.0.clone()),
+                    _ => None,
+                };
+                Some((request_id.clone(), outcome.tag().to_owned(), option))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+fn lines(outputs: &[Output]) -> Vec<(Vec<String>, Value)> {
+    outputs
+        .iter()
+        .filter_map(|o| match o {
+            Output::Line { to, line } => Some((to.clone(), serde_json::from_str(line).unwrap())),
+            Output::Action { .. } => None,
+        })
+        .collect()
+}
+
+#[test]
+fn an_answer_split_across_reads_reaches_the_runtime_once() {
+    let mut a = agent_in_turn(&["c1"]);
+    let id = a.request_permission("s1", ask()).unwrap();
+    let out = a.drain().unwrap();
+    let sent = lines(&out);
+    assert_eq!(sent.last().unwrap().1["method"], "session/request_permission");
+    assert_eq!(sent.last().unwrap().1["id"], json!(id));
+    assert!(matches!(a.turn("s1"), Some(Turn::RequiresAction { .. })));
+
+    let line = format!("{}\n", answer_line(&id, "allow"));
+    let (head, tail) = line.as_bytes().split_at(17);
+    a.receive_bytes("c1", head);
+    assert!(a.drain().unwrap().is_empty(), "a partial line waits");
+    a.receive_bytes("c1", tail);
+    let out = a.drain().unwrap();
+    assert_eq!(answers(&out), [(id.clone(), "selected".to_owned(), Some("allow".to_owned()))]);
+    assert!(matches!(a.turn("s1"), Some(Turn::Running { .. })));
+    assert!(a.open_requests().is_empty());
+
+    // The same answer again is ignored and counted.
+    let ignored = a.ignored_lines();
+    a.receive_bytes("c1", line.as_bytes());
+    assert!(a.drain().unwrap().is_empty());
+    assert_eq!(a.ignored_lines(), ignored + 1);
+}
+
+#[test]
+fn a_last_line_without_newline_is_applied_at_the_end_of_the_stream() {
+    let mut a = agent_in_turn(&["c1"]);
+    let id = a.request_permission("s1", ask()).unwrap();
+    a.drain().unwrap();
+    a.receive_bytes("c1", answer_line(&id, "allow").as_bytes());
+    assert!(a.drain().unwrap().is_empty());
+    a.receive_end("c1");
+    assert_eq!(answers(&a.drain().unwrap()).len(), 1);
+}
+
+#[test]
+fn each_connection_has_its_own_framer() {
+    let mut a = agent_in_turn(&["c1", "c2"]);
+    let id = a.request_permission("s1", ask()).unwrap();
+    let out = a.drain().unwrap();
+    assert_eq!(lines(&out).last().unwrap().0, ["c1", "c2"], "sent to every controller");
+    // c2 starts a line, c1 sends a whole answer: c2's fragment does not corrupt c1's line.
+    a.receive_bytes("c2", br#"{"jsonrpc":"2.0","#);
+    a.receive_bytes("c1", format!("{}\n", answer_line(&id, "allow")).as_bytes());
+    assert_eq!(answers(&a.drain().unwrap())[0].2.as_deref(), Some("allow"));
+    // c2 completes its line: an answer to a request no longer open, ignored.
+    a.receive_bytes("c2", br#""id":"permission-1","result":{"outcome":{"outcome":"cancelled"}}}"#);
+    a.receive_bytes("c2", b"\n");
+    assert!(a.drain().unwrap().is_empty());
+}
+
+#[test]
+fn invalid_utf8_and_oversized_lines_get_errors_and_the_stream_goes_on() {
+    let mut a = Agent::new(AgentConfig::default()).unwrap();
+    a.receive_bytes("c1", b"\xff\xfe\n");
+    let out = lines(&a.drain().unwrap());
+    assert_eq!(out[0].1["error"]["code"], -32700);
+    let limit = a.config().policy.line_limit();
+    let long = vec![b'x'; limit + 10];
+    a.receive_bytes("c1", &long);
+    a.receive_bytes("c1", b"\n");
+    let out = lines(&a.drain().unwrap());
+    assert_eq!(out[0].1["error"]["code"], -32600);
+    a.receive_bytes("c1", b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"session/new\",\"params\":{\"cwd\":\"/w\"}}\n");
+    let out = lines(&a.drain().unwrap());
+    assert!(out[0].1["result"]["sessionId"].is_string(), "{out:?}");
+}
+
+#[test]
+fn a_request_only_a_departed_connection_could_answer_is_cancelled() {
+    let mut a = agent_in_turn(&["c1", "c2"]);
+    let id = a.request_permission("s1", ask()).unwrap();
+    a.drain().unwrap();
+    a.detach("c1");
+    assert!(answers(&a.drain().unwrap()).is_empty(), "c2 can still answer");
+    a.detach("c2");
+    let out = a.drain().unwrap();
+    assert_eq!(answers(&out), [(id, "cancelled".to_owned(), None)]);
+    assert!(matches!(a.turn("s1"), Some(Turn::Running { .. })));
+}
+
+#[test]
+fn with_no_controller_attached_the_request_is_cancelled_at_once() {
+    let mut a = agent_in_turn(&[]);
+    a.attach("o1", ConnectionRole::Observer);
+    a.attach_to_session("o1", "s1");
+    let id = a.request_permission("s1", ask()).unwrap();
+    let out = a.drain().unwrap();
+    assert_eq!(answers(&out), [(id, "cancelled".to_owned(), None)]);
+    assert!(lines(&out).iter().all(|(_, l)| l["method"] != "session/request_permission"), "nothing is sent to observers");
+    assert!(matches!(a.turn("s1"), Some(Turn::Running { .. })));
+}
+
+#[test]
+fn a_snapshot_keeps_open_requests_and_ids_are_never_reused() {
+    let mut a = agent_in_turn(&["c1"]);
+    let first = a.request_permission("s1", ask()).unwrap();
+    a.drain().unwrap();
+    let mut b = Agent::restore(AgentConfig::default(), &a.snapshot(), Box::new(MemoryStore::new())).unwrap();
+    assert_eq!(b.open_requests(), a.open_requests());
+    assert!(matches!(b.turn("s1"), Some(Turn::RequiresAction { .. })));
+    let second = b.request_permission("s1", ask()).unwrap();
+    assert_ne!(first, second);
+    b.drain().unwrap();
+    b.handle_line("c1", &answer_line(&first, "allow"));
+    let out = b.drain().unwrap();
+    assert_eq!(answers(&out), [(first, "selected".to_owned(), Some("allow".to_owned()))]);
+    assert!(matches!(b.turn("s1"), Some(Turn::RequiresAction { .. })), "the second is still open");
+}
+
+#[test]
+fn runtime_misuse_is_a_host_error() {
+    let mut a = Agent::new(AgentConfig::default()).unwrap();
+    a.create_session("s1", "/work");
+    assert_eq!(a.request_permission("s1", ask()).unwrap_err().kind(), "no_turn_in_progress");
+    assert_eq!(a.request_permission("nope", ask()).unwrap_err().kind(), "session_closed");
+    let mut empty = ask();
+    empty.options.clear();
+    assert_eq!(a.request_permission("s1", empty).unwrap_err().kind(), "no_permission_options");
+    let stale = RequestId::Str("permission-7".into());
+    assert_eq!(a.withdraw_request("s1", &stale).unwrap_err().kind(), "unknown_request");
+    assert!(a.drain().unwrap().is_empty());
+}

@@ -5,7 +5,7 @@
 //!
 //! - the generator (the rest of this crate) turns the canonical schema into Rust, TypeScript and
 //!   the protocol reference, through [`Spec`];
-//! - `cargo xtask upstream-diff` (`xtask/src/upstream_diff.rs`) compares the canonical schema
+//! - `cargo xtask upstream-diff` (`tools/upstream/src/diff.rs`) compares the canonical schema
 //!   with an upstream ACP schema, through [`Schema`];
 //! - the wire crate's reverse drift test (`crates/wire/tests/schema_drift.rs`) compares the
 //!   canonical schema with the schema schemars emits from the generated Rust types, through

@@ -19,7 +19,7 @@ mod test;
 #[cfg(test)]
 mod tidy;
 mod typescript;
-mod upstream_diff;
+mod upstream;
 mod versions;
 
 use std::path::{Path, PathBuf};
@@ -82,7 +82,10 @@ enum Cmd {
     /// The TypeScript stage of `test` alone (tsc build, examples, vector messages).
     Typescript,
     /// Differences between spec/ and an upstream ACP schema; fails on unintended drift.
-    UpstreamDiff(upstream_diff::Args),
+    UpstreamDiff(acp_inject_upstream::diff::Args),
+    /// The vendored upstream schemas (spec/upstream/).
+    #[command(subcommand)]
+    Upstream(upstream::Cmd),
     /// The installable artifacts in dist/: wheel, Maven repository, Swift package, crates.
     Dist(dist::Args),
     /// API docs (Rust, Python, Kotlin, Swift) into `<target>/doc-site/`.
@@ -100,7 +103,8 @@ fn main() -> ExitCode {
         Cmd::Fuzz(cmd) => fuzz::run(cmd),
         Cmd::Crash { kills, seed } => crash::run(kills, seed),
         Cmd::Typescript => typescript::run().map_err(Error::Msg),
-        Cmd::UpstreamDiff(args) => upstream_diff::execute(args).map_err(Error::Msg),
+        Cmd::UpstreamDiff(args) => acp_inject_upstream::diff::execute(args).map_err(Error::Msg),
+        Cmd::Upstream(cmd) => upstream::run(cmd),
         Cmd::Dist(args) => dist::run(args).map_err(Error::Msg),
         Cmd::Docs => docs::run().map_err(Error::Msg),
     };
@@ -128,6 +132,8 @@ pub enum Error {
     Stale(Vec<PathBuf>),
     #[error(transparent)]
     Codegen(#[from] acp_inject_codegen::Error),
+    #[error(transparent)]
+    Upstream(#[from] acp_inject_upstream::Error),
     #[error("{0}")]
     Msg(String),
 }

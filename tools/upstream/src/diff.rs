@@ -43,7 +43,7 @@ use acp_inject_codegen::model::{self, Body, Definition, Enumeration, JsonType, M
 use acp_inject_codegen::Error;
 use serde_json::{json, Map, Value};
 
-use crate::root;
+use crate::repo_root as root;
 
 const MARKERS: [&str; 2] = ["x-deserialize-default-on-error", "x-deserialize-skip-invalid-items"];
 
@@ -69,18 +69,21 @@ pub struct Args {
     ours: Option<PathBuf>,
 }
 
-/// Parses the arguments as the command line would (the tests' entry point).
-#[cfg(test)]
-fn run(args: &[String]) -> Result<(), String> {
+/// Parses `args` (the program name first) as the command line would, and runs the differ.
+pub fn run_args(args: &[String]) -> Result<(), String> {
     use clap::Parser;
     #[derive(Parser)]
     struct Cli {
         #[command(flatten)]
         args: Args,
     }
-    let cli =
-        Cli::try_parse_from(std::iter::once("upstream-diff".to_owned()).chain(args.iter().cloned())).map_err(|e| e.to_string())?;
-    execute(cli.args)
+    execute(Cli::try_parse_from(args).map_err(|e| e.to_string())?.args)
+}
+
+/// The tests' entry point: `args` without the program name.
+#[cfg(test)]
+fn run(args: &[String]) -> Result<(), String> {
+    run_args(&std::iter::once("upstream-diff".to_owned()).chain(args.iter().cloned()).collect::<Vec<_>>())
 }
 
 pub fn execute(args: Args) -> Result<(), String> {
@@ -116,7 +119,7 @@ pub fn execute(args: Args) -> Result<(), String> {
     }
 }
 
-fn load_json(path: &Path) -> Result<Value, String> {
+pub(crate) fn load_json(path: &Path) -> Result<Value, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     serde_json::from_str(&text).map_err(|e| format!("{} is not JSON: {e}", path.display()))
 }
@@ -997,7 +1000,7 @@ mod tests {
     use super::*;
 
     fn fixture(name: &str) -> PathBuf {
-        root().join("xtask/tests/fixtures").join(name)
+        root().join("tools/upstream/tests/fixtures").join(name)
     }
 
     fn load(name: &str) -> Value {

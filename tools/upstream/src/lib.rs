@@ -1,0 +1,50 @@
+//! The upstream ACP schemas this toolkit follows, and the tools SDK maintainers keep them in
+//! sync with (run through `cargo xtask`):
+//!
+//! - [`diff`]: `cargo xtask upstream-diff PATH`, every difference between our canonical schema
+//!   and an upstream one, minus the intended ones (`spec/upstream-allowlist.json`);
+//! - [`vendored`]: the copy of the upstream schemas under `spec/upstream/`, exactly as a
+//!   published release of the official TypeScript SDK package carries them, with the version
+//!   and a checksum of every file (`spec/upstream/manifest.json`);
+//! - [`bump`]: `cargo xtask upstream bump VERSION`, which fetches that package through npm,
+//!   replaces the vendored copy and reports what changed, per language.
+//!
+//! Both schema readings go through the codegen model (`acp_inject_codegen::model`).
+
+use std::path::PathBuf;
+
+pub mod bump;
+pub mod diff;
+pub mod vendored;
+
+/// The repository's root (this crate lives in `tools/upstream`).
+pub fn repo_root() -> PathBuf {
+    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    manifest.parent().and_then(|p| p.parent()).expect("tools/upstream is inside the repository").to_path_buf()
+}
+
+/// A failure of the upstream tools, with what to do about it where that is known.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Reading or writing a file failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A command (npm) could not run or failed.
+    #[error("{0}")]
+    Command(String),
+    /// The package, a schema or the manifest is not what it should be.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl Error {
+    pub(crate) fn io(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> Error {
+        let path = path.into();
+        move |source| Error::Io { path, source }
+    }
+}

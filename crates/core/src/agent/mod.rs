@@ -48,7 +48,7 @@ pub use replay::replay;
 pub use runtime::{BreakPoint, HostError, RuntimeEvent};
 pub use snapshot::{Connection, Counters, LiveSession, LiveState, RestoreError, LIVE_STATE_VERSION};
 pub use store::{Change, HistoryEntry, MemoryStore, SessionPage, SessionRecord, Store, StoreError};
-pub use turn::{Activity, Stream, Turn};
+pub use turn::{Activity, Announce, NoPermissionOpen, Stream, Turn};
 
 /// A connection's id (the vectors' `c1`, `o1`, …).
 pub type ConnId = String;

@@ -10,6 +10,17 @@
 //! `acp-inject-store` provides SQLite. A host can plug in any other backend (a server
 //! database for several agent machines) by implementing this trait. The trait is an injected
 //! dependency, like a session cache in a TLS library: the core itself does no I/O.
+//!
+//! Why a trait object and not store writes as outputs the host applies: the core also *reads*
+//! the store in the middle of handling a request (`session/list` pages, `session/resume`
+//! replays history, `session/new` checks an id is not taken, a prompt for a closed session
+//! looks its record up), and those answers are part of the same ordered batch of outputs.
+//! With writes as outputs, every such read would have to become a request to the host and a
+//! resumption of the half-handled message, turning each handler into a state machine for
+//! no gain: the writes would still have to be applied, in order and atomically, before any
+//! line of the batch is released (R-DELIV-2), which is exactly what [`Store::commit`] inside
+//! [`super::Agent::drain`] guarantees without the host having to get it right. Hosts that
+//! want the writes as data get them: [`Store::record`] receives each [`Change`] as a value.
 
 use std::collections::{BTreeMap, HashMap};
 

@@ -63,6 +63,11 @@ pub enum Turn {
     },
 }
 
+/// [`Turn::permission_resolved`] with no permission request open.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("no permission request is open")]
+pub struct NoPermissionOpen;
+
 /// A `state_update` the core must emit for a transition.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Announce {
@@ -146,11 +151,10 @@ impl Turn {
         announce.then_some(Announce::RequiresAction)
     }
 
-    /// A permission request was answered: `Err(())` when none is open; `running` is
-    /// announced when the last one closes (even under a pause, which has no state of its own).
-    #[allow(clippy::result_unit_err)]
-    pub fn permission_resolved(&mut self) -> Result<Option<Announce>, ()> {
-        let Turn::RequiresAction { activity, open, paused } = *self else { return Err(()) };
+    /// A permission request was answered; `running` is announced when the last one closes
+    /// (even under a pause, which has no state of its own).
+    pub fn permission_resolved(&mut self) -> Result<Option<Announce>, NoPermissionOpen> {
+        let Turn::RequiresAction { activity, open, paused } = *self else { return Err(NoPermissionOpen) };
         *self = match NonZeroU32::new(open.get() - 1) {
             Some(open) => Turn::RequiresAction { activity, open, paused },
             None if paused => Turn::Paused { activity },
@@ -214,7 +218,7 @@ mod tests {
         assert!(matches!(t, Turn::Paused { .. }) && !t.can_deliver());
         t.resume();
         assert!(t.can_deliver());
-        assert_eq!(t.permission_resolved(), Err(()));
+        assert_eq!(t.permission_resolved(), Err(NoPermissionOpen));
     }
 
     #[test]

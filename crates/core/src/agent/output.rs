@@ -107,6 +107,11 @@ pub(crate) fn running() -> SessionUpdate {
     StateUpdate::Running(Box::new(RunningStateUpdate { meta: None })).into()
 }
 
+/// The `idle` snapshot a resume reports (R-RESUME-2): no `stopReason`, it ends no turn.
+pub(crate) fn idle_snapshot() -> SessionUpdate {
+    StateUpdate::Idle(Box::new(IdleStateUpdate { stop_reason: None, usage: None, meta: None })).into()
+}
+
 pub(crate) fn requires_action() -> SessionUpdate {
     StateUpdate::RequiresAction(Box::new(RequiresActionStateUpdate { meta: None })).into()
 }

@@ -276,11 +276,13 @@ impl Agent {
         let to = vec![conn.to_owned()];
         let line = |update| Output::Line { to: to.clone(), line: output::update_line(&session, update) };
         let mut before: Vec<Output> = super::replay(&history).into_iter().map(line).collect();
-        match turn {
-            Turn::Idle => {}
-            Turn::RequiresAction { .. } => before.push(line(output::requires_action())),
-            Turn::Running { .. } | Turn::Paused { .. } => before.push(line(output::running())),
-        }
+        // R-RESUME-2: the current state after any replay and before the answer, idle included
+        // (a snapshot, not a turn end: an idle one carries no stopReason).
+        before.push(line(match turn {
+            Turn::Idle => output::idle_snapshot(),
+            Turn::RequiresAction { .. } => output::requires_action(),
+            Turn::Running { .. } | Turn::Paused { .. } => output::running(),
+        }));
         if self.connections.get(conn).is_some_and(|c| c.pending_updates) {
             before.push(line(output::pending_update(self.pending(&session))));
         }
@@ -402,8 +404,12 @@ impl Agent {
     fn close_request(&mut self, conn: &str, params: Option<&RawValue>) -> Reply {
         let p: CloseSessionRequest = tri!(decode(params));
         let session = p.session_id.0;
-        tri!(self.live_session(&session, None));
         tri!(self.not_observer(conn, None));
+        // R-CLOSE-2: closing a session that is not live (closed, unknown) succeeds and changes
+        // nothing.
+        if !self.sessions.contains_key(&session) {
+            return Reply { before: Vec::new(), answer: Ok(encode(&CloseSessionResponse { meta: None })), after: Vec::new() };
+        }
         self.attach_to_session(conn, &session);
         let (before, action) = self.close(&session);
         Reply { before, answer: Ok(encode(&CloseSessionResponse { meta: None })), after: action.into_iter().collect() }

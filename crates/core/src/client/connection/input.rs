@@ -116,6 +116,11 @@ impl ClientConnection {
                     Answer::Failed(e)
                 }
             },
+            // C-CLOSE-2: the session was not live on the agent: closed all the same.
+            Err(error) if matches!(f.flight, Flight::Close) && error.code == acp_inject_wire::errors::RESOURCE_NOT_FOUND => {
+                self.closed(f.session.as_deref().unwrap_or_default());
+                Answer::Closed
+            }
             Err(error) => {
                 self.failure(&f);
                 Answer::Failed(ProtocolError::from_error(&error))
@@ -184,9 +189,7 @@ impl ClientConnection {
                 Answer::Replaced
             }
             Flight::Close => {
-                if let Some(m) = self.sessions.get_mut(&session) {
-                    events = m.close();
-                }
+                self.closed(&session);
                 Answer::Closed
             }
             Flight::Status => {
@@ -198,6 +201,14 @@ impl ClientConnection {
             self.session_event(&session, e);
         }
         Ok(answer)
+    }
+
+    /// The session is closed (C-CLOSE-1): its mirror says so.
+    fn closed(&mut self, session: &str) {
+        let events = self.sessions.get_mut(session).map(|m| m.close()).unwrap_or_default();
+        for e in events {
+            self.session_event(session, e);
+        }
     }
 
     fn failure(&mut self, f: &InFlight) {

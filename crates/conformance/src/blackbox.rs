@@ -154,17 +154,19 @@ fn scripted_session(s: &Suite) -> Result<(), String> {
     let replaced = accept(&mut a, 7, "session/inject", json!({ "sessionId": sid, "mode": "queue", "content": text("draft") }))?;
     a.send(req(8, "session/replace_inject", json!({ "sessionId": sid, "messageId": replaced, "content": text("final") })))?;
     a.result(8)?;
-    a.send(req(9, "session/prompt", json!({ "sessionId": sid, "prompt": text("too soon") })))?;
-    let refused = a.answer(9)?;
-    check(
-        refused["error"]["data"]["reason"] == "turn_in_progress",
-        format!("a prompt during a turn is refused turn_in_progress: {refused}"),
-    )?;
+    // A prompt during a turn is held (R-PROMPT-2): answered with its receipt once inserted,
+    // after the queued injects that arrived before it.
+    a.send(req(9, "session/prompt", json!({ "sessionId": sid, "prompt": text("after the docs") })))?;
     a.until("the steer's delivery", |v| delivered(v, &steer))?;
     a.until("the turn end", |v| state_is(v, "idle"))?;
     a.until("the queued delivery", |v| delivered(v, &queued))?;
     let last = a.until("the replaced delivery", |v| delivered(v, &replaced))?;
     check(last["params"]["update"]["content"] == text("final"), "the replaced inject is delivered with its final content")?;
+    let held = a.result(9)?["messageId"].as_str().map(str::to_owned).ok_or("the held prompt's receipt has no messageId")?;
+    check(
+        a.seen.iter().any(|v| delivered(v, &held) && v["params"]["update"]["content"] == text("after the docs")),
+        "a held prompt is answered after its user_message, once inserted",
+    )?;
     a.until("the next turn end", |v| state_is(v, "idle"))?;
     a.send(req(10, "session/status", json!({ "sessionId": sid })))?;
     check(a.result(10)? == json!({ "status": "live" }), "status is live")?;
@@ -180,8 +182,8 @@ fn scripted_session(s: &Suite) -> Result<(), String> {
         .filter_map(|v| v["params"]["update"]["messageId"].as_str().map(str::to_owned))
         .collect();
     check(
-        order == [m1, steer, queued, replaced],
-        format!("delivery order (prompt, steer at a break-point, then queued FIFO; revoked never): {order:?}"),
+        order == [m1, steer, queued, replaced, held],
+        format!("delivery order (prompt, steer at a break-point, then queued and held FIFO; revoked never): {order:?}"),
     )?;
     s.validate(&a)
 }

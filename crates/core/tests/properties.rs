@@ -184,6 +184,16 @@ fn observe(a: &mut Agent, m: &mut Model, op: &Op, text: &str) -> Vec<String> {
         }
         seen.push(format!("{out:?}"));
     }
+    // A prompt during a turn is held (R-PROMPT-2): no answer yet, but it is in the queue with an
+    // id; it counts as accepted from now on, in arrival order.
+    if matches!(op, Op::Prompt) {
+        for p in a.pending("s1") {
+            if !m.accepted.contains_key(&p.message_id.0) {
+                m.accepted.insert(p.message_id.0.clone(), (false, 0, m.accepted_order.len(), text.to_owned()));
+                m.accepted_order.push(p.message_id.0);
+            }
+        }
+    }
     m.transcript.extend(seen.iter().cloned());
     seen
 }
@@ -231,11 +241,12 @@ fn run(ops: &[Op], drain: QueueDrain, restore_at: Option<usize>) -> (Model, Vec<
         }
         apply(&mut a, &mut m, op, &mut counter);
     }
-    let dropped: Vec<String> = a.pending("s1").into_iter().map(|d| d.message_id.0).collect();
+    let pending: Vec<String> = a.pending("s1").into_iter().map(|d| d.message_id.0).collect();
     a.runtime_event("s1", RuntimeEvent::Close).unwrap();
-    let handed_back: Vec<String> = a
-        .drain()
-        .unwrap()
+    let outputs = a.drain().unwrap();
+    // Held prompts are answered -32800 (R-PROMPT-2); every other pending inject is handed back.
+    let cancelled = outputs.iter().filter(|o| matches!(o, Output::Line { line, .. } if line.contains("-32800"))).count();
+    let handed_back: Vec<String> = outputs
         .into_iter()
         .filter_map(|o| match o {
             Output::Action { action: RuntimeAction::Closed { dropped, .. }, .. } => {
@@ -245,8 +256,12 @@ fn run(ops: &[Op], drain: QueueDrain, restore_at: Option<usize>) -> (Model, Vec<
         })
         .flatten()
         .collect();
-    assert_eq!(dropped, handed_back, "close hands back exactly the pending injects, in delivery order");
-    (m, handed_back)
+    let held: Vec<&String> = pending.iter().filter(|id| !handed_back.contains(id)).collect();
+    assert_eq!(held.len(), cancelled, "every pending message not handed back is a held prompt, answered -32800: {held:?}");
+    let others: Vec<String> = pending.iter().filter(|id| handed_back.contains(id)).cloned().collect();
+    assert_eq!(others, handed_back, "close hands back exactly the pending injects, in delivery order");
+    // Handed back or cancelled: either way the message's fate at close.
+    (m, pending)
 }
 
 proptest! {

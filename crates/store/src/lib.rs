@@ -605,7 +605,7 @@ impl Store for SqliteStore {
             let record = raw.decode()?;
             let turn: Turn = from_json("turn", &turn)?;
             let pending = self.read_queue(&record.session_id)?;
-            sessions.push(LiveSession { record, turn, pending, attached: Default::default() });
+            sessions.push(LiveSession { record, turn, pending, attached: Default::default(), held: Default::default() });
         }
         Ok(Some(LiveState { version: LIVE_STATE_VERSION, counters, sessions, connections: BTreeMap::new(), requests: Vec::new() }))
     }

@@ -15,6 +15,9 @@ pub const METHOD_NOT_FOUND: i64 = -32601;
 pub const INVALID_PARAMS: i64 = -32602;
 /// -32603 "Internal error".
 pub const INTERNAL_ERROR: i64 = -32603;
+/// -32800 "Request cancelled": the request was cancelled before it took effect (a held
+/// `session/prompt` whose message will not be inserted).
+pub const REQUEST_CANCELLED: i64 = -32800;
 /// -32002 "Resource not found": an unknown session or message id (`data.reason` says which).
 pub const RESOURCE_NOT_FOUND: i64 = -32002;
 /// -32010 "Inject precondition failed" (`data.reason` says which).
@@ -28,6 +31,7 @@ pub fn message_for(code: i64) -> &'static str {
         METHOD_NOT_FOUND => "Method not found",
         INVALID_PARAMS => "Invalid params",
         INTERNAL_ERROR => "Internal error",
+        REQUEST_CANCELLED => "Request cancelled",
         RESOURCE_NOT_FOUND => "Resource not found",
         INJECT_PRECONDITION_FAILED => "Inject precondition failed",
         _ => "Server error",

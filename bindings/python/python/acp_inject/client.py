@@ -66,8 +66,10 @@ class Session:
 
     async def prompt(self, content: Content) -> Optional[MessageId]:
         """``session/prompt``: returns once the message is inserted, with its id (``None``
-        from an agent that answers ``{}``). During a turn the agent refuses it
-        (``AcpError.Protocol`` with reason ``TURN_IN_PROGRESS``): use :meth:`inject`."""
+        from an agent that answers ``{}``). During a turn an agent on this toolkit holds it and
+        inserts it when the turn ends (so this returns then; ``AcpError.Protocol`` with code
+        -32800 if it is never inserted); an agent of an older draft may refuse it with reason
+        ``TURN_IN_PROGRESS``. :meth:`inject` says when a message mid-turn is delivered."""
         return await self._inner.prompt(blocks(content))
 
     async def inject(self, content: Content, mode: Mode = InjectMode.QUEUE) -> MessageId:

@@ -165,8 +165,10 @@ public final class Session: @unchecked Sendable, CustomStringConvertible {
     public var description: String { "Session(\(id))" }
 
     /// `session/prompt`: returns once the message is inserted, with its id (`nil` from an agent
-    /// that answers `{}`). During a turn the agent refuses it (`AcpError.Protocol` with reason
-    /// `turnInProgress`): use ``inject(_:mode:)``.
+    /// that answers `{}`). During a turn an agent on this toolkit holds it and inserts it when
+    /// the turn ends (so this returns then; `AcpError.Protocol` with code -32800 if it is never
+    /// inserted); an agent of an older draft may refuse it with reason `turnInProgress`.
+    /// ``inject(_:mode:)`` says when a message mid-turn is delivered.
     @discardableResult
     public func prompt(_ content: some ContentConvertible) async throws -> MessageId? {
         try await session.prompt(content: content.contentBlocks)

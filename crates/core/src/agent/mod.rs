@@ -46,7 +46,7 @@ pub use output::{Output, RuntimeAction, SessionSetup, UserInput};
 pub use pending::{Fate, Pending, PendingQueue};
 pub use replay::replay;
 pub use runtime::{BreakPoint, HostError, RuntimeEvent};
-pub use snapshot::{Connection, Counters, LiveSession, LiveState, RestoreError, LIVE_STATE_VERSION};
+pub use snapshot::{Connection, Counters, HeldPrompt, LiveSession, LiveState, RestoreError, LIVE_STATE_VERSION};
 pub use store::{Change, HistoryEntry, MemoryStore, SessionPage, SessionRecord, Store, StoreError};
 pub use turn::{Activity, Announce, NoPermissionOpen, Stream, Turn};
 
@@ -78,6 +78,9 @@ struct Session {
     turn: Turn,
     pending: PendingQueue,
     attached: BTreeSet<ConnId>,
+    /// Prompts received during a turn, held in the queue until inserted: their answer (the
+    /// insertion receipt) is owed to the asking request (R-PROMPT-2), by message id.
+    held: BTreeMap<String, HeldPrompt>,
 }
 
 /// Building an agent on a store failed.
@@ -168,7 +171,7 @@ impl Agent {
             let mut turn = s.turn;
             let open = state.requests.iter().filter(|r| r.session == s.record.session_id).count();
             turn.settle_permissions(u32::try_from(open).unwrap_or(u32::MAX));
-            let session = Session { record: s.record, turn, pending: s.pending, attached: s.attached };
+            let session = Session { record: s.record, turn, pending: s.pending, attached: s.attached, held: s.held };
             self.sessions.insert(session.record.session_id.clone(), session);
         }
     }
@@ -187,6 +190,7 @@ impl Agent {
                     turn: s.turn,
                     pending: s.pending.clone(),
                     attached: s.attached.clone(),
+                    held: s.held.clone(),
                 })
                 .collect(),
             connections: self.connections.clone(),
@@ -259,8 +263,10 @@ impl Agent {
             closed: false,
         };
         self.store.record(Change::SessionCreated(&record));
-        self.sessions
-            .insert(id.to_owned(), Session { record, turn: Turn::Idle, pending: PendingQueue::default(), attached: BTreeSet::new() });
+        self.sessions.insert(
+            id.to_owned(),
+            Session { record, turn: Turn::Idle, pending: PendingQueue::default(), attached: BTreeSet::new(), held: BTreeMap::new() },
+        );
         true
     }
 
@@ -452,9 +458,16 @@ impl Agent {
                     Err(e) => requests::Reply::err(e.to_error()),
                 };
                 // Replay and close notices precede the answer; everything the request caused
-                // afterwards follows it.
+                // afterwards follows it. A held prompt is answered when it is inserted.
                 self.out.extend(reply.before);
-                self.answer(conn, &id, reply.answer);
+                match reply.held {
+                    Some((session, message_id)) => {
+                        if let Some(s) = self.sessions.get_mut(&session) {
+                            s.held.insert(message_id.0, HeldPrompt { conn: conn.to_owned(), request: id });
+                        }
+                    }
+                    None => self.answer(conn, &id, reply.answer),
+                }
                 self.out.extend(reply.after);
             }
             Incoming::Notification { method, params } if checked.is_ok() => self.notification(conn, &method, params),

@@ -123,6 +123,19 @@ pub(crate) fn idle_line(session: &str, stop_reason: &StopReason, usage: Option<U
     update_line(session, StateUpdate::Idle(Box::new(idle)).into())
 }
 
+/// The answer to a held prompt whose message was inserted (R-PROMPT-2): its receipt.
+pub(crate) fn prompt_receipt(held: &super::HeldPrompt, message_id: &MessageId) -> Output {
+    let result = acp_inject_wire::PromptResponse { message_id: message_id.clone(), meta: None };
+    let raw = serde_json::value::to_raw_value(&result).unwrap_or_else(|e| unreachable!("results always serialise: {e}"));
+    Output::Line { to: vec![held.conn.clone()], line: jsonrpc::raw_result_line(&held.request, &raw) }
+}
+
+/// The answer to a held prompt whose message will not be inserted (R-PROMPT-2): `-32800`.
+pub(crate) fn prompt_cancelled(held: super::HeldPrompt) -> Output {
+    let error = acp_inject_wire::ErrorObject::new(acp_inject_wire::errors::REQUEST_CANCELLED);
+    Output::Line { to: vec![held.conn], line: jsonrpc::error_line(&held.request, &error) }
+}
+
 /// R-DELIV-1: delivery is exactly the emission of this `user_message`.
 pub(crate) fn user_message(input: &UserInput) -> SessionUpdate {
     UserMessage { message_id: input.message_id.clone(), content: Patch::Value(input.content.clone()), meta: None }.into()

@@ -9,12 +9,12 @@
 use acp_inject_wire::jsonrpc;
 use acp_inject_wire::methods as m;
 use acp_inject_wire::{
-    AgentCapabilities, CancelSessionNotification, CloseSessionRequest, CloseSessionResponse, ContentBlock, ErrorObject, ErrorReason,
-    Implementation, InitializeRequest, InitializeResponse, InjectMode, InjectRequest, InjectResponse, ListSessionsRequest,
-    ListSessionsResponse, McpCapabilities, Method, NewSessionRequest, NewSessionResponse, PromptRequest, PromptResponse,
-    ProtocolVersion, ReplaceInjectRequest, ReplaceInjectResponse, ReplayFrom, ResumeSessionRequest, ResumeSessionResponse,
-    RevokeInjectRequest, RevokeInjectResponse, SessionAdditionalDirectoriesCapabilities, SessionCapabilities, SessionId, SessionInfo,
-    SessionStatus, SessionStatusRequest, SessionStatusResponse, StatusCapabilities,
+    AgentCapabilities, CancelRequestNotification, CancelSessionNotification, CloseSessionRequest, CloseSessionResponse, ContentBlock,
+    ErrorObject, ErrorReason, Implementation, InitializeRequest, InitializeResponse, InjectMode, InjectRequest, InjectResponse,
+    ListSessionsRequest, ListSessionsResponse, McpCapabilities, Method, NewSessionRequest, NewSessionResponse, PromptRequest,
+    PromptResponse, ProtocolVersion, ReplaceInjectRequest, ReplaceInjectResponse, ReplayFrom, ResumeSessionRequest,
+    ResumeSessionResponse, RevokeInjectRequest, RevokeInjectResponse, SessionAdditionalDirectoriesCapabilities, SessionCapabilities,
+    SessionId, SessionInfo, SessionStatus, SessionStatusRequest, SessionStatusResponse, StatusCapabilities,
 };
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -34,19 +34,27 @@ pub(super) struct Reply {
     pub answer: Result<Box<RawValue>, ErrorObject>,
     /// Caused by the request, sent after the answer.
     pub after: Vec<Output>,
+    /// A held prompt (R-PROMPT-2): no answer now; the receipt for this message is owed to
+    /// the request, and `answer` is not sent.
+    pub held: Option<(String, acp_inject_wire::MessageId)>,
 }
 
 impl Reply {
     pub(super) fn err(error: ErrorObject) -> Reply {
-        Reply { before: Vec::new(), answer: Err(error), after: Vec::new() }
+        Reply { before: Vec::new(), answer: Err(error), after: Vec::new(), held: None }
     }
 
     fn ok<R: Method + Serialize>(result: &R) -> Reply {
-        Reply { before: Vec::new(), answer: Ok(encode(result)), after: Vec::new() }
+        Reply { before: Vec::new(), answer: Ok(encode(result)), after: Vec::new(), held: None }
     }
 
     fn then(mut self, after: Vec<Output>) -> Reply {
         self.after = after;
+        self
+    }
+
+    fn preceded_by(mut self, before: Vec<Output>) -> Reply {
+        self.before = before;
         self
     }
 }
@@ -120,8 +128,12 @@ impl Agent {
                 self.attach_to_session(conn, &p.session_id.0);
                 self.cancel(&p.session_id.0);
             }
-            // R-CANCELREQ-1: the core answers synchronously, so the request was answered.
-            m::CANCEL_REQUEST => {}
+            // R-CANCELREQ-1: the core answers every request at once, but a held prompt (R-PROMPT-2),
+            // which leaves the queue and is answered -32800.
+            m::CANCEL_REQUEST => {
+                let Ok(p) = decode::<CancelRequestNotification>(params) else { return };
+                self.cancel_held(conn, &p.request_id);
+            }
             _ => self.ignored += 1,
         }
     }
@@ -265,6 +277,7 @@ impl Agent {
             turn: Turn::Idle,
             pending: Default::default(),
             attached: Default::default(),
+            held: Default::default(),
         });
         s.record.closed = false;
         s.record.additional_directories = dirs.clone();
@@ -291,6 +304,7 @@ impl Agent {
             before,
             answer: Ok(encode(&ResumeSessionResponse { meta: None })),
             after: vec![Output::action(&session, RuntimeAction::SessionResumed(setup))],
+            held: None,
         }
     }
 
@@ -301,13 +315,15 @@ impl Agent {
         let session = p.session_id.0;
         let in_progress = tri!(self.live_session(&session, None)).turn.in_progress();
         tri!(self.not_observer(conn, None));
-        if in_progress {
-            // Refused: changes nothing, the connection's subscriptions included.
-            return Reply::err(ErrorObject::reason(ErrorReason::TurnInProgress, None));
-        }
         self.attach_to_session(conn, &session);
         let (id, after) = self.accept(conn, &session, InjectMode::Queue, p.prompt);
-        Reply::ok(&PromptResponse { message_id: id, meta: None }).then(after)
+        let reply = Reply::ok(&PromptResponse { message_id: id.clone(), meta: None }).then(after);
+        // R-PROMPT-2: during a turn the prompt is held in the queue; its answer, the insertion
+        // receipt, goes out when its user_message does.
+        if in_progress {
+            return Reply { held: Some((session, id)), ..reply };
+        }
+        reply
     }
 
     /// `session/inject` (R-QUEUE-*, R-STEER-*).
@@ -359,6 +375,27 @@ impl Agent {
         (id, after)
     }
 
+    /// `$/cancel_request` for a held prompt of `conn` (R-PROMPT-2, R-CANCELREQ-1): it leaves the
+    /// queue (remembered as revoked) and its request is answered `-32800`. Any other id is
+    /// ignored: every other request was answered when it arrived.
+    fn cancel_held(&mut self, conn: &str, request: &acp_inject_wire::RequestId) {
+        let found = self.sessions.iter().find_map(|(id, s)| {
+            s.held.iter().find(|(_, h)| h.conn == conn && &h.request == request).map(|(m, _)| (id.clone(), m.clone()))
+        });
+        let Some((session, message_id)) = found else { return };
+        let bound = self.config.policy.remember_bound();
+        let Some(s) = self.sessions.get_mut(&session) else { return };
+        let mid = acp_inject_wire::MessageId(message_id);
+        let owner_may = crate::agent::RevokeReplace::AnyController;
+        if !matches!(s.pending.revoke(owner_may, conn, &mid, bound), Ok(Some(_))) {
+            return;
+        }
+        let held = s.held.remove(&mid.0);
+        self.store.record(Change::InjectRevoked { session: &session, message_id: &mid });
+        self.out.extend(held.map(output::prompt_cancelled));
+        self.out.extend(self.pending_notice(&session));
+    }
+
     /// R-REVOKE-1..3.
     fn revoke(&mut self, conn: &str, params: Option<&RawValue>) -> Reply {
         let p: RevokeInjectRequest = tri!(decode(params));
@@ -372,9 +409,12 @@ impl Agent {
         let (policy, bound) = (self.config.policy.revoke_replace, self.config.policy.remember_bound());
         let s = tri!(self.live_session_mut(&session));
         let revoked = tri!(s.pending.revoke(policy, conn, &mid, bound));
+        let held = if revoked.is_some() { s.held.remove(&mid.0) } else { None };
         let mut after = Vec::new();
         if revoked.is_some() {
             self.store.record(Change::InjectRevoked { session: &session, message_id: &mid });
+            // A held prompt revoked before its insertion: its request is cancelled.
+            after.extend(held.map(output::prompt_cancelled));
             after.extend(self.pending_notice(&session));
         }
         Reply::ok(&RevokeInjectResponse { meta: None }).then(after)
@@ -408,11 +448,11 @@ impl Agent {
         // R-CLOSE-2: closing a session that is not live (closed, unknown) succeeds and changes
         // nothing.
         if !self.sessions.contains_key(&session) {
-            return Reply { before: Vec::new(), answer: Ok(encode(&CloseSessionResponse { meta: None })), after: Vec::new() };
+            return Reply::ok(&CloseSessionResponse { meta: None });
         }
         self.attach_to_session(conn, &session);
         let (before, action) = self.close(&session);
-        Reply { before, answer: Ok(encode(&CloseSessionResponse { meta: None })), after: action.into_iter().collect() }
+        Reply::ok(&CloseSessionResponse { meta: None }).then(action.into_iter().collect()).preceded_by(before)
     }
 
     /// R-STATUS-1: side-effect free.

@@ -267,6 +267,10 @@ impl Agent {
             self.store.record(Change::Delivered { session, message_id: &input.message_id, content: &input.content, owner: &owner });
             if let Some(s) = self.sessions.get_mut(session) {
                 s.pending.remember_delivered(&input.message_id, owner, bound);
+                // R-PROMPT-2: a held prompt is answered with its receipt once inserted.
+                if let Some(held) = s.held.remove(&input.message_id.0) {
+                    self.out.push_back(output::prompt_receipt(&held, &input.message_id));
+                }
             }
             delivered.push(input);
         }
@@ -331,9 +335,9 @@ impl Agent {
         if turn_cancelled {
             notices.push(Output::Line { to: to.clone(), line: output::idle_line(session, &StopReason::Cancelled, None) });
         }
-        let dropped = s.pending.drain();
-        if !dropped.is_empty() {
-            self.store.record(Change::InjectsDropped { session, dropped: &dropped });
+        let drained = s.pending.drain();
+        if !drained.is_empty() {
+            self.store.record(Change::InjectsDropped { session, dropped: &drained });
             // R-EXT-1: the pending list changed (it is empty now) for those who follow it.
             let opted: Vec<ConnId> =
                 to.iter().filter(|c| self.connections.get(*c).is_some_and(|c| c.pending_updates)).cloned().collect();
@@ -342,6 +346,9 @@ impl Agent {
             }
         }
         notices.push(Output::Line { to, line: output::update_line(session, output::session_closed()) });
+        // Held prompts are not the host's injects: their requests are cancelled (R-PROMPT-2).
+        let (held, dropped): (Vec<_>, Vec<_>) = drained.into_iter().partition(|p| s.held.contains_key(&p.message_id.0));
+        notices.extend(held.iter().filter_map(|p| s.held.remove(&p.message_id.0)).map(output::prompt_cancelled));
         s.turn = Turn::Idle;
         s.record.closed = true;
         self.store.record(Change::Turn { session, turn: &s.turn });

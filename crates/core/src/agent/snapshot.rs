@@ -60,6 +60,21 @@ pub struct LiveSession {
     /// Connections attached to it (only a snapshot has these; a restarted process has none).
     #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
     pub attached: BTreeSet<ConnId>,
+    /// Prompts held in the queue whose receipt is owed, by message id (only a snapshot has
+    /// these: after a restart their requests are gone, and they are delivered as queued).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub held: BTreeMap<String, HeldPrompt>,
+}
+
+/// A `session/prompt` received during a turn and held in the queue (R-PROMPT-2): who asked, so
+/// the insertion receipt (or `-32800`) answers that request.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HeldPrompt {
+    /// The asking connection.
+    pub conn: ConnId,
+    /// The request to answer.
+    pub request: acp_inject_wire::RequestId,
 }
 
 /// Everything an agent holds in memory, as data.

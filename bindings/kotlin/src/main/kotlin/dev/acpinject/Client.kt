@@ -122,8 +122,10 @@ class ClientSession(
     val id: String = session.id()
 
     /** `session/prompt`: returns once the message is inserted, with its id (`null` from an
-     *  agent that answers `{}`). During a turn the agent refuses it ([AcpException.Protocol]
-     *  with reason [ErrorReason.TurnInProgress]): use [inject]. */
+     *  agent that answers `{}`). During a turn an agent on this toolkit holds it and inserts it
+     *  when the turn ends (so this returns then; [AcpException.Protocol] with code -32800 if it is
+     *  never inserted); an agent of an older draft may refuse it with reason
+     *  [ErrorReason.TurnInProgress]. [inject] says when a message mid-turn is delivered. */
     suspend fun prompt(content: List<ContentBlock>): MessageId? = session.prompt(content)
 
     /** [prompt] with one text block. */

@@ -163,6 +163,11 @@ fn classify(text: &str, in_batch: bool) -> Result<Incoming<'_>, FrameError> {
         }
     }
     match (raw.method, raw.result, raw.error) {
+        // ACP's request ids are strings or integers: "Unlike base JSON-RPC, it MUST NOT be
+        // `null`" (upstream v2 draft, `RequestId`). Answered -32600 with id null.
+        (Some(_), None, None) if id == Some(RequestId::Null) => {
+            Err(FrameError::Invalid { id: None, detail: "a request's `id` must be a string or an integer, not null".into() })
+        }
         (Some(method), None, None) => Ok(match id {
             Some(id) => Incoming::Request { id, method, params: raw.params },
             None => Incoming::Notification { method, params: raw.params },

@@ -24,7 +24,7 @@
 //!   `allOf: [{"$ref": …}]`.
 //! - [`Spec`] is the canonical schema under the generator's conventions (`spec/README.md`): it
 //!   reads a [`Schema`] and rejects what the generator cannot express, with an
-//!   [`Error::Schema`](crate::Error::Schema) naming the definition and the problem.
+//!   [`Error::Schema`] naming the definition and the problem.
 //!
 //! ```
 //! use acp_inject_codegen::model::{Schema, Shape};

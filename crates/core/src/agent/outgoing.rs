@@ -22,7 +22,8 @@ use serde::{Deserialize, Serialize};
 use super::output::{self, Output, RuntimeAction};
 use super::runtime::HostError;
 use super::store::Change;
-use super::{Agent, ConnId, ConnectionRole};
+use super::turn::Announce;
+use super::{Agent, ConnId, ConnectionRole, Turn};
 
 /// What a runtime asks the user (the body of `session/request_permission`; the core adds the
 /// session and the id).
@@ -100,20 +101,11 @@ impl Agent {
         if ask.options.is_empty() {
             return Err(HostError::NoPermissionOptions);
         }
-        let s = self.sessions.get_mut(session).ok_or(HostError::SessionClosed)?;
+        let s = self.sessions.get(session).ok_or(HostError::SessionClosed)?;
         if !s.turn.in_progress() {
             return Err(HostError::NoTurnInProgress);
         }
-        let before = s.turn;
-        let announce = s.turn.permission_requested();
-        let turn = s.turn;
-        if turn != before {
-            self.store.record(Change::Turn { session, turn: &turn });
-        }
-        if announce.is_some() {
-            let line = self.broadcast(session, output::requires_action());
-            self.out.push_back(line);
-        }
+        self.permission_transition(session, Turn::permission_requested);
         let id = RequestId::Str(format!("permission-{}", self.counters.next_request));
         self.counters.next_request += 1;
         self.record_counters();
@@ -195,23 +187,31 @@ impl Agent {
         }
     }
 
+    /// Moves the session's turn on a permission request opening or closing (R-PERM-1): the
+    /// store records the new turn, and attached connections get the state it announces.
+    fn permission_transition(&mut self, session: &str, step: impl FnOnce(&mut Turn) -> Option<Announce>) {
+        let Some(s) = self.sessions.get_mut(session) else { return };
+        let before = s.turn;
+        let announce = step(&mut s.turn);
+        let turn = s.turn;
+        if turn != before {
+            self.store.record(Change::Turn { session, turn: &turn });
+        }
+        let update = match announce {
+            Some(Announce::RequiresAction) => output::requires_action(),
+            Some(Announce::Running) => output::running(),
+            None => return,
+        };
+        let line = self.broadcast(session, update);
+        self.out.push_back(line);
+    }
+
     /// Ends one open request: the runtime gets the outcome, and the turn is `running` again
     /// when it was the last one open.
     fn end_request(&mut self, id: &RequestId, outcome: RequestPermissionOutcome) {
         let Some(request) = self.outgoing.open.remove(id) else { return };
         let session = request.session.as_str();
-        if let Some(s) = self.sessions.get_mut(session) {
-            let before = s.turn;
-            let announce = s.turn.permission_resolved().ok().flatten();
-            let turn = s.turn;
-            if turn != before {
-                self.store.record(Change::Turn { session, turn: &turn });
-            }
-            if announce.is_some() {
-                let line = self.broadcast(session, output::running());
-                self.out.push_back(line);
-            }
-        }
+        self.permission_transition(session, |t| t.permission_resolved().ok().flatten());
         self.out.push_back(Output::action(session, RuntimeAction::PermissionAnswered { request_id: request.id, outcome }));
     }
 }

@@ -8,6 +8,13 @@
 // keep generated/ the single source). The Rust library is linked from `ACP_INJECT_LIB_DIR` (set
 // by ./swiftw from `cargo metadata`), else the workspace's target/debug.
 //
+// The tests replay every conformance vector through the binding with the conformance engine, a
+// test-only UniFFI component (crates/ffi-conformance) that never ships: here its binding
+// (generated/conformance/swift, symlinked too) joins the AcpInjectFFI module, its header joins
+// the AcpInjectFFIFFI module map (generated/conformance/swift/module.modulemap: both headers),
+// and the library linked is that crate's libacp_inject_ffi_conformance, which holds the shipped
+// component as well. The distributed package (`cargo xtask dist`) copies generated/swift only.
+//
 //   bindings/swift/swiftw test                              # Linux: in a Debian trixie chroot
 //   bindings/swift/swiftw run -c release AcpInjectBench
 //   ACP_INJECT_LIB_DIR=/abs/target/debug swift test         # where a Swift toolchain exists
@@ -34,13 +41,14 @@ let package = Package(
     targets: [
         // The C side of the binding: the uniffi header and its module map.
         .systemLibrary(name: "AcpInjectFFIFFI", path: "Sources/AcpInjectFFIFFI"),
-        // The generated Swift (symlinked), linked to the Rust cdylib.
+        // The generated Swift (symlinked), linked to the Rust cdylib that holds the shipped
+        // component and the test-only conformance engine.
         .target(
             name: "AcpInjectFFI",
             dependencies: ["AcpInjectFFIFFI"],
             path: "Sources/AcpInjectFFI",
             linkerSettings: [
-                .linkedLibrary("acp_inject_ffi"),
+                .linkedLibrary("acp_inject_ffi_conformance"),
                 .unsafeFlags(["-L", libDir, "-Xlinker", "-rpath", "-Xlinker", libDir]),
             ]
         ),

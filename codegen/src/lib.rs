@@ -17,7 +17,7 @@
 //!
 //! Callers: `cargo xtask codegen` (which writes the formatted expansion into
 //! `crates/wire/src/generated.rs`, checked in, its UniFFI declarations from [`ffi`] into
-//! `crates/ffi/src/wire.rs`, and the protocol reference and the TypeScript package into
+//! `crates/ffi/src/generated_wire.rs`, and the protocol reference and the TypeScript package into
 //! `generated/`) and the `wire_types!` proc-macro (the same expansion, for a crate that
 //! generates at build time).
 //!

@@ -1,8 +1,13 @@
-//! `cargo xtask codegen [--check]`: writes every generated artifact into `generated/`.
+//! `cargo xtask codegen [--check]`: writes every generated artifact: into `generated/`, and the
+//! few that must sit beside the code using them (the wire crate's and the FFI crate's Rust
+//! sources, the Python package's stub and readers, the Kotlin package's `.mvn/maven.config`),
+//! each named or marked as generated in its first lines. Nothing generated edits a hand-written
+//! file.
 //!
 //! Every file goes through [`ensure_file_contents`]: in check mode a stale file is reported
-//! with the command that fixes it; otherwise it is rewritten. A `#[test]` runs the check so a
-//! plain `cargo test` fails on drift.
+//! with the command that fixes it; otherwise it is rewritten. A `#[test]` runs the check of
+//! everything that needs no UniFFI library build ([`generate`]) so a plain `cargo test` fails
+//! on drift; the bindings ([`bindings`]) are checked by `cargo xtask codegen --check`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -35,7 +40,20 @@ pub fn run(mode: Mode) -> Result<(), Error> {
     }
 }
 
-/// Produces every artifact; returns the stale files (check mode) or the empty list.
+/// The Rust wire types, compiled by the wire crate (inside it: the crate is published, and a
+/// file outside its directory would not be packaged).
+pub const RUST_WIRE: &str = "crates/wire/src/generated.rs";
+
+/// The UniFFI declarations of the wire types, compiled by the FFI crate (`mod generated_wire`).
+pub const FFI_WIRE: &str = "crates/ffi/src/generated_wire.rs";
+
+/// Everything that needs no UniFFI library build: the Rust wire types ([`RUST_WIRE`]), their
+/// UniFFI declarations ([`FFI_WIRE`]), the protocol reference and the vector coverage
+/// (`generated/docs/`), the TypeScript package (`generated/typescript/`) and the Maven version
+/// ([`crate::versions::MAVEN_CONFIG`]). Computed in memory; each file is then written (or, in
+/// check mode, compared). Returns the stale files (check mode) or the empty list. The
+/// `codegen_is_fresh` test runs it in check mode, so a plain `cargo test` fails on drift;
+/// [`bindings`] is the rest of `cargo xtask codegen`.
 pub fn generate(mode: Mode) -> Result<Vec<PathBuf>, Error> {
     let root = root();
     let schema = read(&root.join("spec/acp-inject.schema.json"))?;
@@ -47,14 +65,14 @@ pub fn generate(mode: Mode) -> Result<Vec<PathBuf>, Error> {
     let rust = format!(
         "// {PREAMBLE}\n// Source: spec/acp-inject.schema.json, expanded by codegen/ (the expansion the `wire_types!`\n// macro performs).\n#![allow(clippy::all, missing_docs)]\n\n{rust}"
     );
-    ensure_file_contents(&root.join("crates/wire/src/generated.rs"), &rust, mode, &mut stale)?;
+    ensure_file_contents(&root.join(RUST_WIRE), &rust, mode, &mut stale)?;
 
     // The same types as UniFFI types, for the FFI crate (no hand-written mirrors).
     let ffi = acp_inject_codegen::ffi::remote_declarations(&rust)?;
     let ffi = format!(
         "// {PREAMBLE}\n// Source: spec/acp-inject.schema.json, through the wire expansion (codegen/src/ffi.rs).\n\n//! The wire types as UniFFI types: remote declarations of `acp-inject-wire`'s types, checked\n//! by the compiler against them.\n\n#![allow(missing_docs, clippy::all)]\n\nuse acp_inject_core::wire::*;\n\n{ffi}"
     );
-    ensure_file_contents(&root.join("crates/ffi/src/wire.rs"), &ffi, mode, &mut stale)?;
+    ensure_file_contents(&root.join(FFI_WIRE), &ffi, mode, &mut stale)?;
 
     let examples = valid_examples(&root.join("spec/examples/valid"))?;
     let docs = acp_inject_codegen::docs::render(&schema, &examples)?;
@@ -82,34 +100,95 @@ pub const PYTHON_STUB: &str = "bindings/python/python/acp_inject/acp_inject_ffi/
 /// The flat readers of the generated Python module (`codegen/python/uniffi_readers.py`).
 pub const PYTHON_READERS: &str = "bindings/python/python/acp_inject/_readers.py";
 
-/// The UniFFI bindings of `crates/ffi` for Python (plus a type stub), Kotlin and Swift.
-/// Builds the cdylib and the pinned `uniffi-bindgen`, so it is kept out of the `#[test]`
+/// The type stub of the test-only conformance component's Python module (beside the shipped
+/// stub, for the tests' type check; `bindings/python/pyproject.toml` keeps it out of the wheel).
+pub const CONFORMANCE_PYTHON_STUB: &str = "bindings/python/python/acp_inject/acp_inject_ffi/acp_inject_ffi_conformance.pyi";
+
+/// The generated files that live beside the code using them rather than in `generated/`:
+/// with `generated/`, what the tidy rule `every_generated_file_has_the_preamble` reads.
+#[cfg(test)]
+pub const BESIDE_CODE: [&str; 6] =
+    [RUST_WIRE, FFI_WIRE, PYTHON_STUB, PYTHON_READERS, CONFORMANCE_PYTHON_STUB, crate::versions::MAVEN_CONFIG];
+
+/// The library the language test suites load: `crates/ffi-conformance`'s cdylib, which holds
+/// acp-inject-ffi's UniFFI component and the test-only conformance component.
+pub const TEST_LIBRARY: &str = "acp_inject_ffi_conformance";
+
+fn cdylib(dir: &Path, name: &str) -> PathBuf {
+    dir.join(format!("{}{name}{}", std::env::consts::DLL_PREFIX, std::env::consts::DLL_SUFFIX))
+}
+
+/// The UniFFI bindings of `crates/ffi` for Python (plus a type stub), Kotlin and Swift, and
+/// those of the test-only component `crates/ffi-conformance` (`generated/conformance/`).
+/// Builds both cdylibs and the pinned `uniffi-bindgen`, so it is kept out of the `#[test]`
 /// (which must not run cargo) and runs in `cargo xtask codegen [--check]`.
+///
+/// What ships (the wheel, the jar, the Swift package) is built from `crates/ffi` alone, and
+/// `generated/{python,kotlin,swift}` is its binding. The test suites load the test library
+/// instead, whose `acp_inject_ffi` binding must be that very binding (they test what ships):
+/// it is generated from the test library too and compared here.
 pub fn bindings(mode: Mode) -> Result<Vec<PathBuf>, Error> {
     let root = root();
-    eprintln!("codegen: the UniFFI bindings (builds crates/ffi and its uniffi-bindgen)");
-    run_ok(Command::new(crate::cargo()).args(["build", "-p", "acp-inject-ffi", "--features", "cli"]))?;
+    eprintln!("codegen: the UniFFI bindings (builds crates/ffi, crates/ffi-conformance and uniffi-bindgen)");
+    run_ok(Command::new(crate::cargo()).args([
+        "build",
+        "-p",
+        "acp-inject-ffi",
+        "-p",
+        "acp-inject-ffi-conformance",
+        "--features",
+        "cli",
+    ]))?;
     let target = crate::target_dir()?;
-    let lib = target.join("debug").join(format!("{}acp_inject_ffi{}", std::env::consts::DLL_PREFIX, std::env::consts::DLL_SUFFIX));
+    let lib = cdylib(&target.join("debug"), "acp_inject_ffi");
+    let test_lib = cdylib(&target.join("debug"), TEST_LIBRARY);
     let bindgen = target.join("debug").join(format!("uniffi-bindgen{}", std::env::consts::EXE_SUFFIX));
     let out = target.join("uniffi-bindings");
     let _ = std::fs::remove_dir_all(&out);
-    for language in ["python", "kotlin", "swift"] {
+    // `crate_dir` is where uniffi-bindgen runs (it reads each crate's uniffi.toml through
+    // `cargo metadata`); `only` limits it to one crate of the library.
+    let generate = |library: &Path, crate_dir: &str, only: Option<&str>, language: &str, dir: &Path| {
         let mut cmd = Command::new(&bindgen);
-        cmd.args(["generate", "--no-format", "--language", language, "--out-dir"]).arg(out.join(language)).arg(&lib);
-        run_ok(cmd.current_dir(root.join("crates/ffi")))?;
+        cmd.args(["generate", "--no-format", "--language", language]);
+        if let Some(name) = only {
+            cmd.args(["--crate", name]);
+        }
+        cmd.arg("--out-dir").arg(dir).arg(library);
+        run_ok(cmd.current_dir(root.join(crate_dir)))
+    };
+    for language in ["python", "kotlin", "swift"] {
+        generate(&lib, "crates/ffi", None, language, &out.join(language))?;
+        generate(&test_lib, "crates/ffi-conformance", Some(TEST_LIBRARY), language, &out.join("conformance").join(language))?;
     }
-    // The stub goes to stdout: kept, not shown.
-    let stub = process::run(
-        Command::new("python3").arg(root.join("codegen/python/uniffi_stub.py")).arg(out.join("python/acp_inject_ffi.py")),
-        Echo::StderrOnly,
-    )?
-    .check()?;
-    let readers = process::run(
-        Command::new("python3").arg(root.join("codegen/python/uniffi_readers.py")).arg(out.join("python/acp_inject_ffi.py")),
-        Echo::StderrOnly,
-    )?
-    .check()?;
+    // The shipped component, generated from the test library: what the tests load.
+    for language in ["python", "kotlin"] {
+        generate(
+            &test_lib,
+            "crates/ffi-conformance",
+            Some("acp_inject_ffi"),
+            language,
+            &out.join("from-test-library").join(language),
+        )?;
+    }
+    for file in ["python/acp_inject_ffi.py", "kotlin/dev/acpinject/acp_inject_ffi.kt"] {
+        if read(&out.join(file))? != read(&out.join("from-test-library").join(file))? {
+            return Err(Error::msg(format!(
+                "the {file} binding generated from the test library ({}) differs from the shipped one ({}): \
+                 the tests would not load what ships",
+                test_lib.display(),
+                lib.display()
+            )));
+        }
+    }
+    let python_tool = |script: &str, module: &Path| -> Result<String, Error> {
+        // The output goes to stdout: kept, not shown.
+        let ran = process::run(Command::new("python3").arg(root.join(script)).arg(module), Echo::StderrOnly)?.check()?;
+        Ok(ran.stdout)
+    };
+    let stub = python_tool("codegen/python/uniffi_stub.py", &out.join("python/acp_inject_ffi.py"))?;
+    let readers = python_tool("codegen/python/uniffi_readers.py", &out.join("python/acp_inject_ffi.py"))?;
+    let conformance_stub =
+        python_tool("codegen/python/uniffi_stub.py", &out.join("conformance/python/acp_inject_ffi_conformance.py"))?;
     let preamble = format!("{PREAMBLE} Source: crates/ffi via uniffi-bindgen 0.32.2.");
     let files: [(&str, &str, String); 5] = [
         ("python/acp_inject_ffi.py", "#", read(&out.join("python/acp_inject_ffi.py"))?),
@@ -126,11 +205,57 @@ pub fn bindings(mode: Mode) -> Result<Vec<PathBuf>, Error> {
     // The type stub is written into the Python package itself, as a real file beside the module
     // maturin generates there, so wheels and sdists carry it (PEP 561) with nothing outside the
     // package to point at.
-    let stub = format!("# {preamble}\n{}", stub.stdout);
+    let stub = format!("# {preamble}\n{stub}");
     ensure_file_contents(&root.join(PYTHON_STUB), &stub, mode, &mut stale)?;
     // Likewise the flat readers: a module of the package, generated from the generated module.
-    let readers = format!("# {preamble} Then codegen/python/uniffi_readers.py.\n{}", readers.stdout);
+    let readers = format!("# {preamble} Then codegen/python/uniffi_readers.py.\n{readers}");
     ensure_file_contents(&root.join(PYTHON_READERS), &readers, mode, &mut stale)?;
+    stale.extend(conformance_bindings(
+        mode,
+        &out.join("conformance"),
+        &read(&out.join("swift/AcpInjectFFIFFI.modulemap"))?,
+        &conformance_stub,
+    )?);
+    Ok(stale)
+}
+
+/// The test-only component's bindings, beside the shipped ones (`generated/conformance/`):
+/// the Python module (the test wheel generates its own; this copy is what the stub and the
+/// tests compare against), the Kotlin file (a test source root of bindings/kotlin), and the
+/// Swift file and header, compiled into the development package's `AcpInjectFFI` module with a
+/// module map that holds both headers (UniFFI's Swift for two crates shares one module).
+fn conformance_bindings(mode: Mode, out: &Path, shipped_modulemap: &str, stub: &str) -> Result<Vec<PathBuf>, Error> {
+    let root = root();
+    let preamble = format!("{PREAMBLE} Source: crates/ffi-conformance via uniffi-bindgen 0.32.2 (test-only, never shipped).");
+    let header = "AcpInjectFFIConformanceFFI.h";
+    let shipped_header = "    header \"AcpInjectFFIFFI.h\"\n";
+    if !shipped_modulemap.contains(shipped_header) {
+        return Err(Error::msg(format!("the generated module map does not name AcpInjectFFIFFI.h:\n{shipped_modulemap}")));
+    }
+    let modulemap = shipped_modulemap.replacen(shipped_header, &format!("{shipped_header}    header \"{header}\"\n"), 1);
+    let kotlin = read(&out.join("kotlin/dev/acpinject/conformance/acp_inject_ffi_conformance.kt"))?;
+    let files: [(&str, &str, String); 5] = [
+        ("python/acp_inject_ffi_conformance.py", "#", read(&out.join("python/acp_inject_ffi_conformance.py"))?),
+        (
+            "kotlin/dev/acpinject/conformance/acp_inject_ffi_conformance.kt",
+            "//",
+            kotlin_data_objects(&qualify_kotlin_variant_fields_in(&kotlin, "dev.acpinject.conformance")),
+        ),
+        // Named after the module it joins (`AcpInjectFFI`), like the shipped file: renamed.
+        ("swift/AcpInjectFFIConformance.swift", "//", read(&out.join("swift/AcpInjectFFI.swift"))?),
+        ("swift/AcpInjectFFIConformanceFFI.h", "//", read(&out.join("swift").join(header))?),
+        ("swift/module.modulemap", "//", modulemap),
+    ];
+    let mut stale = Vec::new();
+    for (path, comment, text) in files {
+        let text = format!("{comment} {preamble}\n{text}");
+        ensure_file_contents(&root.join("generated/conformance").join(path), &text, mode, &mut stale)?;
+    }
+    // The stub names acp-inject-ffi's types through the module the generated code imports them
+    // from (`from . import acp_inject_ffi`), which the stub writer leaves out.
+    let (first, rest) = stub.split_once('\n').unwrap_or((stub, ""));
+    let stub = format!("# {preamble}\n{first}\nfrom . import acp_inject_ffi\n{rest}");
+    ensure_file_contents(&root.join(CONFORMANCE_PYTHON_STUB), &stub, mode, &mut stale)?;
     Ok(stale)
 }
 
@@ -167,6 +292,11 @@ fn kotlin_data_objects(text: &str) -> String {
 /// the name means the variant itself and the file does not compile. Qualifies exactly those
 /// field types with the package, as the generator already does for unboxed fields.
 fn qualify_kotlin_variant_fields(text: &str) -> String {
+    qualify_kotlin_variant_fields_in(text, KOTLIN_PACKAGE)
+}
+
+/// [`qualify_kotlin_variant_fields`] for the file of another Kotlin package.
+fn qualify_kotlin_variant_fields_in(text: &str, package: &str) -> String {
     let mut out = String::with_capacity(text.len() + 4096);
     // The variant class whose constructor is being read (`    data class Name(`).
     let mut variant: Option<&str> = None;
@@ -183,7 +313,7 @@ fn qualify_kotlin_variant_fields(text: &str) -> String {
         match line.find(&unqualified).filter(|_| field) {
             Some(at) if line[at + unqualified.len()..].starts_with([')', ',', '?', ' ', '\n']) => {
                 out.push_str(&line[..at + 2]);
-                out.push_str(KOTLIN_PACKAGE);
+                out.push_str(package);
                 out.push('.');
                 out.push_str(&line[at + 2..]);
             }
@@ -255,9 +385,13 @@ mod tests {
         assert!(fixed.contains("    companion object\n") && fixed.contains("\nobject NoHandle\n"), "{fixed}");
     }
 
+    /// The cheap half of `cargo xtask codegen --check`, in memory, in every `cargo test`: the
+    /// Rust wire types, the FFI declarations, the docs with the vector coverage, the TypeScript
+    /// package and the Maven version. The UniFFI bindings need a library build and uniffi-bindgen,
+    /// so only `cargo xtask codegen --check` (a stage of `cargo xtask test`) checks them.
     #[test]
     fn codegen_is_fresh() {
         let stale = super::generate(super::Mode::Check).expect("codegen runs");
-        assert!(stale.is_empty(), "stale generated files: {stale:?}; run `cargo xtask codegen`");
+        assert!(stale.is_empty(), "{}", crate::Error::Stale(stale));
     }
 }

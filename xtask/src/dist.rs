@@ -17,7 +17,13 @@
 //!
 //! The JVM jar and the Swift package take one release build of `crates/ffi` (`cargo rustc
 //! --release`, which also prints the native libraries the static library needs); the wheel is
-//! maturin's own build of the same crate. Tools (maturin, auditwheel, ziglang) live in a venv
+//! maturin's own build of the same crate.
+//!
+//! None of them carries the conformance harness (the vector engine `VectorRun` and the crates
+//! behind it): that is the test-only component `crates/ffi-conformance`, which the language test
+//! suites load instead. Each artifact is checked for it once built ([`check_no_harness`]): no
+//! symbol of the engine or of `acp-inject-conformance` in a library (`nm`), no module, class
+//! or source of it in the wheel, the jar or the Swift package. Tools (maturin, auditwheel, ziglang) live in a venv
 //! in the cache dir, never in the repository. `dist/` is rebuilt per artifact, each
 //! independently, so one failure does not hide the others.
 
@@ -197,6 +203,8 @@ fn python_wheel(dist: &Path, options: Options) -> Result<PathBuf, String> {
     maturin.args(["--", "-C", "strip=debuginfo"]);
     // maturin runs `python -m ziglang` for --zig: the venv's interpreter must come first.
     maturin.env("PATH", prepend_path(&bin));
+    // A module the test package's build left in maturin's bindings folder would go in too.
+    crate::pyenv::remove_stale_bindings().map_err(|e| e.to_string())?;
     step(&mut maturin, "maturin build")?;
     let wheel = only_file(&out, ".whl")?;
     let name = wheel.file_name().unwrap_or_default().to_string_lossy().into_owned();
@@ -205,18 +213,26 @@ fn python_wheel(dist: &Path, options: Options) -> Result<PathBuf, String> {
         return Err(format!("unexpected wheel tag: {name}"));
     }
     let entries = zip_entries(&py, &wheel)?;
+    let library = "acp_inject/acp_inject_ffi/libacp_inject_ffi.so";
     for needed in [
         "acp_inject/__init__.py",
         "acp_inject/py.typed",
         "acp_inject/_readers.py",
         "acp_inject/acp_inject_ffi/acp_inject_ffi.py",
         "acp_inject/acp_inject_ffi/acp_inject_ffi.pyi",
-        "acp_inject/acp_inject_ffi/libacp_inject_ffi.so",
+        library,
     ] {
         if !entries.iter().any(|e| e == needed) {
             return Err(format!("{name} lacks {needed}"));
         }
     }
+    // The conformance harness stays out: no module or stub of it, no symbol of it.
+    if let Some(e) = entries.iter().find(|e| e.to_lowercase().contains("conformance")) {
+        return Err(format!("{name} carries the conformance harness: {e}"));
+    }
+    let extracted = crate::target_dir().map_err(|e| e.to_string())?.join("dist-wheel-library.so");
+    zip_extract(&py, &wheel, library, &extracted)?;
+    check_no_harness(&extracted).map_err(|e| format!("{name}: {e}"))?;
     // A second opinion on the platform tag (informational: maturin already enforced it).
     let _ = step(Command::new(bin.join("auditwheel")).arg("show").arg(&wheel), "auditwheel show");
     Ok(wheel)
@@ -239,6 +255,61 @@ fn only_file(dir: &Path, suffix: &str) -> Result<PathBuf, String> {
     match found.as_slice() {
         [one] => Ok(one.clone()),
         _ => Err(format!("expected one *{suffix} in {}, found {found:?}", dir.display())),
+    }
+}
+
+/// Writes the entry `name` of a zip archive to `to`, with Python's zipfile module.
+fn zip_extract(python: &Path, archive: &Path, name: &str, to: &Path) -> Result<(), String> {
+    let out = Command::new(python)
+        .args(["-c", "import sys, zipfile; open(sys.argv[3], 'wb').write(zipfile.ZipFile(sys.argv[1]).read(sys.argv[2]))"])
+        .arg(archive)
+        .arg(name)
+        .arg(to)
+        .output()
+        .map_err(|e| format!("cannot read {name} of {}: {e}", archive.display()))?;
+    if !out.status.success() {
+        return Err(format!("cannot read {name} of {}: {}", archive.display(), String::from_utf8_lossy(&out.stderr)));
+    }
+    Ok(())
+}
+
+/// What names the conformance harness in a library's symbols: the exports of its UniFFI
+/// component (`uniffi_acp_inject_ffi_conformance_…`, `…_vectorrun_…`) and the code of the crates
+/// behind it (Rust symbols carry their crate's name).
+const HARNESS_SYMBOLS: [&str; 4] = ["acp_inject_ffi_conformance", "vectorrun", "acp_inject_conformance", "jsonschema"];
+
+/// The symbols of `nm` output that belong to the conformance harness ([`HARNESS_SYMBOLS`]), or
+/// an error when the output holds no export of acp-inject-ffi at all (then it proves nothing).
+fn harness_symbols(nm: &str) -> Result<Vec<&str>, String> {
+    if !nm.contains("uniffi_acp_inject_ffi_fn_") {
+        return Err("nm lists no export of acp-inject-ffi (uniffi_acp_inject_ffi_fn_…)".into());
+    }
+    Ok(nm
+        .lines()
+        .filter(|l| {
+            let l = l.to_lowercase();
+            HARNESS_SYMBOLS.iter().any(|m| l.contains(m))
+        })
+        .collect())
+}
+
+/// A shipped library (cdylib or static library) holds nothing of the conformance harness: read
+/// from its symbol table with `nm` (the release builds keep it; only debug information goes).
+pub fn check_no_harness(library: &Path) -> Result<(), String> {
+    let out = Command::new("nm").arg(library).output().map_err(|e| format!("cannot run nm on {}: {e}", library.display()))?;
+    if !out.status.success() {
+        return Err(format!("nm {} failed: {}", library.display(), String::from_utf8_lossy(&out.stderr)));
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let found = harness_symbols(&text).map_err(|e| format!("{}: {e}", library.display()))?;
+    match found.as_slice() {
+        [] => Ok(()),
+        [first, ..] => Err(format!(
+            "{} carries the conformance harness: {} of its symbols name it, such as {}",
+            library.display(),
+            found.len(),
+            first.trim()
+        )),
     }
 }
 
@@ -288,6 +359,9 @@ fn native_library() -> Result<Native, String> {
     let native = Native { cdylib: staged.join(&cdylib), staticlib: staged.join("libacp_inject_ffi.a"), static_deps };
     copy_stripped(&release.join(&cdylib), &native.cdylib)?;
     copy_stripped(&release.join("libacp_inject_ffi.a"), &native.staticlib)?;
+    // What the jar and the Swift package carry: nothing of the conformance harness.
+    check_no_harness(&native.cdylib)?;
+    check_no_harness(&native.staticlib)?;
     Ok(native)
 }
 
@@ -354,6 +428,12 @@ fn maven_repo(dist: &Path, native: &Native) -> Result<PathBuf, String> {
     if !entries.contains(&wanted) {
         return Err(format!("{} lacks {wanted}", jar.display()));
     }
+    // The vector driver and the engine's binding are test sources: no class of them (a folder
+    // entry alone is what a build without `clean` may leave of a package that moved away).
+    let harness = |e: &&String| !e.ends_with('/') && (e.to_lowercase().contains("conformance") || e.contains("VectorRun"));
+    if let Some(e) = entries.iter().find(harness) {
+        return Err(format!("{} carries the conformance harness: {e}", jar.display()));
+    }
     Ok(repo)
 }
 
@@ -393,6 +473,13 @@ fn swift_package(dist: &Path, native: &Native) -> Result<PathBuf, String> {
     }
     for (from, to) in &files {
         copy(from, &package.join(to))?; // real files: a package's sources must live inside it
+    }
+    // The vector driver and the engine's binding belong to the development package's tests.
+    for (_, to) in &files {
+        let text = std::fs::read_to_string(package.join(to)).unwrap_or_default();
+        if to.to_lowercase().contains("conformance") || text.contains("VectorRun") {
+            return Err(format!("the Swift package's {to} carries the conformance harness"));
+        }
     }
     // lib/<os>-<arch>/, the names Package.swift picks from (`linux-x86_64`, `linux-aarch64`).
     let lib = package.join("lib").join(format!("{}-{}", std::env::consts::OS, std::env::consts::ARCH));
@@ -445,4 +532,25 @@ pub fn publishable_crates() -> Result<Vec<String>, String> {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).map_err(|e| format!("cargo metadata: {e}"))?;
     let packages = v["packages"].as_array().ok_or("cargo metadata has no packages")?;
     Ok(packages.iter().filter(|p| p["publish"].is_null()).filter_map(|p| p["name"].as_str().map(str::to_owned)).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::harness_symbols;
+
+    #[test]
+    fn the_conformance_harness_is_found_by_its_symbols() {
+        // `nm` of a library without the harness, then with it (trimmed).
+        let shipped = "0000000000123450 T uniffi_acp_inject_ffi_fn_constructor_agentcore_new\n\
+                       0000000000123460 t _ZN14acp_inject_ffi5agent9AgentCore3new17h0123456789abcdefE\n";
+        assert_eq!(harness_symbols(shipped), Ok(vec![]));
+        let test = format!(
+            "{shipped}0000000000123470 T uniffi_acp_inject_ffi_conformance_fn_constructor_vectorrun_new\n\
+             0000000000123480 t _ZN22acp_inject_conformance6replay9VectorRun3new17h0123456789abcdefE\n\
+             0000000000123490 t _ZN10jsonschema9validator17h0123456789abcdefE\n"
+        );
+        assert_eq!(harness_symbols(&test).map(|s| s.len()), Ok(3));
+        // Output without acp-inject-ffi's exports (a wrong file, stripped symbols) proves nothing.
+        assert!(harness_symbols("").is_err());
+    }
 }

@@ -41,7 +41,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// Write everything generated into generated/ (Rust snapshot, docs, bindings).
+    /// Write everything generated: generated/, the Rust wire types, Python stubs, Maven version.
     Codegen {
         /// Change nothing; fail naming every stale file.
         #[arg(long)]

@@ -8,26 +8,38 @@ use std::process::{Command, Stdio};
 use crate::process::{human, run_ok, size_of};
 use crate::Error;
 
-/// The venv's interpreter, with the package freshly installed (`extras`: e.g. `[test]`).
+/// The venv's interpreter, with the package (what ships: `bindings/python`, built from
+/// `crates/ffi`) freshly installed (`extras`: e.g. `[test]`). The demo, the docs and the
+/// benchmarks use it.
 ///
 /// First use creates the venv and downloads maturin (the build backend) and, with `[test]`,
 /// pytest, mypy and hypothesis from PyPI: about 100 MB in the venv and pip's cache. Every call rebuilds
 /// the package's wheel, which compiles `crates/ffi` in release mode (a few minutes the first
 /// time, seconds afterwards); pip runs verbosely so that compilation shows as it happens.
 pub fn python_with_package(extras: &str) -> Result<PathBuf, Error> {
+    install(&format!("bindings/python{extras}"), extras.contains("test"))
+}
+
+/// The venv's interpreter with the test package freshly installed, with its `[test]` extras:
+/// `bindings/python/test-package`, the same package plus the test-only conformance engine
+/// (built from `crates/ffi-conformance`), which the tests' vector driver needs. What the
+/// Python test stage and the black-box stage's Python agent use.
+pub fn python_with_test_package() -> Result<PathBuf, Error> {
+    install("bindings/python/test-package[test]", true)
+}
+
+fn install(spec: &str, test_tools: bool) -> Result<PathBuf, Error> {
     let venv = crate::cache_dir().join("venv");
     let py = cached_venv(&venv)?;
     remove_develop_outputs()?;
+    remove_stale_bindings()?;
     let before = size_of(&venv);
-    let spec = format!("bindings/python{extras}");
     eprintln!(
         "installing: {spec} into the venv ({}); the first time this downloads maturin{} from PyPI",
         human(before),
-        if extras.contains("test") { ", pytest, mypy and hypothesis" } else { "" }
+        if test_tools { ", pytest, mypy and hypothesis" } else { "" }
     );
-    run_ok(
-        Command::new(&py).args(["-m", "pip", "install", "--verbose", "--progress-bar", "off", &spec]).env("PYTHONUNBUFFERED", "1"),
-    )?;
+    run_ok(Command::new(&py).args(["-m", "pip", "install", "--verbose", "--progress-bar", "off", spec]).env("PYTHONUNBUFFERED", "1"))?;
     let after = size_of(&venv);
     if after > before + (1 << 20) {
         eprintln!("installed: the venv grew from {} to {}", human(before), human(after));
@@ -76,6 +88,20 @@ fn remove_develop_outputs() -> Result<(), Error> {
         }
     }
     Ok(())
+}
+
+/// maturin has uniffi-bindgen write the Python modules into `<target>/maturin/uniffi/<module>`,
+/// never emptied, and puts every module it finds there into the wheel. The test package's build
+/// leaves the conformance component's module there, which the package's next build would then
+/// ship (and which would fail to load without its library): every wheel build starts with the
+/// folder gone. (`cargo xtask dist` checks the wheel has no such module.)
+pub fn remove_stale_bindings() -> Result<(), Error> {
+    let dir = crate::target_dir()?.join("maturin/uniffi");
+    match std::fs::remove_dir_all(&dir) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(Error::write(&dir, e)),
+    }
 }
 
 /// Builds a workspace binary (output streamed) and returns its path.

@@ -418,10 +418,11 @@ fn read_reports(files: &[PathBuf]) -> Result<Vec<Case>, String> {
     Ok(cases)
 }
 
-/// The Python package: a venv in the cache, `pip install bindings/python[test]`, pytest
-/// (one test per vector) and mypy over the package and its tests.
+/// The Python package: a venv in the cache, `pip install bindings/python/test-package[test]`
+/// (the package plus the test-only conformance engine), pytest (one test per vector) and mypy
+/// over the package and its tests.
 fn python() -> Row {
-    let py = match crate::pyenv::python_with_package("[test]") {
+    let py = match crate::pyenv::python_with_test_package() {
         Ok(py) => py,
         Err(e) => return Row::failed(e.to_string()),
     };
@@ -463,10 +464,13 @@ fn python() -> Row {
     row
 }
 
-/// The directory holding a fresh `libacp_inject_ffi.so` for the Kotlin and Swift stages:
-/// `cargo build -p acp-inject-ffi`, in the target directory `cargo metadata` reports.
+/// The directory holding fresh builds of the library for the Kotlin and Swift stages, in the
+/// target directory `cargo metadata` reports: `libacp_inject_ffi.so` (what ships; the Kotlin
+/// example agent loads it) and `libacp_inject_ffi_conformance.so` (`crates/ffi-conformance`:
+/// the same UniFFI component plus the test-only conformance engine), which the test suites
+/// load so that they can replay every vector through the binding.
 fn ffi_lib_dir() -> Result<PathBuf, Error> {
-    process::run_ok(Command::new(crate::cargo()).args(["build", "-p", "acp-inject-ffi"]))?;
+    process::run_ok(Command::new(crate::cargo()).args(["build", "-p", "acp-inject-ffi", "-p", "acp-inject-ffi-conformance"]))?;
     Ok(crate::target_dir()?.join("debug"))
 }
 
@@ -653,7 +657,7 @@ fn vector_files(dir: &Path) -> u64 {
 /// Every agent accepts `--delay-ms MS` and `--store PATH` (the suite adds them).
 fn blackbox_agents() -> Vec<(&'static str, Result<Vec<String>, String>)> {
     let shown = |p: PathBuf| p.display().to_string();
-    let python = crate::pyenv::python_with_package("[test]")
+    let python = crate::pyenv::python_with_test_package()
         .map(|py| vec![shown(py), shown(root().join("bindings/python/examples/agent.py"))])
         .map_err(|e| e.to_string());
     vec![

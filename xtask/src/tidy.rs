@@ -452,16 +452,24 @@ fn no_ignored_tests() {
     report("no_ignored_tests", findings);
 }
 
-/// Everything in `generated/` is written by the pipeline and says so in its first lines.
+/// Everything in `generated/`, and every generated file beside the code using it
+/// (`codegen::BESIDE_CODE`), is written by the pipeline and says so in its first lines
+/// (`.mvn/maven.config`, which Maven splits at whitespace, with underscores for spaces).
 #[test]
 fn every_generated_file_has_the_preamble() {
     let files = tracked();
-    let generated: Vec<&Tracked> = files.iter().filter(|f| f.path.starts_with("generated/")).collect();
+    let mut generated: Vec<Tracked> = files.into_iter().filter(|f| f.path.starts_with("generated/")).collect();
     assert!(generated.len() >= 10, "generated/ holds only {} files", generated.len());
+    // Read from disk: a file codegen has just started writing is not tracked yet.
+    let beside = crate::codegen::BESIDE_CODE
+        .iter()
+        .map(|p| Tracked { path: (*p).to_owned(), text: std::fs::read_to_string(crate::root().join(p)).ok() });
+    generated.extend(beside);
+    let preambles = [crate::codegen::PREAMBLE.to_owned(), crate::versions::maven_preamble()];
     let findings = generated
         .into_iter()
-        .filter(|f| !f.text.as_deref().is_some_and(|t| t.lines().take(3).any(|l| l.contains(crate::codegen::PREAMBLE))))
-        .map(|f| Finding { path: f.path.clone(), line: 1, message: "lacks the generated-file preamble".into() })
+        .filter(|f| !f.text.as_deref().is_some_and(|t| t.lines().take(3).any(|l| preambles.iter().any(|p| l.contains(p.as_str())))))
+        .map(|f| Finding { path: f.path.clone(), line: 1, message: "lacks the generated-file preamble (or is missing)".into() })
         .collect();
     report("every_generated_file_has_the_preamble", findings);
 }
@@ -498,7 +506,7 @@ fn schema_methods() -> BTreeSet<String> {
 fn is_product_source(path: &str) -> bool {
     let rust =
         path.starts_with("crates/") && path.contains("/src/") && path.ends_with(".rs") && !path.starts_with("crates/conformance/");
-    let generated = ["crates/wire/src/generated.rs", "crates/ffi/src/wire.rs"].contains(&path);
+    let generated = [crate::codegen::RUST_WIRE, crate::codegen::FFI_WIRE].contains(&path);
     let python = path.starts_with("bindings/python/python/acp_inject/") && path.ends_with(".py") && !path.contains("acp_inject_ffi");
     let kotlin = path.starts_with("bindings/kotlin/src/main/") && path.ends_with(".kt");
     // The Swift package's library targets; its benchmark executables and their recorded
@@ -548,6 +556,80 @@ fn protocol_literals(files: &[Tracked], methods: &BTreeSet<String>) -> Vec<Findi
 #[test]
 fn no_protocol_literals_outside_tests() {
     report("no_protocol_literals_outside_tests", protocol_literals(&tracked(), &schema_methods()));
+}
+
+/// The conformance harness (the vector engine `VectorRun`, `acp-inject-conformance` and what it
+/// links) never ships. The bindings' test suites get it from the test-only component
+/// `crates/ffi-conformance`; `crates/ffi`, which the wheel, the jar and the Swift package are
+/// built from, does not depend on it, and neither the shipped bindings (`generated/python`,
+/// `generated/kotlin`, `generated/swift`) nor the packages' own sources name it. (`cargo xtask
+/// dist` checks the built artifacts themselves: their file lists and their libraries' symbols.)
+fn conformance_in_shipped_sources(files: &[Tracked]) -> Vec<Finding> {
+    let shipped = |path: &str| {
+        let python = path.starts_with("bindings/python/python/")
+            // The stub of the test package's module, which bindings/python/pyproject.toml excludes.
+            && !path.ends_with("/acp_inject_ffi_conformance.pyi")
+            // Wraps the engine's calls like every other object's, when the test package has it.
+            && path != "bindings/python/python/acp_inject/_checked.py";
+        let others =
+            ["generated/python/", "generated/kotlin/", "generated/swift/", "bindings/kotlin/src/main/", "bindings/swift/dist/"];
+        let swift_library = path.starts_with("bindings/swift/Sources/AcpInject/");
+        python || swift_library || others.iter().any(|d| path.starts_with(d))
+    };
+    let sources: Vec<&Tracked> = files.iter().filter(|f| shipped(&f.path)).collect();
+    let mut findings: Vec<Finding> = sources
+        .iter()
+        .flat_map(|f| f.text.as_deref().map(|t| (f.path.as_str(), t)))
+        .flat_map(|(path, text)| text.lines().enumerate().map(move |(i, l)| (path, i + 1, l)))
+        .filter(|(_, _, l)| l.contains("VectorRun"))
+        .map(|(path, line, _)| Finding {
+            path: path.to_owned(),
+            line,
+            message: "names the conformance engine (`VectorRun`), which does not ship".into(),
+        })
+        .collect();
+    let manifest = "crates/ffi/Cargo.toml";
+    if let Some(text) = files.iter().find(|f| f.path == manifest).and_then(|f| f.text.as_deref()) {
+        for (i, l) in text.lines().enumerate() {
+            if l.trim_start().starts_with("acp-inject-conformance") {
+                findings.push(Finding {
+                    path: manifest.into(),
+                    line: i + 1,
+                    message: "acp-inject-ffi depends on the conformance harness; it belongs to crates/ffi-conformance".into(),
+                });
+            }
+        }
+    }
+    findings
+}
+
+#[test]
+fn the_shipped_bindings_carry_no_conformance_harness() {
+    report("the_shipped_bindings_carry_no_conformance_harness", conformance_in_shipped_sources(&tracked()));
+}
+
+#[test]
+fn the_conformance_rule_catches_what_it_should() {
+    let file = |path: &str, text: &str| Tracked { path: path.into(), text: Some(text.into()) };
+    let engine = concat!("Vector", "Run");
+    let found = conformance_in_shipped_sources(&[
+        file("generated/kotlin/dev/acpinject/acp_inject_ffi.kt", &format!("class AgentCore\nclass {engine}")),
+        file("bindings/swift/Sources/AcpInject/Conformance.swift", &format!("let run = {engine}()")),
+        file("bindings/python/python/acp_inject/_checked.py", engine),
+        file("bindings/python/python/acp_inject/acp_inject_ffi/acp_inject_ffi_conformance.pyi", engine),
+        file("generated/conformance/kotlin/dev/acpinject/conformance/acp_inject_ffi_conformance.kt", engine),
+        file("bindings/kotlin/src/test/kotlin/dev/acpinject/conformance/Conformance.kt", engine),
+        file("crates/ffi/Cargo.toml", "[dependencies]\nacp-inject-core.workspace = true\nacp-inject-conformance.workspace = true"),
+    ]);
+    let found: Vec<(&str, usize)> = found.iter().map(|f| (f.path.as_str(), f.line)).collect();
+    assert_eq!(
+        found,
+        [
+            ("generated/kotlin/dev/acpinject/acp_inject_ffi.kt", 2),
+            ("bindings/swift/Sources/AcpInject/Conformance.swift", 1),
+            ("crates/ffi/Cargo.toml", 3)
+        ]
+    );
 }
 
 #[test]

@@ -17,6 +17,10 @@ from typing import List
 
 import pytest
 
+# The vector driver, imported first: it readies the test-only conformance component (tests that
+# use ``VectorRun`` from ``acp_inject.acp_inject_ffi`` rely on that).
+from .conformance import vector_files
+
 REPO = Path(__file__).resolve().parents[3]
 PROJECT_VECTORS = REPO / "spec" / "vectors"
 EXAMPLES = REPO / "bindings" / "python" / "examples"
@@ -43,8 +47,6 @@ def vector_dirs(config: pytest.Config) -> List[Path]:
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     # One test case per vector, named test_vector[<side>/<file>] (xtask counts these).
     if "vector_file" in metafunc.fixturenames:
-        from acp_inject.conformance import vector_files
-
         files = vector_files(vector_dirs(metafunc.config))
         metafunc.parametrize("vector_file", files, ids=[f"{p.parent.name}/{p.name}" for p in files])
 

@@ -1,6 +1,10 @@
 """The installed package is the one the pipeline describes: the wheel's generated module is
 the checked-in `generated/python` copy, and the stub `cargo xtask codegen` writes into the
-package ships with it as a real file (PEP 561)."""
+package ships with it as a real file (PEP 561).
+
+The tests run on the test package (`bindings/python/test-package`): the same package, whose
+`acp_inject_ffi` module is still the shipped one byte for byte, plus the test-only conformance
+engine's module beside it (`generated/conformance/python`)."""
 
 from __future__ import annotations
 
@@ -24,6 +28,25 @@ def test_wheel_module_matches_generated_bindings() -> None:
     installed = Path(acp_inject_ffi.__file__).with_name("acp_inject_ffi.py").read_text()
     checked_in = (REPO / "generated" / "python" / "acp_inject_ffi.py").read_text()
     assert installed == _without_preamble(checked_in), "rebuild the wheel or run `cargo xtask codegen`"
+
+
+def test_the_conformance_engine_is_a_module_of_its_own() -> None:
+    # The test package adds the engine as a second module; the shipped module stays as it is.
+    from acp_inject.acp_inject_ffi import acp_inject_ffi_conformance
+
+    installed = Path(acp_inject_ffi_conformance.__file__).read_text()
+    checked_in = (REPO / "generated" / "conformance" / "python" / "acp_inject_ffi_conformance.py").read_text()
+    assert installed == _without_preamble(checked_in), "rebuild the test package or run `cargo xtask codegen`"
+    assert not hasattr(acp_inject_ffi.acp_inject_ffi, "VectorRun")
+
+
+def test_the_test_package_has_the_packages_test_tools() -> None:
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    python = REPO / "bindings" / "python"
+    shipped = tomllib.loads((python / "pyproject.toml").read_text())
+    test = tomllib.loads((python / "test-package" / "pyproject.toml").read_text())
+    assert test["project"]["optional-dependencies"] == shipped["project"]["optional-dependencies"]
+    assert test["tool"]["maturin"]["module-name"] == shipped["tool"]["maturin"]["module-name"]
 
 
 def test_type_information_ships() -> None:

@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from acp_inject.conformance import main, run_text, vector_files
-
+from .conformance import main, run_text, vector_files
 from .conftest import PROJECT_VECTORS
 
 

@@ -139,12 +139,6 @@ impl From<ServerError> for AcpError {
     }
 }
 
-impl From<acp_inject_conformance::Mismatch> for AcpError {
-    fn from(m: acp_inject_conformance::Mismatch) -> Self {
-        AcpError::Mismatch { detail: m.0 }
-    }
-}
-
 /// A foreign exception thrown inside a callback (an agent runtime method) becomes this error
 /// instead of a Rust panic.
 impl From<uniffi::UnexpectedUniFFICallbackError> for AcpError {

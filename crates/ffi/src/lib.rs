@@ -1,11 +1,14 @@
 //! The UniFFI layer: acp-inject for Swift, Kotlin and Python.
 //!
 //! Thin wrappers over the Rust crates, exported as they are: the wire types (generated remote
-//! declarations, `wire.rs`), the core's and the transport's own types (`types.rs`), and
+//! declarations, `generated_wire.rs`), the core's and the transport's own types (`types.rs`), and
 //! objects for the sans-IO agent core (`AgentCore`), the sans-IO client connection
 //! (`ClientCore`), the async client (`connect` → `Connection` → `Session`), the agent server
-//! around a runtime the author implements (`AgentServer`, `AgentRuntime`, `TurnContext`), and
-//! the conformance driver engine (`VectorRun`).
+//! around a runtime the author implements (`AgentServer`, `AgentRuntime`, `TurnContext`).
+//!
+//! Nothing of the conformance harness is here: the engine the bindings' vector drivers use
+//! (`VectorRun`) is the test-only component `crates/ffi-conformance`, so the wheel, the jar and
+//! the Swift package, built from this crate, do not carry it.
 //!
 //! The surface is coarse on purpose (a crossing costs microseconds): one call per line or per
 //! read, every output it caused returned at once. Objects are `Send + Sync` (a `Mutex`
@@ -14,15 +17,16 @@
 
 mod agent;
 mod client;
-mod conformance;
 mod connection;
 mod error;
 mod json;
 mod lines;
 mod server;
 mod types;
-// Written by `cargo xtask codegen`, not by rustfmt.
+// Written by `cargo xtask codegen`, not by rustfmt. The module keeps the name `wire`: UniFFI
+// hashes each type's module path into the bindings' checksums.
 #[rustfmt::skip]
+#[path = "generated_wire.rs"]
 mod wire;
 
 use std::future::Future;
@@ -31,7 +35,6 @@ use std::sync::{Mutex, MutexGuard};
 
 pub use agent::AgentCore;
 pub use client::ClientCore;
-pub use conformance::VectorRun;
 pub use connection::{connect, default_connect_options, ConnectOptions, Connection, Session, SessionPage};
 pub use error::AcpError;
 pub use server::{AgentRuntime, AgentServer, TurnContext};
@@ -133,7 +136,6 @@ fn assert_send_sync() {
     is::<Connection>();
     is::<Session>();
     is::<AgentServer>();
-    is::<VectorRun>();
 }
 
 #[cfg(test)]

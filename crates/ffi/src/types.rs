@@ -1,8 +1,7 @@
-//! The core's, the transport's and the conformance engine's own types, exported as they are:
+//! The core's and the transport's own types, exported as they are:
 //! `#[uniffi::remote]` declarations (checked by the compiler against the real types), not
 //! copies with conversions.
 
-use acp_inject_conformance::{AgentSetup, ClientCall, ClientSetup, Instruction, SetupConnection, Side};
 use acp_inject_core::agent::{
     Activity, AgentConfig, AgentInfo, BreakPoint, ClearStyle, ConnectionRole, HistoryEntry, HostError, Output, PermissionAsk, Policy,
     QueueDrain, RevokeReplace, RuntimeAction, RuntimeEvent, SessionSetup, SetupSupport, Stream, Turn, UserInput,
@@ -359,62 +358,4 @@ pub enum Event {
 pub enum SessionActivity {
     Event(SessionEvent),
     PermissionRequested { request: RequestId, params: Box<RequestPermissionRequest> },
-}
-
-// ----- conformance -----
-
-/// Which side of the protocol a vector drives.
-#[uniffi::remote(Enum)]
-pub enum Side {
-    Agent,
-    Client,
-}
-
-/// How to set up the agent for an agent-side vector.
-#[uniffi::remote(Record)]
-pub struct AgentSetup {
-    pub config: AgentConfig,
-    pub session: String,
-    pub cwd: String,
-    pub connections: Vec<SetupConnection>,
-}
-
-/// A connection of an agent-side vector's setup.
-#[uniffi::remote(Record)]
-pub struct SetupConnection {
-    pub id: String,
-    pub role: ConnectionRole,
-}
-
-/// How to set up the client for a client-side vector.
-#[uniffi::remote(Record)]
-pub struct ClientSetup {
-    pub session: String,
-    pub capabilities: Option<InjectCapabilities>,
-}
-
-/// A call of the client API.
-#[uniffi::remote(Enum)]
-pub enum ClientCall {
-    Prompt { session: String, content: Vec<ContentBlock> },
-    Inject { session: String, mode: acp_inject_core::wire::InjectMode, content: Vec<ContentBlock> },
-    Revoke { session: String, message_id: String },
-    Replace { session: String, message_id: String, content: Vec<ContentBlock> },
-    Cancel { session: String },
-    Status { session: String },
-    Close { session: String },
-    Resume { session: String, cwd: String, replay: bool },
-}
-
-/// What a conformance driver must do next.
-#[uniffi::remote(Enum)]
-pub enum Instruction {
-    ClientLine { connection: String, line: String },
-    Runtime { session: String, event: RuntimeEvent },
-    Expect,
-    ExpectHistory { session: String },
-    Call(ClientCall),
-    Receive { line: String },
-    ExpectState { session: String },
-    ExpectItem { session: String, message_id: String },
 }

@@ -7,7 +7,7 @@ Everything protocol-related runs in Rust; this package is the Python face of it:
 - :class:`Agent` and :func:`run_agent` run an agent written in Python: implement
   :meth:`Agent.run`, the library serves the whole session surface over stdio.
 - :class:`AgentCore` and :class:`ClientCore` are the sans-IO cores, for hosts with their own
-  I/O; :mod:`acp_inject.conformance` replays the conformance vectors through them.
+  I/O; the tests replay every conformance vector through them.
 
 The wire types (``ContentBlock``, ``SessionUpdate``, ``Usage``, …) are the generated ones,
 shared with Kotlin and Swift; :func:`text` and friends build the common ones.

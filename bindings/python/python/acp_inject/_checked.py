@@ -26,7 +26,9 @@ class InvalidArgument(AcpError.InvalidInput, TypeError, ValueError):
 
 _MISMATCHES: Tuple[Type[BaseException], ...] = (TypeError, ValueError, AttributeError)
 
-# The generated objects whose calls are checked, and the module's functions.
+# The generated objects whose calls are checked, and the module's functions. ``VectorRun`` is
+# the conformance engine, present only in the test package (a test-only UniFFI component beside
+# the shipped one); checked alike when it is there.
 _OBJECTS = ("AgentCore", "ClientCore", "Connection", "Session", "AgentServer", "TurnContext", "VectorRun")
 _FUNCTIONS = ("connect", "default_agent_config", "default_connect_options", "library_version", "shutdown_runtime")
 
@@ -59,7 +61,9 @@ def _checked(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
 
 def _install() -> None:
     for cls_name in _OBJECTS:
-        cls = getattr(_ffi, cls_name)
+        cls = getattr(_ffi, cls_name, None)
+        if cls is None:
+            continue
         for attr, raw in list(vars(cls).items()):
             if attr.startswith("_") and attr != "__init__":
                 continue

@@ -19,7 +19,7 @@ from .acp_inject_ffi import acp_inject_ffi as _g
 Buffer = Union[bytes, bytearray]
 
 # The generated module these readers were written from: they are installed only over that one.
-SOURCE_SHA256 = "d265544ca5ea1aefeef1afb6dd2c37d8c40cb4a5c0a8cc97178f291414784399"
+SOURCE_SHA256 = "be3ef2f44fd7f72a834bdd28ab1ab59f397840e3c3cb11cb0624c4e3d9f9e55a"
 
 _new = object.__new__
 _InternalError = _g.InternalError
@@ -129,242 +129,221 @@ _K85 = _g.Cost
 _K86 = _g.UserMessage
 _K87 = _g.UserMessageChunk
 _K88 = _g.PendingCapabilities
-_K89 = _g.AgentSetup
-_K90 = _g.AgentConfig
-_K91 = _g.Policy
-_K92 = _g.QueueDrain.BATCH
-_K93 = _g.QueueDrain.ONE_PER_TURN
-_K94 = _g.SteerInStream.INTERRUPT
-_K95 = _g.SteerInStream.FINISH
-_K96 = _g.RevokeReplace.ANY_CONTROLLER
-_K97 = _g.RevokeReplace.CREATOR_ONLY
-_K98 = _g.ClearStyle.UPSERT
-_K99 = _g.ClearStyle.AGENT_MESSAGE_CLEAR
-_K100 = _g.AgentInfo
-_K101 = _g.SetupSupport
-_K102 = _g.CallRejected.MODE_NOT_SUPPORTED
-_K103 = _g.CallRejected.REPLACE_NOT_SUPPORTED
-_K104 = _g.CallRejected.UNKNOWN_MESSAGE_ID
-_K105 = _g.CallRejected.UNKNOWN_SESSION
-_K106 = _g.CallRejected.INVALID_ARGUMENTS
-_K107 = _g.ClientCapabilities
-_K108 = _g.ClientSetup
-_K109 = _g.ErrorReason.SESSION_NOT_FOUND
-_K110 = _g.ErrorReason.UNKNOWN_MESSAGE_ID
-_K111 = _g.ErrorReason.ALREADY_DELIVERED
-_K112 = _g.ErrorReason.NO_RUNNING_TURN
-_K113 = _g.ErrorReason.MODE_NOT_SUPPORTED
-_K114 = _g.ErrorReason.REPLACE_NOT_SUPPORTED
-_K115 = _g.ErrorReason.NOT_PERMITTED
-_K116 = _g.ErrorReason.TURN_IN_PROGRESS
-_K117 = _g.ErrorReason.OTHER
-_K118 = _g.HostError.NO_TURN_IN_PROGRESS
-_K119 = _g.HostError.TURN_IN_PROGRESS
-_K120 = _g.HostError.NO_PERMISSION_OPTIONS
-_K121 = _g.HostError.UNKNOWN_REQUEST
-_K122 = _g.HostError.SESSION_CLOSED
-_K123 = _g.HostError.RESERVED_UPDATE
-_K124 = _g.HostError.RESERVED_MESSAGE_ID
-_K125 = _g.Instruction.CLIENT_LINE
-_K126 = _g.Instruction.RUNTIME
-_K127 = _g.RuntimeEvent.BREAK_POINT
-_K128 = _g.BreakPoint.TOOL_RESULT
-_K129 = _g.BreakPoint.MODEL_STEP
-_K130 = _g.RuntimeEvent.STREAM_STARTED
-_K131 = _g.RuntimeEvent.STREAM_FINISHED
-_K132 = _g.RuntimeEvent.REQUEST_PERMISSION
-_K133 = _g.PermissionAsk
-_K134 = _g.RuntimeEvent.WITHDRAW_PERMISSION
-_K135 = _g.RequestId.NULL
-_K136 = _g.RequestId.NUMBER
-_K137 = _g.RequestId.STR
-_K138 = _g.RuntimeEvent.PAUSED
-_K139 = _g.RuntimeEvent.RESUMED
-_K140 = _g.RuntimeEvent.TURN_STARTED
-_K141 = _g.RuntimeEvent.TURN_ENDED
-_K142 = _g.RuntimeEvent.CLOSE
-_K143 = _g.RuntimeEvent.UPDATE
-_K144 = _g.SessionUpdate.USER_MESSAGE
-_K145 = _g.SessionUpdate.USER_MESSAGE_CHUNK
-_K146 = _g.SessionUpdate.AGENT_MESSAGE
-_K147 = _g.SessionUpdate.AGENT_MESSAGE_CHUNK
-_K148 = _g.SessionUpdate.AGENT_MESSAGE_CLEAR
-_K149 = _g.SessionUpdate.AGENT_THOUGHT
-_K150 = _g.SessionUpdate.AGENT_THOUGHT_CHUNK
-_K151 = _g.SessionUpdate.STATE_UPDATE
-_K152 = _g.SessionUpdate.TOOL_CALL_UPDATE
-_K153 = _g.SessionUpdate.TOOL_CALL_CONTENT_CHUNK
-_K154 = _g.SessionUpdate.PLAN_UPDATE
-_K155 = _g.SessionUpdate.USAGE_UPDATE
-_K156 = _g.SessionUpdate.SESSION_INFO_UPDATE
-_K157 = _g.SessionUpdate.ACP_INJECT_PENDING
-_K158 = _g.SessionUpdate.ACP_INJECT_SESSION_CLOSED
-_K159 = _g.SessionUpdate.OTHER
-_K160 = _g.RuntimeEvent.CLEAR_AGENT_MESSAGE
-_K161 = _g.Instruction.EXPECT
-_K162 = _g.Instruction.EXPECT_HISTORY
-_K163 = _g.Instruction.CALL
-_K164 = _g.ClientCall.PROMPT
-_K165 = _g.ClientCall.INJECT
-_K166 = _g.InjectMode.QUEUE
-_K167 = _g.InjectMode.STEER
-_K168 = _g.ClientCall.REVOKE
-_K169 = _g.ClientCall.REPLACE
-_K170 = _g.ClientCall.CANCEL
-_K171 = _g.ClientCall.STATUS
-_K172 = _g.ClientCall.CLOSE
-_K173 = _g.ClientCall.RESUME
-_K174 = _g.Instruction.RECEIVE
-_K175 = _g.Instruction.EXPECT_STATE
-_K176 = _g.Instruction.EXPECT_ITEM
-_K177 = _g.ItemStatus.SENDING
-_K178 = _g.ItemStatus.PENDING
-_K179 = _g.ItemStatus.DELIVERED
-_K180 = _g.ItemStatus.REVOKED
-_K181 = _g.ItemStatus.FAILED
-_K182 = _g.MirrorSnapshot
-_K183 = _g.TurnState.IDLE
-_K184 = _g.TurnState.RUNNING
-_K185 = _g.TurnState.REQUIRES_ACTION
-_K186 = _g.Affordances
-_K187 = _g.ReplayFrom.START
-_K188 = _g.ReplayFrom.OTHER
-_K189 = _g.Turn.IDLE
-_K190 = _g.Turn.RUNNING
-_K191 = _g.Activity
-_K192 = _g.Stream.IDLE
-_K193 = _g.Stream.ACTIVE
-_K194 = _g.Stream.INTERRUPT_REQUESTED
-_K195 = _g.Turn.REQUIRES_ACTION
-_K196 = _g.Turn.PAUSED
-_K197 = _g.EnvVariable
-_K198 = _g.Event.ANSWERED
-_K199 = _g.RequestKind.INITIALIZE
-_K200 = _g.RequestKind.NEW_SESSION
-_K201 = _g.RequestKind.LIST_SESSIONS
-_K202 = _g.RequestKind.RESUME
-_K203 = _g.RequestKind.PROMPT
-_K204 = _g.RequestKind.INJECT
-_K205 = _g.RequestKind.REVOKE
-_K206 = _g.RequestKind.REPLACE
-_K207 = _g.RequestKind.CLOSE
-_K208 = _g.RequestKind.STATUS
-_K209 = _g.Answer.FAILED
-_K210 = _g.ProtocolError
-_K211 = _g.Answer.INITIALIZED
-_K212 = _g.Answer.SESSION_CREATED
-_K213 = _g.Answer.SESSIONS
-_K214 = _g.Answer.RESUMED
-_K215 = _g.Answer.ACCEPTED
-_K216 = _g.Answer.REVOKED
-_K217 = _g.Answer.REPLACED
-_K218 = _g.Answer.CLOSED
-_K219 = _g.Answer.STATUS
-_K220 = _g.Event.SESSION
-_K221 = _g.SessionEvent.UPDATE
-_K222 = _g.SessionEvent.ITEM
-_K223 = _g.PendingItem
-_K224 = _g.ItemMode.PROMPT
-_K225 = _g.ItemMode.QUEUE
-_K226 = _g.ItemMode.STEER
-_K227 = _g.SessionEvent.VIOLATION
-_K228 = _g.Violation
-_K229 = _g.SessionEvent.CLOSED
-_K230 = _g.SessionEvent.TOLERATED
-_K231 = _g.Event.PERMISSION_REQUESTED
-_K232 = _g.Event.IGNORED
-_K233 = _g.HistoryEntry.USER
-_K234 = _g.HistoryEntry.UPDATE
-_K235 = _g.HttpHeader
-_K236 = _g.McpServer.STDIO
-_K237 = _g.McpServer.HTTP
-_K238 = _g.McpServer.OTHER
-_K239 = _g.Output.LINE
-_K240 = _g.Output.ACTION
-_K241 = _g.RuntimeAction.SESSION_OPENED
-_K242 = _g.SessionSetup
-_K243 = _g.RuntimeAction.SESSION_RESUMED
-_K244 = _g.RuntimeAction.START_TURN
-_K245 = _g.RuntimeAction.DELIVER
-_K246 = _g.RuntimeAction.INTERRUPT_STREAM
-_K247 = _g.RuntimeAction.CANCEL_TURN
-_K248 = _g.RuntimeAction.PERMISSION_ANSWERED
-_K249 = _g.RequestPermissionOutcome.CANCELLED
-_K250 = _g.RequestPermissionOutcome.SELECTED
-_K251 = _g.RequestPermissionOutcome.OTHER
-_K252 = _g.RuntimeAction.CLOSED
-_K253 = _g.PendingInject
-_K254 = _g.PermissionOption
-_K255 = _g.PermissionOptionKind.ALLOW_ONCE
-_K256 = _g.PermissionOptionKind.ALLOW_ALWAYS
-_K257 = _g.PermissionOptionKind.REJECT_ONCE
-_K258 = _g.PermissionOptionKind.REJECT_ALWAYS
-_K259 = _g.PermissionOptionKind.OTHER
-_K260 = _g.PlanEntry
-_K261 = _g.PlanEntryPriority.HIGH
-_K262 = _g.PlanEntryPriority.MEDIUM
-_K263 = _g.PlanEntryPriority.LOW
-_K264 = _g.PlanEntryPriority.OTHER
-_K265 = _g.PlanEntryStatus.PENDING
-_K266 = _g.PlanEntryStatus.IN_PROGRESS
-_K267 = _g.PlanEntryStatus.COMPLETED
-_K268 = _g.PlanEntryStatus.CANCELLED
-_K269 = _g.PlanEntryStatus.OTHER
-_K270 = _g.Role.ASSISTANT
-_K271 = _g.Role.USER
-_K272 = _g.Role.OTHER
-_K273 = _g.SessionActivity.EVENT
-_K274 = _g.SessionActivity.PERMISSION_REQUESTED
-_K275 = _g.SessionInfo
-_K276 = _g.SetupConnection
-_K277 = _g.ConnectionRole.CONTROLLER
-_K278 = _g.ConnectionRole.OBSERVER
-_K279 = _g.TranscriptEntry
-_K280 = _g.MessageRole.USER
-_K281 = _g.MessageRole.AGENT
-_K282 = _g.MessageRole.THOUGHT
-_K283 = _g.UserInput
-_K284 = _g.AcpError.InvalidInput
-_K285 = _g.AcpError.Protocol
-_K286 = _g.AcpError.Rejected
-_K287 = _g.AcpError.Host
-_K288 = _g.AcpError.Config
-_K289 = _g.AcpError.Store
-_K290 = _g.AcpError.Disconnected
-_K291 = _g.AcpError.Mismatch
-_K292 = _g.AcpError.Internal
-_K293 = _g.CancelRequestNotification
-_K294 = _g.CancelSessionNotification
-_K295 = _g.CloseSessionRequest
-_K296 = _g.CloseSessionResponse
-_K297 = _g.ConnectOptions
-_K298 = _g.ErrorData
-_K299 = _g.InitializeRequest
-_K300 = _g.InjectRequest
-_K301 = _g.InjectResponse
-_K302 = _g.ListSessionsRequest
-_K303 = _g.ListSessionsResponse
-_K304 = _g.NewSessionRequest
-_K305 = _g.NewSessionResponse
-_K306 = _g.PermissionRequestSent
-_K307 = _g.PromptRequest
-_K308 = _g.PromptResponse
-_K309 = _g.ReplaceInjectRequest
-_K310 = _g.ReplaceInjectResponse
-_K311 = _g.RequestPermissionResponse
-_K312 = _g.ResumeSessionRequest
-_K313 = _g.ResumeSessionResponse
-_K314 = _g.RevokeInjectRequest
-_K315 = _g.RevokeInjectResponse
-_K316 = _g.SessionPage
-_K317 = _g.SessionStatus.LIVE
-_K318 = _g.SessionStatus.NOT_FOUND
-_K319 = _g.SessionStatusRequest
-_K320 = _g.SessionStatusResponse
-_K321 = _g.Side.AGENT
-_K322 = _g.Side.CLIENT
-_K323 = _g.TurnEnd
-_K324 = _g.UpdateSessionNotification
+_K89 = _g.ClientCapabilities
+_K90 = _g.ErrorReason.SESSION_NOT_FOUND
+_K91 = _g.ErrorReason.UNKNOWN_MESSAGE_ID
+_K92 = _g.ErrorReason.ALREADY_DELIVERED
+_K93 = _g.ErrorReason.NO_RUNNING_TURN
+_K94 = _g.ErrorReason.MODE_NOT_SUPPORTED
+_K95 = _g.ErrorReason.REPLACE_NOT_SUPPORTED
+_K96 = _g.ErrorReason.NOT_PERMITTED
+_K97 = _g.ErrorReason.TURN_IN_PROGRESS
+_K98 = _g.ErrorReason.OTHER
+_K99 = _g.ItemStatus.SENDING
+_K100 = _g.ItemStatus.PENDING
+_K101 = _g.ItemStatus.DELIVERED
+_K102 = _g.ItemStatus.REVOKED
+_K103 = _g.ItemStatus.FAILED
+_K104 = _g.MirrorSnapshot
+_K105 = _g.TurnState.IDLE
+_K106 = _g.TurnState.RUNNING
+_K107 = _g.TurnState.REQUIRES_ACTION
+_K108 = _g.Affordances
+_K109 = _g.ReplayFrom.START
+_K110 = _g.ReplayFrom.OTHER
+_K111 = _g.Turn.IDLE
+_K112 = _g.Turn.RUNNING
+_K113 = _g.Activity
+_K114 = _g.Stream.IDLE
+_K115 = _g.Stream.ACTIVE
+_K116 = _g.Stream.INTERRUPT_REQUESTED
+_K117 = _g.Turn.REQUIRES_ACTION
+_K118 = _g.Turn.PAUSED
+_K119 = _g.EnvVariable
+_K120 = _g.Event.ANSWERED
+_K121 = _g.RequestId.NULL
+_K122 = _g.RequestId.NUMBER
+_K123 = _g.RequestId.STR
+_K124 = _g.RequestKind.INITIALIZE
+_K125 = _g.RequestKind.NEW_SESSION
+_K126 = _g.RequestKind.LIST_SESSIONS
+_K127 = _g.RequestKind.RESUME
+_K128 = _g.RequestKind.PROMPT
+_K129 = _g.RequestKind.INJECT
+_K130 = _g.RequestKind.REVOKE
+_K131 = _g.RequestKind.REPLACE
+_K132 = _g.RequestKind.CLOSE
+_K133 = _g.RequestKind.STATUS
+_K134 = _g.Answer.FAILED
+_K135 = _g.ProtocolError
+_K136 = _g.Answer.INITIALIZED
+_K137 = _g.Answer.SESSION_CREATED
+_K138 = _g.Answer.SESSIONS
+_K139 = _g.Answer.RESUMED
+_K140 = _g.Answer.ACCEPTED
+_K141 = _g.Answer.REVOKED
+_K142 = _g.Answer.REPLACED
+_K143 = _g.Answer.CLOSED
+_K144 = _g.Answer.STATUS
+_K145 = _g.Event.SESSION
+_K146 = _g.SessionEvent.UPDATE
+_K147 = _g.SessionUpdate.USER_MESSAGE
+_K148 = _g.SessionUpdate.USER_MESSAGE_CHUNK
+_K149 = _g.SessionUpdate.AGENT_MESSAGE
+_K150 = _g.SessionUpdate.AGENT_MESSAGE_CHUNK
+_K151 = _g.SessionUpdate.AGENT_MESSAGE_CLEAR
+_K152 = _g.SessionUpdate.AGENT_THOUGHT
+_K153 = _g.SessionUpdate.AGENT_THOUGHT_CHUNK
+_K154 = _g.SessionUpdate.STATE_UPDATE
+_K155 = _g.SessionUpdate.TOOL_CALL_UPDATE
+_K156 = _g.SessionUpdate.TOOL_CALL_CONTENT_CHUNK
+_K157 = _g.SessionUpdate.PLAN_UPDATE
+_K158 = _g.SessionUpdate.USAGE_UPDATE
+_K159 = _g.SessionUpdate.SESSION_INFO_UPDATE
+_K160 = _g.SessionUpdate.ACP_INJECT_PENDING
+_K161 = _g.SessionUpdate.ACP_INJECT_SESSION_CLOSED
+_K162 = _g.SessionUpdate.OTHER
+_K163 = _g.SessionEvent.ITEM
+_K164 = _g.PendingItem
+_K165 = _g.ItemMode.PROMPT
+_K166 = _g.ItemMode.QUEUE
+_K167 = _g.ItemMode.STEER
+_K168 = _g.SessionEvent.VIOLATION
+_K169 = _g.Violation
+_K170 = _g.SessionEvent.CLOSED
+_K171 = _g.SessionEvent.TOLERATED
+_K172 = _g.Event.PERMISSION_REQUESTED
+_K173 = _g.Event.IGNORED
+_K174 = _g.HistoryEntry.USER
+_K175 = _g.HistoryEntry.UPDATE
+_K176 = _g.HttpHeader
+_K177 = _g.InjectMode.QUEUE
+_K178 = _g.InjectMode.STEER
+_K179 = _g.McpServer.STDIO
+_K180 = _g.McpServer.HTTP
+_K181 = _g.McpServer.OTHER
+_K182 = _g.Output.LINE
+_K183 = _g.Output.ACTION
+_K184 = _g.RuntimeAction.SESSION_OPENED
+_K185 = _g.SessionSetup
+_K186 = _g.RuntimeAction.SESSION_RESUMED
+_K187 = _g.RuntimeAction.START_TURN
+_K188 = _g.RuntimeAction.DELIVER
+_K189 = _g.RuntimeAction.INTERRUPT_STREAM
+_K190 = _g.RuntimeAction.CANCEL_TURN
+_K191 = _g.RuntimeAction.PERMISSION_ANSWERED
+_K192 = _g.RequestPermissionOutcome.CANCELLED
+_K193 = _g.RequestPermissionOutcome.SELECTED
+_K194 = _g.RequestPermissionOutcome.OTHER
+_K195 = _g.RuntimeAction.CLOSED
+_K196 = _g.PendingInject
+_K197 = _g.PermissionOption
+_K198 = _g.PermissionOptionKind.ALLOW_ONCE
+_K199 = _g.PermissionOptionKind.ALLOW_ALWAYS
+_K200 = _g.PermissionOptionKind.REJECT_ONCE
+_K201 = _g.PermissionOptionKind.REJECT_ALWAYS
+_K202 = _g.PermissionOptionKind.OTHER
+_K203 = _g.PlanEntry
+_K204 = _g.PlanEntryPriority.HIGH
+_K205 = _g.PlanEntryPriority.MEDIUM
+_K206 = _g.PlanEntryPriority.LOW
+_K207 = _g.PlanEntryPriority.OTHER
+_K208 = _g.PlanEntryStatus.PENDING
+_K209 = _g.PlanEntryStatus.IN_PROGRESS
+_K210 = _g.PlanEntryStatus.COMPLETED
+_K211 = _g.PlanEntryStatus.CANCELLED
+_K212 = _g.PlanEntryStatus.OTHER
+_K213 = _g.Role.ASSISTANT
+_K214 = _g.Role.USER
+_K215 = _g.Role.OTHER
+_K216 = _g.SessionActivity.EVENT
+_K217 = _g.SessionActivity.PERMISSION_REQUESTED
+_K218 = _g.SessionInfo
+_K219 = _g.SteerInStream.INTERRUPT
+_K220 = _g.SteerInStream.FINISH
+_K221 = _g.TranscriptEntry
+_K222 = _g.MessageRole.USER
+_K223 = _g.MessageRole.AGENT
+_K224 = _g.MessageRole.THOUGHT
+_K225 = _g.UserInput
+_K226 = _g.AcpError.InvalidInput
+_K227 = _g.AcpError.Protocol
+_K228 = _g.AcpError.Rejected
+_K229 = _g.CallRejected.MODE_NOT_SUPPORTED
+_K230 = _g.CallRejected.REPLACE_NOT_SUPPORTED
+_K231 = _g.CallRejected.UNKNOWN_MESSAGE_ID
+_K232 = _g.CallRejected.UNKNOWN_SESSION
+_K233 = _g.CallRejected.INVALID_ARGUMENTS
+_K234 = _g.AcpError.Host
+_K235 = _g.HostError.NO_TURN_IN_PROGRESS
+_K236 = _g.HostError.TURN_IN_PROGRESS
+_K237 = _g.HostError.NO_PERMISSION_OPTIONS
+_K238 = _g.HostError.UNKNOWN_REQUEST
+_K239 = _g.HostError.SESSION_CLOSED
+_K240 = _g.HostError.RESERVED_UPDATE
+_K241 = _g.HostError.RESERVED_MESSAGE_ID
+_K242 = _g.AcpError.Config
+_K243 = _g.AcpError.Store
+_K244 = _g.AcpError.Disconnected
+_K245 = _g.AcpError.Mismatch
+_K246 = _g.AcpError.Internal
+_K247 = _g.AgentConfig
+_K248 = _g.Policy
+_K249 = _g.QueueDrain.BATCH
+_K250 = _g.QueueDrain.ONE_PER_TURN
+_K251 = _g.RevokeReplace.ANY_CONTROLLER
+_K252 = _g.RevokeReplace.CREATOR_ONLY
+_K253 = _g.ClearStyle.UPSERT
+_K254 = _g.ClearStyle.AGENT_MESSAGE_CLEAR
+_K255 = _g.AgentInfo
+_K256 = _g.SetupSupport
+_K257 = _g.BreakPoint.TOOL_RESULT
+_K258 = _g.BreakPoint.MODEL_STEP
+_K259 = _g.CancelRequestNotification
+_K260 = _g.CancelSessionNotification
+_K261 = _g.CloseSessionRequest
+_K262 = _g.CloseSessionResponse
+_K263 = _g.ConnectOptions
+_K264 = _g.ConnectionRole.CONTROLLER
+_K265 = _g.ConnectionRole.OBSERVER
+_K266 = _g.ErrorData
+_K267 = _g.InitializeRequest
+_K268 = _g.InjectRequest
+_K269 = _g.InjectResponse
+_K270 = _g.ListSessionsRequest
+_K271 = _g.ListSessionsResponse
+_K272 = _g.NewSessionRequest
+_K273 = _g.NewSessionResponse
+_K274 = _g.PermissionAsk
+_K275 = _g.PermissionRequestSent
+_K276 = _g.PromptRequest
+_K277 = _g.PromptResponse
+_K278 = _g.ReplaceInjectRequest
+_K279 = _g.ReplaceInjectResponse
+_K280 = _g.RequestPermissionResponse
+_K281 = _g.ResumeSessionRequest
+_K282 = _g.ResumeSessionResponse
+_K283 = _g.RevokeInjectRequest
+_K284 = _g.RevokeInjectResponse
+_K285 = _g.RuntimeEvent.BREAK_POINT
+_K286 = _g.RuntimeEvent.STREAM_STARTED
+_K287 = _g.RuntimeEvent.STREAM_FINISHED
+_K288 = _g.RuntimeEvent.REQUEST_PERMISSION
+_K289 = _g.RuntimeEvent.WITHDRAW_PERMISSION
+_K290 = _g.RuntimeEvent.PAUSED
+_K291 = _g.RuntimeEvent.RESUMED
+_K292 = _g.RuntimeEvent.TURN_STARTED
+_K293 = _g.RuntimeEvent.TURN_ENDED
+_K294 = _g.RuntimeEvent.CLOSE
+_K295 = _g.RuntimeEvent.UPDATE
+_K296 = _g.RuntimeEvent.CLEAR_AGENT_MESSAGE
+_K297 = _g.SessionPage
+_K298 = _g.SessionStatus.LIVE
+_K299 = _g.SessionStatus.NOT_FOUND
+_K300 = _g.SessionStatusRequest
+_K301 = _g.SessionStatusResponse
+_K302 = _g.TurnEnd
+_K303 = _g.UpdateSessionNotification
 
 
 def rBoolean(d: Buffer, o: int) -> Tuple[Any, int]:
@@ -3754,19 +3733,6 @@ def rInt64(d: Buffer, o: int) -> Tuple[Any, int]:
     return v, o
 
 
-def rMapStringSequenceString(d: Buffer, o: int) -> Tuple[Any, int]:
-    c = _U32(d, o)[0]
-    o += 4
-    items = {}
-    for _ in range(c):
-        n = _U32(d, o)[0] + 4
-        key = d[o + 4:o + n].decode()
-        o += n
-        v, o = rSequenceString(d, o)
-        items[key] = v
-    return items, o
-
-
 def rOptionalFloat64(d: Buffer, o: int) -> Tuple[Any, int]:
     f = d[o]
     o += 1
@@ -4064,126 +4030,6 @@ def rOptionalTypeAgentCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
     return v, o
 
 
-def rOptionalTypeAgentSetup(d: Buffer, o: int) -> Tuple[Any, int]:
-    f = d[o]
-    o += 1
-    if f == 1:
-        w0 = _new(_K89)
-        w1 = _new(_K90)
-        f = d[o]
-        o += 1
-        if f == 1:
-            w2 = _new(_K39)
-            w2.modes, o = rSequenceTypeInjectMode(d, o)
-            f = d[o]
-            o += 1
-            if f == 1:
-                w3 = _new(_K88)
-                w3.replace = d[o] != 0
-                o += 1
-                f = d[o]
-                o += 1
-                if f == 1:
-                    n = _U32(d, o)[0] + 4
-                    w3.meta = d[o + 4:o + n].decode()
-                    o += n
-                elif f == 0:
-                    w3.meta = None
-                else:
-                    raise _InternalError('Unexpected flag byte for optional type')
-                w2.pending = w3
-            elif f == 0:
-                w2.pending = None
-            else:
-                raise _InternalError('Unexpected flag byte for optional type')
-            w2.steer_in_stream, o = rSequenceTypeSteerInStream(d, o)
-            f = d[o]
-            o += 1
-            if f == 1:
-                n = _U32(d, o)[0] + 4
-                w2.meta = d[o + 4:o + n].decode()
-                o += n
-            elif f == 0:
-                w2.meta = None
-            else:
-                raise _InternalError('Unexpected flag byte for optional type')
-            w1.inject = w2
-        elif f == 0:
-            w1.inject = None
-        else:
-            raise _InternalError('Unexpected flag byte for optional type')
-        w2 = _new(_K91)
-        t3 = _I32(d, o)[0]
-        o += 4
-        if t3 == 1:
-            w2.queue_drain = _K92
-        elif t3 == 2:
-            w2.queue_drain = _K93
-        else:
-            raise _InternalError("Raw enum value doesn't match any cases")
-        t3 = _I32(d, o)[0]
-        o += 4
-        if t3 == 1:
-            w2.steer_in_stream = _K94
-        elif t3 == 2:
-            w2.steer_in_stream = _K95
-        else:
-            raise _InternalError("Raw enum value doesn't match any cases")
-        t3 = _I32(d, o)[0]
-        o += 4
-        if t3 == 1:
-            w2.revoke_replace = _K96
-        elif t3 == 2:
-            w2.revoke_replace = _K97
-        else:
-            raise _InternalError("Raw enum value doesn't match any cases")
-        w2.remember_ids = _U64(d, o)[0]
-        o += 8
-        t3 = _I32(d, o)[0]
-        o += 4
-        if t3 == 1:
-            w2.clear_style = _K98
-        elif t3 == 2:
-            w2.clear_style = _K99
-        else:
-            raise _InternalError("Raw enum value doesn't match any cases")
-        w2.max_line_bytes = _U64(d, o)[0]
-        o += 8
-        w2.list_page_size = _U64(d, o)[0]
-        o += 8
-        w1.policy = w2
-        w2 = _new(_K100)
-        n = _U32(d, o)[0] + 4
-        w2.name = d[o + 4:o + n].decode()
-        o += n
-        n = _U32(d, o)[0] + 4
-        w2.version = d[o + 4:o + n].decode()
-        o += n
-        w1.info = w2
-        w2 = _new(_K101)
-        w2.mcp_stdio = d[o] != 0
-        o += 1
-        w2.mcp_http = d[o] != 0
-        o += 1
-        w2.additional_directories = d[o] != 0
-        o += 1
-        w1.setup = w2
-        w0.config = w1
-        n = _U32(d, o)[0] + 4
-        w0.session = d[o + 4:o + n].decode()
-        o += n
-        n = _U32(d, o)[0] + 4
-        w0.cwd = d[o + 4:o + n].decode()
-        o += n
-        w0.connections, o = rSequenceTypeSetupConnection(d, o)
-        v = w0
-    elif f == 0:
-        v = None
-    else:
-        raise _InternalError('Unexpected flag byte for optional type')
-    return v, o
-
-
 def rOptionalTypeAnnotations(d: Buffer, o: int) -> Tuple[Any, int]:
     f = d[o]
     o += 1
@@ -4234,45 +4080,11 @@ def rOptionalTypeAnnotations(d: Buffer, o: int) -> Tuple[Any, int]:
     return v, o
 
 
-def rOptionalTypeCallRejected(d: Buffer, o: int) -> Tuple[Any, int]:
-    f = d[o]
-    o += 1
-    if f == 1:
-        t0 = _I32(d, o)[0]
-        o += 4
-        if t0 == 1:
-            w0 = _new(_K102)
-            v = w0
-        elif t0 == 2:
-            w0 = _new(_K103)
-            v = w0
-        elif t0 == 3:
-            w0 = _new(_K104)
-            v = w0
-        elif t0 == 4:
-            w0 = _new(_K105)
-            v = w0
-        elif t0 == 5:
-            n = _U32(d, o)[0] + 4
-            a1_0 = d[o + 4:o + n].decode()
-            o += n
-            w0 = _new(_K106)
-            w0._values = (a1_0,)
-            v = w0
-        else:
-            raise _InternalError("Raw enum value doesn't match any cases")
-    elif f == 0:
-        v = None
-    else:
-        raise _InternalError('Unexpected flag byte for optional type')
-    return v, o
-
-
 def rOptionalTypeClientCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
     f = d[o]
     o += 1
     if f == 1:
-        w0 = _new(_K107)
+        w0 = _new(_K89)
         f = d[o]
         o += 1
         if f == 1:
@@ -4281,64 +4093,6 @@ def rOptionalTypeClientCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
             o += n
         elif f == 0:
             w0.meta = None
-        else:
-            raise _InternalError('Unexpected flag byte for optional type')
-        v = w0
-    elif f == 0:
-        v = None
-    else:
-        raise _InternalError('Unexpected flag byte for optional type')
-    return v, o
-
-
-def rOptionalTypeClientSetup(d: Buffer, o: int) -> Tuple[Any, int]:
-    f = d[o]
-    o += 1
-    if f == 1:
-        w0 = _new(_K108)
-        n = _U32(d, o)[0] + 4
-        w0.session = d[o + 4:o + n].decode()
-        o += n
-        f = d[o]
-        o += 1
-        if f == 1:
-            w1 = _new(_K39)
-            w1.modes, o = rSequenceTypeInjectMode(d, o)
-            f = d[o]
-            o += 1
-            if f == 1:
-                w2 = _new(_K88)
-                w2.replace = d[o] != 0
-                o += 1
-                f = d[o]
-                o += 1
-                if f == 1:
-                    n = _U32(d, o)[0] + 4
-                    w2.meta = d[o + 4:o + n].decode()
-                    o += n
-                elif f == 0:
-                    w2.meta = None
-                else:
-                    raise _InternalError('Unexpected flag byte for optional type')
-                w1.pending = w2
-            elif f == 0:
-                w1.pending = None
-            else:
-                raise _InternalError('Unexpected flag byte for optional type')
-            w1.steer_in_stream, o = rSequenceTypeSteerInStream(d, o)
-            f = d[o]
-            o += 1
-            if f == 1:
-                n = _U32(d, o)[0] + 4
-                w1.meta = d[o + 4:o + n].decode()
-                o += n
-            elif f == 0:
-                w1.meta = None
-            else:
-                raise _InternalError('Unexpected flag byte for optional type')
-            w0.capabilities = w1
-        elif f == 0:
-            w0.capabilities = None
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         v = w0
@@ -4384,74 +4138,34 @@ def rOptionalTypeErrorReason(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K109)
+            w0 = _new(_K90)
             v = w0
         elif t0 == 2:
-            w0 = _new(_K110)
+            w0 = _new(_K91)
             v = w0
         elif t0 == 3:
-            w0 = _new(_K111)
+            w0 = _new(_K92)
             v = w0
         elif t0 == 4:
-            w0 = _new(_K112)
+            w0 = _new(_K93)
             v = w0
         elif t0 == 5:
-            w0 = _new(_K113)
+            w0 = _new(_K94)
             v = w0
         elif t0 == 6:
-            w0 = _new(_K114)
+            w0 = _new(_K95)
             v = w0
         elif t0 == 7:
-            w0 = _new(_K115)
+            w0 = _new(_K96)
             v = w0
         elif t0 == 8:
-            w0 = _new(_K116)
+            w0 = _new(_K97)
             v = w0
         elif t0 == 9:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K117)
-            w0._values = (a1_0,)
-            v = w0
-        else:
-            raise _InternalError("Raw enum value doesn't match any cases")
-    elif f == 0:
-        v = None
-    else:
-        raise _InternalError('Unexpected flag byte for optional type')
-    return v, o
-
-
-def rOptionalTypeHostError(d: Buffer, o: int) -> Tuple[Any, int]:
-    f = d[o]
-    o += 1
-    if f == 1:
-        t0 = _I32(d, o)[0]
-        o += 4
-        if t0 == 1:
-            w0 = _new(_K118)
-            v = w0
-        elif t0 == 2:
-            w0 = _new(_K119)
-            v = w0
-        elif t0 == 3:
-            w0 = _new(_K120)
-            v = w0
-        elif t0 == 4:
-            w0 = _new(_K121)
-            v = w0
-        elif t0 == 5:
-            w0 = _new(_K122)
-            v = w0
-        elif t0 == 6:
-            w0 = _new(_K123)
-            v = w0
-        elif t0 == 7:
-            n = _U32(d, o)[0] + 4
-            a1_0 = d[o + 4:o + n].decode()
-            o += n
-            w0 = _new(_K124)
+            w0 = _new(_K98)
             w0._values = (a1_0,)
             v = w0
         else:
@@ -4509,716 +4223,6 @@ def rOptionalTypeInjectCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
     return v, o
 
 
-def rOptionalTypeInstruction(d: Buffer, o: int) -> Tuple[Any, int]:
-    f = d[o]
-    o += 1
-    if f == 1:
-        t0 = _I32(d, o)[0]
-        o += 4
-        if t0 == 1:
-            w0 = _new(_K125)
-            n = _U32(d, o)[0] + 4
-            w0.connection = d[o + 4:o + n].decode()
-            o += n
-            n = _U32(d, o)[0] + 4
-            w0.line = d[o + 4:o + n].decode()
-            o += n
-            v = w0
-        elif t0 == 2:
-            w0 = _new(_K126)
-            n = _U32(d, o)[0] + 4
-            w0.session = d[o + 4:o + n].decode()
-            o += n
-            t1 = _I32(d, o)[0]
-            o += 4
-            if t1 == 1:
-                t2 = _I32(d, o)[0]
-                o += 4
-                if t2 == 1:
-                    a2_0 = _K128
-                elif t2 == 2:
-                    a2_0 = _K129
-                else:
-                    raise _InternalError("Raw enum value doesn't match any cases")
-                w1 = _new(_K127)
-                w1._values = (a2_0,)
-                w0.event = w1
-            elif t1 == 2:
-                w1 = _new(_K130)
-                w0.event = w1
-            elif t1 == 3:
-                w1 = _new(_K131)
-                w0.event = w1
-            elif t1 == 4:
-                w2 = _new(_K133)
-                n = _U32(d, o)[0] + 4
-                w2.title = d[o + 4:o + n].decode()
-                o += n
-                f = d[o]
-                o += 1
-                if f == 1:
-                    n = _U32(d, o)[0] + 4
-                    w2.description = d[o + 4:o + n].decode()
-                    o += n
-                elif f == 0:
-                    w2.description = None
-                else:
-                    raise _InternalError('Unexpected flag byte for optional type')
-                w2.options, o = rSequenceTypePermissionOption(d, o)
-                f = d[o]
-                o += 1
-                if f == 1:
-                    n = _U32(d, o)[0] + 4
-                    w2.subject = d[o + 4:o + n].decode()
-                    o += n
-                elif f == 0:
-                    w2.subject = None
-                else:
-                    raise _InternalError('Unexpected flag byte for optional type')
-                a2_0 = w2
-                w1 = _new(_K132)
-                w1._values = (a2_0,)
-                w0.event = w1
-            elif t1 == 5:
-                w1 = _new(_K134)
-                t2 = _I32(d, o)[0]
-                o += 4
-                if t2 == 1:
-                    w2 = _new(_K135)
-                    w1.request_id = w2
-                elif t2 == 2:
-                    a3_0 = _I64(d, o)[0]
-                    o += 8
-                    w2 = _new(_K136)
-                    w2._values = (a3_0,)
-                    w1.request_id = w2
-                elif t2 == 3:
-                    n = _U32(d, o)[0] + 4
-                    a3_0 = d[o + 4:o + n].decode()
-                    o += n
-                    w2 = _new(_K137)
-                    w2._values = (a3_0,)
-                    w1.request_id = w2
-                else:
-                    raise _InternalError("Raw enum value doesn't match any cases")
-                w0.event = w1
-            elif t1 == 6:
-                w1 = _new(_K138)
-                w0.event = w1
-            elif t1 == 7:
-                w1 = _new(_K139)
-                w0.event = w1
-            elif t1 == 8:
-                w1 = _new(_K140)
-                w0.event = w1
-            elif t1 == 9:
-                w1 = _new(_K141)
-                t2 = _I32(d, o)[0]
-                o += 4
-                if t2 == 1:
-                    w2 = _new(_K26)
-                    w1.stop_reason = w2
-                elif t2 == 2:
-                    w2 = _new(_K27)
-                    w1.stop_reason = w2
-                elif t2 == 3:
-                    w2 = _new(_K28)
-                    w1.stop_reason = w2
-                elif t2 == 4:
-                    w2 = _new(_K29)
-                    w1.stop_reason = w2
-                elif t2 == 5:
-                    w2 = _new(_K30)
-                    w1.stop_reason = w2
-                elif t2 == 6:
-                    n = _U32(d, o)[0] + 4
-                    a3_0 = d[o + 4:o + n].decode()
-                    o += n
-                    w2 = _new(_K31)
-                    w2._values = (a3_0,)
-                    w1.stop_reason = w2
-                else:
-                    raise _InternalError("Raw enum value doesn't match any cases")
-                f = d[o]
-                o += 1
-                if f == 1:
-                    w2 = _new(_K32)
-                    w2.total_tokens = _U64(d, o)[0]
-                    o += 8
-                    w2.input_tokens = _U64(d, o)[0]
-                    o += 8
-                    w2.output_tokens = _U64(d, o)[0]
-                    o += 8
-                    f = d[o]
-                    o += 1
-                    if f == 1:
-                        w2.thought_tokens = _U64(d, o)[0]
-                        o += 8
-                    elif f == 0:
-                        w2.thought_tokens = None
-                    else:
-                        raise _InternalError('Unexpected flag byte for optional type')
-                    f = d[o]
-                    o += 1
-                    if f == 1:
-                        w2.cached_read_tokens = _U64(d, o)[0]
-                        o += 8
-                    elif f == 0:
-                        w2.cached_read_tokens = None
-                    else:
-                        raise _InternalError('Unexpected flag byte for optional type')
-                    f = d[o]
-                    o += 1
-                    if f == 1:
-                        w2.cached_write_tokens = _U64(d, o)[0]
-                        o += 8
-                    elif f == 0:
-                        w2.cached_write_tokens = None
-                    else:
-                        raise _InternalError('Unexpected flag byte for optional type')
-                    f = d[o]
-                    o += 1
-                    if f == 1:
-                        n = _U32(d, o)[0] + 4
-                        w2.meta = d[o + 4:o + n].decode()
-                        o += n
-                    elif f == 0:
-                        w2.meta = None
-                    else:
-                        raise _InternalError('Unexpected flag byte for optional type')
-                    w1.usage = w2
-                elif f == 0:
-                    w1.usage = None
-                else:
-                    raise _InternalError('Unexpected flag byte for optional type')
-                w0.event = w1
-            elif t1 == 10:
-                w1 = _new(_K142)
-                w0.event = w1
-            elif t1 == 11:
-                t2 = _I32(d, o)[0]
-                o += 4
-                if t2 == 1:
-                    w3 = _new(_K86)
-                    n = _U32(d, o)[0] + 4
-                    w3.message_id = d[o + 4:o + n].decode()
-                    o += n
-                    w3.content, o = rTypeContentBlockListPatch(d, o)
-                    f = d[o]
-                    o += 1
-                    if f == 1:
-                        n = _U32(d, o)[0] + 4
-                        w3.meta = d[o + 4:o + n].decode()
-                        o += n
-                    elif f == 0:
-                        w3.meta = None
-                    else:
-                        raise _InternalError('Unexpected flag byte for optional type')
-                    a3_0 = w3
-                    w2 = _new(_K144)
-                    w2._values = (a3_0,)
-                    a2_0 = w2
-                elif t2 == 2:
-                    w3 = _new(_K87)
-                    n = _U32(d, o)[0] + 4
-                    w3.message_id = d[o + 4:o + n].decode()
-                    o += n
-                    w3.content, o = rTypeContentBlock(d, o)
-                    f = d[o]
-                    o += 1
-                    if f == 1:
-                        n = _U32(d, o)[0] + 4
-                        w3.meta = d[o + 4:o + n].decode()
-                        o += n
-                    elif f == 0:
-                        w3.meta = None
-                    else:
-                        raise _InternalError('Unexpected flag byte for optional type')
-                    a3_0 = w3
-                    w2 = _new(_K145)
-                    w2._values = (a3_0,)
-                    a2_0 = w2
-                elif t2 == 3:
-                    w3 = _new(_K0)
-                    n = _U32(d, o)[0] + 4
-                    w3.message_id = d[o + 4:o + n].decode()
-                    o += n
-                    w3.content, o = rTypeContentBlockListPatch(d, o)
-                    f = d[o]
-                    o += 1
-                    if f == 1:
-                        n = _U32(d, o)[0] + 4
-                        w3.meta = d[o + 4:o + n].decode()
-                        o += n
-                    elif f == 0:
-                        w3.meta = None
-                    else:
-                        raise _InternalError('Unexpected flag byte for optional type')
-                    a3_0 = w3
-                    w2 = _new(_K146)
-                    w2._values = (a3_0,)
-                    a2_0 = w2
-                elif t2 == 4:
-                    w3 = _new(_K4)
-                    n = _U32(d, o)[0] + 4
-                    w3.message_id = d[o + 4:o + n].decode()
-                    o += n
-                    w3.content, o = rTypeContentBlock(d, o)
-                    f = d[o]
-                    o += 1
-                    if f == 1:
-                        n = _U32(d, o)[0] + 4
-                        w3.meta = d[o + 4:o + n].decode()
-                        o += n
-                    elif f == 0:
-                        w3.meta = None
-                    else:
-                        raise _InternalError('Unexpected flag byte for optional type')
-                    a3_0 = w3
-                    w2 = _new(_K147)
-                    w2._values = (a3_0,)
-                    a2_0 = w2
-                elif t2 == 5:
-                    w3 = _new(_K19)
-                    f = d[o]
-                    o += 1
-                    if f == 1:
-                        n = _U32(d, o)[0] + 4
-                        w3.message_id = d[o + 4:o + n].decode()
-                        o += n
-                    elif f == 0:
-                        w3.message_id = None
-                    else:
-                        raise _InternalError('Unexpected flag byte for optional type')
-                    f = d[o]
-                    o += 1
-                    if f == 1:
-                        n = _U32(d, o)[0] + 4
-                        w3.meta = d[o + 4:o + n].decode()
-                        o += n
-                    elif f == 0:
-                        w3.meta = None
-                    else:
-                        raise _InternalError('Unexpected flag byte for optional type')
-                    a3_0 = w3
-                    w2 = _new(_K148)
-                    w2._values = (a3_0,)
-                    a2_0 = w2
-                elif t2 == 6:
-                    w3 = _new(_K20)
-                    n = _U32(d, o)[0] + 4
-                    w3.message_id = d[o + 4:o + n].decode()
-                    o += n
-                    w3.content, o = rTypeContentBlockListPatch(d, o)
-                    f = d[o]
-                    o += 1
-                    if f == 1:
-                        n = _U32(d, o)[0] + 4
-                        w3.meta = d[o + 4:o + n].decode()
-                        o += n
-                    elif f == 0:
-                        w3.meta = None
-                    else:
-                        raise _InternalError('Unexpected flag byte for optional type')
-                    a3_0 = w3
-                    w2 = _new(_K149)
-                    w2._values = (a3_0,)
-                    a2_0 = w2
-                elif t2 == 7:
-                    w3 = _new(_K21)
-                    n = _U32(d, o)[0] + 4
-                    w3.message_id = d[o + 4:o + n].decode()
-                    o += n
-                    w3.content, o = rTypeContentBlock(d, o)
-                    f = d[o]
-                    o += 1
-                    if f == 1:
-                        n = _U32(d, o)[0] + 4
-                        w3.meta = d[o + 4:o + n].decode()
-                        o += n
-                    elif f == 0:
-                        w3.meta = None
-                    else:
-                        raise _InternalError('Unexpected flag byte for optional type')
-                    a3_0 = w3
-                    w2 = _new(_K150)
-                    w2._values = (a3_0,)
-                    a2_0 = w2
-                elif t2 == 8:
-                    t3 = _I32(d, o)[0]
-                    o += 4
-                    if t3 == 1:
-                        a4_0, o = rTypeRunningStateUpdate(d, o)
-                        w3 = _new(_K58)
-                        w3._values = (a4_0,)
-                        a3_0 = w3
-                    elif t3 == 2:
-                        a4_0, o = rTypeIdleStateUpdate(d, o)
-                        w3 = _new(_K59)
-                        w3._values = (a4_0,)
-                        a3_0 = w3
-                    elif t3 == 3:
-                        a4_0, o = rTypeRequiresActionStateUpdate(d, o)
-                        w3 = _new(_K60)
-                        w3._values = (a4_0,)
-                        a3_0 = w3
-                    elif t3 == 4:
-                        n = _U32(d, o)[0] + 4
-                        a4_0 = d[o + 4:o + n].decode()
-                        o += n
-                        w3 = _new(_K61)
-                        w3._values = (a4_0,)
-                        a3_0 = w3
-                    else:
-                        raise _InternalError("Raw enum value doesn't match any cases")
-                    w2 = _new(_K151)
-                    w2._values = (a3_0,)
-                    a2_0 = w2
-                elif t2 == 9:
-                    w3 = _new(_K66)
-                    n = _U32(d, o)[0] + 4
-                    w3.tool_call_id = d[o + 4:o + n].decode()
-                    o += n
-                    f = d[o]
-                    o += 1
-                    if f == 1:
-                        n = _U32(d, o)[0] + 4
-                        w3.name = d[o + 4:o + n].decode()
-                        o += n
-                    elif f == 0:
-                        w3.name = None
-                    else:
-                        raise _InternalError('Unexpected flag byte for optional type')
-                    f = d[o]
-                    o += 1
-                    if f == 1:
-                        n = _U32(d, o)[0] + 4
-                        w3.title = d[o + 4:o + n].decode()
-                        o += n
-                    elif f == 0:
-                        w3.title = None
-                    else:
-                        raise _InternalError('Unexpected flag byte for optional type')
-                    f = d[o]
-                    o += 1
-                    if f == 1:
-                        w3.kind, o = rTypeToolKind(d, o)
-                    elif f == 0:
-                        w3.kind = None
-                    else:
-                        raise _InternalError('Unexpected flag byte for optional type')
-                    f = d[o]
-                    o += 1
-                    if f == 1:
-                        w3.status, o = rTypeToolCallStatus(d, o)
-                    elif f == 0:
-                        w3.status = None
-                    else:
-                        raise _InternalError('Unexpected flag byte for optional type')
-                    f = d[o]
-                    o += 1
-                    if f == 1:
-                        w3.content, o = rSequenceTypeToolCallContent(d, o)
-                    elif f == 0:
-                        w3.content = None
-                    else:
-                        raise _InternalError('Unexpected flag byte for optional type')
-                    f = d[o]
-                    o += 1
-                    if f == 1:
-                        w3.locations, o = rSequenceTypeJsonObject(d, o)
-                    elif f == 0:
-                        w3.locations = None
-                    else:
-                        raise _InternalError('Unexpected flag byte for optional type')
-                    f = d[o]
-                    o += 1
-                    if f == 1:
-                        n = _U32(d, o)[0] + 4
-                        w3.raw_input = d[o + 4:o + n].decode()
-                        o += n
-                    elif f == 0:
-                        w3.raw_input = None
-                    else:
-                        raise _InternalError('Unexpected flag byte for optional type')
-                    f = d[o]
-                    o += 1
-                    if f == 1:
-                        n = _U32(d, o)[0] + 4
-                        w3.raw_output = d[o + 4:o + n].decode()
-                        o += n
-                    elif f == 0:
-                        w3.raw_output = None
-                    else:
-                        raise _InternalError('Unexpected flag byte for optional type')
-                    f = d[o]
-                    o += 1
-                    if f == 1:
-                        n = _U32(d, o)[0] + 4
-                        w3.meta = d[o + 4:o + n].decode()
-                        o += n
-                    elif f == 0:
-                        w3.meta = None
-                    else:
-                        raise _InternalError('Unexpected flag byte for optional type')
-                    a3_0 = w3
-                    w2 = _new(_K152)
-                    w2._values = (a3_0,)
-                    a2_0 = w2
-                elif t2 == 10:
-                    w3 = _new(_K63)
-                    n = _U32(d, o)[0] + 4
-                    w3.tool_call_id = d[o + 4:o + n].decode()
-                    o += n
-                    w3.content, o = rTypeToolCallContent(d, o)
-                    f = d[o]
-                    o += 1
-                    if f == 1:
-                        n = _U32(d, o)[0] + 4
-                        w3.meta = d[o + 4:o + n].decode()
-                        o += n
-                    elif f == 0:
-                        w3.meta = None
-                    else:
-                        raise _InternalError('Unexpected flag byte for optional type')
-                    a3_0 = w3
-                    w2 = _new(_K153)
-                    w2._values = (a3_0,)
-                    a2_0 = w2
-                elif t2 == 11:
-                    w3 = _new(_K45)
-                    w3.plan, o = rTypePlanUpdateContent(d, o)
-                    f = d[o]
-                    o += 1
-                    if f == 1:
-                        n = _U32(d, o)[0] + 4
-                        w3.meta = d[o + 4:o + n].decode()
-                        o += n
-                    elif f == 0:
-                        w3.meta = None
-                    else:
-                        raise _InternalError('Unexpected flag byte for optional type')
-                    a3_0 = w3
-                    w2 = _new(_K154)
-                    w2._values = (a3_0,)
-                    a2_0 = w2
-                elif t2 == 12:
-                    w3 = _new(_K84)
-                    w3.used = _U64(d, o)[0]
-                    o += 8
-                    w3.size = _U64(d, o)[0]
-                    o += 8
-                    f = d[o]
-                    o += 1
-                    if f == 1:
-                        w3.cost, o = rTypeCost(d, o)
-                    elif f == 0:
-                        w3.cost = None
-                    else:
-                        raise _InternalError('Unexpected flag byte for optional type')
-                    f = d[o]
-                    o += 1
-                    if f == 1:
-                        n = _U32(d, o)[0] + 4
-                        w3.meta = d[o + 4:o + n].decode()
-                        o += n
-                    elif f == 0:
-                        w3.meta = None
-                    else:
-                        raise _InternalError('Unexpected flag byte for optional type')
-                    a3_0 = w3
-                    w2 = _new(_K155)
-                    w2._values = (a3_0,)
-                    a2_0 = w2
-                elif t2 == 13:
-                    w3 = _new(_K54)
-                    w3.title, o = rTypeStringPatch(d, o)
-                    w3.updated_at, o = rTypeStringPatch(d, o)
-                    f = d[o]
-                    o += 1
-                    if f == 1:
-                        n = _U32(d, o)[0] + 4
-                        w3.meta = d[o + 4:o + n].decode()
-                        o += n
-                    elif f == 0:
-                        w3.meta = None
-                    else:
-                        raise _InternalError('Unexpected flag byte for optional type')
-                    a3_0 = w3
-                    w2 = _new(_K156)
-                    w2._values = (a3_0,)
-                    a2_0 = w2
-                elif t2 == 14:
-                    w3 = _new(_K43)
-                    w3.pending, o = rSequenceTypePendingInject(d, o)
-                    f = d[o]
-                    o += 1
-                    if f == 1:
-                        n = _U32(d, o)[0] + 4
-                        w3.meta = d[o + 4:o + n].decode()
-                        o += n
-                    elif f == 0:
-                        w3.meta = None
-                    else:
-                        raise _InternalError('Unexpected flag byte for optional type')
-                    a3_0 = w3
-                    w2 = _new(_K157)
-                    w2._values = (a3_0,)
-                    a2_0 = w2
-                elif t2 == 15:
-                    w3 = _new(_K53)
-                    f = d[o]
-                    o += 1
-                    if f == 1:
-                        n = _U32(d, o)[0] + 4
-                        w3.meta = d[o + 4:o + n].decode()
-                        o += n
-                    elif f == 0:
-                        w3.meta = None
-                    else:
-                        raise _InternalError('Unexpected flag byte for optional type')
-                    a3_0 = w3
-                    w2 = _new(_K158)
-                    w2._values = (a3_0,)
-                    a2_0 = w2
-                elif t2 == 16:
-                    n = _U32(d, o)[0] + 4
-                    a3_0 = d[o + 4:o + n].decode()
-                    o += n
-                    w2 = _new(_K159)
-                    w2._values = (a3_0,)
-                    a2_0 = w2
-                else:
-                    raise _InternalError("Raw enum value doesn't match any cases")
-                w1 = _new(_K143)
-                w1._values = (a2_0,)
-                w0.event = w1
-            elif t1 == 12:
-                w1 = _new(_K160)
-                n = _U32(d, o)[0] + 4
-                w1.message_id = d[o + 4:o + n].decode()
-                o += n
-                w0.event = w1
-            else:
-                raise _InternalError("Raw enum value doesn't match any cases")
-            v = w0
-        elif t0 == 3:
-            w0 = _new(_K161)
-            v = w0
-        elif t0 == 4:
-            w0 = _new(_K162)
-            n = _U32(d, o)[0] + 4
-            w0.session = d[o + 4:o + n].decode()
-            o += n
-            v = w0
-        elif t0 == 5:
-            t1 = _I32(d, o)[0]
-            o += 4
-            if t1 == 1:
-                w1 = _new(_K164)
-                n = _U32(d, o)[0] + 4
-                w1.session = d[o + 4:o + n].decode()
-                o += n
-                w1.content, o = rSequenceTypeContentBlock(d, o)
-                a1_0 = w1
-            elif t1 == 2:
-                w1 = _new(_K165)
-                n = _U32(d, o)[0] + 4
-                w1.session = d[o + 4:o + n].decode()
-                o += n
-                t2 = _I32(d, o)[0]
-                o += 4
-                if t2 == 1:
-                    w1.mode = _K166
-                elif t2 == 2:
-                    w1.mode = _K167
-                else:
-                    raise _InternalError("Raw enum value doesn't match any cases")
-                w1.content, o = rSequenceTypeContentBlock(d, o)
-                a1_0 = w1
-            elif t1 == 3:
-                w1 = _new(_K168)
-                n = _U32(d, o)[0] + 4
-                w1.session = d[o + 4:o + n].decode()
-                o += n
-                n = _U32(d, o)[0] + 4
-                w1.message_id = d[o + 4:o + n].decode()
-                o += n
-                a1_0 = w1
-            elif t1 == 4:
-                w1 = _new(_K169)
-                n = _U32(d, o)[0] + 4
-                w1.session = d[o + 4:o + n].decode()
-                o += n
-                n = _U32(d, o)[0] + 4
-                w1.message_id = d[o + 4:o + n].decode()
-                o += n
-                w1.content, o = rSequenceTypeContentBlock(d, o)
-                a1_0 = w1
-            elif t1 == 5:
-                w1 = _new(_K170)
-                n = _U32(d, o)[0] + 4
-                w1.session = d[o + 4:o + n].decode()
-                o += n
-                a1_0 = w1
-            elif t1 == 6:
-                w1 = _new(_K171)
-                n = _U32(d, o)[0] + 4
-                w1.session = d[o + 4:o + n].decode()
-                o += n
-                a1_0 = w1
-            elif t1 == 7:
-                w1 = _new(_K172)
-                n = _U32(d, o)[0] + 4
-                w1.session = d[o + 4:o + n].decode()
-                o += n
-                a1_0 = w1
-            elif t1 == 8:
-                w1 = _new(_K173)
-                n = _U32(d, o)[0] + 4
-                w1.session = d[o + 4:o + n].decode()
-                o += n
-                n = _U32(d, o)[0] + 4
-                w1.cwd = d[o + 4:o + n].decode()
-                o += n
-                w1.replay = d[o] != 0
-                o += 1
-                a1_0 = w1
-            else:
-                raise _InternalError("Raw enum value doesn't match any cases")
-            w0 = _new(_K163)
-            w0._values = (a1_0,)
-            v = w0
-        elif t0 == 6:
-            w0 = _new(_K174)
-            n = _U32(d, o)[0] + 4
-            w0.line = d[o + 4:o + n].decode()
-            o += n
-            v = w0
-        elif t0 == 7:
-            w0 = _new(_K175)
-            n = _U32(d, o)[0] + 4
-            w0.session = d[o + 4:o + n].decode()
-            o += n
-            v = w0
-        elif t0 == 8:
-            w0 = _new(_K176)
-            n = _U32(d, o)[0] + 4
-            w0.session = d[o + 4:o + n].decode()
-            o += n
-            n = _U32(d, o)[0] + 4
-            w0.message_id = d[o + 4:o + n].decode()
-            o += n
-            v = w0
-        else:
-            raise _InternalError("Raw enum value doesn't match any cases")
-    elif f == 0:
-        v = None
-    else:
-        raise _InternalError('Unexpected flag byte for optional type')
-    return v, o
-
-
 def rOptionalTypeItemStatus(d: Buffer, o: int) -> Tuple[Any, int]:
     f = d[o]
     o += 1
@@ -5226,15 +4230,15 @@ def rOptionalTypeItemStatus(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            v = _K177
+            v = _K99
         elif t0 == 2:
-            v = _K178
+            v = _K100
         elif t0 == 3:
-            v = _K179
+            v = _K101
         elif t0 == 4:
-            v = _K180
+            v = _K102
         elif t0 == 5:
-            v = _K181
+            v = _K103
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
     elif f == 0:
@@ -5319,15 +4323,15 @@ def rOptionalTypeMirrorSnapshot(d: Buffer, o: int) -> Tuple[Any, int]:
     f = d[o]
     o += 1
     if f == 1:
-        w0 = _new(_K182)
+        w0 = _new(_K104)
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w0.state = _K183
+            w0.state = _K105
         elif t1 == 2:
-            w0.state = _K184
+            w0.state = _K106
         elif t1 == 3:
-            w0.state = _K185
+            w0.state = _K107
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         f = d[o]
@@ -5418,7 +4422,7 @@ def rOptionalTypeMirrorSnapshot(d: Buffer, o: int) -> Tuple[Any, int]:
         w0.pending, o = rSequenceTypePendingItem(d, o)
         w0.transcript, o = rSequenceTypeTranscriptEntry(d, o)
         w0.violations, o = rSequenceTypeViolation(d, o)
-        w1 = _new(_K186)
+        w1 = _new(_K108)
         w1.steer = d[o] != 0
         o += 1
         w1.edit_pending = d[o] != 0
@@ -5490,14 +4494,14 @@ def rOptionalTypeReplayFrom(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K187)
+            w0 = _new(_K109)
             w0._values = (a1_0,)
             v = w0
         elif t0 == 2:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K188)
+            w0 = _new(_K110)
             w0._values = (a1_0,)
             v = w0
         else:
@@ -5830,19 +4834,19 @@ def rOptionalTypeTurn(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K189)
+            w0 = _new(_K111)
             v = w0
         elif t0 == 2:
-            w0 = _new(_K190)
-            w1 = _new(_K191)
+            w0 = _new(_K112)
+            w1 = _new(_K113)
             t2 = _I32(d, o)[0]
             o += 4
             if t2 == 1:
-                w1.stream = _K192
+                w1.stream = _K114
             elif t2 == 2:
-                w1.stream = _K193
+                w1.stream = _K115
             elif t2 == 3:
-                w1.stream = _K194
+                w1.stream = _K116
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
             w1.cancel_requested = d[o] != 0
@@ -5850,16 +4854,16 @@ def rOptionalTypeTurn(d: Buffer, o: int) -> Tuple[Any, int]:
             w0.activity = w1
             v = w0
         elif t0 == 3:
-            w0 = _new(_K195)
-            w1 = _new(_K191)
+            w0 = _new(_K117)
+            w1 = _new(_K113)
             t2 = _I32(d, o)[0]
             o += 4
             if t2 == 1:
-                w1.stream = _K192
+                w1.stream = _K114
             elif t2 == 2:
-                w1.stream = _K193
+                w1.stream = _K115
             elif t2 == 3:
-                w1.stream = _K194
+                w1.stream = _K116
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
             w1.cancel_requested = d[o] != 0
@@ -5871,16 +4875,16 @@ def rOptionalTypeTurn(d: Buffer, o: int) -> Tuple[Any, int]:
             o += 1
             v = w0
         elif t0 == 4:
-            w0 = _new(_K196)
-            w1 = _new(_K191)
+            w0 = _new(_K118)
+            w1 = _new(_K113)
             t2 = _I32(d, o)[0]
             o += 4
             if t2 == 1:
-                w1.stream = _K192
+                w1.stream = _K114
             elif t2 == 2:
-                w1.stream = _K193
+                w1.stream = _K115
             elif t2 == 3:
-                w1.stream = _K194
+                w1.stream = _K116
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
             w1.cancel_requested = d[o] != 0
@@ -6486,7 +5490,7 @@ def rSequenceTypeEnvVariable(d: Buffer, o: int) -> Tuple[Any, int]:
     items = []
     append = items.append
     for _ in range(c):
-        w0 = _new(_K197)
+        w0 = _new(_K119)
         n = _U32(d, o)[0] + 4
         w0.name = d[o + 4:o + n].decode()
         o += n
@@ -6517,23 +5521,23 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K198)
+            w0 = _new(_K120)
             t1 = _I32(d, o)[0]
             o += 4
             if t1 == 1:
-                w1 = _new(_K135)
+                w1 = _new(_K121)
                 w0.request = w1
             elif t1 == 2:
                 a2_0 = _I64(d, o)[0]
                 o += 8
-                w1 = _new(_K136)
+                w1 = _new(_K122)
                 w1._values = (a2_0,)
                 w0.request = w1
             elif t1 == 3:
                 n = _U32(d, o)[0] + 4
                 a2_0 = d[o + 4:o + n].decode()
                 o += n
-                w1 = _new(_K137)
+                w1 = _new(_K123)
                 w1._values = (a2_0,)
                 w0.request = w1
             else:
@@ -6541,25 +5545,25 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             t1 = _I32(d, o)[0]
             o += 4
             if t1 == 1:
-                w0.kind = _K199
+                w0.kind = _K124
             elif t1 == 2:
-                w0.kind = _K200
+                w0.kind = _K125
             elif t1 == 3:
-                w0.kind = _K201
+                w0.kind = _K126
             elif t1 == 4:
-                w0.kind = _K202
+                w0.kind = _K127
             elif t1 == 5:
-                w0.kind = _K203
+                w0.kind = _K128
             elif t1 == 6:
-                w0.kind = _K204
+                w0.kind = _K129
             elif t1 == 7:
-                w0.kind = _K205
+                w0.kind = _K130
             elif t1 == 8:
-                w0.kind = _K206
+                w0.kind = _K131
             elif t1 == 9:
-                w0.kind = _K207
+                w0.kind = _K132
             elif t1 == 10:
-                w0.kind = _K208
+                w0.kind = _K133
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
             f = d[o]
@@ -6575,7 +5579,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             t1 = _I32(d, o)[0]
             o += 4
             if t1 == 1:
-                w2 = _new(_K210)
+                w2 = _new(_K135)
                 w2.code = _I64(d, o)[0]
                 o += 8
                 n = _U32(d, o)[0] + 4
@@ -6587,34 +5591,34 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     t3 = _I32(d, o)[0]
                     o += 4
                     if t3 == 1:
-                        w3 = _new(_K109)
+                        w3 = _new(_K90)
                         w2.reason = w3
                     elif t3 == 2:
-                        w3 = _new(_K110)
+                        w3 = _new(_K91)
                         w2.reason = w3
                     elif t3 == 3:
-                        w3 = _new(_K111)
+                        w3 = _new(_K92)
                         w2.reason = w3
                     elif t3 == 4:
-                        w3 = _new(_K112)
+                        w3 = _new(_K93)
                         w2.reason = w3
                     elif t3 == 5:
-                        w3 = _new(_K113)
+                        w3 = _new(_K94)
                         w2.reason = w3
                     elif t3 == 6:
-                        w3 = _new(_K114)
+                        w3 = _new(_K95)
                         w2.reason = w3
                     elif t3 == 7:
-                        w3 = _new(_K115)
+                        w3 = _new(_K96)
                         w2.reason = w3
                     elif t3 == 8:
-                        w3 = _new(_K116)
+                        w3 = _new(_K97)
                         w2.reason = w3
                     elif t3 == 9:
                         n = _U32(d, o)[0] + 4
                         a4_0 = d[o + 4:o + n].decode()
                         o += n
-                        w3 = _new(_K117)
+                        w3 = _new(_K98)
                         w3._values = (a4_0,)
                         w2.reason = w3
                     else:
@@ -6644,7 +5648,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K209)
+                w1 = _new(_K134)
                 w1._values = (a2_0,)
                 w0.outcome = w1
             elif t1 == 2:
@@ -6717,17 +5721,17 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K211)
+                w1 = _new(_K136)
                 w1._values = (a2_0,)
                 w0.outcome = w1
             elif t1 == 3:
-                w1 = _new(_K212)
+                w1 = _new(_K137)
                 n = _U32(d, o)[0] + 4
                 w1.session_id = d[o + 4:o + n].decode()
                 o += n
                 w0.outcome = w1
             elif t1 == 4:
-                w1 = _new(_K213)
+                w1 = _new(_K138)
                 w1.sessions, o = rSequenceTypeSessionInfo(d, o)
                 f = d[o]
                 o += 1
@@ -6741,10 +5745,10 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     raise _InternalError('Unexpected flag byte for optional type')
                 w0.outcome = w1
             elif t1 == 5:
-                w1 = _new(_K214)
+                w1 = _new(_K139)
                 w0.outcome = w1
             elif t1 == 6:
-                w1 = _new(_K215)
+                w1 = _new(_K140)
                 f = d[o]
                 o += 1
                 if f == 1:
@@ -6757,16 +5761,16 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     raise _InternalError('Unexpected flag byte for optional type')
                 w0.outcome = w1
             elif t1 == 7:
-                w1 = _new(_K216)
+                w1 = _new(_K141)
                 w0.outcome = w1
             elif t1 == 8:
-                w1 = _new(_K217)
+                w1 = _new(_K142)
                 w0.outcome = w1
             elif t1 == 9:
-                w1 = _new(_K218)
+                w1 = _new(_K143)
                 w0.outcome = w1
             elif t1 == 10:
-                w1 = _new(_K219)
+                w1 = _new(_K144)
                 w1.live = d[o] != 0
                 o += 1
                 w0.outcome = w1
@@ -6774,7 +5778,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 raise _InternalError("Raw enum value doesn't match any cases")
             v = w0
         elif t0 == 2:
-            w0 = _new(_K220)
+            w0 = _new(_K145)
             n = _U32(d, o)[0] + 4
             w0.session_id = d[o + 4:o + n].decode()
             o += n
@@ -6800,7 +5804,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K144)
+                    w2 = _new(_K147)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 2:
@@ -6820,7 +5824,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K145)
+                    w2 = _new(_K148)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 3:
@@ -6840,7 +5844,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K146)
+                    w2 = _new(_K149)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 4:
@@ -6860,7 +5864,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K147)
+                    w2 = _new(_K150)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 5:
@@ -6886,7 +5890,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K148)
+                    w2 = _new(_K151)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 6:
@@ -6906,7 +5910,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K149)
+                    w2 = _new(_K152)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 7:
@@ -6926,7 +5930,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K150)
+                    w2 = _new(_K153)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 8:
@@ -6956,7 +5960,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                         a3_0 = w3
                     else:
                         raise _InternalError("Raw enum value doesn't match any cases")
-                    w2 = _new(_K151)
+                    w2 = _new(_K154)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 9:
@@ -7047,7 +6051,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K152)
+                    w2 = _new(_K155)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 10:
@@ -7067,7 +6071,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K153)
+                    w2 = _new(_K156)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 11:
@@ -7084,7 +6088,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K154)
+                    w2 = _new(_K157)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 12:
@@ -7112,7 +6116,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K155)
+                    w2 = _new(_K158)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 13:
@@ -7130,7 +6134,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K156)
+                    w2 = _new(_K159)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 14:
@@ -7147,7 +6151,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K157)
+                    w2 = _new(_K160)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 15:
@@ -7163,23 +6167,23 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K158)
+                    w2 = _new(_K161)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 16:
                     n = _U32(d, o)[0] + 4
                     a3_0 = d[o + 4:o + n].decode()
                     o += n
-                    w2 = _new(_K159)
+                    w2 = _new(_K162)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 else:
                     raise _InternalError("Raw enum value doesn't match any cases")
-                w1 = _new(_K221)
+                w1 = _new(_K146)
                 w1._values = (a2_0,)
                 w0.event = w1
             elif t1 == 2:
-                w2 = _new(_K223)
+                w2 = _new(_K164)
                 f = d[o]
                 o += 1
                 if f == 1:
@@ -7193,35 +6197,35 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 t3 = _I32(d, o)[0]
                 o += 4
                 if t3 == 1:
-                    w2.mode = _K224
+                    w2.mode = _K165
                 elif t3 == 2:
-                    w2.mode = _K225
+                    w2.mode = _K166
                 elif t3 == 3:
-                    w2.mode = _K226
+                    w2.mode = _K167
                 else:
                     raise _InternalError("Raw enum value doesn't match any cases")
                 t3 = _I32(d, o)[0]
                 o += 4
                 if t3 == 1:
-                    w2.status = _K177
+                    w2.status = _K99
                 elif t3 == 2:
-                    w2.status = _K178
+                    w2.status = _K100
                 elif t3 == 3:
-                    w2.status = _K179
+                    w2.status = _K101
                 elif t3 == 4:
-                    w2.status = _K180
+                    w2.status = _K102
                 elif t3 == 5:
-                    w2.status = _K181
+                    w2.status = _K103
                 else:
                     raise _InternalError("Raw enum value doesn't match any cases")
                 w2.content, o = rSequenceTypeContentBlock(d, o)
                 w2.superseded, o = rSequenceSequenceTypeContentBlock(d, o)
                 a2_0 = w2
-                w1 = _new(_K222)
+                w1 = _new(_K163)
                 w1._values = (a2_0,)
                 w0.event = w1
             elif t1 == 3:
-                w2 = _new(_K228)
+                w2 = _new(_K169)
                 n = _U32(d, o)[0] + 4
                 w2.rule = d[o + 4:o + n].decode()
                 o += n
@@ -7229,38 +6233,38 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 w2.message_id = d[o + 4:o + n].decode()
                 o += n
                 a2_0 = w2
-                w1 = _new(_K227)
+                w1 = _new(_K168)
                 w1._values = (a2_0,)
                 w0.event = w1
             elif t1 == 4:
-                w1 = _new(_K229)
+                w1 = _new(_K170)
                 w0.event = w1
             elif t1 == 5:
                 a2_0, o = rSequenceString(d, o)
-                w1 = _new(_K230)
+                w1 = _new(_K171)
                 w1._values = (a2_0,)
                 w0.event = w1
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
             v = w0
         elif t0 == 3:
-            w0 = _new(_K231)
+            w0 = _new(_K172)
             t1 = _I32(d, o)[0]
             o += 4
             if t1 == 1:
-                w1 = _new(_K135)
+                w1 = _new(_K121)
                 w0.request = w1
             elif t1 == 2:
                 a2_0 = _I64(d, o)[0]
                 o += 8
-                w1 = _new(_K136)
+                w1 = _new(_K122)
                 w1._values = (a2_0,)
                 w0.request = w1
             elif t1 == 3:
                 n = _U32(d, o)[0] + 4
                 a2_0 = d[o + 4:o + n].decode()
                 o += n
-                w1 = _new(_K137)
+                w1 = _new(_K123)
                 w1._values = (a2_0,)
                 w0.request = w1
             else:
@@ -7306,7 +6310,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             w0.params = w1
             v = w0
         elif t0 == 4:
-            w0 = _new(_K232)
+            w0 = _new(_K173)
             n = _U32(d, o)[0] + 4
             w0.detail = d[o + 4:o + n].decode()
             o += n
@@ -7326,14 +6330,14 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K233)
+            w0 = _new(_K174)
             n = _U32(d, o)[0] + 4
             w0.message_id = d[o + 4:o + n].decode()
             o += n
             w0.content, o = rSequenceTypeContentBlock(d, o)
             v = w0
         elif t0 == 2:
-            w0 = _new(_K234)
+            w0 = _new(_K175)
             t1 = _I32(d, o)[0]
             o += 4
             if t1 == 1:
@@ -7366,7 +6370,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K144)
+                w1 = _new(_K147)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 2:
@@ -7421,7 +6425,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K145)
+                w1 = _new(_K148)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 3:
@@ -7454,7 +6458,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K146)
+                w1 = _new(_K149)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 4:
@@ -7509,7 +6513,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K147)
+                w1 = _new(_K150)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 5:
@@ -7535,7 +6539,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K148)
+                w1 = _new(_K151)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 6:
@@ -7568,7 +6572,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K149)
+                w1 = _new(_K152)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 7:
@@ -7623,7 +6627,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K150)
+                w1 = _new(_K153)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 8:
@@ -7702,7 +6706,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                     a2_0 = w2
                 else:
                     raise _InternalError("Raw enum value doesn't match any cases")
-                w1 = _new(_K151)
+                w1 = _new(_K154)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 9:
@@ -7858,7 +6862,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K152)
+                w1 = _new(_K155)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 10:
@@ -7893,7 +6897,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K153)
+                w1 = _new(_K156)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 11:
@@ -7925,7 +6929,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K154)
+                w1 = _new(_K157)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 12:
@@ -7969,7 +6973,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K155)
+                w1 = _new(_K158)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 13:
@@ -8017,7 +7021,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K156)
+                w1 = _new(_K159)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 14:
@@ -8034,7 +7038,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K157)
+                w1 = _new(_K160)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 15:
@@ -8050,14 +7054,14 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K158)
+                w1 = _new(_K161)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 16:
                 n = _U32(d, o)[0] + 4
                 a2_0 = d[o + 4:o + n].decode()
                 o += n
-                w1 = _new(_K159)
+                w1 = _new(_K162)
                 w1._values = (a2_0,)
                 w0.update = w1
             else:
@@ -8075,7 +7079,7 @@ def rSequenceTypeHttpHeader(d: Buffer, o: int) -> Tuple[Any, int]:
     items = []
     append = items.append
     for _ in range(c):
-        w0 = _new(_K235)
+        w0 = _new(_K176)
         n = _U32(d, o)[0] + 4
         w0.name = d[o + 4:o + n].decode()
         o += n
@@ -8106,9 +7110,9 @@ def rSequenceTypeInjectMode(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            v = _K166
+            v = _K177
         elif t0 == 2:
-            v = _K167
+            v = _K178
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         append(v)
@@ -8171,7 +7175,7 @@ def rSequenceTypeMcpServer(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K236)
+            w0 = _new(_K179)
             w0._values = (a1_0,)
             v = w0
         elif t0 == 2:
@@ -8201,14 +7205,14 @@ def rSequenceTypeMcpServer(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K237)
+            w0 = _new(_K180)
             w0._values = (a1_0,)
             v = w0
         elif t0 == 3:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K238)
+            w0 = _new(_K181)
             w0._values = (a1_0,)
             v = w0
         else:
@@ -8226,75 +7230,75 @@ def rSequenceTypeOutput(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K239)
+            w0 = _new(_K182)
             w0.to, o = rSequenceString(d, o)
             n = _U32(d, o)[0] + 4
             w0.line = d[o + 4:o + n].decode()
             o += n
             v = w0
         elif t0 == 2:
-            w0 = _new(_K240)
+            w0 = _new(_K183)
             n = _U32(d, o)[0] + 4
             w0.session = d[o + 4:o + n].decode()
             o += n
             t1 = _I32(d, o)[0]
             o += 4
             if t1 == 1:
-                w2 = _new(_K242)
+                w2 = _new(_K185)
                 n = _U32(d, o)[0] + 4
                 w2.cwd = d[o + 4:o + n].decode()
                 o += n
                 w2.additional_directories, o = rSequenceString(d, o)
                 w2.mcp_servers, o = rSequenceTypeMcpServer(d, o)
                 a2_0 = w2
-                w1 = _new(_K241)
+                w1 = _new(_K184)
                 w1._values = (a2_0,)
                 w0.action = w1
             elif t1 == 2:
-                w2 = _new(_K242)
+                w2 = _new(_K185)
                 n = _U32(d, o)[0] + 4
                 w2.cwd = d[o + 4:o + n].decode()
                 o += n
                 w2.additional_directories, o = rSequenceString(d, o)
                 w2.mcp_servers, o = rSequenceTypeMcpServer(d, o)
                 a2_0 = w2
-                w1 = _new(_K243)
+                w1 = _new(_K186)
                 w1._values = (a2_0,)
                 w0.action = w1
             elif t1 == 3:
                 a2_0, o = rSequenceTypeUserInput(d, o)
-                w1 = _new(_K244)
+                w1 = _new(_K187)
                 w1._values = (a2_0,)
                 w0.action = w1
             elif t1 == 4:
                 a2_0, o = rSequenceTypeUserInput(d, o)
-                w1 = _new(_K245)
+                w1 = _new(_K188)
                 w1._values = (a2_0,)
                 w0.action = w1
             elif t1 == 5:
-                w1 = _new(_K246)
+                w1 = _new(_K189)
                 w0.action = w1
             elif t1 == 6:
-                w1 = _new(_K247)
+                w1 = _new(_K190)
                 w0.action = w1
             elif t1 == 7:
-                w1 = _new(_K248)
+                w1 = _new(_K191)
                 t2 = _I32(d, o)[0]
                 o += 4
                 if t2 == 1:
-                    w2 = _new(_K135)
+                    w2 = _new(_K121)
                     w1.request_id = w2
                 elif t2 == 2:
                     a3_0 = _I64(d, o)[0]
                     o += 8
-                    w2 = _new(_K136)
+                    w2 = _new(_K122)
                     w2._values = (a3_0,)
                     w1.request_id = w2
                 elif t2 == 3:
                     n = _U32(d, o)[0] + 4
                     a3_0 = d[o + 4:o + n].decode()
                     o += n
-                    w2 = _new(_K137)
+                    w2 = _new(_K123)
                     w2._values = (a3_0,)
                     w1.request_id = w2
                 else:
@@ -8314,7 +7318,7 @@ def rSequenceTypeOutput(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K249)
+                    w2 = _new(_K192)
                     w2._values = (a3_0,)
                     w1.outcome = w2
                 elif t2 == 2:
@@ -8333,21 +7337,21 @@ def rSequenceTypeOutput(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K250)
+                    w2 = _new(_K193)
                     w2._values = (a3_0,)
                     w1.outcome = w2
                 elif t2 == 3:
                     n = _U32(d, o)[0] + 4
                     a3_0 = d[o + 4:o + n].decode()
                     o += n
-                    w2 = _new(_K251)
+                    w2 = _new(_K194)
                     w2._values = (a3_0,)
                     w1.outcome = w2
                 else:
                     raise _InternalError("Raw enum value doesn't match any cases")
                 w0.action = w1
             elif t1 == 8:
-                w1 = _new(_K252)
+                w1 = _new(_K195)
                 w1.dropped, o = rSequenceTypePendingInject(d, o)
                 w1.turn_cancelled = d[o] != 0
                 o += 1
@@ -8367,16 +7371,16 @@ def rSequenceTypePendingInject(d: Buffer, o: int) -> Tuple[Any, int]:
     items = []
     append = items.append
     for _ in range(c):
-        w0 = _new(_K253)
+        w0 = _new(_K196)
         n = _U32(d, o)[0] + 4
         w0.message_id = d[o + 4:o + n].decode()
         o += n
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w0.mode = _K166
+            w0.mode = _K177
         elif t1 == 2:
-            w0.mode = _K167
+            w0.mode = _K178
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         w0.content, o = rSequenceTypeContentBlock(d, o)
@@ -8401,7 +7405,7 @@ def rSequenceTypePendingItem(d: Buffer, o: int) -> Tuple[Any, int]:
     items = []
     append = items.append
     for _ in range(c):
-        w0 = _new(_K223)
+        w0 = _new(_K164)
         f = d[o]
         o += 1
         if f == 1:
@@ -8415,25 +7419,25 @@ def rSequenceTypePendingItem(d: Buffer, o: int) -> Tuple[Any, int]:
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w0.mode = _K224
+            w0.mode = _K165
         elif t1 == 2:
-            w0.mode = _K225
+            w0.mode = _K166
         elif t1 == 3:
-            w0.mode = _K226
+            w0.mode = _K167
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w0.status = _K177
+            w0.status = _K99
         elif t1 == 2:
-            w0.status = _K178
+            w0.status = _K100
         elif t1 == 3:
-            w0.status = _K179
+            w0.status = _K101
         elif t1 == 4:
-            w0.status = _K180
+            w0.status = _K102
         elif t1 == 5:
-            w0.status = _K181
+            w0.status = _K103
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         w0.content, o = rSequenceTypeContentBlock(d, o)
@@ -8449,7 +7453,7 @@ def rSequenceTypePermissionOption(d: Buffer, o: int) -> Tuple[Any, int]:
     items = []
     append = items.append
     for _ in range(c):
-        w0 = _new(_K254)
+        w0 = _new(_K197)
         n = _U32(d, o)[0] + 4
         w0.option_id = d[o + 4:o + n].decode()
         o += n
@@ -8459,22 +7463,22 @@ def rSequenceTypePermissionOption(d: Buffer, o: int) -> Tuple[Any, int]:
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w1 = _new(_K255)
+            w1 = _new(_K198)
             w0.kind = w1
         elif t1 == 2:
-            w1 = _new(_K256)
+            w1 = _new(_K199)
             w0.kind = w1
         elif t1 == 3:
-            w1 = _new(_K257)
+            w1 = _new(_K200)
             w0.kind = w1
         elif t1 == 4:
-            w1 = _new(_K258)
+            w1 = _new(_K201)
             w0.kind = w1
         elif t1 == 5:
             n = _U32(d, o)[0] + 4
             a2_0 = d[o + 4:o + n].decode()
             o += n
-            w1 = _new(_K259)
+            w1 = _new(_K202)
             w1._values = (a2_0,)
             w0.kind = w1
         else:
@@ -8500,26 +7504,26 @@ def rSequenceTypePlanEntry(d: Buffer, o: int) -> Tuple[Any, int]:
     items = []
     append = items.append
     for _ in range(c):
-        w0 = _new(_K260)
+        w0 = _new(_K203)
         n = _U32(d, o)[0] + 4
         w0.content = d[o + 4:o + n].decode()
         o += n
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w1 = _new(_K261)
+            w1 = _new(_K204)
             w0.priority = w1
         elif t1 == 2:
-            w1 = _new(_K262)
+            w1 = _new(_K205)
             w0.priority = w1
         elif t1 == 3:
-            w1 = _new(_K263)
+            w1 = _new(_K206)
             w0.priority = w1
         elif t1 == 4:
             n = _U32(d, o)[0] + 4
             a2_0 = d[o + 4:o + n].decode()
             o += n
-            w1 = _new(_K264)
+            w1 = _new(_K207)
             w1._values = (a2_0,)
             w0.priority = w1
         else:
@@ -8527,22 +7531,22 @@ def rSequenceTypePlanEntry(d: Buffer, o: int) -> Tuple[Any, int]:
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w1 = _new(_K265)
+            w1 = _new(_K208)
             w0.status = w1
         elif t1 == 2:
-            w1 = _new(_K266)
+            w1 = _new(_K209)
             w0.status = w1
         elif t1 == 3:
-            w1 = _new(_K267)
+            w1 = _new(_K210)
             w0.status = w1
         elif t1 == 4:
-            w1 = _new(_K268)
+            w1 = _new(_K211)
             w0.status = w1
         elif t1 == 5:
             n = _U32(d, o)[0] + 4
             a2_0 = d[o + 4:o + n].decode()
             o += n
-            w1 = _new(_K269)
+            w1 = _new(_K212)
             w1._values = (a2_0,)
             w0.status = w1
         else:
@@ -8571,16 +7575,16 @@ def rSequenceTypeRole(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K270)
+            w0 = _new(_K213)
             v = w0
         elif t0 == 2:
-            w0 = _new(_K271)
+            w0 = _new(_K214)
             v = w0
         elif t0 == 3:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K272)
+            w0 = _new(_K215)
             w0._values = (a1_0,)
             v = w0
         else:
@@ -8620,7 +7624,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K144)
+                    w2 = _new(_K147)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 2:
@@ -8640,7 +7644,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K145)
+                    w2 = _new(_K148)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 3:
@@ -8660,7 +7664,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K146)
+                    w2 = _new(_K149)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 4:
@@ -8680,7 +7684,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K147)
+                    w2 = _new(_K150)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 5:
@@ -8706,7 +7710,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K148)
+                    w2 = _new(_K151)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 6:
@@ -8726,7 +7730,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K149)
+                    w2 = _new(_K152)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 7:
@@ -8746,7 +7750,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K150)
+                    w2 = _new(_K153)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 8:
@@ -8776,7 +7780,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                         a3_0 = w3
                     else:
                         raise _InternalError("Raw enum value doesn't match any cases")
-                    w2 = _new(_K151)
+                    w2 = _new(_K154)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 9:
@@ -8867,7 +7871,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K152)
+                    w2 = _new(_K155)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 10:
@@ -8887,7 +7891,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K153)
+                    w2 = _new(_K156)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 11:
@@ -8904,7 +7908,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K154)
+                    w2 = _new(_K157)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 12:
@@ -8932,7 +7936,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K155)
+                    w2 = _new(_K158)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 13:
@@ -8950,7 +7954,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K156)
+                    w2 = _new(_K159)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 14:
@@ -8967,7 +7971,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K157)
+                    w2 = _new(_K160)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 15:
@@ -8983,23 +7987,23 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K158)
+                    w2 = _new(_K161)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 16:
                     n = _U32(d, o)[0] + 4
                     a3_0 = d[o + 4:o + n].decode()
                     o += n
-                    w2 = _new(_K159)
+                    w2 = _new(_K162)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 else:
                     raise _InternalError("Raw enum value doesn't match any cases")
-                w1 = _new(_K221)
+                w1 = _new(_K146)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 2:
-                w2 = _new(_K223)
+                w2 = _new(_K164)
                 f = d[o]
                 o += 1
                 if f == 1:
@@ -9013,35 +8017,35 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 t3 = _I32(d, o)[0]
                 o += 4
                 if t3 == 1:
-                    w2.mode = _K224
+                    w2.mode = _K165
                 elif t3 == 2:
-                    w2.mode = _K225
+                    w2.mode = _K166
                 elif t3 == 3:
-                    w2.mode = _K226
+                    w2.mode = _K167
                 else:
                     raise _InternalError("Raw enum value doesn't match any cases")
                 t3 = _I32(d, o)[0]
                 o += 4
                 if t3 == 1:
-                    w2.status = _K177
+                    w2.status = _K99
                 elif t3 == 2:
-                    w2.status = _K178
+                    w2.status = _K100
                 elif t3 == 3:
-                    w2.status = _K179
+                    w2.status = _K101
                 elif t3 == 4:
-                    w2.status = _K180
+                    w2.status = _K102
                 elif t3 == 5:
-                    w2.status = _K181
+                    w2.status = _K103
                 else:
                     raise _InternalError("Raw enum value doesn't match any cases")
                 w2.content, o = rSequenceTypeContentBlock(d, o)
                 w2.superseded, o = rSequenceSequenceTypeContentBlock(d, o)
                 a2_0 = w2
-                w1 = _new(_K222)
+                w1 = _new(_K163)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 3:
-                w2 = _new(_K228)
+                w2 = _new(_K169)
                 n = _U32(d, o)[0] + 4
                 w2.rule = d[o + 4:o + n].decode()
                 o += n
@@ -9049,40 +8053,40 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 w2.message_id = d[o + 4:o + n].decode()
                 o += n
                 a2_0 = w2
-                w1 = _new(_K227)
+                w1 = _new(_K168)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 4:
-                w1 = _new(_K229)
+                w1 = _new(_K170)
                 a1_0 = w1
             elif t1 == 5:
                 a2_0, o = rSequenceString(d, o)
-                w1 = _new(_K230)
+                w1 = _new(_K171)
                 w1._values = (a2_0,)
                 a1_0 = w1
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
-            w0 = _new(_K273)
+            w0 = _new(_K216)
             w0._values = (a1_0,)
             v = w0
         elif t0 == 2:
-            w0 = _new(_K274)
+            w0 = _new(_K217)
             t1 = _I32(d, o)[0]
             o += 4
             if t1 == 1:
-                w1 = _new(_K135)
+                w1 = _new(_K121)
                 w0.request = w1
             elif t1 == 2:
                 a2_0 = _I64(d, o)[0]
                 o += 8
-                w1 = _new(_K136)
+                w1 = _new(_K122)
                 w1._values = (a2_0,)
                 w0.request = w1
             elif t1 == 3:
                 n = _U32(d, o)[0] + 4
                 a2_0 = d[o + 4:o + n].decode()
                 o += n
-                w1 = _new(_K137)
+                w1 = _new(_K123)
                 w1._values = (a2_0,)
                 w0.request = w1
             else:
@@ -9139,7 +8143,7 @@ def rSequenceTypeSessionInfo(d: Buffer, o: int) -> Tuple[Any, int]:
     items = []
     append = items.append
     for _ in range(c):
-        w0 = _new(_K275)
+        w0 = _new(_K218)
         n = _U32(d, o)[0] + 4
         w0.session_id = d[o + 4:o + n].decode()
         o += n
@@ -9189,29 +8193,6 @@ def rSequenceTypeSessionInfo(d: Buffer, o: int) -> Tuple[Any, int]:
     return items, o
 
 
-def rSequenceTypeSetupConnection(d: Buffer, o: int) -> Tuple[Any, int]:
-    c = _U32(d, o)[0]
-    o += 4
-    items = []
-    append = items.append
-    for _ in range(c):
-        w0 = _new(_K276)
-        n = _U32(d, o)[0] + 4
-        w0.id = d[o + 4:o + n].decode()
-        o += n
-        t1 = _I32(d, o)[0]
-        o += 4
-        if t1 == 1:
-            w0.role = _K277
-        elif t1 == 2:
-            w0.role = _K278
-        else:
-            raise _InternalError("Raw enum value doesn't match any cases")
-        v = w0
-        append(v)
-    return items, o
-
-
 def rSequenceTypeSteerInStream(d: Buffer, o: int) -> Tuple[Any, int]:
     c = _U32(d, o)[0]
     o += 4
@@ -9221,9 +8202,9 @@ def rSequenceTypeSteerInStream(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            v = _K94
+            v = _K219
         elif t0 == 2:
-            v = _K95
+            v = _K220
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         append(v)
@@ -9483,15 +8464,15 @@ def rSequenceTypeTranscriptEntry(d: Buffer, o: int) -> Tuple[Any, int]:
     items = []
     append = items.append
     for _ in range(c):
-        w0 = _new(_K279)
+        w0 = _new(_K221)
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w0.role = _K280
+            w0.role = _K222
         elif t1 == 2:
-            w0.role = _K281
+            w0.role = _K223
         elif t1 == 3:
-            w0.role = _K282
+            w0.role = _K224
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         n = _U32(d, o)[0] + 4
@@ -9509,7 +8490,7 @@ def rSequenceTypeUserInput(d: Buffer, o: int) -> Tuple[Any, int]:
     items = []
     append = items.append
     for _ in range(c):
-        w0 = _new(_K283)
+        w0 = _new(_K225)
         n = _U32(d, o)[0] + 4
         w0.message_id = d[o + 4:o + n].decode()
         o += n
@@ -9525,7 +8506,7 @@ def rSequenceTypeViolation(d: Buffer, o: int) -> Tuple[Any, int]:
     items = []
     append = items.append
     for _ in range(c):
-        w0 = _new(_K228)
+        w0 = _new(_K169)
         n = _U32(d, o)[0] + 4
         w0.rule = d[o + 4:o + n].decode()
         o += n
@@ -9551,10 +8532,10 @@ def rTypeAcpError(d: Buffer, o: int) -> Tuple[Any, int]:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _K284(a0_0)
+        v = _K226(a0_0)
         return v, o
     elif t == 2:
-        w0 = _new(_K210)
+        w0 = _new(_K135)
         w0.code = _I64(d, o)[0]
         o += 8
         n = _U32(d, o)[0] + 4
@@ -9566,34 +8547,34 @@ def rTypeAcpError(d: Buffer, o: int) -> Tuple[Any, int]:
             t1 = _I32(d, o)[0]
             o += 4
             if t1 == 1:
-                w1 = _new(_K109)
+                w1 = _new(_K90)
                 w0.reason = w1
             elif t1 == 2:
-                w1 = _new(_K110)
+                w1 = _new(_K91)
                 w0.reason = w1
             elif t1 == 3:
-                w1 = _new(_K111)
+                w1 = _new(_K92)
                 w0.reason = w1
             elif t1 == 4:
-                w1 = _new(_K112)
+                w1 = _new(_K93)
                 w0.reason = w1
             elif t1 == 5:
-                w1 = _new(_K113)
+                w1 = _new(_K94)
                 w0.reason = w1
             elif t1 == 6:
-                w1 = _new(_K114)
+                w1 = _new(_K95)
                 w0.reason = w1
             elif t1 == 7:
-                w1 = _new(_K115)
+                w1 = _new(_K96)
                 w0.reason = w1
             elif t1 == 8:
-                w1 = _new(_K116)
+                w1 = _new(_K97)
                 w0.reason = w1
             elif t1 == 9:
                 n = _U32(d, o)[0] + 4
                 a2_0 = d[o + 4:o + n].decode()
                 o += n
-                w1 = _new(_K117)
+                w1 = _new(_K98)
                 w1._values = (a2_0,)
                 w0.reason = w1
             else:
@@ -9623,109 +8604,109 @@ def rTypeAcpError(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _K285(a0_0)
+        v = _K227(a0_0)
         return v, o
     elif t == 3:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K102)
+            w0 = _new(_K229)
             a0_0 = w0
         elif t0 == 2:
-            w0 = _new(_K103)
+            w0 = _new(_K230)
             a0_0 = w0
         elif t0 == 3:
-            w0 = _new(_K104)
+            w0 = _new(_K231)
             a0_0 = w0
         elif t0 == 4:
-            w0 = _new(_K105)
+            w0 = _new(_K232)
             a0_0 = w0
         elif t0 == 5:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K106)
+            w0 = _new(_K233)
             w0._values = (a1_0,)
             a0_0 = w0
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
-        v = _K286(a0_0)
+        v = _K228(a0_0)
         return v, o
     elif t == 4:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K118)
+            w0 = _new(_K235)
             a0_0 = w0
         elif t0 == 2:
-            w0 = _new(_K119)
+            w0 = _new(_K236)
             a0_0 = w0
         elif t0 == 3:
-            w0 = _new(_K120)
+            w0 = _new(_K237)
             a0_0 = w0
         elif t0 == 4:
-            w0 = _new(_K121)
+            w0 = _new(_K238)
             a0_0 = w0
         elif t0 == 5:
-            w0 = _new(_K122)
+            w0 = _new(_K239)
             a0_0 = w0
         elif t0 == 6:
-            w0 = _new(_K123)
+            w0 = _new(_K240)
             a0_0 = w0
         elif t0 == 7:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K124)
+            w0 = _new(_K241)
             w0._values = (a1_0,)
             a0_0 = w0
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
-        v = _K287(a0_0)
+        v = _K234(a0_0)
         return v, o
     elif t == 5:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _K288(a0_0)
+        v = _K242(a0_0)
         return v, o
     elif t == 6:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _K289(a0_0)
+        v = _K243(a0_0)
         return v, o
     elif t == 7:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _K290(a0_0)
+        v = _K244(a0_0)
         return v, o
     elif t == 8:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _K291(a0_0)
+        v = _K245(a0_0)
         return v, o
     elif t == 9:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _K292(a0_0)
+        v = _K246(a0_0)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
 def rTypeActivity(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K191)
+    v = _new(_K113)
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        v.stream = _K192
+        v.stream = _K114
     elif t0 == 2:
-        v.stream = _K193
+        v.stream = _K115
     elif t0 == 3:
-        v.stream = _K194
+        v.stream = _K116
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     v.cancel_requested = d[o] != 0
@@ -9734,7 +8715,7 @@ def rTypeActivity(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeAffordances(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K186)
+    v = _new(_K108)
     v.steer = d[o] != 0
     o += 1
     v.edit_pending = d[o] != 0
@@ -9898,7 +8879,7 @@ def rTypeAgentCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeAgentConfig(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K90)
+    v = _new(_K247)
     f = d[o]
     o += 1
     if f == 1:
@@ -9941,29 +8922,29 @@ def rTypeAgentConfig(d: Buffer, o: int) -> Tuple[Any, int]:
         v.inject = None
     else:
         raise _InternalError('Unexpected flag byte for optional type')
-    w0 = _new(_K91)
+    w0 = _new(_K248)
     t1 = _I32(d, o)[0]
     o += 4
     if t1 == 1:
-        w0.queue_drain = _K92
+        w0.queue_drain = _K249
     elif t1 == 2:
-        w0.queue_drain = _K93
+        w0.queue_drain = _K250
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     t1 = _I32(d, o)[0]
     o += 4
     if t1 == 1:
-        w0.steer_in_stream = _K94
+        w0.steer_in_stream = _K219
     elif t1 == 2:
-        w0.steer_in_stream = _K95
+        w0.steer_in_stream = _K220
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     t1 = _I32(d, o)[0]
     o += 4
     if t1 == 1:
-        w0.revoke_replace = _K96
+        w0.revoke_replace = _K251
     elif t1 == 2:
-        w0.revoke_replace = _K97
+        w0.revoke_replace = _K252
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     w0.remember_ids = _U64(d, o)[0]
@@ -9971,9 +8952,9 @@ def rTypeAgentConfig(d: Buffer, o: int) -> Tuple[Any, int]:
     t1 = _I32(d, o)[0]
     o += 4
     if t1 == 1:
-        w0.clear_style = _K98
+        w0.clear_style = _K253
     elif t1 == 2:
-        w0.clear_style = _K99
+        w0.clear_style = _K254
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     w0.max_line_bytes = _U64(d, o)[0]
@@ -9981,7 +8962,7 @@ def rTypeAgentConfig(d: Buffer, o: int) -> Tuple[Any, int]:
     w0.list_page_size = _U64(d, o)[0]
     o += 8
     v.policy = w0
-    w0 = _new(_K100)
+    w0 = _new(_K255)
     n = _U32(d, o)[0] + 4
     w0.name = d[o + 4:o + n].decode()
     o += n
@@ -9989,7 +8970,7 @@ def rTypeAgentConfig(d: Buffer, o: int) -> Tuple[Any, int]:
     w0.version = d[o + 4:o + n].decode()
     o += n
     v.info = w0
-    w0 = _new(_K101)
+    w0 = _new(_K256)
     w0.mcp_stdio = d[o] != 0
     o += 1
     w0.mcp_http = d[o] != 0
@@ -10001,7 +8982,7 @@ def rTypeAgentConfig(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeAgentInfo(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K100)
+    v = _new(_K255)
     n = _U32(d, o)[0] + 4
     v.name = d[o + 4:o + n].decode()
     o += n
@@ -10550,118 +9531,6 @@ def rTypeAgentMessageClear(d: Buffer, o: int) -> Tuple[Any, int]:
         v.meta = None
     else:
         raise _InternalError('Unexpected flag byte for optional type')
-    return v, o
-
-
-def rTypeAgentSetup(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K89)
-    w0 = _new(_K90)
-    f = d[o]
-    o += 1
-    if f == 1:
-        w1 = _new(_K39)
-        w1.modes, o = rSequenceTypeInjectMode(d, o)
-        f = d[o]
-        o += 1
-        if f == 1:
-            w2 = _new(_K88)
-            w2.replace = d[o] != 0
-            o += 1
-            f = d[o]
-            o += 1
-            if f == 1:
-                n = _U32(d, o)[0] + 4
-                w2.meta = d[o + 4:o + n].decode()
-                o += n
-            elif f == 0:
-                w2.meta = None
-            else:
-                raise _InternalError('Unexpected flag byte for optional type')
-            w1.pending = w2
-        elif f == 0:
-            w1.pending = None
-        else:
-            raise _InternalError('Unexpected flag byte for optional type')
-        w1.steer_in_stream, o = rSequenceTypeSteerInStream(d, o)
-        f = d[o]
-        o += 1
-        if f == 1:
-            n = _U32(d, o)[0] + 4
-            w1.meta = d[o + 4:o + n].decode()
-            o += n
-        elif f == 0:
-            w1.meta = None
-        else:
-            raise _InternalError('Unexpected flag byte for optional type')
-        w0.inject = w1
-    elif f == 0:
-        w0.inject = None
-    else:
-        raise _InternalError('Unexpected flag byte for optional type')
-    w1 = _new(_K91)
-    t2 = _I32(d, o)[0]
-    o += 4
-    if t2 == 1:
-        w1.queue_drain = _K92
-    elif t2 == 2:
-        w1.queue_drain = _K93
-    else:
-        raise _InternalError("Raw enum value doesn't match any cases")
-    t2 = _I32(d, o)[0]
-    o += 4
-    if t2 == 1:
-        w1.steer_in_stream = _K94
-    elif t2 == 2:
-        w1.steer_in_stream = _K95
-    else:
-        raise _InternalError("Raw enum value doesn't match any cases")
-    t2 = _I32(d, o)[0]
-    o += 4
-    if t2 == 1:
-        w1.revoke_replace = _K96
-    elif t2 == 2:
-        w1.revoke_replace = _K97
-    else:
-        raise _InternalError("Raw enum value doesn't match any cases")
-    w1.remember_ids = _U64(d, o)[0]
-    o += 8
-    t2 = _I32(d, o)[0]
-    o += 4
-    if t2 == 1:
-        w1.clear_style = _K98
-    elif t2 == 2:
-        w1.clear_style = _K99
-    else:
-        raise _InternalError("Raw enum value doesn't match any cases")
-    w1.max_line_bytes = _U64(d, o)[0]
-    o += 8
-    w1.list_page_size = _U64(d, o)[0]
-    o += 8
-    w0.policy = w1
-    w1 = _new(_K100)
-    n = _U32(d, o)[0] + 4
-    w1.name = d[o + 4:o + n].decode()
-    o += n
-    n = _U32(d, o)[0] + 4
-    w1.version = d[o + 4:o + n].decode()
-    o += n
-    w0.info = w1
-    w1 = _new(_K101)
-    w1.mcp_stdio = d[o] != 0
-    o += 1
-    w1.mcp_http = d[o] != 0
-    o += 1
-    w1.additional_directories = d[o] != 0
-    o += 1
-    w0.setup = w1
-    v.config = w0
-    n = _U32(d, o)[0] + 4
-    v.session = d[o + 4:o + n].decode()
-    o += n
-    n = _U32(d, o)[0] + 4
-    v.cwd = d[o + 4:o + n].decode()
-    o += n
-    v.connections, o = rSequenceTypeSetupConnection(d, o)
     return v, o
 
 
@@ -11228,7 +10097,7 @@ def rTypeAnswer(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        w0 = _new(_K210)
+        w0 = _new(_K135)
         w0.code = _I64(d, o)[0]
         o += 8
         n = _U32(d, o)[0] + 4
@@ -11240,34 +10109,34 @@ def rTypeAnswer(d: Buffer, o: int) -> Tuple[Any, int]:
             t1 = _I32(d, o)[0]
             o += 4
             if t1 == 1:
-                w1 = _new(_K109)
+                w1 = _new(_K90)
                 w0.reason = w1
             elif t1 == 2:
-                w1 = _new(_K110)
+                w1 = _new(_K91)
                 w0.reason = w1
             elif t1 == 3:
-                w1 = _new(_K111)
+                w1 = _new(_K92)
                 w0.reason = w1
             elif t1 == 4:
-                w1 = _new(_K112)
+                w1 = _new(_K93)
                 w0.reason = w1
             elif t1 == 5:
-                w1 = _new(_K113)
+                w1 = _new(_K94)
                 w0.reason = w1
             elif t1 == 6:
-                w1 = _new(_K114)
+                w1 = _new(_K95)
                 w0.reason = w1
             elif t1 == 7:
-                w1 = _new(_K115)
+                w1 = _new(_K96)
                 w0.reason = w1
             elif t1 == 8:
-                w1 = _new(_K116)
+                w1 = _new(_K97)
                 w0.reason = w1
             elif t1 == 9:
                 n = _U32(d, o)[0] + 4
                 a2_0 = d[o + 4:o + n].decode()
                 o += n
-                w1 = _new(_K117)
+                w1 = _new(_K98)
                 w1._values = (a2_0,)
                 w0.reason = w1
             else:
@@ -11297,7 +10166,7 @@ def rTypeAnswer(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K209)
+        v = _new(_K134)
         v._values = (a0_0,)
         return v, o
     elif t == 2:
@@ -11487,17 +10356,17 @@ def rTypeAnswer(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K211)
+        v = _new(_K136)
         v._values = (a0_0,)
         return v, o
     elif t == 3:
-        v = _new(_K212)
+        v = _new(_K137)
         n = _U32(d, o)[0] + 4
         v.session_id = d[o + 4:o + n].decode()
         o += n
         return v, o
     elif t == 4:
-        v = _new(_K213)
+        v = _new(_K138)
         v.sessions, o = rSequenceTypeSessionInfo(d, o)
         f = d[o]
         o += 1
@@ -11511,10 +10380,10 @@ def rTypeAnswer(d: Buffer, o: int) -> Tuple[Any, int]:
             raise _InternalError('Unexpected flag byte for optional type')
         return v, o
     elif t == 5:
-        v = _new(_K214)
+        v = _new(_K139)
         return v, o
     elif t == 6:
-        v = _new(_K215)
+        v = _new(_K140)
         f = d[o]
         o += 1
         if f == 1:
@@ -11527,16 +10396,16 @@ def rTypeAnswer(d: Buffer, o: int) -> Tuple[Any, int]:
             raise _InternalError('Unexpected flag byte for optional type')
         return v, o
     elif t == 7:
-        v = _new(_K216)
+        v = _new(_K141)
         return v, o
     elif t == 8:
-        v = _new(_K217)
+        v = _new(_K142)
         return v, o
     elif t == 9:
-        v = _new(_K218)
+        v = _new(_K143)
         return v, o
     elif t == 10:
-        v = _new(_K219)
+        v = _new(_K144)
         v.live = d[o] != 0
         o += 1
         return v, o
@@ -11645,9 +10514,9 @@ def rTypeBreakPoint(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K128, o
+        return _K257, o
     elif t == 2:
-        return _K129, o
+        return _K258, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
@@ -11655,45 +10524,45 @@ def rTypeCallRejected(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K102)
+        v = _new(_K229)
         return v, o
     elif t == 2:
-        v = _new(_K103)
+        v = _new(_K230)
         return v, o
     elif t == 3:
-        v = _new(_K104)
+        v = _new(_K231)
         return v, o
     elif t == 4:
-        v = _new(_K105)
+        v = _new(_K232)
         return v, o
     elif t == 5:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K106)
+        v = _new(_K233)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
 def rTypeCancelRequestNotification(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K293)
+    v = _new(_K259)
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        w0 = _new(_K135)
+        w0 = _new(_K121)
         v.request_id = w0
     elif t0 == 2:
         a1_0 = _I64(d, o)[0]
         o += 8
-        w0 = _new(_K136)
+        w0 = _new(_K122)
         w0._values = (a1_0,)
         v.request_id = w0
     elif t0 == 3:
         n = _U32(d, o)[0] + 4
         a1_0 = d[o + 4:o + n].decode()
         o += n
-        w0 = _new(_K137)
+        w0 = _new(_K123)
         w0._values = (a1_0,)
         v.request_id = w0
     else:
@@ -11712,7 +10581,7 @@ def rTypeCancelRequestNotification(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeCancelSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K294)
+    v = _new(_K260)
     n = _U32(d, o)[0] + 4
     v.session_id = d[o + 4:o + n].decode()
     o += n
@@ -11748,90 +10617,14 @@ def rTypeClearStyle(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K98, o
+        return _K253, o
     elif t == 2:
-        return _K99, o
-    raise _InternalError("Raw enum value doesn't match any cases")
-
-
-def rTypeClientCall(d: Buffer, o: int) -> Tuple[Any, int]:
-    t = _I32(d, o)[0]
-    o += 4
-    if t == 1:
-        v = _new(_K164)
-        n = _U32(d, o)[0] + 4
-        v.session = d[o + 4:o + n].decode()
-        o += n
-        v.content, o = rSequenceTypeContentBlock(d, o)
-        return v, o
-    elif t == 2:
-        v = _new(_K165)
-        n = _U32(d, o)[0] + 4
-        v.session = d[o + 4:o + n].decode()
-        o += n
-        t0 = _I32(d, o)[0]
-        o += 4
-        if t0 == 1:
-            v.mode = _K166
-        elif t0 == 2:
-            v.mode = _K167
-        else:
-            raise _InternalError("Raw enum value doesn't match any cases")
-        v.content, o = rSequenceTypeContentBlock(d, o)
-        return v, o
-    elif t == 3:
-        v = _new(_K168)
-        n = _U32(d, o)[0] + 4
-        v.session = d[o + 4:o + n].decode()
-        o += n
-        n = _U32(d, o)[0] + 4
-        v.message_id = d[o + 4:o + n].decode()
-        o += n
-        return v, o
-    elif t == 4:
-        v = _new(_K169)
-        n = _U32(d, o)[0] + 4
-        v.session = d[o + 4:o + n].decode()
-        o += n
-        n = _U32(d, o)[0] + 4
-        v.message_id = d[o + 4:o + n].decode()
-        o += n
-        v.content, o = rSequenceTypeContentBlock(d, o)
-        return v, o
-    elif t == 5:
-        v = _new(_K170)
-        n = _U32(d, o)[0] + 4
-        v.session = d[o + 4:o + n].decode()
-        o += n
-        return v, o
-    elif t == 6:
-        v = _new(_K171)
-        n = _U32(d, o)[0] + 4
-        v.session = d[o + 4:o + n].decode()
-        o += n
-        return v, o
-    elif t == 7:
-        v = _new(_K172)
-        n = _U32(d, o)[0] + 4
-        v.session = d[o + 4:o + n].decode()
-        o += n
-        return v, o
-    elif t == 8:
-        v = _new(_K173)
-        n = _U32(d, o)[0] + 4
-        v.session = d[o + 4:o + n].decode()
-        o += n
-        n = _U32(d, o)[0] + 4
-        v.cwd = d[o + 4:o + n].decode()
-        o += n
-        v.replay = d[o] != 0
-        o += 1
-        return v, o
+        return _K254, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
 def rTypeClientCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K107)
+    v = _new(_K89)
     f = d[o]
     o += 1
     if f == 1:
@@ -11845,58 +10638,8 @@ def rTypeClientCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
     return v, o
 
 
-def rTypeClientSetup(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K108)
-    n = _U32(d, o)[0] + 4
-    v.session = d[o + 4:o + n].decode()
-    o += n
-    f = d[o]
-    o += 1
-    if f == 1:
-        w0 = _new(_K39)
-        w0.modes, o = rSequenceTypeInjectMode(d, o)
-        f = d[o]
-        o += 1
-        if f == 1:
-            w1 = _new(_K88)
-            w1.replace = d[o] != 0
-            o += 1
-            f = d[o]
-            o += 1
-            if f == 1:
-                n = _U32(d, o)[0] + 4
-                w1.meta = d[o + 4:o + n].decode()
-                o += n
-            elif f == 0:
-                w1.meta = None
-            else:
-                raise _InternalError('Unexpected flag byte for optional type')
-            w0.pending = w1
-        elif f == 0:
-            w0.pending = None
-        else:
-            raise _InternalError('Unexpected flag byte for optional type')
-        w0.steer_in_stream, o = rSequenceTypeSteerInStream(d, o)
-        f = d[o]
-        o += 1
-        if f == 1:
-            n = _U32(d, o)[0] + 4
-            w0.meta = d[o + 4:o + n].decode()
-            o += n
-        elif f == 0:
-            w0.meta = None
-        else:
-            raise _InternalError('Unexpected flag byte for optional type')
-        v.capabilities = w0
-    elif f == 0:
-        v.capabilities = None
-    else:
-        raise _InternalError('Unexpected flag byte for optional type')
-    return v, o
-
-
 def rTypeCloseSessionRequest(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K295)
+    v = _new(_K261)
     n = _U32(d, o)[0] + 4
     v.session_id = d[o + 4:o + n].decode()
     o += n
@@ -11914,7 +10657,7 @@ def rTypeCloseSessionRequest(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeCloseSessionResponse(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K296)
+    v = _new(_K262)
     f = d[o]
     o += 1
     if f == 1:
@@ -11929,7 +10672,7 @@ def rTypeCloseSessionResponse(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeConnectOptions(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K297)
+    v = _new(_K263)
     w0 = _new(_K34)
     n = _U32(d, o)[0] + 4
     w0.name = d[o + 4:o + n].decode()
@@ -11975,9 +10718,9 @@ def rTypeConnectionRole(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K277, o
+        return _K264, o
     elif t == 2:
-        return _K278, o
+        return _K265, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
@@ -12704,7 +11447,7 @@ def rTypeEmbeddedResourceResource(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeEnvVariable(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K197)
+    v = _new(_K119)
     n = _U32(d, o)[0] + 4
     v.name = d[o + 4:o + n].decode()
     o += n
@@ -12725,41 +11468,41 @@ def rTypeEnvVariable(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeErrorData(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K298)
+    v = _new(_K266)
     f = d[o]
     o += 1
     if f == 1:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K109)
+            w0 = _new(_K90)
             v.reason = w0
         elif t0 == 2:
-            w0 = _new(_K110)
+            w0 = _new(_K91)
             v.reason = w0
         elif t0 == 3:
-            w0 = _new(_K111)
+            w0 = _new(_K92)
             v.reason = w0
         elif t0 == 4:
-            w0 = _new(_K112)
+            w0 = _new(_K93)
             v.reason = w0
         elif t0 == 5:
-            w0 = _new(_K113)
+            w0 = _new(_K94)
             v.reason = w0
         elif t0 == 6:
-            w0 = _new(_K114)
+            w0 = _new(_K95)
             v.reason = w0
         elif t0 == 7:
-            w0 = _new(_K115)
+            w0 = _new(_K96)
             v.reason = w0
         elif t0 == 8:
-            w0 = _new(_K116)
+            w0 = _new(_K97)
             v.reason = w0
         elif t0 == 9:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K117)
+            w0 = _new(_K98)
             w0._values = (a1_0,)
             v.reason = w0
         else:
@@ -12795,34 +11538,34 @@ def rTypeErrorReason(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K109)
+        v = _new(_K90)
         return v, o
     elif t == 2:
-        v = _new(_K110)
+        v = _new(_K91)
         return v, o
     elif t == 3:
-        v = _new(_K111)
+        v = _new(_K92)
         return v, o
     elif t == 4:
-        v = _new(_K112)
+        v = _new(_K93)
         return v, o
     elif t == 5:
-        v = _new(_K113)
+        v = _new(_K94)
         return v, o
     elif t == 6:
-        v = _new(_K114)
+        v = _new(_K95)
         return v, o
     elif t == 7:
-        v = _new(_K115)
+        v = _new(_K96)
         return v, o
     elif t == 8:
-        v = _new(_K116)
+        v = _new(_K97)
         return v, o
     elif t == 9:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K117)
+        v = _new(_K98)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
@@ -12832,23 +11575,23 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K198)
+        v = _new(_K120)
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K135)
+            w0 = _new(_K121)
             v.request = w0
         elif t0 == 2:
             a1_0 = _I64(d, o)[0]
             o += 8
-            w0 = _new(_K136)
+            w0 = _new(_K122)
             w0._values = (a1_0,)
             v.request = w0
         elif t0 == 3:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K137)
+            w0 = _new(_K123)
             w0._values = (a1_0,)
             v.request = w0
         else:
@@ -12856,25 +11599,25 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            v.kind = _K199
+            v.kind = _K124
         elif t0 == 2:
-            v.kind = _K200
+            v.kind = _K125
         elif t0 == 3:
-            v.kind = _K201
+            v.kind = _K126
         elif t0 == 4:
-            v.kind = _K202
+            v.kind = _K127
         elif t0 == 5:
-            v.kind = _K203
+            v.kind = _K128
         elif t0 == 6:
-            v.kind = _K204
+            v.kind = _K129
         elif t0 == 7:
-            v.kind = _K205
+            v.kind = _K130
         elif t0 == 8:
-            v.kind = _K206
+            v.kind = _K131
         elif t0 == 9:
-            v.kind = _K207
+            v.kind = _K132
         elif t0 == 10:
-            v.kind = _K208
+            v.kind = _K133
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         f = d[o]
@@ -12890,7 +11633,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w1 = _new(_K210)
+            w1 = _new(_K135)
             w1.code = _I64(d, o)[0]
             o += 8
             n = _U32(d, o)[0] + 4
@@ -12902,34 +11645,34 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 t2 = _I32(d, o)[0]
                 o += 4
                 if t2 == 1:
-                    w2 = _new(_K109)
+                    w2 = _new(_K90)
                     w1.reason = w2
                 elif t2 == 2:
-                    w2 = _new(_K110)
+                    w2 = _new(_K91)
                     w1.reason = w2
                 elif t2 == 3:
-                    w2 = _new(_K111)
+                    w2 = _new(_K92)
                     w1.reason = w2
                 elif t2 == 4:
-                    w2 = _new(_K112)
+                    w2 = _new(_K93)
                     w1.reason = w2
                 elif t2 == 5:
-                    w2 = _new(_K113)
+                    w2 = _new(_K94)
                     w1.reason = w2
                 elif t2 == 6:
-                    w2 = _new(_K114)
+                    w2 = _new(_K95)
                     w1.reason = w2
                 elif t2 == 7:
-                    w2 = _new(_K115)
+                    w2 = _new(_K96)
                     w1.reason = w2
                 elif t2 == 8:
-                    w2 = _new(_K116)
+                    w2 = _new(_K97)
                     w1.reason = w2
                 elif t2 == 9:
                     n = _U32(d, o)[0] + 4
                     a3_0 = d[o + 4:o + n].decode()
                     o += n
-                    w2 = _new(_K117)
+                    w2 = _new(_K98)
                     w2._values = (a3_0,)
                     w1.reason = w2
                 else:
@@ -12959,7 +11702,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K209)
+            w0 = _new(_K134)
             w0._values = (a1_0,)
             v.outcome = w0
         elif t0 == 2:
@@ -13075,17 +11818,17 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K211)
+            w0 = _new(_K136)
             w0._values = (a1_0,)
             v.outcome = w0
         elif t0 == 3:
-            w0 = _new(_K212)
+            w0 = _new(_K137)
             n = _U32(d, o)[0] + 4
             w0.session_id = d[o + 4:o + n].decode()
             o += n
             v.outcome = w0
         elif t0 == 4:
-            w0 = _new(_K213)
+            w0 = _new(_K138)
             w0.sessions, o = rSequenceTypeSessionInfo(d, o)
             f = d[o]
             o += 1
@@ -13099,10 +11842,10 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 raise _InternalError('Unexpected flag byte for optional type')
             v.outcome = w0
         elif t0 == 5:
-            w0 = _new(_K214)
+            w0 = _new(_K139)
             v.outcome = w0
         elif t0 == 6:
-            w0 = _new(_K215)
+            w0 = _new(_K140)
             f = d[o]
             o += 1
             if f == 1:
@@ -13115,16 +11858,16 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 raise _InternalError('Unexpected flag byte for optional type')
             v.outcome = w0
         elif t0 == 7:
-            w0 = _new(_K216)
+            w0 = _new(_K141)
             v.outcome = w0
         elif t0 == 8:
-            w0 = _new(_K217)
+            w0 = _new(_K142)
             v.outcome = w0
         elif t0 == 9:
-            w0 = _new(_K218)
+            w0 = _new(_K143)
             v.outcome = w0
         elif t0 == 10:
-            w0 = _new(_K219)
+            w0 = _new(_K144)
             w0.live = d[o] != 0
             o += 1
             v.outcome = w0
@@ -13132,7 +11875,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             raise _InternalError("Raw enum value doesn't match any cases")
         return v, o
     elif t == 2:
-        v = _new(_K220)
+        v = _new(_K145)
         n = _U32(d, o)[0] + 4
         v.session_id = d[o + 4:o + n].decode()
         o += n
@@ -13171,7 +11914,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K144)
+                w1 = _new(_K147)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 2:
@@ -13226,7 +11969,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K145)
+                w1 = _new(_K148)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 3:
@@ -13259,7 +12002,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K146)
+                w1 = _new(_K149)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 4:
@@ -13314,7 +12057,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K147)
+                w1 = _new(_K150)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 5:
@@ -13340,7 +12083,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K148)
+                w1 = _new(_K151)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 6:
@@ -13373,7 +12116,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K149)
+                w1 = _new(_K152)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 7:
@@ -13428,7 +12171,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K150)
+                w1 = _new(_K153)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 8:
@@ -13507,7 +12250,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     a2_0 = w2
                 else:
                     raise _InternalError("Raw enum value doesn't match any cases")
-                w1 = _new(_K151)
+                w1 = _new(_K154)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 9:
@@ -13663,7 +12406,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K152)
+                w1 = _new(_K155)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 10:
@@ -13698,7 +12441,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K153)
+                w1 = _new(_K156)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 11:
@@ -13730,7 +12473,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K154)
+                w1 = _new(_K157)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 12:
@@ -13774,7 +12517,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K155)
+                w1 = _new(_K158)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 13:
@@ -13822,7 +12565,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K156)
+                w1 = _new(_K159)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 14:
@@ -13839,7 +12582,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K157)
+                w1 = _new(_K160)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 15:
@@ -13855,23 +12598,23 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K158)
+                w1 = _new(_K161)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 16:
                 n = _U32(d, o)[0] + 4
                 a2_0 = d[o + 4:o + n].decode()
                 o += n
-                w1 = _new(_K159)
+                w1 = _new(_K162)
                 w1._values = (a2_0,)
                 a1_0 = w1
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
-            w0 = _new(_K221)
+            w0 = _new(_K146)
             w0._values = (a1_0,)
             v.event = w0
         elif t0 == 2:
-            w1 = _new(_K223)
+            w1 = _new(_K164)
             f = d[o]
             o += 1
             if f == 1:
@@ -13885,35 +12628,35 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             t2 = _I32(d, o)[0]
             o += 4
             if t2 == 1:
-                w1.mode = _K224
+                w1.mode = _K165
             elif t2 == 2:
-                w1.mode = _K225
+                w1.mode = _K166
             elif t2 == 3:
-                w1.mode = _K226
+                w1.mode = _K167
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
             t2 = _I32(d, o)[0]
             o += 4
             if t2 == 1:
-                w1.status = _K177
+                w1.status = _K99
             elif t2 == 2:
-                w1.status = _K178
+                w1.status = _K100
             elif t2 == 3:
-                w1.status = _K179
+                w1.status = _K101
             elif t2 == 4:
-                w1.status = _K180
+                w1.status = _K102
             elif t2 == 5:
-                w1.status = _K181
+                w1.status = _K103
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
             w1.content, o = rSequenceTypeContentBlock(d, o)
             w1.superseded, o = rSequenceSequenceTypeContentBlock(d, o)
             a1_0 = w1
-            w0 = _new(_K222)
+            w0 = _new(_K163)
             w0._values = (a1_0,)
             v.event = w0
         elif t0 == 3:
-            w1 = _new(_K228)
+            w1 = _new(_K169)
             n = _U32(d, o)[0] + 4
             w1.rule = d[o + 4:o + n].decode()
             o += n
@@ -13921,38 +12664,38 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             w1.message_id = d[o + 4:o + n].decode()
             o += n
             a1_0 = w1
-            w0 = _new(_K227)
+            w0 = _new(_K168)
             w0._values = (a1_0,)
             v.event = w0
         elif t0 == 4:
-            w0 = _new(_K229)
+            w0 = _new(_K170)
             v.event = w0
         elif t0 == 5:
             a1_0, o = rSequenceString(d, o)
-            w0 = _new(_K230)
+            w0 = _new(_K171)
             w0._values = (a1_0,)
             v.event = w0
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         return v, o
     elif t == 3:
-        v = _new(_K231)
+        v = _new(_K172)
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K135)
+            w0 = _new(_K121)
             v.request = w0
         elif t0 == 2:
             a1_0 = _I64(d, o)[0]
             o += 8
-            w0 = _new(_K136)
+            w0 = _new(_K122)
             w0._values = (a1_0,)
             v.request = w0
         elif t0 == 3:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K137)
+            w0 = _new(_K123)
             w0._values = (a1_0,)
             v.request = w0
         else:
@@ -13998,7 +12741,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
         v.params = w0
         return v, o
     elif t == 4:
-        v = _new(_K232)
+        v = _new(_K173)
         n = _U32(d, o)[0] + 4
         v.detail = d[o + 4:o + n].decode()
         o += n
@@ -14010,14 +12753,14 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K233)
+        v = _new(_K174)
         n = _U32(d, o)[0] + 4
         v.message_id = d[o + 4:o + n].decode()
         o += n
         v.content, o = rSequenceTypeContentBlock(d, o)
         return v, o
     elif t == 2:
-        v = _new(_K234)
+        v = _new(_K175)
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
@@ -14050,7 +12793,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K144)
+            w0 = _new(_K147)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 2:
@@ -14279,7 +13022,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K145)
+            w0 = _new(_K148)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 3:
@@ -14312,7 +13055,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K146)
+            w0 = _new(_K149)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 4:
@@ -14541,7 +13284,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K147)
+            w0 = _new(_K150)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 5:
@@ -14567,7 +13310,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K148)
+            w0 = _new(_K151)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 6:
@@ -14600,7 +13343,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K149)
+            w0 = _new(_K152)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 7:
@@ -14829,7 +13572,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K150)
+            w0 = _new(_K153)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 8:
@@ -14977,7 +13720,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 a1_0 = w1
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
-            w0 = _new(_K151)
+            w0 = _new(_K154)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 9:
@@ -15133,7 +13876,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K152)
+            w0 = _new(_K155)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 10:
@@ -15180,7 +13923,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K153)
+            w0 = _new(_K156)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 11:
@@ -15227,7 +13970,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K154)
+            w0 = _new(_K157)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 12:
@@ -15271,7 +14014,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K155)
+            w0 = _new(_K158)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 13:
@@ -15319,7 +14062,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K156)
+            w0 = _new(_K159)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 14:
@@ -15336,7 +14079,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K157)
+            w0 = _new(_K160)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 15:
@@ -15352,14 +14095,14 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K158)
+            w0 = _new(_K161)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 16:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K159)
+            w0 = _new(_K162)
             w0._values = (a1_0,)
             v.update = w0
         else:
@@ -15372,35 +14115,35 @@ def rTypeHostError(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K118)
+        v = _new(_K235)
         return v, o
     elif t == 2:
-        v = _new(_K119)
+        v = _new(_K236)
         return v, o
     elif t == 3:
-        v = _new(_K120)
+        v = _new(_K237)
         return v, o
     elif t == 4:
-        v = _new(_K121)
+        v = _new(_K238)
         return v, o
     elif t == 5:
-        v = _new(_K122)
+        v = _new(_K239)
         return v, o
     elif t == 6:
-        v = _new(_K123)
+        v = _new(_K240)
         return v, o
     elif t == 7:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K124)
+        v = _new(_K241)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
 def rTypeHttpHeader(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K235)
+    v = _new(_K176)
     n = _U32(d, o)[0] + 4
     v.name = d[o + 4:o + n].decode()
     o += n
@@ -15629,7 +14372,7 @@ def rTypeImplementation(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeInitializeRequest(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K299)
+    v = _new(_K267)
     v.protocol_version = _U16(d, o)[0]
     o += 2
     w0 = _new(_K34)
@@ -15663,7 +14406,7 @@ def rTypeInitializeRequest(d: Buffer, o: int) -> Tuple[Any, int]:
     f = d[o]
     o += 1
     if f == 1:
-        w0 = _new(_K107)
+        w0 = _new(_K89)
         f = d[o]
         o += 1
         if f == 1:
@@ -15936,23 +14679,23 @@ def rTypeInjectMode(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K166, o
+        return _K177, o
     elif t == 2:
-        return _K167, o
+        return _K178, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
 def rTypeInjectRequest(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K300)
+    v = _new(_K268)
     n = _U32(d, o)[0] + 4
     v.session_id = d[o + 4:o + n].decode()
     o += n
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        v.mode = _K166
+        v.mode = _K177
     elif t0 == 2:
-        v.mode = _K167
+        v.mode = _K178
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     v.content, o = rSequenceTypeContentBlock(d, o)
@@ -15970,7 +14713,7 @@ def rTypeInjectRequest(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeInjectResponse(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K301)
+    v = _new(_K269)
     n = _U32(d, o)[0] + 4
     v.message_id = d[o + 4:o + n].decode()
     o += n
@@ -15987,1050 +14730,15 @@ def rTypeInjectResponse(d: Buffer, o: int) -> Tuple[Any, int]:
     return v, o
 
 
-def rTypeInstruction(d: Buffer, o: int) -> Tuple[Any, int]:
-    t = _I32(d, o)[0]
-    o += 4
-    if t == 1:
-        v = _new(_K125)
-        n = _U32(d, o)[0] + 4
-        v.connection = d[o + 4:o + n].decode()
-        o += n
-        n = _U32(d, o)[0] + 4
-        v.line = d[o + 4:o + n].decode()
-        o += n
-        return v, o
-    elif t == 2:
-        v = _new(_K126)
-        n = _U32(d, o)[0] + 4
-        v.session = d[o + 4:o + n].decode()
-        o += n
-        t0 = _I32(d, o)[0]
-        o += 4
-        if t0 == 1:
-            t1 = _I32(d, o)[0]
-            o += 4
-            if t1 == 1:
-                a1_0 = _K128
-            elif t1 == 2:
-                a1_0 = _K129
-            else:
-                raise _InternalError("Raw enum value doesn't match any cases")
-            w0 = _new(_K127)
-            w0._values = (a1_0,)
-            v.event = w0
-        elif t0 == 2:
-            w0 = _new(_K130)
-            v.event = w0
-        elif t0 == 3:
-            w0 = _new(_K131)
-            v.event = w0
-        elif t0 == 4:
-            w1 = _new(_K133)
-            n = _U32(d, o)[0] + 4
-            w1.title = d[o + 4:o + n].decode()
-            o += n
-            f = d[o]
-            o += 1
-            if f == 1:
-                n = _U32(d, o)[0] + 4
-                w1.description = d[o + 4:o + n].decode()
-                o += n
-            elif f == 0:
-                w1.description = None
-            else:
-                raise _InternalError('Unexpected flag byte for optional type')
-            w1.options, o = rSequenceTypePermissionOption(d, o)
-            f = d[o]
-            o += 1
-            if f == 1:
-                n = _U32(d, o)[0] + 4
-                w1.subject = d[o + 4:o + n].decode()
-                o += n
-            elif f == 0:
-                w1.subject = None
-            else:
-                raise _InternalError('Unexpected flag byte for optional type')
-            a1_0 = w1
-            w0 = _new(_K132)
-            w0._values = (a1_0,)
-            v.event = w0
-        elif t0 == 5:
-            w0 = _new(_K134)
-            t1 = _I32(d, o)[0]
-            o += 4
-            if t1 == 1:
-                w1 = _new(_K135)
-                w0.request_id = w1
-            elif t1 == 2:
-                a2_0 = _I64(d, o)[0]
-                o += 8
-                w1 = _new(_K136)
-                w1._values = (a2_0,)
-                w0.request_id = w1
-            elif t1 == 3:
-                n = _U32(d, o)[0] + 4
-                a2_0 = d[o + 4:o + n].decode()
-                o += n
-                w1 = _new(_K137)
-                w1._values = (a2_0,)
-                w0.request_id = w1
-            else:
-                raise _InternalError("Raw enum value doesn't match any cases")
-            v.event = w0
-        elif t0 == 6:
-            w0 = _new(_K138)
-            v.event = w0
-        elif t0 == 7:
-            w0 = _new(_K139)
-            v.event = w0
-        elif t0 == 8:
-            w0 = _new(_K140)
-            v.event = w0
-        elif t0 == 9:
-            w0 = _new(_K141)
-            t1 = _I32(d, o)[0]
-            o += 4
-            if t1 == 1:
-                w1 = _new(_K26)
-                w0.stop_reason = w1
-            elif t1 == 2:
-                w1 = _new(_K27)
-                w0.stop_reason = w1
-            elif t1 == 3:
-                w1 = _new(_K28)
-                w0.stop_reason = w1
-            elif t1 == 4:
-                w1 = _new(_K29)
-                w0.stop_reason = w1
-            elif t1 == 5:
-                w1 = _new(_K30)
-                w0.stop_reason = w1
-            elif t1 == 6:
-                n = _U32(d, o)[0] + 4
-                a2_0 = d[o + 4:o + n].decode()
-                o += n
-                w1 = _new(_K31)
-                w1._values = (a2_0,)
-                w0.stop_reason = w1
-            else:
-                raise _InternalError("Raw enum value doesn't match any cases")
-            f = d[o]
-            o += 1
-            if f == 1:
-                w1 = _new(_K32)
-                w1.total_tokens = _U64(d, o)[0]
-                o += 8
-                w1.input_tokens = _U64(d, o)[0]
-                o += 8
-                w1.output_tokens = _U64(d, o)[0]
-                o += 8
-                f = d[o]
-                o += 1
-                if f == 1:
-                    w1.thought_tokens = _U64(d, o)[0]
-                    o += 8
-                elif f == 0:
-                    w1.thought_tokens = None
-                else:
-                    raise _InternalError('Unexpected flag byte for optional type')
-                f = d[o]
-                o += 1
-                if f == 1:
-                    w1.cached_read_tokens = _U64(d, o)[0]
-                    o += 8
-                elif f == 0:
-                    w1.cached_read_tokens = None
-                else:
-                    raise _InternalError('Unexpected flag byte for optional type')
-                f = d[o]
-                o += 1
-                if f == 1:
-                    w1.cached_write_tokens = _U64(d, o)[0]
-                    o += 8
-                elif f == 0:
-                    w1.cached_write_tokens = None
-                else:
-                    raise _InternalError('Unexpected flag byte for optional type')
-                f = d[o]
-                o += 1
-                if f == 1:
-                    n = _U32(d, o)[0] + 4
-                    w1.meta = d[o + 4:o + n].decode()
-                    o += n
-                elif f == 0:
-                    w1.meta = None
-                else:
-                    raise _InternalError('Unexpected flag byte for optional type')
-                w0.usage = w1
-            elif f == 0:
-                w0.usage = None
-            else:
-                raise _InternalError('Unexpected flag byte for optional type')
-            v.event = w0
-        elif t0 == 10:
-            w0 = _new(_K142)
-            v.event = w0
-        elif t0 == 11:
-            t1 = _I32(d, o)[0]
-            o += 4
-            if t1 == 1:
-                w2 = _new(_K86)
-                n = _U32(d, o)[0] + 4
-                w2.message_id = d[o + 4:o + n].decode()
-                o += n
-                t3 = _I32(d, o)[0]
-                o += 4
-                if t3 == 1:
-                    w3 = _new(_K1)
-                    w2.content = w3
-                elif t3 == 2:
-                    w3 = _new(_K2)
-                    w2.content = w3
-                elif t3 == 3:
-                    w3 = _new(_K3)
-                    w3.value, o = rSequenceTypeContentBlock(d, o)
-                    w2.content = w3
-                else:
-                    raise _InternalError("Raw enum value doesn't match any cases")
-                f = d[o]
-                o += 1
-                if f == 1:
-                    n = _U32(d, o)[0] + 4
-                    w2.meta = d[o + 4:o + n].decode()
-                    o += n
-                elif f == 0:
-                    w2.meta = None
-                else:
-                    raise _InternalError('Unexpected flag byte for optional type')
-                a2_0 = w2
-                w1 = _new(_K144)
-                w1._values = (a2_0,)
-                a1_0 = w1
-            elif t1 == 2:
-                w2 = _new(_K87)
-                n = _U32(d, o)[0] + 4
-                w2.message_id = d[o + 4:o + n].decode()
-                o += n
-                t3 = _I32(d, o)[0]
-                o += 4
-                if t3 == 1:
-                    a4_0, o = rTypeTextContent(d, o)
-                    w3 = _new(_K5)
-                    w3._values = (a4_0,)
-                    w2.content = w3
-                elif t3 == 2:
-                    a4_0, o = rTypeImageContent(d, o)
-                    w3 = _new(_K8)
-                    w3._values = (a4_0,)
-                    w2.content = w3
-                elif t3 == 3:
-                    a4_0, o = rTypeAudioContent(d, o)
-                    w3 = _new(_K10)
-                    w3._values = (a4_0,)
-                    w2.content = w3
-                elif t3 == 4:
-                    a4_0, o = rTypeResourceLink(d, o)
-                    w3 = _new(_K12)
-                    w3._values = (a4_0,)
-                    w2.content = w3
-                elif t3 == 5:
-                    a4_0, o = rTypeEmbeddedResource(d, o)
-                    w3 = _new(_K14)
-                    w3._values = (a4_0,)
-                    w2.content = w3
-                elif t3 == 6:
-                    n = _U32(d, o)[0] + 4
-                    a4_0 = d[o + 4:o + n].decode()
-                    o += n
-                    w3 = _new(_K18)
-                    w3._values = (a4_0,)
-                    w2.content = w3
-                else:
-                    raise _InternalError("Raw enum value doesn't match any cases")
-                f = d[o]
-                o += 1
-                if f == 1:
-                    n = _U32(d, o)[0] + 4
-                    w2.meta = d[o + 4:o + n].decode()
-                    o += n
-                elif f == 0:
-                    w2.meta = None
-                else:
-                    raise _InternalError('Unexpected flag byte for optional type')
-                a2_0 = w2
-                w1 = _new(_K145)
-                w1._values = (a2_0,)
-                a1_0 = w1
-            elif t1 == 3:
-                w2 = _new(_K0)
-                n = _U32(d, o)[0] + 4
-                w2.message_id = d[o + 4:o + n].decode()
-                o += n
-                t3 = _I32(d, o)[0]
-                o += 4
-                if t3 == 1:
-                    w3 = _new(_K1)
-                    w2.content = w3
-                elif t3 == 2:
-                    w3 = _new(_K2)
-                    w2.content = w3
-                elif t3 == 3:
-                    w3 = _new(_K3)
-                    w3.value, o = rSequenceTypeContentBlock(d, o)
-                    w2.content = w3
-                else:
-                    raise _InternalError("Raw enum value doesn't match any cases")
-                f = d[o]
-                o += 1
-                if f == 1:
-                    n = _U32(d, o)[0] + 4
-                    w2.meta = d[o + 4:o + n].decode()
-                    o += n
-                elif f == 0:
-                    w2.meta = None
-                else:
-                    raise _InternalError('Unexpected flag byte for optional type')
-                a2_0 = w2
-                w1 = _new(_K146)
-                w1._values = (a2_0,)
-                a1_0 = w1
-            elif t1 == 4:
-                w2 = _new(_K4)
-                n = _U32(d, o)[0] + 4
-                w2.message_id = d[o + 4:o + n].decode()
-                o += n
-                t3 = _I32(d, o)[0]
-                o += 4
-                if t3 == 1:
-                    a4_0, o = rTypeTextContent(d, o)
-                    w3 = _new(_K5)
-                    w3._values = (a4_0,)
-                    w2.content = w3
-                elif t3 == 2:
-                    a4_0, o = rTypeImageContent(d, o)
-                    w3 = _new(_K8)
-                    w3._values = (a4_0,)
-                    w2.content = w3
-                elif t3 == 3:
-                    a4_0, o = rTypeAudioContent(d, o)
-                    w3 = _new(_K10)
-                    w3._values = (a4_0,)
-                    w2.content = w3
-                elif t3 == 4:
-                    a4_0, o = rTypeResourceLink(d, o)
-                    w3 = _new(_K12)
-                    w3._values = (a4_0,)
-                    w2.content = w3
-                elif t3 == 5:
-                    a4_0, o = rTypeEmbeddedResource(d, o)
-                    w3 = _new(_K14)
-                    w3._values = (a4_0,)
-                    w2.content = w3
-                elif t3 == 6:
-                    n = _U32(d, o)[0] + 4
-                    a4_0 = d[o + 4:o + n].decode()
-                    o += n
-                    w3 = _new(_K18)
-                    w3._values = (a4_0,)
-                    w2.content = w3
-                else:
-                    raise _InternalError("Raw enum value doesn't match any cases")
-                f = d[o]
-                o += 1
-                if f == 1:
-                    n = _U32(d, o)[0] + 4
-                    w2.meta = d[o + 4:o + n].decode()
-                    o += n
-                elif f == 0:
-                    w2.meta = None
-                else:
-                    raise _InternalError('Unexpected flag byte for optional type')
-                a2_0 = w2
-                w1 = _new(_K147)
-                w1._values = (a2_0,)
-                a1_0 = w1
-            elif t1 == 5:
-                w2 = _new(_K19)
-                f = d[o]
-                o += 1
-                if f == 1:
-                    n = _U32(d, o)[0] + 4
-                    w2.message_id = d[o + 4:o + n].decode()
-                    o += n
-                elif f == 0:
-                    w2.message_id = None
-                else:
-                    raise _InternalError('Unexpected flag byte for optional type')
-                f = d[o]
-                o += 1
-                if f == 1:
-                    n = _U32(d, o)[0] + 4
-                    w2.meta = d[o + 4:o + n].decode()
-                    o += n
-                elif f == 0:
-                    w2.meta = None
-                else:
-                    raise _InternalError('Unexpected flag byte for optional type')
-                a2_0 = w2
-                w1 = _new(_K148)
-                w1._values = (a2_0,)
-                a1_0 = w1
-            elif t1 == 6:
-                w2 = _new(_K20)
-                n = _U32(d, o)[0] + 4
-                w2.message_id = d[o + 4:o + n].decode()
-                o += n
-                t3 = _I32(d, o)[0]
-                o += 4
-                if t3 == 1:
-                    w3 = _new(_K1)
-                    w2.content = w3
-                elif t3 == 2:
-                    w3 = _new(_K2)
-                    w2.content = w3
-                elif t3 == 3:
-                    w3 = _new(_K3)
-                    w3.value, o = rSequenceTypeContentBlock(d, o)
-                    w2.content = w3
-                else:
-                    raise _InternalError("Raw enum value doesn't match any cases")
-                f = d[o]
-                o += 1
-                if f == 1:
-                    n = _U32(d, o)[0] + 4
-                    w2.meta = d[o + 4:o + n].decode()
-                    o += n
-                elif f == 0:
-                    w2.meta = None
-                else:
-                    raise _InternalError('Unexpected flag byte for optional type')
-                a2_0 = w2
-                w1 = _new(_K149)
-                w1._values = (a2_0,)
-                a1_0 = w1
-            elif t1 == 7:
-                w2 = _new(_K21)
-                n = _U32(d, o)[0] + 4
-                w2.message_id = d[o + 4:o + n].decode()
-                o += n
-                t3 = _I32(d, o)[0]
-                o += 4
-                if t3 == 1:
-                    a4_0, o = rTypeTextContent(d, o)
-                    w3 = _new(_K5)
-                    w3._values = (a4_0,)
-                    w2.content = w3
-                elif t3 == 2:
-                    a4_0, o = rTypeImageContent(d, o)
-                    w3 = _new(_K8)
-                    w3._values = (a4_0,)
-                    w2.content = w3
-                elif t3 == 3:
-                    a4_0, o = rTypeAudioContent(d, o)
-                    w3 = _new(_K10)
-                    w3._values = (a4_0,)
-                    w2.content = w3
-                elif t3 == 4:
-                    a4_0, o = rTypeResourceLink(d, o)
-                    w3 = _new(_K12)
-                    w3._values = (a4_0,)
-                    w2.content = w3
-                elif t3 == 5:
-                    a4_0, o = rTypeEmbeddedResource(d, o)
-                    w3 = _new(_K14)
-                    w3._values = (a4_0,)
-                    w2.content = w3
-                elif t3 == 6:
-                    n = _U32(d, o)[0] + 4
-                    a4_0 = d[o + 4:o + n].decode()
-                    o += n
-                    w3 = _new(_K18)
-                    w3._values = (a4_0,)
-                    w2.content = w3
-                else:
-                    raise _InternalError("Raw enum value doesn't match any cases")
-                f = d[o]
-                o += 1
-                if f == 1:
-                    n = _U32(d, o)[0] + 4
-                    w2.meta = d[o + 4:o + n].decode()
-                    o += n
-                elif f == 0:
-                    w2.meta = None
-                else:
-                    raise _InternalError('Unexpected flag byte for optional type')
-                a2_0 = w2
-                w1 = _new(_K150)
-                w1._values = (a2_0,)
-                a1_0 = w1
-            elif t1 == 8:
-                t2 = _I32(d, o)[0]
-                o += 4
-                if t2 == 1:
-                    w3 = _new(_K51)
-                    f = d[o]
-                    o += 1
-                    if f == 1:
-                        n = _U32(d, o)[0] + 4
-                        w3.meta = d[o + 4:o + n].decode()
-                        o += n
-                    elif f == 0:
-                        w3.meta = None
-                    else:
-                        raise _InternalError('Unexpected flag byte for optional type')
-                    a3_0 = w3
-                    w2 = _new(_K58)
-                    w2._values = (a3_0,)
-                    a2_0 = w2
-                elif t2 == 2:
-                    w3 = _new(_K25)
-                    f = d[o]
-                    o += 1
-                    if f == 1:
-                        w3.stop_reason, o = rTypeStopReason(d, o)
-                    elif f == 0:
-                        w3.stop_reason = None
-                    else:
-                        raise _InternalError('Unexpected flag byte for optional type')
-                    f = d[o]
-                    o += 1
-                    if f == 1:
-                        w3.usage, o = rTypeUsage(d, o)
-                    elif f == 0:
-                        w3.usage = None
-                    else:
-                        raise _InternalError('Unexpected flag byte for optional type')
-                    f = d[o]
-                    o += 1
-                    if f == 1:
-                        n = _U32(d, o)[0] + 4
-                        w3.meta = d[o + 4:o + n].decode()
-                        o += n
-                    elif f == 0:
-                        w3.meta = None
-                    else:
-                        raise _InternalError('Unexpected flag byte for optional type')
-                    a3_0 = w3
-                    w2 = _new(_K59)
-                    w2._values = (a3_0,)
-                    a2_0 = w2
-                elif t2 == 3:
-                    w3 = _new(_K50)
-                    f = d[o]
-                    o += 1
-                    if f == 1:
-                        n = _U32(d, o)[0] + 4
-                        w3.meta = d[o + 4:o + n].decode()
-                        o += n
-                    elif f == 0:
-                        w3.meta = None
-                    else:
-                        raise _InternalError('Unexpected flag byte for optional type')
-                    a3_0 = w3
-                    w2 = _new(_K60)
-                    w2._values = (a3_0,)
-                    a2_0 = w2
-                elif t2 == 4:
-                    n = _U32(d, o)[0] + 4
-                    a3_0 = d[o + 4:o + n].decode()
-                    o += n
-                    w2 = _new(_K61)
-                    w2._values = (a3_0,)
-                    a2_0 = w2
-                else:
-                    raise _InternalError("Raw enum value doesn't match any cases")
-                w1 = _new(_K151)
-                w1._values = (a2_0,)
-                a1_0 = w1
-            elif t1 == 9:
-                w2 = _new(_K66)
-                n = _U32(d, o)[0] + 4
-                w2.tool_call_id = d[o + 4:o + n].decode()
-                o += n
-                f = d[o]
-                o += 1
-                if f == 1:
-                    n = _U32(d, o)[0] + 4
-                    w2.name = d[o + 4:o + n].decode()
-                    o += n
-                elif f == 0:
-                    w2.name = None
-                else:
-                    raise _InternalError('Unexpected flag byte for optional type')
-                f = d[o]
-                o += 1
-                if f == 1:
-                    n = _U32(d, o)[0] + 4
-                    w2.title = d[o + 4:o + n].decode()
-                    o += n
-                elif f == 0:
-                    w2.title = None
-                else:
-                    raise _InternalError('Unexpected flag byte for optional type')
-                f = d[o]
-                o += 1
-                if f == 1:
-                    t3 = _I32(d, o)[0]
-                    o += 4
-                    if t3 == 1:
-                        w3 = _new(_K67)
-                        w2.kind = w3
-                    elif t3 == 2:
-                        w3 = _new(_K68)
-                        w2.kind = w3
-                    elif t3 == 3:
-                        w3 = _new(_K69)
-                        w2.kind = w3
-                    elif t3 == 4:
-                        w3 = _new(_K70)
-                        w2.kind = w3
-                    elif t3 == 5:
-                        w3 = _new(_K71)
-                        w2.kind = w3
-                    elif t3 == 6:
-                        w3 = _new(_K72)
-                        w2.kind = w3
-                    elif t3 == 7:
-                        w3 = _new(_K73)
-                        w2.kind = w3
-                    elif t3 == 8:
-                        w3 = _new(_K74)
-                        w2.kind = w3
-                    elif t3 == 9:
-                        w3 = _new(_K75)
-                        w2.kind = w3
-                    elif t3 == 10:
-                        w3 = _new(_K76)
-                        w2.kind = w3
-                    elif t3 == 11:
-                        n = _U32(d, o)[0] + 4
-                        a4_0 = d[o + 4:o + n].decode()
-                        o += n
-                        w3 = _new(_K77)
-                        w3._values = (a4_0,)
-                        w2.kind = w3
-                    else:
-                        raise _InternalError("Raw enum value doesn't match any cases")
-                elif f == 0:
-                    w2.kind = None
-                else:
-                    raise _InternalError('Unexpected flag byte for optional type')
-                f = d[o]
-                o += 1
-                if f == 1:
-                    t3 = _I32(d, o)[0]
-                    o += 4
-                    if t3 == 1:
-                        w3 = _new(_K78)
-                        w2.status = w3
-                    elif t3 == 2:
-                        w3 = _new(_K79)
-                        w2.status = w3
-                    elif t3 == 3:
-                        w3 = _new(_K80)
-                        w2.status = w3
-                    elif t3 == 4:
-                        w3 = _new(_K81)
-                        w2.status = w3
-                    elif t3 == 5:
-                        w3 = _new(_K82)
-                        w2.status = w3
-                    elif t3 == 6:
-                        n = _U32(d, o)[0] + 4
-                        a4_0 = d[o + 4:o + n].decode()
-                        o += n
-                        w3 = _new(_K83)
-                        w3._values = (a4_0,)
-                        w2.status = w3
-                    else:
-                        raise _InternalError("Raw enum value doesn't match any cases")
-                elif f == 0:
-                    w2.status = None
-                else:
-                    raise _InternalError('Unexpected flag byte for optional type')
-                f = d[o]
-                o += 1
-                if f == 1:
-                    w2.content, o = rSequenceTypeToolCallContent(d, o)
-                elif f == 0:
-                    w2.content = None
-                else:
-                    raise _InternalError('Unexpected flag byte for optional type')
-                f = d[o]
-                o += 1
-                if f == 1:
-                    w2.locations, o = rSequenceTypeJsonObject(d, o)
-                elif f == 0:
-                    w2.locations = None
-                else:
-                    raise _InternalError('Unexpected flag byte for optional type')
-                f = d[o]
-                o += 1
-                if f == 1:
-                    n = _U32(d, o)[0] + 4
-                    w2.raw_input = d[o + 4:o + n].decode()
-                    o += n
-                elif f == 0:
-                    w2.raw_input = None
-                else:
-                    raise _InternalError('Unexpected flag byte for optional type')
-                f = d[o]
-                o += 1
-                if f == 1:
-                    n = _U32(d, o)[0] + 4
-                    w2.raw_output = d[o + 4:o + n].decode()
-                    o += n
-                elif f == 0:
-                    w2.raw_output = None
-                else:
-                    raise _InternalError('Unexpected flag byte for optional type')
-                f = d[o]
-                o += 1
-                if f == 1:
-                    n = _U32(d, o)[0] + 4
-                    w2.meta = d[o + 4:o + n].decode()
-                    o += n
-                elif f == 0:
-                    w2.meta = None
-                else:
-                    raise _InternalError('Unexpected flag byte for optional type')
-                a2_0 = w2
-                w1 = _new(_K152)
-                w1._values = (a2_0,)
-                a1_0 = w1
-            elif t1 == 10:
-                w2 = _new(_K63)
-                n = _U32(d, o)[0] + 4
-                w2.tool_call_id = d[o + 4:o + n].decode()
-                o += n
-                t3 = _I32(d, o)[0]
-                o += 4
-                if t3 == 1:
-                    a4_0, o = rTypeToolCallContentBlock(d, o)
-                    w3 = _new(_K64)
-                    w3._values = (a4_0,)
-                    w2.content = w3
-                elif t3 == 2:
-                    n = _U32(d, o)[0] + 4
-                    a4_0 = d[o + 4:o + n].decode()
-                    o += n
-                    w3 = _new(_K65)
-                    w3._values = (a4_0,)
-                    w2.content = w3
-                else:
-                    raise _InternalError("Raw enum value doesn't match any cases")
-                f = d[o]
-                o += 1
-                if f == 1:
-                    n = _U32(d, o)[0] + 4
-                    w2.meta = d[o + 4:o + n].decode()
-                    o += n
-                elif f == 0:
-                    w2.meta = None
-                else:
-                    raise _InternalError('Unexpected flag byte for optional type')
-                a2_0 = w2
-                w1 = _new(_K153)
-                w1._values = (a2_0,)
-                a1_0 = w1
-            elif t1 == 11:
-                w2 = _new(_K45)
-                t3 = _I32(d, o)[0]
-                o += 4
-                if t3 == 1:
-                    a4_0, o = rTypePlanItems(d, o)
-                    w3 = _new(_K46)
-                    w3._values = (a4_0,)
-                    w2.plan = w3
-                elif t3 == 2:
-                    n = _U32(d, o)[0] + 4
-                    a4_0 = d[o + 4:o + n].decode()
-                    o += n
-                    w3 = _new(_K47)
-                    w3._values = (a4_0,)
-                    w2.plan = w3
-                else:
-                    raise _InternalError("Raw enum value doesn't match any cases")
-                f = d[o]
-                o += 1
-                if f == 1:
-                    n = _U32(d, o)[0] + 4
-                    w2.meta = d[o + 4:o + n].decode()
-                    o += n
-                elif f == 0:
-                    w2.meta = None
-                else:
-                    raise _InternalError('Unexpected flag byte for optional type')
-                a2_0 = w2
-                w1 = _new(_K154)
-                w1._values = (a2_0,)
-                a1_0 = w1
-            elif t1 == 12:
-                w2 = _new(_K84)
-                w2.used = _U64(d, o)[0]
-                o += 8
-                w2.size = _U64(d, o)[0]
-                o += 8
-                f = d[o]
-                o += 1
-                if f == 1:
-                    w3 = _new(_K85)
-                    w3.amount = _F64(d, o)[0]
-                    o += 8
-                    n = _U32(d, o)[0] + 4
-                    w3.currency = d[o + 4:o + n].decode()
-                    o += n
-                    f = d[o]
-                    o += 1
-                    if f == 1:
-                        n = _U32(d, o)[0] + 4
-                        w3.meta = d[o + 4:o + n].decode()
-                        o += n
-                    elif f == 0:
-                        w3.meta = None
-                    else:
-                        raise _InternalError('Unexpected flag byte for optional type')
-                    w2.cost = w3
-                elif f == 0:
-                    w2.cost = None
-                else:
-                    raise _InternalError('Unexpected flag byte for optional type')
-                f = d[o]
-                o += 1
-                if f == 1:
-                    n = _U32(d, o)[0] + 4
-                    w2.meta = d[o + 4:o + n].decode()
-                    o += n
-                elif f == 0:
-                    w2.meta = None
-                else:
-                    raise _InternalError('Unexpected flag byte for optional type')
-                a2_0 = w2
-                w1 = _new(_K155)
-                w1._values = (a2_0,)
-                a1_0 = w1
-            elif t1 == 13:
-                w2 = _new(_K54)
-                t3 = _I32(d, o)[0]
-                o += 4
-                if t3 == 1:
-                    w3 = _new(_K55)
-                    w2.title = w3
-                elif t3 == 2:
-                    w3 = _new(_K56)
-                    w2.title = w3
-                elif t3 == 3:
-                    w3 = _new(_K57)
-                    n = _U32(d, o)[0] + 4
-                    w3.value = d[o + 4:o + n].decode()
-                    o += n
-                    w2.title = w3
-                else:
-                    raise _InternalError("Raw enum value doesn't match any cases")
-                t3 = _I32(d, o)[0]
-                o += 4
-                if t3 == 1:
-                    w3 = _new(_K55)
-                    w2.updated_at = w3
-                elif t3 == 2:
-                    w3 = _new(_K56)
-                    w2.updated_at = w3
-                elif t3 == 3:
-                    w3 = _new(_K57)
-                    n = _U32(d, o)[0] + 4
-                    w3.value = d[o + 4:o + n].decode()
-                    o += n
-                    w2.updated_at = w3
-                else:
-                    raise _InternalError("Raw enum value doesn't match any cases")
-                f = d[o]
-                o += 1
-                if f == 1:
-                    n = _U32(d, o)[0] + 4
-                    w2.meta = d[o + 4:o + n].decode()
-                    o += n
-                elif f == 0:
-                    w2.meta = None
-                else:
-                    raise _InternalError('Unexpected flag byte for optional type')
-                a2_0 = w2
-                w1 = _new(_K156)
-                w1._values = (a2_0,)
-                a1_0 = w1
-            elif t1 == 14:
-                w2 = _new(_K43)
-                w2.pending, o = rSequenceTypePendingInject(d, o)
-                f = d[o]
-                o += 1
-                if f == 1:
-                    n = _U32(d, o)[0] + 4
-                    w2.meta = d[o + 4:o + n].decode()
-                    o += n
-                elif f == 0:
-                    w2.meta = None
-                else:
-                    raise _InternalError('Unexpected flag byte for optional type')
-                a2_0 = w2
-                w1 = _new(_K157)
-                w1._values = (a2_0,)
-                a1_0 = w1
-            elif t1 == 15:
-                w2 = _new(_K53)
-                f = d[o]
-                o += 1
-                if f == 1:
-                    n = _U32(d, o)[0] + 4
-                    w2.meta = d[o + 4:o + n].decode()
-                    o += n
-                elif f == 0:
-                    w2.meta = None
-                else:
-                    raise _InternalError('Unexpected flag byte for optional type')
-                a2_0 = w2
-                w1 = _new(_K158)
-                w1._values = (a2_0,)
-                a1_0 = w1
-            elif t1 == 16:
-                n = _U32(d, o)[0] + 4
-                a2_0 = d[o + 4:o + n].decode()
-                o += n
-                w1 = _new(_K159)
-                w1._values = (a2_0,)
-                a1_0 = w1
-            else:
-                raise _InternalError("Raw enum value doesn't match any cases")
-            w0 = _new(_K143)
-            w0._values = (a1_0,)
-            v.event = w0
-        elif t0 == 12:
-            w0 = _new(_K160)
-            n = _U32(d, o)[0] + 4
-            w0.message_id = d[o + 4:o + n].decode()
-            o += n
-            v.event = w0
-        else:
-            raise _InternalError("Raw enum value doesn't match any cases")
-        return v, o
-    elif t == 3:
-        v = _new(_K161)
-        return v, o
-    elif t == 4:
-        v = _new(_K162)
-        n = _U32(d, o)[0] + 4
-        v.session = d[o + 4:o + n].decode()
-        o += n
-        return v, o
-    elif t == 5:
-        t0 = _I32(d, o)[0]
-        o += 4
-        if t0 == 1:
-            w0 = _new(_K164)
-            n = _U32(d, o)[0] + 4
-            w0.session = d[o + 4:o + n].decode()
-            o += n
-            w0.content, o = rSequenceTypeContentBlock(d, o)
-            a0_0 = w0
-        elif t0 == 2:
-            w0 = _new(_K165)
-            n = _U32(d, o)[0] + 4
-            w0.session = d[o + 4:o + n].decode()
-            o += n
-            t1 = _I32(d, o)[0]
-            o += 4
-            if t1 == 1:
-                w0.mode = _K166
-            elif t1 == 2:
-                w0.mode = _K167
-            else:
-                raise _InternalError("Raw enum value doesn't match any cases")
-            w0.content, o = rSequenceTypeContentBlock(d, o)
-            a0_0 = w0
-        elif t0 == 3:
-            w0 = _new(_K168)
-            n = _U32(d, o)[0] + 4
-            w0.session = d[o + 4:o + n].decode()
-            o += n
-            n = _U32(d, o)[0] + 4
-            w0.message_id = d[o + 4:o + n].decode()
-            o += n
-            a0_0 = w0
-        elif t0 == 4:
-            w0 = _new(_K169)
-            n = _U32(d, o)[0] + 4
-            w0.session = d[o + 4:o + n].decode()
-            o += n
-            n = _U32(d, o)[0] + 4
-            w0.message_id = d[o + 4:o + n].decode()
-            o += n
-            w0.content, o = rSequenceTypeContentBlock(d, o)
-            a0_0 = w0
-        elif t0 == 5:
-            w0 = _new(_K170)
-            n = _U32(d, o)[0] + 4
-            w0.session = d[o + 4:o + n].decode()
-            o += n
-            a0_0 = w0
-        elif t0 == 6:
-            w0 = _new(_K171)
-            n = _U32(d, o)[0] + 4
-            w0.session = d[o + 4:o + n].decode()
-            o += n
-            a0_0 = w0
-        elif t0 == 7:
-            w0 = _new(_K172)
-            n = _U32(d, o)[0] + 4
-            w0.session = d[o + 4:o + n].decode()
-            o += n
-            a0_0 = w0
-        elif t0 == 8:
-            w0 = _new(_K173)
-            n = _U32(d, o)[0] + 4
-            w0.session = d[o + 4:o + n].decode()
-            o += n
-            n = _U32(d, o)[0] + 4
-            w0.cwd = d[o + 4:o + n].decode()
-            o += n
-            w0.replay = d[o] != 0
-            o += 1
-            a0_0 = w0
-        else:
-            raise _InternalError("Raw enum value doesn't match any cases")
-        v = _new(_K163)
-        v._values = (a0_0,)
-        return v, o
-    elif t == 6:
-        v = _new(_K174)
-        n = _U32(d, o)[0] + 4
-        v.line = d[o + 4:o + n].decode()
-        o += n
-        return v, o
-    elif t == 7:
-        v = _new(_K175)
-        n = _U32(d, o)[0] + 4
-        v.session = d[o + 4:o + n].decode()
-        o += n
-        return v, o
-    elif t == 8:
-        v = _new(_K176)
-        n = _U32(d, o)[0] + 4
-        v.session = d[o + 4:o + n].decode()
-        o += n
-        n = _U32(d, o)[0] + 4
-        v.message_id = d[o + 4:o + n].decode()
-        o += n
-        return v, o
-    raise _InternalError("Raw enum value doesn't match any cases")
-
-
 def rTypeItemMode(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K224, o
+        return _K165, o
     elif t == 2:
-        return _K225, o
+        return _K166, o
     elif t == 3:
-        return _K226, o
+        return _K167, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
@@ -17038,15 +14746,15 @@ def rTypeItemStatus(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K177, o
+        return _K99, o
     elif t == 2:
-        return _K178, o
+        return _K100, o
     elif t == 3:
-        return _K179, o
+        return _K101, o
     elif t == 4:
-        return _K180, o
+        return _K102, o
     elif t == 5:
-        return _K181, o
+        return _K103, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
@@ -17058,7 +14766,7 @@ def rTypeJsonObject(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeListSessionsRequest(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K302)
+    v = _new(_K270)
     f = d[o]
     o += 1
     if f == 1:
@@ -17093,7 +14801,7 @@ def rTypeListSessionsRequest(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeListSessionsResponse(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K303)
+    v = _new(_K271)
     v.sessions, o = rSequenceTypeSessionInfo(d, o)
     f = d[o]
     o += 1
@@ -17191,7 +14899,7 @@ def rTypeMcpServer(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K236)
+        v = _new(_K179)
         v._values = (a0_0,)
         return v, o
     elif t == 2:
@@ -17221,14 +14929,14 @@ def rTypeMcpServer(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K237)
+        v = _new(_K180)
         v._values = (a0_0,)
         return v, o
     elif t == 3:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K238)
+        v = _new(_K181)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
@@ -17311,24 +15019,24 @@ def rTypeMessageRole(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K280, o
+        return _K222, o
     elif t == 2:
-        return _K281, o
+        return _K223, o
     elif t == 3:
-        return _K282, o
+        return _K224, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
 def rTypeMirrorSnapshot(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K182)
+    v = _new(_K104)
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        v.state = _K183
+        v.state = _K105
     elif t0 == 2:
-        v.state = _K184
+        v.state = _K106
     elif t0 == 3:
-        v.state = _K185
+        v.state = _K107
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     f = d[o]
@@ -17419,7 +15127,7 @@ def rTypeMirrorSnapshot(d: Buffer, o: int) -> Tuple[Any, int]:
     v.pending, o = rSequenceTypePendingItem(d, o)
     v.transcript, o = rSequenceTypeTranscriptEntry(d, o)
     v.violations, o = rSequenceTypeViolation(d, o)
-    w0 = _new(_K186)
+    w0 = _new(_K108)
     w0.steer = d[o] != 0
     o += 1
     w0.edit_pending = d[o] != 0
@@ -17443,7 +15151,7 @@ def rTypeMirrorSnapshot(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeNewSessionRequest(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K304)
+    v = _new(_K272)
     n = _U32(d, o)[0] + 4
     v.cwd = d[o + 4:o + n].decode()
     o += n
@@ -17477,7 +15185,7 @@ def rTypeNewSessionRequest(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeNewSessionResponse(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K305)
+    v = _new(_K273)
     n = _U32(d, o)[0] + 4
     v.session_id = d[o + 4:o + n].decode()
     o += n
@@ -17504,75 +15212,75 @@ def rTypeOutput(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K239)
+        v = _new(_K182)
         v.to, o = rSequenceString(d, o)
         n = _U32(d, o)[0] + 4
         v.line = d[o + 4:o + n].decode()
         o += n
         return v, o
     elif t == 2:
-        v = _new(_K240)
+        v = _new(_K183)
         n = _U32(d, o)[0] + 4
         v.session = d[o + 4:o + n].decode()
         o += n
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w1 = _new(_K242)
+            w1 = _new(_K185)
             n = _U32(d, o)[0] + 4
             w1.cwd = d[o + 4:o + n].decode()
             o += n
             w1.additional_directories, o = rSequenceString(d, o)
             w1.mcp_servers, o = rSequenceTypeMcpServer(d, o)
             a1_0 = w1
-            w0 = _new(_K241)
+            w0 = _new(_K184)
             w0._values = (a1_0,)
             v.action = w0
         elif t0 == 2:
-            w1 = _new(_K242)
+            w1 = _new(_K185)
             n = _U32(d, o)[0] + 4
             w1.cwd = d[o + 4:o + n].decode()
             o += n
             w1.additional_directories, o = rSequenceString(d, o)
             w1.mcp_servers, o = rSequenceTypeMcpServer(d, o)
             a1_0 = w1
-            w0 = _new(_K243)
+            w0 = _new(_K186)
             w0._values = (a1_0,)
             v.action = w0
         elif t0 == 3:
             a1_0, o = rSequenceTypeUserInput(d, o)
-            w0 = _new(_K244)
+            w0 = _new(_K187)
             w0._values = (a1_0,)
             v.action = w0
         elif t0 == 4:
             a1_0, o = rSequenceTypeUserInput(d, o)
-            w0 = _new(_K245)
+            w0 = _new(_K188)
             w0._values = (a1_0,)
             v.action = w0
         elif t0 == 5:
-            w0 = _new(_K246)
+            w0 = _new(_K189)
             v.action = w0
         elif t0 == 6:
-            w0 = _new(_K247)
+            w0 = _new(_K190)
             v.action = w0
         elif t0 == 7:
-            w0 = _new(_K248)
+            w0 = _new(_K191)
             t1 = _I32(d, o)[0]
             o += 4
             if t1 == 1:
-                w1 = _new(_K135)
+                w1 = _new(_K121)
                 w0.request_id = w1
             elif t1 == 2:
                 a2_0 = _I64(d, o)[0]
                 o += 8
-                w1 = _new(_K136)
+                w1 = _new(_K122)
                 w1._values = (a2_0,)
                 w0.request_id = w1
             elif t1 == 3:
                 n = _U32(d, o)[0] + 4
                 a2_0 = d[o + 4:o + n].decode()
                 o += n
-                w1 = _new(_K137)
+                w1 = _new(_K123)
                 w1._values = (a2_0,)
                 w0.request_id = w1
             else:
@@ -17592,7 +15300,7 @@ def rTypeOutput(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K249)
+                w1 = _new(_K192)
                 w1._values = (a2_0,)
                 w0.outcome = w1
             elif t1 == 2:
@@ -17611,21 +15319,21 @@ def rTypeOutput(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K250)
+                w1 = _new(_K193)
                 w1._values = (a2_0,)
                 w0.outcome = w1
             elif t1 == 3:
                 n = _U32(d, o)[0] + 4
                 a2_0 = d[o + 4:o + n].decode()
                 o += n
-                w1 = _new(_K251)
+                w1 = _new(_K194)
                 w1._values = (a2_0,)
                 w0.outcome = w1
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
             v.action = w0
         elif t0 == 8:
-            w0 = _new(_K252)
+            w0 = _new(_K195)
             w0.dropped, o = rSequenceTypePendingInject(d, o)
             w0.turn_cancelled = d[o] != 0
             o += 1
@@ -17654,16 +15362,16 @@ def rTypePendingCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypePendingInject(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K253)
+    v = _new(_K196)
     n = _U32(d, o)[0] + 4
     v.message_id = d[o + 4:o + n].decode()
     o += n
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        v.mode = _K166
+        v.mode = _K177
     elif t0 == 2:
-        v.mode = _K167
+        v.mode = _K178
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     v.content, o = rSequenceTypeContentBlock(d, o)
@@ -17697,7 +15405,7 @@ def rTypePendingInjectsUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypePendingItem(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K223)
+    v = _new(_K164)
     f = d[o]
     o += 1
     if f == 1:
@@ -17711,25 +15419,25 @@ def rTypePendingItem(d: Buffer, o: int) -> Tuple[Any, int]:
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        v.mode = _K224
+        v.mode = _K165
     elif t0 == 2:
-        v.mode = _K225
+        v.mode = _K166
     elif t0 == 3:
-        v.mode = _K226
+        v.mode = _K167
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        v.status = _K177
+        v.status = _K99
     elif t0 == 2:
-        v.status = _K178
+        v.status = _K100
     elif t0 == 3:
-        v.status = _K179
+        v.status = _K101
     elif t0 == 4:
-        v.status = _K180
+        v.status = _K102
     elif t0 == 5:
-        v.status = _K181
+        v.status = _K103
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     v.content, o = rSequenceTypeContentBlock(d, o)
@@ -17738,7 +15446,7 @@ def rTypePendingItem(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypePermissionAsk(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K133)
+    v = _new(_K274)
     n = _U32(d, o)[0] + 4
     v.title = d[o + 4:o + n].decode()
     o += n
@@ -17767,7 +15475,7 @@ def rTypePermissionAsk(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypePermissionOption(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K254)
+    v = _new(_K197)
     n = _U32(d, o)[0] + 4
     v.option_id = d[o + 4:o + n].decode()
     o += n
@@ -17777,22 +15485,22 @@ def rTypePermissionOption(d: Buffer, o: int) -> Tuple[Any, int]:
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        w0 = _new(_K255)
+        w0 = _new(_K198)
         v.kind = w0
     elif t0 == 2:
-        w0 = _new(_K256)
+        w0 = _new(_K199)
         v.kind = w0
     elif t0 == 3:
-        w0 = _new(_K257)
+        w0 = _new(_K200)
         v.kind = w0
     elif t0 == 4:
-        w0 = _new(_K258)
+        w0 = _new(_K201)
         v.kind = w0
     elif t0 == 5:
         n = _U32(d, o)[0] + 4
         a1_0 = d[o + 4:o + n].decode()
         o += n
-        w0 = _new(_K259)
+        w0 = _new(_K202)
         w0._values = (a1_0,)
         v.kind = w0
     else:
@@ -17821,45 +15529,45 @@ def rTypePermissionOptionKind(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K255)
+        v = _new(_K198)
         return v, o
     elif t == 2:
-        v = _new(_K256)
+        v = _new(_K199)
         return v, o
     elif t == 3:
-        v = _new(_K257)
+        v = _new(_K200)
         return v, o
     elif t == 4:
-        v = _new(_K258)
+        v = _new(_K201)
         return v, o
     elif t == 5:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K259)
+        v = _new(_K202)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
 def rTypePermissionRequestSent(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K306)
+    v = _new(_K275)
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        w0 = _new(_K135)
+        w0 = _new(_K121)
         v.request_id = w0
     elif t0 == 2:
         a1_0 = _I64(d, o)[0]
         o += 8
-        w0 = _new(_K136)
+        w0 = _new(_K122)
         w0._values = (a1_0,)
         v.request_id = w0
     elif t0 == 3:
         n = _U32(d, o)[0] + 4
         a1_0 = d[o + 4:o + n].decode()
         o += n
-        w0 = _new(_K137)
+        w0 = _new(_K123)
         w0._values = (a1_0,)
         v.request_id = w0
     else:
@@ -17869,26 +15577,26 @@ def rTypePermissionRequestSent(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypePlanEntry(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K260)
+    v = _new(_K203)
     n = _U32(d, o)[0] + 4
     v.content = d[o + 4:o + n].decode()
     o += n
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        w0 = _new(_K261)
+        w0 = _new(_K204)
         v.priority = w0
     elif t0 == 2:
-        w0 = _new(_K262)
+        w0 = _new(_K205)
         v.priority = w0
     elif t0 == 3:
-        w0 = _new(_K263)
+        w0 = _new(_K206)
         v.priority = w0
     elif t0 == 4:
         n = _U32(d, o)[0] + 4
         a1_0 = d[o + 4:o + n].decode()
         o += n
-        w0 = _new(_K264)
+        w0 = _new(_K207)
         w0._values = (a1_0,)
         v.priority = w0
     else:
@@ -17896,22 +15604,22 @@ def rTypePlanEntry(d: Buffer, o: int) -> Tuple[Any, int]:
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        w0 = _new(_K265)
+        w0 = _new(_K208)
         v.status = w0
     elif t0 == 2:
-        w0 = _new(_K266)
+        w0 = _new(_K209)
         v.status = w0
     elif t0 == 3:
-        w0 = _new(_K267)
+        w0 = _new(_K210)
         v.status = w0
     elif t0 == 4:
-        w0 = _new(_K268)
+        w0 = _new(_K211)
         v.status = w0
     elif t0 == 5:
         n = _U32(d, o)[0] + 4
         a1_0 = d[o + 4:o + n].decode()
         o += n
-        w0 = _new(_K269)
+        w0 = _new(_K212)
         w0._values = (a1_0,)
         v.status = w0
     else:
@@ -17933,19 +15641,19 @@ def rTypePlanEntryPriority(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K261)
+        v = _new(_K204)
         return v, o
     elif t == 2:
-        v = _new(_K262)
+        v = _new(_K205)
         return v, o
     elif t == 3:
-        v = _new(_K263)
+        v = _new(_K206)
         return v, o
     elif t == 4:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K264)
+        v = _new(_K207)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
@@ -17955,22 +15663,22 @@ def rTypePlanEntryStatus(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K265)
+        v = _new(_K208)
         return v, o
     elif t == 2:
-        v = _new(_K266)
+        v = _new(_K209)
         return v, o
     elif t == 3:
-        v = _new(_K267)
+        v = _new(_K210)
         return v, o
     elif t == 4:
-        v = _new(_K268)
+        v = _new(_K211)
         return v, o
     elif t == 5:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K269)
+        v = _new(_K212)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
@@ -18075,29 +15783,29 @@ def rTypePlanUpdateContent(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypePolicy(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K91)
+    v = _new(_K248)
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        v.queue_drain = _K92
+        v.queue_drain = _K249
     elif t0 == 2:
-        v.queue_drain = _K93
+        v.queue_drain = _K250
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        v.steer_in_stream = _K94
+        v.steer_in_stream = _K219
     elif t0 == 2:
-        v.steer_in_stream = _K95
+        v.steer_in_stream = _K220
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        v.revoke_replace = _K96
+        v.revoke_replace = _K251
     elif t0 == 2:
-        v.revoke_replace = _K97
+        v.revoke_replace = _K252
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     v.remember_ids = _U64(d, o)[0]
@@ -18105,9 +15813,9 @@ def rTypePolicy(d: Buffer, o: int) -> Tuple[Any, int]:
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        v.clear_style = _K98
+        v.clear_style = _K253
     elif t0 == 2:
-        v.clear_style = _K99
+        v.clear_style = _K254
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     v.max_line_bytes = _U64(d, o)[0]
@@ -18118,7 +15826,7 @@ def rTypePolicy(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypePromptRequest(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K307)
+    v = _new(_K276)
     n = _U32(d, o)[0] + 4
     v.session_id = d[o + 4:o + n].decode()
     o += n
@@ -18137,7 +15845,7 @@ def rTypePromptRequest(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypePromptResponse(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K308)
+    v = _new(_K277)
     n = _U32(d, o)[0] + 4
     v.message_id = d[o + 4:o + n].decode()
     o += n
@@ -18155,7 +15863,7 @@ def rTypePromptResponse(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeProtocolError(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K210)
+    v = _new(_K135)
     v.code = _I64(d, o)[0]
     o += 8
     n = _U32(d, o)[0] + 4
@@ -18167,34 +15875,34 @@ def rTypeProtocolError(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K109)
+            w0 = _new(_K90)
             v.reason = w0
         elif t0 == 2:
-            w0 = _new(_K110)
+            w0 = _new(_K91)
             v.reason = w0
         elif t0 == 3:
-            w0 = _new(_K111)
+            w0 = _new(_K92)
             v.reason = w0
         elif t0 == 4:
-            w0 = _new(_K112)
+            w0 = _new(_K93)
             v.reason = w0
         elif t0 == 5:
-            w0 = _new(_K113)
+            w0 = _new(_K94)
             v.reason = w0
         elif t0 == 6:
-            w0 = _new(_K114)
+            w0 = _new(_K95)
             v.reason = w0
         elif t0 == 7:
-            w0 = _new(_K115)
+            w0 = _new(_K96)
             v.reason = w0
         elif t0 == 8:
-            w0 = _new(_K116)
+            w0 = _new(_K97)
             v.reason = w0
         elif t0 == 9:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K117)
+            w0 = _new(_K98)
             w0._values = (a1_0,)
             v.reason = w0
         else:
@@ -18236,14 +15944,14 @@ def rTypeQueueDrain(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K92, o
+        return _K249, o
     elif t == 2:
-        return _K93, o
+        return _K250, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
 def rTypeReplaceInjectRequest(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K309)
+    v = _new(_K278)
     n = _U32(d, o)[0] + 4
     v.session_id = d[o + 4:o + n].decode()
     o += n
@@ -18265,7 +15973,7 @@ def rTypeReplaceInjectRequest(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeReplaceInjectResponse(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K310)
+    v = _new(_K279)
     n = _U32(d, o)[0] + 4
     v.message_id = d[o + 4:o + n].decode()
     o += n
@@ -18298,14 +16006,14 @@ def rTypeReplayFrom(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K187)
+        v = _new(_K109)
         v._values = (a0_0,)
         return v, o
     elif t == 2:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K188)
+        v = _new(_K110)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
@@ -18330,19 +16038,19 @@ def rTypeRequestId(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K135)
+        v = _new(_K121)
         return v, o
     elif t == 2:
         a0_0 = _I64(d, o)[0]
         o += 8
-        v = _new(_K136)
+        v = _new(_K122)
         v._values = (a0_0,)
         return v, o
     elif t == 3:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K137)
+        v = _new(_K123)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
@@ -18352,25 +16060,25 @@ def rTypeRequestKind(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K199, o
+        return _K124, o
     elif t == 2:
-        return _K200, o
+        return _K125, o
     elif t == 3:
-        return _K201, o
+        return _K126, o
     elif t == 4:
-        return _K202, o
+        return _K127, o
     elif t == 5:
-        return _K203, o
+        return _K128, o
     elif t == 6:
-        return _K204, o
+        return _K129, o
     elif t == 7:
-        return _K205, o
+        return _K130, o
     elif t == 8:
-        return _K206, o
+        return _K131, o
     elif t == 9:
-        return _K207, o
+        return _K132, o
     elif t == 10:
-        return _K208, o
+        return _K133, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
@@ -18390,7 +16098,7 @@ def rTypeRequestPermissionOutcome(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K249)
+        v = _new(_K192)
         v._values = (a0_0,)
         return v, o
     elif t == 2:
@@ -18409,14 +16117,14 @@ def rTypeRequestPermissionOutcome(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K250)
+        v = _new(_K193)
         v._values = (a0_0,)
         return v, o
     elif t == 3:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K251)
+        v = _new(_K194)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
@@ -18465,7 +16173,7 @@ def rTypeRequestPermissionRequest(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeRequestPermissionResponse(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K311)
+    v = _new(_K280)
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
@@ -18481,7 +16189,7 @@ def rTypeRequestPermissionResponse(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K249)
+        w0 = _new(_K192)
         w0._values = (a1_0,)
         v.outcome = w0
     elif t0 == 2:
@@ -18500,14 +16208,14 @@ def rTypeRequestPermissionResponse(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K250)
+        w0 = _new(_K193)
         w0._values = (a1_0,)
         v.outcome = w0
     elif t0 == 3:
         n = _U32(d, o)[0] + 4
         a1_0 = d[o + 4:o + n].decode()
         o += n
-        w0 = _new(_K251)
+        w0 = _new(_K194)
         w0._values = (a1_0,)
         v.outcome = w0
     else:
@@ -18655,7 +16363,7 @@ def rTypeResourceLink(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeResumeSessionRequest(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K312)
+    v = _new(_K281)
     n = _U32(d, o)[0] + 4
     v.session_id = d[o + 4:o + n].decode()
     o += n
@@ -18696,14 +16404,14 @@ def rTypeResumeSessionRequest(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K187)
+            w0 = _new(_K109)
             w0._values = (a1_0,)
             v.replay_from = w0
         elif t0 == 2:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K188)
+            w0 = _new(_K110)
             w0._values = (a1_0,)
             v.replay_from = w0
         else:
@@ -18726,7 +16434,7 @@ def rTypeResumeSessionRequest(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeResumeSessionResponse(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K313)
+    v = _new(_K282)
     f = d[o]
     o += 1
     if f == 1:
@@ -18741,7 +16449,7 @@ def rTypeResumeSessionResponse(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeRevokeInjectRequest(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K314)
+    v = _new(_K283)
     n = _U32(d, o)[0] + 4
     v.session_id = d[o + 4:o + n].decode()
     o += n
@@ -18762,7 +16470,7 @@ def rTypeRevokeInjectRequest(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeRevokeInjectResponse(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K315)
+    v = _new(_K284)
     f = d[o]
     o += 1
     if f == 1:
@@ -18780,9 +16488,9 @@ def rTypeRevokeReplace(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K96, o
+        return _K251, o
     elif t == 2:
-        return _K97, o
+        return _K252, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
@@ -18790,16 +16498,16 @@ def rTypeRole(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K270)
+        v = _new(_K213)
         return v, o
     elif t == 2:
-        v = _new(_K271)
+        v = _new(_K214)
         return v, o
     elif t == 3:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K272)
+        v = _new(_K215)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
@@ -18824,61 +16532,61 @@ def rTypeRuntimeAction(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        w0 = _new(_K242)
+        w0 = _new(_K185)
         n = _U32(d, o)[0] + 4
         w0.cwd = d[o + 4:o + n].decode()
         o += n
         w0.additional_directories, o = rSequenceString(d, o)
         w0.mcp_servers, o = rSequenceTypeMcpServer(d, o)
         a0_0 = w0
-        v = _new(_K241)
+        v = _new(_K184)
         v._values = (a0_0,)
         return v, o
     elif t == 2:
-        w0 = _new(_K242)
+        w0 = _new(_K185)
         n = _U32(d, o)[0] + 4
         w0.cwd = d[o + 4:o + n].decode()
         o += n
         w0.additional_directories, o = rSequenceString(d, o)
         w0.mcp_servers, o = rSequenceTypeMcpServer(d, o)
         a0_0 = w0
-        v = _new(_K243)
+        v = _new(_K186)
         v._values = (a0_0,)
         return v, o
     elif t == 3:
         a0_0, o = rSequenceTypeUserInput(d, o)
-        v = _new(_K244)
+        v = _new(_K187)
         v._values = (a0_0,)
         return v, o
     elif t == 4:
         a0_0, o = rSequenceTypeUserInput(d, o)
-        v = _new(_K245)
+        v = _new(_K188)
         v._values = (a0_0,)
         return v, o
     elif t == 5:
-        v = _new(_K246)
+        v = _new(_K189)
         return v, o
     elif t == 6:
-        v = _new(_K247)
+        v = _new(_K190)
         return v, o
     elif t == 7:
-        v = _new(_K248)
+        v = _new(_K191)
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K135)
+            w0 = _new(_K121)
             v.request_id = w0
         elif t0 == 2:
             a1_0 = _I64(d, o)[0]
             o += 8
-            w0 = _new(_K136)
+            w0 = _new(_K122)
             w0._values = (a1_0,)
             v.request_id = w0
         elif t0 == 3:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K137)
+            w0 = _new(_K123)
             w0._values = (a1_0,)
             v.request_id = w0
         else:
@@ -18898,7 +16606,7 @@ def rTypeRuntimeAction(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K249)
+            w0 = _new(_K192)
             w0._values = (a1_0,)
             v.outcome = w0
         elif t0 == 2:
@@ -18917,21 +16625,21 @@ def rTypeRuntimeAction(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K250)
+            w0 = _new(_K193)
             w0._values = (a1_0,)
             v.outcome = w0
         elif t0 == 3:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K251)
+            w0 = _new(_K194)
             w0._values = (a1_0,)
             v.outcome = w0
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         return v, o
     elif t == 8:
-        v = _new(_K252)
+        v = _new(_K195)
         v.dropped, o = rSequenceTypePendingInject(d, o)
         v.turn_cancelled = d[o] != 0
         o += 1
@@ -18946,22 +16654,22 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            a0_0 = _K128
+            a0_0 = _K257
         elif t0 == 2:
-            a0_0 = _K129
+            a0_0 = _K258
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
-        v = _new(_K127)
+        v = _new(_K285)
         v._values = (a0_0,)
         return v, o
     elif t == 2:
-        v = _new(_K130)
+        v = _new(_K286)
         return v, o
     elif t == 3:
-        v = _new(_K131)
+        v = _new(_K287)
         return v, o
     elif t == 4:
-        w0 = _new(_K133)
+        w0 = _new(_K274)
         n = _U32(d, o)[0] + 4
         w0.title = d[o + 4:o + n].decode()
         o += n
@@ -18987,43 +16695,43 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K132)
+        v = _new(_K288)
         v._values = (a0_0,)
         return v, o
     elif t == 5:
-        v = _new(_K134)
+        v = _new(_K289)
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K135)
+            w0 = _new(_K121)
             v.request_id = w0
         elif t0 == 2:
             a1_0 = _I64(d, o)[0]
             o += 8
-            w0 = _new(_K136)
+            w0 = _new(_K122)
             w0._values = (a1_0,)
             v.request_id = w0
         elif t0 == 3:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K137)
+            w0 = _new(_K123)
             w0._values = (a1_0,)
             v.request_id = w0
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         return v, o
     elif t == 6:
-        v = _new(_K138)
+        v = _new(_K290)
         return v, o
     elif t == 7:
-        v = _new(_K139)
+        v = _new(_K291)
         return v, o
     elif t == 8:
-        v = _new(_K140)
+        v = _new(_K292)
         return v, o
     elif t == 9:
-        v = _new(_K141)
+        v = _new(_K293)
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
@@ -19104,7 +16812,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             raise _InternalError('Unexpected flag byte for optional type')
         return v, o
     elif t == 10:
-        v = _new(_K142)
+        v = _new(_K294)
         return v, o
     elif t == 11:
         t0 = _I32(d, o)[0]
@@ -19139,7 +16847,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K144)
+            w0 = _new(_K147)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 2:
@@ -19368,7 +17076,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K145)
+            w0 = _new(_K148)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 3:
@@ -19401,7 +17109,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K146)
+            w0 = _new(_K149)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 4:
@@ -19630,7 +17338,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K147)
+            w0 = _new(_K150)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 5:
@@ -19656,7 +17364,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K148)
+            w0 = _new(_K151)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 6:
@@ -19689,7 +17397,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K149)
+            w0 = _new(_K152)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 7:
@@ -19918,7 +17626,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K150)
+            w0 = _new(_K153)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 8:
@@ -20066,7 +17774,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 a1_0 = w1
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
-            w0 = _new(_K151)
+            w0 = _new(_K154)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 9:
@@ -20222,7 +17930,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K152)
+            w0 = _new(_K155)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 10:
@@ -20269,7 +17977,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K153)
+            w0 = _new(_K156)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 11:
@@ -20316,7 +18024,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K154)
+            w0 = _new(_K157)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 12:
@@ -20360,7 +18068,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K155)
+            w0 = _new(_K158)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 13:
@@ -20408,7 +18116,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K156)
+            w0 = _new(_K159)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 14:
@@ -20425,7 +18133,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K157)
+            w0 = _new(_K160)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 15:
@@ -20441,23 +18149,23 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K158)
+            w0 = _new(_K161)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 16:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K159)
+            w0 = _new(_K162)
             w0._values = (a1_0,)
             a0_0 = w0
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
-        v = _new(_K143)
+        v = _new(_K295)
         v._values = (a0_0,)
         return v, o
     elif t == 12:
-        v = _new(_K160)
+        v = _new(_K296)
         n = _U32(d, o)[0] + 4
         v.message_id = d[o + 4:o + n].decode()
         o += n
@@ -20522,7 +18230,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K144)
+                w1 = _new(_K147)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 2:
@@ -20577,7 +18285,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K145)
+                w1 = _new(_K148)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 3:
@@ -20610,7 +18318,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K146)
+                w1 = _new(_K149)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 4:
@@ -20665,7 +18373,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K147)
+                w1 = _new(_K150)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 5:
@@ -20691,7 +18399,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K148)
+                w1 = _new(_K151)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 6:
@@ -20724,7 +18432,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K149)
+                w1 = _new(_K152)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 7:
@@ -20779,7 +18487,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K150)
+                w1 = _new(_K153)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 8:
@@ -20858,7 +18566,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     a2_0 = w2
                 else:
                     raise _InternalError("Raw enum value doesn't match any cases")
-                w1 = _new(_K151)
+                w1 = _new(_K154)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 9:
@@ -21014,7 +18722,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K152)
+                w1 = _new(_K155)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 10:
@@ -21049,7 +18757,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K153)
+                w1 = _new(_K156)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 11:
@@ -21081,7 +18789,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K154)
+                w1 = _new(_K157)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 12:
@@ -21125,7 +18833,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K155)
+                w1 = _new(_K158)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 13:
@@ -21173,7 +18881,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K156)
+                w1 = _new(_K159)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 14:
@@ -21190,7 +18898,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K157)
+                w1 = _new(_K160)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 15:
@@ -21206,23 +18914,23 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K158)
+                w1 = _new(_K161)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 16:
                 n = _U32(d, o)[0] + 4
                 a2_0 = d[o + 4:o + n].decode()
                 o += n
-                w1 = _new(_K159)
+                w1 = _new(_K162)
                 w1._values = (a2_0,)
                 a1_0 = w1
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
-            w0 = _new(_K221)
+            w0 = _new(_K146)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 2:
-            w1 = _new(_K223)
+            w1 = _new(_K164)
             f = d[o]
             o += 1
             if f == 1:
@@ -21236,35 +18944,35 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
             t2 = _I32(d, o)[0]
             o += 4
             if t2 == 1:
-                w1.mode = _K224
+                w1.mode = _K165
             elif t2 == 2:
-                w1.mode = _K225
+                w1.mode = _K166
             elif t2 == 3:
-                w1.mode = _K226
+                w1.mode = _K167
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
             t2 = _I32(d, o)[0]
             o += 4
             if t2 == 1:
-                w1.status = _K177
+                w1.status = _K99
             elif t2 == 2:
-                w1.status = _K178
+                w1.status = _K100
             elif t2 == 3:
-                w1.status = _K179
+                w1.status = _K101
             elif t2 == 4:
-                w1.status = _K180
+                w1.status = _K102
             elif t2 == 5:
-                w1.status = _K181
+                w1.status = _K103
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
             w1.content, o = rSequenceTypeContentBlock(d, o)
             w1.superseded, o = rSequenceSequenceTypeContentBlock(d, o)
             a1_0 = w1
-            w0 = _new(_K222)
+            w0 = _new(_K163)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 3:
-            w1 = _new(_K228)
+            w1 = _new(_K169)
             n = _U32(d, o)[0] + 4
             w1.rule = d[o + 4:o + n].decode()
             o += n
@@ -21272,40 +18980,40 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
             w1.message_id = d[o + 4:o + n].decode()
             o += n
             a1_0 = w1
-            w0 = _new(_K227)
+            w0 = _new(_K168)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 4:
-            w0 = _new(_K229)
+            w0 = _new(_K170)
             a0_0 = w0
         elif t0 == 5:
             a1_0, o = rSequenceString(d, o)
-            w0 = _new(_K230)
+            w0 = _new(_K171)
             w0._values = (a1_0,)
             a0_0 = w0
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
-        v = _new(_K273)
+        v = _new(_K216)
         v._values = (a0_0,)
         return v, o
     elif t == 2:
-        v = _new(_K274)
+        v = _new(_K217)
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K135)
+            w0 = _new(_K121)
             v.request = w0
         elif t0 == 2:
             a1_0 = _I64(d, o)[0]
             o += 8
-            w0 = _new(_K136)
+            w0 = _new(_K122)
             w0._values = (a1_0,)
             v.request = w0
         elif t0 == 3:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K137)
+            w0 = _new(_K123)
             w0._values = (a1_0,)
             v.request = w0
         else:
@@ -21553,7 +19261,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K144)
+            w0 = _new(_K147)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 2:
@@ -21782,7 +19490,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K145)
+            w0 = _new(_K148)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 3:
@@ -21815,7 +19523,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K146)
+            w0 = _new(_K149)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 4:
@@ -22044,7 +19752,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K147)
+            w0 = _new(_K150)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 5:
@@ -22070,7 +19778,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K148)
+            w0 = _new(_K151)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 6:
@@ -22103,7 +19811,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K149)
+            w0 = _new(_K152)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 7:
@@ -22332,7 +20040,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K150)
+            w0 = _new(_K153)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 8:
@@ -22480,7 +20188,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 a1_0 = w1
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
-            w0 = _new(_K151)
+            w0 = _new(_K154)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 9:
@@ -22636,7 +20344,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K152)
+            w0 = _new(_K155)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 10:
@@ -22683,7 +20391,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K153)
+            w0 = _new(_K156)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 11:
@@ -22730,7 +20438,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K154)
+            w0 = _new(_K157)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 12:
@@ -22774,7 +20482,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K155)
+            w0 = _new(_K158)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 13:
@@ -22822,7 +20530,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K156)
+            w0 = _new(_K159)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 14:
@@ -22839,7 +20547,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K157)
+            w0 = _new(_K160)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 15:
@@ -22855,23 +20563,23 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K158)
+            w0 = _new(_K161)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 16:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K159)
+            w0 = _new(_K162)
             w0._values = (a1_0,)
             a0_0 = w0
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
-        v = _new(_K221)
+        v = _new(_K146)
         v._values = (a0_0,)
         return v, o
     elif t == 2:
-        w0 = _new(_K223)
+        w0 = _new(_K164)
         f = d[o]
         o += 1
         if f == 1:
@@ -22885,35 +20593,35 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w0.mode = _K224
+            w0.mode = _K165
         elif t1 == 2:
-            w0.mode = _K225
+            w0.mode = _K166
         elif t1 == 3:
-            w0.mode = _K226
+            w0.mode = _K167
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w0.status = _K177
+            w0.status = _K99
         elif t1 == 2:
-            w0.status = _K178
+            w0.status = _K100
         elif t1 == 3:
-            w0.status = _K179
+            w0.status = _K101
         elif t1 == 4:
-            w0.status = _K180
+            w0.status = _K102
         elif t1 == 5:
-            w0.status = _K181
+            w0.status = _K103
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         w0.content, o = rSequenceTypeContentBlock(d, o)
         w0.superseded, o = rSequenceSequenceTypeContentBlock(d, o)
         a0_0 = w0
-        v = _new(_K222)
+        v = _new(_K163)
         v._values = (a0_0,)
         return v, o
     elif t == 3:
-        w0 = _new(_K228)
+        w0 = _new(_K169)
         n = _U32(d, o)[0] + 4
         w0.rule = d[o + 4:o + n].decode()
         o += n
@@ -22921,15 +20629,15 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
         w0.message_id = d[o + 4:o + n].decode()
         o += n
         a0_0 = w0
-        v = _new(_K227)
+        v = _new(_K168)
         v._values = (a0_0,)
         return v, o
     elif t == 4:
-        v = _new(_K229)
+        v = _new(_K170)
         return v, o
     elif t == 5:
         a0_0, o = rSequenceString(d, o)
-        v = _new(_K230)
+        v = _new(_K171)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
@@ -22943,7 +20651,7 @@ def rTypeSessionId(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeSessionInfo(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K275)
+    v = _new(_K218)
     n = _U32(d, o)[0] + 4
     v.session_id = d[o + 4:o + n].decode()
     o += n
@@ -23039,7 +20747,7 @@ def rTypeSessionInfoUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeSessionPage(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K316)
+    v = _new(_K297)
     v.sessions, o = rSequenceTypeSessionInfo(d, o)
     f = d[o]
     o += 1
@@ -23055,7 +20763,7 @@ def rTypeSessionPage(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeSessionSetup(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K242)
+    v = _new(_K185)
     n = _U32(d, o)[0] + 4
     v.cwd = d[o + 4:o + n].decode()
     o += n
@@ -23068,14 +20776,14 @@ def rTypeSessionStatus(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K317, o
+        return _K298, o
     elif t == 2:
-        return _K318, o
+        return _K299, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
 def rTypeSessionStatusRequest(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K319)
+    v = _new(_K300)
     n = _U32(d, o)[0] + 4
     v.session_id = d[o + 4:o + n].decode()
     o += n
@@ -23093,13 +20801,13 @@ def rTypeSessionStatusRequest(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeSessionStatusResponse(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K320)
+    v = _new(_K301)
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        v.status = _K317
+        v.status = _K298
     elif t0 == 2:
-        v.status = _K318
+        v.status = _K299
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     f = d[o]
@@ -23148,7 +20856,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K144)
+        v = _new(_K147)
         v._values = (a0_0,)
         return v, o
     elif t == 2:
@@ -23580,7 +21288,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K145)
+        v = _new(_K148)
         v._values = (a0_0,)
         return v, o
     elif t == 3:
@@ -23613,7 +21321,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K146)
+        v = _new(_K149)
         v._values = (a0_0,)
         return v, o
     elif t == 4:
@@ -24045,7 +21753,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K147)
+        v = _new(_K150)
         v._values = (a0_0,)
         return v, o
     elif t == 5:
@@ -24071,7 +21779,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K148)
+        v = _new(_K151)
         v._values = (a0_0,)
         return v, o
     elif t == 6:
@@ -24104,7 +21812,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K149)
+        v = _new(_K152)
         v._values = (a0_0,)
         return v, o
     elif t == 7:
@@ -24536,7 +22244,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K150)
+        v = _new(_K153)
         v._values = (a0_0,)
         return v, o
     elif t == 8:
@@ -24684,7 +22392,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
             a0_0 = w0
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
-        v = _new(_K151)
+        v = _new(_K154)
         v._values = (a0_0,)
         return v, o
     elif t == 9:
@@ -24840,7 +22548,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K152)
+        v = _new(_K155)
         v._values = (a0_0,)
         return v, o
     elif t == 10:
@@ -24922,7 +22630,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K153)
+        v = _new(_K156)
         v._values = (a0_0,)
         return v, o
     elif t == 11:
@@ -24969,7 +22677,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K154)
+        v = _new(_K157)
         v._values = (a0_0,)
         return v, o
     elif t == 12:
@@ -25013,7 +22721,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K155)
+        v = _new(_K158)
         v._values = (a0_0,)
         return v, o
     elif t == 13:
@@ -25061,7 +22769,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K156)
+        v = _new(_K159)
         v._values = (a0_0,)
         return v, o
     elif t == 14:
@@ -25078,7 +22786,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K157)
+        v = _new(_K160)
         v._values = (a0_0,)
         return v, o
     elif t == 15:
@@ -25094,37 +22802,21 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K158)
+        v = _new(_K161)
         v._values = (a0_0,)
         return v, o
     elif t == 16:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K159)
+        v = _new(_K162)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
-def rTypeSetupConnection(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K276)
-    n = _U32(d, o)[0] + 4
-    v.id = d[o + 4:o + n].decode()
-    o += n
-    t0 = _I32(d, o)[0]
-    o += 4
-    if t0 == 1:
-        v.role = _K277
-    elif t0 == 2:
-        v.role = _K278
-    else:
-        raise _InternalError("Raw enum value doesn't match any cases")
-    return v, o
-
-
 def rTypeSetupSupport(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K101)
+    v = _new(_K256)
     v.mcp_stdio = d[o] != 0
     o += 1
     v.mcp_http = d[o] != 0
@@ -25132,16 +22824,6 @@ def rTypeSetupSupport(d: Buffer, o: int) -> Tuple[Any, int]:
     v.additional_directories = d[o] != 0
     o += 1
     return v, o
-
-
-def rTypeSide(d: Buffer, o: int) -> Tuple[Any, int]:
-    t = _I32(d, o)[0]
-    o += 4
-    if t == 1:
-        return _K321, o
-    elif t == 2:
-        return _K322, o
-    raise _InternalError("Raw enum value doesn't match any cases")
 
 
 def rTypeStateUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
@@ -25309,9 +22991,9 @@ def rTypeSteerInStream(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K94, o
+        return _K219, o
     elif t == 2:
-        return _K95, o
+        return _K220, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
@@ -25347,11 +23029,11 @@ def rTypeStream(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K192, o
+        return _K114, o
     elif t == 2:
-        return _K193, o
+        return _K115, o
     elif t == 3:
-        return _K194, o
+        return _K116, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
@@ -26901,15 +24583,15 @@ def rTypeToolKind(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeTranscriptEntry(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K279)
+    v = _new(_K221)
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        v.role = _K280
+        v.role = _K222
     elif t0 == 2:
-        v.role = _K281
+        v.role = _K223
     elif t0 == 3:
-        v.role = _K282
+        v.role = _K224
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     n = _U32(d, o)[0] + 4
@@ -26923,19 +24605,19 @@ def rTypeTurn(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K189)
+        v = _new(_K111)
         return v, o
     elif t == 2:
-        v = _new(_K190)
-        w0 = _new(_K191)
+        v = _new(_K112)
+        w0 = _new(_K113)
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w0.stream = _K192
+            w0.stream = _K114
         elif t1 == 2:
-            w0.stream = _K193
+            w0.stream = _K115
         elif t1 == 3:
-            w0.stream = _K194
+            w0.stream = _K116
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         w0.cancel_requested = d[o] != 0
@@ -26943,16 +24625,16 @@ def rTypeTurn(d: Buffer, o: int) -> Tuple[Any, int]:
         v.activity = w0
         return v, o
     elif t == 3:
-        v = _new(_K195)
-        w0 = _new(_K191)
+        v = _new(_K117)
+        w0 = _new(_K113)
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w0.stream = _K192
+            w0.stream = _K114
         elif t1 == 2:
-            w0.stream = _K193
+            w0.stream = _K115
         elif t1 == 3:
-            w0.stream = _K194
+            w0.stream = _K116
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         w0.cancel_requested = d[o] != 0
@@ -26964,16 +24646,16 @@ def rTypeTurn(d: Buffer, o: int) -> Tuple[Any, int]:
         o += 1
         return v, o
     elif t == 4:
-        v = _new(_K196)
-        w0 = _new(_K191)
+        v = _new(_K118)
+        w0 = _new(_K113)
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w0.stream = _K192
+            w0.stream = _K114
         elif t1 == 2:
-            w0.stream = _K193
+            w0.stream = _K115
         elif t1 == 3:
-            w0.stream = _K194
+            w0.stream = _K116
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         w0.cancel_requested = d[o] != 0
@@ -26984,7 +24666,7 @@ def rTypeTurn(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeTurnEnd(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K323)
+    v = _new(_K302)
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
@@ -27070,11 +24752,11 @@ def rTypeTurnState(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K183, o
+        return _K105, o
     elif t == 2:
-        return _K184, o
+        return _K106, o
     elif t == 3:
-        return _K185, o
+        return _K107, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
@@ -27086,7 +24768,7 @@ def rTypeUnknown(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K324)
+    v = _new(_K303)
     n = _U32(d, o)[0] + 4
     v.session_id = d[o + 4:o + n].decode()
     o += n
@@ -27122,7 +24804,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K144)
+        w0 = _new(_K147)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 2:
@@ -27351,7 +25033,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K145)
+        w0 = _new(_K148)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 3:
@@ -27384,7 +25066,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K146)
+        w0 = _new(_K149)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 4:
@@ -27613,7 +25295,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K147)
+        w0 = _new(_K150)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 5:
@@ -27639,7 +25321,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K148)
+        w0 = _new(_K151)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 6:
@@ -27672,7 +25354,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K149)
+        w0 = _new(_K152)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 7:
@@ -27901,7 +25583,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K150)
+        w0 = _new(_K153)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 8:
@@ -28049,7 +25731,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
             a1_0 = w1
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
-        w0 = _new(_K151)
+        w0 = _new(_K154)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 9:
@@ -28205,7 +25887,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K152)
+        w0 = _new(_K155)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 10:
@@ -28252,7 +25934,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K153)
+        w0 = _new(_K156)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 11:
@@ -28299,7 +25981,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K154)
+        w0 = _new(_K157)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 12:
@@ -28343,7 +26025,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K155)
+        w0 = _new(_K158)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 13:
@@ -28391,7 +26073,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K156)
+        w0 = _new(_K159)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 14:
@@ -28408,7 +26090,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K157)
+        w0 = _new(_K160)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 15:
@@ -28424,14 +26106,14 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K158)
+        w0 = _new(_K161)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 16:
         n = _U32(d, o)[0] + 4
         a1_0 = d[o + 4:o + n].decode()
         o += n
-        w0 = _new(_K159)
+        w0 = _new(_K162)
         w0._values = (a1_0,)
         v.update = w0
     else:
@@ -28541,7 +26223,7 @@ def rTypeUsageUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeUserInput(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K283)
+    v = _new(_K225)
     n = _U32(d, o)[0] + 4
     v.message_id = d[o + 4:o + n].decode()
     o += n
@@ -29074,7 +26756,7 @@ def rTypeValue(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeViolation(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K228)
+    v = _new(_K169)
     n = _U32(d, o)[0] + 4
     v.rule = d[o + 4:o + n].decode()
     o += n
@@ -29138,7 +26820,6 @@ READERS: Dict[str, Callable[[Buffer, int], Tuple[Any, int]]] = {
     '_UniffiFfiConverterBoxTypeUserMessageChunk': rBoxTypeUserMessageChunk,
     '_UniffiFfiConverterFloat64': rFloat64,
     '_UniffiFfiConverterInt64': rInt64,
-    '_UniffiFfiConverterMapStringSequenceString': rMapStringSequenceString,
     '_UniffiFfiConverterOptionalFloat64': rOptionalFloat64,
     '_UniffiFfiConverterOptionalInt64': rOptionalInt64,
     '_UniffiFfiConverterOptionalSequenceString': rOptionalSequenceString,
@@ -29151,16 +26832,11 @@ READERS: Dict[str, Callable[[Buffer, int], Tuple[Any, int]]] = {
     '_UniffiFfiConverterOptionalSequenceTypeToolCallContent': rOptionalSequenceTypeToolCallContent,
     '_UniffiFfiConverterOptionalString': rOptionalString,
     '_UniffiFfiConverterOptionalTypeAgentCapabilities': rOptionalTypeAgentCapabilities,
-    '_UniffiFfiConverterOptionalTypeAgentSetup': rOptionalTypeAgentSetup,
     '_UniffiFfiConverterOptionalTypeAnnotations': rOptionalTypeAnnotations,
-    '_UniffiFfiConverterOptionalTypeCallRejected': rOptionalTypeCallRejected,
     '_UniffiFfiConverterOptionalTypeClientCapabilities': rOptionalTypeClientCapabilities,
-    '_UniffiFfiConverterOptionalTypeClientSetup': rOptionalTypeClientSetup,
     '_UniffiFfiConverterOptionalTypeCost': rOptionalTypeCost,
     '_UniffiFfiConverterOptionalTypeErrorReason': rOptionalTypeErrorReason,
-    '_UniffiFfiConverterOptionalTypeHostError': rOptionalTypeHostError,
     '_UniffiFfiConverterOptionalTypeInjectCapabilities': rOptionalTypeInjectCapabilities,
-    '_UniffiFfiConverterOptionalTypeInstruction': rOptionalTypeInstruction,
     '_UniffiFfiConverterOptionalTypeItemStatus': rOptionalTypeItemStatus,
     '_UniffiFfiConverterOptionalTypeJsonObject': rOptionalTypeJsonObject,
     '_UniffiFfiConverterOptionalTypeMcpCapabilities': rOptionalTypeMcpCapabilities,
@@ -29196,7 +26872,6 @@ READERS: Dict[str, Callable[[Buffer, int], Tuple[Any, int]]] = {
     '_UniffiFfiConverterSequenceTypeRole': rSequenceTypeRole,
     '_UniffiFfiConverterSequenceTypeSessionActivity': rSequenceTypeSessionActivity,
     '_UniffiFfiConverterSequenceTypeSessionInfo': rSequenceTypeSessionInfo,
-    '_UniffiFfiConverterSequenceTypeSetupConnection': rSequenceTypeSetupConnection,
     '_UniffiFfiConverterSequenceTypeSteerInStream': rSequenceTypeSteerInStream,
     '_UniffiFfiConverterSequenceTypeToolCallContent': rSequenceTypeToolCallContent,
     '_UniffiFfiConverterSequenceTypeTranscriptEntry': rSequenceTypeTranscriptEntry,
@@ -29212,7 +26887,6 @@ READERS: Dict[str, Callable[[Buffer, int], Tuple[Any, int]]] = {
     '_UniffiFfiConverterTypeAgentMessage': rTypeAgentMessage,
     '_UniffiFfiConverterTypeAgentMessageChunk': rTypeAgentMessageChunk,
     '_UniffiFfiConverterTypeAgentMessageClear': rTypeAgentMessageClear,
-    '_UniffiFfiConverterTypeAgentSetup': rTypeAgentSetup,
     '_UniffiFfiConverterTypeAgentThought': rTypeAgentThought,
     '_UniffiFfiConverterTypeAgentThoughtChunk': rTypeAgentThoughtChunk,
     '_UniffiFfiConverterTypeAnnotations': rTypeAnnotations,
@@ -29225,9 +26899,7 @@ READERS: Dict[str, Callable[[Buffer, int], Tuple[Any, int]]] = {
     '_UniffiFfiConverterTypeCancelSessionNotification': rTypeCancelSessionNotification,
     '_UniffiFfiConverterTypeCancelledPermissionOutcome': rTypeCancelledPermissionOutcome,
     '_UniffiFfiConverterTypeClearStyle': rTypeClearStyle,
-    '_UniffiFfiConverterTypeClientCall': rTypeClientCall,
     '_UniffiFfiConverterTypeClientCapabilities': rTypeClientCapabilities,
-    '_UniffiFfiConverterTypeClientSetup': rTypeClientSetup,
     '_UniffiFfiConverterTypeCloseSessionRequest': rTypeCloseSessionRequest,
     '_UniffiFfiConverterTypeCloseSessionResponse': rTypeCloseSessionResponse,
     '_UniffiFfiConverterTypeConnectOptions': rTypeConnectOptions,
@@ -29254,7 +26926,6 @@ READERS: Dict[str, Callable[[Buffer, int], Tuple[Any, int]]] = {
     '_UniffiFfiConverterTypeInjectMode': rTypeInjectMode,
     '_UniffiFfiConverterTypeInjectRequest': rTypeInjectRequest,
     '_UniffiFfiConverterTypeInjectResponse': rTypeInjectResponse,
-    '_UniffiFfiConverterTypeInstruction': rTypeInstruction,
     '_UniffiFfiConverterTypeItemMode': rTypeItemMode,
     '_UniffiFfiConverterTypeItemStatus': rTypeItemStatus,
     '_UniffiFfiConverterTypeJsonObject': rTypeJsonObject,
@@ -29327,9 +26998,7 @@ READERS: Dict[str, Callable[[Buffer, int], Tuple[Any, int]]] = {
     '_UniffiFfiConverterTypeSessionStatusRequest': rTypeSessionStatusRequest,
     '_UniffiFfiConverterTypeSessionStatusResponse': rTypeSessionStatusResponse,
     '_UniffiFfiConverterTypeSessionUpdate': rTypeSessionUpdate,
-    '_UniffiFfiConverterTypeSetupConnection': rTypeSetupConnection,
     '_UniffiFfiConverterTypeSetupSupport': rTypeSetupSupport,
-    '_UniffiFfiConverterTypeSide': rTypeSide,
     '_UniffiFfiConverterTypeStateUpdate': rTypeStateUpdate,
     '_UniffiFfiConverterTypeStatusCapabilities': rTypeStatusCapabilities,
     '_UniffiFfiConverterTypeSteerInStream': rTypeSteerInStream,

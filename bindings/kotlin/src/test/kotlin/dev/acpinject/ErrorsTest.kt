@@ -1,5 +1,6 @@
 package dev.acpinject
 
+import dev.acpinject.conformance.VectorRun
 import org.junit.jupiter.api.Test
 import org.junit.jupiter.api.assertThrows
 import kotlin.test.assertEquals

@@ -1,23 +1,24 @@
 /**
  * Replays conformance vectors through the Kotlin binding:
  *
- *     java -cp … dev.acpinject.conformance.ConformanceKt DIR…   (or ACP_INJECT_VECTORS=DIR:DIR)
+ *     mvn -q test-compile exec:exec@conformance -Dacp.vectors=DIR[:DIR…]   (or ACP_INJECT_VECTORS=DIR:DIR)
  *
  * A driver, not an engine: it performs each step on [AgentCore] or [ClientCore] exactly as a
  * Kotlin host would and hands what came out to the shared Rust engine ([VectorRun]), which owns
  * the vector format and the comparison. A passing vector shows the behaviour survives the FFI
  * boundary. Prints `N passed, N failed` and each failure's first mismatch.
+ *
+ * Test code, never in the jar: the engine is the test-only UniFFI component of
+ * crates/ffi-conformance (its binding, generated/conformance/kotlin, is a test source root, in
+ * this package), loaded from that crate's library, which also holds the shipped component (the
+ * pom points `uniffi.component.acp_inject_ffi.libraryOverride` at it).
  */
 package dev.acpinject.conformance
 
 import dev.acpinject.AcpException
 import dev.acpinject.AgentCore
-import dev.acpinject.ClientCall
 import dev.acpinject.ClientCore
-import dev.acpinject.Instruction
 import dev.acpinject.Output
-import dev.acpinject.Side
-import dev.acpinject.VectorRun
 import dev.acpinject.description
 import java.io.File
 import kotlin.system.exitProcess

@@ -4,7 +4,11 @@
 // as a Swift host would, and hands what came out to the shared Rust engine (`VectorRun`), which
 // owns the vector format and the comparison. A passing vector proves the behaviour survives the
 // FFI boundary.
-import AcpInjectFFI
+//
+// Test code, never in the distributed package: the engine is the test-only UniFFI component of
+// crates/ffi-conformance, whose binding (generated/conformance/swift) this development package
+// compiles into its AcpInjectFFI module beside the shipped one, linked to that crate's library.
+import AcpInject
 import Foundation
 
 /// The conformance vectors, replayed through this binding.

@@ -1,4 +1,5 @@
-"""Replays conformance vectors through the Python binding (``python -m acp_inject.conformance DIR…``).
+"""Replays conformance vectors through the Python binding (``python -m tests.conformance DIR…``,
+from ``bindings/python``, with the test package installed).
 
 This is a driver, not an engine: it performs each step on :class:`AgentCore` or
 :class:`ClientCore` exactly as a Python host would, and hands what came out to the shared
@@ -6,6 +7,11 @@ Rust engine (``VectorRun``), which owns the vector format and the comparison. A 
 proves the behaviour survives the FFI boundary. Directories come from the command line or, when
 none is given, ``ACP_INJECT_VECTORS`` (``os.pathsep``-separated). Prints ``N passed, N failed``
 and each failure's first mismatch.
+
+The engine is a test-only UniFFI component (``crates/ffi-conformance``): the shipped wheel does
+not have it, the test package (``bindings/python/test-package``, what ``cargo xtask test``
+installs) has it beside the shipped binding. This driver is therefore part of the tests, not of
+the package.
 """
 
 from __future__ import annotations
@@ -13,9 +19,28 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from .acp_inject_ffi import AcpError, AgentCore, ClientCall, ClientCore, Instruction, Output, Side, VectorRun
+from acp_inject import _fastpath
+from acp_inject.acp_inject_ffi import AcpError, AgentCore, ClientCore, Output
+
+try:
+    from acp_inject.acp_inject_ffi import acp_inject_ffi_conformance as _component
+except ImportError as e:  # the shipped package: no conformance engine
+    raise ImportError(
+        "the tests need the test package (the shipped one plus the conformance engine): "
+        "`pip install bindings/python/test-package[test]`, which `cargo xtask test --stage python` runs"
+    ) from e
+from acp_inject.acp_inject_ffi.acp_inject_ffi_conformance import ClientCall, Instruction, Side, VectorRun
+
+__all__ = ["ClientCall", "Instruction", "Side", "VectorRun", "main", "run_text", "vector_files"]
+
+# The package's fast path reads acp-inject-ffi's records with flat readers over a stream's
+# ``bytes`` (``acp_inject._fastpath``). This component's generated code lifts such records (an
+# ``AgentSetup``'s ``AgentConfig``, an ``Instruction``'s ``RuntimeEvent``) through a stream class
+# of its own, which must hold ``bytes`` too: the same constructor as the package's stream.
+_generated: Any = _component  # its private runtime is not in the type stub
+_generated._UniffiRustBufferStream.__init__ = _fastpath._stream_init
 
 
 def _attached(core: AgentCore) -> Dict[str, List[str]]:
@@ -119,7 +144,7 @@ def vector_files(dirs: Sequence[Path]) -> List[Path]:
 def main(argv: Sequence[str]) -> int:
     dirs = [Path(a) for a in argv] or [Path(p) for p in os.environ.get("ACP_INJECT_VECTORS", "").split(os.pathsep) if p]
     if not dirs:
-        print("usage: python -m acp_inject.conformance DIR… (or set ACP_INJECT_VECTORS)", file=sys.stderr)
+        print("usage: python -m tests.conformance DIR… (or set ACP_INJECT_VECTORS)", file=sys.stderr)
         return 2
     failed = 0
     files = vector_files(dirs)

@@ -1,0 +1,1 @@
+../../../../generated/conformance/swift/AcpInjectFFIConformance.swift

@@ -684,7 +684,7 @@ def _uniffi_check_api_checksums(lib):
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_session_snapshot() != 37688:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_session_status() != 59444:
+    if lib.uniffi_acp_inject_ffi_checksum_method_session_status() != 56003:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_session_take_events() != 6021:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
@@ -6027,25 +6027,53 @@ class _UniffiFfiConverterOptionalTypeErrorReason(_UniffiConverterRustBuffer):
         else:
             raise InternalError("Unexpected flag byte for optional type")
 
+class _UniffiFfiConverterOptionalTypeSessionId(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterTypeSessionId.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterTypeSessionId.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterTypeSessionId.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
+
 @dataclass
 class ErrorData:
     """
     The `data` of a -32002 or -32010 error, and the optional `detail` of the standard codes.
 """
-    def __init__(self, *, reason:typing.Optional[ErrorReason], message_id:typing.Optional[MessageId], detail:typing.Optional[str]):
+    def __init__(self, *, reason:typing.Optional[ErrorReason], message_id:typing.Optional[MessageId], session_id:typing.Optional[SessionId], detail:typing.Optional[str]):
         self.reason = reason
         self.message_id = message_id
+        self.session_id = session_id
         self.detail = detail
         
         
 
     
     def __str__(self):
-        return "ErrorData(reason={}, message_id={}, detail={})".format(self.reason, self.message_id, self.detail)
+        return "ErrorData(reason={}, message_id={}, session_id={}, detail={})".format(self.reason, self.message_id, self.session_id, self.detail)
     def __eq__(self, other):
         if self.reason != other.reason:
             return False
         if self.message_id != other.message_id:
+            return False
+        if self.session_id != other.session_id:
             return False
         if self.detail != other.detail:
             return False
@@ -6057,6 +6085,7 @@ class _UniffiFfiConverterTypeErrorData(_UniffiConverterRustBuffer):
         return ErrorData(
             reason=_UniffiFfiConverterOptionalTypeErrorReason.read(buf),
             message_id=_UniffiFfiConverterOptionalTypeMessageId.read(buf),
+            session_id=_UniffiFfiConverterOptionalTypeSessionId.read(buf),
             detail=_UniffiFfiConverterOptionalString.read(buf),
         )
 
@@ -6064,12 +6093,14 @@ class _UniffiFfiConverterTypeErrorData(_UniffiConverterRustBuffer):
     def check_lower(value):
         _UniffiFfiConverterOptionalTypeErrorReason.check_lower(value.reason)
         _UniffiFfiConverterOptionalTypeMessageId.check_lower(value.message_id)
+        _UniffiFfiConverterOptionalTypeSessionId.check_lower(value.session_id)
         _UniffiFfiConverterOptionalString.check_lower(value.detail)
 
     @staticmethod
     def write(value, buf):
         _UniffiFfiConverterOptionalTypeErrorReason.write(value.reason, buf)
         _UniffiFfiConverterOptionalTypeMessageId.write(value.message_id, buf)
+        _UniffiFfiConverterOptionalTypeSessionId.write(value.session_id, buf)
         _UniffiFfiConverterOptionalString.write(value.detail, buf)
 
 @dataclass
@@ -11363,21 +11394,112 @@ class _UniffiFfiConverterTypeSessionStatusRequest(_UniffiConverterRustBuffer):
 
 
 
-class SessionStatus(enum.Enum):
+class SessionStatus:
     """
-    A session's liveness.
+    Whether the agent has a session in memory. Open: clients treat a value they do not recognise as `saved`.
 """
-    
-    LIVE = 0
-    """
-    `live`: The agent holds the session; session methods will work.
+    def __init__(self):
+        raise RuntimeError("SessionStatus cannot be instantiated directly")
+
+    # Each enum variant is a nested class of the enum itself.
+    @dataclass
+    class OPEN:
+        """
+        `open`: The agent has the session in memory (for any connection: one that did not create or resume it on its own connection still resumes it before prompting).
 """
+        
+        def __init__(self, ):
+            pass
+
     
-    NOT_FOUND = 1
-    """
-    `not_found`: The agent does not hold the session.
+            
+            
+    
+        def __str__(self):
+            return "SessionStatus.OPEN()".format()
+        def __eq__(self, other):
+            if not isinstance(other, SessionStatus):
+                return NotImplemented
+            if not other.is_OPEN():
+                return False
+            return True
+
+    @dataclass
+    class SAVED:
+        """
+        `saved`: The agent knows the session and can resume it, but does not have it in memory.
 """
+        
+        def __init__(self, ):
+            pass
+
     
+            
+            
+    
+        def __str__(self):
+            return "SessionStatus.SAVED()".format()
+        def __eq__(self, other):
+            if not isinstance(other, SessionStatus):
+                return NotImplemented
+            if not other.is_SAVED():
+                return False
+            return True
+
+    @dataclass
+    class OTHER:
+        """
+        A value this version does not know (values starting with `_` are extensions).
+"""
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"SessionStatus.OTHER{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, SessionStatus):
+                return NotImplemented
+            if not other.is_OTHER():
+                return False
+            return self._values == other._values
+
+    
+
+    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
+    # whether an instance is that variant.
+    def is_OPEN(self) -> bool:
+        return isinstance(self, SessionStatus.OPEN)
+    def is_open(self) -> bool:
+        return isinstance(self, SessionStatus.OPEN)
+    def is_SAVED(self) -> bool:
+        return isinstance(self, SessionStatus.SAVED)
+    def is_saved(self) -> bool:
+        return isinstance(self, SessionStatus.SAVED)
+    def is_OTHER(self) -> bool:
+        return isinstance(self, SessionStatus.OTHER)
+    def is_other(self) -> bool:
+        return isinstance(self, SessionStatus.OTHER)
+    
+
+# Now, a little trick - we make each nested variant class be a subclass of the main
+# enum class, so that method calls and instance checks etc will work intuitively.
+# We might be able to do this a little more neatly with a metaclass, but this'll do.
+SessionStatus.OPEN = type("SessionStatus.OPEN", (SessionStatus.OPEN, SessionStatus,), {})  # type: ignore
+SessionStatus.SAVED = type("SessionStatus.SAVED", (SessionStatus.SAVED, SessionStatus,), {})  # type: ignore
+SessionStatus.OTHER = type("SessionStatus.OTHER", (SessionStatus.OTHER, SessionStatus,), {})  # type: ignore
+
+
 
 
 class _UniffiFfiConverterTypeSessionStatus(_UniffiConverterRustBuffer):
@@ -11385,44 +11507,336 @@ class _UniffiFfiConverterTypeSessionStatus(_UniffiConverterRustBuffer):
     def read(buf):
         variant = buf.read_i32()
         if variant == 1:
-            return SessionStatus.LIVE
+            return SessionStatus.OPEN(
+            )
         if variant == 2:
-            return SessionStatus.NOT_FOUND
+            return SessionStatus.SAVED(
+            )
+        if variant == 3:
+            return SessionStatus.OTHER(
+                _UniffiFfiConverterString.read(buf),
+            )
         raise InternalError("Raw enum value doesn't match any cases")
 
     @staticmethod
     def check_lower(value):
-        if value == SessionStatus.LIVE:
+        if value.is_OPEN():
             return
-        if value == SessionStatus.NOT_FOUND:
+        if value.is_SAVED():
+            return
+        if value.is_OTHER():
+            _UniffiFfiConverterString.check_lower(value._values[0])
             return
         raise ValueError(value)
 
     @staticmethod
     def write(value, buf):
-        if value == SessionStatus.LIVE:
+        if value.is_OPEN():
             buf.write_i32(1)
-        if value == SessionStatus.NOT_FOUND:
+        if value.is_SAVED():
             buf.write_i32(2)
+        if value.is_OTHER():
+            buf.write_i32(3)
+            _UniffiFfiConverterString.write(value._values[0], buf)
 
 
+
+class _UniffiFfiConverterBoxTypeRunningStateUpdate(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        _UniffiFfiConverterTypeRunningStateUpdate.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        _UniffiFfiConverterTypeRunningStateUpdate.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        return _UniffiFfiConverterTypeRunningStateUpdate.read(buf)
+
+class _UniffiFfiConverterBoxTypeIdleStateUpdate(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        _UniffiFfiConverterTypeIdleStateUpdate.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        _UniffiFfiConverterTypeIdleStateUpdate.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        return _UniffiFfiConverterTypeIdleStateUpdate.read(buf)
+
+class _UniffiFfiConverterBoxTypeRequiresActionStateUpdate(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        _UniffiFfiConverterTypeRequiresActionStateUpdate.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        _UniffiFfiConverterTypeRequiresActionStateUpdate.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        return _UniffiFfiConverterTypeRequiresActionStateUpdate.read(buf)
+
+
+
+
+
+
+class StateUpdate:
+    """
+    A turn state, tagged by `state`. A turn is in progress from `running` until `idle`. Open.
+"""
+    def __init__(self):
+        raise RuntimeError("StateUpdate cannot be instantiated directly")
+
+    # Each enum variant is a nested class of the enum itself.
+    @dataclass
+    class RUNNING:
+        """
+        `running`: Foreground work started or resumed.
+"""
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"StateUpdate.RUNNING{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, StateUpdate):
+                return NotImplemented
+            if not other.is_RUNNING():
+                return False
+            return self._values == other._values
+
+    @dataclass
+    class IDLE:
+        """
+        `idle`: The turn ended. Always carries `stopReason` from this toolkit; `usage` only when the runtime reported it.
+"""
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"StateUpdate.IDLE{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, StateUpdate):
+                return NotImplemented
+            if not other.is_IDLE():
+                return False
+            return self._values == other._values
+
+    @dataclass
+    class REQUIRES_ACTION:
+        """
+        `requires_action`: The turn waits for the user (a permission request is open).
+"""
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"StateUpdate.REQUIRES_ACTION{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, StateUpdate):
+                return NotImplemented
+            if not other.is_REQUIRES_ACTION():
+                return False
+            return self._values == other._values
+
+    @dataclass
+    class OTHER:
+        """
+        A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
+"""
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"StateUpdate.OTHER{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, StateUpdate):
+                return NotImplemented
+            if not other.is_OTHER():
+                return False
+            return self._values == other._values
+
+    
+
+    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
+    # whether an instance is that variant.
+    def is_RUNNING(self) -> bool:
+        return isinstance(self, StateUpdate.RUNNING)
+    def is_running(self) -> bool:
+        return isinstance(self, StateUpdate.RUNNING)
+    def is_IDLE(self) -> bool:
+        return isinstance(self, StateUpdate.IDLE)
+    def is_idle(self) -> bool:
+        return isinstance(self, StateUpdate.IDLE)
+    def is_REQUIRES_ACTION(self) -> bool:
+        return isinstance(self, StateUpdate.REQUIRES_ACTION)
+    def is_requires_action(self) -> bool:
+        return isinstance(self, StateUpdate.REQUIRES_ACTION)
+    def is_OTHER(self) -> bool:
+        return isinstance(self, StateUpdate.OTHER)
+    def is_other(self) -> bool:
+        return isinstance(self, StateUpdate.OTHER)
+    
+
+# Now, a little trick - we make each nested variant class be a subclass of the main
+# enum class, so that method calls and instance checks etc will work intuitively.
+# We might be able to do this a little more neatly with a metaclass, but this'll do.
+StateUpdate.RUNNING = type("StateUpdate.RUNNING", (StateUpdate.RUNNING, StateUpdate,), {})  # type: ignore
+StateUpdate.IDLE = type("StateUpdate.IDLE", (StateUpdate.IDLE, StateUpdate,), {})  # type: ignore
+StateUpdate.REQUIRES_ACTION = type("StateUpdate.REQUIRES_ACTION", (StateUpdate.REQUIRES_ACTION, StateUpdate,), {})  # type: ignore
+StateUpdate.OTHER = type("StateUpdate.OTHER", (StateUpdate.OTHER, StateUpdate,), {})  # type: ignore
+
+
+
+
+class _UniffiFfiConverterTypeStateUpdate(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        variant = buf.read_i32()
+        if variant == 1:
+            return StateUpdate.RUNNING(
+                _UniffiFfiConverterBoxTypeRunningStateUpdate.read(buf),
+            )
+        if variant == 2:
+            return StateUpdate.IDLE(
+                _UniffiFfiConverterBoxTypeIdleStateUpdate.read(buf),
+            )
+        if variant == 3:
+            return StateUpdate.REQUIRES_ACTION(
+                _UniffiFfiConverterBoxTypeRequiresActionStateUpdate.read(buf),
+            )
+        if variant == 4:
+            return StateUpdate.OTHER(
+                _UniffiFfiConverterTypeUnknown.read(buf),
+            )
+        raise InternalError("Raw enum value doesn't match any cases")
+
+    @staticmethod
+    def check_lower(value):
+        if value.is_RUNNING():
+            _UniffiFfiConverterBoxTypeRunningStateUpdate.check_lower(value._values[0])
+            return
+        if value.is_IDLE():
+            _UniffiFfiConverterBoxTypeIdleStateUpdate.check_lower(value._values[0])
+            return
+        if value.is_REQUIRES_ACTION():
+            _UniffiFfiConverterBoxTypeRequiresActionStateUpdate.check_lower(value._values[0])
+            return
+        if value.is_OTHER():
+            _UniffiFfiConverterTypeUnknown.check_lower(value._values[0])
+            return
+        raise ValueError(value)
+
+    @staticmethod
+    def write(value, buf):
+        if value.is_RUNNING():
+            buf.write_i32(1)
+            _UniffiFfiConverterBoxTypeRunningStateUpdate.write(value._values[0], buf)
+        if value.is_IDLE():
+            buf.write_i32(2)
+            _UniffiFfiConverterBoxTypeIdleStateUpdate.write(value._values[0], buf)
+        if value.is_REQUIRES_ACTION():
+            buf.write_i32(3)
+            _UniffiFfiConverterBoxTypeRequiresActionStateUpdate.write(value._values[0], buf)
+        if value.is_OTHER():
+            buf.write_i32(4)
+            _UniffiFfiConverterTypeUnknown.write(value._values[0], buf)
+
+
+
+class _UniffiFfiConverterOptionalTypeStateUpdate(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterTypeStateUpdate.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterTypeStateUpdate.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterTypeStateUpdate.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
 
 @dataclass
 class SessionStatusResponse:
     """
-    Whether the agent currently holds the session. Says nothing about running vs idle.
+    Whether the agent has the session in memory, and its foreground state when it does. A snapshot: a session reported `open` may be closed before the client's next request, and an `idle` state here is not a new turn end.
 """
-    def __init__(self, *, status:SessionStatus, meta:typing.Optional[JsonObject]):
+    def __init__(self, *, status:SessionStatus, state:typing.Optional[StateUpdate], meta:typing.Optional[JsonObject]):
         self.status = status
+        self.state = state
         self.meta = meta
         
         
 
     
     def __str__(self):
-        return "SessionStatusResponse(status={}, meta={})".format(self.status, self.meta)
+        return "SessionStatusResponse(status={}, state={}, meta={})".format(self.status, self.state, self.meta)
     def __eq__(self, other):
         if self.status != other.status:
+            return False
+        if self.state != other.state:
             return False
         if self.meta != other.meta:
             return False
@@ -11433,17 +11847,20 @@ class _UniffiFfiConverterTypeSessionStatusResponse(_UniffiConverterRustBuffer):
     def read(buf):
         return SessionStatusResponse(
             status=_UniffiFfiConverterTypeSessionStatus.read(buf),
+            state=_UniffiFfiConverterOptionalTypeStateUpdate.read(buf),
             meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
         )
 
     @staticmethod
     def check_lower(value):
         _UniffiFfiConverterTypeSessionStatus.check_lower(value.status)
+        _UniffiFfiConverterOptionalTypeStateUpdate.check_lower(value.state)
         _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
 
     @staticmethod
     def write(value, buf):
         _UniffiFfiConverterTypeSessionStatus.write(value.status, buf)
+        _UniffiFfiConverterOptionalTypeStateUpdate.write(value.state, buf)
         _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
 
 @dataclass
@@ -12829,258 +13246,6 @@ class _UniffiFfiConverterBoxTypeAgentThoughtChunk(_UniffiConverterRustBuffer):
     @classmethod
     def read(cls, buf):
         return _UniffiFfiConverterTypeAgentThoughtChunk.read(buf)
-
-class _UniffiFfiConverterBoxTypeRunningStateUpdate(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        _UniffiFfiConverterTypeRunningStateUpdate.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        _UniffiFfiConverterTypeRunningStateUpdate.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        return _UniffiFfiConverterTypeRunningStateUpdate.read(buf)
-
-class _UniffiFfiConverterBoxTypeIdleStateUpdate(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        _UniffiFfiConverterTypeIdleStateUpdate.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        _UniffiFfiConverterTypeIdleStateUpdate.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        return _UniffiFfiConverterTypeIdleStateUpdate.read(buf)
-
-class _UniffiFfiConverterBoxTypeRequiresActionStateUpdate(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        _UniffiFfiConverterTypeRequiresActionStateUpdate.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        _UniffiFfiConverterTypeRequiresActionStateUpdate.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        return _UniffiFfiConverterTypeRequiresActionStateUpdate.read(buf)
-
-
-
-
-
-
-class StateUpdate:
-    """
-    A turn state, tagged by `state`. A turn is in progress from `running` until `idle`. Open.
-"""
-    def __init__(self):
-        raise RuntimeError("StateUpdate cannot be instantiated directly")
-
-    # Each enum variant is a nested class of the enum itself.
-    @dataclass
-    class RUNNING:
-        """
-        `running`: Foreground work started or resumed.
-"""
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"StateUpdate.RUNNING{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, StateUpdate):
-                return NotImplemented
-            if not other.is_RUNNING():
-                return False
-            return self._values == other._values
-
-    @dataclass
-    class IDLE:
-        """
-        `idle`: The turn ended. Always carries `stopReason` from this toolkit; `usage` only when the runtime reported it.
-"""
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"StateUpdate.IDLE{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, StateUpdate):
-                return NotImplemented
-            if not other.is_IDLE():
-                return False
-            return self._values == other._values
-
-    @dataclass
-    class REQUIRES_ACTION:
-        """
-        `requires_action`: The turn waits for the user (a permission request is open).
-"""
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"StateUpdate.REQUIRES_ACTION{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, StateUpdate):
-                return NotImplemented
-            if not other.is_REQUIRES_ACTION():
-                return False
-            return self._values == other._values
-
-    @dataclass
-    class OTHER:
-        """
-        A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
-"""
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"StateUpdate.OTHER{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, StateUpdate):
-                return NotImplemented
-            if not other.is_OTHER():
-                return False
-            return self._values == other._values
-
-    
-
-    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
-    # whether an instance is that variant.
-    def is_RUNNING(self) -> bool:
-        return isinstance(self, StateUpdate.RUNNING)
-    def is_running(self) -> bool:
-        return isinstance(self, StateUpdate.RUNNING)
-    def is_IDLE(self) -> bool:
-        return isinstance(self, StateUpdate.IDLE)
-    def is_idle(self) -> bool:
-        return isinstance(self, StateUpdate.IDLE)
-    def is_REQUIRES_ACTION(self) -> bool:
-        return isinstance(self, StateUpdate.REQUIRES_ACTION)
-    def is_requires_action(self) -> bool:
-        return isinstance(self, StateUpdate.REQUIRES_ACTION)
-    def is_OTHER(self) -> bool:
-        return isinstance(self, StateUpdate.OTHER)
-    def is_other(self) -> bool:
-        return isinstance(self, StateUpdate.OTHER)
-    
-
-# Now, a little trick - we make each nested variant class be a subclass of the main
-# enum class, so that method calls and instance checks etc will work intuitively.
-# We might be able to do this a little more neatly with a metaclass, but this'll do.
-StateUpdate.RUNNING = type("StateUpdate.RUNNING", (StateUpdate.RUNNING, StateUpdate,), {})  # type: ignore
-StateUpdate.IDLE = type("StateUpdate.IDLE", (StateUpdate.IDLE, StateUpdate,), {})  # type: ignore
-StateUpdate.REQUIRES_ACTION = type("StateUpdate.REQUIRES_ACTION", (StateUpdate.REQUIRES_ACTION, StateUpdate,), {})  # type: ignore
-StateUpdate.OTHER = type("StateUpdate.OTHER", (StateUpdate.OTHER, StateUpdate,), {})  # type: ignore
-
-
-
-
-class _UniffiFfiConverterTypeStateUpdate(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        variant = buf.read_i32()
-        if variant == 1:
-            return StateUpdate.RUNNING(
-                _UniffiFfiConverterBoxTypeRunningStateUpdate.read(buf),
-            )
-        if variant == 2:
-            return StateUpdate.IDLE(
-                _UniffiFfiConverterBoxTypeIdleStateUpdate.read(buf),
-            )
-        if variant == 3:
-            return StateUpdate.REQUIRES_ACTION(
-                _UniffiFfiConverterBoxTypeRequiresActionStateUpdate.read(buf),
-            )
-        if variant == 4:
-            return StateUpdate.OTHER(
-                _UniffiFfiConverterTypeUnknown.read(buf),
-            )
-        raise InternalError("Raw enum value doesn't match any cases")
-
-    @staticmethod
-    def check_lower(value):
-        if value.is_RUNNING():
-            _UniffiFfiConverterBoxTypeRunningStateUpdate.check_lower(value._values[0])
-            return
-        if value.is_IDLE():
-            _UniffiFfiConverterBoxTypeIdleStateUpdate.check_lower(value._values[0])
-            return
-        if value.is_REQUIRES_ACTION():
-            _UniffiFfiConverterBoxTypeRequiresActionStateUpdate.check_lower(value._values[0])
-            return
-        if value.is_OTHER():
-            _UniffiFfiConverterTypeUnknown.check_lower(value._values[0])
-            return
-        raise ValueError(value)
-
-    @staticmethod
-    def write(value, buf):
-        if value.is_RUNNING():
-            buf.write_i32(1)
-            _UniffiFfiConverterBoxTypeRunningStateUpdate.write(value._values[0], buf)
-        if value.is_IDLE():
-            buf.write_i32(2)
-            _UniffiFfiConverterBoxTypeIdleStateUpdate.write(value._values[0], buf)
-        if value.is_REQUIRES_ACTION():
-            buf.write_i32(3)
-            _UniffiFfiConverterBoxTypeRequiresActionStateUpdate.write(value._values[0], buf)
-        if value.is_OTHER():
-            buf.write_i32(4)
-            _UniffiFfiConverterTypeUnknown.write(value._values[0], buf)
-
-
 
 class _UniffiFfiConverterBoxTypeStateUpdate(_UniffiConverterRustBuffer):
     @classmethod
@@ -14994,8 +15159,11 @@ class Answer:
     @dataclass
     class STATUS:
         
-        def __init__(self, live:bool):
-            self.live = live
+        def __init__(self, status:SessionStatus, state:typing.Optional[StateUpdate]):
+            self.status = status
+            
+            
+            self.state = state
             
             
             pass
@@ -15005,13 +15173,15 @@ class Answer:
             
     
         def __str__(self):
-            return "Answer.STATUS(live={})".format(self.live)
+            return "Answer.STATUS(status={}, state={})".format(self.status, self.state)
         def __eq__(self, other):
             if not isinstance(other, Answer):
                 return NotImplemented
             if not other.is_STATUS():
                 return False
-            if self.live != other.live:
+            if self.status != other.status:
+                return False
+            if self.state != other.state:
                 return False
             return True
 
@@ -15117,7 +15287,8 @@ class _UniffiFfiConverterTypeAnswer(_UniffiConverterRustBuffer):
             )
         if variant == 10:
             return Answer.STATUS(
-                _UniffiFfiConverterBoolean.read(buf),
+                _UniffiFfiConverterTypeSessionStatus.read(buf),
+                _UniffiFfiConverterOptionalTypeStateUpdate.read(buf),
             )
         raise InternalError("Raw enum value doesn't match any cases")
 
@@ -15148,7 +15319,8 @@ class _UniffiFfiConverterTypeAnswer(_UniffiConverterRustBuffer):
         if value.is_CLOSED():
             return
         if value.is_STATUS():
-            _UniffiFfiConverterBoolean.check_lower(value.live)
+            _UniffiFfiConverterTypeSessionStatus.check_lower(value.status)
+            _UniffiFfiConverterOptionalTypeStateUpdate.check_lower(value.state)
             return
         raise ValueError(value)
 
@@ -15180,7 +15352,8 @@ class _UniffiFfiConverterTypeAnswer(_UniffiConverterRustBuffer):
             buf.write_i32(9)
         if value.is_STATUS():
             buf.write_i32(10)
-            _UniffiFfiConverterBoolean.write(value.live, buf)
+            _UniffiFfiConverterTypeSessionStatus.write(value.status, buf)
+            _UniffiFfiConverterOptionalTypeStateUpdate.write(value.state, buf)
 
 
 
@@ -19318,9 +19491,10 @@ class SessionProtocol(typing.Protocol):
         Everything a UI renders for this session now.
 """
         raise NotImplementedError
-    async def status(self, ) -> bool:
+    async def status(self, ) -> SessionStatusResponse:
         """
-        `session/status`: `true` while the agent holds the session.
+        `session/status`: `open` (with the session's state when reported) or `saved`; -32002
+        for a session the agent does not know.
 """
         raise NotImplementedError
     def take_events(self, ) -> typing.List[SessionActivity]:
@@ -19543,20 +19717,21 @@ class Session(SessionProtocol):
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    async def status(self, ) -> bool:
+    async def status(self, ) -> SessionStatusResponse:
         """
-        `session/status`: `true` while the agent holds the session.
+        `session/status`: `open` (with the session's state when reported) or `saved`; -32002
+        for a session the agent does not know.
 """
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
         )
-        _uniffi_lift_return = _UniffiFfiConverterBoolean.lift
+        _uniffi_lift_return = _UniffiFfiConverterTypeSessionStatusResponse.lift
         _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
         return await _uniffi_rust_call_async(
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_session_status(*_uniffi_lowered_args),
-            _UniffiLib.ffi_acp_inject_ffi_rust_future_poll_i8,
-            _UniffiLib.ffi_acp_inject_ffi_rust_future_complete_i8,
-            _UniffiLib.ffi_acp_inject_ffi_rust_future_free_i8,
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_poll_rust_buffer,
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_complete_rust_buffer,
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_free_rust_buffer,
             _uniffi_lift_return,
             _uniffi_error_converter,
         )
@@ -19937,10 +20112,10 @@ __all__ = [
     "ReplayFrom",
     "StringPatch",
     "SessionStatus",
+    "StateUpdate",
     "ToolCallContent",
     "ToolKind",
     "ToolCallStatus",
-    "StateUpdate",
     "SessionUpdate",
     "CallRejected",
     "HostError",

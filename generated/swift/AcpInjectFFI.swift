@@ -2705,9 +2705,10 @@ public protocol SessionProtocol: AnyObject, Sendable {
     func snapshot()  -> MirrorSnapshot?
     
     /**
-     * `session/status`: `true` while the agent holds the session.
+     * `session/status`: `open` (with the session's state when reported) or `saved`; -32002
+     * for a session the agent does not know.
      */
-    func status() async throws  -> Bool
+    func status() async throws  -> SessionStatusResponse
     
     /**
      * Whatever activity is queued now, without waiting.
@@ -2935,9 +2936,10 @@ open func snapshot() -> MirrorSnapshot?  {
 }
     
     /**
-     * `session/status`: `true` while the agent holds the session.
+     * `session/status`: `open` (with the session's state when reported) or `saved`; -32002
+     * for a session the agent does not know.
      */
-open func status()async throws  -> Bool  {
+open func status()async throws  -> SessionStatusResponse  {
     return
         try  await uniffiRustCallAsync(
             rustFutureFunc: {
@@ -2945,10 +2947,10 @@ open func status()async throws  -> Bool  {
                         self.uniffiCloneHandle()
                 )
             },
-            pollFunc: ffi_acp_inject_ffi_rust_future_poll_i8,
-            completeFunc: ffi_acp_inject_ffi_rust_future_complete_i8,
-            freeFunc: ffi_acp_inject_ffi_rust_future_free_i8,
-            liftFunc: FfiConverterBool.lift,
+            pollFunc: ffi_acp_inject_ffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_acp_inject_ffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_acp_inject_ffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterTypeSessionStatusResponse_lift,
             errorHandler: FfiConverterTypeAcpError_lift
         )
 }
@@ -4877,6 +4879,7 @@ public func FfiConverterTypeEnvVariable_lower(_ value: EnvVariable) -> RustBuffe
 public struct ErrorData: Equatable, Hashable {
     public var reason: ErrorReason?
     public var messageId: MessageId?
+    public var sessionId: SessionId?
     /**
      * What was wrong, for a person. Never compared by conformance vectors.
      */
@@ -4884,12 +4887,13 @@ public struct ErrorData: Equatable, Hashable {
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(reason: ErrorReason?, messageId: MessageId?, 
+    public init(reason: ErrorReason?, messageId: MessageId?, sessionId: SessionId?, 
         /**
          * What was wrong, for a person. Never compared by conformance vectors.
          */detail: String?) {
         self.reason = reason
         self.messageId = messageId
+        self.sessionId = sessionId
         self.detail = detail
     }
 
@@ -4911,6 +4915,7 @@ public struct FfiConverterTypeErrorData: FfiConverterRustBuffer {
             try ErrorData(
                 reason: FfiConverterOptionTypeErrorReason.read(from: &buf), 
                 messageId: FfiConverterOptionTypeMessageId.read(from: &buf), 
+                sessionId: FfiConverterOptionTypeSessionId.read(from: &buf), 
                 detail: FfiConverterOptionString.read(from: &buf)
         )
     }
@@ -4918,6 +4923,7 @@ public struct FfiConverterTypeErrorData: FfiConverterRustBuffer {
     public static func write(_ value: ErrorData, into buf: inout [UInt8]) {
         FfiConverterOptionTypeErrorReason.write(value.reason, into: &buf)
         FfiConverterOptionTypeMessageId.write(value.messageId, into: &buf)
+        FfiConverterOptionTypeSessionId.write(value.sessionId, into: &buf)
         FfiConverterOptionString.write(value.detail, into: &buf)
     }
 }
@@ -8495,16 +8501,24 @@ public func FfiConverterTypeSessionStatusRequest_lower(_ value: SessionStatusReq
 
 
 /**
- * Whether the agent currently holds the session. Says nothing about running vs idle.
+ * Whether the agent has the session in memory, and its foreground state when it does. A snapshot: a session reported `open` may be closed before the client's next request, and an `idle` state here is not a new turn end.
  */
 public struct SessionStatusResponse: Equatable, Hashable {
     public var status: SessionStatus
+    /**
+     * The session's current foreground state, as a `state_update` would report it (sent when `status` is `open`). Absent, `null` or malformed: not reported, which does not mean `idle`.
+     */
+    public var state: StateUpdate?
     public var meta: JsonObject?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(status: SessionStatus, meta: JsonObject?) {
+    public init(status: SessionStatus, 
+        /**
+         * The session's current foreground state, as a `state_update` would report it (sent when `status` is `open`). Absent, `null` or malformed: not reported, which does not mean `idle`.
+         */state: StateUpdate?, meta: JsonObject?) {
         self.status = status
+        self.state = state
         self.meta = meta
     }
 
@@ -8525,12 +8539,14 @@ public struct FfiConverterTypeSessionStatusResponse: FfiConverterRustBuffer {
         return
             try SessionStatusResponse(
                 status: FfiConverterTypeSessionStatus.read(from: &buf), 
+                state: FfiConverterOptionTypeStateUpdate.read(from: &buf), 
                 meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
         )
     }
 
     public static func write(_ value: SessionStatusResponse, into buf: inout [UInt8]) {
         FfiConverterTypeSessionStatus.write(value.status, into: &buf)
+        FfiConverterOptionTypeStateUpdate.write(value.state, into: &buf)
         FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
     }
 }
@@ -9847,7 +9863,7 @@ public enum Answer: Equatable, Hashable {
     case revoked
     case replaced
     case closed
-    case status(live: Bool
+    case status(status: SessionStatus, state: StateUpdate?
     )
 
 
@@ -9893,7 +9909,7 @@ public struct FfiConverterTypeAnswer: FfiConverterRustBuffer {
         
         case 9: return .closed
         
-        case 10: return .status(live: try FfiConverterBool.read(from: &buf)
+        case 10: return .status(status: try FfiConverterTypeSessionStatus.read(from: &buf), state: try FfiConverterOptionTypeStateUpdate.read(from: &buf)
         )
         
         default: throw UniffiInternalError.unexpectedEnumCase
@@ -9946,9 +9962,10 @@ public struct FfiConverterTypeAnswer: FfiConverterRustBuffer {
             writeInt(&buf, Int32(9))
         
         
-        case let .status(live):
+        case let .status(status,state):
             writeInt(&buf, Int32(10))
-            FfiConverterBool.write(live, into: &buf)
+            FfiConverterTypeSessionStatus.write(status, into: &buf)
+            FfiConverterOptionTypeStateUpdate.write(state, into: &buf)
             
         }
     }
@@ -12966,19 +12983,24 @@ public func FfiConverterTypeSessionEvent_lower(_ value: SessionEvent) -> RustBuf
 
 
 /**
- * A session's liveness.
+ * Whether the agent has a session in memory. Open: clients treat a value they do not recognise as `saved`.
  */
 
 public enum SessionStatus: Equatable, Hashable {
     
     /**
-     * `live`: The agent holds the session; session methods will work.
+     * `open`: The agent has the session in memory (for any connection: one that did not create or resume it on its own connection still resumes it before prompting).
      */
-    case live
+    case `open`
     /**
-     * `not_found`: The agent does not hold the session.
+     * `saved`: The agent knows the session and can resume it, but does not have it in memory.
      */
-    case notFound
+    case saved
+    /**
+     * A value this version does not know (values starting with `_` are extensions).
+     */
+    case other(String
+    )
 
 
 
@@ -13000,9 +13022,12 @@ public struct FfiConverterTypeSessionStatus: FfiConverterRustBuffer {
         let variant: Int32 = try readInt(&buf)
         switch variant {
         
-        case 1: return .live
+        case 1: return .`open`
         
-        case 2: return .notFound
+        case 2: return .saved
+        
+        case 3: return .other(try FfiConverterString.read(from: &buf)
+        )
         
         default: throw UniffiInternalError.unexpectedEnumCase
         }
@@ -13012,13 +13037,18 @@ public struct FfiConverterTypeSessionStatus: FfiConverterRustBuffer {
         switch value {
         
         
-        case .live:
+        case .`open`:
             writeInt(&buf, Int32(1))
         
         
-        case .notFound:
+        case .saved:
             writeInt(&buf, Int32(2))
         
+        
+        case let .other(v1):
+            writeInt(&buf, Int32(3))
+            FfiConverterString.write(v1, into: &buf)
+            
         }
     }
 }
@@ -14762,6 +14792,30 @@ fileprivate struct FfiConverterOptionTypeReplayFrom: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterOptionTypeStateUpdate: FfiConverterRustBuffer {
+    typealias SwiftType = StateUpdate?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeStateUpdate.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeStateUpdate.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterOptionTypeStopReason: FfiConverterRustBuffer {
     typealias SwiftType = StopReason?
 
@@ -15090,6 +15144,30 @@ fileprivate struct FfiConverterOptionTypeMessageId: FfiConverterRustBuffer {
         switch try readInt(&buf) as Int8 {
         case 0: return nil
         case 1: return try FfiConverterTypeMessageId.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeSessionId: FfiConverterRustBuffer {
+    typealias SwiftType = SessionId?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeSessionId.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeSessionId.read(from: &buf)
         default: throw UniffiInternalError.unexpectedOptionalTag
         }
     }
@@ -16547,7 +16625,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_acp_inject_ffi_checksum_method_session_snapshot() != 37688) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_session_status() != 59444) {
+    if (uniffi_acp_inject_ffi_checksum_method_session_status() != 56003) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_acp_inject_ffi_checksum_method_session_take_events() != 6021) {

@@ -216,7 +216,7 @@ class PlainAgent:
             return {"sessionId": sid}
         if method == "session/status":
             live = params.get("sessionId") in self.sessions
-            return {"status": "live" if live else "not_found"}
+            return {"status": "open" if live else "saved"}
         if method == "session/close":
             s = self.session(params)
             if s.running:

@@ -75,7 +75,7 @@ def test_a_partial_line_waits_for_its_end() -> None:
     assert core.handle_bytes("c1", line[:10]) == []
     assert core.handle_bytes("c1", line[10:-3]) == []
     out = core.handle_bytes("c1", line[-3:] + b"\n")
-    assert [json.loads(o.line)["result"] for o in out if isinstance(o, Output.LINE)] == [{"status": "live"}]
+    assert [json.loads(o.line)["result"] for o in out if isinstance(o, Output.LINE)] == [{"status": "open", "state": {"state": "idle"}}]
 
 
 def test_a_huge_line_is_refused_and_the_next_one_still_works() -> None:

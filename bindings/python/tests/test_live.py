@@ -92,9 +92,11 @@ async def cancel_and_close() -> None:
         snap = await until(s, lambda s: "survives the cancel" in users(s))
         assert users(snap) == ["cancel me", "survives the cancel"]
         await until(s, lambda s: s.state == TurnState.IDLE)
-        assert await s.status() is True
+        status = await s.status()
+        assert status.status == acp.SessionStatus.OPEN() and isinstance(status.state, acp.StateUpdate.IDLE)
         await s.close()
-        assert await s.status() is False
+        status = await s.status()
+        assert (status.status, status.state) == (acp.SessionStatus.SAVED(), None)
         with pytest.raises(AcpError.Protocol) as gone:
             await s.prompt("after close")
         assert gone.value.error.reason == ErrorReason.SESSION_NOT_FOUND()

@@ -9,9 +9,9 @@
 //! same state machine.
 //!
 //! ```
-//! let vector = r#"{"name": "status is live", "rules": ["R-STATUS-1"], "side": "agent", "steps": [
+//! let vector = r#"{"name": "status is open", "rules": ["R-STATUS-1"], "side": "agent", "steps": [
 //!   {"client": {"jsonrpc": "2.0", "id": 1, "method": "session/status", "params": {"sessionId": "s1"}}},
-//!   {"expect": [{"jsonrpc": "2.0", "id": 1, "result": {"status": "live"}}]}]}"#;
+//!   {"expect": [{"jsonrpc": "2.0", "id": 1, "result": {"status": "open", "state": {"state": "idle"}}}]}]}"#;
 //! let result = acp_inject_conformance::run_text(vector);
 //! assert_eq!(result.mismatch, None);
 //! ```

@@ -103,7 +103,7 @@ fn batches_answer_each_request_and_report_bad_elements() {
         br#"[{"jsonrpc":"2.0","id":1,"method":"session/status","params":{"sessionId":"s1"}}, 5, [1], {"jsonrpc":"2.0","method":"_n"}]"#,
     );
     assert_eq!(out.len(), 3, "{out:?}");
-    assert_eq!(out[0]["result"]["status"], "live");
+    assert_eq!(out[0]["result"]["status"], "open");
     assert_eq!(error(&out[1]).0, -32600);
     assert_eq!(error(&out[2]).0, -32600);
 }

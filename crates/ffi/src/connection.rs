@@ -9,7 +9,7 @@ use std::time::Duration;
 use acp_inject_core::client::MirrorSnapshot;
 use acp_inject_core::wire::{
     ContentBlock, Implementation, InitializeResponse, InjectMode, McpServer, MessageId, RequestId, RequestPermissionOutcome,
-    SessionInfo,
+    SessionInfo, SessionStatusResponse,
 };
 use acp_inject_transport::{ConnectOptions as Options, SessionActivity};
 
@@ -186,8 +186,9 @@ impl Session {
         guard(|| Ok(self.inner.cancel()?))
     }
 
-    /// `session/status`: `true` while the agent holds the session.
-    pub async fn status(&self) -> Result<bool, AcpError> {
+    /// `session/status`: `open` (with the session's state when reported) or `saved`; -32002
+    /// for a session the agent does not know.
+    pub async fn status(&self) -> Result<SessionStatusResponse, AcpError> {
         let s = self.inner.clone();
         on_runtime(async move { Ok(s.status().await?) }).await
     }

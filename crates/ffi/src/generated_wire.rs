@@ -189,6 +189,7 @@ pub struct EnvVariable {
 pub struct ErrorData {
     pub reason: ::std::option::Option<ErrorReason>,
     pub message_id: ::std::option::Option<MessageId>,
+    pub session_id: ::std::option::Option<SessionId>,
     ///What was wrong, for a person. Never compared by conformance vectors.
     pub detail: ::std::option::Option<::std::string::String>,
 }
@@ -673,10 +674,12 @@ pub struct SessionStatusRequest {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///Whether the agent currently holds the session. Says nothing about running vs idle.
+///Whether the agent has the session in memory, and its foreground state when it does. A snapshot: a session reported `open` may be closed before the client's next request, and an `idle` state here is not a new turn end.
 #[uniffi::remote(Record)]
 pub struct SessionStatusResponse {
     pub status: SessionStatus,
+    ///The session's current foreground state, as a `state_update` would report it (sent when `status` is `open`). Absent, `null` or malformed: not reported, which does not mean `idle`.
+    pub state: ::std::option::Option<StateUpdate>,
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -862,13 +865,15 @@ pub enum ReplayFrom {
     /// A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
     Other(Unknown),
 }
-///A session's liveness.
+///Whether the agent has a session in memory. Open: clients treat a value they do not recognise as `saved`.
 #[uniffi::remote(Enum)]
 pub enum SessionStatus {
-    ///`live`: The agent holds the session; session methods will work.
-    Live,
-    ///`not_found`: The agent does not hold the session.
-    NotFound,
+    ///`open`: The agent has the session in memory (for any connection: one that did not create or resume it on its own connection still resumes it before prompting).
+    Open,
+    ///`saved`: The agent knows the session and can resume it, but does not have it in memory.
+    Saved,
+    /// A value this version does not know (values starting with `_` are extensions).
+    Other(String),
 }
 ///The kind of a permission option. Open.
 #[uniffi::remote(Enum)]

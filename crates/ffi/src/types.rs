@@ -12,7 +12,8 @@ use acp_inject_core::client::{
 };
 use acp_inject_core::wire::{
     ContentBlock, ErrorReason, InitializeResponse, InjectCapabilities, McpServer, MessageId, PendingInject, PermissionOption,
-    RequestId, RequestPermissionOutcome, RequestPermissionRequest, SessionInfo, SessionUpdate, SteerInStream, StopReason, Usage,
+    RequestId, RequestPermissionOutcome, RequestPermissionRequest, SessionInfo, SessionStatus, SessionUpdate, StateUpdate,
+    SteerInStream, StopReason, Usage,
 };
 use acp_inject_transport::{SessionActivity, TurnEnd};
 
@@ -331,7 +332,7 @@ pub enum Answer {
     Revoked,
     Replaced,
     Closed,
-    Status { live: bool },
+    Status { status: SessionStatus, state: Option<StateUpdate> },
 }
 
 /// Something that happened in one session.

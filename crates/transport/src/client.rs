@@ -10,7 +10,7 @@ use std::time::Duration;
 use acp_inject_core::client::{Answer, CallRejected, ClientConnection, Event, MirrorSnapshot, ProtocolError, SessionEvent};
 use acp_inject_core::wire::{
     ContentBlock, Implementation, InitializeResponse, InjectMode, McpServer, MessageId, RequestId, RequestPermissionOutcome,
-    RequestPermissionRequest, SessionInfo,
+    RequestPermissionRequest, SessionInfo, SessionStatusResponse,
 };
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::process::{Child, Command};
@@ -501,11 +501,13 @@ impl Session {
         Ok(())
     }
 
-    /// `session/status`: `true` while the agent holds the session.
-    pub async fn status(&self) -> Result<bool, TransportError> {
+    /// `session/status`: whether the agent has the session in memory (`open`, with its state
+    /// when the agent reports it) or can resume it (`saved`). A session the agent does not know
+    /// is an error (-32002).
+    pub async fn status(&self) -> Result<SessionStatusResponse, TransportError> {
         let id = self.id.clone();
         match self.shared.call(move |c| Ok(c.status(&id))).await? {
-            Answer::Status { live } => Ok(live),
+            Answer::Status { status, state } => Ok(SessionStatusResponse { status, state, meta: None }),
             other => Err(TransportError::Io(format!("unexpected answer {other:?}"))),
         }
     }

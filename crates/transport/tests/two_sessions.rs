@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use acp_inject_core::agent::{AgentConfig, BreakPoint, UserInput};
 use acp_inject_core::client::{ItemStatus, MessageRole, SessionEvent, TurnState};
-use acp_inject_core::wire::{ContentBlock, ErrorReason, InjectMode, SessionUpdate, StateUpdate, StopReason, TextContent};
+use acp_inject_core::wire::{
+    ContentBlock, ErrorReason, InjectMode, SessionStatus, SessionUpdate, StateUpdate, StopReason, TextContent,
+};
 use acp_inject_transport::{
     serve, AgentRuntime, ConnectOptions, Connection, ServeOptions, Session, SessionActivity, TransportError, TurnContext, TurnEnd,
 };
@@ -175,7 +177,8 @@ async fn cancel_close_list_and_resume() {
     s1.close().await.unwrap();
     let snap = s1.snapshot().unwrap();
     assert!(snap.closed && snap.state == TurnState::Idle);
-    assert!(!s1.status().await.unwrap());
+    let status = s1.status().await.unwrap();
+    assert_eq!((status.status, status.state), (SessionStatus::Saved, None), "closed: resumable, not in memory");
 
     let (listed, next) = conn.list_sessions(None, None).await.unwrap();
     assert_eq!((listed.len(), next), (1, None));
@@ -187,7 +190,9 @@ async fn cancel_close_list_and_resume() {
     assert!(!snap.closed);
     let users: Vec<String> = snap.transcript.iter().filter(|e| e.role == MessageRole::User).map(|e| text_of(&e.content)).collect();
     assert_eq!(users, ["long job", "after"]);
-    assert!(resumed.status().await.unwrap());
+    let status = resumed.status().await.unwrap();
+    assert_eq!(status.status, SessionStatus::Open);
+    assert!(matches!(status.state, Some(StateUpdate::Idle(_))), "{status:?}");
     assert_eq!(s1.snapshot().unwrap().pending.iter().filter(|p| p.status == ItemStatus::Pending).count(), 0);
     conn.close().await;
 }
@@ -221,7 +226,7 @@ async fn a_cancel_before_the_turn_first_looks_is_not_lost() {
     s1.cancel().unwrap();
     // The agent handles lines in order: once status is answered, the cancel was applied, while
     // the turn has not yet looked at its cancellation.
-    assert!(s1.status().await.unwrap());
+    assert_eq!(s1.status().await.unwrap().status, SessionStatus::Open);
     runtime.gate.notify_one();
     // The turn may end before `until` first looks: the stop reason is read off the session's
     // state, not off the events `until` happened to see.

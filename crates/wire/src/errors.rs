@@ -68,7 +68,7 @@ impl ErrorObject {
     /// A standard code with `data: {"detail": …}` for a person to read.
     pub fn with_detail(code: i64, detail: &str) -> Self {
         let mut e = Self::new(code);
-        let data = crate::ErrorData { reason: None, message_id: None, detail: Some(detail.to_owned()) };
+        let data = crate::ErrorData { reason: None, message_id: None, session_id: None, detail: Some(detail.to_owned()) };
         e.data = serde_json::to_value(data).ok();
         e
     }
@@ -96,7 +96,21 @@ impl ErrorObject {
     /// A session or inject error: `data` is exactly `{reason}` plus `messageId` when given.
     pub fn reason(reason: ErrorReason, message_id: Option<&MessageId>) -> Self {
         let code = code_for(&reason);
-        let data = ErrorData { reason: Some(reason), message_id: message_id.cloned(), detail: None };
+        let data = ErrorData { reason: Some(reason), message_id: message_id.cloned(), session_id: None, detail: None };
+        ErrorObject { code, message: message_for(code).to_owned(), data: Some(serde_json::to_value(data).unwrap_or(Value::Null)) }
+    }
+
+    /// -32002 `session_not_found` for `session`: `data` is `{reason, sessionId}` (upstream's
+    /// `SessionNotFoundErrorData` with this toolkit's reason), plus `messageId` when given.
+    pub fn session_not_found(session: &str, message_id: Option<&MessageId>) -> Self {
+        let reason = ErrorReason::SessionNotFound;
+        let code = code_for(&reason);
+        let data = ErrorData {
+            reason: Some(reason),
+            message_id: message_id.cloned(),
+            session_id: Some(crate::SessionId(session.to_owned())),
+            detail: None,
+        };
         ErrorObject { code, message: message_for(code).to_owned(), data: Some(serde_json::to_value(data).unwrap_or(Value::Null)) }
     }
 

@@ -916,6 +916,11 @@ pub struct ErrorData {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub message_id: ::std::option::Option<MessageId>,
+    #[serde(
+        rename = "sessionId",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
+    pub session_id: ::std::option::Option<SessionId>,
     ///What was wrong, for a person. Never compared by conformance vectors.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub detail: ::std::option::Option<::std::string::String>,
@@ -1913,11 +1918,16 @@ pub struct SessionStatusRequest {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///Whether the agent currently holds the session. Says nothing about running vs idle.
+///Whether the agent has the session in memory, and its foreground state when it does. A snapshot: a session reported `open` may be closed before the client's next request, and an `idle` state here is not a new turn end.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct SessionStatusResponse {
     pub status: SessionStatus,
+    ///The session's current foreground state, as a `state_update` would report it (sent when `status` is `open`). Absent, `null` or malformed: not reported, which does not mean `idle`.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "__tolerant_sessionstatusresponse_state")]
+    #[serde(default)]
+    pub state: ::std::option::Option<StateUpdate>,
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_sessionstatusresponse_meta")]
     #[serde(default)]
@@ -2673,6 +2683,9 @@ impl SerializeFields for ErrorData {
         }
         if !::std::option::Option::is_none(&self.message_id) {
             map.serialize_entry("messageId", &self.message_id)?;
+        }
+        if !::std::option::Option::is_none(&self.session_id) {
+            map.serialize_entry("sessionId", &self.session_id)?;
         }
         if !::std::option::Option::is_none(&self.detail) {
             map.serialize_entry("detail", &self.detail)?;
@@ -3871,6 +3884,11 @@ impl SerializeFields for SessionStatusRequest {
         Ok(())
     }
 }
+fn __tolerant_sessionstatusresponse_state<'de, D: ::serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<::std::option::Option<StateUpdate>, D::Error> {
+    __de::default_on_error(deserializer, "SessionStatusResponse.state")
+}
 fn __tolerant_sessionstatusresponse_meta<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<
@@ -3885,6 +3903,9 @@ impl SerializeFields for SessionStatusResponse {
         map: &mut M,
     ) -> Result<(), M::Error> {
         map.serialize_entry("status", &self.status)?;
+        if !::std::option::Option::is_none(&self.state) {
+            map.serialize_entry("state", &self.state)?;
+        }
         if !::std::option::Option::is_none(&self.meta) {
             map.serialize_entry("_meta", &self.meta)?;
         }
@@ -4811,37 +4832,33 @@ impl<'de> ::serde::Deserialize<'de> for ReplayFrom {
         deserializer.deserialize_map(Visitor)
     }
 }
-///A session's liveness.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+///Whether the agent has a session in memory. Open: clients treat a value they do not recognise as `saved`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum SessionStatus {
-    ///`live`: The agent holds the session; session methods will work.
-    Live,
-    ///`not_found`: The agent does not hold the session.
-    NotFound,
+    ///`open`: The agent has the session in memory (for any connection: one that did not create or resume it on its own connection still resumes it before prompting).
+    Open,
+    ///`saved`: The agent knows the session and can resume it, but does not have it in memory.
+    Saved,
+    /// A value this version does not know (values starting with `_` are extensions).
+    Other(String),
 }
 impl SessionStatus {
     /// The known values, in schema order.
-    pub const KNOWN: &'static [&'static str] = &["live", "not_found"];
+    pub const KNOWN: &'static [&'static str] = &["open", "saved"];
     /// The wire spelling.
     pub fn as_str(&self) -> &str {
         match self {
-            SessionStatus::Live => "live",
-            SessionStatus::NotFound => "not_found",
+            SessionStatus::Open => "open",
+            SessionStatus::Saved => "saved",
+            SessionStatus::Other(s) => s,
         }
     }
     fn from_wire<E: ::serde::de::Error>(value: &str) -> Result<Self, E> {
         Ok(
             match value {
-                "live" => SessionStatus::Live,
-                "not_found" => SessionStatus::NotFound,
-                other => {
-                    return Err(
-                        ::serde::de::Error::unknown_variant(
-                            other,
-                            &["live", "not_found"],
-                        ),
-                    );
-                }
+                "open" => SessionStatus::Open,
+                "saved" => SessionStatus::Saved,
+                other => SessionStatus::Other(other.to_owned()),
             },
         )
     }
@@ -4896,13 +4913,16 @@ impl ::schemars::JsonSchema for SessionStatus {
     fn json_schema(
         _: &mut ::schemars::r#gen::SchemaGenerator,
     ) -> ::schemars::schema::Schema {
-        let branches: Vec<::serde_json::Value> = Self::KNOWN
+        let mut branches: Vec<::serde_json::Value> = Self::KNOWN
             .iter()
             .map(|v| ::serde_json::json!({ "const" : v }))
             .collect();
+        branches.push(::serde_json::json!({ "title" : "other", "type" : "string" }));
         ::serde_json::from_value(
                 ::serde_json::json!(
-                    { "description" : "A session's liveness.", "oneOf" : branches }
+                    { "description" :
+                    "Whether the agent has a session in memory. Open: clients treat a value they do not recognise as `saved`.",
+                    "anyOf" : branches }
                 ),
             )
             .expect("a well-formed schema")

@@ -47,6 +47,8 @@ export interface ErrorData {
   reason?: ErrorReason;
   /** The `messageId` of the request's params, when it carries one. */
   messageId?: MessageId;
+  /** The session a -32002 `session_not_found` names (upstream's `SessionNotFoundErrorData`). */
+  sessionId?: SessionId;
   /** What was wrong, for a person. Never compared by conformance vectors. */
   detail?: string;
 }
@@ -474,18 +476,35 @@ export interface SessionStatusRequest {
   _meta?: Meta;
 }
 
-/** Whether the agent currently holds the session. Says nothing about running vs idle. */
+/**
+ * Whether the agent has the session in memory, and its foreground state when it does. A snapshot: a
+ * session reported `open` may be closed before the client's next request, and an `idle` state here
+ * is not a new turn end.
+ */
 export interface SessionStatusResponse {
   status: SessionStatus;
+  /**
+   * The session's current foreground state, as a `state_update` would report it (sent when `status`
+   * is `open`). Absent, `null` or malformed: not reported, which does not mean `idle`.
+   */
+  state?: StateUpdate | null;
   _meta?: Meta;
 }
 
-/** A session's liveness. */
+/**
+ * Whether the agent has a session in memory. Open: clients treat a value they do not recognise as
+ * `saved`.
+ */
 export type SessionStatus =
-  /** The agent holds the session; session methods will work. */
-  | "live"
-  /** The agent does not hold the session. */
-  | "not_found";
+  /**
+   * The agent has the session in memory (for any connection: one that did not create or resume it
+   * on its own connection still resumes it before prompting).
+   */
+  | "open"
+  /** The agent knows the session and can resume it, but does not have it in memory. */
+  | "saved"
+  /** Any other value (open enum): newer peers may send values this version does not know. */
+  | (string & {});
 
 /**
  * The agent asks the user to authorise an action. While open, the session's state is

@@ -17,9 +17,12 @@ export const ErrorReason$: d.Decoder<T.ErrorReason> = d.stringEnum<T.ErrorReason
 
 export const MessageId$: d.Decoder<T.MessageId> = d.string();
 
+export const SessionId$: d.Decoder<T.SessionId> = d.string();
+
 export const ErrorData$: d.Decoder<T.ErrorData> = d.struct<T.ErrorData>("ErrorData", {
   reason: { decode: ErrorReason$ },
   messageId: { decode: MessageId$ },
+  sessionId: { decode: SessionId$ },
   detail: { decode: d.string() },
 });
 
@@ -37,8 +40,6 @@ export const ErrorObject$: d.Decoder<T.ErrorObject> = d.struct<T.ErrorObject>("E
   { member: "code", equals: -32603, members: { message: d.constant("Internal error") } },
   { member: "code", equals: -32800, members: { message: d.constant("Request cancelled") } },
 ]);
-
-export const SessionId$: d.Decoder<T.SessionId> = d.string();
 
 export const ToolCallId$: d.Decoder<T.ToolCallId> = d.string();
 
@@ -397,12 +398,62 @@ export const SessionStatusRequest$: d.Decoder<T.SessionStatusRequest> = d.struct
 });
 
 /** The known values of `SessionStatus`. */
-export const SessionStatusValues = ["live", "not_found"] as const;
+export const SessionStatusValues = ["open", "saved"] as const;
 
-export const SessionStatus$: d.Decoder<T.SessionStatus> = d.stringEnum<T.SessionStatus>("SessionStatus", SessionStatusValues, false);
+export const SessionStatus$: d.Decoder<T.SessionStatus> = d.stringEnum<T.SessionStatus>("SessionStatus", SessionStatusValues, true);
+
+export const RunningStateUpdate$: d.Decoder<T.RunningStateUpdate> = d.struct<T.RunningStateUpdate>("RunningStateUpdate", {
+  _meta: { decode: Meta$, defaultOnError: true },
+});
+
+/** The known values of `StopReason`. */
+export const StopReasonValues = ["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"] as const;
+
+export const StopReason$: d.Decoder<T.StopReason> = d.stringEnum<T.StopReason>("StopReason", StopReasonValues, true);
+
+export const Usage$: d.Decoder<T.Usage> = d.struct<T.Usage>("Usage", {
+  totalTokens: { decode: d.integer(0), required: true },
+  inputTokens: { decode: d.integer(0), required: true },
+  outputTokens: { decode: d.integer(0), required: true },
+  thoughtTokens: { decode: d.nullable(d.integer(0)), defaultOnError: true },
+  cachedReadTokens: { decode: d.nullable(d.integer(0)), defaultOnError: true },
+  cachedWriteTokens: { decode: d.nullable(d.integer(0)), defaultOnError: true },
+  _meta: { decode: Meta$, defaultOnError: true },
+});
+
+export const IdleStateUpdate$: d.Decoder<T.IdleStateUpdate> = d.struct<T.IdleStateUpdate>("IdleStateUpdate", {
+  stopReason: { decode: d.nullable(StopReason$), aliases: ["stop_reason"], defaultOnError: true },
+  usage: { decode: d.nullable(Usage$), defaultOnError: true },
+  _meta: { decode: Meta$, defaultOnError: true },
+});
+
+export const RequiresActionStateUpdate$: d.Decoder<T.RequiresActionStateUpdate> = d.struct<T.RequiresActionStateUpdate>("RequiresActionStateUpdate", {
+  _meta: { decode: Meta$, defaultOnError: true },
+});
+
+/** The known tags of `StateUpdate`. */
+export const StateUpdateTags = ["running", "idle", "requires_action"] as const;
+
+/** Whether a decoded `StateUpdate` is one of the known variants (then its tag narrows it). */
+export function isKnownStateUpdate(value: T.StateUpdate): value is T.KnownStateUpdate {
+  return (StateUpdateTags as readonly string[]).includes(value["state"]);
+}
+
+export const StateUpdate$: d.Decoder<T.StateUpdate> = d.tagged<T.StateUpdate>(
+  "StateUpdate",
+  "state",
+  {
+    "running": RunningStateUpdate$,
+    "idle": IdleStateUpdate$,
+    "requires_action": RequiresActionStateUpdate$,
+  },
+  {},
+  true,
+);
 
 export const SessionStatusResponse$: d.Decoder<T.SessionStatusResponse> = d.struct<T.SessionStatusResponse>("SessionStatusResponse", {
   status: { decode: SessionStatus$, required: true },
+  state: { decode: d.nullable(StateUpdate$), defaultOnError: true },
   _meta: { decode: Meta$, defaultOnError: true },
 });
 
@@ -500,55 +551,6 @@ export const AgentThoughtChunk$: d.Decoder<T.AgentThoughtChunk> = d.struct<T.Age
   content: { decode: ContentBlock$, required: true },
   _meta: { decode: Meta$, defaultOnError: true },
 });
-
-export const RunningStateUpdate$: d.Decoder<T.RunningStateUpdate> = d.struct<T.RunningStateUpdate>("RunningStateUpdate", {
-  _meta: { decode: Meta$, defaultOnError: true },
-});
-
-/** The known values of `StopReason`. */
-export const StopReasonValues = ["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"] as const;
-
-export const StopReason$: d.Decoder<T.StopReason> = d.stringEnum<T.StopReason>("StopReason", StopReasonValues, true);
-
-export const Usage$: d.Decoder<T.Usage> = d.struct<T.Usage>("Usage", {
-  totalTokens: { decode: d.integer(0), required: true },
-  inputTokens: { decode: d.integer(0), required: true },
-  outputTokens: { decode: d.integer(0), required: true },
-  thoughtTokens: { decode: d.nullable(d.integer(0)), defaultOnError: true },
-  cachedReadTokens: { decode: d.nullable(d.integer(0)), defaultOnError: true },
-  cachedWriteTokens: { decode: d.nullable(d.integer(0)), defaultOnError: true },
-  _meta: { decode: Meta$, defaultOnError: true },
-});
-
-export const IdleStateUpdate$: d.Decoder<T.IdleStateUpdate> = d.struct<T.IdleStateUpdate>("IdleStateUpdate", {
-  stopReason: { decode: d.nullable(StopReason$), aliases: ["stop_reason"], defaultOnError: true },
-  usage: { decode: d.nullable(Usage$), defaultOnError: true },
-  _meta: { decode: Meta$, defaultOnError: true },
-});
-
-export const RequiresActionStateUpdate$: d.Decoder<T.RequiresActionStateUpdate> = d.struct<T.RequiresActionStateUpdate>("RequiresActionStateUpdate", {
-  _meta: { decode: Meta$, defaultOnError: true },
-});
-
-/** The known tags of `StateUpdate`. */
-export const StateUpdateTags = ["running", "idle", "requires_action"] as const;
-
-/** Whether a decoded `StateUpdate` is one of the known variants (then its tag narrows it). */
-export function isKnownStateUpdate(value: T.StateUpdate): value is T.KnownStateUpdate {
-  return (StateUpdateTags as readonly string[]).includes(value["state"]);
-}
-
-export const StateUpdate$: d.Decoder<T.StateUpdate> = d.tagged<T.StateUpdate>(
-  "StateUpdate",
-  "state",
-  {
-    "running": RunningStateUpdate$,
-    "idle": IdleStateUpdate$,
-    "requires_action": RequiresActionStateUpdate$,
-  },
-  {},
-  true,
-);
 
 /** The known values of `ToolKind`. */
 export const ToolKindValues = ["read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other"] as const;

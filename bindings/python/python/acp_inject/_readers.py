@@ -19,7 +19,7 @@ from .acp_inject_ffi import acp_inject_ffi as _g
 Buffer = Union[bytes, bytearray]
 
 # The generated module these readers were written from: they are installed only over that one.
-SOURCE_SHA256 = "be3ef2f44fd7f72a834bdd28ab1ab59f397840e3c3cb11cb0624c4e3d9f9e55a"
+SOURCE_SHA256 = "cfb04fc8f39b1994e8d384c2f5c3c4f7408b076fa5cdbec097c84aad5af9b60e"
 
 _new = object.__new__
 _InternalError = _g.InternalError
@@ -185,165 +185,166 @@ _K141 = _g.Answer.REVOKED
 _K142 = _g.Answer.REPLACED
 _K143 = _g.Answer.CLOSED
 _K144 = _g.Answer.STATUS
-_K145 = _g.Event.SESSION
-_K146 = _g.SessionEvent.UPDATE
-_K147 = _g.SessionUpdate.USER_MESSAGE
-_K148 = _g.SessionUpdate.USER_MESSAGE_CHUNK
-_K149 = _g.SessionUpdate.AGENT_MESSAGE
-_K150 = _g.SessionUpdate.AGENT_MESSAGE_CHUNK
-_K151 = _g.SessionUpdate.AGENT_MESSAGE_CLEAR
-_K152 = _g.SessionUpdate.AGENT_THOUGHT
-_K153 = _g.SessionUpdate.AGENT_THOUGHT_CHUNK
-_K154 = _g.SessionUpdate.STATE_UPDATE
-_K155 = _g.SessionUpdate.TOOL_CALL_UPDATE
-_K156 = _g.SessionUpdate.TOOL_CALL_CONTENT_CHUNK
-_K157 = _g.SessionUpdate.PLAN_UPDATE
-_K158 = _g.SessionUpdate.USAGE_UPDATE
-_K159 = _g.SessionUpdate.SESSION_INFO_UPDATE
-_K160 = _g.SessionUpdate.ACP_INJECT_PENDING
-_K161 = _g.SessionUpdate.ACP_INJECT_SESSION_CLOSED
-_K162 = _g.SessionUpdate.OTHER
-_K163 = _g.SessionEvent.ITEM
-_K164 = _g.PendingItem
-_K165 = _g.ItemMode.PROMPT
-_K166 = _g.ItemMode.QUEUE
-_K167 = _g.ItemMode.STEER
-_K168 = _g.SessionEvent.VIOLATION
-_K169 = _g.Violation
-_K170 = _g.SessionEvent.CLOSED
-_K171 = _g.SessionEvent.TOLERATED
-_K172 = _g.Event.PERMISSION_REQUESTED
-_K173 = _g.Event.IGNORED
-_K174 = _g.HistoryEntry.USER
-_K175 = _g.HistoryEntry.UPDATE
-_K176 = _g.HttpHeader
-_K177 = _g.InjectMode.QUEUE
-_K178 = _g.InjectMode.STEER
-_K179 = _g.McpServer.STDIO
-_K180 = _g.McpServer.HTTP
-_K181 = _g.McpServer.OTHER
-_K182 = _g.Output.LINE
-_K183 = _g.Output.ACTION
-_K184 = _g.RuntimeAction.SESSION_OPENED
-_K185 = _g.SessionSetup
-_K186 = _g.RuntimeAction.SESSION_RESUMED
-_K187 = _g.RuntimeAction.START_TURN
-_K188 = _g.RuntimeAction.DELIVER
-_K189 = _g.RuntimeAction.INTERRUPT_STREAM
-_K190 = _g.RuntimeAction.CANCEL_TURN
-_K191 = _g.RuntimeAction.PERMISSION_ANSWERED
-_K192 = _g.RequestPermissionOutcome.CANCELLED
-_K193 = _g.RequestPermissionOutcome.SELECTED
-_K194 = _g.RequestPermissionOutcome.OTHER
-_K195 = _g.RuntimeAction.CLOSED
-_K196 = _g.PendingInject
-_K197 = _g.PermissionOption
-_K198 = _g.PermissionOptionKind.ALLOW_ONCE
-_K199 = _g.PermissionOptionKind.ALLOW_ALWAYS
-_K200 = _g.PermissionOptionKind.REJECT_ONCE
-_K201 = _g.PermissionOptionKind.REJECT_ALWAYS
-_K202 = _g.PermissionOptionKind.OTHER
-_K203 = _g.PlanEntry
-_K204 = _g.PlanEntryPriority.HIGH
-_K205 = _g.PlanEntryPriority.MEDIUM
-_K206 = _g.PlanEntryPriority.LOW
-_K207 = _g.PlanEntryPriority.OTHER
-_K208 = _g.PlanEntryStatus.PENDING
-_K209 = _g.PlanEntryStatus.IN_PROGRESS
-_K210 = _g.PlanEntryStatus.COMPLETED
-_K211 = _g.PlanEntryStatus.CANCELLED
-_K212 = _g.PlanEntryStatus.OTHER
-_K213 = _g.Role.ASSISTANT
-_K214 = _g.Role.USER
-_K215 = _g.Role.OTHER
-_K216 = _g.SessionActivity.EVENT
-_K217 = _g.SessionActivity.PERMISSION_REQUESTED
-_K218 = _g.SessionInfo
-_K219 = _g.SteerInStream.INTERRUPT
-_K220 = _g.SteerInStream.FINISH
-_K221 = _g.TranscriptEntry
-_K222 = _g.MessageRole.USER
-_K223 = _g.MessageRole.AGENT
-_K224 = _g.MessageRole.THOUGHT
-_K225 = _g.UserInput
-_K226 = _g.AcpError.InvalidInput
-_K227 = _g.AcpError.Protocol
-_K228 = _g.AcpError.Rejected
-_K229 = _g.CallRejected.MODE_NOT_SUPPORTED
-_K230 = _g.CallRejected.REPLACE_NOT_SUPPORTED
-_K231 = _g.CallRejected.UNKNOWN_MESSAGE_ID
-_K232 = _g.CallRejected.UNKNOWN_SESSION
-_K233 = _g.CallRejected.INVALID_ARGUMENTS
-_K234 = _g.AcpError.Host
-_K235 = _g.HostError.NO_TURN_IN_PROGRESS
-_K236 = _g.HostError.TURN_IN_PROGRESS
-_K237 = _g.HostError.NO_PERMISSION_OPTIONS
-_K238 = _g.HostError.UNKNOWN_REQUEST
-_K239 = _g.HostError.SESSION_CLOSED
-_K240 = _g.HostError.RESERVED_UPDATE
-_K241 = _g.HostError.RESERVED_MESSAGE_ID
-_K242 = _g.AcpError.Config
-_K243 = _g.AcpError.Store
-_K244 = _g.AcpError.Disconnected
-_K245 = _g.AcpError.Mismatch
-_K246 = _g.AcpError.Internal
-_K247 = _g.AgentConfig
-_K248 = _g.Policy
-_K249 = _g.QueueDrain.BATCH
-_K250 = _g.QueueDrain.ONE_PER_TURN
-_K251 = _g.RevokeReplace.ANY_CONTROLLER
-_K252 = _g.RevokeReplace.CREATOR_ONLY
-_K253 = _g.ClearStyle.UPSERT
-_K254 = _g.ClearStyle.AGENT_MESSAGE_CLEAR
-_K255 = _g.AgentInfo
-_K256 = _g.SetupSupport
-_K257 = _g.BreakPoint.TOOL_RESULT
-_K258 = _g.BreakPoint.MODEL_STEP
-_K259 = _g.CancelRequestNotification
-_K260 = _g.CancelSessionNotification
-_K261 = _g.CloseSessionRequest
-_K262 = _g.CloseSessionResponse
-_K263 = _g.ConnectOptions
-_K264 = _g.ConnectionRole.CONTROLLER
-_K265 = _g.ConnectionRole.OBSERVER
-_K266 = _g.ErrorData
-_K267 = _g.InitializeRequest
-_K268 = _g.InjectRequest
-_K269 = _g.InjectResponse
-_K270 = _g.ListSessionsRequest
-_K271 = _g.ListSessionsResponse
-_K272 = _g.NewSessionRequest
-_K273 = _g.NewSessionResponse
-_K274 = _g.PermissionAsk
-_K275 = _g.PermissionRequestSent
-_K276 = _g.PromptRequest
-_K277 = _g.PromptResponse
-_K278 = _g.ReplaceInjectRequest
-_K279 = _g.ReplaceInjectResponse
-_K280 = _g.RequestPermissionResponse
-_K281 = _g.ResumeSessionRequest
-_K282 = _g.ResumeSessionResponse
-_K283 = _g.RevokeInjectRequest
-_K284 = _g.RevokeInjectResponse
-_K285 = _g.RuntimeEvent.BREAK_POINT
-_K286 = _g.RuntimeEvent.STREAM_STARTED
-_K287 = _g.RuntimeEvent.STREAM_FINISHED
-_K288 = _g.RuntimeEvent.REQUEST_PERMISSION
-_K289 = _g.RuntimeEvent.WITHDRAW_PERMISSION
-_K290 = _g.RuntimeEvent.PAUSED
-_K291 = _g.RuntimeEvent.RESUMED
-_K292 = _g.RuntimeEvent.TURN_STARTED
-_K293 = _g.RuntimeEvent.TURN_ENDED
-_K294 = _g.RuntimeEvent.CLOSE
-_K295 = _g.RuntimeEvent.UPDATE
-_K296 = _g.RuntimeEvent.CLEAR_AGENT_MESSAGE
-_K297 = _g.SessionPage
-_K298 = _g.SessionStatus.LIVE
-_K299 = _g.SessionStatus.NOT_FOUND
-_K300 = _g.SessionStatusRequest
-_K301 = _g.SessionStatusResponse
-_K302 = _g.TurnEnd
-_K303 = _g.UpdateSessionNotification
+_K145 = _g.SessionStatus.OPEN
+_K146 = _g.SessionStatus.SAVED
+_K147 = _g.SessionStatus.OTHER
+_K148 = _g.Event.SESSION
+_K149 = _g.SessionEvent.UPDATE
+_K150 = _g.SessionUpdate.USER_MESSAGE
+_K151 = _g.SessionUpdate.USER_MESSAGE_CHUNK
+_K152 = _g.SessionUpdate.AGENT_MESSAGE
+_K153 = _g.SessionUpdate.AGENT_MESSAGE_CHUNK
+_K154 = _g.SessionUpdate.AGENT_MESSAGE_CLEAR
+_K155 = _g.SessionUpdate.AGENT_THOUGHT
+_K156 = _g.SessionUpdate.AGENT_THOUGHT_CHUNK
+_K157 = _g.SessionUpdate.STATE_UPDATE
+_K158 = _g.SessionUpdate.TOOL_CALL_UPDATE
+_K159 = _g.SessionUpdate.TOOL_CALL_CONTENT_CHUNK
+_K160 = _g.SessionUpdate.PLAN_UPDATE
+_K161 = _g.SessionUpdate.USAGE_UPDATE
+_K162 = _g.SessionUpdate.SESSION_INFO_UPDATE
+_K163 = _g.SessionUpdate.ACP_INJECT_PENDING
+_K164 = _g.SessionUpdate.ACP_INJECT_SESSION_CLOSED
+_K165 = _g.SessionUpdate.OTHER
+_K166 = _g.SessionEvent.ITEM
+_K167 = _g.PendingItem
+_K168 = _g.ItemMode.PROMPT
+_K169 = _g.ItemMode.QUEUE
+_K170 = _g.ItemMode.STEER
+_K171 = _g.SessionEvent.VIOLATION
+_K172 = _g.Violation
+_K173 = _g.SessionEvent.CLOSED
+_K174 = _g.SessionEvent.TOLERATED
+_K175 = _g.Event.PERMISSION_REQUESTED
+_K176 = _g.Event.IGNORED
+_K177 = _g.HistoryEntry.USER
+_K178 = _g.HistoryEntry.UPDATE
+_K179 = _g.HttpHeader
+_K180 = _g.InjectMode.QUEUE
+_K181 = _g.InjectMode.STEER
+_K182 = _g.McpServer.STDIO
+_K183 = _g.McpServer.HTTP
+_K184 = _g.McpServer.OTHER
+_K185 = _g.Output.LINE
+_K186 = _g.Output.ACTION
+_K187 = _g.RuntimeAction.SESSION_OPENED
+_K188 = _g.SessionSetup
+_K189 = _g.RuntimeAction.SESSION_RESUMED
+_K190 = _g.RuntimeAction.START_TURN
+_K191 = _g.RuntimeAction.DELIVER
+_K192 = _g.RuntimeAction.INTERRUPT_STREAM
+_K193 = _g.RuntimeAction.CANCEL_TURN
+_K194 = _g.RuntimeAction.PERMISSION_ANSWERED
+_K195 = _g.RequestPermissionOutcome.CANCELLED
+_K196 = _g.RequestPermissionOutcome.SELECTED
+_K197 = _g.RequestPermissionOutcome.OTHER
+_K198 = _g.RuntimeAction.CLOSED
+_K199 = _g.PendingInject
+_K200 = _g.PermissionOption
+_K201 = _g.PermissionOptionKind.ALLOW_ONCE
+_K202 = _g.PermissionOptionKind.ALLOW_ALWAYS
+_K203 = _g.PermissionOptionKind.REJECT_ONCE
+_K204 = _g.PermissionOptionKind.REJECT_ALWAYS
+_K205 = _g.PermissionOptionKind.OTHER
+_K206 = _g.PlanEntry
+_K207 = _g.PlanEntryPriority.HIGH
+_K208 = _g.PlanEntryPriority.MEDIUM
+_K209 = _g.PlanEntryPriority.LOW
+_K210 = _g.PlanEntryPriority.OTHER
+_K211 = _g.PlanEntryStatus.PENDING
+_K212 = _g.PlanEntryStatus.IN_PROGRESS
+_K213 = _g.PlanEntryStatus.COMPLETED
+_K214 = _g.PlanEntryStatus.CANCELLED
+_K215 = _g.PlanEntryStatus.OTHER
+_K216 = _g.Role.ASSISTANT
+_K217 = _g.Role.USER
+_K218 = _g.Role.OTHER
+_K219 = _g.SessionActivity.EVENT
+_K220 = _g.SessionActivity.PERMISSION_REQUESTED
+_K221 = _g.SessionInfo
+_K222 = _g.SteerInStream.INTERRUPT
+_K223 = _g.SteerInStream.FINISH
+_K224 = _g.TranscriptEntry
+_K225 = _g.MessageRole.USER
+_K226 = _g.MessageRole.AGENT
+_K227 = _g.MessageRole.THOUGHT
+_K228 = _g.UserInput
+_K229 = _g.AcpError.InvalidInput
+_K230 = _g.AcpError.Protocol
+_K231 = _g.AcpError.Rejected
+_K232 = _g.CallRejected.MODE_NOT_SUPPORTED
+_K233 = _g.CallRejected.REPLACE_NOT_SUPPORTED
+_K234 = _g.CallRejected.UNKNOWN_MESSAGE_ID
+_K235 = _g.CallRejected.UNKNOWN_SESSION
+_K236 = _g.CallRejected.INVALID_ARGUMENTS
+_K237 = _g.AcpError.Host
+_K238 = _g.HostError.NO_TURN_IN_PROGRESS
+_K239 = _g.HostError.TURN_IN_PROGRESS
+_K240 = _g.HostError.NO_PERMISSION_OPTIONS
+_K241 = _g.HostError.UNKNOWN_REQUEST
+_K242 = _g.HostError.SESSION_CLOSED
+_K243 = _g.HostError.RESERVED_UPDATE
+_K244 = _g.HostError.RESERVED_MESSAGE_ID
+_K245 = _g.AcpError.Config
+_K246 = _g.AcpError.Store
+_K247 = _g.AcpError.Disconnected
+_K248 = _g.AcpError.Mismatch
+_K249 = _g.AcpError.Internal
+_K250 = _g.AgentConfig
+_K251 = _g.Policy
+_K252 = _g.QueueDrain.BATCH
+_K253 = _g.QueueDrain.ONE_PER_TURN
+_K254 = _g.RevokeReplace.ANY_CONTROLLER
+_K255 = _g.RevokeReplace.CREATOR_ONLY
+_K256 = _g.ClearStyle.UPSERT
+_K257 = _g.ClearStyle.AGENT_MESSAGE_CLEAR
+_K258 = _g.AgentInfo
+_K259 = _g.SetupSupport
+_K260 = _g.BreakPoint.TOOL_RESULT
+_K261 = _g.BreakPoint.MODEL_STEP
+_K262 = _g.CancelRequestNotification
+_K263 = _g.CancelSessionNotification
+_K264 = _g.CloseSessionRequest
+_K265 = _g.CloseSessionResponse
+_K266 = _g.ConnectOptions
+_K267 = _g.ConnectionRole.CONTROLLER
+_K268 = _g.ConnectionRole.OBSERVER
+_K269 = _g.ErrorData
+_K270 = _g.InitializeRequest
+_K271 = _g.InjectRequest
+_K272 = _g.InjectResponse
+_K273 = _g.ListSessionsRequest
+_K274 = _g.ListSessionsResponse
+_K275 = _g.NewSessionRequest
+_K276 = _g.NewSessionResponse
+_K277 = _g.PermissionAsk
+_K278 = _g.PermissionRequestSent
+_K279 = _g.PromptRequest
+_K280 = _g.PromptResponse
+_K281 = _g.ReplaceInjectRequest
+_K282 = _g.ReplaceInjectResponse
+_K283 = _g.RequestPermissionResponse
+_K284 = _g.ResumeSessionRequest
+_K285 = _g.ResumeSessionResponse
+_K286 = _g.RevokeInjectRequest
+_K287 = _g.RevokeInjectResponse
+_K288 = _g.RuntimeEvent.BREAK_POINT
+_K289 = _g.RuntimeEvent.STREAM_STARTED
+_K290 = _g.RuntimeEvent.STREAM_FINISHED
+_K291 = _g.RuntimeEvent.REQUEST_PERMISSION
+_K292 = _g.RuntimeEvent.WITHDRAW_PERMISSION
+_K293 = _g.RuntimeEvent.PAUSED
+_K294 = _g.RuntimeEvent.RESUMED
+_K295 = _g.RuntimeEvent.TURN_STARTED
+_K296 = _g.RuntimeEvent.TURN_ENDED
+_K297 = _g.RuntimeEvent.CLOSE
+_K298 = _g.RuntimeEvent.UPDATE
+_K299 = _g.RuntimeEvent.CLEAR_AGENT_MESSAGE
+_K300 = _g.SessionPage
+_K301 = _g.SessionStatusRequest
+_K302 = _g.SessionStatusResponse
+_K303 = _g.TurnEnd
+_K304 = _g.UpdateSessionNotification
 
 
 def rBoolean(d: Buffer, o: int) -> Tuple[Any, int]:
@@ -4678,6 +4679,175 @@ def rOptionalTypeSessionCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
     return v, o
 
 
+def rOptionalTypeSessionId(d: Buffer, o: int) -> Tuple[Any, int]:
+    f = d[o]
+    o += 1
+    if f == 1:
+        n = _U32(d, o)[0] + 4
+        v = d[o + 4:o + n].decode()
+        o += n
+    elif f == 0:
+        v = None
+    else:
+        raise _InternalError('Unexpected flag byte for optional type')
+    return v, o
+
+
+def rOptionalTypeStateUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
+    f = d[o]
+    o += 1
+    if f == 1:
+        t0 = _I32(d, o)[0]
+        o += 4
+        if t0 == 1:
+            w1 = _new(_K51)
+            f = d[o]
+            o += 1
+            if f == 1:
+                n = _U32(d, o)[0] + 4
+                w1.meta = d[o + 4:o + n].decode()
+                o += n
+            elif f == 0:
+                w1.meta = None
+            else:
+                raise _InternalError('Unexpected flag byte for optional type')
+            a1_0 = w1
+            w0 = _new(_K58)
+            w0._values = (a1_0,)
+            v = w0
+        elif t0 == 2:
+            w1 = _new(_K25)
+            f = d[o]
+            o += 1
+            if f == 1:
+                t2 = _I32(d, o)[0]
+                o += 4
+                if t2 == 1:
+                    w2 = _new(_K26)
+                    w1.stop_reason = w2
+                elif t2 == 2:
+                    w2 = _new(_K27)
+                    w1.stop_reason = w2
+                elif t2 == 3:
+                    w2 = _new(_K28)
+                    w1.stop_reason = w2
+                elif t2 == 4:
+                    w2 = _new(_K29)
+                    w1.stop_reason = w2
+                elif t2 == 5:
+                    w2 = _new(_K30)
+                    w1.stop_reason = w2
+                elif t2 == 6:
+                    n = _U32(d, o)[0] + 4
+                    a3_0 = d[o + 4:o + n].decode()
+                    o += n
+                    w2 = _new(_K31)
+                    w2._values = (a3_0,)
+                    w1.stop_reason = w2
+                else:
+                    raise _InternalError("Raw enum value doesn't match any cases")
+            elif f == 0:
+                w1.stop_reason = None
+            else:
+                raise _InternalError('Unexpected flag byte for optional type')
+            f = d[o]
+            o += 1
+            if f == 1:
+                w2 = _new(_K32)
+                w2.total_tokens = _U64(d, o)[0]
+                o += 8
+                w2.input_tokens = _U64(d, o)[0]
+                o += 8
+                w2.output_tokens = _U64(d, o)[0]
+                o += 8
+                f = d[o]
+                o += 1
+                if f == 1:
+                    w2.thought_tokens = _U64(d, o)[0]
+                    o += 8
+                elif f == 0:
+                    w2.thought_tokens = None
+                else:
+                    raise _InternalError('Unexpected flag byte for optional type')
+                f = d[o]
+                o += 1
+                if f == 1:
+                    w2.cached_read_tokens = _U64(d, o)[0]
+                    o += 8
+                elif f == 0:
+                    w2.cached_read_tokens = None
+                else:
+                    raise _InternalError('Unexpected flag byte for optional type')
+                f = d[o]
+                o += 1
+                if f == 1:
+                    w2.cached_write_tokens = _U64(d, o)[0]
+                    o += 8
+                elif f == 0:
+                    w2.cached_write_tokens = None
+                else:
+                    raise _InternalError('Unexpected flag byte for optional type')
+                f = d[o]
+                o += 1
+                if f == 1:
+                    n = _U32(d, o)[0] + 4
+                    w2.meta = d[o + 4:o + n].decode()
+                    o += n
+                elif f == 0:
+                    w2.meta = None
+                else:
+                    raise _InternalError('Unexpected flag byte for optional type')
+                w1.usage = w2
+            elif f == 0:
+                w1.usage = None
+            else:
+                raise _InternalError('Unexpected flag byte for optional type')
+            f = d[o]
+            o += 1
+            if f == 1:
+                n = _U32(d, o)[0] + 4
+                w1.meta = d[o + 4:o + n].decode()
+                o += n
+            elif f == 0:
+                w1.meta = None
+            else:
+                raise _InternalError('Unexpected flag byte for optional type')
+            a1_0 = w1
+            w0 = _new(_K59)
+            w0._values = (a1_0,)
+            v = w0
+        elif t0 == 3:
+            w1 = _new(_K50)
+            f = d[o]
+            o += 1
+            if f == 1:
+                n = _U32(d, o)[0] + 4
+                w1.meta = d[o + 4:o + n].decode()
+                o += n
+            elif f == 0:
+                w1.meta = None
+            else:
+                raise _InternalError('Unexpected flag byte for optional type')
+            a1_0 = w1
+            w0 = _new(_K60)
+            w0._values = (a1_0,)
+            v = w0
+        elif t0 == 4:
+            n = _U32(d, o)[0] + 4
+            a1_0 = d[o + 4:o + n].decode()
+            o += n
+            w0 = _new(_K61)
+            w0._values = (a1_0,)
+            v = w0
+        else:
+            raise _InternalError("Raw enum value doesn't match any cases")
+    elif f == 0:
+        v = None
+    else:
+        raise _InternalError('Unexpected flag byte for optional type')
+    return v, o
+
+
 def rOptionalTypeStatusCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
     f = d[o]
     o += 1
@@ -5771,14 +5941,111 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 w0.outcome = w1
             elif t1 == 10:
                 w1 = _new(_K144)
-                w1.live = d[o] != 0
+                t2 = _I32(d, o)[0]
+                o += 4
+                if t2 == 1:
+                    w2 = _new(_K145)
+                    w1.status = w2
+                elif t2 == 2:
+                    w2 = _new(_K146)
+                    w1.status = w2
+                elif t2 == 3:
+                    n = _U32(d, o)[0] + 4
+                    a3_0 = d[o + 4:o + n].decode()
+                    o += n
+                    w2 = _new(_K147)
+                    w2._values = (a3_0,)
+                    w1.status = w2
+                else:
+                    raise _InternalError("Raw enum value doesn't match any cases")
+                f = d[o]
                 o += 1
+                if f == 1:
+                    t2 = _I32(d, o)[0]
+                    o += 4
+                    if t2 == 1:
+                        w3 = _new(_K51)
+                        f = d[o]
+                        o += 1
+                        if f == 1:
+                            n = _U32(d, o)[0] + 4
+                            w3.meta = d[o + 4:o + n].decode()
+                            o += n
+                        elif f == 0:
+                            w3.meta = None
+                        else:
+                            raise _InternalError('Unexpected flag byte for optional type')
+                        a3_0 = w3
+                        w2 = _new(_K58)
+                        w2._values = (a3_0,)
+                        w1.state = w2
+                    elif t2 == 2:
+                        w3 = _new(_K25)
+                        f = d[o]
+                        o += 1
+                        if f == 1:
+                            w3.stop_reason, o = rTypeStopReason(d, o)
+                        elif f == 0:
+                            w3.stop_reason = None
+                        else:
+                            raise _InternalError('Unexpected flag byte for optional type')
+                        f = d[o]
+                        o += 1
+                        if f == 1:
+                            w3.usage, o = rTypeUsage(d, o)
+                        elif f == 0:
+                            w3.usage = None
+                        else:
+                            raise _InternalError('Unexpected flag byte for optional type')
+                        f = d[o]
+                        o += 1
+                        if f == 1:
+                            n = _U32(d, o)[0] + 4
+                            w3.meta = d[o + 4:o + n].decode()
+                            o += n
+                        elif f == 0:
+                            w3.meta = None
+                        else:
+                            raise _InternalError('Unexpected flag byte for optional type')
+                        a3_0 = w3
+                        w2 = _new(_K59)
+                        w2._values = (a3_0,)
+                        w1.state = w2
+                    elif t2 == 3:
+                        w3 = _new(_K50)
+                        f = d[o]
+                        o += 1
+                        if f == 1:
+                            n = _U32(d, o)[0] + 4
+                            w3.meta = d[o + 4:o + n].decode()
+                            o += n
+                        elif f == 0:
+                            w3.meta = None
+                        else:
+                            raise _InternalError('Unexpected flag byte for optional type')
+                        a3_0 = w3
+                        w2 = _new(_K60)
+                        w2._values = (a3_0,)
+                        w1.state = w2
+                    elif t2 == 4:
+                        n = _U32(d, o)[0] + 4
+                        a3_0 = d[o + 4:o + n].decode()
+                        o += n
+                        w2 = _new(_K61)
+                        w2._values = (a3_0,)
+                        w1.state = w2
+                    else:
+                        raise _InternalError("Raw enum value doesn't match any cases")
+                elif f == 0:
+                    w1.state = None
+                else:
+                    raise _InternalError('Unexpected flag byte for optional type')
                 w0.outcome = w1
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
             v = w0
         elif t0 == 2:
-            w0 = _new(_K145)
+            w0 = _new(_K148)
             n = _U32(d, o)[0] + 4
             w0.session_id = d[o + 4:o + n].decode()
             o += n
@@ -5804,7 +6071,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K147)
+                    w2 = _new(_K150)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 2:
@@ -5824,7 +6091,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K148)
+                    w2 = _new(_K151)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 3:
@@ -5844,7 +6111,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K149)
+                    w2 = _new(_K152)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 4:
@@ -5864,7 +6131,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K150)
+                    w2 = _new(_K153)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 5:
@@ -5890,7 +6157,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K151)
+                    w2 = _new(_K154)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 6:
@@ -5910,7 +6177,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K152)
+                    w2 = _new(_K155)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 7:
@@ -5930,7 +6197,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K153)
+                    w2 = _new(_K156)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 8:
@@ -5960,7 +6227,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                         a3_0 = w3
                     else:
                         raise _InternalError("Raw enum value doesn't match any cases")
-                    w2 = _new(_K154)
+                    w2 = _new(_K157)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 9:
@@ -6051,7 +6318,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K155)
+                    w2 = _new(_K158)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 10:
@@ -6071,7 +6338,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K156)
+                    w2 = _new(_K159)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 11:
@@ -6088,7 +6355,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K157)
+                    w2 = _new(_K160)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 12:
@@ -6116,7 +6383,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K158)
+                    w2 = _new(_K161)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 13:
@@ -6134,7 +6401,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K159)
+                    w2 = _new(_K162)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 14:
@@ -6151,7 +6418,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K160)
+                    w2 = _new(_K163)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 15:
@@ -6167,23 +6434,23 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K161)
+                    w2 = _new(_K164)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 16:
                     n = _U32(d, o)[0] + 4
                     a3_0 = d[o + 4:o + n].decode()
                     o += n
-                    w2 = _new(_K162)
+                    w2 = _new(_K165)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 else:
                     raise _InternalError("Raw enum value doesn't match any cases")
-                w1 = _new(_K146)
+                w1 = _new(_K149)
                 w1._values = (a2_0,)
                 w0.event = w1
             elif t1 == 2:
-                w2 = _new(_K164)
+                w2 = _new(_K167)
                 f = d[o]
                 o += 1
                 if f == 1:
@@ -6197,11 +6464,11 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 t3 = _I32(d, o)[0]
                 o += 4
                 if t3 == 1:
-                    w2.mode = _K165
+                    w2.mode = _K168
                 elif t3 == 2:
-                    w2.mode = _K166
+                    w2.mode = _K169
                 elif t3 == 3:
-                    w2.mode = _K167
+                    w2.mode = _K170
                 else:
                     raise _InternalError("Raw enum value doesn't match any cases")
                 t3 = _I32(d, o)[0]
@@ -6221,11 +6488,11 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 w2.content, o = rSequenceTypeContentBlock(d, o)
                 w2.superseded, o = rSequenceSequenceTypeContentBlock(d, o)
                 a2_0 = w2
-                w1 = _new(_K163)
+                w1 = _new(_K166)
                 w1._values = (a2_0,)
                 w0.event = w1
             elif t1 == 3:
-                w2 = _new(_K169)
+                w2 = _new(_K172)
                 n = _U32(d, o)[0] + 4
                 w2.rule = d[o + 4:o + n].decode()
                 o += n
@@ -6233,22 +6500,22 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 w2.message_id = d[o + 4:o + n].decode()
                 o += n
                 a2_0 = w2
-                w1 = _new(_K168)
+                w1 = _new(_K171)
                 w1._values = (a2_0,)
                 w0.event = w1
             elif t1 == 4:
-                w1 = _new(_K170)
+                w1 = _new(_K173)
                 w0.event = w1
             elif t1 == 5:
                 a2_0, o = rSequenceString(d, o)
-                w1 = _new(_K171)
+                w1 = _new(_K174)
                 w1._values = (a2_0,)
                 w0.event = w1
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
             v = w0
         elif t0 == 3:
-            w0 = _new(_K172)
+            w0 = _new(_K175)
             t1 = _I32(d, o)[0]
             o += 4
             if t1 == 1:
@@ -6310,7 +6577,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             w0.params = w1
             v = w0
         elif t0 == 4:
-            w0 = _new(_K173)
+            w0 = _new(_K176)
             n = _U32(d, o)[0] + 4
             w0.detail = d[o + 4:o + n].decode()
             o += n
@@ -6330,14 +6597,14 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K174)
+            w0 = _new(_K177)
             n = _U32(d, o)[0] + 4
             w0.message_id = d[o + 4:o + n].decode()
             o += n
             w0.content, o = rSequenceTypeContentBlock(d, o)
             v = w0
         elif t0 == 2:
-            w0 = _new(_K175)
+            w0 = _new(_K178)
             t1 = _I32(d, o)[0]
             o += 4
             if t1 == 1:
@@ -6370,7 +6637,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K147)
+                w1 = _new(_K150)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 2:
@@ -6425,7 +6692,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K148)
+                w1 = _new(_K151)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 3:
@@ -6458,7 +6725,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K149)
+                w1 = _new(_K152)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 4:
@@ -6513,7 +6780,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K150)
+                w1 = _new(_K153)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 5:
@@ -6539,7 +6806,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K151)
+                w1 = _new(_K154)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 6:
@@ -6572,7 +6839,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K152)
+                w1 = _new(_K155)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 7:
@@ -6627,7 +6894,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K153)
+                w1 = _new(_K156)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 8:
@@ -6706,7 +6973,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                     a2_0 = w2
                 else:
                     raise _InternalError("Raw enum value doesn't match any cases")
-                w1 = _new(_K154)
+                w1 = _new(_K157)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 9:
@@ -6862,7 +7129,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K155)
+                w1 = _new(_K158)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 10:
@@ -6897,7 +7164,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K156)
+                w1 = _new(_K159)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 11:
@@ -6929,7 +7196,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K157)
+                w1 = _new(_K160)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 12:
@@ -6973,7 +7240,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K158)
+                w1 = _new(_K161)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 13:
@@ -7021,7 +7288,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K159)
+                w1 = _new(_K162)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 14:
@@ -7038,7 +7305,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K160)
+                w1 = _new(_K163)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 15:
@@ -7054,14 +7321,14 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K161)
+                w1 = _new(_K164)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 16:
                 n = _U32(d, o)[0] + 4
                 a2_0 = d[o + 4:o + n].decode()
                 o += n
-                w1 = _new(_K162)
+                w1 = _new(_K165)
                 w1._values = (a2_0,)
                 w0.update = w1
             else:
@@ -7079,7 +7346,7 @@ def rSequenceTypeHttpHeader(d: Buffer, o: int) -> Tuple[Any, int]:
     items = []
     append = items.append
     for _ in range(c):
-        w0 = _new(_K176)
+        w0 = _new(_K179)
         n = _U32(d, o)[0] + 4
         w0.name = d[o + 4:o + n].decode()
         o += n
@@ -7110,9 +7377,9 @@ def rSequenceTypeInjectMode(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            v = _K177
+            v = _K180
         elif t0 == 2:
-            v = _K178
+            v = _K181
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         append(v)
@@ -7175,7 +7442,7 @@ def rSequenceTypeMcpServer(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K179)
+            w0 = _new(_K182)
             w0._values = (a1_0,)
             v = w0
         elif t0 == 2:
@@ -7205,14 +7472,14 @@ def rSequenceTypeMcpServer(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K180)
+            w0 = _new(_K183)
             w0._values = (a1_0,)
             v = w0
         elif t0 == 3:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K181)
+            w0 = _new(_K184)
             w0._values = (a1_0,)
             v = w0
         else:
@@ -7230,59 +7497,59 @@ def rSequenceTypeOutput(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K182)
+            w0 = _new(_K185)
             w0.to, o = rSequenceString(d, o)
             n = _U32(d, o)[0] + 4
             w0.line = d[o + 4:o + n].decode()
             o += n
             v = w0
         elif t0 == 2:
-            w0 = _new(_K183)
+            w0 = _new(_K186)
             n = _U32(d, o)[0] + 4
             w0.session = d[o + 4:o + n].decode()
             o += n
             t1 = _I32(d, o)[0]
             o += 4
             if t1 == 1:
-                w2 = _new(_K185)
+                w2 = _new(_K188)
                 n = _U32(d, o)[0] + 4
                 w2.cwd = d[o + 4:o + n].decode()
                 o += n
                 w2.additional_directories, o = rSequenceString(d, o)
                 w2.mcp_servers, o = rSequenceTypeMcpServer(d, o)
                 a2_0 = w2
-                w1 = _new(_K184)
+                w1 = _new(_K187)
                 w1._values = (a2_0,)
                 w0.action = w1
             elif t1 == 2:
-                w2 = _new(_K185)
+                w2 = _new(_K188)
                 n = _U32(d, o)[0] + 4
                 w2.cwd = d[o + 4:o + n].decode()
                 o += n
                 w2.additional_directories, o = rSequenceString(d, o)
                 w2.mcp_servers, o = rSequenceTypeMcpServer(d, o)
                 a2_0 = w2
-                w1 = _new(_K186)
+                w1 = _new(_K189)
                 w1._values = (a2_0,)
                 w0.action = w1
             elif t1 == 3:
                 a2_0, o = rSequenceTypeUserInput(d, o)
-                w1 = _new(_K187)
+                w1 = _new(_K190)
                 w1._values = (a2_0,)
                 w0.action = w1
             elif t1 == 4:
                 a2_0, o = rSequenceTypeUserInput(d, o)
-                w1 = _new(_K188)
+                w1 = _new(_K191)
                 w1._values = (a2_0,)
                 w0.action = w1
             elif t1 == 5:
-                w1 = _new(_K189)
+                w1 = _new(_K192)
                 w0.action = w1
             elif t1 == 6:
-                w1 = _new(_K190)
+                w1 = _new(_K193)
                 w0.action = w1
             elif t1 == 7:
-                w1 = _new(_K191)
+                w1 = _new(_K194)
                 t2 = _I32(d, o)[0]
                 o += 4
                 if t2 == 1:
@@ -7318,7 +7585,7 @@ def rSequenceTypeOutput(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K192)
+                    w2 = _new(_K195)
                     w2._values = (a3_0,)
                     w1.outcome = w2
                 elif t2 == 2:
@@ -7337,21 +7604,21 @@ def rSequenceTypeOutput(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K193)
+                    w2 = _new(_K196)
                     w2._values = (a3_0,)
                     w1.outcome = w2
                 elif t2 == 3:
                     n = _U32(d, o)[0] + 4
                     a3_0 = d[o + 4:o + n].decode()
                     o += n
-                    w2 = _new(_K194)
+                    w2 = _new(_K197)
                     w2._values = (a3_0,)
                     w1.outcome = w2
                 else:
                     raise _InternalError("Raw enum value doesn't match any cases")
                 w0.action = w1
             elif t1 == 8:
-                w1 = _new(_K195)
+                w1 = _new(_K198)
                 w1.dropped, o = rSequenceTypePendingInject(d, o)
                 w1.turn_cancelled = d[o] != 0
                 o += 1
@@ -7371,16 +7638,16 @@ def rSequenceTypePendingInject(d: Buffer, o: int) -> Tuple[Any, int]:
     items = []
     append = items.append
     for _ in range(c):
-        w0 = _new(_K196)
+        w0 = _new(_K199)
         n = _U32(d, o)[0] + 4
         w0.message_id = d[o + 4:o + n].decode()
         o += n
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w0.mode = _K177
+            w0.mode = _K180
         elif t1 == 2:
-            w0.mode = _K178
+            w0.mode = _K181
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         w0.content, o = rSequenceTypeContentBlock(d, o)
@@ -7405,7 +7672,7 @@ def rSequenceTypePendingItem(d: Buffer, o: int) -> Tuple[Any, int]:
     items = []
     append = items.append
     for _ in range(c):
-        w0 = _new(_K164)
+        w0 = _new(_K167)
         f = d[o]
         o += 1
         if f == 1:
@@ -7419,11 +7686,11 @@ def rSequenceTypePendingItem(d: Buffer, o: int) -> Tuple[Any, int]:
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w0.mode = _K165
+            w0.mode = _K168
         elif t1 == 2:
-            w0.mode = _K166
+            w0.mode = _K169
         elif t1 == 3:
-            w0.mode = _K167
+            w0.mode = _K170
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         t1 = _I32(d, o)[0]
@@ -7453,7 +7720,7 @@ def rSequenceTypePermissionOption(d: Buffer, o: int) -> Tuple[Any, int]:
     items = []
     append = items.append
     for _ in range(c):
-        w0 = _new(_K197)
+        w0 = _new(_K200)
         n = _U32(d, o)[0] + 4
         w0.option_id = d[o + 4:o + n].decode()
         o += n
@@ -7463,22 +7730,22 @@ def rSequenceTypePermissionOption(d: Buffer, o: int) -> Tuple[Any, int]:
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w1 = _new(_K198)
+            w1 = _new(_K201)
             w0.kind = w1
         elif t1 == 2:
-            w1 = _new(_K199)
+            w1 = _new(_K202)
             w0.kind = w1
         elif t1 == 3:
-            w1 = _new(_K200)
+            w1 = _new(_K203)
             w0.kind = w1
         elif t1 == 4:
-            w1 = _new(_K201)
+            w1 = _new(_K204)
             w0.kind = w1
         elif t1 == 5:
             n = _U32(d, o)[0] + 4
             a2_0 = d[o + 4:o + n].decode()
             o += n
-            w1 = _new(_K202)
+            w1 = _new(_K205)
             w1._values = (a2_0,)
             w0.kind = w1
         else:
@@ -7504,26 +7771,26 @@ def rSequenceTypePlanEntry(d: Buffer, o: int) -> Tuple[Any, int]:
     items = []
     append = items.append
     for _ in range(c):
-        w0 = _new(_K203)
+        w0 = _new(_K206)
         n = _U32(d, o)[0] + 4
         w0.content = d[o + 4:o + n].decode()
         o += n
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w1 = _new(_K204)
+            w1 = _new(_K207)
             w0.priority = w1
         elif t1 == 2:
-            w1 = _new(_K205)
+            w1 = _new(_K208)
             w0.priority = w1
         elif t1 == 3:
-            w1 = _new(_K206)
+            w1 = _new(_K209)
             w0.priority = w1
         elif t1 == 4:
             n = _U32(d, o)[0] + 4
             a2_0 = d[o + 4:o + n].decode()
             o += n
-            w1 = _new(_K207)
+            w1 = _new(_K210)
             w1._values = (a2_0,)
             w0.priority = w1
         else:
@@ -7531,22 +7798,22 @@ def rSequenceTypePlanEntry(d: Buffer, o: int) -> Tuple[Any, int]:
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w1 = _new(_K208)
+            w1 = _new(_K211)
             w0.status = w1
         elif t1 == 2:
-            w1 = _new(_K209)
+            w1 = _new(_K212)
             w0.status = w1
         elif t1 == 3:
-            w1 = _new(_K210)
+            w1 = _new(_K213)
             w0.status = w1
         elif t1 == 4:
-            w1 = _new(_K211)
+            w1 = _new(_K214)
             w0.status = w1
         elif t1 == 5:
             n = _U32(d, o)[0] + 4
             a2_0 = d[o + 4:o + n].decode()
             o += n
-            w1 = _new(_K212)
+            w1 = _new(_K215)
             w1._values = (a2_0,)
             w0.status = w1
         else:
@@ -7575,16 +7842,16 @@ def rSequenceTypeRole(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K213)
+            w0 = _new(_K216)
             v = w0
         elif t0 == 2:
-            w0 = _new(_K214)
+            w0 = _new(_K217)
             v = w0
         elif t0 == 3:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K215)
+            w0 = _new(_K218)
             w0._values = (a1_0,)
             v = w0
         else:
@@ -7624,7 +7891,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K147)
+                    w2 = _new(_K150)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 2:
@@ -7644,7 +7911,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K148)
+                    w2 = _new(_K151)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 3:
@@ -7664,7 +7931,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K149)
+                    w2 = _new(_K152)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 4:
@@ -7684,7 +7951,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K150)
+                    w2 = _new(_K153)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 5:
@@ -7710,7 +7977,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K151)
+                    w2 = _new(_K154)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 6:
@@ -7730,7 +7997,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K152)
+                    w2 = _new(_K155)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 7:
@@ -7750,7 +8017,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K153)
+                    w2 = _new(_K156)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 8:
@@ -7780,7 +8047,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                         a3_0 = w3
                     else:
                         raise _InternalError("Raw enum value doesn't match any cases")
-                    w2 = _new(_K154)
+                    w2 = _new(_K157)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 9:
@@ -7871,7 +8138,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K155)
+                    w2 = _new(_K158)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 10:
@@ -7891,7 +8158,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K156)
+                    w2 = _new(_K159)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 11:
@@ -7908,7 +8175,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K157)
+                    w2 = _new(_K160)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 12:
@@ -7936,7 +8203,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K158)
+                    w2 = _new(_K161)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 13:
@@ -7954,7 +8221,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K159)
+                    w2 = _new(_K162)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 14:
@@ -7971,7 +8238,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K160)
+                    w2 = _new(_K163)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 15:
@@ -7987,23 +8254,23 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K161)
+                    w2 = _new(_K164)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 16:
                     n = _U32(d, o)[0] + 4
                     a3_0 = d[o + 4:o + n].decode()
                     o += n
-                    w2 = _new(_K162)
+                    w2 = _new(_K165)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 else:
                     raise _InternalError("Raw enum value doesn't match any cases")
-                w1 = _new(_K146)
+                w1 = _new(_K149)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 2:
-                w2 = _new(_K164)
+                w2 = _new(_K167)
                 f = d[o]
                 o += 1
                 if f == 1:
@@ -8017,11 +8284,11 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 t3 = _I32(d, o)[0]
                 o += 4
                 if t3 == 1:
-                    w2.mode = _K165
+                    w2.mode = _K168
                 elif t3 == 2:
-                    w2.mode = _K166
+                    w2.mode = _K169
                 elif t3 == 3:
-                    w2.mode = _K167
+                    w2.mode = _K170
                 else:
                     raise _InternalError("Raw enum value doesn't match any cases")
                 t3 = _I32(d, o)[0]
@@ -8041,11 +8308,11 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 w2.content, o = rSequenceTypeContentBlock(d, o)
                 w2.superseded, o = rSequenceSequenceTypeContentBlock(d, o)
                 a2_0 = w2
-                w1 = _new(_K163)
+                w1 = _new(_K166)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 3:
-                w2 = _new(_K169)
+                w2 = _new(_K172)
                 n = _U32(d, o)[0] + 4
                 w2.rule = d[o + 4:o + n].decode()
                 o += n
@@ -8053,24 +8320,24 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 w2.message_id = d[o + 4:o + n].decode()
                 o += n
                 a2_0 = w2
-                w1 = _new(_K168)
+                w1 = _new(_K171)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 4:
-                w1 = _new(_K170)
+                w1 = _new(_K173)
                 a1_0 = w1
             elif t1 == 5:
                 a2_0, o = rSequenceString(d, o)
-                w1 = _new(_K171)
+                w1 = _new(_K174)
                 w1._values = (a2_0,)
                 a1_0 = w1
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
-            w0 = _new(_K216)
+            w0 = _new(_K219)
             w0._values = (a1_0,)
             v = w0
         elif t0 == 2:
-            w0 = _new(_K217)
+            w0 = _new(_K220)
             t1 = _I32(d, o)[0]
             o += 4
             if t1 == 1:
@@ -8143,7 +8410,7 @@ def rSequenceTypeSessionInfo(d: Buffer, o: int) -> Tuple[Any, int]:
     items = []
     append = items.append
     for _ in range(c):
-        w0 = _new(_K218)
+        w0 = _new(_K221)
         n = _U32(d, o)[0] + 4
         w0.session_id = d[o + 4:o + n].decode()
         o += n
@@ -8202,9 +8469,9 @@ def rSequenceTypeSteerInStream(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            v = _K219
+            v = _K222
         elif t0 == 2:
-            v = _K220
+            v = _K223
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         append(v)
@@ -8464,15 +8731,15 @@ def rSequenceTypeTranscriptEntry(d: Buffer, o: int) -> Tuple[Any, int]:
     items = []
     append = items.append
     for _ in range(c):
-        w0 = _new(_K221)
+        w0 = _new(_K224)
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w0.role = _K222
+            w0.role = _K225
         elif t1 == 2:
-            w0.role = _K223
+            w0.role = _K226
         elif t1 == 3:
-            w0.role = _K224
+            w0.role = _K227
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         n = _U32(d, o)[0] + 4
@@ -8490,7 +8757,7 @@ def rSequenceTypeUserInput(d: Buffer, o: int) -> Tuple[Any, int]:
     items = []
     append = items.append
     for _ in range(c):
-        w0 = _new(_K225)
+        w0 = _new(_K228)
         n = _U32(d, o)[0] + 4
         w0.message_id = d[o + 4:o + n].decode()
         o += n
@@ -8506,7 +8773,7 @@ def rSequenceTypeViolation(d: Buffer, o: int) -> Tuple[Any, int]:
     items = []
     append = items.append
     for _ in range(c):
-        w0 = _new(_K169)
+        w0 = _new(_K172)
         n = _U32(d, o)[0] + 4
         w0.rule = d[o + 4:o + n].decode()
         o += n
@@ -8532,7 +8799,7 @@ def rTypeAcpError(d: Buffer, o: int) -> Tuple[Any, int]:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _K226(a0_0)
+        v = _K229(a0_0)
         return v, o
     elif t == 2:
         w0 = _new(_K135)
@@ -8604,95 +8871,95 @@ def rTypeAcpError(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _K227(a0_0)
+        v = _K230(a0_0)
         return v, o
     elif t == 3:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K229)
+            w0 = _new(_K232)
             a0_0 = w0
         elif t0 == 2:
-            w0 = _new(_K230)
+            w0 = _new(_K233)
             a0_0 = w0
         elif t0 == 3:
-            w0 = _new(_K231)
+            w0 = _new(_K234)
             a0_0 = w0
         elif t0 == 4:
-            w0 = _new(_K232)
+            w0 = _new(_K235)
             a0_0 = w0
         elif t0 == 5:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K233)
+            w0 = _new(_K236)
             w0._values = (a1_0,)
             a0_0 = w0
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
-        v = _K228(a0_0)
+        v = _K231(a0_0)
         return v, o
     elif t == 4:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K235)
-            a0_0 = w0
-        elif t0 == 2:
-            w0 = _new(_K236)
-            a0_0 = w0
-        elif t0 == 3:
-            w0 = _new(_K237)
-            a0_0 = w0
-        elif t0 == 4:
             w0 = _new(_K238)
             a0_0 = w0
-        elif t0 == 5:
+        elif t0 == 2:
             w0 = _new(_K239)
             a0_0 = w0
-        elif t0 == 6:
+        elif t0 == 3:
             w0 = _new(_K240)
+            a0_0 = w0
+        elif t0 == 4:
+            w0 = _new(_K241)
+            a0_0 = w0
+        elif t0 == 5:
+            w0 = _new(_K242)
+            a0_0 = w0
+        elif t0 == 6:
+            w0 = _new(_K243)
             a0_0 = w0
         elif t0 == 7:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K241)
+            w0 = _new(_K244)
             w0._values = (a1_0,)
             a0_0 = w0
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
-        v = _K234(a0_0)
+        v = _K237(a0_0)
         return v, o
     elif t == 5:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _K242(a0_0)
+        v = _K245(a0_0)
         return v, o
     elif t == 6:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _K243(a0_0)
+        v = _K246(a0_0)
         return v, o
     elif t == 7:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _K244(a0_0)
+        v = _K247(a0_0)
         return v, o
     elif t == 8:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _K245(a0_0)
+        v = _K248(a0_0)
         return v, o
     elif t == 9:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _K246(a0_0)
+        v = _K249(a0_0)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
@@ -8879,7 +9146,7 @@ def rTypeAgentCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeAgentConfig(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K247)
+    v = _new(_K250)
     f = d[o]
     o += 1
     if f == 1:
@@ -8922,29 +9189,29 @@ def rTypeAgentConfig(d: Buffer, o: int) -> Tuple[Any, int]:
         v.inject = None
     else:
         raise _InternalError('Unexpected flag byte for optional type')
-    w0 = _new(_K248)
+    w0 = _new(_K251)
     t1 = _I32(d, o)[0]
     o += 4
     if t1 == 1:
-        w0.queue_drain = _K249
+        w0.queue_drain = _K252
     elif t1 == 2:
-        w0.queue_drain = _K250
+        w0.queue_drain = _K253
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     t1 = _I32(d, o)[0]
     o += 4
     if t1 == 1:
-        w0.steer_in_stream = _K219
+        w0.steer_in_stream = _K222
     elif t1 == 2:
-        w0.steer_in_stream = _K220
+        w0.steer_in_stream = _K223
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     t1 = _I32(d, o)[0]
     o += 4
     if t1 == 1:
-        w0.revoke_replace = _K251
+        w0.revoke_replace = _K254
     elif t1 == 2:
-        w0.revoke_replace = _K252
+        w0.revoke_replace = _K255
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     w0.remember_ids = _U64(d, o)[0]
@@ -8952,9 +9219,9 @@ def rTypeAgentConfig(d: Buffer, o: int) -> Tuple[Any, int]:
     t1 = _I32(d, o)[0]
     o += 4
     if t1 == 1:
-        w0.clear_style = _K253
+        w0.clear_style = _K256
     elif t1 == 2:
-        w0.clear_style = _K254
+        w0.clear_style = _K257
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     w0.max_line_bytes = _U64(d, o)[0]
@@ -8962,7 +9229,7 @@ def rTypeAgentConfig(d: Buffer, o: int) -> Tuple[Any, int]:
     w0.list_page_size = _U64(d, o)[0]
     o += 8
     v.policy = w0
-    w0 = _new(_K255)
+    w0 = _new(_K258)
     n = _U32(d, o)[0] + 4
     w0.name = d[o + 4:o + n].decode()
     o += n
@@ -8970,7 +9237,7 @@ def rTypeAgentConfig(d: Buffer, o: int) -> Tuple[Any, int]:
     w0.version = d[o + 4:o + n].decode()
     o += n
     v.info = w0
-    w0 = _new(_K256)
+    w0 = _new(_K259)
     w0.mcp_stdio = d[o] != 0
     o += 1
     w0.mcp_http = d[o] != 0
@@ -8982,7 +9249,7 @@ def rTypeAgentConfig(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeAgentInfo(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K255)
+    v = _new(_K258)
     n = _U32(d, o)[0] + 4
     v.name = d[o + 4:o + n].decode()
     o += n
@@ -10406,8 +10673,174 @@ def rTypeAnswer(d: Buffer, o: int) -> Tuple[Any, int]:
         return v, o
     elif t == 10:
         v = _new(_K144)
-        v.live = d[o] != 0
+        t0 = _I32(d, o)[0]
+        o += 4
+        if t0 == 1:
+            w0 = _new(_K145)
+            v.status = w0
+        elif t0 == 2:
+            w0 = _new(_K146)
+            v.status = w0
+        elif t0 == 3:
+            n = _U32(d, o)[0] + 4
+            a1_0 = d[o + 4:o + n].decode()
+            o += n
+            w0 = _new(_K147)
+            w0._values = (a1_0,)
+            v.status = w0
+        else:
+            raise _InternalError("Raw enum value doesn't match any cases")
+        f = d[o]
         o += 1
+        if f == 1:
+            t0 = _I32(d, o)[0]
+            o += 4
+            if t0 == 1:
+                w1 = _new(_K51)
+                f = d[o]
+                o += 1
+                if f == 1:
+                    n = _U32(d, o)[0] + 4
+                    w1.meta = d[o + 4:o + n].decode()
+                    o += n
+                elif f == 0:
+                    w1.meta = None
+                else:
+                    raise _InternalError('Unexpected flag byte for optional type')
+                a1_0 = w1
+                w0 = _new(_K58)
+                w0._values = (a1_0,)
+                v.state = w0
+            elif t0 == 2:
+                w1 = _new(_K25)
+                f = d[o]
+                o += 1
+                if f == 1:
+                    t2 = _I32(d, o)[0]
+                    o += 4
+                    if t2 == 1:
+                        w2 = _new(_K26)
+                        w1.stop_reason = w2
+                    elif t2 == 2:
+                        w2 = _new(_K27)
+                        w1.stop_reason = w2
+                    elif t2 == 3:
+                        w2 = _new(_K28)
+                        w1.stop_reason = w2
+                    elif t2 == 4:
+                        w2 = _new(_K29)
+                        w1.stop_reason = w2
+                    elif t2 == 5:
+                        w2 = _new(_K30)
+                        w1.stop_reason = w2
+                    elif t2 == 6:
+                        n = _U32(d, o)[0] + 4
+                        a3_0 = d[o + 4:o + n].decode()
+                        o += n
+                        w2 = _new(_K31)
+                        w2._values = (a3_0,)
+                        w1.stop_reason = w2
+                    else:
+                        raise _InternalError("Raw enum value doesn't match any cases")
+                elif f == 0:
+                    w1.stop_reason = None
+                else:
+                    raise _InternalError('Unexpected flag byte for optional type')
+                f = d[o]
+                o += 1
+                if f == 1:
+                    w2 = _new(_K32)
+                    w2.total_tokens = _U64(d, o)[0]
+                    o += 8
+                    w2.input_tokens = _U64(d, o)[0]
+                    o += 8
+                    w2.output_tokens = _U64(d, o)[0]
+                    o += 8
+                    f = d[o]
+                    o += 1
+                    if f == 1:
+                        w2.thought_tokens = _U64(d, o)[0]
+                        o += 8
+                    elif f == 0:
+                        w2.thought_tokens = None
+                    else:
+                        raise _InternalError('Unexpected flag byte for optional type')
+                    f = d[o]
+                    o += 1
+                    if f == 1:
+                        w2.cached_read_tokens = _U64(d, o)[0]
+                        o += 8
+                    elif f == 0:
+                        w2.cached_read_tokens = None
+                    else:
+                        raise _InternalError('Unexpected flag byte for optional type')
+                    f = d[o]
+                    o += 1
+                    if f == 1:
+                        w2.cached_write_tokens = _U64(d, o)[0]
+                        o += 8
+                    elif f == 0:
+                        w2.cached_write_tokens = None
+                    else:
+                        raise _InternalError('Unexpected flag byte for optional type')
+                    f = d[o]
+                    o += 1
+                    if f == 1:
+                        n = _U32(d, o)[0] + 4
+                        w2.meta = d[o + 4:o + n].decode()
+                        o += n
+                    elif f == 0:
+                        w2.meta = None
+                    else:
+                        raise _InternalError('Unexpected flag byte for optional type')
+                    w1.usage = w2
+                elif f == 0:
+                    w1.usage = None
+                else:
+                    raise _InternalError('Unexpected flag byte for optional type')
+                f = d[o]
+                o += 1
+                if f == 1:
+                    n = _U32(d, o)[0] + 4
+                    w1.meta = d[o + 4:o + n].decode()
+                    o += n
+                elif f == 0:
+                    w1.meta = None
+                else:
+                    raise _InternalError('Unexpected flag byte for optional type')
+                a1_0 = w1
+                w0 = _new(_K59)
+                w0._values = (a1_0,)
+                v.state = w0
+            elif t0 == 3:
+                w1 = _new(_K50)
+                f = d[o]
+                o += 1
+                if f == 1:
+                    n = _U32(d, o)[0] + 4
+                    w1.meta = d[o + 4:o + n].decode()
+                    o += n
+                elif f == 0:
+                    w1.meta = None
+                else:
+                    raise _InternalError('Unexpected flag byte for optional type')
+                a1_0 = w1
+                w0 = _new(_K60)
+                w0._values = (a1_0,)
+                v.state = w0
+            elif t0 == 4:
+                n = _U32(d, o)[0] + 4
+                a1_0 = d[o + 4:o + n].decode()
+                o += n
+                w0 = _new(_K61)
+                w0._values = (a1_0,)
+                v.state = w0
+            else:
+                raise _InternalError("Raw enum value doesn't match any cases")
+        elif f == 0:
+            v.state = None
+        else:
+            raise _InternalError('Unexpected flag byte for optional type')
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
@@ -10514,9 +10947,9 @@ def rTypeBreakPoint(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K257, o
+        return _K260, o
     elif t == 2:
-        return _K258, o
+        return _K261, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
@@ -10524,29 +10957,29 @@ def rTypeCallRejected(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K229)
+        v = _new(_K232)
         return v, o
     elif t == 2:
-        v = _new(_K230)
+        v = _new(_K233)
         return v, o
     elif t == 3:
-        v = _new(_K231)
+        v = _new(_K234)
         return v, o
     elif t == 4:
-        v = _new(_K232)
+        v = _new(_K235)
         return v, o
     elif t == 5:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K233)
+        v = _new(_K236)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
 def rTypeCancelRequestNotification(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K259)
+    v = _new(_K262)
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
@@ -10581,7 +11014,7 @@ def rTypeCancelRequestNotification(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeCancelSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K260)
+    v = _new(_K263)
     n = _U32(d, o)[0] + 4
     v.session_id = d[o + 4:o + n].decode()
     o += n
@@ -10617,9 +11050,9 @@ def rTypeClearStyle(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K253, o
+        return _K256, o
     elif t == 2:
-        return _K254, o
+        return _K257, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
@@ -10639,7 +11072,7 @@ def rTypeClientCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeCloseSessionRequest(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K261)
+    v = _new(_K264)
     n = _U32(d, o)[0] + 4
     v.session_id = d[o + 4:o + n].decode()
     o += n
@@ -10657,7 +11090,7 @@ def rTypeCloseSessionRequest(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeCloseSessionResponse(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K262)
+    v = _new(_K265)
     f = d[o]
     o += 1
     if f == 1:
@@ -10672,7 +11105,7 @@ def rTypeCloseSessionResponse(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeConnectOptions(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K263)
+    v = _new(_K266)
     w0 = _new(_K34)
     n = _U32(d, o)[0] + 4
     w0.name = d[o + 4:o + n].decode()
@@ -10718,9 +11151,9 @@ def rTypeConnectionRole(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K264, o
+        return _K267, o
     elif t == 2:
-        return _K265, o
+        return _K268, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
@@ -11468,7 +11901,7 @@ def rTypeEnvVariable(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeErrorData(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K266)
+    v = _new(_K269)
     f = d[o]
     o += 1
     if f == 1:
@@ -11519,6 +11952,16 @@ def rTypeErrorData(d: Buffer, o: int) -> Tuple[Any, int]:
         o += n
     elif f == 0:
         v.message_id = None
+    else:
+        raise _InternalError('Unexpected flag byte for optional type')
+    f = d[o]
+    o += 1
+    if f == 1:
+        n = _U32(d, o)[0] + 4
+        v.session_id = d[o + 4:o + n].decode()
+        o += n
+    elif f == 0:
+        v.session_id = None
     else:
         raise _InternalError('Unexpected flag byte for optional type')
     f = d[o]
@@ -11868,14 +12311,180 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             v.outcome = w0
         elif t0 == 10:
             w0 = _new(_K144)
-            w0.live = d[o] != 0
+            t1 = _I32(d, o)[0]
+            o += 4
+            if t1 == 1:
+                w1 = _new(_K145)
+                w0.status = w1
+            elif t1 == 2:
+                w1 = _new(_K146)
+                w0.status = w1
+            elif t1 == 3:
+                n = _U32(d, o)[0] + 4
+                a2_0 = d[o + 4:o + n].decode()
+                o += n
+                w1 = _new(_K147)
+                w1._values = (a2_0,)
+                w0.status = w1
+            else:
+                raise _InternalError("Raw enum value doesn't match any cases")
+            f = d[o]
             o += 1
+            if f == 1:
+                t1 = _I32(d, o)[0]
+                o += 4
+                if t1 == 1:
+                    w2 = _new(_K51)
+                    f = d[o]
+                    o += 1
+                    if f == 1:
+                        n = _U32(d, o)[0] + 4
+                        w2.meta = d[o + 4:o + n].decode()
+                        o += n
+                    elif f == 0:
+                        w2.meta = None
+                    else:
+                        raise _InternalError('Unexpected flag byte for optional type')
+                    a2_0 = w2
+                    w1 = _new(_K58)
+                    w1._values = (a2_0,)
+                    w0.state = w1
+                elif t1 == 2:
+                    w2 = _new(_K25)
+                    f = d[o]
+                    o += 1
+                    if f == 1:
+                        t3 = _I32(d, o)[0]
+                        o += 4
+                        if t3 == 1:
+                            w3 = _new(_K26)
+                            w2.stop_reason = w3
+                        elif t3 == 2:
+                            w3 = _new(_K27)
+                            w2.stop_reason = w3
+                        elif t3 == 3:
+                            w3 = _new(_K28)
+                            w2.stop_reason = w3
+                        elif t3 == 4:
+                            w3 = _new(_K29)
+                            w2.stop_reason = w3
+                        elif t3 == 5:
+                            w3 = _new(_K30)
+                            w2.stop_reason = w3
+                        elif t3 == 6:
+                            n = _U32(d, o)[0] + 4
+                            a4_0 = d[o + 4:o + n].decode()
+                            o += n
+                            w3 = _new(_K31)
+                            w3._values = (a4_0,)
+                            w2.stop_reason = w3
+                        else:
+                            raise _InternalError("Raw enum value doesn't match any cases")
+                    elif f == 0:
+                        w2.stop_reason = None
+                    else:
+                        raise _InternalError('Unexpected flag byte for optional type')
+                    f = d[o]
+                    o += 1
+                    if f == 1:
+                        w3 = _new(_K32)
+                        w3.total_tokens = _U64(d, o)[0]
+                        o += 8
+                        w3.input_tokens = _U64(d, o)[0]
+                        o += 8
+                        w3.output_tokens = _U64(d, o)[0]
+                        o += 8
+                        f = d[o]
+                        o += 1
+                        if f == 1:
+                            w3.thought_tokens = _U64(d, o)[0]
+                            o += 8
+                        elif f == 0:
+                            w3.thought_tokens = None
+                        else:
+                            raise _InternalError('Unexpected flag byte for optional type')
+                        f = d[o]
+                        o += 1
+                        if f == 1:
+                            w3.cached_read_tokens = _U64(d, o)[0]
+                            o += 8
+                        elif f == 0:
+                            w3.cached_read_tokens = None
+                        else:
+                            raise _InternalError('Unexpected flag byte for optional type')
+                        f = d[o]
+                        o += 1
+                        if f == 1:
+                            w3.cached_write_tokens = _U64(d, o)[0]
+                            o += 8
+                        elif f == 0:
+                            w3.cached_write_tokens = None
+                        else:
+                            raise _InternalError('Unexpected flag byte for optional type')
+                        f = d[o]
+                        o += 1
+                        if f == 1:
+                            n = _U32(d, o)[0] + 4
+                            w3.meta = d[o + 4:o + n].decode()
+                            o += n
+                        elif f == 0:
+                            w3.meta = None
+                        else:
+                            raise _InternalError('Unexpected flag byte for optional type')
+                        w2.usage = w3
+                    elif f == 0:
+                        w2.usage = None
+                    else:
+                        raise _InternalError('Unexpected flag byte for optional type')
+                    f = d[o]
+                    o += 1
+                    if f == 1:
+                        n = _U32(d, o)[0] + 4
+                        w2.meta = d[o + 4:o + n].decode()
+                        o += n
+                    elif f == 0:
+                        w2.meta = None
+                    else:
+                        raise _InternalError('Unexpected flag byte for optional type')
+                    a2_0 = w2
+                    w1 = _new(_K59)
+                    w1._values = (a2_0,)
+                    w0.state = w1
+                elif t1 == 3:
+                    w2 = _new(_K50)
+                    f = d[o]
+                    o += 1
+                    if f == 1:
+                        n = _U32(d, o)[0] + 4
+                        w2.meta = d[o + 4:o + n].decode()
+                        o += n
+                    elif f == 0:
+                        w2.meta = None
+                    else:
+                        raise _InternalError('Unexpected flag byte for optional type')
+                    a2_0 = w2
+                    w1 = _new(_K60)
+                    w1._values = (a2_0,)
+                    w0.state = w1
+                elif t1 == 4:
+                    n = _U32(d, o)[0] + 4
+                    a2_0 = d[o + 4:o + n].decode()
+                    o += n
+                    w1 = _new(_K61)
+                    w1._values = (a2_0,)
+                    w0.state = w1
+                else:
+                    raise _InternalError("Raw enum value doesn't match any cases")
+            elif f == 0:
+                w0.state = None
+            else:
+                raise _InternalError('Unexpected flag byte for optional type')
             v.outcome = w0
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         return v, o
     elif t == 2:
-        v = _new(_K145)
+        v = _new(_K148)
         n = _U32(d, o)[0] + 4
         v.session_id = d[o + 4:o + n].decode()
         o += n
@@ -11914,7 +12523,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K147)
+                w1 = _new(_K150)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 2:
@@ -11969,7 +12578,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K148)
+                w1 = _new(_K151)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 3:
@@ -12002,7 +12611,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K149)
+                w1 = _new(_K152)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 4:
@@ -12057,7 +12666,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K150)
+                w1 = _new(_K153)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 5:
@@ -12083,7 +12692,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K151)
+                w1 = _new(_K154)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 6:
@@ -12116,7 +12725,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K152)
+                w1 = _new(_K155)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 7:
@@ -12171,7 +12780,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K153)
+                w1 = _new(_K156)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 8:
@@ -12250,7 +12859,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     a2_0 = w2
                 else:
                     raise _InternalError("Raw enum value doesn't match any cases")
-                w1 = _new(_K154)
+                w1 = _new(_K157)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 9:
@@ -12406,7 +13015,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K155)
+                w1 = _new(_K158)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 10:
@@ -12441,7 +13050,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K156)
+                w1 = _new(_K159)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 11:
@@ -12473,7 +13082,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K157)
+                w1 = _new(_K160)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 12:
@@ -12517,7 +13126,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K158)
+                w1 = _new(_K161)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 13:
@@ -12565,7 +13174,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K159)
+                w1 = _new(_K162)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 14:
@@ -12582,7 +13191,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K160)
+                w1 = _new(_K163)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 15:
@@ -12598,23 +13207,23 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K161)
+                w1 = _new(_K164)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 16:
                 n = _U32(d, o)[0] + 4
                 a2_0 = d[o + 4:o + n].decode()
                 o += n
-                w1 = _new(_K162)
+                w1 = _new(_K165)
                 w1._values = (a2_0,)
                 a1_0 = w1
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
-            w0 = _new(_K146)
+            w0 = _new(_K149)
             w0._values = (a1_0,)
             v.event = w0
         elif t0 == 2:
-            w1 = _new(_K164)
+            w1 = _new(_K167)
             f = d[o]
             o += 1
             if f == 1:
@@ -12628,11 +13237,11 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             t2 = _I32(d, o)[0]
             o += 4
             if t2 == 1:
-                w1.mode = _K165
+                w1.mode = _K168
             elif t2 == 2:
-                w1.mode = _K166
+                w1.mode = _K169
             elif t2 == 3:
-                w1.mode = _K167
+                w1.mode = _K170
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
             t2 = _I32(d, o)[0]
@@ -12652,11 +13261,11 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             w1.content, o = rSequenceTypeContentBlock(d, o)
             w1.superseded, o = rSequenceSequenceTypeContentBlock(d, o)
             a1_0 = w1
-            w0 = _new(_K163)
+            w0 = _new(_K166)
             w0._values = (a1_0,)
             v.event = w0
         elif t0 == 3:
-            w1 = _new(_K169)
+            w1 = _new(_K172)
             n = _U32(d, o)[0] + 4
             w1.rule = d[o + 4:o + n].decode()
             o += n
@@ -12664,22 +13273,22 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             w1.message_id = d[o + 4:o + n].decode()
             o += n
             a1_0 = w1
-            w0 = _new(_K168)
+            w0 = _new(_K171)
             w0._values = (a1_0,)
             v.event = w0
         elif t0 == 4:
-            w0 = _new(_K170)
+            w0 = _new(_K173)
             v.event = w0
         elif t0 == 5:
             a1_0, o = rSequenceString(d, o)
-            w0 = _new(_K171)
+            w0 = _new(_K174)
             w0._values = (a1_0,)
             v.event = w0
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         return v, o
     elif t == 3:
-        v = _new(_K172)
+        v = _new(_K175)
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
@@ -12741,7 +13350,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
         v.params = w0
         return v, o
     elif t == 4:
-        v = _new(_K173)
+        v = _new(_K176)
         n = _U32(d, o)[0] + 4
         v.detail = d[o + 4:o + n].decode()
         o += n
@@ -12753,14 +13362,14 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K174)
+        v = _new(_K177)
         n = _U32(d, o)[0] + 4
         v.message_id = d[o + 4:o + n].decode()
         o += n
         v.content, o = rSequenceTypeContentBlock(d, o)
         return v, o
     elif t == 2:
-        v = _new(_K175)
+        v = _new(_K178)
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
@@ -12793,7 +13402,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K147)
+            w0 = _new(_K150)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 2:
@@ -13022,7 +13631,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K148)
+            w0 = _new(_K151)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 3:
@@ -13055,7 +13664,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K149)
+            w0 = _new(_K152)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 4:
@@ -13284,7 +13893,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K150)
+            w0 = _new(_K153)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 5:
@@ -13310,7 +13919,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K151)
+            w0 = _new(_K154)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 6:
@@ -13343,7 +13952,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K152)
+            w0 = _new(_K155)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 7:
@@ -13572,7 +14181,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K153)
+            w0 = _new(_K156)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 8:
@@ -13720,7 +14329,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 a1_0 = w1
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
-            w0 = _new(_K154)
+            w0 = _new(_K157)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 9:
@@ -13876,7 +14485,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K155)
+            w0 = _new(_K158)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 10:
@@ -13923,7 +14532,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K156)
+            w0 = _new(_K159)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 11:
@@ -13970,7 +14579,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K157)
+            w0 = _new(_K160)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 12:
@@ -14014,7 +14623,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K158)
+            w0 = _new(_K161)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 13:
@@ -14062,7 +14671,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K159)
+            w0 = _new(_K162)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 14:
@@ -14079,7 +14688,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K160)
+            w0 = _new(_K163)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 15:
@@ -14095,14 +14704,14 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K161)
+            w0 = _new(_K164)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 16:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K162)
+            w0 = _new(_K165)
             w0._values = (a1_0,)
             v.update = w0
         else:
@@ -14115,35 +14724,35 @@ def rTypeHostError(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K235)
-        return v, o
-    elif t == 2:
-        v = _new(_K236)
-        return v, o
-    elif t == 3:
-        v = _new(_K237)
-        return v, o
-    elif t == 4:
         v = _new(_K238)
         return v, o
-    elif t == 5:
+    elif t == 2:
         v = _new(_K239)
         return v, o
-    elif t == 6:
+    elif t == 3:
         v = _new(_K240)
+        return v, o
+    elif t == 4:
+        v = _new(_K241)
+        return v, o
+    elif t == 5:
+        v = _new(_K242)
+        return v, o
+    elif t == 6:
+        v = _new(_K243)
         return v, o
     elif t == 7:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K241)
+        v = _new(_K244)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
 def rTypeHttpHeader(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K176)
+    v = _new(_K179)
     n = _U32(d, o)[0] + 4
     v.name = d[o + 4:o + n].decode()
     o += n
@@ -14372,7 +14981,7 @@ def rTypeImplementation(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeInitializeRequest(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K267)
+    v = _new(_K270)
     v.protocol_version = _U16(d, o)[0]
     o += 2
     w0 = _new(_K34)
@@ -14679,23 +15288,23 @@ def rTypeInjectMode(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K177, o
+        return _K180, o
     elif t == 2:
-        return _K178, o
+        return _K181, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
 def rTypeInjectRequest(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K268)
+    v = _new(_K271)
     n = _U32(d, o)[0] + 4
     v.session_id = d[o + 4:o + n].decode()
     o += n
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        v.mode = _K177
+        v.mode = _K180
     elif t0 == 2:
-        v.mode = _K178
+        v.mode = _K181
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     v.content, o = rSequenceTypeContentBlock(d, o)
@@ -14713,7 +15322,7 @@ def rTypeInjectRequest(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeInjectResponse(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K269)
+    v = _new(_K272)
     n = _U32(d, o)[0] + 4
     v.message_id = d[o + 4:o + n].decode()
     o += n
@@ -14734,11 +15343,11 @@ def rTypeItemMode(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K165, o
+        return _K168, o
     elif t == 2:
-        return _K166, o
+        return _K169, o
     elif t == 3:
-        return _K167, o
+        return _K170, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
@@ -14766,7 +15375,7 @@ def rTypeJsonObject(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeListSessionsRequest(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K270)
+    v = _new(_K273)
     f = d[o]
     o += 1
     if f == 1:
@@ -14801,7 +15410,7 @@ def rTypeListSessionsRequest(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeListSessionsResponse(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K271)
+    v = _new(_K274)
     v.sessions, o = rSequenceTypeSessionInfo(d, o)
     f = d[o]
     o += 1
@@ -14899,7 +15508,7 @@ def rTypeMcpServer(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K179)
+        v = _new(_K182)
         v._values = (a0_0,)
         return v, o
     elif t == 2:
@@ -14929,14 +15538,14 @@ def rTypeMcpServer(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K180)
+        v = _new(_K183)
         v._values = (a0_0,)
         return v, o
     elif t == 3:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K181)
+        v = _new(_K184)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
@@ -15019,11 +15628,11 @@ def rTypeMessageRole(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K222, o
+        return _K225, o
     elif t == 2:
-        return _K223, o
+        return _K226, o
     elif t == 3:
-        return _K224, o
+        return _K227, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
@@ -15151,7 +15760,7 @@ def rTypeMirrorSnapshot(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeNewSessionRequest(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K272)
+    v = _new(_K275)
     n = _U32(d, o)[0] + 4
     v.cwd = d[o + 4:o + n].decode()
     o += n
@@ -15185,7 +15794,7 @@ def rTypeNewSessionRequest(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeNewSessionResponse(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K273)
+    v = _new(_K276)
     n = _U32(d, o)[0] + 4
     v.session_id = d[o + 4:o + n].decode()
     o += n
@@ -15212,59 +15821,59 @@ def rTypeOutput(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K182)
+        v = _new(_K185)
         v.to, o = rSequenceString(d, o)
         n = _U32(d, o)[0] + 4
         v.line = d[o + 4:o + n].decode()
         o += n
         return v, o
     elif t == 2:
-        v = _new(_K183)
+        v = _new(_K186)
         n = _U32(d, o)[0] + 4
         v.session = d[o + 4:o + n].decode()
         o += n
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w1 = _new(_K185)
+            w1 = _new(_K188)
             n = _U32(d, o)[0] + 4
             w1.cwd = d[o + 4:o + n].decode()
             o += n
             w1.additional_directories, o = rSequenceString(d, o)
             w1.mcp_servers, o = rSequenceTypeMcpServer(d, o)
             a1_0 = w1
-            w0 = _new(_K184)
+            w0 = _new(_K187)
             w0._values = (a1_0,)
             v.action = w0
         elif t0 == 2:
-            w1 = _new(_K185)
+            w1 = _new(_K188)
             n = _U32(d, o)[0] + 4
             w1.cwd = d[o + 4:o + n].decode()
             o += n
             w1.additional_directories, o = rSequenceString(d, o)
             w1.mcp_servers, o = rSequenceTypeMcpServer(d, o)
             a1_0 = w1
-            w0 = _new(_K186)
+            w0 = _new(_K189)
             w0._values = (a1_0,)
             v.action = w0
         elif t0 == 3:
             a1_0, o = rSequenceTypeUserInput(d, o)
-            w0 = _new(_K187)
+            w0 = _new(_K190)
             w0._values = (a1_0,)
             v.action = w0
         elif t0 == 4:
             a1_0, o = rSequenceTypeUserInput(d, o)
-            w0 = _new(_K188)
+            w0 = _new(_K191)
             w0._values = (a1_0,)
             v.action = w0
         elif t0 == 5:
-            w0 = _new(_K189)
+            w0 = _new(_K192)
             v.action = w0
         elif t0 == 6:
-            w0 = _new(_K190)
+            w0 = _new(_K193)
             v.action = w0
         elif t0 == 7:
-            w0 = _new(_K191)
+            w0 = _new(_K194)
             t1 = _I32(d, o)[0]
             o += 4
             if t1 == 1:
@@ -15300,7 +15909,7 @@ def rTypeOutput(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K192)
+                w1 = _new(_K195)
                 w1._values = (a2_0,)
                 w0.outcome = w1
             elif t1 == 2:
@@ -15319,21 +15928,21 @@ def rTypeOutput(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K193)
+                w1 = _new(_K196)
                 w1._values = (a2_0,)
                 w0.outcome = w1
             elif t1 == 3:
                 n = _U32(d, o)[0] + 4
                 a2_0 = d[o + 4:o + n].decode()
                 o += n
-                w1 = _new(_K194)
+                w1 = _new(_K197)
                 w1._values = (a2_0,)
                 w0.outcome = w1
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
             v.action = w0
         elif t0 == 8:
-            w0 = _new(_K195)
+            w0 = _new(_K198)
             w0.dropped, o = rSequenceTypePendingInject(d, o)
             w0.turn_cancelled = d[o] != 0
             o += 1
@@ -15362,16 +15971,16 @@ def rTypePendingCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypePendingInject(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K196)
+    v = _new(_K199)
     n = _U32(d, o)[0] + 4
     v.message_id = d[o + 4:o + n].decode()
     o += n
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        v.mode = _K177
+        v.mode = _K180
     elif t0 == 2:
-        v.mode = _K178
+        v.mode = _K181
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     v.content, o = rSequenceTypeContentBlock(d, o)
@@ -15405,7 +16014,7 @@ def rTypePendingInjectsUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypePendingItem(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K164)
+    v = _new(_K167)
     f = d[o]
     o += 1
     if f == 1:
@@ -15419,11 +16028,11 @@ def rTypePendingItem(d: Buffer, o: int) -> Tuple[Any, int]:
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        v.mode = _K165
+        v.mode = _K168
     elif t0 == 2:
-        v.mode = _K166
+        v.mode = _K169
     elif t0 == 3:
-        v.mode = _K167
+        v.mode = _K170
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     t0 = _I32(d, o)[0]
@@ -15446,7 +16055,7 @@ def rTypePendingItem(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypePermissionAsk(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K274)
+    v = _new(_K277)
     n = _U32(d, o)[0] + 4
     v.title = d[o + 4:o + n].decode()
     o += n
@@ -15475,7 +16084,7 @@ def rTypePermissionAsk(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypePermissionOption(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K197)
+    v = _new(_K200)
     n = _U32(d, o)[0] + 4
     v.option_id = d[o + 4:o + n].decode()
     o += n
@@ -15485,22 +16094,22 @@ def rTypePermissionOption(d: Buffer, o: int) -> Tuple[Any, int]:
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        w0 = _new(_K198)
+        w0 = _new(_K201)
         v.kind = w0
     elif t0 == 2:
-        w0 = _new(_K199)
+        w0 = _new(_K202)
         v.kind = w0
     elif t0 == 3:
-        w0 = _new(_K200)
+        w0 = _new(_K203)
         v.kind = w0
     elif t0 == 4:
-        w0 = _new(_K201)
+        w0 = _new(_K204)
         v.kind = w0
     elif t0 == 5:
         n = _U32(d, o)[0] + 4
         a1_0 = d[o + 4:o + n].decode()
         o += n
-        w0 = _new(_K202)
+        w0 = _new(_K205)
         w0._values = (a1_0,)
         v.kind = w0
     else:
@@ -15529,29 +16138,29 @@ def rTypePermissionOptionKind(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K198)
+        v = _new(_K201)
         return v, o
     elif t == 2:
-        v = _new(_K199)
+        v = _new(_K202)
         return v, o
     elif t == 3:
-        v = _new(_K200)
+        v = _new(_K203)
         return v, o
     elif t == 4:
-        v = _new(_K201)
+        v = _new(_K204)
         return v, o
     elif t == 5:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K202)
+        v = _new(_K205)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
 def rTypePermissionRequestSent(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K275)
+    v = _new(_K278)
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
@@ -15577,26 +16186,26 @@ def rTypePermissionRequestSent(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypePlanEntry(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K203)
+    v = _new(_K206)
     n = _U32(d, o)[0] + 4
     v.content = d[o + 4:o + n].decode()
     o += n
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        w0 = _new(_K204)
+        w0 = _new(_K207)
         v.priority = w0
     elif t0 == 2:
-        w0 = _new(_K205)
+        w0 = _new(_K208)
         v.priority = w0
     elif t0 == 3:
-        w0 = _new(_K206)
+        w0 = _new(_K209)
         v.priority = w0
     elif t0 == 4:
         n = _U32(d, o)[0] + 4
         a1_0 = d[o + 4:o + n].decode()
         o += n
-        w0 = _new(_K207)
+        w0 = _new(_K210)
         w0._values = (a1_0,)
         v.priority = w0
     else:
@@ -15604,22 +16213,22 @@ def rTypePlanEntry(d: Buffer, o: int) -> Tuple[Any, int]:
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        w0 = _new(_K208)
+        w0 = _new(_K211)
         v.status = w0
     elif t0 == 2:
-        w0 = _new(_K209)
+        w0 = _new(_K212)
         v.status = w0
     elif t0 == 3:
-        w0 = _new(_K210)
+        w0 = _new(_K213)
         v.status = w0
     elif t0 == 4:
-        w0 = _new(_K211)
+        w0 = _new(_K214)
         v.status = w0
     elif t0 == 5:
         n = _U32(d, o)[0] + 4
         a1_0 = d[o + 4:o + n].decode()
         o += n
-        w0 = _new(_K212)
+        w0 = _new(_K215)
         w0._values = (a1_0,)
         v.status = w0
     else:
@@ -15641,19 +16250,19 @@ def rTypePlanEntryPriority(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K204)
+        v = _new(_K207)
         return v, o
     elif t == 2:
-        v = _new(_K205)
+        v = _new(_K208)
         return v, o
     elif t == 3:
-        v = _new(_K206)
+        v = _new(_K209)
         return v, o
     elif t == 4:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K207)
+        v = _new(_K210)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
@@ -15663,22 +16272,22 @@ def rTypePlanEntryStatus(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K208)
+        v = _new(_K211)
         return v, o
     elif t == 2:
-        v = _new(_K209)
+        v = _new(_K212)
         return v, o
     elif t == 3:
-        v = _new(_K210)
+        v = _new(_K213)
         return v, o
     elif t == 4:
-        v = _new(_K211)
+        v = _new(_K214)
         return v, o
     elif t == 5:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K212)
+        v = _new(_K215)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
@@ -15783,29 +16392,29 @@ def rTypePlanUpdateContent(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypePolicy(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K248)
+    v = _new(_K251)
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        v.queue_drain = _K249
+        v.queue_drain = _K252
     elif t0 == 2:
-        v.queue_drain = _K250
+        v.queue_drain = _K253
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        v.steer_in_stream = _K219
+        v.steer_in_stream = _K222
     elif t0 == 2:
-        v.steer_in_stream = _K220
+        v.steer_in_stream = _K223
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        v.revoke_replace = _K251
+        v.revoke_replace = _K254
     elif t0 == 2:
-        v.revoke_replace = _K252
+        v.revoke_replace = _K255
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     v.remember_ids = _U64(d, o)[0]
@@ -15813,9 +16422,9 @@ def rTypePolicy(d: Buffer, o: int) -> Tuple[Any, int]:
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        v.clear_style = _K253
+        v.clear_style = _K256
     elif t0 == 2:
-        v.clear_style = _K254
+        v.clear_style = _K257
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     v.max_line_bytes = _U64(d, o)[0]
@@ -15826,7 +16435,7 @@ def rTypePolicy(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypePromptRequest(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K276)
+    v = _new(_K279)
     n = _U32(d, o)[0] + 4
     v.session_id = d[o + 4:o + n].decode()
     o += n
@@ -15845,7 +16454,7 @@ def rTypePromptRequest(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypePromptResponse(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K277)
+    v = _new(_K280)
     n = _U32(d, o)[0] + 4
     v.message_id = d[o + 4:o + n].decode()
     o += n
@@ -15944,14 +16553,14 @@ def rTypeQueueDrain(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K249, o
+        return _K252, o
     elif t == 2:
-        return _K250, o
+        return _K253, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
 def rTypeReplaceInjectRequest(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K278)
+    v = _new(_K281)
     n = _U32(d, o)[0] + 4
     v.session_id = d[o + 4:o + n].decode()
     o += n
@@ -15973,7 +16582,7 @@ def rTypeReplaceInjectRequest(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeReplaceInjectResponse(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K279)
+    v = _new(_K282)
     n = _U32(d, o)[0] + 4
     v.message_id = d[o + 4:o + n].decode()
     o += n
@@ -16098,7 +16707,7 @@ def rTypeRequestPermissionOutcome(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K192)
+        v = _new(_K195)
         v._values = (a0_0,)
         return v, o
     elif t == 2:
@@ -16117,14 +16726,14 @@ def rTypeRequestPermissionOutcome(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K193)
+        v = _new(_K196)
         v._values = (a0_0,)
         return v, o
     elif t == 3:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K194)
+        v = _new(_K197)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
@@ -16173,7 +16782,7 @@ def rTypeRequestPermissionRequest(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeRequestPermissionResponse(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K280)
+    v = _new(_K283)
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
@@ -16189,7 +16798,7 @@ def rTypeRequestPermissionResponse(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K192)
+        w0 = _new(_K195)
         w0._values = (a1_0,)
         v.outcome = w0
     elif t0 == 2:
@@ -16208,14 +16817,14 @@ def rTypeRequestPermissionResponse(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K193)
+        w0 = _new(_K196)
         w0._values = (a1_0,)
         v.outcome = w0
     elif t0 == 3:
         n = _U32(d, o)[0] + 4
         a1_0 = d[o + 4:o + n].decode()
         o += n
-        w0 = _new(_K194)
+        w0 = _new(_K197)
         w0._values = (a1_0,)
         v.outcome = w0
     else:
@@ -16363,7 +16972,7 @@ def rTypeResourceLink(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeResumeSessionRequest(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K281)
+    v = _new(_K284)
     n = _U32(d, o)[0] + 4
     v.session_id = d[o + 4:o + n].decode()
     o += n
@@ -16434,7 +17043,7 @@ def rTypeResumeSessionRequest(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeResumeSessionResponse(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K282)
+    v = _new(_K285)
     f = d[o]
     o += 1
     if f == 1:
@@ -16449,7 +17058,7 @@ def rTypeResumeSessionResponse(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeRevokeInjectRequest(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K283)
+    v = _new(_K286)
     n = _U32(d, o)[0] + 4
     v.session_id = d[o + 4:o + n].decode()
     o += n
@@ -16470,7 +17079,7 @@ def rTypeRevokeInjectRequest(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeRevokeInjectResponse(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K284)
+    v = _new(_K287)
     f = d[o]
     o += 1
     if f == 1:
@@ -16488,9 +17097,9 @@ def rTypeRevokeReplace(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K251, o
+        return _K254, o
     elif t == 2:
-        return _K252, o
+        return _K255, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
@@ -16498,16 +17107,16 @@ def rTypeRole(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K213)
+        v = _new(_K216)
         return v, o
     elif t == 2:
-        v = _new(_K214)
+        v = _new(_K217)
         return v, o
     elif t == 3:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K215)
+        v = _new(_K218)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
@@ -16532,45 +17141,45 @@ def rTypeRuntimeAction(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        w0 = _new(_K185)
+        w0 = _new(_K188)
         n = _U32(d, o)[0] + 4
         w0.cwd = d[o + 4:o + n].decode()
         o += n
         w0.additional_directories, o = rSequenceString(d, o)
         w0.mcp_servers, o = rSequenceTypeMcpServer(d, o)
         a0_0 = w0
-        v = _new(_K184)
+        v = _new(_K187)
         v._values = (a0_0,)
         return v, o
     elif t == 2:
-        w0 = _new(_K185)
+        w0 = _new(_K188)
         n = _U32(d, o)[0] + 4
         w0.cwd = d[o + 4:o + n].decode()
         o += n
         w0.additional_directories, o = rSequenceString(d, o)
         w0.mcp_servers, o = rSequenceTypeMcpServer(d, o)
         a0_0 = w0
-        v = _new(_K186)
+        v = _new(_K189)
         v._values = (a0_0,)
         return v, o
     elif t == 3:
         a0_0, o = rSequenceTypeUserInput(d, o)
-        v = _new(_K187)
+        v = _new(_K190)
         v._values = (a0_0,)
         return v, o
     elif t == 4:
         a0_0, o = rSequenceTypeUserInput(d, o)
-        v = _new(_K188)
+        v = _new(_K191)
         v._values = (a0_0,)
         return v, o
     elif t == 5:
-        v = _new(_K189)
+        v = _new(_K192)
         return v, o
     elif t == 6:
-        v = _new(_K190)
+        v = _new(_K193)
         return v, o
     elif t == 7:
-        v = _new(_K191)
+        v = _new(_K194)
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
@@ -16606,7 +17215,7 @@ def rTypeRuntimeAction(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K192)
+            w0 = _new(_K195)
             w0._values = (a1_0,)
             v.outcome = w0
         elif t0 == 2:
@@ -16625,21 +17234,21 @@ def rTypeRuntimeAction(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K193)
+            w0 = _new(_K196)
             w0._values = (a1_0,)
             v.outcome = w0
         elif t0 == 3:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K194)
+            w0 = _new(_K197)
             w0._values = (a1_0,)
             v.outcome = w0
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         return v, o
     elif t == 8:
-        v = _new(_K195)
+        v = _new(_K198)
         v.dropped, o = rSequenceTypePendingInject(d, o)
         v.turn_cancelled = d[o] != 0
         o += 1
@@ -16654,22 +17263,22 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            a0_0 = _K257
+            a0_0 = _K260
         elif t0 == 2:
-            a0_0 = _K258
+            a0_0 = _K261
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
-        v = _new(_K285)
+        v = _new(_K288)
         v._values = (a0_0,)
         return v, o
     elif t == 2:
-        v = _new(_K286)
+        v = _new(_K289)
         return v, o
     elif t == 3:
-        v = _new(_K287)
+        v = _new(_K290)
         return v, o
     elif t == 4:
-        w0 = _new(_K274)
+        w0 = _new(_K277)
         n = _U32(d, o)[0] + 4
         w0.title = d[o + 4:o + n].decode()
         o += n
@@ -16695,11 +17304,11 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K288)
+        v = _new(_K291)
         v._values = (a0_0,)
         return v, o
     elif t == 5:
-        v = _new(_K289)
+        v = _new(_K292)
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
@@ -16722,16 +17331,16 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             raise _InternalError("Raw enum value doesn't match any cases")
         return v, o
     elif t == 6:
-        v = _new(_K290)
+        v = _new(_K293)
         return v, o
     elif t == 7:
-        v = _new(_K291)
+        v = _new(_K294)
         return v, o
     elif t == 8:
-        v = _new(_K292)
+        v = _new(_K295)
         return v, o
     elif t == 9:
-        v = _new(_K293)
+        v = _new(_K296)
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
@@ -16812,7 +17421,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             raise _InternalError('Unexpected flag byte for optional type')
         return v, o
     elif t == 10:
-        v = _new(_K294)
+        v = _new(_K297)
         return v, o
     elif t == 11:
         t0 = _I32(d, o)[0]
@@ -16847,7 +17456,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K147)
+            w0 = _new(_K150)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 2:
@@ -17076,7 +17685,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K148)
+            w0 = _new(_K151)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 3:
@@ -17109,7 +17718,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K149)
+            w0 = _new(_K152)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 4:
@@ -17338,7 +17947,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K150)
+            w0 = _new(_K153)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 5:
@@ -17364,7 +17973,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K151)
+            w0 = _new(_K154)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 6:
@@ -17397,7 +18006,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K152)
+            w0 = _new(_K155)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 7:
@@ -17626,7 +18235,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K153)
+            w0 = _new(_K156)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 8:
@@ -17774,7 +18383,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 a1_0 = w1
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
-            w0 = _new(_K154)
+            w0 = _new(_K157)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 9:
@@ -17930,7 +18539,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K155)
+            w0 = _new(_K158)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 10:
@@ -17977,7 +18586,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K156)
+            w0 = _new(_K159)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 11:
@@ -18024,7 +18633,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K157)
+            w0 = _new(_K160)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 12:
@@ -18068,7 +18677,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K158)
+            w0 = _new(_K161)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 13:
@@ -18116,7 +18725,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K159)
+            w0 = _new(_K162)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 14:
@@ -18133,7 +18742,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K160)
+            w0 = _new(_K163)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 15:
@@ -18149,23 +18758,23 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K161)
+            w0 = _new(_K164)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 16:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K162)
+            w0 = _new(_K165)
             w0._values = (a1_0,)
             a0_0 = w0
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
-        v = _new(_K295)
+        v = _new(_K298)
         v._values = (a0_0,)
         return v, o
     elif t == 12:
-        v = _new(_K296)
+        v = _new(_K299)
         n = _U32(d, o)[0] + 4
         v.message_id = d[o + 4:o + n].decode()
         o += n
@@ -18230,7 +18839,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K147)
+                w1 = _new(_K150)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 2:
@@ -18285,7 +18894,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K148)
+                w1 = _new(_K151)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 3:
@@ -18318,7 +18927,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K149)
+                w1 = _new(_K152)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 4:
@@ -18373,7 +18982,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K150)
+                w1 = _new(_K153)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 5:
@@ -18399,7 +19008,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K151)
+                w1 = _new(_K154)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 6:
@@ -18432,7 +19041,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K152)
+                w1 = _new(_K155)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 7:
@@ -18487,7 +19096,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K153)
+                w1 = _new(_K156)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 8:
@@ -18566,7 +19175,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     a2_0 = w2
                 else:
                     raise _InternalError("Raw enum value doesn't match any cases")
-                w1 = _new(_K154)
+                w1 = _new(_K157)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 9:
@@ -18722,7 +19331,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K155)
+                w1 = _new(_K158)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 10:
@@ -18757,7 +19366,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K156)
+                w1 = _new(_K159)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 11:
@@ -18789,7 +19398,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K157)
+                w1 = _new(_K160)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 12:
@@ -18833,7 +19442,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K158)
+                w1 = _new(_K161)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 13:
@@ -18881,7 +19490,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K159)
+                w1 = _new(_K162)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 14:
@@ -18898,7 +19507,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K160)
+                w1 = _new(_K163)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 15:
@@ -18914,23 +19523,23 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K161)
+                w1 = _new(_K164)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 16:
                 n = _U32(d, o)[0] + 4
                 a2_0 = d[o + 4:o + n].decode()
                 o += n
-                w1 = _new(_K162)
+                w1 = _new(_K165)
                 w1._values = (a2_0,)
                 a1_0 = w1
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
-            w0 = _new(_K146)
+            w0 = _new(_K149)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 2:
-            w1 = _new(_K164)
+            w1 = _new(_K167)
             f = d[o]
             o += 1
             if f == 1:
@@ -18944,11 +19553,11 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
             t2 = _I32(d, o)[0]
             o += 4
             if t2 == 1:
-                w1.mode = _K165
+                w1.mode = _K168
             elif t2 == 2:
-                w1.mode = _K166
+                w1.mode = _K169
             elif t2 == 3:
-                w1.mode = _K167
+                w1.mode = _K170
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
             t2 = _I32(d, o)[0]
@@ -18968,11 +19577,11 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
             w1.content, o = rSequenceTypeContentBlock(d, o)
             w1.superseded, o = rSequenceSequenceTypeContentBlock(d, o)
             a1_0 = w1
-            w0 = _new(_K163)
+            w0 = _new(_K166)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 3:
-            w1 = _new(_K169)
+            w1 = _new(_K172)
             n = _U32(d, o)[0] + 4
             w1.rule = d[o + 4:o + n].decode()
             o += n
@@ -18980,24 +19589,24 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
             w1.message_id = d[o + 4:o + n].decode()
             o += n
             a1_0 = w1
-            w0 = _new(_K168)
+            w0 = _new(_K171)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 4:
-            w0 = _new(_K170)
+            w0 = _new(_K173)
             a0_0 = w0
         elif t0 == 5:
             a1_0, o = rSequenceString(d, o)
-            w0 = _new(_K171)
+            w0 = _new(_K174)
             w0._values = (a1_0,)
             a0_0 = w0
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
-        v = _new(_K216)
+        v = _new(_K219)
         v._values = (a0_0,)
         return v, o
     elif t == 2:
-        v = _new(_K217)
+        v = _new(_K220)
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
@@ -19261,7 +19870,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K147)
+            w0 = _new(_K150)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 2:
@@ -19490,7 +20099,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K148)
+            w0 = _new(_K151)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 3:
@@ -19523,7 +20132,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K149)
+            w0 = _new(_K152)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 4:
@@ -19752,7 +20361,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K150)
+            w0 = _new(_K153)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 5:
@@ -19778,7 +20387,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K151)
+            w0 = _new(_K154)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 6:
@@ -19811,7 +20420,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K152)
+            w0 = _new(_K155)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 7:
@@ -20040,7 +20649,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K153)
+            w0 = _new(_K156)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 8:
@@ -20188,7 +20797,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 a1_0 = w1
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
-            w0 = _new(_K154)
+            w0 = _new(_K157)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 9:
@@ -20344,7 +20953,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K155)
+            w0 = _new(_K158)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 10:
@@ -20391,7 +21000,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K156)
+            w0 = _new(_K159)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 11:
@@ -20438,7 +21047,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K157)
+            w0 = _new(_K160)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 12:
@@ -20482,7 +21091,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K158)
+            w0 = _new(_K161)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 13:
@@ -20530,7 +21139,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K159)
+            w0 = _new(_K162)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 14:
@@ -20547,7 +21156,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K160)
+            w0 = _new(_K163)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 15:
@@ -20563,23 +21172,23 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K161)
+            w0 = _new(_K164)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 16:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K162)
+            w0 = _new(_K165)
             w0._values = (a1_0,)
             a0_0 = w0
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
-        v = _new(_K146)
+        v = _new(_K149)
         v._values = (a0_0,)
         return v, o
     elif t == 2:
-        w0 = _new(_K164)
+        w0 = _new(_K167)
         f = d[o]
         o += 1
         if f == 1:
@@ -20593,11 +21202,11 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w0.mode = _K165
+            w0.mode = _K168
         elif t1 == 2:
-            w0.mode = _K166
+            w0.mode = _K169
         elif t1 == 3:
-            w0.mode = _K167
+            w0.mode = _K170
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         t1 = _I32(d, o)[0]
@@ -20617,11 +21226,11 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
         w0.content, o = rSequenceTypeContentBlock(d, o)
         w0.superseded, o = rSequenceSequenceTypeContentBlock(d, o)
         a0_0 = w0
-        v = _new(_K163)
+        v = _new(_K166)
         v._values = (a0_0,)
         return v, o
     elif t == 3:
-        w0 = _new(_K169)
+        w0 = _new(_K172)
         n = _U32(d, o)[0] + 4
         w0.rule = d[o + 4:o + n].decode()
         o += n
@@ -20629,15 +21238,15 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
         w0.message_id = d[o + 4:o + n].decode()
         o += n
         a0_0 = w0
-        v = _new(_K168)
+        v = _new(_K171)
         v._values = (a0_0,)
         return v, o
     elif t == 4:
-        v = _new(_K170)
+        v = _new(_K173)
         return v, o
     elif t == 5:
         a0_0, o = rSequenceString(d, o)
-        v = _new(_K171)
+        v = _new(_K174)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
@@ -20651,7 +21260,7 @@ def rTypeSessionId(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeSessionInfo(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K218)
+    v = _new(_K221)
     n = _U32(d, o)[0] + 4
     v.session_id = d[o + 4:o + n].decode()
     o += n
@@ -20747,7 +21356,7 @@ def rTypeSessionInfoUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeSessionPage(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K297)
+    v = _new(_K300)
     v.sessions, o = rSequenceTypeSessionInfo(d, o)
     f = d[o]
     o += 1
@@ -20763,7 +21372,7 @@ def rTypeSessionPage(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeSessionSetup(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K185)
+    v = _new(_K188)
     n = _U32(d, o)[0] + 4
     v.cwd = d[o + 4:o + n].decode()
     o += n
@@ -20776,14 +21385,23 @@ def rTypeSessionStatus(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K298, o
+        v = _new(_K145)
+        return v, o
     elif t == 2:
-        return _K299, o
+        v = _new(_K146)
+        return v, o
+    elif t == 3:
+        n = _U32(d, o)[0] + 4
+        a0_0 = d[o + 4:o + n].decode()
+        o += n
+        v = _new(_K147)
+        v._values = (a0_0,)
+        return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
 def rTypeSessionStatusRequest(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K300)
+    v = _new(_K301)
     n = _U32(d, o)[0] + 4
     v.session_id = d[o + 4:o + n].decode()
     o += n
@@ -20801,15 +21419,175 @@ def rTypeSessionStatusRequest(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeSessionStatusResponse(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K301)
+    v = _new(_K302)
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        v.status = _K298
+        w0 = _new(_K145)
+        v.status = w0
     elif t0 == 2:
-        v.status = _K299
+        w0 = _new(_K146)
+        v.status = w0
+    elif t0 == 3:
+        n = _U32(d, o)[0] + 4
+        a1_0 = d[o + 4:o + n].decode()
+        o += n
+        w0 = _new(_K147)
+        w0._values = (a1_0,)
+        v.status = w0
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
+    f = d[o]
+    o += 1
+    if f == 1:
+        t0 = _I32(d, o)[0]
+        o += 4
+        if t0 == 1:
+            w1 = _new(_K51)
+            f = d[o]
+            o += 1
+            if f == 1:
+                n = _U32(d, o)[0] + 4
+                w1.meta = d[o + 4:o + n].decode()
+                o += n
+            elif f == 0:
+                w1.meta = None
+            else:
+                raise _InternalError('Unexpected flag byte for optional type')
+            a1_0 = w1
+            w0 = _new(_K58)
+            w0._values = (a1_0,)
+            v.state = w0
+        elif t0 == 2:
+            w1 = _new(_K25)
+            f = d[o]
+            o += 1
+            if f == 1:
+                t2 = _I32(d, o)[0]
+                o += 4
+                if t2 == 1:
+                    w2 = _new(_K26)
+                    w1.stop_reason = w2
+                elif t2 == 2:
+                    w2 = _new(_K27)
+                    w1.stop_reason = w2
+                elif t2 == 3:
+                    w2 = _new(_K28)
+                    w1.stop_reason = w2
+                elif t2 == 4:
+                    w2 = _new(_K29)
+                    w1.stop_reason = w2
+                elif t2 == 5:
+                    w2 = _new(_K30)
+                    w1.stop_reason = w2
+                elif t2 == 6:
+                    n = _U32(d, o)[0] + 4
+                    a3_0 = d[o + 4:o + n].decode()
+                    o += n
+                    w2 = _new(_K31)
+                    w2._values = (a3_0,)
+                    w1.stop_reason = w2
+                else:
+                    raise _InternalError("Raw enum value doesn't match any cases")
+            elif f == 0:
+                w1.stop_reason = None
+            else:
+                raise _InternalError('Unexpected flag byte for optional type')
+            f = d[o]
+            o += 1
+            if f == 1:
+                w2 = _new(_K32)
+                w2.total_tokens = _U64(d, o)[0]
+                o += 8
+                w2.input_tokens = _U64(d, o)[0]
+                o += 8
+                w2.output_tokens = _U64(d, o)[0]
+                o += 8
+                f = d[o]
+                o += 1
+                if f == 1:
+                    w2.thought_tokens = _U64(d, o)[0]
+                    o += 8
+                elif f == 0:
+                    w2.thought_tokens = None
+                else:
+                    raise _InternalError('Unexpected flag byte for optional type')
+                f = d[o]
+                o += 1
+                if f == 1:
+                    w2.cached_read_tokens = _U64(d, o)[0]
+                    o += 8
+                elif f == 0:
+                    w2.cached_read_tokens = None
+                else:
+                    raise _InternalError('Unexpected flag byte for optional type')
+                f = d[o]
+                o += 1
+                if f == 1:
+                    w2.cached_write_tokens = _U64(d, o)[0]
+                    o += 8
+                elif f == 0:
+                    w2.cached_write_tokens = None
+                else:
+                    raise _InternalError('Unexpected flag byte for optional type')
+                f = d[o]
+                o += 1
+                if f == 1:
+                    n = _U32(d, o)[0] + 4
+                    w2.meta = d[o + 4:o + n].decode()
+                    o += n
+                elif f == 0:
+                    w2.meta = None
+                else:
+                    raise _InternalError('Unexpected flag byte for optional type')
+                w1.usage = w2
+            elif f == 0:
+                w1.usage = None
+            else:
+                raise _InternalError('Unexpected flag byte for optional type')
+            f = d[o]
+            o += 1
+            if f == 1:
+                n = _U32(d, o)[0] + 4
+                w1.meta = d[o + 4:o + n].decode()
+                o += n
+            elif f == 0:
+                w1.meta = None
+            else:
+                raise _InternalError('Unexpected flag byte for optional type')
+            a1_0 = w1
+            w0 = _new(_K59)
+            w0._values = (a1_0,)
+            v.state = w0
+        elif t0 == 3:
+            w1 = _new(_K50)
+            f = d[o]
+            o += 1
+            if f == 1:
+                n = _U32(d, o)[0] + 4
+                w1.meta = d[o + 4:o + n].decode()
+                o += n
+            elif f == 0:
+                w1.meta = None
+            else:
+                raise _InternalError('Unexpected flag byte for optional type')
+            a1_0 = w1
+            w0 = _new(_K60)
+            w0._values = (a1_0,)
+            v.state = w0
+        elif t0 == 4:
+            n = _U32(d, o)[0] + 4
+            a1_0 = d[o + 4:o + n].decode()
+            o += n
+            w0 = _new(_K61)
+            w0._values = (a1_0,)
+            v.state = w0
+        else:
+            raise _InternalError("Raw enum value doesn't match any cases")
+    elif f == 0:
+        v.state = None
+    else:
+        raise _InternalError('Unexpected flag byte for optional type')
     f = d[o]
     o += 1
     if f == 1:
@@ -20856,7 +21634,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K147)
+        v = _new(_K150)
         v._values = (a0_0,)
         return v, o
     elif t == 2:
@@ -21288,7 +22066,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K148)
+        v = _new(_K151)
         v._values = (a0_0,)
         return v, o
     elif t == 3:
@@ -21321,7 +22099,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K149)
+        v = _new(_K152)
         v._values = (a0_0,)
         return v, o
     elif t == 4:
@@ -21753,7 +22531,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K150)
+        v = _new(_K153)
         v._values = (a0_0,)
         return v, o
     elif t == 5:
@@ -21779,7 +22557,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K151)
+        v = _new(_K154)
         v._values = (a0_0,)
         return v, o
     elif t == 6:
@@ -21812,7 +22590,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K152)
+        v = _new(_K155)
         v._values = (a0_0,)
         return v, o
     elif t == 7:
@@ -22244,7 +23022,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K153)
+        v = _new(_K156)
         v._values = (a0_0,)
         return v, o
     elif t == 8:
@@ -22392,7 +23170,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
             a0_0 = w0
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
-        v = _new(_K154)
+        v = _new(_K157)
         v._values = (a0_0,)
         return v, o
     elif t == 9:
@@ -22548,7 +23326,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K155)
+        v = _new(_K158)
         v._values = (a0_0,)
         return v, o
     elif t == 10:
@@ -22630,7 +23408,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K156)
+        v = _new(_K159)
         v._values = (a0_0,)
         return v, o
     elif t == 11:
@@ -22677,7 +23455,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K157)
+        v = _new(_K160)
         v._values = (a0_0,)
         return v, o
     elif t == 12:
@@ -22721,7 +23499,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K158)
+        v = _new(_K161)
         v._values = (a0_0,)
         return v, o
     elif t == 13:
@@ -22769,7 +23547,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K159)
+        v = _new(_K162)
         v._values = (a0_0,)
         return v, o
     elif t == 14:
@@ -22786,7 +23564,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K160)
+        v = _new(_K163)
         v._values = (a0_0,)
         return v, o
     elif t == 15:
@@ -22802,21 +23580,21 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K161)
+        v = _new(_K164)
         v._values = (a0_0,)
         return v, o
     elif t == 16:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K162)
+        v = _new(_K165)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
 def rTypeSetupSupport(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K256)
+    v = _new(_K259)
     v.mcp_stdio = d[o] != 0
     o += 1
     v.mcp_http = d[o] != 0
@@ -22991,9 +23769,9 @@ def rTypeSteerInStream(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K219, o
+        return _K222, o
     elif t == 2:
-        return _K220, o
+        return _K223, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
@@ -24583,15 +25361,15 @@ def rTypeToolKind(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeTranscriptEntry(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K221)
+    v = _new(_K224)
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        v.role = _K222
+        v.role = _K225
     elif t0 == 2:
-        v.role = _K223
+        v.role = _K226
     elif t0 == 3:
-        v.role = _K224
+        v.role = _K227
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     n = _U32(d, o)[0] + 4
@@ -24666,7 +25444,7 @@ def rTypeTurn(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeTurnEnd(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K302)
+    v = _new(_K303)
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
@@ -24768,7 +25546,7 @@ def rTypeUnknown(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K303)
+    v = _new(_K304)
     n = _U32(d, o)[0] + 4
     v.session_id = d[o + 4:o + n].decode()
     o += n
@@ -24804,7 +25582,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K147)
+        w0 = _new(_K150)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 2:
@@ -25033,7 +25811,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K148)
+        w0 = _new(_K151)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 3:
@@ -25066,7 +25844,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K149)
+        w0 = _new(_K152)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 4:
@@ -25295,7 +26073,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K150)
+        w0 = _new(_K153)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 5:
@@ -25321,7 +26099,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K151)
+        w0 = _new(_K154)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 6:
@@ -25354,7 +26132,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K152)
+        w0 = _new(_K155)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 7:
@@ -25583,7 +26361,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K153)
+        w0 = _new(_K156)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 8:
@@ -25731,7 +26509,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
             a1_0 = w1
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
-        w0 = _new(_K154)
+        w0 = _new(_K157)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 9:
@@ -25887,7 +26665,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K155)
+        w0 = _new(_K158)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 10:
@@ -25934,7 +26712,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K156)
+        w0 = _new(_K159)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 11:
@@ -25981,7 +26759,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K157)
+        w0 = _new(_K160)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 12:
@@ -26025,7 +26803,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K158)
+        w0 = _new(_K161)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 13:
@@ -26073,7 +26851,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K159)
+        w0 = _new(_K162)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 14:
@@ -26090,7 +26868,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K160)
+        w0 = _new(_K163)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 15:
@@ -26106,14 +26884,14 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K161)
+        w0 = _new(_K164)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 16:
         n = _U32(d, o)[0] + 4
         a1_0 = d[o + 4:o + n].decode()
         o += n
-        w0 = _new(_K162)
+        w0 = _new(_K165)
         w0._values = (a1_0,)
         v.update = w0
     else:
@@ -26223,7 +27001,7 @@ def rTypeUsageUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeUserInput(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K225)
+    v = _new(_K228)
     n = _U32(d, o)[0] + 4
     v.message_id = d[o + 4:o + n].decode()
     o += n
@@ -26756,7 +27534,7 @@ def rTypeValue(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeViolation(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K169)
+    v = _new(_K172)
     n = _U32(d, o)[0] + 4
     v.rule = d[o + 4:o + n].decode()
     o += n
@@ -26846,6 +27624,8 @@ READERS: Dict[str, Callable[[Buffer, int], Tuple[Any, int]]] = {
     '_UniffiFfiConverterOptionalTypeReplayFrom': rOptionalTypeReplayFrom,
     '_UniffiFfiConverterOptionalTypeSessionAdditionalDirectoriesCapabilities': rOptionalTypeSessionAdditionalDirectoriesCapabilities,
     '_UniffiFfiConverterOptionalTypeSessionCapabilities': rOptionalTypeSessionCapabilities,
+    '_UniffiFfiConverterOptionalTypeSessionId': rOptionalTypeSessionId,
+    '_UniffiFfiConverterOptionalTypeStateUpdate': rOptionalTypeStateUpdate,
     '_UniffiFfiConverterOptionalTypeStatusCapabilities': rOptionalTypeStatusCapabilities,
     '_UniffiFfiConverterOptionalTypeStopReason': rOptionalTypeStopReason,
     '_UniffiFfiConverterOptionalTypeToolCallStatus': rOptionalTypeToolCallStatus,

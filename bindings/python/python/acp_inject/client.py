@@ -30,6 +30,7 @@ from .acp_inject_ffi import (
     SelectedPermissionOutcome,
     SessionActivity,
     SessionInfo,
+    SessionStatusResponse,
 )
 from .content import Content, blocks
 
@@ -89,8 +90,11 @@ class Session:
         """``session/cancel``: the running turn ends ``cancelled``; pending injects survive."""
         self._inner.cancel()
 
-    async def status(self) -> bool:
-        """``session/status``: whether the agent holds the session."""
+    async def status(self) -> SessionStatusResponse:
+        """``session/status``: ``status`` is ``SessionStatus.OPEN()`` while the agent has the
+        session in memory (``state`` is then its foreground state, a snapshot) or
+        ``SessionStatus.SAVED()`` when it can resume it; ``AcpError.Protocol`` (-32002) for a
+        session the agent does not know."""
         return await self._inner.status()
 
     async def close(self) -> None:

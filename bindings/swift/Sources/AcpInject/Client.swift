@@ -196,8 +196,10 @@ public final class Session: @unchecked Sendable, CustomStringConvertible {
         try session.cancel()
     }
 
-    /// `session/status`: whether the agent holds the session.
-    public func status() async throws -> Bool {
+    /// `session/status`: `.open` while the agent has the session in memory (with its foreground
+    /// state, a snapshot) or `.saved` when it can resume it; `AcpError.Protocol` (-32002) for a
+    /// session the agent does not know.
+    public func status() async throws -> SessionStatusResponse {
         try await session.status()
     }
 

@@ -25,11 +25,13 @@ final class ClientTests: XCTestCase {
         let snap = try session.snapshot()
         XCTAssertEqual(snap.state, .idle)
         XCTAssertEqual(snap.transcript.first?.content.text, "fix the bug")
-        let live = try await session.status()
-        XCTAssertTrue(live)
+        let open = try await session.status()
+        XCTAssertEqual(open.status, .open)
+        if case .idle? = open.state {} else { XCTFail("state \(String(describing: open.state))") }
         try await session.close()
-        let stillLive = try await session.status()
-        XCTAssertFalse(stillLive)
+        let saved = try await session.status()
+        XCTAssertEqual(saved.status, .saved)
+        XCTAssertNil(saved.state)
         try await agent.close()
     }
 

@@ -493,12 +493,12 @@ impl Agent {
 
     /// The live session, or `session_not_found`.
     fn live_session(&self, session: &str, message_id: Option<&MessageId>) -> Result<&Session, ErrorObject> {
-        self.sessions.get(session).ok_or_else(|| ErrorObject::reason(ErrorReason::SessionNotFound, message_id))
+        self.sessions.get(session).ok_or_else(|| ErrorObject::session_not_found(session, message_id))
     }
 
     /// The live session, mutably, or `session_not_found`.
     fn live_session_mut(&mut self, session: &str) -> Result<&mut Session, ErrorObject> {
-        self.sessions.get_mut(session).ok_or_else(|| ErrorObject::reason(ErrorReason::SessionNotFound, None))
+        self.sessions.get_mut(session).ok_or_else(|| ErrorObject::session_not_found(session, None))
     }
 
     /// A notification for every connection attached to the session.

@@ -103,17 +103,31 @@ pub(crate) fn update_line(session: &str, update: SessionUpdate) -> String {
     jsonrpc::notification_line(&UpdateSessionNotification { session_id: SessionId(session.to_owned()), update, meta: None })
 }
 
+/// The states a `session/status` answer reports (R-STATUS-1): snapshots, an idle one without
+/// `stopReason`.
+pub(crate) fn running_state() -> StateUpdate {
+    StateUpdate::Running(Box::new(RunningStateUpdate { meta: None }))
+}
+
+pub(crate) fn requires_action_state() -> StateUpdate {
+    StateUpdate::RequiresAction(Box::new(RequiresActionStateUpdate { meta: None }))
+}
+
+pub(crate) fn idle_state() -> StateUpdate {
+    StateUpdate::Idle(Box::new(IdleStateUpdate { stop_reason: None, usage: None, meta: None }))
+}
+
 pub(crate) fn running() -> SessionUpdate {
-    StateUpdate::Running(Box::new(RunningStateUpdate { meta: None })).into()
+    running_state().into()
 }
 
 /// The `idle` snapshot a resume reports (R-RESUME-2): no `stopReason`, it ends no turn.
 pub(crate) fn idle_snapshot() -> SessionUpdate {
-    StateUpdate::Idle(Box::new(IdleStateUpdate { stop_reason: None, usage: None, meta: None })).into()
+    idle_state().into()
 }
 
 pub(crate) fn requires_action() -> SessionUpdate {
-    StateUpdate::RequiresAction(Box::new(RequiresActionStateUpdate { meta: None })).into()
+    requires_action_state().into()
 }
 
 /// The turn-end `idle` (R-TURNEND-1): always `stopReason`; `usage` as the runtime reported it,

@@ -259,7 +259,7 @@ impl Agent {
             Some(s) => s.record.clone(),
             None => match tri!(self.store.session(&session).map_err(internal)) {
                 Some(r) => r,
-                None => return Reply::err(ErrorObject::reason(ErrorReason::SessionNotFound, None)),
+                None => return Reply::err(ErrorObject::session_not_found(&session, None)),
             },
         };
         if record.cwd != p.cwd {
@@ -458,8 +458,21 @@ impl Agent {
     /// R-STATUS-1: side-effect free.
     fn status(&mut self, params: Option<&RawValue>) -> Reply {
         let p: SessionStatusRequest = tri!(decode(params));
-        let status = if self.is_live(&p.session_id.0) { SessionStatus::Live } else { SessionStatus::NotFound };
-        Reply::ok(&SessionStatusResponse { status, meta: None })
+        let session = p.session_id.0;
+        // R-STATUS-1: open with the turn's state, saved when only the store knows it, and
+        // -32002 for a session the agent never had.
+        if let Some(s) = self.sessions.get(&session) {
+            let state = match s.turn {
+                Turn::Idle => output::idle_state(),
+                Turn::RequiresAction { .. } => output::requires_action_state(),
+                Turn::Running { .. } | Turn::Paused { .. } => output::running_state(),
+            };
+            return Reply::ok(&SessionStatusResponse { status: SessionStatus::Open, state: Some(state), meta: None });
+        }
+        match tri!(self.store.session(&session).map_err(internal)) {
+            Some(_) => Reply::ok(&SessionStatusResponse { status: SessionStatus::Saved, state: None, meta: None }),
+            None => Reply::err(ErrorObject::session_not_found(&session, None)),
+        }
     }
 }
 

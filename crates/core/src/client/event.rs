@@ -1,7 +1,10 @@
 //! What a client connection reports: answers to its requests, each session's activity, the
 //! agent's requests, and what it could not use.
 
-use acp_inject_wire::{ErrorReason, InitializeResponse, MessageId, RequestId, RequestPermissionRequest, SessionInfo, SessionUpdate};
+use acp_inject_wire::{
+    ErrorReason, InitializeResponse, MessageId, RequestId, RequestPermissionRequest, SessionInfo, SessionStatus, SessionUpdate,
+    StateUpdate,
+};
 use serde::{Deserialize, Serialize};
 
 use super::mirror::{PendingItem, Violation};
@@ -95,10 +98,14 @@ pub enum Answer {
     Replaced,
     /// `session/close`.
     Closed,
-    /// `session/status`.
+    /// `session/status` (C-STATUS-1).
     Status {
-        /// The agent holds the session.
-        live: bool,
+        /// `open` (in the agent's memory) or `saved` (resumable); a value this client does not
+        /// know reads as `saved`.
+        status: SessionStatus,
+        /// The session's foreground state when the agent reported it (a snapshot: an `idle`
+        /// here is not a turn end).
+        state: Option<StateUpdate>,
     },
 }
 

@@ -1479,7 +1479,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_acp_inject_ffi_checksum_method_session_snapshot() and 0xFFFF) != 37688) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_session_status() and 0xFFFF) != 59444) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_session_status() and 0xFFFF) != 56003) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_acp_inject_ffi_checksum_method_session_take_events() and 0xFFFF) != 6021) {
@@ -5205,9 +5205,10 @@ public interface SessionInterface {
     fun `snapshot`(): MirrorSnapshot?
     
     /**
-     * `session/status`: `true` while the agent holds the session.
+     * `session/status`: `open` (with the session's state when reported) or `saved`; -32002
+     * for a session the agent does not know.
      */
-    suspend fun `status`(): kotlin.Boolean
+    suspend fun `status`(): SessionStatusResponse
     
     /**
      * Whatever activity is queued now, without waiting.
@@ -5543,11 +5544,12 @@ open class Session: Disposable, AutoCloseable, SessionInterface
 
     
     /**
-     * `session/status`: `true` while the agent holds the session.
+     * `session/status`: `open` (with the session's state when reported) or `saved`; -32002
+     * for a session the agent does not know.
      */
     @Throws(AcpException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
-    override suspend fun `status`() : kotlin.Boolean {
+    override suspend fun `status`() : SessionStatusResponse {
         return uniffiRustCallAsync(
         callWithHandle { uniffiHandle ->
             UniffiLib.uniffi_acp_inject_ffi_fn_method_session_status(
@@ -5555,11 +5557,11 @@ open class Session: Disposable, AutoCloseable, SessionInterface
                 
             )
         },
-        { future, callback, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_poll_i8(future, callback, continuation) },
-        { future, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_complete_i8(future, continuation) },
-        { future -> UniffiLib.ffi_acp_inject_ffi_rust_future_free_i8(future) },
+        { future, callback, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_complete_rust_buffer(future, continuation) },
+        { future -> UniffiLib.ffi_acp_inject_ffi_rust_future_free_rust_buffer(future) },
         // lift function
-        { FfiConverterBoolean.lift(it) },
+        { FfiConverterTypeSessionStatusResponse.lift(it) },
         // Error FFI converter
         AcpException.ErrorHandler,
     )
@@ -7310,6 +7312,8 @@ data class ErrorData (
     , 
     var `messageId`: MessageId?
     , 
+    var `sessionId`: SessionId?
+    , 
     /**
      * What was wrong, for a person. Never compared by conformance vectors.
      */
@@ -7332,6 +7336,7 @@ public object FfiConverterTypeErrorData: FfiConverterRustBuffer<ErrorData> {
         return ErrorData(
             FfiConverterOptionalTypeErrorReason.read(buf),
             FfiConverterOptionalTypeMessageId.read(buf),
+            FfiConverterOptionalTypeSessionId.read(buf),
             FfiConverterOptionalString.read(buf),
         )
     }
@@ -7339,12 +7344,14 @@ public object FfiConverterTypeErrorData: FfiConverterRustBuffer<ErrorData> {
     override fun allocationSize(value: ErrorData) = (
             FfiConverterOptionalTypeErrorReason.allocationSize(value.`reason`) +
             FfiConverterOptionalTypeMessageId.allocationSize(value.`messageId`) +
+            FfiConverterOptionalTypeSessionId.allocationSize(value.`sessionId`) +
             FfiConverterOptionalString.allocationSize(value.`detail`)
     )
 
     override fun write(value: ErrorData, buf: ByteBuffer) {
             FfiConverterOptionalTypeErrorReason.write(value.`reason`, buf)
             FfiConverterOptionalTypeMessageId.write(value.`messageId`, buf)
+            FfiConverterOptionalTypeSessionId.write(value.`sessionId`, buf)
             FfiConverterOptionalString.write(value.`detail`, buf)
     }
 }
@@ -10003,10 +10010,15 @@ public object FfiConverterTypeSessionStatusRequest: FfiConverterRustBuffer<Sessi
 
 
 /**
- * Whether the agent currently holds the session. Says nothing about running vs idle.
+ * Whether the agent has the session in memory, and its foreground state when it does. A snapshot: a session reported `open` may be closed before the client's next request, and an `idle` state here is not a new turn end.
  */
 data class SessionStatusResponse (
     var `status`: SessionStatus
+    , 
+    /**
+     * The session's current foreground state, as a `state_update` would report it (sent when `status` is `open`). Absent, `null` or malformed: not reported, which does not mean `idle`.
+     */
+    var `state`: StateUpdate?
     , 
     var `meta`: JsonObject?
     
@@ -10026,17 +10038,20 @@ public object FfiConverterTypeSessionStatusResponse: FfiConverterRustBuffer<Sess
     override fun read(buf: ByteBuffer): SessionStatusResponse {
         return SessionStatusResponse(
             FfiConverterTypeSessionStatus.read(buf),
+            FfiConverterOptionalTypeStateUpdate.read(buf),
             FfiConverterOptionalTypeJsonObject.read(buf),
         )
     }
 
     override fun allocationSize(value: SessionStatusResponse) = (
             FfiConverterTypeSessionStatus.allocationSize(value.`status`) +
+            FfiConverterOptionalTypeStateUpdate.allocationSize(value.`state`) +
             FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
     )
 
     override fun write(value: SessionStatusResponse, buf: ByteBuffer) {
             FfiConverterTypeSessionStatus.write(value.`status`, buf)
+            FfiConverterOptionalTypeStateUpdate.write(value.`state`, buf)
             FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
     }
 }
@@ -11195,7 +11210,8 @@ sealed class Answer {
     
     
     data class Status(
-        val `live`: kotlin.Boolean) : Answer()
+        val `status`: dev.acpinject.SessionStatus, 
+        val `state`: dev.acpinject.StateUpdate?) : Answer()
         
     {
         
@@ -11240,7 +11256,8 @@ public object FfiConverterTypeAnswer : FfiConverterRustBuffer<Answer>{
             8 -> Answer.Replaced
             9 -> Answer.Closed
             10 -> Answer.Status(
-                FfiConverterBoolean.read(buf),
+                FfiConverterTypeSessionStatus.read(buf),
+                FfiConverterOptionalTypeStateUpdate.read(buf),
                 )
             else -> throw RuntimeException("invalid enum value, something is very wrong!!")
         }
@@ -11311,7 +11328,8 @@ public object FfiConverterTypeAnswer : FfiConverterRustBuffer<Answer>{
             // Add the size for the Int that specifies the variant plus the size needed for all fields
             (
                 4UL
-                + FfiConverterBoolean.allocationSize(value.`live`)
+                + FfiConverterTypeSessionStatus.allocationSize(value.`status`)
+                + FfiConverterOptionalTypeStateUpdate.allocationSize(value.`state`)
             )
         }
     }
@@ -11362,7 +11380,8 @@ public object FfiConverterTypeAnswer : FfiConverterRustBuffer<Answer>{
             }
             is Answer.Status -> {
                 buf.putInt(10)
-                FfiConverterBoolean.write(value.`live`, buf)
+                FfiConverterTypeSessionStatus.write(value.`status`, buf)
+                FfiConverterOptionalTypeStateUpdate.write(value.`state`, buf)
                 Unit
             }
         }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
@@ -14689,41 +14708,97 @@ public object FfiConverterTypeSessionEvent : FfiConverterRustBuffer<SessionEvent
 
 
 /**
- * A session's liveness.
+ * Whether the agent has a session in memory. Open: clients treat a value they do not recognise as `saved`.
  */
-
-enum class SessionStatus {
+sealed class SessionStatus {
     
     /**
-     * `live`: The agent holds the session; session methods will work.
+     * `open`: The agent has the session in memory (for any connection: one that did not create or resume it on its own connection still resumes it before prompting).
      */
-    LIVE,
+    data object Open : SessionStatus()
+    
+    
     /**
-     * `not_found`: The agent does not hold the session.
+     * `saved`: The agent knows the session and can resume it, but does not have it in memory.
      */
-    NOT_FOUND;
+    data object Saved : SessionStatus()
+    
+    
+    /**
+     * A value this version does not know (values starting with `_` are extensions).
+     */
+    data class Other(
+        val v1: kotlin.String) : SessionStatus()
+        
+    {
+        
 
+        companion object
+    }
+    
+
+    
+
+    
     
 
 
     companion object
 }
 
-
 /**
  * @suppress
  */
-public object FfiConverterTypeSessionStatus: FfiConverterRustBuffer<SessionStatus> {
-    override fun read(buf: ByteBuffer) = try {
-        SessionStatus.values()[buf.getInt() - 1]
-    } catch (e: IndexOutOfBoundsException) {
-        throw RuntimeException("invalid enum value, something is very wrong!!", e)
+public object FfiConverterTypeSessionStatus : FfiConverterRustBuffer<SessionStatus>{
+    override fun read(buf: ByteBuffer): SessionStatus {
+        return when(buf.getInt()) {
+            1 -> SessionStatus.Open
+            2 -> SessionStatus.Saved
+            3 -> SessionStatus.Other(
+                FfiConverterString.read(buf),
+                )
+            else -> throw RuntimeException("invalid enum value, something is very wrong!!")
+        }
     }
 
-    override fun allocationSize(value: SessionStatus) = 4UL
+    override fun allocationSize(value: SessionStatus): ULong = when(value) {
+        is SessionStatus.Open -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
+        is SessionStatus.Saved -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
+        is SessionStatus.Other -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterString.allocationSize(value.v1)
+            )
+        }
+    }
 
     override fun write(value: SessionStatus, buf: ByteBuffer) {
-        buf.putInt(value.ordinal + 1)
+        when(value) {
+            is SessionStatus.Open -> {
+                buf.putInt(1)
+                Unit
+            }
+            is SessionStatus.Saved -> {
+                buf.putInt(2)
+                Unit
+            }
+            is SessionStatus.Other -> {
+                buf.putInt(3)
+                FfiConverterString.write(value.v1, buf)
+                Unit
+            }
+        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
     }
 }
 
@@ -16936,6 +17011,38 @@ public object FfiConverterOptionalTypeReplayFrom: FfiConverterRustBuffer<ReplayF
 /**
  * @suppress
  */
+public object FfiConverterOptionalTypeStateUpdate: FfiConverterRustBuffer<StateUpdate?> {
+    override fun read(buf: ByteBuffer): StateUpdate? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypeStateUpdate.read(buf)
+    }
+
+    override fun allocationSize(value: StateUpdate?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypeStateUpdate.allocationSize(value)
+        }
+    }
+
+    override fun write(value: StateUpdate?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypeStateUpdate.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
 public object FfiConverterOptionalTypeStopReason: FfiConverterRustBuffer<StopReason?> {
     override fun read(buf: ByteBuffer): StopReason? {
         if (buf.get().toInt() == 0) {
@@ -17374,6 +17481,38 @@ public object FfiConverterOptionalTypeMessageId: FfiConverterRustBuffer<MessageI
         } else {
             buf.put(1)
             FfiConverterTypeMessageId.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalTypeSessionId: FfiConverterRustBuffer<SessionId?> {
+    override fun read(buf: ByteBuffer): SessionId? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypeSessionId.read(buf)
+    }
+
+    override fun allocationSize(value: SessionId?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypeSessionId.allocationSize(value)
+        }
+    }
+
+    override fun write(value: SessionId?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypeSessionId.write(value, buf)
         }
     }
 }

@@ -194,7 +194,12 @@ impl ClientConnection {
             }
             Flight::Status => {
                 let r: SessionStatusResponse = decode(kind, raw).map_err(invalid)?;
-                Answer::Status { live: r.status == SessionStatus::Live }
+                // C-STATUS-1: upstream says a value the client does not recognise is `saved`.
+                let status = match r.status {
+                    SessionStatus::Other(_) => SessionStatus::Saved,
+                    known => known,
+                };
+                Answer::Status { status, state: r.state }
             }
         };
         for e in events {

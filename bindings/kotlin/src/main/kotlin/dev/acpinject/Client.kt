@@ -150,8 +150,10 @@ class ClientSession(
     /** `session/cancel`: the running turn ends `cancelled`; pending injects survive. */
     fun cancel() = session.cancel()
 
-    /** `session/status`: whether the agent holds the session. */
-    suspend fun status(): Boolean = session.status()
+    /** `session/status`: [SessionStatus.Open] while the agent has the session in memory (with its
+     *  foreground state, a snapshot) or [SessionStatus.Saved] when it can resume it;
+     *  [AcpException.Protocol] (-32002) for a session the agent does not know. */
+    suspend fun status(): SessionStatusResponse = session.status()
 
     /** `session/close`. */
     suspend fun close() = session.closeSession()

@@ -55,10 +55,12 @@ class ClientTest {
             assertEquals("fix the bug", textOf(snap.users().single().content))
             assertTrue(snap.transcript.any { it.role == MessageRole.AGENT })
             assertTrue(snap.violations.isEmpty(), "${snap.violations}")
-            assertTrue(session.status())
+            val open = session.status()
+            assertEquals(SessionStatus.Open, open.status)
+            assertIs<StateUpdate.Idle>(open.state)
             assertTrue(client.sessions().first().sessionId == session.id)
             session.close()
-            assertFalse(session.status())
+            assertEquals(SessionStatusResponse(SessionStatus.Saved, null, null), session.status())
         }
     }
 

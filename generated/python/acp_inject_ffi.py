@@ -13066,6 +13066,74 @@ class _UniffiFfiConverterTypeTurnEnd(_UniffiConverterRustBuffer):
         _UniffiFfiConverterTypeStopReason.write(value.stop_reason, buf)
         _UniffiFfiConverterOptionalTypeUsage.write(value.usage, buf)
 
+class _UniffiFfiConverterSequenceTypeProtocolVersion(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        for item in value:
+            _UniffiFfiConverterTypeProtocolVersion.check_lower(item)
+
+    @classmethod
+    def write(cls, value, buf):
+        items = len(value)
+        buf.write_i32(items)
+        for item in value:
+            _UniffiFfiConverterTypeProtocolVersion.write(item, buf)
+
+    @classmethod
+    def read(cls, buf):
+        count = buf.read_i32()
+        if count < 0:
+            raise InternalError("Unexpected negative sequence length")
+
+        return [
+            _UniffiFfiConverterTypeProtocolVersion.read(buf) for i in range(count)
+        ]
+
+@dataclass
+class UnsupportedProtocolVersionErrorData:
+    """
+    The `data` of a -32022 error: the version the client asked for and the versions the agent speaks (upstream's definition).
+"""
+    def __init__(self, *, requested:ProtocolVersion, supported:typing.List[ProtocolVersion], meta:typing.Optional[JsonObject]):
+        self.requested = requested
+        self.supported = supported
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "UnsupportedProtocolVersionErrorData(requested={}, supported={}, meta={})".format(self.requested, self.supported, self.meta)
+    def __eq__(self, other):
+        if self.requested != other.requested:
+            return False
+        if self.supported != other.supported:
+            return False
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeUnsupportedProtocolVersionErrorData(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return UnsupportedProtocolVersionErrorData(
+            requested=_UniffiFfiConverterTypeProtocolVersion.read(buf),
+            supported=_UniffiFfiConverterSequenceTypeProtocolVersion.read(buf),
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypeProtocolVersion.check_lower(value.requested)
+        _UniffiFfiConverterSequenceTypeProtocolVersion.check_lower(value.supported)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeProtocolVersion.write(value.requested, buf)
+        _UniffiFfiConverterSequenceTypeProtocolVersion.write(value.supported, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
 @dataclass
 class UserMessage:
     """
@@ -20219,6 +20287,7 @@ __all__ = [
     "ToolCallContentChunk",
     "ToolCallUpdate",
     "TurnEnd",
+    "UnsupportedProtocolVersionErrorData",
     "UserMessage",
     "UserMessageChunk",
     "UsageUpdate",

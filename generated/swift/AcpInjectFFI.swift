@@ -9169,6 +9169,67 @@ public func FfiConverterTypeTurnEnd_lower(_ value: TurnEnd) -> RustBuffer {
 
 
 /**
+ * The `data` of a -32022 error: the version the client asked for and the versions the agent speaks (upstream's definition).
+ */
+public struct UnsupportedProtocolVersionErrorData: Equatable, Hashable {
+    public var requested: ProtocolVersion
+    public var supported: [ProtocolVersion]
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(requested: ProtocolVersion, supported: [ProtocolVersion], meta: JsonObject?) {
+        self.requested = requested
+        self.supported = supported
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension UnsupportedProtocolVersionErrorData: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeUnsupportedProtocolVersionErrorData: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> UnsupportedProtocolVersionErrorData {
+        return
+            try UnsupportedProtocolVersionErrorData(
+                requested: FfiConverterTypeProtocolVersion.read(from: &buf), 
+                supported: FfiConverterSequenceTypeProtocolVersion.read(from: &buf), 
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: UnsupportedProtocolVersionErrorData, into buf: inout [UInt8]) {
+        FfiConverterTypeProtocolVersion.write(value.requested, into: &buf)
+        FfiConverterSequenceTypeProtocolVersion.write(value.supported, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeUnsupportedProtocolVersionErrorData_lift(_ buf: RustBuffer) throws -> UnsupportedProtocolVersionErrorData {
+    return try FfiConverterTypeUnsupportedProtocolVersionErrorData.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeUnsupportedProtocolVersionErrorData_lower(_ value: UnsupportedProtocolVersionErrorData) -> RustBuffer {
+    return FfiConverterTypeUnsupportedProtocolVersionErrorData.lower(value)
+}
+
+
+/**
  * A session update (`session/update`).
  */
 public struct UpdateSessionNotification: Equatable, Hashable {
@@ -15767,6 +15828,31 @@ fileprivate struct FfiConverterSequenceTypeJsonObject: FfiConverterRustBuffer {
         seq.reserveCapacity(Int(len))
         for _ in 0 ..< len {
             seq.append(try FfiConverterTypeJsonObject.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterSequenceTypeProtocolVersion: FfiConverterRustBuffer {
+    typealias SwiftType = [ProtocolVersion]
+
+    public static func write(_ value: [ProtocolVersion], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeProtocolVersion.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [ProtocolVersion] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [ProtocolVersion]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeProtocolVersion.read(from: &buf))
         }
         return seq
     }

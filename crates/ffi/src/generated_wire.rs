@@ -755,6 +755,15 @@ pub struct ToolCallUpdate {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
+///The `data` of a -32022 error: the version the client asked for and the versions the agent speaks (upstream's definition).
+#[uniffi::remote(Record)]
+pub struct UnsupportedProtocolVersionErrorData {
+    pub requested: ProtocolVersion,
+    pub supported: ::std::vec::Vec<ProtocolVersion>,
+    pub meta: ::std::option::Option<
+        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    >,
+}
 ///A session update (`session/update`).
 #[uniffi::remote(Record)]
 pub struct UpdateSessionNotification {

@@ -22,6 +22,12 @@ pub const REQUEST_CANCELLED: i64 = -32800;
 pub const RESOURCE_NOT_FOUND: i64 = -32002;
 /// -32010 "Inject precondition failed" (`data.reason` says which).
 pub const INJECT_PRECONDITION_FAILED: i64 = -32010;
+/// -32022 "Unsupported protocol version": no version the agent speaks is at or below the
+/// requested one (`data`: `{requested, supported}`).
+pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+
+/// The protocol versions this toolkit speaks.
+pub const SUPPORTED_PROTOCOL_VERSIONS: [u16; 1] = [2];
 
 /// The fixed message of a code.
 pub fn message_for(code: i64) -> &'static str {
@@ -34,6 +40,7 @@ pub fn message_for(code: i64) -> &'static str {
         REQUEST_CANCELLED => "Request cancelled",
         RESOURCE_NOT_FOUND => "Resource not found",
         INJECT_PRECONDITION_FAILED => "Inject precondition failed",
+        UNSUPPORTED_PROTOCOL_VERSION => "Unsupported protocol version",
         _ => "Server error",
     }
 }
@@ -111,6 +118,17 @@ impl ErrorObject {
             session_id: Some(crate::SessionId(session.to_owned())),
             detail: None,
         };
+        ErrorObject { code, message: message_for(code).to_owned(), data: Some(serde_json::to_value(data).unwrap_or(Value::Null)) }
+    }
+
+    /// -32022 for a client that asked for `requested`: `data` says what the agent speaks.
+    pub fn unsupported_protocol_version(requested: u16, supported: &[u16]) -> Self {
+        let data = crate::UnsupportedProtocolVersionErrorData {
+            requested: crate::ProtocolVersion(requested),
+            supported: supported.iter().copied().map(crate::ProtocolVersion).collect(),
+            meta: None,
+        };
+        let code = UNSUPPORTED_PROTOCOL_VERSION;
         ErrorObject { code, message: message_for(code).to_owned(), data: Some(serde_json::to_value(data).unwrap_or(Value::Null)) }
     }
 

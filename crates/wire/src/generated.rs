@@ -2103,6 +2103,19 @@ pub struct ToolCallUpdate {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
+///The `data` of a -32022 error: the version the client asked for and the versions the agent speaks (upstream's definition).
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+pub struct UnsupportedProtocolVersionErrorData {
+    pub requested: ProtocolVersion,
+    pub supported: ::std::vec::Vec<ProtocolVersion>,
+    #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "__tolerant_unsupportedprotocolversionerrordata_meta")]
+    #[serde(default)]
+    pub meta: ::std::option::Option<
+        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    >,
+}
 ///A session update (`session/update`).
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
@@ -4112,6 +4125,30 @@ impl SerializeFields for ToolCallUpdate {
         if !::std::option::Option::is_none(&self.raw_output) {
             map.serialize_entry("rawOutput", &self.raw_output)?;
         }
+        if !::std::option::Option::is_none(&self.meta) {
+            map.serialize_entry("_meta", &self.meta)?;
+        }
+        Ok(())
+    }
+}
+fn __tolerant_unsupportedprotocolversionerrordata_meta<
+    'de,
+    D: ::serde::Deserializer<'de>,
+>(
+    deserializer: D,
+) -> Result<
+    ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
+    D::Error,
+> {
+    __de::default_on_error(deserializer, "UnsupportedProtocolVersionErrorData._meta")
+}
+impl SerializeFields for UnsupportedProtocolVersionErrorData {
+    fn serialize_fields<M: ::serde::ser::SerializeMap>(
+        &self,
+        map: &mut M,
+    ) -> Result<(), M::Error> {
+        map.serialize_entry("requested", &self.requested)?;
+        map.serialize_entry("supported", &self.supported)?;
         if !::std::option::Option::is_none(&self.meta) {
             map.serialize_entry("_meta", &self.meta)?;
         }

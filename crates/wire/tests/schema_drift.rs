@@ -88,6 +88,7 @@ fn rust_defs() -> Map<String, Value> {
         UpdateSessionNotification,
         ErrorObject,
         ErrorData,
+        UnsupportedProtocolVersionErrorData,
         RequestId,
     );
     let mut defs = Map::new();

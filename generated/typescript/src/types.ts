@@ -28,7 +28,8 @@ export type RequestId = null | number | string;
  * A JSON-RPC error object. For inject and session errors `data` is an `ErrorData`: exactly
  * `{"reason": …}` plus `messageId` when the request's params carry one. Codes: -32700 Parse
  * error, -32600 Invalid request, -32601 Method not found, -32602 Invalid params, -32603 Internal
- * error, -32800 Request cancelled, -32002 Resource not found, -32010 Inject precondition failed.
+ * error, -32800 Request cancelled, -32002 Resource not found, -32010 Inject precondition failed,
+ * -32022 Unsupported protocol version.
  */
 export interface ErrorObject {
   /** The error code. */
@@ -36,10 +37,20 @@ export interface ErrorObject {
   /** A short description; exactly the code's message for the codes above. */
   message: string;
   /**
-   * Details: an `ErrorData` for -32002 and -32010, optionally `{"detail": …}` for the standard
-   * codes.
+   * Details: an `ErrorData` for -32002 and -32010, an `UnsupportedProtocolVersionErrorData` for
+   * -32022, optionally `{"detail": …}` for the standard codes.
    */
   data?: unknown;
+}
+
+/**
+ * The `data` of a -32022 error: the version the client asked for and the versions the agent speaks
+ * (upstream's definition).
+ */
+export interface UnsupportedProtocolVersionErrorData {
+  requested: ProtocolVersion;
+  supported: ProtocolVersion[];
+  _meta?: Meta;
 }
 
 /** The `data` of a -32002 or -32010 error, and the optional `detail` of the standard codes. */

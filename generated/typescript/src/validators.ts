@@ -26,6 +26,16 @@ export const ErrorData$: d.Decoder<T.ErrorData> = d.struct<T.ErrorData>("ErrorDa
   detail: { decode: d.string() },
 });
 
+export const ProtocolVersion$: d.Decoder<T.ProtocolVersion> = d.integer(0, 65535);
+
+export const Meta$: d.Decoder<T.Meta> = d.nullable(d.object);
+
+export const UnsupportedProtocolVersionErrorData$: d.Decoder<T.UnsupportedProtocolVersionErrorData> = d.struct<T.UnsupportedProtocolVersionErrorData>("UnsupportedProtocolVersionErrorData", {
+  requested: { decode: ProtocolVersion$, required: true },
+  supported: { decode: d.array(ProtocolVersion$), required: true },
+  _meta: { decode: Meta$, defaultOnError: true },
+});
+
 export const ErrorObject$: d.Decoder<T.ErrorObject> = d.struct<T.ErrorObject>("ErrorObject", {
   code: { decode: d.integer(-2147483648, 2147483647), required: true },
   message: { decode: d.string(), required: true },
@@ -39,15 +49,12 @@ export const ErrorObject$: d.Decoder<T.ErrorObject> = d.struct<T.ErrorObject>("E
   { member: "code", equals: -32600, members: { message: d.constant("Invalid request") } },
   { member: "code", equals: -32603, members: { message: d.constant("Internal error") } },
   { member: "code", equals: -32800, members: { message: d.constant("Request cancelled") } },
+  { member: "code", equals: -32022, require: ["data"], members: { message: d.constant("Unsupported protocol version"), data: UnsupportedProtocolVersionErrorData$ } },
 ]);
 
 export const ToolCallId$: d.Decoder<T.ToolCallId> = d.string();
 
 export const PermissionOptionId$: d.Decoder<T.PermissionOptionId> = d.string();
-
-export const ProtocolVersion$: d.Decoder<T.ProtocolVersion> = d.integer(0, 65535);
-
-export const Meta$: d.Decoder<T.Meta> = d.nullable(d.object);
 
 export const Implementation$: d.Decoder<T.Implementation> = d.struct<T.Implementation>("Implementation", {
   name: { decode: d.string(), required: true },
@@ -737,6 +744,11 @@ export function decodeErrorObject(value: unknown, options?: d.DecodeOptions): T.
   return d.run(ErrorObject$, value, options);
 }
 
+/** Checks a `UnsupportedProtocolVersionErrorData`; throws a `ValidationError` naming the offending member. */
+export function decodeUnsupportedProtocolVersionErrorData(value: unknown, options?: d.DecodeOptions): T.UnsupportedProtocolVersionErrorData {
+  return d.run(UnsupportedProtocolVersionErrorData$, value, options);
+}
+
 /** Checks a `ErrorData`; throws a `ValidationError` naming the offending member. */
 export function decodeErrorData(value: unknown, options?: d.DecodeOptions): T.ErrorData {
   return d.run(ErrorData$, value, options);
@@ -1101,6 +1113,7 @@ export function decodeRole(value: unknown, options?: d.DecodeOptions): T.Role {
 export const decoders = {
   RequestId: RequestId$,
   ErrorObject: ErrorObject$,
+  UnsupportedProtocolVersionErrorData: UnsupportedProtocolVersionErrorData$,
   ErrorData: ErrorData$,
   ErrorReason: ErrorReason$,
   SessionId: SessionId$,

@@ -19,7 +19,7 @@ from .acp_inject_ffi import acp_inject_ffi as _g
 Buffer = Union[bytes, bytearray]
 
 # The generated module these readers were written from: they are installed only over that one.
-SOURCE_SHA256 = "cfb04fc8f39b1994e8d384c2f5c3c4f7408b076fa5cdbec097c84aad5af9b60e"
+SOURCE_SHA256 = "1a05d64d17ba6bc9c2cb646925c884b98804005c085122d819ea40e0b6853437"
 
 _new = object.__new__
 _InternalError = _g.InternalError
@@ -344,7 +344,8 @@ _K300 = _g.SessionPage
 _K301 = _g.SessionStatusRequest
 _K302 = _g.SessionStatusResponse
 _K303 = _g.TurnEnd
-_K304 = _g.UpdateSessionNotification
+_K304 = _g.UnsupportedProtocolVersionErrorData
+_K305 = _g.UpdateSessionNotification
 
 
 def rBoolean(d: Buffer, o: int) -> Tuple[Any, int]:
@@ -7829,6 +7830,18 @@ def rSequenceTypePlanEntry(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         v = w0
+        append(v)
+    return items, o
+
+
+def rSequenceTypeProtocolVersion(d: Buffer, o: int) -> Tuple[Any, int]:
+    c = _U32(d, o)[0]
+    o += 4
+    items = []
+    append = items.append
+    for _ in range(c):
+        v = _U16(d, o)[0]
+        o += 2
         append(v)
     return items, o
 
@@ -25545,8 +25558,26 @@ def rTypeUnknown(d: Buffer, o: int) -> Tuple[Any, int]:
     return v, o
 
 
-def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
+def rTypeUnsupportedProtocolVersionErrorData(d: Buffer, o: int) -> Tuple[Any, int]:
     v = _new(_K304)
+    v.requested = _U16(d, o)[0]
+    o += 2
+    v.supported, o = rSequenceTypeProtocolVersion(d, o)
+    f = d[o]
+    o += 1
+    if f == 1:
+        n = _U32(d, o)[0] + 4
+        v.meta = d[o + 4:o + n].decode()
+        o += n
+    elif f == 0:
+        v.meta = None
+    else:
+        raise _InternalError('Unexpected flag byte for optional type')
+    return v, o
+
+
+def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
+    v = _new(_K305)
     n = _U32(d, o)[0] + 4
     v.session_id = d[o + 4:o + n].decode()
     o += n
@@ -27649,6 +27680,7 @@ READERS: Dict[str, Callable[[Buffer, int], Tuple[Any, int]]] = {
     '_UniffiFfiConverterSequenceTypePendingItem': rSequenceTypePendingItem,
     '_UniffiFfiConverterSequenceTypePermissionOption': rSequenceTypePermissionOption,
     '_UniffiFfiConverterSequenceTypePlanEntry': rSequenceTypePlanEntry,
+    '_UniffiFfiConverterSequenceTypeProtocolVersion': rSequenceTypeProtocolVersion,
     '_UniffiFfiConverterSequenceTypeRole': rSequenceTypeRole,
     '_UniffiFfiConverterSequenceTypeSessionActivity': rSequenceTypeSessionActivity,
     '_UniffiFfiConverterSequenceTypeSessionInfo': rSequenceTypeSessionInfo,
@@ -27800,6 +27832,7 @@ READERS: Dict[str, Callable[[Buffer, int], Tuple[Any, int]]] = {
     '_UniffiFfiConverterTypeTurnEnd': rTypeTurnEnd,
     '_UniffiFfiConverterTypeTurnState': rTypeTurnState,
     '_UniffiFfiConverterTypeUnknown': rTypeUnknown,
+    '_UniffiFfiConverterTypeUnsupportedProtocolVersionErrorData': rTypeUnsupportedProtocolVersionErrorData,
     '_UniffiFfiConverterTypeUpdateSessionNotification': rTypeUpdateSessionNotification,
     '_UniffiFfiConverterTypeUsage': rTypeUsage,
     '_UniffiFfiConverterTypeUsageUpdate': rTypeUsageUpdate,

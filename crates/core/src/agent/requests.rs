@@ -139,6 +139,16 @@ impl Agent {
     }
 
     fn initialize(&mut self, conn: &str, params: Option<&RawValue>) -> Reply {
+        // R-INIT-1: the version first, so a client of another version learns that, not which
+        // member its params lack.
+        let requested = params
+            .and_then(|p| serde_json::from_str::<Map<String, Value>>(p.get()).ok())
+            .and_then(|p| p.get("protocolVersion").and_then(Value::as_u64));
+        let supported = acp_inject_wire::errors::SUPPORTED_PROTOCOL_VERSIONS;
+        let answered = requested.and_then(|r| supported.iter().copied().filter(|v| u64::from(*v) <= r).max());
+        if let (Some(requested), None) = (requested, answered) {
+            return Reply::err(ErrorObject::unsupported_protocol_version(u16::try_from(requested).unwrap_or(u16::MAX), &supported));
+        }
         let p: InitializeRequest = tri!(decode(params));
         let opted_in = p.capabilities.and_then(|c| c.meta).is_some_and(|meta| meta.contains_key(PENDING_EXTENSION));
         if let Some(c) = self.connections.get_mut(conn) {
@@ -150,7 +160,7 @@ impl Agent {
         extensions.insert(SESSION_CLOSED_EXTENSION.to_owned(), Value::Object(Map::new()));
         let empty = || Some(Map::new());
         Reply::ok(&InitializeResponse {
-            protocol_version: ProtocolVersion(2),
+            protocol_version: ProtocolVersion(answered.unwrap_or(supported[supported.len() - 1])),
             info: Implementation {
                 name: self.config.info.name.clone(),
                 title: None,

@@ -10511,6 +10511,52 @@ public object FfiConverterTypeTurnEnd: FfiConverterRustBuffer<TurnEnd> {
 
 
 /**
+ * The `data` of a -32022 error: the version the client asked for and the versions the agent speaks (upstream's definition).
+ */
+data class UnsupportedProtocolVersionErrorData (
+    var `requested`: ProtocolVersion
+    , 
+    var `supported`: List<ProtocolVersion>
+    , 
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeUnsupportedProtocolVersionErrorData: FfiConverterRustBuffer<UnsupportedProtocolVersionErrorData> {
+    override fun read(buf: ByteBuffer): UnsupportedProtocolVersionErrorData {
+        return UnsupportedProtocolVersionErrorData(
+            FfiConverterTypeProtocolVersion.read(buf),
+            FfiConverterSequenceTypeProtocolVersion.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: UnsupportedProtocolVersionErrorData) = (
+            FfiConverterTypeProtocolVersion.allocationSize(value.`requested`) +
+            FfiConverterSequenceTypeProtocolVersion.allocationSize(value.`supported`) +
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: UnsupportedProtocolVersionErrorData, buf: ByteBuffer) {
+            FfiConverterTypeProtocolVersion.write(value.`requested`, buf)
+            FfiConverterSequenceTypeProtocolVersion.write(value.`supported`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
  * A session update (`session/update`).
  */
 data class UpdateSessionNotification (
@@ -18189,6 +18235,34 @@ public object FfiConverterSequenceTypeJsonObject: FfiConverterRustBuffer<List<Js
         buf.putInt(value.size)
         value.iterator().forEach {
             FfiConverterTypeJsonObject.write(it, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterSequenceTypeProtocolVersion: FfiConverterRustBuffer<List<ProtocolVersion>> {
+    override fun read(buf: ByteBuffer): List<ProtocolVersion> {
+        val len = buf.getInt()
+        return List<ProtocolVersion>(len) {
+            FfiConverterTypeProtocolVersion.read(buf)
+        }
+    }
+
+    override fun allocationSize(value: List<ProtocolVersion>): ULong {
+        val sizeForLength = 4UL
+        val sizeForItems = value.map { FfiConverterTypeProtocolVersion.allocationSize(it) }.sum()
+        return sizeForLength + sizeForItems
+    }
+
+    override fun write(value: List<ProtocolVersion>, buf: ByteBuffer) {
+        buf.putInt(value.size)
+        value.iterator().forEach {
+            FfiConverterTypeProtocolVersion.write(it, buf)
         }
     }
 }

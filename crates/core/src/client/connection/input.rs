@@ -145,6 +145,24 @@ impl ClientConnection {
         let mut events = Vec::new();
         let answer = match &f.flight {
             Flight::Initialize => {
+                // C-INIT-1: the answered version first: an agent of another version fails with
+                // that, not with the member its answer lacks.
+                let version = serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(raw.get())
+                    .ok()
+                    .and_then(|r| r.get("protocolVersion").and_then(serde_json::Value::as_u64));
+                let supported = acp_inject_wire::errors::SUPPORTED_PROTOCOL_VERSIONS;
+                if let Some(v) = version.filter(|v| !supported.iter().any(|s| u64::from(*s) == *v)) {
+                    return Err(ProtocolError {
+                        code: acp_inject_wire::errors::UNSUPPORTED_PROTOCOL_VERSION,
+                        message: "Unsupported protocol version".into(),
+                        reason: None,
+                        message_id: None,
+                        detail: Some(format!(
+                            "the agent speaks ACP version {v}; this client speaks version {}",
+                            supported.iter().map(u16::to_string).collect::<Vec<_>>().join(", ")
+                        )),
+                    });
+                }
                 let r: InitializeResponse = decode(kind, raw).map_err(invalid)?;
                 r.check().map_err(|e| invalid(format!("the agent's capabilities break a schema rule: {e}")))?;
                 self.agent = Some(r.clone());

@@ -59,7 +59,7 @@ async def two_sessions() -> None:
             a.status(),
         )
         steer_id, queued_a, gone, draft = results[0], results[1], results[2], results[3]
-        assert results[4] is True
+        assert results[4].status == acp.SessionStatus.OPEN()
         assert len({steer_id, queued_a, gone, draft}) == 4
         await asyncio.gather(b.revoke(gone), b.replace(draft, "B: final"), a.status(), b.status())
         pending_b = [text_of(p.content) for p in b.snapshot().pending]

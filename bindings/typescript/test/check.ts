@@ -294,6 +294,9 @@ function checkVectors(): Tally {
         if (!(key in step)) continue;
         const message = unescapeLiterals(step[key]);
         const code = key === "client" && isObject(message) && isObject(nextExpect) ? refusalCode(nextExpect["expect"], message["id"]) : undefined;
+        // -32022: the agent reads the version before the shape (R-INIT-1), so the message may be
+        // another version's, which this version's validators do not describe.
+        if (code === -32022) continue;
         // `schemaValid`: the agent refuses a well-formed request for what it says (a relative
         // path, an unknown cursor…), which no schema can see (spec/vectors/README.md).
         const refuse = key === "client" && step["schemaValid"] !== true && mustRefuse(message, code);

@@ -185,3 +185,13 @@ fn runtime_misuse_is_a_host_error() {
     assert_eq!(a.withdraw_request("s1", &stale).unwrap_err().kind(), "unknown_request");
     assert!(a.drain().unwrap().is_empty());
 }
+
+#[test]
+fn an_answer_that_does_not_decode_counts_as_cancelled() {
+    let mut a = agent_in_turn(&["c1"]);
+    let id = a.request_permission("s1", ask()).unwrap();
+    a.drain().unwrap();
+    a.handle_line("c1", &json!({ "jsonrpc": "2.0", "id": id, "result": { "outcome": "yes" } }).to_string());
+    assert_eq!(answers(&a.drain().unwrap()), [(id, "cancelled".to_owned(), None)]);
+    assert!(matches!(a.turn("s1"), Some(Turn::Running { .. })));
+}

@@ -113,6 +113,9 @@ function decodeSingle(value: unknown, path: d.Path, context: d.Context): T.Messa
     if (request !== undefined && !hasId) {
       d.fail([...path, "id"], `\`${method}\` is a request: the message must carry an \`id\``);
     }
+    if (request !== undefined && hasId && value["id"] === null) {
+      d.fail([...path, "id"], `\`${method}\` is a request: its \`id\` must be a string or an integer, never null`);
+    }
     if (notification !== undefined && hasId) {
       d.fail([...path, "id"], `\`${method}\` is a notification: the message must not carry an \`id\``);
     }

@@ -41,7 +41,7 @@ export const ErrorObject$: d.Decoder<T.ErrorObject> = d.struct<T.ErrorObject>("E
   message: { decode: d.string(), required: true },
   data: { decode: d.unknown, defaultOnError: true },
 }, [
-  { member: "code", equals: -32002, require: ["data"], members: { message: d.constant("Resource not found"), data: d.requiring(ErrorData$, ["reason"]) } },
+  { member: "code", equals: -32002, require: ["data"], members: { message: d.constant("Resource not found"), data: ErrorData$ } },
   { member: "code", equals: -32010, require: ["data"], members: { message: d.constant("Inject precondition failed"), data: d.requiring(ErrorData$, ["reason"]) } },
   { member: "code", equals: -32601, members: { message: d.constant("Method not found") } },
   { member: "code", equals: -32602, members: { message: d.constant("Invalid params") } },

@@ -6899,7 +6899,7 @@ public func FfiConverterTypePolicy_lower(_ value: Policy) -> RustBuffer {
 
 
 /**
- * A user message. On an idle session it is inserted into the conversation and starts a turn. While a turn is in progress it is refused (-32010 `turn_in_progress`): mid-turn input goes through `session/inject`.
+ * A user message. On an idle session it is inserted into the conversation and starts a turn. While a turn is in progress it is held: queued in arrival order and inserted when a turn ends, and only then answered with its `messageId` (-32800 if it never is: cancelled, revoked, or its session closed). `session/inject` says when mid-turn input is delivered.
  */
 public struct PromptRequest: Equatable, Hashable {
     public var sessionId: SessionId
@@ -10680,7 +10680,7 @@ public enum ErrorReason: Equatable, Hashable {
      */
     case notPermitted
     /**
-     * `turn_in_progress`: -32010: `session/prompt` while a turn is in progress; the prompt was not inserted. Send it again with `session/inject` (mode `queue` or `steer`) or after the session is idle.
+     * `turn_in_progress`: -32010: an agent of an earlier draft refused a `session/prompt` while a turn was in progress; the prompt was not inserted. Agents on this toolkit hold such a prompt instead (R-PROMPT-2). Send it again with `session/inject` (mode `queue` or `steer`) or after the session is idle.
      */
     case turnInProgress
     /**

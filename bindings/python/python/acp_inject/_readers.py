@@ -19,7 +19,7 @@ from .acp_inject_ffi import acp_inject_ffi as _g
 Buffer = Union[bytes, bytearray]
 
 # The generated module these readers were written from: they are installed only over that one.
-SOURCE_SHA256 = "1a05d64d17ba6bc9c2cb646925c884b98804005c085122d819ea40e0b6853437"
+SOURCE_SHA256 = "fbbe9f7073471cf196604340c228736dfeded0735b7f1966d5da0a241839a56c"
 
 _new = object.__new__
 _InternalError = _g.InternalError

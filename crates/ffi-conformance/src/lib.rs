@@ -22,14 +22,13 @@
 //! is byte for byte the shipped one.
 
 use std::collections::{BTreeMap, HashMap};
-use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use acp_inject_conformance::{AgentSetup, ClientCall, ClientSetup, Instruction, Mismatch, SetupConnection, Side};
 use acp_inject_core::agent::{AgentConfig, ConnectionRole, HistoryEntry, HostError, Output, RuntimeEvent};
 use acp_inject_core::client::{CallRejected, Event, ItemStatus, MirrorSnapshot};
 use acp_inject_core::wire::{ContentBlock, InjectCapabilities, InjectMode};
-use acp_inject_ffi::AcpError;
+use acp_inject_ffi::{guard, lock, AcpError};
 
 uniffi::setup_scaffolding!();
 
@@ -111,20 +110,6 @@ pub enum Instruction {
 
 fn mismatch(m: Mismatch) -> AcpError {
     AcpError::Mismatch { detail: m.0 }
-}
-
-fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
-    p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| (*s).to_owned())).unwrap_or_else(|| "panic".into())
-}
-
-/// Runs `f`, turning a panic into [`AcpError::Internal`] (as every call of acp-inject-ffi does).
-fn guard<T>(f: impl FnOnce() -> Result<T, AcpError>) -> Result<T, AcpError> {
-    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|p| Err(AcpError::Internal { detail: panic_text(&*p) }))
-}
-
-/// A poisoned lock means a panic was caught mid-call, already reported as `Internal`.
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// One vector being replayed by a driver.

@@ -45,14 +45,15 @@ fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
     p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| (*s).to_owned())).unwrap_or_else(|| "panic".into())
 }
 
-/// Runs `f`, turning a panic into [`AcpError::Internal`].
-fn guard<T>(f: impl FnOnce() -> Result<T, AcpError>) -> Result<T, AcpError> {
+/// Runs `f`, turning a panic into [`AcpError::Internal`]: no Rust panic crosses the FFI. Public
+/// for the UniFFI components built beside this one (the test-only conformance engine).
+pub fn guard<T>(f: impl FnOnce() -> Result<T, AcpError>) -> Result<T, AcpError> {
     catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|p| Err(AcpError::Internal { detail: panic_text(&*p) }))
 }
 
 /// A poisoned lock means a panic was caught mid-call; the state is still memory-safe, and the
-/// panic itself was already reported as `Internal`.
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+/// panic itself was already reported as `Internal`. Public like [`guard`].
+pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 

@@ -52,6 +52,9 @@ pub struct OpenRequest {
     pub session: String,
     /// The connections it was sent to; the first answer from any of them counts.
     pub to: BTreeSet<ConnId>,
+    /// The request as sent, for a controller that resumes the session while it is open.
+    #[serde(default)]
+    pub line: String,
 }
 
 /// The agent's open requests, by id (the id counter is one of the agent's
@@ -118,13 +121,14 @@ impl Agent {
             options: ask.options,
             meta: None,
         };
+        let line = jsonrpc::request_line(&id, &params);
         if to.is_empty() {
-            self.outgoing.open.insert(id.clone(), OpenRequest { id: id.clone(), session: session.to_owned(), to });
+            self.outgoing.open.insert(id.clone(), OpenRequest { id: id.clone(), session: session.to_owned(), to, line });
             self.end_request(&id, cancelled_outcome());
             return Ok(id);
         }
-        self.out.push_back(Output::Line { to: to.iter().cloned().collect(), line: jsonrpc::request_line(&id, &params) });
-        self.outgoing.open.insert(id.clone(), OpenRequest { id: id.clone(), session: session.to_owned(), to });
+        self.out.push_back(Output::Line { to: to.iter().cloned().collect(), line: line.clone() });
+        self.outgoing.open.insert(id.clone(), OpenRequest { id: id.clone(), session: session.to_owned(), to, line });
         Ok(id)
     }
 
@@ -172,6 +176,21 @@ impl Agent {
                 RuntimeAction::PermissionAnswered { request_id: id, outcome: cancelled_outcome() },
             ));
         }
+    }
+
+    /// A controller resumed the session (R-PERM-2): the requests still open are sent to it too,
+    /// in id order, and its answer counts like any recipient's.
+    pub(super) fn resend_open_requests(&mut self, session: &str, conn: &str) -> Vec<Output> {
+        if self.role(conn) != ConnectionRole::Controller {
+            return Vec::new();
+        }
+        let mut lines = Vec::new();
+        for r in self.outgoing.open.values_mut().filter(|r| r.session == session && !r.line.is_empty()) {
+            if r.to.insert(conn.to_owned()) {
+                lines.push(Output::Line { to: vec![conn.to_owned()], line: r.line.clone() });
+            }
+        }
+        lines
     }
 
     /// A connection went away: requests only it could answer are answered `cancelled`.

@@ -306,6 +306,7 @@ impl Agent {
             Turn::RequiresAction { .. } => output::requires_action(),
             Turn::Running { .. } | Turn::Paused { .. } => output::running(),
         }));
+        before.extend(self.resend_open_requests(&session, conn));
         if self.connections.get(conn).is_some_and(|c| c.pending_updates) {
             before.push(line(output::pending_update(self.pending(&session))));
         }

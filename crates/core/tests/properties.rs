@@ -113,7 +113,14 @@ fn apply(a: &mut Agent, m: &mut Model, op: &Op, counter: &mut usize) -> Vec<Stri
             )
         }
         Op::Revoke { .. } | Op::Replace { .. } => {}
-        Op::Cancel => a.handle_line("c1", r#"{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s1"}}"#),
+        Op::Cancel => {
+            // A cancel withdraws the session's held prompts (R-PROMPT-2): what leaves the queue
+            // here is revoked, and answered -32800.
+            let before: Vec<String> = a.pending("s1").into_iter().map(|p| p.message_id.0).collect();
+            a.handle_line("c1", r#"{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s1"}}"#);
+            let after: Vec<String> = a.pending("s1").into_iter().map(|p| p.message_id.0).collect();
+            m.revoked.extend(before.into_iter().filter(|id| !after.contains(id)));
+        }
         Op::PermResolved => {
             // The client answers the agent's oldest open request (R-PERM-2), or a stale id.
             let id = a.open_requests().first().map_or(json!("permission-0"), |r| json!(r.id));

@@ -394,17 +394,26 @@ impl Agent {
             s.held.iter().find(|(_, h)| h.conn == conn && &h.request == request).map(|(m, _)| (id.clone(), m.clone()))
         });
         let Some((session, message_id)) = found else { return };
-        let bound = self.config.policy.remember_bound();
-        let Some(s) = self.sessions.get_mut(&session) else { return };
-        let mid = acp_inject_wire::MessageId(message_id);
-        let owner_may = crate::agent::RevokeReplace::AnyController;
-        if !matches!(s.pending.revoke(owner_may, conn, &mid, bound), Ok(Some(_))) {
-            return;
+        if self.withdraw_held(&session, &message_id) {
+            self.out.extend(self.pending_notice(&session));
         }
-        let held = s.held.remove(&mid.0);
-        self.store.record(Change::InjectRevoked { session: &session, message_id: &mid });
+    }
+
+    /// Takes the held prompt `message_id` of `session` out of the queue (remembered as
+    /// revoked) and answers its request `-32800` (R-PROMPT-2); `false` when it is not pending.
+    pub(super) fn withdraw_held(&mut self, session: &str, message_id: &str) -> bool {
+        let bound = self.config.policy.remember_bound();
+        let Some(s) = self.sessions.get_mut(session) else { return false };
+        let Some(held) = s.held.get(message_id) else { return false };
+        let (conn, mid) = (held.conn.clone(), acp_inject_wire::MessageId(message_id.to_owned()));
+        let owner_may = crate::agent::RevokeReplace::AnyController;
+        if !matches!(s.pending.revoke(owner_may, &conn, &mid, bound), Ok(Some(_))) {
+            return false;
+        }
+        let held = s.held.remove(message_id);
+        self.store.record(Change::InjectRevoked { session, message_id: &mid });
         self.out.extend(held.map(output::prompt_cancelled));
-        self.out.extend(self.pending_notice(&session));
+        true
     }
 
     /// R-REVOKE-1..3.

@@ -309,8 +309,18 @@ impl Agent {
         self.out.extend(self.pending_notice(session));
     }
 
-    /// R-CANCEL-1: once per turn; nothing while idle.
+    /// R-CANCEL-1: once per turn; nothing while idle. The session's held prompts are cancelled
+    /// with it (R-PROMPT-2); its queued injects stay.
     pub(super) fn cancel(&mut self, session: &str) {
+        let held: Vec<String> = self.sessions.get(session).map(|s| s.held.keys().cloned().collect()).unwrap_or_default();
+        let mut withdrawn = false;
+        for message_id in held {
+            withdrawn |= self.withdraw_held(session, &message_id);
+        }
+        if withdrawn {
+            let notice = self.pending_notice(session);
+            self.out.extend(notice);
+        }
         let Some(s) = self.sessions.get_mut(session) else { return };
         if s.turn.request_cancel() {
             self.store.record(Change::Turn { session, turn: &s.turn });

@@ -62,6 +62,8 @@ pub enum Stage {
     Blackbox,
     /// the generated TypeScript package: tsc, then every example and vector message through its validators
     Typescript,
+    /// the official TypeScript SDK's v2 client (pinned, interop/typescript-sdk) drives every agent, each line checked by the SDK's schemas
+    Interop,
     /// cargo xtask dist's wheel, installed in a fresh venv and used against the reference agent
     PythonWheel,
     /// cargo xtask dist's jar, resolved from its Maven repository by a fresh project
@@ -70,7 +72,7 @@ pub enum Stage {
     SwiftPackage,
 }
 
-const ALL: [Stage; 15] = [
+const ALL: [Stage; 16] = [
     Stage::Fmt,
     Stage::Clippy,
     Stage::Rust,
@@ -83,6 +85,7 @@ const ALL: [Stage; 15] = [
     Stage::Blackbox,
     Stage::Crash,
     Stage::Typescript,
+    Stage::Interop,
     Stage::PythonWheel,
     Stage::KotlinJar,
     Stage::SwiftPackage,
@@ -103,6 +106,7 @@ impl Stage {
             Stage::Blackbox => "blackbox",
             Stage::Crash => "crash",
             Stage::Typescript => "typescript",
+            Stage::Interop => "interop",
             Stage::PythonWheel => "python (wheel)",
             Stage::KotlinJar => "kotlin (jar)",
             Stage::SwiftPackage => "swift (package)",
@@ -132,6 +136,7 @@ impl Stage {
                 Err(e) => Row::failed(e.to_string()),
             },
             Stage::Typescript => typescript(),
+            Stage::Interop => interop(),
             Stage::PythonWheel => consumer(crate::consumers::python),
             Stage::KotlinJar => consumer(crate::consumers::kotlin),
             Stage::SwiftPackage => consumer(crate::consumers::swift),
@@ -746,6 +751,44 @@ fn typescript() -> Row {
     let o = crate::typescript::stage();
     let counts = |c: Option<(u64, u64)>| c.map(|(passed, failed)| Counts { passed, failed, skipped: 0 });
     Row { tests: counts(o.tests), vectors: counts(o.vectors), ok: o.ok, note: o.note }
+}
+
+/// `node sdk-client.mjs -- AGENT…` (interop/typescript-sdk, installed into the cache with its
+/// pinned SDK) for every agent of [`blackbox_agents`]: one test per agent.
+fn interop() -> Row {
+    let project = root().join("interop/typescript-sdk");
+    let harness = crate::cache_dir().join("interop/typescript-sdk");
+    let files = ["package.json", "package-lock.json", "validate.mjs", "sdk-client.mjs"];
+    if let Err(e) = crate::typescript::npm_project(&project, &harness, &files) {
+        return Row::failed(e);
+    }
+    let mut tests = Counts::default();
+    let mut failed = Vec::new();
+    for (name, command) in blackbox_agents() {
+        eprintln!("\nthe official TypeScript SDK's v2 client against the {name}:");
+        let mut command = match command {
+            Ok(c) => c,
+            Err(e) => {
+                failed.push(format!("{name}: {e}"));
+                continue;
+            }
+        };
+        // One permission request per turn (the example agents ask one anyway), short steps.
+        if name == "reference agent" {
+            command.extend(["--permission-on-tool".into(), "1".into()]);
+        }
+        command.extend(["--delay-ms".into(), "20".into()]);
+        let mut client = Command::new("node");
+        client.arg(harness.join("sdk-client.mjs")).arg("--").args(&command).current_dir(&harness);
+        if process::run(&mut client, Echo::All).is_ok_and(|r| r.success()) {
+            tests.passed += 1;
+        } else {
+            tests.failed += 1;
+            failed.push(name.to_owned());
+        }
+    }
+    let note = if failed.is_empty() { String::new() } else { format!("failed: {}", failed.join("; ")) };
+    Row { ok: failed.is_empty() && tests.passed > 0, tests: Some(tests), vectors: None, note }
 }
 
 /// A consumer stage (xtask/src/consumers.rs): an artifact of `cargo xtask dist`, used as a

@@ -61,21 +61,27 @@ pub fn stage() -> Outcome {
 
 /// The consumer project in the cache, with its pinned dependencies installed.
 fn prepare(harness: &Path) -> Result<(), String> {
+    let project = root().join("bindings/typescript");
+    npm_project(&project, harness, &["package.json", "package-lock.json", "tsconfig.json"])?;
+    let tests = harness.join("test");
+    let _ = std::fs::remove_dir_all(&tests);
+    copy_dir(&project.join("test"), &tests)
+}
+
+/// Copies `files` of the npm project `project` into `harness` (in the cache) and installs its
+/// locked dependencies there with `npm ci`, only when the lockfile differs from the installed
+/// one (so a warm run does not touch the network). Node 18 or newer is required.
+pub fn npm_project(project: &Path, harness: &Path, files: &[&str]) -> Result<(), String> {
     let node = Command::new("node").arg("--version").output().map_err(|e| format!("node is not installed: {e}"))?;
     let version = String::from_utf8_lossy(&node.stdout).trim().to_owned();
     let major: u32 = version.trim_start_matches('v').split('.').next().and_then(|m| m.parse().ok()).unwrap_or(0);
     if major < 18 {
         return Err(format!("node {version} is too old (18 or newer is needed)"));
     }
-    let project = root().join("bindings/typescript");
     std::fs::create_dir_all(harness).map_err(|e| format!("cannot create {}: {e}", harness.display()))?;
-    for file in ["package.json", "package-lock.json", "tsconfig.json"] {
+    for file in files {
         copy(&project.join(file), &harness.join(file))?;
     }
-    let tests = harness.join("test");
-    let _ = std::fs::remove_dir_all(&tests);
-    copy_dir(&project.join("test"), &tests)?;
-
     let lock = read(&project.join("package-lock.json"))?;
     let stamp = harness.join("node_modules/.acp-inject-installed.json");
     if std::fs::read_to_string(&stamp).ok().as_deref() != Some(lock.as_str()) {

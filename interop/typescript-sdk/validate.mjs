@@ -1,0 +1,129 @@
+// Every line on a connection, checked with the official SDK's own validators.
+//
+// The SDK ships the zod schemas it generates from the upstream v2 draft schema
+// (`dist/v2/unstable/schema/zod.gen.js`, the ones its connection parses with). They are not
+// among the package's exports, so this module finds them next to the entrypoint it resolves.
+// Each line is checked against the schema its direction and method call for: requests and
+// notifications by their method, responses by the method of the request they answer (tracked
+// here by id), errors against `zError`. Methods starting with `_` are extensions: counted and
+// listed, not failed.
+
+const entry = import.meta.resolve("@agentclientprotocol/sdk/experimental/v2/unstable");
+const z = await import(new URL("./schema/zod.gen.js", entry).href);
+
+// What a client sends (requests and notifications) and what each request is answered with.
+const CLIENT_REQUESTS = {
+  initialize: [z.zInitializeRequest, z.zInitializeResponse],
+  "session/new": [z.zNewSessionRequest, z.zNewSessionResponse],
+  "session/prompt": [z.zPromptRequest, z.zPromptResponse],
+  "session/list": [z.zListSessionsRequest, z.zListSessionsResponse],
+  "session/resume": [z.zResumeSessionRequest, z.zResumeSessionResponse],
+  "session/close": [z.zCloseSessionRequest, z.zCloseSessionResponse],
+  "session/status": [z.zSessionStatusRequest, z.zSessionStatusResponse],
+};
+const CLIENT_NOTIFICATIONS = {
+  "session/cancel": z.zCancelSessionNotification,
+  "$/cancel_request": z.zCancelRequestNotification,
+};
+// What an agent sends.
+const AGENT_REQUESTS = {
+  "session/request_permission": [z.zRequestPermissionRequest, z.zRequestPermissionResponse],
+};
+const AGENT_NOTIFICATIONS = {
+  "session/update": z.zUpdateSessionNotification,
+  "$/cancel_request": z.zCancelRequestNotification,
+};
+
+export class Transcript {
+  constructor() {
+    this.lines = 0;
+    this.valid = 0;
+    this.extensions = new Map();
+    this.problems = [];
+    // Requests each side sent, by id, waiting for the other side's answer.
+    this.open = { client: new Map(), agent: new Map() };
+  }
+
+  /** Checks one line sent by `from` ("client" or "agent"). */
+  check(from, line) {
+    this.lines += 1;
+    let message;
+    try {
+      message = JSON.parse(line);
+    } catch (e) {
+      return this.fail(from, line, `not JSON: ${e.message}`);
+    }
+    if (message === null || typeof message !== "object" || Array.isArray(message)) {
+      return this.fail(from, line, "not a JSON-RPC object");
+    }
+    if (message.jsonrpc !== "2.0") return this.fail(from, line, 'jsonrpc is not "2.0"');
+    const other = from === "client" ? "agent" : "client";
+    const requests = from === "client" ? CLIENT_REQUESTS : AGENT_REQUESTS;
+    const notifications = from === "client" ? CLIENT_NOTIFICATIONS : AGENT_NOTIFICATIONS;
+    if (typeof message.method === "string") {
+      if (message.method.startsWith("_")) {
+        this.extensions.set(message.method, (this.extensions.get(message.method) ?? 0) + 1);
+        if ("id" in message) this.open[from].set(JSON.stringify(message.id), message.method);
+        return;
+      }
+      if ("id" in message) {
+        const schemas = requests[message.method];
+        if (!schemas) return this.fail(from, line, `a request for ${message.method}, which this side does not send`);
+        if (typeof message.id !== "string" && typeof message.id !== "number") return this.fail(from, line, "the request id is not a string or number");
+        this.open[from].set(JSON.stringify(message.id), message.method);
+        return this.parse(from, line, schemas[0], message.params, message.method);
+      }
+      const schema = notifications[message.method];
+      if (!schema) return this.fail(from, line, `a notification ${message.method}, which this side does not send`);
+      return this.parse(from, line, schema, message.params, message.method);
+    }
+    // A response: to one of the other side's requests.
+    const key = JSON.stringify(message.id);
+    const method = this.open[other].get(key);
+    if (method === undefined) return this.fail(from, line, `a response to ${key}, which ${other} never asked (or was already answered)`);
+    this.open[other].delete(key);
+    if (("result" in message) === ("error" in message)) return this.fail(from, line, "a response needs exactly one of result and error");
+    if ("error" in message) return this.parse(from, line, z.zError, message.error, `error for ${method}`);
+    if (method.startsWith("_")) {
+      this.extensions.set(`${method} (result)`, (this.extensions.get(`${method} (result)`) ?? 0) + 1);
+      return;
+    }
+    const schemas = (other === "client" ? CLIENT_REQUESTS : AGENT_REQUESTS)[method];
+    return this.parse(from, line, schemas[1], message.result, `result of ${method}`);
+  }
+
+  parse(from, line, schema, value, what) {
+    const result = schema.safeParse(value);
+    if (result.success) {
+      this.valid += 1;
+      return;
+    }
+    const issues = result.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`).join("; ");
+    this.fail(from, line, `${what}: ${issues}`);
+  }
+
+  fail(from, line, why) {
+    this.problems.push(`${from} sent ${line.length > 300 ? `${line.slice(0, 300)}…` : line}\n    ${why}`);
+  }
+
+  /** One line for the log: what was checked and what was not. */
+  summary() {
+    const ext = [...this.extensions].map(([m, n]) => `${m} ×${n}`).join(", ");
+    return `lines: ${this.lines}, valid per the SDK's schemas: ${this.valid}, extension messages: ${ext || "none"}, invalid: ${this.problems.length}`;
+  }
+}
+
+/** A line splitter for a byte stream: calls `each` with every complete line (no ending). */
+export function lineTap(each) {
+  const decoder = new TextDecoder();
+  let partial = "";
+  return (chunk) => {
+    partial += decoder.decode(chunk, { stream: true });
+    let at;
+    while ((at = partial.indexOf("\n")) >= 0) {
+      const line = partial.slice(0, at).replace(/\r$/, "");
+      partial = partial.slice(at + 1);
+      if (line.trim() !== "") each(line);
+    }
+  };
+}

@@ -758,12 +758,21 @@ fn typescript() -> Row {
 fn interop() -> Row {
     let project = root().join("interop/typescript-sdk");
     let harness = crate::cache_dir().join("interop/typescript-sdk");
-    let files = ["package.json", "package-lock.json", "validate.mjs", "sdk-client.mjs"];
+    let files = ["package.json", "package-lock.json", "validate.mjs", "validate.test.mjs", "sdk-client.mjs", "sdk-agent.mjs"];
     if let Err(e) = crate::typescript::npm_project(&project, &harness, &files) {
         return Row::failed(e);
     }
     let mut tests = Counts::default();
     let mut failed = Vec::new();
+    // First the line validator itself: it must refuse what the SDK's schemas refuse.
+    let mut selftest = Command::new("node");
+    selftest.args(["--test", "validate.test.mjs"]).current_dir(&harness);
+    if process::run(&mut selftest, Echo::All).is_ok_and(|r| r.success()) {
+        tests.passed += 1;
+    } else {
+        tests.failed += 1;
+        failed.push("the line validator's own tests".to_owned());
+    }
     for (name, command) in blackbox_agents() {
         eprintln!("\nthe official TypeScript SDK's v2 client against the {name}:");
         let mut command = match command {
@@ -787,8 +796,43 @@ fn interop() -> Row {
             failed.push(name.to_owned());
         }
     }
+    // The other way: our Python client (its example) drives the agent written with the SDK.
+    eprintln!("\nthe Python example client against an agent written with the official TypeScript SDK:");
+    match sdk_agent_driven_by_python(&harness) {
+        Ok(()) => tests.passed += 1,
+        Err(e) => {
+            tests.failed += 1;
+            failed.push(format!("python client: {e}"));
+        }
+    }
     let note = if failed.is_empty() { String::new() } else { format!("failed: {}", failed.join("; ")) };
     Row { ok: failed.is_empty() && tests.passed > 0, tests: Some(tests), vectors: None, note }
+}
+
+/// `examples/client.py -- node sdk-agent.mjs --report FILE`: the client's own checks pass, and
+/// the agent found every line of the session valid per the SDK's schemas.
+fn sdk_agent_driven_by_python(harness: &Path) -> Result<(), String> {
+    let py = crate::pyenv::python_with_test_package().map_err(|e| e.to_string())?;
+    let report = harness.join("sdk-agent-report.json");
+    let _ = std::fs::remove_file(&report);
+    let mut client = Command::new(py);
+    client.arg(root().join("bindings/python/examples/client.py")).arg("--").arg("node").arg(harness.join("sdk-agent.mjs"));
+    client.args(["--delay-ms", "20", "--report"]).arg(&report);
+    if !process::run(&mut client, Echo::All).map_err(|e| e.to_string())?.success() {
+        return Err("the client's checks failed".into());
+    }
+    // The agent writes it when its input ends, which may be just after the client exits.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !report.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let text = std::fs::read_to_string(&report).map_err(|e| format!("the agent wrote no report ({}): {e}", report.display()))?;
+    let report: serde_json::Value = serde_json::from_str(&text).map_err(|e| format!("the agent's report: {e}"))?;
+    eprintln!("sdk-agent: {}", report["summary"].as_str().unwrap_or("?"));
+    match report["problems"].as_array() {
+        Some(p) if p.is_empty() && report["lines"].as_u64().unwrap_or(0) > 0 => Ok(()),
+        _ => Err(format!("the SDK's schemas refused lines: {}", report["problems"])),
+    }
 }
 
 /// A consumer stage (xtask/src/consumers.rs): an artifact of `cargo xtask dist`, used as a

@@ -129,7 +129,7 @@ fn render(rounds: u32, rust: &Value, py: &Value, kotlin: Option<&Result<Value, S
     let _ = writeln!(s, "Written by `cargo xtask bench {rounds}`; rerun it to reproduce. Every figure is the median of {rounds} interleaved rounds in one process per language, and each ratio compares figures from the same run: the machine is shared and noisy, so compare ratios, not absolute numbers.\n");
     let _ = writeln!(s, "- machine: {} cores, {cpu}", std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0));
     let _ = writeln!(s, "- {}; Python {}", cmd("rustc", &["--version"]), py["python"].as_str().unwrap_or("?"));
-    let _ = writeln!(s, "- contenders: `agent-client-protocol-schema` 1.15.1 (crates.io, feature `unstable_protocol_v2`), `agent-client-protocol` {} (PyPI)\n", py["official_version"].as_str().unwrap_or("0.12.x"));
+    let _ = writeln!(s, "- contenders: `agent-client-protocol-schema` 1.15.1 (the Rust crate registry, feature `unstable_protocol_v2`), `agent-client-protocol` {} (PyPI)\n", py["official_version"].as_str().unwrap_or("0.12.x"));
 
     let d = &rust["decode"];
     let r = &d["results"];

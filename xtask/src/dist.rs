@@ -7,7 +7,7 @@
 //! | `dist/python/acp_inject-V-py3-none-manylinux_*.whl` | the wheel | maturin (release, no debug info) |
 //! | `dist/maven/dev/acpinject/acp-inject/V/` | jar (+ native library), -sources, -javadoc (Dokka), pom | `mvn -Pdist deploy` |
 //! | `dist/swift/AcpInject/` | a SwiftPM package with the static library and its pkg-config file | this module |
-//! | `dist/crates/*.crate` | the crates meant for crates.io | `cargo package` |
+//! | `dist/crates/*.crate` | the crates meant for the Rust crate registry | `cargo package` |
 //!
 //! The wheel is `py3-none-<platform>`: UniFFI's Python binding loads the library with ctypes,
 //! so it needs no CPython ABI at all (wider than abi3). Its platform tag is the one maturin's
@@ -500,7 +500,7 @@ fn swift_package(dist: &Path, native: &Native) -> Result<PathBuf, String> {
     Ok(package)
 }
 
-/// `cargo package` for every crate meant for crates.io (those without `publish = false`).
+/// `cargo package` for every crate meant for the Rust crate registry (those without `publish = false`).
 fn crates(dist: &Path) -> Result<Vec<PathBuf>, String> {
     let names = publishable_crates()?;
     let out = dist.join("crates");

@@ -2,7 +2,7 @@
 //!
 //! | folder | tool | from |
 //! |---|---|---|
-//! | `rust/` | rustdoc (`cargo doc --no-deps`) | the crates meant for crates.io |
+//! | `rust/` | rustdoc (`cargo doc --no-deps`) | the crates meant for the Rust crate registry |
 //! | `python/` | pdoc (from PyPI, in the cache venv) | the installed package's docstrings and stub |
 //! | `kotlin/` | Dokka HTML (`dokka-maven-plugin` from Maven Central) | bindings/kotlin + the generated binding |
 //! | `swift/` | DocC (`docc convert`, shipped with Swift 6.0.3, in the trixie chroot) | symbol graphs of `AcpInjectFFI` |

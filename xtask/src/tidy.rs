@@ -273,7 +273,7 @@ const FILE_ENDINGS: &[&str] = &[".rs", ".py", ".pyi", ".kt", ".swift", ".md", ".
 /// - a relative Markdown link target (`[rules](../rules.md)`), from the file's directory;
 /// - a backquoted relative path with a file ending (`` `src/replay.rs` ``): it resolves from
 ///   the file's directory; else, in a crate's Markdown (its README), from the crate's root,
-///   the way crates.io shows it; else, anywhere else, some tracked file ends with it. That
+///   the way the Rust crate registry shows it; else, anywhere else, some tracked file ends with it. That
 ///   last is weaker (the text around it says which crate it means, a README at the root naming
 ///   `src/replay.rs` of `crates/conformance`), but it still catches a file that was deleted
 ///   or renamed.

@@ -5040,6 +5040,175 @@ class _UniffiFfiConverterTypeAgentThoughtChunk(_UniffiConverterRustBuffer):
         _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
 
 
+class _UniffiFfiConverterTypeSessionId:
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterString.write(value, buf)
+
+    @staticmethod
+    def read(buf):
+        return _UniffiFfiConverterString.read(buf)
+
+    @staticmethod
+    def lift(value):
+        return _UniffiFfiConverterString.lift(value)
+
+    @staticmethod
+    def check_lower(value):
+        return _UniffiFfiConverterString.check_lower(value)
+
+    @staticmethod
+    def lower(value):
+        return _UniffiFfiConverterString.lower(value)
+
+
+SessionId = str
+
+
+@dataclass
+class BackgroundSubagent:
+    """
+    UNSTABLE upstream: a listed subagent session.
+"""
+    def __init__(self, *, session_id:SessionId, meta:typing.Optional[JsonObject]):
+        self.session_id = session_id
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "BackgroundSubagent(session_id={}, meta={})".format(self.session_id, self.meta)
+    def __eq__(self, other):
+        if self.session_id != other.session_id:
+            return False
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeBackgroundSubagent(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return BackgroundSubagent(
+            session_id=_UniffiFfiConverterTypeSessionId.read(buf),
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypeSessionId.check_lower(value.session_id)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeSessionId.write(value.session_id, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+@dataclass
+class BackgroundTerminal:
+    """
+    A listed terminal running in the background.
+"""
+    def __init__(self, *, terminal_id:str, meta:typing.Optional[JsonObject]):
+        self.terminal_id = terminal_id
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "BackgroundTerminal(terminal_id={}, meta={})".format(self.terminal_id, self.meta)
+    def __eq__(self, other):
+        if self.terminal_id != other.terminal_id:
+            return False
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeBackgroundTerminal(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return BackgroundTerminal(
+            terminal_id=_UniffiFfiConverterString.read(buf),
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterString.check_lower(value.terminal_id)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterString.write(value.terminal_id, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+
+class _UniffiFfiConverterTypeToolCallId:
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterString.write(value, buf)
+
+    @staticmethod
+    def read(buf):
+        return _UniffiFfiConverterString.read(buf)
+
+    @staticmethod
+    def lift(value):
+        return _UniffiFfiConverterString.lift(value)
+
+    @staticmethod
+    def check_lower(value):
+        return _UniffiFfiConverterString.check_lower(value)
+
+    @staticmethod
+    def lower(value):
+        return _UniffiFfiConverterString.lower(value)
+
+
+ToolCallId = str
+
+
+@dataclass
+class BackgroundToolCall:
+    """
+    A listed tool call whose work continues in the background.
+"""
+    def __init__(self, *, tool_call_id:ToolCallId, meta:typing.Optional[JsonObject]):
+        self.tool_call_id = tool_call_id
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "BackgroundToolCall(tool_call_id={}, meta={})".format(self.tool_call_id, self.meta)
+    def __eq__(self, other):
+        if self.tool_call_id != other.tool_call_id:
+            return False
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeBackgroundToolCall(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return BackgroundToolCall(
+            tool_call_id=_UniffiFfiConverterTypeToolCallId.read(buf),
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypeToolCallId.check_lower(value.tool_call_id)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeToolCallId.write(value.tool_call_id, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+
 
 
 
@@ -5238,32 +5407,6 @@ class _UniffiFfiConverterTypeCancelRequestNotification(_UniffiConverterRustBuffe
     def write(value, buf):
         _UniffiFfiConverterTypeRequestId.write(value.request_id, buf)
         _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-
-class _UniffiFfiConverterTypeSessionId:
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterString.write(value, buf)
-
-    @staticmethod
-    def read(buf):
-        return _UniffiFfiConverterString.read(buf)
-
-    @staticmethod
-    def lift(value):
-        return _UniffiFfiConverterString.lift(value)
-
-    @staticmethod
-    def check_lower(value):
-        return _UniffiFfiConverterString.check_lower(value)
-
-    @staticmethod
-    def lower(value):
-        return _UniffiFfiConverterString.lower(value)
-
-
-SessionId = str
-
 
 @dataclass
 class CancelSessionNotification:
@@ -6272,6 +6415,28 @@ class StopReason:
             return True
 
     @dataclass
+    class ERROR:
+        """
+        `error`: The turn failed; the idle update's `error` says how.
+"""
+        
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "StopReason.ERROR()".format()
+        def __eq__(self, other):
+            if not isinstance(other, StopReason):
+                return NotImplemented
+            if not other.is_ERROR():
+                return False
+            return True
+
+    @dataclass
     class OTHER:
         """
         A value this version does not know (values starting with `_` are extensions).
@@ -6323,6 +6488,10 @@ class StopReason:
         return isinstance(self, StopReason.CANCELLED)
     def is_cancelled(self) -> bool:
         return isinstance(self, StopReason.CANCELLED)
+    def is_ERROR(self) -> bool:
+        return isinstance(self, StopReason.ERROR)
+    def is_error(self) -> bool:
+        return isinstance(self, StopReason.ERROR)
     def is_OTHER(self) -> bool:
         return isinstance(self, StopReason.OTHER)
     def is_other(self) -> bool:
@@ -6337,6 +6506,7 @@ StopReason.MAX_TOKENS = type("StopReason.MAX_TOKENS", (StopReason.MAX_TOKENS, St
 StopReason.MAX_TURN_REQUESTS = type("StopReason.MAX_TURN_REQUESTS", (StopReason.MAX_TURN_REQUESTS, StopReason,), {})  # type: ignore
 StopReason.REFUSAL = type("StopReason.REFUSAL", (StopReason.REFUSAL, StopReason,), {})  # type: ignore
 StopReason.CANCELLED = type("StopReason.CANCELLED", (StopReason.CANCELLED, StopReason,), {})  # type: ignore
+StopReason.ERROR = type("StopReason.ERROR", (StopReason.ERROR, StopReason,), {})  # type: ignore
 StopReason.OTHER = type("StopReason.OTHER", (StopReason.OTHER, StopReason,), {})  # type: ignore
 
 
@@ -6362,6 +6532,9 @@ class _UniffiFfiConverterTypeStopReason(_UniffiConverterRustBuffer):
             return StopReason.CANCELLED(
             )
         if variant == 6:
+            return StopReason.ERROR(
+            )
+        if variant == 7:
             return StopReason.OTHER(
                 _UniffiFfiConverterString.read(buf),
             )
@@ -6378,6 +6551,8 @@ class _UniffiFfiConverterTypeStopReason(_UniffiConverterRustBuffer):
         if value.is_REFUSAL():
             return
         if value.is_CANCELLED():
+            return
+        if value.is_ERROR():
             return
         if value.is_OTHER():
             _UniffiFfiConverterString.check_lower(value._values[0])
@@ -6396,8 +6571,10 @@ class _UniffiFfiConverterTypeStopReason(_UniffiConverterRustBuffer):
             buf.write_i32(4)
         if value.is_CANCELLED():
             buf.write_i32(5)
-        if value.is_OTHER():
+        if value.is_ERROR():
             buf.write_i32(6)
+        if value.is_OTHER():
+            buf.write_i32(7)
             _UniffiFfiConverterString.write(value._values[0], buf)
 
 
@@ -6546,25 +6723,465 @@ class _UniffiFfiConverterOptionalTypeUsage(_UniffiConverterRustBuffer):
         else:
             raise InternalError("Unexpected flag byte for optional type")
 
+class _UniffiFfiConverterInt32(_UniffiConverterPrimitiveInt):
+    CLASS_NAME = "i32"
+    VALUE_MIN = -2**31
+    VALUE_MAX = 2**31
+
+    @staticmethod
+    def read(buf):
+        return buf.read_i32()
+
+    @staticmethod
+    def write(value, buf):
+        buf.write_i32(value)
+
+
+class _UniffiFfiConverterTypeValue:
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterString.write(value, buf)
+
+    @staticmethod
+    def read(buf):
+        return _UniffiFfiConverterString.read(buf)
+
+    @staticmethod
+    def lift(value):
+        return _UniffiFfiConverterString.lift(value)
+
+    @staticmethod
+    def check_lower(value):
+        return _UniffiFfiConverterString.check_lower(value)
+
+    @staticmethod
+    def lower(value):
+        return _UniffiFfiConverterString.lower(value)
+
+
+Value = str
+
+
+class _UniffiFfiConverterOptionalTypeValue(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterTypeValue.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterTypeValue.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterTypeValue.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
+
+@dataclass
+class TurnFailure:
+    """
+    A failure that ended a turn, as a JSON-RPC error object (upstream `Error` inside `ErrorStopReason`).
+"""
+    def __init__(self, *, code:int, message:str, data:typing.Optional[Value]):
+        self.code = code
+        self.message = message
+        self.data = data
+        
+        
+
+    
+    def __str__(self):
+        return "TurnFailure(code={}, message={}, data={})".format(self.code, self.message, self.data)
+    def __eq__(self, other):
+        if self.code != other.code:
+            return False
+        if self.message != other.message:
+            return False
+        if self.data != other.data:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeTurnFailure(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return TurnFailure(
+            code=_UniffiFfiConverterInt32.read(buf),
+            message=_UniffiFfiConverterString.read(buf),
+            data=_UniffiFfiConverterOptionalTypeValue.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterInt32.check_lower(value.code)
+        _UniffiFfiConverterString.check_lower(value.message)
+        _UniffiFfiConverterOptionalTypeValue.check_lower(value.data)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterInt32.write(value.code, buf)
+        _UniffiFfiConverterString.write(value.message, buf)
+        _UniffiFfiConverterOptionalTypeValue.write(value.data, buf)
+
+class _UniffiFfiConverterOptionalTypeTurnFailure(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterTypeTurnFailure.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterTypeTurnFailure.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterTypeTurnFailure.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
+
+class _UniffiFfiConverterBoxTypeBackgroundTerminal(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        _UniffiFfiConverterTypeBackgroundTerminal.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        _UniffiFfiConverterTypeBackgroundTerminal.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        return _UniffiFfiConverterTypeBackgroundTerminal.read(buf)
+
+class _UniffiFfiConverterBoxTypeBackgroundToolCall(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        _UniffiFfiConverterTypeBackgroundToolCall.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        _UniffiFfiConverterTypeBackgroundToolCall.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        return _UniffiFfiConverterTypeBackgroundToolCall.read(buf)
+
+class _UniffiFfiConverterBoxTypeBackgroundSubagent(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        _UniffiFfiConverterTypeBackgroundSubagent.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        _UniffiFfiConverterTypeBackgroundSubagent.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        return _UniffiFfiConverterTypeBackgroundSubagent.read(buf)
+
+
+
+
+
+
+class BackgroundWork:
+    """
+    One piece of work running independently of the session's foreground work, tagged by `type`. Open.
+"""
+    def __init__(self):
+        raise RuntimeError("BackgroundWork cannot be instantiated directly")
+
+    # Each enum variant is a nested class of the enum itself.
+    @dataclass
+    class TERMINAL:
+        """
+        `terminal`: A listed terminal running in the background.
+"""
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"BackgroundWork.TERMINAL{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, BackgroundWork):
+                return NotImplemented
+            if not other.is_TERMINAL():
+                return False
+            return self._values == other._values
+
+    @dataclass
+    class TOOL_CALL:
+        """
+        `tool_call`: A listed tool call whose work continues in the background.
+"""
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"BackgroundWork.TOOL_CALL{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, BackgroundWork):
+                return NotImplemented
+            if not other.is_TOOL_CALL():
+                return False
+            return self._values == other._values
+
+    @dataclass
+    class SUBAGENT:
+        """
+        `subagent`: UNSTABLE upstream: a listed subagent session.
+"""
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"BackgroundWork.SUBAGENT{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, BackgroundWork):
+                return NotImplemented
+            if not other.is_SUBAGENT():
+                return False
+            return self._values == other._values
+
+    @dataclass
+    class OTHER:
+        """
+        A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
+"""
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"BackgroundWork.OTHER{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, BackgroundWork):
+                return NotImplemented
+            if not other.is_OTHER():
+                return False
+            return self._values == other._values
+
+    
+
+    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
+    # whether an instance is that variant.
+    def is_TERMINAL(self) -> bool:
+        return isinstance(self, BackgroundWork.TERMINAL)
+    def is_terminal(self) -> bool:
+        return isinstance(self, BackgroundWork.TERMINAL)
+    def is_TOOL_CALL(self) -> bool:
+        return isinstance(self, BackgroundWork.TOOL_CALL)
+    def is_tool_call(self) -> bool:
+        return isinstance(self, BackgroundWork.TOOL_CALL)
+    def is_SUBAGENT(self) -> bool:
+        return isinstance(self, BackgroundWork.SUBAGENT)
+    def is_subagent(self) -> bool:
+        return isinstance(self, BackgroundWork.SUBAGENT)
+    def is_OTHER(self) -> bool:
+        return isinstance(self, BackgroundWork.OTHER)
+    def is_other(self) -> bool:
+        return isinstance(self, BackgroundWork.OTHER)
+    
+
+# Now, a little trick - we make each nested variant class be a subclass of the main
+# enum class, so that method calls and instance checks etc will work intuitively.
+# We might be able to do this a little more neatly with a metaclass, but this'll do.
+BackgroundWork.TERMINAL = type("BackgroundWork.TERMINAL", (BackgroundWork.TERMINAL, BackgroundWork,), {})  # type: ignore
+BackgroundWork.TOOL_CALL = type("BackgroundWork.TOOL_CALL", (BackgroundWork.TOOL_CALL, BackgroundWork,), {})  # type: ignore
+BackgroundWork.SUBAGENT = type("BackgroundWork.SUBAGENT", (BackgroundWork.SUBAGENT, BackgroundWork,), {})  # type: ignore
+BackgroundWork.OTHER = type("BackgroundWork.OTHER", (BackgroundWork.OTHER, BackgroundWork,), {})  # type: ignore
+
+
+
+
+class _UniffiFfiConverterTypeBackgroundWork(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        variant = buf.read_i32()
+        if variant == 1:
+            return BackgroundWork.TERMINAL(
+                _UniffiFfiConverterBoxTypeBackgroundTerminal.read(buf),
+            )
+        if variant == 2:
+            return BackgroundWork.TOOL_CALL(
+                _UniffiFfiConverterBoxTypeBackgroundToolCall.read(buf),
+            )
+        if variant == 3:
+            return BackgroundWork.SUBAGENT(
+                _UniffiFfiConverterBoxTypeBackgroundSubagent.read(buf),
+            )
+        if variant == 4:
+            return BackgroundWork.OTHER(
+                _UniffiFfiConverterTypeUnknown.read(buf),
+            )
+        raise InternalError("Raw enum value doesn't match any cases")
+
+    @staticmethod
+    def check_lower(value):
+        if value.is_TERMINAL():
+            _UniffiFfiConverterBoxTypeBackgroundTerminal.check_lower(value._values[0])
+            return
+        if value.is_TOOL_CALL():
+            _UniffiFfiConverterBoxTypeBackgroundToolCall.check_lower(value._values[0])
+            return
+        if value.is_SUBAGENT():
+            _UniffiFfiConverterBoxTypeBackgroundSubagent.check_lower(value._values[0])
+            return
+        if value.is_OTHER():
+            _UniffiFfiConverterTypeUnknown.check_lower(value._values[0])
+            return
+        raise ValueError(value)
+
+    @staticmethod
+    def write(value, buf):
+        if value.is_TERMINAL():
+            buf.write_i32(1)
+            _UniffiFfiConverterBoxTypeBackgroundTerminal.write(value._values[0], buf)
+        if value.is_TOOL_CALL():
+            buf.write_i32(2)
+            _UniffiFfiConverterBoxTypeBackgroundToolCall.write(value._values[0], buf)
+        if value.is_SUBAGENT():
+            buf.write_i32(3)
+            _UniffiFfiConverterBoxTypeBackgroundSubagent.write(value._values[0], buf)
+        if value.is_OTHER():
+            buf.write_i32(4)
+            _UniffiFfiConverterTypeUnknown.write(value._values[0], buf)
+
+
+
+class _UniffiFfiConverterSequenceTypeBackgroundWork(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        for item in value:
+            _UniffiFfiConverterTypeBackgroundWork.check_lower(item)
+
+    @classmethod
+    def write(cls, value, buf):
+        items = len(value)
+        buf.write_i32(items)
+        for item in value:
+            _UniffiFfiConverterTypeBackgroundWork.write(item, buf)
+
+    @classmethod
+    def read(cls, buf):
+        count = buf.read_i32()
+        if count < 0:
+            raise InternalError("Unexpected negative sequence length")
+
+        return [
+            _UniffiFfiConverterTypeBackgroundWork.read(buf) for i in range(count)
+        ]
+
+class _UniffiFfiConverterOptionalSequenceTypeBackgroundWork(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterSequenceTypeBackgroundWork.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterSequenceTypeBackgroundWork.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterSequenceTypeBackgroundWork.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
+
 @dataclass
 class IdleStateUpdate:
     """
-    The turn ended. Always carries `stopReason` from this toolkit; `usage` only when the runtime reported it.
+    No foreground work is active. At a turn's end this toolkit always sends `stopReason` (with `error` when it is `error`), and `usage` when the runtime reported it; a resume or status snapshot has none.
 """
-    def __init__(self, *, stop_reason:typing.Optional[StopReason], usage:typing.Optional[Usage], meta:typing.Optional[JsonObject]):
+    def __init__(self, *, stop_reason:typing.Optional[StopReason], usage:typing.Optional[Usage], error:typing.Optional[TurnFailure], background:typing.Optional[typing.List[BackgroundWork]], meta:typing.Optional[JsonObject]):
         self.stop_reason = stop_reason
         self.usage = usage
+        self.error = error
+        self.background = background
         self.meta = meta
         
         
 
     
     def __str__(self):
-        return "IdleStateUpdate(stop_reason={}, usage={}, meta={})".format(self.stop_reason, self.usage, self.meta)
+        return "IdleStateUpdate(stop_reason={}, usage={}, error={}, background={}, meta={})".format(self.stop_reason, self.usage, self.error, self.background, self.meta)
     def __eq__(self, other):
         if self.stop_reason != other.stop_reason:
             return False
         if self.usage != other.usage:
+            return False
+        if self.error != other.error:
+            return False
+        if self.background != other.background:
             return False
         if self.meta != other.meta:
             return False
@@ -6576,6 +7193,8 @@ class _UniffiFfiConverterTypeIdleStateUpdate(_UniffiConverterRustBuffer):
         return IdleStateUpdate(
             stop_reason=_UniffiFfiConverterOptionalTypeStopReason.read(buf),
             usage=_UniffiFfiConverterOptionalTypeUsage.read(buf),
+            error=_UniffiFfiConverterOptionalTypeTurnFailure.read(buf),
+            background=_UniffiFfiConverterOptionalSequenceTypeBackgroundWork.read(buf),
             meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
         )
 
@@ -6583,12 +7202,16 @@ class _UniffiFfiConverterTypeIdleStateUpdate(_UniffiConverterRustBuffer):
     def check_lower(value):
         _UniffiFfiConverterOptionalTypeStopReason.check_lower(value.stop_reason)
         _UniffiFfiConverterOptionalTypeUsage.check_lower(value.usage)
+        _UniffiFfiConverterOptionalTypeTurnFailure.check_lower(value.error)
+        _UniffiFfiConverterOptionalSequenceTypeBackgroundWork.check_lower(value.background)
         _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
 
     @staticmethod
     def write(value, buf):
         _UniffiFfiConverterOptionalTypeStopReason.write(value.stop_reason, buf)
         _UniffiFfiConverterOptionalTypeUsage.write(value.usage, buf)
+        _UniffiFfiConverterOptionalTypeTurnFailure.write(value.error, buf)
+        _UniffiFfiConverterOptionalSequenceTypeBackgroundWork.write(value.background, buf)
         _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
 
 class _UniffiFfiConverterUInt16(_UniffiConverterPrimitiveInt):
@@ -7316,6 +7939,8 @@ class TurnState(enum.Enum):
     
     REQUIRES_ACTION = 2
     
+    UNKNOWN = 3
+    
 
 
 class _UniffiFfiConverterTypeTurnState(_UniffiConverterRustBuffer):
@@ -7328,6 +7953,8 @@ class _UniffiFfiConverterTypeTurnState(_UniffiConverterRustBuffer):
             return TurnState.RUNNING
         if variant == 3:
             return TurnState.REQUIRES_ACTION
+        if variant == 4:
+            return TurnState.UNKNOWN
         raise InternalError("Raw enum value doesn't match any cases")
 
     @staticmethod
@@ -7337,6 +7964,8 @@ class _UniffiFfiConverterTypeTurnState(_UniffiConverterRustBuffer):
         if value == TurnState.RUNNING:
             return
         if value == TurnState.REQUIRES_ACTION:
+            return
+        if value == TurnState.UNKNOWN:
             return
         raise ValueError(value)
 
@@ -7348,6 +7977,8 @@ class _UniffiFfiConverterTypeTurnState(_UniffiConverterRustBuffer):
             buf.write_i32(2)
         if value == TurnState.REQUIRES_ACTION:
             buf.write_i32(3)
+        if value == TurnState.UNKNOWN:
+            buf.write_i32(4)
 
 
 
@@ -10656,15 +11287,18 @@ class RequiresActionStateUpdate:
     """
     The turn waits for the user (a permission request is open).
 """
-    def __init__(self, *, meta:typing.Optional[JsonObject]):
+    def __init__(self, *, background:typing.Optional[typing.List[BackgroundWork]], meta:typing.Optional[JsonObject]):
+        self.background = background
         self.meta = meta
         
         
 
     
     def __str__(self):
-        return "RequiresActionStateUpdate(meta={})".format(self.meta)
+        return "RequiresActionStateUpdate(background={}, meta={})".format(self.background, self.meta)
     def __eq__(self, other):
+        if self.background != other.background:
+            return False
         if self.meta != other.meta:
             return False
         return True
@@ -10673,15 +11307,18 @@ class _UniffiFfiConverterTypeRequiresActionStateUpdate(_UniffiConverterRustBuffe
     @staticmethod
     def read(buf):
         return RequiresActionStateUpdate(
+            background=_UniffiFfiConverterOptionalSequenceTypeBackgroundWork.read(buf),
             meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
         )
 
     @staticmethod
     def check_lower(value):
+        _UniffiFfiConverterOptionalSequenceTypeBackgroundWork.check_lower(value.background)
         _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
 
     @staticmethod
     def write(value, buf):
+        _UniffiFfiConverterOptionalSequenceTypeBackgroundWork.write(value.background, buf)
         _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
 
 class _UniffiFfiConverterBoxTypeReplayFromStart(_UniffiConverterRustBuffer):
@@ -11028,15 +11665,18 @@ class RunningStateUpdate:
     """
     Foreground work started or resumed.
 """
-    def __init__(self, *, meta:typing.Optional[JsonObject]):
+    def __init__(self, *, background:typing.Optional[typing.List[BackgroundWork]], meta:typing.Optional[JsonObject]):
+        self.background = background
         self.meta = meta
         
         
 
     
     def __str__(self):
-        return "RunningStateUpdate(meta={})".format(self.meta)
+        return "RunningStateUpdate(background={}, meta={})".format(self.background, self.meta)
     def __eq__(self, other):
+        if self.background != other.background:
+            return False
         if self.meta != other.meta:
             return False
         return True
@@ -11045,15 +11685,18 @@ class _UniffiFfiConverterTypeRunningStateUpdate(_UniffiConverterRustBuffer):
     @staticmethod
     def read(buf):
         return RunningStateUpdate(
+            background=_UniffiFfiConverterOptionalSequenceTypeBackgroundWork.read(buf),
             meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
         )
 
     @staticmethod
     def check_lower(value):
+        _UniffiFfiConverterOptionalSequenceTypeBackgroundWork.check_lower(value.background)
         _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
 
     @staticmethod
     def write(value, buf):
+        _UniffiFfiConverterOptionalSequenceTypeBackgroundWork.write(value.background, buf)
         _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
 
 @dataclass
@@ -11580,6 +12223,58 @@ class _UniffiFfiConverterBoxTypeRequiresActionStateUpdate(_UniffiConverterRustBu
     def read(cls, buf):
         return _UniffiFfiConverterTypeRequiresActionStateUpdate.read(buf)
 
+@dataclass
+class UnknownStateUpdate:
+    """
+    UNSTABLE upstream: the agent cannot currently determine foreground activity. Not an outcome: it cancels nothing and ends no turn; a client keeps the previous state as last known, not as current. A later state replaces it.
+"""
+    def __init__(self, *, background:typing.Optional[typing.List[BackgroundWork]], meta:typing.Optional[JsonObject]):
+        self.background = background
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "UnknownStateUpdate(background={}, meta={})".format(self.background, self.meta)
+    def __eq__(self, other):
+        if self.background != other.background:
+            return False
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeUnknownStateUpdate(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return UnknownStateUpdate(
+            background=_UniffiFfiConverterOptionalSequenceTypeBackgroundWork.read(buf),
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterOptionalSequenceTypeBackgroundWork.check_lower(value.background)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterOptionalSequenceTypeBackgroundWork.write(value.background, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+class _UniffiFfiConverterBoxTypeUnknownStateUpdate(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        _UniffiFfiConverterTypeUnknownStateUpdate.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        _UniffiFfiConverterTypeUnknownStateUpdate.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        return _UniffiFfiConverterTypeUnknownStateUpdate.read(buf)
+
 
 
 
@@ -11624,7 +12319,7 @@ class StateUpdate:
     @dataclass
     class IDLE:
         """
-        `idle`: The turn ended. Always carries `stopReason` from this toolkit; `usage` only when the runtime reported it.
+        `idle`: No foreground work is active. At a turn's end this toolkit always sends `stopReason` (with `error` when it is `error`), and `usage` when the runtime reported it; a resume or status snapshot has none.
 """
         
         def __init__(self, *values):
@@ -11678,6 +12373,34 @@ class StateUpdate:
             return self._values == other._values
 
     @dataclass
+    class UNKNOWN:
+        """
+        `unknown`: UNSTABLE upstream: the agent cannot currently determine foreground activity. Not an outcome: it cancels nothing and ends no turn; a client keeps the previous state as last known, not as current. A later state replaces it.
+"""
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"StateUpdate.UNKNOWN{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, StateUpdate):
+                return NotImplemented
+            if not other.is_UNKNOWN():
+                return False
+            return self._values == other._values
+
+    @dataclass
     class OTHER:
         """
         A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
@@ -11721,6 +12444,10 @@ class StateUpdate:
         return isinstance(self, StateUpdate.REQUIRES_ACTION)
     def is_requires_action(self) -> bool:
         return isinstance(self, StateUpdate.REQUIRES_ACTION)
+    def is_UNKNOWN(self) -> bool:
+        return isinstance(self, StateUpdate.UNKNOWN)
+    def is_unknown(self) -> bool:
+        return isinstance(self, StateUpdate.UNKNOWN)
     def is_OTHER(self) -> bool:
         return isinstance(self, StateUpdate.OTHER)
     def is_other(self) -> bool:
@@ -11733,6 +12460,7 @@ class StateUpdate:
 StateUpdate.RUNNING = type("StateUpdate.RUNNING", (StateUpdate.RUNNING, StateUpdate,), {})  # type: ignore
 StateUpdate.IDLE = type("StateUpdate.IDLE", (StateUpdate.IDLE, StateUpdate,), {})  # type: ignore
 StateUpdate.REQUIRES_ACTION = type("StateUpdate.REQUIRES_ACTION", (StateUpdate.REQUIRES_ACTION, StateUpdate,), {})  # type: ignore
+StateUpdate.UNKNOWN = type("StateUpdate.UNKNOWN", (StateUpdate.UNKNOWN, StateUpdate,), {})  # type: ignore
 StateUpdate.OTHER = type("StateUpdate.OTHER", (StateUpdate.OTHER, StateUpdate,), {})  # type: ignore
 
 
@@ -11755,6 +12483,10 @@ class _UniffiFfiConverterTypeStateUpdate(_UniffiConverterRustBuffer):
                 _UniffiFfiConverterBoxTypeRequiresActionStateUpdate.read(buf),
             )
         if variant == 4:
+            return StateUpdate.UNKNOWN(
+                _UniffiFfiConverterBoxTypeUnknownStateUpdate.read(buf),
+            )
+        if variant == 5:
             return StateUpdate.OTHER(
                 _UniffiFfiConverterTypeUnknown.read(buf),
             )
@@ -11770,6 +12502,9 @@ class _UniffiFfiConverterTypeStateUpdate(_UniffiConverterRustBuffer):
             return
         if value.is_REQUIRES_ACTION():
             _UniffiFfiConverterBoxTypeRequiresActionStateUpdate.check_lower(value._values[0])
+            return
+        if value.is_UNKNOWN():
+            _UniffiFfiConverterBoxTypeUnknownStateUpdate.check_lower(value._values[0])
             return
         if value.is_OTHER():
             _UniffiFfiConverterTypeUnknown.check_lower(value._values[0])
@@ -11787,8 +12522,11 @@ class _UniffiFfiConverterTypeStateUpdate(_UniffiConverterRustBuffer):
         if value.is_REQUIRES_ACTION():
             buf.write_i32(3)
             _UniffiFfiConverterBoxTypeRequiresActionStateUpdate.write(value._values[0], buf)
-        if value.is_OTHER():
+        if value.is_UNKNOWN():
             buf.write_i32(4)
+            _UniffiFfiConverterBoxTypeUnknownStateUpdate.write(value._values[0], buf)
+        if value.is_OTHER():
+            buf.write_i32(5)
             _UniffiFfiConverterTypeUnknown.write(value._values[0], buf)
 
 
@@ -11901,32 +12639,6 @@ class _UniffiFfiConverterTypeToolCallContentBlock(_UniffiConverterRustBuffer):
     def write(value, buf):
         _UniffiFfiConverterTypeContentBlock.write(value.content, buf)
         _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-
-class _UniffiFfiConverterTypeToolCallId:
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterString.write(value, buf)
-
-    @staticmethod
-    def read(buf):
-        return _UniffiFfiConverterString.read(buf)
-
-    @staticmethod
-    def lift(value):
-        return _UniffiFfiConverterString.lift(value)
-
-    @staticmethod
-    def check_lower(value):
-        return _UniffiFfiConverterString.check_lower(value)
-
-    @staticmethod
-    def lower(value):
-        return _UniffiFfiConverterString.lower(value)
-
-
-ToolCallId = str
-
 
 class _UniffiFfiConverterBoxTypeToolCallContentBlock(_UniffiConverterRustBuffer):
     @classmethod
@@ -12889,57 +13601,6 @@ class _UniffiFfiConverterOptionalSequenceTypeToolCallContent(_UniffiConverterRus
         else:
             raise InternalError("Unexpected flag byte for optional type")
 
-
-class _UniffiFfiConverterTypeValue:
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterString.write(value, buf)
-
-    @staticmethod
-    def read(buf):
-        return _UniffiFfiConverterString.read(buf)
-
-    @staticmethod
-    def lift(value):
-        return _UniffiFfiConverterString.lift(value)
-
-    @staticmethod
-    def check_lower(value):
-        return _UniffiFfiConverterString.check_lower(value)
-
-    @staticmethod
-    def lower(value):
-        return _UniffiFfiConverterString.lower(value)
-
-
-Value = str
-
-
-class _UniffiFfiConverterOptionalTypeValue(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        if value is not None:
-            _UniffiFfiConverterTypeValue.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        if value is None:
-            buf.write_u8(0)
-            return
-
-        buf.write_u8(1)
-        _UniffiFfiConverterTypeValue.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        flag = buf.read_u8()
-        if flag == 0:
-            return None
-        elif flag == 1:
-            return _UniffiFfiConverterTypeValue.read(buf)
-        else:
-            raise InternalError("Unexpected flag byte for optional type")
-
 @dataclass
 class ToolCallUpdate:
     """
@@ -13032,19 +13693,28 @@ class TurnEnd:
     """
     How a turn ended, as the runtime reports it.
 """
-    def __init__(self, *, stop_reason:StopReason, usage:typing.Optional[Usage]):
+    def __init__(self, *, stop_reason:StopReason, usage:typing.Optional[Usage] = _DEFAULT, error:typing.Optional[TurnFailure] = _DEFAULT):
         self.stop_reason = stop_reason
-        self.usage = usage
+        if usage is _DEFAULT:
+            self.usage = None
+        else:
+            self.usage = usage
+        if error is _DEFAULT:
+            self.error = None
+        else:
+            self.error = error
         
         
 
     
     def __str__(self):
-        return "TurnEnd(stop_reason={}, usage={})".format(self.stop_reason, self.usage)
+        return "TurnEnd(stop_reason={}, usage={}, error={})".format(self.stop_reason, self.usage, self.error)
     def __eq__(self, other):
         if self.stop_reason != other.stop_reason:
             return False
         if self.usage != other.usage:
+            return False
+        if self.error != other.error:
             return False
         return True
 
@@ -13054,17 +13724,20 @@ class _UniffiFfiConverterTypeTurnEnd(_UniffiConverterRustBuffer):
         return TurnEnd(
             stop_reason=_UniffiFfiConverterTypeStopReason.read(buf),
             usage=_UniffiFfiConverterOptionalTypeUsage.read(buf),
+            error=_UniffiFfiConverterOptionalTypeTurnFailure.read(buf),
         )
 
     @staticmethod
     def check_lower(value):
         _UniffiFfiConverterTypeStopReason.check_lower(value.stop_reason)
         _UniffiFfiConverterOptionalTypeUsage.check_lower(value.usage)
+        _UniffiFfiConverterOptionalTypeTurnFailure.check_lower(value.error)
 
     @staticmethod
     def write(value, buf):
         _UniffiFfiConverterTypeStopReason.write(value.stop_reason, buf)
         _UniffiFfiConverterOptionalTypeUsage.write(value.usage, buf)
+        _UniffiFfiConverterOptionalTypeTurnFailure.write(value.error, buf)
 
 class _UniffiFfiConverterSequenceTypeProtocolVersion(_UniffiConverterRustBuffer):
     @classmethod
@@ -16412,11 +17085,17 @@ class RuntimeEvent:
     @dataclass
     class TURN_ENDED:
         
-        def __init__(self, stop_reason:StopReason, usage:typing.Optional[Usage]):
+        def __init__(self, stop_reason:StopReason, usage:typing.Optional[Usage], error:typing.Optional[TurnFailure] = _DEFAULT):
             self.stop_reason = stop_reason
             
             
             self.usage = usage
+            
+            
+            if error is _DEFAULT:
+                self.error = None
+            else:
+                self.error = error
             
             
             pass
@@ -16426,7 +17105,7 @@ class RuntimeEvent:
             
     
         def __str__(self):
-            return "RuntimeEvent.TURN_ENDED(stop_reason={}, usage={})".format(self.stop_reason, self.usage)
+            return "RuntimeEvent.TURN_ENDED(stop_reason={}, usage={}, error={})".format(self.stop_reason, self.usage, self.error)
         def __eq__(self, other):
             if not isinstance(other, RuntimeEvent):
                 return NotImplemented
@@ -16435,6 +17114,8 @@ class RuntimeEvent:
             if self.stop_reason != other.stop_reason:
                 return False
             if self.usage != other.usage:
+                return False
+            if self.error != other.error:
                 return False
             return True
 
@@ -16614,6 +17295,7 @@ class _UniffiFfiConverterTypeRuntimeEvent(_UniffiConverterRustBuffer):
             return RuntimeEvent.TURN_ENDED(
                 _UniffiFfiConverterTypeStopReason.read(buf),
                 _UniffiFfiConverterOptionalTypeUsage.read(buf),
+                _UniffiFfiConverterOptionalTypeTurnFailure.read(buf),
             )
         if variant == 10:
             return RuntimeEvent.CLOSE(
@@ -16652,6 +17334,7 @@ class _UniffiFfiConverterTypeRuntimeEvent(_UniffiConverterRustBuffer):
         if value.is_TURN_ENDED():
             _UniffiFfiConverterTypeStopReason.check_lower(value.stop_reason)
             _UniffiFfiConverterOptionalTypeUsage.check_lower(value.usage)
+            _UniffiFfiConverterOptionalTypeTurnFailure.check_lower(value.error)
             return
         if value.is_CLOSE():
             return
@@ -16688,6 +17371,7 @@ class _UniffiFfiConverterTypeRuntimeEvent(_UniffiConverterRustBuffer):
             buf.write_i32(9)
             _UniffiFfiConverterTypeStopReason.write(value.stop_reason, buf)
             _UniffiFfiConverterOptionalTypeUsage.write(value.usage, buf)
+            _UniffiFfiConverterOptionalTypeTurnFailure.write(value.error, buf)
         if value.is_CLOSE():
             buf.write_i32(10)
         if value.is_UPDATE():
@@ -20165,6 +20849,7 @@ __all__ = [
     "RequestId",
     "ErrorReason",
     "StopReason",
+    "BackgroundWork",
     "TurnState",
     "ItemMode",
     "ItemStatus",
@@ -20224,6 +20909,9 @@ __all__ = [
     "AgentMessageClear",
     "AgentThought",
     "AgentThoughtChunk",
+    "BackgroundSubagent",
+    "BackgroundTerminal",
+    "BackgroundToolCall",
     "CancelRequestNotification",
     "CancelSessionNotification",
     "CancelledPermissionOutcome",
@@ -20237,6 +20925,7 @@ __all__ = [
     "ErrorData",
     "HttpHeader",
     "Usage",
+    "TurnFailure",
     "IdleStateUpdate",
     "InitializeRequest",
     "InitializeResponse",
@@ -20282,6 +20971,7 @@ __all__ = [
     "SessionInfoUpdate",
     "SessionPage",
     "SessionStatusRequest",
+    "UnknownStateUpdate",
     "SessionStatusResponse",
     "ToolCallContentBlock",
     "ToolCallContentChunk",

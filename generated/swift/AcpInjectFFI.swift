@@ -504,6 +504,22 @@ fileprivate struct FfiConverterUInt32: FfiConverterPrimitive {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterInt32: FfiConverterPrimitive {
+    typealias FfiType = Int32
+    typealias SwiftType = Int32
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Int32 {
+        return try lift(readInt(&buf))
+    }
+
+    public static func write(_ value: Int32, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterUInt64: FfiConverterPrimitive {
     typealias FfiType = UInt64
     typealias SwiftType = UInt64
@@ -4175,6 +4191,183 @@ public func FfiConverterTypeAudioContent_lower(_ value: AudioContent) -> RustBuf
 
 
 /**
+ * UNSTABLE upstream: a listed subagent session.
+ */
+public struct BackgroundSubagent: Equatable, Hashable {
+    public var sessionId: SessionId
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(sessionId: SessionId, meta: JsonObject?) {
+        self.sessionId = sessionId
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension BackgroundSubagent: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeBackgroundSubagent: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> BackgroundSubagent {
+        return
+            try BackgroundSubagent(
+                sessionId: FfiConverterTypeSessionId.read(from: &buf), 
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: BackgroundSubagent, into buf: inout [UInt8]) {
+        FfiConverterTypeSessionId.write(value.sessionId, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeBackgroundSubagent_lift(_ buf: RustBuffer) throws -> BackgroundSubagent {
+    return try FfiConverterTypeBackgroundSubagent.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeBackgroundSubagent_lower(_ value: BackgroundSubagent) -> RustBuffer {
+    return FfiConverterTypeBackgroundSubagent.lower(value)
+}
+
+
+/**
+ * A listed terminal running in the background.
+ */
+public struct BackgroundTerminal: Equatable, Hashable {
+    /**
+     * The listed terminal.
+     */
+    public var terminalId: String
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The listed terminal.
+         */terminalId: String, meta: JsonObject?) {
+        self.terminalId = terminalId
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension BackgroundTerminal: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeBackgroundTerminal: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> BackgroundTerminal {
+        return
+            try BackgroundTerminal(
+                terminalId: FfiConverterString.read(from: &buf), 
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: BackgroundTerminal, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.terminalId, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeBackgroundTerminal_lift(_ buf: RustBuffer) throws -> BackgroundTerminal {
+    return try FfiConverterTypeBackgroundTerminal.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeBackgroundTerminal_lower(_ value: BackgroundTerminal) -> RustBuffer {
+    return FfiConverterTypeBackgroundTerminal.lower(value)
+}
+
+
+/**
+ * A listed tool call whose work continues in the background.
+ */
+public struct BackgroundToolCall: Equatable, Hashable {
+    public var toolCallId: ToolCallId
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(toolCallId: ToolCallId, meta: JsonObject?) {
+        self.toolCallId = toolCallId
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension BackgroundToolCall: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeBackgroundToolCall: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> BackgroundToolCall {
+        return
+            try BackgroundToolCall(
+                toolCallId: FfiConverterTypeToolCallId.read(from: &buf), 
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: BackgroundToolCall, into buf: inout [UInt8]) {
+        FfiConverterTypeToolCallId.write(value.toolCallId, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeBackgroundToolCall_lift(_ buf: RustBuffer) throws -> BackgroundToolCall {
+    return try FfiConverterTypeBackgroundToolCall.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeBackgroundToolCall_lower(_ value: BackgroundToolCall) -> RustBuffer {
+    return FfiConverterTypeBackgroundToolCall.lower(value)
+}
+
+
+/**
  * A binary resource, base64-encoded.
  */
 public struct BlobResourceContents: Equatable, Hashable {
@@ -5006,18 +5199,34 @@ public func FfiConverterTypeHttpHeader_lower(_ value: HttpHeader) -> RustBuffer 
 
 
 /**
- * The turn ended. Always carries `stopReason` from this toolkit; `usage` only when the runtime reported it.
+ * No foreground work is active. At a turn's end this toolkit always sends `stopReason` (with `error` when it is `error`), and `usage` when the runtime reported it; a resume or status snapshot has none.
  */
 public struct IdleStateUpdate: Equatable, Hashable {
     public var stopReason: StopReason?
     public var usage: Usage?
+    /**
+     * With `stopReason: "error"`: the failure, as a JSON-RPC error object (upstream `ErrorStopReason.error`). Omitted or `null`: not reported.
+     */
+    public var error: TurnFailure?
+    /**
+     * Work running independently of foreground work, as a complete snapshot; omitted or `null`: not reported (not that nothing runs), `[]`: none. A malformed list reads as not reported.
+     */
+    public var background: [BackgroundWork]?
     public var meta: JsonObject?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(stopReason: StopReason?, usage: Usage?, meta: JsonObject?) {
+    public init(stopReason: StopReason?, usage: Usage?, 
+        /**
+         * With `stopReason: "error"`: the failure, as a JSON-RPC error object (upstream `ErrorStopReason.error`). Omitted or `null`: not reported.
+         */error: TurnFailure?, 
+        /**
+         * Work running independently of foreground work, as a complete snapshot; omitted or `null`: not reported (not that nothing runs), `[]`: none. A malformed list reads as not reported.
+         */background: [BackgroundWork]?, meta: JsonObject?) {
         self.stopReason = stopReason
         self.usage = usage
+        self.error = error
+        self.background = background
         self.meta = meta
     }
 
@@ -5039,6 +5248,8 @@ public struct FfiConverterTypeIdleStateUpdate: FfiConverterRustBuffer {
             try IdleStateUpdate(
                 stopReason: FfiConverterOptionTypeStopReason.read(from: &buf), 
                 usage: FfiConverterOptionTypeUsage.read(from: &buf), 
+                error: FfiConverterOptionTypeTurnFailure.read(from: &buf), 
+                background: FfiConverterOptionSequenceTypeBackgroundWork.read(from: &buf), 
                 meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
         )
     }
@@ -5046,6 +5257,8 @@ public struct FfiConverterTypeIdleStateUpdate: FfiConverterRustBuffer {
     public static func write(_ value: IdleStateUpdate, into buf: inout [UInt8]) {
         FfiConverterOptionTypeStopReason.write(value.stopReason, into: &buf)
         FfiConverterOptionTypeUsage.write(value.usage, into: &buf)
+        FfiConverterOptionTypeTurnFailure.write(value.error, into: &buf)
+        FfiConverterOptionSequenceTypeBackgroundWork.write(value.background, into: &buf)
         FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
     }
 }
@@ -7430,11 +7643,19 @@ public func FfiConverterTypeRequestPermissionResponse_lower(_ value: RequestPerm
  * The turn waits for the user (a permission request is open).
  */
 public struct RequiresActionStateUpdate: Equatable, Hashable {
+    /**
+     * Work running independently of foreground work, as a complete snapshot; omitted or `null`: not reported (not that nothing runs), `[]`: none. A malformed list reads as not reported.
+     */
+    public var background: [BackgroundWork]?
     public var meta: JsonObject?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(meta: JsonObject?) {
+    public init(
+        /**
+         * Work running independently of foreground work, as a complete snapshot; omitted or `null`: not reported (not that nothing runs), `[]`: none. A malformed list reads as not reported.
+         */background: [BackgroundWork]?, meta: JsonObject?) {
+        self.background = background
         self.meta = meta
     }
 
@@ -7454,11 +7675,13 @@ public struct FfiConverterTypeRequiresActionStateUpdate: FfiConverterRustBuffer 
     public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> RequiresActionStateUpdate {
         return
             try RequiresActionStateUpdate(
+                background: FfiConverterOptionSequenceTypeBackgroundWork.read(from: &buf), 
                 meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
         )
     }
 
     public static func write(_ value: RequiresActionStateUpdate, into buf: inout [UInt8]) {
+        FfiConverterOptionSequenceTypeBackgroundWork.write(value.background, into: &buf)
         FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
     }
 }
@@ -7838,11 +8061,19 @@ public func FfiConverterTypeRevokeInjectResponse_lower(_ value: RevokeInjectResp
  * Foreground work started or resumed.
  */
 public struct RunningStateUpdate: Equatable, Hashable {
+    /**
+     * Work running independently of foreground work, as a complete snapshot; omitted or `null`: not reported (not that nothing runs), `[]`: none. A malformed list reads as not reported.
+     */
+    public var background: [BackgroundWork]?
     public var meta: JsonObject?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(meta: JsonObject?) {
+    public init(
+        /**
+         * Work running independently of foreground work, as a complete snapshot; omitted or `null`: not reported (not that nothing runs), `[]`: none. A malformed list reads as not reported.
+         */background: [BackgroundWork]?, meta: JsonObject?) {
+        self.background = background
         self.meta = meta
     }
 
@@ -7862,11 +8093,13 @@ public struct FfiConverterTypeRunningStateUpdate: FfiConverterRustBuffer {
     public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> RunningStateUpdate {
         return
             try RunningStateUpdate(
+                background: FfiConverterOptionSequenceTypeBackgroundWork.read(from: &buf), 
                 meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
         )
     }
 
     public static func write(_ value: RunningStateUpdate, into buf: inout [UInt8]) {
+        FfiConverterOptionSequenceTypeBackgroundWork.write(value.background, into: &buf)
         FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
     }
 }
@@ -9117,12 +9350,14 @@ public func FfiConverterTypeTranscriptEntry_lower(_ value: TranscriptEntry) -> R
 public struct TurnEnd: Equatable, Hashable {
     public var stopReason: StopReason
     public var usage: Usage?
+    public var error: TurnFailure?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(stopReason: StopReason, usage: Usage?) {
+    public init(stopReason: StopReason, usage: Usage? = nil, error: TurnFailure? = nil) {
         self.stopReason = stopReason
         self.usage = usage
+        self.error = error
     }
 
     
@@ -9142,13 +9377,15 @@ public struct FfiConverterTypeTurnEnd: FfiConverterRustBuffer {
         return
             try TurnEnd(
                 stopReason: FfiConverterTypeStopReason.read(from: &buf), 
-                usage: FfiConverterOptionTypeUsage.read(from: &buf)
+                usage: FfiConverterOptionTypeUsage.read(from: &buf), 
+                error: FfiConverterOptionTypeTurnFailure.read(from: &buf)
         )
     }
 
     public static func write(_ value: TurnEnd, into buf: inout [UInt8]) {
         FfiConverterTypeStopReason.write(value.stopReason, into: &buf)
         FfiConverterOptionTypeUsage.write(value.usage, into: &buf)
+        FfiConverterOptionTypeTurnFailure.write(value.error, into: &buf)
     }
 }
 
@@ -9165,6 +9402,148 @@ public func FfiConverterTypeTurnEnd_lift(_ buf: RustBuffer) throws -> TurnEnd {
 #endif
 public func FfiConverterTypeTurnEnd_lower(_ value: TurnEnd) -> RustBuffer {
     return FfiConverterTypeTurnEnd.lower(value)
+}
+
+
+/**
+ * A failure that ended a turn, as a JSON-RPC error object (upstream `Error` inside `ErrorStopReason`).
+ */
+public struct TurnFailure: Equatable, Hashable {
+    /**
+     * A JSON-RPC error code.
+     */
+    public var code: Int32
+    /**
+     * A short description.
+     */
+    public var message: String
+    /**
+     * More about the failure, as the agent chose to say it.
+     */
+    public var data: Value?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * A JSON-RPC error code.
+         */code: Int32, 
+        /**
+         * A short description.
+         */message: String, 
+        /**
+         * More about the failure, as the agent chose to say it.
+         */data: Value?) {
+        self.code = code
+        self.message = message
+        self.data = data
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension TurnFailure: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeTurnFailure: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> TurnFailure {
+        return
+            try TurnFailure(
+                code: FfiConverterInt32.read(from: &buf), 
+                message: FfiConverterString.read(from: &buf), 
+                data: FfiConverterOptionTypeValue.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: TurnFailure, into buf: inout [UInt8]) {
+        FfiConverterInt32.write(value.code, into: &buf)
+        FfiConverterString.write(value.message, into: &buf)
+        FfiConverterOptionTypeValue.write(value.data, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeTurnFailure_lift(_ buf: RustBuffer) throws -> TurnFailure {
+    return try FfiConverterTypeTurnFailure.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeTurnFailure_lower(_ value: TurnFailure) -> RustBuffer {
+    return FfiConverterTypeTurnFailure.lower(value)
+}
+
+
+/**
+ * UNSTABLE upstream: the agent cannot currently determine foreground activity. Not an outcome: it cancels nothing and ends no turn; a client keeps the previous state as last known, not as current. A later state replaces it.
+ */
+public struct UnknownStateUpdate: Equatable, Hashable {
+    /**
+     * Work running independently of foreground work, as a complete snapshot; omitted or `null`: not reported (not that nothing runs), `[]`: none. A malformed list reads as not reported.
+     */
+    public var background: [BackgroundWork]?
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * Work running independently of foreground work, as a complete snapshot; omitted or `null`: not reported (not that nothing runs), `[]`: none. A malformed list reads as not reported.
+         */background: [BackgroundWork]?, meta: JsonObject?) {
+        self.background = background
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension UnknownStateUpdate: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeUnknownStateUpdate: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> UnknownStateUpdate {
+        return
+            try UnknownStateUpdate(
+                background: FfiConverterOptionSequenceTypeBackgroundWork.read(from: &buf), 
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: UnknownStateUpdate, into buf: inout [UInt8]) {
+        FfiConverterOptionSequenceTypeBackgroundWork.write(value.background, into: &buf)
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeUnknownStateUpdate_lift(_ buf: RustBuffer) throws -> UnknownStateUpdate {
+    return try FfiConverterTypeUnknownStateUpdate.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeUnknownStateUpdate_lower(_ value: UnknownStateUpdate) -> RustBuffer {
+    return FfiConverterTypeUnknownStateUpdate.lower(value)
 }
 
 
@@ -10045,6 +10424,113 @@ public func FfiConverterTypeAnswer_lift(_ buf: RustBuffer) throws -> Answer {
 #endif
 public func FfiConverterTypeAnswer_lower(_ value: Answer) -> RustBuffer {
     return FfiConverterTypeAnswer.lower(value)
+}
+
+
+
+/**
+ * One piece of work running independently of the session's foreground work, tagged by `type`. Open.
+ */
+
+public enum BackgroundWork: Equatable, Hashable {
+    
+    /**
+     * `terminal`: A listed terminal running in the background.
+     */
+    case terminal(BackgroundTerminal
+    )
+    /**
+     * `tool_call`: A listed tool call whose work continues in the background.
+     */
+    case toolCall(BackgroundToolCall
+    )
+    /**
+     * `subagent`: UNSTABLE upstream: a listed subagent session.
+     */
+    case subagent(BackgroundSubagent
+    )
+    /**
+     * A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
+     */
+    case other(Unknown
+    )
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension BackgroundWork: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeBackgroundWork: FfiConverterRustBuffer {
+    typealias SwiftType = BackgroundWork
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> BackgroundWork {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .terminal(try FfiConverterTypeBackgroundTerminal.read(from: &buf)
+        )
+        
+        case 2: return .toolCall(try FfiConverterTypeBackgroundToolCall.read(from: &buf)
+        )
+        
+        case 3: return .subagent(try FfiConverterTypeBackgroundSubagent.read(from: &buf)
+        )
+        
+        case 4: return .other(try FfiConverterTypeUnknown.read(from: &buf)
+        )
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: BackgroundWork, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case let .terminal(v1):
+            writeInt(&buf, Int32(1))
+            FfiConverterTypeBackgroundTerminal.write(v1, into: &buf)
+            
+        
+        case let .toolCall(v1):
+            writeInt(&buf, Int32(2))
+            FfiConverterTypeBackgroundToolCall.write(v1, into: &buf)
+            
+        
+        case let .subagent(v1):
+            writeInt(&buf, Int32(3))
+            FfiConverterTypeBackgroundSubagent.write(v1, into: &buf)
+            
+        
+        case let .other(v1):
+            writeInt(&buf, Int32(4))
+            FfiConverterTypeUnknown.write(v1, into: &buf)
+            
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeBackgroundWork_lift(_ buf: RustBuffer) throws -> BackgroundWork {
+    return try FfiConverterTypeBackgroundWork.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeBackgroundWork_lower(_ value: BackgroundWork) -> RustBuffer {
+    return FfiConverterTypeBackgroundWork.lower(value)
 }
 
 
@@ -12724,7 +13210,7 @@ public enum RuntimeEvent: Equatable, Hashable {
     case paused
     case resumed
     case turnStarted
-    case turnEnded(stopReason: StopReason, usage: Usage?
+    case turnEnded(stopReason: StopReason, usage: Usage?, error: TurnFailure? = nil
     )
     case close
     case update(SessionUpdate
@@ -12771,7 +13257,7 @@ public struct FfiConverterTypeRuntimeEvent: FfiConverterRustBuffer {
         
         case 8: return .turnStarted
         
-        case 9: return .turnEnded(stopReason: try FfiConverterTypeStopReason.read(from: &buf), usage: try FfiConverterOptionTypeUsage.read(from: &buf)
+        case 9: return .turnEnded(stopReason: try FfiConverterTypeStopReason.read(from: &buf), usage: try FfiConverterOptionTypeUsage.read(from: &buf), error: try FfiConverterOptionTypeTurnFailure.read(from: &buf)
         )
         
         case 10: return .close
@@ -12825,10 +13311,11 @@ public struct FfiConverterTypeRuntimeEvent: FfiConverterRustBuffer {
             writeInt(&buf, Int32(8))
         
         
-        case let .turnEnded(stopReason,usage):
+        case let .turnEnded(stopReason,usage,error):
             writeInt(&buf, Int32(9))
             FfiConverterTypeStopReason.write(stopReason, into: &buf)
             FfiConverterOptionTypeUsage.write(usage, into: &buf)
+            FfiConverterOptionTypeTurnFailure.write(error, into: &buf)
             
         
         case .close:
@@ -13406,7 +13893,7 @@ public enum StateUpdate: Equatable, Hashable {
     case running(RunningStateUpdate
     )
     /**
-     * `idle`: The turn ended. Always carries `stopReason` from this toolkit; `usage` only when the runtime reported it.
+     * `idle`: No foreground work is active. At a turn's end this toolkit always sends `stopReason` (with `error` when it is `error`), and `usage` when the runtime reported it; a resume or status snapshot has none.
      */
     case idle(IdleStateUpdate
     )
@@ -13414,6 +13901,11 @@ public enum StateUpdate: Equatable, Hashable {
      * `requires_action`: The turn waits for the user (a permission request is open).
      */
     case requiresAction(RequiresActionStateUpdate
+    )
+    /**
+     * `unknown`: UNSTABLE upstream: the agent cannot currently determine foreground activity. Not an outcome: it cancels nothing and ends no turn; a client keeps the previous state as last known, not as current. A later state replaces it.
+     */
+    case unknown(UnknownStateUpdate
     )
     /**
      * A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
@@ -13450,7 +13942,10 @@ public struct FfiConverterTypeStateUpdate: FfiConverterRustBuffer {
         case 3: return .requiresAction(try FfiConverterTypeRequiresActionStateUpdate.read(from: &buf)
         )
         
-        case 4: return .other(try FfiConverterTypeUnknown.read(from: &buf)
+        case 4: return .unknown(try FfiConverterTypeUnknownStateUpdate.read(from: &buf)
+        )
+        
+        case 5: return .other(try FfiConverterTypeUnknown.read(from: &buf)
         )
         
         default: throw UniffiInternalError.unexpectedEnumCase
@@ -13476,8 +13971,13 @@ public struct FfiConverterTypeStateUpdate: FfiConverterRustBuffer {
             FfiConverterTypeRequiresActionStateUpdate.write(v1, into: &buf)
             
         
-        case let .other(v1):
+        case let .unknown(v1):
             writeInt(&buf, Int32(4))
+            FfiConverterTypeUnknownStateUpdate.write(v1, into: &buf)
+            
+        
+        case let .other(v1):
+            writeInt(&buf, Int32(5))
             FfiConverterTypeUnknown.write(v1, into: &buf)
             
         }
@@ -13603,6 +14103,10 @@ public enum StopReason: Equatable, Hashable {
      */
     case cancelled
     /**
+     * `error`: The turn failed; the idle update's `error` says how.
+     */
+    case error
+    /**
      * A value this version does not know (values starting with `_` are extensions).
      */
     case other(String
@@ -13638,7 +14142,9 @@ public struct FfiConverterTypeStopReason: FfiConverterRustBuffer {
         
         case 5: return .cancelled
         
-        case 6: return .other(try FfiConverterString.read(from: &buf)
+        case 6: return .error
+        
+        case 7: return .other(try FfiConverterString.read(from: &buf)
         )
         
         default: throw UniffiInternalError.unexpectedEnumCase
@@ -13669,8 +14175,12 @@ public struct FfiConverterTypeStopReason: FfiConverterRustBuffer {
             writeInt(&buf, Int32(5))
         
         
-        case let .other(v1):
+        case .error:
             writeInt(&buf, Int32(6))
+        
+        
+        case let .other(v1):
+            writeInt(&buf, Int32(7))
             FfiConverterString.write(v1, into: &buf)
             
         }
@@ -14328,6 +14838,7 @@ public enum TurnState: Equatable, Hashable {
     case idle
     case running
     case requiresAction
+    case unknown
 
 
 
@@ -14355,6 +14866,8 @@ public struct FfiConverterTypeTurnState: FfiConverterRustBuffer {
         
         case 3: return .requiresAction
         
+        case 4: return .unknown
+        
         default: throw UniffiInternalError.unexpectedEnumCase
         }
     }
@@ -14373,6 +14886,10 @@ public struct FfiConverterTypeTurnState: FfiConverterRustBuffer {
         
         case .requiresAction:
             writeInt(&buf, Int32(3))
+        
+        
+        case .unknown:
+            writeInt(&buf, Int32(4))
         
         }
     }
@@ -14757,6 +15274,30 @@ fileprivate struct FfiConverterOptionTypeStatusCapabilities: FfiConverterRustBuf
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterOptionTypeTurnFailure: FfiConverterRustBuffer {
+    typealias SwiftType = TurnFailure?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeTurnFailure.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeTurnFailure.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterOptionTypeUsage: FfiConverterRustBuffer {
     typealias SwiftType = Usage?
 
@@ -15061,6 +15602,30 @@ fileprivate struct FfiConverterOptionSequenceTypePendingInject: FfiConverterRust
         switch try readInt(&buf) as Int8 {
         case 0: return nil
         case 1: return try FfiConverterSequenceTypePendingInject.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionSequenceTypeBackgroundWork: FfiConverterRustBuffer {
+    typealias SwiftType = [BackgroundWork]?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterSequenceTypeBackgroundWork.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterSequenceTypeBackgroundWork.read(from: &buf)
         default: throw UniffiInternalError.unexpectedOptionalTag
         }
     }
@@ -15528,6 +16093,31 @@ fileprivate struct FfiConverterSequenceTypeViolation: FfiConverterRustBuffer {
         seq.reserveCapacity(Int(len))
         for _ in 0 ..< len {
             seq.append(try FfiConverterTypeViolation.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterSequenceTypeBackgroundWork: FfiConverterRustBuffer {
+    typealias SwiftType = [BackgroundWork]
+
+    public static func write(_ value: [BackgroundWork], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeBackgroundWork.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [BackgroundWork] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [BackgroundWork]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeBackgroundWork.read(from: &buf))
         }
         return seq
     }

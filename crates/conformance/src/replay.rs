@@ -579,6 +579,7 @@ fn runtime_event(rt: &Value) -> Result<RuntimeEvent, String> {
             stop_reason: serde_json::from_value::<StopReason>(member("stopReason", Value::from("end_turn")))
                 .map_err(|e| format!("stopReason: {e}"))?,
             usage: rt.get("usage").map(|u| serde_json::from_value(u.clone())).transpose().map_err(|e| format!("usage: {e}"))?,
+            error: rt.get("error").map(|u| serde_json::from_value(u.clone())).transpose().map_err(|e| format!("error: {e}"))?,
         },
         "close" => RuntimeEvent::Close,
         "update" => RuntimeEvent::Update(serde_json::from_value(member("update", Value::Null)).map_err(|e| format!("update: {e}"))?),

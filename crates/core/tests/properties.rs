@@ -141,7 +141,7 @@ fn apply(a: &mut Agent, m: &mut Model, op: &Op, counter: &mut usize) -> Vec<Stri
                 ),
                 Op::Pause => RuntimeEvent::Paused,
                 Op::Resume => RuntimeEvent::Resumed,
-                _ => RuntimeEvent::TurnEnded { stop_reason: StopReason::EndTurn, usage: None },
+                _ => RuntimeEvent::TurnEnded { stop_reason: StopReason::EndTurn, usage: None, error: None },
             };
             let _ = a.runtime_event("s1", ev);
         }

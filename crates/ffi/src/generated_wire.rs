@@ -94,6 +94,31 @@ pub struct AudioContent {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
+///UNSTABLE upstream: a listed subagent session.
+#[uniffi::remote(Record)]
+pub struct BackgroundSubagent {
+    pub session_id: SessionId,
+    pub meta: ::std::option::Option<
+        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    >,
+}
+///A listed terminal running in the background.
+#[uniffi::remote(Record)]
+pub struct BackgroundTerminal {
+    ///The listed terminal.
+    pub terminal_id: ::std::string::String,
+    pub meta: ::std::option::Option<
+        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    >,
+}
+///A listed tool call whose work continues in the background.
+#[uniffi::remote(Record)]
+pub struct BackgroundToolCall {
+    pub tool_call_id: ToolCallId,
+    pub meta: ::std::option::Option<
+        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    >,
+}
 ///A binary resource, base64-encoded.
 #[uniffi::remote(Record)]
 pub struct BlobResourceContents {
@@ -202,11 +227,15 @@ pub struct HttpHeader {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///The turn ended. Always carries `stopReason` from this toolkit; `usage` only when the runtime reported it.
+///No foreground work is active. At a turn's end this toolkit always sends `stopReason` (with `error` when it is `error`), and `usage` when the runtime reported it; a resume or status snapshot has none.
 #[uniffi::remote(Record)]
 pub struct IdleStateUpdate {
     pub stop_reason: ::std::option::Option<StopReason>,
     pub usage: ::std::option::Option<Usage>,
+    ///With `stopReason: "error"`: the failure, as a JSON-RPC error object (upstream `ErrorStopReason.error`). Omitted or `null`: not reported.
+    pub error: ::std::option::Option<TurnFailure>,
+    ///Work running independently of foreground work, as a complete snapshot; omitted or `null`: not reported (not that nothing runs), `[]`: none. A malformed list reads as not reported.
+    pub background: ::std::option::Option<::std::vec::Vec<BackgroundWork>>,
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -524,6 +553,8 @@ pub struct RequestPermissionResponse {
 ///The turn waits for the user (a permission request is open).
 #[uniffi::remote(Record)]
 pub struct RequiresActionStateUpdate {
+    ///Work running independently of foreground work, as a complete snapshot; omitted or `null`: not reported (not that nothing runs), `[]`: none. A malformed list reads as not reported.
+    pub background: ::std::option::Option<::std::vec::Vec<BackgroundWork>>,
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -590,6 +621,8 @@ pub struct RevokeInjectResponse {
 ///Foreground work started or resumed.
 #[uniffi::remote(Record)]
 pub struct RunningStateUpdate {
+    ///Work running independently of foreground work, as a complete snapshot; omitted or `null`: not reported (not that nothing runs), `[]`: none. A malformed list reads as not reported.
+    pub background: ::std::option::Option<::std::vec::Vec<BackgroundWork>>,
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -751,6 +784,25 @@ pub struct ToolCallUpdate {
     pub raw_input: ::std::option::Option<::serde_json::Value>,
     ///The raw output of the tool call.
     pub raw_output: ::std::option::Option<::serde_json::Value>,
+    pub meta: ::std::option::Option<
+        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    >,
+}
+///A failure that ended a turn, as a JSON-RPC error object (upstream `Error` inside `ErrorStopReason`).
+#[uniffi::remote(Record)]
+pub struct TurnFailure {
+    ///A JSON-RPC error code.
+    pub code: i32,
+    ///A short description.
+    pub message: ::std::string::String,
+    ///More about the failure, as the agent chose to say it.
+    pub data: ::std::option::Option<::serde_json::Value>,
+}
+///UNSTABLE upstream: the agent cannot currently determine foreground activity. Not an outcome: it cancels nothing and ends no turn; a client keeps the previous state as last known, not as current. A later state replaces it.
+#[uniffi::remote(Record)]
+pub struct UnknownStateUpdate {
+    ///Work running independently of foreground work, as a complete snapshot; omitted or `null`: not reported (not that nothing runs), `[]`: none. A malformed list reads as not reported.
+    pub background: ::std::option::Option<::std::vec::Vec<BackgroundWork>>,
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -949,10 +1001,12 @@ pub enum SessionUpdate {
 pub enum StateUpdate {
     ///`running`: Foreground work started or resumed.
     Running(Box<RunningStateUpdate>),
-    ///`idle`: The turn ended. Always carries `stopReason` from this toolkit; `usage` only when the runtime reported it.
+    ///`idle`: No foreground work is active. At a turn's end this toolkit always sends `stopReason` (with `error` when it is `error`), and `usage` when the runtime reported it; a resume or status snapshot has none.
     Idle(Box<IdleStateUpdate>),
     ///`requires_action`: The turn waits for the user (a permission request is open).
     RequiresAction(Box<RequiresActionStateUpdate>),
+    ///`unknown`: UNSTABLE upstream: the agent cannot currently determine foreground activity. Not an outcome: it cancels nothing and ends no turn; a client keeps the previous state as last known, not as current. A later state replaces it.
+    Unknown(Box<UnknownStateUpdate>),
     /// A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
     Other(Unknown),
 }
@@ -969,8 +1023,22 @@ pub enum StopReason {
     Refusal,
     ///`cancelled`: The client cancelled the turn.
     Cancelled,
+    ///`error`: The turn failed; the idle update's `error` says how.
+    Error,
     /// A value this version does not know (values starting with `_` are extensions).
     Other(String),
+}
+///One piece of work running independently of the session's foreground work, tagged by `type`. Open.
+#[uniffi::remote(Enum)]
+pub enum BackgroundWork {
+    ///`terminal`: A listed terminal running in the background.
+    Terminal(Box<BackgroundTerminal>),
+    ///`tool_call`: A listed tool call whose work continues in the background.
+    ToolCall(Box<BackgroundToolCall>),
+    ///`subagent`: UNSTABLE upstream: a listed subagent session.
+    Subagent(Box<BackgroundSubagent>),
+    /// A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
+    Other(Unknown),
 }
 ///The kind of a tool. Open.
 #[uniffi::remote(Enum)]

@@ -51,7 +51,9 @@ impl acp_inject_transport::AgentRuntime for Foreign {
             Err(AcpError::Host { error: HostError::SessionClosed } | AcpError::Disconnected { .. }) => TurnEnd::cancelled(),
             Err(e) => {
                 eprintln!("acp-inject: run_turn({session}) failed: {e}");
-                TurnEnd { stop_reason: acp_inject_core::wire::StopReason::Other("_acp-inject/runtime_error".into()), usage: None }
+                // Upstream's `error` end, with a generic internal error: what the author's code
+                // raised stays in this process's log, not on the wire.
+                TurnEnd::failed(acp_inject_core::wire::TurnFailure::internal("the agent's turn code failed"))
             }
         }
     }

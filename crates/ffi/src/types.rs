@@ -13,7 +13,7 @@ use acp_inject_core::client::{
 use acp_inject_core::wire::{
     ContentBlock, ErrorReason, InitializeResponse, InjectCapabilities, McpServer, MessageId, PendingInject, PermissionOption,
     RequestId, RequestPermissionOutcome, RequestPermissionRequest, SessionInfo, SessionStatus, SessionUpdate, StateUpdate,
-    SteerInStream, StopReason, Usage,
+    SteerInStream, StopReason, TurnFailure, Usage,
 };
 use acp_inject_transport::{SessionActivity, TurnEnd};
 
@@ -132,14 +132,23 @@ pub enum RuntimeEvent {
     StreamStarted,
     StreamFinished,
     RequestPermission(PermissionAsk),
-    WithdrawPermission { request_id: RequestId },
+    WithdrawPermission {
+        request_id: RequestId,
+    },
     Paused,
     Resumed,
     TurnStarted,
-    TurnEnded { stop_reason: StopReason, usage: Option<Usage> },
+    TurnEnded {
+        stop_reason: StopReason,
+        usage: Option<Usage>,
+        #[uniffi(default = None)]
+        error: Option<TurnFailure>,
+    },
     Close,
     Update(SessionUpdate),
-    ClearAgentMessage { message_id: MessageId },
+    ClearAgentMessage {
+        message_id: MessageId,
+    },
 }
 
 /// What a runtime asks the user (`session/request_permission` without the session and id).
@@ -198,7 +207,10 @@ pub enum Stream {
 #[uniffi::remote(Record)]
 pub struct TurnEnd {
     pub stop_reason: StopReason,
+    #[uniffi(default = None)]
     pub usage: Option<Usage>,
+    #[uniffi(default = None)]
+    pub error: Option<TurnFailure>,
 }
 
 // ----- client side -----
@@ -257,6 +269,7 @@ pub enum TurnState {
     Idle,
     Running,
     RequiresAction,
+    Unknown,
 }
 
 /// How an item was sent.

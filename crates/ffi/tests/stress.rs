@@ -123,8 +123,8 @@ fn worker(core: Arc<AgentCore>, log: Arc<Mutex<Log>>, t: usize) {
                 }
             }
             _ => {
-                if let Ok(out) =
-                    core.runtime_event("s1".into(), RuntimeEvent::TurnEnded { stop_reason: StopReason::EndTurn, usage: None })
+                if let Ok(out) = core
+                    .runtime_event("s1".into(), RuntimeEvent::TurnEnded { stop_reason: StopReason::EndTurn, usage: None, error: None })
                 {
                     record(&log, &out);
                 }

@@ -199,7 +199,7 @@ impl Scripted {
             cached_write_tokens: None,
             meta: None,
         };
-        Ok(TurnEnd { stop_reason: StopReason::EndTurn, usage: Some(usage) })
+        Ok(TurnEnd { stop_reason: StopReason::EndTurn, usage: Some(usage), error: None })
     }
 }
 

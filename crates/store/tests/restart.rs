@@ -131,7 +131,7 @@ fn a_reopened_agent_continues_from_the_store() {
 
         // The turn goes on: at its end every steer, then every queued inject, in order, with
         // the replaced content.
-        let out = event(&mut b, "sess_1", RuntimeEvent::TurnEnded { stop_reason: StopReason::EndTurn, usage: None });
+        let out = event(&mut b, "sess_1", RuntimeEvent::TurnEnded { stop_reason: StopReason::EndTurn, usage: None, error: None });
         let next = [("msg_7", "s3"), ("msg_2", "q1"), ("msg_4", "q2 replaced"), ("msg_8", "q4")];
         assert_eq!(handed(&out), next.map(|(i, t)| (i.to_owned(), t.to_owned())));
 
@@ -255,7 +255,7 @@ fn random_sequences_give_the_same_outputs_across_restarts() {
                     4 => RuntimeEvent::Paused,
                     5 => RuntimeEvent::Resumed,
                     6 => chunk(&format!("agent_{req}"), "x"),
-                    _ => RuntimeEvent::TurnEnded { stop_reason: StopReason::EndTurn, usage: None },
+                    _ => RuntimeEvent::TurnEnded { stop_reason: StopReason::EndTurn, usage: None, error: None },
                 };
                 assert_eq!(mem.runtime_event(s, ev.clone()), db.runtime_event(s, ev), "seed {seed} step {step}");
             }

@@ -22,7 +22,7 @@ use acp_inject_core::agent::{
 };
 use acp_inject_core::wire::{
     AgentMessageChunk, ContentBlock, MessageId, PermissionOption, RequestId, RequestPermissionOutcome, SessionUpdate, StopReason,
-    TextContent, Usage,
+    TextContent, TurnFailure, Usage,
 };
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot, watch};
@@ -35,17 +35,25 @@ pub struct TurnEnd {
     pub stop_reason: StopReason,
     /// Token usage of the turn.
     pub usage: Option<Usage>,
+    /// With [`StopReason::Error`]: what failed, sent to the client with the idle update.
+    pub error: Option<TurnFailure>,
 }
 
 impl TurnEnd {
     /// The model finished.
     pub fn end_turn() -> TurnEnd {
-        TurnEnd { stop_reason: StopReason::EndTurn, usage: None }
+        TurnEnd { stop_reason: StopReason::EndTurn, usage: None, error: None }
     }
 
     /// The turn stopped because it was cancelled.
     pub fn cancelled() -> TurnEnd {
-        TurnEnd { stop_reason: StopReason::Cancelled, usage: None }
+        TurnEnd { stop_reason: StopReason::Cancelled, usage: None, error: None }
+    }
+
+    /// The turn failed: `stopReason: "error"`, with `error` as a JSON-RPC error object
+    /// (`code`, `message`, optional `data`).
+    pub fn failed(error: TurnFailure) -> TurnEnd {
+        TurnEnd { stop_reason: StopReason::Error, usage: None, error: Some(error) }
     }
 }
 
@@ -220,7 +228,12 @@ impl Server {
             // The runtime runs in its own task, so a panic in it ends only this turn.
             let end = match server.tasks.spawn(async move { rt.run_turn(ctx, inputs).await }).await {
                 Ok(end) => end,
-                Err(_) => TurnEnd { stop_reason: StopReason::Other("_acp-inject/runtime_error".into()), usage: None },
+                // Upstream's `error` stop reason, with a JSON-RPC internal error saying why.
+                Err(e) => TurnEnd::failed(TurnFailure::internal(if e.is_panic() {
+                    "the agent's turn panicked"
+                } else {
+                    "the agent's turn was aborted"
+                })),
             };
             {
                 let mut turns = lock(&server.turns);
@@ -228,7 +241,7 @@ impl Server {
                     turns.remove(&session);
                 }
             }
-            let event = RuntimeEvent::TurnEnded { stop_reason: end.stop_reason, usage: end.usage };
+            let event = RuntimeEvent::TurnEnded { stop_reason: end.stop_reason, usage: end.usage, error: end.error };
             // A refused turn end (the session closed meanwhile) needs nothing more.
             if let Ok((_, actions)) = server.step(|a| a.runtime_event(&session, event)) {
                 server.dispatch(actions);
@@ -505,7 +518,7 @@ impl AgentServer {
             agent.session_ids().into_iter().filter(|s| agent.turn(s).is_some_and(|t| t.in_progress())).collect()
         };
         for session in interrupted {
-            let event = RuntimeEvent::TurnEnded { stop_reason: StopReason::Cancelled, usage: None };
+            let event = RuntimeEvent::TurnEnded { stop_reason: StopReason::Cancelled, usage: None, error: None };
             if let Ok((_, actions)) = server.step(|a| a.runtime_event(&session, event)) {
                 server.dispatch(actions);
             }

@@ -274,3 +274,40 @@ async fn the_server_returns_only_after_the_runtime_ended_its_turns() {
     assert!(result.is_ok(), "{result:?}");
     assert!(runtime.finished.load(std::sync::atomic::Ordering::SeqCst), "serve returned while the turn was still running");
 }
+
+/// A runtime whose turn panics after its first chunk.
+struct Panics;
+
+#[async_trait::async_trait]
+impl AgentRuntime for Panics {
+    async fn run_turn(&self, turn: TurnContext, _input: Vec<UserInput>) -> TurnEnd {
+        let id = turn.new_message_id();
+        turn.send_text(&id, "about to fail").unwrap();
+        panic!("the model provider is down");
+    }
+}
+
+/// A turn whose code panics ends with upstream's `error` stop reason and an internal error
+/// (R-TURNEND-1); the session lives on and takes the next prompt.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicking_turn_ends_with_the_error_stop_reason() {
+    let conn = pair(Arc::new(Panics)).await;
+    let s = conn.new_session("/home/dev/a", vec![], vec![]).await.unwrap();
+    for (n, attempt) in ["first", "second"].into_iter().enumerate() {
+        s.prompt(text(attempt)).await.unwrap();
+        let users =
+            |snap: &acp_inject_core::client::MirrorSnapshot| snap.transcript.iter().filter(|e| e.role == MessageRole::User).count();
+        let seen = until(&s, |snap| snap.state == TurnState::Idle && users(snap) == n + 1).await;
+        assert_eq!(s.snapshot().unwrap().stop_reason, Some(StopReason::Error), "{attempt}");
+        let failure = seen.iter().find_map(|a| match a {
+            SessionActivity::Event(SessionEvent::Update(SessionUpdate::StateUpdate(st))) => match st.as_ref() {
+                StateUpdate::Idle(i) => i.error.clone(),
+                _ => None,
+            },
+            _ => None,
+        });
+        let failure = failure.expect("the idle update carries the failure");
+        assert_eq!((failure.code, failure.message.as_str()), (-32603, "Internal error"));
+        assert_eq!(failure.data.unwrap()["detail"], "the agent's turn panicked");
+    }
+}

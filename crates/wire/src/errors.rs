@@ -149,3 +149,12 @@ impl std::fmt::Display for ErrorObject {
 }
 
 impl std::error::Error for ErrorObject {}
+
+impl crate::TurnFailure {
+    /// What ends a turn whose code failed (`stopReason: "error"`): -32603 "Internal error" with
+    /// `data: {"detail": …}`.
+    pub fn internal(detail: &str) -> Self {
+        let e = ErrorObject::with_detail(INTERNAL_ERROR, detail);
+        crate::TurnFailure { code: INTERNAL_ERROR as i32, message: e.message, data: e.data }
+    }
+}

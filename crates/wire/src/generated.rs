@@ -754,6 +754,46 @@ pub struct AudioContent {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
+///UNSTABLE upstream: a listed subagent session.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+pub struct BackgroundSubagent {
+    #[serde(rename = "sessionId")]
+    pub session_id: SessionId,
+    #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "__tolerant_backgroundsubagent_meta")]
+    #[serde(default)]
+    pub meta: ::std::option::Option<
+        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    >,
+}
+///A listed terminal running in the background.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+pub struct BackgroundTerminal {
+    ///The listed terminal.
+    #[serde(rename = "terminalId")]
+    pub terminal_id: ::std::string::String,
+    #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "__tolerant_backgroundterminal_meta")]
+    #[serde(default)]
+    pub meta: ::std::option::Option<
+        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    >,
+}
+///A listed tool call whose work continues in the background.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+pub struct BackgroundToolCall {
+    #[serde(rename = "toolCallId")]
+    pub tool_call_id: ToolCallId,
+    #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "__tolerant_backgroundtoolcall_meta")]
+    #[serde(default)]
+    pub meta: ::std::option::Option<
+        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    >,
+}
 ///A binary resource, base64-encoded.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
@@ -938,7 +978,7 @@ pub struct HttpHeader {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///The turn ended. Always carries `stopReason` from this toolkit; `usage` only when the runtime reported it.
+///No foreground work is active. At a turn's end this toolkit always sends `stopReason` (with `error` when it is `error`), and `usage` when the runtime reported it; a resume or status snapshot has none.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct IdleStateUpdate {
@@ -954,6 +994,16 @@ pub struct IdleStateUpdate {
     #[serde(deserialize_with = "__tolerant_idlestateupdate_usage")]
     #[serde(default)]
     pub usage: ::std::option::Option<Usage>,
+    ///With `stopReason: "error"`: the failure, as a JSON-RPC error object (upstream `ErrorStopReason.error`). Omitted or `null`: not reported.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "__tolerant_idlestateupdate_error")]
+    #[serde(default)]
+    pub error: ::std::option::Option<TurnFailure>,
+    ///Work running independently of foreground work, as a complete snapshot; omitted or `null`: not reported (not that nothing runs), `[]`: none. A malformed list reads as not reported.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "__tolerant_idlestateupdate_background")]
+    #[serde(default)]
+    pub background: ::std::option::Option<::std::vec::Vec<BackgroundWork>>,
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_idlestateupdate_meta")]
     #[serde(default)]
@@ -1601,6 +1651,11 @@ pub struct RequestPermissionResponse {
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct RequiresActionStateUpdate {
+    ///Work running independently of foreground work, as a complete snapshot; omitted or `null`: not reported (not that nothing runs), `[]`: none. A malformed list reads as not reported.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "__tolerant_requiresactionstateupdate_background")]
+    #[serde(default)]
+    pub background: ::std::option::Option<::std::vec::Vec<BackgroundWork>>,
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_requiresactionstateupdate_meta")]
     #[serde(default)]
@@ -1730,6 +1785,11 @@ pub struct RevokeInjectResponse {
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct RunningStateUpdate {
+    ///Work running independently of foreground work, as a complete snapshot; omitted or `null`: not reported (not that nothing runs), `[]`: none. A malformed list reads as not reported.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "__tolerant_runningstateupdate_background")]
+    #[serde(default)]
+    pub background: ::std::option::Option<::std::vec::Vec<BackgroundWork>>,
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_runningstateupdate_meta")]
     #[serde(default)]
@@ -2103,6 +2163,34 @@ pub struct ToolCallUpdate {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
+///A failure that ended a turn, as a JSON-RPC error object (upstream `Error` inside `ErrorStopReason`).
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+pub struct TurnFailure {
+    ///A JSON-RPC error code.
+    pub code: i32,
+    ///A short description.
+    pub message: ::std::string::String,
+    ///More about the failure, as the agent chose to say it.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub data: ::std::option::Option<::serde_json::Value>,
+}
+///UNSTABLE upstream: the agent cannot currently determine foreground activity. Not an outcome: it cancels nothing and ends no turn; a client keeps the previous state as last known, not as current. A later state replaces it.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+pub struct UnknownStateUpdate {
+    ///Work running independently of foreground work, as a complete snapshot; omitted or `null`: not reported (not that nothing runs), `[]`: none. A malformed list reads as not reported.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "__tolerant_unknownstateupdate_background")]
+    #[serde(default)]
+    pub background: ::std::option::Option<::std::vec::Vec<BackgroundWork>>,
+    #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "__tolerant_unknownstateupdate_meta")]
+    #[serde(default)]
+    pub meta: ::std::option::Option<
+        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    >,
+}
 ///The `data` of a -32022 error: the version the client asked for and the versions the agent speaks (upstream's definition).
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
@@ -2470,6 +2558,66 @@ impl SerializeFields for AudioContent {
         Ok(())
     }
 }
+fn __tolerant_backgroundsubagent_meta<'de, D: ::serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<
+    ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
+    D::Error,
+> {
+    __de::default_on_error(deserializer, "BackgroundSubagent._meta")
+}
+impl SerializeFields for BackgroundSubagent {
+    fn serialize_fields<M: ::serde::ser::SerializeMap>(
+        &self,
+        map: &mut M,
+    ) -> Result<(), M::Error> {
+        map.serialize_entry("sessionId", &self.session_id)?;
+        if !::std::option::Option::is_none(&self.meta) {
+            map.serialize_entry("_meta", &self.meta)?;
+        }
+        Ok(())
+    }
+}
+fn __tolerant_backgroundterminal_meta<'de, D: ::serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<
+    ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
+    D::Error,
+> {
+    __de::default_on_error(deserializer, "BackgroundTerminal._meta")
+}
+impl SerializeFields for BackgroundTerminal {
+    fn serialize_fields<M: ::serde::ser::SerializeMap>(
+        &self,
+        map: &mut M,
+    ) -> Result<(), M::Error> {
+        map.serialize_entry("terminalId", &self.terminal_id)?;
+        if !::std::option::Option::is_none(&self.meta) {
+            map.serialize_entry("_meta", &self.meta)?;
+        }
+        Ok(())
+    }
+}
+fn __tolerant_backgroundtoolcall_meta<'de, D: ::serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<
+    ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
+    D::Error,
+> {
+    __de::default_on_error(deserializer, "BackgroundToolCall._meta")
+}
+impl SerializeFields for BackgroundToolCall {
+    fn serialize_fields<M: ::serde::ser::SerializeMap>(
+        &self,
+        map: &mut M,
+    ) -> Result<(), M::Error> {
+        map.serialize_entry("toolCallId", &self.tool_call_id)?;
+        if !::std::option::Option::is_none(&self.meta) {
+            map.serialize_entry("_meta", &self.meta)?;
+        }
+        Ok(())
+    }
+}
 fn __tolerant_blobresourcecontents_mime_type<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<::std::option::Option<::std::string::String>, D::Error> {
@@ -2737,6 +2885,16 @@ fn __tolerant_idlestateupdate_usage<'de, D: ::serde::Deserializer<'de>>(
 ) -> Result<::std::option::Option<Usage>, D::Error> {
     __de::default_on_error(deserializer, "IdleStateUpdate.usage")
 }
+fn __tolerant_idlestateupdate_error<'de, D: ::serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<::std::option::Option<TurnFailure>, D::Error> {
+    __de::default_on_error(deserializer, "IdleStateUpdate.error")
+}
+fn __tolerant_idlestateupdate_background<'de, D: ::serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<::std::option::Option<::std::vec::Vec<BackgroundWork>>, D::Error> {
+    __de::default_on_error(deserializer, "IdleStateUpdate.background")
+}
 fn __tolerant_idlestateupdate_meta<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<
@@ -2755,6 +2913,12 @@ impl SerializeFields for IdleStateUpdate {
         }
         if !::std::option::Option::is_none(&self.usage) {
             map.serialize_entry("usage", &self.usage)?;
+        }
+        if !::std::option::Option::is_none(&self.error) {
+            map.serialize_entry("error", &self.error)?;
+        }
+        if !::std::option::Option::is_none(&self.background) {
+            map.serialize_entry("background", &self.background)?;
         }
         if !::std::option::Option::is_none(&self.meta) {
             map.serialize_entry("_meta", &self.meta)?;
@@ -3470,6 +3634,11 @@ impl SerializeFields for RequestPermissionResponse {
         Ok(())
     }
 }
+fn __tolerant_requiresactionstateupdate_background<'de, D: ::serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<::std::option::Option<::std::vec::Vec<BackgroundWork>>, D::Error> {
+    __de::default_on_error(deserializer, "RequiresActionStateUpdate.background")
+}
 fn __tolerant_requiresactionstateupdate_meta<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<
@@ -3483,6 +3652,9 @@ impl SerializeFields for RequiresActionStateUpdate {
         &self,
         map: &mut M,
     ) -> Result<(), M::Error> {
+        if !::std::option::Option::is_none(&self.background) {
+            map.serialize_entry("background", &self.background)?;
+        }
         if !::std::option::Option::is_none(&self.meta) {
             map.serialize_entry("_meta", &self.meta)?;
         }
@@ -3670,6 +3842,11 @@ impl SerializeFields for RevokeInjectResponse {
         Ok(())
     }
 }
+fn __tolerant_runningstateupdate_background<'de, D: ::serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<::std::option::Option<::std::vec::Vec<BackgroundWork>>, D::Error> {
+    __de::default_on_error(deserializer, "RunningStateUpdate.background")
+}
 fn __tolerant_runningstateupdate_meta<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<
@@ -3683,6 +3860,9 @@ impl SerializeFields for RunningStateUpdate {
         &self,
         map: &mut M,
     ) -> Result<(), M::Error> {
+        if !::std::option::Option::is_none(&self.background) {
+            map.serialize_entry("background", &self.background)?;
+        }
         if !::std::option::Option::is_none(&self.meta) {
             map.serialize_entry("_meta", &self.meta)?;
         }
@@ -4124,6 +4304,46 @@ impl SerializeFields for ToolCallUpdate {
         }
         if !::std::option::Option::is_none(&self.raw_output) {
             map.serialize_entry("rawOutput", &self.raw_output)?;
+        }
+        if !::std::option::Option::is_none(&self.meta) {
+            map.serialize_entry("_meta", &self.meta)?;
+        }
+        Ok(())
+    }
+}
+impl SerializeFields for TurnFailure {
+    fn serialize_fields<M: ::serde::ser::SerializeMap>(
+        &self,
+        map: &mut M,
+    ) -> Result<(), M::Error> {
+        map.serialize_entry("code", &self.code)?;
+        map.serialize_entry("message", &self.message)?;
+        if !::std::option::Option::is_none(&self.data) {
+            map.serialize_entry("data", &self.data)?;
+        }
+        Ok(())
+    }
+}
+fn __tolerant_unknownstateupdate_background<'de, D: ::serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<::std::option::Option<::std::vec::Vec<BackgroundWork>>, D::Error> {
+    __de::default_on_error(deserializer, "UnknownStateUpdate.background")
+}
+fn __tolerant_unknownstateupdate_meta<'de, D: ::serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<
+    ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
+    D::Error,
+> {
+    __de::default_on_error(deserializer, "UnknownStateUpdate._meta")
+}
+impl SerializeFields for UnknownStateUpdate {
+    fn serialize_fields<M: ::serde::ser::SerializeMap>(
+        &self,
+        map: &mut M,
+    ) -> Result<(), M::Error> {
+        if !::std::option::Option::is_none(&self.background) {
+            map.serialize_entry("background", &self.background)?;
         }
         if !::std::option::Option::is_none(&self.meta) {
             map.serialize_entry("_meta", &self.meta)?;
@@ -5745,10 +5965,12 @@ impl<'de> ::serde::Deserialize<'de> for SessionUpdate {
 pub enum StateUpdate {
     ///`running`: Foreground work started or resumed.
     Running(Box<RunningStateUpdate>),
-    ///`idle`: The turn ended. Always carries `stopReason` from this toolkit; `usage` only when the runtime reported it.
+    ///`idle`: No foreground work is active. At a turn's end this toolkit always sends `stopReason` (with `error` when it is `error`), and `usage` when the runtime reported it; a resume or status snapshot has none.
     Idle(Box<IdleStateUpdate>),
     ///`requires_action`: The turn waits for the user (a permission request is open).
     RequiresAction(Box<RequiresActionStateUpdate>),
+    ///`unknown`: UNSTABLE upstream: the agent cannot currently determine foreground activity. Not an outcome: it cancels nothing and ends no turn; a client keeps the previous state as last known, not as current. A later state replaces it.
+    Unknown(Box<UnknownStateUpdate>),
     /// A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
     Other(Unknown),
 }
@@ -5761,6 +5983,7 @@ impl StateUpdate {
             StateUpdate::Running(_) => "running",
             StateUpdate::Idle(_) => "idle",
             StateUpdate::RequiresAction(_) => "requires_action",
+            StateUpdate::Unknown(_) => "unknown",
             StateUpdate::Other(u) => u.tag(Self::TAG).unwrap_or(""),
         }
     }
@@ -5778,6 +6001,11 @@ impl From<IdleStateUpdate> for StateUpdate {
 impl From<RequiresActionStateUpdate> for StateUpdate {
     fn from(value: RequiresActionStateUpdate) -> Self {
         StateUpdate::RequiresAction(Box::new(value))
+    }
+}
+impl From<UnknownStateUpdate> for StateUpdate {
+    fn from(value: UnknownStateUpdate) -> Self {
+        StateUpdate::Unknown(Box::new(value))
     }
 }
 #[cfg(feature = "schemars")]
@@ -5816,6 +6044,15 @@ impl ::schemars::JsonSchema for StateUpdate {
                     "required" : ["state"], "allOf" : [body] }
                 ),
             );
+        let body = generator.subschema_for::<UnknownStateUpdate>();
+        branches
+            .push(
+                ::serde_json::json!(
+                    { "title" : "UnknownStateUpdate", "type" : "object", "properties" : {
+                    "state" : { "const" : "unknown" } }, "required" : ["state"], "allOf"
+                    : [body] }
+                ),
+            );
         branches
             .push(
                 ::serde_json::json!(
@@ -5849,6 +6086,10 @@ impl SerializeFields for StateUpdate {
             }
             StateUpdate::RequiresAction(body) => {
                 map.serialize_entry(Self::TAG, "requires_action")?;
+                body.serialize_fields(map)
+            }
+            StateUpdate::Unknown(body) => {
+                map.serialize_entry(Self::TAG, "unknown")?;
                 body.serialize_fields(map)
             }
             StateUpdate::Other(u) => u.serialize_fields(map),
@@ -5896,6 +6137,9 @@ impl<'de> ::serde::Deserialize<'de> for StateUpdate {
                             ),
                         )
                     }
+                    "unknown" => {
+                        Ok(StateUpdate::Unknown(Box::new(__de::body(buffered, map)?)))
+                    }
                     _ => {
                         Ok(
                             StateUpdate::Other(
@@ -5922,6 +6166,8 @@ pub enum StopReason {
     Refusal,
     ///`cancelled`: The client cancelled the turn.
     Cancelled,
+    ///`error`: The turn failed; the idle update's `error` says how.
+    Error,
     /// A value this version does not know (values starting with `_` are extensions).
     Other(String),
 }
@@ -5933,6 +6179,7 @@ impl StopReason {
         "max_turn_requests",
         "refusal",
         "cancelled",
+        "error",
     ];
     /// The wire spelling.
     pub fn as_str(&self) -> &str {
@@ -5942,6 +6189,7 @@ impl StopReason {
             StopReason::MaxTurnRequests => "max_turn_requests",
             StopReason::Refusal => "refusal",
             StopReason::Cancelled => "cancelled",
+            StopReason::Error => "error",
             StopReason::Other(s) => s,
         }
     }
@@ -5953,6 +6201,7 @@ impl StopReason {
                 "max_turn_requests" => StopReason::MaxTurnRequests,
                 "refusal" => StopReason::Refusal,
                 "cancelled" => StopReason::Cancelled,
+                "error" => StopReason::Error,
                 other => StopReason::Other(other.to_owned()),
             },
         )
@@ -6016,6 +6265,185 @@ impl ::schemars::JsonSchema for StopReason {
                 ),
             )
             .expect("a well-formed schema")
+    }
+}
+///One piece of work running independently of the session's foreground work, tagged by `type`. Open.
+#[derive(Clone, Debug, PartialEq)]
+pub enum BackgroundWork {
+    ///`terminal`: A listed terminal running in the background.
+    Terminal(Box<BackgroundTerminal>),
+    ///`tool_call`: A listed tool call whose work continues in the background.
+    ToolCall(Box<BackgroundToolCall>),
+    ///`subagent`: UNSTABLE upstream: a listed subagent session.
+    Subagent(Box<BackgroundSubagent>),
+    /// A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
+    Other(Unknown),
+}
+impl BackgroundWork {
+    /// The member that tags this union.
+    pub const TAG: &'static str = "type";
+    /// The tag value of this variant.
+    pub fn tag(&self) -> &str {
+        match self {
+            BackgroundWork::Terminal(_) => "terminal",
+            BackgroundWork::ToolCall(_) => "tool_call",
+            BackgroundWork::Subagent(_) => "subagent",
+            BackgroundWork::Other(u) => u.tag(Self::TAG).unwrap_or(""),
+        }
+    }
+}
+impl From<BackgroundTerminal> for BackgroundWork {
+    fn from(value: BackgroundTerminal) -> Self {
+        BackgroundWork::Terminal(Box::new(value))
+    }
+}
+impl From<BackgroundToolCall> for BackgroundWork {
+    fn from(value: BackgroundToolCall) -> Self {
+        BackgroundWork::ToolCall(Box::new(value))
+    }
+}
+impl From<BackgroundSubagent> for BackgroundWork {
+    fn from(value: BackgroundSubagent) -> Self {
+        BackgroundWork::Subagent(Box::new(value))
+    }
+}
+#[cfg(feature = "schemars")]
+impl ::schemars::JsonSchema for BackgroundWork {
+    fn schema_name() -> String {
+        "BackgroundWork".to_owned()
+    }
+    fn json_schema(
+        generator: &mut ::schemars::r#gen::SchemaGenerator,
+    ) -> ::schemars::schema::Schema {
+        let mut branches: Vec<::serde_json::Value> = Vec::new();
+        let body = generator.subschema_for::<BackgroundTerminal>();
+        branches
+            .push(
+                ::serde_json::json!(
+                    { "title" : "BackgroundTerminal", "type" : "object", "properties" : {
+                    "type" : { "const" : "terminal" } }, "required" : ["type"], "allOf" :
+                    [body] }
+                ),
+            );
+        let body = generator.subschema_for::<BackgroundToolCall>();
+        branches
+            .push(
+                ::serde_json::json!(
+                    { "title" : "BackgroundToolCall", "type" : "object", "properties" : {
+                    "type" : { "const" : "tool_call" } }, "required" : ["type"], "allOf"
+                    : [body] }
+                ),
+            );
+        let body = generator.subschema_for::<BackgroundSubagent>();
+        branches
+            .push(
+                ::serde_json::json!(
+                    { "title" : "BackgroundSubagent", "type" : "object", "properties" : {
+                    "type" : { "const" : "subagent" } }, "required" : ["type"], "allOf" :
+                    [body] }
+                ),
+            );
+        branches
+            .push(
+                ::serde_json::json!(
+                    { "title" : "other", "type" : "object", "properties" : { "type" : {
+                    "type" : "string" } }, "required" : ["type"] }
+                ),
+            );
+        ::serde_json::from_value(
+                ::serde_json::json!(
+                    { "description" :
+                    "One piece of work running independently of the session's foreground work, tagged by `type`. Open.",
+                    "anyOf" : branches }
+                ),
+            )
+            .expect("a well-formed schema")
+    }
+}
+impl SerializeFields for BackgroundWork {
+    fn serialize_fields<M: ::serde::ser::SerializeMap>(
+        &self,
+        map: &mut M,
+    ) -> Result<(), M::Error> {
+        match self {
+            BackgroundWork::Terminal(body) => {
+                map.serialize_entry(Self::TAG, "terminal")?;
+                body.serialize_fields(map)
+            }
+            BackgroundWork::ToolCall(body) => {
+                map.serialize_entry(Self::TAG, "tool_call")?;
+                body.serialize_fields(map)
+            }
+            BackgroundWork::Subagent(body) => {
+                map.serialize_entry(Self::TAG, "subagent")?;
+                body.serialize_fields(map)
+            }
+            BackgroundWork::Other(u) => u.serialize_fields(map),
+        }
+    }
+}
+impl ::serde::Serialize for BackgroundWork {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        use ::serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        self.serialize_fields(&mut map)?;
+        map.end()
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for BackgroundWork {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> ::serde::de::Visitor<'de> for Visitor {
+            type Value = BackgroundWork;
+            fn expecting(
+                &self,
+                f: &mut ::std::fmt::Formatter<'_>,
+            ) -> ::std::fmt::Result {
+                f.write_str("a `BackgroundWork` object tagged by `type`")
+            }
+            fn visit_map<A: ::serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<BackgroundWork, A::Error> {
+                let (tag, buffered) = __de::read_tag(&mut map, "type")?;
+                match &*tag {
+                    "terminal" => {
+                        Ok(
+                            BackgroundWork::Terminal(
+                                Box::new(__de::body(buffered, map)?),
+                            ),
+                        )
+                    }
+                    "tool_call" => {
+                        Ok(
+                            BackgroundWork::ToolCall(
+                                Box::new(__de::body(buffered, map)?),
+                            ),
+                        )
+                    }
+                    "subagent" => {
+                        Ok(
+                            BackgroundWork::Subagent(
+                                Box::new(__de::body(buffered, map)?),
+                            ),
+                        )
+                    }
+                    _ => {
+                        Ok(
+                            BackgroundWork::Other(
+                                __de::unknown("type", tag, buffered, map)?,
+                            ),
+                        )
+                    }
+                }
+            }
+        }
+        deserializer.deserialize_map(Visitor)
     }
 }
 ///The kind of a tool. Open.

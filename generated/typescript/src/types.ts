@@ -773,21 +773,56 @@ export interface PendingInject {
 
 /** Foreground work started or resumed. */
 export interface RunningStateUpdate {
+  /**
+   * Work running independently of foreground work, as a complete snapshot; omitted or `null`: not
+   * reported (not that nothing runs), `[]`: none. A malformed list reads as not reported.
+   */
+  background?: BackgroundWork[] | null;
   _meta?: Meta;
 }
 
 /**
- * The turn ended. Always carries `stopReason` from this toolkit; `usage` only when the runtime
- * reported it.
+ * No foreground work is active. At a turn's end this toolkit always sends `stopReason` (with
+ * `error` when it is `error`), and `usage` when the runtime reported it; a resume or status
+ * snapshot has none.
  */
 export interface IdleStateUpdate {
   stopReason?: StopReason | null;
   usage?: Usage | null;
+  /**
+   * With `stopReason: "error"`: the failure, as a JSON-RPC error object (upstream
+   * `ErrorStopReason.error`). Omitted or `null`: not reported.
+   */
+  error?: TurnFailure | null;
+  /**
+   * Work running independently of foreground work, as a complete snapshot; omitted or `null`: not
+   * reported (not that nothing runs), `[]`: none. A malformed list reads as not reported.
+   */
+  background?: BackgroundWork[] | null;
   _meta?: Meta;
 }
 
 /** The turn waits for the user (a permission request is open). */
 export interface RequiresActionStateUpdate {
+  /**
+   * Work running independently of foreground work, as a complete snapshot; omitted or `null`: not
+   * reported (not that nothing runs), `[]`: none. A malformed list reads as not reported.
+   */
+  background?: BackgroundWork[] | null;
+  _meta?: Meta;
+}
+
+/**
+ * UNSTABLE upstream: the agent cannot currently determine foreground activity. Not an outcome: it
+ * cancels nothing and ends no turn; a client keeps the previous state as last known, not as
+ * current. A later state replaces it.
+ */
+export interface UnknownStateUpdate {
+  /**
+   * Work running independently of foreground work, as a complete snapshot; omitted or `null`: not
+   * reported (not that nothing runs), `[]`: none. A malformed list reads as not reported.
+   */
+  background?: BackgroundWork[] | null;
   _meta?: Meta;
 }
 
@@ -796,6 +831,7 @@ export type StateUpdate =
   | ({ state: "running" } & RunningStateUpdate)
   | ({ state: "idle" } & IdleStateUpdate)
   | ({ state: "requires_action" } & RequiresActionStateUpdate)
+  | ({ state: "unknown" } & UnknownStateUpdate)
   | StateUpdateOther;
 
 /**
@@ -822,8 +858,63 @@ export type StopReason =
   | "refusal"
   /** The client cancelled the turn. */
   | "cancelled"
+  /** The turn failed; the idle update's `error` says how. */
+  | "error"
   /** Any other value (open enum): newer peers may send values this version does not know. */
   | (string & {});
+
+/**
+ * A failure that ended a turn, as a JSON-RPC error object (upstream `Error` inside
+ * `ErrorStopReason`).
+ */
+export interface TurnFailure {
+  /** A JSON-RPC error code. */
+  code: number;
+  /** A short description. */
+  message: string;
+  /** More about the failure, as the agent chose to say it. */
+  data?: unknown;
+}
+
+/** A listed terminal running in the background. */
+export interface BackgroundTerminal {
+  /** The listed terminal. */
+  terminalId: string;
+  _meta?: Meta;
+}
+
+/** A listed tool call whose work continues in the background. */
+export interface BackgroundToolCall {
+  toolCallId: ToolCallId;
+  _meta?: Meta;
+}
+
+/** UNSTABLE upstream: a listed subagent session. */
+export interface BackgroundSubagent {
+  sessionId: SessionId;
+  _meta?: Meta;
+}
+
+/**
+ * One piece of work running independently of the session's foreground work, tagged by `type`. Open.
+ */
+export type BackgroundWork =
+  | ({ type: "terminal" } & BackgroundTerminal)
+  | ({ type: "tool_call" } & BackgroundToolCall)
+  | ({ type: "subagent" } & BackgroundSubagent)
+  | BackgroundWorkOther;
+
+/**
+ * A `BackgroundWork` variant this version does not know, kept whole (unknown tags are carried
+ * through unchanged; tags starting with `_` are extensions).
+ */
+export interface BackgroundWorkOther {
+  type: UnknownTag;
+  [member: string]: unknown;
+}
+
+/** `BackgroundWork` without its open branch: narrow with `isKnownBackgroundWork`, then switch on `type`. */
+export type KnownBackgroundWork = Exclude<BackgroundWork, BackgroundWorkOther>;
 
 /** Token usage of a turn. */
 export interface Usage {

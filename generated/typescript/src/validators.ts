@@ -409,12 +409,48 @@ export const SessionStatusValues = ["open", "saved"] as const;
 
 export const SessionStatus$: d.Decoder<T.SessionStatus> = d.stringEnum<T.SessionStatus>("SessionStatus", SessionStatusValues, true);
 
+export const BackgroundTerminal$: d.Decoder<T.BackgroundTerminal> = d.struct<T.BackgroundTerminal>("BackgroundTerminal", {
+  terminalId: { decode: d.string(), required: true },
+  _meta: { decode: Meta$, defaultOnError: true },
+});
+
+export const BackgroundToolCall$: d.Decoder<T.BackgroundToolCall> = d.struct<T.BackgroundToolCall>("BackgroundToolCall", {
+  toolCallId: { decode: ToolCallId$, required: true },
+  _meta: { decode: Meta$, defaultOnError: true },
+});
+
+export const BackgroundSubagent$: d.Decoder<T.BackgroundSubagent> = d.struct<T.BackgroundSubagent>("BackgroundSubagent", {
+  sessionId: { decode: SessionId$, required: true },
+  _meta: { decode: Meta$, defaultOnError: true },
+});
+
+/** The known tags of `BackgroundWork`. */
+export const BackgroundWorkTags = ["terminal", "tool_call", "subagent"] as const;
+
+/** Whether a decoded `BackgroundWork` is one of the known variants (then its tag narrows it). */
+export function isKnownBackgroundWork(value: T.BackgroundWork): value is T.KnownBackgroundWork {
+  return (BackgroundWorkTags as readonly string[]).includes(value["type"]);
+}
+
+export const BackgroundWork$: d.Decoder<T.BackgroundWork> = d.tagged<T.BackgroundWork>(
+  "BackgroundWork",
+  "type",
+  {
+    "terminal": BackgroundTerminal$,
+    "tool_call": BackgroundToolCall$,
+    "subagent": BackgroundSubagent$,
+  },
+  {},
+  true,
+);
+
 export const RunningStateUpdate$: d.Decoder<T.RunningStateUpdate> = d.struct<T.RunningStateUpdate>("RunningStateUpdate", {
+  background: { decode: d.nullable(d.array(BackgroundWork$)), defaultOnError: true },
   _meta: { decode: Meta$, defaultOnError: true },
 });
 
 /** The known values of `StopReason`. */
-export const StopReasonValues = ["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"] as const;
+export const StopReasonValues = ["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled", "error"] as const;
 
 export const StopReason$: d.Decoder<T.StopReason> = d.stringEnum<T.StopReason>("StopReason", StopReasonValues, true);
 
@@ -428,18 +464,32 @@ export const Usage$: d.Decoder<T.Usage> = d.struct<T.Usage>("Usage", {
   _meta: { decode: Meta$, defaultOnError: true },
 });
 
+export const TurnFailure$: d.Decoder<T.TurnFailure> = d.struct<T.TurnFailure>("TurnFailure", {
+  code: { decode: d.integer(-2147483648, 2147483647), required: true },
+  message: { decode: d.string(), required: true },
+  data: { decode: d.unknown },
+});
+
 export const IdleStateUpdate$: d.Decoder<T.IdleStateUpdate> = d.struct<T.IdleStateUpdate>("IdleStateUpdate", {
   stopReason: { decode: d.nullable(StopReason$), aliases: ["stop_reason"], defaultOnError: true },
   usage: { decode: d.nullable(Usage$), defaultOnError: true },
+  error: { decode: d.nullable(TurnFailure$), defaultOnError: true },
+  background: { decode: d.nullable(d.array(BackgroundWork$)), defaultOnError: true },
   _meta: { decode: Meta$, defaultOnError: true },
 });
 
 export const RequiresActionStateUpdate$: d.Decoder<T.RequiresActionStateUpdate> = d.struct<T.RequiresActionStateUpdate>("RequiresActionStateUpdate", {
+  background: { decode: d.nullable(d.array(BackgroundWork$)), defaultOnError: true },
+  _meta: { decode: Meta$, defaultOnError: true },
+});
+
+export const UnknownStateUpdate$: d.Decoder<T.UnknownStateUpdate> = d.struct<T.UnknownStateUpdate>("UnknownStateUpdate", {
+  background: { decode: d.nullable(d.array(BackgroundWork$)), defaultOnError: true },
   _meta: { decode: Meta$, defaultOnError: true },
 });
 
 /** The known tags of `StateUpdate`. */
-export const StateUpdateTags = ["running", "idle", "requires_action"] as const;
+export const StateUpdateTags = ["running", "idle", "requires_action", "unknown"] as const;
 
 /** Whether a decoded `StateUpdate` is one of the known variants (then its tag narrows it). */
 export function isKnownStateUpdate(value: T.StateUpdate): value is T.KnownStateUpdate {
@@ -453,6 +503,7 @@ export const StateUpdate$: d.Decoder<T.StateUpdate> = d.tagged<T.StateUpdate>(
     "running": RunningStateUpdate$,
     "idle": IdleStateUpdate$,
     "requires_action": RequiresActionStateUpdate$,
+    "unknown": UnknownStateUpdate$,
   },
   {},
   true,
@@ -1034,6 +1085,16 @@ export function decodeStopReason(value: unknown, options?: d.DecodeOptions): T.S
   return d.run(StopReason$, value, options);
 }
 
+/** Checks a `TurnFailure`; throws a `ValidationError` naming the offending member. */
+export function decodeTurnFailure(value: unknown, options?: d.DecodeOptions): T.TurnFailure {
+  return d.run(TurnFailure$, value, options);
+}
+
+/** Checks a `BackgroundWork`; throws a `ValidationError` naming the offending member. */
+export function decodeBackgroundWork(value: unknown, options?: d.DecodeOptions): T.BackgroundWork {
+  return d.run(BackgroundWork$, value, options);
+}
+
 /** Checks a `Usage`; throws a `ValidationError` naming the offending member. */
 export function decodeUsage(value: unknown, options?: d.DecodeOptions): T.Usage {
   return d.run(Usage$, value, options);
@@ -1171,6 +1232,8 @@ export const decoders = {
   PendingInject: PendingInject$,
   StateUpdate: StateUpdate$,
   StopReason: StopReason$,
+  TurnFailure: TurnFailure$,
+  BackgroundWork: BackgroundWork$,
   Usage: Usage$,
   Cost: Cost$,
   ToolKind: ToolKind$,

@@ -19,7 +19,7 @@ from .acp_inject_ffi import acp_inject_ffi as _g
 Buffer = Union[bytes, bytearray]
 
 # The generated module these readers were written from: they are installed only over that one.
-SOURCE_SHA256 = "fbbe9f7073471cf196604340c228736dfeded0735b7f1966d5da0a241839a56c"
+SOURCE_SHA256 = "7ded58ee8c506f2492e696c00f83543049b6175fbaada24dd590e10fa37c3cba"
 
 _new = object.__new__
 _InternalError = _g.InternalError
@@ -62,290 +62,302 @@ _K18 = _g.ContentBlock.OTHER
 _K19 = _g.AgentMessageClear
 _K20 = _g.AgentThought
 _K21 = _g.AgentThoughtChunk
-_K22 = _g.CancelledPermissionOutcome
-_K23 = _g.TextResourceContents
-_K24 = _g.BlobResourceContents
-_K25 = _g.IdleStateUpdate
-_K26 = _g.StopReason.END_TURN
-_K27 = _g.StopReason.MAX_TOKENS
-_K28 = _g.StopReason.MAX_TURN_REQUESTS
-_K29 = _g.StopReason.REFUSAL
-_K30 = _g.StopReason.CANCELLED
-_K31 = _g.StopReason.OTHER
-_K32 = _g.Usage
-_K33 = _g.InitializeResponse
-_K34 = _g.Implementation
-_K35 = _g.AgentCapabilities
-_K36 = _g.SessionCapabilities
-_K37 = _g.McpCapabilities
-_K38 = _g.SessionAdditionalDirectoriesCapabilities
-_K39 = _g.InjectCapabilities
-_K40 = _g.StatusCapabilities
-_K41 = _g.McpServerHttp
-_K42 = _g.McpServerStdio
-_K43 = _g.PendingInjectsUpdate
-_K44 = _g.PlanItems
-_K45 = _g.PlanUpdate
-_K46 = _g.PlanUpdateContent.ITEMS
-_K47 = _g.PlanUpdateContent.OTHER
-_K48 = _g.ReplayFromStart
-_K49 = _g.RequestPermissionRequest
-_K50 = _g.RequiresActionStateUpdate
-_K51 = _g.RunningStateUpdate
-_K52 = _g.SelectedPermissionOutcome
-_K53 = _g.SessionClosedUpdate
-_K54 = _g.SessionInfoUpdate
-_K55 = _g.StringPatch.ABSENT
-_K56 = _g.StringPatch.NULL
-_K57 = _g.StringPatch.VALUE
-_K58 = _g.StateUpdate.RUNNING
-_K59 = _g.StateUpdate.IDLE
-_K60 = _g.StateUpdate.REQUIRES_ACTION
-_K61 = _g.StateUpdate.OTHER
-_K62 = _g.ToolCallContentBlock
-_K63 = _g.ToolCallContentChunk
-_K64 = _g.ToolCallContent.CONTENT
-_K65 = _g.ToolCallContent.OTHER
-_K66 = _g.ToolCallUpdate
-_K67 = _g.ToolKind.READ
-_K68 = _g.ToolKind.EDIT
-_K69 = _g.ToolKind.DELETE
-_K70 = _g.ToolKind.MOVE
-_K71 = _g.ToolKind.SEARCH
-_K72 = _g.ToolKind.EXECUTE
-_K73 = _g.ToolKind.THINK
-_K74 = _g.ToolKind.FETCH
-_K75 = _g.ToolKind.SWITCH_MODE
-_K76 = _g.ToolKind.OTHER
-_K77 = _g.ToolKind.UNKNOWN
-_K78 = _g.ToolCallStatus.PENDING
-_K79 = _g.ToolCallStatus.IN_PROGRESS
-_K80 = _g.ToolCallStatus.COMPLETED
-_K81 = _g.ToolCallStatus.FAILED
-_K82 = _g.ToolCallStatus.CANCELLED
-_K83 = _g.ToolCallStatus.OTHER
-_K84 = _g.UsageUpdate
-_K85 = _g.Cost
-_K86 = _g.UserMessage
-_K87 = _g.UserMessageChunk
-_K88 = _g.PendingCapabilities
-_K89 = _g.ClientCapabilities
-_K90 = _g.ErrorReason.SESSION_NOT_FOUND
-_K91 = _g.ErrorReason.UNKNOWN_MESSAGE_ID
-_K92 = _g.ErrorReason.ALREADY_DELIVERED
-_K93 = _g.ErrorReason.NO_RUNNING_TURN
-_K94 = _g.ErrorReason.MODE_NOT_SUPPORTED
-_K95 = _g.ErrorReason.REPLACE_NOT_SUPPORTED
-_K96 = _g.ErrorReason.NOT_PERMITTED
-_K97 = _g.ErrorReason.TURN_IN_PROGRESS
-_K98 = _g.ErrorReason.OTHER
-_K99 = _g.ItemStatus.SENDING
-_K100 = _g.ItemStatus.PENDING
-_K101 = _g.ItemStatus.DELIVERED
-_K102 = _g.ItemStatus.REVOKED
-_K103 = _g.ItemStatus.FAILED
-_K104 = _g.MirrorSnapshot
-_K105 = _g.TurnState.IDLE
-_K106 = _g.TurnState.RUNNING
-_K107 = _g.TurnState.REQUIRES_ACTION
-_K108 = _g.Affordances
-_K109 = _g.ReplayFrom.START
-_K110 = _g.ReplayFrom.OTHER
-_K111 = _g.Turn.IDLE
-_K112 = _g.Turn.RUNNING
-_K113 = _g.Activity
-_K114 = _g.Stream.IDLE
-_K115 = _g.Stream.ACTIVE
-_K116 = _g.Stream.INTERRUPT_REQUESTED
-_K117 = _g.Turn.REQUIRES_ACTION
-_K118 = _g.Turn.PAUSED
-_K119 = _g.EnvVariable
-_K120 = _g.Event.ANSWERED
-_K121 = _g.RequestId.NULL
-_K122 = _g.RequestId.NUMBER
-_K123 = _g.RequestId.STR
-_K124 = _g.RequestKind.INITIALIZE
-_K125 = _g.RequestKind.NEW_SESSION
-_K126 = _g.RequestKind.LIST_SESSIONS
-_K127 = _g.RequestKind.RESUME
-_K128 = _g.RequestKind.PROMPT
-_K129 = _g.RequestKind.INJECT
-_K130 = _g.RequestKind.REVOKE
-_K131 = _g.RequestKind.REPLACE
-_K132 = _g.RequestKind.CLOSE
-_K133 = _g.RequestKind.STATUS
-_K134 = _g.Answer.FAILED
-_K135 = _g.ProtocolError
-_K136 = _g.Answer.INITIALIZED
-_K137 = _g.Answer.SESSION_CREATED
-_K138 = _g.Answer.SESSIONS
-_K139 = _g.Answer.RESUMED
-_K140 = _g.Answer.ACCEPTED
-_K141 = _g.Answer.REVOKED
-_K142 = _g.Answer.REPLACED
-_K143 = _g.Answer.CLOSED
-_K144 = _g.Answer.STATUS
-_K145 = _g.SessionStatus.OPEN
-_K146 = _g.SessionStatus.SAVED
-_K147 = _g.SessionStatus.OTHER
-_K148 = _g.Event.SESSION
-_K149 = _g.SessionEvent.UPDATE
-_K150 = _g.SessionUpdate.USER_MESSAGE
-_K151 = _g.SessionUpdate.USER_MESSAGE_CHUNK
-_K152 = _g.SessionUpdate.AGENT_MESSAGE
-_K153 = _g.SessionUpdate.AGENT_MESSAGE_CHUNK
-_K154 = _g.SessionUpdate.AGENT_MESSAGE_CLEAR
-_K155 = _g.SessionUpdate.AGENT_THOUGHT
-_K156 = _g.SessionUpdate.AGENT_THOUGHT_CHUNK
-_K157 = _g.SessionUpdate.STATE_UPDATE
-_K158 = _g.SessionUpdate.TOOL_CALL_UPDATE
-_K159 = _g.SessionUpdate.TOOL_CALL_CONTENT_CHUNK
-_K160 = _g.SessionUpdate.PLAN_UPDATE
-_K161 = _g.SessionUpdate.USAGE_UPDATE
-_K162 = _g.SessionUpdate.SESSION_INFO_UPDATE
-_K163 = _g.SessionUpdate.ACP_INJECT_PENDING
-_K164 = _g.SessionUpdate.ACP_INJECT_SESSION_CLOSED
-_K165 = _g.SessionUpdate.OTHER
-_K166 = _g.SessionEvent.ITEM
-_K167 = _g.PendingItem
-_K168 = _g.ItemMode.PROMPT
-_K169 = _g.ItemMode.QUEUE
-_K170 = _g.ItemMode.STEER
-_K171 = _g.SessionEvent.VIOLATION
-_K172 = _g.Violation
-_K173 = _g.SessionEvent.CLOSED
-_K174 = _g.SessionEvent.TOLERATED
-_K175 = _g.Event.PERMISSION_REQUESTED
-_K176 = _g.Event.IGNORED
-_K177 = _g.HistoryEntry.USER
-_K178 = _g.HistoryEntry.UPDATE
-_K179 = _g.HttpHeader
-_K180 = _g.InjectMode.QUEUE
-_K181 = _g.InjectMode.STEER
-_K182 = _g.McpServer.STDIO
-_K183 = _g.McpServer.HTTP
-_K184 = _g.McpServer.OTHER
-_K185 = _g.Output.LINE
-_K186 = _g.Output.ACTION
-_K187 = _g.RuntimeAction.SESSION_OPENED
-_K188 = _g.SessionSetup
-_K189 = _g.RuntimeAction.SESSION_RESUMED
-_K190 = _g.RuntimeAction.START_TURN
-_K191 = _g.RuntimeAction.DELIVER
-_K192 = _g.RuntimeAction.INTERRUPT_STREAM
-_K193 = _g.RuntimeAction.CANCEL_TURN
-_K194 = _g.RuntimeAction.PERMISSION_ANSWERED
-_K195 = _g.RequestPermissionOutcome.CANCELLED
-_K196 = _g.RequestPermissionOutcome.SELECTED
-_K197 = _g.RequestPermissionOutcome.OTHER
-_K198 = _g.RuntimeAction.CLOSED
-_K199 = _g.PendingInject
-_K200 = _g.PermissionOption
-_K201 = _g.PermissionOptionKind.ALLOW_ONCE
-_K202 = _g.PermissionOptionKind.ALLOW_ALWAYS
-_K203 = _g.PermissionOptionKind.REJECT_ONCE
-_K204 = _g.PermissionOptionKind.REJECT_ALWAYS
-_K205 = _g.PermissionOptionKind.OTHER
-_K206 = _g.PlanEntry
-_K207 = _g.PlanEntryPriority.HIGH
-_K208 = _g.PlanEntryPriority.MEDIUM
-_K209 = _g.PlanEntryPriority.LOW
-_K210 = _g.PlanEntryPriority.OTHER
-_K211 = _g.PlanEntryStatus.PENDING
-_K212 = _g.PlanEntryStatus.IN_PROGRESS
-_K213 = _g.PlanEntryStatus.COMPLETED
-_K214 = _g.PlanEntryStatus.CANCELLED
-_K215 = _g.PlanEntryStatus.OTHER
-_K216 = _g.Role.ASSISTANT
-_K217 = _g.Role.USER
-_K218 = _g.Role.OTHER
-_K219 = _g.SessionActivity.EVENT
-_K220 = _g.SessionActivity.PERMISSION_REQUESTED
-_K221 = _g.SessionInfo
-_K222 = _g.SteerInStream.INTERRUPT
-_K223 = _g.SteerInStream.FINISH
-_K224 = _g.TranscriptEntry
-_K225 = _g.MessageRole.USER
-_K226 = _g.MessageRole.AGENT
-_K227 = _g.MessageRole.THOUGHT
-_K228 = _g.UserInput
-_K229 = _g.AcpError.InvalidInput
-_K230 = _g.AcpError.Protocol
-_K231 = _g.AcpError.Rejected
-_K232 = _g.CallRejected.MODE_NOT_SUPPORTED
-_K233 = _g.CallRejected.REPLACE_NOT_SUPPORTED
-_K234 = _g.CallRejected.UNKNOWN_MESSAGE_ID
-_K235 = _g.CallRejected.UNKNOWN_SESSION
-_K236 = _g.CallRejected.INVALID_ARGUMENTS
-_K237 = _g.AcpError.Host
-_K238 = _g.HostError.NO_TURN_IN_PROGRESS
-_K239 = _g.HostError.TURN_IN_PROGRESS
-_K240 = _g.HostError.NO_PERMISSION_OPTIONS
-_K241 = _g.HostError.UNKNOWN_REQUEST
-_K242 = _g.HostError.SESSION_CLOSED
-_K243 = _g.HostError.RESERVED_UPDATE
-_K244 = _g.HostError.RESERVED_MESSAGE_ID
-_K245 = _g.AcpError.Config
-_K246 = _g.AcpError.Store
-_K247 = _g.AcpError.Disconnected
-_K248 = _g.AcpError.Mismatch
-_K249 = _g.AcpError.Internal
-_K250 = _g.AgentConfig
-_K251 = _g.Policy
-_K252 = _g.QueueDrain.BATCH
-_K253 = _g.QueueDrain.ONE_PER_TURN
-_K254 = _g.RevokeReplace.ANY_CONTROLLER
-_K255 = _g.RevokeReplace.CREATOR_ONLY
-_K256 = _g.ClearStyle.UPSERT
-_K257 = _g.ClearStyle.AGENT_MESSAGE_CLEAR
-_K258 = _g.AgentInfo
-_K259 = _g.SetupSupport
-_K260 = _g.BreakPoint.TOOL_RESULT
-_K261 = _g.BreakPoint.MODEL_STEP
-_K262 = _g.CancelRequestNotification
-_K263 = _g.CancelSessionNotification
-_K264 = _g.CloseSessionRequest
-_K265 = _g.CloseSessionResponse
-_K266 = _g.ConnectOptions
-_K267 = _g.ConnectionRole.CONTROLLER
-_K268 = _g.ConnectionRole.OBSERVER
-_K269 = _g.ErrorData
-_K270 = _g.InitializeRequest
-_K271 = _g.InjectRequest
-_K272 = _g.InjectResponse
-_K273 = _g.ListSessionsRequest
-_K274 = _g.ListSessionsResponse
-_K275 = _g.NewSessionRequest
-_K276 = _g.NewSessionResponse
-_K277 = _g.PermissionAsk
-_K278 = _g.PermissionRequestSent
-_K279 = _g.PromptRequest
-_K280 = _g.PromptResponse
-_K281 = _g.ReplaceInjectRequest
-_K282 = _g.ReplaceInjectResponse
-_K283 = _g.RequestPermissionResponse
-_K284 = _g.ResumeSessionRequest
-_K285 = _g.ResumeSessionResponse
-_K286 = _g.RevokeInjectRequest
-_K287 = _g.RevokeInjectResponse
-_K288 = _g.RuntimeEvent.BREAK_POINT
-_K289 = _g.RuntimeEvent.STREAM_STARTED
-_K290 = _g.RuntimeEvent.STREAM_FINISHED
-_K291 = _g.RuntimeEvent.REQUEST_PERMISSION
-_K292 = _g.RuntimeEvent.WITHDRAW_PERMISSION
-_K293 = _g.RuntimeEvent.PAUSED
-_K294 = _g.RuntimeEvent.RESUMED
-_K295 = _g.RuntimeEvent.TURN_STARTED
-_K296 = _g.RuntimeEvent.TURN_ENDED
-_K297 = _g.RuntimeEvent.CLOSE
-_K298 = _g.RuntimeEvent.UPDATE
-_K299 = _g.RuntimeEvent.CLEAR_AGENT_MESSAGE
-_K300 = _g.SessionPage
-_K301 = _g.SessionStatusRequest
-_K302 = _g.SessionStatusResponse
-_K303 = _g.TurnEnd
-_K304 = _g.UnsupportedProtocolVersionErrorData
-_K305 = _g.UpdateSessionNotification
+_K22 = _g.BackgroundSubagent
+_K23 = _g.BackgroundTerminal
+_K24 = _g.BackgroundToolCall
+_K25 = _g.CancelledPermissionOutcome
+_K26 = _g.TextResourceContents
+_K27 = _g.BlobResourceContents
+_K28 = _g.IdleStateUpdate
+_K29 = _g.StopReason.END_TURN
+_K30 = _g.StopReason.MAX_TOKENS
+_K31 = _g.StopReason.MAX_TURN_REQUESTS
+_K32 = _g.StopReason.REFUSAL
+_K33 = _g.StopReason.CANCELLED
+_K34 = _g.StopReason.ERROR
+_K35 = _g.StopReason.OTHER
+_K36 = _g.Usage
+_K37 = _g.TurnFailure
+_K38 = _g.InitializeResponse
+_K39 = _g.Implementation
+_K40 = _g.AgentCapabilities
+_K41 = _g.SessionCapabilities
+_K42 = _g.McpCapabilities
+_K43 = _g.SessionAdditionalDirectoriesCapabilities
+_K44 = _g.InjectCapabilities
+_K45 = _g.StatusCapabilities
+_K46 = _g.McpServerHttp
+_K47 = _g.McpServerStdio
+_K48 = _g.PendingInjectsUpdate
+_K49 = _g.PlanItems
+_K50 = _g.PlanUpdate
+_K51 = _g.PlanUpdateContent.ITEMS
+_K52 = _g.PlanUpdateContent.OTHER
+_K53 = _g.ReplayFromStart
+_K54 = _g.RequestPermissionRequest
+_K55 = _g.RequiresActionStateUpdate
+_K56 = _g.RunningStateUpdate
+_K57 = _g.SelectedPermissionOutcome
+_K58 = _g.SessionClosedUpdate
+_K59 = _g.SessionInfoUpdate
+_K60 = _g.StringPatch.ABSENT
+_K61 = _g.StringPatch.NULL
+_K62 = _g.StringPatch.VALUE
+_K63 = _g.StateUpdate.RUNNING
+_K64 = _g.StateUpdate.IDLE
+_K65 = _g.StateUpdate.REQUIRES_ACTION
+_K66 = _g.StateUpdate.UNKNOWN
+_K67 = _g.UnknownStateUpdate
+_K68 = _g.StateUpdate.OTHER
+_K69 = _g.ToolCallContentBlock
+_K70 = _g.ToolCallContentChunk
+_K71 = _g.ToolCallContent.CONTENT
+_K72 = _g.ToolCallContent.OTHER
+_K73 = _g.ToolCallUpdate
+_K74 = _g.ToolKind.READ
+_K75 = _g.ToolKind.EDIT
+_K76 = _g.ToolKind.DELETE
+_K77 = _g.ToolKind.MOVE
+_K78 = _g.ToolKind.SEARCH
+_K79 = _g.ToolKind.EXECUTE
+_K80 = _g.ToolKind.THINK
+_K81 = _g.ToolKind.FETCH
+_K82 = _g.ToolKind.SWITCH_MODE
+_K83 = _g.ToolKind.OTHER
+_K84 = _g.ToolKind.UNKNOWN
+_K85 = _g.ToolCallStatus.PENDING
+_K86 = _g.ToolCallStatus.IN_PROGRESS
+_K87 = _g.ToolCallStatus.COMPLETED
+_K88 = _g.ToolCallStatus.FAILED
+_K89 = _g.ToolCallStatus.CANCELLED
+_K90 = _g.ToolCallStatus.OTHER
+_K91 = _g.UsageUpdate
+_K92 = _g.Cost
+_K93 = _g.UserMessage
+_K94 = _g.UserMessageChunk
+_K95 = _g.PendingCapabilities
+_K96 = _g.ClientCapabilities
+_K97 = _g.ErrorReason.SESSION_NOT_FOUND
+_K98 = _g.ErrorReason.UNKNOWN_MESSAGE_ID
+_K99 = _g.ErrorReason.ALREADY_DELIVERED
+_K100 = _g.ErrorReason.NO_RUNNING_TURN
+_K101 = _g.ErrorReason.MODE_NOT_SUPPORTED
+_K102 = _g.ErrorReason.REPLACE_NOT_SUPPORTED
+_K103 = _g.ErrorReason.NOT_PERMITTED
+_K104 = _g.ErrorReason.TURN_IN_PROGRESS
+_K105 = _g.ErrorReason.OTHER
+_K106 = _g.ItemStatus.SENDING
+_K107 = _g.ItemStatus.PENDING
+_K108 = _g.ItemStatus.DELIVERED
+_K109 = _g.ItemStatus.REVOKED
+_K110 = _g.ItemStatus.FAILED
+_K111 = _g.MirrorSnapshot
+_K112 = _g.TurnState.IDLE
+_K113 = _g.TurnState.RUNNING
+_K114 = _g.TurnState.REQUIRES_ACTION
+_K115 = _g.TurnState.UNKNOWN
+_K116 = _g.Affordances
+_K117 = _g.ReplayFrom.START
+_K118 = _g.ReplayFrom.OTHER
+_K119 = _g.Turn.IDLE
+_K120 = _g.Turn.RUNNING
+_K121 = _g.Activity
+_K122 = _g.Stream.IDLE
+_K123 = _g.Stream.ACTIVE
+_K124 = _g.Stream.INTERRUPT_REQUESTED
+_K125 = _g.Turn.REQUIRES_ACTION
+_K126 = _g.Turn.PAUSED
+_K127 = _g.BackgroundWork.TERMINAL
+_K128 = _g.BackgroundWork.TOOL_CALL
+_K129 = _g.BackgroundWork.SUBAGENT
+_K130 = _g.BackgroundWork.OTHER
+_K131 = _g.EnvVariable
+_K132 = _g.Event.ANSWERED
+_K133 = _g.RequestId.NULL
+_K134 = _g.RequestId.NUMBER
+_K135 = _g.RequestId.STR
+_K136 = _g.RequestKind.INITIALIZE
+_K137 = _g.RequestKind.NEW_SESSION
+_K138 = _g.RequestKind.LIST_SESSIONS
+_K139 = _g.RequestKind.RESUME
+_K140 = _g.RequestKind.PROMPT
+_K141 = _g.RequestKind.INJECT
+_K142 = _g.RequestKind.REVOKE
+_K143 = _g.RequestKind.REPLACE
+_K144 = _g.RequestKind.CLOSE
+_K145 = _g.RequestKind.STATUS
+_K146 = _g.Answer.FAILED
+_K147 = _g.ProtocolError
+_K148 = _g.Answer.INITIALIZED
+_K149 = _g.Answer.SESSION_CREATED
+_K150 = _g.Answer.SESSIONS
+_K151 = _g.Answer.RESUMED
+_K152 = _g.Answer.ACCEPTED
+_K153 = _g.Answer.REVOKED
+_K154 = _g.Answer.REPLACED
+_K155 = _g.Answer.CLOSED
+_K156 = _g.Answer.STATUS
+_K157 = _g.SessionStatus.OPEN
+_K158 = _g.SessionStatus.SAVED
+_K159 = _g.SessionStatus.OTHER
+_K160 = _g.Event.SESSION
+_K161 = _g.SessionEvent.UPDATE
+_K162 = _g.SessionUpdate.USER_MESSAGE
+_K163 = _g.SessionUpdate.USER_MESSAGE_CHUNK
+_K164 = _g.SessionUpdate.AGENT_MESSAGE
+_K165 = _g.SessionUpdate.AGENT_MESSAGE_CHUNK
+_K166 = _g.SessionUpdate.AGENT_MESSAGE_CLEAR
+_K167 = _g.SessionUpdate.AGENT_THOUGHT
+_K168 = _g.SessionUpdate.AGENT_THOUGHT_CHUNK
+_K169 = _g.SessionUpdate.STATE_UPDATE
+_K170 = _g.SessionUpdate.TOOL_CALL_UPDATE
+_K171 = _g.SessionUpdate.TOOL_CALL_CONTENT_CHUNK
+_K172 = _g.SessionUpdate.PLAN_UPDATE
+_K173 = _g.SessionUpdate.USAGE_UPDATE
+_K174 = _g.SessionUpdate.SESSION_INFO_UPDATE
+_K175 = _g.SessionUpdate.ACP_INJECT_PENDING
+_K176 = _g.SessionUpdate.ACP_INJECT_SESSION_CLOSED
+_K177 = _g.SessionUpdate.OTHER
+_K178 = _g.SessionEvent.ITEM
+_K179 = _g.PendingItem
+_K180 = _g.ItemMode.PROMPT
+_K181 = _g.ItemMode.QUEUE
+_K182 = _g.ItemMode.STEER
+_K183 = _g.SessionEvent.VIOLATION
+_K184 = _g.Violation
+_K185 = _g.SessionEvent.CLOSED
+_K186 = _g.SessionEvent.TOLERATED
+_K187 = _g.Event.PERMISSION_REQUESTED
+_K188 = _g.Event.IGNORED
+_K189 = _g.HistoryEntry.USER
+_K190 = _g.HistoryEntry.UPDATE
+_K191 = _g.HttpHeader
+_K192 = _g.InjectMode.QUEUE
+_K193 = _g.InjectMode.STEER
+_K194 = _g.McpServer.STDIO
+_K195 = _g.McpServer.HTTP
+_K196 = _g.McpServer.OTHER
+_K197 = _g.Output.LINE
+_K198 = _g.Output.ACTION
+_K199 = _g.RuntimeAction.SESSION_OPENED
+_K200 = _g.SessionSetup
+_K201 = _g.RuntimeAction.SESSION_RESUMED
+_K202 = _g.RuntimeAction.START_TURN
+_K203 = _g.RuntimeAction.DELIVER
+_K204 = _g.RuntimeAction.INTERRUPT_STREAM
+_K205 = _g.RuntimeAction.CANCEL_TURN
+_K206 = _g.RuntimeAction.PERMISSION_ANSWERED
+_K207 = _g.RequestPermissionOutcome.CANCELLED
+_K208 = _g.RequestPermissionOutcome.SELECTED
+_K209 = _g.RequestPermissionOutcome.OTHER
+_K210 = _g.RuntimeAction.CLOSED
+_K211 = _g.PendingInject
+_K212 = _g.PermissionOption
+_K213 = _g.PermissionOptionKind.ALLOW_ONCE
+_K214 = _g.PermissionOptionKind.ALLOW_ALWAYS
+_K215 = _g.PermissionOptionKind.REJECT_ONCE
+_K216 = _g.PermissionOptionKind.REJECT_ALWAYS
+_K217 = _g.PermissionOptionKind.OTHER
+_K218 = _g.PlanEntry
+_K219 = _g.PlanEntryPriority.HIGH
+_K220 = _g.PlanEntryPriority.MEDIUM
+_K221 = _g.PlanEntryPriority.LOW
+_K222 = _g.PlanEntryPriority.OTHER
+_K223 = _g.PlanEntryStatus.PENDING
+_K224 = _g.PlanEntryStatus.IN_PROGRESS
+_K225 = _g.PlanEntryStatus.COMPLETED
+_K226 = _g.PlanEntryStatus.CANCELLED
+_K227 = _g.PlanEntryStatus.OTHER
+_K228 = _g.Role.ASSISTANT
+_K229 = _g.Role.USER
+_K230 = _g.Role.OTHER
+_K231 = _g.SessionActivity.EVENT
+_K232 = _g.SessionActivity.PERMISSION_REQUESTED
+_K233 = _g.SessionInfo
+_K234 = _g.SteerInStream.INTERRUPT
+_K235 = _g.SteerInStream.FINISH
+_K236 = _g.TranscriptEntry
+_K237 = _g.MessageRole.USER
+_K238 = _g.MessageRole.AGENT
+_K239 = _g.MessageRole.THOUGHT
+_K240 = _g.UserInput
+_K241 = _g.AcpError.InvalidInput
+_K242 = _g.AcpError.Protocol
+_K243 = _g.AcpError.Rejected
+_K244 = _g.CallRejected.MODE_NOT_SUPPORTED
+_K245 = _g.CallRejected.REPLACE_NOT_SUPPORTED
+_K246 = _g.CallRejected.UNKNOWN_MESSAGE_ID
+_K247 = _g.CallRejected.UNKNOWN_SESSION
+_K248 = _g.CallRejected.INVALID_ARGUMENTS
+_K249 = _g.AcpError.Host
+_K250 = _g.HostError.NO_TURN_IN_PROGRESS
+_K251 = _g.HostError.TURN_IN_PROGRESS
+_K252 = _g.HostError.NO_PERMISSION_OPTIONS
+_K253 = _g.HostError.UNKNOWN_REQUEST
+_K254 = _g.HostError.SESSION_CLOSED
+_K255 = _g.HostError.RESERVED_UPDATE
+_K256 = _g.HostError.RESERVED_MESSAGE_ID
+_K257 = _g.AcpError.Config
+_K258 = _g.AcpError.Store
+_K259 = _g.AcpError.Disconnected
+_K260 = _g.AcpError.Mismatch
+_K261 = _g.AcpError.Internal
+_K262 = _g.AgentConfig
+_K263 = _g.Policy
+_K264 = _g.QueueDrain.BATCH
+_K265 = _g.QueueDrain.ONE_PER_TURN
+_K266 = _g.RevokeReplace.ANY_CONTROLLER
+_K267 = _g.RevokeReplace.CREATOR_ONLY
+_K268 = _g.ClearStyle.UPSERT
+_K269 = _g.ClearStyle.AGENT_MESSAGE_CLEAR
+_K270 = _g.AgentInfo
+_K271 = _g.SetupSupport
+_K272 = _g.BreakPoint.TOOL_RESULT
+_K273 = _g.BreakPoint.MODEL_STEP
+_K274 = _g.CancelRequestNotification
+_K275 = _g.CancelSessionNotification
+_K276 = _g.CloseSessionRequest
+_K277 = _g.CloseSessionResponse
+_K278 = _g.ConnectOptions
+_K279 = _g.ConnectionRole.CONTROLLER
+_K280 = _g.ConnectionRole.OBSERVER
+_K281 = _g.ErrorData
+_K282 = _g.InitializeRequest
+_K283 = _g.InjectRequest
+_K284 = _g.InjectResponse
+_K285 = _g.ListSessionsRequest
+_K286 = _g.ListSessionsResponse
+_K287 = _g.NewSessionRequest
+_K288 = _g.NewSessionResponse
+_K289 = _g.PermissionAsk
+_K290 = _g.PermissionRequestSent
+_K291 = _g.PromptRequest
+_K292 = _g.PromptResponse
+_K293 = _g.ReplaceInjectRequest
+_K294 = _g.ReplaceInjectResponse
+_K295 = _g.RequestPermissionResponse
+_K296 = _g.ResumeSessionRequest
+_K297 = _g.ResumeSessionResponse
+_K298 = _g.RevokeInjectRequest
+_K299 = _g.RevokeInjectResponse
+_K300 = _g.RuntimeEvent.BREAK_POINT
+_K301 = _g.RuntimeEvent.STREAM_STARTED
+_K302 = _g.RuntimeEvent.STREAM_FINISHED
+_K303 = _g.RuntimeEvent.REQUEST_PERMISSION
+_K304 = _g.RuntimeEvent.WITHDRAW_PERMISSION
+_K305 = _g.RuntimeEvent.PAUSED
+_K306 = _g.RuntimeEvent.RESUMED
+_K307 = _g.RuntimeEvent.TURN_STARTED
+_K308 = _g.RuntimeEvent.TURN_ENDED
+_K309 = _g.RuntimeEvent.CLOSE
+_K310 = _g.RuntimeEvent.UPDATE
+_K311 = _g.RuntimeEvent.CLEAR_AGENT_MESSAGE
+_K312 = _g.SessionPage
+_K313 = _g.SessionStatusRequest
+_K314 = _g.SessionStatusResponse
+_K315 = _g.TurnEnd
+_K316 = _g.UnsupportedProtocolVersionErrorData
+_K317 = _g.UpdateSessionNotification
 
 
 def rBoolean(d: Buffer, o: int) -> Tuple[Any, int]:
@@ -1378,8 +1390,65 @@ def rBoxTypeAudioContent(d: Buffer, o: int) -> Tuple[Any, int]:
     return v, o
 
 
-def rBoxTypeCancelledPermissionOutcome(d: Buffer, o: int) -> Tuple[Any, int]:
+def rBoxTypeBackgroundSubagent(d: Buffer, o: int) -> Tuple[Any, int]:
     w0 = _new(_K22)
+    n = _U32(d, o)[0] + 4
+    w0.session_id = d[o + 4:o + n].decode()
+    o += n
+    f = d[o]
+    o += 1
+    if f == 1:
+        n = _U32(d, o)[0] + 4
+        w0.meta = d[o + 4:o + n].decode()
+        o += n
+    elif f == 0:
+        w0.meta = None
+    else:
+        raise _InternalError('Unexpected flag byte for optional type')
+    v = w0
+    return v, o
+
+
+def rBoxTypeBackgroundTerminal(d: Buffer, o: int) -> Tuple[Any, int]:
+    w0 = _new(_K23)
+    n = _U32(d, o)[0] + 4
+    w0.terminal_id = d[o + 4:o + n].decode()
+    o += n
+    f = d[o]
+    o += 1
+    if f == 1:
+        n = _U32(d, o)[0] + 4
+        w0.meta = d[o + 4:o + n].decode()
+        o += n
+    elif f == 0:
+        w0.meta = None
+    else:
+        raise _InternalError('Unexpected flag byte for optional type')
+    v = w0
+    return v, o
+
+
+def rBoxTypeBackgroundToolCall(d: Buffer, o: int) -> Tuple[Any, int]:
+    w0 = _new(_K24)
+    n = _U32(d, o)[0] + 4
+    w0.tool_call_id = d[o + 4:o + n].decode()
+    o += n
+    f = d[o]
+    o += 1
+    if f == 1:
+        n = _U32(d, o)[0] + 4
+        w0.meta = d[o + 4:o + n].decode()
+        o += n
+    elif f == 0:
+        w0.meta = None
+    else:
+        raise _InternalError('Unexpected flag byte for optional type')
+    v = w0
+    return v, o
+
+
+def rBoxTypeCancelledPermissionOutcome(d: Buffer, o: int) -> Tuple[Any, int]:
+    w0 = _new(_K25)
     f = d[o]
     o += 1
     if f == 1:
@@ -1399,7 +1468,7 @@ def rBoxTypeEmbeddedResource(d: Buffer, o: int) -> Tuple[Any, int]:
     t1 = _I32(d, o)[0]
     o += 4
     if t1 == 1:
-        w2 = _new(_K23)
+        w2 = _new(_K26)
         n = _U32(d, o)[0] + 4
         w2.uri = d[o + 4:o + n].decode()
         o += n
@@ -1431,7 +1500,7 @@ def rBoxTypeEmbeddedResource(d: Buffer, o: int) -> Tuple[Any, int]:
         w1._values = (a2_0,)
         w0.resource = w1
     elif t1 == 2:
-        w2 = _new(_K24)
+        w2 = _new(_K27)
         n = _U32(d, o)[0] + 4
         w2.uri = d[o + 4:o + n].decode()
         o += n
@@ -1525,32 +1594,35 @@ def rBoxTypeEmbeddedResource(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rBoxTypeIdleStateUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
-    w0 = _new(_K25)
+    w0 = _new(_K28)
     f = d[o]
     o += 1
     if f == 1:
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w1 = _new(_K26)
-            w0.stop_reason = w1
-        elif t1 == 2:
-            w1 = _new(_K27)
-            w0.stop_reason = w1
-        elif t1 == 3:
-            w1 = _new(_K28)
-            w0.stop_reason = w1
-        elif t1 == 4:
             w1 = _new(_K29)
             w0.stop_reason = w1
-        elif t1 == 5:
+        elif t1 == 2:
             w1 = _new(_K30)
             w0.stop_reason = w1
+        elif t1 == 3:
+            w1 = _new(_K31)
+            w0.stop_reason = w1
+        elif t1 == 4:
+            w1 = _new(_K32)
+            w0.stop_reason = w1
+        elif t1 == 5:
+            w1 = _new(_K33)
+            w0.stop_reason = w1
         elif t1 == 6:
+            w1 = _new(_K34)
+            w0.stop_reason = w1
+        elif t1 == 7:
             n = _U32(d, o)[0] + 4
             a2_0 = d[o + 4:o + n].decode()
             o += n
-            w1 = _new(_K31)
+            w1 = _new(_K35)
             w1._values = (a2_0,)
             w0.stop_reason = w1
         else:
@@ -1562,7 +1634,7 @@ def rBoxTypeIdleStateUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
     f = d[o]
     o += 1
     if f == 1:
-        w1 = _new(_K32)
+        w1 = _new(_K36)
         w1.total_tokens = _U64(d, o)[0]
         o += 8
         w1.input_tokens = _U64(d, o)[0]
@@ -1609,6 +1681,38 @@ def rBoxTypeIdleStateUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         w0.usage = w1
     elif f == 0:
         w0.usage = None
+    else:
+        raise _InternalError('Unexpected flag byte for optional type')
+    f = d[o]
+    o += 1
+    if f == 1:
+        w1 = _new(_K37)
+        w1.code = _I32(d, o)[0]
+        o += 4
+        n = _U32(d, o)[0] + 4
+        w1.message = d[o + 4:o + n].decode()
+        o += n
+        f = d[o]
+        o += 1
+        if f == 1:
+            n = _U32(d, o)[0] + 4
+            w1.data = d[o + 4:o + n].decode()
+            o += n
+        elif f == 0:
+            w1.data = None
+        else:
+            raise _InternalError('Unexpected flag byte for optional type')
+        w0.error = w1
+    elif f == 0:
+        w0.error = None
+    else:
+        raise _InternalError('Unexpected flag byte for optional type')
+    f = d[o]
+    o += 1
+    if f == 1:
+        w0.background, o = rSequenceTypeBackgroundWork(d, o)
+    elif f == 0:
+        w0.background = None
     else:
         raise _InternalError('Unexpected flag byte for optional type')
     f = d[o]
@@ -1704,10 +1808,10 @@ def rBoxTypeImageContent(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rBoxTypeInitializeResponse(d: Buffer, o: int) -> Tuple[Any, int]:
-    w0 = _new(_K33)
+    w0 = _new(_K38)
     w0.protocol_version = _U16(d, o)[0]
     o += 2
-    w1 = _new(_K34)
+    w1 = _new(_K39)
     n = _U32(d, o)[0] + 4
     w1.name = d[o + 4:o + n].decode()
     o += n
@@ -1738,15 +1842,15 @@ def rBoxTypeInitializeResponse(d: Buffer, o: int) -> Tuple[Any, int]:
     f = d[o]
     o += 1
     if f == 1:
-        w1 = _new(_K35)
+        w1 = _new(_K40)
         f = d[o]
         o += 1
         if f == 1:
-            w2 = _new(_K36)
+            w2 = _new(_K41)
             f = d[o]
             o += 1
             if f == 1:
-                w3 = _new(_K37)
+                w3 = _new(_K42)
                 f = d[o]
                 o += 1
                 if f == 1:
@@ -1785,7 +1889,7 @@ def rBoxTypeInitializeResponse(d: Buffer, o: int) -> Tuple[Any, int]:
             f = d[o]
             o += 1
             if f == 1:
-                w3 = _new(_K38)
+                w3 = _new(_K43)
                 f = d[o]
                 o += 1
                 if f == 1:
@@ -1804,7 +1908,7 @@ def rBoxTypeInitializeResponse(d: Buffer, o: int) -> Tuple[Any, int]:
             f = d[o]
             o += 1
             if f == 1:
-                w3 = _new(_K39)
+                w3 = _new(_K44)
                 w3.modes, o = rSequenceTypeInjectMode(d, o)
                 f = d[o]
                 o += 1
@@ -1833,7 +1937,7 @@ def rBoxTypeInitializeResponse(d: Buffer, o: int) -> Tuple[Any, int]:
             f = d[o]
             o += 1
             if f == 1:
-                w3 = _new(_K40)
+                w3 = _new(_K45)
                 f = d[o]
                 o += 1
                 if f == 1:
@@ -1894,7 +1998,7 @@ def rBoxTypeInitializeResponse(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rBoxTypeMcpServerHttp(d: Buffer, o: int) -> Tuple[Any, int]:
-    w0 = _new(_K41)
+    w0 = _new(_K46)
     n = _U32(d, o)[0] + 4
     w0.name = d[o + 4:o + n].decode()
     o += n
@@ -1924,7 +2028,7 @@ def rBoxTypeMcpServerHttp(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rBoxTypeMcpServerStdio(d: Buffer, o: int) -> Tuple[Any, int]:
-    w0 = _new(_K42)
+    w0 = _new(_K47)
     n = _U32(d, o)[0] + 4
     w0.name = d[o + 4:o + n].decode()
     o += n
@@ -1962,7 +2066,7 @@ def rBoxTypeMcpServerStdio(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rBoxTypePendingInjectsUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
-    w0 = _new(_K43)
+    w0 = _new(_K48)
     w0.pending, o = rSequenceTypePendingInject(d, o)
     f = d[o]
     o += 1
@@ -1979,7 +2083,7 @@ def rBoxTypePendingInjectsUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rBoxTypePlanItems(d: Buffer, o: int) -> Tuple[Any, int]:
-    w0 = _new(_K44)
+    w0 = _new(_K49)
     n = _U32(d, o)[0] + 4
     w0.plan_id = d[o + 4:o + n].decode()
     o += n
@@ -1999,11 +2103,11 @@ def rBoxTypePlanItems(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rBoxTypePlanUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
-    w0 = _new(_K45)
+    w0 = _new(_K50)
     t1 = _I32(d, o)[0]
     o += 4
     if t1 == 1:
-        w2 = _new(_K44)
+        w2 = _new(_K49)
         n = _U32(d, o)[0] + 4
         w2.plan_id = d[o + 4:o + n].decode()
         o += n
@@ -2019,14 +2123,14 @@ def rBoxTypePlanUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a2_0 = w2
-        w1 = _new(_K46)
+        w1 = _new(_K51)
         w1._values = (a2_0,)
         w0.plan = w1
     elif t1 == 2:
         n = _U32(d, o)[0] + 4
         a2_0 = d[o + 4:o + n].decode()
         o += n
-        w1 = _new(_K47)
+        w1 = _new(_K52)
         w1._values = (a2_0,)
         w0.plan = w1
     else:
@@ -2046,7 +2150,7 @@ def rBoxTypePlanUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rBoxTypeReplayFromStart(d: Buffer, o: int) -> Tuple[Any, int]:
-    w0 = _new(_K48)
+    w0 = _new(_K53)
     f = d[o]
     o += 1
     if f == 1:
@@ -2062,7 +2166,7 @@ def rBoxTypeReplayFromStart(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rBoxTypeRequestPermissionRequest(d: Buffer, o: int) -> Tuple[Any, int]:
-    w0 = _new(_K49)
+    w0 = _new(_K54)
     n = _U32(d, o)[0] + 4
     w0.session_id = d[o + 4:o + n].decode()
     o += n
@@ -2105,7 +2209,15 @@ def rBoxTypeRequestPermissionRequest(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rBoxTypeRequiresActionStateUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
-    w0 = _new(_K50)
+    w0 = _new(_K55)
+    f = d[o]
+    o += 1
+    if f == 1:
+        w0.background, o = rSequenceTypeBackgroundWork(d, o)
+    elif f == 0:
+        w0.background = None
+    else:
+        raise _InternalError('Unexpected flag byte for optional type')
     f = d[o]
     o += 1
     if f == 1:
@@ -2236,7 +2348,15 @@ def rBoxTypeResourceLink(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rBoxTypeRunningStateUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
-    w0 = _new(_K51)
+    w0 = _new(_K56)
+    f = d[o]
+    o += 1
+    if f == 1:
+        w0.background, o = rSequenceTypeBackgroundWork(d, o)
+    elif f == 0:
+        w0.background = None
+    else:
+        raise _InternalError('Unexpected flag byte for optional type')
     f = d[o]
     o += 1
     if f == 1:
@@ -2252,7 +2372,7 @@ def rBoxTypeRunningStateUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rBoxTypeSelectedPermissionOutcome(d: Buffer, o: int) -> Tuple[Any, int]:
-    w0 = _new(_K52)
+    w0 = _new(_K57)
     n = _U32(d, o)[0] + 4
     w0.option_id = d[o + 4:o + n].decode()
     o += n
@@ -2271,7 +2391,7 @@ def rBoxTypeSelectedPermissionOutcome(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rBoxTypeSessionClosedUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
-    w0 = _new(_K53)
+    w0 = _new(_K58)
     f = d[o]
     o += 1
     if f == 1:
@@ -2287,17 +2407,17 @@ def rBoxTypeSessionClosedUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rBoxTypeSessionInfoUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
-    w0 = _new(_K54)
+    w0 = _new(_K59)
     t1 = _I32(d, o)[0]
     o += 4
     if t1 == 1:
-        w1 = _new(_K55)
+        w1 = _new(_K60)
         w0.title = w1
     elif t1 == 2:
-        w1 = _new(_K56)
+        w1 = _new(_K61)
         w0.title = w1
     elif t1 == 3:
-        w1 = _new(_K57)
+        w1 = _new(_K62)
         n = _U32(d, o)[0] + 4
         w1.value = d[o + 4:o + n].decode()
         o += n
@@ -2307,13 +2427,13 @@ def rBoxTypeSessionInfoUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
     t1 = _I32(d, o)[0]
     o += 4
     if t1 == 1:
-        w1 = _new(_K55)
+        w1 = _new(_K60)
         w0.updated_at = w1
     elif t1 == 2:
-        w1 = _new(_K56)
+        w1 = _new(_K61)
         w0.updated_at = w1
     elif t1 == 3:
-        w1 = _new(_K57)
+        w1 = _new(_K62)
         n = _U32(d, o)[0] + 4
         w1.value = d[o + 4:o + n].decode()
         o += n
@@ -2338,7 +2458,15 @@ def rBoxTypeStateUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        w1 = _new(_K51)
+        w1 = _new(_K56)
+        f = d[o]
+        o += 1
+        if f == 1:
+            w1.background, o = rSequenceTypeBackgroundWork(d, o)
+        elif f == 0:
+            w1.background = None
+        else:
+            raise _InternalError('Unexpected flag byte for optional type')
         f = d[o]
         o += 1
         if f == 1:
@@ -2350,36 +2478,39 @@ def rBoxTypeStateUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K58)
+        w0 = _new(_K63)
         w0._values = (a1_0,)
         v = w0
     elif t0 == 2:
-        w1 = _new(_K25)
+        w1 = _new(_K28)
         f = d[o]
         o += 1
         if f == 1:
             t2 = _I32(d, o)[0]
             o += 4
             if t2 == 1:
-                w2 = _new(_K26)
-                w1.stop_reason = w2
-            elif t2 == 2:
-                w2 = _new(_K27)
-                w1.stop_reason = w2
-            elif t2 == 3:
-                w2 = _new(_K28)
-                w1.stop_reason = w2
-            elif t2 == 4:
                 w2 = _new(_K29)
                 w1.stop_reason = w2
-            elif t2 == 5:
+            elif t2 == 2:
                 w2 = _new(_K30)
                 w1.stop_reason = w2
+            elif t2 == 3:
+                w2 = _new(_K31)
+                w1.stop_reason = w2
+            elif t2 == 4:
+                w2 = _new(_K32)
+                w1.stop_reason = w2
+            elif t2 == 5:
+                w2 = _new(_K33)
+                w1.stop_reason = w2
             elif t2 == 6:
+                w2 = _new(_K34)
+                w1.stop_reason = w2
+            elif t2 == 7:
                 n = _U32(d, o)[0] + 4
                 a3_0 = d[o + 4:o + n].decode()
                 o += n
-                w2 = _new(_K31)
+                w2 = _new(_K35)
                 w2._values = (a3_0,)
                 w1.stop_reason = w2
             else:
@@ -2391,7 +2522,7 @@ def rBoxTypeStateUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         f = d[o]
         o += 1
         if f == 1:
-            w2 = _new(_K32)
+            w2 = _new(_K36)
             w2.total_tokens = _U64(d, o)[0]
             o += 8
             w2.input_tokens = _U64(d, o)[0]
@@ -2443,19 +2574,35 @@ def rBoxTypeStateUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         f = d[o]
         o += 1
         if f == 1:
+            w2 = _new(_K37)
+            w2.code = _I32(d, o)[0]
+            o += 4
             n = _U32(d, o)[0] + 4
-            w1.meta = d[o + 4:o + n].decode()
+            w2.message = d[o + 4:o + n].decode()
             o += n
+            f = d[o]
+            o += 1
+            if f == 1:
+                n = _U32(d, o)[0] + 4
+                w2.data = d[o + 4:o + n].decode()
+                o += n
+            elif f == 0:
+                w2.data = None
+            else:
+                raise _InternalError('Unexpected flag byte for optional type')
+            w1.error = w2
         elif f == 0:
-            w1.meta = None
+            w1.error = None
         else:
             raise _InternalError('Unexpected flag byte for optional type')
-        a1_0 = w1
-        w0 = _new(_K59)
-        w0._values = (a1_0,)
-        v = w0
-    elif t0 == 3:
-        w1 = _new(_K50)
+        f = d[o]
+        o += 1
+        if f == 1:
+            w1.background, o = rSequenceTypeBackgroundWork(d, o)
+        elif f == 0:
+            w1.background = None
+        else:
+            raise _InternalError('Unexpected flag byte for optional type')
         f = d[o]
         o += 1
         if f == 1:
@@ -2467,14 +2614,62 @@ def rBoxTypeStateUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K60)
+        w0 = _new(_K64)
+        w0._values = (a1_0,)
+        v = w0
+    elif t0 == 3:
+        w1 = _new(_K55)
+        f = d[o]
+        o += 1
+        if f == 1:
+            w1.background, o = rSequenceTypeBackgroundWork(d, o)
+        elif f == 0:
+            w1.background = None
+        else:
+            raise _InternalError('Unexpected flag byte for optional type')
+        f = d[o]
+        o += 1
+        if f == 1:
+            n = _U32(d, o)[0] + 4
+            w1.meta = d[o + 4:o + n].decode()
+            o += n
+        elif f == 0:
+            w1.meta = None
+        else:
+            raise _InternalError('Unexpected flag byte for optional type')
+        a1_0 = w1
+        w0 = _new(_K65)
         w0._values = (a1_0,)
         v = w0
     elif t0 == 4:
+        w1 = _new(_K67)
+        f = d[o]
+        o += 1
+        if f == 1:
+            w1.background, o = rSequenceTypeBackgroundWork(d, o)
+        elif f == 0:
+            w1.background = None
+        else:
+            raise _InternalError('Unexpected flag byte for optional type')
+        f = d[o]
+        o += 1
+        if f == 1:
+            n = _U32(d, o)[0] + 4
+            w1.meta = d[o + 4:o + n].decode()
+            o += n
+        elif f == 0:
+            w1.meta = None
+        else:
+            raise _InternalError('Unexpected flag byte for optional type')
+        a1_0 = w1
+        w0 = _new(_K66)
+        w0._values = (a1_0,)
+        v = w0
+    elif t0 == 5:
         n = _U32(d, o)[0] + 4
         a1_0 = d[o + 4:o + n].decode()
         o += n
-        w0 = _new(_K61)
+        w0 = _new(_K68)
         w0._values = (a1_0,)
         v = w0
     else:
@@ -2548,7 +2743,7 @@ def rBoxTypeTextContent(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rBoxTypeToolCallContentBlock(d: Buffer, o: int) -> Tuple[Any, int]:
-    w0 = _new(_K62)
+    w0 = _new(_K69)
     t1 = _I32(d, o)[0]
     o += 4
     if t1 == 1:
@@ -2977,14 +3172,14 @@ def rBoxTypeToolCallContentBlock(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rBoxTypeToolCallContentChunk(d: Buffer, o: int) -> Tuple[Any, int]:
-    w0 = _new(_K63)
+    w0 = _new(_K70)
     n = _U32(d, o)[0] + 4
     w0.tool_call_id = d[o + 4:o + n].decode()
     o += n
     t1 = _I32(d, o)[0]
     o += 4
     if t1 == 1:
-        w2 = _new(_K62)
+        w2 = _new(_K69)
         t3 = _I32(d, o)[0]
         o += 4
         if t3 == 1:
@@ -3032,14 +3227,14 @@ def rBoxTypeToolCallContentChunk(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a2_0 = w2
-        w1 = _new(_K64)
+        w1 = _new(_K71)
         w1._values = (a2_0,)
         w0.content = w1
     elif t1 == 2:
         n = _U32(d, o)[0] + 4
         a2_0 = d[o + 4:o + n].decode()
         o += n
-        w1 = _new(_K65)
+        w1 = _new(_K72)
         w1._values = (a2_0,)
         w0.content = w1
     else:
@@ -3059,7 +3254,7 @@ def rBoxTypeToolCallContentChunk(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rBoxTypeToolCallUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
-    w0 = _new(_K66)
+    w0 = _new(_K73)
     n = _U32(d, o)[0] + 4
     w0.tool_call_id = d[o + 4:o + n].decode()
     o += n
@@ -3089,40 +3284,40 @@ def rBoxTypeToolCallUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w1 = _new(_K67)
-            w0.kind = w1
-        elif t1 == 2:
-            w1 = _new(_K68)
-            w0.kind = w1
-        elif t1 == 3:
-            w1 = _new(_K69)
-            w0.kind = w1
-        elif t1 == 4:
-            w1 = _new(_K70)
-            w0.kind = w1
-        elif t1 == 5:
-            w1 = _new(_K71)
-            w0.kind = w1
-        elif t1 == 6:
-            w1 = _new(_K72)
-            w0.kind = w1
-        elif t1 == 7:
-            w1 = _new(_K73)
-            w0.kind = w1
-        elif t1 == 8:
             w1 = _new(_K74)
             w0.kind = w1
-        elif t1 == 9:
+        elif t1 == 2:
             w1 = _new(_K75)
             w0.kind = w1
-        elif t1 == 10:
+        elif t1 == 3:
             w1 = _new(_K76)
+            w0.kind = w1
+        elif t1 == 4:
+            w1 = _new(_K77)
+            w0.kind = w1
+        elif t1 == 5:
+            w1 = _new(_K78)
+            w0.kind = w1
+        elif t1 == 6:
+            w1 = _new(_K79)
+            w0.kind = w1
+        elif t1 == 7:
+            w1 = _new(_K80)
+            w0.kind = w1
+        elif t1 == 8:
+            w1 = _new(_K81)
+            w0.kind = w1
+        elif t1 == 9:
+            w1 = _new(_K82)
+            w0.kind = w1
+        elif t1 == 10:
+            w1 = _new(_K83)
             w0.kind = w1
         elif t1 == 11:
             n = _U32(d, o)[0] + 4
             a2_0 = d[o + 4:o + n].decode()
             o += n
-            w1 = _new(_K77)
+            w1 = _new(_K84)
             w1._values = (a2_0,)
             w0.kind = w1
         else:
@@ -3137,25 +3332,25 @@ def rBoxTypeToolCallUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w1 = _new(_K78)
+            w1 = _new(_K85)
             w0.status = w1
         elif t1 == 2:
-            w1 = _new(_K79)
+            w1 = _new(_K86)
             w0.status = w1
         elif t1 == 3:
-            w1 = _new(_K80)
+            w1 = _new(_K87)
             w0.status = w1
         elif t1 == 4:
-            w1 = _new(_K81)
+            w1 = _new(_K88)
             w0.status = w1
         elif t1 == 5:
-            w1 = _new(_K82)
+            w1 = _new(_K89)
             w0.status = w1
         elif t1 == 6:
             n = _U32(d, o)[0] + 4
             a2_0 = d[o + 4:o + n].decode()
             o += n
-            w1 = _new(_K83)
+            w1 = _new(_K90)
             w1._values = (a2_0,)
             w0.status = w1
         else:
@@ -3214,8 +3409,32 @@ def rBoxTypeToolCallUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
     return v, o
 
 
+def rBoxTypeUnknownStateUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
+    w0 = _new(_K67)
+    f = d[o]
+    o += 1
+    if f == 1:
+        w0.background, o = rSequenceTypeBackgroundWork(d, o)
+    elif f == 0:
+        w0.background = None
+    else:
+        raise _InternalError('Unexpected flag byte for optional type')
+    f = d[o]
+    o += 1
+    if f == 1:
+        n = _U32(d, o)[0] + 4
+        w0.meta = d[o + 4:o + n].decode()
+        o += n
+    elif f == 0:
+        w0.meta = None
+    else:
+        raise _InternalError('Unexpected flag byte for optional type')
+    v = w0
+    return v, o
+
+
 def rBoxTypeUsageUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
-    w0 = _new(_K84)
+    w0 = _new(_K91)
     w0.used = _U64(d, o)[0]
     o += 8
     w0.size = _U64(d, o)[0]
@@ -3223,7 +3442,7 @@ def rBoxTypeUsageUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
     f = d[o]
     o += 1
     if f == 1:
-        w1 = _new(_K85)
+        w1 = _new(_K92)
         w1.amount = _F64(d, o)[0]
         o += 8
         n = _U32(d, o)[0] + 4
@@ -3259,7 +3478,7 @@ def rBoxTypeUsageUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rBoxTypeUserMessage(d: Buffer, o: int) -> Tuple[Any, int]:
-    w0 = _new(_K86)
+    w0 = _new(_K93)
     n = _U32(d, o)[0] + 4
     w0.message_id = d[o + 4:o + n].decode()
     o += n
@@ -3292,7 +3511,7 @@ def rBoxTypeUserMessage(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rBoxTypeUserMessageChunk(d: Buffer, o: int) -> Tuple[Any, int]:
-    w0 = _new(_K87)
+    w0 = _new(_K94)
     n = _U32(d, o)[0] + 4
     w0.message_id = d[o + 4:o + n].decode()
     o += n
@@ -3729,6 +3948,12 @@ def rFloat64(d: Buffer, o: int) -> Tuple[Any, int]:
     return v, o
 
 
+def rInt32(d: Buffer, o: int) -> Tuple[Any, int]:
+    v = _I32(d, o)[0]
+    o += 4
+    return v, o
+
+
 def rInt64(d: Buffer, o: int) -> Tuple[Any, int]:
     v = _I64(d, o)[0]
     o += 8
@@ -3766,6 +3991,18 @@ def rOptionalSequenceString(d: Buffer, o: int) -> Tuple[Any, int]:
     o += 1
     if f == 1:
         v, o = rSequenceString(d, o)
+    elif f == 0:
+        v = None
+    else:
+        raise _InternalError('Unexpected flag byte for optional type')
+    return v, o
+
+
+def rOptionalSequenceTypeBackgroundWork(d: Buffer, o: int) -> Tuple[Any, int]:
+    f = d[o]
+    o += 1
+    if f == 1:
+        v, o = rSequenceTypeBackgroundWork(d, o)
     elif f == 0:
         v = None
     else:
@@ -3875,15 +4112,15 @@ def rOptionalTypeAgentCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
     f = d[o]
     o += 1
     if f == 1:
-        w0 = _new(_K35)
+        w0 = _new(_K40)
         f = d[o]
         o += 1
         if f == 1:
-            w1 = _new(_K36)
+            w1 = _new(_K41)
             f = d[o]
             o += 1
             if f == 1:
-                w2 = _new(_K37)
+                w2 = _new(_K42)
                 f = d[o]
                 o += 1
                 if f == 1:
@@ -3922,7 +4159,7 @@ def rOptionalTypeAgentCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
             f = d[o]
             o += 1
             if f == 1:
-                w2 = _new(_K38)
+                w2 = _new(_K43)
                 f = d[o]
                 o += 1
                 if f == 1:
@@ -3941,12 +4178,12 @@ def rOptionalTypeAgentCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
             f = d[o]
             o += 1
             if f == 1:
-                w2 = _new(_K39)
+                w2 = _new(_K44)
                 w2.modes, o = rSequenceTypeInjectMode(d, o)
                 f = d[o]
                 o += 1
                 if f == 1:
-                    w3 = _new(_K88)
+                    w3 = _new(_K95)
                     w3.replace = d[o] != 0
                     o += 1
                     f = d[o]
@@ -3983,7 +4220,7 @@ def rOptionalTypeAgentCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
             f = d[o]
             o += 1
             if f == 1:
-                w2 = _new(_K40)
+                w2 = _new(_K45)
                 f = d[o]
                 o += 1
                 if f == 1:
@@ -4086,7 +4323,7 @@ def rOptionalTypeClientCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
     f = d[o]
     o += 1
     if f == 1:
-        w0 = _new(_K89)
+        w0 = _new(_K96)
         f = d[o]
         o += 1
         if f == 1:
@@ -4109,7 +4346,7 @@ def rOptionalTypeCost(d: Buffer, o: int) -> Tuple[Any, int]:
     f = d[o]
     o += 1
     if f == 1:
-        w0 = _new(_K85)
+        w0 = _new(_K92)
         w0.amount = _F64(d, o)[0]
         o += 8
         n = _U32(d, o)[0] + 4
@@ -4140,34 +4377,34 @@ def rOptionalTypeErrorReason(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K90)
+            w0 = _new(_K97)
             v = w0
         elif t0 == 2:
-            w0 = _new(_K91)
+            w0 = _new(_K98)
             v = w0
         elif t0 == 3:
-            w0 = _new(_K92)
+            w0 = _new(_K99)
             v = w0
         elif t0 == 4:
-            w0 = _new(_K93)
+            w0 = _new(_K100)
             v = w0
         elif t0 == 5:
-            w0 = _new(_K94)
+            w0 = _new(_K101)
             v = w0
         elif t0 == 6:
-            w0 = _new(_K95)
+            w0 = _new(_K102)
             v = w0
         elif t0 == 7:
-            w0 = _new(_K96)
+            w0 = _new(_K103)
             v = w0
         elif t0 == 8:
-            w0 = _new(_K97)
+            w0 = _new(_K104)
             v = w0
         elif t0 == 9:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K98)
+            w0 = _new(_K105)
             w0._values = (a1_0,)
             v = w0
         else:
@@ -4183,12 +4420,12 @@ def rOptionalTypeInjectCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
     f = d[o]
     o += 1
     if f == 1:
-        w0 = _new(_K39)
+        w0 = _new(_K44)
         w0.modes, o = rSequenceTypeInjectMode(d, o)
         f = d[o]
         o += 1
         if f == 1:
-            w1 = _new(_K88)
+            w1 = _new(_K95)
             w1.replace = d[o] != 0
             o += 1
             f = d[o]
@@ -4232,15 +4469,15 @@ def rOptionalTypeItemStatus(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            v = _K99
+            v = _K106
         elif t0 == 2:
-            v = _K100
+            v = _K107
         elif t0 == 3:
-            v = _K101
+            v = _K108
         elif t0 == 4:
-            v = _K102
+            v = _K109
         elif t0 == 5:
-            v = _K103
+            v = _K110
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
     elif f == 0:
@@ -4268,7 +4505,7 @@ def rOptionalTypeMcpCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
     f = d[o]
     o += 1
     if f == 1:
-        w0 = _new(_K37)
+        w0 = _new(_K42)
         f = d[o]
         o += 1
         if f == 1:
@@ -4325,15 +4562,17 @@ def rOptionalTypeMirrorSnapshot(d: Buffer, o: int) -> Tuple[Any, int]:
     f = d[o]
     o += 1
     if f == 1:
-        w0 = _new(_K104)
+        w0 = _new(_K111)
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w0.state = _K105
+            w0.state = _K112
         elif t1 == 2:
-            w0.state = _K106
+            w0.state = _K113
         elif t1 == 3:
-            w0.state = _K107
+            w0.state = _K114
+        elif t1 == 4:
+            w0.state = _K115
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         f = d[o]
@@ -4342,25 +4581,28 @@ def rOptionalTypeMirrorSnapshot(d: Buffer, o: int) -> Tuple[Any, int]:
             t1 = _I32(d, o)[0]
             o += 4
             if t1 == 1:
-                w1 = _new(_K26)
-                w0.stop_reason = w1
-            elif t1 == 2:
-                w1 = _new(_K27)
-                w0.stop_reason = w1
-            elif t1 == 3:
-                w1 = _new(_K28)
-                w0.stop_reason = w1
-            elif t1 == 4:
                 w1 = _new(_K29)
                 w0.stop_reason = w1
-            elif t1 == 5:
+            elif t1 == 2:
                 w1 = _new(_K30)
                 w0.stop_reason = w1
+            elif t1 == 3:
+                w1 = _new(_K31)
+                w0.stop_reason = w1
+            elif t1 == 4:
+                w1 = _new(_K32)
+                w0.stop_reason = w1
+            elif t1 == 5:
+                w1 = _new(_K33)
+                w0.stop_reason = w1
             elif t1 == 6:
+                w1 = _new(_K34)
+                w0.stop_reason = w1
+            elif t1 == 7:
                 n = _U32(d, o)[0] + 4
                 a2_0 = d[o + 4:o + n].decode()
                 o += n
-                w1 = _new(_K31)
+                w1 = _new(_K35)
                 w1._values = (a2_0,)
                 w0.stop_reason = w1
             else:
@@ -4372,7 +4614,7 @@ def rOptionalTypeMirrorSnapshot(d: Buffer, o: int) -> Tuple[Any, int]:
         f = d[o]
         o += 1
         if f == 1:
-            w1 = _new(_K32)
+            w1 = _new(_K36)
             w1.total_tokens = _U64(d, o)[0]
             o += 8
             w1.input_tokens = _U64(d, o)[0]
@@ -4424,7 +4666,7 @@ def rOptionalTypeMirrorSnapshot(d: Buffer, o: int) -> Tuple[Any, int]:
         w0.pending, o = rSequenceTypePendingItem(d, o)
         w0.transcript, o = rSequenceTypeTranscriptEntry(d, o)
         w0.violations, o = rSequenceTypeViolation(d, o)
-        w1 = _new(_K108)
+        w1 = _new(_K116)
         w1.steer = d[o] != 0
         o += 1
         w1.edit_pending = d[o] != 0
@@ -4456,7 +4698,7 @@ def rOptionalTypePendingCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
     f = d[o]
     o += 1
     if f == 1:
-        w0 = _new(_K88)
+        w0 = _new(_K95)
         w0.replace = d[o] != 0
         o += 1
         f = d[o]
@@ -4484,7 +4726,7 @@ def rOptionalTypeReplayFrom(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w1 = _new(_K48)
+            w1 = _new(_K53)
             f = d[o]
             o += 1
             if f == 1:
@@ -4496,14 +4738,14 @@ def rOptionalTypeReplayFrom(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K109)
+            w0 = _new(_K117)
             w0._values = (a1_0,)
             v = w0
         elif t0 == 2:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K110)
+            w0 = _new(_K118)
             w0._values = (a1_0,)
             v = w0
         else:
@@ -4519,7 +4761,7 @@ def rOptionalTypeSessionAdditionalDirectoriesCapabilities(d: Buffer, o: int) -> 
     f = d[o]
     o += 1
     if f == 1:
-        w0 = _new(_K38)
+        w0 = _new(_K43)
         f = d[o]
         o += 1
         if f == 1:
@@ -4542,11 +4784,11 @@ def rOptionalTypeSessionCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
     f = d[o]
     o += 1
     if f == 1:
-        w0 = _new(_K36)
+        w0 = _new(_K41)
         f = d[o]
         o += 1
         if f == 1:
-            w1 = _new(_K37)
+            w1 = _new(_K42)
             f = d[o]
             o += 1
             if f == 1:
@@ -4585,7 +4827,7 @@ def rOptionalTypeSessionCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
         f = d[o]
         o += 1
         if f == 1:
-            w1 = _new(_K38)
+            w1 = _new(_K43)
             f = d[o]
             o += 1
             if f == 1:
@@ -4604,12 +4846,12 @@ def rOptionalTypeSessionCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
         f = d[o]
         o += 1
         if f == 1:
-            w1 = _new(_K39)
+            w1 = _new(_K44)
             w1.modes, o = rSequenceTypeInjectMode(d, o)
             f = d[o]
             o += 1
             if f == 1:
-                w2 = _new(_K88)
+                w2 = _new(_K95)
                 w2.replace = d[o] != 0
                 o += 1
                 f = d[o]
@@ -4646,7 +4888,7 @@ def rOptionalTypeSessionCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
         f = d[o]
         o += 1
         if f == 1:
-            w1 = _new(_K40)
+            w1 = _new(_K45)
             f = d[o]
             o += 1
             if f == 1:
@@ -4701,7 +4943,15 @@ def rOptionalTypeStateUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w1 = _new(_K51)
+            w1 = _new(_K56)
+            f = d[o]
+            o += 1
+            if f == 1:
+                w1.background, o = rSequenceTypeBackgroundWork(d, o)
+            elif f == 0:
+                w1.background = None
+            else:
+                raise _InternalError('Unexpected flag byte for optional type')
             f = d[o]
             o += 1
             if f == 1:
@@ -4713,36 +4963,39 @@ def rOptionalTypeStateUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K58)
+            w0 = _new(_K63)
             w0._values = (a1_0,)
             v = w0
         elif t0 == 2:
-            w1 = _new(_K25)
+            w1 = _new(_K28)
             f = d[o]
             o += 1
             if f == 1:
                 t2 = _I32(d, o)[0]
                 o += 4
                 if t2 == 1:
-                    w2 = _new(_K26)
-                    w1.stop_reason = w2
-                elif t2 == 2:
-                    w2 = _new(_K27)
-                    w1.stop_reason = w2
-                elif t2 == 3:
-                    w2 = _new(_K28)
-                    w1.stop_reason = w2
-                elif t2 == 4:
                     w2 = _new(_K29)
                     w1.stop_reason = w2
-                elif t2 == 5:
+                elif t2 == 2:
                     w2 = _new(_K30)
                     w1.stop_reason = w2
+                elif t2 == 3:
+                    w2 = _new(_K31)
+                    w1.stop_reason = w2
+                elif t2 == 4:
+                    w2 = _new(_K32)
+                    w1.stop_reason = w2
+                elif t2 == 5:
+                    w2 = _new(_K33)
+                    w1.stop_reason = w2
                 elif t2 == 6:
+                    w2 = _new(_K34)
+                    w1.stop_reason = w2
+                elif t2 == 7:
                     n = _U32(d, o)[0] + 4
                     a3_0 = d[o + 4:o + n].decode()
                     o += n
-                    w2 = _new(_K31)
+                    w2 = _new(_K35)
                     w2._values = (a3_0,)
                     w1.stop_reason = w2
                 else:
@@ -4754,7 +5007,7 @@ def rOptionalTypeStateUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
             f = d[o]
             o += 1
             if f == 1:
-                w2 = _new(_K32)
+                w2 = _new(_K36)
                 w2.total_tokens = _U64(d, o)[0]
                 o += 8
                 w2.input_tokens = _U64(d, o)[0]
@@ -4806,19 +5059,35 @@ def rOptionalTypeStateUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
             f = d[o]
             o += 1
             if f == 1:
+                w2 = _new(_K37)
+                w2.code = _I32(d, o)[0]
+                o += 4
                 n = _U32(d, o)[0] + 4
-                w1.meta = d[o + 4:o + n].decode()
+                w2.message = d[o + 4:o + n].decode()
                 o += n
+                f = d[o]
+                o += 1
+                if f == 1:
+                    n = _U32(d, o)[0] + 4
+                    w2.data = d[o + 4:o + n].decode()
+                    o += n
+                elif f == 0:
+                    w2.data = None
+                else:
+                    raise _InternalError('Unexpected flag byte for optional type')
+                w1.error = w2
             elif f == 0:
-                w1.meta = None
+                w1.error = None
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
-            a1_0 = w1
-            w0 = _new(_K59)
-            w0._values = (a1_0,)
-            v = w0
-        elif t0 == 3:
-            w1 = _new(_K50)
+            f = d[o]
+            o += 1
+            if f == 1:
+                w1.background, o = rSequenceTypeBackgroundWork(d, o)
+            elif f == 0:
+                w1.background = None
+            else:
+                raise _InternalError('Unexpected flag byte for optional type')
             f = d[o]
             o += 1
             if f == 1:
@@ -4830,14 +5099,62 @@ def rOptionalTypeStateUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K60)
+            w0 = _new(_K64)
+            w0._values = (a1_0,)
+            v = w0
+        elif t0 == 3:
+            w1 = _new(_K55)
+            f = d[o]
+            o += 1
+            if f == 1:
+                w1.background, o = rSequenceTypeBackgroundWork(d, o)
+            elif f == 0:
+                w1.background = None
+            else:
+                raise _InternalError('Unexpected flag byte for optional type')
+            f = d[o]
+            o += 1
+            if f == 1:
+                n = _U32(d, o)[0] + 4
+                w1.meta = d[o + 4:o + n].decode()
+                o += n
+            elif f == 0:
+                w1.meta = None
+            else:
+                raise _InternalError('Unexpected flag byte for optional type')
+            a1_0 = w1
+            w0 = _new(_K65)
             w0._values = (a1_0,)
             v = w0
         elif t0 == 4:
+            w1 = _new(_K67)
+            f = d[o]
+            o += 1
+            if f == 1:
+                w1.background, o = rSequenceTypeBackgroundWork(d, o)
+            elif f == 0:
+                w1.background = None
+            else:
+                raise _InternalError('Unexpected flag byte for optional type')
+            f = d[o]
+            o += 1
+            if f == 1:
+                n = _U32(d, o)[0] + 4
+                w1.meta = d[o + 4:o + n].decode()
+                o += n
+            elif f == 0:
+                w1.meta = None
+            else:
+                raise _InternalError('Unexpected flag byte for optional type')
+            a1_0 = w1
+            w0 = _new(_K66)
+            w0._values = (a1_0,)
+            v = w0
+        elif t0 == 5:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K61)
+            w0 = _new(_K68)
             w0._values = (a1_0,)
             v = w0
         else:
@@ -4853,7 +5170,7 @@ def rOptionalTypeStatusCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
     f = d[o]
     o += 1
     if f == 1:
-        w0 = _new(_K40)
+        w0 = _new(_K45)
         f = d[o]
         o += 1
         if f == 1:
@@ -4879,25 +5196,28 @@ def rOptionalTypeStopReason(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K26)
-            v = w0
-        elif t0 == 2:
-            w0 = _new(_K27)
-            v = w0
-        elif t0 == 3:
-            w0 = _new(_K28)
-            v = w0
-        elif t0 == 4:
             w0 = _new(_K29)
             v = w0
-        elif t0 == 5:
+        elif t0 == 2:
             w0 = _new(_K30)
             v = w0
+        elif t0 == 3:
+            w0 = _new(_K31)
+            v = w0
+        elif t0 == 4:
+            w0 = _new(_K32)
+            v = w0
+        elif t0 == 5:
+            w0 = _new(_K33)
+            v = w0
         elif t0 == 6:
+            w0 = _new(_K34)
+            v = w0
+        elif t0 == 7:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K31)
+            w0 = _new(_K35)
             w0._values = (a1_0,)
             v = w0
         else:
@@ -4916,25 +5236,25 @@ def rOptionalTypeToolCallStatus(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K78)
+            w0 = _new(_K85)
             v = w0
         elif t0 == 2:
-            w0 = _new(_K79)
+            w0 = _new(_K86)
             v = w0
         elif t0 == 3:
-            w0 = _new(_K80)
+            w0 = _new(_K87)
             v = w0
         elif t0 == 4:
-            w0 = _new(_K81)
+            w0 = _new(_K88)
             v = w0
         elif t0 == 5:
-            w0 = _new(_K82)
+            w0 = _new(_K89)
             v = w0
         elif t0 == 6:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K83)
+            w0 = _new(_K90)
             w0._values = (a1_0,)
             v = w0
         else:
@@ -4953,40 +5273,40 @@ def rOptionalTypeToolKind(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K67)
-            v = w0
-        elif t0 == 2:
-            w0 = _new(_K68)
-            v = w0
-        elif t0 == 3:
-            w0 = _new(_K69)
-            v = w0
-        elif t0 == 4:
-            w0 = _new(_K70)
-            v = w0
-        elif t0 == 5:
-            w0 = _new(_K71)
-            v = w0
-        elif t0 == 6:
-            w0 = _new(_K72)
-            v = w0
-        elif t0 == 7:
-            w0 = _new(_K73)
-            v = w0
-        elif t0 == 8:
             w0 = _new(_K74)
             v = w0
-        elif t0 == 9:
+        elif t0 == 2:
             w0 = _new(_K75)
             v = w0
-        elif t0 == 10:
+        elif t0 == 3:
             w0 = _new(_K76)
+            v = w0
+        elif t0 == 4:
+            w0 = _new(_K77)
+            v = w0
+        elif t0 == 5:
+            w0 = _new(_K78)
+            v = w0
+        elif t0 == 6:
+            w0 = _new(_K79)
+            v = w0
+        elif t0 == 7:
+            w0 = _new(_K80)
+            v = w0
+        elif t0 == 8:
+            w0 = _new(_K81)
+            v = w0
+        elif t0 == 9:
+            w0 = _new(_K82)
+            v = w0
+        elif t0 == 10:
+            w0 = _new(_K83)
             v = w0
         elif t0 == 11:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K77)
+            w0 = _new(_K84)
             w0._values = (a1_0,)
             v = w0
         else:
@@ -5005,19 +5325,19 @@ def rOptionalTypeTurn(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K111)
+            w0 = _new(_K119)
             v = w0
         elif t0 == 2:
-            w0 = _new(_K112)
-            w1 = _new(_K113)
+            w0 = _new(_K120)
+            w1 = _new(_K121)
             t2 = _I32(d, o)[0]
             o += 4
             if t2 == 1:
-                w1.stream = _K114
+                w1.stream = _K122
             elif t2 == 2:
-                w1.stream = _K115
+                w1.stream = _K123
             elif t2 == 3:
-                w1.stream = _K116
+                w1.stream = _K124
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
             w1.cancel_requested = d[o] != 0
@@ -5025,16 +5345,16 @@ def rOptionalTypeTurn(d: Buffer, o: int) -> Tuple[Any, int]:
             w0.activity = w1
             v = w0
         elif t0 == 3:
-            w0 = _new(_K117)
-            w1 = _new(_K113)
+            w0 = _new(_K125)
+            w1 = _new(_K121)
             t2 = _I32(d, o)[0]
             o += 4
             if t2 == 1:
-                w1.stream = _K114
+                w1.stream = _K122
             elif t2 == 2:
-                w1.stream = _K115
+                w1.stream = _K123
             elif t2 == 3:
-                w1.stream = _K116
+                w1.stream = _K124
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
             w1.cancel_requested = d[o] != 0
@@ -5046,16 +5366,16 @@ def rOptionalTypeTurn(d: Buffer, o: int) -> Tuple[Any, int]:
             o += 1
             v = w0
         elif t0 == 4:
-            w0 = _new(_K118)
-            w1 = _new(_K113)
+            w0 = _new(_K126)
+            w1 = _new(_K121)
             t2 = _I32(d, o)[0]
             o += 4
             if t2 == 1:
-                w1.stream = _K114
+                w1.stream = _K122
             elif t2 == 2:
-                w1.stream = _K115
+                w1.stream = _K123
             elif t2 == 3:
-                w1.stream = _K116
+                w1.stream = _K124
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
             w1.cancel_requested = d[o] != 0
@@ -5071,11 +5391,39 @@ def rOptionalTypeTurn(d: Buffer, o: int) -> Tuple[Any, int]:
     return v, o
 
 
+def rOptionalTypeTurnFailure(d: Buffer, o: int) -> Tuple[Any, int]:
+    f = d[o]
+    o += 1
+    if f == 1:
+        w0 = _new(_K37)
+        w0.code = _I32(d, o)[0]
+        o += 4
+        n = _U32(d, o)[0] + 4
+        w0.message = d[o + 4:o + n].decode()
+        o += n
+        f = d[o]
+        o += 1
+        if f == 1:
+            n = _U32(d, o)[0] + 4
+            w0.data = d[o + 4:o + n].decode()
+            o += n
+        elif f == 0:
+            w0.data = None
+        else:
+            raise _InternalError('Unexpected flag byte for optional type')
+        v = w0
+    elif f == 0:
+        v = None
+    else:
+        raise _InternalError('Unexpected flag byte for optional type')
+    return v, o
+
+
 def rOptionalTypeUsage(d: Buffer, o: int) -> Tuple[Any, int]:
     f = d[o]
     o += 1
     if f == 1:
-        w0 = _new(_K32)
+        w0 = _new(_K36)
         w0.total_tokens = _U64(d, o)[0]
         o += 8
         w0.input_tokens = _U64(d, o)[0]
@@ -5174,6 +5522,84 @@ def rSequenceString(d: Buffer, o: int) -> Tuple[Any, int]:
         n = _U32(d, o)[0] + 4
         v = d[o + 4:o + n].decode()
         o += n
+        append(v)
+    return items, o
+
+
+def rSequenceTypeBackgroundWork(d: Buffer, o: int) -> Tuple[Any, int]:
+    c = _U32(d, o)[0]
+    o += 4
+    items = []
+    append = items.append
+    for _ in range(c):
+        t0 = _I32(d, o)[0]
+        o += 4
+        if t0 == 1:
+            w1 = _new(_K23)
+            n = _U32(d, o)[0] + 4
+            w1.terminal_id = d[o + 4:o + n].decode()
+            o += n
+            f = d[o]
+            o += 1
+            if f == 1:
+                n = _U32(d, o)[0] + 4
+                w1.meta = d[o + 4:o + n].decode()
+                o += n
+            elif f == 0:
+                w1.meta = None
+            else:
+                raise _InternalError('Unexpected flag byte for optional type')
+            a1_0 = w1
+            w0 = _new(_K127)
+            w0._values = (a1_0,)
+            v = w0
+        elif t0 == 2:
+            w1 = _new(_K24)
+            n = _U32(d, o)[0] + 4
+            w1.tool_call_id = d[o + 4:o + n].decode()
+            o += n
+            f = d[o]
+            o += 1
+            if f == 1:
+                n = _U32(d, o)[0] + 4
+                w1.meta = d[o + 4:o + n].decode()
+                o += n
+            elif f == 0:
+                w1.meta = None
+            else:
+                raise _InternalError('Unexpected flag byte for optional type')
+            a1_0 = w1
+            w0 = _new(_K128)
+            w0._values = (a1_0,)
+            v = w0
+        elif t0 == 3:
+            w1 = _new(_K22)
+            n = _U32(d, o)[0] + 4
+            w1.session_id = d[o + 4:o + n].decode()
+            o += n
+            f = d[o]
+            o += 1
+            if f == 1:
+                n = _U32(d, o)[0] + 4
+                w1.meta = d[o + 4:o + n].decode()
+                o += n
+            elif f == 0:
+                w1.meta = None
+            else:
+                raise _InternalError('Unexpected flag byte for optional type')
+            a1_0 = w1
+            w0 = _new(_K129)
+            w0._values = (a1_0,)
+            v = w0
+        elif t0 == 4:
+            n = _U32(d, o)[0] + 4
+            a1_0 = d[o + 4:o + n].decode()
+            o += n
+            w0 = _new(_K130)
+            w0._values = (a1_0,)
+            v = w0
+        else:
+            raise _InternalError("Raw enum value doesn't match any cases")
         append(v)
     return items, o
 
@@ -5517,7 +5943,7 @@ def rSequenceTypeContentBlock(d: Buffer, o: int) -> Tuple[Any, int]:
             t2 = _I32(d, o)[0]
             o += 4
             if t2 == 1:
-                w3 = _new(_K23)
+                w3 = _new(_K26)
                 n = _U32(d, o)[0] + 4
                 w3.uri = d[o + 4:o + n].decode()
                 o += n
@@ -5549,7 +5975,7 @@ def rSequenceTypeContentBlock(d: Buffer, o: int) -> Tuple[Any, int]:
                 w2._values = (a3_0,)
                 w1.resource = w2
             elif t2 == 2:
-                w3 = _new(_K24)
+                w3 = _new(_K27)
                 n = _U32(d, o)[0] + 4
                 w3.uri = d[o + 4:o + n].decode()
                 o += n
@@ -5661,7 +6087,7 @@ def rSequenceTypeEnvVariable(d: Buffer, o: int) -> Tuple[Any, int]:
     items = []
     append = items.append
     for _ in range(c):
-        w0 = _new(_K119)
+        w0 = _new(_K131)
         n = _U32(d, o)[0] + 4
         w0.name = d[o + 4:o + n].decode()
         o += n
@@ -5692,23 +6118,23 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K120)
+            w0 = _new(_K132)
             t1 = _I32(d, o)[0]
             o += 4
             if t1 == 1:
-                w1 = _new(_K121)
+                w1 = _new(_K133)
                 w0.request = w1
             elif t1 == 2:
                 a2_0 = _I64(d, o)[0]
                 o += 8
-                w1 = _new(_K122)
+                w1 = _new(_K134)
                 w1._values = (a2_0,)
                 w0.request = w1
             elif t1 == 3:
                 n = _U32(d, o)[0] + 4
                 a2_0 = d[o + 4:o + n].decode()
                 o += n
-                w1 = _new(_K123)
+                w1 = _new(_K135)
                 w1._values = (a2_0,)
                 w0.request = w1
             else:
@@ -5716,25 +6142,25 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             t1 = _I32(d, o)[0]
             o += 4
             if t1 == 1:
-                w0.kind = _K124
+                w0.kind = _K136
             elif t1 == 2:
-                w0.kind = _K125
+                w0.kind = _K137
             elif t1 == 3:
-                w0.kind = _K126
+                w0.kind = _K138
             elif t1 == 4:
-                w0.kind = _K127
+                w0.kind = _K139
             elif t1 == 5:
-                w0.kind = _K128
+                w0.kind = _K140
             elif t1 == 6:
-                w0.kind = _K129
+                w0.kind = _K141
             elif t1 == 7:
-                w0.kind = _K130
+                w0.kind = _K142
             elif t1 == 8:
-                w0.kind = _K131
+                w0.kind = _K143
             elif t1 == 9:
-                w0.kind = _K132
+                w0.kind = _K144
             elif t1 == 10:
-                w0.kind = _K133
+                w0.kind = _K145
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
             f = d[o]
@@ -5750,7 +6176,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             t1 = _I32(d, o)[0]
             o += 4
             if t1 == 1:
-                w2 = _new(_K135)
+                w2 = _new(_K147)
                 w2.code = _I64(d, o)[0]
                 o += 8
                 n = _U32(d, o)[0] + 4
@@ -5762,34 +6188,34 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     t3 = _I32(d, o)[0]
                     o += 4
                     if t3 == 1:
-                        w3 = _new(_K90)
+                        w3 = _new(_K97)
                         w2.reason = w3
                     elif t3 == 2:
-                        w3 = _new(_K91)
+                        w3 = _new(_K98)
                         w2.reason = w3
                     elif t3 == 3:
-                        w3 = _new(_K92)
+                        w3 = _new(_K99)
                         w2.reason = w3
                     elif t3 == 4:
-                        w3 = _new(_K93)
+                        w3 = _new(_K100)
                         w2.reason = w3
                     elif t3 == 5:
-                        w3 = _new(_K94)
+                        w3 = _new(_K101)
                         w2.reason = w3
                     elif t3 == 6:
-                        w3 = _new(_K95)
+                        w3 = _new(_K102)
                         w2.reason = w3
                     elif t3 == 7:
-                        w3 = _new(_K96)
+                        w3 = _new(_K103)
                         w2.reason = w3
                     elif t3 == 8:
-                        w3 = _new(_K97)
+                        w3 = _new(_K104)
                         w2.reason = w3
                     elif t3 == 9:
                         n = _U32(d, o)[0] + 4
                         a4_0 = d[o + 4:o + n].decode()
                         o += n
-                        w3 = _new(_K98)
+                        w3 = _new(_K105)
                         w3._values = (a4_0,)
                         w2.reason = w3
                     else:
@@ -5819,14 +6245,14 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K134)
+                w1 = _new(_K146)
                 w1._values = (a2_0,)
                 w0.outcome = w1
             elif t1 == 2:
-                w2 = _new(_K33)
+                w2 = _new(_K38)
                 w2.protocol_version = _U16(d, o)[0]
                 o += 2
-                w3 = _new(_K34)
+                w3 = _new(_K39)
                 n = _U32(d, o)[0] + 4
                 w3.name = d[o + 4:o + n].decode()
                 o += n
@@ -5857,7 +6283,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 f = d[o]
                 o += 1
                 if f == 1:
-                    w3 = _new(_K35)
+                    w3 = _new(_K40)
                     f = d[o]
                     o += 1
                     if f == 1:
@@ -5892,17 +6318,17 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K136)
+                w1 = _new(_K148)
                 w1._values = (a2_0,)
                 w0.outcome = w1
             elif t1 == 3:
-                w1 = _new(_K137)
+                w1 = _new(_K149)
                 n = _U32(d, o)[0] + 4
                 w1.session_id = d[o + 4:o + n].decode()
                 o += n
                 w0.outcome = w1
             elif t1 == 4:
-                w1 = _new(_K138)
+                w1 = _new(_K150)
                 w1.sessions, o = rSequenceTypeSessionInfo(d, o)
                 f = d[o]
                 o += 1
@@ -5916,10 +6342,10 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     raise _InternalError('Unexpected flag byte for optional type')
                 w0.outcome = w1
             elif t1 == 5:
-                w1 = _new(_K139)
+                w1 = _new(_K151)
                 w0.outcome = w1
             elif t1 == 6:
-                w1 = _new(_K140)
+                w1 = _new(_K152)
                 f = d[o]
                 o += 1
                 if f == 1:
@@ -5932,29 +6358,29 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     raise _InternalError('Unexpected flag byte for optional type')
                 w0.outcome = w1
             elif t1 == 7:
-                w1 = _new(_K141)
+                w1 = _new(_K153)
                 w0.outcome = w1
             elif t1 == 8:
-                w1 = _new(_K142)
+                w1 = _new(_K154)
                 w0.outcome = w1
             elif t1 == 9:
-                w1 = _new(_K143)
+                w1 = _new(_K155)
                 w0.outcome = w1
             elif t1 == 10:
-                w1 = _new(_K144)
+                w1 = _new(_K156)
                 t2 = _I32(d, o)[0]
                 o += 4
                 if t2 == 1:
-                    w2 = _new(_K145)
+                    w2 = _new(_K157)
                     w1.status = w2
                 elif t2 == 2:
-                    w2 = _new(_K146)
+                    w2 = _new(_K158)
                     w1.status = w2
                 elif t2 == 3:
                     n = _U32(d, o)[0] + 4
                     a3_0 = d[o + 4:o + n].decode()
                     o += n
-                    w2 = _new(_K147)
+                    w2 = _new(_K159)
                     w2._values = (a3_0,)
                     w1.status = w2
                 else:
@@ -5965,7 +6391,15 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     t2 = _I32(d, o)[0]
                     o += 4
                     if t2 == 1:
-                        w3 = _new(_K51)
+                        w3 = _new(_K56)
+                        f = d[o]
+                        o += 1
+                        if f == 1:
+                            w3.background, o = rSequenceTypeBackgroundWork(d, o)
+                        elif f == 0:
+                            w3.background = None
+                        else:
+                            raise _InternalError('Unexpected flag byte for optional type')
                         f = d[o]
                         o += 1
                         if f == 1:
@@ -5977,11 +6411,11 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                         else:
                             raise _InternalError('Unexpected flag byte for optional type')
                         a3_0 = w3
-                        w2 = _new(_K58)
+                        w2 = _new(_K63)
                         w2._values = (a3_0,)
                         w1.state = w2
                     elif t2 == 2:
-                        w3 = _new(_K25)
+                        w3 = _new(_K28)
                         f = d[o]
                         o += 1
                         if f == 1:
@@ -6001,19 +6435,19 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                         f = d[o]
                         o += 1
                         if f == 1:
-                            n = _U32(d, o)[0] + 4
-                            w3.meta = d[o + 4:o + n].decode()
-                            o += n
+                            w3.error, o = rTypeTurnFailure(d, o)
                         elif f == 0:
-                            w3.meta = None
+                            w3.error = None
                         else:
                             raise _InternalError('Unexpected flag byte for optional type')
-                        a3_0 = w3
-                        w2 = _new(_K59)
-                        w2._values = (a3_0,)
-                        w1.state = w2
-                    elif t2 == 3:
-                        w3 = _new(_K50)
+                        f = d[o]
+                        o += 1
+                        if f == 1:
+                            w3.background, o = rSequenceTypeBackgroundWork(d, o)
+                        elif f == 0:
+                            w3.background = None
+                        else:
+                            raise _InternalError('Unexpected flag byte for optional type')
                         f = d[o]
                         o += 1
                         if f == 1:
@@ -6025,14 +6459,62 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                         else:
                             raise _InternalError('Unexpected flag byte for optional type')
                         a3_0 = w3
-                        w2 = _new(_K60)
+                        w2 = _new(_K64)
+                        w2._values = (a3_0,)
+                        w1.state = w2
+                    elif t2 == 3:
+                        w3 = _new(_K55)
+                        f = d[o]
+                        o += 1
+                        if f == 1:
+                            w3.background, o = rSequenceTypeBackgroundWork(d, o)
+                        elif f == 0:
+                            w3.background = None
+                        else:
+                            raise _InternalError('Unexpected flag byte for optional type')
+                        f = d[o]
+                        o += 1
+                        if f == 1:
+                            n = _U32(d, o)[0] + 4
+                            w3.meta = d[o + 4:o + n].decode()
+                            o += n
+                        elif f == 0:
+                            w3.meta = None
+                        else:
+                            raise _InternalError('Unexpected flag byte for optional type')
+                        a3_0 = w3
+                        w2 = _new(_K65)
                         w2._values = (a3_0,)
                         w1.state = w2
                     elif t2 == 4:
+                        w3 = _new(_K67)
+                        f = d[o]
+                        o += 1
+                        if f == 1:
+                            w3.background, o = rSequenceTypeBackgroundWork(d, o)
+                        elif f == 0:
+                            w3.background = None
+                        else:
+                            raise _InternalError('Unexpected flag byte for optional type')
+                        f = d[o]
+                        o += 1
+                        if f == 1:
+                            n = _U32(d, o)[0] + 4
+                            w3.meta = d[o + 4:o + n].decode()
+                            o += n
+                        elif f == 0:
+                            w3.meta = None
+                        else:
+                            raise _InternalError('Unexpected flag byte for optional type')
+                        a3_0 = w3
+                        w2 = _new(_K66)
+                        w2._values = (a3_0,)
+                        w1.state = w2
+                    elif t2 == 5:
                         n = _U32(d, o)[0] + 4
                         a3_0 = d[o + 4:o + n].decode()
                         o += n
-                        w2 = _new(_K61)
+                        w2 = _new(_K68)
                         w2._values = (a3_0,)
                         w1.state = w2
                     else:
@@ -6046,7 +6528,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 raise _InternalError("Raw enum value doesn't match any cases")
             v = w0
         elif t0 == 2:
-            w0 = _new(_K148)
+            w0 = _new(_K160)
             n = _U32(d, o)[0] + 4
             w0.session_id = d[o + 4:o + n].decode()
             o += n
@@ -6056,7 +6538,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 t2 = _I32(d, o)[0]
                 o += 4
                 if t2 == 1:
-                    w3 = _new(_K86)
+                    w3 = _new(_K93)
                     n = _U32(d, o)[0] + 4
                     w3.message_id = d[o + 4:o + n].decode()
                     o += n
@@ -6072,11 +6554,11 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K150)
+                    w2 = _new(_K162)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 2:
-                    w3 = _new(_K87)
+                    w3 = _new(_K94)
                     n = _U32(d, o)[0] + 4
                     w3.message_id = d[o + 4:o + n].decode()
                     o += n
@@ -6092,7 +6574,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K151)
+                    w2 = _new(_K163)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 3:
@@ -6112,7 +6594,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K152)
+                    w2 = _new(_K164)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 4:
@@ -6132,7 +6614,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K153)
+                    w2 = _new(_K165)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 5:
@@ -6158,7 +6640,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K154)
+                    w2 = _new(_K166)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 6:
@@ -6178,7 +6660,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K155)
+                    w2 = _new(_K167)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 7:
@@ -6198,7 +6680,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K156)
+                    w2 = _new(_K168)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 8:
@@ -6206,33 +6688,38 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     o += 4
                     if t3 == 1:
                         a4_0, o = rTypeRunningStateUpdate(d, o)
-                        w3 = _new(_K58)
+                        w3 = _new(_K63)
                         w3._values = (a4_0,)
                         a3_0 = w3
                     elif t3 == 2:
                         a4_0, o = rTypeIdleStateUpdate(d, o)
-                        w3 = _new(_K59)
+                        w3 = _new(_K64)
                         w3._values = (a4_0,)
                         a3_0 = w3
                     elif t3 == 3:
                         a4_0, o = rTypeRequiresActionStateUpdate(d, o)
-                        w3 = _new(_K60)
+                        w3 = _new(_K65)
                         w3._values = (a4_0,)
                         a3_0 = w3
                     elif t3 == 4:
+                        a4_0, o = rTypeUnknownStateUpdate(d, o)
+                        w3 = _new(_K66)
+                        w3._values = (a4_0,)
+                        a3_0 = w3
+                    elif t3 == 5:
                         n = _U32(d, o)[0] + 4
                         a4_0 = d[o + 4:o + n].decode()
                         o += n
-                        w3 = _new(_K61)
+                        w3 = _new(_K68)
                         w3._values = (a4_0,)
                         a3_0 = w3
                     else:
                         raise _InternalError("Raw enum value doesn't match any cases")
-                    w2 = _new(_K157)
+                    w2 = _new(_K169)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 9:
-                    w3 = _new(_K66)
+                    w3 = _new(_K73)
                     n = _U32(d, o)[0] + 4
                     w3.tool_call_id = d[o + 4:o + n].decode()
                     o += n
@@ -6319,11 +6806,11 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K158)
+                    w2 = _new(_K170)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 10:
-                    w3 = _new(_K63)
+                    w3 = _new(_K70)
                     n = _U32(d, o)[0] + 4
                     w3.tool_call_id = d[o + 4:o + n].decode()
                     o += n
@@ -6339,11 +6826,11 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K159)
+                    w2 = _new(_K171)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 11:
-                    w3 = _new(_K45)
+                    w3 = _new(_K50)
                     w3.plan, o = rTypePlanUpdateContent(d, o)
                     f = d[o]
                     o += 1
@@ -6356,11 +6843,11 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K160)
+                    w2 = _new(_K172)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 12:
-                    w3 = _new(_K84)
+                    w3 = _new(_K91)
                     w3.used = _U64(d, o)[0]
                     o += 8
                     w3.size = _U64(d, o)[0]
@@ -6384,11 +6871,11 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K161)
+                    w2 = _new(_K173)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 13:
-                    w3 = _new(_K54)
+                    w3 = _new(_K59)
                     w3.title, o = rTypeStringPatch(d, o)
                     w3.updated_at, o = rTypeStringPatch(d, o)
                     f = d[o]
@@ -6402,11 +6889,11 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K162)
+                    w2 = _new(_K174)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 14:
-                    w3 = _new(_K43)
+                    w3 = _new(_K48)
                     w3.pending, o = rSequenceTypePendingInject(d, o)
                     f = d[o]
                     o += 1
@@ -6419,11 +6906,11 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K163)
+                    w2 = _new(_K175)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 15:
-                    w3 = _new(_K53)
+                    w3 = _new(_K58)
                     f = d[o]
                     o += 1
                     if f == 1:
@@ -6435,23 +6922,23 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K164)
+                    w2 = _new(_K176)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 16:
                     n = _U32(d, o)[0] + 4
                     a3_0 = d[o + 4:o + n].decode()
                     o += n
-                    w2 = _new(_K165)
+                    w2 = _new(_K177)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 else:
                     raise _InternalError("Raw enum value doesn't match any cases")
-                w1 = _new(_K149)
+                w1 = _new(_K161)
                 w1._values = (a2_0,)
                 w0.event = w1
             elif t1 == 2:
-                w2 = _new(_K167)
+                w2 = _new(_K179)
                 f = d[o]
                 o += 1
                 if f == 1:
@@ -6465,35 +6952,35 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 t3 = _I32(d, o)[0]
                 o += 4
                 if t3 == 1:
-                    w2.mode = _K168
+                    w2.mode = _K180
                 elif t3 == 2:
-                    w2.mode = _K169
+                    w2.mode = _K181
                 elif t3 == 3:
-                    w2.mode = _K170
+                    w2.mode = _K182
                 else:
                     raise _InternalError("Raw enum value doesn't match any cases")
                 t3 = _I32(d, o)[0]
                 o += 4
                 if t3 == 1:
-                    w2.status = _K99
+                    w2.status = _K106
                 elif t3 == 2:
-                    w2.status = _K100
+                    w2.status = _K107
                 elif t3 == 3:
-                    w2.status = _K101
+                    w2.status = _K108
                 elif t3 == 4:
-                    w2.status = _K102
+                    w2.status = _K109
                 elif t3 == 5:
-                    w2.status = _K103
+                    w2.status = _K110
                 else:
                     raise _InternalError("Raw enum value doesn't match any cases")
                 w2.content, o = rSequenceTypeContentBlock(d, o)
                 w2.superseded, o = rSequenceSequenceTypeContentBlock(d, o)
                 a2_0 = w2
-                w1 = _new(_K166)
+                w1 = _new(_K178)
                 w1._values = (a2_0,)
                 w0.event = w1
             elif t1 == 3:
-                w2 = _new(_K172)
+                w2 = _new(_K184)
                 n = _U32(d, o)[0] + 4
                 w2.rule = d[o + 4:o + n].decode()
                 o += n
@@ -6501,43 +6988,43 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 w2.message_id = d[o + 4:o + n].decode()
                 o += n
                 a2_0 = w2
-                w1 = _new(_K171)
+                w1 = _new(_K183)
                 w1._values = (a2_0,)
                 w0.event = w1
             elif t1 == 4:
-                w1 = _new(_K173)
+                w1 = _new(_K185)
                 w0.event = w1
             elif t1 == 5:
                 a2_0, o = rSequenceString(d, o)
-                w1 = _new(_K174)
+                w1 = _new(_K186)
                 w1._values = (a2_0,)
                 w0.event = w1
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
             v = w0
         elif t0 == 3:
-            w0 = _new(_K175)
+            w0 = _new(_K187)
             t1 = _I32(d, o)[0]
             o += 4
             if t1 == 1:
-                w1 = _new(_K121)
+                w1 = _new(_K133)
                 w0.request = w1
             elif t1 == 2:
                 a2_0 = _I64(d, o)[0]
                 o += 8
-                w1 = _new(_K122)
+                w1 = _new(_K134)
                 w1._values = (a2_0,)
                 w0.request = w1
             elif t1 == 3:
                 n = _U32(d, o)[0] + 4
                 a2_0 = d[o + 4:o + n].decode()
                 o += n
-                w1 = _new(_K123)
+                w1 = _new(_K135)
                 w1._values = (a2_0,)
                 w0.request = w1
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
-            w1 = _new(_K49)
+            w1 = _new(_K54)
             n = _U32(d, o)[0] + 4
             w1.session_id = d[o + 4:o + n].decode()
             o += n
@@ -6578,7 +7065,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             w0.params = w1
             v = w0
         elif t0 == 4:
-            w0 = _new(_K176)
+            w0 = _new(_K188)
             n = _U32(d, o)[0] + 4
             w0.detail = d[o + 4:o + n].decode()
             o += n
@@ -6598,18 +7085,18 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K177)
+            w0 = _new(_K189)
             n = _U32(d, o)[0] + 4
             w0.message_id = d[o + 4:o + n].decode()
             o += n
             w0.content, o = rSequenceTypeContentBlock(d, o)
             v = w0
         elif t0 == 2:
-            w0 = _new(_K178)
+            w0 = _new(_K190)
             t1 = _I32(d, o)[0]
             o += 4
             if t1 == 1:
-                w2 = _new(_K86)
+                w2 = _new(_K93)
                 n = _U32(d, o)[0] + 4
                 w2.message_id = d[o + 4:o + n].decode()
                 o += n
@@ -6638,11 +7125,11 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K150)
+                w1 = _new(_K162)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 2:
-                w2 = _new(_K87)
+                w2 = _new(_K94)
                 n = _U32(d, o)[0] + 4
                 w2.message_id = d[o + 4:o + n].decode()
                 o += n
@@ -6693,7 +7180,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K151)
+                w1 = _new(_K163)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 3:
@@ -6726,7 +7213,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K152)
+                w1 = _new(_K164)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 4:
@@ -6781,7 +7268,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K153)
+                w1 = _new(_K165)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 5:
@@ -6807,7 +7294,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K154)
+                w1 = _new(_K166)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 6:
@@ -6840,7 +7327,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K155)
+                w1 = _new(_K167)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 7:
@@ -6895,14 +7382,22 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K156)
+                w1 = _new(_K168)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 8:
                 t2 = _I32(d, o)[0]
                 o += 4
                 if t2 == 1:
-                    w3 = _new(_K51)
+                    w3 = _new(_K56)
+                    f = d[o]
+                    o += 1
+                    if f == 1:
+                        w3.background, o = rSequenceTypeBackgroundWork(d, o)
+                    elif f == 0:
+                        w3.background = None
+                    else:
+                        raise _InternalError('Unexpected flag byte for optional type')
                     f = d[o]
                     o += 1
                     if f == 1:
@@ -6914,11 +7409,11 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K58)
+                    w2 = _new(_K63)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 2:
-                    w3 = _new(_K25)
+                    w3 = _new(_K28)
                     f = d[o]
                     o += 1
                     if f == 1:
@@ -6938,19 +7433,19 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                     f = d[o]
                     o += 1
                     if f == 1:
-                        n = _U32(d, o)[0] + 4
-                        w3.meta = d[o + 4:o + n].decode()
-                        o += n
+                        w3.error, o = rTypeTurnFailure(d, o)
                     elif f == 0:
-                        w3.meta = None
+                        w3.error = None
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
-                    a3_0 = w3
-                    w2 = _new(_K59)
-                    w2._values = (a3_0,)
-                    a2_0 = w2
-                elif t2 == 3:
-                    w3 = _new(_K50)
+                    f = d[o]
+                    o += 1
+                    if f == 1:
+                        w3.background, o = rSequenceTypeBackgroundWork(d, o)
+                    elif f == 0:
+                        w3.background = None
+                    else:
+                        raise _InternalError('Unexpected flag byte for optional type')
                     f = d[o]
                     o += 1
                     if f == 1:
@@ -6962,23 +7457,71 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K60)
+                    w2 = _new(_K64)
+                    w2._values = (a3_0,)
+                    a2_0 = w2
+                elif t2 == 3:
+                    w3 = _new(_K55)
+                    f = d[o]
+                    o += 1
+                    if f == 1:
+                        w3.background, o = rSequenceTypeBackgroundWork(d, o)
+                    elif f == 0:
+                        w3.background = None
+                    else:
+                        raise _InternalError('Unexpected flag byte for optional type')
+                    f = d[o]
+                    o += 1
+                    if f == 1:
+                        n = _U32(d, o)[0] + 4
+                        w3.meta = d[o + 4:o + n].decode()
+                        o += n
+                    elif f == 0:
+                        w3.meta = None
+                    else:
+                        raise _InternalError('Unexpected flag byte for optional type')
+                    a3_0 = w3
+                    w2 = _new(_K65)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 4:
+                    w3 = _new(_K67)
+                    f = d[o]
+                    o += 1
+                    if f == 1:
+                        w3.background, o = rSequenceTypeBackgroundWork(d, o)
+                    elif f == 0:
+                        w3.background = None
+                    else:
+                        raise _InternalError('Unexpected flag byte for optional type')
+                    f = d[o]
+                    o += 1
+                    if f == 1:
+                        n = _U32(d, o)[0] + 4
+                        w3.meta = d[o + 4:o + n].decode()
+                        o += n
+                    elif f == 0:
+                        w3.meta = None
+                    else:
+                        raise _InternalError('Unexpected flag byte for optional type')
+                    a3_0 = w3
+                    w2 = _new(_K66)
+                    w2._values = (a3_0,)
+                    a2_0 = w2
+                elif t2 == 5:
                     n = _U32(d, o)[0] + 4
                     a3_0 = d[o + 4:o + n].decode()
                     o += n
-                    w2 = _new(_K61)
+                    w2 = _new(_K68)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 else:
                     raise _InternalError("Raw enum value doesn't match any cases")
-                w1 = _new(_K157)
+                w1 = _new(_K169)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 9:
-                w2 = _new(_K66)
+                w2 = _new(_K73)
                 n = _U32(d, o)[0] + 4
                 w2.tool_call_id = d[o + 4:o + n].decode()
                 o += n
@@ -7008,40 +7551,40 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                     t3 = _I32(d, o)[0]
                     o += 4
                     if t3 == 1:
-                        w3 = _new(_K67)
-                        w2.kind = w3
-                    elif t3 == 2:
-                        w3 = _new(_K68)
-                        w2.kind = w3
-                    elif t3 == 3:
-                        w3 = _new(_K69)
-                        w2.kind = w3
-                    elif t3 == 4:
-                        w3 = _new(_K70)
-                        w2.kind = w3
-                    elif t3 == 5:
-                        w3 = _new(_K71)
-                        w2.kind = w3
-                    elif t3 == 6:
-                        w3 = _new(_K72)
-                        w2.kind = w3
-                    elif t3 == 7:
-                        w3 = _new(_K73)
-                        w2.kind = w3
-                    elif t3 == 8:
                         w3 = _new(_K74)
                         w2.kind = w3
-                    elif t3 == 9:
+                    elif t3 == 2:
                         w3 = _new(_K75)
                         w2.kind = w3
-                    elif t3 == 10:
+                    elif t3 == 3:
                         w3 = _new(_K76)
+                        w2.kind = w3
+                    elif t3 == 4:
+                        w3 = _new(_K77)
+                        w2.kind = w3
+                    elif t3 == 5:
+                        w3 = _new(_K78)
+                        w2.kind = w3
+                    elif t3 == 6:
+                        w3 = _new(_K79)
+                        w2.kind = w3
+                    elif t3 == 7:
+                        w3 = _new(_K80)
+                        w2.kind = w3
+                    elif t3 == 8:
+                        w3 = _new(_K81)
+                        w2.kind = w3
+                    elif t3 == 9:
+                        w3 = _new(_K82)
+                        w2.kind = w3
+                    elif t3 == 10:
+                        w3 = _new(_K83)
                         w2.kind = w3
                     elif t3 == 11:
                         n = _U32(d, o)[0] + 4
                         a4_0 = d[o + 4:o + n].decode()
                         o += n
-                        w3 = _new(_K77)
+                        w3 = _new(_K84)
                         w3._values = (a4_0,)
                         w2.kind = w3
                     else:
@@ -7056,25 +7599,25 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                     t3 = _I32(d, o)[0]
                     o += 4
                     if t3 == 1:
-                        w3 = _new(_K78)
+                        w3 = _new(_K85)
                         w2.status = w3
                     elif t3 == 2:
-                        w3 = _new(_K79)
+                        w3 = _new(_K86)
                         w2.status = w3
                     elif t3 == 3:
-                        w3 = _new(_K80)
+                        w3 = _new(_K87)
                         w2.status = w3
                     elif t3 == 4:
-                        w3 = _new(_K81)
+                        w3 = _new(_K88)
                         w2.status = w3
                     elif t3 == 5:
-                        w3 = _new(_K82)
+                        w3 = _new(_K89)
                         w2.status = w3
                     elif t3 == 6:
                         n = _U32(d, o)[0] + 4
                         a4_0 = d[o + 4:o + n].decode()
                         o += n
-                        w3 = _new(_K83)
+                        w3 = _new(_K90)
                         w3._values = (a4_0,)
                         w2.status = w3
                     else:
@@ -7130,11 +7673,11 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K158)
+                w1 = _new(_K170)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 10:
-                w2 = _new(_K63)
+                w2 = _new(_K70)
                 n = _U32(d, o)[0] + 4
                 w2.tool_call_id = d[o + 4:o + n].decode()
                 o += n
@@ -7142,14 +7685,14 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 o += 4
                 if t3 == 1:
                     a4_0, o = rTypeToolCallContentBlock(d, o)
-                    w3 = _new(_K64)
+                    w3 = _new(_K71)
                     w3._values = (a4_0,)
                     w2.content = w3
                 elif t3 == 2:
                     n = _U32(d, o)[0] + 4
                     a4_0 = d[o + 4:o + n].decode()
                     o += n
-                    w3 = _new(_K65)
+                    w3 = _new(_K72)
                     w3._values = (a4_0,)
                     w2.content = w3
                 else:
@@ -7165,23 +7708,23 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K159)
+                w1 = _new(_K171)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 11:
-                w2 = _new(_K45)
+                w2 = _new(_K50)
                 t3 = _I32(d, o)[0]
                 o += 4
                 if t3 == 1:
                     a4_0, o = rTypePlanItems(d, o)
-                    w3 = _new(_K46)
+                    w3 = _new(_K51)
                     w3._values = (a4_0,)
                     w2.plan = w3
                 elif t3 == 2:
                     n = _U32(d, o)[0] + 4
                     a4_0 = d[o + 4:o + n].decode()
                     o += n
-                    w3 = _new(_K47)
+                    w3 = _new(_K52)
                     w3._values = (a4_0,)
                     w2.plan = w3
                 else:
@@ -7197,11 +7740,11 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K160)
+                w1 = _new(_K172)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 12:
-                w2 = _new(_K84)
+                w2 = _new(_K91)
                 w2.used = _U64(d, o)[0]
                 o += 8
                 w2.size = _U64(d, o)[0]
@@ -7209,7 +7752,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 f = d[o]
                 o += 1
                 if f == 1:
-                    w3 = _new(_K85)
+                    w3 = _new(_K92)
                     w3.amount = _F64(d, o)[0]
                     o += 8
                     n = _U32(d, o)[0] + 4
@@ -7241,21 +7784,21 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K161)
+                w1 = _new(_K173)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 13:
-                w2 = _new(_K54)
+                w2 = _new(_K59)
                 t3 = _I32(d, o)[0]
                 o += 4
                 if t3 == 1:
-                    w3 = _new(_K55)
+                    w3 = _new(_K60)
                     w2.title = w3
                 elif t3 == 2:
-                    w3 = _new(_K56)
+                    w3 = _new(_K61)
                     w2.title = w3
                 elif t3 == 3:
-                    w3 = _new(_K57)
+                    w3 = _new(_K62)
                     n = _U32(d, o)[0] + 4
                     w3.value = d[o + 4:o + n].decode()
                     o += n
@@ -7265,13 +7808,13 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 t3 = _I32(d, o)[0]
                 o += 4
                 if t3 == 1:
-                    w3 = _new(_K55)
+                    w3 = _new(_K60)
                     w2.updated_at = w3
                 elif t3 == 2:
-                    w3 = _new(_K56)
+                    w3 = _new(_K61)
                     w2.updated_at = w3
                 elif t3 == 3:
-                    w3 = _new(_K57)
+                    w3 = _new(_K62)
                     n = _U32(d, o)[0] + 4
                     w3.value = d[o + 4:o + n].decode()
                     o += n
@@ -7289,11 +7832,11 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K162)
+                w1 = _new(_K174)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 14:
-                w2 = _new(_K43)
+                w2 = _new(_K48)
                 w2.pending, o = rSequenceTypePendingInject(d, o)
                 f = d[o]
                 o += 1
@@ -7306,11 +7849,11 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K163)
+                w1 = _new(_K175)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 15:
-                w2 = _new(_K53)
+                w2 = _new(_K58)
                 f = d[o]
                 o += 1
                 if f == 1:
@@ -7322,14 +7865,14 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K164)
+                w1 = _new(_K176)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 16:
                 n = _U32(d, o)[0] + 4
                 a2_0 = d[o + 4:o + n].decode()
                 o += n
-                w1 = _new(_K165)
+                w1 = _new(_K177)
                 w1._values = (a2_0,)
                 w0.update = w1
             else:
@@ -7347,7 +7890,7 @@ def rSequenceTypeHttpHeader(d: Buffer, o: int) -> Tuple[Any, int]:
     items = []
     append = items.append
     for _ in range(c):
-        w0 = _new(_K179)
+        w0 = _new(_K191)
         n = _U32(d, o)[0] + 4
         w0.name = d[o + 4:o + n].decode()
         o += n
@@ -7378,9 +7921,9 @@ def rSequenceTypeInjectMode(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            v = _K180
+            v = _K192
         elif t0 == 2:
-            v = _K181
+            v = _K193
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         append(v)
@@ -7409,7 +7952,7 @@ def rSequenceTypeMcpServer(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w1 = _new(_K42)
+            w1 = _new(_K47)
             n = _U32(d, o)[0] + 4
             w1.name = d[o + 4:o + n].decode()
             o += n
@@ -7443,11 +7986,11 @@ def rSequenceTypeMcpServer(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K182)
+            w0 = _new(_K194)
             w0._values = (a1_0,)
             v = w0
         elif t0 == 2:
-            w1 = _new(_K41)
+            w1 = _new(_K46)
             n = _U32(d, o)[0] + 4
             w1.name = d[o + 4:o + n].decode()
             o += n
@@ -7473,14 +8016,14 @@ def rSequenceTypeMcpServer(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K183)
+            w0 = _new(_K195)
             w0._values = (a1_0,)
             v = w0
         elif t0 == 3:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K184)
+            w0 = _new(_K196)
             w0._values = (a1_0,)
             v = w0
         else:
@@ -7498,75 +8041,75 @@ def rSequenceTypeOutput(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K185)
+            w0 = _new(_K197)
             w0.to, o = rSequenceString(d, o)
             n = _U32(d, o)[0] + 4
             w0.line = d[o + 4:o + n].decode()
             o += n
             v = w0
         elif t0 == 2:
-            w0 = _new(_K186)
+            w0 = _new(_K198)
             n = _U32(d, o)[0] + 4
             w0.session = d[o + 4:o + n].decode()
             o += n
             t1 = _I32(d, o)[0]
             o += 4
             if t1 == 1:
-                w2 = _new(_K188)
+                w2 = _new(_K200)
                 n = _U32(d, o)[0] + 4
                 w2.cwd = d[o + 4:o + n].decode()
                 o += n
                 w2.additional_directories, o = rSequenceString(d, o)
                 w2.mcp_servers, o = rSequenceTypeMcpServer(d, o)
                 a2_0 = w2
-                w1 = _new(_K187)
+                w1 = _new(_K199)
                 w1._values = (a2_0,)
                 w0.action = w1
             elif t1 == 2:
-                w2 = _new(_K188)
+                w2 = _new(_K200)
                 n = _U32(d, o)[0] + 4
                 w2.cwd = d[o + 4:o + n].decode()
                 o += n
                 w2.additional_directories, o = rSequenceString(d, o)
                 w2.mcp_servers, o = rSequenceTypeMcpServer(d, o)
                 a2_0 = w2
-                w1 = _new(_K189)
+                w1 = _new(_K201)
                 w1._values = (a2_0,)
                 w0.action = w1
             elif t1 == 3:
                 a2_0, o = rSequenceTypeUserInput(d, o)
-                w1 = _new(_K190)
+                w1 = _new(_K202)
                 w1._values = (a2_0,)
                 w0.action = w1
             elif t1 == 4:
                 a2_0, o = rSequenceTypeUserInput(d, o)
-                w1 = _new(_K191)
+                w1 = _new(_K203)
                 w1._values = (a2_0,)
                 w0.action = w1
             elif t1 == 5:
-                w1 = _new(_K192)
+                w1 = _new(_K204)
                 w0.action = w1
             elif t1 == 6:
-                w1 = _new(_K193)
+                w1 = _new(_K205)
                 w0.action = w1
             elif t1 == 7:
-                w1 = _new(_K194)
+                w1 = _new(_K206)
                 t2 = _I32(d, o)[0]
                 o += 4
                 if t2 == 1:
-                    w2 = _new(_K121)
+                    w2 = _new(_K133)
                     w1.request_id = w2
                 elif t2 == 2:
                     a3_0 = _I64(d, o)[0]
                     o += 8
-                    w2 = _new(_K122)
+                    w2 = _new(_K134)
                     w2._values = (a3_0,)
                     w1.request_id = w2
                 elif t2 == 3:
                     n = _U32(d, o)[0] + 4
                     a3_0 = d[o + 4:o + n].decode()
                     o += n
-                    w2 = _new(_K123)
+                    w2 = _new(_K135)
                     w2._values = (a3_0,)
                     w1.request_id = w2
                 else:
@@ -7574,7 +8117,7 @@ def rSequenceTypeOutput(d: Buffer, o: int) -> Tuple[Any, int]:
                 t2 = _I32(d, o)[0]
                 o += 4
                 if t2 == 1:
-                    w3 = _new(_K22)
+                    w3 = _new(_K25)
                     f = d[o]
                     o += 1
                     if f == 1:
@@ -7586,11 +8129,11 @@ def rSequenceTypeOutput(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K195)
+                    w2 = _new(_K207)
                     w2._values = (a3_0,)
                     w1.outcome = w2
                 elif t2 == 2:
-                    w3 = _new(_K52)
+                    w3 = _new(_K57)
                     n = _U32(d, o)[0] + 4
                     w3.option_id = d[o + 4:o + n].decode()
                     o += n
@@ -7605,21 +8148,21 @@ def rSequenceTypeOutput(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K196)
+                    w2 = _new(_K208)
                     w2._values = (a3_0,)
                     w1.outcome = w2
                 elif t2 == 3:
                     n = _U32(d, o)[0] + 4
                     a3_0 = d[o + 4:o + n].decode()
                     o += n
-                    w2 = _new(_K197)
+                    w2 = _new(_K209)
                     w2._values = (a3_0,)
                     w1.outcome = w2
                 else:
                     raise _InternalError("Raw enum value doesn't match any cases")
                 w0.action = w1
             elif t1 == 8:
-                w1 = _new(_K198)
+                w1 = _new(_K210)
                 w1.dropped, o = rSequenceTypePendingInject(d, o)
                 w1.turn_cancelled = d[o] != 0
                 o += 1
@@ -7639,16 +8182,16 @@ def rSequenceTypePendingInject(d: Buffer, o: int) -> Tuple[Any, int]:
     items = []
     append = items.append
     for _ in range(c):
-        w0 = _new(_K199)
+        w0 = _new(_K211)
         n = _U32(d, o)[0] + 4
         w0.message_id = d[o + 4:o + n].decode()
         o += n
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w0.mode = _K180
+            w0.mode = _K192
         elif t1 == 2:
-            w0.mode = _K181
+            w0.mode = _K193
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         w0.content, o = rSequenceTypeContentBlock(d, o)
@@ -7673,7 +8216,7 @@ def rSequenceTypePendingItem(d: Buffer, o: int) -> Tuple[Any, int]:
     items = []
     append = items.append
     for _ in range(c):
-        w0 = _new(_K167)
+        w0 = _new(_K179)
         f = d[o]
         o += 1
         if f == 1:
@@ -7687,25 +8230,25 @@ def rSequenceTypePendingItem(d: Buffer, o: int) -> Tuple[Any, int]:
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w0.mode = _K168
+            w0.mode = _K180
         elif t1 == 2:
-            w0.mode = _K169
+            w0.mode = _K181
         elif t1 == 3:
-            w0.mode = _K170
+            w0.mode = _K182
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w0.status = _K99
+            w0.status = _K106
         elif t1 == 2:
-            w0.status = _K100
+            w0.status = _K107
         elif t1 == 3:
-            w0.status = _K101
+            w0.status = _K108
         elif t1 == 4:
-            w0.status = _K102
+            w0.status = _K109
         elif t1 == 5:
-            w0.status = _K103
+            w0.status = _K110
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         w0.content, o = rSequenceTypeContentBlock(d, o)
@@ -7721,7 +8264,7 @@ def rSequenceTypePermissionOption(d: Buffer, o: int) -> Tuple[Any, int]:
     items = []
     append = items.append
     for _ in range(c):
-        w0 = _new(_K200)
+        w0 = _new(_K212)
         n = _U32(d, o)[0] + 4
         w0.option_id = d[o + 4:o + n].decode()
         o += n
@@ -7731,22 +8274,22 @@ def rSequenceTypePermissionOption(d: Buffer, o: int) -> Tuple[Any, int]:
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w1 = _new(_K201)
+            w1 = _new(_K213)
             w0.kind = w1
         elif t1 == 2:
-            w1 = _new(_K202)
+            w1 = _new(_K214)
             w0.kind = w1
         elif t1 == 3:
-            w1 = _new(_K203)
+            w1 = _new(_K215)
             w0.kind = w1
         elif t1 == 4:
-            w1 = _new(_K204)
+            w1 = _new(_K216)
             w0.kind = w1
         elif t1 == 5:
             n = _U32(d, o)[0] + 4
             a2_0 = d[o + 4:o + n].decode()
             o += n
-            w1 = _new(_K205)
+            w1 = _new(_K217)
             w1._values = (a2_0,)
             w0.kind = w1
         else:
@@ -7772,26 +8315,26 @@ def rSequenceTypePlanEntry(d: Buffer, o: int) -> Tuple[Any, int]:
     items = []
     append = items.append
     for _ in range(c):
-        w0 = _new(_K206)
+        w0 = _new(_K218)
         n = _U32(d, o)[0] + 4
         w0.content = d[o + 4:o + n].decode()
         o += n
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w1 = _new(_K207)
+            w1 = _new(_K219)
             w0.priority = w1
         elif t1 == 2:
-            w1 = _new(_K208)
+            w1 = _new(_K220)
             w0.priority = w1
         elif t1 == 3:
-            w1 = _new(_K209)
+            w1 = _new(_K221)
             w0.priority = w1
         elif t1 == 4:
             n = _U32(d, o)[0] + 4
             a2_0 = d[o + 4:o + n].decode()
             o += n
-            w1 = _new(_K210)
+            w1 = _new(_K222)
             w1._values = (a2_0,)
             w0.priority = w1
         else:
@@ -7799,22 +8342,22 @@ def rSequenceTypePlanEntry(d: Buffer, o: int) -> Tuple[Any, int]:
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w1 = _new(_K211)
+            w1 = _new(_K223)
             w0.status = w1
         elif t1 == 2:
-            w1 = _new(_K212)
+            w1 = _new(_K224)
             w0.status = w1
         elif t1 == 3:
-            w1 = _new(_K213)
+            w1 = _new(_K225)
             w0.status = w1
         elif t1 == 4:
-            w1 = _new(_K214)
+            w1 = _new(_K226)
             w0.status = w1
         elif t1 == 5:
             n = _U32(d, o)[0] + 4
             a2_0 = d[o + 4:o + n].decode()
             o += n
-            w1 = _new(_K215)
+            w1 = _new(_K227)
             w1._values = (a2_0,)
             w0.status = w1
         else:
@@ -7855,16 +8398,16 @@ def rSequenceTypeRole(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K216)
+            w0 = _new(_K228)
             v = w0
         elif t0 == 2:
-            w0 = _new(_K217)
+            w0 = _new(_K229)
             v = w0
         elif t0 == 3:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K218)
+            w0 = _new(_K230)
             w0._values = (a1_0,)
             v = w0
         else:
@@ -7888,7 +8431,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 t2 = _I32(d, o)[0]
                 o += 4
                 if t2 == 1:
-                    w3 = _new(_K86)
+                    w3 = _new(_K93)
                     n = _U32(d, o)[0] + 4
                     w3.message_id = d[o + 4:o + n].decode()
                     o += n
@@ -7904,11 +8447,11 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K150)
+                    w2 = _new(_K162)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 2:
-                    w3 = _new(_K87)
+                    w3 = _new(_K94)
                     n = _U32(d, o)[0] + 4
                     w3.message_id = d[o + 4:o + n].decode()
                     o += n
@@ -7924,7 +8467,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K151)
+                    w2 = _new(_K163)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 3:
@@ -7944,7 +8487,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K152)
+                    w2 = _new(_K164)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 4:
@@ -7964,7 +8507,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K153)
+                    w2 = _new(_K165)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 5:
@@ -7990,7 +8533,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K154)
+                    w2 = _new(_K166)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 6:
@@ -8010,7 +8553,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K155)
+                    w2 = _new(_K167)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 7:
@@ -8030,7 +8573,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K156)
+                    w2 = _new(_K168)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 8:
@@ -8038,33 +8581,38 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     o += 4
                     if t3 == 1:
                         a4_0, o = rTypeRunningStateUpdate(d, o)
-                        w3 = _new(_K58)
+                        w3 = _new(_K63)
                         w3._values = (a4_0,)
                         a3_0 = w3
                     elif t3 == 2:
                         a4_0, o = rTypeIdleStateUpdate(d, o)
-                        w3 = _new(_K59)
+                        w3 = _new(_K64)
                         w3._values = (a4_0,)
                         a3_0 = w3
                     elif t3 == 3:
                         a4_0, o = rTypeRequiresActionStateUpdate(d, o)
-                        w3 = _new(_K60)
+                        w3 = _new(_K65)
                         w3._values = (a4_0,)
                         a3_0 = w3
                     elif t3 == 4:
+                        a4_0, o = rTypeUnknownStateUpdate(d, o)
+                        w3 = _new(_K66)
+                        w3._values = (a4_0,)
+                        a3_0 = w3
+                    elif t3 == 5:
                         n = _U32(d, o)[0] + 4
                         a4_0 = d[o + 4:o + n].decode()
                         o += n
-                        w3 = _new(_K61)
+                        w3 = _new(_K68)
                         w3._values = (a4_0,)
                         a3_0 = w3
                     else:
                         raise _InternalError("Raw enum value doesn't match any cases")
-                    w2 = _new(_K157)
+                    w2 = _new(_K169)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 9:
-                    w3 = _new(_K66)
+                    w3 = _new(_K73)
                     n = _U32(d, o)[0] + 4
                     w3.tool_call_id = d[o + 4:o + n].decode()
                     o += n
@@ -8151,11 +8699,11 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K158)
+                    w2 = _new(_K170)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 10:
-                    w3 = _new(_K63)
+                    w3 = _new(_K70)
                     n = _U32(d, o)[0] + 4
                     w3.tool_call_id = d[o + 4:o + n].decode()
                     o += n
@@ -8171,11 +8719,11 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K159)
+                    w2 = _new(_K171)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 11:
-                    w3 = _new(_K45)
+                    w3 = _new(_K50)
                     w3.plan, o = rTypePlanUpdateContent(d, o)
                     f = d[o]
                     o += 1
@@ -8188,11 +8736,11 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K160)
+                    w2 = _new(_K172)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 12:
-                    w3 = _new(_K84)
+                    w3 = _new(_K91)
                     w3.used = _U64(d, o)[0]
                     o += 8
                     w3.size = _U64(d, o)[0]
@@ -8216,11 +8764,11 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K161)
+                    w2 = _new(_K173)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 13:
-                    w3 = _new(_K54)
+                    w3 = _new(_K59)
                     w3.title, o = rTypeStringPatch(d, o)
                     w3.updated_at, o = rTypeStringPatch(d, o)
                     f = d[o]
@@ -8234,11 +8782,11 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K162)
+                    w2 = _new(_K174)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 14:
-                    w3 = _new(_K43)
+                    w3 = _new(_K48)
                     w3.pending, o = rSequenceTypePendingInject(d, o)
                     f = d[o]
                     o += 1
@@ -8251,11 +8799,11 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K163)
+                    w2 = _new(_K175)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 15:
-                    w3 = _new(_K53)
+                    w3 = _new(_K58)
                     f = d[o]
                     o += 1
                     if f == 1:
@@ -8267,23 +8815,23 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K164)
+                    w2 = _new(_K176)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 16:
                     n = _U32(d, o)[0] + 4
                     a3_0 = d[o + 4:o + n].decode()
                     o += n
-                    w2 = _new(_K165)
+                    w2 = _new(_K177)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 else:
                     raise _InternalError("Raw enum value doesn't match any cases")
-                w1 = _new(_K149)
+                w1 = _new(_K161)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 2:
-                w2 = _new(_K167)
+                w2 = _new(_K179)
                 f = d[o]
                 o += 1
                 if f == 1:
@@ -8297,35 +8845,35 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 t3 = _I32(d, o)[0]
                 o += 4
                 if t3 == 1:
-                    w2.mode = _K168
+                    w2.mode = _K180
                 elif t3 == 2:
-                    w2.mode = _K169
+                    w2.mode = _K181
                 elif t3 == 3:
-                    w2.mode = _K170
+                    w2.mode = _K182
                 else:
                     raise _InternalError("Raw enum value doesn't match any cases")
                 t3 = _I32(d, o)[0]
                 o += 4
                 if t3 == 1:
-                    w2.status = _K99
+                    w2.status = _K106
                 elif t3 == 2:
-                    w2.status = _K100
+                    w2.status = _K107
                 elif t3 == 3:
-                    w2.status = _K101
+                    w2.status = _K108
                 elif t3 == 4:
-                    w2.status = _K102
+                    w2.status = _K109
                 elif t3 == 5:
-                    w2.status = _K103
+                    w2.status = _K110
                 else:
                     raise _InternalError("Raw enum value doesn't match any cases")
                 w2.content, o = rSequenceTypeContentBlock(d, o)
                 w2.superseded, o = rSequenceSequenceTypeContentBlock(d, o)
                 a2_0 = w2
-                w1 = _new(_K166)
+                w1 = _new(_K178)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 3:
-                w2 = _new(_K172)
+                w2 = _new(_K184)
                 n = _U32(d, o)[0] + 4
                 w2.rule = d[o + 4:o + n].decode()
                 o += n
@@ -8333,45 +8881,45 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 w2.message_id = d[o + 4:o + n].decode()
                 o += n
                 a2_0 = w2
-                w1 = _new(_K171)
+                w1 = _new(_K183)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 4:
-                w1 = _new(_K173)
+                w1 = _new(_K185)
                 a1_0 = w1
             elif t1 == 5:
                 a2_0, o = rSequenceString(d, o)
-                w1 = _new(_K174)
+                w1 = _new(_K186)
                 w1._values = (a2_0,)
                 a1_0 = w1
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
-            w0 = _new(_K219)
+            w0 = _new(_K231)
             w0._values = (a1_0,)
             v = w0
         elif t0 == 2:
-            w0 = _new(_K220)
+            w0 = _new(_K232)
             t1 = _I32(d, o)[0]
             o += 4
             if t1 == 1:
-                w1 = _new(_K121)
+                w1 = _new(_K133)
                 w0.request = w1
             elif t1 == 2:
                 a2_0 = _I64(d, o)[0]
                 o += 8
-                w1 = _new(_K122)
+                w1 = _new(_K134)
                 w1._values = (a2_0,)
                 w0.request = w1
             elif t1 == 3:
                 n = _U32(d, o)[0] + 4
                 a2_0 = d[o + 4:o + n].decode()
                 o += n
-                w1 = _new(_K123)
+                w1 = _new(_K135)
                 w1._values = (a2_0,)
                 w0.request = w1
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
-            w1 = _new(_K49)
+            w1 = _new(_K54)
             n = _U32(d, o)[0] + 4
             w1.session_id = d[o + 4:o + n].decode()
             o += n
@@ -8423,7 +8971,7 @@ def rSequenceTypeSessionInfo(d: Buffer, o: int) -> Tuple[Any, int]:
     items = []
     append = items.append
     for _ in range(c):
-        w0 = _new(_K221)
+        w0 = _new(_K233)
         n = _U32(d, o)[0] + 4
         w0.session_id = d[o + 4:o + n].decode()
         o += n
@@ -8482,9 +9030,9 @@ def rSequenceTypeSteerInStream(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            v = _K222
+            v = _K234
         elif t0 == 2:
-            v = _K223
+            v = _K235
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         append(v)
@@ -8500,7 +9048,7 @@ def rSequenceTypeToolCallContent(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w1 = _new(_K62)
+            w1 = _new(_K69)
             t2 = _I32(d, o)[0]
             o += 4
             if t2 == 1:
@@ -8722,14 +9270,14 @@ def rSequenceTypeToolCallContent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K64)
+            w0 = _new(_K71)
             w0._values = (a1_0,)
             v = w0
         elif t0 == 2:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K65)
+            w0 = _new(_K72)
             w0._values = (a1_0,)
             v = w0
         else:
@@ -8744,15 +9292,15 @@ def rSequenceTypeTranscriptEntry(d: Buffer, o: int) -> Tuple[Any, int]:
     items = []
     append = items.append
     for _ in range(c):
-        w0 = _new(_K224)
+        w0 = _new(_K236)
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w0.role = _K225
+            w0.role = _K237
         elif t1 == 2:
-            w0.role = _K226
+            w0.role = _K238
         elif t1 == 3:
-            w0.role = _K227
+            w0.role = _K239
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         n = _U32(d, o)[0] + 4
@@ -8770,7 +9318,7 @@ def rSequenceTypeUserInput(d: Buffer, o: int) -> Tuple[Any, int]:
     items = []
     append = items.append
     for _ in range(c):
-        w0 = _new(_K228)
+        w0 = _new(_K240)
         n = _U32(d, o)[0] + 4
         w0.message_id = d[o + 4:o + n].decode()
         o += n
@@ -8786,7 +9334,7 @@ def rSequenceTypeViolation(d: Buffer, o: int) -> Tuple[Any, int]:
     items = []
     append = items.append
     for _ in range(c):
-        w0 = _new(_K172)
+        w0 = _new(_K184)
         n = _U32(d, o)[0] + 4
         w0.rule = d[o + 4:o + n].decode()
         o += n
@@ -8812,10 +9360,10 @@ def rTypeAcpError(d: Buffer, o: int) -> Tuple[Any, int]:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _K229(a0_0)
+        v = _K241(a0_0)
         return v, o
     elif t == 2:
-        w0 = _new(_K135)
+        w0 = _new(_K147)
         w0.code = _I64(d, o)[0]
         o += 8
         n = _U32(d, o)[0] + 4
@@ -8827,34 +9375,34 @@ def rTypeAcpError(d: Buffer, o: int) -> Tuple[Any, int]:
             t1 = _I32(d, o)[0]
             o += 4
             if t1 == 1:
-                w1 = _new(_K90)
+                w1 = _new(_K97)
                 w0.reason = w1
             elif t1 == 2:
-                w1 = _new(_K91)
+                w1 = _new(_K98)
                 w0.reason = w1
             elif t1 == 3:
-                w1 = _new(_K92)
+                w1 = _new(_K99)
                 w0.reason = w1
             elif t1 == 4:
-                w1 = _new(_K93)
+                w1 = _new(_K100)
                 w0.reason = w1
             elif t1 == 5:
-                w1 = _new(_K94)
+                w1 = _new(_K101)
                 w0.reason = w1
             elif t1 == 6:
-                w1 = _new(_K95)
+                w1 = _new(_K102)
                 w0.reason = w1
             elif t1 == 7:
-                w1 = _new(_K96)
+                w1 = _new(_K103)
                 w0.reason = w1
             elif t1 == 8:
-                w1 = _new(_K97)
+                w1 = _new(_K104)
                 w0.reason = w1
             elif t1 == 9:
                 n = _U32(d, o)[0] + 4
                 a2_0 = d[o + 4:o + n].decode()
                 o += n
-                w1 = _new(_K98)
+                w1 = _new(_K105)
                 w1._values = (a2_0,)
                 w0.reason = w1
             else:
@@ -8884,109 +9432,109 @@ def rTypeAcpError(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _K230(a0_0)
+        v = _K242(a0_0)
         return v, o
     elif t == 3:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K232)
+            w0 = _new(_K244)
             a0_0 = w0
         elif t0 == 2:
-            w0 = _new(_K233)
+            w0 = _new(_K245)
             a0_0 = w0
         elif t0 == 3:
-            w0 = _new(_K234)
+            w0 = _new(_K246)
             a0_0 = w0
         elif t0 == 4:
-            w0 = _new(_K235)
+            w0 = _new(_K247)
             a0_0 = w0
         elif t0 == 5:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K236)
+            w0 = _new(_K248)
             w0._values = (a1_0,)
             a0_0 = w0
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
-        v = _K231(a0_0)
+        v = _K243(a0_0)
         return v, o
     elif t == 4:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K238)
+            w0 = _new(_K250)
             a0_0 = w0
         elif t0 == 2:
-            w0 = _new(_K239)
+            w0 = _new(_K251)
             a0_0 = w0
         elif t0 == 3:
-            w0 = _new(_K240)
+            w0 = _new(_K252)
             a0_0 = w0
         elif t0 == 4:
-            w0 = _new(_K241)
+            w0 = _new(_K253)
             a0_0 = w0
         elif t0 == 5:
-            w0 = _new(_K242)
+            w0 = _new(_K254)
             a0_0 = w0
         elif t0 == 6:
-            w0 = _new(_K243)
+            w0 = _new(_K255)
             a0_0 = w0
         elif t0 == 7:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K244)
+            w0 = _new(_K256)
             w0._values = (a1_0,)
             a0_0 = w0
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
-        v = _K237(a0_0)
+        v = _K249(a0_0)
         return v, o
     elif t == 5:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _K245(a0_0)
+        v = _K257(a0_0)
         return v, o
     elif t == 6:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _K246(a0_0)
+        v = _K258(a0_0)
         return v, o
     elif t == 7:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _K247(a0_0)
+        v = _K259(a0_0)
         return v, o
     elif t == 8:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _K248(a0_0)
+        v = _K260(a0_0)
         return v, o
     elif t == 9:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _K249(a0_0)
+        v = _K261(a0_0)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
 def rTypeActivity(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K113)
+    v = _new(_K121)
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        v.stream = _K114
+        v.stream = _K122
     elif t0 == 2:
-        v.stream = _K115
+        v.stream = _K123
     elif t0 == 3:
-        v.stream = _K116
+        v.stream = _K124
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     v.cancel_requested = d[o] != 0
@@ -8995,7 +9543,7 @@ def rTypeActivity(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeAffordances(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K108)
+    v = _new(_K116)
     v.steer = d[o] != 0
     o += 1
     v.edit_pending = d[o] != 0
@@ -9006,15 +9554,15 @@ def rTypeAffordances(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeAgentCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K35)
+    v = _new(_K40)
     f = d[o]
     o += 1
     if f == 1:
-        w0 = _new(_K36)
+        w0 = _new(_K41)
         f = d[o]
         o += 1
         if f == 1:
-            w1 = _new(_K37)
+            w1 = _new(_K42)
             f = d[o]
             o += 1
             if f == 1:
@@ -9053,7 +9601,7 @@ def rTypeAgentCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
         f = d[o]
         o += 1
         if f == 1:
-            w1 = _new(_K38)
+            w1 = _new(_K43)
             f = d[o]
             o += 1
             if f == 1:
@@ -9072,12 +9620,12 @@ def rTypeAgentCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
         f = d[o]
         o += 1
         if f == 1:
-            w1 = _new(_K39)
+            w1 = _new(_K44)
             w1.modes, o = rSequenceTypeInjectMode(d, o)
             f = d[o]
             o += 1
             if f == 1:
-                w2 = _new(_K88)
+                w2 = _new(_K95)
                 w2.replace = d[o] != 0
                 o += 1
                 f = d[o]
@@ -9114,7 +9662,7 @@ def rTypeAgentCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
         f = d[o]
         o += 1
         if f == 1:
-            w1 = _new(_K40)
+            w1 = _new(_K45)
             f = d[o]
             o += 1
             if f == 1:
@@ -9159,16 +9707,16 @@ def rTypeAgentCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeAgentConfig(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K250)
+    v = _new(_K262)
     f = d[o]
     o += 1
     if f == 1:
-        w0 = _new(_K39)
+        w0 = _new(_K44)
         w0.modes, o = rSequenceTypeInjectMode(d, o)
         f = d[o]
         o += 1
         if f == 1:
-            w1 = _new(_K88)
+            w1 = _new(_K95)
             w1.replace = d[o] != 0
             o += 1
             f = d[o]
@@ -9202,29 +9750,29 @@ def rTypeAgentConfig(d: Buffer, o: int) -> Tuple[Any, int]:
         v.inject = None
     else:
         raise _InternalError('Unexpected flag byte for optional type')
-    w0 = _new(_K251)
+    w0 = _new(_K263)
     t1 = _I32(d, o)[0]
     o += 4
     if t1 == 1:
-        w0.queue_drain = _K252
+        w0.queue_drain = _K264
     elif t1 == 2:
-        w0.queue_drain = _K253
+        w0.queue_drain = _K265
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     t1 = _I32(d, o)[0]
     o += 4
     if t1 == 1:
-        w0.steer_in_stream = _K222
+        w0.steer_in_stream = _K234
     elif t1 == 2:
-        w0.steer_in_stream = _K223
+        w0.steer_in_stream = _K235
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     t1 = _I32(d, o)[0]
     o += 4
     if t1 == 1:
-        w0.revoke_replace = _K254
+        w0.revoke_replace = _K266
     elif t1 == 2:
-        w0.revoke_replace = _K255
+        w0.revoke_replace = _K267
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     w0.remember_ids = _U64(d, o)[0]
@@ -9232,9 +9780,9 @@ def rTypeAgentConfig(d: Buffer, o: int) -> Tuple[Any, int]:
     t1 = _I32(d, o)[0]
     o += 4
     if t1 == 1:
-        w0.clear_style = _K256
+        w0.clear_style = _K268
     elif t1 == 2:
-        w0.clear_style = _K257
+        w0.clear_style = _K269
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     w0.max_line_bytes = _U64(d, o)[0]
@@ -9242,7 +9790,7 @@ def rTypeAgentConfig(d: Buffer, o: int) -> Tuple[Any, int]:
     w0.list_page_size = _U64(d, o)[0]
     o += 8
     v.policy = w0
-    w0 = _new(_K258)
+    w0 = _new(_K270)
     n = _U32(d, o)[0] + 4
     w0.name = d[o + 4:o + n].decode()
     o += n
@@ -9250,7 +9798,7 @@ def rTypeAgentConfig(d: Buffer, o: int) -> Tuple[Any, int]:
     w0.version = d[o + 4:o + n].decode()
     o += n
     v.info = w0
-    w0 = _new(_K259)
+    w0 = _new(_K271)
     w0.mcp_stdio = d[o] != 0
     o += 1
     w0.mcp_http = d[o] != 0
@@ -9262,7 +9810,7 @@ def rTypeAgentConfig(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeAgentInfo(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K258)
+    v = _new(_K270)
     n = _U32(d, o)[0] + 4
     v.name = d[o + 4:o + n].decode()
     o += n
@@ -9642,7 +10190,7 @@ def rTypeAgentMessageChunk(d: Buffer, o: int) -> Tuple[Any, int]:
         t2 = _I32(d, o)[0]
         o += 4
         if t2 == 1:
-            w3 = _new(_K23)
+            w3 = _new(_K26)
             n = _U32(d, o)[0] + 4
             w3.uri = d[o + 4:o + n].decode()
             o += n
@@ -9674,7 +10222,7 @@ def rTypeAgentMessageChunk(d: Buffer, o: int) -> Tuple[Any, int]:
             w2._values = (a3_0,)
             w1.resource = w2
         elif t2 == 2:
-            w3 = _new(_K24)
+            w3 = _new(_K27)
             n = _U32(d, o)[0] + 4
             w3.uri = d[o + 4:o + n].decode()
             o += n
@@ -10184,7 +10732,7 @@ def rTypeAgentThoughtChunk(d: Buffer, o: int) -> Tuple[Any, int]:
         t2 = _I32(d, o)[0]
         o += 4
         if t2 == 1:
-            w3 = _new(_K23)
+            w3 = _new(_K26)
             n = _U32(d, o)[0] + 4
             w3.uri = d[o + 4:o + n].decode()
             o += n
@@ -10216,7 +10764,7 @@ def rTypeAgentThoughtChunk(d: Buffer, o: int) -> Tuple[Any, int]:
             w2._values = (a3_0,)
             w1.resource = w2
         elif t2 == 2:
-            w3 = _new(_K24)
+            w3 = _new(_K27)
             n = _U32(d, o)[0] + 4
             w3.uri = d[o + 4:o + n].decode()
             o += n
@@ -10377,7 +10925,7 @@ def rTypeAnswer(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        w0 = _new(_K135)
+        w0 = _new(_K147)
         w0.code = _I64(d, o)[0]
         o += 8
         n = _U32(d, o)[0] + 4
@@ -10389,34 +10937,34 @@ def rTypeAnswer(d: Buffer, o: int) -> Tuple[Any, int]:
             t1 = _I32(d, o)[0]
             o += 4
             if t1 == 1:
-                w1 = _new(_K90)
+                w1 = _new(_K97)
                 w0.reason = w1
             elif t1 == 2:
-                w1 = _new(_K91)
+                w1 = _new(_K98)
                 w0.reason = w1
             elif t1 == 3:
-                w1 = _new(_K92)
+                w1 = _new(_K99)
                 w0.reason = w1
             elif t1 == 4:
-                w1 = _new(_K93)
+                w1 = _new(_K100)
                 w0.reason = w1
             elif t1 == 5:
-                w1 = _new(_K94)
+                w1 = _new(_K101)
                 w0.reason = w1
             elif t1 == 6:
-                w1 = _new(_K95)
+                w1 = _new(_K102)
                 w0.reason = w1
             elif t1 == 7:
-                w1 = _new(_K96)
+                w1 = _new(_K103)
                 w0.reason = w1
             elif t1 == 8:
-                w1 = _new(_K97)
+                w1 = _new(_K104)
                 w0.reason = w1
             elif t1 == 9:
                 n = _U32(d, o)[0] + 4
                 a2_0 = d[o + 4:o + n].decode()
                 o += n
-                w1 = _new(_K98)
+                w1 = _new(_K105)
                 w1._values = (a2_0,)
                 w0.reason = w1
             else:
@@ -10446,14 +10994,14 @@ def rTypeAnswer(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K134)
+        v = _new(_K146)
         v._values = (a0_0,)
         return v, o
     elif t == 2:
-        w0 = _new(_K33)
+        w0 = _new(_K38)
         w0.protocol_version = _U16(d, o)[0]
         o += 2
-        w1 = _new(_K34)
+        w1 = _new(_K39)
         n = _U32(d, o)[0] + 4
         w1.name = d[o + 4:o + n].decode()
         o += n
@@ -10484,15 +11032,15 @@ def rTypeAnswer(d: Buffer, o: int) -> Tuple[Any, int]:
         f = d[o]
         o += 1
         if f == 1:
-            w1 = _new(_K35)
+            w1 = _new(_K40)
             f = d[o]
             o += 1
             if f == 1:
-                w2 = _new(_K36)
+                w2 = _new(_K41)
                 f = d[o]
                 o += 1
                 if f == 1:
-                    w3 = _new(_K37)
+                    w3 = _new(_K42)
                     f = d[o]
                     o += 1
                     if f == 1:
@@ -10531,7 +11079,7 @@ def rTypeAnswer(d: Buffer, o: int) -> Tuple[Any, int]:
                 f = d[o]
                 o += 1
                 if f == 1:
-                    w3 = _new(_K38)
+                    w3 = _new(_K43)
                     f = d[o]
                     o += 1
                     if f == 1:
@@ -10550,7 +11098,7 @@ def rTypeAnswer(d: Buffer, o: int) -> Tuple[Any, int]:
                 f = d[o]
                 o += 1
                 if f == 1:
-                    w3 = _new(_K39)
+                    w3 = _new(_K44)
                     w3.modes, o = rSequenceTypeInjectMode(d, o)
                     f = d[o]
                     o += 1
@@ -10579,7 +11127,7 @@ def rTypeAnswer(d: Buffer, o: int) -> Tuple[Any, int]:
                 f = d[o]
                 o += 1
                 if f == 1:
-                    w3 = _new(_K40)
+                    w3 = _new(_K45)
                     f = d[o]
                     o += 1
                     if f == 1:
@@ -10636,17 +11184,17 @@ def rTypeAnswer(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K136)
+        v = _new(_K148)
         v._values = (a0_0,)
         return v, o
     elif t == 3:
-        v = _new(_K137)
+        v = _new(_K149)
         n = _U32(d, o)[0] + 4
         v.session_id = d[o + 4:o + n].decode()
         o += n
         return v, o
     elif t == 4:
-        v = _new(_K138)
+        v = _new(_K150)
         v.sessions, o = rSequenceTypeSessionInfo(d, o)
         f = d[o]
         o += 1
@@ -10660,10 +11208,10 @@ def rTypeAnswer(d: Buffer, o: int) -> Tuple[Any, int]:
             raise _InternalError('Unexpected flag byte for optional type')
         return v, o
     elif t == 5:
-        v = _new(_K139)
+        v = _new(_K151)
         return v, o
     elif t == 6:
-        v = _new(_K140)
+        v = _new(_K152)
         f = d[o]
         o += 1
         if f == 1:
@@ -10676,29 +11224,29 @@ def rTypeAnswer(d: Buffer, o: int) -> Tuple[Any, int]:
             raise _InternalError('Unexpected flag byte for optional type')
         return v, o
     elif t == 7:
-        v = _new(_K141)
+        v = _new(_K153)
         return v, o
     elif t == 8:
-        v = _new(_K142)
+        v = _new(_K154)
         return v, o
     elif t == 9:
-        v = _new(_K143)
+        v = _new(_K155)
         return v, o
     elif t == 10:
-        v = _new(_K144)
+        v = _new(_K156)
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K145)
+            w0 = _new(_K157)
             v.status = w0
         elif t0 == 2:
-            w0 = _new(_K146)
+            w0 = _new(_K158)
             v.status = w0
         elif t0 == 3:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K147)
+            w0 = _new(_K159)
             w0._values = (a1_0,)
             v.status = w0
         else:
@@ -10709,7 +11257,15 @@ def rTypeAnswer(d: Buffer, o: int) -> Tuple[Any, int]:
             t0 = _I32(d, o)[0]
             o += 4
             if t0 == 1:
-                w1 = _new(_K51)
+                w1 = _new(_K56)
+                f = d[o]
+                o += 1
+                if f == 1:
+                    w1.background, o = rSequenceTypeBackgroundWork(d, o)
+                elif f == 0:
+                    w1.background = None
+                else:
+                    raise _InternalError('Unexpected flag byte for optional type')
                 f = d[o]
                 o += 1
                 if f == 1:
@@ -10721,36 +11277,39 @@ def rTypeAnswer(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a1_0 = w1
-                w0 = _new(_K58)
+                w0 = _new(_K63)
                 w0._values = (a1_0,)
                 v.state = w0
             elif t0 == 2:
-                w1 = _new(_K25)
+                w1 = _new(_K28)
                 f = d[o]
                 o += 1
                 if f == 1:
                     t2 = _I32(d, o)[0]
                     o += 4
                     if t2 == 1:
-                        w2 = _new(_K26)
-                        w1.stop_reason = w2
-                    elif t2 == 2:
-                        w2 = _new(_K27)
-                        w1.stop_reason = w2
-                    elif t2 == 3:
-                        w2 = _new(_K28)
-                        w1.stop_reason = w2
-                    elif t2 == 4:
                         w2 = _new(_K29)
                         w1.stop_reason = w2
-                    elif t2 == 5:
+                    elif t2 == 2:
                         w2 = _new(_K30)
                         w1.stop_reason = w2
+                    elif t2 == 3:
+                        w2 = _new(_K31)
+                        w1.stop_reason = w2
+                    elif t2 == 4:
+                        w2 = _new(_K32)
+                        w1.stop_reason = w2
+                    elif t2 == 5:
+                        w2 = _new(_K33)
+                        w1.stop_reason = w2
                     elif t2 == 6:
+                        w2 = _new(_K34)
+                        w1.stop_reason = w2
+                    elif t2 == 7:
                         n = _U32(d, o)[0] + 4
                         a3_0 = d[o + 4:o + n].decode()
                         o += n
-                        w2 = _new(_K31)
+                        w2 = _new(_K35)
                         w2._values = (a3_0,)
                         w1.stop_reason = w2
                     else:
@@ -10762,7 +11321,7 @@ def rTypeAnswer(d: Buffer, o: int) -> Tuple[Any, int]:
                 f = d[o]
                 o += 1
                 if f == 1:
-                    w2 = _new(_K32)
+                    w2 = _new(_K36)
                     w2.total_tokens = _U64(d, o)[0]
                     o += 8
                     w2.input_tokens = _U64(d, o)[0]
@@ -10814,19 +11373,35 @@ def rTypeAnswer(d: Buffer, o: int) -> Tuple[Any, int]:
                 f = d[o]
                 o += 1
                 if f == 1:
+                    w2 = _new(_K37)
+                    w2.code = _I32(d, o)[0]
+                    o += 4
                     n = _U32(d, o)[0] + 4
-                    w1.meta = d[o + 4:o + n].decode()
+                    w2.message = d[o + 4:o + n].decode()
                     o += n
+                    f = d[o]
+                    o += 1
+                    if f == 1:
+                        n = _U32(d, o)[0] + 4
+                        w2.data = d[o + 4:o + n].decode()
+                        o += n
+                    elif f == 0:
+                        w2.data = None
+                    else:
+                        raise _InternalError('Unexpected flag byte for optional type')
+                    w1.error = w2
                 elif f == 0:
-                    w1.meta = None
+                    w1.error = None
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
-                a1_0 = w1
-                w0 = _new(_K59)
-                w0._values = (a1_0,)
-                v.state = w0
-            elif t0 == 3:
-                w1 = _new(_K50)
+                f = d[o]
+                o += 1
+                if f == 1:
+                    w1.background, o = rSequenceTypeBackgroundWork(d, o)
+                elif f == 0:
+                    w1.background = None
+                else:
+                    raise _InternalError('Unexpected flag byte for optional type')
                 f = d[o]
                 o += 1
                 if f == 1:
@@ -10838,14 +11413,62 @@ def rTypeAnswer(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a1_0 = w1
-                w0 = _new(_K60)
+                w0 = _new(_K64)
+                w0._values = (a1_0,)
+                v.state = w0
+            elif t0 == 3:
+                w1 = _new(_K55)
+                f = d[o]
+                o += 1
+                if f == 1:
+                    w1.background, o = rSequenceTypeBackgroundWork(d, o)
+                elif f == 0:
+                    w1.background = None
+                else:
+                    raise _InternalError('Unexpected flag byte for optional type')
+                f = d[o]
+                o += 1
+                if f == 1:
+                    n = _U32(d, o)[0] + 4
+                    w1.meta = d[o + 4:o + n].decode()
+                    o += n
+                elif f == 0:
+                    w1.meta = None
+                else:
+                    raise _InternalError('Unexpected flag byte for optional type')
+                a1_0 = w1
+                w0 = _new(_K65)
                 w0._values = (a1_0,)
                 v.state = w0
             elif t0 == 4:
+                w1 = _new(_K67)
+                f = d[o]
+                o += 1
+                if f == 1:
+                    w1.background, o = rSequenceTypeBackgroundWork(d, o)
+                elif f == 0:
+                    w1.background = None
+                else:
+                    raise _InternalError('Unexpected flag byte for optional type')
+                f = d[o]
+                o += 1
+                if f == 1:
+                    n = _U32(d, o)[0] + 4
+                    w1.meta = d[o + 4:o + n].decode()
+                    o += n
+                elif f == 0:
+                    w1.meta = None
+                else:
+                    raise _InternalError('Unexpected flag byte for optional type')
+                a1_0 = w1
+                w0 = _new(_K66)
+                w0._values = (a1_0,)
+                v.state = w0
+            elif t0 == 5:
                 n = _U32(d, o)[0] + 4
                 a1_0 = d[o + 4:o + n].decode()
                 o += n
-                w0 = _new(_K61)
+                w0 = _new(_K68)
                 w0._values = (a1_0,)
                 v.state = w0
             else:
@@ -10925,8 +11548,132 @@ def rTypeAudioContent(d: Buffer, o: int) -> Tuple[Any, int]:
     return v, o
 
 
-def rTypeBlobResourceContents(d: Buffer, o: int) -> Tuple[Any, int]:
+def rTypeBackgroundSubagent(d: Buffer, o: int) -> Tuple[Any, int]:
+    v = _new(_K22)
+    n = _U32(d, o)[0] + 4
+    v.session_id = d[o + 4:o + n].decode()
+    o += n
+    f = d[o]
+    o += 1
+    if f == 1:
+        n = _U32(d, o)[0] + 4
+        v.meta = d[o + 4:o + n].decode()
+        o += n
+    elif f == 0:
+        v.meta = None
+    else:
+        raise _InternalError('Unexpected flag byte for optional type')
+    return v, o
+
+
+def rTypeBackgroundTerminal(d: Buffer, o: int) -> Tuple[Any, int]:
+    v = _new(_K23)
+    n = _U32(d, o)[0] + 4
+    v.terminal_id = d[o + 4:o + n].decode()
+    o += n
+    f = d[o]
+    o += 1
+    if f == 1:
+        n = _U32(d, o)[0] + 4
+        v.meta = d[o + 4:o + n].decode()
+        o += n
+    elif f == 0:
+        v.meta = None
+    else:
+        raise _InternalError('Unexpected flag byte for optional type')
+    return v, o
+
+
+def rTypeBackgroundToolCall(d: Buffer, o: int) -> Tuple[Any, int]:
     v = _new(_K24)
+    n = _U32(d, o)[0] + 4
+    v.tool_call_id = d[o + 4:o + n].decode()
+    o += n
+    f = d[o]
+    o += 1
+    if f == 1:
+        n = _U32(d, o)[0] + 4
+        v.meta = d[o + 4:o + n].decode()
+        o += n
+    elif f == 0:
+        v.meta = None
+    else:
+        raise _InternalError('Unexpected flag byte for optional type')
+    return v, o
+
+
+def rTypeBackgroundWork(d: Buffer, o: int) -> Tuple[Any, int]:
+    t = _I32(d, o)[0]
+    o += 4
+    if t == 1:
+        w0 = _new(_K23)
+        n = _U32(d, o)[0] + 4
+        w0.terminal_id = d[o + 4:o + n].decode()
+        o += n
+        f = d[o]
+        o += 1
+        if f == 1:
+            n = _U32(d, o)[0] + 4
+            w0.meta = d[o + 4:o + n].decode()
+            o += n
+        elif f == 0:
+            w0.meta = None
+        else:
+            raise _InternalError('Unexpected flag byte for optional type')
+        a0_0 = w0
+        v = _new(_K127)
+        v._values = (a0_0,)
+        return v, o
+    elif t == 2:
+        w0 = _new(_K24)
+        n = _U32(d, o)[0] + 4
+        w0.tool_call_id = d[o + 4:o + n].decode()
+        o += n
+        f = d[o]
+        o += 1
+        if f == 1:
+            n = _U32(d, o)[0] + 4
+            w0.meta = d[o + 4:o + n].decode()
+            o += n
+        elif f == 0:
+            w0.meta = None
+        else:
+            raise _InternalError('Unexpected flag byte for optional type')
+        a0_0 = w0
+        v = _new(_K128)
+        v._values = (a0_0,)
+        return v, o
+    elif t == 3:
+        w0 = _new(_K22)
+        n = _U32(d, o)[0] + 4
+        w0.session_id = d[o + 4:o + n].decode()
+        o += n
+        f = d[o]
+        o += 1
+        if f == 1:
+            n = _U32(d, o)[0] + 4
+            w0.meta = d[o + 4:o + n].decode()
+            o += n
+        elif f == 0:
+            w0.meta = None
+        else:
+            raise _InternalError('Unexpected flag byte for optional type')
+        a0_0 = w0
+        v = _new(_K129)
+        v._values = (a0_0,)
+        return v, o
+    elif t == 4:
+        n = _U32(d, o)[0] + 4
+        a0_0 = d[o + 4:o + n].decode()
+        o += n
+        v = _new(_K130)
+        v._values = (a0_0,)
+        return v, o
+    raise _InternalError("Raw enum value doesn't match any cases")
+
+
+def rTypeBlobResourceContents(d: Buffer, o: int) -> Tuple[Any, int]:
+    v = _new(_K27)
     n = _U32(d, o)[0] + 4
     v.uri = d[o + 4:o + n].decode()
     o += n
@@ -10960,9 +11707,9 @@ def rTypeBreakPoint(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K260, o
+        return _K272, o
     elif t == 2:
-        return _K261, o
+        return _K273, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
@@ -10970,45 +11717,45 @@ def rTypeCallRejected(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K232)
+        v = _new(_K244)
         return v, o
     elif t == 2:
-        v = _new(_K233)
+        v = _new(_K245)
         return v, o
     elif t == 3:
-        v = _new(_K234)
+        v = _new(_K246)
         return v, o
     elif t == 4:
-        v = _new(_K235)
+        v = _new(_K247)
         return v, o
     elif t == 5:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K236)
+        v = _new(_K248)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
 def rTypeCancelRequestNotification(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K262)
+    v = _new(_K274)
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        w0 = _new(_K121)
+        w0 = _new(_K133)
         v.request_id = w0
     elif t0 == 2:
         a1_0 = _I64(d, o)[0]
         o += 8
-        w0 = _new(_K122)
+        w0 = _new(_K134)
         w0._values = (a1_0,)
         v.request_id = w0
     elif t0 == 3:
         n = _U32(d, o)[0] + 4
         a1_0 = d[o + 4:o + n].decode()
         o += n
-        w0 = _new(_K123)
+        w0 = _new(_K135)
         w0._values = (a1_0,)
         v.request_id = w0
     else:
@@ -11027,7 +11774,7 @@ def rTypeCancelRequestNotification(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeCancelSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K263)
+    v = _new(_K275)
     n = _U32(d, o)[0] + 4
     v.session_id = d[o + 4:o + n].decode()
     o += n
@@ -11045,7 +11792,7 @@ def rTypeCancelSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeCancelledPermissionOutcome(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K22)
+    v = _new(_K25)
     f = d[o]
     o += 1
     if f == 1:
@@ -11063,14 +11810,14 @@ def rTypeClearStyle(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K256, o
+        return _K268, o
     elif t == 2:
-        return _K257, o
+        return _K269, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
 def rTypeClientCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K89)
+    v = _new(_K96)
     f = d[o]
     o += 1
     if f == 1:
@@ -11085,7 +11832,7 @@ def rTypeClientCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeCloseSessionRequest(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K264)
+    v = _new(_K276)
     n = _U32(d, o)[0] + 4
     v.session_id = d[o + 4:o + n].decode()
     o += n
@@ -11103,7 +11850,7 @@ def rTypeCloseSessionRequest(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeCloseSessionResponse(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K265)
+    v = _new(_K277)
     f = d[o]
     o += 1
     if f == 1:
@@ -11118,8 +11865,8 @@ def rTypeCloseSessionResponse(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeConnectOptions(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K266)
-    w0 = _new(_K34)
+    v = _new(_K278)
+    w0 = _new(_K39)
     n = _U32(d, o)[0] + 4
     w0.name = d[o + 4:o + n].decode()
     o += n
@@ -11164,9 +11911,9 @@ def rTypeConnectionRole(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K267, o
+        return _K279, o
     elif t == 2:
-        return _K268, o
+        return _K280, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
@@ -11504,7 +12251,7 @@ def rTypeContentBlock(d: Buffer, o: int) -> Tuple[Any, int]:
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w2 = _new(_K23)
+            w2 = _new(_K26)
             n = _U32(d, o)[0] + 4
             w2.uri = d[o + 4:o + n].decode()
             o += n
@@ -11536,7 +12283,7 @@ def rTypeContentBlock(d: Buffer, o: int) -> Tuple[Any, int]:
             w1._values = (a2_0,)
             w0.resource = w1
         elif t1 == 2:
-            w2 = _new(_K24)
+            w2 = _new(_K27)
             n = _U32(d, o)[0] + 4
             w2.uri = d[o + 4:o + n].decode()
             o += n
@@ -11674,7 +12421,7 @@ def rTypeContentBlockListPatchMember(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeCost(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K85)
+    v = _new(_K92)
     v.amount = _F64(d, o)[0]
     o += 8
     n = _U32(d, o)[0] + 4
@@ -11698,7 +12445,7 @@ def rTypeEmbeddedResource(d: Buffer, o: int) -> Tuple[Any, int]:
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        w1 = _new(_K23)
+        w1 = _new(_K26)
         n = _U32(d, o)[0] + 4
         w1.uri = d[o + 4:o + n].decode()
         o += n
@@ -11730,7 +12477,7 @@ def rTypeEmbeddedResource(d: Buffer, o: int) -> Tuple[Any, int]:
         w0._values = (a1_0,)
         v.resource = w0
     elif t0 == 2:
-        w1 = _new(_K24)
+        w1 = _new(_K27)
         n = _U32(d, o)[0] + 4
         w1.uri = d[o + 4:o + n].decode()
         o += n
@@ -11826,7 +12573,7 @@ def rTypeEmbeddedResourceResource(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        w0 = _new(_K23)
+        w0 = _new(_K26)
         n = _U32(d, o)[0] + 4
         w0.uri = d[o + 4:o + n].decode()
         o += n
@@ -11858,7 +12605,7 @@ def rTypeEmbeddedResourceResource(d: Buffer, o: int) -> Tuple[Any, int]:
         v._values = (a0_0,)
         return v, o
     elif t == 2:
-        w0 = _new(_K24)
+        w0 = _new(_K27)
         n = _U32(d, o)[0] + 4
         w0.uri = d[o + 4:o + n].decode()
         o += n
@@ -11893,7 +12640,7 @@ def rTypeEmbeddedResourceResource(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeEnvVariable(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K119)
+    v = _new(_K131)
     n = _U32(d, o)[0] + 4
     v.name = d[o + 4:o + n].decode()
     o += n
@@ -11914,41 +12661,41 @@ def rTypeEnvVariable(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeErrorData(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K269)
+    v = _new(_K281)
     f = d[o]
     o += 1
     if f == 1:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K90)
+            w0 = _new(_K97)
             v.reason = w0
         elif t0 == 2:
-            w0 = _new(_K91)
+            w0 = _new(_K98)
             v.reason = w0
         elif t0 == 3:
-            w0 = _new(_K92)
+            w0 = _new(_K99)
             v.reason = w0
         elif t0 == 4:
-            w0 = _new(_K93)
+            w0 = _new(_K100)
             v.reason = w0
         elif t0 == 5:
-            w0 = _new(_K94)
+            w0 = _new(_K101)
             v.reason = w0
         elif t0 == 6:
-            w0 = _new(_K95)
+            w0 = _new(_K102)
             v.reason = w0
         elif t0 == 7:
-            w0 = _new(_K96)
+            w0 = _new(_K103)
             v.reason = w0
         elif t0 == 8:
-            w0 = _new(_K97)
+            w0 = _new(_K104)
             v.reason = w0
         elif t0 == 9:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K98)
+            w0 = _new(_K105)
             w0._values = (a1_0,)
             v.reason = w0
         else:
@@ -11994,34 +12741,34 @@ def rTypeErrorReason(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K90)
+        v = _new(_K97)
         return v, o
     elif t == 2:
-        v = _new(_K91)
+        v = _new(_K98)
         return v, o
     elif t == 3:
-        v = _new(_K92)
+        v = _new(_K99)
         return v, o
     elif t == 4:
-        v = _new(_K93)
+        v = _new(_K100)
         return v, o
     elif t == 5:
-        v = _new(_K94)
+        v = _new(_K101)
         return v, o
     elif t == 6:
-        v = _new(_K95)
+        v = _new(_K102)
         return v, o
     elif t == 7:
-        v = _new(_K96)
+        v = _new(_K103)
         return v, o
     elif t == 8:
-        v = _new(_K97)
+        v = _new(_K104)
         return v, o
     elif t == 9:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K98)
+        v = _new(_K105)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
@@ -12031,23 +12778,23 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K120)
+        v = _new(_K132)
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K121)
+            w0 = _new(_K133)
             v.request = w0
         elif t0 == 2:
             a1_0 = _I64(d, o)[0]
             o += 8
-            w0 = _new(_K122)
+            w0 = _new(_K134)
             w0._values = (a1_0,)
             v.request = w0
         elif t0 == 3:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K123)
+            w0 = _new(_K135)
             w0._values = (a1_0,)
             v.request = w0
         else:
@@ -12055,25 +12802,25 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            v.kind = _K124
+            v.kind = _K136
         elif t0 == 2:
-            v.kind = _K125
+            v.kind = _K137
         elif t0 == 3:
-            v.kind = _K126
+            v.kind = _K138
         elif t0 == 4:
-            v.kind = _K127
+            v.kind = _K139
         elif t0 == 5:
-            v.kind = _K128
+            v.kind = _K140
         elif t0 == 6:
-            v.kind = _K129
+            v.kind = _K141
         elif t0 == 7:
-            v.kind = _K130
+            v.kind = _K142
         elif t0 == 8:
-            v.kind = _K131
+            v.kind = _K143
         elif t0 == 9:
-            v.kind = _K132
+            v.kind = _K144
         elif t0 == 10:
-            v.kind = _K133
+            v.kind = _K145
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         f = d[o]
@@ -12089,7 +12836,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w1 = _new(_K135)
+            w1 = _new(_K147)
             w1.code = _I64(d, o)[0]
             o += 8
             n = _U32(d, o)[0] + 4
@@ -12101,34 +12848,34 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 t2 = _I32(d, o)[0]
                 o += 4
                 if t2 == 1:
-                    w2 = _new(_K90)
+                    w2 = _new(_K97)
                     w1.reason = w2
                 elif t2 == 2:
-                    w2 = _new(_K91)
+                    w2 = _new(_K98)
                     w1.reason = w2
                 elif t2 == 3:
-                    w2 = _new(_K92)
+                    w2 = _new(_K99)
                     w1.reason = w2
                 elif t2 == 4:
-                    w2 = _new(_K93)
+                    w2 = _new(_K100)
                     w1.reason = w2
                 elif t2 == 5:
-                    w2 = _new(_K94)
+                    w2 = _new(_K101)
                     w1.reason = w2
                 elif t2 == 6:
-                    w2 = _new(_K95)
+                    w2 = _new(_K102)
                     w1.reason = w2
                 elif t2 == 7:
-                    w2 = _new(_K96)
+                    w2 = _new(_K103)
                     w1.reason = w2
                 elif t2 == 8:
-                    w2 = _new(_K97)
+                    w2 = _new(_K104)
                     w1.reason = w2
                 elif t2 == 9:
                     n = _U32(d, o)[0] + 4
                     a3_0 = d[o + 4:o + n].decode()
                     o += n
-                    w2 = _new(_K98)
+                    w2 = _new(_K105)
                     w2._values = (a3_0,)
                     w1.reason = w2
                 else:
@@ -12158,14 +12905,14 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K134)
+            w0 = _new(_K146)
             w0._values = (a1_0,)
             v.outcome = w0
         elif t0 == 2:
-            w1 = _new(_K33)
+            w1 = _new(_K38)
             w1.protocol_version = _U16(d, o)[0]
             o += 2
-            w2 = _new(_K34)
+            w2 = _new(_K39)
             n = _U32(d, o)[0] + 4
             w2.name = d[o + 4:o + n].decode()
             o += n
@@ -12196,11 +12943,11 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             f = d[o]
             o += 1
             if f == 1:
-                w2 = _new(_K35)
+                w2 = _new(_K40)
                 f = d[o]
                 o += 1
                 if f == 1:
-                    w3 = _new(_K36)
+                    w3 = _new(_K41)
                     f = d[o]
                     o += 1
                     if f == 1:
@@ -12274,17 +13021,17 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K136)
+            w0 = _new(_K148)
             w0._values = (a1_0,)
             v.outcome = w0
         elif t0 == 3:
-            w0 = _new(_K137)
+            w0 = _new(_K149)
             n = _U32(d, o)[0] + 4
             w0.session_id = d[o + 4:o + n].decode()
             o += n
             v.outcome = w0
         elif t0 == 4:
-            w0 = _new(_K138)
+            w0 = _new(_K150)
             w0.sessions, o = rSequenceTypeSessionInfo(d, o)
             f = d[o]
             o += 1
@@ -12298,10 +13045,10 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 raise _InternalError('Unexpected flag byte for optional type')
             v.outcome = w0
         elif t0 == 5:
-            w0 = _new(_K139)
+            w0 = _new(_K151)
             v.outcome = w0
         elif t0 == 6:
-            w0 = _new(_K140)
+            w0 = _new(_K152)
             f = d[o]
             o += 1
             if f == 1:
@@ -12314,29 +13061,29 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 raise _InternalError('Unexpected flag byte for optional type')
             v.outcome = w0
         elif t0 == 7:
-            w0 = _new(_K141)
+            w0 = _new(_K153)
             v.outcome = w0
         elif t0 == 8:
-            w0 = _new(_K142)
+            w0 = _new(_K154)
             v.outcome = w0
         elif t0 == 9:
-            w0 = _new(_K143)
+            w0 = _new(_K155)
             v.outcome = w0
         elif t0 == 10:
-            w0 = _new(_K144)
+            w0 = _new(_K156)
             t1 = _I32(d, o)[0]
             o += 4
             if t1 == 1:
-                w1 = _new(_K145)
+                w1 = _new(_K157)
                 w0.status = w1
             elif t1 == 2:
-                w1 = _new(_K146)
+                w1 = _new(_K158)
                 w0.status = w1
             elif t1 == 3:
                 n = _U32(d, o)[0] + 4
                 a2_0 = d[o + 4:o + n].decode()
                 o += n
-                w1 = _new(_K147)
+                w1 = _new(_K159)
                 w1._values = (a2_0,)
                 w0.status = w1
             else:
@@ -12347,7 +13094,15 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 t1 = _I32(d, o)[0]
                 o += 4
                 if t1 == 1:
-                    w2 = _new(_K51)
+                    w2 = _new(_K56)
+                    f = d[o]
+                    o += 1
+                    if f == 1:
+                        w2.background, o = rSequenceTypeBackgroundWork(d, o)
+                    elif f == 0:
+                        w2.background = None
+                    else:
+                        raise _InternalError('Unexpected flag byte for optional type')
                     f = d[o]
                     o += 1
                     if f == 1:
@@ -12359,36 +13114,39 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a2_0 = w2
-                    w1 = _new(_K58)
+                    w1 = _new(_K63)
                     w1._values = (a2_0,)
                     w0.state = w1
                 elif t1 == 2:
-                    w2 = _new(_K25)
+                    w2 = _new(_K28)
                     f = d[o]
                     o += 1
                     if f == 1:
                         t3 = _I32(d, o)[0]
                         o += 4
                         if t3 == 1:
-                            w3 = _new(_K26)
-                            w2.stop_reason = w3
-                        elif t3 == 2:
-                            w3 = _new(_K27)
-                            w2.stop_reason = w3
-                        elif t3 == 3:
-                            w3 = _new(_K28)
-                            w2.stop_reason = w3
-                        elif t3 == 4:
                             w3 = _new(_K29)
                             w2.stop_reason = w3
-                        elif t3 == 5:
+                        elif t3 == 2:
                             w3 = _new(_K30)
                             w2.stop_reason = w3
+                        elif t3 == 3:
+                            w3 = _new(_K31)
+                            w2.stop_reason = w3
+                        elif t3 == 4:
+                            w3 = _new(_K32)
+                            w2.stop_reason = w3
+                        elif t3 == 5:
+                            w3 = _new(_K33)
+                            w2.stop_reason = w3
                         elif t3 == 6:
+                            w3 = _new(_K34)
+                            w2.stop_reason = w3
+                        elif t3 == 7:
                             n = _U32(d, o)[0] + 4
                             a4_0 = d[o + 4:o + n].decode()
                             o += n
-                            w3 = _new(_K31)
+                            w3 = _new(_K35)
                             w3._values = (a4_0,)
                             w2.stop_reason = w3
                         else:
@@ -12400,7 +13158,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     f = d[o]
                     o += 1
                     if f == 1:
-                        w3 = _new(_K32)
+                        w3 = _new(_K36)
                         w3.total_tokens = _U64(d, o)[0]
                         o += 8
                         w3.input_tokens = _U64(d, o)[0]
@@ -12452,19 +13210,35 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     f = d[o]
                     o += 1
                     if f == 1:
+                        w3 = _new(_K37)
+                        w3.code = _I32(d, o)[0]
+                        o += 4
                         n = _U32(d, o)[0] + 4
-                        w2.meta = d[o + 4:o + n].decode()
+                        w3.message = d[o + 4:o + n].decode()
                         o += n
+                        f = d[o]
+                        o += 1
+                        if f == 1:
+                            n = _U32(d, o)[0] + 4
+                            w3.data = d[o + 4:o + n].decode()
+                            o += n
+                        elif f == 0:
+                            w3.data = None
+                        else:
+                            raise _InternalError('Unexpected flag byte for optional type')
+                        w2.error = w3
                     elif f == 0:
-                        w2.meta = None
+                        w2.error = None
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
-                    a2_0 = w2
-                    w1 = _new(_K59)
-                    w1._values = (a2_0,)
-                    w0.state = w1
-                elif t1 == 3:
-                    w2 = _new(_K50)
+                    f = d[o]
+                    o += 1
+                    if f == 1:
+                        w2.background, o = rSequenceTypeBackgroundWork(d, o)
+                    elif f == 0:
+                        w2.background = None
+                    else:
+                        raise _InternalError('Unexpected flag byte for optional type')
                     f = d[o]
                     o += 1
                     if f == 1:
@@ -12476,14 +13250,62 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a2_0 = w2
-                    w1 = _new(_K60)
+                    w1 = _new(_K64)
+                    w1._values = (a2_0,)
+                    w0.state = w1
+                elif t1 == 3:
+                    w2 = _new(_K55)
+                    f = d[o]
+                    o += 1
+                    if f == 1:
+                        w2.background, o = rSequenceTypeBackgroundWork(d, o)
+                    elif f == 0:
+                        w2.background = None
+                    else:
+                        raise _InternalError('Unexpected flag byte for optional type')
+                    f = d[o]
+                    o += 1
+                    if f == 1:
+                        n = _U32(d, o)[0] + 4
+                        w2.meta = d[o + 4:o + n].decode()
+                        o += n
+                    elif f == 0:
+                        w2.meta = None
+                    else:
+                        raise _InternalError('Unexpected flag byte for optional type')
+                    a2_0 = w2
+                    w1 = _new(_K65)
                     w1._values = (a2_0,)
                     w0.state = w1
                 elif t1 == 4:
+                    w2 = _new(_K67)
+                    f = d[o]
+                    o += 1
+                    if f == 1:
+                        w2.background, o = rSequenceTypeBackgroundWork(d, o)
+                    elif f == 0:
+                        w2.background = None
+                    else:
+                        raise _InternalError('Unexpected flag byte for optional type')
+                    f = d[o]
+                    o += 1
+                    if f == 1:
+                        n = _U32(d, o)[0] + 4
+                        w2.meta = d[o + 4:o + n].decode()
+                        o += n
+                    elif f == 0:
+                        w2.meta = None
+                    else:
+                        raise _InternalError('Unexpected flag byte for optional type')
+                    a2_0 = w2
+                    w1 = _new(_K66)
+                    w1._values = (a2_0,)
+                    w0.state = w1
+                elif t1 == 5:
                     n = _U32(d, o)[0] + 4
                     a2_0 = d[o + 4:o + n].decode()
                     o += n
-                    w1 = _new(_K61)
+                    w1 = _new(_K68)
                     w1._values = (a2_0,)
                     w0.state = w1
                 else:
@@ -12497,7 +13319,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             raise _InternalError("Raw enum value doesn't match any cases")
         return v, o
     elif t == 2:
-        v = _new(_K148)
+        v = _new(_K160)
         n = _U32(d, o)[0] + 4
         v.session_id = d[o + 4:o + n].decode()
         o += n
@@ -12507,7 +13329,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             t1 = _I32(d, o)[0]
             o += 4
             if t1 == 1:
-                w2 = _new(_K86)
+                w2 = _new(_K93)
                 n = _U32(d, o)[0] + 4
                 w2.message_id = d[o + 4:o + n].decode()
                 o += n
@@ -12536,11 +13358,11 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K150)
+                w1 = _new(_K162)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 2:
-                w2 = _new(_K87)
+                w2 = _new(_K94)
                 n = _U32(d, o)[0] + 4
                 w2.message_id = d[o + 4:o + n].decode()
                 o += n
@@ -12591,7 +13413,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K151)
+                w1 = _new(_K163)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 3:
@@ -12624,7 +13446,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K152)
+                w1 = _new(_K164)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 4:
@@ -12679,7 +13501,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K153)
+                w1 = _new(_K165)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 5:
@@ -12705,7 +13527,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K154)
+                w1 = _new(_K166)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 6:
@@ -12738,7 +13560,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K155)
+                w1 = _new(_K167)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 7:
@@ -12793,14 +13615,22 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K156)
+                w1 = _new(_K168)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 8:
                 t2 = _I32(d, o)[0]
                 o += 4
                 if t2 == 1:
-                    w3 = _new(_K51)
+                    w3 = _new(_K56)
+                    f = d[o]
+                    o += 1
+                    if f == 1:
+                        w3.background, o = rSequenceTypeBackgroundWork(d, o)
+                    elif f == 0:
+                        w3.background = None
+                    else:
+                        raise _InternalError('Unexpected flag byte for optional type')
                     f = d[o]
                     o += 1
                     if f == 1:
@@ -12812,11 +13642,11 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K58)
+                    w2 = _new(_K63)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 2:
-                    w3 = _new(_K25)
+                    w3 = _new(_K28)
                     f = d[o]
                     o += 1
                     if f == 1:
@@ -12836,19 +13666,19 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     f = d[o]
                     o += 1
                     if f == 1:
-                        n = _U32(d, o)[0] + 4
-                        w3.meta = d[o + 4:o + n].decode()
-                        o += n
+                        w3.error, o = rTypeTurnFailure(d, o)
                     elif f == 0:
-                        w3.meta = None
+                        w3.error = None
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
-                    a3_0 = w3
-                    w2 = _new(_K59)
-                    w2._values = (a3_0,)
-                    a2_0 = w2
-                elif t2 == 3:
-                    w3 = _new(_K50)
+                    f = d[o]
+                    o += 1
+                    if f == 1:
+                        w3.background, o = rSequenceTypeBackgroundWork(d, o)
+                    elif f == 0:
+                        w3.background = None
+                    else:
+                        raise _InternalError('Unexpected flag byte for optional type')
                     f = d[o]
                     o += 1
                     if f == 1:
@@ -12860,23 +13690,71 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K60)
+                    w2 = _new(_K64)
+                    w2._values = (a3_0,)
+                    a2_0 = w2
+                elif t2 == 3:
+                    w3 = _new(_K55)
+                    f = d[o]
+                    o += 1
+                    if f == 1:
+                        w3.background, o = rSequenceTypeBackgroundWork(d, o)
+                    elif f == 0:
+                        w3.background = None
+                    else:
+                        raise _InternalError('Unexpected flag byte for optional type')
+                    f = d[o]
+                    o += 1
+                    if f == 1:
+                        n = _U32(d, o)[0] + 4
+                        w3.meta = d[o + 4:o + n].decode()
+                        o += n
+                    elif f == 0:
+                        w3.meta = None
+                    else:
+                        raise _InternalError('Unexpected flag byte for optional type')
+                    a3_0 = w3
+                    w2 = _new(_K65)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 4:
+                    w3 = _new(_K67)
+                    f = d[o]
+                    o += 1
+                    if f == 1:
+                        w3.background, o = rSequenceTypeBackgroundWork(d, o)
+                    elif f == 0:
+                        w3.background = None
+                    else:
+                        raise _InternalError('Unexpected flag byte for optional type')
+                    f = d[o]
+                    o += 1
+                    if f == 1:
+                        n = _U32(d, o)[0] + 4
+                        w3.meta = d[o + 4:o + n].decode()
+                        o += n
+                    elif f == 0:
+                        w3.meta = None
+                    else:
+                        raise _InternalError('Unexpected flag byte for optional type')
+                    a3_0 = w3
+                    w2 = _new(_K66)
+                    w2._values = (a3_0,)
+                    a2_0 = w2
+                elif t2 == 5:
                     n = _U32(d, o)[0] + 4
                     a3_0 = d[o + 4:o + n].decode()
                     o += n
-                    w2 = _new(_K61)
+                    w2 = _new(_K68)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 else:
                     raise _InternalError("Raw enum value doesn't match any cases")
-                w1 = _new(_K157)
+                w1 = _new(_K169)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 9:
-                w2 = _new(_K66)
+                w2 = _new(_K73)
                 n = _U32(d, o)[0] + 4
                 w2.tool_call_id = d[o + 4:o + n].decode()
                 o += n
@@ -12906,40 +13784,40 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     t3 = _I32(d, o)[0]
                     o += 4
                     if t3 == 1:
-                        w3 = _new(_K67)
-                        w2.kind = w3
-                    elif t3 == 2:
-                        w3 = _new(_K68)
-                        w2.kind = w3
-                    elif t3 == 3:
-                        w3 = _new(_K69)
-                        w2.kind = w3
-                    elif t3 == 4:
-                        w3 = _new(_K70)
-                        w2.kind = w3
-                    elif t3 == 5:
-                        w3 = _new(_K71)
-                        w2.kind = w3
-                    elif t3 == 6:
-                        w3 = _new(_K72)
-                        w2.kind = w3
-                    elif t3 == 7:
-                        w3 = _new(_K73)
-                        w2.kind = w3
-                    elif t3 == 8:
                         w3 = _new(_K74)
                         w2.kind = w3
-                    elif t3 == 9:
+                    elif t3 == 2:
                         w3 = _new(_K75)
                         w2.kind = w3
-                    elif t3 == 10:
+                    elif t3 == 3:
                         w3 = _new(_K76)
+                        w2.kind = w3
+                    elif t3 == 4:
+                        w3 = _new(_K77)
+                        w2.kind = w3
+                    elif t3 == 5:
+                        w3 = _new(_K78)
+                        w2.kind = w3
+                    elif t3 == 6:
+                        w3 = _new(_K79)
+                        w2.kind = w3
+                    elif t3 == 7:
+                        w3 = _new(_K80)
+                        w2.kind = w3
+                    elif t3 == 8:
+                        w3 = _new(_K81)
+                        w2.kind = w3
+                    elif t3 == 9:
+                        w3 = _new(_K82)
+                        w2.kind = w3
+                    elif t3 == 10:
+                        w3 = _new(_K83)
                         w2.kind = w3
                     elif t3 == 11:
                         n = _U32(d, o)[0] + 4
                         a4_0 = d[o + 4:o + n].decode()
                         o += n
-                        w3 = _new(_K77)
+                        w3 = _new(_K84)
                         w3._values = (a4_0,)
                         w2.kind = w3
                     else:
@@ -12954,25 +13832,25 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     t3 = _I32(d, o)[0]
                     o += 4
                     if t3 == 1:
-                        w3 = _new(_K78)
+                        w3 = _new(_K85)
                         w2.status = w3
                     elif t3 == 2:
-                        w3 = _new(_K79)
+                        w3 = _new(_K86)
                         w2.status = w3
                     elif t3 == 3:
-                        w3 = _new(_K80)
+                        w3 = _new(_K87)
                         w2.status = w3
                     elif t3 == 4:
-                        w3 = _new(_K81)
+                        w3 = _new(_K88)
                         w2.status = w3
                     elif t3 == 5:
-                        w3 = _new(_K82)
+                        w3 = _new(_K89)
                         w2.status = w3
                     elif t3 == 6:
                         n = _U32(d, o)[0] + 4
                         a4_0 = d[o + 4:o + n].decode()
                         o += n
-                        w3 = _new(_K83)
+                        w3 = _new(_K90)
                         w3._values = (a4_0,)
                         w2.status = w3
                     else:
@@ -13028,11 +13906,11 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K158)
+                w1 = _new(_K170)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 10:
-                w2 = _new(_K63)
+                w2 = _new(_K70)
                 n = _U32(d, o)[0] + 4
                 w2.tool_call_id = d[o + 4:o + n].decode()
                 o += n
@@ -13040,14 +13918,14 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 o += 4
                 if t3 == 1:
                     a4_0, o = rTypeToolCallContentBlock(d, o)
-                    w3 = _new(_K64)
+                    w3 = _new(_K71)
                     w3._values = (a4_0,)
                     w2.content = w3
                 elif t3 == 2:
                     n = _U32(d, o)[0] + 4
                     a4_0 = d[o + 4:o + n].decode()
                     o += n
-                    w3 = _new(_K65)
+                    w3 = _new(_K72)
                     w3._values = (a4_0,)
                     w2.content = w3
                 else:
@@ -13063,23 +13941,23 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K159)
+                w1 = _new(_K171)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 11:
-                w2 = _new(_K45)
+                w2 = _new(_K50)
                 t3 = _I32(d, o)[0]
                 o += 4
                 if t3 == 1:
                     a4_0, o = rTypePlanItems(d, o)
-                    w3 = _new(_K46)
+                    w3 = _new(_K51)
                     w3._values = (a4_0,)
                     w2.plan = w3
                 elif t3 == 2:
                     n = _U32(d, o)[0] + 4
                     a4_0 = d[o + 4:o + n].decode()
                     o += n
-                    w3 = _new(_K47)
+                    w3 = _new(_K52)
                     w3._values = (a4_0,)
                     w2.plan = w3
                 else:
@@ -13095,11 +13973,11 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K160)
+                w1 = _new(_K172)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 12:
-                w2 = _new(_K84)
+                w2 = _new(_K91)
                 w2.used = _U64(d, o)[0]
                 o += 8
                 w2.size = _U64(d, o)[0]
@@ -13107,7 +13985,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 f = d[o]
                 o += 1
                 if f == 1:
-                    w3 = _new(_K85)
+                    w3 = _new(_K92)
                     w3.amount = _F64(d, o)[0]
                     o += 8
                     n = _U32(d, o)[0] + 4
@@ -13139,21 +14017,21 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K161)
+                w1 = _new(_K173)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 13:
-                w2 = _new(_K54)
+                w2 = _new(_K59)
                 t3 = _I32(d, o)[0]
                 o += 4
                 if t3 == 1:
-                    w3 = _new(_K55)
+                    w3 = _new(_K60)
                     w2.title = w3
                 elif t3 == 2:
-                    w3 = _new(_K56)
+                    w3 = _new(_K61)
                     w2.title = w3
                 elif t3 == 3:
-                    w3 = _new(_K57)
+                    w3 = _new(_K62)
                     n = _U32(d, o)[0] + 4
                     w3.value = d[o + 4:o + n].decode()
                     o += n
@@ -13163,13 +14041,13 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 t3 = _I32(d, o)[0]
                 o += 4
                 if t3 == 1:
-                    w3 = _new(_K55)
+                    w3 = _new(_K60)
                     w2.updated_at = w3
                 elif t3 == 2:
-                    w3 = _new(_K56)
+                    w3 = _new(_K61)
                     w2.updated_at = w3
                 elif t3 == 3:
-                    w3 = _new(_K57)
+                    w3 = _new(_K62)
                     n = _U32(d, o)[0] + 4
                     w3.value = d[o + 4:o + n].decode()
                     o += n
@@ -13187,11 +14065,11 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K162)
+                w1 = _new(_K174)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 14:
-                w2 = _new(_K43)
+                w2 = _new(_K48)
                 w2.pending, o = rSequenceTypePendingInject(d, o)
                 f = d[o]
                 o += 1
@@ -13204,11 +14082,11 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K163)
+                w1 = _new(_K175)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 15:
-                w2 = _new(_K53)
+                w2 = _new(_K58)
                 f = d[o]
                 o += 1
                 if f == 1:
@@ -13220,23 +14098,23 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K164)
+                w1 = _new(_K176)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 16:
                 n = _U32(d, o)[0] + 4
                 a2_0 = d[o + 4:o + n].decode()
                 o += n
-                w1 = _new(_K165)
+                w1 = _new(_K177)
                 w1._values = (a2_0,)
                 a1_0 = w1
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
-            w0 = _new(_K149)
+            w0 = _new(_K161)
             w0._values = (a1_0,)
             v.event = w0
         elif t0 == 2:
-            w1 = _new(_K167)
+            w1 = _new(_K179)
             f = d[o]
             o += 1
             if f == 1:
@@ -13250,35 +14128,35 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             t2 = _I32(d, o)[0]
             o += 4
             if t2 == 1:
-                w1.mode = _K168
+                w1.mode = _K180
             elif t2 == 2:
-                w1.mode = _K169
+                w1.mode = _K181
             elif t2 == 3:
-                w1.mode = _K170
+                w1.mode = _K182
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
             t2 = _I32(d, o)[0]
             o += 4
             if t2 == 1:
-                w1.status = _K99
+                w1.status = _K106
             elif t2 == 2:
-                w1.status = _K100
+                w1.status = _K107
             elif t2 == 3:
-                w1.status = _K101
+                w1.status = _K108
             elif t2 == 4:
-                w1.status = _K102
+                w1.status = _K109
             elif t2 == 5:
-                w1.status = _K103
+                w1.status = _K110
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
             w1.content, o = rSequenceTypeContentBlock(d, o)
             w1.superseded, o = rSequenceSequenceTypeContentBlock(d, o)
             a1_0 = w1
-            w0 = _new(_K166)
+            w0 = _new(_K178)
             w0._values = (a1_0,)
             v.event = w0
         elif t0 == 3:
-            w1 = _new(_K172)
+            w1 = _new(_K184)
             n = _U32(d, o)[0] + 4
             w1.rule = d[o + 4:o + n].decode()
             o += n
@@ -13286,43 +14164,43 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             w1.message_id = d[o + 4:o + n].decode()
             o += n
             a1_0 = w1
-            w0 = _new(_K171)
+            w0 = _new(_K183)
             w0._values = (a1_0,)
             v.event = w0
         elif t0 == 4:
-            w0 = _new(_K173)
+            w0 = _new(_K185)
             v.event = w0
         elif t0 == 5:
             a1_0, o = rSequenceString(d, o)
-            w0 = _new(_K174)
+            w0 = _new(_K186)
             w0._values = (a1_0,)
             v.event = w0
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         return v, o
     elif t == 3:
-        v = _new(_K175)
+        v = _new(_K187)
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K121)
+            w0 = _new(_K133)
             v.request = w0
         elif t0 == 2:
             a1_0 = _I64(d, o)[0]
             o += 8
-            w0 = _new(_K122)
+            w0 = _new(_K134)
             w0._values = (a1_0,)
             v.request = w0
         elif t0 == 3:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K123)
+            w0 = _new(_K135)
             w0._values = (a1_0,)
             v.request = w0
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
-        w0 = _new(_K49)
+        w0 = _new(_K54)
         n = _U32(d, o)[0] + 4
         w0.session_id = d[o + 4:o + n].decode()
         o += n
@@ -13363,7 +14241,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
         v.params = w0
         return v, o
     elif t == 4:
-        v = _new(_K176)
+        v = _new(_K188)
         n = _U32(d, o)[0] + 4
         v.detail = d[o + 4:o + n].decode()
         o += n
@@ -13375,18 +14253,18 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K177)
+        v = _new(_K189)
         n = _U32(d, o)[0] + 4
         v.message_id = d[o + 4:o + n].decode()
         o += n
         v.content, o = rSequenceTypeContentBlock(d, o)
         return v, o
     elif t == 2:
-        v = _new(_K178)
+        v = _new(_K190)
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w1 = _new(_K86)
+            w1 = _new(_K93)
             n = _U32(d, o)[0] + 4
             w1.message_id = d[o + 4:o + n].decode()
             o += n
@@ -13415,11 +14293,11 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K150)
+            w0 = _new(_K162)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 2:
-            w1 = _new(_K87)
+            w1 = _new(_K94)
             n = _U32(d, o)[0] + 4
             w1.message_id = d[o + 4:o + n].decode()
             o += n
@@ -13644,7 +14522,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K151)
+            w0 = _new(_K163)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 3:
@@ -13677,7 +14555,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K152)
+            w0 = _new(_K164)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 4:
@@ -13906,7 +14784,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K153)
+            w0 = _new(_K165)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 5:
@@ -13932,7 +14810,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K154)
+            w0 = _new(_K166)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 6:
@@ -13965,7 +14843,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K155)
+            w0 = _new(_K167)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 7:
@@ -14194,14 +15072,22 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K156)
+            w0 = _new(_K168)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 8:
             t1 = _I32(d, o)[0]
             o += 4
             if t1 == 1:
-                w2 = _new(_K51)
+                w2 = _new(_K56)
+                f = d[o]
+                o += 1
+                if f == 1:
+                    w2.background, o = rSequenceTypeBackgroundWork(d, o)
+                elif f == 0:
+                    w2.background = None
+                else:
+                    raise _InternalError('Unexpected flag byte for optional type')
                 f = d[o]
                 o += 1
                 if f == 1:
@@ -14213,36 +15099,39 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K58)
+                w1 = _new(_K63)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 2:
-                w2 = _new(_K25)
+                w2 = _new(_K28)
                 f = d[o]
                 o += 1
                 if f == 1:
                     t3 = _I32(d, o)[0]
                     o += 4
                     if t3 == 1:
-                        w3 = _new(_K26)
-                        w2.stop_reason = w3
-                    elif t3 == 2:
-                        w3 = _new(_K27)
-                        w2.stop_reason = w3
-                    elif t3 == 3:
-                        w3 = _new(_K28)
-                        w2.stop_reason = w3
-                    elif t3 == 4:
                         w3 = _new(_K29)
                         w2.stop_reason = w3
-                    elif t3 == 5:
+                    elif t3 == 2:
                         w3 = _new(_K30)
                         w2.stop_reason = w3
+                    elif t3 == 3:
+                        w3 = _new(_K31)
+                        w2.stop_reason = w3
+                    elif t3 == 4:
+                        w3 = _new(_K32)
+                        w2.stop_reason = w3
+                    elif t3 == 5:
+                        w3 = _new(_K33)
+                        w2.stop_reason = w3
                     elif t3 == 6:
+                        w3 = _new(_K34)
+                        w2.stop_reason = w3
+                    elif t3 == 7:
                         n = _U32(d, o)[0] + 4
                         a4_0 = d[o + 4:o + n].decode()
                         o += n
-                        w3 = _new(_K31)
+                        w3 = _new(_K35)
                         w3._values = (a4_0,)
                         w2.stop_reason = w3
                     else:
@@ -14254,7 +15143,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 f = d[o]
                 o += 1
                 if f == 1:
-                    w3 = _new(_K32)
+                    w3 = _new(_K36)
                     w3.total_tokens = _U64(d, o)[0]
                     o += 8
                     w3.input_tokens = _U64(d, o)[0]
@@ -14306,19 +15195,35 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 f = d[o]
                 o += 1
                 if f == 1:
+                    w3 = _new(_K37)
+                    w3.code = _I32(d, o)[0]
+                    o += 4
                     n = _U32(d, o)[0] + 4
-                    w2.meta = d[o + 4:o + n].decode()
+                    w3.message = d[o + 4:o + n].decode()
                     o += n
+                    f = d[o]
+                    o += 1
+                    if f == 1:
+                        n = _U32(d, o)[0] + 4
+                        w3.data = d[o + 4:o + n].decode()
+                        o += n
+                    elif f == 0:
+                        w3.data = None
+                    else:
+                        raise _InternalError('Unexpected flag byte for optional type')
+                    w2.error = w3
                 elif f == 0:
-                    w2.meta = None
+                    w2.error = None
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
-                a2_0 = w2
-                w1 = _new(_K59)
-                w1._values = (a2_0,)
-                a1_0 = w1
-            elif t1 == 3:
-                w2 = _new(_K50)
+                f = d[o]
+                o += 1
+                if f == 1:
+                    w2.background, o = rSequenceTypeBackgroundWork(d, o)
+                elif f == 0:
+                    w2.background = None
+                else:
+                    raise _InternalError('Unexpected flag byte for optional type')
                 f = d[o]
                 o += 1
                 if f == 1:
@@ -14330,23 +15235,71 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K60)
+                w1 = _new(_K64)
+                w1._values = (a2_0,)
+                a1_0 = w1
+            elif t1 == 3:
+                w2 = _new(_K55)
+                f = d[o]
+                o += 1
+                if f == 1:
+                    w2.background, o = rSequenceTypeBackgroundWork(d, o)
+                elif f == 0:
+                    w2.background = None
+                else:
+                    raise _InternalError('Unexpected flag byte for optional type')
+                f = d[o]
+                o += 1
+                if f == 1:
+                    n = _U32(d, o)[0] + 4
+                    w2.meta = d[o + 4:o + n].decode()
+                    o += n
+                elif f == 0:
+                    w2.meta = None
+                else:
+                    raise _InternalError('Unexpected flag byte for optional type')
+                a2_0 = w2
+                w1 = _new(_K65)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 4:
+                w2 = _new(_K67)
+                f = d[o]
+                o += 1
+                if f == 1:
+                    w2.background, o = rSequenceTypeBackgroundWork(d, o)
+                elif f == 0:
+                    w2.background = None
+                else:
+                    raise _InternalError('Unexpected flag byte for optional type')
+                f = d[o]
+                o += 1
+                if f == 1:
+                    n = _U32(d, o)[0] + 4
+                    w2.meta = d[o + 4:o + n].decode()
+                    o += n
+                elif f == 0:
+                    w2.meta = None
+                else:
+                    raise _InternalError('Unexpected flag byte for optional type')
+                a2_0 = w2
+                w1 = _new(_K66)
+                w1._values = (a2_0,)
+                a1_0 = w1
+            elif t1 == 5:
                 n = _U32(d, o)[0] + 4
                 a2_0 = d[o + 4:o + n].decode()
                 o += n
-                w1 = _new(_K61)
+                w1 = _new(_K68)
                 w1._values = (a2_0,)
                 a1_0 = w1
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
-            w0 = _new(_K157)
+            w0 = _new(_K169)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 9:
-            w1 = _new(_K66)
+            w1 = _new(_K73)
             n = _U32(d, o)[0] + 4
             w1.tool_call_id = d[o + 4:o + n].decode()
             o += n
@@ -14376,40 +15329,40 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 t2 = _I32(d, o)[0]
                 o += 4
                 if t2 == 1:
-                    w2 = _new(_K67)
-                    w1.kind = w2
-                elif t2 == 2:
-                    w2 = _new(_K68)
-                    w1.kind = w2
-                elif t2 == 3:
-                    w2 = _new(_K69)
-                    w1.kind = w2
-                elif t2 == 4:
-                    w2 = _new(_K70)
-                    w1.kind = w2
-                elif t2 == 5:
-                    w2 = _new(_K71)
-                    w1.kind = w2
-                elif t2 == 6:
-                    w2 = _new(_K72)
-                    w1.kind = w2
-                elif t2 == 7:
-                    w2 = _new(_K73)
-                    w1.kind = w2
-                elif t2 == 8:
                     w2 = _new(_K74)
                     w1.kind = w2
-                elif t2 == 9:
+                elif t2 == 2:
                     w2 = _new(_K75)
                     w1.kind = w2
-                elif t2 == 10:
+                elif t2 == 3:
                     w2 = _new(_K76)
+                    w1.kind = w2
+                elif t2 == 4:
+                    w2 = _new(_K77)
+                    w1.kind = w2
+                elif t2 == 5:
+                    w2 = _new(_K78)
+                    w1.kind = w2
+                elif t2 == 6:
+                    w2 = _new(_K79)
+                    w1.kind = w2
+                elif t2 == 7:
+                    w2 = _new(_K80)
+                    w1.kind = w2
+                elif t2 == 8:
+                    w2 = _new(_K81)
+                    w1.kind = w2
+                elif t2 == 9:
+                    w2 = _new(_K82)
+                    w1.kind = w2
+                elif t2 == 10:
+                    w2 = _new(_K83)
                     w1.kind = w2
                 elif t2 == 11:
                     n = _U32(d, o)[0] + 4
                     a3_0 = d[o + 4:o + n].decode()
                     o += n
-                    w2 = _new(_K77)
+                    w2 = _new(_K84)
                     w2._values = (a3_0,)
                     w1.kind = w2
                 else:
@@ -14424,25 +15377,25 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 t2 = _I32(d, o)[0]
                 o += 4
                 if t2 == 1:
-                    w2 = _new(_K78)
+                    w2 = _new(_K85)
                     w1.status = w2
                 elif t2 == 2:
-                    w2 = _new(_K79)
+                    w2 = _new(_K86)
                     w1.status = w2
                 elif t2 == 3:
-                    w2 = _new(_K80)
+                    w2 = _new(_K87)
                     w1.status = w2
                 elif t2 == 4:
-                    w2 = _new(_K81)
+                    w2 = _new(_K88)
                     w1.status = w2
                 elif t2 == 5:
-                    w2 = _new(_K82)
+                    w2 = _new(_K89)
                     w1.status = w2
                 elif t2 == 6:
                     n = _U32(d, o)[0] + 4
                     a3_0 = d[o + 4:o + n].decode()
                     o += n
-                    w2 = _new(_K83)
+                    w2 = _new(_K90)
                     w2._values = (a3_0,)
                     w1.status = w2
                 else:
@@ -14498,18 +15451,18 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K158)
+            w0 = _new(_K170)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 10:
-            w1 = _new(_K63)
+            w1 = _new(_K70)
             n = _U32(d, o)[0] + 4
             w1.tool_call_id = d[o + 4:o + n].decode()
             o += n
             t2 = _I32(d, o)[0]
             o += 4
             if t2 == 1:
-                w3 = _new(_K62)
+                w3 = _new(_K69)
                 w3.content, o = rTypeContentBlock(d, o)
                 f = d[o]
                 o += 1
@@ -14522,14 +15475,14 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a3_0 = w3
-                w2 = _new(_K64)
+                w2 = _new(_K71)
                 w2._values = (a3_0,)
                 w1.content = w2
             elif t2 == 2:
                 n = _U32(d, o)[0] + 4
                 a3_0 = d[o + 4:o + n].decode()
                 o += n
-                w2 = _new(_K65)
+                w2 = _new(_K72)
                 w2._values = (a3_0,)
                 w1.content = w2
             else:
@@ -14545,15 +15498,15 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K159)
+            w0 = _new(_K171)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 11:
-            w1 = _new(_K45)
+            w1 = _new(_K50)
             t2 = _I32(d, o)[0]
             o += 4
             if t2 == 1:
-                w3 = _new(_K44)
+                w3 = _new(_K49)
                 n = _U32(d, o)[0] + 4
                 w3.plan_id = d[o + 4:o + n].decode()
                 o += n
@@ -14569,14 +15522,14 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a3_0 = w3
-                w2 = _new(_K46)
+                w2 = _new(_K51)
                 w2._values = (a3_0,)
                 w1.plan = w2
             elif t2 == 2:
                 n = _U32(d, o)[0] + 4
                 a3_0 = d[o + 4:o + n].decode()
                 o += n
-                w2 = _new(_K47)
+                w2 = _new(_K52)
                 w2._values = (a3_0,)
                 w1.plan = w2
             else:
@@ -14592,11 +15545,11 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K160)
+            w0 = _new(_K172)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 12:
-            w1 = _new(_K84)
+            w1 = _new(_K91)
             w1.used = _U64(d, o)[0]
             o += 8
             w1.size = _U64(d, o)[0]
@@ -14604,7 +15557,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             f = d[o]
             o += 1
             if f == 1:
-                w2 = _new(_K85)
+                w2 = _new(_K92)
                 w2.amount = _F64(d, o)[0]
                 o += 8
                 n = _U32(d, o)[0] + 4
@@ -14636,21 +15589,21 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K161)
+            w0 = _new(_K173)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 13:
-            w1 = _new(_K54)
+            w1 = _new(_K59)
             t2 = _I32(d, o)[0]
             o += 4
             if t2 == 1:
-                w2 = _new(_K55)
+                w2 = _new(_K60)
                 w1.title = w2
             elif t2 == 2:
-                w2 = _new(_K56)
+                w2 = _new(_K61)
                 w1.title = w2
             elif t2 == 3:
-                w2 = _new(_K57)
+                w2 = _new(_K62)
                 n = _U32(d, o)[0] + 4
                 w2.value = d[o + 4:o + n].decode()
                 o += n
@@ -14660,13 +15613,13 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             t2 = _I32(d, o)[0]
             o += 4
             if t2 == 1:
-                w2 = _new(_K55)
+                w2 = _new(_K60)
                 w1.updated_at = w2
             elif t2 == 2:
-                w2 = _new(_K56)
+                w2 = _new(_K61)
                 w1.updated_at = w2
             elif t2 == 3:
-                w2 = _new(_K57)
+                w2 = _new(_K62)
                 n = _U32(d, o)[0] + 4
                 w2.value = d[o + 4:o + n].decode()
                 o += n
@@ -14684,11 +15637,11 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K162)
+            w0 = _new(_K174)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 14:
-            w1 = _new(_K43)
+            w1 = _new(_K48)
             w1.pending, o = rSequenceTypePendingInject(d, o)
             f = d[o]
             o += 1
@@ -14701,11 +15654,11 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K163)
+            w0 = _new(_K175)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 15:
-            w1 = _new(_K53)
+            w1 = _new(_K58)
             f = d[o]
             o += 1
             if f == 1:
@@ -14717,14 +15670,14 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K164)
+            w0 = _new(_K176)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 16:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K165)
+            w0 = _new(_K177)
             w0._values = (a1_0,)
             v.update = w0
         else:
@@ -14737,35 +15690,35 @@ def rTypeHostError(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K238)
+        v = _new(_K250)
         return v, o
     elif t == 2:
-        v = _new(_K239)
+        v = _new(_K251)
         return v, o
     elif t == 3:
-        v = _new(_K240)
+        v = _new(_K252)
         return v, o
     elif t == 4:
-        v = _new(_K241)
+        v = _new(_K253)
         return v, o
     elif t == 5:
-        v = _new(_K242)
+        v = _new(_K254)
         return v, o
     elif t == 6:
-        v = _new(_K243)
+        v = _new(_K255)
         return v, o
     elif t == 7:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K244)
+        v = _new(_K256)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
 def rTypeHttpHeader(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K179)
+    v = _new(_K191)
     n = _U32(d, o)[0] + 4
     v.name = d[o + 4:o + n].decode()
     o += n
@@ -14786,32 +15739,35 @@ def rTypeHttpHeader(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeIdleStateUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K25)
+    v = _new(_K28)
     f = d[o]
     o += 1
     if f == 1:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K26)
-            v.stop_reason = w0
-        elif t0 == 2:
-            w0 = _new(_K27)
-            v.stop_reason = w0
-        elif t0 == 3:
-            w0 = _new(_K28)
-            v.stop_reason = w0
-        elif t0 == 4:
             w0 = _new(_K29)
             v.stop_reason = w0
-        elif t0 == 5:
+        elif t0 == 2:
             w0 = _new(_K30)
             v.stop_reason = w0
+        elif t0 == 3:
+            w0 = _new(_K31)
+            v.stop_reason = w0
+        elif t0 == 4:
+            w0 = _new(_K32)
+            v.stop_reason = w0
+        elif t0 == 5:
+            w0 = _new(_K33)
+            v.stop_reason = w0
         elif t0 == 6:
+            w0 = _new(_K34)
+            v.stop_reason = w0
+        elif t0 == 7:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K31)
+            w0 = _new(_K35)
             w0._values = (a1_0,)
             v.stop_reason = w0
         else:
@@ -14823,7 +15779,7 @@ def rTypeIdleStateUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
     f = d[o]
     o += 1
     if f == 1:
-        w0 = _new(_K32)
+        w0 = _new(_K36)
         w0.total_tokens = _U64(d, o)[0]
         o += 8
         w0.input_tokens = _U64(d, o)[0]
@@ -14870,6 +15826,38 @@ def rTypeIdleStateUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         v.usage = w0
     elif f == 0:
         v.usage = None
+    else:
+        raise _InternalError('Unexpected flag byte for optional type')
+    f = d[o]
+    o += 1
+    if f == 1:
+        w0 = _new(_K37)
+        w0.code = _I32(d, o)[0]
+        o += 4
+        n = _U32(d, o)[0] + 4
+        w0.message = d[o + 4:o + n].decode()
+        o += n
+        f = d[o]
+        o += 1
+        if f == 1:
+            n = _U32(d, o)[0] + 4
+            w0.data = d[o + 4:o + n].decode()
+            o += n
+        elif f == 0:
+            w0.data = None
+        else:
+            raise _InternalError('Unexpected flag byte for optional type')
+        v.error = w0
+    elif f == 0:
+        v.error = None
+    else:
+        raise _InternalError('Unexpected flag byte for optional type')
+    f = d[o]
+    o += 1
+    if f == 1:
+        v.background, o = rSequenceTypeBackgroundWork(d, o)
+    elif f == 0:
+        v.background = None
     else:
         raise _InternalError('Unexpected flag byte for optional type')
     f = d[o]
@@ -14963,7 +15951,7 @@ def rTypeImageContent(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeImplementation(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K34)
+    v = _new(_K39)
     n = _U32(d, o)[0] + 4
     v.name = d[o + 4:o + n].decode()
     o += n
@@ -14994,10 +15982,10 @@ def rTypeImplementation(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeInitializeRequest(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K270)
+    v = _new(_K282)
     v.protocol_version = _U16(d, o)[0]
     o += 2
-    w0 = _new(_K34)
+    w0 = _new(_K39)
     n = _U32(d, o)[0] + 4
     w0.name = d[o + 4:o + n].decode()
     o += n
@@ -15028,7 +16016,7 @@ def rTypeInitializeRequest(d: Buffer, o: int) -> Tuple[Any, int]:
     f = d[o]
     o += 1
     if f == 1:
-        w0 = _new(_K89)
+        w0 = _new(_K96)
         f = d[o]
         o += 1
         if f == 1:
@@ -15058,10 +16046,10 @@ def rTypeInitializeRequest(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeInitializeResponse(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K33)
+    v = _new(_K38)
     v.protocol_version = _U16(d, o)[0]
     o += 2
-    w0 = _new(_K34)
+    w0 = _new(_K39)
     n = _U32(d, o)[0] + 4
     w0.name = d[o + 4:o + n].decode()
     o += n
@@ -15092,15 +16080,15 @@ def rTypeInitializeResponse(d: Buffer, o: int) -> Tuple[Any, int]:
     f = d[o]
     o += 1
     if f == 1:
-        w0 = _new(_K35)
+        w0 = _new(_K40)
         f = d[o]
         o += 1
         if f == 1:
-            w1 = _new(_K36)
+            w1 = _new(_K41)
             f = d[o]
             o += 1
             if f == 1:
-                w2 = _new(_K37)
+                w2 = _new(_K42)
                 f = d[o]
                 o += 1
                 if f == 1:
@@ -15139,7 +16127,7 @@ def rTypeInitializeResponse(d: Buffer, o: int) -> Tuple[Any, int]:
             f = d[o]
             o += 1
             if f == 1:
-                w2 = _new(_K38)
+                w2 = _new(_K43)
                 f = d[o]
                 o += 1
                 if f == 1:
@@ -15158,12 +16146,12 @@ def rTypeInitializeResponse(d: Buffer, o: int) -> Tuple[Any, int]:
             f = d[o]
             o += 1
             if f == 1:
-                w2 = _new(_K39)
+                w2 = _new(_K44)
                 w2.modes, o = rSequenceTypeInjectMode(d, o)
                 f = d[o]
                 o += 1
                 if f == 1:
-                    w3 = _new(_K88)
+                    w3 = _new(_K95)
                     w3.replace = d[o] != 0
                     o += 1
                     f = d[o]
@@ -15200,7 +16188,7 @@ def rTypeInitializeResponse(d: Buffer, o: int) -> Tuple[Any, int]:
             f = d[o]
             o += 1
             if f == 1:
-                w2 = _new(_K40)
+                w2 = _new(_K45)
                 f = d[o]
                 o += 1
                 if f == 1:
@@ -15260,12 +16248,12 @@ def rTypeInitializeResponse(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeInjectCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K39)
+    v = _new(_K44)
     v.modes, o = rSequenceTypeInjectMode(d, o)
     f = d[o]
     o += 1
     if f == 1:
-        w0 = _new(_K88)
+        w0 = _new(_K95)
         w0.replace = d[o] != 0
         o += 1
         f = d[o]
@@ -15301,23 +16289,23 @@ def rTypeInjectMode(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K180, o
+        return _K192, o
     elif t == 2:
-        return _K181, o
+        return _K193, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
 def rTypeInjectRequest(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K271)
+    v = _new(_K283)
     n = _U32(d, o)[0] + 4
     v.session_id = d[o + 4:o + n].decode()
     o += n
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        v.mode = _K180
+        v.mode = _K192
     elif t0 == 2:
-        v.mode = _K181
+        v.mode = _K193
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     v.content, o = rSequenceTypeContentBlock(d, o)
@@ -15335,7 +16323,7 @@ def rTypeInjectRequest(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeInjectResponse(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K272)
+    v = _new(_K284)
     n = _U32(d, o)[0] + 4
     v.message_id = d[o + 4:o + n].decode()
     o += n
@@ -15356,11 +16344,11 @@ def rTypeItemMode(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K168, o
+        return _K180, o
     elif t == 2:
-        return _K169, o
+        return _K181, o
     elif t == 3:
-        return _K170, o
+        return _K182, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
@@ -15368,15 +16356,15 @@ def rTypeItemStatus(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K99, o
+        return _K106, o
     elif t == 2:
-        return _K100, o
+        return _K107, o
     elif t == 3:
-        return _K101, o
+        return _K108, o
     elif t == 4:
-        return _K102, o
+        return _K109, o
     elif t == 5:
-        return _K103, o
+        return _K110, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
@@ -15388,7 +16376,7 @@ def rTypeJsonObject(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeListSessionsRequest(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K273)
+    v = _new(_K285)
     f = d[o]
     o += 1
     if f == 1:
@@ -15423,7 +16411,7 @@ def rTypeListSessionsRequest(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeListSessionsResponse(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K274)
+    v = _new(_K286)
     v.sessions, o = rSequenceTypeSessionInfo(d, o)
     f = d[o]
     o += 1
@@ -15449,7 +16437,7 @@ def rTypeListSessionsResponse(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeMcpCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K37)
+    v = _new(_K42)
     f = d[o]
     o += 1
     if f == 1:
@@ -15487,7 +16475,7 @@ def rTypeMcpServer(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        w0 = _new(_K42)
+        w0 = _new(_K47)
         n = _U32(d, o)[0] + 4
         w0.name = d[o + 4:o + n].decode()
         o += n
@@ -15521,11 +16509,11 @@ def rTypeMcpServer(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K182)
+        v = _new(_K194)
         v._values = (a0_0,)
         return v, o
     elif t == 2:
-        w0 = _new(_K41)
+        w0 = _new(_K46)
         n = _U32(d, o)[0] + 4
         w0.name = d[o + 4:o + n].decode()
         o += n
@@ -15551,21 +16539,21 @@ def rTypeMcpServer(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K183)
+        v = _new(_K195)
         v._values = (a0_0,)
         return v, o
     elif t == 3:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K184)
+        v = _new(_K196)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
 def rTypeMcpServerHttp(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K41)
+    v = _new(_K46)
     n = _U32(d, o)[0] + 4
     v.name = d[o + 4:o + n].decode()
     o += n
@@ -15594,7 +16582,7 @@ def rTypeMcpServerHttp(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeMcpServerStdio(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K42)
+    v = _new(_K47)
     n = _U32(d, o)[0] + 4
     v.name = d[o + 4:o + n].decode()
     o += n
@@ -15641,24 +16629,26 @@ def rTypeMessageRole(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K225, o
+        return _K237, o
     elif t == 2:
-        return _K226, o
+        return _K238, o
     elif t == 3:
-        return _K227, o
+        return _K239, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
 def rTypeMirrorSnapshot(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K104)
+    v = _new(_K111)
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        v.state = _K105
+        v.state = _K112
     elif t0 == 2:
-        v.state = _K106
+        v.state = _K113
     elif t0 == 3:
-        v.state = _K107
+        v.state = _K114
+    elif t0 == 4:
+        v.state = _K115
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     f = d[o]
@@ -15667,25 +16657,28 @@ def rTypeMirrorSnapshot(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K26)
-            v.stop_reason = w0
-        elif t0 == 2:
-            w0 = _new(_K27)
-            v.stop_reason = w0
-        elif t0 == 3:
-            w0 = _new(_K28)
-            v.stop_reason = w0
-        elif t0 == 4:
             w0 = _new(_K29)
             v.stop_reason = w0
-        elif t0 == 5:
+        elif t0 == 2:
             w0 = _new(_K30)
             v.stop_reason = w0
+        elif t0 == 3:
+            w0 = _new(_K31)
+            v.stop_reason = w0
+        elif t0 == 4:
+            w0 = _new(_K32)
+            v.stop_reason = w0
+        elif t0 == 5:
+            w0 = _new(_K33)
+            v.stop_reason = w0
         elif t0 == 6:
+            w0 = _new(_K34)
+            v.stop_reason = w0
+        elif t0 == 7:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K31)
+            w0 = _new(_K35)
             w0._values = (a1_0,)
             v.stop_reason = w0
         else:
@@ -15697,7 +16690,7 @@ def rTypeMirrorSnapshot(d: Buffer, o: int) -> Tuple[Any, int]:
     f = d[o]
     o += 1
     if f == 1:
-        w0 = _new(_K32)
+        w0 = _new(_K36)
         w0.total_tokens = _U64(d, o)[0]
         o += 8
         w0.input_tokens = _U64(d, o)[0]
@@ -15749,7 +16742,7 @@ def rTypeMirrorSnapshot(d: Buffer, o: int) -> Tuple[Any, int]:
     v.pending, o = rSequenceTypePendingItem(d, o)
     v.transcript, o = rSequenceTypeTranscriptEntry(d, o)
     v.violations, o = rSequenceTypeViolation(d, o)
-    w0 = _new(_K108)
+    w0 = _new(_K116)
     w0.steer = d[o] != 0
     o += 1
     w0.edit_pending = d[o] != 0
@@ -15773,7 +16766,7 @@ def rTypeMirrorSnapshot(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeNewSessionRequest(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K275)
+    v = _new(_K287)
     n = _U32(d, o)[0] + 4
     v.cwd = d[o + 4:o + n].decode()
     o += n
@@ -15807,7 +16800,7 @@ def rTypeNewSessionRequest(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeNewSessionResponse(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K276)
+    v = _new(_K288)
     n = _U32(d, o)[0] + 4
     v.session_id = d[o + 4:o + n].decode()
     o += n
@@ -15834,75 +16827,75 @@ def rTypeOutput(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K185)
+        v = _new(_K197)
         v.to, o = rSequenceString(d, o)
         n = _U32(d, o)[0] + 4
         v.line = d[o + 4:o + n].decode()
         o += n
         return v, o
     elif t == 2:
-        v = _new(_K186)
+        v = _new(_K198)
         n = _U32(d, o)[0] + 4
         v.session = d[o + 4:o + n].decode()
         o += n
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w1 = _new(_K188)
+            w1 = _new(_K200)
             n = _U32(d, o)[0] + 4
             w1.cwd = d[o + 4:o + n].decode()
             o += n
             w1.additional_directories, o = rSequenceString(d, o)
             w1.mcp_servers, o = rSequenceTypeMcpServer(d, o)
             a1_0 = w1
-            w0 = _new(_K187)
+            w0 = _new(_K199)
             w0._values = (a1_0,)
             v.action = w0
         elif t0 == 2:
-            w1 = _new(_K188)
+            w1 = _new(_K200)
             n = _U32(d, o)[0] + 4
             w1.cwd = d[o + 4:o + n].decode()
             o += n
             w1.additional_directories, o = rSequenceString(d, o)
             w1.mcp_servers, o = rSequenceTypeMcpServer(d, o)
             a1_0 = w1
-            w0 = _new(_K189)
+            w0 = _new(_K201)
             w0._values = (a1_0,)
             v.action = w0
         elif t0 == 3:
             a1_0, o = rSequenceTypeUserInput(d, o)
-            w0 = _new(_K190)
+            w0 = _new(_K202)
             w0._values = (a1_0,)
             v.action = w0
         elif t0 == 4:
             a1_0, o = rSequenceTypeUserInput(d, o)
-            w0 = _new(_K191)
+            w0 = _new(_K203)
             w0._values = (a1_0,)
             v.action = w0
         elif t0 == 5:
-            w0 = _new(_K192)
+            w0 = _new(_K204)
             v.action = w0
         elif t0 == 6:
-            w0 = _new(_K193)
+            w0 = _new(_K205)
             v.action = w0
         elif t0 == 7:
-            w0 = _new(_K194)
+            w0 = _new(_K206)
             t1 = _I32(d, o)[0]
             o += 4
             if t1 == 1:
-                w1 = _new(_K121)
+                w1 = _new(_K133)
                 w0.request_id = w1
             elif t1 == 2:
                 a2_0 = _I64(d, o)[0]
                 o += 8
-                w1 = _new(_K122)
+                w1 = _new(_K134)
                 w1._values = (a2_0,)
                 w0.request_id = w1
             elif t1 == 3:
                 n = _U32(d, o)[0] + 4
                 a2_0 = d[o + 4:o + n].decode()
                 o += n
-                w1 = _new(_K123)
+                w1 = _new(_K135)
                 w1._values = (a2_0,)
                 w0.request_id = w1
             else:
@@ -15910,7 +16903,7 @@ def rTypeOutput(d: Buffer, o: int) -> Tuple[Any, int]:
             t1 = _I32(d, o)[0]
             o += 4
             if t1 == 1:
-                w2 = _new(_K22)
+                w2 = _new(_K25)
                 f = d[o]
                 o += 1
                 if f == 1:
@@ -15922,11 +16915,11 @@ def rTypeOutput(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K195)
+                w1 = _new(_K207)
                 w1._values = (a2_0,)
                 w0.outcome = w1
             elif t1 == 2:
-                w2 = _new(_K52)
+                w2 = _new(_K57)
                 n = _U32(d, o)[0] + 4
                 w2.option_id = d[o + 4:o + n].decode()
                 o += n
@@ -15941,21 +16934,21 @@ def rTypeOutput(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K196)
+                w1 = _new(_K208)
                 w1._values = (a2_0,)
                 w0.outcome = w1
             elif t1 == 3:
                 n = _U32(d, o)[0] + 4
                 a2_0 = d[o + 4:o + n].decode()
                 o += n
-                w1 = _new(_K197)
+                w1 = _new(_K209)
                 w1._values = (a2_0,)
                 w0.outcome = w1
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
             v.action = w0
         elif t0 == 8:
-            w0 = _new(_K198)
+            w0 = _new(_K210)
             w0.dropped, o = rSequenceTypePendingInject(d, o)
             w0.turn_cancelled = d[o] != 0
             o += 1
@@ -15967,7 +16960,7 @@ def rTypeOutput(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypePendingCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K88)
+    v = _new(_K95)
     v.replace = d[o] != 0
     o += 1
     f = d[o]
@@ -15984,16 +16977,16 @@ def rTypePendingCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypePendingInject(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K199)
+    v = _new(_K211)
     n = _U32(d, o)[0] + 4
     v.message_id = d[o + 4:o + n].decode()
     o += n
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        v.mode = _K180
+        v.mode = _K192
     elif t0 == 2:
-        v.mode = _K181
+        v.mode = _K193
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     v.content, o = rSequenceTypeContentBlock(d, o)
@@ -16011,7 +17004,7 @@ def rTypePendingInject(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypePendingInjectsUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K43)
+    v = _new(_K48)
     v.pending, o = rSequenceTypePendingInject(d, o)
     f = d[o]
     o += 1
@@ -16027,7 +17020,7 @@ def rTypePendingInjectsUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypePendingItem(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K167)
+    v = _new(_K179)
     f = d[o]
     o += 1
     if f == 1:
@@ -16041,25 +17034,25 @@ def rTypePendingItem(d: Buffer, o: int) -> Tuple[Any, int]:
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        v.mode = _K168
+        v.mode = _K180
     elif t0 == 2:
-        v.mode = _K169
+        v.mode = _K181
     elif t0 == 3:
-        v.mode = _K170
+        v.mode = _K182
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        v.status = _K99
+        v.status = _K106
     elif t0 == 2:
-        v.status = _K100
+        v.status = _K107
     elif t0 == 3:
-        v.status = _K101
+        v.status = _K108
     elif t0 == 4:
-        v.status = _K102
+        v.status = _K109
     elif t0 == 5:
-        v.status = _K103
+        v.status = _K110
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     v.content, o = rSequenceTypeContentBlock(d, o)
@@ -16068,7 +17061,7 @@ def rTypePendingItem(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypePermissionAsk(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K277)
+    v = _new(_K289)
     n = _U32(d, o)[0] + 4
     v.title = d[o + 4:o + n].decode()
     o += n
@@ -16097,7 +17090,7 @@ def rTypePermissionAsk(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypePermissionOption(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K200)
+    v = _new(_K212)
     n = _U32(d, o)[0] + 4
     v.option_id = d[o + 4:o + n].decode()
     o += n
@@ -16107,22 +17100,22 @@ def rTypePermissionOption(d: Buffer, o: int) -> Tuple[Any, int]:
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        w0 = _new(_K201)
+        w0 = _new(_K213)
         v.kind = w0
     elif t0 == 2:
-        w0 = _new(_K202)
+        w0 = _new(_K214)
         v.kind = w0
     elif t0 == 3:
-        w0 = _new(_K203)
+        w0 = _new(_K215)
         v.kind = w0
     elif t0 == 4:
-        w0 = _new(_K204)
+        w0 = _new(_K216)
         v.kind = w0
     elif t0 == 5:
         n = _U32(d, o)[0] + 4
         a1_0 = d[o + 4:o + n].decode()
         o += n
-        w0 = _new(_K205)
+        w0 = _new(_K217)
         w0._values = (a1_0,)
         v.kind = w0
     else:
@@ -16151,45 +17144,45 @@ def rTypePermissionOptionKind(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K201)
+        v = _new(_K213)
         return v, o
     elif t == 2:
-        v = _new(_K202)
+        v = _new(_K214)
         return v, o
     elif t == 3:
-        v = _new(_K203)
+        v = _new(_K215)
         return v, o
     elif t == 4:
-        v = _new(_K204)
+        v = _new(_K216)
         return v, o
     elif t == 5:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K205)
+        v = _new(_K217)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
 def rTypePermissionRequestSent(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K278)
+    v = _new(_K290)
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        w0 = _new(_K121)
+        w0 = _new(_K133)
         v.request_id = w0
     elif t0 == 2:
         a1_0 = _I64(d, o)[0]
         o += 8
-        w0 = _new(_K122)
+        w0 = _new(_K134)
         w0._values = (a1_0,)
         v.request_id = w0
     elif t0 == 3:
         n = _U32(d, o)[0] + 4
         a1_0 = d[o + 4:o + n].decode()
         o += n
-        w0 = _new(_K123)
+        w0 = _new(_K135)
         w0._values = (a1_0,)
         v.request_id = w0
     else:
@@ -16199,26 +17192,26 @@ def rTypePermissionRequestSent(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypePlanEntry(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K206)
+    v = _new(_K218)
     n = _U32(d, o)[0] + 4
     v.content = d[o + 4:o + n].decode()
     o += n
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        w0 = _new(_K207)
+        w0 = _new(_K219)
         v.priority = w0
     elif t0 == 2:
-        w0 = _new(_K208)
+        w0 = _new(_K220)
         v.priority = w0
     elif t0 == 3:
-        w0 = _new(_K209)
+        w0 = _new(_K221)
         v.priority = w0
     elif t0 == 4:
         n = _U32(d, o)[0] + 4
         a1_0 = d[o + 4:o + n].decode()
         o += n
-        w0 = _new(_K210)
+        w0 = _new(_K222)
         w0._values = (a1_0,)
         v.priority = w0
     else:
@@ -16226,22 +17219,22 @@ def rTypePlanEntry(d: Buffer, o: int) -> Tuple[Any, int]:
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        w0 = _new(_K211)
+        w0 = _new(_K223)
         v.status = w0
     elif t0 == 2:
-        w0 = _new(_K212)
+        w0 = _new(_K224)
         v.status = w0
     elif t0 == 3:
-        w0 = _new(_K213)
+        w0 = _new(_K225)
         v.status = w0
     elif t0 == 4:
-        w0 = _new(_K214)
+        w0 = _new(_K226)
         v.status = w0
     elif t0 == 5:
         n = _U32(d, o)[0] + 4
         a1_0 = d[o + 4:o + n].decode()
         o += n
-        w0 = _new(_K215)
+        w0 = _new(_K227)
         w0._values = (a1_0,)
         v.status = w0
     else:
@@ -16263,19 +17256,19 @@ def rTypePlanEntryPriority(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K207)
+        v = _new(_K219)
         return v, o
     elif t == 2:
-        v = _new(_K208)
+        v = _new(_K220)
         return v, o
     elif t == 3:
-        v = _new(_K209)
+        v = _new(_K221)
         return v, o
     elif t == 4:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K210)
+        v = _new(_K222)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
@@ -16285,29 +17278,29 @@ def rTypePlanEntryStatus(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K211)
+        v = _new(_K223)
         return v, o
     elif t == 2:
-        v = _new(_K212)
+        v = _new(_K224)
         return v, o
     elif t == 3:
-        v = _new(_K213)
+        v = _new(_K225)
         return v, o
     elif t == 4:
-        v = _new(_K214)
+        v = _new(_K226)
         return v, o
     elif t == 5:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K215)
+        v = _new(_K227)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
 def rTypePlanItems(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K44)
+    v = _new(_K49)
     n = _U32(d, o)[0] + 4
     v.plan_id = d[o + 4:o + n].decode()
     o += n
@@ -16326,11 +17319,11 @@ def rTypePlanItems(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypePlanUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K45)
+    v = _new(_K50)
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        w1 = _new(_K44)
+        w1 = _new(_K49)
         n = _U32(d, o)[0] + 4
         w1.plan_id = d[o + 4:o + n].decode()
         o += n
@@ -16346,14 +17339,14 @@ def rTypePlanUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K46)
+        w0 = _new(_K51)
         w0._values = (a1_0,)
         v.plan = w0
     elif t0 == 2:
         n = _U32(d, o)[0] + 4
         a1_0 = d[o + 4:o + n].decode()
         o += n
-        w0 = _new(_K47)
+        w0 = _new(_K52)
         w0._values = (a1_0,)
         v.plan = w0
     else:
@@ -16375,7 +17368,7 @@ def rTypePlanUpdateContent(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        w0 = _new(_K44)
+        w0 = _new(_K49)
         n = _U32(d, o)[0] + 4
         w0.plan_id = d[o + 4:o + n].decode()
         o += n
@@ -16391,43 +17384,43 @@ def rTypePlanUpdateContent(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K46)
+        v = _new(_K51)
         v._values = (a0_0,)
         return v, o
     elif t == 2:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K47)
+        v = _new(_K52)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
 def rTypePolicy(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K251)
+    v = _new(_K263)
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        v.queue_drain = _K252
+        v.queue_drain = _K264
     elif t0 == 2:
-        v.queue_drain = _K253
+        v.queue_drain = _K265
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        v.steer_in_stream = _K222
+        v.steer_in_stream = _K234
     elif t0 == 2:
-        v.steer_in_stream = _K223
+        v.steer_in_stream = _K235
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        v.revoke_replace = _K254
+        v.revoke_replace = _K266
     elif t0 == 2:
-        v.revoke_replace = _K255
+        v.revoke_replace = _K267
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     v.remember_ids = _U64(d, o)[0]
@@ -16435,9 +17428,9 @@ def rTypePolicy(d: Buffer, o: int) -> Tuple[Any, int]:
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        v.clear_style = _K256
+        v.clear_style = _K268
     elif t0 == 2:
-        v.clear_style = _K257
+        v.clear_style = _K269
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     v.max_line_bytes = _U64(d, o)[0]
@@ -16448,7 +17441,7 @@ def rTypePolicy(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypePromptRequest(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K279)
+    v = _new(_K291)
     n = _U32(d, o)[0] + 4
     v.session_id = d[o + 4:o + n].decode()
     o += n
@@ -16467,7 +17460,7 @@ def rTypePromptRequest(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypePromptResponse(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K280)
+    v = _new(_K292)
     n = _U32(d, o)[0] + 4
     v.message_id = d[o + 4:o + n].decode()
     o += n
@@ -16485,7 +17478,7 @@ def rTypePromptResponse(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeProtocolError(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K135)
+    v = _new(_K147)
     v.code = _I64(d, o)[0]
     o += 8
     n = _U32(d, o)[0] + 4
@@ -16497,34 +17490,34 @@ def rTypeProtocolError(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K90)
+            w0 = _new(_K97)
             v.reason = w0
         elif t0 == 2:
-            w0 = _new(_K91)
+            w0 = _new(_K98)
             v.reason = w0
         elif t0 == 3:
-            w0 = _new(_K92)
+            w0 = _new(_K99)
             v.reason = w0
         elif t0 == 4:
-            w0 = _new(_K93)
+            w0 = _new(_K100)
             v.reason = w0
         elif t0 == 5:
-            w0 = _new(_K94)
+            w0 = _new(_K101)
             v.reason = w0
         elif t0 == 6:
-            w0 = _new(_K95)
+            w0 = _new(_K102)
             v.reason = w0
         elif t0 == 7:
-            w0 = _new(_K96)
+            w0 = _new(_K103)
             v.reason = w0
         elif t0 == 8:
-            w0 = _new(_K97)
+            w0 = _new(_K104)
             v.reason = w0
         elif t0 == 9:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K98)
+            w0 = _new(_K105)
             w0._values = (a1_0,)
             v.reason = w0
         else:
@@ -16566,14 +17559,14 @@ def rTypeQueueDrain(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K252, o
+        return _K264, o
     elif t == 2:
-        return _K253, o
+        return _K265, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
 def rTypeReplaceInjectRequest(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K281)
+    v = _new(_K293)
     n = _U32(d, o)[0] + 4
     v.session_id = d[o + 4:o + n].decode()
     o += n
@@ -16595,7 +17588,7 @@ def rTypeReplaceInjectRequest(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeReplaceInjectResponse(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K282)
+    v = _new(_K294)
     n = _U32(d, o)[0] + 4
     v.message_id = d[o + 4:o + n].decode()
     o += n
@@ -16616,7 +17609,7 @@ def rTypeReplayFrom(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        w0 = _new(_K48)
+        w0 = _new(_K53)
         f = d[o]
         o += 1
         if f == 1:
@@ -16628,21 +17621,21 @@ def rTypeReplayFrom(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K109)
+        v = _new(_K117)
         v._values = (a0_0,)
         return v, o
     elif t == 2:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K110)
+        v = _new(_K118)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
 def rTypeReplayFromStart(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K48)
+    v = _new(_K53)
     f = d[o]
     o += 1
     if f == 1:
@@ -16660,19 +17653,19 @@ def rTypeRequestId(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K121)
+        v = _new(_K133)
         return v, o
     elif t == 2:
         a0_0 = _I64(d, o)[0]
         o += 8
-        v = _new(_K122)
+        v = _new(_K134)
         v._values = (a0_0,)
         return v, o
     elif t == 3:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K123)
+        v = _new(_K135)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
@@ -16682,25 +17675,25 @@ def rTypeRequestKind(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K124, o
+        return _K136, o
     elif t == 2:
-        return _K125, o
+        return _K137, o
     elif t == 3:
-        return _K126, o
+        return _K138, o
     elif t == 4:
-        return _K127, o
+        return _K139, o
     elif t == 5:
-        return _K128, o
+        return _K140, o
     elif t == 6:
-        return _K129, o
+        return _K141, o
     elif t == 7:
-        return _K130, o
+        return _K142, o
     elif t == 8:
-        return _K131, o
+        return _K143, o
     elif t == 9:
-        return _K132, o
+        return _K144, o
     elif t == 10:
-        return _K133, o
+        return _K145, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
@@ -16708,7 +17701,7 @@ def rTypeRequestPermissionOutcome(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        w0 = _new(_K22)
+        w0 = _new(_K25)
         f = d[o]
         o += 1
         if f == 1:
@@ -16720,11 +17713,11 @@ def rTypeRequestPermissionOutcome(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K195)
+        v = _new(_K207)
         v._values = (a0_0,)
         return v, o
     elif t == 2:
-        w0 = _new(_K52)
+        w0 = _new(_K57)
         n = _U32(d, o)[0] + 4
         w0.option_id = d[o + 4:o + n].decode()
         o += n
@@ -16739,21 +17732,21 @@ def rTypeRequestPermissionOutcome(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K196)
+        v = _new(_K208)
         v._values = (a0_0,)
         return v, o
     elif t == 3:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K197)
+        v = _new(_K209)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
 def rTypeRequestPermissionRequest(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K49)
+    v = _new(_K54)
     n = _U32(d, o)[0] + 4
     v.session_id = d[o + 4:o + n].decode()
     o += n
@@ -16795,11 +17788,11 @@ def rTypeRequestPermissionRequest(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeRequestPermissionResponse(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K283)
+    v = _new(_K295)
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        w1 = _new(_K22)
+        w1 = _new(_K25)
         f = d[o]
         o += 1
         if f == 1:
@@ -16811,11 +17804,11 @@ def rTypeRequestPermissionResponse(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K195)
+        w0 = _new(_K207)
         w0._values = (a1_0,)
         v.outcome = w0
     elif t0 == 2:
-        w1 = _new(_K52)
+        w1 = _new(_K57)
         n = _U32(d, o)[0] + 4
         w1.option_id = d[o + 4:o + n].decode()
         o += n
@@ -16830,14 +17823,14 @@ def rTypeRequestPermissionResponse(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K196)
+        w0 = _new(_K208)
         w0._values = (a1_0,)
         v.outcome = w0
     elif t0 == 3:
         n = _U32(d, o)[0] + 4
         a1_0 = d[o + 4:o + n].decode()
         o += n
-        w0 = _new(_K197)
+        w0 = _new(_K209)
         w0._values = (a1_0,)
         v.outcome = w0
     else:
@@ -16856,7 +17849,15 @@ def rTypeRequestPermissionResponse(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeRequiresActionStateUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K50)
+    v = _new(_K55)
+    f = d[o]
+    o += 1
+    if f == 1:
+        v.background, o = rSequenceTypeBackgroundWork(d, o)
+    elif f == 0:
+        v.background = None
+    else:
+        raise _InternalError('Unexpected flag byte for optional type')
     f = d[o]
     o += 1
     if f == 1:
@@ -16985,7 +17986,7 @@ def rTypeResourceLink(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeResumeSessionRequest(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K284)
+    v = _new(_K296)
     n = _U32(d, o)[0] + 4
     v.session_id = d[o + 4:o + n].decode()
     o += n
@@ -17014,7 +18015,7 @@ def rTypeResumeSessionRequest(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w1 = _new(_K48)
+            w1 = _new(_K53)
             f = d[o]
             o += 1
             if f == 1:
@@ -17026,14 +18027,14 @@ def rTypeResumeSessionRequest(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K109)
+            w0 = _new(_K117)
             w0._values = (a1_0,)
             v.replay_from = w0
         elif t0 == 2:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K110)
+            w0 = _new(_K118)
             w0._values = (a1_0,)
             v.replay_from = w0
         else:
@@ -17056,7 +18057,7 @@ def rTypeResumeSessionRequest(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeResumeSessionResponse(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K285)
+    v = _new(_K297)
     f = d[o]
     o += 1
     if f == 1:
@@ -17071,7 +18072,7 @@ def rTypeResumeSessionResponse(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeRevokeInjectRequest(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K286)
+    v = _new(_K298)
     n = _U32(d, o)[0] + 4
     v.session_id = d[o + 4:o + n].decode()
     o += n
@@ -17092,7 +18093,7 @@ def rTypeRevokeInjectRequest(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeRevokeInjectResponse(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K287)
+    v = _new(_K299)
     f = d[o]
     o += 1
     if f == 1:
@@ -17110,9 +18111,9 @@ def rTypeRevokeReplace(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K254, o
+        return _K266, o
     elif t == 2:
-        return _K255, o
+        return _K267, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
@@ -17120,23 +18121,31 @@ def rTypeRole(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K216)
+        v = _new(_K228)
         return v, o
     elif t == 2:
-        v = _new(_K217)
+        v = _new(_K229)
         return v, o
     elif t == 3:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K218)
+        v = _new(_K230)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
 def rTypeRunningStateUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K51)
+    v = _new(_K56)
+    f = d[o]
+    o += 1
+    if f == 1:
+        v.background, o = rSequenceTypeBackgroundWork(d, o)
+    elif f == 0:
+        v.background = None
+    else:
+        raise _InternalError('Unexpected flag byte for optional type')
     f = d[o]
     o += 1
     if f == 1:
@@ -17154,61 +18163,61 @@ def rTypeRuntimeAction(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        w0 = _new(_K188)
+        w0 = _new(_K200)
         n = _U32(d, o)[0] + 4
         w0.cwd = d[o + 4:o + n].decode()
         o += n
         w0.additional_directories, o = rSequenceString(d, o)
         w0.mcp_servers, o = rSequenceTypeMcpServer(d, o)
         a0_0 = w0
-        v = _new(_K187)
+        v = _new(_K199)
         v._values = (a0_0,)
         return v, o
     elif t == 2:
-        w0 = _new(_K188)
+        w0 = _new(_K200)
         n = _U32(d, o)[0] + 4
         w0.cwd = d[o + 4:o + n].decode()
         o += n
         w0.additional_directories, o = rSequenceString(d, o)
         w0.mcp_servers, o = rSequenceTypeMcpServer(d, o)
         a0_0 = w0
-        v = _new(_K189)
+        v = _new(_K201)
         v._values = (a0_0,)
         return v, o
     elif t == 3:
         a0_0, o = rSequenceTypeUserInput(d, o)
-        v = _new(_K190)
+        v = _new(_K202)
         v._values = (a0_0,)
         return v, o
     elif t == 4:
         a0_0, o = rSequenceTypeUserInput(d, o)
-        v = _new(_K191)
+        v = _new(_K203)
         v._values = (a0_0,)
         return v, o
     elif t == 5:
-        v = _new(_K192)
+        v = _new(_K204)
         return v, o
     elif t == 6:
-        v = _new(_K193)
+        v = _new(_K205)
         return v, o
     elif t == 7:
-        v = _new(_K194)
+        v = _new(_K206)
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K121)
+            w0 = _new(_K133)
             v.request_id = w0
         elif t0 == 2:
             a1_0 = _I64(d, o)[0]
             o += 8
-            w0 = _new(_K122)
+            w0 = _new(_K134)
             w0._values = (a1_0,)
             v.request_id = w0
         elif t0 == 3:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K123)
+            w0 = _new(_K135)
             w0._values = (a1_0,)
             v.request_id = w0
         else:
@@ -17216,7 +18225,7 @@ def rTypeRuntimeAction(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w1 = _new(_K22)
+            w1 = _new(_K25)
             f = d[o]
             o += 1
             if f == 1:
@@ -17228,11 +18237,11 @@ def rTypeRuntimeAction(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K195)
+            w0 = _new(_K207)
             w0._values = (a1_0,)
             v.outcome = w0
         elif t0 == 2:
-            w1 = _new(_K52)
+            w1 = _new(_K57)
             n = _U32(d, o)[0] + 4
             w1.option_id = d[o + 4:o + n].decode()
             o += n
@@ -17247,21 +18256,21 @@ def rTypeRuntimeAction(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K196)
+            w0 = _new(_K208)
             w0._values = (a1_0,)
             v.outcome = w0
         elif t0 == 3:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K197)
+            w0 = _new(_K209)
             w0._values = (a1_0,)
             v.outcome = w0
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         return v, o
     elif t == 8:
-        v = _new(_K198)
+        v = _new(_K210)
         v.dropped, o = rSequenceTypePendingInject(d, o)
         v.turn_cancelled = d[o] != 0
         o += 1
@@ -17276,22 +18285,22 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            a0_0 = _K260
+            a0_0 = _K272
         elif t0 == 2:
-            a0_0 = _K261
+            a0_0 = _K273
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
-        v = _new(_K288)
+        v = _new(_K300)
         v._values = (a0_0,)
         return v, o
     elif t == 2:
-        v = _new(_K289)
+        v = _new(_K301)
         return v, o
     elif t == 3:
-        v = _new(_K290)
+        v = _new(_K302)
         return v, o
     elif t == 4:
-        w0 = _new(_K277)
+        w0 = _new(_K289)
         n = _U32(d, o)[0] + 4
         w0.title = d[o + 4:o + n].decode()
         o += n
@@ -17317,73 +18326,75 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K291)
+        v = _new(_K303)
         v._values = (a0_0,)
         return v, o
     elif t == 5:
-        v = _new(_K292)
+        v = _new(_K304)
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K121)
+            w0 = _new(_K133)
             v.request_id = w0
         elif t0 == 2:
             a1_0 = _I64(d, o)[0]
             o += 8
-            w0 = _new(_K122)
+            w0 = _new(_K134)
             w0._values = (a1_0,)
             v.request_id = w0
         elif t0 == 3:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K123)
+            w0 = _new(_K135)
             w0._values = (a1_0,)
             v.request_id = w0
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         return v, o
     elif t == 6:
-        v = _new(_K293)
+        v = _new(_K305)
         return v, o
     elif t == 7:
-        v = _new(_K294)
+        v = _new(_K306)
         return v, o
     elif t == 8:
-        v = _new(_K295)
+        v = _new(_K307)
         return v, o
     elif t == 9:
-        v = _new(_K296)
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K26)
-            v.stop_reason = w0
-        elif t0 == 2:
-            w0 = _new(_K27)
-            v.stop_reason = w0
-        elif t0 == 3:
-            w0 = _new(_K28)
-            v.stop_reason = w0
-        elif t0 == 4:
             w0 = _new(_K29)
-            v.stop_reason = w0
-        elif t0 == 5:
+            a0_0 = w0
+        elif t0 == 2:
             w0 = _new(_K30)
-            v.stop_reason = w0
+            a0_0 = w0
+        elif t0 == 3:
+            w0 = _new(_K31)
+            a0_0 = w0
+        elif t0 == 4:
+            w0 = _new(_K32)
+            a0_0 = w0
+        elif t0 == 5:
+            w0 = _new(_K33)
+            a0_0 = w0
         elif t0 == 6:
+            w0 = _new(_K34)
+            a0_0 = w0
+        elif t0 == 7:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K31)
+            w0 = _new(_K35)
             w0._values = (a1_0,)
-            v.stop_reason = w0
+            a0_0 = w0
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         f = d[o]
         o += 1
         if f == 1:
-            w0 = _new(_K32)
+            w0 = _new(_K36)
             w0.total_tokens = _U64(d, o)[0]
             o += 8
             w0.input_tokens = _U64(d, o)[0]
@@ -17427,20 +18438,45 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 w0.meta = None
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
-            v.usage = w0
+            a0_1 = w0
         elif f == 0:
-            v.usage = None
+            a0_1 = None
         else:
             raise _InternalError('Unexpected flag byte for optional type')
+        f = d[o]
+        o += 1
+        if f == 1:
+            w0 = _new(_K37)
+            w0.code = _I32(d, o)[0]
+            o += 4
+            n = _U32(d, o)[0] + 4
+            w0.message = d[o + 4:o + n].decode()
+            o += n
+            f = d[o]
+            o += 1
+            if f == 1:
+                n = _U32(d, o)[0] + 4
+                w0.data = d[o + 4:o + n].decode()
+                o += n
+            elif f == 0:
+                w0.data = None
+            else:
+                raise _InternalError('Unexpected flag byte for optional type')
+            a0_2 = w0
+        elif f == 0:
+            a0_2 = None
+        else:
+            raise _InternalError('Unexpected flag byte for optional type')
+        v = _K308(a0_0, a0_1, a0_2)
         return v, o
     elif t == 10:
-        v = _new(_K297)
+        v = _new(_K309)
         return v, o
     elif t == 11:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w1 = _new(_K86)
+            w1 = _new(_K93)
             n = _U32(d, o)[0] + 4
             w1.message_id = d[o + 4:o + n].decode()
             o += n
@@ -17469,11 +18505,11 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K150)
+            w0 = _new(_K162)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 2:
-            w1 = _new(_K87)
+            w1 = _new(_K94)
             n = _U32(d, o)[0] + 4
             w1.message_id = d[o + 4:o + n].decode()
             o += n
@@ -17698,7 +18734,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K151)
+            w0 = _new(_K163)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 3:
@@ -17731,7 +18767,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K152)
+            w0 = _new(_K164)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 4:
@@ -17960,7 +18996,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K153)
+            w0 = _new(_K165)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 5:
@@ -17986,7 +19022,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K154)
+            w0 = _new(_K166)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 6:
@@ -18019,7 +19055,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K155)
+            w0 = _new(_K167)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 7:
@@ -18248,14 +19284,22 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K156)
+            w0 = _new(_K168)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 8:
             t1 = _I32(d, o)[0]
             o += 4
             if t1 == 1:
-                w2 = _new(_K51)
+                w2 = _new(_K56)
+                f = d[o]
+                o += 1
+                if f == 1:
+                    w2.background, o = rSequenceTypeBackgroundWork(d, o)
+                elif f == 0:
+                    w2.background = None
+                else:
+                    raise _InternalError('Unexpected flag byte for optional type')
                 f = d[o]
                 o += 1
                 if f == 1:
@@ -18267,36 +19311,39 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K58)
+                w1 = _new(_K63)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 2:
-                w2 = _new(_K25)
+                w2 = _new(_K28)
                 f = d[o]
                 o += 1
                 if f == 1:
                     t3 = _I32(d, o)[0]
                     o += 4
                     if t3 == 1:
-                        w3 = _new(_K26)
-                        w2.stop_reason = w3
-                    elif t3 == 2:
-                        w3 = _new(_K27)
-                        w2.stop_reason = w3
-                    elif t3 == 3:
-                        w3 = _new(_K28)
-                        w2.stop_reason = w3
-                    elif t3 == 4:
                         w3 = _new(_K29)
                         w2.stop_reason = w3
-                    elif t3 == 5:
+                    elif t3 == 2:
                         w3 = _new(_K30)
                         w2.stop_reason = w3
+                    elif t3 == 3:
+                        w3 = _new(_K31)
+                        w2.stop_reason = w3
+                    elif t3 == 4:
+                        w3 = _new(_K32)
+                        w2.stop_reason = w3
+                    elif t3 == 5:
+                        w3 = _new(_K33)
+                        w2.stop_reason = w3
                     elif t3 == 6:
+                        w3 = _new(_K34)
+                        w2.stop_reason = w3
+                    elif t3 == 7:
                         n = _U32(d, o)[0] + 4
                         a4_0 = d[o + 4:o + n].decode()
                         o += n
-                        w3 = _new(_K31)
+                        w3 = _new(_K35)
                         w3._values = (a4_0,)
                         w2.stop_reason = w3
                     else:
@@ -18308,7 +19355,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 f = d[o]
                 o += 1
                 if f == 1:
-                    w3 = _new(_K32)
+                    w3 = _new(_K36)
                     w3.total_tokens = _U64(d, o)[0]
                     o += 8
                     w3.input_tokens = _U64(d, o)[0]
@@ -18360,19 +19407,35 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 f = d[o]
                 o += 1
                 if f == 1:
+                    w3 = _new(_K37)
+                    w3.code = _I32(d, o)[0]
+                    o += 4
                     n = _U32(d, o)[0] + 4
-                    w2.meta = d[o + 4:o + n].decode()
+                    w3.message = d[o + 4:o + n].decode()
                     o += n
+                    f = d[o]
+                    o += 1
+                    if f == 1:
+                        n = _U32(d, o)[0] + 4
+                        w3.data = d[o + 4:o + n].decode()
+                        o += n
+                    elif f == 0:
+                        w3.data = None
+                    else:
+                        raise _InternalError('Unexpected flag byte for optional type')
+                    w2.error = w3
                 elif f == 0:
-                    w2.meta = None
+                    w2.error = None
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
-                a2_0 = w2
-                w1 = _new(_K59)
-                w1._values = (a2_0,)
-                a1_0 = w1
-            elif t1 == 3:
-                w2 = _new(_K50)
+                f = d[o]
+                o += 1
+                if f == 1:
+                    w2.background, o = rSequenceTypeBackgroundWork(d, o)
+                elif f == 0:
+                    w2.background = None
+                else:
+                    raise _InternalError('Unexpected flag byte for optional type')
                 f = d[o]
                 o += 1
                 if f == 1:
@@ -18384,23 +19447,71 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K60)
+                w1 = _new(_K64)
+                w1._values = (a2_0,)
+                a1_0 = w1
+            elif t1 == 3:
+                w2 = _new(_K55)
+                f = d[o]
+                o += 1
+                if f == 1:
+                    w2.background, o = rSequenceTypeBackgroundWork(d, o)
+                elif f == 0:
+                    w2.background = None
+                else:
+                    raise _InternalError('Unexpected flag byte for optional type')
+                f = d[o]
+                o += 1
+                if f == 1:
+                    n = _U32(d, o)[0] + 4
+                    w2.meta = d[o + 4:o + n].decode()
+                    o += n
+                elif f == 0:
+                    w2.meta = None
+                else:
+                    raise _InternalError('Unexpected flag byte for optional type')
+                a2_0 = w2
+                w1 = _new(_K65)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 4:
+                w2 = _new(_K67)
+                f = d[o]
+                o += 1
+                if f == 1:
+                    w2.background, o = rSequenceTypeBackgroundWork(d, o)
+                elif f == 0:
+                    w2.background = None
+                else:
+                    raise _InternalError('Unexpected flag byte for optional type')
+                f = d[o]
+                o += 1
+                if f == 1:
+                    n = _U32(d, o)[0] + 4
+                    w2.meta = d[o + 4:o + n].decode()
+                    o += n
+                elif f == 0:
+                    w2.meta = None
+                else:
+                    raise _InternalError('Unexpected flag byte for optional type')
+                a2_0 = w2
+                w1 = _new(_K66)
+                w1._values = (a2_0,)
+                a1_0 = w1
+            elif t1 == 5:
                 n = _U32(d, o)[0] + 4
                 a2_0 = d[o + 4:o + n].decode()
                 o += n
-                w1 = _new(_K61)
+                w1 = _new(_K68)
                 w1._values = (a2_0,)
                 a1_0 = w1
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
-            w0 = _new(_K157)
+            w0 = _new(_K169)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 9:
-            w1 = _new(_K66)
+            w1 = _new(_K73)
             n = _U32(d, o)[0] + 4
             w1.tool_call_id = d[o + 4:o + n].decode()
             o += n
@@ -18430,40 +19541,40 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 t2 = _I32(d, o)[0]
                 o += 4
                 if t2 == 1:
-                    w2 = _new(_K67)
-                    w1.kind = w2
-                elif t2 == 2:
-                    w2 = _new(_K68)
-                    w1.kind = w2
-                elif t2 == 3:
-                    w2 = _new(_K69)
-                    w1.kind = w2
-                elif t2 == 4:
-                    w2 = _new(_K70)
-                    w1.kind = w2
-                elif t2 == 5:
-                    w2 = _new(_K71)
-                    w1.kind = w2
-                elif t2 == 6:
-                    w2 = _new(_K72)
-                    w1.kind = w2
-                elif t2 == 7:
-                    w2 = _new(_K73)
-                    w1.kind = w2
-                elif t2 == 8:
                     w2 = _new(_K74)
                     w1.kind = w2
-                elif t2 == 9:
+                elif t2 == 2:
                     w2 = _new(_K75)
                     w1.kind = w2
-                elif t2 == 10:
+                elif t2 == 3:
                     w2 = _new(_K76)
+                    w1.kind = w2
+                elif t2 == 4:
+                    w2 = _new(_K77)
+                    w1.kind = w2
+                elif t2 == 5:
+                    w2 = _new(_K78)
+                    w1.kind = w2
+                elif t2 == 6:
+                    w2 = _new(_K79)
+                    w1.kind = w2
+                elif t2 == 7:
+                    w2 = _new(_K80)
+                    w1.kind = w2
+                elif t2 == 8:
+                    w2 = _new(_K81)
+                    w1.kind = w2
+                elif t2 == 9:
+                    w2 = _new(_K82)
+                    w1.kind = w2
+                elif t2 == 10:
+                    w2 = _new(_K83)
                     w1.kind = w2
                 elif t2 == 11:
                     n = _U32(d, o)[0] + 4
                     a3_0 = d[o + 4:o + n].decode()
                     o += n
-                    w2 = _new(_K77)
+                    w2 = _new(_K84)
                     w2._values = (a3_0,)
                     w1.kind = w2
                 else:
@@ -18478,25 +19589,25 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 t2 = _I32(d, o)[0]
                 o += 4
                 if t2 == 1:
-                    w2 = _new(_K78)
+                    w2 = _new(_K85)
                     w1.status = w2
                 elif t2 == 2:
-                    w2 = _new(_K79)
+                    w2 = _new(_K86)
                     w1.status = w2
                 elif t2 == 3:
-                    w2 = _new(_K80)
+                    w2 = _new(_K87)
                     w1.status = w2
                 elif t2 == 4:
-                    w2 = _new(_K81)
+                    w2 = _new(_K88)
                     w1.status = w2
                 elif t2 == 5:
-                    w2 = _new(_K82)
+                    w2 = _new(_K89)
                     w1.status = w2
                 elif t2 == 6:
                     n = _U32(d, o)[0] + 4
                     a3_0 = d[o + 4:o + n].decode()
                     o += n
-                    w2 = _new(_K83)
+                    w2 = _new(_K90)
                     w2._values = (a3_0,)
                     w1.status = w2
                 else:
@@ -18552,18 +19663,18 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K158)
+            w0 = _new(_K170)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 10:
-            w1 = _new(_K63)
+            w1 = _new(_K70)
             n = _U32(d, o)[0] + 4
             w1.tool_call_id = d[o + 4:o + n].decode()
             o += n
             t2 = _I32(d, o)[0]
             o += 4
             if t2 == 1:
-                w3 = _new(_K62)
+                w3 = _new(_K69)
                 w3.content, o = rTypeContentBlock(d, o)
                 f = d[o]
                 o += 1
@@ -18576,14 +19687,14 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a3_0 = w3
-                w2 = _new(_K64)
+                w2 = _new(_K71)
                 w2._values = (a3_0,)
                 w1.content = w2
             elif t2 == 2:
                 n = _U32(d, o)[0] + 4
                 a3_0 = d[o + 4:o + n].decode()
                 o += n
-                w2 = _new(_K65)
+                w2 = _new(_K72)
                 w2._values = (a3_0,)
                 w1.content = w2
             else:
@@ -18599,15 +19710,15 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K159)
+            w0 = _new(_K171)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 11:
-            w1 = _new(_K45)
+            w1 = _new(_K50)
             t2 = _I32(d, o)[0]
             o += 4
             if t2 == 1:
-                w3 = _new(_K44)
+                w3 = _new(_K49)
                 n = _U32(d, o)[0] + 4
                 w3.plan_id = d[o + 4:o + n].decode()
                 o += n
@@ -18623,14 +19734,14 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a3_0 = w3
-                w2 = _new(_K46)
+                w2 = _new(_K51)
                 w2._values = (a3_0,)
                 w1.plan = w2
             elif t2 == 2:
                 n = _U32(d, o)[0] + 4
                 a3_0 = d[o + 4:o + n].decode()
                 o += n
-                w2 = _new(_K47)
+                w2 = _new(_K52)
                 w2._values = (a3_0,)
                 w1.plan = w2
             else:
@@ -18646,11 +19757,11 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K160)
+            w0 = _new(_K172)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 12:
-            w1 = _new(_K84)
+            w1 = _new(_K91)
             w1.used = _U64(d, o)[0]
             o += 8
             w1.size = _U64(d, o)[0]
@@ -18658,7 +19769,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             f = d[o]
             o += 1
             if f == 1:
-                w2 = _new(_K85)
+                w2 = _new(_K92)
                 w2.amount = _F64(d, o)[0]
                 o += 8
                 n = _U32(d, o)[0] + 4
@@ -18690,21 +19801,21 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K161)
+            w0 = _new(_K173)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 13:
-            w1 = _new(_K54)
+            w1 = _new(_K59)
             t2 = _I32(d, o)[0]
             o += 4
             if t2 == 1:
-                w2 = _new(_K55)
+                w2 = _new(_K60)
                 w1.title = w2
             elif t2 == 2:
-                w2 = _new(_K56)
+                w2 = _new(_K61)
                 w1.title = w2
             elif t2 == 3:
-                w2 = _new(_K57)
+                w2 = _new(_K62)
                 n = _U32(d, o)[0] + 4
                 w2.value = d[o + 4:o + n].decode()
                 o += n
@@ -18714,13 +19825,13 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             t2 = _I32(d, o)[0]
             o += 4
             if t2 == 1:
-                w2 = _new(_K55)
+                w2 = _new(_K60)
                 w1.updated_at = w2
             elif t2 == 2:
-                w2 = _new(_K56)
+                w2 = _new(_K61)
                 w1.updated_at = w2
             elif t2 == 3:
-                w2 = _new(_K57)
+                w2 = _new(_K62)
                 n = _U32(d, o)[0] + 4
                 w2.value = d[o + 4:o + n].decode()
                 o += n
@@ -18738,11 +19849,11 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K162)
+            w0 = _new(_K174)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 14:
-            w1 = _new(_K43)
+            w1 = _new(_K48)
             w1.pending, o = rSequenceTypePendingInject(d, o)
             f = d[o]
             o += 1
@@ -18755,11 +19866,11 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K163)
+            w0 = _new(_K175)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 15:
-            w1 = _new(_K53)
+            w1 = _new(_K58)
             f = d[o]
             o += 1
             if f == 1:
@@ -18771,23 +19882,23 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K164)
+            w0 = _new(_K176)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 16:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K165)
+            w0 = _new(_K177)
             w0._values = (a1_0,)
             a0_0 = w0
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
-        v = _new(_K298)
+        v = _new(_K310)
         v._values = (a0_0,)
         return v, o
     elif t == 12:
-        v = _new(_K299)
+        v = _new(_K311)
         n = _U32(d, o)[0] + 4
         v.message_id = d[o + 4:o + n].decode()
         o += n
@@ -18796,7 +19907,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeSelectedPermissionOutcome(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K52)
+    v = _new(_K57)
     n = _U32(d, o)[0] + 4
     v.option_id = d[o + 4:o + n].decode()
     o += n
@@ -18823,7 +19934,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
             t1 = _I32(d, o)[0]
             o += 4
             if t1 == 1:
-                w2 = _new(_K86)
+                w2 = _new(_K93)
                 n = _U32(d, o)[0] + 4
                 w2.message_id = d[o + 4:o + n].decode()
                 o += n
@@ -18852,11 +19963,11 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K150)
+                w1 = _new(_K162)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 2:
-                w2 = _new(_K87)
+                w2 = _new(_K94)
                 n = _U32(d, o)[0] + 4
                 w2.message_id = d[o + 4:o + n].decode()
                 o += n
@@ -18907,7 +20018,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K151)
+                w1 = _new(_K163)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 3:
@@ -18940,7 +20051,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K152)
+                w1 = _new(_K164)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 4:
@@ -18995,7 +20106,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K153)
+                w1 = _new(_K165)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 5:
@@ -19021,7 +20132,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K154)
+                w1 = _new(_K166)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 6:
@@ -19054,7 +20165,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K155)
+                w1 = _new(_K167)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 7:
@@ -19109,14 +20220,22 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K156)
+                w1 = _new(_K168)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 8:
                 t2 = _I32(d, o)[0]
                 o += 4
                 if t2 == 1:
-                    w3 = _new(_K51)
+                    w3 = _new(_K56)
+                    f = d[o]
+                    o += 1
+                    if f == 1:
+                        w3.background, o = rSequenceTypeBackgroundWork(d, o)
+                    elif f == 0:
+                        w3.background = None
+                    else:
+                        raise _InternalError('Unexpected flag byte for optional type')
                     f = d[o]
                     o += 1
                     if f == 1:
@@ -19128,11 +20247,11 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K58)
+                    w2 = _new(_K63)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 2:
-                    w3 = _new(_K25)
+                    w3 = _new(_K28)
                     f = d[o]
                     o += 1
                     if f == 1:
@@ -19152,19 +20271,19 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     f = d[o]
                     o += 1
                     if f == 1:
-                        n = _U32(d, o)[0] + 4
-                        w3.meta = d[o + 4:o + n].decode()
-                        o += n
+                        w3.error, o = rTypeTurnFailure(d, o)
                     elif f == 0:
-                        w3.meta = None
+                        w3.error = None
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
-                    a3_0 = w3
-                    w2 = _new(_K59)
-                    w2._values = (a3_0,)
-                    a2_0 = w2
-                elif t2 == 3:
-                    w3 = _new(_K50)
+                    f = d[o]
+                    o += 1
+                    if f == 1:
+                        w3.background, o = rSequenceTypeBackgroundWork(d, o)
+                    elif f == 0:
+                        w3.background = None
+                    else:
+                        raise _InternalError('Unexpected flag byte for optional type')
                     f = d[o]
                     o += 1
                     if f == 1:
@@ -19176,23 +20295,71 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K60)
+                    w2 = _new(_K64)
+                    w2._values = (a3_0,)
+                    a2_0 = w2
+                elif t2 == 3:
+                    w3 = _new(_K55)
+                    f = d[o]
+                    o += 1
+                    if f == 1:
+                        w3.background, o = rSequenceTypeBackgroundWork(d, o)
+                    elif f == 0:
+                        w3.background = None
+                    else:
+                        raise _InternalError('Unexpected flag byte for optional type')
+                    f = d[o]
+                    o += 1
+                    if f == 1:
+                        n = _U32(d, o)[0] + 4
+                        w3.meta = d[o + 4:o + n].decode()
+                        o += n
+                    elif f == 0:
+                        w3.meta = None
+                    else:
+                        raise _InternalError('Unexpected flag byte for optional type')
+                    a3_0 = w3
+                    w2 = _new(_K65)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 4:
+                    w3 = _new(_K67)
+                    f = d[o]
+                    o += 1
+                    if f == 1:
+                        w3.background, o = rSequenceTypeBackgroundWork(d, o)
+                    elif f == 0:
+                        w3.background = None
+                    else:
+                        raise _InternalError('Unexpected flag byte for optional type')
+                    f = d[o]
+                    o += 1
+                    if f == 1:
+                        n = _U32(d, o)[0] + 4
+                        w3.meta = d[o + 4:o + n].decode()
+                        o += n
+                    elif f == 0:
+                        w3.meta = None
+                    else:
+                        raise _InternalError('Unexpected flag byte for optional type')
+                    a3_0 = w3
+                    w2 = _new(_K66)
+                    w2._values = (a3_0,)
+                    a2_0 = w2
+                elif t2 == 5:
                     n = _U32(d, o)[0] + 4
                     a3_0 = d[o + 4:o + n].decode()
                     o += n
-                    w2 = _new(_K61)
+                    w2 = _new(_K68)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 else:
                     raise _InternalError("Raw enum value doesn't match any cases")
-                w1 = _new(_K157)
+                w1 = _new(_K169)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 9:
-                w2 = _new(_K66)
+                w2 = _new(_K73)
                 n = _U32(d, o)[0] + 4
                 w2.tool_call_id = d[o + 4:o + n].decode()
                 o += n
@@ -19222,40 +20389,40 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     t3 = _I32(d, o)[0]
                     o += 4
                     if t3 == 1:
-                        w3 = _new(_K67)
-                        w2.kind = w3
-                    elif t3 == 2:
-                        w3 = _new(_K68)
-                        w2.kind = w3
-                    elif t3 == 3:
-                        w3 = _new(_K69)
-                        w2.kind = w3
-                    elif t3 == 4:
-                        w3 = _new(_K70)
-                        w2.kind = w3
-                    elif t3 == 5:
-                        w3 = _new(_K71)
-                        w2.kind = w3
-                    elif t3 == 6:
-                        w3 = _new(_K72)
-                        w2.kind = w3
-                    elif t3 == 7:
-                        w3 = _new(_K73)
-                        w2.kind = w3
-                    elif t3 == 8:
                         w3 = _new(_K74)
                         w2.kind = w3
-                    elif t3 == 9:
+                    elif t3 == 2:
                         w3 = _new(_K75)
                         w2.kind = w3
-                    elif t3 == 10:
+                    elif t3 == 3:
                         w3 = _new(_K76)
+                        w2.kind = w3
+                    elif t3 == 4:
+                        w3 = _new(_K77)
+                        w2.kind = w3
+                    elif t3 == 5:
+                        w3 = _new(_K78)
+                        w2.kind = w3
+                    elif t3 == 6:
+                        w3 = _new(_K79)
+                        w2.kind = w3
+                    elif t3 == 7:
+                        w3 = _new(_K80)
+                        w2.kind = w3
+                    elif t3 == 8:
+                        w3 = _new(_K81)
+                        w2.kind = w3
+                    elif t3 == 9:
+                        w3 = _new(_K82)
+                        w2.kind = w3
+                    elif t3 == 10:
+                        w3 = _new(_K83)
                         w2.kind = w3
                     elif t3 == 11:
                         n = _U32(d, o)[0] + 4
                         a4_0 = d[o + 4:o + n].decode()
                         o += n
-                        w3 = _new(_K77)
+                        w3 = _new(_K84)
                         w3._values = (a4_0,)
                         w2.kind = w3
                     else:
@@ -19270,25 +20437,25 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     t3 = _I32(d, o)[0]
                     o += 4
                     if t3 == 1:
-                        w3 = _new(_K78)
+                        w3 = _new(_K85)
                         w2.status = w3
                     elif t3 == 2:
-                        w3 = _new(_K79)
+                        w3 = _new(_K86)
                         w2.status = w3
                     elif t3 == 3:
-                        w3 = _new(_K80)
+                        w3 = _new(_K87)
                         w2.status = w3
                     elif t3 == 4:
-                        w3 = _new(_K81)
+                        w3 = _new(_K88)
                         w2.status = w3
                     elif t3 == 5:
-                        w3 = _new(_K82)
+                        w3 = _new(_K89)
                         w2.status = w3
                     elif t3 == 6:
                         n = _U32(d, o)[0] + 4
                         a4_0 = d[o + 4:o + n].decode()
                         o += n
-                        w3 = _new(_K83)
+                        w3 = _new(_K90)
                         w3._values = (a4_0,)
                         w2.status = w3
                     else:
@@ -19344,11 +20511,11 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K158)
+                w1 = _new(_K170)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 10:
-                w2 = _new(_K63)
+                w2 = _new(_K70)
                 n = _U32(d, o)[0] + 4
                 w2.tool_call_id = d[o + 4:o + n].decode()
                 o += n
@@ -19356,14 +20523,14 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 o += 4
                 if t3 == 1:
                     a4_0, o = rTypeToolCallContentBlock(d, o)
-                    w3 = _new(_K64)
+                    w3 = _new(_K71)
                     w3._values = (a4_0,)
                     w2.content = w3
                 elif t3 == 2:
                     n = _U32(d, o)[0] + 4
                     a4_0 = d[o + 4:o + n].decode()
                     o += n
-                    w3 = _new(_K65)
+                    w3 = _new(_K72)
                     w3._values = (a4_0,)
                     w2.content = w3
                 else:
@@ -19379,23 +20546,23 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K159)
+                w1 = _new(_K171)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 11:
-                w2 = _new(_K45)
+                w2 = _new(_K50)
                 t3 = _I32(d, o)[0]
                 o += 4
                 if t3 == 1:
                     a4_0, o = rTypePlanItems(d, o)
-                    w3 = _new(_K46)
+                    w3 = _new(_K51)
                     w3._values = (a4_0,)
                     w2.plan = w3
                 elif t3 == 2:
                     n = _U32(d, o)[0] + 4
                     a4_0 = d[o + 4:o + n].decode()
                     o += n
-                    w3 = _new(_K47)
+                    w3 = _new(_K52)
                     w3._values = (a4_0,)
                     w2.plan = w3
                 else:
@@ -19411,11 +20578,11 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K160)
+                w1 = _new(_K172)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 12:
-                w2 = _new(_K84)
+                w2 = _new(_K91)
                 w2.used = _U64(d, o)[0]
                 o += 8
                 w2.size = _U64(d, o)[0]
@@ -19423,7 +20590,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 f = d[o]
                 o += 1
                 if f == 1:
-                    w3 = _new(_K85)
+                    w3 = _new(_K92)
                     w3.amount = _F64(d, o)[0]
                     o += 8
                     n = _U32(d, o)[0] + 4
@@ -19455,21 +20622,21 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K161)
+                w1 = _new(_K173)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 13:
-                w2 = _new(_K54)
+                w2 = _new(_K59)
                 t3 = _I32(d, o)[0]
                 o += 4
                 if t3 == 1:
-                    w3 = _new(_K55)
+                    w3 = _new(_K60)
                     w2.title = w3
                 elif t3 == 2:
-                    w3 = _new(_K56)
+                    w3 = _new(_K61)
                     w2.title = w3
                 elif t3 == 3:
-                    w3 = _new(_K57)
+                    w3 = _new(_K62)
                     n = _U32(d, o)[0] + 4
                     w3.value = d[o + 4:o + n].decode()
                     o += n
@@ -19479,13 +20646,13 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 t3 = _I32(d, o)[0]
                 o += 4
                 if t3 == 1:
-                    w3 = _new(_K55)
+                    w3 = _new(_K60)
                     w2.updated_at = w3
                 elif t3 == 2:
-                    w3 = _new(_K56)
+                    w3 = _new(_K61)
                     w2.updated_at = w3
                 elif t3 == 3:
-                    w3 = _new(_K57)
+                    w3 = _new(_K62)
                     n = _U32(d, o)[0] + 4
                     w3.value = d[o + 4:o + n].decode()
                     o += n
@@ -19503,11 +20670,11 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K162)
+                w1 = _new(_K174)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 14:
-                w2 = _new(_K43)
+                w2 = _new(_K48)
                 w2.pending, o = rSequenceTypePendingInject(d, o)
                 f = d[o]
                 o += 1
@@ -19520,11 +20687,11 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K163)
+                w1 = _new(_K175)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 15:
-                w2 = _new(_K53)
+                w2 = _new(_K58)
                 f = d[o]
                 o += 1
                 if f == 1:
@@ -19536,23 +20703,23 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K164)
+                w1 = _new(_K176)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 16:
                 n = _U32(d, o)[0] + 4
                 a2_0 = d[o + 4:o + n].decode()
                 o += n
-                w1 = _new(_K165)
+                w1 = _new(_K177)
                 w1._values = (a2_0,)
                 a1_0 = w1
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
-            w0 = _new(_K149)
+            w0 = _new(_K161)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 2:
-            w1 = _new(_K167)
+            w1 = _new(_K179)
             f = d[o]
             o += 1
             if f == 1:
@@ -19566,35 +20733,35 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
             t2 = _I32(d, o)[0]
             o += 4
             if t2 == 1:
-                w1.mode = _K168
+                w1.mode = _K180
             elif t2 == 2:
-                w1.mode = _K169
+                w1.mode = _K181
             elif t2 == 3:
-                w1.mode = _K170
+                w1.mode = _K182
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
             t2 = _I32(d, o)[0]
             o += 4
             if t2 == 1:
-                w1.status = _K99
+                w1.status = _K106
             elif t2 == 2:
-                w1.status = _K100
+                w1.status = _K107
             elif t2 == 3:
-                w1.status = _K101
+                w1.status = _K108
             elif t2 == 4:
-                w1.status = _K102
+                w1.status = _K109
             elif t2 == 5:
-                w1.status = _K103
+                w1.status = _K110
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
             w1.content, o = rSequenceTypeContentBlock(d, o)
             w1.superseded, o = rSequenceSequenceTypeContentBlock(d, o)
             a1_0 = w1
-            w0 = _new(_K166)
+            w0 = _new(_K178)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 3:
-            w1 = _new(_K172)
+            w1 = _new(_K184)
             n = _U32(d, o)[0] + 4
             w1.rule = d[o + 4:o + n].decode()
             o += n
@@ -19602,45 +20769,45 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
             w1.message_id = d[o + 4:o + n].decode()
             o += n
             a1_0 = w1
-            w0 = _new(_K171)
+            w0 = _new(_K183)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 4:
-            w0 = _new(_K173)
+            w0 = _new(_K185)
             a0_0 = w0
         elif t0 == 5:
             a1_0, o = rSequenceString(d, o)
-            w0 = _new(_K174)
+            w0 = _new(_K186)
             w0._values = (a1_0,)
             a0_0 = w0
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
-        v = _new(_K219)
+        v = _new(_K231)
         v._values = (a0_0,)
         return v, o
     elif t == 2:
-        v = _new(_K220)
+        v = _new(_K232)
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K121)
+            w0 = _new(_K133)
             v.request = w0
         elif t0 == 2:
             a1_0 = _I64(d, o)[0]
             o += 8
-            w0 = _new(_K122)
+            w0 = _new(_K134)
             w0._values = (a1_0,)
             v.request = w0
         elif t0 == 3:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K123)
+            w0 = _new(_K135)
             w0._values = (a1_0,)
             v.request = w0
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
-        w0 = _new(_K49)
+        w0 = _new(_K54)
         n = _U32(d, o)[0] + 4
         w0.session_id = d[o + 4:o + n].decode()
         o += n
@@ -19684,7 +20851,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeSessionAdditionalDirectoriesCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K38)
+    v = _new(_K43)
     f = d[o]
     o += 1
     if f == 1:
@@ -19699,11 +20866,11 @@ def rTypeSessionAdditionalDirectoriesCapabilities(d: Buffer, o: int) -> Tuple[An
 
 
 def rTypeSessionCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K36)
+    v = _new(_K41)
     f = d[o]
     o += 1
     if f == 1:
-        w0 = _new(_K37)
+        w0 = _new(_K42)
         f = d[o]
         o += 1
         if f == 1:
@@ -19742,7 +20909,7 @@ def rTypeSessionCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
     f = d[o]
     o += 1
     if f == 1:
-        w0 = _new(_K38)
+        w0 = _new(_K43)
         f = d[o]
         o += 1
         if f == 1:
@@ -19761,12 +20928,12 @@ def rTypeSessionCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
     f = d[o]
     o += 1
     if f == 1:
-        w0 = _new(_K39)
+        w0 = _new(_K44)
         w0.modes, o = rSequenceTypeInjectMode(d, o)
         f = d[o]
         o += 1
         if f == 1:
-            w1 = _new(_K88)
+            w1 = _new(_K95)
             w1.replace = d[o] != 0
             o += 1
             f = d[o]
@@ -19803,7 +20970,7 @@ def rTypeSessionCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
     f = d[o]
     o += 1
     if f == 1:
-        w0 = _new(_K40)
+        w0 = _new(_K45)
         f = d[o]
         o += 1
         if f == 1:
@@ -19833,7 +21000,7 @@ def rTypeSessionCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeSessionClosedUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K53)
+    v = _new(_K58)
     f = d[o]
     o += 1
     if f == 1:
@@ -19854,7 +21021,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w1 = _new(_K86)
+            w1 = _new(_K93)
             n = _U32(d, o)[0] + 4
             w1.message_id = d[o + 4:o + n].decode()
             o += n
@@ -19883,11 +21050,11 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K150)
+            w0 = _new(_K162)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 2:
-            w1 = _new(_K87)
+            w1 = _new(_K94)
             n = _U32(d, o)[0] + 4
             w1.message_id = d[o + 4:o + n].decode()
             o += n
@@ -20112,7 +21279,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K151)
+            w0 = _new(_K163)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 3:
@@ -20145,7 +21312,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K152)
+            w0 = _new(_K164)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 4:
@@ -20374,7 +21541,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K153)
+            w0 = _new(_K165)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 5:
@@ -20400,7 +21567,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K154)
+            w0 = _new(_K166)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 6:
@@ -20433,7 +21600,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K155)
+            w0 = _new(_K167)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 7:
@@ -20662,14 +21829,22 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K156)
+            w0 = _new(_K168)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 8:
             t1 = _I32(d, o)[0]
             o += 4
             if t1 == 1:
-                w2 = _new(_K51)
+                w2 = _new(_K56)
+                f = d[o]
+                o += 1
+                if f == 1:
+                    w2.background, o = rSequenceTypeBackgroundWork(d, o)
+                elif f == 0:
+                    w2.background = None
+                else:
+                    raise _InternalError('Unexpected flag byte for optional type')
                 f = d[o]
                 o += 1
                 if f == 1:
@@ -20681,36 +21856,39 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K58)
+                w1 = _new(_K63)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 2:
-                w2 = _new(_K25)
+                w2 = _new(_K28)
                 f = d[o]
                 o += 1
                 if f == 1:
                     t3 = _I32(d, o)[0]
                     o += 4
                     if t3 == 1:
-                        w3 = _new(_K26)
-                        w2.stop_reason = w3
-                    elif t3 == 2:
-                        w3 = _new(_K27)
-                        w2.stop_reason = w3
-                    elif t3 == 3:
-                        w3 = _new(_K28)
-                        w2.stop_reason = w3
-                    elif t3 == 4:
                         w3 = _new(_K29)
                         w2.stop_reason = w3
-                    elif t3 == 5:
+                    elif t3 == 2:
                         w3 = _new(_K30)
                         w2.stop_reason = w3
+                    elif t3 == 3:
+                        w3 = _new(_K31)
+                        w2.stop_reason = w3
+                    elif t3 == 4:
+                        w3 = _new(_K32)
+                        w2.stop_reason = w3
+                    elif t3 == 5:
+                        w3 = _new(_K33)
+                        w2.stop_reason = w3
                     elif t3 == 6:
+                        w3 = _new(_K34)
+                        w2.stop_reason = w3
+                    elif t3 == 7:
                         n = _U32(d, o)[0] + 4
                         a4_0 = d[o + 4:o + n].decode()
                         o += n
-                        w3 = _new(_K31)
+                        w3 = _new(_K35)
                         w3._values = (a4_0,)
                         w2.stop_reason = w3
                     else:
@@ -20722,7 +21900,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 f = d[o]
                 o += 1
                 if f == 1:
-                    w3 = _new(_K32)
+                    w3 = _new(_K36)
                     w3.total_tokens = _U64(d, o)[0]
                     o += 8
                     w3.input_tokens = _U64(d, o)[0]
@@ -20774,19 +21952,35 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 f = d[o]
                 o += 1
                 if f == 1:
+                    w3 = _new(_K37)
+                    w3.code = _I32(d, o)[0]
+                    o += 4
                     n = _U32(d, o)[0] + 4
-                    w2.meta = d[o + 4:o + n].decode()
+                    w3.message = d[o + 4:o + n].decode()
                     o += n
+                    f = d[o]
+                    o += 1
+                    if f == 1:
+                        n = _U32(d, o)[0] + 4
+                        w3.data = d[o + 4:o + n].decode()
+                        o += n
+                    elif f == 0:
+                        w3.data = None
+                    else:
+                        raise _InternalError('Unexpected flag byte for optional type')
+                    w2.error = w3
                 elif f == 0:
-                    w2.meta = None
+                    w2.error = None
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
-                a2_0 = w2
-                w1 = _new(_K59)
-                w1._values = (a2_0,)
-                a1_0 = w1
-            elif t1 == 3:
-                w2 = _new(_K50)
+                f = d[o]
+                o += 1
+                if f == 1:
+                    w2.background, o = rSequenceTypeBackgroundWork(d, o)
+                elif f == 0:
+                    w2.background = None
+                else:
+                    raise _InternalError('Unexpected flag byte for optional type')
                 f = d[o]
                 o += 1
                 if f == 1:
@@ -20798,23 +21992,71 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K60)
+                w1 = _new(_K64)
+                w1._values = (a2_0,)
+                a1_0 = w1
+            elif t1 == 3:
+                w2 = _new(_K55)
+                f = d[o]
+                o += 1
+                if f == 1:
+                    w2.background, o = rSequenceTypeBackgroundWork(d, o)
+                elif f == 0:
+                    w2.background = None
+                else:
+                    raise _InternalError('Unexpected flag byte for optional type')
+                f = d[o]
+                o += 1
+                if f == 1:
+                    n = _U32(d, o)[0] + 4
+                    w2.meta = d[o + 4:o + n].decode()
+                    o += n
+                elif f == 0:
+                    w2.meta = None
+                else:
+                    raise _InternalError('Unexpected flag byte for optional type')
+                a2_0 = w2
+                w1 = _new(_K65)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 4:
+                w2 = _new(_K67)
+                f = d[o]
+                o += 1
+                if f == 1:
+                    w2.background, o = rSequenceTypeBackgroundWork(d, o)
+                elif f == 0:
+                    w2.background = None
+                else:
+                    raise _InternalError('Unexpected flag byte for optional type')
+                f = d[o]
+                o += 1
+                if f == 1:
+                    n = _U32(d, o)[0] + 4
+                    w2.meta = d[o + 4:o + n].decode()
+                    o += n
+                elif f == 0:
+                    w2.meta = None
+                else:
+                    raise _InternalError('Unexpected flag byte for optional type')
+                a2_0 = w2
+                w1 = _new(_K66)
+                w1._values = (a2_0,)
+                a1_0 = w1
+            elif t1 == 5:
                 n = _U32(d, o)[0] + 4
                 a2_0 = d[o + 4:o + n].decode()
                 o += n
-                w1 = _new(_K61)
+                w1 = _new(_K68)
                 w1._values = (a2_0,)
                 a1_0 = w1
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
-            w0 = _new(_K157)
+            w0 = _new(_K169)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 9:
-            w1 = _new(_K66)
+            w1 = _new(_K73)
             n = _U32(d, o)[0] + 4
             w1.tool_call_id = d[o + 4:o + n].decode()
             o += n
@@ -20844,40 +22086,40 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 t2 = _I32(d, o)[0]
                 o += 4
                 if t2 == 1:
-                    w2 = _new(_K67)
-                    w1.kind = w2
-                elif t2 == 2:
-                    w2 = _new(_K68)
-                    w1.kind = w2
-                elif t2 == 3:
-                    w2 = _new(_K69)
-                    w1.kind = w2
-                elif t2 == 4:
-                    w2 = _new(_K70)
-                    w1.kind = w2
-                elif t2 == 5:
-                    w2 = _new(_K71)
-                    w1.kind = w2
-                elif t2 == 6:
-                    w2 = _new(_K72)
-                    w1.kind = w2
-                elif t2 == 7:
-                    w2 = _new(_K73)
-                    w1.kind = w2
-                elif t2 == 8:
                     w2 = _new(_K74)
                     w1.kind = w2
-                elif t2 == 9:
+                elif t2 == 2:
                     w2 = _new(_K75)
                     w1.kind = w2
-                elif t2 == 10:
+                elif t2 == 3:
                     w2 = _new(_K76)
+                    w1.kind = w2
+                elif t2 == 4:
+                    w2 = _new(_K77)
+                    w1.kind = w2
+                elif t2 == 5:
+                    w2 = _new(_K78)
+                    w1.kind = w2
+                elif t2 == 6:
+                    w2 = _new(_K79)
+                    w1.kind = w2
+                elif t2 == 7:
+                    w2 = _new(_K80)
+                    w1.kind = w2
+                elif t2 == 8:
+                    w2 = _new(_K81)
+                    w1.kind = w2
+                elif t2 == 9:
+                    w2 = _new(_K82)
+                    w1.kind = w2
+                elif t2 == 10:
+                    w2 = _new(_K83)
                     w1.kind = w2
                 elif t2 == 11:
                     n = _U32(d, o)[0] + 4
                     a3_0 = d[o + 4:o + n].decode()
                     o += n
-                    w2 = _new(_K77)
+                    w2 = _new(_K84)
                     w2._values = (a3_0,)
                     w1.kind = w2
                 else:
@@ -20892,25 +22134,25 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 t2 = _I32(d, o)[0]
                 o += 4
                 if t2 == 1:
-                    w2 = _new(_K78)
+                    w2 = _new(_K85)
                     w1.status = w2
                 elif t2 == 2:
-                    w2 = _new(_K79)
+                    w2 = _new(_K86)
                     w1.status = w2
                 elif t2 == 3:
-                    w2 = _new(_K80)
+                    w2 = _new(_K87)
                     w1.status = w2
                 elif t2 == 4:
-                    w2 = _new(_K81)
+                    w2 = _new(_K88)
                     w1.status = w2
                 elif t2 == 5:
-                    w2 = _new(_K82)
+                    w2 = _new(_K89)
                     w1.status = w2
                 elif t2 == 6:
                     n = _U32(d, o)[0] + 4
                     a3_0 = d[o + 4:o + n].decode()
                     o += n
-                    w2 = _new(_K83)
+                    w2 = _new(_K90)
                     w2._values = (a3_0,)
                     w1.status = w2
                 else:
@@ -20966,18 +22208,18 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K158)
+            w0 = _new(_K170)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 10:
-            w1 = _new(_K63)
+            w1 = _new(_K70)
             n = _U32(d, o)[0] + 4
             w1.tool_call_id = d[o + 4:o + n].decode()
             o += n
             t2 = _I32(d, o)[0]
             o += 4
             if t2 == 1:
-                w3 = _new(_K62)
+                w3 = _new(_K69)
                 w3.content, o = rTypeContentBlock(d, o)
                 f = d[o]
                 o += 1
@@ -20990,14 +22232,14 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a3_0 = w3
-                w2 = _new(_K64)
+                w2 = _new(_K71)
                 w2._values = (a3_0,)
                 w1.content = w2
             elif t2 == 2:
                 n = _U32(d, o)[0] + 4
                 a3_0 = d[o + 4:o + n].decode()
                 o += n
-                w2 = _new(_K65)
+                w2 = _new(_K72)
                 w2._values = (a3_0,)
                 w1.content = w2
             else:
@@ -21013,15 +22255,15 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K159)
+            w0 = _new(_K171)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 11:
-            w1 = _new(_K45)
+            w1 = _new(_K50)
             t2 = _I32(d, o)[0]
             o += 4
             if t2 == 1:
-                w3 = _new(_K44)
+                w3 = _new(_K49)
                 n = _U32(d, o)[0] + 4
                 w3.plan_id = d[o + 4:o + n].decode()
                 o += n
@@ -21037,14 +22279,14 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a3_0 = w3
-                w2 = _new(_K46)
+                w2 = _new(_K51)
                 w2._values = (a3_0,)
                 w1.plan = w2
             elif t2 == 2:
                 n = _U32(d, o)[0] + 4
                 a3_0 = d[o + 4:o + n].decode()
                 o += n
-                w2 = _new(_K47)
+                w2 = _new(_K52)
                 w2._values = (a3_0,)
                 w1.plan = w2
             else:
@@ -21060,11 +22302,11 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K160)
+            w0 = _new(_K172)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 12:
-            w1 = _new(_K84)
+            w1 = _new(_K91)
             w1.used = _U64(d, o)[0]
             o += 8
             w1.size = _U64(d, o)[0]
@@ -21072,7 +22314,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             f = d[o]
             o += 1
             if f == 1:
-                w2 = _new(_K85)
+                w2 = _new(_K92)
                 w2.amount = _F64(d, o)[0]
                 o += 8
                 n = _U32(d, o)[0] + 4
@@ -21104,21 +22346,21 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K161)
+            w0 = _new(_K173)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 13:
-            w1 = _new(_K54)
+            w1 = _new(_K59)
             t2 = _I32(d, o)[0]
             o += 4
             if t2 == 1:
-                w2 = _new(_K55)
+                w2 = _new(_K60)
                 w1.title = w2
             elif t2 == 2:
-                w2 = _new(_K56)
+                w2 = _new(_K61)
                 w1.title = w2
             elif t2 == 3:
-                w2 = _new(_K57)
+                w2 = _new(_K62)
                 n = _U32(d, o)[0] + 4
                 w2.value = d[o + 4:o + n].decode()
                 o += n
@@ -21128,13 +22370,13 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             t2 = _I32(d, o)[0]
             o += 4
             if t2 == 1:
-                w2 = _new(_K55)
+                w2 = _new(_K60)
                 w1.updated_at = w2
             elif t2 == 2:
-                w2 = _new(_K56)
+                w2 = _new(_K61)
                 w1.updated_at = w2
             elif t2 == 3:
-                w2 = _new(_K57)
+                w2 = _new(_K62)
                 n = _U32(d, o)[0] + 4
                 w2.value = d[o + 4:o + n].decode()
                 o += n
@@ -21152,11 +22394,11 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K162)
+            w0 = _new(_K174)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 14:
-            w1 = _new(_K43)
+            w1 = _new(_K48)
             w1.pending, o = rSequenceTypePendingInject(d, o)
             f = d[o]
             o += 1
@@ -21169,11 +22411,11 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K163)
+            w0 = _new(_K175)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 15:
-            w1 = _new(_K53)
+            w1 = _new(_K58)
             f = d[o]
             o += 1
             if f == 1:
@@ -21185,23 +22427,23 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K164)
+            w0 = _new(_K176)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 16:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K165)
+            w0 = _new(_K177)
             w0._values = (a1_0,)
             a0_0 = w0
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
-        v = _new(_K149)
+        v = _new(_K161)
         v._values = (a0_0,)
         return v, o
     elif t == 2:
-        w0 = _new(_K167)
+        w0 = _new(_K179)
         f = d[o]
         o += 1
         if f == 1:
@@ -21215,35 +22457,35 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w0.mode = _K168
+            w0.mode = _K180
         elif t1 == 2:
-            w0.mode = _K169
+            w0.mode = _K181
         elif t1 == 3:
-            w0.mode = _K170
+            w0.mode = _K182
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w0.status = _K99
+            w0.status = _K106
         elif t1 == 2:
-            w0.status = _K100
+            w0.status = _K107
         elif t1 == 3:
-            w0.status = _K101
+            w0.status = _K108
         elif t1 == 4:
-            w0.status = _K102
+            w0.status = _K109
         elif t1 == 5:
-            w0.status = _K103
+            w0.status = _K110
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         w0.content, o = rSequenceTypeContentBlock(d, o)
         w0.superseded, o = rSequenceSequenceTypeContentBlock(d, o)
         a0_0 = w0
-        v = _new(_K166)
+        v = _new(_K178)
         v._values = (a0_0,)
         return v, o
     elif t == 3:
-        w0 = _new(_K172)
+        w0 = _new(_K184)
         n = _U32(d, o)[0] + 4
         w0.rule = d[o + 4:o + n].decode()
         o += n
@@ -21251,15 +22493,15 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
         w0.message_id = d[o + 4:o + n].decode()
         o += n
         a0_0 = w0
-        v = _new(_K171)
+        v = _new(_K183)
         v._values = (a0_0,)
         return v, o
     elif t == 4:
-        v = _new(_K173)
+        v = _new(_K185)
         return v, o
     elif t == 5:
         a0_0, o = rSequenceString(d, o)
-        v = _new(_K174)
+        v = _new(_K186)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
@@ -21273,7 +22515,7 @@ def rTypeSessionId(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeSessionInfo(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K221)
+    v = _new(_K233)
     n = _U32(d, o)[0] + 4
     v.session_id = d[o + 4:o + n].decode()
     o += n
@@ -21322,17 +22564,17 @@ def rTypeSessionInfo(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeSessionInfoUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K54)
+    v = _new(_K59)
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        w0 = _new(_K55)
+        w0 = _new(_K60)
         v.title = w0
     elif t0 == 2:
-        w0 = _new(_K56)
+        w0 = _new(_K61)
         v.title = w0
     elif t0 == 3:
-        w0 = _new(_K57)
+        w0 = _new(_K62)
         n = _U32(d, o)[0] + 4
         w0.value = d[o + 4:o + n].decode()
         o += n
@@ -21342,13 +22584,13 @@ def rTypeSessionInfoUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        w0 = _new(_K55)
+        w0 = _new(_K60)
         v.updated_at = w0
     elif t0 == 2:
-        w0 = _new(_K56)
+        w0 = _new(_K61)
         v.updated_at = w0
     elif t0 == 3:
-        w0 = _new(_K57)
+        w0 = _new(_K62)
         n = _U32(d, o)[0] + 4
         w0.value = d[o + 4:o + n].decode()
         o += n
@@ -21369,7 +22611,7 @@ def rTypeSessionInfoUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeSessionPage(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K300)
+    v = _new(_K312)
     v.sessions, o = rSequenceTypeSessionInfo(d, o)
     f = d[o]
     o += 1
@@ -21385,7 +22627,7 @@ def rTypeSessionPage(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeSessionSetup(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K188)
+    v = _new(_K200)
     n = _U32(d, o)[0] + 4
     v.cwd = d[o + 4:o + n].decode()
     o += n
@@ -21398,23 +22640,23 @@ def rTypeSessionStatus(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K145)
+        v = _new(_K157)
         return v, o
     elif t == 2:
-        v = _new(_K146)
+        v = _new(_K158)
         return v, o
     elif t == 3:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K147)
+        v = _new(_K159)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
 def rTypeSessionStatusRequest(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K301)
+    v = _new(_K313)
     n = _U32(d, o)[0] + 4
     v.session_id = d[o + 4:o + n].decode()
     o += n
@@ -21432,20 +22674,20 @@ def rTypeSessionStatusRequest(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeSessionStatusResponse(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K302)
+    v = _new(_K314)
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        w0 = _new(_K145)
+        w0 = _new(_K157)
         v.status = w0
     elif t0 == 2:
-        w0 = _new(_K146)
+        w0 = _new(_K158)
         v.status = w0
     elif t0 == 3:
         n = _U32(d, o)[0] + 4
         a1_0 = d[o + 4:o + n].decode()
         o += n
-        w0 = _new(_K147)
+        w0 = _new(_K159)
         w0._values = (a1_0,)
         v.status = w0
     else:
@@ -21456,7 +22698,15 @@ def rTypeSessionStatusResponse(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w1 = _new(_K51)
+            w1 = _new(_K56)
+            f = d[o]
+            o += 1
+            if f == 1:
+                w1.background, o = rSequenceTypeBackgroundWork(d, o)
+            elif f == 0:
+                w1.background = None
+            else:
+                raise _InternalError('Unexpected flag byte for optional type')
             f = d[o]
             o += 1
             if f == 1:
@@ -21468,36 +22718,39 @@ def rTypeSessionStatusResponse(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K58)
+            w0 = _new(_K63)
             w0._values = (a1_0,)
             v.state = w0
         elif t0 == 2:
-            w1 = _new(_K25)
+            w1 = _new(_K28)
             f = d[o]
             o += 1
             if f == 1:
                 t2 = _I32(d, o)[0]
                 o += 4
                 if t2 == 1:
-                    w2 = _new(_K26)
-                    w1.stop_reason = w2
-                elif t2 == 2:
-                    w2 = _new(_K27)
-                    w1.stop_reason = w2
-                elif t2 == 3:
-                    w2 = _new(_K28)
-                    w1.stop_reason = w2
-                elif t2 == 4:
                     w2 = _new(_K29)
                     w1.stop_reason = w2
-                elif t2 == 5:
+                elif t2 == 2:
                     w2 = _new(_K30)
                     w1.stop_reason = w2
+                elif t2 == 3:
+                    w2 = _new(_K31)
+                    w1.stop_reason = w2
+                elif t2 == 4:
+                    w2 = _new(_K32)
+                    w1.stop_reason = w2
+                elif t2 == 5:
+                    w2 = _new(_K33)
+                    w1.stop_reason = w2
                 elif t2 == 6:
+                    w2 = _new(_K34)
+                    w1.stop_reason = w2
+                elif t2 == 7:
                     n = _U32(d, o)[0] + 4
                     a3_0 = d[o + 4:o + n].decode()
                     o += n
-                    w2 = _new(_K31)
+                    w2 = _new(_K35)
                     w2._values = (a3_0,)
                     w1.stop_reason = w2
                 else:
@@ -21509,7 +22762,7 @@ def rTypeSessionStatusResponse(d: Buffer, o: int) -> Tuple[Any, int]:
             f = d[o]
             o += 1
             if f == 1:
-                w2 = _new(_K32)
+                w2 = _new(_K36)
                 w2.total_tokens = _U64(d, o)[0]
                 o += 8
                 w2.input_tokens = _U64(d, o)[0]
@@ -21561,19 +22814,35 @@ def rTypeSessionStatusResponse(d: Buffer, o: int) -> Tuple[Any, int]:
             f = d[o]
             o += 1
             if f == 1:
+                w2 = _new(_K37)
+                w2.code = _I32(d, o)[0]
+                o += 4
                 n = _U32(d, o)[0] + 4
-                w1.meta = d[o + 4:o + n].decode()
+                w2.message = d[o + 4:o + n].decode()
                 o += n
+                f = d[o]
+                o += 1
+                if f == 1:
+                    n = _U32(d, o)[0] + 4
+                    w2.data = d[o + 4:o + n].decode()
+                    o += n
+                elif f == 0:
+                    w2.data = None
+                else:
+                    raise _InternalError('Unexpected flag byte for optional type')
+                w1.error = w2
             elif f == 0:
-                w1.meta = None
+                w1.error = None
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
-            a1_0 = w1
-            w0 = _new(_K59)
-            w0._values = (a1_0,)
-            v.state = w0
-        elif t0 == 3:
-            w1 = _new(_K50)
+            f = d[o]
+            o += 1
+            if f == 1:
+                w1.background, o = rSequenceTypeBackgroundWork(d, o)
+            elif f == 0:
+                w1.background = None
+            else:
+                raise _InternalError('Unexpected flag byte for optional type')
             f = d[o]
             o += 1
             if f == 1:
@@ -21585,14 +22854,62 @@ def rTypeSessionStatusResponse(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K60)
+            w0 = _new(_K64)
+            w0._values = (a1_0,)
+            v.state = w0
+        elif t0 == 3:
+            w1 = _new(_K55)
+            f = d[o]
+            o += 1
+            if f == 1:
+                w1.background, o = rSequenceTypeBackgroundWork(d, o)
+            elif f == 0:
+                w1.background = None
+            else:
+                raise _InternalError('Unexpected flag byte for optional type')
+            f = d[o]
+            o += 1
+            if f == 1:
+                n = _U32(d, o)[0] + 4
+                w1.meta = d[o + 4:o + n].decode()
+                o += n
+            elif f == 0:
+                w1.meta = None
+            else:
+                raise _InternalError('Unexpected flag byte for optional type')
+            a1_0 = w1
+            w0 = _new(_K65)
             w0._values = (a1_0,)
             v.state = w0
         elif t0 == 4:
+            w1 = _new(_K67)
+            f = d[o]
+            o += 1
+            if f == 1:
+                w1.background, o = rSequenceTypeBackgroundWork(d, o)
+            elif f == 0:
+                w1.background = None
+            else:
+                raise _InternalError('Unexpected flag byte for optional type')
+            f = d[o]
+            o += 1
+            if f == 1:
+                n = _U32(d, o)[0] + 4
+                w1.meta = d[o + 4:o + n].decode()
+                o += n
+            elif f == 0:
+                w1.meta = None
+            else:
+                raise _InternalError('Unexpected flag byte for optional type')
+            a1_0 = w1
+            w0 = _new(_K66)
+            w0._values = (a1_0,)
+            v.state = w0
+        elif t0 == 5:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K61)
+            w0 = _new(_K68)
             w0._values = (a1_0,)
             v.state = w0
         else:
@@ -21618,7 +22935,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        w0 = _new(_K86)
+        w0 = _new(_K93)
         n = _U32(d, o)[0] + 4
         w0.message_id = d[o + 4:o + n].decode()
         o += n
@@ -21647,11 +22964,11 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K150)
+        v = _new(_K162)
         v._values = (a0_0,)
         return v, o
     elif t == 2:
-        w0 = _new(_K87)
+        w0 = _new(_K94)
         n = _U32(d, o)[0] + 4
         w0.message_id = d[o + 4:o + n].decode()
         o += n
@@ -22079,7 +23396,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K151)
+        v = _new(_K163)
         v._values = (a0_0,)
         return v, o
     elif t == 3:
@@ -22112,7 +23429,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K152)
+        v = _new(_K164)
         v._values = (a0_0,)
         return v, o
     elif t == 4:
@@ -22544,7 +23861,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K153)
+        v = _new(_K165)
         v._values = (a0_0,)
         return v, o
     elif t == 5:
@@ -22570,7 +23887,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K154)
+        v = _new(_K166)
         v._values = (a0_0,)
         return v, o
     elif t == 6:
@@ -22603,7 +23920,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K155)
+        v = _new(_K167)
         v._values = (a0_0,)
         return v, o
     elif t == 7:
@@ -23035,14 +24352,22 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K156)
+        v = _new(_K168)
         v._values = (a0_0,)
         return v, o
     elif t == 8:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w1 = _new(_K51)
+            w1 = _new(_K56)
+            f = d[o]
+            o += 1
+            if f == 1:
+                w1.background, o = rSequenceTypeBackgroundWork(d, o)
+            elif f == 0:
+                w1.background = None
+            else:
+                raise _InternalError('Unexpected flag byte for optional type')
             f = d[o]
             o += 1
             if f == 1:
@@ -23054,36 +24379,39 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K58)
+            w0 = _new(_K63)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 2:
-            w1 = _new(_K25)
+            w1 = _new(_K28)
             f = d[o]
             o += 1
             if f == 1:
                 t2 = _I32(d, o)[0]
                 o += 4
                 if t2 == 1:
-                    w2 = _new(_K26)
-                    w1.stop_reason = w2
-                elif t2 == 2:
-                    w2 = _new(_K27)
-                    w1.stop_reason = w2
-                elif t2 == 3:
-                    w2 = _new(_K28)
-                    w1.stop_reason = w2
-                elif t2 == 4:
                     w2 = _new(_K29)
                     w1.stop_reason = w2
-                elif t2 == 5:
+                elif t2 == 2:
                     w2 = _new(_K30)
                     w1.stop_reason = w2
+                elif t2 == 3:
+                    w2 = _new(_K31)
+                    w1.stop_reason = w2
+                elif t2 == 4:
+                    w2 = _new(_K32)
+                    w1.stop_reason = w2
+                elif t2 == 5:
+                    w2 = _new(_K33)
+                    w1.stop_reason = w2
                 elif t2 == 6:
+                    w2 = _new(_K34)
+                    w1.stop_reason = w2
+                elif t2 == 7:
                     n = _U32(d, o)[0] + 4
                     a3_0 = d[o + 4:o + n].decode()
                     o += n
-                    w2 = _new(_K31)
+                    w2 = _new(_K35)
                     w2._values = (a3_0,)
                     w1.stop_reason = w2
                 else:
@@ -23095,7 +24423,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
             f = d[o]
             o += 1
             if f == 1:
-                w2 = _new(_K32)
+                w2 = _new(_K36)
                 w2.total_tokens = _U64(d, o)[0]
                 o += 8
                 w2.input_tokens = _U64(d, o)[0]
@@ -23147,19 +24475,35 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
             f = d[o]
             o += 1
             if f == 1:
+                w2 = _new(_K37)
+                w2.code = _I32(d, o)[0]
+                o += 4
                 n = _U32(d, o)[0] + 4
-                w1.meta = d[o + 4:o + n].decode()
+                w2.message = d[o + 4:o + n].decode()
                 o += n
+                f = d[o]
+                o += 1
+                if f == 1:
+                    n = _U32(d, o)[0] + 4
+                    w2.data = d[o + 4:o + n].decode()
+                    o += n
+                elif f == 0:
+                    w2.data = None
+                else:
+                    raise _InternalError('Unexpected flag byte for optional type')
+                w1.error = w2
             elif f == 0:
-                w1.meta = None
+                w1.error = None
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
-            a1_0 = w1
-            w0 = _new(_K59)
-            w0._values = (a1_0,)
-            a0_0 = w0
-        elif t0 == 3:
-            w1 = _new(_K50)
+            f = d[o]
+            o += 1
+            if f == 1:
+                w1.background, o = rSequenceTypeBackgroundWork(d, o)
+            elif f == 0:
+                w1.background = None
+            else:
+                raise _InternalError('Unexpected flag byte for optional type')
             f = d[o]
             o += 1
             if f == 1:
@@ -23171,23 +24515,71 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K60)
+            w0 = _new(_K64)
+            w0._values = (a1_0,)
+            a0_0 = w0
+        elif t0 == 3:
+            w1 = _new(_K55)
+            f = d[o]
+            o += 1
+            if f == 1:
+                w1.background, o = rSequenceTypeBackgroundWork(d, o)
+            elif f == 0:
+                w1.background = None
+            else:
+                raise _InternalError('Unexpected flag byte for optional type')
+            f = d[o]
+            o += 1
+            if f == 1:
+                n = _U32(d, o)[0] + 4
+                w1.meta = d[o + 4:o + n].decode()
+                o += n
+            elif f == 0:
+                w1.meta = None
+            else:
+                raise _InternalError('Unexpected flag byte for optional type')
+            a1_0 = w1
+            w0 = _new(_K65)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 4:
+            w1 = _new(_K67)
+            f = d[o]
+            o += 1
+            if f == 1:
+                w1.background, o = rSequenceTypeBackgroundWork(d, o)
+            elif f == 0:
+                w1.background = None
+            else:
+                raise _InternalError('Unexpected flag byte for optional type')
+            f = d[o]
+            o += 1
+            if f == 1:
+                n = _U32(d, o)[0] + 4
+                w1.meta = d[o + 4:o + n].decode()
+                o += n
+            elif f == 0:
+                w1.meta = None
+            else:
+                raise _InternalError('Unexpected flag byte for optional type')
+            a1_0 = w1
+            w0 = _new(_K66)
+            w0._values = (a1_0,)
+            a0_0 = w0
+        elif t0 == 5:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K61)
+            w0 = _new(_K68)
             w0._values = (a1_0,)
             a0_0 = w0
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
-        v = _new(_K157)
+        v = _new(_K169)
         v._values = (a0_0,)
         return v, o
     elif t == 9:
-        w0 = _new(_K66)
+        w0 = _new(_K73)
         n = _U32(d, o)[0] + 4
         w0.tool_call_id = d[o + 4:o + n].decode()
         o += n
@@ -23217,40 +24609,40 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
             t1 = _I32(d, o)[0]
             o += 4
             if t1 == 1:
-                w1 = _new(_K67)
-                w0.kind = w1
-            elif t1 == 2:
-                w1 = _new(_K68)
-                w0.kind = w1
-            elif t1 == 3:
-                w1 = _new(_K69)
-                w0.kind = w1
-            elif t1 == 4:
-                w1 = _new(_K70)
-                w0.kind = w1
-            elif t1 == 5:
-                w1 = _new(_K71)
-                w0.kind = w1
-            elif t1 == 6:
-                w1 = _new(_K72)
-                w0.kind = w1
-            elif t1 == 7:
-                w1 = _new(_K73)
-                w0.kind = w1
-            elif t1 == 8:
                 w1 = _new(_K74)
                 w0.kind = w1
-            elif t1 == 9:
+            elif t1 == 2:
                 w1 = _new(_K75)
                 w0.kind = w1
-            elif t1 == 10:
+            elif t1 == 3:
                 w1 = _new(_K76)
+                w0.kind = w1
+            elif t1 == 4:
+                w1 = _new(_K77)
+                w0.kind = w1
+            elif t1 == 5:
+                w1 = _new(_K78)
+                w0.kind = w1
+            elif t1 == 6:
+                w1 = _new(_K79)
+                w0.kind = w1
+            elif t1 == 7:
+                w1 = _new(_K80)
+                w0.kind = w1
+            elif t1 == 8:
+                w1 = _new(_K81)
+                w0.kind = w1
+            elif t1 == 9:
+                w1 = _new(_K82)
+                w0.kind = w1
+            elif t1 == 10:
+                w1 = _new(_K83)
                 w0.kind = w1
             elif t1 == 11:
                 n = _U32(d, o)[0] + 4
                 a2_0 = d[o + 4:o + n].decode()
                 o += n
-                w1 = _new(_K77)
+                w1 = _new(_K84)
                 w1._values = (a2_0,)
                 w0.kind = w1
             else:
@@ -23265,25 +24657,25 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
             t1 = _I32(d, o)[0]
             o += 4
             if t1 == 1:
-                w1 = _new(_K78)
+                w1 = _new(_K85)
                 w0.status = w1
             elif t1 == 2:
-                w1 = _new(_K79)
+                w1 = _new(_K86)
                 w0.status = w1
             elif t1 == 3:
-                w1 = _new(_K80)
+                w1 = _new(_K87)
                 w0.status = w1
             elif t1 == 4:
-                w1 = _new(_K81)
+                w1 = _new(_K88)
                 w0.status = w1
             elif t1 == 5:
-                w1 = _new(_K82)
+                w1 = _new(_K89)
                 w0.status = w1
             elif t1 == 6:
                 n = _U32(d, o)[0] + 4
                 a2_0 = d[o + 4:o + n].decode()
                 o += n
-                w1 = _new(_K83)
+                w1 = _new(_K90)
                 w1._values = (a2_0,)
                 w0.status = w1
             else:
@@ -23339,18 +24731,18 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K158)
+        v = _new(_K170)
         v._values = (a0_0,)
         return v, o
     elif t == 10:
-        w0 = _new(_K63)
+        w0 = _new(_K70)
         n = _U32(d, o)[0] + 4
         w0.tool_call_id = d[o + 4:o + n].decode()
         o += n
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w2 = _new(_K62)
+            w2 = _new(_K69)
             t3 = _I32(d, o)[0]
             o += 4
             if t3 == 1:
@@ -23398,14 +24790,14 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a2_0 = w2
-            w1 = _new(_K64)
+            w1 = _new(_K71)
             w1._values = (a2_0,)
             w0.content = w1
         elif t1 == 2:
             n = _U32(d, o)[0] + 4
             a2_0 = d[o + 4:o + n].decode()
             o += n
-            w1 = _new(_K65)
+            w1 = _new(_K72)
             w1._values = (a2_0,)
             w0.content = w1
         else:
@@ -23421,15 +24813,15 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K159)
+        v = _new(_K171)
         v._values = (a0_0,)
         return v, o
     elif t == 11:
-        w0 = _new(_K45)
+        w0 = _new(_K50)
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w2 = _new(_K44)
+            w2 = _new(_K49)
             n = _U32(d, o)[0] + 4
             w2.plan_id = d[o + 4:o + n].decode()
             o += n
@@ -23445,14 +24837,14 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a2_0 = w2
-            w1 = _new(_K46)
+            w1 = _new(_K51)
             w1._values = (a2_0,)
             w0.plan = w1
         elif t1 == 2:
             n = _U32(d, o)[0] + 4
             a2_0 = d[o + 4:o + n].decode()
             o += n
-            w1 = _new(_K47)
+            w1 = _new(_K52)
             w1._values = (a2_0,)
             w0.plan = w1
         else:
@@ -23468,11 +24860,11 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K160)
+        v = _new(_K172)
         v._values = (a0_0,)
         return v, o
     elif t == 12:
-        w0 = _new(_K84)
+        w0 = _new(_K91)
         w0.used = _U64(d, o)[0]
         o += 8
         w0.size = _U64(d, o)[0]
@@ -23480,7 +24872,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         f = d[o]
         o += 1
         if f == 1:
-            w1 = _new(_K85)
+            w1 = _new(_K92)
             w1.amount = _F64(d, o)[0]
             o += 8
             n = _U32(d, o)[0] + 4
@@ -23512,21 +24904,21 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K161)
+        v = _new(_K173)
         v._values = (a0_0,)
         return v, o
     elif t == 13:
-        w0 = _new(_K54)
+        w0 = _new(_K59)
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w1 = _new(_K55)
+            w1 = _new(_K60)
             w0.title = w1
         elif t1 == 2:
-            w1 = _new(_K56)
+            w1 = _new(_K61)
             w0.title = w1
         elif t1 == 3:
-            w1 = _new(_K57)
+            w1 = _new(_K62)
             n = _U32(d, o)[0] + 4
             w1.value = d[o + 4:o + n].decode()
             o += n
@@ -23536,13 +24928,13 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w1 = _new(_K55)
+            w1 = _new(_K60)
             w0.updated_at = w1
         elif t1 == 2:
-            w1 = _new(_K56)
+            w1 = _new(_K61)
             w0.updated_at = w1
         elif t1 == 3:
-            w1 = _new(_K57)
+            w1 = _new(_K62)
             n = _U32(d, o)[0] + 4
             w1.value = d[o + 4:o + n].decode()
             o += n
@@ -23560,11 +24952,11 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K162)
+        v = _new(_K174)
         v._values = (a0_0,)
         return v, o
     elif t == 14:
-        w0 = _new(_K43)
+        w0 = _new(_K48)
         w0.pending, o = rSequenceTypePendingInject(d, o)
         f = d[o]
         o += 1
@@ -23577,11 +24969,11 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K163)
+        v = _new(_K175)
         v._values = (a0_0,)
         return v, o
     elif t == 15:
-        w0 = _new(_K53)
+        w0 = _new(_K58)
         f = d[o]
         o += 1
         if f == 1:
@@ -23593,21 +24985,21 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K164)
+        v = _new(_K176)
         v._values = (a0_0,)
         return v, o
     elif t == 16:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K165)
+        v = _new(_K177)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
 def rTypeSetupSupport(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K259)
+    v = _new(_K271)
     v.mcp_stdio = d[o] != 0
     o += 1
     v.mcp_http = d[o] != 0
@@ -23621,7 +25013,15 @@ def rTypeStateUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        w0 = _new(_K51)
+        w0 = _new(_K56)
+        f = d[o]
+        o += 1
+        if f == 1:
+            w0.background, o = rSequenceTypeBackgroundWork(d, o)
+        elif f == 0:
+            w0.background = None
+        else:
+            raise _InternalError('Unexpected flag byte for optional type')
         f = d[o]
         o += 1
         if f == 1:
@@ -23633,36 +25033,39 @@ def rTypeStateUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K58)
+        v = _new(_K63)
         v._values = (a0_0,)
         return v, o
     elif t == 2:
-        w0 = _new(_K25)
+        w0 = _new(_K28)
         f = d[o]
         o += 1
         if f == 1:
             t1 = _I32(d, o)[0]
             o += 4
             if t1 == 1:
-                w1 = _new(_K26)
-                w0.stop_reason = w1
-            elif t1 == 2:
-                w1 = _new(_K27)
-                w0.stop_reason = w1
-            elif t1 == 3:
-                w1 = _new(_K28)
-                w0.stop_reason = w1
-            elif t1 == 4:
                 w1 = _new(_K29)
                 w0.stop_reason = w1
-            elif t1 == 5:
+            elif t1 == 2:
                 w1 = _new(_K30)
                 w0.stop_reason = w1
+            elif t1 == 3:
+                w1 = _new(_K31)
+                w0.stop_reason = w1
+            elif t1 == 4:
+                w1 = _new(_K32)
+                w0.stop_reason = w1
+            elif t1 == 5:
+                w1 = _new(_K33)
+                w0.stop_reason = w1
             elif t1 == 6:
+                w1 = _new(_K34)
+                w0.stop_reason = w1
+            elif t1 == 7:
                 n = _U32(d, o)[0] + 4
                 a2_0 = d[o + 4:o + n].decode()
                 o += n
-                w1 = _new(_K31)
+                w1 = _new(_K35)
                 w1._values = (a2_0,)
                 w0.stop_reason = w1
             else:
@@ -23674,7 +25077,7 @@ def rTypeStateUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         f = d[o]
         o += 1
         if f == 1:
-            w1 = _new(_K32)
+            w1 = _new(_K36)
             w1.total_tokens = _U64(d, o)[0]
             o += 8
             w1.input_tokens = _U64(d, o)[0]
@@ -23726,19 +25129,35 @@ def rTypeStateUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         f = d[o]
         o += 1
         if f == 1:
+            w1 = _new(_K37)
+            w1.code = _I32(d, o)[0]
+            o += 4
             n = _U32(d, o)[0] + 4
-            w0.meta = d[o + 4:o + n].decode()
+            w1.message = d[o + 4:o + n].decode()
             o += n
+            f = d[o]
+            o += 1
+            if f == 1:
+                n = _U32(d, o)[0] + 4
+                w1.data = d[o + 4:o + n].decode()
+                o += n
+            elif f == 0:
+                w1.data = None
+            else:
+                raise _InternalError('Unexpected flag byte for optional type')
+            w0.error = w1
         elif f == 0:
-            w0.meta = None
+            w0.error = None
         else:
             raise _InternalError('Unexpected flag byte for optional type')
-        a0_0 = w0
-        v = _new(_K59)
-        v._values = (a0_0,)
-        return v, o
-    elif t == 3:
-        w0 = _new(_K50)
+        f = d[o]
+        o += 1
+        if f == 1:
+            w0.background, o = rSequenceTypeBackgroundWork(d, o)
+        elif f == 0:
+            w0.background = None
+        else:
+            raise _InternalError('Unexpected flag byte for optional type')
         f = d[o]
         o += 1
         if f == 1:
@@ -23750,21 +25169,69 @@ def rTypeStateUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K60)
+        v = _new(_K64)
+        v._values = (a0_0,)
+        return v, o
+    elif t == 3:
+        w0 = _new(_K55)
+        f = d[o]
+        o += 1
+        if f == 1:
+            w0.background, o = rSequenceTypeBackgroundWork(d, o)
+        elif f == 0:
+            w0.background = None
+        else:
+            raise _InternalError('Unexpected flag byte for optional type')
+        f = d[o]
+        o += 1
+        if f == 1:
+            n = _U32(d, o)[0] + 4
+            w0.meta = d[o + 4:o + n].decode()
+            o += n
+        elif f == 0:
+            w0.meta = None
+        else:
+            raise _InternalError('Unexpected flag byte for optional type')
+        a0_0 = w0
+        v = _new(_K65)
         v._values = (a0_0,)
         return v, o
     elif t == 4:
+        w0 = _new(_K67)
+        f = d[o]
+        o += 1
+        if f == 1:
+            w0.background, o = rSequenceTypeBackgroundWork(d, o)
+        elif f == 0:
+            w0.background = None
+        else:
+            raise _InternalError('Unexpected flag byte for optional type')
+        f = d[o]
+        o += 1
+        if f == 1:
+            n = _U32(d, o)[0] + 4
+            w0.meta = d[o + 4:o + n].decode()
+            o += n
+        elif f == 0:
+            w0.meta = None
+        else:
+            raise _InternalError('Unexpected flag byte for optional type')
+        a0_0 = w0
+        v = _new(_K66)
+        v._values = (a0_0,)
+        return v, o
+    elif t == 5:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K61)
+        v = _new(_K68)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
 def rTypeStatusCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K40)
+    v = _new(_K45)
     f = d[o]
     o += 1
     if f == 1:
@@ -23782,9 +25249,9 @@ def rTypeSteerInStream(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K222, o
+        return _K234, o
     elif t == 2:
-        return _K223, o
+        return _K235, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
@@ -23792,25 +25259,28 @@ def rTypeStopReason(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K26)
-        return v, o
-    elif t == 2:
-        v = _new(_K27)
-        return v, o
-    elif t == 3:
-        v = _new(_K28)
-        return v, o
-    elif t == 4:
         v = _new(_K29)
         return v, o
-    elif t == 5:
+    elif t == 2:
         v = _new(_K30)
         return v, o
+    elif t == 3:
+        v = _new(_K31)
+        return v, o
+    elif t == 4:
+        v = _new(_K32)
+        return v, o
+    elif t == 5:
+        v = _new(_K33)
+        return v, o
     elif t == 6:
+        v = _new(_K34)
+        return v, o
+    elif t == 7:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K31)
+        v = _new(_K35)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
@@ -23820,11 +25290,11 @@ def rTypeStream(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K114, o
+        return _K122, o
     elif t == 2:
-        return _K115, o
+        return _K123, o
     elif t == 3:
-        return _K116, o
+        return _K124, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
@@ -23832,13 +25302,13 @@ def rTypeStringPatch(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K55)
+        v = _new(_K60)
         return v, o
     elif t == 2:
-        v = _new(_K56)
+        v = _new(_K61)
         return v, o
     elif t == 3:
-        v = _new(_K57)
+        v = _new(_K62)
         n = _U32(d, o)[0] + 4
         v.value = d[o + 4:o + n].decode()
         o += n
@@ -23850,13 +25320,13 @@ def rTypeStringPatchMember(d: Buffer, o: int) -> Tuple[Any, int]:
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        w0 = _new(_K55)
+        w0 = _new(_K60)
         v = w0
     elif t0 == 2:
-        w0 = _new(_K56)
+        w0 = _new(_K61)
         v = w0
     elif t0 == 3:
-        w0 = _new(_K57)
+        w0 = _new(_K62)
         n = _U32(d, o)[0] + 4
         w0.value = d[o + 4:o + n].decode()
         o += n
@@ -23931,7 +25401,7 @@ def rTypeTextContent(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeTextResourceContents(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K23)
+    v = _new(_K26)
     n = _U32(d, o)[0] + 4
     v.uri = d[o + 4:o + n].decode()
     o += n
@@ -23965,7 +25435,7 @@ def rTypeToolCallContent(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        w0 = _new(_K62)
+        w0 = _new(_K69)
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
@@ -24390,21 +25860,21 @@ def rTypeToolCallContent(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K64)
+        v = _new(_K71)
         v._values = (a0_0,)
         return v, o
     elif t == 2:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K65)
+        v = _new(_K72)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
 def rTypeToolCallContentBlock(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K62)
+    v = _new(_K69)
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
@@ -24738,7 +26208,7 @@ def rTypeToolCallContentBlock(d: Buffer, o: int) -> Tuple[Any, int]:
         t2 = _I32(d, o)[0]
         o += 4
         if t2 == 1:
-            w3 = _new(_K23)
+            w3 = _new(_K26)
             n = _U32(d, o)[0] + 4
             w3.uri = d[o + 4:o + n].decode()
             o += n
@@ -24770,7 +26240,7 @@ def rTypeToolCallContentBlock(d: Buffer, o: int) -> Tuple[Any, int]:
             w2._values = (a3_0,)
             w1.resource = w2
         elif t2 == 2:
-            w3 = _new(_K24)
+            w3 = _new(_K27)
             n = _U32(d, o)[0] + 4
             w3.uri = d[o + 4:o + n].decode()
             o += n
@@ -24886,14 +26356,14 @@ def rTypeToolCallContentBlock(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeToolCallContentChunk(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K63)
+    v = _new(_K70)
     n = _U32(d, o)[0] + 4
     v.tool_call_id = d[o + 4:o + n].decode()
     o += n
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        w1 = _new(_K62)
+        w1 = _new(_K69)
         t2 = _I32(d, o)[0]
         o += 4
         if t2 == 1:
@@ -25115,14 +26585,14 @@ def rTypeToolCallContentChunk(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K64)
+        w0 = _new(_K71)
         w0._values = (a1_0,)
         v.content = w0
     elif t0 == 2:
         n = _U32(d, o)[0] + 4
         a1_0 = d[o + 4:o + n].decode()
         o += n
-        w0 = _new(_K65)
+        w0 = _new(_K72)
         w0._values = (a1_0,)
         v.content = w0
     else:
@@ -25151,32 +26621,32 @@ def rTypeToolCallStatus(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K78)
+        v = _new(_K85)
         return v, o
     elif t == 2:
-        v = _new(_K79)
+        v = _new(_K86)
         return v, o
     elif t == 3:
-        v = _new(_K80)
+        v = _new(_K87)
         return v, o
     elif t == 4:
-        v = _new(_K81)
+        v = _new(_K88)
         return v, o
     elif t == 5:
-        v = _new(_K82)
+        v = _new(_K89)
         return v, o
     elif t == 6:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K83)
+        v = _new(_K90)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
 def rTypeToolCallUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K66)
+    v = _new(_K73)
     n = _U32(d, o)[0] + 4
     v.tool_call_id = d[o + 4:o + n].decode()
     o += n
@@ -25206,40 +26676,40 @@ def rTypeToolCallUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K67)
-            v.kind = w0
-        elif t0 == 2:
-            w0 = _new(_K68)
-            v.kind = w0
-        elif t0 == 3:
-            w0 = _new(_K69)
-            v.kind = w0
-        elif t0 == 4:
-            w0 = _new(_K70)
-            v.kind = w0
-        elif t0 == 5:
-            w0 = _new(_K71)
-            v.kind = w0
-        elif t0 == 6:
-            w0 = _new(_K72)
-            v.kind = w0
-        elif t0 == 7:
-            w0 = _new(_K73)
-            v.kind = w0
-        elif t0 == 8:
             w0 = _new(_K74)
             v.kind = w0
-        elif t0 == 9:
+        elif t0 == 2:
             w0 = _new(_K75)
             v.kind = w0
-        elif t0 == 10:
+        elif t0 == 3:
             w0 = _new(_K76)
+            v.kind = w0
+        elif t0 == 4:
+            w0 = _new(_K77)
+            v.kind = w0
+        elif t0 == 5:
+            w0 = _new(_K78)
+            v.kind = w0
+        elif t0 == 6:
+            w0 = _new(_K79)
+            v.kind = w0
+        elif t0 == 7:
+            w0 = _new(_K80)
+            v.kind = w0
+        elif t0 == 8:
+            w0 = _new(_K81)
+            v.kind = w0
+        elif t0 == 9:
+            w0 = _new(_K82)
+            v.kind = w0
+        elif t0 == 10:
+            w0 = _new(_K83)
             v.kind = w0
         elif t0 == 11:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K77)
+            w0 = _new(_K84)
             w0._values = (a1_0,)
             v.kind = w0
         else:
@@ -25254,25 +26724,25 @@ def rTypeToolCallUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K78)
+            w0 = _new(_K85)
             v.status = w0
         elif t0 == 2:
-            w0 = _new(_K79)
+            w0 = _new(_K86)
             v.status = w0
         elif t0 == 3:
-            w0 = _new(_K80)
+            w0 = _new(_K87)
             v.status = w0
         elif t0 == 4:
-            w0 = _new(_K81)
+            w0 = _new(_K88)
             v.status = w0
         elif t0 == 5:
-            w0 = _new(_K82)
+            w0 = _new(_K89)
             v.status = w0
         elif t0 == 6:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K83)
+            w0 = _new(_K90)
             w0._values = (a1_0,)
             v.status = w0
         else:
@@ -25334,55 +26804,55 @@ def rTypeToolKind(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K67)
-        return v, o
-    elif t == 2:
-        v = _new(_K68)
-        return v, o
-    elif t == 3:
-        v = _new(_K69)
-        return v, o
-    elif t == 4:
-        v = _new(_K70)
-        return v, o
-    elif t == 5:
-        v = _new(_K71)
-        return v, o
-    elif t == 6:
-        v = _new(_K72)
-        return v, o
-    elif t == 7:
-        v = _new(_K73)
-        return v, o
-    elif t == 8:
         v = _new(_K74)
         return v, o
-    elif t == 9:
+    elif t == 2:
         v = _new(_K75)
         return v, o
-    elif t == 10:
+    elif t == 3:
         v = _new(_K76)
+        return v, o
+    elif t == 4:
+        v = _new(_K77)
+        return v, o
+    elif t == 5:
+        v = _new(_K78)
+        return v, o
+    elif t == 6:
+        v = _new(_K79)
+        return v, o
+    elif t == 7:
+        v = _new(_K80)
+        return v, o
+    elif t == 8:
+        v = _new(_K81)
+        return v, o
+    elif t == 9:
+        v = _new(_K82)
+        return v, o
+    elif t == 10:
+        v = _new(_K83)
         return v, o
     elif t == 11:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K77)
+        v = _new(_K84)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
 def rTypeTranscriptEntry(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K224)
+    v = _new(_K236)
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        v.role = _K225
+        v.role = _K237
     elif t0 == 2:
-        v.role = _K226
+        v.role = _K238
     elif t0 == 3:
-        v.role = _K227
+        v.role = _K239
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     n = _U32(d, o)[0] + 4
@@ -25396,19 +26866,19 @@ def rTypeTurn(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K111)
+        v = _new(_K119)
         return v, o
     elif t == 2:
-        v = _new(_K112)
-        w0 = _new(_K113)
+        v = _new(_K120)
+        w0 = _new(_K121)
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w0.stream = _K114
+            w0.stream = _K122
         elif t1 == 2:
-            w0.stream = _K115
+            w0.stream = _K123
         elif t1 == 3:
-            w0.stream = _K116
+            w0.stream = _K124
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         w0.cancel_requested = d[o] != 0
@@ -25416,16 +26886,16 @@ def rTypeTurn(d: Buffer, o: int) -> Tuple[Any, int]:
         v.activity = w0
         return v, o
     elif t == 3:
-        v = _new(_K117)
-        w0 = _new(_K113)
+        v = _new(_K125)
+        w0 = _new(_K121)
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w0.stream = _K114
+            w0.stream = _K122
         elif t1 == 2:
-            w0.stream = _K115
+            w0.stream = _K123
         elif t1 == 3:
-            w0.stream = _K116
+            w0.stream = _K124
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         w0.cancel_requested = d[o] != 0
@@ -25437,16 +26907,16 @@ def rTypeTurn(d: Buffer, o: int) -> Tuple[Any, int]:
         o += 1
         return v, o
     elif t == 4:
-        v = _new(_K118)
-        w0 = _new(_K113)
+        v = _new(_K126)
+        w0 = _new(_K121)
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w0.stream = _K114
+            w0.stream = _K122
         elif t1 == 2:
-            w0.stream = _K115
+            w0.stream = _K123
         elif t1 == 3:
-            w0.stream = _K116
+            w0.stream = _K124
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         w0.cancel_requested = d[o] != 0
@@ -25457,37 +26927,39 @@ def rTypeTurn(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeTurnEnd(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K303)
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        w0 = _new(_K26)
-        v.stop_reason = w0
-    elif t0 == 2:
-        w0 = _new(_K27)
-        v.stop_reason = w0
-    elif t0 == 3:
-        w0 = _new(_K28)
-        v.stop_reason = w0
-    elif t0 == 4:
         w0 = _new(_K29)
-        v.stop_reason = w0
-    elif t0 == 5:
+        a0_0 = w0
+    elif t0 == 2:
         w0 = _new(_K30)
-        v.stop_reason = w0
+        a0_0 = w0
+    elif t0 == 3:
+        w0 = _new(_K31)
+        a0_0 = w0
+    elif t0 == 4:
+        w0 = _new(_K32)
+        a0_0 = w0
+    elif t0 == 5:
+        w0 = _new(_K33)
+        a0_0 = w0
     elif t0 == 6:
+        w0 = _new(_K34)
+        a0_0 = w0
+    elif t0 == 7:
         n = _U32(d, o)[0] + 4
         a1_0 = d[o + 4:o + n].decode()
         o += n
-        w0 = _new(_K31)
+        w0 = _new(_K35)
         w0._values = (a1_0,)
-        v.stop_reason = w0
+        a0_0 = w0
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     f = d[o]
     o += 1
     if f == 1:
-        w0 = _new(_K32)
+        w0 = _new(_K36)
         w0.total_tokens = _U64(d, o)[0]
         o += 8
         w0.input_tokens = _U64(d, o)[0]
@@ -25531,9 +27003,54 @@ def rTypeTurnEnd(d: Buffer, o: int) -> Tuple[Any, int]:
             w0.meta = None
         else:
             raise _InternalError('Unexpected flag byte for optional type')
-        v.usage = w0
+        a0_1 = w0
     elif f == 0:
-        v.usage = None
+        a0_1 = None
+    else:
+        raise _InternalError('Unexpected flag byte for optional type')
+    f = d[o]
+    o += 1
+    if f == 1:
+        w0 = _new(_K37)
+        w0.code = _I32(d, o)[0]
+        o += 4
+        n = _U32(d, o)[0] + 4
+        w0.message = d[o + 4:o + n].decode()
+        o += n
+        f = d[o]
+        o += 1
+        if f == 1:
+            n = _U32(d, o)[0] + 4
+            w0.data = d[o + 4:o + n].decode()
+            o += n
+        elif f == 0:
+            w0.data = None
+        else:
+            raise _InternalError('Unexpected flag byte for optional type')
+        a0_2 = w0
+    elif f == 0:
+        a0_2 = None
+    else:
+        raise _InternalError('Unexpected flag byte for optional type')
+    v = _K315(stop_reason=a0_0, usage=a0_1, error=a0_2)
+    return v, o
+
+
+def rTypeTurnFailure(d: Buffer, o: int) -> Tuple[Any, int]:
+    v = _new(_K37)
+    v.code = _I32(d, o)[0]
+    o += 4
+    n = _U32(d, o)[0] + 4
+    v.message = d[o + 4:o + n].decode()
+    o += n
+    f = d[o]
+    o += 1
+    if f == 1:
+        n = _U32(d, o)[0] + 4
+        v.data = d[o + 4:o + n].decode()
+        o += n
+    elif f == 0:
+        v.data = None
     else:
         raise _InternalError('Unexpected flag byte for optional type')
     return v, o
@@ -25543,11 +27060,13 @@ def rTypeTurnState(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K105, o
+        return _K112, o
     elif t == 2:
-        return _K106, o
+        return _K113, o
     elif t == 3:
-        return _K107, o
+        return _K114, o
+    elif t == 4:
+        return _K115, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
@@ -25558,8 +27077,31 @@ def rTypeUnknown(d: Buffer, o: int) -> Tuple[Any, int]:
     return v, o
 
 
+def rTypeUnknownStateUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
+    v = _new(_K67)
+    f = d[o]
+    o += 1
+    if f == 1:
+        v.background, o = rSequenceTypeBackgroundWork(d, o)
+    elif f == 0:
+        v.background = None
+    else:
+        raise _InternalError('Unexpected flag byte for optional type')
+    f = d[o]
+    o += 1
+    if f == 1:
+        n = _U32(d, o)[0] + 4
+        v.meta = d[o + 4:o + n].decode()
+        o += n
+    elif f == 0:
+        v.meta = None
+    else:
+        raise _InternalError('Unexpected flag byte for optional type')
+    return v, o
+
+
 def rTypeUnsupportedProtocolVersionErrorData(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K304)
+    v = _new(_K316)
     v.requested = _U16(d, o)[0]
     o += 2
     v.supported, o = rSequenceTypeProtocolVersion(d, o)
@@ -25577,14 +27119,14 @@ def rTypeUnsupportedProtocolVersionErrorData(d: Buffer, o: int) -> Tuple[Any, in
 
 
 def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K305)
+    v = _new(_K317)
     n = _U32(d, o)[0] + 4
     v.session_id = d[o + 4:o + n].decode()
     o += n
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        w1 = _new(_K86)
+        w1 = _new(_K93)
         n = _U32(d, o)[0] + 4
         w1.message_id = d[o + 4:o + n].decode()
         o += n
@@ -25613,11 +27155,11 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K150)
+        w0 = _new(_K162)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 2:
-        w1 = _new(_K87)
+        w1 = _new(_K94)
         n = _U32(d, o)[0] + 4
         w1.message_id = d[o + 4:o + n].decode()
         o += n
@@ -25842,7 +27384,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K151)
+        w0 = _new(_K163)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 3:
@@ -25875,7 +27417,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K152)
+        w0 = _new(_K164)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 4:
@@ -26104,7 +27646,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K153)
+        w0 = _new(_K165)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 5:
@@ -26130,7 +27672,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K154)
+        w0 = _new(_K166)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 6:
@@ -26163,7 +27705,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K155)
+        w0 = _new(_K167)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 7:
@@ -26392,14 +27934,22 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K156)
+        w0 = _new(_K168)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 8:
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w2 = _new(_K51)
+            w2 = _new(_K56)
+            f = d[o]
+            o += 1
+            if f == 1:
+                w2.background, o = rSequenceTypeBackgroundWork(d, o)
+            elif f == 0:
+                w2.background = None
+            else:
+                raise _InternalError('Unexpected flag byte for optional type')
             f = d[o]
             o += 1
             if f == 1:
@@ -26411,36 +27961,39 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a2_0 = w2
-            w1 = _new(_K58)
+            w1 = _new(_K63)
             w1._values = (a2_0,)
             a1_0 = w1
         elif t1 == 2:
-            w2 = _new(_K25)
+            w2 = _new(_K28)
             f = d[o]
             o += 1
             if f == 1:
                 t3 = _I32(d, o)[0]
                 o += 4
                 if t3 == 1:
-                    w3 = _new(_K26)
-                    w2.stop_reason = w3
-                elif t3 == 2:
-                    w3 = _new(_K27)
-                    w2.stop_reason = w3
-                elif t3 == 3:
-                    w3 = _new(_K28)
-                    w2.stop_reason = w3
-                elif t3 == 4:
                     w3 = _new(_K29)
                     w2.stop_reason = w3
-                elif t3 == 5:
+                elif t3 == 2:
                     w3 = _new(_K30)
                     w2.stop_reason = w3
+                elif t3 == 3:
+                    w3 = _new(_K31)
+                    w2.stop_reason = w3
+                elif t3 == 4:
+                    w3 = _new(_K32)
+                    w2.stop_reason = w3
+                elif t3 == 5:
+                    w3 = _new(_K33)
+                    w2.stop_reason = w3
                 elif t3 == 6:
+                    w3 = _new(_K34)
+                    w2.stop_reason = w3
+                elif t3 == 7:
                     n = _U32(d, o)[0] + 4
                     a4_0 = d[o + 4:o + n].decode()
                     o += n
-                    w3 = _new(_K31)
+                    w3 = _new(_K35)
                     w3._values = (a4_0,)
                     w2.stop_reason = w3
                 else:
@@ -26452,7 +28005,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
             f = d[o]
             o += 1
             if f == 1:
-                w3 = _new(_K32)
+                w3 = _new(_K36)
                 w3.total_tokens = _U64(d, o)[0]
                 o += 8
                 w3.input_tokens = _U64(d, o)[0]
@@ -26504,19 +28057,35 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
             f = d[o]
             o += 1
             if f == 1:
+                w3 = _new(_K37)
+                w3.code = _I32(d, o)[0]
+                o += 4
                 n = _U32(d, o)[0] + 4
-                w2.meta = d[o + 4:o + n].decode()
+                w3.message = d[o + 4:o + n].decode()
                 o += n
+                f = d[o]
+                o += 1
+                if f == 1:
+                    n = _U32(d, o)[0] + 4
+                    w3.data = d[o + 4:o + n].decode()
+                    o += n
+                elif f == 0:
+                    w3.data = None
+                else:
+                    raise _InternalError('Unexpected flag byte for optional type')
+                w2.error = w3
             elif f == 0:
-                w2.meta = None
+                w2.error = None
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
-            a2_0 = w2
-            w1 = _new(_K59)
-            w1._values = (a2_0,)
-            a1_0 = w1
-        elif t1 == 3:
-            w2 = _new(_K50)
+            f = d[o]
+            o += 1
+            if f == 1:
+                w2.background, o = rSequenceTypeBackgroundWork(d, o)
+            elif f == 0:
+                w2.background = None
+            else:
+                raise _InternalError('Unexpected flag byte for optional type')
             f = d[o]
             o += 1
             if f == 1:
@@ -26528,23 +28097,71 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a2_0 = w2
-            w1 = _new(_K60)
+            w1 = _new(_K64)
+            w1._values = (a2_0,)
+            a1_0 = w1
+        elif t1 == 3:
+            w2 = _new(_K55)
+            f = d[o]
+            o += 1
+            if f == 1:
+                w2.background, o = rSequenceTypeBackgroundWork(d, o)
+            elif f == 0:
+                w2.background = None
+            else:
+                raise _InternalError('Unexpected flag byte for optional type')
+            f = d[o]
+            o += 1
+            if f == 1:
+                n = _U32(d, o)[0] + 4
+                w2.meta = d[o + 4:o + n].decode()
+                o += n
+            elif f == 0:
+                w2.meta = None
+            else:
+                raise _InternalError('Unexpected flag byte for optional type')
+            a2_0 = w2
+            w1 = _new(_K65)
             w1._values = (a2_0,)
             a1_0 = w1
         elif t1 == 4:
+            w2 = _new(_K67)
+            f = d[o]
+            o += 1
+            if f == 1:
+                w2.background, o = rSequenceTypeBackgroundWork(d, o)
+            elif f == 0:
+                w2.background = None
+            else:
+                raise _InternalError('Unexpected flag byte for optional type')
+            f = d[o]
+            o += 1
+            if f == 1:
+                n = _U32(d, o)[0] + 4
+                w2.meta = d[o + 4:o + n].decode()
+                o += n
+            elif f == 0:
+                w2.meta = None
+            else:
+                raise _InternalError('Unexpected flag byte for optional type')
+            a2_0 = w2
+            w1 = _new(_K66)
+            w1._values = (a2_0,)
+            a1_0 = w1
+        elif t1 == 5:
             n = _U32(d, o)[0] + 4
             a2_0 = d[o + 4:o + n].decode()
             o += n
-            w1 = _new(_K61)
+            w1 = _new(_K68)
             w1._values = (a2_0,)
             a1_0 = w1
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
-        w0 = _new(_K157)
+        w0 = _new(_K169)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 9:
-        w1 = _new(_K66)
+        w1 = _new(_K73)
         n = _U32(d, o)[0] + 4
         w1.tool_call_id = d[o + 4:o + n].decode()
         o += n
@@ -26574,40 +28191,40 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
             t2 = _I32(d, o)[0]
             o += 4
             if t2 == 1:
-                w2 = _new(_K67)
-                w1.kind = w2
-            elif t2 == 2:
-                w2 = _new(_K68)
-                w1.kind = w2
-            elif t2 == 3:
-                w2 = _new(_K69)
-                w1.kind = w2
-            elif t2 == 4:
-                w2 = _new(_K70)
-                w1.kind = w2
-            elif t2 == 5:
-                w2 = _new(_K71)
-                w1.kind = w2
-            elif t2 == 6:
-                w2 = _new(_K72)
-                w1.kind = w2
-            elif t2 == 7:
-                w2 = _new(_K73)
-                w1.kind = w2
-            elif t2 == 8:
                 w2 = _new(_K74)
                 w1.kind = w2
-            elif t2 == 9:
+            elif t2 == 2:
                 w2 = _new(_K75)
                 w1.kind = w2
-            elif t2 == 10:
+            elif t2 == 3:
                 w2 = _new(_K76)
+                w1.kind = w2
+            elif t2 == 4:
+                w2 = _new(_K77)
+                w1.kind = w2
+            elif t2 == 5:
+                w2 = _new(_K78)
+                w1.kind = w2
+            elif t2 == 6:
+                w2 = _new(_K79)
+                w1.kind = w2
+            elif t2 == 7:
+                w2 = _new(_K80)
+                w1.kind = w2
+            elif t2 == 8:
+                w2 = _new(_K81)
+                w1.kind = w2
+            elif t2 == 9:
+                w2 = _new(_K82)
+                w1.kind = w2
+            elif t2 == 10:
+                w2 = _new(_K83)
                 w1.kind = w2
             elif t2 == 11:
                 n = _U32(d, o)[0] + 4
                 a3_0 = d[o + 4:o + n].decode()
                 o += n
-                w2 = _new(_K77)
+                w2 = _new(_K84)
                 w2._values = (a3_0,)
                 w1.kind = w2
             else:
@@ -26622,25 +28239,25 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
             t2 = _I32(d, o)[0]
             o += 4
             if t2 == 1:
-                w2 = _new(_K78)
+                w2 = _new(_K85)
                 w1.status = w2
             elif t2 == 2:
-                w2 = _new(_K79)
+                w2 = _new(_K86)
                 w1.status = w2
             elif t2 == 3:
-                w2 = _new(_K80)
+                w2 = _new(_K87)
                 w1.status = w2
             elif t2 == 4:
-                w2 = _new(_K81)
+                w2 = _new(_K88)
                 w1.status = w2
             elif t2 == 5:
-                w2 = _new(_K82)
+                w2 = _new(_K89)
                 w1.status = w2
             elif t2 == 6:
                 n = _U32(d, o)[0] + 4
                 a3_0 = d[o + 4:o + n].decode()
                 o += n
-                w2 = _new(_K83)
+                w2 = _new(_K90)
                 w2._values = (a3_0,)
                 w1.status = w2
             else:
@@ -26696,18 +28313,18 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K158)
+        w0 = _new(_K170)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 10:
-        w1 = _new(_K63)
+        w1 = _new(_K70)
         n = _U32(d, o)[0] + 4
         w1.tool_call_id = d[o + 4:o + n].decode()
         o += n
         t2 = _I32(d, o)[0]
         o += 4
         if t2 == 1:
-            w3 = _new(_K62)
+            w3 = _new(_K69)
             w3.content, o = rTypeContentBlock(d, o)
             f = d[o]
             o += 1
@@ -26720,14 +28337,14 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a3_0 = w3
-            w2 = _new(_K64)
+            w2 = _new(_K71)
             w2._values = (a3_0,)
             w1.content = w2
         elif t2 == 2:
             n = _U32(d, o)[0] + 4
             a3_0 = d[o + 4:o + n].decode()
             o += n
-            w2 = _new(_K65)
+            w2 = _new(_K72)
             w2._values = (a3_0,)
             w1.content = w2
         else:
@@ -26743,15 +28360,15 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K159)
+        w0 = _new(_K171)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 11:
-        w1 = _new(_K45)
+        w1 = _new(_K50)
         t2 = _I32(d, o)[0]
         o += 4
         if t2 == 1:
-            w3 = _new(_K44)
+            w3 = _new(_K49)
             n = _U32(d, o)[0] + 4
             w3.plan_id = d[o + 4:o + n].decode()
             o += n
@@ -26767,14 +28384,14 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a3_0 = w3
-            w2 = _new(_K46)
+            w2 = _new(_K51)
             w2._values = (a3_0,)
             w1.plan = w2
         elif t2 == 2:
             n = _U32(d, o)[0] + 4
             a3_0 = d[o + 4:o + n].decode()
             o += n
-            w2 = _new(_K47)
+            w2 = _new(_K52)
             w2._values = (a3_0,)
             w1.plan = w2
         else:
@@ -26790,11 +28407,11 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K160)
+        w0 = _new(_K172)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 12:
-        w1 = _new(_K84)
+        w1 = _new(_K91)
         w1.used = _U64(d, o)[0]
         o += 8
         w1.size = _U64(d, o)[0]
@@ -26802,7 +28419,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         f = d[o]
         o += 1
         if f == 1:
-            w2 = _new(_K85)
+            w2 = _new(_K92)
             w2.amount = _F64(d, o)[0]
             o += 8
             n = _U32(d, o)[0] + 4
@@ -26834,21 +28451,21 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K161)
+        w0 = _new(_K173)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 13:
-        w1 = _new(_K54)
+        w1 = _new(_K59)
         t2 = _I32(d, o)[0]
         o += 4
         if t2 == 1:
-            w2 = _new(_K55)
+            w2 = _new(_K60)
             w1.title = w2
         elif t2 == 2:
-            w2 = _new(_K56)
+            w2 = _new(_K61)
             w1.title = w2
         elif t2 == 3:
-            w2 = _new(_K57)
+            w2 = _new(_K62)
             n = _U32(d, o)[0] + 4
             w2.value = d[o + 4:o + n].decode()
             o += n
@@ -26858,13 +28475,13 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         t2 = _I32(d, o)[0]
         o += 4
         if t2 == 1:
-            w2 = _new(_K55)
+            w2 = _new(_K60)
             w1.updated_at = w2
         elif t2 == 2:
-            w2 = _new(_K56)
+            w2 = _new(_K61)
             w1.updated_at = w2
         elif t2 == 3:
-            w2 = _new(_K57)
+            w2 = _new(_K62)
             n = _U32(d, o)[0] + 4
             w2.value = d[o + 4:o + n].decode()
             o += n
@@ -26882,11 +28499,11 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K162)
+        w0 = _new(_K174)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 14:
-        w1 = _new(_K43)
+        w1 = _new(_K48)
         w1.pending, o = rSequenceTypePendingInject(d, o)
         f = d[o]
         o += 1
@@ -26899,11 +28516,11 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K163)
+        w0 = _new(_K175)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 15:
-        w1 = _new(_K53)
+        w1 = _new(_K58)
         f = d[o]
         o += 1
         if f == 1:
@@ -26915,14 +28532,14 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K164)
+        w0 = _new(_K176)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 16:
         n = _U32(d, o)[0] + 4
         a1_0 = d[o + 4:o + n].decode()
         o += n
-        w0 = _new(_K165)
+        w0 = _new(_K177)
         w0._values = (a1_0,)
         v.update = w0
     else:
@@ -26941,7 +28558,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeUsage(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K32)
+    v = _new(_K36)
     v.total_tokens = _U64(d, o)[0]
     o += 8
     v.input_tokens = _U64(d, o)[0]
@@ -26989,7 +28606,7 @@ def rTypeUsage(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeUsageUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K84)
+    v = _new(_K91)
     v.used = _U64(d, o)[0]
     o += 8
     v.size = _U64(d, o)[0]
@@ -26997,7 +28614,7 @@ def rTypeUsageUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
     f = d[o]
     o += 1
     if f == 1:
-        w0 = _new(_K85)
+        w0 = _new(_K92)
         w0.amount = _F64(d, o)[0]
         o += 8
         n = _U32(d, o)[0] + 4
@@ -27032,7 +28649,7 @@ def rTypeUsageUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeUserInput(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K228)
+    v = _new(_K240)
     n = _U32(d, o)[0] + 4
     v.message_id = d[o + 4:o + n].decode()
     o += n
@@ -27041,7 +28658,7 @@ def rTypeUserInput(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeUserMessage(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K86)
+    v = _new(_K93)
     n = _U32(d, o)[0] + 4
     v.message_id = d[o + 4:o + n].decode()
     o += n
@@ -27073,7 +28690,7 @@ def rTypeUserMessage(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeUserMessageChunk(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K87)
+    v = _new(_K94)
     n = _U32(d, o)[0] + 4
     v.message_id = d[o + 4:o + n].decode()
     o += n
@@ -27410,7 +29027,7 @@ def rTypeUserMessageChunk(d: Buffer, o: int) -> Tuple[Any, int]:
         t2 = _I32(d, o)[0]
         o += 4
         if t2 == 1:
-            w3 = _new(_K23)
+            w3 = _new(_K26)
             n = _U32(d, o)[0] + 4
             w3.uri = d[o + 4:o + n].decode()
             o += n
@@ -27442,7 +29059,7 @@ def rTypeUserMessageChunk(d: Buffer, o: int) -> Tuple[Any, int]:
             w2._values = (a3_0,)
             w1.resource = w2
         elif t2 == 2:
-            w3 = _new(_K24)
+            w3 = _new(_K27)
             n = _U32(d, o)[0] + 4
             w3.uri = d[o + 4:o + n].decode()
             o += n
@@ -27565,7 +29182,7 @@ def rTypeValue(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeViolation(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K172)
+    v = _new(_K184)
     n = _U32(d, o)[0] + 4
     v.rule = d[o + 4:o + n].decode()
     o += n
@@ -27601,6 +29218,9 @@ READERS: Dict[str, Callable[[Buffer, int], Tuple[Any, int]]] = {
     '_UniffiFfiConverterBoxTypeAgentThought': rBoxTypeAgentThought,
     '_UniffiFfiConverterBoxTypeAgentThoughtChunk': rBoxTypeAgentThoughtChunk,
     '_UniffiFfiConverterBoxTypeAudioContent': rBoxTypeAudioContent,
+    '_UniffiFfiConverterBoxTypeBackgroundSubagent': rBoxTypeBackgroundSubagent,
+    '_UniffiFfiConverterBoxTypeBackgroundTerminal': rBoxTypeBackgroundTerminal,
+    '_UniffiFfiConverterBoxTypeBackgroundToolCall': rBoxTypeBackgroundToolCall,
     '_UniffiFfiConverterBoxTypeCancelledPermissionOutcome': rBoxTypeCancelledPermissionOutcome,
     '_UniffiFfiConverterBoxTypeEmbeddedResource': rBoxTypeEmbeddedResource,
     '_UniffiFfiConverterBoxTypeIdleStateUpdate': rBoxTypeIdleStateUpdate,
@@ -27624,14 +29244,17 @@ READERS: Dict[str, Callable[[Buffer, int], Tuple[Any, int]]] = {
     '_UniffiFfiConverterBoxTypeToolCallContentBlock': rBoxTypeToolCallContentBlock,
     '_UniffiFfiConverterBoxTypeToolCallContentChunk': rBoxTypeToolCallContentChunk,
     '_UniffiFfiConverterBoxTypeToolCallUpdate': rBoxTypeToolCallUpdate,
+    '_UniffiFfiConverterBoxTypeUnknownStateUpdate': rBoxTypeUnknownStateUpdate,
     '_UniffiFfiConverterBoxTypeUsageUpdate': rBoxTypeUsageUpdate,
     '_UniffiFfiConverterBoxTypeUserMessage': rBoxTypeUserMessage,
     '_UniffiFfiConverterBoxTypeUserMessageChunk': rBoxTypeUserMessageChunk,
     '_UniffiFfiConverterFloat64': rFloat64,
+    '_UniffiFfiConverterInt32': rInt32,
     '_UniffiFfiConverterInt64': rInt64,
     '_UniffiFfiConverterOptionalFloat64': rOptionalFloat64,
     '_UniffiFfiConverterOptionalInt64': rOptionalInt64,
     '_UniffiFfiConverterOptionalSequenceString': rOptionalSequenceString,
+    '_UniffiFfiConverterOptionalSequenceTypeBackgroundWork': rOptionalSequenceTypeBackgroundWork,
     '_UniffiFfiConverterOptionalSequenceTypeEnvVariable': rOptionalSequenceTypeEnvVariable,
     '_UniffiFfiConverterOptionalSequenceTypeHttpHeader': rOptionalSequenceTypeHttpHeader,
     '_UniffiFfiConverterOptionalSequenceTypeJsonObject': rOptionalSequenceTypeJsonObject,
@@ -27662,11 +29285,13 @@ READERS: Dict[str, Callable[[Buffer, int], Tuple[Any, int]]] = {
     '_UniffiFfiConverterOptionalTypeToolCallStatus': rOptionalTypeToolCallStatus,
     '_UniffiFfiConverterOptionalTypeToolKind': rOptionalTypeToolKind,
     '_UniffiFfiConverterOptionalTypeTurn': rOptionalTypeTurn,
+    '_UniffiFfiConverterOptionalTypeTurnFailure': rOptionalTypeTurnFailure,
     '_UniffiFfiConverterOptionalTypeUsage': rOptionalTypeUsage,
     '_UniffiFfiConverterOptionalTypeValue': rOptionalTypeValue,
     '_UniffiFfiConverterOptionalUInt64': rOptionalUInt64,
     '_UniffiFfiConverterSequenceSequenceTypeContentBlock': rSequenceSequenceTypeContentBlock,
     '_UniffiFfiConverterSequenceString': rSequenceString,
+    '_UniffiFfiConverterSequenceTypeBackgroundWork': rSequenceTypeBackgroundWork,
     '_UniffiFfiConverterSequenceTypeContentBlock': rSequenceTypeContentBlock,
     '_UniffiFfiConverterSequenceTypeEnvVariable': rSequenceTypeEnvVariable,
     '_UniffiFfiConverterSequenceTypeEvent': rSequenceTypeEvent,
@@ -27704,6 +29329,10 @@ READERS: Dict[str, Callable[[Buffer, int], Tuple[Any, int]]] = {
     '_UniffiFfiConverterTypeAnnotations': rTypeAnnotations,
     '_UniffiFfiConverterTypeAnswer': rTypeAnswer,
     '_UniffiFfiConverterTypeAudioContent': rTypeAudioContent,
+    '_UniffiFfiConverterTypeBackgroundSubagent': rTypeBackgroundSubagent,
+    '_UniffiFfiConverterTypeBackgroundTerminal': rTypeBackgroundTerminal,
+    '_UniffiFfiConverterTypeBackgroundToolCall': rTypeBackgroundToolCall,
+    '_UniffiFfiConverterTypeBackgroundWork': rTypeBackgroundWork,
     '_UniffiFfiConverterTypeBlobResourceContents': rTypeBlobResourceContents,
     '_UniffiFfiConverterTypeBreakPoint': rTypeBreakPoint,
     '_UniffiFfiConverterTypeCallRejected': rTypeCallRejected,
@@ -27830,8 +29459,10 @@ READERS: Dict[str, Callable[[Buffer, int], Tuple[Any, int]]] = {
     '_UniffiFfiConverterTypeTranscriptEntry': rTypeTranscriptEntry,
     '_UniffiFfiConverterTypeTurn': rTypeTurn,
     '_UniffiFfiConverterTypeTurnEnd': rTypeTurnEnd,
+    '_UniffiFfiConverterTypeTurnFailure': rTypeTurnFailure,
     '_UniffiFfiConverterTypeTurnState': rTypeTurnState,
     '_UniffiFfiConverterTypeUnknown': rTypeUnknown,
+    '_UniffiFfiConverterTypeUnknownStateUpdate': rTypeUnknownStateUpdate,
     '_UniffiFfiConverterTypeUnsupportedProtocolVersionErrorData': rTypeUnsupportedProtocolVersionErrorData,
     '_UniffiFfiConverterTypeUpdateSessionNotification': rTypeUpdateSessionNotification,
     '_UniffiFfiConverterTypeUsage': rTypeUsage,

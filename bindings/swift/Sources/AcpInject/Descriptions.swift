@@ -80,7 +80,8 @@ extension SessionUpdate: CustomStringConvertible {
             case .running: return "state running"
             case .requiresAction: return "state requiresAction"
             case let .idle(idle): return "state idle" + (idle.stopReason.map { " (\($0))" } ?? "")
-            case .other: return "state (unknown)"
+            case .unknown: return "state unknown"
+            case .other: return "state (unrecognised)"
             }
         case let .toolCallUpdate(t):
             return "toolCallUpdate \(t.toolCallId)" + (t.title.map { " \(String(reflecting: $0))" } ?? "") + (t.status.map { " \($0)" } ?? "")

@@ -5,7 +5,7 @@ use acp_inject_wire::jsonrpc;
 use acp_inject_wire::{
     ContentBlock, IdleStateUpdate, McpServer, MessageId, Patch, PendingInject, PendingInjectsUpdate, RequestId,
     RequestPermissionOutcome, RequiresActionStateUpdate, RunningStateUpdate, SessionClosedUpdate, SessionId, SessionUpdate,
-    StateUpdate, StopReason, UpdateSessionNotification, Usage, UserMessage,
+    StateUpdate, StopReason, TurnFailure, UpdateSessionNotification, Usage, UserMessage,
 };
 use serde::{Deserialize, Serialize};
 
@@ -106,15 +106,15 @@ pub(crate) fn update_line(session: &str, update: SessionUpdate) -> String {
 /// The states a `session/status` answer reports (R-STATUS-1): snapshots, an idle one without
 /// `stopReason`.
 pub(crate) fn running_state() -> StateUpdate {
-    StateUpdate::Running(Box::new(RunningStateUpdate { meta: None }))
+    StateUpdate::Running(Box::new(RunningStateUpdate { background: None, meta: None }))
 }
 
 pub(crate) fn requires_action_state() -> StateUpdate {
-    StateUpdate::RequiresAction(Box::new(RequiresActionStateUpdate { meta: None }))
+    StateUpdate::RequiresAction(Box::new(RequiresActionStateUpdate { background: None, meta: None }))
 }
 
 pub(crate) fn idle_state() -> StateUpdate {
-    StateUpdate::Idle(Box::new(IdleStateUpdate { stop_reason: None, usage: None, meta: None }))
+    StateUpdate::Idle(Box::new(IdleStateUpdate { stop_reason: None, usage: None, error: None, background: None, meta: None }))
 }
 
 pub(crate) fn running() -> SessionUpdate {
@@ -132,8 +132,8 @@ pub(crate) fn requires_action() -> SessionUpdate {
 
 /// The turn-end `idle` (R-TURNEND-1): always `stopReason`; `usage` as the runtime reported it,
 /// or absent (never `null`).
-pub(crate) fn idle_line(session: &str, stop_reason: &StopReason, usage: Option<Usage>) -> String {
-    let idle = IdleStateUpdate { stop_reason: Some(stop_reason.clone()), usage, meta: None };
+pub(crate) fn idle_line(session: &str, stop_reason: &StopReason, usage: Option<Usage>, error: Option<TurnFailure>) -> String {
+    let idle = IdleStateUpdate { stop_reason: Some(stop_reason.clone()), usage, error, background: None, meta: None };
     update_line(session, StateUpdate::Idle(Box::new(idle)).into())
 }
 

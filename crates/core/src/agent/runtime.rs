@@ -1,7 +1,7 @@
 //! Runtime events and delivery: break-points, streams, permissions, pauses, turn ends, close,
 //! and the runtime's own updates (R-STEER-*, R-PERM-1, R-PAUSE-1, R-TURNEND-1, R-CLOSE-1).
 
-use acp_inject_wire::{AgentMessage, AgentMessageClear, MessageId, Patch, RequestId, SessionUpdate, StopReason, Usage};
+use acp_inject_wire::{AgentMessage, AgentMessageClear, MessageId, Patch, RequestId, SessionUpdate, StopReason, TurnFailure, Usage};
 use serde::{Deserialize, Serialize};
 
 use super::config::{ClearStyle, QueueDrain};
@@ -53,6 +53,8 @@ pub enum RuntimeEvent {
         stop_reason: StopReason,
         /// Token usage, passed through to the idle update.
         usage: Option<Usage>,
+        /// With [`StopReason::Error`]: the failure, passed through to the idle update.
+        error: Option<TurnFailure>,
     },
     /// The agent closes the session itself.
     Close,
@@ -194,13 +196,18 @@ impl Agent {
             RuntimeEvent::StreamFinished => s.turn.set_stream(Stream::Idle),
             RuntimeEvent::Paused => s.turn.pause(),
             RuntimeEvent::Resumed => s.turn.resume(),
-            RuntimeEvent::TurnEnded { stop_reason, usage } => {
+            RuntimeEvent::TurnEnded { stop_reason, usage, error } => {
                 let cancelled = s.turn.activity().is_some_and(|a| a.cancel_requested);
                 let stop_reason = if cancelled { StopReason::Cancelled } else { stop_reason };
+                // The failure belongs to an `error` end only.
+                let error = if stop_reason == StopReason::Error { error } else { None };
                 s.turn = Turn::Idle;
                 // R-PERM-2: nothing is left waiting on the client once the turn is over.
                 self.drop_session_requests(session);
-                self.out.push_back(Output::Line { to: self.attached(session), line: output::idle_line(session, &stop_reason, usage) });
+                self.out.push_back(Output::Line {
+                    to: self.attached(session),
+                    line: output::idle_line(session, &stop_reason, usage, error),
+                });
                 self.open_next_turn(session);
             }
             RuntimeEvent::TurnStarted
@@ -343,7 +350,7 @@ impl Agent {
         let mut notices = Vec::new();
         let turn_cancelled = s.turn.in_progress();
         if turn_cancelled {
-            notices.push(Output::Line { to: to.clone(), line: output::idle_line(session, &StopReason::Cancelled, None) });
+            notices.push(Output::Line { to: to.clone(), line: output::idle_line(session, &StopReason::Cancelled, None, None) });
         }
         let drained = s.pending.drain();
         if !drained.is_empty() {

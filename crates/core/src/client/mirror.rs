@@ -137,6 +137,10 @@ pub enum TurnState {
     Running,
     /// The turn waits on the user.
     RequiresAction,
+    /// The agent cannot currently tell (upstream's unstable `unknown` state): what was known
+    /// before is no longer confirmed, and the stop reason and usage stay as last known. A later
+    /// state replaces it (C-STATE-1).
+    Unknown,
 }
 
 /// A call the client API refused without sending anything.
@@ -434,6 +438,7 @@ impl SessionMirror {
                 StateUpdate::Running(_) => self.set_state(TurnState::Running, None, None),
                 StateUpdate::RequiresAction(_) => self.set_state(TurnState::RequiresAction, None, None),
                 StateUpdate::Idle(i) => self.set_state(TurnState::Idle, i.stop_reason.clone(), i.usage.clone()),
+                StateUpdate::Unknown(_) => self.state = Some(TurnState::Unknown),
                 // R-WIRE-3: a state this version does not know changes nothing it tracks.
                 StateUpdate::Other(_) => {}
             },

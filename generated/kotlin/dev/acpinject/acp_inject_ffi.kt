@@ -1942,6 +1942,29 @@ public object FfiConverterUInt: FfiConverter<UInt, Int> {
 /**
  * @suppress
  */
+public object FfiConverterInt: FfiConverter<Int, Int> {
+    override fun lift(value: Int): Int {
+        return value
+    }
+
+    override fun read(buf: ByteBuffer): Int {
+        return buf.getInt()
+    }
+
+    override fun lower(value: Int): Int {
+        return value
+    }
+
+    override fun allocationSize(value: Int) = 4UL
+
+    override fun write(value: Int, buf: ByteBuffer) {
+        buf.putInt(value)
+    }
+}
+
+/**
+ * @suppress
+ */
 public object FfiConverterULong: FfiConverter<ULong, Long> {
     override fun lift(value: Long): ULong {
         return value.toULong()
@@ -6800,6 +6823,132 @@ public object FfiConverterTypeAudioContent: FfiConverterRustBuffer<AudioContent>
 
 
 /**
+ * UNSTABLE upstream: a listed subagent session.
+ */
+data class BackgroundSubagent (
+    var `sessionId`: SessionId
+    , 
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeBackgroundSubagent: FfiConverterRustBuffer<BackgroundSubagent> {
+    override fun read(buf: ByteBuffer): BackgroundSubagent {
+        return BackgroundSubagent(
+            FfiConverterTypeSessionId.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: BackgroundSubagent) = (
+            FfiConverterTypeSessionId.allocationSize(value.`sessionId`) +
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: BackgroundSubagent, buf: ByteBuffer) {
+            FfiConverterTypeSessionId.write(value.`sessionId`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * A listed terminal running in the background.
+ */
+data class BackgroundTerminal (
+    /**
+     * The listed terminal.
+     */
+    var `terminalId`: kotlin.String
+    , 
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeBackgroundTerminal: FfiConverterRustBuffer<BackgroundTerminal> {
+    override fun read(buf: ByteBuffer): BackgroundTerminal {
+        return BackgroundTerminal(
+            FfiConverterString.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: BackgroundTerminal) = (
+            FfiConverterString.allocationSize(value.`terminalId`) +
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: BackgroundTerminal, buf: ByteBuffer) {
+            FfiConverterString.write(value.`terminalId`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
+ * A listed tool call whose work continues in the background.
+ */
+data class BackgroundToolCall (
+    var `toolCallId`: ToolCallId
+    , 
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeBackgroundToolCall: FfiConverterRustBuffer<BackgroundToolCall> {
+    override fun read(buf: ByteBuffer): BackgroundToolCall {
+        return BackgroundToolCall(
+            FfiConverterTypeToolCallId.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: BackgroundToolCall) = (
+            FfiConverterTypeToolCallId.allocationSize(value.`toolCallId`) +
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: BackgroundToolCall, buf: ByteBuffer) {
+            FfiConverterTypeToolCallId.write(value.`toolCallId`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
  * A binary resource, base64-encoded.
  */
 data class BlobResourceContents (
@@ -7405,12 +7554,22 @@ public object FfiConverterTypeHttpHeader: FfiConverterRustBuffer<HttpHeader> {
 
 
 /**
- * The turn ended. Always carries `stopReason` from this toolkit; `usage` only when the runtime reported it.
+ * No foreground work is active. At a turn's end this toolkit always sends `stopReason` (with `error` when it is `error`), and `usage` when the runtime reported it; a resume or status snapshot has none.
  */
 data class IdleStateUpdate (
     var `stopReason`: StopReason?
     , 
     var `usage`: Usage?
+    , 
+    /**
+     * With `stopReason: "error"`: the failure, as a JSON-RPC error object (upstream `ErrorStopReason.error`). Omitted or `null`: not reported.
+     */
+    var `error`: TurnFailure?
+    , 
+    /**
+     * Work running independently of foreground work, as a complete snapshot; omitted or `null`: not reported (not that nothing runs), `[]`: none. A malformed list reads as not reported.
+     */
+    var `background`: List<BackgroundWork>?
     , 
     var `meta`: JsonObject?
     
@@ -7431,6 +7590,8 @@ public object FfiConverterTypeIdleStateUpdate: FfiConverterRustBuffer<IdleStateU
         return IdleStateUpdate(
             FfiConverterOptionalTypeStopReason.read(buf),
             FfiConverterOptionalTypeUsage.read(buf),
+            FfiConverterOptionalTypeTurnFailure.read(buf),
+            FfiConverterOptionalSequenceTypeBackgroundWork.read(buf),
             FfiConverterOptionalTypeJsonObject.read(buf),
         )
     }
@@ -7438,12 +7599,16 @@ public object FfiConverterTypeIdleStateUpdate: FfiConverterRustBuffer<IdleStateU
     override fun allocationSize(value: IdleStateUpdate) = (
             FfiConverterOptionalTypeStopReason.allocationSize(value.`stopReason`) +
             FfiConverterOptionalTypeUsage.allocationSize(value.`usage`) +
+            FfiConverterOptionalTypeTurnFailure.allocationSize(value.`error`) +
+            FfiConverterOptionalSequenceTypeBackgroundWork.allocationSize(value.`background`) +
             FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
     )
 
     override fun write(value: IdleStateUpdate, buf: ByteBuffer) {
             FfiConverterOptionalTypeStopReason.write(value.`stopReason`, buf)
             FfiConverterOptionalTypeUsage.write(value.`usage`, buf)
+            FfiConverterOptionalTypeTurnFailure.write(value.`error`, buf)
+            FfiConverterOptionalSequenceTypeBackgroundWork.write(value.`background`, buf)
             FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
     }
 }
@@ -9231,6 +9396,11 @@ public object FfiConverterTypeRequestPermissionResponse: FfiConverterRustBuffer<
  * The turn waits for the user (a permission request is open).
  */
 data class RequiresActionStateUpdate (
+    /**
+     * Work running independently of foreground work, as a complete snapshot; omitted or `null`: not reported (not that nothing runs), `[]`: none. A malformed list reads as not reported.
+     */
+    var `background`: List<BackgroundWork>?
+    , 
     var `meta`: JsonObject?
     
 ){
@@ -9248,15 +9418,18 @@ data class RequiresActionStateUpdate (
 public object FfiConverterTypeRequiresActionStateUpdate: FfiConverterRustBuffer<RequiresActionStateUpdate> {
     override fun read(buf: ByteBuffer): RequiresActionStateUpdate {
         return RequiresActionStateUpdate(
+            FfiConverterOptionalSequenceTypeBackgroundWork.read(buf),
             FfiConverterOptionalTypeJsonObject.read(buf),
         )
     }
 
     override fun allocationSize(value: RequiresActionStateUpdate) = (
+            FfiConverterOptionalSequenceTypeBackgroundWork.allocationSize(value.`background`) +
             FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
     )
 
     override fun write(value: RequiresActionStateUpdate, buf: ByteBuffer) {
+            FfiConverterOptionalSequenceTypeBackgroundWork.write(value.`background`, buf)
             FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
     }
 }
@@ -9537,6 +9710,11 @@ public object FfiConverterTypeRevokeInjectResponse: FfiConverterRustBuffer<Revok
  * Foreground work started or resumed.
  */
 data class RunningStateUpdate (
+    /**
+     * Work running independently of foreground work, as a complete snapshot; omitted or `null`: not reported (not that nothing runs), `[]`: none. A malformed list reads as not reported.
+     */
+    var `background`: List<BackgroundWork>?
+    , 
     var `meta`: JsonObject?
     
 ){
@@ -9554,15 +9732,18 @@ data class RunningStateUpdate (
 public object FfiConverterTypeRunningStateUpdate: FfiConverterRustBuffer<RunningStateUpdate> {
     override fun read(buf: ByteBuffer): RunningStateUpdate {
         return RunningStateUpdate(
+            FfiConverterOptionalSequenceTypeBackgroundWork.read(buf),
             FfiConverterOptionalTypeJsonObject.read(buf),
         )
     }
 
     override fun allocationSize(value: RunningStateUpdate) = (
+            FfiConverterOptionalSequenceTypeBackgroundWork.allocationSize(value.`background`) +
             FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
     )
 
     override fun write(value: RunningStateUpdate, buf: ByteBuffer) {
+            FfiConverterOptionalSequenceTypeBackgroundWork.write(value.`background`, buf)
             FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
     }
 }
@@ -10475,7 +10656,9 @@ public object FfiConverterTypeTranscriptEntry: FfiConverterRustBuffer<Transcript
 data class TurnEnd (
     var `stopReason`: StopReason
     , 
-    var `usage`: Usage?
+    var `usage`: Usage? = null 
+    , 
+    var `error`: TurnFailure? = null 
     
 ){
     
@@ -10494,17 +10677,119 @@ public object FfiConverterTypeTurnEnd: FfiConverterRustBuffer<TurnEnd> {
         return TurnEnd(
             FfiConverterTypeStopReason.read(buf),
             FfiConverterOptionalTypeUsage.read(buf),
+            FfiConverterOptionalTypeTurnFailure.read(buf),
         )
     }
 
     override fun allocationSize(value: TurnEnd) = (
             FfiConverterTypeStopReason.allocationSize(value.`stopReason`) +
-            FfiConverterOptionalTypeUsage.allocationSize(value.`usage`)
+            FfiConverterOptionalTypeUsage.allocationSize(value.`usage`) +
+            FfiConverterOptionalTypeTurnFailure.allocationSize(value.`error`)
     )
 
     override fun write(value: TurnEnd, buf: ByteBuffer) {
             FfiConverterTypeStopReason.write(value.`stopReason`, buf)
             FfiConverterOptionalTypeUsage.write(value.`usage`, buf)
+            FfiConverterOptionalTypeTurnFailure.write(value.`error`, buf)
+    }
+}
+
+
+
+/**
+ * A failure that ended a turn, as a JSON-RPC error object (upstream `Error` inside `ErrorStopReason`).
+ */
+data class TurnFailure (
+    /**
+     * A JSON-RPC error code.
+     */
+    var `code`: kotlin.Int
+    , 
+    /**
+     * A short description.
+     */
+    var `message`: kotlin.String
+    , 
+    /**
+     * More about the failure, as the agent chose to say it.
+     */
+    var `data`: Value?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeTurnFailure: FfiConverterRustBuffer<TurnFailure> {
+    override fun read(buf: ByteBuffer): TurnFailure {
+        return TurnFailure(
+            FfiConverterInt.read(buf),
+            FfiConverterString.read(buf),
+            FfiConverterOptionalTypeValue.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: TurnFailure) = (
+            FfiConverterInt.allocationSize(value.`code`) +
+            FfiConverterString.allocationSize(value.`message`) +
+            FfiConverterOptionalTypeValue.allocationSize(value.`data`)
+    )
+
+    override fun write(value: TurnFailure, buf: ByteBuffer) {
+            FfiConverterInt.write(value.`code`, buf)
+            FfiConverterString.write(value.`message`, buf)
+            FfiConverterOptionalTypeValue.write(value.`data`, buf)
+    }
+}
+
+
+
+/**
+ * UNSTABLE upstream: the agent cannot currently determine foreground activity. Not an outcome: it cancels nothing and ends no turn; a client keeps the previous state as last known, not as current. A later state replaces it.
+ */
+data class UnknownStateUpdate (
+    /**
+     * Work running independently of foreground work, as a complete snapshot; omitted or `null`: not reported (not that nothing runs), `[]`: none. A malformed list reads as not reported.
+     */
+    var `background`: List<BackgroundWork>?
+    , 
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeUnknownStateUpdate: FfiConverterRustBuffer<UnknownStateUpdate> {
+    override fun read(buf: ByteBuffer): UnknownStateUpdate {
+        return UnknownStateUpdate(
+            FfiConverterOptionalSequenceTypeBackgroundWork.read(buf),
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: UnknownStateUpdate) = (
+            FfiConverterOptionalSequenceTypeBackgroundWork.allocationSize(value.`background`) +
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: UnknownStateUpdate, buf: ByteBuffer) {
+            FfiConverterOptionalSequenceTypeBackgroundWork.write(value.`background`, buf)
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
     }
 }
 
@@ -11428,6 +11713,152 @@ public object FfiConverterTypeAnswer : FfiConverterRustBuffer<Answer>{
                 buf.putInt(10)
                 FfiConverterTypeSessionStatus.write(value.`status`, buf)
                 FfiConverterOptionalTypeStateUpdate.write(value.`state`, buf)
+                Unit
+            }
+        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
+    }
+}
+
+
+
+
+
+/**
+ * One piece of work running independently of the session's foreground work, tagged by `type`. Open.
+ */
+sealed class BackgroundWork {
+    
+    /**
+     * `terminal`: A listed terminal running in the background.
+     */
+    data class Terminal(
+        val v1: BackgroundTerminal) : BackgroundWork()
+        
+    {
+        
+
+        companion object
+    }
+    
+    /**
+     * `tool_call`: A listed tool call whose work continues in the background.
+     */
+    data class ToolCall(
+        val v1: BackgroundToolCall) : BackgroundWork()
+        
+    {
+        
+
+        companion object
+    }
+    
+    /**
+     * `subagent`: UNSTABLE upstream: a listed subagent session.
+     */
+    data class Subagent(
+        val v1: BackgroundSubagent) : BackgroundWork()
+        
+    {
+        
+
+        companion object
+    }
+    
+    /**
+     * A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
+     */
+    data class Other(
+        val v1: dev.acpinject.Unknown) : BackgroundWork()
+        
+    {
+        
+
+        companion object
+    }
+    
+
+    
+
+    
+    
+
+
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeBackgroundWork : FfiConverterRustBuffer<BackgroundWork>{
+    override fun read(buf: ByteBuffer): BackgroundWork {
+        return when(buf.getInt()) {
+            1 -> BackgroundWork.Terminal(
+                FfiConverterTypeBackgroundTerminal.read(buf),
+                )
+            2 -> BackgroundWork.ToolCall(
+                FfiConverterTypeBackgroundToolCall.read(buf),
+                )
+            3 -> BackgroundWork.Subagent(
+                FfiConverterTypeBackgroundSubagent.read(buf),
+                )
+            4 -> BackgroundWork.Other(
+                FfiConverterTypeUnknown.read(buf),
+                )
+            else -> throw RuntimeException("invalid enum value, something is very wrong!!")
+        }
+    }
+
+    override fun allocationSize(value: BackgroundWork): ULong = when(value) {
+        is BackgroundWork.Terminal -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterTypeBackgroundTerminal.allocationSize(value.v1)
+            )
+        }
+        is BackgroundWork.ToolCall -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterTypeBackgroundToolCall.allocationSize(value.v1)
+            )
+        }
+        is BackgroundWork.Subagent -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterTypeBackgroundSubagent.allocationSize(value.v1)
+            )
+        }
+        is BackgroundWork.Other -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterTypeUnknown.allocationSize(value.v1)
+            )
+        }
+    }
+
+    override fun write(value: BackgroundWork, buf: ByteBuffer) {
+        when(value) {
+            is BackgroundWork.Terminal -> {
+                buf.putInt(1)
+                FfiConverterTypeBackgroundTerminal.write(value.v1, buf)
+                Unit
+            }
+            is BackgroundWork.ToolCall -> {
+                buf.putInt(2)
+                FfiConverterTypeBackgroundToolCall.write(value.v1, buf)
+                Unit
+            }
+            is BackgroundWork.Subagent -> {
+                buf.putInt(3)
+                FfiConverterTypeBackgroundSubagent.write(value.v1, buf)
+                Unit
+            }
+            is BackgroundWork.Other -> {
+                buf.putInt(4)
+                FfiConverterTypeUnknown.write(value.v1, buf)
                 Unit
             }
         }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
@@ -14294,7 +14725,8 @@ sealed class RuntimeEvent {
     
     data class TurnEnded(
         val `stopReason`: dev.acpinject.StopReason, 
-        val `usage`: dev.acpinject.Usage?) : RuntimeEvent()
+        val `usage`: dev.acpinject.Usage?, 
+        val `error`: dev.acpinject.TurnFailure? = null ) : RuntimeEvent()
         
     {
         
@@ -14356,6 +14788,7 @@ public object FfiConverterTypeRuntimeEvent : FfiConverterRustBuffer<RuntimeEvent
             9 -> RuntimeEvent.TurnEnded(
                 FfiConverterTypeStopReason.read(buf),
                 FfiConverterOptionalTypeUsage.read(buf),
+                FfiConverterOptionalTypeTurnFailure.read(buf),
                 )
             10 -> RuntimeEvent.Close
             11 -> RuntimeEvent.Update(
@@ -14426,6 +14859,7 @@ public object FfiConverterTypeRuntimeEvent : FfiConverterRustBuffer<RuntimeEvent
                 4UL
                 + FfiConverterTypeStopReason.allocationSize(value.`stopReason`)
                 + FfiConverterOptionalTypeUsage.allocationSize(value.`usage`)
+                + FfiConverterOptionalTypeTurnFailure.allocationSize(value.`error`)
             )
         }
         is RuntimeEvent.Close -> {
@@ -14491,6 +14925,7 @@ public object FfiConverterTypeRuntimeEvent : FfiConverterRustBuffer<RuntimeEvent
                 buf.putInt(9)
                 FfiConverterTypeStopReason.write(value.`stopReason`, buf)
                 FfiConverterOptionalTypeUsage.write(value.`usage`, buf)
+                FfiConverterOptionalTypeTurnFailure.write(value.`error`, buf)
                 Unit
             }
             is RuntimeEvent.Close -> {
@@ -15340,7 +15775,7 @@ sealed class StateUpdate {
     }
     
     /**
-     * `idle`: The turn ended. Always carries `stopReason` from this toolkit; `usage` only when the runtime reported it.
+     * `idle`: No foreground work is active. At a turn's end this toolkit always sends `stopReason` (with `error` when it is `error`), and `usage` when the runtime reported it; a resume or status snapshot has none.
      */
     data class Idle(
         val v1: IdleStateUpdate) : StateUpdate()
@@ -15356,6 +15791,18 @@ sealed class StateUpdate {
      */
     data class RequiresAction(
         val v1: RequiresActionStateUpdate) : StateUpdate()
+        
+    {
+        
+
+        companion object
+    }
+    
+    /**
+     * `unknown`: UNSTABLE upstream: the agent cannot currently determine foreground activity. Not an outcome: it cancels nothing and ends no turn; a client keeps the previous state as last known, not as current. A later state replaces it.
+     */
+    data class Unknown(
+        val v1: UnknownStateUpdate) : StateUpdate()
         
     {
         
@@ -15400,7 +15847,10 @@ public object FfiConverterTypeStateUpdate : FfiConverterRustBuffer<StateUpdate>{
             3 -> StateUpdate.RequiresAction(
                 FfiConverterTypeRequiresActionStateUpdate.read(buf),
                 )
-            4 -> StateUpdate.Other(
+            4 -> StateUpdate.Unknown(
+                FfiConverterTypeUnknownStateUpdate.read(buf),
+                )
+            5 -> StateUpdate.Other(
                 FfiConverterTypeUnknown.read(buf),
                 )
             else -> throw RuntimeException("invalid enum value, something is very wrong!!")
@@ -15429,6 +15879,13 @@ public object FfiConverterTypeStateUpdate : FfiConverterRustBuffer<StateUpdate>{
                 + FfiConverterTypeRequiresActionStateUpdate.allocationSize(value.v1)
             )
         }
+        is StateUpdate.Unknown -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterTypeUnknownStateUpdate.allocationSize(value.v1)
+            )
+        }
         is StateUpdate.Other -> {
             // Add the size for the Int that specifies the variant plus the size needed for all fields
             (
@@ -15455,8 +15912,13 @@ public object FfiConverterTypeStateUpdate : FfiConverterRustBuffer<StateUpdate>{
                 FfiConverterTypeRequiresActionStateUpdate.write(value.v1, buf)
                 Unit
             }
-            is StateUpdate.Other -> {
+            is StateUpdate.Unknown -> {
                 buf.putInt(4)
+                FfiConverterTypeUnknownStateUpdate.write(value.v1, buf)
+                Unit
+            }
+            is StateUpdate.Other -> {
+                buf.putInt(5)
                 FfiConverterTypeUnknown.write(value.v1, buf)
                 Unit
             }
@@ -15547,6 +16009,12 @@ sealed class StopReason {
     
     
     /**
+     * `error`: The turn failed; the idle update's `error` says how.
+     */
+    data object Error : StopReason()
+    
+    
+    /**
      * A value this version does not know (values starting with `_` are extensions).
      */
     data class Other(
@@ -15579,7 +16047,8 @@ public object FfiConverterTypeStopReason : FfiConverterRustBuffer<StopReason>{
             3 -> StopReason.MaxTurnRequests
             4 -> StopReason.Refusal
             5 -> StopReason.Cancelled
-            6 -> StopReason.Other(
+            6 -> StopReason.Error
+            7 -> StopReason.Other(
                 FfiConverterString.read(buf),
                 )
             else -> throw RuntimeException("invalid enum value, something is very wrong!!")
@@ -15617,6 +16086,12 @@ public object FfiConverterTypeStopReason : FfiConverterRustBuffer<StopReason>{
                 4UL
             )
         }
+        is StopReason.Error -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
         is StopReason.Other -> {
             // Add the size for the Int that specifies the variant plus the size needed for all fields
             (
@@ -15648,8 +16123,12 @@ public object FfiConverterTypeStopReason : FfiConverterRustBuffer<StopReason>{
                 buf.putInt(5)
                 Unit
             }
-            is StopReason.Other -> {
+            is StopReason.Error -> {
                 buf.putInt(6)
+                Unit
+            }
+            is StopReason.Other -> {
+                buf.putInt(7)
                 FfiConverterString.write(value.v1, buf)
                 Unit
             }
@@ -16415,7 +16894,8 @@ enum class TurnState {
     
     IDLE,
     RUNNING,
-    REQUIRES_ACTION;
+    REQUIRES_ACTION,
+    UNKNOWN;
 
     
 
@@ -16929,6 +17409,38 @@ public object FfiConverterOptionalTypeStatusCapabilities: FfiConverterRustBuffer
 /**
  * @suppress
  */
+public object FfiConverterOptionalTypeTurnFailure: FfiConverterRustBuffer<TurnFailure?> {
+    override fun read(buf: ByteBuffer): TurnFailure? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypeTurnFailure.read(buf)
+    }
+
+    override fun allocationSize(value: TurnFailure?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypeTurnFailure.allocationSize(value)
+        }
+    }
+
+    override fun write(value: TurnFailure?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypeTurnFailure.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
 public object FfiConverterOptionalTypeUsage: FfiConverterRustBuffer<Usage?> {
     override fun read(buf: ByteBuffer): Usage? {
         if (buf.get().toInt() == 0) {
@@ -17335,6 +17847,38 @@ public object FfiConverterOptionalSequenceTypePendingInject: FfiConverterRustBuf
         } else {
             buf.put(1)
             FfiConverterSequenceTypePendingInject.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalSequenceTypeBackgroundWork: FfiConverterRustBuffer<List<BackgroundWork>?> {
+    override fun read(buf: ByteBuffer): List<BackgroundWork>? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterSequenceTypeBackgroundWork.read(buf)
+    }
+
+    override fun allocationSize(value: List<BackgroundWork>?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterSequenceTypeBackgroundWork.allocationSize(value)
+        }
+    }
+
+    override fun write(value: List<BackgroundWork>?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterSequenceTypeBackgroundWork.write(value, buf)
         }
     }
 }
@@ -17899,6 +18443,34 @@ public object FfiConverterSequenceTypeViolation: FfiConverterRustBuffer<List<Vio
         buf.putInt(value.size)
         value.iterator().forEach {
             FfiConverterTypeViolation.write(it, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterSequenceTypeBackgroundWork: FfiConverterRustBuffer<List<BackgroundWork>> {
+    override fun read(buf: ByteBuffer): List<BackgroundWork> {
+        val len = buf.getInt()
+        return List<BackgroundWork>(len) {
+            FfiConverterTypeBackgroundWork.read(buf)
+        }
+    }
+
+    override fun allocationSize(value: List<BackgroundWork>): ULong {
+        val sizeForLength = 4UL
+        val sizeForItems = value.map { FfiConverterTypeBackgroundWork.allocationSize(it) }.sum()
+        return sizeForLength + sizeForItems
+    }
+
+    override fun write(value: List<BackgroundWork>, buf: ByteBuffer) {
+        buf.putInt(value.size)
+        value.iterator().forEach {
+            FfiConverterTypeBackgroundWork.write(it, buf)
         }
     }
 }

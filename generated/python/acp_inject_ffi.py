@@ -2732,7 +2732,7 @@ class _UniffiFfiConverterOptionalTypeInjectCapabilities(_UniffiConverterRustBuff
             raise InternalError("Unexpected flag byte for optional type")
 
 @dataclass
-class StatusCapabilities:
+class SessionStatusCapabilities:
     """
     The agent answers `session/status`.
 """
@@ -2743,16 +2743,16 @@ class StatusCapabilities:
 
     
     def __str__(self):
-        return "StatusCapabilities(meta={})".format(self.meta)
+        return "SessionStatusCapabilities(meta={})".format(self.meta)
     def __eq__(self, other):
         if self.meta != other.meta:
             return False
         return True
 
-class _UniffiFfiConverterTypeStatusCapabilities(_UniffiConverterRustBuffer):
+class _UniffiFfiConverterTypeSessionStatusCapabilities(_UniffiConverterRustBuffer):
     @staticmethod
     def read(buf):
-        return StatusCapabilities(
+        return SessionStatusCapabilities(
             meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
         )
 
@@ -2764,11 +2764,11 @@ class _UniffiFfiConverterTypeStatusCapabilities(_UniffiConverterRustBuffer):
     def write(value, buf):
         _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
 
-class _UniffiFfiConverterOptionalTypeStatusCapabilities(_UniffiConverterRustBuffer):
+class _UniffiFfiConverterOptionalTypeSessionStatusCapabilities(_UniffiConverterRustBuffer):
     @classmethod
     def check_lower(cls, value):
         if value is not None:
-            _UniffiFfiConverterTypeStatusCapabilities.check_lower(value)
+            _UniffiFfiConverterTypeSessionStatusCapabilities.check_lower(value)
 
     @classmethod
     def write(cls, value, buf):
@@ -2777,7 +2777,7 @@ class _UniffiFfiConverterOptionalTypeStatusCapabilities(_UniffiConverterRustBuff
             return
 
         buf.write_u8(1)
-        _UniffiFfiConverterTypeStatusCapabilities.write(value, buf)
+        _UniffiFfiConverterTypeSessionStatusCapabilities.write(value, buf)
 
     @classmethod
     def read(cls, buf):
@@ -2785,7 +2785,7 @@ class _UniffiFfiConverterOptionalTypeStatusCapabilities(_UniffiConverterRustBuff
         if flag == 0:
             return None
         elif flag == 1:
-            return _UniffiFfiConverterTypeStatusCapabilities.read(buf)
+            return _UniffiFfiConverterTypeSessionStatusCapabilities.read(buf)
         else:
             raise InternalError("Unexpected flag byte for optional type")
 
@@ -2794,7 +2794,7 @@ class SessionCapabilities:
     """
     Session-level capabilities. `{}` means the baseline session methods; absent members mean the optional feature is not supported. This toolkit's own extensions are advertised under `_meta` (`acp-inject.dev/pending`, `acp-inject.dev/sessionClosed`).
 """
-    def __init__(self, *, mcp:typing.Optional[McpCapabilities], additional_directories:typing.Optional[SessionAdditionalDirectoriesCapabilities], inject:typing.Optional[InjectCapabilities], status:typing.Optional[StatusCapabilities], meta:typing.Optional[JsonObject]):
+    def __init__(self, *, mcp:typing.Optional[McpCapabilities], additional_directories:typing.Optional[SessionAdditionalDirectoriesCapabilities], inject:typing.Optional[InjectCapabilities], status:typing.Optional[SessionStatusCapabilities], meta:typing.Optional[JsonObject]):
         self.mcp = mcp
         self.additional_directories = additional_directories
         self.inject = inject
@@ -2826,7 +2826,7 @@ class _UniffiFfiConverterTypeSessionCapabilities(_UniffiConverterRustBuffer):
             mcp=_UniffiFfiConverterOptionalTypeMcpCapabilities.read(buf),
             additional_directories=_UniffiFfiConverterOptionalTypeSessionAdditionalDirectoriesCapabilities.read(buf),
             inject=_UniffiFfiConverterOptionalTypeInjectCapabilities.read(buf),
-            status=_UniffiFfiConverterOptionalTypeStatusCapabilities.read(buf),
+            status=_UniffiFfiConverterOptionalTypeSessionStatusCapabilities.read(buf),
             meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
         )
 
@@ -2835,7 +2835,7 @@ class _UniffiFfiConverterTypeSessionCapabilities(_UniffiConverterRustBuffer):
         _UniffiFfiConverterOptionalTypeMcpCapabilities.check_lower(value.mcp)
         _UniffiFfiConverterOptionalTypeSessionAdditionalDirectoriesCapabilities.check_lower(value.additional_directories)
         _UniffiFfiConverterOptionalTypeInjectCapabilities.check_lower(value.inject)
-        _UniffiFfiConverterOptionalTypeStatusCapabilities.check_lower(value.status)
+        _UniffiFfiConverterOptionalTypeSessionStatusCapabilities.check_lower(value.status)
         _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
 
     @staticmethod
@@ -2843,7 +2843,7 @@ class _UniffiFfiConverterTypeSessionCapabilities(_UniffiConverterRustBuffer):
         _UniffiFfiConverterOptionalTypeMcpCapabilities.write(value.mcp, buf)
         _UniffiFfiConverterOptionalTypeSessionAdditionalDirectoriesCapabilities.write(value.additional_directories, buf)
         _UniffiFfiConverterOptionalTypeInjectCapabilities.write(value.inject, buf)
-        _UniffiFfiConverterOptionalTypeStatusCapabilities.write(value.status, buf)
+        _UniffiFfiConverterOptionalTypeSessionStatusCapabilities.write(value.status, buf)
         _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
 
 class _UniffiFfiConverterOptionalTypeSessionCapabilities(_UniffiConverterRustBuffer):
@@ -13332,6 +13332,28 @@ class ToolCallStatus:
             return True
 
     @dataclass
+    class PAUSED:
+        """
+        `paused`: Started, not running now, and waiting for something to resume it; it may return to `in_progress`.
+"""
+        
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "ToolCallStatus.PAUSED()".format()
+        def __eq__(self, other):
+            if not isinstance(other, ToolCallStatus):
+                return NotImplemented
+            if not other.is_PAUSED():
+                return False
+            return True
+
+    @dataclass
     class COMPLETED:
         """
         `completed`
@@ -13437,6 +13459,10 @@ class ToolCallStatus:
         return isinstance(self, ToolCallStatus.IN_PROGRESS)
     def is_in_progress(self) -> bool:
         return isinstance(self, ToolCallStatus.IN_PROGRESS)
+    def is_PAUSED(self) -> bool:
+        return isinstance(self, ToolCallStatus.PAUSED)
+    def is_paused(self) -> bool:
+        return isinstance(self, ToolCallStatus.PAUSED)
     def is_COMPLETED(self) -> bool:
         return isinstance(self, ToolCallStatus.COMPLETED)
     def is_completed(self) -> bool:
@@ -13460,6 +13486,7 @@ class ToolCallStatus:
 # We might be able to do this a little more neatly with a metaclass, but this'll do.
 ToolCallStatus.PENDING = type("ToolCallStatus.PENDING", (ToolCallStatus.PENDING, ToolCallStatus,), {})  # type: ignore
 ToolCallStatus.IN_PROGRESS = type("ToolCallStatus.IN_PROGRESS", (ToolCallStatus.IN_PROGRESS, ToolCallStatus,), {})  # type: ignore
+ToolCallStatus.PAUSED = type("ToolCallStatus.PAUSED", (ToolCallStatus.PAUSED, ToolCallStatus,), {})  # type: ignore
 ToolCallStatus.COMPLETED = type("ToolCallStatus.COMPLETED", (ToolCallStatus.COMPLETED, ToolCallStatus,), {})  # type: ignore
 ToolCallStatus.FAILED = type("ToolCallStatus.FAILED", (ToolCallStatus.FAILED, ToolCallStatus,), {})  # type: ignore
 ToolCallStatus.CANCELLED = type("ToolCallStatus.CANCELLED", (ToolCallStatus.CANCELLED, ToolCallStatus,), {})  # type: ignore
@@ -13479,15 +13506,18 @@ class _UniffiFfiConverterTypeToolCallStatus(_UniffiConverterRustBuffer):
             return ToolCallStatus.IN_PROGRESS(
             )
         if variant == 3:
-            return ToolCallStatus.COMPLETED(
+            return ToolCallStatus.PAUSED(
             )
         if variant == 4:
-            return ToolCallStatus.FAILED(
+            return ToolCallStatus.COMPLETED(
             )
         if variant == 5:
-            return ToolCallStatus.CANCELLED(
+            return ToolCallStatus.FAILED(
             )
         if variant == 6:
+            return ToolCallStatus.CANCELLED(
+            )
+        if variant == 7:
             return ToolCallStatus.OTHER(
                 _UniffiFfiConverterString.read(buf),
             )
@@ -13498,6 +13528,8 @@ class _UniffiFfiConverterTypeToolCallStatus(_UniffiConverterRustBuffer):
         if value.is_PENDING():
             return
         if value.is_IN_PROGRESS():
+            return
+        if value.is_PAUSED():
             return
         if value.is_COMPLETED():
             return
@@ -13516,14 +13548,16 @@ class _UniffiFfiConverterTypeToolCallStatus(_UniffiConverterRustBuffer):
             buf.write_i32(1)
         if value.is_IN_PROGRESS():
             buf.write_i32(2)
-        if value.is_COMPLETED():
+        if value.is_PAUSED():
             buf.write_i32(3)
-        if value.is_FAILED():
+        if value.is_COMPLETED():
             buf.write_i32(4)
-        if value.is_CANCELLED():
+        if value.is_FAILED():
             buf.write_i32(5)
-        if value.is_OTHER():
+        if value.is_CANCELLED():
             buf.write_i32(6)
+        if value.is_OTHER():
+            buf.write_i32(7)
             _UniffiFfiConverterString.write(value._values[0], buf)
 
 
@@ -20889,7 +20923,7 @@ __all__ = [
     "SessionAdditionalDirectoriesCapabilities",
     "PendingCapabilities",
     "InjectCapabilities",
-    "StatusCapabilities",
+    "SessionStatusCapabilities",
     "SessionCapabilities",
     "AgentCapabilities",
     "Policy",

@@ -8249,7 +8249,7 @@ public struct SessionCapabilities: Equatable, Hashable {
     /**
      * `session/status`.
      */
-    public var status: StatusCapabilities?
+    public var status: SessionStatusCapabilities?
     public var meta: JsonObject?
 
     // Default memberwise initializers are never public by default, so we
@@ -8266,7 +8266,7 @@ public struct SessionCapabilities: Equatable, Hashable {
          */inject: InjectCapabilities?, 
         /**
          * `session/status`.
-         */status: StatusCapabilities?, meta: JsonObject?) {
+         */status: SessionStatusCapabilities?, meta: JsonObject?) {
         self.mcp = mcp
         self.additionalDirectories = additionalDirectories
         self.inject = inject
@@ -8293,7 +8293,7 @@ public struct FfiConverterTypeSessionCapabilities: FfiConverterRustBuffer {
                 mcp: FfiConverterOptionTypeMcpCapabilities.read(from: &buf), 
                 additionalDirectories: FfiConverterOptionTypeSessionAdditionalDirectoriesCapabilities.read(from: &buf), 
                 inject: FfiConverterOptionTypeInjectCapabilities.read(from: &buf), 
-                status: FfiConverterOptionTypeStatusCapabilities.read(from: &buf), 
+                status: FfiConverterOptionTypeSessionStatusCapabilities.read(from: &buf), 
                 meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
         )
     }
@@ -8302,7 +8302,7 @@ public struct FfiConverterTypeSessionCapabilities: FfiConverterRustBuffer {
         FfiConverterOptionTypeMcpCapabilities.write(value.mcp, into: &buf)
         FfiConverterOptionTypeSessionAdditionalDirectoriesCapabilities.write(value.additionalDirectories, into: &buf)
         FfiConverterOptionTypeInjectCapabilities.write(value.inject, into: &buf)
-        FfiConverterOptionTypeStatusCapabilities.write(value.status, into: &buf)
+        FfiConverterOptionTypeSessionStatusCapabilities.write(value.status, into: &buf)
         FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
     }
 }
@@ -8677,6 +8677,59 @@ public func FfiConverterTypeSessionSetup_lower(_ value: SessionSetup) -> RustBuf
 
 
 /**
+ * The agent answers `session/status`.
+ */
+public struct SessionStatusCapabilities: Equatable, Hashable {
+    public var meta: JsonObject?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(meta: JsonObject?) {
+        self.meta = meta
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension SessionStatusCapabilities: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeSessionStatusCapabilities: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SessionStatusCapabilities {
+        return
+            try SessionStatusCapabilities(
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: SessionStatusCapabilities, into buf: inout [UInt8]) {
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSessionStatusCapabilities_lift(_ buf: RustBuffer) throws -> SessionStatusCapabilities {
+    return try FfiConverterTypeSessionStatusCapabilities.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSessionStatusCapabilities_lower(_ value: SessionStatusCapabilities) -> RustBuffer {
+    return FfiConverterTypeSessionStatusCapabilities.lower(value)
+}
+
+
+/**
  * A side-effect-free liveness probe.
  */
 public struct SessionStatusRequest: Equatable, Hashable {
@@ -8858,59 +8911,6 @@ public func FfiConverterTypeSetupSupport_lift(_ buf: RustBuffer) throws -> Setup
 #endif
 public func FfiConverterTypeSetupSupport_lower(_ value: SetupSupport) -> RustBuffer {
     return FfiConverterTypeSetupSupport.lower(value)
-}
-
-
-/**
- * The agent answers `session/status`.
- */
-public struct StatusCapabilities: Equatable, Hashable {
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(meta: JsonObject?) {
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension StatusCapabilities: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeStatusCapabilities: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> StatusCapabilities {
-        return
-            try StatusCapabilities(
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: StatusCapabilities, into buf: inout [UInt8]) {
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeStatusCapabilities_lift(_ buf: RustBuffer) throws -> StatusCapabilities {
-    return try FfiConverterTypeStatusCapabilities.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeStatusCapabilities_lower(_ value: StatusCapabilities) -> RustBuffer {
-    return FfiConverterTypeStatusCapabilities.lower(value)
 }
 
 
@@ -14464,6 +14464,10 @@ public enum ToolCallStatus: Equatable, Hashable {
      */
     case inProgress
     /**
+     * `paused`: Started, not running now, and waiting for something to resume it; it may return to `in_progress`.
+     */
+    case paused
+    /**
      * `completed`
      */
     case completed
@@ -14505,13 +14509,15 @@ public struct FfiConverterTypeToolCallStatus: FfiConverterRustBuffer {
         
         case 2: return .inProgress
         
-        case 3: return .completed
+        case 3: return .paused
         
-        case 4: return .failed
+        case 4: return .completed
         
-        case 5: return .cancelled
+        case 5: return .failed
         
-        case 6: return .other(try FfiConverterString.read(from: &buf)
+        case 6: return .cancelled
+        
+        case 7: return .other(try FfiConverterString.read(from: &buf)
         )
         
         default: throw UniffiInternalError.unexpectedEnumCase
@@ -14530,20 +14536,24 @@ public struct FfiConverterTypeToolCallStatus: FfiConverterRustBuffer {
             writeInt(&buf, Int32(2))
         
         
-        case .completed:
+        case .paused:
             writeInt(&buf, Int32(3))
         
         
-        case .failed:
+        case .completed:
             writeInt(&buf, Int32(4))
         
         
-        case .cancelled:
+        case .failed:
             writeInt(&buf, Int32(5))
         
         
-        case let .other(v1):
+        case .cancelled:
             writeInt(&buf, Int32(6))
+        
+        
+        case let .other(v1):
+            writeInt(&buf, Int32(7))
             FfiConverterString.write(v1, into: &buf)
             
         }
@@ -15250,8 +15260,8 @@ fileprivate struct FfiConverterOptionTypeSessionCapabilities: FfiConverterRustBu
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
-fileprivate struct FfiConverterOptionTypeStatusCapabilities: FfiConverterRustBuffer {
-    typealias SwiftType = StatusCapabilities?
+fileprivate struct FfiConverterOptionTypeSessionStatusCapabilities: FfiConverterRustBuffer {
+    typealias SwiftType = SessionStatusCapabilities?
 
     public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
         guard let value = value else {
@@ -15259,13 +15269,13 @@ fileprivate struct FfiConverterOptionTypeStatusCapabilities: FfiConverterRustBuf
             return
         }
         writeInt(&buf, Int8(1))
-        FfiConverterTypeStatusCapabilities.write(value, into: &buf)
+        FfiConverterTypeSessionStatusCapabilities.write(value, into: &buf)
     }
 
     public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
         switch try readInt(&buf) as Int8 {
         case 0: return nil
-        case 1: return try FfiConverterTypeStatusCapabilities.read(from: &buf)
+        case 1: return try FfiConverterTypeSessionStatusCapabilities.read(from: &buf)
         default: throw UniffiInternalError.unexpectedOptionalTag
         }
     }

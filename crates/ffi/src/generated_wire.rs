@@ -654,7 +654,7 @@ pub struct SessionCapabilities {
     ///`session/inject` with revoke (mandatory) and optional replace.
     pub inject: ::std::option::Option<InjectCapabilities>,
     ///`session/status`.
-    pub status: ::std::option::Option<StatusCapabilities>,
+    pub status: ::std::option::Option<SessionStatusCapabilities>,
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -699,6 +699,13 @@ pub struct SessionInfoUpdate {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
+///The agent answers `session/status`.
+#[uniffi::remote(Record)]
+pub struct SessionStatusCapabilities {
+    pub meta: ::std::option::Option<
+        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    >,
+}
 ///A side-effect-free liveness probe.
 #[uniffi::remote(Record)]
 pub struct SessionStatusRequest {
@@ -713,13 +720,6 @@ pub struct SessionStatusResponse {
     pub status: SessionStatus,
     ///The session's current foreground state, as a `state_update` would report it (sent when `status` is `open`). Absent, `null` or malformed: not reported, which does not mean `idle`.
     pub state: ::std::option::Option<StateUpdate>,
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
-}
-///The agent answers `session/status`.
-#[uniffi::remote(Record)]
-pub struct StatusCapabilities {
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -1073,6 +1073,8 @@ pub enum ToolCallStatus {
     Pending,
     ///`in_progress`
     InProgress,
+    ///`paused`: Started, not running now, and waiting for something to resume it; it may return to `in_progress`.
+    Paused,
     ///`completed`
     Completed,
     ///`failed`

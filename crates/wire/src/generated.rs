@@ -1177,8 +1177,6 @@ pub struct ListSessionsResponse {
         rename = "nextCursor",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    #[serde(deserialize_with = "__tolerant_listsessionsresponse_next_cursor")]
-    #[serde(default)]
     pub next_cursor: ::std::option::Option<::std::string::String>,
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_listsessionsresponse_meta")]
@@ -1317,7 +1315,6 @@ pub struct NewSessionRequest {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    #[serde(deserialize_with = "__tolerant_newsessionrequest_additional_directories")]
     pub additional_directories: ::std::option::Option<
         ::std::vec::Vec<::std::string::String>,
     >,
@@ -1327,7 +1324,6 @@ pub struct NewSessionRequest {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    #[serde(deserialize_with = "__tolerant_newsessionrequest_mcp_servers")]
     pub mcp_servers: ::std::option::Option<::std::vec::Vec<McpServer>>,
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_newsessionrequest_meta")]
@@ -1468,7 +1464,6 @@ pub struct PlanItems {
     #[serde(rename = "planId")]
     pub plan_id: ::std::string::String,
     #[serde(deserialize_with = "__tolerant_planitems_entries")]
-    #[serde(default)]
     pub entries: ::std::vec::Vec<PlanEntry>,
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_planitems_meta")]
@@ -1717,7 +1712,6 @@ pub struct ResumeSessionRequest {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    #[serde(deserialize_with = "__tolerant_resumesessionrequest_additional_directories")]
     pub additional_directories: ::std::option::Option<
         ::std::vec::Vec<::std::string::String>,
     >,
@@ -1727,15 +1721,12 @@ pub struct ResumeSessionRequest {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    #[serde(deserialize_with = "__tolerant_resumesessionrequest_mcp_servers")]
     pub mcp_servers: ::std::option::Option<::std::vec::Vec<McpServer>>,
     ///Where replay starts (inclusive). Omitted or `null`: no replay.
     #[serde(
         rename = "replayFrom",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    #[serde(deserialize_with = "__tolerant_resumesessionrequest_replay_from")]
-    #[serde(default)]
     pub replay_from: ::std::option::Option<ReplayFrom>,
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_resumesessionrequest_meta")]
@@ -1847,7 +1838,9 @@ pub struct SessionCapabilities {
     pub inject: ::std::option::Option<InjectCapabilities>,
     ///`session/status`.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    pub status: ::std::option::Option<StatusCapabilities>,
+    #[serde(deserialize_with = "__tolerant_sessioncapabilities_status")]
+    #[serde(default)]
+    pub status: ::std::option::Option<SessionStatusCapabilities>,
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_sessioncapabilities_meta")]
     #[serde(default)]
@@ -1922,7 +1915,6 @@ pub struct SessionInfo {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    #[serde(deserialize_with = "__tolerant_sessioninfo_additional_directories")]
     pub additional_directories: ::std::option::Option<
         ::std::vec::Vec<::std::string::String>,
     >,
@@ -1965,6 +1957,17 @@ pub struct SessionInfoUpdate {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
+///The agent answers `session/status`.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+pub struct SessionStatusCapabilities {
+    #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "__tolerant_sessionstatuscapabilities_meta")]
+    #[serde(default)]
+    pub meta: ::std::option::Option<
+        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    >,
+}
 ///A side-effect-free liveness probe.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
@@ -1990,17 +1993,6 @@ pub struct SessionStatusResponse {
     pub state: ::std::option::Option<StateUpdate>,
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_sessionstatusresponse_meta")]
-    #[serde(default)]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
-}
-///The agent answers `session/status`.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
-#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-pub struct StatusCapabilities {
-    #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "__tolerant_statuscapabilities_meta")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -3148,11 +3140,6 @@ fn __tolerant_listsessionsresponse_sessions<'de, D: ::serde::Deserializer<'de>>(
 ) -> Result<::std::vec::Vec<SessionInfo>, D::Error> {
     __de::tolerant_items(deserializer, "ListSessionsResponse.sessions")
 }
-fn __tolerant_listsessionsresponse_next_cursor<'de, D: ::serde::Deserializer<'de>>(
-    deserializer: D,
-) -> Result<::std::option::Option<::std::string::String>, D::Error> {
-    __de::default_on_error(deserializer, "ListSessionsResponse.nextCursor")
-}
 fn __tolerant_listsessionsresponse_meta<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<
@@ -3267,19 +3254,6 @@ impl SerializeFields for McpServerStdio {
         }
         Ok(())
     }
-}
-fn __tolerant_newsessionrequest_additional_directories<
-    'de,
-    D: ::serde::Deserializer<'de>,
->(
-    deserializer: D,
-) -> Result<::std::option::Option<::std::vec::Vec<::std::string::String>>, D::Error> {
-    __de::tolerant_items(deserializer, "NewSessionRequest.additionalDirectories")
-}
-fn __tolerant_newsessionrequest_mcp_servers<'de, D: ::serde::Deserializer<'de>>(
-    deserializer: D,
-) -> Result<::std::option::Option<::std::vec::Vec<McpServer>>, D::Error> {
-    __de::tolerant_items(deserializer, "NewSessionRequest.mcpServers")
 }
 fn __tolerant_newsessionrequest_meta<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
@@ -3436,7 +3410,7 @@ impl SerializeFields for PlanEntry {
 fn __tolerant_planitems_entries<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<::std::vec::Vec<PlanEntry>, D::Error> {
-    __de::tolerant_items(deserializer, "PlanItems.entries")
+    __de::skip_invalid_items(deserializer, "PlanItems.entries")
 }
 fn __tolerant_planitems_meta<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
@@ -3735,24 +3709,6 @@ impl SerializeFields for ResourceLink {
         Ok(())
     }
 }
-fn __tolerant_resumesessionrequest_additional_directories<
-    'de,
-    D: ::serde::Deserializer<'de>,
->(
-    deserializer: D,
-) -> Result<::std::option::Option<::std::vec::Vec<::std::string::String>>, D::Error> {
-    __de::tolerant_items(deserializer, "ResumeSessionRequest.additionalDirectories")
-}
-fn __tolerant_resumesessionrequest_mcp_servers<'de, D: ::serde::Deserializer<'de>>(
-    deserializer: D,
-) -> Result<::std::option::Option<::std::vec::Vec<McpServer>>, D::Error> {
-    __de::tolerant_items(deserializer, "ResumeSessionRequest.mcpServers")
-}
-fn __tolerant_resumesessionrequest_replay_from<'de, D: ::serde::Deserializer<'de>>(
-    deserializer: D,
-) -> Result<::std::option::Option<ReplayFrom>, D::Error> {
-    __de::default_on_error(deserializer, "ResumeSessionRequest.replayFrom")
-}
 fn __tolerant_resumesessionrequest_meta<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<
@@ -3927,6 +3883,11 @@ fn __tolerant_sessioncapabilities_additional_directories<
 ) -> Result<::std::option::Option<SessionAdditionalDirectoriesCapabilities>, D::Error> {
     __de::default_on_error(deserializer, "SessionCapabilities.additionalDirectories")
 }
+fn __tolerant_sessioncapabilities_status<'de, D: ::serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<::std::option::Option<SessionStatusCapabilities>, D::Error> {
+    __de::default_on_error(deserializer, "SessionCapabilities.status")
+}
 fn __tolerant_sessioncapabilities_meta<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<
@@ -3976,11 +3937,6 @@ impl SerializeFields for SessionClosedUpdate {
         }
         Ok(())
     }
-}
-fn __tolerant_sessioninfo_additional_directories<'de, D: ::serde::Deserializer<'de>>(
-    deserializer: D,
-) -> Result<::std::option::Option<::std::vec::Vec<::std::string::String>>, D::Error> {
-    __de::tolerant_items(deserializer, "SessionInfo.additionalDirectories")
 }
 fn __tolerant_sessioninfo_title<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
@@ -4057,6 +4013,25 @@ impl SerializeFields for SessionInfoUpdate {
         Ok(())
     }
 }
+fn __tolerant_sessionstatuscapabilities_meta<'de, D: ::serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<
+    ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
+    D::Error,
+> {
+    __de::default_on_error(deserializer, "SessionStatusCapabilities._meta")
+}
+impl SerializeFields for SessionStatusCapabilities {
+    fn serialize_fields<M: ::serde::ser::SerializeMap>(
+        &self,
+        map: &mut M,
+    ) -> Result<(), M::Error> {
+        if !::std::option::Option::is_none(&self.meta) {
+            map.serialize_entry("_meta", &self.meta)?;
+        }
+        Ok(())
+    }
+}
 fn __tolerant_sessionstatusrequest_meta<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<
@@ -4099,25 +4074,6 @@ impl SerializeFields for SessionStatusResponse {
         if !::std::option::Option::is_none(&self.state) {
             map.serialize_entry("state", &self.state)?;
         }
-        if !::std::option::Option::is_none(&self.meta) {
-            map.serialize_entry("_meta", &self.meta)?;
-        }
-        Ok(())
-    }
-}
-fn __tolerant_statuscapabilities_meta<'de, D: ::serde::Deserializer<'de>>(
-    deserializer: D,
-) -> Result<
-    ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
-    D::Error,
-> {
-    __de::default_on_error(deserializer, "StatusCapabilities._meta")
-}
-impl SerializeFields for StatusCapabilities {
-    fn serialize_fields<M: ::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
         if !::std::option::Option::is_none(&self.meta) {
             map.serialize_entry("_meta", &self.meta)?;
         }
@@ -6587,6 +6543,8 @@ pub enum ToolCallStatus {
     Pending,
     ///`in_progress`
     InProgress,
+    ///`paused`: Started, not running now, and waiting for something to resume it; it may return to `in_progress`.
+    Paused,
     ///`completed`
     Completed,
     ///`failed`
@@ -6601,6 +6559,7 @@ impl ToolCallStatus {
     pub const KNOWN: &'static [&'static str] = &[
         "pending",
         "in_progress",
+        "paused",
         "completed",
         "failed",
         "cancelled",
@@ -6610,6 +6569,7 @@ impl ToolCallStatus {
         match self {
             ToolCallStatus::Pending => "pending",
             ToolCallStatus::InProgress => "in_progress",
+            ToolCallStatus::Paused => "paused",
             ToolCallStatus::Completed => "completed",
             ToolCallStatus::Failed => "failed",
             ToolCallStatus::Cancelled => "cancelled",
@@ -6621,6 +6581,7 @@ impl ToolCallStatus {
             match value {
                 "pending" => ToolCallStatus::Pending,
                 "in_progress" => ToolCallStatus::InProgress,
+                "paused" => ToolCallStatus::Paused,
                 "completed" => ToolCallStatus::Completed,
                 "failed" => ToolCallStatus::Failed,
                 "cancelled" => ToolCallStatus::Cancelled,

@@ -177,7 +177,7 @@ export interface SessionCapabilities {
   /** `session/inject` with revoke (mandatory) and optional replace. */
   inject?: InjectCapabilities | null;
   /** `session/status`. */
-  status?: StatusCapabilities | null;
+  status?: SessionStatusCapabilities | null;
   _meta?: Meta;
 }
 
@@ -217,7 +217,7 @@ export interface SessionAdditionalDirectoriesCapabilities {
 }
 
 /** The agent answers `session/status`. */
-export interface StatusCapabilities {
+export interface SessionStatusCapabilities {
   _meta?: Meta;
 }
 
@@ -955,6 +955,11 @@ export type ToolKind =
 export type ToolCallStatus =
   | "pending"
   | "in_progress"
+  /**
+   * Started, not running now, and waiting for something to resume it; it may return to
+   * `in_progress`.
+   */
+  | "paused"
   | "completed"
   | "failed"
   | "cancelled"

@@ -108,7 +108,7 @@ export const InjectCapabilities$: d.Decoder<T.InjectCapabilities> = d.struct<T.I
   { member: "modes", contains: "steer", require: ["steerInStream"] },
 ]);
 
-export const StatusCapabilities$: d.Decoder<T.StatusCapabilities> = d.struct<T.StatusCapabilities>("StatusCapabilities", {
+export const SessionStatusCapabilities$: d.Decoder<T.SessionStatusCapabilities> = d.struct<T.SessionStatusCapabilities>("SessionStatusCapabilities", {
   _meta: { decode: Meta$, defaultOnError: true },
 });
 
@@ -116,7 +116,7 @@ export const SessionCapabilities$: d.Decoder<T.SessionCapabilities> = d.struct<T
   mcp: { decode: d.nullable(McpCapabilities$), defaultOnError: true },
   additionalDirectories: { decode: d.nullable(SessionAdditionalDirectoriesCapabilities$), defaultOnError: true },
   inject: { decode: d.nullable(InjectCapabilities$) },
-  status: { decode: d.nullable(StatusCapabilities$) },
+  status: { decode: d.nullable(SessionStatusCapabilities$), defaultOnError: true },
   _meta: { decode: Meta$, defaultOnError: true },
 });
 
@@ -180,8 +180,8 @@ export const McpServer$: d.Decoder<T.McpServer> = d.tagged<T.McpServer>(
 
 export const NewSessionRequest$: d.Decoder<T.NewSessionRequest> = d.struct<T.NewSessionRequest>("NewSessionRequest", {
   cwd: { decode: d.string(), required: true },
-  additionalDirectories: { decode: d.array(d.string()), defaultOnError: true, skipInvalidItems: true, items: { decode: d.string(), rules: {} } },
-  mcpServers: { decode: d.array(McpServer$), defaultOnError: true, skipInvalidItems: true, items: { decode: McpServer$, rules: {} } },
+  additionalDirectories: { decode: d.array(d.string()) },
+  mcpServers: { decode: d.array(McpServer$) },
   _meta: { decode: Meta$, defaultOnError: true },
 });
 
@@ -199,7 +199,7 @@ export const ListSessionsRequest$: d.Decoder<T.ListSessionsRequest> = d.struct<T
 export const SessionInfo$: d.Decoder<T.SessionInfo> = d.struct<T.SessionInfo>("SessionInfo", {
   sessionId: { decode: SessionId$, required: true },
   cwd: { decode: d.string(), required: true },
-  additionalDirectories: { decode: d.array(d.string()), defaultOnError: true, skipInvalidItems: true, items: { decode: d.string(), rules: {} } },
+  additionalDirectories: { decode: d.array(d.string()) },
   title: { decode: d.nullable(d.string()), defaultOnError: true },
   updatedAt: { decode: d.nullable(d.string()), defaultOnError: true },
   _meta: { decode: Meta$, defaultOnError: true },
@@ -207,7 +207,7 @@ export const SessionInfo$: d.Decoder<T.SessionInfo> = d.struct<T.SessionInfo>("S
 
 export const ListSessionsResponse$: d.Decoder<T.ListSessionsResponse> = d.struct<T.ListSessionsResponse>("ListSessionsResponse", {
   sessions: { decode: d.array(SessionInfo$), required: true, defaultOnError: true, skipInvalidItems: true, items: { decode: SessionInfo$, rules: {} } },
-  nextCursor: { decode: d.nullable(d.string()), defaultOnError: true },
+  nextCursor: { decode: d.nullable(d.string()) },
   _meta: { decode: Meta$, defaultOnError: true },
 });
 
@@ -236,9 +236,9 @@ export const ReplayFrom$: d.Decoder<T.ReplayFrom> = d.tagged<T.ReplayFrom>(
 export const ResumeSessionRequest$: d.Decoder<T.ResumeSessionRequest> = d.struct<T.ResumeSessionRequest>("ResumeSessionRequest", {
   sessionId: { decode: SessionId$, required: true },
   cwd: { decode: d.string(), required: true },
-  additionalDirectories: { decode: d.array(d.string()), defaultOnError: true, skipInvalidItems: true, items: { decode: d.string(), rules: {} } },
-  mcpServers: { decode: d.array(McpServer$), defaultOnError: true, skipInvalidItems: true, items: { decode: McpServer$, rules: {} } },
-  replayFrom: { decode: d.nullable(ReplayFrom$), defaultOnError: true },
+  additionalDirectories: { decode: d.array(d.string()) },
+  mcpServers: { decode: d.array(McpServer$) },
+  replayFrom: { decode: d.nullable(ReplayFrom$) },
   _meta: { decode: Meta$, defaultOnError: true },
 });
 
@@ -616,7 +616,7 @@ export const ToolKindValues = ["read", "edit", "delete", "move", "search", "exec
 export const ToolKind$: d.Decoder<T.ToolKind> = d.stringEnum<T.ToolKind>("ToolKind", ToolKindValues, true);
 
 /** The known values of `ToolCallStatus`. */
-export const ToolCallStatusValues = ["pending", "in_progress", "completed", "failed", "cancelled"] as const;
+export const ToolCallStatusValues = ["pending", "in_progress", "paused", "completed", "failed", "cancelled"] as const;
 
 export const ToolCallStatus$: d.Decoder<T.ToolCallStatus> = d.stringEnum<T.ToolCallStatus>("ToolCallStatus", ToolCallStatusValues, true);
 
@@ -681,7 +681,7 @@ export const PlanEntry$: d.Decoder<T.PlanEntry> = d.struct<T.PlanEntry>("PlanEnt
 
 export const PlanItems$: d.Decoder<T.PlanItems> = d.struct<T.PlanItems>("PlanItems", {
   planId: { decode: d.string(), required: true },
-  entries: { decode: d.array(PlanEntry$), required: true, defaultOnError: true, skipInvalidItems: true, items: { decode: PlanEntry$, rules: {} } },
+  entries: { decode: d.array(PlanEntry$), required: true, skipInvalidItems: true, items: { decode: PlanEntry$, rules: {} } },
   _meta: { decode: Meta$, defaultOnError: true },
 });
 
@@ -890,9 +890,9 @@ export function decodeSessionAdditionalDirectoriesCapabilities(value: unknown, o
   return d.run(SessionAdditionalDirectoriesCapabilities$, value, options);
 }
 
-/** Checks a `StatusCapabilities`; throws a `ValidationError` naming the offending member. */
-export function decodeStatusCapabilities(value: unknown, options?: d.DecodeOptions): T.StatusCapabilities {
-  return d.run(StatusCapabilities$, value, options);
+/** Checks a `SessionStatusCapabilities`; throws a `ValidationError` naming the offending member. */
+export function decodeSessionStatusCapabilities(value: unknown, options?: d.DecodeOptions): T.SessionStatusCapabilities {
+  return d.run(SessionStatusCapabilities$, value, options);
 }
 
 /** Checks a `InjectMode`; throws a `ValidationError` naming the offending member. */
@@ -1193,7 +1193,7 @@ export const decoders = {
   PendingCapabilities: PendingCapabilities$,
   McpCapabilities: McpCapabilities$,
   SessionAdditionalDirectoriesCapabilities: SessionAdditionalDirectoriesCapabilities$,
-  StatusCapabilities: StatusCapabilities$,
+  SessionStatusCapabilities: SessionStatusCapabilities$,
   InjectMode: InjectMode$,
   SteerInStream: SteerInStream$,
   NewSessionRequest: NewSessionRequest$,

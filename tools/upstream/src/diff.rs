@@ -1134,6 +1134,19 @@ mod tests {
         assert!(report.differences.is_empty(), "{:?}", report.unintended_keys());
     }
 
+    /// Against the vendored upstream draft (spec/upstream/v2/schema.unstable.json) our schema
+    /// differs in nothing the allowlist does not name, and every allowlist entry still names
+    /// something: the allowlist is exactly the list of intended differences from what we follow.
+    #[test]
+    fn the_vendored_upstream_draft_differs_only_as_the_allowlist_says() {
+        let spec = load_json(&root().join("spec/acp-inject.schema.json")).unwrap();
+        let upstream = load_json(&root().join("spec/upstream/v2/schema.unstable.json")).unwrap();
+        let allow = Allowlist::parse(&load_json(&root().join("spec/upstream-allowlist.json")).unwrap()).unwrap();
+        let report = compare(&spec, &upstream, &allow).unwrap();
+        assert!(report.unintended_keys().is_empty(), "unintended: {:?}", report.unintended_keys());
+        assert!(report.unused.is_empty(), "allowlist entries that match nothing: {:?}", report.unused);
+    }
+
     /// The allowlist entries named in the last column of spec/README.md's deviation table: an
     /// entry is written as its `match`, followed by ` [class]` when it has one.
     fn table_entries(readme: &str) -> Result<Vec<String>, String> {

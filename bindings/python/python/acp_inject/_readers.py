@@ -19,7 +19,7 @@ from .acp_inject_ffi import acp_inject_ffi as _g
 Buffer = Union[bytes, bytearray]
 
 # The generated module these readers were written from: they are installed only over that one.
-SOURCE_SHA256 = "7ded58ee8c506f2492e696c00f83543049b6175fbaada24dd590e10fa37c3cba"
+SOURCE_SHA256 = "fd2f89b355576c42f875b7150ac1f283f1aecfcec863fd207dbfc8cb0874e340"
 
 _new = object.__new__
 _InternalError = _g.InternalError
@@ -85,7 +85,7 @@ _K41 = _g.SessionCapabilities
 _K42 = _g.McpCapabilities
 _K43 = _g.SessionAdditionalDirectoriesCapabilities
 _K44 = _g.InjectCapabilities
-_K45 = _g.StatusCapabilities
+_K45 = _g.SessionStatusCapabilities
 _K46 = _g.McpServerHttp
 _K47 = _g.McpServerStdio
 _K48 = _g.PendingInjectsUpdate
@@ -127,237 +127,238 @@ _K83 = _g.ToolKind.OTHER
 _K84 = _g.ToolKind.UNKNOWN
 _K85 = _g.ToolCallStatus.PENDING
 _K86 = _g.ToolCallStatus.IN_PROGRESS
-_K87 = _g.ToolCallStatus.COMPLETED
-_K88 = _g.ToolCallStatus.FAILED
-_K89 = _g.ToolCallStatus.CANCELLED
-_K90 = _g.ToolCallStatus.OTHER
-_K91 = _g.UsageUpdate
-_K92 = _g.Cost
-_K93 = _g.UserMessage
-_K94 = _g.UserMessageChunk
-_K95 = _g.PendingCapabilities
-_K96 = _g.ClientCapabilities
-_K97 = _g.ErrorReason.SESSION_NOT_FOUND
-_K98 = _g.ErrorReason.UNKNOWN_MESSAGE_ID
-_K99 = _g.ErrorReason.ALREADY_DELIVERED
-_K100 = _g.ErrorReason.NO_RUNNING_TURN
-_K101 = _g.ErrorReason.MODE_NOT_SUPPORTED
-_K102 = _g.ErrorReason.REPLACE_NOT_SUPPORTED
-_K103 = _g.ErrorReason.NOT_PERMITTED
-_K104 = _g.ErrorReason.TURN_IN_PROGRESS
-_K105 = _g.ErrorReason.OTHER
-_K106 = _g.ItemStatus.SENDING
-_K107 = _g.ItemStatus.PENDING
-_K108 = _g.ItemStatus.DELIVERED
-_K109 = _g.ItemStatus.REVOKED
-_K110 = _g.ItemStatus.FAILED
-_K111 = _g.MirrorSnapshot
-_K112 = _g.TurnState.IDLE
-_K113 = _g.TurnState.RUNNING
-_K114 = _g.TurnState.REQUIRES_ACTION
-_K115 = _g.TurnState.UNKNOWN
-_K116 = _g.Affordances
-_K117 = _g.ReplayFrom.START
-_K118 = _g.ReplayFrom.OTHER
-_K119 = _g.Turn.IDLE
-_K120 = _g.Turn.RUNNING
-_K121 = _g.Activity
-_K122 = _g.Stream.IDLE
-_K123 = _g.Stream.ACTIVE
-_K124 = _g.Stream.INTERRUPT_REQUESTED
-_K125 = _g.Turn.REQUIRES_ACTION
-_K126 = _g.Turn.PAUSED
-_K127 = _g.BackgroundWork.TERMINAL
-_K128 = _g.BackgroundWork.TOOL_CALL
-_K129 = _g.BackgroundWork.SUBAGENT
-_K130 = _g.BackgroundWork.OTHER
-_K131 = _g.EnvVariable
-_K132 = _g.Event.ANSWERED
-_K133 = _g.RequestId.NULL
-_K134 = _g.RequestId.NUMBER
-_K135 = _g.RequestId.STR
-_K136 = _g.RequestKind.INITIALIZE
-_K137 = _g.RequestKind.NEW_SESSION
-_K138 = _g.RequestKind.LIST_SESSIONS
-_K139 = _g.RequestKind.RESUME
-_K140 = _g.RequestKind.PROMPT
-_K141 = _g.RequestKind.INJECT
-_K142 = _g.RequestKind.REVOKE
-_K143 = _g.RequestKind.REPLACE
-_K144 = _g.RequestKind.CLOSE
-_K145 = _g.RequestKind.STATUS
-_K146 = _g.Answer.FAILED
-_K147 = _g.ProtocolError
-_K148 = _g.Answer.INITIALIZED
-_K149 = _g.Answer.SESSION_CREATED
-_K150 = _g.Answer.SESSIONS
-_K151 = _g.Answer.RESUMED
-_K152 = _g.Answer.ACCEPTED
-_K153 = _g.Answer.REVOKED
-_K154 = _g.Answer.REPLACED
-_K155 = _g.Answer.CLOSED
-_K156 = _g.Answer.STATUS
-_K157 = _g.SessionStatus.OPEN
-_K158 = _g.SessionStatus.SAVED
-_K159 = _g.SessionStatus.OTHER
-_K160 = _g.Event.SESSION
-_K161 = _g.SessionEvent.UPDATE
-_K162 = _g.SessionUpdate.USER_MESSAGE
-_K163 = _g.SessionUpdate.USER_MESSAGE_CHUNK
-_K164 = _g.SessionUpdate.AGENT_MESSAGE
-_K165 = _g.SessionUpdate.AGENT_MESSAGE_CHUNK
-_K166 = _g.SessionUpdate.AGENT_MESSAGE_CLEAR
-_K167 = _g.SessionUpdate.AGENT_THOUGHT
-_K168 = _g.SessionUpdate.AGENT_THOUGHT_CHUNK
-_K169 = _g.SessionUpdate.STATE_UPDATE
-_K170 = _g.SessionUpdate.TOOL_CALL_UPDATE
-_K171 = _g.SessionUpdate.TOOL_CALL_CONTENT_CHUNK
-_K172 = _g.SessionUpdate.PLAN_UPDATE
-_K173 = _g.SessionUpdate.USAGE_UPDATE
-_K174 = _g.SessionUpdate.SESSION_INFO_UPDATE
-_K175 = _g.SessionUpdate.ACP_INJECT_PENDING
-_K176 = _g.SessionUpdate.ACP_INJECT_SESSION_CLOSED
-_K177 = _g.SessionUpdate.OTHER
-_K178 = _g.SessionEvent.ITEM
-_K179 = _g.PendingItem
-_K180 = _g.ItemMode.PROMPT
-_K181 = _g.ItemMode.QUEUE
-_K182 = _g.ItemMode.STEER
-_K183 = _g.SessionEvent.VIOLATION
-_K184 = _g.Violation
-_K185 = _g.SessionEvent.CLOSED
-_K186 = _g.SessionEvent.TOLERATED
-_K187 = _g.Event.PERMISSION_REQUESTED
-_K188 = _g.Event.IGNORED
-_K189 = _g.HistoryEntry.USER
-_K190 = _g.HistoryEntry.UPDATE
-_K191 = _g.HttpHeader
-_K192 = _g.InjectMode.QUEUE
-_K193 = _g.InjectMode.STEER
-_K194 = _g.McpServer.STDIO
-_K195 = _g.McpServer.HTTP
-_K196 = _g.McpServer.OTHER
-_K197 = _g.Output.LINE
-_K198 = _g.Output.ACTION
-_K199 = _g.RuntimeAction.SESSION_OPENED
-_K200 = _g.SessionSetup
-_K201 = _g.RuntimeAction.SESSION_RESUMED
-_K202 = _g.RuntimeAction.START_TURN
-_K203 = _g.RuntimeAction.DELIVER
-_K204 = _g.RuntimeAction.INTERRUPT_STREAM
-_K205 = _g.RuntimeAction.CANCEL_TURN
-_K206 = _g.RuntimeAction.PERMISSION_ANSWERED
-_K207 = _g.RequestPermissionOutcome.CANCELLED
-_K208 = _g.RequestPermissionOutcome.SELECTED
-_K209 = _g.RequestPermissionOutcome.OTHER
-_K210 = _g.RuntimeAction.CLOSED
-_K211 = _g.PendingInject
-_K212 = _g.PermissionOption
-_K213 = _g.PermissionOptionKind.ALLOW_ONCE
-_K214 = _g.PermissionOptionKind.ALLOW_ALWAYS
-_K215 = _g.PermissionOptionKind.REJECT_ONCE
-_K216 = _g.PermissionOptionKind.REJECT_ALWAYS
-_K217 = _g.PermissionOptionKind.OTHER
-_K218 = _g.PlanEntry
-_K219 = _g.PlanEntryPriority.HIGH
-_K220 = _g.PlanEntryPriority.MEDIUM
-_K221 = _g.PlanEntryPriority.LOW
-_K222 = _g.PlanEntryPriority.OTHER
-_K223 = _g.PlanEntryStatus.PENDING
-_K224 = _g.PlanEntryStatus.IN_PROGRESS
-_K225 = _g.PlanEntryStatus.COMPLETED
-_K226 = _g.PlanEntryStatus.CANCELLED
-_K227 = _g.PlanEntryStatus.OTHER
-_K228 = _g.Role.ASSISTANT
-_K229 = _g.Role.USER
-_K230 = _g.Role.OTHER
-_K231 = _g.SessionActivity.EVENT
-_K232 = _g.SessionActivity.PERMISSION_REQUESTED
-_K233 = _g.SessionInfo
-_K234 = _g.SteerInStream.INTERRUPT
-_K235 = _g.SteerInStream.FINISH
-_K236 = _g.TranscriptEntry
-_K237 = _g.MessageRole.USER
-_K238 = _g.MessageRole.AGENT
-_K239 = _g.MessageRole.THOUGHT
-_K240 = _g.UserInput
-_K241 = _g.AcpError.InvalidInput
-_K242 = _g.AcpError.Protocol
-_K243 = _g.AcpError.Rejected
-_K244 = _g.CallRejected.MODE_NOT_SUPPORTED
-_K245 = _g.CallRejected.REPLACE_NOT_SUPPORTED
-_K246 = _g.CallRejected.UNKNOWN_MESSAGE_ID
-_K247 = _g.CallRejected.UNKNOWN_SESSION
-_K248 = _g.CallRejected.INVALID_ARGUMENTS
-_K249 = _g.AcpError.Host
-_K250 = _g.HostError.NO_TURN_IN_PROGRESS
-_K251 = _g.HostError.TURN_IN_PROGRESS
-_K252 = _g.HostError.NO_PERMISSION_OPTIONS
-_K253 = _g.HostError.UNKNOWN_REQUEST
-_K254 = _g.HostError.SESSION_CLOSED
-_K255 = _g.HostError.RESERVED_UPDATE
-_K256 = _g.HostError.RESERVED_MESSAGE_ID
-_K257 = _g.AcpError.Config
-_K258 = _g.AcpError.Store
-_K259 = _g.AcpError.Disconnected
-_K260 = _g.AcpError.Mismatch
-_K261 = _g.AcpError.Internal
-_K262 = _g.AgentConfig
-_K263 = _g.Policy
-_K264 = _g.QueueDrain.BATCH
-_K265 = _g.QueueDrain.ONE_PER_TURN
-_K266 = _g.RevokeReplace.ANY_CONTROLLER
-_K267 = _g.RevokeReplace.CREATOR_ONLY
-_K268 = _g.ClearStyle.UPSERT
-_K269 = _g.ClearStyle.AGENT_MESSAGE_CLEAR
-_K270 = _g.AgentInfo
-_K271 = _g.SetupSupport
-_K272 = _g.BreakPoint.TOOL_RESULT
-_K273 = _g.BreakPoint.MODEL_STEP
-_K274 = _g.CancelRequestNotification
-_K275 = _g.CancelSessionNotification
-_K276 = _g.CloseSessionRequest
-_K277 = _g.CloseSessionResponse
-_K278 = _g.ConnectOptions
-_K279 = _g.ConnectionRole.CONTROLLER
-_K280 = _g.ConnectionRole.OBSERVER
-_K281 = _g.ErrorData
-_K282 = _g.InitializeRequest
-_K283 = _g.InjectRequest
-_K284 = _g.InjectResponse
-_K285 = _g.ListSessionsRequest
-_K286 = _g.ListSessionsResponse
-_K287 = _g.NewSessionRequest
-_K288 = _g.NewSessionResponse
-_K289 = _g.PermissionAsk
-_K290 = _g.PermissionRequestSent
-_K291 = _g.PromptRequest
-_K292 = _g.PromptResponse
-_K293 = _g.ReplaceInjectRequest
-_K294 = _g.ReplaceInjectResponse
-_K295 = _g.RequestPermissionResponse
-_K296 = _g.ResumeSessionRequest
-_K297 = _g.ResumeSessionResponse
-_K298 = _g.RevokeInjectRequest
-_K299 = _g.RevokeInjectResponse
-_K300 = _g.RuntimeEvent.BREAK_POINT
-_K301 = _g.RuntimeEvent.STREAM_STARTED
-_K302 = _g.RuntimeEvent.STREAM_FINISHED
-_K303 = _g.RuntimeEvent.REQUEST_PERMISSION
-_K304 = _g.RuntimeEvent.WITHDRAW_PERMISSION
-_K305 = _g.RuntimeEvent.PAUSED
-_K306 = _g.RuntimeEvent.RESUMED
-_K307 = _g.RuntimeEvent.TURN_STARTED
-_K308 = _g.RuntimeEvent.TURN_ENDED
-_K309 = _g.RuntimeEvent.CLOSE
-_K310 = _g.RuntimeEvent.UPDATE
-_K311 = _g.RuntimeEvent.CLEAR_AGENT_MESSAGE
-_K312 = _g.SessionPage
-_K313 = _g.SessionStatusRequest
-_K314 = _g.SessionStatusResponse
-_K315 = _g.TurnEnd
-_K316 = _g.UnsupportedProtocolVersionErrorData
-_K317 = _g.UpdateSessionNotification
+_K87 = _g.ToolCallStatus.PAUSED
+_K88 = _g.ToolCallStatus.COMPLETED
+_K89 = _g.ToolCallStatus.FAILED
+_K90 = _g.ToolCallStatus.CANCELLED
+_K91 = _g.ToolCallStatus.OTHER
+_K92 = _g.UsageUpdate
+_K93 = _g.Cost
+_K94 = _g.UserMessage
+_K95 = _g.UserMessageChunk
+_K96 = _g.PendingCapabilities
+_K97 = _g.ClientCapabilities
+_K98 = _g.ErrorReason.SESSION_NOT_FOUND
+_K99 = _g.ErrorReason.UNKNOWN_MESSAGE_ID
+_K100 = _g.ErrorReason.ALREADY_DELIVERED
+_K101 = _g.ErrorReason.NO_RUNNING_TURN
+_K102 = _g.ErrorReason.MODE_NOT_SUPPORTED
+_K103 = _g.ErrorReason.REPLACE_NOT_SUPPORTED
+_K104 = _g.ErrorReason.NOT_PERMITTED
+_K105 = _g.ErrorReason.TURN_IN_PROGRESS
+_K106 = _g.ErrorReason.OTHER
+_K107 = _g.ItemStatus.SENDING
+_K108 = _g.ItemStatus.PENDING
+_K109 = _g.ItemStatus.DELIVERED
+_K110 = _g.ItemStatus.REVOKED
+_K111 = _g.ItemStatus.FAILED
+_K112 = _g.MirrorSnapshot
+_K113 = _g.TurnState.IDLE
+_K114 = _g.TurnState.RUNNING
+_K115 = _g.TurnState.REQUIRES_ACTION
+_K116 = _g.TurnState.UNKNOWN
+_K117 = _g.Affordances
+_K118 = _g.ReplayFrom.START
+_K119 = _g.ReplayFrom.OTHER
+_K120 = _g.Turn.IDLE
+_K121 = _g.Turn.RUNNING
+_K122 = _g.Activity
+_K123 = _g.Stream.IDLE
+_K124 = _g.Stream.ACTIVE
+_K125 = _g.Stream.INTERRUPT_REQUESTED
+_K126 = _g.Turn.REQUIRES_ACTION
+_K127 = _g.Turn.PAUSED
+_K128 = _g.BackgroundWork.TERMINAL
+_K129 = _g.BackgroundWork.TOOL_CALL
+_K130 = _g.BackgroundWork.SUBAGENT
+_K131 = _g.BackgroundWork.OTHER
+_K132 = _g.EnvVariable
+_K133 = _g.Event.ANSWERED
+_K134 = _g.RequestId.NULL
+_K135 = _g.RequestId.NUMBER
+_K136 = _g.RequestId.STR
+_K137 = _g.RequestKind.INITIALIZE
+_K138 = _g.RequestKind.NEW_SESSION
+_K139 = _g.RequestKind.LIST_SESSIONS
+_K140 = _g.RequestKind.RESUME
+_K141 = _g.RequestKind.PROMPT
+_K142 = _g.RequestKind.INJECT
+_K143 = _g.RequestKind.REVOKE
+_K144 = _g.RequestKind.REPLACE
+_K145 = _g.RequestKind.CLOSE
+_K146 = _g.RequestKind.STATUS
+_K147 = _g.Answer.FAILED
+_K148 = _g.ProtocolError
+_K149 = _g.Answer.INITIALIZED
+_K150 = _g.Answer.SESSION_CREATED
+_K151 = _g.Answer.SESSIONS
+_K152 = _g.Answer.RESUMED
+_K153 = _g.Answer.ACCEPTED
+_K154 = _g.Answer.REVOKED
+_K155 = _g.Answer.REPLACED
+_K156 = _g.Answer.CLOSED
+_K157 = _g.Answer.STATUS
+_K158 = _g.SessionStatus.OPEN
+_K159 = _g.SessionStatus.SAVED
+_K160 = _g.SessionStatus.OTHER
+_K161 = _g.Event.SESSION
+_K162 = _g.SessionEvent.UPDATE
+_K163 = _g.SessionUpdate.USER_MESSAGE
+_K164 = _g.SessionUpdate.USER_MESSAGE_CHUNK
+_K165 = _g.SessionUpdate.AGENT_MESSAGE
+_K166 = _g.SessionUpdate.AGENT_MESSAGE_CHUNK
+_K167 = _g.SessionUpdate.AGENT_MESSAGE_CLEAR
+_K168 = _g.SessionUpdate.AGENT_THOUGHT
+_K169 = _g.SessionUpdate.AGENT_THOUGHT_CHUNK
+_K170 = _g.SessionUpdate.STATE_UPDATE
+_K171 = _g.SessionUpdate.TOOL_CALL_UPDATE
+_K172 = _g.SessionUpdate.TOOL_CALL_CONTENT_CHUNK
+_K173 = _g.SessionUpdate.PLAN_UPDATE
+_K174 = _g.SessionUpdate.USAGE_UPDATE
+_K175 = _g.SessionUpdate.SESSION_INFO_UPDATE
+_K176 = _g.SessionUpdate.ACP_INJECT_PENDING
+_K177 = _g.SessionUpdate.ACP_INJECT_SESSION_CLOSED
+_K178 = _g.SessionUpdate.OTHER
+_K179 = _g.SessionEvent.ITEM
+_K180 = _g.PendingItem
+_K181 = _g.ItemMode.PROMPT
+_K182 = _g.ItemMode.QUEUE
+_K183 = _g.ItemMode.STEER
+_K184 = _g.SessionEvent.VIOLATION
+_K185 = _g.Violation
+_K186 = _g.SessionEvent.CLOSED
+_K187 = _g.SessionEvent.TOLERATED
+_K188 = _g.Event.PERMISSION_REQUESTED
+_K189 = _g.Event.IGNORED
+_K190 = _g.HistoryEntry.USER
+_K191 = _g.HistoryEntry.UPDATE
+_K192 = _g.HttpHeader
+_K193 = _g.InjectMode.QUEUE
+_K194 = _g.InjectMode.STEER
+_K195 = _g.McpServer.STDIO
+_K196 = _g.McpServer.HTTP
+_K197 = _g.McpServer.OTHER
+_K198 = _g.Output.LINE
+_K199 = _g.Output.ACTION
+_K200 = _g.RuntimeAction.SESSION_OPENED
+_K201 = _g.SessionSetup
+_K202 = _g.RuntimeAction.SESSION_RESUMED
+_K203 = _g.RuntimeAction.START_TURN
+_K204 = _g.RuntimeAction.DELIVER
+_K205 = _g.RuntimeAction.INTERRUPT_STREAM
+_K206 = _g.RuntimeAction.CANCEL_TURN
+_K207 = _g.RuntimeAction.PERMISSION_ANSWERED
+_K208 = _g.RequestPermissionOutcome.CANCELLED
+_K209 = _g.RequestPermissionOutcome.SELECTED
+_K210 = _g.RequestPermissionOutcome.OTHER
+_K211 = _g.RuntimeAction.CLOSED
+_K212 = _g.PendingInject
+_K213 = _g.PermissionOption
+_K214 = _g.PermissionOptionKind.ALLOW_ONCE
+_K215 = _g.PermissionOptionKind.ALLOW_ALWAYS
+_K216 = _g.PermissionOptionKind.REJECT_ONCE
+_K217 = _g.PermissionOptionKind.REJECT_ALWAYS
+_K218 = _g.PermissionOptionKind.OTHER
+_K219 = _g.PlanEntry
+_K220 = _g.PlanEntryPriority.HIGH
+_K221 = _g.PlanEntryPriority.MEDIUM
+_K222 = _g.PlanEntryPriority.LOW
+_K223 = _g.PlanEntryPriority.OTHER
+_K224 = _g.PlanEntryStatus.PENDING
+_K225 = _g.PlanEntryStatus.IN_PROGRESS
+_K226 = _g.PlanEntryStatus.COMPLETED
+_K227 = _g.PlanEntryStatus.CANCELLED
+_K228 = _g.PlanEntryStatus.OTHER
+_K229 = _g.Role.ASSISTANT
+_K230 = _g.Role.USER
+_K231 = _g.Role.OTHER
+_K232 = _g.SessionActivity.EVENT
+_K233 = _g.SessionActivity.PERMISSION_REQUESTED
+_K234 = _g.SessionInfo
+_K235 = _g.SteerInStream.INTERRUPT
+_K236 = _g.SteerInStream.FINISH
+_K237 = _g.TranscriptEntry
+_K238 = _g.MessageRole.USER
+_K239 = _g.MessageRole.AGENT
+_K240 = _g.MessageRole.THOUGHT
+_K241 = _g.UserInput
+_K242 = _g.AcpError.InvalidInput
+_K243 = _g.AcpError.Protocol
+_K244 = _g.AcpError.Rejected
+_K245 = _g.CallRejected.MODE_NOT_SUPPORTED
+_K246 = _g.CallRejected.REPLACE_NOT_SUPPORTED
+_K247 = _g.CallRejected.UNKNOWN_MESSAGE_ID
+_K248 = _g.CallRejected.UNKNOWN_SESSION
+_K249 = _g.CallRejected.INVALID_ARGUMENTS
+_K250 = _g.AcpError.Host
+_K251 = _g.HostError.NO_TURN_IN_PROGRESS
+_K252 = _g.HostError.TURN_IN_PROGRESS
+_K253 = _g.HostError.NO_PERMISSION_OPTIONS
+_K254 = _g.HostError.UNKNOWN_REQUEST
+_K255 = _g.HostError.SESSION_CLOSED
+_K256 = _g.HostError.RESERVED_UPDATE
+_K257 = _g.HostError.RESERVED_MESSAGE_ID
+_K258 = _g.AcpError.Config
+_K259 = _g.AcpError.Store
+_K260 = _g.AcpError.Disconnected
+_K261 = _g.AcpError.Mismatch
+_K262 = _g.AcpError.Internal
+_K263 = _g.AgentConfig
+_K264 = _g.Policy
+_K265 = _g.QueueDrain.BATCH
+_K266 = _g.QueueDrain.ONE_PER_TURN
+_K267 = _g.RevokeReplace.ANY_CONTROLLER
+_K268 = _g.RevokeReplace.CREATOR_ONLY
+_K269 = _g.ClearStyle.UPSERT
+_K270 = _g.ClearStyle.AGENT_MESSAGE_CLEAR
+_K271 = _g.AgentInfo
+_K272 = _g.SetupSupport
+_K273 = _g.BreakPoint.TOOL_RESULT
+_K274 = _g.BreakPoint.MODEL_STEP
+_K275 = _g.CancelRequestNotification
+_K276 = _g.CancelSessionNotification
+_K277 = _g.CloseSessionRequest
+_K278 = _g.CloseSessionResponse
+_K279 = _g.ConnectOptions
+_K280 = _g.ConnectionRole.CONTROLLER
+_K281 = _g.ConnectionRole.OBSERVER
+_K282 = _g.ErrorData
+_K283 = _g.InitializeRequest
+_K284 = _g.InjectRequest
+_K285 = _g.InjectResponse
+_K286 = _g.ListSessionsRequest
+_K287 = _g.ListSessionsResponse
+_K288 = _g.NewSessionRequest
+_K289 = _g.NewSessionResponse
+_K290 = _g.PermissionAsk
+_K291 = _g.PermissionRequestSent
+_K292 = _g.PromptRequest
+_K293 = _g.PromptResponse
+_K294 = _g.ReplaceInjectRequest
+_K295 = _g.ReplaceInjectResponse
+_K296 = _g.RequestPermissionResponse
+_K297 = _g.ResumeSessionRequest
+_K298 = _g.ResumeSessionResponse
+_K299 = _g.RevokeInjectRequest
+_K300 = _g.RevokeInjectResponse
+_K301 = _g.RuntimeEvent.BREAK_POINT
+_K302 = _g.RuntimeEvent.STREAM_STARTED
+_K303 = _g.RuntimeEvent.STREAM_FINISHED
+_K304 = _g.RuntimeEvent.REQUEST_PERMISSION
+_K305 = _g.RuntimeEvent.WITHDRAW_PERMISSION
+_K306 = _g.RuntimeEvent.PAUSED
+_K307 = _g.RuntimeEvent.RESUMED
+_K308 = _g.RuntimeEvent.TURN_STARTED
+_K309 = _g.RuntimeEvent.TURN_ENDED
+_K310 = _g.RuntimeEvent.CLOSE
+_K311 = _g.RuntimeEvent.UPDATE
+_K312 = _g.RuntimeEvent.CLEAR_AGENT_MESSAGE
+_K313 = _g.SessionPage
+_K314 = _g.SessionStatusRequest
+_K315 = _g.SessionStatusResponse
+_K316 = _g.TurnEnd
+_K317 = _g.UnsupportedProtocolVersionErrorData
+_K318 = _g.UpdateSessionNotification
 
 
 def rBoolean(d: Buffer, o: int) -> Tuple[Any, int]:
@@ -3347,10 +3348,13 @@ def rBoxTypeToolCallUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
             w1 = _new(_K89)
             w0.status = w1
         elif t1 == 6:
+            w1 = _new(_K90)
+            w0.status = w1
+        elif t1 == 7:
             n = _U32(d, o)[0] + 4
             a2_0 = d[o + 4:o + n].decode()
             o += n
-            w1 = _new(_K90)
+            w1 = _new(_K91)
             w1._values = (a2_0,)
             w0.status = w1
         else:
@@ -3434,7 +3438,7 @@ def rBoxTypeUnknownStateUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rBoxTypeUsageUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
-    w0 = _new(_K91)
+    w0 = _new(_K92)
     w0.used = _U64(d, o)[0]
     o += 8
     w0.size = _U64(d, o)[0]
@@ -3442,7 +3446,7 @@ def rBoxTypeUsageUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
     f = d[o]
     o += 1
     if f == 1:
-        w1 = _new(_K92)
+        w1 = _new(_K93)
         w1.amount = _F64(d, o)[0]
         o += 8
         n = _U32(d, o)[0] + 4
@@ -3478,7 +3482,7 @@ def rBoxTypeUsageUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rBoxTypeUserMessage(d: Buffer, o: int) -> Tuple[Any, int]:
-    w0 = _new(_K93)
+    w0 = _new(_K94)
     n = _U32(d, o)[0] + 4
     w0.message_id = d[o + 4:o + n].decode()
     o += n
@@ -3511,7 +3515,7 @@ def rBoxTypeUserMessage(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rBoxTypeUserMessageChunk(d: Buffer, o: int) -> Tuple[Any, int]:
-    w0 = _new(_K94)
+    w0 = _new(_K95)
     n = _U32(d, o)[0] + 4
     w0.message_id = d[o + 4:o + n].decode()
     o += n
@@ -4183,7 +4187,7 @@ def rOptionalTypeAgentCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
                 f = d[o]
                 o += 1
                 if f == 1:
-                    w3 = _new(_K95)
+                    w3 = _new(_K96)
                     w3.replace = d[o] != 0
                     o += 1
                     f = d[o]
@@ -4323,7 +4327,7 @@ def rOptionalTypeClientCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
     f = d[o]
     o += 1
     if f == 1:
-        w0 = _new(_K96)
+        w0 = _new(_K97)
         f = d[o]
         o += 1
         if f == 1:
@@ -4346,7 +4350,7 @@ def rOptionalTypeCost(d: Buffer, o: int) -> Tuple[Any, int]:
     f = d[o]
     o += 1
     if f == 1:
-        w0 = _new(_K92)
+        w0 = _new(_K93)
         w0.amount = _F64(d, o)[0]
         o += 8
         n = _U32(d, o)[0] + 4
@@ -4377,34 +4381,34 @@ def rOptionalTypeErrorReason(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K97)
-            v = w0
-        elif t0 == 2:
             w0 = _new(_K98)
             v = w0
-        elif t0 == 3:
+        elif t0 == 2:
             w0 = _new(_K99)
             v = w0
-        elif t0 == 4:
+        elif t0 == 3:
             w0 = _new(_K100)
             v = w0
-        elif t0 == 5:
+        elif t0 == 4:
             w0 = _new(_K101)
             v = w0
-        elif t0 == 6:
+        elif t0 == 5:
             w0 = _new(_K102)
             v = w0
-        elif t0 == 7:
+        elif t0 == 6:
             w0 = _new(_K103)
             v = w0
-        elif t0 == 8:
+        elif t0 == 7:
             w0 = _new(_K104)
+            v = w0
+        elif t0 == 8:
+            w0 = _new(_K105)
             v = w0
         elif t0 == 9:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K105)
+            w0 = _new(_K106)
             w0._values = (a1_0,)
             v = w0
         else:
@@ -4425,7 +4429,7 @@ def rOptionalTypeInjectCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
         f = d[o]
         o += 1
         if f == 1:
-            w1 = _new(_K95)
+            w1 = _new(_K96)
             w1.replace = d[o] != 0
             o += 1
             f = d[o]
@@ -4469,15 +4473,15 @@ def rOptionalTypeItemStatus(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            v = _K106
-        elif t0 == 2:
             v = _K107
-        elif t0 == 3:
+        elif t0 == 2:
             v = _K108
-        elif t0 == 4:
+        elif t0 == 3:
             v = _K109
-        elif t0 == 5:
+        elif t0 == 4:
             v = _K110
+        elif t0 == 5:
+            v = _K111
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
     elif f == 0:
@@ -4562,17 +4566,17 @@ def rOptionalTypeMirrorSnapshot(d: Buffer, o: int) -> Tuple[Any, int]:
     f = d[o]
     o += 1
     if f == 1:
-        w0 = _new(_K111)
+        w0 = _new(_K112)
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w0.state = _K112
-        elif t1 == 2:
             w0.state = _K113
-        elif t1 == 3:
+        elif t1 == 2:
             w0.state = _K114
-        elif t1 == 4:
+        elif t1 == 3:
             w0.state = _K115
+        elif t1 == 4:
+            w0.state = _K116
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         f = d[o]
@@ -4666,7 +4670,7 @@ def rOptionalTypeMirrorSnapshot(d: Buffer, o: int) -> Tuple[Any, int]:
         w0.pending, o = rSequenceTypePendingItem(d, o)
         w0.transcript, o = rSequenceTypeTranscriptEntry(d, o)
         w0.violations, o = rSequenceTypeViolation(d, o)
-        w1 = _new(_K116)
+        w1 = _new(_K117)
         w1.steer = d[o] != 0
         o += 1
         w1.edit_pending = d[o] != 0
@@ -4698,7 +4702,7 @@ def rOptionalTypePendingCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
     f = d[o]
     o += 1
     if f == 1:
-        w0 = _new(_K95)
+        w0 = _new(_K96)
         w0.replace = d[o] != 0
         o += 1
         f = d[o]
@@ -4738,14 +4742,14 @@ def rOptionalTypeReplayFrom(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K117)
+            w0 = _new(_K118)
             w0._values = (a1_0,)
             v = w0
         elif t0 == 2:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K118)
+            w0 = _new(_K119)
             w0._values = (a1_0,)
             v = w0
         else:
@@ -4851,7 +4855,7 @@ def rOptionalTypeSessionCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
             f = d[o]
             o += 1
             if f == 1:
-                w2 = _new(_K95)
+                w2 = _new(_K96)
                 w2.replace = d[o] != 0
                 o += 1
                 f = d[o]
@@ -4929,6 +4933,29 @@ def rOptionalTypeSessionId(d: Buffer, o: int) -> Tuple[Any, int]:
         n = _U32(d, o)[0] + 4
         v = d[o + 4:o + n].decode()
         o += n
+    elif f == 0:
+        v = None
+    else:
+        raise _InternalError('Unexpected flag byte for optional type')
+    return v, o
+
+
+def rOptionalTypeSessionStatusCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
+    f = d[o]
+    o += 1
+    if f == 1:
+        w0 = _new(_K45)
+        f = d[o]
+        o += 1
+        if f == 1:
+            n = _U32(d, o)[0] + 4
+            w0.meta = d[o + 4:o + n].decode()
+            o += n
+        elif f == 0:
+            w0.meta = None
+        else:
+            raise _InternalError('Unexpected flag byte for optional type')
+        v = w0
     elif f == 0:
         v = None
     else:
@@ -5166,29 +5193,6 @@ def rOptionalTypeStateUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
     return v, o
 
 
-def rOptionalTypeStatusCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
-    f = d[o]
-    o += 1
-    if f == 1:
-        w0 = _new(_K45)
-        f = d[o]
-        o += 1
-        if f == 1:
-            n = _U32(d, o)[0] + 4
-            w0.meta = d[o + 4:o + n].decode()
-            o += n
-        elif f == 0:
-            w0.meta = None
-        else:
-            raise _InternalError('Unexpected flag byte for optional type')
-        v = w0
-    elif f == 0:
-        v = None
-    else:
-        raise _InternalError('Unexpected flag byte for optional type')
-    return v, o
-
-
 def rOptionalTypeStopReason(d: Buffer, o: int) -> Tuple[Any, int]:
     f = d[o]
     o += 1
@@ -5251,10 +5255,13 @@ def rOptionalTypeToolCallStatus(d: Buffer, o: int) -> Tuple[Any, int]:
             w0 = _new(_K89)
             v = w0
         elif t0 == 6:
+            w0 = _new(_K90)
+            v = w0
+        elif t0 == 7:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K90)
+            w0 = _new(_K91)
             w0._values = (a1_0,)
             v = w0
         else:
@@ -5325,19 +5332,19 @@ def rOptionalTypeTurn(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K119)
+            w0 = _new(_K120)
             v = w0
         elif t0 == 2:
-            w0 = _new(_K120)
-            w1 = _new(_K121)
+            w0 = _new(_K121)
+            w1 = _new(_K122)
             t2 = _I32(d, o)[0]
             o += 4
             if t2 == 1:
-                w1.stream = _K122
-            elif t2 == 2:
                 w1.stream = _K123
-            elif t2 == 3:
+            elif t2 == 2:
                 w1.stream = _K124
+            elif t2 == 3:
+                w1.stream = _K125
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
             w1.cancel_requested = d[o] != 0
@@ -5345,16 +5352,16 @@ def rOptionalTypeTurn(d: Buffer, o: int) -> Tuple[Any, int]:
             w0.activity = w1
             v = w0
         elif t0 == 3:
-            w0 = _new(_K125)
-            w1 = _new(_K121)
+            w0 = _new(_K126)
+            w1 = _new(_K122)
             t2 = _I32(d, o)[0]
             o += 4
             if t2 == 1:
-                w1.stream = _K122
-            elif t2 == 2:
                 w1.stream = _K123
-            elif t2 == 3:
+            elif t2 == 2:
                 w1.stream = _K124
+            elif t2 == 3:
+                w1.stream = _K125
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
             w1.cancel_requested = d[o] != 0
@@ -5366,16 +5373,16 @@ def rOptionalTypeTurn(d: Buffer, o: int) -> Tuple[Any, int]:
             o += 1
             v = w0
         elif t0 == 4:
-            w0 = _new(_K126)
-            w1 = _new(_K121)
+            w0 = _new(_K127)
+            w1 = _new(_K122)
             t2 = _I32(d, o)[0]
             o += 4
             if t2 == 1:
-                w1.stream = _K122
-            elif t2 == 2:
                 w1.stream = _K123
-            elif t2 == 3:
+            elif t2 == 2:
                 w1.stream = _K124
+            elif t2 == 3:
+                w1.stream = _K125
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
             w1.cancel_requested = d[o] != 0
@@ -5550,7 +5557,7 @@ def rSequenceTypeBackgroundWork(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K127)
+            w0 = _new(_K128)
             w0._values = (a1_0,)
             v = w0
         elif t0 == 2:
@@ -5569,7 +5576,7 @@ def rSequenceTypeBackgroundWork(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K128)
+            w0 = _new(_K129)
             w0._values = (a1_0,)
             v = w0
         elif t0 == 3:
@@ -5588,14 +5595,14 @@ def rSequenceTypeBackgroundWork(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K129)
+            w0 = _new(_K130)
             w0._values = (a1_0,)
             v = w0
         elif t0 == 4:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K130)
+            w0 = _new(_K131)
             w0._values = (a1_0,)
             v = w0
         else:
@@ -6087,7 +6094,7 @@ def rSequenceTypeEnvVariable(d: Buffer, o: int) -> Tuple[Any, int]:
     items = []
     append = items.append
     for _ in range(c):
-        w0 = _new(_K131)
+        w0 = _new(_K132)
         n = _U32(d, o)[0] + 4
         w0.name = d[o + 4:o + n].decode()
         o += n
@@ -6118,23 +6125,23 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K132)
+            w0 = _new(_K133)
             t1 = _I32(d, o)[0]
             o += 4
             if t1 == 1:
-                w1 = _new(_K133)
+                w1 = _new(_K134)
                 w0.request = w1
             elif t1 == 2:
                 a2_0 = _I64(d, o)[0]
                 o += 8
-                w1 = _new(_K134)
+                w1 = _new(_K135)
                 w1._values = (a2_0,)
                 w0.request = w1
             elif t1 == 3:
                 n = _U32(d, o)[0] + 4
                 a2_0 = d[o + 4:o + n].decode()
                 o += n
-                w1 = _new(_K135)
+                w1 = _new(_K136)
                 w1._values = (a2_0,)
                 w0.request = w1
             else:
@@ -6142,25 +6149,25 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             t1 = _I32(d, o)[0]
             o += 4
             if t1 == 1:
-                w0.kind = _K136
-            elif t1 == 2:
                 w0.kind = _K137
-            elif t1 == 3:
+            elif t1 == 2:
                 w0.kind = _K138
-            elif t1 == 4:
+            elif t1 == 3:
                 w0.kind = _K139
-            elif t1 == 5:
+            elif t1 == 4:
                 w0.kind = _K140
-            elif t1 == 6:
+            elif t1 == 5:
                 w0.kind = _K141
-            elif t1 == 7:
+            elif t1 == 6:
                 w0.kind = _K142
-            elif t1 == 8:
+            elif t1 == 7:
                 w0.kind = _K143
-            elif t1 == 9:
+            elif t1 == 8:
                 w0.kind = _K144
-            elif t1 == 10:
+            elif t1 == 9:
                 w0.kind = _K145
+            elif t1 == 10:
+                w0.kind = _K146
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
             f = d[o]
@@ -6176,7 +6183,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             t1 = _I32(d, o)[0]
             o += 4
             if t1 == 1:
-                w2 = _new(_K147)
+                w2 = _new(_K148)
                 w2.code = _I64(d, o)[0]
                 o += 8
                 n = _U32(d, o)[0] + 4
@@ -6188,34 +6195,34 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     t3 = _I32(d, o)[0]
                     o += 4
                     if t3 == 1:
-                        w3 = _new(_K97)
-                        w2.reason = w3
-                    elif t3 == 2:
                         w3 = _new(_K98)
                         w2.reason = w3
-                    elif t3 == 3:
+                    elif t3 == 2:
                         w3 = _new(_K99)
                         w2.reason = w3
-                    elif t3 == 4:
+                    elif t3 == 3:
                         w3 = _new(_K100)
                         w2.reason = w3
-                    elif t3 == 5:
+                    elif t3 == 4:
                         w3 = _new(_K101)
                         w2.reason = w3
-                    elif t3 == 6:
+                    elif t3 == 5:
                         w3 = _new(_K102)
                         w2.reason = w3
-                    elif t3 == 7:
+                    elif t3 == 6:
                         w3 = _new(_K103)
                         w2.reason = w3
-                    elif t3 == 8:
+                    elif t3 == 7:
                         w3 = _new(_K104)
+                        w2.reason = w3
+                    elif t3 == 8:
+                        w3 = _new(_K105)
                         w2.reason = w3
                     elif t3 == 9:
                         n = _U32(d, o)[0] + 4
                         a4_0 = d[o + 4:o + n].decode()
                         o += n
-                        w3 = _new(_K105)
+                        w3 = _new(_K106)
                         w3._values = (a4_0,)
                         w2.reason = w3
                     else:
@@ -6245,7 +6252,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K146)
+                w1 = _new(_K147)
                 w1._values = (a2_0,)
                 w0.outcome = w1
             elif t1 == 2:
@@ -6318,17 +6325,17 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K148)
+                w1 = _new(_K149)
                 w1._values = (a2_0,)
                 w0.outcome = w1
             elif t1 == 3:
-                w1 = _new(_K149)
+                w1 = _new(_K150)
                 n = _U32(d, o)[0] + 4
                 w1.session_id = d[o + 4:o + n].decode()
                 o += n
                 w0.outcome = w1
             elif t1 == 4:
-                w1 = _new(_K150)
+                w1 = _new(_K151)
                 w1.sessions, o = rSequenceTypeSessionInfo(d, o)
                 f = d[o]
                 o += 1
@@ -6342,10 +6349,10 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     raise _InternalError('Unexpected flag byte for optional type')
                 w0.outcome = w1
             elif t1 == 5:
-                w1 = _new(_K151)
+                w1 = _new(_K152)
                 w0.outcome = w1
             elif t1 == 6:
-                w1 = _new(_K152)
+                w1 = _new(_K153)
                 f = d[o]
                 o += 1
                 if f == 1:
@@ -6358,29 +6365,29 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     raise _InternalError('Unexpected flag byte for optional type')
                 w0.outcome = w1
             elif t1 == 7:
-                w1 = _new(_K153)
-                w0.outcome = w1
-            elif t1 == 8:
                 w1 = _new(_K154)
                 w0.outcome = w1
-            elif t1 == 9:
+            elif t1 == 8:
                 w1 = _new(_K155)
                 w0.outcome = w1
-            elif t1 == 10:
+            elif t1 == 9:
                 w1 = _new(_K156)
+                w0.outcome = w1
+            elif t1 == 10:
+                w1 = _new(_K157)
                 t2 = _I32(d, o)[0]
                 o += 4
                 if t2 == 1:
-                    w2 = _new(_K157)
+                    w2 = _new(_K158)
                     w1.status = w2
                 elif t2 == 2:
-                    w2 = _new(_K158)
+                    w2 = _new(_K159)
                     w1.status = w2
                 elif t2 == 3:
                     n = _U32(d, o)[0] + 4
                     a3_0 = d[o + 4:o + n].decode()
                     o += n
-                    w2 = _new(_K159)
+                    w2 = _new(_K160)
                     w2._values = (a3_0,)
                     w1.status = w2
                 else:
@@ -6528,7 +6535,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 raise _InternalError("Raw enum value doesn't match any cases")
             v = w0
         elif t0 == 2:
-            w0 = _new(_K160)
+            w0 = _new(_K161)
             n = _U32(d, o)[0] + 4
             w0.session_id = d[o + 4:o + n].decode()
             o += n
@@ -6538,7 +6545,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 t2 = _I32(d, o)[0]
                 o += 4
                 if t2 == 1:
-                    w3 = _new(_K93)
+                    w3 = _new(_K94)
                     n = _U32(d, o)[0] + 4
                     w3.message_id = d[o + 4:o + n].decode()
                     o += n
@@ -6554,11 +6561,11 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K162)
+                    w2 = _new(_K163)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 2:
-                    w3 = _new(_K94)
+                    w3 = _new(_K95)
                     n = _U32(d, o)[0] + 4
                     w3.message_id = d[o + 4:o + n].decode()
                     o += n
@@ -6574,7 +6581,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K163)
+                    w2 = _new(_K164)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 3:
@@ -6594,7 +6601,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K164)
+                    w2 = _new(_K165)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 4:
@@ -6614,7 +6621,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K165)
+                    w2 = _new(_K166)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 5:
@@ -6640,7 +6647,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K166)
+                    w2 = _new(_K167)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 6:
@@ -6660,7 +6667,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K167)
+                    w2 = _new(_K168)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 7:
@@ -6680,7 +6687,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K168)
+                    w2 = _new(_K169)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 8:
@@ -6715,7 +6722,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                         a3_0 = w3
                     else:
                         raise _InternalError("Raw enum value doesn't match any cases")
-                    w2 = _new(_K169)
+                    w2 = _new(_K170)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 9:
@@ -6806,7 +6813,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K170)
+                    w2 = _new(_K171)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 10:
@@ -6826,7 +6833,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K171)
+                    w2 = _new(_K172)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 11:
@@ -6843,11 +6850,11 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K172)
+                    w2 = _new(_K173)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 12:
-                    w3 = _new(_K91)
+                    w3 = _new(_K92)
                     w3.used = _U64(d, o)[0]
                     o += 8
                     w3.size = _U64(d, o)[0]
@@ -6871,7 +6878,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K173)
+                    w2 = _new(_K174)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 13:
@@ -6889,7 +6896,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K174)
+                    w2 = _new(_K175)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 14:
@@ -6906,7 +6913,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K175)
+                    w2 = _new(_K176)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 15:
@@ -6922,23 +6929,23 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K176)
+                    w2 = _new(_K177)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 16:
                     n = _U32(d, o)[0] + 4
                     a3_0 = d[o + 4:o + n].decode()
                     o += n
-                    w2 = _new(_K177)
+                    w2 = _new(_K178)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 else:
                     raise _InternalError("Raw enum value doesn't match any cases")
-                w1 = _new(_K161)
+                w1 = _new(_K162)
                 w1._values = (a2_0,)
                 w0.event = w1
             elif t1 == 2:
-                w2 = _new(_K179)
+                w2 = _new(_K180)
                 f = d[o]
                 o += 1
                 if f == 1:
@@ -6952,35 +6959,35 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 t3 = _I32(d, o)[0]
                 o += 4
                 if t3 == 1:
-                    w2.mode = _K180
-                elif t3 == 2:
                     w2.mode = _K181
-                elif t3 == 3:
+                elif t3 == 2:
                     w2.mode = _K182
+                elif t3 == 3:
+                    w2.mode = _K183
                 else:
                     raise _InternalError("Raw enum value doesn't match any cases")
                 t3 = _I32(d, o)[0]
                 o += 4
                 if t3 == 1:
-                    w2.status = _K106
-                elif t3 == 2:
                     w2.status = _K107
-                elif t3 == 3:
+                elif t3 == 2:
                     w2.status = _K108
-                elif t3 == 4:
+                elif t3 == 3:
                     w2.status = _K109
-                elif t3 == 5:
+                elif t3 == 4:
                     w2.status = _K110
+                elif t3 == 5:
+                    w2.status = _K111
                 else:
                     raise _InternalError("Raw enum value doesn't match any cases")
                 w2.content, o = rSequenceTypeContentBlock(d, o)
                 w2.superseded, o = rSequenceSequenceTypeContentBlock(d, o)
                 a2_0 = w2
-                w1 = _new(_K178)
+                w1 = _new(_K179)
                 w1._values = (a2_0,)
                 w0.event = w1
             elif t1 == 3:
-                w2 = _new(_K184)
+                w2 = _new(_K185)
                 n = _U32(d, o)[0] + 4
                 w2.rule = d[o + 4:o + n].decode()
                 o += n
@@ -6988,38 +6995,38 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 w2.message_id = d[o + 4:o + n].decode()
                 o += n
                 a2_0 = w2
-                w1 = _new(_K183)
+                w1 = _new(_K184)
                 w1._values = (a2_0,)
                 w0.event = w1
             elif t1 == 4:
-                w1 = _new(_K185)
+                w1 = _new(_K186)
                 w0.event = w1
             elif t1 == 5:
                 a2_0, o = rSequenceString(d, o)
-                w1 = _new(_K186)
+                w1 = _new(_K187)
                 w1._values = (a2_0,)
                 w0.event = w1
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
             v = w0
         elif t0 == 3:
-            w0 = _new(_K187)
+            w0 = _new(_K188)
             t1 = _I32(d, o)[0]
             o += 4
             if t1 == 1:
-                w1 = _new(_K133)
+                w1 = _new(_K134)
                 w0.request = w1
             elif t1 == 2:
                 a2_0 = _I64(d, o)[0]
                 o += 8
-                w1 = _new(_K134)
+                w1 = _new(_K135)
                 w1._values = (a2_0,)
                 w0.request = w1
             elif t1 == 3:
                 n = _U32(d, o)[0] + 4
                 a2_0 = d[o + 4:o + n].decode()
                 o += n
-                w1 = _new(_K135)
+                w1 = _new(_K136)
                 w1._values = (a2_0,)
                 w0.request = w1
             else:
@@ -7065,7 +7072,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             w0.params = w1
             v = w0
         elif t0 == 4:
-            w0 = _new(_K188)
+            w0 = _new(_K189)
             n = _U32(d, o)[0] + 4
             w0.detail = d[o + 4:o + n].decode()
             o += n
@@ -7085,18 +7092,18 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K189)
+            w0 = _new(_K190)
             n = _U32(d, o)[0] + 4
             w0.message_id = d[o + 4:o + n].decode()
             o += n
             w0.content, o = rSequenceTypeContentBlock(d, o)
             v = w0
         elif t0 == 2:
-            w0 = _new(_K190)
+            w0 = _new(_K191)
             t1 = _I32(d, o)[0]
             o += 4
             if t1 == 1:
-                w2 = _new(_K93)
+                w2 = _new(_K94)
                 n = _U32(d, o)[0] + 4
                 w2.message_id = d[o + 4:o + n].decode()
                 o += n
@@ -7125,11 +7132,11 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K162)
+                w1 = _new(_K163)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 2:
-                w2 = _new(_K94)
+                w2 = _new(_K95)
                 n = _U32(d, o)[0] + 4
                 w2.message_id = d[o + 4:o + n].decode()
                 o += n
@@ -7180,7 +7187,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K163)
+                w1 = _new(_K164)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 3:
@@ -7213,7 +7220,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K164)
+                w1 = _new(_K165)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 4:
@@ -7268,7 +7275,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K165)
+                w1 = _new(_K166)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 5:
@@ -7294,7 +7301,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K166)
+                w1 = _new(_K167)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 6:
@@ -7327,7 +7334,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K167)
+                w1 = _new(_K168)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 7:
@@ -7382,7 +7389,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K168)
+                w1 = _new(_K169)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 8:
@@ -7517,7 +7524,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                     a2_0 = w2
                 else:
                     raise _InternalError("Raw enum value doesn't match any cases")
-                w1 = _new(_K169)
+                w1 = _new(_K170)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 9:
@@ -7614,10 +7621,13 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                         w3 = _new(_K89)
                         w2.status = w3
                     elif t3 == 6:
+                        w3 = _new(_K90)
+                        w2.status = w3
+                    elif t3 == 7:
                         n = _U32(d, o)[0] + 4
                         a4_0 = d[o + 4:o + n].decode()
                         o += n
-                        w3 = _new(_K90)
+                        w3 = _new(_K91)
                         w3._values = (a4_0,)
                         w2.status = w3
                     else:
@@ -7673,7 +7683,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K170)
+                w1 = _new(_K171)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 10:
@@ -7708,7 +7718,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K171)
+                w1 = _new(_K172)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 11:
@@ -7740,11 +7750,11 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K172)
+                w1 = _new(_K173)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 12:
-                w2 = _new(_K91)
+                w2 = _new(_K92)
                 w2.used = _U64(d, o)[0]
                 o += 8
                 w2.size = _U64(d, o)[0]
@@ -7752,7 +7762,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 f = d[o]
                 o += 1
                 if f == 1:
-                    w3 = _new(_K92)
+                    w3 = _new(_K93)
                     w3.amount = _F64(d, o)[0]
                     o += 8
                     n = _U32(d, o)[0] + 4
@@ -7784,7 +7794,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K173)
+                w1 = _new(_K174)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 13:
@@ -7832,7 +7842,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K174)
+                w1 = _new(_K175)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 14:
@@ -7849,7 +7859,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K175)
+                w1 = _new(_K176)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 15:
@@ -7865,14 +7875,14 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K176)
+                w1 = _new(_K177)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 16:
                 n = _U32(d, o)[0] + 4
                 a2_0 = d[o + 4:o + n].decode()
                 o += n
-                w1 = _new(_K177)
+                w1 = _new(_K178)
                 w1._values = (a2_0,)
                 w0.update = w1
             else:
@@ -7890,7 +7900,7 @@ def rSequenceTypeHttpHeader(d: Buffer, o: int) -> Tuple[Any, int]:
     items = []
     append = items.append
     for _ in range(c):
-        w0 = _new(_K191)
+        w0 = _new(_K192)
         n = _U32(d, o)[0] + 4
         w0.name = d[o + 4:o + n].decode()
         o += n
@@ -7921,9 +7931,9 @@ def rSequenceTypeInjectMode(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            v = _K192
-        elif t0 == 2:
             v = _K193
+        elif t0 == 2:
+            v = _K194
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         append(v)
@@ -7986,7 +7996,7 @@ def rSequenceTypeMcpServer(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K194)
+            w0 = _new(_K195)
             w0._values = (a1_0,)
             v = w0
         elif t0 == 2:
@@ -8016,14 +8026,14 @@ def rSequenceTypeMcpServer(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K195)
+            w0 = _new(_K196)
             w0._values = (a1_0,)
             v = w0
         elif t0 == 3:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K196)
+            w0 = _new(_K197)
             w0._values = (a1_0,)
             v = w0
         else:
@@ -8041,75 +8051,75 @@ def rSequenceTypeOutput(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K197)
+            w0 = _new(_K198)
             w0.to, o = rSequenceString(d, o)
             n = _U32(d, o)[0] + 4
             w0.line = d[o + 4:o + n].decode()
             o += n
             v = w0
         elif t0 == 2:
-            w0 = _new(_K198)
+            w0 = _new(_K199)
             n = _U32(d, o)[0] + 4
             w0.session = d[o + 4:o + n].decode()
             o += n
             t1 = _I32(d, o)[0]
             o += 4
             if t1 == 1:
-                w2 = _new(_K200)
+                w2 = _new(_K201)
                 n = _U32(d, o)[0] + 4
                 w2.cwd = d[o + 4:o + n].decode()
                 o += n
                 w2.additional_directories, o = rSequenceString(d, o)
                 w2.mcp_servers, o = rSequenceTypeMcpServer(d, o)
                 a2_0 = w2
-                w1 = _new(_K199)
+                w1 = _new(_K200)
                 w1._values = (a2_0,)
                 w0.action = w1
             elif t1 == 2:
-                w2 = _new(_K200)
+                w2 = _new(_K201)
                 n = _U32(d, o)[0] + 4
                 w2.cwd = d[o + 4:o + n].decode()
                 o += n
                 w2.additional_directories, o = rSequenceString(d, o)
                 w2.mcp_servers, o = rSequenceTypeMcpServer(d, o)
                 a2_0 = w2
-                w1 = _new(_K201)
+                w1 = _new(_K202)
                 w1._values = (a2_0,)
                 w0.action = w1
             elif t1 == 3:
                 a2_0, o = rSequenceTypeUserInput(d, o)
-                w1 = _new(_K202)
+                w1 = _new(_K203)
                 w1._values = (a2_0,)
                 w0.action = w1
             elif t1 == 4:
                 a2_0, o = rSequenceTypeUserInput(d, o)
-                w1 = _new(_K203)
+                w1 = _new(_K204)
                 w1._values = (a2_0,)
                 w0.action = w1
             elif t1 == 5:
-                w1 = _new(_K204)
-                w0.action = w1
-            elif t1 == 6:
                 w1 = _new(_K205)
                 w0.action = w1
-            elif t1 == 7:
+            elif t1 == 6:
                 w1 = _new(_K206)
+                w0.action = w1
+            elif t1 == 7:
+                w1 = _new(_K207)
                 t2 = _I32(d, o)[0]
                 o += 4
                 if t2 == 1:
-                    w2 = _new(_K133)
+                    w2 = _new(_K134)
                     w1.request_id = w2
                 elif t2 == 2:
                     a3_0 = _I64(d, o)[0]
                     o += 8
-                    w2 = _new(_K134)
+                    w2 = _new(_K135)
                     w2._values = (a3_0,)
                     w1.request_id = w2
                 elif t2 == 3:
                     n = _U32(d, o)[0] + 4
                     a3_0 = d[o + 4:o + n].decode()
                     o += n
-                    w2 = _new(_K135)
+                    w2 = _new(_K136)
                     w2._values = (a3_0,)
                     w1.request_id = w2
                 else:
@@ -8129,7 +8139,7 @@ def rSequenceTypeOutput(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K207)
+                    w2 = _new(_K208)
                     w2._values = (a3_0,)
                     w1.outcome = w2
                 elif t2 == 2:
@@ -8148,21 +8158,21 @@ def rSequenceTypeOutput(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K208)
+                    w2 = _new(_K209)
                     w2._values = (a3_0,)
                     w1.outcome = w2
                 elif t2 == 3:
                     n = _U32(d, o)[0] + 4
                     a3_0 = d[o + 4:o + n].decode()
                     o += n
-                    w2 = _new(_K209)
+                    w2 = _new(_K210)
                     w2._values = (a3_0,)
                     w1.outcome = w2
                 else:
                     raise _InternalError("Raw enum value doesn't match any cases")
                 w0.action = w1
             elif t1 == 8:
-                w1 = _new(_K210)
+                w1 = _new(_K211)
                 w1.dropped, o = rSequenceTypePendingInject(d, o)
                 w1.turn_cancelled = d[o] != 0
                 o += 1
@@ -8182,16 +8192,16 @@ def rSequenceTypePendingInject(d: Buffer, o: int) -> Tuple[Any, int]:
     items = []
     append = items.append
     for _ in range(c):
-        w0 = _new(_K211)
+        w0 = _new(_K212)
         n = _U32(d, o)[0] + 4
         w0.message_id = d[o + 4:o + n].decode()
         o += n
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w0.mode = _K192
-        elif t1 == 2:
             w0.mode = _K193
+        elif t1 == 2:
+            w0.mode = _K194
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         w0.content, o = rSequenceTypeContentBlock(d, o)
@@ -8216,7 +8226,7 @@ def rSequenceTypePendingItem(d: Buffer, o: int) -> Tuple[Any, int]:
     items = []
     append = items.append
     for _ in range(c):
-        w0 = _new(_K179)
+        w0 = _new(_K180)
         f = d[o]
         o += 1
         if f == 1:
@@ -8230,25 +8240,25 @@ def rSequenceTypePendingItem(d: Buffer, o: int) -> Tuple[Any, int]:
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w0.mode = _K180
-        elif t1 == 2:
             w0.mode = _K181
-        elif t1 == 3:
+        elif t1 == 2:
             w0.mode = _K182
+        elif t1 == 3:
+            w0.mode = _K183
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w0.status = _K106
-        elif t1 == 2:
             w0.status = _K107
-        elif t1 == 3:
+        elif t1 == 2:
             w0.status = _K108
-        elif t1 == 4:
+        elif t1 == 3:
             w0.status = _K109
-        elif t1 == 5:
+        elif t1 == 4:
             w0.status = _K110
+        elif t1 == 5:
+            w0.status = _K111
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         w0.content, o = rSequenceTypeContentBlock(d, o)
@@ -8264,7 +8274,7 @@ def rSequenceTypePermissionOption(d: Buffer, o: int) -> Tuple[Any, int]:
     items = []
     append = items.append
     for _ in range(c):
-        w0 = _new(_K212)
+        w0 = _new(_K213)
         n = _U32(d, o)[0] + 4
         w0.option_id = d[o + 4:o + n].decode()
         o += n
@@ -8274,22 +8284,22 @@ def rSequenceTypePermissionOption(d: Buffer, o: int) -> Tuple[Any, int]:
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w1 = _new(_K213)
-            w0.kind = w1
-        elif t1 == 2:
             w1 = _new(_K214)
             w0.kind = w1
-        elif t1 == 3:
+        elif t1 == 2:
             w1 = _new(_K215)
             w0.kind = w1
-        elif t1 == 4:
+        elif t1 == 3:
             w1 = _new(_K216)
+            w0.kind = w1
+        elif t1 == 4:
+            w1 = _new(_K217)
             w0.kind = w1
         elif t1 == 5:
             n = _U32(d, o)[0] + 4
             a2_0 = d[o + 4:o + n].decode()
             o += n
-            w1 = _new(_K217)
+            w1 = _new(_K218)
             w1._values = (a2_0,)
             w0.kind = w1
         else:
@@ -8315,26 +8325,26 @@ def rSequenceTypePlanEntry(d: Buffer, o: int) -> Tuple[Any, int]:
     items = []
     append = items.append
     for _ in range(c):
-        w0 = _new(_K218)
+        w0 = _new(_K219)
         n = _U32(d, o)[0] + 4
         w0.content = d[o + 4:o + n].decode()
         o += n
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w1 = _new(_K219)
-            w0.priority = w1
-        elif t1 == 2:
             w1 = _new(_K220)
             w0.priority = w1
-        elif t1 == 3:
+        elif t1 == 2:
             w1 = _new(_K221)
+            w0.priority = w1
+        elif t1 == 3:
+            w1 = _new(_K222)
             w0.priority = w1
         elif t1 == 4:
             n = _U32(d, o)[0] + 4
             a2_0 = d[o + 4:o + n].decode()
             o += n
-            w1 = _new(_K222)
+            w1 = _new(_K223)
             w1._values = (a2_0,)
             w0.priority = w1
         else:
@@ -8342,22 +8352,22 @@ def rSequenceTypePlanEntry(d: Buffer, o: int) -> Tuple[Any, int]:
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w1 = _new(_K223)
-            w0.status = w1
-        elif t1 == 2:
             w1 = _new(_K224)
             w0.status = w1
-        elif t1 == 3:
+        elif t1 == 2:
             w1 = _new(_K225)
             w0.status = w1
-        elif t1 == 4:
+        elif t1 == 3:
             w1 = _new(_K226)
+            w0.status = w1
+        elif t1 == 4:
+            w1 = _new(_K227)
             w0.status = w1
         elif t1 == 5:
             n = _U32(d, o)[0] + 4
             a2_0 = d[o + 4:o + n].decode()
             o += n
-            w1 = _new(_K227)
+            w1 = _new(_K228)
             w1._values = (a2_0,)
             w0.status = w1
         else:
@@ -8398,16 +8408,16 @@ def rSequenceTypeRole(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K228)
+            w0 = _new(_K229)
             v = w0
         elif t0 == 2:
-            w0 = _new(_K229)
+            w0 = _new(_K230)
             v = w0
         elif t0 == 3:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K230)
+            w0 = _new(_K231)
             w0._values = (a1_0,)
             v = w0
         else:
@@ -8431,7 +8441,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 t2 = _I32(d, o)[0]
                 o += 4
                 if t2 == 1:
-                    w3 = _new(_K93)
+                    w3 = _new(_K94)
                     n = _U32(d, o)[0] + 4
                     w3.message_id = d[o + 4:o + n].decode()
                     o += n
@@ -8447,11 +8457,11 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K162)
+                    w2 = _new(_K163)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 2:
-                    w3 = _new(_K94)
+                    w3 = _new(_K95)
                     n = _U32(d, o)[0] + 4
                     w3.message_id = d[o + 4:o + n].decode()
                     o += n
@@ -8467,7 +8477,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K163)
+                    w2 = _new(_K164)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 3:
@@ -8487,7 +8497,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K164)
+                    w2 = _new(_K165)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 4:
@@ -8507,7 +8517,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K165)
+                    w2 = _new(_K166)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 5:
@@ -8533,7 +8543,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K166)
+                    w2 = _new(_K167)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 6:
@@ -8553,7 +8563,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K167)
+                    w2 = _new(_K168)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 7:
@@ -8573,7 +8583,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K168)
+                    w2 = _new(_K169)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 8:
@@ -8608,7 +8618,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                         a3_0 = w3
                     else:
                         raise _InternalError("Raw enum value doesn't match any cases")
-                    w2 = _new(_K169)
+                    w2 = _new(_K170)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 9:
@@ -8699,7 +8709,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K170)
+                    w2 = _new(_K171)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 10:
@@ -8719,7 +8729,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K171)
+                    w2 = _new(_K172)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 11:
@@ -8736,11 +8746,11 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K172)
+                    w2 = _new(_K173)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 12:
-                    w3 = _new(_K91)
+                    w3 = _new(_K92)
                     w3.used = _U64(d, o)[0]
                     o += 8
                     w3.size = _U64(d, o)[0]
@@ -8764,7 +8774,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K173)
+                    w2 = _new(_K174)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 13:
@@ -8782,7 +8792,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K174)
+                    w2 = _new(_K175)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 14:
@@ -8799,7 +8809,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K175)
+                    w2 = _new(_K176)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 15:
@@ -8815,23 +8825,23 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K176)
+                    w2 = _new(_K177)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 16:
                     n = _U32(d, o)[0] + 4
                     a3_0 = d[o + 4:o + n].decode()
                     o += n
-                    w2 = _new(_K177)
+                    w2 = _new(_K178)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 else:
                     raise _InternalError("Raw enum value doesn't match any cases")
-                w1 = _new(_K161)
+                w1 = _new(_K162)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 2:
-                w2 = _new(_K179)
+                w2 = _new(_K180)
                 f = d[o]
                 o += 1
                 if f == 1:
@@ -8845,35 +8855,35 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 t3 = _I32(d, o)[0]
                 o += 4
                 if t3 == 1:
-                    w2.mode = _K180
-                elif t3 == 2:
                     w2.mode = _K181
-                elif t3 == 3:
+                elif t3 == 2:
                     w2.mode = _K182
+                elif t3 == 3:
+                    w2.mode = _K183
                 else:
                     raise _InternalError("Raw enum value doesn't match any cases")
                 t3 = _I32(d, o)[0]
                 o += 4
                 if t3 == 1:
-                    w2.status = _K106
-                elif t3 == 2:
                     w2.status = _K107
-                elif t3 == 3:
+                elif t3 == 2:
                     w2.status = _K108
-                elif t3 == 4:
+                elif t3 == 3:
                     w2.status = _K109
-                elif t3 == 5:
+                elif t3 == 4:
                     w2.status = _K110
+                elif t3 == 5:
+                    w2.status = _K111
                 else:
                     raise _InternalError("Raw enum value doesn't match any cases")
                 w2.content, o = rSequenceTypeContentBlock(d, o)
                 w2.superseded, o = rSequenceSequenceTypeContentBlock(d, o)
                 a2_0 = w2
-                w1 = _new(_K178)
+                w1 = _new(_K179)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 3:
-                w2 = _new(_K184)
+                w2 = _new(_K185)
                 n = _U32(d, o)[0] + 4
                 w2.rule = d[o + 4:o + n].decode()
                 o += n
@@ -8881,40 +8891,40 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 w2.message_id = d[o + 4:o + n].decode()
                 o += n
                 a2_0 = w2
-                w1 = _new(_K183)
+                w1 = _new(_K184)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 4:
-                w1 = _new(_K185)
+                w1 = _new(_K186)
                 a1_0 = w1
             elif t1 == 5:
                 a2_0, o = rSequenceString(d, o)
-                w1 = _new(_K186)
+                w1 = _new(_K187)
                 w1._values = (a2_0,)
                 a1_0 = w1
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
-            w0 = _new(_K231)
+            w0 = _new(_K232)
             w0._values = (a1_0,)
             v = w0
         elif t0 == 2:
-            w0 = _new(_K232)
+            w0 = _new(_K233)
             t1 = _I32(d, o)[0]
             o += 4
             if t1 == 1:
-                w1 = _new(_K133)
+                w1 = _new(_K134)
                 w0.request = w1
             elif t1 == 2:
                 a2_0 = _I64(d, o)[0]
                 o += 8
-                w1 = _new(_K134)
+                w1 = _new(_K135)
                 w1._values = (a2_0,)
                 w0.request = w1
             elif t1 == 3:
                 n = _U32(d, o)[0] + 4
                 a2_0 = d[o + 4:o + n].decode()
                 o += n
-                w1 = _new(_K135)
+                w1 = _new(_K136)
                 w1._values = (a2_0,)
                 w0.request = w1
             else:
@@ -8971,7 +8981,7 @@ def rSequenceTypeSessionInfo(d: Buffer, o: int) -> Tuple[Any, int]:
     items = []
     append = items.append
     for _ in range(c):
-        w0 = _new(_K233)
+        w0 = _new(_K234)
         n = _U32(d, o)[0] + 4
         w0.session_id = d[o + 4:o + n].decode()
         o += n
@@ -9030,9 +9040,9 @@ def rSequenceTypeSteerInStream(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            v = _K234
-        elif t0 == 2:
             v = _K235
+        elif t0 == 2:
+            v = _K236
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         append(v)
@@ -9292,15 +9302,15 @@ def rSequenceTypeTranscriptEntry(d: Buffer, o: int) -> Tuple[Any, int]:
     items = []
     append = items.append
     for _ in range(c):
-        w0 = _new(_K236)
+        w0 = _new(_K237)
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w0.role = _K237
-        elif t1 == 2:
             w0.role = _K238
-        elif t1 == 3:
+        elif t1 == 2:
             w0.role = _K239
+        elif t1 == 3:
+            w0.role = _K240
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         n = _U32(d, o)[0] + 4
@@ -9318,7 +9328,7 @@ def rSequenceTypeUserInput(d: Buffer, o: int) -> Tuple[Any, int]:
     items = []
     append = items.append
     for _ in range(c):
-        w0 = _new(_K240)
+        w0 = _new(_K241)
         n = _U32(d, o)[0] + 4
         w0.message_id = d[o + 4:o + n].decode()
         o += n
@@ -9334,7 +9344,7 @@ def rSequenceTypeViolation(d: Buffer, o: int) -> Tuple[Any, int]:
     items = []
     append = items.append
     for _ in range(c):
-        w0 = _new(_K184)
+        w0 = _new(_K185)
         n = _U32(d, o)[0] + 4
         w0.rule = d[o + 4:o + n].decode()
         o += n
@@ -9360,10 +9370,10 @@ def rTypeAcpError(d: Buffer, o: int) -> Tuple[Any, int]:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _K241(a0_0)
+        v = _K242(a0_0)
         return v, o
     elif t == 2:
-        w0 = _new(_K147)
+        w0 = _new(_K148)
         w0.code = _I64(d, o)[0]
         o += 8
         n = _U32(d, o)[0] + 4
@@ -9375,34 +9385,34 @@ def rTypeAcpError(d: Buffer, o: int) -> Tuple[Any, int]:
             t1 = _I32(d, o)[0]
             o += 4
             if t1 == 1:
-                w1 = _new(_K97)
-                w0.reason = w1
-            elif t1 == 2:
                 w1 = _new(_K98)
                 w0.reason = w1
-            elif t1 == 3:
+            elif t1 == 2:
                 w1 = _new(_K99)
                 w0.reason = w1
-            elif t1 == 4:
+            elif t1 == 3:
                 w1 = _new(_K100)
                 w0.reason = w1
-            elif t1 == 5:
+            elif t1 == 4:
                 w1 = _new(_K101)
                 w0.reason = w1
-            elif t1 == 6:
+            elif t1 == 5:
                 w1 = _new(_K102)
                 w0.reason = w1
-            elif t1 == 7:
+            elif t1 == 6:
                 w1 = _new(_K103)
                 w0.reason = w1
-            elif t1 == 8:
+            elif t1 == 7:
                 w1 = _new(_K104)
+                w0.reason = w1
+            elif t1 == 8:
+                w1 = _new(_K105)
                 w0.reason = w1
             elif t1 == 9:
                 n = _U32(d, o)[0] + 4
                 a2_0 = d[o + 4:o + n].decode()
                 o += n
-                w1 = _new(_K105)
+                w1 = _new(_K106)
                 w1._values = (a2_0,)
                 w0.reason = w1
             else:
@@ -9432,109 +9442,109 @@ def rTypeAcpError(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _K242(a0_0)
+        v = _K243(a0_0)
         return v, o
     elif t == 3:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K244)
-            a0_0 = w0
-        elif t0 == 2:
             w0 = _new(_K245)
             a0_0 = w0
-        elif t0 == 3:
+        elif t0 == 2:
             w0 = _new(_K246)
             a0_0 = w0
-        elif t0 == 4:
+        elif t0 == 3:
             w0 = _new(_K247)
+            a0_0 = w0
+        elif t0 == 4:
+            w0 = _new(_K248)
             a0_0 = w0
         elif t0 == 5:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K248)
+            w0 = _new(_K249)
             w0._values = (a1_0,)
             a0_0 = w0
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
-        v = _K243(a0_0)
+        v = _K244(a0_0)
         return v, o
     elif t == 4:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K250)
-            a0_0 = w0
-        elif t0 == 2:
             w0 = _new(_K251)
             a0_0 = w0
-        elif t0 == 3:
+        elif t0 == 2:
             w0 = _new(_K252)
             a0_0 = w0
-        elif t0 == 4:
+        elif t0 == 3:
             w0 = _new(_K253)
             a0_0 = w0
-        elif t0 == 5:
+        elif t0 == 4:
             w0 = _new(_K254)
             a0_0 = w0
-        elif t0 == 6:
+        elif t0 == 5:
             w0 = _new(_K255)
+            a0_0 = w0
+        elif t0 == 6:
+            w0 = _new(_K256)
             a0_0 = w0
         elif t0 == 7:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K256)
+            w0 = _new(_K257)
             w0._values = (a1_0,)
             a0_0 = w0
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
-        v = _K249(a0_0)
+        v = _K250(a0_0)
         return v, o
     elif t == 5:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _K257(a0_0)
+        v = _K258(a0_0)
         return v, o
     elif t == 6:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _K258(a0_0)
+        v = _K259(a0_0)
         return v, o
     elif t == 7:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _K259(a0_0)
+        v = _K260(a0_0)
         return v, o
     elif t == 8:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _K260(a0_0)
+        v = _K261(a0_0)
         return v, o
     elif t == 9:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _K261(a0_0)
+        v = _K262(a0_0)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
 def rTypeActivity(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K121)
+    v = _new(_K122)
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        v.stream = _K122
-    elif t0 == 2:
         v.stream = _K123
-    elif t0 == 3:
+    elif t0 == 2:
         v.stream = _K124
+    elif t0 == 3:
+        v.stream = _K125
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     v.cancel_requested = d[o] != 0
@@ -9543,7 +9553,7 @@ def rTypeActivity(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeAffordances(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K116)
+    v = _new(_K117)
     v.steer = d[o] != 0
     o += 1
     v.edit_pending = d[o] != 0
@@ -9625,7 +9635,7 @@ def rTypeAgentCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
             f = d[o]
             o += 1
             if f == 1:
-                w2 = _new(_K95)
+                w2 = _new(_K96)
                 w2.replace = d[o] != 0
                 o += 1
                 f = d[o]
@@ -9707,7 +9717,7 @@ def rTypeAgentCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeAgentConfig(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K262)
+    v = _new(_K263)
     f = d[o]
     o += 1
     if f == 1:
@@ -9716,7 +9726,7 @@ def rTypeAgentConfig(d: Buffer, o: int) -> Tuple[Any, int]:
         f = d[o]
         o += 1
         if f == 1:
-            w1 = _new(_K95)
+            w1 = _new(_K96)
             w1.replace = d[o] != 0
             o += 1
             f = d[o]
@@ -9750,29 +9760,29 @@ def rTypeAgentConfig(d: Buffer, o: int) -> Tuple[Any, int]:
         v.inject = None
     else:
         raise _InternalError('Unexpected flag byte for optional type')
-    w0 = _new(_K263)
+    w0 = _new(_K264)
     t1 = _I32(d, o)[0]
     o += 4
     if t1 == 1:
-        w0.queue_drain = _K264
-    elif t1 == 2:
         w0.queue_drain = _K265
+    elif t1 == 2:
+        w0.queue_drain = _K266
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     t1 = _I32(d, o)[0]
     o += 4
     if t1 == 1:
-        w0.steer_in_stream = _K234
-    elif t1 == 2:
         w0.steer_in_stream = _K235
+    elif t1 == 2:
+        w0.steer_in_stream = _K236
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     t1 = _I32(d, o)[0]
     o += 4
     if t1 == 1:
-        w0.revoke_replace = _K266
-    elif t1 == 2:
         w0.revoke_replace = _K267
+    elif t1 == 2:
+        w0.revoke_replace = _K268
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     w0.remember_ids = _U64(d, o)[0]
@@ -9780,9 +9790,9 @@ def rTypeAgentConfig(d: Buffer, o: int) -> Tuple[Any, int]:
     t1 = _I32(d, o)[0]
     o += 4
     if t1 == 1:
-        w0.clear_style = _K268
-    elif t1 == 2:
         w0.clear_style = _K269
+    elif t1 == 2:
+        w0.clear_style = _K270
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     w0.max_line_bytes = _U64(d, o)[0]
@@ -9790,7 +9800,7 @@ def rTypeAgentConfig(d: Buffer, o: int) -> Tuple[Any, int]:
     w0.list_page_size = _U64(d, o)[0]
     o += 8
     v.policy = w0
-    w0 = _new(_K270)
+    w0 = _new(_K271)
     n = _U32(d, o)[0] + 4
     w0.name = d[o + 4:o + n].decode()
     o += n
@@ -9798,7 +9808,7 @@ def rTypeAgentConfig(d: Buffer, o: int) -> Tuple[Any, int]:
     w0.version = d[o + 4:o + n].decode()
     o += n
     v.info = w0
-    w0 = _new(_K271)
+    w0 = _new(_K272)
     w0.mcp_stdio = d[o] != 0
     o += 1
     w0.mcp_http = d[o] != 0
@@ -9810,7 +9820,7 @@ def rTypeAgentConfig(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeAgentInfo(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K270)
+    v = _new(_K271)
     n = _U32(d, o)[0] + 4
     v.name = d[o + 4:o + n].decode()
     o += n
@@ -10925,7 +10935,7 @@ def rTypeAnswer(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        w0 = _new(_K147)
+        w0 = _new(_K148)
         w0.code = _I64(d, o)[0]
         o += 8
         n = _U32(d, o)[0] + 4
@@ -10937,34 +10947,34 @@ def rTypeAnswer(d: Buffer, o: int) -> Tuple[Any, int]:
             t1 = _I32(d, o)[0]
             o += 4
             if t1 == 1:
-                w1 = _new(_K97)
-                w0.reason = w1
-            elif t1 == 2:
                 w1 = _new(_K98)
                 w0.reason = w1
-            elif t1 == 3:
+            elif t1 == 2:
                 w1 = _new(_K99)
                 w0.reason = w1
-            elif t1 == 4:
+            elif t1 == 3:
                 w1 = _new(_K100)
                 w0.reason = w1
-            elif t1 == 5:
+            elif t1 == 4:
                 w1 = _new(_K101)
                 w0.reason = w1
-            elif t1 == 6:
+            elif t1 == 5:
                 w1 = _new(_K102)
                 w0.reason = w1
-            elif t1 == 7:
+            elif t1 == 6:
                 w1 = _new(_K103)
                 w0.reason = w1
-            elif t1 == 8:
+            elif t1 == 7:
                 w1 = _new(_K104)
+                w0.reason = w1
+            elif t1 == 8:
+                w1 = _new(_K105)
                 w0.reason = w1
             elif t1 == 9:
                 n = _U32(d, o)[0] + 4
                 a2_0 = d[o + 4:o + n].decode()
                 o += n
-                w1 = _new(_K105)
+                w1 = _new(_K106)
                 w1._values = (a2_0,)
                 w0.reason = w1
             else:
@@ -10994,7 +11004,7 @@ def rTypeAnswer(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K146)
+        v = _new(_K147)
         v._values = (a0_0,)
         return v, o
     elif t == 2:
@@ -11184,17 +11194,17 @@ def rTypeAnswer(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K148)
+        v = _new(_K149)
         v._values = (a0_0,)
         return v, o
     elif t == 3:
-        v = _new(_K149)
+        v = _new(_K150)
         n = _U32(d, o)[0] + 4
         v.session_id = d[o + 4:o + n].decode()
         o += n
         return v, o
     elif t == 4:
-        v = _new(_K150)
+        v = _new(_K151)
         v.sessions, o = rSequenceTypeSessionInfo(d, o)
         f = d[o]
         o += 1
@@ -11208,10 +11218,10 @@ def rTypeAnswer(d: Buffer, o: int) -> Tuple[Any, int]:
             raise _InternalError('Unexpected flag byte for optional type')
         return v, o
     elif t == 5:
-        v = _new(_K151)
+        v = _new(_K152)
         return v, o
     elif t == 6:
-        v = _new(_K152)
+        v = _new(_K153)
         f = d[o]
         o += 1
         if f == 1:
@@ -11224,29 +11234,29 @@ def rTypeAnswer(d: Buffer, o: int) -> Tuple[Any, int]:
             raise _InternalError('Unexpected flag byte for optional type')
         return v, o
     elif t == 7:
-        v = _new(_K153)
-        return v, o
-    elif t == 8:
         v = _new(_K154)
         return v, o
-    elif t == 9:
+    elif t == 8:
         v = _new(_K155)
         return v, o
-    elif t == 10:
+    elif t == 9:
         v = _new(_K156)
+        return v, o
+    elif t == 10:
+        v = _new(_K157)
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K157)
+            w0 = _new(_K158)
             v.status = w0
         elif t0 == 2:
-            w0 = _new(_K158)
+            w0 = _new(_K159)
             v.status = w0
         elif t0 == 3:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K159)
+            w0 = _new(_K160)
             w0._values = (a1_0,)
             v.status = w0
         else:
@@ -11621,7 +11631,7 @@ def rTypeBackgroundWork(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K127)
+        v = _new(_K128)
         v._values = (a0_0,)
         return v, o
     elif t == 2:
@@ -11640,7 +11650,7 @@ def rTypeBackgroundWork(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K128)
+        v = _new(_K129)
         v._values = (a0_0,)
         return v, o
     elif t == 3:
@@ -11659,14 +11669,14 @@ def rTypeBackgroundWork(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K129)
+        v = _new(_K130)
         v._values = (a0_0,)
         return v, o
     elif t == 4:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K130)
+        v = _new(_K131)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
@@ -11707,9 +11717,9 @@ def rTypeBreakPoint(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K272, o
-    elif t == 2:
         return _K273, o
+    elif t == 2:
+        return _K274, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
@@ -11717,45 +11727,45 @@ def rTypeCallRejected(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K244)
-        return v, o
-    elif t == 2:
         v = _new(_K245)
         return v, o
-    elif t == 3:
+    elif t == 2:
         v = _new(_K246)
         return v, o
-    elif t == 4:
+    elif t == 3:
         v = _new(_K247)
+        return v, o
+    elif t == 4:
+        v = _new(_K248)
         return v, o
     elif t == 5:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K248)
+        v = _new(_K249)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
 def rTypeCancelRequestNotification(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K274)
+    v = _new(_K275)
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        w0 = _new(_K133)
+        w0 = _new(_K134)
         v.request_id = w0
     elif t0 == 2:
         a1_0 = _I64(d, o)[0]
         o += 8
-        w0 = _new(_K134)
+        w0 = _new(_K135)
         w0._values = (a1_0,)
         v.request_id = w0
     elif t0 == 3:
         n = _U32(d, o)[0] + 4
         a1_0 = d[o + 4:o + n].decode()
         o += n
-        w0 = _new(_K135)
+        w0 = _new(_K136)
         w0._values = (a1_0,)
         v.request_id = w0
     else:
@@ -11774,7 +11784,7 @@ def rTypeCancelRequestNotification(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeCancelSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K275)
+    v = _new(_K276)
     n = _U32(d, o)[0] + 4
     v.session_id = d[o + 4:o + n].decode()
     o += n
@@ -11810,14 +11820,14 @@ def rTypeClearStyle(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K268, o
-    elif t == 2:
         return _K269, o
+    elif t == 2:
+        return _K270, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
 def rTypeClientCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K96)
+    v = _new(_K97)
     f = d[o]
     o += 1
     if f == 1:
@@ -11832,7 +11842,7 @@ def rTypeClientCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeCloseSessionRequest(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K276)
+    v = _new(_K277)
     n = _U32(d, o)[0] + 4
     v.session_id = d[o + 4:o + n].decode()
     o += n
@@ -11850,7 +11860,7 @@ def rTypeCloseSessionRequest(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeCloseSessionResponse(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K277)
+    v = _new(_K278)
     f = d[o]
     o += 1
     if f == 1:
@@ -11865,7 +11875,7 @@ def rTypeCloseSessionResponse(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeConnectOptions(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K278)
+    v = _new(_K279)
     w0 = _new(_K39)
     n = _U32(d, o)[0] + 4
     w0.name = d[o + 4:o + n].decode()
@@ -11911,9 +11921,9 @@ def rTypeConnectionRole(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K279, o
-    elif t == 2:
         return _K280, o
+    elif t == 2:
+        return _K281, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
@@ -12421,7 +12431,7 @@ def rTypeContentBlockListPatchMember(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeCost(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K92)
+    v = _new(_K93)
     v.amount = _F64(d, o)[0]
     o += 8
     n = _U32(d, o)[0] + 4
@@ -12640,7 +12650,7 @@ def rTypeEmbeddedResourceResource(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeEnvVariable(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K131)
+    v = _new(_K132)
     n = _U32(d, o)[0] + 4
     v.name = d[o + 4:o + n].decode()
     o += n
@@ -12661,41 +12671,41 @@ def rTypeEnvVariable(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeErrorData(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K281)
+    v = _new(_K282)
     f = d[o]
     o += 1
     if f == 1:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K97)
-            v.reason = w0
-        elif t0 == 2:
             w0 = _new(_K98)
             v.reason = w0
-        elif t0 == 3:
+        elif t0 == 2:
             w0 = _new(_K99)
             v.reason = w0
-        elif t0 == 4:
+        elif t0 == 3:
             w0 = _new(_K100)
             v.reason = w0
-        elif t0 == 5:
+        elif t0 == 4:
             w0 = _new(_K101)
             v.reason = w0
-        elif t0 == 6:
+        elif t0 == 5:
             w0 = _new(_K102)
             v.reason = w0
-        elif t0 == 7:
+        elif t0 == 6:
             w0 = _new(_K103)
             v.reason = w0
-        elif t0 == 8:
+        elif t0 == 7:
             w0 = _new(_K104)
+            v.reason = w0
+        elif t0 == 8:
+            w0 = _new(_K105)
             v.reason = w0
         elif t0 == 9:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K105)
+            w0 = _new(_K106)
             w0._values = (a1_0,)
             v.reason = w0
         else:
@@ -12741,34 +12751,34 @@ def rTypeErrorReason(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K97)
-        return v, o
-    elif t == 2:
         v = _new(_K98)
         return v, o
-    elif t == 3:
+    elif t == 2:
         v = _new(_K99)
         return v, o
-    elif t == 4:
+    elif t == 3:
         v = _new(_K100)
         return v, o
-    elif t == 5:
+    elif t == 4:
         v = _new(_K101)
         return v, o
-    elif t == 6:
+    elif t == 5:
         v = _new(_K102)
         return v, o
-    elif t == 7:
+    elif t == 6:
         v = _new(_K103)
         return v, o
-    elif t == 8:
+    elif t == 7:
         v = _new(_K104)
+        return v, o
+    elif t == 8:
+        v = _new(_K105)
         return v, o
     elif t == 9:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K105)
+        v = _new(_K106)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
@@ -12778,23 +12788,23 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K132)
+        v = _new(_K133)
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K133)
+            w0 = _new(_K134)
             v.request = w0
         elif t0 == 2:
             a1_0 = _I64(d, o)[0]
             o += 8
-            w0 = _new(_K134)
+            w0 = _new(_K135)
             w0._values = (a1_0,)
             v.request = w0
         elif t0 == 3:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K135)
+            w0 = _new(_K136)
             w0._values = (a1_0,)
             v.request = w0
         else:
@@ -12802,25 +12812,25 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            v.kind = _K136
-        elif t0 == 2:
             v.kind = _K137
-        elif t0 == 3:
+        elif t0 == 2:
             v.kind = _K138
-        elif t0 == 4:
+        elif t0 == 3:
             v.kind = _K139
-        elif t0 == 5:
+        elif t0 == 4:
             v.kind = _K140
-        elif t0 == 6:
+        elif t0 == 5:
             v.kind = _K141
-        elif t0 == 7:
+        elif t0 == 6:
             v.kind = _K142
-        elif t0 == 8:
+        elif t0 == 7:
             v.kind = _K143
-        elif t0 == 9:
+        elif t0 == 8:
             v.kind = _K144
-        elif t0 == 10:
+        elif t0 == 9:
             v.kind = _K145
+        elif t0 == 10:
+            v.kind = _K146
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         f = d[o]
@@ -12836,7 +12846,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w1 = _new(_K147)
+            w1 = _new(_K148)
             w1.code = _I64(d, o)[0]
             o += 8
             n = _U32(d, o)[0] + 4
@@ -12848,34 +12858,34 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 t2 = _I32(d, o)[0]
                 o += 4
                 if t2 == 1:
-                    w2 = _new(_K97)
-                    w1.reason = w2
-                elif t2 == 2:
                     w2 = _new(_K98)
                     w1.reason = w2
-                elif t2 == 3:
+                elif t2 == 2:
                     w2 = _new(_K99)
                     w1.reason = w2
-                elif t2 == 4:
+                elif t2 == 3:
                     w2 = _new(_K100)
                     w1.reason = w2
-                elif t2 == 5:
+                elif t2 == 4:
                     w2 = _new(_K101)
                     w1.reason = w2
-                elif t2 == 6:
+                elif t2 == 5:
                     w2 = _new(_K102)
                     w1.reason = w2
-                elif t2 == 7:
+                elif t2 == 6:
                     w2 = _new(_K103)
                     w1.reason = w2
-                elif t2 == 8:
+                elif t2 == 7:
                     w2 = _new(_K104)
+                    w1.reason = w2
+                elif t2 == 8:
+                    w2 = _new(_K105)
                     w1.reason = w2
                 elif t2 == 9:
                     n = _U32(d, o)[0] + 4
                     a3_0 = d[o + 4:o + n].decode()
                     o += n
-                    w2 = _new(_K105)
+                    w2 = _new(_K106)
                     w2._values = (a3_0,)
                     w1.reason = w2
                 else:
@@ -12905,7 +12915,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K146)
+            w0 = _new(_K147)
             w0._values = (a1_0,)
             v.outcome = w0
         elif t0 == 2:
@@ -12975,7 +12985,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     f = d[o]
                     o += 1
                     if f == 1:
-                        w3.status, o = rTypeStatusCapabilities(d, o)
+                        w3.status, o = rTypeSessionStatusCapabilities(d, o)
                     elif f == 0:
                         w3.status = None
                     else:
@@ -13021,17 +13031,17 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K148)
+            w0 = _new(_K149)
             w0._values = (a1_0,)
             v.outcome = w0
         elif t0 == 3:
-            w0 = _new(_K149)
+            w0 = _new(_K150)
             n = _U32(d, o)[0] + 4
             w0.session_id = d[o + 4:o + n].decode()
             o += n
             v.outcome = w0
         elif t0 == 4:
-            w0 = _new(_K150)
+            w0 = _new(_K151)
             w0.sessions, o = rSequenceTypeSessionInfo(d, o)
             f = d[o]
             o += 1
@@ -13045,10 +13055,10 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 raise _InternalError('Unexpected flag byte for optional type')
             v.outcome = w0
         elif t0 == 5:
-            w0 = _new(_K151)
+            w0 = _new(_K152)
             v.outcome = w0
         elif t0 == 6:
-            w0 = _new(_K152)
+            w0 = _new(_K153)
             f = d[o]
             o += 1
             if f == 1:
@@ -13061,29 +13071,29 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 raise _InternalError('Unexpected flag byte for optional type')
             v.outcome = w0
         elif t0 == 7:
-            w0 = _new(_K153)
-            v.outcome = w0
-        elif t0 == 8:
             w0 = _new(_K154)
             v.outcome = w0
-        elif t0 == 9:
+        elif t0 == 8:
             w0 = _new(_K155)
             v.outcome = w0
-        elif t0 == 10:
+        elif t0 == 9:
             w0 = _new(_K156)
+            v.outcome = w0
+        elif t0 == 10:
+            w0 = _new(_K157)
             t1 = _I32(d, o)[0]
             o += 4
             if t1 == 1:
-                w1 = _new(_K157)
+                w1 = _new(_K158)
                 w0.status = w1
             elif t1 == 2:
-                w1 = _new(_K158)
+                w1 = _new(_K159)
                 w0.status = w1
             elif t1 == 3:
                 n = _U32(d, o)[0] + 4
                 a2_0 = d[o + 4:o + n].decode()
                 o += n
-                w1 = _new(_K159)
+                w1 = _new(_K160)
                 w1._values = (a2_0,)
                 w0.status = w1
             else:
@@ -13319,7 +13329,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             raise _InternalError("Raw enum value doesn't match any cases")
         return v, o
     elif t == 2:
-        v = _new(_K160)
+        v = _new(_K161)
         n = _U32(d, o)[0] + 4
         v.session_id = d[o + 4:o + n].decode()
         o += n
@@ -13329,7 +13339,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             t1 = _I32(d, o)[0]
             o += 4
             if t1 == 1:
-                w2 = _new(_K93)
+                w2 = _new(_K94)
                 n = _U32(d, o)[0] + 4
                 w2.message_id = d[o + 4:o + n].decode()
                 o += n
@@ -13358,11 +13368,11 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K162)
+                w1 = _new(_K163)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 2:
-                w2 = _new(_K94)
+                w2 = _new(_K95)
                 n = _U32(d, o)[0] + 4
                 w2.message_id = d[o + 4:o + n].decode()
                 o += n
@@ -13413,7 +13423,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K163)
+                w1 = _new(_K164)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 3:
@@ -13446,7 +13456,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K164)
+                w1 = _new(_K165)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 4:
@@ -13501,7 +13511,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K165)
+                w1 = _new(_K166)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 5:
@@ -13527,7 +13537,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K166)
+                w1 = _new(_K167)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 6:
@@ -13560,7 +13570,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K167)
+                w1 = _new(_K168)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 7:
@@ -13615,7 +13625,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K168)
+                w1 = _new(_K169)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 8:
@@ -13750,7 +13760,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     a2_0 = w2
                 else:
                     raise _InternalError("Raw enum value doesn't match any cases")
-                w1 = _new(_K169)
+                w1 = _new(_K170)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 9:
@@ -13847,10 +13857,13 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                         w3 = _new(_K89)
                         w2.status = w3
                     elif t3 == 6:
+                        w3 = _new(_K90)
+                        w2.status = w3
+                    elif t3 == 7:
                         n = _U32(d, o)[0] + 4
                         a4_0 = d[o + 4:o + n].decode()
                         o += n
-                        w3 = _new(_K90)
+                        w3 = _new(_K91)
                         w3._values = (a4_0,)
                         w2.status = w3
                     else:
@@ -13906,7 +13919,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K170)
+                w1 = _new(_K171)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 10:
@@ -13941,7 +13954,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K171)
+                w1 = _new(_K172)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 11:
@@ -13973,11 +13986,11 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K172)
+                w1 = _new(_K173)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 12:
-                w2 = _new(_K91)
+                w2 = _new(_K92)
                 w2.used = _U64(d, o)[0]
                 o += 8
                 w2.size = _U64(d, o)[0]
@@ -13985,7 +13998,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 f = d[o]
                 o += 1
                 if f == 1:
-                    w3 = _new(_K92)
+                    w3 = _new(_K93)
                     w3.amount = _F64(d, o)[0]
                     o += 8
                     n = _U32(d, o)[0] + 4
@@ -14017,7 +14030,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K173)
+                w1 = _new(_K174)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 13:
@@ -14065,7 +14078,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K174)
+                w1 = _new(_K175)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 14:
@@ -14082,7 +14095,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K175)
+                w1 = _new(_K176)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 15:
@@ -14098,23 +14111,23 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K176)
+                w1 = _new(_K177)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 16:
                 n = _U32(d, o)[0] + 4
                 a2_0 = d[o + 4:o + n].decode()
                 o += n
-                w1 = _new(_K177)
+                w1 = _new(_K178)
                 w1._values = (a2_0,)
                 a1_0 = w1
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
-            w0 = _new(_K161)
+            w0 = _new(_K162)
             w0._values = (a1_0,)
             v.event = w0
         elif t0 == 2:
-            w1 = _new(_K179)
+            w1 = _new(_K180)
             f = d[o]
             o += 1
             if f == 1:
@@ -14128,35 +14141,35 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             t2 = _I32(d, o)[0]
             o += 4
             if t2 == 1:
-                w1.mode = _K180
-            elif t2 == 2:
                 w1.mode = _K181
-            elif t2 == 3:
+            elif t2 == 2:
                 w1.mode = _K182
+            elif t2 == 3:
+                w1.mode = _K183
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
             t2 = _I32(d, o)[0]
             o += 4
             if t2 == 1:
-                w1.status = _K106
-            elif t2 == 2:
                 w1.status = _K107
-            elif t2 == 3:
+            elif t2 == 2:
                 w1.status = _K108
-            elif t2 == 4:
+            elif t2 == 3:
                 w1.status = _K109
-            elif t2 == 5:
+            elif t2 == 4:
                 w1.status = _K110
+            elif t2 == 5:
+                w1.status = _K111
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
             w1.content, o = rSequenceTypeContentBlock(d, o)
             w1.superseded, o = rSequenceSequenceTypeContentBlock(d, o)
             a1_0 = w1
-            w0 = _new(_K178)
+            w0 = _new(_K179)
             w0._values = (a1_0,)
             v.event = w0
         elif t0 == 3:
-            w1 = _new(_K184)
+            w1 = _new(_K185)
             n = _U32(d, o)[0] + 4
             w1.rule = d[o + 4:o + n].decode()
             o += n
@@ -14164,38 +14177,38 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             w1.message_id = d[o + 4:o + n].decode()
             o += n
             a1_0 = w1
-            w0 = _new(_K183)
+            w0 = _new(_K184)
             w0._values = (a1_0,)
             v.event = w0
         elif t0 == 4:
-            w0 = _new(_K185)
+            w0 = _new(_K186)
             v.event = w0
         elif t0 == 5:
             a1_0, o = rSequenceString(d, o)
-            w0 = _new(_K186)
+            w0 = _new(_K187)
             w0._values = (a1_0,)
             v.event = w0
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         return v, o
     elif t == 3:
-        v = _new(_K187)
+        v = _new(_K188)
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K133)
+            w0 = _new(_K134)
             v.request = w0
         elif t0 == 2:
             a1_0 = _I64(d, o)[0]
             o += 8
-            w0 = _new(_K134)
+            w0 = _new(_K135)
             w0._values = (a1_0,)
             v.request = w0
         elif t0 == 3:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K135)
+            w0 = _new(_K136)
             w0._values = (a1_0,)
             v.request = w0
         else:
@@ -14241,7 +14254,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
         v.params = w0
         return v, o
     elif t == 4:
-        v = _new(_K188)
+        v = _new(_K189)
         n = _U32(d, o)[0] + 4
         v.detail = d[o + 4:o + n].decode()
         o += n
@@ -14253,18 +14266,18 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K189)
+        v = _new(_K190)
         n = _U32(d, o)[0] + 4
         v.message_id = d[o + 4:o + n].decode()
         o += n
         v.content, o = rSequenceTypeContentBlock(d, o)
         return v, o
     elif t == 2:
-        v = _new(_K190)
+        v = _new(_K191)
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w1 = _new(_K93)
+            w1 = _new(_K94)
             n = _U32(d, o)[0] + 4
             w1.message_id = d[o + 4:o + n].decode()
             o += n
@@ -14293,11 +14306,11 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K162)
+            w0 = _new(_K163)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 2:
-            w1 = _new(_K94)
+            w1 = _new(_K95)
             n = _U32(d, o)[0] + 4
             w1.message_id = d[o + 4:o + n].decode()
             o += n
@@ -14522,7 +14535,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K163)
+            w0 = _new(_K164)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 3:
@@ -14555,7 +14568,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K164)
+            w0 = _new(_K165)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 4:
@@ -14784,7 +14797,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K165)
+            w0 = _new(_K166)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 5:
@@ -14810,7 +14823,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K166)
+            w0 = _new(_K167)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 6:
@@ -14843,7 +14856,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K167)
+            w0 = _new(_K168)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 7:
@@ -15072,7 +15085,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K168)
+            w0 = _new(_K169)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 8:
@@ -15295,7 +15308,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 a1_0 = w1
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
-            w0 = _new(_K169)
+            w0 = _new(_K170)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 9:
@@ -15392,10 +15405,13 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                     w2 = _new(_K89)
                     w1.status = w2
                 elif t2 == 6:
+                    w2 = _new(_K90)
+                    w1.status = w2
+                elif t2 == 7:
                     n = _U32(d, o)[0] + 4
                     a3_0 = d[o + 4:o + n].decode()
                     o += n
-                    w2 = _new(_K90)
+                    w2 = _new(_K91)
                     w2._values = (a3_0,)
                     w1.status = w2
                 else:
@@ -15451,7 +15467,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K170)
+            w0 = _new(_K171)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 10:
@@ -15498,7 +15514,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K171)
+            w0 = _new(_K172)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 11:
@@ -15545,11 +15561,11 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K172)
+            w0 = _new(_K173)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 12:
-            w1 = _new(_K91)
+            w1 = _new(_K92)
             w1.used = _U64(d, o)[0]
             o += 8
             w1.size = _U64(d, o)[0]
@@ -15557,7 +15573,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             f = d[o]
             o += 1
             if f == 1:
-                w2 = _new(_K92)
+                w2 = _new(_K93)
                 w2.amount = _F64(d, o)[0]
                 o += 8
                 n = _U32(d, o)[0] + 4
@@ -15589,7 +15605,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K173)
+            w0 = _new(_K174)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 13:
@@ -15637,7 +15653,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K174)
+            w0 = _new(_K175)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 14:
@@ -15654,7 +15670,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K175)
+            w0 = _new(_K176)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 15:
@@ -15670,14 +15686,14 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K176)
+            w0 = _new(_K177)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 16:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K177)
+            w0 = _new(_K178)
             w0._values = (a1_0,)
             v.update = w0
         else:
@@ -15690,35 +15706,35 @@ def rTypeHostError(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K250)
-        return v, o
-    elif t == 2:
         v = _new(_K251)
         return v, o
-    elif t == 3:
+    elif t == 2:
         v = _new(_K252)
         return v, o
-    elif t == 4:
+    elif t == 3:
         v = _new(_K253)
         return v, o
-    elif t == 5:
+    elif t == 4:
         v = _new(_K254)
         return v, o
-    elif t == 6:
+    elif t == 5:
         v = _new(_K255)
+        return v, o
+    elif t == 6:
+        v = _new(_K256)
         return v, o
     elif t == 7:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K256)
+        v = _new(_K257)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
 def rTypeHttpHeader(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K191)
+    v = _new(_K192)
     n = _U32(d, o)[0] + 4
     v.name = d[o + 4:o + n].decode()
     o += n
@@ -15982,7 +15998,7 @@ def rTypeImplementation(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeInitializeRequest(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K282)
+    v = _new(_K283)
     v.protocol_version = _U16(d, o)[0]
     o += 2
     w0 = _new(_K39)
@@ -16016,7 +16032,7 @@ def rTypeInitializeRequest(d: Buffer, o: int) -> Tuple[Any, int]:
     f = d[o]
     o += 1
     if f == 1:
-        w0 = _new(_K96)
+        w0 = _new(_K97)
         f = d[o]
         o += 1
         if f == 1:
@@ -16151,7 +16167,7 @@ def rTypeInitializeResponse(d: Buffer, o: int) -> Tuple[Any, int]:
                 f = d[o]
                 o += 1
                 if f == 1:
-                    w3 = _new(_K95)
+                    w3 = _new(_K96)
                     w3.replace = d[o] != 0
                     o += 1
                     f = d[o]
@@ -16253,7 +16269,7 @@ def rTypeInjectCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
     f = d[o]
     o += 1
     if f == 1:
-        w0 = _new(_K95)
+        w0 = _new(_K96)
         w0.replace = d[o] != 0
         o += 1
         f = d[o]
@@ -16289,23 +16305,23 @@ def rTypeInjectMode(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K192, o
-    elif t == 2:
         return _K193, o
+    elif t == 2:
+        return _K194, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
 def rTypeInjectRequest(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K283)
+    v = _new(_K284)
     n = _U32(d, o)[0] + 4
     v.session_id = d[o + 4:o + n].decode()
     o += n
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        v.mode = _K192
-    elif t0 == 2:
         v.mode = _K193
+    elif t0 == 2:
+        v.mode = _K194
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     v.content, o = rSequenceTypeContentBlock(d, o)
@@ -16323,7 +16339,7 @@ def rTypeInjectRequest(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeInjectResponse(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K284)
+    v = _new(_K285)
     n = _U32(d, o)[0] + 4
     v.message_id = d[o + 4:o + n].decode()
     o += n
@@ -16344,11 +16360,11 @@ def rTypeItemMode(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K180, o
-    elif t == 2:
         return _K181, o
-    elif t == 3:
+    elif t == 2:
         return _K182, o
+    elif t == 3:
+        return _K183, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
@@ -16356,15 +16372,15 @@ def rTypeItemStatus(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K106, o
-    elif t == 2:
         return _K107, o
-    elif t == 3:
+    elif t == 2:
         return _K108, o
-    elif t == 4:
+    elif t == 3:
         return _K109, o
-    elif t == 5:
+    elif t == 4:
         return _K110, o
+    elif t == 5:
+        return _K111, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
@@ -16376,7 +16392,7 @@ def rTypeJsonObject(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeListSessionsRequest(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K285)
+    v = _new(_K286)
     f = d[o]
     o += 1
     if f == 1:
@@ -16411,7 +16427,7 @@ def rTypeListSessionsRequest(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeListSessionsResponse(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K286)
+    v = _new(_K287)
     v.sessions, o = rSequenceTypeSessionInfo(d, o)
     f = d[o]
     o += 1
@@ -16509,7 +16525,7 @@ def rTypeMcpServer(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K194)
+        v = _new(_K195)
         v._values = (a0_0,)
         return v, o
     elif t == 2:
@@ -16539,14 +16555,14 @@ def rTypeMcpServer(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K195)
+        v = _new(_K196)
         v._values = (a0_0,)
         return v, o
     elif t == 3:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K196)
+        v = _new(_K197)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
@@ -16629,26 +16645,26 @@ def rTypeMessageRole(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K237, o
-    elif t == 2:
         return _K238, o
-    elif t == 3:
+    elif t == 2:
         return _K239, o
+    elif t == 3:
+        return _K240, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
 def rTypeMirrorSnapshot(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K111)
+    v = _new(_K112)
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        v.state = _K112
-    elif t0 == 2:
         v.state = _K113
-    elif t0 == 3:
+    elif t0 == 2:
         v.state = _K114
-    elif t0 == 4:
+    elif t0 == 3:
         v.state = _K115
+    elif t0 == 4:
+        v.state = _K116
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     f = d[o]
@@ -16742,7 +16758,7 @@ def rTypeMirrorSnapshot(d: Buffer, o: int) -> Tuple[Any, int]:
     v.pending, o = rSequenceTypePendingItem(d, o)
     v.transcript, o = rSequenceTypeTranscriptEntry(d, o)
     v.violations, o = rSequenceTypeViolation(d, o)
-    w0 = _new(_K116)
+    w0 = _new(_K117)
     w0.steer = d[o] != 0
     o += 1
     w0.edit_pending = d[o] != 0
@@ -16766,7 +16782,7 @@ def rTypeMirrorSnapshot(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeNewSessionRequest(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K287)
+    v = _new(_K288)
     n = _U32(d, o)[0] + 4
     v.cwd = d[o + 4:o + n].decode()
     o += n
@@ -16800,7 +16816,7 @@ def rTypeNewSessionRequest(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeNewSessionResponse(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K288)
+    v = _new(_K289)
     n = _U32(d, o)[0] + 4
     v.session_id = d[o + 4:o + n].decode()
     o += n
@@ -16827,75 +16843,75 @@ def rTypeOutput(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K197)
+        v = _new(_K198)
         v.to, o = rSequenceString(d, o)
         n = _U32(d, o)[0] + 4
         v.line = d[o + 4:o + n].decode()
         o += n
         return v, o
     elif t == 2:
-        v = _new(_K198)
+        v = _new(_K199)
         n = _U32(d, o)[0] + 4
         v.session = d[o + 4:o + n].decode()
         o += n
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w1 = _new(_K200)
+            w1 = _new(_K201)
             n = _U32(d, o)[0] + 4
             w1.cwd = d[o + 4:o + n].decode()
             o += n
             w1.additional_directories, o = rSequenceString(d, o)
             w1.mcp_servers, o = rSequenceTypeMcpServer(d, o)
             a1_0 = w1
-            w0 = _new(_K199)
+            w0 = _new(_K200)
             w0._values = (a1_0,)
             v.action = w0
         elif t0 == 2:
-            w1 = _new(_K200)
+            w1 = _new(_K201)
             n = _U32(d, o)[0] + 4
             w1.cwd = d[o + 4:o + n].decode()
             o += n
             w1.additional_directories, o = rSequenceString(d, o)
             w1.mcp_servers, o = rSequenceTypeMcpServer(d, o)
             a1_0 = w1
-            w0 = _new(_K201)
+            w0 = _new(_K202)
             w0._values = (a1_0,)
             v.action = w0
         elif t0 == 3:
             a1_0, o = rSequenceTypeUserInput(d, o)
-            w0 = _new(_K202)
+            w0 = _new(_K203)
             w0._values = (a1_0,)
             v.action = w0
         elif t0 == 4:
             a1_0, o = rSequenceTypeUserInput(d, o)
-            w0 = _new(_K203)
+            w0 = _new(_K204)
             w0._values = (a1_0,)
             v.action = w0
         elif t0 == 5:
-            w0 = _new(_K204)
-            v.action = w0
-        elif t0 == 6:
             w0 = _new(_K205)
             v.action = w0
-        elif t0 == 7:
+        elif t0 == 6:
             w0 = _new(_K206)
+            v.action = w0
+        elif t0 == 7:
+            w0 = _new(_K207)
             t1 = _I32(d, o)[0]
             o += 4
             if t1 == 1:
-                w1 = _new(_K133)
+                w1 = _new(_K134)
                 w0.request_id = w1
             elif t1 == 2:
                 a2_0 = _I64(d, o)[0]
                 o += 8
-                w1 = _new(_K134)
+                w1 = _new(_K135)
                 w1._values = (a2_0,)
                 w0.request_id = w1
             elif t1 == 3:
                 n = _U32(d, o)[0] + 4
                 a2_0 = d[o + 4:o + n].decode()
                 o += n
-                w1 = _new(_K135)
+                w1 = _new(_K136)
                 w1._values = (a2_0,)
                 w0.request_id = w1
             else:
@@ -16915,7 +16931,7 @@ def rTypeOutput(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K207)
+                w1 = _new(_K208)
                 w1._values = (a2_0,)
                 w0.outcome = w1
             elif t1 == 2:
@@ -16934,21 +16950,21 @@ def rTypeOutput(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K208)
+                w1 = _new(_K209)
                 w1._values = (a2_0,)
                 w0.outcome = w1
             elif t1 == 3:
                 n = _U32(d, o)[0] + 4
                 a2_0 = d[o + 4:o + n].decode()
                 o += n
-                w1 = _new(_K209)
+                w1 = _new(_K210)
                 w1._values = (a2_0,)
                 w0.outcome = w1
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
             v.action = w0
         elif t0 == 8:
-            w0 = _new(_K210)
+            w0 = _new(_K211)
             w0.dropped, o = rSequenceTypePendingInject(d, o)
             w0.turn_cancelled = d[o] != 0
             o += 1
@@ -16960,7 +16976,7 @@ def rTypeOutput(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypePendingCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K95)
+    v = _new(_K96)
     v.replace = d[o] != 0
     o += 1
     f = d[o]
@@ -16977,16 +16993,16 @@ def rTypePendingCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypePendingInject(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K211)
+    v = _new(_K212)
     n = _U32(d, o)[0] + 4
     v.message_id = d[o + 4:o + n].decode()
     o += n
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        v.mode = _K192
-    elif t0 == 2:
         v.mode = _K193
+    elif t0 == 2:
+        v.mode = _K194
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     v.content, o = rSequenceTypeContentBlock(d, o)
@@ -17020,7 +17036,7 @@ def rTypePendingInjectsUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypePendingItem(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K179)
+    v = _new(_K180)
     f = d[o]
     o += 1
     if f == 1:
@@ -17034,25 +17050,25 @@ def rTypePendingItem(d: Buffer, o: int) -> Tuple[Any, int]:
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        v.mode = _K180
-    elif t0 == 2:
         v.mode = _K181
-    elif t0 == 3:
+    elif t0 == 2:
         v.mode = _K182
+    elif t0 == 3:
+        v.mode = _K183
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        v.status = _K106
-    elif t0 == 2:
         v.status = _K107
-    elif t0 == 3:
+    elif t0 == 2:
         v.status = _K108
-    elif t0 == 4:
+    elif t0 == 3:
         v.status = _K109
-    elif t0 == 5:
+    elif t0 == 4:
         v.status = _K110
+    elif t0 == 5:
+        v.status = _K111
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     v.content, o = rSequenceTypeContentBlock(d, o)
@@ -17061,7 +17077,7 @@ def rTypePendingItem(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypePermissionAsk(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K289)
+    v = _new(_K290)
     n = _U32(d, o)[0] + 4
     v.title = d[o + 4:o + n].decode()
     o += n
@@ -17090,7 +17106,7 @@ def rTypePermissionAsk(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypePermissionOption(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K212)
+    v = _new(_K213)
     n = _U32(d, o)[0] + 4
     v.option_id = d[o + 4:o + n].decode()
     o += n
@@ -17100,22 +17116,22 @@ def rTypePermissionOption(d: Buffer, o: int) -> Tuple[Any, int]:
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        w0 = _new(_K213)
-        v.kind = w0
-    elif t0 == 2:
         w0 = _new(_K214)
         v.kind = w0
-    elif t0 == 3:
+    elif t0 == 2:
         w0 = _new(_K215)
         v.kind = w0
-    elif t0 == 4:
+    elif t0 == 3:
         w0 = _new(_K216)
+        v.kind = w0
+    elif t0 == 4:
+        w0 = _new(_K217)
         v.kind = w0
     elif t0 == 5:
         n = _U32(d, o)[0] + 4
         a1_0 = d[o + 4:o + n].decode()
         o += n
-        w0 = _new(_K217)
+        w0 = _new(_K218)
         w0._values = (a1_0,)
         v.kind = w0
     else:
@@ -17144,45 +17160,45 @@ def rTypePermissionOptionKind(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K213)
-        return v, o
-    elif t == 2:
         v = _new(_K214)
         return v, o
-    elif t == 3:
+    elif t == 2:
         v = _new(_K215)
         return v, o
-    elif t == 4:
+    elif t == 3:
         v = _new(_K216)
+        return v, o
+    elif t == 4:
+        v = _new(_K217)
         return v, o
     elif t == 5:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K217)
+        v = _new(_K218)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
 def rTypePermissionRequestSent(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K290)
+    v = _new(_K291)
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        w0 = _new(_K133)
+        w0 = _new(_K134)
         v.request_id = w0
     elif t0 == 2:
         a1_0 = _I64(d, o)[0]
         o += 8
-        w0 = _new(_K134)
+        w0 = _new(_K135)
         w0._values = (a1_0,)
         v.request_id = w0
     elif t0 == 3:
         n = _U32(d, o)[0] + 4
         a1_0 = d[o + 4:o + n].decode()
         o += n
-        w0 = _new(_K135)
+        w0 = _new(_K136)
         w0._values = (a1_0,)
         v.request_id = w0
     else:
@@ -17192,26 +17208,26 @@ def rTypePermissionRequestSent(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypePlanEntry(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K218)
+    v = _new(_K219)
     n = _U32(d, o)[0] + 4
     v.content = d[o + 4:o + n].decode()
     o += n
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        w0 = _new(_K219)
-        v.priority = w0
-    elif t0 == 2:
         w0 = _new(_K220)
         v.priority = w0
-    elif t0 == 3:
+    elif t0 == 2:
         w0 = _new(_K221)
+        v.priority = w0
+    elif t0 == 3:
+        w0 = _new(_K222)
         v.priority = w0
     elif t0 == 4:
         n = _U32(d, o)[0] + 4
         a1_0 = d[o + 4:o + n].decode()
         o += n
-        w0 = _new(_K222)
+        w0 = _new(_K223)
         w0._values = (a1_0,)
         v.priority = w0
     else:
@@ -17219,22 +17235,22 @@ def rTypePlanEntry(d: Buffer, o: int) -> Tuple[Any, int]:
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        w0 = _new(_K223)
-        v.status = w0
-    elif t0 == 2:
         w0 = _new(_K224)
         v.status = w0
-    elif t0 == 3:
+    elif t0 == 2:
         w0 = _new(_K225)
         v.status = w0
-    elif t0 == 4:
+    elif t0 == 3:
         w0 = _new(_K226)
+        v.status = w0
+    elif t0 == 4:
+        w0 = _new(_K227)
         v.status = w0
     elif t0 == 5:
         n = _U32(d, o)[0] + 4
         a1_0 = d[o + 4:o + n].decode()
         o += n
-        w0 = _new(_K227)
+        w0 = _new(_K228)
         w0._values = (a1_0,)
         v.status = w0
     else:
@@ -17256,19 +17272,19 @@ def rTypePlanEntryPriority(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K219)
-        return v, o
-    elif t == 2:
         v = _new(_K220)
         return v, o
-    elif t == 3:
+    elif t == 2:
         v = _new(_K221)
+        return v, o
+    elif t == 3:
+        v = _new(_K222)
         return v, o
     elif t == 4:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K222)
+        v = _new(_K223)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
@@ -17278,22 +17294,22 @@ def rTypePlanEntryStatus(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K223)
-        return v, o
-    elif t == 2:
         v = _new(_K224)
         return v, o
-    elif t == 3:
+    elif t == 2:
         v = _new(_K225)
         return v, o
-    elif t == 4:
+    elif t == 3:
         v = _new(_K226)
+        return v, o
+    elif t == 4:
+        v = _new(_K227)
         return v, o
     elif t == 5:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K227)
+        v = _new(_K228)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
@@ -17398,29 +17414,29 @@ def rTypePlanUpdateContent(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypePolicy(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K263)
+    v = _new(_K264)
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        v.queue_drain = _K264
-    elif t0 == 2:
         v.queue_drain = _K265
+    elif t0 == 2:
+        v.queue_drain = _K266
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        v.steer_in_stream = _K234
-    elif t0 == 2:
         v.steer_in_stream = _K235
+    elif t0 == 2:
+        v.steer_in_stream = _K236
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        v.revoke_replace = _K266
-    elif t0 == 2:
         v.revoke_replace = _K267
+    elif t0 == 2:
+        v.revoke_replace = _K268
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     v.remember_ids = _U64(d, o)[0]
@@ -17428,9 +17444,9 @@ def rTypePolicy(d: Buffer, o: int) -> Tuple[Any, int]:
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        v.clear_style = _K268
-    elif t0 == 2:
         v.clear_style = _K269
+    elif t0 == 2:
+        v.clear_style = _K270
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     v.max_line_bytes = _U64(d, o)[0]
@@ -17441,7 +17457,7 @@ def rTypePolicy(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypePromptRequest(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K291)
+    v = _new(_K292)
     n = _U32(d, o)[0] + 4
     v.session_id = d[o + 4:o + n].decode()
     o += n
@@ -17460,7 +17476,7 @@ def rTypePromptRequest(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypePromptResponse(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K292)
+    v = _new(_K293)
     n = _U32(d, o)[0] + 4
     v.message_id = d[o + 4:o + n].decode()
     o += n
@@ -17478,7 +17494,7 @@ def rTypePromptResponse(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeProtocolError(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K147)
+    v = _new(_K148)
     v.code = _I64(d, o)[0]
     o += 8
     n = _U32(d, o)[0] + 4
@@ -17490,34 +17506,34 @@ def rTypeProtocolError(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K97)
-            v.reason = w0
-        elif t0 == 2:
             w0 = _new(_K98)
             v.reason = w0
-        elif t0 == 3:
+        elif t0 == 2:
             w0 = _new(_K99)
             v.reason = w0
-        elif t0 == 4:
+        elif t0 == 3:
             w0 = _new(_K100)
             v.reason = w0
-        elif t0 == 5:
+        elif t0 == 4:
             w0 = _new(_K101)
             v.reason = w0
-        elif t0 == 6:
+        elif t0 == 5:
             w0 = _new(_K102)
             v.reason = w0
-        elif t0 == 7:
+        elif t0 == 6:
             w0 = _new(_K103)
             v.reason = w0
-        elif t0 == 8:
+        elif t0 == 7:
             w0 = _new(_K104)
+            v.reason = w0
+        elif t0 == 8:
+            w0 = _new(_K105)
             v.reason = w0
         elif t0 == 9:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K105)
+            w0 = _new(_K106)
             w0._values = (a1_0,)
             v.reason = w0
         else:
@@ -17559,14 +17575,14 @@ def rTypeQueueDrain(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K264, o
-    elif t == 2:
         return _K265, o
+    elif t == 2:
+        return _K266, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
 def rTypeReplaceInjectRequest(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K293)
+    v = _new(_K294)
     n = _U32(d, o)[0] + 4
     v.session_id = d[o + 4:o + n].decode()
     o += n
@@ -17588,7 +17604,7 @@ def rTypeReplaceInjectRequest(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeReplaceInjectResponse(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K294)
+    v = _new(_K295)
     n = _U32(d, o)[0] + 4
     v.message_id = d[o + 4:o + n].decode()
     o += n
@@ -17621,14 +17637,14 @@ def rTypeReplayFrom(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K117)
+        v = _new(_K118)
         v._values = (a0_0,)
         return v, o
     elif t == 2:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K118)
+        v = _new(_K119)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
@@ -17653,19 +17669,19 @@ def rTypeRequestId(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K133)
+        v = _new(_K134)
         return v, o
     elif t == 2:
         a0_0 = _I64(d, o)[0]
         o += 8
-        v = _new(_K134)
+        v = _new(_K135)
         v._values = (a0_0,)
         return v, o
     elif t == 3:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K135)
+        v = _new(_K136)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
@@ -17675,25 +17691,25 @@ def rTypeRequestKind(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K136, o
-    elif t == 2:
         return _K137, o
-    elif t == 3:
+    elif t == 2:
         return _K138, o
-    elif t == 4:
+    elif t == 3:
         return _K139, o
-    elif t == 5:
+    elif t == 4:
         return _K140, o
-    elif t == 6:
+    elif t == 5:
         return _K141, o
-    elif t == 7:
+    elif t == 6:
         return _K142, o
-    elif t == 8:
+    elif t == 7:
         return _K143, o
-    elif t == 9:
+    elif t == 8:
         return _K144, o
-    elif t == 10:
+    elif t == 9:
         return _K145, o
+    elif t == 10:
+        return _K146, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
@@ -17713,7 +17729,7 @@ def rTypeRequestPermissionOutcome(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K207)
+        v = _new(_K208)
         v._values = (a0_0,)
         return v, o
     elif t == 2:
@@ -17732,14 +17748,14 @@ def rTypeRequestPermissionOutcome(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K208)
+        v = _new(_K209)
         v._values = (a0_0,)
         return v, o
     elif t == 3:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K209)
+        v = _new(_K210)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
@@ -17788,7 +17804,7 @@ def rTypeRequestPermissionRequest(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeRequestPermissionResponse(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K295)
+    v = _new(_K296)
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
@@ -17804,7 +17820,7 @@ def rTypeRequestPermissionResponse(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K207)
+        w0 = _new(_K208)
         w0._values = (a1_0,)
         v.outcome = w0
     elif t0 == 2:
@@ -17823,14 +17839,14 @@ def rTypeRequestPermissionResponse(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K208)
+        w0 = _new(_K209)
         w0._values = (a1_0,)
         v.outcome = w0
     elif t0 == 3:
         n = _U32(d, o)[0] + 4
         a1_0 = d[o + 4:o + n].decode()
         o += n
-        w0 = _new(_K209)
+        w0 = _new(_K210)
         w0._values = (a1_0,)
         v.outcome = w0
     else:
@@ -17986,7 +18002,7 @@ def rTypeResourceLink(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeResumeSessionRequest(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K296)
+    v = _new(_K297)
     n = _U32(d, o)[0] + 4
     v.session_id = d[o + 4:o + n].decode()
     o += n
@@ -18027,14 +18043,14 @@ def rTypeResumeSessionRequest(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K117)
+            w0 = _new(_K118)
             w0._values = (a1_0,)
             v.replay_from = w0
         elif t0 == 2:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K118)
+            w0 = _new(_K119)
             w0._values = (a1_0,)
             v.replay_from = w0
         else:
@@ -18057,7 +18073,7 @@ def rTypeResumeSessionRequest(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeResumeSessionResponse(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K297)
+    v = _new(_K298)
     f = d[o]
     o += 1
     if f == 1:
@@ -18072,7 +18088,7 @@ def rTypeResumeSessionResponse(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeRevokeInjectRequest(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K298)
+    v = _new(_K299)
     n = _U32(d, o)[0] + 4
     v.session_id = d[o + 4:o + n].decode()
     o += n
@@ -18093,7 +18109,7 @@ def rTypeRevokeInjectRequest(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeRevokeInjectResponse(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K299)
+    v = _new(_K300)
     f = d[o]
     o += 1
     if f == 1:
@@ -18111,9 +18127,9 @@ def rTypeRevokeReplace(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K266, o
-    elif t == 2:
         return _K267, o
+    elif t == 2:
+        return _K268, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
@@ -18121,16 +18137,16 @@ def rTypeRole(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K228)
+        v = _new(_K229)
         return v, o
     elif t == 2:
-        v = _new(_K229)
+        v = _new(_K230)
         return v, o
     elif t == 3:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K230)
+        v = _new(_K231)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
@@ -18163,61 +18179,61 @@ def rTypeRuntimeAction(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        w0 = _new(_K200)
+        w0 = _new(_K201)
         n = _U32(d, o)[0] + 4
         w0.cwd = d[o + 4:o + n].decode()
         o += n
         w0.additional_directories, o = rSequenceString(d, o)
         w0.mcp_servers, o = rSequenceTypeMcpServer(d, o)
         a0_0 = w0
-        v = _new(_K199)
+        v = _new(_K200)
         v._values = (a0_0,)
         return v, o
     elif t == 2:
-        w0 = _new(_K200)
+        w0 = _new(_K201)
         n = _U32(d, o)[0] + 4
         w0.cwd = d[o + 4:o + n].decode()
         o += n
         w0.additional_directories, o = rSequenceString(d, o)
         w0.mcp_servers, o = rSequenceTypeMcpServer(d, o)
         a0_0 = w0
-        v = _new(_K201)
+        v = _new(_K202)
         v._values = (a0_0,)
         return v, o
     elif t == 3:
         a0_0, o = rSequenceTypeUserInput(d, o)
-        v = _new(_K202)
+        v = _new(_K203)
         v._values = (a0_0,)
         return v, o
     elif t == 4:
         a0_0, o = rSequenceTypeUserInput(d, o)
-        v = _new(_K203)
+        v = _new(_K204)
         v._values = (a0_0,)
         return v, o
     elif t == 5:
-        v = _new(_K204)
-        return v, o
-    elif t == 6:
         v = _new(_K205)
         return v, o
-    elif t == 7:
+    elif t == 6:
         v = _new(_K206)
+        return v, o
+    elif t == 7:
+        v = _new(_K207)
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K133)
+            w0 = _new(_K134)
             v.request_id = w0
         elif t0 == 2:
             a1_0 = _I64(d, o)[0]
             o += 8
-            w0 = _new(_K134)
+            w0 = _new(_K135)
             w0._values = (a1_0,)
             v.request_id = w0
         elif t0 == 3:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K135)
+            w0 = _new(_K136)
             w0._values = (a1_0,)
             v.request_id = w0
         else:
@@ -18237,7 +18253,7 @@ def rTypeRuntimeAction(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K207)
+            w0 = _new(_K208)
             w0._values = (a1_0,)
             v.outcome = w0
         elif t0 == 2:
@@ -18256,21 +18272,21 @@ def rTypeRuntimeAction(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K208)
+            w0 = _new(_K209)
             w0._values = (a1_0,)
             v.outcome = w0
         elif t0 == 3:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K209)
+            w0 = _new(_K210)
             w0._values = (a1_0,)
             v.outcome = w0
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         return v, o
     elif t == 8:
-        v = _new(_K210)
+        v = _new(_K211)
         v.dropped, o = rSequenceTypePendingInject(d, o)
         v.turn_cancelled = d[o] != 0
         o += 1
@@ -18285,22 +18301,22 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            a0_0 = _K272
-        elif t0 == 2:
             a0_0 = _K273
+        elif t0 == 2:
+            a0_0 = _K274
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
-        v = _new(_K300)
+        v = _new(_K301)
         v._values = (a0_0,)
         return v, o
     elif t == 2:
-        v = _new(_K301)
-        return v, o
-    elif t == 3:
         v = _new(_K302)
         return v, o
+    elif t == 3:
+        v = _new(_K303)
+        return v, o
     elif t == 4:
-        w0 = _new(_K289)
+        w0 = _new(_K290)
         n = _U32(d, o)[0] + 4
         w0.title = d[o + 4:o + n].decode()
         o += n
@@ -18326,40 +18342,40 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K303)
+        v = _new(_K304)
         v._values = (a0_0,)
         return v, o
     elif t == 5:
-        v = _new(_K304)
+        v = _new(_K305)
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K133)
+            w0 = _new(_K134)
             v.request_id = w0
         elif t0 == 2:
             a1_0 = _I64(d, o)[0]
             o += 8
-            w0 = _new(_K134)
+            w0 = _new(_K135)
             w0._values = (a1_0,)
             v.request_id = w0
         elif t0 == 3:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K135)
+            w0 = _new(_K136)
             w0._values = (a1_0,)
             v.request_id = w0
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         return v, o
     elif t == 6:
-        v = _new(_K305)
-        return v, o
-    elif t == 7:
         v = _new(_K306)
         return v, o
-    elif t == 8:
+    elif t == 7:
         v = _new(_K307)
+        return v, o
+    elif t == 8:
+        v = _new(_K308)
         return v, o
     elif t == 9:
         t0 = _I32(d, o)[0]
@@ -18467,16 +18483,16 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             a0_2 = None
         else:
             raise _InternalError('Unexpected flag byte for optional type')
-        v = _K308(a0_0, a0_1, a0_2)
+        v = _K309(a0_0, a0_1, a0_2)
         return v, o
     elif t == 10:
-        v = _new(_K309)
+        v = _new(_K310)
         return v, o
     elif t == 11:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w1 = _new(_K93)
+            w1 = _new(_K94)
             n = _U32(d, o)[0] + 4
             w1.message_id = d[o + 4:o + n].decode()
             o += n
@@ -18505,11 +18521,11 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K162)
+            w0 = _new(_K163)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 2:
-            w1 = _new(_K94)
+            w1 = _new(_K95)
             n = _U32(d, o)[0] + 4
             w1.message_id = d[o + 4:o + n].decode()
             o += n
@@ -18734,7 +18750,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K163)
+            w0 = _new(_K164)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 3:
@@ -18767,7 +18783,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K164)
+            w0 = _new(_K165)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 4:
@@ -18996,7 +19012,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K165)
+            w0 = _new(_K166)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 5:
@@ -19022,7 +19038,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K166)
+            w0 = _new(_K167)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 6:
@@ -19055,7 +19071,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K167)
+            w0 = _new(_K168)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 7:
@@ -19284,7 +19300,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K168)
+            w0 = _new(_K169)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 8:
@@ -19507,7 +19523,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 a1_0 = w1
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
-            w0 = _new(_K169)
+            w0 = _new(_K170)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 9:
@@ -19604,10 +19620,13 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     w2 = _new(_K89)
                     w1.status = w2
                 elif t2 == 6:
+                    w2 = _new(_K90)
+                    w1.status = w2
+                elif t2 == 7:
                     n = _U32(d, o)[0] + 4
                     a3_0 = d[o + 4:o + n].decode()
                     o += n
-                    w2 = _new(_K90)
+                    w2 = _new(_K91)
                     w2._values = (a3_0,)
                     w1.status = w2
                 else:
@@ -19663,7 +19682,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K170)
+            w0 = _new(_K171)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 10:
@@ -19710,7 +19729,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K171)
+            w0 = _new(_K172)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 11:
@@ -19757,11 +19776,11 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K172)
+            w0 = _new(_K173)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 12:
-            w1 = _new(_K91)
+            w1 = _new(_K92)
             w1.used = _U64(d, o)[0]
             o += 8
             w1.size = _U64(d, o)[0]
@@ -19769,7 +19788,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             f = d[o]
             o += 1
             if f == 1:
-                w2 = _new(_K92)
+                w2 = _new(_K93)
                 w2.amount = _F64(d, o)[0]
                 o += 8
                 n = _U32(d, o)[0] + 4
@@ -19801,7 +19820,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K173)
+            w0 = _new(_K174)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 13:
@@ -19849,7 +19868,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K174)
+            w0 = _new(_K175)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 14:
@@ -19866,7 +19885,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K175)
+            w0 = _new(_K176)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 15:
@@ -19882,23 +19901,23 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K176)
+            w0 = _new(_K177)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 16:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K177)
+            w0 = _new(_K178)
             w0._values = (a1_0,)
             a0_0 = w0
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
-        v = _new(_K310)
+        v = _new(_K311)
         v._values = (a0_0,)
         return v, o
     elif t == 12:
-        v = _new(_K311)
+        v = _new(_K312)
         n = _U32(d, o)[0] + 4
         v.message_id = d[o + 4:o + n].decode()
         o += n
@@ -19934,7 +19953,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
             t1 = _I32(d, o)[0]
             o += 4
             if t1 == 1:
-                w2 = _new(_K93)
+                w2 = _new(_K94)
                 n = _U32(d, o)[0] + 4
                 w2.message_id = d[o + 4:o + n].decode()
                 o += n
@@ -19963,11 +19982,11 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K162)
+                w1 = _new(_K163)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 2:
-                w2 = _new(_K94)
+                w2 = _new(_K95)
                 n = _U32(d, o)[0] + 4
                 w2.message_id = d[o + 4:o + n].decode()
                 o += n
@@ -20018,7 +20037,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K163)
+                w1 = _new(_K164)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 3:
@@ -20051,7 +20070,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K164)
+                w1 = _new(_K165)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 4:
@@ -20106,7 +20125,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K165)
+                w1 = _new(_K166)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 5:
@@ -20132,7 +20151,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K166)
+                w1 = _new(_K167)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 6:
@@ -20165,7 +20184,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K167)
+                w1 = _new(_K168)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 7:
@@ -20220,7 +20239,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K168)
+                w1 = _new(_K169)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 8:
@@ -20355,7 +20374,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     a2_0 = w2
                 else:
                     raise _InternalError("Raw enum value doesn't match any cases")
-                w1 = _new(_K169)
+                w1 = _new(_K170)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 9:
@@ -20452,10 +20471,13 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                         w3 = _new(_K89)
                         w2.status = w3
                     elif t3 == 6:
+                        w3 = _new(_K90)
+                        w2.status = w3
+                    elif t3 == 7:
                         n = _U32(d, o)[0] + 4
                         a4_0 = d[o + 4:o + n].decode()
                         o += n
-                        w3 = _new(_K90)
+                        w3 = _new(_K91)
                         w3._values = (a4_0,)
                         w2.status = w3
                     else:
@@ -20511,7 +20533,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K170)
+                w1 = _new(_K171)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 10:
@@ -20546,7 +20568,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K171)
+                w1 = _new(_K172)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 11:
@@ -20578,11 +20600,11 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K172)
+                w1 = _new(_K173)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 12:
-                w2 = _new(_K91)
+                w2 = _new(_K92)
                 w2.used = _U64(d, o)[0]
                 o += 8
                 w2.size = _U64(d, o)[0]
@@ -20590,7 +20612,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 f = d[o]
                 o += 1
                 if f == 1:
-                    w3 = _new(_K92)
+                    w3 = _new(_K93)
                     w3.amount = _F64(d, o)[0]
                     o += 8
                     n = _U32(d, o)[0] + 4
@@ -20622,7 +20644,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K173)
+                w1 = _new(_K174)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 13:
@@ -20670,7 +20692,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K174)
+                w1 = _new(_K175)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 14:
@@ -20687,7 +20709,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K175)
+                w1 = _new(_K176)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 15:
@@ -20703,23 +20725,23 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K176)
+                w1 = _new(_K177)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 16:
                 n = _U32(d, o)[0] + 4
                 a2_0 = d[o + 4:o + n].decode()
                 o += n
-                w1 = _new(_K177)
+                w1 = _new(_K178)
                 w1._values = (a2_0,)
                 a1_0 = w1
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
-            w0 = _new(_K161)
+            w0 = _new(_K162)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 2:
-            w1 = _new(_K179)
+            w1 = _new(_K180)
             f = d[o]
             o += 1
             if f == 1:
@@ -20733,35 +20755,35 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
             t2 = _I32(d, o)[0]
             o += 4
             if t2 == 1:
-                w1.mode = _K180
-            elif t2 == 2:
                 w1.mode = _K181
-            elif t2 == 3:
+            elif t2 == 2:
                 w1.mode = _K182
+            elif t2 == 3:
+                w1.mode = _K183
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
             t2 = _I32(d, o)[0]
             o += 4
             if t2 == 1:
-                w1.status = _K106
-            elif t2 == 2:
                 w1.status = _K107
-            elif t2 == 3:
+            elif t2 == 2:
                 w1.status = _K108
-            elif t2 == 4:
+            elif t2 == 3:
                 w1.status = _K109
-            elif t2 == 5:
+            elif t2 == 4:
                 w1.status = _K110
+            elif t2 == 5:
+                w1.status = _K111
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
             w1.content, o = rSequenceTypeContentBlock(d, o)
             w1.superseded, o = rSequenceSequenceTypeContentBlock(d, o)
             a1_0 = w1
-            w0 = _new(_K178)
+            w0 = _new(_K179)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 3:
-            w1 = _new(_K184)
+            w1 = _new(_K185)
             n = _U32(d, o)[0] + 4
             w1.rule = d[o + 4:o + n].decode()
             o += n
@@ -20769,40 +20791,40 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
             w1.message_id = d[o + 4:o + n].decode()
             o += n
             a1_0 = w1
-            w0 = _new(_K183)
+            w0 = _new(_K184)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 4:
-            w0 = _new(_K185)
+            w0 = _new(_K186)
             a0_0 = w0
         elif t0 == 5:
             a1_0, o = rSequenceString(d, o)
-            w0 = _new(_K186)
+            w0 = _new(_K187)
             w0._values = (a1_0,)
             a0_0 = w0
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
-        v = _new(_K231)
+        v = _new(_K232)
         v._values = (a0_0,)
         return v, o
     elif t == 2:
-        v = _new(_K232)
+        v = _new(_K233)
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K133)
+            w0 = _new(_K134)
             v.request = w0
         elif t0 == 2:
             a1_0 = _I64(d, o)[0]
             o += 8
-            w0 = _new(_K134)
+            w0 = _new(_K135)
             w0._values = (a1_0,)
             v.request = w0
         elif t0 == 3:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K135)
+            w0 = _new(_K136)
             w0._values = (a1_0,)
             v.request = w0
         else:
@@ -20933,7 +20955,7 @@ def rTypeSessionCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
         f = d[o]
         o += 1
         if f == 1:
-            w1 = _new(_K95)
+            w1 = _new(_K96)
             w1.replace = d[o] != 0
             o += 1
             f = d[o]
@@ -21021,7 +21043,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w1 = _new(_K93)
+            w1 = _new(_K94)
             n = _U32(d, o)[0] + 4
             w1.message_id = d[o + 4:o + n].decode()
             o += n
@@ -21050,11 +21072,11 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K162)
+            w0 = _new(_K163)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 2:
-            w1 = _new(_K94)
+            w1 = _new(_K95)
             n = _U32(d, o)[0] + 4
             w1.message_id = d[o + 4:o + n].decode()
             o += n
@@ -21279,7 +21301,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K163)
+            w0 = _new(_K164)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 3:
@@ -21312,7 +21334,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K164)
+            w0 = _new(_K165)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 4:
@@ -21541,7 +21563,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K165)
+            w0 = _new(_K166)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 5:
@@ -21567,7 +21589,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K166)
+            w0 = _new(_K167)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 6:
@@ -21600,7 +21622,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K167)
+            w0 = _new(_K168)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 7:
@@ -21829,7 +21851,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K168)
+            w0 = _new(_K169)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 8:
@@ -22052,7 +22074,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 a1_0 = w1
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
-            w0 = _new(_K169)
+            w0 = _new(_K170)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 9:
@@ -22149,10 +22171,13 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     w2 = _new(_K89)
                     w1.status = w2
                 elif t2 == 6:
+                    w2 = _new(_K90)
+                    w1.status = w2
+                elif t2 == 7:
                     n = _U32(d, o)[0] + 4
                     a3_0 = d[o + 4:o + n].decode()
                     o += n
-                    w2 = _new(_K90)
+                    w2 = _new(_K91)
                     w2._values = (a3_0,)
                     w1.status = w2
                 else:
@@ -22208,7 +22233,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K170)
+            w0 = _new(_K171)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 10:
@@ -22255,7 +22280,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K171)
+            w0 = _new(_K172)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 11:
@@ -22302,11 +22327,11 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K172)
+            w0 = _new(_K173)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 12:
-            w1 = _new(_K91)
+            w1 = _new(_K92)
             w1.used = _U64(d, o)[0]
             o += 8
             w1.size = _U64(d, o)[0]
@@ -22314,7 +22339,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             f = d[o]
             o += 1
             if f == 1:
-                w2 = _new(_K92)
+                w2 = _new(_K93)
                 w2.amount = _F64(d, o)[0]
                 o += 8
                 n = _U32(d, o)[0] + 4
@@ -22346,7 +22371,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K173)
+            w0 = _new(_K174)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 13:
@@ -22394,7 +22419,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K174)
+            w0 = _new(_K175)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 14:
@@ -22411,7 +22436,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K175)
+            w0 = _new(_K176)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 15:
@@ -22427,23 +22452,23 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K176)
+            w0 = _new(_K177)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 16:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K177)
+            w0 = _new(_K178)
             w0._values = (a1_0,)
             a0_0 = w0
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
-        v = _new(_K161)
+        v = _new(_K162)
         v._values = (a0_0,)
         return v, o
     elif t == 2:
-        w0 = _new(_K179)
+        w0 = _new(_K180)
         f = d[o]
         o += 1
         if f == 1:
@@ -22457,35 +22482,35 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w0.mode = _K180
-        elif t1 == 2:
             w0.mode = _K181
-        elif t1 == 3:
+        elif t1 == 2:
             w0.mode = _K182
+        elif t1 == 3:
+            w0.mode = _K183
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w0.status = _K106
-        elif t1 == 2:
             w0.status = _K107
-        elif t1 == 3:
+        elif t1 == 2:
             w0.status = _K108
-        elif t1 == 4:
+        elif t1 == 3:
             w0.status = _K109
-        elif t1 == 5:
+        elif t1 == 4:
             w0.status = _K110
+        elif t1 == 5:
+            w0.status = _K111
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         w0.content, o = rSequenceTypeContentBlock(d, o)
         w0.superseded, o = rSequenceSequenceTypeContentBlock(d, o)
         a0_0 = w0
-        v = _new(_K178)
+        v = _new(_K179)
         v._values = (a0_0,)
         return v, o
     elif t == 3:
-        w0 = _new(_K184)
+        w0 = _new(_K185)
         n = _U32(d, o)[0] + 4
         w0.rule = d[o + 4:o + n].decode()
         o += n
@@ -22493,15 +22518,15 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
         w0.message_id = d[o + 4:o + n].decode()
         o += n
         a0_0 = w0
-        v = _new(_K183)
+        v = _new(_K184)
         v._values = (a0_0,)
         return v, o
     elif t == 4:
-        v = _new(_K185)
+        v = _new(_K186)
         return v, o
     elif t == 5:
         a0_0, o = rSequenceString(d, o)
-        v = _new(_K186)
+        v = _new(_K187)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
@@ -22515,7 +22540,7 @@ def rTypeSessionId(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeSessionInfo(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K233)
+    v = _new(_K234)
     n = _U32(d, o)[0] + 4
     v.session_id = d[o + 4:o + n].decode()
     o += n
@@ -22611,7 +22636,7 @@ def rTypeSessionInfoUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeSessionPage(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K312)
+    v = _new(_K313)
     v.sessions, o = rSequenceTypeSessionInfo(d, o)
     f = d[o]
     o += 1
@@ -22627,7 +22652,7 @@ def rTypeSessionPage(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeSessionSetup(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K200)
+    v = _new(_K201)
     n = _U32(d, o)[0] + 4
     v.cwd = d[o + 4:o + n].decode()
     o += n
@@ -22640,23 +22665,38 @@ def rTypeSessionStatus(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K157)
+        v = _new(_K158)
         return v, o
     elif t == 2:
-        v = _new(_K158)
+        v = _new(_K159)
         return v, o
     elif t == 3:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K159)
+        v = _new(_K160)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
+def rTypeSessionStatusCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
+    v = _new(_K45)
+    f = d[o]
+    o += 1
+    if f == 1:
+        n = _U32(d, o)[0] + 4
+        v.meta = d[o + 4:o + n].decode()
+        o += n
+    elif f == 0:
+        v.meta = None
+    else:
+        raise _InternalError('Unexpected flag byte for optional type')
+    return v, o
+
+
 def rTypeSessionStatusRequest(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K313)
+    v = _new(_K314)
     n = _U32(d, o)[0] + 4
     v.session_id = d[o + 4:o + n].decode()
     o += n
@@ -22674,20 +22714,20 @@ def rTypeSessionStatusRequest(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeSessionStatusResponse(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K314)
+    v = _new(_K315)
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        w0 = _new(_K157)
+        w0 = _new(_K158)
         v.status = w0
     elif t0 == 2:
-        w0 = _new(_K158)
+        w0 = _new(_K159)
         v.status = w0
     elif t0 == 3:
         n = _U32(d, o)[0] + 4
         a1_0 = d[o + 4:o + n].decode()
         o += n
-        w0 = _new(_K159)
+        w0 = _new(_K160)
         w0._values = (a1_0,)
         v.status = w0
     else:
@@ -22935,7 +22975,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        w0 = _new(_K93)
+        w0 = _new(_K94)
         n = _U32(d, o)[0] + 4
         w0.message_id = d[o + 4:o + n].decode()
         o += n
@@ -22964,11 +23004,11 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K162)
+        v = _new(_K163)
         v._values = (a0_0,)
         return v, o
     elif t == 2:
-        w0 = _new(_K94)
+        w0 = _new(_K95)
         n = _U32(d, o)[0] + 4
         w0.message_id = d[o + 4:o + n].decode()
         o += n
@@ -23396,7 +23436,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K163)
+        v = _new(_K164)
         v._values = (a0_0,)
         return v, o
     elif t == 3:
@@ -23429,7 +23469,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K164)
+        v = _new(_K165)
         v._values = (a0_0,)
         return v, o
     elif t == 4:
@@ -23861,7 +23901,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K165)
+        v = _new(_K166)
         v._values = (a0_0,)
         return v, o
     elif t == 5:
@@ -23887,7 +23927,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K166)
+        v = _new(_K167)
         v._values = (a0_0,)
         return v, o
     elif t == 6:
@@ -23920,7 +23960,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K167)
+        v = _new(_K168)
         v._values = (a0_0,)
         return v, o
     elif t == 7:
@@ -24352,7 +24392,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K168)
+        v = _new(_K169)
         v._values = (a0_0,)
         return v, o
     elif t == 8:
@@ -24575,7 +24615,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
             a0_0 = w0
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
-        v = _new(_K169)
+        v = _new(_K170)
         v._values = (a0_0,)
         return v, o
     elif t == 9:
@@ -24672,10 +24712,13 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
                 w1 = _new(_K89)
                 w0.status = w1
             elif t1 == 6:
+                w1 = _new(_K90)
+                w0.status = w1
+            elif t1 == 7:
                 n = _U32(d, o)[0] + 4
                 a2_0 = d[o + 4:o + n].decode()
                 o += n
-                w1 = _new(_K90)
+                w1 = _new(_K91)
                 w1._values = (a2_0,)
                 w0.status = w1
             else:
@@ -24731,7 +24774,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K170)
+        v = _new(_K171)
         v._values = (a0_0,)
         return v, o
     elif t == 10:
@@ -24813,7 +24856,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K171)
+        v = _new(_K172)
         v._values = (a0_0,)
         return v, o
     elif t == 11:
@@ -24860,11 +24903,11 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K172)
+        v = _new(_K173)
         v._values = (a0_0,)
         return v, o
     elif t == 12:
-        w0 = _new(_K91)
+        w0 = _new(_K92)
         w0.used = _U64(d, o)[0]
         o += 8
         w0.size = _U64(d, o)[0]
@@ -24872,7 +24915,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         f = d[o]
         o += 1
         if f == 1:
-            w1 = _new(_K92)
+            w1 = _new(_K93)
             w1.amount = _F64(d, o)[0]
             o += 8
             n = _U32(d, o)[0] + 4
@@ -24904,7 +24947,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K173)
+        v = _new(_K174)
         v._values = (a0_0,)
         return v, o
     elif t == 13:
@@ -24952,7 +24995,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K174)
+        v = _new(_K175)
         v._values = (a0_0,)
         return v, o
     elif t == 14:
@@ -24969,7 +25012,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K175)
+        v = _new(_K176)
         v._values = (a0_0,)
         return v, o
     elif t == 15:
@@ -24985,21 +25028,21 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K176)
+        v = _new(_K177)
         v._values = (a0_0,)
         return v, o
     elif t == 16:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K177)
+        v = _new(_K178)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
 def rTypeSetupSupport(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K271)
+    v = _new(_K272)
     v.mcp_stdio = d[o] != 0
     o += 1
     v.mcp_http = d[o] != 0
@@ -25230,28 +25273,13 @@ def rTypeStateUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
-def rTypeStatusCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K45)
-    f = d[o]
-    o += 1
-    if f == 1:
-        n = _U32(d, o)[0] + 4
-        v.meta = d[o + 4:o + n].decode()
-        o += n
-    elif f == 0:
-        v.meta = None
-    else:
-        raise _InternalError('Unexpected flag byte for optional type')
-    return v, o
-
-
 def rTypeSteerInStream(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K234, o
-    elif t == 2:
         return _K235, o
+    elif t == 2:
+        return _K236, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
@@ -25290,11 +25318,11 @@ def rTypeStream(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K122, o
-    elif t == 2:
         return _K123, o
-    elif t == 3:
+    elif t == 2:
         return _K124, o
+    elif t == 3:
+        return _K125, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
@@ -26636,10 +26664,13 @@ def rTypeToolCallStatus(d: Buffer, o: int) -> Tuple[Any, int]:
         v = _new(_K89)
         return v, o
     elif t == 6:
+        v = _new(_K90)
+        return v, o
+    elif t == 7:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K90)
+        v = _new(_K91)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
@@ -26739,10 +26770,13 @@ def rTypeToolCallUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
             w0 = _new(_K89)
             v.status = w0
         elif t0 == 6:
+            w0 = _new(_K90)
+            v.status = w0
+        elif t0 == 7:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K90)
+            w0 = _new(_K91)
             w0._values = (a1_0,)
             v.status = w0
         else:
@@ -26844,15 +26878,15 @@ def rTypeToolKind(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeTranscriptEntry(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K236)
+    v = _new(_K237)
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        v.role = _K237
-    elif t0 == 2:
         v.role = _K238
-    elif t0 == 3:
+    elif t0 == 2:
         v.role = _K239
+    elif t0 == 3:
+        v.role = _K240
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     n = _U32(d, o)[0] + 4
@@ -26866,19 +26900,19 @@ def rTypeTurn(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K119)
+        v = _new(_K120)
         return v, o
     elif t == 2:
-        v = _new(_K120)
-        w0 = _new(_K121)
+        v = _new(_K121)
+        w0 = _new(_K122)
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w0.stream = _K122
-        elif t1 == 2:
             w0.stream = _K123
-        elif t1 == 3:
+        elif t1 == 2:
             w0.stream = _K124
+        elif t1 == 3:
+            w0.stream = _K125
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         w0.cancel_requested = d[o] != 0
@@ -26886,16 +26920,16 @@ def rTypeTurn(d: Buffer, o: int) -> Tuple[Any, int]:
         v.activity = w0
         return v, o
     elif t == 3:
-        v = _new(_K125)
-        w0 = _new(_K121)
+        v = _new(_K126)
+        w0 = _new(_K122)
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w0.stream = _K122
-        elif t1 == 2:
             w0.stream = _K123
-        elif t1 == 3:
+        elif t1 == 2:
             w0.stream = _K124
+        elif t1 == 3:
+            w0.stream = _K125
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         w0.cancel_requested = d[o] != 0
@@ -26907,16 +26941,16 @@ def rTypeTurn(d: Buffer, o: int) -> Tuple[Any, int]:
         o += 1
         return v, o
     elif t == 4:
-        v = _new(_K126)
-        w0 = _new(_K121)
+        v = _new(_K127)
+        w0 = _new(_K122)
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w0.stream = _K122
-        elif t1 == 2:
             w0.stream = _K123
-        elif t1 == 3:
+        elif t1 == 2:
             w0.stream = _K124
+        elif t1 == 3:
+            w0.stream = _K125
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         w0.cancel_requested = d[o] != 0
@@ -27032,7 +27066,7 @@ def rTypeTurnEnd(d: Buffer, o: int) -> Tuple[Any, int]:
         a0_2 = None
     else:
         raise _InternalError('Unexpected flag byte for optional type')
-    v = _K315(stop_reason=a0_0, usage=a0_1, error=a0_2)
+    v = _K316(stop_reason=a0_0, usage=a0_1, error=a0_2)
     return v, o
 
 
@@ -27060,13 +27094,13 @@ def rTypeTurnState(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K112, o
-    elif t == 2:
         return _K113, o
-    elif t == 3:
+    elif t == 2:
         return _K114, o
-    elif t == 4:
+    elif t == 3:
         return _K115, o
+    elif t == 4:
+        return _K116, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
@@ -27101,7 +27135,7 @@ def rTypeUnknownStateUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeUnsupportedProtocolVersionErrorData(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K316)
+    v = _new(_K317)
     v.requested = _U16(d, o)[0]
     o += 2
     v.supported, o = rSequenceTypeProtocolVersion(d, o)
@@ -27119,14 +27153,14 @@ def rTypeUnsupportedProtocolVersionErrorData(d: Buffer, o: int) -> Tuple[Any, in
 
 
 def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K317)
+    v = _new(_K318)
     n = _U32(d, o)[0] + 4
     v.session_id = d[o + 4:o + n].decode()
     o += n
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        w1 = _new(_K93)
+        w1 = _new(_K94)
         n = _U32(d, o)[0] + 4
         w1.message_id = d[o + 4:o + n].decode()
         o += n
@@ -27155,11 +27189,11 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K162)
+        w0 = _new(_K163)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 2:
-        w1 = _new(_K94)
+        w1 = _new(_K95)
         n = _U32(d, o)[0] + 4
         w1.message_id = d[o + 4:o + n].decode()
         o += n
@@ -27384,7 +27418,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K163)
+        w0 = _new(_K164)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 3:
@@ -27417,7 +27451,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K164)
+        w0 = _new(_K165)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 4:
@@ -27646,7 +27680,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K165)
+        w0 = _new(_K166)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 5:
@@ -27672,7 +27706,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K166)
+        w0 = _new(_K167)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 6:
@@ -27705,7 +27739,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K167)
+        w0 = _new(_K168)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 7:
@@ -27934,7 +27968,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K168)
+        w0 = _new(_K169)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 8:
@@ -28157,7 +28191,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
             a1_0 = w1
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
-        w0 = _new(_K169)
+        w0 = _new(_K170)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 9:
@@ -28254,10 +28288,13 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
                 w2 = _new(_K89)
                 w1.status = w2
             elif t2 == 6:
+                w2 = _new(_K90)
+                w1.status = w2
+            elif t2 == 7:
                 n = _U32(d, o)[0] + 4
                 a3_0 = d[o + 4:o + n].decode()
                 o += n
-                w2 = _new(_K90)
+                w2 = _new(_K91)
                 w2._values = (a3_0,)
                 w1.status = w2
             else:
@@ -28313,7 +28350,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K170)
+        w0 = _new(_K171)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 10:
@@ -28360,7 +28397,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K171)
+        w0 = _new(_K172)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 11:
@@ -28407,11 +28444,11 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K172)
+        w0 = _new(_K173)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 12:
-        w1 = _new(_K91)
+        w1 = _new(_K92)
         w1.used = _U64(d, o)[0]
         o += 8
         w1.size = _U64(d, o)[0]
@@ -28419,7 +28456,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         f = d[o]
         o += 1
         if f == 1:
-            w2 = _new(_K92)
+            w2 = _new(_K93)
             w2.amount = _F64(d, o)[0]
             o += 8
             n = _U32(d, o)[0] + 4
@@ -28451,7 +28488,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K173)
+        w0 = _new(_K174)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 13:
@@ -28499,7 +28536,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K174)
+        w0 = _new(_K175)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 14:
@@ -28516,7 +28553,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K175)
+        w0 = _new(_K176)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 15:
@@ -28532,14 +28569,14 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K176)
+        w0 = _new(_K177)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 16:
         n = _U32(d, o)[0] + 4
         a1_0 = d[o + 4:o + n].decode()
         o += n
-        w0 = _new(_K177)
+        w0 = _new(_K178)
         w0._values = (a1_0,)
         v.update = w0
     else:
@@ -28606,7 +28643,7 @@ def rTypeUsage(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeUsageUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K91)
+    v = _new(_K92)
     v.used = _U64(d, o)[0]
     o += 8
     v.size = _U64(d, o)[0]
@@ -28614,7 +28651,7 @@ def rTypeUsageUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
     f = d[o]
     o += 1
     if f == 1:
-        w0 = _new(_K92)
+        w0 = _new(_K93)
         w0.amount = _F64(d, o)[0]
         o += 8
         n = _U32(d, o)[0] + 4
@@ -28649,7 +28686,7 @@ def rTypeUsageUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeUserInput(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K240)
+    v = _new(_K241)
     n = _U32(d, o)[0] + 4
     v.message_id = d[o + 4:o + n].decode()
     o += n
@@ -28658,7 +28695,7 @@ def rTypeUserInput(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeUserMessage(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K93)
+    v = _new(_K94)
     n = _U32(d, o)[0] + 4
     v.message_id = d[o + 4:o + n].decode()
     o += n
@@ -28690,7 +28727,7 @@ def rTypeUserMessage(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeUserMessageChunk(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K94)
+    v = _new(_K95)
     n = _U32(d, o)[0] + 4
     v.message_id = d[o + 4:o + n].decode()
     o += n
@@ -29182,7 +29219,7 @@ def rTypeValue(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeViolation(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K184)
+    v = _new(_K185)
     n = _U32(d, o)[0] + 4
     v.rule = d[o + 4:o + n].decode()
     o += n
@@ -29279,8 +29316,8 @@ READERS: Dict[str, Callable[[Buffer, int], Tuple[Any, int]]] = {
     '_UniffiFfiConverterOptionalTypeSessionAdditionalDirectoriesCapabilities': rOptionalTypeSessionAdditionalDirectoriesCapabilities,
     '_UniffiFfiConverterOptionalTypeSessionCapabilities': rOptionalTypeSessionCapabilities,
     '_UniffiFfiConverterOptionalTypeSessionId': rOptionalTypeSessionId,
+    '_UniffiFfiConverterOptionalTypeSessionStatusCapabilities': rOptionalTypeSessionStatusCapabilities,
     '_UniffiFfiConverterOptionalTypeStateUpdate': rOptionalTypeStateUpdate,
-    '_UniffiFfiConverterOptionalTypeStatusCapabilities': rOptionalTypeStatusCapabilities,
     '_UniffiFfiConverterOptionalTypeStopReason': rOptionalTypeStopReason,
     '_UniffiFfiConverterOptionalTypeToolCallStatus': rOptionalTypeToolCallStatus,
     '_UniffiFfiConverterOptionalTypeToolKind': rOptionalTypeToolKind,
@@ -29436,12 +29473,12 @@ READERS: Dict[str, Callable[[Buffer, int], Tuple[Any, int]]] = {
     '_UniffiFfiConverterTypeSessionPage': rTypeSessionPage,
     '_UniffiFfiConverterTypeSessionSetup': rTypeSessionSetup,
     '_UniffiFfiConverterTypeSessionStatus': rTypeSessionStatus,
+    '_UniffiFfiConverterTypeSessionStatusCapabilities': rTypeSessionStatusCapabilities,
     '_UniffiFfiConverterTypeSessionStatusRequest': rTypeSessionStatusRequest,
     '_UniffiFfiConverterTypeSessionStatusResponse': rTypeSessionStatusResponse,
     '_UniffiFfiConverterTypeSessionUpdate': rTypeSessionUpdate,
     '_UniffiFfiConverterTypeSetupSupport': rTypeSetupSupport,
     '_UniffiFfiConverterTypeStateUpdate': rTypeStateUpdate,
-    '_UniffiFfiConverterTypeStatusCapabilities': rTypeStatusCapabilities,
     '_UniffiFfiConverterTypeSteerInStream': rTypeSteerInStream,
     '_UniffiFfiConverterTypeStopReason': rTypeStopReason,
     '_UniffiFfiConverterTypeStream': rTypeStream,

@@ -14,7 +14,7 @@ use acp_inject_wire::{
     ListSessionsRequest, ListSessionsResponse, McpCapabilities, Method, NewSessionRequest, NewSessionResponse, PromptRequest,
     PromptResponse, ProtocolVersion, ReplaceInjectRequest, ReplaceInjectResponse, ReplayFrom, ResumeSessionRequest,
     ResumeSessionResponse, RevokeInjectRequest, RevokeInjectResponse, SessionAdditionalDirectoriesCapabilities, SessionCapabilities,
-    SessionId, SessionInfo, SessionStatus, SessionStatusRequest, SessionStatusResponse, StatusCapabilities,
+    SessionId, SessionInfo, SessionStatus, SessionStatusCapabilities, SessionStatusRequest, SessionStatusResponse,
 };
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -178,7 +178,7 @@ impl Agent {
                         .additional_directories
                         .then_some(SessionAdditionalDirectoriesCapabilities { meta: None }),
                     inject: self.config.inject.clone(),
-                    status: Some(StatusCapabilities { meta: None }),
+                    status: Some(SessionStatusCapabilities { meta: None }),
                     meta: Some(extensions),
                 }),
                 meta: None,

@@ -9849,7 +9849,7 @@ data class SessionCapabilities (
     /**
      * `session/status`.
      */
-    var `status`: StatusCapabilities?
+    var `status`: SessionStatusCapabilities?
     , 
     var `meta`: JsonObject?
     
@@ -9871,7 +9871,7 @@ public object FfiConverterTypeSessionCapabilities: FfiConverterRustBuffer<Sessio
             FfiConverterOptionalTypeMcpCapabilities.read(buf),
             FfiConverterOptionalTypeSessionAdditionalDirectoriesCapabilities.read(buf),
             FfiConverterOptionalTypeInjectCapabilities.read(buf),
-            FfiConverterOptionalTypeStatusCapabilities.read(buf),
+            FfiConverterOptionalTypeSessionStatusCapabilities.read(buf),
             FfiConverterOptionalTypeJsonObject.read(buf),
         )
     }
@@ -9880,7 +9880,7 @@ public object FfiConverterTypeSessionCapabilities: FfiConverterRustBuffer<Sessio
             FfiConverterOptionalTypeMcpCapabilities.allocationSize(value.`mcp`) +
             FfiConverterOptionalTypeSessionAdditionalDirectoriesCapabilities.allocationSize(value.`additionalDirectories`) +
             FfiConverterOptionalTypeInjectCapabilities.allocationSize(value.`inject`) +
-            FfiConverterOptionalTypeStatusCapabilities.allocationSize(value.`status`) +
+            FfiConverterOptionalTypeSessionStatusCapabilities.allocationSize(value.`status`) +
             FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
     )
 
@@ -9888,7 +9888,7 @@ public object FfiConverterTypeSessionCapabilities: FfiConverterRustBuffer<Sessio
             FfiConverterOptionalTypeMcpCapabilities.write(value.`mcp`, buf)
             FfiConverterOptionalTypeSessionAdditionalDirectoriesCapabilities.write(value.`additionalDirectories`, buf)
             FfiConverterOptionalTypeInjectCapabilities.write(value.`inject`, buf)
-            FfiConverterOptionalTypeStatusCapabilities.write(value.`status`, buf)
+            FfiConverterOptionalTypeSessionStatusCapabilities.write(value.`status`, buf)
             FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
     }
 }
@@ -10150,6 +10150,42 @@ public object FfiConverterTypeSessionSetup: FfiConverterRustBuffer<SessionSetup>
 
 
 /**
+ * The agent answers `session/status`.
+ */
+data class SessionStatusCapabilities (
+    var `meta`: JsonObject?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeSessionStatusCapabilities: FfiConverterRustBuffer<SessionStatusCapabilities> {
+    override fun read(buf: ByteBuffer): SessionStatusCapabilities {
+        return SessionStatusCapabilities(
+            FfiConverterOptionalTypeJsonObject.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: SessionStatusCapabilities) = (
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+    )
+
+    override fun write(value: SessionStatusCapabilities, buf: ByteBuffer) {
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+    }
+}
+
+
+
+/**
  * A side-effect-free liveness probe.
  */
 data class SessionStatusRequest (
@@ -10280,42 +10316,6 @@ public object FfiConverterTypeSetupSupport: FfiConverterRustBuffer<SetupSupport>
             FfiConverterBoolean.write(value.`mcpStdio`, buf)
             FfiConverterBoolean.write(value.`mcpHttp`, buf)
             FfiConverterBoolean.write(value.`additionalDirectories`, buf)
-    }
-}
-
-
-
-/**
- * The agent answers `session/status`.
- */
-data class StatusCapabilities (
-    var `meta`: JsonObject?
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeStatusCapabilities: FfiConverterRustBuffer<StatusCapabilities> {
-    override fun read(buf: ByteBuffer): StatusCapabilities {
-        return StatusCapabilities(
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: StatusCapabilities) = (
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: StatusCapabilities, buf: ByteBuffer) {
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
     }
 }
 
@@ -16387,6 +16387,12 @@ sealed class ToolCallStatus {
     
     
     /**
+     * `paused`: Started, not running now, and waiting for something to resume it; it may return to `in_progress`.
+     */
+    data object Paused : ToolCallStatus()
+    
+    
+    /**
      * `completed`
      */
     data object Completed : ToolCallStatus()
@@ -16434,10 +16440,11 @@ public object FfiConverterTypeToolCallStatus : FfiConverterRustBuffer<ToolCallSt
         return when(buf.getInt()) {
             1 -> ToolCallStatus.Pending
             2 -> ToolCallStatus.InProgress
-            3 -> ToolCallStatus.Completed
-            4 -> ToolCallStatus.Failed
-            5 -> ToolCallStatus.Cancelled
-            6 -> ToolCallStatus.Other(
+            3 -> ToolCallStatus.Paused
+            4 -> ToolCallStatus.Completed
+            5 -> ToolCallStatus.Failed
+            6 -> ToolCallStatus.Cancelled
+            7 -> ToolCallStatus.Other(
                 FfiConverterString.read(buf),
                 )
             else -> throw RuntimeException("invalid enum value, something is very wrong!!")
@@ -16452,6 +16459,12 @@ public object FfiConverterTypeToolCallStatus : FfiConverterRustBuffer<ToolCallSt
             )
         }
         is ToolCallStatus.InProgress -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
+        is ToolCallStatus.Paused -> {
             // Add the size for the Int that specifies the variant plus the size needed for all fields
             (
                 4UL
@@ -16494,20 +16507,24 @@ public object FfiConverterTypeToolCallStatus : FfiConverterRustBuffer<ToolCallSt
                 buf.putInt(2)
                 Unit
             }
-            is ToolCallStatus.Completed -> {
+            is ToolCallStatus.Paused -> {
                 buf.putInt(3)
                 Unit
             }
-            is ToolCallStatus.Failed -> {
+            is ToolCallStatus.Completed -> {
                 buf.putInt(4)
                 Unit
             }
-            is ToolCallStatus.Cancelled -> {
+            is ToolCallStatus.Failed -> {
                 buf.putInt(5)
                 Unit
             }
-            is ToolCallStatus.Other -> {
+            is ToolCallStatus.Cancelled -> {
                 buf.putInt(6)
+                Unit
+            }
+            is ToolCallStatus.Other -> {
+                buf.putInt(7)
                 FfiConverterString.write(value.v1, buf)
                 Unit
             }
@@ -17377,28 +17394,28 @@ public object FfiConverterOptionalTypeSessionCapabilities: FfiConverterRustBuffe
 /**
  * @suppress
  */
-public object FfiConverterOptionalTypeStatusCapabilities: FfiConverterRustBuffer<StatusCapabilities?> {
-    override fun read(buf: ByteBuffer): StatusCapabilities? {
+public object FfiConverterOptionalTypeSessionStatusCapabilities: FfiConverterRustBuffer<SessionStatusCapabilities?> {
+    override fun read(buf: ByteBuffer): SessionStatusCapabilities? {
         if (buf.get().toInt() == 0) {
             return null
         }
-        return FfiConverterTypeStatusCapabilities.read(buf)
+        return FfiConverterTypeSessionStatusCapabilities.read(buf)
     }
 
-    override fun allocationSize(value: StatusCapabilities?): ULong {
+    override fun allocationSize(value: SessionStatusCapabilities?): ULong {
         if (value == null) {
             return 1UL
         } else {
-            return 1UL + FfiConverterTypeStatusCapabilities.allocationSize(value)
+            return 1UL + FfiConverterTypeSessionStatusCapabilities.allocationSize(value)
         }
     }
 
-    override fun write(value: StatusCapabilities?, buf: ByteBuffer) {
+    override fun write(value: SessionStatusCapabilities?, buf: ByteBuffer) {
         if (value == null) {
             buf.put(0)
         } else {
             buf.put(1)
-            FfiConverterTypeStatusCapabilities.write(value, buf)
+            FfiConverterTypeSessionStatusCapabilities.write(value, buf)
         }
     }
 }

@@ -176,7 +176,12 @@ fn reorder_and_annotate(s: &mut ItemStruct, schema: &Value, extra: &mut Vec<Toke
                 field.attrs.push(parse_quote!(#[serde(alias = #alias)]));
             }
         }
-        if let Some(min) = prop.get("minItems") {
+        // On a tolerant member (`x-deserialize-*`) `minItems` is validation only: decoding drops
+        // what it cannot read, so what is left may be shorter, and that is the point.
+        let tolerant = ["x-deserialize-default-on-error", "x-deserialize-skip-invalid-items"]
+            .iter()
+            .any(|k| prop.get(*k) == Some(&Value::Bool(true)));
+        if let Some(min) = prop.get("minItems").filter(|_| !tolerant) {
             min_items(&s.ident, field, min)?;
         }
         extra.extend(tolerance(&s.ident, field, prop)?);
@@ -221,9 +226,6 @@ fn tolerance(owner: &syn::Ident, field: &mut syn::Field, prop: &Value) -> Result
     }
     let wire = wire_name(field);
     let err = |m: &str| crate::model::schema_err(&owner.to_string(), &format!("member `{wire}`: {m}"));
-    if prop.get("minItems").is_some() {
-        return Err(err("`minItems` cannot be combined with the `x-deserialize-*` markers"));
-    }
     let helper = match (default_on_error, skip_items) {
         (true, false) => {
             if wrapped_inner(&field.ty).is_none() && !is_vec(&field.ty) {

@@ -36,14 +36,22 @@ fn the_canonical_schema_generates_deterministically() {
 #[test]
 fn min_items_is_enforced_by_the_post_pass() {
     let code = generate_formatted(&canonical()).unwrap();
-    for (ty, field) in
-        [("InjectCapabilities", "modes"), ("InjectCapabilities", "steer_in_stream"), ("RequestPermissionRequest", "options")]
-    {
+    let attrs_of = |ty: &str, field: &str| {
         let s = struct_text(&code, ty);
         let at = s.find(&format!("pub {field}:")).unwrap_or_else(|| panic!("{ty}.{field}"));
-        let attrs = &s[s[..at].rfind("///").unwrap_or(0)..at];
+        s[s[..at].rfind("///").unwrap_or(0)..at].to_owned()
+    };
+    for (ty, field) in [("PromptRequest", "prompt"), ("RequestPermissionRequest", "options")] {
+        let attrs = attrs_of(ty, field);
         assert!(attrs.contains("__de::min_items::<_, _, 1>"), "{ty}.{field}: {attrs}");
         assert!(attrs.contains("schemars(length(min = 1))"), "{ty}.{field}: {attrs}");
+    }
+    // On a tolerant member (`x-deserialize-*`) it is validation only: decoding drops what it
+    // cannot read, which may leave fewer items.
+    for (ty, field) in [("InjectCapabilities", "modes"), ("InjectCapabilities", "steer_in_stream")] {
+        let attrs = attrs_of(ty, field);
+        assert!(!attrs.contains("__de::min_items"), "{ty}.{field}: {attrs}");
+        assert!(attrs.contains("__tolerant_"), "{ty}.{field} is tolerant: {attrs}");
     }
 }
 

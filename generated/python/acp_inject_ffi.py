@@ -2655,12 +2655,37 @@ class _UniffiFfiConverterSequenceTypeSteerInStream(_UniffiConverterRustBuffer):
             _UniffiFfiConverterTypeSteerInStream.read(buf) for i in range(count)
         ]
 
+class _UniffiFfiConverterOptionalSequenceTypeSteerInStream(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterSequenceTypeSteerInStream.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterSequenceTypeSteerInStream.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterSequenceTypeSteerInStream.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
+
 @dataclass
 class InjectCapabilities:
     """
     The agent accepts `session/inject`. Revoke is always supported where inject is advertised. `steerInStream` is required and non-empty when `modes` contains `steer`.
 """
-    def __init__(self, *, modes:typing.List[InjectMode], pending:typing.Optional[PendingCapabilities], steer_in_stream:typing.List[SteerInStream], meta:typing.Optional[JsonObject]):
+    def __init__(self, *, modes:typing.List[InjectMode], pending:typing.Optional[PendingCapabilities], steer_in_stream:typing.Optional[typing.List[SteerInStream]], meta:typing.Optional[JsonObject]):
         self.modes = modes
         self.pending = pending
         self.steer_in_stream = steer_in_stream
@@ -2688,7 +2713,7 @@ class _UniffiFfiConverterTypeInjectCapabilities(_UniffiConverterRustBuffer):
         return InjectCapabilities(
             modes=_UniffiFfiConverterSequenceTypeInjectMode.read(buf),
             pending=_UniffiFfiConverterOptionalTypePendingCapabilities.read(buf),
-            steer_in_stream=_UniffiFfiConverterSequenceTypeSteerInStream.read(buf),
+            steer_in_stream=_UniffiFfiConverterOptionalSequenceTypeSteerInStream.read(buf),
             meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
         )
 
@@ -2696,14 +2721,14 @@ class _UniffiFfiConverterTypeInjectCapabilities(_UniffiConverterRustBuffer):
     def check_lower(value):
         _UniffiFfiConverterSequenceTypeInjectMode.check_lower(value.modes)
         _UniffiFfiConverterOptionalTypePendingCapabilities.check_lower(value.pending)
-        _UniffiFfiConverterSequenceTypeSteerInStream.check_lower(value.steer_in_stream)
+        _UniffiFfiConverterOptionalSequenceTypeSteerInStream.check_lower(value.steer_in_stream)
         _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
 
     @staticmethod
     def write(value, buf):
         _UniffiFfiConverterSequenceTypeInjectMode.write(value.modes, buf)
         _UniffiFfiConverterOptionalTypePendingCapabilities.write(value.pending, buf)
-        _UniffiFfiConverterSequenceTypeSteerInStream.write(value.steer_in_stream, buf)
+        _UniffiFfiConverterOptionalSequenceTypeSteerInStream.write(value.steer_in_stream, buf)
         _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
 
 class _UniffiFfiConverterOptionalTypeInjectCapabilities(_UniffiConverterRustBuffer):

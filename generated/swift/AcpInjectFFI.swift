@@ -5566,7 +5566,7 @@ public func FfiConverterTypeInitializeResponse_lower(_ value: InitializeResponse
  */
 public struct InjectCapabilities: Equatable, Hashable {
     /**
-     * The modes the agent accepts.
+     * The modes the agent accepts. A mode this version does not know is left out on decode (ACP PR #2043 keeps the list open).
      */
     public var modes: [InjectMode]
     /**
@@ -5574,23 +5574,23 @@ public struct InjectCapabilities: Equatable, Hashable {
      */
     public var pending: PendingCapabilities?
     /**
-     * What a steer does mid model stream with no tool call pending.
+     * What a steer does mid model stream with no tool call pending. Omitted or `null`: not said (ACP PR #2043); a value this version does not know is left out on decode.
      */
-    public var steerInStream: [SteerInStream]
+    public var steerInStream: [SteerInStream]?
     public var meta: JsonObject?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
     public init(
         /**
-         * The modes the agent accepts.
+         * The modes the agent accepts. A mode this version does not know is left out on decode (ACP PR #2043 keeps the list open).
          */modes: [InjectMode], 
         /**
          * Operations on pending injects beyond revoke.
          */pending: PendingCapabilities?, 
         /**
-         * What a steer does mid model stream with no tool call pending.
-         */steerInStream: [SteerInStream], meta: JsonObject?) {
+         * What a steer does mid model stream with no tool call pending. Omitted or `null`: not said (ACP PR #2043); a value this version does not know is left out on decode.
+         */steerInStream: [SteerInStream]?, meta: JsonObject?) {
         self.modes = modes
         self.pending = pending
         self.steerInStream = steerInStream
@@ -5615,7 +5615,7 @@ public struct FfiConverterTypeInjectCapabilities: FfiConverterRustBuffer {
             try InjectCapabilities(
                 modes: FfiConverterSequenceTypeInjectMode.read(from: &buf), 
                 pending: FfiConverterOptionTypePendingCapabilities.read(from: &buf), 
-                steerInStream: FfiConverterSequenceTypeSteerInStream.read(from: &buf), 
+                steerInStream: FfiConverterOptionSequenceTypeSteerInStream.read(from: &buf), 
                 meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
         )
     }
@@ -5623,7 +5623,7 @@ public struct FfiConverterTypeInjectCapabilities: FfiConverterRustBuffer {
     public static func write(_ value: InjectCapabilities, into buf: inout [UInt8]) {
         FfiConverterSequenceTypeInjectMode.write(value.modes, into: &buf)
         FfiConverterOptionTypePendingCapabilities.write(value.pending, into: &buf)
-        FfiConverterSequenceTypeSteerInStream.write(value.steerInStream, into: &buf)
+        FfiConverterOptionSequenceTypeSteerInStream.write(value.steerInStream, into: &buf)
         FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
     }
 }
@@ -6395,7 +6395,7 @@ public func FfiConverterTypeNewSessionResponse_lower(_ value: NewSessionResponse
  */
 public struct PendingCapabilities: Equatable, Hashable {
     /**
-     * `session/replace_inject` is supported.
+     * `session/replace_inject` is supported. Omitted: not supported (ACP PR #2043 makes it optional); this toolkit always writes it.
      */
     public var replace: Bool
     public var meta: JsonObject?
@@ -6404,7 +6404,7 @@ public struct PendingCapabilities: Equatable, Hashable {
     // declare one manually.
     public init(
         /**
-         * `session/replace_inject` is supported.
+         * `session/replace_inject` is supported. Omitted: not supported (ACP PR #2043 makes it optional); this toolkit always writes it.
          */replace: Bool, meta: JsonObject?) {
         self.replace = replace
         self.meta = meta
@@ -15684,6 +15684,30 @@ fileprivate struct FfiConverterOptionSequenceTypeRole: FfiConverterRustBuffer {
         switch try readInt(&buf) as Int8 {
         case 0: return nil
         case 1: return try FfiConverterSequenceTypeRole.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionSequenceTypeSteerInStream: FfiConverterRustBuffer {
+    typealias SwiftType = [SteerInStream]?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterSequenceTypeSteerInStream.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterSequenceTypeSteerInStream.read(from: &buf)
         default: throw UniffiInternalError.unexpectedOptionalTag
         }
     }

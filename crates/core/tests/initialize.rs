@@ -38,3 +38,34 @@ fn a_v2_agent_is_accepted() {
     let v2 = json!({ "protocolVersion": 2, "info": { "name": "agent", "version": "1" } });
     assert!(matches!(initialize_answered(v2), Answer::Initialized(_)));
 }
+
+/// The inject capability in ACP PR #2043's shapes (open mode and steerInStream lists, optional
+/// `pending.replace`, nullable `steerInStream`) does not fail `initialize`: what this version
+/// does not know is left out, the rest is read.
+#[test]
+fn an_agent_advertising_the_open_inject_shapes_is_accepted() {
+    let answer = json!({
+        "protocolVersion": 2,
+        "info": { "name": "agent", "version": "1" },
+        "capabilities": { "session": { "inject": {
+            "modes": ["queue", "_acme_later", "steer"],
+            "pending": {},
+            "steerInStream": ["_acme_rewind", "finish"],
+        } } },
+    });
+    let Answer::Initialized(init) = initialize_answered(answer) else { panic!("the open shapes were refused") };
+    let inject = init.capabilities.and_then(|c| c.session).and_then(|s| s.inject).expect("inject is advertised");
+    let modes: Vec<String> = inject.modes.iter().map(|m| serde_json::to_value(m).unwrap().as_str().unwrap().to_owned()).collect();
+    assert_eq!(modes, ["queue", "steer"]);
+    assert!(!inject.pending.expect("pending is read").replace, "an omitted replace is no replace");
+    let steer: Vec<String> =
+        inject.steer_in_stream.iter().flatten().map(|s| serde_json::to_value(s).unwrap().as_str().unwrap().to_owned()).collect();
+    assert_eq!(steer, ["finish"]);
+
+    let null_steer = json!({
+        "protocolVersion": 2,
+        "info": { "name": "agent", "version": "1" },
+        "capabilities": { "session": { "inject": { "modes": ["queue", "steer"], "steerInStream": null } } },
+    });
+    assert!(matches!(initialize_answered(null_steer), Answer::Initialized(_)), "a null steerInStream is not said, not wrong");
+}

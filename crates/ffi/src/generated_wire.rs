@@ -287,12 +287,12 @@ pub struct InitializeResponse {
 ///The agent accepts `session/inject`. Revoke is always supported where inject is advertised. `steerInStream` is required and non-empty when `modes` contains `steer`.
 #[uniffi::remote(Record)]
 pub struct InjectCapabilities {
-    ///The modes the agent accepts.
+    ///The modes the agent accepts. A mode this version does not know is left out on decode (ACP PR #2043 keeps the list open).
     pub modes: ::std::vec::Vec<InjectMode>,
     ///Operations on pending injects beyond revoke.
     pub pending: ::std::option::Option<PendingCapabilities>,
-    ///What a steer does mid model stream with no tool call pending.
-    pub steer_in_stream: ::std::vec::Vec<SteerInStream>,
+    ///What a steer does mid model stream with no tool call pending. Omitted or `null`: not said (ACP PR #2043); a value this version does not know is left out on decode.
+    pub steer_in_stream: ::std::option::Option<::std::vec::Vec<SteerInStream>>,
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -410,7 +410,7 @@ pub struct NewSessionResponse {
 ///Operations on a pending (not yet delivered) inject.
 #[uniffi::remote(Record)]
 pub struct PendingCapabilities {
-    ///`session/replace_inject` is supported.
+    ///`session/replace_inject` is supported. Omitted: not supported (ACP PR #2043 makes it optional); this toolkit always writes it.
     pub replace: bool,
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,

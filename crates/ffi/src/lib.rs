@@ -122,7 +122,7 @@ pub fn default_agent_config() -> acp_inject_core::agent::AgentConfig {
         inject: Some(InjectCapabilities {
             modes: vec![InjectMode::Queue, InjectMode::Steer],
             pending: Some(PendingCapabilities { replace: true, meta: None }),
-            steer_in_stream: vec![SteerInStream::Finish],
+            steer_in_stream: Some(vec![SteerInStream::Finish]),
             meta: None,
         }),
         ..Default::default()

@@ -225,7 +225,7 @@ fn config(opts: &Options) -> AgentConfig {
     let inject = InjectCapabilities {
         modes: vec![InjectMode::Queue, InjectMode::Steer],
         pending: Some(PendingCapabilities { replace: true, meta: None }),
-        steer_in_stream: vec![in_stream],
+        steer_in_stream: Some(vec![in_stream]),
         meta: None,
     };
     let queue_drain = match opts.drain {

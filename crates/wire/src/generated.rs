@@ -1093,23 +1093,23 @@ pub struct InitializeResponse {
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct InjectCapabilities {
-    ///The modes the agent accepts.
-    #[serde(deserialize_with = "__de::min_items::<_, _, 1>")]
-    #[cfg_attr(feature = "schemars", schemars(length(min = 1)))]
+    ///The modes the agent accepts. A mode this version does not know is left out on decode (ACP PR #2043 keeps the list open).
+    #[serde(deserialize_with = "__tolerant_injectcapabilities_modes")]
     pub modes: ::std::vec::Vec<InjectMode>,
     ///Operations on pending injects beyond revoke.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "__tolerant_injectcapabilities_pending")]
+    #[serde(default)]
     pub pending: ::std::option::Option<PendingCapabilities>,
-    ///What a steer does mid model stream with no tool call pending.
+    ///What a steer does mid model stream with no tool call pending. Omitted or `null`: not said (ACP PR #2043); a value this version does not know is left out on decode.
     #[serde(
         rename = "steerInStream",
-        default,
-        skip_serializing_if = "::std::vec::Vec::is_empty"
+        skip_serializing_if = "::std::option::Option::is_none"
     )]
     #[serde(alias = "steer_in_stream")]
-    #[serde(deserialize_with = "__de::min_items::<_, _, 1>")]
-    #[cfg_attr(feature = "schemars", schemars(length(min = 1)))]
-    pub steer_in_stream: ::std::vec::Vec<SteerInStream>,
+    #[serde(deserialize_with = "__tolerant_injectcapabilities_steer_in_stream")]
+    #[serde(default)]
+    pub steer_in_stream: ::std::option::Option<::std::vec::Vec<SteerInStream>>,
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_injectcapabilities_meta")]
     #[serde(default)]
@@ -1346,10 +1346,11 @@ pub struct NewSessionResponse {
     >,
 }
 ///Operations on a pending (not yet delivered) inject.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct PendingCapabilities {
-    ///`session/replace_inject` is supported.
+    ///`session/replace_inject` is supported. Omitted: not supported (ACP PR #2043 makes it optional); this toolkit always writes it.
+    #[serde(default)]
     pub replace: bool,
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_pendingcapabilities_meta")]
@@ -3042,6 +3043,21 @@ impl SerializeFields for InitializeResponse {
         Ok(())
     }
 }
+fn __tolerant_injectcapabilities_modes<'de, D: ::serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<::std::vec::Vec<InjectMode>, D::Error> {
+    __de::skip_invalid_items(deserializer, "InjectCapabilities.modes")
+}
+fn __tolerant_injectcapabilities_pending<'de, D: ::serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<::std::option::Option<PendingCapabilities>, D::Error> {
+    __de::default_on_error(deserializer, "InjectCapabilities.pending")
+}
+fn __tolerant_injectcapabilities_steer_in_stream<'de, D: ::serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<::std::option::Option<::std::vec::Vec<SteerInStream>>, D::Error> {
+    __de::tolerant_items(deserializer, "InjectCapabilities.steerInStream")
+}
 fn __tolerant_injectcapabilities_meta<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<
@@ -3059,7 +3075,7 @@ impl SerializeFields for InjectCapabilities {
         if !::std::option::Option::is_none(&self.pending) {
             map.serialize_entry("pending", &self.pending)?;
         }
-        if !::std::vec::Vec::is_empty(&self.steer_in_stream) {
+        if !::std::option::Option::is_none(&self.steer_in_stream) {
             map.serialize_entry("steerInStream", &self.steer_in_stream)?;
         }
         if !::std::option::Option::is_none(&self.meta) {

@@ -101,7 +101,7 @@ fn steer_in_stream_decodes_as_alias_and_encodes_upstream_spelling() {
     let rfd = json!({ "modes": ["queue", "steer"], "steer_in_stream": ["finish"] });
     let upstream = json!({ "modes": ["queue", "steer"], "steerInStream": ["finish"] });
     let caps: InjectCapabilities = decode(&rfd);
-    assert_eq!(caps.steer_in_stream, vec![SteerInStream::Finish]);
+    assert_eq!(caps.steer_in_stream, Some(vec![SteerInStream::Finish]));
     assert_eq!(encode(&caps), upstream);
     assert_eq!(caps, decode::<InjectCapabilities>(&upstream));
     // The alias satisfies the steer ⇒ steerInStream rule on the Rust side (spec/README.md).
@@ -119,13 +119,24 @@ fn steer_without_steer_in_stream_fails_the_check_naming_the_member() {
 
 #[test]
 fn min_items_is_enforced_on_decode() {
-    let err = jsonrpc::decode::<InjectCapabilities>(r#"{"modes": []}"#).unwrap_err();
-    assert_eq!(err.path, "modes", "{err}");
-    let err = jsonrpc::decode::<InjectCapabilities>(r#"{"modes": ["queue"], "steerInStream": []}"#).unwrap_err();
-    assert_eq!(err.path, "steerInStream", "{err}");
-    // Absent stays allowed where the member is optional.
-    let caps = jsonrpc::decode::<InjectCapabilities>(r#"{"modes": ["queue"]}"#).unwrap();
-    assert!(caps.steer_in_stream.is_empty());
+    let err = jsonrpc::decode::<PromptRequest>(r#"{"sessionId": "s1", "prompt": []}"#).unwrap_err();
+    assert_eq!(err.path, "prompt", "{err}");
+    let err = jsonrpc::decode::<RequestPermissionRequest>(r#"{"sessionId": "s1", "title": "t", "options": []}"#).unwrap_err();
+    assert_eq!(err.path, "options", "{err}");
+}
+
+/// On a tolerant member `minItems` is validation only: ACP PR #2043 keeps the inject lists
+/// open, so a list whose values this version does not know decodes to what it knows, possibly
+/// nothing, and `steerInStream` may be absent or `null`.
+#[test]
+fn the_inject_lists_are_tolerant() {
+    let caps = jsonrpc::decode::<InjectCapabilities>(r#"{"modes": ["_acme_later"], "steerInStream": []}"#).unwrap();
+    assert!(caps.modes.is_empty());
+    assert_eq!(caps.steer_in_stream, Some(vec![]));
+    let caps = jsonrpc::decode::<InjectCapabilities>(r#"{"modes": ["queue"], "steerInStream": null}"#).unwrap();
+    assert_eq!((caps.modes, caps.steer_in_stream), (vec![InjectMode::Queue], None));
+    let caps = jsonrpc::decode::<InjectCapabilities>(r#"{"modes": ["queue"], "pending": {}}"#).unwrap();
+    assert!(!caps.pending.unwrap().replace, "an omitted replace is false");
 }
 
 #[test]

@@ -186,19 +186,28 @@ export interface SessionCapabilities {
  * `steerInStream` is required and non-empty when `modes` contains `steer`.
  */
 export interface InjectCapabilities {
-  /** The modes the agent accepts. */
+  /**
+   * The modes the agent accepts. A mode this version does not know is left out on decode (ACP PR
+   * #2043 keeps the list open).
+   */
   modes: InjectMode[];
   /** Operations on pending injects beyond revoke. */
   pending?: PendingCapabilities | null;
-  /** What a steer does mid model stream with no tool call pending. */
-  steerInStream?: SteerInStream[];
+  /**
+   * What a steer does mid model stream with no tool call pending. Omitted or `null`: not said (ACP
+   * PR #2043); a value this version does not know is left out on decode.
+   */
+  steerInStream?: SteerInStream[] | null;
   _meta?: Meta;
 }
 
 /** Operations on a pending (not yet delivered) inject. */
 export interface PendingCapabilities {
-  /** `session/replace_inject` is supported. */
-  replace: boolean;
+  /**
+   * `session/replace_inject` is supported. Omitted: not supported (ACP PR #2043 makes it optional);
+   * this toolkit always writes it.
+   */
+  replace?: boolean;
   _meta?: Meta;
 }
 

@@ -90,7 +90,7 @@ export const InjectModeValues = ["queue", "steer"] as const;
 export const InjectMode$: d.Decoder<T.InjectMode> = d.stringEnum<T.InjectMode>("InjectMode", InjectModeValues, false);
 
 export const PendingCapabilities$: d.Decoder<T.PendingCapabilities> = d.struct<T.PendingCapabilities>("PendingCapabilities", {
-  replace: { decode: d.boolean, required: true },
+  replace: { decode: d.boolean },
   _meta: { decode: Meta$, defaultOnError: true },
 });
 
@@ -100,9 +100,9 @@ export const SteerInStreamValues = ["interrupt", "finish"] as const;
 export const SteerInStream$: d.Decoder<T.SteerInStream> = d.stringEnum<T.SteerInStream>("SteerInStream", SteerInStreamValues, false);
 
 export const InjectCapabilities$: d.Decoder<T.InjectCapabilities> = d.struct<T.InjectCapabilities>("InjectCapabilities", {
-  modes: { decode: d.array(InjectMode$, { minItems: 1, uniqueItems: true }), required: true },
-  pending: { decode: d.nullable(PendingCapabilities$) },
-  steerInStream: { decode: d.array(SteerInStream$, { minItems: 1, uniqueItems: true }), aliases: ["steer_in_stream"] },
+  modes: { decode: d.array(InjectMode$, { minItems: 1, uniqueItems: true }), required: true, skipInvalidItems: true, items: { decode: InjectMode$, rules: { minItems: 1, uniqueItems: true } } },
+  pending: { decode: d.nullable(PendingCapabilities$), defaultOnError: true },
+  steerInStream: { decode: d.nullable(d.array(SteerInStream$, { minItems: 1, uniqueItems: true })), aliases: ["steer_in_stream"], defaultOnError: true, skipInvalidItems: true, items: { decode: SteerInStream$, rules: { minItems: 1, uniqueItems: true } } },
   _meta: { decode: Meta$, defaultOnError: true },
 }, [
   { member: "modes", contains: "steer", require: ["steerInStream"] },

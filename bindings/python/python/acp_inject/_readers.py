@@ -19,7 +19,7 @@ from .acp_inject_ffi import acp_inject_ffi as _g
 Buffer = Union[bytes, bytearray]
 
 # The generated module these readers were written from: they are installed only over that one.
-SOURCE_SHA256 = "fd2f89b355576c42f875b7150ac1f283f1aecfcec863fd207dbfc8cb0874e340"
+SOURCE_SHA256 = "4efd6bf5d0f9abd02596d5c4f74b0c8047706330c61525a5091aa190d2e612cc"
 
 _new = object.__new__
 _InternalError = _g.InternalError
@@ -1919,7 +1919,14 @@ def rBoxTypeInitializeResponse(d: Buffer, o: int) -> Tuple[Any, int]:
                     w3.pending = None
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
-                w3.steer_in_stream, o = rSequenceTypeSteerInStream(d, o)
+                f = d[o]
+                o += 1
+                if f == 1:
+                    w3.steer_in_stream, o = rSequenceTypeSteerInStream(d, o)
+                elif f == 0:
+                    w3.steer_in_stream = None
+                else:
+                    raise _InternalError('Unexpected flag byte for optional type')
                 f = d[o]
                 o += 1
                 if f == 1:
@@ -4086,6 +4093,18 @@ def rOptionalSequenceTypeRole(d: Buffer, o: int) -> Tuple[Any, int]:
     return v, o
 
 
+def rOptionalSequenceTypeSteerInStream(d: Buffer, o: int) -> Tuple[Any, int]:
+    f = d[o]
+    o += 1
+    if f == 1:
+        v, o = rSequenceTypeSteerInStream(d, o)
+    elif f == 0:
+        v = None
+    else:
+        raise _InternalError('Unexpected flag byte for optional type')
+    return v, o
+
+
 def rOptionalSequenceTypeToolCallContent(d: Buffer, o: int) -> Tuple[Any, int]:
     f = d[o]
     o += 1
@@ -4205,7 +4224,14 @@ def rOptionalTypeAgentCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
                     w2.pending = None
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
-                w2.steer_in_stream, o = rSequenceTypeSteerInStream(d, o)
+                f = d[o]
+                o += 1
+                if f == 1:
+                    w2.steer_in_stream, o = rSequenceTypeSteerInStream(d, o)
+                elif f == 0:
+                    w2.steer_in_stream = None
+                else:
+                    raise _InternalError('Unexpected flag byte for optional type')
                 f = d[o]
                 o += 1
                 if f == 1:
@@ -4447,7 +4473,14 @@ def rOptionalTypeInjectCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
             w0.pending = None
         else:
             raise _InternalError('Unexpected flag byte for optional type')
-        w0.steer_in_stream, o = rSequenceTypeSteerInStream(d, o)
+        f = d[o]
+        o += 1
+        if f == 1:
+            w0.steer_in_stream, o = rSequenceTypeSteerInStream(d, o)
+        elif f == 0:
+            w0.steer_in_stream = None
+        else:
+            raise _InternalError('Unexpected flag byte for optional type')
         f = d[o]
         o += 1
         if f == 1:
@@ -4873,7 +4906,14 @@ def rOptionalTypeSessionCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
                 w1.pending = None
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
-            w1.steer_in_stream, o = rSequenceTypeSteerInStream(d, o)
+            f = d[o]
+            o += 1
+            if f == 1:
+                w1.steer_in_stream, o = rSequenceTypeSteerInStream(d, o)
+            elif f == 0:
+                w1.steer_in_stream = None
+            else:
+                raise _InternalError('Unexpected flag byte for optional type')
             f = d[o]
             o += 1
             if f == 1:
@@ -9653,7 +9693,14 @@ def rTypeAgentCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
                 w1.pending = None
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
-            w1.steer_in_stream, o = rSequenceTypeSteerInStream(d, o)
+            f = d[o]
+            o += 1
+            if f == 1:
+                w1.steer_in_stream, o = rSequenceTypeSteerInStream(d, o)
+            elif f == 0:
+                w1.steer_in_stream = None
+            else:
+                raise _InternalError('Unexpected flag byte for optional type')
             f = d[o]
             o += 1
             if f == 1:
@@ -9744,7 +9791,14 @@ def rTypeAgentConfig(d: Buffer, o: int) -> Tuple[Any, int]:
             w0.pending = None
         else:
             raise _InternalError('Unexpected flag byte for optional type')
-        w0.steer_in_stream, o = rSequenceTypeSteerInStream(d, o)
+        f = d[o]
+        o += 1
+        if f == 1:
+            w0.steer_in_stream, o = rSequenceTypeSteerInStream(d, o)
+        elif f == 0:
+            w0.steer_in_stream = None
+        else:
+            raise _InternalError('Unexpected flag byte for optional type')
         f = d[o]
         o += 1
         if f == 1:
@@ -11118,7 +11172,14 @@ def rTypeAnswer(d: Buffer, o: int) -> Tuple[Any, int]:
                         w3.pending = None
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
-                    w3.steer_in_stream, o = rSequenceTypeSteerInStream(d, o)
+                    f = d[o]
+                    o += 1
+                    if f == 1:
+                        w3.steer_in_stream, o = rSequenceTypeSteerInStream(d, o)
+                    elif f == 0:
+                        w3.steer_in_stream = None
+                    else:
+                        raise _InternalError('Unexpected flag byte for optional type')
                     f = d[o]
                     o += 1
                     if f == 1:
@@ -16185,7 +16246,14 @@ def rTypeInitializeResponse(d: Buffer, o: int) -> Tuple[Any, int]:
                     w2.pending = None
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
-                w2.steer_in_stream, o = rSequenceTypeSteerInStream(d, o)
+                f = d[o]
+                o += 1
+                if f == 1:
+                    w2.steer_in_stream, o = rSequenceTypeSteerInStream(d, o)
+                elif f == 0:
+                    w2.steer_in_stream = None
+                else:
+                    raise _InternalError('Unexpected flag byte for optional type')
                 f = d[o]
                 o += 1
                 if f == 1:
@@ -16287,7 +16355,14 @@ def rTypeInjectCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
         v.pending = None
     else:
         raise _InternalError('Unexpected flag byte for optional type')
-    v.steer_in_stream, o = rSequenceTypeSteerInStream(d, o)
+    f = d[o]
+    o += 1
+    if f == 1:
+        v.steer_in_stream, o = rSequenceTypeSteerInStream(d, o)
+    elif f == 0:
+        v.steer_in_stream = None
+    else:
+        raise _InternalError('Unexpected flag byte for optional type')
     f = d[o]
     o += 1
     if f == 1:
@@ -20973,7 +21048,14 @@ def rTypeSessionCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
             w0.pending = None
         else:
             raise _InternalError('Unexpected flag byte for optional type')
-        w0.steer_in_stream, o = rSequenceTypeSteerInStream(d, o)
+        f = d[o]
+        o += 1
+        if f == 1:
+            w0.steer_in_stream, o = rSequenceTypeSteerInStream(d, o)
+        elif f == 0:
+            w0.steer_in_stream = None
+        else:
+            raise _InternalError('Unexpected flag byte for optional type')
         f = d[o]
         o += 1
         if f == 1:
@@ -29298,6 +29380,7 @@ READERS: Dict[str, Callable[[Buffer, int], Tuple[Any, int]]] = {
     '_UniffiFfiConverterOptionalSequenceTypeMcpServer': rOptionalSequenceTypeMcpServer,
     '_UniffiFfiConverterOptionalSequenceTypePendingInject': rOptionalSequenceTypePendingInject,
     '_UniffiFfiConverterOptionalSequenceTypeRole': rOptionalSequenceTypeRole,
+    '_UniffiFfiConverterOptionalSequenceTypeSteerInStream': rOptionalSequenceTypeSteerInStream,
     '_UniffiFfiConverterOptionalSequenceTypeToolCallContent': rOptionalSequenceTypeToolCallContent,
     '_UniffiFfiConverterOptionalString': rOptionalString,
     '_UniffiFfiConverterOptionalTypeAgentCapabilities': rOptionalTypeAgentCapabilities,

@@ -181,11 +181,9 @@ impl AgentConfig {
         caps.check().map_err(|e| ConfigError::Capabilities(e.to_string()))?;
         // The policy matters only where steers exist; there it must be what clients are told.
         let steers = caps.modes.contains(&InjectMode::Steer);
-        if steers && !caps.steer_in_stream.contains(&self.policy.steer_in_stream) {
-            return Err(ConfigError::SteerInStreamNotAdvertised {
-                policy: self.policy.steer_in_stream,
-                advertised: caps.steer_in_stream.clone(),
-            });
+        let advertised = caps.steer_in_stream.clone().unwrap_or_default();
+        if steers && !advertised.contains(&self.policy.steer_in_stream) {
+            return Err(ConfigError::SteerInStreamNotAdvertised { policy: self.policy.steer_in_stream, advertised });
         }
         Ok(())
     }
@@ -193,6 +191,6 @@ impl AgentConfig {
     /// Whether the core asks the runtime to cut a stream for a steer (R-STEER-3).
     pub(crate) fn interrupts_streams(&self) -> bool {
         self.policy.steer_in_stream == SteerInStream::Interrupt
-            && self.inject.as_ref().is_some_and(|c| c.steer_in_stream.contains(&SteerInStream::Interrupt))
+            && self.inject.as_ref().and_then(|c| c.steer_in_stream.as_ref()).is_some_and(|s| s.contains(&SteerInStream::Interrupt))
     }
 }

@@ -7838,7 +7838,7 @@ public object FfiConverterTypeInitializeResponse: FfiConverterRustBuffer<Initial
  */
 data class InjectCapabilities (
     /**
-     * The modes the agent accepts.
+     * The modes the agent accepts. A mode this version does not know is left out on decode (ACP PR #2043 keeps the list open).
      */
     var `modes`: List<InjectMode>
     , 
@@ -7848,9 +7848,9 @@ data class InjectCapabilities (
     var `pending`: PendingCapabilities?
     , 
     /**
-     * What a steer does mid model stream with no tool call pending.
+     * What a steer does mid model stream with no tool call pending. Omitted or `null`: not said (ACP PR #2043); a value this version does not know is left out on decode.
      */
-    var `steerInStream`: List<SteerInStream>
+    var `steerInStream`: List<SteerInStream>?
     , 
     var `meta`: JsonObject?
     
@@ -7871,7 +7871,7 @@ public object FfiConverterTypeInjectCapabilities: FfiConverterRustBuffer<InjectC
         return InjectCapabilities(
             FfiConverterSequenceTypeInjectMode.read(buf),
             FfiConverterOptionalTypePendingCapabilities.read(buf),
-            FfiConverterSequenceTypeSteerInStream.read(buf),
+            FfiConverterOptionalSequenceTypeSteerInStream.read(buf),
             FfiConverterOptionalTypeJsonObject.read(buf),
         )
     }
@@ -7879,14 +7879,14 @@ public object FfiConverterTypeInjectCapabilities: FfiConverterRustBuffer<InjectC
     override fun allocationSize(value: InjectCapabilities) = (
             FfiConverterSequenceTypeInjectMode.allocationSize(value.`modes`) +
             FfiConverterOptionalTypePendingCapabilities.allocationSize(value.`pending`) +
-            FfiConverterSequenceTypeSteerInStream.allocationSize(value.`steerInStream`) +
+            FfiConverterOptionalSequenceTypeSteerInStream.allocationSize(value.`steerInStream`) +
             FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
     )
 
     override fun write(value: InjectCapabilities, buf: ByteBuffer) {
             FfiConverterSequenceTypeInjectMode.write(value.`modes`, buf)
             FfiConverterOptionalTypePendingCapabilities.write(value.`pending`, buf)
-            FfiConverterSequenceTypeSteerInStream.write(value.`steerInStream`, buf)
+            FfiConverterOptionalSequenceTypeSteerInStream.write(value.`steerInStream`, buf)
             FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
     }
 }
@@ -8456,7 +8456,7 @@ public object FfiConverterTypeNewSessionResponse: FfiConverterRustBuffer<NewSess
  */
 data class PendingCapabilities (
     /**
-     * `session/replace_inject` is supported.
+     * `session/replace_inject` is supported. Omitted: not supported (ACP PR #2043 makes it optional); this toolkit always writes it.
      */
     var `replace`: kotlin.Boolean
     , 
@@ -17960,6 +17960,38 @@ public object FfiConverterOptionalSequenceTypeRole: FfiConverterRustBuffer<List<
         } else {
             buf.put(1)
             FfiConverterSequenceTypeRole.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalSequenceTypeSteerInStream: FfiConverterRustBuffer<List<SteerInStream>?> {
+    override fun read(buf: ByteBuffer): List<SteerInStream>? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterSequenceTypeSteerInStream.read(buf)
+    }
+
+    override fun allocationSize(value: List<SteerInStream>?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterSequenceTypeSteerInStream.allocationSize(value)
+        }
+    }
+
+    override fun write(value: List<SteerInStream>?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterSequenceTypeSteerInStream.write(value, buf)
         }
     }
 }

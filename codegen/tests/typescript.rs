@@ -47,7 +47,7 @@ fn unions_enums_tristate_and_aliases_follow_the_schema() {
     assert!(types.contains("export type InjectMode =\n"));
     // Aliases only in the validators.
     assert!(!types.contains("state_change") && !types.contains("steer_in_stream"));
-    assert!(validators.contains("{ \"state_change\": \"state_update\" }"));
+    assert!(validators.contains("{ \"agent_message_clear\": \"_agent_message_clear\", \"state_change\": \"state_update\" }"));
     assert!(validators.contains("aliases: [\"steer_in_stream\"]"));
     // The `if`/`then` rule of InjectCapabilities.
     assert!(validators.contains("{ member: \"modes\", contains: \"steer\", require: [\"steerInStream\"] }"));

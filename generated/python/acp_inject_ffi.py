@@ -602,7 +602,7 @@ def _uniffi_check_api_checksums(lib):
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_answer_permission() != 58905:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_assume_capabilities() != 28691:
+    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_assume_capabilities() != 40704:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_cancel() != 4052:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
@@ -4938,7 +4938,7 @@ class _UniffiFfiConverterOptionalTypeMessageId(_UniffiConverterRustBuffer):
 @dataclass
 class AgentMessageClear:
     """
-    Clears the content streamed so far for the current agent message (RFD #465); following chunks append from empty. Same operation as an `agent_message` upsert with `content: []`.
+    Clears the content streamed so far for the current agent message (RFD #465); following chunks append from empty. Same operation as an `agent_message` upsert with `content: []`. Written under a `_`-prefixed tag (upstream reserves unprefixed update names for ACP); RFD #465's `agent_message_clear` is read as the same update.
 """
     def __init__(self, *, message_id:typing.Optional[MessageId], meta:typing.Optional[JsonObject]):
         self.message_id = message_id
@@ -14355,7 +14355,7 @@ class SessionUpdate:
     @dataclass
     class AGENT_MESSAGE_CLEAR:
         """
-        `agent_message_clear`: Clears the content streamed so far for the current agent message (RFD #465); following chunks append from empty. Same operation as an `agent_message` upsert with `content: []`.
+        `_agent_message_clear`: Clears the content streamed so far for the current agent message (RFD #465); following chunks append from empty. Same operation as an `agent_message` upsert with `content: []`. Written under a `_`-prefixed tag (upstream reserves unprefixed update names for ACP); RFD #465's `agent_message_clear` is read as the same update.
 """
         
         def __init__(self, *values):
@@ -19540,7 +19540,9 @@ class ClientCoreProtocol(typing.Protocol):
         raise NotImplementedError
     def assume_capabilities(self, inject: typing.Optional[InjectCapabilities]) -> None:
         """
-        Takes the agent's inject capabilities as known, without `initialize`.
+        Takes the agent's inject capabilities as known, without `initialize`. They are taken as
+        an `initialize` answer's are: tolerantly (a `steer` without `steerInStream` is accepted,
+        as ACP PR #2043 allows).
 """
         raise NotImplementedError
     def cancel(self, session_id: str) -> None:
@@ -19728,7 +19730,9 @@ class ClientCore(ClientCoreProtocol):
         return _uniffi_lift_return(_uniffi_ffi_result)
     def assume_capabilities(self, inject: typing.Optional[InjectCapabilities]) -> None:
         """
-        Takes the agent's inject capabilities as known, without `initialize`.
+        Takes the agent's inject capabilities as known, without `initialize`. They are taken as
+        an `initialize` answer's are: tolerantly (a `steer` without `steerInStream` is accepted,
+        as ACP PR #2043 allows).
 """
         
         _UniffiFfiConverterOptionalTypeInjectCapabilities.check_lower(inject)

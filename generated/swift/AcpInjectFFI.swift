@@ -1841,7 +1841,9 @@ public protocol ClientCoreProtocol: AnyObject, Sendable {
     func answerPermission(request: RequestId, outcome: RequestPermissionOutcome) throws 
     
     /**
-     * Takes the agent's inject capabilities as known, without `initialize`.
+     * Takes the agent's inject capabilities as known, without `initialize`. They are taken as
+     * an `initialize` answer's are: tolerantly (a `steer` without `steerInStream` is accepted,
+     * as ACP PR #2043 allows).
      */
     func assumeCapabilities(inject: InjectCapabilities?) throws 
     
@@ -2048,7 +2050,9 @@ open func answerPermission(request: RequestId, outcome: RequestPermissionOutcome
 }
     
     /**
-     * Takes the agent's inject capabilities as known, without `initialize`.
+     * Takes the agent's inject capabilities as known, without `initialize`. They are taken as
+     * an `initialize` answer's are: tolerantly (a `steer` without `steerInStream` is accepted,
+     * as ACP PR #2043 allows).
      */
 open func assumeCapabilities(inject: InjectCapabilities?)throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
         uniffiCallStatus in
@@ -3870,7 +3874,7 @@ public func FfiConverterTypeAgentMessageChunk_lower(_ value: AgentMessageChunk) 
 
 
 /**
- * Clears the content streamed so far for the current agent message (RFD #465); following chunks append from empty. Same operation as an `agent_message` upsert with `content: []`.
+ * Clears the content streamed so far for the current agent message (RFD #465); following chunks append from empty. Same operation as an `agent_message` upsert with `content: []`. Written under a `_`-prefixed tag (upstream reserves unprefixed update names for ACP); RFD #465's `agent_message_clear` is read as the same update.
  */
 public struct AgentMessageClear: Equatable, Hashable {
     /**
@@ -13645,7 +13649,7 @@ public enum SessionUpdate: Equatable, Hashable {
     case agentMessageChunk(AgentMessageChunk
     )
     /**
-     * `agent_message_clear`: Clears the content streamed so far for the current agent message (RFD #465); following chunks append from empty. Same operation as an `agent_message` upsert with `content: []`.
+     * `_agent_message_clear`: Clears the content streamed so far for the current agent message (RFD #465); following chunks append from empty. Same operation as an `agent_message` upsert with `content: []`. Written under a `_`-prefixed tag (upstream reserves unprefixed update names for ACP); RFD #465's `agent_message_clear` is read as the same update.
      */
     case agentMessageClear(AgentMessageClear
     )
@@ -17215,7 +17219,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_acp_inject_ffi_checksum_method_clientcore_answer_permission() != 58905) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_clientcore_assume_capabilities() != 28691) {
+    if (uniffi_acp_inject_ffi_checksum_method_clientcore_assume_capabilities() != 40704) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_acp_inject_ffi_checksum_method_clientcore_cancel() != 4052) {

@@ -41,12 +41,11 @@ impl ClientCore {
         guard(|| Ok(lock(&self.inner).initialize(client, pending_updates)))
     }
 
-    /// Takes the agent's inject capabilities as known, without `initialize`.
+    /// Takes the agent's inject capabilities as known, without `initialize`. They are taken as
+    /// an `initialize` answer's are: tolerantly (a `steer` without `steerInStream` is accepted,
+    /// as ACP PR #2043 allows).
     pub fn assume_capabilities(&self, inject: Option<InjectCapabilities>) -> Result<(), AcpError> {
         guard(|| {
-            if let Some(caps) = &inject {
-                caps.check().map_err(AcpError::invalid)?;
-            }
             lock(&self.inner).assume_capabilities(inject);
             Ok(())
         })

@@ -46,7 +46,7 @@ pub struct AgentMessageChunk {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///Clears the content streamed so far for the current agent message (RFD #465); following chunks append from empty. Same operation as an `agent_message` upsert with `content: []`.
+///Clears the content streamed so far for the current agent message (RFD #465); following chunks append from empty. Same operation as an `agent_message` upsert with `content: []`. Written under a `_`-prefixed tag (upstream reserves unprefixed update names for ACP); RFD #465's `agent_message_clear` is read as the same update.
 #[uniffi::remote(Record)]
 pub struct AgentMessageClear {
     ///The message to clear; the current agent message when absent.
@@ -971,7 +971,7 @@ pub enum SessionUpdate {
     AgentMessage(Box<AgentMessage>),
     ///`agent_message_chunk`: A streamed piece of an agent message.
     AgentMessageChunk(Box<AgentMessageChunk>),
-    ///`agent_message_clear`: Clears the content streamed so far for the current agent message (RFD #465); following chunks append from empty. Same operation as an `agent_message` upsert with `content: []`.
+    ///`_agent_message_clear`: Clears the content streamed so far for the current agent message (RFD #465); following chunks append from empty. Same operation as an `agent_message` upsert with `content: []`. Written under a `_`-prefixed tag (upstream reserves unprefixed update names for ACP); RFD #465's `agent_message_clear` is read as the same update.
     AgentMessageClear(Box<AgentMessageClear>),
     ///`agent_thought`: An agent thought upsert.
     AgentThought(Box<AgentThought>),

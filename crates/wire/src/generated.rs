@@ -662,7 +662,7 @@ pub struct AgentMessageChunk {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///Clears the content streamed so far for the current agent message (RFD #465); following chunks append from empty. Same operation as an `agent_message` upsert with `content: []`.
+///Clears the content streamed so far for the current agent message (RFD #465); following chunks append from empty. Same operation as an `agent_message` upsert with `content: []`. Written under a `_`-prefixed tag (upstream reserves unprefixed update names for ACP); RFD #465's `agent_message_clear` is read as the same update.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct AgentMessageClear {
@@ -5427,7 +5427,7 @@ pub enum SessionUpdate {
     AgentMessage(Box<AgentMessage>),
     ///`agent_message_chunk`: A streamed piece of an agent message.
     AgentMessageChunk(Box<AgentMessageChunk>),
-    ///`agent_message_clear`: Clears the content streamed so far for the current agent message (RFD #465); following chunks append from empty. Same operation as an `agent_message` upsert with `content: []`.
+    ///`_agent_message_clear`: Clears the content streamed so far for the current agent message (RFD #465); following chunks append from empty. Same operation as an `agent_message` upsert with `content: []`. Written under a `_`-prefixed tag (upstream reserves unprefixed update names for ACP); RFD #465's `agent_message_clear` is read as the same update.
     AgentMessageClear(Box<AgentMessageClear>),
     ///`agent_thought`: An agent thought upsert.
     AgentThought(Box<AgentThought>),
@@ -5462,7 +5462,7 @@ impl SessionUpdate {
             SessionUpdate::UserMessageChunk(_) => "user_message_chunk",
             SessionUpdate::AgentMessage(_) => "agent_message",
             SessionUpdate::AgentMessageChunk(_) => "agent_message_chunk",
-            SessionUpdate::AgentMessageClear(_) => "agent_message_clear",
+            SessionUpdate::AgentMessageClear(_) => "_agent_message_clear",
             SessionUpdate::AgentThought(_) => "agent_thought",
             SessionUpdate::AgentThoughtChunk(_) => "agent_thought_chunk",
             SessionUpdate::StateUpdate(_) => "state_update",
@@ -5602,8 +5602,8 @@ impl ::schemars::JsonSchema for SessionUpdate {
             .push(
                 ::serde_json::json!(
                     { "title" : "AgentMessageClear", "type" : "object", "properties" : {
-                    "sessionUpdate" : { "const" : "agent_message_clear" } }, "required" :
-                    ["sessionUpdate"], "allOf" : [body] }
+                    "sessionUpdate" : { "const" : "_agent_message_clear" } }, "required"
+                    : ["sessionUpdate"], "allOf" : [body] }
                 ),
             );
         let body = generator.subschema_for::<AgentThought>();
@@ -5737,7 +5737,7 @@ impl SerializeFields for SessionUpdate {
                 body.serialize_fields(map)
             }
             SessionUpdate::AgentMessageClear(body) => {
-                map.serialize_entry(Self::TAG, "agent_message_clear")?;
+                map.serialize_entry(Self::TAG, "_agent_message_clear")?;
                 body.serialize_fields(map)
             }
             SessionUpdate::AgentThought(body) => {
@@ -5842,7 +5842,7 @@ impl<'de> ::serde::Deserialize<'de> for SessionUpdate {
                             ),
                         )
                     }
-                    "agent_message_clear" => {
+                    "_agent_message_clear" | "agent_message_clear" => {
                         Ok(
                             SessionUpdate::AgentMessageClear(
                                 Box::new(__de::body(buffered, map)?),

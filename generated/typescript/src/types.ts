@@ -641,7 +641,9 @@ export interface AgentMessageChunk {
 
 /**
  * Clears the content streamed so far for the current agent message (RFD #465); following chunks
- * append from empty. Same operation as an `agent_message` upsert with `content: []`.
+ * append from empty. Same operation as an `agent_message` upsert with `content: []`. Written under
+ * a `_`-prefixed tag (upstream reserves unprefixed update names for ACP); RFD #465's
+ * `agent_message_clear` is read as the same update.
  */
 export interface AgentMessageClear {
   /** The message to clear; the current agent message when absent. */
@@ -747,7 +749,7 @@ export type SessionUpdate =
   | ({ sessionUpdate: "user_message_chunk" } & UserMessageChunk)
   | ({ sessionUpdate: "agent_message" } & AgentMessage)
   | ({ sessionUpdate: "agent_message_chunk" } & AgentMessageChunk)
-  | ({ sessionUpdate: "agent_message_clear" } & AgentMessageClear)
+  | ({ sessionUpdate: "_agent_message_clear" } & AgentMessageClear)
   | ({ sessionUpdate: "agent_thought" } & AgentThought)
   | ({ sessionUpdate: "agent_thought_chunk" } & AgentThoughtChunk)
   | ({ sessionUpdate: "state_update" } & StateUpdate)

@@ -744,7 +744,7 @@ export const SessionClosedUpdate$: d.Decoder<T.SessionClosedUpdate> = d.struct<T
 });
 
 /** The known tags of `SessionUpdate`. */
-export const SessionUpdateTags = ["user_message", "user_message_chunk", "agent_message", "agent_message_chunk", "agent_message_clear", "agent_thought", "agent_thought_chunk", "state_update", "tool_call_update", "tool_call_content_chunk", "plan_update", "usage_update", "session_info_update", "_acp-inject/pending", "_acp-inject/session_closed"] as const;
+export const SessionUpdateTags = ["user_message", "user_message_chunk", "agent_message", "agent_message_chunk", "_agent_message_clear", "agent_thought", "agent_thought_chunk", "state_update", "tool_call_update", "tool_call_content_chunk", "plan_update", "usage_update", "session_info_update", "_acp-inject/pending", "_acp-inject/session_closed"] as const;
 
 /** Whether a decoded `SessionUpdate` is one of the known variants (then its tag narrows it). */
 export function isKnownSessionUpdate(value: T.SessionUpdate): value is T.KnownSessionUpdate {
@@ -759,7 +759,7 @@ export const SessionUpdate$: d.Decoder<T.SessionUpdate> = d.tagged<T.SessionUpda
     "user_message_chunk": UserMessageChunk$,
     "agent_message": AgentMessage$,
     "agent_message_chunk": AgentMessageChunk$,
-    "agent_message_clear": AgentMessageClear$,
+    "_agent_message_clear": AgentMessageClear$,
     "agent_thought": AgentThought$,
     "agent_thought_chunk": AgentThoughtChunk$,
     "state_update": StateUpdate$,
@@ -771,7 +771,7 @@ export const SessionUpdate$: d.Decoder<T.SessionUpdate> = d.tagged<T.SessionUpda
     "_acp-inject/pending": PendingInjectsUpdate$,
     "_acp-inject/session_closed": SessionClosedUpdate$,
   },
-  { "state_change": "state_update" },
+  { "agent_message_clear": "_agent_message_clear", "state_change": "state_update" },
   true,
 );
 

@@ -19,7 +19,7 @@ from .acp_inject_ffi import acp_inject_ffi as _g
 Buffer = Union[bytes, bytearray]
 
 # The generated module these readers were written from: they are installed only over that one.
-SOURCE_SHA256 = "4efd6bf5d0f9abd02596d5c4f74b0c8047706330c61525a5091aa190d2e612cc"
+SOURCE_SHA256 = "6abaabf176a2621de331f60790c83580d849ee878a6225441aa6e095563abc68"
 
 _new = object.__new__
 _InternalError = _g.InternalError

@@ -1359,7 +1359,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_answer_permission() and 0xFFFF) != 58905) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_assume_capabilities() and 0xFFFF) != 28691) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_assume_capabilities() and 0xFFFF) != 40704) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_cancel() and 0xFFFF) != 4052) {
@@ -3920,7 +3920,9 @@ public interface ClientCoreInterface {
     fun `answerPermission`(`request`: RequestId, `outcome`: RequestPermissionOutcome)
     
     /**
-     * Takes the agent's inject capabilities as known, without `initialize`.
+     * Takes the agent's inject capabilities as known, without `initialize`. They are taken as
+     * an `initialize` answer's are: tolerantly (a `steer` without `steerInStream` is accepted,
+     * as ACP PR #2043 allows).
      */
     fun `assumeCapabilities`(`inject`: InjectCapabilities?)
     
@@ -4183,7 +4185,9 @@ open class ClientCore: Disposable, AutoCloseable, ClientCoreInterface
 
     
     /**
-     * Takes the agent's inject capabilities as known, without `initialize`.
+     * Takes the agent's inject capabilities as known, without `initialize`. They are taken as
+     * an `initialize` answer's are: tolerantly (a `steer` without `steerInStream` is accepted,
+     * as ACP PR #2043 allows).
      */
     @Throws(AcpException::class)override fun `assumeCapabilities`(`inject`: InjectCapabilities?)
         = 
@@ -6582,7 +6586,7 @@ public object FfiConverterTypeAgentMessageChunk: FfiConverterRustBuffer<AgentMes
 
 
 /**
- * Clears the content streamed so far for the current agent message (RFD #465); following chunks append from empty. Same operation as an `agent_message` upsert with `content: []`.
+ * Clears the content streamed so far for the current agent message (RFD #465); following chunks append from empty. Same operation as an `agent_message` upsert with `content: []`. Written under a `_`-prefixed tag (upstream reserves unprefixed update names for ACP); RFD #465's `agent_message_clear` is read as the same update.
  */
 data class AgentMessageClear (
     /**
@@ -15341,7 +15345,7 @@ sealed class SessionUpdate {
     }
     
     /**
-     * `agent_message_clear`: Clears the content streamed so far for the current agent message (RFD #465); following chunks append from empty. Same operation as an `agent_message` upsert with `content: []`.
+     * `_agent_message_clear`: Clears the content streamed so far for the current agent message (RFD #465); following chunks append from empty. Same operation as an `agent_message` upsert with `content: []`. Written under a `_`-prefixed tag (upstream reserves unprefixed update names for ACP); RFD #465's `agent_message_clear` is read as the same update.
      */
     data class AgentMessageClear(
         val v1: dev.acpinject.AgentMessageClear) : SessionUpdate()

@@ -30,7 +30,7 @@ export function describeUpdate(update: SessionUpdate): string {
     case "agent_message_chunk":
     case "agent_thought_chunk":
       return `${update.messageId} += ${update.content.type}`;
-    case "agent_message_clear":
+    case "_agent_message_clear":
       return `clear ${update.messageId ?? "current"}`;
     case "state_update":
       // The state is a nested open union: its own guard narrows it.

@@ -58,8 +58,7 @@ const MESSAGE_GROUPS: [(&str, bool, &str); 4] = [
 ];
 
 /// Envelope definitions written by the templates rather than from their schema.
-const TEMPLATE_ENVELOPES: [&str; 6] =
-    ["ClientRequest", "ClientNotification", "AgentRequest", "AgentNotification", "JsonRpcResponse", "JsonRpcBatch"];
+const TEMPLATE_ENVELOPES: [&str; 5] = ["ClientRequest", "ClientNotification", "AgentRequest", "AgentNotification", "JsonRpcResponse"];
 
 /// Renders the package: `(path inside generated/typescript/, contents)` pairs. `preamble` is the
 /// generated-file notice each file starts with.

@@ -8,8 +8,8 @@ mod common;
 
 use std::collections::{HashMap, HashSet};
 
-use acp_inject_core::agent::{BreakPoint, Output, RuntimeAction, RuntimeEvent};
-use acp_inject_core::wire::StopReason;
+use acp_inject_core::agent::{BreakPoint, Output, PermissionAsk, RuntimeAction, RuntimeEvent};
+use acp_inject_core::wire::{PermissionOption, PermissionOptionId, PermissionOptionKind, StopReason};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -47,11 +47,25 @@ fuzz_target!(|data: &[u8]| {
                     8 | 9 => RuntimeEvent::BreakPoint(if op % 2 == 0 { BreakPoint::ToolResult } else { BreakPoint::ModelStep }),
                     10 => RuntimeEvent::StreamStarted,
                     11 => RuntimeEvent::StreamFinished,
-                    12 => RuntimeEvent::PermissionRequested,
-                    13 => RuntimeEvent::PermissionResolved,
+                    12 => RuntimeEvent::RequestPermission(PermissionAsk {
+                        title: "run it?".into(),
+                        description: None,
+                        options: vec![PermissionOption {
+                            option_id: PermissionOptionId("allow".into()),
+                            name: "Allow".into(),
+                            kind: PermissionOptionKind::AllowOnce,
+                            meta: None,
+                        }],
+                        subject: None,
+                    }),
+                    // The host withdraws the oldest open request (its timeout), if any.
+                    13 => match a.open_requests().first() {
+                        Some(r) => RuntimeEvent::WithdrawPermission { request_id: r.id.clone() },
+                        None => RuntimeEvent::Resumed,
+                    },
                     14 => if op & 0x80 == 0 { RuntimeEvent::Paused } else { RuntimeEvent::Resumed },
                     _ if op & 0x40 == 0 => RuntimeEvent::TurnStarted,
-                    _ => RuntimeEvent::TurnEnded { stop_reason: StopReason::EndTurn, usage: None },
+                    _ => RuntimeEvent::TurnEnded { stop_reason: StopReason::EndTurn, usage: None, error: None },
                 };
                 let _ = a.runtime_event("s1", ev);
             }

@@ -9,7 +9,7 @@ pub fn agent(policy: Policy) -> Agent {
     let inject = InjectCapabilities {
         modes: vec![InjectMode::Queue, InjectMode::Steer],
         pending: Some(PendingCapabilities { replace: true, meta: None }),
-        steer_in_stream: vec![SteerInStream::Interrupt, SteerInStream::Finish],
+        steer_in_stream: Some(vec![SteerInStream::Interrupt, SteerInStream::Finish]),
         meta: None,
     };
     let config = AgentConfig { inject: Some(inject), policy, info: Default::default(), setup: Default::default() };

@@ -45,7 +45,7 @@ fuzz_target!(|data: &[u8]| {
                         let update = format!(r#"{{"sessionUpdate":"agent_message_chunk","messageId":"agent_{i}","content":{{"type":"text","text":"ok"}}}}"#);
                         RuntimeEvent::Update(serde_json::from_str(&update).expect("an update"))
                     }
-                    _ => RuntimeEvent::TurnEnded { stop_reason: StopReason::EndTurn, usage: None },
+                    _ => RuntimeEvent::TurnEnded { stop_reason: StopReason::EndTurn, usage: None, error: None },
                 };
                 let _ = a.runtime_event("s1", event);
             }

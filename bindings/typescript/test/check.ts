@@ -118,56 +118,29 @@ function parseName(file: string): { method: string; kind: Kind } {
   throw new Error(`${file}: no <kind> segment`);
 }
 
-/** The requests of the valid batches, by JSON id: the methods batch responses answer. */
-function batchRequests(dir: string): Map<string, string> {
-  const out = new Map<string, string>();
-  for (const path of jsonFiles(dir)) {
-    const value = readJson(path);
-    if (!Array.isArray(value)) continue;
-    for (const item of value) {
-      if (isObject(item) && "id" in item && typeof item["method"] === "string") {
-        out.set(JSON.stringify(item["id"]), item["method"]);
-      }
-    }
-  }
-  return out;
-}
-
-/** The whole check of one example: the envelope, then each `result` against its method. */
-function decodeExample(value: Json, file: string, batch: Map<string, string>, tolerated: Tolerated[]): Message[] {
-  const { method, kind } = parseName(file);
+/** The whole check of one example: the envelope, then a `result` against its file's method. */
+function decodeExample(value: Json, file: string, tolerated: Tolerated[]): Message {
+  const { method } = parseName(file);
   const decoded = decodeMessage(value, { tolerated });
-  const messages = Array.isArray(decoded) ? decoded : [decoded];
-  messages.forEach((message, i) => {
-    if ("method" in message || !("result" in message)) return;
-    const answered = kind === "batch" ? batch.get(JSON.stringify(message.id)) : method;
-    if (answered === undefined || !isRequestMethod(answered)) {
-      throw new Error(`${file}: no request method for the response with id ${JSON.stringify(message.id)}`);
-    }
-    const result = decodeResult(answered, message.result, { tolerated });
-    if (Array.isArray(decoded)) {
-      (decoded[i] as { result: unknown }).result = result;
-    } else {
-      (decoded as { result: unknown }).result = result;
-    }
-  });
-  return messages;
+  if ("method" in decoded || !("result" in decoded)) return decoded;
+  if (!isRequestMethod(method)) throw new Error(`${file}: no request method for the response`);
+  (decoded as { result: unknown }).result = decodeResult(method, decoded.result, { tolerated });
+  return decoded;
 }
 
 function checkValidExamples(): Tally {
   const t = tally();
   const dir = join(root!, "spec/examples/valid");
-  const batch = batchRequests(dir);
   for (const path of jsonFiles(dir)) {
     const file = path.slice(dir.length + 1);
     const value = readJson(path);
-    let decoded: Message[] = [];
+    let decoded: Message | undefined;
     const problem = problemOf((tolerated) => {
-      decoded = decodeExample(value, file, batch, tolerated);
+      decoded = decodeExample(value, file, tolerated);
     });
     if (problem !== undefined) {
       t.failed.push(`${file}: rejected: ${problem.text}`);
-    } else if (!isDeepStrictEqual(Array.isArray(value) ? decoded : decoded[0], value)) {
+    } else if (!isDeepStrictEqual(decoded, value)) {
       t.failed.push(`${file}: decodes to a different value: ${JSON.stringify(decoded)}`);
     } else {
       t.passed += 1;
@@ -181,7 +154,6 @@ function checkInvalidExamples(): Tally {
   const dir = join(root!, "spec/examples/invalid");
   const table = readJson(join(root!, "spec/examples/invalid-members.json"));
   const rows = isObject(table) && isObject(table["examples"]) ? table["examples"] : {};
-  const batch = batchRequests(join(root!, "spec/examples/valid"));
   const files = jsonFiles(dir).map((p) => p.slice(dir.length + 1));
   for (const listed of Object.keys(rows)) {
     if (!files.includes(listed)) t.failed.push(`invalid-members.json lists ${listed}, which does not exist`);
@@ -195,7 +167,7 @@ function checkInvalidExamples(): Tally {
     }
     const value = readJson(join(dir, file));
     const problem = problemOf((tolerated) => {
-      decodeExample(value, file, batch, tolerated);
+      decodeExample(value, file, tolerated);
     });
     if (problem === undefined) {
       t.failed.push(`${file}: accepted`);

@@ -3,7 +3,8 @@
 // codegen/src/typescript.rs.
 //
 // Whole JSON-RPC messages: the method tables and `decodeMessage`, which checks the envelope
-// (`jsonrpc`, `id`, `method`, exactly one of `result`/`error`, no nested or empty batches) and
+// (`jsonrpc`, `id`, `method`, exactly one of `result`/`error`; a JSON-RPC batch, which ACP does
+// not use, is refused) and
 // the params of every method of the schema. A response's `result` is checked with
 // `decodeResult(method, result)`, because a response does not say which method it answers.
 
@@ -126,32 +127,24 @@ function decodeSingle(value: unknown, path: d.Path, context: d.Context): T.Messa
   return out as unknown as T.Message;
 }
 
-const message: d.Decoder<T.Message | T.JsonRpcBatch> = (value, path, context) => {
-  if (!Array.isArray(value)) {
-    return decodeSingle(value, path, context);
+const message: d.Decoder<T.Message> = (value, path, context) => {
+  if (Array.isArray(value)) {
+    return d.fail(path, "a JSON-RPC batch, which ACP does not use");
   }
-  if (value.length === 0) {
-    return d.fail(path, "an empty batch (a batch holds at least one message)");
-  }
-  return value.map((item, i) => {
-    if (Array.isArray(item)) {
-      d.fail([...path, i], "a nested batch (batch items are single messages)");
-    }
-    return decodeSingle(item, [...path, i], context);
-  }) as T.JsonRpcBatch;
+  return decodeSingle(value, path, context);
 };
 
 /**
- * Checks a whole JSON-RPC message or batch: the envelope, and the params of every method of the
+ * Checks a whole JSON-RPC message: the envelope, and the params of every method of the
  * schema (extension methods, `_…`, pass unchecked). Throws a `ValidationError` naming the
  * offending member (`params.update.messageId`).
  */
-export function decodeMessage(value: unknown, options?: d.DecodeOptions): T.Message | T.JsonRpcBatch {
+export function decodeMessage(value: unknown, options?: d.DecodeOptions): T.Message {
   return d.run(message, value, options);
 }
 
 /** `JSON.parse` and `decodeMessage`; a syntax error is a `ValidationError` too. */
-export function parseMessage(text: string, options?: d.DecodeOptions): T.Message | T.JsonRpcBatch {
+export function parseMessage(text: string, options?: d.DecodeOptions): T.Message {
   let value: unknown;
   try {
     value = JSON.parse(text);

@@ -153,5 +153,3 @@ export type JsonRpcResponse = SuccessResponse | FailureResponse;
 /** Any single JSON-RPC message of the protocol. */
 export type Message = ClientRequest | ClientNotification | AgentRequest | AgentNotification | JsonRpcResponse;
 
-/** A JSON-RPC batch: a non-empty array of messages. */
-export type JsonRpcBatch = [Message, ...Message[]];

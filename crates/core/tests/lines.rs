@@ -95,17 +95,23 @@ fn notifications_and_stray_responses_are_ignored() {
     assert!(a.ignored_lines() >= 2);
 }
 
+/// R-WIRE-5: ACP does not use batches; an array is refused as a whole, none of its elements
+/// served, and the connection carries on.
 #[test]
-fn batches_answer_each_request_and_report_bad_elements() {
+fn a_batch_is_refused_as_a_whole() {
     let mut a = agent();
     let out = answer(
         &mut a,
         br#"[{"jsonrpc":"2.0","id":1,"method":"session/status","params":{"sessionId":"s1"}}, 5, [1], {"jsonrpc":"2.0","method":"_n"}]"#,
     );
-    assert_eq!(out.len(), 3, "{out:?}");
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert_eq!(error(&out[0]).0, -32600);
+    assert!(out[0]["id"].is_null());
+    assert!(out[0]["error"]["data"]["detail"].as_str().unwrap_or_default().contains("batch"), "{out:?}");
+    let out = answer(&mut a, b"[1, 2");
+    assert_eq!(error(&out[0]).0, -32700, "an unfinished array is a parse error");
+    let out = answer(&mut a, br#"{"jsonrpc":"2.0","id":2,"method":"session/status","params":{"sessionId":"s1"}}"#);
     assert_eq!(out[0]["result"]["status"], "open");
-    assert_eq!(error(&out[1]).0, -32600);
-    assert_eq!(error(&out[2]).0, -32600);
 }
 
 #[test]
@@ -116,6 +122,8 @@ fn the_client_connection_ignores_garbage_without_changing_state() {
         "{oops",
         "\u{0}",
         "[]",
+        // R-WIRE-5: a batch is not read, not even its well-formed update.
+        r#"[{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"state_update","state":"running"}}}]"#,
         "17",
         r#"{"jsonrpc":"2.0","id":5,"result":{}}"#,
         r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"user_message"}}}"#,

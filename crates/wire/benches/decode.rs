@@ -10,7 +10,7 @@
 
 use std::hint::black_box;
 
-use acp_inject_wire::jsonrpc::{self, Frame, Incoming};
+use acp_inject_wire::jsonrpc::{self, Incoming};
 use acp_inject_wire::{SessionUpdate, UpdateSessionNotification};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use serde_json::Value;
@@ -24,9 +24,7 @@ use stream::stream;
 fn decode(line: &str) -> UpdateSessionNotification {
     match jsonrpc::parse_agent_line(line).expect("a message") {
         jsonrpc::AgentLine::Update(u) => u,
-        jsonrpc::AgentLine::Other(Frame::Single(Incoming::Notification { params, .. })) => {
-            jsonrpc::decode_params(params).expect("decodes")
-        }
+        jsonrpc::AgentLine::Other(Incoming::Notification { params, .. }) => jsonrpc::decode_params(params).expect("decodes"),
         other => panic!("not a notification: {other:?}"),
     }
 }

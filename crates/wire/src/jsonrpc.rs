@@ -40,15 +40,6 @@ pub enum Incoming<'a> {
     },
 }
 
-/// A line: one message, or a batch whose elements are classified one by one.
-#[derive(Debug)]
-pub enum Frame<'a> {
-    /// One message.
-    Single(Incoming<'a>),
-    /// A batch: each element classified, or why it is not a message.
-    Batch(Vec<Result<Incoming<'a>, FrameError>>),
-}
-
 /// The default bound on one line (16 MiB): a longer line is refused before it is parsed.
 pub const DEFAULT_MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 
@@ -61,7 +52,7 @@ pub fn check_size(len: usize, limit: usize) -> Result<(), FrameError> {
     }
 }
 
-/// A line or batch element that is not a usable JSON-RPC message.
+/// A line that is not a usable JSON-RPC message.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum FrameError {
     /// Not JSON (or not UTF-8): answer -32700 with a `null` id.
@@ -113,38 +104,33 @@ fn present<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<&
     <&'de RawValue>::deserialize(deserializer).map(Some)
 }
 
+/// What a JSON array line is refused with.
+pub const BATCH_REFUSED: &str = "a JSON-RPC batch, which ACP does not use";
+
 /// Classifies one line. Invalid UTF-8 must be rejected by the caller's `&str` conversion
 /// ([`parse_bytes`] does it).
-pub fn parse_line(line: &str) -> Result<Frame<'_>, FrameError> {
-    let trimmed = line.trim_start();
-    if trimmed.starts_with('[') {
-        let items: Vec<&RawValue> = serde_json::from_str(line).map_err(|e| FrameError::Parse { detail: e.to_string() })?;
-        if items.is_empty() {
-            return Err(FrameError::Invalid { id: None, detail: "empty batch".into() });
-        }
-        return Ok(Frame::Batch(items.into_iter().map(|raw| classify(raw.get(), true)).collect()));
+///
+/// ACP does not use JSON-RPC batches: a JSON array is refused as a whole ([`FrameError::Invalid`]
+/// with a `null` id, answered -32600), none of its elements is read, as the official SDKs do.
+pub fn parse_line(line: &str) -> Result<Incoming<'_>, FrameError> {
+    if line.trim_start().starts_with('[') {
+        serde_json::from_str::<serde::de::IgnoredAny>(line).map_err(|e| FrameError::Parse { detail: e.to_string() })?;
+        return Err(FrameError::Invalid { id: None, detail: BATCH_REFUSED.into() });
     }
-    classify(line, false).map(Frame::Single)
+    classify(line)
 }
 
 /// Like [`parse_line`] for raw bytes: invalid UTF-8 is a parse error.
-pub fn parse_bytes(line: &[u8]) -> Result<Frame<'_>, FrameError> {
+pub fn parse_bytes(line: &[u8]) -> Result<Incoming<'_>, FrameError> {
     let text = std::str::from_utf8(line).map_err(|e| FrameError::Parse { detail: format!("invalid UTF-8: {e}") })?;
     parse_line(text)
 }
 
-fn classify(text: &str, in_batch: bool) -> Result<Incoming<'_>, FrameError> {
+fn classify(text: &str) -> Result<Incoming<'_>, FrameError> {
     let raw: RawMessage<'_> = match serde_json::from_str(text) {
         Ok(raw) => raw,
         Err(e) if e.is_syntax() || e.is_eof() => return Err(FrameError::Parse { detail: e.to_string() }),
-        Err(e) => {
-            let detail = if in_batch && text.trim_start().starts_with('[') {
-                "nested batch".to_owned()
-            } else {
-                format!("not a JSON-RPC message object: {e}")
-            };
-            return Err(FrameError::Invalid { id: None, detail });
-        }
+        Err(e) => return Err(FrameError::Invalid { id: None, detail: format!("not a JSON-RPC message object: {e}") }),
     };
     let id = match raw.id {
         None => None,
@@ -398,7 +384,7 @@ pub enum AgentLine<'a> {
     /// A `session/update` notification, fully typed.
     Update(crate::UpdateSessionNotification),
     /// Anything else, classified as by [`parse_line`].
-    Other(Frame<'a>),
+    Other(Incoming<'a>),
 }
 
 /// Like [`parse_line`], but decodes a `session/update` notification straight into its typed

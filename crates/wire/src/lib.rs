@@ -13,11 +13,11 @@
 //! Reading a line and writing one, typed:
 //!
 //! ```
-//! use acp_inject_wire::jsonrpc::{self, Frame, Incoming};
+//! use acp_inject_wire::jsonrpc::{self, Incoming};
 //! use acp_inject_wire::{methods, InjectRequest, InjectResponse, MessageId, RequestId};
 //!
 //! let line = r#"{"jsonrpc":"2.0","id":7,"method":"session/inject","params":{"sessionId":"s1","mode":"steer","content":[{"type":"text","text":"use auth_v2"}]}}"#;
-//! let Ok(Frame::Single(Incoming::Request { id, method, params })) = jsonrpc::parse_line(line) else { panic!() };
+//! let Ok(Incoming::Request { id, method, params }) = jsonrpc::parse_line(line) else { panic!() };
 //! assert_eq!(method, methods::SESSION_INJECT);
 //! let request: InjectRequest = jsonrpc::decode(params.unwrap().get()).unwrap();
 //! assert_eq!(request.session_id.to_string(), "s1");

@@ -7,12 +7,13 @@
 //!   in `spec/examples/invalid-members.json` (framing, method check, typed decode, or the `check()` of a rule the types
 //!   cannot express).
 //!
-//! File names follow spec/README.md: `<method>.<kind>[.<case>].json` or `batch.<case>.json`.
+//! File names follow spec/README.md: `<method>.<kind>[.<case>].json` or `batch.<case>.json` (a
+//! JSON-RPC batch, which ACP does not use: every one is invalid).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use acp_inject_wire::jsonrpc::{self, Frame, Incoming};
+use acp_inject_wire::jsonrpc::{self, Incoming};
 use acp_inject_wire::*;
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -73,7 +74,7 @@ enum Kind {
 
 struct Example {
     file: String,
-    /// The method the file name gives (`/` restored); empty for batches.
+    /// The method the file name gives (`/` restored); empty for a batch.
     method: String,
     kind: Kind,
     text: String,
@@ -140,10 +141,13 @@ fn example_directories_are_not_empty() {
     let invalid = load("invalid");
     assert!(valid.len() >= 20, "only {} valid examples", valid.len());
     assert!(invalid.len() >= 20, "only {} invalid examples", invalid.len());
-    // Every kind is exercised, so no branch of the dispatch below is dead.
-    for kind in [Kind::Request, Kind::Notification, Kind::Result, Kind::Error, Kind::Batch] {
+    // Every kind is exercised, so no branch of the dispatch below is dead; batches are never
+    // valid (ACP does not use them) and are refused.
+    for kind in [Kind::Request, Kind::Notification, Kind::Result, Kind::Error] {
         assert!(valid.iter().any(|e| e.kind == kind), "no valid {kind:?} example");
     }
+    assert!(!valid.iter().any(|e| e.kind == Kind::Batch), "a valid batch example: ACP does not use batches");
+    assert!(invalid.iter().any(|e| e.kind == Kind::Batch), "no invalid batch example");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -328,101 +332,52 @@ fn decode_error(id: &RequestId, error: &ErrorObject) -> Result<Value, Failure> {
     Ok(line)
 }
 
-/// Decodes one message through the whole Rust pipeline. `method_of` names the method a
-/// response answers (the file name's method, or the batch request with the same id).
-fn decode_message(
-    message: Incoming<'_>,
-    original: &Value,
-    method_of: &dyn Fn(&RequestId) -> Option<String>,
-) -> Result<RoundTrip, Failure> {
+/// Decodes one message through the whole Rust pipeline. A response answers the method its file
+/// name gives.
+fn decode_message(message: Incoming<'_>, original: &Value, answered: &str) -> Result<RoundTrip, Failure> {
     jsonrpc::check_method(&message).map_err(|e| fail(Stage::Method, e))?;
     let reencoded = match &message {
         Incoming::Request { id, method, params } => decode_request(id, method, *params)?,
         Incoming::Notification { method, params } => decode_notification(method, *params)?,
-        Incoming::Response { id, outcome: Ok(raw) } => {
-            let method = method_of(id).unwrap_or_else(|| panic!("no request with id {id} to answer"));
-            decode_result(id, &method, raw)?
-        }
+        Incoming::Response { id, outcome: Ok(raw) } => decode_result(id, answered, raw)?,
         Incoming::Response { id, outcome: Err(error) } => decode_error(id, error)?,
     };
     Ok(RoundTrip { original: original.clone(), reencoded })
 }
 
-/// The requests of every valid batch, by id: what batch responses answer.
-fn batch_requests() -> BTreeMap<String, String> {
-    let mut out = BTreeMap::new();
-    for ex in load("valid").iter().filter(|e| e.kind == Kind::Batch) {
-        for item in ex.value.as_array().expect("a batch is an array") {
-            if let (Some(id), Some(method)) = (item.get("id"), item.get("method").and_then(Value::as_str)) {
-                out.insert(id.to_string(), method.to_owned());
-            }
-        }
-    }
-    out
-}
-
 /// The whole Rust pipeline for one example file; a decode that had to tolerate something is a
 /// [`Stage::Tolerated`] failure naming what was dropped.
-fn decode_example(ex: &Example, batch_requests: &BTreeMap<String, String>) -> Result<Vec<RoundTrip>, Failure> {
-    let (result, tolerated) = collect_tolerated(|| decode_strict(ex, batch_requests));
+fn decode_example(ex: &Example) -> Result<Vec<RoundTrip>, Failure> {
+    let (result, tolerated) = collect_tolerated(|| decode_strict(ex));
     match result {
         Ok(_) if !tolerated.is_empty() => Err(fail(Stage::Tolerated, tolerated.join("; "))),
         other => other,
     }
 }
 
-fn decode_strict(ex: &Example, batch_requests: &BTreeMap<String, String>) -> Result<Vec<RoundTrip>, Failure> {
-    let frame = jsonrpc::parse_line(&ex.text).map_err(|e| fail(Stage::Frame, e))?;
-    let file_method = ex.method.clone();
-    let method_of = move |id: &RequestId| -> Option<String> {
-        if file_method.is_empty() {
-            let key = serde_json::to_string(id).expect("ids encode");
-            batch_requests.get(&key).cloned()
-        } else {
-            Some(file_method.clone())
-        }
-    };
-    match frame {
-        Frame::Single(message) => {
-            if ex.kind == Kind::Batch {
-                panic!("{}: a batch file framed as a single message", ex.file);
-            }
-            Ok(vec![decode_message(message, &ex.value, &method_of)?])
-        }
-        Frame::Batch(items) => {
-            let originals = ex.value.as_array().expect("a batch is an array");
-            assert_eq!(items.len(), originals.len(), "{}: one element per batch item", ex.file);
-            items
-                .into_iter()
-                .zip(originals)
-                .map(|(item, original)| {
-                    let message = item.map_err(|e| fail(Stage::Frame, e))?;
-                    decode_message(message, original, &method_of)
-                })
-                .collect()
-        }
-    }
+fn decode_strict(ex: &Example) -> Result<Vec<RoundTrip>, Failure> {
+    let message = jsonrpc::parse_line(&ex.text).map_err(|e| fail(Stage::Frame, e))?;
+    assert!(ex.kind != Kind::Batch, "{}: a batch file framed as a message", ex.file);
+    Ok(vec![decode_message(message, &ex.value, &ex.method)?])
 }
 
 /// The framing classifies the message as its file name says.
 fn framed_kind(ex: &Example) -> Option<Kind> {
     match jsonrpc::parse_line(&ex.text).ok()? {
-        Frame::Batch(_) => Some(Kind::Batch),
-        Frame::Single(Incoming::Request { .. }) => Some(Kind::Request),
-        Frame::Single(Incoming::Notification { .. }) => Some(Kind::Notification),
-        Frame::Single(Incoming::Response { outcome: Ok(_), .. }) => Some(Kind::Result),
-        Frame::Single(Incoming::Response { outcome: Err(_), .. }) => Some(Kind::Error),
+        Incoming::Request { .. } => Some(Kind::Request),
+        Incoming::Notification { .. } => Some(Kind::Notification),
+        Incoming::Response { outcome: Ok(_), .. } => Some(Kind::Result),
+        Incoming::Response { outcome: Err(_), .. } => Some(Kind::Error),
     }
 }
 
 #[test]
 fn valid_examples_decode_and_reencode_unchanged() {
-    let batch_requests = batch_requests();
     let mut failures = Vec::new();
     let mut messages = 0;
     for ex in load("valid") {
         assert_eq!(framed_kind(&ex), Some(ex.kind), "{}: framed as another kind", ex.file);
-        match decode_example(&ex, &batch_requests) {
+        match decode_example(&ex) {
             Err(f) => failures.push(format!("{}: rejected at {:?}: {}", ex.file, f.stage, f.error)),
             Ok(trips) => {
                 for t in trips {
@@ -461,7 +416,6 @@ fn names_member_matches_whole_names_only() {
 
 #[test]
 fn invalid_examples_fail_in_rust_naming_the_member() {
-    let batch_requests = batch_requests();
     let examples = load("invalid");
     let invalid = invalid_table();
     let files: BTreeSet<&str> = examples.iter().map(|e| e.file.as_str()).collect();
@@ -474,7 +428,7 @@ fn invalid_examples_fail_in_rust_naming_the_member() {
     let mut problems = Vec::new();
     for ex in &examples {
         let (_, stage, member) = invalid.iter().find(|(f, _, _)| *f == ex.file).unwrap();
-        match decode_example(ex, &batch_requests) {
+        match decode_example(ex) {
             Ok(_) => problems.push(format!("{}: accepted by Rust", ex.file)),
             Err(f) if f.stage != *stage => {
                 problems.push(format!("{}: failed at {:?}, expected {stage:?}: {}", ex.file, f.stage, f.error))
@@ -491,9 +445,8 @@ fn invalid_examples_fail_in_rust_naming_the_member() {
 /// Prints each invalid example's Rust error, for review (`cargo test -- --nocapture`).
 #[test]
 fn invalid_example_errors_are_readable() {
-    let batch_requests = batch_requests();
     for ex in load("invalid") {
-        let f = decode_example(&ex, &batch_requests).err().unwrap_or_else(|| panic!("{} accepted", ex.file));
+        let f = decode_example(&ex).err().unwrap_or_else(|| panic!("{} accepted", ex.file));
         assert!(!f.error.is_empty() && f.error.len() < 600, "{}: error text of {} bytes", ex.file, f.error.len());
         println!("{:<75} {:?}: {}", ex.file, f.stage, f.error);
     }

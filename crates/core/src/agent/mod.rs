@@ -32,7 +32,7 @@ pub mod output;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use acp_inject_wire::framing::{Framed, LineFramer};
-use acp_inject_wire::jsonrpc::{self, Frame, FrameError, Incoming};
+use acp_inject_wire::jsonrpc::{self, FrameError, Incoming};
 use acp_inject_wire::{ErrorObject, ErrorReason, MessageId, RequestId};
 use serde::{Deserialize, Serialize};
 
@@ -364,16 +364,9 @@ impl Agent {
         if let Err(e) = jsonrpc::check_size(line.len(), self.config.policy.line_limit()) {
             return self.frame_error(conn, &e);
         }
+        // A batch is refused as a whole, -32600 with a `null` id (R-WIRE-5).
         match jsonrpc::parse_line(line) {
-            Ok(Frame::Single(msg)) => self.handle_message(conn, msg),
-            Ok(Frame::Batch(items)) => {
-                for item in items {
-                    match item {
-                        Ok(msg) => self.handle_message(conn, msg),
-                        Err(e) => self.frame_error(conn, &e),
-                    }
-                }
-            }
+            Ok(msg) => self.handle_message(conn, msg),
             Err(e) => self.frame_error(conn, &e),
         }
     }

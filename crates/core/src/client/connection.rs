@@ -11,7 +11,7 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use acp_inject_wire::framing::{Framed, LineFramer};
-use acp_inject_wire::jsonrpc::{self, AgentLine, Frame, Incoming};
+use acp_inject_wire::jsonrpc::{self, AgentLine, Incoming};
 use acp_inject_wire::{
     collect_tolerated, CancelSessionNotification, ClientCapabilities, CloseSessionRequest, ContentBlock, ErrorObject, Implementation,
     InitializeRequest, InitializeResponse, InjectCapabilities, InjectMode, InjectRequest, InjectResponse, ListSessionsRequest,

@@ -45,15 +45,7 @@ impl ClientConnection {
         let (parsed, tolerated) = collect_tolerated(|| jsonrpc::parse_agent_line(line));
         match parsed {
             Ok(AgentLine::Update(n)) => self.update(n, tolerated),
-            Ok(AgentLine::Other(Frame::Single(m))) => self.message(m),
-            Ok(AgentLine::Other(Frame::Batch(items))) => {
-                for item in items {
-                    match item {
-                        Ok(m) => self.message(m),
-                        Err(e) => self.ignore(e.to_string()),
-                    }
-                }
-            }
+            Ok(AgentLine::Other(m)) => self.message(m),
             Err(e) => self.ignore(e.to_string()),
         }
     }

@@ -811,17 +811,39 @@ fn interop() -> Row {
             failed.push(name.to_owned());
         }
     }
-    // The other way: our Python client (its example) drives the agent written with the SDK.
+    // The other way: our clients drive the agent written with the SDK.
     eprintln!("\nthe Python example client against an agent written with the official TypeScript SDK:");
-    match sdk_agent_driven_by_python(&harness) {
-        Ok(()) => tests.passed += 1,
-        Err(e) => {
-            tests.failed += 1;
-            failed.push(format!("python client: {e}"));
+    let others: [(&str, fn(&Path) -> Result<(), String>); 2] =
+        [("python client", sdk_agent_driven_by_python), ("kotlin client", sdk_agent_driven_by_kotlin)];
+    for (name, drive) in others {
+        match drive(&harness) {
+            Ok(()) => tests.passed += 1,
+            Err(e) => {
+                tests.failed += 1;
+                failed.push(format!("{name}: {e}"));
+            }
         }
     }
     let note = if failed.is_empty() { String::new() } else { format!("failed: {}", failed.join("; ")) };
     Row { ok: failed.is_empty() && tests.passed > 0, tests: Some(tests), vectors: None, note }
+}
+
+/// The Kotlin client's interop test (`SdkAgentInteropTest`, skipped unless
+/// `ACP_INJECT_SDK_AGENT` names the SDK agent's script) through Maven, on the debug library.
+fn sdk_agent_driven_by_kotlin(harness: &Path) -> Result<(), String> {
+    eprintln!("\nthe Kotlin client against an agent written with the official TypeScript SDK:");
+    ensure_maven()?;
+    let lib = ffi_lib_dir().map_err(|e| e.to_string())?;
+    let mut cmd = Command::new("mvn");
+    cmd.args(["-B", "-q", "-ntp", "-Dstyle.color=never", "test", "-Dtest=SdkAgentInteropTest", "-Dacp.skipCargo=true"])
+        .arg(format!("-Dacp.lib.dir={}", lib.display()))
+        .env("ACP_INJECT_SDK_AGENT", harness.join("sdk-agent.mjs"))
+        .current_dir(root().join("bindings/kotlin"));
+    match process::run(&mut cmd, Echo::All) {
+        Ok(r) if r.success() => Ok(()),
+        Ok(_) => Err("mvn test -Dtest=SdkAgentInteropTest failed".into()),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 /// `examples/client.py -- node sdk-agent.mjs --report FILE`: the client's own checks pass, and

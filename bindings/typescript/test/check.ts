@@ -265,7 +265,9 @@ function checkVectors(): Tally {
       for (const key of ["client", "receive", "sends"]) {
         if (!(key in step)) continue;
         const message = unescapeLiterals(step[key]);
-        const code = key === "client" && isObject(message) && isObject(nextExpect) ? refusalCode(nextExpect["expect"], message["id"]) : undefined;
+        // A batch (which ACP does not use) is answered once, with id null (R-WIRE-5).
+        const id = Array.isArray(message) ? null : isObject(message) ? message["id"] : undefined;
+        const code = key === "client" && id !== undefined && isObject(nextExpect) ? refusalCode(nextExpect["expect"], id) : undefined;
         // -32022: the agent reads the version before the shape (R-INIT-1), so the message may be
         // another version's, which this version's validators do not describe.
         if (code === -32022) continue;

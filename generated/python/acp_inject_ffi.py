@@ -620,6 +620,8 @@ def _uniffi_check_api_checksums(lib):
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_item_status() != 23624:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_line_port() != 17484:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_list_sessions() != 30530:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_mirror_json() != 32815:
@@ -890,6 +892,9 @@ _UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_inject.restype = cty
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_item_status.argtypes = (
 )
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_item_status.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_line_port.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_line_port.restype = ctypes.c_uint16
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_list_sessions.argtypes = (
 )
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_list_sessions.restype = ctypes.c_uint16
@@ -1319,6 +1324,11 @@ _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_item_status.argtypes = (
     ctypes.POINTER(_UniffiRustCallStatus),
 )
 _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_item_status.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_line_port.argtypes = (
+    ctypes.c_uint64,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_line_port.restype = ctypes.c_uint64
 _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_list_sessions.argtypes = (
     ctypes.c_uint64,
     _UniffiRustBuffer,
@@ -19587,6 +19597,14 @@ class ClientCoreProtocol(typing.Protocol):
         The status of one of this client's items.
 """
         raise NotImplementedError
+    def line_port(self, ) -> int:
+        """
+        A handle of this connection for the per-line functions of `lines.rs`
+        (`acp_inject_line_port_receive_into`), which the Kotlin and Python layers call with
+        primitive arguments. It keeps the connection alive until
+        `acp_inject_line_port_free(port)`, which must be called exactly once.
+"""
+        raise NotImplementedError
     def list_sessions(self, cwd: typing.Optional[str],cursor: typing.Optional[str]) -> RequestId:
         """
         `session/list`.
@@ -19897,6 +19915,24 @@ class ClientCore(ClientCoreProtocol):
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_item_status,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def line_port(self, ) -> int:
+        """
+        A handle of this connection for the per-line functions of `lines.rs`
+        (`acp_inject_line_port_receive_into`), which the Kotlin and Python layers call with
+        primitive arguments. It keeps the connection alive until
+        `acp_inject_line_port_free(port)`, which must be called exactly once.
+"""
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterUInt64.lift
+        _uniffi_error_converter = None
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_line_port,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)

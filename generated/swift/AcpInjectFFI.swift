@@ -1890,6 +1890,14 @@ public protocol ClientCoreProtocol: AnyObject, Sendable {
     func itemStatus(sessionId: String, messageId: String) throws  -> ItemStatus?
     
     /**
+     * A handle of this connection for the per-line functions of `lines.rs`
+     * (`acp_inject_line_port_receive_into`), which the Kotlin and Python layers call with
+     * primitive arguments. It keeps the connection alive until
+     * `acp_inject_line_port_free(port)`, which must be called exactly once.
+     */
+    func linePort()  -> UInt64
+    
+    /**
      * `session/list`.
      */
     func listSessions(cwd: String?, cursor: String?) throws  -> RequestId
@@ -2168,6 +2176,21 @@ open func itemStatus(sessionId: String, messageId: String)throws  -> ItemStatus?
             self.uniffiCloneHandle(),
         FfiConverterString.lower(sessionId),
         FfiConverterString.lower(messageId),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * A handle of this connection for the per-line functions of `lines.rs`
+     * (`acp_inject_line_port_receive_into`), which the Kotlin and Python layers call with
+     * primitive arguments. It keeps the connection alive until
+     * `acp_inject_line_port_free(port)`, which must be called exactly once.
+     */
+open func linePort() -> UInt64  {
+    return try!  FfiConverterUInt64.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_clientcore_line_port(
+            self.uniffiCloneHandle(),uniffiCallStatus
     )
 })
 }
@@ -17244,6 +17267,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_acp_inject_ffi_checksum_method_clientcore_item_status() != 23624) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_clientcore_line_port() != 17484) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_acp_inject_ffi_checksum_method_clientcore_list_sessions() != 30530) {

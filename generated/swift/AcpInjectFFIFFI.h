@@ -470,6 +470,11 @@ RustBuffer uniffi_acp_inject_ffi_fn_method_clientcore_inject(uint64_t ptr, RustB
 RustBuffer uniffi_acp_inject_ffi_fn_method_clientcore_item_status(uint64_t ptr, RustBuffer session_id, RustBuffer message_id, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_CLIENTCORE_LINE_PORT
+#define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_CLIENTCORE_LINE_PORT
+uint64_t uniffi_acp_inject_ffi_fn_method_clientcore_line_port(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_CLIENTCORE_LIST_SESSIONS
 #define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_CLIENTCORE_LIST_SESSIONS
 RustBuffer uniffi_acp_inject_ffi_fn_method_clientcore_list_sessions(uint64_t ptr, RustBuffer cwd, RustBuffer cursor, RustCallStatus *_Nonnull out_status
@@ -1310,6 +1315,12 @@ uint16_t uniffi_acp_inject_ffi_checksum_method_clientcore_inject(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_CLIENTCORE_ITEM_STATUS
 #define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_CLIENTCORE_ITEM_STATUS
 uint16_t uniffi_acp_inject_ffi_checksum_method_clientcore_item_status(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_CLIENTCORE_LINE_PORT
+#define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_CLIENTCORE_LINE_PORT
+uint16_t uniffi_acp_inject_ffi_checksum_method_clientcore_line_port(void
     
 );
 #endif

@@ -88,7 +88,8 @@ const FINDINGS: &str = "
   are one plain call with primitive arguments instead. In Kotlin the generated
   `callWithHandle` also cloned the object's handle through a UniFFI call of its own on every
   line, and the clone was never released (the Rust side only borrows): `receiveLine` now
-  borrows the object's own handle under the same call counter. Other calls keep UniFFI's
+  calls the library's own C function with a line port, a handle the library hands out once per
+  object (`linePort()`), so it reads no private state of the generated class. Other calls keep UniFFI's
   convention; bulk calls (`receive_text`) remain the cheapest way to hand over many lines.
 - **Kotlin per line was below the official models (about 0.5×).** Three causes, each
   measured apart. The bench ran the rows through UniFFI's own convention just before

@@ -29,6 +29,14 @@ impl ClientCore {
 
 #[uniffi::export]
 impl ClientCore {
+    /// A handle of this connection for the per-line functions of `lines.rs`
+    /// (`acp_inject_line_port_receive_into`), which the Kotlin and Python layers call with
+    /// primitive arguments. It keeps the connection alive until
+    /// `acp_inject_line_port_free(port)`, which must be called exactly once.
+    pub fn line_port(self: Arc<Self>) -> u64 {
+        crate::lines::open_port(self)
+    }
+
     /// A connection refusing agent lines longer than `max_line_bytes`.
     #[uniffi::constructor]
     pub fn new(max_line_bytes: u64) -> Arc<Self> {

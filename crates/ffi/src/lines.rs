@@ -11,6 +11,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
 
 use acp_inject_core::client::Event;
 
@@ -59,6 +60,12 @@ pub unsafe extern "C" fn acp_inject_client_core_receive_into(
             std::slice::from_raw_parts_mut(out, out_cap as usize),
         )
     };
+    receive_into(core, line, out)
+}
+
+/// Applies one line to `core` and writes its events into `out` (see
+/// [`acp_inject_client_core_receive_into`] for the results).
+fn receive_into(core: &ClientCore, line: &[u8], out: &mut [u8]) -> i64 {
     // The caller may hand the line over as read, with its ending.
     let line = line.strip_suffix(b"\n").map_or(line, |l| l.strip_suffix(b"\r").unwrap_or(l));
     let Ok(line) = std::str::from_utf8(line) else { return NOT_UTF8 };
@@ -83,6 +90,55 @@ pub unsafe extern "C" fn acp_inject_client_core_receive_into(
             -(n as i64)
         }
     })
+}
+
+/// A line port: the address of an `Arc<ClientCore>` this module owns, handed out by
+/// [`ClientCore::line_port`] so that the foreign layers call the per-line functions with a
+/// handle of ours, never one of UniFFI's.
+pub(crate) fn open_port(core: Arc<ClientCore>) -> u64 {
+    Arc::into_raw(core) as u64
+}
+
+/// [`acp_inject_client_core_receive_into`] for a line port.
+///
+/// # Safety
+///
+/// `port` came from `ClientCore.line_port()` and has not been freed; `line` points to
+/// `line_len` readable bytes and `out` to `out_cap` writable bytes, not overlapping.
+#[no_mangle]
+#[allow(unsafe_code)]
+pub unsafe extern "C" fn acp_inject_line_port_receive_into(
+    port: u64,
+    line: *const u8,
+    line_len: u64,
+    out: *mut u8,
+    out_cap: u64,
+) -> i64 {
+    // SAFETY: the caller's contract above: a live port is the address of an
+    // `Arc<ClientCore>` from `open_port`, and the byte ranges are valid.
+    let (core, line, out) = unsafe {
+        (
+            &*(port as *const ClientCore),
+            std::slice::from_raw_parts(line, line_len as usize),
+            std::slice::from_raw_parts_mut(out, out_cap as usize),
+        )
+    };
+    receive_into(core, line, out)
+}
+
+/// Releases a line port (the connection lives on while UniFFI's object or another port holds it).
+///
+/// # Safety
+///
+/// `port` came from `ClientCore.line_port()` and is freed once, with no call using it running
+/// or following.
+#[no_mangle]
+#[allow(unsafe_code)]
+pub unsafe extern "C" fn acp_inject_line_port_free(port: u64) {
+    if port != 0 {
+        // SAFETY: the caller's contract above; `open_port` made it with `Arc::into_raw`.
+        drop(unsafe { Arc::from_raw(port as *const ClientCore) });
+    }
 }
 
 /// The largest serialization buffer a thread keeps between lines.
@@ -153,6 +209,16 @@ mod tests {
             };
             assert_eq!(m, n.abs(), "the line ending is dropped: {ended:?}");
         }
+
+        // The same line through a line port: the same bytes, and the port keeps the connection
+        // alive after the caller's own handle is gone.
+        let port = Arc::clone(&core).line_port();
+        let mut via_port = vec![0u8; 4096];
+        let m = unsafe { acp_inject_line_port_receive_into(port, line.as_ptr(), line.len() as u64, via_port.as_mut_ptr(), 4096) };
+        assert_eq!(&via_port[..m as usize], &out[..n.unsigned_abs() as usize]);
+        assert_eq!(Arc::strong_count(&core), 3, "the test's, UniFFI's handle and the port");
+        unsafe { acp_inject_line_port_free(port) };
+        assert_eq!(Arc::strong_count(&core), 2);
 
         let bad = [0xffu8, 0xfe];
         assert_eq!(unsafe { acp_inject_client_core_receive_into(handle, bad.as_ptr(), 2, out.as_mut_ptr(), 4096) }, NOT_UTF8);

@@ -19,7 +19,7 @@ from .acp_inject_ffi import acp_inject_ffi as _g
 Buffer = Union[bytes, bytearray]
 
 # The generated module these readers were written from: they are installed only over that one.
-SOURCE_SHA256 = "6abaabf176a2621de331f60790c83580d849ee878a6225441aa6e095563abc68"
+SOURCE_SHA256 = "408effb60b190bfdd4b9e60770d10ca55e2f1e224eefc6436602d82fbf396c90"
 
 _new = object.__new__
 _InternalError = _g.InternalError

@@ -793,6 +793,8 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_acp_inject_ffi_checksum_method_clientcore_item_status(
     ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_clientcore_line_port(
+    ): Int
     external fun uniffi_acp_inject_ffi_checksum_method_clientcore_list_sessions(
     ): Int
     external fun uniffi_acp_inject_ffi_checksum_method_clientcore_mirror_json(
@@ -1014,6 +1016,8 @@ internal object UniffiLib {
     ): RustBuffer.ByValue
     external fun uniffi_acp_inject_ffi_fn_method_clientcore_item_status(`ptr`: Long,`sessionId`: RustBuffer.ByValue,`messageId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
+    external fun uniffi_acp_inject_ffi_fn_method_clientcore_line_port(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
     external fun uniffi_acp_inject_ffi_fn_method_clientcore_list_sessions(`ptr`: Long,`cwd`: RustBuffer.ByValue,`cursor`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun uniffi_acp_inject_ffi_fn_method_clientcore_mirror_json(`ptr`: Long,`sessionId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
@@ -1384,6 +1388,9 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_item_status() and 0xFFFF) != 23624) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_line_port() and 0xFFFF) != 17484) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_list_sessions() and 0xFFFF) != 30530) {
@@ -3969,6 +3976,14 @@ public interface ClientCoreInterface {
     fun `itemStatus`(`sessionId`: kotlin.String, `messageId`: kotlin.String): ItemStatus?
     
     /**
+     * A handle of this connection for the per-line functions of `lines.rs`
+     * (`acp_inject_line_port_receive_into`), which the Kotlin and Python layers call with
+     * primitive arguments. It keeps the connection alive until
+     * `acp_inject_line_port_free(port)`, which must be called exactly once.
+     */
+    fun `linePort`(): kotlin.ULong
+    
+    /**
      * `session/list`.
      */
     fun `listSessions`(`cwd`: kotlin.String?, `cursor`: kotlin.String?): RequestId
@@ -4343,6 +4358,25 @@ open class ClientCore: Disposable, AutoCloseable, ClientCoreInterface
         
         FfiConverterString.lower(`sessionId`),
         FfiConverterString.lower(`messageId`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * A handle of this connection for the per-line functions of `lines.rs`
+     * (`acp_inject_line_port_receive_into`), which the Kotlin and Python layers call with
+     * primitive arguments. It keeps the connection alive until
+     * `acp_inject_line_port_free(port)`, which must be called exactly once.
+     */override fun `linePort`(): kotlin.ULong {
+            return FfiConverterULong.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_line_port(
+        it,
+        _status)
 }
     }
     )

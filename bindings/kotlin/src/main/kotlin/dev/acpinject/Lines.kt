@@ -3,8 +3,11 @@
  * [ClientCore.receive] returns (the line's typed [Event]s) in one JNA call with primitive
  * arguments, instead of UniFFI's `Structure`-based convention (an allocating call for the
  * argument, a freeing call for the result, and a call status, each marshalled by reflection).
- * The line goes in as UTF-8 in a reusable direct buffer of the calling thread; the events come
- * back in UniFFI's own serialization, read by the generated converter.
+ * The call goes to the library's own C functions (crates/ffi/src/lines.rs) with a handle of the
+ * library's own, a line port (`ClientCore.linePort()`, taken once per object and released when
+ * the object is collected): nothing here reads UniFFI's private state. The line goes in as UTF-8
+ * in a reusable direct buffer of the calling thread; the events come back serialized as the
+ * generated `FfiConverterSequenceTypeEvent` reads them.
  */
 package dev.acpinject
 
@@ -15,9 +18,8 @@ import java.nio.ByteOrder
 import java.nio.CharBuffer
 import java.nio.charset.CharacterCodingException
 import java.nio.charset.CodingErrorAction
-import java.util.concurrent.atomic.AtomicLong
 
-/** The two functions of crates/ffi/src/lines.rs. */
+/** The line-port functions of crates/ffi/src/lines.rs. */
 internal object LineCalls {
     init {
         Native.register(LineCalls::class.java, System.getProperty("uniffi.component.acp_inject_ffi.libraryOverride") ?: "acp_inject_ffi")
@@ -26,7 +28,8 @@ internal object LineCalls {
     const val NOT_UTF8: Long = Long.MIN_VALUE + 1
     const val PANICKED: Long = Long.MIN_VALUE
 
-    external fun acp_inject_client_core_receive_into(handle: Long, line: Long, lineLen: Long, out: Long, outCap: Long): Long
+    external fun acp_inject_line_port_receive_into(port: Long, line: Long, lineLen: Long, out: Long, outCap: Long): Long
+    external fun acp_inject_line_port_free(port: Long)
     external fun acp_inject_take_spilled(out: Long, outCap: Long): Long
 }
 
@@ -83,38 +86,18 @@ private const val QUESTION_MARK = '?'.code.toByte()
 private val lineBuffers = ThreadLocal.withInitial { LineBuffers() }
 
 /**
- * The generated object's own handle, call counter and cleaner (not public in the generated
- * class), read by reflection once per class. The generated `callWithHandle` hands its block a
- * *clone* of the handle, made by a UniFFI call of its own (the costliest part of a crossing)
- * and owned by the callee; `acp_inject_client_core_receive_into` only borrows the handle, so
- * [borrowHandle] keeps the object alive the way `callWithHandle` does (the same counter) and
- * passes the handle itself. `null` when the generated class does not have these fields (a
- * different UniFFI version): [receiveLine] then takes UniFFI's own call.
+ * Each object's line port, taken on its first [receiveLine] and kept as long as the object is
+ * reachable; the cleaner releases it after that (the port keeps the Rust connection alive, so a
+ * line in flight never outlives it).
  */
-internal object CoreFields {
-    private fun field(name: String) = runCatching {
-        ClientCore::class.java.getDeclaredField(name).apply { isAccessible = true }
-    }.getOrNull()
+private object LinePorts {
+    private val cleaner = java.lang.ref.Cleaner.create()
+    private val ports = java.util.Collections.synchronizedMap(java.util.WeakHashMap<ClientCore, Long>())
 
-    val handle = field("handle")
-    val callCounter = field("callCounter")
-    val cleanable = field("cleanable")
-    val available = handle != null && callCounter != null && cleanable != null
-}
-
-/** Runs [block] with this object's handle, the object kept alive meanwhile (see [CoreFields]). */
-private inline fun <R> ClientCore.borrowHandle(block: (Long) -> R): R {
-    val counter = CoreFields.callCounter!!.get(this) as AtomicLong
-    do {
-        val c = counter.get()
-        check(c != 0L) { "ClientCore object has already been destroyed" }
-        check(c != Long.MAX_VALUE) { "ClientCore call counter would overflow" }
-    } while (!counter.compareAndSet(c, c + 1L))
-    try {
-        return block(CoreFields.handle!!.getLong(this))
-    } finally {
-        // The object was closed meanwhile: this call was its last user, so it frees it.
-        if (counter.decrementAndGet() == 0L) (CoreFields.cleanable!!.get(this) as UniffiCleaner.Cleanable?)?.clean()
+    fun of(core: ClientCore): Long = ports.getOrPut(core) {
+        val port = core.linePort().toLong()
+        cleaner.register(core) { LineCalls.acp_inject_line_port_free(port) }
+        port
     }
 }
 
@@ -124,14 +107,15 @@ private inline fun <R> ClientCore.borrowHandle(block: (Long) -> R): R {
  * client that reads the agent's output line by line and acts on each line at once.
  */
 fun ClientCore.receiveLine(line: String): List<Event> {
-    if (!CoreFields.available) return receive(line)
+    check(!uniffiIsDestroyed) { "ClientCore object has already been destroyed" }
+    val port = LinePorts.of(this)
     val b = lineBuffers.get()
     val len = try {
         b.encode(line)
     } catch (e: CharacterCodingException) {
         throw AcpException.InvalidInput("the line is not valid Unicode: ${e.message}")
     }
-    var n = borrowHandle { LineCalls.acp_inject_client_core_receive_into(it, b.inputAt, len, b.outputAt, b.output.capacity().toLong()) }
+    var n = LineCalls.acp_inject_line_port_receive_into(port, b.inputAt, len, b.outputAt, b.output.capacity().toLong())
     when {
         n == LineCalls.NOT_UTF8 -> throw AcpException.InvalidInput("the line is not UTF-8")
         n == LineCalls.PANICKED -> throw AcpException.Internal("a panic while applying a line")

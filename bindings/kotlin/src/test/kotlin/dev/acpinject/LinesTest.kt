@@ -61,10 +61,15 @@ class LinesTest {
     }
 
     @Test
-    fun `the per-line path borrows the object's own handle, and refuses a closed object`() {
-        assertTrue(CoreFields.available, "the generated ClientCore has the fields receiveLine borrows")
+    fun `the per-line path uses the object's own line port, and refuses a closed object`() {
         val c = benchClient()
         assertEquals(1, c.receiveLine(sharedStream(1).single()).size)
+        // Each object has its own port: a line given to one is counted by it alone.
+        val d = benchClient()
+        val stray = """{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s9","update":{"sessionUpdate":"state_update","state":"running"}}}"""
+        c.receiveLine(stray)
+        assertEquals(1uL, c.ignoredLines(), "a line for a session not open here is ignored, and counted")
+        assertEquals(0uL, d.ignoredLines())
         c.close()
         assertThrows<IllegalStateException> { c.receiveLine(sharedStream(1).single()) }
     }

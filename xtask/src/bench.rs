@@ -222,7 +222,7 @@ Where the time goes, and what was done:
   object's handle, the call, free the returned buffer), each with a call-status record built in
   Python: `feed(b\"\")` alone costs most of the official SDK's whole per-line time.
   `ClientCore.receive_line` makes one plain ctypes call instead
-  (`acp_inject_client_core_receive_into`, `crates/ffi/src/lines.rs`): the line goes in as it
+  (`acp_inject_line_port_receive_into`, `crates/ffi/src/lines.rs`, on a line port the library hands out once per object): the line goes in as it
   was read (the library drops the line ending), the events come back in UniFFI's own
   serialization, written into a per-thread `bytearray` and read in place, no copy
   (tests/test_lines.py compares them with `receive` line by line, every line ending, spills and

@@ -813,8 +813,8 @@ fn interop() -> Row {
     }
     // The other way: our clients drive the agent written with the SDK.
     eprintln!("\nthe Python example client against an agent written with the official TypeScript SDK:");
-    let others: [(&str, fn(&Path) -> Result<(), String>); 2] =
-        [("python client", sdk_agent_driven_by_python), ("kotlin client", sdk_agent_driven_by_kotlin)];
+    type Drive = fn(&Path) -> Result<(), String>;
+    let others: [(&str, Drive); 2] = [("python client", sdk_agent_driven_by_python), ("kotlin client", sdk_agent_driven_by_kotlin)];
     for (name, drive) in others {
         match drive(&harness) {
             Ok(()) => tests.passed += 1,

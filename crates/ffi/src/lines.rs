@@ -1,13 +1,15 @@
-//! The per-line receive path for JVM hosts, beside UniFFI's calling convention.
+//! The per-line receive path for Kotlin and Python hosts, beside UniFFI's calling convention.
 //!
 //! A UniFFI call from Kotlin crosses JNA with `Structure` values (the argument buffer, which
 //! needs its own allocating call, the result buffer, which needs its own freeing call, and the
-//! call status): most of the cost of one call per line. [`acp_inject_client_core_receive_into`]
-//! takes the line and a reusable output buffer as plain pointers and writes the events in
-//! UniFFI's own serialization of `Vec<Event>`, which the generated
-//! `FfiConverterSequenceTypeEvent.read` decodes: the very typed events `ClientCore::receive`
-//! returns, in one crossing with primitive arguments. The Kotlin layer's
-//! `ClientCore.receiveLine` is its only caller.
+//! call status), and one from Python is three ctypes calls: most of the cost of one call per
+//! line. [`acp_inject_line_port_receive_into`] takes a line port (a handle this module hands
+//! out, [`ClientCore::line_port`], so no foreign layer reads UniFFI's private handles), the line
+//! and a reusable output buffer as plain arguments and writes the events in UniFFI's own
+//! serialization of `Vec<Event>`, which the generated `FfiConverterSequenceTypeEvent.read`
+//! decodes: the very typed events `ClientCore::receive` returns, in one crossing with primitive
+//! arguments. Kotlin's `ClientCore.receiveLine` and Python's `ClientCore.receive_line` are its
+//! callers; [`acp_inject_line_port_free`] releases a port.
 
 use std::cell::{Cell, RefCell};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -30,41 +32,8 @@ thread_local! {
     static WRITTEN: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
 }
 
-/// Applies one agent line (`line_len` bytes of UTF-8 at `line`; a trailing `\n` or `\r\n` is
-/// dropped) to the client
-/// connection `handle` and writes the events it caused into `out` (`out_cap` bytes), serialized
-/// as UniFFI serializes a `Vec<Event>`. Returns the number of bytes written; when they do not
-/// fit, `-n` (they wait for [`acp_inject_take_spilled`] with `n` bytes of room, on this
-/// thread); [`NOT_UTF8`] or [`PANICKED`] on failure, with nothing applied.
-///
-/// # Safety
-///
-/// `handle` is a live `ClientCore` handle held by the caller for the whole call (the Kotlin
-/// object's `callWithHandle`); `line` points to `line_len` readable bytes and `out` to
-/// `out_cap` writable bytes, neither overlapping the other.
-#[no_mangle]
-#[allow(unsafe_code)]
-pub unsafe extern "C" fn acp_inject_client_core_receive_into(
-    handle: u64,
-    line: *const u8,
-    line_len: u64,
-    out: *mut u8,
-    out_cap: u64,
-) -> i64 {
-    // SAFETY: the caller's contract above: a live handle (an `Arc<ClientCore>` pointer, as
-    // UniFFI makes them) and valid, non-overlapping byte ranges.
-    let (core, line, out) = unsafe {
-        (
-            &*uniffi::Handle::from_raw_unchecked(handle).as_pointer::<ClientCore>(),
-            std::slice::from_raw_parts(line, line_len as usize),
-            std::slice::from_raw_parts_mut(out, out_cap as usize),
-        )
-    };
-    receive_into(core, line, out)
-}
-
 /// Applies one line to `core` and writes its events into `out` (see
-/// [`acp_inject_client_core_receive_into`] for the results).
+/// [`acp_inject_line_port_receive_into`] for the results).
 fn receive_into(core: &ClientCore, line: &[u8], out: &mut [u8]) -> i64 {
     // The caller may hand the line over as read, with its ending.
     let line = line.strip_suffix(b"\n").map_or(line, |l| l.strip_suffix(b"\r").unwrap_or(l));
@@ -99,7 +68,12 @@ pub(crate) fn open_port(core: Arc<ClientCore>) -> u64 {
     Arc::into_raw(core) as u64
 }
 
-/// [`acp_inject_client_core_receive_into`] for a line port.
+/// Applies one agent line (`line_len` bytes of UTF-8 at `line`; a trailing `\n` or `\r\n` is
+/// dropped) to the client connection of line port `port` and writes the events it caused into
+/// `out` (`out_cap` bytes), serialized as UniFFI serializes a `Vec<Event>`. Returns the number
+/// of bytes written; when they do not fit, `-n` (they wait for [`acp_inject_take_spilled`] with
+/// `n` bytes of room, on this thread); [`NOT_UTF8`] or [`PANICKED`] on failure, with nothing
+/// applied.
 ///
 /// # Safety
 ///
@@ -144,7 +118,7 @@ pub unsafe extern "C" fn acp_inject_line_port_free(port: u64) {
 /// The largest serialization buffer a thread keeps between lines.
 const KEPT_CAPACITY: usize = 64 << 10;
 
-/// Copies the events the last [`acp_inject_client_core_receive_into`] of this thread could
+/// Copies the events the last [`acp_inject_line_port_receive_into`] of this thread could
 /// not fit into `out` (`out_cap` bytes, at least what it asked for); returns the number of
 /// bytes written, or `-n` when `out` is still too small (they stay).
 ///
@@ -183,10 +157,10 @@ mod tests {
     fn a_line_crosses_as_serialized_events_and_a_large_answer_spills() {
         let core = ClientCore::new(1 << 20);
         core.open_session("s1".into(), None).unwrap();
-        let handle = uniffi::Handle::from_arc(Arc::clone(&core)).as_raw();
+        let handle = Arc::clone(&core).line_port();
         let line = r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","messageId":"a1","content":{"type":"text","text":"hello"}}}}"#;
         let mut out = vec![0u8; 4096];
-        let n = unsafe { acp_inject_client_core_receive_into(handle, line.as_ptr(), line.len() as u64, out.as_mut_ptr(), 4096) };
+        let n = unsafe { acp_inject_line_port_receive_into(handle, line.as_ptr(), line.len() as u64, out.as_mut_ptr(), 4096) };
         assert!(n > 4, "{n}");
         assert_eq!(read_count(&out), 1);
         let mut expected = Vec::new();
@@ -195,7 +169,7 @@ mod tests {
         assert_eq!(&out[..n as usize], &expected[..], "the same serialization as the UniFFI return value");
 
         let mut small = vec![0u8; 8];
-        let n = unsafe { acp_inject_client_core_receive_into(handle, line.as_ptr(), line.len() as u64, small.as_mut_ptr(), 8) };
+        let n = unsafe { acp_inject_line_port_receive_into(handle, line.as_ptr(), line.len() as u64, small.as_mut_ptr(), 8) };
         assert!(n < 0);
         let mut big = vec![0u8; (-n) as usize];
         assert_eq!(unsafe { acp_inject_take_spilled(big.as_mut_ptr(), 4) }, n, "still too small: kept");
@@ -205,23 +179,23 @@ mod tests {
         for ended in [format!("{line}\n"), format!("{line}\r\n")] {
             let mut with_ending = vec![0u8; 4096];
             let m = unsafe {
-                acp_inject_client_core_receive_into(handle, ended.as_ptr(), ended.len() as u64, with_ending.as_mut_ptr(), 4096)
+                acp_inject_line_port_receive_into(handle, ended.as_ptr(), ended.len() as u64, with_ending.as_mut_ptr(), 4096)
             };
             assert_eq!(m, n.abs(), "the line ending is dropped: {ended:?}");
         }
 
-        // The same line through a line port: the same bytes, and the port keeps the connection
-        // alive after the caller's own handle is gone.
+        // A second port on the same connection: the same bytes; each port holds the connection.
         let port = Arc::clone(&core).line_port();
         let mut via_port = vec![0u8; 4096];
         let m = unsafe { acp_inject_line_port_receive_into(port, line.as_ptr(), line.len() as u64, via_port.as_mut_ptr(), 4096) };
         assert_eq!(&via_port[..m as usize], &out[..n.unsigned_abs() as usize]);
-        assert_eq!(Arc::strong_count(&core), 3, "the test's, UniFFI's handle and the port");
+        assert_eq!(Arc::strong_count(&core), 3, "the test's and two ports");
         unsafe { acp_inject_line_port_free(port) };
         assert_eq!(Arc::strong_count(&core), 2);
 
         let bad = [0xffu8, 0xfe];
-        assert_eq!(unsafe { acp_inject_client_core_receive_into(handle, bad.as_ptr(), 2, out.as_mut_ptr(), 4096) }, NOT_UTF8);
-        drop(unsafe { uniffi::Handle::from_raw_unchecked(handle).into_arc::<ClientCore>() });
+        assert_eq!(unsafe { acp_inject_line_port_receive_into(handle, bad.as_ptr(), 2, out.as_mut_ptr(), 4096) }, NOT_UTF8);
+        unsafe { acp_inject_line_port_free(handle) };
+        assert_eq!(Arc::strong_count(&core), 1, "every port released");
     }
 }

@@ -3,20 +3,25 @@
 A UniFFI method call from Python is three ctypes calls (clone the object's handle, the call,
 free the returned buffer), each with a call-status record built in Python; for a streaming
 client that hands over one line at a time that crossing costs about what the whole official
-SDK's parse of the line costs. The library exports, beside UniFFI's calling convention, one
-plain C function for this path (``acp_inject_client_core_receive_into``, in
-``crates/ffi/src/lines.rs``): it takes the line and a reusable output buffer as pointers,
-applies the line to the connection exactly as ``ClientCore.receive`` does, and writes the
-events in UniFFI's own serialization of ``Vec<Event>``, which the flat reader of
-``acp_inject._readers`` (or, without it, the generated reader) decodes into the very typed
-events ``receive`` returns. The tests check both paths give equal events.
+SDK's parse of the line costs. The library exports, beside UniFFI's calling convention, plain C
+functions for this path (``crates/ffi/src/lines.rs``), called here through ``ctypes`` on the
+package's own library file: ``acp_inject_line_port_receive_into`` takes a line port (a handle of
+the library's own, from ``ClientCore.line_port()``, taken once per object and released when the
+object goes), the line and a reusable output buffer, applies the line to the connection exactly
+as ``ClientCore.receive`` does, and writes the events in UniFFI's own serialization of
+``Vec<Event>``, which the flat reader of ``acp_inject._readers`` (or, without it, the generated
+reader) decodes into the very typed events ``receive`` returns. The tests check both paths give
+equal events.
 """
 
 from __future__ import annotations
 
 import ctypes
+import os
 import struct
+import sys
 import threading
+import weakref
 from typing import Any, List, Union
 
 from . import _readers
@@ -30,10 +35,22 @@ _gen: Any = _ffi.acp_inject_ffi  # the generated module's private runtime is not
 _NOT_UTF8 = -(2**63) + 1
 _PANICKED = -(2**63)
 
-_receive_into = _gen._UniffiLib.acp_inject_client_core_receive_into
+
+def _library() -> ctypes.CDLL:
+    """The package's library, by the file name it ships under beside the generated module (the
+    same file the generated module loads; loading it again shares the one copy)."""
+    name = {"darwin": "libacp_inject_ffi.dylib", "win32": "acp_inject_ffi.dll"}.get(sys.platform, "libacp_inject_ffi.so")
+    return ctypes.CDLL(os.path.join(os.path.dirname(os.path.abspath(_gen.__file__)), name))
+
+
+_lib = _library()
+_receive_into = _lib.acp_inject_line_port_receive_into
 _receive_into.argtypes = [ctypes.c_uint64, ctypes.c_char_p, ctypes.c_uint64, ctypes.c_void_p, ctypes.c_uint64]
 _receive_into.restype = ctypes.c_int64
-_take_spilled = _gen._UniffiLib.acp_inject_take_spilled
+_free_port = _lib.acp_inject_line_port_free
+_free_port.argtypes = [ctypes.c_uint64]
+_free_port.restype = None
+_take_spilled = _lib.acp_inject_take_spilled
 _take_spilled.argtypes = [ctypes.c_void_p, ctypes.c_uint64]
 _take_spilled.restype = ctypes.c_int64
 
@@ -59,11 +76,23 @@ class _Output(threading.local):
 
 
 _output = _Output()
+_port_lock = threading.Lock()
 
 
 class ClientCore(_ffi.ClientCore):
     """The sans-IO client connection (see the generated ``ClientCore``), with
     :meth:`receive_line`, the cheapest way to hand it the agent's output one line at a time."""
+
+    def _take_line_port(self) -> int:
+        """This object's line port, taken once (under a lock: two threads' first lines must not
+        take two) and released when the object is collected; the port keeps the connection
+        alive, so no line in flight outlives it."""
+        with _port_lock:
+            port: int = self.__dict__.get("_acp_line_port") or self.line_port()
+            if "_acp_line_port" not in self.__dict__:
+                self.__dict__["_acp_line_port"] = port
+                weakref.finalize(self, _free_port, port)
+            return port
 
     def receive_line(self, line: Union[bytes, bytearray, memoryview, str]) -> List[Event]:
         """Applies one complete line from the agent (a trailing ``\\n`` or ``\\r\\n`` is
@@ -82,8 +111,11 @@ class ClientCore(_ffi.ClientCore):
             else:
                 raise InvalidArgument(f"ClientCore.receive_line: a line is bytes or str, not {type(line).__name__}")
         out = _output
+        port = self.__dict__.get("_acp_line_port")
+        if port is None:
+            port = self._take_line_port()
         # The library drops the line ending.
-        n = _receive_into(self._handle, line, len(line), out.address, out.size)  # type: ignore[attr-defined]  # the generated object's handle, not in the stub
+        n = _receive_into(port, line, len(line), out.address, out.size)
         if n < 0:
             if n == _NOT_UTF8:
                 raise AcpError.InvalidInput("ClientCore.receive_line: the line is not UTF-8")

@@ -814,7 +814,11 @@ fn interop() -> Row {
     // The other way: our clients drive the agent written with the SDK.
     eprintln!("\nthe Python example client against an agent written with the official TypeScript SDK:");
     type Drive = fn(&Path) -> Result<(), String>;
-    let others: [(&str, Drive); 2] = [("python client", sdk_agent_driven_by_python), ("kotlin client", sdk_agent_driven_by_kotlin)];
+    let others: [(&str, Drive); 3] = [
+        ("python client", sdk_agent_driven_by_python),
+        ("kotlin client", sdk_agent_driven_by_kotlin),
+        ("swift client", sdk_agent_driven_by_swift),
+    ];
     for (name, drive) in others {
         match drive(&harness) {
             Ok(()) => tests.passed += 1,
@@ -843,6 +847,29 @@ fn sdk_agent_driven_by_kotlin(harness: &Path) -> Result<(), String> {
         Ok(r) if r.success() => Ok(()),
         Ok(_) => Err("mvn test -Dtest=SdkAgentInteropTest failed".into()),
         Err(e) => Err(e.to_string()),
+    }
+}
+
+/// The Swift client's interop test (`SdkAgentInteropTests`, skipped unless
+/// `ACP_INJECT_SDK_AGENT` names the SDK agent's script) in the Swift chroot, where swiftw
+/// installs Node.js for it on first use.
+fn sdk_agent_driven_by_swift(harness: &Path) -> Result<(), String> {
+    eprintln!("\nthe Swift client against an agent written with the official TypeScript SDK:");
+    let (lib, agent) = library_and_agent()?;
+    let mut cmd = Command::new(root().join("bindings/swift/swiftw"));
+    cmd.args(["test", "--filter", "SdkAgentInteropTests"])
+        .env("ACP_INJECT_CACHE", cache_dir())
+        .env("ACP_INJECT_LIB_DIR", &lib)
+        .env("ACP_INJECT_AGENT", &agent)
+        .env("ACP_INJECT_SDK_AGENT", harness.join("sdk-agent.mjs"));
+    let ran = process::run(&mut cmd, Echo::All).map_err(|e| e.to_string())?;
+    let said = format!("{}{}", ran.stdout, ran.stderr);
+    // It must have run, not been skipped.
+    let passed = said.contains("testASessionAgainstAnAgentWrittenWithTheOfficialTypeScriptSdk' passed");
+    if ran.success() && passed {
+        Ok(())
+    } else {
+        Err("swiftw test --filter SdkAgentInteropTests failed or did not run".into())
     }
 }
 

@@ -66,3 +66,153 @@ fn malformed_vectors_fail_cleanly() {
     let unbound = r#"{"name":"x","side":"agent","steps":[{"client":{"jsonrpc":"2.0","id":1,"method":"session/revoke_inject","params":{"sessionId":"s1","messageId":"$nope"}}}]}"#;
     assert!(run_text(unbound).mismatch.unwrap().contains("before it is bound"));
 }
+
+/// This toolkit's extension methods, which the upstream schema does not know (spec/README.md,
+/// the deviation table): their requests and the answers to them are left out below.
+const EXTENSION_METHODS: [&str; 3] = ["session/inject", "session/revoke_inject", "session/replace_inject"];
+
+/// The upstream definition of a method's params and of its result, as the official SDK's
+/// validators pick them (interop/typescript-sdk/validate.mjs does the same on live lines).
+fn upstream_defs(method: &str) -> Option<(&'static str, Option<&'static str>)> {
+    Some(match method {
+        "initialize" => ("InitializeRequest", Some("InitializeResponse")),
+        "session/new" => ("NewSessionRequest", Some("NewSessionResponse")),
+        "session/prompt" => ("PromptRequest", Some("PromptResponse")),
+        "session/list" => ("ListSessionsRequest", Some("ListSessionsResponse")),
+        "session/resume" => ("ResumeSessionRequest", Some("ResumeSessionResponse")),
+        "session/close" => ("CloseSessionRequest", Some("CloseSessionResponse")),
+        "session/status" => ("SessionStatusRequest", Some("SessionStatusResponse")),
+        "session/cancel" => ("CancelSessionNotification", None),
+        "$/cancel_request" => ("CancelRequestNotification", None),
+        "session/update" => ("UpdateSessionNotification", None),
+        "session/request_permission" => ("RequestPermissionRequest", Some("RequestPermissionResponse")),
+        _ => return None,
+    })
+}
+
+/// Every message our side emits in a vector (an agent's `expect` lines, a client's `sends`)
+/// validates against the vendored upstream v2 draft schema, `spec/upstream/v2/schema.unstable.json`:
+/// the envelope, then the params by method and a result by the method it answers, errors as
+/// upstream's `Error`, each with the upstream definition the official SDK validates it with.
+/// What carries or answers an extension method ([`EXTENSION_METHODS`]) is counted, not checked;
+/// `_`-prefixed updates are upstream's own extension form and are checked as they are.
+#[test]
+fn emitted_messages_validate_against_the_vendored_upstream_schema() {
+    use serde_json::{json, Value};
+    let text = std::fs::read_to_string(root().join("spec/upstream/v2/schema.unstable.json")).expect("the vendored schema");
+    let upstream: Value = serde_json::from_str(&text).expect("JSON");
+    let mut validators = std::collections::HashMap::new();
+    let mut valid = |def: &str, value: &Value| -> Vec<String> {
+        let v = validators.entry(def.to_owned()).or_insert_with(|| {
+            let schema = json!({ "$ref": format!("#/$defs/{def}"), "$defs": upstream["$defs"].clone() });
+            jsonschema::draft202012::new(&schema).unwrap_or_else(|e| panic!("{def} does not compile: {e}"))
+        });
+        v.iter_errors(value).map(|e| format!("{def}: {e} at {}", e.instance_path())).take(3).collect()
+    };
+    // One message: its envelope, then what its method (or the method it answers) says.
+    let mut check = |message: &Value, answered: Option<&str>| -> Result<bool, Vec<String>> {
+        if message["jsonrpc"] != "2.0" {
+            return Err(vec!["jsonrpc is not \"2.0\"".into()]);
+        }
+        if let Some(method) = message["method"].as_str() {
+            if EXTENSION_METHODS.contains(&method) {
+                return Ok(false);
+            }
+            let (params, _) = upstream_defs(method).ok_or_else(|| vec![format!("no upstream definition for {method}")])?;
+            if message.get("id").is_some() && !(message["id"].is_string() || message["id"].is_i64()) {
+                return Err(vec!["a request id that is not a string or an integer".into()]);
+            }
+            let errors = valid(params, &message["params"]);
+            return if errors.is_empty() { Ok(true) } else { Err(errors) };
+        }
+        let Some(answered) = answered else { return Err(vec!["a response to no request of the vector".into()]) };
+        if EXTENSION_METHODS.contains(&answered) {
+            return Ok(false);
+        }
+        let errors = match (message.get("result"), message.get("error")) {
+            (Some(result), None) => match upstream_defs(answered).and_then(|d| d.1) {
+                Some(def) => valid(def, result),
+                None => vec![format!("no upstream result definition for {answered}")],
+            },
+            (None, Some(error)) => valid("Error", error),
+            _ => vec!["a response needs exactly one of result and error".into()],
+        };
+        if errors.is_empty() {
+            Ok(true)
+        } else {
+            Err(errors)
+        }
+    };
+    // The check can fail: messages upstream refuses are refused.
+    for (bad, answered) in [
+        (
+            json!({"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"x"}}}}),
+            None,
+        ),
+        (
+            json!({"jsonrpc":"2.0","id":null,"method":"session/request_permission","params":{"sessionId":"s1","title":"t","options":[]}}),
+            None,
+        ),
+        (json!({"jsonrpc":"2.0","id":1,"result":{"stopReason":"end_turn"}}), Some("session/prompt")),
+        (json!({"jsonrpc":"1.0","method":"session/update","params":{}}), None),
+    ] {
+        assert!(check(&bad, answered).is_err(), "accepted: {bad}");
+    }
+
+    let (mut checked, mut extension, mut problems) = (0usize, 0usize, Vec::new());
+    for file in vector_files(&[root().join("spec/vectors")]) {
+        let vector: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        let name = file.file_name().unwrap_or_default().to_string_lossy().into_owned();
+        // What each request id asked, from either side: what a response answers.
+        let mut asked = std::collections::HashMap::new();
+        for step in vector["steps"].as_array().into_iter().flatten() {
+            for key in ["client", "receive", "sends"] {
+                if let Some(method) = step[key]["method"].as_str() {
+                    if step[key].get("id").is_some() {
+                        asked.insert(step[key]["id"].to_string(), method.to_owned());
+                    }
+                }
+            }
+            let emitted: Vec<&Value> = match (step.get("expect"), step.get("sends")) {
+                (Some(Value::Array(out)), _) => out.iter().filter(|o| o.get("jsonrpc").is_some()).collect(),
+                (_, Some(sent)) => vec![sent],
+                _ => Vec::new(),
+            };
+            for message in emitted {
+                let mut message = message.clone();
+                if let Some(o) = message.as_object_mut() {
+                    o.remove("to");
+                }
+                if let Some(method) = message["method"].as_str() {
+                    if message.get("id").is_some() {
+                        asked.insert(message["id"].to_string(), method.to_owned());
+                    }
+                }
+                // An answer to a line the agent could not read (id null) answers no method.
+                let answered = asked.get(&message["id"].to_string()).map(String::as_str);
+                let answered = if message.get("method").is_none() && message["id"].is_null() { Some("") } else { answered };
+                match check(&message, answered) {
+                    Ok(true) => checked += 1,
+                    Ok(false) => extension += 1,
+                    Err(errors)
+                        if answered == Some("")
+                            && message.get("error").is_some()
+                            && errors.iter().all(|e| e.contains("no upstream")) =>
+                    {
+                        checked += 1
+                    }
+                    Err(errors) => problems.push(format!("{name}: {message}\n    {}", errors.join("\n    "))),
+                }
+            }
+        }
+    }
+    println!("{checked} emitted messages valid per the upstream schema, {extension} extension messages");
+    assert!(checked > 500, "only {checked} messages checked");
+    assert!(extension > 0, "no extension message seen");
+    assert!(
+        problems.is_empty(),
+        "{} of {checked} emitted messages fail the upstream schema:\n{}",
+        problems.len(),
+        problems.iter().take(12).cloned().collect::<Vec<_>>().join("\n")
+    );
+}

@@ -15,7 +15,7 @@
 import { renameSync, writeFileSync } from "node:fs";
 import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk/experimental/v2/unstable";
-import { Transcript, lineTap } from "./validate.mjs";
+import { Transcript, tappedStream } from "./validate.mjs";
 
 const option = (name) => {
   const at = process.argv.indexOf(name);
@@ -25,24 +25,6 @@ const delayMs = Number(option("--delay-ms") ?? 30);
 const reportTo = option("--report");
 
 const transcript = new Transcript();
-const fromClient = lineTap((line) => transcript.check("client", line));
-const toClient = lineTap((line) => transcript.check("agent", line));
-
-const input = Readable.toWeb(process.stdin).pipeThrough(
-  new TransformStream({
-    transform(chunk, controller) {
-      fromClient(chunk);
-      controller.enqueue(chunk);
-    },
-  }),
-);
-const stdout = Writable.toWeb(process.stdout).getWriter();
-const output = new WritableStream({
-  async write(chunk) {
-    toClient(chunk);
-    await stdout.write(chunk);
-  },
-});
 
 /** sessionId → { cwd, turn: {abort, done} | null, held: [{prompt, resolve, reject}], title } */
 const sessions = new Map();
@@ -174,7 +156,8 @@ const app = acp
     return {};
   });
 
-const connection = app.connect(acp.ndJsonStream(output, input));
+const stream = tappedStream(acp.ndJsonStream, Readable.toWeb(process.stdin), Writable.toWeb(process.stdout), transcript, "agent", "client");
+const connection = app.connect(stream);
 await connection.closed;
 if (reportTo) {
   // Written whole under another name, then renamed: a reader never sees half of it.

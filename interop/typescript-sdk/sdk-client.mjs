@@ -21,7 +21,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { tmpdir } from "node:os";
 import * as acp from "@agentclientprotocol/sdk/experimental/v2/unstable";
-import { Transcript, lineTap } from "./validate.mjs";
+import { Transcript, tappedStream } from "./validate.mjs";
 
 const args = process.argv.slice(2);
 const dash = args.indexOf("--");
@@ -57,30 +57,9 @@ function check(condition, what) {
 function startAgent() {
   const [cmd, ...rest] = agentCommand;
   const child = spawn(cmd, [...rest, "--store", store], { stdio: ["pipe", "pipe", "inherit"] });
-  const fromAgent = lineTap((line) => transcript.check("agent", line));
-  const toAgent = lineTap((line) => transcript.check("client", line));
-  const input = Readable.toWeb(child.stdout);
-  const tappedInput = input.pipeThrough(
-    new TransformStream({
-      transform(chunk, controller) {
-        fromAgent(chunk);
-        controller.enqueue(chunk);
-      },
-    }),
-  );
-  const stdin = Writable.toWeb(child.stdin);
-  const writer = stdin.getWriter();
-  const output = new WritableStream({
-    async write(chunk) {
-      toAgent(chunk);
-      await writer.write(chunk);
-    },
-    async close() {
-      await writer.close();
-    },
-  });
+  const stream = tappedStream(acp.ndJsonStream, Readable.toWeb(child.stdout), Writable.toWeb(child.stdin), transcript, "client", "agent");
   const exited = new Promise((resolve) => child.on("exit", (code, signal) => resolve({ code, signal })));
-  return { stream: acp.ndJsonStream(output, tappedInput), child, exited };
+  return { stream, child, exited };
 }
 
 let permissions = 0;

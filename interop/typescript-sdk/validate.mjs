@@ -113,6 +113,34 @@ export class Transcript {
   }
 }
 
+/**
+ * The SDK's stream over a peer's byte streams, with every line both ways checked on
+ * `transcript`: `read` comes from the peer (`peer` sent it), `write` goes to it (`self` sent it).
+ */
+export function tappedStream(ndJsonStream, read, write, transcript, self, peer) {
+  const incoming = lineTap((line) => transcript.check(peer, line));
+  const outgoing = lineTap((line) => transcript.check(self, line));
+  const input = read.pipeThrough(
+    new TransformStream({
+      transform(chunk, controller) {
+        incoming(chunk);
+        controller.enqueue(chunk);
+      },
+    }),
+  );
+  const writer = write.getWriter();
+  const output = new WritableStream({
+    async write(chunk) {
+      outgoing(chunk);
+      await writer.write(chunk);
+    },
+    async close() {
+      await writer.close();
+    },
+  });
+  return ndJsonStream(output, input);
+}
+
 /** A line splitter for a byte stream: calls `each` with every complete line (no ending). */
 export function lineTap(each) {
   const decoder = new TextDecoder();

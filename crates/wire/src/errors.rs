@@ -29,6 +29,19 @@ pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 /// The protocol versions this toolkit speaks.
 pub const SUPPORTED_PROTOCOL_VERSIONS: [u16; 1] = [2];
 
+/// The `protocolVersion` member of an `initialize` request's params or of its result, read
+/// before (and without) the rest, which may be another version's shape (R-INIT-1): `None` when
+/// the text is not an object or the member is not a non-negative integer. The other members are
+/// skipped, not built.
+pub fn protocol_version_of(json: &str) -> Option<u64> {
+    #[derive(Deserialize)]
+    struct Version {
+        #[serde(rename = "protocolVersion", default)]
+        protocol_version: Option<Value>,
+    }
+    serde_json::from_str::<Version>(json).ok()?.protocol_version?.as_u64()
+}
+
 /// The fixed message of a code.
 pub fn message_for(code: i64) -> &'static str {
     match code {

@@ -141,9 +141,7 @@ impl Agent {
     fn initialize(&mut self, conn: &str, params: Option<&RawValue>) -> Reply {
         // R-INIT-1: the version first, so a client of another version learns that, not which
         // member its params lack.
-        let requested = params
-            .and_then(|p| serde_json::from_str::<Map<String, Value>>(p.get()).ok())
-            .and_then(|p| p.get("protocolVersion").and_then(Value::as_u64));
+        let requested = params.and_then(|p| acp_inject_wire::errors::protocol_version_of(p.get()));
         let supported = acp_inject_wire::errors::SUPPORTED_PROTOCOL_VERSIONS;
         let answered = requested.and_then(|r| supported.iter().copied().filter(|v| u64::from(*v) <= r).max());
         if let (Some(requested), None) = (requested, answered) {

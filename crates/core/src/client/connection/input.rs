@@ -139,9 +139,7 @@ impl ClientConnection {
             Flight::Initialize => {
                 // C-INIT-1: the answered version first: an agent of another version fails with
                 // that, not with the member its answer lacks.
-                let version = serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(raw.get())
-                    .ok()
-                    .and_then(|r| r.get("protocolVersion").and_then(serde_json::Value::as_u64));
+                let version = acp_inject_wire::errors::protocol_version_of(raw.get());
                 let supported = acp_inject_wire::errors::SUPPORTED_PROTOCOL_VERSIONS;
                 if let Some(v) = version.filter(|v| !supported.iter().any(|s| u64::from(*s) == *v)) {
                     return Err(ProtocolError {

@@ -25,6 +25,7 @@
 //! (the TypeScript package), use askama templates from `codegen/templates/`. They sit behind the
 //! `render` feature, which only xtask enables, so the proc-macro never compiles askama.
 
+pub mod assemble;
 #[cfg(feature = "render")]
 pub mod docs;
 pub mod ffi;

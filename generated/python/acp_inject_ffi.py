@@ -2332,7 +2332,7 @@ class _UniffiFfiConverterOptionalTypeJsonObject(_UniffiConverterRustBuffer):
 @dataclass
 class McpCapabilities:
     """
-    MCP server transports the agent connects to.
+    MCP capabilities supported by the agent for session lifecycle requests.
 """
     def __init__(self, *, stdio:typing.Optional[JsonObject], http:typing.Optional[JsonObject], meta:typing.Optional[JsonObject]):
         self.stdio = stdio
@@ -2400,9 +2400,78 @@ class _UniffiFfiConverterOptionalTypeMcpCapabilities(_UniffiConverterRustBuffer)
             raise InternalError("Unexpected flag byte for optional type")
 
 @dataclass
+class SessionStatusCapabilities:
+    """
+    **UNSTABLE**
+
+    This capability is not part of the spec yet, and may be removed or changed at any point.
+
+    Capabilities for the `session/status` method.
+
+    Supplying `{}` means the agent supports checking session status.
+"""
+    def __init__(self, *, meta:typing.Optional[JsonObject]):
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "SessionStatusCapabilities(meta={})".format(self.meta)
+    def __eq__(self, other):
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeSessionStatusCapabilities(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return SessionStatusCapabilities(
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+class _UniffiFfiConverterOptionalTypeSessionStatusCapabilities(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterTypeSessionStatusCapabilities.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterTypeSessionStatusCapabilities.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterTypeSessionStatusCapabilities.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
+
+@dataclass
 class SessionAdditionalDirectoriesCapabilities:
     """
-    The agent accepts additional workspace roots.
+    Capabilities for additional session directories support.
+
+    Supplying `{}` means the agent supports the `additionalDirectories` field on
+    supported session lifecycle requests. Agents may return
+    `SessionInfo.additionalDirectories` in `session/list` to report the
+    complete ordered additional-root list associated with a listed session.
 """
     def __init__(self, *, meta:typing.Optional[JsonObject]):
         self.meta = meta
@@ -2767,90 +2836,42 @@ class _UniffiFfiConverterOptionalTypeInjectCapabilities(_UniffiConverterRustBuff
             raise InternalError("Unexpected flag byte for optional type")
 
 @dataclass
-class SessionStatusCapabilities:
+class SessionCapabilities:
     """
-    The agent answers `session/status`.
+    Session capabilities supported by the agent.
+
+    Supplying `{}` means the agent supports the baseline session methods:
+    `session/new`, `session/list`, `session/resume`, `session/close`,
+    `session/prompt`, `session/cancel`, and `session/update`.
+
+    Agents that support sessions **MAY** support additional session methods,
+    prompt content types, and MCP transports by specifying additional
+    capabilities.
+
+    See protocol docs: [Session Capabilities](https://agentclientprotocol.com/protocol/v2/draft/initialization#session-capabilities)
 """
-    def __init__(self, *, meta:typing.Optional[JsonObject]):
+    def __init__(self, *, meta:typing.Optional[JsonObject], mcp:typing.Optional[McpCapabilities], status:typing.Optional[SessionStatusCapabilities], additional_directories:typing.Optional[SessionAdditionalDirectoriesCapabilities], inject:typing.Optional[InjectCapabilities]):
         self.meta = meta
+        self.mcp = mcp
+        self.status = status
+        self.additional_directories = additional_directories
+        self.inject = inject
         
         
 
     
     def __str__(self):
-        return "SessionStatusCapabilities(meta={})".format(self.meta)
+        return "SessionCapabilities(meta={}, mcp={}, status={}, additional_directories={}, inject={})".format(self.meta, self.mcp, self.status, self.additional_directories, self.inject)
     def __eq__(self, other):
         if self.meta != other.meta:
             return False
-        return True
-
-class _UniffiFfiConverterTypeSessionStatusCapabilities(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return SessionStatusCapabilities(
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-class _UniffiFfiConverterOptionalTypeSessionStatusCapabilities(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        if value is not None:
-            _UniffiFfiConverterTypeSessionStatusCapabilities.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        if value is None:
-            buf.write_u8(0)
-            return
-
-        buf.write_u8(1)
-        _UniffiFfiConverterTypeSessionStatusCapabilities.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        flag = buf.read_u8()
-        if flag == 0:
-            return None
-        elif flag == 1:
-            return _UniffiFfiConverterTypeSessionStatusCapabilities.read(buf)
-        else:
-            raise InternalError("Unexpected flag byte for optional type")
-
-@dataclass
-class SessionCapabilities:
-    """
-    Session-level capabilities. `{}` means the baseline session methods; absent members mean the optional feature is not supported. This toolkit's own extensions are advertised under `_meta` (`acp-inject.dev/pending`, `acp-inject.dev/sessionClosed`).
-"""
-    def __init__(self, *, mcp:typing.Optional[McpCapabilities], additional_directories:typing.Optional[SessionAdditionalDirectoriesCapabilities], inject:typing.Optional[InjectCapabilities], status:typing.Optional[SessionStatusCapabilities], meta:typing.Optional[JsonObject]):
-        self.mcp = mcp
-        self.additional_directories = additional_directories
-        self.inject = inject
-        self.status = status
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "SessionCapabilities(mcp={}, additional_directories={}, inject={}, status={}, meta={})".format(self.mcp, self.additional_directories, self.inject, self.status, self.meta)
-    def __eq__(self, other):
         if self.mcp != other.mcp:
+            return False
+        if self.status != other.status:
             return False
         if self.additional_directories != other.additional_directories:
             return False
         if self.inject != other.inject:
-            return False
-        if self.status != other.status:
-            return False
-        if self.meta != other.meta:
             return False
         return True
 
@@ -2858,28 +2879,28 @@ class _UniffiFfiConverterTypeSessionCapabilities(_UniffiConverterRustBuffer):
     @staticmethod
     def read(buf):
         return SessionCapabilities(
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
             mcp=_UniffiFfiConverterOptionalTypeMcpCapabilities.read(buf),
+            status=_UniffiFfiConverterOptionalTypeSessionStatusCapabilities.read(buf),
             additional_directories=_UniffiFfiConverterOptionalTypeSessionAdditionalDirectoriesCapabilities.read(buf),
             inject=_UniffiFfiConverterOptionalTypeInjectCapabilities.read(buf),
-            status=_UniffiFfiConverterOptionalTypeSessionStatusCapabilities.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
         )
 
     @staticmethod
     def check_lower(value):
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
         _UniffiFfiConverterOptionalTypeMcpCapabilities.check_lower(value.mcp)
+        _UniffiFfiConverterOptionalTypeSessionStatusCapabilities.check_lower(value.status)
         _UniffiFfiConverterOptionalTypeSessionAdditionalDirectoriesCapabilities.check_lower(value.additional_directories)
         _UniffiFfiConverterOptionalTypeInjectCapabilities.check_lower(value.inject)
-        _UniffiFfiConverterOptionalTypeSessionStatusCapabilities.check_lower(value.status)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
 
     @staticmethod
     def write(value, buf):
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
         _UniffiFfiConverterOptionalTypeMcpCapabilities.write(value.mcp, buf)
+        _UniffiFfiConverterOptionalTypeSessionStatusCapabilities.write(value.status, buf)
         _UniffiFfiConverterOptionalTypeSessionAdditionalDirectoriesCapabilities.write(value.additional_directories, buf)
         _UniffiFfiConverterOptionalTypeInjectCapabilities.write(value.inject, buf)
-        _UniffiFfiConverterOptionalTypeSessionStatusCapabilities.write(value.status, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
 
 class _UniffiFfiConverterOptionalTypeSessionCapabilities(_UniffiConverterRustBuffer):
     @classmethod
@@ -2909,7 +2930,12 @@ class _UniffiFfiConverterOptionalTypeSessionCapabilities(_UniffiConverterRustBuf
 @dataclass
 class AgentCapabilities:
     """
-    What the agent supports.
+    Capabilities supported by the agent.
+
+    Advertised during initialization to inform the client about
+    available features and content types.
+
+    See protocol docs: [Agent Capabilities](https://agentclientprotocol.com/protocol/v2/draft/initialization#agent-capabilities)
 """
     def __init__(self, *, session:typing.Optional[SessionCapabilities], meta:typing.Optional[JsonObject]):
         self.session = session
@@ -3324,7 +3350,7 @@ MessageId = str
 
 class Role:
     """
-    Who content is for. Open.
+    The sender or recipient of messages and data in a conversation.
 """
     def __init__(self):
         raise RuntimeError("Role cannot be instantiated directly")
@@ -3333,7 +3359,7 @@ class Role:
     @dataclass
     class ASSISTANT:
         """
-        `assistant`
+        `assistant`: The assistant side of a conversation.
 """
         
         def __init__(self, ):
@@ -3355,7 +3381,7 @@ class Role:
     @dataclass
     class USER:
         """
-        `user`
+        `user`: The user side of a conversation.
 """
         
         def __init__(self, ):
@@ -3579,7 +3605,7 @@ class _UniffiFfiConverterOptionalFloat64(_UniffiConverterRustBuffer):
 @dataclass
 class Annotations:
     """
-    Hints for how content is used or shown.
+    Optional annotations for the client. The client can use annotations to inform how objects are used or displayed
 """
     def __init__(self, *, audience:typing.Optional[typing.List[Role]], last_modified:typing.Optional[str], priority:typing.Optional[float], meta:typing.Optional[JsonObject]):
         self.audience = audience
@@ -3655,7 +3681,11 @@ class _UniffiFfiConverterOptionalTypeAnnotations(_UniffiConverterRustBuffer):
 @dataclass
 class TextContent:
     """
-    Text.
+    Text content. May be plain text or formatted with Markdown.
+
+    All agents MUST support text content blocks in prompts.
+    Clients SHOULD render this text as CommonMark and MAY support GitHub Flavored Markdown
+    extensions.
 """
     def __init__(self, *, text:str, annotations:typing.Optional[Annotations], meta:typing.Optional[JsonObject]):
         self.text = text
@@ -3713,7 +3743,9 @@ class _UniffiFfiConverterBoxTypeTextContent(_UniffiConverterRustBuffer):
 @dataclass
 class ImageContent:
     """
-    An image, base64-encoded.
+    Images for visual context or analysis.
+
+    Requires the `image` prompt capability when included in prompts.
 """
     def __init__(self, *, data:str, mime_type:str, uri:typing.Optional[str], annotations:typing.Optional[Annotations], meta:typing.Optional[JsonObject]):
         self.data = data
@@ -3783,7 +3815,9 @@ class _UniffiFfiConverterBoxTypeImageContent(_UniffiConverterRustBuffer):
 @dataclass
 class AudioContent:
     """
-    Audio, base64-encoded.
+    Audio data for transcription or analysis.
+
+    Requires the `audio` prompt capability when included in prompts.
 """
     def __init__(self, *, data:str, mime_type:str, annotations:typing.Optional[Annotations], meta:typing.Optional[JsonObject]):
         self.data = data
@@ -3892,24 +3926,11 @@ class _UniffiFfiConverterOptionalSequenceTypeJsonObject(_UniffiConverterRustBuff
         else:
             raise InternalError("Unexpected flag byte for optional type")
 
-class _UniffiFfiConverterInt64(_UniffiConverterPrimitiveInt):
-    CLASS_NAME = "i64"
-    VALUE_MIN = -2**63
-    VALUE_MAX = 2**63
-
-    @staticmethod
-    def read(buf):
-        return buf.read_i64()
-
-    @staticmethod
-    def write(value, buf):
-        buf.write_i64(value)
-
-class _UniffiFfiConverterOptionalInt64(_UniffiConverterRustBuffer):
+class _UniffiFfiConverterOptionalUInt64(_UniffiConverterRustBuffer):
     @classmethod
     def check_lower(cls, value):
         if value is not None:
-            _UniffiFfiConverterInt64.check_lower(value)
+            _UniffiFfiConverterUInt64.check_lower(value)
 
     @classmethod
     def write(cls, value, buf):
@@ -3918,7 +3939,7 @@ class _UniffiFfiConverterOptionalInt64(_UniffiConverterRustBuffer):
             return
 
         buf.write_u8(1)
-        _UniffiFfiConverterInt64.write(value, buf)
+        _UniffiFfiConverterUInt64.write(value, buf)
 
     @classmethod
     def read(cls, buf):
@@ -3926,14 +3947,16 @@ class _UniffiFfiConverterOptionalInt64(_UniffiConverterRustBuffer):
         if flag == 0:
             return None
         elif flag == 1:
-            return _UniffiFfiConverterInt64.read(buf)
+            return _UniffiFfiConverterUInt64.read(buf)
         else:
             raise InternalError("Unexpected flag byte for optional type")
 
 @dataclass
 class ResourceLink:
     """
-    A link to a resource the agent can read.
+    References to resources that the receiver may be able to read.
+
+    All agents MUST support resource links in prompts.
 """
     def __init__(self, *, name:str, uri:str, title:typing.Optional[str], description:typing.Optional[str], icons:typing.Optional[typing.List[JsonObject]], mime_type:typing.Optional[str], size:typing.Optional[int], annotations:typing.Optional[Annotations], meta:typing.Optional[JsonObject]):
         self.name = name
@@ -3982,7 +4005,7 @@ class _UniffiFfiConverterTypeResourceLink(_UniffiConverterRustBuffer):
             description=_UniffiFfiConverterOptionalString.read(buf),
             icons=_UniffiFfiConverterOptionalSequenceTypeJsonObject.read(buf),
             mime_type=_UniffiFfiConverterOptionalString.read(buf),
-            size=_UniffiFfiConverterOptionalInt64.read(buf),
+            size=_UniffiFfiConverterOptionalUInt64.read(buf),
             annotations=_UniffiFfiConverterOptionalTypeAnnotations.read(buf),
             meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
         )
@@ -3995,7 +4018,7 @@ class _UniffiFfiConverterTypeResourceLink(_UniffiConverterRustBuffer):
         _UniffiFfiConverterOptionalString.check_lower(value.description)
         _UniffiFfiConverterOptionalSequenceTypeJsonObject.check_lower(value.icons)
         _UniffiFfiConverterOptionalString.check_lower(value.mime_type)
-        _UniffiFfiConverterOptionalInt64.check_lower(value.size)
+        _UniffiFfiConverterOptionalUInt64.check_lower(value.size)
         _UniffiFfiConverterOptionalTypeAnnotations.check_lower(value.annotations)
         _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
 
@@ -4007,7 +4030,7 @@ class _UniffiFfiConverterTypeResourceLink(_UniffiConverterRustBuffer):
         _UniffiFfiConverterOptionalString.write(value.description, buf)
         _UniffiFfiConverterOptionalSequenceTypeJsonObject.write(value.icons, buf)
         _UniffiFfiConverterOptionalString.write(value.mime_type, buf)
-        _UniffiFfiConverterOptionalInt64.write(value.size, buf)
+        _UniffiFfiConverterOptionalUInt64.write(value.size, buf)
         _UniffiFfiConverterOptionalTypeAnnotations.write(value.annotations, buf)
         _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
 
@@ -4027,25 +4050,25 @@ class _UniffiFfiConverterBoxTypeResourceLink(_UniffiConverterRustBuffer):
 @dataclass
 class TextResourceContents:
     """
-    A text resource.
+    Text-based resource contents.
 """
-    def __init__(self, *, uri:str, mime_type:typing.Optional[str], text:str, meta:typing.Optional[JsonObject]):
+    def __init__(self, *, text:str, uri:str, mime_type:typing.Optional[str], meta:typing.Optional[JsonObject]):
+        self.text = text
         self.uri = uri
         self.mime_type = mime_type
-        self.text = text
         self.meta = meta
         
         
 
     
     def __str__(self):
-        return "TextResourceContents(uri={}, mime_type={}, text={}, meta={})".format(self.uri, self.mime_type, self.text, self.meta)
+        return "TextResourceContents(text={}, uri={}, mime_type={}, meta={})".format(self.text, self.uri, self.mime_type, self.meta)
     def __eq__(self, other):
+        if self.text != other.text:
+            return False
         if self.uri != other.uri:
             return False
         if self.mime_type != other.mime_type:
-            return False
-        if self.text != other.text:
             return False
         if self.meta != other.meta:
             return False
@@ -4055,48 +4078,48 @@ class _UniffiFfiConverterTypeTextResourceContents(_UniffiConverterRustBuffer):
     @staticmethod
     def read(buf):
         return TextResourceContents(
+            text=_UniffiFfiConverterString.read(buf),
             uri=_UniffiFfiConverterString.read(buf),
             mime_type=_UniffiFfiConverterOptionalString.read(buf),
-            text=_UniffiFfiConverterString.read(buf),
             meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
         )
 
     @staticmethod
     def check_lower(value):
+        _UniffiFfiConverterString.check_lower(value.text)
         _UniffiFfiConverterString.check_lower(value.uri)
         _UniffiFfiConverterOptionalString.check_lower(value.mime_type)
-        _UniffiFfiConverterString.check_lower(value.text)
         _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
 
     @staticmethod
     def write(value, buf):
+        _UniffiFfiConverterString.write(value.text, buf)
         _UniffiFfiConverterString.write(value.uri, buf)
         _UniffiFfiConverterOptionalString.write(value.mime_type, buf)
-        _UniffiFfiConverterString.write(value.text, buf)
         _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
 
 @dataclass
 class BlobResourceContents:
     """
-    A binary resource, base64-encoded.
+    Binary resource contents.
 """
-    def __init__(self, *, uri:str, mime_type:typing.Optional[str], blob:str, meta:typing.Optional[JsonObject]):
+    def __init__(self, *, blob:str, uri:str, mime_type:typing.Optional[str], meta:typing.Optional[JsonObject]):
+        self.blob = blob
         self.uri = uri
         self.mime_type = mime_type
-        self.blob = blob
         self.meta = meta
         
         
 
     
     def __str__(self):
-        return "BlobResourceContents(uri={}, mime_type={}, blob={}, meta={})".format(self.uri, self.mime_type, self.blob, self.meta)
+        return "BlobResourceContents(blob={}, uri={}, mime_type={}, meta={})".format(self.blob, self.uri, self.mime_type, self.meta)
     def __eq__(self, other):
+        if self.blob != other.blob:
+            return False
         if self.uri != other.uri:
             return False
         if self.mime_type != other.mime_type:
-            return False
-        if self.blob != other.blob:
             return False
         if self.meta != other.meta:
             return False
@@ -4106,24 +4129,24 @@ class _UniffiFfiConverterTypeBlobResourceContents(_UniffiConverterRustBuffer):
     @staticmethod
     def read(buf):
         return BlobResourceContents(
+            blob=_UniffiFfiConverterString.read(buf),
             uri=_UniffiFfiConverterString.read(buf),
             mime_type=_UniffiFfiConverterOptionalString.read(buf),
-            blob=_UniffiFfiConverterString.read(buf),
             meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
         )
 
     @staticmethod
     def check_lower(value):
+        _UniffiFfiConverterString.check_lower(value.blob)
         _UniffiFfiConverterString.check_lower(value.uri)
         _UniffiFfiConverterOptionalString.check_lower(value.mime_type)
-        _UniffiFfiConverterString.check_lower(value.blob)
         _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
 
     @staticmethod
     def write(value, buf):
+        _UniffiFfiConverterString.write(value.blob, buf)
         _UniffiFfiConverterString.write(value.uri, buf)
         _UniffiFfiConverterOptionalString.write(value.mime_type, buf)
-        _UniffiFfiConverterString.write(value.blob, buf)
         _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
 
 
@@ -4133,7 +4156,7 @@ class _UniffiFfiConverterTypeBlobResourceContents(_UniffiConverterRustBuffer):
 
 class EmbeddedResourceResource:
     """
-    Text or binary contents of a resource.
+    Resource content that can be embedded in a message.
 """
     def __init__(self):
         raise RuntimeError("EmbeddedResourceResource cannot be instantiated directly")
@@ -4250,7 +4273,11 @@ class _UniffiFfiConverterTypeEmbeddedResourceResource(_UniffiConverterRustBuffer
 @dataclass
 class EmbeddedResource:
     """
-    A resource's contents, embedded.
+    Complete resource contents embedded directly in the message.
+
+    Preferred for including context as it avoids extra round-trips.
+
+    Requires the `embeddedContext` prompt capability when included in prompts.
 """
     def __init__(self, *, resource:EmbeddedResourceResource, annotations:typing.Optional[Annotations], meta:typing.Optional[JsonObject]):
         self.resource = resource
@@ -4338,7 +4365,18 @@ Unknown = str
 
 class ContentBlock:
     """
-    A piece of message content, tagged by `type`. Open.
+    Content blocks represent displayable information in the Agent Client Protocol.
+
+    Content blocks appear in:
+    - User prompts sent via `session/prompt`
+    - Language model output reported through `session/update` notifications as
+      message updates or streamed chunks
+    - Progress updates and results from tool calls
+
+    This structure is compatible with the Model Context Protocol (MCP), so agents can
+    forward content from MCP tool outputs without transformation.
+
+    See protocol docs: [Content](https://agentclientprotocol.com/protocol/v2/draft/content)
 """
     def __init__(self):
         raise RuntimeError("ContentBlock cannot be instantiated directly")
@@ -4347,7 +4385,11 @@ class ContentBlock:
     @dataclass
     class TEXT:
         """
-        `text`: Text.
+        `text`: Text content. May be plain text or formatted with Markdown.
+
+        All agents MUST support text content blocks in prompts.
+        Clients SHOULD render this text as CommonMark and MAY support GitHub Flavored Markdown
+        extensions.
 """
         
         def __init__(self, *values):
@@ -4375,7 +4417,9 @@ class ContentBlock:
     @dataclass
     class IMAGE:
         """
-        `image`: An image, base64-encoded.
+        `image`: Images for visual context or analysis.
+
+        Requires the `image` prompt capability when included in prompts.
 """
         
         def __init__(self, *values):
@@ -4403,7 +4447,9 @@ class ContentBlock:
     @dataclass
     class AUDIO:
         """
-        `audio`: Audio, base64-encoded.
+        `audio`: Audio data for transcription or analysis.
+
+        Requires the `audio` prompt capability when included in prompts.
 """
         
         def __init__(self, *values):
@@ -4431,7 +4477,9 @@ class ContentBlock:
     @dataclass
     class RESOURCE_LINK:
         """
-        `resource_link`: A link to a resource the agent can read.
+        `resource_link`: References to resources that the receiver may be able to read.
+
+        All agents MUST support resource links in prompts.
 """
         
         def __init__(self, *values):
@@ -4459,7 +4507,11 @@ class ContentBlock:
     @dataclass
     class RESOURCE:
         """
-        `resource`: A resource's contents, embedded.
+        `resource`: Complete resource contents embedded directly in the message.
+
+        Preferred for including context as it avoids extra round-trips.
+
+        Requires the `embeddedContext` prompt capability when included in prompts.
 """
         
         def __init__(self, *values):
@@ -4833,7 +4885,11 @@ ContentBlockListPatchMember = ContentBlockListPatch
 @dataclass
 class AgentMessage:
     """
-    An agent message upsert. `content: []` clears what was streamed so far.
+    An agent message has been created or updated.
+
+    Agents can send this in addition to streamed chunks. When a client
+    receives another `agent_message` update with the same `messageId`,
+    fields in the new update patch the previous fields for that message.
 """
     def __init__(self, *, message_id:MessageId, content:ContentBlockListPatchMember, meta:typing.Optional[JsonObject]):
         self.message_id = message_id
@@ -4878,7 +4934,7 @@ class _UniffiFfiConverterTypeAgentMessage(_UniffiConverterRustBuffer):
 @dataclass
 class AgentMessageChunk:
     """
-    A streamed piece of an agent message.
+    A chunk of the agent's response being streamed.
 """
     def __init__(self, *, message_id:MessageId, content:ContentBlock, meta:typing.Optional[JsonObject]):
         self.message_id = message_id
@@ -4987,7 +5043,11 @@ class _UniffiFfiConverterTypeAgentMessageClear(_UniffiConverterRustBuffer):
 @dataclass
 class AgentThought:
     """
-    An agent thought upsert.
+    An agent thought or reasoning message has been created or updated.
+
+    Agents can send this in addition to streamed chunks. When a client
+    receives another `agent_thought` update with the same `messageId`,
+    fields in the new update patch the previous fields for that message.
 """
     def __init__(self, *, message_id:MessageId, content:ContentBlockListPatchMember, meta:typing.Optional[JsonObject]):
         self.message_id = message_id
@@ -5032,7 +5092,7 @@ class _UniffiFfiConverterTypeAgentThought(_UniffiConverterRustBuffer):
 @dataclass
 class AgentThoughtChunk:
     """
-    A streamed piece of an agent thought.
+    A chunk of the agent's internal reasoning being streamed.
 """
     def __init__(self, *, message_id:MessageId, content:ContentBlock, meta:typing.Optional[JsonObject]):
         self.message_id = message_id
@@ -5103,7 +5163,12 @@ SessionId = str
 @dataclass
 class BackgroundSubagent:
     """
-    UNSTABLE upstream: a listed subagent session.
+    **UNSTABLE**
+
+    This capability is not part of the spec yet, and may be removed or changed at any point.
+
+    A detached subagent session that has anything running: its state is not `idle`, or
+    its own `background` list is non-empty or not reported.
 """
     def __init__(self, *, session_id:SessionId, meta:typing.Optional[JsonObject]):
         self.session_id = session_id
@@ -5142,7 +5207,8 @@ class _UniffiFfiConverterTypeBackgroundSubagent(_UniffiConverterRustBuffer):
 @dataclass
 class BackgroundTerminal:
     """
-    A listed terminal running in the background.
+    A process that keeps running after its tool call returned control to the model.
+    Live until its `terminal_update` reports `exitStatus`.
 """
     def __init__(self, *, terminal_id:str, meta:typing.Optional[JsonObject]):
         self.terminal_id = terminal_id
@@ -5207,7 +5273,9 @@ ToolCallId = str
 @dataclass
 class BackgroundToolCall:
     """
-    A listed tool call whose work continues in the background.
+    Work started by a tool call that continues without a process of its own, such as
+    a watcher, a workflow, or a scheduled wakeup. `pending` and `paused` tool calls
+    stay listed.
 """
     def __init__(self, *, tool_call_id:ToolCallId, meta:typing.Optional[JsonObject]):
         self.tool_call_id = tool_call_id
@@ -5242,6 +5310,19 @@ class _UniffiFfiConverterTypeBackgroundToolCall(_UniffiConverterRustBuffer):
     def write(value, buf):
         _UniffiFfiConverterTypeToolCallId.write(value.tool_call_id, buf)
         _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+class _UniffiFfiConverterInt64(_UniffiConverterPrimitiveInt):
+    CLASS_NAME = "i64"
+    VALUE_MIN = -2**63
+    VALUE_MAX = 2**63
+
+    @staticmethod
+    def read(buf):
+        return buf.read_i64()
+
+    @staticmethod
+    def write(value, buf):
+        buf.write_i64(value)
 
 
 
@@ -5407,7 +5488,9 @@ class _UniffiFfiConverterTypeRequestId(_UniffiConverterRustBuffer):
 @dataclass
 class CancelRequestNotification:
     """
-    Cancels an in-flight request (`$/cancel_request`).
+    Notification to cancel an ongoing request.
+
+    See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v2/draft/cancellation)
 """
     def __init__(self, *, request_id:RequestId, meta:typing.Optional[JsonObject]):
         self.request_id = request_id
@@ -5446,7 +5529,9 @@ class _UniffiFfiConverterTypeCancelRequestNotification(_UniffiConverterRustBuffe
 @dataclass
 class CancelSessionNotification:
     """
-    Ends the in-flight turn (`idle`, `stopReason: cancelled`). Pending injects survive.
+    Notification to cancel a session's foreground work and its prompts not yet inserted.
+
+    See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#cancellation)
 """
     def __init__(self, *, session_id:SessionId, meta:typing.Optional[JsonObject]):
         self.session_id = session_id
@@ -5485,7 +5570,16 @@ class _UniffiFfiConverterTypeCancelSessionNotification(_UniffiConverterRustBuffe
 @dataclass
 class CancelledPermissionOutcome:
     """
-    The request was cancelled (the turn was cancelled).
+    The request was not approved and no option was selected: the session's work was
+    cancelled, the user dismissed the prompt, or the client declined it by policy.
+    Agents MUST NOT proceed with the operation.
+
+    The client answers a request the agent cancels with `$/cancel_request` with
+    this outcome. After sending `session/cancel`, the client MAY also send it
+    without waiting for `$/cancel_request`, for a request it knows belongs to the
+    cancelled foreground work.
+
+    See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#cancellation)
 """
     def __init__(self, *, meta:typing.Optional[JsonObject]):
         self.meta = meta
@@ -5518,7 +5612,12 @@ class _UniffiFfiConverterTypeCancelledPermissionOutcome(_UniffiConverterRustBuff
 @dataclass
 class ClientCapabilities:
     """
-    What the client supports. This toolkit defines no client capability of its own; upstream's are accepted and not interpreted.
+    Capabilities supported by the client.
+
+    Advertised during initialization to inform the agent about
+    available features and methods.
+
+    See protocol docs: [Client Capabilities](https://agentclientprotocol.com/protocol/v2/draft/initialization#client-capabilities)
 """
     def __init__(self, *, meta:typing.Optional[JsonObject]):
         self.meta = meta
@@ -5551,7 +5650,26 @@ class _UniffiFfiConverterTypeClientCapabilities(_UniffiConverterRustBuffer):
 @dataclass
 class CloseSessionRequest:
     """
-    Closes a session: a running turn ends as cancelled, pending injects are handed back to the agent's host (not delivered), and every attached client is told. The session stays listable and can be resumed.
+    Request parameters for closing an active session.
+
+    The Agent MUST cancel any ongoing work related to the session as if `session/cancel`
+    was called, then free the resources associated with the session. Unlike `session/cancel`,
+    closing also stops the session's background work. After the close response, the Agent
+    sends no other messages for the session on that connection.
+
+    Closing a session that does not exist or is not active SHOULD succeed, and Clients SHOULD
+    treat a `-32002` response as a successful close.
+
+    When closing cancels active foreground work, the Agent MUST send the final
+    updates for that work and the idle `state_update` with `stopReason: "cancelled"`
+    before responding successfully to `session/close`. Closing an idle session
+    does not itself require another idle update.
+
+    Closing also cancels pending `session/prompt` requests whose messages have not
+    been inserted, including held prompts. If closing prevents a prompt's user message from being inserted, the
+    Agent MUST answer that request with `-32800` (Request Cancelled). If the message
+    has already been inserted, the Agent MUST respond successfully with its
+    `messageId`. Prompt responses need not precede the close response.
 """
     def __init__(self, *, session_id:SessionId, meta:typing.Optional[JsonObject]):
         self.session_id = session_id
@@ -5590,7 +5708,7 @@ class _UniffiFfiConverterTypeCloseSessionRequest(_UniffiConverterRustBuffer):
 @dataclass
 class CloseSessionResponse:
     """
-    The session is closed.
+    Response from closing a session.
 """
     def __init__(self, *, meta:typing.Optional[JsonObject]):
         self.meta = meta
@@ -5623,7 +5741,9 @@ class _UniffiFfiConverterTypeCloseSessionResponse(_UniffiConverterRustBuffer):
 @dataclass
 class Implementation:
     """
-    Name and version of a client or agent implementation.
+    Metadata about the implementation of the client or agent.
+    Describes the name and version of an ACP implementation, with an optional
+    title for UI representation.
 """
     def __init__(self, *, name:str, title:typing.Optional[str], version:str, meta:typing.Optional[JsonObject]):
         self.name = name
@@ -5737,7 +5857,7 @@ class _UniffiFfiConverterTypeConnectOptions(_UniffiConverterRustBuffer):
 @dataclass
 class Cost:
     """
-    A monetary cost.
+    Cost information for a session.
 """
     def __init__(self, *, amount:float, currency:str, meta:typing.Optional[JsonObject]):
         self.amount = amount
@@ -5782,7 +5902,7 @@ class _UniffiFfiConverterTypeCost(_UniffiConverterRustBuffer):
 @dataclass
 class EnvVariable:
     """
-    An environment variable for a stdio MCP server.
+    An environment variable to set when launching a process.
 """
     def __init__(self, *, name:str, value:str, meta:typing.Optional[JsonObject]):
         self.name = name
@@ -6284,7 +6404,7 @@ class _UniffiFfiConverterTypeErrorData(_UniffiConverterRustBuffer):
 @dataclass
 class HttpHeader:
     """
-    An HTTP header for an HTTP MCP server.
+    An HTTP header to set when making requests to the MCP server.
 """
     def __init__(self, *, name:str, value:str, meta:typing.Optional[JsonObject]):
         self.name = name
@@ -6325,6 +6445,419 @@ class _UniffiFfiConverterTypeHttpHeader(_UniffiConverterRustBuffer):
         _UniffiFfiConverterString.write(value.name, buf)
         _UniffiFfiConverterString.write(value.value, buf)
         _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+@dataclass
+class Usage:
+    """
+    **UNSTABLE**
+
+    This capability is not part of the spec yet, and may be removed or changed at any point.
+
+    Token usage for the foreground work that just completed, not cumulative for the session.
+"""
+    def __init__(self, *, total_tokens:int, input_tokens:int, output_tokens:int, thought_tokens:typing.Optional[int], cached_read_tokens:typing.Optional[int], cached_write_tokens:typing.Optional[int], meta:typing.Optional[JsonObject]):
+        self.total_tokens = total_tokens
+        self.input_tokens = input_tokens
+        self.output_tokens = output_tokens
+        self.thought_tokens = thought_tokens
+        self.cached_read_tokens = cached_read_tokens
+        self.cached_write_tokens = cached_write_tokens
+        self.meta = meta
+        
+        
+
+    
+    def __str__(self):
+        return "Usage(total_tokens={}, input_tokens={}, output_tokens={}, thought_tokens={}, cached_read_tokens={}, cached_write_tokens={}, meta={})".format(self.total_tokens, self.input_tokens, self.output_tokens, self.thought_tokens, self.cached_read_tokens, self.cached_write_tokens, self.meta)
+    def __eq__(self, other):
+        if self.total_tokens != other.total_tokens:
+            return False
+        if self.input_tokens != other.input_tokens:
+            return False
+        if self.output_tokens != other.output_tokens:
+            return False
+        if self.thought_tokens != other.thought_tokens:
+            return False
+        if self.cached_read_tokens != other.cached_read_tokens:
+            return False
+        if self.cached_write_tokens != other.cached_write_tokens:
+            return False
+        if self.meta != other.meta:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeUsage(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return Usage(
+            total_tokens=_UniffiFfiConverterUInt64.read(buf),
+            input_tokens=_UniffiFfiConverterUInt64.read(buf),
+            output_tokens=_UniffiFfiConverterUInt64.read(buf),
+            thought_tokens=_UniffiFfiConverterOptionalUInt64.read(buf),
+            cached_read_tokens=_UniffiFfiConverterOptionalUInt64.read(buf),
+            cached_write_tokens=_UniffiFfiConverterOptionalUInt64.read(buf),
+            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterUInt64.check_lower(value.total_tokens)
+        _UniffiFfiConverterUInt64.check_lower(value.input_tokens)
+        _UniffiFfiConverterUInt64.check_lower(value.output_tokens)
+        _UniffiFfiConverterOptionalUInt64.check_lower(value.thought_tokens)
+        _UniffiFfiConverterOptionalUInt64.check_lower(value.cached_read_tokens)
+        _UniffiFfiConverterOptionalUInt64.check_lower(value.cached_write_tokens)
+        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterUInt64.write(value.total_tokens, buf)
+        _UniffiFfiConverterUInt64.write(value.input_tokens, buf)
+        _UniffiFfiConverterUInt64.write(value.output_tokens, buf)
+        _UniffiFfiConverterOptionalUInt64.write(value.thought_tokens, buf)
+        _UniffiFfiConverterOptionalUInt64.write(value.cached_read_tokens, buf)
+        _UniffiFfiConverterOptionalUInt64.write(value.cached_write_tokens, buf)
+        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+
+class _UniffiFfiConverterOptionalTypeUsage(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterTypeUsage.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterTypeUsage.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterTypeUsage.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
+
+class _UniffiFfiConverterBoxTypeBackgroundTerminal(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        _UniffiFfiConverterTypeBackgroundTerminal.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        _UniffiFfiConverterTypeBackgroundTerminal.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        return _UniffiFfiConverterTypeBackgroundTerminal.read(buf)
+
+class _UniffiFfiConverterBoxTypeBackgroundToolCall(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        _UniffiFfiConverterTypeBackgroundToolCall.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        _UniffiFfiConverterTypeBackgroundToolCall.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        return _UniffiFfiConverterTypeBackgroundToolCall.read(buf)
+
+class _UniffiFfiConverterBoxTypeBackgroundSubagent(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        _UniffiFfiConverterTypeBackgroundSubagent.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        _UniffiFfiConverterTypeBackgroundSubagent.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        return _UniffiFfiConverterTypeBackgroundSubagent.read(buf)
+
+
+
+
+
+
+class BackgroundWork:
+    """
+    One piece of work running independently of the session's foreground work.
+
+    Items reference entities the Client already tracks. The Agent MUST announce each item
+    before the first snapshot that lists it, and MUST report a terminal's `exitStatus` or a
+    tool call's final status before the snapshot that removes it. Each piece of work is
+    listed once: process-backed work is listed as its terminal, not also as its tool call.
+
+    See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)
+"""
+    def __init__(self):
+        raise RuntimeError("BackgroundWork cannot be instantiated directly")
+
+    # Each enum variant is a nested class of the enum itself.
+    @dataclass
+    class TERMINAL:
+        """
+        `terminal`: A process that keeps running after its tool call returned control to the model.
+        Live until its `terminal_update` reports `exitStatus`.
+"""
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"BackgroundWork.TERMINAL{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, BackgroundWork):
+                return NotImplemented
+            if not other.is_TERMINAL():
+                return False
+            return self._values == other._values
+
+    @dataclass
+    class TOOL_CALL:
+        """
+        `tool_call`: Work started by a tool call that continues without a process of its own, such as
+        a watcher, a workflow, or a scheduled wakeup. `pending` and `paused` tool calls
+        stay listed.
+"""
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"BackgroundWork.TOOL_CALL{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, BackgroundWork):
+                return NotImplemented
+            if not other.is_TOOL_CALL():
+                return False
+            return self._values == other._values
+
+    @dataclass
+    class SUBAGENT:
+        """
+        `subagent`: **UNSTABLE**
+
+        This capability is not part of the spec yet, and may be removed or changed at any point.
+
+        A detached subagent session that has anything running: its state is not `idle`, or
+        its own `background` list is non-empty or not reported.
+"""
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"BackgroundWork.SUBAGENT{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, BackgroundWork):
+                return NotImplemented
+            if not other.is_SUBAGENT():
+                return False
+            return self._values == other._values
+
+    @dataclass
+    class OTHER:
+        """
+        A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
+"""
+        
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
+
+    
+            
+            
+
+    
+        def __str__(self):
+            return f"BackgroundWork.OTHER{self._values!r}"
+        def __eq__(self, other):
+            if not isinstance(other, BackgroundWork):
+                return NotImplemented
+            if not other.is_OTHER():
+                return False
+            return self._values == other._values
+
+    
+
+    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
+    # whether an instance is that variant.
+    def is_TERMINAL(self) -> bool:
+        return isinstance(self, BackgroundWork.TERMINAL)
+    def is_terminal(self) -> bool:
+        return isinstance(self, BackgroundWork.TERMINAL)
+    def is_TOOL_CALL(self) -> bool:
+        return isinstance(self, BackgroundWork.TOOL_CALL)
+    def is_tool_call(self) -> bool:
+        return isinstance(self, BackgroundWork.TOOL_CALL)
+    def is_SUBAGENT(self) -> bool:
+        return isinstance(self, BackgroundWork.SUBAGENT)
+    def is_subagent(self) -> bool:
+        return isinstance(self, BackgroundWork.SUBAGENT)
+    def is_OTHER(self) -> bool:
+        return isinstance(self, BackgroundWork.OTHER)
+    def is_other(self) -> bool:
+        return isinstance(self, BackgroundWork.OTHER)
+    
+
+# Now, a little trick - we make each nested variant class be a subclass of the main
+# enum class, so that method calls and instance checks etc will work intuitively.
+# We might be able to do this a little more neatly with a metaclass, but this'll do.
+BackgroundWork.TERMINAL = type("BackgroundWork.TERMINAL", (BackgroundWork.TERMINAL, BackgroundWork,), {})  # type: ignore
+BackgroundWork.TOOL_CALL = type("BackgroundWork.TOOL_CALL", (BackgroundWork.TOOL_CALL, BackgroundWork,), {})  # type: ignore
+BackgroundWork.SUBAGENT = type("BackgroundWork.SUBAGENT", (BackgroundWork.SUBAGENT, BackgroundWork,), {})  # type: ignore
+BackgroundWork.OTHER = type("BackgroundWork.OTHER", (BackgroundWork.OTHER, BackgroundWork,), {})  # type: ignore
+
+
+
+
+class _UniffiFfiConverterTypeBackgroundWork(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        variant = buf.read_i32()
+        if variant == 1:
+            return BackgroundWork.TERMINAL(
+                _UniffiFfiConverterBoxTypeBackgroundTerminal.read(buf),
+            )
+        if variant == 2:
+            return BackgroundWork.TOOL_CALL(
+                _UniffiFfiConverterBoxTypeBackgroundToolCall.read(buf),
+            )
+        if variant == 3:
+            return BackgroundWork.SUBAGENT(
+                _UniffiFfiConverterBoxTypeBackgroundSubagent.read(buf),
+            )
+        if variant == 4:
+            return BackgroundWork.OTHER(
+                _UniffiFfiConverterTypeUnknown.read(buf),
+            )
+        raise InternalError("Raw enum value doesn't match any cases")
+
+    @staticmethod
+    def check_lower(value):
+        if value.is_TERMINAL():
+            _UniffiFfiConverterBoxTypeBackgroundTerminal.check_lower(value._values[0])
+            return
+        if value.is_TOOL_CALL():
+            _UniffiFfiConverterBoxTypeBackgroundToolCall.check_lower(value._values[0])
+            return
+        if value.is_SUBAGENT():
+            _UniffiFfiConverterBoxTypeBackgroundSubagent.check_lower(value._values[0])
+            return
+        if value.is_OTHER():
+            _UniffiFfiConverterTypeUnknown.check_lower(value._values[0])
+            return
+        raise ValueError(value)
+
+    @staticmethod
+    def write(value, buf):
+        if value.is_TERMINAL():
+            buf.write_i32(1)
+            _UniffiFfiConverterBoxTypeBackgroundTerminal.write(value._values[0], buf)
+        if value.is_TOOL_CALL():
+            buf.write_i32(2)
+            _UniffiFfiConverterBoxTypeBackgroundToolCall.write(value._values[0], buf)
+        if value.is_SUBAGENT():
+            buf.write_i32(3)
+            _UniffiFfiConverterBoxTypeBackgroundSubagent.write(value._values[0], buf)
+        if value.is_OTHER():
+            buf.write_i32(4)
+            _UniffiFfiConverterTypeUnknown.write(value._values[0], buf)
+
+
+
+class _UniffiFfiConverterSequenceTypeBackgroundWork(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        for item in value:
+            _UniffiFfiConverterTypeBackgroundWork.check_lower(item)
+
+    @classmethod
+    def write(cls, value, buf):
+        items = len(value)
+        buf.write_i32(items)
+        for item in value:
+            _UniffiFfiConverterTypeBackgroundWork.write(item, buf)
+
+    @classmethod
+    def read(cls, buf):
+        count = buf.read_i32()
+        if count < 0:
+            raise InternalError("Unexpected negative sequence length")
+
+        return [
+            _UniffiFfiConverterTypeBackgroundWork.read(buf) for i in range(count)
+        ]
+
+class _UniffiFfiConverterOptionalSequenceTypeBackgroundWork(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterSequenceTypeBackgroundWork.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterSequenceTypeBackgroundWork.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterSequenceTypeBackgroundWork.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
 
 
 
@@ -6639,125 +7172,6 @@ class _UniffiFfiConverterOptionalTypeStopReason(_UniffiConverterRustBuffer):
         else:
             raise InternalError("Unexpected flag byte for optional type")
 
-class _UniffiFfiConverterOptionalUInt64(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        if value is not None:
-            _UniffiFfiConverterUInt64.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        if value is None:
-            buf.write_u8(0)
-            return
-
-        buf.write_u8(1)
-        _UniffiFfiConverterUInt64.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        flag = buf.read_u8()
-        if flag == 0:
-            return None
-        elif flag == 1:
-            return _UniffiFfiConverterUInt64.read(buf)
-        else:
-            raise InternalError("Unexpected flag byte for optional type")
-
-@dataclass
-class Usage:
-    """
-    Token usage of a turn.
-"""
-    def __init__(self, *, total_tokens:int, input_tokens:int, output_tokens:int, thought_tokens:typing.Optional[int], cached_read_tokens:typing.Optional[int], cached_write_tokens:typing.Optional[int], meta:typing.Optional[JsonObject]):
-        self.total_tokens = total_tokens
-        self.input_tokens = input_tokens
-        self.output_tokens = output_tokens
-        self.thought_tokens = thought_tokens
-        self.cached_read_tokens = cached_read_tokens
-        self.cached_write_tokens = cached_write_tokens
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "Usage(total_tokens={}, input_tokens={}, output_tokens={}, thought_tokens={}, cached_read_tokens={}, cached_write_tokens={}, meta={})".format(self.total_tokens, self.input_tokens, self.output_tokens, self.thought_tokens, self.cached_read_tokens, self.cached_write_tokens, self.meta)
-    def __eq__(self, other):
-        if self.total_tokens != other.total_tokens:
-            return False
-        if self.input_tokens != other.input_tokens:
-            return False
-        if self.output_tokens != other.output_tokens:
-            return False
-        if self.thought_tokens != other.thought_tokens:
-            return False
-        if self.cached_read_tokens != other.cached_read_tokens:
-            return False
-        if self.cached_write_tokens != other.cached_write_tokens:
-            return False
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeUsage(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return Usage(
-            total_tokens=_UniffiFfiConverterUInt64.read(buf),
-            input_tokens=_UniffiFfiConverterUInt64.read(buf),
-            output_tokens=_UniffiFfiConverterUInt64.read(buf),
-            thought_tokens=_UniffiFfiConverterOptionalUInt64.read(buf),
-            cached_read_tokens=_UniffiFfiConverterOptionalUInt64.read(buf),
-            cached_write_tokens=_UniffiFfiConverterOptionalUInt64.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterUInt64.check_lower(value.total_tokens)
-        _UniffiFfiConverterUInt64.check_lower(value.input_tokens)
-        _UniffiFfiConverterUInt64.check_lower(value.output_tokens)
-        _UniffiFfiConverterOptionalUInt64.check_lower(value.thought_tokens)
-        _UniffiFfiConverterOptionalUInt64.check_lower(value.cached_read_tokens)
-        _UniffiFfiConverterOptionalUInt64.check_lower(value.cached_write_tokens)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterUInt64.write(value.total_tokens, buf)
-        _UniffiFfiConverterUInt64.write(value.input_tokens, buf)
-        _UniffiFfiConverterUInt64.write(value.output_tokens, buf)
-        _UniffiFfiConverterOptionalUInt64.write(value.thought_tokens, buf)
-        _UniffiFfiConverterOptionalUInt64.write(value.cached_read_tokens, buf)
-        _UniffiFfiConverterOptionalUInt64.write(value.cached_write_tokens, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-class _UniffiFfiConverterOptionalTypeUsage(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        if value is not None:
-            _UniffiFfiConverterTypeUsage.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        if value is None:
-            buf.write_u8(0)
-            return
-
-        buf.write_u8(1)
-        _UniffiFfiConverterTypeUsage.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        flag = buf.read_u8()
-        if flag == 0:
-            return None
-        elif flag == 1:
-            return _UniffiFfiConverterTypeUsage.read(buf)
-        else:
-            raise InternalError("Unexpected flag byte for optional type")
-
 class _UniffiFfiConverterInt32(_UniffiConverterPrimitiveInt):
     CLASS_NAME = "i32"
     VALUE_MIN = -2**31
@@ -6892,333 +7306,33 @@ class _UniffiFfiConverterOptionalTypeTurnFailure(_UniffiConverterRustBuffer):
         else:
             raise InternalError("Unexpected flag byte for optional type")
 
-class _UniffiFfiConverterBoxTypeBackgroundTerminal(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        _UniffiFfiConverterTypeBackgroundTerminal.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        _UniffiFfiConverterTypeBackgroundTerminal.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        return _UniffiFfiConverterTypeBackgroundTerminal.read(buf)
-
-class _UniffiFfiConverterBoxTypeBackgroundToolCall(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        _UniffiFfiConverterTypeBackgroundToolCall.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        _UniffiFfiConverterTypeBackgroundToolCall.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        return _UniffiFfiConverterTypeBackgroundToolCall.read(buf)
-
-class _UniffiFfiConverterBoxTypeBackgroundSubagent(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        _UniffiFfiConverterTypeBackgroundSubagent.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        _UniffiFfiConverterTypeBackgroundSubagent.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        return _UniffiFfiConverterTypeBackgroundSubagent.read(buf)
-
-
-
-
-
-
-class BackgroundWork:
-    """
-    One piece of work running independently of the session's foreground work, tagged by `type`. Open.
-"""
-    def __init__(self):
-        raise RuntimeError("BackgroundWork cannot be instantiated directly")
-
-    # Each enum variant is a nested class of the enum itself.
-    @dataclass
-    class TERMINAL:
-        """
-        `terminal`: A listed terminal running in the background.
-"""
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"BackgroundWork.TERMINAL{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, BackgroundWork):
-                return NotImplemented
-            if not other.is_TERMINAL():
-                return False
-            return self._values == other._values
-
-    @dataclass
-    class TOOL_CALL:
-        """
-        `tool_call`: A listed tool call whose work continues in the background.
-"""
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"BackgroundWork.TOOL_CALL{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, BackgroundWork):
-                return NotImplemented
-            if not other.is_TOOL_CALL():
-                return False
-            return self._values == other._values
-
-    @dataclass
-    class SUBAGENT:
-        """
-        `subagent`: UNSTABLE upstream: a listed subagent session.
-"""
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"BackgroundWork.SUBAGENT{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, BackgroundWork):
-                return NotImplemented
-            if not other.is_SUBAGENT():
-                return False
-            return self._values == other._values
-
-    @dataclass
-    class OTHER:
-        """
-        A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
-"""
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"BackgroundWork.OTHER{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, BackgroundWork):
-                return NotImplemented
-            if not other.is_OTHER():
-                return False
-            return self._values == other._values
-
-    
-
-    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
-    # whether an instance is that variant.
-    def is_TERMINAL(self) -> bool:
-        return isinstance(self, BackgroundWork.TERMINAL)
-    def is_terminal(self) -> bool:
-        return isinstance(self, BackgroundWork.TERMINAL)
-    def is_TOOL_CALL(self) -> bool:
-        return isinstance(self, BackgroundWork.TOOL_CALL)
-    def is_tool_call(self) -> bool:
-        return isinstance(self, BackgroundWork.TOOL_CALL)
-    def is_SUBAGENT(self) -> bool:
-        return isinstance(self, BackgroundWork.SUBAGENT)
-    def is_subagent(self) -> bool:
-        return isinstance(self, BackgroundWork.SUBAGENT)
-    def is_OTHER(self) -> bool:
-        return isinstance(self, BackgroundWork.OTHER)
-    def is_other(self) -> bool:
-        return isinstance(self, BackgroundWork.OTHER)
-    
-
-# Now, a little trick - we make each nested variant class be a subclass of the main
-# enum class, so that method calls and instance checks etc will work intuitively.
-# We might be able to do this a little more neatly with a metaclass, but this'll do.
-BackgroundWork.TERMINAL = type("BackgroundWork.TERMINAL", (BackgroundWork.TERMINAL, BackgroundWork,), {})  # type: ignore
-BackgroundWork.TOOL_CALL = type("BackgroundWork.TOOL_CALL", (BackgroundWork.TOOL_CALL, BackgroundWork,), {})  # type: ignore
-BackgroundWork.SUBAGENT = type("BackgroundWork.SUBAGENT", (BackgroundWork.SUBAGENT, BackgroundWork,), {})  # type: ignore
-BackgroundWork.OTHER = type("BackgroundWork.OTHER", (BackgroundWork.OTHER, BackgroundWork,), {})  # type: ignore
-
-
-
-
-class _UniffiFfiConverterTypeBackgroundWork(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        variant = buf.read_i32()
-        if variant == 1:
-            return BackgroundWork.TERMINAL(
-                _UniffiFfiConverterBoxTypeBackgroundTerminal.read(buf),
-            )
-        if variant == 2:
-            return BackgroundWork.TOOL_CALL(
-                _UniffiFfiConverterBoxTypeBackgroundToolCall.read(buf),
-            )
-        if variant == 3:
-            return BackgroundWork.SUBAGENT(
-                _UniffiFfiConverterBoxTypeBackgroundSubagent.read(buf),
-            )
-        if variant == 4:
-            return BackgroundWork.OTHER(
-                _UniffiFfiConverterTypeUnknown.read(buf),
-            )
-        raise InternalError("Raw enum value doesn't match any cases")
-
-    @staticmethod
-    def check_lower(value):
-        if value.is_TERMINAL():
-            _UniffiFfiConverterBoxTypeBackgroundTerminal.check_lower(value._values[0])
-            return
-        if value.is_TOOL_CALL():
-            _UniffiFfiConverterBoxTypeBackgroundToolCall.check_lower(value._values[0])
-            return
-        if value.is_SUBAGENT():
-            _UniffiFfiConverterBoxTypeBackgroundSubagent.check_lower(value._values[0])
-            return
-        if value.is_OTHER():
-            _UniffiFfiConverterTypeUnknown.check_lower(value._values[0])
-            return
-        raise ValueError(value)
-
-    @staticmethod
-    def write(value, buf):
-        if value.is_TERMINAL():
-            buf.write_i32(1)
-            _UniffiFfiConverterBoxTypeBackgroundTerminal.write(value._values[0], buf)
-        if value.is_TOOL_CALL():
-            buf.write_i32(2)
-            _UniffiFfiConverterBoxTypeBackgroundToolCall.write(value._values[0], buf)
-        if value.is_SUBAGENT():
-            buf.write_i32(3)
-            _UniffiFfiConverterBoxTypeBackgroundSubagent.write(value._values[0], buf)
-        if value.is_OTHER():
-            buf.write_i32(4)
-            _UniffiFfiConverterTypeUnknown.write(value._values[0], buf)
-
-
-
-class _UniffiFfiConverterSequenceTypeBackgroundWork(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        for item in value:
-            _UniffiFfiConverterTypeBackgroundWork.check_lower(item)
-
-    @classmethod
-    def write(cls, value, buf):
-        items = len(value)
-        buf.write_i32(items)
-        for item in value:
-            _UniffiFfiConverterTypeBackgroundWork.write(item, buf)
-
-    @classmethod
-    def read(cls, buf):
-        count = buf.read_i32()
-        if count < 0:
-            raise InternalError("Unexpected negative sequence length")
-
-        return [
-            _UniffiFfiConverterTypeBackgroundWork.read(buf) for i in range(count)
-        ]
-
-class _UniffiFfiConverterOptionalSequenceTypeBackgroundWork(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        if value is not None:
-            _UniffiFfiConverterSequenceTypeBackgroundWork.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        if value is None:
-            buf.write_u8(0)
-            return
-
-        buf.write_u8(1)
-        _UniffiFfiConverterSequenceTypeBackgroundWork.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        flag = buf.read_u8()
-        if flag == 0:
-            return None
-        elif flag == 1:
-            return _UniffiFfiConverterSequenceTypeBackgroundWork.read(buf)
-        else:
-            raise InternalError("Unexpected flag byte for optional type")
-
 @dataclass
 class IdleStateUpdate:
     """
-    No foreground work is active. At a turn's end this toolkit always sends `stopReason` (with `error` when it is `error`), and `usage` when the runtime reported it; a resume or status snapshot has none.
+    No foreground work is active. Background activity may continue.
 """
-    def __init__(self, *, stop_reason:typing.Optional[StopReason], usage:typing.Optional[Usage], error:typing.Optional[TurnFailure], background:typing.Optional[typing.List[BackgroundWork]], meta:typing.Optional[JsonObject]):
-        self.stop_reason = stop_reason
+    def __init__(self, *, usage:typing.Optional[Usage], background:typing.Optional[typing.List[BackgroundWork]], meta:typing.Optional[JsonObject], stop_reason:typing.Optional[StopReason], error:typing.Optional[TurnFailure]):
         self.usage = usage
-        self.error = error
         self.background = background
         self.meta = meta
+        self.stop_reason = stop_reason
+        self.error = error
         
         
 
     
     def __str__(self):
-        return "IdleStateUpdate(stop_reason={}, usage={}, error={}, background={}, meta={})".format(self.stop_reason, self.usage, self.error, self.background, self.meta)
+        return "IdleStateUpdate(usage={}, background={}, meta={}, stop_reason={}, error={})".format(self.usage, self.background, self.meta, self.stop_reason, self.error)
     def __eq__(self, other):
-        if self.stop_reason != other.stop_reason:
-            return False
         if self.usage != other.usage:
-            return False
-        if self.error != other.error:
             return False
         if self.background != other.background:
             return False
         if self.meta != other.meta:
+            return False
+        if self.stop_reason != other.stop_reason:
+            return False
+        if self.error != other.error:
             return False
         return True
 
@@ -7226,28 +7340,28 @@ class _UniffiFfiConverterTypeIdleStateUpdate(_UniffiConverterRustBuffer):
     @staticmethod
     def read(buf):
         return IdleStateUpdate(
-            stop_reason=_UniffiFfiConverterOptionalTypeStopReason.read(buf),
             usage=_UniffiFfiConverterOptionalTypeUsage.read(buf),
-            error=_UniffiFfiConverterOptionalTypeTurnFailure.read(buf),
             background=_UniffiFfiConverterOptionalSequenceTypeBackgroundWork.read(buf),
             meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
+            stop_reason=_UniffiFfiConverterOptionalTypeStopReason.read(buf),
+            error=_UniffiFfiConverterOptionalTypeTurnFailure.read(buf),
         )
 
     @staticmethod
     def check_lower(value):
-        _UniffiFfiConverterOptionalTypeStopReason.check_lower(value.stop_reason)
         _UniffiFfiConverterOptionalTypeUsage.check_lower(value.usage)
-        _UniffiFfiConverterOptionalTypeTurnFailure.check_lower(value.error)
         _UniffiFfiConverterOptionalSequenceTypeBackgroundWork.check_lower(value.background)
         _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
+        _UniffiFfiConverterOptionalTypeStopReason.check_lower(value.stop_reason)
+        _UniffiFfiConverterOptionalTypeTurnFailure.check_lower(value.error)
 
     @staticmethod
     def write(value, buf):
-        _UniffiFfiConverterOptionalTypeStopReason.write(value.stop_reason, buf)
         _UniffiFfiConverterOptionalTypeUsage.write(value.usage, buf)
-        _UniffiFfiConverterOptionalTypeTurnFailure.write(value.error, buf)
         _UniffiFfiConverterOptionalSequenceTypeBackgroundWork.write(value.background, buf)
         _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
+        _UniffiFfiConverterOptionalTypeStopReason.write(value.stop_reason, buf)
+        _UniffiFfiConverterOptionalTypeTurnFailure.write(value.error, buf)
 
 class _UniffiFfiConverterUInt16(_UniffiConverterPrimitiveInt):
     CLASS_NAME = "u16"
@@ -7316,7 +7430,11 @@ class _UniffiFfiConverterOptionalTypeClientCapabilities(_UniffiConverterRustBuff
 @dataclass
 class InitializeRequest:
     """
-    Negotiates the protocol version and capabilities.
+    Request parameters for the initialize method.
+
+    Sent by the client to establish connection and negotiate capabilities.
+
+    See protocol docs: [Initialization](https://agentclientprotocol.com/protocol/v2/draft/initialization)
 """
     def __init__(self, *, protocol_version:ProtocolVersion, info:Implementation, capabilities:typing.Optional[ClientCapabilities], meta:typing.Optional[JsonObject]):
         self.protocol_version = protocol_version
@@ -7392,7 +7510,11 @@ class _UniffiFfiConverterOptionalTypeAgentCapabilities(_UniffiConverterRustBuffe
 @dataclass
 class InitializeResponse:
     """
-    The agent's protocol version, identity and capabilities.
+    Response to the `initialize` method.
+
+    Contains the negotiated protocol version and agent capabilities.
+
+    See protocol docs: [Initialization](https://agentclientprotocol.com/protocol/v2/draft/initialization)
 """
     def __init__(self, *, protocol_version:ProtocolVersion, info:Implementation, capabilities:typing.Optional[AgentCapabilities], meta:typing.Optional[JsonObject]):
         self.protocol_version = protocol_version
@@ -7533,7 +7655,7 @@ class _UniffiFfiConverterTypeInjectResponse(_UniffiConverterRustBuffer):
 @dataclass
 class ListSessionsRequest:
     """
-    Lists the sessions the agent knows (live and closed), newest first, a page at a time.
+    Request parameters for listing existing sessions.
 """
     def __init__(self, *, cwd:typing.Optional[str], cursor:typing.Optional[str], meta:typing.Optional[JsonObject]):
         self.cwd = cwd
@@ -7626,7 +7748,7 @@ class _UniffiFfiConverterOptionalSequenceString(_UniffiConverterRustBuffer):
 @dataclass
 class SessionInfo:
     """
-    A session as `session/list` reports it.
+    Information about a session returned by session/list
 """
     def __init__(self, *, session_id:SessionId, cwd:str, additional_directories:typing.Optional[typing.List[str]], title:typing.Optional[str], updated_at:typing.Optional[str], meta:typing.Optional[JsonObject]):
         self.session_id = session_id
@@ -7712,7 +7834,7 @@ class _UniffiFfiConverterSequenceTypeSessionInfo(_UniffiConverterRustBuffer):
 @dataclass
 class ListSessionsResponse:
     """
-    One page of sessions. A missing `nextCursor` means there are no more.
+    Response from listing sessions.
 """
     def __init__(self, *, sessions:typing.List[SessionInfo], next_cursor:typing.Optional[str], meta:typing.Optional[JsonObject]):
         self.sessions = sessions
@@ -7805,7 +7927,9 @@ class _UniffiFfiConverterOptionalSequenceTypeHttpHeader(_UniffiConverterRustBuff
 @dataclass
 class McpServerHttp:
     """
-    A server reached over HTTP.
+    HTTP transport configuration
+
+    Only available when the Agent capabilities include `session.mcp.http`.
 """
     def __init__(self, *, name:str, url:str, headers:typing.Optional[typing.List[HttpHeader]], meta:typing.Optional[JsonObject]):
         self.name = name
@@ -7904,7 +8028,9 @@ class _UniffiFfiConverterOptionalSequenceTypeEnvVariable(_UniffiConverterRustBuf
 @dataclass
 class McpServerStdio:
     """
-    A server started as a process, speaking over stdio.
+    Stdio transport configuration
+
+    Only available when the Agent capabilities include `session.mcp.stdio`.
 """
     def __init__(self, *, name:str, command:str, args:typing.Optional[typing.List[str]], env:typing.Optional[typing.List[EnvVariable]], meta:typing.Optional[JsonObject]):
         self.name = name
@@ -8638,7 +8764,12 @@ class _UniffiFfiConverterBoxTypeMcpServerHttp(_UniffiConverterRustBuffer):
 
 class McpServer:
     """
-    How to reach an MCP server, tagged by `type`. Open.
+    Configuration for connecting to an MCP (Model Context Protocol) server.
+
+    MCP servers provide tools and context that the agent can use when
+    processing prompts.
+
+    See protocol docs: [MCP Servers](https://agentclientprotocol.com/protocol/v2/draft/session-setup#mcp-servers)
 """
     def __init__(self):
         raise RuntimeError("McpServer cannot be instantiated directly")
@@ -8647,7 +8778,9 @@ class McpServer:
     @dataclass
     class STDIO:
         """
-        `stdio`: A server started as a process, speaking over stdio.
+        `stdio`: Stdio transport configuration
+
+        Only available when the Agent capabilities include `session.mcp.stdio`.
 """
         
         def __init__(self, *values):
@@ -8675,7 +8808,9 @@ class McpServer:
     @dataclass
     class HTTP:
         """
-        `http`: A server reached over HTTP.
+        `http`: HTTP transport configuration
+
+        Only available when the Agent capabilities include `session.mcp.http`.
 """
         
         def __init__(self, *values):
@@ -8852,7 +8987,9 @@ class _UniffiFfiConverterOptionalSequenceTypeMcpServer(_UniffiConverterRustBuffe
 @dataclass
 class NewSessionRequest:
     """
-    Creates a session.
+    Request parameters for creating a new session.
+
+    See protocol docs: [Creating a Session](https://agentclientprotocol.com/protocol/v2/draft/session-setup#creating-a-session)
 """
     def __init__(self, *, cwd:str, additional_directories:typing.Optional[typing.List[str]], mcp_servers:typing.Optional[typing.List[McpServer]], meta:typing.Optional[JsonObject]):
         self.cwd = cwd
@@ -8903,7 +9040,13 @@ class _UniffiFfiConverterTypeNewSessionRequest(_UniffiConverterRustBuffer):
 @dataclass
 class NewSessionResponse:
     """
-    The new session's id.
+    Response from creating a new session.
+
+    New sessions default to `idle` until a state update reports otherwise.
+    Updates may arrive before or after this response. Clients MUST NOT overwrite
+    an already-reported state when the response arrives.
+
+    See protocol docs: [Creating a Session](https://agentclientprotocol.com/protocol/v2/draft/session-setup#creating-a-session)
 """
     def __init__(self, *, session_id:SessionId, meta:typing.Optional[JsonObject]):
         self.session_id = session_id
@@ -9011,7 +9154,9 @@ PermissionOptionId = str
 
 class PermissionOptionKind:
     """
-    The kind of a permission option. Open.
+    The type of permission option being presented to the user.
+
+    Helps clients choose appropriate icons and UI treatment.
 """
     def __init__(self):
         raise RuntimeError("PermissionOptionKind cannot be instantiated directly")
@@ -9020,7 +9165,7 @@ class PermissionOptionKind:
     @dataclass
     class ALLOW_ONCE:
         """
-        `allow_once`: Allow this once.
+        `allow_once`: Allow this operation only this time.
 """
         
         def __init__(self, ):
@@ -9042,7 +9187,7 @@ class PermissionOptionKind:
     @dataclass
     class ALLOW_ALWAYS:
         """
-        `allow_always`: Allow and remember.
+        `allow_always`: Allow this operation and remember the choice.
 """
         
         def __init__(self, ):
@@ -9064,7 +9209,7 @@ class PermissionOptionKind:
     @dataclass
     class REJECT_ONCE:
         """
-        `reject_once`: Reject this once.
+        `reject_once`: Reject this operation only this time.
 """
         
         def __init__(self, ):
@@ -9086,7 +9231,7 @@ class PermissionOptionKind:
     @dataclass
     class REJECT_ALWAYS:
         """
-        `reject_always`: Reject and remember.
+        `reject_always`: Reject this operation and remember the choice.
 """
         
         def __init__(self, ):
@@ -9227,7 +9372,7 @@ class _UniffiFfiConverterTypePermissionOptionKind(_UniffiConverterRustBuffer):
 @dataclass
 class PermissionOption:
     """
-    One choice of a permission request.
+    An option presented to the user when requesting permission.
 """
     def __init__(self, *, option_id:PermissionOptionId, name:str, kind:PermissionOptionKind, meta:typing.Optional[JsonObject]):
         self.option_id = option_id
@@ -9472,7 +9617,10 @@ class _UniffiFfiConverterBoxTypeCancelledPermissionOutcome(_UniffiConverterRustB
 @dataclass
 class SelectedPermissionOutcome:
     """
-    The user chose an option.
+    The user selected one of the provided options.
+
+    If `optionId` doesn't match an offered option, the agent MUST treat the request as not
+    approved.
 """
     def __init__(self, *, option_id:PermissionOptionId, meta:typing.Optional[JsonObject]):
         self.option_id = option_id
@@ -9528,7 +9676,7 @@ class _UniffiFfiConverterBoxTypeSelectedPermissionOutcome(_UniffiConverterRustBu
 
 class RequestPermissionOutcome:
     """
-    How a permission request ended, tagged by `outcome`. Open.
+    The outcome of a permission request.
 """
     def __init__(self):
         raise RuntimeError("RequestPermissionOutcome cannot be instantiated directly")
@@ -9537,7 +9685,16 @@ class RequestPermissionOutcome:
     @dataclass
     class CANCELLED:
         """
-        `cancelled`: The request was cancelled (the turn was cancelled).
+        `cancelled`: The request was not approved and no option was selected: the session's work was
+        cancelled, the user dismissed the prompt, or the client declined it by policy.
+        Agents MUST NOT proceed with the operation.
+
+        The client answers a request the agent cancels with `$/cancel_request` with
+        this outcome. After sending `session/cancel`, the client MAY also send it
+        without waiting for `$/cancel_request`, for a request it knows belongs to the
+        cancelled foreground work.
+
+        See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#cancellation)
 """
         
         def __init__(self, *values):
@@ -9565,7 +9722,10 @@ class RequestPermissionOutcome:
     @dataclass
     class SELECTED:
         """
-        `selected`: The user chose an option.
+        `selected`: The user selected one of the provided options.
+
+        If `optionId` doesn't match an offered option, the agent MUST treat the request as not
+        approved.
 """
         
         def __init__(self, *values):
@@ -10254,7 +10414,11 @@ class _UniffiFfiConverterTypePermissionRequestSent(_UniffiConverterRustBuffer):
 
 class PlanEntryPriority:
     """
-    A plan entry's priority. Open.
+    Priority levels for plan entries.
+
+    Used to indicate the relative importance or urgency of different
+    tasks in the execution plan.
+    See protocol docs: [Plan Entries](https://agentclientprotocol.com/protocol/v2/draft/agent-plan#plan-entries)
 """
     def __init__(self):
         raise RuntimeError("PlanEntryPriority cannot be instantiated directly")
@@ -10263,7 +10427,7 @@ class PlanEntryPriority:
     @dataclass
     class HIGH:
         """
-        `high`
+        `high`: High priority task - critical to the overall goal.
 """
         
         def __init__(self, ):
@@ -10285,7 +10449,7 @@ class PlanEntryPriority:
     @dataclass
     class MEDIUM:
         """
-        `medium`
+        `medium`: Medium priority task - important but not critical.
 """
         
         def __init__(self, ):
@@ -10307,7 +10471,7 @@ class PlanEntryPriority:
     @dataclass
     class LOW:
         """
-        `low`
+        `low`: Low priority task - nice to have but not essential.
 """
         
         def __init__(self, ):
@@ -10440,7 +10604,10 @@ class _UniffiFfiConverterTypePlanEntryPriority(_UniffiConverterRustBuffer):
 
 class PlanEntryStatus:
     """
-    A plan entry's status. Open.
+    Status of a plan entry in the execution flow.
+
+    Tracks the lifecycle of each task from planning through completion.
+    See protocol docs: [Plan Entries](https://agentclientprotocol.com/protocol/v2/draft/agent-plan#plan-entries)
 """
     def __init__(self):
         raise RuntimeError("PlanEntryStatus cannot be instantiated directly")
@@ -10449,7 +10616,7 @@ class PlanEntryStatus:
     @dataclass
     class PENDING:
         """
-        `pending`
+        `pending`: The task has not started yet.
 """
         
         def __init__(self, ):
@@ -10471,7 +10638,7 @@ class PlanEntryStatus:
     @dataclass
     class IN_PROGRESS:
         """
-        `in_progress`
+        `in_progress`: The task is currently being worked on.
 """
         
         def __init__(self, ):
@@ -10493,7 +10660,7 @@ class PlanEntryStatus:
     @dataclass
     class COMPLETED:
         """
-        `completed`
+        `completed`: The task has been successfully completed.
 """
         
         def __init__(self, ):
@@ -10515,7 +10682,7 @@ class PlanEntryStatus:
     @dataclass
     class CANCELLED:
         """
-        `cancelled`
+        `cancelled`: The task was cancelled before it completed.
 """
         
         def __init__(self, ):
@@ -10656,7 +10823,11 @@ class _UniffiFfiConverterTypePlanEntryStatus(_UniffiConverterRustBuffer):
 @dataclass
 class PlanEntry:
     """
-    One entry of a plan.
+    A single entry in the execution plan.
+
+    Represents a task or goal that the assistant intends to accomplish
+    as part of fulfilling the user's request.
+    See protocol docs: [Plan Entries](https://agentclientprotocol.com/protocol/v2/draft/agent-plan#plan-entries)
 """
     def __init__(self, *, content:str, priority:PlanEntryPriority, status:PlanEntryStatus, meta:typing.Optional[JsonObject]):
         self.content = content
@@ -10730,7 +10901,7 @@ class _UniffiFfiConverterSequenceTypePlanEntry(_UniffiConverterRustBuffer):
 @dataclass
 class PlanItems:
     """
-    A plan as a list of entries.
+    Structured plan entries.
 """
     def __init__(self, *, plan_id:str, entries:typing.List[PlanEntry], meta:typing.Optional[JsonObject]):
         self.plan_id = plan_id
@@ -10792,7 +10963,7 @@ class _UniffiFfiConverterBoxTypePlanItems(_UniffiConverterRustBuffer):
 
 class PlanUpdateContent:
     """
-    A plan, tagged by `type`. Upstream's `file` and `markdown` are carried through the open branch unchanged.
+    Updated content for a plan.
 """
     def __init__(self):
         raise RuntimeError("PlanUpdateContent cannot be instantiated directly")
@@ -10801,7 +10972,7 @@ class PlanUpdateContent:
     @dataclass
     class ITEMS:
         """
-        `items`: A plan as a list of entries.
+        `items`: Structured plan entries.
 """
         
         def __init__(self, *values):
@@ -10915,7 +11086,8 @@ class _UniffiFfiConverterTypePlanUpdateContent(_UniffiConverterRustBuffer):
 @dataclass
 class PlanUpdate:
     """
-    The agent's plan, replaced whole.
+    A content update for a plan identified by ID.
+    See protocol docs: [Agent Plan](https://agentclientprotocol.com/protocol/v2/draft/agent-plan)
 """
     def __init__(self, *, plan:PlanUpdateContent, meta:typing.Optional[JsonObject]):
         self.plan = plan
@@ -10954,7 +11126,11 @@ class _UniffiFfiConverterTypePlanUpdate(_UniffiConverterRustBuffer):
 @dataclass
 class PromptRequest:
     """
-    A user message. On an idle session it is inserted into the conversation and starts a turn. While a turn is in progress it is held: queued in arrival order and inserted when a turn ends, and only then answered with its `messageId` (-32800 if it never is: cancelled, revoked, or its session closed). `session/inject` says when mid-turn input is delivered.
+    Request parameters for sending a user prompt to the agent.
+
+    Contains the user's message and any additional context.
+
+    See protocol docs: [User Message](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#1-user-message)
 """
     def __init__(self, *, session_id:SessionId, prompt:typing.List[ContentBlock], meta:typing.Optional[JsonObject]):
         self.session_id = session_id
@@ -10999,7 +11175,16 @@ class _UniffiFfiConverterTypePromptRequest(_UniffiConverterRustBuffer):
 @dataclass
 class PromptResponse:
     """
-    The insertion receipt (upstream 2.0.0-alpha.5): the user message has been inserted into the conversation with this `messageId`, which its `user_message` update carries. Sent on insertion, not at the end of the turn; the response and the update may reach the client in either order.
+    Response acknowledging that a user prompt was inserted into the ACP conversation.
+
+    This response does not indicate that the prompt was merely received or held, nor that the
+    agent has finished processing it.
+    Processing and completion are reported through `state_update` session updates.
+
+    Insertion is the logical addition of a user message with a message ID and a position
+    relative to other messages in the ACP conversation.
+
+    See protocol docs: [Prompt Accepted](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#2-prompt-accepted)
 """
     def __init__(self, *, message_id:MessageId, meta:typing.Optional[JsonObject]):
         self.message_id = message_id
@@ -11185,7 +11370,7 @@ class _UniffiFfiConverterTypeReplaceInjectResponse(_UniffiConverterRustBuffer):
 @dataclass
 class ReplayFromStart:
     """
-    Replay the whole conversation.
+    Replay all retained conversation history from its first replayable entry.
 """
     def __init__(self, *, meta:typing.Optional[JsonObject]):
         self.meta = meta
@@ -11218,7 +11403,11 @@ class _UniffiFfiConverterTypeReplayFromStart(_UniffiConverterRustBuffer):
 @dataclass
 class RequestPermissionRequest:
     """
-    The agent asks the user to authorise an action. While open, the session's state is `requires_action`.
+    Request for user permission to proceed with an operation.
+
+    Sent when the agent needs authorization before performing a sensitive operation.
+
+    See protocol docs: [Requesting Permission](https://agentclientprotocol.com/protocol/v2/draft/tool-calls#requesting-permission)
 """
     def __init__(self, *, session_id:SessionId, title:str, description:typing.Optional[str], subject:typing.Optional[JsonObject], options:typing.List[PermissionOption], meta:typing.Optional[JsonObject]):
         self.session_id = session_id
@@ -11281,7 +11470,7 @@ class _UniffiFfiConverterTypeRequestPermissionRequest(_UniffiConverterRustBuffer
 @dataclass
 class RequestPermissionResponse:
     """
-    The user's decision.
+    Response to a permission request.
 """
     def __init__(self, *, outcome:RequestPermissionOutcome, meta:typing.Optional[JsonObject]):
         self.outcome = outcome
@@ -11320,7 +11509,7 @@ class _UniffiFfiConverterTypeRequestPermissionResponse(_UniffiConverterRustBuffe
 @dataclass
 class RequiresActionStateUpdate:
     """
-    The turn waits for the user (a permission request is open).
+    Foreground work is blocked on user action.
 """
     def __init__(self, *, background:typing.Optional[typing.List[BackgroundWork]], meta:typing.Optional[JsonObject]):
         self.background = background
@@ -11376,7 +11565,9 @@ class _UniffiFfiConverterBoxTypeReplayFromStart(_UniffiConverterRustBuffer):
 
 class ReplayFrom:
     """
-    An inclusive replay cursor, tagged by `type`. Open: an agent rejects a cursor it does not understand (-32602).
+    Inclusive cursor describing where replayed session history should begin.
+
+    Replay includes the position identified by the cursor.
 """
     def __init__(self):
         raise RuntimeError("ReplayFrom cannot be instantiated directly")
@@ -11385,7 +11576,7 @@ class ReplayFrom:
     @dataclass
     class START:
         """
-        `start`: Replay the whole conversation.
+        `start`: Replay all retained conversation history from its first replayable entry.
 """
         
         def __init__(self, *values):
@@ -11524,7 +11715,10 @@ class _UniffiFfiConverterOptionalTypeReplayFrom(_UniffiConverterRustBuffer):
 @dataclass
 class ResumeSessionRequest:
     """
-    Reconnects to an existing session (live, closed, or from an earlier agent process). With `replayFrom` the conversation is replayed as `session/update` notifications before the response.
+    Request parameters for resuming an existing session.
+
+    Resumes an existing session and optionally replays retained conversation
+    history according to `replayFrom`.
 """
     def __init__(self, *, session_id:SessionId, cwd:str, additional_directories:typing.Optional[typing.List[str]], mcp_servers:typing.Optional[typing.List[McpServer]], replay_from:typing.Optional[ReplayFrom], meta:typing.Optional[JsonObject]):
         self.session_id = session_id
@@ -11587,7 +11781,13 @@ class _UniffiFfiConverterTypeResumeSessionRequest(_UniffiConverterRustBuffer):
 @dataclass
 class ResumeSessionResponse:
     """
-    The session is live and attached to this connection; any replay was sent before this response.
+    Response from resuming an existing session.
+
+    The agent MUST send a current `state_update` after any requested history
+    replay and before this response, even without replay. The update reports
+    foreground state after resuming. The response alone does not imply `idle`.
+
+    See protocol docs: [Current-State Synchronization](https://agentclientprotocol.com/protocol/v2/draft/session-setup#current-state-synchronization)
 """
     def __init__(self, *, meta:typing.Optional[JsonObject]):
         self.meta = meta
@@ -11698,7 +11898,7 @@ class _UniffiFfiConverterTypeRevokeInjectResponse(_UniffiConverterRustBuffer):
 @dataclass
 class RunningStateUpdate:
     """
-    Foreground work started or resumed.
+    Foreground work is in progress.
 """
     def __init__(self, *, background:typing.Optional[typing.List[BackgroundWork]], meta:typing.Optional[JsonObject]):
         self.background = background
@@ -11947,7 +12147,7 @@ StringPatchMember = StringPatch
 @dataclass
 class SessionInfoUpdate:
     """
-    The session's metadata changed. Omitted members are unchanged; `null` clears.
+    Session metadata has been updated (title, timestamps, custom metadata)
 """
     def __init__(self, *, title:StringPatchMember, updated_at:StringPatchMember, meta:typing.Optional[JsonObject]):
         self.title = title
@@ -12031,7 +12231,17 @@ class _UniffiFfiConverterTypeSessionPage(_UniffiConverterRustBuffer):
 @dataclass
 class SessionStatusRequest:
     """
-    A side-effect-free liveness probe.
+    **UNSTABLE**
+
+    This capability is not part of the spec yet, and may be removed or changed at any point.
+
+    Request parameters for checking the status of a session.
+
+    Only available if the Agent supports the `session.status` capability.
+
+    `session/status` MUST NOT have side effects. The Agent does not load, resume, create,
+    close, or change the session, and does not attach the requesting connection to it.
+    A session the Agent does not know gets `-32002` with the requested `sessionId` in `data`.
 """
     def __init__(self, *, session_id:SessionId, meta:typing.Optional[JsonObject]):
         self.session_id = session_id
@@ -12074,7 +12284,11 @@ class _UniffiFfiConverterTypeSessionStatusRequest(_UniffiConverterRustBuffer):
 
 class SessionStatus:
     """
-    Whether the agent has a session in memory. Open: clients treat a value they do not recognise as `saved`.
+    **UNSTABLE**
+
+    This capability is not part of the spec yet, and may be removed or changed at any point.
+
+    Whether the Agent has a session in memory, as reported by `session/status`.
 """
     def __init__(self):
         raise RuntimeError("SessionStatus cannot be instantiated directly")
@@ -12083,7 +12297,12 @@ class SessionStatus:
     @dataclass
     class OPEN:
         """
-        `open`: The agent has the session in memory (for any connection: one that did not create or resume it on its own connection still resumes it before prompting).
+        `open`: The Agent has the session in memory, for any connection.
+
+        This does not mean the requesting connection is attached to it. A Client that did
+        not create or resume the session on its own connection MUST still call
+        `session/resume` before sending `session/prompt` or expecting
+        `session/update` notifications.
 """
         
         def __init__(self, ):
@@ -12105,7 +12324,9 @@ class SessionStatus:
     @dataclass
     class SAVED:
         """
-        `saved`: The agent knows the session and can resume it, but does not have it in memory.
+        `saved`: The Agent knows the session and can resume it, but does not have it in memory.
+
+        The Client can call `session/resume` to start it.
 """
         
         def __init__(self, ):
@@ -12261,7 +12482,12 @@ class _UniffiFfiConverterBoxTypeRequiresActionStateUpdate(_UniffiConverterRustBu
 @dataclass
 class UnknownStateUpdate:
     """
-    UNSTABLE upstream: the agent cannot currently determine foreground activity. Not an outcome: it cancels nothing and ends no turn; a client keeps the previous state as last known, not as current. A later state replaces it.
+    **UNSTABLE**
+
+    This capability is not part of the spec yet, and may be removed or changed at any point.
+
+    The Agent cannot currently determine foreground activity.
+    This replaces previously confirmed activity without ending the work or session.
 """
     def __init__(self, *, background:typing.Optional[typing.List[BackgroundWork]], meta:typing.Optional[JsonObject]):
         self.background = background
@@ -12317,7 +12543,46 @@ class _UniffiFfiConverterBoxTypeUnknownStateUpdate(_UniffiConverterRustBuffer):
 
 class StateUpdate:
     """
-    A turn state, tagged by `state`. A turn is in progress from `running` until `idle`. Open.
+    A snapshot of the session's aggregate foreground activity.
+
+    Foreground work is the agent's active response or workflow in the session,
+    including model processing, tool execution, and waiting for user action needed
+    to continue that work. It can start with a prompt or be agent-initiated, for
+    example to pursue an ongoing goal or follow up on a completed background task.
+    Either way, the agent MUST report `running` when foreground work starts,
+    or `requires_action` if it starts blocked on user action, and `idle` when it
+    ends. The agent SHOULD include a stop reason on that idle update.
+    Agent-initiated work does not require a prompt request or a synthetic user
+    message.
+
+    `running` may precede user-message insertion, for example during a foreground
+    hook. It is not acknowledgment of insertion, and rejecting a prompt does not
+    itself end foreground work.
+
+    Background activity can continue and emit other `session/update` notifications
+    while `idle`. Those notifications, including a detached task's progress or
+    completion, do not by themselves change this state. A permission request only
+    warrants `requires_action` when foreground work is blocked on user action.
+
+    The agent SHOULD report `requires_action` when the foreground workflow as a
+    whole cannot progress without user action, including permissions or elicitations.
+    Once reported, it MUST report `running` when progress resumes, or `idle` when
+    work ends without resuming.
+    If other foreground work can progress, the state remains `running`. Resolving
+    one of several requests does not itself change the state. Agents SHOULD ignore
+    responses for work that has already ended rather than use them to resume it.
+
+    A new session defaults to idle until a state update reports otherwise.
+    Resume MUST send a current-state snapshot after any replay and before its
+    response. The snapshot reports foreground state after resuming.
+    The response alone does not imply idle.
+    Repeated snapshots are idempotent, not additional work, completions, or usage.
+    A repeated state may carry updated information without another state transition.
+    The agent MUST report `idle` when no foreground activity remains. Completing
+    an individual activity while other foreground work continues does not require
+    an idle boundary. Local commands use the same lifecycle even without model work.
+
+    See protocol docs: [Session States](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#session-states)
 """
     def __init__(self):
         raise RuntimeError("StateUpdate cannot be instantiated directly")
@@ -12326,7 +12591,7 @@ class StateUpdate:
     @dataclass
     class RUNNING:
         """
-        `running`: Foreground work started or resumed.
+        `running`: Foreground work is in progress.
 """
         
         def __init__(self, *values):
@@ -12354,7 +12619,7 @@ class StateUpdate:
     @dataclass
     class IDLE:
         """
-        `idle`: No foreground work is active. At a turn's end this toolkit always sends `stopReason` (with `error` when it is `error`), and `usage` when the runtime reported it; a resume or status snapshot has none.
+        `idle`: No foreground work is active. Background activity may continue.
 """
         
         def __init__(self, *values):
@@ -12382,7 +12647,7 @@ class StateUpdate:
     @dataclass
     class REQUIRES_ACTION:
         """
-        `requires_action`: The turn waits for the user (a permission request is open).
+        `requires_action`: Foreground work is blocked on user action.
 """
         
         def __init__(self, *values):
@@ -12410,7 +12675,12 @@ class StateUpdate:
     @dataclass
     class UNKNOWN:
         """
-        `unknown`: UNSTABLE upstream: the agent cannot currently determine foreground activity. Not an outcome: it cancels nothing and ends no turn; a client keeps the previous state as last known, not as current. A later state replaces it.
+        `unknown`: **UNSTABLE**
+
+        This capability is not part of the spec yet, and may be removed or changed at any point.
+
+        The Agent cannot currently determine foreground activity.
+        This replaces previously confirmed activity without ending the work or session.
 """
         
         def __init__(self, *values):
@@ -12594,7 +12864,14 @@ class _UniffiFfiConverterOptionalTypeStateUpdate(_UniffiConverterRustBuffer):
 @dataclass
 class SessionStatusResponse:
     """
-    Whether the agent has the session in memory, and its foreground state when it does. A snapshot: a session reported `open` may be closed before the client's next request, and an `idle` state here is not a new turn end.
+    **UNSTABLE**
+
+    This capability is not part of the spec yet, and may be removed or changed at any point.
+
+    Response from checking the status of a session.
+
+    The result is a snapshot. A session reported `open` may be closed or evicted before
+    the Client's next request.
 """
     def __init__(self, *, status:SessionStatus, state:typing.Optional[StateUpdate], meta:typing.Optional[JsonObject]):
         self.status = status
@@ -12639,7 +12916,7 @@ class _UniffiFfiConverterTypeSessionStatusResponse(_UniffiConverterRustBuffer):
 @dataclass
 class ToolCallContentBlock:
     """
-    A content block.
+    Standard content block (text, images, resources).
 """
     def __init__(self, *, content:ContentBlock, meta:typing.Optional[JsonObject]):
         self.content = content
@@ -12695,7 +12972,12 @@ class _UniffiFfiConverterBoxTypeToolCallContentBlock(_UniffiConverterRustBuffer)
 
 class ToolCallContent:
     """
-    Content produced by a tool call, tagged by `type`. Upstream's `diff` and `terminal` are carried through the open branch unchanged.
+    Content produced by a tool call.
+
+    Tool calls can produce different types of content including standard
+    content blocks (text, images), file diffs, or display-only terminals.
+
+    See protocol docs: [Content](https://agentclientprotocol.com/protocol/v2/draft/tool-calls#content)
 """
     def __init__(self):
         raise RuntimeError("ToolCallContent cannot be instantiated directly")
@@ -12704,7 +12986,7 @@ class ToolCallContent:
     @dataclass
     class CONTENT:
         """
-        `content`: A content block.
+        `content`: Standard content block (text, images, resources).
 """
         
         def __init__(self, *values):
@@ -12818,7 +13100,7 @@ class _UniffiFfiConverterTypeToolCallContent(_UniffiConverterRustBuffer):
 @dataclass
 class ToolCallContentChunk:
     """
-    Appends content to a tool call.
+    A chunk of tool-call content being streamed.
 """
     def __init__(self, *, tool_call_id:ToolCallId, content:ToolCallContent, meta:typing.Optional[JsonObject]):
         self.tool_call_id = tool_call_id
@@ -12867,7 +13149,12 @@ class _UniffiFfiConverterTypeToolCallContentChunk(_UniffiConverterRustBuffer):
 
 class ToolKind:
     """
-    The kind of a tool. Open.
+    Categories of tools that can be invoked.
+
+    Tool kinds help clients choose appropriate icons and optimize how they
+    display tool execution progress.
+
+    See protocol docs: [Reporting](https://agentclientprotocol.com/protocol/v2/draft/tool-calls#reporting)
 """
     def __init__(self):
         raise RuntimeError("ToolKind cannot be instantiated directly")
@@ -12876,7 +13163,7 @@ class ToolKind:
     @dataclass
     class READ:
         """
-        `read`
+        `read`: Reading files or data.
 """
         
         def __init__(self, ):
@@ -12898,7 +13185,7 @@ class ToolKind:
     @dataclass
     class EDIT:
         """
-        `edit`
+        `edit`: Modifying files or content.
 """
         
         def __init__(self, ):
@@ -12920,7 +13207,7 @@ class ToolKind:
     @dataclass
     class DELETE:
         """
-        `delete`
+        `delete`: Removing files or data.
 """
         
         def __init__(self, ):
@@ -12942,7 +13229,7 @@ class ToolKind:
     @dataclass
     class MOVE:
         """
-        `move`
+        `move`: Moving or renaming files.
 """
         
         def __init__(self, ):
@@ -12964,7 +13251,7 @@ class ToolKind:
     @dataclass
     class SEARCH:
         """
-        `search`
+        `search`: Searching for information.
 """
         
         def __init__(self, ):
@@ -12986,7 +13273,7 @@ class ToolKind:
     @dataclass
     class EXECUTE:
         """
-        `execute`
+        `execute`: Running commands or code.
 """
         
         def __init__(self, ):
@@ -13008,7 +13295,7 @@ class ToolKind:
     @dataclass
     class THINK:
         """
-        `think`
+        `think`: Internal reasoning or planning.
 """
         
         def __init__(self, ):
@@ -13030,7 +13317,7 @@ class ToolKind:
     @dataclass
     class FETCH:
         """
-        `fetch`
+        `fetch`: Retrieving external data.
 """
         
         def __init__(self, ):
@@ -13052,7 +13339,7 @@ class ToolKind:
     @dataclass
     class SWITCH_MODE:
         """
-        `switch_mode`
+        `switch_mode`: Changing the session's mode, a [config option](https://agentclientprotocol.com/protocol/v2/draft/session-config-options) with the `mode` category.
 """
         
         def __init__(self, ):
@@ -13074,7 +13361,7 @@ class ToolKind:
     @dataclass
     class OTHER:
         """
-        `other`
+        `other`: Other tool types (default).
 """
         
         def __init__(self, ):
@@ -13316,7 +13603,11 @@ class _UniffiFfiConverterOptionalTypeToolKind(_UniffiConverterRustBuffer):
 
 class ToolCallStatus:
     """
-    A tool call's status. Open.
+    Execution status of a tool call.
+
+    Tool calls progress through different statuses during their lifecycle.
+
+    See protocol docs: [Status](https://agentclientprotocol.com/protocol/v2/draft/tool-calls#status)
 """
     def __init__(self):
         raise RuntimeError("ToolCallStatus cannot be instantiated directly")
@@ -13325,7 +13616,8 @@ class ToolCallStatus:
     @dataclass
     class PENDING:
         """
-        `pending`
+        `pending`: The tool call hasn't started running yet, for example because its input is
+        streaming, it is awaiting approval, or it is scheduled to run later.
 """
         
         def __init__(self, ):
@@ -13347,7 +13639,7 @@ class ToolCallStatus:
     @dataclass
     class IN_PROGRESS:
         """
-        `in_progress`
+        `in_progress`: The tool call is currently running.
 """
         
         def __init__(self, ):
@@ -13369,7 +13661,8 @@ class ToolCallStatus:
     @dataclass
     class PAUSED:
         """
-        `paused`: Started, not running now, and waiting for something to resume it; it may return to `in_progress`.
+        `paused`: The tool call has started, is not running now, and will not continue until
+        something resumes it. It may return to `in_progress` any number of times.
 """
         
         def __init__(self, ):
@@ -13391,7 +13684,7 @@ class ToolCallStatus:
     @dataclass
     class COMPLETED:
         """
-        `completed`
+        `completed`: The tool call completed successfully.
 """
         
         def __init__(self, ):
@@ -13413,7 +13706,7 @@ class ToolCallStatus:
     @dataclass
     class FAILED:
         """
-        `failed`
+        `failed`: The tool call failed with an error.
 """
         
         def __init__(self, ):
@@ -13435,7 +13728,7 @@ class ToolCallStatus:
     @dataclass
     class CANCELLED:
         """
-        `cancelled`
+        `cancelled`: The tool call was cancelled before it completed.
 """
         
         def __init__(self, ):
@@ -13673,7 +13966,7 @@ class _UniffiFfiConverterOptionalSequenceTypeToolCallContent(_UniffiConverterRus
 @dataclass
 class ToolCallUpdate:
     """
-    A tool call was created or changed (upsert keyed by `toolCallId`).
+    A tool call has been created or updated.
 """
     def __init__(self, *, tool_call_id:ToolCallId, name:typing.Optional[str], title:typing.Optional[str], kind:typing.Optional[ToolKind], status:typing.Optional[ToolCallStatus], content:typing.Optional[typing.List[ToolCallContent]], locations:typing.Optional[typing.List[JsonObject]], raw_input:typing.Optional[Value], raw_output:typing.Optional[Value], meta:typing.Optional[JsonObject]):
         self.tool_call_id = tool_call_id
@@ -13834,7 +14127,9 @@ class _UniffiFfiConverterSequenceTypeProtocolVersion(_UniffiConverterRustBuffer)
 @dataclass
 class UnsupportedProtocolVersionErrorData:
     """
-    The `data` of a -32022 error: the version the client asked for and the versions the agent speaks (upstream's definition).
+    Data for the `-32022` (Unsupported protocol version) error.
+
+    See protocol docs: [Version Negotiation](https://agentclientprotocol.com/protocol/v2/draft/initialization#version-negotiation)
 """
     def __init__(self, *, requested:ProtocolVersion, supported:typing.List[ProtocolVersion], meta:typing.Optional[JsonObject]):
         self.requested = requested
@@ -13879,7 +14174,11 @@ class _UniffiFfiConverterTypeUnsupportedProtocolVersionErrorData(_UniffiConverte
 @dataclass
 class UserMessage:
     """
-    A user message was inserted into history. For a prompt or inject this is its delivery.
+    A user message has been created or updated.
+
+    Agents can send this when they accept or replay a user message. When a
+    client receives another `user_message` update with the same `messageId`,
+    fields in the new update patch the previous fields for that message.
 """
     def __init__(self, *, message_id:MessageId, content:ContentBlockListPatchMember, meta:typing.Optional[JsonObject]):
         self.message_id = message_id
@@ -13937,7 +14236,7 @@ class _UniffiFfiConverterBoxTypeUserMessage(_UniffiConverterRustBuffer):
 @dataclass
 class UserMessageChunk:
     """
-    A streamed piece of a user message.
+    A chunk of the user's message being streamed.
 """
     def __init__(self, *, message_id:MessageId, content:ContentBlock, meta:typing.Optional[JsonObject]):
         self.message_id = message_id
@@ -14137,7 +14436,7 @@ class _UniffiFfiConverterOptionalTypeCost(_UniffiConverterRustBuffer):
 @dataclass
 class UsageUpdate:
     """
-    Context window usage.
+    Context window and cost update for the session.
 """
     def __init__(self, *, used:int, size:int, cost:typing.Optional[Cost], meta:typing.Optional[JsonObject]):
         self.used = used
@@ -14244,7 +14543,11 @@ class _UniffiFfiConverterBoxTypeSessionClosedUpdate(_UniffiConverterRustBuffer):
 
 class SessionUpdate:
     """
-    What changed in a session, tagged by `sessionUpdate`. Message updates are upserts keyed by `messageId`: an omitted `content` leaves the content, `null` clears it, an array replaces it; chunks append. Open: unknown tags decode into `other` and re-encode unchanged.
+    Different types of updates that can be sent while a session exists.
+
+    These updates report messages, progress, and other session activity.
+
+    See protocol docs: [Agent Reports Output](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#3-agent-reports-output)
 """
     def __init__(self):
         raise RuntimeError("SessionUpdate cannot be instantiated directly")
@@ -14253,7 +14556,11 @@ class SessionUpdate:
     @dataclass
     class USER_MESSAGE:
         """
-        `user_message`: A user message was inserted into history. For a prompt or inject this is its delivery.
+        `user_message`: A user message has been created or updated.
+
+        Agents can send this when they accept or replay a user message. When a
+        client receives another `user_message` update with the same `messageId`,
+        fields in the new update patch the previous fields for that message.
 """
         
         def __init__(self, *values):
@@ -14281,7 +14588,7 @@ class SessionUpdate:
     @dataclass
     class USER_MESSAGE_CHUNK:
         """
-        `user_message_chunk`: A streamed piece of a user message.
+        `user_message_chunk`: A chunk of the user's message being streamed.
 """
         
         def __init__(self, *values):
@@ -14309,7 +14616,11 @@ class SessionUpdate:
     @dataclass
     class AGENT_MESSAGE:
         """
-        `agent_message`: An agent message upsert. `content: []` clears what was streamed so far.
+        `agent_message`: An agent message has been created or updated.
+
+        Agents can send this in addition to streamed chunks. When a client
+        receives another `agent_message` update with the same `messageId`,
+        fields in the new update patch the previous fields for that message.
 """
         
         def __init__(self, *values):
@@ -14337,7 +14648,7 @@ class SessionUpdate:
     @dataclass
     class AGENT_MESSAGE_CHUNK:
         """
-        `agent_message_chunk`: A streamed piece of an agent message.
+        `agent_message_chunk`: A chunk of the agent's response being streamed.
 """
         
         def __init__(self, *values):
@@ -14393,7 +14704,11 @@ class SessionUpdate:
     @dataclass
     class AGENT_THOUGHT:
         """
-        `agent_thought`: An agent thought upsert.
+        `agent_thought`: An agent thought or reasoning message has been created or updated.
+
+        Agents can send this in addition to streamed chunks. When a client
+        receives another `agent_thought` update with the same `messageId`,
+        fields in the new update patch the previous fields for that message.
 """
         
         def __init__(self, *values):
@@ -14421,7 +14736,7 @@ class SessionUpdate:
     @dataclass
     class AGENT_THOUGHT_CHUNK:
         """
-        `agent_thought_chunk`: A streamed piece of an agent thought.
+        `agent_thought_chunk`: A chunk of the agent's internal reasoning being streamed.
 """
         
         def __init__(self, *values):
@@ -14449,7 +14764,7 @@ class SessionUpdate:
     @dataclass
     class STATE_UPDATE:
         """
-        `state_update`: The session's turn state changed. The state is tagged by `state` in the same object.
+        `state_update`: A snapshot of the session's aggregate foreground activity.
 """
         
         def __init__(self, *values):
@@ -14477,7 +14792,7 @@ class SessionUpdate:
     @dataclass
     class TOOL_CALL_UPDATE:
         """
-        `tool_call_update`: A tool call was created or changed (upsert keyed by `toolCallId`).
+        `tool_call_update`: A tool call has been created or updated.
 """
         
         def __init__(self, *values):
@@ -14505,7 +14820,7 @@ class SessionUpdate:
     @dataclass
     class TOOL_CALL_CONTENT_CHUNK:
         """
-        `tool_call_content_chunk`: Appends content to a tool call.
+        `tool_call_content_chunk`: A chunk of tool-call content being streamed.
 """
         
         def __init__(self, *values):
@@ -14533,7 +14848,8 @@ class SessionUpdate:
     @dataclass
     class PLAN_UPDATE:
         """
-        `plan_update`: The agent's plan, replaced whole.
+        `plan_update`: A content update for a plan identified by ID.
+        See protocol docs: [Agent Plan](https://agentclientprotocol.com/protocol/v2/draft/agent-plan)
 """
         
         def __init__(self, *values):
@@ -14561,7 +14877,7 @@ class SessionUpdate:
     @dataclass
     class USAGE_UPDATE:
         """
-        `usage_update`: Context window usage.
+        `usage_update`: Context window and cost update for the session.
 """
         
         def __init__(self, *values):
@@ -14589,7 +14905,7 @@ class SessionUpdate:
     @dataclass
     class SESSION_INFO_UPDATE:
         """
-        `session_info_update`: The session's metadata changed. Omitted members are unchanged; `null` clears.
+        `session_info_update`: Session metadata has been updated (title, timestamps, custom metadata)
 """
         
         def __init__(self, *values):
@@ -14969,7 +15285,11 @@ class _UniffiFfiConverterTypeSessionUpdate(_UniffiConverterRustBuffer):
 @dataclass
 class UpdateSessionNotification:
     """
-    A session update (`session/update`).
+    Notification containing a session update from the agent.
+
+    Agents can send session updates at any point while the session exists.
+
+    See protocol docs: [Agent Reports Output](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#3-agent-reports-output)
 """
     def __init__(self, *, session_id:SessionId, update:SessionUpdate, meta:typing.Optional[JsonObject]):
         self.session_id = session_id
@@ -20947,8 +21267,8 @@ __all__ = [
     "ContentBlockListPatch",
     "RequestId",
     "ErrorReason",
-    "StopReason",
     "BackgroundWork",
+    "StopReason",
     "TurnState",
     "ItemMode",
     "ItemStatus",
@@ -20985,10 +21305,10 @@ __all__ = [
     "Activity",
     "Affordances",
     "McpCapabilities",
+    "SessionStatusCapabilities",
     "SessionAdditionalDirectoriesCapabilities",
     "PendingCapabilities",
     "InjectCapabilities",
-    "SessionStatusCapabilities",
     "SessionCapabilities",
     "AgentCapabilities",
     "Policy",

@@ -3584,11 +3584,22 @@ public func FfiConverterTypeAffordances_lower(_ value: Affordances) -> RustBuffe
 
 
 /**
- * What the agent supports.
+ * Capabilities supported by the agent.
+ *
+ * Advertised during initialization to inform the client about
+ * available features and content types.
+ *
+ * See protocol docs: [Agent Capabilities](https://agentclientprotocol.com/protocol/v2/draft/initialization#agent-capabilities)
  */
 public struct AgentCapabilities: Equatable, Hashable {
     /**
-     * The baseline session methods (`session/new`, `session/list`, `session/resume`, `session/close`, `session/prompt`, `session/cancel`, `session/update`) plus the optional features below.
+     * Session capabilities supported by the agent.
+     *
+     * Optional. Omitted and `null` are equivalent and mean the agent does not support the
+     * `session/*` methods. Supplying `{}` means the agent supports the
+     * baseline session methods: `session/new`, `session/list`,
+     * `session/resume`, `session/close`, `session/prompt`, `session/cancel`,
+     * and `session/update`.
      */
     public var session: SessionCapabilities?
     public var meta: JsonObject?
@@ -3597,7 +3608,13 @@ public struct AgentCapabilities: Equatable, Hashable {
     // declare one manually.
     public init(
         /**
-         * The baseline session methods (`session/new`, `session/list`, `session/resume`, `session/close`, `session/prompt`, `session/cancel`, `session/update`) plus the optional features below.
+         * Session capabilities supported by the agent.
+         *
+         * Optional. Omitted and `null` are equivalent and mean the agent does not support the
+         * `session/*` methods. Supplying `{}` means the agent supports the
+         * baseline session methods: `session/new`, `session/list`,
+         * `session/resume`, `session/close`, `session/prompt`, `session/cancel`,
+         * and `session/update`.
          */session: SessionCapabilities?, meta: JsonObject?) {
         self.session = session
         self.meta = meta
@@ -3769,12 +3786,16 @@ public func FfiConverterTypeAgentInfo_lower(_ value: AgentInfo) -> RustBuffer {
 
 
 /**
- * An agent message upsert. `content: []` clears what was streamed so far.
+ * An agent message has been created or updated.
+ *
+ * Agents can send this in addition to streamed chunks. When a client
+ * receives another `agent_message` update with the same `messageId`,
+ * fields in the new update patch the previous fields for that message.
  */
 public struct AgentMessage: Equatable, Hashable {
     public var messageId: MessageId
     /**
-     * Omitted: content unchanged; null: cleared; an array: replaced.
+     * Complete replacement content for this message.
      */
     public var content: ContentBlockListPatchMember
     public var meta: JsonObject?
@@ -3783,7 +3804,7 @@ public struct AgentMessage: Equatable, Hashable {
     // declare one manually.
     public init(messageId: MessageId, 
         /**
-         * Omitted: content unchanged; null: cleared; an array: replaced.
+         * Complete replacement content for this message.
          */content: ContentBlockListPatchMember, meta: JsonObject?) {
         self.messageId = messageId
         self.content = content
@@ -3836,7 +3857,7 @@ public func FfiConverterTypeAgentMessage_lower(_ value: AgentMessage) -> RustBuf
 
 
 /**
- * A streamed piece of an agent message.
+ * A chunk of the agent's response being streamed.
  */
 public struct AgentMessageChunk: Equatable, Hashable {
     public var messageId: MessageId
@@ -3960,12 +3981,16 @@ public func FfiConverterTypeAgentMessageClear_lower(_ value: AgentMessageClear) 
 
 
 /**
- * An agent thought upsert.
+ * An agent thought or reasoning message has been created or updated.
+ *
+ * Agents can send this in addition to streamed chunks. When a client
+ * receives another `agent_thought` update with the same `messageId`,
+ * fields in the new update patch the previous fields for that message.
  */
 public struct AgentThought: Equatable, Hashable {
     public var messageId: MessageId
     /**
-     * Omitted: content unchanged; null: cleared; an array: replaced.
+     * Complete replacement content for this thought message.
      */
     public var content: ContentBlockListPatchMember
     public var meta: JsonObject?
@@ -3974,7 +3999,7 @@ public struct AgentThought: Equatable, Hashable {
     // declare one manually.
     public init(messageId: MessageId, 
         /**
-         * Omitted: content unchanged; null: cleared; an array: replaced.
+         * Complete replacement content for this thought message.
          */content: ContentBlockListPatchMember, meta: JsonObject?) {
         self.messageId = messageId
         self.content = content
@@ -4027,7 +4052,7 @@ public func FfiConverterTypeAgentThought_lower(_ value: AgentThought) -> RustBuf
 
 
 /**
- * A streamed piece of an agent thought.
+ * A chunk of the agent's internal reasoning being streamed.
  */
 public struct AgentThoughtChunk: Equatable, Hashable {
     public var messageId: MessageId
@@ -4088,17 +4113,53 @@ public func FfiConverterTypeAgentThoughtChunk_lower(_ value: AgentThoughtChunk) 
 
 
 /**
- * Hints for how content is used or shown.
+ * Optional annotations for the client. The client can use annotations to inform how objects are used or displayed
  */
 public struct Annotations: Equatable, Hashable {
+    /**
+     * Intended recipients for this content, such as the user or assistant.
+     *
+     * Omitted and `null` are equivalent and mean no audience is specified.
+     */
     public var audience: [Role]?
+    /**
+     * Timestamp indicating when the underlying resource was last modified.
+     *
+     * Should be an ISO 8601 formatted string (e.g., "2025-01-12T15:00:58Z"), as in MCP.
+     *
+     * Omitted and `null` are equivalent and mean the modification time is not reported.
+     */
     public var lastModified: String?
+    /**
+     * Relative importance of this content when clients choose what to surface, from 0 (least
+     * important) to 1 (most important).
+     *
+     * Omitted and `null` are equivalent and mean no priority is specified.
+     */
     public var priority: Double?
     public var meta: JsonObject?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(audience: [Role]?, lastModified: String?, priority: Double?, meta: JsonObject?) {
+    public init(
+        /**
+         * Intended recipients for this content, such as the user or assistant.
+         *
+         * Omitted and `null` are equivalent and mean no audience is specified.
+         */audience: [Role]?, 
+        /**
+         * Timestamp indicating when the underlying resource was last modified.
+         *
+         * Should be an ISO 8601 formatted string (e.g., "2025-01-12T15:00:58Z"), as in MCP.
+         *
+         * Omitted and `null` are equivalent and mean the modification time is not reported.
+         */lastModified: String?, 
+        /**
+         * Relative importance of this content when clients choose what to surface, from 0 (least
+         * important) to 1 (most important).
+         *
+         * Omitted and `null` are equivalent and mean no priority is specified.
+         */priority: Double?, meta: JsonObject?) {
         self.audience = audience
         self.lastModified = lastModified
         self.priority = priority
@@ -4153,17 +4214,41 @@ public func FfiConverterTypeAnnotations_lower(_ value: Annotations) -> RustBuffe
 
 
 /**
- * Audio, base64-encoded.
+ * Audio data for transcription or analysis.
+ *
+ * Requires the `audio` prompt capability when included in prompts.
  */
 public struct AudioContent: Equatable, Hashable {
+    /**
+     * Base64-encoded media payload.
+     */
     public var data: String
+    /**
+     * MIME type describing the encoded media payload.
+     */
     public var mimeType: String
+    /**
+     * Optional annotations that help clients decide how to display or route this content.
+     *
+     * Omitted and `null` are equivalent and mean no annotations are provided.
+     */
     public var annotations: Annotations?
     public var meta: JsonObject?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(data: String, mimeType: String, annotations: Annotations?, meta: JsonObject?) {
+    public init(
+        /**
+         * Base64-encoded media payload.
+         */data: String, 
+        /**
+         * MIME type describing the encoded media payload.
+         */mimeType: String, 
+        /**
+         * Optional annotations that help clients decide how to display or route this content.
+         *
+         * Omitted and `null` are equivalent and mean no annotations are provided.
+         */annotations: Annotations?, meta: JsonObject?) {
         self.data = data
         self.mimeType = mimeType
         self.annotations = annotations
@@ -4218,7 +4303,12 @@ public func FfiConverterTypeAudioContent_lower(_ value: AudioContent) -> RustBuf
 
 
 /**
- * UNSTABLE upstream: a listed subagent session.
+ * **UNSTABLE**
+ *
+ * This capability is not part of the spec yet, and may be removed or changed at any point.
+ *
+ * A detached subagent session that has anything running: its state is not `idle`, or
+ * its own `background` list is non-empty or not reported.
  */
 public struct BackgroundSubagent: Equatable, Hashable {
     public var sessionId: SessionId
@@ -4275,11 +4365,12 @@ public func FfiConverterTypeBackgroundSubagent_lower(_ value: BackgroundSubagent
 
 
 /**
- * A listed terminal running in the background.
+ * A process that keeps running after its tool call returned control to the model.
+ * Live until its `terminal_update` reports `exitStatus`.
  */
 public struct BackgroundTerminal: Equatable, Hashable {
     /**
-     * The listed terminal.
+     * The ID of the listed terminal.
      */
     public var terminalId: String
     public var meta: JsonObject?
@@ -4288,7 +4379,7 @@ public struct BackgroundTerminal: Equatable, Hashable {
     // declare one manually.
     public init(
         /**
-         * The listed terminal.
+         * The ID of the listed terminal.
          */terminalId: String, meta: JsonObject?) {
         self.terminalId = terminalId
         self.meta = meta
@@ -4338,7 +4429,9 @@ public func FfiConverterTypeBackgroundTerminal_lower(_ value: BackgroundTerminal
 
 
 /**
- * A listed tool call whose work continues in the background.
+ * Work started by a tool call that continues without a process of its own, such as
+ * a watcher, a workflow, or a scheduled wakeup. `pending` and `paused` tool calls
+ * stay listed.
  */
 public struct BackgroundToolCall: Equatable, Hashable {
     public var toolCallId: ToolCallId
@@ -4395,20 +4488,42 @@ public func FfiConverterTypeBackgroundToolCall_lower(_ value: BackgroundToolCall
 
 
 /**
- * A binary resource, base64-encoded.
+ * Binary resource contents.
  */
 public struct BlobResourceContents: Equatable, Hashable {
-    public var uri: String
-    public var mimeType: String?
+    /**
+     * Base64-encoded bytes for a binary resource payload.
+     */
     public var blob: String
+    /**
+     * URI associated with this resource or media payload.
+     */
+    public var uri: String
+    /**
+     * MIME type describing the encoded media payload.
+     *
+     * Omitted and `null` are equivalent and mean the MIME type is not specified.
+     */
+    public var mimeType: String?
     public var meta: JsonObject?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(uri: String, mimeType: String?, blob: String, meta: JsonObject?) {
+    public init(
+        /**
+         * Base64-encoded bytes for a binary resource payload.
+         */blob: String, 
+        /**
+         * URI associated with this resource or media payload.
+         */uri: String, 
+        /**
+         * MIME type describing the encoded media payload.
+         *
+         * Omitted and `null` are equivalent and mean the MIME type is not specified.
+         */mimeType: String?, meta: JsonObject?) {
+        self.blob = blob
         self.uri = uri
         self.mimeType = mimeType
-        self.blob = blob
         self.meta = meta
     }
 
@@ -4428,17 +4543,17 @@ public struct FfiConverterTypeBlobResourceContents: FfiConverterRustBuffer {
     public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> BlobResourceContents {
         return
             try BlobResourceContents(
+                blob: FfiConverterString.read(from: &buf), 
                 uri: FfiConverterString.read(from: &buf), 
                 mimeType: FfiConverterOptionString.read(from: &buf), 
-                blob: FfiConverterString.read(from: &buf), 
                 meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
         )
     }
 
     public static func write(_ value: BlobResourceContents, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.blob, into: &buf)
         FfiConverterString.write(value.uri, into: &buf)
         FfiConverterOptionString.write(value.mimeType, into: &buf)
-        FfiConverterString.write(value.blob, into: &buf)
         FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
     }
 }
@@ -4460,7 +4575,9 @@ public func FfiConverterTypeBlobResourceContents_lower(_ value: BlobResourceCont
 
 
 /**
- * Cancels an in-flight request (`$/cancel_request`).
+ * Notification to cancel an ongoing request.
+ *
+ * See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v2/draft/cancellation)
  */
 public struct CancelRequestNotification: Equatable, Hashable {
     public var requestId: RequestId
@@ -4517,7 +4634,9 @@ public func FfiConverterTypeCancelRequestNotification_lower(_ value: CancelReque
 
 
 /**
- * Ends the in-flight turn (`idle`, `stopReason: cancelled`). Pending injects survive.
+ * Notification to cancel a session's foreground work and its prompts not yet inserted.
+ *
+ * See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#cancellation)
  */
 public struct CancelSessionNotification: Equatable, Hashable {
     public var sessionId: SessionId
@@ -4574,7 +4693,16 @@ public func FfiConverterTypeCancelSessionNotification_lower(_ value: CancelSessi
 
 
 /**
- * The request was cancelled (the turn was cancelled).
+ * The request was not approved and no option was selected: the session's work was
+ * cancelled, the user dismissed the prompt, or the client declined it by policy.
+ * Agents MUST NOT proceed with the operation.
+ *
+ * The client answers a request the agent cancels with `$/cancel_request` with
+ * this outcome. After sending `session/cancel`, the client MAY also send it
+ * without waiting for `$/cancel_request`, for a request it knows belongs to the
+ * cancelled foreground work.
+ *
+ * See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#cancellation)
  */
 public struct CancelledPermissionOutcome: Equatable, Hashable {
     public var meta: JsonObject?
@@ -4627,7 +4755,12 @@ public func FfiConverterTypeCancelledPermissionOutcome_lower(_ value: CancelledP
 
 
 /**
- * What the client supports. This toolkit defines no client capability of its own; upstream's are accepted and not interpreted.
+ * Capabilities supported by the client.
+ *
+ * Advertised during initialization to inform the agent about
+ * available features and methods.
+ *
+ * See protocol docs: [Client Capabilities](https://agentclientprotocol.com/protocol/v2/draft/initialization#client-capabilities)
  */
 public struct ClientCapabilities: Equatable, Hashable {
     public var meta: JsonObject?
@@ -4680,7 +4813,26 @@ public func FfiConverterTypeClientCapabilities_lower(_ value: ClientCapabilities
 
 
 /**
- * Closes a session: a running turn ends as cancelled, pending injects are handed back to the agent's host (not delivered), and every attached client is told. The session stays listable and can be resumed.
+ * Request parameters for closing an active session.
+ *
+ * The Agent MUST cancel any ongoing work related to the session as if `session/cancel`
+ * was called, then free the resources associated with the session. Unlike `session/cancel`,
+ * closing also stops the session's background work. After the close response, the Agent
+ * sends no other messages for the session on that connection.
+ *
+ * Closing a session that does not exist or is not active SHOULD succeed, and Clients SHOULD
+ * treat a `-32002` response as a successful close.
+ *
+ * When closing cancels active foreground work, the Agent MUST send the final
+ * updates for that work and the idle `state_update` with `stopReason: "cancelled"`
+ * before responding successfully to `session/close`. Closing an idle session
+ * does not itself require another idle update.
+ *
+ * Closing also cancels pending `session/prompt` requests whose messages have not
+ * been inserted, including held prompts. If closing prevents a prompt's user message from being inserted, the
+ * Agent MUST answer that request with `-32800` (Request Cancelled). If the message
+ * has already been inserted, the Agent MUST respond successfully with its
+ * `messageId`. Prompt responses need not precede the close response.
  */
 public struct CloseSessionRequest: Equatable, Hashable {
     public var sessionId: SessionId
@@ -4737,7 +4889,7 @@ public func FfiConverterTypeCloseSessionRequest_lower(_ value: CloseSessionReque
 
 
 /**
- * The session is closed.
+ * Response from closing a session.
  */
 public struct CloseSessionResponse: Equatable, Hashable {
     public var meta: JsonObject?
@@ -4899,15 +5051,16 @@ public func FfiConverterTypeConnectOptions_lower(_ value: ConnectOptions) -> Rus
 
 
 /**
- * A monetary cost.
+ * Cost information for a session.
  */
 public struct Cost: Equatable, Hashable {
     /**
-     * The amount.
+     * Total cumulative cost for session.
      */
     public var amount: Double
     /**
-     * An ISO 4217 currency code.
+     * Unit of `amount`: an ISO 4217 currency code (e.g., "USD", "EUR") for money, or another
+     * unit such as "credits".
      */
     public var currency: String
     public var meta: JsonObject?
@@ -4916,10 +5069,11 @@ public struct Cost: Equatable, Hashable {
     // declare one manually.
     public init(
         /**
-         * The amount.
+         * Total cumulative cost for session.
          */amount: Double, 
         /**
-         * An ISO 4217 currency code.
+         * Unit of `amount`: an ISO 4217 currency code (e.g., "USD", "EUR") for money, or another
+         * unit such as "credits".
          */currency: String, meta: JsonObject?) {
         self.amount = amount
         self.currency = currency
@@ -4972,16 +5126,30 @@ public func FfiConverterTypeCost_lower(_ value: Cost) -> RustBuffer {
 
 
 /**
- * A resource's contents, embedded.
+ * Complete resource contents embedded directly in the message.
+ *
+ * Preferred for including context as it avoids extra round-trips.
+ *
+ * Requires the `embeddedContext` prompt capability when included in prompts.
  */
 public struct EmbeddedResource: Equatable, Hashable {
     public var resource: EmbeddedResourceResource
+    /**
+     * Optional annotations that help clients decide how to display or route this content.
+     *
+     * Omitted and `null` are equivalent and mean no annotations are provided.
+     */
     public var annotations: Annotations?
     public var meta: JsonObject?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(resource: EmbeddedResourceResource, annotations: Annotations?, meta: JsonObject?) {
+    public init(resource: EmbeddedResourceResource, 
+        /**
+         * Optional annotations that help clients decide how to display or route this content.
+         *
+         * Omitted and `null` are equivalent and mean no annotations are provided.
+         */annotations: Annotations?, meta: JsonObject?) {
         self.resource = resource
         self.annotations = annotations
         self.meta = meta
@@ -5033,16 +5201,28 @@ public func FfiConverterTypeEmbeddedResource_lower(_ value: EmbeddedResource) ->
 
 
 /**
- * An environment variable for a stdio MCP server.
+ * An environment variable to set when launching a process.
  */
 public struct EnvVariable: Equatable, Hashable {
+    /**
+     * The name of the environment variable.
+     */
     public var name: String
+    /**
+     * The value to set for the environment variable.
+     */
     public var value: String
     public var meta: JsonObject?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(name: String, value: String, meta: JsonObject?) {
+    public init(
+        /**
+         * The name of the environment variable.
+         */name: String, 
+        /**
+         * The value to set for the environment variable.
+         */value: String, meta: JsonObject?) {
         self.name = name
         self.value = value
         self.meta = meta
@@ -5165,16 +5345,28 @@ public func FfiConverterTypeErrorData_lower(_ value: ErrorData) -> RustBuffer {
 
 
 /**
- * An HTTP header for an HTTP MCP server.
+ * An HTTP header to set when making requests to the MCP server.
  */
 public struct HttpHeader: Equatable, Hashable {
+    /**
+     * The name of the HTTP header.
+     */
     public var name: String
+    /**
+     * The value to set for the HTTP header.
+     */
     public var value: String
     public var meta: JsonObject?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(name: String, value: String, meta: JsonObject?) {
+    public init(
+        /**
+         * The name of the HTTP header.
+         */name: String, 
+        /**
+         * The value to set for the HTTP header.
+         */value: String, meta: JsonObject?) {
         self.name = name
         self.value = value
         self.meta = meta
@@ -5226,35 +5418,83 @@ public func FfiConverterTypeHttpHeader_lower(_ value: HttpHeader) -> RustBuffer 
 
 
 /**
- * No foreground work is active. At a turn's end this toolkit always sends `stopReason` (with `error` when it is `error`), and `usage` when the runtime reported it; a resume or status snapshot has none.
+ * No foreground work is active. Background activity may continue.
  */
 public struct IdleStateUpdate: Equatable, Hashable {
-    public var stopReason: StopReason?
+    /**
+     * **UNSTABLE**
+     *
+     * This capability is not part of the spec yet, and may be removed or changed at any point.
+     *
+     * Token usage for completed foreground work.
+     *
+     * Optional. Omitted and `null` are equivalent and mean the agent is not reporting token
+     * usage for this state update.
+     */
     public var usage: Usage?
+    /**
+     * Work running independently of foreground work, as a complete snapshot.
+     *
+     * Optional. Omitted and `null` are equivalent and mean the Agent is not reporting
+     * background work, not that nothing is running. `[]` means no background work is
+     * running. An Agent that reports background work MUST include it on every state
+     * update for the session. A malformed list is treated as not reported.
+     *
+     * See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)
+     */
+    public var background: [BackgroundWork]?
+    public var meta: JsonObject?
+    /**
+     * Why foreground work stopped. The value selects one of this type's variants, which may add fields of their own.
+     *
+     * Optional. Omitted and `null` are equivalent and mean the agent is not reporting a stop reason; a malformed value is treated the same way.
+     *
+     * See protocol docs: [Stop Reasons](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#stop-reasons)
+     */
+    public var stopReason: StopReason?
     /**
      * With `stopReason: "error"`: the failure, as a JSON-RPC error object (upstream `ErrorStopReason.error`). Omitted or `null`: not reported.
      */
     public var error: TurnFailure?
-    /**
-     * Work running independently of foreground work, as a complete snapshot; omitted or `null`: not reported (not that nothing runs), `[]`: none. A malformed list reads as not reported.
-     */
-    public var background: [BackgroundWork]?
-    public var meta: JsonObject?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(stopReason: StopReason?, usage: Usage?, 
+    public init(
+        /**
+         * **UNSTABLE**
+         *
+         * This capability is not part of the spec yet, and may be removed or changed at any point.
+         *
+         * Token usage for completed foreground work.
+         *
+         * Optional. Omitted and `null` are equivalent and mean the agent is not reporting token
+         * usage for this state update.
+         */usage: Usage?, 
+        /**
+         * Work running independently of foreground work, as a complete snapshot.
+         *
+         * Optional. Omitted and `null` are equivalent and mean the Agent is not reporting
+         * background work, not that nothing is running. `[]` means no background work is
+         * running. An Agent that reports background work MUST include it on every state
+         * update for the session. A malformed list is treated as not reported.
+         *
+         * See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)
+         */background: [BackgroundWork]?, meta: JsonObject?, 
+        /**
+         * Why foreground work stopped. The value selects one of this type's variants, which may add fields of their own.
+         *
+         * Optional. Omitted and `null` are equivalent and mean the agent is not reporting a stop reason; a malformed value is treated the same way.
+         *
+         * See protocol docs: [Stop Reasons](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#stop-reasons)
+         */stopReason: StopReason?, 
         /**
          * With `stopReason: "error"`: the failure, as a JSON-RPC error object (upstream `ErrorStopReason.error`). Omitted or `null`: not reported.
-         */error: TurnFailure?, 
-        /**
-         * Work running independently of foreground work, as a complete snapshot; omitted or `null`: not reported (not that nothing runs), `[]`: none. A malformed list reads as not reported.
-         */background: [BackgroundWork]?, meta: JsonObject?) {
-        self.stopReason = stopReason
+         */error: TurnFailure?) {
         self.usage = usage
-        self.error = error
         self.background = background
         self.meta = meta
+        self.stopReason = stopReason
+        self.error = error
     }
 
     
@@ -5273,20 +5513,20 @@ public struct FfiConverterTypeIdleStateUpdate: FfiConverterRustBuffer {
     public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> IdleStateUpdate {
         return
             try IdleStateUpdate(
-                stopReason: FfiConverterOptionTypeStopReason.read(from: &buf), 
                 usage: FfiConverterOptionTypeUsage.read(from: &buf), 
-                error: FfiConverterOptionTypeTurnFailure.read(from: &buf), 
                 background: FfiConverterOptionSequenceTypeBackgroundWork.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf), 
+                stopReason: FfiConverterOptionTypeStopReason.read(from: &buf), 
+                error: FfiConverterOptionTypeTurnFailure.read(from: &buf)
         )
     }
 
     public static func write(_ value: IdleStateUpdate, into buf: inout [UInt8]) {
-        FfiConverterOptionTypeStopReason.write(value.stopReason, into: &buf)
         FfiConverterOptionTypeUsage.write(value.usage, into: &buf)
-        FfiConverterOptionTypeTurnFailure.write(value.error, into: &buf)
         FfiConverterOptionSequenceTypeBackgroundWork.write(value.background, into: &buf)
         FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
+        FfiConverterOptionTypeStopReason.write(value.stopReason, into: &buf)
+        FfiConverterOptionTypeTurnFailure.write(value.error, into: &buf)
     }
 }
 
@@ -5307,18 +5547,52 @@ public func FfiConverterTypeIdleStateUpdate_lower(_ value: IdleStateUpdate) -> R
 
 
 /**
- * An image, base64-encoded.
+ * Images for visual context or analysis.
+ *
+ * Requires the `image` prompt capability when included in prompts.
  */
 public struct ImageContent: Equatable, Hashable {
+    /**
+     * Base64-encoded media payload.
+     */
     public var data: String
+    /**
+     * MIME type describing the encoded media payload.
+     */
     public var mimeType: String
+    /**
+     * URI associated with this resource or media payload.
+     *
+     * Omitted and `null` are equivalent and mean no URI is associated with the image.
+     */
     public var uri: String?
+    /**
+     * Optional annotations that help clients decide how to display or route this content.
+     *
+     * Omitted and `null` are equivalent and mean no annotations are provided.
+     */
     public var annotations: Annotations?
     public var meta: JsonObject?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(data: String, mimeType: String, uri: String?, annotations: Annotations?, meta: JsonObject?) {
+    public init(
+        /**
+         * Base64-encoded media payload.
+         */data: String, 
+        /**
+         * MIME type describing the encoded media payload.
+         */mimeType: String, 
+        /**
+         * URI associated with this resource or media payload.
+         *
+         * Omitted and `null` are equivalent and mean no URI is associated with the image.
+         */uri: String?, 
+        /**
+         * Optional annotations that help clients decide how to display or route this content.
+         *
+         * Omitted and `null` are equivalent and mean no annotations are provided.
+         */annotations: Annotations?, meta: JsonObject?) {
         self.data = data
         self.mimeType = mimeType
         self.uri = uri
@@ -5376,19 +5650,28 @@ public func FfiConverterTypeImageContent_lower(_ value: ImageContent) -> RustBuf
 
 
 /**
- * Name and version of a client or agent implementation.
+ * Metadata about the implementation of the client or agent.
+ * Describes the name and version of an ACP implementation, with an optional
+ * title for UI representation.
  */
 public struct Implementation: Equatable, Hashable {
     /**
-     * A programmatic name.
+     * Intended for programmatic or logical use, but can be used as a display
+     * name fallback if title isn't present.
      */
     public var name: String
     /**
-     * A name for people to read.
+     * Intended for UI and end-user contexts and optimized to be human-readable
+     * and easily understood.
+     *
+     * If not provided, the name should be used for display.
+     *
+     * Omitted and `null` are equivalent and mean the `name` is used for display.
      */
     public var title: String?
     /**
-     * The implementation's version.
+     * Version of the implementation. Can be displayed to the user or used
+     * for debugging or metrics purposes. (e.g. "1.0.0").
      */
     public var version: String
     public var meta: JsonObject?
@@ -5397,13 +5680,20 @@ public struct Implementation: Equatable, Hashable {
     // declare one manually.
     public init(
         /**
-         * A programmatic name.
+         * Intended for programmatic or logical use, but can be used as a display
+         * name fallback if title isn't present.
          */name: String, 
         /**
-         * A name for people to read.
+         * Intended for UI and end-user contexts and optimized to be human-readable
+         * and easily understood.
+         *
+         * If not provided, the name should be used for display.
+         *
+         * Omitted and `null` are equivalent and mean the `name` is used for display.
          */title: String?, 
         /**
-         * The implementation's version.
+         * Version of the implementation. Can be displayed to the user or used
+         * for debugging or metrics purposes. (e.g. "1.0.0").
          */version: String, meta: JsonObject?) {
         self.name = name
         self.title = title
@@ -5459,7 +5749,11 @@ public func FfiConverterTypeImplementation_lower(_ value: Implementation) -> Rus
 
 
 /**
- * Negotiates the protocol version and capabilities.
+ * Request parameters for the initialize method.
+ *
+ * Sent by the client to establish connection and negotiate capabilities.
+ *
+ * See protocol docs: [Initialization](https://agentclientprotocol.com/protocol/v2/draft/initialization)
  */
 public struct InitializeRequest: Equatable, Hashable {
     public var protocolVersion: ProtocolVersion
@@ -5524,7 +5818,11 @@ public func FfiConverterTypeInitializeRequest_lower(_ value: InitializeRequest) 
 
 
 /**
- * The agent's protocol version, identity and capabilities.
+ * Response to the `initialize` method.
+ *
+ * Contains the negotiated protocol version and agent capabilities.
+ *
+ * See protocol docs: [Initialization](https://agentclientprotocol.com/protocol/v2/draft/initialization)
  */
 public struct InitializeResponse: Equatable, Hashable {
     public var protocolVersion: ProtocolVersion
@@ -5800,15 +6098,22 @@ public func FfiConverterTypeInjectResponse_lower(_ value: InjectResponse) -> Rus
 
 
 /**
- * Lists the sessions the agent knows (live and closed), newest first, a page at a time.
+ * Request parameters for listing existing sessions.
  */
 public struct ListSessionsRequest: Equatable, Hashable {
     /**
-     * Only sessions with this working directory (an absolute path).
+     * Filter sessions by working directory. Must be an absolute path.
+     *
+     * Only sessions whose `cwd` is this same directory match. Subdirectories and
+     * `additionalDirectories` don't. Agents MAY normalize paths when comparing.
+     *
+     * Omitted and `null` are equivalent and mean sessions are not filtered by working directory.
      */
     public var cwd: String?
     /**
-     * The `nextCursor` of a previous page; opaque.
+     * Opaque cursor token from a previous response's nextCursor field for cursor-based pagination
+     *
+     * Omitted and `null` are equivalent and mean the first page is requested.
      */
     public var cursor: String?
     public var meta: JsonObject?
@@ -5817,10 +6122,17 @@ public struct ListSessionsRequest: Equatable, Hashable {
     // declare one manually.
     public init(
         /**
-         * Only sessions with this working directory (an absolute path).
+         * Filter sessions by working directory. Must be an absolute path.
+         *
+         * Only sessions whose `cwd` is this same directory match. Subdirectories and
+         * `additionalDirectories` don't. Agents MAY normalize paths when comparing.
+         *
+         * Omitted and `null` are equivalent and mean sessions are not filtered by working directory.
          */cwd: String?, 
         /**
-         * The `nextCursor` of a previous page; opaque.
+         * Opaque cursor token from a previous response's nextCursor field for cursor-based pagination
+         *
+         * Omitted and `null` are equivalent and mean the first page is requested.
          */cursor: String?, meta: JsonObject?) {
         self.cwd = cwd
         self.cursor = cursor
@@ -5873,21 +6185,31 @@ public func FfiConverterTypeListSessionsRequest_lower(_ value: ListSessionsReque
 
 
 /**
- * One page of sessions. A missing `nextCursor` means there are no more.
+ * Response from listing sessions.
  */
 public struct ListSessionsResponse: Equatable, Hashable {
+    /**
+     * Array of session information objects.
+     */
     public var sessions: [SessionInfo]
     /**
-     * Pass it as `cursor` to fetch the next page.
+     * Opaque cursor token. If present, pass this in the next request's cursor parameter
+     * to fetch the next page. Omitted and `null` are equivalent and mean there are no more
+     * results. An empty string is a valid cursor, not the end of results.
      */
     public var nextCursor: String?
     public var meta: JsonObject?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(sessions: [SessionInfo], 
+    public init(
         /**
-         * Pass it as `cursor` to fetch the next page.
+         * Array of session information objects.
+         */sessions: [SessionInfo], 
+        /**
+         * Opaque cursor token. If present, pass this in the next request's cursor parameter
+         * to fetch the next page. Omitted and `null` are equivalent and mean there are no more
+         * results. An empty string is a valid cursor, not the end of results.
          */nextCursor: String?, meta: JsonObject?) {
         self.sessions = sessions
         self.nextCursor = nextCursor
@@ -5940,15 +6262,21 @@ public func FfiConverterTypeListSessionsResponse_lower(_ value: ListSessionsResp
 
 
 /**
- * MCP server transports the agent connects to.
+ * MCP capabilities supported by the agent for session lifecycle requests.
  */
 public struct McpCapabilities: Equatable, Hashable {
     /**
-     * `{}`: stdio servers are supported.
+     * Agent supports `stdio` MCP servers.
+     *
+     * Optional. Omitted and `null` are equivalent and mean the agent does not advertise support.
+     * Supplying `{}` means the agent supports stdio MCP server transports.
      */
     public var stdio: JsonObject?
     /**
-     * `{}`: HTTP servers are supported.
+     * Agent supports `http` MCP servers.
+     *
+     * Optional. Omitted and `null` are equivalent and mean the agent does not advertise support.
+     * Supplying `{}` means the agent supports HTTP MCP server transports.
      */
     public var http: JsonObject?
     public var meta: JsonObject?
@@ -5957,10 +6285,16 @@ public struct McpCapabilities: Equatable, Hashable {
     // declare one manually.
     public init(
         /**
-         * `{}`: stdio servers are supported.
+         * Agent supports `stdio` MCP servers.
+         *
+         * Optional. Omitted and `null` are equivalent and mean the agent does not advertise support.
+         * Supplying `{}` means the agent supports stdio MCP server transports.
          */stdio: JsonObject?, 
         /**
-         * `{}`: HTTP servers are supported.
+         * Agent supports `http` MCP servers.
+         *
+         * Optional. Omitted and `null` are equivalent and mean the agent does not advertise support.
+         * Supplying `{}` means the agent supports HTTP MCP server transports.
          */http: JsonObject?, meta: JsonObject?) {
         self.stdio = stdio
         self.http = http
@@ -6013,19 +6347,22 @@ public func FfiConverterTypeMcpCapabilities_lower(_ value: McpCapabilities) -> R
 
 
 /**
- * A server reached over HTTP.
+ * HTTP transport configuration
+ *
+ * Only available when the Agent capabilities include `session.mcp.http`.
  */
 public struct McpServerHttp: Equatable, Hashable {
     /**
-     * A name for people to read.
+     * Human-readable name identifying this MCP server.
      */
     public var name: String
     /**
-     * The server's URL.
+     * URL to the MCP server.
      */
     public var url: String
     /**
-     * HTTP headers sent with every request.
+     * HTTP headers to set when making requests to the MCP server. Headers the MCP transport
+     * defines are owned by the transport, and Agents use the transport's values for them.
      */
     public var headers: [HttpHeader]?
     public var meta: JsonObject?
@@ -6034,13 +6371,14 @@ public struct McpServerHttp: Equatable, Hashable {
     // declare one manually.
     public init(
         /**
-         * A name for people to read.
+         * Human-readable name identifying this MCP server.
          */name: String, 
         /**
-         * The server's URL.
+         * URL to the MCP server.
          */url: String, 
         /**
-         * HTTP headers sent with every request.
+         * HTTP headers to set when making requests to the MCP server. Headers the MCP transport
+         * defines are owned by the transport, and Agents use the transport's values for them.
          */headers: [HttpHeader]?, meta: JsonObject?) {
         self.name = name
         self.url = url
@@ -6096,23 +6434,26 @@ public func FfiConverterTypeMcpServerHttp_lower(_ value: McpServerHttp) -> RustB
 
 
 /**
- * A server started as a process, speaking over stdio.
+ * Stdio transport configuration
+ *
+ * Only available when the Agent capabilities include `session.mcp.stdio`.
  */
 public struct McpServerStdio: Equatable, Hashable {
     /**
-     * A name for people to read.
+     * Human-readable name identifying this MCP server.
      */
     public var name: String
     /**
-     * The absolute path of the executable.
+     * Absolute path to the MCP server executable.
      */
     public var command: String
     /**
-     * Command-line arguments.
+     * Command-line arguments to pass to the MCP server.
      */
     public var args: [String]?
     /**
-     * Environment variables.
+     * Environment variables to set when launching the MCP server. Names SHOULD be unique.
+     * Agents MAY reject duplicates with `-32602`, and otherwise the last entry wins.
      */
     public var env: [EnvVariable]?
     public var meta: JsonObject?
@@ -6121,16 +6462,17 @@ public struct McpServerStdio: Equatable, Hashable {
     // declare one manually.
     public init(
         /**
-         * A name for people to read.
+         * Human-readable name identifying this MCP server.
          */name: String, 
         /**
-         * The absolute path of the executable.
+         * Absolute path to the MCP server executable.
          */command: String, 
         /**
-         * Command-line arguments.
+         * Command-line arguments to pass to the MCP server.
          */args: [String]?, 
         /**
-         * Environment variables.
+         * Environment variables to set when launching the MCP server. Names SHOULD be unique.
+         * Agents MAY reject duplicates with `-32602`, and otherwise the last entry wins.
          */env: [EnvVariable]?, meta: JsonObject?) {
         self.name = name
         self.command = command
@@ -6278,19 +6620,25 @@ public func FfiConverterTypeMirrorSnapshot_lower(_ value: MirrorSnapshot) -> Rus
 
 
 /**
- * Creates a session.
+ * Request parameters for creating a new session.
+ *
+ * See protocol docs: [Creating a Session](https://agentclientprotocol.com/protocol/v2/draft/session-setup#creating-a-session)
  */
 public struct NewSessionRequest: Equatable, Hashable {
     /**
-     * The session's working directory (an absolute path).
+     * The working directory for this session. Must be an absolute path.
      */
     public var cwd: String
     /**
-     * Additional workspace roots (absolute paths); only when the agent advertises `session.additionalDirectories`.
+     * Additional workspace roots for this session. Each path must be absolute.
+     *
+     * These expand the session's workspace scope without changing `cwd`, which
+     * remains the base for relative paths. When omitted or empty, no
+     * additional roots are activated for the new session.
      */
     public var additionalDirectories: [String]?
     /**
-     * MCP servers the agent should connect to. This toolkit hands them to the agent's host.
+     * List of MCP (Model Context Protocol) servers the agent should connect to.
      */
     public var mcpServers: [McpServer]?
     public var meta: JsonObject?
@@ -6299,13 +6647,17 @@ public struct NewSessionRequest: Equatable, Hashable {
     // declare one manually.
     public init(
         /**
-         * The session's working directory (an absolute path).
+         * The working directory for this session. Must be an absolute path.
          */cwd: String, 
         /**
-         * Additional workspace roots (absolute paths); only when the agent advertises `session.additionalDirectories`.
+         * Additional workspace roots for this session. Each path must be absolute.
+         *
+         * These expand the session's workspace scope without changing `cwd`, which
+         * remains the base for relative paths. When omitted or empty, no
+         * additional roots are activated for the new session.
          */additionalDirectories: [String]?, 
         /**
-         * MCP servers the agent should connect to. This toolkit hands them to the agent's host.
+         * List of MCP (Model Context Protocol) servers the agent should connect to.
          */mcpServers: [McpServer]?, meta: JsonObject?) {
         self.cwd = cwd
         self.additionalDirectories = additionalDirectories
@@ -6361,7 +6713,13 @@ public func FfiConverterTypeNewSessionRequest_lower(_ value: NewSessionRequest) 
 
 
 /**
- * The new session's id.
+ * Response from creating a new session.
+ *
+ * New sessions default to `idle` until a state update reports otherwise.
+ * Updates may arrive before or after this response. Clients MUST NOT overwrite
+ * an already-reported state when the response arrives.
+ *
+ * See protocol docs: [Creating a Session](https://agentclientprotocol.com/protocol/v2/draft/session-setup#creating-a-session)
  */
 public struct NewSessionResponse: Equatable, Hashable {
     public var sessionId: SessionId
@@ -6737,12 +7095,12 @@ public func FfiConverterTypePermissionAsk_lower(_ value: PermissionAsk) -> RustB
 
 
 /**
- * One choice of a permission request.
+ * An option presented to the user when requesting permission.
  */
 public struct PermissionOption: Equatable, Hashable {
     public var optionId: PermissionOptionId
     /**
-     * The label shown to the user.
+     * Human-readable label to display to the user.
      */
     public var name: String
     public var kind: PermissionOptionKind
@@ -6752,7 +7110,7 @@ public struct PermissionOption: Equatable, Hashable {
     // declare one manually.
     public init(optionId: PermissionOptionId, 
         /**
-         * The label shown to the user.
+         * Human-readable label to display to the user.
          */name: String, kind: PermissionOptionKind, meta: JsonObject?) {
         self.optionId = optionId
         self.name = name
@@ -6879,9 +7237,16 @@ public func FfiConverterTypePermissionRequestSent_lower(_ value: PermissionReque
 
 
 /**
- * One entry of a plan.
+ * A single entry in the execution plan.
+ *
+ * Represents a task or goal that the assistant intends to accomplish
+ * as part of fulfilling the user's request.
+ * See protocol docs: [Plan Entries](https://agentclientprotocol.com/protocol/v2/draft/agent-plan#plan-entries)
  */
 public struct PlanEntry: Equatable, Hashable {
+    /**
+     * Human-readable description of what this task aims to accomplish.
+     */
     public var content: String
     public var priority: PlanEntryPriority
     public var status: PlanEntryStatus
@@ -6889,7 +7254,10 @@ public struct PlanEntry: Equatable, Hashable {
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(content: String, priority: PlanEntryPriority, status: PlanEntryStatus, meta: JsonObject?) {
+    public init(
+        /**
+         * Human-readable description of what this task aims to accomplish.
+         */content: String, priority: PlanEntryPriority, status: PlanEntryStatus, meta: JsonObject?) {
         self.content = content
         self.priority = priority
         self.status = status
@@ -6944,16 +7312,34 @@ public func FfiConverterTypePlanEntry_lower(_ value: PlanEntry) -> RustBuffer {
 
 
 /**
- * A plan as a list of entries.
+ * Structured plan entries.
  */
 public struct PlanItems: Equatable, Hashable {
+    /**
+     * The plan ID to update.
+     */
     public var planId: String
+    /**
+     * The list of tasks to be accomplished.
+     *
+     * When updating an item-based plan, the agent must send a complete list of all entries
+     * with their current status. The client replaces that plan with each update.
+     */
     public var entries: [PlanEntry]
     public var meta: JsonObject?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(planId: String, entries: [PlanEntry], meta: JsonObject?) {
+    public init(
+        /**
+         * The plan ID to update.
+         */planId: String, 
+        /**
+         * The list of tasks to be accomplished.
+         *
+         * When updating an item-based plan, the agent must send a complete list of all entries
+         * with their current status. The client replaces that plan with each update.
+         */entries: [PlanEntry], meta: JsonObject?) {
         self.planId = planId
         self.entries = entries
         self.meta = meta
@@ -7005,7 +7391,8 @@ public func FfiConverterTypePlanItems_lower(_ value: PlanItems) -> RustBuffer {
 
 
 /**
- * The agent's plan, replaced whole.
+ * A content update for a plan identified by ID.
+ * See protocol docs: [Agent Plan](https://agentclientprotocol.com/protocol/v2/draft/agent-plan)
  */
 public struct PlanUpdate: Equatable, Hashable {
     public var plan: PlanUpdateContent
@@ -7139,12 +7526,31 @@ public func FfiConverterTypePolicy_lower(_ value: Policy) -> RustBuffer {
 
 
 /**
- * A user message. On an idle session it is inserted into the conversation and starts a turn. While a turn is in progress it is held: queued in arrival order and inserted when a turn ends, and only then answered with its `messageId` (-32800 if it never is: cancelled, revoked, or its session closed). `session/inject` says when mid-turn input is delivered.
+ * Request parameters for sending a user prompt to the agent.
+ *
+ * Contains the user's message and any additional context.
+ *
+ * See protocol docs: [User Message](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#1-user-message)
  */
 public struct PromptRequest: Equatable, Hashable {
     public var sessionId: SessionId
     /**
-     * The message's content (at least one block).
+     * The blocks of content that compose the user's message.
+     *
+     * As a baseline, the Agent MUST support `text` and `resource_link` content blocks,
+     * while other variants are optionally enabled via `PromptCapabilities`.
+     *
+     * The Client MUST adapt its interface according to `PromptCapabilities`.
+     *
+     * The client MAY include referenced pieces of context as either
+     * `resource` or `resource_link` content blocks.
+     *
+     * When available, `resource` is preferred
+     * as it avoids extra round-trips and allows the message to include
+     * pieces of context from sources the agent may not have access to.
+     *
+     * Clients MUST NOT send an empty array. Agents MAY reject one with `-32602` without
+     * inserting it.
      */
     public var prompt: [ContentBlock]
     public var meta: JsonObject?
@@ -7153,7 +7559,22 @@ public struct PromptRequest: Equatable, Hashable {
     // declare one manually.
     public init(sessionId: SessionId, 
         /**
-         * The message's content (at least one block).
+         * The blocks of content that compose the user's message.
+         *
+         * As a baseline, the Agent MUST support `text` and `resource_link` content blocks,
+         * while other variants are optionally enabled via `PromptCapabilities`.
+         *
+         * The Client MUST adapt its interface according to `PromptCapabilities`.
+         *
+         * The client MAY include referenced pieces of context as either
+         * `resource` or `resource_link` content blocks.
+         *
+         * When available, `resource` is preferred
+         * as it avoids extra round-trips and allows the message to include
+         * pieces of context from sources the agent may not have access to.
+         *
+         * Clients MUST NOT send an empty array. Agents MAY reject one with `-32602` without
+         * inserting it.
          */prompt: [ContentBlock], meta: JsonObject?) {
         self.sessionId = sessionId
         self.prompt = prompt
@@ -7206,7 +7627,16 @@ public func FfiConverterTypePromptRequest_lower(_ value: PromptRequest) -> RustB
 
 
 /**
- * The insertion receipt (upstream 2.0.0-alpha.5): the user message has been inserted into the conversation with this `messageId`, which its `user_message` update carries. Sent on insertion, not at the end of the turn; the response and the update may reach the client in either order.
+ * Response acknowledging that a user prompt was inserted into the ACP conversation.
+ *
+ * This response does not indicate that the prompt was merely received or held, nor that the
+ * agent has finished processing it.
+ * Processing and completion are reported through `state_update` session updates.
+ *
+ * Insertion is the logical addition of a user message with a message ID and a position
+ * relative to other messages in the ACP conversation.
+ *
+ * See protocol docs: [Prompt Accepted](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#2-prompt-accepted)
  */
 public struct PromptResponse: Equatable, Hashable {
     public var messageId: MessageId
@@ -7460,7 +7890,7 @@ public func FfiConverterTypeReplaceInjectResponse_lower(_ value: ReplaceInjectRe
 
 
 /**
- * Replay the whole conversation.
+ * Replay all retained conversation history from its first replayable entry.
  */
 public struct ReplayFromStart: Equatable, Hashable {
     public var meta: JsonObject?
@@ -7513,24 +7943,38 @@ public func FfiConverterTypeReplayFromStart_lower(_ value: ReplayFromStart) -> R
 
 
 /**
- * The agent asks the user to authorise an action. While open, the session's state is `requires_action`.
+ * Request for user permission to proceed with an operation.
+ *
+ * Sent when the agent needs authorization before performing a sensitive operation.
+ *
+ * See protocol docs: [Requesting Permission](https://agentclientprotocol.com/protocol/v2/draft/tool-calls#requesting-permission)
  */
 public struct RequestPermissionRequest: Equatable, Hashable {
     public var sessionId: SessionId
     /**
-     * What is being asked, for a person.
+     * Human-readable title for the permission prompt.
+     *
+     * This title is specific to the permission prompt and does not update any
+     * subject's displayed title.
      */
     public var title: String
     /**
-     * Why permission is needed, for a person.
+     * Optional human-readable explanation of why permission is needed.
+     *
+     * This text is specific to the permission prompt and does not update any
+     * subject's displayed content. Omitted and `null` are equivalent and mean no separate
+     * permission description was provided.
      */
     public var description: String?
     /**
-     * What the request is about (upstream `RequestPermissionSubject`, carried through unchanged).
+     * Optional structured context about the operation requiring permission.
+     *
+     * Omitted and `null` are equivalent and mean no structured subject was provided.
      */
     public var subject: JsonObject?
     /**
-     * The choices offered.
+     * Available permission options for the user to choose from.
+     * Must contain at least one option.
      */
     public var options: [PermissionOption]
     public var meta: JsonObject?
@@ -7539,16 +7983,26 @@ public struct RequestPermissionRequest: Equatable, Hashable {
     // declare one manually.
     public init(sessionId: SessionId, 
         /**
-         * What is being asked, for a person.
+         * Human-readable title for the permission prompt.
+         *
+         * This title is specific to the permission prompt and does not update any
+         * subject's displayed title.
          */title: String, 
         /**
-         * Why permission is needed, for a person.
+         * Optional human-readable explanation of why permission is needed.
+         *
+         * This text is specific to the permission prompt and does not update any
+         * subject's displayed content. Omitted and `null` are equivalent and mean no separate
+         * permission description was provided.
          */description: String?, 
         /**
-         * What the request is about (upstream `RequestPermissionSubject`, carried through unchanged).
+         * Optional structured context about the operation requiring permission.
+         *
+         * Omitted and `null` are equivalent and mean no structured subject was provided.
          */subject: JsonObject?, 
         /**
-         * The choices offered.
+         * Available permission options for the user to choose from.
+         * Must contain at least one option.
          */options: [PermissionOption], meta: JsonObject?) {
         self.sessionId = sessionId
         self.title = title
@@ -7610,7 +8064,7 @@ public func FfiConverterTypeRequestPermissionRequest_lower(_ value: RequestPermi
 
 
 /**
- * The user's decision.
+ * Response to a permission request.
  */
 public struct RequestPermissionResponse: Equatable, Hashable {
     public var outcome: RequestPermissionOutcome
@@ -7667,11 +8121,18 @@ public func FfiConverterTypeRequestPermissionResponse_lower(_ value: RequestPerm
 
 
 /**
- * The turn waits for the user (a permission request is open).
+ * Foreground work is blocked on user action.
  */
 public struct RequiresActionStateUpdate: Equatable, Hashable {
     /**
-     * Work running independently of foreground work, as a complete snapshot; omitted or `null`: not reported (not that nothing runs), `[]`: none. A malformed list reads as not reported.
+     * Work running independently of foreground work, as a complete snapshot.
+     *
+     * Optional. Omitted and `null` are equivalent and mean the Agent is not reporting
+     * background work, not that nothing is running. `[]` means no background work is
+     * running. An Agent that reports background work MUST include it on every state
+     * update for the session. A malformed list is treated as not reported.
+     *
+     * See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)
      */
     public var background: [BackgroundWork]?
     public var meta: JsonObject?
@@ -7680,7 +8141,14 @@ public struct RequiresActionStateUpdate: Equatable, Hashable {
     // declare one manually.
     public init(
         /**
-         * Work running independently of foreground work, as a complete snapshot; omitted or `null`: not reported (not that nothing runs), `[]`: none. A malformed list reads as not reported.
+         * Work running independently of foreground work, as a complete snapshot.
+         *
+         * Optional. Omitted and `null` are equivalent and mean the Agent is not reporting
+         * background work, not that nothing is running. `[]` means no background work is
+         * running. An Agent that reports background work MUST include it on every state
+         * update for the session. A malformed list is treated as not reported.
+         *
+         * See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)
          */background: [BackgroundWork]?, meta: JsonObject?) {
         self.background = background
         self.meta = meta
@@ -7730,28 +8198,96 @@ public func FfiConverterTypeRequiresActionStateUpdate_lower(_ value: RequiresAct
 
 
 /**
- * A link to a resource the agent can read.
+ * References to resources that the receiver may be able to read.
+ *
+ * All agents MUST support resource links in prompts.
  */
 public struct ResourceLink: Equatable, Hashable {
+    /**
+     * Human-readable name shown for this protocol object.
+     */
     public var name: String
+    /**
+     * URI associated with this resource or media payload.
+     */
     public var uri: String
+    /**
+     * Optional display title for end-user UI.
+     *
+     * Omitted and `null` are equivalent and mean no title is provided.
+     */
     public var title: String?
+    /**
+     * Optional human-readable details shown with this protocol object.
+     *
+     * Omitted and `null` are equivalent and mean no description is provided.
+     */
     public var description: String?
     /**
-     * Icons for the resource (upstream `Icon`).
+     * Optional set of sized icons that the client can display in a user interface.
+     *
+     * Omitted and `null` are equivalent and mean no icons are provided.
      */
     public var icons: [JsonObject]?
+    /**
+     * MIME type describing the encoded media payload.
+     *
+     * Omitted and `null` are equivalent and mean the MIME type is not specified.
+     */
     public var mimeType: String?
-    public var size: Int64?
+    /**
+     * Optional size of the linked resource in bytes, if known.
+     *
+     * Omitted and `null` are equivalent and mean the size is not known.
+     */
+    public var size: UInt64?
+    /**
+     * Optional annotations that help clients decide how to display or route this content.
+     *
+     * Omitted and `null` are equivalent and mean no annotations are provided.
+     */
     public var annotations: Annotations?
     public var meta: JsonObject?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(name: String, uri: String, title: String?, description: String?, 
+    public init(
         /**
-         * Icons for the resource (upstream `Icon`).
-         */icons: [JsonObject]?, mimeType: String?, size: Int64?, annotations: Annotations?, meta: JsonObject?) {
+         * Human-readable name shown for this protocol object.
+         */name: String, 
+        /**
+         * URI associated with this resource or media payload.
+         */uri: String, 
+        /**
+         * Optional display title for end-user UI.
+         *
+         * Omitted and `null` are equivalent and mean no title is provided.
+         */title: String?, 
+        /**
+         * Optional human-readable details shown with this protocol object.
+         *
+         * Omitted and `null` are equivalent and mean no description is provided.
+         */description: String?, 
+        /**
+         * Optional set of sized icons that the client can display in a user interface.
+         *
+         * Omitted and `null` are equivalent and mean no icons are provided.
+         */icons: [JsonObject]?, 
+        /**
+         * MIME type describing the encoded media payload.
+         *
+         * Omitted and `null` are equivalent and mean the MIME type is not specified.
+         */mimeType: String?, 
+        /**
+         * Optional size of the linked resource in bytes, if known.
+         *
+         * Omitted and `null` are equivalent and mean the size is not known.
+         */size: UInt64?, 
+        /**
+         * Optional annotations that help clients decide how to display or route this content.
+         *
+         * Omitted and `null` are equivalent and mean no annotations are provided.
+         */annotations: Annotations?, meta: JsonObject?) {
         self.name = name
         self.uri = uri
         self.title = title
@@ -7785,7 +8321,7 @@ public struct FfiConverterTypeResourceLink: FfiConverterRustBuffer {
                 description: FfiConverterOptionString.read(from: &buf), 
                 icons: FfiConverterOptionSequenceTypeJsonObject.read(from: &buf), 
                 mimeType: FfiConverterOptionString.read(from: &buf), 
-                size: FfiConverterOptionInt64.read(from: &buf), 
+                size: FfiConverterOptionUInt64.read(from: &buf), 
                 annotations: FfiConverterOptionTypeAnnotations.read(from: &buf), 
                 meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
         )
@@ -7798,7 +8334,7 @@ public struct FfiConverterTypeResourceLink: FfiConverterRustBuffer {
         FfiConverterOptionString.write(value.description, into: &buf)
         FfiConverterOptionSequenceTypeJsonObject.write(value.icons, into: &buf)
         FfiConverterOptionString.write(value.mimeType, into: &buf)
-        FfiConverterOptionInt64.write(value.size, into: &buf)
+        FfiConverterOptionUInt64.write(value.size, into: &buf)
         FfiConverterOptionTypeAnnotations.write(value.annotations, into: &buf)
         FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
     }
@@ -7821,24 +8357,48 @@ public func FfiConverterTypeResourceLink_lower(_ value: ResourceLink) -> RustBuf
 
 
 /**
- * Reconnects to an existing session (live, closed, or from an earlier agent process). With `replayFrom` the conversation is replayed as `session/update` notifications before the response.
+ * Request parameters for resuming an existing session.
+ *
+ * Resumes an existing session and optionally replays retained conversation
+ * history according to `replayFrom`.
  */
 public struct ResumeSessionRequest: Equatable, Hashable {
     public var sessionId: SessionId
     /**
-     * The session's working directory; must match the session's.
+     * The working directory for this session. Must be an absolute path.
+     *
+     * Clients MUST send the session's working directory. Agents MAY reject a different directory
+     * with `-32602`, and MAY normalize paths when comparing.
      */
     public var cwd: String
     /**
-     * The complete list of additional workspace roots for the resumed session.
+     * Additional workspace roots to activate for this session. Each path must be absolute.
+     *
+     * When omitted or empty, no additional roots are activated. When non-empty,
+     * this is the complete resulting additional-root list for the resumed
+     * session. It may differ from any previously used or reported list as long as
+     * the request `cwd` matches the session's `cwd`.
      */
     public var additionalDirectories: [String]?
     /**
-     * MCP servers the agent should connect to.
+     * List of MCP servers to connect to for this session.
+     *
+     * The complete set of Client-provided servers. Omitted and `[]` mean none. Agents SHOULD
+     * NOT restore servers from earlier requests.
      */
     public var mcpServers: [McpServer]?
     /**
-     * Where replay starts (inclusive). Omitted or `null`: no replay.
+     * Inclusive cursor describing where conversation replay should begin.
+     *
+     * Optional. Omitted and `null` are equivalent and mean the Agent should resume without
+     * replaying previous conversation history. Replay cursors are inclusive:
+     * replay includes the position identified by the cursor. Supplying
+     * `{ "type": "start" }` means the Agent should replay all retained
+     * conversation history before responding.
+     *
+     * Agents MUST reject unsupported cursor types or malformed cursor values
+     * with `-32602` (Invalid params), rather than substituting another cursor
+     * or resuming without replay.
      */
     public var replayFrom: ReplayFrom?
     public var meta: JsonObject?
@@ -7847,16 +8407,37 @@ public struct ResumeSessionRequest: Equatable, Hashable {
     // declare one manually.
     public init(sessionId: SessionId, 
         /**
-         * The session's working directory; must match the session's.
+         * The working directory for this session. Must be an absolute path.
+         *
+         * Clients MUST send the session's working directory. Agents MAY reject a different directory
+         * with `-32602`, and MAY normalize paths when comparing.
          */cwd: String, 
         /**
-         * The complete list of additional workspace roots for the resumed session.
+         * Additional workspace roots to activate for this session. Each path must be absolute.
+         *
+         * When omitted or empty, no additional roots are activated. When non-empty,
+         * this is the complete resulting additional-root list for the resumed
+         * session. It may differ from any previously used or reported list as long as
+         * the request `cwd` matches the session's `cwd`.
          */additionalDirectories: [String]?, 
         /**
-         * MCP servers the agent should connect to.
+         * List of MCP servers to connect to for this session.
+         *
+         * The complete set of Client-provided servers. Omitted and `[]` mean none. Agents SHOULD
+         * NOT restore servers from earlier requests.
          */mcpServers: [McpServer]?, 
         /**
-         * Where replay starts (inclusive). Omitted or `null`: no replay.
+         * Inclusive cursor describing where conversation replay should begin.
+         *
+         * Optional. Omitted and `null` are equivalent and mean the Agent should resume without
+         * replaying previous conversation history. Replay cursors are inclusive:
+         * replay includes the position identified by the cursor. Supplying
+         * `{ "type": "start" }` means the Agent should replay all retained
+         * conversation history before responding.
+         *
+         * Agents MUST reject unsupported cursor types or malformed cursor values
+         * with `-32602` (Invalid params), rather than substituting another cursor
+         * or resuming without replay.
          */replayFrom: ReplayFrom?, meta: JsonObject?) {
         self.sessionId = sessionId
         self.cwd = cwd
@@ -7918,7 +8499,13 @@ public func FfiConverterTypeResumeSessionRequest_lower(_ value: ResumeSessionReq
 
 
 /**
- * The session is live and attached to this connection; any replay was sent before this response.
+ * Response from resuming an existing session.
+ *
+ * The agent MUST send a current `state_update` after any requested history
+ * replay and before this response, even without replay. The update reports
+ * foreground state after resuming. The response alone does not imply `idle`.
+ *
+ * See protocol docs: [Current-State Synchronization](https://agentclientprotocol.com/protocol/v2/draft/session-setup#current-state-synchronization)
  */
 public struct ResumeSessionResponse: Equatable, Hashable {
     public var meta: JsonObject?
@@ -8085,11 +8672,18 @@ public func FfiConverterTypeRevokeInjectResponse_lower(_ value: RevokeInjectResp
 
 
 /**
- * Foreground work started or resumed.
+ * Foreground work is in progress.
  */
 public struct RunningStateUpdate: Equatable, Hashable {
     /**
-     * Work running independently of foreground work, as a complete snapshot; omitted or `null`: not reported (not that nothing runs), `[]`: none. A malformed list reads as not reported.
+     * Work running independently of foreground work, as a complete snapshot.
+     *
+     * Optional. Omitted and `null` are equivalent and mean the Agent is not reporting
+     * background work, not that nothing is running. `[]` means no background work is
+     * running. An Agent that reports background work MUST include it on every state
+     * update for the session. A malformed list is treated as not reported.
+     *
+     * See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)
      */
     public var background: [BackgroundWork]?
     public var meta: JsonObject?
@@ -8098,7 +8692,14 @@ public struct RunningStateUpdate: Equatable, Hashable {
     // declare one manually.
     public init(
         /**
-         * Work running independently of foreground work, as a complete snapshot; omitted or `null`: not reported (not that nothing runs), `[]`: none. A malformed list reads as not reported.
+         * Work running independently of foreground work, as a complete snapshot.
+         *
+         * Optional. Omitted and `null` are equivalent and mean the Agent is not reporting
+         * background work, not that nothing is running. `[]` means no background work is
+         * running. An Agent that reports background work MUST include it on every state
+         * update for the session. A malformed list is treated as not reported.
+         *
+         * See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)
          */background: [BackgroundWork]?, meta: JsonObject?) {
         self.background = background
         self.meta = meta
@@ -8148,7 +8749,10 @@ public func FfiConverterTypeRunningStateUpdate_lower(_ value: RunningStateUpdate
 
 
 /**
- * The user chose an option.
+ * The user selected one of the provided options.
+ *
+ * If `optionId` doesn't match an offered option, the agent MUST treat the request as not
+ * approved.
  */
 public struct SelectedPermissionOutcome: Equatable, Hashable {
     public var optionId: PermissionOptionId
@@ -8205,7 +8809,12 @@ public func FfiConverterTypeSelectedPermissionOutcome_lower(_ value: SelectedPer
 
 
 /**
- * The agent accepts additional workspace roots.
+ * Capabilities for additional session directories support.
+ *
+ * Supplying `{}` means the agent supports the `additionalDirectories` field on
+ * supported session lifecycle requests. Agents may return
+ * `SessionInfo.additionalDirectories` in `session/list` to report the
+ * complete ordered additional-root list associated with a listed session.
  */
 public struct SessionAdditionalDirectoriesCapabilities: Equatable, Hashable {
     public var meta: JsonObject?
@@ -8258,47 +8867,91 @@ public func FfiConverterTypeSessionAdditionalDirectoriesCapabilities_lower(_ val
 
 
 /**
- * Session-level capabilities. `{}` means the baseline session methods; absent members mean the optional feature is not supported. This toolkit's own extensions are advertised under `_meta` (`acp-inject.dev/pending`, `acp-inject.dev/sessionClosed`).
+ * Session capabilities supported by the agent.
+ *
+ * Supplying `{}` means the agent supports the baseline session methods:
+ * `session/new`, `session/list`, `session/resume`, `session/close`,
+ * `session/prompt`, `session/cancel`, and `session/update`.
+ *
+ * Agents that support sessions **MAY** support additional session methods,
+ * prompt content types, and MCP transports by specifying additional
+ * capabilities.
+ *
+ * See protocol docs: [Session Capabilities](https://agentclientprotocol.com/protocol/v2/draft/initialization#session-capabilities)
  */
 public struct SessionCapabilities: Equatable, Hashable {
+    public var meta: JsonObject?
     /**
-     * MCP server transports accepted by `session/new` and `session/resume`.
+     * MCP capabilities supported by the agent for session lifecycle requests.
+     *
+     * Optional. Omitted and `null` are equivalent and mean the agent does not advertise MCP
+     * server transport support for sessions.
      */
     public var mcp: McpCapabilities?
     /**
-     * `additionalDirectories` is accepted by `session/new` and `session/resume`.
+     * **UNSTABLE**
+     *
+     * This capability is not part of the spec yet, and may be removed or changed at any point.
+     *
+     * Whether the agent supports `session/status`.
+     *
+     * Optional. Omitted and `null` are equivalent and mean the agent does not advertise support.
+     * Supplying `{}` means the agent supports checking session status.
+     */
+    public var status: SessionStatusCapabilities?
+    /**
+     * Whether the agent supports `additionalDirectories` on supported session lifecycle requests.
+     *
+     * Optional. Omitted and `null` are equivalent and mean the agent does not advertise support.
+     * Supplying `{}` means the agent supports `additionalDirectories` on
+     * supported session lifecycle requests.
+     *
+     * Agents may return `SessionInfo.additionalDirectories` to report the
+     * complete ordered additional-root list associated with a listed session.
      */
     public var additionalDirectories: SessionAdditionalDirectoriesCapabilities?
     /**
      * `session/inject` with revoke (mandatory) and optional replace.
      */
     public var inject: InjectCapabilities?
-    /**
-     * `session/status`.
-     */
-    public var status: SessionStatusCapabilities?
-    public var meta: JsonObject?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(
+    public init(meta: JsonObject?, 
         /**
-         * MCP server transports accepted by `session/new` and `session/resume`.
+         * MCP capabilities supported by the agent for session lifecycle requests.
+         *
+         * Optional. Omitted and `null` are equivalent and mean the agent does not advertise MCP
+         * server transport support for sessions.
          */mcp: McpCapabilities?, 
         /**
-         * `additionalDirectories` is accepted by `session/new` and `session/resume`.
+         * **UNSTABLE**
+         *
+         * This capability is not part of the spec yet, and may be removed or changed at any point.
+         *
+         * Whether the agent supports `session/status`.
+         *
+         * Optional. Omitted and `null` are equivalent and mean the agent does not advertise support.
+         * Supplying `{}` means the agent supports checking session status.
+         */status: SessionStatusCapabilities?, 
+        /**
+         * Whether the agent supports `additionalDirectories` on supported session lifecycle requests.
+         *
+         * Optional. Omitted and `null` are equivalent and mean the agent does not advertise support.
+         * Supplying `{}` means the agent supports `additionalDirectories` on
+         * supported session lifecycle requests.
+         *
+         * Agents may return `SessionInfo.additionalDirectories` to report the
+         * complete ordered additional-root list associated with a listed session.
          */additionalDirectories: SessionAdditionalDirectoriesCapabilities?, 
         /**
          * `session/inject` with revoke (mandatory) and optional replace.
-         */inject: InjectCapabilities?, 
-        /**
-         * `session/status`.
-         */status: SessionStatusCapabilities?, meta: JsonObject?) {
+         */inject: InjectCapabilities?) {
+        self.meta = meta
         self.mcp = mcp
+        self.status = status
         self.additionalDirectories = additionalDirectories
         self.inject = inject
-        self.status = status
-        self.meta = meta
     }
 
     
@@ -8317,20 +8970,20 @@ public struct FfiConverterTypeSessionCapabilities: FfiConverterRustBuffer {
     public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SessionCapabilities {
         return
             try SessionCapabilities(
+                meta: FfiConverterOptionTypeJsonObject.read(from: &buf), 
                 mcp: FfiConverterOptionTypeMcpCapabilities.read(from: &buf), 
-                additionalDirectories: FfiConverterOptionTypeSessionAdditionalDirectoriesCapabilities.read(from: &buf), 
-                inject: FfiConverterOptionTypeInjectCapabilities.read(from: &buf), 
                 status: FfiConverterOptionTypeSessionStatusCapabilities.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
+                additionalDirectories: FfiConverterOptionTypeSessionAdditionalDirectoriesCapabilities.read(from: &buf), 
+                inject: FfiConverterOptionTypeInjectCapabilities.read(from: &buf)
         )
     }
 
     public static func write(_ value: SessionCapabilities, into buf: inout [UInt8]) {
+        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
         FfiConverterOptionTypeMcpCapabilities.write(value.mcp, into: &buf)
+        FfiConverterOptionTypeSessionStatusCapabilities.write(value.status, into: &buf)
         FfiConverterOptionTypeSessionAdditionalDirectoriesCapabilities.write(value.additionalDirectories, into: &buf)
         FfiConverterOptionTypeInjectCapabilities.write(value.inject, into: &buf)
-        FfiConverterOptionTypeSessionStatusCapabilities.write(value.status, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
     }
 }
 
@@ -8404,24 +9057,32 @@ public func FfiConverterTypeSessionClosedUpdate_lower(_ value: SessionClosedUpda
 
 
 /**
- * A session as `session/list` reports it.
+ * Information about a session returned by session/list
  */
 public struct SessionInfo: Equatable, Hashable {
     public var sessionId: SessionId
     /**
-     * The session's working directory.
+     * The working directory for this session. Must be an absolute path.
      */
     public var cwd: String
     /**
-     * The session's additional workspace roots.
+     * Additional workspace roots reported for this session. Each path must be absolute.
+     *
+     * When present, this is the complete ordered additional-root list reported
+     * by the Agent. Omitted and empty values are equivalent: the response
+     * reports no additional roots.
      */
     public var additionalDirectories: [String]?
     /**
-     * A title for people to read.
+     * Human-readable title for the session
+     *
+     * Omitted and `null` are equivalent and mean no title is provided.
      */
     public var title: String?
     /**
-     * RFC 3339 time of the last activity.
+     * RFC 3339 timestamp of last activity.
+     *
+     * Omitted and `null` are equivalent and mean the last activity time is not reported.
      */
     public var updatedAt: String?
     public var meta: JsonObject?
@@ -8430,16 +9091,24 @@ public struct SessionInfo: Equatable, Hashable {
     // declare one manually.
     public init(sessionId: SessionId, 
         /**
-         * The session's working directory.
+         * The working directory for this session. Must be an absolute path.
          */cwd: String, 
         /**
-         * The session's additional workspace roots.
+         * Additional workspace roots reported for this session. Each path must be absolute.
+         *
+         * When present, this is the complete ordered additional-root list reported
+         * by the Agent. Omitted and empty values are equivalent: the response
+         * reports no additional roots.
          */additionalDirectories: [String]?, 
         /**
-         * A title for people to read.
+         * Human-readable title for the session
+         *
+         * Omitted and `null` are equivalent and mean no title is provided.
          */title: String?, 
         /**
-         * RFC 3339 time of the last activity.
+         * RFC 3339 timestamp of last activity.
+         *
+         * Omitted and `null` are equivalent and mean the last activity time is not reported.
          */updatedAt: String?, meta: JsonObject?) {
         self.sessionId = sessionId
         self.cwd = cwd
@@ -8501,15 +9170,15 @@ public func FfiConverterTypeSessionInfo_lower(_ value: SessionInfo) -> RustBuffe
 
 
 /**
- * The session's metadata changed. Omitted members are unchanged; `null` clears.
+ * Session metadata has been updated (title, timestamps, custom metadata)
  */
 public struct SessionInfoUpdate: Equatable, Hashable {
     /**
-     * A title for people to read.
+     * Human-readable title for the session. Set to null to clear.
      */
     public var title: StringPatchMember
     /**
-     * RFC 3339 time of the last activity.
+     * RFC 3339 timestamp of last activity. Set to null to clear.
      */
     public var updatedAt: StringPatchMember
     public var meta: JsonObject?
@@ -8518,10 +9187,10 @@ public struct SessionInfoUpdate: Equatable, Hashable {
     // declare one manually.
     public init(
         /**
-         * A title for people to read.
+         * Human-readable title for the session. Set to null to clear.
          */title: StringPatchMember, 
         /**
-         * RFC 3339 time of the last activity.
+         * RFC 3339 timestamp of last activity. Set to null to clear.
          */updatedAt: StringPatchMember, meta: JsonObject?) {
         self.title = title
         self.updatedAt = updatedAt
@@ -8704,7 +9373,13 @@ public func FfiConverterTypeSessionSetup_lower(_ value: SessionSetup) -> RustBuf
 
 
 /**
- * The agent answers `session/status`.
+ * **UNSTABLE**
+ *
+ * This capability is not part of the spec yet, and may be removed or changed at any point.
+ *
+ * Capabilities for the `session/status` method.
+ *
+ * Supplying `{}` means the agent supports checking session status.
  */
 public struct SessionStatusCapabilities: Equatable, Hashable {
     public var meta: JsonObject?
@@ -8757,7 +9432,17 @@ public func FfiConverterTypeSessionStatusCapabilities_lower(_ value: SessionStat
 
 
 /**
- * A side-effect-free liveness probe.
+ * **UNSTABLE**
+ *
+ * This capability is not part of the spec yet, and may be removed or changed at any point.
+ *
+ * Request parameters for checking the status of a session.
+ *
+ * Only available if the Agent supports the `session.status` capability.
+ *
+ * `session/status` MUST NOT have side effects. The Agent does not load, resume, create,
+ * close, or change the session, and does not attach the requesting connection to it.
+ * A session the Agent does not know gets `-32002` with the requested `sessionId` in `data`.
  */
 public struct SessionStatusRequest: Equatable, Hashable {
     public var sessionId: SessionId
@@ -8814,12 +9499,25 @@ public func FfiConverterTypeSessionStatusRequest_lower(_ value: SessionStatusReq
 
 
 /**
- * Whether the agent has the session in memory, and its foreground state when it does. A snapshot: a session reported `open` may be closed before the client's next request, and an `idle` state here is not a new turn end.
+ * **UNSTABLE**
+ *
+ * This capability is not part of the spec yet, and may be removed or changed at any point.
+ *
+ * Response from checking the status of a session.
+ *
+ * The result is a snapshot. A session reported `open` may be closed or evicted before
+ * the Client's next request.
  */
 public struct SessionStatusResponse: Equatable, Hashable {
     public var status: SessionStatus
     /**
-     * The session's current foreground state, as a `state_update` would report it (sent when `status` is `open`). Absent, `null` or malformed: not reported, which does not mean `idle`.
+     * The session's current foreground state, as the same snapshot the Agent sends in
+     * `state_update` notifications.
+     *
+     * Optional. Agents SHOULD include it when `status` is `open`. Omitted, `null`, and
+     * malformed values mean the Agent is not reporting foreground state, and Clients
+     * MUST NOT read that as `idle`. This is a snapshot, not a new transition. Clients
+     * MUST NOT count an `idle` snapshot as a new completion.
      */
     public var state: StateUpdate?
     public var meta: JsonObject?
@@ -8828,7 +9526,13 @@ public struct SessionStatusResponse: Equatable, Hashable {
     // declare one manually.
     public init(status: SessionStatus, 
         /**
-         * The session's current foreground state, as a `state_update` would report it (sent when `status` is `open`). Absent, `null` or malformed: not reported, which does not mean `idle`.
+         * The session's current foreground state, as the same snapshot the Agent sends in
+         * `state_update` notifications.
+         *
+         * Optional. Agents SHOULD include it when `status` is `open`. Omitted, `null`, and
+         * malformed values mean the Agent is not reporting foreground state, and Clients
+         * MUST NOT read that as `idle`. This is a snapshot, not a new transition. Clients
+         * MUST NOT count an `idle` snapshot as a new completion.
          */state: StateUpdate?, meta: JsonObject?) {
         self.status = status
         self.state = state
@@ -8942,16 +9646,36 @@ public func FfiConverterTypeSetupSupport_lower(_ value: SetupSupport) -> RustBuf
 
 
 /**
- * Text.
+ * Text content. May be plain text or formatted with Markdown.
+ *
+ * All agents MUST support text content blocks in prompts.
+ * Clients SHOULD render this text as CommonMark and MAY support GitHub Flavored Markdown
+ * extensions.
  */
 public struct TextContent: Equatable, Hashable {
+    /**
+     * Text payload carried by this content block.
+     */
     public var text: String
+    /**
+     * Optional annotations that help clients decide how to display or route this content.
+     *
+     * Omitted and `null` are equivalent and mean no annotations are provided.
+     */
     public var annotations: Annotations?
     public var meta: JsonObject?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(text: String, annotations: Annotations?, meta: JsonObject?) {
+    public init(
+        /**
+         * Text payload carried by this content block.
+         */text: String, 
+        /**
+         * Optional annotations that help clients decide how to display or route this content.
+         *
+         * Omitted and `null` are equivalent and mean no annotations are provided.
+         */annotations: Annotations?, meta: JsonObject?) {
         self.text = text
         self.annotations = annotations
         self.meta = meta
@@ -9003,20 +9727,42 @@ public func FfiConverterTypeTextContent_lower(_ value: TextContent) -> RustBuffe
 
 
 /**
- * A text resource.
+ * Text-based resource contents.
  */
 public struct TextResourceContents: Equatable, Hashable {
-    public var uri: String
-    public var mimeType: String?
+    /**
+     * Text payload carried by this content block.
+     */
     public var text: String
+    /**
+     * URI associated with this resource or media payload.
+     */
+    public var uri: String
+    /**
+     * MIME type describing the encoded media payload.
+     *
+     * Omitted and `null` are equivalent and mean the MIME type is not specified.
+     */
+    public var mimeType: String?
     public var meta: JsonObject?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(uri: String, mimeType: String?, text: String, meta: JsonObject?) {
+    public init(
+        /**
+         * Text payload carried by this content block.
+         */text: String, 
+        /**
+         * URI associated with this resource or media payload.
+         */uri: String, 
+        /**
+         * MIME type describing the encoded media payload.
+         *
+         * Omitted and `null` are equivalent and mean the MIME type is not specified.
+         */mimeType: String?, meta: JsonObject?) {
+        self.text = text
         self.uri = uri
         self.mimeType = mimeType
-        self.text = text
         self.meta = meta
     }
 
@@ -9036,17 +9782,17 @@ public struct FfiConverterTypeTextResourceContents: FfiConverterRustBuffer {
     public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> TextResourceContents {
         return
             try TextResourceContents(
+                text: FfiConverterString.read(from: &buf), 
                 uri: FfiConverterString.read(from: &buf), 
                 mimeType: FfiConverterOptionString.read(from: &buf), 
-                text: FfiConverterString.read(from: &buf), 
                 meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
         )
     }
 
     public static func write(_ value: TextResourceContents, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.text, into: &buf)
         FfiConverterString.write(value.uri, into: &buf)
         FfiConverterOptionString.write(value.mimeType, into: &buf)
-        FfiConverterString.write(value.text, into: &buf)
         FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
     }
 }
@@ -9068,7 +9814,7 @@ public func FfiConverterTypeTextResourceContents_lower(_ value: TextResourceCont
 
 
 /**
- * A content block.
+ * Standard content block (text, images, resources).
  */
 public struct ToolCallContentBlock: Equatable, Hashable {
     public var content: ContentBlock
@@ -9125,7 +9871,7 @@ public func FfiConverterTypeToolCallContentBlock_lower(_ value: ToolCallContentB
 
 
 /**
- * Appends content to a tool call.
+ * A chunk of tool-call content being streamed.
  */
 public struct ToolCallContentChunk: Equatable, Hashable {
     public var toolCallId: ToolCallId
@@ -9186,34 +9932,56 @@ public func FfiConverterTypeToolCallContentChunk_lower(_ value: ToolCallContentC
 
 
 /**
- * A tool call was created or changed (upsert keyed by `toolCallId`).
+ * A tool call has been created or updated.
  */
 public struct ToolCallUpdate: Equatable, Hashable {
     public var toolCallId: ToolCallId
     /**
-     * The tool's programmatic name.
+     * Programmatic name of the tool being invoked.
+     *
+     * This field is optional and has patch semantics. Omission means no
+     * change, `null` clears the name, and a string replaces it. For a tool
+     * call ID the client has not seen before, omission or `null` means that no
+     * tool name is available.
      */
     public var name: String?
     /**
-     * A title for people to read.
+     * Human-readable title describing what the tool is doing.
+     *
+     * Omission leaves the title unchanged, `null` unsets it, and a string replaces it.
+     * A new tool call starts without a title.
      */
     public var title: String?
+    /**
+     * The category of tool being invoked.
+     * Helps clients choose appropriate icons and UI treatment.
+     *
+     * Omission leaves the kind unchanged, `null` resets it to `other`, and a value replaces it.
+     * A new tool call starts as `other`.
+     */
     public var kind: ToolKind?
+    /**
+     * Current execution status of the tool call.
+     *
+     * Omission leaves the status unchanged, `null` resets it to `pending`, and a value
+     * replaces it. A new tool call starts as `pending`.
+     */
     public var status: ToolCallStatus?
     /**
-     * Replaces the tool call's content.
+     * Content produced by the tool call.
      */
     public var content: [ToolCallContent]?
     /**
-     * File locations the tool call touches (upstream `ToolCallLocation`).
+     * File locations affected by this tool call.
+     * Enables "follow-along" features in clients.
      */
     public var locations: [JsonObject]?
     /**
-     * The raw input of the tool call.
+     * Raw input parameters sent to the tool.
      */
     public var rawInput: Value?
     /**
-     * The raw output of the tool call.
+     * Raw output returned by the tool.
      */
     public var rawOutput: Value?
     public var meta: JsonObject?
@@ -9222,22 +9990,44 @@ public struct ToolCallUpdate: Equatable, Hashable {
     // declare one manually.
     public init(toolCallId: ToolCallId, 
         /**
-         * The tool's programmatic name.
+         * Programmatic name of the tool being invoked.
+         *
+         * This field is optional and has patch semantics. Omission means no
+         * change, `null` clears the name, and a string replaces it. For a tool
+         * call ID the client has not seen before, omission or `null` means that no
+         * tool name is available.
          */name: String?, 
         /**
-         * A title for people to read.
-         */title: String?, kind: ToolKind?, status: ToolCallStatus?, 
+         * Human-readable title describing what the tool is doing.
+         *
+         * Omission leaves the title unchanged, `null` unsets it, and a string replaces it.
+         * A new tool call starts without a title.
+         */title: String?, 
         /**
-         * Replaces the tool call's content.
+         * The category of tool being invoked.
+         * Helps clients choose appropriate icons and UI treatment.
+         *
+         * Omission leaves the kind unchanged, `null` resets it to `other`, and a value replaces it.
+         * A new tool call starts as `other`.
+         */kind: ToolKind?, 
+        /**
+         * Current execution status of the tool call.
+         *
+         * Omission leaves the status unchanged, `null` resets it to `pending`, and a value
+         * replaces it. A new tool call starts as `pending`.
+         */status: ToolCallStatus?, 
+        /**
+         * Content produced by the tool call.
          */content: [ToolCallContent]?, 
         /**
-         * File locations the tool call touches (upstream `ToolCallLocation`).
+         * File locations affected by this tool call.
+         * Enables "follow-along" features in clients.
          */locations: [JsonObject]?, 
         /**
-         * The raw input of the tool call.
+         * Raw input parameters sent to the tool.
          */rawInput: Value?, 
         /**
-         * The raw output of the tool call.
+         * Raw output returned by the tool.
          */rawOutput: Value?, meta: JsonObject?) {
         self.toolCallId = toolCallId
         self.name = name
@@ -9512,11 +10302,23 @@ public func FfiConverterTypeTurnFailure_lower(_ value: TurnFailure) -> RustBuffe
 
 
 /**
- * UNSTABLE upstream: the agent cannot currently determine foreground activity. Not an outcome: it cancels nothing and ends no turn; a client keeps the previous state as last known, not as current. A later state replaces it.
+ * **UNSTABLE**
+ *
+ * This capability is not part of the spec yet, and may be removed or changed at any point.
+ *
+ * The Agent cannot currently determine foreground activity.
+ * This replaces previously confirmed activity without ending the work or session.
  */
 public struct UnknownStateUpdate: Equatable, Hashable {
     /**
-     * Work running independently of foreground work, as a complete snapshot; omitted or `null`: not reported (not that nothing runs), `[]`: none. A malformed list reads as not reported.
+     * Work running independently of foreground work, as a complete snapshot.
+     *
+     * Optional. Omitted and `null` are equivalent and mean the Agent is not reporting
+     * background work, not that nothing is running. `[]` means no background work is
+     * running. An Agent that reports background work MUST include it on every state
+     * update for the session. A malformed list is treated as not reported.
+     *
+     * See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)
      */
     public var background: [BackgroundWork]?
     public var meta: JsonObject?
@@ -9525,7 +10327,14 @@ public struct UnknownStateUpdate: Equatable, Hashable {
     // declare one manually.
     public init(
         /**
-         * Work running independently of foreground work, as a complete snapshot; omitted or `null`: not reported (not that nothing runs), `[]`: none. A malformed list reads as not reported.
+         * Work running independently of foreground work, as a complete snapshot.
+         *
+         * Optional. Omitted and `null` are equivalent and mean the Agent is not reporting
+         * background work, not that nothing is running. `[]` means no background work is
+         * running. An Agent that reports background work MUST include it on every state
+         * update for the session. A malformed list is treated as not reported.
+         *
+         * See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)
          */background: [BackgroundWork]?, meta: JsonObject?) {
         self.background = background
         self.meta = meta
@@ -9575,16 +10384,24 @@ public func FfiConverterTypeUnknownStateUpdate_lower(_ value: UnknownStateUpdate
 
 
 /**
- * The `data` of a -32022 error: the version the client asked for and the versions the agent speaks (upstream's definition).
+ * Data for the `-32022` (Unsupported protocol version) error.
+ *
+ * See protocol docs: [Version Negotiation](https://agentclientprotocol.com/protocol/v2/draft/initialization#version-negotiation)
  */
 public struct UnsupportedProtocolVersionErrorData: Equatable, Hashable {
     public var requested: ProtocolVersion
+    /**
+     * The protocol versions the Agent supports.
+     */
     public var supported: [ProtocolVersion]
     public var meta: JsonObject?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(requested: ProtocolVersion, supported: [ProtocolVersion], meta: JsonObject?) {
+    public init(requested: ProtocolVersion, 
+        /**
+         * The protocol versions the Agent supports.
+         */supported: [ProtocolVersion], meta: JsonObject?) {
         self.requested = requested
         self.supported = supported
         self.meta = meta
@@ -9636,7 +10453,11 @@ public func FfiConverterTypeUnsupportedProtocolVersionErrorData_lower(_ value: U
 
 
 /**
- * A session update (`session/update`).
+ * Notification containing a session update from the agent.
+ *
+ * Agents can send session updates at any point while the session exists.
+ *
+ * See protocol docs: [Agent Reports Output](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#3-agent-reports-output)
  */
 public struct UpdateSessionNotification: Equatable, Hashable {
     public var sessionId: SessionId
@@ -9697,20 +10518,72 @@ public func FfiConverterTypeUpdateSessionNotification_lower(_ value: UpdateSessi
 
 
 /**
- * Token usage of a turn.
+ * **UNSTABLE**
+ *
+ * This capability is not part of the spec yet, and may be removed or changed at any point.
+ *
+ * Token usage for the foreground work that just completed, not cumulative for the session.
  */
 public struct Usage: Equatable, Hashable {
+    /**
+     * Sum of all token types for the completed work.
+     */
     public var totalTokens: UInt64
+    /**
+     * Input tokens for the completed work.
+     */
     public var inputTokens: UInt64
+    /**
+     * Output tokens for the completed work.
+     */
     public var outputTokens: UInt64
+    /**
+     * Thought/reasoning tokens for the completed work.
+     *
+     * Omitted and `null` are equivalent and mean the count is not reported.
+     */
     public var thoughtTokens: UInt64?
+    /**
+     * Cache read tokens for the completed work.
+     *
+     * Omitted and `null` are equivalent and mean the count is not reported.
+     */
     public var cachedReadTokens: UInt64?
+    /**
+     * Cache write tokens for the completed work.
+     *
+     * Omitted and `null` are equivalent and mean the count is not reported.
+     */
     public var cachedWriteTokens: UInt64?
     public var meta: JsonObject?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(totalTokens: UInt64, inputTokens: UInt64, outputTokens: UInt64, thoughtTokens: UInt64?, cachedReadTokens: UInt64?, cachedWriteTokens: UInt64?, meta: JsonObject?) {
+    public init(
+        /**
+         * Sum of all token types for the completed work.
+         */totalTokens: UInt64, 
+        /**
+         * Input tokens for the completed work.
+         */inputTokens: UInt64, 
+        /**
+         * Output tokens for the completed work.
+         */outputTokens: UInt64, 
+        /**
+         * Thought/reasoning tokens for the completed work.
+         *
+         * Omitted and `null` are equivalent and mean the count is not reported.
+         */thoughtTokens: UInt64?, 
+        /**
+         * Cache read tokens for the completed work.
+         *
+         * Omitted and `null` are equivalent and mean the count is not reported.
+         */cachedReadTokens: UInt64?, 
+        /**
+         * Cache write tokens for the completed work.
+         *
+         * Omitted and `null` are equivalent and mean the count is not reported.
+         */cachedWriteTokens: UInt64?, meta: JsonObject?) {
         self.totalTokens = totalTokens
         self.inputTokens = inputTokens
         self.outputTokens = outputTokens
@@ -9774,19 +10647,21 @@ public func FfiConverterTypeUsage_lower(_ value: Usage) -> RustBuffer {
 
 
 /**
- * Context window usage.
+ * Context window and cost update for the session.
  */
 public struct UsageUpdate: Equatable, Hashable {
     /**
-     * Tokens in the context window.
+     * Tokens currently in context.
      */
     public var used: UInt64
     /**
-     * The context window's size in tokens.
+     * Total context window size in tokens.
      */
     public var size: UInt64
     /**
-     * Cumulative cost of the session.
+     * Cumulative session cost.
+     *
+     * Omitted leaves the last reported cost unchanged. `null` clears it. A value replaces it.
      */
     public var cost: Cost?
     public var meta: JsonObject?
@@ -9795,13 +10670,15 @@ public struct UsageUpdate: Equatable, Hashable {
     // declare one manually.
     public init(
         /**
-         * Tokens in the context window.
+         * Tokens currently in context.
          */used: UInt64, 
         /**
-         * The context window's size in tokens.
+         * Total context window size in tokens.
          */size: UInt64, 
         /**
-         * Cumulative cost of the session.
+         * Cumulative session cost.
+         *
+         * Omitted leaves the last reported cost unchanged. `null` clears it. A value replaces it.
          */cost: Cost?, meta: JsonObject?) {
         self.used = used
         self.size = size
@@ -9914,12 +10791,16 @@ public func FfiConverterTypeUserInput_lower(_ value: UserInput) -> RustBuffer {
 
 
 /**
- * A user message was inserted into history. For a prompt or inject this is its delivery.
+ * A user message has been created or updated.
+ *
+ * Agents can send this when they accept or replay a user message. When a
+ * client receives another `user_message` update with the same `messageId`,
+ * fields in the new update patch the previous fields for that message.
  */
 public struct UserMessage: Equatable, Hashable {
     public var messageId: MessageId
     /**
-     * Omitted: content unchanged; null: cleared; an array: replaced.
+     * Complete replacement content for this message.
      */
     public var content: ContentBlockListPatchMember
     public var meta: JsonObject?
@@ -9928,7 +10809,7 @@ public struct UserMessage: Equatable, Hashable {
     // declare one manually.
     public init(messageId: MessageId, 
         /**
-         * Omitted: content unchanged; null: cleared; an array: replaced.
+         * Complete replacement content for this message.
          */content: ContentBlockListPatchMember, meta: JsonObject?) {
         self.messageId = messageId
         self.content = content
@@ -9981,7 +10862,7 @@ public func FfiConverterTypeUserMessage_lower(_ value: UserMessage) -> RustBuffe
 
 
 /**
- * A streamed piece of a user message.
+ * A chunk of the user's message being streamed.
  */
 public struct UserMessageChunk: Equatable, Hashable {
     public var messageId: MessageId
@@ -10456,23 +11337,38 @@ public func FfiConverterTypeAnswer_lower(_ value: Answer) -> RustBuffer {
 
 
 /**
- * One piece of work running independently of the session's foreground work, tagged by `type`. Open.
+ * One piece of work running independently of the session's foreground work.
+ *
+ * Items reference entities the Client already tracks. The Agent MUST announce each item
+ * before the first snapshot that lists it, and MUST report a terminal's `exitStatus` or a
+ * tool call's final status before the snapshot that removes it. Each piece of work is
+ * listed once: process-backed work is listed as its terminal, not also as its tool call.
+ *
+ * See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)
  */
 
 public enum BackgroundWork: Equatable, Hashable {
     
     /**
-     * `terminal`: A listed terminal running in the background.
+     * `terminal`: A process that keeps running after its tool call returned control to the model.
+     * Live until its `terminal_update` reports `exitStatus`.
      */
     case terminal(BackgroundTerminal
     )
     /**
-     * `tool_call`: A listed tool call whose work continues in the background.
+     * `tool_call`: Work started by a tool call that continues without a process of its own, such as
+     * a watcher, a workflow, or a scheduled wakeup. `pending` and `paused` tool calls
+     * stay listed.
      */
     case toolCall(BackgroundToolCall
     )
     /**
-     * `subagent`: UNSTABLE upstream: a listed subagent session.
+     * `subagent`: **UNSTABLE**
+     *
+     * This capability is not part of the spec yet, and may be removed or changed at any point.
+     *
+     * A detached subagent session that has anything running: its state is not `idle`, or
+     * its own `background` list is non-empty or not reported.
      */
     case subagent(BackgroundSubagent
     )
@@ -10863,33 +11759,58 @@ public func FfiConverterTypeConnectionRole_lower(_ value: ConnectionRole) -> Rus
 
 
 /**
- * A piece of message content, tagged by `type`. Open.
+ * Content blocks represent displayable information in the Agent Client Protocol.
+ *
+ * Content blocks appear in:
+ * - User prompts sent via `session/prompt`
+ * - Language model output reported through `session/update` notifications as
+ *   message updates or streamed chunks
+ * - Progress updates and results from tool calls
+ *
+ * This structure is compatible with the Model Context Protocol (MCP), so agents can
+ * forward content from MCP tool outputs without transformation.
+ *
+ * See protocol docs: [Content](https://agentclientprotocol.com/protocol/v2/draft/content)
  */
 
 public enum ContentBlock: Equatable, Hashable {
     
     /**
-     * `text`: Text.
+     * `text`: Text content. May be plain text or formatted with Markdown.
+     *
+     * All agents MUST support text content blocks in prompts.
+     * Clients SHOULD render this text as CommonMark and MAY support GitHub Flavored Markdown
+     * extensions.
      */
     case text(TextContent
     )
     /**
-     * `image`: An image, base64-encoded.
+     * `image`: Images for visual context or analysis.
+     *
+     * Requires the `image` prompt capability when included in prompts.
      */
     case image(ImageContent
     )
     /**
-     * `audio`: Audio, base64-encoded.
+     * `audio`: Audio data for transcription or analysis.
+     *
+     * Requires the `audio` prompt capability when included in prompts.
      */
     case audio(AudioContent
     )
     /**
-     * `resource_link`: A link to a resource the agent can read.
+     * `resource_link`: References to resources that the receiver may be able to read.
+     *
+     * All agents MUST support resource links in prompts.
      */
     case resourceLink(ResourceLink
     )
     /**
-     * `resource`: A resource's contents, embedded.
+     * `resource`: Complete resource contents embedded directly in the message.
+     *
+     * Preferred for including context as it avoids extra round-trips.
+     *
+     * Requires the `embeddedContext` prompt capability when included in prompts.
      */
     case resource(EmbeddedResource
     )
@@ -11084,7 +12005,7 @@ public func FfiConverterTypeContentBlockListPatch_lower(_ value: ContentBlockLis
 
 
 /**
- * Text or binary contents of a resource.
+ * Resource content that can be embedded in a message.
  */
 
 public enum EmbeddedResourceResource: Equatable, Hashable {
@@ -11831,18 +12752,27 @@ public func FfiConverterTypeItemStatus_lower(_ value: ItemStatus) -> RustBuffer 
 
 
 /**
- * How to reach an MCP server, tagged by `type`. Open.
+ * Configuration for connecting to an MCP (Model Context Protocol) server.
+ *
+ * MCP servers provide tools and context that the agent can use when
+ * processing prompts.
+ *
+ * See protocol docs: [MCP Servers](https://agentclientprotocol.com/protocol/v2/draft/session-setup#mcp-servers)
  */
 
 public enum McpServer: Equatable, Hashable {
     
     /**
-     * `stdio`: A server started as a process, speaking over stdio.
+     * `stdio`: Stdio transport configuration
+     *
+     * Only available when the Agent capabilities include `session.mcp.stdio`.
      */
     case stdio(McpServerStdio
     )
     /**
-     * `http`: A server reached over HTTP.
+     * `http`: HTTP transport configuration
+     *
+     * Only available when the Agent capabilities include `session.mcp.http`.
      */
     case http(McpServerHttp
     )
@@ -12078,25 +13008,27 @@ public func FfiConverterTypeOutput_lower(_ value: Output) -> RustBuffer {
 
 
 /**
- * The kind of a permission option. Open.
+ * The type of permission option being presented to the user.
+ *
+ * Helps clients choose appropriate icons and UI treatment.
  */
 
 public enum PermissionOptionKind: Equatable, Hashable {
     
     /**
-     * `allow_once`: Allow this once.
+     * `allow_once`: Allow this operation only this time.
      */
     case allowOnce
     /**
-     * `allow_always`: Allow and remember.
+     * `allow_always`: Allow this operation and remember the choice.
      */
     case allowAlways
     /**
-     * `reject_once`: Reject this once.
+     * `reject_once`: Reject this operation only this time.
      */
     case rejectOnce
     /**
-     * `reject_always`: Reject and remember.
+     * `reject_always`: Reject this operation and remember the choice.
      */
     case rejectAlways
     /**
@@ -12186,21 +13118,25 @@ public func FfiConverterTypePermissionOptionKind_lower(_ value: PermissionOption
 
 
 /**
- * A plan entry's priority. Open.
+ * Priority levels for plan entries.
+ *
+ * Used to indicate the relative importance or urgency of different
+ * tasks in the execution plan.
+ * See protocol docs: [Plan Entries](https://agentclientprotocol.com/protocol/v2/draft/agent-plan#plan-entries)
  */
 
 public enum PlanEntryPriority: Equatable, Hashable {
     
     /**
-     * `high`
+     * `high`: High priority task - critical to the overall goal.
      */
     case high
     /**
-     * `medium`
+     * `medium`: Medium priority task - important but not critical.
      */
     case medium
     /**
-     * `low`
+     * `low`: Low priority task - nice to have but not essential.
      */
     case low
     /**
@@ -12284,25 +13220,28 @@ public func FfiConverterTypePlanEntryPriority_lower(_ value: PlanEntryPriority) 
 
 
 /**
- * A plan entry's status. Open.
+ * Status of a plan entry in the execution flow.
+ *
+ * Tracks the lifecycle of each task from planning through completion.
+ * See protocol docs: [Plan Entries](https://agentclientprotocol.com/protocol/v2/draft/agent-plan#plan-entries)
  */
 
 public enum PlanEntryStatus: Equatable, Hashable {
     
     /**
-     * `pending`
+     * `pending`: The task has not started yet.
      */
     case pending
     /**
-     * `in_progress`
+     * `in_progress`: The task is currently being worked on.
      */
     case inProgress
     /**
-     * `completed`
+     * `completed`: The task has been successfully completed.
      */
     case completed
     /**
-     * `cancelled`
+     * `cancelled`: The task was cancelled before it completed.
      */
     case cancelled
     /**
@@ -12392,13 +13331,13 @@ public func FfiConverterTypePlanEntryStatus_lower(_ value: PlanEntryStatus) -> R
 
 
 /**
- * A plan, tagged by `type`. Upstream's `file` and `markdown` are carried through the open branch unchanged.
+ * Updated content for a plan.
  */
 
 public enum PlanUpdateContent: Equatable, Hashable {
     
     /**
-     * `items`: A plan as a list of entries.
+     * `items`: Structured plan entries.
      */
     case items(PlanItems
     )
@@ -12542,13 +13481,15 @@ public func FfiConverterTypeQueueDrain_lower(_ value: QueueDrain) -> RustBuffer 
 
 
 /**
- * An inclusive replay cursor, tagged by `type`. Open: an agent rejects a cursor it does not understand (-32602).
+ * Inclusive cursor describing where replayed session history should begin.
+ *
+ * Replay includes the position identified by the cursor.
  */
 
 public enum ReplayFrom: Equatable, Hashable {
     
     /**
-     * `start`: Replay the whole conversation.
+     * `start`: Replay all retained conversation history from its first replayable entry.
      */
     case start(ReplayFromStart
     )
@@ -12839,18 +13780,30 @@ public func FfiConverterTypeRequestKind_lower(_ value: RequestKind) -> RustBuffe
 
 
 /**
- * How a permission request ended, tagged by `outcome`. Open.
+ * The outcome of a permission request.
  */
 
 public enum RequestPermissionOutcome: Equatable, Hashable {
     
     /**
-     * `cancelled`: The request was cancelled (the turn was cancelled).
+     * `cancelled`: The request was not approved and no option was selected: the session's work was
+     * cancelled, the user dismissed the prompt, or the client declined it by policy.
+     * Agents MUST NOT proceed with the operation.
+     *
+     * The client answers a request the agent cancels with `$/cancel_request` with
+     * this outcome. After sending `session/cancel`, the client MAY also send it
+     * without waiting for `$/cancel_request`, for a request it knows belongs to the
+     * cancelled foreground work.
+     *
+     * See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#cancellation)
      */
     case cancelled(CancelledPermissionOutcome
     )
     /**
-     * `selected`: The user chose an option.
+     * `selected`: The user selected one of the provided options.
+     *
+     * If `optionId` doesn't match an offered option, the agent MUST treat the request as not
+     * approved.
      */
     case selected(SelectedPermissionOutcome
     )
@@ -13002,17 +13955,17 @@ public func FfiConverterTypeRevokeReplace_lower(_ value: RevokeReplace) -> RustB
 
 
 /**
- * Who content is for. Open.
+ * The sender or recipient of messages and data in a conversation.
  */
 
 public enum Role: Equatable, Hashable {
     
     /**
-     * `assistant`
+     * `assistant`: The assistant side of a conversation.
      */
     case assistant
     /**
-     * `user`
+     * `user`: The user side of a conversation.
      */
     case user
     /**
@@ -13558,17 +14511,28 @@ public func FfiConverterTypeSessionEvent_lower(_ value: SessionEvent) -> RustBuf
 
 
 /**
- * Whether the agent has a session in memory. Open: clients treat a value they do not recognise as `saved`.
+ * **UNSTABLE**
+ *
+ * This capability is not part of the spec yet, and may be removed or changed at any point.
+ *
+ * Whether the Agent has a session in memory, as reported by `session/status`.
  */
 
 public enum SessionStatus: Equatable, Hashable {
     
     /**
-     * `open`: The agent has the session in memory (for any connection: one that did not create or resume it on its own connection still resumes it before prompting).
+     * `open`: The Agent has the session in memory, for any connection.
+     *
+     * This does not mean the requesting connection is attached to it. A Client that did
+     * not create or resume the session on its own connection MUST still call
+     * `session/resume` before sending `session/prompt` or expecting
+     * `session/update` notifications.
      */
     case `open`
     /**
-     * `saved`: The agent knows the session and can resume it, but does not have it in memory.
+     * `saved`: The Agent knows the session and can resume it, but does not have it in memory.
+     *
+     * The Client can call `session/resume` to start it.
      */
     case saved
     /**
@@ -13646,28 +14610,40 @@ public func FfiConverterTypeSessionStatus_lower(_ value: SessionStatus) -> RustB
 
 
 /**
- * What changed in a session, tagged by `sessionUpdate`. Message updates are upserts keyed by `messageId`: an omitted `content` leaves the content, `null` clears it, an array replaces it; chunks append. Open: unknown tags decode into `other` and re-encode unchanged.
+ * Different types of updates that can be sent while a session exists.
+ *
+ * These updates report messages, progress, and other session activity.
+ *
+ * See protocol docs: [Agent Reports Output](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#3-agent-reports-output)
  */
 
 public enum SessionUpdate: Equatable, Hashable {
     
     /**
-     * `user_message`: A user message was inserted into history. For a prompt or inject this is its delivery.
+     * `user_message`: A user message has been created or updated.
+     *
+     * Agents can send this when they accept or replay a user message. When a
+     * client receives another `user_message` update with the same `messageId`,
+     * fields in the new update patch the previous fields for that message.
      */
     case userMessage(UserMessage
     )
     /**
-     * `user_message_chunk`: A streamed piece of a user message.
+     * `user_message_chunk`: A chunk of the user's message being streamed.
      */
     case userMessageChunk(UserMessageChunk
     )
     /**
-     * `agent_message`: An agent message upsert. `content: []` clears what was streamed so far.
+     * `agent_message`: An agent message has been created or updated.
+     *
+     * Agents can send this in addition to streamed chunks. When a client
+     * receives another `agent_message` update with the same `messageId`,
+     * fields in the new update patch the previous fields for that message.
      */
     case agentMessage(AgentMessage
     )
     /**
-     * `agent_message_chunk`: A streamed piece of an agent message.
+     * `agent_message_chunk`: A chunk of the agent's response being streamed.
      */
     case agentMessageChunk(AgentMessageChunk
     )
@@ -13677,42 +14653,47 @@ public enum SessionUpdate: Equatable, Hashable {
     case agentMessageClear(AgentMessageClear
     )
     /**
-     * `agent_thought`: An agent thought upsert.
+     * `agent_thought`: An agent thought or reasoning message has been created or updated.
+     *
+     * Agents can send this in addition to streamed chunks. When a client
+     * receives another `agent_thought` update with the same `messageId`,
+     * fields in the new update patch the previous fields for that message.
      */
     case agentThought(AgentThought
     )
     /**
-     * `agent_thought_chunk`: A streamed piece of an agent thought.
+     * `agent_thought_chunk`: A chunk of the agent's internal reasoning being streamed.
      */
     case agentThoughtChunk(AgentThoughtChunk
     )
     /**
-     * `state_update`: The session's turn state changed. The state is tagged by `state` in the same object.
+     * `state_update`: A snapshot of the session's aggregate foreground activity.
      */
     case stateUpdate(StateUpdate
     )
     /**
-     * `tool_call_update`: A tool call was created or changed (upsert keyed by `toolCallId`).
+     * `tool_call_update`: A tool call has been created or updated.
      */
     case toolCallUpdate(ToolCallUpdate
     )
     /**
-     * `tool_call_content_chunk`: Appends content to a tool call.
+     * `tool_call_content_chunk`: A chunk of tool-call content being streamed.
      */
     case toolCallContentChunk(ToolCallContentChunk
     )
     /**
-     * `plan_update`: The agent's plan, replaced whole.
+     * `plan_update`: A content update for a plan identified by ID.
+     * See protocol docs: [Agent Plan](https://agentclientprotocol.com/protocol/v2/draft/agent-plan)
      */
     case planUpdate(PlanUpdate
     )
     /**
-     * `usage_update`: Context window usage.
+     * `usage_update`: Context window and cost update for the session.
      */
     case usageUpdate(UsageUpdate
     )
     /**
-     * `session_info_update`: The session's metadata changed. Omitted members are unchanged; `null` clears.
+     * `session_info_update`: Session metadata has been updated (title, timestamps, custom metadata)
      */
     case sessionInfoUpdate(SessionInfoUpdate
     )
@@ -13909,28 +14890,72 @@ public func FfiConverterTypeSessionUpdate_lower(_ value: SessionUpdate) -> RustB
 
 
 /**
- * A turn state, tagged by `state`. A turn is in progress from `running` until `idle`. Open.
+ * A snapshot of the session's aggregate foreground activity.
+ *
+ * Foreground work is the agent's active response or workflow in the session,
+ * including model processing, tool execution, and waiting for user action needed
+ * to continue that work. It can start with a prompt or be agent-initiated, for
+ * example to pursue an ongoing goal or follow up on a completed background task.
+ * Either way, the agent MUST report `running` when foreground work starts,
+ * or `requires_action` if it starts blocked on user action, and `idle` when it
+ * ends. The agent SHOULD include a stop reason on that idle update.
+ * Agent-initiated work does not require a prompt request or a synthetic user
+ * message.
+ *
+ * `running` may precede user-message insertion, for example during a foreground
+ * hook. It is not acknowledgment of insertion, and rejecting a prompt does not
+ * itself end foreground work.
+ *
+ * Background activity can continue and emit other `session/update` notifications
+ * while `idle`. Those notifications, including a detached task's progress or
+ * completion, do not by themselves change this state. A permission request only
+ * warrants `requires_action` when foreground work is blocked on user action.
+ *
+ * The agent SHOULD report `requires_action` when the foreground workflow as a
+ * whole cannot progress without user action, including permissions or elicitations.
+ * Once reported, it MUST report `running` when progress resumes, or `idle` when
+ * work ends without resuming.
+ * If other foreground work can progress, the state remains `running`. Resolving
+ * one of several requests does not itself change the state. Agents SHOULD ignore
+ * responses for work that has already ended rather than use them to resume it.
+ *
+ * A new session defaults to idle until a state update reports otherwise.
+ * Resume MUST send a current-state snapshot after any replay and before its
+ * response. The snapshot reports foreground state after resuming.
+ * The response alone does not imply idle.
+ * Repeated snapshots are idempotent, not additional work, completions, or usage.
+ * A repeated state may carry updated information without another state transition.
+ * The agent MUST report `idle` when no foreground activity remains. Completing
+ * an individual activity while other foreground work continues does not require
+ * an idle boundary. Local commands use the same lifecycle even without model work.
+ *
+ * See protocol docs: [Session States](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#session-states)
  */
 
 public enum StateUpdate: Equatable, Hashable {
     
     /**
-     * `running`: Foreground work started or resumed.
+     * `running`: Foreground work is in progress.
      */
     case running(RunningStateUpdate
     )
     /**
-     * `idle`: No foreground work is active. At a turn's end this toolkit always sends `stopReason` (with `error` when it is `error`), and `usage` when the runtime reported it; a resume or status snapshot has none.
+     * `idle`: No foreground work is active. Background activity may continue.
      */
     case idle(IdleStateUpdate
     )
     /**
-     * `requires_action`: The turn waits for the user (a permission request is open).
+     * `requires_action`: Foreground work is blocked on user action.
      */
     case requiresAction(RequiresActionStateUpdate
     )
     /**
-     * `unknown`: UNSTABLE upstream: the agent cannot currently determine foreground activity. Not an outcome: it cancels nothing and ends no turn; a client keeps the previous state as last known, not as current. A later state replaces it.
+     * `unknown`: **UNSTABLE**
+     *
+     * This capability is not part of the spec yet, and may be removed or changed at any point.
+     *
+     * The Agent cannot currently determine foreground activity.
+     * This replaces previously confirmed activity without ending the work or session.
      */
     case unknown(UnknownStateUpdate
     )
@@ -14396,13 +15421,18 @@ public func FfiConverterTypeStringPatch_lower(_ value: StringPatch) -> RustBuffe
 
 
 /**
- * Content produced by a tool call, tagged by `type`. Upstream's `diff` and `terminal` are carried through the open branch unchanged.
+ * Content produced by a tool call.
+ *
+ * Tool calls can produce different types of content including standard
+ * content blocks (text, images), file diffs, or display-only terminals.
+ *
+ * See protocol docs: [Content](https://agentclientprotocol.com/protocol/v2/draft/tool-calls#content)
  */
 
 public enum ToolCallContent: Equatable, Hashable {
     
     /**
-     * `content`: A content block.
+     * `content`: Standard content block (text, images, resources).
      */
     case content(ToolCallContentBlock
     )
@@ -14477,33 +15507,39 @@ public func FfiConverterTypeToolCallContent_lower(_ value: ToolCallContent) -> R
 
 
 /**
- * A tool call's status. Open.
+ * Execution status of a tool call.
+ *
+ * Tool calls progress through different statuses during their lifecycle.
+ *
+ * See protocol docs: [Status](https://agentclientprotocol.com/protocol/v2/draft/tool-calls#status)
  */
 
 public enum ToolCallStatus: Equatable, Hashable {
     
     /**
-     * `pending`
+     * `pending`: The tool call hasn't started running yet, for example because its input is
+     * streaming, it is awaiting approval, or it is scheduled to run later.
      */
     case pending
     /**
-     * `in_progress`
+     * `in_progress`: The tool call is currently running.
      */
     case inProgress
     /**
-     * `paused`: Started, not running now, and waiting for something to resume it; it may return to `in_progress`.
+     * `paused`: The tool call has started, is not running now, and will not continue until
+     * something resumes it. It may return to `in_progress` any number of times.
      */
     case paused
     /**
-     * `completed`
+     * `completed`: The tool call completed successfully.
      */
     case completed
     /**
-     * `failed`
+     * `failed`: The tool call failed with an error.
      */
     case failed
     /**
-     * `cancelled`
+     * `cancelled`: The tool call was cancelled before it completed.
      */
     case cancelled
     /**
@@ -14605,49 +15641,54 @@ public func FfiConverterTypeToolCallStatus_lower(_ value: ToolCallStatus) -> Rus
 
 
 /**
- * The kind of a tool. Open.
+ * Categories of tools that can be invoked.
+ *
+ * Tool kinds help clients choose appropriate icons and optimize how they
+ * display tool execution progress.
+ *
+ * See protocol docs: [Reporting](https://agentclientprotocol.com/protocol/v2/draft/tool-calls#reporting)
  */
 
 public enum ToolKind: Equatable, Hashable {
     
     /**
-     * `read`
+     * `read`: Reading files or data.
      */
     case read
     /**
-     * `edit`
+     * `edit`: Modifying files or content.
      */
     case edit
     /**
-     * `delete`
+     * `delete`: Removing files or data.
      */
     case delete
     /**
-     * `move`
+     * `move`: Moving or renaming files.
      */
     case move
     /**
-     * `search`
+     * `search`: Searching for information.
      */
     case search
     /**
-     * `execute`
+     * `execute`: Running commands or code.
      */
     case execute
     /**
-     * `think`
+     * `think`: Internal reasoning or planning.
      */
     case think
     /**
-     * `fetch`
+     * `fetch`: Retrieving external data.
      */
     case fetch
     /**
-     * `switch_mode`
+     * `switch_mode`: Changing the session's mode, a [config option](https://agentclientprotocol.com/protocol/v2/draft/session-config-options) with the `mode` category.
      */
     case switchMode
     /**
-     * `other`
+     * `other`: Other tool types (default).
      */
     case other
     /**
@@ -14967,30 +16008,6 @@ fileprivate struct FfiConverterOptionUInt64: FfiConverterRustBuffer {
         switch try readInt(&buf) as Int8 {
         case 0: return nil
         case 1: return try FfiConverterUInt64.read(from: &buf)
-        default: throw UniffiInternalError.unexpectedOptionalTag
-        }
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterOptionInt64: FfiConverterRustBuffer {
-    typealias SwiftType = Int64?
-
-    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
-        guard let value = value else {
-            writeInt(&buf, Int8(0))
-            return
-        }
-        writeInt(&buf, Int8(1))
-        FfiConverterInt64.write(value, into: &buf)
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
-        switch try readInt(&buf) as Int8 {
-        case 0: return nil
-        case 1: return try FfiConverterInt64.read(from: &buf)
         default: throw UniffiInternalError.unexpectedOptionalTag
         }
     }

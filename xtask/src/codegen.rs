@@ -40,6 +40,26 @@ pub fn run(mode: Mode) -> Result<(), Error> {
     }
 }
 
+/// The canonical schema, assembled from [`UPSTREAM_SCHEMA`] and [`OVERLAY`].
+pub const SCHEMA: &str = "spec/acp-inject.schema.json";
+
+/// The vendored upstream draft the canonical schema builds on.
+pub const UPSTREAM_SCHEMA: &str = "spec/upstream/v2/schema.unstable.json";
+
+/// This toolkit's overlay on [`UPSTREAM_SCHEMA`].
+pub const OVERLAY: &str = "spec/overlay.json";
+
+/// The text of the canonical schema: the assembly with a first member saying it is generated.
+pub fn assembled_schema(upstream: &str, overlay: &str) -> Result<String, Error> {
+    let assembled = acp_inject_codegen::assemble::assemble(upstream, overlay)?;
+    let mut root = serde_json::Map::new();
+    root.insert("$comment".into(), format!("{PREAMBLE} Assembled from {UPSTREAM_SCHEMA} and {OVERLAY}.").into());
+    root.extend(assembled.as_object().cloned().unwrap_or_default());
+    let text = serde_json::to_string_pretty(&serde_json::Value::Object(root))
+        .map_err(|e| Error::Msg(format!("the assembled schema does not serialize: {e}")))?;
+    Ok(text + "\n")
+}
+
 /// The Rust wire types, compiled by the wire crate (inside it: the crate is published, and a
 /// file outside its directory would not be packaged).
 pub const RUST_WIRE: &str = "crates/wire/src/generated.rs";
@@ -56,8 +76,15 @@ pub const FFI_WIRE: &str = "crates/ffi/src/generated_wire.rs";
 /// [`bindings`] is the rest of `cargo xtask codegen`.
 pub fn generate(mode: Mode) -> Result<Vec<PathBuf>, Error> {
     let root = root();
-    let schema = read(&root.join("spec/acp-inject.schema.json"))?;
     let mut stale = Vec::new();
+
+    // The canonical schema: the vendored upstream draft plus the overlay, assembled
+    // (codegen/src/assemble.rs) and checked in, since the examples, the vectors' validators
+    // and the TypeScript tests read it as a file.
+    let upstream = read(&root.join(UPSTREAM_SCHEMA))?;
+    let overlay = read(&root.join(OVERLAY))?;
+    let schema = assembled_schema(&upstream, &overlay)?;
+    ensure_file_contents(&root.join(SCHEMA), &schema, mode, &mut stale)?;
 
     // The wire crate compiles this file (it does not run the generator at build time), so
     // crates using it never build typify or syn, and the crate can be published on its own.
@@ -107,8 +134,8 @@ pub const CONFORMANCE_PYTHON_STUB: &str = "bindings/python/python/acp_inject/acp
 /// The generated files that live beside the code using them rather than in `generated/`:
 /// with `generated/`, what the tidy rule `every_generated_file_has_the_preamble` reads.
 #[cfg(test)]
-pub const BESIDE_CODE: [&str; 6] =
-    [RUST_WIRE, FFI_WIRE, PYTHON_STUB, PYTHON_READERS, CONFORMANCE_PYTHON_STUB, crate::versions::MAVEN_CONFIG];
+pub const BESIDE_CODE: [&str; 7] =
+    [SCHEMA, RUST_WIRE, FFI_WIRE, PYTHON_STUB, PYTHON_READERS, CONFORMANCE_PYTHON_STUB, crate::versions::MAVEN_CONFIG];
 
 /// The library the language test suites load: `crates/ffi-conformance`'s cdylib, which holds
 /// acp-inject-ffi's UniFFI component and the test-only conformance component.

@@ -18,26 +18,35 @@ pub enum RequestId {
     /// A string id.
     Str(String),
 }
-///What the agent supports.
+/**Capabilities supported by the agent.
+
+Advertised during initialization to inform the client about
+available features and content types.
+
+See protocol docs: [Agent Capabilities](https://agentclientprotocol.com/protocol/v2/draft/initialization#agent-capabilities)*/
 #[uniffi::remote(Record)]
 pub struct AgentCapabilities {
-    ///The baseline session methods (`session/new`, `session/list`, `session/resume`, `session/close`, `session/prompt`, `session/cancel`, `session/update`) plus the optional features below.
+    #[doc = "Session capabilities supported by the agent.\n\nOptional. Omitted and `null` are equivalent and mean the agent does not support the\n`session/*` methods. Supplying `{}` means the agent supports the\nbaseline session methods: `session/new`, `session/list`,\n`session/resume`, `session/close`, `session/prompt`, `session/cancel`,\nand `session/update`."]
     pub session: ::std::option::Option<SessionCapabilities>,
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///An agent message upsert. `content: []` clears what was streamed so far.
+/**An agent message has been created or updated.
+
+Agents can send this in addition to streamed chunks. When a client
+receives another `agent_message` update with the same `messageId`,
+fields in the new update patch the previous fields for that message.*/
 #[uniffi::remote(Record)]
 pub struct AgentMessage {
     pub message_id: MessageId,
-    ///Omitted: content unchanged; null: cleared; an array: replaced.
+    ///Complete replacement content for this message.
     pub content: Patch<::std::vec::Vec<ContentBlock>>,
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///A streamed piece of an agent message.
+///A chunk of the agent's response being streamed.
 #[uniffi::remote(Record)]
 pub struct AgentMessageChunk {
     pub message_id: MessageId,
@@ -55,17 +64,21 @@ pub struct AgentMessageClear {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///An agent thought upsert.
+/**An agent thought or reasoning message has been created or updated.
+
+Agents can send this in addition to streamed chunks. When a client
+receives another `agent_thought` update with the same `messageId`,
+fields in the new update patch the previous fields for that message.*/
 #[uniffi::remote(Record)]
 pub struct AgentThought {
     pub message_id: MessageId,
-    ///Omitted: content unchanged; null: cleared; an array: replaced.
+    ///Complete replacement content for this thought message.
     pub content: Patch<::std::vec::Vec<ContentBlock>>,
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///A streamed piece of an agent thought.
+///A chunk of the agent's internal reasoning being streamed.
 #[uniffi::remote(Record)]
 pub struct AgentThoughtChunk {
     pub message_id: MessageId,
@@ -74,27 +87,46 @@ pub struct AgentThoughtChunk {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///Hints for how content is used or shown.
+///Optional annotations for the client. The client can use annotations to inform how objects are used or displayed
 #[uniffi::remote(Record)]
 pub struct Annotations {
+    /**Intended recipients for this content, such as the user or assistant.
+
+Omitted and `null` are equivalent and mean no audience is specified.*/
     pub audience: ::std::option::Option<::std::vec::Vec<Role>>,
+    /**Timestamp indicating when the underlying resource was last modified.
+
+Should be an ISO 8601 formatted string (e.g., "2025-01-12T15:00:58Z"), as in MCP.
+
+Omitted and `null` are equivalent and mean the modification time is not reported.*/
     pub last_modified: ::std::option::Option<::std::string::String>,
+    /**Relative importance of this content when clients choose what to surface, from 0 (least
+important) to 1 (most important).
+
+Omitted and `null` are equivalent and mean no priority is specified.*/
     pub priority: ::std::option::Option<f64>,
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///Audio, base64-encoded.
+/**Audio data for transcription or analysis.
+
+Requires the `audio` prompt capability when included in prompts.*/
 #[uniffi::remote(Record)]
 pub struct AudioContent {
+    ///Base64-encoded media payload.
     pub data: ::std::string::String,
+    ///MIME type describing the encoded media payload.
     pub mime_type: ::std::string::String,
+    /**Optional annotations that help clients decide how to display or route this content.
+
+Omitted and `null` are equivalent and mean no annotations are provided.*/
     pub annotations: ::std::option::Option<Annotations>,
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///UNSTABLE upstream: a listed subagent session.
+#[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nA detached subagent session that has anything running: its state is not `idle`, or\nits own `background` list is non-empty or not reported."]
 #[uniffi::remote(Record)]
 pub struct BackgroundSubagent {
     pub session_id: SessionId,
@@ -102,16 +134,19 @@ pub struct BackgroundSubagent {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///A listed terminal running in the background.
+/**A process that keeps running after its tool call returned control to the model.
+Live until its `terminal_update` reports `exitStatus`.*/
 #[uniffi::remote(Record)]
 pub struct BackgroundTerminal {
-    ///The listed terminal.
+    ///The ID of the listed terminal.
     pub terminal_id: ::std::string::String,
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///A listed tool call whose work continues in the background.
+/**Work started by a tool call that continues without a process of its own, such as
+a watcher, a workflow, or a scheduled wakeup. `pending` and `paused` tool calls
+stay listed.*/
 #[uniffi::remote(Record)]
 pub struct BackgroundToolCall {
     pub tool_call_id: ToolCallId,
@@ -119,17 +154,24 @@ pub struct BackgroundToolCall {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///A binary resource, base64-encoded.
+///Binary resource contents.
 #[uniffi::remote(Record)]
 pub struct BlobResourceContents {
-    pub uri: ::std::string::String,
-    pub mime_type: ::std::option::Option<::std::string::String>,
+    ///Base64-encoded bytes for a binary resource payload.
     pub blob: ::std::string::String,
+    ///URI associated with this resource or media payload.
+    pub uri: ::std::string::String,
+    /**MIME type describing the encoded media payload.
+
+Omitted and `null` are equivalent and mean the MIME type is not specified.*/
+    pub mime_type: ::std::option::Option<::std::string::String>,
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///Cancels an in-flight request (`$/cancel_request`).
+/**Notification to cancel an ongoing request.
+
+See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v2/draft/cancellation)*/
 #[uniffi::remote(Record)]
 pub struct CancelRequestNotification {
     pub request_id: RequestId,
@@ -137,7 +179,9 @@ pub struct CancelRequestNotification {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///Ends the in-flight turn (`idle`, `stopReason: cancelled`). Pending injects survive.
+/**Notification to cancel a session's foreground work and its prompts not yet inserted.
+
+See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#cancellation)*/
 #[uniffi::remote(Record)]
 pub struct CancelSessionNotification {
     pub session_id: SessionId,
@@ -145,21 +189,54 @@ pub struct CancelSessionNotification {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///The request was cancelled (the turn was cancelled).
+/**The request was not approved and no option was selected: the session's work was
+cancelled, the user dismissed the prompt, or the client declined it by policy.
+Agents MUST NOT proceed with the operation.
+
+The client answers a request the agent cancels with `$/cancel_request` with
+this outcome. After sending `session/cancel`, the client MAY also send it
+without waiting for `$/cancel_request`, for a request it knows belongs to the
+cancelled foreground work.
+
+See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#cancellation)*/
 #[uniffi::remote(Record)]
 pub struct CancelledPermissionOutcome {
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///What the client supports. This toolkit defines no client capability of its own; upstream's are accepted and not interpreted.
+/**Capabilities supported by the client.
+
+Advertised during initialization to inform the agent about
+available features and methods.
+
+See protocol docs: [Client Capabilities](https://agentclientprotocol.com/protocol/v2/draft/initialization#client-capabilities)*/
 #[uniffi::remote(Record)]
 pub struct ClientCapabilities {
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///Closes a session: a running turn ends as cancelled, pending injects are handed back to the agent's host (not delivered), and every attached client is told. The session stays listable and can be resumed.
+/**Request parameters for closing an active session.
+
+The Agent MUST cancel any ongoing work related to the session as if `session/cancel`
+was called, then free the resources associated with the session. Unlike `session/cancel`,
+closing also stops the session's background work. After the close response, the Agent
+sends no other messages for the session on that connection.
+
+Closing a session that does not exist or is not active SHOULD succeed, and Clients SHOULD
+treat a `-32002` response as a successful close.
+
+When closing cancels active foreground work, the Agent MUST send the final
+updates for that work and the idle `state_update` with `stopReason: "cancelled"`
+before responding successfully to `session/close`. Closing an idle session
+does not itself require another idle update.
+
+Closing also cancels pending `session/prompt` requests whose messages have not
+been inserted, including held prompts. If closing prevents a prompt's user message from being inserted, the
+Agent MUST answer that request with `-32800` (Request Cancelled). If the message
+has already been inserted, the Agent MUST respond successfully with its
+`messageId`. Prompt responses need not precede the close response.*/
 #[uniffi::remote(Record)]
 pub struct CloseSessionRequest {
     pub session_id: SessionId,
@@ -167,43 +244,53 @@ pub struct CloseSessionRequest {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///The session is closed.
+///Response from closing a session.
 #[uniffi::remote(Record)]
 pub struct CloseSessionResponse {
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///A monetary cost.
+///Cost information for a session.
 #[uniffi::remote(Record)]
 pub struct Cost {
-    ///The amount.
+    ///Total cumulative cost for session.
     pub amount: f64,
-    ///An ISO 4217 currency code.
+    /**Unit of `amount`: an ISO 4217 currency code (e.g., "USD", "EUR") for money, or another
+unit such as "credits".*/
     pub currency: ::std::string::String,
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///A resource's contents, embedded.
+/**Complete resource contents embedded directly in the message.
+
+Preferred for including context as it avoids extra round-trips.
+
+Requires the `embeddedContext` prompt capability when included in prompts.*/
 #[uniffi::remote(Record)]
 pub struct EmbeddedResource {
     pub resource: EmbeddedResourceResource,
+    /**Optional annotations that help clients decide how to display or route this content.
+
+Omitted and `null` are equivalent and mean no annotations are provided.*/
     pub annotations: ::std::option::Option<Annotations>,
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///Text or binary contents of a resource.
+///Resource content that can be embedded in a message.
 #[uniffi::remote(Enum)]
 pub enum EmbeddedResourceResource {
     TextResourceContents(TextResourceContents),
     BlobResourceContents(BlobResourceContents),
 }
-///An environment variable for a stdio MCP server.
+///An environment variable to set when launching a process.
 #[uniffi::remote(Record)]
 pub struct EnvVariable {
+    ///The name of the environment variable.
     pub name: ::std::string::String,
+    ///The value to set for the environment variable.
     pub value: ::std::string::String,
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -218,53 +305,91 @@ pub struct ErrorData {
     ///What was wrong, for a person. Never compared by conformance vectors.
     pub detail: ::std::option::Option<::std::string::String>,
 }
-///An HTTP header for an HTTP MCP server.
+///An HTTP header to set when making requests to the MCP server.
 #[uniffi::remote(Record)]
 pub struct HttpHeader {
+    ///The name of the HTTP header.
     pub name: ::std::string::String,
+    ///The value to set for the HTTP header.
     pub value: ::std::string::String,
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///No foreground work is active. At a turn's end this toolkit always sends `stopReason` (with `error` when it is `error`), and `usage` when the runtime reported it; a resume or status snapshot has none.
+///No foreground work is active. Background activity may continue.
 #[uniffi::remote(Record)]
 pub struct IdleStateUpdate {
-    pub stop_reason: ::std::option::Option<StopReason>,
+    #[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nToken usage for completed foreground work.\n\nOptional. Omitted and `null` are equivalent and mean the agent is not reporting token\nusage for this state update."]
     pub usage: ::std::option::Option<Usage>,
-    ///With `stopReason: "error"`: the failure, as a JSON-RPC error object (upstream `ErrorStopReason.error`). Omitted or `null`: not reported.
-    pub error: ::std::option::Option<TurnFailure>,
-    ///Work running independently of foreground work, as a complete snapshot; omitted or `null`: not reported (not that nothing runs), `[]`: none. A malformed list reads as not reported.
+    /**Work running independently of foreground work, as a complete snapshot.
+
+Optional. Omitted and `null` are equivalent and mean the Agent is not reporting
+background work, not that nothing is running. `[]` means no background work is
+running. An Agent that reports background work MUST include it on every state
+update for the session. A malformed list is treated as not reported.
+
+See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)*/
     pub background: ::std::option::Option<::std::vec::Vec<BackgroundWork>>,
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
+    /**Why foreground work stopped. The value selects one of this type's variants, which may add fields of their own.
+
+Optional. Omitted and `null` are equivalent and mean the agent is not reporting a stop reason; a malformed value is treated the same way.
+
+See protocol docs: [Stop Reasons](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#stop-reasons)*/
+    pub stop_reason: ::std::option::Option<StopReason>,
+    ///With `stopReason: "error"`: the failure, as a JSON-RPC error object (upstream `ErrorStopReason.error`). Omitted or `null`: not reported.
+    pub error: ::std::option::Option<TurnFailure>,
 }
-///An image, base64-encoded.
+/**Images for visual context or analysis.
+
+Requires the `image` prompt capability when included in prompts.*/
 #[uniffi::remote(Record)]
 pub struct ImageContent {
+    ///Base64-encoded media payload.
     pub data: ::std::string::String,
+    ///MIME type describing the encoded media payload.
     pub mime_type: ::std::string::String,
+    /**URI associated with this resource or media payload.
+
+Omitted and `null` are equivalent and mean no URI is associated with the image.*/
     pub uri: ::std::option::Option<::std::string::String>,
+    /**Optional annotations that help clients decide how to display or route this content.
+
+Omitted and `null` are equivalent and mean no annotations are provided.*/
     pub annotations: ::std::option::Option<Annotations>,
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///Name and version of a client or agent implementation.
+/**Metadata about the implementation of the client or agent.
+Describes the name and version of an ACP implementation, with an optional
+title for UI representation.*/
 #[uniffi::remote(Record)]
 pub struct Implementation {
-    ///A programmatic name.
+    /**Intended for programmatic or logical use, but can be used as a display
+name fallback if title isn't present.*/
     pub name: ::std::string::String,
-    ///A name for people to read.
+    /**Intended for UI and end-user contexts and optimized to be human-readable
+and easily understood.
+
+If not provided, the name should be used for display.
+
+Omitted and `null` are equivalent and mean the `name` is used for display.*/
     pub title: ::std::option::Option<::std::string::String>,
-    ///The implementation's version.
+    /**Version of the implementation. Can be displayed to the user or used
+for debugging or metrics purposes. (e.g. "1.0.0").*/
     pub version: ::std::string::String,
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///Negotiates the protocol version and capabilities.
+/**Request parameters for the initialize method.
+
+Sent by the client to establish connection and negotiate capabilities.
+
+See protocol docs: [Initialization](https://agentclientprotocol.com/protocol/v2/draft/initialization)*/
 #[uniffi::remote(Record)]
 pub struct InitializeRequest {
     pub protocol_version: ProtocolVersion,
@@ -274,7 +399,11 @@ pub struct InitializeRequest {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///The agent's protocol version, identity and capabilities.
+/**Response to the `initialize` method.
+
+Contains the negotiated protocol version and agent capabilities.
+
+See protocol docs: [Initialization](https://agentclientprotocol.com/protocol/v2/draft/initialization)*/
 #[uniffi::remote(Record)]
 pub struct InitializeResponse {
     pub protocol_version: ProtocolVersion,
@@ -316,35 +445,51 @@ pub struct InjectResponse {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///Lists the sessions the agent knows (live and closed), newest first, a page at a time.
+///Request parameters for listing existing sessions.
 #[uniffi::remote(Record)]
 pub struct ListSessionsRequest {
-    ///Only sessions with this working directory (an absolute path).
+    /**Filter sessions by working directory. Must be an absolute path.
+
+Only sessions whose `cwd` is this same directory match. Subdirectories and
+`additionalDirectories` don't. Agents MAY normalize paths when comparing.
+
+Omitted and `null` are equivalent and mean sessions are not filtered by working directory.*/
     pub cwd: ::std::option::Option<::std::string::String>,
-    ///The `nextCursor` of a previous page; opaque.
+    /**Opaque cursor token from a previous response's nextCursor field for cursor-based pagination
+
+Omitted and `null` are equivalent and mean the first page is requested.*/
     pub cursor: ::std::option::Option<::std::string::String>,
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///One page of sessions. A missing `nextCursor` means there are no more.
+///Response from listing sessions.
 #[uniffi::remote(Record)]
 pub struct ListSessionsResponse {
+    ///Array of session information objects.
     pub sessions: ::std::vec::Vec<SessionInfo>,
-    ///Pass it as `cursor` to fetch the next page.
+    /**Opaque cursor token. If present, pass this in the next request's cursor parameter
+to fetch the next page. Omitted and `null` are equivalent and mean there are no more
+results. An empty string is a valid cursor, not the end of results.*/
     pub next_cursor: ::std::option::Option<::std::string::String>,
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///MCP server transports the agent connects to.
+///MCP capabilities supported by the agent for session lifecycle requests.
 #[uniffi::remote(Record)]
 pub struct McpCapabilities {
-    ///`{}`: stdio servers are supported.
+    /**Agent supports `stdio` MCP servers.
+
+Optional. Omitted and `null` are equivalent and mean the agent does not advertise support.
+Supplying `{}` means the agent supports stdio MCP server transports.*/
     pub stdio: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
-    ///`{}`: HTTP servers are supported.
+    /**Agent supports `http` MCP servers.
+
+Optional. Omitted and `null` are equivalent and mean the agent does not advertise support.
+Supplying `{}` means the agent supports HTTP MCP server transports.*/
     pub http: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -352,29 +497,35 @@ pub struct McpCapabilities {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///A server reached over HTTP.
+/**HTTP transport configuration
+
+Only available when the Agent capabilities include `session.mcp.http`.*/
 #[uniffi::remote(Record)]
 pub struct McpServerHttp {
-    ///A name for people to read.
+    ///Human-readable name identifying this MCP server.
     pub name: ::std::string::String,
-    ///The server's URL.
+    ///URL to the MCP server.
     pub url: ::std::string::String,
-    ///HTTP headers sent with every request.
+    /**HTTP headers to set when making requests to the MCP server. Headers the MCP transport
+defines are owned by the transport, and Agents use the transport's values for them.*/
     pub headers: ::std::option::Option<::std::vec::Vec<HttpHeader>>,
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///A server started as a process, speaking over stdio.
+/**Stdio transport configuration
+
+Only available when the Agent capabilities include `session.mcp.stdio`.*/
 #[uniffi::remote(Record)]
 pub struct McpServerStdio {
-    ///A name for people to read.
+    ///Human-readable name identifying this MCP server.
     pub name: ::std::string::String,
-    ///The absolute path of the executable.
+    ///Absolute path to the MCP server executable.
     pub command: ::std::string::String,
-    ///Command-line arguments.
+    ///Command-line arguments to pass to the MCP server.
     pub args: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
-    ///Environment variables.
+    /**Environment variables to set when launching the MCP server. Names SHOULD be unique.
+Agents MAY reject duplicates with `-32602`, and otherwise the last entry wins.*/
     pub env: ::std::option::Option<::std::vec::Vec<EnvVariable>>,
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -384,22 +535,34 @@ uniffi::custom_type!(
     MessageId, ::std::string::String, { remote, lower : | v | v.0, try_lift : | v |
     Ok(MessageId(v)), }
 );
-///Creates a session.
+/**Request parameters for creating a new session.
+
+See protocol docs: [Creating a Session](https://agentclientprotocol.com/protocol/v2/draft/session-setup#creating-a-session)*/
 #[uniffi::remote(Record)]
 pub struct NewSessionRequest {
-    ///The session's working directory (an absolute path).
+    ///The working directory for this session. Must be an absolute path.
     pub cwd: ::std::string::String,
-    ///Additional workspace roots (absolute paths); only when the agent advertises `session.additionalDirectories`.
+    /**Additional workspace roots for this session. Each path must be absolute.
+
+These expand the session's workspace scope without changing `cwd`, which
+remains the base for relative paths. When omitted or empty, no
+additional roots are activated for the new session.*/
     pub additional_directories: ::std::option::Option<
         ::std::vec::Vec<::std::string::String>,
     >,
-    ///MCP servers the agent should connect to. This toolkit hands them to the agent's host.
+    ///List of MCP (Model Context Protocol) servers the agent should connect to.
     pub mcp_servers: ::std::option::Option<::std::vec::Vec<McpServer>>,
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///The new session's id.
+/**Response from creating a new session.
+
+New sessions default to `idle` until a state update reports otherwise.
+Updates may arrive before or after this response. Clients MUST NOT overwrite
+an already-reported state when the response arrives.
+
+See protocol docs: [Creating a Session](https://agentclientprotocol.com/protocol/v2/draft/session-setup#creating-a-session)*/
 #[uniffi::remote(Record)]
 pub struct NewSessionResponse {
     pub session_id: SessionId,
@@ -434,11 +597,11 @@ pub struct PendingInjectsUpdate {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///One choice of a permission request.
+///An option presented to the user when requesting permission.
 #[uniffi::remote(Record)]
 pub struct PermissionOption {
     pub option_id: PermissionOptionId,
-    ///The label shown to the user.
+    ///Human-readable label to display to the user.
     pub name: ::std::string::String,
     pub kind: PermissionOptionKind,
     pub meta: ::std::option::Option<
@@ -449,9 +612,14 @@ uniffi::custom_type!(
     PermissionOptionId, ::std::string::String, { remote, lower : | v | v.0, try_lift : |
     v | Ok(PermissionOptionId(v)), }
 );
-///One entry of a plan.
+/**A single entry in the execution plan.
+
+Represents a task or goal that the assistant intends to accomplish
+as part of fulfilling the user's request.
+See protocol docs: [Plan Entries](https://agentclientprotocol.com/protocol/v2/draft/agent-plan#plan-entries)*/
 #[uniffi::remote(Record)]
 pub struct PlanEntry {
+    ///Human-readable description of what this task aims to accomplish.
     pub content: ::std::string::String,
     pub priority: PlanEntryPriority,
     pub status: PlanEntryStatus,
@@ -459,16 +627,22 @@ pub struct PlanEntry {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///A plan as a list of entries.
+///Structured plan entries.
 #[uniffi::remote(Record)]
 pub struct PlanItems {
+    ///The plan ID to update.
     pub plan_id: ::std::string::String,
+    /**The list of tasks to be accomplished.
+
+When updating an item-based plan, the agent must send a complete list of all entries
+with their current status. The client replaces that plan with each update.*/
     pub entries: ::std::vec::Vec<PlanEntry>,
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///The agent's plan, replaced whole.
+/**A content update for a plan identified by ID.
+See protocol docs: [Agent Plan](https://agentclientprotocol.com/protocol/v2/draft/agent-plan)*/
 #[uniffi::remote(Record)]
 pub struct PlanUpdate {
     pub plan: PlanUpdateContent,
@@ -476,17 +650,45 @@ pub struct PlanUpdate {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///A user message. On an idle session it is inserted into the conversation and starts a turn. While a turn is in progress it is held: queued in arrival order and inserted when a turn ends, and only then answered with its `messageId` (-32800 if it never is: cancelled, revoked, or its session closed). `session/inject` says when mid-turn input is delivered.
+/**Request parameters for sending a user prompt to the agent.
+
+Contains the user's message and any additional context.
+
+See protocol docs: [User Message](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#1-user-message)*/
 #[uniffi::remote(Record)]
 pub struct PromptRequest {
     pub session_id: SessionId,
-    ///The message's content (at least one block).
+    /**The blocks of content that compose the user's message.
+
+As a baseline, the Agent MUST support `text` and `resource_link` content blocks,
+while other variants are optionally enabled via `PromptCapabilities`.
+
+The Client MUST adapt its interface according to `PromptCapabilities`.
+
+The client MAY include referenced pieces of context as either
+`resource` or `resource_link` content blocks.
+
+When available, `resource` is preferred
+as it avoids extra round-trips and allows the message to include
+pieces of context from sources the agent may not have access to.
+
+Clients MUST NOT send an empty array. Agents MAY reject one with `-32602` without
+inserting it.*/
     pub prompt: ::std::vec::Vec<ContentBlock>,
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///The insertion receipt (upstream 2.0.0-alpha.5): the user message has been inserted into the conversation with this `messageId`, which its `user_message` update carries. Sent on insertion, not at the end of the turn; the response and the update may reach the client in either order.
+/**Response acknowledging that a user prompt was inserted into the ACP conversation.
+
+This response does not indicate that the prompt was merely received or held, nor that the
+agent has finished processing it.
+Processing and completion are reported through `state_update` session updates.
+
+Insertion is the logical addition of a user message with a message ID and a position
+relative to other messages in the ACP conversation.
+
+See protocol docs: [Prompt Accepted](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#2-prompt-accepted)*/
 #[uniffi::remote(Record)]
 pub struct PromptResponse {
     pub message_id: MessageId,
@@ -517,32 +719,46 @@ pub struct ReplaceInjectResponse {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///Replay the whole conversation.
+///Replay all retained conversation history from its first replayable entry.
 #[uniffi::remote(Record)]
 pub struct ReplayFromStart {
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///The agent asks the user to authorise an action. While open, the session's state is `requires_action`.
+/**Request for user permission to proceed with an operation.
+
+Sent when the agent needs authorization before performing a sensitive operation.
+
+See protocol docs: [Requesting Permission](https://agentclientprotocol.com/protocol/v2/draft/tool-calls#requesting-permission)*/
 #[uniffi::remote(Record)]
 pub struct RequestPermissionRequest {
     pub session_id: SessionId,
-    ///What is being asked, for a person.
+    /**Human-readable title for the permission prompt.
+
+This title is specific to the permission prompt and does not update any
+subject's displayed title.*/
     pub title: ::std::string::String,
-    ///Why permission is needed, for a person.
+    /**Optional human-readable explanation of why permission is needed.
+
+This text is specific to the permission prompt and does not update any
+subject's displayed content. Omitted and `null` are equivalent and mean no separate
+permission description was provided.*/
     pub description: ::std::option::Option<::std::string::String>,
-    ///What the request is about (upstream `RequestPermissionSubject`, carried through unchanged).
+    /**Optional structured context about the operation requiring permission.
+
+Omitted and `null` are equivalent and mean no structured subject was provided.*/
     pub subject: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
-    ///The choices offered.
+    /**Available permission options for the user to choose from.
+Must contain at least one option.*/
     pub options: ::std::vec::Vec<PermissionOption>,
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///The user's decision.
+///Response to a permission request.
 #[uniffi::remote(Record)]
 pub struct RequestPermissionResponse {
     pub outcome: RequestPermissionOutcome,
@@ -550,52 +766,110 @@ pub struct RequestPermissionResponse {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///The turn waits for the user (a permission request is open).
+///Foreground work is blocked on user action.
 #[uniffi::remote(Record)]
 pub struct RequiresActionStateUpdate {
-    ///Work running independently of foreground work, as a complete snapshot; omitted or `null`: not reported (not that nothing runs), `[]`: none. A malformed list reads as not reported.
+    /**Work running independently of foreground work, as a complete snapshot.
+
+Optional. Omitted and `null` are equivalent and mean the Agent is not reporting
+background work, not that nothing is running. `[]` means no background work is
+running. An Agent that reports background work MUST include it on every state
+update for the session. A malformed list is treated as not reported.
+
+See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)*/
     pub background: ::std::option::Option<::std::vec::Vec<BackgroundWork>>,
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///A link to a resource the agent can read.
+/**References to resources that the receiver may be able to read.
+
+All agents MUST support resource links in prompts.*/
 #[uniffi::remote(Record)]
 pub struct ResourceLink {
+    ///Human-readable name shown for this protocol object.
     pub name: ::std::string::String,
+    ///URI associated with this resource or media payload.
     pub uri: ::std::string::String,
+    /**Optional display title for end-user UI.
+
+Omitted and `null` are equivalent and mean no title is provided.*/
     pub title: ::std::option::Option<::std::string::String>,
+    /**Optional human-readable details shown with this protocol object.
+
+Omitted and `null` are equivalent and mean no description is provided.*/
     pub description: ::std::option::Option<::std::string::String>,
-    ///Icons for the resource (upstream `Icon`).
+    /**Optional set of sized icons that the client can display in a user interface.
+
+Omitted and `null` are equivalent and mean no icons are provided.*/
     pub icons: ::std::option::Option<
         ::std::vec::Vec<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     >,
+    /**MIME type describing the encoded media payload.
+
+Omitted and `null` are equivalent and mean the MIME type is not specified.*/
     pub mime_type: ::std::option::Option<::std::string::String>,
-    pub size: ::std::option::Option<i64>,
+    /**Optional size of the linked resource in bytes, if known.
+
+Omitted and `null` are equivalent and mean the size is not known.*/
+    pub size: ::std::option::Option<u64>,
+    /**Optional annotations that help clients decide how to display or route this content.
+
+Omitted and `null` are equivalent and mean no annotations are provided.*/
     pub annotations: ::std::option::Option<Annotations>,
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///Reconnects to an existing session (live, closed, or from an earlier agent process). With `replayFrom` the conversation is replayed as `session/update` notifications before the response.
+/**Request parameters for resuming an existing session.
+
+Resumes an existing session and optionally replays retained conversation
+history according to `replayFrom`.*/
 #[uniffi::remote(Record)]
 pub struct ResumeSessionRequest {
     pub session_id: SessionId,
-    ///The session's working directory; must match the session's.
+    /**The working directory for this session. Must be an absolute path.
+
+Clients MUST send the session's working directory. Agents MAY reject a different directory
+with `-32602`, and MAY normalize paths when comparing.*/
     pub cwd: ::std::string::String,
-    ///The complete list of additional workspace roots for the resumed session.
+    /**Additional workspace roots to activate for this session. Each path must be absolute.
+
+When omitted or empty, no additional roots are activated. When non-empty,
+this is the complete resulting additional-root list for the resumed
+session. It may differ from any previously used or reported list as long as
+the request `cwd` matches the session's `cwd`.*/
     pub additional_directories: ::std::option::Option<
         ::std::vec::Vec<::std::string::String>,
     >,
-    ///MCP servers the agent should connect to.
+    /**List of MCP servers to connect to for this session.
+
+The complete set of Client-provided servers. Omitted and `[]` mean none. Agents SHOULD
+NOT restore servers from earlier requests.*/
     pub mcp_servers: ::std::option::Option<::std::vec::Vec<McpServer>>,
-    ///Where replay starts (inclusive). Omitted or `null`: no replay.
+    /**Inclusive cursor describing where conversation replay should begin.
+
+Optional. Omitted and `null` are equivalent and mean the Agent should resume without
+replaying previous conversation history. Replay cursors are inclusive:
+replay includes the position identified by the cursor. Supplying
+`{ "type": "start" }` means the Agent should replay all retained
+conversation history before responding.
+
+Agents MUST reject unsupported cursor types or malformed cursor values
+with `-32602` (Invalid params), rather than substituting another cursor
+or resuming without replay.*/
     pub replay_from: ::std::option::Option<ReplayFrom>,
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///The session is live and attached to this connection; any replay was sent before this response.
+/**Response from resuming an existing session.
+
+The agent MUST send a current `state_update` after any requested history
+replay and before this response, even without replay. The update reports
+foreground state after resuming. The response alone does not imply `idle`.
+
+See protocol docs: [Current-State Synchronization](https://agentclientprotocol.com/protocol/v2/draft/session-setup#current-state-synchronization)*/
 #[uniffi::remote(Record)]
 pub struct ResumeSessionResponse {
     pub meta: ::std::option::Option<
@@ -618,16 +892,26 @@ pub struct RevokeInjectResponse {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///Foreground work started or resumed.
+///Foreground work is in progress.
 #[uniffi::remote(Record)]
 pub struct RunningStateUpdate {
-    ///Work running independently of foreground work, as a complete snapshot; omitted or `null`: not reported (not that nothing runs), `[]`: none. A malformed list reads as not reported.
+    /**Work running independently of foreground work, as a complete snapshot.
+
+Optional. Omitted and `null` are equivalent and mean the Agent is not reporting
+background work, not that nothing is running. `[]` means no background work is
+running. An Agent that reports background work MUST include it on every state
+update for the session. A malformed list is treated as not reported.
+
+See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)*/
     pub background: ::std::option::Option<::std::vec::Vec<BackgroundWork>>,
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///The user chose an option.
+/**The user selected one of the provided options.
+
+If `optionId` doesn't match an offered option, the agent MUST treat the request as not
+approved.*/
 #[uniffi::remote(Record)]
 pub struct SelectedPermissionOutcome {
     pub option_id: PermissionOptionId,
@@ -635,29 +919,54 @@ pub struct SelectedPermissionOutcome {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///The agent accepts additional workspace roots.
+/**Capabilities for additional session directories support.
+
+Supplying `{}` means the agent supports the `additionalDirectories` field on
+supported session lifecycle requests. Agents may return
+`SessionInfo.additionalDirectories` in `session/list` to report the
+complete ordered additional-root list associated with a listed session.*/
 #[uniffi::remote(Record)]
 pub struct SessionAdditionalDirectoriesCapabilities {
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///Session-level capabilities. `{}` means the baseline session methods; absent members mean the optional feature is not supported. This toolkit's own extensions are advertised under `_meta` (`acp-inject.dev/pending`, `acp-inject.dev/sessionClosed`).
+/**Session capabilities supported by the agent.
+
+Supplying `{}` means the agent supports the baseline session methods:
+`session/new`, `session/list`, `session/resume`, `session/close`,
+`session/prompt`, `session/cancel`, and `session/update`.
+
+Agents that support sessions **MAY** support additional session methods,
+prompt content types, and MCP transports by specifying additional
+capabilities.
+
+See protocol docs: [Session Capabilities](https://agentclientprotocol.com/protocol/v2/draft/initialization#session-capabilities)*/
 #[uniffi::remote(Record)]
 pub struct SessionCapabilities {
-    ///MCP server transports accepted by `session/new` and `session/resume`.
+    pub meta: ::std::option::Option<
+        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    >,
+    /**MCP capabilities supported by the agent for session lifecycle requests.
+
+Optional. Omitted and `null` are equivalent and mean the agent does not advertise MCP
+server transport support for sessions.*/
     pub mcp: ::std::option::Option<McpCapabilities>,
-    ///`additionalDirectories` is accepted by `session/new` and `session/resume`.
+    #[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nWhether the agent supports `session/status`.\n\nOptional. Omitted and `null` are equivalent and mean the agent does not advertise support.\nSupplying `{}` means the agent supports checking session status."]
+    pub status: ::std::option::Option<SessionStatusCapabilities>,
+    /**Whether the agent supports `additionalDirectories` on supported session lifecycle requests.
+
+Optional. Omitted and `null` are equivalent and mean the agent does not advertise support.
+Supplying `{}` means the agent supports `additionalDirectories` on
+supported session lifecycle requests.
+
+Agents may return `SessionInfo.additionalDirectories` to report the
+complete ordered additional-root list associated with a listed session.*/
     pub additional_directories: ::std::option::Option<
         SessionAdditionalDirectoriesCapabilities,
     >,
     ///`session/inject` with revoke (mandatory) and optional replace.
     pub inject: ::std::option::Option<InjectCapabilities>,
-    ///`session/status`.
-    pub status: ::std::option::Option<SessionStatusCapabilities>,
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
 }
 ///Extension (`_acp-inject/session_closed`): the session was closed (by `session/close` or by the agent). Sent to every attached connection; nothing follows it for this session until it is resumed.
 #[uniffi::remote(Record)]
@@ -670,43 +979,51 @@ uniffi::custom_type!(
     SessionId, ::std::string::String, { remote, lower : | v | v.0, try_lift : | v |
     Ok(SessionId(v)), }
 );
-///A session as `session/list` reports it.
+///Information about a session returned by session/list
 #[uniffi::remote(Record)]
 pub struct SessionInfo {
     pub session_id: SessionId,
-    ///The session's working directory.
+    ///The working directory for this session. Must be an absolute path.
     pub cwd: ::std::string::String,
-    ///The session's additional workspace roots.
+    /**Additional workspace roots reported for this session. Each path must be absolute.
+
+When present, this is the complete ordered additional-root list reported
+by the Agent. Omitted and empty values are equivalent: the response
+reports no additional roots.*/
     pub additional_directories: ::std::option::Option<
         ::std::vec::Vec<::std::string::String>,
     >,
-    ///A title for people to read.
+    /**Human-readable title for the session
+
+Omitted and `null` are equivalent and mean no title is provided.*/
     pub title: ::std::option::Option<::std::string::String>,
-    ///RFC 3339 time of the last activity.
+    /**RFC 3339 timestamp of last activity.
+
+Omitted and `null` are equivalent and mean the last activity time is not reported.*/
     pub updated_at: ::std::option::Option<::std::string::String>,
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///The session's metadata changed. Omitted members are unchanged; `null` clears.
+///Session metadata has been updated (title, timestamps, custom metadata)
 #[uniffi::remote(Record)]
 pub struct SessionInfoUpdate {
-    ///A title for people to read.
+    ///Human-readable title for the session. Set to null to clear.
     pub title: Patch<::std::string::String>,
-    ///RFC 3339 time of the last activity.
+    ///RFC 3339 timestamp of last activity. Set to null to clear.
     pub updated_at: Patch<::std::string::String>,
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///The agent answers `session/status`.
+#[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nCapabilities for the `session/status` method.\n\nSupplying `{}` means the agent supports checking session status."]
 #[uniffi::remote(Record)]
 pub struct SessionStatusCapabilities {
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///A side-effect-free liveness probe.
+#[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nRequest parameters for checking the status of a session.\n\nOnly available if the Agent supports the `session.status` capability.\n\n`session/status` MUST NOT have side effects. The Agent does not load, resume, create,\nclose, or change the session, and does not attach the requesting connection to it.\nA session the Agent does not know gets `-32002` with the requested `sessionId` in `data`."]
 #[uniffi::remote(Record)]
 pub struct SessionStatusRequest {
     pub session_id: SessionId,
@@ -714,36 +1031,55 @@ pub struct SessionStatusRequest {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///Whether the agent has the session in memory, and its foreground state when it does. A snapshot: a session reported `open` may be closed before the client's next request, and an `idle` state here is not a new turn end.
+#[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nResponse from checking the status of a session.\n\nThe result is a snapshot. A session reported `open` may be closed or evicted before\nthe Client's next request."]
 #[uniffi::remote(Record)]
 pub struct SessionStatusResponse {
     pub status: SessionStatus,
-    ///The session's current foreground state, as a `state_update` would report it (sent when `status` is `open`). Absent, `null` or malformed: not reported, which does not mean `idle`.
+    /**The session's current foreground state, as the same snapshot the Agent sends in
+`state_update` notifications.
+
+Optional. Agents SHOULD include it when `status` is `open`. Omitted, `null`, and
+malformed values mean the Agent is not reporting foreground state, and Clients
+MUST NOT read that as `idle`. This is a snapshot, not a new transition. Clients
+MUST NOT count an `idle` snapshot as a new completion.*/
     pub state: ::std::option::Option<StateUpdate>,
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///Text.
+/**Text content. May be plain text or formatted with Markdown.
+
+All agents MUST support text content blocks in prompts.
+Clients SHOULD render this text as CommonMark and MAY support GitHub Flavored Markdown
+extensions.*/
 #[uniffi::remote(Record)]
 pub struct TextContent {
+    ///Text payload carried by this content block.
     pub text: ::std::string::String,
+    /**Optional annotations that help clients decide how to display or route this content.
+
+Omitted and `null` are equivalent and mean no annotations are provided.*/
     pub annotations: ::std::option::Option<Annotations>,
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///A text resource.
+///Text-based resource contents.
 #[uniffi::remote(Record)]
 pub struct TextResourceContents {
-    pub uri: ::std::string::String,
-    pub mime_type: ::std::option::Option<::std::string::String>,
+    ///Text payload carried by this content block.
     pub text: ::std::string::String,
+    ///URI associated with this resource or media payload.
+    pub uri: ::std::string::String,
+    /**MIME type describing the encoded media payload.
+
+Omitted and `null` are equivalent and mean the MIME type is not specified.*/
+    pub mime_type: ::std::option::Option<::std::string::String>,
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///A content block.
+///Standard content block (text, images, resources).
 #[uniffi::remote(Record)]
 pub struct ToolCallContentBlock {
     pub content: ContentBlock,
@@ -751,7 +1087,7 @@ pub struct ToolCallContentBlock {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///Appends content to a tool call.
+///A chunk of tool-call content being streamed.
 #[uniffi::remote(Record)]
 pub struct ToolCallContentChunk {
     pub tool_call_id: ToolCallId,
@@ -764,25 +1100,43 @@ uniffi::custom_type!(
     ToolCallId, ::std::string::String, { remote, lower : | v | v.0, try_lift : | v |
     Ok(ToolCallId(v)), }
 );
-///A tool call was created or changed (upsert keyed by `toolCallId`).
+///A tool call has been created or updated.
 #[uniffi::remote(Record)]
 pub struct ToolCallUpdate {
     pub tool_call_id: ToolCallId,
-    ///The tool's programmatic name.
+    /**Programmatic name of the tool being invoked.
+
+This field is optional and has patch semantics. Omission means no
+change, `null` clears the name, and a string replaces it. For a tool
+call ID the client has not seen before, omission or `null` means that no
+tool name is available.*/
     pub name: ::std::option::Option<::std::string::String>,
-    ///A title for people to read.
+    /**Human-readable title describing what the tool is doing.
+
+Omission leaves the title unchanged, `null` unsets it, and a string replaces it.
+A new tool call starts without a title.*/
     pub title: ::std::option::Option<::std::string::String>,
+    /**The category of tool being invoked.
+Helps clients choose appropriate icons and UI treatment.
+
+Omission leaves the kind unchanged, `null` resets it to `other`, and a value replaces it.
+A new tool call starts as `other`.*/
     pub kind: ::std::option::Option<ToolKind>,
+    /**Current execution status of the tool call.
+
+Omission leaves the status unchanged, `null` resets it to `pending`, and a value
+replaces it. A new tool call starts as `pending`.*/
     pub status: ::std::option::Option<ToolCallStatus>,
-    ///Replaces the tool call's content.
+    ///Content produced by the tool call.
     pub content: ::std::option::Option<::std::vec::Vec<ToolCallContent>>,
-    ///File locations the tool call touches (upstream `ToolCallLocation`).
+    /**File locations affected by this tool call.
+Enables "follow-along" features in clients.*/
     pub locations: ::std::option::Option<
         ::std::vec::Vec<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     >,
-    ///The raw input of the tool call.
+    ///Raw input parameters sent to the tool.
     pub raw_input: ::std::option::Option<::serde_json::Value>,
-    ///The raw output of the tool call.
+    ///Raw output returned by the tool.
     pub raw_output: ::std::option::Option<::serde_json::Value>,
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -798,25 +1152,39 @@ pub struct TurnFailure {
     ///More about the failure, as the agent chose to say it.
     pub data: ::std::option::Option<::serde_json::Value>,
 }
-///UNSTABLE upstream: the agent cannot currently determine foreground activity. Not an outcome: it cancels nothing and ends no turn; a client keeps the previous state as last known, not as current. A later state replaces it.
+#[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nThe Agent cannot currently determine foreground activity.\nThis replaces previously confirmed activity without ending the work or session."]
 #[uniffi::remote(Record)]
 pub struct UnknownStateUpdate {
-    ///Work running independently of foreground work, as a complete snapshot; omitted or `null`: not reported (not that nothing runs), `[]`: none. A malformed list reads as not reported.
+    /**Work running independently of foreground work, as a complete snapshot.
+
+Optional. Omitted and `null` are equivalent and mean the Agent is not reporting
+background work, not that nothing is running. `[]` means no background work is
+running. An Agent that reports background work MUST include it on every state
+update for the session. A malformed list is treated as not reported.
+
+See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)*/
     pub background: ::std::option::Option<::std::vec::Vec<BackgroundWork>>,
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///The `data` of a -32022 error: the version the client asked for and the versions the agent speaks (upstream's definition).
+/**Data for the `-32022` (Unsupported protocol version) error.
+
+See protocol docs: [Version Negotiation](https://agentclientprotocol.com/protocol/v2/draft/initialization#version-negotiation)*/
 #[uniffi::remote(Record)]
 pub struct UnsupportedProtocolVersionErrorData {
     pub requested: ProtocolVersion,
+    ///The protocol versions the Agent supports.
     pub supported: ::std::vec::Vec<ProtocolVersion>,
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///A session update (`session/update`).
+/**Notification containing a session update from the agent.
+
+Agents can send session updates at any point while the session exists.
+
+See protocol docs: [Agent Reports Output](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#3-agent-reports-output)*/
 #[uniffi::remote(Record)]
 pub struct UpdateSessionNotification {
     pub session_id: SessionId,
@@ -825,43 +1193,61 @@ pub struct UpdateSessionNotification {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///Token usage of a turn.
+#[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nToken usage for the foreground work that just completed, not cumulative for the session."]
 #[uniffi::remote(Record)]
 pub struct Usage {
+    ///Sum of all token types for the completed work.
     pub total_tokens: u64,
+    ///Input tokens for the completed work.
     pub input_tokens: u64,
+    ///Output tokens for the completed work.
     pub output_tokens: u64,
+    /**Thought/reasoning tokens for the completed work.
+
+Omitted and `null` are equivalent and mean the count is not reported.*/
     pub thought_tokens: ::std::option::Option<u64>,
+    /**Cache read tokens for the completed work.
+
+Omitted and `null` are equivalent and mean the count is not reported.*/
     pub cached_read_tokens: ::std::option::Option<u64>,
+    /**Cache write tokens for the completed work.
+
+Omitted and `null` are equivalent and mean the count is not reported.*/
     pub cached_write_tokens: ::std::option::Option<u64>,
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///Context window usage.
+///Context window and cost update for the session.
 #[uniffi::remote(Record)]
 pub struct UsageUpdate {
-    ///Tokens in the context window.
+    ///Tokens currently in context.
     pub used: u64,
-    ///The context window's size in tokens.
+    ///Total context window size in tokens.
     pub size: u64,
-    ///Cumulative cost of the session.
+    /**Cumulative session cost.
+
+Omitted leaves the last reported cost unchanged. `null` clears it. A value replaces it.*/
     pub cost: ::std::option::Option<Cost>,
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///A user message was inserted into history. For a prompt or inject this is its delivery.
+/**A user message has been created or updated.
+
+Agents can send this when they accept or replay a user message. When a
+client receives another `user_message` update with the same `messageId`,
+fields in the new update patch the previous fields for that message.*/
 #[uniffi::remote(Record)]
 pub struct UserMessage {
     pub message_id: MessageId,
-    ///Omitted: content unchanged; null: cleared; an array: replaced.
+    ///Complete replacement content for this message.
     pub content: Patch<::std::vec::Vec<ContentBlock>>,
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///A streamed piece of a user message.
+///A chunk of the user's message being streamed.
 #[uniffi::remote(Record)]
 pub struct UserMessageChunk {
     pub message_id: MessageId,
@@ -908,86 +1294,135 @@ pub enum SteerInStream {
     ///`finish`: The agent lets the stream finish, then delivers.
     Finish,
 }
-///How to reach an MCP server, tagged by `type`. Open.
+/**Configuration for connecting to an MCP (Model Context Protocol) server.
+
+MCP servers provide tools and context that the agent can use when
+processing prompts.
+
+See protocol docs: [MCP Servers](https://agentclientprotocol.com/protocol/v2/draft/session-setup#mcp-servers)*/
 #[uniffi::remote(Enum)]
 pub enum McpServer {
-    ///`stdio`: A server started as a process, speaking over stdio.
+    /**`stdio`: Stdio transport configuration
+
+Only available when the Agent capabilities include `session.mcp.stdio`.*/
     Stdio(Box<McpServerStdio>),
-    ///`http`: A server reached over HTTP.
+    /**`http`: HTTP transport configuration
+
+Only available when the Agent capabilities include `session.mcp.http`.*/
     Http(Box<McpServerHttp>),
     /// A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
     Other(Unknown),
 }
-///An inclusive replay cursor, tagged by `type`. Open: an agent rejects a cursor it does not understand (-32602).
+/**Inclusive cursor describing where replayed session history should begin.
+
+Replay includes the position identified by the cursor.*/
 #[uniffi::remote(Enum)]
 pub enum ReplayFrom {
-    ///`start`: Replay the whole conversation.
+    ///`start`: Replay all retained conversation history from its first replayable entry.
     Start(Box<ReplayFromStart>),
     /// A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
     Other(Unknown),
 }
-///Whether the agent has a session in memory. Open: clients treat a value they do not recognise as `saved`.
+#[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nWhether the Agent has a session in memory, as reported by `session/status`."]
 #[uniffi::remote(Enum)]
 pub enum SessionStatus {
-    ///`open`: The agent has the session in memory (for any connection: one that did not create or resume it on its own connection still resumes it before prompting).
+    /**`open`: The Agent has the session in memory, for any connection.
+
+This does not mean the requesting connection is attached to it. A Client that did
+not create or resume the session on its own connection MUST still call
+`session/resume` before sending `session/prompt` or expecting
+`session/update` notifications.*/
     Open,
-    ///`saved`: The agent knows the session and can resume it, but does not have it in memory.
+    /**`saved`: The Agent knows the session and can resume it, but does not have it in memory.
+
+The Client can call `session/resume` to start it.*/
     Saved,
     /// A value this version does not know (values starting with `_` are extensions).
     Other(String),
 }
-///The kind of a permission option. Open.
+/**The type of permission option being presented to the user.
+
+Helps clients choose appropriate icons and UI treatment.*/
 #[uniffi::remote(Enum)]
 pub enum PermissionOptionKind {
-    ///`allow_once`: Allow this once.
+    ///`allow_once`: Allow this operation only this time.
     AllowOnce,
-    ///`allow_always`: Allow and remember.
+    ///`allow_always`: Allow this operation and remember the choice.
     AllowAlways,
-    ///`reject_once`: Reject this once.
+    ///`reject_once`: Reject this operation only this time.
     RejectOnce,
-    ///`reject_always`: Reject and remember.
+    ///`reject_always`: Reject this operation and remember the choice.
     RejectAlways,
     /// A value this version does not know (values starting with `_` are extensions).
     Other(String),
 }
-///How a permission request ended, tagged by `outcome`. Open.
+///The outcome of a permission request.
 #[uniffi::remote(Enum)]
 pub enum RequestPermissionOutcome {
-    ///`cancelled`: The request was cancelled (the turn was cancelled).
+    /**`cancelled`: The request was not approved and no option was selected: the session's work was
+cancelled, the user dismissed the prompt, or the client declined it by policy.
+Agents MUST NOT proceed with the operation.
+
+The client answers a request the agent cancels with `$/cancel_request` with
+this outcome. After sending `session/cancel`, the client MAY also send it
+without waiting for `$/cancel_request`, for a request it knows belongs to the
+cancelled foreground work.
+
+See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#cancellation)*/
     Cancelled(Box<CancelledPermissionOutcome>),
-    ///`selected`: The user chose an option.
+    /**`selected`: The user selected one of the provided options.
+
+If `optionId` doesn't match an offered option, the agent MUST treat the request as not
+approved.*/
     Selected(Box<SelectedPermissionOutcome>),
     /// A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
     Other(Unknown),
 }
-///What changed in a session, tagged by `sessionUpdate`. Message updates are upserts keyed by `messageId`: an omitted `content` leaves the content, `null` clears it, an array replaces it; chunks append. Open: unknown tags decode into `other` and re-encode unchanged.
+/**Different types of updates that can be sent while a session exists.
+
+These updates report messages, progress, and other session activity.
+
+See protocol docs: [Agent Reports Output](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#3-agent-reports-output)*/
 #[uniffi::remote(Enum)]
 pub enum SessionUpdate {
-    ///`user_message`: A user message was inserted into history. For a prompt or inject this is its delivery.
+    /**`user_message`: A user message has been created or updated.
+
+Agents can send this when they accept or replay a user message. When a
+client receives another `user_message` update with the same `messageId`,
+fields in the new update patch the previous fields for that message.*/
     UserMessage(Box<UserMessage>),
-    ///`user_message_chunk`: A streamed piece of a user message.
+    ///`user_message_chunk`: A chunk of the user's message being streamed.
     UserMessageChunk(Box<UserMessageChunk>),
-    ///`agent_message`: An agent message upsert. `content: []` clears what was streamed so far.
+    /**`agent_message`: An agent message has been created or updated.
+
+Agents can send this in addition to streamed chunks. When a client
+receives another `agent_message` update with the same `messageId`,
+fields in the new update patch the previous fields for that message.*/
     AgentMessage(Box<AgentMessage>),
-    ///`agent_message_chunk`: A streamed piece of an agent message.
+    ///`agent_message_chunk`: A chunk of the agent's response being streamed.
     AgentMessageChunk(Box<AgentMessageChunk>),
     ///`_agent_message_clear`: Clears the content streamed so far for the current agent message (RFD #465); following chunks append from empty. Same operation as an `agent_message` upsert with `content: []`. Written under a `_`-prefixed tag (upstream reserves unprefixed update names for ACP); RFD #465's `agent_message_clear` is read as the same update.
     AgentMessageClear(Box<AgentMessageClear>),
-    ///`agent_thought`: An agent thought upsert.
+    /**`agent_thought`: An agent thought or reasoning message has been created or updated.
+
+Agents can send this in addition to streamed chunks. When a client
+receives another `agent_thought` update with the same `messageId`,
+fields in the new update patch the previous fields for that message.*/
     AgentThought(Box<AgentThought>),
-    ///`agent_thought_chunk`: A streamed piece of an agent thought.
+    ///`agent_thought_chunk`: A chunk of the agent's internal reasoning being streamed.
     AgentThoughtChunk(Box<AgentThoughtChunk>),
-    ///`state_update`: The session's turn state changed. The state is tagged by `state` in the same object.
+    ///`state_update`: A snapshot of the session's aggregate foreground activity.
     StateUpdate(Box<StateUpdate>),
-    ///`tool_call_update`: A tool call was created or changed (upsert keyed by `toolCallId`).
+    ///`tool_call_update`: A tool call has been created or updated.
     ToolCallUpdate(Box<ToolCallUpdate>),
-    ///`tool_call_content_chunk`: Appends content to a tool call.
+    ///`tool_call_content_chunk`: A chunk of tool-call content being streamed.
     ToolCallContentChunk(Box<ToolCallContentChunk>),
-    ///`plan_update`: The agent's plan, replaced whole.
+    /**`plan_update`: A content update for a plan identified by ID.
+See protocol docs: [Agent Plan](https://agentclientprotocol.com/protocol/v2/draft/agent-plan)*/
     PlanUpdate(Box<PlanUpdate>),
-    ///`usage_update`: Context window usage.
+    ///`usage_update`: Context window and cost update for the session.
     UsageUpdate(Box<UsageUpdate>),
-    ///`session_info_update`: The session's metadata changed. Omitted members are unchanged; `null` clears.
+    ///`session_info_update`: Session metadata has been updated (title, timestamps, custom metadata)
     SessionInfoUpdate(Box<SessionInfoUpdate>),
     ///`_acp-inject/pending`: Extension (`_acp-inject/pending`): the session's pending injects, whole, in delivery order (steers, then queued, each first in first out). Sent to connections that opted in (client capability `_meta["acp-inject.dev/pending"]`) whenever the list changes and once after `session/resume`.
     AcpInjectPending(Box<PendingInjectsUpdate>),
@@ -996,16 +1431,60 @@ pub enum SessionUpdate {
     /// A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
     Other(Unknown),
 }
-///A turn state, tagged by `state`. A turn is in progress from `running` until `idle`. Open.
+/**A snapshot of the session's aggregate foreground activity.
+
+Foreground work is the agent's active response or workflow in the session,
+including model processing, tool execution, and waiting for user action needed
+to continue that work. It can start with a prompt or be agent-initiated, for
+example to pursue an ongoing goal or follow up on a completed background task.
+Either way, the agent MUST report `running` when foreground work starts,
+or `requires_action` if it starts blocked on user action, and `idle` when it
+ends. The agent SHOULD include a stop reason on that idle update.
+Agent-initiated work does not require a prompt request or a synthetic user
+message.
+
+`running` may precede user-message insertion, for example during a foreground
+hook. It is not acknowledgment of insertion, and rejecting a prompt does not
+itself end foreground work.
+
+Background activity can continue and emit other `session/update` notifications
+while `idle`. Those notifications, including a detached task's progress or
+completion, do not by themselves change this state. A permission request only
+warrants `requires_action` when foreground work is blocked on user action.
+
+The agent SHOULD report `requires_action` when the foreground workflow as a
+whole cannot progress without user action, including permissions or elicitations.
+Once reported, it MUST report `running` when progress resumes, or `idle` when
+work ends without resuming.
+If other foreground work can progress, the state remains `running`. Resolving
+one of several requests does not itself change the state. Agents SHOULD ignore
+responses for work that has already ended rather than use them to resume it.
+
+A new session defaults to idle until a state update reports otherwise.
+Resume MUST send a current-state snapshot after any replay and before its
+response. The snapshot reports foreground state after resuming.
+The response alone does not imply idle.
+Repeated snapshots are idempotent, not additional work, completions, or usage.
+A repeated state may carry updated information without another state transition.
+The agent MUST report `idle` when no foreground activity remains. Completing
+an individual activity while other foreground work continues does not require
+an idle boundary. Local commands use the same lifecycle even without model work.
+
+See protocol docs: [Session States](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#session-states)*/
 #[uniffi::remote(Enum)]
 pub enum StateUpdate {
-    ///`running`: Foreground work started or resumed.
+    ///`running`: Foreground work is in progress.
     Running(Box<RunningStateUpdate>),
-    ///`idle`: No foreground work is active. At a turn's end this toolkit always sends `stopReason` (with `error` when it is `error`), and `usage` when the runtime reported it; a resume or status snapshot has none.
+    ///`idle`: No foreground work is active. Background activity may continue.
     Idle(Box<IdleStateUpdate>),
-    ///`requires_action`: The turn waits for the user (a permission request is open).
+    ///`requires_action`: Foreground work is blocked on user action.
     RequiresAction(Box<RequiresActionStateUpdate>),
-    ///`unknown`: UNSTABLE upstream: the agent cannot currently determine foreground activity. Not an outcome: it cancels nothing and ends no turn; a client keeps the previous state as last known, not as current. A later state replaces it.
+    /**`unknown`: **UNSTABLE**
+
+This capability is not part of the spec yet, and may be removed or changed at any point.
+
+The Agent cannot currently determine foreground activity.
+This replaces previously confirmed activity without ending the work or session.*/
     Unknown(Box<UnknownStateUpdate>),
     /// A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
     Other(Unknown),
@@ -1028,126 +1507,189 @@ pub enum StopReason {
     /// A value this version does not know (values starting with `_` are extensions).
     Other(String),
 }
-///One piece of work running independently of the session's foreground work, tagged by `type`. Open.
+/**One piece of work running independently of the session's foreground work.
+
+Items reference entities the Client already tracks. The Agent MUST announce each item
+before the first snapshot that lists it, and MUST report a terminal's `exitStatus` or a
+tool call's final status before the snapshot that removes it. Each piece of work is
+listed once: process-backed work is listed as its terminal, not also as its tool call.
+
+See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)*/
 #[uniffi::remote(Enum)]
 pub enum BackgroundWork {
-    ///`terminal`: A listed terminal running in the background.
+    /**`terminal`: A process that keeps running after its tool call returned control to the model.
+Live until its `terminal_update` reports `exitStatus`.*/
     Terminal(Box<BackgroundTerminal>),
-    ///`tool_call`: A listed tool call whose work continues in the background.
+    /**`tool_call`: Work started by a tool call that continues without a process of its own, such as
+a watcher, a workflow, or a scheduled wakeup. `pending` and `paused` tool calls
+stay listed.*/
     ToolCall(Box<BackgroundToolCall>),
-    ///`subagent`: UNSTABLE upstream: a listed subagent session.
+    /**`subagent`: **UNSTABLE**
+
+This capability is not part of the spec yet, and may be removed or changed at any point.
+
+A detached subagent session that has anything running: its state is not `idle`, or
+its own `background` list is non-empty or not reported.*/
     Subagent(Box<BackgroundSubagent>),
     /// A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
     Other(Unknown),
 }
-///The kind of a tool. Open.
+/**Categories of tools that can be invoked.
+
+Tool kinds help clients choose appropriate icons and optimize how they
+display tool execution progress.
+
+See protocol docs: [Reporting](https://agentclientprotocol.com/protocol/v2/draft/tool-calls#reporting)*/
 #[uniffi::remote(Enum)]
 pub enum ToolKind {
-    ///`read`
+    ///`read`: Reading files or data.
     Read,
-    ///`edit`
+    ///`edit`: Modifying files or content.
     Edit,
-    ///`delete`
+    ///`delete`: Removing files or data.
     Delete,
-    ///`move`
+    ///`move`: Moving or renaming files.
     Move,
-    ///`search`
+    ///`search`: Searching for information.
     Search,
-    ///`execute`
+    ///`execute`: Running commands or code.
     Execute,
-    ///`think`
+    ///`think`: Internal reasoning or planning.
     Think,
-    ///`fetch`
+    ///`fetch`: Retrieving external data.
     Fetch,
-    ///`switch_mode`
+    ///`switch_mode`: Changing the session's mode, a [config option](https://agentclientprotocol.com/protocol/v2/draft/session-config-options) with the `mode` category.
     SwitchMode,
-    ///`other`
+    ///`other`: Other tool types (default).
     Other,
     /// A value this version does not know (values starting with `_` are extensions).
     Unknown(String),
 }
-///A tool call's status. Open.
+/**Execution status of a tool call.
+
+Tool calls progress through different statuses during their lifecycle.
+
+See protocol docs: [Status](https://agentclientprotocol.com/protocol/v2/draft/tool-calls#status)*/
 #[uniffi::remote(Enum)]
 pub enum ToolCallStatus {
-    ///`pending`
+    /**`pending`: The tool call hasn't started running yet, for example because its input is
+streaming, it is awaiting approval, or it is scheduled to run later.*/
     Pending,
-    ///`in_progress`
+    ///`in_progress`: The tool call is currently running.
     InProgress,
-    ///`paused`: Started, not running now, and waiting for something to resume it; it may return to `in_progress`.
+    /**`paused`: The tool call has started, is not running now, and will not continue until
+something resumes it. It may return to `in_progress` any number of times.*/
     Paused,
-    ///`completed`
+    ///`completed`: The tool call completed successfully.
     Completed,
-    ///`failed`
+    ///`failed`: The tool call failed with an error.
     Failed,
-    ///`cancelled`
+    ///`cancelled`: The tool call was cancelled before it completed.
     Cancelled,
     /// A value this version does not know (values starting with `_` are extensions).
     Other(String),
 }
-///Content produced by a tool call, tagged by `type`. Upstream's `diff` and `terminal` are carried through the open branch unchanged.
+/**Content produced by a tool call.
+
+Tool calls can produce different types of content including standard
+content blocks (text, images), file diffs, or display-only terminals.
+
+See protocol docs: [Content](https://agentclientprotocol.com/protocol/v2/draft/tool-calls#content)*/
 #[uniffi::remote(Enum)]
 pub enum ToolCallContent {
-    ///`content`: A content block.
+    ///`content`: Standard content block (text, images, resources).
     Content(Box<ToolCallContentBlock>),
     /// A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
     Other(Unknown),
 }
-///A plan, tagged by `type`. Upstream's `file` and `markdown` are carried through the open branch unchanged.
+///Updated content for a plan.
 #[uniffi::remote(Enum)]
 pub enum PlanUpdateContent {
-    ///`items`: A plan as a list of entries.
+    ///`items`: Structured plan entries.
     Items(Box<PlanItems>),
     /// A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
     Other(Unknown),
 }
-///A plan entry's priority. Open.
+/**Priority levels for plan entries.
+
+Used to indicate the relative importance or urgency of different
+tasks in the execution plan.
+See protocol docs: [Plan Entries](https://agentclientprotocol.com/protocol/v2/draft/agent-plan#plan-entries)*/
 #[uniffi::remote(Enum)]
 pub enum PlanEntryPriority {
-    ///`high`
+    ///`high`: High priority task - critical to the overall goal.
     High,
-    ///`medium`
+    ///`medium`: Medium priority task - important but not critical.
     Medium,
-    ///`low`
+    ///`low`: Low priority task - nice to have but not essential.
     Low,
     /// A value this version does not know (values starting with `_` are extensions).
     Other(String),
 }
-///A plan entry's status. Open.
+/**Status of a plan entry in the execution flow.
+
+Tracks the lifecycle of each task from planning through completion.
+See protocol docs: [Plan Entries](https://agentclientprotocol.com/protocol/v2/draft/agent-plan#plan-entries)*/
 #[uniffi::remote(Enum)]
 pub enum PlanEntryStatus {
-    ///`pending`
+    ///`pending`: The task has not started yet.
     Pending,
-    ///`in_progress`
+    ///`in_progress`: The task is currently being worked on.
     InProgress,
-    ///`completed`
+    ///`completed`: The task has been successfully completed.
     Completed,
-    ///`cancelled`
+    ///`cancelled`: The task was cancelled before it completed.
     Cancelled,
     /// A value this version does not know (values starting with `_` are extensions).
     Other(String),
 }
-///A piece of message content, tagged by `type`. Open.
+/**Content blocks represent displayable information in the Agent Client Protocol.
+
+Content blocks appear in:
+- User prompts sent via `session/prompt`
+- Language model output reported through `session/update` notifications as
+  message updates or streamed chunks
+- Progress updates and results from tool calls
+
+This structure is compatible with the Model Context Protocol (MCP), so agents can
+forward content from MCP tool outputs without transformation.
+
+See protocol docs: [Content](https://agentclientprotocol.com/protocol/v2/draft/content)*/
 #[uniffi::remote(Enum)]
 pub enum ContentBlock {
-    ///`text`: Text.
+    /**`text`: Text content. May be plain text or formatted with Markdown.
+
+All agents MUST support text content blocks in prompts.
+Clients SHOULD render this text as CommonMark and MAY support GitHub Flavored Markdown
+extensions.*/
     Text(Box<TextContent>),
-    ///`image`: An image, base64-encoded.
+    /**`image`: Images for visual context or analysis.
+
+Requires the `image` prompt capability when included in prompts.*/
     Image(Box<ImageContent>),
-    ///`audio`: Audio, base64-encoded.
+    /**`audio`: Audio data for transcription or analysis.
+
+Requires the `audio` prompt capability when included in prompts.*/
     Audio(Box<AudioContent>),
-    ///`resource_link`: A link to a resource the agent can read.
+    /**`resource_link`: References to resources that the receiver may be able to read.
+
+All agents MUST support resource links in prompts.*/
     ResourceLink(Box<ResourceLink>),
-    ///`resource`: A resource's contents, embedded.
+    /**`resource`: Complete resource contents embedded directly in the message.
+
+Preferred for including context as it avoids extra round-trips.
+
+Requires the `embeddedContext` prompt capability when included in prompts.*/
     Resource(Box<EmbeddedResource>),
     /// A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
     Other(Unknown),
 }
-///Who content is for. Open.
+///The sender or recipient of messages and data in a conversation.
 #[uniffi::remote(Enum)]
 pub enum Role {
-    ///`assistant`
+    ///`assistant`: The assistant side of a conversation.
     Assistant,
-    ///`user`
+    ///`user`: The user side of a conversation.
     User,
     /// A value this version does not know (values starting with `_` are extensions).
     Other(String),

@@ -615,11 +615,16 @@ pub mod __de {
         Ok(super::Unknown(object))
     }
 }
-///What the agent supports.
+/**Capabilities supported by the agent.
+
+Advertised during initialization to inform the client about
+available features and content types.
+
+See protocol docs: [Agent Capabilities](https://agentclientprotocol.com/protocol/v2/draft/initialization#agent-capabilities)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct AgentCapabilities {
-    ///The baseline session methods (`session/new`, `session/list`, `session/resume`, `session/close`, `session/prompt`, `session/cancel`, `session/update`) plus the optional features below.
+    #[doc = "Session capabilities supported by the agent.\n\nOptional. Omitted and `null` are equivalent and mean the agent does not support the\n`session/*` methods. Supplying `{}` means the agent supports the\nbaseline session methods: `session/new`, `session/list`,\n`session/resume`, `session/close`, `session/prompt`, `session/cancel`,\nand `session/update`."]
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_agentcapabilities_session")]
     #[serde(default)]
@@ -631,13 +636,17 @@ pub struct AgentCapabilities {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///An agent message upsert. `content: []` clears what was streamed so far.
+/**An agent message has been created or updated.
+
+Agents can send this in addition to streamed chunks. When a client
+receives another `agent_message` update with the same `messageId`,
+fields in the new update patch the previous fields for that message.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct AgentMessage {
     #[serde(rename = "messageId")]
     pub message_id: MessageId,
-    ///Omitted: content unchanged; null: cleared; an array: replaced.
+    ///Complete replacement content for this message.
     #[serde(rename = "content", default, skip_serializing_if = "Patch::is_absent")]
     #[serde(deserialize_with = "__tolerant_agentmessage_content")]
     pub content: Patch<::std::vec::Vec<ContentBlock>>,
@@ -648,7 +657,7 @@ pub struct AgentMessage {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///A streamed piece of an agent message.
+///A chunk of the agent's response being streamed.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct AgentMessageChunk {
@@ -679,13 +688,17 @@ pub struct AgentMessageClear {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///An agent thought upsert.
+/**An agent thought or reasoning message has been created or updated.
+
+Agents can send this in addition to streamed chunks. When a client
+receives another `agent_thought` update with the same `messageId`,
+fields in the new update patch the previous fields for that message.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct AgentThought {
     #[serde(rename = "messageId")]
     pub message_id: MessageId,
-    ///Omitted: content unchanged; null: cleared; an array: replaced.
+    ///Complete replacement content for this thought message.
     #[serde(rename = "content", default, skip_serializing_if = "Patch::is_absent")]
     #[serde(deserialize_with = "__tolerant_agentthought_content")]
     pub content: Patch<::std::vec::Vec<ContentBlock>>,
@@ -696,7 +709,7 @@ pub struct AgentThought {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///A streamed piece of an agent thought.
+///A chunk of the agent's internal reasoning being streamed.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct AgentThoughtChunk {
@@ -710,14 +723,22 @@ pub struct AgentThoughtChunk {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///Hints for how content is used or shown.
+///Optional annotations for the client. The client can use annotations to inform how objects are used or displayed
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct Annotations {
+    /**Intended recipients for this content, such as the user or assistant.
+
+Omitted and `null` are equivalent and mean no audience is specified.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_annotations_audience")]
     #[serde(default)]
     pub audience: ::std::option::Option<::std::vec::Vec<Role>>,
+    /**Timestamp indicating when the underlying resource was last modified.
+
+Should be an ISO 8601 formatted string (e.g., "2025-01-12T15:00:58Z"), as in MCP.
+
+Omitted and `null` are equivalent and mean the modification time is not reported.*/
     #[serde(
         rename = "lastModified",
         skip_serializing_if = "::std::option::Option::is_none"
@@ -725,6 +746,10 @@ pub struct Annotations {
     #[serde(deserialize_with = "__tolerant_annotations_last_modified")]
     #[serde(default)]
     pub last_modified: ::std::option::Option<::std::string::String>,
+    /**Relative importance of this content when clients choose what to surface, from 0 (least
+important) to 1 (most important).
+
+Omitted and `null` are equivalent and mean no priority is specified.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_annotations_priority")]
     #[serde(default)]
@@ -736,13 +761,20 @@ pub struct Annotations {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///Audio, base64-encoded.
+/**Audio data for transcription or analysis.
+
+Requires the `audio` prompt capability when included in prompts.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct AudioContent {
+    ///Base64-encoded media payload.
     pub data: ::std::string::String,
+    ///MIME type describing the encoded media payload.
     #[serde(rename = "mimeType")]
     pub mime_type: ::std::string::String,
+    /**Optional annotations that help clients decide how to display or route this content.
+
+Omitted and `null` are equivalent and mean no annotations are provided.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_audiocontent_annotations")]
     #[serde(default)]
@@ -754,7 +786,7 @@ pub struct AudioContent {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///UNSTABLE upstream: a listed subagent session.
+#[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nA detached subagent session that has anything running: its state is not `idle`, or\nits own `background` list is non-empty or not reported."]
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct BackgroundSubagent {
@@ -767,11 +799,12 @@ pub struct BackgroundSubagent {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///A listed terminal running in the background.
+/**A process that keeps running after its tool call returned control to the model.
+Live until its `terminal_update` reports `exitStatus`.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct BackgroundTerminal {
-    ///The listed terminal.
+    ///The ID of the listed terminal.
     #[serde(rename = "terminalId")]
     pub terminal_id: ::std::string::String,
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
@@ -781,7 +814,9 @@ pub struct BackgroundTerminal {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///A listed tool call whose work continues in the background.
+/**Work started by a tool call that continues without a process of its own, such as
+a watcher, a workflow, or a scheduled wakeup. `pending` and `paused` tool calls
+stay listed.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct BackgroundToolCall {
@@ -794,16 +829,21 @@ pub struct BackgroundToolCall {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///A binary resource, base64-encoded.
+///Binary resource contents.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct BlobResourceContents {
+    ///Base64-encoded bytes for a binary resource payload.
+    pub blob: ::std::string::String,
+    ///URI associated with this resource or media payload.
     pub uri: ::std::string::String,
+    /**MIME type describing the encoded media payload.
+
+Omitted and `null` are equivalent and mean the MIME type is not specified.*/
     #[serde(rename = "mimeType", skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_blobresourcecontents_mime_type")]
     #[serde(default)]
     pub mime_type: ::std::option::Option<::std::string::String>,
-    pub blob: ::std::string::String,
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_blobresourcecontents_meta")]
     #[serde(default)]
@@ -811,7 +851,9 @@ pub struct BlobResourceContents {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///Cancels an in-flight request (`$/cancel_request`).
+/**Notification to cancel an ongoing request.
+
+See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v2/draft/cancellation)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct CancelRequestNotification {
@@ -824,7 +866,9 @@ pub struct CancelRequestNotification {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///Ends the in-flight turn (`idle`, `stopReason: cancelled`). Pending injects survive.
+/**Notification to cancel a session's foreground work and its prompts not yet inserted.
+
+See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#cancellation)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct CancelSessionNotification {
@@ -837,7 +881,16 @@ pub struct CancelSessionNotification {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///The request was cancelled (the turn was cancelled).
+/**The request was not approved and no option was selected: the session's work was
+cancelled, the user dismissed the prompt, or the client declined it by policy.
+Agents MUST NOT proceed with the operation.
+
+The client answers a request the agent cancels with `$/cancel_request` with
+this outcome. After sending `session/cancel`, the client MAY also send it
+without waiting for `$/cancel_request`, for a request it knows belongs to the
+cancelled foreground work.
+
+See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#cancellation)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct CancelledPermissionOutcome {
@@ -848,7 +901,12 @@ pub struct CancelledPermissionOutcome {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///What the client supports. This toolkit defines no client capability of its own; upstream's are accepted and not interpreted.
+/**Capabilities supported by the client.
+
+Advertised during initialization to inform the agent about
+available features and methods.
+
+See protocol docs: [Client Capabilities](https://agentclientprotocol.com/protocol/v2/draft/initialization#client-capabilities)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct ClientCapabilities {
@@ -859,7 +917,26 @@ pub struct ClientCapabilities {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///Closes a session: a running turn ends as cancelled, pending injects are handed back to the agent's host (not delivered), and every attached client is told. The session stays listable and can be resumed.
+/**Request parameters for closing an active session.
+
+The Agent MUST cancel any ongoing work related to the session as if `session/cancel`
+was called, then free the resources associated with the session. Unlike `session/cancel`,
+closing also stops the session's background work. After the close response, the Agent
+sends no other messages for the session on that connection.
+
+Closing a session that does not exist or is not active SHOULD succeed, and Clients SHOULD
+treat a `-32002` response as a successful close.
+
+When closing cancels active foreground work, the Agent MUST send the final
+updates for that work and the idle `state_update` with `stopReason: "cancelled"`
+before responding successfully to `session/close`. Closing an idle session
+does not itself require another idle update.
+
+Closing also cancels pending `session/prompt` requests whose messages have not
+been inserted, including held prompts. If closing prevents a prompt's user message from being inserted, the
+Agent MUST answer that request with `-32800` (Request Cancelled). If the message
+has already been inserted, the Agent MUST respond successfully with its
+`messageId`. Prompt responses need not precede the close response.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct CloseSessionRequest {
@@ -872,7 +949,7 @@ pub struct CloseSessionRequest {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///The session is closed.
+///Response from closing a session.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct CloseSessionResponse {
@@ -883,13 +960,14 @@ pub struct CloseSessionResponse {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///A monetary cost.
+///Cost information for a session.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct Cost {
-    ///The amount.
+    ///Total cumulative cost for session.
     pub amount: f64,
-    ///An ISO 4217 currency code.
+    /**Unit of `amount`: an ISO 4217 currency code (e.g., "USD", "EUR") for money, or another
+unit such as "credits".*/
     pub currency: ::std::string::String,
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_cost_meta")]
@@ -898,11 +976,18 @@ pub struct Cost {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///A resource's contents, embedded.
+/**Complete resource contents embedded directly in the message.
+
+Preferred for including context as it avoids extra round-trips.
+
+Requires the `embeddedContext` prompt capability when included in prompts.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct EmbeddedResource {
     pub resource: EmbeddedResourceResource,
+    /**Optional annotations that help clients decide how to display or route this content.
+
+Omitted and `null` are equivalent and mean no annotations are provided.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_embeddedresource_annotations")]
     #[serde(default)]
@@ -914,7 +999,7 @@ pub struct EmbeddedResource {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///Text or binary contents of a resource.
+///Resource content that can be embedded in a message.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(untagged)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
@@ -932,11 +1017,13 @@ impl ::std::convert::From<BlobResourceContents> for EmbeddedResourceResource {
         Self::BlobResourceContents(value)
     }
 }
-///An environment variable for a stdio MCP server.
+///An environment variable to set when launching a process.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct EnvVariable {
+    ///The name of the environment variable.
     pub name: ::std::string::String,
+    ///The value to set for the environment variable.
     pub value: ::std::string::String,
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_envvariable_meta")]
@@ -965,11 +1052,13 @@ pub struct ErrorData {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub detail: ::std::option::Option<::std::string::String>,
 }
-///An HTTP header for an HTTP MCP server.
+///An HTTP header to set when making requests to the MCP server.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct HttpHeader {
+    ///The name of the HTTP header.
     pub name: ::std::string::String,
+    ///The value to set for the HTTP header.
     pub value: ::std::string::String,
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_httpheader_meta")]
@@ -978,28 +1067,23 @@ pub struct HttpHeader {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///No foreground work is active. At a turn's end this toolkit always sends `stopReason` (with `error` when it is `error`), and `usage` when the runtime reported it; a resume or status snapshot has none.
+///No foreground work is active. Background activity may continue.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct IdleStateUpdate {
-    #[serde(
-        rename = "stopReason",
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
-    #[serde(alias = "stop_reason")]
-    #[serde(deserialize_with = "__tolerant_idlestateupdate_stop_reason")]
-    #[serde(default)]
-    pub stop_reason: ::std::option::Option<StopReason>,
+    #[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nToken usage for completed foreground work.\n\nOptional. Omitted and `null` are equivalent and mean the agent is not reporting token\nusage for this state update."]
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_idlestateupdate_usage")]
     #[serde(default)]
     pub usage: ::std::option::Option<Usage>,
-    ///With `stopReason: "error"`: the failure, as a JSON-RPC error object (upstream `ErrorStopReason.error`). Omitted or `null`: not reported.
-    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "__tolerant_idlestateupdate_error")]
-    #[serde(default)]
-    pub error: ::std::option::Option<TurnFailure>,
-    ///Work running independently of foreground work, as a complete snapshot; omitted or `null`: not reported (not that nothing runs), `[]`: none. A malformed list reads as not reported.
+    /**Work running independently of foreground work, as a complete snapshot.
+
+Optional. Omitted and `null` are equivalent and mean the Agent is not reporting
+background work, not that nothing is running. `[]` means no background work is
+running. An Agent that reports background work MUST include it on every state
+update for the session. A malformed list is treated as not reported.
+
+See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_idlestateupdate_background")]
     #[serde(default)]
@@ -1010,18 +1094,46 @@ pub struct IdleStateUpdate {
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
+    /**Why foreground work stopped. The value selects one of this type's variants, which may add fields of their own.
+
+Optional. Omitted and `null` are equivalent and mean the agent is not reporting a stop reason; a malformed value is treated the same way.
+
+See protocol docs: [Stop Reasons](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#stop-reasons)*/
+    #[serde(
+        rename = "stopReason",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
+    #[serde(alias = "stop_reason")]
+    #[serde(deserialize_with = "__tolerant_idlestateupdate_stop_reason")]
+    #[serde(default)]
+    pub stop_reason: ::std::option::Option<StopReason>,
+    ///With `stopReason: "error"`: the failure, as a JSON-RPC error object (upstream `ErrorStopReason.error`). Omitted or `null`: not reported.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "__tolerant_idlestateupdate_error")]
+    #[serde(default)]
+    pub error: ::std::option::Option<TurnFailure>,
 }
-///An image, base64-encoded.
+/**Images for visual context or analysis.
+
+Requires the `image` prompt capability when included in prompts.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct ImageContent {
+    ///Base64-encoded media payload.
     pub data: ::std::string::String,
+    ///MIME type describing the encoded media payload.
     #[serde(rename = "mimeType")]
     pub mime_type: ::std::string::String,
+    /**URI associated with this resource or media payload.
+
+Omitted and `null` are equivalent and mean no URI is associated with the image.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_imagecontent_uri")]
     #[serde(default)]
     pub uri: ::std::option::Option<::std::string::String>,
+    /**Optional annotations that help clients decide how to display or route this content.
+
+Omitted and `null` are equivalent and mean no annotations are provided.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_imagecontent_annotations")]
     #[serde(default)]
@@ -1033,18 +1145,27 @@ pub struct ImageContent {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///Name and version of a client or agent implementation.
+/**Metadata about the implementation of the client or agent.
+Describes the name and version of an ACP implementation, with an optional
+title for UI representation.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct Implementation {
-    ///A programmatic name.
+    /**Intended for programmatic or logical use, but can be used as a display
+name fallback if title isn't present.*/
     pub name: ::std::string::String,
-    ///A name for people to read.
+    /**Intended for UI and end-user contexts and optimized to be human-readable
+and easily understood.
+
+If not provided, the name should be used for display.
+
+Omitted and `null` are equivalent and mean the `name` is used for display.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_implementation_title")]
     #[serde(default)]
     pub title: ::std::option::Option<::std::string::String>,
-    ///The implementation's version.
+    /**Version of the implementation. Can be displayed to the user or used
+for debugging or metrics purposes. (e.g. "1.0.0").*/
     pub version: ::std::string::String,
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_implementation_meta")]
@@ -1053,7 +1174,11 @@ pub struct Implementation {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///Negotiates the protocol version and capabilities.
+/**Request parameters for the initialize method.
+
+Sent by the client to establish connection and negotiate capabilities.
+
+See protocol docs: [Initialization](https://agentclientprotocol.com/protocol/v2/draft/initialization)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct InitializeRequest {
@@ -1071,7 +1196,11 @@ pub struct InitializeRequest {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///The agent's protocol version, identity and capabilities.
+/**Response to the `initialize` method.
+
+Contains the negotiated protocol version and agent capabilities.
+
+See protocol docs: [Initialization](https://agentclientprotocol.com/protocol/v2/draft/initialization)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct InitializeResponse {
@@ -1148,14 +1277,21 @@ pub struct InjectResponse {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///Lists the sessions the agent knows (live and closed), newest first, a page at a time.
+///Request parameters for listing existing sessions.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct ListSessionsRequest {
-    ///Only sessions with this working directory (an absolute path).
+    /**Filter sessions by working directory. Must be an absolute path.
+
+Only sessions whose `cwd` is this same directory match. Subdirectories and
+`additionalDirectories` don't. Agents MAY normalize paths when comparing.
+
+Omitted and `null` are equivalent and mean sessions are not filtered by working directory.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub cwd: ::std::option::Option<::std::string::String>,
-    ///The `nextCursor` of a previous page; opaque.
+    /**Opaque cursor token from a previous response's nextCursor field for cursor-based pagination
+
+Omitted and `null` are equivalent and mean the first page is requested.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub cursor: ::std::option::Option<::std::string::String>,
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
@@ -1165,14 +1301,17 @@ pub struct ListSessionsRequest {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///One page of sessions. A missing `nextCursor` means there are no more.
+///Response from listing sessions.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct ListSessionsResponse {
+    ///Array of session information objects.
     #[serde(deserialize_with = "__tolerant_listsessionsresponse_sessions")]
     #[serde(default)]
     pub sessions: ::std::vec::Vec<SessionInfo>,
-    ///Pass it as `cursor` to fetch the next page.
+    /**Opaque cursor token. If present, pass this in the next request's cursor parameter
+to fetch the next page. Omitted and `null` are equivalent and mean there are no more
+results. An empty string is a valid cursor, not the end of results.*/
     #[serde(
         rename = "nextCursor",
         skip_serializing_if = "::std::option::Option::is_none"
@@ -1185,18 +1324,24 @@ pub struct ListSessionsResponse {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///MCP server transports the agent connects to.
+///MCP capabilities supported by the agent for session lifecycle requests.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct McpCapabilities {
-    ///`{}`: stdio servers are supported.
+    /**Agent supports `stdio` MCP servers.
+
+Optional. Omitted and `null` are equivalent and mean the agent does not advertise support.
+Supplying `{}` means the agent supports stdio MCP server transports.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_mcpcapabilities_stdio")]
     #[serde(default)]
     pub stdio: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
-    ///`{}`: HTTP servers are supported.
+    /**Agent supports `http` MCP servers.
+
+Optional. Omitted and `null` are equivalent and mean the agent does not advertise support.
+Supplying `{}` means the agent supports HTTP MCP server transports.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_mcpcapabilities_http")]
     #[serde(default)]
@@ -1210,15 +1355,18 @@ pub struct McpCapabilities {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///A server reached over HTTP.
+/**HTTP transport configuration
+
+Only available when the Agent capabilities include `session.mcp.http`.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct McpServerHttp {
-    ///A name for people to read.
+    ///Human-readable name identifying this MCP server.
     pub name: ::std::string::String,
-    ///The server's URL.
+    ///URL to the MCP server.
     pub url: ::std::string::String,
-    ///HTTP headers sent with every request.
+    /**HTTP headers to set when making requests to the MCP server. Headers the MCP transport
+defines are owned by the transport, and Agents use the transport's values for them.*/
     #[serde(
         rename = "headers",
         default,
@@ -1232,22 +1380,25 @@ pub struct McpServerHttp {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///A server started as a process, speaking over stdio.
+/**Stdio transport configuration
+
+Only available when the Agent capabilities include `session.mcp.stdio`.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct McpServerStdio {
-    ///A name for people to read.
+    ///Human-readable name identifying this MCP server.
     pub name: ::std::string::String,
-    ///The absolute path of the executable.
+    ///Absolute path to the MCP server executable.
     pub command: ::std::string::String,
-    ///Command-line arguments.
+    ///Command-line arguments to pass to the MCP server.
     #[serde(
         rename = "args",
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub args: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
-    ///Environment variables.
+    /**Environment variables to set when launching the MCP server. Names SHOULD be unique.
+Agents MAY reject duplicates with `-32602`, and otherwise the last entry wins.*/
     #[serde(
         rename = "env",
         default,
@@ -1261,7 +1412,11 @@ pub struct McpServerStdio {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///A user message's id: minted by the agent, opaque, unique per session, returned synchronously when the message is accepted.
+/**Identifier for a message, unique among messages of the same type within a session.
+
+Each message type, such as user messages, agent messages, and agent thoughts,
+has its own ID space: messages of different types may share an ID and remain
+distinct messages.*/
 #[derive(
     ::serde::Deserialize,
     ::serde::Serialize,
@@ -1303,13 +1458,19 @@ impl ::std::str::FromStr for MessageId {
         Ok(Self(value.to_string()))
     }
 }
-///Creates a session.
+/**Request parameters for creating a new session.
+
+See protocol docs: [Creating a Session](https://agentclientprotocol.com/protocol/v2/draft/session-setup#creating-a-session)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct NewSessionRequest {
-    ///The session's working directory (an absolute path).
+    ///The working directory for this session. Must be an absolute path.
     pub cwd: ::std::string::String,
-    ///Additional workspace roots (absolute paths); only when the agent advertises `session.additionalDirectories`.
+    /**Additional workspace roots for this session. Each path must be absolute.
+
+These expand the session's workspace scope without changing `cwd`, which
+remains the base for relative paths. When omitted or empty, no
+additional roots are activated for the new session.*/
     #[serde(
         rename = "additionalDirectories",
         default,
@@ -1318,7 +1479,7 @@ pub struct NewSessionRequest {
     pub additional_directories: ::std::option::Option<
         ::std::vec::Vec<::std::string::String>,
     >,
-    ///MCP servers the agent should connect to. This toolkit hands them to the agent's host.
+    ///List of MCP (Model Context Protocol) servers the agent should connect to.
     #[serde(
         rename = "mcpServers",
         default,
@@ -1332,7 +1493,13 @@ pub struct NewSessionRequest {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///The new session's id.
+/**Response from creating a new session.
+
+New sessions default to `idle` until a state update reports otherwise.
+Updates may arrive before or after this response. Clients MUST NOT overwrite
+an already-reported state when the response arrives.
+
+See protocol docs: [Creating a Session](https://agentclientprotocol.com/protocol/v2/draft/session-setup#creating-a-session)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct NewSessionResponse {
@@ -1386,13 +1553,13 @@ pub struct PendingInjectsUpdate {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///One choice of a permission request.
+///An option presented to the user when requesting permission.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct PermissionOption {
     #[serde(rename = "optionId")]
     pub option_id: PermissionOptionId,
-    ///The label shown to the user.
+    ///Human-readable label to display to the user.
     pub name: ::std::string::String,
     pub kind: PermissionOptionKind,
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
@@ -1402,7 +1569,7 @@ pub struct PermissionOption {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///A permission option's id.
+///Unique identifier for a permission option.
 #[derive(
     ::serde::Deserialize,
     ::serde::Serialize,
@@ -1444,10 +1611,15 @@ impl ::std::str::FromStr for PermissionOptionId {
         Ok(Self(value.to_string()))
     }
 }
-///One entry of a plan.
+/**A single entry in the execution plan.
+
+Represents a task or goal that the assistant intends to accomplish
+as part of fulfilling the user's request.
+See protocol docs: [Plan Entries](https://agentclientprotocol.com/protocol/v2/draft/agent-plan#plan-entries)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct PlanEntry {
+    ///Human-readable description of what this task aims to accomplish.
     pub content: ::std::string::String,
     pub priority: PlanEntryPriority,
     pub status: PlanEntryStatus,
@@ -1458,12 +1630,17 @@ pub struct PlanEntry {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///A plan as a list of entries.
+///Structured plan entries.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct PlanItems {
+    ///The plan ID to update.
     #[serde(rename = "planId")]
     pub plan_id: ::std::string::String,
+    /**The list of tasks to be accomplished.
+
+When updating an item-based plan, the agent must send a complete list of all entries
+with their current status. The client replaces that plan with each update.*/
     #[serde(deserialize_with = "__tolerant_planitems_entries")]
     pub entries: ::std::vec::Vec<PlanEntry>,
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
@@ -1473,7 +1650,8 @@ pub struct PlanItems {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///The agent's plan, replaced whole.
+/**A content update for a plan identified by ID.
+See protocol docs: [Agent Plan](https://agentclientprotocol.com/protocol/v2/draft/agent-plan)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct PlanUpdate {
@@ -1485,13 +1663,32 @@ pub struct PlanUpdate {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///A user message. On an idle session it is inserted into the conversation and starts a turn. While a turn is in progress it is held: queued in arrival order and inserted when a turn ends, and only then answered with its `messageId` (-32800 if it never is: cancelled, revoked, or its session closed). `session/inject` says when mid-turn input is delivered.
+/**Request parameters for sending a user prompt to the agent.
+
+Contains the user's message and any additional context.
+
+See protocol docs: [User Message](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#1-user-message)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct PromptRequest {
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
-    ///The message's content (at least one block).
+    /**The blocks of content that compose the user's message.
+
+As a baseline, the Agent MUST support `text` and `resource_link` content blocks,
+while other variants are optionally enabled via `PromptCapabilities`.
+
+The Client MUST adapt its interface according to `PromptCapabilities`.
+
+The client MAY include referenced pieces of context as either
+`resource` or `resource_link` content blocks.
+
+When available, `resource` is preferred
+as it avoids extra round-trips and allows the message to include
+pieces of context from sources the agent may not have access to.
+
+Clients MUST NOT send an empty array. Agents MAY reject one with `-32602` without
+inserting it.*/
     #[serde(deserialize_with = "__de::min_items::<_, _, 1>")]
     #[cfg_attr(feature = "schemars", schemars(length(min = 1)))]
     pub prompt: ::std::vec::Vec<ContentBlock>,
@@ -1502,7 +1699,16 @@ pub struct PromptRequest {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///The insertion receipt (upstream 2.0.0-alpha.5): the user message has been inserted into the conversation with this `messageId`, which its `user_message` update carries. Sent on insertion, not at the end of the turn; the response and the update may reach the client in either order.
+/**Response acknowledging that a user prompt was inserted into the ACP conversation.
+
+This response does not indicate that the prompt was merely received or held, nor that the
+agent has finished processing it.
+Processing and completion are reported through `state_update` session updates.
+
+Insertion is the logical addition of a user message with a message ID and a position
+relative to other messages in the ACP conversation.
+
+See protocol docs: [Prompt Accepted](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#2-prompt-accepted)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct PromptResponse {
@@ -1515,7 +1721,10 @@ pub struct PromptResponse {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///The protocol's major version.
+/**Protocol version identifier.
+
+This version is only bumped for breaking changes.
+Non-breaking changes should be introduced via capabilities.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(transparent)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
@@ -1591,7 +1800,7 @@ pub struct ReplaceInjectResponse {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///Replay the whole conversation.
+///Replay all retained conversation history from its first replayable entry.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct ReplayFromStart {
@@ -1602,25 +1811,39 @@ pub struct ReplayFromStart {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///The agent asks the user to authorise an action. While open, the session's state is `requires_action`.
+/**Request for user permission to proceed with an operation.
+
+Sent when the agent needs authorization before performing a sensitive operation.
+
+See protocol docs: [Requesting Permission](https://agentclientprotocol.com/protocol/v2/draft/tool-calls#requesting-permission)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct RequestPermissionRequest {
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
-    ///What is being asked, for a person.
+    /**Human-readable title for the permission prompt.
+
+This title is specific to the permission prompt and does not update any
+subject's displayed title.*/
     pub title: ::std::string::String,
-    ///Why permission is needed, for a person.
+    /**Optional human-readable explanation of why permission is needed.
+
+This text is specific to the permission prompt and does not update any
+subject's displayed content. Omitted and `null` are equivalent and mean no separate
+permission description was provided.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_requestpermissionrequest_description")]
     #[serde(default)]
     pub description: ::std::option::Option<::std::string::String>,
-    ///What the request is about (upstream `RequestPermissionSubject`, carried through unchanged).
+    /**Optional structured context about the operation requiring permission.
+
+Omitted and `null` are equivalent and mean no structured subject was provided.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub subject: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
-    ///The choices offered.
+    /**Available permission options for the user to choose from.
+Must contain at least one option.*/
     #[serde(deserialize_with = "__de::min_items::<_, _, 1>")]
     #[cfg_attr(feature = "schemars", schemars(length(min = 1)))]
     pub options: ::std::vec::Vec<PermissionOption>,
@@ -1631,7 +1854,7 @@ pub struct RequestPermissionRequest {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///The user's decision.
+///Response to a permission request.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct RequestPermissionResponse {
@@ -1643,11 +1866,18 @@ pub struct RequestPermissionResponse {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///The turn waits for the user (a permission request is open).
+///Foreground work is blocked on user action.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct RequiresActionStateUpdate {
-    ///Work running independently of foreground work, as a complete snapshot; omitted or `null`: not reported (not that nothing runs), `[]`: none. A malformed list reads as not reported.
+    /**Work running independently of foreground work, as a complete snapshot.
+
+Optional. Omitted and `null` are equivalent and mean the Agent is not reporting
+background work, not that nothing is running. `[]` means no background work is
+running. An Agent that reports background work MUST include it on every state
+update for the session. A malformed list is treated as not reported.
+
+See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_requiresactionstateupdate_background")]
     #[serde(default)]
@@ -1659,35 +1889,56 @@ pub struct RequiresActionStateUpdate {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///A link to a resource the agent can read.
+/**References to resources that the receiver may be able to read.
+
+All agents MUST support resource links in prompts.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct ResourceLink {
+    ///Human-readable name shown for this protocol object.
     pub name: ::std::string::String,
+    ///URI associated with this resource or media payload.
     pub uri: ::std::string::String,
+    /**Optional display title for end-user UI.
+
+Omitted and `null` are equivalent and mean no title is provided.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_resourcelink_title")]
     #[serde(default)]
     pub title: ::std::option::Option<::std::string::String>,
+    /**Optional human-readable details shown with this protocol object.
+
+Omitted and `null` are equivalent and mean no description is provided.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_resourcelink_description")]
     #[serde(default)]
     pub description: ::std::option::Option<::std::string::String>,
-    ///Icons for the resource (upstream `Icon`).
+    /**Optional set of sized icons that the client can display in a user interface.
+
+Omitted and `null` are equivalent and mean no icons are provided.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_resourcelink_icons")]
     #[serde(default)]
     pub icons: ::std::option::Option<
         ::std::vec::Vec<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     >,
+    /**MIME type describing the encoded media payload.
+
+Omitted and `null` are equivalent and mean the MIME type is not specified.*/
     #[serde(rename = "mimeType", skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_resourcelink_mime_type")]
     #[serde(default)]
     pub mime_type: ::std::option::Option<::std::string::String>,
+    /**Optional size of the linked resource in bytes, if known.
+
+Omitted and `null` are equivalent and mean the size is not known.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_resourcelink_size")]
     #[serde(default)]
-    pub size: ::std::option::Option<i64>,
+    pub size: ::std::option::Option<u64>,
+    /**Optional annotations that help clients decide how to display or route this content.
+
+Omitted and `null` are equivalent and mean no annotations are provided.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_resourcelink_annotations")]
     #[serde(default)]
@@ -1699,15 +1950,26 @@ pub struct ResourceLink {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///Reconnects to an existing session (live, closed, or from an earlier agent process). With `replayFrom` the conversation is replayed as `session/update` notifications before the response.
+/**Request parameters for resuming an existing session.
+
+Resumes an existing session and optionally replays retained conversation
+history according to `replayFrom`.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct ResumeSessionRequest {
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
-    ///The session's working directory; must match the session's.
+    /**The working directory for this session. Must be an absolute path.
+
+Clients MUST send the session's working directory. Agents MAY reject a different directory
+with `-32602`, and MAY normalize paths when comparing.*/
     pub cwd: ::std::string::String,
-    ///The complete list of additional workspace roots for the resumed session.
+    /**Additional workspace roots to activate for this session. Each path must be absolute.
+
+When omitted or empty, no additional roots are activated. When non-empty,
+this is the complete resulting additional-root list for the resumed
+session. It may differ from any previously used or reported list as long as
+the request `cwd` matches the session's `cwd`.*/
     #[serde(
         rename = "additionalDirectories",
         default,
@@ -1716,14 +1978,27 @@ pub struct ResumeSessionRequest {
     pub additional_directories: ::std::option::Option<
         ::std::vec::Vec<::std::string::String>,
     >,
-    ///MCP servers the agent should connect to.
+    /**List of MCP servers to connect to for this session.
+
+The complete set of Client-provided servers. Omitted and `[]` mean none. Agents SHOULD
+NOT restore servers from earlier requests.*/
     #[serde(
         rename = "mcpServers",
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub mcp_servers: ::std::option::Option<::std::vec::Vec<McpServer>>,
-    ///Where replay starts (inclusive). Omitted or `null`: no replay.
+    /**Inclusive cursor describing where conversation replay should begin.
+
+Optional. Omitted and `null` are equivalent and mean the Agent should resume without
+replaying previous conversation history. Replay cursors are inclusive:
+replay includes the position identified by the cursor. Supplying
+`{ "type": "start" }` means the Agent should replay all retained
+conversation history before responding.
+
+Agents MUST reject unsupported cursor types or malformed cursor values
+with `-32602` (Invalid params), rather than substituting another cursor
+or resuming without replay.*/
     #[serde(
         rename = "replayFrom",
         skip_serializing_if = "::std::option::Option::is_none"
@@ -1736,7 +2011,13 @@ pub struct ResumeSessionRequest {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///The session is live and attached to this connection; any replay was sent before this response.
+/**Response from resuming an existing session.
+
+The agent MUST send a current `state_update` after any requested history
+replay and before this response, even without replay. The update reports
+foreground state after resuming. The response alone does not imply `idle`.
+
+See protocol docs: [Current-State Synchronization](https://agentclientprotocol.com/protocol/v2/draft/session-setup#current-state-synchronization)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct ResumeSessionResponse {
@@ -1773,11 +2054,18 @@ pub struct RevokeInjectResponse {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///Foreground work started or resumed.
+///Foreground work is in progress.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct RunningStateUpdate {
-    ///Work running independently of foreground work, as a complete snapshot; omitted or `null`: not reported (not that nothing runs), `[]`: none. A malformed list reads as not reported.
+    /**Work running independently of foreground work, as a complete snapshot.
+
+Optional. Omitted and `null` are equivalent and mean the Agent is not reporting
+background work, not that nothing is running. `[]` means no background work is
+running. An Agent that reports background work MUST include it on every state
+update for the session. A malformed list is treated as not reported.
+
+See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_runningstateupdate_background")]
     #[serde(default)]
@@ -1789,7 +2077,10 @@ pub struct RunningStateUpdate {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///The user chose an option.
+/**The user selected one of the provided options.
+
+If `optionId` doesn't match an offered option, the agent MUST treat the request as not
+approved.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct SelectedPermissionOutcome {
@@ -1802,7 +2093,12 @@ pub struct SelectedPermissionOutcome {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///The agent accepts additional workspace roots.
+/**Capabilities for additional session directories support.
+
+Supplying `{}` means the agent supports the `additionalDirectories` field on
+supported session lifecycle requests. Agents may return
+`SessionInfo.additionalDirectories` in `session/list` to report the
+complete ordered additional-root list associated with a listed session.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct SessionAdditionalDirectoriesCapabilities {
@@ -1815,16 +2111,47 @@ pub struct SessionAdditionalDirectoriesCapabilities {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///Session-level capabilities. `{}` means the baseline session methods; absent members mean the optional feature is not supported. This toolkit's own extensions are advertised under `_meta` (`acp-inject.dev/pending`, `acp-inject.dev/sessionClosed`).
+/**Session capabilities supported by the agent.
+
+Supplying `{}` means the agent supports the baseline session methods:
+`session/new`, `session/list`, `session/resume`, `session/close`,
+`session/prompt`, `session/cancel`, and `session/update`.
+
+Agents that support sessions **MAY** support additional session methods,
+prompt content types, and MCP transports by specifying additional
+capabilities.
+
+See protocol docs: [Session Capabilities](https://agentclientprotocol.com/protocol/v2/draft/initialization#session-capabilities)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct SessionCapabilities {
-    ///MCP server transports accepted by `session/new` and `session/resume`.
+    #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "__tolerant_sessioncapabilities_meta")]
+    #[serde(default)]
+    pub meta: ::std::option::Option<
+        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    >,
+    /**MCP capabilities supported by the agent for session lifecycle requests.
+
+Optional. Omitted and `null` are equivalent and mean the agent does not advertise MCP
+server transport support for sessions.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_sessioncapabilities_mcp")]
     #[serde(default)]
     pub mcp: ::std::option::Option<McpCapabilities>,
-    ///`additionalDirectories` is accepted by `session/new` and `session/resume`.
+    #[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nWhether the agent supports `session/status`.\n\nOptional. Omitted and `null` are equivalent and mean the agent does not advertise support.\nSupplying `{}` means the agent supports checking session status."]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "__tolerant_sessioncapabilities_status")]
+    #[serde(default)]
+    pub status: ::std::option::Option<SessionStatusCapabilities>,
+    /**Whether the agent supports `additionalDirectories` on supported session lifecycle requests.
+
+Optional. Omitted and `null` are equivalent and mean the agent does not advertise support.
+Supplying `{}` means the agent supports `additionalDirectories` on
+supported session lifecycle requests.
+
+Agents may return `SessionInfo.additionalDirectories` to report the
+complete ordered additional-root list associated with a listed session.*/
     #[serde(
         rename = "additionalDirectories",
         skip_serializing_if = "::std::option::Option::is_none"
@@ -1837,17 +2164,6 @@ pub struct SessionCapabilities {
     ///`session/inject` with revoke (mandatory) and optional replace.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub inject: ::std::option::Option<InjectCapabilities>,
-    ///`session/status`.
-    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "__tolerant_sessioncapabilities_status")]
-    #[serde(default)]
-    pub status: ::std::option::Option<SessionStatusCapabilities>,
-    #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "__tolerant_sessioncapabilities_meta")]
-    #[serde(default)]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
 }
 ///Extension (`_acp-inject/session_closed`): the session was closed (by `session/close` or by the agent). Sent to every attached connection; nothing follows it for this session until it is resumed.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
@@ -1860,7 +2176,12 @@ pub struct SessionClosedUpdate {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///A session's id, assigned by the agent.
+/**A unique identifier for a conversation session between a client and agent.
+
+Each session has its own context, conversation history, and state, so one
+agent can run several independent sessions.
+
+See protocol docs: [Session ID](https://agentclientprotocol.com/protocol/v2/draft/session-setup#session-id)*/
 #[derive(
     ::serde::Deserialize,
     ::serde::Serialize,
@@ -1902,15 +2223,19 @@ impl ::std::str::FromStr for SessionId {
         Ok(Self(value.to_string()))
     }
 }
-///A session as `session/list` reports it.
+///Information about a session returned by session/list
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct SessionInfo {
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
-    ///The session's working directory.
+    ///The working directory for this session. Must be an absolute path.
     pub cwd: ::std::string::String,
-    ///The session's additional workspace roots.
+    /**Additional workspace roots reported for this session. Each path must be absolute.
+
+When present, this is the complete ordered additional-root list reported
+by the Agent. Omitted and empty values are equivalent: the response
+reports no additional roots.*/
     #[serde(
         rename = "additionalDirectories",
         default,
@@ -1919,12 +2244,16 @@ pub struct SessionInfo {
     pub additional_directories: ::std::option::Option<
         ::std::vec::Vec<::std::string::String>,
     >,
-    ///A title for people to read.
+    /**Human-readable title for the session
+
+Omitted and `null` are equivalent and mean no title is provided.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_sessioninfo_title")]
     #[serde(default)]
     pub title: ::std::option::Option<::std::string::String>,
-    ///RFC 3339 time of the last activity.
+    /**RFC 3339 timestamp of last activity.
+
+Omitted and `null` are equivalent and mean the last activity time is not reported.*/
     #[serde(
         rename = "updatedAt",
         skip_serializing_if = "::std::option::Option::is_none"
@@ -1939,15 +2268,15 @@ pub struct SessionInfo {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///The session's metadata changed. Omitted members are unchanged; `null` clears.
+///Session metadata has been updated (title, timestamps, custom metadata)
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct SessionInfoUpdate {
-    ///A title for people to read.
+    ///Human-readable title for the session. Set to null to clear.
     #[serde(rename = "title", default, skip_serializing_if = "Patch::is_absent")]
     #[serde(deserialize_with = "__tolerant_sessioninfoupdate_title")]
     pub title: Patch<::std::string::String>,
-    ///RFC 3339 time of the last activity.
+    ///RFC 3339 timestamp of last activity. Set to null to clear.
     #[serde(rename = "updatedAt", default, skip_serializing_if = "Patch::is_absent")]
     #[serde(deserialize_with = "__tolerant_sessioninfoupdate_updated_at")]
     pub updated_at: Patch<::std::string::String>,
@@ -1958,7 +2287,7 @@ pub struct SessionInfoUpdate {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///The agent answers `session/status`.
+#[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nCapabilities for the `session/status` method.\n\nSupplying `{}` means the agent supports checking session status."]
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct SessionStatusCapabilities {
@@ -1969,7 +2298,7 @@ pub struct SessionStatusCapabilities {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///A side-effect-free liveness probe.
+#[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nRequest parameters for checking the status of a session.\n\nOnly available if the Agent supports the `session.status` capability.\n\n`session/status` MUST NOT have side effects. The Agent does not load, resume, create,\nclose, or change the session, and does not attach the requesting connection to it.\nA session the Agent does not know gets `-32002` with the requested `sessionId` in `data`."]
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct SessionStatusRequest {
@@ -1982,12 +2311,18 @@ pub struct SessionStatusRequest {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///Whether the agent has the session in memory, and its foreground state when it does. A snapshot: a session reported `open` may be closed before the client's next request, and an `idle` state here is not a new turn end.
+#[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nResponse from checking the status of a session.\n\nThe result is a snapshot. A session reported `open` may be closed or evicted before\nthe Client's next request."]
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct SessionStatusResponse {
     pub status: SessionStatus,
-    ///The session's current foreground state, as a `state_update` would report it (sent when `status` is `open`). Absent, `null` or malformed: not reported, which does not mean `idle`.
+    /**The session's current foreground state, as the same snapshot the Agent sends in
+`state_update` notifications.
+
+Optional. Agents SHOULD include it when `status` is `open`. Omitted, `null`, and
+malformed values mean the Agent is not reporting foreground state, and Clients
+MUST NOT read that as `idle`. This is a snapshot, not a new transition. Clients
+MUST NOT count an `idle` snapshot as a new completion.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_sessionstatusresponse_state")]
     #[serde(default)]
@@ -1999,11 +2334,19 @@ pub struct SessionStatusResponse {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///Text.
+/**Text content. May be plain text or formatted with Markdown.
+
+All agents MUST support text content blocks in prompts.
+Clients SHOULD render this text as CommonMark and MAY support GitHub Flavored Markdown
+extensions.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct TextContent {
+    ///Text payload carried by this content block.
     pub text: ::std::string::String,
+    /**Optional annotations that help clients decide how to display or route this content.
+
+Omitted and `null` are equivalent and mean no annotations are provided.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_textcontent_annotations")]
     #[serde(default)]
@@ -2015,16 +2358,21 @@ pub struct TextContent {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///A text resource.
+///Text-based resource contents.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct TextResourceContents {
+    ///Text payload carried by this content block.
+    pub text: ::std::string::String,
+    ///URI associated with this resource or media payload.
     pub uri: ::std::string::String,
+    /**MIME type describing the encoded media payload.
+
+Omitted and `null` are equivalent and mean the MIME type is not specified.*/
     #[serde(rename = "mimeType", skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_textresourcecontents_mime_type")]
     #[serde(default)]
     pub mime_type: ::std::option::Option<::std::string::String>,
-    pub text: ::std::string::String,
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_textresourcecontents_meta")]
     #[serde(default)]
@@ -2032,7 +2380,7 @@ pub struct TextResourceContents {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///A content block.
+///Standard content block (text, images, resources).
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct ToolCallContentBlock {
@@ -2044,7 +2392,7 @@ pub struct ToolCallContentBlock {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///Appends content to a tool call.
+///A chunk of tool-call content being streamed.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct ToolCallContentChunk {
@@ -2058,7 +2406,7 @@ pub struct ToolCallContentChunk {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///A tool call's id, unique within a session.
+///Unique identifier for a tool call within a session.
 #[derive(
     ::serde::Deserialize,
     ::serde::Serialize,
@@ -2100,48 +2448,66 @@ impl ::std::str::FromStr for ToolCallId {
         Ok(Self(value.to_string()))
     }
 }
-///A tool call was created or changed (upsert keyed by `toolCallId`).
+///A tool call has been created or updated.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct ToolCallUpdate {
     #[serde(rename = "toolCallId")]
     pub tool_call_id: ToolCallId,
-    ///The tool's programmatic name.
+    /**Programmatic name of the tool being invoked.
+
+This field is optional and has patch semantics. Omission means no
+change, `null` clears the name, and a string replaces it. For a tool
+call ID the client has not seen before, omission or `null` means that no
+tool name is available.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_toolcallupdate_name")]
     #[serde(default)]
     pub name: ::std::option::Option<::std::string::String>,
-    ///A title for people to read.
+    /**Human-readable title describing what the tool is doing.
+
+Omission leaves the title unchanged, `null` unsets it, and a string replaces it.
+A new tool call starts without a title.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_toolcallupdate_title")]
     #[serde(default)]
     pub title: ::std::option::Option<::std::string::String>,
+    /**The category of tool being invoked.
+Helps clients choose appropriate icons and UI treatment.
+
+Omission leaves the kind unchanged, `null` resets it to `other`, and a value replaces it.
+A new tool call starts as `other`.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_toolcallupdate_kind")]
     #[serde(default)]
     pub kind: ::std::option::Option<ToolKind>,
+    /**Current execution status of the tool call.
+
+Omission leaves the status unchanged, `null` resets it to `pending`, and a value
+replaces it. A new tool call starts as `pending`.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_toolcallupdate_status")]
     #[serde(default)]
     pub status: ::std::option::Option<ToolCallStatus>,
-    ///Replaces the tool call's content.
+    ///Content produced by the tool call.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_toolcallupdate_content")]
     #[serde(default)]
     pub content: ::std::option::Option<::std::vec::Vec<ToolCallContent>>,
-    ///File locations the tool call touches (upstream `ToolCallLocation`).
+    /**File locations affected by this tool call.
+Enables "follow-along" features in clients.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_toolcallupdate_locations")]
     #[serde(default)]
     pub locations: ::std::option::Option<
         ::std::vec::Vec<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     >,
-    ///The raw input of the tool call.
+    ///Raw input parameters sent to the tool.
     #[serde(rename = "rawInput", skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_toolcallupdate_raw_input")]
     #[serde(default)]
     pub raw_input: ::std::option::Option<::serde_json::Value>,
-    ///The raw output of the tool call.
+    ///Raw output returned by the tool.
     #[serde(
         rename = "rawOutput",
         skip_serializing_if = "::std::option::Option::is_none"
@@ -2168,11 +2534,18 @@ pub struct TurnFailure {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub data: ::std::option::Option<::serde_json::Value>,
 }
-///UNSTABLE upstream: the agent cannot currently determine foreground activity. Not an outcome: it cancels nothing and ends no turn; a client keeps the previous state as last known, not as current. A later state replaces it.
+#[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nThe Agent cannot currently determine foreground activity.\nThis replaces previously confirmed activity without ending the work or session."]
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct UnknownStateUpdate {
-    ///Work running independently of foreground work, as a complete snapshot; omitted or `null`: not reported (not that nothing runs), `[]`: none. A malformed list reads as not reported.
+    /**Work running independently of foreground work, as a complete snapshot.
+
+Optional. Omitted and `null` are equivalent and mean the Agent is not reporting
+background work, not that nothing is running. `[]` means no background work is
+running. An Agent that reports background work MUST include it on every state
+update for the session. A malformed list is treated as not reported.
+
+See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_unknownstateupdate_background")]
     #[serde(default)]
@@ -2184,11 +2557,14 @@ pub struct UnknownStateUpdate {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///The `data` of a -32022 error: the version the client asked for and the versions the agent speaks (upstream's definition).
+/**Data for the `-32022` (Unsupported protocol version) error.
+
+See protocol docs: [Version Negotiation](https://agentclientprotocol.com/protocol/v2/draft/initialization#version-negotiation)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct UnsupportedProtocolVersionErrorData {
     pub requested: ProtocolVersion,
+    ///The protocol versions the Agent supports.
     pub supported: ::std::vec::Vec<ProtocolVersion>,
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_unsupportedprotocolversionerrordata_meta")]
@@ -2197,7 +2573,11 @@ pub struct UnsupportedProtocolVersionErrorData {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///A session update (`session/update`).
+/**Notification containing a session update from the agent.
+
+Agents can send session updates at any point while the session exists.
+
+See protocol docs: [Agent Reports Output](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#3-agent-reports-output)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct UpdateSessionNotification {
@@ -2211,16 +2591,22 @@ pub struct UpdateSessionNotification {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///Token usage of a turn.
+#[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nToken usage for the foreground work that just completed, not cumulative for the session."]
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct Usage {
+    ///Sum of all token types for the completed work.
     #[serde(rename = "totalTokens")]
     pub total_tokens: u64,
+    ///Input tokens for the completed work.
     #[serde(rename = "inputTokens")]
     pub input_tokens: u64,
+    ///Output tokens for the completed work.
     #[serde(rename = "outputTokens")]
     pub output_tokens: u64,
+    /**Thought/reasoning tokens for the completed work.
+
+Omitted and `null` are equivalent and mean the count is not reported.*/
     #[serde(
         rename = "thoughtTokens",
         skip_serializing_if = "::std::option::Option::is_none"
@@ -2228,6 +2614,9 @@ pub struct Usage {
     #[serde(deserialize_with = "__tolerant_usage_thought_tokens")]
     #[serde(default)]
     pub thought_tokens: ::std::option::Option<u64>,
+    /**Cache read tokens for the completed work.
+
+Omitted and `null` are equivalent and mean the count is not reported.*/
     #[serde(
         rename = "cachedReadTokens",
         skip_serializing_if = "::std::option::Option::is_none"
@@ -2235,6 +2624,9 @@ pub struct Usage {
     #[serde(deserialize_with = "__tolerant_usage_cached_read_tokens")]
     #[serde(default)]
     pub cached_read_tokens: ::std::option::Option<u64>,
+    /**Cache write tokens for the completed work.
+
+Omitted and `null` are equivalent and mean the count is not reported.*/
     #[serde(
         rename = "cachedWriteTokens",
         skip_serializing_if = "::std::option::Option::is_none"
@@ -2249,15 +2641,17 @@ pub struct Usage {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///Context window usage.
+///Context window and cost update for the session.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct UsageUpdate {
-    ///Tokens in the context window.
+    ///Tokens currently in context.
     pub used: u64,
-    ///The context window's size in tokens.
+    ///Total context window size in tokens.
     pub size: u64,
-    ///Cumulative cost of the session.
+    /**Cumulative session cost.
+
+Omitted leaves the last reported cost unchanged. `null` clears it. A value replaces it.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_usageupdate_cost")]
     #[serde(default)]
@@ -2269,13 +2663,17 @@ pub struct UsageUpdate {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///A user message was inserted into history. For a prompt or inject this is its delivery.
+/**A user message has been created or updated.
+
+Agents can send this when they accept or replay a user message. When a
+client receives another `user_message` update with the same `messageId`,
+fields in the new update patch the previous fields for that message.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct UserMessage {
     #[serde(rename = "messageId")]
     pub message_id: MessageId,
-    ///Omitted: content unchanged; null: cleared; an array: replaced.
+    ///Complete replacement content for this message.
     #[serde(rename = "content", default, skip_serializing_if = "Patch::is_absent")]
     #[serde(deserialize_with = "__tolerant_usermessage_content")]
     pub content: Patch<::std::vec::Vec<ContentBlock>>,
@@ -2286,7 +2684,7 @@ pub struct UserMessage {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///A streamed piece of a user message.
+///A chunk of the user's message being streamed.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 pub struct UserMessageChunk {
@@ -2629,11 +3027,11 @@ impl SerializeFields for BlobResourceContents {
         &self,
         map: &mut M,
     ) -> Result<(), M::Error> {
+        map.serialize_entry("blob", &self.blob)?;
         map.serialize_entry("uri", &self.uri)?;
         if !::std::option::Option::is_none(&self.mime_type) {
             map.serialize_entry("mimeType", &self.mime_type)?;
         }
-        map.serialize_entry("blob", &self.blob)?;
         if !::std::option::Option::is_none(&self.meta) {
             map.serialize_entry("_meta", &self.meta)?;
         }
@@ -2868,20 +3266,10 @@ impl SerializeFields for HttpHeader {
         Ok(())
     }
 }
-fn __tolerant_idlestateupdate_stop_reason<'de, D: ::serde::Deserializer<'de>>(
-    deserializer: D,
-) -> Result<::std::option::Option<StopReason>, D::Error> {
-    __de::default_on_error(deserializer, "IdleStateUpdate.stopReason")
-}
 fn __tolerant_idlestateupdate_usage<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<::std::option::Option<Usage>, D::Error> {
     __de::default_on_error(deserializer, "IdleStateUpdate.usage")
-}
-fn __tolerant_idlestateupdate_error<'de, D: ::serde::Deserializer<'de>>(
-    deserializer: D,
-) -> Result<::std::option::Option<TurnFailure>, D::Error> {
-    __de::default_on_error(deserializer, "IdleStateUpdate.error")
 }
 fn __tolerant_idlestateupdate_background<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
@@ -2896,25 +3284,35 @@ fn __tolerant_idlestateupdate_meta<'de, D: ::serde::Deserializer<'de>>(
 > {
     __de::default_on_error(deserializer, "IdleStateUpdate._meta")
 }
+fn __tolerant_idlestateupdate_stop_reason<'de, D: ::serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<::std::option::Option<StopReason>, D::Error> {
+    __de::default_on_error(deserializer, "IdleStateUpdate.stopReason")
+}
+fn __tolerant_idlestateupdate_error<'de, D: ::serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<::std::option::Option<TurnFailure>, D::Error> {
+    __de::default_on_error(deserializer, "IdleStateUpdate.error")
+}
 impl SerializeFields for IdleStateUpdate {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
         &self,
         map: &mut M,
     ) -> Result<(), M::Error> {
-        if !::std::option::Option::is_none(&self.stop_reason) {
-            map.serialize_entry("stopReason", &self.stop_reason)?;
-        }
         if !::std::option::Option::is_none(&self.usage) {
             map.serialize_entry("usage", &self.usage)?;
-        }
-        if !::std::option::Option::is_none(&self.error) {
-            map.serialize_entry("error", &self.error)?;
         }
         if !::std::option::Option::is_none(&self.background) {
             map.serialize_entry("background", &self.background)?;
         }
         if !::std::option::Option::is_none(&self.meta) {
             map.serialize_entry("_meta", &self.meta)?;
+        }
+        if !::std::option::Option::is_none(&self.stop_reason) {
+            map.serialize_entry("stopReason", &self.stop_reason)?;
+        }
+        if !::std::option::Option::is_none(&self.error) {
+            map.serialize_entry("error", &self.error)?;
         }
         Ok(())
     }
@@ -3678,7 +4076,7 @@ fn __tolerant_resourcelink_mime_type<'de, D: ::serde::Deserializer<'de>>(
 }
 fn __tolerant_resourcelink_size<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
-) -> Result<::std::option::Option<i64>, D::Error> {
+) -> Result<::std::option::Option<u64>, D::Error> {
     __de::default_on_error(deserializer, "ResourceLink.size")
 }
 fn __tolerant_resourcelink_annotations<'de, D: ::serde::Deserializer<'de>>(
@@ -3886,10 +4284,23 @@ impl SerializeFields for SessionAdditionalDirectoriesCapabilities {
         Ok(())
     }
 }
+fn __tolerant_sessioncapabilities_meta<'de, D: ::serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<
+    ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
+    D::Error,
+> {
+    __de::default_on_error(deserializer, "SessionCapabilities._meta")
+}
 fn __tolerant_sessioncapabilities_mcp<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<::std::option::Option<McpCapabilities>, D::Error> {
     __de::default_on_error(deserializer, "SessionCapabilities.mcp")
+}
+fn __tolerant_sessioncapabilities_status<'de, D: ::serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<::std::option::Option<SessionStatusCapabilities>, D::Error> {
+    __de::default_on_error(deserializer, "SessionCapabilities.status")
 }
 fn __tolerant_sessioncapabilities_additional_directories<
     'de,
@@ -3899,38 +4310,25 @@ fn __tolerant_sessioncapabilities_additional_directories<
 ) -> Result<::std::option::Option<SessionAdditionalDirectoriesCapabilities>, D::Error> {
     __de::default_on_error(deserializer, "SessionCapabilities.additionalDirectories")
 }
-fn __tolerant_sessioncapabilities_status<'de, D: ::serde::Deserializer<'de>>(
-    deserializer: D,
-) -> Result<::std::option::Option<SessionStatusCapabilities>, D::Error> {
-    __de::default_on_error(deserializer, "SessionCapabilities.status")
-}
-fn __tolerant_sessioncapabilities_meta<'de, D: ::serde::Deserializer<'de>>(
-    deserializer: D,
-) -> Result<
-    ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
-    D::Error,
-> {
-    __de::default_on_error(deserializer, "SessionCapabilities._meta")
-}
 impl SerializeFields for SessionCapabilities {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
         &self,
         map: &mut M,
     ) -> Result<(), M::Error> {
+        if !::std::option::Option::is_none(&self.meta) {
+            map.serialize_entry("_meta", &self.meta)?;
+        }
         if !::std::option::Option::is_none(&self.mcp) {
             map.serialize_entry("mcp", &self.mcp)?;
+        }
+        if !::std::option::Option::is_none(&self.status) {
+            map.serialize_entry("status", &self.status)?;
         }
         if !::std::option::Option::is_none(&self.additional_directories) {
             map.serialize_entry("additionalDirectories", &self.additional_directories)?;
         }
         if !::std::option::Option::is_none(&self.inject) {
             map.serialize_entry("inject", &self.inject)?;
-        }
-        if !::std::option::Option::is_none(&self.status) {
-            map.serialize_entry("status", &self.status)?;
-        }
-        if !::std::option::Option::is_none(&self.meta) {
-            map.serialize_entry("_meta", &self.meta)?;
         }
         Ok(())
     }
@@ -4142,11 +4540,11 @@ impl SerializeFields for TextResourceContents {
         &self,
         map: &mut M,
     ) -> Result<(), M::Error> {
+        map.serialize_entry("text", &self.text)?;
         map.serialize_entry("uri", &self.uri)?;
         if !::std::option::Option::is_none(&self.mime_type) {
             map.serialize_entry("mimeType", &self.mime_type)?;
         }
-        map.serialize_entry("text", &self.text)?;
         if !::std::option::Option::is_none(&self.meta) {
             map.serialize_entry("_meta", &self.meta)?;
         }
@@ -4813,12 +5211,21 @@ impl ::schemars::JsonSchema for SteerInStream {
             .expect("a well-formed schema")
     }
 }
-///How to reach an MCP server, tagged by `type`. Open.
+/**Configuration for connecting to an MCP (Model Context Protocol) server.
+
+MCP servers provide tools and context that the agent can use when
+processing prompts.
+
+See protocol docs: [MCP Servers](https://agentclientprotocol.com/protocol/v2/draft/session-setup#mcp-servers)*/
 #[derive(Clone, Debug, PartialEq)]
 pub enum McpServer {
-    ///`stdio`: A server started as a process, speaking over stdio.
+    /**`stdio`: Stdio transport configuration
+
+Only available when the Agent capabilities include `session.mcp.stdio`.*/
     Stdio(Box<McpServerStdio>),
-    ///`http`: A server reached over HTTP.
+    /**`http`: HTTP transport configuration
+
+Only available when the Agent capabilities include `session.mcp.http`.*/
     Http(Box<McpServerHttp>),
     /// A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
     Other(Unknown),
@@ -4882,8 +5289,8 @@ impl ::schemars::JsonSchema for McpServer {
         ::serde_json::from_value(
                 ::serde_json::json!(
                     { "description" :
-                    "How to reach an MCP server, tagged by `type`. Open.", "anyOf" :
-                    branches }
+                    "Configuration for connecting to an MCP (Model Context Protocol) server.\n\nMCP servers provide tools and context that the agent can use when\nprocessing prompts.\n\nSee protocol docs: [MCP Servers](https://agentclientprotocol.com/protocol/v2/draft/session-setup#mcp-servers)",
+                    "anyOf" : branches }
                 ),
             )
             .expect("a well-formed schema")
@@ -4946,10 +5353,12 @@ impl<'de> ::serde::Deserialize<'de> for McpServer {
         deserializer.deserialize_map(Visitor)
     }
 }
-///An inclusive replay cursor, tagged by `type`. Open: an agent rejects a cursor it does not understand (-32602).
+/**Inclusive cursor describing where replayed session history should begin.
+
+Replay includes the position identified by the cursor.*/
 #[derive(Clone, Debug, PartialEq)]
 pub enum ReplayFrom {
-    ///`start`: Replay the whole conversation.
+    ///`start`: Replay all retained conversation history from its first replayable entry.
     Start(Box<ReplayFromStart>),
     /// A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
     Other(Unknown),
@@ -4998,7 +5407,7 @@ impl ::schemars::JsonSchema for ReplayFrom {
         ::serde_json::from_value(
                 ::serde_json::json!(
                     { "description" :
-                    "An inclusive replay cursor, tagged by `type`. Open: an agent rejects a cursor it does not understand (-32602).",
+                    "Inclusive cursor describing where replayed session history should begin.\n\nReplay includes the position identified by the cursor.",
                     "anyOf" : branches }
                 ),
             )
@@ -5061,12 +5470,19 @@ impl<'de> ::serde::Deserialize<'de> for ReplayFrom {
         deserializer.deserialize_map(Visitor)
     }
 }
-///Whether the agent has a session in memory. Open: clients treat a value they do not recognise as `saved`.
+#[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nWhether the Agent has a session in memory, as reported by `session/status`."]
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum SessionStatus {
-    ///`open`: The agent has the session in memory (for any connection: one that did not create or resume it on its own connection still resumes it before prompting).
+    /**`open`: The Agent has the session in memory, for any connection.
+
+This does not mean the requesting connection is attached to it. A Client that did
+not create or resume the session on its own connection MUST still call
+`session/resume` before sending `session/prompt` or expecting
+`session/update` notifications.*/
     Open,
-    ///`saved`: The agent knows the session and can resume it, but does not have it in memory.
+    /**`saved`: The Agent knows the session and can resume it, but does not have it in memory.
+
+The Client can call `session/resume` to start it.*/
     Saved,
     /// A value this version does not know (values starting with `_` are extensions).
     Other(String),
@@ -5150,23 +5566,25 @@ impl ::schemars::JsonSchema for SessionStatus {
         ::serde_json::from_value(
                 ::serde_json::json!(
                     { "description" :
-                    "Whether the agent has a session in memory. Open: clients treat a value they do not recognise as `saved`.",
+                    "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nWhether the Agent has a session in memory, as reported by `session/status`.",
                     "anyOf" : branches }
                 ),
             )
             .expect("a well-formed schema")
     }
 }
-///The kind of a permission option. Open.
+/**The type of permission option being presented to the user.
+
+Helps clients choose appropriate icons and UI treatment.*/
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum PermissionOptionKind {
-    ///`allow_once`: Allow this once.
+    ///`allow_once`: Allow this operation only this time.
     AllowOnce,
-    ///`allow_always`: Allow and remember.
+    ///`allow_always`: Allow this operation and remember the choice.
     AllowAlways,
-    ///`reject_once`: Reject this once.
+    ///`reject_once`: Reject this operation only this time.
     RejectOnce,
-    ///`reject_always`: Reject and remember.
+    ///`reject_always`: Reject this operation and remember the choice.
     RejectAlways,
     /// A value this version does not know (values starting with `_` are extensions).
     Other(String),
@@ -5258,19 +5676,32 @@ impl ::schemars::JsonSchema for PermissionOptionKind {
         branches.push(::serde_json::json!({ "title" : "other", "type" : "string" }));
         ::serde_json::from_value(
                 ::serde_json::json!(
-                    { "description" : "The kind of a permission option. Open.", "anyOf" :
-                    branches }
+                    { "description" :
+                    "The type of permission option being presented to the user.\n\nHelps clients choose appropriate icons and UI treatment.",
+                    "anyOf" : branches }
                 ),
             )
             .expect("a well-formed schema")
     }
 }
-///How a permission request ended, tagged by `outcome`. Open.
+///The outcome of a permission request.
 #[derive(Clone, Debug, PartialEq)]
 pub enum RequestPermissionOutcome {
-    ///`cancelled`: The request was cancelled (the turn was cancelled).
+    /**`cancelled`: The request was not approved and no option was selected: the session's work was
+cancelled, the user dismissed the prompt, or the client declined it by policy.
+Agents MUST NOT proceed with the operation.
+
+The client answers a request the agent cancels with `$/cancel_request` with
+this outcome. After sending `session/cancel`, the client MAY also send it
+without waiting for `$/cancel_request`, for a request it knows belongs to the
+cancelled foreground work.
+
+See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#cancellation)*/
     Cancelled(Box<CancelledPermissionOutcome>),
-    ///`selected`: The user chose an option.
+    /**`selected`: The user selected one of the provided options.
+
+If `optionId` doesn't match an offered option, the agent MUST treat the request as not
+approved.*/
     Selected(Box<SelectedPermissionOutcome>),
     /// A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
     Other(Unknown),
@@ -5333,9 +5764,8 @@ impl ::schemars::JsonSchema for RequestPermissionOutcome {
             );
         ::serde_json::from_value(
                 ::serde_json::json!(
-                    { "description" :
-                    "How a permission request ended, tagged by `outcome`. Open.", "anyOf"
-                    : branches }
+                    { "description" : "The outcome of a permission request.", "anyOf" :
+                    branches }
                 ),
             )
             .expect("a well-formed schema")
@@ -5416,34 +5846,51 @@ impl<'de> ::serde::Deserialize<'de> for RequestPermissionOutcome {
         deserializer.deserialize_map(Visitor)
     }
 }
-///What changed in a session, tagged by `sessionUpdate`. Message updates are upserts keyed by `messageId`: an omitted `content` leaves the content, `null` clears it, an array replaces it; chunks append. Open: unknown tags decode into `other` and re-encode unchanged.
+/**Different types of updates that can be sent while a session exists.
+
+These updates report messages, progress, and other session activity.
+
+See protocol docs: [Agent Reports Output](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#3-agent-reports-output)*/
 #[derive(Clone, Debug, PartialEq)]
 pub enum SessionUpdate {
-    ///`user_message`: A user message was inserted into history. For a prompt or inject this is its delivery.
+    /**`user_message`: A user message has been created or updated.
+
+Agents can send this when they accept or replay a user message. When a
+client receives another `user_message` update with the same `messageId`,
+fields in the new update patch the previous fields for that message.*/
     UserMessage(Box<UserMessage>),
-    ///`user_message_chunk`: A streamed piece of a user message.
+    ///`user_message_chunk`: A chunk of the user's message being streamed.
     UserMessageChunk(Box<UserMessageChunk>),
-    ///`agent_message`: An agent message upsert. `content: []` clears what was streamed so far.
+    /**`agent_message`: An agent message has been created or updated.
+
+Agents can send this in addition to streamed chunks. When a client
+receives another `agent_message` update with the same `messageId`,
+fields in the new update patch the previous fields for that message.*/
     AgentMessage(Box<AgentMessage>),
-    ///`agent_message_chunk`: A streamed piece of an agent message.
+    ///`agent_message_chunk`: A chunk of the agent's response being streamed.
     AgentMessageChunk(Box<AgentMessageChunk>),
     ///`_agent_message_clear`: Clears the content streamed so far for the current agent message (RFD #465); following chunks append from empty. Same operation as an `agent_message` upsert with `content: []`. Written under a `_`-prefixed tag (upstream reserves unprefixed update names for ACP); RFD #465's `agent_message_clear` is read as the same update.
     AgentMessageClear(Box<AgentMessageClear>),
-    ///`agent_thought`: An agent thought upsert.
+    /**`agent_thought`: An agent thought or reasoning message has been created or updated.
+
+Agents can send this in addition to streamed chunks. When a client
+receives another `agent_thought` update with the same `messageId`,
+fields in the new update patch the previous fields for that message.*/
     AgentThought(Box<AgentThought>),
-    ///`agent_thought_chunk`: A streamed piece of an agent thought.
+    ///`agent_thought_chunk`: A chunk of the agent's internal reasoning being streamed.
     AgentThoughtChunk(Box<AgentThoughtChunk>),
-    ///`state_update`: The session's turn state changed. The state is tagged by `state` in the same object.
+    ///`state_update`: A snapshot of the session's aggregate foreground activity.
     StateUpdate(Box<StateUpdate>),
-    ///`tool_call_update`: A tool call was created or changed (upsert keyed by `toolCallId`).
+    ///`tool_call_update`: A tool call has been created or updated.
     ToolCallUpdate(Box<ToolCallUpdate>),
-    ///`tool_call_content_chunk`: Appends content to a tool call.
+    ///`tool_call_content_chunk`: A chunk of tool-call content being streamed.
     ToolCallContentChunk(Box<ToolCallContentChunk>),
-    ///`plan_update`: The agent's plan, replaced whole.
+    /**`plan_update`: A content update for a plan identified by ID.
+See protocol docs: [Agent Plan](https://agentclientprotocol.com/protocol/v2/draft/agent-plan)*/
     PlanUpdate(Box<PlanUpdate>),
-    ///`usage_update`: Context window usage.
+    ///`usage_update`: Context window and cost update for the session.
     UsageUpdate(Box<UsageUpdate>),
-    ///`session_info_update`: The session's metadata changed. Omitted members are unchanged; `null` clears.
+    ///`session_info_update`: Session metadata has been updated (title, timestamps, custom metadata)
     SessionInfoUpdate(Box<SessionInfoUpdate>),
     ///`_acp-inject/pending`: Extension (`_acp-inject/pending`): the session's pending injects, whole, in delivery order (steers, then queued, each first in first out). Sent to connections that opted in (client capability `_meta["acp-inject.dev/pending"]`) whenever the list changes and once after `session/resume`.
     AcpInjectPending(Box<PendingInjectsUpdate>),
@@ -5707,7 +6154,7 @@ impl ::schemars::JsonSchema for SessionUpdate {
         ::serde_json::from_value(
                 ::serde_json::json!(
                     { "description" :
-                    "What changed in a session, tagged by `sessionUpdate`. Message updates are upserts keyed by `messageId`: an omitted `content` leaves the content, `null` clears it, an array replaces it; chunks append. Open: unknown tags decode into `other` and re-encode unchanged.",
+                    "Different types of updates that can be sent while a session exists.\n\nThese updates report messages, progress, and other session activity.\n\nSee protocol docs: [Agent Reports Output](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#3-agent-reports-output)",
                     "anyOf" : branches }
                 ),
             )
@@ -5932,16 +6379,60 @@ impl<'de> ::serde::Deserialize<'de> for SessionUpdate {
         deserializer.deserialize_map(Visitor)
     }
 }
-///A turn state, tagged by `state`. A turn is in progress from `running` until `idle`. Open.
+/**A snapshot of the session's aggregate foreground activity.
+
+Foreground work is the agent's active response or workflow in the session,
+including model processing, tool execution, and waiting for user action needed
+to continue that work. It can start with a prompt or be agent-initiated, for
+example to pursue an ongoing goal or follow up on a completed background task.
+Either way, the agent MUST report `running` when foreground work starts,
+or `requires_action` if it starts blocked on user action, and `idle` when it
+ends. The agent SHOULD include a stop reason on that idle update.
+Agent-initiated work does not require a prompt request or a synthetic user
+message.
+
+`running` may precede user-message insertion, for example during a foreground
+hook. It is not acknowledgment of insertion, and rejecting a prompt does not
+itself end foreground work.
+
+Background activity can continue and emit other `session/update` notifications
+while `idle`. Those notifications, including a detached task's progress or
+completion, do not by themselves change this state. A permission request only
+warrants `requires_action` when foreground work is blocked on user action.
+
+The agent SHOULD report `requires_action` when the foreground workflow as a
+whole cannot progress without user action, including permissions or elicitations.
+Once reported, it MUST report `running` when progress resumes, or `idle` when
+work ends without resuming.
+If other foreground work can progress, the state remains `running`. Resolving
+one of several requests does not itself change the state. Agents SHOULD ignore
+responses for work that has already ended rather than use them to resume it.
+
+A new session defaults to idle until a state update reports otherwise.
+Resume MUST send a current-state snapshot after any replay and before its
+response. The snapshot reports foreground state after resuming.
+The response alone does not imply idle.
+Repeated snapshots are idempotent, not additional work, completions, or usage.
+A repeated state may carry updated information without another state transition.
+The agent MUST report `idle` when no foreground activity remains. Completing
+an individual activity while other foreground work continues does not require
+an idle boundary. Local commands use the same lifecycle even without model work.
+
+See protocol docs: [Session States](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#session-states)*/
 #[derive(Clone, Debug, PartialEq)]
 pub enum StateUpdate {
-    ///`running`: Foreground work started or resumed.
+    ///`running`: Foreground work is in progress.
     Running(Box<RunningStateUpdate>),
-    ///`idle`: No foreground work is active. At a turn's end this toolkit always sends `stopReason` (with `error` when it is `error`), and `usage` when the runtime reported it; a resume or status snapshot has none.
+    ///`idle`: No foreground work is active. Background activity may continue.
     Idle(Box<IdleStateUpdate>),
-    ///`requires_action`: The turn waits for the user (a permission request is open).
+    ///`requires_action`: Foreground work is blocked on user action.
     RequiresAction(Box<RequiresActionStateUpdate>),
-    ///`unknown`: UNSTABLE upstream: the agent cannot currently determine foreground activity. Not an outcome: it cancels nothing and ends no turn; a client keeps the previous state as last known, not as current. A later state replaces it.
+    /**`unknown`: **UNSTABLE**
+
+This capability is not part of the spec yet, and may be removed or changed at any point.
+
+The Agent cannot currently determine foreground activity.
+This replaces previously confirmed activity without ending the work or session.*/
     Unknown(Box<UnknownStateUpdate>),
     /// A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
     Other(Unknown),
@@ -6035,7 +6526,7 @@ impl ::schemars::JsonSchema for StateUpdate {
         ::serde_json::from_value(
                 ::serde_json::json!(
                     { "description" :
-                    "A turn state, tagged by `state`. A turn is in progress from `running` until `idle`. Open.",
+                    "A snapshot of the session's aggregate foreground activity.\n\nForeground work is the agent's active response or workflow in the session,\nincluding model processing, tool execution, and waiting for user action needed\nto continue that work. It can start with a prompt or be agent-initiated, for\nexample to pursue an ongoing goal or follow up on a completed background task.\nEither way, the agent MUST report `running` when foreground work starts,\nor `requires_action` if it starts blocked on user action, and `idle` when it\nends. The agent SHOULD include a stop reason on that idle update.\nAgent-initiated work does not require a prompt request or a synthetic user\nmessage.\n\n`running` may precede user-message insertion, for example during a foreground\nhook. It is not acknowledgment of insertion, and rejecting a prompt does not\nitself end foreground work.\n\nBackground activity can continue and emit other `session/update` notifications\nwhile `idle`. Those notifications, including a detached task's progress or\ncompletion, do not by themselves change this state. A permission request only\nwarrants `requires_action` when foreground work is blocked on user action.\n\nThe agent SHOULD report `requires_action` when the foreground workflow as a\nwhole cannot progress without user action, including permissions or elicitations.\nOnce reported, it MUST report `running` when progress resumes, or `idle` when\nwork ends without resuming.\nIf other foreground work can progress, the state remains `running`. Resolving\none of several requests does not itself change the state. Agents SHOULD ignore\nresponses for work that has already ended rather than use them to resume it.\n\nA new session defaults to idle until a state update reports otherwise.\nResume MUST send a current-state snapshot after any replay and before its\nresponse. The snapshot reports foreground state after resuming.\nThe response alone does not imply idle.\nRepeated snapshots are idempotent, not additional work, completions, or usage.\nA repeated state may carry updated information without another state transition.\nThe agent MUST report `idle` when no foreground activity remains. Completing\nan individual activity while other foreground work continues does not require\nan idle boundary. Local commands use the same lifecycle even without model work.\n\nSee protocol docs: [Session States](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#session-states)",
                     "anyOf" : branches }
                 ),
             )
@@ -6239,14 +6730,29 @@ impl ::schemars::JsonSchema for StopReason {
             .expect("a well-formed schema")
     }
 }
-///One piece of work running independently of the session's foreground work, tagged by `type`. Open.
+/**One piece of work running independently of the session's foreground work.
+
+Items reference entities the Client already tracks. The Agent MUST announce each item
+before the first snapshot that lists it, and MUST report a terminal's `exitStatus` or a
+tool call's final status before the snapshot that removes it. Each piece of work is
+listed once: process-backed work is listed as its terminal, not also as its tool call.
+
+See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)*/
 #[derive(Clone, Debug, PartialEq)]
 pub enum BackgroundWork {
-    ///`terminal`: A listed terminal running in the background.
+    /**`terminal`: A process that keeps running after its tool call returned control to the model.
+Live until its `terminal_update` reports `exitStatus`.*/
     Terminal(Box<BackgroundTerminal>),
-    ///`tool_call`: A listed tool call whose work continues in the background.
+    /**`tool_call`: Work started by a tool call that continues without a process of its own, such as
+a watcher, a workflow, or a scheduled wakeup. `pending` and `paused` tool calls
+stay listed.*/
     ToolCall(Box<BackgroundToolCall>),
-    ///`subagent`: UNSTABLE upstream: a listed subagent session.
+    /**`subagent`: **UNSTABLE**
+
+This capability is not part of the spec yet, and may be removed or changed at any point.
+
+A detached subagent session that has anything running: its state is not `idle`, or
+its own `background` list is non-empty or not reported.*/
     Subagent(Box<BackgroundSubagent>),
     /// A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
     Other(Unknown),
@@ -6325,7 +6831,7 @@ impl ::schemars::JsonSchema for BackgroundWork {
         ::serde_json::from_value(
                 ::serde_json::json!(
                     { "description" :
-                    "One piece of work running independently of the session's foreground work, tagged by `type`. Open.",
+                    "One piece of work running independently of the session's foreground work.\n\nItems reference entities the Client already tracks. The Agent MUST announce each item\nbefore the first snapshot that lists it, and MUST report a terminal's `exitStatus` or a\ntool call's final status before the snapshot that removes it. Each piece of work is\nlisted once: process-backed work is listed as its terminal, not also as its tool call.\n\nSee protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)",
                     "anyOf" : branches }
                 ),
             )
@@ -6418,28 +6924,33 @@ impl<'de> ::serde::Deserialize<'de> for BackgroundWork {
         deserializer.deserialize_map(Visitor)
     }
 }
-///The kind of a tool. Open.
+/**Categories of tools that can be invoked.
+
+Tool kinds help clients choose appropriate icons and optimize how they
+display tool execution progress.
+
+See protocol docs: [Reporting](https://agentclientprotocol.com/protocol/v2/draft/tool-calls#reporting)*/
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum ToolKind {
-    ///`read`
+    ///`read`: Reading files or data.
     Read,
-    ///`edit`
+    ///`edit`: Modifying files or content.
     Edit,
-    ///`delete`
+    ///`delete`: Removing files or data.
     Delete,
-    ///`move`
+    ///`move`: Moving or renaming files.
     Move,
-    ///`search`
+    ///`search`: Searching for information.
     Search,
-    ///`execute`
+    ///`execute`: Running commands or code.
     Execute,
-    ///`think`
+    ///`think`: Internal reasoning or planning.
     Think,
-    ///`fetch`
+    ///`fetch`: Retrieving external data.
     Fetch,
-    ///`switch_mode`
+    ///`switch_mode`: Changing the session's mode, a [config option](https://agentclientprotocol.com/protocol/v2/draft/session-config-options) with the `mode` category.
     SwitchMode,
-    ///`other`
+    ///`other`: Other tool types (default).
     Other,
     /// A value this version does not know (values starting with `_` are extensions).
     Unknown(String),
@@ -6546,26 +7057,34 @@ impl ::schemars::JsonSchema for ToolKind {
         branches.push(::serde_json::json!({ "title" : "unknown", "type" : "string" }));
         ::serde_json::from_value(
                 ::serde_json::json!(
-                    { "description" : "The kind of a tool. Open.", "anyOf" : branches }
+                    { "description" :
+                    "Categories of tools that can be invoked.\n\nTool kinds help clients choose appropriate icons and optimize how they\ndisplay tool execution progress.\n\nSee protocol docs: [Reporting](https://agentclientprotocol.com/protocol/v2/draft/tool-calls#reporting)",
+                    "anyOf" : branches }
                 ),
             )
             .expect("a well-formed schema")
     }
 }
-///A tool call's status. Open.
+/**Execution status of a tool call.
+
+Tool calls progress through different statuses during their lifecycle.
+
+See protocol docs: [Status](https://agentclientprotocol.com/protocol/v2/draft/tool-calls#status)*/
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum ToolCallStatus {
-    ///`pending`
+    /**`pending`: The tool call hasn't started running yet, for example because its input is
+streaming, it is awaiting approval, or it is scheduled to run later.*/
     Pending,
-    ///`in_progress`
+    ///`in_progress`: The tool call is currently running.
     InProgress,
-    ///`paused`: Started, not running now, and waiting for something to resume it; it may return to `in_progress`.
+    /**`paused`: The tool call has started, is not running now, and will not continue until
+something resumes it. It may return to `in_progress` any number of times.*/
     Paused,
-    ///`completed`
+    ///`completed`: The tool call completed successfully.
     Completed,
-    ///`failed`
+    ///`failed`: The tool call failed with an error.
     Failed,
-    ///`cancelled`
+    ///`cancelled`: The tool call was cancelled before it completed.
     Cancelled,
     /// A value this version does not know (values starting with `_` are extensions).
     Other(String),
@@ -6663,16 +7182,23 @@ impl ::schemars::JsonSchema for ToolCallStatus {
         branches.push(::serde_json::json!({ "title" : "other", "type" : "string" }));
         ::serde_json::from_value(
                 ::serde_json::json!(
-                    { "description" : "A tool call's status. Open.", "anyOf" : branches }
+                    { "description" :
+                    "Execution status of a tool call.\n\nTool calls progress through different statuses during their lifecycle.\n\nSee protocol docs: [Status](https://agentclientprotocol.com/protocol/v2/draft/tool-calls#status)",
+                    "anyOf" : branches }
                 ),
             )
             .expect("a well-formed schema")
     }
 }
-///Content produced by a tool call, tagged by `type`. Upstream's `diff` and `terminal` are carried through the open branch unchanged.
+/**Content produced by a tool call.
+
+Tool calls can produce different types of content including standard
+content blocks (text, images), file diffs, or display-only terminals.
+
+See protocol docs: [Content](https://agentclientprotocol.com/protocol/v2/draft/tool-calls#content)*/
 #[derive(Clone, Debug, PartialEq)]
 pub enum ToolCallContent {
-    ///`content`: A content block.
+    ///`content`: Standard content block (text, images, resources).
     Content(Box<ToolCallContentBlock>),
     /// A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
     Other(Unknown),
@@ -6721,7 +7247,7 @@ impl ::schemars::JsonSchema for ToolCallContent {
         ::serde_json::from_value(
                 ::serde_json::json!(
                     { "description" :
-                    "Content produced by a tool call, tagged by `type`. Upstream's `diff` and `terminal` are carried through the open branch unchanged.",
+                    "Content produced by a tool call.\n\nTool calls can produce different types of content including standard\ncontent blocks (text, images), file diffs, or display-only terminals.\n\nSee protocol docs: [Content](https://agentclientprotocol.com/protocol/v2/draft/tool-calls#content)",
                     "anyOf" : branches }
                 ),
             )
@@ -6792,10 +7318,10 @@ impl<'de> ::serde::Deserialize<'de> for ToolCallContent {
         deserializer.deserialize_map(Visitor)
     }
 }
-///A plan, tagged by `type`. Upstream's `file` and `markdown` are carried through the open branch unchanged.
+///Updated content for a plan.
 #[derive(Clone, Debug, PartialEq)]
 pub enum PlanUpdateContent {
-    ///`items`: A plan as a list of entries.
+    ///`items`: Structured plan entries.
     Items(Box<PlanItems>),
     /// A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
     Other(Unknown),
@@ -6842,9 +7368,7 @@ impl ::schemars::JsonSchema for PlanUpdateContent {
             );
         ::serde_json::from_value(
                 ::serde_json::json!(
-                    { "description" :
-                    "A plan, tagged by `type`. Upstream's `file` and `markdown` are carried through the open branch unchanged.",
-                    "anyOf" : branches }
+                    { "description" : "Updated content for a plan.", "anyOf" : branches }
                 ),
             )
             .expect("a well-formed schema")
@@ -6914,14 +7438,18 @@ impl<'de> ::serde::Deserialize<'de> for PlanUpdateContent {
         deserializer.deserialize_map(Visitor)
     }
 }
-///A plan entry's priority. Open.
+/**Priority levels for plan entries.
+
+Used to indicate the relative importance or urgency of different
+tasks in the execution plan.
+See protocol docs: [Plan Entries](https://agentclientprotocol.com/protocol/v2/draft/agent-plan#plan-entries)*/
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum PlanEntryPriority {
-    ///`high`
+    ///`high`: High priority task - critical to the overall goal.
     High,
-    ///`medium`
+    ///`medium`: Medium priority task - important but not critical.
     Medium,
-    ///`low`
+    ///`low`: Low priority task - nice to have but not essential.
     Low,
     /// A value this version does not know (values starting with `_` are extensions).
     Other(String),
@@ -7006,23 +7534,27 @@ impl ::schemars::JsonSchema for PlanEntryPriority {
         branches.push(::serde_json::json!({ "title" : "other", "type" : "string" }));
         ::serde_json::from_value(
                 ::serde_json::json!(
-                    { "description" : "A plan entry's priority. Open.", "anyOf" :
-                    branches }
+                    { "description" :
+                    "Priority levels for plan entries.\n\nUsed to indicate the relative importance or urgency of different\ntasks in the execution plan.\nSee protocol docs: [Plan Entries](https://agentclientprotocol.com/protocol/v2/draft/agent-plan#plan-entries)",
+                    "anyOf" : branches }
                 ),
             )
             .expect("a well-formed schema")
     }
 }
-///A plan entry's status. Open.
+/**Status of a plan entry in the execution flow.
+
+Tracks the lifecycle of each task from planning through completion.
+See protocol docs: [Plan Entries](https://agentclientprotocol.com/protocol/v2/draft/agent-plan#plan-entries)*/
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum PlanEntryStatus {
-    ///`pending`
+    ///`pending`: The task has not started yet.
     Pending,
-    ///`in_progress`
+    ///`in_progress`: The task is currently being worked on.
     InProgress,
-    ///`completed`
+    ///`completed`: The task has been successfully completed.
     Completed,
-    ///`cancelled`
+    ///`cancelled`: The task was cancelled before it completed.
     Cancelled,
     /// A value this version does not know (values starting with `_` are extensions).
     Other(String),
@@ -7114,25 +7646,51 @@ impl ::schemars::JsonSchema for PlanEntryStatus {
         branches.push(::serde_json::json!({ "title" : "other", "type" : "string" }));
         ::serde_json::from_value(
                 ::serde_json::json!(
-                    { "description" : "A plan entry's status. Open.", "anyOf" : branches
-                    }
+                    { "description" :
+                    "Status of a plan entry in the execution flow.\n\nTracks the lifecycle of each task from planning through completion.\nSee protocol docs: [Plan Entries](https://agentclientprotocol.com/protocol/v2/draft/agent-plan#plan-entries)",
+                    "anyOf" : branches }
                 ),
             )
             .expect("a well-formed schema")
     }
 }
-///A piece of message content, tagged by `type`. Open.
+/**Content blocks represent displayable information in the Agent Client Protocol.
+
+Content blocks appear in:
+- User prompts sent via `session/prompt`
+- Language model output reported through `session/update` notifications as
+  message updates or streamed chunks
+- Progress updates and results from tool calls
+
+This structure is compatible with the Model Context Protocol (MCP), so agents can
+forward content from MCP tool outputs without transformation.
+
+See protocol docs: [Content](https://agentclientprotocol.com/protocol/v2/draft/content)*/
 #[derive(Clone, Debug, PartialEq)]
 pub enum ContentBlock {
-    ///`text`: Text.
+    /**`text`: Text content. May be plain text or formatted with Markdown.
+
+All agents MUST support text content blocks in prompts.
+Clients SHOULD render this text as CommonMark and MAY support GitHub Flavored Markdown
+extensions.*/
     Text(Box<TextContent>),
-    ///`image`: An image, base64-encoded.
+    /**`image`: Images for visual context or analysis.
+
+Requires the `image` prompt capability when included in prompts.*/
     Image(Box<ImageContent>),
-    ///`audio`: Audio, base64-encoded.
+    /**`audio`: Audio data for transcription or analysis.
+
+Requires the `audio` prompt capability when included in prompts.*/
     Audio(Box<AudioContent>),
-    ///`resource_link`: A link to a resource the agent can read.
+    /**`resource_link`: References to resources that the receiver may be able to read.
+
+All agents MUST support resource links in prompts.*/
     ResourceLink(Box<ResourceLink>),
-    ///`resource`: A resource's contents, embedded.
+    /**`resource`: Complete resource contents embedded directly in the message.
+
+Preferred for including context as it avoids extra round-trips.
+
+Requires the `embeddedContext` prompt capability when included in prompts.*/
     Resource(Box<EmbeddedResource>),
     /// A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
     Other(Unknown),
@@ -7240,8 +7798,8 @@ impl ::schemars::JsonSchema for ContentBlock {
         ::serde_json::from_value(
                 ::serde_json::json!(
                     { "description" :
-                    "A piece of message content, tagged by `type`. Open.", "anyOf" :
-                    branches }
+                    "Content blocks represent displayable information in the Agent Client Protocol.\n\nContent blocks appear in:\n- User prompts sent via `session/prompt`\n- Language model output reported through `session/update` notifications as\n  message updates or streamed chunks\n- Progress updates and results from tool calls\n\nThis structure is compatible with the Model Context Protocol (MCP), so agents can\nforward content from MCP tool outputs without transformation.\n\nSee protocol docs: [Content](https://agentclientprotocol.com/protocol/v2/draft/content)",
+                    "anyOf" : branches }
                 ),
             )
             .expect("a well-formed schema")
@@ -7339,12 +7897,12 @@ impl<'de> ::serde::Deserialize<'de> for ContentBlock {
         deserializer.deserialize_map(Visitor)
     }
 }
-///Who content is for. Open.
+///The sender or recipient of messages and data in a conversation.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Role {
-    ///`assistant`
+    ///`assistant`: The assistant side of a conversation.
     Assistant,
-    ///`user`
+    ///`user`: The user side of a conversation.
     User,
     /// A value this version does not know (values starting with `_` are extensions).
     Other(String),
@@ -7424,7 +7982,9 @@ impl ::schemars::JsonSchema for Role {
         branches.push(::serde_json::json!({ "title" : "other", "type" : "string" }));
         ::serde_json::from_value(
                 ::serde_json::json!(
-                    { "description" : "Who content is for. Open.", "anyOf" : branches }
+                    { "description" :
+                    "The sender or recipient of messages and data in a conversation.",
+                    "anyOf" : branches }
                 ),
             )
             .expect("a well-formed schema")

@@ -44,11 +44,15 @@ export interface ErrorObject {
 }
 
 /**
- * The `data` of a -32022 error: the version the client asked for and the versions the agent speaks
- * (upstream's definition).
+ * Data for the `-32022` (Unsupported protocol version) error.
+ *
+ * See protocol docs: [Version
+ * Negotiation](https://agentclientprotocol.com/protocol/v2/draft/initialization#version-negotiation)
  */
 export interface UnsupportedProtocolVersionErrorData {
+  /** The protocol version the Client requested. */
   requested: ProtocolVersion;
+  /** The protocol versions the Agent supports. */
   supported: ProtocolVersion[];
   _meta?: Meta;
 }
@@ -95,22 +99,38 @@ export type ErrorReason =
   /** Any other value (open enum): newer peers may send values this version does not know. */
   | (string & {});
 
-/** A session's id, assigned by the agent. */
+/**
+ * A unique identifier for a conversation session between a client and agent.
+ *
+ * Each session has its own context, conversation history, and state, so one
+ * agent can run several independent sessions.
+ *
+ * See protocol docs: [Session
+ * ID](https://agentclientprotocol.com/protocol/v2/draft/session-setup#session-id)
+ */
 export type SessionId = string;
 
 /**
- * A user message's id: minted by the agent, opaque, unique per session, returned synchronously when
- * the message is accepted.
+ * Identifier for a message, unique among messages of the same type within a session.
+ *
+ * Each message type, such as user messages, agent messages, and agent thoughts,
+ * has its own ID space: messages of different types may share an ID and remain
+ * distinct messages.
  */
 export type MessageId = string;
 
-/** A tool call's id, unique within a session. */
+/** Unique identifier for a tool call within a session. */
 export type ToolCallId = string;
 
-/** A permission option's id. */
+/** Unique identifier for a permission option. */
 export type PermissionOptionId = string;
 
-/** The protocol's major version. */
+/**
+ * Protocol version identifier.
+ *
+ * This version is only bumped for breaking changes.
+ * Non-breaking changes should be introduced via capabilities.
+ */
 export type ProtocolVersion = number;
 
 /**
@@ -119,66 +139,160 @@ export type ProtocolVersion = number;
  */
 export type Meta = { [member: string]: unknown } | null;
 
-/** Name and version of a client or agent implementation. */
+/**
+ * Metadata about the implementation of the client or agent.
+ * Describes the name and version of an ACP implementation, with an optional
+ * title for UI representation.
+ */
 export interface Implementation {
-  /** A programmatic name. */
+  /**
+   * Intended for programmatic or logical use, but can be used as a display
+   * name fallback if title isn't present.
+   */
   name: string;
-  /** A name for people to read. */
+  /**
+   * Intended for UI and end-user contexts and optimized to be human-readable
+   * and easily understood.
+   *
+   * If not provided, the name should be used for display.
+   *
+   * Omitted and `null` are equivalent and mean the `name` is used for display.
+   */
   title?: string | null;
-  /** The implementation's version. */
+  /**
+   * Version of the implementation. Can be displayed to the user or used
+   * for debugging or metrics purposes. (e.g. "1.0.0").
+   */
   version: string;
   _meta?: Meta;
 }
 
-/** Negotiates the protocol version and capabilities. */
+/**
+ * Request parameters for the initialize method.
+ *
+ * Sent by the client to establish connection and negotiate capabilities.
+ *
+ * See protocol docs:
+ * [Initialization](https://agentclientprotocol.com/protocol/v2/draft/initialization)
+ */
 export interface InitializeRequest {
+  /** The latest protocol version supported by the client. */
   protocolVersion: ProtocolVersion;
+  /** Information about the implementation sending this initialize request. */
   info: Implementation;
+  /** Capabilities supported by the client. */
   capabilities?: ClientCapabilities;
   _meta?: Meta;
 }
 
-/** The agent's protocol version, identity and capabilities. */
+/**
+ * Response to the `initialize` method.
+ *
+ * Contains the negotiated protocol version and agent capabilities.
+ *
+ * See protocol docs:
+ * [Initialization](https://agentclientprotocol.com/protocol/v2/draft/initialization)
+ */
 export interface InitializeResponse {
+  /**
+   * The highest protocol version supported by the agent that is at or below
+   * the version requested by the client. If no such version exists,
+   * initialization fails with error code -32022.
+   *
+   * The client must check that it supports this version and should disconnect
+   * if it does not.
+   */
   protocolVersion: ProtocolVersion;
+  /** Information about the implementation sending this initialize response. */
   info: Implementation;
+  /** Capabilities supported by the agent. */
   capabilities?: AgentCapabilities;
   _meta?: Meta;
 }
 
 /**
- * What the client supports. This toolkit defines no client capability of its own; upstream's are
- * accepted and not interpreted.
+ * Capabilities supported by the client.
+ *
+ * Advertised during initialization to inform the agent about
+ * available features and methods.
+ *
+ * See protocol docs: [Client
+ * Capabilities](https://agentclientprotocol.com/protocol/v2/draft/initialization#client-capabilities)
  */
 export interface ClientCapabilities {
   _meta?: Meta;
 }
 
-/** What the agent supports. */
+/**
+ * Capabilities supported by the agent.
+ *
+ * Advertised during initialization to inform the client about
+ * available features and content types.
+ *
+ * See protocol docs: [Agent
+ * Capabilities](https://agentclientprotocol.com/protocol/v2/draft/initialization#agent-capabilities)
+ */
 export interface AgentCapabilities {
   /**
-   * The baseline session methods (`session/new`, `session/list`, `session/resume`, `session/close`,
-   * `session/prompt`, `session/cancel`, `session/update`) plus the optional features below.
+   * Session capabilities supported by the agent.
+   *
+   * Optional. Omitted and `null` are equivalent and mean the agent does not support the
+   * `session/*` methods. Supplying `{}` means the agent supports the
+   * baseline session methods: `session/new`, `session/list`,
+   * `session/resume`, `session/close`, `session/prompt`, `session/cancel`,
+   * and `session/update`.
    */
   session?: SessionCapabilities | null;
   _meta?: Meta;
 }
 
 /**
- * Session-level capabilities. `{}` means the baseline session methods; absent members mean the
- * optional feature is not supported. This toolkit's own extensions are advertised under `_meta`
- * (`acp-inject.dev/pending`, `acp-inject.dev/sessionClosed`).
+ * Session capabilities supported by the agent.
+ *
+ * Supplying `{}` means the agent supports the baseline session methods:
+ * `session/new`, `session/list`, `session/resume`, `session/close`,
+ * `session/prompt`, `session/cancel`, and `session/update`.
+ *
+ * Agents that support sessions **MAY** support additional session methods,
+ * prompt content types, and MCP transports by specifying additional
+ * capabilities.
+ *
+ * See protocol docs: [Session
+ * Capabilities](https://agentclientprotocol.com/protocol/v2/draft/initialization#session-capabilities)
  */
 export interface SessionCapabilities {
-  /** MCP server transports accepted by `session/new` and `session/resume`. */
+  _meta?: Meta;
+  /**
+   * MCP capabilities supported by the agent for session lifecycle requests.
+   *
+   * Optional. Omitted and `null` are equivalent and mean the agent does not advertise MCP
+   * server transport support for sessions.
+   */
   mcp?: McpCapabilities | null;
-  /** `additionalDirectories` is accepted by `session/new` and `session/resume`. */
+  /**
+   * **UNSTABLE**
+   *
+   * This capability is not part of the spec yet, and may be removed or changed at any point.
+   *
+   * Whether the agent supports `session/status`.
+   *
+   * Optional. Omitted and `null` are equivalent and mean the agent does not advertise support.
+   * Supplying `{}` means the agent supports checking session status.
+   */
+  status?: SessionStatusCapabilities | null;
+  /**
+   * Whether the agent supports `additionalDirectories` on supported session lifecycle requests.
+   *
+   * Optional. Omitted and `null` are equivalent and mean the agent does not advertise support.
+   * Supplying `{}` means the agent supports `additionalDirectories` on
+   * supported session lifecycle requests.
+   *
+   * Agents may return `SessionInfo.additionalDirectories` to report the
+   * complete ordered additional-root list associated with a listed session.
+   */
   additionalDirectories?: SessionAdditionalDirectoriesCapabilities | null;
   /** `session/inject` with revoke (mandatory) and optional replace. */
   inject?: InjectCapabilities | null;
-  /** `session/status`. */
-  status?: SessionStatusCapabilities | null;
-  _meta?: Meta;
 }
 
 /**
@@ -211,21 +325,46 @@ export interface PendingCapabilities {
   _meta?: Meta;
 }
 
-/** MCP server transports the agent connects to. */
+/** MCP capabilities supported by the agent for session lifecycle requests. */
 export interface McpCapabilities {
-  /** `{}`: stdio servers are supported. */
+  /**
+   * Agent supports `stdio` MCP servers.
+   *
+   * Optional. Omitted and `null` are equivalent and mean the agent does not advertise support.
+   * Supplying `{}` means the agent supports stdio MCP server transports.
+   */
   stdio?: { [member: string]: unknown } | null;
-  /** `{}`: HTTP servers are supported. */
+  /**
+   * Agent supports `http` MCP servers.
+   *
+   * Optional. Omitted and `null` are equivalent and mean the agent does not advertise support.
+   * Supplying `{}` means the agent supports HTTP MCP server transports.
+   */
   http?: { [member: string]: unknown } | null;
   _meta?: Meta;
 }
 
-/** The agent accepts additional workspace roots. */
+/**
+ * Capabilities for additional session directories support.
+ *
+ * Supplying `{}` means the agent supports the `additionalDirectories` field on
+ * supported session lifecycle requests. Agents may return
+ * `SessionInfo.additionalDirectories` in `session/list` to report the
+ * complete ordered additional-root list associated with a listed session.
+ */
 export interface SessionAdditionalDirectoriesCapabilities {
   _meta?: Meta;
 }
 
-/** The agent answers `session/status`. */
+/**
+ * **UNSTABLE**
+ *
+ * This capability is not part of the spec yet, and may be removed or changed at any point.
+ *
+ * Capabilities for the `session/status` method.
+ *
+ * Supplying `{}` means the agent supports checking session status.
+ */
 export interface SessionStatusCapabilities {
   _meta?: Meta;
 }
@@ -244,51 +383,95 @@ export type SteerInStream =
   /** The agent lets the stream finish, then delivers. */
   | "finish";
 
-/** Creates a session. */
+/**
+ * Request parameters for creating a new session.
+ *
+ * See protocol docs: [Creating a
+ * Session](https://agentclientprotocol.com/protocol/v2/draft/session-setup#creating-a-session)
+ */
 export interface NewSessionRequest {
-  /** The session's working directory (an absolute path). */
+  /** The working directory for this session. Must be an absolute path. */
   cwd: string;
   /**
-   * Additional workspace roots (absolute paths); only when the agent advertises
-   * `session.additionalDirectories`.
+   * Additional workspace roots for this session. Each path must be absolute.
+   *
+   * These expand the session's workspace scope without changing `cwd`, which
+   * remains the base for relative paths. When omitted or empty, no
+   * additional roots are activated for the new session.
    */
   additionalDirectories?: string[];
-  /** MCP servers the agent should connect to. This toolkit hands them to the agent's host. */
+  /** List of MCP (Model Context Protocol) servers the agent should connect to. */
   mcpServers?: McpServer[];
   _meta?: Meta;
 }
 
-/** The new session's id. */
+/**
+ * Response from creating a new session.
+ *
+ * New sessions default to `idle` until a state update reports otherwise.
+ * Updates may arrive before or after this response. Clients MUST NOT overwrite
+ * an already-reported state when the response arrives.
+ *
+ * See protocol docs: [Creating a
+ * Session](https://agentclientprotocol.com/protocol/v2/draft/session-setup#creating-a-session)
+ */
 export interface NewSessionResponse {
+  /**
+   * Unique identifier for the created session.
+   *
+   * Used in all subsequent requests for this conversation.
+   */
   sessionId: SessionId;
   _meta?: Meta;
 }
 
-/** A server started as a process, speaking over stdio. */
+/**
+ * Stdio transport configuration
+ *
+ * Only available when the Agent capabilities include `session.mcp.stdio`.
+ */
 export interface McpServerStdio {
-  /** A name for people to read. */
+  /** Human-readable name identifying this MCP server. */
   name: string;
-  /** The absolute path of the executable. */
+  /** Absolute path to the MCP server executable. */
   command: string;
-  /** Command-line arguments. */
+  /** Command-line arguments to pass to the MCP server. */
   args?: string[];
-  /** Environment variables. */
+  /**
+   * Environment variables to set when launching the MCP server. Names SHOULD be unique.
+   * Agents MAY reject duplicates with `-32602`, and otherwise the last entry wins.
+   */
   env?: EnvVariable[];
   _meta?: Meta;
 }
 
-/** A server reached over HTTP. */
+/**
+ * HTTP transport configuration
+ *
+ * Only available when the Agent capabilities include `session.mcp.http`.
+ */
 export interface McpServerHttp {
-  /** A name for people to read. */
+  /** Human-readable name identifying this MCP server. */
   name: string;
-  /** The server's URL. */
+  /** URL to the MCP server. */
   url: string;
-  /** HTTP headers sent with every request. */
+  /**
+   * HTTP headers to set when making requests to the MCP server. Headers the MCP transport
+   * defines are owned by the transport, and Agents use the transport's values for them.
+   */
   headers?: HttpHeader[];
   _meta?: Meta;
 }
 
-/** How to reach an MCP server, tagged by `type`. Open. */
+/**
+ * Configuration for connecting to an MCP (Model Context Protocol) server.
+ *
+ * MCP servers provide tools and context that the agent can use when
+ * processing prompts.
+ *
+ * See protocol docs: [MCP
+ * Servers](https://agentclientprotocol.com/protocol/v2/draft/session-setup#mcp-servers)
+ */
 export type McpServer =
   | ({ type: "stdio" } & McpServerStdio)
   | ({ type: "http" } & McpServerHttp)
@@ -306,83 +489,158 @@ export interface McpServerOther {
 /** `McpServer` without its open branch: narrow with `isKnownMcpServer`, then switch on `type`. */
 export type KnownMcpServer = Exclude<McpServer, McpServerOther>;
 
-/** An environment variable for a stdio MCP server. */
+/** An environment variable to set when launching a process. */
 export interface EnvVariable {
+  /** The name of the environment variable. */
   name: string;
+  /** The value to set for the environment variable. */
   value: string;
   _meta?: Meta;
 }
 
-/** An HTTP header for an HTTP MCP server. */
+/** An HTTP header to set when making requests to the MCP server. */
 export interface HttpHeader {
+  /** The name of the HTTP header. */
   name: string;
+  /** The value to set for the HTTP header. */
   value: string;
   _meta?: Meta;
 }
 
-/** Lists the sessions the agent knows (live and closed), newest first, a page at a time. */
+/** Request parameters for listing existing sessions. */
 export interface ListSessionsRequest {
-  /** Only sessions with this working directory (an absolute path). */
+  /**
+   * Filter sessions by working directory. Must be an absolute path.
+   *
+   * Only sessions whose `cwd` is this same directory match. Subdirectories and
+   * `additionalDirectories` don't. Agents MAY normalize paths when comparing.
+   *
+   * Omitted and `null` are equivalent and mean sessions are not filtered by working directory.
+   */
   cwd?: string | null;
-  /** The `nextCursor` of a previous page; opaque. */
+  /**
+   * Opaque cursor token from a previous response's nextCursor field for cursor-based pagination
+   *
+   * Omitted and `null` are equivalent and mean the first page is requested.
+   */
   cursor?: string | null;
   _meta?: Meta;
 }
 
-/** One page of sessions. A missing `nextCursor` means there are no more. */
+/** Response from listing sessions. */
 export interface ListSessionsResponse {
+  /** Array of session information objects. */
   sessions: SessionInfo[];
-  /** Pass it as `cursor` to fetch the next page. */
+  /**
+   * Opaque cursor token. If present, pass this in the next request's cursor parameter
+   * to fetch the next page. Omitted and `null` are equivalent and mean there are no more
+   * results. An empty string is a valid cursor, not the end of results.
+   */
   nextCursor?: string | null;
   _meta?: Meta;
 }
 
-/** A session as `session/list` reports it. */
+/** Information about a session returned by session/list */
 export interface SessionInfo {
+  /** Unique identifier for the session */
   sessionId: SessionId;
-  /** The session's working directory. */
+  /** The working directory for this session. Must be an absolute path. */
   cwd: string;
-  /** The session's additional workspace roots. */
+  /**
+   * Additional workspace roots reported for this session. Each path must be absolute.
+   *
+   * When present, this is the complete ordered additional-root list reported
+   * by the Agent. Omitted and empty values are equivalent: the response
+   * reports no additional roots.
+   */
   additionalDirectories?: string[];
-  /** A title for people to read. */
+  /**
+   * Human-readable title for the session
+   *
+   * Omitted and `null` are equivalent and mean no title is provided.
+   */
   title?: string | null;
-  /** RFC 3339 time of the last activity. */
+  /**
+   * RFC 3339 timestamp of last activity.
+   *
+   * Omitted and `null` are equivalent and mean the last activity time is not reported.
+   */
   updatedAt?: string | null;
   _meta?: Meta;
 }
 
 /**
- * Reconnects to an existing session (live, closed, or from an earlier agent process). With
- * `replayFrom` the conversation is replayed as `session/update` notifications before the response.
+ * Request parameters for resuming an existing session.
+ *
+ * Resumes an existing session and optionally replays retained conversation
+ * history according to `replayFrom`.
  */
 export interface ResumeSessionRequest {
+  /** The ID of the session to resume. */
   sessionId: SessionId;
-  /** The session's working directory; must match the session's. */
+  /**
+   * The working directory for this session. Must be an absolute path.
+   *
+   * Clients MUST send the session's working directory. Agents MAY reject a different directory
+   * with `-32602`, and MAY normalize paths when comparing.
+   */
   cwd: string;
-  /** The complete list of additional workspace roots for the resumed session. */
+  /**
+   * Additional workspace roots to activate for this session. Each path must be absolute.
+   *
+   * When omitted or empty, no additional roots are activated. When non-empty,
+   * this is the complete resulting additional-root list for the resumed
+   * session. It may differ from any previously used or reported list as long as
+   * the request `cwd` matches the session's `cwd`.
+   */
   additionalDirectories?: string[];
-  /** MCP servers the agent should connect to. */
+  /**
+   * List of MCP servers to connect to for this session.
+   *
+   * The complete set of Client-provided servers. Omitted and `[]` mean none. Agents SHOULD
+   * NOT restore servers from earlier requests.
+   */
   mcpServers?: McpServer[];
-  /** Where replay starts (inclusive). Omitted or `null`: no replay. */
+  /**
+   * Inclusive cursor describing where conversation replay should begin.
+   *
+   * Optional. Omitted and `null` are equivalent and mean the Agent should resume without
+   * replaying previous conversation history. Replay cursors are inclusive:
+   * replay includes the position identified by the cursor. Supplying
+   * `{ "type": "start" }` means the Agent should replay all retained
+   * conversation history before responding.
+   *
+   * Agents MUST reject unsupported cursor types or malformed cursor values
+   * with `-32602` (Invalid params), rather than substituting another cursor
+   * or resuming without replay.
+   */
   replayFrom?: ReplayFrom | null;
   _meta?: Meta;
 }
 
 /**
- * The session is live and attached to this connection; any replay was sent before this response.
+ * Response from resuming an existing session.
+ *
+ * The agent MUST send a current `state_update` after any requested history
+ * replay and before this response, even without replay. The update reports
+ * foreground state after resuming. The response alone does not imply `idle`.
+ *
+ * See protocol docs: [Current-State
+ * Synchronization](https://agentclientprotocol.com/protocol/v2/draft/session-setup#current-state-synchronization)
  */
 export interface ResumeSessionResponse {
   _meta?: Meta;
 }
 
-/** Replay the whole conversation. */
+/** Replay all retained conversation history from its first replayable entry. */
 export interface ReplayFromStart {
   _meta?: Meta;
 }
 
 /**
- * An inclusive replay cursor, tagged by `type`. Open: an agent rejects a cursor it does not
- * understand (-32602).
+ * Inclusive cursor describing where replayed session history should begin.
+ *
+ * Replay includes the position identified by the cursor.
  */
 export type ReplayFrom =
   | ({ type: "start" } & ReplayFromStart)
@@ -401,24 +659,61 @@ export interface ReplayFromOther {
 export type KnownReplayFrom = Exclude<ReplayFrom, ReplayFromOther>;
 
 /**
- * A user message. On an idle session it is inserted into the conversation and starts a turn. While
- * a turn is in progress it is held: queued in arrival order and inserted when a turn ends, and only
- * then answered with its `messageId` (-32800 if it never is: cancelled, revoked, or its session
- * closed). `session/inject` says when mid-turn input is delivered.
+ * Request parameters for sending a user prompt to the agent.
+ *
+ * Contains the user's message and any additional context.
+ *
+ * See protocol docs: [User
+ * Message](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#1-user-message)
  */
 export interface PromptRequest {
+  /** The ID of the session to send this user message to */
   sessionId: SessionId;
-  /** The message's content (at least one block). */
+  /**
+   * The blocks of content that compose the user's message.
+   *
+   * As a baseline, the Agent MUST support `text` and `resource_link` content blocks,
+   * while other variants are optionally enabled via `PromptCapabilities`.
+   *
+   * The Client MUST adapt its interface according to `PromptCapabilities`.
+   *
+   * The client MAY include referenced pieces of context as either
+   * `resource` or `resource_link` content blocks.
+   *
+   * When available, `resource` is preferred
+   * as it avoids extra round-trips and allows the message to include
+   * pieces of context from sources the agent may not have access to.
+   *
+   * Clients MUST NOT send an empty array. Agents MAY reject one with `-32602` without
+   * inserting it.
+   */
   prompt: ContentBlock[];
   _meta?: Meta;
 }
 
 /**
- * The insertion receipt (upstream 2.0.0-alpha.5): the user message has been inserted into the
- * conversation with this `messageId`, which its `user_message` update carries. Sent on insertion,
- * not at the end of the turn; the response and the update may reach the client in either order.
+ * Response acknowledging that a user prompt was inserted into the ACP conversation.
+ *
+ * This response does not indicate that the prompt was merely received or held, nor that the
+ * agent has finished processing it.
+ * Processing and completion are reported through `state_update` session updates.
+ *
+ * Insertion is the logical addition of a user message with a message ID and a position
+ * relative to other messages in the ACP conversation.
+ *
+ * See protocol docs: [Prompt
+ * Accepted](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#2-prompt-accepted)
  */
 export interface PromptResponse {
+  /**
+   * Identifies the user message inserted into the ACP conversation.
+   *
+   * Required and non-null. Omission and explicit `null` are both invalid.
+   *
+   * The corresponding user-message session update carries this same identifier and may arrive
+   * before or after this response. Agents must echo the message during the live session, but are
+   * not required to retain it. If retained and replayed, the message keeps this identifier.
+   */
   messageId: MessageId;
   _meta?: Meta;
 }
@@ -465,126 +760,246 @@ export interface ReplaceInjectResponse {
   _meta?: Meta;
 }
 
-/** Ends the in-flight turn (`idle`, `stopReason: cancelled`). Pending injects survive. */
+/**
+ * Notification to cancel a session's foreground work and its prompts not yet inserted.
+ *
+ * See protocol docs:
+ * [Cancellation](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#cancellation)
+ */
 export interface CancelSessionNotification {
+  /** The ID of the session to cancel operations for. */
   sessionId: SessionId;
   _meta?: Meta;
 }
 
-/** Cancels an in-flight request (`$/cancel_request`). */
+/**
+ * Notification to cancel an ongoing request.
+ *
+ * See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v2/draft/cancellation)
+ */
 export interface CancelRequestNotification {
+  /**
+   * The ID of the request to cancel: a request that the sender of this notification issued.
+   * Receivers match it only against requests they received from that sender.
+   */
   requestId: RequestId;
   _meta?: Meta;
 }
 
 /**
- * Closes a session: a running turn ends as cancelled, pending injects are handed back to the
- * agent's host (not delivered), and every attached client is told. The session stays listable and
- * can be resumed.
+ * Request parameters for closing an active session.
+ *
+ * The Agent MUST cancel any ongoing work related to the session as if `session/cancel`
+ * was called, then free the resources associated with the session. Unlike `session/cancel`,
+ * closing also stops the session's background work. After the close response, the Agent
+ * sends no other messages for the session on that connection.
+ *
+ * Closing a session that does not exist or is not active SHOULD succeed, and Clients SHOULD
+ * treat a `-32002` response as a successful close.
+ *
+ * When closing cancels active foreground work, the Agent MUST send the final
+ * updates for that work and the idle `state_update` with `stopReason: "cancelled"`
+ * before responding successfully to `session/close`. Closing an idle session
+ * does not itself require another idle update.
+ *
+ * Closing also cancels pending `session/prompt` requests whose messages have not
+ * been inserted, including held prompts. If closing prevents a prompt's user message from being
+ * inserted, the
+ * Agent MUST answer that request with `-32800` (Request Cancelled). If the message
+ * has already been inserted, the Agent MUST respond successfully with its
+ * `messageId`. Prompt responses need not precede the close response.
  */
 export interface CloseSessionRequest {
+  /** The ID of the session to close. */
   sessionId: SessionId;
   _meta?: Meta;
 }
 
-/** The session is closed. */
+/** Response from closing a session. */
 export interface CloseSessionResponse {
   _meta?: Meta;
 }
 
-/** A side-effect-free liveness probe. */
+/**
+ * **UNSTABLE**
+ *
+ * This capability is not part of the spec yet, and may be removed or changed at any point.
+ *
+ * Request parameters for checking the status of a session.
+ *
+ * Only available if the Agent supports the `session.status` capability.
+ *
+ * `session/status` MUST NOT have side effects. The Agent does not load, resume, create,
+ * close, or change the session, and does not attach the requesting connection to it.
+ * A session the Agent does not know gets `-32002` with the requested `sessionId` in `data`.
+ */
 export interface SessionStatusRequest {
+  /** The ID of the session to check. */
   sessionId: SessionId;
   _meta?: Meta;
 }
 
 /**
- * Whether the agent has the session in memory, and its foreground state when it does. A snapshot: a
- * session reported `open` may be closed before the client's next request, and an `idle` state here
- * is not a new turn end.
+ * **UNSTABLE**
+ *
+ * This capability is not part of the spec yet, and may be removed or changed at any point.
+ *
+ * Response from checking the status of a session.
+ *
+ * The result is a snapshot. A session reported `open` may be closed or evicted before
+ * the Client's next request.
  */
 export interface SessionStatusResponse {
+  /**
+   * Whether the Agent has the session in memory.
+   *
+   * Required. Clients MUST treat a value they do not recognize as `saved`.
+   */
   status: SessionStatus;
   /**
-   * The session's current foreground state, as a `state_update` would report it (sent when `status`
-   * is `open`). Absent, `null` or malformed: not reported, which does not mean `idle`.
+   * The session's current foreground state, as the same snapshot the Agent sends in
+   * `state_update` notifications.
+   *
+   * Optional. Agents SHOULD include it when `status` is `open`. Omitted, `null`, and
+   * malformed values mean the Agent is not reporting foreground state, and Clients
+   * MUST NOT read that as `idle`. This is a snapshot, not a new transition. Clients
+   * MUST NOT count an `idle` snapshot as a new completion.
    */
   state?: StateUpdate | null;
   _meta?: Meta;
 }
 
 /**
- * Whether the agent has a session in memory. Open: clients treat a value they do not recognise as
- * `saved`.
+ * **UNSTABLE**
+ *
+ * This capability is not part of the spec yet, and may be removed or changed at any point.
+ *
+ * Whether the Agent has a session in memory, as reported by `session/status`.
  */
 export type SessionStatus =
   /**
-   * The agent has the session in memory (for any connection: one that did not create or resume it
-   * on its own connection still resumes it before prompting).
+   * The Agent has the session in memory, for any connection.
+   *
+   * This does not mean the requesting connection is attached to it. A Client that did
+   * not create or resume the session on its own connection MUST still call
+   * `session/resume` before sending `session/prompt` or expecting
+   * `session/update` notifications.
    */
   | "open"
-  /** The agent knows the session and can resume it, but does not have it in memory. */
+  /**
+   * The Agent knows the session and can resume it, but does not have it in memory.
+   *
+   * The Client can call `session/resume` to start it.
+   */
   | "saved"
   /** Any other value (open enum): newer peers may send values this version does not know. */
   | (string & {});
 
 /**
- * The agent asks the user to authorise an action. While open, the session's state is
- * `requires_action`.
+ * Request for user permission to proceed with an operation.
+ *
+ * Sent when the agent needs authorization before performing a sensitive operation.
+ *
+ * See protocol docs: [Requesting
+ * Permission](https://agentclientprotocol.com/protocol/v2/draft/tool-calls#requesting-permission)
  */
 export interface RequestPermissionRequest {
+  /** The session ID for this request. */
   sessionId: SessionId;
-  /** What is being asked, for a person. */
+  /**
+   * Human-readable title for the permission prompt.
+   *
+   * This title is specific to the permission prompt and does not update any
+   * subject's displayed title.
+   */
   title: string;
-  /** Why permission is needed, for a person. */
+  /**
+   * Optional human-readable explanation of why permission is needed.
+   *
+   * This text is specific to the permission prompt and does not update any
+   * subject's displayed content. Omitted and `null` are equivalent and mean no separate
+   * permission description was provided.
+   */
   description?: string | null;
-  /** What the request is about (upstream `RequestPermissionSubject`, carried through unchanged). */
+  /**
+   * Optional structured context about the operation requiring permission.
+   *
+   * Omitted and `null` are equivalent and mean no structured subject was provided.
+   */
   subject?: { [member: string]: unknown } | null;
-  /** The choices offered. */
+  /**
+   * Available permission options for the user to choose from.
+   * Must contain at least one option.
+   */
   options: PermissionOption[];
   _meta?: Meta;
 }
 
-/** The user's decision. */
+/** Response to a permission request. */
 export interface RequestPermissionResponse {
+  /** The user's decision on the permission request. */
   outcome: RequestPermissionOutcome;
   _meta?: Meta;
 }
 
-/** One choice of a permission request. */
+/** An option presented to the user when requesting permission. */
 export interface PermissionOption {
+  /** Identifier for this permission option. MUST be unique within the request. */
   optionId: PermissionOptionId;
-  /** The label shown to the user. */
+  /** Human-readable label to display to the user. */
   name: string;
+  /** Hint about the nature of this permission option. */
   kind: PermissionOptionKind;
   _meta?: Meta;
 }
 
-/** The kind of a permission option. Open. */
+/**
+ * The type of permission option being presented to the user.
+ *
+ * Helps clients choose appropriate icons and UI treatment.
+ */
 export type PermissionOptionKind =
-  /** Allow this once. */
+  /** Allow this operation only this time. */
   | "allow_once"
-  /** Allow and remember. */
+  /** Allow this operation and remember the choice. */
   | "allow_always"
-  /** Reject this once. */
+  /** Reject this operation only this time. */
   | "reject_once"
-  /** Reject and remember. */
+  /** Reject this operation and remember the choice. */
   | "reject_always"
   /** Any other value (open enum): newer peers may send values this version does not know. */
   | (string & {});
 
-/** The request was cancelled (the turn was cancelled). */
+/**
+ * The request was not approved and no option was selected: the session's work was
+ * cancelled, the user dismissed the prompt, or the client declined it by policy.
+ * Agents MUST NOT proceed with the operation.
+ *
+ * The client answers a request the agent cancels with `$/cancel_request` with
+ * this outcome. After sending `session/cancel`, the client MAY also send it
+ * without waiting for `$/cancel_request`, for a request it knows belongs to the
+ * cancelled foreground work.
+ *
+ * See protocol docs:
+ * [Cancellation](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#cancellation)
+ */
 export interface CancelledPermissionOutcome {
   _meta?: Meta;
 }
 
-/** The user chose an option. */
+/**
+ * The user selected one of the provided options.
+ *
+ * If `optionId` doesn't match an offered option, the agent MUST treat the request as not
+ * approved.
+ */
 export interface SelectedPermissionOutcome {
+  /** The ID of the option the user selected. */
   optionId: PermissionOptionId;
   _meta?: Meta;
 }
 
-/** How a permission request ended, tagged by `outcome`. Open. */
+/** The outcome of a permission request. */
 export type RequestPermissionOutcome =
   | ({ outcome: "cancelled" } & CancelledPermissionOutcome)
   | ({ outcome: "selected" } & SelectedPermissionOutcome)
@@ -602,39 +1017,76 @@ export interface RequestPermissionOutcomeOther {
 /** `RequestPermissionOutcome` without its open branch: narrow with `isKnownRequestPermissionOutcome`, then switch on `outcome`. */
 export type KnownRequestPermissionOutcome = Exclude<RequestPermissionOutcome, RequestPermissionOutcomeOther>;
 
-/** A session update (`session/update`). */
+/**
+ * Notification containing a session update from the agent.
+ *
+ * Agents can send session updates at any point while the session exists.
+ *
+ * See protocol docs: [Agent Reports
+ * Output](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#3-agent-reports-output)
+ */
 export interface UpdateSessionNotification {
+  /** The ID of the session this update pertains to. */
   sessionId: SessionId;
+  /** The actual update content. */
   update: SessionUpdate;
   _meta?: Meta;
 }
 
-/** A user message was inserted into history. For a prompt or inject this is its delivery. */
+/**
+ * A user message has been created or updated.
+ *
+ * Agents can send this when they accept or replay a user message. When a
+ * client receives another `user_message` update with the same `messageId`,
+ * fields in the new update patch the previous fields for that message.
+ */
 export interface UserMessage {
+  /** A unique identifier for the message. */
   messageId: MessageId;
-  /** Omitted: content unchanged; null: cleared; an array: replaced. */
+  /** Complete replacement content for this message. */
   content?: Patch<ContentBlock[]>;
   _meta?: Meta;
 }
 
-/** A streamed piece of a user message. */
+/** A chunk of the user's message being streamed. */
 export interface UserMessageChunk {
+  /**
+   * A unique identifier for the message this chunk belongs to.
+   *
+   * All chunks belonging to the same message share the same `messageId`.
+   * Chunks for different messages can interleave.
+   */
   messageId: MessageId;
+  /** A single item of content */
   content: ContentBlock;
   _meta?: Meta;
 }
 
-/** An agent message upsert. `content: []` clears what was streamed so far. */
+/**
+ * An agent message has been created or updated.
+ *
+ * Agents can send this in addition to streamed chunks. When a client
+ * receives another `agent_message` update with the same `messageId`,
+ * fields in the new update patch the previous fields for that message.
+ */
 export interface AgentMessage {
+  /** A unique identifier for the message. */
   messageId: MessageId;
-  /** Omitted: content unchanged; null: cleared; an array: replaced. */
+  /** Complete replacement content for this message. */
   content?: Patch<ContentBlock[]>;
   _meta?: Meta;
 }
 
-/** A streamed piece of an agent message. */
+/** A chunk of the agent's response being streamed. */
 export interface AgentMessageChunk {
+  /**
+   * A unique identifier for the message this chunk belongs to.
+   *
+   * All chunks belonging to the same message share the same `messageId`.
+   * Chunks for different messages can interleave.
+   */
   messageId: MessageId;
+  /** A single item of content */
   content: ContentBlock;
   _meta?: Meta;
 }
@@ -651,70 +1103,123 @@ export interface AgentMessageClear {
   _meta?: Meta;
 }
 
-/** An agent thought upsert. */
+/**
+ * An agent thought or reasoning message has been created or updated.
+ *
+ * Agents can send this in addition to streamed chunks. When a client
+ * receives another `agent_thought` update with the same `messageId`,
+ * fields in the new update patch the previous fields for that message.
+ */
 export interface AgentThought {
+  /** A unique identifier for the thought message. */
   messageId: MessageId;
-  /** Omitted: content unchanged; null: cleared; an array: replaced. */
+  /** Complete replacement content for this thought message. */
   content?: Patch<ContentBlock[]>;
   _meta?: Meta;
 }
 
-/** A streamed piece of an agent thought. */
+/** A chunk of the agent's internal reasoning being streamed. */
 export interface AgentThoughtChunk {
+  /**
+   * A unique identifier for the message this chunk belongs to.
+   *
+   * All chunks belonging to the same message share the same `messageId`.
+   * Chunks for different messages can interleave.
+   */
   messageId: MessageId;
+  /** A single item of content */
   content: ContentBlock;
   _meta?: Meta;
 }
 
-/** A tool call was created or changed (upsert keyed by `toolCallId`). */
+/** A tool call has been created or updated. */
 export interface ToolCallUpdate {
+  /** Unique identifier for this tool call within the session. */
   toolCallId: ToolCallId;
-  /** The tool's programmatic name. */
+  /**
+   * Programmatic name of the tool being invoked.
+   *
+   * This field is optional and has patch semantics. Omission means no
+   * change, `null` clears the name, and a string replaces it. For a tool
+   * call ID the client has not seen before, omission or `null` means that no
+   * tool name is available.
+   */
   name?: string | null;
-  /** A title for people to read. */
+  /**
+   * Human-readable title describing what the tool is doing.
+   *
+   * Omission leaves the title unchanged, `null` unsets it, and a string replaces it.
+   * A new tool call starts without a title.
+   */
   title?: string | null;
+  /**
+   * The category of tool being invoked.
+   * Helps clients choose appropriate icons and UI treatment.
+   *
+   * Omission leaves the kind unchanged, `null` resets it to `other`, and a value replaces it.
+   * A new tool call starts as `other`.
+   */
   kind?: ToolKind | null;
+  /**
+   * Current execution status of the tool call.
+   *
+   * Omission leaves the status unchanged, `null` resets it to `pending`, and a value
+   * replaces it. A new tool call starts as `pending`.
+   */
   status?: ToolCallStatus | null;
-  /** Replaces the tool call's content. */
+  /** Content produced by the tool call. */
   content?: ToolCallContent[] | null;
-  /** File locations the tool call touches (upstream `ToolCallLocation`). */
+  /**
+   * File locations affected by this tool call.
+   * Enables "follow-along" features in clients.
+   */
   locations?: Array<{ [member: string]: unknown }> | null;
-  /** The raw input of the tool call. */
+  /** Raw input parameters sent to the tool. */
   rawInput?: unknown;
-  /** The raw output of the tool call. */
+  /** Raw output returned by the tool. */
   rawOutput?: unknown;
   _meta?: Meta;
 }
 
-/** Appends content to a tool call. */
+/** A chunk of tool-call content being streamed. */
 export interface ToolCallContentChunk {
+  /** The ID of the tool call this content belongs to. */
   toolCallId: ToolCallId;
+  /** A single item of content produced by the tool call. */
   content: ToolCallContent;
   _meta?: Meta;
 }
 
-/** The agent's plan, replaced whole. */
+/**
+ * A content update for a plan identified by ID.
+ * See protocol docs: [Agent Plan](https://agentclientprotocol.com/protocol/v2/draft/agent-plan)
+ */
 export interface PlanUpdate {
+  /** The updated plan content. */
   plan: PlanUpdateContent;
   _meta?: Meta;
 }
 
-/** Context window usage. */
+/** Context window and cost update for the session. */
 export interface UsageUpdate {
-  /** Tokens in the context window. */
+  /** Tokens currently in context. */
   used: number;
-  /** The context window's size in tokens. */
+  /** Total context window size in tokens. */
   size: number;
-  /** Cumulative cost of the session. */
+  /**
+   * Cumulative session cost.
+   *
+   * Omitted leaves the last reported cost unchanged. `null` clears it. A value replaces it.
+   */
   cost?: Cost | null;
   _meta?: Meta;
 }
 
-/** The session's metadata changed. Omitted members are unchanged; `null` clears. */
+/** Session metadata has been updated (title, timestamps, custom metadata) */
 export interface SessionInfoUpdate {
-  /** A title for people to read. */
+  /** Human-readable title for the session. Set to null to clear. */
   title?: Patch<string>;
-  /** RFC 3339 time of the last activity. */
+  /** RFC 3339 timestamp of last activity. Set to null to clear. */
   updatedAt?: Patch<string>;
   _meta?: Meta;
 }
@@ -740,9 +1245,12 @@ export interface SessionClosedUpdate {
 }
 
 /**
- * What changed in a session, tagged by `sessionUpdate`. Message updates are upserts keyed by
- * `messageId`: an omitted `content` leaves the content, `null` clears it, an array replaces it;
- * chunks append. Open: unknown tags decode into `other` and re-encode unchanged.
+ * Different types of updates that can be sent while a session exists.
+ *
+ * These updates report messages, progress, and other session activity.
+ *
+ * See protocol docs: [Agent Reports
+ * Output](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#3-agent-reports-output)
  */
 export type SessionUpdate =
   | ({ sessionUpdate: "user_message" } & UserMessage)
@@ -782,62 +1290,151 @@ export interface PendingInject {
   _meta?: Meta;
 }
 
-/** Foreground work started or resumed. */
+/** Foreground work is in progress. */
 export interface RunningStateUpdate {
   /**
-   * Work running independently of foreground work, as a complete snapshot; omitted or `null`: not
-   * reported (not that nothing runs), `[]`: none. A malformed list reads as not reported.
+   * Work running independently of foreground work, as a complete snapshot.
+   *
+   * Optional. Omitted and `null` are equivalent and mean the Agent is not reporting
+   * background work, not that nothing is running. `[]` means no background work is
+   * running. An Agent that reports background work MUST include it on every state
+   * update for the session. A malformed list is treated as not reported.
+   *
+   * See protocol docs: [Background
+   * Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)
    */
   background?: BackgroundWork[] | null;
   _meta?: Meta;
 }
 
-/**
- * No foreground work is active. At a turn's end this toolkit always sends `stopReason` (with
- * `error` when it is `error`), and `usage` when the runtime reported it; a resume or status
- * snapshot has none.
- */
+/** No foreground work is active. Background activity may continue. */
 export interface IdleStateUpdate {
-  stopReason?: StopReason | null;
+  /**
+   * **UNSTABLE**
+   *
+   * This capability is not part of the spec yet, and may be removed or changed at any point.
+   *
+   * Token usage for completed foreground work.
+   *
+   * Optional. Omitted and `null` are equivalent and mean the agent is not reporting token
+   * usage for this state update.
+   */
   usage?: Usage | null;
+  /**
+   * Work running independently of foreground work, as a complete snapshot.
+   *
+   * Optional. Omitted and `null` are equivalent and mean the Agent is not reporting
+   * background work, not that nothing is running. `[]` means no background work is
+   * running. An Agent that reports background work MUST include it on every state
+   * update for the session. A malformed list is treated as not reported.
+   *
+   * See protocol docs: [Background
+   * Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)
+   */
+  background?: BackgroundWork[] | null;
+  _meta?: Meta;
+  /**
+   * Why foreground work stopped. The value selects one of this type's variants, which may add
+   * fields of their own.
+   *
+   * Optional. Omitted and `null` are equivalent and mean the agent is not reporting a stop reason;
+   * a malformed value is treated the same way.
+   *
+   * See protocol docs: [Stop
+   * Reasons](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#stop-reasons)
+   */
+  stopReason?: StopReason | null;
   /**
    * With `stopReason: "error"`: the failure, as a JSON-RPC error object (upstream
    * `ErrorStopReason.error`). Omitted or `null`: not reported.
    */
   error?: TurnFailure | null;
-  /**
-   * Work running independently of foreground work, as a complete snapshot; omitted or `null`: not
-   * reported (not that nothing runs), `[]`: none. A malformed list reads as not reported.
-   */
-  background?: BackgroundWork[] | null;
-  _meta?: Meta;
 }
 
-/** The turn waits for the user (a permission request is open). */
+/** Foreground work is blocked on user action. */
 export interface RequiresActionStateUpdate {
   /**
-   * Work running independently of foreground work, as a complete snapshot; omitted or `null`: not
-   * reported (not that nothing runs), `[]`: none. A malformed list reads as not reported.
+   * Work running independently of foreground work, as a complete snapshot.
+   *
+   * Optional. Omitted and `null` are equivalent and mean the Agent is not reporting
+   * background work, not that nothing is running. `[]` means no background work is
+   * running. An Agent that reports background work MUST include it on every state
+   * update for the session. A malformed list is treated as not reported.
+   *
+   * See protocol docs: [Background
+   * Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)
    */
   background?: BackgroundWork[] | null;
   _meta?: Meta;
 }
 
 /**
- * UNSTABLE upstream: the agent cannot currently determine foreground activity. Not an outcome: it
- * cancels nothing and ends no turn; a client keeps the previous state as last known, not as
- * current. A later state replaces it.
+ * **UNSTABLE**
+ *
+ * This capability is not part of the spec yet, and may be removed or changed at any point.
+ *
+ * The Agent cannot currently determine foreground activity.
+ * This replaces previously confirmed activity without ending the work or session.
  */
 export interface UnknownStateUpdate {
   /**
-   * Work running independently of foreground work, as a complete snapshot; omitted or `null`: not
-   * reported (not that nothing runs), `[]`: none. A malformed list reads as not reported.
+   * Work running independently of foreground work, as a complete snapshot.
+   *
+   * Optional. Omitted and `null` are equivalent and mean the Agent is not reporting
+   * background work, not that nothing is running. `[]` means no background work is
+   * running. An Agent that reports background work MUST include it on every state
+   * update for the session. A malformed list is treated as not reported.
+   *
+   * See protocol docs: [Background
+   * Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)
    */
   background?: BackgroundWork[] | null;
   _meta?: Meta;
 }
 
-/** A turn state, tagged by `state`. A turn is in progress from `running` until `idle`. Open. */
+/**
+ * A snapshot of the session's aggregate foreground activity.
+ *
+ * Foreground work is the agent's active response or workflow in the session,
+ * including model processing, tool execution, and waiting for user action needed
+ * to continue that work. It can start with a prompt or be agent-initiated, for
+ * example to pursue an ongoing goal or follow up on a completed background task.
+ * Either way, the agent MUST report `running` when foreground work starts,
+ * or `requires_action` if it starts blocked on user action, and `idle` when it
+ * ends. The agent SHOULD include a stop reason on that idle update.
+ * Agent-initiated work does not require a prompt request or a synthetic user
+ * message.
+ *
+ * `running` may precede user-message insertion, for example during a foreground
+ * hook. It is not acknowledgment of insertion, and rejecting a prompt does not
+ * itself end foreground work.
+ *
+ * Background activity can continue and emit other `session/update` notifications
+ * while `idle`. Those notifications, including a detached task's progress or
+ * completion, do not by themselves change this state. A permission request only
+ * warrants `requires_action` when foreground work is blocked on user action.
+ *
+ * The agent SHOULD report `requires_action` when the foreground workflow as a
+ * whole cannot progress without user action, including permissions or elicitations.
+ * Once reported, it MUST report `running` when progress resumes, or `idle` when
+ * work ends without resuming.
+ * If other foreground work can progress, the state remains `running`. Resolving
+ * one of several requests does not itself change the state. Agents SHOULD ignore
+ * responses for work that has already ended rather than use them to resume it.
+ *
+ * A new session defaults to idle until a state update reports otherwise.
+ * Resume MUST send a current-state snapshot after any replay and before its
+ * response. The snapshot reports foreground state after resuming.
+ * The response alone does not imply idle.
+ * Repeated snapshots are idempotent, not additional work, completions, or usage.
+ * A repeated state may carry updated information without another state transition.
+ * The agent MUST report `idle` when no foreground activity remains. Completing
+ * an individual activity while other foreground work continues does not require
+ * an idle boundary. Local commands use the same lifecycle even without model work.
+ *
+ * See protocol docs: [Session
+ * States](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#session-states)
+ */
 export type StateUpdate =
   | ({ state: "running" } & RunningStateUpdate)
   | ({ state: "idle" } & IdleStateUpdate)
@@ -887,27 +1484,51 @@ export interface TurnFailure {
   data?: unknown;
 }
 
-/** A listed terminal running in the background. */
+/**
+ * A process that keeps running after its tool call returned control to the model.
+ * Live until its `terminal_update` reports `exitStatus`.
+ */
 export interface BackgroundTerminal {
-  /** The listed terminal. */
+  /** The ID of the listed terminal. */
   terminalId: string;
   _meta?: Meta;
 }
 
-/** A listed tool call whose work continues in the background. */
+/**
+ * Work started by a tool call that continues without a process of its own, such as
+ * a watcher, a workflow, or a scheduled wakeup. `pending` and `paused` tool calls
+ * stay listed.
+ */
 export interface BackgroundToolCall {
+  /** The ID of the listed tool call. */
   toolCallId: ToolCallId;
   _meta?: Meta;
 }
 
-/** UNSTABLE upstream: a listed subagent session. */
+/**
+ * **UNSTABLE**
+ *
+ * This capability is not part of the spec yet, and may be removed or changed at any point.
+ *
+ * A detached subagent session that has anything running: its state is not `idle`, or
+ * its own `background` list is non-empty or not reported.
+ */
 export interface BackgroundSubagent {
+  /** The ID of the listed session. */
   sessionId: SessionId;
   _meta?: Meta;
 }
 
 /**
- * One piece of work running independently of the session's foreground work, tagged by `type`. Open.
+ * One piece of work running independently of the session's foreground work.
+ *
+ * Items reference entities the Client already tracks. The Agent MUST announce each item
+ * before the first snapshot that lists it, and MUST report a terminal's `exitStatus` or a
+ * tool call's final status before the snapshot that removes it. Each piece of work is
+ * listed once: process-backed work is listed as its terminal, not also as its tool call.
+ *
+ * See protocol docs: [Background
+ * Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)
  */
 export type BackgroundWork =
   | ({ type: "terminal" } & BackgroundTerminal)
@@ -927,65 +1548,134 @@ export interface BackgroundWorkOther {
 /** `BackgroundWork` without its open branch: narrow with `isKnownBackgroundWork`, then switch on `type`. */
 export type KnownBackgroundWork = Exclude<BackgroundWork, BackgroundWorkOther>;
 
-/** Token usage of a turn. */
+/**
+ * **UNSTABLE**
+ *
+ * This capability is not part of the spec yet, and may be removed or changed at any point.
+ *
+ * Token usage for the foreground work that just completed, not cumulative for the session.
+ */
 export interface Usage {
+  /** Sum of all token types for the completed work. */
   totalTokens: number;
+  /** Input tokens for the completed work. */
   inputTokens: number;
+  /** Output tokens for the completed work. */
   outputTokens: number;
+  /**
+   * Thought/reasoning tokens for the completed work.
+   *
+   * Omitted and `null` are equivalent and mean the count is not reported.
+   */
   thoughtTokens?: number | null;
+  /**
+   * Cache read tokens for the completed work.
+   *
+   * Omitted and `null` are equivalent and mean the count is not reported.
+   */
   cachedReadTokens?: number | null;
+  /**
+   * Cache write tokens for the completed work.
+   *
+   * Omitted and `null` are equivalent and mean the count is not reported.
+   */
   cachedWriteTokens?: number | null;
   _meta?: Meta;
 }
 
-/** A monetary cost. */
+/** Cost information for a session. */
 export interface Cost {
-  /** The amount. */
+  /** Total cumulative cost for session. */
   amount: number;
-  /** An ISO 4217 currency code. */
+  /**
+   * Unit of `amount`: an ISO 4217 currency code (e.g., "USD", "EUR") for money, or another
+   * unit such as "credits".
+   */
   currency: string;
   _meta?: Meta;
 }
 
-/** The kind of a tool. Open. */
+/**
+ * Categories of tools that can be invoked.
+ *
+ * Tool kinds help clients choose appropriate icons and optimize how they
+ * display tool execution progress.
+ *
+ * See protocol docs:
+ * [Reporting](https://agentclientprotocol.com/protocol/v2/draft/tool-calls#reporting)
+ */
 export type ToolKind =
+  /** Reading files or data. */
   | "read"
+  /** Modifying files or content. */
   | "edit"
+  /** Removing files or data. */
   | "delete"
+  /** Moving or renaming files. */
   | "move"
+  /** Searching for information. */
   | "search"
+  /** Running commands or code. */
   | "execute"
+  /** Internal reasoning or planning. */
   | "think"
+  /** Retrieving external data. */
   | "fetch"
+  /**
+   * Changing the session's mode, a [config
+   * option](https://agentclientprotocol.com/protocol/v2/draft/session-config-options) with the
+   * `mode` category.
+   */
   | "switch_mode"
+  /** Other tool types (default). */
   | "other"
   /** Any other value (open enum): newer peers may send values this version does not know. */
   | (string & {});
 
-/** A tool call's status. Open. */
+/**
+ * Execution status of a tool call.
+ *
+ * Tool calls progress through different statuses during their lifecycle.
+ *
+ * See protocol docs: [Status](https://agentclientprotocol.com/protocol/v2/draft/tool-calls#status)
+ */
 export type ToolCallStatus =
+  /**
+   * The tool call hasn't started running yet, for example because its input is
+   * streaming, it is awaiting approval, or it is scheduled to run later.
+   */
   | "pending"
+  /** The tool call is currently running. */
   | "in_progress"
   /**
-   * Started, not running now, and waiting for something to resume it; it may return to
-   * `in_progress`.
+   * The tool call has started, is not running now, and will not continue until
+   * something resumes it. It may return to `in_progress` any number of times.
    */
   | "paused"
+  /** The tool call completed successfully. */
   | "completed"
+  /** The tool call failed with an error. */
   | "failed"
+  /** The tool call was cancelled before it completed. */
   | "cancelled"
   /** Any other value (open enum): newer peers may send values this version does not know. */
   | (string & {});
 
-/** A content block. */
+/** Standard content block (text, images, resources). */
 export interface ToolCallContentBlock {
+  /** The actual content block. */
   content: ContentBlock;
   _meta?: Meta;
 }
 
 /**
- * Content produced by a tool call, tagged by `type`. Upstream's `diff` and `terminal` are carried
- * through the open branch unchanged.
+ * Content produced by a tool call.
+ *
+ * Tool calls can produce different types of content including standard
+ * content blocks (text, images), file diffs, or display-only terminals.
+ *
+ * See protocol docs:
+ * [Content](https://agentclientprotocol.com/protocol/v2/draft/tool-calls#content)
  */
 export type ToolCallContent =
   | ({ type: "content" } & ToolCallContentBlock)
@@ -1003,17 +1693,21 @@ export interface ToolCallContentOther {
 /** `ToolCallContent` without its open branch: narrow with `isKnownToolCallContent`, then switch on `type`. */
 export type KnownToolCallContent = Exclude<ToolCallContent, ToolCallContentOther>;
 
-/** A plan as a list of entries. */
+/** Structured plan entries. */
 export interface PlanItems {
+  /** The plan ID to update. */
   planId: string;
+  /**
+   * The list of tasks to be accomplished.
+   *
+   * When updating an item-based plan, the agent must send a complete list of all entries
+   * with their current status. The client replaces that plan with each update.
+   */
   entries: PlanEntry[];
   _meta?: Meta;
 }
 
-/**
- * A plan, tagged by `type`. Upstream's `file` and `markdown` are carried through the open branch
- * unchanged.
- */
+/** Updated content for a plan. */
 export type PlanUpdateContent =
   | ({ type: "items" } & PlanItems)
   | PlanUpdateContentOther;
@@ -1030,77 +1724,209 @@ export interface PlanUpdateContentOther {
 /** `PlanUpdateContent` without its open branch: narrow with `isKnownPlanUpdateContent`, then switch on `type`. */
 export type KnownPlanUpdateContent = Exclude<PlanUpdateContent, PlanUpdateContentOther>;
 
-/** One entry of a plan. */
+/**
+ * A single entry in the execution plan.
+ *
+ * Represents a task or goal that the assistant intends to accomplish
+ * as part of fulfilling the user's request.
+ * See protocol docs: [Plan
+ * Entries](https://agentclientprotocol.com/protocol/v2/draft/agent-plan#plan-entries)
+ */
 export interface PlanEntry {
+  /** Human-readable description of what this task aims to accomplish. */
   content: string;
+  /**
+   * The relative importance of this task.
+   * Used to indicate which tasks are most critical to the overall goal.
+   */
   priority: PlanEntryPriority;
+  /** Current execution status of this task. */
   status: PlanEntryStatus;
   _meta?: Meta;
 }
 
-/** A plan entry's priority. Open. */
+/**
+ * Priority levels for plan entries.
+ *
+ * Used to indicate the relative importance or urgency of different
+ * tasks in the execution plan.
+ * See protocol docs: [Plan
+ * Entries](https://agentclientprotocol.com/protocol/v2/draft/agent-plan#plan-entries)
+ */
 export type PlanEntryPriority =
+  /** High priority task - critical to the overall goal. */
   | "high"
+  /** Medium priority task - important but not critical. */
   | "medium"
+  /** Low priority task - nice to have but not essential. */
   | "low"
   /** Any other value (open enum): newer peers may send values this version does not know. */
   | (string & {});
 
-/** A plan entry's status. Open. */
+/**
+ * Status of a plan entry in the execution flow.
+ *
+ * Tracks the lifecycle of each task from planning through completion.
+ * See protocol docs: [Plan
+ * Entries](https://agentclientprotocol.com/protocol/v2/draft/agent-plan#plan-entries)
+ */
 export type PlanEntryStatus =
+  /** The task has not started yet. */
   | "pending"
+  /** The task is currently being worked on. */
   | "in_progress"
+  /** The task has been successfully completed. */
   | "completed"
+  /** The task was cancelled before it completed. */
   | "cancelled"
   /** Any other value (open enum): newer peers may send values this version does not know. */
   | (string & {});
 
-/** Text. */
+/**
+ * Text content. May be plain text or formatted with Markdown.
+ *
+ * All agents MUST support text content blocks in prompts.
+ * Clients SHOULD render this text as CommonMark and MAY support GitHub Flavored Markdown
+ * extensions.
+ */
 export interface TextContent {
+  /** Text payload carried by this content block. */
   text: string;
+  /**
+   * Optional annotations that help clients decide how to display or route this content.
+   *
+   * Omitted and `null` are equivalent and mean no annotations are provided.
+   */
   annotations?: Annotations | null;
   _meta?: Meta;
 }
 
-/** An image, base64-encoded. */
+/**
+ * Images for visual context or analysis.
+ *
+ * Requires the `image` prompt capability when included in prompts.
+ */
 export interface ImageContent {
+  /** Base64-encoded media payload. */
   data: string;
+  /** MIME type describing the encoded media payload. */
   mimeType: string;
+  /**
+   * URI associated with this resource or media payload.
+   *
+   * Omitted and `null` are equivalent and mean no URI is associated with the image.
+   */
   uri?: string | null;
+  /**
+   * Optional annotations that help clients decide how to display or route this content.
+   *
+   * Omitted and `null` are equivalent and mean no annotations are provided.
+   */
   annotations?: Annotations | null;
   _meta?: Meta;
 }
 
-/** Audio, base64-encoded. */
+/**
+ * Audio data for transcription or analysis.
+ *
+ * Requires the `audio` prompt capability when included in prompts.
+ */
 export interface AudioContent {
+  /** Base64-encoded media payload. */
   data: string;
+  /** MIME type describing the encoded media payload. */
   mimeType: string;
+  /**
+   * Optional annotations that help clients decide how to display or route this content.
+   *
+   * Omitted and `null` are equivalent and mean no annotations are provided.
+   */
   annotations?: Annotations | null;
   _meta?: Meta;
 }
 
-/** A link to a resource the agent can read. */
+/**
+ * References to resources that the receiver may be able to read.
+ *
+ * All agents MUST support resource links in prompts.
+ */
 export interface ResourceLink {
+  /** Human-readable name shown for this protocol object. */
   name: string;
+  /** URI associated with this resource or media payload. */
   uri: string;
+  /**
+   * Optional display title for end-user UI.
+   *
+   * Omitted and `null` are equivalent and mean no title is provided.
+   */
   title?: string | null;
+  /**
+   * Optional human-readable details shown with this protocol object.
+   *
+   * Omitted and `null` are equivalent and mean no description is provided.
+   */
   description?: string | null;
-  /** Icons for the resource (upstream `Icon`). */
+  /**
+   * Optional set of sized icons that the client can display in a user interface.
+   *
+   * Omitted and `null` are equivalent and mean no icons are provided.
+   */
   icons?: Array<{ [member: string]: unknown }> | null;
+  /**
+   * MIME type describing the encoded media payload.
+   *
+   * Omitted and `null` are equivalent and mean the MIME type is not specified.
+   */
   mimeType?: string | null;
+  /**
+   * Optional size of the linked resource in bytes, if known.
+   *
+   * Omitted and `null` are equivalent and mean the size is not known.
+   */
   size?: number | null;
+  /**
+   * Optional annotations that help clients decide how to display or route this content.
+   *
+   * Omitted and `null` are equivalent and mean no annotations are provided.
+   */
   annotations?: Annotations | null;
   _meta?: Meta;
 }
 
-/** A resource's contents, embedded. */
+/**
+ * Complete resource contents embedded directly in the message.
+ *
+ * Preferred for including context as it avoids extra round-trips.
+ *
+ * Requires the `embeddedContext` prompt capability when included in prompts.
+ */
 export interface EmbeddedResource {
+  /** Embedded resource payload, either text or binary data. */
   resource: EmbeddedResourceResource;
+  /**
+   * Optional annotations that help clients decide how to display or route this content.
+   *
+   * Omitted and `null` are equivalent and mean no annotations are provided.
+   */
   annotations?: Annotations | null;
   _meta?: Meta;
 }
 
-/** A piece of message content, tagged by `type`. Open. */
+/**
+ * Content blocks represent displayable information in the Agent Client Protocol.
+ *
+ * Content blocks appear in:
+ * - User prompts sent via `session/prompt`
+ * - Language model output reported through `session/update` notifications as
+ * message updates or streamed chunks
+ * - Progress updates and results from tool calls
+ *
+ * This structure is compatible with the Model Context Protocol (MCP), so agents can
+ * forward content from MCP tool outputs without transformation.
+ *
+ * See protocol docs: [Content](https://agentclientprotocol.com/protocol/v2/draft/content)
+ */
 export type ContentBlock =
   | ({ type: "text" } & TextContent)
   | ({ type: "image" } & ImageContent)
@@ -1121,36 +1947,73 @@ export interface ContentBlockOther {
 /** `ContentBlock` without its open branch: narrow with `isKnownContentBlock`, then switch on `type`. */
 export type KnownContentBlock = Exclude<ContentBlock, ContentBlockOther>;
 
-/** Text or binary contents of a resource. */
+/** Resource content that can be embedded in a message. */
 export type EmbeddedResourceResource = TextResourceContents | BlobResourceContents;
 
-/** A text resource. */
+/** Text-based resource contents. */
 export interface TextResourceContents {
-  uri: string;
-  mimeType?: string | null;
+  /** Text payload carried by this content block. */
   text: string;
-  _meta?: Meta;
-}
-
-/** A binary resource, base64-encoded. */
-export interface BlobResourceContents {
+  /** URI associated with this resource or media payload. */
   uri: string;
+  /**
+   * MIME type describing the encoded media payload.
+   *
+   * Omitted and `null` are equivalent and mean the MIME type is not specified.
+   */
   mimeType?: string | null;
-  blob: string;
   _meta?: Meta;
 }
 
-/** Hints for how content is used or shown. */
+/** Binary resource contents. */
+export interface BlobResourceContents {
+  /** Base64-encoded bytes for a binary resource payload. */
+  blob: string;
+  /** URI associated with this resource or media payload. */
+  uri: string;
+  /**
+   * MIME type describing the encoded media payload.
+   *
+   * Omitted and `null` are equivalent and mean the MIME type is not specified.
+   */
+  mimeType?: string | null;
+  _meta?: Meta;
+}
+
+/**
+ * Optional annotations for the client. The client can use annotations to inform how objects are
+ * used or displayed
+ */
 export interface Annotations {
+  /**
+   * Intended recipients for this content, such as the user or assistant.
+   *
+   * Omitted and `null` are equivalent and mean no audience is specified.
+   */
   audience?: Role[] | null;
+  /**
+   * Timestamp indicating when the underlying resource was last modified.
+   *
+   * Should be an ISO 8601 formatted string (e.g., "2025-01-12T15:00:58Z"), as in MCP.
+   *
+   * Omitted and `null` are equivalent and mean the modification time is not reported.
+   */
   lastModified?: string | null;
+  /**
+   * Relative importance of this content when clients choose what to surface, from 0 (least
+   * important) to 1 (most important).
+   *
+   * Omitted and `null` are equivalent and mean no priority is specified.
+   */
   priority?: number | null;
   _meta?: Meta;
 }
 
-/** Who content is for. Open. */
+/** The sender or recipient of messages and data in a conversation. */
 export type Role =
+  /** The assistant side of a conversation. */
   | "assistant"
+  /** The user side of a conversation. */
   | "user"
   /** Any other value (open enum): newer peers may send values this version does not know. */
   | (string & {});

@@ -19,7 +19,7 @@ from .acp_inject_ffi import acp_inject_ffi as _g
 Buffer = Union[bytes, bytearray]
 
 # The generated module these readers were written from: they are installed only over that one.
-SOURCE_SHA256 = "408effb60b190bfdd4b9e60770d10ca55e2f1e224eefc6436602d82fbf396c90"
+SOURCE_SHA256 = "11f26f0f1a182aa79728526b6297bf26e289866ebe68f0922d2e45c27c70f115"
 
 _new = object.__new__
 _InternalError = _g.InternalError
@@ -69,23 +69,23 @@ _K25 = _g.CancelledPermissionOutcome
 _K26 = _g.TextResourceContents
 _K27 = _g.BlobResourceContents
 _K28 = _g.IdleStateUpdate
-_K29 = _g.StopReason.END_TURN
-_K30 = _g.StopReason.MAX_TOKENS
-_K31 = _g.StopReason.MAX_TURN_REQUESTS
-_K32 = _g.StopReason.REFUSAL
-_K33 = _g.StopReason.CANCELLED
-_K34 = _g.StopReason.ERROR
-_K35 = _g.StopReason.OTHER
-_K36 = _g.Usage
+_K29 = _g.Usage
+_K30 = _g.StopReason.END_TURN
+_K31 = _g.StopReason.MAX_TOKENS
+_K32 = _g.StopReason.MAX_TURN_REQUESTS
+_K33 = _g.StopReason.REFUSAL
+_K34 = _g.StopReason.CANCELLED
+_K35 = _g.StopReason.ERROR
+_K36 = _g.StopReason.OTHER
 _K37 = _g.TurnFailure
 _K38 = _g.InitializeResponse
 _K39 = _g.Implementation
 _K40 = _g.AgentCapabilities
 _K41 = _g.SessionCapabilities
 _K42 = _g.McpCapabilities
-_K43 = _g.SessionAdditionalDirectoriesCapabilities
-_K44 = _g.InjectCapabilities
-_K45 = _g.SessionStatusCapabilities
+_K43 = _g.SessionStatusCapabilities
+_K44 = _g.SessionAdditionalDirectoriesCapabilities
+_K45 = _g.InjectCapabilities
 _K46 = _g.McpServerHttp
 _K47 = _g.McpServerStdio
 _K48 = _g.PendingInjectsUpdate
@@ -667,7 +667,7 @@ def rBoxTypeAgentMessageChunk(d: Buffer, o: int) -> Tuple[Any, int]:
         f = d[o]
         o += 1
         if f == 1:
-            w2.size = _I64(d, o)[0]
+            w2.size = _U64(d, o)[0]
             o += 8
         elif f == 0:
             w2.size = None
@@ -1158,7 +1158,7 @@ def rBoxTypeAgentThoughtChunk(d: Buffer, o: int) -> Tuple[Any, int]:
         f = d[o]
         o += 1
         if f == 1:
-            w2.size = _I64(d, o)[0]
+            w2.size = _U64(d, o)[0]
             o += 8
         elif f == 0:
             w2.size = None
@@ -1471,6 +1471,9 @@ def rBoxTypeEmbeddedResource(d: Buffer, o: int) -> Tuple[Any, int]:
     if t1 == 1:
         w2 = _new(_K26)
         n = _U32(d, o)[0] + 4
+        w2.text = d[o + 4:o + n].decode()
+        o += n
+        n = _U32(d, o)[0] + 4
         w2.uri = d[o + 4:o + n].decode()
         o += n
         f = d[o]
@@ -1483,9 +1486,6 @@ def rBoxTypeEmbeddedResource(d: Buffer, o: int) -> Tuple[Any, int]:
             w2.mime_type = None
         else:
             raise _InternalError('Unexpected flag byte for optional type')
-        n = _U32(d, o)[0] + 4
-        w2.text = d[o + 4:o + n].decode()
-        o += n
         f = d[o]
         o += 1
         if f == 1:
@@ -1503,6 +1503,9 @@ def rBoxTypeEmbeddedResource(d: Buffer, o: int) -> Tuple[Any, int]:
     elif t1 == 2:
         w2 = _new(_K27)
         n = _U32(d, o)[0] + 4
+        w2.blob = d[o + 4:o + n].decode()
+        o += n
+        n = _U32(d, o)[0] + 4
         w2.uri = d[o + 4:o + n].decode()
         o += n
         f = d[o]
@@ -1515,9 +1518,6 @@ def rBoxTypeEmbeddedResource(d: Buffer, o: int) -> Tuple[Any, int]:
             w2.mime_type = None
         else:
             raise _InternalError('Unexpected flag byte for optional type')
-        n = _U32(d, o)[0] + 4
-        w2.blob = d[o + 4:o + n].decode()
-        o += n
         f = d[o]
         o += 1
         if f == 1:
@@ -1599,43 +1599,7 @@ def rBoxTypeIdleStateUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
     f = d[o]
     o += 1
     if f == 1:
-        t1 = _I32(d, o)[0]
-        o += 4
-        if t1 == 1:
-            w1 = _new(_K29)
-            w0.stop_reason = w1
-        elif t1 == 2:
-            w1 = _new(_K30)
-            w0.stop_reason = w1
-        elif t1 == 3:
-            w1 = _new(_K31)
-            w0.stop_reason = w1
-        elif t1 == 4:
-            w1 = _new(_K32)
-            w0.stop_reason = w1
-        elif t1 == 5:
-            w1 = _new(_K33)
-            w0.stop_reason = w1
-        elif t1 == 6:
-            w1 = _new(_K34)
-            w0.stop_reason = w1
-        elif t1 == 7:
-            n = _U32(d, o)[0] + 4
-            a2_0 = d[o + 4:o + n].decode()
-            o += n
-            w1 = _new(_K35)
-            w1._values = (a2_0,)
-            w0.stop_reason = w1
-        else:
-            raise _InternalError("Raw enum value doesn't match any cases")
-    elif f == 0:
-        w0.stop_reason = None
-    else:
-        raise _InternalError('Unexpected flag byte for optional type')
-    f = d[o]
-    o += 1
-    if f == 1:
-        w1 = _new(_K36)
+        w1 = _new(_K29)
         w1.total_tokens = _U64(d, o)[0]
         o += 8
         w1.input_tokens = _U64(d, o)[0]
@@ -1687,6 +1651,60 @@ def rBoxTypeIdleStateUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
     f = d[o]
     o += 1
     if f == 1:
+        w0.background, o = rSequenceTypeBackgroundWork(d, o)
+    elif f == 0:
+        w0.background = None
+    else:
+        raise _InternalError('Unexpected flag byte for optional type')
+    f = d[o]
+    o += 1
+    if f == 1:
+        n = _U32(d, o)[0] + 4
+        w0.meta = d[o + 4:o + n].decode()
+        o += n
+    elif f == 0:
+        w0.meta = None
+    else:
+        raise _InternalError('Unexpected flag byte for optional type')
+    f = d[o]
+    o += 1
+    if f == 1:
+        t1 = _I32(d, o)[0]
+        o += 4
+        if t1 == 1:
+            w1 = _new(_K30)
+            w0.stop_reason = w1
+        elif t1 == 2:
+            w1 = _new(_K31)
+            w0.stop_reason = w1
+        elif t1 == 3:
+            w1 = _new(_K32)
+            w0.stop_reason = w1
+        elif t1 == 4:
+            w1 = _new(_K33)
+            w0.stop_reason = w1
+        elif t1 == 5:
+            w1 = _new(_K34)
+            w0.stop_reason = w1
+        elif t1 == 6:
+            w1 = _new(_K35)
+            w0.stop_reason = w1
+        elif t1 == 7:
+            n = _U32(d, o)[0] + 4
+            a2_0 = d[o + 4:o + n].decode()
+            o += n
+            w1 = _new(_K36)
+            w1._values = (a2_0,)
+            w0.stop_reason = w1
+        else:
+            raise _InternalError("Raw enum value doesn't match any cases")
+    elif f == 0:
+        w0.stop_reason = None
+    else:
+        raise _InternalError('Unexpected flag byte for optional type')
+    f = d[o]
+    o += 1
+    if f == 1:
         w1 = _new(_K37)
         w1.code = _I32(d, o)[0]
         o += 4
@@ -1706,24 +1724,6 @@ def rBoxTypeIdleStateUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         w0.error = w1
     elif f == 0:
         w0.error = None
-    else:
-        raise _InternalError('Unexpected flag byte for optional type')
-    f = d[o]
-    o += 1
-    if f == 1:
-        w0.background, o = rSequenceTypeBackgroundWork(d, o)
-    elif f == 0:
-        w0.background = None
-    else:
-        raise _InternalError('Unexpected flag byte for optional type')
-    f = d[o]
-    o += 1
-    if f == 1:
-        n = _U32(d, o)[0] + 4
-        w0.meta = d[o + 4:o + n].decode()
-        o += n
-    elif f == 0:
-        w0.meta = None
     else:
         raise _InternalError('Unexpected flag byte for optional type')
     v = w0
@@ -1851,6 +1851,16 @@ def rBoxTypeInitializeResponse(d: Buffer, o: int) -> Tuple[Any, int]:
             f = d[o]
             o += 1
             if f == 1:
+                n = _U32(d, o)[0] + 4
+                w2.meta = d[o + 4:o + n].decode()
+                o += n
+            elif f == 0:
+                w2.meta = None
+            else:
+                raise _InternalError('Unexpected flag byte for optional type')
+            f = d[o]
+            o += 1
+            if f == 1:
                 w3 = _new(_K42)
                 f = d[o]
                 o += 1
@@ -1901,6 +1911,25 @@ def rBoxTypeInitializeResponse(d: Buffer, o: int) -> Tuple[Any, int]:
                     w3.meta = None
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
+                w2.status = w3
+            elif f == 0:
+                w2.status = None
+            else:
+                raise _InternalError('Unexpected flag byte for optional type')
+            f = d[o]
+            o += 1
+            if f == 1:
+                w3 = _new(_K44)
+                f = d[o]
+                o += 1
+                if f == 1:
+                    n = _U32(d, o)[0] + 4
+                    w3.meta = d[o + 4:o + n].decode()
+                    o += n
+                elif f == 0:
+                    w3.meta = None
+                else:
+                    raise _InternalError('Unexpected flag byte for optional type')
                 w2.additional_directories = w3
             elif f == 0:
                 w2.additional_directories = None
@@ -1909,7 +1938,7 @@ def rBoxTypeInitializeResponse(d: Buffer, o: int) -> Tuple[Any, int]:
             f = d[o]
             o += 1
             if f == 1:
-                w3 = _new(_K44)
+                w3 = _new(_K45)
                 w3.modes, o = rSequenceTypeInjectMode(d, o)
                 f = d[o]
                 o += 1
@@ -1940,35 +1969,6 @@ def rBoxTypeInitializeResponse(d: Buffer, o: int) -> Tuple[Any, int]:
                 w2.inject = w3
             elif f == 0:
                 w2.inject = None
-            else:
-                raise _InternalError('Unexpected flag byte for optional type')
-            f = d[o]
-            o += 1
-            if f == 1:
-                w3 = _new(_K45)
-                f = d[o]
-                o += 1
-                if f == 1:
-                    n = _U32(d, o)[0] + 4
-                    w3.meta = d[o + 4:o + n].decode()
-                    o += n
-                elif f == 0:
-                    w3.meta = None
-                else:
-                    raise _InternalError('Unexpected flag byte for optional type')
-                w2.status = w3
-            elif f == 0:
-                w2.status = None
-            else:
-                raise _InternalError('Unexpected flag byte for optional type')
-            f = d[o]
-            o += 1
-            if f == 1:
-                n = _U32(d, o)[0] + 4
-                w2.meta = d[o + 4:o + n].decode()
-                o += n
-            elif f == 0:
-                w2.meta = None
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             w1.session = w2
@@ -2289,7 +2289,7 @@ def rBoxTypeResourceLink(d: Buffer, o: int) -> Tuple[Any, int]:
     f = d[o]
     o += 1
     if f == 1:
-        w0.size = _I64(d, o)[0]
+        w0.size = _U64(d, o)[0]
         o += 8
     elif f == 0:
         w0.size = None
@@ -2494,43 +2494,7 @@ def rBoxTypeStateUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         f = d[o]
         o += 1
         if f == 1:
-            t2 = _I32(d, o)[0]
-            o += 4
-            if t2 == 1:
-                w2 = _new(_K29)
-                w1.stop_reason = w2
-            elif t2 == 2:
-                w2 = _new(_K30)
-                w1.stop_reason = w2
-            elif t2 == 3:
-                w2 = _new(_K31)
-                w1.stop_reason = w2
-            elif t2 == 4:
-                w2 = _new(_K32)
-                w1.stop_reason = w2
-            elif t2 == 5:
-                w2 = _new(_K33)
-                w1.stop_reason = w2
-            elif t2 == 6:
-                w2 = _new(_K34)
-                w1.stop_reason = w2
-            elif t2 == 7:
-                n = _U32(d, o)[0] + 4
-                a3_0 = d[o + 4:o + n].decode()
-                o += n
-                w2 = _new(_K35)
-                w2._values = (a3_0,)
-                w1.stop_reason = w2
-            else:
-                raise _InternalError("Raw enum value doesn't match any cases")
-        elif f == 0:
-            w1.stop_reason = None
-        else:
-            raise _InternalError('Unexpected flag byte for optional type')
-        f = d[o]
-        o += 1
-        if f == 1:
-            w2 = _new(_K36)
+            w2 = _new(_K29)
             w2.total_tokens = _U64(d, o)[0]
             o += 8
             w2.input_tokens = _U64(d, o)[0]
@@ -2582,6 +2546,60 @@ def rBoxTypeStateUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         f = d[o]
         o += 1
         if f == 1:
+            w1.background, o = rSequenceTypeBackgroundWork(d, o)
+        elif f == 0:
+            w1.background = None
+        else:
+            raise _InternalError('Unexpected flag byte for optional type')
+        f = d[o]
+        o += 1
+        if f == 1:
+            n = _U32(d, o)[0] + 4
+            w1.meta = d[o + 4:o + n].decode()
+            o += n
+        elif f == 0:
+            w1.meta = None
+        else:
+            raise _InternalError('Unexpected flag byte for optional type')
+        f = d[o]
+        o += 1
+        if f == 1:
+            t2 = _I32(d, o)[0]
+            o += 4
+            if t2 == 1:
+                w2 = _new(_K30)
+                w1.stop_reason = w2
+            elif t2 == 2:
+                w2 = _new(_K31)
+                w1.stop_reason = w2
+            elif t2 == 3:
+                w2 = _new(_K32)
+                w1.stop_reason = w2
+            elif t2 == 4:
+                w2 = _new(_K33)
+                w1.stop_reason = w2
+            elif t2 == 5:
+                w2 = _new(_K34)
+                w1.stop_reason = w2
+            elif t2 == 6:
+                w2 = _new(_K35)
+                w1.stop_reason = w2
+            elif t2 == 7:
+                n = _U32(d, o)[0] + 4
+                a3_0 = d[o + 4:o + n].decode()
+                o += n
+                w2 = _new(_K36)
+                w2._values = (a3_0,)
+                w1.stop_reason = w2
+            else:
+                raise _InternalError("Raw enum value doesn't match any cases")
+        elif f == 0:
+            w1.stop_reason = None
+        else:
+            raise _InternalError('Unexpected flag byte for optional type')
+        f = d[o]
+        o += 1
+        if f == 1:
             w2 = _new(_K37)
             w2.code = _I32(d, o)[0]
             o += 4
@@ -2601,24 +2619,6 @@ def rBoxTypeStateUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
             w1.error = w2
         elif f == 0:
             w1.error = None
-        else:
-            raise _InternalError('Unexpected flag byte for optional type')
-        f = d[o]
-        o += 1
-        if f == 1:
-            w1.background, o = rSequenceTypeBackgroundWork(d, o)
-        elif f == 0:
-            w1.background = None
-        else:
-            raise _InternalError('Unexpected flag byte for optional type')
-        f = d[o]
-        o += 1
-        if f == 1:
-            n = _U32(d, o)[0] + 4
-            w1.meta = d[o + 4:o + n].decode()
-            o += n
-        elif f == 0:
-            w1.meta = None
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
@@ -3014,7 +3014,7 @@ def rBoxTypeToolCallContentBlock(d: Buffer, o: int) -> Tuple[Any, int]:
         f = d[o]
         o += 1
         if f == 1:
-            w2.size = _I64(d, o)[0]
+            w2.size = _U64(d, o)[0]
             o += 8
         elif f == 0:
             w2.size = None
@@ -3788,7 +3788,7 @@ def rBoxTypeUserMessageChunk(d: Buffer, o: int) -> Tuple[Any, int]:
         f = d[o]
         o += 1
         if f == 1:
-            w2.size = _I64(d, o)[0]
+            w2.size = _U64(d, o)[0]
             o += 8
         elif f == 0:
             w2.size = None
@@ -3984,19 +3984,6 @@ def rOptionalFloat64(d: Buffer, o: int) -> Tuple[Any, int]:
     return v, o
 
 
-def rOptionalInt64(d: Buffer, o: int) -> Tuple[Any, int]:
-    f = d[o]
-    o += 1
-    if f == 1:
-        v = _I64(d, o)[0]
-        o += 8
-    elif f == 0:
-        v = None
-    else:
-        raise _InternalError('Unexpected flag byte for optional type')
-    return v, o
-
-
 def rOptionalSequenceString(d: Buffer, o: int) -> Tuple[Any, int]:
     f = d[o]
     o += 1
@@ -4143,6 +4130,16 @@ def rOptionalTypeAgentCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
             f = d[o]
             o += 1
             if f == 1:
+                n = _U32(d, o)[0] + 4
+                w1.meta = d[o + 4:o + n].decode()
+                o += n
+            elif f == 0:
+                w1.meta = None
+            else:
+                raise _InternalError('Unexpected flag byte for optional type')
+            f = d[o]
+            o += 1
+            if f == 1:
                 w2 = _new(_K42)
                 f = d[o]
                 o += 1
@@ -4193,6 +4190,25 @@ def rOptionalTypeAgentCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
                     w2.meta = None
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
+                w1.status = w2
+            elif f == 0:
+                w1.status = None
+            else:
+                raise _InternalError('Unexpected flag byte for optional type')
+            f = d[o]
+            o += 1
+            if f == 1:
+                w2 = _new(_K44)
+                f = d[o]
+                o += 1
+                if f == 1:
+                    n = _U32(d, o)[0] + 4
+                    w2.meta = d[o + 4:o + n].decode()
+                    o += n
+                elif f == 0:
+                    w2.meta = None
+                else:
+                    raise _InternalError('Unexpected flag byte for optional type')
                 w1.additional_directories = w2
             elif f == 0:
                 w1.additional_directories = None
@@ -4201,7 +4217,7 @@ def rOptionalTypeAgentCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
             f = d[o]
             o += 1
             if f == 1:
-                w2 = _new(_K44)
+                w2 = _new(_K45)
                 w2.modes, o = rSequenceTypeInjectMode(d, o)
                 f = d[o]
                 o += 1
@@ -4245,35 +4261,6 @@ def rOptionalTypeAgentCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
                 w1.inject = w2
             elif f == 0:
                 w1.inject = None
-            else:
-                raise _InternalError('Unexpected flag byte for optional type')
-            f = d[o]
-            o += 1
-            if f == 1:
-                w2 = _new(_K45)
-                f = d[o]
-                o += 1
-                if f == 1:
-                    n = _U32(d, o)[0] + 4
-                    w2.meta = d[o + 4:o + n].decode()
-                    o += n
-                elif f == 0:
-                    w2.meta = None
-                else:
-                    raise _InternalError('Unexpected flag byte for optional type')
-                w1.status = w2
-            elif f == 0:
-                w1.status = None
-            else:
-                raise _InternalError('Unexpected flag byte for optional type')
-            f = d[o]
-            o += 1
-            if f == 1:
-                n = _U32(d, o)[0] + 4
-                w1.meta = d[o + 4:o + n].decode()
-                o += n
-            elif f == 0:
-                w1.meta = None
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             w0.session = w1
@@ -4450,7 +4437,7 @@ def rOptionalTypeInjectCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
     f = d[o]
     o += 1
     if f == 1:
-        w0 = _new(_K44)
+        w0 = _new(_K45)
         w0.modes, o = rSequenceTypeInjectMode(d, o)
         f = d[o]
         o += 1
@@ -4618,28 +4605,28 @@ def rOptionalTypeMirrorSnapshot(d: Buffer, o: int) -> Tuple[Any, int]:
             t1 = _I32(d, o)[0]
             o += 4
             if t1 == 1:
-                w1 = _new(_K29)
-                w0.stop_reason = w1
-            elif t1 == 2:
                 w1 = _new(_K30)
                 w0.stop_reason = w1
-            elif t1 == 3:
+            elif t1 == 2:
                 w1 = _new(_K31)
                 w0.stop_reason = w1
-            elif t1 == 4:
+            elif t1 == 3:
                 w1 = _new(_K32)
                 w0.stop_reason = w1
-            elif t1 == 5:
+            elif t1 == 4:
                 w1 = _new(_K33)
                 w0.stop_reason = w1
-            elif t1 == 6:
+            elif t1 == 5:
                 w1 = _new(_K34)
+                w0.stop_reason = w1
+            elif t1 == 6:
+                w1 = _new(_K35)
                 w0.stop_reason = w1
             elif t1 == 7:
                 n = _U32(d, o)[0] + 4
                 a2_0 = d[o + 4:o + n].decode()
                 o += n
-                w1 = _new(_K35)
+                w1 = _new(_K36)
                 w1._values = (a2_0,)
                 w0.stop_reason = w1
             else:
@@ -4651,7 +4638,7 @@ def rOptionalTypeMirrorSnapshot(d: Buffer, o: int) -> Tuple[Any, int]:
         f = d[o]
         o += 1
         if f == 1:
-            w1 = _new(_K36)
+            w1 = _new(_K29)
             w1.total_tokens = _U64(d, o)[0]
             o += 8
             w1.input_tokens = _U64(d, o)[0]
@@ -4798,7 +4785,7 @@ def rOptionalTypeSessionAdditionalDirectoriesCapabilities(d: Buffer, o: int) -> 
     f = d[o]
     o += 1
     if f == 1:
-        w0 = _new(_K43)
+        w0 = _new(_K44)
         f = d[o]
         o += 1
         if f == 1:
@@ -4822,6 +4809,16 @@ def rOptionalTypeSessionCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
     o += 1
     if f == 1:
         w0 = _new(_K41)
+        f = d[o]
+        o += 1
+        if f == 1:
+            n = _U32(d, o)[0] + 4
+            w0.meta = d[o + 4:o + n].decode()
+            o += n
+        elif f == 0:
+            w0.meta = None
+        else:
+            raise _InternalError('Unexpected flag byte for optional type')
         f = d[o]
         o += 1
         if f == 1:
@@ -4875,6 +4872,25 @@ def rOptionalTypeSessionCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
                 w1.meta = None
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
+            w0.status = w1
+        elif f == 0:
+            w0.status = None
+        else:
+            raise _InternalError('Unexpected flag byte for optional type')
+        f = d[o]
+        o += 1
+        if f == 1:
+            w1 = _new(_K44)
+            f = d[o]
+            o += 1
+            if f == 1:
+                n = _U32(d, o)[0] + 4
+                w1.meta = d[o + 4:o + n].decode()
+                o += n
+            elif f == 0:
+                w1.meta = None
+            else:
+                raise _InternalError('Unexpected flag byte for optional type')
             w0.additional_directories = w1
         elif f == 0:
             w0.additional_directories = None
@@ -4883,7 +4899,7 @@ def rOptionalTypeSessionCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
         f = d[o]
         o += 1
         if f == 1:
-            w1 = _new(_K44)
+            w1 = _new(_K45)
             w1.modes, o = rSequenceTypeInjectMode(d, o)
             f = d[o]
             o += 1
@@ -4929,35 +4945,6 @@ def rOptionalTypeSessionCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
             w0.inject = None
         else:
             raise _InternalError('Unexpected flag byte for optional type')
-        f = d[o]
-        o += 1
-        if f == 1:
-            w1 = _new(_K45)
-            f = d[o]
-            o += 1
-            if f == 1:
-                n = _U32(d, o)[0] + 4
-                w1.meta = d[o + 4:o + n].decode()
-                o += n
-            elif f == 0:
-                w1.meta = None
-            else:
-                raise _InternalError('Unexpected flag byte for optional type')
-            w0.status = w1
-        elif f == 0:
-            w0.status = None
-        else:
-            raise _InternalError('Unexpected flag byte for optional type')
-        f = d[o]
-        o += 1
-        if f == 1:
-            n = _U32(d, o)[0] + 4
-            w0.meta = d[o + 4:o + n].decode()
-            o += n
-        elif f == 0:
-            w0.meta = None
-        else:
-            raise _InternalError('Unexpected flag byte for optional type')
         v = w0
     elif f == 0:
         v = None
@@ -4984,7 +4971,7 @@ def rOptionalTypeSessionStatusCapabilities(d: Buffer, o: int) -> Tuple[Any, int]
     f = d[o]
     o += 1
     if f == 1:
-        w0 = _new(_K45)
+        w0 = _new(_K43)
         f = d[o]
         o += 1
         if f == 1:
@@ -5038,43 +5025,7 @@ def rOptionalTypeStateUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
             f = d[o]
             o += 1
             if f == 1:
-                t2 = _I32(d, o)[0]
-                o += 4
-                if t2 == 1:
-                    w2 = _new(_K29)
-                    w1.stop_reason = w2
-                elif t2 == 2:
-                    w2 = _new(_K30)
-                    w1.stop_reason = w2
-                elif t2 == 3:
-                    w2 = _new(_K31)
-                    w1.stop_reason = w2
-                elif t2 == 4:
-                    w2 = _new(_K32)
-                    w1.stop_reason = w2
-                elif t2 == 5:
-                    w2 = _new(_K33)
-                    w1.stop_reason = w2
-                elif t2 == 6:
-                    w2 = _new(_K34)
-                    w1.stop_reason = w2
-                elif t2 == 7:
-                    n = _U32(d, o)[0] + 4
-                    a3_0 = d[o + 4:o + n].decode()
-                    o += n
-                    w2 = _new(_K35)
-                    w2._values = (a3_0,)
-                    w1.stop_reason = w2
-                else:
-                    raise _InternalError("Raw enum value doesn't match any cases")
-            elif f == 0:
-                w1.stop_reason = None
-            else:
-                raise _InternalError('Unexpected flag byte for optional type')
-            f = d[o]
-            o += 1
-            if f == 1:
-                w2 = _new(_K36)
+                w2 = _new(_K29)
                 w2.total_tokens = _U64(d, o)[0]
                 o += 8
                 w2.input_tokens = _U64(d, o)[0]
@@ -5126,6 +5077,60 @@ def rOptionalTypeStateUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
             f = d[o]
             o += 1
             if f == 1:
+                w1.background, o = rSequenceTypeBackgroundWork(d, o)
+            elif f == 0:
+                w1.background = None
+            else:
+                raise _InternalError('Unexpected flag byte for optional type')
+            f = d[o]
+            o += 1
+            if f == 1:
+                n = _U32(d, o)[0] + 4
+                w1.meta = d[o + 4:o + n].decode()
+                o += n
+            elif f == 0:
+                w1.meta = None
+            else:
+                raise _InternalError('Unexpected flag byte for optional type')
+            f = d[o]
+            o += 1
+            if f == 1:
+                t2 = _I32(d, o)[0]
+                o += 4
+                if t2 == 1:
+                    w2 = _new(_K30)
+                    w1.stop_reason = w2
+                elif t2 == 2:
+                    w2 = _new(_K31)
+                    w1.stop_reason = w2
+                elif t2 == 3:
+                    w2 = _new(_K32)
+                    w1.stop_reason = w2
+                elif t2 == 4:
+                    w2 = _new(_K33)
+                    w1.stop_reason = w2
+                elif t2 == 5:
+                    w2 = _new(_K34)
+                    w1.stop_reason = w2
+                elif t2 == 6:
+                    w2 = _new(_K35)
+                    w1.stop_reason = w2
+                elif t2 == 7:
+                    n = _U32(d, o)[0] + 4
+                    a3_0 = d[o + 4:o + n].decode()
+                    o += n
+                    w2 = _new(_K36)
+                    w2._values = (a3_0,)
+                    w1.stop_reason = w2
+                else:
+                    raise _InternalError("Raw enum value doesn't match any cases")
+            elif f == 0:
+                w1.stop_reason = None
+            else:
+                raise _InternalError('Unexpected flag byte for optional type')
+            f = d[o]
+            o += 1
+            if f == 1:
                 w2 = _new(_K37)
                 w2.code = _I32(d, o)[0]
                 o += 4
@@ -5145,24 +5150,6 @@ def rOptionalTypeStateUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
                 w1.error = w2
             elif f == 0:
                 w1.error = None
-            else:
-                raise _InternalError('Unexpected flag byte for optional type')
-            f = d[o]
-            o += 1
-            if f == 1:
-                w1.background, o = rSequenceTypeBackgroundWork(d, o)
-            elif f == 0:
-                w1.background = None
-            else:
-                raise _InternalError('Unexpected flag byte for optional type')
-            f = d[o]
-            o += 1
-            if f == 1:
-                n = _U32(d, o)[0] + 4
-                w1.meta = d[o + 4:o + n].decode()
-                o += n
-            elif f == 0:
-                w1.meta = None
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
@@ -5240,28 +5227,28 @@ def rOptionalTypeStopReason(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K29)
-            v = w0
-        elif t0 == 2:
             w0 = _new(_K30)
             v = w0
-        elif t0 == 3:
+        elif t0 == 2:
             w0 = _new(_K31)
             v = w0
-        elif t0 == 4:
+        elif t0 == 3:
             w0 = _new(_K32)
             v = w0
-        elif t0 == 5:
+        elif t0 == 4:
             w0 = _new(_K33)
             v = w0
-        elif t0 == 6:
+        elif t0 == 5:
             w0 = _new(_K34)
+            v = w0
+        elif t0 == 6:
+            w0 = _new(_K35)
             v = w0
         elif t0 == 7:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K35)
+            w0 = _new(_K36)
             w0._values = (a1_0,)
             v = w0
         else:
@@ -5470,7 +5457,7 @@ def rOptionalTypeUsage(d: Buffer, o: int) -> Tuple[Any, int]:
     f = d[o]
     o += 1
     if f == 1:
-        w0 = _new(_K36)
+        w0 = _new(_K29)
         w0.total_tokens = _U64(d, o)[0]
         o += 8
         w0.input_tokens = _U64(d, o)[0]
@@ -5919,7 +5906,7 @@ def rSequenceTypeContentBlock(d: Buffer, o: int) -> Tuple[Any, int]:
             f = d[o]
             o += 1
             if f == 1:
-                w1.size = _I64(d, o)[0]
+                w1.size = _U64(d, o)[0]
                 o += 8
             elif f == 0:
                 w1.size = None
@@ -5992,6 +5979,9 @@ def rSequenceTypeContentBlock(d: Buffer, o: int) -> Tuple[Any, int]:
             if t2 == 1:
                 w3 = _new(_K26)
                 n = _U32(d, o)[0] + 4
+                w3.text = d[o + 4:o + n].decode()
+                o += n
+                n = _U32(d, o)[0] + 4
                 w3.uri = d[o + 4:o + n].decode()
                 o += n
                 f = d[o]
@@ -6004,9 +5994,6 @@ def rSequenceTypeContentBlock(d: Buffer, o: int) -> Tuple[Any, int]:
                     w3.mime_type = None
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
-                n = _U32(d, o)[0] + 4
-                w3.text = d[o + 4:o + n].decode()
-                o += n
                 f = d[o]
                 o += 1
                 if f == 1:
@@ -6024,6 +6011,9 @@ def rSequenceTypeContentBlock(d: Buffer, o: int) -> Tuple[Any, int]:
             elif t2 == 2:
                 w3 = _new(_K27)
                 n = _U32(d, o)[0] + 4
+                w3.blob = d[o + 4:o + n].decode()
+                o += n
+                n = _U32(d, o)[0] + 4
                 w3.uri = d[o + 4:o + n].decode()
                 o += n
                 f = d[o]
@@ -6036,9 +6026,6 @@ def rSequenceTypeContentBlock(d: Buffer, o: int) -> Tuple[Any, int]:
                     w3.mime_type = None
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
-                n = _U32(d, o)[0] + 4
-                w3.blob = d[o + 4:o + n].decode()
-                o += n
                 f = d[o]
                 o += 1
                 if f == 1:
@@ -6466,25 +6453,9 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                         f = d[o]
                         o += 1
                         if f == 1:
-                            w3.stop_reason, o = rTypeStopReason(d, o)
-                        elif f == 0:
-                            w3.stop_reason = None
-                        else:
-                            raise _InternalError('Unexpected flag byte for optional type')
-                        f = d[o]
-                        o += 1
-                        if f == 1:
                             w3.usage, o = rTypeUsage(d, o)
                         elif f == 0:
                             w3.usage = None
-                        else:
-                            raise _InternalError('Unexpected flag byte for optional type')
-                        f = d[o]
-                        o += 1
-                        if f == 1:
-                            w3.error, o = rTypeTurnFailure(d, o)
-                        elif f == 0:
-                            w3.error = None
                         else:
                             raise _InternalError('Unexpected flag byte for optional type')
                         f = d[o]
@@ -6503,6 +6474,22 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                             o += n
                         elif f == 0:
                             w3.meta = None
+                        else:
+                            raise _InternalError('Unexpected flag byte for optional type')
+                        f = d[o]
+                        o += 1
+                        if f == 1:
+                            w3.stop_reason, o = rTypeStopReason(d, o)
+                        elif f == 0:
+                            w3.stop_reason = None
+                        else:
+                            raise _InternalError('Unexpected flag byte for optional type')
+                        f = d[o]
+                        o += 1
+                        if f == 1:
+                            w3.error, o = rTypeTurnFailure(d, o)
+                        elif f == 0:
+                            w3.error = None
                         else:
                             raise _InternalError('Unexpected flag byte for optional type')
                         a3_0 = w3
@@ -7464,25 +7451,9 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                     f = d[o]
                     o += 1
                     if f == 1:
-                        w3.stop_reason, o = rTypeStopReason(d, o)
-                    elif f == 0:
-                        w3.stop_reason = None
-                    else:
-                        raise _InternalError('Unexpected flag byte for optional type')
-                    f = d[o]
-                    o += 1
-                    if f == 1:
                         w3.usage, o = rTypeUsage(d, o)
                     elif f == 0:
                         w3.usage = None
-                    else:
-                        raise _InternalError('Unexpected flag byte for optional type')
-                    f = d[o]
-                    o += 1
-                    if f == 1:
-                        w3.error, o = rTypeTurnFailure(d, o)
-                    elif f == 0:
-                        w3.error = None
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     f = d[o]
@@ -7501,6 +7472,22 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                         o += n
                     elif f == 0:
                         w3.meta = None
+                    else:
+                        raise _InternalError('Unexpected flag byte for optional type')
+                    f = d[o]
+                    o += 1
+                    if f == 1:
+                        w3.stop_reason, o = rTypeStopReason(d, o)
+                    elif f == 0:
+                        w3.stop_reason = None
+                    else:
+                        raise _InternalError('Unexpected flag byte for optional type')
+                    f = d[o]
+                    o += 1
+                    if f == 1:
+                        w3.error, o = rTypeTurnFailure(d, o)
+                    elif f == 0:
+                        w3.error = None
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
@@ -9247,7 +9234,7 @@ def rSequenceTypeToolCallContent(d: Buffer, o: int) -> Tuple[Any, int]:
                 f = d[o]
                 o += 1
                 if f == 1:
-                    w3.size = _I64(d, o)[0]
+                    w3.size = _U64(d, o)[0]
                     o += 8
                 elif f == 0:
                     w3.size = None
@@ -9612,6 +9599,16 @@ def rTypeAgentCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
         f = d[o]
         o += 1
         if f == 1:
+            n = _U32(d, o)[0] + 4
+            w0.meta = d[o + 4:o + n].decode()
+            o += n
+        elif f == 0:
+            w0.meta = None
+        else:
+            raise _InternalError('Unexpected flag byte for optional type')
+        f = d[o]
+        o += 1
+        if f == 1:
             w1 = _new(_K42)
             f = d[o]
             o += 1
@@ -9662,6 +9659,25 @@ def rTypeAgentCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
                 w1.meta = None
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
+            w0.status = w1
+        elif f == 0:
+            w0.status = None
+        else:
+            raise _InternalError('Unexpected flag byte for optional type')
+        f = d[o]
+        o += 1
+        if f == 1:
+            w1 = _new(_K44)
+            f = d[o]
+            o += 1
+            if f == 1:
+                n = _U32(d, o)[0] + 4
+                w1.meta = d[o + 4:o + n].decode()
+                o += n
+            elif f == 0:
+                w1.meta = None
+            else:
+                raise _InternalError('Unexpected flag byte for optional type')
             w0.additional_directories = w1
         elif f == 0:
             w0.additional_directories = None
@@ -9670,7 +9686,7 @@ def rTypeAgentCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
         f = d[o]
         o += 1
         if f == 1:
-            w1 = _new(_K44)
+            w1 = _new(_K45)
             w1.modes, o = rSequenceTypeInjectMode(d, o)
             f = d[o]
             o += 1
@@ -9716,35 +9732,6 @@ def rTypeAgentCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
             w0.inject = None
         else:
             raise _InternalError('Unexpected flag byte for optional type')
-        f = d[o]
-        o += 1
-        if f == 1:
-            w1 = _new(_K45)
-            f = d[o]
-            o += 1
-            if f == 1:
-                n = _U32(d, o)[0] + 4
-                w1.meta = d[o + 4:o + n].decode()
-                o += n
-            elif f == 0:
-                w1.meta = None
-            else:
-                raise _InternalError('Unexpected flag byte for optional type')
-            w0.status = w1
-        elif f == 0:
-            w0.status = None
-        else:
-            raise _InternalError('Unexpected flag byte for optional type')
-        f = d[o]
-        o += 1
-        if f == 1:
-            n = _U32(d, o)[0] + 4
-            w0.meta = d[o + 4:o + n].decode()
-            o += n
-        elif f == 0:
-            w0.meta = None
-        else:
-            raise _InternalError('Unexpected flag byte for optional type')
         v.session = w0
     elif f == 0:
         v.session = None
@@ -9768,7 +9755,7 @@ def rTypeAgentConfig(d: Buffer, o: int) -> Tuple[Any, int]:
     f = d[o]
     o += 1
     if f == 1:
-        w0 = _new(_K44)
+        w0 = _new(_K45)
         w0.modes, o = rSequenceTypeInjectMode(d, o)
         f = d[o]
         o += 1
@@ -10183,7 +10170,7 @@ def rTypeAgentMessageChunk(d: Buffer, o: int) -> Tuple[Any, int]:
         f = d[o]
         o += 1
         if f == 1:
-            w1.size = _I64(d, o)[0]
+            w1.size = _U64(d, o)[0]
             o += 8
         elif f == 0:
             w1.size = None
@@ -10256,6 +10243,9 @@ def rTypeAgentMessageChunk(d: Buffer, o: int) -> Tuple[Any, int]:
         if t2 == 1:
             w3 = _new(_K26)
             n = _U32(d, o)[0] + 4
+            w3.text = d[o + 4:o + n].decode()
+            o += n
+            n = _U32(d, o)[0] + 4
             w3.uri = d[o + 4:o + n].decode()
             o += n
             f = d[o]
@@ -10268,9 +10258,6 @@ def rTypeAgentMessageChunk(d: Buffer, o: int) -> Tuple[Any, int]:
                 w3.mime_type = None
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
-            n = _U32(d, o)[0] + 4
-            w3.text = d[o + 4:o + n].decode()
-            o += n
             f = d[o]
             o += 1
             if f == 1:
@@ -10288,6 +10275,9 @@ def rTypeAgentMessageChunk(d: Buffer, o: int) -> Tuple[Any, int]:
         elif t2 == 2:
             w3 = _new(_K27)
             n = _U32(d, o)[0] + 4
+            w3.blob = d[o + 4:o + n].decode()
+            o += n
+            n = _U32(d, o)[0] + 4
             w3.uri = d[o + 4:o + n].decode()
             o += n
             f = d[o]
@@ -10300,9 +10290,6 @@ def rTypeAgentMessageChunk(d: Buffer, o: int) -> Tuple[Any, int]:
                 w3.mime_type = None
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
-            n = _U32(d, o)[0] + 4
-            w3.blob = d[o + 4:o + n].decode()
-            o += n
             f = d[o]
             o += 1
             if f == 1:
@@ -10725,7 +10712,7 @@ def rTypeAgentThoughtChunk(d: Buffer, o: int) -> Tuple[Any, int]:
         f = d[o]
         o += 1
         if f == 1:
-            w1.size = _I64(d, o)[0]
+            w1.size = _U64(d, o)[0]
             o += 8
         elif f == 0:
             w1.size = None
@@ -10798,6 +10785,9 @@ def rTypeAgentThoughtChunk(d: Buffer, o: int) -> Tuple[Any, int]:
         if t2 == 1:
             w3 = _new(_K26)
             n = _U32(d, o)[0] + 4
+            w3.text = d[o + 4:o + n].decode()
+            o += n
+            n = _U32(d, o)[0] + 4
             w3.uri = d[o + 4:o + n].decode()
             o += n
             f = d[o]
@@ -10810,9 +10800,6 @@ def rTypeAgentThoughtChunk(d: Buffer, o: int) -> Tuple[Any, int]:
                 w3.mime_type = None
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
-            n = _U32(d, o)[0] + 4
-            w3.text = d[o + 4:o + n].decode()
-            o += n
             f = d[o]
             o += 1
             if f == 1:
@@ -10830,6 +10817,9 @@ def rTypeAgentThoughtChunk(d: Buffer, o: int) -> Tuple[Any, int]:
         elif t2 == 2:
             w3 = _new(_K27)
             n = _U32(d, o)[0] + 4
+            w3.blob = d[o + 4:o + n].decode()
+            o += n
+            n = _U32(d, o)[0] + 4
             w3.uri = d[o + 4:o + n].decode()
             o += n
             f = d[o]
@@ -10842,9 +10832,6 @@ def rTypeAgentThoughtChunk(d: Buffer, o: int) -> Tuple[Any, int]:
                 w3.mime_type = None
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
-            n = _U32(d, o)[0] + 4
-            w3.blob = d[o + 4:o + n].decode()
-            o += n
             f = d[o]
             o += 1
             if f == 1:
@@ -11104,6 +11091,16 @@ def rTypeAnswer(d: Buffer, o: int) -> Tuple[Any, int]:
                 f = d[o]
                 o += 1
                 if f == 1:
+                    n = _U32(d, o)[0] + 4
+                    w2.meta = d[o + 4:o + n].decode()
+                    o += n
+                elif f == 0:
+                    w2.meta = None
+                else:
+                    raise _InternalError('Unexpected flag byte for optional type')
+                f = d[o]
+                o += 1
+                if f == 1:
                     w3 = _new(_K42)
                     f = d[o]
                     o += 1
@@ -11154,6 +11151,25 @@ def rTypeAnswer(d: Buffer, o: int) -> Tuple[Any, int]:
                         w3.meta = None
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
+                    w2.status = w3
+                elif f == 0:
+                    w2.status = None
+                else:
+                    raise _InternalError('Unexpected flag byte for optional type')
+                f = d[o]
+                o += 1
+                if f == 1:
+                    w3 = _new(_K44)
+                    f = d[o]
+                    o += 1
+                    if f == 1:
+                        n = _U32(d, o)[0] + 4
+                        w3.meta = d[o + 4:o + n].decode()
+                        o += n
+                    elif f == 0:
+                        w3.meta = None
+                    else:
+                        raise _InternalError('Unexpected flag byte for optional type')
                     w2.additional_directories = w3
                 elif f == 0:
                     w2.additional_directories = None
@@ -11162,7 +11178,7 @@ def rTypeAnswer(d: Buffer, o: int) -> Tuple[Any, int]:
                 f = d[o]
                 o += 1
                 if f == 1:
-                    w3 = _new(_K44)
+                    w3 = _new(_K45)
                     w3.modes, o = rSequenceTypeInjectMode(d, o)
                     f = d[o]
                     o += 1
@@ -11193,35 +11209,6 @@ def rTypeAnswer(d: Buffer, o: int) -> Tuple[Any, int]:
                     w2.inject = w3
                 elif f == 0:
                     w2.inject = None
-                else:
-                    raise _InternalError('Unexpected flag byte for optional type')
-                f = d[o]
-                o += 1
-                if f == 1:
-                    w3 = _new(_K45)
-                    f = d[o]
-                    o += 1
-                    if f == 1:
-                        n = _U32(d, o)[0] + 4
-                        w3.meta = d[o + 4:o + n].decode()
-                        o += n
-                    elif f == 0:
-                        w3.meta = None
-                    else:
-                        raise _InternalError('Unexpected flag byte for optional type')
-                    w2.status = w3
-                elif f == 0:
-                    w2.status = None
-                else:
-                    raise _InternalError('Unexpected flag byte for optional type')
-                f = d[o]
-                o += 1
-                if f == 1:
-                    n = _U32(d, o)[0] + 4
-                    w2.meta = d[o + 4:o + n].decode()
-                    o += n
-                elif f == 0:
-                    w2.meta = None
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 w1.session = w2
@@ -11356,43 +11343,7 @@ def rTypeAnswer(d: Buffer, o: int) -> Tuple[Any, int]:
                 f = d[o]
                 o += 1
                 if f == 1:
-                    t2 = _I32(d, o)[0]
-                    o += 4
-                    if t2 == 1:
-                        w2 = _new(_K29)
-                        w1.stop_reason = w2
-                    elif t2 == 2:
-                        w2 = _new(_K30)
-                        w1.stop_reason = w2
-                    elif t2 == 3:
-                        w2 = _new(_K31)
-                        w1.stop_reason = w2
-                    elif t2 == 4:
-                        w2 = _new(_K32)
-                        w1.stop_reason = w2
-                    elif t2 == 5:
-                        w2 = _new(_K33)
-                        w1.stop_reason = w2
-                    elif t2 == 6:
-                        w2 = _new(_K34)
-                        w1.stop_reason = w2
-                    elif t2 == 7:
-                        n = _U32(d, o)[0] + 4
-                        a3_0 = d[o + 4:o + n].decode()
-                        o += n
-                        w2 = _new(_K35)
-                        w2._values = (a3_0,)
-                        w1.stop_reason = w2
-                    else:
-                        raise _InternalError("Raw enum value doesn't match any cases")
-                elif f == 0:
-                    w1.stop_reason = None
-                else:
-                    raise _InternalError('Unexpected flag byte for optional type')
-                f = d[o]
-                o += 1
-                if f == 1:
-                    w2 = _new(_K36)
+                    w2 = _new(_K29)
                     w2.total_tokens = _U64(d, o)[0]
                     o += 8
                     w2.input_tokens = _U64(d, o)[0]
@@ -11444,6 +11395,60 @@ def rTypeAnswer(d: Buffer, o: int) -> Tuple[Any, int]:
                 f = d[o]
                 o += 1
                 if f == 1:
+                    w1.background, o = rSequenceTypeBackgroundWork(d, o)
+                elif f == 0:
+                    w1.background = None
+                else:
+                    raise _InternalError('Unexpected flag byte for optional type')
+                f = d[o]
+                o += 1
+                if f == 1:
+                    n = _U32(d, o)[0] + 4
+                    w1.meta = d[o + 4:o + n].decode()
+                    o += n
+                elif f == 0:
+                    w1.meta = None
+                else:
+                    raise _InternalError('Unexpected flag byte for optional type')
+                f = d[o]
+                o += 1
+                if f == 1:
+                    t2 = _I32(d, o)[0]
+                    o += 4
+                    if t2 == 1:
+                        w2 = _new(_K30)
+                        w1.stop_reason = w2
+                    elif t2 == 2:
+                        w2 = _new(_K31)
+                        w1.stop_reason = w2
+                    elif t2 == 3:
+                        w2 = _new(_K32)
+                        w1.stop_reason = w2
+                    elif t2 == 4:
+                        w2 = _new(_K33)
+                        w1.stop_reason = w2
+                    elif t2 == 5:
+                        w2 = _new(_K34)
+                        w1.stop_reason = w2
+                    elif t2 == 6:
+                        w2 = _new(_K35)
+                        w1.stop_reason = w2
+                    elif t2 == 7:
+                        n = _U32(d, o)[0] + 4
+                        a3_0 = d[o + 4:o + n].decode()
+                        o += n
+                        w2 = _new(_K36)
+                        w2._values = (a3_0,)
+                        w1.stop_reason = w2
+                    else:
+                        raise _InternalError("Raw enum value doesn't match any cases")
+                elif f == 0:
+                    w1.stop_reason = None
+                else:
+                    raise _InternalError('Unexpected flag byte for optional type')
+                f = d[o]
+                o += 1
+                if f == 1:
                     w2 = _new(_K37)
                     w2.code = _I32(d, o)[0]
                     o += 4
@@ -11463,24 +11468,6 @@ def rTypeAnswer(d: Buffer, o: int) -> Tuple[Any, int]:
                     w1.error = w2
                 elif f == 0:
                     w1.error = None
-                else:
-                    raise _InternalError('Unexpected flag byte for optional type')
-                f = d[o]
-                o += 1
-                if f == 1:
-                    w1.background, o = rSequenceTypeBackgroundWork(d, o)
-                elif f == 0:
-                    w1.background = None
-                else:
-                    raise _InternalError('Unexpected flag byte for optional type')
-                f = d[o]
-                o += 1
-                if f == 1:
-                    n = _U32(d, o)[0] + 4
-                    w1.meta = d[o + 4:o + n].decode()
-                    o += n
-                elif f == 0:
-                    w1.meta = None
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a1_0 = w1
@@ -11746,6 +11733,9 @@ def rTypeBackgroundWork(d: Buffer, o: int) -> Tuple[Any, int]:
 def rTypeBlobResourceContents(d: Buffer, o: int) -> Tuple[Any, int]:
     v = _new(_K27)
     n = _U32(d, o)[0] + 4
+    v.blob = d[o + 4:o + n].decode()
+    o += n
+    n = _U32(d, o)[0] + 4
     v.uri = d[o + 4:o + n].decode()
     o += n
     f = d[o]
@@ -11758,9 +11748,6 @@ def rTypeBlobResourceContents(d: Buffer, o: int) -> Tuple[Any, int]:
         v.mime_type = None
     else:
         raise _InternalError('Unexpected flag byte for optional type')
-    n = _U32(d, o)[0] + 4
-    v.blob = d[o + 4:o + n].decode()
-    o += n
     f = d[o]
     o += 1
     if f == 1:
@@ -12251,7 +12238,7 @@ def rTypeContentBlock(d: Buffer, o: int) -> Tuple[Any, int]:
         f = d[o]
         o += 1
         if f == 1:
-            w0.size = _I64(d, o)[0]
+            w0.size = _U64(d, o)[0]
             o += 8
         elif f == 0:
             w0.size = None
@@ -12324,6 +12311,9 @@ def rTypeContentBlock(d: Buffer, o: int) -> Tuple[Any, int]:
         if t1 == 1:
             w2 = _new(_K26)
             n = _U32(d, o)[0] + 4
+            w2.text = d[o + 4:o + n].decode()
+            o += n
+            n = _U32(d, o)[0] + 4
             w2.uri = d[o + 4:o + n].decode()
             o += n
             f = d[o]
@@ -12336,9 +12326,6 @@ def rTypeContentBlock(d: Buffer, o: int) -> Tuple[Any, int]:
                 w2.mime_type = None
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
-            n = _U32(d, o)[0] + 4
-            w2.text = d[o + 4:o + n].decode()
-            o += n
             f = d[o]
             o += 1
             if f == 1:
@@ -12356,6 +12343,9 @@ def rTypeContentBlock(d: Buffer, o: int) -> Tuple[Any, int]:
         elif t1 == 2:
             w2 = _new(_K27)
             n = _U32(d, o)[0] + 4
+            w2.blob = d[o + 4:o + n].decode()
+            o += n
+            n = _U32(d, o)[0] + 4
             w2.uri = d[o + 4:o + n].decode()
             o += n
             f = d[o]
@@ -12368,9 +12358,6 @@ def rTypeContentBlock(d: Buffer, o: int) -> Tuple[Any, int]:
                 w2.mime_type = None
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
-            n = _U32(d, o)[0] + 4
-            w2.blob = d[o + 4:o + n].decode()
-            o += n
             f = d[o]
             o += 1
             if f == 1:
@@ -12518,6 +12505,9 @@ def rTypeEmbeddedResource(d: Buffer, o: int) -> Tuple[Any, int]:
     if t0 == 1:
         w1 = _new(_K26)
         n = _U32(d, o)[0] + 4
+        w1.text = d[o + 4:o + n].decode()
+        o += n
+        n = _U32(d, o)[0] + 4
         w1.uri = d[o + 4:o + n].decode()
         o += n
         f = d[o]
@@ -12530,9 +12520,6 @@ def rTypeEmbeddedResource(d: Buffer, o: int) -> Tuple[Any, int]:
             w1.mime_type = None
         else:
             raise _InternalError('Unexpected flag byte for optional type')
-        n = _U32(d, o)[0] + 4
-        w1.text = d[o + 4:o + n].decode()
-        o += n
         f = d[o]
         o += 1
         if f == 1:
@@ -12550,6 +12537,9 @@ def rTypeEmbeddedResource(d: Buffer, o: int) -> Tuple[Any, int]:
     elif t0 == 2:
         w1 = _new(_K27)
         n = _U32(d, o)[0] + 4
+        w1.blob = d[o + 4:o + n].decode()
+        o += n
+        n = _U32(d, o)[0] + 4
         w1.uri = d[o + 4:o + n].decode()
         o += n
         f = d[o]
@@ -12562,9 +12552,6 @@ def rTypeEmbeddedResource(d: Buffer, o: int) -> Tuple[Any, int]:
             w1.mime_type = None
         else:
             raise _InternalError('Unexpected flag byte for optional type')
-        n = _U32(d, o)[0] + 4
-        w1.blob = d[o + 4:o + n].decode()
-        o += n
         f = d[o]
         o += 1
         if f == 1:
@@ -12646,6 +12633,9 @@ def rTypeEmbeddedResourceResource(d: Buffer, o: int) -> Tuple[Any, int]:
     if t == 1:
         w0 = _new(_K26)
         n = _U32(d, o)[0] + 4
+        w0.text = d[o + 4:o + n].decode()
+        o += n
+        n = _U32(d, o)[0] + 4
         w0.uri = d[o + 4:o + n].decode()
         o += n
         f = d[o]
@@ -12658,9 +12648,6 @@ def rTypeEmbeddedResourceResource(d: Buffer, o: int) -> Tuple[Any, int]:
             w0.mime_type = None
         else:
             raise _InternalError('Unexpected flag byte for optional type')
-        n = _U32(d, o)[0] + 4
-        w0.text = d[o + 4:o + n].decode()
-        o += n
         f = d[o]
         o += 1
         if f == 1:
@@ -12678,6 +12665,9 @@ def rTypeEmbeddedResourceResource(d: Buffer, o: int) -> Tuple[Any, int]:
     elif t == 2:
         w0 = _new(_K27)
         n = _U32(d, o)[0] + 4
+        w0.blob = d[o + 4:o + n].decode()
+        o += n
+        n = _U32(d, o)[0] + 4
         w0.uri = d[o + 4:o + n].decode()
         o += n
         f = d[o]
@@ -12690,9 +12680,6 @@ def rTypeEmbeddedResourceResource(d: Buffer, o: int) -> Tuple[Any, int]:
             w0.mime_type = None
         else:
             raise _InternalError('Unexpected flag byte for optional type')
-        n = _U32(d, o)[0] + 4
-        w0.blob = d[o + 4:o + n].decode()
-        o += n
         f = d[o]
         o += 1
         if f == 1:
@@ -13022,9 +13009,27 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     f = d[o]
                     o += 1
                     if f == 1:
+                        n = _U32(d, o)[0] + 4
+                        w3.meta = d[o + 4:o + n].decode()
+                        o += n
+                    elif f == 0:
+                        w3.meta = None
+                    else:
+                        raise _InternalError('Unexpected flag byte for optional type')
+                    f = d[o]
+                    o += 1
+                    if f == 1:
                         w3.mcp, o = rTypeMcpCapabilities(d, o)
                     elif f == 0:
                         w3.mcp = None
+                    else:
+                        raise _InternalError('Unexpected flag byte for optional type')
+                    f = d[o]
+                    o += 1
+                    if f == 1:
+                        w3.status, o = rTypeSessionStatusCapabilities(d, o)
+                    elif f == 0:
+                        w3.status = None
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     f = d[o]
@@ -13041,24 +13046,6 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                         w3.inject, o = rTypeInjectCapabilities(d, o)
                     elif f == 0:
                         w3.inject = None
-                    else:
-                        raise _InternalError('Unexpected flag byte for optional type')
-                    f = d[o]
-                    o += 1
-                    if f == 1:
-                        w3.status, o = rTypeSessionStatusCapabilities(d, o)
-                    elif f == 0:
-                        w3.status = None
-                    else:
-                        raise _InternalError('Unexpected flag byte for optional type')
-                    f = d[o]
-                    o += 1
-                    if f == 1:
-                        n = _U32(d, o)[0] + 4
-                        w3.meta = d[o + 4:o + n].decode()
-                        o += n
-                    elif f == 0:
-                        w3.meta = None
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     w2.session = w3
@@ -13193,43 +13180,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     f = d[o]
                     o += 1
                     if f == 1:
-                        t3 = _I32(d, o)[0]
-                        o += 4
-                        if t3 == 1:
-                            w3 = _new(_K29)
-                            w2.stop_reason = w3
-                        elif t3 == 2:
-                            w3 = _new(_K30)
-                            w2.stop_reason = w3
-                        elif t3 == 3:
-                            w3 = _new(_K31)
-                            w2.stop_reason = w3
-                        elif t3 == 4:
-                            w3 = _new(_K32)
-                            w2.stop_reason = w3
-                        elif t3 == 5:
-                            w3 = _new(_K33)
-                            w2.stop_reason = w3
-                        elif t3 == 6:
-                            w3 = _new(_K34)
-                            w2.stop_reason = w3
-                        elif t3 == 7:
-                            n = _U32(d, o)[0] + 4
-                            a4_0 = d[o + 4:o + n].decode()
-                            o += n
-                            w3 = _new(_K35)
-                            w3._values = (a4_0,)
-                            w2.stop_reason = w3
-                        else:
-                            raise _InternalError("Raw enum value doesn't match any cases")
-                    elif f == 0:
-                        w2.stop_reason = None
-                    else:
-                        raise _InternalError('Unexpected flag byte for optional type')
-                    f = d[o]
-                    o += 1
-                    if f == 1:
-                        w3 = _new(_K36)
+                        w3 = _new(_K29)
                         w3.total_tokens = _U64(d, o)[0]
                         o += 8
                         w3.input_tokens = _U64(d, o)[0]
@@ -13281,6 +13232,60 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     f = d[o]
                     o += 1
                     if f == 1:
+                        w2.background, o = rSequenceTypeBackgroundWork(d, o)
+                    elif f == 0:
+                        w2.background = None
+                    else:
+                        raise _InternalError('Unexpected flag byte for optional type')
+                    f = d[o]
+                    o += 1
+                    if f == 1:
+                        n = _U32(d, o)[0] + 4
+                        w2.meta = d[o + 4:o + n].decode()
+                        o += n
+                    elif f == 0:
+                        w2.meta = None
+                    else:
+                        raise _InternalError('Unexpected flag byte for optional type')
+                    f = d[o]
+                    o += 1
+                    if f == 1:
+                        t3 = _I32(d, o)[0]
+                        o += 4
+                        if t3 == 1:
+                            w3 = _new(_K30)
+                            w2.stop_reason = w3
+                        elif t3 == 2:
+                            w3 = _new(_K31)
+                            w2.stop_reason = w3
+                        elif t3 == 3:
+                            w3 = _new(_K32)
+                            w2.stop_reason = w3
+                        elif t3 == 4:
+                            w3 = _new(_K33)
+                            w2.stop_reason = w3
+                        elif t3 == 5:
+                            w3 = _new(_K34)
+                            w2.stop_reason = w3
+                        elif t3 == 6:
+                            w3 = _new(_K35)
+                            w2.stop_reason = w3
+                        elif t3 == 7:
+                            n = _U32(d, o)[0] + 4
+                            a4_0 = d[o + 4:o + n].decode()
+                            o += n
+                            w3 = _new(_K36)
+                            w3._values = (a4_0,)
+                            w2.stop_reason = w3
+                        else:
+                            raise _InternalError("Raw enum value doesn't match any cases")
+                    elif f == 0:
+                        w2.stop_reason = None
+                    else:
+                        raise _InternalError('Unexpected flag byte for optional type')
+                    f = d[o]
+                    o += 1
+                    if f == 1:
                         w3 = _new(_K37)
                         w3.code = _I32(d, o)[0]
                         o += 4
@@ -13300,24 +13305,6 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                         w2.error = w3
                     elif f == 0:
                         w2.error = None
-                    else:
-                        raise _InternalError('Unexpected flag byte for optional type')
-                    f = d[o]
-                    o += 1
-                    if f == 1:
-                        w2.background, o = rSequenceTypeBackgroundWork(d, o)
-                    elif f == 0:
-                        w2.background = None
-                    else:
-                        raise _InternalError('Unexpected flag byte for optional type')
-                    f = d[o]
-                    o += 1
-                    if f == 1:
-                        n = _U32(d, o)[0] + 4
-                        w2.meta = d[o + 4:o + n].decode()
-                        o += n
-                    elif f == 0:
-                        w2.meta = None
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a2_0 = w2
@@ -13721,25 +13708,9 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     f = d[o]
                     o += 1
                     if f == 1:
-                        w3.stop_reason, o = rTypeStopReason(d, o)
-                    elif f == 0:
-                        w3.stop_reason = None
-                    else:
-                        raise _InternalError('Unexpected flag byte for optional type')
-                    f = d[o]
-                    o += 1
-                    if f == 1:
                         w3.usage, o = rTypeUsage(d, o)
                     elif f == 0:
                         w3.usage = None
-                    else:
-                        raise _InternalError('Unexpected flag byte for optional type')
-                    f = d[o]
-                    o += 1
-                    if f == 1:
-                        w3.error, o = rTypeTurnFailure(d, o)
-                    elif f == 0:
-                        w3.error = None
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     f = d[o]
@@ -13758,6 +13729,22 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                         o += n
                     elif f == 0:
                         w3.meta = None
+                    else:
+                        raise _InternalError('Unexpected flag byte for optional type')
+                    f = d[o]
+                    o += 1
+                    if f == 1:
+                        w3.stop_reason, o = rTypeStopReason(d, o)
+                    elif f == 0:
+                        w3.stop_reason = None
+                    else:
+                        raise _InternalError('Unexpected flag byte for optional type')
+                    f = d[o]
+                    o += 1
+                    if f == 1:
+                        w3.error, o = rTypeTurnFailure(d, o)
+                    elif f == 0:
+                        w3.error = None
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
@@ -14523,7 +14510,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 f = d[o]
                 o += 1
                 if f == 1:
-                    w3.size = _I64(d, o)[0]
+                    w3.size = _U64(d, o)[0]
                     o += 8
                 elif f == 0:
                     w3.size = None
@@ -14785,7 +14772,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 f = d[o]
                 o += 1
                 if f == 1:
-                    w3.size = _I64(d, o)[0]
+                    w3.size = _U64(d, o)[0]
                     o += 8
                 elif f == 0:
                     w3.size = None
@@ -15073,7 +15060,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 f = d[o]
                 o += 1
                 if f == 1:
-                    w3.size = _I64(d, o)[0]
+                    w3.size = _U64(d, o)[0]
                     o += 8
                 elif f == 0:
                     w3.size = None
@@ -15181,43 +15168,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 f = d[o]
                 o += 1
                 if f == 1:
-                    t3 = _I32(d, o)[0]
-                    o += 4
-                    if t3 == 1:
-                        w3 = _new(_K29)
-                        w2.stop_reason = w3
-                    elif t3 == 2:
-                        w3 = _new(_K30)
-                        w2.stop_reason = w3
-                    elif t3 == 3:
-                        w3 = _new(_K31)
-                        w2.stop_reason = w3
-                    elif t3 == 4:
-                        w3 = _new(_K32)
-                        w2.stop_reason = w3
-                    elif t3 == 5:
-                        w3 = _new(_K33)
-                        w2.stop_reason = w3
-                    elif t3 == 6:
-                        w3 = _new(_K34)
-                        w2.stop_reason = w3
-                    elif t3 == 7:
-                        n = _U32(d, o)[0] + 4
-                        a4_0 = d[o + 4:o + n].decode()
-                        o += n
-                        w3 = _new(_K35)
-                        w3._values = (a4_0,)
-                        w2.stop_reason = w3
-                    else:
-                        raise _InternalError("Raw enum value doesn't match any cases")
-                elif f == 0:
-                    w2.stop_reason = None
-                else:
-                    raise _InternalError('Unexpected flag byte for optional type')
-                f = d[o]
-                o += 1
-                if f == 1:
-                    w3 = _new(_K36)
+                    w3 = _new(_K29)
                     w3.total_tokens = _U64(d, o)[0]
                     o += 8
                     w3.input_tokens = _U64(d, o)[0]
@@ -15269,6 +15220,60 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 f = d[o]
                 o += 1
                 if f == 1:
+                    w2.background, o = rSequenceTypeBackgroundWork(d, o)
+                elif f == 0:
+                    w2.background = None
+                else:
+                    raise _InternalError('Unexpected flag byte for optional type')
+                f = d[o]
+                o += 1
+                if f == 1:
+                    n = _U32(d, o)[0] + 4
+                    w2.meta = d[o + 4:o + n].decode()
+                    o += n
+                elif f == 0:
+                    w2.meta = None
+                else:
+                    raise _InternalError('Unexpected flag byte for optional type')
+                f = d[o]
+                o += 1
+                if f == 1:
+                    t3 = _I32(d, o)[0]
+                    o += 4
+                    if t3 == 1:
+                        w3 = _new(_K30)
+                        w2.stop_reason = w3
+                    elif t3 == 2:
+                        w3 = _new(_K31)
+                        w2.stop_reason = w3
+                    elif t3 == 3:
+                        w3 = _new(_K32)
+                        w2.stop_reason = w3
+                    elif t3 == 4:
+                        w3 = _new(_K33)
+                        w2.stop_reason = w3
+                    elif t3 == 5:
+                        w3 = _new(_K34)
+                        w2.stop_reason = w3
+                    elif t3 == 6:
+                        w3 = _new(_K35)
+                        w2.stop_reason = w3
+                    elif t3 == 7:
+                        n = _U32(d, o)[0] + 4
+                        a4_0 = d[o + 4:o + n].decode()
+                        o += n
+                        w3 = _new(_K36)
+                        w3._values = (a4_0,)
+                        w2.stop_reason = w3
+                    else:
+                        raise _InternalError("Raw enum value doesn't match any cases")
+                elif f == 0:
+                    w2.stop_reason = None
+                else:
+                    raise _InternalError('Unexpected flag byte for optional type')
+                f = d[o]
+                o += 1
+                if f == 1:
                     w3 = _new(_K37)
                     w3.code = _I32(d, o)[0]
                     o += 4
@@ -15288,24 +15293,6 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                     w2.error = w3
                 elif f == 0:
                     w2.error = None
-                else:
-                    raise _InternalError('Unexpected flag byte for optional type')
-                f = d[o]
-                o += 1
-                if f == 1:
-                    w2.background, o = rSequenceTypeBackgroundWork(d, o)
-                elif f == 0:
-                    w2.background = None
-                else:
-                    raise _InternalError('Unexpected flag byte for optional type')
-                f = d[o]
-                o += 1
-                if f == 1:
-                    n = _U32(d, o)[0] + 4
-                    w2.meta = d[o + 4:o + n].decode()
-                    o += n
-                elif f == 0:
-                    w2.meta = None
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
@@ -15820,43 +15807,7 @@ def rTypeIdleStateUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
     f = d[o]
     o += 1
     if f == 1:
-        t0 = _I32(d, o)[0]
-        o += 4
-        if t0 == 1:
-            w0 = _new(_K29)
-            v.stop_reason = w0
-        elif t0 == 2:
-            w0 = _new(_K30)
-            v.stop_reason = w0
-        elif t0 == 3:
-            w0 = _new(_K31)
-            v.stop_reason = w0
-        elif t0 == 4:
-            w0 = _new(_K32)
-            v.stop_reason = w0
-        elif t0 == 5:
-            w0 = _new(_K33)
-            v.stop_reason = w0
-        elif t0 == 6:
-            w0 = _new(_K34)
-            v.stop_reason = w0
-        elif t0 == 7:
-            n = _U32(d, o)[0] + 4
-            a1_0 = d[o + 4:o + n].decode()
-            o += n
-            w0 = _new(_K35)
-            w0._values = (a1_0,)
-            v.stop_reason = w0
-        else:
-            raise _InternalError("Raw enum value doesn't match any cases")
-    elif f == 0:
-        v.stop_reason = None
-    else:
-        raise _InternalError('Unexpected flag byte for optional type')
-    f = d[o]
-    o += 1
-    if f == 1:
-        w0 = _new(_K36)
+        w0 = _new(_K29)
         w0.total_tokens = _U64(d, o)[0]
         o += 8
         w0.input_tokens = _U64(d, o)[0]
@@ -15908,6 +15859,60 @@ def rTypeIdleStateUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
     f = d[o]
     o += 1
     if f == 1:
+        v.background, o = rSequenceTypeBackgroundWork(d, o)
+    elif f == 0:
+        v.background = None
+    else:
+        raise _InternalError('Unexpected flag byte for optional type')
+    f = d[o]
+    o += 1
+    if f == 1:
+        n = _U32(d, o)[0] + 4
+        v.meta = d[o + 4:o + n].decode()
+        o += n
+    elif f == 0:
+        v.meta = None
+    else:
+        raise _InternalError('Unexpected flag byte for optional type')
+    f = d[o]
+    o += 1
+    if f == 1:
+        t0 = _I32(d, o)[0]
+        o += 4
+        if t0 == 1:
+            w0 = _new(_K30)
+            v.stop_reason = w0
+        elif t0 == 2:
+            w0 = _new(_K31)
+            v.stop_reason = w0
+        elif t0 == 3:
+            w0 = _new(_K32)
+            v.stop_reason = w0
+        elif t0 == 4:
+            w0 = _new(_K33)
+            v.stop_reason = w0
+        elif t0 == 5:
+            w0 = _new(_K34)
+            v.stop_reason = w0
+        elif t0 == 6:
+            w0 = _new(_K35)
+            v.stop_reason = w0
+        elif t0 == 7:
+            n = _U32(d, o)[0] + 4
+            a1_0 = d[o + 4:o + n].decode()
+            o += n
+            w0 = _new(_K36)
+            w0._values = (a1_0,)
+            v.stop_reason = w0
+        else:
+            raise _InternalError("Raw enum value doesn't match any cases")
+    elif f == 0:
+        v.stop_reason = None
+    else:
+        raise _InternalError('Unexpected flag byte for optional type')
+    f = d[o]
+    o += 1
+    if f == 1:
         w0 = _new(_K37)
         w0.code = _I32(d, o)[0]
         o += 4
@@ -15927,24 +15932,6 @@ def rTypeIdleStateUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         v.error = w0
     elif f == 0:
         v.error = None
-    else:
-        raise _InternalError('Unexpected flag byte for optional type')
-    f = d[o]
-    o += 1
-    if f == 1:
-        v.background, o = rSequenceTypeBackgroundWork(d, o)
-    elif f == 0:
-        v.background = None
-    else:
-        raise _InternalError('Unexpected flag byte for optional type')
-    f = d[o]
-    o += 1
-    if f == 1:
-        n = _U32(d, o)[0] + 4
-        v.meta = d[o + 4:o + n].decode()
-        o += n
-    elif f == 0:
-        v.meta = None
     else:
         raise _InternalError('Unexpected flag byte for optional type')
     return v, o
@@ -16165,6 +16152,16 @@ def rTypeInitializeResponse(d: Buffer, o: int) -> Tuple[Any, int]:
             f = d[o]
             o += 1
             if f == 1:
+                n = _U32(d, o)[0] + 4
+                w1.meta = d[o + 4:o + n].decode()
+                o += n
+            elif f == 0:
+                w1.meta = None
+            else:
+                raise _InternalError('Unexpected flag byte for optional type')
+            f = d[o]
+            o += 1
+            if f == 1:
                 w2 = _new(_K42)
                 f = d[o]
                 o += 1
@@ -16215,6 +16212,25 @@ def rTypeInitializeResponse(d: Buffer, o: int) -> Tuple[Any, int]:
                     w2.meta = None
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
+                w1.status = w2
+            elif f == 0:
+                w1.status = None
+            else:
+                raise _InternalError('Unexpected flag byte for optional type')
+            f = d[o]
+            o += 1
+            if f == 1:
+                w2 = _new(_K44)
+                f = d[o]
+                o += 1
+                if f == 1:
+                    n = _U32(d, o)[0] + 4
+                    w2.meta = d[o + 4:o + n].decode()
+                    o += n
+                elif f == 0:
+                    w2.meta = None
+                else:
+                    raise _InternalError('Unexpected flag byte for optional type')
                 w1.additional_directories = w2
             elif f == 0:
                 w1.additional_directories = None
@@ -16223,7 +16239,7 @@ def rTypeInitializeResponse(d: Buffer, o: int) -> Tuple[Any, int]:
             f = d[o]
             o += 1
             if f == 1:
-                w2 = _new(_K44)
+                w2 = _new(_K45)
                 w2.modes, o = rSequenceTypeInjectMode(d, o)
                 f = d[o]
                 o += 1
@@ -16269,35 +16285,6 @@ def rTypeInitializeResponse(d: Buffer, o: int) -> Tuple[Any, int]:
                 w1.inject = None
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
-            f = d[o]
-            o += 1
-            if f == 1:
-                w2 = _new(_K45)
-                f = d[o]
-                o += 1
-                if f == 1:
-                    n = _U32(d, o)[0] + 4
-                    w2.meta = d[o + 4:o + n].decode()
-                    o += n
-                elif f == 0:
-                    w2.meta = None
-                else:
-                    raise _InternalError('Unexpected flag byte for optional type')
-                w1.status = w2
-            elif f == 0:
-                w1.status = None
-            else:
-                raise _InternalError('Unexpected flag byte for optional type')
-            f = d[o]
-            o += 1
-            if f == 1:
-                n = _U32(d, o)[0] + 4
-                w1.meta = d[o + 4:o + n].decode()
-                o += n
-            elif f == 0:
-                w1.meta = None
-            else:
-                raise _InternalError('Unexpected flag byte for optional type')
             w0.session = w1
         elif f == 0:
             w0.session = None
@@ -16332,7 +16319,7 @@ def rTypeInitializeResponse(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeInjectCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K44)
+    v = _new(_K45)
     v.modes, o = rSequenceTypeInjectMode(d, o)
     f = d[o]
     o += 1
@@ -16748,28 +16735,28 @@ def rTypeMirrorSnapshot(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K29)
-            v.stop_reason = w0
-        elif t0 == 2:
             w0 = _new(_K30)
             v.stop_reason = w0
-        elif t0 == 3:
+        elif t0 == 2:
             w0 = _new(_K31)
             v.stop_reason = w0
-        elif t0 == 4:
+        elif t0 == 3:
             w0 = _new(_K32)
             v.stop_reason = w0
-        elif t0 == 5:
+        elif t0 == 4:
             w0 = _new(_K33)
             v.stop_reason = w0
-        elif t0 == 6:
+        elif t0 == 5:
             w0 = _new(_K34)
+            v.stop_reason = w0
+        elif t0 == 6:
+            w0 = _new(_K35)
             v.stop_reason = w0
         elif t0 == 7:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K35)
+            w0 = _new(_K36)
             w0._values = (a1_0,)
             v.stop_reason = w0
         else:
@@ -16781,7 +16768,7 @@ def rTypeMirrorSnapshot(d: Buffer, o: int) -> Tuple[Any, int]:
     f = d[o]
     o += 1
     if f == 1:
-        w0 = _new(_K36)
+        w0 = _new(_K29)
         w0.total_tokens = _U64(d, o)[0]
         o += 8
         w0.input_tokens = _U64(d, o)[0]
@@ -18011,7 +17998,7 @@ def rTypeResourceLink(d: Buffer, o: int) -> Tuple[Any, int]:
     f = d[o]
     o += 1
     if f == 1:
-        v.size = _I64(d, o)[0]
+        v.size = _U64(d, o)[0]
         o += 8
     elif f == 0:
         v.size = None
@@ -18456,28 +18443,28 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K29)
-            a0_0 = w0
-        elif t0 == 2:
             w0 = _new(_K30)
             a0_0 = w0
-        elif t0 == 3:
+        elif t0 == 2:
             w0 = _new(_K31)
             a0_0 = w0
-        elif t0 == 4:
+        elif t0 == 3:
             w0 = _new(_K32)
             a0_0 = w0
-        elif t0 == 5:
+        elif t0 == 4:
             w0 = _new(_K33)
             a0_0 = w0
-        elif t0 == 6:
+        elif t0 == 5:
             w0 = _new(_K34)
+            a0_0 = w0
+        elif t0 == 6:
+            w0 = _new(_K35)
             a0_0 = w0
         elif t0 == 7:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K35)
+            w0 = _new(_K36)
             w0._values = (a1_0,)
             a0_0 = w0
         else:
@@ -18485,7 +18472,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
         f = d[o]
         o += 1
         if f == 1:
-            w0 = _new(_K36)
+            w0 = _new(_K29)
             w0.total_tokens = _U64(d, o)[0]
             o += 8
             w0.input_tokens = _U64(d, o)[0]
@@ -18752,7 +18739,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 f = d[o]
                 o += 1
                 if f == 1:
-                    w3.size = _I64(d, o)[0]
+                    w3.size = _U64(d, o)[0]
                     o += 8
                 elif f == 0:
                     w3.size = None
@@ -19014,7 +19001,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 f = d[o]
                 o += 1
                 if f == 1:
-                    w3.size = _I64(d, o)[0]
+                    w3.size = _U64(d, o)[0]
                     o += 8
                 elif f == 0:
                     w3.size = None
@@ -19302,7 +19289,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 f = d[o]
                 o += 1
                 if f == 1:
-                    w3.size = _I64(d, o)[0]
+                    w3.size = _U64(d, o)[0]
                     o += 8
                 elif f == 0:
                     w3.size = None
@@ -19410,43 +19397,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 f = d[o]
                 o += 1
                 if f == 1:
-                    t3 = _I32(d, o)[0]
-                    o += 4
-                    if t3 == 1:
-                        w3 = _new(_K29)
-                        w2.stop_reason = w3
-                    elif t3 == 2:
-                        w3 = _new(_K30)
-                        w2.stop_reason = w3
-                    elif t3 == 3:
-                        w3 = _new(_K31)
-                        w2.stop_reason = w3
-                    elif t3 == 4:
-                        w3 = _new(_K32)
-                        w2.stop_reason = w3
-                    elif t3 == 5:
-                        w3 = _new(_K33)
-                        w2.stop_reason = w3
-                    elif t3 == 6:
-                        w3 = _new(_K34)
-                        w2.stop_reason = w3
-                    elif t3 == 7:
-                        n = _U32(d, o)[0] + 4
-                        a4_0 = d[o + 4:o + n].decode()
-                        o += n
-                        w3 = _new(_K35)
-                        w3._values = (a4_0,)
-                        w2.stop_reason = w3
-                    else:
-                        raise _InternalError("Raw enum value doesn't match any cases")
-                elif f == 0:
-                    w2.stop_reason = None
-                else:
-                    raise _InternalError('Unexpected flag byte for optional type')
-                f = d[o]
-                o += 1
-                if f == 1:
-                    w3 = _new(_K36)
+                    w3 = _new(_K29)
                     w3.total_tokens = _U64(d, o)[0]
                     o += 8
                     w3.input_tokens = _U64(d, o)[0]
@@ -19498,6 +19449,60 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 f = d[o]
                 o += 1
                 if f == 1:
+                    w2.background, o = rSequenceTypeBackgroundWork(d, o)
+                elif f == 0:
+                    w2.background = None
+                else:
+                    raise _InternalError('Unexpected flag byte for optional type')
+                f = d[o]
+                o += 1
+                if f == 1:
+                    n = _U32(d, o)[0] + 4
+                    w2.meta = d[o + 4:o + n].decode()
+                    o += n
+                elif f == 0:
+                    w2.meta = None
+                else:
+                    raise _InternalError('Unexpected flag byte for optional type')
+                f = d[o]
+                o += 1
+                if f == 1:
+                    t3 = _I32(d, o)[0]
+                    o += 4
+                    if t3 == 1:
+                        w3 = _new(_K30)
+                        w2.stop_reason = w3
+                    elif t3 == 2:
+                        w3 = _new(_K31)
+                        w2.stop_reason = w3
+                    elif t3 == 3:
+                        w3 = _new(_K32)
+                        w2.stop_reason = w3
+                    elif t3 == 4:
+                        w3 = _new(_K33)
+                        w2.stop_reason = w3
+                    elif t3 == 5:
+                        w3 = _new(_K34)
+                        w2.stop_reason = w3
+                    elif t3 == 6:
+                        w3 = _new(_K35)
+                        w2.stop_reason = w3
+                    elif t3 == 7:
+                        n = _U32(d, o)[0] + 4
+                        a4_0 = d[o + 4:o + n].decode()
+                        o += n
+                        w3 = _new(_K36)
+                        w3._values = (a4_0,)
+                        w2.stop_reason = w3
+                    else:
+                        raise _InternalError("Raw enum value doesn't match any cases")
+                elif f == 0:
+                    w2.stop_reason = None
+                else:
+                    raise _InternalError('Unexpected flag byte for optional type')
+                f = d[o]
+                o += 1
+                if f == 1:
                     w3 = _new(_K37)
                     w3.code = _I32(d, o)[0]
                     o += 4
@@ -19517,24 +19522,6 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     w2.error = w3
                 elif f == 0:
                     w2.error = None
-                else:
-                    raise _InternalError('Unexpected flag byte for optional type')
-                f = d[o]
-                o += 1
-                if f == 1:
-                    w2.background, o = rSequenceTypeBackgroundWork(d, o)
-                elif f == 0:
-                    w2.background = None
-                else:
-                    raise _InternalError('Unexpected flag byte for optional type')
-                f = d[o]
-                o += 1
-                if f == 1:
-                    n = _U32(d, o)[0] + 4
-                    w2.meta = d[o + 4:o + n].decode()
-                    o += n
-                elif f == 0:
-                    w2.meta = None
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
@@ -20349,25 +20336,9 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     f = d[o]
                     o += 1
                     if f == 1:
-                        w3.stop_reason, o = rTypeStopReason(d, o)
-                    elif f == 0:
-                        w3.stop_reason = None
-                    else:
-                        raise _InternalError('Unexpected flag byte for optional type')
-                    f = d[o]
-                    o += 1
-                    if f == 1:
                         w3.usage, o = rTypeUsage(d, o)
                     elif f == 0:
                         w3.usage = None
-                    else:
-                        raise _InternalError('Unexpected flag byte for optional type')
-                    f = d[o]
-                    o += 1
-                    if f == 1:
-                        w3.error, o = rTypeTurnFailure(d, o)
-                    elif f == 0:
-                        w3.error = None
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     f = d[o]
@@ -20386,6 +20357,22 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                         o += n
                     elif f == 0:
                         w3.meta = None
+                    else:
+                        raise _InternalError('Unexpected flag byte for optional type')
+                    f = d[o]
+                    o += 1
+                    if f == 1:
+                        w3.stop_reason, o = rTypeStopReason(d, o)
+                    elif f == 0:
+                        w3.stop_reason = None
+                    else:
+                        raise _InternalError('Unexpected flag byte for optional type')
+                    f = d[o]
+                    o += 1
+                    if f == 1:
+                        w3.error, o = rTypeTurnFailure(d, o)
+                    elif f == 0:
+                        w3.error = None
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
@@ -20948,7 +20935,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeSessionAdditionalDirectoriesCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K43)
+    v = _new(_K44)
     f = d[o]
     o += 1
     if f == 1:
@@ -20964,6 +20951,16 @@ def rTypeSessionAdditionalDirectoriesCapabilities(d: Buffer, o: int) -> Tuple[An
 
 def rTypeSessionCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
     v = _new(_K41)
+    f = d[o]
+    o += 1
+    if f == 1:
+        n = _U32(d, o)[0] + 4
+        v.meta = d[o + 4:o + n].decode()
+        o += n
+    elif f == 0:
+        v.meta = None
+    else:
+        raise _InternalError('Unexpected flag byte for optional type')
     f = d[o]
     o += 1
     if f == 1:
@@ -21017,6 +21014,25 @@ def rTypeSessionCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
             w0.meta = None
         else:
             raise _InternalError('Unexpected flag byte for optional type')
+        v.status = w0
+    elif f == 0:
+        v.status = None
+    else:
+        raise _InternalError('Unexpected flag byte for optional type')
+    f = d[o]
+    o += 1
+    if f == 1:
+        w0 = _new(_K44)
+        f = d[o]
+        o += 1
+        if f == 1:
+            n = _U32(d, o)[0] + 4
+            w0.meta = d[o + 4:o + n].decode()
+            o += n
+        elif f == 0:
+            w0.meta = None
+        else:
+            raise _InternalError('Unexpected flag byte for optional type')
         v.additional_directories = w0
     elif f == 0:
         v.additional_directories = None
@@ -21025,7 +21041,7 @@ def rTypeSessionCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
     f = d[o]
     o += 1
     if f == 1:
-        w0 = _new(_K44)
+        w0 = _new(_K45)
         w0.modes, o = rSequenceTypeInjectMode(d, o)
         f = d[o]
         o += 1
@@ -21069,35 +21085,6 @@ def rTypeSessionCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
         v.inject = w0
     elif f == 0:
         v.inject = None
-    else:
-        raise _InternalError('Unexpected flag byte for optional type')
-    f = d[o]
-    o += 1
-    if f == 1:
-        w0 = _new(_K45)
-        f = d[o]
-        o += 1
-        if f == 1:
-            n = _U32(d, o)[0] + 4
-            w0.meta = d[o + 4:o + n].decode()
-            o += n
-        elif f == 0:
-            w0.meta = None
-        else:
-            raise _InternalError('Unexpected flag byte for optional type')
-        v.status = w0
-    elif f == 0:
-        v.status = None
-    else:
-        raise _InternalError('Unexpected flag byte for optional type')
-    f = d[o]
-    o += 1
-    if f == 1:
-        n = _U32(d, o)[0] + 4
-        v.meta = d[o + 4:o + n].decode()
-        o += n
-    elif f == 0:
-        v.meta = None
     else:
         raise _InternalError('Unexpected flag byte for optional type')
     return v, o
@@ -21310,7 +21297,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 f = d[o]
                 o += 1
                 if f == 1:
-                    w3.size = _I64(d, o)[0]
+                    w3.size = _U64(d, o)[0]
                     o += 8
                 elif f == 0:
                     w3.size = None
@@ -21572,7 +21559,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 f = d[o]
                 o += 1
                 if f == 1:
-                    w3.size = _I64(d, o)[0]
+                    w3.size = _U64(d, o)[0]
                     o += 8
                 elif f == 0:
                     w3.size = None
@@ -21860,7 +21847,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 f = d[o]
                 o += 1
                 if f == 1:
-                    w3.size = _I64(d, o)[0]
+                    w3.size = _U64(d, o)[0]
                     o += 8
                 elif f == 0:
                     w3.size = None
@@ -21968,43 +21955,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 f = d[o]
                 o += 1
                 if f == 1:
-                    t3 = _I32(d, o)[0]
-                    o += 4
-                    if t3 == 1:
-                        w3 = _new(_K29)
-                        w2.stop_reason = w3
-                    elif t3 == 2:
-                        w3 = _new(_K30)
-                        w2.stop_reason = w3
-                    elif t3 == 3:
-                        w3 = _new(_K31)
-                        w2.stop_reason = w3
-                    elif t3 == 4:
-                        w3 = _new(_K32)
-                        w2.stop_reason = w3
-                    elif t3 == 5:
-                        w3 = _new(_K33)
-                        w2.stop_reason = w3
-                    elif t3 == 6:
-                        w3 = _new(_K34)
-                        w2.stop_reason = w3
-                    elif t3 == 7:
-                        n = _U32(d, o)[0] + 4
-                        a4_0 = d[o + 4:o + n].decode()
-                        o += n
-                        w3 = _new(_K35)
-                        w3._values = (a4_0,)
-                        w2.stop_reason = w3
-                    else:
-                        raise _InternalError("Raw enum value doesn't match any cases")
-                elif f == 0:
-                    w2.stop_reason = None
-                else:
-                    raise _InternalError('Unexpected flag byte for optional type')
-                f = d[o]
-                o += 1
-                if f == 1:
-                    w3 = _new(_K36)
+                    w3 = _new(_K29)
                     w3.total_tokens = _U64(d, o)[0]
                     o += 8
                     w3.input_tokens = _U64(d, o)[0]
@@ -22056,6 +22007,60 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 f = d[o]
                 o += 1
                 if f == 1:
+                    w2.background, o = rSequenceTypeBackgroundWork(d, o)
+                elif f == 0:
+                    w2.background = None
+                else:
+                    raise _InternalError('Unexpected flag byte for optional type')
+                f = d[o]
+                o += 1
+                if f == 1:
+                    n = _U32(d, o)[0] + 4
+                    w2.meta = d[o + 4:o + n].decode()
+                    o += n
+                elif f == 0:
+                    w2.meta = None
+                else:
+                    raise _InternalError('Unexpected flag byte for optional type')
+                f = d[o]
+                o += 1
+                if f == 1:
+                    t3 = _I32(d, o)[0]
+                    o += 4
+                    if t3 == 1:
+                        w3 = _new(_K30)
+                        w2.stop_reason = w3
+                    elif t3 == 2:
+                        w3 = _new(_K31)
+                        w2.stop_reason = w3
+                    elif t3 == 3:
+                        w3 = _new(_K32)
+                        w2.stop_reason = w3
+                    elif t3 == 4:
+                        w3 = _new(_K33)
+                        w2.stop_reason = w3
+                    elif t3 == 5:
+                        w3 = _new(_K34)
+                        w2.stop_reason = w3
+                    elif t3 == 6:
+                        w3 = _new(_K35)
+                        w2.stop_reason = w3
+                    elif t3 == 7:
+                        n = _U32(d, o)[0] + 4
+                        a4_0 = d[o + 4:o + n].decode()
+                        o += n
+                        w3 = _new(_K36)
+                        w3._values = (a4_0,)
+                        w2.stop_reason = w3
+                    else:
+                        raise _InternalError("Raw enum value doesn't match any cases")
+                elif f == 0:
+                    w2.stop_reason = None
+                else:
+                    raise _InternalError('Unexpected flag byte for optional type')
+                f = d[o]
+                o += 1
+                if f == 1:
                     w3 = _new(_K37)
                     w3.code = _I32(d, o)[0]
                     o += 4
@@ -22075,24 +22080,6 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     w2.error = w3
                 elif f == 0:
                     w2.error = None
-                else:
-                    raise _InternalError('Unexpected flag byte for optional type')
-                f = d[o]
-                o += 1
-                if f == 1:
-                    w2.background, o = rSequenceTypeBackgroundWork(d, o)
-                elif f == 0:
-                    w2.background = None
-                else:
-                    raise _InternalError('Unexpected flag byte for optional type')
-                f = d[o]
-                o += 1
-                if f == 1:
-                    n = _U32(d, o)[0] + 4
-                    w2.meta = d[o + 4:o + n].decode()
-                    o += n
-                elif f == 0:
-                    w2.meta = None
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
@@ -22763,7 +22750,7 @@ def rTypeSessionStatus(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeSessionStatusCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K45)
+    v = _new(_K43)
     f = d[o]
     o += 1
     if f == 1:
@@ -22848,43 +22835,7 @@ def rTypeSessionStatusResponse(d: Buffer, o: int) -> Tuple[Any, int]:
             f = d[o]
             o += 1
             if f == 1:
-                t2 = _I32(d, o)[0]
-                o += 4
-                if t2 == 1:
-                    w2 = _new(_K29)
-                    w1.stop_reason = w2
-                elif t2 == 2:
-                    w2 = _new(_K30)
-                    w1.stop_reason = w2
-                elif t2 == 3:
-                    w2 = _new(_K31)
-                    w1.stop_reason = w2
-                elif t2 == 4:
-                    w2 = _new(_K32)
-                    w1.stop_reason = w2
-                elif t2 == 5:
-                    w2 = _new(_K33)
-                    w1.stop_reason = w2
-                elif t2 == 6:
-                    w2 = _new(_K34)
-                    w1.stop_reason = w2
-                elif t2 == 7:
-                    n = _U32(d, o)[0] + 4
-                    a3_0 = d[o + 4:o + n].decode()
-                    o += n
-                    w2 = _new(_K35)
-                    w2._values = (a3_0,)
-                    w1.stop_reason = w2
-                else:
-                    raise _InternalError("Raw enum value doesn't match any cases")
-            elif f == 0:
-                w1.stop_reason = None
-            else:
-                raise _InternalError('Unexpected flag byte for optional type')
-            f = d[o]
-            o += 1
-            if f == 1:
-                w2 = _new(_K36)
+                w2 = _new(_K29)
                 w2.total_tokens = _U64(d, o)[0]
                 o += 8
                 w2.input_tokens = _U64(d, o)[0]
@@ -22936,6 +22887,60 @@ def rTypeSessionStatusResponse(d: Buffer, o: int) -> Tuple[Any, int]:
             f = d[o]
             o += 1
             if f == 1:
+                w1.background, o = rSequenceTypeBackgroundWork(d, o)
+            elif f == 0:
+                w1.background = None
+            else:
+                raise _InternalError('Unexpected flag byte for optional type')
+            f = d[o]
+            o += 1
+            if f == 1:
+                n = _U32(d, o)[0] + 4
+                w1.meta = d[o + 4:o + n].decode()
+                o += n
+            elif f == 0:
+                w1.meta = None
+            else:
+                raise _InternalError('Unexpected flag byte for optional type')
+            f = d[o]
+            o += 1
+            if f == 1:
+                t2 = _I32(d, o)[0]
+                o += 4
+                if t2 == 1:
+                    w2 = _new(_K30)
+                    w1.stop_reason = w2
+                elif t2 == 2:
+                    w2 = _new(_K31)
+                    w1.stop_reason = w2
+                elif t2 == 3:
+                    w2 = _new(_K32)
+                    w1.stop_reason = w2
+                elif t2 == 4:
+                    w2 = _new(_K33)
+                    w1.stop_reason = w2
+                elif t2 == 5:
+                    w2 = _new(_K34)
+                    w1.stop_reason = w2
+                elif t2 == 6:
+                    w2 = _new(_K35)
+                    w1.stop_reason = w2
+                elif t2 == 7:
+                    n = _U32(d, o)[0] + 4
+                    a3_0 = d[o + 4:o + n].decode()
+                    o += n
+                    w2 = _new(_K36)
+                    w2._values = (a3_0,)
+                    w1.stop_reason = w2
+                else:
+                    raise _InternalError("Raw enum value doesn't match any cases")
+            elif f == 0:
+                w1.stop_reason = None
+            else:
+                raise _InternalError('Unexpected flag byte for optional type')
+            f = d[o]
+            o += 1
+            if f == 1:
                 w2 = _new(_K37)
                 w2.code = _I32(d, o)[0]
                 o += 4
@@ -22955,24 +22960,6 @@ def rTypeSessionStatusResponse(d: Buffer, o: int) -> Tuple[Any, int]:
                 w1.error = w2
             elif f == 0:
                 w1.error = None
-            else:
-                raise _InternalError('Unexpected flag byte for optional type')
-            f = d[o]
-            o += 1
-            if f == 1:
-                w1.background, o = rSequenceTypeBackgroundWork(d, o)
-            elif f == 0:
-                w1.background = None
-            else:
-                raise _InternalError('Unexpected flag byte for optional type')
-            f = d[o]
-            o += 1
-            if f == 1:
-                n = _U32(d, o)[0] + 4
-                w1.meta = d[o + 4:o + n].decode()
-                o += n
-            elif f == 0:
-                w1.meta = None
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
@@ -23356,7 +23343,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
             f = d[o]
             o += 1
             if f == 1:
-                w2.size = _I64(d, o)[0]
+                w2.size = _U64(d, o)[0]
                 o += 8
             elif f == 0:
                 w2.size = None
@@ -23821,7 +23808,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
             f = d[o]
             o += 1
             if f == 1:
-                w2.size = _I64(d, o)[0]
+                w2.size = _U64(d, o)[0]
                 o += 8
             elif f == 0:
                 w2.size = None
@@ -24312,7 +24299,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
             f = d[o]
             o += 1
             if f == 1:
-                w2.size = _I64(d, o)[0]
+                w2.size = _U64(d, o)[0]
                 o += 8
             elif f == 0:
                 w2.size = None
@@ -24509,43 +24496,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
             f = d[o]
             o += 1
             if f == 1:
-                t2 = _I32(d, o)[0]
-                o += 4
-                if t2 == 1:
-                    w2 = _new(_K29)
-                    w1.stop_reason = w2
-                elif t2 == 2:
-                    w2 = _new(_K30)
-                    w1.stop_reason = w2
-                elif t2 == 3:
-                    w2 = _new(_K31)
-                    w1.stop_reason = w2
-                elif t2 == 4:
-                    w2 = _new(_K32)
-                    w1.stop_reason = w2
-                elif t2 == 5:
-                    w2 = _new(_K33)
-                    w1.stop_reason = w2
-                elif t2 == 6:
-                    w2 = _new(_K34)
-                    w1.stop_reason = w2
-                elif t2 == 7:
-                    n = _U32(d, o)[0] + 4
-                    a3_0 = d[o + 4:o + n].decode()
-                    o += n
-                    w2 = _new(_K35)
-                    w2._values = (a3_0,)
-                    w1.stop_reason = w2
-                else:
-                    raise _InternalError("Raw enum value doesn't match any cases")
-            elif f == 0:
-                w1.stop_reason = None
-            else:
-                raise _InternalError('Unexpected flag byte for optional type')
-            f = d[o]
-            o += 1
-            if f == 1:
-                w2 = _new(_K36)
+                w2 = _new(_K29)
                 w2.total_tokens = _U64(d, o)[0]
                 o += 8
                 w2.input_tokens = _U64(d, o)[0]
@@ -24597,6 +24548,60 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
             f = d[o]
             o += 1
             if f == 1:
+                w1.background, o = rSequenceTypeBackgroundWork(d, o)
+            elif f == 0:
+                w1.background = None
+            else:
+                raise _InternalError('Unexpected flag byte for optional type')
+            f = d[o]
+            o += 1
+            if f == 1:
+                n = _U32(d, o)[0] + 4
+                w1.meta = d[o + 4:o + n].decode()
+                o += n
+            elif f == 0:
+                w1.meta = None
+            else:
+                raise _InternalError('Unexpected flag byte for optional type')
+            f = d[o]
+            o += 1
+            if f == 1:
+                t2 = _I32(d, o)[0]
+                o += 4
+                if t2 == 1:
+                    w2 = _new(_K30)
+                    w1.stop_reason = w2
+                elif t2 == 2:
+                    w2 = _new(_K31)
+                    w1.stop_reason = w2
+                elif t2 == 3:
+                    w2 = _new(_K32)
+                    w1.stop_reason = w2
+                elif t2 == 4:
+                    w2 = _new(_K33)
+                    w1.stop_reason = w2
+                elif t2 == 5:
+                    w2 = _new(_K34)
+                    w1.stop_reason = w2
+                elif t2 == 6:
+                    w2 = _new(_K35)
+                    w1.stop_reason = w2
+                elif t2 == 7:
+                    n = _U32(d, o)[0] + 4
+                    a3_0 = d[o + 4:o + n].decode()
+                    o += n
+                    w2 = _new(_K36)
+                    w2._values = (a3_0,)
+                    w1.stop_reason = w2
+                else:
+                    raise _InternalError("Raw enum value doesn't match any cases")
+            elif f == 0:
+                w1.stop_reason = None
+            else:
+                raise _InternalError('Unexpected flag byte for optional type')
+            f = d[o]
+            o += 1
+            if f == 1:
                 w2 = _new(_K37)
                 w2.code = _I32(d, o)[0]
                 o += 4
@@ -24616,24 +24621,6 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
                 w1.error = w2
             elif f == 0:
                 w1.error = None
-            else:
-                raise _InternalError('Unexpected flag byte for optional type')
-            f = d[o]
-            o += 1
-            if f == 1:
-                w1.background, o = rSequenceTypeBackgroundWork(d, o)
-            elif f == 0:
-                w1.background = None
-            else:
-                raise _InternalError('Unexpected flag byte for optional type')
-            f = d[o]
-            o += 1
-            if f == 1:
-                n = _U32(d, o)[0] + 4
-                w1.meta = d[o + 4:o + n].decode()
-                o += n
-            elif f == 0:
-                w1.meta = None
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
@@ -25166,43 +25153,7 @@ def rTypeStateUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         f = d[o]
         o += 1
         if f == 1:
-            t1 = _I32(d, o)[0]
-            o += 4
-            if t1 == 1:
-                w1 = _new(_K29)
-                w0.stop_reason = w1
-            elif t1 == 2:
-                w1 = _new(_K30)
-                w0.stop_reason = w1
-            elif t1 == 3:
-                w1 = _new(_K31)
-                w0.stop_reason = w1
-            elif t1 == 4:
-                w1 = _new(_K32)
-                w0.stop_reason = w1
-            elif t1 == 5:
-                w1 = _new(_K33)
-                w0.stop_reason = w1
-            elif t1 == 6:
-                w1 = _new(_K34)
-                w0.stop_reason = w1
-            elif t1 == 7:
-                n = _U32(d, o)[0] + 4
-                a2_0 = d[o + 4:o + n].decode()
-                o += n
-                w1 = _new(_K35)
-                w1._values = (a2_0,)
-                w0.stop_reason = w1
-            else:
-                raise _InternalError("Raw enum value doesn't match any cases")
-        elif f == 0:
-            w0.stop_reason = None
-        else:
-            raise _InternalError('Unexpected flag byte for optional type')
-        f = d[o]
-        o += 1
-        if f == 1:
-            w1 = _new(_K36)
+            w1 = _new(_K29)
             w1.total_tokens = _U64(d, o)[0]
             o += 8
             w1.input_tokens = _U64(d, o)[0]
@@ -25254,6 +25205,60 @@ def rTypeStateUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         f = d[o]
         o += 1
         if f == 1:
+            w0.background, o = rSequenceTypeBackgroundWork(d, o)
+        elif f == 0:
+            w0.background = None
+        else:
+            raise _InternalError('Unexpected flag byte for optional type')
+        f = d[o]
+        o += 1
+        if f == 1:
+            n = _U32(d, o)[0] + 4
+            w0.meta = d[o + 4:o + n].decode()
+            o += n
+        elif f == 0:
+            w0.meta = None
+        else:
+            raise _InternalError('Unexpected flag byte for optional type')
+        f = d[o]
+        o += 1
+        if f == 1:
+            t1 = _I32(d, o)[0]
+            o += 4
+            if t1 == 1:
+                w1 = _new(_K30)
+                w0.stop_reason = w1
+            elif t1 == 2:
+                w1 = _new(_K31)
+                w0.stop_reason = w1
+            elif t1 == 3:
+                w1 = _new(_K32)
+                w0.stop_reason = w1
+            elif t1 == 4:
+                w1 = _new(_K33)
+                w0.stop_reason = w1
+            elif t1 == 5:
+                w1 = _new(_K34)
+                w0.stop_reason = w1
+            elif t1 == 6:
+                w1 = _new(_K35)
+                w0.stop_reason = w1
+            elif t1 == 7:
+                n = _U32(d, o)[0] + 4
+                a2_0 = d[o + 4:o + n].decode()
+                o += n
+                w1 = _new(_K36)
+                w1._values = (a2_0,)
+                w0.stop_reason = w1
+            else:
+                raise _InternalError("Raw enum value doesn't match any cases")
+        elif f == 0:
+            w0.stop_reason = None
+        else:
+            raise _InternalError('Unexpected flag byte for optional type')
+        f = d[o]
+        o += 1
+        if f == 1:
             w1 = _new(_K37)
             w1.code = _I32(d, o)[0]
             o += 4
@@ -25273,24 +25278,6 @@ def rTypeStateUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
             w0.error = w1
         elif f == 0:
             w0.error = None
-        else:
-            raise _InternalError('Unexpected flag byte for optional type')
-        f = d[o]
-        o += 1
-        if f == 1:
-            w0.background, o = rSequenceTypeBackgroundWork(d, o)
-        elif f == 0:
-            w0.background = None
-        else:
-            raise _InternalError('Unexpected flag byte for optional type')
-        f = d[o]
-        o += 1
-        if f == 1:
-            n = _U32(d, o)[0] + 4
-            w0.meta = d[o + 4:o + n].decode()
-            o += n
-        elif f == 0:
-            w0.meta = None
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
@@ -25369,28 +25356,28 @@ def rTypeStopReason(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K29)
-        return v, o
-    elif t == 2:
         v = _new(_K30)
         return v, o
-    elif t == 3:
+    elif t == 2:
         v = _new(_K31)
         return v, o
-    elif t == 4:
+    elif t == 3:
         v = _new(_K32)
         return v, o
-    elif t == 5:
+    elif t == 4:
         v = _new(_K33)
         return v, o
-    elif t == 6:
+    elif t == 5:
         v = _new(_K34)
+        return v, o
+    elif t == 6:
+        v = _new(_K35)
         return v, o
     elif t == 7:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K35)
+        v = _new(_K36)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
@@ -25513,6 +25500,9 @@ def rTypeTextContent(d: Buffer, o: int) -> Tuple[Any, int]:
 def rTypeTextResourceContents(d: Buffer, o: int) -> Tuple[Any, int]:
     v = _new(_K26)
     n = _U32(d, o)[0] + 4
+    v.text = d[o + 4:o + n].decode()
+    o += n
+    n = _U32(d, o)[0] + 4
     v.uri = d[o + 4:o + n].decode()
     o += n
     f = d[o]
@@ -25525,9 +25515,6 @@ def rTypeTextResourceContents(d: Buffer, o: int) -> Tuple[Any, int]:
         v.mime_type = None
     else:
         raise _InternalError('Unexpected flag byte for optional type')
-    n = _U32(d, o)[0] + 4
-    v.text = d[o + 4:o + n].decode()
-    o += n
     f = d[o]
     o += 1
     if f == 1:
@@ -25808,7 +25795,7 @@ def rTypeToolCallContent(d: Buffer, o: int) -> Tuple[Any, int]:
             f = d[o]
             o += 1
             if f == 1:
-                w2.size = _I64(d, o)[0]
+                w2.size = _U64(d, o)[0]
                 o += 8
             elif f == 0:
                 w2.size = None
@@ -26247,7 +26234,7 @@ def rTypeToolCallContentBlock(d: Buffer, o: int) -> Tuple[Any, int]:
         f = d[o]
         o += 1
         if f == 1:
-            w1.size = _I64(d, o)[0]
+            w1.size = _U64(d, o)[0]
             o += 8
         elif f == 0:
             w1.size = None
@@ -26320,6 +26307,9 @@ def rTypeToolCallContentBlock(d: Buffer, o: int) -> Tuple[Any, int]:
         if t2 == 1:
             w3 = _new(_K26)
             n = _U32(d, o)[0] + 4
+            w3.text = d[o + 4:o + n].decode()
+            o += n
+            n = _U32(d, o)[0] + 4
             w3.uri = d[o + 4:o + n].decode()
             o += n
             f = d[o]
@@ -26332,9 +26322,6 @@ def rTypeToolCallContentBlock(d: Buffer, o: int) -> Tuple[Any, int]:
                 w3.mime_type = None
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
-            n = _U32(d, o)[0] + 4
-            w3.text = d[o + 4:o + n].decode()
-            o += n
             f = d[o]
             o += 1
             if f == 1:
@@ -26352,6 +26339,9 @@ def rTypeToolCallContentBlock(d: Buffer, o: int) -> Tuple[Any, int]:
         elif t2 == 2:
             w3 = _new(_K27)
             n = _U32(d, o)[0] + 4
+            w3.blob = d[o + 4:o + n].decode()
+            o += n
+            n = _U32(d, o)[0] + 4
             w3.uri = d[o + 4:o + n].decode()
             o += n
             f = d[o]
@@ -26364,9 +26354,6 @@ def rTypeToolCallContentBlock(d: Buffer, o: int) -> Tuple[Any, int]:
                 w3.mime_type = None
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
-            n = _U32(d, o)[0] + 4
-            w3.blob = d[o + 4:o + n].decode()
-            o += n
             f = d[o]
             o += 1
             if f == 1:
@@ -26622,7 +26609,7 @@ def rTypeToolCallContentChunk(d: Buffer, o: int) -> Tuple[Any, int]:
             f = d[o]
             o += 1
             if f == 1:
-                w3.size = _I64(d, o)[0]
+                w3.size = _U64(d, o)[0]
                 o += 8
             elif f == 0:
                 w3.size = None
@@ -27046,28 +27033,28 @@ def rTypeTurnEnd(d: Buffer, o: int) -> Tuple[Any, int]:
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        w0 = _new(_K29)
-        a0_0 = w0
-    elif t0 == 2:
         w0 = _new(_K30)
         a0_0 = w0
-    elif t0 == 3:
+    elif t0 == 2:
         w0 = _new(_K31)
         a0_0 = w0
-    elif t0 == 4:
+    elif t0 == 3:
         w0 = _new(_K32)
         a0_0 = w0
-    elif t0 == 5:
+    elif t0 == 4:
         w0 = _new(_K33)
         a0_0 = w0
-    elif t0 == 6:
+    elif t0 == 5:
         w0 = _new(_K34)
+        a0_0 = w0
+    elif t0 == 6:
+        w0 = _new(_K35)
         a0_0 = w0
     elif t0 == 7:
         n = _U32(d, o)[0] + 4
         a1_0 = d[o + 4:o + n].decode()
         o += n
-        w0 = _new(_K35)
+        w0 = _new(_K36)
         w0._values = (a1_0,)
         a0_0 = w0
     else:
@@ -27075,7 +27062,7 @@ def rTypeTurnEnd(d: Buffer, o: int) -> Tuple[Any, int]:
     f = d[o]
     o += 1
     if f == 1:
-        w0 = _new(_K36)
+        w0 = _new(_K29)
         w0.total_tokens = _U64(d, o)[0]
         o += 8
         w0.input_tokens = _U64(d, o)[0]
@@ -27427,7 +27414,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
             f = d[o]
             o += 1
             if f == 1:
-                w3.size = _I64(d, o)[0]
+                w3.size = _U64(d, o)[0]
                 o += 8
             elif f == 0:
                 w3.size = None
@@ -27689,7 +27676,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
             f = d[o]
             o += 1
             if f == 1:
-                w3.size = _I64(d, o)[0]
+                w3.size = _U64(d, o)[0]
                 o += 8
             elif f == 0:
                 w3.size = None
@@ -27977,7 +27964,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
             f = d[o]
             o += 1
             if f == 1:
-                w3.size = _I64(d, o)[0]
+                w3.size = _U64(d, o)[0]
                 o += 8
             elif f == 0:
                 w3.size = None
@@ -28085,43 +28072,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
             f = d[o]
             o += 1
             if f == 1:
-                t3 = _I32(d, o)[0]
-                o += 4
-                if t3 == 1:
-                    w3 = _new(_K29)
-                    w2.stop_reason = w3
-                elif t3 == 2:
-                    w3 = _new(_K30)
-                    w2.stop_reason = w3
-                elif t3 == 3:
-                    w3 = _new(_K31)
-                    w2.stop_reason = w3
-                elif t3 == 4:
-                    w3 = _new(_K32)
-                    w2.stop_reason = w3
-                elif t3 == 5:
-                    w3 = _new(_K33)
-                    w2.stop_reason = w3
-                elif t3 == 6:
-                    w3 = _new(_K34)
-                    w2.stop_reason = w3
-                elif t3 == 7:
-                    n = _U32(d, o)[0] + 4
-                    a4_0 = d[o + 4:o + n].decode()
-                    o += n
-                    w3 = _new(_K35)
-                    w3._values = (a4_0,)
-                    w2.stop_reason = w3
-                else:
-                    raise _InternalError("Raw enum value doesn't match any cases")
-            elif f == 0:
-                w2.stop_reason = None
-            else:
-                raise _InternalError('Unexpected flag byte for optional type')
-            f = d[o]
-            o += 1
-            if f == 1:
-                w3 = _new(_K36)
+                w3 = _new(_K29)
                 w3.total_tokens = _U64(d, o)[0]
                 o += 8
                 w3.input_tokens = _U64(d, o)[0]
@@ -28173,6 +28124,60 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
             f = d[o]
             o += 1
             if f == 1:
+                w2.background, o = rSequenceTypeBackgroundWork(d, o)
+            elif f == 0:
+                w2.background = None
+            else:
+                raise _InternalError('Unexpected flag byte for optional type')
+            f = d[o]
+            o += 1
+            if f == 1:
+                n = _U32(d, o)[0] + 4
+                w2.meta = d[o + 4:o + n].decode()
+                o += n
+            elif f == 0:
+                w2.meta = None
+            else:
+                raise _InternalError('Unexpected flag byte for optional type')
+            f = d[o]
+            o += 1
+            if f == 1:
+                t3 = _I32(d, o)[0]
+                o += 4
+                if t3 == 1:
+                    w3 = _new(_K30)
+                    w2.stop_reason = w3
+                elif t3 == 2:
+                    w3 = _new(_K31)
+                    w2.stop_reason = w3
+                elif t3 == 3:
+                    w3 = _new(_K32)
+                    w2.stop_reason = w3
+                elif t3 == 4:
+                    w3 = _new(_K33)
+                    w2.stop_reason = w3
+                elif t3 == 5:
+                    w3 = _new(_K34)
+                    w2.stop_reason = w3
+                elif t3 == 6:
+                    w3 = _new(_K35)
+                    w2.stop_reason = w3
+                elif t3 == 7:
+                    n = _U32(d, o)[0] + 4
+                    a4_0 = d[o + 4:o + n].decode()
+                    o += n
+                    w3 = _new(_K36)
+                    w3._values = (a4_0,)
+                    w2.stop_reason = w3
+                else:
+                    raise _InternalError("Raw enum value doesn't match any cases")
+            elif f == 0:
+                w2.stop_reason = None
+            else:
+                raise _InternalError('Unexpected flag byte for optional type')
+            f = d[o]
+            o += 1
+            if f == 1:
                 w3 = _new(_K37)
                 w3.code = _I32(d, o)[0]
                 o += 4
@@ -28192,24 +28197,6 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
                 w2.error = w3
             elif f == 0:
                 w2.error = None
-            else:
-                raise _InternalError('Unexpected flag byte for optional type')
-            f = d[o]
-            o += 1
-            if f == 1:
-                w2.background, o = rSequenceTypeBackgroundWork(d, o)
-            elif f == 0:
-                w2.background = None
-            else:
-                raise _InternalError('Unexpected flag byte for optional type')
-            f = d[o]
-            o += 1
-            if f == 1:
-                n = _U32(d, o)[0] + 4
-                w2.meta = d[o + 4:o + n].decode()
-                o += n
-            elif f == 0:
-                w2.meta = None
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a2_0 = w2
@@ -28677,7 +28664,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeUsage(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K36)
+    v = _new(_K29)
     v.total_tokens = _U64(d, o)[0]
     o += 8
     v.input_tokens = _U64(d, o)[0]
@@ -29075,7 +29062,7 @@ def rTypeUserMessageChunk(d: Buffer, o: int) -> Tuple[Any, int]:
         f = d[o]
         o += 1
         if f == 1:
-            w1.size = _I64(d, o)[0]
+            w1.size = _U64(d, o)[0]
             o += 8
         elif f == 0:
             w1.size = None
@@ -29148,6 +29135,9 @@ def rTypeUserMessageChunk(d: Buffer, o: int) -> Tuple[Any, int]:
         if t2 == 1:
             w3 = _new(_K26)
             n = _U32(d, o)[0] + 4
+            w3.text = d[o + 4:o + n].decode()
+            o += n
+            n = _U32(d, o)[0] + 4
             w3.uri = d[o + 4:o + n].decode()
             o += n
             f = d[o]
@@ -29160,9 +29150,6 @@ def rTypeUserMessageChunk(d: Buffer, o: int) -> Tuple[Any, int]:
                 w3.mime_type = None
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
-            n = _U32(d, o)[0] + 4
-            w3.text = d[o + 4:o + n].decode()
-            o += n
             f = d[o]
             o += 1
             if f == 1:
@@ -29180,6 +29167,9 @@ def rTypeUserMessageChunk(d: Buffer, o: int) -> Tuple[Any, int]:
         elif t2 == 2:
             w3 = _new(_K27)
             n = _U32(d, o)[0] + 4
+            w3.blob = d[o + 4:o + n].decode()
+            o += n
+            n = _U32(d, o)[0] + 4
             w3.uri = d[o + 4:o + n].decode()
             o += n
             f = d[o]
@@ -29192,9 +29182,6 @@ def rTypeUserMessageChunk(d: Buffer, o: int) -> Tuple[Any, int]:
                 w3.mime_type = None
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
-            n = _U32(d, o)[0] + 4
-            w3.blob = d[o + 4:o + n].decode()
-            o += n
             f = d[o]
             o += 1
             if f == 1:
@@ -29371,7 +29358,6 @@ READERS: Dict[str, Callable[[Buffer, int], Tuple[Any, int]]] = {
     '_UniffiFfiConverterInt32': rInt32,
     '_UniffiFfiConverterInt64': rInt64,
     '_UniffiFfiConverterOptionalFloat64': rOptionalFloat64,
-    '_UniffiFfiConverterOptionalInt64': rOptionalInt64,
     '_UniffiFfiConverterOptionalSequenceString': rOptionalSequenceString,
     '_UniffiFfiConverterOptionalSequenceTypeBackgroundWork': rOptionalSequenceTypeBackgroundWork,
     '_UniffiFfiConverterOptionalSequenceTypeEnvVariable': rOptionalSequenceTypeEnvVariable,

@@ -6389,11 +6389,22 @@ public object FfiConverterTypeAffordances: FfiConverterRustBuffer<Affordances> {
 
 
 /**
- * What the agent supports.
+ * Capabilities supported by the agent.
+ *
+ * Advertised during initialization to inform the client about
+ * available features and content types.
+ *
+ * See protocol docs: [Agent Capabilities](https://agentclientprotocol.com/protocol/v2/draft/initialization#agent-capabilities)
  */
 data class AgentCapabilities (
     /**
-     * The baseline session methods (`session/new`, `session/list`, `session/resume`, `session/close`, `session/prompt`, `session/cancel`, `session/update`) plus the optional features below.
+     * Session capabilities supported by the agent.
+     *
+     * Optional. Omitted and `null` are equivalent and mean the agent does not support the
+     * `session/*` methods. Supplying `{}` means the agent supports the
+     * baseline session methods: `session/new`, `session/list`,
+     * `session/resume`, `session/close`, `session/prompt`, `session/cancel`,
+     * and `session/update`.
      */
     var `session`: SessionCapabilities?
     , 
@@ -6525,13 +6536,17 @@ public object FfiConverterTypeAgentInfo: FfiConverterRustBuffer<AgentInfo> {
 
 
 /**
- * An agent message upsert. `content: []` clears what was streamed so far.
+ * An agent message has been created or updated.
+ *
+ * Agents can send this in addition to streamed chunks. When a client
+ * receives another `agent_message` update with the same `messageId`,
+ * fields in the new update patch the previous fields for that message.
  */
 data class AgentMessage (
     var `messageId`: MessageId
     , 
     /**
-     * Omitted: content unchanged; null: cleared; an array: replaced.
+     * Complete replacement content for this message.
      */
     var `content`: ContentBlockListPatchMember
     , 
@@ -6574,7 +6589,7 @@ public object FfiConverterTypeAgentMessage: FfiConverterRustBuffer<AgentMessage>
 
 
 /**
- * A streamed piece of an agent message.
+ * A chunk of the agent's response being streamed.
  */
 data class AgentMessageChunk (
     var `messageId`: MessageId
@@ -6664,13 +6679,17 @@ public object FfiConverterTypeAgentMessageClear: FfiConverterRustBuffer<AgentMes
 
 
 /**
- * An agent thought upsert.
+ * An agent thought or reasoning message has been created or updated.
+ *
+ * Agents can send this in addition to streamed chunks. When a client
+ * receives another `agent_thought` update with the same `messageId`,
+ * fields in the new update patch the previous fields for that message.
  */
 data class AgentThought (
     var `messageId`: MessageId
     , 
     /**
-     * Omitted: content unchanged; null: cleared; an array: replaced.
+     * Complete replacement content for this thought message.
      */
     var `content`: ContentBlockListPatchMember
     , 
@@ -6713,7 +6732,7 @@ public object FfiConverterTypeAgentThought: FfiConverterRustBuffer<AgentThought>
 
 
 /**
- * A streamed piece of an agent thought.
+ * A chunk of the agent's internal reasoning being streamed.
  */
 data class AgentThoughtChunk (
     var `messageId`: MessageId
@@ -6759,13 +6778,31 @@ public object FfiConverterTypeAgentThoughtChunk: FfiConverterRustBuffer<AgentTho
 
 
 /**
- * Hints for how content is used or shown.
+ * Optional annotations for the client. The client can use annotations to inform how objects are used or displayed
  */
 data class Annotations (
+    /**
+     * Intended recipients for this content, such as the user or assistant.
+     *
+     * Omitted and `null` are equivalent and mean no audience is specified.
+     */
     var `audience`: List<Role>?
     , 
+    /**
+     * Timestamp indicating when the underlying resource was last modified.
+     *
+     * Should be an ISO 8601 formatted string (e.g., "2025-01-12T15:00:58Z"), as in MCP.
+     *
+     * Omitted and `null` are equivalent and mean the modification time is not reported.
+     */
     var `lastModified`: kotlin.String?
     , 
+    /**
+     * Relative importance of this content when clients choose what to surface, from 0 (least
+     * important) to 1 (most important).
+     *
+     * Omitted and `null` are equivalent and mean no priority is specified.
+     */
     var `priority`: kotlin.Double?
     , 
     var `meta`: JsonObject?
@@ -6810,13 +6847,26 @@ public object FfiConverterTypeAnnotations: FfiConverterRustBuffer<Annotations> {
 
 
 /**
- * Audio, base64-encoded.
+ * Audio data for transcription or analysis.
+ *
+ * Requires the `audio` prompt capability when included in prompts.
  */
 data class AudioContent (
+    /**
+     * Base64-encoded media payload.
+     */
     var `data`: kotlin.String
     , 
+    /**
+     * MIME type describing the encoded media payload.
+     */
     var `mimeType`: kotlin.String
     , 
+    /**
+     * Optional annotations that help clients decide how to display or route this content.
+     *
+     * Omitted and `null` are equivalent and mean no annotations are provided.
+     */
     var `annotations`: Annotations?
     , 
     var `meta`: JsonObject?
@@ -6861,7 +6911,12 @@ public object FfiConverterTypeAudioContent: FfiConverterRustBuffer<AudioContent>
 
 
 /**
- * UNSTABLE upstream: a listed subagent session.
+ * **UNSTABLE**
+ *
+ * This capability is not part of the spec yet, and may be removed or changed at any point.
+ *
+ * A detached subagent session that has anything running: its state is not `idle`, or
+ * its own `background` list is non-empty or not reported.
  */
 data class BackgroundSubagent (
     var `sessionId`: SessionId
@@ -6902,11 +6957,12 @@ public object FfiConverterTypeBackgroundSubagent: FfiConverterRustBuffer<Backgro
 
 
 /**
- * A listed terminal running in the background.
+ * A process that keeps running after its tool call returned control to the model.
+ * Live until its `terminal_update` reports `exitStatus`.
  */
 data class BackgroundTerminal (
     /**
-     * The listed terminal.
+     * The ID of the listed terminal.
      */
     var `terminalId`: kotlin.String
     , 
@@ -6946,7 +7002,9 @@ public object FfiConverterTypeBackgroundTerminal: FfiConverterRustBuffer<Backgro
 
 
 /**
- * A listed tool call whose work continues in the background.
+ * Work started by a tool call that continues without a process of its own, such as
+ * a watcher, a workflow, or a scheduled wakeup. `pending` and `paused` tool calls
+ * stay listed.
  */
 data class BackgroundToolCall (
     var `toolCallId`: ToolCallId
@@ -6987,14 +7045,25 @@ public object FfiConverterTypeBackgroundToolCall: FfiConverterRustBuffer<Backgro
 
 
 /**
- * A binary resource, base64-encoded.
+ * Binary resource contents.
  */
 data class BlobResourceContents (
+    /**
+     * Base64-encoded bytes for a binary resource payload.
+     */
+    var `blob`: kotlin.String
+    , 
+    /**
+     * URI associated with this resource or media payload.
+     */
     var `uri`: kotlin.String
     , 
+    /**
+     * MIME type describing the encoded media payload.
+     *
+     * Omitted and `null` are equivalent and mean the MIME type is not specified.
+     */
     var `mimeType`: kotlin.String?
-    , 
-    var `blob`: kotlin.String
     , 
     var `meta`: JsonObject?
     
@@ -7014,23 +7083,23 @@ public object FfiConverterTypeBlobResourceContents: FfiConverterRustBuffer<BlobR
     override fun read(buf: ByteBuffer): BlobResourceContents {
         return BlobResourceContents(
             FfiConverterString.read(buf),
-            FfiConverterOptionalString.read(buf),
             FfiConverterString.read(buf),
+            FfiConverterOptionalString.read(buf),
             FfiConverterOptionalTypeJsonObject.read(buf),
         )
     }
 
     override fun allocationSize(value: BlobResourceContents) = (
+            FfiConverterString.allocationSize(value.`blob`) +
             FfiConverterString.allocationSize(value.`uri`) +
             FfiConverterOptionalString.allocationSize(value.`mimeType`) +
-            FfiConverterString.allocationSize(value.`blob`) +
             FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
     )
 
     override fun write(value: BlobResourceContents, buf: ByteBuffer) {
+            FfiConverterString.write(value.`blob`, buf)
             FfiConverterString.write(value.`uri`, buf)
             FfiConverterOptionalString.write(value.`mimeType`, buf)
-            FfiConverterString.write(value.`blob`, buf)
             FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
     }
 }
@@ -7038,7 +7107,9 @@ public object FfiConverterTypeBlobResourceContents: FfiConverterRustBuffer<BlobR
 
 
 /**
- * Cancels an in-flight request (`$/cancel_request`).
+ * Notification to cancel an ongoing request.
+ *
+ * See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v2/draft/cancellation)
  */
 data class CancelRequestNotification (
     var `requestId`: RequestId
@@ -7079,7 +7150,9 @@ public object FfiConverterTypeCancelRequestNotification: FfiConverterRustBuffer<
 
 
 /**
- * Ends the in-flight turn (`idle`, `stopReason: cancelled`). Pending injects survive.
+ * Notification to cancel a session's foreground work and its prompts not yet inserted.
+ *
+ * See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#cancellation)
  */
 data class CancelSessionNotification (
     var `sessionId`: SessionId
@@ -7120,7 +7193,16 @@ public object FfiConverterTypeCancelSessionNotification: FfiConverterRustBuffer<
 
 
 /**
- * The request was cancelled (the turn was cancelled).
+ * The request was not approved and no option was selected: the session's work was
+ * cancelled, the user dismissed the prompt, or the client declined it by policy.
+ * Agents MUST NOT proceed with the operation.
+ *
+ * The client answers a request the agent cancels with `$/cancel_request` with
+ * this outcome. After sending `session/cancel`, the client MAY also send it
+ * without waiting for `$/cancel_request`, for a request it knows belongs to the
+ * cancelled foreground work.
+ *
+ * See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#cancellation)
  */
 data class CancelledPermissionOutcome (
     var `meta`: JsonObject?
@@ -7156,7 +7238,12 @@ public object FfiConverterTypeCancelledPermissionOutcome: FfiConverterRustBuffer
 
 
 /**
- * What the client supports. This toolkit defines no client capability of its own; upstream's are accepted and not interpreted.
+ * Capabilities supported by the client.
+ *
+ * Advertised during initialization to inform the agent about
+ * available features and methods.
+ *
+ * See protocol docs: [Client Capabilities](https://agentclientprotocol.com/protocol/v2/draft/initialization#client-capabilities)
  */
 data class ClientCapabilities (
     var `meta`: JsonObject?
@@ -7192,7 +7279,26 @@ public object FfiConverterTypeClientCapabilities: FfiConverterRustBuffer<ClientC
 
 
 /**
- * Closes a session: a running turn ends as cancelled, pending injects are handed back to the agent's host (not delivered), and every attached client is told. The session stays listable and can be resumed.
+ * Request parameters for closing an active session.
+ *
+ * The Agent MUST cancel any ongoing work related to the session as if `session/cancel`
+ * was called, then free the resources associated with the session. Unlike `session/cancel`,
+ * closing also stops the session's background work. After the close response, the Agent
+ * sends no other messages for the session on that connection.
+ *
+ * Closing a session that does not exist or is not active SHOULD succeed, and Clients SHOULD
+ * treat a `-32002` response as a successful close.
+ *
+ * When closing cancels active foreground work, the Agent MUST send the final
+ * updates for that work and the idle `state_update` with `stopReason: "cancelled"`
+ * before responding successfully to `session/close`. Closing an idle session
+ * does not itself require another idle update.
+ *
+ * Closing also cancels pending `session/prompt` requests whose messages have not
+ * been inserted, including held prompts. If closing prevents a prompt's user message from being inserted, the
+ * Agent MUST answer that request with `-32800` (Request Cancelled). If the message
+ * has already been inserted, the Agent MUST respond successfully with its
+ * `messageId`. Prompt responses need not precede the close response.
  */
 data class CloseSessionRequest (
     var `sessionId`: SessionId
@@ -7233,7 +7339,7 @@ public object FfiConverterTypeCloseSessionRequest: FfiConverterRustBuffer<CloseS
 
 
 /**
- * The session is closed.
+ * Response from closing a session.
  */
 data class CloseSessionResponse (
     var `meta`: JsonObject?
@@ -7348,16 +7454,17 @@ public object FfiConverterTypeConnectOptions: FfiConverterRustBuffer<ConnectOpti
 
 
 /**
- * A monetary cost.
+ * Cost information for a session.
  */
 data class Cost (
     /**
-     * The amount.
+     * Total cumulative cost for session.
      */
     var `amount`: kotlin.Double
     , 
     /**
-     * An ISO 4217 currency code.
+     * Unit of `amount`: an ISO 4217 currency code (e.g., "USD", "EUR") for money, or another
+     * unit such as "credits".
      */
     var `currency`: kotlin.String
     , 
@@ -7400,11 +7507,20 @@ public object FfiConverterTypeCost: FfiConverterRustBuffer<Cost> {
 
 
 /**
- * A resource's contents, embedded.
+ * Complete resource contents embedded directly in the message.
+ *
+ * Preferred for including context as it avoids extra round-trips.
+ *
+ * Requires the `embeddedContext` prompt capability when included in prompts.
  */
 data class EmbeddedResource (
     var `resource`: EmbeddedResourceResource
     , 
+    /**
+     * Optional annotations that help clients decide how to display or route this content.
+     *
+     * Omitted and `null` are equivalent and mean no annotations are provided.
+     */
     var `annotations`: Annotations?
     , 
     var `meta`: JsonObject?
@@ -7446,11 +7562,17 @@ public object FfiConverterTypeEmbeddedResource: FfiConverterRustBuffer<EmbeddedR
 
 
 /**
- * An environment variable for a stdio MCP server.
+ * An environment variable to set when launching a process.
  */
 data class EnvVariable (
+    /**
+     * The name of the environment variable.
+     */
     var `name`: kotlin.String
     , 
+    /**
+     * The value to set for the environment variable.
+     */
     var `value`: kotlin.String
     , 
     var `meta`: JsonObject?
@@ -7546,11 +7668,17 @@ public object FfiConverterTypeErrorData: FfiConverterRustBuffer<ErrorData> {
 
 
 /**
- * An HTTP header for an HTTP MCP server.
+ * An HTTP header to set when making requests to the MCP server.
  */
 data class HttpHeader (
+    /**
+     * The name of the HTTP header.
+     */
     var `name`: kotlin.String
     , 
+    /**
+     * The value to set for the HTTP header.
+     */
     var `value`: kotlin.String
     , 
     var `meta`: JsonObject?
@@ -7592,24 +7720,48 @@ public object FfiConverterTypeHttpHeader: FfiConverterRustBuffer<HttpHeader> {
 
 
 /**
- * No foreground work is active. At a turn's end this toolkit always sends `stopReason` (with `error` when it is `error`), and `usage` when the runtime reported it; a resume or status snapshot has none.
+ * No foreground work is active. Background activity may continue.
  */
 data class IdleStateUpdate (
-    var `stopReason`: StopReason?
-    , 
+    /**
+     * **UNSTABLE**
+     *
+     * This capability is not part of the spec yet, and may be removed or changed at any point.
+     *
+     * Token usage for completed foreground work.
+     *
+     * Optional. Omitted and `null` are equivalent and mean the agent is not reporting token
+     * usage for this state update.
+     */
     var `usage`: Usage?
+    , 
+    /**
+     * Work running independently of foreground work, as a complete snapshot.
+     *
+     * Optional. Omitted and `null` are equivalent and mean the Agent is not reporting
+     * background work, not that nothing is running. `[]` means no background work is
+     * running. An Agent that reports background work MUST include it on every state
+     * update for the session. A malformed list is treated as not reported.
+     *
+     * See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)
+     */
+    var `background`: List<BackgroundWork>?
+    , 
+    var `meta`: JsonObject?
+    , 
+    /**
+     * Why foreground work stopped. The value selects one of this type's variants, which may add fields of their own.
+     *
+     * Optional. Omitted and `null` are equivalent and mean the agent is not reporting a stop reason; a malformed value is treated the same way.
+     *
+     * See protocol docs: [Stop Reasons](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#stop-reasons)
+     */
+    var `stopReason`: StopReason?
     , 
     /**
      * With `stopReason: "error"`: the failure, as a JSON-RPC error object (upstream `ErrorStopReason.error`). Omitted or `null`: not reported.
      */
     var `error`: TurnFailure?
-    , 
-    /**
-     * Work running independently of foreground work, as a complete snapshot; omitted or `null`: not reported (not that nothing runs), `[]`: none. A malformed list reads as not reported.
-     */
-    var `background`: List<BackgroundWork>?
-    , 
-    var `meta`: JsonObject?
     
 ){
     
@@ -7626,43 +7778,61 @@ data class IdleStateUpdate (
 public object FfiConverterTypeIdleStateUpdate: FfiConverterRustBuffer<IdleStateUpdate> {
     override fun read(buf: ByteBuffer): IdleStateUpdate {
         return IdleStateUpdate(
-            FfiConverterOptionalTypeStopReason.read(buf),
             FfiConverterOptionalTypeUsage.read(buf),
-            FfiConverterOptionalTypeTurnFailure.read(buf),
             FfiConverterOptionalSequenceTypeBackgroundWork.read(buf),
             FfiConverterOptionalTypeJsonObject.read(buf),
+            FfiConverterOptionalTypeStopReason.read(buf),
+            FfiConverterOptionalTypeTurnFailure.read(buf),
         )
     }
 
     override fun allocationSize(value: IdleStateUpdate) = (
-            FfiConverterOptionalTypeStopReason.allocationSize(value.`stopReason`) +
             FfiConverterOptionalTypeUsage.allocationSize(value.`usage`) +
-            FfiConverterOptionalTypeTurnFailure.allocationSize(value.`error`) +
             FfiConverterOptionalSequenceTypeBackgroundWork.allocationSize(value.`background`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`) +
+            FfiConverterOptionalTypeStopReason.allocationSize(value.`stopReason`) +
+            FfiConverterOptionalTypeTurnFailure.allocationSize(value.`error`)
     )
 
     override fun write(value: IdleStateUpdate, buf: ByteBuffer) {
-            FfiConverterOptionalTypeStopReason.write(value.`stopReason`, buf)
             FfiConverterOptionalTypeUsage.write(value.`usage`, buf)
-            FfiConverterOptionalTypeTurnFailure.write(value.`error`, buf)
             FfiConverterOptionalSequenceTypeBackgroundWork.write(value.`background`, buf)
             FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
+            FfiConverterOptionalTypeStopReason.write(value.`stopReason`, buf)
+            FfiConverterOptionalTypeTurnFailure.write(value.`error`, buf)
     }
 }
 
 
 
 /**
- * An image, base64-encoded.
+ * Images for visual context or analysis.
+ *
+ * Requires the `image` prompt capability when included in prompts.
  */
 data class ImageContent (
+    /**
+     * Base64-encoded media payload.
+     */
     var `data`: kotlin.String
     , 
+    /**
+     * MIME type describing the encoded media payload.
+     */
     var `mimeType`: kotlin.String
     , 
+    /**
+     * URI associated with this resource or media payload.
+     *
+     * Omitted and `null` are equivalent and mean no URI is associated with the image.
+     */
     var `uri`: kotlin.String?
     , 
+    /**
+     * Optional annotations that help clients decide how to display or route this content.
+     *
+     * Omitted and `null` are equivalent and mean no annotations are provided.
+     */
     var `annotations`: Annotations?
     , 
     var `meta`: JsonObject?
@@ -7710,21 +7880,30 @@ public object FfiConverterTypeImageContent: FfiConverterRustBuffer<ImageContent>
 
 
 /**
- * Name and version of a client or agent implementation.
+ * Metadata about the implementation of the client or agent.
+ * Describes the name and version of an ACP implementation, with an optional
+ * title for UI representation.
  */
 data class Implementation (
     /**
-     * A programmatic name.
+     * Intended for programmatic or logical use, but can be used as a display
+     * name fallback if title isn't present.
      */
     var `name`: kotlin.String
     , 
     /**
-     * A name for people to read.
+     * Intended for UI and end-user contexts and optimized to be human-readable
+     * and easily understood.
+     *
+     * If not provided, the name should be used for display.
+     *
+     * Omitted and `null` are equivalent and mean the `name` is used for display.
      */
     var `title`: kotlin.String?
     , 
     /**
-     * The implementation's version.
+     * Version of the implementation. Can be displayed to the user or used
+     * for debugging or metrics purposes. (e.g. "1.0.0").
      */
     var `version`: kotlin.String
     , 
@@ -7770,7 +7949,11 @@ public object FfiConverterTypeImplementation: FfiConverterRustBuffer<Implementat
 
 
 /**
- * Negotiates the protocol version and capabilities.
+ * Request parameters for the initialize method.
+ *
+ * Sent by the client to establish connection and negotiate capabilities.
+ *
+ * See protocol docs: [Initialization](https://agentclientprotocol.com/protocol/v2/draft/initialization)
  */
 data class InitializeRequest (
     var `protocolVersion`: ProtocolVersion
@@ -7821,7 +8004,11 @@ public object FfiConverterTypeInitializeRequest: FfiConverterRustBuffer<Initiali
 
 
 /**
- * The agent's protocol version, identity and capabilities.
+ * Response to the `initialize` method.
+ *
+ * Contains the negotiated protocol version and agent capabilities.
+ *
+ * See protocol docs: [Initialization](https://agentclientprotocol.com/protocol/v2/draft/initialization)
  */
 data class InitializeResponse (
     var `protocolVersion`: ProtocolVersion
@@ -8027,16 +8214,23 @@ public object FfiConverterTypeInjectResponse: FfiConverterRustBuffer<InjectRespo
 
 
 /**
- * Lists the sessions the agent knows (live and closed), newest first, a page at a time.
+ * Request parameters for listing existing sessions.
  */
 data class ListSessionsRequest (
     /**
-     * Only sessions with this working directory (an absolute path).
+     * Filter sessions by working directory. Must be an absolute path.
+     *
+     * Only sessions whose `cwd` is this same directory match. Subdirectories and
+     * `additionalDirectories` don't. Agents MAY normalize paths when comparing.
+     *
+     * Omitted and `null` are equivalent and mean sessions are not filtered by working directory.
      */
     var `cwd`: kotlin.String?
     , 
     /**
-     * The `nextCursor` of a previous page; opaque.
+     * Opaque cursor token from a previous response's nextCursor field for cursor-based pagination
+     *
+     * Omitted and `null` are equivalent and mean the first page is requested.
      */
     var `cursor`: kotlin.String?
     , 
@@ -8079,13 +8273,18 @@ public object FfiConverterTypeListSessionsRequest: FfiConverterRustBuffer<ListSe
 
 
 /**
- * One page of sessions. A missing `nextCursor` means there are no more.
+ * Response from listing sessions.
  */
 data class ListSessionsResponse (
+    /**
+     * Array of session information objects.
+     */
     var `sessions`: List<SessionInfo>
     , 
     /**
-     * Pass it as `cursor` to fetch the next page.
+     * Opaque cursor token. If present, pass this in the next request's cursor parameter
+     * to fetch the next page. Omitted and `null` are equivalent and mean there are no more
+     * results. An empty string is a valid cursor, not the end of results.
      */
     var `nextCursor`: kotlin.String?
     , 
@@ -8128,16 +8327,22 @@ public object FfiConverterTypeListSessionsResponse: FfiConverterRustBuffer<ListS
 
 
 /**
- * MCP server transports the agent connects to.
+ * MCP capabilities supported by the agent for session lifecycle requests.
  */
 data class McpCapabilities (
     /**
-     * `{}`: stdio servers are supported.
+     * Agent supports `stdio` MCP servers.
+     *
+     * Optional. Omitted and `null` are equivalent and mean the agent does not advertise support.
+     * Supplying `{}` means the agent supports stdio MCP server transports.
      */
     var `stdio`: JsonObject?
     , 
     /**
-     * `{}`: HTTP servers are supported.
+     * Agent supports `http` MCP servers.
+     *
+     * Optional. Omitted and `null` are equivalent and mean the agent does not advertise support.
+     * Supplying `{}` means the agent supports HTTP MCP server transports.
      */
     var `http`: JsonObject?
     , 
@@ -8180,21 +8385,24 @@ public object FfiConverterTypeMcpCapabilities: FfiConverterRustBuffer<McpCapabil
 
 
 /**
- * A server reached over HTTP.
+ * HTTP transport configuration
+ *
+ * Only available when the Agent capabilities include `session.mcp.http`.
  */
 data class McpServerHttp (
     /**
-     * A name for people to read.
+     * Human-readable name identifying this MCP server.
      */
     var `name`: kotlin.String
     , 
     /**
-     * The server's URL.
+     * URL to the MCP server.
      */
     var `url`: kotlin.String
     , 
     /**
-     * HTTP headers sent with every request.
+     * HTTP headers to set when making requests to the MCP server. Headers the MCP transport
+     * defines are owned by the transport, and Agents use the transport's values for them.
      */
     var `headers`: List<HttpHeader>?
     , 
@@ -8240,26 +8448,29 @@ public object FfiConverterTypeMcpServerHttp: FfiConverterRustBuffer<McpServerHtt
 
 
 /**
- * A server started as a process, speaking over stdio.
+ * Stdio transport configuration
+ *
+ * Only available when the Agent capabilities include `session.mcp.stdio`.
  */
 data class McpServerStdio (
     /**
-     * A name for people to read.
+     * Human-readable name identifying this MCP server.
      */
     var `name`: kotlin.String
     , 
     /**
-     * The absolute path of the executable.
+     * Absolute path to the MCP server executable.
      */
     var `command`: kotlin.String
     , 
     /**
-     * Command-line arguments.
+     * Command-line arguments to pass to the MCP server.
      */
     var `args`: List<kotlin.String>?
     , 
     /**
-     * Environment variables.
+     * Environment variables to set when launching the MCP server. Names SHOULD be unique.
+     * Agents MAY reject duplicates with `-32602`, and otherwise the last entry wins.
      */
     var `env`: List<EnvVariable>?
     , 
@@ -8389,21 +8600,27 @@ public object FfiConverterTypeMirrorSnapshot: FfiConverterRustBuffer<MirrorSnaps
 
 
 /**
- * Creates a session.
+ * Request parameters for creating a new session.
+ *
+ * See protocol docs: [Creating a Session](https://agentclientprotocol.com/protocol/v2/draft/session-setup#creating-a-session)
  */
 data class NewSessionRequest (
     /**
-     * The session's working directory (an absolute path).
+     * The working directory for this session. Must be an absolute path.
      */
     var `cwd`: kotlin.String
     , 
     /**
-     * Additional workspace roots (absolute paths); only when the agent advertises `session.additionalDirectories`.
+     * Additional workspace roots for this session. Each path must be absolute.
+     *
+     * These expand the session's workspace scope without changing `cwd`, which
+     * remains the base for relative paths. When omitted or empty, no
+     * additional roots are activated for the new session.
      */
     var `additionalDirectories`: List<kotlin.String>?
     , 
     /**
-     * MCP servers the agent should connect to. This toolkit hands them to the agent's host.
+     * List of MCP (Model Context Protocol) servers the agent should connect to.
      */
     var `mcpServers`: List<McpServer>?
     , 
@@ -8449,7 +8666,13 @@ public object FfiConverterTypeNewSessionRequest: FfiConverterRustBuffer<NewSessi
 
 
 /**
- * The new session's id.
+ * Response from creating a new session.
+ *
+ * New sessions default to `idle` until a state update reports otherwise.
+ * Updates may arrive before or after this response. Clients MUST NOT overwrite
+ * an already-reported state when the response arrives.
+ *
+ * See protocol docs: [Creating a Session](https://agentclientprotocol.com/protocol/v2/draft/session-setup#creating-a-session)
  */
 data class NewSessionResponse (
     var `sessionId`: SessionId
@@ -8733,13 +8956,13 @@ public object FfiConverterTypePermissionAsk: FfiConverterRustBuffer<PermissionAs
 
 
 /**
- * One choice of a permission request.
+ * An option presented to the user when requesting permission.
  */
 data class PermissionOption (
     var `optionId`: PermissionOptionId
     , 
     /**
-     * The label shown to the user.
+     * Human-readable label to display to the user.
      */
     var `name`: kotlin.String
     , 
@@ -8836,9 +9059,16 @@ public object FfiConverterTypePermissionRequestSent: FfiConverterRustBuffer<Perm
 
 
 /**
- * One entry of a plan.
+ * A single entry in the execution plan.
+ *
+ * Represents a task or goal that the assistant intends to accomplish
+ * as part of fulfilling the user's request.
+ * See protocol docs: [Plan Entries](https://agentclientprotocol.com/protocol/v2/draft/agent-plan#plan-entries)
  */
 data class PlanEntry (
+    /**
+     * Human-readable description of what this task aims to accomplish.
+     */
     var `content`: kotlin.String
     , 
     var `priority`: PlanEntryPriority
@@ -8887,11 +9117,20 @@ public object FfiConverterTypePlanEntry: FfiConverterRustBuffer<PlanEntry> {
 
 
 /**
- * A plan as a list of entries.
+ * Structured plan entries.
  */
 data class PlanItems (
+    /**
+     * The plan ID to update.
+     */
     var `planId`: kotlin.String
     , 
+    /**
+     * The list of tasks to be accomplished.
+     *
+     * When updating an item-based plan, the agent must send a complete list of all entries
+     * with their current status. The client replaces that plan with each update.
+     */
     var `entries`: List<PlanEntry>
     , 
     var `meta`: JsonObject?
@@ -8933,7 +9172,8 @@ public object FfiConverterTypePlanItems: FfiConverterRustBuffer<PlanItems> {
 
 
 /**
- * The agent's plan, replaced whole.
+ * A content update for a plan identified by ID.
+ * See protocol docs: [Agent Plan](https://agentclientprotocol.com/protocol/v2/draft/agent-plan)
  */
 data class PlanUpdate (
     var `plan`: PlanUpdateContent
@@ -9040,13 +9280,32 @@ public object FfiConverterTypePolicy: FfiConverterRustBuffer<Policy> {
 
 
 /**
- * A user message. On an idle session it is inserted into the conversation and starts a turn. While a turn is in progress it is held: queued in arrival order and inserted when a turn ends, and only then answered with its `messageId` (-32800 if it never is: cancelled, revoked, or its session closed). `session/inject` says when mid-turn input is delivered.
+ * Request parameters for sending a user prompt to the agent.
+ *
+ * Contains the user's message and any additional context.
+ *
+ * See protocol docs: [User Message](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#1-user-message)
  */
 data class PromptRequest (
     var `sessionId`: SessionId
     , 
     /**
-     * The message's content (at least one block).
+     * The blocks of content that compose the user's message.
+     *
+     * As a baseline, the Agent MUST support `text` and `resource_link` content blocks,
+     * while other variants are optionally enabled via `PromptCapabilities`.
+     *
+     * The Client MUST adapt its interface according to `PromptCapabilities`.
+     *
+     * The client MAY include referenced pieces of context as either
+     * `resource` or `resource_link` content blocks.
+     *
+     * When available, `resource` is preferred
+     * as it avoids extra round-trips and allows the message to include
+     * pieces of context from sources the agent may not have access to.
+     *
+     * Clients MUST NOT send an empty array. Agents MAY reject one with `-32602` without
+     * inserting it.
      */
     var `prompt`: List<ContentBlock>
     , 
@@ -9089,7 +9348,16 @@ public object FfiConverterTypePromptRequest: FfiConverterRustBuffer<PromptReques
 
 
 /**
- * The insertion receipt (upstream 2.0.0-alpha.5): the user message has been inserted into the conversation with this `messageId`, which its `user_message` update carries. Sent on insertion, not at the end of the turn; the response and the update may reach the client in either order.
+ * Response acknowledging that a user prompt was inserted into the ACP conversation.
+ *
+ * This response does not indicate that the prompt was merely received or held, nor that the
+ * agent has finished processing it.
+ * Processing and completion are reported through `state_update` session updates.
+ *
+ * Insertion is the logical addition of a user message with a message ID and a position
+ * relative to other messages in the ACP conversation.
+ *
+ * See protocol docs: [Prompt Accepted](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#2-prompt-accepted)
  */
 data class PromptResponse (
     var `messageId`: MessageId
@@ -9281,7 +9549,7 @@ public object FfiConverterTypeReplaceInjectResponse: FfiConverterRustBuffer<Repl
 
 
 /**
- * Replay the whole conversation.
+ * Replay all retained conversation history from its first replayable entry.
  */
 data class ReplayFromStart (
     var `meta`: JsonObject?
@@ -9317,28 +9585,42 @@ public object FfiConverterTypeReplayFromStart: FfiConverterRustBuffer<ReplayFrom
 
 
 /**
- * The agent asks the user to authorise an action. While open, the session's state is `requires_action`.
+ * Request for user permission to proceed with an operation.
+ *
+ * Sent when the agent needs authorization before performing a sensitive operation.
+ *
+ * See protocol docs: [Requesting Permission](https://agentclientprotocol.com/protocol/v2/draft/tool-calls#requesting-permission)
  */
 data class RequestPermissionRequest (
     var `sessionId`: SessionId
     , 
     /**
-     * What is being asked, for a person.
+     * Human-readable title for the permission prompt.
+     *
+     * This title is specific to the permission prompt and does not update any
+     * subject's displayed title.
      */
     var `title`: kotlin.String
     , 
     /**
-     * Why permission is needed, for a person.
+     * Optional human-readable explanation of why permission is needed.
+     *
+     * This text is specific to the permission prompt and does not update any
+     * subject's displayed content. Omitted and `null` are equivalent and mean no separate
+     * permission description was provided.
      */
     var `description`: kotlin.String?
     , 
     /**
-     * What the request is about (upstream `RequestPermissionSubject`, carried through unchanged).
+     * Optional structured context about the operation requiring permission.
+     *
+     * Omitted and `null` are equivalent and mean no structured subject was provided.
      */
     var `subject`: JsonObject?
     , 
     /**
-     * The choices offered.
+     * Available permission options for the user to choose from.
+     * Must contain at least one option.
      */
     var `options`: List<PermissionOption>
     , 
@@ -9390,7 +9672,7 @@ public object FfiConverterTypeRequestPermissionRequest: FfiConverterRustBuffer<R
 
 
 /**
- * The user's decision.
+ * Response to a permission request.
  */
 data class RequestPermissionResponse (
     var `outcome`: RequestPermissionOutcome
@@ -9431,11 +9713,18 @@ public object FfiConverterTypeRequestPermissionResponse: FfiConverterRustBuffer<
 
 
 /**
- * The turn waits for the user (a permission request is open).
+ * Foreground work is blocked on user action.
  */
 data class RequiresActionStateUpdate (
     /**
-     * Work running independently of foreground work, as a complete snapshot; omitted or `null`: not reported (not that nothing runs), `[]`: none. A malformed list reads as not reported.
+     * Work running independently of foreground work, as a complete snapshot.
+     *
+     * Optional. Omitted and `null` are equivalent and mean the Agent is not reporting
+     * background work, not that nothing is running. `[]` means no background work is
+     * running. An Agent that reports background work MUST include it on every state
+     * update for the session. A malformed list is treated as not reported.
+     *
+     * See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)
      */
     var `background`: List<BackgroundWork>?
     , 
@@ -9475,26 +9764,61 @@ public object FfiConverterTypeRequiresActionStateUpdate: FfiConverterRustBuffer<
 
 
 /**
- * A link to a resource the agent can read.
+ * References to resources that the receiver may be able to read.
+ *
+ * All agents MUST support resource links in prompts.
  */
 data class ResourceLink (
+    /**
+     * Human-readable name shown for this protocol object.
+     */
     var `name`: kotlin.String
     , 
+    /**
+     * URI associated with this resource or media payload.
+     */
     var `uri`: kotlin.String
     , 
+    /**
+     * Optional display title for end-user UI.
+     *
+     * Omitted and `null` are equivalent and mean no title is provided.
+     */
     var `title`: kotlin.String?
     , 
+    /**
+     * Optional human-readable details shown with this protocol object.
+     *
+     * Omitted and `null` are equivalent and mean no description is provided.
+     */
     var `description`: kotlin.String?
     , 
     /**
-     * Icons for the resource (upstream `Icon`).
+     * Optional set of sized icons that the client can display in a user interface.
+     *
+     * Omitted and `null` are equivalent and mean no icons are provided.
      */
     var `icons`: List<JsonObject>?
     , 
+    /**
+     * MIME type describing the encoded media payload.
+     *
+     * Omitted and `null` are equivalent and mean the MIME type is not specified.
+     */
     var `mimeType`: kotlin.String?
     , 
-    var `size`: kotlin.Long?
+    /**
+     * Optional size of the linked resource in bytes, if known.
+     *
+     * Omitted and `null` are equivalent and mean the size is not known.
+     */
+    var `size`: kotlin.ULong?
     , 
+    /**
+     * Optional annotations that help clients decide how to display or route this content.
+     *
+     * Omitted and `null` are equivalent and mean no annotations are provided.
+     */
     var `annotations`: Annotations?
     , 
     var `meta`: JsonObject?
@@ -9520,7 +9844,7 @@ public object FfiConverterTypeResourceLink: FfiConverterRustBuffer<ResourceLink>
             FfiConverterOptionalString.read(buf),
             FfiConverterOptionalSequenceTypeJsonObject.read(buf),
             FfiConverterOptionalString.read(buf),
-            FfiConverterOptionalLong.read(buf),
+            FfiConverterOptionalULong.read(buf),
             FfiConverterOptionalTypeAnnotations.read(buf),
             FfiConverterOptionalTypeJsonObject.read(buf),
         )
@@ -9533,7 +9857,7 @@ public object FfiConverterTypeResourceLink: FfiConverterRustBuffer<ResourceLink>
             FfiConverterOptionalString.allocationSize(value.`description`) +
             FfiConverterOptionalSequenceTypeJsonObject.allocationSize(value.`icons`) +
             FfiConverterOptionalString.allocationSize(value.`mimeType`) +
-            FfiConverterOptionalLong.allocationSize(value.`size`) +
+            FfiConverterOptionalULong.allocationSize(value.`size`) +
             FfiConverterOptionalTypeAnnotations.allocationSize(value.`annotations`) +
             FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
     )
@@ -9545,7 +9869,7 @@ public object FfiConverterTypeResourceLink: FfiConverterRustBuffer<ResourceLink>
             FfiConverterOptionalString.write(value.`description`, buf)
             FfiConverterOptionalSequenceTypeJsonObject.write(value.`icons`, buf)
             FfiConverterOptionalString.write(value.`mimeType`, buf)
-            FfiConverterOptionalLong.write(value.`size`, buf)
+            FfiConverterOptionalULong.write(value.`size`, buf)
             FfiConverterOptionalTypeAnnotations.write(value.`annotations`, buf)
             FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
     }
@@ -9554,28 +9878,52 @@ public object FfiConverterTypeResourceLink: FfiConverterRustBuffer<ResourceLink>
 
 
 /**
- * Reconnects to an existing session (live, closed, or from an earlier agent process). With `replayFrom` the conversation is replayed as `session/update` notifications before the response.
+ * Request parameters for resuming an existing session.
+ *
+ * Resumes an existing session and optionally replays retained conversation
+ * history according to `replayFrom`.
  */
 data class ResumeSessionRequest (
     var `sessionId`: SessionId
     , 
     /**
-     * The session's working directory; must match the session's.
+     * The working directory for this session. Must be an absolute path.
+     *
+     * Clients MUST send the session's working directory. Agents MAY reject a different directory
+     * with `-32602`, and MAY normalize paths when comparing.
      */
     var `cwd`: kotlin.String
     , 
     /**
-     * The complete list of additional workspace roots for the resumed session.
+     * Additional workspace roots to activate for this session. Each path must be absolute.
+     *
+     * When omitted or empty, no additional roots are activated. When non-empty,
+     * this is the complete resulting additional-root list for the resumed
+     * session. It may differ from any previously used or reported list as long as
+     * the request `cwd` matches the session's `cwd`.
      */
     var `additionalDirectories`: List<kotlin.String>?
     , 
     /**
-     * MCP servers the agent should connect to.
+     * List of MCP servers to connect to for this session.
+     *
+     * The complete set of Client-provided servers. Omitted and `[]` mean none. Agents SHOULD
+     * NOT restore servers from earlier requests.
      */
     var `mcpServers`: List<McpServer>?
     , 
     /**
-     * Where replay starts (inclusive). Omitted or `null`: no replay.
+     * Inclusive cursor describing where conversation replay should begin.
+     *
+     * Optional. Omitted and `null` are equivalent and mean the Agent should resume without
+     * replaying previous conversation history. Replay cursors are inclusive:
+     * replay includes the position identified by the cursor. Supplying
+     * `{ "type": "start" }` means the Agent should replay all retained
+     * conversation history before responding.
+     *
+     * Agents MUST reject unsupported cursor types or malformed cursor values
+     * with `-32602` (Invalid params), rather than substituting another cursor
+     * or resuming without replay.
      */
     var `replayFrom`: ReplayFrom?
     , 
@@ -9627,7 +9975,13 @@ public object FfiConverterTypeResumeSessionRequest: FfiConverterRustBuffer<Resum
 
 
 /**
- * The session is live and attached to this connection; any replay was sent before this response.
+ * Response from resuming an existing session.
+ *
+ * The agent MUST send a current `state_update` after any requested history
+ * replay and before this response, even without replay. The update reports
+ * foreground state after resuming. The response alone does not imply `idle`.
+ *
+ * See protocol docs: [Current-State Synchronization](https://agentclientprotocol.com/protocol/v2/draft/session-setup#current-state-synchronization)
  */
 data class ResumeSessionResponse (
     var `meta`: JsonObject?
@@ -9745,11 +10099,18 @@ public object FfiConverterTypeRevokeInjectResponse: FfiConverterRustBuffer<Revok
 
 
 /**
- * Foreground work started or resumed.
+ * Foreground work is in progress.
  */
 data class RunningStateUpdate (
     /**
-     * Work running independently of foreground work, as a complete snapshot; omitted or `null`: not reported (not that nothing runs), `[]`: none. A malformed list reads as not reported.
+     * Work running independently of foreground work, as a complete snapshot.
+     *
+     * Optional. Omitted and `null` are equivalent and mean the Agent is not reporting
+     * background work, not that nothing is running. `[]` means no background work is
+     * running. An Agent that reports background work MUST include it on every state
+     * update for the session. A malformed list is treated as not reported.
+     *
+     * See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)
      */
     var `background`: List<BackgroundWork>?
     , 
@@ -9789,7 +10150,10 @@ public object FfiConverterTypeRunningStateUpdate: FfiConverterRustBuffer<Running
 
 
 /**
- * The user chose an option.
+ * The user selected one of the provided options.
+ *
+ * If `optionId` doesn't match an offered option, the agent MUST treat the request as not
+ * approved.
  */
 data class SelectedPermissionOutcome (
     var `optionId`: PermissionOptionId
@@ -9830,7 +10194,12 @@ public object FfiConverterTypeSelectedPermissionOutcome: FfiConverterRustBuffer<
 
 
 /**
- * The agent accepts additional workspace roots.
+ * Capabilities for additional session directories support.
+ *
+ * Supplying `{}` means the agent supports the `additionalDirectories` field on
+ * supported session lifecycle requests. Agents may return
+ * `SessionInfo.additionalDirectories` in `session/list` to report the
+ * complete ordered additional-root list associated with a listed session.
  */
 data class SessionAdditionalDirectoriesCapabilities (
     var `meta`: JsonObject?
@@ -9866,16 +10235,50 @@ public object FfiConverterTypeSessionAdditionalDirectoriesCapabilities: FfiConve
 
 
 /**
- * Session-level capabilities. `{}` means the baseline session methods; absent members mean the optional feature is not supported. This toolkit's own extensions are advertised under `_meta` (`acp-inject.dev/pending`, `acp-inject.dev/sessionClosed`).
+ * Session capabilities supported by the agent.
+ *
+ * Supplying `{}` means the agent supports the baseline session methods:
+ * `session/new`, `session/list`, `session/resume`, `session/close`,
+ * `session/prompt`, `session/cancel`, and `session/update`.
+ *
+ * Agents that support sessions **MAY** support additional session methods,
+ * prompt content types, and MCP transports by specifying additional
+ * capabilities.
+ *
+ * See protocol docs: [Session Capabilities](https://agentclientprotocol.com/protocol/v2/draft/initialization#session-capabilities)
  */
 data class SessionCapabilities (
+    var `meta`: JsonObject?
+    , 
     /**
-     * MCP server transports accepted by `session/new` and `session/resume`.
+     * MCP capabilities supported by the agent for session lifecycle requests.
+     *
+     * Optional. Omitted and `null` are equivalent and mean the agent does not advertise MCP
+     * server transport support for sessions.
      */
     var `mcp`: McpCapabilities?
     , 
     /**
-     * `additionalDirectories` is accepted by `session/new` and `session/resume`.
+     * **UNSTABLE**
+     *
+     * This capability is not part of the spec yet, and may be removed or changed at any point.
+     *
+     * Whether the agent supports `session/status`.
+     *
+     * Optional. Omitted and `null` are equivalent and mean the agent does not advertise support.
+     * Supplying `{}` means the agent supports checking session status.
+     */
+    var `status`: SessionStatusCapabilities?
+    , 
+    /**
+     * Whether the agent supports `additionalDirectories` on supported session lifecycle requests.
+     *
+     * Optional. Omitted and `null` are equivalent and mean the agent does not advertise support.
+     * Supplying `{}` means the agent supports `additionalDirectories` on
+     * supported session lifecycle requests.
+     *
+     * Agents may return `SessionInfo.additionalDirectories` to report the
+     * complete ordered additional-root list associated with a listed session.
      */
     var `additionalDirectories`: SessionAdditionalDirectoriesCapabilities?
     , 
@@ -9883,13 +10286,6 @@ data class SessionCapabilities (
      * `session/inject` with revoke (mandatory) and optional replace.
      */
     var `inject`: InjectCapabilities?
-    , 
-    /**
-     * `session/status`.
-     */
-    var `status`: SessionStatusCapabilities?
-    , 
-    var `meta`: JsonObject?
     
 ){
     
@@ -9906,28 +10302,28 @@ data class SessionCapabilities (
 public object FfiConverterTypeSessionCapabilities: FfiConverterRustBuffer<SessionCapabilities> {
     override fun read(buf: ByteBuffer): SessionCapabilities {
         return SessionCapabilities(
+            FfiConverterOptionalTypeJsonObject.read(buf),
             FfiConverterOptionalTypeMcpCapabilities.read(buf),
+            FfiConverterOptionalTypeSessionStatusCapabilities.read(buf),
             FfiConverterOptionalTypeSessionAdditionalDirectoriesCapabilities.read(buf),
             FfiConverterOptionalTypeInjectCapabilities.read(buf),
-            FfiConverterOptionalTypeSessionStatusCapabilities.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
         )
     }
 
     override fun allocationSize(value: SessionCapabilities) = (
+            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`) +
             FfiConverterOptionalTypeMcpCapabilities.allocationSize(value.`mcp`) +
-            FfiConverterOptionalTypeSessionAdditionalDirectoriesCapabilities.allocationSize(value.`additionalDirectories`) +
-            FfiConverterOptionalTypeInjectCapabilities.allocationSize(value.`inject`) +
             FfiConverterOptionalTypeSessionStatusCapabilities.allocationSize(value.`status`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
+            FfiConverterOptionalTypeSessionAdditionalDirectoriesCapabilities.allocationSize(value.`additionalDirectories`) +
+            FfiConverterOptionalTypeInjectCapabilities.allocationSize(value.`inject`)
     )
 
     override fun write(value: SessionCapabilities, buf: ByteBuffer) {
+            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
             FfiConverterOptionalTypeMcpCapabilities.write(value.`mcp`, buf)
+            FfiConverterOptionalTypeSessionStatusCapabilities.write(value.`status`, buf)
             FfiConverterOptionalTypeSessionAdditionalDirectoriesCapabilities.write(value.`additionalDirectories`, buf)
             FfiConverterOptionalTypeInjectCapabilities.write(value.`inject`, buf)
-            FfiConverterOptionalTypeSessionStatusCapabilities.write(value.`status`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
     }
 }
 
@@ -9970,28 +10366,36 @@ public object FfiConverterTypeSessionClosedUpdate: FfiConverterRustBuffer<Sessio
 
 
 /**
- * A session as `session/list` reports it.
+ * Information about a session returned by session/list
  */
 data class SessionInfo (
     var `sessionId`: SessionId
     , 
     /**
-     * The session's working directory.
+     * The working directory for this session. Must be an absolute path.
      */
     var `cwd`: kotlin.String
     , 
     /**
-     * The session's additional workspace roots.
+     * Additional workspace roots reported for this session. Each path must be absolute.
+     *
+     * When present, this is the complete ordered additional-root list reported
+     * by the Agent. Omitted and empty values are equivalent: the response
+     * reports no additional roots.
      */
     var `additionalDirectories`: List<kotlin.String>?
     , 
     /**
-     * A title for people to read.
+     * Human-readable title for the session
+     *
+     * Omitted and `null` are equivalent and mean no title is provided.
      */
     var `title`: kotlin.String?
     , 
     /**
-     * RFC 3339 time of the last activity.
+     * RFC 3339 timestamp of last activity.
+     *
+     * Omitted and `null` are equivalent and mean the last activity time is not reported.
      */
     var `updatedAt`: kotlin.String?
     , 
@@ -10043,16 +10447,16 @@ public object FfiConverterTypeSessionInfo: FfiConverterRustBuffer<SessionInfo> {
 
 
 /**
- * The session's metadata changed. Omitted members are unchanged; `null` clears.
+ * Session metadata has been updated (title, timestamps, custom metadata)
  */
 data class SessionInfoUpdate (
     /**
-     * A title for people to read.
+     * Human-readable title for the session. Set to null to clear.
      */
     var `title`: StringPatchMember
     , 
     /**
-     * RFC 3339 time of the last activity.
+     * RFC 3339 timestamp of last activity. Set to null to clear.
      */
     var `updatedAt`: StringPatchMember
     , 
@@ -10188,7 +10592,13 @@ public object FfiConverterTypeSessionSetup: FfiConverterRustBuffer<SessionSetup>
 
 
 /**
- * The agent answers `session/status`.
+ * **UNSTABLE**
+ *
+ * This capability is not part of the spec yet, and may be removed or changed at any point.
+ *
+ * Capabilities for the `session/status` method.
+ *
+ * Supplying `{}` means the agent supports checking session status.
  */
 data class SessionStatusCapabilities (
     var `meta`: JsonObject?
@@ -10224,7 +10634,17 @@ public object FfiConverterTypeSessionStatusCapabilities: FfiConverterRustBuffer<
 
 
 /**
- * A side-effect-free liveness probe.
+ * **UNSTABLE**
+ *
+ * This capability is not part of the spec yet, and may be removed or changed at any point.
+ *
+ * Request parameters for checking the status of a session.
+ *
+ * Only available if the Agent supports the `session.status` capability.
+ *
+ * `session/status` MUST NOT have side effects. The Agent does not load, resume, create,
+ * close, or change the session, and does not attach the requesting connection to it.
+ * A session the Agent does not know gets `-32002` with the requested `sessionId` in `data`.
  */
 data class SessionStatusRequest (
     var `sessionId`: SessionId
@@ -10265,13 +10685,26 @@ public object FfiConverterTypeSessionStatusRequest: FfiConverterRustBuffer<Sessi
 
 
 /**
- * Whether the agent has the session in memory, and its foreground state when it does. A snapshot: a session reported `open` may be closed before the client's next request, and an `idle` state here is not a new turn end.
+ * **UNSTABLE**
+ *
+ * This capability is not part of the spec yet, and may be removed or changed at any point.
+ *
+ * Response from checking the status of a session.
+ *
+ * The result is a snapshot. A session reported `open` may be closed or evicted before
+ * the Client's next request.
  */
 data class SessionStatusResponse (
     var `status`: SessionStatus
     , 
     /**
-     * The session's current foreground state, as a `state_update` would report it (sent when `status` is `open`). Absent, `null` or malformed: not reported, which does not mean `idle`.
+     * The session's current foreground state, as the same snapshot the Agent sends in
+     * `state_update` notifications.
+     *
+     * Optional. Agents SHOULD include it when `status` is `open`. Omitted, `null`, and
+     * malformed values mean the Agent is not reporting foreground state, and Clients
+     * MUST NOT read that as `idle`. This is a snapshot, not a new transition. Clients
+     * MUST NOT count an `idle` snapshot as a new completion.
      */
     var `state`: StateUpdate?
     , 
@@ -10360,11 +10793,23 @@ public object FfiConverterTypeSetupSupport: FfiConverterRustBuffer<SetupSupport>
 
 
 /**
- * Text.
+ * Text content. May be plain text or formatted with Markdown.
+ *
+ * All agents MUST support text content blocks in prompts.
+ * Clients SHOULD render this text as CommonMark and MAY support GitHub Flavored Markdown
+ * extensions.
  */
 data class TextContent (
+    /**
+     * Text payload carried by this content block.
+     */
     var `text`: kotlin.String
     , 
+    /**
+     * Optional annotations that help clients decide how to display or route this content.
+     *
+     * Omitted and `null` are equivalent and mean no annotations are provided.
+     */
     var `annotations`: Annotations?
     , 
     var `meta`: JsonObject?
@@ -10406,14 +10851,25 @@ public object FfiConverterTypeTextContent: FfiConverterRustBuffer<TextContent> {
 
 
 /**
- * A text resource.
+ * Text-based resource contents.
  */
 data class TextResourceContents (
+    /**
+     * Text payload carried by this content block.
+     */
+    var `text`: kotlin.String
+    , 
+    /**
+     * URI associated with this resource or media payload.
+     */
     var `uri`: kotlin.String
     , 
+    /**
+     * MIME type describing the encoded media payload.
+     *
+     * Omitted and `null` are equivalent and mean the MIME type is not specified.
+     */
     var `mimeType`: kotlin.String?
-    , 
-    var `text`: kotlin.String
     , 
     var `meta`: JsonObject?
     
@@ -10433,23 +10889,23 @@ public object FfiConverterTypeTextResourceContents: FfiConverterRustBuffer<TextR
     override fun read(buf: ByteBuffer): TextResourceContents {
         return TextResourceContents(
             FfiConverterString.read(buf),
-            FfiConverterOptionalString.read(buf),
             FfiConverterString.read(buf),
+            FfiConverterOptionalString.read(buf),
             FfiConverterOptionalTypeJsonObject.read(buf),
         )
     }
 
     override fun allocationSize(value: TextResourceContents) = (
+            FfiConverterString.allocationSize(value.`text`) +
             FfiConverterString.allocationSize(value.`uri`) +
             FfiConverterOptionalString.allocationSize(value.`mimeType`) +
-            FfiConverterString.allocationSize(value.`text`) +
             FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
     )
 
     override fun write(value: TextResourceContents, buf: ByteBuffer) {
+            FfiConverterString.write(value.`text`, buf)
             FfiConverterString.write(value.`uri`, buf)
             FfiConverterOptionalString.write(value.`mimeType`, buf)
-            FfiConverterString.write(value.`text`, buf)
             FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
     }
 }
@@ -10457,7 +10913,7 @@ public object FfiConverterTypeTextResourceContents: FfiConverterRustBuffer<TextR
 
 
 /**
- * A content block.
+ * Standard content block (text, images, resources).
  */
 data class ToolCallContentBlock (
     var `content`: ContentBlock
@@ -10498,7 +10954,7 @@ public object FfiConverterTypeToolCallContentBlock: FfiConverterRustBuffer<ToolC
 
 
 /**
- * Appends content to a tool call.
+ * A chunk of tool-call content being streamed.
  */
 data class ToolCallContentChunk (
     var `toolCallId`: ToolCallId
@@ -10544,42 +11000,64 @@ public object FfiConverterTypeToolCallContentChunk: FfiConverterRustBuffer<ToolC
 
 
 /**
- * A tool call was created or changed (upsert keyed by `toolCallId`).
+ * A tool call has been created or updated.
  */
 data class ToolCallUpdate (
     var `toolCallId`: ToolCallId
     , 
     /**
-     * The tool's programmatic name.
+     * Programmatic name of the tool being invoked.
+     *
+     * This field is optional and has patch semantics. Omission means no
+     * change, `null` clears the name, and a string replaces it. For a tool
+     * call ID the client has not seen before, omission or `null` means that no
+     * tool name is available.
      */
     var `name`: kotlin.String?
     , 
     /**
-     * A title for people to read.
+     * Human-readable title describing what the tool is doing.
+     *
+     * Omission leaves the title unchanged, `null` unsets it, and a string replaces it.
+     * A new tool call starts without a title.
      */
     var `title`: kotlin.String?
     , 
+    /**
+     * The category of tool being invoked.
+     * Helps clients choose appropriate icons and UI treatment.
+     *
+     * Omission leaves the kind unchanged, `null` resets it to `other`, and a value replaces it.
+     * A new tool call starts as `other`.
+     */
     var `kind`: ToolKind?
     , 
+    /**
+     * Current execution status of the tool call.
+     *
+     * Omission leaves the status unchanged, `null` resets it to `pending`, and a value
+     * replaces it. A new tool call starts as `pending`.
+     */
     var `status`: ToolCallStatus?
     , 
     /**
-     * Replaces the tool call's content.
+     * Content produced by the tool call.
      */
     var `content`: List<ToolCallContent>?
     , 
     /**
-     * File locations the tool call touches (upstream `ToolCallLocation`).
+     * File locations affected by this tool call.
+     * Enables "follow-along" features in clients.
      */
     var `locations`: List<JsonObject>?
     , 
     /**
-     * The raw input of the tool call.
+     * Raw input parameters sent to the tool.
      */
     var `rawInput`: Value?
     , 
     /**
-     * The raw output of the tool call.
+     * Raw output returned by the tool.
      */
     var `rawOutput`: Value?
     , 
@@ -10790,11 +11268,23 @@ public object FfiConverterTypeTurnFailure: FfiConverterRustBuffer<TurnFailure> {
 
 
 /**
- * UNSTABLE upstream: the agent cannot currently determine foreground activity. Not an outcome: it cancels nothing and ends no turn; a client keeps the previous state as last known, not as current. A later state replaces it.
+ * **UNSTABLE**
+ *
+ * This capability is not part of the spec yet, and may be removed or changed at any point.
+ *
+ * The Agent cannot currently determine foreground activity.
+ * This replaces previously confirmed activity without ending the work or session.
  */
 data class UnknownStateUpdate (
     /**
-     * Work running independently of foreground work, as a complete snapshot; omitted or `null`: not reported (not that nothing runs), `[]`: none. A malformed list reads as not reported.
+     * Work running independently of foreground work, as a complete snapshot.
+     *
+     * Optional. Omitted and `null` are equivalent and mean the Agent is not reporting
+     * background work, not that nothing is running. `[]` means no background work is
+     * running. An Agent that reports background work MUST include it on every state
+     * update for the session. A malformed list is treated as not reported.
+     *
+     * See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)
      */
     var `background`: List<BackgroundWork>?
     , 
@@ -10834,11 +11324,16 @@ public object FfiConverterTypeUnknownStateUpdate: FfiConverterRustBuffer<Unknown
 
 
 /**
- * The `data` of a -32022 error: the version the client asked for and the versions the agent speaks (upstream's definition).
+ * Data for the `-32022` (Unsupported protocol version) error.
+ *
+ * See protocol docs: [Version Negotiation](https://agentclientprotocol.com/protocol/v2/draft/initialization#version-negotiation)
  */
 data class UnsupportedProtocolVersionErrorData (
     var `requested`: ProtocolVersion
     , 
+    /**
+     * The protocol versions the Agent supports.
+     */
     var `supported`: List<ProtocolVersion>
     , 
     var `meta`: JsonObject?
@@ -10880,7 +11375,11 @@ public object FfiConverterTypeUnsupportedProtocolVersionErrorData: FfiConverterR
 
 
 /**
- * A session update (`session/update`).
+ * Notification containing a session update from the agent.
+ *
+ * Agents can send session updates at any point while the session exists.
+ *
+ * See protocol docs: [Agent Reports Output](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#3-agent-reports-output)
  */
 data class UpdateSessionNotification (
     var `sessionId`: SessionId
@@ -10926,19 +11425,47 @@ public object FfiConverterTypeUpdateSessionNotification: FfiConverterRustBuffer<
 
 
 /**
- * Token usage of a turn.
+ * **UNSTABLE**
+ *
+ * This capability is not part of the spec yet, and may be removed or changed at any point.
+ *
+ * Token usage for the foreground work that just completed, not cumulative for the session.
  */
 data class Usage (
+    /**
+     * Sum of all token types for the completed work.
+     */
     var `totalTokens`: kotlin.ULong
     , 
+    /**
+     * Input tokens for the completed work.
+     */
     var `inputTokens`: kotlin.ULong
     , 
+    /**
+     * Output tokens for the completed work.
+     */
     var `outputTokens`: kotlin.ULong
     , 
+    /**
+     * Thought/reasoning tokens for the completed work.
+     *
+     * Omitted and `null` are equivalent and mean the count is not reported.
+     */
     var `thoughtTokens`: kotlin.ULong?
     , 
+    /**
+     * Cache read tokens for the completed work.
+     *
+     * Omitted and `null` are equivalent and mean the count is not reported.
+     */
     var `cachedReadTokens`: kotlin.ULong?
     , 
+    /**
+     * Cache write tokens for the completed work.
+     *
+     * Omitted and `null` are equivalent and mean the count is not reported.
+     */
     var `cachedWriteTokens`: kotlin.ULong?
     , 
     var `meta`: JsonObject?
@@ -10992,21 +11519,23 @@ public object FfiConverterTypeUsage: FfiConverterRustBuffer<Usage> {
 
 
 /**
- * Context window usage.
+ * Context window and cost update for the session.
  */
 data class UsageUpdate (
     /**
-     * Tokens in the context window.
+     * Tokens currently in context.
      */
     var `used`: kotlin.ULong
     , 
     /**
-     * The context window's size in tokens.
+     * Total context window size in tokens.
      */
     var `size`: kotlin.ULong
     , 
     /**
-     * Cumulative cost of the session.
+     * Cumulative session cost.
+     *
+     * Omitted leaves the last reported cost unchanged. `null` clears it. A value replaces it.
      */
     var `cost`: Cost?
     , 
@@ -11093,13 +11622,17 @@ public object FfiConverterTypeUserInput: FfiConverterRustBuffer<UserInput> {
 
 
 /**
- * A user message was inserted into history. For a prompt or inject this is its delivery.
+ * A user message has been created or updated.
+ *
+ * Agents can send this when they accept or replay a user message. When a
+ * client receives another `user_message` update with the same `messageId`,
+ * fields in the new update patch the previous fields for that message.
  */
 data class UserMessage (
     var `messageId`: MessageId
     , 
     /**
-     * Omitted: content unchanged; null: cleared; an array: replaced.
+     * Complete replacement content for this message.
      */
     var `content`: ContentBlockListPatchMember
     , 
@@ -11142,7 +11675,7 @@ public object FfiConverterTypeUserMessage: FfiConverterRustBuffer<UserMessage> {
 
 
 /**
- * A streamed piece of a user message.
+ * A chunk of the user's message being streamed.
  */
 data class UserMessageChunk (
     var `messageId`: MessageId
@@ -11762,12 +12295,20 @@ public object FfiConverterTypeAnswer : FfiConverterRustBuffer<Answer>{
 
 
 /**
- * One piece of work running independently of the session's foreground work, tagged by `type`. Open.
+ * One piece of work running independently of the session's foreground work.
+ *
+ * Items reference entities the Client already tracks. The Agent MUST announce each item
+ * before the first snapshot that lists it, and MUST report a terminal's `exitStatus` or a
+ * tool call's final status before the snapshot that removes it. Each piece of work is
+ * listed once: process-backed work is listed as its terminal, not also as its tool call.
+ *
+ * See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)
  */
 sealed class BackgroundWork {
     
     /**
-     * `terminal`: A listed terminal running in the background.
+     * `terminal`: A process that keeps running after its tool call returned control to the model.
+     * Live until its `terminal_update` reports `exitStatus`.
      */
     data class Terminal(
         val v1: BackgroundTerminal) : BackgroundWork()
@@ -11779,7 +12320,9 @@ sealed class BackgroundWork {
     }
     
     /**
-     * `tool_call`: A listed tool call whose work continues in the background.
+     * `tool_call`: Work started by a tool call that continues without a process of its own, such as
+     * a watcher, a workflow, or a scheduled wakeup. `pending` and `paused` tool calls
+     * stay listed.
      */
     data class ToolCall(
         val v1: BackgroundToolCall) : BackgroundWork()
@@ -11791,7 +12334,12 @@ sealed class BackgroundWork {
     }
     
     /**
-     * `subagent`: UNSTABLE upstream: a listed subagent session.
+     * `subagent`: **UNSTABLE**
+     *
+     * This capability is not part of the spec yet, and may be removed or changed at any point.
+     *
+     * A detached subagent session that has anything running: its state is not `idle`, or
+     * its own `background` list is non-empty or not reported.
      */
     data class Subagent(
         val v1: BackgroundSubagent) : BackgroundWork()
@@ -12137,12 +12685,27 @@ public object FfiConverterTypeConnectionRole: FfiConverterRustBuffer<ConnectionR
 
 
 /**
- * A piece of message content, tagged by `type`. Open.
+ * Content blocks represent displayable information in the Agent Client Protocol.
+ *
+ * Content blocks appear in:
+ * - User prompts sent via `session/prompt`
+ * - Language model output reported through `session/update` notifications as
+ *   message updates or streamed chunks
+ * - Progress updates and results from tool calls
+ *
+ * This structure is compatible with the Model Context Protocol (MCP), so agents can
+ * forward content from MCP tool outputs without transformation.
+ *
+ * See protocol docs: [Content](https://agentclientprotocol.com/protocol/v2/draft/content)
  */
 sealed class ContentBlock {
     
     /**
-     * `text`: Text.
+     * `text`: Text content. May be plain text or formatted with Markdown.
+     *
+     * All agents MUST support text content blocks in prompts.
+     * Clients SHOULD render this text as CommonMark and MAY support GitHub Flavored Markdown
+     * extensions.
      */
     data class Text(
         val v1: TextContent) : ContentBlock()
@@ -12154,7 +12717,9 @@ sealed class ContentBlock {
     }
     
     /**
-     * `image`: An image, base64-encoded.
+     * `image`: Images for visual context or analysis.
+     *
+     * Requires the `image` prompt capability when included in prompts.
      */
     data class Image(
         val v1: ImageContent) : ContentBlock()
@@ -12166,7 +12731,9 @@ sealed class ContentBlock {
     }
     
     /**
-     * `audio`: Audio, base64-encoded.
+     * `audio`: Audio data for transcription or analysis.
+     *
+     * Requires the `audio` prompt capability when included in prompts.
      */
     data class Audio(
         val v1: AudioContent) : ContentBlock()
@@ -12178,7 +12745,9 @@ sealed class ContentBlock {
     }
     
     /**
-     * `resource_link`: A link to a resource the agent can read.
+     * `resource_link`: References to resources that the receiver may be able to read.
+     *
+     * All agents MUST support resource links in prompts.
      */
     data class ResourceLink(
         val v1: dev.acpinject.ResourceLink) : ContentBlock()
@@ -12190,7 +12759,11 @@ sealed class ContentBlock {
     }
     
     /**
-     * `resource`: A resource's contents, embedded.
+     * `resource`: Complete resource contents embedded directly in the message.
+     *
+     * Preferred for including context as it avoids extra round-trips.
+     *
+     * Requires the `embeddedContext` prompt capability when included in prompts.
      */
     data class Resource(
         val v1: EmbeddedResource) : ContentBlock()
@@ -12436,7 +13009,7 @@ public object FfiConverterTypeContentBlockListPatch : FfiConverterRustBuffer<Con
 
 
 /**
- * Text or binary contents of a resource.
+ * Resource content that can be embedded in a message.
  */
 sealed class EmbeddedResourceResource {
     
@@ -13234,12 +13807,19 @@ public object FfiConverterTypeItemStatus: FfiConverterRustBuffer<ItemStatus> {
 
 
 /**
- * How to reach an MCP server, tagged by `type`. Open.
+ * Configuration for connecting to an MCP (Model Context Protocol) server.
+ *
+ * MCP servers provide tools and context that the agent can use when
+ * processing prompts.
+ *
+ * See protocol docs: [MCP Servers](https://agentclientprotocol.com/protocol/v2/draft/session-setup#mcp-servers)
  */
 sealed class McpServer {
     
     /**
-     * `stdio`: A server started as a process, speaking over stdio.
+     * `stdio`: Stdio transport configuration
+     *
+     * Only available when the Agent capabilities include `session.mcp.stdio`.
      */
     data class Stdio(
         val v1: McpServerStdio) : McpServer()
@@ -13251,7 +13831,9 @@ sealed class McpServer {
     }
     
     /**
-     * `http`: A server reached over HTTP.
+     * `http`: HTTP transport configuration
+     *
+     * Only available when the Agent capabilities include `session.mcp.http`.
      */
     data class Http(
         val v1: McpServerHttp) : McpServer()
@@ -13485,30 +14067,32 @@ public object FfiConverterTypeOutput : FfiConverterRustBuffer<Output>{
 
 
 /**
- * The kind of a permission option. Open.
+ * The type of permission option being presented to the user.
+ *
+ * Helps clients choose appropriate icons and UI treatment.
  */
 sealed class PermissionOptionKind {
     
     /**
-     * `allow_once`: Allow this once.
+     * `allow_once`: Allow this operation only this time.
      */
     data object AllowOnce : PermissionOptionKind()
     
     
     /**
-     * `allow_always`: Allow and remember.
+     * `allow_always`: Allow this operation and remember the choice.
      */
     data object AllowAlways : PermissionOptionKind()
     
     
     /**
-     * `reject_once`: Reject this once.
+     * `reject_once`: Reject this operation only this time.
      */
     data object RejectOnce : PermissionOptionKind()
     
     
     /**
-     * `reject_always`: Reject and remember.
+     * `reject_always`: Reject this operation and remember the choice.
      */
     data object RejectAlways : PermissionOptionKind()
     
@@ -13618,24 +14202,28 @@ public object FfiConverterTypePermissionOptionKind : FfiConverterRustBuffer<Perm
 
 
 /**
- * A plan entry's priority. Open.
+ * Priority levels for plan entries.
+ *
+ * Used to indicate the relative importance or urgency of different
+ * tasks in the execution plan.
+ * See protocol docs: [Plan Entries](https://agentclientprotocol.com/protocol/v2/draft/agent-plan#plan-entries)
  */
 sealed class PlanEntryPriority {
     
     /**
-     * `high`
+     * `high`: High priority task - critical to the overall goal.
      */
     data object High : PlanEntryPriority()
     
     
     /**
-     * `medium`
+     * `medium`: Medium priority task - important but not critical.
      */
     data object Medium : PlanEntryPriority()
     
     
     /**
-     * `low`
+     * `low`: Low priority task - nice to have but not essential.
      */
     data object Low : PlanEntryPriority()
     
@@ -13734,30 +14322,33 @@ public object FfiConverterTypePlanEntryPriority : FfiConverterRustBuffer<PlanEnt
 
 
 /**
- * A plan entry's status. Open.
+ * Status of a plan entry in the execution flow.
+ *
+ * Tracks the lifecycle of each task from planning through completion.
+ * See protocol docs: [Plan Entries](https://agentclientprotocol.com/protocol/v2/draft/agent-plan#plan-entries)
  */
 sealed class PlanEntryStatus {
     
     /**
-     * `pending`
+     * `pending`: The task has not started yet.
      */
     data object Pending : PlanEntryStatus()
     
     
     /**
-     * `in_progress`
+     * `in_progress`: The task is currently being worked on.
      */
     data object InProgress : PlanEntryStatus()
     
     
     /**
-     * `completed`
+     * `completed`: The task has been successfully completed.
      */
     data object Completed : PlanEntryStatus()
     
     
     /**
-     * `cancelled`
+     * `cancelled`: The task was cancelled before it completed.
      */
     data object Cancelled : PlanEntryStatus()
     
@@ -13867,12 +14458,12 @@ public object FfiConverterTypePlanEntryStatus : FfiConverterRustBuffer<PlanEntry
 
 
 /**
- * A plan, tagged by `type`. Upstream's `file` and `markdown` are carried through the open branch unchanged.
+ * Updated content for a plan.
  */
 sealed class PlanUpdateContent {
     
     /**
-     * `items`: A plan as a list of entries.
+     * `items`: Structured plan entries.
      */
     data class Items(
         val v1: PlanItems) : PlanUpdateContent()
@@ -13996,12 +14587,14 @@ public object FfiConverterTypeQueueDrain: FfiConverterRustBuffer<QueueDrain> {
 
 
 /**
- * An inclusive replay cursor, tagged by `type`. Open: an agent rejects a cursor it does not understand (-32602).
+ * Inclusive cursor describing where replayed session history should begin.
+ *
+ * Replay includes the position identified by the cursor.
  */
 sealed class ReplayFrom {
     
     /**
-     * `start`: Replay the whole conversation.
+     * `start`: Replay all retained conversation history from its first replayable entry.
      */
     data class Start(
         val v1: ReplayFromStart) : ReplayFrom()
@@ -14242,12 +14835,21 @@ public object FfiConverterTypeRequestKind: FfiConverterRustBuffer<RequestKind> {
 
 
 /**
- * How a permission request ended, tagged by `outcome`. Open.
+ * The outcome of a permission request.
  */
 sealed class RequestPermissionOutcome {
     
     /**
-     * `cancelled`: The request was cancelled (the turn was cancelled).
+     * `cancelled`: The request was not approved and no option was selected: the session's work was
+     * cancelled, the user dismissed the prompt, or the client declined it by policy.
+     * Agents MUST NOT proceed with the operation.
+     *
+     * The client answers a request the agent cancels with `$/cancel_request` with
+     * this outcome. After sending `session/cancel`, the client MAY also send it
+     * without waiting for `$/cancel_request`, for a request it knows belongs to the
+     * cancelled foreground work.
+     *
+     * See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#cancellation)
      */
     data class Cancelled(
         val v1: CancelledPermissionOutcome) : RequestPermissionOutcome()
@@ -14259,7 +14861,10 @@ sealed class RequestPermissionOutcome {
     }
     
     /**
-     * `selected`: The user chose an option.
+     * `selected`: The user selected one of the provided options.
+     *
+     * If `optionId` doesn't match an offered option, the agent MUST treat the request as not
+     * approved.
      */
     data class Selected(
         val v1: SelectedPermissionOutcome) : RequestPermissionOutcome()
@@ -14398,18 +15003,18 @@ public object FfiConverterTypeRevokeReplace: FfiConverterRustBuffer<RevokeReplac
 
 
 /**
- * Who content is for. Open.
+ * The sender or recipient of messages and data in a conversation.
  */
 sealed class Role {
     
     /**
-     * `assistant`
+     * `assistant`: The assistant side of a conversation.
      */
     data object Assistant : Role()
     
     
     /**
-     * `user`
+     * `user`: The user side of a conversation.
      */
     data object User : Role()
     
@@ -15227,18 +15832,29 @@ public object FfiConverterTypeSessionEvent : FfiConverterRustBuffer<SessionEvent
 
 
 /**
- * Whether the agent has a session in memory. Open: clients treat a value they do not recognise as `saved`.
+ * **UNSTABLE**
+ *
+ * This capability is not part of the spec yet, and may be removed or changed at any point.
+ *
+ * Whether the Agent has a session in memory, as reported by `session/status`.
  */
 sealed class SessionStatus {
     
     /**
-     * `open`: The agent has the session in memory (for any connection: one that did not create or resume it on its own connection still resumes it before prompting).
+     * `open`: The Agent has the session in memory, for any connection.
+     *
+     * This does not mean the requesting connection is attached to it. A Client that did
+     * not create or resume the session on its own connection MUST still call
+     * `session/resume` before sending `session/prompt` or expecting
+     * `session/update` notifications.
      */
     data object Open : SessionStatus()
     
     
     /**
-     * `saved`: The agent knows the session and can resume it, but does not have it in memory.
+     * `saved`: The Agent knows the session and can resume it, but does not have it in memory.
+     *
+     * The Client can call `session/resume` to start it.
      */
     data object Saved : SessionStatus()
     
@@ -15326,12 +15942,20 @@ public object FfiConverterTypeSessionStatus : FfiConverterRustBuffer<SessionStat
 
 
 /**
- * What changed in a session, tagged by `sessionUpdate`. Message updates are upserts keyed by `messageId`: an omitted `content` leaves the content, `null` clears it, an array replaces it; chunks append. Open: unknown tags decode into `other` and re-encode unchanged.
+ * Different types of updates that can be sent while a session exists.
+ *
+ * These updates report messages, progress, and other session activity.
+ *
+ * See protocol docs: [Agent Reports Output](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#3-agent-reports-output)
  */
 sealed class SessionUpdate {
     
     /**
-     * `user_message`: A user message was inserted into history. For a prompt or inject this is its delivery.
+     * `user_message`: A user message has been created or updated.
+     *
+     * Agents can send this when they accept or replay a user message. When a
+     * client receives another `user_message` update with the same `messageId`,
+     * fields in the new update patch the previous fields for that message.
      */
     data class UserMessage(
         val v1: dev.acpinject.UserMessage) : SessionUpdate()
@@ -15343,7 +15967,7 @@ sealed class SessionUpdate {
     }
     
     /**
-     * `user_message_chunk`: A streamed piece of a user message.
+     * `user_message_chunk`: A chunk of the user's message being streamed.
      */
     data class UserMessageChunk(
         val v1: dev.acpinject.UserMessageChunk) : SessionUpdate()
@@ -15355,7 +15979,11 @@ sealed class SessionUpdate {
     }
     
     /**
-     * `agent_message`: An agent message upsert. `content: []` clears what was streamed so far.
+     * `agent_message`: An agent message has been created or updated.
+     *
+     * Agents can send this in addition to streamed chunks. When a client
+     * receives another `agent_message` update with the same `messageId`,
+     * fields in the new update patch the previous fields for that message.
      */
     data class AgentMessage(
         val v1: dev.acpinject.AgentMessage) : SessionUpdate()
@@ -15367,7 +15995,7 @@ sealed class SessionUpdate {
     }
     
     /**
-     * `agent_message_chunk`: A streamed piece of an agent message.
+     * `agent_message_chunk`: A chunk of the agent's response being streamed.
      */
     data class AgentMessageChunk(
         val v1: dev.acpinject.AgentMessageChunk) : SessionUpdate()
@@ -15391,7 +16019,11 @@ sealed class SessionUpdate {
     }
     
     /**
-     * `agent_thought`: An agent thought upsert.
+     * `agent_thought`: An agent thought or reasoning message has been created or updated.
+     *
+     * Agents can send this in addition to streamed chunks. When a client
+     * receives another `agent_thought` update with the same `messageId`,
+     * fields in the new update patch the previous fields for that message.
      */
     data class AgentThought(
         val v1: dev.acpinject.AgentThought) : SessionUpdate()
@@ -15403,7 +16035,7 @@ sealed class SessionUpdate {
     }
     
     /**
-     * `agent_thought_chunk`: A streamed piece of an agent thought.
+     * `agent_thought_chunk`: A chunk of the agent's internal reasoning being streamed.
      */
     data class AgentThoughtChunk(
         val v1: dev.acpinject.AgentThoughtChunk) : SessionUpdate()
@@ -15415,7 +16047,7 @@ sealed class SessionUpdate {
     }
     
     /**
-     * `state_update`: The session's turn state changed. The state is tagged by `state` in the same object.
+     * `state_update`: A snapshot of the session's aggregate foreground activity.
      */
     data class StateUpdate(
         val v1: dev.acpinject.StateUpdate) : SessionUpdate()
@@ -15427,7 +16059,7 @@ sealed class SessionUpdate {
     }
     
     /**
-     * `tool_call_update`: A tool call was created or changed (upsert keyed by `toolCallId`).
+     * `tool_call_update`: A tool call has been created or updated.
      */
     data class ToolCallUpdate(
         val v1: dev.acpinject.ToolCallUpdate) : SessionUpdate()
@@ -15439,7 +16071,7 @@ sealed class SessionUpdate {
     }
     
     /**
-     * `tool_call_content_chunk`: Appends content to a tool call.
+     * `tool_call_content_chunk`: A chunk of tool-call content being streamed.
      */
     data class ToolCallContentChunk(
         val v1: dev.acpinject.ToolCallContentChunk) : SessionUpdate()
@@ -15451,7 +16083,8 @@ sealed class SessionUpdate {
     }
     
     /**
-     * `plan_update`: The agent's plan, replaced whole.
+     * `plan_update`: A content update for a plan identified by ID.
+     * See protocol docs: [Agent Plan](https://agentclientprotocol.com/protocol/v2/draft/agent-plan)
      */
     data class PlanUpdate(
         val v1: dev.acpinject.PlanUpdate) : SessionUpdate()
@@ -15463,7 +16096,7 @@ sealed class SessionUpdate {
     }
     
     /**
-     * `usage_update`: Context window usage.
+     * `usage_update`: Context window and cost update for the session.
      */
     data class UsageUpdate(
         val v1: dev.acpinject.UsageUpdate) : SessionUpdate()
@@ -15475,7 +16108,7 @@ sealed class SessionUpdate {
     }
     
     /**
-     * `session_info_update`: The session's metadata changed. Omitted members are unchanged; `null` clears.
+     * `session_info_update`: Session metadata has been updated (title, timestamps, custom metadata)
      */
     data class SessionInfoUpdate(
         val v1: dev.acpinject.SessionInfoUpdate) : SessionUpdate()
@@ -15796,12 +16429,51 @@ public object FfiConverterTypeSessionUpdate : FfiConverterRustBuffer<SessionUpda
 
 
 /**
- * A turn state, tagged by `state`. A turn is in progress from `running` until `idle`. Open.
+ * A snapshot of the session's aggregate foreground activity.
+ *
+ * Foreground work is the agent's active response or workflow in the session,
+ * including model processing, tool execution, and waiting for user action needed
+ * to continue that work. It can start with a prompt or be agent-initiated, for
+ * example to pursue an ongoing goal or follow up on a completed background task.
+ * Either way, the agent MUST report `running` when foreground work starts,
+ * or `requires_action` if it starts blocked on user action, and `idle` when it
+ * ends. The agent SHOULD include a stop reason on that idle update.
+ * Agent-initiated work does not require a prompt request or a synthetic user
+ * message.
+ *
+ * `running` may precede user-message insertion, for example during a foreground
+ * hook. It is not acknowledgment of insertion, and rejecting a prompt does not
+ * itself end foreground work.
+ *
+ * Background activity can continue and emit other `session/update` notifications
+ * while `idle`. Those notifications, including a detached task's progress or
+ * completion, do not by themselves change this state. A permission request only
+ * warrants `requires_action` when foreground work is blocked on user action.
+ *
+ * The agent SHOULD report `requires_action` when the foreground workflow as a
+ * whole cannot progress without user action, including permissions or elicitations.
+ * Once reported, it MUST report `running` when progress resumes, or `idle` when
+ * work ends without resuming.
+ * If other foreground work can progress, the state remains `running`. Resolving
+ * one of several requests does not itself change the state. Agents SHOULD ignore
+ * responses for work that has already ended rather than use them to resume it.
+ *
+ * A new session defaults to idle until a state update reports otherwise.
+ * Resume MUST send a current-state snapshot after any replay and before its
+ * response. The snapshot reports foreground state after resuming.
+ * The response alone does not imply idle.
+ * Repeated snapshots are idempotent, not additional work, completions, or usage.
+ * A repeated state may carry updated information without another state transition.
+ * The agent MUST report `idle` when no foreground activity remains. Completing
+ * an individual activity while other foreground work continues does not require
+ * an idle boundary. Local commands use the same lifecycle even without model work.
+ *
+ * See protocol docs: [Session States](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#session-states)
  */
 sealed class StateUpdate {
     
     /**
-     * `running`: Foreground work started or resumed.
+     * `running`: Foreground work is in progress.
      */
     data class Running(
         val v1: RunningStateUpdate) : StateUpdate()
@@ -15813,7 +16485,7 @@ sealed class StateUpdate {
     }
     
     /**
-     * `idle`: No foreground work is active. At a turn's end this toolkit always sends `stopReason` (with `error` when it is `error`), and `usage` when the runtime reported it; a resume or status snapshot has none.
+     * `idle`: No foreground work is active. Background activity may continue.
      */
     data class Idle(
         val v1: IdleStateUpdate) : StateUpdate()
@@ -15825,7 +16497,7 @@ sealed class StateUpdate {
     }
     
     /**
-     * `requires_action`: The turn waits for the user (a permission request is open).
+     * `requires_action`: Foreground work is blocked on user action.
      */
     data class RequiresAction(
         val v1: RequiresActionStateUpdate) : StateUpdate()
@@ -15837,7 +16509,12 @@ sealed class StateUpdate {
     }
     
     /**
-     * `unknown`: UNSTABLE upstream: the agent cannot currently determine foreground activity. Not an outcome: it cancels nothing and ends no turn; a client keeps the previous state as last known, not as current. A later state replaces it.
+     * `unknown`: **UNSTABLE**
+     *
+     * This capability is not part of the spec yet, and may be removed or changed at any point.
+     *
+     * The Agent cannot currently determine foreground activity.
+     * This replaces previously confirmed activity without ending the work or session.
      */
     data class Unknown(
         val v1: UnknownStateUpdate) : StateUpdate()
@@ -16316,12 +16993,17 @@ public object FfiConverterTypeStringPatch : FfiConverterRustBuffer<StringPatch>{
 
 
 /**
- * Content produced by a tool call, tagged by `type`. Upstream's `diff` and `terminal` are carried through the open branch unchanged.
+ * Content produced by a tool call.
+ *
+ * Tool calls can produce different types of content including standard
+ * content blocks (text, images), file diffs, or display-only terminals.
+ *
+ * See protocol docs: [Content](https://agentclientprotocol.com/protocol/v2/draft/tool-calls#content)
  */
 sealed class ToolCallContent {
     
     /**
-     * `content`: A content block.
+     * `content`: Standard content block (text, images, resources).
      */
     data class Content(
         val v1: ToolCallContentBlock) : ToolCallContent()
@@ -16408,42 +17090,48 @@ public object FfiConverterTypeToolCallContent : FfiConverterRustBuffer<ToolCallC
 
 
 /**
- * A tool call's status. Open.
+ * Execution status of a tool call.
+ *
+ * Tool calls progress through different statuses during their lifecycle.
+ *
+ * See protocol docs: [Status](https://agentclientprotocol.com/protocol/v2/draft/tool-calls#status)
  */
 sealed class ToolCallStatus {
     
     /**
-     * `pending`
+     * `pending`: The tool call hasn't started running yet, for example because its input is
+     * streaming, it is awaiting approval, or it is scheduled to run later.
      */
     data object Pending : ToolCallStatus()
     
     
     /**
-     * `in_progress`
+     * `in_progress`: The tool call is currently running.
      */
     data object InProgress : ToolCallStatus()
     
     
     /**
-     * `paused`: Started, not running now, and waiting for something to resume it; it may return to `in_progress`.
+     * `paused`: The tool call has started, is not running now, and will not continue until
+     * something resumes it. It may return to `in_progress` any number of times.
      */
     data object Paused : ToolCallStatus()
     
     
     /**
-     * `completed`
+     * `completed`: The tool call completed successfully.
      */
     data object Completed : ToolCallStatus()
     
     
     /**
-     * `failed`
+     * `failed`: The tool call failed with an error.
      */
     data object Failed : ToolCallStatus()
     
     
     /**
-     * `cancelled`
+     * `cancelled`: The tool call was cancelled before it completed.
      */
     data object Cancelled : ToolCallStatus()
     
@@ -16575,66 +17263,71 @@ public object FfiConverterTypeToolCallStatus : FfiConverterRustBuffer<ToolCallSt
 
 
 /**
- * The kind of a tool. Open.
+ * Categories of tools that can be invoked.
+ *
+ * Tool kinds help clients choose appropriate icons and optimize how they
+ * display tool execution progress.
+ *
+ * See protocol docs: [Reporting](https://agentclientprotocol.com/protocol/v2/draft/tool-calls#reporting)
  */
 sealed class ToolKind {
     
     /**
-     * `read`
+     * `read`: Reading files or data.
      */
     data object Read : ToolKind()
     
     
     /**
-     * `edit`
+     * `edit`: Modifying files or content.
      */
     data object Edit : ToolKind()
     
     
     /**
-     * `delete`
+     * `delete`: Removing files or data.
      */
     data object Delete : ToolKind()
     
     
     /**
-     * `move`
+     * `move`: Moving or renaming files.
      */
     data object Move : ToolKind()
     
     
     /**
-     * `search`
+     * `search`: Searching for information.
      */
     data object Search : ToolKind()
     
     
     /**
-     * `execute`
+     * `execute`: Running commands or code.
      */
     data object Execute : ToolKind()
     
     
     /**
-     * `think`
+     * `think`: Internal reasoning or planning.
      */
     data object Think : ToolKind()
     
     
     /**
-     * `fetch`
+     * `fetch`: Retrieving external data.
      */
     data object Fetch : ToolKind()
     
     
     /**
-     * `switch_mode`
+     * `switch_mode`: Changing the session's mode, a [config option](https://agentclientprotocol.com/protocol/v2/draft/session-config-options) with the `mode` category.
      */
     data object SwitchMode : ToolKind()
     
     
     /**
-     * `other`
+     * `other`: Other tool types (default).
      */
     data object Other : ToolKind()
     
@@ -17006,38 +17699,6 @@ public object FfiConverterOptionalULong: FfiConverterRustBuffer<kotlin.ULong?> {
         } else {
             buf.put(1)
             FfiConverterULong.write(value, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterOptionalLong: FfiConverterRustBuffer<kotlin.Long?> {
-    override fun read(buf: ByteBuffer): kotlin.Long? {
-        if (buf.get().toInt() == 0) {
-            return null
-        }
-        return FfiConverterLong.read(buf)
-    }
-
-    override fun allocationSize(value: kotlin.Long?): ULong {
-        if (value == null) {
-            return 1UL
-        } else {
-            return 1UL + FfiConverterLong.allocationSize(value)
-        }
-    }
-
-    override fun write(value: kotlin.Long?, buf: ByteBuffer) {
-        if (value == null) {
-            buf.put(0)
-        } else {
-            buf.put(1)
-            FfiConverterLong.write(value, buf)
         }
     }
 }

@@ -49,11 +49,28 @@ pub const UPSTREAM_SCHEMA: &str = "spec/upstream/v2/schema.unstable.json";
 /// This toolkit's overlay on [`UPSTREAM_SCHEMA`].
 pub const OVERLAY: &str = "spec/overlay.json";
 
+/// The v1 schema the agent core writes for a v1 connection, assembled from
+/// [`UPSTREAM_V1_SCHEMA`] and [`OVERLAY_V1`].
+pub const SCHEMA_V1: &str = "spec/acp-v1.schema.json";
+
+/// The vendored upstream v1 schema.
+pub const UPSTREAM_V1_SCHEMA: &str = "spec/upstream/v1/schema.json";
+
+/// This toolkit's overlay on [`UPSTREAM_V1_SCHEMA`].
+pub const OVERLAY_V1: &str = "spec/overlay-v1.json";
+
+/// The v1 wire types (`acp_inject_wire::v1`).
+pub const RUST_WIRE_V1: &str = "crates/wire/src/v1/generated.rs";
+
 /// The text of the canonical schema: the assembly with a first member saying it is generated.
 pub fn assembled_schema(upstream: &str, overlay: &str) -> Result<String, Error> {
+    assembled(upstream, overlay, UPSTREAM_SCHEMA, OVERLAY)
+}
+
+fn assembled(upstream: &str, overlay: &str, upstream_path: &str, overlay_path: &str) -> Result<String, Error> {
     let assembled = acp_inject_codegen::assemble::assemble(upstream, overlay)?;
     let mut root = serde_json::Map::new();
-    root.insert("$comment".into(), format!("{PREAMBLE} Assembled from {UPSTREAM_SCHEMA} and {OVERLAY}.").into());
+    root.insert("$comment".into(), format!("{PREAMBLE} Assembled from {upstream_path} and {overlay_path}.").into());
     root.extend(assembled.as_object().cloned().unwrap_or_default());
     let text = serde_json::to_string_pretty(&serde_json::Value::Object(root))
         .map_err(|e| Error::Msg(format!("the assembled schema does not serialize: {e}")))?;
@@ -85,6 +102,17 @@ pub fn generate(mode: Mode) -> Result<Vec<PathBuf>, Error> {
     let overlay = read(&root.join(OVERLAY))?;
     let schema = assembled_schema(&upstream, &overlay)?;
     ensure_file_contents(&root.join(SCHEMA), &schema, mode, &mut stale)?;
+
+    // ACP v1, as the agent core writes it for a v1 connection: its own assembled schema and
+    // module (`acp_inject_wire::v1`).
+    let v1_upstream = read(&root.join(UPSTREAM_V1_SCHEMA))?;
+    let v1_overlay = read(&root.join(OVERLAY_V1))?;
+    let v1_schema = assembled(&v1_upstream, &v1_overlay, UPSTREAM_V1_SCHEMA, OVERLAY_V1)?;
+    ensure_file_contents(&root.join(SCHEMA_V1), &v1_schema, mode, &mut stale)?;
+    let v1_rust = acp_inject_codegen::generate_formatted(&v1_schema)?;
+    let v1_rust =
+        format!("// {PREAMBLE}\n// Source: {SCHEMA_V1}, expanded by codegen/ as the v2 types are.\n#![allow(clippy::all, missing_docs)]\n\n{v1_rust}");
+    ensure_file_contents(&root.join(RUST_WIRE_V1), &v1_rust, mode, &mut stale)?;
 
     // The wire crate compiles this file (it does not run the generator at build time), so
     // crates using it never build typify or syn, and the crate can be published on its own.
@@ -134,8 +162,17 @@ pub const CONFORMANCE_PYTHON_STUB: &str = "bindings/python/python/acp_inject/acp
 /// The generated files that live beside the code using them rather than in `generated/`:
 /// with `generated/`, what the tidy rule `every_generated_file_has_the_preamble` reads.
 #[cfg(test)]
-pub const BESIDE_CODE: [&str; 7] =
-    [SCHEMA, RUST_WIRE, FFI_WIRE, PYTHON_STUB, PYTHON_READERS, CONFORMANCE_PYTHON_STUB, crate::versions::MAVEN_CONFIG];
+pub const BESIDE_CODE: [&str; 9] = [
+    SCHEMA,
+    SCHEMA_V1,
+    RUST_WIRE_V1,
+    RUST_WIRE,
+    FFI_WIRE,
+    PYTHON_STUB,
+    PYTHON_READERS,
+    CONFORMANCE_PYTHON_STUB,
+    crate::versions::MAVEN_CONFIG,
+];
 
 /// The library the language test suites load: `crates/ffi-conformance`'s cdylib, which holds
 /// acp-inject-ffi's UniFFI component and the test-only conformance component.

@@ -24,8 +24,8 @@ fn is_rule_id(s: &str) -> bool {
         return false;
     };
     matches!(side, "R" | "C")
-        && !topic.is_empty()
-        && topic.chars().all(|c| c.is_ascii_uppercase())
+        && topic.starts_with(|c: char| c.is_ascii_uppercase())
+        && topic.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
         && !n.is_empty()
         && n.chars().all(|c| c.is_ascii_digit())
 }

@@ -506,7 +506,7 @@ fn schema_methods() -> BTreeSet<String> {
 fn is_product_source(path: &str) -> bool {
     let rust =
         path.starts_with("crates/") && path.contains("/src/") && path.ends_with(".rs") && !path.starts_with("crates/conformance/");
-    let generated = [crate::codegen::RUST_WIRE, crate::codegen::FFI_WIRE].contains(&path);
+    let generated = [crate::codegen::RUST_WIRE, crate::codegen::RUST_WIRE_V1, crate::codegen::FFI_WIRE].contains(&path);
     let python = path.starts_with("bindings/python/python/acp_inject/") && path.ends_with(".py") && !path.contains("acp_inject_ffi");
     let kotlin = path.starts_with("bindings/kotlin/src/main/") && path.ends_with(".kt");
     // The Swift package's library targets; its benchmark executables and their recorded

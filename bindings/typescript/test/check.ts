@@ -258,13 +258,28 @@ function checkVectors(): Tally {
     const steps = isObject(vector) && Array.isArray(vector["steps"]) ? vector["steps"] : [];
     // The method of each request id seen so far: what a response answers.
     const methodOf = new Map<string, string>();
+    // The connections that negotiated ACP v1, and who asked each request: their lines are v1's
+    // wire, which these v2 validators do not describe (the Rust vector test checks them against
+    // the vendored v1 schema).
+    const v1 = new Set<string>();
+    const askedBy = new Map<string, string>();
     steps.forEach((step, index) => {
       if (!isObject(step)) return;
       const nextExpect = steps.slice(index + 1).find((s) => isObject(s) && "expect" in s);
       const outgoing: { message: Json; where: string; refuse: boolean }[] = [];
+      const from = typeof step["from"] === "string" ? step["from"] : "c1";
       for (const key of ["client", "receive", "sends"]) {
         if (!(key in step)) continue;
         const message = unescapeLiterals(step[key]);
+        if (key === "client" && isObject(message)) {
+          if ("id" in message) askedBy.set(JSON.stringify(message["id"]), from);
+          if (message["method"] === "initialize") {
+            const params = message["params"];
+            if (isObject(params) && params["protocolVersion"] === 1) v1.add(from);
+            else v1.delete(from);
+          }
+          if (v1.has(from)) continue;
+        }
         // A batch (which ACP does not use) is answered once, with id null (R-WIRE-5).
         const id = Array.isArray(message) ? null : isObject(message) ? message["id"] : undefined;
         const code = key === "client" && id !== undefined && isObject(nextExpect) ? refusalCode(nextExpect["expect"], id) : undefined;
@@ -279,7 +294,9 @@ function checkVectors(): Tally {
       if (Array.isArray(step["expect"])) {
         step["expect"].forEach((out, i) => {
           if (!isObject(out) || !("jsonrpc" in out)) return; // runtime actions
-          const { to: _routing, ...message } = out;
+          const { to: routing, ...message } = out;
+          const to = typeof routing === "string" ? routing : Array.isArray(routing) ? routing[0] : "method" in out ? undefined : askedBy.get(JSON.stringify(out["id"]));
+          if (typeof to === "string" && v1.has(to)) return;
           outgoing.push({ message: unescapeLiterals(message), where: `step ${index} (expect[${i}])`, refuse: false });
         });
       }

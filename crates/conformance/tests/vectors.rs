@@ -90,8 +90,20 @@ fn upstream_defs(method: &str) -> Option<(&'static str, Option<&'static str>)> {
     })
 }
 
+/// The same for ACP v1 (`spec/upstream/v1/schema.json`), for the lines of a v1 connection.
+fn upstream_v1_defs(method: &str) -> Option<(&'static str, Option<&'static str>)> {
+    Some(match method {
+        "session/load" => ("LoadSessionRequest", Some("LoadSessionResponse")),
+        "session/cancel" => ("CancelNotification", None),
+        "session/update" => ("SessionNotification", None),
+        "session/status" => return None,
+        other => upstream_defs(other)?,
+    })
+}
+
 /// Every message our side emits in a vector (an agent's `expect` lines, a client's `sends`)
-/// validates against the vendored upstream v2 draft schema, `spec/upstream/v2/schema.unstable.json`:
+/// validates against the vendored upstream v2 draft schema, `spec/upstream/v2/schema.unstable.json`
+/// (a line to a connection that negotiated v1: the v1 schema, `spec/upstream/v1/schema.json`):
 /// the envelope, then the params by method and a result by the method it answers, errors as
 /// upstream's `Error`, each with the upstream definition the official SDK validates it with.
 /// What carries or answers an extension method ([`EXTENSION_METHODS`]) is counted, not checked;
@@ -99,18 +111,25 @@ fn upstream_defs(method: &str) -> Option<(&'static str, Option<&'static str>)> {
 #[test]
 fn emitted_messages_validate_against_the_vendored_upstream_schema() {
     use serde_json::{json, Value};
-    let text = std::fs::read_to_string(root().join("spec/upstream/v2/schema.unstable.json")).expect("the vendored schema");
-    let upstream: Value = serde_json::from_str(&text).expect("JSON");
+    let read = |path: &str| -> Value {
+        let text = std::fs::read_to_string(root().join(path)).expect("the vendored schema");
+        serde_json::from_str(&text).expect("JSON")
+    };
+    let (upstream, upstream_v1) = (read("spec/upstream/v2/schema.unstable.json"), read("spec/upstream/v1/schema.json"));
     let mut validators = std::collections::HashMap::new();
-    let mut valid = |def: &str, value: &Value| -> Vec<String> {
-        let v = validators.entry(def.to_owned()).or_insert_with(|| {
-            let schema = json!({ "$ref": format!("#/$defs/{def}"), "$defs": upstream["$defs"].clone() });
+    // `v1`: the line is one of a v1 connection's, checked against the v1 schema.
+    let mut valid = |v1: bool, def: &str, value: &Value| -> Vec<String> {
+        let v = validators.entry((v1, def.to_owned())).or_insert_with(|| {
+            let defs = if v1 { &upstream_v1["$defs"] } else { &upstream["$defs"] };
+            let schema = json!({ "$ref": format!("#/$defs/{def}"), "$defs": defs.clone() });
             jsonschema::draft202012::new(&schema).unwrap_or_else(|e| panic!("{def} does not compile: {e}"))
         });
-        v.iter_errors(value).map(|e| format!("{def}: {e} at {}", e.instance_path())).take(3).collect()
+        let version = if v1 { "v1 " } else { "" };
+        v.iter_errors(value).map(|e| format!("{version}{def}: {e} at {}", e.instance_path())).take(3).collect()
     };
     // One message: its envelope, then what its method (or the method it answers) says.
-    let mut check = |message: &Value, answered: Option<&str>| -> Result<bool, Vec<String>> {
+    let mut check = |message: &Value, answered: Option<&str>, v1: bool| -> Result<bool, Vec<String>> {
+        let defs = if v1 { upstream_v1_defs } else { upstream_defs };
         if message["jsonrpc"] != "2.0" {
             return Err(vec!["jsonrpc is not \"2.0\"".into()]);
         }
@@ -118,11 +137,11 @@ fn emitted_messages_validate_against_the_vendored_upstream_schema() {
             if EXTENSION_METHODS.contains(&method) {
                 return Ok(false);
             }
-            let (params, _) = upstream_defs(method).ok_or_else(|| vec![format!("no upstream definition for {method}")])?;
+            let (params, _) = defs(method).ok_or_else(|| vec![format!("no upstream definition for {method}")])?;
             if message.get("id").is_some() && !(message["id"].is_string() || message["id"].is_i64()) {
                 return Err(vec!["a request id that is not a string or an integer".into()]);
             }
-            let errors = valid(params, &message["params"]);
+            let errors = valid(v1, params, &message["params"]);
             return if errors.is_empty() { Ok(true) } else { Err(errors) };
         }
         let Some(answered) = answered else { return Err(vec!["a response to no request of the vector".into()]) };
@@ -130,11 +149,11 @@ fn emitted_messages_validate_against_the_vendored_upstream_schema() {
             return Ok(false);
         }
         let errors = match (message.get("result"), message.get("error")) {
-            (Some(result), None) => match upstream_defs(answered).and_then(|d| d.1) {
-                Some(def) => valid(def, result),
+            (Some(result), None) => match defs(answered).and_then(|d| d.1) {
+                Some(def) => valid(v1, def, result),
                 None => vec![format!("no upstream result definition for {answered}")],
             },
-            (None, Some(error)) => valid("Error", error),
+            (None, Some(error)) => valid(v1, "Error", error),
             _ => vec!["a response needs exactly one of result and error".into()],
         };
         if errors.is_empty() {
@@ -156,20 +175,40 @@ fn emitted_messages_validate_against_the_vendored_upstream_schema() {
         (json!({"jsonrpc":"2.0","id":1,"result":{"stopReason":"end_turn"}}), Some("session/prompt")),
         (json!({"jsonrpc":"1.0","method":"session/update","params":{}}), None),
     ] {
-        assert!(check(&bad, answered).is_err(), "accepted: {bad}");
+        assert!(check(&bad, answered, false).is_err(), "accepted: {bad}");
+    }
+    // And a v1 line is held to v1: a v2 prompt answer or a v2 update is refused.
+    for (bad, answered) in [
+        (json!({"jsonrpc":"2.0","id":1,"result":{"messageId":"m1"}}), Some("session/prompt")),
+        (
+            json!({"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"state_update","state":"idle"}}}),
+            None,
+        ),
+    ] {
+        assert!(check(&bad, answered, true).is_err(), "accepted as v1: {bad}");
     }
 
-    let (mut checked, mut extension, mut problems) = (0usize, 0usize, Vec::new());
+    let (mut checked, mut extension, mut problems, mut v1_checked) = (0usize, 0usize, Vec::new(), 0usize);
     for file in vector_files(&[root().join("spec/vectors")]) {
         let vector: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
         let name = file.file_name().unwrap_or_default().to_string_lossy().into_owned();
-        // What each request id asked, from either side: what a response answers.
+        // What each request id asked, from either side, and which connection asked it: what a
+        // response answers, and to whom. The connections that initialized with version 1.
         let mut asked = std::collections::HashMap::new();
+        let mut v1_connections = std::collections::HashSet::new();
         for step in vector["steps"].as_array().into_iter().flatten() {
+            let from = step["from"].as_str().unwrap_or("c1").to_owned();
             for key in ["client", "receive", "sends"] {
                 if let Some(method) = step[key]["method"].as_str() {
                     if step[key].get("id").is_some() {
-                        asked.insert(step[key]["id"].to_string(), method.to_owned());
+                        asked.insert(step[key]["id"].to_string(), (method.to_owned(), from.clone()));
+                    }
+                    if key == "client" && method == "initialize" {
+                        if step[key]["params"]["protocolVersion"] == 1 {
+                            v1_connections.insert(from.clone());
+                        } else {
+                            v1_connections.remove(&from);
+                        }
                     }
                 }
             }
@@ -180,18 +219,26 @@ fn emitted_messages_validate_against_the_vendored_upstream_schema() {
             };
             for message in emitted {
                 let mut message = message.clone();
-                if let Some(o) = message.as_object_mut() {
-                    o.remove("to");
-                }
+                // The recipient: the one `to` names, else (a response) the connection that asked.
+                let to = match message.as_object_mut().and_then(|o| o.remove("to")) {
+                    Some(Value::String(to)) => Some(to),
+                    Some(Value::Array(to)) => to.first().and_then(Value::as_str).map(str::to_owned),
+                    _ if message.get("method").is_none() => asked.get(&message["id"].to_string()).map(|(_, from)| from.clone()),
+                    _ => None,
+                };
+                let v1 = to.is_some_and(|to| v1_connections.contains(&to));
                 if let Some(method) = message["method"].as_str() {
                     if message.get("id").is_some() {
-                        asked.insert(message["id"].to_string(), method.to_owned());
+                        asked.insert(message["id"].to_string(), (method.to_owned(), String::new()));
                     }
                 }
                 // An answer to a line the agent could not read (id null) answers no method.
-                let answered = asked.get(&message["id"].to_string()).map(String::as_str);
+                let answered = asked.get(&message["id"].to_string()).map(|(method, _)| method.as_str());
                 let answered = if message.get("method").is_none() && message["id"].is_null() { Some("") } else { answered };
-                match check(&message, answered) {
+                if v1 {
+                    v1_checked += 1;
+                }
+                match check(&message, answered, v1) {
                     Ok(true) => checked += 1,
                     Ok(false) => extension += 1,
                     Err(errors)
@@ -206,8 +253,9 @@ fn emitted_messages_validate_against_the_vendored_upstream_schema() {
             }
         }
     }
-    println!("{checked} emitted messages valid per the upstream schema, {extension} extension messages");
+    println!("{checked} emitted messages valid per the upstream schema ({v1_checked} of them v1 lines, per the v1 schema), {extension} extension messages");
     assert!(checked > 500, "only {checked} messages checked");
+    assert!(v1_checked > 20, "only {v1_checked} v1 lines checked");
     assert!(extension > 0, "no extension message seen");
     assert!(
         problems.is_empty(),

@@ -607,7 +607,14 @@ impl Store for SqliteStore {
             let pending = self.read_queue(&record.session_id)?;
             sessions.push(LiveSession { record, turn, pending, attached: Default::default(), held: Default::default() });
         }
-        Ok(Some(LiveState { version: LIVE_STATE_VERSION, counters, sessions, connections: BTreeMap::new(), requests: Vec::new() }))
+        Ok(Some(LiveState {
+            version: LIVE_STATE_VERSION,
+            counters,
+            sessions,
+            connections: BTreeMap::new(),
+            requests: Vec::new(),
+            v1: BTreeMap::new(),
+        }))
     }
 }
 

@@ -38,6 +38,7 @@ pub use generated::*;
 pub mod errors;
 pub mod framing;
 pub mod jsonrpc;
+pub mod v1;
 pub mod validate;
 
 pub use errors::ErrorObject;

@@ -26,6 +26,7 @@ mod runtime;
 mod snapshot;
 mod store;
 mod turn;
+mod v1;
 
 pub mod output;
 
@@ -49,6 +50,7 @@ pub use runtime::{BreakPoint, HostError, RuntimeEvent};
 pub use snapshot::{Connection, Counters, HeldPrompt, LiveSession, LiveState, RestoreError, LIVE_STATE_VERSION};
 pub use store::{Change, HistoryEntry, MemoryStore, SessionPage, SessionRecord, Store, StoreError};
 pub use turn::{Activity, Announce, NoPermissionOpen, Stream, Turn};
+pub use v1::{V1Connection, PROTOCOL_VERSIONS};
 
 /// A connection's id (the vectors' `c1`, `o1`, …).
 pub type ConnId = String;
@@ -111,6 +113,8 @@ pub struct Agent {
     store: Box<dyn Store>,
     poisoned: bool,
     ignored: u64,
+    /// The connections that negotiated ACP v1, translated at the edge (`v1.rs`).
+    v1: BTreeMap<ConnId, V1Connection>,
 }
 
 impl std::fmt::Debug for Agent {
@@ -159,12 +163,14 @@ impl Agent {
             store,
             poisoned: false,
             ignored: 0,
+            v1: BTreeMap::new(),
         }
     }
 
     fn adopt(&mut self, state: LiveState) {
         self.counters = state.counters;
         self.connections = state.connections;
+        self.v1 = state.v1;
         self.outgoing = outgoing::Outgoing::from_open(state.requests.clone());
         for s in state.sessions {
             // R-PERM-2: the turn waits on exactly the requests the agent still holds.
@@ -195,6 +201,7 @@ impl Agent {
                 .collect(),
             connections: self.connections.clone(),
             requests: self.outgoing.open(),
+            v1: self.v1.clone(),
         }
     }
 
@@ -219,6 +226,7 @@ impl Agent {
     pub fn detach(&mut self, conn: &str) {
         self.connections.remove(conn);
         self.framers.remove(conn);
+        self.v1.remove(conn);
         for s in self.sessions.values_mut() {
             s.attached.remove(conn);
         }
@@ -335,7 +343,39 @@ impl Agent {
             self.poisoned = true;
             return Err(e);
         }
-        Ok(self.out.drain(..).collect())
+        let out: Vec<Output> = self.out.drain(..).collect();
+        Ok(if self.v1.is_empty() { out } else { self.translate_for_v1(out) })
+    }
+
+    /// Lines for v1 connections in v1's shape (`v1.rs`); the other connections' lines as they
+    /// are. Each connection's lines keep their order.
+    fn translate_for_v1(&mut self, outputs: Vec<Output>) -> Vec<Output> {
+        for output in &outputs {
+            if let Output::Line { to, line } = output {
+                for conn in to {
+                    if let Some(v1) = self.v1.get_mut(conn) {
+                        v1.note_receipt(line);
+                    }
+                }
+            }
+        }
+        let mut out = Vec::with_capacity(outputs.len());
+        for output in outputs {
+            match output {
+                Output::Line { to, line } if to.iter().any(|c| self.v1.contains_key(c)) => {
+                    let (v1, v2): (Vec<ConnId>, Vec<ConnId>) = to.into_iter().partition(|c| self.v1.contains_key(c));
+                    if !v2.is_empty() {
+                        out.push(Output::Line { to: v2, line: line.clone() });
+                    }
+                    for conn in v1 {
+                        let lines = self.v1.get_mut(&conn).map(|c| c.outbound(&line)).unwrap_or_default();
+                        out.extend(lines.into_iter().map(|line| Output::Line { to: vec![conn.clone()], line }));
+                    }
+                }
+                other => out.push(other),
+            }
+        }
+        out
     }
 
     // ----- ids -----
@@ -443,6 +483,19 @@ impl Agent {
     /// Applies one classified message from a client connection.
     pub fn handle_message(&mut self, conn: &str, msg: Incoming<'_>) {
         self.connections.entry(conn.to_owned()).or_insert(Connection { role: ConnectionRole::Controller, pending_updates: false });
+        // A v1 connection's request, as the core handles it (`v1.rs`).
+        let rewritten;
+        let msg = match (self.v1.get_mut(conn), msg) {
+            (Some(v1), Incoming::Request { id, method, params }) => match v1.inbound(&id, &method, params) {
+                v1::Inbound::AsIs => Incoming::Request { id, method, params },
+                v1::Inbound::Refused(error) => return self.answer(conn, &id, Err(error)),
+                v1::Inbound::Rewritten { method, params } => {
+                    rewritten = params;
+                    Incoming::Request { id, method: method.into(), params: Some(&*rewritten) }
+                }
+            },
+            (_, msg) => msg,
+        };
         let checked = jsonrpc::check_method(&msg);
         match msg {
             Incoming::Request { id, method, params } => {

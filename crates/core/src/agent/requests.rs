@@ -142,11 +142,18 @@ impl Agent {
         // R-INIT-1: the version first, so a client of another version learns that, not which
         // member its params lack.
         let requested = params.and_then(|p| acp_inject_wire::errors::protocol_version_of(p.get()));
-        let supported = acp_inject_wire::errors::SUPPORTED_PROTOCOL_VERSIONS;
+        let supported = super::PROTOCOL_VERSIONS;
         let answered = requested.and_then(|r| supported.iter().copied().filter(|v| u64::from(*v) <= r).max());
         if let (Some(requested), None) = (requested, answered) {
             return Reply::err(ErrorObject::unsupported_protocol_version(u16::try_from(requested).unwrap_or(u16::MAX), &supported));
         }
+        // R-V1-1: a v1 client gets a v1 agent; the connection is translated from now on.
+        if answered == Some(1) {
+            self.v1.insert(conn.to_owned(), super::V1Connection::default());
+            let answer = Ok(super::v1::initialize_result(&self.config));
+            return Reply { before: Vec::new(), answer, after: Vec::new(), held: None };
+        }
+        self.v1.remove(conn);
         let p: InitializeRequest = tri!(decode(params));
         let opted_in = p.capabilities.and_then(|c| c.meta).is_some_and(|meta| meta.contains_key(PENDING_EXTENSION));
         if let Some(c) = self.connections.get_mut(conn) {

@@ -94,6 +94,10 @@ pub struct LiveState {
     /// from a store holds none, their connections being gone).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub requests: Vec<OpenRequest>,
+    /// The connections that negotiated ACP v1, with what their translation keeps (only a
+    /// snapshot has these).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub v1: BTreeMap<ConnId, super::V1Connection>,
 }
 
 /// A snapshot or stored state the core cannot continue from.

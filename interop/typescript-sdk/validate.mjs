@@ -1,41 +1,70 @@
 // Every line on a connection, checked with the official SDK's own validators.
 //
-// The SDK ships the zod schemas it generates from the upstream v2 draft schema
-// (`dist/v2/unstable/schema/zod.gen.js`, the ones its connection parses with). They are not
-// among the package's exports, so this module finds them next to the entrypoint it resolves.
+// The SDK ships the zod schemas it generates from the upstream schemas: the v2 draft's
+// (`dist/v2/unstable/schema/zod.gen.js`) and v1's (`dist/v1/schema/zod.gen.js`), the ones its
+// connections parse with. They are not among the package's exports, so this module finds them
+// next to the entrypoint it resolves. A transcript checks one protocol version's lines.
 // Each line is checked against the schema its direction and method call for: requests and
 // notifications by their method, responses by the method of the request they answer (tracked
 // here by id), errors against `zError`. Methods starting with `_` are extensions: counted and
 // listed, not failed.
 
 const entry = import.meta.resolve("@agentclientprotocol/sdk/experimental/v2/unstable");
-const z = await import(new URL("./schema/zod.gen.js", entry).href);
+const z2 = await import(new URL("./schema/zod.gen.js", entry).href);
+// ACP v1: the schemas of the SDK's default (stable v1) entrypoint, `dist/v1/schema/zod.gen.js`.
+const z1 = await import(new URL("../../v1/schema/zod.gen.js", entry).href);
 
-// What a client sends (requests and notifications) and what each request is answered with.
-const CLIENT_REQUESTS = {
-  initialize: [z.zInitializeRequest, z.zInitializeResponse],
-  "session/new": [z.zNewSessionRequest, z.zNewSessionResponse],
-  "session/prompt": [z.zPromptRequest, z.zPromptResponse],
-  "session/list": [z.zListSessionsRequest, z.zListSessionsResponse],
-  "session/resume": [z.zResumeSessionRequest, z.zResumeSessionResponse],
-  "session/close": [z.zCloseSessionRequest, z.zCloseSessionResponse],
-  "session/status": [z.zSessionStatusRequest, z.zSessionStatusResponse],
-};
-const CLIENT_NOTIFICATIONS = {
-  "session/cancel": z.zCancelSessionNotification,
-  "$/cancel_request": z.zCancelRequestNotification,
-};
-// What an agent sends.
-const AGENT_REQUESTS = {
-  "session/request_permission": [z.zRequestPermissionRequest, z.zRequestPermissionResponse],
-};
-const AGENT_NOTIFICATIONS = {
-  "session/update": z.zUpdateSessionNotification,
-  "$/cancel_request": z.zCancelRequestNotification,
-};
+/** What each side sends in one protocol version, and what each request is answered with. */
+function tables(version) {
+  if (version === 1) {
+    const z = z1;
+    return {
+      z,
+      client: {
+        requests: {
+          initialize: [z.zInitializeRequest, z.zInitializeResponse],
+          "session/new": [z.zNewSessionRequest, z.zNewSessionResponse],
+          "session/load": [z.zLoadSessionRequest, z.zLoadSessionResponse],
+          "session/prompt": [z.zPromptRequest, z.zPromptResponse],
+          "session/list": [z.zListSessionsRequest, z.zListSessionsResponse],
+          "session/resume": [z.zResumeSessionRequest, z.zResumeSessionResponse],
+          "session/close": [z.zCloseSessionRequest, z.zCloseSessionResponse],
+        },
+        notifications: { "session/cancel": z.zCancelNotification, "$/cancel_request": z.zCancelRequestNotification },
+      },
+      agent: {
+        requests: { "session/request_permission": [z.zRequestPermissionRequest, z.zRequestPermissionResponse] },
+        notifications: { "session/update": z.zSessionNotification, "$/cancel_request": z.zCancelRequestNotification },
+      },
+    };
+  }
+  const z = z2;
+  return {
+    z,
+    client: {
+      requests: {
+        initialize: [z.zInitializeRequest, z.zInitializeResponse],
+        "session/new": [z.zNewSessionRequest, z.zNewSessionResponse],
+        "session/prompt": [z.zPromptRequest, z.zPromptResponse],
+        "session/list": [z.zListSessionsRequest, z.zListSessionsResponse],
+        "session/resume": [z.zResumeSessionRequest, z.zResumeSessionResponse],
+        "session/close": [z.zCloseSessionRequest, z.zCloseSessionResponse],
+        "session/status": [z.zSessionStatusRequest, z.zSessionStatusResponse],
+      },
+      notifications: { "session/cancel": z.zCancelSessionNotification, "$/cancel_request": z.zCancelRequestNotification },
+    },
+    agent: {
+      requests: { "session/request_permission": [z.zRequestPermissionRequest, z.zRequestPermissionResponse] },
+      notifications: { "session/update": z.zUpdateSessionNotification, "$/cancel_request": z.zCancelRequestNotification },
+    },
+  };
+}
 
 export class Transcript {
-  constructor() {
+  /** `version`: the protocol version whose schemas check the lines (2 unless given). */
+  constructor(version = 2) {
+    this.version = version;
+    this.schemas = tables(version);
     this.lines = 0;
     this.valid = 0;
     this.extensions = new Map();
@@ -58,8 +87,7 @@ export class Transcript {
     }
     if (message.jsonrpc !== "2.0") return this.fail(from, line, 'jsonrpc is not "2.0"');
     const other = from === "client" ? "agent" : "client";
-    const requests = from === "client" ? CLIENT_REQUESTS : AGENT_REQUESTS;
-    const notifications = from === "client" ? CLIENT_NOTIFICATIONS : AGENT_NOTIFICATIONS;
+    const { requests, notifications } = this.schemas[from];
     if (typeof message.method === "string") {
       if (message.method.startsWith("_")) {
         this.extensions.set(message.method, (this.extensions.get(message.method) ?? 0) + 1);
@@ -83,12 +111,12 @@ export class Transcript {
     if (method === undefined) return this.fail(from, line, `a response to ${key}, which ${other} never asked (or was already answered)`);
     this.open[other].delete(key);
     if (("result" in message) === ("error" in message)) return this.fail(from, line, "a response needs exactly one of result and error");
-    if ("error" in message) return this.parse(from, line, z.zError, message.error, `error for ${method}`);
+    if ("error" in message) return this.parse(from, line, this.schemas.z.zError, message.error, `error for ${method}`);
     if (method.startsWith("_")) {
       this.extensions.set(`${method} (result)`, (this.extensions.get(`${method} (result)`) ?? 0) + 1);
       return;
     }
-    const schemas = (other === "client" ? CLIENT_REQUESTS : AGENT_REQUESTS)[method];
+    const schemas = this.schemas[other].requests[method];
     return this.parse(from, line, schemas[1], message.result, `result of ${method}`);
   }
 
@@ -109,7 +137,7 @@ export class Transcript {
   /** One line for the log: what was checked and what was not. */
   summary() {
     const ext = [...this.extensions].map(([m, n]) => `${m} ×${n}`).join(", ");
-    return `lines: ${this.lines}, valid per the SDK's schemas: ${this.valid}, extension messages: ${ext || "none"}, invalid: ${this.problems.length}`;
+    return `lines: ${this.lines}, valid per the SDK's v${this.version} schemas: ${this.valid}, extension messages: ${ext || "none"}, invalid: ${this.problems.length}`;
   }
 }
 

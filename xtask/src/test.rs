@@ -62,7 +62,7 @@ pub enum Stage {
     Blackbox,
     /// the generated TypeScript package: tsc, then every example and vector message through its validators
     Typescript,
-    /// the official TypeScript SDK's v2 client (pinned, interop/typescript-sdk) drives every agent, each line checked by the SDK's schemas
+    /// the official TypeScript SDK's v2 and v1 clients (pinned, interop/typescript-sdk) drive every agent, each line checked by the SDK's schemas
     Interop,
     /// cargo xtask dist's wheel, installed in a fresh venv and used against the reference agent
     PythonWheel,
@@ -773,7 +773,7 @@ fn typescript() -> Row {
 fn interop() -> Row {
     let project = root().join("interop/typescript-sdk");
     let harness = crate::cache_dir().join("interop/typescript-sdk");
-    let files = ["package.json", "package-lock.json", "validate.mjs", "validate.test.mjs", "sdk-client.mjs", "sdk-agent.mjs"];
+    let files = ["package.json", "package-lock.json", "validate.mjs", "validate.test.mjs", "sdk-client.mjs", "sdk-v1-client.mjs", "sdk-agent.mjs"];
     if let Err(e) = crate::typescript::npm_project(&project, &harness, &files) {
         return Row::failed(e);
     }
@@ -789,7 +789,6 @@ fn interop() -> Row {
         failed.push("the line validator's own tests".to_owned());
     }
     for (name, command) in blackbox_agents() {
-        eprintln!("\nthe official TypeScript SDK's v2 client against the {name}:");
         let mut command = match command {
             Ok(c) => c,
             Err(e) => {
@@ -802,13 +801,43 @@ fn interop() -> Row {
             command.extend(["--permission-on-tool".into(), "1".into()]);
         }
         command.extend(["--delay-ms".into(), "20".into()]);
-        let mut client = Command::new("node");
-        client.arg(harness.join("sdk-client.mjs")).arg("--").args(&command).current_dir(&harness);
-        if process::run(&mut client, Echo::All).is_ok_and(|r| r.success()) {
-            tests.passed += 1;
-        } else {
+        // The SDK's v2 draft client, then its v1 client (the default entrypoint: what shipping
+        // editors run), against the same agent.
+        for (version, script) in [("v2", "sdk-client.mjs"), ("v1", "sdk-v1-client.mjs")] {
+            eprintln!("\nthe official TypeScript SDK's {version} client against the {name}:");
+            let mut client = Command::new("node");
+            client.arg(harness.join(script)).arg("--").args(&command).current_dir(&harness);
+            if process::run(&mut client, Echo::All).is_ok_and(|r| r.success()) {
+                tests.passed += 1;
+            } else {
+                tests.failed += 1;
+                failed.push(format!("{name} ({version} client)"));
+            }
+        }
+    }
+    // The official Python SDK's client (ACP v1) against the same agents.
+    match python_sdk() {
+        Ok(py) => {
+            for (name, command) in blackbox_agents() {
+                let Ok(mut command) = command else { continue };
+                if name == "reference agent" {
+                    command.extend(["--permission-on-tool".into(), "1".into()]);
+                }
+                command.extend(["--delay-ms".into(), "20".into()]);
+                eprintln!("\nthe official Python SDK's v1 client against the {name}:");
+                let mut client = Command::new(&py);
+                client.arg(root().join("interop/python-sdk/sdk_v1_client.py")).arg("--").args(&command).current_dir(&harness);
+                if process::run(&mut client, Echo::All).is_ok_and(|r| r.success()) {
+                    tests.passed += 1;
+                } else {
+                    tests.failed += 1;
+                    failed.push(format!("{name} (Python SDK v1 client)"));
+                }
+            }
+        }
+        Err(e) => {
             tests.failed += 1;
-            failed.push(name.to_owned());
+            failed.push(format!("the official Python SDK: {e}"));
         }
     }
     // The other way: our clients drive the agent written with the SDK.
@@ -830,6 +859,28 @@ fn interop() -> Row {
     }
     let note = if failed.is_empty() { String::new() } else { format!("failed: {}", failed.join("; ")) };
     Row { ok: failed.is_empty() && tests.passed > 0, tests: Some(tests), vectors: None, note }
+}
+
+/// The interpreter of `<cache>/interop/python-sdk/venv`, with the official Python SDK installed
+/// as `interop/python-sdk/requirements.txt` pins it: pip runs only when that file changed since
+/// the last install (a copy of it in the venv says what is installed).
+fn python_sdk() -> Result<PathBuf, String> {
+    let venv = cache_dir().join("interop/python-sdk/venv");
+    let py = crate::pyenv::cached_venv(&venv).map_err(|e| e.to_string())?;
+    let wanted = root().join("interop/python-sdk/requirements.txt");
+    let installed = venv.join("installed-requirements.txt");
+    let text = std::fs::read_to_string(&wanted).map_err(|e| format!("{}: {e}", wanted.display()))?;
+    if std::fs::read_to_string(&installed).ok().as_deref() != Some(text.as_str()) {
+        eprintln!("installing: the official Python SDK as {} pins it, into {}", wanted.display(), venv.display());
+        let mut pip = Command::new(&py);
+        pip.args(["-m", "pip", "install", "--progress-bar", "off", "-r"]).arg(&wanted);
+        match process::run(&mut pip, Echo::All) {
+            Ok(r) if r.success() => {}
+            _ => return Err("pip install -r interop/python-sdk/requirements.txt failed".into()),
+        }
+        std::fs::write(&installed, text).map_err(|e| format!("{}: {e}", installed.display()))?;
+    }
+    Ok(py)
 }
 
 /// The Kotlin client's interop test (`SdkAgentInteropTest`, skipped unless

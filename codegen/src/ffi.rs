@@ -71,8 +71,25 @@ impl VisitMut for Patches {
     }
 }
 
-fn docs(attrs: &[syn::Attribute]) -> Vec<&syn::Attribute> {
-    attrs.iter().filter(|a| a.path().is_ident("doc")).collect()
+/// The doc attributes, made safe for the bindings' block comments. UniFFI copies docs into
+/// Kotlin and Swift `/** … */` comments, which nest: an upstream description that says
+/// `session/*` would open a comment that never closes and swallow the rest of the file. A
+/// space between the two characters (`session/ *`, `* /`) keeps the text readable in every
+/// language.
+fn docs(attrs: &[syn::Attribute]) -> Vec<syn::Attribute> {
+    attrs
+        .iter()
+        .filter(|a| a.path().is_ident("doc"))
+        .map(|a| match &a.meta {
+            syn::Meta::NameValue(syn::MetaNameValue {
+                value: syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(text), .. }), ..
+            }) if text.value().contains("/*") || text.value().contains("*/") => {
+                let safe = text.value().replace("/*", "/ *").replace("*/", "* /");
+                syn::parse_quote!(#[doc = #safe])
+            }
+            _ => a.clone(),
+        })
+        .collect()
 }
 
 /// The UniFFI declarations of the wire types in `expansion` (the formatted output of

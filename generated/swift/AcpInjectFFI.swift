@@ -3596,7 +3596,7 @@ public struct AgentCapabilities: Equatable, Hashable {
      * Session capabilities supported by the agent.
      *
      * Optional. Omitted and `null` are equivalent and mean the agent does not support the
-     * `session/*` methods. Supplying `{}` means the agent supports the
+     * `session/ *` methods. Supplying `{}` means the agent supports the
      * baseline session methods: `session/new`, `session/list`,
      * `session/resume`, `session/close`, `session/prompt`, `session/cancel`,
      * and `session/update`.
@@ -3611,7 +3611,7 @@ public struct AgentCapabilities: Equatable, Hashable {
          * Session capabilities supported by the agent.
          *
          * Optional. Omitted and `null` are equivalent and mean the agent does not support the
-         * `session/*` methods. Supplying `{}` means the agent supports the
+         * `session/ *` methods. Supplying `{}` means the agent supports the
          * baseline session methods: `session/new`, `session/list`,
          * `session/resume`, `session/close`, `session/prompt`, `session/cancel`,
          * and `session/update`.

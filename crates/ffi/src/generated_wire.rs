@@ -26,7 +26,13 @@ available features and content types.
 See protocol docs: [Agent Capabilities](https://agentclientprotocol.com/protocol/v2/draft/initialization#agent-capabilities)*/
 #[uniffi::remote(Record)]
 pub struct AgentCapabilities {
-    #[doc = "Session capabilities supported by the agent.\n\nOptional. Omitted and `null` are equivalent and mean the agent does not support the\n`session/*` methods. Supplying `{}` means the agent supports the\nbaseline session methods: `session/new`, `session/list`,\n`session/resume`, `session/close`, `session/prompt`, `session/cancel`,\nand `session/update`."]
+    /**Session capabilities supported by the agent.
+
+Optional. Omitted and `null` are equivalent and mean the agent does not support the
+`session/ *` methods. Supplying `{}` means the agent supports the
+baseline session methods: `session/new`, `session/list`,
+`session/resume`, `session/close`, `session/prompt`, `session/cancel`,
+and `session/update`.*/
     pub session: ::std::option::Option<SessionCapabilities>,
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,

@@ -6401,7 +6401,7 @@ data class AgentCapabilities (
      * Session capabilities supported by the agent.
      *
      * Optional. Omitted and `null` are equivalent and mean the agent does not support the
-     * `session/*` methods. Supplying `{}` means the agent supports the
+     * `session/ *` methods. Supplying `{}` means the agent supports the
      * baseline session methods: `session/new`, `session/list`,
      * `session/resume`, `session/close`, `session/prompt`, `session/cancel`,
      * and `session/update`.

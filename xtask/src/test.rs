@@ -773,7 +773,15 @@ fn typescript() -> Row {
 fn interop() -> Row {
     let project = root().join("interop/typescript-sdk");
     let harness = crate::cache_dir().join("interop/typescript-sdk");
-    let files = ["package.json", "package-lock.json", "validate.mjs", "validate.test.mjs", "sdk-client.mjs", "sdk-v1-client.mjs", "sdk-agent.mjs"];
+    let files = [
+        "package.json",
+        "package-lock.json",
+        "validate.mjs",
+        "validate.test.mjs",
+        "sdk-client.mjs",
+        "sdk-v1-client.mjs",
+        "sdk-agent.mjs",
+    ];
     if let Err(e) = crate::typescript::npm_project(&project, &harness, &files) {
         return Row::failed(e);
     }

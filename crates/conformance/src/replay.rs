@@ -14,7 +14,10 @@ use acp_inject_core::agent::{
     RuntimeEvent, SetupSupport,
 };
 use acp_inject_core::client::{Answer, CallRejected, Event, ItemStatus, MirrorSnapshot, ProtocolError};
-use acp_inject_core::wire::{ContentBlock, InjectCapabilities, InjectMode, StopReason};
+use acp_inject_core::wire::{
+    jsonrpc, methods, ContentBlock, Implementation, InitializeRequest, InjectCapabilities, InjectMode, ProtocolVersion, RequestId,
+    StopReason,
+};
 use serde_json::Value;
 
 use crate::captures::{strip_detail, Captures};
@@ -197,6 +200,38 @@ pub struct VectorRun {
     /// The connections attached to each session as last reported, for notices about a session
     /// that has since closed (its attachments are gone with it).
     known_attached: BTreeMap<String, Vec<ConnId>>,
+    /// Agent side: the connections the setup initializes before the first step (R-INIT-2),
+    /// each an `initialize` line and an expect that takes its answer.
+    handshakes: std::collections::VecDeque<ConnId>,
+    /// The setup's expect for a handshake's answer is pending.
+    in_handshake: bool,
+}
+
+/// The connections of an agent-side vector that the setup initializes (v2, no capabilities):
+/// the setup's connections and every other one a step sends from, except those whose first
+/// line is an `initialize` of their own.
+fn handshakes(steps: &[Value], setup: &AgentSetup) -> std::collections::VecDeque<ConnId> {
+    let mut first: BTreeMap<String, bool> = BTreeMap::new();
+    for step in steps {
+        if let Some(msg) = step.get("client") {
+            let from = step.get("from").and_then(Value::as_str).unwrap_or("c1").to_owned();
+            first.entry(from).or_insert_with(|| msg.get("method").and_then(Value::as_str) == Some(methods::INITIALIZE));
+        }
+    }
+    let mut out: Vec<ConnId> = setup.connections.iter().map(|c| c.id.clone()).collect();
+    out.extend(first.keys().filter(|c| !out.contains(c)).cloned().collect::<Vec<_>>());
+    out.into_iter().filter(|c| first.get(c) != Some(&true)).collect()
+}
+
+/// The `initialize` line the setup sends for a connection.
+fn handshake_line(connection: &str) -> String {
+    let params = InitializeRequest {
+        protocol_version: ProtocolVersion(2),
+        info: Implementation { name: "vector-setup".into(), title: None, version: "0".into(), meta: None },
+        capabilities: None,
+        meta: None,
+    };
+    jsonrpc::request_line(&RequestId::Str(format!("setup-{connection}")), &params)
 }
 
 impl VectorRun {
@@ -212,14 +247,15 @@ impl VectorRun {
         let steps = vector.get("steps").and_then(Value::as_array).cloned().ok_or_else(|| err("the vector has no `steps` array"))?;
         let default_session = vector.get("sessionId").and_then(Value::as_str).unwrap_or("s1").to_owned();
         // The setup attaches every connection of the vector to its session.
-        let known_attached = match side {
+        let (known_attached, handshakes) = match side {
             Side::Agent => {
                 let setup = agent_setup(&vector)?;
-                BTreeMap::from([(setup.session, setup.connections.into_iter().map(|c| c.id).collect())])
+                let handshakes = handshakes(&steps, &setup);
+                (BTreeMap::from([(setup.session, setup.connections.into_iter().map(|c| c.id).collect())]), handshakes)
             }
             Side::Client => {
                 client_setup(&vector)?;
-                BTreeMap::new()
+                (BTreeMap::new(), Default::default())
             }
         };
         Ok(VectorRun {
@@ -233,6 +269,8 @@ impl VectorRun {
             expected: None,
             last_error: None,
             known_attached,
+            handshakes,
+            in_handshake: false,
         })
     }
 
@@ -249,6 +287,14 @@ impl VectorRun {
     /// The next instruction, or `None` when the vector is done (the driver then drains its
     /// outputs once more and reports them with [`VectorRun::check_outputs`]: nothing may be left).
     pub fn next_instruction(&mut self) -> Result<Option<Instruction>, Mismatch> {
+        // The setup: each connection's `initialize`, then an expect that takes its answer.
+        if self.in_handshake {
+            return Ok(Some(Instruction::Expect));
+        }
+        if let Some(connection) = self.handshakes.pop_front() {
+            self.in_handshake = true;
+            return Ok(Some(Instruction::ClientLine { line: handshake_line(&connection), connection }));
+        }
         loop {
             let Some(step) = self.steps.get(self.next).cloned() else {
                 self.current = None;
@@ -333,6 +379,15 @@ impl VectorRun {
     /// vector), with the connections attached to each live session. A session no longer live
     /// keeps the attachments reported last.
     pub fn check_outputs(&mut self, outputs: &[Output], attached: &BTreeMap<String, Vec<ConnId>>) -> Result<(), Mismatch> {
+        if std::mem::take(&mut self.in_handshake) {
+            // The setup's handshake: one answer, a result.
+            let answered = matches!(outputs, [Output::Line { line, .. }] if serde_json::from_str::<Value>(line).is_ok_and(|v| v.get("result").is_some()));
+            return if answered {
+                Ok(())
+            } else {
+                Err(err(format!("setup: the handshake's `initialize` was not answered with a result: {outputs:?}")))
+            };
+        }
         let at = match self.current {
             Some(i) => format!("step {i} (expect)"),
             None => "end of vector".to_owned(),

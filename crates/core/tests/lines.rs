@@ -11,7 +11,37 @@ fn agent() -> Agent {
     a.create_session("s1", "/work");
     a.attach("c1", acp_inject_core::agent::ConnectionRole::Controller);
     a.attach_to_session("c1", "s1");
+    initialize(&mut a);
     a
+}
+
+/// `c1`'s `initialize` (R-INIT-2: nothing else is served before it), its answer drained.
+fn initialize(a: &mut Agent) {
+    a.handle_line(
+        "c1",
+        r#"{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":2,"info":{"name":"t","version":"0"}}}"#,
+    );
+    let out = a.drain().unwrap();
+    assert!(matches!(&out[..], [Output::Line { line, .. }] if line.contains(r#""result""#)), "{out:?}");
+}
+
+/// R-INIT-2: before a successful `initialize` every other request is -32600 naming the method,
+/// a notification is ignored, and a failed `initialize` does not count.
+#[test]
+fn nothing_but_initialize_is_served_before_it() {
+    let mut a = Agent::new(AgentConfig::default()).unwrap();
+    a.create_session("s1", "/work");
+    let out = answer(&mut a, br#"{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/work"}}"#);
+    assert_eq!(error(&out[0]).0, -32600);
+    assert!(out[0]["error"]["data"]["detail"].as_str().unwrap().contains("initialized before `session/new`"), "{}", out[0]);
+    assert!(answer(&mut a, br#"{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s1"}}"#).is_empty());
+    let out = answer(&mut a, br#"{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":0}}"#);
+    assert_eq!(error(&out[0]).0, -32022);
+    let out = answer(&mut a, br#"{"jsonrpc":"2.0","id":3,"method":"session/list","params":{}}"#);
+    assert_eq!(error(&out[0]).0, -32600);
+    initialize(&mut a);
+    let out = answer(&mut a, br#"{"jsonrpc":"2.0","id":4,"method":"session/list","params":{}}"#);
+    assert!(out[0].get("result").is_some(), "{}", out[0]);
 }
 
 /// Feeds one line; returns the lines sent back to `c1` (only answers are expected).

@@ -22,6 +22,9 @@ fn agent_in_turn(controllers: &[&str]) -> Agent {
     for c in controllers {
         a.attach(c, ConnectionRole::Controller);
         a.attach_to_session(c, "s1");
+        // R-INIT-2: nothing but `initialize` is served before it.
+        let init = json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": { "protocolVersion": 2, "info": { "name": "t", "version": "0" } } });
+        a.handle_line(c, &init.to_string());
     }
     a.runtime_event("s1", RuntimeEvent::TurnStarted).unwrap();
     a.drain().unwrap();
@@ -125,9 +128,10 @@ fn invalid_utf8_and_oversized_lines_get_errors_and_the_stream_goes_on() {
     a.receive_bytes("c1", b"\n");
     let out = lines(&a.drain().unwrap());
     assert_eq!(out[0].1["error"]["code"], -32600);
-    a.receive_bytes("c1", b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"session/new\",\"params\":{\"cwd\":\"/w\"}}\n");
+    a.receive_bytes("c1", b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":2,\"info\":{\"name\":\"t\",\"version\":\"0\"}}}\n");
+    a.receive_bytes("c1", b"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"session/new\",\"params\":{\"cwd\":\"/w\"}}\n");
     let out = lines(&a.drain().unwrap());
-    assert!(out[0].1["result"]["sessionId"].is_string(), "{out:?}");
+    assert!(out[1].1["result"]["sessionId"].is_string(), "{out:?}");
 }
 
 #[test]

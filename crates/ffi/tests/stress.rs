@@ -139,6 +139,10 @@ fn eight_threads_one_session() {
     assert!(core.create_session("s1".into(), "/work".into()).unwrap());
     for t in 0..THREADS {
         assert!(core.attach_to_session(format!("c{t}"), "s1".into()).unwrap());
+        // R-INIT-2: nothing but `initialize` is served before it.
+        let init = json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": { "protocolVersion": 2, "info": { "name": "stress", "version": "0" } } });
+        core.handle_line(format!("c{t}"), init.to_string()).unwrap();
     }
     let log = Arc::new(Mutex::new(Log::default()));
     let (done_tx, done) = mpsc::channel();

@@ -24,6 +24,7 @@ const TEST: &str = "killed_at_random_points_loses_no_answered_inject";
 /// batches of 1–4, printing each answered id after the drain that released it.
 fn child(path: &str, seed: u64) -> ! {
     let mut a = open_agent(path, config(DEFAULT_REMEMBER_IDS)).expect("open");
+    initialize(&mut a, "c1");
     if a.session_ids().is_empty() {
         call(&mut a, "c1", 1, "session/new", json!({ "cwd": "/work" }));
         call(&mut a, "c1", 2, "session/prompt", json!({ "sessionId": "sess_1", "prompt": text("go") }));

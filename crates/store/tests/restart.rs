@@ -19,6 +19,7 @@ fn a_reopened_agent_continues_from_the_store() {
     // ----- first process -----
     {
         let mut a = open_agent(&path, cfg()).unwrap();
+        initialize(&mut a, "c1");
         let new = call(&mut a, "c1", 1, "session/new", json!({ "cwd": "/work" }));
         assert_eq!(answer(&new)["result"]["sessionId"], "sess_1");
         let new = call(&mut a, "c1", 2, "session/new", json!({ "cwd": "/other" }));
@@ -59,6 +60,7 @@ fn a_reopened_agent_continues_from_the_store() {
         let mut b = open_agent(&path, cfg()).unwrap();
         assert_eq!(b.session_ids(), ["sess_1"], "closed sessions are not live");
         assert!(b.attached("sess_1").is_empty(), "a restarted process has no connections");
+        initialize(&mut b, "c2");
         let pending: Vec<(String, InjectMode, String)> = b
             .pending("sess_1")
             .into_iter()
@@ -145,6 +147,7 @@ fn a_reopened_agent_continues_from_the_store() {
     assert_eq!(c.session_ids(), ["sess_1", "sess_2"]);
     assert!(c.pending("sess_1").is_empty());
     assert_eq!(c.turn("sess_1"), Some(&Turn::started()));
+    initialize(&mut c, "c3");
     let out = call(&mut c, "c3", 1, "session/revoke_inject", json!({ "sessionId": "sess_1", "messageId": "msg_2" }));
     assert_eq!(reason(answer(&out)), Some("already_delivered"));
     let out = call(&mut c, "c3", 2, "session/inject", json!({ "sessionId": "sess_1", "mode": "steer", "content": text("s4") }));
@@ -189,6 +192,10 @@ fn random_sequences_give_the_same_outputs_across_restarts() {
         let path = dir.path().join("agent.sqlite3");
         let mut mem = Agent::with_store(config(remember), Box::new(MemoryStore::new())).unwrap();
         let mut db = open_agent(&path, config(remember)).unwrap();
+        for c in ["c1", "c2"] {
+            initialize(&mut mem, c);
+            initialize(&mut db, c);
+        }
         let mut rng = Rng(seed);
         let mut req = 0u64;
         let mut ids: Vec<String> = Vec::new();
@@ -261,6 +268,8 @@ fn random_sequences_give_the_same_outputs_across_restarts() {
             }
             let (a, b) = (mem.drain().unwrap(), db.drain().unwrap());
             assert_eq!(a, b, "seed {seed} step {step}");
+            // Every connection said `initialize`: nothing is refused for lacking it (R-INIT-2).
+            assert!(!format!("{a:?}").contains("must be initialized"), "seed {seed} step {step}: {a:?}");
             for o in &a {
                 if let Output::Line { line, .. } = o {
                     if let Some(id) = serde_json::from_str::<serde_json::Value>(line).unwrap()["result"]["messageId"].as_str() {
@@ -275,6 +284,10 @@ fn random_sequences_give_the_same_outputs_across_restarts() {
             if rng.below(5) == 0 && mem.open_requests().is_empty() && owes_nothing {
                 drop(db);
                 db = open_agent(&path, config(remember)).unwrap();
+                // The connections of a new process say `initialize` again.
+                for c in ["c1", "c2"] {
+                    initialize(&mut db, c);
+                }
                 assert_eq!(db.session_ids(), mem.session_ids(), "seed {seed} step {step}");
                 for s in mem.session_ids() {
                     assert_eq!(db.pending(&s), mem.pending(&s), "seed {seed} step {step}");
@@ -288,5 +301,6 @@ fn random_sequences_give_the_same_outputs_across_restarts() {
         for s in sessions {
             assert_eq!(db.history(s).unwrap(), mem.history(s).unwrap(), "seed {seed}");
         }
+        assert!(!ids.is_empty(), "seed {seed}: no request was accepted");
     }
 }

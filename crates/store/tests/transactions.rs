@@ -28,6 +28,7 @@ fn a_burst_of_injects_drained_once_is_one_commit() {
     let store = SqliteStore::open(&path).unwrap();
     let stats = store.stats();
     let mut a = Agent::with_store(config(DEFAULT_REMEMBER_IDS), Box::new(store)).unwrap();
+    initialize(&mut a, "c1");
     call(&mut a, "c1", 1, "session/new", json!({ "cwd": "/work" }));
     call(&mut a, "c1", 2, "session/prompt", json!({ "sessionId": "sess_1", "prompt": text("go") }));
 
@@ -63,6 +64,7 @@ fn a_batch_the_store_cannot_hold_poisons_and_releases_nothing() {
     // change to it cannot be stored, so its batch must fail as a whole.
     let mut mem = Agent::new(config(DEFAULT_REMEMBER_IDS)).unwrap();
     assert!(mem.create_session("ghost", "/work"));
+    initialize(&mut mem, "c1");
     call(&mut mem, "c1", 1, "session/prompt", json!({ "sessionId": "ghost", "prompt": text("go") }));
     let snapshot = mem.snapshot();
 

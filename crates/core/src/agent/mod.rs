@@ -10,9 +10,10 @@
 //! use acp_inject_core::agent::{Agent, AgentConfig, Output};
 //!
 //! let mut agent = Agent::new(AgentConfig::default()).unwrap();
+//! agent.handle_line("c1", r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":2,"info":{"name":"app","version":"1"}}}"#);
 //! agent.handle_line("c1", r#"{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/work"}}"#);
 //! let outputs = agent.drain().unwrap();
-//! let Output::Line { to, line } = &outputs[0] else { panic!() };
+//! let Output::Line { to, line } = &outputs[1] else { panic!() };
 //! assert_eq!(to, &["c1".to_owned()]);
 //! assert!(line.contains(r#""sessionId":"sess_1""#));
 //! ```
@@ -218,7 +219,11 @@ impl Agent {
     /// Registers a connection with a role. Connections that send a line without being
     /// registered are controllers.
     pub fn attach(&mut self, conn: &str, role: ConnectionRole) {
-        self.connections.entry(conn.to_owned()).and_modify(|c| c.role = role).or_insert(Connection { role, pending_updates: false });
+        self.connections.entry(conn.to_owned()).and_modify(|c| c.role = role).or_insert(Connection {
+            role,
+            pending_updates: false,
+            initialized: false,
+        });
     }
 
     /// A connection went away: it is detached from every session, a partial line it sent is
@@ -236,7 +241,11 @@ impl Agent {
     /// Attaches a connection to a live session, so it receives the session's updates (done by
     /// `session/new`, `session/resume` and any session request from the connection).
     pub fn attach_to_session(&mut self, conn: &str, session: &str) -> bool {
-        self.connections.entry(conn.to_owned()).or_insert(Connection { role: ConnectionRole::Controller, pending_updates: false });
+        self.connections.entry(conn.to_owned()).or_insert(Connection {
+            role: ConnectionRole::Controller,
+            pending_updates: false,
+            initialized: false,
+        });
         match self.sessions.get_mut(session) {
             Some(s) => {
                 s.attached.insert(conn.to_owned());
@@ -482,7 +491,11 @@ impl Agent {
 
     /// Applies one classified message from a client connection.
     pub fn handle_message(&mut self, conn: &str, msg: Incoming<'_>) {
-        self.connections.entry(conn.to_owned()).or_insert(Connection { role: ConnectionRole::Controller, pending_updates: false });
+        self.connections.entry(conn.to_owned()).or_insert(Connection {
+            role: ConnectionRole::Controller,
+            pending_updates: false,
+            initialized: false,
+        });
         // A v1 connection's request, as the core handles it (`v1.rs`).
         let rewritten;
         let msg = match (self.v1.get_mut(conn), msg) {
@@ -499,7 +512,12 @@ impl Agent {
         let checked = jsonrpc::check_method(&msg);
         match msg {
             Incoming::Request { id, method, params } => {
+                let initialized = self.connections.get(conn).is_some_and(|c| c.initialized);
                 let reply = match checked {
+                    // R-INIT-2: nothing but `initialize` before a successful `initialize`.
+                    Ok(()) if !initialized && method != acp_inject_wire::methods::INITIALIZE => requests::Reply::err(
+                        ErrorObject::invalid_request(&format!("the connection must be initialized before `{method}`")),
+                    ),
                     Ok(()) => self.request(conn, &method, params),
                     Err(e) => requests::Reply::err(e.to_error()),
                 };

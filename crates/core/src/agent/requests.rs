@@ -149,6 +149,9 @@ impl Agent {
         }
         // R-V1-1: a v1 client gets a v1 agent; the connection is translated from now on.
         if answered == Some(1) {
+            if let Some(c) = self.connections.get_mut(conn) {
+                c.initialized = true;
+            }
             self.v1.insert(conn.to_owned(), super::V1Connection::default());
             let answer = Ok(super::v1::initialize_result(&self.config));
             return Reply { before: Vec::new(), answer, after: Vec::new(), held: None };
@@ -158,6 +161,7 @@ impl Agent {
         let opted_in = p.capabilities.and_then(|c| c.meta).is_some_and(|meta| meta.contains_key(PENDING_EXTENSION));
         if let Some(c) = self.connections.get_mut(conn) {
             c.pending_updates = opted_in;
+            c.initialized = true;
         }
         let setup = self.config.setup;
         let mut extensions = Map::new();

@@ -45,6 +45,14 @@ pub struct Connection {
     /// It opted into the pending-list extension at `initialize`.
     #[serde(default)]
     pub pending_updates: bool,
+    /// Its `initialize` succeeded: it may send other requests (R-INIT-2). A snapshot written
+    /// before this member existed held only connections that were serving.
+    #[serde(default = "initialized_by_default")]
+    pub initialized: bool,
+}
+
+fn initialized_by_default() -> bool {
+    true
 }
 
 /// One live session.

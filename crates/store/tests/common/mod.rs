@@ -24,6 +24,14 @@ pub fn request(id: u64, method: &str, params: Value) -> String {
     json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }).to_string()
 }
 
+/// `conn`'s `initialize` (R-INIT-2: nothing else is served before it), its answer drained.
+pub fn initialize(agent: &mut Agent, conn: &str) {
+    let line = request(0, "initialize", json!({ "protocolVersion": 2, "info": { "name": "store-test", "version": "0" } }));
+    agent.handle_line(conn, &line);
+    let out = lines_to(conn, agent.drain().expect("drain"));
+    assert!(out.len() == 1 && out[0].get("result").is_some(), "initialize: {out:?}");
+}
+
 /// Sends one request line and drains: the parsed lines addressed to `conn`, in order.
 pub fn call(agent: &mut Agent, conn: &str, id: u64, method: &str, params: Value) -> Vec<Value> {
     agent.handle_line(conn, &request(id, method, params));

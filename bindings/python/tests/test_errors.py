@@ -29,7 +29,7 @@ from acp_inject import (
 )
 from acp_inject.acp_inject_ffi import VectorRun
 
-from .wiring import Wire
+from .wiring import Wire, handshake
 
 
 def errors(outputs: List[Output]) -> List[int]:
@@ -45,6 +45,7 @@ def errors(outputs: List[Output]) -> List[int]:
 def agent() -> AgentCore:
     core = AgentCore(default_agent_config())
     core.create_session("s1", "/work")
+    handshake(core, "c1")
     return core
 
 
@@ -83,6 +84,7 @@ def test_a_huge_line_is_refused_and_the_next_one_still_works() -> None:
     config.policy.max_line_bytes = 1024
     core = AgentCore(config)
     core.create_session("s1", "/work")
+    handshake(core, "c1")
     huge = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "session/prompt", "params": {"sessionId": "s1", "prompt": [{"type": "text", "text": "x" * 100_000}]}})
     out = core.handle_bytes("c1", huge.encode() + b"\n")
     assert len(errors(out)) == 1 and errors(out)[0] < 0

@@ -57,6 +57,7 @@ from acp_inject import (
 from acp_inject.acp_inject_ffi import VectorRun
 
 from .conftest import conformance_runner
+from .wiring import handshake
 
 Json = Dict[str, Any]
 Op = Tuple[Any, ...]
@@ -207,6 +208,7 @@ def replay(policy: Tuple[str, str], ops: List[Op]) -> Json:
     for c in setup.connections:
         core.attach(c.id, c.role)
         core.attach_to_session(c.id, setup.session)
+        handshake(core, c.id)  # as the Rust runner's setup does
     session = setup.session
     steps: List[Json] = vector["steps"]
     ledger = Ledger()
@@ -350,6 +352,7 @@ def fresh() -> Tuple[AgentCore, ClientCore]:
     core.create_session("s1", "/work")
     core.attach("c1", ConnectionRole.CONTROLLER)
     core.attach_to_session("c1", "s1")
+    handshake(core, "c1")
     client = ClientCore(1 << 16)
     client.assume_capabilities(default_agent_config().inject)
     client.open_session("s1", None)

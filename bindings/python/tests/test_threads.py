@@ -25,7 +25,7 @@ from acp_inject import (
     text_of,
 )
 
-from .wiring import Wire
+from .wiring import Wire, handshake
 
 THREADS = 8
 PER_THREAD = 150
@@ -37,6 +37,7 @@ def test_one_agent_core_driven_from_eight_threads() -> None:
     for n in range(1, THREADS + 1):
         core.attach(f"c{n}", ConnectionRole.CONTROLLER)
         core.attach_to_session(f"c{n}", "s1")
+        handshake(core, f"c{n}")
     prompt = {"jsonrpc": "2.0", "id": 0, "method": "session/prompt", "params": {"sessionId": "s1", "prompt": [{"type": "text", "text": "go"}]}}
     assert any(isinstance(o, Output.ACTION) for o in core.handle_line("c1", json.dumps(prompt)))
     accepted: Set[str] = set()

@@ -3,6 +3,7 @@ through their lines, with the agent runtime played by the test (break-points, tu
 
 from __future__ import annotations
 
+import json
 from typing import List, Optional, Sequence
 
 from acp_inject.acp_inject_ffi import SelectedPermissionOutcome
@@ -24,6 +25,14 @@ from acp_inject import (
 )
 
 
+def handshake(agent: AgentCore, conn: str) -> None:
+    """``conn``'s ``initialize``, its answer checked and dropped: an agent serves nothing else
+    before it (R-INIT-2)."""
+    line = json.dumps({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {"protocolVersion": 2, "info": {"name": "tests", "version": "0"}}})
+    out = [o for o in agent.handle_line(conn, line) if isinstance(o, Output.LINE)]
+    assert len(out) == 1 and "result" in json.loads(out[0].line), out
+
+
 def allowed(option_id: str) -> RequestPermissionOutcome:
     """The outcome of a permission request answered with ``option_id``."""
     return RequestPermissionOutcome.SELECTED(SelectedPermissionOutcome(option_id=option_id, meta=None))
@@ -40,6 +49,7 @@ class Wire:
         self.client = ClientCore(1 << 20)
         self.client.assume_capabilities(config.inject)
         self.agent.attach("c1", ConnectionRole.CONTROLLER)
+        handshake(self.agent, "c1")
         for s in sessions:
             assert self.agent.create_session(s, "/work")
             assert self.agent.attach_to_session("c1", s)

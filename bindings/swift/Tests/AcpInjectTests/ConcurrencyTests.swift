@@ -65,6 +65,7 @@ final class ConcurrencyTests: XCTestCase {
         try starter.openSession(sessionId: "s1", mirrorJson: nil)
         try core.attach(connection: "c0", role: .controller)
         XCTAssertTrue(try core.attachToSession(connection: "c0", sessionId: "s1"))
+        try handshake(core, "c0")
         _ = try starter.prompt(sessionId: "s1", content: "go".contentBlocks)
         for line in try starter.takeOutgoing() { _ = try core.handleLine(connection: "c0", line: line) }
 
@@ -87,6 +88,7 @@ final class ConcurrencyTests: XCTestCase {
                     try client.openSession(sessionId: "s1", mirrorJson: nil)
                     try core.attach(connection: conn, role: .controller)
                     _ = try core.attachToSession(connection: conn, sessionId: "s1")
+                    try handshake(core, conn)
                     var accepted: [String] = [], revoked: [String] = [], refused = 0
                     func exchange() throws -> [Event] {
                         var events: [Event] = []

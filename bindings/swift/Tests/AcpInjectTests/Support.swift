@@ -105,6 +105,18 @@ func assertAcpErrorAsync<T>(
     }
 }
 
+/// `connection`'s `initialize`, its answer checked and dropped: an agent serves nothing else
+/// before it (R-INIT-2).
+func handshake(_ core: AgentCore, _ connection: String) throws {
+    let line = #"{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":2,"info":{"name":"tests","version":"0"}}}"#
+    let answers = try core.handleLine(connection: connection, line: line).compactMap { output -> String? in
+        if case let .line(_, line) = output { return line }
+        return nil
+    }
+    XCTAssertEqual(answers.count, 1)
+    XCTAssertTrue(answers.first?.contains(#""result""#) ?? false, "\(answers)")
+}
+
 /// A `ClientCore` and an `AgentCore` wired together in memory: every line the client queues is
 /// handled by the agent as connection `c1`, and every line the agent sends to `c1` is fed back.
 final class Loopback {

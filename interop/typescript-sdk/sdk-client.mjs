@@ -15,52 +15,13 @@
 //
 // The agent command must accept `--store PATH` (both of ours do) and ask one permission per turn.
 
-import { spawn } from "node:child_process";
-import { Readable, Writable } from "node:stream";
-import { mkdtempSync, rmSync } from "node:fs";
-import { join } from "node:path";
-import { tmpdir } from "node:os";
 import * as acp from "@agentclientprotocol/sdk/experimental/v2/unstable";
-import { Transcript, tappedStream } from "./validate.mjs";
+import { Transcript } from "./validate.mjs";
+import { agentFromArgs, check, startAgent as start, step, stepsPassed, withTimeout } from "./harness.mjs";
 
-const args = process.argv.slice(2);
-const dash = args.indexOf("--");
-if (dash < 1 && args[0] !== "--") usage();
-const agentCommand = args.slice(dash + 1);
-if (agentCommand.length === 0) usage();
-const storeAt = args.indexOf("--store");
-const ownStore = !(storeAt >= 0 && storeAt < dash);
-const storeDir = ownStore ? mkdtempSync(join(tmpdir(), "acp-interop-")) : args[storeAt + 1];
-process.on("exit", () => {
-  if (ownStore) rmSync(storeDir, { recursive: true, force: true });
-});
-const store = join(storeDir, "sessions.db");
-
-function usage() {
-  console.error("usage: node sdk-client.mjs [--store DIR] -- AGENT_COMMAND [ARGS...]");
-  process.exit(2);
-}
-
+const target = agentFromArgs("sdk-client.mjs");
 const transcript = new Transcript();
-let steps = 0;
-
-function step(what) {
-  steps += 1;
-  console.log(`  ok ${steps}: ${what}`);
-}
-
-function check(condition, what) {
-  if (!condition) throw new Error(`check failed: ${what}`);
-}
-
-/** Starts the agent with the store and returns the SDK's stream over its stdio, tapped. */
-function startAgent() {
-  const [cmd, ...rest] = agentCommand;
-  const child = spawn(cmd, [...rest, "--store", store], { stdio: ["pipe", "pipe", "inherit"] });
-  const stream = tappedStream(acp.ndJsonStream, Readable.toWeb(child.stdout), Writable.toWeb(child.stdin), transcript, "client", "agent");
-  const exited = new Promise((resolve) => child.on("exit", (code, signal) => resolve({ code, signal })));
-  return { stream, child, exited };
-}
+const startAgent = () => start(acp.ndJsonStream, target, transcript);
 
 let permissions = 0;
 // Where `session/update` notifications go when no ActiveSession routes them (the resume).
@@ -102,14 +63,6 @@ async function untilIdle(session, onUpdate = () => {}) {
     updates.push(message.update);
     onUpdate(message.update);
   }
-}
-
-function withTimeout(promise, ms, what) {
-  let timer;
-  const timeout = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
 const userMessages = (updates) => updates.filter((u) => u.sessionUpdate === "user_message").map((u) => u.messageId);
@@ -235,7 +188,7 @@ async function secondConnection(sessionId) {
 }
 
 try {
-  console.log(`sdk-client: the official TypeScript SDK (v2 draft, unstable) drives: ${agentCommand.join(" ")}`);
+  console.log(`sdk-client: the official TypeScript SDK (v2 draft, unstable) drives: ${target.command.join(" ")}`);
   const sessionId = await firstConnection();
   await secondConnection(sessionId);
 } catch (e) {
@@ -247,4 +200,4 @@ try {
 console.log(transcript.summary());
 for (const p of transcript.problems) console.error(`  invalid: ${p}`);
 if (transcript.problems.length > 0) process.exit(1);
-console.log(`sdk-client: passed, ${steps} steps`);
+console.log(`sdk-client: passed, ${stepsPassed()} steps`);

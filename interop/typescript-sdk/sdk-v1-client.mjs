@@ -14,51 +14,13 @@
 //
 // The agent command must accept `--store PATH` and ask one permission per turn.
 
-import { spawn } from "node:child_process";
-import { Readable, Writable } from "node:stream";
-import { mkdtempSync, rmSync } from "node:fs";
-import { join } from "node:path";
-import { tmpdir } from "node:os";
 import * as acp from "@agentclientprotocol/sdk";
-import { Transcript, tappedStream } from "./validate.mjs";
+import { Transcript } from "./validate.mjs";
+import { agentFromArgs, check, startAgent as start, step, stepsPassed, withTimeout } from "./harness.mjs";
 
-const args = process.argv.slice(2);
-const dash = args.indexOf("--");
-const agentCommand = dash >= 0 ? args.slice(dash + 1) : [];
-if (agentCommand.length === 0) {
-  console.error("usage: node sdk-v1-client.mjs [--store DIR] -- AGENT_COMMAND [ARGS...]");
-  process.exit(2);
-}
-const storeAt = args.indexOf("--store");
-const ownStore = !(storeAt >= 0 && storeAt < dash);
-const storeDir = ownStore ? mkdtempSync(join(tmpdir(), "acp-interop-v1-")) : args[storeAt + 1];
-process.on("exit", () => {
-  if (ownStore) rmSync(storeDir, { recursive: true, force: true });
-});
-const store = join(storeDir, "sessions.db");
-
+const target = agentFromArgs("sdk-v1-client.mjs");
 const transcript = new Transcript(1);
-let steps = 0;
-const step = (what) => console.log(`  ok ${(steps += 1)}: ${what}`);
-const check = (condition, what) => {
-  if (!condition) throw new Error(`check failed: ${what}`);
-};
-
-function withTimeout(promise, ms, what) {
-  let timer;
-  const timeout = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
-
-function startAgent() {
-  const [cmd, ...rest] = agentCommand;
-  const child = spawn(cmd, [...rest, "--store", store], { stdio: ["pipe", "pipe", "inherit"] });
-  const stream = tappedStream(acp.ndJsonStream, Readable.toWeb(child.stdout), Writable.toWeb(child.stdin), transcript, "client", "agent");
-  const exited = new Promise((resolve) => child.on("exit", (code, signal) => resolve({ code, signal })));
-  return { stream, child, exited };
-}
+const startAgent = () => start(acp.ndJsonStream, target, transcript);
 
 // What the agent sent, in order, and the permission requests it made.
 let updates = [];
@@ -180,4 +142,4 @@ if (transcript.problems.length > 0) {
   console.error(transcript.problems.join("\n"));
   process.exit(1);
 }
-console.log(`the official TypeScript SDK's v1 client: ${steps} steps passed`);
+console.log(`the official TypeScript SDK's v1 client: ${stepsPassed()} steps passed`);

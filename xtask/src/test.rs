@@ -778,6 +778,7 @@ fn interop() -> Row {
         "package-lock.json",
         "validate.mjs",
         "validate.test.mjs",
+        "harness.mjs",
         "sdk-client.mjs",
         "sdk-v1-client.mjs",
         "sdk-agent.mjs",

@@ -5239,9 +5239,15 @@ impl<'de> ::serde::Deserialize<'de> for McpServer {
             ) -> Result<McpServer, A::Error> {
                 let (tag, buffered) = __de::read_tag(&mut map, "type")?;
                 match &*tag {
-                    "stdio" => Ok(McpServer::Stdio(Box::new(__de::body(buffered, map)?))),
-                    "http" => Ok(McpServer::Http(Box::new(__de::body(buffered, map)?))),
-                    _ => Ok(McpServer::Other(__de::unknown("type", tag, buffered, map)?)),
+                    "stdio" => {
+                        __de::body(buffered, map)
+                            .map(|body| McpServer::Stdio(Box::new(body)))
+                    }
+                    "http" => {
+                        __de::body(buffered, map)
+                            .map(|body| McpServer::Http(Box::new(body)))
+                    }
+                    _ => __de::unknown("type", tag, buffered, map).map(McpServer::Other),
                 }
             }
         }
@@ -5352,11 +5358,10 @@ impl<'de> ::serde::Deserialize<'de> for ReplayFrom {
                 let (tag, buffered) = __de::read_tag(&mut map, "type")?;
                 match &*tag {
                     "start" => {
-                        Ok(ReplayFrom::Start(Box::new(__de::body(buffered, map)?)))
+                        __de::body(buffered, map)
+                            .map(|body| ReplayFrom::Start(Box::new(body)))
                     }
-                    _ => {
-                        Ok(ReplayFrom::Other(__de::unknown("type", tag, buffered, map)?))
-                    }
+                    _ => __de::unknown("type", tag, buffered, map).map(ReplayFrom::Other),
                 }
             }
         }
@@ -5692,25 +5697,20 @@ impl<'de> ::serde::Deserialize<'de> for RequestPermissionOutcome {
                 let (tag, buffered) = __de::read_tag(&mut map, "outcome")?;
                 match &*tag {
                     "cancelled" => {
-                        Ok(
-                            RequestPermissionOutcome::Cancelled(
-                                Box::new(__de::body(buffered, map)?),
-                            ),
-                        )
+                        __de::body(buffered, map)
+                            .map(|body| RequestPermissionOutcome::Cancelled(
+                                Box::new(body),
+                            ))
                     }
                     "selected" => {
-                        Ok(
-                            RequestPermissionOutcome::Selected(
-                                Box::new(__de::body(buffered, map)?),
-                            ),
-                        )
+                        __de::body(buffered, map)
+                            .map(|body| RequestPermissionOutcome::Selected(
+                                Box::new(body),
+                            ))
                     }
                     _ => {
-                        Ok(
-                            RequestPermissionOutcome::Other(
-                                __de::unknown("outcome", tag, buffered, map)?,
-                            ),
-                        )
+                        __de::unknown("outcome", tag, buffered, map)
+                            .map(RequestPermissionOutcome::Other)
                     }
                 }
             }
@@ -6117,116 +6117,72 @@ impl<'de> ::serde::Deserialize<'de> for SessionUpdate {
                 let (tag, buffered) = __de::read_tag(&mut map, "sessionUpdate")?;
                 match &*tag {
                     "user_message" => {
-                        Ok(
-                            SessionUpdate::UserMessage(
-                                Box::new(__de::body(buffered, map)?),
-                            ),
-                        )
+                        __de::body(buffered, map)
+                            .map(|body| SessionUpdate::UserMessage(Box::new(body)))
                     }
                     "user_message_chunk" => {
-                        Ok(
-                            SessionUpdate::UserMessageChunk(
-                                Box::new(__de::body(buffered, map)?),
-                            ),
-                        )
+                        __de::body(buffered, map)
+                            .map(|body| SessionUpdate::UserMessageChunk(Box::new(body)))
                     }
                     "agent_message" => {
-                        Ok(
-                            SessionUpdate::AgentMessage(
-                                Box::new(__de::body(buffered, map)?),
-                            ),
-                        )
+                        __de::body(buffered, map)
+                            .map(|body| SessionUpdate::AgentMessage(Box::new(body)))
                     }
                     "agent_message_chunk" => {
-                        Ok(
-                            SessionUpdate::AgentMessageChunk(
-                                Box::new(__de::body(buffered, map)?),
-                            ),
-                        )
+                        __de::body(buffered, map)
+                            .map(|body| SessionUpdate::AgentMessageChunk(Box::new(body)))
                     }
                     "_agent_message_clear" | "agent_message_clear" => {
-                        Ok(
-                            SessionUpdate::AgentMessageClear(
-                                Box::new(__de::body(buffered, map)?),
-                            ),
-                        )
+                        __de::body(buffered, map)
+                            .map(|body| SessionUpdate::AgentMessageClear(Box::new(body)))
                     }
                     "agent_thought" => {
-                        Ok(
-                            SessionUpdate::AgentThought(
-                                Box::new(__de::body(buffered, map)?),
-                            ),
-                        )
+                        __de::body(buffered, map)
+                            .map(|body| SessionUpdate::AgentThought(Box::new(body)))
                     }
                     "agent_thought_chunk" => {
-                        Ok(
-                            SessionUpdate::AgentThoughtChunk(
-                                Box::new(__de::body(buffered, map)?),
-                            ),
-                        )
+                        __de::body(buffered, map)
+                            .map(|body| SessionUpdate::AgentThoughtChunk(Box::new(body)))
                     }
                     "state_update" | "state_change" => {
-                        Ok(
-                            SessionUpdate::StateUpdate(
-                                Box::new(__de::body(buffered, map)?),
-                            ),
-                        )
+                        __de::body(buffered, map)
+                            .map(|body| SessionUpdate::StateUpdate(Box::new(body)))
                     }
                     "tool_call_update" => {
-                        Ok(
-                            SessionUpdate::ToolCallUpdate(
-                                Box::new(__de::body(buffered, map)?),
-                            ),
-                        )
+                        __de::body(buffered, map)
+                            .map(|body| SessionUpdate::ToolCallUpdate(Box::new(body)))
                     }
                     "tool_call_content_chunk" => {
-                        Ok(
-                            SessionUpdate::ToolCallContentChunk(
-                                Box::new(__de::body(buffered, map)?),
-                            ),
-                        )
+                        __de::body(buffered, map)
+                            .map(|body| SessionUpdate::ToolCallContentChunk(
+                                Box::new(body),
+                            ))
                     }
                     "plan_update" => {
-                        Ok(
-                            SessionUpdate::PlanUpdate(
-                                Box::new(__de::body(buffered, map)?),
-                            ),
-                        )
+                        __de::body(buffered, map)
+                            .map(|body| SessionUpdate::PlanUpdate(Box::new(body)))
                     }
                     "usage_update" => {
-                        Ok(
-                            SessionUpdate::UsageUpdate(
-                                Box::new(__de::body(buffered, map)?),
-                            ),
-                        )
+                        __de::body(buffered, map)
+                            .map(|body| SessionUpdate::UsageUpdate(Box::new(body)))
                     }
                     "session_info_update" => {
-                        Ok(
-                            SessionUpdate::SessionInfoUpdate(
-                                Box::new(__de::body(buffered, map)?),
-                            ),
-                        )
+                        __de::body(buffered, map)
+                            .map(|body| SessionUpdate::SessionInfoUpdate(Box::new(body)))
                     }
                     "_acp-inject/pending" => {
-                        Ok(
-                            SessionUpdate::AcpInjectPending(
-                                Box::new(__de::body(buffered, map)?),
-                            ),
-                        )
+                        __de::body(buffered, map)
+                            .map(|body| SessionUpdate::AcpInjectPending(Box::new(body)))
                     }
                     "_acp-inject/session_closed" => {
-                        Ok(
-                            SessionUpdate::AcpInjectSessionClosed(
-                                Box::new(__de::body(buffered, map)?),
-                            ),
-                        )
+                        __de::body(buffered, map)
+                            .map(|body| SessionUpdate::AcpInjectSessionClosed(
+                                Box::new(body),
+                            ))
                     }
                     _ => {
-                        Ok(
-                            SessionUpdate::Other(
-                                __de::unknown("sessionUpdate", tag, buffered, map)?,
-                            ),
-                        )
+                        __de::unknown("sessionUpdate", tag, buffered, map)
+                            .map(SessionUpdate::Other)
                     }
                 }
             }
@@ -6401,25 +6357,24 @@ impl<'de> ::serde::Deserialize<'de> for StateUpdate {
                 let (tag, buffered) = __de::read_tag(&mut map, "state")?;
                 match &*tag {
                     "running" => {
-                        Ok(StateUpdate::Running(Box::new(__de::body(buffered, map)?)))
+                        __de::body(buffered, map)
+                            .map(|body| StateUpdate::Running(Box::new(body)))
                     }
-                    "idle" => Ok(StateUpdate::Idle(Box::new(__de::body(buffered, map)?))),
+                    "idle" => {
+                        __de::body(buffered, map)
+                            .map(|body| StateUpdate::Idle(Box::new(body)))
+                    }
                     "requires_action" => {
-                        Ok(
-                            StateUpdate::RequiresAction(
-                                Box::new(__de::body(buffered, map)?),
-                            ),
-                        )
+                        __de::body(buffered, map)
+                            .map(|body| StateUpdate::RequiresAction(Box::new(body)))
                     }
                     "unknown" => {
-                        Ok(StateUpdate::Unknown(Box::new(__de::body(buffered, map)?)))
+                        __de::body(buffered, map)
+                            .map(|body| StateUpdate::Unknown(Box::new(body)))
                     }
                     _ => {
-                        Ok(
-                            StateUpdate::Other(
-                                __de::unknown("state", tag, buffered, map)?,
-                            ),
-                        )
+                        __de::unknown("state", tag, buffered, map)
+                            .map(StateUpdate::Other)
                     }
                 }
             }
@@ -6687,32 +6642,20 @@ impl<'de> ::serde::Deserialize<'de> for BackgroundWork {
                 let (tag, buffered) = __de::read_tag(&mut map, "type")?;
                 match &*tag {
                     "terminal" => {
-                        Ok(
-                            BackgroundWork::Terminal(
-                                Box::new(__de::body(buffered, map)?),
-                            ),
-                        )
+                        __de::body(buffered, map)
+                            .map(|body| BackgroundWork::Terminal(Box::new(body)))
                     }
                     "tool_call" => {
-                        Ok(
-                            BackgroundWork::ToolCall(
-                                Box::new(__de::body(buffered, map)?),
-                            ),
-                        )
+                        __de::body(buffered, map)
+                            .map(|body| BackgroundWork::ToolCall(Box::new(body)))
                     }
                     "subagent" => {
-                        Ok(
-                            BackgroundWork::Subagent(
-                                Box::new(__de::body(buffered, map)?),
-                            ),
-                        )
+                        __de::body(buffered, map)
+                            .map(|body| BackgroundWork::Subagent(Box::new(body)))
                     }
                     _ => {
-                        Ok(
-                            BackgroundWork::Other(
-                                __de::unknown("type", tag, buffered, map)?,
-                            ),
-                        )
+                        __de::unknown("type", tag, buffered, map)
+                            .map(BackgroundWork::Other)
                     }
                 }
             }
@@ -7075,18 +7018,12 @@ impl<'de> ::serde::Deserialize<'de> for ToolCallContent {
                 let (tag, buffered) = __de::read_tag(&mut map, "type")?;
                 match &*tag {
                     "content" => {
-                        Ok(
-                            ToolCallContent::Content(
-                                Box::new(__de::body(buffered, map)?),
-                            ),
-                        )
+                        __de::body(buffered, map)
+                            .map(|body| ToolCallContent::Content(Box::new(body)))
                     }
                     _ => {
-                        Ok(
-                            ToolCallContent::Other(
-                                __de::unknown("type", tag, buffered, map)?,
-                            ),
-                        )
+                        __de::unknown("type", tag, buffered, map)
+                            .map(ToolCallContent::Other)
                     }
                 }
             }
@@ -7197,18 +7134,12 @@ impl<'de> ::serde::Deserialize<'de> for PlanUpdateContent {
                 let (tag, buffered) = __de::read_tag(&mut map, "type")?;
                 match &*tag {
                     "items" => {
-                        Ok(
-                            PlanUpdateContent::Items(
-                                Box::new(__de::body(buffered, map)?),
-                            ),
-                        )
+                        __de::body(buffered, map)
+                            .map(|body| PlanUpdateContent::Items(Box::new(body)))
                     }
                     _ => {
-                        Ok(
-                            PlanUpdateContent::Other(
-                                __de::unknown("type", tag, buffered, map)?,
-                            ),
-                        )
+                        __de::unknown("type", tag, buffered, map)
+                            .map(PlanUpdateContent::Other)
                     }
                 }
             }
@@ -7610,30 +7541,28 @@ impl<'de> ::serde::Deserialize<'de> for ContentBlock {
                 let (tag, buffered) = __de::read_tag(&mut map, "type")?;
                 match &*tag {
                     "text" => {
-                        Ok(ContentBlock::Text(Box::new(__de::body(buffered, map)?)))
+                        __de::body(buffered, map)
+                            .map(|body| ContentBlock::Text(Box::new(body)))
                     }
                     "image" => {
-                        Ok(ContentBlock::Image(Box::new(__de::body(buffered, map)?)))
+                        __de::body(buffered, map)
+                            .map(|body| ContentBlock::Image(Box::new(body)))
                     }
                     "audio" => {
-                        Ok(ContentBlock::Audio(Box::new(__de::body(buffered, map)?)))
+                        __de::body(buffered, map)
+                            .map(|body| ContentBlock::Audio(Box::new(body)))
                     }
                     "resource_link" => {
-                        Ok(
-                            ContentBlock::ResourceLink(
-                                Box::new(__de::body(buffered, map)?),
-                            ),
-                        )
+                        __de::body(buffered, map)
+                            .map(|body| ContentBlock::ResourceLink(Box::new(body)))
                     }
                     "resource" => {
-                        Ok(ContentBlock::Resource(Box::new(__de::body(buffered, map)?)))
+                        __de::body(buffered, map)
+                            .map(|body| ContentBlock::Resource(Box::new(body)))
                     }
                     _ => {
-                        Ok(
-                            ContentBlock::Other(
-                                __de::unknown("type", tag, buffered, map)?,
-                            ),
-                        )
+                        __de::unknown("type", tag, buffered, map)
+                            .map(ContentBlock::Other)
                     }
                 }
             }

@@ -152,8 +152,18 @@ impl<T: ::schemars::JsonSchema> ::schemars::JsonSchema for Patch<T> {
 
 /// The raw object of a tagged-union member whose tag this version does not know (R-WIRE-3).
 /// It keeps every member, the tag included, and re-encodes unchanged.
+///
+/// The object is boxed, so that an open union is two words like its known variants (each
+/// boxed): decoded values are handed up through several layers, and an inline map (72 bytes
+/// where serde_json keeps members in order) made every hand-over a copy of it.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Unknown(pub ::serde_json::Map<String, ::serde_json::Value>);
+pub struct Unknown(pub Box<::serde_json::Map<String, ::serde_json::Value>>);
+
+impl From<::serde_json::Map<String, ::serde_json::Value>> for Unknown {
+    fn from(object: ::serde_json::Map<String, ::serde_json::Value>) -> Self {
+        Unknown(Box::new(object))
+    }
+}
 
 impl Unknown {
     /// The value of the tag member (`sessionUpdate`, `state`, `type`, …).
@@ -177,7 +187,7 @@ pub trait SerializeFields {
 
 impl SerializeFields for Unknown {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(&self, map: &mut M) -> Result<(), M::Error> {
-        for (k, v) in &self.0 {
+        for (k, v) in self.0.iter() {
             map.serialize_entry(k, v)?;
         }
         Ok(())
@@ -769,6 +779,6 @@ pub mod __de {
     ) -> Result<super::Unknown, A::Error> {
         let mut object: ::serde_json::Map<String, ::serde_json::Value> = body(buffered, rest)?;
         object.insert(tag_name.to_owned(), ::serde_json::Value::String(tag.into_owned()));
-        Ok(super::Unknown(object))
+        Ok(super::Unknown(Box::new(object)))
     }
 }

@@ -160,8 +160,17 @@ impl<T: ::schemars::JsonSchema> ::schemars::JsonSchema for Patch<T> {
 }
 /// The raw object of a tagged-union member whose tag this version does not know (R-WIRE-3).
 /// It keeps every member, the tag included, and re-encodes unchanged.
+///
+/// The object is boxed, so that an open union is two words like its known variants (each
+/// boxed): decoded values are handed up through several layers, and an inline map (72 bytes
+/// where serde_json keeps members in order) made every hand-over a copy of it.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Unknown(pub ::serde_json::Map<String, ::serde_json::Value>);
+pub struct Unknown(pub Box<::serde_json::Map<String, ::serde_json::Value>>);
+impl From<::serde_json::Map<String, ::serde_json::Value>> for Unknown {
+    fn from(object: ::serde_json::Map<String, ::serde_json::Value>) -> Self {
+        Unknown(Box::new(object))
+    }
+}
 impl Unknown {
     /// The value of the tag member (`sessionUpdate`, `state`, `type`, …).
     pub fn tag<'a>(&'a self, tag_name: &str) -> Option<&'a str> {
@@ -190,7 +199,7 @@ impl SerializeFields for Unknown {
         &self,
         map: &mut M,
     ) -> Result<(), M::Error> {
-        for (k, v) in &self.0 {
+        for (k, v) in self.0.iter() {
             map.serialize_entry(k, v)?;
         }
         Ok(())
@@ -917,7 +926,7 @@ pub mod __de {
         )?;
         object
             .insert(tag_name.to_owned(), ::serde_json::Value::String(tag.into_owned()));
-        Ok(super::Unknown(object))
+        Ok(super::Unknown(Box::new(object)))
     }
 }
 ///What the agent supports.

@@ -770,14 +770,24 @@ pub mod __de {
         }
     }
 
-    /// Keeps an unknown variant whole: the tag and every other member.
+    /// Room an unknown variant's object is given at first: the tag and six more members in one
+    /// allocation. A map kept in insertion order (serde_json's `preserve_order`, on in the
+    /// bench's process) otherwise grows from empty and is reallocated on the way.
+    const UNKNOWN_MEMBERS: usize = 7;
+
+    /// Keeps an unknown variant whole: the tag and every other member (as `Map`'s own
+    /// `Deserialize` reads them: in order, a repeated member keeping its last value).
     pub fn unknown<'de, A: MapAccess<'de>>(
         tag_name: &'static str,
         tag: Cow<'de, str>,
         buffered: Vec<(String, ::serde_json::Value)>,
         rest: A,
     ) -> Result<super::Unknown, A::Error> {
-        let mut object: ::serde_json::Map<String, ::serde_json::Value> = body(buffered, rest)?;
+        let mut members = Chain::new(buffered, rest);
+        let mut object = ::serde_json::Map::with_capacity(UNKNOWN_MEMBERS);
+        while let Some((key, value)) = members.next_entry::<String, ::serde_json::Value>()? {
+            object.insert(key, value);
+        }
         object.insert(tag_name.to_owned(), ::serde_json::Value::String(tag.into_owned()));
         Ok(super::Unknown(Box::new(object)))
     }

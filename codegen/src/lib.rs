@@ -116,7 +116,9 @@ pub fn generate(schema_text: &str) -> Result<TokenStream, Error> {
     }
     let typified =
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| space.to_stream())).map_err(|p| Error::Typify(panic_message(&p)))?;
-    let typified = post::rework(typified, &structs)?;
+    let string_enums: Vec<String> =
+        spec.defs.iter().filter(|d| matches!(d.kind, DefKind::StringEnum(_))).map(|d| d.name.clone()).collect();
+    let typified = post::rework(typified, &structs, &string_enums)?;
     let unions = unions::generate(&spec);
     let methods = methods(&spec);
 

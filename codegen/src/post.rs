@@ -25,7 +25,9 @@ use syn::{parse_quote, Attribute, Fields, Item, ItemStruct, LitStr, Type};
 
 use crate::Error;
 
-pub fn rework(tokens: TokenStream, structs: &[(String, Value)]) -> Result<TokenStream, Error> {
+/// `string_enums`: the definitions that are string enums (a tolerant member of one of those is
+/// a scalar, read in place).
+pub fn rework(tokens: TokenStream, structs: &[(String, Value)], string_enums: &[String]) -> Result<TokenStream, Error> {
     let mut file: syn::File = syn::parse2(tokens).map_err(|e| Error::Syntax(e.to_string()))?;
     let mut extra = Vec::new();
     for item in &mut file.items {
@@ -33,7 +35,7 @@ pub fn rework(tokens: TokenStream, structs: &[(String, Value)]) -> Result<TokenS
         derive_json_schema(item);
         if let Item::Struct(s) = item {
             if let Some((_, schema)) = structs.iter().find(|(n, _)| s.ident == n) {
-                reorder_and_annotate(s, schema, &mut extra)?;
+                reorder_and_annotate(s, schema, string_enums, &mut extra)?;
             }
             if let Some(imp) = serialize_fields(s) {
                 extra.push(imp);
@@ -140,7 +142,12 @@ fn skip_if(field: &syn::Field) -> Option<syn::Path> {
     path
 }
 
-fn reorder_and_annotate(s: &mut ItemStruct, schema: &Value, extra: &mut Vec<TokenStream>) -> Result<(), Error> {
+fn reorder_and_annotate(
+    s: &mut ItemStruct,
+    schema: &Value,
+    string_enums: &[String],
+    extra: &mut Vec<TokenStream>,
+) -> Result<(), Error> {
     let Fields::Named(named) = &mut s.fields else { return Ok(()) };
     let Some(props) = schema.get("properties").and_then(Value::as_object) else { return Ok(()) };
     let order: Vec<&String> = props.keys().collect();
@@ -184,7 +191,7 @@ fn reorder_and_annotate(s: &mut ItemStruct, schema: &Value, extra: &mut Vec<Toke
         if let Some(min) = prop.get("minItems").filter(|_| !tolerant) {
             min_items(&s.ident, field, min)?;
         }
-        extra.extend(tolerance(&s.ident, field, prop)?);
+        extra.extend(tolerance(&s.ident, field, prop, string_enums)?);
     }
     named.named = fields.into_iter().collect();
     Ok(())
@@ -218,7 +225,8 @@ fn min_items(owner: &syn::Ident, field: &mut syn::Field, min: &Value) -> Result<
 /// does not decode takes its default (absent) instead of failing the whole message;
 /// `x-deserialize-skip-invalid-items`: array items that do not decode are dropped. Either way
 /// the decoder records what it tolerated (`__de::tolerated`), so callers can surface it.
-fn tolerance(owner: &syn::Ident, field: &mut syn::Field, prop: &Value) -> Result<Option<TokenStream>, Error> {
+/// How a default-on-error value is tried depends on the member's type ([`default_on_error_helper`]).
+fn tolerance(owner: &syn::Ident, field: &mut syn::Field, prop: &Value, string_enums: &[String]) -> Result<Option<TokenStream>, Error> {
     let flag = |k: &str| prop.get(k) == Some(&Value::Bool(true));
     let (default_on_error, skip_items) = (flag("x-deserialize-default-on-error"), flag("x-deserialize-skip-invalid-items"));
     if !default_on_error && !skip_items {
@@ -231,7 +239,7 @@ fn tolerance(owner: &syn::Ident, field: &mut syn::Field, prop: &Value) -> Result
             if wrapped_inner(&field.ty).is_none() && !is_vec(&field.ty) {
                 return Err(err("`x-deserialize-default-on-error` needs an optional member"));
             }
-            quote!(__de::default_on_error)
+            default_on_error_helper(&field.ty, string_enums)
         }
         (skip_default, true) => {
             let inner = wrapped_inner(&field.ty).unwrap_or_else(|| field.ty.clone());
@@ -263,6 +271,30 @@ fn tolerance(owner: &syn::Ident, field: &mut syn::Field, prop: &Value) -> Result
             #helper(deserializer, #member)
         }
     }))
+}
+
+/// The `x-deserialize-default-on-error` helper for a member of type `ty` (`Option<T>`,
+/// `Patch<T>` or `Vec<T>`). A structured `T` (an object, a union, an array) can fail half-way
+/// through its value, so the value is held and read again (`__de::default_on_error`); the
+/// others are read once, in place: a scalar `T` (a string, a number, a boolean, a string enum)
+/// through `__de::scalar_on_error`, a free-form object (`Option<Map<String, Value>>`) through
+/// `__de::object_on_error`, any JSON value (`Option<Value>`) through `__de::value_on_error`.
+fn default_on_error_helper(ty: &Type, string_enums: &[String]) -> TokenStream {
+    const SCALARS: &[&str] = &["String", "bool", "u8", "u16", "u32", "u64", "i8", "i16", "i32", "i64", "f32", "f64"];
+    let Some(inner) = wrapped_inner(ty) else { return quote!(__de::default_on_error) };
+    let optional = option_inner(ty).is_some();
+    match last_ident(&inner).as_deref() {
+        Some(name) if SCALARS.contains(&name) || string_enums.iter().any(|e| e == name) => quote!(__de::scalar_on_error),
+        Some("Map") if optional => quote!(__de::object_on_error),
+        Some("Value") if optional => quote!(__de::value_on_error),
+        _ => quote!(__de::default_on_error),
+    }
+}
+
+/// The last segment of a type path (`Option` for `::std::option::Option<T>`).
+fn last_ident(ty: &Type) -> Option<String> {
+    let Type::Path(p) = ty else { return None };
+    p.path.segments.last().map(|s| s.ident.to_string())
 }
 
 fn is_vec(ty: &Type) -> bool {

@@ -152,8 +152,18 @@ impl<T: ::schemars::JsonSchema> ::schemars::JsonSchema for Patch<T> {
 
 /// The raw object of a tagged-union member whose tag this version does not know (R-WIRE-3).
 /// It keeps every member, the tag included, and re-encodes unchanged.
+///
+/// The object is boxed, so that an open union is two words like its known variants (each
+/// boxed): decoded values are handed up through several layers, and an inline map (72 bytes
+/// where serde_json keeps members in order) made every hand-over a copy of it.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Unknown(pub ::serde_json::Map<String, ::serde_json::Value>);
+pub struct Unknown(pub Box<::serde_json::Map<String, ::serde_json::Value>>);
+
+impl From<::serde_json::Map<String, ::serde_json::Value>> for Unknown {
+    fn from(object: ::serde_json::Map<String, ::serde_json::Value>) -> Self {
+        Unknown(Box::new(object))
+    }
+}
 
 impl Unknown {
     /// The value of the tag member (`sessionUpdate`, `state`, `type`, …).
@@ -177,7 +187,7 @@ pub trait SerializeFields {
 
 impl SerializeFields for Unknown {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(&self, map: &mut M) -> Result<(), M::Error> {
-        for (k, v) in &self.0 {
+        for (k, v) in self.0.iter() {
             map.serialize_entry(k, v)?;
         }
         Ok(())
@@ -336,6 +346,20 @@ pub mod __de {
         });
     }
 
+    /// How many dropped values are recorded so far on this thread (0 when nobody collects).
+    fn tolerated_mark() -> usize {
+        TOLERATED.with(|t| t.borrow().as_ref().map_or(0, Vec::len))
+    }
+
+    /// Withdraws what was recorded since `mark`: the read it belonged to failed after all.
+    fn withdraw_tolerated(mark: usize) {
+        TOLERATED.with(|t| {
+            if let Some(list) = t.borrow_mut().as_mut() {
+                list.truncate(mark);
+            }
+        });
+    }
+
     /// Runs `f`, returning what tolerant decoding dropped meanwhile on this thread.
     pub fn collect_tolerated<R>(f: impl FnOnce() -> R) -> (R, Vec<String>) {
         let outer = TOLERATED.with(|t| t.borrow_mut().replace(Vec::new()));
@@ -355,9 +379,40 @@ pub mod __de {
     /// decoded straight into the member's type), otherwise a parsed `Value` (serde's buffering
     /// deserializers for internally tagged, untagged and flattened types). Either way a value
     /// of the wrong shape is tolerated, and malformed JSON still fails the message.
+    ///
+    /// Used for members of a structured type (an object, a union, an array item): those are
+    /// the ones whose decoding can fail half-way through the value, where only the held value
+    /// can be read again. Members of a scalar type and free-form members are read once, in
+    /// place ([`scalar_on_error`], [`object_on_error`], [`value_on_error`]).
     pub enum Held<'de> {
         Text(Cow<'de, str>),
         Value(::serde_json::Value),
+    }
+
+    /// The first key of a map handed to [`Held`]: serde_json's token (compared, not copied),
+    /// or the first member of an object handed over as it is.
+    enum HeldKey {
+        Token,
+        Member(String),
+    }
+
+    impl<'de> ::serde::Deserialize<'de> for HeldKey {
+        fn deserialize<D: ::serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+            struct V;
+            impl<'de> ::serde::de::Visitor<'de> for V {
+                type Value = HeldKey;
+                fn expecting(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                    f.write_str("a string")
+                }
+                fn visit_str<E: ::serde::de::Error>(self, v: &str) -> Result<HeldKey, E> {
+                    Ok(if v == RAW_VALUE_TOKEN { HeldKey::Token } else { HeldKey::Member(v.to_owned()) })
+                }
+                fn visit_string<E: ::serde::de::Error>(self, v: String) -> Result<HeldKey, E> {
+                    Ok(if v == RAW_VALUE_TOKEN { HeldKey::Token } else { HeldKey::Member(v) })
+                }
+            }
+            deserializer.deserialize_str(V)
+        }
     }
 
     impl<'de> ::serde::Deserialize<'de> for Held<'de> {
@@ -375,16 +430,15 @@ pub mod __de {
                 // serde_json lends the text as a one-member map keyed by the token; any other
                 // map is an object handed over as it is.
                 fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Held<'de>, A::Error> {
-                    let Some(Str(key)) = map.next_key::<Str<'de>>()? else {
-                        return Ok(Held::Value(::serde_json::Value::Object(::serde_json::Map::new())));
+                    let key = match map.next_key::<HeldKey>()? {
+                        None => return Ok(Held::Value(::serde_json::Value::Object(::serde_json::Map::new()))),
+                        Some(HeldKey::Token) => return map.next_value::<Str<'de>>().map(|Str(text)| Held::Text(text)),
+                        Some(HeldKey::Member(key)) => key,
                     };
-                    if key == RAW_VALUE_TOKEN {
-                        return map.next_value::<Str<'de>>().map(|Str(text)| Held::Text(text));
-                    }
                     let first: ::serde_json::Value = map.next_value()?;
                     let mut object: ::serde_json::Map<String, ::serde_json::Value> =
                         ::serde::Deserialize::deserialize(::serde::de::value::MapAccessDeserializer::new(map))?;
-                    object.insert(key.into_owned(), first);
+                    object.insert(key, first);
                     Ok(Held::Value(::serde_json::Value::Object(object)))
                 }
             }
@@ -421,7 +475,7 @@ pub mod __de {
 
     /// `x-deserialize-default-on-error`: a value that does not decode becomes the default.
     /// Malformed JSON still fails the message; only a well-formed value of the wrong shape is
-    /// tolerated.
+    /// tolerated. For members of a structured type (see [`Held`]).
     pub fn default_on_error<'de, D, T>(deserializer: D, member: &str) -> Result<T, D::Error>
     where
         D: ::serde::Deserializer<'de>,
@@ -434,6 +488,149 @@ pub mod __de {
                 Ok(T::default())
             }
         }
+    }
+
+    /// `x-deserialize-default-on-error` for a member of a scalar type (a string, a number, a
+    /// string enum; optional or tristate), read once, in place: the value is read as a tree
+    /// (`Value`: for a scalar, one small value) and `T` decoded from that tree, the outcome
+    /// [`default_on_error`] gives (the tree's), without holding the text and reading it twice.
+    /// A value of another kind (an object, an array) is read whole as a tree first.
+    pub fn scalar_on_error<'de, D, T>(deserializer: D, member: &str) -> Result<T, D::Error>
+    where
+        D: ::serde::Deserializer<'de>,
+        T: ::serde::de::DeserializeOwned + Default,
+    {
+        match deserializer.deserialize_any(Tree::<T>(::std::marker::PhantomData))? {
+            Ok(v) => Ok(v),
+            Err(value) => {
+                tolerated(member, &located::<T>(&value));
+                Ok(T::default())
+            }
+        }
+    }
+
+    /// Reads any value in place and tries `T` on it as a tree; `Err` is the tree `T` refused.
+    struct Tree<T>(::std::marker::PhantomData<T>);
+
+    impl<T: ::serde::de::DeserializeOwned> Tree<T> {
+        /// `T` from a scalar's tree, moved in (a string becomes `T`'s without another copy);
+        /// the tree is made again for the report when `T` refuses it.
+        fn moved(value: ::serde_json::Value, again: impl FnOnce() -> ::serde_json::Value) -> Result<T, ::serde_json::Value> {
+            T::deserialize(value).map_err(|_| again())
+        }
+
+        /// `T` from a tree that cannot be made again (read whole, or an owned string).
+        fn kept(value: ::serde_json::Value) -> Result<T, ::serde_json::Value> {
+            match T::deserialize(&value) {
+                Ok(v) => Ok(v),
+                Err(_) => Err(value),
+            }
+        }
+    }
+
+    // The trees are those `serde_json::Value` builds from the same calls.
+    impl<'de, T: ::serde::de::DeserializeOwned> ::serde::de::Visitor<'de> for Tree<T> {
+        type Value = Result<T, ::serde_json::Value>;
+        fn expecting(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+            f.write_str("any JSON value")
+        }
+        fn visit_bool<E: ::serde::de::Error>(self, v: bool) -> Result<Self::Value, E> {
+            Ok(Self::moved(::serde_json::Value::Bool(v), || ::serde_json::Value::Bool(v)))
+        }
+        fn visit_i64<E: ::serde::de::Error>(self, v: i64) -> Result<Self::Value, E> {
+            Ok(Self::moved(v.into(), || v.into()))
+        }
+        fn visit_u64<E: ::serde::de::Error>(self, v: u64) -> Result<Self::Value, E> {
+            Ok(Self::moved(v.into(), || v.into()))
+        }
+        fn visit_f64<E: ::serde::de::Error>(self, v: f64) -> Result<Self::Value, E> {
+            let tree = || ::serde_json::Number::from_f64(v).map_or(::serde_json::Value::Null, ::serde_json::Value::Number);
+            Ok(Self::moved(tree(), tree))
+        }
+        fn visit_str<E: ::serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
+            Ok(Self::moved(::serde_json::Value::String(v.to_owned()), || ::serde_json::Value::String(v.to_owned())))
+        }
+        fn visit_string<E: ::serde::de::Error>(self, v: String) -> Result<Self::Value, E> {
+            Ok(Self::kept(::serde_json::Value::String(v)))
+        }
+        fn visit_unit<E: ::serde::de::Error>(self) -> Result<Self::Value, E> {
+            Ok(Self::moved(::serde_json::Value::Null, || ::serde_json::Value::Null))
+        }
+        fn visit_none<E: ::serde::de::Error>(self) -> Result<Self::Value, E> {
+            self.visit_unit()
+        }
+        fn visit_some<D: ::serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            d.deserialize_any(self)
+        }
+        fn visit_seq<A: ::serde::de::SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+            ::serde_json::Value::deserialize(::serde::de::value::SeqAccessDeserializer::new(seq)).map(Self::kept)
+        }
+        fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+            ::serde_json::Value::deserialize(::serde::de::value::MapAccessDeserializer::new(map)).map(Self::kept)
+        }
+    }
+
+    /// A free-form object member (`_meta`).
+    pub type Object = ::serde_json::Map<String, ::serde_json::Value>;
+
+    /// `x-deserialize-default-on-error` for a free-form object member (`_meta`): every object
+    /// decodes, so an object is read once, in place, into the map; `null` reads as absent; a
+    /// value of any other kind is tolerated as [`scalar_on_error`] tolerates it.
+    pub fn object_on_error<'de, D: ::serde::Deserializer<'de>>(deserializer: D, member: &str) -> Result<Option<Object>, D::Error> {
+        struct V;
+        impl<'de> ::serde::de::Visitor<'de> for V {
+            type Value = Result<Option<Object>, ::serde_json::Value>;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                Object::deserialize(::serde::de::value::MapAccessDeserializer::new(map)).map(|o| Ok(Some(o)))
+            }
+            fn visit_some<D: ::serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+                d.deserialize_any(self)
+            }
+            fn visit_bool<E: ::serde::de::Error>(self, v: bool) -> Result<Self::Value, E> {
+                Tree(::std::marker::PhantomData).visit_bool(v)
+            }
+            fn visit_i64<E: ::serde::de::Error>(self, v: i64) -> Result<Self::Value, E> {
+                Tree(::std::marker::PhantomData).visit_i64(v)
+            }
+            fn visit_u64<E: ::serde::de::Error>(self, v: u64) -> Result<Self::Value, E> {
+                Tree(::std::marker::PhantomData).visit_u64(v)
+            }
+            fn visit_f64<E: ::serde::de::Error>(self, v: f64) -> Result<Self::Value, E> {
+                Tree(::std::marker::PhantomData).visit_f64(v)
+            }
+            fn visit_str<E: ::serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Tree(::std::marker::PhantomData).visit_str(v)
+            }
+            fn visit_string<E: ::serde::de::Error>(self, v: String) -> Result<Self::Value, E> {
+                Tree(::std::marker::PhantomData).visit_string(v)
+            }
+            fn visit_unit<E: ::serde::de::Error>(self) -> Result<Self::Value, E> {
+                Ok(Ok(None))
+            }
+            fn visit_none<E: ::serde::de::Error>(self) -> Result<Self::Value, E> {
+                Ok(Ok(None))
+            }
+            fn visit_seq<A: ::serde::de::SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+                Tree(::std::marker::PhantomData).visit_seq(seq)
+            }
+        }
+        match deserializer.deserialize_any(V)? {
+            Ok(v) => Ok(v),
+            Err(value) => {
+                tolerated(member, &located::<Option<Object>>(&value));
+                Ok(None)
+            }
+        }
+    }
+
+    /// `x-deserialize-default-on-error` for a member of any JSON value (`rawInput`): no
+    /// well-formed value is of the wrong shape, so there is nothing to tolerate, and the
+    /// value is read once, in place.
+    pub fn value_on_error<'de, D: ::serde::Deserializer<'de>>(deserializer: D, _member: &str) -> Result<Option<::serde_json::Value>, D::Error> {
+        Option::<::serde_json::Value>::deserialize(deserializer)
     }
 
     /// The decoding error of `value` as `T`, with the path of the offending member.
@@ -484,58 +681,87 @@ pub mod __de {
         }
     }
 
-    fn items_from_value<L: ItemList>(value: ::serde_json::Value, member: &str) -> Result<L, ::serde_json::Error> {
-        let items = match value {
-            ::serde_json::Value::Null => {
-                return L::null().ok_or_else(|| ::serde::de::Error::custom("invalid type: null, expected an array"))
-            }
-            ::serde_json::Value::Array(items) => items,
-            other => {
-                return Err(::serde::de::Error::invalid_type(::serde::de::Unexpected::Other(&other.to_string()), &"an array"))
-            }
-        };
-        keep_valid_items(items.into_iter().map(Held::Value), member)
-    }
+    /// Reads an array member in place, item by item: each item is held (see [`Held`]) and
+    /// decoded on its own, the ones that decode kept in order and each one dropped reported
+    /// with its index. `Err` (inside) is a member that is not an array, with the wording of
+    /// [`not_an_array`].
+    struct EachItem<'m, L>(&'m str, ::std::marker::PhantomData<L>);
 
-    /// The items that decode, in order; each one dropped is reported with its index.
-    fn keep_valid_items<'de, L: ItemList>(
-        items: impl ExactSizeIterator<Item = Held<'de>>,
-        member: &str,
-    ) -> Result<L, ::serde_json::Error> {
-        let mut out = Vec::with_capacity(items.len());
-        for (i, item) in items.enumerate() {
-            match item.decode::<L::Item>()? {
-                Decoded::Ok(v) => out.push(v),
-                Decoded::Wrong(_, e) => tolerated(member, &format_args!("item {i} dropped: {e}")),
+    impl<'de, L: ItemList> ::serde::de::Visitor<'de> for EachItem<'_, L> {
+        type Value = Result<L, ::serde_json::Error>;
+        fn expecting(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+            f.write_str("any JSON value")
+        }
+        fn visit_seq<A: ::serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            // Items are decoded as they are read, before the rest of the array is: when the
+            // array turns out to be malformed JSON (the message fails), what its items
+            // recorded is withdrawn, as if the array had been checked whole first.
+            let mark = tolerated_mark();
+            let mut read = || {
+                let mut out = Vec::new();
+                let mut i = 0;
+                while let Some(item) = seq.next_element::<Held<'de>>()? {
+                    match item.decode::<L::Item>().map_err(A::Error::custom)? {
+                        Decoded::Ok(v) => out.push(v),
+                        Decoded::Wrong(_, e) => tolerated(self.0, &format_args!("item {i} dropped: {e}")),
+                    }
+                    i += 1;
+                }
+                Ok(out)
+            };
+            match read() {
+                Ok(out) => Ok(Ok(L::from_items(out))),
+                Err(e) => {
+                    withdraw_tolerated(mark);
+                    Err(e)
+                }
             }
         }
-        Ok(L::from_items(out))
+        fn visit_unit<E: ::serde::de::Error>(self) -> Result<Self::Value, E> {
+            Ok(L::null().ok_or_else(|| ::serde::de::Error::custom("invalid type: null, expected an array")))
+        }
+        fn visit_none<E: ::serde::de::Error>(self) -> Result<Self::Value, E> {
+            self.visit_unit()
+        }
+        fn visit_some<D: ::serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            d.deserialize_any(self)
+        }
+        fn visit_bool<E: ::serde::de::Error>(self, v: bool) -> Result<Self::Value, E> {
+            Ok(Err(not_an_array(&::serde_json::Value::Bool(v))))
+        }
+        fn visit_i64<E: ::serde::de::Error>(self, v: i64) -> Result<Self::Value, E> {
+            Ok(Err(not_an_array(&v.into())))
+        }
+        fn visit_u64<E: ::serde::de::Error>(self, v: u64) -> Result<Self::Value, E> {
+            Ok(Err(not_an_array(&v.into())))
+        }
+        fn visit_f64<E: ::serde::de::Error>(self, v: f64) -> Result<Self::Value, E> {
+            Ok(Err(not_an_array(&::serde_json::Number::from_f64(v).map_or(::serde_json::Value::Null, ::serde_json::Value::Number))))
+        }
+        fn visit_str<E: ::serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
+            Ok(Err(not_an_array(&::serde_json::Value::String(v.to_owned()))))
+        }
+        fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+            let value = ::serde_json::Value::deserialize(::serde::de::value::MapAccessDeserializer::new(map))?;
+            Ok(Err(not_an_array(&value)))
+        }
     }
 
-    /// `items_from_value` for a held value: lent text is split into its items' texts (no tree).
-    fn items_from_held<L: ItemList>(held: Held<'_>, member: &str) -> Result<L, ::serde_json::Error> {
-        let text = match held {
-            Held::Value(value) => return items_from_value(value, member),
-            Held::Text(text) => text,
-        };
-        let items = match ::serde_json::from_str::<Vec<Held<'_>>>(&text) {
-            Ok(items) => items,
-            // `null`, or not an array: the outcome and wording of a held `Value`.
-            Err(_) => return items_from_value(::serde_json::from_str(&text)?, member),
-        };
-        keep_valid_items(items.into_iter(), member)
+    /// The error for a member that should be an array, naming the value as JSON text.
+    fn not_an_array(value: &::serde_json::Value) -> ::serde_json::Error {
+        ::serde::de::Error::invalid_type(::serde::de::Unexpected::Other(&value.to_string()), &"an array")
     }
 
     /// `x-deserialize-skip-invalid-items`: items that do not decode are dropped; a value that
     /// is not an array still fails.
     pub fn skip_invalid_items<'de, D: ::serde::Deserializer<'de>, L: ItemList>(deserializer: D, member: &str) -> Result<L, D::Error> {
-        items_from_held(Held::deserialize(deserializer)?, member).map_err(D::Error::custom)
+        deserializer.deserialize_any(EachItem(member, ::std::marker::PhantomData))?.map_err(D::Error::custom)
     }
 
     /// Both markers: items that do not decode are dropped, and a value that is not an array
     /// becomes the default.
     pub fn tolerant_items<'de, D: ::serde::Deserializer<'de>, L: ItemList>(deserializer: D, member: &str) -> Result<L, D::Error> {
-        match items_from_held(Held::deserialize(deserializer)?, member) {
+        match deserializer.deserialize_any(EachItem(member, ::std::marker::PhantomData))? {
             Ok(v) => Ok(v),
             Err(e) => {
                 tolerated(member, &e);
@@ -544,15 +770,25 @@ pub mod __de {
         }
     }
 
-    /// Keeps an unknown variant whole: the tag and every other member.
+    /// Room an unknown variant's object is given at first: the tag and six more members in one
+    /// allocation. A map kept in insertion order (serde_json's `preserve_order`, on in the
+    /// bench's process) otherwise grows from empty and is reallocated on the way.
+    const UNKNOWN_MEMBERS: usize = 7;
+
+    /// Keeps an unknown variant whole: the tag and every other member (as `Map`'s own
+    /// `Deserialize` reads them: in order, a repeated member keeping its last value).
     pub fn unknown<'de, A: MapAccess<'de>>(
         tag_name: &'static str,
         tag: Cow<'de, str>,
         buffered: Vec<(String, ::serde_json::Value)>,
         rest: A,
     ) -> Result<super::Unknown, A::Error> {
-        let mut object: ::serde_json::Map<String, ::serde_json::Value> = body(buffered, rest)?;
+        let mut members = Chain::new(buffered, rest);
+        let mut object = ::serde_json::Map::with_capacity(UNKNOWN_MEMBERS);
+        while let Some((key, value)) = members.next_entry::<String, ::serde_json::Value>()? {
+            object.insert(key, value);
+        }
         object.insert(tag_name.to_owned(), ::serde_json::Value::String(tag.into_owned()));
-        Ok(super::Unknown(object))
+        Ok(super::Unknown(Box::new(object)))
     }
 }

@@ -71,7 +71,7 @@ fn tagged_union(name: &str, doc: &str, u: &TaggedUnion) -> TokenStream {
             },
             quote! { #ty::Other(u) => u.tag(Self::TAG).unwrap_or(""), },
             quote! { #ty::Other(u) => u.serialize_fields(map), },
-            quote! { _ => Ok(#ty::Other(__de::unknown(#tag, tag, buffered, map)?)), },
+            quote! { _ => __de::unknown(#tag, tag, buffered, map).map(#ty::Other), },
         )
     } else {
         (quote! {}, quote! {}, quote! {}, quote! { other => Err(::serde::de::Error::unknown_variant(other, &[#(#values),*])), })
@@ -182,7 +182,9 @@ fn tagged_union(name: &str, doc: &str, u: &TaggedUnion) -> TokenStream {
                     fn visit_map<A: ::serde::de::MapAccess<'de>>(self, mut map: A) -> Result<#ty, A::Error> {
                         let (tag, buffered) = __de::read_tag(&mut map, #tag)?;
                         match &*tag {
-                            #( #patterns => Ok(#ty::#idents(Box::new(__de::body(buffered, map)?))), )*
+                            // The body goes from the decoder's result straight into its box
+                            // (`?` then `Box::new` would copy it once more on the way).
+                            #( #patterns => __de::body(buffered, map).map(|body| #ty::#idents(Box::new(body))), )*
                             #other_decode
                         }
                     }

@@ -1,7 +1,9 @@
 //! The recorded-like `session/update` stream the decode benchmarks share (the wire crate's
 //! criterion bench and the comparison with the official crate in `bench/`): deterministic
-//! (fixed seed) so runs compare, mixing chunks, upserts, tool calls, state and usage updates,
-//! plans, unknown (open-branch) updates and a few objects whose tag is not the first member.
+//! (fixed seed) so runs compare, mixing every update kind of the vendored draft (chunks, upserts,
+//! tool calls, terminals, state and usage updates, plans, commands, config options, notices,
+//! compactions, subagents, session messages), extension (open-branch) updates and a few objects
+//! whose tag is not the first member.
 
 use serde_json::Value;
 
@@ -70,11 +72,20 @@ fn text_block(rng: &mut Rng, words: u64) -> String {
 }
 
 /// One `session/update` params object.
+///
+/// Every `sessionUpdate` kind of the vendored draft (`spec/upstream/v2/schema.unstable.json`,
+/// `SessionUpdate`) occurs, in a recorded-like mix (chunks dominate): the kinds our schema
+/// types, and the others (`agent_thought`, `terminal_update`, `terminal_output_chunk`,
+/// `plan_removed`, `available_commands_update`, `config_option_update`, `notice`,
+/// `compaction_update`, `compaction_summary_chunk`, `subagent_update`, `session_message`,
+/// `session_message_chunk`), which we read through the open `other` branch. Plus an
+/// extension kind, our `_agent_message_clear`, and tag-last objects (about 5%, as before the
+/// draft's newer kinds were added).
 fn update(rng: &mut Rng, i: usize) -> String {
     let msg = s(&format!("msg_{:04}", i / 40));
     let call = s(&format!("call_{:03}", i / 25));
     let tag = |t: &str| ("sessionUpdate", s(t));
-    let roll = rng.below(100);
+    let roll = rng.below(115);
     let update = match roll {
         0..=39 => obj(&[tag("agent_message_chunk"), ("messageId", msg), ("content", text_block(rng, 12))]),
         40..=49 => obj(&[tag("agent_thought_chunk"), ("messageId", msg), ("content", text_block(rng, 20))]),
@@ -110,7 +121,13 @@ fn update(rng: &mut Rng, i: usize) -> String {
                 ]),
             ),
         ]),
-        83..=87 => obj(&[tag("usage_update"), ("used", (40_000 + rng.below(100_000)).to_string()), ("size", "200000".into())]),
+        83..=86 => obj(&[tag("usage_update"), ("used", (40_000 + rng.below(100_000)).to_string()), ("size", "200000".into())]),
+        87 => obj(&[
+            tag("usage_update"),
+            ("used", (40_000 + rng.below(100_000)).to_string()),
+            ("size", "200000".into()),
+            ("cost", obj(&[("amount", "0.42".into()), ("currency", s("USD"))])),
+        ]),
         88..=89 => {
             let entry = |rng: &mut Rng, priority: &str, status: &str| {
                 obj(&[("content", s(&text(rng, 6))), ("priority", s(priority)), ("status", s(status))])
@@ -118,9 +135,81 @@ fn update(rng: &mut Rng, i: usize) -> String {
             let entries = format!("[{},{}]", entry(rng, "high", "completed"), entry(rng, "medium", "in_progress"));
             obj(&[tag("plan_update"), ("plan", obj(&[("type", s("items")), ("planId", s("plan_1")), ("entries", entries)]))])
         }
-        90..=91 => obj(&[tag("terminal_update"), ("terminalId", s("term_1")), ("exitStatus", r#"{"exitCode":0}"#.to_owned())]),
+        90..=91 => obj(&[
+            tag("terminal_update"),
+            ("terminalId", s("term_1")),
+            ("command", s("cargo test")),
+            ("cwd", s("/home/user/project")),
+            ("exitStatus", r#"{"exitCode":0}"#.to_owned()),
+        ]),
         92 => obj(&[tag("_x.dev/progress"), ("fraction", "0.5".into()), ("label", s(&text(rng, 3)))]),
-        93 => obj(&[tag("agent_message_clear"), ("messageId", msg)]),
+        93 => obj(&[tag("_agent_message_clear"), ("messageId", msg)]),
+        94 => obj(&[tag("user_message_chunk"), ("messageId", msg), ("content", text_block(rng, 10))]),
+        95 => obj(&[tag("agent_thought"), ("messageId", msg), ("content", format!("[{}]", text_block(rng, 16)))]),
+        96 => obj(&[tag("state_update"), ("state", s("requires_action"))]),
+        97..=98 => obj(&[tag("terminal_output_chunk"), ("terminalId", s("term_1")), ("data", s("cnVubmluZyAxMiB0ZXN0cwo="))]),
+        99 => obj(&[tag("plan_removed"), ("planId", s("plan_1"))]),
+        100 => {
+            let command = |name: &str, hint: &str| {
+                obj(&[
+                    ("type", s("command")),
+                    ("name", s(name)),
+                    ("description", s(&format!("Runs {name}"))),
+                    ("input", obj(&[("type", s("text")), ("hint", s(hint))])),
+                ])
+            };
+            obj(&[
+                tag("available_commands_update"),
+                ("availableCommands", format!("[{},{}]", command("test", "a test filter"), command("review", "a path"))),
+            ])
+        }
+        101 => obj(&[
+            tag("config_option_update"),
+            (
+                "configOptions",
+                format!(
+                    "[{},{}]",
+                    obj(&[
+                        ("type", s("select")),
+                        ("configId", s("model")),
+                        ("name", s("Model")),
+                        ("category", s("model")),
+                        ("currentValue", s("fast")),
+                        (
+                            "options",
+                            format!(
+                                "[{},{}]",
+                                obj(&[("value", s("fast")), ("name", s("Fast"))]),
+                                obj(&[("value", s("deep")), ("name", s("Deep"))])
+                            ),
+                        ),
+                    ]),
+                    obj(&[("type", s("boolean")), ("configId", s("web")), ("name", s("Web search")), ("currentValue", "true".into())]),
+                ),
+            ),
+        ]),
+        102 => obj(&[tag("session_info_update"), ("title", s(&text(rng, 4))), ("updatedAt", s("2026-05-01T12:00:00Z"))]),
+        103 => obj(&[
+            tag("notice"),
+            ("severity", s(rng.pick(&["info", "warning", "error"]))),
+            ("title", s(&text(rng, 4))),
+            ("description", s(&text(rng, 10))),
+        ]),
+        104 => obj(&[tag("compaction_update"), ("compactionId", s("cmp_1")), ("status", s(rng.pick(&["in_progress", "completed"])))]),
+        105 => obj(&[tag("compaction_summary_chunk"), ("compactionId", s("cmp_1")), ("content", text_block(rng, 12))]),
+        106 => obj(&[
+            tag("subagent_update"),
+            ("sessionId", s("sess_child1")),
+            ("title", s("Explore the parser")),
+            ("state", obj(&[("state", s("running"))])),
+        ]),
+        107 => obj(&[
+            tag("session_message"),
+            ("messageId", msg),
+            ("senderSessionId", s("sess_child1")),
+            ("content", format!("[{}]", text_block(rng, 12))),
+        ]),
+        108 => obj(&[tag("session_message_chunk"), ("messageId", msg), ("content", text_block(rng, 12))]),
         // The tag after the body: exercises the buffered path.
         _ => obj(&[("messageId", msg), ("content", text_block(rng, 12)), tag("agent_message_chunk")]),
     };

@@ -160,8 +160,17 @@ impl<T: ::schemars::JsonSchema> ::schemars::JsonSchema for Patch<T> {
 }
 /// The raw object of a tagged-union member whose tag this version does not know (R-WIRE-3).
 /// It keeps every member, the tag included, and re-encodes unchanged.
+///
+/// The object is boxed, so that an open union is two words like its known variants (each
+/// boxed): decoded values are handed up through several layers, and an inline map (72 bytes
+/// where serde_json keeps members in order) made every hand-over a copy of it.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Unknown(pub ::serde_json::Map<String, ::serde_json::Value>);
+pub struct Unknown(pub Box<::serde_json::Map<String, ::serde_json::Value>>);
+impl From<::serde_json::Map<String, ::serde_json::Value>> for Unknown {
+    fn from(object: ::serde_json::Map<String, ::serde_json::Value>) -> Self {
+        Unknown(Box::new(object))
+    }
+}
 impl Unknown {
     /// The value of the tag member (`sessionUpdate`, `state`, `type`, …).
     pub fn tag<'a>(&'a self, tag_name: &str) -> Option<&'a str> {
@@ -190,7 +199,7 @@ impl SerializeFields for Unknown {
         &self,
         map: &mut M,
     ) -> Result<(), M::Error> {
-        for (k, v) in &self.0 {
+        for (k, v) in self.0.iter() {
             map.serialize_entry(k, v)?;
         }
         Ok(())
@@ -359,6 +368,19 @@ pub mod __de {
                 }
             });
     }
+    /// How many dropped values are recorded so far on this thread (0 when nobody collects).
+    fn tolerated_mark() -> usize {
+        TOLERATED.with(|t| t.borrow().as_ref().map_or(0, Vec::len))
+    }
+    /// Withdraws what was recorded since `mark`: the read it belonged to failed after all.
+    fn withdraw_tolerated(mark: usize) {
+        TOLERATED
+            .with(|t| {
+                if let Some(list) = t.borrow_mut().as_mut() {
+                    list.truncate(mark);
+                }
+            });
+    }
     /// Runs `f`, returning what tolerant decoding dropped meanwhile on this thread.
     pub fn collect_tolerated<R>(f: impl FnOnce() -> R) -> (R, Vec<String>) {
         let outer = TOLERATED.with(|t| t.borrow_mut().replace(Vec::new()));
@@ -378,9 +400,61 @@ pub mod __de {
     /// decoded straight into the member's type), otherwise a parsed `Value` (serde's buffering
     /// deserializers for internally tagged, untagged and flattened types). Either way a value
     /// of the wrong shape is tolerated, and malformed JSON still fails the message.
+    ///
+    /// Used for members of a structured type (an object, a union, an array item): those are
+    /// the ones whose decoding can fail half-way through the value, where only the held value
+    /// can be read again. Members of a scalar type and free-form members are read once, in
+    /// place ([`scalar_on_error`], [`object_on_error`], [`value_on_error`]).
     pub enum Held<'de> {
         Text(Cow<'de, str>),
         Value(::serde_json::Value),
+    }
+    /// The first key of a map handed to [`Held`]: serde_json's token (compared, not copied),
+    /// or the first member of an object handed over as it is.
+    enum HeldKey {
+        Token,
+        Member(String),
+    }
+    impl<'de> ::serde::Deserialize<'de> for HeldKey {
+        fn deserialize<D: ::serde::Deserializer<'de>>(
+            deserializer: D,
+        ) -> Result<Self, D::Error> {
+            struct V;
+            impl<'de> ::serde::de::Visitor<'de> for V {
+                type Value = HeldKey;
+                fn expecting(
+                    &self,
+                    f: &mut ::std::fmt::Formatter<'_>,
+                ) -> ::std::fmt::Result {
+                    f.write_str("a string")
+                }
+                fn visit_str<E: ::serde::de::Error>(
+                    self,
+                    v: &str,
+                ) -> Result<HeldKey, E> {
+                    Ok(
+                        if v == RAW_VALUE_TOKEN {
+                            HeldKey::Token
+                        } else {
+                            HeldKey::Member(v.to_owned())
+                        },
+                    )
+                }
+                fn visit_string<E: ::serde::de::Error>(
+                    self,
+                    v: String,
+                ) -> Result<HeldKey, E> {
+                    Ok(
+                        if v == RAW_VALUE_TOKEN {
+                            HeldKey::Token
+                        } else {
+                            HeldKey::Member(v)
+                        },
+                    )
+                }
+            }
+            deserializer.deserialize_str(V)
+        }
     }
     impl<'de> ::serde::Deserialize<'de> for Held<'de> {
         fn deserialize<D: ::serde::Deserializer<'de>>(
@@ -406,23 +480,26 @@ pub mod __de {
                     self,
                     mut map: A,
                 ) -> Result<Held<'de>, A::Error> {
-                    let Some(Str(key)) = map.next_key::<Str<'de>>()? else {
-                        return Ok(
-                            Held::Value(
-                                ::serde_json::Value::Object(::serde_json::Map::new()),
-                            ),
-                        );
+                    let key = match map.next_key::<HeldKey>()? {
+                        None => {
+                            return Ok(
+                                Held::Value(
+                                    ::serde_json::Value::Object(::serde_json::Map::new()),
+                                ),
+                            );
+                        }
+                        Some(HeldKey::Token) => {
+                            return map
+                                .next_value::<Str<'de>>()
+                                .map(|Str(text)| Held::Text(text));
+                        }
+                        Some(HeldKey::Member(key)) => key,
                     };
-                    if key == RAW_VALUE_TOKEN {
-                        return map
-                            .next_value::<Str<'de>>()
-                            .map(|Str(text)| Held::Text(text));
-                    }
                     let first: ::serde_json::Value = map.next_value()?;
                     let mut object: ::serde_json::Map<String, ::serde_json::Value> = ::serde::Deserialize::deserialize(
                         ::serde::de::value::MapAccessDeserializer::new(map),
                     )?;
-                    object.insert(key.into_owned(), first);
+                    object.insert(key, first);
                     Ok(Held::Value(::serde_json::Value::Object(object)))
                 }
             }
@@ -462,7 +539,7 @@ pub mod __de {
     }
     /// `x-deserialize-default-on-error`: a value that does not decode becomes the default.
     /// Malformed JSON still fails the message; only a well-formed value of the wrong shape is
-    /// tolerated.
+    /// tolerated. For members of a structured type (see [`Held`]).
     pub fn default_on_error<'de, D, T>(
         deserializer: D,
         member: &str,
@@ -478,6 +555,202 @@ pub mod __de {
                 Ok(T::default())
             }
         }
+    }
+    /// `x-deserialize-default-on-error` for a member of a scalar type (a string, a number, a
+    /// string enum; optional or tristate), read once, in place: the value is read as a tree
+    /// (`Value`: for a scalar, one small value) and `T` decoded from that tree, the outcome
+    /// [`default_on_error`] gives (the tree's), without holding the text and reading it twice.
+    /// A value of another kind (an object, an array) is read whole as a tree first.
+    pub fn scalar_on_error<'de, D, T>(
+        deserializer: D,
+        member: &str,
+    ) -> Result<T, D::Error>
+    where
+        D: ::serde::Deserializer<'de>,
+        T: ::serde::de::DeserializeOwned + Default,
+    {
+        match deserializer.deserialize_any(Tree::<T>(::std::marker::PhantomData))? {
+            Ok(v) => Ok(v),
+            Err(value) => {
+                tolerated(member, &located::<T>(&value));
+                Ok(T::default())
+            }
+        }
+    }
+    /// Reads any value in place and tries `T` on it as a tree; `Err` is the tree `T` refused.
+    struct Tree<T>(::std::marker::PhantomData<T>);
+    impl<T: ::serde::de::DeserializeOwned> Tree<T> {
+        /// `T` from a scalar's tree, moved in (a string becomes `T`'s without another copy);
+        /// the tree is made again for the report when `T` refuses it.
+        fn moved(
+            value: ::serde_json::Value,
+            again: impl FnOnce() -> ::serde_json::Value,
+        ) -> Result<T, ::serde_json::Value> {
+            T::deserialize(value).map_err(|_| again())
+        }
+        /// `T` from a tree that cannot be made again (read whole, or an owned string).
+        fn kept(value: ::serde_json::Value) -> Result<T, ::serde_json::Value> {
+            match T::deserialize(&value) {
+                Ok(v) => Ok(v),
+                Err(_) => Err(value),
+            }
+        }
+    }
+    impl<'de, T: ::serde::de::DeserializeOwned> ::serde::de::Visitor<'de> for Tree<T> {
+        type Value = Result<T, ::serde_json::Value>;
+        fn expecting(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+            f.write_str("any JSON value")
+        }
+        fn visit_bool<E: ::serde::de::Error>(self, v: bool) -> Result<Self::Value, E> {
+            Ok(
+                Self::moved(
+                    ::serde_json::Value::Bool(v),
+                    || ::serde_json::Value::Bool(v),
+                ),
+            )
+        }
+        fn visit_i64<E: ::serde::de::Error>(self, v: i64) -> Result<Self::Value, E> {
+            Ok(Self::moved(v.into(), || v.into()))
+        }
+        fn visit_u64<E: ::serde::de::Error>(self, v: u64) -> Result<Self::Value, E> {
+            Ok(Self::moved(v.into(), || v.into()))
+        }
+        fn visit_f64<E: ::serde::de::Error>(self, v: f64) -> Result<Self::Value, E> {
+            let tree = || {
+                ::serde_json::Number::from_f64(v)
+                    .map_or(::serde_json::Value::Null, ::serde_json::Value::Number)
+            };
+            Ok(Self::moved(tree(), tree))
+        }
+        fn visit_str<E: ::serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
+            Ok(
+                Self::moved(
+                    ::serde_json::Value::String(v.to_owned()),
+                    || ::serde_json::Value::String(v.to_owned()),
+                ),
+            )
+        }
+        fn visit_string<E: ::serde::de::Error>(
+            self,
+            v: String,
+        ) -> Result<Self::Value, E> {
+            Ok(Self::kept(::serde_json::Value::String(v)))
+        }
+        fn visit_unit<E: ::serde::de::Error>(self) -> Result<Self::Value, E> {
+            Ok(Self::moved(::serde_json::Value::Null, || ::serde_json::Value::Null))
+        }
+        fn visit_none<E: ::serde::de::Error>(self) -> Result<Self::Value, E> {
+            self.visit_unit()
+        }
+        fn visit_some<D: ::serde::Deserializer<'de>>(
+            self,
+            d: D,
+        ) -> Result<Self::Value, D::Error> {
+            d.deserialize_any(self)
+        }
+        fn visit_seq<A: ::serde::de::SeqAccess<'de>>(
+            self,
+            seq: A,
+        ) -> Result<Self::Value, A::Error> {
+            ::serde_json::Value::deserialize(
+                    ::serde::de::value::SeqAccessDeserializer::new(seq),
+                )
+                .map(Self::kept)
+        }
+        fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+            ::serde_json::Value::deserialize(
+                    ::serde::de::value::MapAccessDeserializer::new(map),
+                )
+                .map(Self::kept)
+        }
+    }
+    /// A free-form object member (`_meta`).
+    pub type Object = ::serde_json::Map<String, ::serde_json::Value>;
+    /// `x-deserialize-default-on-error` for a free-form object member (`_meta`): every object
+    /// decodes, so an object is read once, in place, into the map; `null` reads as absent; a
+    /// value of any other kind is tolerated as [`scalar_on_error`] tolerates it.
+    pub fn object_on_error<'de, D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+        member: &str,
+    ) -> Result<Option<Object>, D::Error> {
+        struct V;
+        impl<'de> ::serde::de::Visitor<'de> for V {
+            type Value = Result<Option<Object>, ::serde_json::Value>;
+            fn expecting(
+                &self,
+                f: &mut ::std::fmt::Formatter<'_>,
+            ) -> ::std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_map<A: MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<Self::Value, A::Error> {
+                Object::deserialize(::serde::de::value::MapAccessDeserializer::new(map))
+                    .map(|o| Ok(Some(o)))
+            }
+            fn visit_some<D: ::serde::Deserializer<'de>>(
+                self,
+                d: D,
+            ) -> Result<Self::Value, D::Error> {
+                d.deserialize_any(self)
+            }
+            fn visit_bool<E: ::serde::de::Error>(
+                self,
+                v: bool,
+            ) -> Result<Self::Value, E> {
+                Tree(::std::marker::PhantomData).visit_bool(v)
+            }
+            fn visit_i64<E: ::serde::de::Error>(self, v: i64) -> Result<Self::Value, E> {
+                Tree(::std::marker::PhantomData).visit_i64(v)
+            }
+            fn visit_u64<E: ::serde::de::Error>(self, v: u64) -> Result<Self::Value, E> {
+                Tree(::std::marker::PhantomData).visit_u64(v)
+            }
+            fn visit_f64<E: ::serde::de::Error>(self, v: f64) -> Result<Self::Value, E> {
+                Tree(::std::marker::PhantomData).visit_f64(v)
+            }
+            fn visit_str<E: ::serde::de::Error>(
+                self,
+                v: &str,
+            ) -> Result<Self::Value, E> {
+                Tree(::std::marker::PhantomData).visit_str(v)
+            }
+            fn visit_string<E: ::serde::de::Error>(
+                self,
+                v: String,
+            ) -> Result<Self::Value, E> {
+                Tree(::std::marker::PhantomData).visit_string(v)
+            }
+            fn visit_unit<E: ::serde::de::Error>(self) -> Result<Self::Value, E> {
+                Ok(Ok(None))
+            }
+            fn visit_none<E: ::serde::de::Error>(self) -> Result<Self::Value, E> {
+                Ok(Ok(None))
+            }
+            fn visit_seq<A: ::serde::de::SeqAccess<'de>>(
+                self,
+                seq: A,
+            ) -> Result<Self::Value, A::Error> {
+                Tree(::std::marker::PhantomData).visit_seq(seq)
+            }
+        }
+        match deserializer.deserialize_any(V)? {
+            Ok(v) => Ok(v),
+            Err(value) => {
+                tolerated(member, &located::<Option<Object>>(&value));
+                Ok(None)
+            }
+        }
+    }
+    /// `x-deserialize-default-on-error` for a member of any JSON value (`rawInput`): no
+    /// well-formed value is of the wrong shape, so there is nothing to tolerate, and the
+    /// value is read once, in place.
+    pub fn value_on_error<'de, D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+        _member: &str,
+    ) -> Result<Option<::serde_json::Value>, D::Error> {
+        Option::<::serde_json::Value>::deserialize(deserializer)
     }
     /// The decoding error of `value` as `T`, with the path of the offending member.
     fn located<T: ::serde::de::DeserializeOwned>(value: &::serde_json::Value) -> String {
@@ -522,59 +795,98 @@ pub mod __de {
             super::Patch::Value(items)
         }
     }
-    fn items_from_value<L: ItemList>(
-        value: ::serde_json::Value,
-        member: &str,
-    ) -> Result<L, ::serde_json::Error> {
-        let items = match value {
-            ::serde_json::Value::Null => {
-                return L::null()
-                    .ok_or_else(|| ::serde::de::Error::custom(
-                        "invalid type: null, expected an array",
-                    ));
-            }
-            ::serde_json::Value::Array(items) => items,
-            other => {
-                return Err(
-                    ::serde::de::Error::invalid_type(
-                        ::serde::de::Unexpected::Other(&other.to_string()),
-                        &"an array",
-                    ),
-                );
-            }
-        };
-        keep_valid_items(items.into_iter().map(Held::Value), member)
-    }
-    /// The items that decode, in order; each one dropped is reported with its index.
-    fn keep_valid_items<'de, L: ItemList>(
-        items: impl ExactSizeIterator<Item = Held<'de>>,
-        member: &str,
-    ) -> Result<L, ::serde_json::Error> {
-        let mut out = Vec::with_capacity(items.len());
-        for (i, item) in items.enumerate() {
-            match item.decode::<L::Item>()? {
-                Decoded::Ok(v) => out.push(v),
-                Decoded::Wrong(_, e) => {
-                    tolerated(member, &format_args!("item {i} dropped: {e}"))
+    /// Reads an array member in place, item by item: each item is held (see [`Held`]) and
+    /// decoded on its own, the ones that decode kept in order and each one dropped reported
+    /// with its index. `Err` (inside) is a member that is not an array, with the wording of
+    /// [`not_an_array`].
+    struct EachItem<'m, L>(&'m str, ::std::marker::PhantomData<L>);
+    impl<'de, L: ItemList> ::serde::de::Visitor<'de> for EachItem<'_, L> {
+        type Value = Result<L, ::serde_json::Error>;
+        fn expecting(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+            f.write_str("any JSON value")
+        }
+        fn visit_seq<A: ::serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mark = tolerated_mark();
+            let mut read = || {
+                let mut out = Vec::new();
+                let mut i = 0;
+                while let Some(item) = seq.next_element::<Held<'de>>()? {
+                    match item.decode::<L::Item>().map_err(A::Error::custom)? {
+                        Decoded::Ok(v) => out.push(v),
+                        Decoded::Wrong(_, e) => {
+                            tolerated(self.0, &format_args!("item {i} dropped: {e}"))
+                        }
+                    }
+                    i += 1;
+                }
+                Ok(out)
+            };
+            match read() {
+                Ok(out) => Ok(Ok(L::from_items(out))),
+                Err(e) => {
+                    withdraw_tolerated(mark);
+                    Err(e)
                 }
             }
         }
-        Ok(L::from_items(out))
+        fn visit_unit<E: ::serde::de::Error>(self) -> Result<Self::Value, E> {
+            Ok(
+                L::null()
+                    .ok_or_else(|| ::serde::de::Error::custom(
+                        "invalid type: null, expected an array",
+                    )),
+            )
+        }
+        fn visit_none<E: ::serde::de::Error>(self) -> Result<Self::Value, E> {
+            self.visit_unit()
+        }
+        fn visit_some<D: ::serde::Deserializer<'de>>(
+            self,
+            d: D,
+        ) -> Result<Self::Value, D::Error> {
+            d.deserialize_any(self)
+        }
+        fn visit_bool<E: ::serde::de::Error>(self, v: bool) -> Result<Self::Value, E> {
+            Ok(Err(not_an_array(&::serde_json::Value::Bool(v))))
+        }
+        fn visit_i64<E: ::serde::de::Error>(self, v: i64) -> Result<Self::Value, E> {
+            Ok(Err(not_an_array(&v.into())))
+        }
+        fn visit_u64<E: ::serde::de::Error>(self, v: u64) -> Result<Self::Value, E> {
+            Ok(Err(not_an_array(&v.into())))
+        }
+        fn visit_f64<E: ::serde::de::Error>(self, v: f64) -> Result<Self::Value, E> {
+            Ok(
+                Err(
+                    not_an_array(
+                        &::serde_json::Number::from_f64(v)
+                            .map_or(
+                                ::serde_json::Value::Null,
+                                ::serde_json::Value::Number,
+                            ),
+                    ),
+                ),
+            )
+        }
+        fn visit_str<E: ::serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
+            Ok(Err(not_an_array(&::serde_json::Value::String(v.to_owned()))))
+        }
+        fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+            let value = ::serde_json::Value::deserialize(
+                ::serde::de::value::MapAccessDeserializer::new(map),
+            )?;
+            Ok(Err(not_an_array(&value)))
+        }
     }
-    /// `items_from_value` for a held value: lent text is split into its items' texts (no tree).
-    fn items_from_held<L: ItemList>(
-        held: Held<'_>,
-        member: &str,
-    ) -> Result<L, ::serde_json::Error> {
-        let text = match held {
-            Held::Value(value) => return items_from_value(value, member),
-            Held::Text(text) => text,
-        };
-        let items = match ::serde_json::from_str::<Vec<Held<'_>>>(&text) {
-            Ok(items) => items,
-            Err(_) => return items_from_value(::serde_json::from_str(&text)?, member),
-        };
-        keep_valid_items(items.into_iter(), member)
+    /// The error for a member that should be an array, naming the value as JSON text.
+    fn not_an_array(value: &::serde_json::Value) -> ::serde_json::Error {
+        ::serde::de::Error::invalid_type(
+            ::serde::de::Unexpected::Other(&value.to_string()),
+            &"an array",
+        )
     }
     /// `x-deserialize-skip-invalid-items`: items that do not decode are dropped; a value that
     /// is not an array still fails.
@@ -582,7 +894,8 @@ pub mod __de {
         deserializer: D,
         member: &str,
     ) -> Result<L, D::Error> {
-        items_from_held(Held::deserialize(deserializer)?, member)
+        deserializer
+            .deserialize_any(EachItem(member, ::std::marker::PhantomData))?
             .map_err(D::Error::custom)
     }
     /// Both markers: items that do not decode are dropped, and a value that is not an array
@@ -591,7 +904,8 @@ pub mod __de {
         deserializer: D,
         member: &str,
     ) -> Result<L, D::Error> {
-        match items_from_held(Held::deserialize(deserializer)?, member) {
+        match deserializer.deserialize_any(EachItem(member, ::std::marker::PhantomData))?
+        {
             Ok(v) => Ok(v),
             Err(e) => {
                 tolerated(member, &e);
@@ -599,20 +913,28 @@ pub mod __de {
             }
         }
     }
-    /// Keeps an unknown variant whole: the tag and every other member.
+    /// Room an unknown variant's object is given at first: the tag and six more members in one
+    /// allocation. A map kept in insertion order (serde_json's `preserve_order`, on in the
+    /// bench's process) otherwise grows from empty and is reallocated on the way.
+    const UNKNOWN_MEMBERS: usize = 7;
+    /// Keeps an unknown variant whole: the tag and every other member (as `Map`'s own
+    /// `Deserialize` reads them: in order, a repeated member keeping its last value).
     pub fn unknown<'de, A: MapAccess<'de>>(
         tag_name: &'static str,
         tag: Cow<'de, str>,
         buffered: Vec<(String, ::serde_json::Value)>,
         rest: A,
     ) -> Result<super::Unknown, A::Error> {
-        let mut object: ::serde_json::Map<String, ::serde_json::Value> = body(
-            buffered,
-            rest,
-        )?;
+        let mut members = Chain::new(buffered, rest);
+        let mut object = ::serde_json::Map::with_capacity(UNKNOWN_MEMBERS);
+        while let Some((key, value)) = members
+            .next_entry::<String, ::serde_json::Value>()?
+        {
+            object.insert(key, value);
+        }
         object
             .insert(tag_name.to_owned(), ::serde_json::Value::String(tag.into_owned()));
-        Ok(super::Unknown(object))
+        Ok(super::Unknown(Box::new(object)))
     }
 }
 /**Capabilities supported by the agent.
@@ -2741,7 +3063,7 @@ fn __tolerant_agentcapabilities_meta<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "AgentCapabilities._meta")
+    __de::object_on_error(deserializer, "AgentCapabilities._meta")
 }
 impl SerializeFields for AgentCapabilities {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -2768,7 +3090,7 @@ fn __tolerant_agentmessage_meta<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "AgentMessage._meta")
+    __de::object_on_error(deserializer, "AgentMessage._meta")
 }
 impl SerializeFields for AgentMessage {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -2791,7 +3113,7 @@ fn __tolerant_agentmessagechunk_meta<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "AgentMessageChunk._meta")
+    __de::object_on_error(deserializer, "AgentMessageChunk._meta")
 }
 impl SerializeFields for AgentMessageChunk {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -2812,7 +3134,7 @@ fn __tolerant_agentmessageclear_meta<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "AgentMessageClear._meta")
+    __de::object_on_error(deserializer, "AgentMessageClear._meta")
 }
 impl SerializeFields for AgentMessageClear {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -2839,7 +3161,7 @@ fn __tolerant_agentthought_meta<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "AgentThought._meta")
+    __de::object_on_error(deserializer, "AgentThought._meta")
 }
 impl SerializeFields for AgentThought {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -2862,7 +3184,7 @@ fn __tolerant_agentthoughtchunk_meta<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "AgentThoughtChunk._meta")
+    __de::object_on_error(deserializer, "AgentThoughtChunk._meta")
 }
 impl SerializeFields for AgentThoughtChunk {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -2885,12 +3207,12 @@ fn __tolerant_annotations_audience<'de, D: ::serde::Deserializer<'de>>(
 fn __tolerant_annotations_last_modified<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<::std::option::Option<::std::string::String>, D::Error> {
-    __de::default_on_error(deserializer, "Annotations.lastModified")
+    __de::scalar_on_error(deserializer, "Annotations.lastModified")
 }
 fn __tolerant_annotations_priority<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<::std::option::Option<f64>, D::Error> {
-    __de::default_on_error(deserializer, "Annotations.priority")
+    __de::scalar_on_error(deserializer, "Annotations.priority")
 }
 fn __tolerant_annotations_meta<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
@@ -2898,7 +3220,7 @@ fn __tolerant_annotations_meta<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "Annotations._meta")
+    __de::object_on_error(deserializer, "Annotations._meta")
 }
 impl SerializeFields for Annotations {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -2931,7 +3253,7 @@ fn __tolerant_audiocontent_meta<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "AudioContent._meta")
+    __de::object_on_error(deserializer, "AudioContent._meta")
 }
 impl SerializeFields for AudioContent {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -2955,7 +3277,7 @@ fn __tolerant_backgroundsubagent_meta<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "BackgroundSubagent._meta")
+    __de::object_on_error(deserializer, "BackgroundSubagent._meta")
 }
 impl SerializeFields for BackgroundSubagent {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -2975,7 +3297,7 @@ fn __tolerant_backgroundterminal_meta<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "BackgroundTerminal._meta")
+    __de::object_on_error(deserializer, "BackgroundTerminal._meta")
 }
 impl SerializeFields for BackgroundTerminal {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -2995,7 +3317,7 @@ fn __tolerant_backgroundtoolcall_meta<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "BackgroundToolCall._meta")
+    __de::object_on_error(deserializer, "BackgroundToolCall._meta")
 }
 impl SerializeFields for BackgroundToolCall {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -3012,7 +3334,7 @@ impl SerializeFields for BackgroundToolCall {
 fn __tolerant_blobresourcecontents_mime_type<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<::std::option::Option<::std::string::String>, D::Error> {
-    __de::default_on_error(deserializer, "BlobResourceContents.mimeType")
+    __de::scalar_on_error(deserializer, "BlobResourceContents.mimeType")
 }
 fn __tolerant_blobresourcecontents_meta<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
@@ -3020,7 +3342,7 @@ fn __tolerant_blobresourcecontents_meta<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "BlobResourceContents._meta")
+    __de::object_on_error(deserializer, "BlobResourceContents._meta")
 }
 impl SerializeFields for BlobResourceContents {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -3044,7 +3366,7 @@ fn __tolerant_cancelrequestnotification_meta<'de, D: ::serde::Deserializer<'de>>
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "CancelRequestNotification._meta")
+    __de::object_on_error(deserializer, "CancelRequestNotification._meta")
 }
 impl SerializeFields for CancelRequestNotification {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -3064,7 +3386,7 @@ fn __tolerant_cancelsessionnotification_meta<'de, D: ::serde::Deserializer<'de>>
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "CancelSessionNotification._meta")
+    __de::object_on_error(deserializer, "CancelSessionNotification._meta")
 }
 impl SerializeFields for CancelSessionNotification {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -3084,7 +3406,7 @@ fn __tolerant_cancelledpermissionoutcome_meta<'de, D: ::serde::Deserializer<'de>
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "CancelledPermissionOutcome._meta")
+    __de::object_on_error(deserializer, "CancelledPermissionOutcome._meta")
 }
 impl SerializeFields for CancelledPermissionOutcome {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -3103,7 +3425,7 @@ fn __tolerant_clientcapabilities_meta<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "ClientCapabilities._meta")
+    __de::object_on_error(deserializer, "ClientCapabilities._meta")
 }
 impl SerializeFields for ClientCapabilities {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -3122,7 +3444,7 @@ fn __tolerant_closesessionrequest_meta<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "CloseSessionRequest._meta")
+    __de::object_on_error(deserializer, "CloseSessionRequest._meta")
 }
 impl SerializeFields for CloseSessionRequest {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -3142,7 +3464,7 @@ fn __tolerant_closesessionresponse_meta<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "CloseSessionResponse._meta")
+    __de::object_on_error(deserializer, "CloseSessionResponse._meta")
 }
 impl SerializeFields for CloseSessionResponse {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -3161,7 +3483,7 @@ fn __tolerant_cost_meta<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "Cost._meta")
+    __de::object_on_error(deserializer, "Cost._meta")
 }
 impl SerializeFields for Cost {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -3187,7 +3509,7 @@ fn __tolerant_embeddedresource_meta<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "EmbeddedResource._meta")
+    __de::object_on_error(deserializer, "EmbeddedResource._meta")
 }
 impl SerializeFields for EmbeddedResource {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -3210,7 +3532,7 @@ fn __tolerant_envvariable_meta<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "EnvVariable._meta")
+    __de::object_on_error(deserializer, "EnvVariable._meta")
 }
 impl SerializeFields for EnvVariable {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -3251,7 +3573,7 @@ fn __tolerant_httpheader_meta<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "HttpHeader._meta")
+    __de::object_on_error(deserializer, "HttpHeader._meta")
 }
 impl SerializeFields for HttpHeader {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -3282,12 +3604,12 @@ fn __tolerant_idlestateupdate_meta<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "IdleStateUpdate._meta")
+    __de::object_on_error(deserializer, "IdleStateUpdate._meta")
 }
 fn __tolerant_idlestateupdate_stop_reason<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<::std::option::Option<StopReason>, D::Error> {
-    __de::default_on_error(deserializer, "IdleStateUpdate.stopReason")
+    __de::scalar_on_error(deserializer, "IdleStateUpdate.stopReason")
 }
 fn __tolerant_idlestateupdate_error<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
@@ -3320,7 +3642,7 @@ impl SerializeFields for IdleStateUpdate {
 fn __tolerant_imagecontent_uri<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<::std::option::Option<::std::string::String>, D::Error> {
-    __de::default_on_error(deserializer, "ImageContent.uri")
+    __de::scalar_on_error(deserializer, "ImageContent.uri")
 }
 fn __tolerant_imagecontent_annotations<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
@@ -3333,7 +3655,7 @@ fn __tolerant_imagecontent_meta<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "ImageContent._meta")
+    __de::object_on_error(deserializer, "ImageContent._meta")
 }
 impl SerializeFields for ImageContent {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -3357,7 +3679,7 @@ impl SerializeFields for ImageContent {
 fn __tolerant_implementation_title<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<::std::option::Option<::std::string::String>, D::Error> {
-    __de::default_on_error(deserializer, "Implementation.title")
+    __de::scalar_on_error(deserializer, "Implementation.title")
 }
 fn __tolerant_implementation_meta<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
@@ -3365,7 +3687,7 @@ fn __tolerant_implementation_meta<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "Implementation._meta")
+    __de::object_on_error(deserializer, "Implementation._meta")
 }
 impl SerializeFields for Implementation {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -3394,7 +3716,7 @@ fn __tolerant_initializerequest_meta<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "InitializeRequest._meta")
+    __de::object_on_error(deserializer, "InitializeRequest._meta")
 }
 impl SerializeFields for InitializeRequest {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -3423,7 +3745,7 @@ fn __tolerant_initializeresponse_meta<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "InitializeResponse._meta")
+    __de::object_on_error(deserializer, "InitializeResponse._meta")
 }
 impl SerializeFields for InitializeResponse {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -3462,7 +3784,7 @@ fn __tolerant_injectcapabilities_meta<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "InjectCapabilities._meta")
+    __de::object_on_error(deserializer, "InjectCapabilities._meta")
 }
 impl SerializeFields for InjectCapabilities {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -3488,7 +3810,7 @@ fn __tolerant_injectrequest_meta<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "InjectRequest._meta")
+    __de::object_on_error(deserializer, "InjectRequest._meta")
 }
 impl SerializeFields for InjectRequest {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -3510,7 +3832,7 @@ fn __tolerant_injectresponse_meta<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "InjectResponse._meta")
+    __de::object_on_error(deserializer, "InjectResponse._meta")
 }
 impl SerializeFields for InjectResponse {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -3530,7 +3852,7 @@ fn __tolerant_listsessionsrequest_meta<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "ListSessionsRequest._meta")
+    __de::object_on_error(deserializer, "ListSessionsRequest._meta")
 }
 impl SerializeFields for ListSessionsRequest {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -3560,7 +3882,7 @@ fn __tolerant_listsessionsresponse_meta<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "ListSessionsResponse._meta")
+    __de::object_on_error(deserializer, "ListSessionsResponse._meta")
 }
 impl SerializeFields for ListSessionsResponse {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -3583,7 +3905,7 @@ fn __tolerant_mcpcapabilities_stdio<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "McpCapabilities.stdio")
+    __de::object_on_error(deserializer, "McpCapabilities.stdio")
 }
 fn __tolerant_mcpcapabilities_http<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
@@ -3591,7 +3913,7 @@ fn __tolerant_mcpcapabilities_http<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "McpCapabilities.http")
+    __de::object_on_error(deserializer, "McpCapabilities.http")
 }
 fn __tolerant_mcpcapabilities_meta<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
@@ -3599,7 +3921,7 @@ fn __tolerant_mcpcapabilities_meta<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "McpCapabilities._meta")
+    __de::object_on_error(deserializer, "McpCapabilities._meta")
 }
 impl SerializeFields for McpCapabilities {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -3624,7 +3946,7 @@ fn __tolerant_mcpserverhttp_meta<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "McpServerHttp._meta")
+    __de::object_on_error(deserializer, "McpServerHttp._meta")
 }
 impl SerializeFields for McpServerHttp {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -3648,7 +3970,7 @@ fn __tolerant_mcpserverstdio_meta<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "McpServerStdio._meta")
+    __de::object_on_error(deserializer, "McpServerStdio._meta")
 }
 impl SerializeFields for McpServerStdio {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -3675,7 +3997,7 @@ fn __tolerant_newsessionrequest_meta<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "NewSessionRequest._meta")
+    __de::object_on_error(deserializer, "NewSessionRequest._meta")
 }
 impl SerializeFields for NewSessionRequest {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -3701,7 +4023,7 @@ fn __tolerant_newsessionresponse_meta<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "NewSessionResponse._meta")
+    __de::object_on_error(deserializer, "NewSessionResponse._meta")
 }
 impl SerializeFields for NewSessionResponse {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -3721,7 +4043,7 @@ fn __tolerant_pendingcapabilities_meta<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "PendingCapabilities._meta")
+    __de::object_on_error(deserializer, "PendingCapabilities._meta")
 }
 impl SerializeFields for PendingCapabilities {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -3741,7 +4063,7 @@ fn __tolerant_pendinginject_meta<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "PendingInject._meta")
+    __de::object_on_error(deserializer, "PendingInject._meta")
 }
 impl SerializeFields for PendingInject {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -3763,7 +4085,7 @@ fn __tolerant_pendinginjectsupdate_meta<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "PendingInjectsUpdate._meta")
+    __de::object_on_error(deserializer, "PendingInjectsUpdate._meta")
 }
 impl SerializeFields for PendingInjectsUpdate {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -3783,7 +4105,7 @@ fn __tolerant_permissionoption_meta<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "PermissionOption._meta")
+    __de::object_on_error(deserializer, "PermissionOption._meta")
 }
 impl SerializeFields for PermissionOption {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -3805,7 +4127,7 @@ fn __tolerant_planentry_meta<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "PlanEntry._meta")
+    __de::object_on_error(deserializer, "PlanEntry._meta")
 }
 impl SerializeFields for PlanEntry {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -3832,7 +4154,7 @@ fn __tolerant_planitems_meta<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "PlanItems._meta")
+    __de::object_on_error(deserializer, "PlanItems._meta")
 }
 impl SerializeFields for PlanItems {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -3853,7 +4175,7 @@ fn __tolerant_planupdate_meta<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "PlanUpdate._meta")
+    __de::object_on_error(deserializer, "PlanUpdate._meta")
 }
 impl SerializeFields for PlanUpdate {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -3873,7 +4195,7 @@ fn __tolerant_promptrequest_meta<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "PromptRequest._meta")
+    __de::object_on_error(deserializer, "PromptRequest._meta")
 }
 impl SerializeFields for PromptRequest {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -3894,7 +4216,7 @@ fn __tolerant_promptresponse_meta<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "PromptResponse._meta")
+    __de::object_on_error(deserializer, "PromptResponse._meta")
 }
 impl SerializeFields for PromptResponse {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -3914,7 +4236,7 @@ fn __tolerant_replaceinjectrequest_meta<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "ReplaceInjectRequest._meta")
+    __de::object_on_error(deserializer, "ReplaceInjectRequest._meta")
 }
 impl SerializeFields for ReplaceInjectRequest {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -3936,7 +4258,7 @@ fn __tolerant_replaceinjectresponse_meta<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "ReplaceInjectResponse._meta")
+    __de::object_on_error(deserializer, "ReplaceInjectResponse._meta")
 }
 impl SerializeFields for ReplaceInjectResponse {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -3956,7 +4278,7 @@ fn __tolerant_replayfromstart_meta<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "ReplayFromStart._meta")
+    __de::object_on_error(deserializer, "ReplayFromStart._meta")
 }
 impl SerializeFields for ReplayFromStart {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -3972,7 +4294,7 @@ impl SerializeFields for ReplayFromStart {
 fn __tolerant_requestpermissionrequest_description<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<::std::option::Option<::std::string::String>, D::Error> {
-    __de::default_on_error(deserializer, "RequestPermissionRequest.description")
+    __de::scalar_on_error(deserializer, "RequestPermissionRequest.description")
 }
 fn __tolerant_requestpermissionrequest_meta<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
@@ -3980,7 +4302,7 @@ fn __tolerant_requestpermissionrequest_meta<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "RequestPermissionRequest._meta")
+    __de::object_on_error(deserializer, "RequestPermissionRequest._meta")
 }
 impl SerializeFields for RequestPermissionRequest {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -4008,7 +4330,7 @@ fn __tolerant_requestpermissionresponse_meta<'de, D: ::serde::Deserializer<'de>>
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "RequestPermissionResponse._meta")
+    __de::object_on_error(deserializer, "RequestPermissionResponse._meta")
 }
 impl SerializeFields for RequestPermissionResponse {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -4033,7 +4355,7 @@ fn __tolerant_requiresactionstateupdate_meta<'de, D: ::serde::Deserializer<'de>>
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "RequiresActionStateUpdate._meta")
+    __de::object_on_error(deserializer, "RequiresActionStateUpdate._meta")
 }
 impl SerializeFields for RequiresActionStateUpdate {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -4052,12 +4374,12 @@ impl SerializeFields for RequiresActionStateUpdate {
 fn __tolerant_resourcelink_title<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<::std::option::Option<::std::string::String>, D::Error> {
-    __de::default_on_error(deserializer, "ResourceLink.title")
+    __de::scalar_on_error(deserializer, "ResourceLink.title")
 }
 fn __tolerant_resourcelink_description<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<::std::option::Option<::std::string::String>, D::Error> {
-    __de::default_on_error(deserializer, "ResourceLink.description")
+    __de::scalar_on_error(deserializer, "ResourceLink.description")
 }
 fn __tolerant_resourcelink_icons<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
@@ -4072,12 +4394,12 @@ fn __tolerant_resourcelink_icons<'de, D: ::serde::Deserializer<'de>>(
 fn __tolerant_resourcelink_mime_type<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<::std::option::Option<::std::string::String>, D::Error> {
-    __de::default_on_error(deserializer, "ResourceLink.mimeType")
+    __de::scalar_on_error(deserializer, "ResourceLink.mimeType")
 }
 fn __tolerant_resourcelink_size<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<::std::option::Option<u64>, D::Error> {
-    __de::default_on_error(deserializer, "ResourceLink.size")
+    __de::scalar_on_error(deserializer, "ResourceLink.size")
 }
 fn __tolerant_resourcelink_annotations<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
@@ -4090,7 +4412,7 @@ fn __tolerant_resourcelink_meta<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "ResourceLink._meta")
+    __de::object_on_error(deserializer, "ResourceLink._meta")
 }
 impl SerializeFields for ResourceLink {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -4129,7 +4451,7 @@ fn __tolerant_resumesessionrequest_meta<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "ResumeSessionRequest._meta")
+    __de::object_on_error(deserializer, "ResumeSessionRequest._meta")
 }
 impl SerializeFields for ResumeSessionRequest {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -4159,7 +4481,7 @@ fn __tolerant_resumesessionresponse_meta<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "ResumeSessionResponse._meta")
+    __de::object_on_error(deserializer, "ResumeSessionResponse._meta")
 }
 impl SerializeFields for ResumeSessionResponse {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -4178,7 +4500,7 @@ fn __tolerant_revokeinjectrequest_meta<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "RevokeInjectRequest._meta")
+    __de::object_on_error(deserializer, "RevokeInjectRequest._meta")
 }
 impl SerializeFields for RevokeInjectRequest {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -4199,7 +4521,7 @@ fn __tolerant_revokeinjectresponse_meta<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "RevokeInjectResponse._meta")
+    __de::object_on_error(deserializer, "RevokeInjectResponse._meta")
 }
 impl SerializeFields for RevokeInjectResponse {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -4223,7 +4545,7 @@ fn __tolerant_runningstateupdate_meta<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "RunningStateUpdate._meta")
+    __de::object_on_error(deserializer, "RunningStateUpdate._meta")
 }
 impl SerializeFields for RunningStateUpdate {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -4245,7 +4567,7 @@ fn __tolerant_selectedpermissionoutcome_meta<'de, D: ::serde::Deserializer<'de>>
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "SelectedPermissionOutcome._meta")
+    __de::object_on_error(deserializer, "SelectedPermissionOutcome._meta")
 }
 impl SerializeFields for SelectedPermissionOutcome {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -4268,10 +4590,7 @@ fn __tolerant_sessionadditionaldirectoriescapabilities_meta<
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(
-        deserializer,
-        "SessionAdditionalDirectoriesCapabilities._meta",
-    )
+    __de::object_on_error(deserializer, "SessionAdditionalDirectoriesCapabilities._meta")
 }
 impl SerializeFields for SessionAdditionalDirectoriesCapabilities {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -4290,7 +4609,7 @@ fn __tolerant_sessioncapabilities_meta<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "SessionCapabilities._meta")
+    __de::object_on_error(deserializer, "SessionCapabilities._meta")
 }
 fn __tolerant_sessioncapabilities_mcp<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
@@ -4339,7 +4658,7 @@ fn __tolerant_sessionclosedupdate_meta<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "SessionClosedUpdate._meta")
+    __de::object_on_error(deserializer, "SessionClosedUpdate._meta")
 }
 impl SerializeFields for SessionClosedUpdate {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -4355,12 +4674,12 @@ impl SerializeFields for SessionClosedUpdate {
 fn __tolerant_sessioninfo_title<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<::std::option::Option<::std::string::String>, D::Error> {
-    __de::default_on_error(deserializer, "SessionInfo.title")
+    __de::scalar_on_error(deserializer, "SessionInfo.title")
 }
 fn __tolerant_sessioninfo_updated_at<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<::std::option::Option<::std::string::String>, D::Error> {
-    __de::default_on_error(deserializer, "SessionInfo.updatedAt")
+    __de::scalar_on_error(deserializer, "SessionInfo.updatedAt")
 }
 fn __tolerant_sessioninfo_meta<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
@@ -4368,7 +4687,7 @@ fn __tolerant_sessioninfo_meta<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "SessionInfo._meta")
+    __de::object_on_error(deserializer, "SessionInfo._meta")
 }
 impl SerializeFields for SessionInfo {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -4395,12 +4714,12 @@ impl SerializeFields for SessionInfo {
 fn __tolerant_sessioninfoupdate_title<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<Patch<::std::string::String>, D::Error> {
-    __de::default_on_error(deserializer, "SessionInfoUpdate.title")
+    __de::scalar_on_error(deserializer, "SessionInfoUpdate.title")
 }
 fn __tolerant_sessioninfoupdate_updated_at<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<Patch<::std::string::String>, D::Error> {
-    __de::default_on_error(deserializer, "SessionInfoUpdate.updatedAt")
+    __de::scalar_on_error(deserializer, "SessionInfoUpdate.updatedAt")
 }
 fn __tolerant_sessioninfoupdate_meta<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
@@ -4408,7 +4727,7 @@ fn __tolerant_sessioninfoupdate_meta<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "SessionInfoUpdate._meta")
+    __de::object_on_error(deserializer, "SessionInfoUpdate._meta")
 }
 impl SerializeFields for SessionInfoUpdate {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -4433,7 +4752,7 @@ fn __tolerant_sessionstatuscapabilities_meta<'de, D: ::serde::Deserializer<'de>>
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "SessionStatusCapabilities._meta")
+    __de::object_on_error(deserializer, "SessionStatusCapabilities._meta")
 }
 impl SerializeFields for SessionStatusCapabilities {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -4452,7 +4771,7 @@ fn __tolerant_sessionstatusrequest_meta<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "SessionStatusRequest._meta")
+    __de::object_on_error(deserializer, "SessionStatusRequest._meta")
 }
 impl SerializeFields for SessionStatusRequest {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -4477,7 +4796,7 @@ fn __tolerant_sessionstatusresponse_meta<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "SessionStatusResponse._meta")
+    __de::object_on_error(deserializer, "SessionStatusResponse._meta")
 }
 impl SerializeFields for SessionStatusResponse {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -4505,7 +4824,7 @@ fn __tolerant_textcontent_meta<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "TextContent._meta")
+    __de::object_on_error(deserializer, "TextContent._meta")
 }
 impl SerializeFields for TextContent {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -4525,7 +4844,7 @@ impl SerializeFields for TextContent {
 fn __tolerant_textresourcecontents_mime_type<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<::std::option::Option<::std::string::String>, D::Error> {
-    __de::default_on_error(deserializer, "TextResourceContents.mimeType")
+    __de::scalar_on_error(deserializer, "TextResourceContents.mimeType")
 }
 fn __tolerant_textresourcecontents_meta<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
@@ -4533,7 +4852,7 @@ fn __tolerant_textresourcecontents_meta<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "TextResourceContents._meta")
+    __de::object_on_error(deserializer, "TextResourceContents._meta")
 }
 impl SerializeFields for TextResourceContents {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -4557,7 +4876,7 @@ fn __tolerant_toolcallcontentblock_meta<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "ToolCallContentBlock._meta")
+    __de::object_on_error(deserializer, "ToolCallContentBlock._meta")
 }
 impl SerializeFields for ToolCallContentBlock {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -4577,7 +4896,7 @@ fn __tolerant_toolcallcontentchunk_meta<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "ToolCallContentChunk._meta")
+    __de::object_on_error(deserializer, "ToolCallContentChunk._meta")
 }
 impl SerializeFields for ToolCallContentChunk {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -4595,22 +4914,22 @@ impl SerializeFields for ToolCallContentChunk {
 fn __tolerant_toolcallupdate_name<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<::std::option::Option<::std::string::String>, D::Error> {
-    __de::default_on_error(deserializer, "ToolCallUpdate.name")
+    __de::scalar_on_error(deserializer, "ToolCallUpdate.name")
 }
 fn __tolerant_toolcallupdate_title<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<::std::option::Option<::std::string::String>, D::Error> {
-    __de::default_on_error(deserializer, "ToolCallUpdate.title")
+    __de::scalar_on_error(deserializer, "ToolCallUpdate.title")
 }
 fn __tolerant_toolcallupdate_kind<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<::std::option::Option<ToolKind>, D::Error> {
-    __de::default_on_error(deserializer, "ToolCallUpdate.kind")
+    __de::scalar_on_error(deserializer, "ToolCallUpdate.kind")
 }
 fn __tolerant_toolcallupdate_status<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<::std::option::Option<ToolCallStatus>, D::Error> {
-    __de::default_on_error(deserializer, "ToolCallUpdate.status")
+    __de::scalar_on_error(deserializer, "ToolCallUpdate.status")
 }
 fn __tolerant_toolcallupdate_content<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
@@ -4630,12 +4949,12 @@ fn __tolerant_toolcallupdate_locations<'de, D: ::serde::Deserializer<'de>>(
 fn __tolerant_toolcallupdate_raw_input<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<::std::option::Option<::serde_json::Value>, D::Error> {
-    __de::default_on_error(deserializer, "ToolCallUpdate.rawInput")
+    __de::value_on_error(deserializer, "ToolCallUpdate.rawInput")
 }
 fn __tolerant_toolcallupdate_raw_output<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<::std::option::Option<::serde_json::Value>, D::Error> {
-    __de::default_on_error(deserializer, "ToolCallUpdate.rawOutput")
+    __de::value_on_error(deserializer, "ToolCallUpdate.rawOutput")
 }
 fn __tolerant_toolcallupdate_meta<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
@@ -4643,7 +4962,7 @@ fn __tolerant_toolcallupdate_meta<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "ToolCallUpdate._meta")
+    __de::object_on_error(deserializer, "ToolCallUpdate._meta")
 }
 impl SerializeFields for ToolCallUpdate {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -4705,7 +5024,7 @@ fn __tolerant_unknownstateupdate_meta<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "UnknownStateUpdate._meta")
+    __de::object_on_error(deserializer, "UnknownStateUpdate._meta")
 }
 impl SerializeFields for UnknownStateUpdate {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -4730,7 +5049,7 @@ fn __tolerant_unsupportedprotocolversionerrordata_meta<
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "UnsupportedProtocolVersionErrorData._meta")
+    __de::object_on_error(deserializer, "UnsupportedProtocolVersionErrorData._meta")
 }
 impl SerializeFields for UnsupportedProtocolVersionErrorData {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -4751,7 +5070,7 @@ fn __tolerant_updatesessionnotification_meta<'de, D: ::serde::Deserializer<'de>>
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "UpdateSessionNotification._meta")
+    __de::object_on_error(deserializer, "UpdateSessionNotification._meta")
 }
 impl SerializeFields for UpdateSessionNotification {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -4769,17 +5088,17 @@ impl SerializeFields for UpdateSessionNotification {
 fn __tolerant_usage_thought_tokens<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<::std::option::Option<u64>, D::Error> {
-    __de::default_on_error(deserializer, "Usage.thoughtTokens")
+    __de::scalar_on_error(deserializer, "Usage.thoughtTokens")
 }
 fn __tolerant_usage_cached_read_tokens<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<::std::option::Option<u64>, D::Error> {
-    __de::default_on_error(deserializer, "Usage.cachedReadTokens")
+    __de::scalar_on_error(deserializer, "Usage.cachedReadTokens")
 }
 fn __tolerant_usage_cached_write_tokens<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<::std::option::Option<u64>, D::Error> {
-    __de::default_on_error(deserializer, "Usage.cachedWriteTokens")
+    __de::scalar_on_error(deserializer, "Usage.cachedWriteTokens")
 }
 fn __tolerant_usage_meta<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
@@ -4787,7 +5106,7 @@ fn __tolerant_usage_meta<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "Usage._meta")
+    __de::object_on_error(deserializer, "Usage._meta")
 }
 impl SerializeFields for Usage {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -4823,7 +5142,7 @@ fn __tolerant_usageupdate_meta<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "UsageUpdate._meta")
+    __de::object_on_error(deserializer, "UsageUpdate._meta")
 }
 impl SerializeFields for UsageUpdate {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -4852,7 +5171,7 @@ fn __tolerant_usermessage_meta<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "UserMessage._meta")
+    __de::object_on_error(deserializer, "UserMessage._meta")
 }
 impl SerializeFields for UserMessage {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -4875,7 +5194,7 @@ fn __tolerant_usermessagechunk_meta<'de, D: ::serde::Deserializer<'de>>(
     ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     D::Error,
 > {
-    __de::default_on_error(deserializer, "UserMessageChunk._meta")
+    __de::object_on_error(deserializer, "UserMessageChunk._meta")
 }
 impl SerializeFields for UserMessageChunk {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -5344,9 +5663,15 @@ impl<'de> ::serde::Deserialize<'de> for McpServer {
             ) -> Result<McpServer, A::Error> {
                 let (tag, buffered) = __de::read_tag(&mut map, "type")?;
                 match &*tag {
-                    "stdio" => Ok(McpServer::Stdio(Box::new(__de::body(buffered, map)?))),
-                    "http" => Ok(McpServer::Http(Box::new(__de::body(buffered, map)?))),
-                    _ => Ok(McpServer::Other(__de::unknown("type", tag, buffered, map)?)),
+                    "stdio" => {
+                        __de::body(buffered, map)
+                            .map(|body| McpServer::Stdio(Box::new(body)))
+                    }
+                    "http" => {
+                        __de::body(buffered, map)
+                            .map(|body| McpServer::Http(Box::new(body)))
+                    }
+                    _ => __de::unknown("type", tag, buffered, map).map(McpServer::Other),
                 }
             }
         }
@@ -5459,11 +5784,10 @@ impl<'de> ::serde::Deserialize<'de> for ReplayFrom {
                 let (tag, buffered) = __de::read_tag(&mut map, "type")?;
                 match &*tag {
                     "start" => {
-                        Ok(ReplayFrom::Start(Box::new(__de::body(buffered, map)?)))
+                        __de::body(buffered, map)
+                            .map(|body| ReplayFrom::Start(Box::new(body)))
                     }
-                    _ => {
-                        Ok(ReplayFrom::Other(__de::unknown("type", tag, buffered, map)?))
-                    }
+                    _ => __de::unknown("type", tag, buffered, map).map(ReplayFrom::Other),
                 }
             }
         }
@@ -5820,25 +6144,20 @@ impl<'de> ::serde::Deserialize<'de> for RequestPermissionOutcome {
                 let (tag, buffered) = __de::read_tag(&mut map, "outcome")?;
                 match &*tag {
                     "cancelled" => {
-                        Ok(
-                            RequestPermissionOutcome::Cancelled(
-                                Box::new(__de::body(buffered, map)?),
-                            ),
-                        )
+                        __de::body(buffered, map)
+                            .map(|body| RequestPermissionOutcome::Cancelled(
+                                Box::new(body),
+                            ))
                     }
                     "selected" => {
-                        Ok(
-                            RequestPermissionOutcome::Selected(
-                                Box::new(__de::body(buffered, map)?),
-                            ),
-                        )
+                        __de::body(buffered, map)
+                            .map(|body| RequestPermissionOutcome::Selected(
+                                Box::new(body),
+                            ))
                     }
                     _ => {
-                        Ok(
-                            RequestPermissionOutcome::Other(
-                                __de::unknown("outcome", tag, buffered, map)?,
-                            ),
-                        )
+                        __de::unknown("outcome", tag, buffered, map)
+                            .map(RequestPermissionOutcome::Other)
                     }
                 }
             }
@@ -6262,116 +6581,72 @@ impl<'de> ::serde::Deserialize<'de> for SessionUpdate {
                 let (tag, buffered) = __de::read_tag(&mut map, "sessionUpdate")?;
                 match &*tag {
                     "user_message" => {
-                        Ok(
-                            SessionUpdate::UserMessage(
-                                Box::new(__de::body(buffered, map)?),
-                            ),
-                        )
+                        __de::body(buffered, map)
+                            .map(|body| SessionUpdate::UserMessage(Box::new(body)))
                     }
                     "user_message_chunk" => {
-                        Ok(
-                            SessionUpdate::UserMessageChunk(
-                                Box::new(__de::body(buffered, map)?),
-                            ),
-                        )
+                        __de::body(buffered, map)
+                            .map(|body| SessionUpdate::UserMessageChunk(Box::new(body)))
                     }
                     "agent_message" => {
-                        Ok(
-                            SessionUpdate::AgentMessage(
-                                Box::new(__de::body(buffered, map)?),
-                            ),
-                        )
+                        __de::body(buffered, map)
+                            .map(|body| SessionUpdate::AgentMessage(Box::new(body)))
                     }
                     "agent_message_chunk" => {
-                        Ok(
-                            SessionUpdate::AgentMessageChunk(
-                                Box::new(__de::body(buffered, map)?),
-                            ),
-                        )
+                        __de::body(buffered, map)
+                            .map(|body| SessionUpdate::AgentMessageChunk(Box::new(body)))
                     }
                     "_agent_message_clear" | "agent_message_clear" => {
-                        Ok(
-                            SessionUpdate::AgentMessageClear(
-                                Box::new(__de::body(buffered, map)?),
-                            ),
-                        )
+                        __de::body(buffered, map)
+                            .map(|body| SessionUpdate::AgentMessageClear(Box::new(body)))
                     }
                     "agent_thought" => {
-                        Ok(
-                            SessionUpdate::AgentThought(
-                                Box::new(__de::body(buffered, map)?),
-                            ),
-                        )
+                        __de::body(buffered, map)
+                            .map(|body| SessionUpdate::AgentThought(Box::new(body)))
                     }
                     "agent_thought_chunk" => {
-                        Ok(
-                            SessionUpdate::AgentThoughtChunk(
-                                Box::new(__de::body(buffered, map)?),
-                            ),
-                        )
+                        __de::body(buffered, map)
+                            .map(|body| SessionUpdate::AgentThoughtChunk(Box::new(body)))
                     }
                     "state_update" | "state_change" => {
-                        Ok(
-                            SessionUpdate::StateUpdate(
-                                Box::new(__de::body(buffered, map)?),
-                            ),
-                        )
+                        __de::body(buffered, map)
+                            .map(|body| SessionUpdate::StateUpdate(Box::new(body)))
                     }
                     "tool_call_update" => {
-                        Ok(
-                            SessionUpdate::ToolCallUpdate(
-                                Box::new(__de::body(buffered, map)?),
-                            ),
-                        )
+                        __de::body(buffered, map)
+                            .map(|body| SessionUpdate::ToolCallUpdate(Box::new(body)))
                     }
                     "tool_call_content_chunk" => {
-                        Ok(
-                            SessionUpdate::ToolCallContentChunk(
-                                Box::new(__de::body(buffered, map)?),
-                            ),
-                        )
+                        __de::body(buffered, map)
+                            .map(|body| SessionUpdate::ToolCallContentChunk(
+                                Box::new(body),
+                            ))
                     }
                     "plan_update" => {
-                        Ok(
-                            SessionUpdate::PlanUpdate(
-                                Box::new(__de::body(buffered, map)?),
-                            ),
-                        )
+                        __de::body(buffered, map)
+                            .map(|body| SessionUpdate::PlanUpdate(Box::new(body)))
                     }
                     "usage_update" => {
-                        Ok(
-                            SessionUpdate::UsageUpdate(
-                                Box::new(__de::body(buffered, map)?),
-                            ),
-                        )
+                        __de::body(buffered, map)
+                            .map(|body| SessionUpdate::UsageUpdate(Box::new(body)))
                     }
                     "session_info_update" => {
-                        Ok(
-                            SessionUpdate::SessionInfoUpdate(
-                                Box::new(__de::body(buffered, map)?),
-                            ),
-                        )
+                        __de::body(buffered, map)
+                            .map(|body| SessionUpdate::SessionInfoUpdate(Box::new(body)))
                     }
                     "_acp-inject/pending" => {
-                        Ok(
-                            SessionUpdate::AcpInjectPending(
-                                Box::new(__de::body(buffered, map)?),
-                            ),
-                        )
+                        __de::body(buffered, map)
+                            .map(|body| SessionUpdate::AcpInjectPending(Box::new(body)))
                     }
                     "_acp-inject/session_closed" => {
-                        Ok(
-                            SessionUpdate::AcpInjectSessionClosed(
-                                Box::new(__de::body(buffered, map)?),
-                            ),
-                        )
+                        __de::body(buffered, map)
+                            .map(|body| SessionUpdate::AcpInjectSessionClosed(
+                                Box::new(body),
+                            ))
                     }
                     _ => {
-                        Ok(
-                            SessionUpdate::Other(
-                                __de::unknown("sessionUpdate", tag, buffered, map)?,
-                            ),
-                        )
+                        __de::unknown("sessionUpdate", tag, buffered, map)
+                            .map(SessionUpdate::Other)
                     }
                 }
             }
@@ -6590,25 +6865,24 @@ impl<'de> ::serde::Deserialize<'de> for StateUpdate {
                 let (tag, buffered) = __de::read_tag(&mut map, "state")?;
                 match &*tag {
                     "running" => {
-                        Ok(StateUpdate::Running(Box::new(__de::body(buffered, map)?)))
+                        __de::body(buffered, map)
+                            .map(|body| StateUpdate::Running(Box::new(body)))
                     }
-                    "idle" => Ok(StateUpdate::Idle(Box::new(__de::body(buffered, map)?))),
+                    "idle" => {
+                        __de::body(buffered, map)
+                            .map(|body| StateUpdate::Idle(Box::new(body)))
+                    }
                     "requires_action" => {
-                        Ok(
-                            StateUpdate::RequiresAction(
-                                Box::new(__de::body(buffered, map)?),
-                            ),
-                        )
+                        __de::body(buffered, map)
+                            .map(|body| StateUpdate::RequiresAction(Box::new(body)))
                     }
                     "unknown" => {
-                        Ok(StateUpdate::Unknown(Box::new(__de::body(buffered, map)?)))
+                        __de::body(buffered, map)
+                            .map(|body| StateUpdate::Unknown(Box::new(body)))
                     }
                     _ => {
-                        Ok(
-                            StateUpdate::Other(
-                                __de::unknown("state", tag, buffered, map)?,
-                            ),
-                        )
+                        __de::unknown("state", tag, buffered, map)
+                            .map(StateUpdate::Other)
                     }
                 }
             }
@@ -6891,32 +7165,20 @@ impl<'de> ::serde::Deserialize<'de> for BackgroundWork {
                 let (tag, buffered) = __de::read_tag(&mut map, "type")?;
                 match &*tag {
                     "terminal" => {
-                        Ok(
-                            BackgroundWork::Terminal(
-                                Box::new(__de::body(buffered, map)?),
-                            ),
-                        )
+                        __de::body(buffered, map)
+                            .map(|body| BackgroundWork::Terminal(Box::new(body)))
                     }
                     "tool_call" => {
-                        Ok(
-                            BackgroundWork::ToolCall(
-                                Box::new(__de::body(buffered, map)?),
-                            ),
-                        )
+                        __de::body(buffered, map)
+                            .map(|body| BackgroundWork::ToolCall(Box::new(body)))
                     }
                     "subagent" => {
-                        Ok(
-                            BackgroundWork::Subagent(
-                                Box::new(__de::body(buffered, map)?),
-                            ),
-                        )
+                        __de::body(buffered, map)
+                            .map(|body| BackgroundWork::Subagent(Box::new(body)))
                     }
                     _ => {
-                        Ok(
-                            BackgroundWork::Other(
-                                __de::unknown("type", tag, buffered, map)?,
-                            ),
-                        )
+                        __de::unknown("type", tag, buffered, map)
+                            .map(BackgroundWork::Other)
                     }
                 }
             }
@@ -7299,18 +7561,12 @@ impl<'de> ::serde::Deserialize<'de> for ToolCallContent {
                 let (tag, buffered) = __de::read_tag(&mut map, "type")?;
                 match &*tag {
                     "content" => {
-                        Ok(
-                            ToolCallContent::Content(
-                                Box::new(__de::body(buffered, map)?),
-                            ),
-                        )
+                        __de::body(buffered, map)
+                            .map(|body| ToolCallContent::Content(Box::new(body)))
                     }
                     _ => {
-                        Ok(
-                            ToolCallContent::Other(
-                                __de::unknown("type", tag, buffered, map)?,
-                            ),
-                        )
+                        __de::unknown("type", tag, buffered, map)
+                            .map(ToolCallContent::Other)
                     }
                 }
             }
@@ -7419,18 +7675,12 @@ impl<'de> ::serde::Deserialize<'de> for PlanUpdateContent {
                 let (tag, buffered) = __de::read_tag(&mut map, "type")?;
                 match &*tag {
                     "items" => {
-                        Ok(
-                            PlanUpdateContent::Items(
-                                Box::new(__de::body(buffered, map)?),
-                            ),
-                        )
+                        __de::body(buffered, map)
+                            .map(|body| PlanUpdateContent::Items(Box::new(body)))
                     }
                     _ => {
-                        Ok(
-                            PlanUpdateContent::Other(
-                                __de::unknown("type", tag, buffered, map)?,
-                            ),
-                        )
+                        __de::unknown("type", tag, buffered, map)
+                            .map(PlanUpdateContent::Other)
                     }
                 }
             }
@@ -7866,30 +8116,28 @@ impl<'de> ::serde::Deserialize<'de> for ContentBlock {
                 let (tag, buffered) = __de::read_tag(&mut map, "type")?;
                 match &*tag {
                     "text" => {
-                        Ok(ContentBlock::Text(Box::new(__de::body(buffered, map)?)))
+                        __de::body(buffered, map)
+                            .map(|body| ContentBlock::Text(Box::new(body)))
                     }
                     "image" => {
-                        Ok(ContentBlock::Image(Box::new(__de::body(buffered, map)?)))
+                        __de::body(buffered, map)
+                            .map(|body| ContentBlock::Image(Box::new(body)))
                     }
                     "audio" => {
-                        Ok(ContentBlock::Audio(Box::new(__de::body(buffered, map)?)))
+                        __de::body(buffered, map)
+                            .map(|body| ContentBlock::Audio(Box::new(body)))
                     }
                     "resource_link" => {
-                        Ok(
-                            ContentBlock::ResourceLink(
-                                Box::new(__de::body(buffered, map)?),
-                            ),
-                        )
+                        __de::body(buffered, map)
+                            .map(|body| ContentBlock::ResourceLink(Box::new(body)))
                     }
                     "resource" => {
-                        Ok(ContentBlock::Resource(Box::new(__de::body(buffered, map)?)))
+                        __de::body(buffered, map)
+                            .map(|body| ContentBlock::Resource(Box::new(body)))
                     }
                     _ => {
-                        Ok(
-                            ContentBlock::Other(
-                                __de::unknown("type", tag, buffered, map)?,
-                            ),
-                        )
+                        __de::unknown("type", tag, buffered, map)
+                            .map(ContentBlock::Other)
                     }
                 }
             }

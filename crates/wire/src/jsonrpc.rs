@@ -333,9 +333,41 @@ struct OutError<'a> {
 }
 
 fn to_line<T: Serialize>(value: &T) -> String {
+    // Lines are written into one buffer per thread, kept between lines, and copied out at
+    // their length: one allocation of the right size per line, where a fresh buffer (128
+    // bytes, `serde_json::to_string`) grows twice for a typical update. A `Serialize` impl that
+    // writes a line itself meanwhile gets a buffer of its own.
+    thread_local! {
+        static BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    BUFFER.with(|buffer| match buffer.try_borrow_mut() {
+        Ok(mut buffer) => {
+            buffer.clear();
+            write_line(&mut buffer, value);
+            let line = text(&buffer).to_owned();
+            // A rare long line does not keep its memory for the rest of the thread's life.
+            if buffer.capacity() > 64 * 1024 {
+                *buffer = Vec::new();
+            }
+            line
+        }
+        Err(_) => {
+            let mut buffer = Vec::with_capacity(128);
+            write_line(&mut buffer, value);
+            text(&buffer).to_owned()
+        }
+    })
+}
+
+/// serde_json writes UTF-8.
+fn text(buffer: &[u8]) -> &str {
+    std::str::from_utf8(buffer).unwrap_or_else(|e| unreachable!("serde_json writes UTF-8: {e}"))
+}
+
+fn write_line<T: Serialize>(buffer: &mut Vec<u8>, value: &T) {
     // Serialising these types cannot fail: every map key is a string and no Serialize impl
     // here returns an error.
-    serde_json::to_string(value).unwrap_or_else(|e| unreachable!("wire types always serialise: {e}"))
+    serde_json::to_writer(buffer, value).unwrap_or_else(|e| unreachable!("wire types always serialise: {e}"))
 }
 
 /// A request line; the method is the params type's (`x-method`), so a schema rename breaks the
@@ -392,41 +424,42 @@ pub enum AgentLine<'a> {
 /// upstream writes it). Any other shape, and any line the fast path would reject, goes
 /// through [`parse_line`] so errors stay exactly the same.
 pub fn parse_agent_line(line: &str) -> Result<AgentLine<'_>, FrameError> {
-    if let Ok(FastUpdate(Some(update))) = serde_json::from_str::<FastUpdate>(line) {
-        return Ok(AgentLine::Update(update));
+    let mut update = None;
+    let mut de = serde_json::Deserializer::from_str(line);
+    // The update is written into `update` where it is decoded, rather than handed up through
+    // each layer's result: a notification is some 170 bytes, and every hand-over is a copy.
+    if matches!(serde::Deserializer::deserialize_map(&mut de, FastUpdate(&mut update)), Ok(true)) && de.end().is_ok() {
+        if let Some(update) = update {
+            return Ok(AgentLine::Update(update));
+        }
     }
     parse_line(line).map(AgentLine::Other)
 }
 
-/// `Some` only for a well-formed `session/update` notification whose `method` precedes its
-/// `params`; `None` (or an error) sends the line down the general path.
-struct FastUpdate(Option<crate::UpdateSessionNotification>);
+/// Reads a line's members into its slot: the typed params of a well-formed `session/update`
+/// notification whose `method` precedes its `params`. `false` (or an error) sends the line
+/// down the general path.
+struct FastUpdate<'a>(&'a mut Option<crate::UpdateSessionNotification>);
 
-impl<'de> Deserialize<'de> for FastUpdate {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> serde::de::Visitor<'de> for V {
-            type Value = FastUpdate;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a JSON-RPC message object")
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<FastUpdate, A::Error> {
-                let (mut version_ok, mut is_update, mut params, mut other) = (false, false, None, false);
-                while let Some(key) = map.next_key::<crate::__de::Str<'de>>()? {
-                    match &*key.0 {
-                        "jsonrpc" => version_ok = map.next_value::<crate::__de::Str<'de>>()?.0 == "2.0",
-                        "method" => is_update = map.next_value::<crate::__de::Str<'de>>()?.0 == crate::methods::SESSION_UPDATE,
-                        "params" if is_update && params.is_none() => params = Some(map.next_value()?),
-                        _ => {
-                            // `id`, `result`, `error`, params before method, or anything else.
-                            other = true;
-                            map.next_value::<serde::de::IgnoredAny>()?;
-                        }
-                    }
+impl<'de> serde::de::Visitor<'de> for FastUpdate<'_> {
+    type Value = bool;
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON-RPC message object")
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
+        let (mut version_ok, mut is_update, mut other) = (false, false, false);
+        while let Some(key) = map.next_key::<crate::__de::Str<'de>>()? {
+            match &*key.0 {
+                "jsonrpc" => version_ok = map.next_value::<crate::__de::Str<'de>>()?.0 == "2.0",
+                "method" => is_update = map.next_value::<crate::__de::Str<'de>>()?.0 == crate::methods::SESSION_UPDATE,
+                "params" if is_update && self.0.is_none() => *self.0 = Some(map.next_value()?),
+                _ => {
+                    // `id`, `result`, `error`, params before method, or anything else.
+                    other = true;
+                    map.next_value::<serde::de::IgnoredAny>()?;
                 }
-                Ok(FastUpdate(if version_ok && is_update && !other { params } else { None }))
             }
         }
-        deserializer.deserialize_map(V)
+        Ok(version_ok && is_update && !other && self.0.is_some())
     }
 }

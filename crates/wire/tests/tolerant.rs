@@ -20,6 +20,13 @@ const UPDATES: &[&str] = &[
     // Inside an untagged union (serde buffers the resource first): `mimeType` and `_meta`
     // are held as trees there.
     r#"{"sessionUpdate":"agent_message_chunk","messageId":"a1","content":{"type":"resource","resource":{"uri":"file:///a","text":"x","mimeType":5,"_meta":7}}}"#,
+    // Scalar members (read in place) given values of every other kind, free-form `_meta`
+    // given non-objects, and members of any value.
+    r#"{"sessionUpdate":"tool_call_update","toolCallId":"t1","title":{"a":[1,{"b":null}]},"name":[1,"x"],"kind":1.5,"status":true,"rawInput":[1,{"a":"é"}],"rawOutput":null,"_meta":"m"}"#,
+    r#"{"sessionUpdate":"tool_call_update","toolCallId":"t1","title":"T\u00e9\"q","name":null,"kind":"_x.dev/kind","status":18446744073709551615,"_meta":[{"a":1}]}"#,
+    r#"{"sessionUpdate":"session_info_update","title":-3,"updatedAt":null,"_meta":{"a":{"b":[1,2]},"a":2}}"#,
+    r#"{"sessionUpdate":"usage_update","used":1,"size":2,"cost":{"amount":"x","currency":"USD"},"_meta":null}"#,
+    r#"{"sessionUpdate":"state_update","state":"idle","stopReason":{"x":1},"usage":{"totalTokens":1,"inputTokens":1,"outputTokens":1,"thoughtTokens":-1}}"#,
     // The tag after the members: they are buffered as a tree before the variant decodes.
     r#"{"toolCallId":"t1","status":42,"content":[{"type":"content"},{"type":"content","content":{"type":"text","text":"ok"}}],"sessionUpdate":"tool_call_update"}"#,
 ];
@@ -74,6 +81,40 @@ fn malformed_json_in_a_tolerant_member_still_fails_the_message() {
     ] {
         assert!(from_text(line).0.is_err(), "{line}");
     }
+}
+
+#[test]
+fn scalar_members_read_in_place_keep_or_drop_what_they_did_when_held() {
+    // title: an object, name: an array, kind: a number, status: a boolean, _meta: a string.
+    let (update, dropped) = from_text(UPDATES[9]);
+    let update = update.unwrap();
+    for member in ["title", "name", "kind", "status", "_meta"] {
+        assert!(update.get(member).is_none(), "{member}: {update}");
+        let owner = format!("ToolCallUpdate.{member}: invalid type");
+        assert!(dropped.iter().any(|d| d.starts_with(&owner)), "{member}: {dropped:?}");
+    }
+    assert_eq!(update["rawInput"], serde_json::json!([1, {"a": "é"}]));
+    assert_eq!(dropped.len(), 5, "{dropped:?}");
+    // Escapes, an open enum's unknown value, a number a status cannot be.
+    let (update, dropped) = from_text(UPDATES[10]);
+    let update = update.unwrap();
+    assert_eq!(update["title"], "Té\"q");
+    assert_eq!(update["kind"], "_x.dev/kind");
+    assert!(update.get("status").is_none() && update.get("_meta").is_none(), "{update}");
+    assert_eq!(dropped.len(), 2, "{dropped:?}");
+    // A repeated member of a free-form object keeps its last value.
+    let (update, _) = from_text(UPDATES[11]);
+    assert_eq!(update.unwrap()["_meta"], serde_json::json!({"a": 2}));
+}
+
+#[test]
+fn what_items_of_a_malformed_array_dropped_is_not_reported() {
+    // Item 0 is dropped before the array turns out to be malformed: the message fails, and
+    // nothing is reported as tolerated, as when the array was checked whole first.
+    let line = r#"{"sessionUpdate":"agent_message","messageId":"m","content":[1,{"type":"text","text":"a"},]}"#;
+    let (update, dropped) = from_text(line);
+    assert!(update.is_err(), "{update:?}");
+    assert!(dropped.is_empty(), "{dropped:?}");
 }
 
 #[test]

@@ -120,7 +120,7 @@ const FINDINGS: &str = "
   into their boxes (3 copies left). An unknown update's map is given room for seven members up
   front (growing an order-keeping map from empty took glibc's slow paths), and lines are
   written into a per-thread buffer. Typed decode is now about 2.5× and decode + encode about
-  2.0× (medians of 31 rounds ranged 2.37–2.55× and 1.97–2.05× across runs on the shared
+  2.0× (runs of 15–31 interleaved rounds gave 2.37–2.55× and 1.97–2.05× on the shared
   machine: at the targets, not above them by a margin).
 - **Remains: what the official crate types and we keep open.** The draft kinds our schema
   does not type are read into `Unknown` (a map kept in order: hashing and a tree), 1.7–2.2×

@@ -141,6 +141,11 @@ fn running(pending: usize) -> (Agent, Vec<String>) {
     let mut a = Agent::new(config).expect("a valid configuration");
     a.create_session("s1", "/work");
     a.attach_to_session("c1", "s1");
+    // R-INIT-2: nothing but `initialize` is served before it.
+    a.handle_line(
+        "c1",
+        r#"{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":2,"info":{"name":"bench","version":"0"}}}"#,
+    );
     a.handle_line("c1", &line(0, "session/prompt", json!({ "sessionId": "s1", "prompt": [{ "type": "text", "text": "go" }] })));
     drain(&mut a);
     let mut ids = Vec::with_capacity(pending);

@@ -16,6 +16,9 @@ pub fn agent(policy: Policy) -> Agent {
     let mut a = Agent::new(config).expect("a valid configuration");
     a.create_session("s1", "/tmp");
     a.attach_to_session("c1", "s1");
+    // R-INIT-2: nothing but `initialize` is served before it; its answer is dropped.
+    a.handle_line("c1", r#"{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":2,"info":{"name":"fuzz","version":"0"}}}"#);
+    a.drain().expect("drain");
     a
 }
 

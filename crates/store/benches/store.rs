@@ -35,6 +35,11 @@ fn bench_dir() -> tempfile::TempDir {
 /// The session `sess_1` in a running turn, so injects stay pending.
 fn running_agent(store: Box<dyn Store>) -> Agent {
     let mut a = Agent::with_store(config(), store).unwrap();
+    // R-INIT-2: nothing but `initialize` is served before it.
+    a.handle_line(
+        "c1",
+        r#"{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":2,"info":{"name":"bench","version":"0"}}}"#,
+    );
     a.handle_line("c1", r#"{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/work"}}"#);
     a.handle_line(
         "c1",

@@ -224,36 +224,31 @@ impl V1Connection {
             SessionUpdate::AgentMessageChunk(c) => vec![notify(agent(object(&c.content), c.message_id.0))],
             SessionUpdate::AgentThoughtChunk(c) => vec![notify(thought(object(&c.content), c.message_id.0))],
             SessionUpdate::ToolCallUpdate(t) => {
-                let (kind, status) = (text(t.kind.as_ref()), text(t.status.as_ref()));
-                let content = t.content.as_ref().map(|c| c.iter().map(object).collect());
-                let locations = t.locations.clone().map(|l| l.into_iter().collect());
-                if self.tool_calls.insert(format!("{session}\n{}", t.tool_call_id.0)) {
-                    let title = t.title.clone().or_else(|| t.name.clone()).unwrap_or_else(|| t.tool_call_id.0.clone());
-                    vec![notify(v1::SessionUpdate::ToolCall(Box::new(v1::ToolCall {
-                        tool_call_id: v1::ToolCallId(t.tool_call_id.0.clone()),
-                        title,
-                        name: t.name.clone(),
-                        kind,
-                        status,
-                        content,
-                        locations,
-                        raw_input: t.raw_input.clone(),
-                        raw_output: t.raw_output.clone(),
-                        meta: t.meta.clone(),
-                    })))]
-                } else {
-                    vec![notify(v1::SessionUpdate::ToolCallUpdate(Box::new(v1::ToolCallUpdate {
-                        tool_call_id: v1::ToolCallId(t.tool_call_id.0.clone()),
-                        title: t.title.clone(),
-                        name: t.name.clone(),
-                        kind,
-                        status,
-                        content,
-                        locations,
-                        raw_input: t.raw_input.clone(),
-                        raw_output: t.raw_output.clone(),
-                        meta: t.meta.clone(),
-                    })))]
+                let update = v1::ToolCallUpdate {
+                    tool_call_id: v1::ToolCallId(t.tool_call_id.0.clone()),
+                    title: t.title.clone(),
+                    name: t.name.clone(),
+                    kind: text(t.kind.as_ref()),
+                    status: text(t.status.as_ref()),
+                    content: t.content.as_ref().map(|c| c.iter().map(object).collect()),
+                    locations: t.locations.clone(),
+                    raw_input: t.raw_input.clone(),
+                    raw_output: t.raw_output.clone(),
+                    meta: t.meta.clone(),
+                };
+                if !self.tool_calls.insert(format!("{session}\n{}", t.tool_call_id.0)) {
+                    return vec![notify(v1::SessionUpdate::ToolCallUpdate(Box::new(update)))];
+                }
+                // The first update of a tool call announces it: v1's `tool_call`, the same
+                // members plus the `title` v1 requires (R-V1-3). A v1 `tool_call_update` with a
+                // title always reads as a `tool_call`; were it ever not to, the update still goes
+                // out as an update.
+                let title = t.title.clone().or_else(|| t.name.clone()).unwrap_or_else(|| t.tool_call_id.0.clone());
+                let mut members = object(&update);
+                members.insert("title".into(), Value::from(title));
+                match serde_json::from_value::<v1::ToolCall>(Value::Object(members)) {
+                    Ok(call) => vec![notify(v1::SessionUpdate::ToolCall(Box::new(call)))],
+                    Err(_) => vec![notify(v1::SessionUpdate::ToolCallUpdate(Box::new(update)))],
                 }
             }
             SessionUpdate::PlanUpdate(p) => match &p.plan {

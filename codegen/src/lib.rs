@@ -66,8 +66,22 @@ const RUNTIME: &str = include_str!("runtime.rs");
 
 /// Generates the wire types for the schema text.
 pub fn generate(schema_text: &str) -> Result<TokenStream, Error> {
+    generate_with(schema_text, None)
+}
+
+/// Like [`generate`]; with `shared_runtime` (a module path such as `crate`), the expansion
+/// re-exports that module's runtime items (`RequestId`, `Patch`, `Unknown`,
+/// `SerializeFields`, `__de`) instead of writing its own copy: a second schema expanded beside
+/// the first (the wire crate's `v1` module) shares them.
+pub fn generate_with(schema_text: &str, shared_runtime: Option<&str>) -> Result<TokenStream, Error> {
     let spec = Spec::parse(schema_text)?;
-    let runtime: TokenStream = RUNTIME.parse().map_err(|e| Error::Syntax(format!("runtime.rs: {e}")))?;
+    let runtime: TokenStream = match shared_runtime {
+        None => RUNTIME.parse().map_err(|e| Error::Syntax(format!("runtime.rs: {e}")))?,
+        Some(path) => {
+            let path: syn::Path = syn::parse_str(path).map_err(|e| Error::Syntax(format!("runtime path {path:?}: {e}")))?;
+            quote! { pub use #path::{__de, Patch, RequestId, SerializeFields, Unknown}; }
+        }
+    };
 
     let inline = inline_defs(&spec);
     let mut settings = typify::TypeSpaceSettings::default();
@@ -132,7 +146,12 @@ pub fn generate(schema_text: &str) -> Result<TokenStream, Error> {
 
 /// Generates and formats the wire types as a reviewable Rust file (without a preamble).
 pub fn generate_formatted(schema_text: &str) -> Result<String, Error> {
-    let tokens = generate(schema_text)?;
+    generate_formatted_with(schema_text, None)
+}
+
+/// [`generate_with`], formatted as [`generate_formatted`] formats.
+pub fn generate_formatted_with(schema_text: &str, shared_runtime: Option<&str>) -> Result<String, Error> {
+    let tokens = generate_with(schema_text, shared_runtime)?;
     let file: syn::File = syn::parse2(tokens).map_err(|e| Error::Syntax(e.to_string()))?;
     Ok(prettyplease::unparse(&file))
 }

@@ -109,7 +109,8 @@ pub fn generate(mode: Mode) -> Result<Vec<PathBuf>, Error> {
     let v1_overlay = read(&root.join(OVERLAY_V1))?;
     let v1_schema = assembled(&v1_upstream, &v1_overlay, UPSTREAM_V1_SCHEMA, OVERLAY_V1)?;
     ensure_file_contents(&root.join(SCHEMA_V1), &v1_schema, mode, &mut stale)?;
-    let v1_rust = acp_inject_codegen::generate_formatted(&v1_schema)?;
+    // The runtime items are the crate root's: one `RequestId`, `Patch`, `Unknown` for both versions.
+    let v1_rust = acp_inject_codegen::generate_formatted_with(&v1_schema, Some("crate"))?;
     let v1_rust =
         format!("// {PREAMBLE}\n// Source: {SCHEMA_V1}, expanded by codegen/ as the v2 types are.\n#![allow(clippy::all, missing_docs)]\n\n{v1_rust}");
     ensure_file_contents(&root.join(RUST_WIRE_V1), &v1_rust, mode, &mut stale)?;

@@ -602,6 +602,8 @@ def _uniffi_check_api_checksums(lib):
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_answer_permission() != 58905:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_assume_agent() != 56572:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_assume_capabilities() != 40704:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_cancel() != 4052:
@@ -632,6 +634,8 @@ def _uniffi_check_api_checksums(lib):
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_prompt() != 9354:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_protocol_version() != 9568:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_receive() != 31061:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_receive_bytes() != 56476:
@@ -643,6 +647,8 @@ def _uniffi_check_api_checksums(lib):
     if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_resume() != 31548:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_revoke() != 5880:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_set_steer_fallback() != 38462:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_snapshot() != 40125:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
@@ -865,6 +871,9 @@ _UniffiLib.uniffi_acp_inject_ffi_checksum_constructor_agentserver_new.restype = 
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_answer_permission.argtypes = (
 )
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_answer_permission.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_assume_agent.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_assume_agent.restype = ctypes.c_uint16
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_assume_capabilities.argtypes = (
 )
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_assume_capabilities.restype = ctypes.c_uint16
@@ -910,6 +919,9 @@ _UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_open_session.restype
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_prompt.argtypes = (
 )
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_prompt.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_protocol_version.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_protocol_version.restype = ctypes.c_uint16
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_receive.argtypes = (
 )
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_receive.restype = ctypes.c_uint16
@@ -928,6 +940,9 @@ _UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_resume.restype = cty
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_revoke.argtypes = (
 )
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_revoke.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_set_steer_fallback.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_set_steer_fallback.restype = ctypes.c_uint16
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_snapshot.argtypes = (
 )
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_snapshot.restype = ctypes.c_uint16
@@ -1268,6 +1283,13 @@ _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_answer_permission.argtypes
     ctypes.POINTER(_UniffiRustCallStatus),
 )
 _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_answer_permission.restype = None
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_assume_agent.argtypes = (
+    ctypes.c_uint64,
+    ctypes.c_uint16,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_assume_agent.restype = None
 _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_assume_capabilities.argtypes = (
     ctypes.c_uint64,
     _UniffiRustBuffer,
@@ -1364,6 +1386,11 @@ _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_prompt.argtypes = (
     ctypes.POINTER(_UniffiRustCallStatus),
 )
 _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_prompt.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_protocol_version.argtypes = (
+    ctypes.c_uint64,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_protocol_version.restype = ctypes.c_uint16
 _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_receive.argtypes = (
     ctypes.c_uint64,
     _UniffiRustBuffer,
@@ -1405,6 +1432,12 @@ _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_revoke.argtypes = (
     ctypes.POINTER(_UniffiRustCallStatus),
 )
 _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_revoke.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_set_steer_fallback.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_set_steer_fallback.restype = None
 _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_snapshot.argtypes = (
     ctypes.c_uint64,
     _UniffiRustBuffer,
@@ -5791,24 +5824,96 @@ class _UniffiFfiConverterTypeImplementation(_UniffiConverterRustBuffer):
         _UniffiFfiConverterString.write(value.version, buf)
         _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
 
+
+
+
+
+
+class SteerFallback(enum.Enum):
+    """
+    What to do with a steer when the agent takes no injects (C-HELD-3).
+"""
+    
+    QUEUE = 0
+    
+    CANCEL_AND_RESEND = 1
+    
+
+
+class _UniffiFfiConverterTypeSteerFallback(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        variant = buf.read_i32()
+        if variant == 1:
+            return SteerFallback.QUEUE
+        if variant == 2:
+            return SteerFallback.CANCEL_AND_RESEND
+        raise InternalError("Raw enum value doesn't match any cases")
+
+    @staticmethod
+    def check_lower(value):
+        if value == SteerFallback.QUEUE:
+            return
+        if value == SteerFallback.CANCEL_AND_RESEND:
+            return
+        raise ValueError(value)
+
+    @staticmethod
+    def write(value, buf):
+        if value == SteerFallback.QUEUE:
+            buf.write_i32(1)
+        if value == SteerFallback.CANCEL_AND_RESEND:
+            buf.write_i32(2)
+
+
+
+class _UniffiFfiConverterOptionalTypeSteerFallback(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterTypeSteerFallback.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterTypeSteerFallback.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterTypeSteerFallback.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
+
 @dataclass
 class ConnectOptions:
     """
     How `connect` starts and talks to an agent.
 """
-    def __init__(self, *, client:Implementation, pending_updates:bool, max_line_bytes:int, handshake_timeout_ms:int, close_grace_ms:int, forward_stderr:bool):
+    def __init__(self, *, client:Implementation, pending_updates:bool, max_line_bytes:int, handshake_timeout_ms:int, close_grace_ms:int, forward_stderr:bool, steer_fallback:typing.Optional[SteerFallback] = _DEFAULT):
         self.client = client
         self.pending_updates = pending_updates
         self.max_line_bytes = max_line_bytes
         self.handshake_timeout_ms = handshake_timeout_ms
         self.close_grace_ms = close_grace_ms
         self.forward_stderr = forward_stderr
+        if steer_fallback is _DEFAULT:
+            self.steer_fallback = None
+        else:
+            self.steer_fallback = steer_fallback
         
         
 
     
     def __str__(self):
-        return "ConnectOptions(client={}, pending_updates={}, max_line_bytes={}, handshake_timeout_ms={}, close_grace_ms={}, forward_stderr={})".format(self.client, self.pending_updates, self.max_line_bytes, self.handshake_timeout_ms, self.close_grace_ms, self.forward_stderr)
+        return "ConnectOptions(client={}, pending_updates={}, max_line_bytes={}, handshake_timeout_ms={}, close_grace_ms={}, forward_stderr={}, steer_fallback={})".format(self.client, self.pending_updates, self.max_line_bytes, self.handshake_timeout_ms, self.close_grace_ms, self.forward_stderr, self.steer_fallback)
     def __eq__(self, other):
         if self.client != other.client:
             return False
@@ -5822,6 +5927,8 @@ class ConnectOptions:
             return False
         if self.forward_stderr != other.forward_stderr:
             return False
+        if self.steer_fallback != other.steer_fallback:
+            return False
         return True
 
 class _UniffiFfiConverterTypeConnectOptions(_UniffiConverterRustBuffer):
@@ -5834,6 +5941,7 @@ class _UniffiFfiConverterTypeConnectOptions(_UniffiConverterRustBuffer):
             handshake_timeout_ms=_UniffiFfiConverterUInt64.read(buf),
             close_grace_ms=_UniffiFfiConverterUInt64.read(buf),
             forward_stderr=_UniffiFfiConverterBoolean.read(buf),
+            steer_fallback=_UniffiFfiConverterOptionalTypeSteerFallback.read(buf),
         )
 
     @staticmethod
@@ -5844,6 +5952,7 @@ class _UniffiFfiConverterTypeConnectOptions(_UniffiConverterRustBuffer):
         _UniffiFfiConverterUInt64.check_lower(value.handshake_timeout_ms)
         _UniffiFfiConverterUInt64.check_lower(value.close_grace_ms)
         _UniffiFfiConverterBoolean.check_lower(value.forward_stderr)
+        _UniffiFfiConverterOptionalTypeSteerFallback.check_lower(value.steer_fallback)
 
     @staticmethod
     def write(value, buf):
@@ -5853,6 +5962,7 @@ class _UniffiFfiConverterTypeConnectOptions(_UniffiConverterRustBuffer):
         _UniffiFfiConverterUInt64.write(value.handshake_timeout_ms, buf)
         _UniffiFfiConverterUInt64.write(value.close_grace_ms, buf)
         _UniffiFfiConverterBoolean.write(value.forward_stderr, buf)
+        _UniffiFfiConverterOptionalTypeSteerFallback.write(value.steer_fallback, buf)
 
 @dataclass
 class Cost:
@@ -8289,18 +8399,19 @@ class PendingItem:
     """
     One of the client's own prompts or injects.
 """
-    def __init__(self, *, message_id:typing.Optional[MessageId], mode:ItemMode, status:ItemStatus, content:typing.List[ContentBlock], superseded:typing.List[typing.List[ContentBlock]]):
+    def __init__(self, *, message_id:typing.Optional[MessageId], mode:ItemMode, status:ItemStatus, content:typing.List[ContentBlock], superseded:typing.List[typing.List[ContentBlock]], held:bool):
         self.message_id = message_id
         self.mode = mode
         self.status = status
         self.content = content
         self.superseded = superseded
+        self.held = held
         
         
 
     
     def __str__(self):
-        return "PendingItem(message_id={}, mode={}, status={}, content={}, superseded={})".format(self.message_id, self.mode, self.status, self.content, self.superseded)
+        return "PendingItem(message_id={}, mode={}, status={}, content={}, superseded={}, held={})".format(self.message_id, self.mode, self.status, self.content, self.superseded, self.held)
     def __eq__(self, other):
         if self.message_id != other.message_id:
             return False
@@ -8311,6 +8422,8 @@ class PendingItem:
         if self.content != other.content:
             return False
         if self.superseded != other.superseded:
+            return False
+        if self.held != other.held:
             return False
         return True
 
@@ -8323,6 +8436,7 @@ class _UniffiFfiConverterTypePendingItem(_UniffiConverterRustBuffer):
             status=_UniffiFfiConverterTypeItemStatus.read(buf),
             content=_UniffiFfiConverterSequenceTypeContentBlock.read(buf),
             superseded=_UniffiFfiConverterSequenceSequenceTypeContentBlock.read(buf),
+            held=_UniffiFfiConverterBoolean.read(buf),
         )
 
     @staticmethod
@@ -8332,6 +8446,7 @@ class _UniffiFfiConverterTypePendingItem(_UniffiConverterRustBuffer):
         _UniffiFfiConverterTypeItemStatus.check_lower(value.status)
         _UniffiFfiConverterSequenceTypeContentBlock.check_lower(value.content)
         _UniffiFfiConverterSequenceSequenceTypeContentBlock.check_lower(value.superseded)
+        _UniffiFfiConverterBoolean.check_lower(value.held)
 
     @staticmethod
     def write(value, buf):
@@ -8340,6 +8455,7 @@ class _UniffiFfiConverterTypePendingItem(_UniffiConverterRustBuffer):
         _UniffiFfiConverterTypeItemStatus.write(value.status, buf)
         _UniffiFfiConverterSequenceTypeContentBlock.write(value.content, buf)
         _UniffiFfiConverterSequenceSequenceTypeContentBlock.write(value.superseded, buf)
+        _UniffiFfiConverterBoolean.write(value.held, buf)
 
 class _UniffiFfiConverterSequenceTypePendingItem(_UniffiConverterRustBuffer):
     @classmethod
@@ -15445,6 +15561,25 @@ class CallRejected:
                 return False
             return self._values == other._values
 
+    @dataclass
+    class STEER_NOT_SUPPORTED:
+        
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "CallRejected.STEER_NOT_SUPPORTED()".format()
+        def __eq__(self, other):
+            if not isinstance(other, CallRejected):
+                return NotImplemented
+            if not other.is_STEER_NOT_SUPPORTED():
+                return False
+            return True
+
     
 
     # For each variant, we have `is_NAME` and `is_name` methods for easily checking
@@ -15469,6 +15604,10 @@ class CallRejected:
         return isinstance(self, CallRejected.INVALID_ARGUMENTS)
     def is_invalid_arguments(self) -> bool:
         return isinstance(self, CallRejected.INVALID_ARGUMENTS)
+    def is_STEER_NOT_SUPPORTED(self) -> bool:
+        return isinstance(self, CallRejected.STEER_NOT_SUPPORTED)
+    def is_steer_not_supported(self) -> bool:
+        return isinstance(self, CallRejected.STEER_NOT_SUPPORTED)
     
 
 # Now, a little trick - we make each nested variant class be a subclass of the main
@@ -15479,6 +15618,7 @@ CallRejected.REPLACE_NOT_SUPPORTED = type("CallRejected.REPLACE_NOT_SUPPORTED", 
 CallRejected.UNKNOWN_MESSAGE_ID = type("CallRejected.UNKNOWN_MESSAGE_ID", (CallRejected.UNKNOWN_MESSAGE_ID, CallRejected,), {})  # type: ignore
 CallRejected.UNKNOWN_SESSION = type("CallRejected.UNKNOWN_SESSION", (CallRejected.UNKNOWN_SESSION, CallRejected,), {})  # type: ignore
 CallRejected.INVALID_ARGUMENTS = type("CallRejected.INVALID_ARGUMENTS", (CallRejected.INVALID_ARGUMENTS, CallRejected,), {})  # type: ignore
+CallRejected.STEER_NOT_SUPPORTED = type("CallRejected.STEER_NOT_SUPPORTED", (CallRejected.STEER_NOT_SUPPORTED, CallRejected,), {})  # type: ignore
 
 
 
@@ -15503,6 +15643,9 @@ class _UniffiFfiConverterTypeCallRejected(_UniffiConverterRustBuffer):
             return CallRejected.INVALID_ARGUMENTS(
                 _UniffiFfiConverterString.read(buf),
             )
+        if variant == 6:
+            return CallRejected.STEER_NOT_SUPPORTED(
+            )
         raise InternalError("Raw enum value doesn't match any cases")
 
     @staticmethod
@@ -15517,6 +15660,8 @@ class _UniffiFfiConverterTypeCallRejected(_UniffiConverterRustBuffer):
             return
         if value.is_INVALID_ARGUMENTS():
             _UniffiFfiConverterString.check_lower(value._values[0])
+            return
+        if value.is_STEER_NOT_SUPPORTED():
             return
         raise ValueError(value)
 
@@ -15533,6 +15678,8 @@ class _UniffiFfiConverterTypeCallRejected(_UniffiConverterRustBuffer):
         if value.is_INVALID_ARGUMENTS():
             buf.write_i32(5)
             _UniffiFfiConverterString.write(value._values[0], buf)
+        if value.is_STEER_NOT_SUPPORTED():
+            buf.write_i32(6)
 
 
 
@@ -19868,6 +20015,13 @@ class ClientCoreProtocol(typing.Protocol):
         Answers an open `session/request_permission`.
 """
         raise NotImplementedError
+    def assume_agent(self, protocol_version: int,inject: typing.Optional[InjectCapabilities]) -> None:
+        """
+        Takes the agent's protocol version (1 or 2) and inject capabilities as known, without
+        `initialize`. A version 1 agent takes no injects: this client holds queued messages
+        for it (C-HELD-1).
+"""
+        raise NotImplementedError
     def assume_capabilities(self, inject: typing.Optional[InjectCapabilities]) -> None:
         """
         Takes the agent's inject capabilities as known, without `initialize`. They are taken as
@@ -19950,6 +20104,11 @@ class ClientCoreProtocol(typing.Protocol):
         `session/prompt`.
 """
         raise NotImplementedError
+    def protocol_version(self, ) -> int:
+        """
+        The protocol version `initialize` settled (2 until an agent answers 1).
+"""
+        raise NotImplementedError
     def receive(self, line: str) -> typing.List[Event]:
         """
         Applies one line from the agent and returns the events it caused (the per-line path:
@@ -19980,6 +20139,12 @@ class ClientCoreProtocol(typing.Protocol):
     def revoke(self, session_id: str,message_id: str) -> RequestId:
         """
         `session/revoke_inject`.
+"""
+        raise NotImplementedError
+    def set_steer_fallback(self, fallback: typing.Optional[SteerFallback]) -> None:
+        """
+        What to do with a steer when the agent takes no injects (C-HELD-3); `None` refuses it
+        with `CallRejected.SteerNotSupported`.
 """
         raise NotImplementedError
     def snapshot(self, session_id: str) -> typing.Optional[MirrorSnapshot]:
@@ -20063,6 +20228,29 @@ class ClientCore(ClientCoreProtocol):
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_answer_permission,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def assume_agent(self, protocol_version: int,inject: typing.Optional[InjectCapabilities]) -> None:
+        """
+        Takes the agent's protocol version (1 or 2) and inject capabilities as known, without
+        `initialize`. A version 1 agent takes no injects: this client holds queued messages
+        for it (C-HELD-1).
+"""
+        
+        _UniffiFfiConverterUInt16.check_lower(protocol_version)
+
+        _UniffiFfiConverterOptionalTypeInjectCapabilities.check_lower(inject)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterUInt16.lower(protocol_version),
+            _UniffiFfiConverterOptionalTypeInjectCapabilities.lower(inject),
+        )
+        _uniffi_lift_return = lambda val: None
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_assume_agent,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
@@ -20361,6 +20549,21 @@ class ClientCore(ClientCoreProtocol):
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
+    def protocol_version(self, ) -> int:
+        """
+        The protocol version `initialize` settled (2 until an agent answers 1).
+"""
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterUInt16.lift
+        _uniffi_error_converter = None
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_protocol_version,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
     def receive(self, line: str) -> typing.List[Event]:
         """
         Applies one line from the agent and returns the events it caused (the per-line path:
@@ -20483,6 +20686,25 @@ class ClientCore(ClientCoreProtocol):
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_revoke,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def set_steer_fallback(self, fallback: typing.Optional[SteerFallback]) -> None:
+        """
+        What to do with a steer when the agent takes no injects (C-HELD-3); `None` refuses it
+        with `CallRejected.SteerNotSupported`.
+"""
+        
+        _UniffiFfiConverterOptionalTypeSteerFallback.check_lower(fallback)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterOptionalTypeSteerFallback.lower(fallback),
+        )
+        _uniffi_lift_return = lambda val: None
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_set_steer_fallback,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
@@ -21266,6 +21488,7 @@ __all__ = [
     "ContentBlock",
     "ContentBlockListPatch",
     "RequestId",
+    "SteerFallback",
     "ErrorReason",
     "BackgroundWork",
     "StopReason",

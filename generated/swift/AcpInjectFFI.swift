@@ -1841,6 +1841,13 @@ public protocol ClientCoreProtocol: AnyObject, Sendable {
     func answerPermission(request: RequestId, outcome: RequestPermissionOutcome) throws 
     
     /**
+     * Takes the agent's protocol version (1 or 2) and inject capabilities as known, without
+     * `initialize`. A version 1 agent takes no injects: this client holds queued messages
+     * for it (C-HELD-1).
+     */
+    func assumeAgent(protocolVersion: UInt16, inject: InjectCapabilities?) throws 
+    
+    /**
      * Takes the agent's inject capabilities as known, without `initialize`. They are taken as
      * an `initialize` answer's are: tolerantly (a `steer` without `steerInStream` is accepted,
      * as ACP PR #2043 allows).
@@ -1923,6 +1930,11 @@ public protocol ClientCoreProtocol: AnyObject, Sendable {
     func prompt(sessionId: String, content: [ContentBlock]) throws  -> RequestId
     
     /**
+     * The protocol version `initialize` settled (2 until an agent answers 1).
+     */
+    func protocolVersion()  -> UInt16
+    
+    /**
      * Applies one line from the agent and returns the events it caused (the per-line path:
      * one crossing per line).
      */
@@ -1953,6 +1965,12 @@ public protocol ClientCoreProtocol: AnyObject, Sendable {
      * `session/revoke_inject`.
      */
     func revoke(sessionId: String, messageId: String) throws  -> RequestId
+    
+    /**
+     * What to do with a steer when the agent takes no injects (C-HELD-3); `None` refuses it
+     * with `CallRejected.SteerNotSupported`.
+     */
+    func setSteerFallback(fallback: SteerFallback?) throws 
     
     /**
      * Everything a UI renders for a session.
@@ -2053,6 +2071,21 @@ open func answerPermission(request: RequestId, outcome: RequestPermissionOutcome
             self.uniffiCloneHandle(),
         FfiConverterTypeRequestId_lower(request),
         FfiConverterTypeRequestPermissionOutcome_lower(outcome),uniffiCallStatus
+    )
+}
+}
+    
+    /**
+     * Takes the agent's protocol version (1 or 2) and inject capabilities as known, without
+     * `initialize`. A version 1 agent takes no injects: this client holds queued messages
+     * for it (C-HELD-1).
+     */
+open func assumeAgent(protocolVersion: UInt16, inject: InjectCapabilities?)throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_clientcore_assume_agent(
+            self.uniffiCloneHandle(),
+        FfiConverterUInt16.lower(protocolVersion),
+        FfiConverterOptionTypeInjectCapabilities.lower(inject),uniffiCallStatus
     )
 }
 }
@@ -2265,6 +2298,18 @@ open func prompt(sessionId: String, content: [ContentBlock])throws  -> RequestId
 }
     
     /**
+     * The protocol version `initialize` settled (2 until an agent answers 1).
+     */
+open func protocolVersion() -> UInt16  {
+    return try!  FfiConverterUInt16.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_clientcore_protocol_version(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
      * Applies one line from the agent and returns the events it caused (the per-line path:
      * one crossing per line).
      */
@@ -2347,6 +2392,19 @@ open func revoke(sessionId: String, messageId: String)throws  -> RequestId  {
         FfiConverterString.lower(messageId),uniffiCallStatus
     )
 })
+}
+    
+    /**
+     * What to do with a steer when the agent takes no injects (C-HELD-3); `None` refuses it
+     * with `CallRejected.SteerNotSupported`.
+     */
+open func setSteerFallback(fallback: SteerFallback?)throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_clientcore_set_steer_fallback(
+            self.uniffiCloneHandle(),
+        FfiConverterOptionTypeSteerFallback.lower(fallback),uniffiCallStatus
+    )
+}
 }
     
     /**
@@ -4969,6 +5027,11 @@ public struct ConnectOptions: Equatable, Hashable {
      * Copy the agent's stderr to this process's stderr.
      */
     public var forwardStderr: Bool
+    /**
+     * What to do with a steer when the agent takes no injects (an ACP v1 agent, or one
+     * without `session.inject`): `None` refuses it with `CallRejected.SteerNotSupported`.
+     */
+    public var steerFallback: SteerFallback?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -4990,13 +5053,18 @@ public struct ConnectOptions: Equatable, Hashable {
          */closeGraceMs: UInt64, 
         /**
          * Copy the agent's stderr to this process's stderr.
-         */forwardStderr: Bool) {
+         */forwardStderr: Bool, 
+        /**
+         * What to do with a steer when the agent takes no injects (an ACP v1 agent, or one
+         * without `session.inject`): `None` refuses it with `CallRejected.SteerNotSupported`.
+         */steerFallback: SteerFallback? = nil) {
         self.client = client
         self.pendingUpdates = pendingUpdates
         self.maxLineBytes = maxLineBytes
         self.handshakeTimeoutMs = handshakeTimeoutMs
         self.closeGraceMs = closeGraceMs
         self.forwardStderr = forwardStderr
+        self.steerFallback = steerFallback
     }
 
     
@@ -5020,7 +5088,8 @@ public struct FfiConverterTypeConnectOptions: FfiConverterRustBuffer {
                 maxLineBytes: FfiConverterUInt64.read(from: &buf), 
                 handshakeTimeoutMs: FfiConverterUInt64.read(from: &buf), 
                 closeGraceMs: FfiConverterUInt64.read(from: &buf), 
-                forwardStderr: FfiConverterBool.read(from: &buf)
+                forwardStderr: FfiConverterBool.read(from: &buf), 
+                steerFallback: FfiConverterOptionTypeSteerFallback.read(from: &buf)
         )
     }
 
@@ -5031,6 +5100,7 @@ public struct FfiConverterTypeConnectOptions: FfiConverterRustBuffer {
         FfiConverterUInt64.write(value.handshakeTimeoutMs, into: &buf)
         FfiConverterUInt64.write(value.closeGraceMs, into: &buf)
         FfiConverterBool.write(value.forwardStderr, into: &buf)
+        FfiConverterOptionTypeSteerFallback.write(value.steerFallback, into: &buf)
     }
 }
 
@@ -6969,15 +7039,17 @@ public struct PendingItem: Equatable, Hashable {
     public var status: ItemStatus
     public var content: [ContentBlock]
     public var superseded: [[ContentBlock]]
+    public var held: Bool
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(messageId: MessageId?, mode: ItemMode, status: ItemStatus, content: [ContentBlock], superseded: [[ContentBlock]]) {
+    public init(messageId: MessageId?, mode: ItemMode, status: ItemStatus, content: [ContentBlock], superseded: [[ContentBlock]], held: Bool) {
         self.messageId = messageId
         self.mode = mode
         self.status = status
         self.content = content
         self.superseded = superseded
+        self.held = held
     }
 
     
@@ -7000,7 +7072,8 @@ public struct FfiConverterTypePendingItem: FfiConverterRustBuffer {
                 mode: FfiConverterTypeItemMode.read(from: &buf), 
                 status: FfiConverterTypeItemStatus.read(from: &buf), 
                 content: FfiConverterSequenceTypeContentBlock.read(from: &buf), 
-                superseded: FfiConverterSequenceSequenceTypeContentBlock.read(from: &buf)
+                superseded: FfiConverterSequenceSequenceTypeContentBlock.read(from: &buf), 
+                held: FfiConverterBool.read(from: &buf)
         )
     }
 
@@ -7010,6 +7083,7 @@ public struct FfiConverterTypePendingItem: FfiConverterRustBuffer {
         FfiConverterTypeItemStatus.write(value.status, into: &buf)
         FfiConverterSequenceTypeContentBlock.write(value.content, into: &buf)
         FfiConverterSequenceSequenceTypeContentBlock.write(value.superseded, into: &buf)
+        FfiConverterBool.write(value.held, into: &buf)
     }
 }
 
@@ -11539,6 +11613,7 @@ public enum CallRejected: Equatable, Hashable {
     case unknownSession
     case invalidArguments(String
     )
+    case steerNotSupported
 
 
 
@@ -11571,6 +11646,8 @@ public struct FfiConverterTypeCallRejected: FfiConverterRustBuffer {
         case 5: return .invalidArguments(try FfiConverterString.read(from: &buf)
         )
         
+        case 6: return .steerNotSupported
+        
         default: throw UniffiInternalError.unexpectedEnumCase
         }
     }
@@ -11599,6 +11676,10 @@ public struct FfiConverterTypeCallRejected: FfiConverterRustBuffer {
             writeInt(&buf, Int32(5))
             FfiConverterString.write(v1, into: &buf)
             
+        
+        case .steerNotSupported:
+            writeInt(&buf, Int32(6))
+        
         }
     }
 }
@@ -15054,6 +15135,75 @@ public func FfiConverterTypeStateUpdate_lower(_ value: StateUpdate) -> RustBuffe
 
 
 /**
+ * What to do with a steer when the agent takes no injects (C-HELD-3).
+ */
+
+public enum SteerFallback: Equatable, Hashable {
+    
+    case queue
+    case cancelAndResend
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension SteerFallback: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeSteerFallback: FfiConverterRustBuffer {
+    typealias SwiftType = SteerFallback
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SteerFallback {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .queue
+        
+        case 2: return .cancelAndResend
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: SteerFallback, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case .queue:
+            writeInt(&buf, Int32(1))
+        
+        
+        case .cancelAndResend:
+            writeInt(&buf, Int32(2))
+        
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSteerFallback_lift(_ buf: RustBuffer) throws -> SteerFallback {
+    return try FfiConverterTypeSteerFallback.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSteerFallback_lower(_ value: SteerFallback) -> RustBuffer {
+    return FfiConverterTypeSteerFallback.lower(value)
+}
+
+
+
+/**
  * What happens to a steer accepted mid model stream with no tool call pending.
  */
 
@@ -16464,6 +16614,30 @@ fileprivate struct FfiConverterOptionTypeStateUpdate: FfiConverterRustBuffer {
         switch try readInt(&buf) as Int8 {
         case 0: return nil
         case 1: return try FfiConverterTypeStateUpdate.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeSteerFallback: FfiConverterRustBuffer {
+    typealias SwiftType = SteerFallback?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeSteerFallback.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeSteerFallback.read(from: &buf)
         default: throw UniffiInternalError.unexpectedOptionalTag
         }
     }
@@ -18259,6 +18433,9 @@ private let initializationResult: InitializationResult = {
     if (uniffi_acp_inject_ffi_checksum_method_clientcore_answer_permission() != 58905) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_acp_inject_ffi_checksum_method_clientcore_assume_agent() != 56572) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_acp_inject_ffi_checksum_method_clientcore_assume_capabilities() != 40704) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -18304,6 +18481,9 @@ private let initializationResult: InitializationResult = {
     if (uniffi_acp_inject_ffi_checksum_method_clientcore_prompt() != 9354) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_acp_inject_ffi_checksum_method_clientcore_protocol_version() != 9568) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_acp_inject_ffi_checksum_method_clientcore_receive() != 31061) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -18320,6 +18500,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_acp_inject_ffi_checksum_method_clientcore_revoke() != 5880) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_clientcore_set_steer_fallback() != 38462) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_acp_inject_ffi_checksum_method_clientcore_snapshot() != 40125) {

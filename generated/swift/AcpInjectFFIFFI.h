@@ -425,6 +425,11 @@ uint64_t uniffi_acp_inject_ffi_fn_constructor_clientcore_new(uint64_t max_line_b
 void uniffi_acp_inject_ffi_fn_method_clientcore_answer_permission(uint64_t ptr, RustBuffer request, RustBuffer outcome, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_CLIENTCORE_ASSUME_AGENT
+#define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_CLIENTCORE_ASSUME_AGENT
+void uniffi_acp_inject_ffi_fn_method_clientcore_assume_agent(uint64_t ptr, uint16_t protocol_version, RustBuffer inject, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_CLIENTCORE_ASSUME_CAPABILITIES
 #define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_CLIENTCORE_ASSUME_CAPABILITIES
 void uniffi_acp_inject_ffi_fn_method_clientcore_assume_capabilities(uint64_t ptr, RustBuffer inject, RustCallStatus *_Nonnull out_status
@@ -500,6 +505,11 @@ void uniffi_acp_inject_ffi_fn_method_clientcore_open_session(uint64_t ptr, RustB
 RustBuffer uniffi_acp_inject_ffi_fn_method_clientcore_prompt(uint64_t ptr, RustBuffer session_id, RustBuffer content, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_CLIENTCORE_PROTOCOL_VERSION
+#define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_CLIENTCORE_PROTOCOL_VERSION
+uint16_t uniffi_acp_inject_ffi_fn_method_clientcore_protocol_version(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_CLIENTCORE_RECEIVE
 #define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_CLIENTCORE_RECEIVE
 RustBuffer uniffi_acp_inject_ffi_fn_method_clientcore_receive(uint64_t ptr, RustBuffer line, RustCallStatus *_Nonnull out_status
@@ -528,6 +538,11 @@ RustBuffer uniffi_acp_inject_ffi_fn_method_clientcore_resume(uint64_t ptr, RustB
 #ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_CLIENTCORE_REVOKE
 #define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_CLIENTCORE_REVOKE
 RustBuffer uniffi_acp_inject_ffi_fn_method_clientcore_revoke(uint64_t ptr, RustBuffer session_id, RustBuffer message_id, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_CLIENTCORE_SET_STEER_FALLBACK
+#define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_CLIENTCORE_SET_STEER_FALLBACK
+void uniffi_acp_inject_ffi_fn_method_clientcore_set_steer_fallback(uint64_t ptr, RustBuffer fallback, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_CLIENTCORE_SNAPSHOT
@@ -1264,6 +1279,12 @@ uint16_t uniffi_acp_inject_ffi_checksum_method_clientcore_answer_permission(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_CLIENTCORE_ASSUME_AGENT
+#define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_CLIENTCORE_ASSUME_AGENT
+uint16_t uniffi_acp_inject_ffi_checksum_method_clientcore_assume_agent(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_CLIENTCORE_ASSUME_CAPABILITIES
 #define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_CLIENTCORE_ASSUME_CAPABILITIES
 uint16_t uniffi_acp_inject_ffi_checksum_method_clientcore_assume_capabilities(void
@@ -1354,6 +1375,12 @@ uint16_t uniffi_acp_inject_ffi_checksum_method_clientcore_prompt(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_CLIENTCORE_PROTOCOL_VERSION
+#define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_CLIENTCORE_PROTOCOL_VERSION
+uint16_t uniffi_acp_inject_ffi_checksum_method_clientcore_protocol_version(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_CLIENTCORE_RECEIVE
 #define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_CLIENTCORE_RECEIVE
 uint16_t uniffi_acp_inject_ffi_checksum_method_clientcore_receive(void
@@ -1387,6 +1414,12 @@ uint16_t uniffi_acp_inject_ffi_checksum_method_clientcore_resume(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_CLIENTCORE_REVOKE
 #define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_CLIENTCORE_REVOKE
 uint16_t uniffi_acp_inject_ffi_checksum_method_clientcore_revoke(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_CLIENTCORE_SET_STEER_FALLBACK
+#define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_CLIENTCORE_SET_STEER_FALLBACK
+uint16_t uniffi_acp_inject_ffi_checksum_method_clientcore_set_steer_fallback(void
     
 );
 #endif

@@ -98,7 +98,8 @@ def _drive_client(run: VectorRun) -> None:
     setup = run.client_setup()
     assert setup is not None
     client = ClientCore(16 << 20)
-    client.assume_capabilities(setup.capabilities)
+    client.assume_agent(setup.protocol_version, setup.capabilities)
+    client.set_steer_fallback(setup.steer_fallback)
     client.open_session(setup.session, None)
     while (step := run.next()) is not None:
         if isinstance(step, Instruction.CALL):
@@ -114,6 +115,8 @@ def _drive_client(run: VectorRun) -> None:
             run.record_events(client.receive(step.line))
         elif isinstance(step, Instruction.EXPECT_STATE):
             run.check_state(client.snapshot(step.session))
+        elif isinstance(step, Instruction.EXPECT_SENT):
+            run.check_sent(client.take_outgoing())
         elif isinstance(step, Instruction.EXPECT_ITEM):
             run.check_item(client.item_status(step.session, step.message_id))
         else:

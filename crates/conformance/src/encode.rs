@@ -39,7 +39,13 @@ pub fn snapshot(s: &MirrorSnapshot) -> Value {
     let pending: Vec<Value> = s
         .pending
         .iter()
-        .map(|p| json!({ "messageId": p.message_id, "mode": p.mode, "status": p.status, "content": p.content }))
+        .map(|p| {
+            let mut item = json!({ "messageId": p.message_id, "mode": p.mode, "status": p.status, "content": p.content });
+            if p.held {
+                item["held"] = Value::Bool(true);
+            }
+            item
+        })
         .collect();
     json!({
         "state": s.state,

@@ -13,7 +13,7 @@ use acp_inject_core::agent::{
     AgentConfig, BreakPoint, ClearStyle, ConnId, ConnectionRole, HistoryEntry, Output, Policy, QueueDrain, RevokeReplace,
     RuntimeEvent, SetupSupport,
 };
-use acp_inject_core::client::{Answer, CallRejected, Event, ItemStatus, MirrorSnapshot, ProtocolError};
+use acp_inject_core::client::{Answer, CallRejected, Event, ItemStatus, MirrorSnapshot, ProtocolError, SteerFallback};
 use acp_inject_core::wire::{
     jsonrpc, methods, ContentBlock, Implementation, InitializeRequest, InjectCapabilities, InjectMode, ProtocolVersion, RequestId,
     StopReason,
@@ -70,6 +70,10 @@ pub struct ClientSetup {
     pub session: String,
     /// The agent's advertised `session.inject`, as learned from `initialize`.
     pub capabilities: Option<InjectCapabilities>,
+    /// The protocol version the agent answered `initialize` with (1 or 2).
+    pub protocol_version: u16,
+    /// What the client does with a steer the agent cannot take.
+    pub steer_fallback: Option<SteerFallback>,
 }
 
 /// A call of the client API.
@@ -174,6 +178,9 @@ pub enum Instruction {
         /// The session.
         session: String,
     },
+    /// Client side: take the lines the client sent since the last call and report them with
+    /// [`VectorRun::check_sent`].
+    ExpectSent,
     /// Client side: report the item's status with [`VectorRun::check_item`].
     ExpectItem {
         /// The session.
@@ -338,6 +345,10 @@ impl VectorRun {
                 self.expected = Some(state.clone());
                 return Ok(Some(Instruction::ExpectState { session: self.default_session.clone() }));
             }
+            if let Some(sent) = step.get("expectSent") {
+                self.expected = Some(sent.clone());
+                return Ok(Some(Instruction::ExpectSent));
+            }
             if let Some(expected) = step.get("expectError") {
                 self.check_error(expected).map_err(|e| err(format!("{at} (expectError): {}", e.0)))?;
                 continue;
@@ -471,7 +482,12 @@ impl VectorRun {
         let at = self.at();
         let step = self.expected.take().unwrap_or(Value::Null);
         let fail = |e: String| err(format!("{at}: {e}"));
+        let nothing = step.get("sendsNothing").and_then(Value::as_bool) == Some(true);
         match (result, step.get("sends"), step.get("rejects")) {
+            (Ok(()), None, None) if nothing => match sent {
+                [] => Ok(()),
+                _ => Err(fail(format!("expected nothing sent, got {sent:?}"))),
+            },
             (Ok(()), Some(expected), None) => {
                 let [line] = sent else { return Err(fail(format!("expected one line sent, got {}: {sent:?}", sent.len()))) };
                 let actual: Value = serde_json::from_str(line).map_err(|e| fail(e.to_string()))?;
@@ -488,8 +504,25 @@ impl VectorRun {
             }
             (Ok(()), _, Some(expected)) => Err(fail(format!("expected rejection {expected}, it sent {sent:?}"))),
             (Err(reason), _, _) => Err(fail(format!("the call was rejected ({reason})"))),
-            (Ok(()), None, None) => Err(fail("a call step needs `sends` or `rejects`".into())),
+            (Ok(()), None, None) => Err(fail("a call step needs `sends`, `sendsNothing` or `rejects`".into())),
         }
+    }
+
+    /// Reports the lines the client sent since the last call, for an
+    /// [`Instruction::ExpectSent`]: exactly the expected messages, in order.
+    pub fn check_sent(&mut self, sent: &[String]) -> Result<(), Mismatch> {
+        let at = self.at();
+        let expected = self.expected.take().unwrap_or(Value::Null);
+        let fail = |e: String| err(format!("{at} (expectSent): {e}"));
+        let expected = expected.as_array().ok_or_else(|| fail("`expectSent` is not an array".into()))?;
+        if expected.len() != sent.len() {
+            return Err(fail(format!("expected {} lines sent, got {}: {sent:?}", expected.len(), sent.len())));
+        }
+        for (i, (e, line)) in expected.iter().zip(sent).enumerate() {
+            let actual: Value = serde_json::from_str(line).map_err(|e| fail(e.to_string()))?;
+            self.captures.matches(e, &actual, &format!("line {i}")).map_err(fail)?;
+        }
+        Ok(())
     }
 
     /// Reports the events a [`Instruction::Receive`] caused (for a later `expectError`: the
@@ -604,7 +637,24 @@ pub fn client_setup(vector: &Value) -> Result<ClientSetup, Mismatch> {
         Some(v) => Some(serde_json::from_value(v.clone()).map_err(|e| err(format!("capabilities.inject: {e}")))?),
         None => None,
     };
-    Ok(ClientSetup { session: vector.get("sessionId").and_then(Value::as_str).unwrap_or("s1").to_owned(), capabilities })
+    let protocol_version = match vector.get("protocolVersion") {
+        None => 2,
+        Some(v) => match v.as_u64() {
+            Some(1) => 1,
+            Some(2) => 2,
+            _ => return Err(err(format!("protocolVersion: {v} (1 or 2)"))),
+        },
+    };
+    let steer_fallback = match vector.get("steerFallback") {
+        None => None,
+        Some(v) => Some(serde_json::from_value(v.clone()).map_err(|e| err(format!("steerFallback: {e}")))?),
+    };
+    Ok(ClientSetup {
+        session: vector.get("sessionId").and_then(Value::as_str).unwrap_or("s1").to_owned(),
+        capabilities,
+        protocol_version,
+        steer_fallback,
+    })
 }
 
 fn runtime_event(rt: &Value) -> Result<RuntimeEvent, String> {

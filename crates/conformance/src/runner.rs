@@ -155,7 +155,8 @@ fn drive_client(mut run: VectorRun, text: &str) -> Result<(), Mismatch> {
     let vector: Value = serde_json::from_str(text).map_err(|e| Mismatch(e.to_string()))?;
     let setup = client_setup(&vector)?;
     let mut conn = ClientConnection::default();
-    conn.assume_capabilities(setup.capabilities);
+    conn.assume_agent(setup.protocol_version, setup.capabilities);
+    conn.set_steer_fallback(setup.steer_fallback);
     conn.open_session(&setup.session, None);
     while let Some(instruction) = run.next_instruction()? {
         match instruction {
@@ -174,6 +175,7 @@ fn drive_client(mut run: VectorRun, text: &str) -> Result<(), Mismatch> {
                 let snapshot = conn.mirror(&session).map(|m| m.snapshot());
                 run.check_state(snapshot.as_ref())?;
             }
+            Instruction::ExpectSent => run.check_sent(&conn.take_outgoing())?,
             Instruction::ExpectItem { session, message_id } => {
                 let status = conn.mirror(&session).and_then(|m| m.item_status(&message_id));
                 run.check_item(status)?;

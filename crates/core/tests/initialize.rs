@@ -1,5 +1,6 @@
-//! R-INIT-1, the client's half: the version the agent answers is checked before the rest of the
-//! answer is decoded, so a v1 agent fails `initialize` with -32022 and both versions named.
+//! R-INIT-1 and C-V1-1, the client's half: the version the agent answers is read before the rest
+//! of the answer is decoded, so a v1 agent's answer is read as v1's, and an agent of a version
+//! this client does not speak fails `initialize` with -32022, the versions named.
 
 use acp_inject_core::client::{Answer, ClientConnection, Event};
 use acp_inject_core::wire::{Implementation, RequestId};
@@ -24,13 +25,26 @@ fn initialize_answered(result: Value) -> Answer {
 }
 
 #[test]
-fn a_v1_agent_fails_initialize_naming_both_versions() {
-    // What an ACP v1 agent answers: no `info`, v1 capabilities.
-    let v1 = json!({ "protocolVersion": 1, "agentCapabilities": { "loadSession": true }, "authMethods": [] });
-    let Answer::Failed(e) = initialize_answered(v1) else { panic!("a v1 answer was accepted") };
-    assert_eq!(e.code, -32022);
-    let detail = e.detail.unwrap_or_default();
-    assert!(detail.contains("version 1") && detail.contains("version 2"), "{detail}");
+fn a_v1_agent_is_driven_at_version_1() {
+    // What an ACP v1 agent answers: no `info`, v1 capabilities (C-V1-1).
+    let v1 = json!({ "protocolVersion": 1, "agentCapabilities": { "loadSession": true }, "authMethods": [],
+                     "agentInfo": { "name": "v1-agent", "version": "0.3" } });
+    let Answer::Initialized(init) = initialize_answered(v1) else { panic!("a v1 answer was refused") };
+    assert_eq!(init.protocol_version.0, 1);
+    assert_eq!((init.info.name.as_str(), init.info.version.as_str()), ("v1-agent", "0.3"));
+    let inject = init.capabilities.and_then(|c| c.session).and_then(|s| s.inject);
+    assert!(inject.is_none(), "v1 cannot carry session.inject");
+}
+
+#[test]
+fn an_agent_of_another_version_fails_initialize_naming_the_versions() {
+    for version in [0, 3] {
+        let answer = json!({ "protocolVersion": version, "info": { "name": "agent", "version": "1" } });
+        let Answer::Failed(e) = initialize_answered(answer) else { panic!("version {version} was accepted") };
+        assert_eq!(e.code, -32022);
+        let detail = e.detail.unwrap_or_default();
+        assert!(detail.contains(&format!("version {version}")) && detail.contains("1, 2"), "{detail}");
+    }
 }
 
 #[test]

@@ -26,7 +26,7 @@ use std::sync::{Arc, Mutex};
 
 use acp_inject_conformance::{AgentSetup, ClientCall, ClientSetup, Instruction, Mismatch, SetupConnection, Side};
 use acp_inject_core::agent::{AgentConfig, ConnectionRole, HistoryEntry, HostError, Output, RuntimeEvent};
-use acp_inject_core::client::{CallRejected, Event, ItemStatus, MirrorSnapshot};
+use acp_inject_core::client::{CallRejected, Event, ItemStatus, MirrorSnapshot, SteerFallback};
 use acp_inject_core::wire::{ContentBlock, InjectCapabilities, InjectMode};
 use acp_inject_ffi::{guard, lock, AcpError};
 
@@ -44,6 +44,7 @@ uniffi::use_remote_type!(acp_inject_ffi::CallRejected);
 uniffi::use_remote_type!(acp_inject_ffi::Event);
 uniffi::use_remote_type!(acp_inject_ffi::ItemStatus);
 uniffi::use_remote_type!(acp_inject_ffi::MirrorSnapshot);
+uniffi::use_remote_type!(acp_inject_ffi::SteerFallback);
 uniffi::use_remote_type!(acp_inject_ffi::ContentBlock);
 uniffi::use_remote_type!(acp_inject_ffi::InjectCapabilities);
 uniffi::use_remote_type!(acp_inject_ffi::InjectMode);
@@ -78,6 +79,8 @@ pub struct SetupConnection {
 pub struct ClientSetup {
     pub session: String,
     pub capabilities: Option<InjectCapabilities>,
+    pub protocol_version: u16,
+    pub steer_fallback: Option<SteerFallback>,
 }
 
 /// A call of the client API.
@@ -103,6 +106,7 @@ pub enum Instruction {
     Call(ClientCall),
     Receive { line: String },
     ExpectState { session: String },
+    ExpectSent,
     ExpectItem { session: String, message_id: String },
 }
 
@@ -190,6 +194,11 @@ impl VectorRun {
             };
             lock(&self.run).check_call(result, &sent).map_err(mismatch)
         })
+    }
+
+    /// Reports the lines the client sent since the last call (`expectSent`).
+    pub fn check_sent(&self, sent: Vec<String>) -> Result<(), AcpError> {
+        guard(|| lock(&self.run).check_sent(&sent).map_err(mismatch))
     }
 
     /// Reports the events a received line caused.

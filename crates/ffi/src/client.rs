@@ -3,7 +3,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use acp_inject_core::client::{ClientConnection, Event, ItemStatus, MirrorSnapshot, SessionMirror};
+use acp_inject_core::client::{ClientConnection, Event, ItemStatus, MirrorSnapshot, SessionMirror, SteerFallback};
 use acp_inject_core::wire::{
     ContentBlock, Implementation, InjectCapabilities, InjectMode, McpServer, RequestId, RequestPermissionOutcome,
 };
@@ -57,6 +57,30 @@ impl ClientCore {
             lock(&self.inner).assume_capabilities(inject);
             Ok(())
         })
+    }
+
+    /// Takes the agent's protocol version (1 or 2) and inject capabilities as known, without
+    /// `initialize`. A version 1 agent takes no injects: this client holds queued messages
+    /// for it (C-HELD-1).
+    pub fn assume_agent(&self, protocol_version: u16, inject: Option<InjectCapabilities>) -> Result<(), AcpError> {
+        guard(|| {
+            lock(&self.inner).assume_agent(protocol_version, inject);
+            Ok(())
+        })
+    }
+
+    /// What to do with a steer when the agent takes no injects (C-HELD-3); `None` refuses it
+    /// with `CallRejected.SteerNotSupported`.
+    pub fn set_steer_fallback(&self, fallback: Option<SteerFallback>) -> Result<(), AcpError> {
+        guard(|| {
+            lock(&self.inner).set_steer_fallback(fallback);
+            Ok(())
+        })
+    }
+
+    /// The protocol version `initialize` settled (2 until an agent answers 1).
+    pub fn protocol_version(&self) -> u16 {
+        lock(&self.inner).protocol_version()
     }
 
     /// Opens a session without `session/new` (restoring a mirror from `mirror_json`, or fresh).

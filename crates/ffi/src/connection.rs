@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use acp_inject_core::client::MirrorSnapshot;
+use acp_inject_core::client::{MirrorSnapshot, SteerFallback};
 use acp_inject_core::wire::{
     ContentBlock, Implementation, InitializeResponse, InjectMode, McpServer, MessageId, RequestId, RequestPermissionOutcome,
     SessionInfo, SessionStatusResponse,
@@ -30,6 +30,10 @@ pub struct ConnectOptions {
     pub close_grace_ms: u64,
     /// Copy the agent's stderr to this process's stderr.
     pub forward_stderr: bool,
+    /// What to do with a steer when the agent takes no injects (an ACP v1 agent, or one
+    /// without `session.inject`): `None` refuses it with `CallRejected.SteerNotSupported`.
+    #[uniffi(default = None)]
+    pub steer_fallback: Option<SteerFallback>,
 }
 
 /// The defaults: pending updates on, 16 MiB lines, 30 s handshake, 2 s close grace, stderr
@@ -44,6 +48,7 @@ pub fn default_connect_options() -> ConnectOptions {
         handshake_timeout_ms: o.handshake_timeout.as_millis() as u64,
         close_grace_ms: o.close_grace.as_millis() as u64,
         forward_stderr: o.forward_stderr,
+        steer_fallback: o.steer_fallback,
     }
 }
 
@@ -56,6 +61,7 @@ impl From<ConnectOptions> for Options {
             handshake_timeout: Duration::from_millis(o.handshake_timeout_ms),
             close_grace: Duration::from_millis(o.close_grace_ms),
             forward_stderr: o.forward_stderr,
+            steer_fallback: o.steer_fallback,
         }
     }
 }

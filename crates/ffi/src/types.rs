@@ -8,7 +8,7 @@ use acp_inject_core::agent::{
 };
 use acp_inject_core::client::{
     Affordances, Answer, CallRejected, Event, ItemMode, ItemStatus, MessageRole, MirrorSnapshot, PendingItem, ProtocolError,
-    RequestKind, SessionEvent, TranscriptEntry, TurnState, Violation,
+    RequestKind, SessionEvent, SteerFallback, TranscriptEntry, TurnState, Violation,
 };
 use acp_inject_core::wire::{
     ContentBlock, ErrorReason, InitializeResponse, InjectCapabilities, McpServer, MessageId, PendingInject, PermissionOption,
@@ -238,6 +238,7 @@ pub struct PendingItem {
     pub status: ItemStatus,
     pub content: Vec<ContentBlock>,
     pub superseded: Vec<Vec<ContentBlock>>,
+    pub held: bool,
 }
 
 /// A message of the transcript.
@@ -306,6 +307,14 @@ pub enum CallRejected {
     UnknownMessageId,
     UnknownSession,
     InvalidArguments(String),
+    SteerNotSupported,
+}
+
+/// What to do with a steer when the agent takes no injects (C-HELD-3).
+#[uniffi::remote(Enum)]
+pub enum SteerFallback {
+    Queue,
+    CancelAndResend,
 }
 
 /// An error the agent answered to one of this client's requests.

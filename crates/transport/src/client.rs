@@ -7,7 +7,9 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use acp_inject_core::client::{Answer, CallRejected, ClientConnection, Event, MirrorSnapshot, ProtocolError, SessionEvent};
+use acp_inject_core::client::{
+    Answer, CallRejected, ClientConnection, Event, MirrorSnapshot, ProtocolError, SessionEvent, SteerFallback,
+};
 use acp_inject_core::wire::{
     ContentBlock, Implementation, InitializeResponse, InjectMode, McpServer, MessageId, RequestId, RequestPermissionOutcome,
     RequestPermissionRequest, SessionInfo, SessionStatusResponse,
@@ -80,6 +82,10 @@ pub struct ConnectOptions {
     pub close_grace: Duration,
     /// Copy the agent's stderr to this process's stderr (it is always kept for errors).
     pub forward_stderr: bool,
+    /// What to do with a steer when the agent takes no injects (an ACP v1 agent, or one
+    /// without `session.inject`; C-HELD-3): `None` refuses it with
+    /// [`CallRejected::SteerNotSupported`].
+    pub steer_fallback: Option<SteerFallback>,
 }
 
 impl Default for ConnectOptions {
@@ -91,6 +97,7 @@ impl Default for ConnectOptions {
             handshake_timeout: Duration::from_secs(30),
             close_grace: Duration::from_secs(2),
             forward_stderr: true,
+            steer_fallback: None,
         }
     }
 }
@@ -260,7 +267,11 @@ impl Connection {
         };
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
-                conn: ClientConnection::new(options.max_line_bytes),
+                conn: {
+                    let mut conn = ClientConnection::new(options.max_line_bytes);
+                    conn.set_steer_fallback(options.steer_fallback);
+                    conn
+                },
                 waiters: HashMap::new(),
                 queues: HashMap::new(),
                 closed: None,

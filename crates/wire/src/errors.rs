@@ -26,8 +26,9 @@ pub const INJECT_PRECONDITION_FAILED: i64 = -32010;
 /// requested one (`data`: `{requested, supported}`).
 pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 
-/// The protocol versions this toolkit speaks.
-pub const SUPPORTED_PROTOCOL_VERSIONS: [u16; 1] = [2];
+/// The protocol versions this toolkit speaks, lowest first: ACP v1 (the stable wire) and the
+/// v2 draft.
+pub const SUPPORTED_PROTOCOL_VERSIONS: [u16; 2] = [1, 2];
 
 /// The `protocolVersion` member of an `initialize` request's params or of its result, read
 /// before (and without) the rest, which may be another version's shape (R-INIT-1): `None` when

@@ -410,6 +410,13 @@ pub fn extension_request_line<P: Serialize>(id: &RequestId, method: &str, params
     is_extension(method).then(|| to_line(&OutRequest { jsonrpc: "2.0", id, method, params }))
 }
 
+/// A request line for a method of another protocol version (ACP v1), whose params this
+/// version's types do not write: the caller names the method. Use [`request_line`] for this
+/// version's methods.
+pub fn request_line_for<P: Serialize>(id: &RequestId, method: &str, params: &P) -> String {
+    to_line(&OutRequest { jsonrpc: "2.0", id, method, params })
+}
+
 /// A line from the agent, with `session/update` (the bulk of the traffic) decoded in one pass.
 #[derive(Debug)]
 pub enum AgentLine<'a> {

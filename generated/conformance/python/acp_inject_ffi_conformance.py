@@ -536,6 +536,8 @@ def _uniffi_check_api_checksums(lib):
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_check_outputs() != 16087:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_check_sent() != 21456:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_check_state() != 1655:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_client_setup() != 19752:
@@ -596,6 +598,9 @@ _UniffiLib.uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_check_ite
 _UniffiLib.uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_check_outputs.argtypes = (
 )
 _UniffiLib.uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_check_outputs.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_check_sent.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_check_sent.restype = ctypes.c_uint16
 _UniffiLib.uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_check_state.argtypes = (
 )
 _UniffiLib.uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_check_state.restype = ctypes.c_uint16
@@ -651,6 +656,12 @@ _UniffiLib.uniffi_acp_inject_ffi_conformance_fn_method_vectorrun_check_outputs.a
     ctypes.POINTER(_UniffiRustCallStatus),
 )
 _UniffiLib.uniffi_acp_inject_ffi_conformance_fn_method_vectorrun_check_outputs.restype = None
+_UniffiLib.uniffi_acp_inject_ffi_conformance_fn_method_vectorrun_check_sent.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_conformance_fn_method_vectorrun_check_sent.restype = None
 _UniffiLib.uniffi_acp_inject_ffi_conformance_fn_method_vectorrun_check_state.argtypes = (
     ctypes.c_uint64,
     _UniffiRustBuffer,
@@ -889,24 +900,70 @@ class _UniffiFfiConverterOptionalTypeInjectCapabilities(_UniffiConverterRustBuff
         else:
             raise InternalError("Unexpected flag byte for optional type")
 
+class _UniffiFfiConverterUInt16(_UniffiConverterPrimitiveInt):
+    CLASS_NAME = "u16"
+    VALUE_MIN = 0
+    VALUE_MAX = 2**16
+
+    @staticmethod
+    def read(buf):
+        return buf.read_u16()
+
+    @staticmethod
+    def write(value, buf):
+        buf.write_u16(value)
+
+
+
+class _UniffiFfiConverterOptionalTypeSteerFallback(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            acp_inject_ffi._UniffiFfiConverterTypeSteerFallback.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        acp_inject_ffi._UniffiFfiConverterTypeSteerFallback.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return acp_inject_ffi._UniffiFfiConverterTypeSteerFallback.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
+
 @dataclass
 class ClientSetup:
     """
     How to set up the client for a client-side vector.
 """
-    def __init__(self, *, session:str, capabilities:typing.Optional[acp_inject_ffi.InjectCapabilities]):
+    def __init__(self, *, session:str, capabilities:typing.Optional[acp_inject_ffi.InjectCapabilities], protocol_version:int, steer_fallback:typing.Optional[acp_inject_ffi.SteerFallback]):
         self.session = session
         self.capabilities = capabilities
+        self.protocol_version = protocol_version
+        self.steer_fallback = steer_fallback
         
         
 
     
     def __str__(self):
-        return "ClientSetup(session={}, capabilities={})".format(self.session, self.capabilities)
+        return "ClientSetup(session={}, capabilities={}, protocol_version={}, steer_fallback={})".format(self.session, self.capabilities, self.protocol_version, self.steer_fallback)
     def __eq__(self, other):
         if self.session != other.session:
             return False
         if self.capabilities != other.capabilities:
+            return False
+        if self.protocol_version != other.protocol_version:
+            return False
+        if self.steer_fallback != other.steer_fallback:
             return False
         return True
 
@@ -916,17 +973,23 @@ class _UniffiFfiConverterTypeClientSetup(_UniffiConverterRustBuffer):
         return ClientSetup(
             session=_UniffiFfiConverterString.read(buf),
             capabilities=_UniffiFfiConverterOptionalTypeInjectCapabilities.read(buf),
+            protocol_version=_UniffiFfiConverterUInt16.read(buf),
+            steer_fallback=_UniffiFfiConverterOptionalTypeSteerFallback.read(buf),
         )
 
     @staticmethod
     def check_lower(value):
         _UniffiFfiConverterString.check_lower(value.session)
         _UniffiFfiConverterOptionalTypeInjectCapabilities.check_lower(value.capabilities)
+        _UniffiFfiConverterUInt16.check_lower(value.protocol_version)
+        _UniffiFfiConverterOptionalTypeSteerFallback.check_lower(value.steer_fallback)
 
     @staticmethod
     def write(value, buf):
         _UniffiFfiConverterString.write(value.session, buf)
         _UniffiFfiConverterOptionalTypeInjectCapabilities.write(value.capabilities, buf)
+        _UniffiFfiConverterUInt16.write(value.protocol_version, buf)
+        _UniffiFfiConverterOptionalTypeSteerFallback.write(value.steer_fallback, buf)
 
 
 
@@ -1583,6 +1646,25 @@ class Instruction:
             return True
 
     @dataclass
+    class EXPECT_SENT:
+        
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "Instruction.EXPECT_SENT()".format()
+        def __eq__(self, other):
+            if not isinstance(other, Instruction):
+                return NotImplemented
+            if not other.is_EXPECT_SENT():
+                return False
+            return True
+
+    @dataclass
     class EXPECT_ITEM:
         
         def __init__(self, session:str, message_id:str):
@@ -1643,6 +1725,10 @@ class Instruction:
         return isinstance(self, Instruction.EXPECT_STATE)
     def is_expect_state(self) -> bool:
         return isinstance(self, Instruction.EXPECT_STATE)
+    def is_EXPECT_SENT(self) -> bool:
+        return isinstance(self, Instruction.EXPECT_SENT)
+    def is_expect_sent(self) -> bool:
+        return isinstance(self, Instruction.EXPECT_SENT)
     def is_EXPECT_ITEM(self) -> bool:
         return isinstance(self, Instruction.EXPECT_ITEM)
     def is_expect_item(self) -> bool:
@@ -1659,6 +1745,7 @@ Instruction.EXPECT_HISTORY = type("Instruction.EXPECT_HISTORY", (Instruction.EXP
 Instruction.CALL = type("Instruction.CALL", (Instruction.CALL, Instruction,), {})  # type: ignore
 Instruction.RECEIVE = type("Instruction.RECEIVE", (Instruction.RECEIVE, Instruction,), {})  # type: ignore
 Instruction.EXPECT_STATE = type("Instruction.EXPECT_STATE", (Instruction.EXPECT_STATE, Instruction,), {})  # type: ignore
+Instruction.EXPECT_SENT = type("Instruction.EXPECT_SENT", (Instruction.EXPECT_SENT, Instruction,), {})  # type: ignore
 Instruction.EXPECT_ITEM = type("Instruction.EXPECT_ITEM", (Instruction.EXPECT_ITEM, Instruction,), {})  # type: ignore
 
 
@@ -1698,6 +1785,9 @@ class _UniffiFfiConverterTypeInstruction(_UniffiConverterRustBuffer):
                 _UniffiFfiConverterString.read(buf),
             )
         if variant == 8:
+            return Instruction.EXPECT_SENT(
+            )
+        if variant == 9:
             return Instruction.EXPECT_ITEM(
                 _UniffiFfiConverterString.read(buf),
                 _UniffiFfiConverterString.read(buf),
@@ -1727,6 +1817,8 @@ class _UniffiFfiConverterTypeInstruction(_UniffiConverterRustBuffer):
             return
         if value.is_EXPECT_STATE():
             _UniffiFfiConverterString.check_lower(value.session)
+            return
+        if value.is_EXPECT_SENT():
             return
         if value.is_EXPECT_ITEM():
             _UniffiFfiConverterString.check_lower(value.session)
@@ -1758,8 +1850,10 @@ class _UniffiFfiConverterTypeInstruction(_UniffiConverterRustBuffer):
         if value.is_EXPECT_STATE():
             buf.write_i32(7)
             _UniffiFfiConverterString.write(value.session, buf)
-        if value.is_EXPECT_ITEM():
+        if value.is_EXPECT_SENT():
             buf.write_i32(8)
+        if value.is_EXPECT_ITEM():
+            buf.write_i32(9)
             _UniffiFfiConverterString.write(value.session, buf)
             _UniffiFfiConverterString.write(value.message_id, buf)
 
@@ -2153,6 +2247,11 @@ class VectorRunProtocol(typing.Protocol):
         Reports the outputs drained, with the connections attached to each live session.
 """
         raise NotImplementedError
+    def check_sent(self, sent: typing.List[str]) -> None:
+        """
+        Reports the lines the client sent since the last call (`expectSent`).
+"""
+        raise NotImplementedError
     def check_state(self, snapshot: typing.Optional[acp_inject_ffi.MirrorSnapshot]) -> None:
         """
         Reports a session's snapshot.
@@ -2321,6 +2420,24 @@ class VectorRun(VectorRunProtocol):
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_conformance_fn_method_vectorrun_check_outputs,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def check_sent(self, sent: typing.List[str]) -> None:
+        """
+        Reports the lines the client sent since the last call (`expectSent`).
+"""
+        
+        _UniffiFfiConverterSequenceString.check_lower(sent)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterSequenceString.lower(sent),
+        )
+        _uniffi_lift_return = lambda val: None
+        _uniffi_error_converter = acp_inject_ffi._UniffiFfiConverterTypeAcpError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_conformance_fn_method_vectorrun_check_sent,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)

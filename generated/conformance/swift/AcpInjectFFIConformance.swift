@@ -466,6 +466,22 @@ fileprivate final class UniffiHandleMap<T>: @unchecked Sendable {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterUInt16: FfiConverterPrimitive {
+    typealias FfiType = UInt16
+    typealias SwiftType = UInt16
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> UInt16 {
+        return try lift(readInt(&buf))
+    }
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterBool : FfiConverter {
     typealias FfiType = Int8
     typealias SwiftType = Bool
@@ -565,6 +581,11 @@ public protocol VectorRunProtocol: AnyObject, Sendable {
      * Reports the outputs drained, with the connections attached to each live session.
      */
     func checkOutputs(outputs: [Output], attached: [String: [String]]) throws 
+    
+    /**
+     * Reports the lines the client sent since the last call (`expectSent`).
+     */
+    func checkSent(sent: [String]) throws 
     
     /**
      * Reports a session's snapshot.
@@ -729,6 +750,18 @@ open func checkOutputs(outputs: [Output], attached: [String: [String]])throws   
             self.uniffiCloneHandle(),
         FfiConverterSequenceTypeOutput.lower(outputs),
         FfiConverterDictionaryStringSequenceString.lower(attached),uniffiCallStatus
+    )
+}
+}
+    
+    /**
+     * Reports the lines the client sent since the last call (`expectSent`).
+     */
+open func checkSent(sent: [String])throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_conformance_fn_method_vectorrun_check_sent(
+            self.uniffiCloneHandle(),
+        FfiConverterSequenceString.lower(sent),uniffiCallStatus
     )
 }
 }
@@ -937,12 +970,16 @@ public func FfiConverterTypeAgentSetup_lower(_ value: AgentSetup) -> RustBuffer 
 public struct ClientSetup: Equatable, Hashable {
     public var session: String
     public var capabilities: InjectCapabilities?
+    public var protocolVersion: UInt16
+    public var steerFallback: SteerFallback?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(session: String, capabilities: InjectCapabilities?) {
+    public init(session: String, capabilities: InjectCapabilities?, protocolVersion: UInt16, steerFallback: SteerFallback?) {
         self.session = session
         self.capabilities = capabilities
+        self.protocolVersion = protocolVersion
+        self.steerFallback = steerFallback
     }
 
     
@@ -962,13 +999,17 @@ public struct FfiConverterTypeClientSetup: FfiConverterRustBuffer {
         return
             try ClientSetup(
                 session: FfiConverterString.read(from: &buf), 
-                capabilities: FfiConverterOptionTypeInjectCapabilities.read(from: &buf)
+                capabilities: FfiConverterOptionTypeInjectCapabilities.read(from: &buf), 
+                protocolVersion: FfiConverterUInt16.read(from: &buf), 
+                steerFallback: FfiConverterOptionTypeSteerFallback.read(from: &buf)
         )
     }
 
     public static func write(_ value: ClientSetup, into buf: inout [UInt8]) {
         FfiConverterString.write(value.session, into: &buf)
         FfiConverterOptionTypeInjectCapabilities.write(value.capabilities, into: &buf)
+        FfiConverterUInt16.write(value.protocolVersion, into: &buf)
+        FfiConverterOptionTypeSteerFallback.write(value.steerFallback, into: &buf)
     }
 }
 
@@ -1207,6 +1248,7 @@ public enum Instruction: Equatable, Hashable {
     )
     case expectState(session: String
     )
+    case expectSent
     case expectItem(session: String, messageId: String
     )
 
@@ -1250,7 +1292,9 @@ public struct FfiConverterTypeInstruction: FfiConverterRustBuffer {
         case 7: return .expectState(session: try FfiConverterString.read(from: &buf)
         )
         
-        case 8: return .expectItem(session: try FfiConverterString.read(from: &buf), messageId: try FfiConverterString.read(from: &buf)
+        case 8: return .expectSent
+        
+        case 9: return .expectItem(session: try FfiConverterString.read(from: &buf), messageId: try FfiConverterString.read(from: &buf)
         )
         
         default: throw UniffiInternalError.unexpectedEnumCase
@@ -1297,8 +1341,12 @@ public struct FfiConverterTypeInstruction: FfiConverterRustBuffer {
             FfiConverterString.write(session, into: &buf)
             
         
-        case let .expectItem(session,messageId):
+        case .expectSent:
             writeInt(&buf, Int32(8))
+        
+        
+        case let .expectItem(session,messageId):
+            writeInt(&buf, Int32(9))
             FfiConverterString.write(session, into: &buf)
             FfiConverterString.write(messageId, into: &buf)
             
@@ -1562,6 +1610,30 @@ fileprivate struct FfiConverterOptionTypeItemStatus: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterOptionTypeSteerFallback: FfiConverterRustBuffer {
+    typealias SwiftType = SteerFallback?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeSteerFallback.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeSteerFallback.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterOptionTypeInstruction: FfiConverterRustBuffer {
     typealias SwiftType = Instruction?
 
@@ -1787,6 +1859,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_check_outputs() != 16087) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_check_sent() != 21456) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_check_state() != 1655) {

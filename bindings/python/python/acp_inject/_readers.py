@@ -19,7 +19,7 @@ from .acp_inject_ffi import acp_inject_ffi as _g
 Buffer = Union[bytes, bytearray]
 
 # The generated module these readers were written from: they are installed only over that one.
-SOURCE_SHA256 = "11f26f0f1a182aa79728526b6297bf26e289866ebe68f0922d2e45c27c70f115"
+SOURCE_SHA256 = "9beeac631313a6f0fa3a0ee5b323b530bd5afdd3204bb94a4b87686945364002"
 
 _new = object.__new__
 _InternalError = _g.InternalError
@@ -160,205 +160,208 @@ _K116 = _g.TurnState.UNKNOWN
 _K117 = _g.Affordances
 _K118 = _g.ReplayFrom.START
 _K119 = _g.ReplayFrom.OTHER
-_K120 = _g.Turn.IDLE
-_K121 = _g.Turn.RUNNING
-_K122 = _g.Activity
-_K123 = _g.Stream.IDLE
-_K124 = _g.Stream.ACTIVE
-_K125 = _g.Stream.INTERRUPT_REQUESTED
-_K126 = _g.Turn.REQUIRES_ACTION
-_K127 = _g.Turn.PAUSED
-_K128 = _g.BackgroundWork.TERMINAL
-_K129 = _g.BackgroundWork.TOOL_CALL
-_K130 = _g.BackgroundWork.SUBAGENT
-_K131 = _g.BackgroundWork.OTHER
-_K132 = _g.EnvVariable
-_K133 = _g.Event.ANSWERED
-_K134 = _g.RequestId.NULL
-_K135 = _g.RequestId.NUMBER
-_K136 = _g.RequestId.STR
-_K137 = _g.RequestKind.INITIALIZE
-_K138 = _g.RequestKind.NEW_SESSION
-_K139 = _g.RequestKind.LIST_SESSIONS
-_K140 = _g.RequestKind.RESUME
-_K141 = _g.RequestKind.PROMPT
-_K142 = _g.RequestKind.INJECT
-_K143 = _g.RequestKind.REVOKE
-_K144 = _g.RequestKind.REPLACE
-_K145 = _g.RequestKind.CLOSE
-_K146 = _g.RequestKind.STATUS
-_K147 = _g.Answer.FAILED
-_K148 = _g.ProtocolError
-_K149 = _g.Answer.INITIALIZED
-_K150 = _g.Answer.SESSION_CREATED
-_K151 = _g.Answer.SESSIONS
-_K152 = _g.Answer.RESUMED
-_K153 = _g.Answer.ACCEPTED
-_K154 = _g.Answer.REVOKED
-_K155 = _g.Answer.REPLACED
-_K156 = _g.Answer.CLOSED
-_K157 = _g.Answer.STATUS
-_K158 = _g.SessionStatus.OPEN
-_K159 = _g.SessionStatus.SAVED
-_K160 = _g.SessionStatus.OTHER
-_K161 = _g.Event.SESSION
-_K162 = _g.SessionEvent.UPDATE
-_K163 = _g.SessionUpdate.USER_MESSAGE
-_K164 = _g.SessionUpdate.USER_MESSAGE_CHUNK
-_K165 = _g.SessionUpdate.AGENT_MESSAGE
-_K166 = _g.SessionUpdate.AGENT_MESSAGE_CHUNK
-_K167 = _g.SessionUpdate.AGENT_MESSAGE_CLEAR
-_K168 = _g.SessionUpdate.AGENT_THOUGHT
-_K169 = _g.SessionUpdate.AGENT_THOUGHT_CHUNK
-_K170 = _g.SessionUpdate.STATE_UPDATE
-_K171 = _g.SessionUpdate.TOOL_CALL_UPDATE
-_K172 = _g.SessionUpdate.TOOL_CALL_CONTENT_CHUNK
-_K173 = _g.SessionUpdate.PLAN_UPDATE
-_K174 = _g.SessionUpdate.USAGE_UPDATE
-_K175 = _g.SessionUpdate.SESSION_INFO_UPDATE
-_K176 = _g.SessionUpdate.ACP_INJECT_PENDING
-_K177 = _g.SessionUpdate.ACP_INJECT_SESSION_CLOSED
-_K178 = _g.SessionUpdate.OTHER
-_K179 = _g.SessionEvent.ITEM
-_K180 = _g.PendingItem
-_K181 = _g.ItemMode.PROMPT
-_K182 = _g.ItemMode.QUEUE
-_K183 = _g.ItemMode.STEER
-_K184 = _g.SessionEvent.VIOLATION
-_K185 = _g.Violation
-_K186 = _g.SessionEvent.CLOSED
-_K187 = _g.SessionEvent.TOLERATED
-_K188 = _g.Event.PERMISSION_REQUESTED
-_K189 = _g.Event.IGNORED
-_K190 = _g.HistoryEntry.USER
-_K191 = _g.HistoryEntry.UPDATE
-_K192 = _g.HttpHeader
-_K193 = _g.InjectMode.QUEUE
-_K194 = _g.InjectMode.STEER
-_K195 = _g.McpServer.STDIO
-_K196 = _g.McpServer.HTTP
-_K197 = _g.McpServer.OTHER
-_K198 = _g.Output.LINE
-_K199 = _g.Output.ACTION
-_K200 = _g.RuntimeAction.SESSION_OPENED
-_K201 = _g.SessionSetup
-_K202 = _g.RuntimeAction.SESSION_RESUMED
-_K203 = _g.RuntimeAction.START_TURN
-_K204 = _g.RuntimeAction.DELIVER
-_K205 = _g.RuntimeAction.INTERRUPT_STREAM
-_K206 = _g.RuntimeAction.CANCEL_TURN
-_K207 = _g.RuntimeAction.PERMISSION_ANSWERED
-_K208 = _g.RequestPermissionOutcome.CANCELLED
-_K209 = _g.RequestPermissionOutcome.SELECTED
-_K210 = _g.RequestPermissionOutcome.OTHER
-_K211 = _g.RuntimeAction.CLOSED
-_K212 = _g.PendingInject
-_K213 = _g.PermissionOption
-_K214 = _g.PermissionOptionKind.ALLOW_ONCE
-_K215 = _g.PermissionOptionKind.ALLOW_ALWAYS
-_K216 = _g.PermissionOptionKind.REJECT_ONCE
-_K217 = _g.PermissionOptionKind.REJECT_ALWAYS
-_K218 = _g.PermissionOptionKind.OTHER
-_K219 = _g.PlanEntry
-_K220 = _g.PlanEntryPriority.HIGH
-_K221 = _g.PlanEntryPriority.MEDIUM
-_K222 = _g.PlanEntryPriority.LOW
-_K223 = _g.PlanEntryPriority.OTHER
-_K224 = _g.PlanEntryStatus.PENDING
-_K225 = _g.PlanEntryStatus.IN_PROGRESS
-_K226 = _g.PlanEntryStatus.COMPLETED
-_K227 = _g.PlanEntryStatus.CANCELLED
-_K228 = _g.PlanEntryStatus.OTHER
-_K229 = _g.Role.ASSISTANT
-_K230 = _g.Role.USER
-_K231 = _g.Role.OTHER
-_K232 = _g.SessionActivity.EVENT
-_K233 = _g.SessionActivity.PERMISSION_REQUESTED
-_K234 = _g.SessionInfo
-_K235 = _g.SteerInStream.INTERRUPT
-_K236 = _g.SteerInStream.FINISH
-_K237 = _g.TranscriptEntry
-_K238 = _g.MessageRole.USER
-_K239 = _g.MessageRole.AGENT
-_K240 = _g.MessageRole.THOUGHT
-_K241 = _g.UserInput
-_K242 = _g.AcpError.InvalidInput
-_K243 = _g.AcpError.Protocol
-_K244 = _g.AcpError.Rejected
-_K245 = _g.CallRejected.MODE_NOT_SUPPORTED
-_K246 = _g.CallRejected.REPLACE_NOT_SUPPORTED
-_K247 = _g.CallRejected.UNKNOWN_MESSAGE_ID
-_K248 = _g.CallRejected.UNKNOWN_SESSION
-_K249 = _g.CallRejected.INVALID_ARGUMENTS
-_K250 = _g.AcpError.Host
-_K251 = _g.HostError.NO_TURN_IN_PROGRESS
-_K252 = _g.HostError.TURN_IN_PROGRESS
-_K253 = _g.HostError.NO_PERMISSION_OPTIONS
-_K254 = _g.HostError.UNKNOWN_REQUEST
-_K255 = _g.HostError.SESSION_CLOSED
-_K256 = _g.HostError.RESERVED_UPDATE
-_K257 = _g.HostError.RESERVED_MESSAGE_ID
-_K258 = _g.AcpError.Config
-_K259 = _g.AcpError.Store
-_K260 = _g.AcpError.Disconnected
-_K261 = _g.AcpError.Mismatch
-_K262 = _g.AcpError.Internal
-_K263 = _g.AgentConfig
-_K264 = _g.Policy
-_K265 = _g.QueueDrain.BATCH
-_K266 = _g.QueueDrain.ONE_PER_TURN
-_K267 = _g.RevokeReplace.ANY_CONTROLLER
-_K268 = _g.RevokeReplace.CREATOR_ONLY
-_K269 = _g.ClearStyle.UPSERT
-_K270 = _g.ClearStyle.AGENT_MESSAGE_CLEAR
-_K271 = _g.AgentInfo
-_K272 = _g.SetupSupport
-_K273 = _g.BreakPoint.TOOL_RESULT
-_K274 = _g.BreakPoint.MODEL_STEP
-_K275 = _g.CancelRequestNotification
-_K276 = _g.CancelSessionNotification
-_K277 = _g.CloseSessionRequest
-_K278 = _g.CloseSessionResponse
-_K279 = _g.ConnectOptions
-_K280 = _g.ConnectionRole.CONTROLLER
-_K281 = _g.ConnectionRole.OBSERVER
-_K282 = _g.ErrorData
-_K283 = _g.InitializeRequest
-_K284 = _g.InjectRequest
-_K285 = _g.InjectResponse
-_K286 = _g.ListSessionsRequest
-_K287 = _g.ListSessionsResponse
-_K288 = _g.NewSessionRequest
-_K289 = _g.NewSessionResponse
-_K290 = _g.PermissionAsk
-_K291 = _g.PermissionRequestSent
-_K292 = _g.PromptRequest
-_K293 = _g.PromptResponse
-_K294 = _g.ReplaceInjectRequest
-_K295 = _g.ReplaceInjectResponse
-_K296 = _g.RequestPermissionResponse
-_K297 = _g.ResumeSessionRequest
-_K298 = _g.ResumeSessionResponse
-_K299 = _g.RevokeInjectRequest
-_K300 = _g.RevokeInjectResponse
-_K301 = _g.RuntimeEvent.BREAK_POINT
-_K302 = _g.RuntimeEvent.STREAM_STARTED
-_K303 = _g.RuntimeEvent.STREAM_FINISHED
-_K304 = _g.RuntimeEvent.REQUEST_PERMISSION
-_K305 = _g.RuntimeEvent.WITHDRAW_PERMISSION
-_K306 = _g.RuntimeEvent.PAUSED
-_K307 = _g.RuntimeEvent.RESUMED
-_K308 = _g.RuntimeEvent.TURN_STARTED
-_K309 = _g.RuntimeEvent.TURN_ENDED
-_K310 = _g.RuntimeEvent.CLOSE
-_K311 = _g.RuntimeEvent.UPDATE
-_K312 = _g.RuntimeEvent.CLEAR_AGENT_MESSAGE
-_K313 = _g.SessionPage
-_K314 = _g.SessionStatusRequest
-_K315 = _g.SessionStatusResponse
-_K316 = _g.TurnEnd
-_K317 = _g.UnsupportedProtocolVersionErrorData
-_K318 = _g.UpdateSessionNotification
+_K120 = _g.SteerFallback.QUEUE
+_K121 = _g.SteerFallback.CANCEL_AND_RESEND
+_K122 = _g.Turn.IDLE
+_K123 = _g.Turn.RUNNING
+_K124 = _g.Activity
+_K125 = _g.Stream.IDLE
+_K126 = _g.Stream.ACTIVE
+_K127 = _g.Stream.INTERRUPT_REQUESTED
+_K128 = _g.Turn.REQUIRES_ACTION
+_K129 = _g.Turn.PAUSED
+_K130 = _g.BackgroundWork.TERMINAL
+_K131 = _g.BackgroundWork.TOOL_CALL
+_K132 = _g.BackgroundWork.SUBAGENT
+_K133 = _g.BackgroundWork.OTHER
+_K134 = _g.EnvVariable
+_K135 = _g.Event.ANSWERED
+_K136 = _g.RequestId.NULL
+_K137 = _g.RequestId.NUMBER
+_K138 = _g.RequestId.STR
+_K139 = _g.RequestKind.INITIALIZE
+_K140 = _g.RequestKind.NEW_SESSION
+_K141 = _g.RequestKind.LIST_SESSIONS
+_K142 = _g.RequestKind.RESUME
+_K143 = _g.RequestKind.PROMPT
+_K144 = _g.RequestKind.INJECT
+_K145 = _g.RequestKind.REVOKE
+_K146 = _g.RequestKind.REPLACE
+_K147 = _g.RequestKind.CLOSE
+_K148 = _g.RequestKind.STATUS
+_K149 = _g.Answer.FAILED
+_K150 = _g.ProtocolError
+_K151 = _g.Answer.INITIALIZED
+_K152 = _g.Answer.SESSION_CREATED
+_K153 = _g.Answer.SESSIONS
+_K154 = _g.Answer.RESUMED
+_K155 = _g.Answer.ACCEPTED
+_K156 = _g.Answer.REVOKED
+_K157 = _g.Answer.REPLACED
+_K158 = _g.Answer.CLOSED
+_K159 = _g.Answer.STATUS
+_K160 = _g.SessionStatus.OPEN
+_K161 = _g.SessionStatus.SAVED
+_K162 = _g.SessionStatus.OTHER
+_K163 = _g.Event.SESSION
+_K164 = _g.SessionEvent.UPDATE
+_K165 = _g.SessionUpdate.USER_MESSAGE
+_K166 = _g.SessionUpdate.USER_MESSAGE_CHUNK
+_K167 = _g.SessionUpdate.AGENT_MESSAGE
+_K168 = _g.SessionUpdate.AGENT_MESSAGE_CHUNK
+_K169 = _g.SessionUpdate.AGENT_MESSAGE_CLEAR
+_K170 = _g.SessionUpdate.AGENT_THOUGHT
+_K171 = _g.SessionUpdate.AGENT_THOUGHT_CHUNK
+_K172 = _g.SessionUpdate.STATE_UPDATE
+_K173 = _g.SessionUpdate.TOOL_CALL_UPDATE
+_K174 = _g.SessionUpdate.TOOL_CALL_CONTENT_CHUNK
+_K175 = _g.SessionUpdate.PLAN_UPDATE
+_K176 = _g.SessionUpdate.USAGE_UPDATE
+_K177 = _g.SessionUpdate.SESSION_INFO_UPDATE
+_K178 = _g.SessionUpdate.ACP_INJECT_PENDING
+_K179 = _g.SessionUpdate.ACP_INJECT_SESSION_CLOSED
+_K180 = _g.SessionUpdate.OTHER
+_K181 = _g.SessionEvent.ITEM
+_K182 = _g.PendingItem
+_K183 = _g.ItemMode.PROMPT
+_K184 = _g.ItemMode.QUEUE
+_K185 = _g.ItemMode.STEER
+_K186 = _g.SessionEvent.VIOLATION
+_K187 = _g.Violation
+_K188 = _g.SessionEvent.CLOSED
+_K189 = _g.SessionEvent.TOLERATED
+_K190 = _g.Event.PERMISSION_REQUESTED
+_K191 = _g.Event.IGNORED
+_K192 = _g.HistoryEntry.USER
+_K193 = _g.HistoryEntry.UPDATE
+_K194 = _g.HttpHeader
+_K195 = _g.InjectMode.QUEUE
+_K196 = _g.InjectMode.STEER
+_K197 = _g.McpServer.STDIO
+_K198 = _g.McpServer.HTTP
+_K199 = _g.McpServer.OTHER
+_K200 = _g.Output.LINE
+_K201 = _g.Output.ACTION
+_K202 = _g.RuntimeAction.SESSION_OPENED
+_K203 = _g.SessionSetup
+_K204 = _g.RuntimeAction.SESSION_RESUMED
+_K205 = _g.RuntimeAction.START_TURN
+_K206 = _g.RuntimeAction.DELIVER
+_K207 = _g.RuntimeAction.INTERRUPT_STREAM
+_K208 = _g.RuntimeAction.CANCEL_TURN
+_K209 = _g.RuntimeAction.PERMISSION_ANSWERED
+_K210 = _g.RequestPermissionOutcome.CANCELLED
+_K211 = _g.RequestPermissionOutcome.SELECTED
+_K212 = _g.RequestPermissionOutcome.OTHER
+_K213 = _g.RuntimeAction.CLOSED
+_K214 = _g.PendingInject
+_K215 = _g.PermissionOption
+_K216 = _g.PermissionOptionKind.ALLOW_ONCE
+_K217 = _g.PermissionOptionKind.ALLOW_ALWAYS
+_K218 = _g.PermissionOptionKind.REJECT_ONCE
+_K219 = _g.PermissionOptionKind.REJECT_ALWAYS
+_K220 = _g.PermissionOptionKind.OTHER
+_K221 = _g.PlanEntry
+_K222 = _g.PlanEntryPriority.HIGH
+_K223 = _g.PlanEntryPriority.MEDIUM
+_K224 = _g.PlanEntryPriority.LOW
+_K225 = _g.PlanEntryPriority.OTHER
+_K226 = _g.PlanEntryStatus.PENDING
+_K227 = _g.PlanEntryStatus.IN_PROGRESS
+_K228 = _g.PlanEntryStatus.COMPLETED
+_K229 = _g.PlanEntryStatus.CANCELLED
+_K230 = _g.PlanEntryStatus.OTHER
+_K231 = _g.Role.ASSISTANT
+_K232 = _g.Role.USER
+_K233 = _g.Role.OTHER
+_K234 = _g.SessionActivity.EVENT
+_K235 = _g.SessionActivity.PERMISSION_REQUESTED
+_K236 = _g.SessionInfo
+_K237 = _g.SteerInStream.INTERRUPT
+_K238 = _g.SteerInStream.FINISH
+_K239 = _g.TranscriptEntry
+_K240 = _g.MessageRole.USER
+_K241 = _g.MessageRole.AGENT
+_K242 = _g.MessageRole.THOUGHT
+_K243 = _g.UserInput
+_K244 = _g.AcpError.InvalidInput
+_K245 = _g.AcpError.Protocol
+_K246 = _g.AcpError.Rejected
+_K247 = _g.CallRejected.MODE_NOT_SUPPORTED
+_K248 = _g.CallRejected.REPLACE_NOT_SUPPORTED
+_K249 = _g.CallRejected.UNKNOWN_MESSAGE_ID
+_K250 = _g.CallRejected.UNKNOWN_SESSION
+_K251 = _g.CallRejected.INVALID_ARGUMENTS
+_K252 = _g.CallRejected.STEER_NOT_SUPPORTED
+_K253 = _g.AcpError.Host
+_K254 = _g.HostError.NO_TURN_IN_PROGRESS
+_K255 = _g.HostError.TURN_IN_PROGRESS
+_K256 = _g.HostError.NO_PERMISSION_OPTIONS
+_K257 = _g.HostError.UNKNOWN_REQUEST
+_K258 = _g.HostError.SESSION_CLOSED
+_K259 = _g.HostError.RESERVED_UPDATE
+_K260 = _g.HostError.RESERVED_MESSAGE_ID
+_K261 = _g.AcpError.Config
+_K262 = _g.AcpError.Store
+_K263 = _g.AcpError.Disconnected
+_K264 = _g.AcpError.Mismatch
+_K265 = _g.AcpError.Internal
+_K266 = _g.AgentConfig
+_K267 = _g.Policy
+_K268 = _g.QueueDrain.BATCH
+_K269 = _g.QueueDrain.ONE_PER_TURN
+_K270 = _g.RevokeReplace.ANY_CONTROLLER
+_K271 = _g.RevokeReplace.CREATOR_ONLY
+_K272 = _g.ClearStyle.UPSERT
+_K273 = _g.ClearStyle.AGENT_MESSAGE_CLEAR
+_K274 = _g.AgentInfo
+_K275 = _g.SetupSupport
+_K276 = _g.BreakPoint.TOOL_RESULT
+_K277 = _g.BreakPoint.MODEL_STEP
+_K278 = _g.CancelRequestNotification
+_K279 = _g.CancelSessionNotification
+_K280 = _g.CloseSessionRequest
+_K281 = _g.CloseSessionResponse
+_K282 = _g.ConnectOptions
+_K283 = _g.ConnectionRole.CONTROLLER
+_K284 = _g.ConnectionRole.OBSERVER
+_K285 = _g.ErrorData
+_K286 = _g.InitializeRequest
+_K287 = _g.InjectRequest
+_K288 = _g.InjectResponse
+_K289 = _g.ListSessionsRequest
+_K290 = _g.ListSessionsResponse
+_K291 = _g.NewSessionRequest
+_K292 = _g.NewSessionResponse
+_K293 = _g.PermissionAsk
+_K294 = _g.PermissionRequestSent
+_K295 = _g.PromptRequest
+_K296 = _g.PromptResponse
+_K297 = _g.ReplaceInjectRequest
+_K298 = _g.ReplaceInjectResponse
+_K299 = _g.RequestPermissionResponse
+_K300 = _g.ResumeSessionRequest
+_K301 = _g.ResumeSessionResponse
+_K302 = _g.RevokeInjectRequest
+_K303 = _g.RevokeInjectResponse
+_K304 = _g.RuntimeEvent.BREAK_POINT
+_K305 = _g.RuntimeEvent.STREAM_STARTED
+_K306 = _g.RuntimeEvent.STREAM_FINISHED
+_K307 = _g.RuntimeEvent.REQUEST_PERMISSION
+_K308 = _g.RuntimeEvent.WITHDRAW_PERMISSION
+_K309 = _g.RuntimeEvent.PAUSED
+_K310 = _g.RuntimeEvent.RESUMED
+_K311 = _g.RuntimeEvent.TURN_STARTED
+_K312 = _g.RuntimeEvent.TURN_ENDED
+_K313 = _g.RuntimeEvent.CLOSE
+_K314 = _g.RuntimeEvent.UPDATE
+_K315 = _g.RuntimeEvent.CLEAR_AGENT_MESSAGE
+_K316 = _g.SessionPage
+_K317 = _g.SessionStatusRequest
+_K318 = _g.SessionStatusResponse
+_K319 = _g.TurnEnd
+_K320 = _g.UnsupportedProtocolVersionErrorData
+_K321 = _g.UpdateSessionNotification
 
 
 def rBoolean(d: Buffer, o: int) -> Tuple[Any, int]:
@@ -5220,6 +5223,25 @@ def rOptionalTypeStateUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
     return v, o
 
 
+def rOptionalTypeSteerFallback(d: Buffer, o: int) -> Tuple[Any, int]:
+    f = d[o]
+    o += 1
+    if f == 1:
+        t0 = _I32(d, o)[0]
+        o += 4
+        if t0 == 1:
+            v = _K120
+        elif t0 == 2:
+            v = _K121
+        else:
+            raise _InternalError("Raw enum value doesn't match any cases")
+    elif f == 0:
+        v = None
+    else:
+        raise _InternalError('Unexpected flag byte for optional type')
+    return v, o
+
+
 def rOptionalTypeStopReason(d: Buffer, o: int) -> Tuple[Any, int]:
     f = d[o]
     o += 1
@@ -5359,19 +5381,19 @@ def rOptionalTypeTurn(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K120)
+            w0 = _new(_K122)
             v = w0
         elif t0 == 2:
-            w0 = _new(_K121)
-            w1 = _new(_K122)
+            w0 = _new(_K123)
+            w1 = _new(_K124)
             t2 = _I32(d, o)[0]
             o += 4
             if t2 == 1:
-                w1.stream = _K123
-            elif t2 == 2:
-                w1.stream = _K124
-            elif t2 == 3:
                 w1.stream = _K125
+            elif t2 == 2:
+                w1.stream = _K126
+            elif t2 == 3:
+                w1.stream = _K127
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
             w1.cancel_requested = d[o] != 0
@@ -5379,16 +5401,16 @@ def rOptionalTypeTurn(d: Buffer, o: int) -> Tuple[Any, int]:
             w0.activity = w1
             v = w0
         elif t0 == 3:
-            w0 = _new(_K126)
-            w1 = _new(_K122)
+            w0 = _new(_K128)
+            w1 = _new(_K124)
             t2 = _I32(d, o)[0]
             o += 4
             if t2 == 1:
-                w1.stream = _K123
-            elif t2 == 2:
-                w1.stream = _K124
-            elif t2 == 3:
                 w1.stream = _K125
+            elif t2 == 2:
+                w1.stream = _K126
+            elif t2 == 3:
+                w1.stream = _K127
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
             w1.cancel_requested = d[o] != 0
@@ -5400,16 +5422,16 @@ def rOptionalTypeTurn(d: Buffer, o: int) -> Tuple[Any, int]:
             o += 1
             v = w0
         elif t0 == 4:
-            w0 = _new(_K127)
-            w1 = _new(_K122)
+            w0 = _new(_K129)
+            w1 = _new(_K124)
             t2 = _I32(d, o)[0]
             o += 4
             if t2 == 1:
-                w1.stream = _K123
-            elif t2 == 2:
-                w1.stream = _K124
-            elif t2 == 3:
                 w1.stream = _K125
+            elif t2 == 2:
+                w1.stream = _K126
+            elif t2 == 3:
+                w1.stream = _K127
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
             w1.cancel_requested = d[o] != 0
@@ -5584,7 +5606,7 @@ def rSequenceTypeBackgroundWork(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K128)
+            w0 = _new(_K130)
             w0._values = (a1_0,)
             v = w0
         elif t0 == 2:
@@ -5603,7 +5625,7 @@ def rSequenceTypeBackgroundWork(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K129)
+            w0 = _new(_K131)
             w0._values = (a1_0,)
             v = w0
         elif t0 == 3:
@@ -5622,14 +5644,14 @@ def rSequenceTypeBackgroundWork(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K130)
+            w0 = _new(_K132)
             w0._values = (a1_0,)
             v = w0
         elif t0 == 4:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K131)
+            w0 = _new(_K133)
             w0._values = (a1_0,)
             v = w0
         else:
@@ -6121,7 +6143,7 @@ def rSequenceTypeEnvVariable(d: Buffer, o: int) -> Tuple[Any, int]:
     items = []
     append = items.append
     for _ in range(c):
-        w0 = _new(_K132)
+        w0 = _new(_K134)
         n = _U32(d, o)[0] + 4
         w0.name = d[o + 4:o + n].decode()
         o += n
@@ -6152,23 +6174,23 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K133)
+            w0 = _new(_K135)
             t1 = _I32(d, o)[0]
             o += 4
             if t1 == 1:
-                w1 = _new(_K134)
+                w1 = _new(_K136)
                 w0.request = w1
             elif t1 == 2:
                 a2_0 = _I64(d, o)[0]
                 o += 8
-                w1 = _new(_K135)
+                w1 = _new(_K137)
                 w1._values = (a2_0,)
                 w0.request = w1
             elif t1 == 3:
                 n = _U32(d, o)[0] + 4
                 a2_0 = d[o + 4:o + n].decode()
                 o += n
-                w1 = _new(_K136)
+                w1 = _new(_K138)
                 w1._values = (a2_0,)
                 w0.request = w1
             else:
@@ -6176,25 +6198,25 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             t1 = _I32(d, o)[0]
             o += 4
             if t1 == 1:
-                w0.kind = _K137
-            elif t1 == 2:
-                w0.kind = _K138
-            elif t1 == 3:
                 w0.kind = _K139
-            elif t1 == 4:
+            elif t1 == 2:
                 w0.kind = _K140
-            elif t1 == 5:
+            elif t1 == 3:
                 w0.kind = _K141
-            elif t1 == 6:
+            elif t1 == 4:
                 w0.kind = _K142
-            elif t1 == 7:
+            elif t1 == 5:
                 w0.kind = _K143
-            elif t1 == 8:
+            elif t1 == 6:
                 w0.kind = _K144
-            elif t1 == 9:
+            elif t1 == 7:
                 w0.kind = _K145
-            elif t1 == 10:
+            elif t1 == 8:
                 w0.kind = _K146
+            elif t1 == 9:
+                w0.kind = _K147
+            elif t1 == 10:
+                w0.kind = _K148
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
             f = d[o]
@@ -6210,7 +6232,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             t1 = _I32(d, o)[0]
             o += 4
             if t1 == 1:
-                w2 = _new(_K148)
+                w2 = _new(_K150)
                 w2.code = _I64(d, o)[0]
                 o += 8
                 n = _U32(d, o)[0] + 4
@@ -6279,7 +6301,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K147)
+                w1 = _new(_K149)
                 w1._values = (a2_0,)
                 w0.outcome = w1
             elif t1 == 2:
@@ -6352,17 +6374,17 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K149)
+                w1 = _new(_K151)
                 w1._values = (a2_0,)
                 w0.outcome = w1
             elif t1 == 3:
-                w1 = _new(_K150)
+                w1 = _new(_K152)
                 n = _U32(d, o)[0] + 4
                 w1.session_id = d[o + 4:o + n].decode()
                 o += n
                 w0.outcome = w1
             elif t1 == 4:
-                w1 = _new(_K151)
+                w1 = _new(_K153)
                 w1.sessions, o = rSequenceTypeSessionInfo(d, o)
                 f = d[o]
                 o += 1
@@ -6376,10 +6398,10 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     raise _InternalError('Unexpected flag byte for optional type')
                 w0.outcome = w1
             elif t1 == 5:
-                w1 = _new(_K152)
+                w1 = _new(_K154)
                 w0.outcome = w1
             elif t1 == 6:
-                w1 = _new(_K153)
+                w1 = _new(_K155)
                 f = d[o]
                 o += 1
                 if f == 1:
@@ -6392,29 +6414,29 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     raise _InternalError('Unexpected flag byte for optional type')
                 w0.outcome = w1
             elif t1 == 7:
-                w1 = _new(_K154)
-                w0.outcome = w1
-            elif t1 == 8:
-                w1 = _new(_K155)
-                w0.outcome = w1
-            elif t1 == 9:
                 w1 = _new(_K156)
                 w0.outcome = w1
-            elif t1 == 10:
+            elif t1 == 8:
                 w1 = _new(_K157)
+                w0.outcome = w1
+            elif t1 == 9:
+                w1 = _new(_K158)
+                w0.outcome = w1
+            elif t1 == 10:
+                w1 = _new(_K159)
                 t2 = _I32(d, o)[0]
                 o += 4
                 if t2 == 1:
-                    w2 = _new(_K158)
+                    w2 = _new(_K160)
                     w1.status = w2
                 elif t2 == 2:
-                    w2 = _new(_K159)
+                    w2 = _new(_K161)
                     w1.status = w2
                 elif t2 == 3:
                     n = _U32(d, o)[0] + 4
                     a3_0 = d[o + 4:o + n].decode()
                     o += n
-                    w2 = _new(_K160)
+                    w2 = _new(_K162)
                     w2._values = (a3_0,)
                     w1.status = w2
                 else:
@@ -6562,7 +6584,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 raise _InternalError("Raw enum value doesn't match any cases")
             v = w0
         elif t0 == 2:
-            w0 = _new(_K161)
+            w0 = _new(_K163)
             n = _U32(d, o)[0] + 4
             w0.session_id = d[o + 4:o + n].decode()
             o += n
@@ -6588,7 +6610,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K163)
+                    w2 = _new(_K165)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 2:
@@ -6608,7 +6630,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K164)
+                    w2 = _new(_K166)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 3:
@@ -6628,7 +6650,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K165)
+                    w2 = _new(_K167)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 4:
@@ -6648,7 +6670,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K166)
+                    w2 = _new(_K168)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 5:
@@ -6674,7 +6696,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K167)
+                    w2 = _new(_K169)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 6:
@@ -6694,7 +6716,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K168)
+                    w2 = _new(_K170)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 7:
@@ -6714,7 +6736,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K169)
+                    w2 = _new(_K171)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 8:
@@ -6749,7 +6771,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                         a3_0 = w3
                     else:
                         raise _InternalError("Raw enum value doesn't match any cases")
-                    w2 = _new(_K170)
+                    w2 = _new(_K172)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 9:
@@ -6840,7 +6862,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K171)
+                    w2 = _new(_K173)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 10:
@@ -6860,7 +6882,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K172)
+                    w2 = _new(_K174)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 11:
@@ -6877,7 +6899,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K173)
+                    w2 = _new(_K175)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 12:
@@ -6905,7 +6927,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K174)
+                    w2 = _new(_K176)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 13:
@@ -6923,7 +6945,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K175)
+                    w2 = _new(_K177)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 14:
@@ -6940,7 +6962,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K176)
+                    w2 = _new(_K178)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 15:
@@ -6956,23 +6978,23 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K177)
+                    w2 = _new(_K179)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 16:
                     n = _U32(d, o)[0] + 4
                     a3_0 = d[o + 4:o + n].decode()
                     o += n
-                    w2 = _new(_K178)
+                    w2 = _new(_K180)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 else:
                     raise _InternalError("Raw enum value doesn't match any cases")
-                w1 = _new(_K162)
+                w1 = _new(_K164)
                 w1._values = (a2_0,)
                 w0.event = w1
             elif t1 == 2:
-                w2 = _new(_K180)
+                w2 = _new(_K182)
                 f = d[o]
                 o += 1
                 if f == 1:
@@ -6986,11 +7008,11 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 t3 = _I32(d, o)[0]
                 o += 4
                 if t3 == 1:
-                    w2.mode = _K181
-                elif t3 == 2:
-                    w2.mode = _K182
-                elif t3 == 3:
                     w2.mode = _K183
+                elif t3 == 2:
+                    w2.mode = _K184
+                elif t3 == 3:
+                    w2.mode = _K185
                 else:
                     raise _InternalError("Raw enum value doesn't match any cases")
                 t3 = _I32(d, o)[0]
@@ -7009,12 +7031,14 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     raise _InternalError("Raw enum value doesn't match any cases")
                 w2.content, o = rSequenceTypeContentBlock(d, o)
                 w2.superseded, o = rSequenceSequenceTypeContentBlock(d, o)
+                w2.held = d[o] != 0
+                o += 1
                 a2_0 = w2
-                w1 = _new(_K179)
+                w1 = _new(_K181)
                 w1._values = (a2_0,)
                 w0.event = w1
             elif t1 == 3:
-                w2 = _new(_K185)
+                w2 = _new(_K187)
                 n = _U32(d, o)[0] + 4
                 w2.rule = d[o + 4:o + n].decode()
                 o += n
@@ -7022,38 +7046,38 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 w2.message_id = d[o + 4:o + n].decode()
                 o += n
                 a2_0 = w2
-                w1 = _new(_K184)
+                w1 = _new(_K186)
                 w1._values = (a2_0,)
                 w0.event = w1
             elif t1 == 4:
-                w1 = _new(_K186)
+                w1 = _new(_K188)
                 w0.event = w1
             elif t1 == 5:
                 a2_0, o = rSequenceString(d, o)
-                w1 = _new(_K187)
+                w1 = _new(_K189)
                 w1._values = (a2_0,)
                 w0.event = w1
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
             v = w0
         elif t0 == 3:
-            w0 = _new(_K188)
+            w0 = _new(_K190)
             t1 = _I32(d, o)[0]
             o += 4
             if t1 == 1:
-                w1 = _new(_K134)
+                w1 = _new(_K136)
                 w0.request = w1
             elif t1 == 2:
                 a2_0 = _I64(d, o)[0]
                 o += 8
-                w1 = _new(_K135)
+                w1 = _new(_K137)
                 w1._values = (a2_0,)
                 w0.request = w1
             elif t1 == 3:
                 n = _U32(d, o)[0] + 4
                 a2_0 = d[o + 4:o + n].decode()
                 o += n
-                w1 = _new(_K136)
+                w1 = _new(_K138)
                 w1._values = (a2_0,)
                 w0.request = w1
             else:
@@ -7099,7 +7123,7 @@ def rSequenceTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             w0.params = w1
             v = w0
         elif t0 == 4:
-            w0 = _new(_K189)
+            w0 = _new(_K191)
             n = _U32(d, o)[0] + 4
             w0.detail = d[o + 4:o + n].decode()
             o += n
@@ -7119,14 +7143,14 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K190)
+            w0 = _new(_K192)
             n = _U32(d, o)[0] + 4
             w0.message_id = d[o + 4:o + n].decode()
             o += n
             w0.content, o = rSequenceTypeContentBlock(d, o)
             v = w0
         elif t0 == 2:
-            w0 = _new(_K191)
+            w0 = _new(_K193)
             t1 = _I32(d, o)[0]
             o += 4
             if t1 == 1:
@@ -7159,7 +7183,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K163)
+                w1 = _new(_K165)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 2:
@@ -7214,7 +7238,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K164)
+                w1 = _new(_K166)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 3:
@@ -7247,7 +7271,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K165)
+                w1 = _new(_K167)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 4:
@@ -7302,7 +7326,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K166)
+                w1 = _new(_K168)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 5:
@@ -7328,7 +7352,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K167)
+                w1 = _new(_K169)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 6:
@@ -7361,7 +7385,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K168)
+                w1 = _new(_K170)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 7:
@@ -7416,7 +7440,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K169)
+                w1 = _new(_K171)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 8:
@@ -7551,7 +7575,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                     a2_0 = w2
                 else:
                     raise _InternalError("Raw enum value doesn't match any cases")
-                w1 = _new(_K170)
+                w1 = _new(_K172)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 9:
@@ -7710,7 +7734,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K171)
+                w1 = _new(_K173)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 10:
@@ -7745,7 +7769,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K172)
+                w1 = _new(_K174)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 11:
@@ -7777,7 +7801,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K173)
+                w1 = _new(_K175)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 12:
@@ -7821,7 +7845,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K174)
+                w1 = _new(_K176)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 13:
@@ -7869,7 +7893,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K175)
+                w1 = _new(_K177)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 14:
@@ -7886,7 +7910,7 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K176)
+                w1 = _new(_K178)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 15:
@@ -7902,14 +7926,14 @@ def rSequenceTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K177)
+                w1 = _new(_K179)
                 w1._values = (a2_0,)
                 w0.update = w1
             elif t1 == 16:
                 n = _U32(d, o)[0] + 4
                 a2_0 = d[o + 4:o + n].decode()
                 o += n
-                w1 = _new(_K178)
+                w1 = _new(_K180)
                 w1._values = (a2_0,)
                 w0.update = w1
             else:
@@ -7927,7 +7951,7 @@ def rSequenceTypeHttpHeader(d: Buffer, o: int) -> Tuple[Any, int]:
     items = []
     append = items.append
     for _ in range(c):
-        w0 = _new(_K192)
+        w0 = _new(_K194)
         n = _U32(d, o)[0] + 4
         w0.name = d[o + 4:o + n].decode()
         o += n
@@ -7958,9 +7982,9 @@ def rSequenceTypeInjectMode(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            v = _K193
+            v = _K195
         elif t0 == 2:
-            v = _K194
+            v = _K196
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         append(v)
@@ -8023,7 +8047,7 @@ def rSequenceTypeMcpServer(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K195)
+            w0 = _new(_K197)
             w0._values = (a1_0,)
             v = w0
         elif t0 == 2:
@@ -8053,14 +8077,14 @@ def rSequenceTypeMcpServer(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K196)
+            w0 = _new(_K198)
             w0._values = (a1_0,)
             v = w0
         elif t0 == 3:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K197)
+            w0 = _new(_K199)
             w0._values = (a1_0,)
             v = w0
         else:
@@ -8078,32 +8102,21 @@ def rSequenceTypeOutput(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K198)
+            w0 = _new(_K200)
             w0.to, o = rSequenceString(d, o)
             n = _U32(d, o)[0] + 4
             w0.line = d[o + 4:o + n].decode()
             o += n
             v = w0
         elif t0 == 2:
-            w0 = _new(_K199)
+            w0 = _new(_K201)
             n = _U32(d, o)[0] + 4
             w0.session = d[o + 4:o + n].decode()
             o += n
             t1 = _I32(d, o)[0]
             o += 4
             if t1 == 1:
-                w2 = _new(_K201)
-                n = _U32(d, o)[0] + 4
-                w2.cwd = d[o + 4:o + n].decode()
-                o += n
-                w2.additional_directories, o = rSequenceString(d, o)
-                w2.mcp_servers, o = rSequenceTypeMcpServer(d, o)
-                a2_0 = w2
-                w1 = _new(_K200)
-                w1._values = (a2_0,)
-                w0.action = w1
-            elif t1 == 2:
-                w2 = _new(_K201)
+                w2 = _new(_K203)
                 n = _U32(d, o)[0] + 4
                 w2.cwd = d[o + 4:o + n].decode()
                 o += n
@@ -8113,40 +8126,51 @@ def rSequenceTypeOutput(d: Buffer, o: int) -> Tuple[Any, int]:
                 w1 = _new(_K202)
                 w1._values = (a2_0,)
                 w0.action = w1
+            elif t1 == 2:
+                w2 = _new(_K203)
+                n = _U32(d, o)[0] + 4
+                w2.cwd = d[o + 4:o + n].decode()
+                o += n
+                w2.additional_directories, o = rSequenceString(d, o)
+                w2.mcp_servers, o = rSequenceTypeMcpServer(d, o)
+                a2_0 = w2
+                w1 = _new(_K204)
+                w1._values = (a2_0,)
+                w0.action = w1
             elif t1 == 3:
                 a2_0, o = rSequenceTypeUserInput(d, o)
-                w1 = _new(_K203)
+                w1 = _new(_K205)
                 w1._values = (a2_0,)
                 w0.action = w1
             elif t1 == 4:
                 a2_0, o = rSequenceTypeUserInput(d, o)
-                w1 = _new(_K204)
+                w1 = _new(_K206)
                 w1._values = (a2_0,)
                 w0.action = w1
             elif t1 == 5:
-                w1 = _new(_K205)
+                w1 = _new(_K207)
                 w0.action = w1
             elif t1 == 6:
-                w1 = _new(_K206)
+                w1 = _new(_K208)
                 w0.action = w1
             elif t1 == 7:
-                w1 = _new(_K207)
+                w1 = _new(_K209)
                 t2 = _I32(d, o)[0]
                 o += 4
                 if t2 == 1:
-                    w2 = _new(_K134)
+                    w2 = _new(_K136)
                     w1.request_id = w2
                 elif t2 == 2:
                     a3_0 = _I64(d, o)[0]
                     o += 8
-                    w2 = _new(_K135)
+                    w2 = _new(_K137)
                     w2._values = (a3_0,)
                     w1.request_id = w2
                 elif t2 == 3:
                     n = _U32(d, o)[0] + 4
                     a3_0 = d[o + 4:o + n].decode()
                     o += n
-                    w2 = _new(_K136)
+                    w2 = _new(_K138)
                     w2._values = (a3_0,)
                     w1.request_id = w2
                 else:
@@ -8166,7 +8190,7 @@ def rSequenceTypeOutput(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K208)
+                    w2 = _new(_K210)
                     w2._values = (a3_0,)
                     w1.outcome = w2
                 elif t2 == 2:
@@ -8185,21 +8209,21 @@ def rSequenceTypeOutput(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K209)
+                    w2 = _new(_K211)
                     w2._values = (a3_0,)
                     w1.outcome = w2
                 elif t2 == 3:
                     n = _U32(d, o)[0] + 4
                     a3_0 = d[o + 4:o + n].decode()
                     o += n
-                    w2 = _new(_K210)
+                    w2 = _new(_K212)
                     w2._values = (a3_0,)
                     w1.outcome = w2
                 else:
                     raise _InternalError("Raw enum value doesn't match any cases")
                 w0.action = w1
             elif t1 == 8:
-                w1 = _new(_K211)
+                w1 = _new(_K213)
                 w1.dropped, o = rSequenceTypePendingInject(d, o)
                 w1.turn_cancelled = d[o] != 0
                 o += 1
@@ -8219,16 +8243,16 @@ def rSequenceTypePendingInject(d: Buffer, o: int) -> Tuple[Any, int]:
     items = []
     append = items.append
     for _ in range(c):
-        w0 = _new(_K212)
+        w0 = _new(_K214)
         n = _U32(d, o)[0] + 4
         w0.message_id = d[o + 4:o + n].decode()
         o += n
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w0.mode = _K193
+            w0.mode = _K195
         elif t1 == 2:
-            w0.mode = _K194
+            w0.mode = _K196
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         w0.content, o = rSequenceTypeContentBlock(d, o)
@@ -8253,7 +8277,7 @@ def rSequenceTypePendingItem(d: Buffer, o: int) -> Tuple[Any, int]:
     items = []
     append = items.append
     for _ in range(c):
-        w0 = _new(_K180)
+        w0 = _new(_K182)
         f = d[o]
         o += 1
         if f == 1:
@@ -8267,11 +8291,11 @@ def rSequenceTypePendingItem(d: Buffer, o: int) -> Tuple[Any, int]:
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w0.mode = _K181
-        elif t1 == 2:
-            w0.mode = _K182
-        elif t1 == 3:
             w0.mode = _K183
+        elif t1 == 2:
+            w0.mode = _K184
+        elif t1 == 3:
+            w0.mode = _K185
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         t1 = _I32(d, o)[0]
@@ -8290,6 +8314,8 @@ def rSequenceTypePendingItem(d: Buffer, o: int) -> Tuple[Any, int]:
             raise _InternalError("Raw enum value doesn't match any cases")
         w0.content, o = rSequenceTypeContentBlock(d, o)
         w0.superseded, o = rSequenceSequenceTypeContentBlock(d, o)
+        w0.held = d[o] != 0
+        o += 1
         v = w0
         append(v)
     return items, o
@@ -8301,7 +8327,7 @@ def rSequenceTypePermissionOption(d: Buffer, o: int) -> Tuple[Any, int]:
     items = []
     append = items.append
     for _ in range(c):
-        w0 = _new(_K213)
+        w0 = _new(_K215)
         n = _U32(d, o)[0] + 4
         w0.option_id = d[o + 4:o + n].decode()
         o += n
@@ -8311,22 +8337,22 @@ def rSequenceTypePermissionOption(d: Buffer, o: int) -> Tuple[Any, int]:
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w1 = _new(_K214)
-            w0.kind = w1
-        elif t1 == 2:
-            w1 = _new(_K215)
-            w0.kind = w1
-        elif t1 == 3:
             w1 = _new(_K216)
             w0.kind = w1
-        elif t1 == 4:
+        elif t1 == 2:
             w1 = _new(_K217)
+            w0.kind = w1
+        elif t1 == 3:
+            w1 = _new(_K218)
+            w0.kind = w1
+        elif t1 == 4:
+            w1 = _new(_K219)
             w0.kind = w1
         elif t1 == 5:
             n = _U32(d, o)[0] + 4
             a2_0 = d[o + 4:o + n].decode()
             o += n
-            w1 = _new(_K218)
+            w1 = _new(_K220)
             w1._values = (a2_0,)
             w0.kind = w1
         else:
@@ -8352,26 +8378,26 @@ def rSequenceTypePlanEntry(d: Buffer, o: int) -> Tuple[Any, int]:
     items = []
     append = items.append
     for _ in range(c):
-        w0 = _new(_K219)
+        w0 = _new(_K221)
         n = _U32(d, o)[0] + 4
         w0.content = d[o + 4:o + n].decode()
         o += n
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w1 = _new(_K220)
+            w1 = _new(_K222)
             w0.priority = w1
         elif t1 == 2:
-            w1 = _new(_K221)
+            w1 = _new(_K223)
             w0.priority = w1
         elif t1 == 3:
-            w1 = _new(_K222)
+            w1 = _new(_K224)
             w0.priority = w1
         elif t1 == 4:
             n = _U32(d, o)[0] + 4
             a2_0 = d[o + 4:o + n].decode()
             o += n
-            w1 = _new(_K223)
+            w1 = _new(_K225)
             w1._values = (a2_0,)
             w0.priority = w1
         else:
@@ -8379,22 +8405,22 @@ def rSequenceTypePlanEntry(d: Buffer, o: int) -> Tuple[Any, int]:
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w1 = _new(_K224)
-            w0.status = w1
-        elif t1 == 2:
-            w1 = _new(_K225)
-            w0.status = w1
-        elif t1 == 3:
             w1 = _new(_K226)
             w0.status = w1
-        elif t1 == 4:
+        elif t1 == 2:
             w1 = _new(_K227)
+            w0.status = w1
+        elif t1 == 3:
+            w1 = _new(_K228)
+            w0.status = w1
+        elif t1 == 4:
+            w1 = _new(_K229)
             w0.status = w1
         elif t1 == 5:
             n = _U32(d, o)[0] + 4
             a2_0 = d[o + 4:o + n].decode()
             o += n
-            w1 = _new(_K228)
+            w1 = _new(_K230)
             w1._values = (a2_0,)
             w0.status = w1
         else:
@@ -8435,16 +8461,16 @@ def rSequenceTypeRole(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K229)
+            w0 = _new(_K231)
             v = w0
         elif t0 == 2:
-            w0 = _new(_K230)
+            w0 = _new(_K232)
             v = w0
         elif t0 == 3:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K231)
+            w0 = _new(_K233)
             w0._values = (a1_0,)
             v = w0
         else:
@@ -8484,7 +8510,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K163)
+                    w2 = _new(_K165)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 2:
@@ -8504,7 +8530,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K164)
+                    w2 = _new(_K166)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 3:
@@ -8524,7 +8550,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K165)
+                    w2 = _new(_K167)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 4:
@@ -8544,7 +8570,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K166)
+                    w2 = _new(_K168)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 5:
@@ -8570,7 +8596,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K167)
+                    w2 = _new(_K169)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 6:
@@ -8590,7 +8616,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K168)
+                    w2 = _new(_K170)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 7:
@@ -8610,7 +8636,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K169)
+                    w2 = _new(_K171)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 8:
@@ -8645,7 +8671,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                         a3_0 = w3
                     else:
                         raise _InternalError("Raw enum value doesn't match any cases")
-                    w2 = _new(_K170)
+                    w2 = _new(_K172)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 9:
@@ -8736,7 +8762,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K171)
+                    w2 = _new(_K173)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 10:
@@ -8756,7 +8782,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K172)
+                    w2 = _new(_K174)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 11:
@@ -8773,7 +8799,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K173)
+                    w2 = _new(_K175)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 12:
@@ -8801,7 +8827,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K174)
+                    w2 = _new(_K176)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 13:
@@ -8819,7 +8845,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K175)
+                    w2 = _new(_K177)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 14:
@@ -8836,7 +8862,7 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K176)
+                    w2 = _new(_K178)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 15:
@@ -8852,23 +8878,23 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     else:
                         raise _InternalError('Unexpected flag byte for optional type')
                     a3_0 = w3
-                    w2 = _new(_K177)
+                    w2 = _new(_K179)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 elif t2 == 16:
                     n = _U32(d, o)[0] + 4
                     a3_0 = d[o + 4:o + n].decode()
                     o += n
-                    w2 = _new(_K178)
+                    w2 = _new(_K180)
                     w2._values = (a3_0,)
                     a2_0 = w2
                 else:
                     raise _InternalError("Raw enum value doesn't match any cases")
-                w1 = _new(_K162)
+                w1 = _new(_K164)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 2:
-                w2 = _new(_K180)
+                w2 = _new(_K182)
                 f = d[o]
                 o += 1
                 if f == 1:
@@ -8882,11 +8908,11 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 t3 = _I32(d, o)[0]
                 o += 4
                 if t3 == 1:
-                    w2.mode = _K181
-                elif t3 == 2:
-                    w2.mode = _K182
-                elif t3 == 3:
                     w2.mode = _K183
+                elif t3 == 2:
+                    w2.mode = _K184
+                elif t3 == 3:
+                    w2.mode = _K185
                 else:
                     raise _InternalError("Raw enum value doesn't match any cases")
                 t3 = _I32(d, o)[0]
@@ -8905,12 +8931,14 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     raise _InternalError("Raw enum value doesn't match any cases")
                 w2.content, o = rSequenceTypeContentBlock(d, o)
                 w2.superseded, o = rSequenceSequenceTypeContentBlock(d, o)
+                w2.held = d[o] != 0
+                o += 1
                 a2_0 = w2
-                w1 = _new(_K179)
+                w1 = _new(_K181)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 3:
-                w2 = _new(_K185)
+                w2 = _new(_K187)
                 n = _U32(d, o)[0] + 4
                 w2.rule = d[o + 4:o + n].decode()
                 o += n
@@ -8918,40 +8946,40 @@ def rSequenceTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 w2.message_id = d[o + 4:o + n].decode()
                 o += n
                 a2_0 = w2
-                w1 = _new(_K184)
+                w1 = _new(_K186)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 4:
-                w1 = _new(_K186)
+                w1 = _new(_K188)
                 a1_0 = w1
             elif t1 == 5:
                 a2_0, o = rSequenceString(d, o)
-                w1 = _new(_K187)
+                w1 = _new(_K189)
                 w1._values = (a2_0,)
                 a1_0 = w1
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
-            w0 = _new(_K232)
+            w0 = _new(_K234)
             w0._values = (a1_0,)
             v = w0
         elif t0 == 2:
-            w0 = _new(_K233)
+            w0 = _new(_K235)
             t1 = _I32(d, o)[0]
             o += 4
             if t1 == 1:
-                w1 = _new(_K134)
+                w1 = _new(_K136)
                 w0.request = w1
             elif t1 == 2:
                 a2_0 = _I64(d, o)[0]
                 o += 8
-                w1 = _new(_K135)
+                w1 = _new(_K137)
                 w1._values = (a2_0,)
                 w0.request = w1
             elif t1 == 3:
                 n = _U32(d, o)[0] + 4
                 a2_0 = d[o + 4:o + n].decode()
                 o += n
-                w1 = _new(_K136)
+                w1 = _new(_K138)
                 w1._values = (a2_0,)
                 w0.request = w1
             else:
@@ -9008,7 +9036,7 @@ def rSequenceTypeSessionInfo(d: Buffer, o: int) -> Tuple[Any, int]:
     items = []
     append = items.append
     for _ in range(c):
-        w0 = _new(_K234)
+        w0 = _new(_K236)
         n = _U32(d, o)[0] + 4
         w0.session_id = d[o + 4:o + n].decode()
         o += n
@@ -9067,9 +9095,9 @@ def rSequenceTypeSteerInStream(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            v = _K235
+            v = _K237
         elif t0 == 2:
-            v = _K236
+            v = _K238
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         append(v)
@@ -9329,15 +9357,15 @@ def rSequenceTypeTranscriptEntry(d: Buffer, o: int) -> Tuple[Any, int]:
     items = []
     append = items.append
     for _ in range(c):
-        w0 = _new(_K237)
+        w0 = _new(_K239)
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w0.role = _K238
-        elif t1 == 2:
-            w0.role = _K239
-        elif t1 == 3:
             w0.role = _K240
+        elif t1 == 2:
+            w0.role = _K241
+        elif t1 == 3:
+            w0.role = _K242
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         n = _U32(d, o)[0] + 4
@@ -9355,7 +9383,7 @@ def rSequenceTypeUserInput(d: Buffer, o: int) -> Tuple[Any, int]:
     items = []
     append = items.append
     for _ in range(c):
-        w0 = _new(_K241)
+        w0 = _new(_K243)
         n = _U32(d, o)[0] + 4
         w0.message_id = d[o + 4:o + n].decode()
         o += n
@@ -9371,7 +9399,7 @@ def rSequenceTypeViolation(d: Buffer, o: int) -> Tuple[Any, int]:
     items = []
     append = items.append
     for _ in range(c):
-        w0 = _new(_K185)
+        w0 = _new(_K187)
         n = _U32(d, o)[0] + 4
         w0.rule = d[o + 4:o + n].decode()
         o += n
@@ -9397,10 +9425,10 @@ def rTypeAcpError(d: Buffer, o: int) -> Tuple[Any, int]:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _K242(a0_0)
+        v = _K244(a0_0)
         return v, o
     elif t == 2:
-        w0 = _new(_K148)
+        w0 = _new(_K150)
         w0.code = _I64(d, o)[0]
         o += 8
         n = _U32(d, o)[0] + 4
@@ -9469,109 +9497,112 @@ def rTypeAcpError(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _K243(a0_0)
+        v = _K245(a0_0)
         return v, o
     elif t == 3:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K245)
-            a0_0 = w0
-        elif t0 == 2:
-            w0 = _new(_K246)
-            a0_0 = w0
-        elif t0 == 3:
             w0 = _new(_K247)
             a0_0 = w0
-        elif t0 == 4:
+        elif t0 == 2:
             w0 = _new(_K248)
+            a0_0 = w0
+        elif t0 == 3:
+            w0 = _new(_K249)
+            a0_0 = w0
+        elif t0 == 4:
+            w0 = _new(_K250)
             a0_0 = w0
         elif t0 == 5:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K249)
+            w0 = _new(_K251)
             w0._values = (a1_0,)
+            a0_0 = w0
+        elif t0 == 6:
+            w0 = _new(_K252)
             a0_0 = w0
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
-        v = _K244(a0_0)
+        v = _K246(a0_0)
         return v, o
     elif t == 4:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K251)
-            a0_0 = w0
-        elif t0 == 2:
-            w0 = _new(_K252)
-            a0_0 = w0
-        elif t0 == 3:
-            w0 = _new(_K253)
-            a0_0 = w0
-        elif t0 == 4:
             w0 = _new(_K254)
             a0_0 = w0
-        elif t0 == 5:
+        elif t0 == 2:
             w0 = _new(_K255)
             a0_0 = w0
-        elif t0 == 6:
+        elif t0 == 3:
             w0 = _new(_K256)
+            a0_0 = w0
+        elif t0 == 4:
+            w0 = _new(_K257)
+            a0_0 = w0
+        elif t0 == 5:
+            w0 = _new(_K258)
+            a0_0 = w0
+        elif t0 == 6:
+            w0 = _new(_K259)
             a0_0 = w0
         elif t0 == 7:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K257)
+            w0 = _new(_K260)
             w0._values = (a1_0,)
             a0_0 = w0
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
-        v = _K250(a0_0)
+        v = _K253(a0_0)
         return v, o
     elif t == 5:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _K258(a0_0)
+        v = _K261(a0_0)
         return v, o
     elif t == 6:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _K259(a0_0)
+        v = _K262(a0_0)
         return v, o
     elif t == 7:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _K260(a0_0)
+        v = _K263(a0_0)
         return v, o
     elif t == 8:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _K261(a0_0)
+        v = _K264(a0_0)
         return v, o
     elif t == 9:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _K262(a0_0)
+        v = _K265(a0_0)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
 def rTypeActivity(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K122)
+    v = _new(_K124)
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        v.stream = _K123
-    elif t0 == 2:
-        v.stream = _K124
-    elif t0 == 3:
         v.stream = _K125
+    elif t0 == 2:
+        v.stream = _K126
+    elif t0 == 3:
+        v.stream = _K127
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     v.cancel_requested = d[o] != 0
@@ -9751,7 +9782,7 @@ def rTypeAgentCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeAgentConfig(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K263)
+    v = _new(_K266)
     f = d[o]
     o += 1
     if f == 1:
@@ -9801,29 +9832,29 @@ def rTypeAgentConfig(d: Buffer, o: int) -> Tuple[Any, int]:
         v.inject = None
     else:
         raise _InternalError('Unexpected flag byte for optional type')
-    w0 = _new(_K264)
+    w0 = _new(_K267)
     t1 = _I32(d, o)[0]
     o += 4
     if t1 == 1:
-        w0.queue_drain = _K265
+        w0.queue_drain = _K268
     elif t1 == 2:
-        w0.queue_drain = _K266
+        w0.queue_drain = _K269
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     t1 = _I32(d, o)[0]
     o += 4
     if t1 == 1:
-        w0.steer_in_stream = _K235
+        w0.steer_in_stream = _K237
     elif t1 == 2:
-        w0.steer_in_stream = _K236
+        w0.steer_in_stream = _K238
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     t1 = _I32(d, o)[0]
     o += 4
     if t1 == 1:
-        w0.revoke_replace = _K267
+        w0.revoke_replace = _K270
     elif t1 == 2:
-        w0.revoke_replace = _K268
+        w0.revoke_replace = _K271
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     w0.remember_ids = _U64(d, o)[0]
@@ -9831,9 +9862,9 @@ def rTypeAgentConfig(d: Buffer, o: int) -> Tuple[Any, int]:
     t1 = _I32(d, o)[0]
     o += 4
     if t1 == 1:
-        w0.clear_style = _K269
+        w0.clear_style = _K272
     elif t1 == 2:
-        w0.clear_style = _K270
+        w0.clear_style = _K273
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     w0.max_line_bytes = _U64(d, o)[0]
@@ -9841,7 +9872,7 @@ def rTypeAgentConfig(d: Buffer, o: int) -> Tuple[Any, int]:
     w0.list_page_size = _U64(d, o)[0]
     o += 8
     v.policy = w0
-    w0 = _new(_K271)
+    w0 = _new(_K274)
     n = _U32(d, o)[0] + 4
     w0.name = d[o + 4:o + n].decode()
     o += n
@@ -9849,7 +9880,7 @@ def rTypeAgentConfig(d: Buffer, o: int) -> Tuple[Any, int]:
     w0.version = d[o + 4:o + n].decode()
     o += n
     v.info = w0
-    w0 = _new(_K272)
+    w0 = _new(_K275)
     w0.mcp_stdio = d[o] != 0
     o += 1
     w0.mcp_http = d[o] != 0
@@ -9861,7 +9892,7 @@ def rTypeAgentConfig(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeAgentInfo(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K271)
+    v = _new(_K274)
     n = _U32(d, o)[0] + 4
     v.name = d[o + 4:o + n].decode()
     o += n
@@ -10976,7 +11007,7 @@ def rTypeAnswer(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        w0 = _new(_K148)
+        w0 = _new(_K150)
         w0.code = _I64(d, o)[0]
         o += 8
         n = _U32(d, o)[0] + 4
@@ -11045,7 +11076,7 @@ def rTypeAnswer(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K147)
+        v = _new(_K149)
         v._values = (a0_0,)
         return v, o
     elif t == 2:
@@ -11242,17 +11273,17 @@ def rTypeAnswer(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K149)
+        v = _new(_K151)
         v._values = (a0_0,)
         return v, o
     elif t == 3:
-        v = _new(_K150)
+        v = _new(_K152)
         n = _U32(d, o)[0] + 4
         v.session_id = d[o + 4:o + n].decode()
         o += n
         return v, o
     elif t == 4:
-        v = _new(_K151)
+        v = _new(_K153)
         v.sessions, o = rSequenceTypeSessionInfo(d, o)
         f = d[o]
         o += 1
@@ -11266,10 +11297,10 @@ def rTypeAnswer(d: Buffer, o: int) -> Tuple[Any, int]:
             raise _InternalError('Unexpected flag byte for optional type')
         return v, o
     elif t == 5:
-        v = _new(_K152)
+        v = _new(_K154)
         return v, o
     elif t == 6:
-        v = _new(_K153)
+        v = _new(_K155)
         f = d[o]
         o += 1
         if f == 1:
@@ -11282,29 +11313,29 @@ def rTypeAnswer(d: Buffer, o: int) -> Tuple[Any, int]:
             raise _InternalError('Unexpected flag byte for optional type')
         return v, o
     elif t == 7:
-        v = _new(_K154)
-        return v, o
-    elif t == 8:
-        v = _new(_K155)
-        return v, o
-    elif t == 9:
         v = _new(_K156)
         return v, o
-    elif t == 10:
+    elif t == 8:
         v = _new(_K157)
+        return v, o
+    elif t == 9:
+        v = _new(_K158)
+        return v, o
+    elif t == 10:
+        v = _new(_K159)
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K158)
+            w0 = _new(_K160)
             v.status = w0
         elif t0 == 2:
-            w0 = _new(_K159)
+            w0 = _new(_K161)
             v.status = w0
         elif t0 == 3:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K160)
+            w0 = _new(_K162)
             w0._values = (a1_0,)
             v.status = w0
         else:
@@ -11679,7 +11710,7 @@ def rTypeBackgroundWork(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K128)
+        v = _new(_K130)
         v._values = (a0_0,)
         return v, o
     elif t == 2:
@@ -11698,7 +11729,7 @@ def rTypeBackgroundWork(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K129)
+        v = _new(_K131)
         v._values = (a0_0,)
         return v, o
     elif t == 3:
@@ -11717,14 +11748,14 @@ def rTypeBackgroundWork(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K130)
+        v = _new(_K132)
         v._values = (a0_0,)
         return v, o
     elif t == 4:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K131)
+        v = _new(_K133)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
@@ -11765,9 +11796,9 @@ def rTypeBreakPoint(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K273, o
+        return _K276, o
     elif t == 2:
-        return _K274, o
+        return _K277, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
@@ -11775,45 +11806,48 @@ def rTypeCallRejected(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K245)
-        return v, o
-    elif t == 2:
-        v = _new(_K246)
-        return v, o
-    elif t == 3:
         v = _new(_K247)
         return v, o
-    elif t == 4:
+    elif t == 2:
         v = _new(_K248)
+        return v, o
+    elif t == 3:
+        v = _new(_K249)
+        return v, o
+    elif t == 4:
+        v = _new(_K250)
         return v, o
     elif t == 5:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K249)
+        v = _new(_K251)
         v._values = (a0_0,)
+        return v, o
+    elif t == 6:
+        v = _new(_K252)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
 def rTypeCancelRequestNotification(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K275)
+    v = _new(_K278)
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        w0 = _new(_K134)
+        w0 = _new(_K136)
         v.request_id = w0
     elif t0 == 2:
         a1_0 = _I64(d, o)[0]
         o += 8
-        w0 = _new(_K135)
+        w0 = _new(_K137)
         w0._values = (a1_0,)
         v.request_id = w0
     elif t0 == 3:
         n = _U32(d, o)[0] + 4
         a1_0 = d[o + 4:o + n].decode()
         o += n
-        w0 = _new(_K136)
+        w0 = _new(_K138)
         w0._values = (a1_0,)
         v.request_id = w0
     else:
@@ -11832,7 +11866,7 @@ def rTypeCancelRequestNotification(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeCancelSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K276)
+    v = _new(_K279)
     n = _U32(d, o)[0] + 4
     v.session_id = d[o + 4:o + n].decode()
     o += n
@@ -11868,9 +11902,9 @@ def rTypeClearStyle(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K269, o
+        return _K272, o
     elif t == 2:
-        return _K270, o
+        return _K273, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
@@ -11890,7 +11924,7 @@ def rTypeClientCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeCloseSessionRequest(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K277)
+    v = _new(_K280)
     n = _U32(d, o)[0] + 4
     v.session_id = d[o + 4:o + n].decode()
     o += n
@@ -11908,7 +11942,7 @@ def rTypeCloseSessionRequest(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeCloseSessionResponse(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K278)
+    v = _new(_K281)
     f = d[o]
     o += 1
     if f == 1:
@@ -11923,7 +11957,6 @@ def rTypeCloseSessionResponse(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeConnectOptions(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K279)
     w0 = _new(_K39)
     n = _U32(d, o)[0] + 4
     w0.name = d[o + 4:o + n].decode()
@@ -11951,17 +11984,33 @@ def rTypeConnectOptions(d: Buffer, o: int) -> Tuple[Any, int]:
         w0.meta = None
     else:
         raise _InternalError('Unexpected flag byte for optional type')
-    v.client = w0
-    v.pending_updates = d[o] != 0
+    a0_0 = w0
+    a0_1 = d[o] != 0
     o += 1
-    v.max_line_bytes = _U64(d, o)[0]
+    a0_2 = _U64(d, o)[0]
     o += 8
-    v.handshake_timeout_ms = _U64(d, o)[0]
+    a0_3 = _U64(d, o)[0]
     o += 8
-    v.close_grace_ms = _U64(d, o)[0]
+    a0_4 = _U64(d, o)[0]
     o += 8
-    v.forward_stderr = d[o] != 0
+    a0_5 = d[o] != 0
     o += 1
+    f = d[o]
+    o += 1
+    if f == 1:
+        t0 = _I32(d, o)[0]
+        o += 4
+        if t0 == 1:
+            a0_6 = _K120
+        elif t0 == 2:
+            a0_6 = _K121
+        else:
+            raise _InternalError("Raw enum value doesn't match any cases")
+    elif f == 0:
+        a0_6 = None
+    else:
+        raise _InternalError('Unexpected flag byte for optional type')
+    v = _K282(client=a0_0, pending_updates=a0_1, max_line_bytes=a0_2, handshake_timeout_ms=a0_3, close_grace_ms=a0_4, forward_stderr=a0_5, steer_fallback=a0_6)
     return v, o
 
 
@@ -11969,9 +12018,9 @@ def rTypeConnectionRole(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K280, o
+        return _K283, o
     elif t == 2:
-        return _K281, o
+        return _K284, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
@@ -12698,7 +12747,7 @@ def rTypeEmbeddedResourceResource(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeEnvVariable(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K132)
+    v = _new(_K134)
     n = _U32(d, o)[0] + 4
     v.name = d[o + 4:o + n].decode()
     o += n
@@ -12719,7 +12768,7 @@ def rTypeEnvVariable(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeErrorData(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K282)
+    v = _new(_K285)
     f = d[o]
     o += 1
     if f == 1:
@@ -12836,23 +12885,23 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K133)
+        v = _new(_K135)
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K134)
+            w0 = _new(_K136)
             v.request = w0
         elif t0 == 2:
             a1_0 = _I64(d, o)[0]
             o += 8
-            w0 = _new(_K135)
+            w0 = _new(_K137)
             w0._values = (a1_0,)
             v.request = w0
         elif t0 == 3:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K136)
+            w0 = _new(_K138)
             w0._values = (a1_0,)
             v.request = w0
         else:
@@ -12860,25 +12909,25 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            v.kind = _K137
-        elif t0 == 2:
-            v.kind = _K138
-        elif t0 == 3:
             v.kind = _K139
-        elif t0 == 4:
+        elif t0 == 2:
             v.kind = _K140
-        elif t0 == 5:
+        elif t0 == 3:
             v.kind = _K141
-        elif t0 == 6:
+        elif t0 == 4:
             v.kind = _K142
-        elif t0 == 7:
+        elif t0 == 5:
             v.kind = _K143
-        elif t0 == 8:
+        elif t0 == 6:
             v.kind = _K144
-        elif t0 == 9:
+        elif t0 == 7:
             v.kind = _K145
-        elif t0 == 10:
+        elif t0 == 8:
             v.kind = _K146
+        elif t0 == 9:
+            v.kind = _K147
+        elif t0 == 10:
+            v.kind = _K148
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         f = d[o]
@@ -12894,7 +12943,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w1 = _new(_K148)
+            w1 = _new(_K150)
             w1.code = _I64(d, o)[0]
             o += 8
             n = _U32(d, o)[0] + 4
@@ -12963,7 +13012,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K147)
+            w0 = _new(_K149)
             w0._values = (a1_0,)
             v.outcome = w0
         elif t0 == 2:
@@ -13079,17 +13128,17 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K149)
+            w0 = _new(_K151)
             w0._values = (a1_0,)
             v.outcome = w0
         elif t0 == 3:
-            w0 = _new(_K150)
+            w0 = _new(_K152)
             n = _U32(d, o)[0] + 4
             w0.session_id = d[o + 4:o + n].decode()
             o += n
             v.outcome = w0
         elif t0 == 4:
-            w0 = _new(_K151)
+            w0 = _new(_K153)
             w0.sessions, o = rSequenceTypeSessionInfo(d, o)
             f = d[o]
             o += 1
@@ -13103,10 +13152,10 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 raise _InternalError('Unexpected flag byte for optional type')
             v.outcome = w0
         elif t0 == 5:
-            w0 = _new(_K152)
+            w0 = _new(_K154)
             v.outcome = w0
         elif t0 == 6:
-            w0 = _new(_K153)
+            w0 = _new(_K155)
             f = d[o]
             o += 1
             if f == 1:
@@ -13119,29 +13168,29 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 raise _InternalError('Unexpected flag byte for optional type')
             v.outcome = w0
         elif t0 == 7:
-            w0 = _new(_K154)
-            v.outcome = w0
-        elif t0 == 8:
-            w0 = _new(_K155)
-            v.outcome = w0
-        elif t0 == 9:
             w0 = _new(_K156)
             v.outcome = w0
-        elif t0 == 10:
+        elif t0 == 8:
             w0 = _new(_K157)
+            v.outcome = w0
+        elif t0 == 9:
+            w0 = _new(_K158)
+            v.outcome = w0
+        elif t0 == 10:
+            w0 = _new(_K159)
             t1 = _I32(d, o)[0]
             o += 4
             if t1 == 1:
-                w1 = _new(_K158)
+                w1 = _new(_K160)
                 w0.status = w1
             elif t1 == 2:
-                w1 = _new(_K159)
+                w1 = _new(_K161)
                 w0.status = w1
             elif t1 == 3:
                 n = _U32(d, o)[0] + 4
                 a2_0 = d[o + 4:o + n].decode()
                 o += n
-                w1 = _new(_K160)
+                w1 = _new(_K162)
                 w1._values = (a2_0,)
                 w0.status = w1
             else:
@@ -13377,7 +13426,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             raise _InternalError("Raw enum value doesn't match any cases")
         return v, o
     elif t == 2:
-        v = _new(_K161)
+        v = _new(_K163)
         n = _U32(d, o)[0] + 4
         v.session_id = d[o + 4:o + n].decode()
         o += n
@@ -13416,7 +13465,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K163)
+                w1 = _new(_K165)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 2:
@@ -13471,7 +13520,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K164)
+                w1 = _new(_K166)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 3:
@@ -13504,7 +13553,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K165)
+                w1 = _new(_K167)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 4:
@@ -13559,7 +13608,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K166)
+                w1 = _new(_K168)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 5:
@@ -13585,7 +13634,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K167)
+                w1 = _new(_K169)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 6:
@@ -13618,7 +13667,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K168)
+                w1 = _new(_K170)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 7:
@@ -13673,7 +13722,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K169)
+                w1 = _new(_K171)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 8:
@@ -13808,7 +13857,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                     a2_0 = w2
                 else:
                     raise _InternalError("Raw enum value doesn't match any cases")
-                w1 = _new(_K170)
+                w1 = _new(_K172)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 9:
@@ -13967,7 +14016,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K171)
+                w1 = _new(_K173)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 10:
@@ -14002,7 +14051,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K172)
+                w1 = _new(_K174)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 11:
@@ -14034,7 +14083,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K173)
+                w1 = _new(_K175)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 12:
@@ -14078,7 +14127,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K174)
+                w1 = _new(_K176)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 13:
@@ -14126,7 +14175,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K175)
+                w1 = _new(_K177)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 14:
@@ -14143,7 +14192,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K176)
+                w1 = _new(_K178)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 15:
@@ -14159,23 +14208,23 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K177)
+                w1 = _new(_K179)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 16:
                 n = _U32(d, o)[0] + 4
                 a2_0 = d[o + 4:o + n].decode()
                 o += n
-                w1 = _new(_K178)
+                w1 = _new(_K180)
                 w1._values = (a2_0,)
                 a1_0 = w1
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
-            w0 = _new(_K162)
+            w0 = _new(_K164)
             w0._values = (a1_0,)
             v.event = w0
         elif t0 == 2:
-            w1 = _new(_K180)
+            w1 = _new(_K182)
             f = d[o]
             o += 1
             if f == 1:
@@ -14189,11 +14238,11 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             t2 = _I32(d, o)[0]
             o += 4
             if t2 == 1:
-                w1.mode = _K181
-            elif t2 == 2:
-                w1.mode = _K182
-            elif t2 == 3:
                 w1.mode = _K183
+            elif t2 == 2:
+                w1.mode = _K184
+            elif t2 == 3:
+                w1.mode = _K185
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
             t2 = _I32(d, o)[0]
@@ -14212,12 +14261,14 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 raise _InternalError("Raw enum value doesn't match any cases")
             w1.content, o = rSequenceTypeContentBlock(d, o)
             w1.superseded, o = rSequenceSequenceTypeContentBlock(d, o)
+            w1.held = d[o] != 0
+            o += 1
             a1_0 = w1
-            w0 = _new(_K179)
+            w0 = _new(_K181)
             w0._values = (a1_0,)
             v.event = w0
         elif t0 == 3:
-            w1 = _new(_K185)
+            w1 = _new(_K187)
             n = _U32(d, o)[0] + 4
             w1.rule = d[o + 4:o + n].decode()
             o += n
@@ -14225,38 +14276,38 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             w1.message_id = d[o + 4:o + n].decode()
             o += n
             a1_0 = w1
-            w0 = _new(_K184)
+            w0 = _new(_K186)
             w0._values = (a1_0,)
             v.event = w0
         elif t0 == 4:
-            w0 = _new(_K186)
+            w0 = _new(_K188)
             v.event = w0
         elif t0 == 5:
             a1_0, o = rSequenceString(d, o)
-            w0 = _new(_K187)
+            w0 = _new(_K189)
             w0._values = (a1_0,)
             v.event = w0
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         return v, o
     elif t == 3:
-        v = _new(_K188)
+        v = _new(_K190)
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K134)
+            w0 = _new(_K136)
             v.request = w0
         elif t0 == 2:
             a1_0 = _I64(d, o)[0]
             o += 8
-            w0 = _new(_K135)
+            w0 = _new(_K137)
             w0._values = (a1_0,)
             v.request = w0
         elif t0 == 3:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K136)
+            w0 = _new(_K138)
             w0._values = (a1_0,)
             v.request = w0
         else:
@@ -14302,7 +14353,7 @@ def rTypeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
         v.params = w0
         return v, o
     elif t == 4:
-        v = _new(_K189)
+        v = _new(_K191)
         n = _U32(d, o)[0] + 4
         v.detail = d[o + 4:o + n].decode()
         o += n
@@ -14314,14 +14365,14 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K190)
+        v = _new(_K192)
         n = _U32(d, o)[0] + 4
         v.message_id = d[o + 4:o + n].decode()
         o += n
         v.content, o = rSequenceTypeContentBlock(d, o)
         return v, o
     elif t == 2:
-        v = _new(_K191)
+        v = _new(_K193)
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
@@ -14354,7 +14405,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K163)
+            w0 = _new(_K165)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 2:
@@ -14583,7 +14634,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K164)
+            w0 = _new(_K166)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 3:
@@ -14616,7 +14667,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K165)
+            w0 = _new(_K167)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 4:
@@ -14845,7 +14896,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K166)
+            w0 = _new(_K168)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 5:
@@ -14871,7 +14922,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K167)
+            w0 = _new(_K169)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 6:
@@ -14904,7 +14955,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K168)
+            w0 = _new(_K170)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 7:
@@ -15133,7 +15184,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K169)
+            w0 = _new(_K171)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 8:
@@ -15356,7 +15407,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
                 a1_0 = w1
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
-            w0 = _new(_K170)
+            w0 = _new(_K172)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 9:
@@ -15515,7 +15566,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K171)
+            w0 = _new(_K173)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 10:
@@ -15562,7 +15613,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K172)
+            w0 = _new(_K174)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 11:
@@ -15609,7 +15660,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K173)
+            w0 = _new(_K175)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 12:
@@ -15653,7 +15704,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K174)
+            w0 = _new(_K176)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 13:
@@ -15701,7 +15752,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K175)
+            w0 = _new(_K177)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 14:
@@ -15718,7 +15769,7 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K176)
+            w0 = _new(_K178)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 15:
@@ -15734,14 +15785,14 @@ def rTypeHistoryEntry(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K177)
+            w0 = _new(_K179)
             w0._values = (a1_0,)
             v.update = w0
         elif t0 == 16:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K178)
+            w0 = _new(_K180)
             w0._values = (a1_0,)
             v.update = w0
         else:
@@ -15754,35 +15805,35 @@ def rTypeHostError(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K251)
-        return v, o
-    elif t == 2:
-        v = _new(_K252)
-        return v, o
-    elif t == 3:
-        v = _new(_K253)
-        return v, o
-    elif t == 4:
         v = _new(_K254)
         return v, o
-    elif t == 5:
+    elif t == 2:
         v = _new(_K255)
         return v, o
-    elif t == 6:
+    elif t == 3:
         v = _new(_K256)
+        return v, o
+    elif t == 4:
+        v = _new(_K257)
+        return v, o
+    elif t == 5:
+        v = _new(_K258)
+        return v, o
+    elif t == 6:
+        v = _new(_K259)
         return v, o
     elif t == 7:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K257)
+        v = _new(_K260)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
 def rTypeHttpHeader(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K192)
+    v = _new(_K194)
     n = _U32(d, o)[0] + 4
     v.name = d[o + 4:o + n].decode()
     o += n
@@ -16046,7 +16097,7 @@ def rTypeImplementation(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeInitializeRequest(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K283)
+    v = _new(_K286)
     v.protocol_version = _U16(d, o)[0]
     o += 2
     w0 = _new(_K39)
@@ -16367,23 +16418,23 @@ def rTypeInjectMode(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K193, o
+        return _K195, o
     elif t == 2:
-        return _K194, o
+        return _K196, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
 def rTypeInjectRequest(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K284)
+    v = _new(_K287)
     n = _U32(d, o)[0] + 4
     v.session_id = d[o + 4:o + n].decode()
     o += n
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        v.mode = _K193
+        v.mode = _K195
     elif t0 == 2:
-        v.mode = _K194
+        v.mode = _K196
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     v.content, o = rSequenceTypeContentBlock(d, o)
@@ -16401,7 +16452,7 @@ def rTypeInjectRequest(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeInjectResponse(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K285)
+    v = _new(_K288)
     n = _U32(d, o)[0] + 4
     v.message_id = d[o + 4:o + n].decode()
     o += n
@@ -16422,11 +16473,11 @@ def rTypeItemMode(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K181, o
-    elif t == 2:
-        return _K182, o
-    elif t == 3:
         return _K183, o
+    elif t == 2:
+        return _K184, o
+    elif t == 3:
+        return _K185, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
@@ -16454,7 +16505,7 @@ def rTypeJsonObject(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeListSessionsRequest(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K286)
+    v = _new(_K289)
     f = d[o]
     o += 1
     if f == 1:
@@ -16489,7 +16540,7 @@ def rTypeListSessionsRequest(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeListSessionsResponse(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K287)
+    v = _new(_K290)
     v.sessions, o = rSequenceTypeSessionInfo(d, o)
     f = d[o]
     o += 1
@@ -16587,7 +16638,7 @@ def rTypeMcpServer(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K195)
+        v = _new(_K197)
         v._values = (a0_0,)
         return v, o
     elif t == 2:
@@ -16617,14 +16668,14 @@ def rTypeMcpServer(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K196)
+        v = _new(_K198)
         v._values = (a0_0,)
         return v, o
     elif t == 3:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K197)
+        v = _new(_K199)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
@@ -16707,11 +16758,11 @@ def rTypeMessageRole(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K238, o
-    elif t == 2:
-        return _K239, o
-    elif t == 3:
         return _K240, o
+    elif t == 2:
+        return _K241, o
+    elif t == 3:
+        return _K242, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
@@ -16844,7 +16895,7 @@ def rTypeMirrorSnapshot(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeNewSessionRequest(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K288)
+    v = _new(_K291)
     n = _U32(d, o)[0] + 4
     v.cwd = d[o + 4:o + n].decode()
     o += n
@@ -16878,7 +16929,7 @@ def rTypeNewSessionRequest(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeNewSessionResponse(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K289)
+    v = _new(_K292)
     n = _U32(d, o)[0] + 4
     v.session_id = d[o + 4:o + n].decode()
     o += n
@@ -16905,32 +16956,21 @@ def rTypeOutput(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K198)
+        v = _new(_K200)
         v.to, o = rSequenceString(d, o)
         n = _U32(d, o)[0] + 4
         v.line = d[o + 4:o + n].decode()
         o += n
         return v, o
     elif t == 2:
-        v = _new(_K199)
+        v = _new(_K201)
         n = _U32(d, o)[0] + 4
         v.session = d[o + 4:o + n].decode()
         o += n
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w1 = _new(_K201)
-            n = _U32(d, o)[0] + 4
-            w1.cwd = d[o + 4:o + n].decode()
-            o += n
-            w1.additional_directories, o = rSequenceString(d, o)
-            w1.mcp_servers, o = rSequenceTypeMcpServer(d, o)
-            a1_0 = w1
-            w0 = _new(_K200)
-            w0._values = (a1_0,)
-            v.action = w0
-        elif t0 == 2:
-            w1 = _new(_K201)
+            w1 = _new(_K203)
             n = _U32(d, o)[0] + 4
             w1.cwd = d[o + 4:o + n].decode()
             o += n
@@ -16940,40 +16980,51 @@ def rTypeOutput(d: Buffer, o: int) -> Tuple[Any, int]:
             w0 = _new(_K202)
             w0._values = (a1_0,)
             v.action = w0
+        elif t0 == 2:
+            w1 = _new(_K203)
+            n = _U32(d, o)[0] + 4
+            w1.cwd = d[o + 4:o + n].decode()
+            o += n
+            w1.additional_directories, o = rSequenceString(d, o)
+            w1.mcp_servers, o = rSequenceTypeMcpServer(d, o)
+            a1_0 = w1
+            w0 = _new(_K204)
+            w0._values = (a1_0,)
+            v.action = w0
         elif t0 == 3:
             a1_0, o = rSequenceTypeUserInput(d, o)
-            w0 = _new(_K203)
+            w0 = _new(_K205)
             w0._values = (a1_0,)
             v.action = w0
         elif t0 == 4:
             a1_0, o = rSequenceTypeUserInput(d, o)
-            w0 = _new(_K204)
+            w0 = _new(_K206)
             w0._values = (a1_0,)
             v.action = w0
         elif t0 == 5:
-            w0 = _new(_K205)
+            w0 = _new(_K207)
             v.action = w0
         elif t0 == 6:
-            w0 = _new(_K206)
+            w0 = _new(_K208)
             v.action = w0
         elif t0 == 7:
-            w0 = _new(_K207)
+            w0 = _new(_K209)
             t1 = _I32(d, o)[0]
             o += 4
             if t1 == 1:
-                w1 = _new(_K134)
+                w1 = _new(_K136)
                 w0.request_id = w1
             elif t1 == 2:
                 a2_0 = _I64(d, o)[0]
                 o += 8
-                w1 = _new(_K135)
+                w1 = _new(_K137)
                 w1._values = (a2_0,)
                 w0.request_id = w1
             elif t1 == 3:
                 n = _U32(d, o)[0] + 4
                 a2_0 = d[o + 4:o + n].decode()
                 o += n
-                w1 = _new(_K136)
+                w1 = _new(_K138)
                 w1._values = (a2_0,)
                 w0.request_id = w1
             else:
@@ -16993,7 +17044,7 @@ def rTypeOutput(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K208)
+                w1 = _new(_K210)
                 w1._values = (a2_0,)
                 w0.outcome = w1
             elif t1 == 2:
@@ -17012,21 +17063,21 @@ def rTypeOutput(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K209)
+                w1 = _new(_K211)
                 w1._values = (a2_0,)
                 w0.outcome = w1
             elif t1 == 3:
                 n = _U32(d, o)[0] + 4
                 a2_0 = d[o + 4:o + n].decode()
                 o += n
-                w1 = _new(_K210)
+                w1 = _new(_K212)
                 w1._values = (a2_0,)
                 w0.outcome = w1
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
             v.action = w0
         elif t0 == 8:
-            w0 = _new(_K211)
+            w0 = _new(_K213)
             w0.dropped, o = rSequenceTypePendingInject(d, o)
             w0.turn_cancelled = d[o] != 0
             o += 1
@@ -17055,16 +17106,16 @@ def rTypePendingCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypePendingInject(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K212)
+    v = _new(_K214)
     n = _U32(d, o)[0] + 4
     v.message_id = d[o + 4:o + n].decode()
     o += n
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        v.mode = _K193
+        v.mode = _K195
     elif t0 == 2:
-        v.mode = _K194
+        v.mode = _K196
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     v.content, o = rSequenceTypeContentBlock(d, o)
@@ -17098,7 +17149,7 @@ def rTypePendingInjectsUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypePendingItem(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K180)
+    v = _new(_K182)
     f = d[o]
     o += 1
     if f == 1:
@@ -17112,11 +17163,11 @@ def rTypePendingItem(d: Buffer, o: int) -> Tuple[Any, int]:
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        v.mode = _K181
-    elif t0 == 2:
-        v.mode = _K182
-    elif t0 == 3:
         v.mode = _K183
+    elif t0 == 2:
+        v.mode = _K184
+    elif t0 == 3:
+        v.mode = _K185
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     t0 = _I32(d, o)[0]
@@ -17135,11 +17186,13 @@ def rTypePendingItem(d: Buffer, o: int) -> Tuple[Any, int]:
         raise _InternalError("Raw enum value doesn't match any cases")
     v.content, o = rSequenceTypeContentBlock(d, o)
     v.superseded, o = rSequenceSequenceTypeContentBlock(d, o)
+    v.held = d[o] != 0
+    o += 1
     return v, o
 
 
 def rTypePermissionAsk(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K290)
+    v = _new(_K293)
     n = _U32(d, o)[0] + 4
     v.title = d[o + 4:o + n].decode()
     o += n
@@ -17168,7 +17221,7 @@ def rTypePermissionAsk(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypePermissionOption(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K213)
+    v = _new(_K215)
     n = _U32(d, o)[0] + 4
     v.option_id = d[o + 4:o + n].decode()
     o += n
@@ -17178,22 +17231,22 @@ def rTypePermissionOption(d: Buffer, o: int) -> Tuple[Any, int]:
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        w0 = _new(_K214)
-        v.kind = w0
-    elif t0 == 2:
-        w0 = _new(_K215)
-        v.kind = w0
-    elif t0 == 3:
         w0 = _new(_K216)
         v.kind = w0
-    elif t0 == 4:
+    elif t0 == 2:
         w0 = _new(_K217)
+        v.kind = w0
+    elif t0 == 3:
+        w0 = _new(_K218)
+        v.kind = w0
+    elif t0 == 4:
+        w0 = _new(_K219)
         v.kind = w0
     elif t0 == 5:
         n = _U32(d, o)[0] + 4
         a1_0 = d[o + 4:o + n].decode()
         o += n
-        w0 = _new(_K218)
+        w0 = _new(_K220)
         w0._values = (a1_0,)
         v.kind = w0
     else:
@@ -17222,45 +17275,45 @@ def rTypePermissionOptionKind(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K214)
-        return v, o
-    elif t == 2:
-        v = _new(_K215)
-        return v, o
-    elif t == 3:
         v = _new(_K216)
         return v, o
-    elif t == 4:
+    elif t == 2:
         v = _new(_K217)
+        return v, o
+    elif t == 3:
+        v = _new(_K218)
+        return v, o
+    elif t == 4:
+        v = _new(_K219)
         return v, o
     elif t == 5:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K218)
+        v = _new(_K220)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
 def rTypePermissionRequestSent(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K291)
+    v = _new(_K294)
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        w0 = _new(_K134)
+        w0 = _new(_K136)
         v.request_id = w0
     elif t0 == 2:
         a1_0 = _I64(d, o)[0]
         o += 8
-        w0 = _new(_K135)
+        w0 = _new(_K137)
         w0._values = (a1_0,)
         v.request_id = w0
     elif t0 == 3:
         n = _U32(d, o)[0] + 4
         a1_0 = d[o + 4:o + n].decode()
         o += n
-        w0 = _new(_K136)
+        w0 = _new(_K138)
         w0._values = (a1_0,)
         v.request_id = w0
     else:
@@ -17270,26 +17323,26 @@ def rTypePermissionRequestSent(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypePlanEntry(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K219)
+    v = _new(_K221)
     n = _U32(d, o)[0] + 4
     v.content = d[o + 4:o + n].decode()
     o += n
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        w0 = _new(_K220)
+        w0 = _new(_K222)
         v.priority = w0
     elif t0 == 2:
-        w0 = _new(_K221)
+        w0 = _new(_K223)
         v.priority = w0
     elif t0 == 3:
-        w0 = _new(_K222)
+        w0 = _new(_K224)
         v.priority = w0
     elif t0 == 4:
         n = _U32(d, o)[0] + 4
         a1_0 = d[o + 4:o + n].decode()
         o += n
-        w0 = _new(_K223)
+        w0 = _new(_K225)
         w0._values = (a1_0,)
         v.priority = w0
     else:
@@ -17297,22 +17350,22 @@ def rTypePlanEntry(d: Buffer, o: int) -> Tuple[Any, int]:
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        w0 = _new(_K224)
-        v.status = w0
-    elif t0 == 2:
-        w0 = _new(_K225)
-        v.status = w0
-    elif t0 == 3:
         w0 = _new(_K226)
         v.status = w0
-    elif t0 == 4:
+    elif t0 == 2:
         w0 = _new(_K227)
+        v.status = w0
+    elif t0 == 3:
+        w0 = _new(_K228)
+        v.status = w0
+    elif t0 == 4:
+        w0 = _new(_K229)
         v.status = w0
     elif t0 == 5:
         n = _U32(d, o)[0] + 4
         a1_0 = d[o + 4:o + n].decode()
         o += n
-        w0 = _new(_K228)
+        w0 = _new(_K230)
         w0._values = (a1_0,)
         v.status = w0
     else:
@@ -17334,19 +17387,19 @@ def rTypePlanEntryPriority(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K220)
+        v = _new(_K222)
         return v, o
     elif t == 2:
-        v = _new(_K221)
+        v = _new(_K223)
         return v, o
     elif t == 3:
-        v = _new(_K222)
+        v = _new(_K224)
         return v, o
     elif t == 4:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K223)
+        v = _new(_K225)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
@@ -17356,22 +17409,22 @@ def rTypePlanEntryStatus(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K224)
-        return v, o
-    elif t == 2:
-        v = _new(_K225)
-        return v, o
-    elif t == 3:
         v = _new(_K226)
         return v, o
-    elif t == 4:
+    elif t == 2:
         v = _new(_K227)
+        return v, o
+    elif t == 3:
+        v = _new(_K228)
+        return v, o
+    elif t == 4:
+        v = _new(_K229)
         return v, o
     elif t == 5:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K228)
+        v = _new(_K230)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
@@ -17476,29 +17529,29 @@ def rTypePlanUpdateContent(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypePolicy(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K264)
+    v = _new(_K267)
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        v.queue_drain = _K265
+        v.queue_drain = _K268
     elif t0 == 2:
-        v.queue_drain = _K266
+        v.queue_drain = _K269
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        v.steer_in_stream = _K235
+        v.steer_in_stream = _K237
     elif t0 == 2:
-        v.steer_in_stream = _K236
+        v.steer_in_stream = _K238
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        v.revoke_replace = _K267
+        v.revoke_replace = _K270
     elif t0 == 2:
-        v.revoke_replace = _K268
+        v.revoke_replace = _K271
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     v.remember_ids = _U64(d, o)[0]
@@ -17506,9 +17559,9 @@ def rTypePolicy(d: Buffer, o: int) -> Tuple[Any, int]:
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        v.clear_style = _K269
+        v.clear_style = _K272
     elif t0 == 2:
-        v.clear_style = _K270
+        v.clear_style = _K273
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     v.max_line_bytes = _U64(d, o)[0]
@@ -17519,7 +17572,7 @@ def rTypePolicy(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypePromptRequest(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K292)
+    v = _new(_K295)
     n = _U32(d, o)[0] + 4
     v.session_id = d[o + 4:o + n].decode()
     o += n
@@ -17538,7 +17591,7 @@ def rTypePromptRequest(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypePromptResponse(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K293)
+    v = _new(_K296)
     n = _U32(d, o)[0] + 4
     v.message_id = d[o + 4:o + n].decode()
     o += n
@@ -17556,7 +17609,7 @@ def rTypePromptResponse(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeProtocolError(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K148)
+    v = _new(_K150)
     v.code = _I64(d, o)[0]
     o += 8
     n = _U32(d, o)[0] + 4
@@ -17637,14 +17690,14 @@ def rTypeQueueDrain(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K265, o
+        return _K268, o
     elif t == 2:
-        return _K266, o
+        return _K269, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
 def rTypeReplaceInjectRequest(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K294)
+    v = _new(_K297)
     n = _U32(d, o)[0] + 4
     v.session_id = d[o + 4:o + n].decode()
     o += n
@@ -17666,7 +17719,7 @@ def rTypeReplaceInjectRequest(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeReplaceInjectResponse(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K295)
+    v = _new(_K298)
     n = _U32(d, o)[0] + 4
     v.message_id = d[o + 4:o + n].decode()
     o += n
@@ -17731,19 +17784,19 @@ def rTypeRequestId(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K134)
+        v = _new(_K136)
         return v, o
     elif t == 2:
         a0_0 = _I64(d, o)[0]
         o += 8
-        v = _new(_K135)
+        v = _new(_K137)
         v._values = (a0_0,)
         return v, o
     elif t == 3:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K136)
+        v = _new(_K138)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
@@ -17753,25 +17806,25 @@ def rTypeRequestKind(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K137, o
-    elif t == 2:
-        return _K138, o
-    elif t == 3:
         return _K139, o
-    elif t == 4:
+    elif t == 2:
         return _K140, o
-    elif t == 5:
+    elif t == 3:
         return _K141, o
-    elif t == 6:
+    elif t == 4:
         return _K142, o
-    elif t == 7:
+    elif t == 5:
         return _K143, o
-    elif t == 8:
+    elif t == 6:
         return _K144, o
-    elif t == 9:
+    elif t == 7:
         return _K145, o
-    elif t == 10:
+    elif t == 8:
         return _K146, o
+    elif t == 9:
+        return _K147, o
+    elif t == 10:
+        return _K148, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
@@ -17791,7 +17844,7 @@ def rTypeRequestPermissionOutcome(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K208)
+        v = _new(_K210)
         v._values = (a0_0,)
         return v, o
     elif t == 2:
@@ -17810,14 +17863,14 @@ def rTypeRequestPermissionOutcome(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K209)
+        v = _new(_K211)
         v._values = (a0_0,)
         return v, o
     elif t == 3:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K210)
+        v = _new(_K212)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
@@ -17866,7 +17919,7 @@ def rTypeRequestPermissionRequest(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeRequestPermissionResponse(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K296)
+    v = _new(_K299)
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
@@ -17882,7 +17935,7 @@ def rTypeRequestPermissionResponse(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K208)
+        w0 = _new(_K210)
         w0._values = (a1_0,)
         v.outcome = w0
     elif t0 == 2:
@@ -17901,14 +17954,14 @@ def rTypeRequestPermissionResponse(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K209)
+        w0 = _new(_K211)
         w0._values = (a1_0,)
         v.outcome = w0
     elif t0 == 3:
         n = _U32(d, o)[0] + 4
         a1_0 = d[o + 4:o + n].decode()
         o += n
-        w0 = _new(_K210)
+        w0 = _new(_K212)
         w0._values = (a1_0,)
         v.outcome = w0
     else:
@@ -18064,7 +18117,7 @@ def rTypeResourceLink(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeResumeSessionRequest(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K297)
+    v = _new(_K300)
     n = _U32(d, o)[0] + 4
     v.session_id = d[o + 4:o + n].decode()
     o += n
@@ -18135,7 +18188,7 @@ def rTypeResumeSessionRequest(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeResumeSessionResponse(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K298)
+    v = _new(_K301)
     f = d[o]
     o += 1
     if f == 1:
@@ -18150,7 +18203,7 @@ def rTypeResumeSessionResponse(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeRevokeInjectRequest(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K299)
+    v = _new(_K302)
     n = _U32(d, o)[0] + 4
     v.session_id = d[o + 4:o + n].decode()
     o += n
@@ -18171,7 +18224,7 @@ def rTypeRevokeInjectRequest(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeRevokeInjectResponse(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K300)
+    v = _new(_K303)
     f = d[o]
     o += 1
     if f == 1:
@@ -18189,9 +18242,9 @@ def rTypeRevokeReplace(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K267, o
+        return _K270, o
     elif t == 2:
-        return _K268, o
+        return _K271, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
@@ -18199,16 +18252,16 @@ def rTypeRole(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K229)
+        v = _new(_K231)
         return v, o
     elif t == 2:
-        v = _new(_K230)
+        v = _new(_K232)
         return v, o
     elif t == 3:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K231)
+        v = _new(_K233)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
@@ -18241,18 +18294,7 @@ def rTypeRuntimeAction(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        w0 = _new(_K201)
-        n = _U32(d, o)[0] + 4
-        w0.cwd = d[o + 4:o + n].decode()
-        o += n
-        w0.additional_directories, o = rSequenceString(d, o)
-        w0.mcp_servers, o = rSequenceTypeMcpServer(d, o)
-        a0_0 = w0
-        v = _new(_K200)
-        v._values = (a0_0,)
-        return v, o
-    elif t == 2:
-        w0 = _new(_K201)
+        w0 = _new(_K203)
         n = _U32(d, o)[0] + 4
         w0.cwd = d[o + 4:o + n].decode()
         o += n
@@ -18262,40 +18304,51 @@ def rTypeRuntimeAction(d: Buffer, o: int) -> Tuple[Any, int]:
         v = _new(_K202)
         v._values = (a0_0,)
         return v, o
+    elif t == 2:
+        w0 = _new(_K203)
+        n = _U32(d, o)[0] + 4
+        w0.cwd = d[o + 4:o + n].decode()
+        o += n
+        w0.additional_directories, o = rSequenceString(d, o)
+        w0.mcp_servers, o = rSequenceTypeMcpServer(d, o)
+        a0_0 = w0
+        v = _new(_K204)
+        v._values = (a0_0,)
+        return v, o
     elif t == 3:
         a0_0, o = rSequenceTypeUserInput(d, o)
-        v = _new(_K203)
+        v = _new(_K205)
         v._values = (a0_0,)
         return v, o
     elif t == 4:
         a0_0, o = rSequenceTypeUserInput(d, o)
-        v = _new(_K204)
+        v = _new(_K206)
         v._values = (a0_0,)
         return v, o
     elif t == 5:
-        v = _new(_K205)
+        v = _new(_K207)
         return v, o
     elif t == 6:
-        v = _new(_K206)
+        v = _new(_K208)
         return v, o
     elif t == 7:
-        v = _new(_K207)
+        v = _new(_K209)
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K134)
+            w0 = _new(_K136)
             v.request_id = w0
         elif t0 == 2:
             a1_0 = _I64(d, o)[0]
             o += 8
-            w0 = _new(_K135)
+            w0 = _new(_K137)
             w0._values = (a1_0,)
             v.request_id = w0
         elif t0 == 3:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K136)
+            w0 = _new(_K138)
             w0._values = (a1_0,)
             v.request_id = w0
         else:
@@ -18315,7 +18368,7 @@ def rTypeRuntimeAction(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K208)
+            w0 = _new(_K210)
             w0._values = (a1_0,)
             v.outcome = w0
         elif t0 == 2:
@@ -18334,21 +18387,21 @@ def rTypeRuntimeAction(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K209)
+            w0 = _new(_K211)
             w0._values = (a1_0,)
             v.outcome = w0
         elif t0 == 3:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K210)
+            w0 = _new(_K212)
             w0._values = (a1_0,)
             v.outcome = w0
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         return v, o
     elif t == 8:
-        v = _new(_K211)
+        v = _new(_K213)
         v.dropped, o = rSequenceTypePendingInject(d, o)
         v.turn_cancelled = d[o] != 0
         o += 1
@@ -18363,22 +18416,22 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            a0_0 = _K273
+            a0_0 = _K276
         elif t0 == 2:
-            a0_0 = _K274
+            a0_0 = _K277
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
-        v = _new(_K301)
+        v = _new(_K304)
         v._values = (a0_0,)
         return v, o
     elif t == 2:
-        v = _new(_K302)
+        v = _new(_K305)
         return v, o
     elif t == 3:
-        v = _new(_K303)
+        v = _new(_K306)
         return v, o
     elif t == 4:
-        w0 = _new(_K290)
+        w0 = _new(_K293)
         n = _U32(d, o)[0] + 4
         w0.title = d[o + 4:o + n].decode()
         o += n
@@ -18404,40 +18457,40 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K304)
+        v = _new(_K307)
         v._values = (a0_0,)
         return v, o
     elif t == 5:
-        v = _new(_K305)
+        v = _new(_K308)
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K134)
+            w0 = _new(_K136)
             v.request_id = w0
         elif t0 == 2:
             a1_0 = _I64(d, o)[0]
             o += 8
-            w0 = _new(_K135)
+            w0 = _new(_K137)
             w0._values = (a1_0,)
             v.request_id = w0
         elif t0 == 3:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K136)
+            w0 = _new(_K138)
             w0._values = (a1_0,)
             v.request_id = w0
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         return v, o
     elif t == 6:
-        v = _new(_K306)
+        v = _new(_K309)
         return v, o
     elif t == 7:
-        v = _new(_K307)
+        v = _new(_K310)
         return v, o
     elif t == 8:
-        v = _new(_K308)
+        v = _new(_K311)
         return v, o
     elif t == 9:
         t0 = _I32(d, o)[0]
@@ -18545,10 +18598,10 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             a0_2 = None
         else:
             raise _InternalError('Unexpected flag byte for optional type')
-        v = _K309(a0_0, a0_1, a0_2)
+        v = _K312(a0_0, a0_1, a0_2)
         return v, o
     elif t == 10:
-        v = _new(_K310)
+        v = _new(_K313)
         return v, o
     elif t == 11:
         t0 = _I32(d, o)[0]
@@ -18583,7 +18636,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K163)
+            w0 = _new(_K165)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 2:
@@ -18812,7 +18865,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K164)
+            w0 = _new(_K166)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 3:
@@ -18845,7 +18898,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K165)
+            w0 = _new(_K167)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 4:
@@ -19074,7 +19127,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K166)
+            w0 = _new(_K168)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 5:
@@ -19100,7 +19153,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K167)
+            w0 = _new(_K169)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 6:
@@ -19133,7 +19186,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K168)
+            w0 = _new(_K170)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 7:
@@ -19362,7 +19415,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K169)
+            w0 = _new(_K171)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 8:
@@ -19585,7 +19638,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 a1_0 = w1
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
-            w0 = _new(_K170)
+            w0 = _new(_K172)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 9:
@@ -19744,7 +19797,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K171)
+            w0 = _new(_K173)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 10:
@@ -19791,7 +19844,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K172)
+            w0 = _new(_K174)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 11:
@@ -19838,7 +19891,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K173)
+            w0 = _new(_K175)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 12:
@@ -19882,7 +19935,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K174)
+            w0 = _new(_K176)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 13:
@@ -19930,7 +19983,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K175)
+            w0 = _new(_K177)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 14:
@@ -19947,7 +20000,7 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K176)
+            w0 = _new(_K178)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 15:
@@ -19963,23 +20016,23 @@ def rTypeRuntimeEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K177)
+            w0 = _new(_K179)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 16:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K178)
+            w0 = _new(_K180)
             w0._values = (a1_0,)
             a0_0 = w0
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
-        v = _new(_K311)
+        v = _new(_K314)
         v._values = (a0_0,)
         return v, o
     elif t == 12:
-        v = _new(_K312)
+        v = _new(_K315)
         n = _U32(d, o)[0] + 4
         v.message_id = d[o + 4:o + n].decode()
         o += n
@@ -20044,7 +20097,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K163)
+                w1 = _new(_K165)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 2:
@@ -20099,7 +20152,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K164)
+                w1 = _new(_K166)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 3:
@@ -20132,7 +20185,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K165)
+                w1 = _new(_K167)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 4:
@@ -20187,7 +20240,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K166)
+                w1 = _new(_K168)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 5:
@@ -20213,7 +20266,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K167)
+                w1 = _new(_K169)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 6:
@@ -20246,7 +20299,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K168)
+                w1 = _new(_K170)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 7:
@@ -20301,7 +20354,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K169)
+                w1 = _new(_K171)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 8:
@@ -20436,7 +20489,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                     a2_0 = w2
                 else:
                     raise _InternalError("Raw enum value doesn't match any cases")
-                w1 = _new(_K170)
+                w1 = _new(_K172)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 9:
@@ -20595,7 +20648,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K171)
+                w1 = _new(_K173)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 10:
@@ -20630,7 +20683,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K172)
+                w1 = _new(_K174)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 11:
@@ -20662,7 +20715,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K173)
+                w1 = _new(_K175)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 12:
@@ -20706,7 +20759,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K174)
+                w1 = _new(_K176)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 13:
@@ -20754,7 +20807,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K175)
+                w1 = _new(_K177)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 14:
@@ -20771,7 +20824,7 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K176)
+                w1 = _new(_K178)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 15:
@@ -20787,23 +20840,23 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 else:
                     raise _InternalError('Unexpected flag byte for optional type')
                 a2_0 = w2
-                w1 = _new(_K177)
+                w1 = _new(_K179)
                 w1._values = (a2_0,)
                 a1_0 = w1
             elif t1 == 16:
                 n = _U32(d, o)[0] + 4
                 a2_0 = d[o + 4:o + n].decode()
                 o += n
-                w1 = _new(_K178)
+                w1 = _new(_K180)
                 w1._values = (a2_0,)
                 a1_0 = w1
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
-            w0 = _new(_K162)
+            w0 = _new(_K164)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 2:
-            w1 = _new(_K180)
+            w1 = _new(_K182)
             f = d[o]
             o += 1
             if f == 1:
@@ -20817,11 +20870,11 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
             t2 = _I32(d, o)[0]
             o += 4
             if t2 == 1:
-                w1.mode = _K181
-            elif t2 == 2:
-                w1.mode = _K182
-            elif t2 == 3:
                 w1.mode = _K183
+            elif t2 == 2:
+                w1.mode = _K184
+            elif t2 == 3:
+                w1.mode = _K185
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
             t2 = _I32(d, o)[0]
@@ -20840,12 +20893,14 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
                 raise _InternalError("Raw enum value doesn't match any cases")
             w1.content, o = rSequenceTypeContentBlock(d, o)
             w1.superseded, o = rSequenceSequenceTypeContentBlock(d, o)
+            w1.held = d[o] != 0
+            o += 1
             a1_0 = w1
-            w0 = _new(_K179)
+            w0 = _new(_K181)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 3:
-            w1 = _new(_K185)
+            w1 = _new(_K187)
             n = _U32(d, o)[0] + 4
             w1.rule = d[o + 4:o + n].decode()
             o += n
@@ -20853,40 +20908,40 @@ def rTypeSessionActivity(d: Buffer, o: int) -> Tuple[Any, int]:
             w1.message_id = d[o + 4:o + n].decode()
             o += n
             a1_0 = w1
-            w0 = _new(_K184)
+            w0 = _new(_K186)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 4:
-            w0 = _new(_K186)
+            w0 = _new(_K188)
             a0_0 = w0
         elif t0 == 5:
             a1_0, o = rSequenceString(d, o)
-            w0 = _new(_K187)
+            w0 = _new(_K189)
             w0._values = (a1_0,)
             a0_0 = w0
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
-        v = _new(_K232)
+        v = _new(_K234)
         v._values = (a0_0,)
         return v, o
     elif t == 2:
-        v = _new(_K233)
+        v = _new(_K235)
         t0 = _I32(d, o)[0]
         o += 4
         if t0 == 1:
-            w0 = _new(_K134)
+            w0 = _new(_K136)
             v.request = w0
         elif t0 == 2:
             a1_0 = _I64(d, o)[0]
             o += 8
-            w0 = _new(_K135)
+            w0 = _new(_K137)
             w0._values = (a1_0,)
             v.request = w0
         elif t0 == 3:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K136)
+            w0 = _new(_K138)
             w0._values = (a1_0,)
             v.request = w0
         else:
@@ -21141,7 +21196,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K163)
+            w0 = _new(_K165)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 2:
@@ -21370,7 +21425,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K164)
+            w0 = _new(_K166)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 3:
@@ -21403,7 +21458,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K165)
+            w0 = _new(_K167)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 4:
@@ -21632,7 +21687,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K166)
+            w0 = _new(_K168)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 5:
@@ -21658,7 +21713,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K167)
+            w0 = _new(_K169)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 6:
@@ -21691,7 +21746,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K168)
+            w0 = _new(_K170)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 7:
@@ -21920,7 +21975,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K169)
+            w0 = _new(_K171)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 8:
@@ -22143,7 +22198,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
                 a1_0 = w1
             else:
                 raise _InternalError("Raw enum value doesn't match any cases")
-            w0 = _new(_K170)
+            w0 = _new(_K172)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 9:
@@ -22302,7 +22357,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K171)
+            w0 = _new(_K173)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 10:
@@ -22349,7 +22404,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K172)
+            w0 = _new(_K174)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 11:
@@ -22396,7 +22451,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K173)
+            w0 = _new(_K175)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 12:
@@ -22440,7 +22495,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K174)
+            w0 = _new(_K176)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 13:
@@ -22488,7 +22543,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K175)
+            w0 = _new(_K177)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 14:
@@ -22505,7 +22560,7 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K176)
+            w0 = _new(_K178)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 15:
@@ -22521,23 +22576,23 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             else:
                 raise _InternalError('Unexpected flag byte for optional type')
             a1_0 = w1
-            w0 = _new(_K177)
+            w0 = _new(_K179)
             w0._values = (a1_0,)
             a0_0 = w0
         elif t0 == 16:
             n = _U32(d, o)[0] + 4
             a1_0 = d[o + 4:o + n].decode()
             o += n
-            w0 = _new(_K178)
+            w0 = _new(_K180)
             w0._values = (a1_0,)
             a0_0 = w0
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
-        v = _new(_K162)
+        v = _new(_K164)
         v._values = (a0_0,)
         return v, o
     elif t == 2:
-        w0 = _new(_K180)
+        w0 = _new(_K182)
         f = d[o]
         o += 1
         if f == 1:
@@ -22551,11 +22606,11 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w0.mode = _K181
-        elif t1 == 2:
-            w0.mode = _K182
-        elif t1 == 3:
             w0.mode = _K183
+        elif t1 == 2:
+            w0.mode = _K184
+        elif t1 == 3:
+            w0.mode = _K185
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         t1 = _I32(d, o)[0]
@@ -22574,12 +22629,14 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
             raise _InternalError("Raw enum value doesn't match any cases")
         w0.content, o = rSequenceTypeContentBlock(d, o)
         w0.superseded, o = rSequenceSequenceTypeContentBlock(d, o)
+        w0.held = d[o] != 0
+        o += 1
         a0_0 = w0
-        v = _new(_K179)
+        v = _new(_K181)
         v._values = (a0_0,)
         return v, o
     elif t == 3:
-        w0 = _new(_K185)
+        w0 = _new(_K187)
         n = _U32(d, o)[0] + 4
         w0.rule = d[o + 4:o + n].decode()
         o += n
@@ -22587,15 +22644,15 @@ def rTypeSessionEvent(d: Buffer, o: int) -> Tuple[Any, int]:
         w0.message_id = d[o + 4:o + n].decode()
         o += n
         a0_0 = w0
-        v = _new(_K184)
+        v = _new(_K186)
         v._values = (a0_0,)
         return v, o
     elif t == 4:
-        v = _new(_K186)
+        v = _new(_K188)
         return v, o
     elif t == 5:
         a0_0, o = rSequenceString(d, o)
-        v = _new(_K187)
+        v = _new(_K189)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
@@ -22609,7 +22666,7 @@ def rTypeSessionId(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeSessionInfo(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K234)
+    v = _new(_K236)
     n = _U32(d, o)[0] + 4
     v.session_id = d[o + 4:o + n].decode()
     o += n
@@ -22705,7 +22762,7 @@ def rTypeSessionInfoUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeSessionPage(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K313)
+    v = _new(_K316)
     v.sessions, o = rSequenceTypeSessionInfo(d, o)
     f = d[o]
     o += 1
@@ -22721,7 +22778,7 @@ def rTypeSessionPage(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeSessionSetup(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K201)
+    v = _new(_K203)
     n = _U32(d, o)[0] + 4
     v.cwd = d[o + 4:o + n].decode()
     o += n
@@ -22734,16 +22791,16 @@ def rTypeSessionStatus(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K158)
+        v = _new(_K160)
         return v, o
     elif t == 2:
-        v = _new(_K159)
+        v = _new(_K161)
         return v, o
     elif t == 3:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K160)
+        v = _new(_K162)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
@@ -22765,7 +22822,7 @@ def rTypeSessionStatusCapabilities(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeSessionStatusRequest(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K314)
+    v = _new(_K317)
     n = _U32(d, o)[0] + 4
     v.session_id = d[o + 4:o + n].decode()
     o += n
@@ -22783,20 +22840,20 @@ def rTypeSessionStatusRequest(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeSessionStatusResponse(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K315)
+    v = _new(_K318)
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        w0 = _new(_K158)
+        w0 = _new(_K160)
         v.status = w0
     elif t0 == 2:
-        w0 = _new(_K159)
+        w0 = _new(_K161)
         v.status = w0
     elif t0 == 3:
         n = _U32(d, o)[0] + 4
         a1_0 = d[o + 4:o + n].decode()
         o += n
-        w0 = _new(_K160)
+        w0 = _new(_K162)
         w0._values = (a1_0,)
         v.status = w0
     else:
@@ -23073,7 +23130,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K163)
+        v = _new(_K165)
         v._values = (a0_0,)
         return v, o
     elif t == 2:
@@ -23505,7 +23562,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K164)
+        v = _new(_K166)
         v._values = (a0_0,)
         return v, o
     elif t == 3:
@@ -23538,7 +23595,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K165)
+        v = _new(_K167)
         v._values = (a0_0,)
         return v, o
     elif t == 4:
@@ -23970,7 +24027,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K166)
+        v = _new(_K168)
         v._values = (a0_0,)
         return v, o
     elif t == 5:
@@ -23996,7 +24053,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K167)
+        v = _new(_K169)
         v._values = (a0_0,)
         return v, o
     elif t == 6:
@@ -24029,7 +24086,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K168)
+        v = _new(_K170)
         v._values = (a0_0,)
         return v, o
     elif t == 7:
@@ -24461,7 +24518,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K169)
+        v = _new(_K171)
         v._values = (a0_0,)
         return v, o
     elif t == 8:
@@ -24684,7 +24741,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
             a0_0 = w0
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
-        v = _new(_K170)
+        v = _new(_K172)
         v._values = (a0_0,)
         return v, o
     elif t == 9:
@@ -24843,7 +24900,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K171)
+        v = _new(_K173)
         v._values = (a0_0,)
         return v, o
     elif t == 10:
@@ -24925,7 +24982,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K172)
+        v = _new(_K174)
         v._values = (a0_0,)
         return v, o
     elif t == 11:
@@ -24972,7 +25029,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K173)
+        v = _new(_K175)
         v._values = (a0_0,)
         return v, o
     elif t == 12:
@@ -25016,7 +25073,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K174)
+        v = _new(_K176)
         v._values = (a0_0,)
         return v, o
     elif t == 13:
@@ -25064,7 +25121,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K175)
+        v = _new(_K177)
         v._values = (a0_0,)
         return v, o
     elif t == 14:
@@ -25081,7 +25138,7 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K176)
+        v = _new(_K178)
         v._values = (a0_0,)
         return v, o
     elif t == 15:
@@ -25097,21 +25154,21 @@ def rTypeSessionUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a0_0 = w0
-        v = _new(_K177)
+        v = _new(_K179)
         v._values = (a0_0,)
         return v, o
     elif t == 16:
         n = _U32(d, o)[0] + 4
         a0_0 = d[o + 4:o + n].decode()
         o += n
-        v = _new(_K178)
+        v = _new(_K180)
         v._values = (a0_0,)
         return v, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
 def rTypeSetupSupport(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K272)
+    v = _new(_K275)
     v.mcp_stdio = d[o] != 0
     o += 1
     v.mcp_http = d[o] != 0
@@ -25342,13 +25399,23 @@ def rTypeStateUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
+def rTypeSteerFallback(d: Buffer, o: int) -> Tuple[Any, int]:
+    t = _I32(d, o)[0]
+    o += 4
+    if t == 1:
+        return _K120, o
+    elif t == 2:
+        return _K121, o
+    raise _InternalError("Raw enum value doesn't match any cases")
+
+
 def rTypeSteerInStream(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K235, o
+        return _K237, o
     elif t == 2:
-        return _K236, o
+        return _K238, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
@@ -25387,11 +25454,11 @@ def rTypeStream(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        return _K123, o
-    elif t == 2:
-        return _K124, o
-    elif t == 3:
         return _K125, o
+    elif t == 2:
+        return _K126, o
+    elif t == 3:
+        return _K127, o
     raise _InternalError("Raw enum value doesn't match any cases")
 
 
@@ -26947,15 +27014,15 @@ def rTypeToolKind(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeTranscriptEntry(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K237)
+    v = _new(_K239)
     t0 = _I32(d, o)[0]
     o += 4
     if t0 == 1:
-        v.role = _K238
-    elif t0 == 2:
-        v.role = _K239
-    elif t0 == 3:
         v.role = _K240
+    elif t0 == 2:
+        v.role = _K241
+    elif t0 == 3:
+        v.role = _K242
     else:
         raise _InternalError("Raw enum value doesn't match any cases")
     n = _U32(d, o)[0] + 4
@@ -26969,19 +27036,19 @@ def rTypeTurn(d: Buffer, o: int) -> Tuple[Any, int]:
     t = _I32(d, o)[0]
     o += 4
     if t == 1:
-        v = _new(_K120)
+        v = _new(_K122)
         return v, o
     elif t == 2:
-        v = _new(_K121)
-        w0 = _new(_K122)
+        v = _new(_K123)
+        w0 = _new(_K124)
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w0.stream = _K123
-        elif t1 == 2:
-            w0.stream = _K124
-        elif t1 == 3:
             w0.stream = _K125
+        elif t1 == 2:
+            w0.stream = _K126
+        elif t1 == 3:
+            w0.stream = _K127
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         w0.cancel_requested = d[o] != 0
@@ -26989,16 +27056,16 @@ def rTypeTurn(d: Buffer, o: int) -> Tuple[Any, int]:
         v.activity = w0
         return v, o
     elif t == 3:
-        v = _new(_K126)
-        w0 = _new(_K122)
+        v = _new(_K128)
+        w0 = _new(_K124)
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w0.stream = _K123
-        elif t1 == 2:
-            w0.stream = _K124
-        elif t1 == 3:
             w0.stream = _K125
+        elif t1 == 2:
+            w0.stream = _K126
+        elif t1 == 3:
+            w0.stream = _K127
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         w0.cancel_requested = d[o] != 0
@@ -27010,16 +27077,16 @@ def rTypeTurn(d: Buffer, o: int) -> Tuple[Any, int]:
         o += 1
         return v, o
     elif t == 4:
-        v = _new(_K127)
-        w0 = _new(_K122)
+        v = _new(_K129)
+        w0 = _new(_K124)
         t1 = _I32(d, o)[0]
         o += 4
         if t1 == 1:
-            w0.stream = _K123
-        elif t1 == 2:
-            w0.stream = _K124
-        elif t1 == 3:
             w0.stream = _K125
+        elif t1 == 2:
+            w0.stream = _K126
+        elif t1 == 3:
+            w0.stream = _K127
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
         w0.cancel_requested = d[o] != 0
@@ -27135,7 +27202,7 @@ def rTypeTurnEnd(d: Buffer, o: int) -> Tuple[Any, int]:
         a0_2 = None
     else:
         raise _InternalError('Unexpected flag byte for optional type')
-    v = _K316(stop_reason=a0_0, usage=a0_1, error=a0_2)
+    v = _K319(stop_reason=a0_0, usage=a0_1, error=a0_2)
     return v, o
 
 
@@ -27204,7 +27271,7 @@ def rTypeUnknownStateUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeUnsupportedProtocolVersionErrorData(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K317)
+    v = _new(_K320)
     v.requested = _U16(d, o)[0]
     o += 2
     v.supported, o = rSequenceTypeProtocolVersion(d, o)
@@ -27222,7 +27289,7 @@ def rTypeUnsupportedProtocolVersionErrorData(d: Buffer, o: int) -> Tuple[Any, in
 
 
 def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K318)
+    v = _new(_K321)
     n = _U32(d, o)[0] + 4
     v.session_id = d[o + 4:o + n].decode()
     o += n
@@ -27258,7 +27325,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K163)
+        w0 = _new(_K165)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 2:
@@ -27487,7 +27554,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K164)
+        w0 = _new(_K166)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 3:
@@ -27520,7 +27587,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K165)
+        w0 = _new(_K167)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 4:
@@ -27749,7 +27816,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K166)
+        w0 = _new(_K168)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 5:
@@ -27775,7 +27842,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K167)
+        w0 = _new(_K169)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 6:
@@ -27808,7 +27875,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K168)
+        w0 = _new(_K170)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 7:
@@ -28037,7 +28104,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K169)
+        w0 = _new(_K171)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 8:
@@ -28260,7 +28327,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
             a1_0 = w1
         else:
             raise _InternalError("Raw enum value doesn't match any cases")
-        w0 = _new(_K170)
+        w0 = _new(_K172)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 9:
@@ -28419,7 +28486,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K171)
+        w0 = _new(_K173)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 10:
@@ -28466,7 +28533,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K172)
+        w0 = _new(_K174)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 11:
@@ -28513,7 +28580,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K173)
+        w0 = _new(_K175)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 12:
@@ -28557,7 +28624,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K174)
+        w0 = _new(_K176)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 13:
@@ -28605,7 +28672,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K175)
+        w0 = _new(_K177)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 14:
@@ -28622,7 +28689,7 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K176)
+        w0 = _new(_K178)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 15:
@@ -28638,14 +28705,14 @@ def rTypeUpdateSessionNotification(d: Buffer, o: int) -> Tuple[Any, int]:
         else:
             raise _InternalError('Unexpected flag byte for optional type')
         a1_0 = w1
-        w0 = _new(_K177)
+        w0 = _new(_K179)
         w0._values = (a1_0,)
         v.update = w0
     elif t0 == 16:
         n = _U32(d, o)[0] + 4
         a1_0 = d[o + 4:o + n].decode()
         o += n
-        w0 = _new(_K178)
+        w0 = _new(_K180)
         w0._values = (a1_0,)
         v.update = w0
     else:
@@ -28755,7 +28822,7 @@ def rTypeUsageUpdate(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeUserInput(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K241)
+    v = _new(_K243)
     n = _U32(d, o)[0] + 4
     v.message_id = d[o + 4:o + n].decode()
     o += n
@@ -29288,7 +29355,7 @@ def rTypeValue(d: Buffer, o: int) -> Tuple[Any, int]:
 
 
 def rTypeViolation(d: Buffer, o: int) -> Tuple[Any, int]:
-    v = _new(_K185)
+    v = _new(_K187)
     n = _U32(d, o)[0] + 4
     v.rule = d[o + 4:o + n].decode()
     o += n
@@ -29387,6 +29454,7 @@ READERS: Dict[str, Callable[[Buffer, int], Tuple[Any, int]]] = {
     '_UniffiFfiConverterOptionalTypeSessionId': rOptionalTypeSessionId,
     '_UniffiFfiConverterOptionalTypeSessionStatusCapabilities': rOptionalTypeSessionStatusCapabilities,
     '_UniffiFfiConverterOptionalTypeStateUpdate': rOptionalTypeStateUpdate,
+    '_UniffiFfiConverterOptionalTypeSteerFallback': rOptionalTypeSteerFallback,
     '_UniffiFfiConverterOptionalTypeStopReason': rOptionalTypeStopReason,
     '_UniffiFfiConverterOptionalTypeToolCallStatus': rOptionalTypeToolCallStatus,
     '_UniffiFfiConverterOptionalTypeToolKind': rOptionalTypeToolKind,
@@ -29548,6 +29616,7 @@ READERS: Dict[str, Callable[[Buffer, int], Tuple[Any, int]]] = {
     '_UniffiFfiConverterTypeSessionUpdate': rTypeSessionUpdate,
     '_UniffiFfiConverterTypeSetupSupport': rTypeSetupSupport,
     '_UniffiFfiConverterTypeStateUpdate': rTypeStateUpdate,
+    '_UniffiFfiConverterTypeSteerFallback': rTypeSteerFallback,
     '_UniffiFfiConverterTypeSteerInStream': rTypeSteerInStream,
     '_UniffiFfiConverterTypeStopReason': rTypeStopReason,
     '_UniffiFfiConverterTypeStream': rTypeStream,

@@ -219,14 +219,22 @@ def connect(
     pending_updates: bool = True,
     forward_stderr: bool = True,
     handshake_timeout: float = 30.0,
+    steer_fallback: Optional[_ffi.SteerFallback] = None,
 ) -> _Connecting:
     """Starts ``command`` (program and arguments) and connects to it over stdio. Use as
     ``async with connect(cmd) as client`` or ``client = await connect(cmd)``. Raises
     ``AcpError.Disconnected`` when the agent cannot be started or exits (with its exit status
-    and the end of its stderr)."""
+    and the end of its stderr).
+
+    The agent may speak ACP v1 or v2 (``client.agent().protocol_version``). For one that takes
+    no injects (every v1 agent), queued messages are held by this client and sent as prompts
+    when the turn ends; ``steer_fallback`` says what a steer does then
+    (``SteerFallback.QUEUE`` or ``SteerFallback.CANCEL_AND_RESEND``; ``None`` raises
+    ``AcpError.Rejected(CallRejected.STEER_NOT_SUPPORTED)``)."""
     options = _ffi.default_connect_options()
     options.client = Implementation(name=name, title=None, version=version, meta=None)
     options.pending_updates = pending_updates
     options.forward_stderr = forward_stderr
     options.handshake_timeout_ms = int(handshake_timeout * 1000)
+    options.steer_fallback = steer_fallback
     return _Connecting(command, options)

@@ -25,15 +25,20 @@ import Glibc
 ///   - pendingUpdates: opt into the agent's pending-list extension.
 ///   - forwardStderr: copy the agent's stderr to this process's stderr.
 ///   - handshakeTimeout: how long `initialize` may take, in seconds.
+///   - steerFallback: what a steer does when the agent takes no injects (every ACP v1 agent:
+///     queued messages are then held by this client and sent as prompts when the turn ends);
+///     `nil` throws `AcpError.Rejected(reason: .steerNotSupported)`.
 public func connect(
     _ command: [String],
     name: String = "acp-inject-swift",
     version: String = libraryVersion(),
     pendingUpdates: Bool = true,
     forwardStderr: Bool = true,
-    handshakeTimeout: TimeInterval = 30
+    handshakeTimeout: TimeInterval = 30,
+    steerFallback: SteerFallback? = nil
 ) async throws -> Client {
     var options = defaultConnectOptions()
+    options.steerFallback = steerFallback
     options.client = Implementation(name: name, title: nil, version: version, meta: nil)
     options.pendingUpdates = pendingUpdates
     options.forwardStderr = forwardStderr

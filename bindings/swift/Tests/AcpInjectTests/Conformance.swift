@@ -134,7 +134,8 @@ public enum Conformance {
     private static func driveClient(_ run: VectorRun) throws {
         guard let setup = run.clientSetup() else { throw AcpError.Mismatch(detail: "a client-side vector without its setup") }
         let client = ClientCore(maxLineBytes: 16 << 20)
-        try client.assumeCapabilities(inject: setup.capabilities)
+        try client.assumeAgent(protocolVersion: setup.protocolVersion, inject: setup.capabilities)
+        try client.setSteerFallback(fallback: setup.steerFallback)
         try client.openSession(sessionId: setup.session, mirrorJson: nil)
         while let step = try run.next() {
             switch step {
@@ -152,6 +153,8 @@ public enum Conformance {
                 try run.recordEvents(events: client.receive(line: line))
             case let .expectState(session):
                 try run.checkState(snapshot: client.snapshot(sessionId: session))
+            case .expectSent:
+                try run.checkSent(sent: client.takeOutgoing())
             case let .expectItem(session, messageId):
                 try run.checkItem(status: client.itemStatus(sessionId: session, messageId: messageId))
             default:

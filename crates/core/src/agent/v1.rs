@@ -35,7 +35,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 /// The protocol versions this agent speaks, lowest first.
-pub const PROTOCOL_VERSIONS: [u16; 2] = [1, 2];
+pub const PROTOCOL_VERSIONS: [u16; 2] = acp_inject_wire::errors::SUPPORTED_PROTOCOL_VERSIONS;
 
 /// What the core keeps for one v1 connection (part of the agent's live state).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -21,7 +21,7 @@ use acp_inject_wire::{
     SessionStatusResponse, UpdateSessionNotification,
 };
 use serde::de::DeserializeOwned;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use super::event::{Answer, Event, ProtocolError, RequestKind, SessionEvent};
@@ -30,6 +30,23 @@ use crate::agent::PENDING_EXTENSION;
 
 // What the agent writes: framing, routing by id and by session, the agent's own requests.
 mod input;
+// What this client holds for an agent that takes no injects, and when it goes out.
+mod held;
+// An agent that answered `initialize` with version 1.
+mod v1;
+
+/// What to do with a steer when the agent takes no injects
+/// ([C-HELD-3](../../../../spec/rules.md#c-held-3)). Without one, such a steer is refused
+/// with [`CallRejected::SteerNotSupported`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SteerFallback {
+    /// Hold it like a queued message: it goes out as a prompt once the turn has ended.
+    Queue,
+    /// Cancel the running turn (`session/cancel`) and send the steer as the next prompt, ahead
+    /// of the queued messages.
+    CancelAndResend,
+}
 
 /// A request in flight: what was asked, and what its answer must update.
 #[derive(Debug)]
@@ -49,6 +66,12 @@ enum Flight {
     Replace(usize, Vec<ContentBlock>),
     Close,
     Status,
+    /// A held item sent as `session/prompt` to a v2 agent (C-HELD-2): the answer updates the
+    /// item; no call of the app asked, so no [`Event::Answered`] reports it.
+    HeldPrompt(usize),
+    /// A prompt sent to a version 1 agent: its answer ends the turn (C-V1-2); the app's call
+    /// was answered when the prompt went out.
+    V1Turn,
 }
 
 impl Flight {
@@ -64,6 +87,7 @@ impl Flight {
             Flight::Replace(..) => RequestKind::Replace,
             Flight::Close => RequestKind::Close,
             Flight::Status => RequestKind::Status,
+            Flight::HeldPrompt(_) | Flight::V1Turn => RequestKind::Prompt,
         }
     }
 }
@@ -95,6 +119,11 @@ pub struct ClientConnection {
     max_line_bytes: usize,
     permissions: HashMap<RequestId, String>,
     ignored: u64,
+    /// The protocol version `initialize` settled (2 until an agent answers otherwise).
+    version: u16,
+    steer_fallback: Option<SteerFallback>,
+    /// The calls of held prompts, answered when each goes out (C-V1-2): by session and item.
+    held_calls: HashMap<(String, usize), RequestId>,
 }
 
 impl Default for ClientConnection {
@@ -125,6 +154,9 @@ impl ClientConnection {
             max_line_bytes,
             permissions: HashMap::new(),
             ignored: 0,
+            version: 2,
+            steer_fallback: None,
+            held_calls: HashMap::new(),
         }
     }
 
@@ -138,18 +170,38 @@ impl ClientConnection {
         self.agent.as_ref()?.capabilities.as_ref()?.session.as_ref()?.inject.as_ref()
     }
 
+    /// The protocol version `initialize` settled: 2 until an agent answers 1.
+    pub fn protocol_version(&self) -> u16 {
+        self.version
+    }
+
+    /// What to do with a steer when the agent takes no injects (C-HELD-3); `None` (the
+    /// default) refuses it.
+    pub fn set_steer_fallback(&mut self, fallback: Option<SteerFallback>) {
+        self.steer_fallback = fallback;
+    }
+
     /// Takes the agent's capabilities as known without an `initialize` exchange (a restored
-    /// app, or a test).
+    /// app, or a test); its `protocolVersion` is the connection's.
     pub fn assume_initialized(&mut self, agent: InitializeResponse) {
+        self.version = if agent.protocol_version.0 == 1 { 1 } else { 2 };
         self.agent = Some(agent);
     }
 
     /// Takes the agent's inject capabilities as known without an `initialize` exchange.
     pub fn assume_capabilities(&mut self, inject: Option<InjectCapabilities>) {
+        self.assume_agent(2, inject);
+    }
+
+    /// Takes the agent's protocol version (1 or 2; any other reads as 2) and inject
+    /// capabilities as known without an `initialize` exchange. A version 1 agent takes no
+    /// injects, whatever `inject` says.
+    pub fn assume_agent(&mut self, protocol_version: u16, inject: Option<InjectCapabilities>) {
+        let inject = if protocol_version == 1 { None } else { inject };
         let session =
             acp_inject_wire::SessionCapabilities { mcp: None, additional_directories: None, inject, status: None, meta: None };
-        self.agent = Some(InitializeResponse {
-            protocol_version: ProtocolVersion(2),
+        self.assume_initialized(InitializeResponse {
+            protocol_version: ProtocolVersion(protocol_version),
             info: Implementation { name: "agent".into(), title: None, version: String::new(), meta: None },
             capabilities: Some(acp_inject_wire::AgentCapabilities { session: Some(session), meta: None }),
             meta: None,
@@ -237,6 +289,12 @@ impl ClientConnection {
             mcp_servers: Some(mcp_servers),
             meta: None,
         };
+        if self.version == 1 {
+            let id = self.next_id();
+            self.outbox.push_back(v1::new_session_line(&id, &params));
+            self.in_flight.insert(id.clone(), InFlight { session: None, flight: Flight::NewSession });
+            return id;
+        }
         self.send(&params, None, Flight::NewSession)
     }
 
@@ -268,22 +326,48 @@ impl ClientConnection {
             replay_from: replay.then(|| ReplayFrom::Start(Box::new(ReplayFromStart { meta: None }))),
             meta: None,
         };
+        if self.version == 1 {
+            if let Some(m) = self.sessions.get_mut(session_id) {
+                m.v1_end_stream();
+            }
+            let id = self.next_id();
+            self.outbox.push_back(v1::resume_line(&id, &params));
+            self.in_flight.insert(id.clone(), InFlight { session: Some(session_id.to_owned()), flight: Flight::Resume { created } });
+            return id;
+        }
         self.send(&params, Some(session_id), Flight::Resume { created })
     }
 
-    /// `session/prompt`.
+    /// `session/prompt`. To a version 1 agent (C-V1-2) it goes out when the session is free,
+    /// and the call is answered then, with an id of this client's: at once when idle, at the
+    /// end of the running turn otherwise.
     pub fn prompt(&mut self, session_id: &str, content: Vec<ContentBlock>) -> Result<RequestId, CallRejected> {
         content_check(&content)?;
+        let v1 = self.version == 1;
         let mirror = self.open(session_id)?;
+        if v1 {
+            let (item, event) = mirror.hold(ItemMode::Prompt, content, false);
+            self.session_event(session_id, event);
+            let id = self.next_id();
+            self.held_calls.insert((session_id.to_owned(), item), id.clone());
+            self.drain_held(session_id);
+            return Ok(id);
+        }
         let (item, event) = mirror.sending(ItemMode::Prompt, content.clone());
         self.session_event(session_id, event);
         let params = PromptRequest { session_id: SessionId(session_id.to_owned()), prompt: content, meta: None };
         Ok(self.send(&params, Some(session_id), Flight::Accept { item, prompt: true }))
     }
 
-    /// `session/inject` (C-PEND-3: refused locally when the mode is not advertised).
+    /// `session/inject` (C-PEND-3: refused locally when the mode is not advertised). For an
+    /// agent that takes no injects, this client holds the message (C-HELD-1, C-HELD-3) and
+    /// answers the call itself.
     pub fn inject(&mut self, session_id: &str, mode: InjectMode, content: Vec<ContentBlock>) -> Result<RequestId, CallRejected> {
         content_check(&content)?;
+        let mirror = self.open(session_id)?;
+        if mirror.holds_injects() {
+            return self.hold_inject(session_id, mode, content);
+        }
         let mirror = self.open(session_id)?;
         mirror.check_inject(mode)?;
         let (item, event) = mirror.sending(mode.into(), content.clone());
@@ -294,6 +378,9 @@ impl ClientConnection {
 
     /// `session/revoke_inject` of one of this client's pending items.
     pub fn revoke(&mut self, session_id: &str, message_id: &str) -> Result<RequestId, CallRejected> {
+        if self.open(session_id)?.holds_injects() {
+            return self.revoke_held(session_id, message_id);
+        }
         let item = self.open(session_id)?.check_revoke(message_id)?;
         let params = RevokeInjectRequest {
             session_id: SessionId(session_id.to_owned()),
@@ -306,6 +393,9 @@ impl ClientConnection {
     /// `session/replace_inject` (only where `pending.replace` is advertised).
     pub fn replace(&mut self, session_id: &str, message_id: &str, content: Vec<ContentBlock>) -> Result<RequestId, CallRejected> {
         content_check(&content)?;
+        if self.open(session_id)?.holds_injects() {
+            return self.replace_held(session_id, message_id, content);
+        }
         let item = self.open(session_id)?.check_replace(message_id)?;
         let params = ReplaceInjectRequest {
             session_id: SessionId(session_id.to_owned()),
@@ -316,10 +406,18 @@ impl ClientConnection {
         Ok(self.send(&params, Some(session_id), Flight::Replace(item, content)))
     }
 
-    /// `session/cancel` (a notification: nothing answers it).
+    /// `session/cancel` (a notification: nothing answers it). Prompts held for a version 1
+    /// agent's turn are dropped with it, their calls answered -32800 (C-V1-2); queued
+    /// messages stay held.
     pub fn cancel(&mut self, session_id: &str) {
         let params = CancelSessionNotification { session_id: SessionId(session_id.to_owned()), meta: None };
         self.outbox.push_back(jsonrpc::notification_line(&params));
+        let Some(m) = self.sessions.get_mut(session_id) else { return };
+        let (dropped, events) = m.drop_held_prompts();
+        for e in events {
+            self.session_event(session_id, e);
+        }
+        self.fail_held_calls(session_id, &dropped, "the prompt was held for the running turn, which was cancelled");
     }
 
     /// `session/close`.
@@ -328,8 +426,22 @@ impl ClientConnection {
         self.send(&params, Some(session_id), Flight::Close)
     }
 
-    /// `session/status`.
+    /// `session/status`. ACP v1 has no such method: to a version 1 agent nothing is sent,
+    /// and the call is answered -32601 at once (C-V1-1).
     pub fn status(&mut self, session_id: &str) -> RequestId {
+        if self.version == 1 {
+            let request = self.next_id();
+            let outcome = Answer::Failed(ProtocolError {
+                code: acp_inject_wire::errors::METHOD_NOT_FOUND,
+                message: "Method not found".into(),
+                reason: None,
+                message_id: None,
+                detail: Some("session/status is not part of ACP v1, which this agent speaks".into()),
+            });
+            let session_id = Some(session_id.to_owned());
+            self.events.push_back(Event::Answered { request: request.clone(), kind: RequestKind::Status, session_id, outcome });
+            return request;
+        }
         let params = SessionStatusRequest { session_id: SessionId(session_id.to_owned()), meta: None };
         self.send(&params, Some(session_id), Flight::Status)
     }

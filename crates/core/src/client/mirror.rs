@@ -5,10 +5,11 @@
 //! routes to it the answers to its requests and the session's updates, so two sessions on one
 //! connection cannot take each other's answers.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 
 use acp_inject_wire::{
     ContentBlock, InjectCapabilities, InjectMode, MessageId, Patch, PendingInject, SessionUpdate, StateUpdate, StopReason, Usage,
+    UserMessage,
 };
 use serde::{Deserialize, Serialize};
 
@@ -79,6 +80,11 @@ pub struct PendingItem {
     /// Content a successful replace superseded (to detect R-REPLACE-2 violations).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub superseded: Vec<Vec<ContentBlock>>,
+    /// Held by this client, not yet sent ([C-HELD-1](../../../../spec/rules.md#c-held-1)): a
+    /// queued message for an agent that takes no injects, or a prompt made during a version 1
+    /// agent's turn. It goes out as a `session/prompt` when the session is free.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub held: bool,
 }
 
 /// Who a transcript entry is from.
@@ -161,6 +167,10 @@ pub enum CallRejected {
     /// The call's arguments are not valid (empty content, a relative path, …).
     #[error("invalid_arguments: {0}")]
     InvalidArguments(String),
+    /// A steer for an agent that takes no injects, with no fallback chosen
+    /// ([C-HELD-3](../../../../spec/rules.md#c-held-3)).
+    #[error("steer_not_supported: this agent cannot take input mid-turn (choose a steer fallback to queue it, or to cancel the turn and resend)")]
+    SteerNotSupported,
 }
 
 impl CallRejected {
@@ -172,6 +182,7 @@ impl CallRejected {
             CallRejected::UnknownMessageId => "unknown_message_id",
             CallRejected::UnknownSession => "unknown_session",
             CallRejected::InvalidArguments(_) => "invalid_arguments",
+            CallRejected::SteerNotSupported => "steer_not_supported",
         }
     }
 }
@@ -235,6 +246,25 @@ pub struct SessionMirror {
     agent_pending: Option<Vec<PendingInject>>,
     closed: bool,
     tolerated: u64,
+    /// The items this client holds (C-HELD-1), in the order they go out.
+    #[serde(default, skip_serializing_if = "VecDeque::is_empty")]
+    held: VecDeque<usize>,
+    /// The last id this mirror minted (`local_<n>`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    minted: u64,
+    /// A version 1 agent's message being streamed without ids: its role and the id the
+    /// mirror gave it (C-V1-3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    stream: Option<(MessageRole, MessageId)>,
+    /// A user message arrived while idle and no state update followed yet: the agent is
+    /// opening a turn with it (upstream v2 sends `user_message`, then `state_update running`),
+    /// so the session is not free (C-HELD-2).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    opening: bool,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl SessionMirror {
@@ -259,13 +289,153 @@ impl SessionMirror {
         serde_json::to_string(self).unwrap_or_else(|e| unreachable!("the mirror always serialises: {e}"))
     }
 
-    /// What the UI may offer (C-PEND-3).
+    /// What the UI may offer (C-PEND-3). For an agent that takes no injects, what this client
+    /// holds can be revoked and edited until it goes out (C-HELD-1); steering cannot be offered.
     pub fn affordances(&self) -> Affordances {
-        Affordances {
-            steer: self.caps.as_ref().is_some_and(|c| c.modes.contains(&InjectMode::Steer)),
-            edit_pending: self.caps.as_ref().and_then(|c| c.pending.as_ref()).is_some_and(|p| p.replace),
-            revoke: self.caps.is_some(),
+        match &self.caps {
+            Some(c) => Affordances {
+                steer: c.modes.contains(&InjectMode::Steer),
+                edit_pending: c.pending.as_ref().is_some_and(|p| p.replace),
+                revoke: true,
+            },
+            None => Affordances { steer: false, edit_pending: true, revoke: true },
         }
+    }
+
+    /// The agent takes no injects: this client holds queued messages itself (C-HELD-1).
+    pub(crate) fn holds_injects(&self) -> bool {
+        self.caps.is_none()
+    }
+
+    /// A fresh id of this client's own, `local_<n>`, for a message the agent gives no id.
+    fn mint(&mut self) -> MessageId {
+        self.minted += 1;
+        MessageId(format!("local_{}", self.minted))
+    }
+
+    /// A prompt may go out now (C-HELD-2): the session is open and idle, and none of this
+    /// client's prompts awaits its answer or its insertion.
+    pub(crate) fn free(&self) -> bool {
+        !self.closed
+            && !self.opening
+            && self.state() == TurnState::Idle
+            && !self.items.iter().any(|i| !i.held && matches!(i.status, ItemStatus::Sending | ItemStatus::Pending))
+    }
+
+    /// Holds a new item (C-HELD-1): a queued message is `pending` under an id of this
+    /// client's; a prompt stays `sending`, without id, until it goes out. With `front` it goes
+    /// ahead of the queued messages (a steer resent after a cancel, C-HELD-3), behind earlier
+    /// such steers.
+    pub(crate) fn hold(&mut self, mode: ItemMode, content: Vec<ContentBlock>, front: bool) -> (usize, SessionEvent) {
+        let (message_id, status) = match mode {
+            ItemMode::Prompt => (None, ItemStatus::Sending),
+            ItemMode::Queue | ItemMode::Steer => (Some(self.mint()), ItemStatus::Pending),
+        };
+        self.items.push(PendingItem { message_id: message_id.clone(), mode, status, content, superseded: Vec::new(), held: true });
+        let i = self.items.len() - 1;
+        if let Some(id) = message_id {
+            self.by_message.insert(id.0, i);
+        }
+        let at =
+            if front { self.held.iter().take_while(|&&h| self.items[h].mode == ItemMode::Steer).count() } else { self.held.len() };
+        self.held.insert(at, i);
+        (i, SessionEvent::Item(self.items[i].clone()))
+    }
+
+    /// One of the items this client holds, still pending, by id (for a revoke or a replace).
+    pub(crate) fn check_held(&self, message_id: &str) -> Result<usize, CallRejected> {
+        match self.by_message.get(message_id) {
+            Some(&i) if self.items[i].held && self.items[i].status == ItemStatus::Pending => Ok(i),
+            _ => Err(CallRejected::UnknownMessageId),
+        }
+    }
+
+    /// A held item is revoked: it never goes out.
+    pub(crate) fn revoke_held(&mut self, i: usize) -> Vec<SessionEvent> {
+        self.held.retain(|&h| h != i);
+        if let Some(item) = self.items.get_mut(i) {
+            item.held = false;
+        }
+        self.revoked(i)
+    }
+
+    /// The next held item to send, when the session is free; it is no longer held.
+    pub(crate) fn next_held(&mut self) -> Option<usize> {
+        if self.held.is_empty() || !self.free() {
+            return None;
+        }
+        let i = self.held.pop_front()?;
+        self.items[i].held = false;
+        Some(i)
+    }
+
+    /// A held item went out as a v2 `session/prompt`: it is `sending` again, and the agent's
+    /// receipt (or `user_message`) gives it the agent's id; its own id still finds it.
+    pub(crate) fn sent_to_agent(&mut self, i: usize) -> Vec<SessionEvent> {
+        let Some(item) = self.items.get_mut(i) else { return Vec::new() };
+        item.status = ItemStatus::Sending;
+        item.message_id = None;
+        vec![SessionEvent::Item(item.clone())]
+    }
+
+    /// The held prompts, dropped (a cancel, C-V1-2, or a close): they fail, and their indices
+    /// are returned so their calls can be answered.
+    pub(crate) fn drop_held_prompts(&mut self) -> (Vec<usize>, Vec<SessionEvent>) {
+        let prompts: Vec<usize> = self.held.iter().copied().filter(|&h| self.items[h].mode == ItemMode::Prompt).collect();
+        self.held.retain(|h| !prompts.contains(h));
+        let mut events = Vec::new();
+        for &i in &prompts {
+            let item = &mut self.items[i];
+            item.held = false;
+            item.status = ItemStatus::Failed;
+            events.push(SessionEvent::Item(item.clone()));
+        }
+        (prompts, events)
+    }
+
+    /// A prompt went out to a version 1 agent (C-V1-2): v1 has no receipt and no echo, so it
+    /// is delivered now, under an id of this client's, and the turn runs. Returns that id.
+    pub(crate) fn v1_prompt_sent(&mut self, i: usize) -> (MessageId, Vec<SessionEvent>) {
+        let id = match self.items.get(i).and_then(|item| item.message_id.clone()) {
+            Some(id) => id,
+            None => {
+                let id = self.mint();
+                self.by_message.insert(id.0.clone(), i);
+                if let Some(item) = self.items.get_mut(i) {
+                    item.message_id = Some(id.clone());
+                }
+                id
+            }
+        };
+        if let Some(item) = self.items.get_mut(i) {
+            item.held = false;
+        }
+        self.stream = None;
+        let content = self.items.get(i).map(|item| item.content.clone()).unwrap_or_default();
+        let echo =
+            SessionUpdate::UserMessage(Box::new(UserMessage { message_id: id.clone(), content: Patch::Value(content), meta: None }));
+        let running = SessionUpdate::StateUpdate(Box::new(StateUpdate::Running(Box::default())));
+        let mut events = self.apply(echo);
+        events.extend(self.apply(running));
+        (id, events)
+    }
+
+    /// The id of a version 1 chunk (C-V1-3): its own `messageId` when it has one; else the
+    /// message being streamed in the same role, or a new one.
+    pub(crate) fn v1_chunk_id(&mut self, role: MessageRole, given: Option<MessageId>) -> MessageId {
+        let id = match (given, &self.stream) {
+            (Some(id), _) => id,
+            (None, Some((r, id))) if *r == role => id.clone(),
+            (None, _) => self.mint(),
+        };
+        self.stream = Some((role, id.clone()));
+        id
+    }
+
+    /// A version 1 update that is not a chunk, a prompt or a turn end: the message being
+    /// streamed is over (C-V1-3).
+    pub(crate) fn v1_end_stream(&mut self) {
+        self.stream = None;
     }
 
     pub(crate) fn check_inject(&self, mode: InjectMode) -> Result<(), CallRejected> {
@@ -299,7 +469,14 @@ impl SessionMirror {
 
     /// Adds an item being sent; returns its index.
     pub(crate) fn sending(&mut self, mode: ItemMode, content: Vec<ContentBlock>) -> (usize, SessionEvent) {
-        self.items.push(PendingItem { message_id: None, mode, status: ItemStatus::Sending, content, superseded: Vec::new() });
+        self.items.push(PendingItem {
+            message_id: None,
+            mode,
+            status: ItemStatus::Sending,
+            content,
+            superseded: Vec::new(),
+            held: false,
+        });
         let i = self.items.len() - 1;
         (i, SessionEvent::Item(self.items[i].clone()))
     }
@@ -367,8 +544,13 @@ impl SessionMirror {
             self.agent_pending = Some(Vec::new());
         }
         let mut events = vec![SessionEvent::Closed];
-        for item in self.items.iter_mut().filter(|i| i.status == ItemStatus::Pending) {
+        // What this client held never goes out (C-HELD-1).
+        self.held.clear();
+        self.stream = None;
+        self.opening = false;
+        for item in self.items.iter_mut().filter(|i| i.status == ItemStatus::Pending || i.held) {
             item.status = ItemStatus::Failed;
+            item.held = false;
             events.push(SessionEvent::Item(item.clone()));
         }
         events
@@ -376,6 +558,8 @@ impl SessionMirror {
 
     pub(crate) fn reopen(&mut self) {
         self.closed = false;
+        // A replay's user messages open no turn.
+        self.opening = false;
     }
 
     pub(crate) fn count_tolerated(&mut self, n: usize) {
@@ -410,6 +594,11 @@ impl SessionMirror {
     /// Applies one update of this session; returns what changed, as events.
     pub(crate) fn apply(&mut self, update: SessionUpdate) -> Vec<SessionEvent> {
         let mut events = Vec::new();
+        match &update {
+            SessionUpdate::UserMessage(_) | SessionUpdate::UserMessageChunk(_) => self.opening = self.state() == TurnState::Idle,
+            SessionUpdate::StateUpdate(s) if !matches!(s.as_ref(), StateUpdate::Other(_)) => self.opening = false,
+            _ => {}
+        }
         match &update {
             SessionUpdate::UserMessage(m) => {
                 self.on_user_message(&m.message_id, m.content.as_value(), &mut events);
@@ -492,6 +681,11 @@ impl SessionMirror {
             }
             events.push(SessionEvent::Item(self.items[i].clone()));
         }
+    }
+
+    /// One of this client's items, by its index.
+    pub(crate) fn item(&self, i: usize) -> Option<&PendingItem> {
+        self.items.get(i)
     }
 
     /// The status of one of this client's items, by `messageId`.

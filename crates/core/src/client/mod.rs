@@ -18,7 +18,7 @@ mod connection;
 mod event;
 mod mirror;
 
-pub use connection::ClientConnection;
+pub use connection::{ClientConnection, SteerFallback};
 pub use event::{Answer, Event, ProtocolError, RequestKind, SessionEvent};
 pub use mirror::{
     Affordances, CallRejected, ItemMode, ItemStatus, MessageRole, MirrorSnapshot, PendingItem, SessionMirror, TranscriptEntry,

@@ -775,6 +775,8 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_acp_inject_ffi_checksum_method_clientcore_answer_permission(
     ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_clientcore_assume_agent(
+    ): Int
     external fun uniffi_acp_inject_ffi_checksum_method_clientcore_assume_capabilities(
     ): Int
     external fun uniffi_acp_inject_ffi_checksum_method_clientcore_cancel(
@@ -805,6 +807,8 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_acp_inject_ffi_checksum_method_clientcore_prompt(
     ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_clientcore_protocol_version(
+    ): Int
     external fun uniffi_acp_inject_ffi_checksum_method_clientcore_receive(
     ): Int
     external fun uniffi_acp_inject_ffi_checksum_method_clientcore_receive_bytes(
@@ -816,6 +820,8 @@ internal object IntegrityCheckingUniffiLib {
     external fun uniffi_acp_inject_ffi_checksum_method_clientcore_resume(
     ): Int
     external fun uniffi_acp_inject_ffi_checksum_method_clientcore_revoke(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_clientcore_set_steer_fallback(
     ): Int
     external fun uniffi_acp_inject_ffi_checksum_method_clientcore_snapshot(
     ): Int
@@ -998,6 +1004,8 @@ internal object UniffiLib {
     ): Long
     external fun uniffi_acp_inject_ffi_fn_method_clientcore_answer_permission(`ptr`: Long,`request`: RustBuffer.ByValue,`outcome`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): Unit
+    external fun uniffi_acp_inject_ffi_fn_method_clientcore_assume_agent(`ptr`: Long,`protocolVersion`: Short,`inject`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
     external fun uniffi_acp_inject_ffi_fn_method_clientcore_assume_capabilities(`ptr`: Long,`inject`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): Unit
     external fun uniffi_acp_inject_ffi_fn_method_clientcore_cancel(`ptr`: Long,`sessionId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
@@ -1028,6 +1036,8 @@ internal object UniffiLib {
     ): Unit
     external fun uniffi_acp_inject_ffi_fn_method_clientcore_prompt(`ptr`: Long,`sessionId`: RustBuffer.ByValue,`content`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
+    external fun uniffi_acp_inject_ffi_fn_method_clientcore_protocol_version(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Int
     external fun uniffi_acp_inject_ffi_fn_method_clientcore_receive(`ptr`: Long,`line`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun uniffi_acp_inject_ffi_fn_method_clientcore_receive_bytes(`ptr`: Long,`bytes`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
@@ -1040,6 +1050,8 @@ internal object UniffiLib {
     ): RustBuffer.ByValue
     external fun uniffi_acp_inject_ffi_fn_method_clientcore_revoke(`ptr`: Long,`sessionId`: RustBuffer.ByValue,`messageId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
+    external fun uniffi_acp_inject_ffi_fn_method_clientcore_set_steer_fallback(`ptr`: Long,`fallback`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
     external fun uniffi_acp_inject_ffi_fn_method_clientcore_snapshot(`ptr`: Long,`sessionId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun uniffi_acp_inject_ffi_fn_method_clientcore_status(`ptr`: Long,`sessionId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
@@ -1363,6 +1375,9 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_answer_permission() and 0xFFFF) != 58905) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_assume_agent() and 0xFFFF) != 56572) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
     if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_assume_capabilities() and 0xFFFF) != 40704) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
@@ -1408,6 +1423,9 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_prompt() and 0xFFFF) != 9354) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_protocol_version() and 0xFFFF) != 9568) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
     if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_receive() and 0xFFFF) != 31061) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
@@ -1424,6 +1442,9 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_revoke() and 0xFFFF) != 5880) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_set_steer_fallback() and 0xFFFF) != 38462) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_snapshot() and 0xFFFF) != 40125) {
@@ -3927,6 +3948,13 @@ public interface ClientCoreInterface {
     fun `answerPermission`(`request`: RequestId, `outcome`: RequestPermissionOutcome)
     
     /**
+     * Takes the agent's protocol version (1 or 2) and inject capabilities as known, without
+     * `initialize`. A version 1 agent takes no injects: this client holds queued messages
+     * for it (C-HELD-1).
+     */
+    fun `assumeAgent`(`protocolVersion`: kotlin.UShort, `inject`: InjectCapabilities?)
+    
+    /**
      * Takes the agent's inject capabilities as known, without `initialize`. They are taken as
      * an `initialize` answer's are: tolerantly (a `steer` without `steerInStream` is accepted,
      * as ACP PR #2043 allows).
@@ -4009,6 +4037,11 @@ public interface ClientCoreInterface {
     fun `prompt`(`sessionId`: kotlin.String, `content`: List<ContentBlock>): RequestId
     
     /**
+     * The protocol version `initialize` settled (2 until an agent answers 1).
+     */
+    fun `protocolVersion`(): kotlin.UShort
+    
+    /**
      * Applies one line from the agent and returns the events it caused (the per-line path:
      * one crossing per line).
      */
@@ -4039,6 +4072,12 @@ public interface ClientCoreInterface {
      * `session/revoke_inject`.
      */
     fun `revoke`(`sessionId`: kotlin.String, `messageId`: kotlin.String): RequestId
+    
+    /**
+     * What to do with a steer when the agent takes no injects (C-HELD-3); `None` refuses it
+     * with `CallRejected.SteerNotSupported`.
+     */
+    fun `setSteerFallback`(`fallback`: SteerFallback?)
     
     /**
      * Everything a UI renders for a session.
@@ -4193,6 +4232,26 @@ open class ClientCore: Disposable, AutoCloseable, ClientCoreInterface
         
         FfiConverterTypeRequestId.lower(`request`),
         FfiConverterTypeRequestPermissionOutcome.lower(`outcome`),_status)
+}
+    }
+    
+    
+
+    
+    /**
+     * Takes the agent's protocol version (1 or 2) and inject capabilities as known, without
+     * `initialize`. A version 1 agent takes no injects: this client holds queued messages
+     * for it (C-HELD-1).
+     */
+    @Throws(AcpException::class)override fun `assumeAgent`(`protocolVersion`: kotlin.UShort, `inject`: InjectCapabilities?)
+        = 
+    callWithHandle {
+    uniffiRustCallWithError(AcpException) { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_assume_agent(
+        it,
+        
+        FfiConverterUShort.lower(`protocolVersion`),
+        FfiConverterOptionalTypeInjectCapabilities.lower(`inject`),_status)
 }
     }
     
@@ -4479,6 +4538,22 @@ open class ClientCore: Disposable, AutoCloseable, ClientCoreInterface
 
     
     /**
+     * The protocol version `initialize` settled (2 until an agent answers 1).
+     */override fun `protocolVersion`(): kotlin.UShort {
+            return FfiConverterUShort.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_protocol_version(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
      * Applies one line from the agent and returns the events it caused (the per-line path:
      * one crossing per line).
      */
@@ -4590,6 +4665,24 @@ open class ClientCore: Disposable, AutoCloseable, ClientCoreInterface
     }
     )
     }
+    
+
+    
+    /**
+     * What to do with a steer when the agent takes no injects (C-HELD-3); `None` refuses it
+     * with `CallRejected.SteerNotSupported`.
+     */
+    @Throws(AcpException::class)override fun `setSteerFallback`(`fallback`: SteerFallback?)
+        = 
+    callWithHandle {
+    uniffiRustCallWithError(AcpException) { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_set_steer_fallback(
+        it,
+        
+        FfiConverterOptionalTypeSteerFallback.lower(`fallback`),_status)
+}
+    }
+    
     
 
     
@@ -7407,6 +7500,12 @@ data class ConnectOptions (
      * Copy the agent's stderr to this process's stderr.
      */
     var `forwardStderr`: kotlin.Boolean
+    , 
+    /**
+     * What to do with a steer when the agent takes no injects (an ACP v1 agent, or one
+     * without `session.inject`): `None` refuses it with `CallRejected.SteerNotSupported`.
+     */
+    var `steerFallback`: SteerFallback? = null 
     
 ){
     
@@ -7429,6 +7528,7 @@ public object FfiConverterTypeConnectOptions: FfiConverterRustBuffer<ConnectOpti
             FfiConverterULong.read(buf),
             FfiConverterULong.read(buf),
             FfiConverterBoolean.read(buf),
+            FfiConverterOptionalTypeSteerFallback.read(buf),
         )
     }
 
@@ -7438,7 +7538,8 @@ public object FfiConverterTypeConnectOptions: FfiConverterRustBuffer<ConnectOpti
             FfiConverterULong.allocationSize(value.`maxLineBytes`) +
             FfiConverterULong.allocationSize(value.`handshakeTimeoutMs`) +
             FfiConverterULong.allocationSize(value.`closeGraceMs`) +
-            FfiConverterBoolean.allocationSize(value.`forwardStderr`)
+            FfiConverterBoolean.allocationSize(value.`forwardStderr`) +
+            FfiConverterOptionalTypeSteerFallback.allocationSize(value.`steerFallback`)
     )
 
     override fun write(value: ConnectOptions, buf: ByteBuffer) {
@@ -7448,6 +7549,7 @@ public object FfiConverterTypeConnectOptions: FfiConverterRustBuffer<ConnectOpti
             FfiConverterULong.write(value.`handshakeTimeoutMs`, buf)
             FfiConverterULong.write(value.`closeGraceMs`, buf)
             FfiConverterBoolean.write(value.`forwardStderr`, buf)
+            FfiConverterOptionalTypeSteerFallback.write(value.`steerFallback`, buf)
     }
 }
 
@@ -8861,6 +8963,8 @@ data class PendingItem (
     var `content`: List<ContentBlock>
     , 
     var `superseded`: List<List<ContentBlock>>
+    , 
+    var `held`: kotlin.Boolean
     
 ){
     
@@ -8882,6 +8986,7 @@ public object FfiConverterTypePendingItem: FfiConverterRustBuffer<PendingItem> {
             FfiConverterTypeItemStatus.read(buf),
             FfiConverterSequenceTypeContentBlock.read(buf),
             FfiConverterSequenceSequenceTypeContentBlock.read(buf),
+            FfiConverterBoolean.read(buf),
         )
     }
 
@@ -8890,7 +8995,8 @@ public object FfiConverterTypePendingItem: FfiConverterRustBuffer<PendingItem> {
             FfiConverterTypeItemMode.allocationSize(value.`mode`) +
             FfiConverterTypeItemStatus.allocationSize(value.`status`) +
             FfiConverterSequenceTypeContentBlock.allocationSize(value.`content`) +
-            FfiConverterSequenceSequenceTypeContentBlock.allocationSize(value.`superseded`)
+            FfiConverterSequenceSequenceTypeContentBlock.allocationSize(value.`superseded`) +
+            FfiConverterBoolean.allocationSize(value.`held`)
     )
 
     override fun write(value: PendingItem, buf: ByteBuffer) {
@@ -8899,6 +9005,7 @@ public object FfiConverterTypePendingItem: FfiConverterRustBuffer<PendingItem> {
             FfiConverterTypeItemStatus.write(value.`status`, buf)
             FfiConverterSequenceTypeContentBlock.write(value.`content`, buf)
             FfiConverterSequenceSequenceTypeContentBlock.write(value.`superseded`, buf)
+            FfiConverterBoolean.write(value.`held`, buf)
     }
 }
 
@@ -12518,6 +12625,9 @@ sealed class CallRejected {
         companion object
     }
     
+    data object SteerNotSupported : CallRejected()
+    
+    
 
     
 
@@ -12541,6 +12651,7 @@ public object FfiConverterTypeCallRejected : FfiConverterRustBuffer<CallRejected
             5 -> CallRejected.InvalidArguments(
                 FfiConverterString.read(buf),
                 )
+            6 -> CallRejected.SteerNotSupported
             else -> throw RuntimeException("invalid enum value, something is very wrong!!")
         }
     }
@@ -12577,6 +12688,12 @@ public object FfiConverterTypeCallRejected : FfiConverterRustBuffer<CallRejected
                 + FfiConverterString.allocationSize(value.v1)
             )
         }
+        is CallRejected.SteerNotSupported -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
     }
 
     override fun write(value: CallRejected, buf: ByteBuffer) {
@@ -12600,6 +12717,10 @@ public object FfiConverterTypeCallRejected : FfiConverterRustBuffer<CallRejected
             is CallRejected.InvalidArguments -> {
                 buf.putInt(5)
                 FfiConverterString.write(value.v1, buf)
+                Unit
+            }
+            is CallRejected.SteerNotSupported -> {
+                buf.putInt(6)
                 Unit
             }
         }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
@@ -16646,6 +16767,43 @@ public object FfiConverterTypeStateUpdate : FfiConverterRustBuffer<StateUpdate>{
 
 
 /**
+ * What to do with a steer when the agent takes no injects (C-HELD-3).
+ */
+
+enum class SteerFallback {
+    
+    QUEUE,
+    CANCEL_AND_RESEND;
+
+    
+
+
+    companion object
+}
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeSteerFallback: FfiConverterRustBuffer<SteerFallback> {
+    override fun read(buf: ByteBuffer) = try {
+        SteerFallback.values()[buf.getInt() - 1]
+    } catch (e: IndexOutOfBoundsException) {
+        throw RuntimeException("invalid enum value, something is very wrong!!", e)
+    }
+
+    override fun allocationSize(value: SteerFallback) = 4UL
+
+    override fun write(value: SteerFallback, buf: ByteBuffer) {
+        buf.putInt(value.ordinal + 1)
+    }
+}
+
+
+
+
+
+/**
  * What happens to a steer accepted mid model stream with no tool call pending.
  */
 
@@ -18307,6 +18465,38 @@ public object FfiConverterOptionalTypeStateUpdate: FfiConverterRustBuffer<StateU
         } else {
             buf.put(1)
             FfiConverterTypeStateUpdate.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalTypeSteerFallback: FfiConverterRustBuffer<SteerFallback?> {
+    override fun read(buf: ByteBuffer): SteerFallback? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypeSteerFallback.read(buf)
+    }
+
+    override fun allocationSize(value: SteerFallback?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypeSteerFallback.allocationSize(value)
+        }
+    }
+
+    override fun write(value: SteerFallback?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypeSteerFallback.write(value, buf)
         }
     }
 }

@@ -32,7 +32,7 @@ impl ClientConnection {
         }
     }
 
-    fn ignore(&mut self, detail: String) {
+    pub(super) fn ignore(&mut self, detail: String) {
         self.ignored += 1;
         self.events.push_back(Event::Ignored { detail });
     }
@@ -42,6 +42,9 @@ impl ClientConnection {
         if line.len() > self.max_line_bytes {
             return self.ignore(format!("a line of {} bytes, over the limit", line.len()));
         }
+        if self.version == 1 {
+            return self.receive_v1_line(line);
+        }
         let (parsed, tolerated) = collect_tolerated(|| jsonrpc::parse_agent_line(line));
         match parsed {
             Ok(AgentLine::Update(n)) => self.update(n, tolerated),
@@ -50,7 +53,7 @@ impl ClientConnection {
         }
     }
 
-    fn update(&mut self, n: UpdateSessionNotification, tolerated: Vec<String>) {
+    pub(super) fn update(&mut self, n: UpdateSessionNotification, tolerated: Vec<String>) {
         let session = n.session_id.0;
         let Some(mirror) = self.sessions.get_mut(&session) else {
             return self.ignore(format!("an update for session {session:?}, which is not open on this connection"));
@@ -63,9 +66,25 @@ impl ClientConnection {
         if tolerated_count > 0 {
             self.session_event(&session, SessionEvent::Tolerated(tolerated));
         }
+        // A turn end may free the session for what this client holds (C-HELD-2).
+        self.drain_held(&session);
     }
 
-    fn message(&mut self, message: Incoming<'_>) {
+    /// The agent asks for permission (its request decoded, or why not).
+    pub(super) fn permission(&mut self, id: RequestId, request: Result<RequestPermissionRequest, String>) {
+        match request {
+            Ok(p) => {
+                self.permissions.insert(id.clone(), p.session_id.0.clone());
+                self.events.push_back(Event::PermissionRequested { request: id, params: Box::new(p) });
+            }
+            Err(e) => {
+                self.outbox.push_back(jsonrpc::error_line(&id, &ErrorObject::invalid_params(&e)));
+                self.ignore(format!("a session/request_permission that does not decode: {e}"));
+            }
+        }
+    }
+
+    pub(super) fn message(&mut self, message: Incoming<'_>) {
         match message {
             Incoming::Response { id, outcome } => self.answered(id, outcome),
             Incoming::Notification { method, params } if method == acp_inject_wire::methods::SESSION_UPDATE => {
@@ -77,16 +96,8 @@ impl ClientConnection {
             }
             Incoming::Notification { method, .. } => self.ignore(format!("a notification {method:?} this client does not handle")),
             Incoming::Request { id, method, params } if method == acp_inject_wire::methods::SESSION_REQUEST_PERMISSION => {
-                match jsonrpc::decode_params::<RequestPermissionRequest>(params) {
-                    Ok(p) => {
-                        self.permissions.insert(id.clone(), p.session_id.0.clone());
-                        self.events.push_back(Event::PermissionRequested { request: id, params: Box::new(p) });
-                    }
-                    Err(e) => {
-                        self.outbox.push_back(jsonrpc::error_line(&id, &ErrorObject::invalid_params(&e.to_string())));
-                        self.ignore(format!("a session/request_permission that does not decode: {e}"));
-                    }
-                }
+                let request = jsonrpc::decode_params::<RequestPermissionRequest>(params).map_err(|e| e.to_string());
+                self.permission(id, request);
             }
             Incoming::Request { id, method, .. } => {
                 self.outbox.push_back(jsonrpc::error_line(&id, &ErrorObject::method_not_found()));
@@ -99,6 +110,12 @@ impl ClientConnection {
         let Some(f) = self.in_flight.remove(&id) else {
             return self.ignore(format!("an answer to request {id}, which this connection did not send or already saw answered"));
         };
+        let session = f.session.clone().unwrap_or_default();
+        match f.flight {
+            Flight::V1Turn => return self.v1_turn_ended(&session, outcome),
+            Flight::HeldPrompt(item) => return self.held_prompt_answered(&session, item, outcome),
+            _ => {}
+        }
         let outcome = match outcome {
             Ok(raw) => match self.success(&f, raw) {
                 Ok(answer) => answer,
@@ -119,6 +136,8 @@ impl ClientConnection {
             }
         };
         self.events.push_back(Event::Answered { request: id, kind: f.flight.kind(), session_id: f.session, outcome });
+        // A refused prompt may free the session for what this client holds (C-HELD-2).
+        self.drain_held(&session);
     }
 
     fn success(&mut self, f: &InFlight, raw: &RawValue) -> Result<Answer, ProtocolError> {
@@ -141,6 +160,13 @@ impl ClientConnection {
                 // that, not with the member its answer lacks.
                 let version = acp_inject_wire::errors::protocol_version_of(raw.get());
                 let supported = acp_inject_wire::errors::SUPPORTED_PROTOCOL_VERSIONS;
+                // C-V1-1: an agent of version 1 is driven through v1 from here on.
+                if version == Some(1) {
+                    let r = super::v1::initialize_response(raw).map_err(invalid)?;
+                    self.version = 1;
+                    self.agent = Some(r.clone());
+                    return Ok(Answer::Initialized(Box::new(r)));
+                }
                 if let Some(v) = version.filter(|v| !supported.iter().any(|s| u64::from(*s) == *v)) {
                     return Err(ProtocolError {
                         code: acp_inject_wire::errors::UNSUPPORTED_PROTOCOL_VERSION,
@@ -157,6 +183,7 @@ impl ClientConnection {
                 // nullable `steerInStream`): `InitializeResponse::check`, the rule this toolkit's
                 // agents follow, is not applied to what another agent advertises.
                 let r: InitializeResponse = decode(kind, raw).map_err(invalid)?;
+                self.version = 2;
                 self.agent = Some(r.clone());
                 Answer::Initialized(Box::new(r))
             }
@@ -211,6 +238,8 @@ impl ClientConnection {
                 };
                 Answer::Status { status, state: r.state }
             }
+            // Answered before this (`answered`).
+            Flight::HeldPrompt(_) | Flight::V1Turn => return Err(invalid("an answer routed twice".into())),
         };
         for e in events {
             self.session_event(&session, e);
@@ -224,6 +253,8 @@ impl ClientConnection {
         for e in events {
             self.session_event(session, e);
         }
+        let held: Vec<usize> = self.held_calls.keys().filter(|(s, _)| s == session).map(|(_, i)| *i).collect();
+        self.fail_held_calls(session, &held, "the prompt was held for the running turn, and the session closed");
     }
 
     fn failure(&mut self, f: &InFlight) {

@@ -51,6 +51,7 @@ import dev.acpinject.FfiConverterTypeItemStatus
 import dev.acpinject.FfiConverterTypeMirrorSnapshot
 import dev.acpinject.FfiConverterTypeOutput
 import dev.acpinject.FfiConverterTypeRuntimeEvent
+import dev.acpinject.FfiConverterTypeSteerFallback
 import dev.acpinject.HistoryEntry
 import dev.acpinject.HostError
 import dev.acpinject.InjectCapabilities
@@ -59,6 +60,7 @@ import dev.acpinject.ItemStatus
 import dev.acpinject.MirrorSnapshot
 import dev.acpinject.Output
 import dev.acpinject.RuntimeEvent
+import dev.acpinject.SteerFallback
 import java.util.concurrent.atomic.AtomicBoolean
 import dev.acpinject.RustBuffer as RustBufferAcpError
 import dev.acpinject.RustBuffer as RustBufferAgentConfig
@@ -74,6 +76,7 @@ import dev.acpinject.RustBuffer as RustBufferItemStatus
 import dev.acpinject.RustBuffer as RustBufferMirrorSnapshot
 import dev.acpinject.RustBuffer as RustBufferOutput
 import dev.acpinject.RustBuffer as RustBufferRuntimeEvent
+import dev.acpinject.RustBuffer as RustBufferSteerFallback
 
 // This is a helper for safely working with byte buffers returned from the Rust code.
 // A rust-owned buffer is represented by its capacity, its current length, and a
@@ -728,6 +731,8 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_check_outputs(
     ): Int
+    external fun uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_check_sent(
+    ): Int
     external fun uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_check_state(
     ): Int
     external fun uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_client_setup(
@@ -780,6 +785,8 @@ internal object UniffiLib {
     external fun uniffi_acp_inject_ffi_conformance_fn_method_vectorrun_check_item(`ptr`: Long,`status`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): Unit
     external fun uniffi_acp_inject_ffi_conformance_fn_method_vectorrun_check_outputs(`ptr`: Long,`outputs`: RustBuffer.ByValue,`attached`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_acp_inject_ffi_conformance_fn_method_vectorrun_check_sent(`ptr`: Long,`sent`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): Unit
     external fun uniffi_acp_inject_ffi_conformance_fn_method_vectorrun_check_state(`ptr`: Long,`snapshot`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): Unit
@@ -927,6 +934,9 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_check_outputs() and 0xFFFF) != 16087) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_check_sent() and 0xFFFF) != 21456) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_check_state() and 0xFFFF) != 1655) {
@@ -1108,6 +1118,33 @@ private class JavaLangRefCleanable(
     val cleanable: java.lang.ref.Cleaner.Cleanable
 ) : UniffiCleaner.Cleanable {
     override fun clean() = cleanable.clean()
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterUShort: FfiConverter<UShort, Short> {
+    override fun lift(value: Short): UShort {
+        return value.toUShort()
+    }
+
+    fun lift(value: Int): UShort {
+        return value.toUShort()
+    }
+
+    override fun read(buf: ByteBuffer): UShort {
+        return lift(buf.getShort())
+    }
+
+    override fun lower(value: UShort): Short {
+        return value.toShort()
+    }
+
+    override fun allocationSize(value: UShort) = 2UL
+
+    override fun write(value: UShort, buf: ByteBuffer) {
+        buf.putShort(value.toShort())
+    }
 }
 
 /**
@@ -1315,6 +1352,11 @@ public interface VectorRunInterface {
      * Reports the outputs drained, with the connections attached to each live session.
      */
     fun `checkOutputs`(`outputs`: List<Output>, `attached`: Map<kotlin.String, List<kotlin.String>>)
+    
+    /**
+     * Reports the lines the client sent since the last call (`expectSent`).
+     */
+    fun `checkSent`(`sent`: List<kotlin.String>)
     
     /**
      * Reports a session's snapshot.
@@ -1559,6 +1601,23 @@ open class VectorRun: Disposable, AutoCloseable, VectorRunInterface
 
     
     /**
+     * Reports the lines the client sent since the last call (`expectSent`).
+     */
+    @Throws(AcpException::class)override fun `checkSent`(`sent`: List<kotlin.String>)
+        = 
+    callWithHandle {
+    uniffiRustCallWithError(AcpExceptionExternalErrorHandler) { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_conformance_fn_method_vectorrun_check_sent(
+        it,
+        
+        FfiConverterSequenceString.lower(`sent`),_status)
+}
+    }
+    
+    
+
+    
+    /**
      * Reports a session's snapshot.
      */
     @Throws(AcpException::class)override fun `checkState`(`snapshot`: MirrorSnapshot?)
@@ -1772,6 +1831,10 @@ data class ClientSetup (
     var `session`: kotlin.String
     , 
     var `capabilities`: InjectCapabilities?
+    , 
+    var `protocolVersion`: kotlin.UShort
+    , 
+    var `steerFallback`: SteerFallback?
     
 ){
     
@@ -1790,17 +1853,23 @@ public object FfiConverterTypeClientSetup: FfiConverterRustBuffer<ClientSetup> {
         return ClientSetup(
             FfiConverterString.read(buf),
             FfiConverterOptionalTypeInjectCapabilities.read(buf),
+            FfiConverterUShort.read(buf),
+            FfiConverterOptionalTypeSteerFallback.read(buf),
         )
     }
 
     override fun allocationSize(value: ClientSetup) = (
             FfiConverterString.allocationSize(value.`session`) +
-            FfiConverterOptionalTypeInjectCapabilities.allocationSize(value.`capabilities`)
+            FfiConverterOptionalTypeInjectCapabilities.allocationSize(value.`capabilities`) +
+            FfiConverterUShort.allocationSize(value.`protocolVersion`) +
+            FfiConverterOptionalTypeSteerFallback.allocationSize(value.`steerFallback`)
     )
 
     override fun write(value: ClientSetup, buf: ByteBuffer) {
             FfiConverterString.write(value.`session`, buf)
             FfiConverterOptionalTypeInjectCapabilities.write(value.`capabilities`, buf)
+            FfiConverterUShort.write(value.`protocolVersion`, buf)
+            FfiConverterOptionalTypeSteerFallback.write(value.`steerFallback`, buf)
     }
 }
 
@@ -2173,6 +2242,9 @@ sealed class Instruction {
         companion object
     }
     
+    data object ExpectSent : Instruction()
+    
+    
     data class ExpectItem(
         val `session`: kotlin.String, 
         val `messageId`: kotlin.String) : Instruction()
@@ -2220,7 +2292,8 @@ public object FfiConverterTypeInstruction : FfiConverterRustBuffer<Instruction>{
             7 -> Instruction.ExpectState(
                 FfiConverterString.read(buf),
                 )
-            8 -> Instruction.ExpectItem(
+            8 -> Instruction.ExpectSent
+            9 -> Instruction.ExpectItem(
                 FfiConverterString.read(buf),
                 FfiConverterString.read(buf),
                 )
@@ -2279,6 +2352,12 @@ public object FfiConverterTypeInstruction : FfiConverterRustBuffer<Instruction>{
                 + FfiConverterString.allocationSize(value.`session`)
             )
         }
+        is Instruction.ExpectSent -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
         is Instruction.ExpectItem -> {
             // Add the size for the Int that specifies the variant plus the size needed for all fields
             (
@@ -2327,8 +2406,12 @@ public object FfiConverterTypeInstruction : FfiConverterRustBuffer<Instruction>{
                 FfiConverterString.write(value.`session`, buf)
                 Unit
             }
-            is Instruction.ExpectItem -> {
+            is Instruction.ExpectSent -> {
                 buf.putInt(8)
+                Unit
+            }
+            is Instruction.ExpectItem -> {
+                buf.putInt(9)
                 FfiConverterString.write(value.`session`, buf)
                 FfiConverterString.write(value.`messageId`, buf)
                 Unit
@@ -2606,6 +2689,38 @@ public object FfiConverterOptionalTypeItemStatus: FfiConverterRustBuffer<ItemSta
 /**
  * @suppress
  */
+public object FfiConverterOptionalTypeSteerFallback: FfiConverterRustBuffer<SteerFallback?> {
+    override fun read(buf: ByteBuffer): SteerFallback? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypeSteerFallback.read(buf)
+    }
+
+    override fun allocationSize(value: SteerFallback?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypeSteerFallback.allocationSize(value)
+        }
+    }
+
+    override fun write(value: SteerFallback?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypeSteerFallback.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
 public object FfiConverterOptionalTypeInstruction: FfiConverterRustBuffer<Instruction?> {
     override fun read(buf: ByteBuffer): Instruction? {
         if (buf.get().toInt() == 0) {
@@ -2857,6 +2972,8 @@ object AcpExceptionExternalErrorHandler : UniffiRustCallStatusErrorHandler<AcpEx
             }
         )
 }
+
+
 
 
 

@@ -73,7 +73,8 @@ private fun ClientCore.perform(call: ClientCall) {
 private fun driveClient(run: VectorRun) {
     val setup = run.clientSetup() ?: mismatch("a client-side vector without a client setup")
     ClientCore(16uL shl 20).use { client ->
-        client.assumeCapabilities(setup.capabilities)
+        client.assumeAgent(setup.protocolVersion, setup.capabilities)
+        client.setSteerFallback(setup.steerFallback)
         client.openSession(setup.session, null)
         while (true) {
             when (val step = run.next() ?: break) {
@@ -90,6 +91,7 @@ private fun driveClient(run: VectorRun) {
                 }
                 is Instruction.Receive -> run.recordEvents(client.receive(step.line))
                 is Instruction.ExpectState -> run.checkState(client.snapshot(step.session))
+                is Instruction.ExpectSent -> run.checkSent(client.takeOutgoing())
                 is Instruction.ExpectItem -> run.checkItem(client.itemStatus(step.session, step.messageId))
                 else -> mismatch("a client-side vector has an agent-side step: $step")
             }

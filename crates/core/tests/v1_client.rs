@@ -1,0 +1,81 @@
+//! C-V1-1 … C-V1-3 where the vectors cannot look: the events an app reads from a version 1
+//! agent (the prompt call answered when it goes out, a v1 permission request read as v2's) and
+//! the permission answer on the wire.
+
+use acp_inject_core::client::{Answer, ClientConnection, Event, RequestKind, SessionEvent, TurnState};
+use acp_inject_core::wire::{ContentBlock, RequestPermissionOutcome, SelectedPermissionOutcome, TextContent};
+use serde_json::{json, Value};
+
+fn text(t: &str) -> Vec<ContentBlock> {
+    vec![ContentBlock::Text(Box::new(TextContent { text: t.into(), annotations: None, meta: None }))]
+}
+
+fn v1_client() -> ClientConnection {
+    let mut c = ClientConnection::new(1 << 20);
+    c.assume_agent(1, None);
+    c.open_session("s1", None);
+    c
+}
+
+#[test]
+fn a_prompt_call_is_answered_when_it_goes_out_and_the_turn_ends_with_the_answer() {
+    let mut c = v1_client();
+    let request = c.prompt("s1", text("hi")).expect("accepted");
+    let sent: Value = serde_json::from_str(&c.take_outgoing()[0]).unwrap();
+    assert_eq!(sent["method"], "session/prompt");
+    assert_eq!(serde_json::to_value(&request).unwrap(), sent["id"], "the call's id is the request's");
+    let events = c.take_events();
+    let answered = events.iter().find_map(|e| match e {
+        Event::Answered { request: r, kind: RequestKind::Prompt, outcome: Answer::Accepted { message_id }, .. } if *r == request => {
+            message_id.clone()
+        }
+        _ => None,
+    });
+    let id = answered.expect("the call is answered at once, with the client's id");
+    assert!(events.iter().any(
+        |e| matches!(e, Event::Session { event: SessionEvent::Update(acp_inject_core::wire::SessionUpdate::UserMessage(m)), .. } if m.message_id == id)
+    ));
+    assert_eq!(c.mirror("s1").unwrap().state(), TurnState::Running);
+    c.receive_line(&json!({ "jsonrpc": "2.0", "id": sent["id"], "result": { "stopReason": "refusal" } }).to_string());
+    assert!(c.take_events().iter().all(|e| !matches!(e, Event::Answered { .. })), "the prompt's call was answered once");
+    let snapshot = c.mirror("s1").unwrap().snapshot();
+    assert_eq!(snapshot.state, TurnState::Idle);
+    assert_eq!(serde_json::to_value(&snapshot.stop_reason).unwrap(), "refusal");
+}
+
+#[test]
+fn a_v1_permission_request_reads_as_v2_and_is_answered_in_the_shape_both_share() {
+    let mut c = v1_client();
+    let line = json!({ "jsonrpc": "2.0", "id": 7, "method": "session/request_permission", "params": {
+        "sessionId": "s1",
+        "toolCall": { "toolCallId": "t1", "title": "Write main.rs", "kind": "edit" },
+        "options": [{ "optionId": "allow", "name": "Allow", "kind": "allow_once" }] } });
+    c.receive_line(&line.to_string());
+    let events = c.take_events();
+    let (request, params) = events
+        .into_iter()
+        .find_map(|e| match e {
+            Event::PermissionRequested { request, params } => Some((request, params)),
+            _ => None,
+        })
+        .expect("the request is surfaced");
+    assert_eq!(params.title, "Write main.rs");
+    let subject = serde_json::to_value(&params.subject).unwrap();
+    assert_eq!(subject["type"], "tool_call");
+    assert_eq!(subject["toolCall"]["toolCallId"], "t1");
+    let outcome = RequestPermissionOutcome::Selected(Box::new(SelectedPermissionOutcome {
+        option_id: String::from("allow").into(),
+        meta: None,
+    }));
+    c.answer_permission(&request, outcome).expect("open");
+    let answer: Value = serde_json::from_str(&c.take_outgoing()[0]).unwrap();
+    assert_eq!(answer, json!({ "jsonrpc": "2.0", "id": 7, "result": { "outcome": { "outcome": "selected", "optionId": "allow" } } }));
+
+    // Without a tool call there is nothing to show: refused as invalid params, not surfaced.
+    c.receive_line(
+        &json!({ "jsonrpc": "2.0", "id": 8, "method": "session/request_permission", "params": { "sessionId": "s1", "options": [] } })
+            .to_string(),
+    );
+    let refused: Value = serde_json::from_str(&c.take_outgoing()[0]).unwrap();
+    assert_eq!(refused["error"]["code"], -32602);
+}

@@ -782,6 +782,7 @@ fn interop() -> Row {
         "sdk-client.mjs",
         "sdk-v1-client.mjs",
         "sdk-agent.mjs",
+        "sdk-v1-agent.mjs",
     ];
     if let Err(e) = crate::typescript::npm_project(&project, &harness, &files) {
         return Row::failed(e);
@@ -825,7 +826,8 @@ fn interop() -> Row {
         }
     }
     // The official Python SDK's client (ACP v1) against the same agents.
-    match python_sdk() {
+    let python_sdk = python_sdk();
+    match &python_sdk {
         Ok(py) => {
             for (name, command) in blackbox_agents() {
                 let Ok(mut command) = command else { continue };
@@ -834,7 +836,7 @@ fn interop() -> Row {
                 }
                 command.extend(["--delay-ms".into(), "20".into()]);
                 eprintln!("\nthe official Python SDK's v1 client against the {name}:");
-                let mut client = Command::new(&py);
+                let mut client = Command::new(py);
                 client.arg(root().join("interop/python-sdk/sdk_v1_client.py")).arg("--").args(&command).current_dir(&harness);
                 if process::run(&mut client, Echo::All).is_ok_and(|r| r.success()) {
                     tests.passed += 1;
@@ -849,16 +851,18 @@ fn interop() -> Row {
             failed.push(format!("the official Python SDK: {e}"));
         }
     }
-    // The other way: our clients drive the agent written with the SDK.
-    eprintln!("\nthe Python example client against an agent written with the official TypeScript SDK:");
-    type Drive = fn(&Path) -> Result<(), String>;
+    // The other way: our clients drive the agents written with the SDKs: the v2 draft agent
+    // (TypeScript SDK), and a v1 agent written with each SDK's v1 API.
+    let v1_agents = sdk_v1_agents(&harness, python_sdk.as_ref().ok());
+    eprintln!("\nthe Python example client against the agents written with the official SDKs:");
+    type Drive = fn(&Path, &[(&str, Vec<String>)]) -> Result<(), String>;
     let others: [(&str, Drive); 3] = [
-        ("python client", sdk_agent_driven_by_python),
-        ("kotlin client", sdk_agent_driven_by_kotlin),
-        ("swift client", sdk_agent_driven_by_swift),
+        ("python client", sdk_agents_driven_by_python),
+        ("kotlin client", sdk_agents_driven_by_kotlin),
+        ("swift client", sdk_agents_driven_by_swift),
     ];
     for (name, drive) in others {
-        match drive(&harness) {
+        match drive(&harness, &v1_agents) {
             Ok(()) => tests.passed += 1,
             Err(e) => {
                 tests.failed += 1;
@@ -892,71 +896,114 @@ fn python_sdk() -> Result<PathBuf, String> {
     Ok(py)
 }
 
-/// The Kotlin client's interop test (`SdkAgentInteropTest`, skipped unless
-/// `ACP_INJECT_SDK_AGENT` names the SDK agent's script) through Maven, on the debug library.
-fn sdk_agent_driven_by_kotlin(harness: &Path) -> Result<(), String> {
-    eprintln!("\nthe Kotlin client against an agent written with the official TypeScript SDK:");
-    ensure_maven()?;
-    let lib = ffi_lib_dir().map_err(|e| e.to_string())?;
-    let mut cmd = Command::new("mvn");
-    cmd.args(["-B", "-q", "-ntp", "-Dstyle.color=never", "test", "-Dtest=SdkAgentInteropTest", "-Dacp.skipCargo=true"])
-        .arg(format!("-Dacp.lib.dir={}", lib.display()))
-        .env("ACP_INJECT_SDK_AGENT", harness.join("sdk-agent.mjs"))
-        .current_dir(root().join("bindings/kotlin"));
-    match process::run(&mut cmd, Echo::All) {
-        Ok(r) if r.success() => Ok(()),
-        Ok(_) => Err("mvn test -Dtest=SdkAgentInteropTest failed".into()),
-        Err(e) => Err(e.to_string()),
+/// The ACP v1 agents written with the official SDKs' v1 APIs, for our clients: the
+/// TypeScript SDK's, and the Python SDK's when its venv is there (its failure is reported
+/// where it is installed).
+fn sdk_v1_agents(harness: &Path, python: Option<&PathBuf>) -> Vec<(&'static str, Vec<String>)> {
+    let path = |p: PathBuf| p.display().to_string();
+    let mut agents = vec![("TypeScript SDK v1 agent", vec!["node".to_owned(), path(harness.join("sdk-v1-agent.mjs"))])];
+    if let Some(py) = python {
+        agents.push(("Python SDK v1 agent", vec![path(py.clone()), path(root().join("interop/python-sdk/sdk_v1_agent.py"))]));
     }
+    agents
 }
 
-/// The Swift client's interop test (`SdkAgentInteropTests`, skipped unless
-/// `ACP_INJECT_SDK_AGENT` names the SDK agent's script) in the Swift chroot, where swiftw
-/// installs Node.js for it on first use.
-fn sdk_agent_driven_by_swift(harness: &Path) -> Result<(), String> {
-    eprintln!("\nthe Swift client against an agent written with the official TypeScript SDK:");
+/// The Kotlin client's interop tests (`SdkAgentInteropTest`, skipped unless
+/// `ACP_INJECT_SDK_AGENT` / `ACP_INJECT_SDK_V1_AGENT` name the agents) through Maven, on the
+/// debug library: once per v1 agent, the first run with the v2 agent too.
+fn sdk_agents_driven_by_kotlin(harness: &Path, v1_agents: &[(&str, Vec<String>)]) -> Result<(), String> {
+    ensure_maven()?;
+    let lib = ffi_lib_dir().map_err(|e| e.to_string())?;
+    for (i, (name, command)) in v1_agents.iter().enumerate() {
+        eprintln!("\nthe Kotlin client against the {name}{}:", if i == 0 { " and the TypeScript SDK's v2 agent" } else { "" });
+        let mut cmd = Command::new("mvn");
+        cmd.args(["-B", "-q", "-ntp", "-Dstyle.color=never", "test", "-Dtest=SdkAgentInteropTest", "-Dacp.skipCargo=true"])
+            .arg(format!("-Dacp.lib.dir={}", lib.display()))
+            .env("ACP_INJECT_SDK_V1_AGENT", command.join("\n"))
+            .current_dir(root().join("bindings/kotlin"));
+        if i == 0 {
+            cmd.env("ACP_INJECT_SDK_AGENT", harness.join("sdk-agent.mjs"));
+        }
+        match process::run(&mut cmd, Echo::All) {
+            Ok(r) if r.success() => {}
+            Ok(_) => return Err(format!("mvn test -Dtest=SdkAgentInteropTest failed against the {name}")),
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+    Ok(())
+}
+
+/// The Swift client's interop tests (`SdkAgentInteropTests`, skipped unless the variables
+/// name the agents) in the Swift chroot, where swiftw installs Node.js for them on first use:
+/// the v2 agent and the TypeScript SDK's v1 agent (the Python SDK's venv belongs to the host's
+/// Python, which the chroot does not have).
+fn sdk_agents_driven_by_swift(harness: &Path, v1_agents: &[(&str, Vec<String>)]) -> Result<(), String> {
+    eprintln!("\nthe Swift client against the TypeScript SDK's v2 and v1 agents:");
     let (lib, agent) = library_and_agent()?;
+    let v1 = v1_agents.first().map(|(_, c)| c.join("\n")).unwrap_or_default();
     let mut cmd = Command::new(root().join("bindings/swift/swiftw"));
     cmd.args(["test", "--filter", "SdkAgentInteropTests"])
         .env("ACP_INJECT_CACHE", cache_dir())
         .env("ACP_INJECT_LIB_DIR", &lib)
         .env("ACP_INJECT_AGENT", &agent)
-        .env("ACP_INJECT_SDK_AGENT", harness.join("sdk-agent.mjs"));
+        .env("ACP_INJECT_SDK_AGENT", harness.join("sdk-agent.mjs"))
+        .env("ACP_INJECT_SDK_V1_AGENT", v1);
     let ran = process::run(&mut cmd, Echo::All).map_err(|e| e.to_string())?;
     let said = format!("{}{}", ran.stdout, ran.stderr);
-    // It must have run, not been skipped.
-    let passed = said.contains("testASessionAgainstAnAgentWrittenWithTheOfficialTypeScriptSdk' passed");
+    // They must have run, not been skipped.
+    let passed = [
+        "testASessionAgainstAnAgentWrittenWithTheOfficialTypeScriptSdk",
+        "testAV1SessionWithAQueueHeldByThisClientAgainstAnAgentWrittenWithAnOfficialSdk",
+    ]
+    .iter()
+    .all(|t| said.contains(&format!("{t}' passed")));
     if ran.success() && passed {
         Ok(())
     } else {
-        Err("swiftw test --filter SdkAgentInteropTests failed or did not run".into())
+        Err("swiftw test --filter SdkAgentInteropTests failed or did not run both tests".into())
     }
 }
 
-/// `examples/client.py -- node sdk-agent.mjs --report FILE`: the client's own checks pass, and
-/// the agent found every line of the session valid per the SDK's schemas.
-fn sdk_agent_driven_by_python(harness: &Path) -> Result<(), String> {
+/// `examples/client.py -- AGENT --report FILE` against the TypeScript SDK's v2 agent and each v1
+/// agent: the client's own checks pass, and the agent found every line valid per its SDK. A v1
+/// agent also reports the prompts it got: the client's held queue arrives as prompts of their
+/// own, in order, with the replaced text and without the revoked one.
+fn sdk_agents_driven_by_python(harness: &Path, v1_agents: &[(&str, Vec<String>)]) -> Result<(), String> {
     let py = crate::pyenv::python_with_test_package().map_err(|e| e.to_string())?;
-    let report = harness.join("sdk-agent-report.json");
-    let _ = std::fs::remove_file(&report);
-    let mut client = Command::new(py);
-    client.arg(root().join("bindings/python/examples/client.py")).arg("--").arg("node").arg(harness.join("sdk-agent.mjs"));
-    client.args(["--delay-ms", "20", "--report"]).arg(&report);
-    if !process::run(&mut client, Echo::All).map_err(|e| e.to_string())?.success() {
-        return Err("the client's checks failed".into());
+    let v2 = vec!["node".to_owned(), harness.join("sdk-agent.mjs").display().to_string()];
+    let mut agents = vec![("TypeScript SDK v2 agent", v2, false)];
+    agents.extend(v1_agents.iter().map(|(n, c)| (*n, c.clone(), true)));
+    for (name, command, v1) in agents {
+        eprintln!("\nthe Python example client against the {name}:");
+        let report = harness.join("sdk-agent-report.json");
+        let _ = std::fs::remove_file(&report);
+        let mut client = Command::new(&py);
+        client.arg(root().join("bindings/python/examples/client.py")).arg("--").args(&command);
+        client.args(["--delay-ms", "20", "--report"]).arg(&report);
+        if !process::run(&mut client, Echo::All).map_err(|e| e.to_string())?.success() {
+            return Err(format!("the client's checks failed against the {name}"));
+        }
+        // The agent writes it when its input ends, which may be just after the client exits.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !report.exists() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let text = std::fs::read_to_string(&report).map_err(|e| format!("the {name} wrote no report ({}): {e}", report.display()))?;
+        let report: serde_json::Value = serde_json::from_str(&text).map_err(|e| format!("the {name}'s report: {e}"))?;
+        eprintln!("{name}: {}", report["summary"].as_str().unwrap_or("?"));
+        match report["problems"].as_array() {
+            Some(p) if p.is_empty() && report["lines"].as_u64().unwrap_or(0) > 0 => {}
+            _ => return Err(format!("the {name} found problems: {}", report["problems"])),
+        }
+        if v1 {
+            let prompts: Vec<&str> = report["promptTexts"].as_array().into_iter().flatten().filter_map(|p| p.as_str()).collect();
+            let held = ["Refactor the login module", "then update the docs", "final text"];
+            if !prompts.starts_with(&held) || prompts.iter().any(|p| *p == "draft" || *p == "revoke me") {
+                return Err(format!("the {name} got the prompts {prompts:?}; the held queue should arrive as {held:?}"));
+            }
+        }
     }
-    // The agent writes it when its input ends, which may be just after the client exits.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while !report.exists() && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    let text = std::fs::read_to_string(&report).map_err(|e| format!("the agent wrote no report ({}): {e}", report.display()))?;
-    let report: serde_json::Value = serde_json::from_str(&text).map_err(|e| format!("the agent's report: {e}"))?;
-    eprintln!("sdk-agent: {}", report["summary"].as_str().unwrap_or("?"));
-    match report["problems"].as_array() {
-        Some(p) if p.is_empty() && report["lines"].as_u64().unwrap_or(0) > 0 => Ok(()),
-        _ => Err(format!("the SDK's schemas refused lines: {}", report["problems"])),
-    }
+    Ok(())
 }
 
 /// A consumer stage (xtask/src/consumers.rs): an artifact of `cargo xtask dist`, used as a

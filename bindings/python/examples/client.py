@@ -1,11 +1,13 @@
-"""A scripted client session against any ACP v2 agent, checking the inject rules as it goes.
+"""A scripted client session against any ACP agent, v1 or v2, checking the inject rules as it goes.
 
     python bindings/python/examples/client.py -- AGENT_COMMAND [ARGS…]
 
 It prompts, steers and queues mid-turn, revokes, replaces, cancels, and runs two sessions at
 once on the one connection, printing the transcript and the pending list as they change. It
 exits 0 only when every step behaved as the rules say. Against an agent that offers no
-session/inject it says so and skips those steps. Permission requests are allowed.
+session/inject (every ACP v1 agent) the queue is held by this client: queue, revoke and
+replace still work, and steer is refused as the agent cannot take input mid-turn; the run says
+which steps the agent's version allowed. Permission requests are allowed.
 """
 
 from __future__ import annotations
@@ -87,16 +89,31 @@ async def main(command: List[str]) -> int:
     checks = Checks()
     async with acp.connect(command, name="acp-inject-example-client") as agent:
         inject = agent.inject
-        print(f"agent: {agent.agent.info.name} {agent.agent.info.version}; inject: {inject}", flush=True)
+        version = agent.agent.protocol_version
+        print(f"agent: {agent.agent.info.name} {agent.agent.info.version}, ACP v{version}; inject: {inject}", flush=True)
         a = await agent.new_session("/tmp")
         print(f"session A: {a.id}")
 
         await a.prompt("Refactor the login module")
         checks.expect(await until("A", a, lambda s: s.state != TurnState.IDLE), "the prompt starts a turn")
         if inject is None:
-            print("the agent offers no session/inject: skipping steer, queue, revoke and replace")
-            ok = await until("A", a, lambda s: s.state == TurnState.IDLE)
-            checks.expect(ok and users(a.snapshot()) == ["Refactor the login module"], "the turn ends with the prompt delivered")
+            print(f"the agent (ACP v{version}) offers no session/inject: queue, revoke and replace are held by this "
+                  "client and sent as prompts when each turn ends; steer is not offered", flush=True)
+            try:
+                await a.inject("use auth_v2", mode="steer")
+                checks.expect(False, "a steer is refused when the agent cannot take input mid-turn")
+            except acp.AcpError.Rejected as e:
+                checks.expect(isinstance(e.reason, acp.CallRejected.STEER_NOT_SUPPORTED), f"a steer is refused: {e.reason}")
+            await a.inject("then update the docs", mode="queue")
+            gone = await a.inject("revoke me", mode="queue")
+            await a.revoke(gone)
+            checks.expect("revoke me" not in [text_of(p.content) for p in a.snapshot().pending], "a revoked message leaves the pending list")
+            draft = await a.inject("draft", mode="queue")
+            await a.replace(draft, "final text")
+            checks.expect(all(p.held for p in a.snapshot().pending), "what is queued is held by this client")
+            wanted = ["Refactor the login module", "then update the docs", "final text"]
+            ok = await until("A", a, lambda s: users(s) == wanted and finished("A", s) and not s.pending)
+            checks.expect(ok, f"the held messages go out one per turn, in order: {wanted}")
         else:
             modes = inject.modes
             if InjectMode.STEER in modes:
@@ -116,8 +133,8 @@ async def main(command: List[str]) -> int:
                     wanted.append("final text")
             ok = await until("A", a, lambda s: all(w in users(s) for w in wanted) and finished("A", s) and not s.pending)
             checks.expect(ok, f"every accepted inject is delivered: {wanted}")
-            seen = users(a.snapshot())
-            checks.expect("revoke me" not in seen and "draft" not in seen, "revoked and replaced content is never delivered")
+        seen = users(a.snapshot())
+        checks.expect("revoke me" not in seen and "draft" not in seen, "revoked and replaced content is never delivered")
 
         # Cancel a running turn: it ends cancelled.
         await a.prompt("Write the migration guide")

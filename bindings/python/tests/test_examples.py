@@ -42,13 +42,14 @@ def test_example_client_passes(agent: str) -> None:
     assert "ok    nothing of session B reached session A" in out
 
 
-def test_example_client_skips_inject_against_an_agent_without_it() -> None:
+def test_example_client_holds_the_queue_for_an_agent_without_inject() -> None:
     ran = run_client(plain_agent_command("--delay-ms", "20", "--no-inject"))
     assert ran.returncode == 0, ran.stdout + ran.stderr
     out = ran.stdout
-    assert "inject: None" in out
-    assert "the agent offers no session/inject: skipping steer, queue, revoke and replace" in out
-    assert "every accepted inject is delivered" not in out
+    assert "ACP v2; inject: None" in out
+    assert "offers no session/inject: queue, revoke and replace are held by this client" in out
+    assert "ok    a steer is refused: CallRejected.STEER_NOT_SUPPORTED" in out
+    assert "ok    the held messages go out one per turn, in order" in out
     assert "ok    cancel ends the turn as cancelled" in out and "every step behaved per the rules" in out
 
 

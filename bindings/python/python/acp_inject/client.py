@@ -226,7 +226,7 @@ def connect(
     ``AcpError.Disconnected`` when the agent cannot be started or exits (with its exit status
     and the end of its stderr).
 
-    The agent may speak ACP v1 or v2 (``client.agent().protocol_version``). For one that takes
+    The agent may speak ACP v1 or v2 (``client.agent.protocol_version``). For one that takes
     no injects (every v1 agent), queued messages are held by this client and sent as prompts
     when the turn ends; ``steer_fallback`` says what a steer does then
     (``SteerFallback.QUEUE`` or ``SteerFallback.CANCEL_AND_RESEND``; ``None`` raises

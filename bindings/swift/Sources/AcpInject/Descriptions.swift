@@ -45,9 +45,11 @@ extension ContentBlock: CustomStringConvertible {
 }
 
 extension PendingItem: CustomStringConvertible {
-    /// `queue m_3 pending "then lint"`.
+    /// `queue m_3 pending "then lint"`; `queue local_2 pending (held here) "then lint"` for a
+    /// message this client holds for an agent that takes no injects.
     public var description: String {
-        "\(mode) \(messageId ?? "(no id yet)") \(status) \(content.map(\.description).joined(separator: " "))"
+        let held = held ? " (held here)" : ""
+        return "\(mode) \(messageId ?? "(no id yet)") \(status)\(held) \(content.map(\.description).joined(separator: " "))"
     }
 }
 

@@ -54,7 +54,7 @@ final class ClientTests: XCTestCase {
         let id = try await session.prompt("hello")
         var seen: [SessionActivity] = []
         while !seen.contains(where: { if case .event(.update) = $0 { true } else { false } }) { seen += try await session.nextEvents() }
-        XCTAssertEqual(seen.first, .event(.item(PendingItem(messageId: nil, mode: .prompt, status: .sending, content: "hello".contentBlocks, superseded: []))))
+        XCTAssertEqual(seen.first, .event(.item(PendingItem(messageId: nil, mode: .prompt, status: .sending, content: "hello".contentBlocks, superseded: [], held: false))))
         guard case let .event(.update(.userMessage(first)))? = seen.first(where: { if case .event(.update) = $0 { true } else { false } }) else {
             return XCTFail("\(seen)")
         }

@@ -121,6 +121,7 @@ final class ErrorsTests: XCTestCase {
         XCTAssertEqual(refused.localizedDescription, refused.description)
         XCTAssertEqual(AcpError.Rejected(reason: .modeNotSupported).description, "refused locally: modeNotSupported")
         XCTAssertEqual(ContentBlock.text("hi").description, #""hi""#)
-        XCTAssertEqual("\(PendingItem(messageId: "m_1", mode: .queue, status: .pending, content: "hi".contentBlocks, superseded: []))", #"queue m_1 pending "hi""#)
+        XCTAssertEqual("\(PendingItem(messageId: "m_1", mode: .queue, status: .pending, content: "hi".contentBlocks, superseded: [], held: false))", #"queue m_1 pending "hi""#)
+        XCTAssertEqual("\(PendingItem(messageId: "local_1", mode: .queue, status: .pending, content: "hi".contentBlocks, superseded: [], held: true))", #"queue local_1 pending (held here) "hi""#)
     }
 }

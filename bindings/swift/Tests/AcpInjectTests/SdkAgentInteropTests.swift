@@ -62,4 +62,66 @@ final class SdkAgentInteropTests: XCTestCase {
         XCTAssertNotNil(found.range(of: #""problems":\s*\[\s*\]"#, options: .regularExpression), "the SDK's schemas refused lines: \(found)")
         XCTAssertNotNil(found.range(of: #""lines":\s*[1-9]"#, options: .regularExpression), "no lines checked: \(found)")
     }
+
+    /// This client against an ACP v1 agent written with an official SDK's v1 API
+    /// (`interop/typescript-sdk/sdk-v1-agent.mjs`): the same session API, and the queue held by
+    /// this client (C-HELD-1): queue, revoke and replace during a turn, each held message sent
+    /// as the next prompt when a turn ends. `ACP_INJECT_SDK_V1_AGENT` is the agent's command,
+    /// one argument per line (the interop stage sets it).
+    func testAV1SessionWithAQueueHeldByThisClientAgainstAnAgentWrittenWithAnOfficialSdk() async throws {
+        guard let command = ProcessInfo.processInfo.environment["ACP_INJECT_SDK_V1_AGENT"], !command.isEmpty else {
+            throw XCTSkip("ACP_INJECT_SDK_V1_AGENT names the SDK v1 agent (the interop stage sets it)")
+        }
+        let report = NSTemporaryDirectory() + "sdk-v1-agent-report-\(UUID().uuidString).json"
+        let argv = command.split(separator: "\n").map(String.init) + ["--delay-ms", "20", "--report", report]
+        let client = try await connect(argv, name: "acp-inject-swift-tests", forwardStderr: false)
+        XCTAssertEqual(client.agent.protocolVersion, 1, "the agent speaks ACP v1")
+        XCTAssertNil(client.inject, "a v1 agent takes no session/inject")
+        let session = try await client.newSession(cwd: "/tmp")
+
+        _ = try await session.prompt("fix the bug")
+        XCTAssertEqual(try session.snapshot().state, .running)
+        let later = try await session.inject("then the docs")
+        let gone = try await session.inject("revoke me")
+        try await session.revoke(gone)
+        let draft = try await session.inject("draft")
+        try await session.replace(draft, with: "final text")
+        do {
+            _ = try await session.inject("now", mode: .steer)
+            XCTFail("a steer was accepted by an agent that cannot take input mid-turn")
+        } catch let AcpError.Rejected(reason) {
+            XCTAssertEqual(reason, .steerNotSupported)
+        }
+        let held = try session.snapshot().pending
+        XCTAssertEqual(held.map(\.messageId), [later, draft])
+        XCTAssertTrue(held.allSatisfy(\.held), "\(held)")
+
+        let wanted = ["fix the bug", "then the docs", "final text"]
+        try await withDeadline(30) {
+            for try await activity in session.events {
+                if case let .permissionRequested(request, params) = activity {
+                    let allow = params.options.first { $0.kind == .allowOnce } ?? params.options[0]
+                    try session.allow(request, optionId: allow.optionId)
+                }
+                let snap = try session.snapshot()
+                let users = snap.transcript.filter { $0.role == .user }.map { $0.content.text }
+                if users == wanted && snap.state == .idle && snap.pending.isEmpty { return }
+            }
+        }
+        let snap = try session.snapshot()
+        XCTAssertEqual(snap.stopReason, .endTurn)
+        XCTAssertTrue(snap.violations.isEmpty, "\(snap.violations)")
+        try await client.close()
+
+        var text: String?
+        for _ in 0..<500 where text == nil {
+            text = try? String(contentsOfFile: report, encoding: .utf8)
+            if text == nil { try await Task.sleep(nanoseconds: 20_000_000) }
+        }
+        try? FileManager.default.removeItem(atPath: report)
+        let found = try XCTUnwrap(text, "the agent wrote no report")
+        XCTAssertNotNil(found.range(of: #""problems":\s*\[\s*\]"#, options: .regularExpression), "the agent found problems: \(found)")
+        let compact = found.filter { !$0.isWhitespace }
+        XCTAssertTrue(compact.contains(#""promptTexts":["fixthebug","thenthedocs","finaltext"]"#), "the agent's prompts, in order: \(found)")
+    }
 }

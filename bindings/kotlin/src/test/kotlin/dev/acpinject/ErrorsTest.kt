@@ -54,8 +54,8 @@ class ErrorsTest {
             assertIs<AcpException.InvalidInput>(assertThrows<AcpException> { client.openSession("s1", "{bad mirror") })
             val e = assertThrows<AcpException.Rejected> { client.prompt("nowhere", listOf(text("x"))) }
             assertEquals(CallRejected.UnknownSession, e.reason)
-            client.openSession("s1", null)
             client.assumeCapabilities(InjectCapabilities(listOf(InjectMode.QUEUE), null, emptyList(), null))
+            client.openSession("s1", null)
             val steer = assertThrows<AcpException.Rejected> { client.inject("s1", InjectMode.STEER, listOf(text("x"))) }
             assertEquals(CallRejected.ModeNotSupported, steer.reason)
             assertTrue(client.takeOutgoing().isEmpty(), "a refused call sends nothing")

@@ -1,10 +1,12 @@
 package dev.acpinject
 
 import kotlinx.coroutines.flow.first
+import kotlinx.coroutines.launch
 import org.junit.jupiter.api.Assumptions.assumeTrue
 import org.junit.jupiter.api.Test
 import java.io.File
 import kotlin.test.assertEquals
+import kotlin.test.assertFailsWith
 import kotlin.test.assertIs
 import kotlin.test.assertNull
 import kotlin.test.assertTrue
@@ -56,5 +58,56 @@ class SdkAgentInteropTest {
         report.delete()
         assertTrue(Regex("\"problems\":\\s*\\[\\s*]").containsMatchIn(text), "the SDK's schemas refused lines: $text")
         assertTrue(Regex("\"lines\":\\s*[1-9]").containsMatchIn(text), "no lines checked: $text")
+    }
+
+    /**
+     * This client against an ACP v1 agent written with an official SDK's v1 API
+     * (`interop/typescript-sdk/sdk-v1-agent.mjs`, `interop/python-sdk/sdk_v1_agent.py`): the
+     * session API is the same, and the queue is held by this client (C-HELD-1): queue, revoke
+     * and replace during a turn, each held message sent as the next prompt when a turn ends.
+     * `ACP_INJECT_SDK_V1_AGENT` is the agent's command, one argument per line (the interop stage
+     * sets it once per SDK).
+     */
+    @Test
+    fun `a v1 session with a queue held by this client against an agent written with an official SDK`() = coTest {
+        val command = System.getenv("ACP_INJECT_SDK_V1_AGENT")
+        assumeTrue(!command.isNullOrEmpty(), "ACP_INJECT_SDK_V1_AGENT names the SDK v1 agent (the interop stage sets it)")
+        val report = File.createTempFile("sdk-v1-agent-report", ".json").apply { delete() }
+        val argv = command!!.split("\n") + listOf("--delay-ms", "20", "--report", report.path)
+        connectQuietly(argv).use { client ->
+            assertEquals(1.toUShort(), client.agent.protocolVersion, "the agent speaks ACP v1")
+            assertNull(client.inject, "a v1 agent takes no session/inject")
+            val session = client.newSession("/tmp/project")
+            val allowing = launch {
+                session.events().collect { if (it is SessionActivity.PermissionRequested) session.allow(it.request, "allow") }
+            }
+            session.prompt("fix the bug")
+            until("the turn to run") { session.snapshot().state == TurnState.RUNNING }
+            val later = session.inject("then the docs")
+            val gone = session.inject("revoke me")
+            session.revoke(gone)
+            val draft = session.inject("draft")
+            session.replace(draft, "final text")
+            val steer = assertFailsWith<AcpException.Rejected> { session.inject("now", InjectMode.STEER) }
+            assertEquals(CallRejected.SteerNotSupported, steer.reason)
+            val held = session.snapshot().pending
+            assertEquals(listOf(later, draft), held.map { it.messageId })
+            assertTrue(held.all { it.held }, "$held")
+            val wanted = listOf("fix the bug", "then the docs", "final text")
+            until("the held messages to go out, one per turn") {
+                val snap = session.snapshot()
+                snap.users().map { textOf(it.content) } == wanted && snap.state == TurnState.IDLE && snap.pending.isEmpty()
+            }
+            assertIs<StopReason.EndTurn>(session.snapshot().stopReason)
+            assertTrue(session.snapshot().violations.isEmpty())
+            allowing.cancel()
+        }
+        val deadline = System.nanoTime() + 10_000_000_000L
+        while (!report.exists() && System.nanoTime() < deadline) Thread.sleep(20)
+        val text = report.readText()
+        report.delete()
+        assertTrue(Regex("\"problems\":\\s*\\[\\s*]").containsMatchIn(text), "the agent found problems: $text")
+        val prompts = Regex("\"promptTexts\":\\s*\\[([^]]*)]").find(text)?.groupValues?.get(1)?.replace(Regex("\\s"), "")
+        assertEquals("\"fixthebug\",\"thenthedocs\",\"finaltext\"", prompts, "the agent's prompts, in order: $text")
     }
 }

@@ -934,34 +934,41 @@ fn sdk_agents_driven_by_kotlin(harness: &Path, v1_agents: &[(&str, Vec<String>)]
 }
 
 /// The Swift client's interop tests (`SdkAgentInteropTests`, skipped unless the variables
-/// name the agents) in the Swift chroot, where swiftw installs Node.js for them on first use:
-/// the v2 agent and the TypeScript SDK's v1 agent (the Python SDK's venv belongs to the host's
-/// Python, which the chroot does not have).
+/// name the agents) in the Swift chroot, where swiftw installs Node.js (and, for the Python
+/// SDK's agent, python3 and the pinned SDK in a venv of the chroot's own) on first use: the
+/// v2 agent and the TypeScript SDK's v1 agent in one run, the Python SDK's v1 agent in a second.
 fn sdk_agents_driven_by_swift(harness: &Path, v1_agents: &[(&str, Vec<String>)]) -> Result<(), String> {
-    eprintln!("\nthe Swift client against the TypeScript SDK's v2 and v1 agents:");
     let (lib, agent) = library_and_agent()?;
-    let v1 = v1_agents.first().map(|(_, c)| c.join("\n")).unwrap_or_default();
-    let mut cmd = Command::new(root().join("bindings/swift/swiftw"));
-    cmd.args(["test", "--filter", "SdkAgentInteropTests"])
-        .env("ACP_INJECT_CACHE", cache_dir())
-        .env("ACP_INJECT_LIB_DIR", &lib)
-        .env("ACP_INJECT_AGENT", &agent)
-        .env("ACP_INJECT_SDK_AGENT", harness.join("sdk-agent.mjs"))
-        .env("ACP_INJECT_SDK_V1_AGENT", v1);
-    let ran = process::run(&mut cmd, Echo::All).map_err(|e| e.to_string())?;
-    let said = format!("{}{}", ran.stdout, ran.stderr);
-    // They must have run, not been skipped.
-    let passed = [
-        "testASessionAgainstAnAgentWrittenWithTheOfficialTypeScriptSdk",
-        "testAV1SessionWithAQueueHeldByThisClientAgainstAnAgentWrittenWithAnOfficialSdk",
-    ]
-    .iter()
-    .all(|t| said.contains(&format!("{t}' passed")));
-    if ran.success() && passed {
-        Ok(())
-    } else {
-        Err("swiftw test --filter SdkAgentInteropTests failed or did not run both tests".into())
+    let typescript = v1_agents.first().map(|(_, c)| c.join("\n")).unwrap_or_default();
+    let python = format!("/opt/acp-inject-python-sdk/bin/python\n{}", root().join("interop/python-sdk/sdk_v1_agent.py").display());
+    let runs = [
+        ("the TypeScript SDK's v2 and v1 agents", Some(harness.join("sdk-agent.mjs")), typescript, None),
+        ("the Python SDK's v1 agent", None, python, Some(root().join("interop/python-sdk/requirements.txt"))),
+    ];
+    for (name, v2, v1, python_sdk) in runs {
+        eprintln!("\nthe Swift client against {name}:");
+        let mut cmd = Command::new(root().join("bindings/swift/swiftw"));
+        cmd.args(["test", "--filter", "SdkAgentInteropTests"])
+            .env("ACP_INJECT_CACHE", cache_dir())
+            .env("ACP_INJECT_LIB_DIR", &lib)
+            .env("ACP_INJECT_AGENT", &agent)
+            .env("ACP_INJECT_SDK_V1_AGENT", v1);
+        let mut expected = vec!["testAV1SessionWithAQueueHeldByThisClientAgainstAnAgentWrittenWithAnOfficialSdk"];
+        if let Some(v2) = v2 {
+            cmd.env("ACP_INJECT_SDK_AGENT", v2);
+            expected.push("testASessionAgainstAnAgentWrittenWithTheOfficialTypeScriptSdk");
+        }
+        if let Some(requirements) = python_sdk {
+            cmd.env("ACP_INJECT_PYTHON_SDK", requirements);
+        }
+        let ran = process::run(&mut cmd, Echo::All).map_err(|e| e.to_string())?;
+        let said = format!("{}{}", ran.stdout, ran.stderr);
+        // They must have run, not been skipped.
+        if !ran.success() || !expected.iter().all(|t| said.contains(&format!("{t}' passed"))) {
+            return Err(format!("swiftw test --filter SdkAgentInteropTests failed or skipped a test against {name}"));
+        }
     }
+    Ok(())
 }
 
 /// `examples/client.py -- AGENT --report FILE` against the TypeScript SDK's v2 agent and each v1

@@ -255,6 +255,9 @@ function checkVectors(): Tally {
   for (const path of jsonFiles(dir)) {
     const file = path.slice(dir.length + 1);
     const vector = readJson(path);
+    // A client-side vector whose agent speaks ACP v1: every line is v1's wire (the Rust vector
+    // test checks them against the vendored v1 schema).
+    if (isObject(vector) && vector["side"] === "client" && vector["protocolVersion"] === 1) continue;
     const steps = isObject(vector) && Array.isArray(vector["steps"]) ? vector["steps"] : [];
     // The method of each request id seen so far: what a response answers.
     const methodOf = new Map<string, string>();
@@ -290,6 +293,11 @@ function checkVectors(): Tally {
         // path, an unknown cursor…), which no schema can see (spec/vectors/README.md).
         const refuse = key === "client" && step["schemaValid"] !== true && mustRefuse(message, code);
         outgoing.push({ message, where: `step ${index} (${key})`, refuse });
+      }
+      if (Array.isArray(step["expectSent"])) {
+        step["expectSent"].forEach((out, i) => {
+          outgoing.push({ message: unescapeLiterals(out), where: `step ${index} (expectSent[${i}])`, refuse: false });
+        });
       }
       if (Array.isArray(step["expect"])) {
         step["expect"].forEach((out, i) => {

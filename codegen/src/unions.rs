@@ -63,7 +63,7 @@ fn tagged_union(name: &str, doc: &str, u: &TaggedUnion) -> TokenStream {
         .collect();
     let expecting = format!("a `{name}` object tagged by `{tag}`");
 
-    let (other_variant, other_tag, other_fields, other_decode) = if u.is_open() {
+    let (other_variant, other_tag, other_fields, other_decode, other_whole) = if u.is_open() {
         (
             quote! {
                 /// A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
@@ -72,9 +72,21 @@ fn tagged_union(name: &str, doc: &str, u: &TaggedUnion) -> TokenStream {
             quote! { #ty::Other(u) => u.tag(Self::TAG).unwrap_or(""), },
             quote! { #ty::Other(u) => u.serialize_fields(map), },
             quote! { _ => __de::unknown(#tag, tag, buffered, map).map(#ty::Other), },
+            // Written whole, as the text it came in, when it is not a member of another object.
+            quote! {
+                if let #ty::Other(u) = self {
+                    return u.serialize(serializer);
+                }
+            },
         )
     } else {
-        (quote! {}, quote! {}, quote! {}, quote! { other => Err(::serde::de::Error::unknown_variant(other, &[#(#values),*])), })
+        (
+            quote! {},
+            quote! {},
+            quote! {},
+            quote! { other => Err(::serde::de::Error::unknown_variant(other, &[#(#values),*])), },
+            quote! {},
+        )
     };
 
     let body_names: Vec<&str> = u.variants.iter().map(|v| v.body_name()).collect();
@@ -165,6 +177,7 @@ fn tagged_union(name: &str, doc: &str, u: &TaggedUnion) -> TokenStream {
         impl ::serde::Serialize for #ty {
             fn serialize<S: ::serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
                 use ::serde::ser::SerializeMap as _;
+                #other_whole
                 let mut map = serializer.serialize_map(None)?;
                 self.serialize_fields(&mut map)?;
                 map.end()

@@ -35,8 +35,8 @@ uniffi::custom_type!(JsonObject, String, {
 
 uniffi::custom_type!(Unknown, String, {
     remote,
-    lower: |v| Value::Object(*v.0).to_string(),
-    try_lift: |s| serde_json::from_str::<JsonObject>(&s).map(Unknown::from).map_err(invalid("the JSON object of an unknown member")),
+    lower: |v| v.json().to_owned(),
+    try_lift: |s| Unknown::from_json(&s).map_err(invalid("the JSON object of an unknown member")),
 });
 
 uniffi::custom_type!(NonZeroU32, u32, {

@@ -159,22 +159,103 @@ impl<T: ::schemars::JsonSchema> ::schemars::JsonSchema for Patch<T> {
     }
 }
 /// The raw object of a tagged-union member whose tag this version does not know (R-WIRE-3).
-/// It keeps every member, the tag included, and re-encodes unchanged.
+/// It keeps every member, the tag included, as the JSON text they came in (members in their
+/// order, each value's text as it was), and re-encodes unchanged.
 ///
-/// The object is boxed, so that an open union is two words like its known variants (each
-/// boxed): decoded values are handed up through several layers, and an inline map (72 bytes
-/// where serde_json keeps members in order) made every hand-over a copy of it.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Unknown(pub Box<::serde_json::Map<String, ::serde_json::Value>>);
-impl From<::serde_json::Map<String, ::serde_json::Value>> for Unknown {
-    fn from(object: ::serde_json::Map<String, ::serde_json::Value>) -> Self {
-        Unknown(Box::new(object))
+/// Kept as text rather than as a `serde_json::Map`: a member this version does not know is
+/// read to be passed on (to an app, another language, a store), and building a tree of it cost
+/// a hashed map entry and an allocation per member and per string; the text is one allocation,
+/// and it is what the FFI hands over anyway. [`Unknown::object`] parses it when asked.
+#[derive(Clone)]
+pub struct Unknown(Box<::serde_json::value::RawValue>);
+impl Unknown {
+    /// An unknown member from its JSON text, which must be an object.
+    pub fn from_json(json: &str) -> Result<Unknown, ::serde_json::Error> {
+        let raw = ::serde_json::value::RawValue::from_string(json.trim().to_owned())?;
+        if raw.get().starts_with('{') {
+            Ok(Unknown(raw))
+        } else {
+            Err(
+                <::serde_json::Error as ::serde::de::Error>::custom(
+                    "an unknown member is a JSON object",
+                ),
+            )
+        }
+    }
+    /// Its JSON text (an object).
+    pub fn json(&self) -> &str {
+        self.0.get()
+    }
+    /// Its members, parsed.
+    pub fn object(&self) -> ::serde_json::Map<String, ::serde_json::Value> {
+        ::serde_json::from_str(self.0.get()).unwrap_or_default()
+    }
+    /// One member's value, parsed.
+    pub fn get(&self, member: &str) -> Option<::serde_json::Value> {
+        let raw = self.members().into_iter().rev().find(|(k, _)| k == member)?.1;
+        ::serde_json::from_str(raw.get()).ok()
+    }
+    /// The value of the tag member (`sessionUpdate`, `state`, `type`, …), when it is a string
+    /// (one written with escapes reads as absent: tags are identifiers).
+    pub fn tag<'a>(&'a self, tag_name: &str) -> Option<&'a str> {
+        let raw = self.members().into_iter().rev().find(|(k, _)| k == tag_name)?.1.get();
+        let text = raw.strip_prefix('"')?.strip_suffix('"')?;
+        (!text.contains('\\')).then_some(text)
+    }
+    /// The members, in order, each with its value's text.
+    fn members(
+        &self,
+    ) -> Vec<(::std::borrow::Cow<'_, str>, &::serde_json::value::RawValue)> {
+        struct Members;
+        impl<'de> ::serde::de::Visitor<'de> for Members {
+            type Value = Vec<
+                (::std::borrow::Cow<'de, str>, &'de ::serde_json::value::RawValue),
+            >;
+            fn expecting(
+                &self,
+                f: &mut ::std::fmt::Formatter<'_>,
+            ) -> ::std::fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: ::serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Self::Value, A::Error> {
+                let mut out = Vec::new();
+                while let Some(key) = map.next_key::<__de::Str<'de>>()? {
+                    out.push((key.0, map.next_value()?));
+                }
+                Ok(out)
+            }
+        }
+        let mut de = ::serde_json::Deserializer::from_str(self.0.get());
+        ::serde::Deserializer::deserialize_map(&mut de, Members).unwrap_or_default()
     }
 }
-impl Unknown {
-    /// The value of the tag member (`sessionUpdate`, `state`, `type`, …).
-    pub fn tag<'a>(&'a self, tag_name: &str) -> Option<&'a str> {
-        self.0.get(tag_name).and_then(|v| v.as_str())
+impl Default for Unknown {
+    fn default() -> Self {
+        Unknown::from(::serde_json::Map::new())
+    }
+}
+impl ::std::fmt::Debug for Unknown {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.debug_tuple("Unknown").field(&self.0.get()).finish()
+    }
+}
+/// Equal when they hold the same members with equal values (text that differs only in
+/// spacing or member order is equal).
+impl PartialEq for Unknown {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.get() == other.0.get() || self.object() == other.object()
+    }
+}
+impl From<::serde_json::Map<String, ::serde_json::Value>> for Unknown {
+    fn from(object: ::serde_json::Map<String, ::serde_json::Value>) -> Self {
+        let text = ::serde_json::Value::Object(object).to_string();
+        match ::serde_json::value::RawValue::from_string(text) {
+            Ok(raw) => Unknown(raw),
+            Err(e) => unreachable!("serde_json writes valid JSON: {e}"),
+        }
     }
 }
 impl ::serde::Serialize for Unknown {
@@ -199,8 +280,8 @@ impl SerializeFields for Unknown {
         &self,
         map: &mut M,
     ) -> Result<(), M::Error> {
-        for (k, v) in self.0.iter() {
-            map.serialize_entry(k, v)?;
+        for (k, v) in self.members() {
+            map.serialize_entry(&k, v)?;
         }
         Ok(())
     }
@@ -913,28 +994,40 @@ pub mod __de {
             }
         }
     }
-    /// Room an unknown variant's object is given at first: the tag and six more members in one
-    /// allocation. A map kept in insertion order (serde_json's `preserve_order`, on in the
-    /// bench's process) otherwise grows from empty and is reallocated on the way.
-    const UNKNOWN_MEMBERS: usize = 7;
-    /// Keeps an unknown variant whole: the tag and every other member (as `Map`'s own
-    /// `Deserialize` reads them: in order, a repeated member keeping its last value).
+    /// Keeps an unknown variant whole, as JSON text: the tag first, then every other member in
+    /// order (those read before the tag, then the rest), each value's text as it came.
     pub fn unknown<'de, A: MapAccess<'de>>(
         tag_name: &'static str,
         tag: Cow<'de, str>,
         buffered: Vec<(String, ::serde_json::Value)>,
-        rest: A,
+        mut rest: A,
     ) -> Result<super::Unknown, A::Error> {
-        let mut members = Chain::new(buffered, rest);
-        let mut object = ::serde_json::Map::with_capacity(UNKNOWN_MEMBERS);
-        while let Some((key, value)) = members
-            .next_entry::<String, ::serde_json::Value>()?
-        {
-            object.insert(key, value);
+        fn string(out: &mut Vec<u8>, s: &str) {
+            let _ = ::serde_json::to_writer(&mut *out, s);
         }
-        object
-            .insert(tag_name.to_owned(), ::serde_json::Value::String(tag.into_owned()));
-        Ok(super::Unknown(Box::new(object)))
+        let mut text = Vec::with_capacity(256);
+        text.push(b'{');
+        string(&mut text, tag_name);
+        text.push(b':');
+        string(&mut text, &tag);
+        for (key, value) in buffered {
+            text.push(b',');
+            string(&mut text, &key);
+            text.push(b':');
+            let _ = ::serde_json::to_writer(&mut text, &value);
+        }
+        while let Some(key) = rest.next_key::<Str<'de>>()? {
+            let value: Box<::serde_json::value::RawValue> = rest.next_value()?;
+            text.push(b',');
+            string(&mut text, &key.0);
+            text.push(b':');
+            text.extend_from_slice(value.get().as_bytes());
+        }
+        text.push(b'}');
+        let text = String::from_utf8(text).map_err(A::Error::custom)?;
+        ::serde_json::value::RawValue::from_string(text)
+            .map(super::Unknown)
+            .map_err(A::Error::custom)
     }
 }
 /**Capabilities supported by the agent.
@@ -5639,6 +5732,9 @@ impl ::serde::Serialize for McpServer {
         serializer: S,
     ) -> Result<S::Ok, S::Error> {
         use ::serde::ser::SerializeMap as _;
+        if let McpServer::Other(u) = self {
+            return u.serialize(serializer);
+        }
         let mut map = serializer.serialize_map(None)?;
         self.serialize_fields(&mut map)?;
         map.end()
@@ -5759,6 +5855,9 @@ impl ::serde::Serialize for ReplayFrom {
         serializer: S,
     ) -> Result<S::Ok, S::Error> {
         use ::serde::ser::SerializeMap as _;
+        if let ReplayFrom::Other(u) = self {
+            return u.serialize(serializer);
+        }
         let mut map = serializer.serialize_map(None)?;
         self.serialize_fields(&mut map)?;
         map.end()
@@ -6119,6 +6218,9 @@ impl ::serde::Serialize for RequestPermissionOutcome {
         serializer: S,
     ) -> Result<S::Ok, S::Error> {
         use ::serde::ser::SerializeMap as _;
+        if let RequestPermissionOutcome::Other(u) = self {
+            return u.serialize(serializer);
+        }
         let mut map = serializer.serialize_map(None)?;
         self.serialize_fields(&mut map)?;
         map.end()
@@ -6556,6 +6658,9 @@ impl ::serde::Serialize for SessionUpdate {
         serializer: S,
     ) -> Result<S::Ok, S::Error> {
         use ::serde::ser::SerializeMap as _;
+        if let SessionUpdate::Other(u) = self {
+            return u.serialize(serializer);
+        }
         let mut map = serializer.serialize_map(None)?;
         self.serialize_fields(&mut map)?;
         map.end()
@@ -6840,6 +6945,9 @@ impl ::serde::Serialize for StateUpdate {
         serializer: S,
     ) -> Result<S::Ok, S::Error> {
         use ::serde::ser::SerializeMap as _;
+        if let StateUpdate::Other(u) = self {
+            return u.serialize(serializer);
+        }
         let mut map = serializer.serialize_map(None)?;
         self.serialize_fields(&mut map)?;
         map.end()
@@ -7140,6 +7248,9 @@ impl ::serde::Serialize for BackgroundWork {
         serializer: S,
     ) -> Result<S::Ok, S::Error> {
         use ::serde::ser::SerializeMap as _;
+        if let BackgroundWork::Other(u) = self {
+            return u.serialize(serializer);
+        }
         let mut map = serializer.serialize_map(None)?;
         self.serialize_fields(&mut map)?;
         map.end()
@@ -7536,6 +7647,9 @@ impl ::serde::Serialize for ToolCallContent {
         serializer: S,
     ) -> Result<S::Ok, S::Error> {
         use ::serde::ser::SerializeMap as _;
+        if let ToolCallContent::Other(u) = self {
+            return u.serialize(serializer);
+        }
         let mut map = serializer.serialize_map(None)?;
         self.serialize_fields(&mut map)?;
         map.end()
@@ -7650,6 +7764,9 @@ impl ::serde::Serialize for PlanUpdateContent {
         serializer: S,
     ) -> Result<S::Ok, S::Error> {
         use ::serde::ser::SerializeMap as _;
+        if let PlanUpdateContent::Other(u) = self {
+            return u.serialize(serializer);
+        }
         let mut map = serializer.serialize_map(None)?;
         self.serialize_fields(&mut map)?;
         map.end()
@@ -8091,6 +8208,9 @@ impl ::serde::Serialize for ContentBlock {
         serializer: S,
     ) -> Result<S::Ok, S::Error> {
         use ::serde::ser::SerializeMap as _;
+        if let ContentBlock::Other(u) = self {
+            return u.serialize(serializer);
+        }
         let mut map = serializer.serialize_map(None)?;
         self.serialize_fields(&mut map)?;
         map.end()

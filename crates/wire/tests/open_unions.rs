@@ -28,7 +28,7 @@ fn unknown_session_update_is_kept_whole() {
     let SessionUpdate::Other(unknown) = &n.update else { panic!("decoded as {:?}", n.update) };
     assert_eq!(unknown.tag(SessionUpdate::TAG), Some("_x.dev/progress"));
     assert_eq!(n.update.tag(), "_x.dev/progress");
-    assert_eq!(unknown.0["nested"], json!({ "files": [1, 2], "note": null }));
+    assert_eq!(unknown.get("nested"), Some(json!({ "files": [1, 2], "note": null })));
     assert_eq!(encode(&n), wire);
 }
 
@@ -39,7 +39,7 @@ fn unknown_state_is_kept_whole_inside_state_update() {
     let SessionUpdate::StateUpdate(state) = &n.update else { panic!("decoded as {:?}", n.update) };
     let StateUpdate::Other(unknown) = &**state else { panic!("decoded as {:?}", n.update) };
     assert_eq!(unknown.tag(StateUpdate::TAG), Some("_paused"));
-    assert_eq!(unknown.0.get("reason"), Some(&json!("user")));
+    assert_eq!(unknown.get("reason"), Some(json!("user")));
     assert_eq!(encode(&n), wire);
 }
 
@@ -174,8 +174,27 @@ fn tag_after_other_members_still_decodes() {
     let unknown = update(json!({ "a": 1, "b": [true], "sessionUpdate": "_late" }));
     let n: UpdateSessionNotification = decode(&unknown);
     let SessionUpdate::Other(u) = &n.update else { panic!("decoded as {:?}", n.update) };
-    assert_eq!(u.0.len(), 3);
+    assert_eq!(u.object().len(), 3);
+    // The tag first, then the members in the order they came, each as written.
+    assert_eq!(u.json(), r#"{"sessionUpdate":"_late","a":1,"b":[true]}"#);
     assert_eq!(encode(&n), unknown);
+}
+
+/// An unknown member is kept as its text: spacing and order inside values survive, its own
+/// `Serialize` writes it unchanged, and it parses when asked.
+#[test]
+fn an_unknown_member_keeps_its_text() {
+    let line = r#"{"sessionUpdate":"_x.dev/progress","nested": {"z": 1, "a": [1.50, "é"]},"n":1e3}"#;
+    let update: SessionUpdate = serde_json::from_str(line).unwrap();
+    let SessionUpdate::Other(u) = &update else { panic!("decoded as {update:?}") };
+    assert_eq!(u.json(), r#"{"sessionUpdate":"_x.dev/progress","nested":{"z": 1, "a": [1.50, "é"]},"n":1e3}"#);
+    assert_eq!(serde_json::to_string(&update).unwrap(), u.json());
+    assert_eq!(u.tag(SessionUpdate::TAG), Some("_x.dev/progress"));
+    assert_eq!(u.get("n"), Some(json!(1000.0)));
+    // Decoded from a `Value` too (a translation step may hold the update as one).
+    let from_value: SessionUpdate = serde_json::from_value(serde_json::from_str(line).unwrap()).unwrap();
+    assert_eq!(from_value, update, "equal members, whatever their spacing");
+    assert!(Unknown::from_json("[1]").is_err() && Unknown::from_json("{").is_err());
 }
 
 #[test]

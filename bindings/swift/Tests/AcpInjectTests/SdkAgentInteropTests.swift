@@ -51,15 +51,7 @@ final class SdkAgentInteropTests: XCTestCase {
         try await session.close()
         try await client.close()
 
-        // The agent writes its report when its input ends, just after the connection closes.
-        var text: String?
-        for _ in 0..<500 where text == nil {
-            text = try? String(contentsOfFile: report, encoding: .utf8)
-            if text == nil { try await Task.sleep(nanoseconds: 20_000_000) }
-        }
-        try? FileManager.default.removeItem(atPath: report)
-        let found = try XCTUnwrap(text, "the agent wrote no report")
-        XCTAssertNotNil(found.range(of: #""problems":\s*\[\s*\]"#, options: .regularExpression), "the SDK's schemas refused lines: \(found)")
+        let found = try await cleanReport(report)
         XCTAssertNotNil(found.range(of: #""lines":\s*[1-9]"#, options: .regularExpression), "no lines checked: \(found)")
     }
 
@@ -113,15 +105,22 @@ final class SdkAgentInteropTests: XCTestCase {
         XCTAssertTrue(snap.violations.isEmpty, "\(snap.violations)")
         try await client.close()
 
-        var text: String?
-        for _ in 0..<500 where text == nil {
-            text = try? String(contentsOfFile: report, encoding: .utf8)
-            if text == nil { try await Task.sleep(nanoseconds: 20_000_000) }
-        }
-        try? FileManager.default.removeItem(atPath: report)
-        let found = try XCTUnwrap(text, "the agent wrote no report")
-        XCTAssertNotNil(found.range(of: #""problems":\s*\[\s*\]"#, options: .regularExpression), "the agent found problems: \(found)")
+        let found = try await cleanReport(report)
         let compact = found.filter { !$0.isWhitespace }
         XCTAssertTrue(compact.contains(#""promptTexts":["fixthebug","thenthedocs","finaltext"]"#), "the agent's prompts, in order: \(found)")
     }
+}
+
+/// The agent's report, which it writes when its input ends (just after the connection closes),
+/// read and deleted; it must list no problems.
+private func cleanReport(_ report: String) async throws -> String {
+    var text: String?
+    for _ in 0..<500 where text == nil {
+        text = try? String(contentsOfFile: report, encoding: .utf8)
+        if text == nil { try await Task.sleep(nanoseconds: 20_000_000) }
+    }
+    try? FileManager.default.removeItem(atPath: report)
+    let found = try XCTUnwrap(text, "the agent wrote no report")
+    XCTAssertNotNil(found.range(of: #""problems":\s*\[\s*\]"#, options: .regularExpression), "the agent found problems: \(found)")
+    return found
 }

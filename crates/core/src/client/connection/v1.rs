@@ -106,27 +106,19 @@ fn v2_update(mirror: &mut SessionMirror, update: Value) -> Result<SessionUpdate,
     let id = |mirror: &mut SessionMirror, role, given: Option<acp_inject_wire::v1::MessageId>| {
         mirror.v1_chunk_id(role, given.map(|m| MessageId(m.0)))
     };
-    let tool_call = |tool_call_id: String,
-                     title: Option<String>,
-                     name: Option<String>,
-                     kind: Option<String>,
-                     status: Option<String>,
-                     content: Option<Vec<Map<String, Value>>>,
-                     locations,
-                     raw_input,
-                     raw_output,
-                     meta| {
+    // A v1 tool call as the v2 upsert: the same members, its kind and status as v2's.
+    let tool_call = |t: acp_inject_wire::v1::ToolCallUpdate| {
         Ok::<_, String>(SessionUpdate::ToolCallUpdate(Box::new(ToolCallUpdate {
-            tool_call_id: acp_inject_wire::ToolCallId(tool_call_id),
-            title,
-            name,
-            kind: kind.map(via).transpose()?,
-            status: status.map(via).transpose()?,
-            content: content.map(via).transpose()?,
-            locations,
-            raw_input,
-            raw_output,
-            meta,
+            tool_call_id: acp_inject_wire::ToolCallId(t.tool_call_id.0),
+            title: t.title,
+            name: t.name,
+            kind: t.kind.map(via).transpose()?,
+            status: t.status.map(via).transpose()?,
+            content: t.content.map(via).transpose()?,
+            locations: t.locations,
+            raw_input: t.raw_input,
+            raw_output: t.raw_output,
+            meta: t.meta,
         })))
     };
     match v1 {
@@ -148,30 +140,9 @@ fn v2_update(mirror: &mut SessionMirror, update: Value) -> Result<SessionUpdate,
         other => {
             mirror.v1_end_stream();
             match other {
-                V1::ToolCall(t) => tool_call(
-                    t.tool_call_id.0,
-                    Some(t.title),
-                    t.name,
-                    t.kind,
-                    t.status,
-                    t.content,
-                    t.locations,
-                    t.raw_input,
-                    t.raw_output,
-                    t.meta,
-                ),
-                V1::ToolCallUpdate(t) => tool_call(
-                    t.tool_call_id.0,
-                    t.title,
-                    t.name,
-                    t.kind,
-                    t.status,
-                    t.content,
-                    t.locations,
-                    t.raw_input,
-                    t.raw_output,
-                    t.meta,
-                ),
+                // v1's `tool_call` is its `tool_call_update` with the title required.
+                V1::ToolCall(t) => tool_call(via(t)?),
+                V1::ToolCallUpdate(t) => tool_call(*t),
                 // v1 has one plan per session, which each `plan` replaces.
                 V1::Plan(p) => Ok(SessionUpdate::PlanUpdate(Box::new(PlanUpdate {
                     plan: PlanUpdateContent::Items(Box::new(PlanItems {

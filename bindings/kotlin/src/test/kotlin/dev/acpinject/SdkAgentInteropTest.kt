@@ -51,12 +51,7 @@ class SdkAgentInteropTest {
             client.sessions().first { it.sessionId == session.id }
             session.close()
         }
-        // The agent writes its report when its input ends, just after the connection closes.
-        val deadline = System.nanoTime() + 10_000_000_000L
-        while (!report.exists() && System.nanoTime() < deadline) Thread.sleep(20)
-        val text = report.readText()
-        report.delete()
-        assertTrue(Regex("\"problems\":\\s*\\[\\s*]").containsMatchIn(text), "the SDK's schemas refused lines: $text")
+        val text = cleanReport(report)
         assertTrue(Regex("\"lines\":\\s*[1-9]").containsMatchIn(text), "no lines checked: $text")
     }
 
@@ -102,12 +97,19 @@ class SdkAgentInteropTest {
             assertTrue(session.snapshot().violations.isEmpty())
             allowing.cancel()
         }
-        val deadline = System.nanoTime() + 10_000_000_000L
-        while (!report.exists() && System.nanoTime() < deadline) Thread.sleep(20)
-        val text = report.readText()
-        report.delete()
-        assertTrue(Regex("\"problems\":\\s*\\[\\s*]").containsMatchIn(text), "the agent found problems: $text")
+        val text = cleanReport(report)
         val prompts = Regex("\"promptTexts\":\\s*\\[([^]]*)]").find(text)?.groupValues?.get(1)?.replace(Regex("\\s"), "")
         assertEquals("\"fixthebug\",\"thenthedocs\",\"finaltext\"", prompts, "the agent's prompts, in order: $text")
     }
+}
+
+/** The agent's report, which it writes when its input ends (just after the connection closes),
+ *  read and deleted; it must list no problems. */
+private fun cleanReport(report: File): String {
+    val deadline = System.nanoTime() + 10_000_000_000L
+    while (!report.exists() && System.nanoTime() < deadline) Thread.sleep(20)
+    val text = report.readText()
+    report.delete()
+    assertTrue(Regex("\"problems\":\\s*\\[\\s*]").containsMatchIn(text), "the agent found problems: $text")
+    return text
 }

@@ -151,13 +151,15 @@ impl<T: ::schemars::JsonSchema> ::schemars::JsonSchema for Patch<T> {
 }
 
 /// The raw object of a tagged-union member whose tag this version does not know (R-WIRE-3).
-/// It keeps every member, the tag included, as the JSON text they came in (members in their
-/// order, each value's text as it was), and re-encodes unchanged.
+/// It keeps every member, the tag included, as JSON text, and re-encodes unchanged: the tag
+/// first, then the other members in the order they came, each value's text as it came (members
+/// met before the tag were already parsed to find it, and are written back compactly).
 ///
 /// Kept as text rather than as a `serde_json::Map`: a member this version does not know is
 /// read to be passed on (to an app, another language, a store), and building a tree of it cost
-/// a hashed map entry and an allocation per member and per string; the text is one allocation,
-/// and it is what the FFI hands over anyway. [`Unknown::object`] parses it when asked.
+/// a hashed map entry and allocations per member and per string; as text it is one buffer plus
+/// one small allocation per member while it is read, and it is what the FFI hands over anyway.
+/// [`Unknown::object`] parses it when asked.
 #[derive(Clone)]
 pub struct Unknown(Box<::serde_json::value::RawValue>);
 
@@ -189,9 +191,10 @@ impl Unknown {
     }
 
     /// The value of the tag member (`sessionUpdate`, `state`, `type`, …), when it is a string
-    /// (one written with escapes reads as absent: tags are identifiers).
+    /// (one written with escapes reads as absent: tags are identifiers). A repeated tag reads
+    /// as its first occurrence, as decoding does.
     pub fn tag<'a>(&'a self, tag_name: &str) -> Option<&'a str> {
-        let raw = self.members().into_iter().rev().find(|(k, _)| k == tag_name)?.1.get();
+        let raw = self.members().into_iter().find(|(k, _)| k == tag_name)?.1.get();
         let text = raw.strip_prefix('"')?.strip_suffix('"')?;
         (!text.contains('\\')).then_some(text)
     }
@@ -239,11 +242,9 @@ impl PartialEq for Unknown {
 
 impl From<::serde_json::Map<String, ::serde_json::Value>> for Unknown {
     fn from(object: ::serde_json::Map<String, ::serde_json::Value>) -> Self {
-        let text = ::serde_json::Value::Object(object).to_string();
-        // A value serde_json wrote is valid JSON text.
-        match ::serde_json::value::RawValue::from_string(text) {
+        match ::serde_json::value::to_raw_value(&object) {
             Ok(raw) => Unknown(raw),
-            Err(e) => unreachable!("serde_json writes valid JSON: {e}"),
+            Err(e) => unreachable!("a JSON map always serialises: {e}"),
         }
     }
 }
@@ -854,30 +855,36 @@ pub mod __de {
         buffered: Vec<(String, ::serde_json::Value)>,
         mut rest: A,
     ) -> Result<super::Unknown, A::Error> {
-        // serde_json writes a string to a Vec without failing.
-        fn string(out: &mut Vec<u8>, s: &str) {
-            let _ = ::serde_json::to_writer(&mut *out, s);
+        use ::serde::ser::SerializeMap as _;
+        use ::serde_json::value::RawValue;
+        /// The object as it is written: serde_json writes the text, so it is not checked again.
+        struct Object<'a, 'de> {
+            tag_name: &'static str,
+            tag: &'a str,
+            buffered: &'a [(String, ::serde_json::Value)],
+            rest: &'a [(Cow<'de, str>, Box<RawValue>)],
         }
-        let mut text = Vec::with_capacity(256);
-        text.push(b'{');
-        string(&mut text, tag_name);
-        text.push(b':');
-        string(&mut text, &tag);
-        for (key, value) in buffered {
-            text.push(b',');
-            string(&mut text, &key);
-            text.push(b':');
-            let _ = ::serde_json::to_writer(&mut text, &value);
+        impl ::serde::Serialize for Object<'_, '_> {
+            fn serialize<S: ::serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                let mut map = serializer.serialize_map(Some(1 + self.buffered.len() + self.rest.len()))?;
+                map.serialize_entry(self.tag_name, self.tag)?;
+                for (key, value) in self.buffered {
+                    map.serialize_entry(key, value)?;
+                }
+                for (key, value) in self.rest {
+                    map.serialize_entry(key, value)?;
+                }
+                map.end()
+            }
         }
+        // Each value is read as its text. (A deserializer that buffers its input for serde, as
+        // an untagged or flattened parent does, cannot hand out raw text; no type of the schema
+        // puts an open union there.)
+        let mut members = Vec::new();
         while let Some(key) = rest.next_key::<Str<'de>>()? {
-            let value: Box<::serde_json::value::RawValue> = rest.next_value()?;
-            text.push(b',');
-            string(&mut text, &key.0);
-            text.push(b':');
-            text.extend_from_slice(value.get().as_bytes());
+            members.push((key.0, rest.next_value::<Box<RawValue>>()?));
         }
-        text.push(b'}');
-        let text = String::from_utf8(text).map_err(A::Error::custom)?;
-        ::serde_json::value::RawValue::from_string(text).map(super::Unknown).map_err(A::Error::custom)
+        let object = Object { tag_name, tag: &tag, buffered: &buffered, rest: &members };
+        ::serde_json::value::to_raw_value(&object).map(super::Unknown).map_err(A::Error::custom)
     }
 }

@@ -407,7 +407,7 @@ pub fn error_line(id: &RequestId, error: &ErrorObject) -> String {
 /// Returns `None` for a method that is not an extension: the schema's methods go through
 /// [`request_line`].
 pub fn extension_request_line<P: Serialize>(id: &RequestId, method: &str, params: &P) -> Option<String> {
-    is_extension(method).then(|| to_line(&OutRequest { jsonrpc: "2.0", id, method, params }))
+    is_extension(method).then(|| request_line_for(id, method, params))
 }
 
 /// A request line for a method of another protocol version (ACP v1), whose params this
@@ -415,6 +415,12 @@ pub fn extension_request_line<P: Serialize>(id: &RequestId, method: &str, params
 /// version's methods.
 pub fn request_line_for<P: Serialize>(id: &RequestId, method: &str, params: &P) -> String {
     to_line(&OutRequest { jsonrpc: "2.0", id, method, params })
+}
+
+/// A notification line for a method of another protocol version (ACP v1); see
+/// [`request_line_for`].
+pub fn notification_line_for<P: Serialize>(method: &str, params: &P) -> String {
+    to_line(&OutNotification { jsonrpc: "2.0", method, params })
 }
 
 /// A line from the agent, with `session/update` (the bulk of the traffic) decoded in one pass.

@@ -90,21 +90,6 @@ fn text<T: Serialize>(value: Option<&T>) -> Option<String> {
     value.and_then(|v| serde_json::to_value(v).ok()).and_then(|v| v.as_str().map(str::to_owned))
 }
 
-/// The JSON-RPC envelope of a v1 request or notification.
-#[derive(Serialize)]
-struct Envelope<'a, P> {
-    jsonrpc: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    id: Option<&'a RequestId>,
-    method: &'static str,
-    params: &'a P,
-}
-
-fn v1_line<P: Serialize>(id: Option<&RequestId>, method: &'static str, params: &P) -> String {
-    serde_json::to_string(&Envelope { jsonrpc: "2.0", id, method, params })
-        .unwrap_or_else(|e| unreachable!("wire types always serialise: {e}"))
-}
-
 impl V1Connection {
     /// Reads a request from the connection: what the core should handle instead, if anything.
     pub(super) fn inbound(&mut self, id: &RequestId, method: &str, params: Option<&RawValue>) -> Inbound {
@@ -182,7 +167,7 @@ impl V1Connection {
         let session = notification.session_id.0;
         let notify = |update: v1::SessionUpdate| {
             let params = v1::SessionNotification { session_id: v1::SessionId(session.clone()), update, meta: None };
-            v1_line(None, v1::methods::SESSION_UPDATE, &params)
+            jsonrpc::notification_line_for(v1::methods::SESSION_UPDATE, &params)
         };
         let chunks =
             |message: String, content: &Patch<Vec<ContentBlock>>, make: fn(Map<String, Value>, String) -> v1::SessionUpdate| {
@@ -339,7 +324,7 @@ fn permission_request(request: &RequestPermissionRequest, id: &RequestId) -> Str
         options: request.options.iter().map(object).collect(),
         meta: None,
     };
-    v1_line(Some(id), v1::methods::SESSION_REQUEST_PERMISSION, &params)
+    jsonrpc::request_line_for(id, v1::methods::SESSION_REQUEST_PERMISSION, &params)
 }
 
 /// The answer to a v1 `initialize` (R-V1-1).

@@ -119,8 +119,6 @@ pub struct ClientConnection {
     max_line_bytes: usize,
     permissions: HashMap<RequestId, String>,
     ignored: u64,
-    /// The protocol version `initialize` settled (2 until an agent answers otherwise).
-    version: u16,
     steer_fallback: Option<SteerFallback>,
     /// The calls of held prompts, answered when each goes out (C-V1-2): by session and item.
     held_calls: HashMap<(String, usize), RequestId>,
@@ -154,7 +152,6 @@ impl ClientConnection {
             max_line_bytes,
             permissions: HashMap::new(),
             ignored: 0,
-            version: 2,
             steer_fallback: None,
             held_calls: HashMap::new(),
         }
@@ -172,7 +169,16 @@ impl ClientConnection {
 
     /// The protocol version `initialize` settled: 2 until an agent answers 1.
     pub fn protocol_version(&self) -> u16 {
-        self.version
+        if self.v1() {
+            1
+        } else {
+            2
+        }
+    }
+
+    /// The agent answered `initialize` with version 1 (C-V1-1).
+    fn v1(&self) -> bool {
+        self.agent.as_ref().is_some_and(|a| a.protocol_version.0 == 1)
     }
 
     /// What to do with a steer when the agent takes no injects (C-HELD-3); `None` (the
@@ -184,7 +190,6 @@ impl ClientConnection {
     /// Takes the agent's capabilities as known without an `initialize` exchange (a restored
     /// app, or a test); its `protocolVersion` is the connection's.
     pub fn assume_initialized(&mut self, agent: InitializeResponse) {
-        self.version = if agent.protocol_version.0 == 1 { 1 } else { 2 };
         self.agent = Some(agent);
     }
 
@@ -254,8 +259,13 @@ impl ClientConnection {
     }
 
     fn send<R: acp_inject_wire::Request>(&mut self, params: &R, session: Option<&str>, flight: Flight) -> RequestId {
+        self.send_line(|id| jsonrpc::request_line(id, params), session, flight)
+    }
+
+    /// Sends the request `line` writes for a fresh id, and remembers what it asked.
+    fn send_line(&mut self, line: impl FnOnce(&RequestId) -> String, session: Option<&str>, flight: Flight) -> RequestId {
         let id = self.next_id();
-        self.outbox.push_back(jsonrpc::request_line(&id, params));
+        self.outbox.push_back(line(&id));
         self.in_flight.insert(id.clone(), InFlight { session: session.map(str::to_owned), flight });
         id
     }
@@ -289,11 +299,8 @@ impl ClientConnection {
             mcp_servers: Some(mcp_servers),
             meta: None,
         };
-        if self.version == 1 {
-            let id = self.next_id();
-            self.outbox.push_back(v1::new_session_line(&id, &params));
-            self.in_flight.insert(id.clone(), InFlight { session: None, flight: Flight::NewSession });
-            return id;
+        if self.v1() {
+            return self.send_line(|id| v1::new_session_line(id, &params), None, Flight::NewSession);
         }
         self.send(&params, None, Flight::NewSession)
     }
@@ -326,14 +333,11 @@ impl ClientConnection {
             replay_from: replay.then(|| ReplayFrom::Start(Box::new(ReplayFromStart { meta: None }))),
             meta: None,
         };
-        if self.version == 1 {
+        if self.v1() {
             if let Some(m) = self.sessions.get_mut(session_id) {
                 m.v1_end_stream();
             }
-            let id = self.next_id();
-            self.outbox.push_back(v1::resume_line(&id, &params));
-            self.in_flight.insert(id.clone(), InFlight { session: Some(session_id.to_owned()), flight: Flight::Resume { created } });
-            return id;
+            return self.send_line(|id| v1::resume_line(id, &params), Some(session_id), Flight::Resume { created });
         }
         self.send(&params, Some(session_id), Flight::Resume { created })
     }
@@ -343,7 +347,7 @@ impl ClientConnection {
     /// end of the running turn otherwise.
     pub fn prompt(&mut self, session_id: &str, content: Vec<ContentBlock>) -> Result<RequestId, CallRejected> {
         content_check(&content)?;
-        let v1 = self.version == 1;
+        let v1 = self.v1();
         let mirror = self.open(session_id)?;
         if v1 {
             let (item, event) = mirror.hold(ItemMode::Prompt, content, false);
@@ -429,18 +433,10 @@ impl ClientConnection {
     /// `session/status`. ACP v1 has no such method: to a version 1 agent nothing is sent,
     /// and the call is answered -32601 at once (C-V1-1).
     pub fn status(&mut self, session_id: &str) -> RequestId {
-        if self.version == 1 {
-            let request = self.next_id();
-            let outcome = Answer::Failed(ProtocolError {
-                code: acp_inject_wire::errors::METHOD_NOT_FOUND,
-                message: "Method not found".into(),
-                reason: None,
-                message_id: None,
-                detail: Some("session/status is not part of ACP v1, which this agent speaks".into()),
-            });
-            let session_id = Some(session_id.to_owned());
-            self.events.push_back(Event::Answered { request: request.clone(), kind: RequestKind::Status, session_id, outcome });
-            return request;
+        if self.v1() {
+            let why = "session/status is not part of ACP v1, which this agent speaks";
+            let outcome = Answer::Failed(ProtocolError::local(acp_inject_wire::errors::METHOD_NOT_FOUND, why));
+            return self.answer_locally(session_id, RequestKind::Status, outcome);
         }
         let params = SessionStatusRequest { session_id: SessionId(session_id.to_owned()), meta: None };
         self.send(&params, Some(session_id), Flight::Status)

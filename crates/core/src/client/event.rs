@@ -27,6 +27,13 @@ pub struct ProtocolError {
 }
 
 impl ProtocolError {
+    /// An error this client settles a call with itself, nothing sent: the code's standard
+    /// message, and why.
+    pub(crate) fn local(code: i64, detail: &str) -> ProtocolError {
+        let message = acp_inject_wire::errors::message_for(code).to_owned();
+        ProtocolError { code, message, reason: None, message_id: None, detail: Some(detail.to_owned()) }
+    }
+
     pub(crate) fn from_error(e: &acp_inject_wire::ErrorObject) -> ProtocolError {
         let data = e.error_data();
         ProtocolError {

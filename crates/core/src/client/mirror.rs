@@ -342,11 +342,18 @@ impl SessionMirror {
         (i, SessionEvent::Item(self.items[i].clone()))
     }
 
+    /// This client holds something for the session (C-HELD-1).
+    pub(crate) fn holds_any(&self) -> bool {
+        !self.held.is_empty()
+    }
+
     /// One of the items this client holds, still pending, by id (for a revoke or a replace).
     pub(crate) fn check_held(&self, message_id: &str) -> Result<usize, CallRejected> {
-        match self.by_message.get(message_id) {
-            Some(&i) if self.items[i].held && self.items[i].status == ItemStatus::Pending => Ok(i),
-            _ => Err(CallRejected::UnknownMessageId),
+        let i = self.own_pending(message_id)?;
+        if self.items[i].held {
+            Ok(i)
+        } else {
+            Err(CallRejected::UnknownMessageId)
         }
     }
 
@@ -407,9 +414,6 @@ impl SessionMirror {
                 id
             }
         };
-        if let Some(item) = self.items.get_mut(i) {
-            item.held = false;
-        }
         self.stream = None;
         let content = self.items.get(i).map(|item| item.content.clone()).unwrap_or_default();
         let echo =

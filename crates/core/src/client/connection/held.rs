@@ -15,7 +15,7 @@ use super::*;
 
 impl ClientConnection {
     /// Answers a call this client settled itself, under a request id of its own (never sent).
-    fn answer_locally(&mut self, session_id: &str, kind: RequestKind, outcome: Answer) -> RequestId {
+    pub(super) fn answer_locally(&mut self, session_id: &str, kind: RequestKind, outcome: Answer) -> RequestId {
         let request = self.next_id();
         self.events.push_back(Event::Answered { request: request.clone(), kind, session_id: Some(session_id.to_owned()), outcome });
         request
@@ -82,8 +82,9 @@ impl ClientConnection {
         let params = PromptRequest { session_id: SessionId(session_id.to_owned()), prompt: content, meta: None };
         self.outbox.push_back(jsonrpc::request_line(&id, &params));
         let session = Some(session_id.to_owned());
+        let v1 = self.v1();
         let Some(mirror) = self.sessions.get_mut(session_id) else { return };
-        if self.version == 1 {
+        if v1 {
             self.in_flight.insert(id, InFlight { session: session.clone(), flight: Flight::V1Turn });
             let (message_id, events) = mirror.v1_prompt_sent(item);
             if let Some(request) = call {
@@ -125,13 +126,7 @@ impl ClientConnection {
     pub(super) fn fail_held_calls(&mut self, session_id: &str, items: &[usize], why: &str) {
         for &item in items {
             let Some(request) = self.held_calls.remove(&(session_id.to_owned(), item)) else { continue };
-            let outcome = Answer::Failed(ProtocolError {
-                code: acp_inject_wire::errors::REQUEST_CANCELLED,
-                message: "Request cancelled".into(),
-                reason: None,
-                message_id: None,
-                detail: Some(why.to_owned()),
-            });
+            let outcome = Answer::Failed(ProtocolError::local(acp_inject_wire::errors::REQUEST_CANCELLED, why));
             self.events.push_back(Event::Answered {
                 request,
                 kind: RequestKind::Prompt,

@@ -42,7 +42,7 @@ impl ClientConnection {
         if line.len() > self.max_line_bytes {
             return self.ignore(format!("a line of {} bytes, over the limit", line.len()));
         }
-        if self.version == 1 {
+        if self.v1() {
             return self.receive_v1_line(line);
         }
         let (parsed, tolerated) = collect_tolerated(|| jsonrpc::parse_agent_line(line));
@@ -60,14 +60,19 @@ impl ClientConnection {
         };
         let tolerated_count = tolerated.len();
         mirror.count_tolerated(tolerated_count);
-        for e in mirror.apply(n.update) {
+        let events = mirror.apply(n.update);
+        // A turn end may free the session for what this client holds (C-HELD-2); most
+        // sessions hold nothing, and the update path does not look the session up again.
+        let holds = mirror.holds_any();
+        for e in events {
             self.session_event(&session, e);
         }
         if tolerated_count > 0 {
             self.session_event(&session, SessionEvent::Tolerated(tolerated));
         }
-        // A turn end may free the session for what this client holds (C-HELD-2).
-        self.drain_held(&session);
+        if holds {
+            self.drain_held(&session);
+        }
     }
 
     /// The agent asks for permission (its request decoded, or why not).
@@ -163,7 +168,6 @@ impl ClientConnection {
                 // C-V1-1: an agent of version 1 is driven through v1 from here on.
                 if version == Some(1) {
                     let r = super::v1::initialize_response(raw).map_err(invalid)?;
-                    self.version = 1;
                     self.agent = Some(r.clone());
                     return Ok(Answer::Initialized(Box::new(r)));
                 }
@@ -183,7 +187,6 @@ impl ClientConnection {
                 // nullable `steerInStream`): `InitializeResponse::check`, the rule this toolkit's
                 // agents follow, is not applied to what another agent advertises.
                 let r: InitializeResponse = decode(kind, raw).map_err(invalid)?;
-                self.version = 2;
                 self.agent = Some(r.clone());
                 Answer::Initialized(Box::new(r))
             }

@@ -247,14 +247,46 @@ fn core_ops(rounds: usize) -> Value {
     Value::Object(out)
 }
 
-/// `acp-inject-bench [ROUNDS] [decode]`: with `decode`, only the decode comparison (no core
-/// operations), for measuring the decoders quickly.
+/// Typed decode per update kind (a tag-last object counts apart): the time per line on our
+/// side and the official crate's, and their ratio, for finding where the whole-stream ratio
+/// comes from.
+fn kinds(rounds: usize, lines: usize) -> Value {
+    let mut groups: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for l in stream::stream(lines) {
+        if serde_json::from_str::<Official>(&l).is_err() {
+            continue;
+        }
+        let update_at = l.find("\"update\":{").expect("an update") + 9;
+        let v: Value = serde_json::from_str(&l).unwrap();
+        let kind = v["params"]["update"]["sessionUpdate"].as_str().unwrap_or("?").to_owned();
+        let first = l[update_at..].starts_with("{\"sessionUpdate\"");
+        groups.entry(if first { kind } else { format!("{kind} (tag last)") }).or_default().push(l);
+    }
+    let total: usize = groups.values().map(Vec::len).sum();
+    let mut out = serde_json::Map::new();
+    for (kind, ls) in &groups {
+        let (mut o, mut t) = (Vec::new(), Vec::new());
+        for _ in 0..rounds {
+            o.push(time(&mut || ls.iter().for_each(|l| drop(black_box(ours(l))))));
+            t.push(time(&mut || ls.iter().for_each(|l| drop(black_box(serde_json::from_str::<Official>(l).unwrap())))));
+        }
+        let (o, t) = (median(o) / ls.len() as f64, median(t) / ls.len() as f64);
+        out.insert(
+            kind.clone(),
+            json!({ "share": ls.len() as f64 / total as f64, "ours_ns": o * 1e9, "official_ns": t * 1e9, "ratio": t / o }),
+        );
+    }
+    Value::Object(out)
+}
+
+/// `acp-inject-bench [ROUNDS] [decode|kinds]`: with `decode`, only the decode comparison (no
+/// core operations), for measuring the decoders quickly; with `kinds`, typed decode per kind.
 fn main() {
     let rounds: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(7);
-    let report = if std::env::args().nth(2).as_deref() == Some("decode") {
-        json!({ "decode": decode(rounds, 100_000) })
-    } else {
-        json!({ "decode": decode(rounds, 100_000), "core": core_ops(rounds.min(5)) })
+    let report = match std::env::args().nth(2).as_deref() {
+        Some("decode") => json!({ "decode": decode(rounds, 100_000) }),
+        Some("kinds") => json!({ "kinds": kinds(rounds, 100_000) }),
+        _ => json!({ "decode": decode(rounds, 100_000), "core": core_ops(rounds.min(5)) }),
     };
     println!("{report}");
 }

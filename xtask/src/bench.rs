@@ -123,11 +123,19 @@ const FINDINGS: &str = "
   them as JSON text, each member's value read as its text, and re-encoding is a copy. That
   moved decode + encode to the target (2.02× in the run above) but not typed decode (2.42×):
   on a quiet machine it is within the noise of earlier runs (2.37–2.55×).
-- **Remains: typed decode ≥ 2.5×.** A profile of our decode (0.58 µs a line) shows
-  serde_json's string scanning at about a quarter and the allocator at about 15% (a chunk
-  owns its session id, message id and text); objects whose tag comes last are still buffered
-  as trees before they are decoded (about 1.7×). Boxing `_meta` (an API change across every type and the FFI)
-  made a hot chunk 6% faster but did not move the bench's ratios, so it was left out.
+- **Objects whose tag comes last** were buffered as trees before they were decoded (a
+  tag-last chunk cost about 1.7× a tag-first one). The members met before the tag are now
+  held as the text serde_json lends and decoded in place once the tag is known (about 1.2×).
+  `acp-inject-bench N kinds` (in `bench/`) prints typed decode per update kind, ours and the
+  official crate's, which is how this and the next item were found.
+- **Remains: typed decode ≥ 2.5×.** Per kind, the chunks (about 40% of the lines, 0.41 µs
+  against the official crate's 1.0 µs) and tool call updates (2.25×) hold the ratio down. A
+  profile of the chunks shows serde_json's string scanning at about 30% (the same code on
+  both sides) and the allocator at about 11%: a chunk owns five heap blocks (its session id,
+  its update's box, its message id, its content's box and its text). Inline (small-string)
+  ids would remove two of them, an API change to every id type left for a later version.
+  Boxing `_meta` (an API change across every type and the FFI) made a hot chunk 6% faster
+  but did not move the bench's ratios, so it was left out.
 - **Remains: Kotlin's bare tree parse.** kotlinx `parseToJsonElement`, which builds no state,
   is faster than our mirror through JNA (the String is encoded to UTF-8 and copied across JNA
   before Rust parses it, and every line is applied to the mirror).

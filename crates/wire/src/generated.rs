@@ -160,8 +160,7 @@ impl<T: ::schemars::JsonSchema> ::schemars::JsonSchema for Patch<T> {
 }
 /// The raw object of a tagged-union member whose tag this version does not know (R-WIRE-3).
 /// It keeps every member, the tag included, as JSON text, and re-encodes unchanged: the tag
-/// first, then the other members in the order they came, each value's text as it came (members
-/// met before the tag were already parsed to find it, and are written back compactly).
+/// first, then the other members in the order they came, each value's text as it came.
 ///
 /// Kept as text rather than as a `serde_json::Map`: a member this version does not know is
 /// read to be passed on (to an app, another language, a store), and building a tree of it cost
@@ -331,15 +330,18 @@ pub mod __de {
             deserializer.deserialize_str(V)
         }
     }
+    /// A member read before the tag: its key, and its value held as the JSON text serde_json
+    /// lends (no tree is built; see [`Held`]), to be decoded once the tag is known.
+    pub type Buffered<'de> = (Cow<'de, str>, Held<'de>);
     /// Members read before the tag (buffered), followed by the rest of the object.
     /// In the common case the tag comes first and nothing is buffered.
-    pub struct Chain<A> {
-        buffered: ::std::vec::IntoIter<(String, ::serde_json::Value)>,
-        pending: Option<(String, ::serde_json::Value)>,
+    pub struct Chain<'de, A> {
+        buffered: ::std::vec::IntoIter<Buffered<'de>>,
+        pending: Option<Buffered<'de>>,
         rest: A,
     }
-    impl<A> Chain<A> {
-        pub fn new(buffered: Vec<(String, ::serde_json::Value)>, rest: A) -> Self {
+    impl<'de, A> Chain<'de, A> {
+        pub fn new(buffered: Vec<Buffered<'de>>, rest: A) -> Self {
             Chain {
                 buffered: buffered.into_iter(),
                 pending: None,
@@ -347,16 +349,23 @@ pub mod __de {
             }
         }
     }
-    impl<'de, A: MapAccess<'de>> MapAccess<'de> for Chain<A> {
+    impl<'de, A: MapAccess<'de>> MapAccess<'de> for Chain<'de, A> {
         type Error = A::Error;
         fn next_key_seed<K: DeserializeSeed<'de>>(
             &mut self,
             seed: K,
         ) -> Result<Option<K::Value>, A::Error> {
             if let Some((k, v)) = self.buffered.next() {
-                let key = seed.deserialize(k.as_str().into_deserializer()).map(Some);
+                let key = match &k {
+                    Cow::Borrowed(k) => {
+                        seed.deserialize(
+                            ::serde::de::value::BorrowedStrDeserializer::new(k),
+                        )
+                    }
+                    Cow::Owned(k) => seed.deserialize(k.as_str().into_deserializer()),
+                };
                 self.pending = Some((k, v));
-                return key;
+                return key.map(Some);
             }
             self.rest.next_key_seed(seed)
         }
@@ -364,34 +373,41 @@ pub mod __de {
             &mut self,
             seed: V,
         ) -> Result<V::Value, A::Error> {
-            match self.pending.take() {
-                Some((k, v)) => {
-                    seed.deserialize(v)
-                        .map_err(|e| A::Error::custom(format_args!("member `{k}`: {e}")))
+            let Some((k, v)) = self.pending.take() else {
+                return self.rest.next_value_seed(seed);
+            };
+            let value = match v {
+                Held::Text(Cow::Borrowed(text)) => {
+                    let mut de = ::serde_json::Deserializer::from_str(text);
+                    seed.deserialize(&mut de).and_then(|v| de.end().map(|()| v))
                 }
-                None => self.rest.next_value_seed(seed),
-            }
+                Held::Text(Cow::Owned(text)) => {
+                    ::serde_json::from_str::<::serde_json::Value>(&text)
+                        .and_then(|tree| seed.deserialize(tree))
+                }
+                Held::Value(tree) => seed.deserialize(tree),
+            };
+            value.map_err(|e| A::Error::custom(format_args!("member `{k}`: {e}")))
         }
     }
     /// Reads members until `tag` is found; returns the tag value and the members seen before it.
     pub fn read_tag<'de, A: MapAccess<'de>>(
         map: &mut A,
         tag: &'static str,
-    ) -> Result<(Cow<'de, str>, Vec<(String, ::serde_json::Value)>), A::Error> {
+    ) -> Result<(Cow<'de, str>, Vec<Buffered<'de>>), A::Error> {
         let mut buffered = Vec::new();
         while let Some(key) = map.next_key::<Str<'de>>()? {
             if key.0 == tag {
                 let value: Str<'de> = map.next_value()?;
                 return Ok((value.0, buffered));
             }
-            let value: ::serde_json::Value = map.next_value()?;
-            buffered.push((key.0.into_owned(), value));
+            buffered.push((key.0, map.next_value::<Held<'de>>()?));
         }
         Err(A::Error::missing_field(tag))
     }
     /// Decodes the body of a variant from the members after (and buffered before) the tag.
     pub fn body<'de, T: ::serde::Deserialize<'de>, A: MapAccess<'de>>(
-        buffered: Vec<(String, ::serde_json::Value)>,
+        buffered: Vec<Buffered<'de>>,
         rest: A,
     ) -> Result<T, A::Error> {
         T::deserialize(
@@ -587,6 +603,23 @@ pub mod __de {
                 }
             }
             deserializer.deserialize_newtype_struct(RAW_VALUE_TOKEN, V)
+        }
+    }
+    /// A held value is written as it was read: its text, or its tree.
+    impl ::serde::Serialize for Held<'_> {
+        fn serialize<S: ::serde::Serializer>(
+            &self,
+            serializer: S,
+        ) -> Result<S::Ok, S::Error> {
+            use ::serde::ser::Error as _;
+            match self {
+                Held::Text(text) => {
+                    ::serde_json::from_str::<&::serde_json::value::RawValue>(text)
+                        .map_err(S::Error::custom)?
+                        .serialize(serializer)
+                }
+                Held::Value(value) => value.serialize(serializer),
+            }
         }
     }
     impl Held<'_> {
@@ -1001,7 +1034,7 @@ pub mod __de {
     pub fn unknown<'de, A: MapAccess<'de>>(
         tag_name: &'static str,
         tag: Cow<'de, str>,
-        buffered: Vec<(String, ::serde_json::Value)>,
+        buffered: Vec<Buffered<'de>>,
         mut rest: A,
     ) -> Result<super::Unknown, A::Error> {
         use ::serde::ser::SerializeMap as _;
@@ -1010,7 +1043,7 @@ pub mod __de {
         struct Object<'a, 'de> {
             tag_name: &'static str,
             tag: &'a str,
-            buffered: &'a [(String, ::serde_json::Value)],
+            buffered: &'a [Buffered<'de>],
             rest: &'a [(Cow<'de, str>, Box<RawValue>)],
         }
         impl ::serde::Serialize for Object<'_, '_> {

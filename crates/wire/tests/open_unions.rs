@@ -195,6 +195,10 @@ fn an_unknown_member_keeps_its_text() {
     let from_value: SessionUpdate = serde_json::from_value(serde_json::from_str(line).unwrap()).unwrap();
     assert_eq!(from_value, update, "equal members, whatever their spacing");
     assert!(Unknown::from_json("[1]").is_err() && Unknown::from_json("{").is_err());
+    // Members met before the tag keep their text too (they are held as text, not as trees).
+    let late: SessionUpdate = serde_json::from_str(r#"{"nested": {"z": 1, "a": [1.50]},"sessionUpdate":"_late","n":1e3}"#).unwrap();
+    let SessionUpdate::Other(u) = &late else { panic!("decoded as {late:?}") };
+    assert_eq!(u.json(), r#"{"sessionUpdate":"_late","nested":{"z": 1, "a": [1.50]},"n":1e3}"#);
 }
 
 #[test]

@@ -64,4 +64,6 @@ pub mod client;
 pub mod server;
 
 pub use client::{ConnectOptions, Connection, Session, SessionActivity, TransportError};
-pub use server::{serve, serve_stdio, AgentRuntime, AgentServer, ServeOptions, ServerError, TurnContext, TurnEnd, TurnError};
+pub use server::{
+    serve, serve_stdio, AgentRuntime, AgentServer, ClientLink, Lines, ServeOptions, ServerError, TurnContext, TurnEnd, TurnError,
+};

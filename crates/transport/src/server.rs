@@ -14,6 +14,7 @@
 //! own requests to the client (permission) are minted, routed and ended by the core.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use acp_inject_core::agent::{
@@ -122,12 +123,30 @@ struct Signals {
     interrupt: watch::Sender<bool>,
 }
 
-/// The running server: the core, the connection to the client, the runtime.
+/// Where one connection's lines go: a queue its writer drains, with the bytes it holds
+/// counted against a limit, so a client that stops reading cannot pin the server's memory.
+struct Outbox {
+    tx: mpsc::UnboundedSender<String>,
+    state: Arc<OutboxState>,
+}
+
+struct OutboxState {
+    /// Bytes queued and not yet taken by the writer.
+    queued: AtomicUsize,
+    /// The most it may hold.
+    limit: usize,
+    /// Set when the limit was passed: the connection is dropped and its queue discarded.
+    overflowed: AtomicBool,
+}
+
+/// The running server: the core, the connections to clients, the runtime.
 struct Server {
     agent: Mutex<Agent>,
     runtime: Arc<dyn AgentRuntime>,
-    out: mpsc::UnboundedSender<String>,
-    out_rx: Mutex<Option<mpsc::UnboundedReceiver<String>>>,
+    /// Each connected client's outbox, by its connection id in the core.
+    outboxes: Mutex<HashMap<String, Outbox>>,
+    /// Whether turns that a previous process left running were ended (once, at the start).
+    started: AtomicBool,
     turns: Mutex<HashMap<String, Arc<Signals>>>,
     /// The turns waiting on an answer to a permission request, by the core's request id.
     permissions: Mutex<HashMap<RequestId, oneshot::Sender<RequestPermissionOutcome>>>,
@@ -163,17 +182,63 @@ impl Server {
             }
         };
         let mut actions = Vec::new();
+        let mut outboxes = lock(&self.outboxes);
         for o in outputs {
             match o {
                 Output::Line { to, line } => {
-                    if to.iter().any(|c| c == CLIENT) {
-                        let _ = self.out.send(line);
+                    for conn in &to {
+                        let Some(outbox) = outboxes.get(conn) else { continue };
+                        let state = &outbox.state;
+                        let queued = state.queued.fetch_add(line.len(), Ordering::Relaxed) + line.len();
+                        if queued > state.limit || outbox.tx.send(line.clone()).is_err() {
+                            // Too far behind (or gone): drop the connection; its client resumes
+                            // the session on a new one and the core replays what it missed.
+                            state.overflowed.store(queued > state.limit, Ordering::Relaxed);
+                            outboxes.remove(conn);
+                        }
                     }
                 }
                 Output::Action { session, action } => actions.push((session, action)),
             }
         }
         Ok((r, actions))
+    }
+
+    /// Ends the turns a previous process left running (the store's sessions), once: what they
+    /// held pending opens the next turn (R-DELIV-2).
+    fn start(self: &Arc<Self>) {
+        if self.started.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let interrupted: Vec<String> = {
+            let agent = lock(&self.agent);
+            agent.session_ids().into_iter().filter(|s| agent.turn(s).is_some_and(|t| t.in_progress())).collect()
+        };
+        for session in interrupted {
+            let event = RuntimeEvent::TurnEnded { stop_reason: StopReason::Cancelled, usage: None, error: None };
+            if let Ok((_, actions)) = self.step(|a| a.runtime_event(&session, event)) {
+                self.dispatch(actions);
+            }
+        }
+    }
+
+    /// Attaches a client connection: the core's lines for it go to the returned queue.
+    fn connect(self: &Arc<Self>, conn: &str, max_queued_bytes: usize) -> Lines {
+        self.start();
+        let (tx, rx) = mpsc::unbounded_channel();
+        let state = Arc::new(OutboxState { queued: AtomicUsize::new(0), limit: max_queued_bytes, overflowed: AtomicBool::new(false) });
+        lock(&self.outboxes).insert(conn.to_owned(), Outbox { tx, state: Arc::clone(&state) });
+        lock(&self.agent).attach(conn, ConnectionRole::Controller);
+        Lines { rx, state }
+    }
+
+    /// Detaches a client connection (its turns go on; the core answers the requests only it
+    /// could answer `cancelled`).
+    fn disconnect(self: &Arc<Self>, conn: &str) {
+        lock(&self.outboxes).remove(conn);
+        if let Ok(((), actions)) = self.step(|a| a.detach(conn)) {
+            self.dispatch(actions);
+        }
     }
 
     /// Carries out the core's instructions.
@@ -268,15 +333,97 @@ impl Server {
         lock(&self.agent).session_ids()
     }
 
-    /// Handles one read from the client (`None` at the end of the stream): the core frames
+    /// The error a failed store left (the first caller gets the store's own error).
+    fn failure(&self) -> ServerError {
+        ServerError::Store(lock(&self.failed).take().unwrap_or(StoreError::Poisoned))
+    }
+
+    /// Handles one read from a client (`None` at the end of its stream): the core frames
     /// and applies it, one commit, one dispatch.
-    fn read(self: &Arc<Self>, chunk: Option<&[u8]>) -> Result<(), TurnError> {
+    fn read(self: &Arc<Self>, conn: &str, chunk: Option<&[u8]>) -> Result<(), TurnError> {
         let ((), actions) = self.step(|agent| match chunk {
-            Some(bytes) => agent.receive_bytes(CLIENT, bytes),
-            None => agent.receive_end(CLIENT),
+            Some(bytes) => agent.receive_bytes(conn, bytes),
+            None => agent.receive_end(conn),
         })?;
         self.dispatch(actions);
         Ok(())
+    }
+}
+
+/// The lines the core sends one client connection, in order ([`AgentServer::connect`]).
+#[derive(Debug)]
+pub struct Lines {
+    rx: mpsc::UnboundedReceiver<String>,
+    state: Arc<OutboxState>,
+}
+
+impl std::fmt::Debug for OutboxState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OutboxState").field("queued", &self.queued).field("limit", &self.limit).finish()
+    }
+}
+
+impl Lines {
+    /// The next line (without its newline), or `None` once the connection was dropped: it
+    /// was disconnected, the server stopped, or it fell more than its limit behind
+    /// ([`Lines::overflowed`]).
+    pub async fn next(&mut self) -> Option<String> {
+        if self.overflowed() {
+            return None;
+        }
+        let line = self.rx.recv().await?;
+        self.state.queued.fetch_sub(line.len(), Ordering::Relaxed);
+        Some(line)
+    }
+
+    /// The next line if one is queued now (for batching writes).
+    pub fn try_next(&mut self) -> Option<String> {
+        if self.overflowed() {
+            return None;
+        }
+        let line = self.rx.try_recv().ok()?;
+        self.state.queued.fetch_sub(line.len(), Ordering::Relaxed);
+        Some(line)
+    }
+
+    /// Whether the connection was dropped because its client read too slowly.
+    pub fn overflowed(&self) -> bool {
+        self.state.overflowed.load(Ordering::Relaxed)
+    }
+}
+
+/// One client connection of an agent server that serves many (a network listener's): the
+/// bytes it reads go in through [`ClientLink::receive`], the core's lines for it come out of
+/// the [`Lines`] that [`AgentServer::connect`] returned. Cheap to clone.
+#[derive(Clone)]
+pub struct ClientLink {
+    server: Arc<Server>,
+    conn: Arc<str>,
+}
+
+impl std::fmt::Debug for ClientLink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientLink").field("conn", &self.conn).finish()
+    }
+}
+
+impl ClientLink {
+    /// The connection's id in the core.
+    pub fn id(&self) -> &str {
+        &self.conn
+    }
+
+    /// Bytes the client sent: the core frames them into lines (a partial line waits for the
+    /// rest), applies them, commits, and queues its answers. Fails once the store failed.
+    pub fn receive(&self, bytes: &[u8]) -> Result<(), ServerError> {
+        self.server.read(&self.conn, Some(bytes)).map_err(|_| self.server.failure())
+    }
+
+    /// The client is gone: a partial line it left is refused, the connection is detached.
+    /// Its sessions' turns go on, and a client can resume them on another connection.
+    pub fn disconnect(&self) {
+        let _ = self.server.read(&self.conn, None);
+        self.server.disconnect(&self.conn);
     }
 }
 
@@ -444,12 +591,11 @@ impl AgentServer {
             Some(store) => Agent::with_store(options.config, store)?,
             None => Agent::new(options.config).map_err(OpenError::from)?,
         };
-        let (tx, rx) = mpsc::unbounded_channel::<String>();
         let inner = Arc::new(Server {
             agent: Mutex::new(agent),
             runtime,
-            out: tx,
-            out_rx: Mutex::new(Some(rx)),
+            outboxes: Mutex::new(HashMap::new()),
+            started: AtomicBool::new(false),
             turns: Mutex::new(HashMap::new()),
             permissions: Mutex::new(HashMap::new()),
             failed: Mutex::new(None),
@@ -478,52 +624,61 @@ impl AgentServer {
         self.run(tokio::io::stdin(), tokio::io::stdout()).await
     }
 
-    /// Serves over a reader/writer pair until the reader ends.
+    /// Attaches a client connection under `id` (unique among the connected ones), for a host
+    /// that serves many clients at once (a network listener) or moves bytes itself: feed what
+    /// the client sends to the returned [`ClientLink`] and write the [`Lines`] to it. Lines
+    /// queued for the client past `max_queued_bytes` drop the connection instead of growing
+    /// (the client resumes its sessions on a new one). The first connection also ends the
+    /// turns a previous process left running.
+    pub fn connect(&self, id: &str, max_queued_bytes: usize) -> (ClientLink, Lines) {
+        let lines = self.inner.connect(id, max_queued_bytes);
+        (ClientLink { server: Arc::clone(&self.inner), conn: id.into() }, lines)
+    }
+
+    /// Stops the server: cancels every running turn, gives the runtime a moment to end them,
+    /// and waits for its tasks. For a host that used [`AgentServer::connect`]; [`AgentServer::run`]
+    /// does this itself when its client leaves.
+    pub async fn shutdown(&self) {
+        let server = &self.inner;
+        for (_, s) in lock(&server.turns).drain() {
+            s.cancel.send_replace(true);
+        }
+        let conns: Vec<String> = lock(&server.outboxes).keys().cloned().collect();
+        for conn in conns {
+            server.disconnect(&conn);
+        }
+        lock(&server.permissions).clear();
+        server.tasks.close();
+        let _ = tokio::time::timeout(SHUTDOWN_GRACE, server.tasks.wait()).await;
+    }
+
+    /// Serves one client over a reader/writer pair until the reader ends, then stops (every
+    /// turn is cancelled: over stdio the client's leaving ends the agent).
     pub async fn run<R, W>(self, mut reader: R, mut writer: W) -> Result<(), ServerError>
     where
         R: AsyncRead + Unpin + Send + 'static,
         W: AsyncWrite + Unpin + Send + 'static,
     {
-        let server = self.inner;
-        let Some(mut rx) = lock(&server.out_rx).take() else {
+        if lock(&self.inner.outboxes).contains_key(CLIENT) {
             return Err(ServerError::Io(std::io::Error::other("the server is already running")));
-        };
+        }
+        // Over stdio nothing bounds what the client has not read yet but the pipe.
+        let (link, mut lines) = self.connect(CLIENT, usize::MAX);
         let writer_task = tokio::spawn(async move {
-            while let Some(line) = rx.recv().await {
-                // An empty line is the stop signal.
-                if line.is_empty() {
-                    break;
-                }
+            while let Some(line) = lines.next().await {
                 let mut bytes = line.into_bytes();
                 bytes.push(b'\n');
                 // Batch what is already queued into one write.
-                let mut stop = false;
-                while let Ok(more) = rx.try_recv() {
-                    if more.is_empty() {
-                        stop = true;
-                        break;
-                    }
+                while let Some(more) = lines.try_next() {
                     bytes.extend_from_slice(more.as_bytes());
                     bytes.push(b'\n');
                 }
-                if writer.write_all(&bytes).await.is_err() || writer.flush().await.is_err() || stop {
+                if writer.write_all(&bytes).await.is_err() || writer.flush().await.is_err() {
                     break;
                 }
             }
             let _ = writer.flush().await;
         });
-
-        let interrupted: Vec<String> = {
-            let agent = lock(&server.agent);
-            agent.session_ids().into_iter().filter(|s| agent.turn(s).is_some_and(|t| t.in_progress())).collect()
-        };
-        for session in interrupted {
-            let event = RuntimeEvent::TurnEnded { stop_reason: StopReason::Cancelled, usage: None, error: None };
-            if let Ok((_, actions)) = server.step(|a| a.runtime_event(&session, event)) {
-                server.dispatch(actions);
-            }
-        }
-        lock(&server.agent).attach(CLIENT, ConnectionRole::Controller);
 
         let mut buf = vec![0u8; 64 * 1024];
         let result = loop {
@@ -531,28 +686,19 @@ impl AgentServer {
                 Ok(n) => n,
                 Err(e) => break Err(ServerError::Io(e)),
             };
-            let chunk = (n > 0).then_some(&buf[..n]);
-            if server.read(chunk).is_err() {
-                break Err(ServerError::Store(lock(&server.failed).take().unwrap_or(StoreError::Poisoned)));
-            }
             if n == 0 {
+                // The end of the stream: a partial line left is refused.
+                let _ = self.inner.read(CLIENT, None);
                 break Ok(());
+            }
+            if let Err(e) = link.receive(&buf[..n]) {
+                break Err(e);
             }
         };
         // The client is gone: cancel every turn and give the runtime a moment to end them (a
-        // turn that honours its cancel signal ends at once), then flush what was written and
-        // stop the writer.
-        for (_, s) in lock(&server.turns).drain() {
-            s.cancel.send_replace(true);
-        }
-        // The client can answer nothing more: the core answers its open requests `cancelled`.
-        if let Ok(((), actions)) = server.step(|a| a.detach(CLIENT)) {
-            server.dispatch(actions);
-        }
-        lock(&server.permissions).clear();
-        server.tasks.close();
-        let _ = tokio::time::timeout(SHUTDOWN_GRACE, server.tasks.wait()).await;
-        let _ = server.out.send(String::new());
+        // turn that honours its cancel signal ends at once); the core answers the client's
+        // open requests `cancelled`. Then flush what was written and stop the writer.
+        self.shutdown().await;
         let _ = writer_task.await;
         result
     }

@@ -88,6 +88,9 @@ async fn until(session: &Session, done: impl Fn(&acp_inject_core::client::Mirror
             // What already arrived first: the state may have got there before this looks.
             seen.extend(session.take_events());
             if session.snapshot().as_ref().is_some_and(&done) {
+                // And what arrived between that take and the snapshot (the event of the
+                // update that made it done, among others).
+                seen.extend(session.take_events());
                 return;
             }
             seen.extend(session.next_events().await.unwrap());

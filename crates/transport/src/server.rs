@@ -419,6 +419,15 @@ impl ClientLink {
         self.server.read(&self.conn, Some(bytes)).map_err(|_| self.server.failure())
     }
 
+    /// One whole message the client sent (a WebSocket text frame, an HTTP request body),
+    /// framed by its carrier rather than by newlines: applied as one line (size-checked,
+    /// invalid UTF-8 refused), committed, answered.
+    pub fn receive_message(&self, message: &[u8]) -> Result<(), ServerError> {
+        let ((), actions) = self.server.step(|a| a.handle_bytes(&self.conn, message)).map_err(|_| self.server.failure())?;
+        self.server.dispatch(actions);
+        Ok(())
+    }
+
     /// The client is gone: a partial line it left is refused, the connection is detached.
     /// Its sessions' turns go on, and a client can resume them on another connection.
     pub fn disconnect(&self) {

@@ -1,0 +1,431 @@
+//! The client side: a [`Connection`] to an agent by URL. `ws://` and `wss://` connect over
+//! WebSocket; `http://` and `https://` over Streamable HTTP (POST plus SSE streams). Either
+//! way the bytes are bridged into the same client connection stdio uses, so the session API,
+//! the mirror and the pending-inject behaviour are the same.
+//!
+//! A dropped network ends the connection with [`TransportError::Closed`]. The sessions live on
+//! in the agent: connect again and resume them ([`Connection::resume`] with replay), which
+//! brings back the transcript and the pending list.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+use acp_inject_transport::{ConnectOptions, Connection, TransportError};
+use futures_util::{SinkExt, StreamExt};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream};
+use tokio::sync::mpsc;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::Message;
+
+use crate::route;
+use crate::{HEADER_CONNECTION_ID, HEADER_SESSION_ID};
+
+/// Where an agent listens, and how to reach it: its URL and the headers every request
+/// carries (credentials, say).
+#[derive(Clone, Debug)]
+pub struct Endpoint {
+    url: String,
+    headers: Vec<(String, String)>,
+    max_message_bytes: usize,
+}
+
+/// The size of the in-memory pipe between the network and the client connection.
+const PIPE_BYTES: usize = 256 * 1024;
+
+impl Endpoint {
+    /// An agent at `url` (`ws://`, `wss://`, `http://` or `https://`, the `/acp` path
+    /// included).
+    pub fn new(url: impl Into<String>) -> Endpoint {
+        Endpoint { url: url.into(), headers: Vec::new(), max_message_bytes: crate::Limits::default().max_message_bytes }
+    }
+
+    /// Sends `Authorization: Bearer <token>` with every request.
+    #[must_use]
+    pub fn bearer(self, token: &str) -> Endpoint {
+        self.header("Authorization", &format!("Bearer {token}"))
+    }
+
+    /// Sends this header with every request.
+    #[must_use]
+    pub fn header(mut self, name: &str, value: &str) -> Endpoint {
+        self.headers.push((name.to_owned(), value.to_owned()));
+        self
+    }
+
+    /// The largest message accepted from the agent.
+    #[must_use]
+    pub fn max_message_bytes(mut self, bytes: usize) -> Endpoint {
+        self.max_message_bytes = bytes;
+        self
+    }
+
+    /// Connects and exchanges `initialize` (as [`Connection::over`] does).
+    pub async fn connect(&self, options: ConnectOptions) -> Result<Connection, TransportError> {
+        let scheme = self.url.split("://").next().unwrap_or("").to_ascii_lowercase();
+        let (app, bridge) = tokio::io::duplex(PIPE_BYTES);
+        match scheme.as_str() {
+            "ws" | "wss" => {
+                let socket = self.open_websocket().await?;
+                tokio::spawn(websocket_bridge(socket, bridge, self.max_message_bytes));
+            }
+            "http" | "https" => {
+                let http = reqwest::Client::builder()
+                    .cookie_store(true)
+                    .build()
+                    .map_err(|e| TransportError::Io(format!("cannot build the HTTP client: {e}")))?;
+                tokio::spawn(HttpBridge::new(http, self.clone()).run(bridge));
+            }
+            other => return Err(TransportError::Io(format!("unsupported URL scheme {other:?} (use ws, wss, http or https)"))),
+        }
+        let (reader, writer) = tokio::io::split(app);
+        Connection::over(reader, writer, options).await
+    }
+
+    async fn open_websocket(
+        &self,
+    ) -> Result<tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>, TransportError> {
+        let mut request =
+            self.url.as_str().into_client_request().map_err(|e| TransportError::Io(format!("bad URL {}: {e}", self.url)))?;
+        for (name, value) in &self.headers {
+            let (Ok(name), Ok(value)) = (
+                tokio_tungstenite::tungstenite::http::HeaderName::from_bytes(name.as_bytes()),
+                tokio_tungstenite::tungstenite::http::HeaderValue::from_str(value),
+            ) else {
+                return Err(TransportError::Io(format!("bad header {name:?}")));
+            };
+            request.headers_mut().insert(name, value);
+        }
+        let config = tokio_tungstenite::tungstenite::protocol::WebSocketConfig::default()
+            .max_message_size(Some(self.max_message_bytes))
+            .max_frame_size(Some(self.max_message_bytes));
+        let (socket, _) = tokio_tungstenite::connect_async_with_config(request, Some(config), false).await.map_err(|e| {
+            use tokio_tungstenite::tungstenite::Error;
+            match e {
+                Error::Http(response) => {
+                    let body = response.body().as_ref().map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default();
+                    TransportError::Handshake(format!("the agent refused the WebSocket: {} {}", response.status(), body.trim()))
+                }
+                other => TransportError::Io(format!("cannot connect to {}: {other}", self.url)),
+            }
+        })?;
+        Ok(socket)
+    }
+}
+
+/// A message as one line: a message with line breaks in it (pretty-printed JSON) is written
+/// compactly, since the client connection frames by newlines.
+fn as_line(text: &str) -> Option<String> {
+    if !text.contains(['\n', '\r']) {
+        return Some(text.to_owned());
+    }
+    serde_json::from_str::<serde_json::Value>(text).ok().map(|v| v.to_string())
+}
+
+/// Reads the client's next line (without its newline); `None` at the end.
+async fn next_line(reader: &mut BufReader<tokio::io::ReadHalf<DuplexStream>>, limit: usize) -> Option<String> {
+    let mut line = Vec::new();
+    loop {
+        let n = reader.read_until(b'\n', &mut line).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        if line.len() > limit + 1 {
+            return None;
+        }
+        if line.ends_with(b"\n") {
+            line.pop();
+            if line.ends_with(b"\r") {
+                line.pop();
+            }
+            if line.iter().all(u8::is_ascii_whitespace) {
+                line.clear();
+                continue;
+            }
+            return String::from_utf8(line).ok();
+        }
+    }
+}
+
+async fn websocket_bridge(
+    socket: tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>,
+    bridge: DuplexStream,
+    limit: usize,
+) {
+    let (mut sink, mut frames) = socket.split();
+    let (reader, mut writer) = tokio::io::split(bridge);
+    let mut reader = BufReader::new(reader);
+    let outgoing = async {
+        while let Some(line) = next_line(&mut reader, limit).await {
+            if sink.send(Message::Text(line.into())).await.is_err() {
+                break;
+            }
+        }
+        let _ = sink.send(Message::Close(None)).await;
+    };
+    let incoming = async {
+        while let Some(Ok(frame)) = frames.next().await {
+            match frame {
+                Message::Text(text) => {
+                    let Some(mut line) = as_line(text.as_str()) else { continue };
+                    line.push('\n');
+                    if writer.write_all(line.as_bytes()).await.is_err() {
+                        break;
+                    }
+                }
+                Message::Close(_) => break,
+                // Binary frames are ignored (the RFD); pings are answered by the socket.
+                _ => {}
+            }
+        }
+        let _ = writer.shutdown().await;
+    };
+    // Either side ending ends the connection: the app's close, or the network's.
+    tokio::select! {
+        () = outgoing => {}
+        () = incoming => {}
+    }
+}
+
+/// The Streamable HTTP side of one connection.
+struct HttpBridge {
+    http: reqwest::Client,
+    endpoint: Endpoint,
+    /// Lines for the client connection (from any stream, or made here).
+    to_app: mpsc::UnboundedSender<String>,
+    to_app_rx: Option<mpsc::UnboundedReceiver<String>>,
+    routes: Arc<Mutex<Routes>>,
+}
+
+#[derive(Default)]
+struct Routes {
+    connection: Option<String>,
+    /// Sessions whose stream is open (or opening).
+    streams: HashSet<String>,
+    /// The session stream each open agent request came on: its answer carries that session.
+    agent_requests: HashMap<String, String>,
+}
+
+impl HttpBridge {
+    fn new(http: reqwest::Client, endpoint: Endpoint) -> HttpBridge {
+        let (to_app, rx) = mpsc::unbounded_channel();
+        HttpBridge { http, endpoint, to_app, to_app_rx: Some(rx), routes: Arc::default() }
+    }
+
+    fn request(&self, method: reqwest::Method) -> reqwest::RequestBuilder {
+        let mut request = self.http.request(method, &self.endpoint.url);
+        for (name, value) in &self.endpoint.headers {
+            request = request.header(name, value);
+        }
+        if let Some(id) = &lock(&self.routes).connection {
+            request = request.header(HEADER_CONNECTION_ID, id);
+        }
+        request
+    }
+
+    /// An error answer for one of the client's requests that could not be delivered.
+    fn fail_request(&self, id: &str, message: &str, data: serde_json::Value) {
+        let id: serde_json::Value = serde_json::from_str(id).unwrap_or(serde_json::Value::Null);
+        let error = serde_json::json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32603, "message": message, "data": data } });
+        let _ = self.to_app.send(error.to_string());
+    }
+
+    async fn run(mut self, bridge: DuplexStream) {
+        let (reader, mut writer) = tokio::io::split(bridge);
+        let mut reader = BufReader::new(reader);
+        let mut rx = self.to_app_rx.take().expect("taken once");
+        let this = Arc::new(self);
+        let writer_task = tokio::spawn(async move {
+            while let Some(mut line) = rx.recv().await {
+                // An empty line is the stop signal: the connection is over.
+                if line.is_empty() {
+                    break;
+                }
+                line.push('\n');
+                if writer.write_all(line.as_bytes()).await.is_err() {
+                    break;
+                }
+            }
+            let _ = writer.shutdown().await;
+        });
+        let limit = this.endpoint.max_message_bytes;
+        while let Some(line) = next_line(&mut reader, limit).await {
+            if !this.send(&line).await {
+                break;
+            }
+        }
+        // The app closed (or the connection failed): end the connection on the agent.
+        if lock(&this.routes).connection.is_some() {
+            let _ = this.request(reqwest::Method::DELETE).send().await;
+        }
+        drop(this);
+        writer_task.abort();
+    }
+
+    /// Sends one of the client's lines; `false` when the connection is over.
+    async fn send(self: &Arc<Self>, line: &str) -> bool {
+        let envelope = route::envelope(line.as_bytes()).unwrap_or_default();
+        let connected = lock(&self.routes).connection.is_some();
+        if !connected {
+            return self.initialize(line, &envelope).await;
+        }
+        let session = envelope.params_session.clone().or_else(|| {
+            let id = envelope.id.as_ref().filter(|_| envelope.method.is_none())?;
+            lock(&self.routes).agent_requests.remove(id)
+        });
+        if let Some(session) = &session {
+            if let Err(message) = self.open_session_stream(session).await {
+                if let (true, Some(id)) = (envelope.is_request(), &envelope.id) {
+                    self.fail_request(id, &message, serde_json::Value::Null);
+                }
+                return true;
+            }
+        }
+        let mut request =
+            self.request(reqwest::Method::POST).header(reqwest::header::CONTENT_TYPE, "application/json").body(line.to_owned());
+        if let Some(session) = &session {
+            request = request.header(HEADER_SESSION_ID, session);
+        }
+        match request.send().await {
+            Ok(response) if response.status().is_success() => true,
+            Ok(response) => {
+                let status = response.status().as_u16();
+                let body = response.text().await.unwrap_or_default();
+                if matches!(status, 401 | 403 | 404 | 410) {
+                    // The connection is unusable (credentials refused, or the agent forgot it).
+                    let _ = self.to_app.send(String::new());
+                    return false;
+                }
+                if let (true, Some(id)) = (envelope.is_request(), &envelope.id) {
+                    let data = serde_json::json!({ "status": status, "body": body });
+                    self.fail_request(id, &format!("the agent's endpoint refused the request: HTTP {status}"), data);
+                }
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    async fn initialize(self: &Arc<Self>, line: &str, envelope: &route::Envelope) -> bool {
+        if envelope.method.as_deref() != Some("initialize") {
+            return false;
+        }
+        let response = self
+            .request(reqwest::Method::POST)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(line.to_owned())
+            .send()
+            .await;
+        let response = match response {
+            Ok(r) => r,
+            Err(_) => return false,
+        };
+        let status = response.status();
+        let connection = response.headers().get(HEADER_CONNECTION_ID).and_then(|v| v.to_str().ok()).map(str::to_owned);
+        let body = response.text().await.unwrap_or_default();
+        if !status.is_success() {
+            if let Some(id) = &envelope.id {
+                self.fail_request(
+                    id,
+                    &format!("the agent's endpoint refused initialize: HTTP {status}: {}", body.trim()),
+                    serde_json::Value::Null,
+                );
+            }
+            return true;
+        }
+        let Some(connection) = connection else {
+            if let Some(id) = &envelope.id {
+                self.fail_request(id, "the agent's initialize answer has no Acp-Connection-Id", serde_json::Value::Null);
+            }
+            return true;
+        };
+        lock(&self.routes).connection = Some(connection);
+        // The connection's stream first, so nothing the agent sends next is missed.
+        if self.open_stream(None).await.is_err() {
+            return false;
+        }
+        if let Some(line) = as_line(&body) {
+            let _ = self.to_app.send(line);
+        }
+        true
+    }
+
+    /// Opens a session's stream unless it is open. Boxed: a stream's task opens the streams
+    /// of the sessions its answers create, so the future refers to itself.
+    fn open_session_stream(self: &Arc<Self>, session: &str) -> futures_util::future::BoxFuture<'static, Result<(), String>> {
+        let this = Arc::clone(self);
+        let session = session.to_owned();
+        Box::pin(async move {
+            if !lock(&this.routes).streams.insert(session.clone()) {
+                return Ok(());
+            }
+            let opened = this.open_stream(Some(session.clone())).await;
+            if opened.is_err() {
+                lock(&this.routes).streams.remove(&session);
+            }
+            opened
+        })
+    }
+
+    /// Opens an SSE stream (the connection's, or a session's) and forwards its events until it
+    /// ends. Returns once the agent accepted the `GET`.
+    async fn open_stream(self: &Arc<Self>, session: Option<String>) -> Result<(), String> {
+        let mut request = self.request(reqwest::Method::GET).header(reqwest::header::ACCEPT, "text/event-stream");
+        if let Some(session) = &session {
+            request = request.header(HEADER_SESSION_ID, session);
+        }
+        let response = request.send().await.map_err(|e| format!("cannot open the agent's stream: {e}"))?;
+        if !response.status().is_success() {
+            let status = response.status();
+            let body = response.text().await.unwrap_or_default();
+            return Err(format!("the agent refused the stream: HTTP {status}: {}", body.trim()));
+        }
+        let this = Arc::clone(self);
+        tokio::spawn(async move {
+            let mut body = response.bytes_stream();
+            let mut events = crate::sse::Parser::new(this.endpoint.max_message_bytes);
+            let mut ready = std::collections::VecDeque::new();
+            'stream: loop {
+                let data = match ready.pop_front() {
+                    Some(data) => data,
+                    None => match body.next().await {
+                        Some(Ok(chunk)) => match events.push(&chunk, &mut ready) {
+                            Ok(()) => continue,
+                            // An event over the limit ends the stream (and so, for the
+                            // connection's, the connection).
+                            Err(_) => break 'stream,
+                        },
+                        _ => break 'stream,
+                    },
+                };
+                let Some(line) = as_line(&data) else { continue };
+                let envelope = route::envelope(line.as_bytes()).unwrap_or_default();
+                if let (Some(session), true) = (&session, envelope.is_request()) {
+                    if let Some(id) = &envelope.id {
+                        lock(&this.routes).agent_requests.insert(id.clone(), session.clone());
+                    }
+                }
+                if let Some(new_session) = &envelope.result_session {
+                    let _ = this.open_session_stream(new_session).await;
+                }
+                if this.to_app.send(line).is_err() {
+                    return;
+                }
+            }
+            match &session {
+                // The connection's stream ended: the connection is over.
+                None => {
+                    let _ = this.to_app.send(String::new());
+                }
+                // A session's stream ended: the next message for it opens it again.
+                Some(session) => {
+                    lock(&this.routes).streams.remove(session);
+                }
+            }
+        });
+        Ok(())
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}

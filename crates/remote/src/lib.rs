@@ -1,0 +1,179 @@
+//! ACP over the network for acp-inject: the upstream "Streamable HTTP & WebSocket Transport"
+//! (RFD, Active since July 2026), agent side and client side, around the same cores as stdio.
+//!
+//! - [`listen`] serves an [`AgentServer`](acp_inject_transport::AgentServer) on one `/acp`
+//!   endpoint: Streamable HTTP (`POST` messages, `GET` SSE streams scoped to the connection or
+//!   to one session, `DELETE`) and WebSocket (`GET` with `Upgrade: websocket`), HTTP/1.1 and
+//!   HTTP/2 cleartext on one port. Every network client is one connection of the agent's core,
+//!   so sessions outlive connections: a client that reconnects resumes its sessions, with
+//!   replay, and finds the transcript and the pending list as they were.
+//! - [`Endpoint::connect`] connects to an agent by URL (`ws://`, `wss://`, `http://`,
+//!   `https://`) and returns the same [`Connection`](acp_inject_transport::Connection) as a
+//!   child process gives.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use acp_inject_remote::{listen, BearerToken, Endpoint, ListenOptions};
+//! use acp_inject_transport::{AgentServer, ConnectOptions, ServeOptions};
+//! # async fn demo(runtime: Arc<dyn acp_inject_transport::AgentRuntime>) -> Result<(), Box<dyn std::error::Error>> {
+//! let agent = AgentServer::new(runtime, ServeOptions { config: Default::default(), store: None })?;
+//! let options = ListenOptions { auth: Some(Arc::new(BearerToken::new("s3cret"))), ..Default::default() };
+//! let listener = listen(agent, "0.0.0.0:8080", options).await?;
+//! tokio::spawn(listener.serve(std::future::pending()));
+//!
+//! let conn = Endpoint::new("ws://127.0.0.1:8080/acp").bearer("s3cret").connect(ConnectOptions::default()).await?;
+//! let session = conn.new_session("/home/dev/project", vec![], vec![]).await?;
+//! # let _ = session; Ok(()) }
+//! ```
+//!
+//! # What the RFD leaves open, and what this crate does
+//!
+//! - **HTTP versions.** The RFD requires HTTP/2 for Streamable HTTP. The listener speaks
+//!   HTTP/2 cleartext (prior knowledge) and HTTP/1.1 on the same port, because common
+//!   clients (Node's `fetch`, the official TypeScript SDK's client) send HTTP/1.1 to an
+//!   `http://` URL. TLS is left to a terminating proxy on the agent side; the client speaks
+//!   TLS (rustls, ALPN `h2` and `http/1.1`).
+//! - **Routing answers.** An answer goes to the stream of the session its request named
+//!   (`Acp-Session-Id`), except `session/new` and `session/load`, answered on the
+//!   connection's stream, as the RFD's diagrams show; requests and notifications go to the
+//!   stream of the session their `params.sessionId` names, the rest to the connection's.
+//!   Lines for a session whose stream is not open are kept until it opens.
+//! - **A session stream before the session is on the connection.** After a reconnect the
+//!   client opens the session's stream before it resumes the session; the listener accepts
+//!   a `GET` for any session the agent has, and answers 404 for one it does not.
+//! - **Batches** are answered `501 Not Implemented` with a JSON-RPC `-32600` body (the RFD).
+//! - **Status codes:** 400 (missing or mismatched `Acp-Connection-Id` / `Acp-Session-Id`,
+//!   `initialize` on an existing connection), 401 (the [`Authorize`] hook refused; with
+//!   `WWW-Authenticate: Bearer`), 403 (an `Origin` not allowed), 404 (unknown connection or
+//!   session), 405, 406 (`Accept` without `text/event-stream`), 409 (a stream that already has
+//!   a receiver), 413 (a message over `max_message_bytes`), 415 (`Content-Type` not
+//!   `application/json`), 429 (more sessions than `max_sessions_per_connection`), 503 (more
+//!   connections than `max_connections`, or the agent stopped).
+//! - **Keepalive:** an SSE comment, or a WebSocket ping, every [`Limits::keepalive`]. A
+//!   WebSocket silent for [`Limits::idle_timeout`] is closed (1001); an HTTP connection with
+//!   no open stream and no request for that long is ended.
+//! - **Slow clients:** what waits for a client is counted; past
+//!   [`Limits::max_buffered_bytes`] the connection is ended (WebSocket close 1008) rather than
+//!   buffered further. Its sessions are not affected: the client resumes them.
+//! - **Reconnection** is the client's: a dropped connection ends the [`Connection`]
+//!   ([`TransportError::Closed`](acp_inject_transport::TransportError)); connect again and
+//!   resume each session with replay. A dropped connection does not cancel its turns.
+//! - **Cookies** are kept for the connection's life on Streamable HTTP (the RFD requires it);
+//!   the WebSocket upgrade is one request.
+//!
+//! [`Connection`]: acp_inject_transport::Connection
+
+#![warn(missing_docs)]
+
+mod client;
+mod route;
+mod server;
+mod sse;
+
+use std::time::Duration;
+
+pub use client::Endpoint;
+pub use server::{listen, ListenOptions, Listener};
+
+/// The header that names a connection (returned by `initialize` and on the WebSocket `101`).
+pub const HEADER_CONNECTION_ID: &str = "Acp-Connection-Id";
+/// The header that names the session of a session-scoped request or stream.
+pub const HEADER_SESSION_ID: &str = "Acp-Session-Id";
+
+/// Limits of a listener. Each, when passed, gets a clear status (or WebSocket close code) and
+/// affects only the connection that passed it.
+#[derive(Clone, Debug)]
+pub struct Limits {
+    /// The largest message (request body or WebSocket message): 413, or close 1009.
+    pub max_message_bytes: usize,
+    /// Connections at once, HTTP and WebSocket: 503.
+    pub max_connections: usize,
+    /// Sessions whose messages one HTTP connection carries: 429.
+    pub max_sessions_per_connection: usize,
+    /// Bytes waiting for one client to read them: the connection is ended.
+    pub max_buffered_bytes: usize,
+    /// How long a connection may be silent (no request, no open stream, no frame).
+    pub idle_timeout: Duration,
+    /// How often an open stream or socket is kept alive.
+    pub keepalive: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_message_bytes: 16 * 1024 * 1024,
+            max_connections: 4096,
+            max_sessions_per_connection: 256,
+            max_buffered_bytes: 64 * 1024 * 1024,
+            idle_timeout: Duration::from_secs(300),
+            keepalive: Duration::from_secs(15),
+        }
+    }
+}
+
+/// A check of every request's headers, before anything else is done with it. Return `Err`
+/// with what the client is told (401).
+pub trait Authorize: Send + Sync + 'static {
+    /// `Ok` to let the request through.
+    fn authorize(&self, headers: &axum::http::HeaderMap) -> Result<(), String>;
+}
+
+/// `Authorization: Bearer <token>`, compared in constant time.
+#[derive(Clone)]
+pub struct BearerToken(String);
+
+impl BearerToken {
+    /// Accepts requests that carry this token.
+    pub fn new(token: impl Into<String>) -> BearerToken {
+        BearerToken(token.into())
+    }
+}
+
+impl std::fmt::Debug for BearerToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BearerToken(..)")
+    }
+}
+
+impl Authorize for BearerToken {
+    fn authorize(&self, headers: &axum::http::HeaderMap) -> Result<(), String> {
+        let given = headers
+            .get(axum::http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+            .unwrap_or("");
+        // Constant time in the token's length: every byte is compared whatever differs first.
+        let (a, b) = (given.as_bytes(), self.0.as_bytes());
+        let differs = a.len() != b.len() || a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) != 0;
+        if differs {
+            Err("Unauthorized: a valid bearer token is required".into())
+        } else {
+            Ok(())
+        }
+    }
+}
+
+/// A listener failure.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RemoteError {
+    /// The address could not be bound.
+    #[error("cannot listen on {addr}: {reason}")]
+    Bind {
+        /// The address.
+        addr: String,
+        /// The OS error.
+        reason: String,
+    },
+    /// A non-loopback address without an authentication hook.
+    #[error(
+        "refusing to listen on {addr} without authentication: anyone who can reach it could drive the agent. \
+         Bind a loopback address (127.0.0.1, ::1), or set an authentication hook (a bearer token at least)"
+    )]
+    Unauthenticated {
+        /// The address.
+        addr: String,
+    },
+    /// Serving failed.
+    #[error("I/O error: {0}")]
+    Io(String),
+}

@@ -1,0 +1,560 @@
+//! The agent side: one `/acp` endpoint in front of an [`AgentServer`], every network client a
+//! connection of the same core (so a session outlives the connection that opened it, and a
+//! client that reconnects resumes it on a new one).
+//!
+//! Streamable HTTP: `POST` carries one client message (`initialize` answered `200` with the
+//! answer and `Acp-Connection-Id`, the rest `202`); `GET` with `Accept: text/event-stream`
+//! opens the connection-scoped stream, or a session-scoped one with `Acp-Session-Id`;
+//! `DELETE` ends the connection. WebSocket: `GET` with `Upgrade: websocket`, one JSON-RPC
+//! message per text frame, `Acp-Connection-Id` on the `101`.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use acp_inject_transport::{AgentServer, ClientLink, Lines};
+use axum::body::{Body, Bytes};
+use axum::extract::ws::rejection::WebSocketUpgradeRejection;
+use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::any;
+use axum::Router;
+use futures_util::{SinkExt, StreamExt};
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::route::{self, Envelope};
+use crate::{Authorize, Limits, RemoteError, HEADER_CONNECTION_ID, HEADER_SESSION_ID};
+
+/// How [`listen`] serves.
+#[derive(Clone, Default)]
+pub struct ListenOptions {
+    /// Checks every request (`POST`, `GET`, `DELETE`, the WebSocket upgrade). Required to bind
+    /// anything but a loopback address.
+    pub auth: Option<Arc<dyn Authorize>>,
+    /// Browser origins allowed to call (`Origin` header, exact match such as
+    /// `https://app.example`). A request that carries any other `Origin` is refused with 403;
+    /// a request without one (a native app, a server) is not a browser's and passes.
+    pub allowed_origins: Vec<String>,
+    /// Sizes, counts and times.
+    pub limits: Limits,
+}
+
+impl std::fmt::Debug for ListenOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ListenOptions")
+            .field("auth", &self.auth.is_some())
+            .field("allowed_origins", &self.allowed_origins)
+            .field("limits", &self.limits)
+            .finish()
+    }
+}
+
+/// A bound `/acp` endpoint; [`Listener::serve`] runs it.
+pub struct Listener {
+    tcp: TcpListener,
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Listener {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Listener").field("addr", &self.tcp.local_addr().ok()).finish()
+    }
+}
+
+/// Binds `addr` for `agent`. Refuses a non-loopback address without an authentication hook
+/// ([`RemoteError::Unauthenticated`]): an agent runs code on its host.
+pub async fn listen(agent: AgentServer, addr: &str, options: ListenOptions) -> Result<Listener, RemoteError> {
+    let tcp = TcpListener::bind(addr).await.map_err(|e| RemoteError::Bind { addr: addr.to_owned(), reason: e.to_string() })?;
+    let local = tcp.local_addr().map_err(|e| RemoteError::Bind { addr: addr.to_owned(), reason: e.to_string() })?;
+    if options.auth.is_none() && !local.ip().is_loopback() {
+        return Err(RemoteError::Unauthenticated { addr: local.to_string() });
+    }
+    let shared = Arc::new(Shared { agent, options, conns: Mutex::new(HashMap::new()), live: AtomicUsize::new(0) });
+    Ok(Listener { tcp, shared })
+}
+
+impl Listener {
+    /// The address it is bound to (the port the system chose for port 0).
+    pub fn local_addr(&self) -> Result<SocketAddr, RemoteError> {
+        self.tcp.local_addr().map_err(|e| RemoteError::Io(e.to_string()))
+    }
+
+    /// Serves until `shutdown` completes, then ends every connection (the agent's sessions
+    /// stay; call [`AgentServer::shutdown`] to stop their turns).
+    pub async fn serve(self, shutdown: impl std::future::Future<Output = ()> + Send + 'static) -> Result<(), RemoteError> {
+        let shared = Arc::clone(&self.shared);
+        let reaper = tokio::spawn(reap_idle(Arc::clone(&shared)));
+        let app = Router::new()
+            .route("/acp", any(endpoint))
+            .layer(DefaultBodyLimit::max(shared.options.limits.max_message_bytes))
+            .with_state(Arc::clone(&shared));
+        let result = axum::serve(self.tcp, app).with_graceful_shutdown(shutdown).await.map_err(|e| RemoteError::Io(e.to_string()));
+        reaper.abort();
+        let conns: Vec<Arc<HttpConn>> = lock(&shared.conns).drain().map(|(_, c)| c).collect();
+        for conn in conns {
+            conn.end(&shared);
+        }
+        result
+    }
+}
+
+/// Where a message to the client goes on Streamable HTTP.
+#[derive(Clone, Debug, PartialEq)]
+enum Route {
+    Connection,
+    Session(String),
+}
+
+/// A queue of lines for one SSE stream: filled by the connection's router, drained by the
+/// stream's one receiver (a second `GET` gets 409), kept while no receiver is attached.
+struct Mailbox {
+    tx: mpsc::UnboundedSender<String>,
+    rx: Arc<Mutex<Option<mpsc::UnboundedReceiver<String>>>>,
+}
+
+impl Mailbox {
+    fn new() -> Mailbox {
+        let (tx, rx) = mpsc::unbounded_channel();
+        Mailbox { tx, rx: Arc::new(Mutex::new(Some(rx))) }
+    }
+}
+
+/// The receiver of a mailbox while one stream holds it; given back when the stream ends.
+struct Lease {
+    rx: Option<mpsc::UnboundedReceiver<String>>,
+    slot: Arc<Mutex<Option<mpsc::UnboundedReceiver<String>>>>,
+    conn: Arc<HttpConn>,
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        *lock(&self.slot) = self.rx.take();
+        self.conn.streams_open.fetch_sub(1, Ordering::Relaxed);
+        self.conn.touch();
+    }
+}
+
+/// One Streamable HTTP connection.
+struct HttpConn {
+    id: String,
+    link: ClientLink,
+    routing: Mutex<Routing>,
+    /// Bytes waiting in this connection's mailboxes.
+    buffered: AtomicUsize,
+    /// Open SSE streams (an idle connection has none and sends nothing).
+    streams_open: AtomicUsize,
+    last_active: Mutex<Instant>,
+    ended: CancellationToken,
+}
+
+struct Routing {
+    connection: Mailbox,
+    sessions: HashMap<String, Mailbox>,
+    /// Where the answer to each of the client's open requests goes, by id text.
+    answers: HashMap<String, Route>,
+}
+
+impl HttpConn {
+    fn touch(&self) {
+        *lock(&self.last_active) = Instant::now();
+    }
+
+    /// Ends the connection: its streams close, the core detaches it (its turns go on).
+    fn end(&self, shared: &Shared) {
+        if !self.ended.is_cancelled() {
+            self.ended.cancel();
+            shared.live.fetch_sub(1, Ordering::Relaxed);
+            self.link.disconnect();
+        }
+    }
+
+    /// Routes one line of the core's to its stream. `Err` when a limit was passed.
+    fn route_line(&self, line: String, limits: &Limits) -> Result<(), &'static str> {
+        let envelope = route::envelope(line.as_bytes()).unwrap_or_default();
+        let mut routing = lock(&self.routing);
+        let to = if envelope.is_response() {
+            envelope.id.as_ref().and_then(|id| routing.answers.remove(id)).unwrap_or(Route::Connection)
+        } else {
+            envelope.params_session.map_or(Route::Connection, Route::Session)
+        };
+        let queued = self.buffered.fetch_add(line.len(), Ordering::Relaxed) + line.len();
+        if queued > limits.max_buffered_bytes {
+            return Err("the client read its streams too slowly (max_buffered_bytes)");
+        }
+        let mailbox = match to {
+            Route::Connection => &routing.connection,
+            Route::Session(session) => {
+                if !routing.sessions.contains_key(&session) && routing.sessions.len() >= limits.max_sessions_per_connection {
+                    return Err("too many sessions on one connection (max_sessions_per_connection)");
+                }
+                routing.sessions.entry(session).or_insert_with(Mailbox::new)
+            }
+        };
+        let _ = mailbox.tx.send(line);
+        Ok(())
+    }
+}
+
+struct Shared {
+    agent: AgentServer,
+    options: ListenOptions,
+    conns: Mutex<HashMap<String, Arc<HttpConn>>>,
+    /// Live connections, HTTP and WebSocket.
+    live: AtomicUsize,
+}
+
+impl Shared {
+    /// The connection a request names; `Err` is the status and text to answer.
+    fn conn(&self, headers: &HeaderMap) -> Result<Arc<HttpConn>, (StatusCode, &'static str)> {
+        let Some(id) = header_str(headers, HEADER_CONNECTION_ID) else {
+            return Err((StatusCode::BAD_REQUEST, "Missing Acp-Connection-Id"));
+        };
+        lock(&self.conns).get(id).cloned().ok_or((StatusCode::NOT_FOUND, "Unknown Acp-Connection-Id"))
+    }
+
+    /// Takes a connection slot; `None` at the limit.
+    fn admit(&self) -> Option<()> {
+        let max = self.options.limits.max_connections;
+        self.live.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n < max).then_some(n + 1)).ok().map(|_| ())
+    }
+
+    fn remove(&self, id: &str) {
+        let conn = lock(&self.conns).remove(id);
+        if let Some(conn) = conn {
+            conn.end(self);
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Every critical section here completes or changes nothing.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers.get(name).and_then(|v| v.to_str().ok()).filter(|v| !v.is_empty())
+}
+
+fn text(status: StatusCode, body: &str) -> Response {
+    (status, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], body.to_owned()).into_response()
+}
+
+fn json_rpc_error(status: StatusCode, code: i64, message: &str) -> Response {
+    let body = serde_json::json!({ "jsonrpc": "2.0", "id": null, "error": { "code": code, "message": message } });
+    (status, [(header::CONTENT_TYPE, "application/json")], body.to_string()).into_response()
+}
+
+/// The one endpoint: checks that apply to every method, then the method's handler.
+async fn endpoint(
+    State(shared): State<Arc<Shared>>,
+    method: Method,
+    headers: HeaderMap,
+    ws: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
+    body: Body,
+) -> Response {
+    if let Some(origin) = header_str(&headers, header::ORIGIN.as_str()) {
+        if !shared.options.allowed_origins.iter().any(|o| o == origin) {
+            return text(StatusCode::FORBIDDEN, "Origin not allowed");
+        }
+    }
+    if let Some(auth) = &shared.options.auth {
+        if let Err(reason) = auth.authorize(&headers) {
+            let mut response = text(StatusCode::UNAUTHORIZED, &reason);
+            response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            return response;
+        }
+    }
+    match method {
+        Method::POST => post(shared, headers, body).await,
+        Method::GET => match ws.ok() {
+            Some(ws) => upgrade(shared, ws),
+            None if header_str(&headers, header::UPGRADE.as_str()).is_some_and(|u| u.eq_ignore_ascii_case("websocket")) => {
+                text(StatusCode::BAD_REQUEST, "Malformed WebSocket upgrade")
+            }
+            None => stream(shared, &headers),
+        },
+        Method::DELETE => match shared.conn(&headers) {
+            Ok(conn) => {
+                shared.remove(&conn.id);
+                StatusCode::ACCEPTED.into_response()
+            }
+            Err((status, why)) => text(status, why),
+        },
+        _ => {
+            let mut response = text(StatusCode::METHOD_NOT_ALLOWED, "Use POST, GET or DELETE");
+            response.headers_mut().insert(header::ALLOW, HeaderValue::from_static("GET, POST, DELETE"));
+            response
+        }
+    }
+}
+
+async fn post(shared: Arc<Shared>, headers: HeaderMap, body: Body) -> Response {
+    let json = header_str(&headers, header::CONTENT_TYPE.as_str())
+        .and_then(|ct| ct.split(';').next())
+        .is_some_and(|ct| ct.trim().eq_ignore_ascii_case("application/json"));
+    if !json {
+        return text(StatusCode::UNSUPPORTED_MEDIA_TYPE, "Content-Type must be application/json");
+    }
+    let body = match axum::body::to_bytes(body, shared.options.limits.max_message_bytes).await {
+        Ok(b) => b,
+        Err(_) => return text(StatusCode::PAYLOAD_TOO_LARGE, "The message is larger than max_message_bytes"),
+    };
+    if route::is_batch(&body) {
+        // The RFD: batches are not supported on this transport.
+        return json_rpc_error(StatusCode::NOT_IMPLEMENTED, -32600, "JSON-RPC batches are not supported");
+    }
+    let Some(envelope) = route::envelope(&body) else {
+        return json_rpc_error(StatusCode::BAD_REQUEST, -32700, "Parse error: the body is not a JSON object");
+    };
+    let connection = header_str(&headers, HEADER_CONNECTION_ID);
+    if envelope.method.as_deref() == Some("initialize") && envelope.is_request() {
+        return match connection {
+            None => initialize(shared, envelope, body).await,
+            Some(_) => text(StatusCode::BAD_REQUEST, "initialize is not allowed on an existing connection"),
+        };
+    }
+    let conn = match shared.conn(&headers) {
+        Ok(c) => c,
+        Err((status, why)) => return text(status, why),
+    };
+    conn.touch();
+    let header_session = header_str(&headers, HEADER_SESSION_ID);
+    if let Some(method) = &envelope.method {
+        if (route::is_session_scoped(method) || envelope.params_session.is_some()) && header_session.is_none() {
+            return text(StatusCode::BAD_REQUEST, "Missing Acp-Session-Id");
+        }
+        if let (Some(h), Some(p)) = (header_session, &envelope.params_session) {
+            if h != p {
+                return text(StatusCode::BAD_REQUEST, "Mismatched Acp-Session-Id");
+            }
+        }
+        if let Some(id) = &envelope.id {
+            // `session/new` and `session/load` are answered on the connection's stream (the
+            // client may not have the session's stream yet); other session methods on theirs.
+            let to = match header_session {
+                Some(s) if method != "session/load" && method != "session/new" => Route::Session(s.to_owned()),
+                _ => Route::Connection,
+            };
+            lock(&conn.routing).answers.insert(id.clone(), to);
+        }
+    }
+    match conn.link.receive_message(&body) {
+        Ok(()) => StatusCode::ACCEPTED.into_response(),
+        Err(e) => text(StatusCode::SERVICE_UNAVAILABLE, &format!("The agent stopped: {e}")),
+    }
+}
+
+/// `initialize` without a connection: a new connection, answered inline.
+async fn initialize(shared: Arc<Shared>, envelope: Envelope, body: Bytes) -> Response {
+    if shared.admit().is_none() {
+        return text(StatusCode::SERVICE_UNAVAILABLE, "Too many connections (max_connections)");
+    }
+    let id = uuid::Uuid::new_v4().to_string();
+    let (link, mut lines) = shared.agent.connect(&id, shared.options.limits.max_buffered_bytes);
+    let conn = Arc::new(HttpConn {
+        id: id.clone(),
+        link,
+        routing: Mutex::new(Routing { connection: Mailbox::new(), sessions: HashMap::new(), answers: HashMap::new() }),
+        buffered: AtomicUsize::new(0),
+        streams_open: AtomicUsize::new(0),
+        last_active: Mutex::new(Instant::now()),
+        ended: CancellationToken::new(),
+    });
+    if let Err(e) = conn.link.receive_message(&body) {
+        conn.end(&shared);
+        return text(StatusCode::SERVICE_UNAVAILABLE, &format!("The agent stopped: {e}"));
+    }
+    // The core answers `initialize` at once; anything it sent before is for the stream.
+    let answer = loop {
+        match lines.try_next() {
+            Some(line) if route::envelope(line.as_bytes()).is_some_and(|e| e.is_response() && e.id == envelope.id) => {
+                break Some(line)
+            }
+            Some(line) => {
+                let _ = conn.route_line(line, &shared.options.limits);
+            }
+            None => break None,
+        }
+    };
+    let Some(answer) = answer else {
+        conn.end(&shared);
+        return text(StatusCode::INTERNAL_SERVER_ERROR, "The agent did not answer initialize");
+    };
+    lock(&shared.conns).insert(id.clone(), Arc::clone(&conn));
+    tokio::spawn(router(Arc::clone(&shared), conn, lines));
+    let mut response = (StatusCode::OK, [(header::CONTENT_TYPE, "application/json")], answer).into_response();
+    if let Ok(value) = HeaderValue::from_str(&id) {
+        response.headers_mut().insert(HEADER_CONNECTION_ID, value);
+    }
+    response
+}
+
+/// Moves the core's lines for one HTTP connection to its streams until either ends.
+async fn router(shared: Arc<Shared>, conn: Arc<HttpConn>, mut lines: Lines) {
+    loop {
+        let line = tokio::select! {
+            line = lines.next() => line,
+            () = conn.ended.cancelled() => None,
+        };
+        let Some(line) = line else {
+            break;
+        };
+        if let Err(reason) = conn.route_line(line, &shared.options.limits) {
+            eprintln!("acp-inject-remote: closing connection {}: {reason}", conn.id);
+            break;
+        }
+    }
+    shared.remove(&conn.id);
+}
+
+/// `GET` without an upgrade: the connection's stream, or a session's.
+fn stream(shared: Arc<Shared>, headers: &HeaderMap) -> Response {
+    let accepts = header_str(headers, header::ACCEPT.as_str()).is_some_and(|a| a.to_ascii_lowercase().contains("text/event-stream"));
+    if !accepts {
+        return text(StatusCode::NOT_ACCEPTABLE, "Accept must include text/event-stream");
+    }
+    let conn = match shared.conn(headers) {
+        Ok(c) => c,
+        Err((status, why)) => return text(status, why),
+    };
+    conn.touch();
+    let slot = {
+        let mut routing = lock(&conn.routing);
+        match header_str(headers, HEADER_SESSION_ID) {
+            None => Arc::clone(&routing.connection.rx),
+            Some(session) => {
+                if !routing.sessions.contains_key(session) {
+                    if !shared.agent.sessions().iter().any(|s| s == session) {
+                        return text(StatusCode::NOT_FOUND, "Unknown Acp-Session-Id");
+                    }
+                    if routing.sessions.len() >= shared.options.limits.max_sessions_per_connection {
+                        return text(
+                            StatusCode::TOO_MANY_REQUESTS,
+                            "Too many sessions on this connection (max_sessions_per_connection)",
+                        );
+                    }
+                }
+                Arc::clone(&routing.sessions.entry(session.to_owned()).or_insert_with(Mailbox::new).rx)
+            }
+        }
+    };
+    let Some(rx) = lock(&slot).take() else {
+        return text(StatusCode::CONFLICT, "This stream already has a receiver");
+    };
+    conn.streams_open.fetch_add(1, Ordering::Relaxed);
+    let lease = Lease { rx: Some(rx), slot, conn };
+    let events = futures_util::stream::unfold(lease, |mut lease| async move {
+        let rx = lease.rx.as_mut()?;
+        let line = tokio::select! {
+            line = rx.recv() => line?,
+            () = lease.conn.ended.cancelled() => return None,
+        };
+        lease.conn.buffered.fetch_sub(line.len(), Ordering::Relaxed);
+        Some((Ok::<_, std::convert::Infallible>(Event::default().data(line)), lease))
+    });
+    Sse::new(events).keep_alive(KeepAlive::new().interval(shared.options.limits.keepalive)).into_response()
+}
+
+/// `GET` with `Upgrade: websocket`: a full-duplex connection of its own.
+fn upgrade(shared: Arc<Shared>, ws: WebSocketUpgrade) -> Response {
+    if shared.admit().is_none() {
+        return text(StatusCode::SERVICE_UNAVAILABLE, "Too many connections (max_connections)");
+    }
+    let id = uuid::Uuid::new_v4().to_string();
+    let limits = shared.options.limits.clone();
+    let header_id = HeaderValue::from_str(&id).ok();
+    let mut response = ws
+        .max_message_size(limits.max_message_bytes)
+        .max_frame_size(limits.max_message_bytes)
+        .on_upgrade(move |socket| websocket(shared, id, socket));
+    if let Some(value) = header_id {
+        response.headers_mut().insert(HEADER_CONNECTION_ID, value);
+    }
+    response
+}
+
+async fn websocket(shared: Arc<Shared>, id: String, socket: WebSocket) {
+    let limits = &shared.options.limits;
+    let (link, mut lines) = shared.agent.connect(&id, limits.max_buffered_bytes);
+    let (mut sink, mut frames) = socket.split();
+    let mut keepalive = tokio::time::interval(limits.keepalive);
+    keepalive.tick().await;
+    let mut last_heard = Instant::now();
+    let close = |code: u16, reason: &'static str| Message::Close(Some(CloseFrame { code, reason: reason.into() }));
+    let farewell = loop {
+        tokio::select! {
+            frame = frames.next() => {
+                last_heard = Instant::now();
+                match frame {
+                    Some(Ok(Message::Text(text))) => {
+                        if link.receive_message(text.as_bytes()).is_err() {
+                            break Some(close(1011, "the agent stopped"));
+                        }
+                    }
+                    // The RFD: binary frames are ignored. Pings are answered by the socket.
+                    Some(Ok(Message::Binary(_) | Message::Ping(_) | Message::Pong(_))) => {}
+                    Some(Ok(Message::Close(_))) | None => break None,
+                    Some(Err(_)) => break Some(close(1009, "message too large or malformed")),
+                }
+            }
+            line = lines.next() => match line {
+                Some(line) => {
+                    let mut batch = vec![line];
+                    while let Some(more) = lines.try_next() {
+                        batch.push(more);
+                    }
+                    let mut failed = false;
+                    for line in batch {
+                        if sink.feed(Message::Text(line.into())).await.is_err() {
+                            failed = true;
+                            break;
+                        }
+                    }
+                    if failed || sink.flush().await.is_err() {
+                        break None;
+                    }
+                }
+                None if lines.overflowed() => break Some(close(1008, "the client read too slowly (max_buffered_bytes)")),
+                None => break Some(close(1001, "the server is going away")),
+            },
+            _ = keepalive.tick() => {
+                if last_heard.elapsed() > limits.idle_timeout {
+                    break Some(close(1001, "idle for longer than idle_timeout"));
+                }
+                if sink.send(Message::Ping(Bytes::new())).await.is_err() {
+                    break None;
+                }
+            }
+        }
+    };
+    if let Some(frame) = farewell {
+        let _ = tokio::time::timeout(Duration::from_secs(1), sink.send(frame)).await;
+    }
+    link.disconnect();
+    shared.live.fetch_sub(1, Ordering::Relaxed);
+}
+
+/// Ends HTTP connections with no open stream and no request for longer than `idle_timeout`
+/// (a client that vanished without `DELETE`).
+async fn reap_idle(shared: Arc<Shared>) {
+    let idle = shared.options.limits.idle_timeout;
+    let mut tick = tokio::time::interval((idle / 4).max(Duration::from_millis(50)));
+    loop {
+        tick.tick().await;
+        let stale: Vec<String> = lock(&shared.conns)
+            .values()
+            .filter(|c| c.streams_open.load(Ordering::Relaxed) == 0 && lock(&c.last_active).elapsed() > idle)
+            .map(|c| c.id.clone())
+            .collect();
+        for id in stale {
+            shared.remove(&id);
+        }
+    }
+}

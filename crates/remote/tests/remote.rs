@@ -1,0 +1,313 @@
+//! The network transport end to end, in one process: an agent server behind `listen`, clients
+//! connecting by URL over WebSocket and over Streamable HTTP, through a TCP relay the tests can
+//! cut (a dropped network, as a phone sees it). Plus what a hostile or careless peer gets.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use acp_inject_core::agent::{AgentConfig, BreakPoint, UserInput};
+use acp_inject_core::client::{MirrorSnapshot, TurnState};
+use acp_inject_core::wire::{ContentBlock, InjectMode, TextContent};
+use acp_inject_remote::{listen, BearerToken, Endpoint, Limits, ListenOptions, RemoteError};
+use acp_inject_transport::{AgentRuntime, AgentServer, ConnectOptions, Connection, ServeOptions, Session, TurnContext, TurnEnd};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
+
+fn text(t: &str) -> Vec<ContentBlock> {
+    vec![ContentBlock::Text(Box::new(TextContent { text: t.into(), annotations: None, meta: None }))]
+}
+
+fn text_of(c: &[ContentBlock]) -> String {
+    c.iter()
+        .map(|b| match b {
+            ContentBlock::Text(t) => t.text.clone(),
+            _ => String::new(),
+        })
+        .collect()
+}
+
+/// Turns stream one chunk, wait for the test to open their gate, reach a break-point (where
+/// steers are delivered) and end. Everything the runtime was handed is recorded, in order.
+#[derive(Default)]
+struct Gated {
+    gates: Mutex<HashMap<String, Arc<Notify>>>,
+    heard: Mutex<Vec<String>>,
+}
+
+impl Gated {
+    fn gate(&self, session: &str) -> Arc<Notify> {
+        Arc::clone(self.gates.lock().unwrap().entry(session.to_owned()).or_default())
+    }
+
+    fn heard(&self) -> Vec<String> {
+        self.heard.lock().unwrap().clone()
+    }
+}
+
+#[async_trait::async_trait]
+impl AgentRuntime for Gated {
+    async fn run_turn(&self, turn: TurnContext, input: Vec<UserInput>) -> TurnEnd {
+        for i in &input {
+            self.heard.lock().unwrap().push(text_of(&i.content));
+        }
+        let id = turn.new_message_id();
+        turn.send_text(&id, "working").unwrap();
+        let gate = self.gate(turn.session_id());
+        tokio::select! {
+            () = gate.notified() => {}
+            () = turn.cancelled() => return TurnEnd::cancelled(),
+        }
+        for steer in turn.break_point(BreakPoint::ToolResult).unwrap() {
+            self.heard.lock().unwrap().push(text_of(&steer.content));
+        }
+        turn.send_text(&id, " done").unwrap();
+        TurnEnd::end_turn()
+    }
+}
+
+fn config() -> AgentConfig {
+    let inject = serde_json::from_value(serde_json::json!({
+        "modes": ["queue", "steer"], "pending": { "replace": true }, "steerInStream": ["finish"]
+    }))
+    .unwrap();
+    AgentConfig { inject: Some(inject), ..Default::default() }
+}
+
+async fn agent(runtime: Arc<Gated>, options: ListenOptions) -> (AgentServer, SocketAddr) {
+    let server = AgentServer::new(runtime, ServeOptions { config: config(), store: None }).unwrap();
+    let listener = listen(server.clone(), "127.0.0.1:0", options).await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(listener.serve(std::future::pending()));
+    (server, addr)
+}
+
+/// A TCP relay to `to`: `cut` drops every connection through it at once, both ways.
+struct Relay {
+    addr: SocketAddr,
+    task: JoinHandle<()>,
+    links: Arc<Mutex<Vec<JoinHandle<()>>>>,
+}
+
+impl Relay {
+    async fn to(to: SocketAddr) -> Relay {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let links: Arc<Mutex<Vec<JoinHandle<()>>>> = Arc::default();
+        let l = Arc::clone(&links);
+        let task = tokio::spawn(async move {
+            while let Ok((mut inbound, _)) = listener.accept().await {
+                let link = tokio::spawn(async move {
+                    if let Ok(mut outbound) = TcpStream::connect(to).await {
+                        let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                    }
+                });
+                l.lock().unwrap().push(link);
+            }
+        });
+        Relay { addr, task, links }
+    }
+
+    fn cut(&self) {
+        self.task.abort();
+        for link in self.links.lock().unwrap().drain(..) {
+            link.abort();
+        }
+    }
+}
+
+async fn until(session: &Session, what: &str, done: impl Fn(&MirrorSnapshot) -> bool) -> MirrorSnapshot {
+    tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            session.take_events();
+            if let Some(s) = session.snapshot().filter(|s| done(s)) {
+                return s;
+            }
+            if session.next_events().await.is_err() {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("timed out waiting for {what}; snapshot {:#?}", session.snapshot()))
+}
+
+fn agent_pending(s: &MirrorSnapshot) -> Vec<(InjectMode, String)> {
+    s.agent_pending.iter().flatten().map(|p| (p.mode, text_of(&p.content))).collect()
+}
+
+/// The whole story for one profile: a session with queue, steer, revoke and replace; the
+/// network cut mid-turn; a new connection that resumes with replay and finds the transcript
+/// and the pending list intact; then every accepted message delivered exactly once.
+async fn survives_a_dropped_network(scheme: &str) {
+    let runtime = Arc::new(Gated::default());
+    let (_server, addr) = agent(Arc::clone(&runtime), ListenOptions::default()).await;
+    let relay = Relay::to(addr).await;
+    let url = |a: SocketAddr| format!("{scheme}://{a}/acp");
+
+    let conn = Endpoint::new(url(relay.addr)).connect(ConnectOptions::default()).await.unwrap();
+    let s = conn.new_session("/home/dev/app", vec![], vec![]).await.unwrap();
+    let session_id = s.id().to_owned();
+    s.prompt(text("first")).await.unwrap();
+    until(&s, "the turn to run", |s| s.state == TurnState::Running).await;
+    s.inject(InjectMode::Queue, text("later")).await.unwrap();
+    s.inject(InjectMode::Steer, text("now")).await.unwrap();
+    let gone = s.inject(InjectMode::Queue, text("revoke me")).await.unwrap();
+    s.revoke(&gone).await.unwrap();
+    let old = s.inject(InjectMode::Queue, text("old")).await.unwrap();
+    s.replace(&old, text("new")).await.unwrap();
+    let expected =
+        vec![(InjectMode::Steer, "now".to_owned()), (InjectMode::Queue, "later".to_owned()), (InjectMode::Queue, "new".to_owned())];
+    let before = until(&s, "the pending list", |s| agent_pending(s) == expected).await;
+
+    // The network goes away mid-turn.
+    relay.cut();
+    let err = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            if let Err(e) = s.next_events().await {
+                return e;
+            }
+        }
+    })
+    .await
+    .expect("the client notices the dropped connection");
+    drop(conn);
+    assert!(
+        matches!(err, acp_inject_transport::TransportError::Closed { .. } | acp_inject_transport::TransportError::Io(_)),
+        "{err:?}"
+    );
+
+    // A new connection (the network is back) resumes the session with replay.
+    let conn = Endpoint::new(url(addr)).connect(ConnectOptions::default()).await.unwrap();
+    let s = conn.resume(&session_id, "/home/dev/app", true).await.unwrap();
+    let after = until(&s, "the replay and the pending list", |s| agent_pending(s) == expected && s.state == TurnState::Running).await;
+    assert_eq!(after.transcript.len(), before.transcript.len(), "{:#?}\n{:#?}", after.transcript, before.transcript);
+    for (a, b) in after.transcript.iter().zip(&before.transcript) {
+        assert_eq!((a.role, &a.message_id, text_of(&a.content)), (b.role, &b.message_id, text_of(&b.content)));
+    }
+
+    // The turn goes on: the steer is delivered at its break-point, then the queue opens the
+    // next turn; each accepted message reaches the runtime once, the revoked one never.
+    runtime.gate(&session_id).notify_one();
+    until(&s, "the queued turn", |s| s.state == TurnState::Running && agent_pending(s).is_empty()).await;
+    runtime.gate(&session_id).notify_one();
+    until(&s, "idle", |s| s.state == TurnState::Idle).await;
+    assert_eq!(runtime.heard(), ["first", "now", "later", "new"]);
+    s.close().await.unwrap();
+    conn.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn websocket_survives_a_dropped_network() {
+    survives_a_dropped_network("ws").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streamable_http_survives_a_dropped_network() {
+    survives_a_dropped_network("http").await;
+}
+
+#[tokio::test]
+async fn a_public_address_without_authentication_is_refused() {
+    let server = AgentServer::new(Arc::new(Gated::default()), ServeOptions { config: config(), store: None }).unwrap();
+    let err = listen(server.clone(), "0.0.0.0:0", ListenOptions::default()).await.unwrap_err();
+    assert!(matches!(err, RemoteError::Unauthenticated { .. }), "{err:?}");
+    assert!(err.to_string().contains("without authentication"), "{err}");
+    let options = ListenOptions { auth: Some(Arc::new(BearerToken::new("t"))), ..Default::default() };
+    assert!(listen(server, "0.0.0.0:0", options).await.is_ok());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bearer_token_is_required_when_set() {
+    let options = ListenOptions { auth: Some(Arc::new(BearerToken::new("s3cret"))), ..Default::default() };
+    let (_server, addr) = agent(Arc::new(Gated::default()), options).await;
+    for scheme in ["ws", "http"] {
+        let url = format!("{scheme}://{addr}/acp");
+        let refused = Endpoint::new(&url).bearer("wrong").connect(ConnectOptions::default()).await;
+        let err = refused.err().unwrap_or_else(|| panic!("{scheme}: a wrong token connected"));
+        assert!(err.to_string().contains("401"), "{scheme}: {err}");
+        let conn: Connection = Endpoint::new(&url).bearer("s3cret").connect(ConnectOptions::default()).await.unwrap();
+        conn.new_session("/tmp", vec![], vec![]).await.unwrap();
+        conn.close().await;
+    }
+}
+
+/// Raw HTTP against the endpoint: each malformed or hostile request gets its status, and the
+/// listener keeps serving.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_requests_get_clear_statuses() {
+    let limits = Limits { max_message_bytes: 4096, ..Default::default() };
+    let options = ListenOptions { allowed_origins: vec!["https://app.example".into()], limits, ..Default::default() };
+    let (_server, addr) = agent(Arc::new(Gated::default()), options).await;
+    let url = format!("http://{addr}/acp");
+    let http = reqwest::Client::new();
+    let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":2,"clientCapabilities":{},"info":{"name":"t","version":"1"}}}"#;
+    let post = |body: &str| http.post(&url).header("Content-Type", "application/json").body(body.to_owned());
+    let status = |r: reqwest::Response| r.status().as_u16();
+
+    assert_eq!(status(http.post(&url).header("Content-Type", "text/plain").body(init).send().await.unwrap()), 415);
+    assert_eq!(status(post("[1, 2]").send().await.unwrap()), 501);
+    assert_eq!(status(post("{not json").send().await.unwrap()), 400);
+    assert_eq!(status(post(&"x".repeat(10_000)).send().await.unwrap()), 413);
+    let stray = r#"{"jsonrpc":"2.0","id":1,"method":"session/list","params":{}}"#;
+    assert_eq!(status(post(stray).send().await.unwrap()), 400, "no Acp-Connection-Id");
+    assert_eq!(status(post(stray).header("Acp-Connection-Id", "nope").send().await.unwrap()), 404);
+    assert_eq!(status(http.get(&url).header("Accept", "text/event-stream").send().await.unwrap()), 400);
+    assert_eq!(status(http.get(&url).send().await.unwrap()), 406);
+    assert_eq!(status(http.delete(&url).header("Acp-Connection-Id", "nope").send().await.unwrap()), 404);
+    assert_eq!(status(http.put(&url).send().await.unwrap()), 405);
+    assert_eq!(status(post(init).header("Origin", "https://evil.example").send().await.unwrap()), 403);
+
+    // A real connection: initialize answered inline, then the session rules.
+    let answer = post(init).header("Origin", "https://app.example").send().await.unwrap();
+    assert_eq!(answer.status().as_u16(), 200);
+    let conn = answer.headers()["acp-connection-id"].to_str().unwrap().to_owned();
+    let body: serde_json::Value = serde_json::from_str(&answer.text().await.unwrap()).unwrap();
+    assert_eq!(body["result"]["protocolVersion"], 2, "{body}");
+    assert_eq!(status(post(init).header("Acp-Connection-Id", &conn).send().await.unwrap()), 400, "initialize twice");
+    let prompt = r#"{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"s","prompt":[]}}"#;
+    assert_eq!(status(post(prompt).header("Acp-Connection-Id", &conn).send().await.unwrap()), 400, "no Acp-Session-Id");
+    let mismatched = post(prompt).header("Acp-Connection-Id", &conn).header("Acp-Session-Id", "other");
+    assert_eq!(status(mismatched.send().await.unwrap()), 400);
+    let unknown =
+        http.get(&url).header("Accept", "text/event-stream").header("Acp-Connection-Id", &conn).header("Acp-Session-Id", "s");
+    assert_eq!(status(unknown.send().await.unwrap()), 404, "a session the agent does not have");
+    let stream = http.get(&url).header("Accept", "text/event-stream").header("Acp-Connection-Id", &conn).send().await.unwrap();
+    assert_eq!(stream.status().as_u16(), 200);
+    let second = http.get(&url).header("Accept", "text/event-stream").header("Acp-Connection-Id", &conn).send().await.unwrap();
+    assert_eq!(second.status().as_u16(), 409, "one receiver per stream");
+    // A message the core refuses is answered on the stream, not by HTTP.
+    assert_eq!(
+        status(post("{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"nope\"}").header("Acp-Connection-Id", &conn).send().await.unwrap()),
+        202
+    );
+    let mut body = stream.bytes_stream();
+    let mut seen = String::new();
+    while !seen.contains("-32601") {
+        use futures_util::StreamExt;
+        let chunk =
+            tokio::time::timeout(Duration::from_secs(5), body.next()).await.expect("the answer on the stream").unwrap().unwrap();
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    assert!(seen.starts_with("data: ") && seen.contains(r#""id":3"#), "{seen}");
+    assert_eq!(status(http.delete(&url).header("Acp-Connection-Id", &conn).send().await.unwrap()), 202);
+    assert_eq!(status(post(stray).header("Acp-Connection-Id", &conn).send().await.unwrap()), 404, "after DELETE");
+}
+
+/// The RFD requires HTTP/2: the listener speaks it in cleartext (prior knowledge) on the same
+/// port as HTTP/1.1, streams included.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http2_cleartext_is_served() {
+    let (_server, addr) = agent(Arc::new(Gated::default()), ListenOptions::default()).await;
+    let url = format!("http://{addr}/acp");
+    let http = reqwest::Client::builder().http2_prior_knowledge().build().unwrap();
+    let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":2,"clientCapabilities":{},"info":{"name":"t","version":"1"}}}"#;
+    let answer = http.post(&url).header("Content-Type", "application/json").body(init).send().await.unwrap();
+    assert_eq!((answer.status().as_u16(), answer.version()), (200, reqwest::Version::HTTP_2));
+    let conn = answer.headers()["acp-connection-id"].to_str().unwrap().to_owned();
+    let stream = http.get(&url).header("Accept", "text/event-stream").header("Acp-Connection-Id", &conn).send().await.unwrap();
+    assert_eq!((stream.status().as_u16(), stream.version()), (200, reqwest::Version::HTTP_2));
+    assert_eq!(stream.headers()["content-type"], "text/event-stream");
+}

@@ -7,15 +7,17 @@
 // replay: the sessions live in this process only) and idempotent close. No session/inject: our
 // clients must work without it.
 //
-//   node sdk-agent.mjs [--delay-ms N] [--report FILE]
+//   node sdk-agent.mjs [--delay-ms N] [--report FILE] [--listen HOST:PORT]
 //
 // With --report, every line both ways is checked with the SDK's own zod schemas
-// (./validate.mjs) and the result is written to FILE as JSON when the input ends.
+// (./validate.mjs) and the result is written to FILE as JSON when the input ends. With
+// --listen, it serves over the network instead (the SDK's AcpServer: Streamable HTTP and
+// WebSocket on one endpoint), prints the endpoint's URL and serves until SIGTERM.
 
 import { renameSync, writeFileSync } from "node:fs";
 import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk/experimental/v2/unstable";
-import { Transcript, tappedStream } from "./validate.mjs";
+import { Transcript, tappedMessages, tappedStream } from "./validate.mjs";
 
 const option = (name) => {
   const at = process.argv.indexOf(name);
@@ -156,13 +158,54 @@ const app = acp
     return {};
   });
 
-const stream = tappedStream(acp.ndJsonStream, Readable.toWeb(process.stdin), Writable.toWeb(process.stdout), transcript, "agent", "client");
-const connection = app.connect(stream);
-await connection.closed;
-if (reportTo) {
-  // Written whole under another name, then renamed: a reader never sees half of it.
-  const report = { summary: transcript.summary(), lines: transcript.lines, valid: transcript.valid, problems: transcript.problems };
+/** Writes the report (whole under another name, then renamed: a reader never sees half of it). */
+function writeReport(transcripts) {
+  if (!reportTo) return;
+  const sum = (k) => transcripts.reduce((n, t) => n + t[k], 0);
+  const problems = transcripts.flatMap((t) => t.problems);
+  const summary =
+    transcripts.length === 1 ? transcripts[0].summary() : `connections: ${transcripts.length}; ${transcripts.map((t) => t.summary()).join("; ")}`;
+  const report = { summary, lines: sum("lines"), valid: sum("valid"), problems };
   writeFileSync(`${reportTo}.partial`, JSON.stringify(report, null, 1));
   renameSync(`${reportTo}.partial`, reportTo);
 }
-process.exit(0);
+
+const listenAt = option("--listen");
+if (listenAt === undefined) {
+  const stream = tappedStream(acp.ndJsonStream, Readable.toWeb(process.stdin), Writable.toWeb(process.stdout), transcript, "agent", "client");
+  const connection = app.connect(stream);
+  await connection.closed;
+  writeReport([transcript]);
+  process.exit(0);
+}
+
+// Over the network: the SDK's AcpServer (Streamable HTTP and WebSocket) on Node's http server,
+// every connection's messages checked on a transcript of its own (request ids are per
+// connection). Prints the endpoint's URL; serves until SIGTERM, then writes the report.
+const { createServer } = await import("node:http");
+const { WebSocketServer } = await import("ws");
+const { AcpServer } = await import("@agentclientprotocol/sdk/experimental/server");
+const { createNodeHttpHandler, createNodeWebSocketUpgradeHandler } = await import("@agentclientprotocol/sdk/experimental/node");
+const transcripts = [];
+const server = new AcpServer({
+  agent: {
+    connect(stream, options) {
+      const t = new Transcript();
+      transcripts.push(t);
+      return app.connect(tappedMessages(stream, t, "agent", "client"), options);
+    },
+  },
+});
+const http = createServer(createNodeHttpHandler(server));
+http.on("upgrade", createNodeWebSocketUpgradeHandler(server, new WebSocketServer({ noServer: true })));
+const [host, port] = [listenAt.slice(0, listenAt.lastIndexOf(":")), Number(listenAt.slice(listenAt.lastIndexOf(":") + 1))];
+http.listen(port, host, () => {
+  const { address, port } = http.address();
+  console.log(`http://${address}:${port}/acp`);
+});
+process.on("SIGTERM", async () => {
+  await server.close();
+  http.close();
+  writeReport(transcripts);
+  process.exit(0);
+});

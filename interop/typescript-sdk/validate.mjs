@@ -183,3 +183,34 @@ export function lineTap(each) {
     }
   };
 }
+
+/**
+ * A message stream (the SDK's remote transports: `createHttpStream`, `createWebSocketStream`,
+ * or a connection `AcpServer` hands an agent) with every message both ways checked on
+ * `transcript` as the line it is: what `stream.readable` yields came from `peer`, what is
+ * written to `stream.writable` is `self`'s.
+ */
+export function tappedMessages(stream, transcript, self, peer) {
+  const readable = stream.readable.pipeThrough(
+    new TransformStream({
+      transform(message, controller) {
+        transcript.check(peer, JSON.stringify(message));
+        controller.enqueue(message);
+      },
+    }),
+  );
+  const writer = stream.writable.getWriter();
+  const writable = new WritableStream({
+    async write(message) {
+      transcript.check(self, JSON.stringify(message));
+      await writer.write(message);
+    },
+    async close() {
+      await writer.close();
+    },
+    async abort(reason) {
+      await writer.abort(reason);
+    },
+  });
+  return { readable, writable };
+}

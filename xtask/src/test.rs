@@ -783,6 +783,7 @@ fn interop() -> Row {
         "sdk-v1-client.mjs",
         "sdk-agent.mjs",
         "sdk-v1-agent.mjs",
+        "sdk-remote-client.mjs",
     ];
     if let Err(e) = crate::typescript::npm_project(&project, &harness, &files) {
         return Row::failed(e);
@@ -823,6 +824,20 @@ fn interop() -> Row {
                 tests.failed += 1;
                 failed.push(format!("{name} ({version} client)"));
             }
+        }
+    }
+    // Over the network: the SDK's remote clients (Streamable HTTP, WebSocket) against the
+    // reference agent's `--listen`, and our Rust client against the SDK's `AcpServer`.
+    for (name, run) in [
+        ("SDK remote clients against acp-inject-agent --listen", remote_sdk_client as fn(&Path) -> bool),
+        ("our remote client against the SDK's AcpServer", remote_sdk_server),
+    ] {
+        eprintln!("\n{name}:");
+        if run(&harness) {
+            tests.passed += 1;
+        } else {
+            tests.failed += 1;
+            failed.push(name.to_owned());
         }
     }
     // The official Python SDK's client (ACP v1) against the same agents.
@@ -872,6 +887,31 @@ fn interop() -> Row {
     }
     let note = if failed.is_empty() { String::new() } else { format!("failed: {}", failed.join("; ")) };
     Row { ok: failed.is_empty() && tests.passed > 0, tests: Some(tests), vectors: None, note }
+}
+
+/// `node sdk-remote-client.mjs -- acp-inject-agent …`: the TypeScript SDK's Streamable HTTP
+/// and WebSocket clients against the reference agent listening on a loopback port.
+fn remote_sdk_client(harness: &Path) -> bool {
+    let Ok(agent) = reference_agent() else { return false };
+    let mut client = Command::new("node");
+    client
+        .arg(harness.join("sdk-remote-client.mjs"))
+        .arg("--")
+        .arg(agent)
+        .args(["--permission-on-tool", "1", "--delay-ms", "20"])
+        .current_dir(harness);
+    process::run(&mut client, Echo::All).is_ok_and(|r| r.success())
+}
+
+/// `cargo test -p acp-inject-remote --test sdk_agent` with `ACP_INJECT_SDK_REMOTE_AGENT` set:
+/// our client over both profiles against `sdk-agent.mjs --listen` (the SDK's `AcpServer`).
+fn remote_sdk_server(harness: &Path) -> bool {
+    let agent = ["node".to_owned(), harness.join("sdk-agent.mjs").display().to_string(), "--delay-ms".into(), "20".into()];
+    let mut test = Command::new("cargo");
+    test.args(["test", "-q", "-p", "acp-inject-remote", "--test", "sdk_agent", "--", "--nocapture"])
+        .env("ACP_INJECT_SDK_REMOTE_AGENT", agent.join("\n"))
+        .current_dir(root());
+    process::run(&mut test, Echo::All).is_ok_and(|r| r.success())
 }
 
 /// The interpreter of `<cache>/interop/python-sdk/venv`, with the official Python SDK installed

@@ -18,10 +18,12 @@ use acp_inject_core::wire::{
     RequestPermissionOutcome, SteerInStream, StopReason, TextContent, ToolCallContent, ToolCallContentBlock, ToolCallId,
     ToolCallStatus, ToolCallUpdate, ToolKind, Usage,
 };
+use acp_inject_remote::{listen, BearerToken, ListenOptions, RemoteError};
 use acp_inject_transport::{AgentRuntime, AgentServer, ServeOptions, TurnContext, TurnEnd};
 use clap::{Parser, ValueEnum};
 
-/// A scripted ACP v2 agent with session/inject, over stdio (newline-delimited JSON-RPC).
+/// A scripted ACP v2 agent with session/inject, over stdio (newline-delimited JSON-RPC) or,
+/// with `--listen`, over the network (Streamable HTTP and WebSocket).
 #[derive(Parser, Debug, Clone)]
 #[command(version, about)]
 struct Options {
@@ -46,6 +48,17 @@ struct Options {
     /// Keep sessions in this SQLite file, so they outlive the process.
     #[arg(long)]
     store: Option<std::path::PathBuf>,
+    /// Serve over the network instead of stdio: the Streamable HTTP & WebSocket transport on
+    /// `http://HOST:PORT/acp` (port 0 picks a free one). The URL is printed on stdout.
+    #[arg(long, value_name = "HOST:PORT")]
+    listen: Option<String>,
+    /// With `--listen`: require `Authorization: Bearer <token>`, the token read from this
+    /// environment variable (required to listen on anything but loopback).
+    #[arg(long = "token-env", value_name = "VAR", requires = "listen")]
+    token_env: Option<String>,
+    /// With `--listen`: a browser origin allowed to call (repeatable).
+    #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "listen")]
+    allow_origin: Vec<String>,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -260,9 +273,35 @@ fn main() -> std::process::ExitCode {
         },
         None => None,
     };
-    let result = runtime.block_on(async {
+    let auth = match &opts.token_env {
+        Some(var) => match std::env::var(var) {
+            Ok(token) if !token.is_empty() => Some(Arc::new(BearerToken::new(token)) as Arc<dyn acp_inject_remote::Authorize>),
+            _ => {
+                eprintln!("acp-inject-agent: --token-env {var}: the environment variable is unset or empty");
+                return std::process::ExitCode::FAILURE;
+            }
+        },
+        None => None,
+    };
+    let result: Result<(), Box<dyn std::error::Error>> = runtime.block_on(async {
         let server = AgentServer::new(Arc::new(Scripted { opts: opts.clone() }), ServeOptions { config: config(&opts), store })?;
-        server.run_stdio().await
+        match &opts.listen {
+            None => Ok(server.run_stdio().await?),
+            Some(addr) => {
+                let options = ListenOptions { auth, allowed_origins: opts.allow_origin.clone(), ..Default::default() };
+                let listener = listen(server.clone(), addr, options).await.map_err(|e| match e {
+                    RemoteError::Unauthenticated { .. } => {
+                        format!("{e}\n(pass --token-env VAR, with the token in the environment variable VAR)").into()
+                    }
+                    other => Box::<dyn std::error::Error>::from(other),
+                })?;
+                println!("http://{}/acp", listener.local_addr()?);
+                eprintln!("acp-inject-agent: serving ACP on http://{0}/acp and ws://{0}/acp", listener.local_addr()?);
+                listener.serve(stop_signal()).await?;
+                server.shutdown().await;
+                Ok(())
+            }
+        }
     });
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
@@ -270,5 +309,26 @@ fn main() -> std::process::ExitCode {
             eprintln!("acp-inject-agent: {e}");
             std::process::ExitCode::FAILURE
         }
+    }
+}
+
+/// SIGINT or SIGTERM (Ctrl-C elsewhere).
+async fn stop_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) {
+            (Ok(mut int), Ok(mut term)) => {
+                tokio::select! {
+                    _ = int.recv() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            _ => std::future::pending().await,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
     }
 }

@@ -71,11 +71,13 @@ impl std::fmt::Debug for Listener {
 /// Binds `addr` for `agent`. Refuses a non-loopback address without an authentication hook
 /// ([`RemoteError::Unauthenticated`]): an agent runs code on its host.
 pub async fn listen(agent: AgentServer, addr: &str, options: ListenOptions) -> Result<Listener, RemoteError> {
-    let tcp = TcpListener::bind(addr).await.map_err(|e| RemoteError::Bind { addr: addr.to_owned(), reason: e.to_string() })?;
-    let local = tcp.local_addr().map_err(|e| RemoteError::Bind { addr: addr.to_owned(), reason: e.to_string() })?;
-    if options.auth.is_none() && !local.ip().is_loopback() {
-        return Err(RemoteError::Unauthenticated { addr: local.to_string() });
+    let bind_error = |e: std::io::Error| RemoteError::Bind { addr: addr.to_owned(), reason: e.to_string() };
+    // Checked before binding: every address the name resolves to must be loopback.
+    let resolved: Vec<SocketAddr> = tokio::net::lookup_host(addr).await.map_err(bind_error)?.collect();
+    if options.auth.is_none() && resolved.iter().any(|a| !a.ip().is_loopback()) {
+        return Err(RemoteError::Unauthenticated { addr: addr.to_owned() });
     }
+    let tcp = TcpListener::bind(&resolved[..]).await.map_err(bind_error)?;
     let shared = Arc::new(Shared { agent, options, conns: Mutex::new(HashMap::new()), live: AtomicUsize::new(0) });
     Ok(Listener { tcp, shared })
 }

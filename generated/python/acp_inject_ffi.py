@@ -528,6 +528,8 @@ def _uniffi_check_contract_api_version(lib):
 def _uniffi_check_api_checksums(lib):
     if lib.uniffi_acp_inject_ffi_checksum_func_connect() != 16908:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_func_connect_url() != 19648:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_func_default_agent_config() != 49862:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_func_default_connect_options() != 4057:
@@ -592,9 +594,13 @@ def _uniffi_check_api_checksums(lib):
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_agentserver_close_session() != 28543:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentserver_listen() != 33003:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_agentserver_run_stdio() != 39081:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_agentserver_sessions() != 48304:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentserver_shutdown() != 35244:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_agentserver_start_turn() != 63536:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
@@ -760,6 +766,9 @@ _UniffiLib.ffi_acp_inject_ffi_uniffi_contract_version.restype = ctypes.c_uint32
 _UniffiLib.uniffi_acp_inject_ffi_checksum_func_connect.argtypes = (
 )
 _UniffiLib.uniffi_acp_inject_ffi_checksum_func_connect.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_func_connect_url.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_func_connect_url.restype = ctypes.c_uint16
 _UniffiLib.uniffi_acp_inject_ffi_checksum_func_default_agent_config.argtypes = (
 )
 _UniffiLib.uniffi_acp_inject_ffi_checksum_func_default_agent_config.restype = ctypes.c_uint16
@@ -856,12 +865,18 @@ _UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentruntime_session_closed.res
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentserver_close_session.argtypes = (
 )
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentserver_close_session.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentserver_listen.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentserver_listen.restype = ctypes.c_uint16
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentserver_run_stdio.argtypes = (
 )
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentserver_run_stdio.restype = ctypes.c_uint16
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentserver_sessions.argtypes = (
 )
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentserver_sessions.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentserver_shutdown.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentserver_shutdown.restype = ctypes.c_uint16
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentserver_start_turn.argtypes = (
 )
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentserver_start_turn.restype = ctypes.c_uint16
@@ -1065,6 +1080,12 @@ _UniffiLib.uniffi_acp_inject_ffi_fn_func_connect.argtypes = (
     _UniffiRustBuffer,
 )
 _UniffiLib.uniffi_acp_inject_ffi_fn_func_connect.restype = ctypes.c_uint64
+_UniffiLib.uniffi_acp_inject_ffi_fn_func_connect_url.argtypes = (
+    _UniffiRustBuffer,
+    _UniffiRustBuffer,
+    _UniffiRustBuffer,
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_func_connect_url.restype = ctypes.c_uint64
 _UniffiLib.uniffi_acp_inject_ffi_fn_func_default_agent_config.argtypes = (
     ctypes.POINTER(_UniffiRustCallStatus),
 )
@@ -1254,6 +1275,13 @@ _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentserver_close_session.argtypes = 
     ctypes.POINTER(_UniffiRustCallStatus),
 )
 _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentserver_close_session.restype = None
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_agentserver_listen.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    _UniffiRustBuffer,
+    _UniffiRustBuffer,
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_agentserver_listen.restype = ctypes.c_uint64
 _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentserver_run_stdio.argtypes = (
     ctypes.c_uint64,
 )
@@ -1263,6 +1291,10 @@ _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentserver_sessions.argtypes = (
     ctypes.POINTER(_UniffiRustCallStatus),
 )
 _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentserver_sessions.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_agentserver_shutdown.argtypes = (
+    ctypes.c_uint64,
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_agentserver_shutdown.restype = ctypes.c_uint64
 _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentserver_start_turn.argtypes = (
     ctypes.c_uint64,
     _UniffiRustBuffer,
@@ -19768,6 +19800,16 @@ class AgentServerProtocol(typing.Protocol):
         Closes a session from the agent's side.
 """
         raise NotImplementedError
+    async def listen(self, addr: str,bearer_token: typing.Optional[str],allowed_origins: typing.List[str]) -> str:
+        """
+        Serves over the network on `addr` (`HOST:PORT`; port 0 picks a free one): the upstream
+        Streamable HTTP & WebSocket transport on `/acp`. Returns the endpoint's URL
+        (`http://HOST:PORT/acp`; WebSocket clients use `ws://` on the same path) once bound;
+        serving goes on in the background until `shutdown`. Anything but a loopback address
+        needs `bearer_token` (clients send `Authorization: Bearer <token>`), or it is refused
+        with `AcpError.Config`. `allowed_origins` lists the browser origins that may call.
+"""
+        raise NotImplementedError
     async def run_stdio(self, ) -> None:
         """
         Serves over this process's stdin/stdout until the client closes stdin.
@@ -19776,6 +19818,12 @@ class AgentServerProtocol(typing.Protocol):
     def sessions(self, ) -> typing.List[str]:
         """
         The live sessions.
+"""
+        raise NotImplementedError
+    async def shutdown(self, ) -> None:
+        """
+        Stops serving: the network listener (if any) closes its connections, every running
+        turn is cancelled and given a moment to end.
 """
         raise NotImplementedError
     def start_turn(self, session_id: str) -> None:
@@ -19850,6 +19898,37 @@ class AgentServer(AgentServerProtocol):
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
+    async def listen(self, addr: str,bearer_token: typing.Optional[str],allowed_origins: typing.List[str]) -> str:
+        """
+        Serves over the network on `addr` (`HOST:PORT`; port 0 picks a free one): the upstream
+        Streamable HTTP & WebSocket transport on `/acp`. Returns the endpoint's URL
+        (`http://HOST:PORT/acp`; WebSocket clients use `ws://` on the same path) once bound;
+        serving goes on in the background until `shutdown`. Anything but a loopback address
+        needs `bearer_token` (clients send `Authorization: Bearer <token>`), or it is refused
+        with `AcpError.Config`. `allowed_origins` lists the browser origins that may call.
+"""
+        
+        _UniffiFfiConverterString.check_lower(addr)
+
+        _UniffiFfiConverterOptionalString.check_lower(bearer_token)
+
+        _UniffiFfiConverterSequenceString.check_lower(allowed_origins)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterString.lower(addr),
+            _UniffiFfiConverterOptionalString.lower(bearer_token),
+            _UniffiFfiConverterSequenceString.lower(allowed_origins),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterString.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        return await _uniffi_rust_call_async(
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentserver_listen(*_uniffi_lowered_args),
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_poll_rust_buffer,
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_complete_rust_buffer,
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_free_rust_buffer,
+            _uniffi_lift_return,
+            _uniffi_error_converter,
+        )
     async def run_stdio(self, ) -> None:
         """
         Serves over this process's stdin/stdout until the client closes stdin.
@@ -19882,6 +19961,24 @@ class AgentServer(AgentServerProtocol):
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
+    async def shutdown(self, ) -> None:
+        """
+        Stops serving: the network listener (if any) closes its connections, every running
+        turn is cancelled and given a moment to end.
+"""
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+        )
+        _uniffi_lift_return = lambda val: None
+        _uniffi_error_converter = None
+        return await _uniffi_rust_call_async(
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentserver_shutdown(*_uniffi_lowered_args),
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_poll_void,
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_complete_void,
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_free_void,
+            _uniffi_lift_return,
+            _uniffi_error_converter,
+        )
     def start_turn(self, session_id: str) -> None:
         """
         Starts a turn in a session with no user message.
@@ -21176,7 +21273,7 @@ class _UniffiFfiConverterTypeSession:
 
 class ConnectionProtocol(typing.Protocol):
     """
-    A connection to one agent process.
+    A connection to one agent (a process over stdio, or an endpoint over the network).
 """
     
     def agent(self, ) -> InitializeResponse:
@@ -21212,7 +21309,7 @@ class ConnectionProtocol(typing.Protocol):
 
 class Connection(ConnectionProtocol):
     """
-    A connection to one agent process.
+    A connection to one agent (a process over stdio, or an endpoint over the network).
 """
     
     _handle: ctypes.c_uint64
@@ -21405,6 +21502,36 @@ async def connect(command: typing.List[str],options: ConnectOptions) -> Connecti
     _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
     return await _uniffi_rust_call_async(
         _UniffiLib.uniffi_acp_inject_ffi_fn_func_connect(*_uniffi_lowered_args),
+        _UniffiLib.ffi_acp_inject_ffi_rust_future_poll_u64,
+        _UniffiLib.ffi_acp_inject_ffi_rust_future_complete_u64,
+        _UniffiLib.ffi_acp_inject_ffi_rust_future_free_u64,
+        _uniffi_lift_return,
+        _uniffi_error_converter,
+    )
+async def connect_url(url: str,bearer_token: typing.Optional[str],options: ConnectOptions) -> Connection:
+    """
+    Connects to an agent by URL over the network: `ws://` or `wss://` over WebSocket, `http://`
+    or `https://` over Streamable HTTP (the upstream remote transport; the `/acp` path included).
+    With `bearer_token`, every request carries `Authorization: Bearer <token>`. `initialize` is
+    exchanged before this returns; the connection then works as one over stdio. When the
+    network drops, calls fail with `AcpError.Disconnected`: connect again and `resume` each
+    session with replay (its turns went on in the agent).
+"""
+    
+    _UniffiFfiConverterString.check_lower(url)
+
+    _UniffiFfiConverterOptionalString.check_lower(bearer_token)
+
+    _UniffiFfiConverterTypeConnectOptions.check_lower(options)
+    _uniffi_lowered_args = (
+        _UniffiFfiConverterString.lower(url),
+        _UniffiFfiConverterOptionalString.lower(bearer_token),
+        _UniffiFfiConverterTypeConnectOptions.lower(options),
+    )
+    _uniffi_lift_return = _UniffiFfiConverterTypeConnection.lift
+    _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+    return await _uniffi_rust_call_async(
+        _UniffiLib.uniffi_acp_inject_ffi_fn_func_connect_url(*_uniffi_lowered_args),
         _UniffiLib.ffi_acp_inject_ffi_rust_future_poll_u64,
         _UniffiLib.ffi_acp_inject_ffi_rust_future_complete_u64,
         _UniffiLib.ffi_acp_inject_ffi_rust_future_free_u64,
@@ -21625,6 +21752,7 @@ __all__ = [
     "UsageUpdate",
     "UpdateSessionNotification",
     "connect",
+    "connect_url",
     "default_agent_config",
     "default_connect_options",
     "library_version",

@@ -1638,6 +1638,16 @@ public protocol AgentServerProtocol: AnyObject, Sendable {
     func closeSession(sessionId: String) throws 
     
     /**
+     * Serves over the network on `addr` (`HOST:PORT`; port 0 picks a free one): the upstream
+     * Streamable HTTP & WebSocket transport on `/acp`. Returns the endpoint's URL
+     * (`http://HOST:PORT/acp`; WebSocket clients use `ws://` on the same path) once bound;
+     * serving goes on in the background until `shutdown`. Anything but a loopback address
+     * needs `bearer_token` (clients send `Authorization: Bearer <token>`), or it is refused
+     * with `AcpError.Config`. `allowed_origins` lists the browser origins that may call.
+     */
+    func listen(addr: String, bearerToken: String?, allowedOrigins: [String]) async throws  -> String
+    
+    /**
      * Serves over this process's stdin/stdout until the client closes stdin.
      */
     func runStdio() async throws 
@@ -1646,6 +1656,12 @@ public protocol AgentServerProtocol: AnyObject, Sendable {
      * The live sessions.
      */
     func sessions()  -> [String]
+    
+    /**
+     * Stops serving: the network listener (if any) closes its connections, every running
+     * turn is cancelled and given a moment to end.
+     */
+    func shutdown() async 
     
     /**
      * Starts a turn in a session with no user message.
@@ -1737,6 +1753,30 @@ open func closeSession(sessionId: String)throws   {try rustCallWithError(FfiConv
 }
     
     /**
+     * Serves over the network on `addr` (`HOST:PORT`; port 0 picks a free one): the upstream
+     * Streamable HTTP & WebSocket transport on `/acp`. Returns the endpoint's URL
+     * (`http://HOST:PORT/acp`; WebSocket clients use `ws://` on the same path) once bound;
+     * serving goes on in the background until `shutdown`. Anything but a loopback address
+     * needs `bearer_token` (clients send `Authorization: Bearer <token>`), or it is refused
+     * with `AcpError.Config`. `allowed_origins` lists the browser origins that may call.
+     */
+open func listen(addr: String, bearerToken: String?, allowedOrigins: [String])async throws  -> String  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_acp_inject_ffi_fn_method_agentserver_listen(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(addr),FfiConverterOptionString.lower(bearerToken),FfiConverterSequenceString.lower(allowedOrigins)
+                )
+            },
+            pollFunc: ffi_acp_inject_ffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_acp_inject_ffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_acp_inject_ffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterString.lift,
+            errorHandler: FfiConverterTypeAcpError_lift
+        )
+}
+    
+    /**
      * Serves over this process's stdin/stdout until the client closes stdin.
      */
 open func runStdio()async throws   {
@@ -1765,6 +1805,27 @@ open func sessions() -> [String]  {
             self.uniffiCloneHandle(),uniffiCallStatus
     )
 })
+}
+    
+    /**
+     * Stops serving: the network listener (if any) closes its connections, every running
+     * turn is cancelled and given a moment to end.
+     */
+open func shutdown()async   {
+    return
+        try!  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_acp_inject_ffi_fn_method_agentserver_shutdown(
+                        self.uniffiCloneHandle()
+                )
+            },
+            pollFunc: ffi_acp_inject_ffi_rust_future_poll_void,
+            completeFunc: ffi_acp_inject_ffi_rust_future_complete_void,
+            freeFunc: ffi_acp_inject_ffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: nil
+            
+        )
 }
     
     /**
@@ -2508,7 +2569,7 @@ public func FfiConverterTypeClientCore_lower(_ value: ClientCore) -> UInt64 {
 
 
 /**
- * A connection to one agent process.
+ * A connection to one agent (a process over stdio, or an endpoint over the network).
  */
 public protocol ConnectionProtocol: AnyObject, Sendable {
     
@@ -2544,7 +2605,7 @@ public protocol ConnectionProtocol: AnyObject, Sendable {
     
 }
 /**
- * A connection to one agent process.
+ * A connection to one agent (a process over stdio, or an endpoint over the network).
  */
 open class Connection: ConnectionProtocol, @unchecked Sendable {
     fileprivate let handle: UInt64
@@ -18329,6 +18390,28 @@ public func connect(command: [String], options: ConnectOptions)async throws  -> 
         )
 }
 /**
+ * Connects to an agent by URL over the network: `ws://` or `wss://` over WebSocket, `http://`
+ * or `https://` over Streamable HTTP (the upstream remote transport; the `/acp` path included).
+ * With `bearer_token`, every request carries `Authorization: Bearer <token>`. `initialize` is
+ * exchanged before this returns; the connection then works as one over stdio. When the
+ * network drops, calls fail with `AcpError.Disconnected`: connect again and `resume` each
+ * session with replay (its turns went on in the agent).
+ */
+public func connectUrl(url: String, bearerToken: String?, options: ConnectOptions)async throws  -> Connection  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_acp_inject_ffi_fn_func_connect_url(FfiConverterString.lower(url),FfiConverterOptionString.lower(bearerToken),FfiConverterTypeConnectOptions_lower(options)
+                )
+            },
+            pollFunc: ffi_acp_inject_ffi_rust_future_poll_u64,
+            completeFunc: ffi_acp_inject_ffi_rust_future_complete_u64,
+            freeFunc: ffi_acp_inject_ffi_rust_future_free_u64,
+            liftFunc: FfiConverterTypeConnection_lift,
+            errorHandler: FfiConverterTypeAcpError_lift
+        )
+}
+/**
  * The defaults: pending updates on, 16 MiB lines, 30 s handshake, 2 s close grace, stderr
  * forwarded.
  */
@@ -18365,6 +18448,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_acp_inject_ffi_checksum_func_connect() != 16908) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_func_connect_url() != 19648) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_acp_inject_ffi_checksum_func_default_connect_options() != 4057) {
@@ -18586,10 +18672,16 @@ private let initializationResult: InitializationResult = {
     if (uniffi_acp_inject_ffi_checksum_method_agentserver_close_session() != 28543) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_acp_inject_ffi_checksum_method_agentserver_listen() != 33003) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_acp_inject_ffi_checksum_method_agentserver_run_stdio() != 39081) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_acp_inject_ffi_checksum_method_agentserver_sessions() != 48304) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_agentserver_shutdown() != 35244) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_acp_inject_ffi_checksum_method_agentserver_start_turn() != 63536) {

@@ -730,6 +730,11 @@ uint64_t uniffi_acp_inject_ffi_fn_constructor_agentserver_new(uint64_t runtime, 
 void uniffi_acp_inject_ffi_fn_method_agentserver_close_session(uint64_t ptr, RustBuffer session_id, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_AGENTSERVER_LISTEN
+#define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_AGENTSERVER_LISTEN
+uint64_t uniffi_acp_inject_ffi_fn_method_agentserver_listen(uint64_t ptr, RustBuffer addr, RustBuffer bearer_token, RustBuffer allowed_origins
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_AGENTSERVER_RUN_STDIO
 #define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_AGENTSERVER_RUN_STDIO
 uint64_t uniffi_acp_inject_ffi_fn_method_agentserver_run_stdio(uint64_t ptr
@@ -738,6 +743,11 @@ uint64_t uniffi_acp_inject_ffi_fn_method_agentserver_run_stdio(uint64_t ptr
 #ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_AGENTSERVER_SESSIONS
 #define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_AGENTSERVER_SESSIONS
 RustBuffer uniffi_acp_inject_ffi_fn_method_agentserver_sessions(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_AGENTSERVER_SHUTDOWN
+#define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_AGENTSERVER_SHUTDOWN
+uint64_t uniffi_acp_inject_ffi_fn_method_agentserver_shutdown(uint64_t ptr
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_AGENTSERVER_START_TURN
@@ -855,6 +865,11 @@ void uniffi_acp_inject_ffi_fn_func_shutdown_runtime(uint64_t timeout_ms, RustCal
 #ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_FUNC_CONNECT
 #define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_FUNC_CONNECT
 uint64_t uniffi_acp_inject_ffi_fn_func_connect(RustBuffer command, RustBuffer options
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_FUNC_CONNECT_URL
+#define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_FUNC_CONNECT_URL
+uint64_t uniffi_acp_inject_ffi_fn_func_connect_url(RustBuffer url, RustBuffer bearer_token, RustBuffer options
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_FUNC_DEFAULT_CONNECT_OPTIONS
@@ -1144,6 +1159,12 @@ uint16_t uniffi_acp_inject_ffi_checksum_func_shutdown_runtime(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_FUNC_CONNECT
 #define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_FUNC_CONNECT
 uint16_t uniffi_acp_inject_ffi_checksum_func_connect(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_FUNC_CONNECT_URL
+#define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_FUNC_CONNECT_URL
+uint16_t uniffi_acp_inject_ffi_checksum_func_connect_url(void
     
 );
 #endif
@@ -1585,6 +1606,12 @@ uint16_t uniffi_acp_inject_ffi_checksum_method_agentserver_close_session(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_AGENTSERVER_LISTEN
+#define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_AGENTSERVER_LISTEN
+uint16_t uniffi_acp_inject_ffi_checksum_method_agentserver_listen(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_AGENTSERVER_RUN_STDIO
 #define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_AGENTSERVER_RUN_STDIO
 uint16_t uniffi_acp_inject_ffi_checksum_method_agentserver_run_stdio(void
@@ -1594,6 +1621,12 @@ uint16_t uniffi_acp_inject_ffi_checksum_method_agentserver_run_stdio(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_AGENTSERVER_SESSIONS
 #define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_AGENTSERVER_SESSIONS
 uint16_t uniffi_acp_inject_ffi_checksum_method_agentserver_sessions(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_AGENTSERVER_SHUTDOWN
+#define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_AGENTSERVER_SHUTDOWN
+uint16_t uniffi_acp_inject_ffi_checksum_method_agentserver_shutdown(void
     
 );
 #endif

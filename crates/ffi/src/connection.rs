@@ -86,7 +86,26 @@ pub async fn connect(command: Vec<String>, options: ConnectOptions) -> Result<Ar
     .await
 }
 
-/// A connection to one agent process.
+/// Connects to an agent by URL over the network: `ws://` or `wss://` over WebSocket, `http://`
+/// or `https://` over Streamable HTTP (the upstream remote transport; the `/acp` path included).
+/// With `bearer_token`, every request carries `Authorization: Bearer <token>`. `initialize` is
+/// exchanged before this returns; the connection then works as one over stdio. When the
+/// network drops, calls fail with `AcpError.Disconnected`: connect again and `resume` each
+/// session with replay (its turns went on in the agent).
+#[uniffi::export]
+pub async fn connect_url(url: String, bearer_token: Option<String>, options: ConnectOptions) -> Result<Arc<Connection>, AcpError> {
+    on_runtime(async move {
+        let mut endpoint = acp_inject_remote::Endpoint::new(url);
+        if let Some(token) = &bearer_token {
+            endpoint = endpoint.bearer(token);
+        }
+        let inner = endpoint.connect(options.into()).await?;
+        Ok(Arc::new(Connection { inner }))
+    })
+    .await
+}
+
+/// A connection to one agent (a process over stdio, or an endpoint over the network).
 #[derive(uniffi::Object)]
 pub struct Connection {
     inner: acp_inject_transport::Connection,

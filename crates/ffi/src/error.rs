@@ -139,6 +139,15 @@ impl From<ServerError> for AcpError {
     }
 }
 
+impl From<acp_inject_remote::RemoteError> for AcpError {
+    fn from(e: acp_inject_remote::RemoteError) -> Self {
+        match e {
+            acp_inject_remote::RemoteError::Unauthenticated { .. } => AcpError::Config { detail: e.to_string() },
+            other => AcpError::Disconnected { detail: other.to_string() },
+        }
+    }
+}
+
 /// A foreign exception thrown inside a callback (an agent runtime method) becomes this error
 /// instead of a Rust panic.
 impl From<uniffi::UnexpectedUniFFICallbackError> for AcpError {

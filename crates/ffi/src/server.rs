@@ -175,6 +175,8 @@ impl TurnContext {
 #[derive(uniffi::Object)]
 pub struct AgentServer {
     inner: acp_inject_transport::AgentServer,
+    /// Stops the network listener, when one runs.
+    listening: std::sync::Mutex<Option<tokio::sync::oneshot::Sender<()>>>,
 }
 
 #[uniffi::export]
@@ -193,7 +195,7 @@ impl AgentServer {
             };
             let options = ServeOptions { config, store };
             let inner = acp_inject_transport::AgentServer::new(Arc::new(Foreign(runtime)), options)?;
-            Ok(Arc::new(AgentServer { inner }))
+            Ok(Arc::new(AgentServer { inner, listening: std::sync::Mutex::new(None) }))
         })
     }
 
@@ -201,6 +203,46 @@ impl AgentServer {
     pub async fn run_stdio(&self) -> Result<(), AcpError> {
         let s = self.inner.clone();
         on_runtime(async move { Ok(s.run_stdio().await?) }).await
+    }
+
+    /// Serves over the network on `addr` (`HOST:PORT`; port 0 picks a free one): the upstream
+    /// Streamable HTTP & WebSocket transport on `/acp`. Returns the endpoint's URL
+    /// (`http://HOST:PORT/acp`; WebSocket clients use `ws://` on the same path) once bound;
+    /// serving goes on in the background until `shutdown`. Anything but a loopback address
+    /// needs `bearer_token` (clients send `Authorization: Bearer <token>`), or it is refused
+    /// with `AcpError.Config`. `allowed_origins` lists the browser origins that may call.
+    pub async fn listen(&self, addr: String, bearer_token: Option<String>, allowed_origins: Vec<String>) -> Result<String, AcpError> {
+        let server = self.inner.clone();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let url = on_runtime(async move {
+            let auth = bearer_token.map(|t| Arc::new(acp_inject_remote::BearerToken::new(t)) as Arc<dyn acp_inject_remote::Authorize>);
+            let options = acp_inject_remote::ListenOptions { auth, allowed_origins, ..Default::default() };
+            let listener = acp_inject_remote::listen(server, &addr, options).await?;
+            let url = format!("http://{}/acp", listener.local_addr()?);
+            tokio::spawn(listener.serve(async move {
+                let _ = stopped.await;
+            }));
+            Ok::<_, AcpError>(url)
+        })
+        .await?;
+        if let Some(previous) = crate::lock(&self.listening).replace(stop) {
+            let _ = previous.send(());
+        }
+        Ok(url)
+    }
+
+    /// Stops serving: the network listener (if any) closes its connections, every running
+    /// turn is cancelled and given a moment to end.
+    pub async fn shutdown(&self) {
+        if let Some(stop) = crate::lock(&self.listening).take() {
+            let _ = stop.send(());
+        }
+        let s = self.inner.clone();
+        let _ = on_runtime(async move {
+            s.shutdown().await;
+            Ok::<_, AcpError>(())
+        })
+        .await;
     }
 
     /// Starts a turn in a session with no user message.

@@ -12,10 +12,11 @@ use std::sync::{Arc, Mutex};
 
 use acp_inject_transport::{ConnectOptions, Connection, TransportError};
 use futures_util::{SinkExt, StreamExt};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream};
+use tokio::io::{AsyncBufReadExt, BufReader, DuplexStream};
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::Message;
+use tokio_util::bytes::Bytes;
 
 use crate::route;
 use crate::{HEADER_CONNECTION_ID, HEADER_SESSION_ID};
@@ -29,8 +30,28 @@ pub struct Endpoint {
     max_message_bytes: usize,
 }
 
-/// The size of the in-memory pipe between the network and the client connection.
+/// The size of the in-memory pipe from the client connection to the network.
 const PIPE_BYTES: usize = 256 * 1024;
+
+/// What the network side hands the client connection: lines, then (when the connection ends
+/// other than by the client's own close) why, as the read error the connection reports
+/// (`AcpError.Disconnected` / [`TransportError::Closed`] with it).
+#[derive(Clone)]
+struct AppSide(mpsc::Sender<std::io::Result<Bytes>>);
+
+impl AppSide {
+    /// Hands one message to the client connection as a line; `false` once it is gone. Waits
+    /// while it is behind, so a fast agent is slowed down by TCP rather than buffered here.
+    async fn line(&self, mut line: String) -> bool {
+        line.push('\n');
+        self.0.send(Ok(Bytes::from(line))).await.is_ok()
+    }
+
+    /// Ends the connection, saying why.
+    async fn end(&self, why: String) {
+        let _ = self.0.send(Err(std::io::Error::other(why))).await;
+    }
+}
 
 impl Endpoint {
     /// An agent at `url` (`ws://`, `wss://`, `http://` or `https://`, the `/acp` path
@@ -62,23 +83,27 @@ impl Endpoint {
     /// Connects and exchanges `initialize` (as [`Connection::over`] does).
     pub async fn connect(&self, options: ConnectOptions) -> Result<Connection, TransportError> {
         let scheme = self.url.split("://").next().unwrap_or("").to_ascii_lowercase();
-        let (app, bridge) = tokio::io::duplex(PIPE_BYTES);
+        // The client connection writes into one end of a pipe the bridge reads, and reads the
+        // bridge's lines (or the reason the connection ended) from a channel.
+        let (app_out, bridge_in) = tokio::io::duplex(PIPE_BYTES);
+        let (tx, rx) = mpsc::channel(256);
+        let app = AppSide(tx);
         match scheme.as_str() {
             "ws" | "wss" => {
                 let socket = self.open_websocket().await?;
-                tokio::spawn(websocket_bridge(socket, bridge, self.max_message_bytes));
+                tokio::spawn(websocket_bridge(socket, bridge_in, app, self.max_message_bytes));
             }
             "http" | "https" => {
                 let http = reqwest::Client::builder()
                     .cookie_store(true)
                     .build()
                     .map_err(|e| TransportError::Io(format!("cannot build the HTTP client: {e}")))?;
-                tokio::spawn(HttpBridge::new(http, self.clone()).run(bridge));
+                tokio::spawn(HttpBridge::new(http, self.clone(), app).run(bridge_in));
             }
             other => return Err(TransportError::Io(format!("unsupported URL scheme {other:?} (use ws, wss, http or https)"))),
         }
-        let (reader, writer) = tokio::io::split(app);
-        Connection::over(reader, writer, options).await
+        let incoming = Box::pin(futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|item| (item, rx)) }));
+        Connection::over(tokio_util::io::StreamReader::new(incoming), app_out, options).await
     }
 
     async fn open_websocket(
@@ -122,7 +147,7 @@ fn as_line(text: &str) -> Option<String> {
 }
 
 /// Reads the client's next line (without its newline); `None` at the end.
-async fn next_line(reader: &mut BufReader<tokio::io::ReadHalf<DuplexStream>>, limit: usize) -> Option<String> {
+async fn next_line(reader: &mut BufReader<DuplexStream>, limit: usize) -> Option<String> {
     let mut line = Vec::new();
     loop {
         let n = reader.read_until(b'\n', &mut line).await.ok()?;
@@ -149,11 +174,11 @@ async fn next_line(reader: &mut BufReader<tokio::io::ReadHalf<DuplexStream>>, li
 async fn websocket_bridge(
     socket: tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>,
     bridge: DuplexStream,
+    app: AppSide,
     limit: usize,
 ) {
     let (mut sink, mut frames) = socket.split();
-    let (reader, mut writer) = tokio::io::split(bridge);
-    let mut reader = BufReader::new(reader);
+    let mut reader = BufReader::new(bridge);
     let outgoing = async {
         while let Some(line) = next_line(&mut reader, limit).await {
             if sink.send(Message::Text(line.into())).await.is_err() {
@@ -163,21 +188,30 @@ async fn websocket_bridge(
         let _ = sink.send(Message::Close(None)).await;
     };
     let incoming = async {
-        while let Some(Ok(frame)) = frames.next().await {
-            match frame {
-                Message::Text(text) => {
-                    let Some(mut line) = as_line(text.as_str()) else { continue };
-                    line.push('\n');
-                    if writer.write_all(line.as_bytes()).await.is_err() {
-                        break;
+        let why = loop {
+            match frames.next().await {
+                Some(Ok(Message::Text(text))) => {
+                    let Some(line) = as_line(text.as_str()) else { continue };
+                    if !app.line(line).await {
+                        return;
                     }
                 }
-                Message::Close(_) => break,
+                Some(Ok(Message::Close(frame))) => {
+                    break match frame {
+                        Some(f) if !f.reason.is_empty() => {
+                            format!("the agent closed the WebSocket ({}: {})", u16::from(f.code), f.reason)
+                        }
+                        Some(f) => format!("the agent closed the WebSocket ({})", u16::from(f.code)),
+                        None => "the agent closed the WebSocket".to_owned(),
+                    };
+                }
                 // Binary frames are ignored (the RFD); pings are answered by the socket.
-                _ => {}
+                Some(Ok(_)) => {}
+                Some(Err(e)) => break format!("the WebSocket failed: {e}"),
+                None => break "the WebSocket ended".to_owned(),
             }
-        }
-        let _ = writer.shutdown().await;
+        };
+        app.end(why).await;
     };
     // Either side ending ends the connection: the app's close, or the network's.
     tokio::select! {
@@ -191,8 +225,7 @@ struct HttpBridge {
     http: reqwest::Client,
     endpoint: Endpoint,
     /// Lines for the client connection (from any stream, or made here).
-    to_app: mpsc::UnboundedSender<String>,
-    to_app_rx: Option<mpsc::UnboundedReceiver<String>>,
+    app: AppSide,
     routes: Arc<Mutex<Routes>>,
 }
 
@@ -206,9 +239,8 @@ struct Routes {
 }
 
 impl HttpBridge {
-    fn new(http: reqwest::Client, endpoint: Endpoint) -> HttpBridge {
-        let (to_app, rx) = mpsc::unbounded_channel();
-        HttpBridge { http, endpoint, to_app, to_app_rx: Some(rx), routes: Arc::default() }
+    fn new(http: reqwest::Client, endpoint: Endpoint, app: AppSide) -> HttpBridge {
+        HttpBridge { http, endpoint, app, routes: Arc::default() }
     }
 
     fn request(&self, method: reqwest::Method) -> reqwest::RequestBuilder {
@@ -223,33 +255,19 @@ impl HttpBridge {
     }
 
     /// An error answer for one of the client's requests that could not be delivered.
-    fn fail_request(&self, id: &str, message: &str, data: serde_json::Value) {
+    async fn fail_request(&self, id: &str, message: &str, data: serde_json::Value) {
         let id: serde_json::Value = serde_json::from_str(id).unwrap_or(serde_json::Value::Null);
         let error = serde_json::json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32603, "message": message, "data": data } });
-        let _ = self.to_app.send(error.to_string());
+        self.app.line(error.to_string()).await;
     }
 
-    async fn run(mut self, bridge: DuplexStream) {
-        let (reader, mut writer) = tokio::io::split(bridge);
-        let mut reader = BufReader::new(reader);
-        let mut rx = self.to_app_rx.take().expect("taken once");
+    async fn run(self, bridge: DuplexStream) {
+        let mut reader = BufReader::new(bridge);
         let this = Arc::new(self);
-        let writer_task = tokio::spawn(async move {
-            while let Some(mut line) = rx.recv().await {
-                // An empty line is the stop signal: the connection is over.
-                if line.is_empty() {
-                    break;
-                }
-                line.push('\n');
-                if writer.write_all(line.as_bytes()).await.is_err() {
-                    break;
-                }
-            }
-            let _ = writer.shutdown().await;
-        });
         let limit = this.endpoint.max_message_bytes;
         while let Some(line) = next_line(&mut reader, limit).await {
-            if !this.send(&line).await {
+            if let Err(why) = this.send(&line).await {
+                this.app.end(why).await;
                 break;
             }
         }
@@ -257,12 +275,10 @@ impl HttpBridge {
         if lock(&this.routes).connection.is_some() {
             let _ = this.request(reqwest::Method::DELETE).send().await;
         }
-        drop(this);
-        writer_task.abort();
     }
 
-    /// Sends one of the client's lines; `false` when the connection is over.
-    async fn send(self: &Arc<Self>, line: &str) -> bool {
+    /// Sends one of the client's lines; `Err` says why the connection is over.
+    async fn send(self: &Arc<Self>, line: &str) -> Result<(), String> {
         let envelope = route::envelope(line.as_bytes()).unwrap_or_default();
         let connected = lock(&self.routes).connection.is_some();
         if !connected {
@@ -275,9 +291,9 @@ impl HttpBridge {
         if let Some(session) = &session {
             if let Err(message) = self.open_session_stream(session).await {
                 if let (true, Some(id)) = (envelope.is_request(), &envelope.id) {
-                    self.fail_request(id, &message, serde_json::Value::Null);
+                    self.fail_request(id, &message, serde_json::Value::Null).await;
                 }
-                return true;
+                return Ok(());
             }
         }
         let mut request =
@@ -285,68 +301,48 @@ impl HttpBridge {
         if let Some(session) = &session {
             request = request.header(HEADER_SESSION_ID, session);
         }
-        match request.send().await {
-            Ok(response) if response.status().is_success() => true,
-            Ok(response) => {
-                let status = response.status().as_u16();
-                let body = response.text().await.unwrap_or_default();
-                if matches!(status, 401 | 403 | 404 | 410) {
-                    // The connection is unusable (credentials refused, or the agent forgot it).
-                    let _ = self.to_app.send(String::new());
-                    return false;
-                }
-                if let (true, Some(id)) = (envelope.is_request(), &envelope.id) {
-                    let data = serde_json::json!({ "status": status, "body": body });
-                    self.fail_request(id, &format!("the agent's endpoint refused the request: HTTP {status}"), data);
-                }
-                true
-            }
-            Err(_) => false,
+        let response = request.send().await.map_err(|e| format!("cannot reach the agent: {e}"))?;
+        if response.status().is_success() {
+            return Ok(());
         }
+        let status = response.status();
+        let body = response.text().await.unwrap_or_default();
+        if matches!(status.as_u16(), 401 | 403 | 404 | 410) {
+            // The connection is unusable (credentials refused, or the agent forgot it).
+            return Err(format!("the agent's endpoint ended the connection: HTTP {status}: {}", body.trim()));
+        }
+        if let (true, Some(id)) = (envelope.is_request(), &envelope.id) {
+            let data = serde_json::json!({ "status": status.as_u16(), "body": body });
+            self.fail_request(id, &format!("the agent's endpoint refused the request: HTTP {status}"), data).await;
+        }
+        Ok(())
     }
 
-    async fn initialize(self: &Arc<Self>, line: &str, envelope: &route::Envelope) -> bool {
+    async fn initialize(self: &Arc<Self>, line: &str, envelope: &route::Envelope) -> Result<(), String> {
         if envelope.method.as_deref() != Some("initialize") {
-            return false;
+            return Err("the first message over Streamable HTTP must be initialize".into());
         }
         let response = self
             .request(reqwest::Method::POST)
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .body(line.to_owned())
             .send()
-            .await;
-        let response = match response {
-            Ok(r) => r,
-            Err(_) => return false,
-        };
+            .await
+            .map_err(|e| format!("cannot reach the agent at {}: {e}", self.endpoint.url))?;
         let status = response.status();
         let connection = response.headers().get(HEADER_CONNECTION_ID).and_then(|v| v.to_str().ok()).map(str::to_owned);
         let body = response.text().await.unwrap_or_default();
         if !status.is_success() {
-            if let Some(id) = &envelope.id {
-                self.fail_request(
-                    id,
-                    &format!("the agent's endpoint refused initialize: HTTP {status}: {}", body.trim()),
-                    serde_json::Value::Null,
-                );
-            }
-            return true;
+            return Err(format!("the agent's endpoint refused initialize: HTTP {status}: {}", body.trim()));
         }
-        let Some(connection) = connection else {
-            if let Some(id) = &envelope.id {
-                self.fail_request(id, "the agent's initialize answer has no Acp-Connection-Id", serde_json::Value::Null);
-            }
-            return true;
-        };
+        let connection = connection.ok_or("the agent's initialize answer has no Acp-Connection-Id")?;
         lock(&self.routes).connection = Some(connection);
         // The connection's stream first, so nothing the agent sends next is missed.
-        if self.open_stream(None).await.is_err() {
-            return false;
-        }
+        self.open_stream(None).await?;
         if let Some(line) = as_line(&body) {
-            let _ = self.to_app.send(line);
+            self.app.line(line).await;
         }
-        true
+        Ok(())
     }
 
     /// Opens a session's stream unless it is open. Boxed: a stream's task opens the streams
@@ -407,15 +403,13 @@ impl HttpBridge {
                 if let Some(new_session) = &envelope.result_session {
                     let _ = this.open_session_stream(new_session).await;
                 }
-                if this.to_app.send(line).is_err() {
+                if !this.app.line(line).await {
                     return;
                 }
             }
             match &session {
                 // The connection's stream ended: the connection is over.
-                None => {
-                    let _ = this.to_app.send(String::new());
-                }
+                None => this.app.end("the agent's stream ended".into()).await,
                 // A session's stream ended: the next message for it opens it again.
                 Some(session) => {
                     lock(&this.routes).streams.remove(session);

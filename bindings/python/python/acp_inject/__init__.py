@@ -2,10 +2,12 @@
 
 Everything protocol-related runs in Rust; this package is the Python face of it:
 
-- :func:`connect` starts an agent and gives an asyncio :class:`Client`; its sessions
-  (:class:`Session`) have ``await``-able calls and an ``async for`` event stream.
+- :func:`connect` starts an agent (a command) or reaches one by URL (``ws://``, ``http://``,
+  with TLS too) and gives an asyncio :class:`Client`; its sessions (:class:`Session`) have
+  ``await``-able calls and an ``async for`` event stream.
 - :class:`Agent` and :func:`run_agent` run an agent written in Python: implement
-  :meth:`Agent.run`, the library serves the whole session surface over stdio.
+  :meth:`Agent.run`, the library serves the whole session surface over stdio, or over the
+  network with :func:`listen` (``run_agent(agent, listen="127.0.0.1:8080")``).
 - :class:`AgentCore` and :class:`ClientCore` are the sans-IO cores, for hosts with their own
   I/O; the tests replay every conformance vector through them.
 
@@ -96,7 +98,7 @@ from .acp_inject_ffi import (
     default_agent_config,
     library_version,
 )
-from .agent import Agent, Turn, run_agent, serve_stdio
+from .agent import Agent, Listening, Turn, listen, run_agent, serve_stdio
 from .client import Client, Session, connect
 from .content import text, text_of
 
@@ -114,7 +116,7 @@ __all__ = [
     "SetupSupport", "StateUpdate", "SteerFallback", "SteerInStream", "StopReason", "TextContent", "ToolCallContent", "ToolCallContentBlock",
     "ToolCallStatus", "ToolCallUpdate", "ToolKind", "TranscriptEntry", "Turn", "TurnEnd", "TurnState",
     "Usage", "UserInput", "Violation", "__version__", "connect", "default_agent_config",
-    "library_version", "run_agent", "serve_stdio", "text", "text_of",
+    "library_version", "listen", "Listening", "run_agent", "serve_stdio", "text", "text_of",
 ]
 
 

@@ -30,7 +30,7 @@ _MISMATCHES: Tuple[Type[BaseException], ...] = (TypeError, ValueError, Attribute
 # the conformance engine, present only in the test package (a test-only UniFFI component beside
 # the shipped one); checked alike when it is there.
 _OBJECTS = ("AgentCore", "ClientCore", "Connection", "Session", "AgentServer", "TurnContext", "VectorRun")
-_FUNCTIONS = ("connect", "default_agent_config", "default_connect_options", "library_version", "shutdown_runtime")
+_FUNCTIONS = ("connect", "connect_url", "default_agent_config", "default_connect_options", "library_version", "shutdown_runtime")
 
 
 def _checked(fn: Callable[..., Any], name: str) -> Callable[..., Any]:

@@ -19,7 +19,7 @@ from .acp_inject_ffi import acp_inject_ffi as _g
 Buffer = Union[bytes, bytearray]
 
 # The generated module these readers were written from: they are installed only over that one.
-SOURCE_SHA256 = "9beeac631313a6f0fa3a0ee5b323b530bd5afdd3204bb94a4b87686945364002"
+SOURCE_SHA256 = "0eb7907e91737e2c93f94d81837e1064f9a89687f88413794b8c4388caacc79f"
 
 _new = object.__new__
 _InternalError = _g.InternalError

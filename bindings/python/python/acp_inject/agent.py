@@ -1,7 +1,8 @@
 """Agents written in Python: subclass :class:`Agent`, implement :meth:`Agent.run`, call
 :func:`run_agent`. The library serves the protocol over stdio — ``initialize``, sessions (new,
 list, resume with replay, close, status), prompts, queue and steer injects, revoke, replace,
-cancel — and calls :meth:`Agent.run` for each turn with the messages that open it.
+cancel — and calls :meth:`Agent.run` for each turn with the messages that open it; over the
+network with :func:`listen` (or ``run_agent(agent, listen="127.0.0.1:8080")``).
 
 Inside a turn, :class:`Turn` streams the agent's output, asks permission, and reports
 break-points, where steers the user sent mid-turn are delivered and handed back::
@@ -211,6 +212,84 @@ async def serve_stdio(agent: Agent, config: Optional[AgentConfig] = None, store:
     await server.run_stdio()
 
 
-def run_agent(agent: Agent, config: Optional[AgentConfig] = None, store: Optional[str] = None) -> None:
-    """Runs ``agent`` over stdio until the client goes away (see :func:`serve_stdio`)."""
-    asyncio.run(serve_stdio(agent, config, store))
+class Listening:
+    """An agent serving over the network (see :func:`listen`): its endpoint's ``url``, and
+    :meth:`close` to stop."""
+
+    def __init__(self, server: _ffi.AgentServer, url: str) -> None:
+        self._server, self.url = server, url
+
+    def __repr__(self) -> str:
+        return f"<Listening {self.url}>"
+
+    @property
+    def sessions(self) -> List[str]:
+        """The live sessions."""
+        return self._server.sessions()
+
+    async def close(self) -> None:
+        """Stops listening (every connection ends) and cancels the running turns."""
+        await self._server.shutdown()
+
+    async def __aenter__(self) -> "Listening":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+async def listen(
+    agent: Agent,
+    addr: str,
+    config: Optional[AgentConfig] = None,
+    store: Optional[str] = None,
+    *,
+    token: Optional[str] = None,
+    allowed_origins: Sequence[str] = (),
+) -> Listening:
+    """Serves ``agent`` over the network on ``addr`` (``"HOST:PORT"``; port 0 picks a free
+    one): the upstream Streamable HTTP & WebSocket transport on ``/acp``. Returns once bound,
+    with the endpoint's URL (``http://HOST:PORT/acp``; WebSocket clients use ``ws://`` on the
+    same path); serving goes on until :meth:`Listening.close`. Every client is one connection
+    of the same agent: a session outlives the connection that opened it, and a client that
+    reconnects resumes it. Anything but a loopback address needs ``token`` (clients send
+    ``Authorization: Bearer <token>``), or ``AcpError.Config`` is raised;
+    ``allowed_origins`` lists the browser origins that may call."""
+    _raw.uniffi_set_event_loop(cast(asyncio.BaseEventLoop, asyncio.get_running_loop()))
+    server = _ffi.AgentServer(agent, config or agent_config(type(agent).__name__), store)
+    url = await server.listen(addr, token, list(allowed_origins))
+    return Listening(server, url)
+
+
+def run_agent(
+    agent: Agent,
+    config: Optional[AgentConfig] = None,
+    store: Optional[str] = None,
+    *,
+    listen: Optional[str] = None,
+    token: Optional[str] = None,
+    allowed_origins: Sequence[str] = (),
+) -> None:
+    """Runs ``agent`` over stdio until the client goes away (see :func:`serve_stdio`), or,
+    with ``listen="HOST:PORT"``, over the network until interrupted (see :func:`listen`; the
+    endpoint's URL is printed on stdout)."""
+    if listen is None:
+        asyncio.run(serve_stdio(agent, config, store))
+        return
+    addr = listen
+
+    async def serve() -> None:
+        listening = await _listen(agent, addr, config, store, token=token, allowed_origins=allowed_origins)
+        print(listening.url, flush=True)
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await listening.close()
+
+    try:
+        asyncio.run(serve())
+    except KeyboardInterrupt:
+        pass
+
+
+_listen = listen

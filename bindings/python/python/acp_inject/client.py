@@ -192,15 +192,18 @@ class Client:
 class _Connecting:
     """The awaitable and async context manager :func:`connect` returns."""
 
-    def __init__(self, command: Sequence[str], options: _ffi.ConnectOptions) -> None:
-        self._command, self._options = list(command), options
+    def __init__(self, target: Union[str, Sequence[str]], options: _ffi.ConnectOptions, token: Optional[str]) -> None:
+        self._target, self._options, self._token = target, options, token
         self._client: Optional[Client] = None
 
     def __await__(self):  # type: ignore[no-untyped-def]
         return self._open().__await__()
 
     async def _open(self) -> Client:
-        self._client = Client(await _ffi.connect(self._command, self._options))
+        if isinstance(self._target, str):
+            self._client = Client(await _ffi.connect_url(self._target, self._token, self._options))
+        else:
+            self._client = Client(await _ffi.connect(list(self._target), self._options))
         return self._client
 
     async def __aenter__(self) -> Client:
@@ -212,8 +215,9 @@ class _Connecting:
 
 
 def connect(
-    command: Sequence[str],
+    target: Union[str, Sequence[str]],
     *,
+    token: Optional[str] = None,
     name: str = "acp-inject-python",
     version: str = "0",
     pending_updates: bool = True,
@@ -221,10 +225,16 @@ def connect(
     handshake_timeout: float = 30.0,
     steer_fallback: Optional[_ffi.SteerFallback] = None,
 ) -> _Connecting:
-    """Starts ``command`` (program and arguments) and connects to it over stdio. Use as
-    ``async with connect(cmd) as client`` or ``client = await connect(cmd)``. Raises
-    ``AcpError.Disconnected`` when the agent cannot be started or exits (with its exit status
-    and the end of its stderr).
+    """Connects to an agent: ``target`` is a command (a list: program and arguments) to start
+    and talk to over stdio, or a URL (a string) to reach over the network: ``ws://`` or
+    ``wss://`` over WebSocket, ``http://`` or ``https://`` over Streamable HTTP (the upstream
+    remote transport; the ``/acp`` path included). ``token`` is sent as
+    ``Authorization: Bearer <token>`` on the network. Use as ``async with connect(target) as
+    client`` or ``client = await connect(target)``. Raises ``AcpError.Disconnected`` when the
+    agent cannot be started or reached, or exits or drops the connection (with its exit status
+    and the end of its stderr, for a process). Over the network a dropped connection is
+    normal: connect again and ``resume`` each session (its turns went on in the agent; the
+    replay brings back the transcript and the pending list).
 
     The agent may speak ACP v1 or v2 (``client.agent.protocol_version``). For one that takes
     no injects (every v1 agent), queued messages are held by this client and sent as prompts
@@ -237,4 +247,8 @@ def connect(
     options.forward_stderr = forward_stderr
     options.handshake_timeout_ms = int(handshake_timeout * 1000)
     options.steer_fallback = steer_fallback
-    return _Connecting(command, options)
+    if isinstance(target, str) and "://" not in target:
+        raise TypeError(f"connect({target!r}): a command is a list (program and arguments); a string is a URL such as ws://host:port/acp")
+    if token is not None and not isinstance(target, str):
+        raise TypeError("connect(token=...): a token is for a URL; a command's credentials are its own")
+    return _Connecting(target, options, token)

@@ -1,4 +1,5 @@
-// The client: one connection to an agent process, many sessions on it.
+// The client: one connection to an agent (a process over stdio, or an endpoint over the
+// network: `connect(url:)`), many sessions on it.
 //
 // The connection (ids, routing, the read loop, the agent's stderr and exit) runs in Rust; each
 // call here is one `await`, and a session's events arrive in batches, one per read from the
@@ -50,6 +51,30 @@ public func connect(
 public func connect(_ command: [String], options: ConnectOptions) async throws -> Client {
     ignoreBrokenPipes()
     return Client(try await AcpInjectFFI.connect(command: command, options: options))
+}
+
+/// Connects to an agent by `url` over the network: `ws://` or `wss://` over WebSocket, `http://`
+/// or `https://` over Streamable HTTP (the upstream remote transport; the `/acp` path included).
+/// With `token`, every request carries `Authorization: Bearer <token>`. `initialize` is
+/// exchanged before this returns; the `Client` then works as one over stdio. A dropped network
+/// fails calls with `AcpError.Disconnected`: connect again and `resume` each session with replay
+/// (its turns went on in the agent; the replay brings back the transcript and the pending list).
+public func connect(
+    url: String,
+    token: String? = nil,
+    name: String = "acp-inject-swift",
+    version: String = libraryVersion(),
+    pendingUpdates: Bool = true,
+    handshakeTimeout: TimeInterval = 30,
+    steerFallback: SteerFallback? = nil
+) async throws -> Client {
+    var options = defaultConnectOptions()
+    options.steerFallback = steerFallback
+    options.client = Implementation(name: name, title: nil, version: version, meta: nil)
+    options.pendingUpdates = pendingUpdates
+    options.handshakeTimeoutMs = UInt64(max(0, handshakeTimeout) * 1000)
+    ignoreBrokenPipes()
+    return Client(try await connectUrl(url: url, bearerToken: token, options: options))
 }
 
 /// Writing to an agent that has exited raises SIGPIPE, whose default action ends the process;

@@ -731,6 +731,8 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_acp_inject_ffi_checksum_func_connect(
     ): Int
+    external fun uniffi_acp_inject_ffi_checksum_func_connect_url(
+    ): Int
     external fun uniffi_acp_inject_ffi_checksum_func_default_connect_options(
     ): Int
     external fun uniffi_acp_inject_ffi_checksum_method_agentcore_attach(
@@ -877,9 +879,13 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_acp_inject_ffi_checksum_method_agentserver_close_session(
     ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_agentserver_listen(
+    ): Int
     external fun uniffi_acp_inject_ffi_checksum_method_agentserver_run_stdio(
     ): Int
     external fun uniffi_acp_inject_ffi_checksum_method_agentserver_sessions(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_agentserver_shutdown(
     ): Int
     external fun uniffi_acp_inject_ffi_checksum_method_agentserver_start_turn(
     ): Int
@@ -1126,10 +1132,14 @@ internal object UniffiLib {
     ): Long
     external fun uniffi_acp_inject_ffi_fn_method_agentserver_close_session(`ptr`: Long,`sessionId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): Unit
+    external fun uniffi_acp_inject_ffi_fn_method_agentserver_listen(`ptr`: Long,`addr`: RustBuffer.ByValue,`bearerToken`: RustBuffer.ByValue,`allowedOrigins`: RustBuffer.ByValue,
+    ): Long
     external fun uniffi_acp_inject_ffi_fn_method_agentserver_run_stdio(`ptr`: Long,
     ): Long
     external fun uniffi_acp_inject_ffi_fn_method_agentserver_sessions(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
+    external fun uniffi_acp_inject_ffi_fn_method_agentserver_shutdown(`ptr`: Long,
+    ): Long
     external fun uniffi_acp_inject_ffi_fn_method_agentserver_start_turn(`ptr`: Long,`sessionId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): Unit
     external fun uniffi_acp_inject_ffi_fn_clone_turncontext(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
@@ -1175,6 +1185,8 @@ internal object UniffiLib {
     external fun uniffi_acp_inject_ffi_fn_func_shutdown_runtime(`timeoutMs`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Unit
     external fun uniffi_acp_inject_ffi_fn_func_connect(`command`: RustBuffer.ByValue,`options`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_acp_inject_ffi_fn_func_connect_url(`url`: RustBuffer.ByValue,`bearerToken`: RustBuffer.ByValue,`options`: RustBuffer.ByValue,
     ): Long
     external fun uniffi_acp_inject_ffi_fn_func_default_connect_options(uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
@@ -1307,6 +1319,9 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_acp_inject_ffi_checksum_func_connect() and 0xFFFF) != 16908) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_func_connect_url() and 0xFFFF) != 19648) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_acp_inject_ffi_checksum_func_default_connect_options() and 0xFFFF) != 4057) {
@@ -1528,10 +1543,16 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_acp_inject_ffi_checksum_method_agentserver_close_session() and 0xFFFF) != 28543) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentserver_listen() and 0xFFFF) != 33003) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
     if ((lib.uniffi_acp_inject_ffi_checksum_method_agentserver_run_stdio() and 0xFFFF) != 39081) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_acp_inject_ffi_checksum_method_agentserver_sessions() and 0xFFFF) != 48304) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentserver_shutdown() and 0xFFFF) != 35244) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_acp_inject_ffi_checksum_method_agentserver_start_turn() and 0xFFFF) != 63536) {
@@ -3591,6 +3612,16 @@ public interface AgentServerInterface {
     fun `closeSession`(`sessionId`: kotlin.String)
     
     /**
+     * Serves over the network on `addr` (`HOST:PORT`; port 0 picks a free one): the upstream
+     * Streamable HTTP & WebSocket transport on `/acp`. Returns the endpoint's URL
+     * (`http://HOST:PORT/acp`; WebSocket clients use `ws://` on the same path) once bound;
+     * serving goes on in the background until `shutdown`. Anything but a loopback address
+     * needs `bearer_token` (clients send `Authorization: Bearer <token>`), or it is refused
+     * with `AcpError.Config`. `allowed_origins` lists the browser origins that may call.
+     */
+    suspend fun `listen`(`addr`: kotlin.String, `bearerToken`: kotlin.String?, `allowedOrigins`: List<kotlin.String>): kotlin.String
+    
+    /**
      * Serves over this process's stdin/stdout until the client closes stdin.
      */
     suspend fun `runStdio`()
@@ -3599,6 +3630,12 @@ public interface AgentServerInterface {
      * The live sessions.
      */
     fun `sessions`(): List<kotlin.String>
+    
+    /**
+     * Stops serving: the network listener (if any) closes its connections, every running
+     * turn is cancelled and given a moment to end.
+     */
+    suspend fun `shutdown`()
     
     /**
      * Starts a turn in a session with no user message.
@@ -3746,6 +3783,38 @@ open class AgentServer: Disposable, AutoCloseable, AgentServerInterface
 
     
     /**
+     * Serves over the network on `addr` (`HOST:PORT`; port 0 picks a free one): the upstream
+     * Streamable HTTP & WebSocket transport on `/acp`. Returns the endpoint's URL
+     * (`http://HOST:PORT/acp`; WebSocket clients use `ws://` on the same path) once bound;
+     * serving goes on in the background until `shutdown`. Anything but a loopback address
+     * needs `bearer_token` (clients send `Authorization: Bearer <token>`), or it is refused
+     * with `AcpError.Config`. `allowed_origins` lists the browser origins that may call.
+     */
+    @Throws(AcpException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `listen`(`addr`: kotlin.String, `bearerToken`: kotlin.String?, `allowedOrigins`: List<kotlin.String>) : kotlin.String {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_acp_inject_ffi_fn_method_agentserver_listen(
+                uniffiHandle,
+                
+        FfiConverterString.lower(`addr`),
+        FfiConverterOptionalString.lower(`bearerToken`),
+        FfiConverterSequenceString.lower(`allowedOrigins`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_complete_rust_buffer(future, continuation) },
+        { future -> UniffiLib.ffi_acp_inject_ffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterString.lift(it) },
+        // Error FFI converter
+        AcpException.ErrorHandler,
+    )
+    }
+
+    
+    /**
      * Serves over this process's stdin/stdout until the client closes stdin.
      */
     @Throws(AcpException::class)
@@ -3784,6 +3853,31 @@ open class AgentServer: Disposable, AutoCloseable, AgentServerInterface
     )
     }
     
+
+    
+    /**
+     * Stops serving: the network listener (if any) closes its connections, every running
+     * turn is cancelled and given a moment to end.
+     */
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `shutdown`() {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_acp_inject_ffi_fn_method_agentserver_shutdown(
+                uniffiHandle,
+                
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_poll_void(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_complete_void(future, continuation) },
+        { future -> UniffiLib.ffi_acp_inject_ffi_rust_future_free_void(future) },
+        // lift function
+        { },
+        
+        // Error FFI converter
+        UniffiNullRustCallStatusErrorHandler,
+    )
+    }
 
     
     /**
@@ -4890,7 +4984,7 @@ public object FfiConverterTypeClientCore: FfiConverter<ClientCore, Long> {
 
 
 /**
- * A connection to one agent process.
+ * A connection to one agent (a process over stdio, or an endpoint over the network).
  */
 public interface ConnectionInterface {
     
@@ -4928,7 +5022,7 @@ public interface ConnectionInterface {
 }
 
 /**
- * A connection to one agent process.
+ * A connection to one agent (a process over stdio, or an endpoint over the network).
  */
 open class Connection: Disposable, AutoCloseable, ConnectionInterface
 {
@@ -19891,6 +19985,32 @@ public typealias FfiConverterTypeValue = FfiConverterString
         return uniffiRustCallAsync(
         UniffiLib.uniffi_acp_inject_ffi_fn_func_connect(
         FfiConverterSequenceString.lower(`command`),
+        FfiConverterTypeConnectOptions.lower(`options`),),
+        { future, callback, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_poll_u64(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_complete_u64(future, continuation) },
+        { future -> UniffiLib.ffi_acp_inject_ffi_rust_future_free_u64(future) },
+        // lift function
+        { FfiConverterTypeConnection.lift(it) },
+        // Error FFI converter
+        AcpException.ErrorHandler,
+    )
+    }
+
+        /**
+         * Connects to an agent by URL over the network: `ws://` or `wss://` over WebSocket, `http://`
+         * or `https://` over Streamable HTTP (the upstream remote transport; the `/acp` path included).
+         * With `bearer_token`, every request carries `Authorization: Bearer <token>`. `initialize` is
+         * exchanged before this returns; the connection then works as one over stdio. When the
+         * network drops, calls fail with `AcpError.Disconnected`: connect again and `resume` each
+         * session with replay (its turns went on in the agent).
+         */
+    @Throws(AcpException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+     suspend fun `connectUrl`(`url`: kotlin.String, `bearerToken`: kotlin.String?, `options`: ConnectOptions) : Connection {
+        return uniffiRustCallAsync(
+        UniffiLib.uniffi_acp_inject_ffi_fn_func_connect_url(
+        FfiConverterString.lower(`url`),
+        FfiConverterOptionalString.lower(`bearerToken`),
         FfiConverterTypeConnectOptions.lower(`options`),),
         { future, callback, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_poll_u64(future, callback, continuation) },
         { future, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_complete_u64(future, continuation) },

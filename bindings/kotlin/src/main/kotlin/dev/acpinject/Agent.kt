@@ -1,8 +1,9 @@
 /**
  * Agents written in Kotlin: extend [Agent], implement [Agent.run], call [runAgent]. The library
  * serves the protocol over stdio (`initialize`, sessions: new, list, resume with replay, close,
- * status; prompts, queue and steer injects, revoke, replace, cancel) and calls [Agent.run] for
- * each turn with the messages that open it.
+ * status; prompts, queue and steer injects, revoke, replace, cancel), or over the network with
+ * [listen] (`runAgent(agent, listen = "127.0.0.1:8080")`), and calls [Agent.run] for each turn
+ * with the messages that open it.
  *
  * Inside a turn, [AgentTurn] streams the agent's output, asks permission, and reports
  * break-points, where steers the user sent mid-turn are delivered and handed back:
@@ -161,11 +162,73 @@ suspend fun serveStdio(agent: Agent, config: AgentConfig = agentConfig(agent.jav
     AgentServer(agent, config, store).use { it.runStdio() }
 }
 
-/** Runs [agent] over stdio until the client goes away (see [serveStdio]), then stops the
- *  library's threads. */
-fun runAgent(agent: Agent, config: AgentConfig = agentConfig(agent.javaClass.simpleName), store: String? = null) {
+/**
+ * An agent serving over the network (see [listen]): its endpoint's [url]; [close] stops it.
+ */
+class Listening(
+    /** The generated object underneath. */
+    val server: AgentServer,
+    /** The endpoint: `http://HOST:PORT/acp` (WebSocket clients use `ws://` on the same path). */
+    val url: String,
+) : AutoCloseable {
+    /** The live sessions. */
+    val sessions: List<String> get() = server.sessions()
+
+    /** Stops listening (every connection ends) and cancels the running turns. */
+    suspend fun stop() = server.shutdown()
+
+    /** [stop], blocking the calling thread. */
+    override fun close() = runBlocking { stop() }
+}
+
+/**
+ * Serves [agent] over the network on [addr] (`HOST:PORT`; port 0 picks a free one): the
+ * upstream Streamable HTTP & WebSocket transport on `/acp`. Returns once bound; serving goes on
+ * until [Listening.stop]. Every client is one connection of the same agent: a session outlives
+ * the connection that opened it, and a client that reconnects resumes it. Anything but a
+ * loopback address needs [token] (clients send `Authorization: Bearer <token>`), or
+ * [AcpException.Config] is thrown; [allowedOrigins] lists the browser origins that may call.
+ */
+suspend fun listen(
+    agent: Agent,
+    addr: String,
+    config: AgentConfig = agentConfig(agent.javaClass.simpleName),
+    store: String? = null,
+    token: String? = null,
+    allowedOrigins: List<String> = emptyList(),
+): Listening {
+    val server = AgentServer(agent, config, store)
+    return Listening(server, server.listen(addr, token, allowedOrigins))
+}
+
+/**
+ * Runs [agent] over stdio until the client goes away (see [serveStdio]), or, with [listen]
+ * (`HOST:PORT`), over the network until the process is stopped (see [listen]; the endpoint's
+ * URL is printed on stdout). Then stops the library's threads.
+ */
+fun runAgent(
+    agent: Agent,
+    config: AgentConfig = agentConfig(agent.javaClass.simpleName),
+    store: String? = null,
+    listen: String? = null,
+    token: String? = null,
+    allowedOrigins: List<String> = emptyList(),
+) {
     try {
-        runBlocking { serveStdio(agent, config, store) }
+        runBlocking {
+            if (listen == null) {
+                serveStdio(agent, config, store)
+            } else {
+                val listening = listen(agent, listen, config, store, token, allowedOrigins)
+                println(listening.url)
+                System.out.flush()
+                try {
+                    kotlinx.coroutines.awaitCancellation()
+                } finally {
+                    kotlinx.coroutines.withContext(kotlinx.coroutines.NonCancellable) { listening.stop() }
+                }
+            }
+        }
     } finally {
         shutdownRuntime(1000uL)
     }

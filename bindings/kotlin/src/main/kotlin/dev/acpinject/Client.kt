@@ -1,5 +1,6 @@
 /**
- * The coroutine client: one connection to an agent process, many sessions on it.
+ * The coroutine client: one connection to an agent (a process over stdio, or an endpoint over
+ * the network), many sessions on it.
  *
  * The connection (ids, routing, the read loop, the agent's stderr and exit) runs in Rust on
  * the library's own threads; each call here is one `suspend` call, and a session's events
@@ -48,7 +49,32 @@ suspend fun connect(
 }
 
 /**
- * A connection to one agent process (see [connect]). [close] (and so `use {}`) ends it: the
+ * Connects to an agent by [url] over the network: `ws://` or `wss://` over WebSocket, `http://`
+ * or `https://` over Streamable HTTP (the upstream remote transport; the `/acp` path included).
+ * With [token], every request carries `Authorization: Bearer <token>`. `initialize` is
+ * exchanged before this returns; the [Client] then works as one over stdio. A dropped network
+ * fails calls with [AcpException.Disconnected]: connect again and [Client.resume] each session
+ * with replay (its turns went on in the agent; the replay brings back the transcript and the
+ * pending list).
+ */
+suspend fun connect(
+    url: String,
+    token: String? = null,
+    name: String = "acp-inject-kotlin",
+    version: String = "0",
+    handshakeTimeout: Duration = 30.seconds,
+    configure: ConnectOptions.() -> Unit = {},
+): Client {
+    val options = defaultConnectOptions().apply {
+        client = Implementation(name, null, version, null)
+        handshakeTimeoutMs = handshakeTimeout.inWholeMilliseconds.toULong()
+        configure()
+    }
+    return Client(connectUrl(url, token, options))
+}
+
+/**
+ * A connection to one agent, a process or an endpoint (see [connect]). [close] (and so `use {}`) ends it: the
  * agent's stdin closes, it may exit, and after the close grace it is killed.
  */
 class Client(

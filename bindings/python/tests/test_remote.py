@@ -1,0 +1,160 @@
+"""Over the network: the client connects by URL to the reference agent (``--listen``), over
+WebSocket and over Streamable HTTP, through a relay the test can cut. A session with queue,
+steer, revoke and replace; the network dropped mid-turn; a new connection that resumes the
+session and finds the transcript and the pending list intact; every accepted message
+delivered exactly once. Also an agent written in Python serving by address."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from typing import Callable, List, Tuple
+
+import pytest
+
+import acp_inject as acp
+from acp_inject import AcpError, InjectMode, MirrorSnapshot, TurnState, text_of
+
+from .conftest import REPO, reference_agent
+
+RELAY = REPO / "bindings" / "test-support" / "relay.py"
+TIMEOUT = 30.0
+
+
+async def start(command: List[str]) -> Tuple[asyncio.subprocess.Process, str]:
+    """Starts a program that prints one line (its address or URL) first; returns it and the line."""
+    proc = await asyncio.create_subprocess_exec(*command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert proc.stdout is not None
+    line = (await asyncio.wait_for(proc.stdout.readline(), TIMEOUT)).decode().strip()
+    assert line, f"{command[0]} printed nothing"
+    return proc, line
+
+
+async def stop(proc: asyncio.subprocess.Process) -> None:
+    if proc.returncode is None:
+        proc.terminate()
+        await asyncio.wait_for(proc.wait(), TIMEOUT)
+
+
+def users(s: MirrorSnapshot) -> List[str]:
+    return [text_of(e.content) for e in s.transcript if e.role == acp.MessageRole.USER]
+
+
+def pending(s: MirrorSnapshot) -> List[Tuple[InjectMode, str]]:
+    return [(p.mode, text_of(p.content)) for p in (s.agent_pending or [])]
+
+
+async def until(session: acp.Session, what: str, done: Callable[[MirrorSnapshot], bool]) -> MirrorSnapshot:
+    async def follow() -> MirrorSnapshot:
+        while not done(session.snapshot()):
+            await session.next_events()
+        return session.snapshot()
+
+    try:
+        return await asyncio.wait_for(follow(), TIMEOUT)
+    except asyncio.TimeoutError:
+        raise AssertionError(f"timed out waiting for {what}: {session.snapshot()}") from None
+
+
+async def survives_a_dropped_network(scheme: str) -> None:
+    # Slow steps: the turn's first break-point (where the steer would be delivered) comes
+    # seconds after it starts, long after the network is back.
+    agent, url = await start([reference_agent(), "--listen", "127.0.0.1:0", "--delay-ms", "1500", "--chunks", "2", "--tools", "1"])
+    port = url.split("://")[1].split("/")[0]
+    relay, relayed = await start([sys.executable, str(RELAY), port])
+    try:
+        client = await acp.connect(f"{scheme}://{relayed}/acp", name="python-remote-test")
+        session = await client.new_session("/tmp")
+        await session.prompt("first")
+        await until(session, "the turn to run", lambda s: s.state == TurnState.RUNNING)
+        await session.inject("later")
+        await session.inject("now", mode=InjectMode.STEER)
+        gone = await session.inject("revoke me")
+        await session.revoke(gone)
+        old = await session.inject("old")
+        await session.replace(old, "new")
+        expected = [(InjectMode.STEER, "now"), (InjectMode.QUEUE, "later"), (InjectMode.QUEUE, "new")]
+        before = await until(session, "the pending list", lambda s: pending(s) == expected)
+
+        # The network goes away mid-turn: the client's calls fail with Disconnected.
+        assert relay.stdin is not None and relay.stdout is not None
+        relay.stdin.write(b"cut\n")
+        await relay.stdin.drain()
+        assert (await relay.stdout.readline()).strip() == b"cut"
+        with pytest.raises(AcpError.Disconnected):
+            await asyncio.wait_for(drain_until_error(session), TIMEOUT)
+
+        # A new connection resumes the session with replay: transcript and pending list intact.
+        client = await acp.connect(f"{scheme}://{relayed}/acp", name="python-remote-test")
+        session = await client.resume(session.id, "/tmp")
+        after = await until(session, "the replay", lambda s: pending(s) == expected and s.state == TurnState.RUNNING)
+        assert [(e.role, e.message_id, text_of(e.content)) for e in after.transcript] == [
+            (e.role, e.message_id, text_of(e.content)) for e in before.transcript
+        ]
+
+        # The turn goes on; every accepted message is delivered once, the revoked one never.
+        done = await until(session, "everything delivered", lambda s: s.state == TurnState.IDLE and not pending(s) and len(users(s)) == 4)
+        assert users(done)[:2] == ["first", "now"] and sorted(users(done)[2:]) == ["later", "new"]
+        assert done.violations == []
+        await session.close()
+        await client.close()
+    finally:
+        await stop(relay)
+        await stop(agent)
+
+
+async def drain_until_error(session: acp.Session) -> None:
+    while True:
+        await session.next_events()
+
+
+def test_websocket_survives_a_dropped_network() -> None:
+    asyncio.run(survives_a_dropped_network("ws"))
+
+
+def test_streamable_http_survives_a_dropped_network() -> None:
+    asyncio.run(survives_a_dropped_network("http"))
+
+
+class Echo(acp.Agent):
+    async def run(self, turn: acp.Turn, messages: List[acp.UserInput]) -> None:
+        turn.say("echo: " + " ".join(text_of(m.content) for m in messages))
+
+
+async def python_agent_by_address() -> None:
+    async with await acp.listen(Echo(), "127.0.0.1:0") as listening:
+        assert listening.url.startswith("http://127.0.0.1:") and listening.url.endswith("/acp")
+        for url in (listening.url, listening.url.replace("http", "ws", 1)):
+            async with acp.connect(url) as client:
+                session = await client.new_session("/tmp")
+                await session.prompt("hello")
+                done = await until(session, "the echo", lambda s: s.state == TurnState.IDLE and len(s.transcript) == 2)
+                assert text_of(done.transcript[1].content) == "echo: hello"
+        assert len(listening.sessions) == 2
+
+
+def test_a_python_agent_serves_by_address() -> None:
+    asyncio.run(python_agent_by_address())
+
+
+async def refusals() -> None:
+    # A public address without a token is refused before anything listens.
+    with pytest.raises(AcpError.Config, match="without authentication"):
+        await acp.listen(Echo(), "0.0.0.0:0")
+    # With a token, clients must send it.
+    async with await acp.listen(Echo(), "127.0.0.1:0", token="s3cret") as listening:
+        for url in (listening.url.replace("http", "ws", 1), listening.url):
+            with pytest.raises(AcpError.Disconnected, match="401"):
+                await acp.connect(url, token="wrong")
+        async with acp.connect(listening.url, token="s3cret") as client:
+            await client.new_session("/tmp")
+    # Nothing listens there any more.
+    with pytest.raises(AcpError.Disconnected):
+        await acp.connect(listening.url)
+    with pytest.raises(TypeError, match="a command is a list"):
+        acp.connect("my-agent")
+
+
+def test_refusals_are_typed_errors() -> None:
+    asyncio.run(refusals())

@@ -1,0 +1,129 @@
+import AcpInject
+import Foundation
+import XCTest
+
+/// A program that prints one line first (its address or URL): `line` is that line.
+private final class Started {
+    let process = Process()
+    private let input = Pipe()
+    private let output = Pipe()
+    private(set) var line = ""
+
+    init(_ arguments: [String]) throws {
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = arguments
+        process.standardInput = input
+        process.standardOutput = output
+        try process.run()
+        line = readLine()
+        guard !line.isEmpty else { throw Timeout(description: "\(arguments[0]) printed nothing") }
+    }
+
+    /// One line of the program's stdout (blocking).
+    func readLine() -> String {
+        var bytes: [UInt8] = []
+        while true {
+            let byte = output.fileHandleForReading.readData(ofLength: 1)
+            if byte.isEmpty || byte.first == UInt8(ascii: "\n") { break }
+            bytes.append(byte[byte.startIndex])
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Sends a command line to the relay and waits for its echo.
+    func command(_ what: String) throws {
+        input.fileHandleForWriting.write(Data((what + "\n").utf8))
+        guard readLine() == what else { throw Timeout(description: "the relay did not answer \(what)") }
+    }
+
+    func stop() {
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+    }
+}
+
+private let relayScript = workspace.appendingPathComponent("bindings/test-support/relay.py").path
+
+private func agentPending(_ s: MirrorSnapshot) -> [String] {
+    (s.agentPending ?? []).map { "\($0.mode) \($0.content.text)" }
+}
+
+/// Over the network: connect by URL to the reference agent (`--listen`) over WebSocket and over
+/// Streamable HTTP, through a relay the test cuts mid-turn; reconnect, resume, find the
+/// transcript and the pending list intact, and see every accepted message delivered once.
+final class RemoteTests: XCTestCase {
+    private func survivesADroppedNetwork(_ scheme: String) async throws {
+        // Slow steps: the turn's first break-point comes seconds after it starts.
+        let agent = try Started([agentBinary(), "--listen", "127.0.0.1:0", "--delay-ms", "1500", "--chunks", "2", "--tools", "1"])
+        defer { agent.stop() }
+        let port = agent.line.components(separatedBy: "://")[1].components(separatedBy: "/")[0]
+        let relay = try Started(["python3", relayScript, port])
+        defer { relay.stop() }
+        let url = "\(scheme)://\(relay.line)/acp"
+
+        var client = try await connect(url: url, name: "swift-remote-test")
+        var session = try await client.newSession(cwd: "/tmp")
+        _ = try await session.prompt("first")
+        try await until(session) { $0.state == .running }
+        _ = try await session.inject("later")
+        _ = try await session.inject("now", mode: .steer)
+        try await session.revoke(try await session.inject("revoke me"))
+        try await session.replace(try await session.inject("old"), with: "new")
+        let expected = ["steer now", "queue later", "queue new"]
+        try await until(session) { agentPending($0) == expected }
+        let before = try session.snapshot()
+
+        // The network goes away mid-turn: the client's calls fail with Disconnected.
+        try relay.command("cut")
+        let dropped = session
+        await assertAcpErrorAsync({ while true { _ = try await dropped.nextEvents() } }) {
+            if case .Disconnected = $0 { return true }
+            return false
+        }
+        try? await client.close()
+
+        // A new connection resumes the session with replay: transcript and pending list intact.
+        client = try await connect(url: url, name: "swift-remote-test")
+        session = try await client.resume(session.id, cwd: "/tmp")
+        try await until(session) { agentPending($0) == expected && $0.state == .running }
+        let after = try session.snapshot()
+        XCTAssertEqual(after.transcript.map { "\($0.role) \($0.messageId) \($0.content.text)" }, before.transcript.map { "\($0.role) \($0.messageId) \($0.content.text)" })
+
+        // The turn goes on: each accepted message delivered once, the revoked one never.
+        try await until(session) { $0.state == .idle && agentPending($0).isEmpty && users($0).count == 4 }
+        let done = try session.snapshot()
+        XCTAssertEqual(Array(users(done).prefix(2)), ["first", "now"])
+        XCTAssertEqual(users(done).dropFirst(2).sorted(), ["later", "new"])
+        XCTAssertEqual(done.violations, [])
+        try await session.close()
+        try await client.close()
+    }
+
+    func testOverWebSocketASessionSurvivesADroppedNetwork() async throws {
+        try await survivesADroppedNetwork("ws")
+    }
+
+    func testOverStreamableHttpASessionSurvivesADroppedNetwork() async throws {
+        try await survivesADroppedNetwork("http")
+    }
+
+    func testAWrongSchemeOrTokenIsATypedError() async throws {
+        // `env NAME=VALUE program …`: the token reaches the agent through its environment.
+        let agent = try Started(["ACP_TOKEN=s3cret", agentBinary(), "--listen", "127.0.0.1:0", "--token-env", "ACP_TOKEN"])
+        defer { agent.stop() }
+        let ws = agent.line.replacingOccurrences(of: "http://", with: "ws://")
+        await assertAcpErrorAsync({ try await connect(url: "ftp://127.0.0.1:1/acp") }) {
+            if case let .Disconnected(detail) = $0 { return detail.contains("unsupported URL scheme") }
+            return false
+        }
+        for url in [ws, agent.line] {
+            await assertAcpErrorAsync({ try await connect(url: url, token: "wrong") }) {
+                if case let .Disconnected(detail) = $0 { return detail.contains("401") }
+                return false
+            }
+            let client = try await connect(url: url, token: "s3cret")
+            _ = try await client.newSession(cwd: "/tmp")
+            try await client.close()
+        }
+    }
+}

@@ -139,7 +139,7 @@ impl Endpoint {
 
 /// A message as one line: a message with line breaks in it (pretty-printed JSON) is written
 /// compactly, since the client connection frames by newlines.
-fn as_line(text: &str) -> Option<String> {
+pub(crate) fn as_line(text: &str) -> Option<String> {
     if !text.contains(['\n', '\r']) {
         return Some(text.to_owned());
     }

@@ -75,6 +75,34 @@ use std::time::Duration;
 pub use client::Endpoint;
 pub use server::{listen, ListenOptions, Listener};
 
+/// The framing the transport reads from the network, for the fuzz targets: not part of the
+/// API.
+#[doc(hidden)]
+pub mod fuzzing {
+    /// Reads SSE bytes in the given chunks with an event limit: each event's data, or `None`
+    /// when an event passed the limit.
+    pub fn sse_events(chunks: &[&[u8]], limit: usize) -> Option<Vec<String>> {
+        let mut parser = crate::sse::Parser::new(limit);
+        let mut out = std::collections::VecDeque::new();
+        for chunk in chunks {
+            parser.push(chunk, &mut out).ok()?;
+        }
+        Some(out.into())
+    }
+
+    /// What routing reads of a message: id, method, `params.sessionId`, `result.sessionId`,
+    /// and whether it is a batch.
+    pub fn envelope(text: &[u8]) -> (Option<[Option<String>; 4]>, bool) {
+        let e = crate::route::envelope(text).map(|e| [e.id, e.method, e.params_session, e.result_session]);
+        (e, crate::route::is_batch(text))
+    }
+
+    /// A received WebSocket text as the one line the client connection reads.
+    pub fn as_line(text: &str) -> Option<String> {
+        crate::client::as_line(text)
+    }
+}
+
 /// The header that names a connection (returned by `initialize` and on the WebSocket `101`).
 pub const HEADER_CONNECTION_ID: &str = "Acp-Connection-Id";
 /// The header that names the session of a session-scoped request or stream.

@@ -78,7 +78,13 @@ pub async fn listen(agent: AgentServer, addr: &str, options: ListenOptions) -> R
         return Err(RemoteError::Unauthenticated { addr: addr.to_owned() });
     }
     let tcp = TcpListener::bind(&resolved[..]).await.map_err(bind_error)?;
-    let shared = Arc::new(Shared { agent, options, conns: Mutex::new(HashMap::new()), live: AtomicUsize::new(0) });
+    let shared = Arc::new(Shared {
+        agent,
+        options,
+        conns: Mutex::new(HashMap::new()),
+        live: AtomicUsize::new(0),
+        stopping: CancellationToken::new(),
+    });
     Ok(Listener { tcp, shared })
 }
 
@@ -88,8 +94,9 @@ impl Listener {
         self.tcp.local_addr().map_err(|e| RemoteError::Io(e.to_string()))
     }
 
-    /// Serves until `shutdown` completes, then ends every connection (the agent's sessions
-    /// stay; call [`AgentServer::shutdown`] to stop their turns).
+    /// Serves until `shutdown` completes: then it stops accepting, ends every connection
+    /// (SSE streams end, WebSockets are closed with 1001) and returns once they are gone. The
+    /// agent's sessions stay; call [`AgentServer::shutdown`] to stop their turns.
     pub async fn serve(self, shutdown: impl std::future::Future<Output = ()> + Send + 'static) -> Result<(), RemoteError> {
         let shared = Arc::clone(&self.shared);
         let reaper = tokio::spawn(reap_idle(Arc::clone(&shared)));
@@ -97,12 +104,19 @@ impl Listener {
             .route("/acp", any(endpoint))
             .layer(DefaultBodyLimit::max(shared.options.limits.max_message_bytes))
             .with_state(Arc::clone(&shared));
-        let result = axum::serve(self.tcp, app).with_graceful_shutdown(shutdown).await.map_err(|e| RemoteError::Io(e.to_string()));
+        // The graceful shutdown waits for open requests, and a stream is one until it ends:
+        // end them all when the signal comes.
+        let ending = Arc::clone(&shared);
+        let signal = async move {
+            shutdown.await;
+            ending.stopping.cancel();
+            let conns: Vec<Arc<HttpConn>> = lock(&ending.conns).drain().map(|(_, c)| c).collect();
+            for conn in conns {
+                conn.end(&ending);
+            }
+        };
+        let result = axum::serve(self.tcp, app).with_graceful_shutdown(signal).await.map_err(|e| RemoteError::Io(e.to_string()));
         reaper.abort();
-        let conns: Vec<Arc<HttpConn>> = lock(&shared.conns).drain().map(|(_, c)| c).collect();
-        for conn in conns {
-            conn.end(&shared);
-        }
         result
     }
 }
@@ -210,6 +224,8 @@ struct Shared {
     conns: Mutex<HashMap<String, Arc<HttpConn>>>,
     /// Live connections, HTTP and WebSocket.
     live: AtomicUsize,
+    /// Cancelled when the listener stops: WebSockets close, new connections are refused.
+    stopping: CancellationToken,
 }
 
 impl Shared {
@@ -221,8 +237,11 @@ impl Shared {
         lock(&self.conns).get(id).cloned().ok_or((StatusCode::NOT_FOUND, "Unknown Acp-Connection-Id"))
     }
 
-    /// Takes a connection slot; `None` at the limit.
+    /// Takes a connection slot; `None` at the limit, or once the listener is stopping.
     fn admit(&self) -> Option<()> {
+        if self.stopping.is_cancelled() {
+            return None;
+        }
         let max = self.options.limits.max_connections;
         self.live.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n < max).then_some(n + 1)).ok().map(|_| ())
     }
@@ -526,6 +545,7 @@ async fn websocket(shared: Arc<Shared>, id: String, socket: WebSocket) {
                 None if lines.overflowed() => break Some(close(1008, "the client read too slowly (max_buffered_bytes)")),
                 None => break Some(close(1001, "the server is going away")),
             },
+            () = shared.stopping.cancelled() => break Some(close(1001, "the agent is shutting down")),
             _ = keepalive.tick() => {
                 if last_heard.elapsed() > limits.idle_timeout {
                     break Some(close(1001, "idle for longer than idle_timeout"));

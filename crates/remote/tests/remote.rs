@@ -311,3 +311,30 @@ async fn http2_cleartext_is_served() {
     assert_eq!((stream.status().as_u16(), stream.version()), (200, reqwest::Version::HTTP_2));
     assert_eq!(stream.headers()["content-type"], "text/event-stream");
 }
+
+/// Stopping the listener ends the connections still open (an SSE stream and a WebSocket would
+/// otherwise keep its graceful shutdown waiting forever): `serve` returns, the clients see the
+/// end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stopping_the_listener_ends_open_connections() {
+    let server = AgentServer::new(Arc::new(Gated::default()), ServeOptions { config: config(), store: None }).unwrap();
+    let listener = listen(server, "127.0.0.1:0", ListenOptions::default()).await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let served = tokio::spawn(listener.serve(async move {
+        let _ = stopped.await;
+    }));
+    let mut sessions = Vec::new();
+    for scheme in ["ws", "http"] {
+        let conn = Endpoint::new(format!("{scheme}://{addr}/acp")).connect(ConnectOptions::default()).await.unwrap();
+        sessions.push((conn.new_session("/tmp", vec![], vec![]).await.unwrap(), conn));
+    }
+    stop.send(()).unwrap();
+    tokio::time::timeout(Duration::from_secs(5), served).await.expect("serve returns").unwrap().unwrap();
+    for (session, _conn) in &sessions {
+        let ended = tokio::time::timeout(Duration::from_secs(5), async {
+            while session.next_events().await.is_ok() {}
+        });
+        ended.await.expect("the client sees the connection end");
+    }
+}

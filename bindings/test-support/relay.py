@@ -12,6 +12,7 @@ done. Exits when stdin ends. Standard library only (the Swift tests run it in th
 from __future__ import annotations
 
 import asyncio
+import signal
 import sys
 from typing import Set
 
@@ -57,4 +58,7 @@ async def main(target: str) -> None:
 
 
 if __name__ == "__main__":
+    # A parent may start this with SIGTERM blocked (a spawned process inherits the mask:
+    # Foundation's `Process` on Linux does this); the tests stop it with SIGTERM.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
     asyncio.run(main(sys.argv[1]))

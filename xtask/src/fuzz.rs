@@ -26,7 +26,8 @@ use crate::{root, Error};
 /// the harness's own), so tracing compares cost a third of every execution and guided nothing.
 const OPERATION_TARGETS: (&[&str], u64) = (&["agent_ops", "resume_replay"], 512);
 
-pub const TARGETS: [&str; 7] = ["wire_decode", "agent_line", "client_connection", "framer", "agent_ops", "resume_replay", "remote_framing"];
+pub const TARGETS: [&str; 7] =
+    ["wire_decode", "agent_line", "client_connection", "framer", "agent_ops", "resume_replay", "remote_framing"];
 
 #[derive(clap::Subcommand)]
 pub enum Cmd {
@@ -113,7 +114,9 @@ fn seed() -> Result<(), Error> {
         // The network framing: a limit byte, then the line as an SSE event, a keepalive, and
         // the line again split over two `data:` lines with CRLF ends.
         let (a, b) = line.split_at(line.len() / 2);
-        let sse = [&[127u8][..], b"data: ", line.as_bytes(), b"\n\n:\n\ndata: ", a.as_bytes(), b"\r\ndata:", b.as_bytes(), b"\r\n\r\n"].concat();
+        let sse =
+            [&[127u8][..], b"data: ", line.as_bytes(), b"\n\n:\n\ndata: ", a.as_bytes(), b"\r\ndata:", b.as_bytes(), b"\r\n\r\n"]
+                .concat();
         write(&corpus.join("remote_framing"), &sse)?;
     }
     // Every vector's conversation, as the lines each side receives.

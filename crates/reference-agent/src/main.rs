@@ -255,6 +255,17 @@ fn config(opts: &Options) -> AgentConfig {
 
 fn main() -> std::process::ExitCode {
     let opts = Options::parse();
+    // A parent may start this process with signals blocked (a spawned process inherits the
+    // mask: Foundation's `Process` on Linux does this), and a blocked SIGTERM would never stop
+    // `--listen`. Unblocked here, before the runtime's threads inherit the mask.
+    #[cfg(unix)]
+    {
+        use nix::sys::signal::{SigSet, Signal};
+        let mut stop = SigSet::empty();
+        stop.add(Signal::SIGINT);
+        stop.add(Signal::SIGTERM);
+        let _ = stop.thread_unblock();
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {

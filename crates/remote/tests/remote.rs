@@ -223,6 +223,8 @@ async fn a_public_address_without_authentication_is_refused() {
 async fn a_bearer_token_is_required_when_set() {
     let options = ListenOptions { auth: Some(Arc::new(BearerToken::new("s3cret"))), ..Default::default() };
     let (_server, addr) = agent(Arc::new(Gated::default()), options).await;
+    let err = Endpoint::new("ftp://127.0.0.1:1/acp").connect(ConnectOptions::default()).await.err().expect("ftp refused");
+    assert!(err.to_string().contains("unsupported URL scheme"), "{err}");
     for scheme in ["ws", "http"] {
         let url = format!("{scheme}://{addr}/acp");
         let refused = Endpoint::new(&url).bearer("wrong").connect(ConnectOptions::default()).await;
@@ -332,9 +334,7 @@ async fn stopping_the_listener_ends_open_connections() {
     stop.send(()).unwrap();
     tokio::time::timeout(Duration::from_secs(5), served).await.expect("serve returns").unwrap().unwrap();
     for (session, _conn) in &sessions {
-        let ended = tokio::time::timeout(Duration::from_secs(5), async {
-            while session.next_events().await.is_ok() {}
-        });
+        let ended = tokio::time::timeout(Duration::from_secs(5), async { while session.next_events().await.is_ok() {} });
         ended.await.expect("the client sees the connection end");
     }
 }

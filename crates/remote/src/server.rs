@@ -491,7 +491,12 @@ fn upgrade(shared: Arc<Shared>, ws: WebSocketUpgrade) -> Response {
     let id = uuid::Uuid::new_v4().to_string();
     let limits = shared.options.limits.clone();
     let header_id = HeaderValue::from_str(&id).ok();
+    // Small socket buffers: tungstenite's defaults (128 KiB to read, 128 KiB to write) cost
+    // a quarter of a megabyte per idle session; a message larger than the buffer still reads
+    // whole (the buffer grows up to `max_message_bytes`).
     let mut response = ws
+        .read_buffer_size(8 * 1024)
+        .write_buffer_size(8 * 1024)
         .max_message_size(limits.max_message_bytes)
         .max_frame_size(limits.max_message_bytes)
         .on_upgrade(move |socket| websocket(shared, id, socket));

@@ -173,10 +173,11 @@ pub fn section() -> Result<String, Error> {
     );
     let _ = writeln!(md, "| from sending | p50 ms | p99 ms | max ms |");
     let _ = writeln!(md, "|---|---|---|---|");
-    for (key, what) in [("inject_accept", "a queue inject to its acceptance"), ("steer_accept", "a steer to its acceptance"), (
-        "steer_delivered",
-        "a steer to its delivery at a break-point",
-    )] {
+    for (key, what) in [
+        ("inject_accept", "a queue inject to its acceptance"),
+        ("steer_accept", "a steer to its acceptance"),
+        ("steer_delivered", "a steer to its delivery at a break-point"),
+    ] {
         let m = &r[key];
         let ms = |k: &str| m[k].as_f64().unwrap_or(f64::NAN);
         let _ = writeln!(md, "| {what} | {:.1} | {:.1} | {:.1} |", ms("p50_ms"), ms("p99_ms"), ms("max_ms"));

@@ -903,15 +903,91 @@ fn remote_sdk_client(harness: &Path) -> bool {
     process::run(&mut client, Echo::All).is_ok_and(|r| r.success())
 }
 
-/// `cargo test -p acp-inject-remote --test sdk_agent` with `ACP_INJECT_SDK_REMOTE_AGENT` set:
-/// our client over both profiles against `sdk-agent.mjs --listen` (the SDK's `AcpServer`).
+/// Our clients over the network against the SDK agent served by the SDK's `AcpServer`
+/// (`sdk-agent.mjs --listen`, started here once): the Rust client (`crates/remote/tests/
+/// sdk_agent.rs`), the Python example client (by URL, WebSocket then Streamable HTTP), the
+/// Kotlin and Swift interop tests, each given the endpoint in `ACP_INJECT_SDK_REMOTE_URL`; then
+/// the server is stopped and its validators' report must list no problem.
 fn remote_sdk_server(harness: &Path) -> bool {
-    let agent = ["node".to_owned(), harness.join("sdk-agent.mjs").display().to_string(), "--delay-ms".into(), "20".into()];
-    let mut test = Command::new("cargo");
-    test.args(["test", "-q", "-p", "acp-inject-remote", "--test", "sdk_agent", "--", "--nocapture"])
-        .env("ACP_INJECT_SDK_REMOTE_AGENT", agent.join("\n"))
-        .current_dir(root());
-    process::run(&mut test, Echo::All).is_ok_and(|r| r.success())
+    let report = harness.join("sdk-remote-agent-report.json");
+    let _ = std::fs::remove_file(&report);
+    let mut server = match Command::new("node")
+        .arg(harness.join("sdk-agent.mjs"))
+        .args(["--listen", "127.0.0.1:0", "--delay-ms", "20", "--report"])
+        .arg(&report)
+        .current_dir(harness)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+    {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("cannot start the SDK server: {e}");
+            return false;
+        }
+    };
+    let url = server.stdout.take().and_then(|out| {
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(out), &mut line).ok()?;
+        Some(line.trim().to_owned()).filter(|l| l.starts_with("http://"))
+    });
+    let Some(url) = url else {
+        eprintln!("the SDK server printed no URL");
+        let _ = server.kill();
+        return false;
+    };
+    eprintln!("the SDK's AcpServer listens on {url}");
+    let mut failed = Vec::new();
+    let mut runs: Vec<(String, Result<Command, String>)> = Vec::new();
+    let mut rust = Command::new("cargo");
+    rust.args(["test", "-q", "-p", "acp-inject-remote", "--test", "sdk_agent", "--", "--nocapture"]);
+    runs.push(("the Rust client".into(), Ok(rust)));
+    for endpoint in [url.replacen("http", "ws", 1), url.clone()] {
+        let python = crate::pyenv::python_with_test_package().map_err(|e| e.to_string()).map(|py| {
+            let mut c = Command::new(py);
+            c.arg(root().join("bindings/python/examples/client.py")).arg(&endpoint);
+            c
+        });
+        runs.push((format!("the Python example client at {endpoint}"), python));
+    }
+    runs.push(("the Kotlin client".into(), kotlin_interop_command()));
+    let swift_test = "testASessionOverTheNetworkAgainstTheOfficialTypeScriptSdksServer";
+    runs.push(("the Swift client".into(), swift_interop_command(&format!("SdkAgentInteropTests/{swift_test}"))));
+    for (name, command) in runs {
+        eprintln!("\n{name}, over the network, against the SDK's AcpServer:");
+        let mut command = match command {
+            Ok(c) => c,
+            Err(e) => {
+                failed.push(format!("{name}: {e}"));
+                continue;
+            }
+        };
+        command.env("ACP_INJECT_SDK_REMOTE_URL", &url);
+        let ran = process::run(&mut command, Echo::All);
+        let said = ran.as_ref().map(|r| format!("{}{}", r.stdout, r.stderr)).unwrap_or_default();
+        // The Swift test must have run, not been skipped.
+        let skipped = name == "the Swift client" && !said.contains(&format!("{swift_test}' passed"));
+        if !ran.is_ok_and(|r| r.success()) || skipped {
+            failed.push(name);
+        }
+    }
+    // SIGTERM: the server writes its report and exits.
+    let _ = Command::new("kill").arg("-TERM").arg(server.id().to_string()).status();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::time::Instant::now() < deadline && !matches!(server.try_wait(), Ok(Some(_))) {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let _ = server.kill();
+    match std::fs::read_to_string(&report).ok().and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok()) {
+        Some(r) if r["problems"].as_array().is_some_and(Vec::is_empty) && r["lines"].as_u64().unwrap_or(0) > 0 => {
+            eprintln!("the SDK's validators on the server's side: {}", r["summary"].as_str().unwrap_or("?"));
+        }
+        Some(r) => failed.push(format!("the SDK's validators found problems: {}", r["problems"])),
+        None => failed.push(format!("the SDK server wrote no report ({})", report.display())),
+    }
+    for f in &failed {
+        eprintln!("failed: {f}");
+    }
+    failed.is_empty()
 }
 
 /// The interpreter of `<cache>/interop/python-sdk/venv`, with the official Python SDK installed
@@ -948,19 +1024,37 @@ fn sdk_v1_agents(harness: &Path, python: Option<&PathBuf>) -> Vec<(&'static str,
     agents
 }
 
+/// `mvn test -Dtest=SdkAgentInteropTest` on the debug library: each test runs only when its
+/// variable is set (the caller sets them).
+fn kotlin_interop_command() -> Result<Command, String> {
+    ensure_maven()?;
+    let lib = ffi_lib_dir().map_err(|e| e.to_string())?;
+    let mut cmd = Command::new("mvn");
+    cmd.args(["-B", "-q", "-ntp", "-Dstyle.color=never", "test", "-Dtest=SdkAgentInteropTest", "-Dacp.skipCargo=true"])
+        .arg(format!("-Dacp.lib.dir={}", lib.display()))
+        .current_dir(root().join("bindings/kotlin"));
+    Ok(cmd)
+}
+
+/// `swiftw test --filter FILTER` in the Swift chroot, with the library and the reference agent.
+fn swift_interop_command(filter: &str) -> Result<Command, String> {
+    let (lib, agent) = library_and_agent()?;
+    let mut cmd = Command::new(root().join("bindings/swift/swiftw"));
+    cmd.args(["test", "--filter", filter])
+        .env("ACP_INJECT_CACHE", cache_dir())
+        .env("ACP_INJECT_LIB_DIR", &lib)
+        .env("ACP_INJECT_AGENT", &agent);
+    Ok(cmd)
+}
+
 /// The Kotlin client's interop tests (`SdkAgentInteropTest`, skipped unless
 /// `ACP_INJECT_SDK_AGENT` / `ACP_INJECT_SDK_V1_AGENT` name the agents) through Maven, on the
 /// debug library: once per v1 agent, the first run with the v2 agent too.
 fn sdk_agents_driven_by_kotlin(harness: &Path, v1_agents: &[(&str, Vec<String>)]) -> Result<(), String> {
-    ensure_maven()?;
-    let lib = ffi_lib_dir().map_err(|e| e.to_string())?;
     for (i, (name, command)) in v1_agents.iter().enumerate() {
         eprintln!("\nthe Kotlin client against the {name}{}:", if i == 0 { " and the TypeScript SDK's v2 agent" } else { "" });
-        let mut cmd = Command::new("mvn");
-        cmd.args(["-B", "-q", "-ntp", "-Dstyle.color=never", "test", "-Dtest=SdkAgentInteropTest", "-Dacp.skipCargo=true"])
-            .arg(format!("-Dacp.lib.dir={}", lib.display()))
-            .env("ACP_INJECT_SDK_V1_AGENT", command.join("\n"))
-            .current_dir(root().join("bindings/kotlin"));
+        let mut cmd = kotlin_interop_command()?;
+        cmd.env("ACP_INJECT_SDK_V1_AGENT", command.join("\n"));
         if i == 0 {
             cmd.env("ACP_INJECT_SDK_AGENT", harness.join("sdk-agent.mjs"));
         }
@@ -978,7 +1072,6 @@ fn sdk_agents_driven_by_kotlin(harness: &Path, v1_agents: &[(&str, Vec<String>)]
 /// SDK's agent, python3 and the pinned SDK in a venv of the chroot's own) on first use: the
 /// v2 agent and the TypeScript SDK's v1 agent in one run, the Python SDK's v1 agent in a second.
 fn sdk_agents_driven_by_swift(harness: &Path, v1_agents: &[(&str, Vec<String>)]) -> Result<(), String> {
-    let (lib, agent) = library_and_agent()?;
     let typescript = v1_agents.first().map(|(_, c)| c.join("\n")).unwrap_or_default();
     let python = format!("/opt/acp-inject-python-sdk/bin/python\n{}", root().join("interop/python-sdk/sdk_v1_agent.py").display());
     let runs = [
@@ -987,12 +1080,8 @@ fn sdk_agents_driven_by_swift(harness: &Path, v1_agents: &[(&str, Vec<String>)])
     ];
     for (name, v2, v1, python_sdk) in runs {
         eprintln!("\nthe Swift client against {name}:");
-        let mut cmd = Command::new(root().join("bindings/swift/swiftw"));
-        cmd.args(["test", "--filter", "SdkAgentInteropTests"])
-            .env("ACP_INJECT_CACHE", cache_dir())
-            .env("ACP_INJECT_LIB_DIR", &lib)
-            .env("ACP_INJECT_AGENT", &agent)
-            .env("ACP_INJECT_SDK_V1_AGENT", v1);
+        let mut cmd = swift_interop_command("SdkAgentInteropTests")?;
+        cmd.env("ACP_INJECT_SDK_V1_AGENT", v1);
         let mut expected = vec!["testAV1SessionWithAQueueHeldByThisClientAgainstAnAgentWrittenWithAnOfficialSdk"];
         if let Some(v2) = v2 {
             cmd.env("ACP_INJECT_SDK_AGENT", v2);

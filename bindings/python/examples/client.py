@@ -1,6 +1,7 @@
 """A scripted client session against any ACP agent, v1 or v2, checking the inject rules as it goes.
 
     python bindings/python/examples/client.py -- AGENT_COMMAND [ARGS…]
+    python bindings/python/examples/client.py URL          (ws://, wss://, http://, https://)
 
 It prompts, steers and queues mid-turn, revokes, replaces, cancels, and runs two sessions at
 once on the one connection, printing the transcript and the pending list as they change. It
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from typing import Callable, List, Optional
+from typing import Callable, List, Optional, Union
 
 import acp_inject as acp
 from acp_inject import InjectMode, MirrorSnapshot, SessionActivity, SessionEvent, TurnState, text_of
@@ -85,9 +86,9 @@ def users(snap: MirrorSnapshot) -> List[str]:
     return [text_of(e.content) for e in snap.transcript if e.role == acp.MessageRole.USER]
 
 
-async def main(command: List[str]) -> int:
+async def main(target: Union[str, List[str]]) -> int:
     checks = Checks()
-    async with acp.connect(command, name="acp-inject-example-client") as agent:
+    async with acp.connect(target, name="acp-inject-example-client") as agent:
         inject = agent.inject
         version = agent.agent.protocol_version
         print(f"agent: {agent.agent.info.name} {agent.agent.info.version}, ACP v{version}; inject: {inject}", flush=True)
@@ -170,4 +171,5 @@ if __name__ == "__main__":
     if not argv:
         print(__doc__, file=sys.stderr)
         sys.exit(2)
-    sys.exit(asyncio.run(main(argv)))
+    # One argument with a scheme is the agent's URL; anything else is its command.
+    sys.exit(asyncio.run(main(argv[0] if len(argv) == 1 and "://" in argv[0] else argv)))

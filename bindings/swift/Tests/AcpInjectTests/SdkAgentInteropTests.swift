@@ -55,6 +55,43 @@ final class SdkAgentInteropTests: XCTestCase {
         XCTAssertNotNil(found.range(of: #""lines":\s*[1-9]"#, options: .regularExpression), "no lines checked: \(found)")
     }
 
+    /// This client over the network, WebSocket and Streamable HTTP, against the same SDK agent
+    /// served by the SDK's own `AcpServer` (`sdk-agent.mjs --listen`): the interop stage starts
+    /// it, sets `ACP_INJECT_SDK_REMOTE_URL` to its endpoint and checks its report afterwards.
+    func testASessionOverTheNetworkAgainstTheOfficialTypeScriptSdksServer() async throws {
+        guard let url = ProcessInfo.processInfo.environment["ACP_INJECT_SDK_REMOTE_URL"], !url.isEmpty else {
+            throw XCTSkip("ACP_INJECT_SDK_REMOTE_URL is the SDK server's endpoint (the interop stage sets it)")
+        }
+        for endpoint in [url.replacingOccurrences(of: "http://", with: "ws://"), url] {
+            let client = try await connect(url: endpoint, name: "acp-inject-swift-tests")
+            XCTAssertEqual(client.agent.info.name, "interop-sdk-agent")
+            let session = try await client.newSession(cwd: "/tmp")
+            let id = try await session.prompt("fix the bug")
+            let end = try await withDeadline(30) { () -> StopReason? in
+                for try await activity in session.events {
+                    switch activity {
+                    case let .permissionRequested(request, params):
+                        let allow = params.options.first { $0.kind == .allowOnce } ?? params.options[0]
+                        try session.allow(request, optionId: allow.optionId)
+                    case let .event(.update(.stateUpdate(.idle(idle)))):
+                        return idle.stopReason
+                    default:
+                        break
+                    }
+                }
+                return nil
+            }
+            XCTAssertEqual(end, .endTurn, endpoint)
+            let snap = try session.snapshot()
+            XCTAssertEqual(snap.transcript.first?.messageId, id)
+            XCTAssertTrue(snap.violations.isEmpty, "\(snap.violations)")
+            let open = try await session.status()
+            XCTAssertEqual(open.status, .open)
+            try await session.close()
+            try await client.close()
+        }
+    }
+
     /// This client against an ACP v1 agent written with an official SDK's v1 API
     /// (`interop/typescript-sdk/sdk-v1-agent.mjs`): the same session API, and the queue held by
     /// this client (C-HELD-1): queue, revoke and replace during a turn, each held message sent

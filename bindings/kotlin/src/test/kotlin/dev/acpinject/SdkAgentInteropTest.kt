@@ -56,6 +56,32 @@ class SdkAgentInteropTest {
     }
 
     /**
+     * This client over the network, WebSocket and Streamable HTTP, against the same SDK agent
+     * served by the SDK's own `AcpServer` (`sdk-agent.mjs --listen`): the interop stage starts
+     * it, sets `ACP_INJECT_SDK_REMOTE_URL` to its endpoint and checks its report afterwards.
+     */
+    @Test
+    fun `a session over the network against the official TypeScript SDK's server`() = coTest {
+        val url = System.getenv("ACP_INJECT_SDK_REMOTE_URL")
+        assumeTrue(!url.isNullOrEmpty(), "ACP_INJECT_SDK_REMOTE_URL is the SDK server's endpoint (the interop stage sets it)")
+        for (endpoint in listOf(url!!.replaceFirst("http", "ws"), url)) {
+            connect(endpoint, name = "kotlin-tests").use { client ->
+                assertEquals("interop-sdk-agent", client.agent.info.name, endpoint)
+                val session = client.newSession("/tmp/project")
+                val id = kotlin.test.assertNotNull(session.prompt("fix the bug"))
+                val asked = assertIs<SessionActivity.PermissionRequested>(session.events().first { it is SessionActivity.PermissionRequested })
+                session.allow(asked.request, "allow")
+                assertEquals(StopReason.EndTurn, session.events().first { it.turnEnded != null }.turnEnded, endpoint)
+                val snap = session.snapshot()
+                assertEquals(listOf(id), snap.users().map { it.messageId })
+                assertTrue(snap.violations.isEmpty(), "${snap.violations}")
+                assertEquals(SessionStatus.Open, session.status().status)
+                session.close()
+            }
+        }
+    }
+
+    /**
      * This client against an ACP v1 agent written with an official SDK's v1 API
      * (`interop/typescript-sdk/sdk-v1-agent.mjs`, `interop/python-sdk/sdk_v1_agent.py`): the
      * session API is the same, and the queue is held by this client (C-HELD-1): queue, revoke

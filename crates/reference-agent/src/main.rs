@@ -18,7 +18,7 @@ use acp_inject_core::wire::{
     RequestPermissionOutcome, SteerInStream, StopReason, TextContent, ToolCallContent, ToolCallContentBlock, ToolCallId,
     ToolCallStatus, ToolCallUpdate, ToolKind, Usage,
 };
-use acp_inject_remote::{listen, BearerToken, ListenOptions, RemoteError};
+use acp_inject_remote::{listen, BearerToken, ListenOptions, RemoteError, TlsIdentity};
 use acp_inject_transport::{AgentRuntime, AgentServer, ServeOptions, TurnContext, TurnEnd};
 use clap::{Parser, ValueEnum};
 
@@ -59,6 +59,13 @@ struct Options {
     /// With `--listen`: a browser origin allowed to call (repeatable).
     #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "listen")]
     allow_origin: Vec<String>,
+    /// With `--listen`: serve TLS (`https://`, `wss://`; HTTP/2 by ALPN) with this certificate
+    /// chain (PEM).
+    #[arg(long = "tls-cert", value_name = "PEM", requires_all = ["listen", "tls_key"])]
+    tls_cert: Option<std::path::PathBuf>,
+    /// The private key of `--tls-cert` (PEM).
+    #[arg(long = "tls-key", value_name = "PEM", requires = "tls_cert")]
+    tls_key: Option<std::path::PathBuf>,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -299,15 +306,24 @@ fn main() -> std::process::ExitCode {
         match &opts.listen {
             None => Ok(server.run_stdio().await?),
             Some(addr) => {
-                let options = ListenOptions { auth, allowed_origins: opts.allow_origin.clone(), ..Default::default() };
+                let tls = match (&opts.tls_cert, &opts.tls_key) {
+                    (Some(cert), Some(key)) => {
+                        let read = |p: &std::path::Path| std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()));
+                        Some(TlsIdentity::from_pem(&read(cert)?, &read(key)?)?)
+                    }
+                    _ => None,
+                };
+                let options = ListenOptions { auth, allowed_origins: opts.allow_origin.clone(), tls, ..Default::default() };
                 let listener = listen(server.clone(), addr, options).await.map_err(|e| match e {
                     RemoteError::Unauthenticated { .. } => {
                         format!("{e}\n(pass --token-env VAR, with the token in the environment variable VAR)").into()
                     }
                     other => Box::<dyn std::error::Error>::from(other),
                 })?;
-                println!("http://{}/acp", listener.local_addr()?);
-                eprintln!("acp-inject-agent: serving ACP on http://{0}/acp and ws://{0}/acp", listener.local_addr()?);
+                let url = listener.url()?;
+                println!("{url}");
+                let ws = url.replacen("http", "ws", 1);
+                eprintln!("acp-inject-agent: serving ACP on {url} and {ws}");
                 listener.serve(stop_signal()).await?;
                 server.shutdown().await;
                 Ok(())

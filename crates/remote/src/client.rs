@@ -28,6 +28,8 @@ pub struct Endpoint {
     url: String,
     headers: Vec<(String, String)>,
     max_message_bytes: usize,
+    /// Roots trusted beyond the webpki ones (PEM), for `wss://` and `https://`.
+    roots: Vec<Vec<u8>>,
 }
 
 /// The size of the in-memory pipe from the client connection to the network.
@@ -57,7 +59,12 @@ impl Endpoint {
     /// An agent at `url` (`ws://`, `wss://`, `http://` or `https://`, the `/acp` path
     /// included).
     pub fn new(url: impl Into<String>) -> Endpoint {
-        Endpoint { url: url.into(), headers: Vec::new(), max_message_bytes: crate::Limits::default().max_message_bytes }
+        Endpoint {
+            url: url.into(),
+            headers: Vec::new(),
+            max_message_bytes: crate::Limits::default().max_message_bytes,
+            roots: Vec::new(),
+        }
     }
 
     /// Sends `Authorization: Bearer <token>` with every request.
@@ -71,6 +78,34 @@ impl Endpoint {
     pub fn header(mut self, name: &str, value: &str) -> Endpoint {
         self.headers.push((name.to_owned(), value.to_owned()));
         self
+    }
+
+    /// Also trusts this root certificate (PEM) for TLS: a private CA, or a self-signed agent.
+    /// The webpki roots are always trusted.
+    #[must_use]
+    pub fn root_certificate_pem(mut self, pem: &[u8]) -> Endpoint {
+        self.roots.push(pem.to_vec());
+        self
+    }
+
+    /// The TLS configuration of `wss://`: the webpki roots and the added ones, ring.
+    fn tls(&self) -> Result<std::sync::Arc<rustls::ClientConfig>, TransportError> {
+        use rustls::pki_types::pem::PemObject;
+        let mut roots = rustls::RootCertStore::empty();
+        roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+        for pem in &self.roots {
+            for cert in rustls::pki_types::CertificateDer::pem_slice_iter(pem) {
+                let cert = cert.map_err(|e| TransportError::Io(format!("a root certificate: {e}")))?;
+                roots.add(cert).map_err(|e| TransportError::Io(format!("a root certificate: {e}")))?;
+            }
+        }
+        let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+        let config = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| TransportError::Io(format!("TLS: {e}")))?
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        Ok(std::sync::Arc::new(config))
     }
 
     /// The largest message accepted from the agent.
@@ -94,10 +129,13 @@ impl Endpoint {
                 tokio::spawn(websocket_bridge(socket, bridge_in, app, self.max_message_bytes));
             }
             "http" | "https" => {
-                let http = reqwest::Client::builder()
-                    .cookie_store(true)
-                    .build()
-                    .map_err(|e| TransportError::Io(format!("cannot build the HTTP client: {e}")))?;
+                let mut http = reqwest::Client::builder().cookie_store(true);
+                for pem in &self.roots {
+                    let cert =
+                        reqwest::Certificate::from_pem(pem).map_err(|e| TransportError::Io(format!("a root certificate: {e}")))?;
+                    http = http.add_root_certificate(cert);
+                }
+                let http = http.build().map_err(|e| TransportError::Io(format!("cannot build the HTTP client: {e}")))?;
                 tokio::spawn(HttpBridge::new(http, self.clone(), app).run(bridge_in));
             }
             other => return Err(TransportError::Io(format!("unsupported URL scheme {other:?} (use ws, wss, http or https)"))),
@@ -123,16 +161,18 @@ impl Endpoint {
         let config = tokio_tungstenite::tungstenite::protocol::WebSocketConfig::default()
             .max_message_size(Some(self.max_message_bytes))
             .max_frame_size(Some(self.max_message_bytes));
-        let (socket, _) = tokio_tungstenite::connect_async_with_config(request, Some(config), false).await.map_err(|e| {
-            use tokio_tungstenite::tungstenite::Error;
-            match e {
-                Error::Http(response) => {
-                    let body = response.body().as_ref().map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default();
-                    TransportError::Handshake(format!("the agent refused the WebSocket: {} {}", response.status(), body.trim()))
+        let connector = tokio_tungstenite::Connector::Rustls(self.tls()?);
+        let (socket, _) =
+            tokio_tungstenite::connect_async_tls_with_config(request, Some(config), false, Some(connector)).await.map_err(|e| {
+                use tokio_tungstenite::tungstenite::Error;
+                match e {
+                    Error::Http(response) => {
+                        let body = response.body().as_ref().map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default();
+                        TransportError::Handshake(format!("the agent refused the WebSocket: {} {}", response.status(), body.trim()))
+                    }
+                    other => TransportError::Io(format!("cannot connect to {}: {other}", self.url)),
                 }
-                other => TransportError::Io(format!("cannot connect to {}: {other}", self.url)),
-            }
-        })?;
+            })?;
         Ok(socket)
     }
 }

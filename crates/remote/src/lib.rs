@@ -29,10 +29,12 @@
 //! # What the RFD leaves open, and what this crate does
 //!
 //! - **HTTP versions.** The RFD requires HTTP/2 for Streamable HTTP. The listener speaks
-//!   HTTP/2 cleartext (prior knowledge) and HTTP/1.1 on the same port, because common
-//!   clients (Node's `fetch`, the official TypeScript SDK's client) send HTTP/1.1 to an
-//!   `http://` URL. TLS is left to a terminating proxy on the agent side; the client speaks
-//!   TLS (rustls, ALPN `h2` and `http/1.1`).
+//!   HTTP/2 and HTTP/1.1 on the same port: with TLS ([`ListenOptions::tls`], rustls) the
+//!   client picks by ALPN (`h2` offered first); without, HTTP/2 with prior knowledge (h2c) or
+//!   HTTP/1.1, because common clients (Node's `fetch`, the official TypeScript SDK's client)
+//!   send HTTP/1.1 to an `http://` URL. WebSocket works over HTTP/1.1's upgrade and over
+//!   HTTP/2's extended CONNECT (RFC 8441). The client speaks TLS too (rustls, the webpki
+//!   roots, plus any root given to [`Endpoint::root_certificate_pem`]).
 //! - **Routing answers.** An answer goes to the stream of the session its request named
 //!   (`Acp-Session-Id`), except `session/new` and `session/load`, answered on the
 //!   connection's stream, as the RFD's diagrams show; requests and notifications go to the
@@ -181,6 +183,41 @@ impl Authorize for BearerToken {
     }
 }
 
+/// A certificate chain and its private key, for a listener that serves TLS.
+#[derive(Clone)]
+pub struct TlsIdentity(std::sync::Arc<rustls::ServerConfig>);
+
+impl std::fmt::Debug for TlsIdentity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TlsIdentity(..)")
+    }
+}
+
+impl TlsIdentity {
+    /// From PEM: the certificate chain (the server's first) and its private key (PKCS#8,
+    /// PKCS#1 or SEC1). ALPN offers `h2` then `http/1.1`.
+    pub fn from_pem(cert_chain: &[u8], key: &[u8]) -> Result<TlsIdentity, RemoteError> {
+        use rustls::pki_types::pem::PemObject;
+        use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+        let bad = |what: &str, e: &dyn std::fmt::Display| RemoteError::Tls(format!("{what}: {e}"));
+        let certs =
+            CertificateDer::pem_slice_iter(cert_chain).collect::<Result<Vec<_>, _>>().map_err(|e| bad("the certificate chain", &e))?;
+        if certs.is_empty() {
+            return Err(RemoteError::Tls("the certificate chain holds no certificate".into()));
+        }
+        let key = PrivateKeyDer::from_pem_slice(key).map_err(|e| bad("the private key", &e))?;
+        let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+        let mut config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| bad("the TLS versions", &e))?
+            .with_no_client_auth()
+            .with_single_cert(certs, key)
+            .map_err(|e| bad("the certificate and key", &e))?;
+        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        Ok(TlsIdentity(std::sync::Arc::new(config)))
+    }
+}
+
 /// A listener failure.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RemoteError {
@@ -204,4 +241,7 @@ pub enum RemoteError {
     /// Serving failed.
     #[error("I/O error: {0}")]
     Io(String),
+    /// The TLS certificate or key cannot be used.
+    #[error("TLS: {0}")]
+    Tls(String),
 }

@@ -44,6 +44,9 @@ pub struct ListenOptions {
     pub allowed_origins: Vec<String>,
     /// Sizes, counts and times.
     pub limits: Limits,
+    /// Serve TLS (`https://`, `wss://`) with this certificate; HTTP/2 is offered by ALPN.
+    /// Without it, put a TLS-terminating proxy in front of anything that leaves the machine.
+    pub tls: Option<crate::TlsIdentity>,
 }
 
 impl std::fmt::Debug for ListenOptions {
@@ -52,6 +55,7 @@ impl std::fmt::Debug for ListenOptions {
             .field("auth", &self.auth.is_some())
             .field("allowed_origins", &self.allowed_origins)
             .field("limits", &self.limits)
+            .field("tls", &self.tls.is_some())
             .finish()
     }
 }
@@ -94,6 +98,13 @@ impl Listener {
         self.tcp.local_addr().map_err(|e| RemoteError::Io(e.to_string()))
     }
 
+    /// The endpoint's URL: `http://ADDR/acp`, or `https://ADDR/acp` with TLS (WebSocket clients
+    /// use `ws://` or `wss://` on the same path).
+    pub fn url(&self) -> Result<String, RemoteError> {
+        let scheme = if self.shared.options.tls.is_some() { "https" } else { "http" };
+        Ok(format!("{scheme}://{}/acp", self.local_addr()?))
+    }
+
     /// Serves until `shutdown` completes: then it stops accepting, ends every connection
     /// (SSE streams end, WebSockets are closed with 1001) and returns once they are gone. The
     /// agent's sessions stay; call [`AgentServer::shutdown`] to stop their turns.
@@ -104,20 +115,56 @@ impl Listener {
             .route("/acp", any(endpoint))
             .layer(DefaultBodyLimit::max(shared.options.limits.max_message_bytes))
             .with_state(Arc::clone(&shared));
-        // The graceful shutdown waits for open requests, and a stream is one until it ends:
-        // end them all when the signal comes.
-        let ending = Arc::clone(&shared);
-        let signal = async move {
-            shutdown.await;
-            ending.stopping.cancel();
-            let conns: Vec<Arc<HttpConn>> = lock(&ending.conns).drain().map(|(_, c)| c).collect();
-            for conn in conns {
-                conn.end(&ending);
-            }
-        };
-        let result = axum::serve(self.tcp, app).with_graceful_shutdown(signal).await.map_err(|e| RemoteError::Io(e.to_string()));
+        // hyper's own builder rather than `axum::serve`, for TLS: HTTP/1.1 and HTTP/2 on one
+        // port (by ALPN with TLS, by the connection preface without), upgrades (WebSocket,
+        // also over HTTP/2's extended CONNECT), and a graceful end.
+        let mut http = hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new());
+        http.http2().enable_connect_protocol();
+        let tls = shared.options.tls.as_ref().map(|t| tokio_rustls::TlsAcceptor::from(Arc::clone(&t.0)));
+        let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+        let mut shutdown = std::pin::pin!(shutdown);
+        loop {
+            let (stream, _) = tokio::select! {
+                accepted = self.tcp.accept() => match accepted {
+                    Ok(a) => a,
+                    // Out of descriptors, say: the next accept may succeed.
+                    Err(_) => {
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                },
+                () = &mut shutdown => break,
+            };
+            let _ = stream.set_nodelay(true);
+            let service = hyper_util::service::TowerToHyperService::new(app.clone());
+            let (http, watcher, tls) = (http.clone(), graceful.watcher(), tls.clone());
+            tokio::spawn(async move {
+                match tls {
+                    None => {
+                        let conn = http.serve_connection_with_upgrades(hyper_util::rt::TokioIo::new(stream), service);
+                        let _ = watcher.watch(conn.into_owned()).await;
+                    }
+                    Some(acceptor) => {
+                        // A peer that never finishes its handshake is dropped.
+                        let Ok(Ok(stream)) = tokio::time::timeout(Duration::from_secs(10), acceptor.accept(stream)).await else {
+                            return;
+                        };
+                        let conn = http.serve_connection_with_upgrades(hyper_util::rt::TokioIo::new(stream), service);
+                        let _ = watcher.watch(conn.into_owned()).await;
+                    }
+                }
+            });
+        }
+        // The graceful end waits for open requests, and a stream is one until it ends: end
+        // them all first.
+        shared.stopping.cancel();
+        let conns: Vec<Arc<HttpConn>> = lock(&shared.conns).drain().map(|(_, c)| c).collect();
+        for conn in conns {
+            conn.end(&shared);
+        }
+        let _ = tokio::time::timeout(Duration::from_secs(10), graceful.shutdown()).await;
         reaper.abort();
-        result
+        Ok(())
     }
 }
 

@@ -338,3 +338,36 @@ async fn stopping_the_listener_ends_open_connections() {
         ended.await.expect("the client sees the connection end");
     }
 }
+
+/// TLS: `wss://` and `https://` to a listener with a certificate the client trusts (a
+/// self-signed one here, given as a root); HTTP/2 is chosen by ALPN; a client that does not
+/// trust the certificate is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_serves_both_profiles_and_http2_by_alpn() {
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+    let (cert_pem, key_pem) = (cert.cert.pem(), cert.key_pair.serialize_pem());
+    let tls = acp_inject_remote::TlsIdentity::from_pem(cert_pem.as_bytes(), key_pem.as_bytes()).unwrap();
+    let server = AgentServer::new(Arc::new(Gated::default()), ServeOptions { config: config(), store: None }).unwrap();
+    let options = ListenOptions { tls: Some(tls), ..Default::default() };
+    let listener = listen(server, "127.0.0.1:0", options).await.unwrap();
+    let url = listener.url().unwrap();
+    assert!(url.starts_with("https://127.0.0.1:"), "{url}");
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(listener.serve(std::future::pending()));
+
+    for scheme in ["wss", "https"] {
+        let url = format!("{scheme}://localhost:{port}/acp");
+        let conn = Endpoint::new(&url).root_certificate_pem(cert_pem.as_bytes()).connect(ConnectOptions::default()).await.unwrap();
+        conn.new_session("/tmp", vec![], vec![]).await.unwrap();
+        conn.close().await;
+        let untrusted = Endpoint::new(&url).connect(ConnectOptions::default()).await;
+        assert!(untrusted.is_err(), "{scheme}: a certificate the client does not trust was accepted");
+    }
+    let http =
+        reqwest::Client::builder().add_root_certificate(reqwest::Certificate::from_pem(cert_pem.as_bytes()).unwrap()).build().unwrap();
+    let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":2,"clientCapabilities":{},"info":{"name":"t","version":"1"}}}"#;
+    let answer =
+        http.post(format!("https://localhost:{port}/acp")).header("Content-Type", "application/json").body(init).send().await.unwrap();
+    assert_eq!((answer.status().as_u16(), answer.version()), (200, reqwest::Version::HTTP_2));
+    assert!(acp_inject_remote::TlsIdentity::from_pem(b"not a certificate", key_pem.as_bytes()).is_err());
+}

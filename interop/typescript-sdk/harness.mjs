@@ -64,3 +64,14 @@ export function withTimeout(promise, ms, what) {
   });
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
+
+/** Reads an SDK session's updates until an idle state; returns them and the stop reason. */
+export async function untilIdle(session, onUpdate = () => {}) {
+  const updates = [];
+  for (;;) {
+    const message = await withTimeout(session.nextUpdate(), 20000, "the next session update");
+    if (message.kind === "stop") return { updates, stopReason: message.stopReason };
+    updates.push(message.update);
+    onUpdate(message.update);
+  }
+}

@@ -17,7 +17,7 @@
 
 import * as acp from "@agentclientprotocol/sdk/experimental/v2/unstable";
 import { Transcript } from "./validate.mjs";
-import { agentFromArgs, check, startAgent as start, step, stepsPassed, withTimeout } from "./harness.mjs";
+import { agentFromArgs, check, startAgent as start, step, stepsPassed, untilIdle, withTimeout } from "./harness.mjs";
 
 const target = agentFromArgs("sdk-client.mjs");
 const transcript = new Transcript();
@@ -52,17 +52,6 @@ async function initialize(ctx) {
   check(session != null, "the agent advertises sessions");
   check(session.status != null, "the agent advertises session/status");
   return init;
-}
-
-/** Reads the session's updates until an idle state; returns them and the stop reason. */
-async function untilIdle(session, onUpdate = () => {}) {
-  const updates = [];
-  for (;;) {
-    const message = await withTimeout(session.nextUpdate(), 20000, "the next session update");
-    if (message.kind === "stop") return { updates, stopReason: message.stopReason };
-    updates.push(message.update);
-    onUpdate(message.update);
-  }
 }
 
 const userMessages = (updates) => updates.filter((u) => u.sessionUpdate === "user_message").map((u) => u.messageId);

@@ -20,7 +20,7 @@ import { createHttpStream } from "@agentclientprotocol/sdk/experimental/http-cli
 import { createWebSocketStream } from "@agentclientprotocol/sdk/experimental/ws-client";
 import { WebSocket } from "ws";
 import { Transcript, tappedMessages } from "./validate.mjs";
-import { agentFromArgs, check, step, stepsPassed, withTimeout } from "./harness.mjs";
+import { agentFromArgs, check, step, stepsPassed, untilIdle, withTimeout } from "./harness.mjs";
 
 const target = agentFromArgs("sdk-remote-client.mjs");
 let permissions = 0;
@@ -71,15 +71,6 @@ async function initialize(ctx) {
   });
   check(init.protocolVersion === acp.PROTOCOL_VERSION, `the agent answered protocol version ${init.protocolVersion}`);
   return init;
-}
-
-async function untilIdle(session) {
-  const updates = [];
-  for (;;) {
-    const message = await withTimeout(session.nextUpdate(), 20000, "the next session update");
-    if (message.kind === "stop") return { updates, stopReason: message.stopReason };
-    updates.push(message.update);
-  }
 }
 
 /** One profile's whole session. */

@@ -38,13 +38,21 @@ public func connect(
     handshakeTimeout: TimeInterval = 30,
     steerFallback: SteerFallback? = nil
 ) async throws -> Client {
+    var options = connectOptions(name, version, pendingUpdates, handshakeTimeout, steerFallback)
+    options.forwardStderr = forwardStderr
+    return try await connect(command, options: options)
+}
+
+/// The defaults with this client's identity and the common choices.
+private func connectOptions(
+    _ name: String, _ version: String, _ pendingUpdates: Bool, _ handshakeTimeout: TimeInterval, _ steerFallback: SteerFallback?
+) -> ConnectOptions {
     var options = defaultConnectOptions()
     options.steerFallback = steerFallback
     options.client = Implementation(name: name, title: nil, version: version, meta: nil)
     options.pendingUpdates = pendingUpdates
-    options.forwardStderr = forwardStderr
     options.handshakeTimeoutMs = UInt64(max(0, handshakeTimeout) * 1000)
-    return try await connect(command, options: options)
+    return options
 }
 
 /// `connect` with every option of the binding.
@@ -68,11 +76,7 @@ public func connect(
     handshakeTimeout: TimeInterval = 30,
     steerFallback: SteerFallback? = nil
 ) async throws -> Client {
-    var options = defaultConnectOptions()
-    options.steerFallback = steerFallback
-    options.client = Implementation(name: name, title: nil, version: version, meta: nil)
-    options.pendingUpdates = pendingUpdates
-    options.handshakeTimeoutMs = UInt64(max(0, handshakeTimeout) * 1000)
+    let options = connectOptions(name, version, pendingUpdates, handshakeTimeout, steerFallback)
     ignoreBrokenPipes()
     return Client(try await connectUrl(url: url, bearerToken: token, options: options))
 }

@@ -39,14 +39,15 @@ suspend fun connect(
     version: String = "0",
     handshakeTimeout: Duration = 30.seconds,
     configure: ConnectOptions.() -> Unit = {},
-): Client {
-    val options = defaultConnectOptions().apply {
+): Client = Client(connect(command, connectOptions(name, version, handshakeTimeout, configure)))
+
+/** The defaults with this client's identity and handshake timeout, then [configure]. */
+private fun connectOptions(name: String, version: String, handshakeTimeout: Duration, configure: ConnectOptions.() -> Unit) =
+    defaultConnectOptions().apply {
         client = Implementation(name, null, version, null)
         handshakeTimeoutMs = handshakeTimeout.inWholeMilliseconds.toULong()
         configure()
     }
-    return Client(connect(command, options))
-}
 
 /**
  * Connects to an agent by [url] over the network: `ws://` or `wss://` over WebSocket, `http://`
@@ -64,18 +65,12 @@ suspend fun connect(
     version: String = "0",
     handshakeTimeout: Duration = 30.seconds,
     configure: ConnectOptions.() -> Unit = {},
-): Client {
-    val options = defaultConnectOptions().apply {
-        client = Implementation(name, null, version, null)
-        handshakeTimeoutMs = handshakeTimeout.inWholeMilliseconds.toULong()
-        configure()
-    }
-    return Client(connectUrl(url, token, options))
-}
+): Client = Client(connectUrl(url, token, connectOptions(name, version, handshakeTimeout, configure)))
 
 /**
- * A connection to one agent, a process or an endpoint (see [connect]). [close] (and so `use {}`) ends it: the
- * agent's stdin closes, it may exit, and after the close grace it is killed.
+ * A connection to one agent, a process or an endpoint (see [connect]). [close] (and so `use {}`)
+ * ends it: a process's stdin closes, it may exit, and after the close grace it is killed; a
+ * network connection is ended with the agent.
  */
 class Client(
     /** The generated object underneath, for anything this class does not wrap. */

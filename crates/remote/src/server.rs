@@ -609,7 +609,18 @@ async fn websocket(shared: Arc<Shared>, id: String, socket: WebSocket) {
         }
     };
     if let Some(frame) = farewell {
-        let _ = tokio::time::timeout(Duration::from_secs(1), sink.send(frame)).await;
+        // The closing handshake: send the close, then read until the peer's close (or a
+        // second), so the peer reads the reason instead of a reset.
+        let _ = tokio::time::timeout(Duration::from_secs(1), async {
+            if sink.send(frame).await.is_ok() {
+                while let Some(Ok(message)) = frames.next().await {
+                    if matches!(message, Message::Close(_)) {
+                        break;
+                    }
+                }
+            }
+        })
+        .await;
     }
     link.disconnect();
     shared.live.fetch_sub(1, Ordering::Relaxed);

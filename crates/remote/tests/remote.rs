@@ -371,3 +371,144 @@ async fn tls_serves_both_profiles_and_http2_by_alpn() {
     assert_eq!((answer.status().as_u16(), answer.version()), (200, reqwest::Version::HTTP_2));
     assert!(acp_inject_remote::TlsIdentity::from_pem(b"not a certificate", key_pem.as_bytes()).is_err());
 }
+
+/// Each limit answers with its own status or close code, and affects only the connection that
+/// passed it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_limit_has_its_own_clear_error() {
+    let limits = Limits {
+        max_connections: 2,
+        max_sessions_per_connection: 1,
+        idle_timeout: Duration::from_millis(400),
+        keepalive: Duration::from_millis(100),
+        ..Default::default()
+    };
+    let (_server, addr) = agent(Arc::new(Gated::default()), ListenOptions { limits, ..Default::default() }).await;
+    let http_url = format!("http://{addr}/acp");
+    let ws_url = format!("ws://{addr}/acp");
+
+    // Sessions per connection: the second session's stream is refused (429), and its calls
+    // fail with that reason; the first session is unaffected.
+    let conn = Endpoint::new(&http_url).connect(ConnectOptions::default()).await.unwrap();
+    let first = conn.new_session("/tmp", vec![], vec![]).await.unwrap();
+    let second = conn.new_session("/tmp", vec![], vec![]).await.unwrap();
+    let refused = second.status().await.unwrap_err();
+    assert!(refused.to_string().contains("429") || refused.to_string().contains("max_sessions_per_connection"), "{refused}");
+    first.status().await.unwrap();
+
+    // Connections: a third one is refused with 503, over either profile.
+    let other = Endpoint::new(&ws_url).connect(ConnectOptions::default()).await.unwrap();
+    for url in [&ws_url, &http_url] {
+        let err = Endpoint::new(url).connect(ConnectOptions::default()).await.err().expect("over the limit");
+        assert!(err.to_string().contains("503"), "{url}: {err}");
+    }
+    conn.close().await;
+    other.close().await;
+
+    // Idle time: a WebSocket peer that sends nothing, not even the pongs to the agent's pings
+    // (a half-open connection; this socket answers pings only when read), is closed (1001); an
+    // HTTP connection with no stream and no request is ended (its id is then unknown: 404).
+    let (mut socket, _) = tokio_tungstenite::connect_async(ws_url.as_str()).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    use futures_util::StreamExt;
+    let closed = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            match socket.next().await {
+                Some(Ok(tokio_tungstenite::tungstenite::Message::Close(frame))) => return frame.map(|f| u16::from(f.code)),
+                Some(Ok(_)) => continue,
+                _ => return None,
+            }
+        }
+    })
+    .await
+    .expect("the idle socket is closed");
+    assert_eq!(closed, Some(1001));
+    let http = reqwest::Client::new();
+    let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":2,"info":{"name":"t","version":"1"}}}"#;
+    let answer = http.post(&http_url).header("Content-Type", "application/json").body(init).send().await.unwrap();
+    let id = answer.headers()["acp-connection-id"].to_str().unwrap().to_owned();
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let list = r#"{"jsonrpc":"2.0","id":1,"method":"session/list","params":{}}"#;
+    let late = http
+        .post(&http_url)
+        .header("Content-Type", "application/json")
+        .header("Acp-Connection-Id", &id)
+        .body(list)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(late.status().as_u16(), 404, "the idle connection was ended");
+}
+
+/// A runtime whose turn streams a lot, fast.
+struct Chatty;
+
+#[async_trait::async_trait]
+impl AgentRuntime for Chatty {
+    async fn run_turn(&self, turn: TurnContext, _input: Vec<UserInput>) -> TurnEnd {
+        let id = turn.new_message_id();
+        for i in 0..200_000 {
+            if turn.send_text(&id, &format!("chunk {i} of a long answer, streamed as fast as it comes")).is_err() {
+                break;
+            }
+            if i % 1000 == 0 {
+                tokio::task::yield_now().await;
+            }
+        }
+        TurnEnd::end_turn()
+    }
+}
+
+/// A client that stops reading does not make the agent buffer without bound: past
+/// `max_buffered_bytes` its connection is closed (1008), and the agent goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_stops_reading_is_disconnected_not_buffered_for() {
+    let server = AgentServer::new(Arc::new(Chatty), ServeOptions { config: config(), store: None }).unwrap();
+    let limits = Limits { max_buffered_bytes: 256 * 1024, ..Default::default() };
+    let listener = listen(server.clone(), "127.0.0.1:0", ListenOptions { limits, ..Default::default() }).await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(listener.serve(std::future::pending()));
+    use futures_util::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+    let (mut socket, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/acp")).await.unwrap();
+    let send = |m: &str| Message::Text(m.to_owned().into());
+    socket
+        .send(send(
+            r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":2,"info":{"name":"t","version":"1"}}}"#,
+        ))
+        .await
+        .unwrap();
+    socket.send(send(r#"{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}"#)).await.unwrap();
+    // Read until the session exists, then prompt and stop reading.
+    let session = loop {
+        let Some(Ok(Message::Text(t))) = socket.next().await else { panic!("no answer") };
+        let v: serde_json::Value = serde_json::from_str(t.as_str()).unwrap();
+        if v["id"] == 1 {
+            break v["result"]["sessionId"].as_str().unwrap().to_owned();
+        }
+    };
+    let prompt = format!(
+        r#"{{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{{"sessionId":"{session}","prompt":[{{"type":"text","text":"go"}}]}}}}"#
+    );
+    socket.send(send(&prompt)).await.unwrap();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    // Now read what is there: it ends with the close, not with 200,000 chunks.
+    let mut seen = 0usize;
+    let code = tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            match socket.next().await {
+                Some(Ok(Message::Close(frame))) => return frame.map(|f| u16::from(f.code)),
+                Some(Ok(_)) => seen += 1,
+                _ => return None,
+            }
+        }
+    })
+    .await
+    .expect("the connection ends");
+    assert_eq!(code, Some(1008), "after {seen} messages");
+    assert!(seen < 200_000, "{seen}");
+    // The agent is fine: another client gets the session's status.
+    let conn = Endpoint::new(format!("ws://{addr}/acp")).connect(ConnectOptions::default()).await.unwrap();
+    let status = conn.resume(&session, "/tmp", false).await.unwrap().status().await.unwrap();
+    assert_eq!(status.status, acp_inject_core::wire::SessionStatus::Open);
+}

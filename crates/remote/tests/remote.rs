@@ -223,7 +223,7 @@ async fn a_public_address_without_authentication_is_refused() {
 async fn a_bearer_token_is_required_when_set() {
     let options = ListenOptions { auth: Some(Arc::new(BearerToken::new("s3cret"))), ..Default::default() };
     let (_server, addr) = agent(Arc::new(Gated::default()), options).await;
-    let err = Endpoint::new("ftp://127.0.0.1:1/acp").connect(ConnectOptions::default()).await.err().expect("ftp refused");
+    let Err(err) = Endpoint::new("ftp://127.0.0.1:1/acp").connect(ConnectOptions::default()).await else { panic!("ftp accepted") };
     assert!(err.to_string().contains("unsupported URL scheme"), "{err}");
     for scheme in ["ws", "http"] {
         let url = format!("{scheme}://{addr}/acp");
@@ -399,7 +399,7 @@ async fn each_limit_has_its_own_clear_error() {
     // Connections: a third one is refused with 503, over either profile.
     let other = Endpoint::new(&ws_url).connect(ConnectOptions::default()).await.unwrap();
     for url in [&ws_url, &http_url] {
-        let err = Endpoint::new(url).connect(ConnectOptions::default()).await.err().expect("over the limit");
+        let Err(err) = Endpoint::new(url).connect(ConnectOptions::default()).await else { panic!("{url}: over the limit, accepted") };
         assert!(err.to_string().contains("503"), "{url}: {err}");
     }
     conn.close().await;

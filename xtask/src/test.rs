@@ -827,10 +827,11 @@ fn interop() -> Row {
         }
     }
     // Over the network: the SDK's remote clients (Streamable HTTP, WebSocket) against the
-    // reference agent's `--listen`, and our Rust client against the SDK's `AcpServer`.
+    // reference agent's `--listen`, and our clients in every language against the SDK's
+    // `AcpServer`.
     for (name, run) in [
-        ("SDK remote clients against acp-inject-agent --listen", remote_sdk_client as fn(&Path) -> bool),
-        ("our remote client against the SDK's AcpServer", remote_sdk_server),
+        ("the SDK's remote clients against acp-inject-agent --listen", remote_sdk_client as fn(&Path) -> bool),
+        ("our Rust, Python, Kotlin and Swift clients against the SDK's AcpServer", remote_sdk_server),
     ] {
         eprintln!("\n{name}:");
         if run(&harness) {

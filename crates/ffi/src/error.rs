@@ -142,9 +142,9 @@ impl From<ServerError> for AcpError {
 impl From<acp_inject_remote::RemoteError> for AcpError {
     fn from(e: acp_inject_remote::RemoteError) -> Self {
         match e {
-            acp_inject_remote::RemoteError::Unauthenticated { .. } | acp_inject_remote::RemoteError::Tls(_) => {
-                AcpError::Config { detail: e.to_string() }
-            }
+            acp_inject_remote::RemoteError::Unauthenticated { .. }
+            | acp_inject_remote::RemoteError::Tls(_)
+            | acp_inject_remote::RemoteError::Limits(_) => AcpError::Config { detail: e.to_string() },
             other => AcpError::Disconnected { detail: other.to_string() },
         }
     }

@@ -7,7 +7,7 @@
 //! in the agent: connect again and resume them ([`Connection::resume`] with replay), which
 //! brings back the transcript and the pending list.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use acp_inject_transport::{ConnectOptions, Connection, TransportError};
@@ -186,16 +186,17 @@ pub(crate) fn as_line(text: &str) -> Option<String> {
     serde_json::from_str::<serde_json::Value>(text).ok().map(|v| v.to_string())
 }
 
-/// Reads the client's next line (without its newline); `None` at the end.
-async fn next_line(reader: &mut BufReader<DuplexStream>, limit: usize) -> Option<String> {
+/// Reads the client's next line (without its newline): `Ok(None)` at the end, `Err` for a line
+/// longer than the limit (or not UTF-8), which ends the connection with that reason.
+async fn next_line(reader: &mut BufReader<DuplexStream>, limit: usize) -> Result<Option<String>, String> {
     let mut line = Vec::new();
     loop {
-        let n = reader.read_until(b'\n', &mut line).await.ok()?;
+        let n = reader.read_until(b'\n', &mut line).await.map_err(|e| e.to_string())?;
         if n == 0 {
-            return None;
+            return Ok(None);
         }
         if line.len() > limit + 1 {
-            return None;
+            return Err(format!("this client wrote a message over max_message_bytes ({limit})"));
         }
         if line.ends_with(b"\n") {
             line.pop();
@@ -206,7 +207,7 @@ async fn next_line(reader: &mut BufReader<DuplexStream>, limit: usize) -> Option
                 line.clear();
                 continue;
             }
-            return String::from_utf8(line).ok();
+            return String::from_utf8(line).map(Some).map_err(|_| "this client wrote a message that is not UTF-8".to_owned());
         }
     }
 }
@@ -220,16 +221,29 @@ async fn websocket_bridge(
     let (mut sink, mut frames) = socket.split();
     let mut reader = BufReader::new(bridge);
     let outgoing = async {
-        while let Some(line) = next_line(&mut reader, limit).await {
-            if sink.send(Message::Text(line.into())).await.is_err() {
-                break;
+        let why = loop {
+            match next_line(&mut reader, limit).await {
+                Ok(Some(line)) => {
+                    if sink.send(Message::Text(line.into())).await.is_err() {
+                        break None;
+                    }
+                }
+                Ok(None) => break None,
+                Err(why) => break Some(why),
             }
-        }
+        };
         let _ = sink.send(Message::Close(None)).await;
+        if let Some(why) = why {
+            app.end(why).await;
+        }
     };
     let incoming = async {
         let why = loop {
-            match frames.next().await {
+            // The agent pings every 15 s by default: a minute of nothing is a dead network.
+            let Ok(frame) = tokio::time::timeout(SILENCE, frames.next()).await else {
+                break format!("no word from the agent for {} s", SILENCE.as_secs());
+            };
+            match frame {
                 Some(Ok(Message::Text(text))) => {
                     let Some(line) = as_line(text.as_str()) else { continue };
                     if !app.line(line).await {
@@ -267,20 +281,49 @@ struct HttpBridge {
     /// Lines for the client connection (from any stream, or made here).
     app: AppSide,
     routes: Arc<Mutex<Routes>>,
+    /// Cancelled when the bridge ends: its streams stop.
+    closing: tokio_util::sync::CancellationToken,
 }
+
+/// A session's stream: opened once, every sender waiting for the same outcome.
+type Opening = Arc<tokio::sync::OnceCell<Result<(), String>>>;
 
 #[derive(Default)]
 struct Routes {
     connection: Option<String>,
-    /// Sessions whose stream is open (or opening).
-    streams: HashSet<String>,
+    /// Sessions whose stream is open, or opening.
+    streams: HashMap<String, Opening>,
     /// The session stream each open agent request came on: its answer carries that session.
     agent_requests: HashMap<String, String>,
+    /// The client's requests waiting for their answers on a session's stream, by id: failed
+    /// if that stream ends first.
+    waiting: HashMap<String, String>,
+}
+
+/// How long a stream may bring nothing, not even the agent's keepalive (every 15 s by
+/// default), before the network is taken as gone.
+const SILENCE: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Error bodies are read up to this many bytes (they are diagnostics).
+const ERROR_BODY_BYTES: usize = 8 * 1024;
+
+/// A response's body as text, read up to `cap` bytes.
+async fn capped_text(response: reqwest::Response, cap: usize) -> String {
+    let mut body = response.bytes_stream();
+    let mut out = Vec::new();
+    while let Some(Ok(chunk)) = body.next().await {
+        let room = cap.saturating_sub(out.len());
+        out.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        if out.len() >= cap {
+            break;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 impl HttpBridge {
     fn new(http: reqwest::Client, endpoint: Endpoint, app: AppSide) -> HttpBridge {
-        HttpBridge { http, endpoint, app, routes: Arc::default() }
+        HttpBridge { http, endpoint, app, routes: Arc::default(), closing: tokio_util::sync::CancellationToken::new() }
     }
 
     fn request(&self, method: reqwest::Method) -> reqwest::RequestBuilder {
@@ -305,15 +348,22 @@ impl HttpBridge {
         let mut reader = BufReader::new(bridge);
         let this = Arc::new(self);
         let limit = this.endpoint.max_message_bytes;
-        while let Some(line) = next_line(&mut reader, limit).await {
-            if let Err(why) = this.send(&line).await {
+        loop {
+            let sent = match next_line(&mut reader, limit).await {
+                Ok(Some(line)) => this.send(&line).await,
+                Ok(None) => break,
+                Err(why) => Err(why),
+            };
+            if let Err(why) = sent {
                 this.app.end(why).await;
                 break;
             }
         }
-        // The app closed (or the connection failed): end the connection on the agent.
+        // The app closed (or the connection failed): the streams stop, and the connection
+        // is ended on the agent (a DELETE that cannot be sent in a few seconds is given up).
+        this.closing.cancel();
         if lock(&this.routes).connection.is_some() {
-            let _ = this.request(reqwest::Method::DELETE).send().await;
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(5), this.request(reqwest::Method::DELETE).send()).await;
         }
     }
 
@@ -340,18 +390,27 @@ impl HttpBridge {
             self.request(reqwest::Method::POST).header(reqwest::header::CONTENT_TYPE, "application/json").body(line.to_owned());
         if let Some(session) = &session {
             request = request.header(HEADER_SESSION_ID, session);
+            if let (true, Some(id)) = (envelope.is_request(), &envelope.id) {
+                lock(&self.routes).waiting.insert(id.clone(), session.clone());
+            }
         }
         let response = request.send().await.map_err(|e| format!("cannot reach the agent: {e}"))?;
         if response.status().is_success() {
             return Ok(());
         }
         let status = response.status();
-        let body = response.text().await.unwrap_or_default();
-        if matches!(status.as_u16(), 401 | 403 | 404 | 410) {
-            // The connection is unusable (credentials refused, or the agent forgot it).
+        let body = capped_text(response, ERROR_BODY_BYTES).await;
+        let request_id = envelope.id.as_ref().filter(|_| envelope.is_request());
+        if let Some(id) = request_id {
+            lock(&self.routes).waiting.remove(id);
+        }
+        if matches!(status.as_u16(), 401 | 403 | 404 | 410) || request_id.is_none() {
+            // The connection is unusable (credentials refused, or the agent forgot it), or a
+            // notification or an answer (a permission outcome) was refused: nothing can say
+            // so to the app but the connection's end.
             return Err(format!("the agent's endpoint ended the connection: HTTP {status}: {}", body.trim()));
         }
-        if let (true, Some(id)) = (envelope.is_request(), &envelope.id) {
+        if let Some(id) = request_id {
             let data = serde_json::json!({ "status": status.as_u16(), "body": body });
             self.fail_request(id, &format!("the agent's endpoint refused the request: HTTP {status}"), data).await;
         }
@@ -371,7 +430,8 @@ impl HttpBridge {
             .map_err(|e| format!("cannot reach the agent at {}: {e}", self.endpoint.url))?;
         let status = response.status();
         let connection = response.headers().get(HEADER_CONNECTION_ID).and_then(|v| v.to_str().ok()).map(str::to_owned);
-        let body = response.text().await.unwrap_or_default();
+        let cap = if status.is_success() { self.endpoint.max_message_bytes } else { ERROR_BODY_BYTES };
+        let body = capped_text(response, cap).await;
         if !status.is_success() {
             return Err(format!("the agent's endpoint refused initialize: HTTP {status}: {}", body.trim()));
         }
@@ -385,21 +445,37 @@ impl HttpBridge {
         Ok(())
     }
 
-    /// Opens a session's stream unless it is open. Boxed: a stream's task opens the streams
-    /// of the sessions its answers create, so the future refers to itself.
+    /// Opens a session's stream unless it is open; every caller waits for the same outcome.
+    /// Boxed: a stream's task opens the streams of the sessions its answers create, so the
+    /// future refers to itself.
     fn open_session_stream(self: &Arc<Self>, session: &str) -> futures_util::future::BoxFuture<'static, Result<(), String>> {
         let this = Arc::clone(self);
         let session = session.to_owned();
         Box::pin(async move {
-            if !lock(&this.routes).streams.insert(session.clone()) {
-                return Ok(());
-            }
-            let opened = this.open_stream(Some(session.clone())).await;
+            let opening = Arc::clone(lock(&this.routes).streams.entry(session.clone()).or_default());
+            let opened = opening.get_or_init(|| this.open_stream(Some(session.clone()))).await.clone();
             if opened.is_err() {
-                lock(&this.routes).streams.remove(&session);
+                this.forget_stream(&session, &opening, "");
             }
             opened
         })
+    }
+
+    /// Forgets a session's stream (the next message for the session opens it again) and
+    /// fails the requests that were waiting for their answers on it.
+    fn forget_stream(&self, session: &str, opening: &Opening, why: &str) -> Vec<String> {
+        let mut routes = lock(&self.routes);
+        if routes.streams.get(session).is_some_and(|o| Arc::ptr_eq(o, opening)) {
+            routes.streams.remove(session);
+        }
+        if why.is_empty() {
+            return Vec::new();
+        }
+        let waiting: Vec<String> = routes.waiting.iter().filter(|(_, s)| *s == session).map(|(id, _)| id.clone()).collect();
+        for id in &waiting {
+            routes.waiting.remove(id);
+        }
+        waiting
     }
 
     /// Opens an SSE stream (the connection's, or a session's) and forwards its events until it
@@ -416,22 +492,29 @@ impl HttpBridge {
             return Err(format!("the agent refused the stream: HTTP {status}: {}", body.trim()));
         }
         let this = Arc::clone(self);
+        let opening = session.as_ref().and_then(|s| lock(&self.routes).streams.get(s).cloned());
         tokio::spawn(async move {
             let mut body = response.bytes_stream();
             let mut events = crate::sse::Parser::new(this.endpoint.max_message_bytes);
             let mut ready = std::collections::VecDeque::new();
-            'stream: loop {
+            let why: String = 'stream: loop {
                 let data = match ready.pop_front() {
                     Some(data) => data,
-                    None => match body.next().await {
-                        Some(Ok(chunk)) => match events.push(&chunk, &mut ready) {
-                            Ok(()) => continue,
-                            // An event over the limit ends the stream (and so, for the
-                            // connection's, the connection).
-                            Err(_) => break 'stream,
-                        },
-                        _ => break 'stream,
-                    },
+                    None => {
+                        let chunk = tokio::select! {
+                            c = tokio::time::timeout(SILENCE, body.next()) => c,
+                            () = this.closing.cancelled() => return,
+                        };
+                        match chunk {
+                            Ok(Some(Ok(chunk))) => match events.push(&chunk, &mut ready) {
+                                Ok(()) => continue,
+                                Err(_) => break 'stream "an event over max_message_bytes".into(),
+                            },
+                            Ok(Some(Err(e))) => break 'stream format!("the stream failed: {e}"),
+                            Ok(None) => break 'stream "the agent's stream ended".into(),
+                            Err(_) => break 'stream format!("no word from the agent for {} s", SILENCE.as_secs()),
+                        }
+                    }
                 };
                 let Some(line) = as_line(&data) else { continue };
                 let envelope = route::envelope(line.as_bytes()).unwrap_or_default();
@@ -440,20 +523,29 @@ impl HttpBridge {
                         lock(&this.routes).agent_requests.insert(id.clone(), session.clone());
                     }
                 }
+                if envelope.is_response() {
+                    if let Some(id) = &envelope.id {
+                        lock(&this.routes).waiting.remove(id);
+                    }
+                }
                 if let Some(new_session) = &envelope.result_session {
                     let _ = this.open_session_stream(new_session).await;
                 }
                 if !this.app.line(line).await {
                     return;
                 }
-            }
-            match &session {
+            };
+            match (&session, &opening) {
                 // The connection's stream ended: the connection is over.
-                None => this.app.end("the agent's stream ended".into()).await,
-                // A session's stream ended: the next message for it opens it again.
-                Some(session) => {
-                    lock(&this.routes).streams.remove(session);
+                (None, _) => this.app.end(why).await,
+                // A session's stream ended: the requests waiting on it fail; the next message
+                // for the session opens it again.
+                (Some(session), Some(opening)) => {
+                    for id in this.forget_stream(session, opening, &why) {
+                        this.fail_request(&id, &format!("the session's stream ended: {why}"), serde_json::Value::Null).await;
+                    }
                 }
+                (Some(_), None) => {}
             }
         });
         Ok(())

@@ -32,8 +32,10 @@
 //!   HTTP/2 and HTTP/1.1 on the same port: with TLS ([`ListenOptions::tls`], rustls) the
 //!   client picks by ALPN (`h2` offered first); without, HTTP/2 with prior knowledge (h2c) or
 //!   HTTP/1.1, because common clients (Node's `fetch`, the official TypeScript SDK's client)
-//!   send HTTP/1.1 to an `http://` URL. WebSocket works over HTTP/1.1's upgrade and over
-//!   HTTP/2's extended CONNECT (RFC 8441). The client speaks TLS too (rustls, the webpki
+//!   send HTTP/1.1 to an `http://` URL. WebSocket works over HTTP/1.1's upgrade; HTTP/2's
+//!   extended CONNECT (RFC 8441) is enabled and routed to the same handler, untested here (no
+//!   client at hand speaks it). A peer gets 30 s to send a request's headers and
+//!   `idle_timeout` for its body. The client speaks TLS too (rustls, the webpki
 //!   roots, plus any root given to [`Endpoint::root_certificate_pem`]).
 //! - **Routing answers.** An answer goes to the stream of the session its request named
 //!   (`Acp-Session-Id`), except `session/new` and `session/load`, answered on the
@@ -45,12 +47,16 @@
 //!   a `GET` for any session the agent has, and answers 404 for one it does not.
 //! - **Batches** are answered `501 Not Implemented` with a JSON-RPC `-32600` body (the RFD).
 //! - **Status codes:** 400 (missing or mismatched `Acp-Connection-Id` / `Acp-Session-Id`,
-//!   `initialize` on an existing connection), 401 (the [`Authorize`] hook refused; with
-//!   `WWW-Authenticate: Bearer`), 403 (an `Origin` not allowed), 404 (unknown connection or
-//!   session), 405, 406 (`Accept` without `text/event-stream`), 409 (a stream that already has
-//!   a receiver), 413 (a message over `max_message_bytes`), 415 (`Content-Type` not
-//!   `application/json`), 429 (more sessions than `max_sessions_per_connection`), 503 (more
-//!   connections than `max_connections`, or the agent stopped).
+//!   `initialize` on an existing connection, a request id that is neither a string of up to
+//!   1024 bytes without escapes nor an integer), 401 (the [`Authorize`] hook refused; with
+//!   `WWW-Authenticate: Bearer`), 403 (an `Origin` not allowed), 404 (unknown connection),
+//!   405, 406 (`Accept` without `text/event-stream`), 408 (a body slower than
+//!   `idle_timeout`), 409 (a stream that already has a receiver; a session the agent does not
+//!   have, or one more than `max_sessions_per_connection`: the RFD says 404 for an unknown
+//!   session, but the official TypeScript client takes any status but 409 on a session's
+//!   stream as the whole connection's failure), 413 (a message over `max_message_bytes`), 415
+//!   (`Content-Type` not `application/json`), 429 (more than 4,096 requests waiting for their
+//!   answers), 503 (more connections than `max_connections`, or the agent stopped).
 //! - **Keepalive:** an SSE comment, or a WebSocket ping, every [`Limits::keepalive`]. A
 //!   WebSocket silent for [`Limits::idle_timeout`] is closed (1001); an HTTP connection with
 //!   no open stream and no request for that long is ended.
@@ -137,6 +143,24 @@ impl Default for Limits {
             max_buffered_bytes: 64 * 1024 * 1024,
             idle_timeout: Duration::from_secs(300),
             keepalive: Duration::from_secs(15),
+        }
+    }
+}
+
+impl Limits {
+    /// Refuses limits a listener cannot run with (a zero time or count).
+    pub fn check(&self) -> Result<(), RemoteError> {
+        let zero = [
+            ("max_message_bytes", self.max_message_bytes == 0),
+            ("max_connections", self.max_connections == 0),
+            ("max_sessions_per_connection", self.max_sessions_per_connection == 0),
+            ("max_buffered_bytes", self.max_buffered_bytes == 0),
+            ("idle_timeout", self.idle_timeout.is_zero()),
+            ("keepalive", self.keepalive.is_zero()),
+        ];
+        match zero.iter().find(|(_, z)| *z) {
+            Some((name, _)) => Err(RemoteError::Limits(format!("{name} must be more than zero"))),
+            None => Ok(()),
         }
     }
 }
@@ -241,6 +265,9 @@ pub enum RemoteError {
     /// Serving failed.
     #[error("I/O error: {0}")]
     Io(String),
+    /// A limit a listener cannot run with.
+    #[error("invalid limits: {0}")]
+    Limits(String),
     /// The TLS certificate or key cannot be used.
     #[error("TLS: {0}")]
     Tls(String),

@@ -75,6 +75,7 @@ impl std::fmt::Debug for Listener {
 /// Binds `addr` for `agent`. Refuses a non-loopback address without an authentication hook
 /// ([`RemoteError::Unauthenticated`]): an agent runs code on its host.
 pub async fn listen(agent: AgentServer, addr: &str, options: ListenOptions) -> Result<Listener, RemoteError> {
+    options.limits.check()?;
     let bind_error = |e: std::io::Error| RemoteError::Bind { addr: addr.to_owned(), reason: e.to_string() };
     // Checked before binding: every address the name resolves to must be loopback.
     let resolved: Vec<SocketAddr> = tokio::net::lookup_host(addr).await.map_err(bind_error)?.collect();
@@ -118,8 +119,15 @@ impl Listener {
         // hyper's own builder rather than `axum::serve`, for TLS: HTTP/1.1 and HTTP/2 on one
         // port (by ALPN with TLS, by the connection preface without), upgrades (WebSocket,
         // also over HTTP/2's extended CONNECT), and a graceful end.
+        let limits = &shared.options.limits;
         let mut http = hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new());
-        http.http2().enable_connect_protocol();
+        // A peer gets 30 s to send a request's headers; an HTTP/2 connection is pinged.
+        http.http1().timer(hyper_util::rt::TokioTimer::new()).header_read_timeout(Duration::from_secs(30));
+        http.http2()
+            .enable_connect_protocol()
+            .timer(hyper_util::rt::TokioTimer::new())
+            .keep_alive_interval(Some(limits.keepalive))
+            .keep_alive_timeout(limits.idle_timeout);
         let tls = shared.options.tls.as_ref().map(|t| tokio_rustls::TlsAcceptor::from(Arc::clone(&t.0)));
         let graceful = hyper_util::server::graceful::GracefulShutdown::new();
         let mut shutdown = std::pin::pin!(shutdown);
@@ -194,11 +202,25 @@ struct Lease {
     rx: Option<mpsc::UnboundedReceiver<String>>,
     slot: Arc<Mutex<Option<mpsc::UnboundedReceiver<String>>>>,
     conn: Arc<HttpConn>,
+    /// The session, for a session's stream.
+    session: Option<String>,
 }
 
 impl Drop for Lease {
     fn drop(&mut self) {
-        *lock(&self.slot) = self.rx.take();
+        {
+            // Under the routing lock, so no line is routed into it meanwhile: a session's
+            // mailbox nobody reads and that holds nothing is removed (a line for the session
+            // later makes a new one), so mailboxes follow the sessions in use.
+            let mut routing = lock(&self.conn.routing);
+            let empty = self.rx.as_ref().is_none_or(mpsc::UnboundedReceiver::is_empty);
+            match &self.session {
+                Some(session) if empty => {
+                    routing.sessions.remove(session);
+                }
+                _ => *lock(&self.slot) = self.rx.take(),
+            }
+        }
         self.conn.streams_open.fetch_sub(1, Ordering::Relaxed);
         self.conn.touch();
     }
@@ -301,6 +323,17 @@ impl Shared {
     }
 }
 
+/// Requests one HTTP connection may have waiting for their answers.
+const MAX_OPEN_REQUESTS: usize = 4096;
+
+/// A request id's text as the core writes it back, or `None` for one that cannot be routed.
+fn routable_id(id: &str) -> Option<String> {
+    if let Some(inner) = id.strip_prefix('"').and_then(|i| i.strip_suffix('"')) {
+        return (inner.len() <= 1024 && !inner.contains('\\')).then(|| id.to_owned());
+    }
+    id.parse::<i64>().ok().map(|n| n.to_string())
+}
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // Every critical section here completes or changes nothing.
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -348,6 +381,11 @@ async fn endpoint(
             }
             None => stream(shared, &headers),
         },
+        // WebSocket over HTTP/2 (RFC 8441's extended CONNECT).
+        Method::CONNECT => match ws.ok() {
+            Some(ws) => upgrade(shared, ws),
+            None => text(StatusCode::METHOD_NOT_ALLOWED, "CONNECT is for a WebSocket over HTTP/2"),
+        },
         Method::DELETE => match shared.conn(&headers) {
             Ok(conn) => {
                 shared.remove(&conn.id);
@@ -370,9 +408,11 @@ async fn post(shared: Arc<Shared>, headers: HeaderMap, body: Body) -> Response {
     if !json {
         return text(StatusCode::UNSUPPORTED_MEDIA_TYPE, "Content-Type must be application/json");
     }
-    let body = match axum::body::to_bytes(body, shared.options.limits.max_message_bytes).await {
-        Ok(b) => b,
-        Err(_) => return text(StatusCode::PAYLOAD_TOO_LARGE, "The message is larger than max_message_bytes"),
+    let limits = &shared.options.limits;
+    let body = match tokio::time::timeout(limits.idle_timeout, axum::body::to_bytes(body, limits.max_message_bytes)).await {
+        Ok(Ok(b)) => b,
+        Ok(Err(_)) => return text(StatusCode::PAYLOAD_TOO_LARGE, "The message is larger than max_message_bytes"),
+        Err(_) => return text(StatusCode::REQUEST_TIMEOUT, "The request's body did not arrive within idle_timeout"),
     };
     if route::is_batch(&body) {
         // The RFD: batches are not supported on this transport.
@@ -404,13 +444,25 @@ async fn post(shared: Arc<Shared>, headers: HeaderMap, body: Body) -> Response {
             }
         }
         if let Some(id) = &envelope.id {
+            // The answer is routed by its id's text, as the core writes it back: a string
+            // without escapes, or an integer (anything else the core answers with a null id).
+            let Some(id) = routable_id(id) else {
+                return json_rpc_error(
+                    StatusCode::BAD_REQUEST,
+                    -32600,
+                    "Invalid Request: an id is a string (up to 1024 bytes, no escapes) or an integer",
+                );
+            };
+            if lock(&conn.routing).answers.len() >= MAX_OPEN_REQUESTS {
+                return text(StatusCode::TOO_MANY_REQUESTS, "Too many requests waiting for their answers on this connection");
+            }
             // `session/new` and `session/load` are answered on the connection's stream (the
             // client may not have the session's stream yet); other session methods on theirs.
             let to = match header_session {
                 Some(s) if method != "session/load" && method != "session/new" => Route::Session(s.to_owned()),
                 _ => Route::Connection,
             };
-            lock(&conn.routing).answers.insert(id.clone(), to);
+            lock(&conn.routing).answers.insert(id, to);
         }
     }
     match conn.link.receive_message(&body) {
@@ -456,6 +508,11 @@ async fn initialize(shared: Arc<Shared>, envelope: Envelope, body: Bytes) -> Res
         return text(StatusCode::INTERNAL_SERVER_ERROR, "The agent did not answer initialize");
     };
     lock(&shared.conns).insert(id.clone(), Arc::clone(&conn));
+    if shared.stopping.is_cancelled() {
+        // The listener began to stop after this was admitted: its drain may have missed it.
+        shared.remove(&id);
+        return text(StatusCode::SERVICE_UNAVAILABLE, "The agent is shutting down");
+    }
     tokio::spawn(router(Arc::clone(&shared), conn, lines));
     let mut response = (StatusCode::OK, [(header::CONTENT_TYPE, "application/json")], answer).into_response();
     if let Ok(value) = HeaderValue::from_str(&id) {
@@ -498,15 +555,15 @@ fn stream(shared: Arc<Shared>, headers: &HeaderMap) -> Response {
         match header_str(headers, HEADER_SESSION_ID) {
             None => Arc::clone(&routing.connection.rx),
             Some(session) => {
+                // 409, not the RFD's 404 for an unknown session: the official TypeScript
+                // client takes any other status as the whole connection's failure, and 409 as
+                // that session's (its requests fail, the connection goes on).
                 if !routing.sessions.contains_key(session) {
                     if !shared.agent.sessions().iter().any(|s| s == session) {
-                        return text(StatusCode::NOT_FOUND, "Unknown Acp-Session-Id");
+                        return text(StatusCode::CONFLICT, "Unknown Acp-Session-Id: the agent has no such session");
                     }
                     if routing.sessions.len() >= shared.options.limits.max_sessions_per_connection {
-                        return text(
-                            StatusCode::TOO_MANY_REQUESTS,
-                            "Too many sessions on this connection (max_sessions_per_connection)",
-                        );
+                        return text(StatusCode::CONFLICT, "Too many sessions on this connection (max_sessions_per_connection)");
                     }
                 }
                 Arc::clone(&routing.sessions.entry(session.to_owned()).or_insert_with(Mailbox::new).rx)
@@ -517,7 +574,8 @@ fn stream(shared: Arc<Shared>, headers: &HeaderMap) -> Response {
         return text(StatusCode::CONFLICT, "This stream already has a receiver");
     };
     conn.streams_open.fetch_add(1, Ordering::Relaxed);
-    let lease = Lease { rx: Some(rx), slot, conn };
+    let session = header_str(headers, HEADER_SESSION_ID).map(str::to_owned);
+    let lease = Lease { rx: Some(rx), slot, conn, session };
     let events = futures_util::stream::unfold(lease, |mut lease| async move {
         let rx = lease.rx.as_mut()?;
         let line = tokio::select! {
@@ -531,10 +589,31 @@ fn stream(shared: Arc<Shared>, headers: &HeaderMap) -> Response {
 }
 
 /// `GET` with `Upgrade: websocket`: a full-duplex connection of its own.
+/// A connection slot taken by [`Shared::admit`], given back when dropped: whether the upgrade
+/// completes or not (a peer that leaves before or right after the `101` never runs the
+/// socket's task), and whatever ends the task.
+struct Slot(Arc<Shared>);
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.live.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// A core connection detached when dropped, however its task ends.
+struct Attached(ClientLink);
+
+impl Drop for Attached {
+    fn drop(&mut self) {
+        self.0.disconnect();
+    }
+}
+
 fn upgrade(shared: Arc<Shared>, ws: WebSocketUpgrade) -> Response {
     if shared.admit().is_none() {
         return text(StatusCode::SERVICE_UNAVAILABLE, "Too many connections (max_connections)");
     }
+    let slot = Slot(Arc::clone(&shared));
     let id = uuid::Uuid::new_v4().to_string();
     let limits = shared.options.limits.clone();
     let header_id = HeaderValue::from_str(&id).ok();
@@ -546,16 +625,18 @@ fn upgrade(shared: Arc<Shared>, ws: WebSocketUpgrade) -> Response {
         .write_buffer_size(8 * 1024)
         .max_message_size(limits.max_message_bytes)
         .max_frame_size(limits.max_message_bytes)
-        .on_upgrade(move |socket| websocket(shared, id, socket));
+        .on_upgrade(move |socket| websocket(shared, slot, id, socket));
     if let Some(value) = header_id {
         response.headers_mut().insert(HEADER_CONNECTION_ID, value);
     }
     response
 }
 
-async fn websocket(shared: Arc<Shared>, id: String, socket: WebSocket) {
+async fn websocket(shared: Arc<Shared>, _slot: Slot, id: String, socket: WebSocket) {
     let limits = &shared.options.limits;
     let (link, mut lines) = shared.agent.connect(&id, limits.max_buffered_bytes);
+    let link = Attached(link);
+    let link = &link.0;
     let (mut sink, mut frames) = socket.split();
     let mut keepalive = tokio::time::interval(limits.keepalive);
     keepalive.tick().await;
@@ -583,14 +664,19 @@ async fn websocket(shared: Arc<Shared>, id: String, socket: WebSocket) {
                     while let Some(more) = lines.try_next() {
                         batch.push(more);
                     }
-                    let mut failed = false;
-                    for line in batch {
-                        if sink.feed(Message::Text(line.into())).await.is_err() {
-                            failed = true;
-                            break;
+                    // A peer that stops reading stalls the write (TCP backpressure): it gets
+                    // `idle_timeout` to take it, and a stopping listener does not wait.
+                    let write = async {
+                        for line in batch {
+                            sink.feed(Message::Text(line.into())).await?;
                         }
-                    }
-                    if failed || sink.flush().await.is_err() {
+                        sink.flush().await
+                    };
+                    let written = tokio::select! {
+                        w = tokio::time::timeout(limits.idle_timeout, write) => matches!(w, Ok(Ok(()))),
+                        () = shared.stopping.cancelled() => false,
+                    };
+                    if !written {
                         break None;
                     }
                 }
@@ -602,7 +688,7 @@ async fn websocket(shared: Arc<Shared>, id: String, socket: WebSocket) {
                 if last_heard.elapsed() > limits.idle_timeout {
                     break Some(close(1001, "idle for longer than idle_timeout"));
                 }
-                if sink.send(Message::Ping(Bytes::new())).await.is_err() {
+                if !matches!(tokio::time::timeout(limits.idle_timeout, sink.send(Message::Ping(Bytes::new()))).await, Ok(Ok(()))) {
                     break None;
                 }
             }
@@ -622,8 +708,6 @@ async fn websocket(shared: Arc<Shared>, id: String, socket: WebSocket) {
         })
         .await;
     }
-    link.disconnect();
-    shared.live.fetch_sub(1, Ordering::Relaxed);
 }
 
 /// Ends HTTP connections with no open stream and no request for longer than `idle_timeout`

@@ -216,7 +216,11 @@ async fn a_public_address_without_authentication_is_refused() {
     assert!(matches!(err, RemoteError::Unauthenticated { .. }), "{err:?}");
     assert!(err.to_string().contains("without authentication"), "{err}");
     let options = ListenOptions { auth: Some(Arc::new(BearerToken::new("t"))), ..Default::default() };
-    assert!(listen(server, "0.0.0.0:0", options).await.is_ok());
+    assert!(listen(server.clone(), "0.0.0.0:0", options).await.is_ok());
+    // Limits it cannot run with are refused before anything listens.
+    let limits = Limits { keepalive: Duration::ZERO, ..Default::default() };
+    let err = listen(server, "127.0.0.1:0", ListenOptions { limits, ..Default::default() }).await.unwrap_err();
+    assert!(matches!(&err, RemoteError::Limits(why) if why.contains("keepalive")), "{err:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -275,11 +279,14 @@ async fn hostile_requests_get_clear_statuses() {
     assert_eq!(status(mismatched.send().await.unwrap()), 400);
     let unknown =
         http.get(&url).header("Accept", "text/event-stream").header("Acp-Connection-Id", &conn).header("Acp-Session-Id", "s");
-    assert_eq!(status(unknown.send().await.unwrap()), 404, "a session the agent does not have");
+    assert_eq!(status(unknown.send().await.unwrap()), 409, "a session the agent does not have (409: see the crate docs)");
     let stream = http.get(&url).header("Accept", "text/event-stream").header("Acp-Connection-Id", &conn).send().await.unwrap();
     assert_eq!(stream.status().as_u16(), 200);
     let second = http.get(&url).header("Accept", "text/event-stream").header("Acp-Connection-Id", &conn).send().await.unwrap();
     assert_eq!(second.status().as_u16(), 409, "one receiver per stream");
+    // A request id that cannot be routed back (an object) is refused.
+    let odd = r#"{"jsonrpc":"2.0","id":{"a":1},"method":"session/list","params":{}}"#;
+    assert_eq!(status(post(odd).header("Acp-Connection-Id", &conn).send().await.unwrap()), 400);
     // A message the core refuses is answered on the stream, not by HTTP.
     assert_eq!(
         status(post("{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"nope\"}").header("Acp-Connection-Id", &conn).send().await.unwrap()),

@@ -399,6 +399,9 @@ impl Lines {
 pub struct ClientLink {
     server: Arc<Server>,
     conn: Arc<str>,
+    /// Set by [`ClientLink::disconnect`]: what arrives afterwards (a request racing the
+    /// connection's end) is dropped, so it cannot bring the connection back in the core.
+    gone: Arc<AtomicBool>,
 }
 
 impl std::fmt::Debug for ClientLink {
@@ -416,6 +419,9 @@ impl ClientLink {
     /// Bytes the client sent: the core frames them into lines (a partial line waits for the
     /// rest), applies them, commits, and queues its answers. Fails once the store failed.
     pub fn receive(&self, bytes: &[u8]) -> Result<(), ServerError> {
+        if self.gone.load(Ordering::SeqCst) {
+            return Ok(());
+        }
         self.server.read(&self.conn, Some(bytes)).map_err(|_| self.server.failure())
     }
 
@@ -423,6 +429,9 @@ impl ClientLink {
     /// framed by its carrier rather than by newlines: applied as one line (size-checked,
     /// invalid UTF-8 refused), committed, answered.
     pub fn receive_message(&self, message: &[u8]) -> Result<(), ServerError> {
+        if self.gone.load(Ordering::SeqCst) {
+            return Ok(());
+        }
         let ((), actions) = self.server.step(|a| a.handle_bytes(&self.conn, message)).map_err(|_| self.server.failure())?;
         self.server.dispatch(actions);
         Ok(())
@@ -431,8 +440,16 @@ impl ClientLink {
     /// The client is gone: a partial line it left is refused, the connection is detached.
     /// Its sessions' turns go on, and a client can resume them on another connection.
     pub fn disconnect(&self) {
+        if self.gone.swap(true, Ordering::SeqCst) {
+            return;
+        }
         let _ = self.server.read(&self.conn, None);
         self.server.disconnect(&self.conn);
+    }
+
+    /// Whether [`ClientLink::disconnect`] was called.
+    pub fn is_disconnected(&self) -> bool {
+        self.gone.load(Ordering::SeqCst)
     }
 }
 
@@ -641,7 +658,7 @@ impl AgentServer {
     /// turns a previous process left running.
     pub fn connect(&self, id: &str, max_queued_bytes: usize) -> (ClientLink, Lines) {
         let lines = self.inner.connect(id, max_queued_bytes);
-        (ClientLink { server: Arc::clone(&self.inner), conn: id.into() }, lines)
+        (ClientLink { server: Arc::clone(&self.inner), conn: id.into(), gone: Arc::new(AtomicBool::new(false)) }, lines)
     }
 
     /// Stops the server: cancels every running turn, gives the runtime a moment to end them,

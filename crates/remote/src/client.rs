@@ -10,6 +10,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use acp_inject_core::wire::RequestId;
 use acp_inject_transport::{ConnectOptions, Connection, TransportError};
 use futures_util::{SinkExt, StreamExt};
 use tokio::io::{AsyncBufReadExt, BufReader, DuplexStream};
@@ -338,10 +339,11 @@ impl HttpBridge {
     }
 
     /// An error answer for one of the client's requests that could not be delivered.
-    async fn fail_request(&self, id: &str, message: &str, data: serde_json::Value) {
-        let id: serde_json::Value = serde_json::from_str(id).unwrap_or(serde_json::Value::Null);
-        let error = serde_json::json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32603, "message": message, "data": data } });
-        self.app.line(error.to_string()).await;
+    async fn fail_request(&self, id: &str, message: &str, data: Option<serde_json::Value>) {
+        use acp_inject_core::wire::errors::{ErrorObject, INTERNAL_ERROR};
+        let id: RequestId = serde_json::from_str(id).unwrap_or(RequestId::Null);
+        let error = ErrorObject { code: INTERNAL_ERROR, message: message.to_owned(), data };
+        self.app.line(acp_inject_core::wire::jsonrpc::error_line(&id, &error)).await;
     }
 
     async fn run(self, bridge: DuplexStream) {
@@ -381,7 +383,7 @@ impl HttpBridge {
         if let Some(session) = &session {
             if let Err(message) = self.open_session_stream(session).await {
                 if let (true, Some(id)) = (envelope.is_request(), &envelope.id) {
-                    self.fail_request(id, &message, serde_json::Value::Null).await;
+                    self.fail_request(id, &message, None).await;
                 }
                 return Ok(());
             }
@@ -411,14 +413,20 @@ impl HttpBridge {
             return Err(format!("the agent's endpoint ended the connection: HTTP {status}: {}", body.trim()));
         }
         if let Some(id) = request_id {
-            let data = serde_json::json!({ "status": status.as_u16(), "body": body });
+            /// What the SDK's client puts in such an error's data too.
+            #[derive(serde::Serialize)]
+            struct Refusal {
+                status: u16,
+                body: String,
+            }
+            let data = serde_json::to_value(Refusal { status: status.as_u16(), body }).ok();
             self.fail_request(id, &format!("the agent's endpoint refused the request: HTTP {status}"), data).await;
         }
         Ok(())
     }
 
     async fn initialize(self: &Arc<Self>, line: &str, envelope: &route::Envelope) -> Result<(), String> {
-        if envelope.method.as_deref() != Some("initialize") {
+        if envelope.method.as_deref() != Some(acp_inject_core::wire::methods::INITIALIZE) {
             return Err("the first message over Streamable HTTP must be initialize".into());
         }
         let response = self
@@ -542,7 +550,7 @@ impl HttpBridge {
                 // for the session opens it again.
                 (Some(session), Some(opening)) => {
                     for id in this.forget_stream(session, opening, &why) {
-                        this.fail_request(&id, &format!("the session's stream ended: {why}"), serde_json::Value::Null).await;
+                        this.fail_request(&id, &format!("the session's stream ended: {why}"), None).await;
                     }
                 }
                 (Some(_), None) => {}

@@ -119,23 +119,25 @@ pub(crate) fn is_batch(text: &[u8]) -> bool {
 /// The methods that act on one session: their POST must name it in `Acp-Session-Id` (the
 /// official TypeScript SDK's list, v1 and v2).
 pub(crate) fn is_session_scoped(method: &str) -> bool {
-    matches!(
-        method,
-        "session/cancel"
-            | "session/close"
-            | "session/delete"
-            | "session/fork"
-            | "session/load"
-            | "session/prompt"
-            | "session/resume"
-            | "session/set_config_option"
-            | "session/set_mode"
-            | "session/set_model"
-            | "session/inject"
-            | "session/revoke"
-            | "session/replace"
-            | "session/status"
-    )
+    use acp_inject_core::wire::methods::{
+        SESSION_CANCEL, SESSION_CLOSE, SESSION_INJECT, SESSION_PROMPT, SESSION_REPLACE_INJECT, SESSION_RESUME, SESSION_REVOKE_INJECT,
+        SESSION_STATUS,
+    };
+    use acp_inject_core::wire::v1::methods::SESSION_LOAD;
+    let scoped = [
+        SESSION_CANCEL,
+        SESSION_CLOSE,
+        SESSION_LOAD,
+        SESSION_PROMPT,
+        SESSION_RESUME,
+        SESSION_INJECT,
+        SESSION_REVOKE_INJECT,
+        SESSION_REPLACE_INJECT,
+        SESSION_STATUS,
+    ];
+    // And methods of the SDK's list that neither version here has.
+    scoped.contains(&method)
+        || matches!(method, "session/delete" | "session/fork" | "session/set_config_option" | "session/set_mode" | "session/set_model")
 }
 
 #[cfg(test)]

@@ -14,6 +14,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use acp_inject_core::wire::errors::ErrorObject;
+use acp_inject_core::wire::v1::methods as v1_methods;
+use acp_inject_core::wire::{jsonrpc, methods, RequestId};
 use acp_inject_transport::{AgentServer, ClientLink, Lines};
 use axum::body::{Body, Bytes};
 use axum::extract::ws::rejection::WebSocketUpgradeRejection;
@@ -347,9 +350,11 @@ fn text(status: StatusCode, body: &str) -> Response {
     (status, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], body.to_owned()).into_response()
 }
 
-fn json_rpc_error(status: StatusCode, code: i64, message: &str) -> Response {
-    let body = serde_json::json!({ "jsonrpc": "2.0", "id": null, "error": { "code": code, "message": message } });
-    (status, [(header::CONTENT_TYPE, "application/json")], body.to_string()).into_response()
+/// A JSON-RPC error response (id `null`: the message was not one the core could take) as an
+/// HTTP response's body.
+fn json_rpc_error(status: StatusCode, error: &ErrorObject) -> Response {
+    let body = jsonrpc::error_line(&RequestId::Null, error);
+    (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
 /// The one endpoint: checks that apply to every method, then the method's handler.
@@ -416,13 +421,13 @@ async fn post(shared: Arc<Shared>, headers: HeaderMap, body: Body) -> Response {
     };
     if route::is_batch(&body) {
         // The RFD: batches are not supported on this transport.
-        return json_rpc_error(StatusCode::NOT_IMPLEMENTED, -32600, "JSON-RPC batches are not supported");
+        return json_rpc_error(StatusCode::NOT_IMPLEMENTED, &ErrorObject::invalid_request("JSON-RPC batches are not supported"));
     }
     let Some(envelope) = route::envelope(&body) else {
-        return json_rpc_error(StatusCode::BAD_REQUEST, -32700, "Parse error: the body is not a JSON object");
+        return json_rpc_error(StatusCode::BAD_REQUEST, &ErrorObject::parse_error("the body is not a JSON object"));
     };
     let connection = header_str(&headers, HEADER_CONNECTION_ID);
-    if envelope.method.as_deref() == Some("initialize") && envelope.is_request() {
+    if envelope.method.as_deref() == Some(methods::INITIALIZE) && envelope.is_request() {
         return match connection {
             None => initialize(shared, envelope, body).await,
             Some(_) => text(StatusCode::BAD_REQUEST, "initialize is not allowed on an existing connection"),
@@ -449,8 +454,7 @@ async fn post(shared: Arc<Shared>, headers: HeaderMap, body: Body) -> Response {
             let Some(id) = routable_id(id) else {
                 return json_rpc_error(
                     StatusCode::BAD_REQUEST,
-                    -32600,
-                    "Invalid Request: an id is a string (up to 1024 bytes, no escapes) or an integer",
+                    &ErrorObject::invalid_request("an id is a string (up to 1024 bytes, no escapes) or an integer"),
                 );
             };
             if lock(&conn.routing).answers.len() >= MAX_OPEN_REQUESTS {
@@ -459,7 +463,7 @@ async fn post(shared: Arc<Shared>, headers: HeaderMap, body: Body) -> Response {
             // `session/new` and `session/load` are answered on the connection's stream (the
             // client may not have the session's stream yet); other session methods on theirs.
             let to = match header_session {
-                Some(s) if method != "session/load" && method != "session/new" => Route::Session(s.to_owned()),
+                Some(s) if method != v1_methods::SESSION_LOAD && method != methods::SESSION_NEW => Route::Session(s.to_owned()),
                 _ => Route::Connection,
             };
             lock(&conn.routing).answers.insert(id, to);

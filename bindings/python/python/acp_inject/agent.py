@@ -229,7 +229,12 @@ class Listening:
 
     async def close(self) -> None:
         """Stops listening (every connection ends) and cancels the running turns."""
-        await self._server.shutdown()
+        try:
+            await self._server.shutdown()
+        finally:
+            # The library no longer calls the agent: later calls run on whatever loop they
+            # are awaited from (this one may be closed next).
+            _raw.uniffi_set_event_loop(None)  # type: ignore[arg-type]
 
     async def __aenter__(self) -> "Listening":
         return self
@@ -255,9 +260,15 @@ async def listen(
     reconnects resumes it. Anything but a loopback address needs ``token`` (clients send
     ``Authorization: Bearer <token>``), or ``AcpError.Config`` is raised;
     ``allowed_origins`` lists the browser origins that may call."""
+    # The library calls the agent's async methods from its own threads: they run on this loop
+    # while it listens (until `close`).
     _raw.uniffi_set_event_loop(cast(asyncio.BaseEventLoop, asyncio.get_running_loop()))
-    server = _ffi.AgentServer(agent, config or agent_config(type(agent).__name__), store)
-    url = await server.listen(addr, token, list(allowed_origins))
+    try:
+        server = _ffi.AgentServer(agent, config or agent_config(type(agent).__name__), store)
+        url = await server.listen(addr, token, list(allowed_origins))
+    except BaseException:
+        _raw.uniffi_set_event_loop(None)  # type: ignore[arg-type]
+        raise
     return Listening(server, url)
 
 

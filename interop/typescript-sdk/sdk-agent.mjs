@@ -187,6 +187,12 @@ const { WebSocketServer } = await import("ws");
 const { AcpServer } = await import("@agentclientprotocol/sdk/experimental/server");
 const { createNodeHttpHandler, createNodeWebSocketUpgradeHandler } = await import("@agentclientprotocol/sdk/experimental/node");
 const transcripts = [];
+// When a client goes away mid-request, the SDK's connection (2.4.0) can reject a promise
+// nobody awaits ("ACP connection closed"), which would end this process: it is logged, and
+// the server goes on serving the other clients.
+process.on("unhandledRejection", (e) => {
+  console.error(`sdk-agent: the SDK left a rejected promise unawaited (kept serving): ${e?.message ?? e}`);
+});
 const server = new AcpServer({
   agent: {
     connect(stream, options) {

@@ -942,8 +942,9 @@ fn remote_sdk_server(harness: &Path) -> bool {
     let mut rust = Command::new("cargo");
     rust.args(["test", "-q", "-p", "acp-inject-remote", "--test", "sdk_agent", "--", "--nocapture"]);
     runs.push(("the Rust client".into(), Ok(rust)));
+    let py = crate::pyenv::python_with_test_package().map_err(|e| e.to_string());
     for endpoint in [url.replacen("http", "ws", 1), url.clone()] {
-        let python = crate::pyenv::python_with_test_package().map_err(|e| e.to_string()).map(|py| {
+        let python = py.clone().map(|py| {
             let mut c = Command::new(py);
             c.arg(root().join("bindings/python/examples/client.py")).arg(&endpoint);
             c

@@ -75,3 +75,21 @@ export async function untilIdle(session, onUpdate = () => {}) {
     onUpdate(message.update);
   }
 }
+
+/**
+ * The SDK client app the v2 SDK-driven clients share: every permission request allowed
+ * (counted in `state.permissions`), and `session/update` notifications handed to
+ * `state.rawUpdates` when it is set (a resume's replay, which no ActiveSession routes).
+ */
+export function allowingClient(acp, name, state) {
+  return acp
+    .client({ name })
+    .onNotification(acp.methods.client.session.update, ({ params }) => {
+      state.rawUpdates?.(params);
+    })
+    .onRequest(acp.methods.client.session.requestPermission, ({ params }) => {
+      state.permissions += 1;
+      const allow = params.options.find((o) => o.kind === "allow_once" || o.kind === "allow_always") ?? params.options[0];
+      return { outcome: { outcome: "selected", optionId: allow.optionId } };
+    });
+}

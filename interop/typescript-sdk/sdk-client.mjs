@@ -17,28 +17,16 @@
 
 import * as acp from "@agentclientprotocol/sdk/experimental/v2/unstable";
 import { Transcript } from "./validate.mjs";
-import { agentFromArgs, check, startAgent as start, step, stepsPassed, untilIdle, withTimeout } from "./harness.mjs";
+import { agentFromArgs, allowingClient, check, startAgent as start, step, stepsPassed, untilIdle, withTimeout } from "./harness.mjs";
 
 const target = agentFromArgs("sdk-client.mjs");
 const transcript = new Transcript();
 const startAgent = () => start(acp.ndJsonStream, target, transcript);
 
-let permissions = 0;
-// Where `session/update` notifications go when no ActiveSession routes them (the resume).
-let rawUpdates = null;
-
-function clientApp() {
-  return acp
-    .client({ name: "interop-sdk-client" })
-    .onNotification(acp.methods.client.session.update, ({ params }) => {
-      rawUpdates?.(params);
-    })
-    .onRequest(acp.methods.client.session.requestPermission, ({ params }) => {
-      permissions += 1;
-      const allow = params.options.find((o) => o.kind === "allow_once" || o.kind === "allow_always") ?? params.options[0];
-      return { outcome: { outcome: "selected", optionId: allow.optionId } };
-    });
-}
+// Permissions answered, and where `session/update` notifications go when no ActiveSession
+// routes them (the resume).
+const state = { permissions: 0, rawUpdates: null };
+const clientApp = () => allowingClient(acp, "interop-sdk-client", state);
 
 async function initialize(ctx) {
   const init = await ctx.request(acp.methods.agent.initialize, {
@@ -89,8 +77,8 @@ async function firstConnection() {
     check(turn2.stopReason === "end_turn", `the second turn ended ${turn2.stopReason}`);
     check(agentText(turn1.updates).length > 0 && agentText(turn2.updates).length > 0, "both turns streamed agent text");
     step(`prompt ${firstId}, then a held prompt ${secondId} inserted after the first turn; both ended end_turn`);
-    check(permissions >= 2, `the agent asked permission in each turn (asked ${permissions})`);
-    step(`session/request_permission answered ${permissions} time(s)`);
+    check(state.permissions >= 2, `the agent asked permission in each turn (asked ${state.permissions})`);
+    step(`session/request_permission answered ${state.permissions} time(s)`);
 
     // A prompt cancelled mid-turn, with a held prompt behind it.
     const third = session.prompt("third question, to be cancelled");
@@ -143,7 +131,7 @@ async function secondConnection(sessionId) {
     const snapshot = new Promise((resolve) => {
       snapshotSeen = resolve;
     });
-    rawUpdates = (n) => {
+    state.rawUpdates = (n) => {
       if (n.sessionId !== sessionId) return;
       replayed.push(n.update);
       if (n.update.sessionUpdate === "state_update") snapshotSeen();

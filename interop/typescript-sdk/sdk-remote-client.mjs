@@ -20,24 +20,13 @@ import { createHttpStream } from "@agentclientprotocol/sdk/experimental/http-cli
 import { createWebSocketStream } from "@agentclientprotocol/sdk/experimental/ws-client";
 import { WebSocket } from "ws";
 import { Transcript, tappedMessages } from "./validate.mjs";
-import { agentFromArgs, check, step, stepsPassed, untilIdle, withTimeout } from "./harness.mjs";
+import { agentFromArgs, allowingClient, check, step, stepsPassed, untilIdle, withTimeout } from "./harness.mjs";
 
 const target = agentFromArgs("sdk-remote-client.mjs");
-let permissions = 0;
-let rawUpdates = null;
-
-function clientApp() {
-  return acp
-    .client({ name: "interop-sdk-remote-client" })
-    .onNotification(acp.methods.client.session.update, ({ params }) => {
-      rawUpdates?.(params);
-    })
-    .onRequest(acp.methods.client.session.requestPermission, ({ params }) => {
-      permissions += 1;
-      const allow = params.options.find((o) => o.kind === "allow_once" || o.kind === "allow_always") ?? params.options[0];
-      return { outcome: { outcome: "selected", optionId: allow.optionId } };
-    });
-}
+// Permissions answered, and where `session/update` notifications go when no ActiveSession
+// routes them (the resume).
+const state = { permissions: 0, rawUpdates: null };
+const clientApp = () => allowingClient(acp, "interop-sdk-remote-client", state);
 
 /** Starts the agent listening on a free loopback port; resolves with it and its URL. */
 async function startAgent() {
@@ -75,7 +64,7 @@ async function initialize(ctx) {
 
 /** One profile's whole session. */
 async function oneSession(profile, url, transcript) {
-  const asked = permissions;
+  const asked = state.permissions;
   await clientApp().connectWith(connect(profile, url, transcript), async (ctx) => {
     const init = await initialize(ctx);
     step(`${profile}: initialize: ${init.info.name}, protocol ${init.protocolVersion}`);
@@ -87,7 +76,7 @@ async function oneSession(profile, url, transcript) {
     check(turn.updates.some((u) => u.sessionUpdate === "user_message" && u.messageId === messageId), "the prompt's user_message carries its receipt's id");
     check(turn.updates.some((u) => u.sessionUpdate === "agent_message_chunk"), "the turn streamed agent text");
     check(turn.stopReason === "end_turn", `the turn ended ${turn.stopReason}`);
-    check(permissions > asked, "the agent asked permission during the turn, and got the answer");
+    check(state.permissions > asked, "the agent asked permission during the turn, and got the answer");
     step(`${profile}: prompt ${messageId}: ${turn.updates.length} update(s), permission answered, end_turn`);
     const status = await ctx.request(acp.methods.agent.session.status, { sessionId: session.sessionId });
     check(status.status === "open" && status.state?.state === "idle", `session/status: ${JSON.stringify(status)}`);
@@ -116,7 +105,7 @@ async function leaveAndResume(url, transcript) {
     const idle = new Promise((resolve) => {
       idleSeen = resolve;
     });
-    rawUpdates = (n) => {
+    state.rawUpdates = (n) => {
       if (n.sessionId !== sessionId) return;
       replayed.push(n.update);
       if (n.update.sessionUpdate === "state_update" && n.update.state === "idle") idleSeen();

@@ -563,7 +563,7 @@ fn stream(shared: Arc<Shared>, headers: &HeaderMap) -> Response {
                 // client takes any other status as the whole connection's failure, and 409 as
                 // that session's (its requests fail, the connection goes on).
                 if !routing.sessions.contains_key(session) {
-                    if !shared.agent.sessions().iter().any(|s| s == session) {
+                    if !shared.agent.is_live(session) {
                         return text(StatusCode::CONFLICT, "Unknown Acp-Session-Id: the agent has no such session");
                     }
                     if routing.sessions.len() >= shared.options.limits.max_sessions_per_connection {

@@ -341,10 +341,15 @@ impl Server {
     /// Handles one read from a client (`None` at the end of its stream): the core frames
     /// and applies it, one commit, one dispatch.
     fn read(self: &Arc<Self>, conn: &str, chunk: Option<&[u8]>) -> Result<(), TurnError> {
-        let ((), actions) = self.step(|agent| match chunk {
+        self.feed(|agent| match chunk {
             Some(bytes) => agent.receive_bytes(conn, bytes),
             None => agent.receive_end(conn),
-        })?;
+        })
+    }
+
+    /// Applies client input to the core (`f`), then one commit and one dispatch.
+    fn feed(self: &Arc<Self>, f: impl FnOnce(&mut Agent)) -> Result<(), TurnError> {
+        let ((), actions) = self.step(f)?;
         self.dispatch(actions);
         Ok(())
     }
@@ -432,9 +437,7 @@ impl ClientLink {
         if self.gone.load(Ordering::SeqCst) {
             return Ok(());
         }
-        let ((), actions) = self.server.step(|a| a.handle_bytes(&self.conn, message)).map_err(|_| self.server.failure())?;
-        self.server.dispatch(actions);
-        Ok(())
+        self.server.feed(|a| a.handle_bytes(&self.conn, message)).map_err(|_| self.server.failure())
     }
 
     /// The client is gone: a partial line it left is refused, the connection is detached.
@@ -643,6 +646,11 @@ impl AgentServer {
     /// The live sessions.
     pub fn sessions(&self) -> Vec<String> {
         self.inner.sessions()
+    }
+
+    /// Whether the agent holds this session live.
+    pub fn is_live(&self, session: &str) -> bool {
+        lock(&self.inner.agent).is_live(session)
     }
 
     /// Serves over stdin/stdout until the client closes stdin.

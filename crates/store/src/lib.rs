@@ -25,6 +25,9 @@
 
 mod schema;
 
+#[cfg(feature = "postgres")]
+pub mod postgres;
+
 pub use schema::{APPLICATION_ID, SCHEMA_VERSION};
 
 use std::collections::BTreeMap;

@@ -19,6 +19,7 @@
 //! ```
 
 mod config;
+mod hosts;
 mod outgoing;
 mod pending;
 mod replay;
@@ -43,13 +44,14 @@ pub use config::{
     AgentConfig, AgentInfo, ClearStyle, ConfigError, Policy, QueueDrain, RevokeReplace, SetupSupport, DEFAULT_LIST_PAGE_SIZE,
     DEFAULT_REMEMBER_IDS,
 };
+pub use hosts::SESSION_HELD_ELSEWHERE;
 pub use outgoing::{cancelled_outcome, OpenRequest, PermissionAsk};
 pub use output::{Output, RuntimeAction, SessionSetup, UserInput};
 pub use pending::{Fate, Pending, PendingQueue};
 pub use replay::replay;
 pub use runtime::{BreakPoint, HostError, RuntimeEvent};
 pub use snapshot::{Connection, Counters, HeldPrompt, LiveSession, LiveState, RestoreError, LIVE_STATE_VERSION};
-pub use store::{Change, HistoryEntry, MemoryStore, SessionPage, SessionRecord, Store, StoreError};
+pub use store::{Acquired, Change, HistoryEntry, MemoryStore, SessionPage, SessionRecord, Store, StoreError};
 pub use turn::{Activity, Announce, NoPermissionOpen, Stream, Turn};
 pub use v1::{V1Connection, PROTOCOL_VERSIONS};
 
@@ -112,6 +114,9 @@ pub struct Agent {
     framers: BTreeMap<ConnId, LineFramer>,
     out: VecDeque<Output>,
     store: Box<dyn Store>,
+    /// What ids minted here carry after their kind (`"h1-"` on a shared store's host `h1`,
+    /// else empty), so hosts sharing a store never mint the same id.
+    scope: String,
     poisoned: bool,
     ignored: u64,
     /// The connections that negotiated ACP v1, translated at the edge (`v1.rs`).
@@ -153,7 +158,9 @@ impl Agent {
     }
 
     fn build(config: AgentConfig, store: Box<dyn Store>) -> Agent {
+        let scope = store.id_scope().map(|s| format!("{s}-")).unwrap_or_default();
         Agent {
+            scope,
             config,
             counters: Counters::default(),
             sessions: BTreeMap::new(),
@@ -232,10 +239,16 @@ impl Agent {
         self.connections.remove(conn);
         self.framers.remove(conn);
         self.v1.remove(conn);
-        for s in self.sessions.values_mut() {
-            s.attached.remove(conn);
+        let mut left = Vec::new();
+        for (id, s) in &mut self.sessions {
+            if s.attached.remove(conn) {
+                left.push(id.clone());
+            }
         }
         self.connection_gone(conn);
+        for session in left {
+            self.unload_if_unattended(&session);
+        }
     }
 
     /// Attaches a connection to a live session, so it receives the session's updates (done by
@@ -332,7 +345,24 @@ impl Agent {
     /// message). Runtimes may also pick their own ids, outside the core's `msg_N` form.
     pub fn mint_agent_message_id(&mut self) -> MessageId {
         let n = self.next_message_ordinal();
-        MessageId(format!("agent_{n}"))
+        MessageId(format!("agent_{}{n}", self.scope))
+    }
+
+    /// Shared stores ([`Store::id_scope`]): extends this host's leases on the sessions it
+    /// serves. The host calls this well within the store's lease time (the tokio server does).
+    /// On [`StoreError::LeaseLost`] the agent is poisoned like on a failed commit: another host
+    /// serves one of its sessions now, so this process must stop serving and restart from the
+    /// store, and its clients resume elsewhere.
+    pub fn renew_leases(&mut self) -> Result<(), StoreError> {
+        if self.poisoned {
+            return Err(StoreError::Poisoned);
+        }
+        self.store.renew().inspect_err(|_| self.poisoned = true)
+    }
+
+    /// The store is shared by several agent hosts ([`Store::id_scope`]).
+    pub fn shared_store(&self) -> bool {
+        !self.scope.is_empty()
     }
 
     /// Lines that were notifications of no known method, or responses to no open request of
@@ -398,7 +428,7 @@ impl Agent {
 
     fn mint_user_message_id(&mut self) -> MessageId {
         let n = self.next_message_ordinal();
-        MessageId(format!("msg_{n}"))
+        MessageId(format!("msg_{}{n}", self.scope))
     }
 
     fn record_counters(&mut self) {

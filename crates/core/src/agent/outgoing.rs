@@ -69,6 +69,11 @@ impl Outgoing {
         Outgoing { open: open.into_iter().map(|r| (r.id.clone(), r)).collect() }
     }
 
+    /// Any open request belongs to `session`.
+    pub(super) fn has_open_for(&self, session: &str) -> bool {
+        self.open.values().any(|r| r.session == session)
+    }
+
     pub(super) fn open(&self) -> Vec<OpenRequest> {
         self.open.values().cloned().collect()
     }
@@ -109,7 +114,7 @@ impl Agent {
             return Err(HostError::NoTurnInProgress);
         }
         self.permission_transition(session, Turn::permission_requested);
-        let id = RequestId::Str(format!("permission-{}", self.counters.next_request));
+        let id = RequestId::Str(format!("permission-{}{}", self.scope, self.counters.next_request));
         self.counters.next_request += 1;
         self.record_counters();
         let to: BTreeSet<ConnId> = self.attached(session).into_iter().filter(|c| self.role(c) == ConnectionRole::Controller).collect();

@@ -63,7 +63,9 @@ pub enum RuntimeAction {
     },
     /// The session was closed: stop any work for it and free its resources. `dropped` holds
     /// the injects that were pending, in delivery order (R-CLOSE-1); the core has already
-    /// ended a running turn as `cancelled`.
+    /// ended a running turn as `cancelled`. On a store several hosts share, also when an idle
+    /// session with nobody attached leaves this host's memory (`dropped` empty): it stays live
+    /// in the store, for the host a client resumes it on next.
     Closed {
         /// Pending injects handed back (never delivered).
         dropped: Vec<PendingInject>,

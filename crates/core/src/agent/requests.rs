@@ -214,7 +214,7 @@ impl Agent {
         let dirs = p.additional_directories.unwrap_or_default();
         tri!(self.check_directories(&dirs));
         let id = loop {
-            let id = format!("sess_{}", self.counters.next_session);
+            let id = format!("sess_{}{}", self.scope, self.counters.next_session);
             if !self.sessions.contains_key(&id) && !matches!(self.store.session(&id), Ok(Some(_))) {
                 break id;
             }
@@ -259,6 +259,16 @@ impl Agent {
         Reply::ok(&ListSessionsResponse { sessions, next_cursor, meta: None })
     }
 
+    /// A resume refused after [`Agent::take_over`]: what the previous holder left pending still
+    /// opens its turn here; otherwise the session is let go again.
+    fn refuse_taken(&mut self, session: &str, interrupted: bool, error: ErrorObject) -> Reply {
+        if interrupted {
+            return Reply::err(error).then(self.continue_interrupted(session));
+        }
+        self.unload_if_unattended(session);
+        Reply::err(error)
+    }
+
     /// `session/resume`: a live session, a closed one (reopened), or one from an earlier
     /// process (live again since the store reloaded it). With `replayFrom: start` the history
     /// goes to this connection before the answer, followed by the turn's state when one is in
@@ -274,6 +284,7 @@ impl Agent {
                 return Reply::err(ErrorObject::invalid_params(&format!("at `replayFrom.type`: unknown replay cursor {kind:?}")));
             }
         };
+        let interrupted = tri!(self.take_over(&session));
         let record = match self.sessions.get(&session) {
             Some(s) => s.record.clone(),
             None => match tri!(self.store.session(&session).map_err(internal)) {
@@ -282,14 +293,22 @@ impl Agent {
             },
         };
         if record.cwd != p.cwd {
-            return Reply::err(ErrorObject::invalid_params(&format!(
-                "at `cwd`: {:?} is not the session's working directory {:?}",
-                p.cwd, record.cwd
-            )));
+            let e =
+                ErrorObject::invalid_params(&format!("at `cwd`: {:?} is not the session's working directory {:?}", p.cwd, record.cwd));
+            return self.refuse_taken(&session, interrupted, e);
         }
         let dirs = p.additional_directories.unwrap_or_default();
-        tri!(self.check_directories(&dirs));
-        let history = if replay { tri!(self.store.history(&session).map_err(internal)) } else { Vec::new() };
+        let history = self.check_directories(&dirs).and_then(|()| {
+            if replay {
+                self.store.history(&session).map_err(internal)
+            } else {
+                Ok(Vec::new())
+            }
+        });
+        let history = match history {
+            Ok(h) => h,
+            Err(e) => return self.refuse_taken(&session, interrupted, e),
+        };
         let mcp_servers = p.mcp_servers.unwrap_or_default();
         let s = self.sessions.entry(session.clone()).or_insert_with(|| Session {
             record: SessionRecord { closed: false, ..record },
@@ -320,12 +339,11 @@ impl Agent {
             before.push(line(output::pending_update(self.pending(&session))));
         }
         let setup = SessionSetup { cwd: p.cwd, additional_directories: dirs, mcp_servers };
-        Reply {
-            before,
-            answer: Ok(encode(&ResumeSessionResponse { meta: None })),
-            after: vec![Output::action(&session, RuntimeAction::SessionResumed(setup))],
-            held: None,
+        let mut after = vec![Output::action(&session, RuntimeAction::SessionResumed(setup))];
+        if interrupted {
+            after.extend(self.continue_interrupted(&session));
         }
+        Reply { before, answer: Ok(encode(&ResumeSessionResponse { meta: None })), after, held: None }
     }
 
     /// `session/prompt` (R-PROMPT-1, R-PROMPT-2): inserted at once on an idle session (the
@@ -474,6 +492,8 @@ impl Agent {
         let p: CloseSessionRequest = tri!(decode(params));
         let session = p.session_id.0;
         tri!(self.not_observer(conn, None));
+        // A shared store: a session live on no host here is taken first, so it closes for good.
+        tri!(self.take_over(&session));
         // R-CLOSE-2: closing a session that is not live (closed, unknown) succeeds and changes
         // nothing.
         if !self.sessions.contains_key(&session) {

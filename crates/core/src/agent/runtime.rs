@@ -141,6 +141,8 @@ impl Agent {
                 self.store.record(Change::Turn { session, turn: &s.turn });
             }
         }
+        // A shared store's host lets go of a session whose turn ended with nobody attached.
+        self.unload_if_unattended(session);
         result
     }
 
@@ -300,7 +302,7 @@ impl Agent {
 
     /// At a turn end: all pending steers (R-STEER-4), then the queued injects the policy
     /// allows (R-QUEUE-1, R-QUEUE-3), each its own `user_message`, then `running`.
-    fn open_next_turn(&mut self, session: &str) {
+    pub(super) fn open_next_turn(&mut self, session: &str) {
         let take = match self.config.policy.queue_drain {
             QueueDrain::Batch => usize::MAX,
             QueueDrain::OnePerTurn => 1,
@@ -370,6 +372,8 @@ impl Agent {
         s.record.closed = true;
         self.store.record(Change::Turn { session, turn: &s.turn });
         self.store.record(Change::SessionUpdated(&s.record));
+        // A shared store: a closed session is no host's until a client reopens it.
+        self.store.release(session);
         notices.extend(answered);
         (notices, Some(Output::action(session, RuntimeAction::Closed { dropped, turn_cancelled })))
     }

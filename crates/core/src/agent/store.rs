@@ -27,7 +27,7 @@ use std::collections::{BTreeMap, HashMap};
 use acp_inject_wire::{ContentBlock, InjectMode, McpServer, MessageId, PendingInject, SessionUpdate};
 use serde::{Deserialize, Serialize};
 
-use super::snapshot::LiveState;
+use super::snapshot::{LiveSession, LiveState};
 use super::ConnId;
 
 /// What the store knows about a session, live or closed.
@@ -167,6 +167,32 @@ pub enum StoreError {
     /// An earlier commit failed; the process must restart from the store.
     #[error("an earlier store commit failed; restart from the store")]
     Poisoned,
+    /// A shared store: this host no longer holds a session it was serving (its lease expired
+    /// while the host was paused or cut off, and another host took the session over). The
+    /// batch is not committed; the host must stop serving, and its clients resume elsewhere.
+    #[error("lost the lease on session {session:?}: another host serves it now")]
+    LeaseLost {
+        /// The session.
+        session: String,
+    },
+}
+
+/// What [`Store::acquire`] found.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Acquired {
+    /// The store serves one agent process: the core's memory is the truth (the default).
+    Unshared,
+    /// This host holds the session now. With its live state as the previous holder left it
+    /// (its turn may have been cut off there), or `None` when the session is not live (closed,
+    /// or unknown to the store).
+    Taken(Option<Box<LiveSession>>),
+    /// Another host serves the session and its lease has not run out.
+    Held {
+        /// The host that holds it.
+        holder: String,
+        /// When its lease runs out unless renewed, in milliseconds from now.
+        retry_after_ms: u64,
+    },
 }
 
 /// One page of [`Store::list`].
@@ -199,9 +225,38 @@ pub trait Store: Send {
     /// A session's history, in order.
     fn history(&self, session_id: &str) -> Result<Vec<HistoryEntry>, StoreError>;
 
-    /// The live state to continue from (durable backends), or `None` to start fresh.
+    /// The live state to continue from (durable backends), or `None` to start fresh. A shared
+    /// store returns its counters and no sessions: each is taken when a client resumes it
+    /// ([`Store::acquire`]).
     fn load(&mut self) -> Result<Option<LiveState>, StoreError> {
         Ok(None)
+    }
+
+    /// A store several agent hosts share (one database behind several processes): the name
+    /// that keeps the ids this host mints apart from every other host's (`sess_<scope>-N`,
+    /// `msg_<scope>-N`, `permission-<scope>-N`). `None` (the default): the store serves one
+    /// agent process, whose memory holds every live session.
+    fn id_scope(&self) -> Option<&str> {
+        None
+    }
+
+    /// Shared stores: takes a session this host does not hold in memory before the core serves
+    /// it (`session/resume`, `session/close`). Taking it is part of the batch being handled:
+    /// the lease, and every later write for the session, commit with [`Store::commit`] only
+    /// while this host still holds it.
+    fn acquire(&mut self, _session_id: &str) -> Result<Acquired, StoreError> {
+        Ok(Acquired::Unshared)
+    }
+
+    /// Shared stores: this host stops serving a session (idle, nobody attached), so another
+    /// host may take it at once. Part of the batch being handled.
+    fn release(&mut self, _session_id: &str) {}
+
+    /// Shared stores: extends this host's leases (the host calls
+    /// [`super::Agent::renew_leases`] well within the lease time). [`StoreError::LeaseLost`]
+    /// when a session was taken over meanwhile.
+    fn renew(&mut self) -> Result<(), StoreError> {
+        Ok(())
     }
 }
 

@@ -1,0 +1,323 @@
+//! The database connection on a thread of its own: `tokio-postgres` on a single-threaded
+//! runtime, spoken to over a channel, so the synchronous [`Store`] calls work from any thread,
+//! an async runtime's included (a blocking client would panic there).
+//!
+//! Statements are prepared once per connection and a batch's statements go out pipelined
+//! (written together, answered together: one round trip however many rows a batch touches).
+//!
+//! [`Store`]: acp_inject_core::agent::Store
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::mpsc as std_mpsc;
+
+use acp_inject_core::agent::StoreError;
+use tokio::sync::mpsc;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{Client, NoTls, Row, Statement};
+
+/// One statement parameter.
+pub(crate) type Param = Box<dyn ToSql + Sync + Send>;
+
+/// What a statement of a batch must affect.
+pub(crate) enum Expect {
+    /// Any number of rows.
+    Any,
+    /// Exactly one row, else the store no longer matches the agent's memory (this text says how).
+    One(String),
+    /// Exactly one row, else this host no longer holds the session.
+    Lease(String),
+    /// Exactly one row, else another process took this host's name (this text says so).
+    Host(String),
+}
+
+/// A statement of a batch.
+pub(crate) struct Op {
+    pub sql: &'static str,
+    pub params: Vec<Param>,
+    pub expect: Expect,
+}
+
+/// Runs `ops` in the batch's transaction (opening it if need be), then `query`, then commits.
+struct Request {
+    ops: Vec<Op>,
+    /// Statements without parameters (a migration script), after `ops`.
+    script: Option<&'static str>,
+    query: Option<(&'static str, Vec<Param>)>,
+    end: End,
+    reply: std_mpsc::SyncSender<Result<Vec<Row>, StoreError>>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum End {
+    /// Leave the transaction open (a read inside a batch).
+    Open,
+    Commit,
+    Rollback,
+}
+
+/// The connection, with the batch's statements not yet sent.
+pub(crate) struct Conn {
+    tx: mpsc::UnboundedSender<Request>,
+    /// Buffered until the next read or the commit, so reads see the batch's own writes.
+    pending: RefCell<Vec<Op>>,
+}
+
+fn backend(e: &tokio_postgres::Error) -> StoreError {
+    match e.as_db_error() {
+        Some(db) => StoreError::Backend(format!("PostgreSQL: {} ({})", db.message(), db.code().code())),
+        None => StoreError::Backend(format!("PostgreSQL: {e}")),
+    }
+}
+
+fn gone() -> StoreError {
+    StoreError::Backend("the connection to PostgreSQL is gone".into())
+}
+
+impl Conn {
+    /// Connects (waiting until the server answered) and starts the connection's thread.
+    pub fn open(url: &str) -> Result<Conn, StoreError> {
+        let config: tokio_postgres::Config =
+            url.parse().map_err(|e| StoreError::Backend(format!("not a PostgreSQL URL ({e}): {}", redact(url))))?;
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (ready_tx, ready_rx) = std_mpsc::sync_channel(1);
+        let where_ = redact(url);
+        std::thread::Builder::new()
+            .name("acp-inject-postgres".into())
+            .spawn(move || serve(config, rx, ready_tx))
+            .map_err(|e| StoreError::Backend(format!("cannot start the PostgreSQL connection thread: {e}")))?;
+        match ready_rx.recv() {
+            Ok(Ok(())) => Ok(Conn { tx, pending: RefCell::new(Vec::new()) }),
+            Ok(Err(e)) => Err(StoreError::Backend(format!("cannot connect to {where_}: {e}"))),
+            Err(_) => Err(gone()),
+        }
+    }
+
+    /// Adds a statement to the batch.
+    pub fn push(&self, op: Op) {
+        self.pending.borrow_mut().push(op);
+    }
+
+    fn send(&self, script: Option<&'static str>, query: Option<(&'static str, Vec<Param>)>, end: End) -> Result<Vec<Row>, StoreError> {
+        let ops = std::mem::take(&mut *self.pending.borrow_mut());
+        if ops.is_empty() && script.is_none() && query.is_none() && end == End::Open {
+            return Ok(Vec::new());
+        }
+        let (reply, answer) = std_mpsc::sync_channel(1);
+        self.tx.send(Request { ops, script, query, end, reply }).map_err(|_| gone())?;
+        answer.recv().map_err(|_| gone())?
+    }
+
+    /// Runs statements without parameters inside the batch's transaction.
+    pub fn simple(&self, script: &'static str) -> Result<(), StoreError> {
+        self.send(Some(script), None, End::Open).map(drop)
+    }
+
+    /// Runs a query after the batch's statements so far, inside the batch's transaction when
+    /// one is open.
+    pub fn query(&self, sql: &'static str, params: Vec<Param>) -> Result<Vec<Row>, StoreError> {
+        self.send(None, Some((sql, params)), End::Open)
+    }
+
+    /// Sends the batch's statements so far (opening its transaction).
+    pub fn flush(&self) -> Result<(), StoreError> {
+        self.send(None, None, End::Open).map(drop)
+    }
+
+    /// Sends the rest of the batch and commits it.
+    pub fn commit(&self) -> Result<(), StoreError> {
+        self.send(None, None, End::Commit).map(drop)
+    }
+
+    /// Drops the batch.
+    pub fn rollback(&self) {
+        self.pending.borrow_mut().clear();
+        // Ignored: a connection that is gone rolled back by itself.
+        let _ = self.send(None, None, End::Rollback);
+    }
+}
+
+/// The URL without its password, for messages.
+fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let user = &url[scheme + 3..at];
+            let user = user.split(':').next().unwrap_or("");
+            format!("{}{user}@{}", &url[..scheme + 3], &url[at + 1..])
+        }
+        _ => url.to_owned(),
+    }
+}
+
+/// The connection thread: connects, then runs requests in order until the store is dropped.
+fn serve(config: tokio_postgres::Config, mut rx: mpsc::UnboundedReceiver<Request>, ready: std_mpsc::SyncSender<Result<(), String>>) {
+    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            let _ = ready.send(Err(format!("cannot start a runtime: {e}")));
+            return;
+        }
+    };
+    rt.block_on(async move {
+        let client = match config.connect(NoTls).await {
+            Ok((client, connection)) => {
+                tokio::spawn(connection);
+                client
+            }
+            Err(e) => {
+                let _ = ready.send(Err(backend(&e).to_string()));
+                return;
+            }
+        };
+        let _ = ready.send(Ok(()));
+        let mut session = Session { client, statements: HashMap::new(), in_batch: false, aborted: None };
+        while let Some(request) = rx.recv().await {
+            let answer = session.handle(request.ops, request.script, request.query, request.end).await;
+            let _ = request.reply.send(answer);
+        }
+    });
+}
+
+struct Session {
+    client: Client,
+    statements: HashMap<&'static str, Statement>,
+    /// The batch's transaction is open.
+    in_batch: bool,
+    /// A statement of the open transaction failed: it can only roll back, and its commit
+    /// reports this (PostgreSQL would answer COMMIT with a silent rollback).
+    aborted: Option<StoreError>,
+}
+
+impl Session {
+    async fn statement(&mut self, sql: &'static str) -> Result<Statement, StoreError> {
+        if let Some(s) = self.statements.get(sql) {
+            return Ok(s.clone());
+        }
+        let s = self.client.prepare(sql).await.map_err(|e| backend(&e))?;
+        self.statements.insert(sql, s.clone());
+        Ok(s)
+    }
+
+    async fn handle(
+        &mut self,
+        ops: Vec<Op>,
+        script: Option<&'static str>,
+        query: Option<(&'static str, Vec<Param>)>,
+        end: End,
+    ) -> Result<Vec<Row>, StoreError> {
+        if end == End::Rollback {
+            self.aborted = None;
+            if self.in_batch {
+                self.in_batch = false;
+                self.client.batch_execute("ROLLBACK").await.map_err(|e| backend(&e))?;
+            }
+            return Ok(Vec::new());
+        }
+        let result = self.run(ops, script, query).await;
+        if let Err(e) = &result {
+            if self.in_batch && self.aborted.is_none() {
+                self.aborted = Some(e.clone());
+            }
+        }
+        if end == End::Commit && self.in_batch {
+            self.in_batch = false;
+            if let Some(e) = self.aborted.take() {
+                let _ = self.client.batch_execute("ROLLBACK").await;
+                return Err(e);
+            }
+            self.client.batch_execute("COMMIT").await.map_err(|e| backend(&e))?;
+        }
+        result
+    }
+
+    async fn run(
+        &mut self,
+        ops: Vec<Op>,
+        script: Option<&'static str>,
+        query: Option<(&'static str, Vec<Param>)>,
+    ) -> Result<Vec<Row>, StoreError> {
+        if let Some(e) = &self.aborted {
+            return Err(e.clone());
+        }
+        if (!ops.is_empty() || script.is_some()) && !self.in_batch {
+            self.client.batch_execute("BEGIN").await.map_err(|e| backend(&e))?;
+            self.in_batch = true;
+        }
+        let mut statements = Vec::with_capacity(ops.len());
+        for op in &ops {
+            statements.push(self.statement(op.sql).await?);
+        }
+        // A query new to this connection is prepared after the statements before it ran (it
+        // may read a table they create); a known one goes out in the same pipeline.
+        let (query, later) = match query {
+            Some((sql, params)) if self.statements.contains_key(sql) || ops.is_empty() && script.is_none() => {
+                (Some((self.statement(sql).await?, params)), None)
+            }
+            other => (None, other),
+        };
+        let rows = self.pipeline(&ops, &statements, script, query).await?;
+        match later {
+            Some((sql, params)) => {
+                let st = self.statement(sql).await?;
+                let params: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p.as_ref() as &(dyn ToSql + Sync)).collect();
+                self.client.query(&st, &params).await.map_err(|e| backend(&e))
+            }
+            None => Ok(rows),
+        }
+    }
+
+    async fn pipeline(
+        &self,
+        ops: &[Op],
+        statements: &[Statement],
+        script: Option<&'static str>,
+        query: Option<(Statement, Vec<Param>)>,
+    ) -> Result<Vec<Row>, StoreError> {
+        let client = &self.client;
+        // Pipelined: every statement is written before the first answer is read.
+        let executed = futures_util::future::join_all(ops.iter().zip(statements).map(|(op, st)| async move {
+            let params: Vec<&(dyn ToSql + Sync)> = op.params.iter().map(|p| p.as_ref() as &(dyn ToSql + Sync)).collect();
+            client.execute(st, &params).await
+        }));
+        let queried = async {
+            match &query {
+                Some((st, params)) => {
+                    let params: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p.as_ref() as &(dyn ToSql + Sync)).collect();
+                    client.query(st, &params).await.map(Some)
+                }
+                None => Ok(None),
+            }
+        };
+        let (executed, queried) = if let Some(script) = script {
+            // Statements of a script run after the batch's, before the query.
+            let executed = executed.await;
+            client.batch_execute(script).await.map_err(|e| backend(&e))?;
+            (executed, queried.await)
+        } else {
+            futures_util::future::join(executed, queried).await
+        };
+        for (op, n) in ops.iter().zip(executed) {
+            let n = n.map_err(|e| backend(&e))?;
+            match &op.expect {
+                Expect::Any => {}
+                Expect::One(what) if n != 1 => {
+                    return Err(StoreError::Corrupt(format!("{what} ({n} rows matched, expected 1)")));
+                }
+                Expect::Lease(session) if n != 1 => return Err(StoreError::LeaseLost { session: session.clone() }),
+                Expect::Host(what) if n != 1 => return Err(StoreError::Backend(what.clone())),
+                Expect::One(_) | Expect::Lease(_) | Expect::Host(_) => {}
+            }
+        }
+        Ok(queried.map_err(|e| backend(&e))?.unwrap_or_default())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn messages_never_show_the_password() {
+        assert_eq!(super::redact("postgres://agent:s3cret@db:5432/acp"), "postgres://agent@db:5432/acp");
+        assert_eq!(super::redact("postgres://agent@db/acp"), "postgres://agent@db/acp");
+        assert_eq!(super::redact("host=db user=agent"), "host=db user=agent");
+    }
+}

@@ -1,0 +1,592 @@
+//! PostgreSQL as a store several agent hosts share: sessions, history and pending injects in
+//! one database, each session served by one host at a time under a lease with a fencing epoch.
+//!
+//! ```no_run
+//! use acp_inject_core::agent::{Agent, AgentConfig};
+//! use acp_inject_store::postgres::{PgOptions, PgStore};
+//!
+//! let store = PgStore::connect("postgres://agent@db.internal/acp", PgOptions::new("host-a"))?;
+//! let mut agent = Agent::with_store(AgentConfig::default(), Box::new(store))?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! **Ownership.** Every session row carries its lease: `holder` (a host name), `epoch` (grows
+//! by one at every take-over) and `expires_at` (the database's clock). A host takes a session
+//! when a client resumes it there ([`Store::acquire`]): at once when nobody holds it, the
+//! holder let it go, or the holder has this host's own name (the same host restarted);
+//! otherwise only once the lease ran out. Every commit renews the leases of the sessions its
+//! batch wrote, and only while `holder` and `epoch` are still this host's: a host that was
+//! paused or cut off past its lease finds its commit refused ([`StoreError::LeaseLost`]),
+//! releases nothing of that batch, and must stop. The host renews the leases of the sessions
+//! it serves between batches too ([`Store::renew`], driven by `Agent::renew_leases`).
+//!
+//! **Ids.** Each host mints ids in its own scope (`sess_<host>-N`, `msg_<host>-N`), from
+//! counters kept in its `acp_hosts` row. Starting a host bumps that row's epoch; counter
+//! writes are fenced by it, so two processes started under one host name cannot both commit.
+//!
+//! **The connection.** `tokio-postgres` on a thread of its own, with a single-threaded tokio
+//! runtime: [`Store`] is synchronous (the core reads it in the middle of a request), and a
+//! blocking PostgreSQL client must not run on an async runtime's thread. A batch's statements
+//! go out pipelined, in one round trip, inside one transaction per batch.
+
+mod conn;
+mod schema;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::time::Duration;
+
+use acp_inject_core::agent::{
+    Acquired, Change, Counters, Fate, HistoryEntry, LiveSession, LiveState, Pending, PendingQueue, SessionPage, SessionRecord, Store,
+    StoreError, Turn, DEFAULT_REMEMBER_IDS, LIVE_STATE_VERSION,
+};
+use acp_inject_core::wire::{ContentBlock, MessageId};
+use tokio_postgres::Row;
+
+use crate::{from_json, mode_name, to_i64, to_json, to_u64, EntryRef};
+use conn::{Conn, Expect, Op, Param};
+
+pub use schema::SCHEMA_VERSION;
+
+/// How a host runs on a shared database.
+#[derive(Clone, Debug)]
+pub struct PgOptions {
+    /// This host's name among the hosts sharing the database: ASCII letters, digits, `_` and
+    /// `.`, 1 to 40 characters. Give each running host its own; a host restarted under the
+    /// same name takes its sessions back at once.
+    pub host: String,
+    /// How long a session stays this host's without a renewal. A host that stops renewing (it
+    /// died, or is paused) holds its sessions this long; default 10 s.
+    pub lease: Duration,
+    /// How many revoked or delivered ids per session the store keeps (the agent's
+    /// `policy.remember_ids`).
+    pub remember_ids: u64,
+}
+
+impl PgOptions {
+    /// Defaults for host `host`: a 10 s lease, [`DEFAULT_REMEMBER_IDS`].
+    pub fn new(host: impl Into<String>) -> PgOptions {
+        PgOptions { host: host.into(), lease: Duration::from_secs(10), remember_ids: DEFAULT_REMEMBER_IDS }
+    }
+
+    /// With a lease of `lease`.
+    #[must_use]
+    pub fn lease(mut self, lease: Duration) -> PgOptions {
+        self.lease = lease;
+        self
+    }
+
+    /// Keeping `n` revoked or delivered ids per session.
+    #[must_use]
+    pub fn remember_ids(mut self, n: u64) -> PgOptions {
+        self.remember_ids = n;
+        self
+    }
+
+    fn check(&self) -> Result<(), StoreError> {
+        let ok = (1..=40).contains(&self.host.len()) && self.host.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.');
+        if !ok {
+            return Err(StoreError::Backend(format!("host name {:?}: use 1 to 40 ASCII letters, digits, `_` or `.`", self.host)));
+        }
+        if self.lease < Duration::from_millis(100) {
+            return Err(StoreError::Backend(format!("a lease of {:?} is too short (at least 100 ms)", self.lease)));
+        }
+        Ok(())
+    }
+}
+
+/// The store on a PostgreSQL database. See the module docs.
+pub struct PgStore {
+    conn: Conn,
+    options: PgOptions,
+    /// The epoch of this process's `acp_hosts` row (fences the counters).
+    host_epoch: i64,
+    /// The sessions this host holds, with the epoch of its lease on each.
+    held: HashMap<String, i64>,
+    /// Sessions the batch wrote, whose leases its commit checks and renews.
+    touched: BTreeSet<String>,
+    /// The first failure of the batch, reported by the next commit.
+    failed: Option<StoreError>,
+    counters: Option<Counters>,
+}
+
+impl std::fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgStore").field("host", &self.options.host).field("held", &self.held.len()).finish()
+    }
+}
+
+/// A session row whose first columns are `session_id, ordinal, cwd, additional_directories,
+/// mcp_servers, title, updated_at, closed`.
+fn read_record(row: &Row) -> Result<SessionRecord, StoreError> {
+    let get = |e: tokio_postgres::Error| StoreError::Corrupt(format!("a stored session row is unreadable: {e}"));
+    Ok(SessionRecord {
+        session_id: row.try_get(0).map_err(get)?,
+        ordinal: to_u64("session ordinal", row.try_get(1).map_err(get)?)?,
+        cwd: row.try_get(2).map_err(get)?,
+        additional_directories: from_json("additional directory list", row.try_get(3).map_err(get)?)?,
+        mcp_servers: from_json("MCP server list", row.try_get(4).map_err(get)?)?,
+        title: row.try_get(5).map_err(get)?,
+        updated_at: row.try_get(6).map_err(get)?,
+        closed: row.try_get(7).map_err(get)?,
+    })
+}
+
+fn column<'a, T: tokio_postgres::types::FromSql<'a>>(row: &'a Row, i: usize) -> Result<T, StoreError> {
+    row.try_get(i).map_err(|e| StoreError::Corrupt(format!("a stored row is unreadable: {e}")))
+}
+
+fn text(s: impl Into<String>) -> Param {
+    Box::new(s.into())
+}
+
+impl PgStore {
+    /// Connects to `url` (`postgres://user[:password]@host[:port]/database`), brings the
+    /// schema up to date (migrations run once, under a lock, whichever host starts first),
+    /// and registers this host (bumping its epoch, so an older process under the same name
+    /// can no longer commit).
+    ///
+    /// Refused: a database whose schema is newer than this release
+    /// ([`StoreError::Corrupt`]), an unreachable server or bad credentials
+    /// ([`StoreError::Backend`]).
+    pub fn connect(url: &str, options: PgOptions) -> Result<PgStore, StoreError> {
+        options.check()?;
+        let conn = Conn::open(url)?;
+        schema::migrate(&conn)?;
+        Ok(PgStore { conn, options, host_epoch: 0, held: HashMap::new(), touched: BTreeSet::new(), failed: None, counters: None })
+    }
+
+    /// This host's name.
+    pub fn host(&self) -> &str {
+        &self.options.host
+    }
+
+    fn lease_secs(&self) -> f64 {
+        self.options.lease.as_secs_f64()
+    }
+
+    fn op(&mut self, sql: &'static str, params: Vec<Param>, expect: Expect) {
+        self.conn.push(Op { sql, params, expect });
+    }
+
+    /// A read after the batch's statements so far (sent first, so it sees them).
+    fn query(&mut self, sql: &'static str, params: Vec<Param>) -> Result<Vec<Row>, StoreError> {
+        if let Some(e) = &self.failed {
+            return Err(e.clone());
+        }
+        self.conn.query(sql, params)
+    }
+
+    fn remember_bound(&self) -> Result<i64, StoreError> {
+        to_i64("remembered id bound", self.options.remember_ids)
+    }
+
+    /// Settles an id in the session's order and prunes the ids beyond the remembered bound.
+    fn prune(&mut self, session: &str) -> Result<(), StoreError> {
+        let bound = self.remember_bound()?;
+        self.op(
+            "DELETE FROM acp_injects WHERE session_id = $1 AND settled <= \
+             (SELECT settled FROM acp_sessions WHERE session_id = $1) - $2",
+            vec![text(session), Box::new(bound)],
+            Expect::Any,
+        );
+        Ok(())
+    }
+
+    fn apply(&mut self, change: Change<'_>) -> Result<(), StoreError> {
+        let session = match change {
+            Change::Counters { .. } | Change::SessionForgotten(_) => None,
+            Change::SessionCreated(r) | Change::SessionUpdated(r) => Some(r.session_id.as_str()),
+            Change::Turn { session, .. }
+            | Change::InjectAccepted { session, .. }
+            | Change::InjectReplaced { session, .. }
+            | Change::InjectRevoked { session, .. }
+            | Change::Delivered { session, .. }
+            | Change::InjectsDropped { session, .. }
+            | Change::History { session, .. } => Some(session),
+        };
+        if let Some(s) = session {
+            if !self.touched.contains(s) {
+                self.touched.insert(s.to_owned());
+            }
+        }
+        let missing = |s: &str| format!("session {s:?} is not in the store");
+        match change {
+            Change::Counters { next_session, next_message, next_request } => {
+                self.counters = Some(Counters { next_session, next_message, next_request });
+            }
+            Change::SessionCreated(r) => {
+                let idle = to_json("turn", &Turn::Idle)?;
+                let params: Vec<Param> = vec![
+                    text(r.session_id.clone()),
+                    text(r.cwd.clone()),
+                    text(to_json("additional directory list", &r.additional_directories)?),
+                    text(to_json("MCP server list", &r.mcp_servers)?),
+                    Box::new(r.title.clone()),
+                    Box::new(r.updated_at.clone()),
+                    Box::new(r.closed),
+                    text(idle),
+                    text(self.options.host.clone()),
+                    Box::new(self.lease_secs()),
+                ];
+                self.op(
+                    "INSERT INTO acp_sessions (session_id, cwd, additional_directories, mcp_servers, title, updated_at, closed, \
+                     turn, holder, epoch, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 1, now() + make_interval(secs => $10))",
+                    params,
+                    Expect::Any,
+                );
+                self.held.insert(r.session_id.clone(), 1);
+            }
+            Change::SessionUpdated(r) => {
+                let params: Vec<Param> = vec![
+                    text(r.session_id.clone()),
+                    text(r.cwd.clone()),
+                    text(to_json("additional directory list", &r.additional_directories)?),
+                    text(to_json("MCP server list", &r.mcp_servers)?),
+                    Box::new(r.title.clone()),
+                    Box::new(r.updated_at.clone()),
+                    Box::new(r.closed),
+                ];
+                self.op(
+                    "UPDATE acp_sessions SET cwd = $2, additional_directories = $3, mcp_servers = $4, title = $5, \
+                     updated_at = $6, closed = $7 WHERE session_id = $1",
+                    params,
+                    Expect::One(missing(&r.session_id)),
+                );
+                if r.closed {
+                    self.op("DELETE FROM acp_injects WHERE session_id = $1", vec![text(r.session_id.clone())], Expect::Any);
+                }
+            }
+            Change::SessionForgotten(id) => {
+                // Only a session no other host holds; history and inject rows go with it.
+                self.op(
+                    "DELETE FROM acp_sessions WHERE session_id = $1 AND (holder IS NULL OR holder = $2 OR expires_at <= now())",
+                    vec![text(id), text(self.options.host.clone())],
+                    Expect::Any,
+                );
+                self.touched.remove(id);
+                self.held.remove(id);
+            }
+            Change::Turn { session, turn } => {
+                self.op(
+                    "UPDATE acp_sessions SET turn = $2 WHERE session_id = $1",
+                    vec![text(session), text(to_json("turn", turn)?)],
+                    Expect::One(missing(session)),
+                );
+            }
+            Change::InjectAccepted { session, mode, pending } => {
+                self.op(
+                    "INSERT INTO acp_injects (session_id, message_id, mode, content, owner, status) \
+                     VALUES ($1, $2, $3, $4, $5, 'pending')",
+                    vec![
+                        text(session),
+                        text(pending.message_id.0.clone()),
+                        text(mode_name(mode)),
+                        text(to_json("inject content", &pending.content)?),
+                        text(pending.owner.clone()),
+                    ],
+                    Expect::Any,
+                );
+            }
+            Change::InjectReplaced { session, message_id, content } => {
+                self.op(
+                    "UPDATE acp_injects SET content = $3 WHERE session_id = $1 AND message_id = $2 AND status = 'pending'",
+                    vec![text(session), text(message_id.0.clone()), text(to_json("inject content", content)?)],
+                    Expect::One(format!("no pending inject {:?} in session {session:?}", message_id.0)),
+                );
+            }
+            Change::InjectRevoked { session, message_id } => {
+                self.op(
+                    "WITH n AS (UPDATE acp_sessions SET settled = settled + 1 WHERE session_id = $1 RETURNING settled) \
+                     UPDATE acp_injects SET status = 'revoked', content = NULL, settled = (SELECT settled FROM n) \
+                     WHERE session_id = $1 AND message_id = $2 AND status = 'pending'",
+                    vec![text(session), text(message_id.0.clone())],
+                    Expect::One(format!("no pending inject {:?} in session {session:?}", message_id.0)),
+                );
+                self.prune(session)?;
+            }
+            Change::Delivered { session, message_id, content, owner } => {
+                let entry = to_json("history entry", &EntryRef::User { message_id, content })?;
+                self.op("INSERT INTO acp_history (session_id, entry) VALUES ($1, $2)", vec![text(session), text(entry)], Expect::Any);
+                // A pending inject settles; a prompt (or an inject into an idle session) was
+                // never pending and gets its row now.
+                self.op(
+                    "WITH n AS (UPDATE acp_sessions SET settled = settled + 1 WHERE session_id = $1 RETURNING settled) \
+                     INSERT INTO acp_injects (session_id, message_id, mode, content, owner, status, settled) \
+                     SELECT $1, $2, NULL, NULL, $3, 'delivered', settled FROM n \
+                     ON CONFLICT (session_id, message_id) DO UPDATE SET status = 'delivered', content = NULL, settled = excluded.settled",
+                    vec![text(session), text(message_id.0.clone()), text(owner.clone())],
+                    Expect::One(missing(session)),
+                );
+                self.prune(session)?;
+            }
+            Change::InjectsDropped { session, dropped } => {
+                for p in dropped {
+                    self.op(
+                        "DELETE FROM acp_injects WHERE session_id = $1 AND message_id = $2 AND status = 'pending'",
+                        vec![text(session), text(p.message_id.0.clone())],
+                        Expect::Any,
+                    );
+                }
+            }
+            Change::History { session, update } => {
+                let entry = to_json("history entry", &EntryRef::Update { update })?;
+                self.op("INSERT INTO acp_history (session_id, entry) VALUES ($1, $2)", vec![text(session), text(entry)], Expect::Any);
+            }
+        }
+        Ok(())
+    }
+
+    /// The statements that end a batch: the counters (fenced by the host's epoch), then each
+    /// written session's lease renewed, only while it is still this host's.
+    fn closing_ops(&mut self) -> Result<(), StoreError> {
+        if let Some(Counters { next_session, next_message, next_request }) = self.counters.take() {
+            let params: Vec<Param> = vec![
+                text(self.options.host.clone()),
+                Box::new(self.host_epoch),
+                Box::new(to_i64("session counter", next_session)?),
+                Box::new(to_i64("message counter", next_message)?),
+                Box::new(to_i64("request counter", next_request)?),
+            ];
+            self.op(
+                "UPDATE acp_hosts SET next_session = $3, next_message = $4, next_request = $5 WHERE host = $1 AND epoch = $2",
+                params,
+                Expect::Host(format!(
+                    "another process started as host {:?}; this one must stop (give each host its own name)",
+                    self.options.host
+                )),
+            );
+        }
+        for session in std::mem::take(&mut self.touched) {
+            let lease = self.lease_secs();
+            let host = self.options.host.clone();
+            match self.held.get(&session).copied() {
+                Some(epoch) => self.op(
+                    "UPDATE acp_sessions SET expires_at = now() + make_interval(secs => $4) \
+                     WHERE session_id = $1 AND holder = $2 AND epoch = $3",
+                    vec![text(session.clone()), text(host), Box::new(epoch), Box::new(lease)],
+                    Expect::Lease(session),
+                ),
+                // Written without being taken (a host call on a session nobody serves): only
+                // while no other host holds it.
+                None => self.op(
+                    "SELECT 1 FROM acp_sessions WHERE session_id = $1 AND (holder IS NULL OR holder = $2 OR expires_at <= now()) \
+                     FOR UPDATE",
+                    vec![text(session.clone()), text(host)],
+                    Expect::Lease(session),
+                ),
+            }
+        }
+        Ok(())
+    }
+
+    /// A live session's pending injects (arrival order) and remembered ids (oldest first).
+    fn read_queue(&mut self, session: &str) -> Result<PendingQueue, StoreError> {
+        let rows = self.query(
+            "SELECT message_id, mode, content, owner FROM acp_injects WHERE session_id = $1 AND settled IS NULL ORDER BY id",
+            vec![text(session)],
+        )?;
+        let (mut steers, mut queued) = (Vec::new(), Vec::new());
+        for row in &rows {
+            let (id, mode, content, owner): (String, Option<String>, Option<String>, String) =
+                (column(row, 0)?, column(row, 1)?, column(row, 2)?, column(row, 3)?);
+            let content: Vec<ContentBlock> = from_json("inject content", content.as_deref().unwrap_or("null"))?;
+            let pending = Pending { message_id: MessageId(id), content, owner };
+            match mode.as_deref() {
+                Some("steer") => steers.push(pending),
+                Some("queue") => queued.push(pending),
+                other => return Err(StoreError::Corrupt(format!("pending inject with mode {other:?}"))),
+            }
+        }
+        let bound = self.remember_bound()?;
+        let rows = self.query(
+            "SELECT message_id, status, owner FROM acp_injects WHERE session_id = $1 AND settled IS NOT NULL \
+             ORDER BY settled DESC LIMIT $2",
+            vec![text(session), Box::new(bound)],
+        )?;
+        let mut remembered = Vec::with_capacity(rows.len());
+        for row in rows.iter().rev() {
+            let (id, status, owner): (String, String, String) = (column(row, 0)?, column(row, 1)?, column(row, 2)?);
+            let fate = match status.as_str() {
+                "revoked" => Fate::Revoked,
+                "delivered" => Fate::Delivered,
+                other => return Err(StoreError::Corrupt(format!("settled inject {id:?} with status {other:?}"))),
+            };
+            remembered.push((id, fate, owner));
+        }
+        Ok(PendingQueue::from_parts(steers, queued, remembered))
+    }
+}
+
+impl Store for PgStore {
+    fn record(&mut self, change: Change<'_>) {
+        if self.failed.is_some() {
+            return; // the batch is lost already; the next commit reports why
+        }
+        if let Err(e) = self.apply(change) {
+            self.failed = Some(e);
+        }
+    }
+
+    fn commit(&mut self) -> Result<(), StoreError> {
+        let result = match self.failed.take() {
+            Some(e) => Err(e),
+            None => self.closing_ops().and_then(|()| self.conn.commit()),
+        };
+        if result.is_err() {
+            self.touched.clear();
+            self.counters = None;
+            self.conn.rollback();
+        }
+        result
+    }
+
+    fn list(&self, cwd: Option<&str>, before: Option<u64>, limit: usize) -> Result<SessionPage, StoreError> {
+        let before = before.and_then(|b| i64::try_from(b).ok()).unwrap_or(i64::MAX);
+        let fetch = i64::try_from(limit).unwrap_or(i64::MAX).saturating_add(1);
+        let sql = match cwd {
+            Some(_) => {
+                "SELECT session_id, ordinal, cwd, additional_directories, mcp_servers, title, updated_at, closed \
+                        FROM acp_sessions WHERE ordinal < $1 AND cwd = $3 ORDER BY ordinal DESC LIMIT $2"
+            }
+            None => {
+                "SELECT session_id, ordinal, cwd, additional_directories, mcp_servers, title, updated_at, closed \
+                     FROM acp_sessions WHERE ordinal < $1 ORDER BY ordinal DESC LIMIT $2"
+            }
+        };
+        let mut params: Vec<Param> = vec![Box::new(before), Box::new(fetch)];
+        if let Some(c) = cwd {
+            params.push(text(c));
+        }
+        let rows = self.conn.query(sql, params)?;
+        let more = rows.len() > limit;
+        let sessions = rows.iter().take(limit).map(read_record).collect::<Result<_, _>>()?;
+        Ok(SessionPage { sessions, more })
+    }
+
+    fn session(&self, session_id: &str) -> Result<Option<SessionRecord>, StoreError> {
+        let rows = self.conn.query(
+            "SELECT session_id, ordinal, cwd, additional_directories, mcp_servers, title, updated_at, closed \
+             FROM acp_sessions WHERE session_id = $1",
+            vec![text(session_id)],
+        )?;
+        rows.first().map(read_record).transpose()
+    }
+
+    fn history(&self, session_id: &str) -> Result<Vec<HistoryEntry>, StoreError> {
+        let rows = self.conn.query("SELECT entry FROM acp_history WHERE session_id = $1 ORDER BY id", vec![text(session_id)])?;
+        rows.iter().map(|r| from_json("history entry", column::<&str>(r, 0)?)).collect()
+    }
+
+    /// Registers this host (a new epoch for its row) and returns its counters. No session:
+    /// each is taken when a client resumes it here.
+    fn load(&mut self) -> Result<Option<LiveState>, StoreError> {
+        let rows = self.conn.query(
+            "INSERT INTO acp_hosts (host, epoch) VALUES ($1, 1) ON CONFLICT (host) DO UPDATE SET epoch = acp_hosts.epoch + 1 \
+             RETURNING epoch, next_session, next_message, next_request",
+            vec![text(self.options.host.clone())],
+        )?;
+        let row = rows.first().ok_or_else(|| StoreError::Backend("registering the host returned no row".into()))?;
+        self.host_epoch = column(row, 0)?;
+        let counters = Counters {
+            next_session: to_u64("session counter", column(row, 1)?)?,
+            next_message: to_u64("message counter", column(row, 2)?)?,
+            next_request: to_u64("request counter", column(row, 3)?)?,
+        };
+        Ok(Some(LiveState {
+            version: LIVE_STATE_VERSION,
+            counters,
+            sessions: Vec::new(),
+            connections: BTreeMap::new(),
+            requests: Vec::new(),
+            v1: BTreeMap::new(),
+        }))
+    }
+
+    fn id_scope(&self) -> Option<&str> {
+        Some(&self.options.host)
+    }
+
+    fn acquire(&mut self, session_id: &str) -> Result<Acquired, StoreError> {
+        // Part of the batch: its transaction holds the row until the commit.
+        if let Some(e) = &self.failed {
+            return Err(e.clone());
+        }
+        self.conn.flush()?;
+        let host = self.options.host.clone();
+        let lease = self.lease_secs();
+        let rows = self.query(
+            "UPDATE acp_sessions SET holder = $2, epoch = epoch + 1, expires_at = now() + make_interval(secs => $3) \
+             WHERE session_id = $1 AND (holder IS NULL OR holder = $2 OR expires_at <= now()) \
+             RETURNING epoch, closed, turn, session_id, ordinal, cwd, additional_directories, mcp_servers, title, updated_at",
+            vec![text(session_id), text(host), Box::new(lease)],
+        )?;
+        let Some(row) = rows.first() else {
+            let rows = self.query(
+                "SELECT holder, GREATEST(0, CEIL(EXTRACT(EPOCH FROM (expires_at - now())) * 1000))::bigint \
+                 FROM acp_sessions WHERE session_id = $1",
+                vec![text(session_id)],
+            )?;
+            return match rows.first() {
+                None => Ok(Acquired::Taken(None)),
+                Some(r) => Ok(Acquired::Held {
+                    holder: column::<Option<String>>(r, 0)?.unwrap_or_default(),
+                    retry_after_ms: to_u64("lease time", column(r, 1)?)?,
+                }),
+            };
+        };
+        let epoch: i64 = column(row, 0)?;
+        let closed: bool = column(row, 1)?;
+        self.held.insert(session_id.to_owned(), epoch);
+        self.touched.insert(session_id.to_owned());
+        if closed {
+            return Ok(Acquired::Taken(None));
+        }
+        let turn: Turn = from_json("turn", column(row, 2)?)?;
+        let record = SessionRecord {
+            session_id: column(row, 3)?,
+            ordinal: to_u64("session ordinal", column(row, 4)?)?,
+            cwd: column(row, 5)?,
+            additional_directories: from_json("additional directory list", column(row, 6)?)?,
+            mcp_servers: from_json("MCP server list", column(row, 7)?)?,
+            title: column(row, 8)?,
+            updated_at: column(row, 9)?,
+            closed,
+        };
+        let pending = self.read_queue(session_id)?;
+        Ok(Acquired::Taken(Some(Box::new(LiveSession {
+            record,
+            turn,
+            pending,
+            attached: Default::default(),
+            held: Default::default(),
+        }))))
+    }
+
+    fn release(&mut self, session_id: &str) {
+        let Some(epoch) = self.held.remove(session_id) else { return };
+        self.touched.remove(session_id);
+        self.op(
+            "UPDATE acp_sessions SET holder = NULL, expires_at = NULL WHERE session_id = $1 AND holder = $2 AND epoch = $3",
+            vec![text(session_id), text(self.options.host.clone()), Box::new(epoch)],
+            Expect::Lease(session_id.to_owned()),
+        );
+    }
+
+    fn renew(&mut self) -> Result<(), StoreError> {
+        if self.held.is_empty() {
+            return Ok(());
+        }
+        let (ids, epochs): (Vec<String>, Vec<i64>) = self.held.iter().map(|(s, e)| (s.clone(), *e)).unzip();
+        let rows = self.query(
+            "UPDATE acp_sessions AS s SET expires_at = now() + make_interval(secs => $4) \
+             FROM unnest($1::text[], $2::bigint[]) AS h(id, epoch) \
+             WHERE s.session_id = h.id AND s.epoch = h.epoch AND s.holder = $3 RETURNING s.session_id",
+            vec![Box::new(ids), Box::new(epochs), text(self.options.host.clone()), Box::new(self.lease_secs())],
+        )?;
+        let renewed: BTreeSet<String> = rows.iter().map(|r| column::<String>(r, 0)).collect::<Result<_, _>>()?;
+        match self.held.keys().find(|s| !renewed.contains(*s)) {
+            Some(lost) => Err(StoreError::LeaseLost { session: lost.clone() }),
+            None => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,264 @@
+//! The PostgreSQL store, on a real server (`ACP_INJECT_POSTGRES_URL`, which `cargo xtask test`
+//! sets after starting one; without it these tests say so and pass nothing). Each test gets a
+//! database of its own.
+//!
+//! What they prove: the store keeps what SQLite keeps (sessions, history, pending injects in
+//! order, remembered ids) across processes; hosts mint ids that never collide; a session is
+//! served by one host at a time; a host paused past its lease can no longer commit anything
+//! for the session (fencing), so nothing it held is delivered twice; a host that lets a session
+//! go hands it over at once; a cut-off turn's pending injects open the next turn on the host
+//! that takes the session over.
+
+mod common;
+
+use std::time::Duration;
+
+use acp_inject_core::agent::{Agent, BreakPoint, RuntimeEvent, StoreError, DEFAULT_REMEMBER_IDS, SESSION_HELD_ELSEWHERE};
+use acp_inject_store::postgres::{PgOptions, PgStore, SCHEMA_VERSION};
+use common::*;
+use serde_json::json;
+
+/// A fresh database named after the test, on the server of `ACP_INJECT_POSTGRES_URL`.
+fn database(name: &str) -> Option<String> {
+    let Ok(url) = std::env::var("ACP_INJECT_POSTGRES_URL") else {
+        eprintln!("skipped: ACP_INJECT_POSTGRES_URL is not set (cargo xtask test sets it)");
+        return None;
+    };
+    let mut admin = postgres::Client::connect(&url, postgres::NoTls).expect("connect to ACP_INJECT_POSTGRES_URL");
+    let db = format!("acp_store_{name}");
+    admin.batch_execute(&format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)")).unwrap();
+    admin.batch_execute(&format!("CREATE DATABASE {db}")).unwrap();
+    let base = url.rsplit_once('/').map_or(url.as_str(), |(base, _)| base);
+    Some(format!("{base}/{db}"))
+}
+
+fn host(url: &str, name: &str, lease_ms: u64) -> Agent {
+    let options = PgOptions::new(name).lease(Duration::from_millis(lease_ms)).remember_ids(DEFAULT_REMEMBER_IDS);
+    let store = PgStore::connect(url, options).expect("connect");
+    let mut agent = Agent::with_store(config(DEFAULT_REMEMBER_IDS), Box::new(store)).expect("agent");
+    initialize(&mut agent, "c1");
+    agent
+}
+
+fn inject(a: &mut Agent, id: u64, session: &str, mode: &str, t: &str) -> String {
+    let out = call(a, "c1", id, "session/inject", json!({ "sessionId": session, "mode": mode, "content": text(t) }));
+    answer(&out)["result"]["messageId"].as_str().unwrap_or_else(|| panic!("inject: {out:?}")).to_owned()
+}
+
+fn resume(a: &mut Agent, id: u64, session: &str) -> Vec<serde_json::Value> {
+    call(a, "c1", id, "session/resume", json!({ "sessionId": session, "cwd": "/work", "replayFrom": { "type": "start" } }))
+}
+
+#[test]
+fn sessions_history_and_pending_injects_outlive_the_host() {
+    let Some(url) = database("outlive") else { return };
+    let session;
+    {
+        let mut a = host(&url, "a", 10_000);
+        let new = call(&mut a, "c1", 1, "session/new", json!({ "cwd": "/work" }));
+        session = answer(&new)["result"]["sessionId"].as_str().unwrap().to_owned();
+        assert_eq!(session, "sess_a-1", "ids carry the host's scope");
+        let prompt = call(&mut a, "c1", 2, "session/prompt", json!({ "sessionId": session, "prompt": text("hello") }));
+        assert_eq!(answer(&prompt)["result"]["messageId"], "msg_a-1");
+        event(&mut a, &session, chunk("agent_1", "hi"));
+        assert_eq!(inject(&mut a, 3, &session, "queue", "q1"), "msg_a-2");
+        assert_eq!(inject(&mut a, 4, &session, "steer", "s1"), "msg_a-3");
+        assert_eq!(inject(&mut a, 5, &session, "queue", "q2"), "msg_a-4");
+        let out = call(&mut a, "c1", 6, "session/revoke_inject", json!({ "sessionId": session, "messageId": "msg_a-4" }));
+        assert_eq!(answer(&out)["result"], json!({}));
+    } // the host is gone without letting go: the same host name takes it back at once
+
+    let mut a = host(&url, "a", 10_000);
+    let out = resume(&mut a, 7, &session);
+    assert_eq!(reason(answer(&out)), None, "{out:?}");
+    let kinds = updates(&out);
+    assert!(kinds.contains(&("user_message".into(), "msg_a-1".into())), "history replayed: {kinds:?}");
+    assert!(kinds.contains(&("agent_message".into(), "agent_1".into())), "{kinds:?}");
+    // The cut-off turn ends here, and what it left pending opens the next one: the steer
+    // first, then the queued inject (the revoked one never).
+    let delivered: Vec<_> = kinds.iter().filter(|(k, _)| k == "user_message").map(|(_, id)| id.as_str()).collect();
+    assert_eq!(delivered, ["msg_a-1", "msg_a-3", "msg_a-2"], "{kinds:?}");
+    // The revoked id is remembered (revoking it again is a no-op), an unknown one is not.
+    let out = call(&mut a, "c1", 8, "session/revoke_inject", json!({ "sessionId": session, "messageId": "msg_a-4" }));
+    assert_eq!(answer(&out)["result"], json!({}), "{out:?}");
+    let out = call(&mut a, "c1", 8, "session/revoke_inject", json!({ "sessionId": session, "messageId": "msg_a-99" }));
+    assert_eq!(reason(answer(&out)), Some("unknown_message_id"), "{out:?}");
+    // Counters continue: no id is minted twice.
+    let new = call(&mut a, "c1", 9, "session/new", json!({ "cwd": "/work" }));
+    assert_eq!(answer(&new)["result"]["sessionId"], "sess_a-2");
+    let list = call(&mut a, "c1", 10, "session/list", json!({}));
+    let ids: Vec<_> = answer(&list)["result"]["sessions"].as_array().unwrap().iter().map(|s| s["sessionId"].clone()).collect();
+    assert_eq!(ids, [json!("sess_a-2"), json!("sess_a-1")], "newest first");
+}
+
+#[test]
+fn a_session_is_served_by_one_host_and_a_stale_host_cannot_commit() {
+    let Some(url) = database("fencing") else { return };
+    let mut a = host(&url, "a", 400);
+    let mut b = host(&url, "b", 400);
+    let new = call(&mut a, "c1", 1, "session/new", json!({ "cwd": "/work" }));
+    let session = answer(&new)["result"]["sessionId"].as_str().unwrap().to_owned();
+    call(&mut a, "c1", 2, "session/prompt", json!({ "sessionId": session, "prompt": text("go") }));
+    let queued = inject(&mut a, 3, &session, "queue", "later");
+
+    // While A holds it, B refuses it, naming A.
+    let out = resume(&mut b, 1, &session);
+    let error = &answer(&out)["error"];
+    assert_eq!(error["code"], SESSION_HELD_ELSEWHERE, "{out:?}");
+    assert_eq!(error["data"]["holder"], "a");
+    assert!(error["data"]["retryAfterMs"].as_u64().unwrap() <= 400);
+
+    // A is paused past its lease (it renews nothing); B takes the session over.
+    std::thread::sleep(Duration::from_millis(600));
+    let out = resume(&mut b, 2, &session);
+    assert_eq!(reason(answer(&out)), None, "{out:?}");
+    let started = handed(&b.drain().unwrap());
+    let on_b: Vec<_> = updates(&out).into_iter().filter(|(k, _)| k == "user_message").map(|(_, id)| id).collect();
+    assert!(on_b.contains(&queued), "B delivers what A left pending: {on_b:?} {started:?}");
+
+    // A wakes up and ends its turn, which would deliver the queued inject again: the commit is
+    // refused, nothing is released, and A stays stopped.
+    a.runtime_event(
+        &session,
+        RuntimeEvent::TurnEnded { stop_reason: acp_inject_core::wire::StopReason::EndTurn, usage: None, error: None },
+    )
+    .unwrap();
+    match a.drain() {
+        Err(StoreError::LeaseLost { session: lost }) => assert_eq!(lost, session),
+        other => panic!("a stale host's commit must be refused, got {other:?}"),
+    }
+    assert_eq!(a.drain().unwrap_err(), StoreError::Poisoned);
+    assert!(a.renew_leases().is_err());
+
+    // B goes on: its writes commit, and the history has the queued inject exactly once.
+    inject(&mut b, 3, &session, "queue", "more");
+    let c = host(&url, "c", 400);
+    let history = c.history(&session).unwrap();
+    let user: Vec<String> = history
+        .iter()
+        .filter_map(|e| match e {
+            acp_inject_core::agent::HistoryEntry::User { message_id, .. } => Some(message_id.0.clone()),
+            acp_inject_core::agent::HistoryEntry::Update { .. } => None,
+        })
+        .collect();
+    assert_eq!(user.iter().filter(|id| **id == queued).count(), 1, "delivered exactly once: {user:?}");
+}
+
+#[test]
+fn renewing_keeps_a_session_and_a_lost_lease_is_reported() {
+    let Some(url) = database("renew") else { return };
+    let mut a = host(&url, "a", 300);
+    let mut b = host(&url, "b", 300);
+    let new = call(&mut a, "c1", 1, "session/new", json!({ "cwd": "/work" }));
+    let session = answer(&new)["result"]["sessionId"].as_str().unwrap().to_owned();
+    for _ in 0..6 {
+        std::thread::sleep(Duration::from_millis(100));
+        a.renew_leases().expect("renew");
+    }
+    let out = resume(&mut b, 1, &session);
+    assert_eq!(answer(&out)["error"]["code"], SESSION_HELD_ELSEWHERE, "renewed past its first lease: {out:?}");
+    std::thread::sleep(Duration::from_millis(400));
+    let out = resume(&mut b, 2, &session);
+    assert_eq!(reason(answer(&out)), None, "{out:?}");
+    assert_eq!(a.renew_leases(), Err(StoreError::LeaseLost { session: session.clone() }));
+}
+
+#[test]
+fn a_session_nobody_uses_is_handed_over_at_once() {
+    let Some(url) = database("handover") else { return };
+    let mut a = host(&url, "a", 60_000);
+    let mut b = host(&url, "b", 60_000);
+    let new = call(&mut a, "c1", 1, "session/new", json!({ "cwd": "/work" }));
+    let session = answer(&new)["result"]["sessionId"].as_str().unwrap().to_owned();
+    let prompt = call(&mut a, "c1", 2, "session/prompt", json!({ "sessionId": session, "prompt": text("go") }));
+    assert_eq!(reason(answer(&prompt)), None);
+    // A turn is running: A keeps the session though its client left.
+    a.detach("c1");
+    a.drain().unwrap();
+    let out = resume(&mut b, 1, &session);
+    assert_eq!(answer(&out)["error"]["code"], SESSION_HELD_ELSEWHERE, "{out:?}");
+    // The turn ends with nobody attached: A lets the session go, and B has it at once.
+    let out = event(
+        &mut a,
+        &session,
+        RuntimeEvent::TurnEnded { stop_reason: acp_inject_core::wire::StopReason::EndTurn, usage: None, error: None },
+    );
+    assert!(
+        out.iter().any(|o| matches!(
+            o,
+            acp_inject_core::agent::Output::Action { action: acp_inject_core::agent::RuntimeAction::Closed { .. }, .. }
+        )),
+        "the runtime frees the session: {out:?}"
+    );
+    assert!(a.turn(&session).is_none(), "A no longer holds it in memory");
+    let out = resume(&mut b, 2, &session);
+    assert_eq!(reason(answer(&out)), None, "{out:?}");
+    let kinds = updates(&out);
+    assert!(kinds.contains(&("user_message".into(), "msg_a-1".into())), "{kinds:?}");
+    // B mints in its own scope, in the same session.
+    assert_eq!(inject(&mut b, 3, &session, "queue", "from b"), "msg_b-1");
+    // Closing on B lets it go too; A reopens it at once.
+    let out = call(&mut b, "c1", 4, "session/close", json!({ "sessionId": session }));
+    assert_eq!(reason(answer(&out)), None);
+    initialize(&mut a, "c2");
+    let out = call(&mut a, "c2", 5, "session/resume", json!({ "sessionId": session, "cwd": "/work" }));
+    assert_eq!(reason(answer(&out)), None, "{out:?}");
+}
+
+#[test]
+fn steers_survive_a_takeover_mid_turn() {
+    let Some(url) = database("steers") else { return };
+    let mut a = host(&url, "a", 300);
+    let new = call(&mut a, "c1", 1, "session/new", json!({ "cwd": "/work" }));
+    let session = answer(&new)["result"]["sessionId"].as_str().unwrap().to_owned();
+    call(&mut a, "c1", 2, "session/prompt", json!({ "sessionId": session, "prompt": text("go") }));
+    let steer = inject(&mut a, 3, &session, "steer", "now");
+    let out = event(&mut a, &session, RuntimeEvent::BreakPoint(BreakPoint::ToolResult));
+    assert_eq!(handed(&out), [(steer.clone(), "now".to_owned())], "delivered on A");
+    let queued = inject(&mut a, 4, &session, "queue", "later");
+    drop(a); // killed mid-turn
+
+    std::thread::sleep(Duration::from_millis(400));
+    let mut b = host(&url, "b", 300);
+    let out = resume(&mut b, 1, &session);
+    let delivered: Vec<_> = updates(&out).into_iter().filter(|(k, _)| k == "user_message").map(|(_, id)| id).collect();
+    // Replayed: the prompt and the steer (once each); then the queued inject, delivered now.
+    assert_eq!(delivered, ["msg_a-1".to_owned(), steer, queued], "{out:?}");
+}
+
+#[test]
+fn two_processes_under_one_host_name_cannot_both_commit() {
+    let Some(url) = database("samehost") else { return };
+    let mut first = host(&url, "a", 10_000);
+    call(&mut first, "c1", 1, "session/new", json!({ "cwd": "/work" }));
+    let _second = host(&url, "a", 10_000);
+    // The first process's answer is never released: its counters' commit is refused.
+    first.handle_line("c1", &request(2, "session/new", json!({ "cwd": "/work" })));
+    let err = first.drain().expect_err("the older process is fenced");
+    assert!(err.to_string().contains("another process started as host"), "{err}");
+}
+
+#[test]
+fn migrations_run_once_and_a_newer_schema_is_refused() {
+    let Some(url) = database("schema") else { return };
+    PgStore::connect(&url, PgOptions::new("a")).unwrap();
+    PgStore::connect(&url, PgOptions::new("a")).unwrap();
+    let mut admin = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let versions: Vec<i64> =
+        admin.query("SELECT version FROM acp_schema ORDER BY version", &[]).unwrap().iter().map(|r| r.get(0)).collect();
+    assert_eq!(versions, (1..=SCHEMA_VERSION).collect::<Vec<_>>());
+    admin.execute("INSERT INTO acp_schema (version) VALUES ($1)", &[&(SCHEMA_VERSION + 1)]).unwrap();
+    let err = PgStore::connect(&url, PgOptions::new("a")).unwrap_err();
+    assert!(matches!(err, StoreError::Corrupt(ref m) if m.contains("newer release")), "{err}");
+}
+
+#[test]
+fn bad_urls_and_host_names_are_clear_errors() {
+    let err = PgStore::connect("postgres://nobody:secret@127.0.0.1:1/none", PgOptions::new("a")).unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("cannot connect") && !text.contains("secret"), "{text}");
+    let err = PgStore::connect("not a url at all", PgOptions::new("a")).unwrap_err();
+    assert!(matches!(err, StoreError::Backend(_)), "{err}");
+    let err = PgStore::connect("postgres://x@127.0.0.1:1/none", PgOptions::new("no spaces")).unwrap_err();
+    assert!(err.to_string().contains("host name"), "{err}");
+}

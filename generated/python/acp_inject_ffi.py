@@ -568,6 +568,10 @@ def _uniffi_check_api_checksums(lib):
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_pending() != 58384:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_renew_every_ms() != 29145:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_renew_leases() != 58007:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_request_permission() != 19076:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_runtime_event() != 61832:
@@ -580,7 +584,7 @@ def _uniffi_check_api_checksums(lib):
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_constructor_agentcore_new() != 8579:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_constructor_agentcore_open() != 40996:
+    if lib.uniffi_acp_inject_ffi_checksum_constructor_agentcore_open() != 8506:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_constructor_agentcore_restore() != 35658:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
@@ -604,7 +608,7 @@ def _uniffi_check_api_checksums(lib):
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_agentserver_start_turn() != 63536:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_constructor_agentserver_new() != 9761:
+    if lib.uniffi_acp_inject_ffi_checksum_constructor_agentserver_new() != 14852:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_answer_permission() != 58905:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
@@ -826,6 +830,12 @@ _UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_mint_agent_message_id
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_pending.argtypes = (
 )
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_pending.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_renew_every_ms.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_renew_every_ms.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_renew_leases.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_renew_leases.restype = ctypes.c_uint16
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_request_permission.argtypes = (
 )
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_request_permission.restype = ctypes.c_uint16
@@ -1198,6 +1208,16 @@ _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_pending.argtypes = (
     ctypes.POINTER(_UniffiRustCallStatus),
 )
 _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_pending.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_renew_every_ms.argtypes = (
+    ctypes.c_uint64,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_renew_every_ms.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_renew_leases.argtypes = (
+    ctypes.c_uint64,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_renew_leases.restype = None
 _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_request_permission.argtypes = (
     ctypes.c_uint64,
     _UniffiRustBuffer,
@@ -18478,6 +18498,18 @@ class AgentCoreProtocol(typing.Protocol):
         The session's pending injects in delivery order.
 """
         raise NotImplementedError
+    def renew_every_ms(self, ) -> typing.Optional[int]:
+        """
+        On a store several hosts share: how often to call [`AgentCore::renew_leases`], in
+        milliseconds; `None` otherwise.
+"""
+        raise NotImplementedError
+    def renew_leases(self, ) -> None:
+        """
+        On a store several hosts share: extends this host's leases. An error means another
+        host took one of its sessions over: stop serving, and let clients resume elsewhere.
+"""
+        raise NotImplementedError
     def request_permission(self, session_id: str,ask: PermissionAsk) -> PermissionRequestSent:
         """
         Asks the session's controllers for permission (R-PERM-2): the core sends
@@ -18532,8 +18564,10 @@ class AgentCore(AgentCoreProtocol):
     @classmethod
     def open(cls, config: AgentConfig,path: str) -> AgentCore:
         """
-        An agent on a SQLite store at `path` (created if missing): its sessions outlive the
-        process, and a new process continues from them.
+        An agent on a store at `path`: a SQLite file (created if missing), or a `postgres://`
+        URL several agent hosts share. Its sessions outlive the process, and a new process
+        continues from them. On a shared store the host calls `renew_leases` every
+        `renew_every_ms`.
 """
         
         _UniffiFfiConverterTypeAgentConfig.check_lower(config)
@@ -18879,6 +18913,38 @@ class AgentCore(AgentCoreProtocol):
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_pending,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def renew_every_ms(self, ) -> typing.Optional[int]:
+        """
+        On a store several hosts share: how often to call [`AgentCore::renew_leases`], in
+        milliseconds; `None` otherwise.
+"""
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterOptionalUInt64.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_renew_every_ms,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def renew_leases(self, ) -> None:
+        """
+        On a store several hosts share: extends this host's leases. An error means another
+        host took one of its sessions over: stop serving, and let clients resume elsewhere.
+"""
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+        )
+        _uniffi_lift_return = lambda val: None
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_renew_leases,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
@@ -19840,8 +19906,10 @@ class AgentServer(AgentServerProtocol):
     _handle: ctypes.c_uint64
     def __init__(self, runtime: AgentRuntime,config: AgentConfig,store_path: typing.Optional[str]):
         """
-        Builds the agent around `runtime`; with `store_path`, sessions live in that SQLite file
-        and outlive the process.
+        Builds the agent around `runtime`; with `store_path`, sessions live in that store and
+        outlive the process: a SQLite file's path, or a `postgres://` URL that several agent
+        hosts share (`acp_inject_store::open` describes its `acp_host` and `acp_lease_ms`
+        parameters).
 """
         
         _UniffiFfiConverterTypeAgentRuntime.check_lower(runtime)

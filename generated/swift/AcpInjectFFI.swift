@@ -743,6 +743,18 @@ public protocol AgentCoreProtocol: AnyObject, Sendable {
     func pending(sessionId: String) throws  -> [PendingInject]
     
     /**
+     * On a store several hosts share: how often to call [`AgentCore::renew_leases`], in
+     * milliseconds; `None` otherwise.
+     */
+    func renewEveryMs() throws  -> UInt64?
+    
+    /**
+     * On a store several hosts share: extends this host's leases. An error means another
+     * host took one of its sessions over: stop serving, and let clients resume elsewhere.
+     */
+    func renewLeases() throws 
+    
+    /**
      * Asks the session's controllers for permission (R-PERM-2): the core sends
      * `session/request_permission` and returns its id with the outputs; the answer arrives
      * later as a `PermissionAnswered` action with that id.
@@ -837,8 +849,10 @@ public convenience init(config: AgentConfig)throws  {
 
     
     /**
-     * An agent on a SQLite store at `path` (created if missing): its sessions outlive the
-     * process, and a new process continues from them.
+     * An agent on a store at `path`: a SQLite file (created if missing), or a `postgres://`
+     * URL several agent hosts share. Its sessions outlive the process, and a new process
+     * continues from them. On a shared store the host calls `renew_leases` every
+     * `renew_every_ms`.
      */
 public static func `open`(config: AgentConfig, path: String)throws  -> AgentCore  {
     return try  FfiConverterTypeAgentCore_lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
@@ -1067,6 +1081,31 @@ open func pending(sessionId: String)throws  -> [PendingInject]  {
         FfiConverterString.lower(sessionId),uniffiCallStatus
     )
 })
+}
+    
+    /**
+     * On a store several hosts share: how often to call [`AgentCore::renew_leases`], in
+     * milliseconds; `None` otherwise.
+     */
+open func renewEveryMs()throws  -> UInt64?  {
+    return try  FfiConverterOptionUInt64.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_agentcore_renew_every_ms(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * On a store several hosts share: extends this host's leases. An error means another
+     * host took one of its sessions over: stop serving, and let clients resume elsewhere.
+     */
+open func renewLeases()throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_agentcore_renew_leases(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+}
 }
     
     /**
@@ -1712,8 +1751,10 @@ open class AgentServer: AgentServerProtocol, @unchecked Sendable {
         return try! rustCall { uniffi_acp_inject_ffi_fn_clone_agentserver(self.handle, $0) }
     }
     /**
-     * Builds the agent around `runtime`; with `store_path`, sessions live in that SQLite file
-     * and outlive the process.
+     * Builds the agent around `runtime`; with `store_path`, sessions live in that store and
+     * outlive the process: a SQLite file's path, or a `postgres://` URL that several agent
+     * hosts share (`acp_inject_store::open` describes its `acp_host` and `acp_lease_ms`
+     * parameters).
      */
 public convenience init(runtime: AgentRuntime, config: AgentConfig, storePath: String?)throws  {
     let handle =
@@ -18501,6 +18542,12 @@ private let initializationResult: InitializationResult = {
     if (uniffi_acp_inject_ffi_checksum_method_agentcore_pending() != 58384) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_acp_inject_ffi_checksum_method_agentcore_renew_every_ms() != 29145) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_agentcore_renew_leases() != 58007) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_acp_inject_ffi_checksum_method_agentcore_request_permission() != 19076) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -18738,7 +18785,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_acp_inject_ffi_checksum_constructor_agentcore_new() != 8579) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_constructor_agentcore_open() != 40996) {
+    if (uniffi_acp_inject_ffi_checksum_constructor_agentcore_open() != 8506) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_acp_inject_ffi_checksum_constructor_agentcore_restore() != 35658) {
@@ -18747,7 +18794,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_acp_inject_ffi_checksum_constructor_clientcore_new() != 6627) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_constructor_agentserver_new() != 9761) {
+    if (uniffi_acp_inject_ffi_checksum_constructor_agentserver_new() != 14852) {
         return InitializationResult.apiChecksumMismatch
     }
 

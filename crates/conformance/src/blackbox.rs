@@ -4,9 +4,11 @@
 //!
 //! The agent must accept `--delay-ms MS` (time between its model's steps) and `--store PATH`
 //! (sessions in a file, outliving the process). The reference agent and the Python and Kotlin
-//! example agents do; each runs this same suite.
+//! example agents do; each runs this same suite. With [`Suite::with_store_url`] the stores are
+//! PostgreSQL instead (`--store postgres://…`, one host name per check).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -44,6 +46,8 @@ pub struct Suite {
     command: Vec<String>,
     dir: PathBuf,
     validator: jsonschema::Validator,
+    /// A PostgreSQL URL: the stores are this database instead of files in `dir`.
+    store_url: Option<String>,
 }
 
 fn update_is(v: &Value, kind: &str) -> bool {
@@ -91,10 +95,18 @@ impl Suite {
         let schema: Value = serde_json::from_str(SCHEMA).map_err(|e| e.to_string())?;
         let validator = jsonschema::draft202012::new(&schema).map_err(|e| format!("the schema does not compile: {e}"))?;
         std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        Ok(Suite { command, dir: dir.to_path_buf(), validator })
+        Ok(Suite { command, dir: dir.to_path_buf(), validator, store_url: None })
     }
 
-    fn start(&self, delay_ms: u64, store: Option<&Path>) -> Result<Agent, String> {
+    /// Keeps the stores in the PostgreSQL database at `url` (a fresh one: the checks list
+    /// sessions), each check under a host name of its own.
+    #[must_use]
+    pub fn with_store_url(mut self, url: &str) -> Suite {
+        self.store_url = Some(url.to_owned());
+        self
+    }
+
+    fn start(&self, delay_ms: u64, store: Option<&OsStr>) -> Result<Agent, String> {
         let mut a = Agent::spawn(&self.command, delay_ms, store)?;
         a.send(req(0, "initialize", json!({ "protocolVersion": 2, "info": { "name": "blackbox", "version": "1" } })))?;
         a.result(0)?;
@@ -110,12 +122,18 @@ impl Suite {
         Ok(())
     }
 
-    fn store(&self, name: &str) -> PathBuf {
+    /// A fresh store for one check: a file, or a host name of its own on the database (every
+    /// process of the check uses it, so a restarted one takes its sessions back at once).
+    fn store(&self, name: &str) -> OsString {
+        if let Some(url) = &self.store_url {
+            let sep = if url.contains('?') { '&' } else { '?' };
+            return format!("{url}{sep}acp_host={}_{}", name.replace('.', "_"), std::process::id()).into();
+        }
         let p = self.dir.join(name);
         let _ = std::fs::remove_file(&p);
         let _ = std::fs::remove_file(p.with_extension("db-wal"));
         let _ = std::fs::remove_file(p.with_extension("db-shm"));
-        p
+        p.into_os_string()
     }
 
     /// Runs every check, in order.
@@ -251,14 +269,14 @@ fn two_sessions(s: &Suite) -> Result<(), String> {
 
 fn restart(s: &Suite) -> Result<(), String> {
     let store = s.store("restart.db");
-    let mut a = s.start(30, Some(&store))?;
+    let mut a = s.start(30, Some(store.as_os_str()))?;
     let sid = new_session(&mut a, 1, "/tmp/project")?;
     let m1 = accept(&mut a, 2, "session/prompt", json!({ "sessionId": sid, "prompt": text("first task") }))?;
     a.until("the turn end", |v| state_is(v, "idle"))?;
     a.drain_to_exit();
     s.validate(&a)?;
 
-    let mut b = s.start(30, Some(&store))?;
+    let mut b = s.start(30, Some(store.as_os_str()))?;
     b.send(req(1, "session/list", json!({})))?;
     let listed = b.result(1)?;
     let ids: Vec<&Value> = listed["sessions"].as_array().map(|l| l.iter().map(|i| &i["sessionId"]).collect()).unwrap_or_default();
@@ -278,7 +296,7 @@ fn restart(s: &Suite) -> Result<(), String> {
     b.drain_to_exit();
     s.validate(&b)?;
 
-    let mut c = s.start(400, Some(&store))?;
+    let mut c = s.start(400, Some(store.as_os_str()))?;
     c.send(req(1, "session/resume", json!({ "sessionId": sid, "cwd": "/tmp/project" })))?;
     c.result(1)?;
     // A replay may not follow the answer either: look a while longer before the next request.
@@ -299,13 +317,13 @@ fn restart(s: &Suite) -> Result<(), String> {
     s.validate(&c)?;
 
     // A queue inject accepted right before SIGKILL arrives after a fresh process resumes.
-    let mut d = s.start(2000, Some(&store))?;
+    let mut d = s.start(2000, Some(store.as_os_str()))?;
     d.send(req(1, "session/resume", json!({ "sessionId": sid, "cwd": "/tmp/project" })))?;
     d.result(1)?;
     accept(&mut d, 2, "session/prompt", json!({ "sessionId": sid, "prompt": text("slow task") }))?;
     let q = accept(&mut d, 3, "session/inject", json!({ "sessionId": sid, "mode": "queue", "content": text("do not lose me") }))?;
     d.kill();
-    let mut e = s.start(30, Some(&store))?;
+    let mut e = s.start(30, Some(store.as_os_str()))?;
     e.send(req(1, "session/resume", json!({ "sessionId": sid, "cwd": "/tmp/project", "replayFrom": { "type": "start" } })))?;
     e.result(1)?;
     if !e.seen.iter().any(|v| delivered(v, &q)) {
@@ -334,7 +352,7 @@ fn sigkill(s: &Suite) -> Result<(), String> {
         }
     };
     for round in 0..6 {
-        let mut a = s.start(2000, Some(&store))?;
+        let mut a = s.start(2000, Some(store.as_os_str()))?;
         if round == 0 {
             sid = new_session(&mut a, 1, "/tmp")?;
             accept(&mut a, 2, "session/prompt", json!({ "sessionId": sid, "prompt": text("long task") }))?;
@@ -362,7 +380,7 @@ fn sigkill(s: &Suite) -> Result<(), String> {
     }
     // Every acknowledged id is known after one more restart: pending (revoke answers {}) or
     // delivered (already_delivered), never unknown (that would be a lost inject).
-    let mut a = s.start(2000, Some(&store))?;
+    let mut a = s.start(2000, Some(store.as_os_str()))?;
     a.send(req(1, "session/resume", json!({ "sessionId": sid, "cwd": "/tmp" })))?;
     a.result(1)?;
     for id in &acknowledged {

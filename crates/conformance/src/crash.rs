@@ -325,7 +325,7 @@ fn judge(log: &Log, histories: &[Vec<(String, String)>], kills: u32) -> Report {
 }
 
 fn start(options: &Options, store: &Path) -> Result<Agent, String> {
-    let mut a = Agent::spawn(&options.command, options.delay_ms, Some(store))?;
+    let mut a = Agent::spawn(&options.command, options.delay_ms, Some(store.as_os_str()))?;
     a.send(req(0, "initialize", json!({ "protocolVersion": 2, "info": { "name": "crash-campaign", "version": "1" } })))?;
     a.result(0)?;
     Ok(a)

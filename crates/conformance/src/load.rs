@@ -69,7 +69,7 @@ pub struct Report {
 
 /// Runs the load; `store` puts the agent on a durable store.
 pub fn run(options: &Options, store: Option<&Path>) -> Result<Report, String> {
-    let mut a = Agent::spawn(&options.command, options.delay_ms, store)?;
+    let mut a = Agent::spawn(&options.command, options.delay_ms, store.map(std::path::Path::as_os_str))?;
     a.send(req(0, "initialize", json!({ "protocolVersion": 2, "info": { "name": "load", "version": "1" } })))?;
     a.result(0)?;
     let opened = Instant::now();

@@ -1,8 +1,8 @@
 //! An agent process driven over its stdio with raw JSON-RPC lines: what the black-box suite and
 //! the crash campaign share.
 
+use std::ffi::OsStr;
 use std::io::{BufRead, BufReader, Write};
-use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{self, Receiver};
 use std::time::{Duration, Instant};
@@ -20,7 +20,7 @@ pub(crate) struct Agent {
 
 impl Agent {
     /// Starts `command` with `--delay-ms` (and `--store`), reading its stdout on a thread.
-    pub(crate) fn spawn(command: &[String], delay_ms: u64, store: Option<&Path>) -> Result<Agent, String> {
+    pub(crate) fn spawn(command: &[String], delay_ms: u64, store: Option<&OsStr>) -> Result<Agent, String> {
         let (program, args) = command.split_first().ok_or("empty agent command")?;
         let mut cmd = Command::new(program);
         cmd.args(args).arg("--delay-ms").arg(delay_ms.to_string());

@@ -54,13 +54,15 @@ impl AgentCore {
         guard(|| Ok(AgentCore::wrap(Agent::new(config)?)))
     }
 
-    /// An agent on a SQLite store at `path` (created if missing): its sessions outlive the
-    /// process, and a new process continues from them.
+    /// An agent on a store at `path`: a SQLite file (created if missing), or a `postgres://`
+    /// URL several agent hosts share. Its sessions outlive the process, and a new process
+    /// continues from them. On a shared store the host calls `renew_leases` every
+    /// `renew_every_ms`.
     #[uniffi::constructor]
     pub fn open(config: AgentConfig, path: String) -> Result<Arc<Self>, AcpError> {
         guard(|| {
-            let store = acp_inject_store::SqliteStore::open(&path)?.with_remember_ids(config.policy.remember_ids);
-            Ok(AgentCore::wrap(Agent::with_store(config, Box::new(store))?))
+            let store = acp_inject_store::open(&path, config.policy.remember_ids)?;
+            Ok(AgentCore::wrap(Agent::with_store(config, store)?))
         })
     }
 
@@ -124,6 +126,18 @@ impl AgentCore {
     /// Whether the agent holds the session live (R-STATUS-1).
     pub fn is_live(&self, session_id: String) -> Result<bool, AcpError> {
         guard(|| Ok(lock(&self.inner).agent.is_live(&session_id)))
+    }
+
+    /// On a store several hosts share: how often to call [`AgentCore::renew_leases`], in
+    /// milliseconds; `None` otherwise.
+    pub fn renew_every_ms(&self) -> Result<Option<u64>, AcpError> {
+        guard(|| Ok(lock(&self.inner).agent.renew_every().map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))))
+    }
+
+    /// On a store several hosts share: extends this host's leases. An error means another
+    /// host took one of its sessions over: stop serving, and let clients resume elsewhere.
+    pub fn renew_leases(&self) -> Result<(), AcpError> {
+        guard(|| Ok(lock(&self.inner).agent.renew_leases()?))
     }
 
     /// The live sessions.

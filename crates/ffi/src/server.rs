@@ -181,16 +181,15 @@ pub struct AgentServer {
 
 #[uniffi::export]
 impl AgentServer {
-    /// Builds the agent around `runtime`; with `store_path`, sessions live in that SQLite file
-    /// and outlive the process.
+    /// Builds the agent around `runtime`; with `store_path`, sessions live in that store and
+    /// outlive the process: a SQLite file's path, or a `postgres://` URL that several agent
+    /// hosts share (`acp_inject_store::open` describes its `acp_host` and `acp_lease_ms`
+    /// parameters).
     #[uniffi::constructor]
     pub fn new(runtime: Arc<dyn AgentRuntime>, config: AgentConfig, store_path: Option<String>) -> Result<Arc<Self>, AcpError> {
         guard(|| {
             let store = match store_path {
-                Some(p) => {
-                    let store = acp_inject_store::SqliteStore::open(&p)?.with_remember_ids(config.policy.remember_ids);
-                    Some(Box::new(store) as Box<dyn acp_inject_core::agent::Store>)
-                }
+                Some(location) => Some(acp_inject_store::open(&location, config.policy.remember_ids)?),
                 None => None,
             };
             let options = ServeOptions { config, store };

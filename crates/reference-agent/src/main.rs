@@ -45,9 +45,12 @@ struct Options {
     /// What a steer does mid model stream (advertised as the only value).
     #[arg(long = "steer-in-stream", value_enum, default_value_t = InStream::Finish)]
     steer_in_stream: InStream,
-    /// Keep sessions in this SQLite file, so they outlive the process.
-    #[arg(long)]
-    store: Option<std::path::PathBuf>,
+    /// Keep sessions in a store, so they outlive the process: a SQLite file's path, or a
+    /// PostgreSQL URL shared by several agent hosts
+    /// (`postgres://USER@HOST/DB?acp_host=NAME&acp_lease_ms=N`; each host its own NAME,
+    /// default the machine's host name; lease default 10000 ms).
+    #[arg(long, value_name = "PATH|URL")]
+    store: Option<String>,
     /// Serve over the network instead of stdio: the Streamable HTTP & WebSocket transport on
     /// `http://HOST:PORT/acp` (port 0 picks a free one). The URL is printed on stdout.
     #[arg(long, value_name = "HOST:PORT")]
@@ -282,10 +285,10 @@ fn main() -> std::process::ExitCode {
     };
     let remember_ids = config(&opts).policy.remember_ids;
     let store = match &opts.store {
-        Some(path) => match acp_inject_store::SqliteStore::open(path) {
-            Ok(s) => Some(Box::new(s.with_remember_ids(remember_ids)) as Box<dyn acp_inject_core::agent::Store>),
+        Some(location) => match acp_inject_store::open(location, remember_ids) {
+            Ok(s) => Some(s),
             Err(e) => {
-                eprintln!("acp-inject-agent: cannot open the store {}: {e}", path.display());
+                eprintln!("acp-inject-agent: cannot open the store {}: {e}", acp_inject_store::shown(location));
                 return std::process::ExitCode::FAILURE;
             }
         },
@@ -324,9 +327,27 @@ fn main() -> std::process::ExitCode {
                 println!("{url}");
                 let ws = url.replacen("http", "ws", 1);
                 eprintln!("acp-inject-agent: serving ACP on {url} and {ws}");
-                listener.serve(stop_signal()).await?;
+                // A store failure (on a shared store: a session taken over by another host
+                // while this one was paused) ends the host; its clients resume elsewhere.
+                let stopped = server.clone();
+                let failure = std::sync::Arc::new(std::sync::Mutex::new(None));
+                let seen = failure.clone();
+                listener
+                    .serve(async move {
+                        tokio::select! {
+                            () = stop_signal() => {}
+                            reason = stopped.stopped() => {
+                                *seen.lock().unwrap_or_else(|e| e.into_inner()) = Some(reason);
+                            }
+                        }
+                    })
+                    .await?;
                 server.shutdown().await;
-                Ok(())
+                let failure = failure.lock().unwrap_or_else(|e| e.into_inner()).take();
+                match failure {
+                    Some(reason) => Err(format!("stopped serving: {reason}").into()),
+                    None => Ok(()),
+                }
             }
         }
     });

@@ -621,6 +621,46 @@ impl Store for SqliteStore {
     }
 }
 
+/// Opens the store a location names: a `postgres://` (or `postgresql://`) URL is PostgreSQL
+/// (with the `postgres` feature), shared by several agent hosts; anything else is the path of a
+/// SQLite file (created when missing). The store remembers `remember_ids` revoked or delivered
+/// ids per session (the agent's `policy.remember_ids`).
+///
+/// A PostgreSQL URL may carry this host's options as query parameters of its own, taken out
+/// before the URL reaches the database driver: `acp_host=NAME` (default: the machine's host
+/// name, made to fit [`postgres::PgOptions::host`]) and `acp_lease_ms=N` (default 10,000):
+///
+/// ```text
+/// postgres://agent@db.internal/acp?acp_host=web-1&acp_lease_ms=5000
+/// ```
+///
+/// The same text configures the reference agent (`--store`) and the Python and Kotlin agent
+/// runtimes (`store=`).
+pub fn open(location: &str, remember_ids: u64) -> Result<Box<dyn Store>, StoreError> {
+    if location.starts_with("postgres://") || location.starts_with("postgresql://") {
+        #[cfg(feature = "postgres")]
+        {
+            let (url, options) = postgres::PgOptions::from_url(location)?;
+            let store = postgres::PgStore::connect(&url, options.remember_ids(remember_ids))?;
+            return Ok(Box::new(store));
+        }
+        #[cfg(not(feature = "postgres"))]
+        return Err(StoreError::Backend("this build has no PostgreSQL store (the `postgres` feature of acp-inject-store)".into()));
+    }
+    Ok(Box::new(SqliteStore::open(location)?.with_remember_ids(remember_ids)))
+}
+
+/// A store location as messages show it: a URL without its password.
+pub fn shown(location: &str) -> String {
+    match (location.find("://"), location.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let user = location[scheme + 3..at].split(':').next().unwrap_or("");
+            format!("{}{user}@{}", &location[..scheme + 3], &location[at + 1..])
+        }
+        _ => location.to_owned(),
+    }
+}
+
 /// An agent on the SQLite store at `path` (created when missing), continuing from what it
 /// holds. The store remembers as many revoked or delivered ids per session as the agent's
 /// `policy.remember_ids`.
@@ -633,6 +673,13 @@ pub fn open_agent(path: impl AsRef<Path>, config: AgentConfig) -> Result<Agent, 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn messages_never_show_the_password() {
+        assert_eq!(shown("postgres://agent:s3cret@db:5432/acp"), "postgres://agent@db:5432/acp");
+        assert_eq!(shown("postgres://agent@db/acp"), "postgres://agent@db/acp");
+        assert_eq!(shown("/var/lib/agent.sqlite3"), "/var/lib/agent.sqlite3");
+    }
 
     #[test]
     fn entry_ref_writes_what_history_entry_reads() {

@@ -151,6 +151,8 @@ struct Server {
     /// The turns waiting on an answer to a permission request, by the core's request id.
     permissions: Mutex<HashMap<RequestId, oneshot::Sender<RequestPermissionOutcome>>>,
     failed: Mutex<Option<StoreError>>,
+    /// Why the store failed, once it did ([`AgentServer::stopped`]).
+    stopped: watch::Sender<Option<String>>,
     /// Every task that calls into the runtime (turns, session callbacks): `run` waits for
     /// them before it returns, so no runtime future outlives the server (a foreign runtime's
     /// event loop may be gone by then).
@@ -177,7 +179,8 @@ impl Server {
         let outputs = match agent.drain() {
             Ok(o) => o,
             Err(e) => {
-                *lock(&self.failed) = Some(e);
+                drop(agent);
+                self.fail(e);
                 return Err(TurnError::Stopped);
             }
         };
@@ -204,12 +207,47 @@ impl Server {
         Ok((r, actions))
     }
 
+    /// The store failed (or this host lost a session to another): nothing more is served.
+    /// Every connection is dropped at once, so its client can resume elsewhere.
+    fn fail(&self, e: StoreError) {
+        let reason = e.to_string();
+        lock(&self.failed).get_or_insert(e);
+        lock(&self.outboxes).clear();
+        self.stopped.send_if_modified(|r| r.is_none() && r.replace(reason).is_none());
+    }
+
+    /// On a store several hosts share: renews this host's leases every quarter lease, until
+    /// the server is gone or has stopped (needs a tokio runtime; without one, the host calls
+    /// `Agent::renew_leases` itself).
+    fn keep_leases(self: &Arc<Self>) {
+        let Some(every) = lock(&self.agent).renew_every() else { return };
+        let Ok(handle) = tokio::runtime::Handle::try_current() else { return };
+        let server = Arc::downgrade(self);
+        handle.spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                let Some(server) = server.upgrade() else { return };
+                if lock(&server.failed).is_some() || server.stopped.borrow().is_some() {
+                    return;
+                }
+                let renewed = lock(&server.agent).renew_leases();
+                if let Err(e) = renewed {
+                    server.fail(e);
+                    return;
+                }
+            }
+        });
+    }
+
     /// Ends the turns a previous process left running (the store's sessions), once: what they
     /// held pending opens the next turn (R-DELIV-2).
     fn start(self: &Arc<Self>) {
         if self.started.swap(true, Ordering::SeqCst) {
             return;
         }
+        self.keep_leases();
         let interrupted: Vec<String> = {
             let agent = lock(&self.agent);
             agent.session_ids().into_iter().filter(|s| agent.turn(s).is_some_and(|t| t.in_progress())).collect()
@@ -628,6 +666,7 @@ impl AgentServer {
             turns: Mutex::new(HashMap::new()),
             permissions: Mutex::new(HashMap::new()),
             failed: Mutex::new(None),
+            stopped: watch::channel(None).0,
             tasks: TaskTracker::new(),
         });
         Ok(AgentServer { inner })
@@ -646,6 +685,22 @@ impl AgentServer {
     /// The live sessions.
     pub fn sessions(&self) -> Vec<String> {
         self.inner.sessions()
+    }
+
+    /// Resolves once the server stopped serving because its store failed, with the reason:
+    /// a database error, or, on a store several hosts share, a session taken over by another
+    /// host while this one was paused or cut off (its commit was refused, nothing of it was
+    /// released). Every connection was dropped; a network host should exit and be restarted.
+    pub async fn stopped(&self) -> String {
+        let mut rx = self.inner.stopped.subscribe();
+        let reason = match rx.wait_for(Option::is_some).await {
+            Ok(reason) => reason.clone(),
+            Err(_) => None,
+        };
+        match reason {
+            Some(reason) => reason,
+            None => std::future::pending().await,
+        }
     }
 
     /// Whether the agent holds this session live.

@@ -19,7 +19,7 @@ from .acp_inject_ffi import acp_inject_ffi as _g
 Buffer = Union[bytes, bytearray]
 
 # The generated module these readers were written from: they are installed only over that one.
-SOURCE_SHA256 = "0eb7907e91737e2c93f94d81837e1064f9a89687f88413794b8c4388caacc79f"
+SOURCE_SHA256 = "82bb9b08764b79fc2745369def5f5db05f0f7df0def5aa3353a83c7a77283fba"
 
 _new = object.__new__
 _InternalError = _g.InternalError

@@ -13,6 +13,9 @@ struct Args {
     /// Where the suite keeps its store files (default: a new directory under the temp dir).
     #[arg(long)]
     dir: Option<std::path::PathBuf>,
+    /// Keep the stores in this PostgreSQL database instead (`postgres://…`; a fresh one).
+    #[arg(long, value_name = "URL")]
+    store_url: Option<String>,
     /// The agent's program and arguments.
     #[arg(required = true, last = true)]
     command: Vec<String>,
@@ -22,7 +25,10 @@ fn main() -> ExitCode {
     let args = Args::parse();
     let dir = args.dir.unwrap_or_else(|| std::env::temp_dir().join(format!("acp-inject-blackbox-{}", std::process::id())));
     let suite = match acp_inject_conformance::blackbox::Suite::new(args.command, &dir) {
-        Ok(s) => s,
+        Ok(s) => match &args.store_url {
+            Some(url) => s.with_store_url(url),
+            None => s,
+        },
         Err(e) => {
             eprintln!("error: {e}");
             return ExitCode::from(2);

@@ -360,9 +360,13 @@ impl Agent {
         self.store.renew().inspect_err(|_| self.poisoned = true)
     }
 
-    /// The store is shared by several agent hosts ([`Store::id_scope`]).
-    pub fn shared_store(&self) -> bool {
-        !self.scope.is_empty()
+    /// How often a host must call [`Agent::renew_leases`]: a quarter of the shared store's
+    /// lease ([`Store::lease`]); `None` when the store is not shared.
+    pub fn renew_every(&self) -> Option<std::time::Duration> {
+        if self.scope.is_empty() {
+            return None;
+        }
+        self.store.lease().map(|l| l / 4)
     }
 
     /// Lines that were notifications of no known method, or responses to no open request of

@@ -240,6 +240,12 @@ pub trait Store: Send {
         None
     }
 
+    /// Shared stores: how long a session stays this host's without a renewal. The host calls
+    /// [`super::Agent::renew_leases`] several times within it.
+    fn lease(&self) -> Option<std::time::Duration> {
+        None
+    }
+
     /// Shared stores: takes a session this host does not hold in memory before the core serves
     /// it (`session/resume`, `session/close`). Taking it is part of the batch being handled:
     /// the lease, and every later write for the session, commit with [`Store::commit`] only

@@ -78,10 +78,10 @@ impl Conn {
     /// Connects (waiting until the server answered) and starts the connection's thread.
     pub fn open(url: &str) -> Result<Conn, StoreError> {
         let config: tokio_postgres::Config =
-            url.parse().map_err(|e| StoreError::Backend(format!("not a PostgreSQL URL ({e}): {}", redact(url))))?;
+            url.parse().map_err(|e| StoreError::Backend(format!("not a PostgreSQL URL ({e}): {}", crate::shown(url))))?;
         let (tx, rx) = mpsc::unbounded_channel();
         let (ready_tx, ready_rx) = std_mpsc::sync_channel(1);
-        let where_ = redact(url);
+        let where_ = crate::shown(url);
         std::thread::Builder::new()
             .name("acp-inject-postgres".into())
             .spawn(move || serve(config, rx, ready_tx))
@@ -134,18 +134,6 @@ impl Conn {
         self.pending.borrow_mut().clear();
         // Ignored: a connection that is gone rolled back by itself.
         let _ = self.send(None, None, End::Rollback);
-    }
-}
-
-/// The URL without its password, for messages.
-fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => {
-            let user = &url[scheme + 3..at];
-            let user = user.split(':').next().unwrap_or("");
-            format!("{}{user}@{}", &url[..scheme + 3], &url[at + 1..])
-        }
-        _ => url.to_owned(),
     }
 }
 
@@ -309,15 +297,5 @@ impl Session {
             }
         }
         Ok(queried.map_err(|e| backend(&e))?.unwrap_or_default())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn messages_never_show_the_password() {
-        assert_eq!(super::redact("postgres://agent:s3cret@db:5432/acp"), "postgres://agent@db:5432/acp");
-        assert_eq!(super::redact("postgres://agent@db/acp"), "postgres://agent@db/acp");
-        assert_eq!(super::redact("host=db user=agent"), "host=db user=agent");
     }
 }

@@ -48,7 +48,7 @@ use conn::{Conn, Expect, Op, Param};
 pub use schema::SCHEMA_VERSION;
 
 /// How a host runs on a shared database.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PgOptions {
     /// This host's name among the hosts sharing the database: ASCII letters, digits, `_` and
     /// `.`, 1 to 40 characters. Give each running host its own; a host restarted under the
@@ -82,6 +82,27 @@ impl PgOptions {
         self
     }
 
+    /// Splits a URL into the driver's URL and these options: `acp_host` and `acp_lease_ms`
+    /// query parameters (see [`crate::open`]) are taken out; the rest stays.
+    pub fn from_url(url: &str) -> Result<(String, PgOptions), StoreError> {
+        let mut options = PgOptions::new(default_host_name());
+        let Some((base, query)) = url.split_once('?') else { return Ok((url.to_owned(), options)) };
+        let mut kept = Vec::new();
+        for pair in query.split('&').filter(|p| !p.is_empty()) {
+            match pair.split_once('=') {
+                Some(("acp_host", name)) => options.host = name.to_owned(),
+                Some(("acp_lease_ms", ms)) => {
+                    let ms: u64 =
+                        ms.parse().map_err(|_| StoreError::Backend(format!("acp_lease_ms={ms:?} is not a number of milliseconds")))?;
+                    options.lease = Duration::from_millis(ms);
+                }
+                _ => kept.push(pair),
+            }
+        }
+        let url = if kept.is_empty() { base.to_owned() } else { format!("{base}?{}", kept.join("&")) };
+        Ok((url, options))
+    }
+
     fn check(&self) -> Result<(), StoreError> {
         let ok = (1..=40).contains(&self.host.len()) && self.host.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.');
         if !ok {
@@ -91,6 +112,25 @@ impl PgOptions {
             return Err(StoreError::Backend(format!("a lease of {:?} is too short (at least 100 ms)", self.lease)));
         }
         Ok(())
+    }
+}
+
+/// The machine's host name (`HOSTNAME`, else `/etc/hostname`), cut to what a host name here
+/// may hold; `host` when there is none.
+pub fn default_host_name() -> String {
+    let raw =
+        std::env::var("HOSTNAME").ok().filter(|h| !h.trim().is_empty()).or_else(|| std::fs::read_to_string("/etc/hostname").ok());
+    let name: String = raw
+        .unwrap_or_default()
+        .trim()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '.' { c } else { '_' })
+        .take(40)
+        .collect();
+    if name.is_empty() {
+        "host".to_owned()
+    } else {
+        name
     }
 }
 
@@ -506,6 +546,10 @@ impl Store for PgStore {
         Some(&self.options.host)
     }
 
+    fn lease(&self) -> Option<Duration> {
+        Some(self.options.lease)
+    }
+
     fn acquire(&mut self, session_id: &str) -> Result<Acquired, StoreError> {
         // Part of the batch: its transaction holds the row until the commit.
         if let Some(e) = &self.failed {
@@ -588,5 +632,28 @@ impl Store for PgStore {
             Some(lost) => Err(StoreError::LeaseLost { session: lost.clone() }),
             None => Ok(()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn our_url_parameters_are_taken_out_and_the_rest_kept() {
+        let (url, o) = PgOptions::from_url("postgres://a@db/acp?acp_host=web-1&sslmode=disable&acp_lease_ms=2500").unwrap();
+        assert_eq!(url, "postgres://a@db/acp?sslmode=disable");
+        assert_eq!((o.host.as_str(), o.lease), ("web-1", Duration::from_millis(2500)));
+        let (url, o) = PgOptions::from_url("postgres://a@db/acp?acp_host=h1").unwrap();
+        assert_eq!((url.as_str(), o.host.as_str()), ("postgres://a@db/acp", "h1"));
+        let (url, o) = PgOptions::from_url("postgres://a@db/acp").unwrap();
+        assert_eq!((url.as_str(), o.host), ("postgres://a@db/acp", default_host_name()));
+        assert!(PgOptions::from_url("postgres://a@db/acp?acp_lease_ms=soon").is_err());
+    }
+
+    #[test]
+    fn the_default_host_name_is_always_usable() {
+        let name = default_host_name();
+        assert!(PgOptions::new(name).check().is_ok());
     }
 }

@@ -765,6 +765,10 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_acp_inject_ffi_checksum_method_agentcore_pending(
     ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_agentcore_renew_every_ms(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_agentcore_renew_leases(
+    ): Int
     external fun uniffi_acp_inject_ffi_checksum_method_agentcore_request_permission(
     ): Int
     external fun uniffi_acp_inject_ffi_checksum_method_agentcore_runtime_event(
@@ -992,6 +996,10 @@ internal object UniffiLib {
     ): RustBuffer.ByValue
     external fun uniffi_acp_inject_ffi_fn_method_agentcore_pending(`ptr`: Long,`sessionId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
+    external fun uniffi_acp_inject_ffi_fn_method_agentcore_renew_every_ms(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_acp_inject_ffi_fn_method_agentcore_renew_leases(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
     external fun uniffi_acp_inject_ffi_fn_method_agentcore_request_permission(`ptr`: Long,`sessionId`: RustBuffer.ByValue,`ask`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun uniffi_acp_inject_ffi_fn_method_agentcore_runtime_event(`ptr`: Long,`sessionId`: RustBuffer.ByValue,`event`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
@@ -1372,6 +1380,12 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_pending() and 0xFFFF) != 58384) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_renew_every_ms() and 0xFFFF) != 29145) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_renew_leases() and 0xFFFF) != 58007) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
     if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_request_permission() and 0xFFFF) != 19076) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
@@ -1609,7 +1623,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_acp_inject_ffi_checksum_constructor_agentcore_new() and 0xFFFF) != 8579) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_constructor_agentcore_open() and 0xFFFF) != 40996) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_constructor_agentcore_open() and 0xFFFF) != 8506) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_acp_inject_ffi_checksum_constructor_agentcore_restore() and 0xFFFF) != 35658) {
@@ -1618,7 +1632,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_acp_inject_ffi_checksum_constructor_clientcore_new() and 0xFFFF) != 6627) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_constructor_agentserver_new() and 0xFFFF) != 9761) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_constructor_agentserver_new() and 0xFFFF) != 14852) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
 }
@@ -2362,6 +2376,18 @@ public interface AgentCoreInterface {
     fun `pending`(`sessionId`: kotlin.String): List<PendingInject>
     
     /**
+     * On a store several hosts share: how often to call [`AgentCore::renew_leases`], in
+     * milliseconds; `None` otherwise.
+     */
+    fun `renewEveryMs`(): kotlin.ULong?
+    
+    /**
+     * On a store several hosts share: extends this host's leases. An error means another
+     * host took one of its sessions over: stop serving, and let clients resume elsewhere.
+     */
+    fun `renewLeases`()
+    
+    /**
      * Asks the session's controllers for permission (R-PERM-2): the core sends
      * `session/request_permission` and returns its id with the outputs; the answer arrives
      * later as a `PermissionAnswered` action with that id.
@@ -2787,6 +2813,41 @@ open class AgentCore: Disposable, AutoCloseable, AgentCoreInterface
 
     
     /**
+     * On a store several hosts share: how often to call [`AgentCore::renew_leases`], in
+     * milliseconds; `None` otherwise.
+     */
+    @Throws(AcpException::class)override fun `renewEveryMs`(): kotlin.ULong? {
+            return FfiConverterOptionalULong.lift(
+    callWithHandle {
+    uniffiRustCallWithError(AcpException) { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_renew_every_ms(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * On a store several hosts share: extends this host's leases. An error means another
+     * host took one of its sessions over: stop serving, and let clients resume elsewhere.
+     */
+    @Throws(AcpException::class)override fun `renewLeases`()
+        = 
+    callWithHandle {
+    uniffiRustCallWithError(AcpException) { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_renew_leases(
+        it,
+        _status)
+}
+    }
+    
+    
+
+    
+    /**
      * Asks the session's controllers for permission (R-PERM-2): the core sends
      * `session/request_permission` and returns its id with the outputs; the answer arrives
      * later as a `PermissionAnswered` action with that id.
@@ -2886,8 +2947,10 @@ open class AgentCore: Disposable, AutoCloseable, AgentCoreInterface
     companion object {
         
     /**
-     * An agent on a SQLite store at `path` (created if missing): its sessions outlive the
-     * process, and a new process continues from them.
+     * An agent on a store at `path`: a SQLite file (created if missing), or a `postgres://`
+     * URL several agent hosts share. Its sessions outlive the process, and a new process
+     * continues from them. On a shared store the host calls `renew_leases` every
+     * `renew_every_ms`.
      */
     @Throws(AcpException::class) fun `open`(`config`: AgentConfig, `path`: kotlin.String): AgentCore {
             return FfiConverterTypeAgentCore.lift(
@@ -3673,8 +3736,10 @@ open class AgentServer: Disposable, AutoCloseable, AgentServerInterface
         this.cleanable = null
     }
     /**
-     * Builds the agent around `runtime`; with `store_path`, sessions live in that SQLite file
-     * and outlive the process.
+     * Builds the agent around `runtime`; with `store_path`, sessions live in that store and
+     * outlive the process: a SQLite file's path, or a `postgres://` URL that several agent
+     * hosts share (`acp_inject_store::open` describes its `acp_host` and `acp_lease_ms`
+     * parameters).
      */
     constructor(`runtime`: AgentRuntime, `config`: AgentConfig, `storePath`: kotlin.String?) :
         this(UniffiWithHandle, 

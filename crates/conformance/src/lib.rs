@@ -22,6 +22,7 @@ pub mod blackbox;
 mod captures;
 pub mod crash;
 pub mod encode;
+pub mod hosts;
 pub mod load;
 mod peer;
 mod replay;

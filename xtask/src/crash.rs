@@ -1,6 +1,10 @@
-//! `cargo xtask crash [N] [--seed S]`: the crash campaign (`acp-inject-crash`, from
-//! crates/conformance) against the reference agent on its SQLite store: N SIGKILLs at seeded
-//! random points under load, then `N kills, 0 lost, 0 duplicated` or a failure.
+//! `cargo xtask crash [N] [--seed S] [--hosts 2]`: the crash campaigns of `acp-inject-crash`
+//! (crates/conformance). One host: the reference agent on its SQLite store, N SIGKILLs at
+//! seeded random points under load, then `N kills, 0 lost, 0 duplicated` or a failure. Two
+//! hosts: two reference agents serving over the network on one PostgreSQL database
+//! (`ACP_INJECT_POSTGRES_URL`, else a private server started for the run), killed or paused
+//! in turn under load while the client moves between them; then
+//! `N kills, 0 lost, 0 duplicated, 0 served twice` and the handoff times.
 
 use std::process::Command;
 
@@ -8,7 +12,10 @@ use crate::process::{self, Echo};
 use crate::test::Counts;
 use crate::Error;
 
-/// Runs the campaign; returns the summary line's counts as tests (kills passed or failed).
+/// The two-host campaign's lease: a dead host's sessions wait this long for the other host.
+const LEASE_MS: u64 = 1000;
+
+/// Runs the one-host campaign; returns the summary line's counts as tests.
 pub fn campaign(kills: u32, seed: Option<u64>) -> Result<Counts, Error> {
     let agent = crate::pyenv::cargo_bin("acp-inject-reference-agent", "acp-inject-agent")?;
     let crash = crate::pyenv::cargo_bin("acp-inject-conformance", "acp-inject-crash")?;
@@ -25,6 +32,29 @@ pub fn campaign(kills: u32, seed: Option<u64>) -> Result<Counts, Error> {
     }
 }
 
-pub fn run(kills: u32, seed: Option<u64>) -> Result<(), Error> {
+/// Runs the two-host campaign on a fresh database; returns its output (the summary lines).
+pub fn two_hosts(kills: u32, seed: Option<u64>, server: &crate::postgres::Server) -> Result<String, Error> {
+    let agent = crate::pyenv::cargo_bin("acp-inject-reference-agent", "acp-inject-agent")?;
+    let crash = crate::pyenv::cargo_bin("acp-inject-conformance", "acp-inject-crash")?;
+    let url = server.create_database("acp_crash_hosts")?;
+    let mut cmd = Command::new(crash);
+    cmd.args(["--hosts", "2", "--store-url", &url, "--lease-ms", &LEASE_MS.to_string(), "--delay-ms", "20"]);
+    cmd.args(["--kills", &kills.to_string()]);
+    if let Some(seed) = seed {
+        cmd.args(["--seed", &seed.to_string()]);
+    }
+    let ran = process::run(cmd.arg("--").arg(agent), Echo::All)?;
+    if ran.success() {
+        Ok(ran.stdout)
+    } else {
+        Err(Error::msg("the two-host crash campaign found lost, duplicated or twice-served messages (its seed is printed above)"))
+    }
+}
+
+pub fn run(kills: u32, seed: Option<u64>, hosts: u8) -> Result<(), Error> {
+    if hosts == 2 {
+        let server = crate::postgres::start()?;
+        return two_hosts(kills, seed, &server).map(drop);
+    }
     campaign(kills, seed).map(drop)
 }

@@ -13,6 +13,7 @@ mod dist;
 mod docs;
 mod fuzz;
 mod newcomer;
+mod postgres;
 mod process;
 mod pyenv;
 mod test;
@@ -22,6 +23,7 @@ mod typescript;
 mod upstream;
 mod versions;
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{ExitCode, ExitStatus};
 
@@ -70,14 +72,19 @@ enum Cmd {
     #[command(subcommand)]
     Fuzz(fuzz::Cmd),
     /// SIGKILL the reference agent at seeded random points under load, N times; then check that
-    /// no accepted input was lost or delivered twice.
+    /// no accepted input was lost or delivered twice. With `--hosts 2`: two reference-agent
+    /// hosts on one PostgreSQL (ACP_INJECT_POSTGRES_URL, else a server started here), clients
+    /// moving between them, one host killed or paused at a time; nothing may be served twice.
     Crash {
-        /// How many kills.
+        /// How many kills (with `--hosts 2`: kills and pauses).
         #[arg(default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
         kills: u32,
         /// The seed of every random choice [default: from the clock, printed].
         #[arg(long)]
         seed: Option<u64>,
+        /// Agent hosts: 1 (stdio, SQLite) or 2 (network, PostgreSQL).
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=2))]
+        hosts: u8,
     },
     /// The TypeScript stage of `test` alone (tsc build, examples, vector messages).
     Typescript,
@@ -90,6 +97,15 @@ enum Cmd {
     Dist(dist::Args),
     /// API docs (Rust, Python, Kotlin, Swift) into `<target>/doc-site/`.
     Docs,
+    /// Run a command against a private PostgreSQL 15 server (Debian's packages, installed into
+    /// the cache on first use): ACP_INJECT_POSTGRES_URL names a fresh database `acp_inject`;
+    /// the server stops when the command ends, and its exit status is ours.
+    Postgres {
+        /// The command and its arguments, after `--`; `$ACP_INJECT_POSTGRES_URL` in them
+        /// (quoted: `'$ACP_INJECT_POSTGRES_URL'`) is replaced with the URL.
+        #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "CMD")]
+        command: Vec<OsString>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -101,12 +117,16 @@ fn main() -> ExitCode {
         Cmd::Demo { delay_ms } => demo::run(delay_ms),
         Cmd::Bench { rounds } => bench::run(rounds),
         Cmd::Fuzz(cmd) => fuzz::run(cmd),
-        Cmd::Crash { kills, seed } => crash::run(kills, seed),
+        Cmd::Crash { kills, seed, hosts } => crash::run(kills, seed, hosts),
         Cmd::Typescript => typescript::run().map_err(Error::Msg),
         Cmd::UpstreamDiff(args) => acp_inject_upstream::diff::execute(args).map_err(Error::Msg),
         Cmd::Upstream(cmd) => upstream::run(cmd),
         Cmd::Dist(args) => dist::run(args).map_err(Error::Msg),
         Cmd::Docs => docs::run().map_err(Error::Msg),
+        Cmd::Postgres { command } => match postgres::run(&command) {
+            Ok(code) => return ExitCode::from(code),
+            Err(e) => Err(e),
+        },
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

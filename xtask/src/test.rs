@@ -42,7 +42,7 @@ pub enum Stage {
     Fmt,
     /// cargo clippy -- -D warnings over the workspace, fuzz/ and bench/
     Clippy,
-    /// cargo test --workspace (tidy tests included), then the vectors through the Rust core
+    /// cargo test --workspace (tidy tests included; the PostgreSQL store's on a private server), then the vectors through the Rust core
     Rust,
     /// cargo doc --workspace --no-deps with RUSTDOCFLAGS="-D warnings"
     Doc,
@@ -56,9 +56,9 @@ pub enum Stage {
     Kotlin,
     /// swift test for bindings/swift, in a Debian trixie chroot (needs root)
     Swift,
-    /// a short crash campaign: 50 SIGKILLs of the reference agent under load, nothing lost or duplicated
+    /// short crash campaigns: 50 SIGKILLs of the reference agent under load, then 20 kills and pauses of two hosts on PostgreSQL; nothing lost, duplicated or served twice
     Crash,
-    /// the black-box stdio suite (acp-inject-blackbox) against every agent: the reference agent and the example agents
+    /// the black-box stdio suite (acp-inject-blackbox) against every agent (the reference agent and the example agents), on SQLite and on PostgreSQL
     Blackbox,
     /// the generated TypeScript package: tsc, then every example and vector message through its validators
     Typescript,
@@ -128,10 +128,7 @@ impl Stage {
             Stage::Kotlin => kotlin(),
             Stage::Swift => swift(),
             Stage::Blackbox => blackbox(),
-            Stage::Crash => match crate::crash::campaign(50, None) {
-                Ok(kills) => Row { tests: Some(kills), ok: true, ..Row::default() },
-                Err(e) => Row::failed(e.to_string()),
-            },
+            Stage::Crash => crash(),
             Stage::Typescript => typescript(),
             Stage::Interop => interop(),
             Stage::PythonWheel => consumer(crate::consumers::python),
@@ -325,8 +322,32 @@ fn libtest_summary(line: &str) -> Option<Counts> {
     Some(Counts { passed: count("passed")?, failed: count("failed")?, skipped: count("ignored").unwrap_or(0) })
 }
 
+/// One-host campaign (50 kills), then the two-host one (20 kills and pauses) on a private
+/// PostgreSQL server.
+fn crash() -> Row {
+    let one = match crate::crash::campaign(50, None) {
+        Ok(kills) => kills,
+        Err(e) => return Row::failed(e.to_string()),
+    };
+    let two = crate::postgres::start().and_then(|server| crate::crash::two_hosts(20, None, &server));
+    match two {
+        Ok(_) => Row { tests: Some(Counts { passed: one.passed + 20, ..one }), ok: true, ..Row::default() },
+        Err(e) => Row { tests: Some(one), note: format!("two hosts: {e}"), ..Row::default() },
+    }
+}
+
+/// `cargo test --workspace` with a private PostgreSQL server (the PostgreSQL store's tests
+/// create their databases on it), then the vectors.
 fn rust() -> Row {
-    let ran = match process::run(Command::new(crate::cargo()).args(["test", "--workspace", "--no-fail-fast"]), Echo::All) {
+    let server = match crate::postgres::start() {
+        Ok(s) => s,
+        Err(e) => return Row::failed(format!("PostgreSQL: {e}")),
+    };
+    let mut cmd = Command::new(crate::cargo());
+    cmd.args(["test", "--workspace", "--no-fail-fast"]).env(crate::postgres::URL_ENV, &server.url);
+    let ran = process::run(&mut cmd, Echo::All);
+    drop(server);
+    let ran = match ran {
         Ok(ran) => ran,
         Err(e) => return Row::failed(e.to_string()),
     };
@@ -743,12 +764,7 @@ fn blackbox() -> Row {
                 continue;
             }
         };
-        // The suite's last line: `N passed, N failed`.
-        let counts = ran.stdout.lines().rev().find_map(|l| {
-            let (p, f) = l.split_once(" passed, ")?;
-            Some(Counts { passed: p.trim().parse().ok()?, failed: f.strip_suffix(" failed")?.parse().ok()?, skipped: 0 })
-        });
-        match counts {
+        match suite_counts(&ran.stdout) {
             Some(c) => tests.add(c),
             None => failed_agents.push(format!("{name}: no summary line")),
         }
@@ -756,8 +772,47 @@ fn blackbox() -> Row {
             failed_agents.push(name.to_owned());
         }
     }
+    // The same suite on PostgreSQL (`--store postgres://…`), every agent on a fresh database.
+    match crate::postgres::start() {
+        Ok(server) => {
+            for (i, (name, command)) in blackbox_agents().into_iter().enumerate() {
+                eprintln!("\nthe black-box suite against the {name}, on PostgreSQL:");
+                let Ok(command) = command else { continue }; // reported above
+                let url = match server.create_database(&format!("acp_blackbox_{i}")) {
+                    Ok(url) => url,
+                    Err(e) => {
+                        failed_agents.push(format!("{name} on PostgreSQL: {e}"));
+                        continue;
+                    }
+                };
+                let mut cmd = Command::new(&suite);
+                cmd.args(["--store-url", &url, "--"]).args(&command);
+                match process::run(&mut cmd, Echo::All) {
+                    Ok(ran) => {
+                        match suite_counts(&ran.stdout) {
+                            Some(c) => tests.add(c),
+                            None => failed_agents.push(format!("{name} on PostgreSQL: no summary line")),
+                        }
+                        if !ran.success() {
+                            failed_agents.push(format!("{name} on PostgreSQL"));
+                        }
+                    }
+                    Err(e) => failed_agents.push(format!("{name} on PostgreSQL: {e}")),
+                }
+            }
+        }
+        Err(e) => failed_agents.push(format!("PostgreSQL: {e}")),
+    }
     let note = if failed_agents.is_empty() { String::new() } else { format!("failed: {}", failed_agents.join("; ")) };
     Row { ok: failed_agents.is_empty() && tests.passed > 0, tests: Some(tests), vectors: None, note }
+}
+
+/// The black-box suite's last line: `N passed, N failed`.
+fn suite_counts(stdout: &str) -> Option<Counts> {
+    stdout.lines().rev().find_map(|l| {
+        let (p, f) = l.split_once(" passed, ")?;
+        Some(Counts { passed: p.trim().parse().ok()?, failed: f.strip_suffix(" failed")?.parse().ok()?, skipped: 0 })
+    })
 }
 
 /// The generated TypeScript package (see `crate::typescript`): examples as tests, vector

@@ -41,39 +41,48 @@ pub fn section() -> Result<String, Error> {
     let target = crate::target_dir()?;
     let mut md = String::new();
 
-    eprintln!("\nbench: the store (criterion, crates/store/benches/store.rs)");
+    eprintln!("\nbench: the store (criterion, crates/store/benches/store.rs), PostgreSQL on a private server");
+    let server = crate::postgres::start()?;
     let mut cmd = Command::new(crate::cargo());
-    cmd.args(["bench", "-p", "acp-inject-store", "--bench", "store", "--", "--noplot"]);
+    cmd.args(["bench", "-p", "acp-inject-store", "--features", "postgres", "--bench", "store", "--", "--noplot"]);
+    cmd.env(crate::postgres::URL_ENV, &server.url);
     process::run(&mut cmd, Echo::All)?.check()?;
     let per_s = |group: &str, id: &str, per: f64| criterion_median_ns(&target, group, id).map(|ns| per * 1e9 / ns);
-    let _ = writeln!(md, "\n## Durability: the SQLite store\n");
+    let _ = writeln!(md, "\n## Durability: the SQLite and PostgreSQL stores\n");
     let _ = writeln!(
         md,
-        "`cargo bench -p acp-inject-store --bench store`, through the agent as a host drives it (criterion medians; the \
-         database in the system's temporary directory, on the machine's disk). Durable means WAL, one commit per drain, \
-         and `synchronous=FULL` (an fsync) for every commit that carries an answer.\n"
+        "`cargo bench -p acp-inject-store --features postgres --bench store`, through the agent as a host drives it \
+         (criterion medians; the SQLite database in the system's temporary directory and the PostgreSQL 15 cluster in the \
+         cache directory, both on the machine's disk; PostgreSQL on loopback, `fsync` and `synchronous_commit` on). \
+         Durable means one commit per drain that returns only once flushed: SQLite in WAL mode with `synchronous=FULL` \
+         for every commit that carries an answer; PostgreSQL with its write-ahead log flushed at commit, a batch's \
+         statements pipelined in one round trip, each written session's lease renewed and fenced in the same \
+         transaction.\n"
     );
-    let _ = writeln!(md, "| inject accepts/s | memory | SQLite in memory | SQLite on disk (durable) |");
-    let _ = writeln!(md, "|---|---|---|---|");
+    let _ = writeln!(md, "| inject accepts/s | memory | SQLite in memory | SQLite on disk (durable) | PostgreSQL (durable, shared) |");
+    let _ = writeln!(md, "|---|---|---|---|---|");
     for batch in [1u32, 100] {
         let id = |backend: &str| format!("{backend}/{batch}-per-drain");
-        let (m, i, d) = (
+        let (m, i, d, p) = (
             per_s("accept", &id("memory"), f64::from(batch))?,
             per_s("accept", &id("sqlite-in-memory"), f64::from(batch))?,
             per_s("accept", &id("sqlite"), f64::from(batch))?,
+            per_s("accept", &id("postgres"), f64::from(batch))?,
         );
-        let _ = writeln!(md, "| {batch} per drain | {m:.0} | {i:.0} | {d:.0} |");
+        let _ = writeln!(md, "| {batch} per drain | {m:.0} | {i:.0} | {d:.0} | {p:.0} |");
     }
     let _ = writeln!(
         md,
         "\nOne operation on a session with 10 and with 10,000 history entries (µs; flat means no cost grows with the history):\n"
     );
-    let _ = writeln!(md, "| operation (SQLite on disk) | 10 entries | 10,000 entries | ratio |");
-    let _ = writeln!(md, "|---|---|---|---|");
-    for op in ["inject+drain", "append+drain", "100-injects+drain"] {
-        let at = |n: u32| criterion_median_ns(&target, "history", &format!("sqlite/{op}/{n}"));
-        let (small, large) = (at(10)? / 1e3, at(10_000)? / 1e3);
-        let _ = writeln!(md, "| {op} | {small:.1} | {large:.1} | {:.2} |", large / small);
+    let _ = writeln!(md, "| store | operation | 10 entries | 10,000 entries | ratio |");
+    let _ = writeln!(md, "|---|---|---|---|---|");
+    for (backend, shown) in [("sqlite", "SQLite on disk"), ("postgres", "PostgreSQL")] {
+        for op in ["inject+drain", "append+drain", "100-injects+drain"] {
+            let at = |n: u32| criterion_median_ns(&target, "history", &format!("{backend}/{op}/{n}"));
+            let (small, large) = (at(10)? / 1e3, at(10_000)? / 1e3);
+            let _ = writeln!(md, "| {shown} | {op} | {small:.1} | {large:.1} | {:.2} |", large / small);
+        }
     }
 
     eprintln!("\nbench: memory per pending inject (crates/core/benches/pending.rs, counting allocator)");
@@ -104,6 +113,23 @@ pub fn section() -> Result<String, Error> {
          at 1000 seeded random points under pipelined prompts, queue and steer injects, revokes, replaces and cancels over \
          3 sessions; restarted and resumed each time; at the end every session replayed and judged from the client's log.\n\n\
          **{summary}** ({counts}).\n"
+    );
+
+    eprintln!("\nbench: the two-host crash campaign (1000 kills and pauses, PostgreSQL)");
+    let out = crate::crash::two_hosts(1000, Some(20261126), &server)?;
+    drop(server);
+    let summary = out.lines().rev().find(|l| l.contains(" served twice")).unwrap_or("no summary").trim().to_owned();
+    let detail = out.lines().rev().find(|l| l.contains(" handoff p50 ")).unwrap_or("").trim().to_owned();
+    let _ = writeln!(
+        md,
+        "\n## Two hosts on one PostgreSQL database\n\n`cargo xtask crash --hosts 2 1000 --seed 20261126`: two \
+         `acp-inject-agent --listen` hosts on one database (lease {} ms), one session under pipelined queue and steer injects \
+         from a client on WebSocket; each round the serving host is SIGKILLed (two rounds in three) or SIGSTOPped, the \
+         client resumes on the other host (retrying while it answers `-32030`), a paused host is woken with its old \
+         connection open (it must deliver nothing more and stop), and the failed host is started again. Judged from the \
+         clients' raw logs. Handoff is from the failure to the other host's resume answer: a dead or paused holder's \
+         lease has to run out first, so it is the lease plus the take-over.\n\n**{summary}** ({detail}).\n",
+        crate::crash::LEASE_MS
     );
 
     eprintln!("\nbench: the load test (acp-inject-load, release builds)");

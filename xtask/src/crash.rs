@@ -13,7 +13,7 @@ use crate::test::Counts;
 use crate::Error;
 
 /// The two-host campaign's lease: a dead host's sessions wait this long for the other host.
-const LEASE_MS: u64 = 1000;
+pub const LEASE_MS: u64 = 1000;
 
 /// Runs the one-host campaign; returns the summary line's counts as tests.
 pub fn campaign(kills: u32, seed: Option<u64>) -> Result<Counts, Error> {

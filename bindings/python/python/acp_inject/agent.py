@@ -205,7 +205,9 @@ def agent_config(name: str, version: str = "0.1.0", steer_in_stream: str = "fini
 
 async def serve_stdio(agent: Agent, config: Optional[AgentConfig] = None, store: Optional[str] = None) -> None:
     """Serves ``agent`` over this process's stdin/stdout until the client closes stdin. With
-    ``store`` (a file path), sessions live in SQLite and outlive the process."""
+    ``store``, sessions outlive the process: a file path is SQLite; a ``postgres://`` URL is a
+    PostgreSQL database several agent hosts share
+    (``postgres://USER@HOST/DB?acp_host=NAME&acp_lease_ms=N``, each host its own ``NAME``)."""
     # The library calls the agent's async methods from its own threads: they run on this loop.
     _raw.uniffi_set_event_loop(cast(asyncio.BaseEventLoop, asyncio.get_running_loop()))
     server = _ffi.AgentServer(agent, config or agent_config(type(agent).__name__), store)

@@ -157,7 +157,9 @@ fun agentConfig(name: String, version: String = "0.1.0", steerInStream: SteerInS
     }
 
 /** Serves [agent] over this process's stdin/stdout until the client closes stdin. With
- *  [store] (a file path), sessions live in SQLite and outlive the process. */
+ *  [store], sessions outlive the process: a file path is SQLite; a `postgres://` URL is a
+ *  PostgreSQL database several agent hosts share
+ *  (`postgres://USER@HOST/DB?acp_host=NAME&acp_lease_ms=N`, each host its own `NAME`). */
 suspend fun serveStdio(agent: Agent, config: AgentConfig = agentConfig(agent.javaClass.simpleName), store: String? = null) {
     AgentServer(agent, config, store).use { it.runStdio() }
 }

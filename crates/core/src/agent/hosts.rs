@@ -15,7 +15,7 @@
 //!   holder and when its lease runs out.
 
 use acp_inject_wire::ErrorObject;
-use serde_json::json;
+use serde::Serialize;
 
 use super::output::{Output, RuntimeAction};
 use super::store::{Acquired, Change, StoreError};
@@ -86,15 +86,21 @@ impl Agent {
     }
 }
 
+/// The `data` of a [`SESSION_HELD_ELSEWHERE`] error.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct HeldElsewhere<'a> {
+    session_id: &'a str,
+    holder: &'a str,
+    retry_after_ms: u64,
+    detail: String,
+}
+
 fn held_elsewhere(session: &str, holder: &str, retry_after_ms: u64) -> ErrorObject {
     let mut e = ErrorObject::new(SESSION_HELD_ELSEWHERE);
     e.message = "Session served by another host".to_owned();
-    e.data = Some(json!({
-        "sessionId": session,
-        "holder": holder,
-        "retryAfterMs": retry_after_ms,
-        "detail": format!("session {session:?} is served by host {holder:?}; its lease runs out in {retry_after_ms} ms unless renewed"),
-    }));
+    let detail = format!("session {session:?} is served by host {holder:?}; its lease runs out in {retry_after_ms} ms unless renewed");
+    e.data = serde_json::to_value(HeldElsewhere { session_id: session, holder, retry_after_ms, detail }).ok();
     e
 }
 

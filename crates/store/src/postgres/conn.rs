@@ -40,6 +40,8 @@ pub(crate) struct Op {
 
 /// Runs `ops` in the batch's transaction (opening it if need be), then `query`, then commits.
 struct Request {
+    /// Open the batch's transaction even with no statement (what follows belongs to it).
+    begin: bool,
     ops: Vec<Op>,
     /// Statements without parameters (a migration script), after `ops`.
     script: Option<&'static str>,
@@ -61,6 +63,8 @@ pub(crate) struct Conn {
     tx: mpsc::UnboundedSender<Request>,
     /// Buffered until the next read or the commit, so reads see the batch's own writes.
     pending: RefCell<Vec<Op>>,
+    /// The batch's transaction is open on the server (so a commit has something to end).
+    in_batch: std::cell::Cell<bool>,
 }
 
 fn backend(e: &tokio_postgres::Error) -> StoreError {
@@ -87,7 +91,7 @@ impl Conn {
             .spawn(move || serve(config, rx, ready_tx))
             .map_err(|e| StoreError::Backend(format!("cannot start the PostgreSQL connection thread: {e}")))?;
         match ready_rx.recv() {
-            Ok(Ok(())) => Ok(Conn { tx, pending: RefCell::new(Vec::new()) }),
+            Ok(Ok(())) => Ok(Conn { tx, pending: RefCell::new(Vec::new()), in_batch: std::cell::Cell::new(false) }),
             Ok(Err(e)) => Err(StoreError::Backend(format!("cannot connect to {where_}: {e}"))),
             Err(_) => Err(gone()),
         }
@@ -98,42 +102,53 @@ impl Conn {
         self.pending.borrow_mut().push(op);
     }
 
-    fn send(&self, script: Option<&'static str>, query: Option<(&'static str, Vec<Param>)>, end: End) -> Result<Vec<Row>, StoreError> {
+    fn send(
+        &self,
+        begin: bool,
+        script: Option<&'static str>,
+        query: Option<(&'static str, Vec<Param>)>,
+        end: End,
+    ) -> Result<Vec<Row>, StoreError> {
         let ops = std::mem::take(&mut *self.pending.borrow_mut());
-        if ops.is_empty() && script.is_none() && query.is_none() && end == End::Open {
+        let opens = begin || !ops.is_empty() || script.is_some();
+        let nothing = !opens && query.is_none();
+        // A drain that recorded nothing costs no round trip.
+        if nothing && (end == End::Open || !self.in_batch.get()) {
             return Ok(Vec::new());
         }
+        self.in_batch.set(end == End::Open && (opens || self.in_batch.get()));
         let (reply, answer) = std_mpsc::sync_channel(1);
-        self.tx.send(Request { ops, script, query, end, reply }).map_err(|_| gone())?;
+        self.tx.send(Request { begin, ops, script, query, end, reply }).map_err(|_| gone())?;
         answer.recv().map_err(|_| gone())?
+    }
+
+    /// Opens the batch's transaction now: what follows (a lease taken) commits with it.
+    pub fn begin(&self) -> Result<(), StoreError> {
+        self.send(true, None, None, End::Open).map(drop)
     }
 
     /// Runs statements without parameters inside the batch's transaction.
     pub fn simple(&self, script: &'static str) -> Result<(), StoreError> {
-        self.send(Some(script), None, End::Open).map(drop)
+        self.send(false, Some(script), None, End::Open).map(drop)
     }
 
     /// Runs a query after the batch's statements so far, inside the batch's transaction when
     /// one is open.
     pub fn query(&self, sql: &'static str, params: Vec<Param>) -> Result<Vec<Row>, StoreError> {
-        self.send(None, Some((sql, params)), End::Open)
-    }
-
-    /// Sends the batch's statements so far (opening its transaction).
-    pub fn flush(&self) -> Result<(), StoreError> {
-        self.send(None, None, End::Open).map(drop)
+        self.send(false, None, Some((sql, params)), End::Open)
     }
 
     /// Sends the rest of the batch and commits it.
     pub fn commit(&self) -> Result<(), StoreError> {
-        self.send(None, None, End::Commit).map(drop)
+        self.send(false, None, None, End::Commit).map(drop)
     }
 
     /// Drops the batch.
     pub fn rollback(&self) {
         self.pending.borrow_mut().clear();
         // Ignored: a connection that is gone rolled back by itself.
-        let _ = self.send(None, None, End::Rollback);
+        self.in_batch.set(false);
+        let _ = self.send(false, None, None, End::Rollback);
     }
 }
 
@@ -160,7 +175,7 @@ fn serve(config: tokio_postgres::Config, mut rx: mpsc::UnboundedReceiver<Request
         let _ = ready.send(Ok(()));
         let mut session = Session { client, statements: HashMap::new(), in_batch: false, aborted: None };
         while let Some(request) = rx.recv().await {
-            let answer = session.handle(request.ops, request.script, request.query, request.end).await;
+            let answer = session.handle(request.begin, request.ops, request.script, request.query, request.end).await;
             let _ = request.reply.send(answer);
         }
     });
@@ -188,6 +203,7 @@ impl Session {
 
     async fn handle(
         &mut self,
+        begin: bool,
         ops: Vec<Op>,
         script: Option<&'static str>,
         query: Option<(&'static str, Vec<Param>)>,
@@ -201,7 +217,7 @@ impl Session {
             }
             return Ok(Vec::new());
         }
-        let result = self.run(ops, script, query).await;
+        let result = self.run(begin, ops, script, query).await;
         if let Err(e) = &result {
             if self.in_batch && self.aborted.is_none() {
                 self.aborted = Some(e.clone());
@@ -220,6 +236,7 @@ impl Session {
 
     async fn run(
         &mut self,
+        begin: bool,
         ops: Vec<Op>,
         script: Option<&'static str>,
         query: Option<(&'static str, Vec<Param>)>,
@@ -227,7 +244,7 @@ impl Session {
         if let Some(e) = &self.aborted {
             return Err(e.clone());
         }
-        if (!ops.is_empty() || script.is_some()) && !self.in_batch {
+        if (begin || !ops.is_empty() || script.is_some()) && !self.in_batch {
             self.client.batch_execute("BEGIN").await.map_err(|e| backend(&e))?;
             self.in_batch = true;
         }

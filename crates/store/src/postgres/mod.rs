@@ -555,7 +555,7 @@ impl Store for PgStore {
         if let Some(e) = &self.failed {
             return Err(e.clone());
         }
-        self.conn.flush()?;
+        self.conn.begin()?;
         let host = self.options.host.clone();
         let lease = self.lease_secs();
         let rows = self.query(

@@ -13,8 +13,8 @@
 //!   (its commit is refused: it lost the lease) and must stop; it is started again.
 //!
 //! From the clients' own logs (raw JSON-RPC over the socket, not this toolkit's client):
-//! - **lost**: an inject whose accept answer a client saw, unknown to the final host (a revoke
-//!   of it is answered neither `{}` nor `already_delivered`);
+//! - **lost**: an inject whose accept answer a client saw and that the final host, once idle,
+//!   does not report delivered (a revoke of it is not answered `already_delivered`);
 //! - **duplicated**: a `user_message` id delivered live more than once;
 //! - **served twice**: one delivered live by two hosts.
 //!
@@ -234,11 +234,32 @@ impl Client {
         Err(format!("host {} did not answer request {id} within {limit:?}", self.host))
     }
 
-    /// Closes the connection (the host detaches it), keeping what it read.
+    /// Closes the connection (the host detaches it) and reads to its end (a dead host's last
+    /// lines included), keeping what it read.
     fn finish(mut self) -> Log {
         let _ = self.ws.close(None);
-        self.poll(Duration::from_millis(20));
+        self.poll(Duration::from_secs(2));
         Log { host: self.host, seen: self.seen }
+    }
+
+    /// Reads until the session's last state is `idle` and nothing came for `quiet`, or `limit`.
+    fn settle(&mut self, quiet: Duration, limit: Duration) {
+        let until = Instant::now() + limit;
+        let mut last = Instant::now();
+        while !self.closed && Instant::now() < until {
+            if self.read_one().is_some() {
+                last = Instant::now();
+            }
+            let idle = self
+                .seen
+                .iter()
+                .rev()
+                .find(|v| v["params"]["update"]["sessionUpdate"] == "state_update")
+                .is_some_and(|v| v["params"]["update"]["state"] == "idle");
+            if idle && last.elapsed() >= quiet {
+                return;
+            }
+        }
     }
 }
 
@@ -338,16 +359,17 @@ pub fn run(options: &Options, mut progress: impl FnMut(u32)) -> Result<Report, S
         progress(round + 1);
     }
 
-    // Let the last host deliver what is pending, then ask about every accepted id.
-    client.poll(Duration::from_millis(options.delay_ms * 20 + 500));
+    // Let the last host deliver everything pending and go idle, then ask about every accepted
+    // id: each must have been delivered (pending now would be an inject stuck for good).
+    client.settle(Duration::from_millis(options.delay_ms * 10 + 300), Duration::from_secs(20));
     done.push(client.finish());
     let accepted: BTreeSet<String> = done.iter().flat_map(Log::accepted).collect();
     let mut checker = take_over(&hosts[current], &session, handoff_limit)?;
     for id in &accepted {
         let v = checker.request("session/revoke_inject", json!({ "sessionId": session, "messageId": id }))?;
-        let known = v["result"] == json!({}) || v["error"]["data"]["reason"] == "already_delivered";
-        if !known {
-            report.lost.push(format!("{id}: {v}"));
+        if v["error"]["data"]["reason"] != "already_delivered" {
+            let what = if v["result"] == json!({}) { "still pending after the last host went idle" } else { "unknown" };
+            report.lost.push(format!("{id}: {what}: {v}"));
         }
     }
     done.push(checker.finish());

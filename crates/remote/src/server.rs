@@ -645,7 +645,7 @@ async fn websocket(shared: Arc<Shared>, _slot: Slot, id: String, socket: WebSock
     let mut keepalive = tokio::time::interval(limits.keepalive);
     keepalive.tick().await;
     let mut last_heard = Instant::now();
-    let close = |code: u16, reason: &'static str| Message::Close(Some(CloseFrame { code, reason: reason.into() }));
+    let close = |code: u16, reason: &str| Message::Close(Some(CloseFrame { code, reason: close_reason(reason).into() }));
     let farewell = loop {
         tokio::select! {
             frame = frames.next() => {
@@ -653,7 +653,8 @@ async fn websocket(shared: Arc<Shared>, _slot: Slot, id: String, socket: WebSock
                 match frame {
                     Some(Ok(Message::Text(text))) => {
                         if link.receive_message(text.as_bytes()).is_err() {
-                            break Some(close(1011, "the agent stopped"));
+                            let why = shared.agent.stop_reason().unwrap_or_default();
+                            break Some(close(1011, &format!("the agent stopped: {why}")));
                         }
                     }
                     // The RFD: binary frames are ignored. Pings are answered by the socket.
@@ -685,7 +686,12 @@ async fn websocket(shared: Arc<Shared>, _slot: Slot, id: String, socket: WebSock
                     }
                 }
                 None if lines.overflowed() => break Some(close(1008, "the client read too slowly (max_buffered_bytes)")),
-                None => break Some(close(1001, "the server is going away")),
+                // The store failed, or (several hosts) another host took a session over:
+                // the client learns why, and resumes elsewhere.
+                None => match shared.agent.stop_reason() {
+                    Some(why) => break Some(close(1011, &format!("the agent stopped: {why}"))),
+                    None => break Some(close(1001, "the server is going away")),
+                },
             },
             () = shared.stopping.cancelled() => break Some(close(1001, "the agent is shutting down")),
             _ = keepalive.tick() => {
@@ -714,6 +720,15 @@ async fn websocket(shared: Arc<Shared>, _slot: Slot, id: String, socket: WebSock
     }
 }
 
+/// A close frame's reason: at most 123 bytes (RFC 6455), cut at a character boundary.
+fn close_reason(reason: &str) -> String {
+    let mut end = reason.len().min(123);
+    while !reason.is_char_boundary(end) {
+        end -= 1;
+    }
+    reason[..end].to_owned()
+}
+
 /// Ends HTTP connections with no open stream and no request for longer than `idle_timeout`
 /// (a client that vanished without `DELETE`).
 async fn reap_idle(shared: Arc<Shared>) {
@@ -729,5 +744,17 @@ async fn reap_idle(shared: Arc<Shared>) {
         for id in stale {
             shared.remove(&id);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_close_reason_fits_a_close_frame_and_stays_utf8() {
+        assert_eq!(super::close_reason("short"), "short");
+        let long = "é".repeat(100); // 200 bytes
+        let cut = super::close_reason(&long);
+        assert!(cut.len() <= 123 && cut.len() >= 122, "{}", cut.len());
+        assert!(cut.chars().all(|c| c == 'é'));
     }
 }

@@ -519,3 +519,81 @@ async fn a_client_that_stops_reading_is_disconnected_not_buffered_for() {
     let status = conn.resume(&session, "/tmp", false).await.unwrap().status().await.unwrap();
     assert_eq!(status.status, acp_inject_core::wire::SessionStatus::Open);
 }
+
+/// A store that loses its lease on demand (as a shared store does when another host took a
+/// session over while this one was paused): every commit after `lose` fails.
+#[derive(Clone, Default)]
+struct LosingStore {
+    lost: Arc<std::sync::atomic::AtomicBool>,
+    inner: Arc<Mutex<acp_inject_core::agent::MemoryStore>>,
+}
+
+impl acp_inject_core::agent::Store for LosingStore {
+    fn record(&mut self, change: acp_inject_core::agent::Change<'_>) {
+        self.inner.lock().unwrap().record(change);
+    }
+    fn commit(&mut self) -> Result<(), acp_inject_core::agent::StoreError> {
+        if self.lost.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(acp_inject_core::agent::StoreError::LeaseLost { session: "sess_1".into() });
+        }
+        Ok(())
+    }
+    fn list(
+        &self,
+        cwd: Option<&str>,
+        before: Option<u64>,
+        limit: usize,
+    ) -> Result<acp_inject_core::agent::SessionPage, acp_inject_core::agent::StoreError> {
+        self.inner.lock().unwrap().list(cwd, before, limit)
+    }
+    fn session(&self, id: &str) -> Result<Option<acp_inject_core::agent::SessionRecord>, acp_inject_core::agent::StoreError> {
+        self.inner.lock().unwrap().session(id)
+    }
+    fn history(&self, id: &str) -> Result<Vec<acp_inject_core::agent::HistoryEntry>, acp_inject_core::agent::StoreError> {
+        self.inner.lock().unwrap().history(id)
+    }
+}
+
+/// A host whose store failed (here: it lost a session's lease) stops serving: nothing of the
+/// failed batch is released, every connection is closed with 1011 saying why, and the client
+/// reports that reason, so it can resume on another host.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_that_lost_its_lease_tells_its_clients_why() {
+    let store = LosingStore::default();
+    let lost = Arc::clone(&store.lost);
+    let server =
+        AgentServer::new(Arc::new(Gated::default()), ServeOptions { config: config(), store: Some(Box::new(store)) }).unwrap();
+    let listener = listen(server.clone(), "127.0.0.1:0", ListenOptions::default()).await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(listener.serve(std::future::pending()));
+
+    // Our client: a call after the loss fails with the reason.
+    let conn = Endpoint::new(format!("ws://{addr}/acp")).connect(ConnectOptions::default()).await.unwrap();
+    let session = conn.new_session("/tmp", vec![], vec![]).await.unwrap();
+    // A raw WebSocket too, to read the close frame itself.
+    use futures_util::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+    let (mut socket, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/acp")).await.unwrap();
+    let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":2,"info":{"name":"t","version":"1"}}}"#;
+    socket.send(Message::Text(init.into())).await.unwrap();
+    let Some(Ok(Message::Text(_))) = socket.next().await else { panic!("no initialize answer") };
+
+    lost.store(true, std::sync::atomic::Ordering::SeqCst);
+    let refused = session.inject(InjectMode::Queue, text("after the loss")).await.expect_err("nothing is answered after the loss");
+    assert!(refused.to_string().contains("lost the lease"), "{refused}");
+    let reason = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            match socket.next().await {
+                Some(Ok(Message::Close(frame))) => return frame.map(|f| (u16::from(f.code), f.reason.to_string())),
+                Some(Ok(_)) => {}
+                _ => return None,
+            }
+        }
+    })
+    .await
+    .expect("the connection is closed");
+    let (code, why) = reason.expect("a close frame");
+    assert_eq!(code, 1011);
+    assert!(why.contains("lost the lease on session"), "{why}");
+    assert!(server.stop_reason().is_some_and(|r| r.contains("another host")));
+}

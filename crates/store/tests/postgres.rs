@@ -262,3 +262,46 @@ fn bad_urls_and_host_names_are_clear_errors() {
     let err = PgStore::connect("postgres://x@127.0.0.1:1/none", PgOptions::new("no spaces")).unwrap_err();
     assert!(err.to_string().contains("host name"), "{err}");
 }
+
+#[test]
+fn closing_twice_or_a_refused_reopen_leaves_nothing_held() {
+    let Some(url) = database("letgo") else { return };
+    let mut a = host(&url, "a", 60_000);
+    let mut b = host(&url, "b", 60_000);
+    let new = call(&mut a, "c1", 1, "session/new", json!({ "cwd": "/work" }));
+    let session = answer(&new)["result"]["sessionId"].as_str().unwrap().to_owned();
+    for id in [2, 3] {
+        let out = call(&mut a, "c1", id, "session/close", json!({ "sessionId": session }));
+        assert_eq!(reason(answer(&out)), None, "{out:?}");
+    }
+    // A resume A refuses (another working directory) takes nothing either.
+    let out = call(&mut a, "c1", 4, "session/resume", json!({ "sessionId": session, "cwd": "/elsewhere" }));
+    assert!(answer(&out).get("error").is_some(), "{out:?}");
+    a.renew_leases().unwrap();
+    // B reopens it at once: A holds nothing (a 60 s lease would otherwise refuse B).
+    let out = resume(&mut b, 1, &session);
+    assert_eq!(reason(answer(&out)), None, "{out:?}");
+}
+
+#[test]
+fn a_take_over_blocked_by_a_stalled_transaction_answers_busy_instead_of_waiting() {
+    let Some(url) = database("stalled") else { return };
+    let mut a = host(&url, "a", 400);
+    let new = call(&mut a, "c1", 1, "session/new", json!({ "cwd": "/work" }));
+    let session = answer(&new)["result"]["sessionId"].as_str().unwrap().to_owned();
+    drop(a);
+    std::thread::sleep(Duration::from_millis(500));
+    // A stalled host's transaction holds the session's row (its lease ran out meanwhile).
+    let mut stalled = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let mut tx = stalled.transaction().unwrap();
+    tx.query("SELECT 1 FROM acp_sessions WHERE session_id = $1 FOR UPDATE", &[&session]).unwrap();
+    let mut b = host(&url, "b", 400);
+    let asked = std::time::Instant::now();
+    let out = resume(&mut b, 1, &session);
+    assert_eq!(answer(&out)["error"]["code"], SESSION_HELD_ELSEWHERE, "{out:?}");
+    assert!(asked.elapsed() < Duration::from_secs(2), "bounded by the lock timeout: {:?}", asked.elapsed());
+    // The host is fine, and once the stalled transaction is gone B takes the session.
+    tx.rollback().unwrap();
+    let out = resume(&mut b, 2, &session);
+    assert_eq!(reason(answer(&out)), None, "{out:?}");
+}

@@ -153,6 +153,8 @@ struct Server {
     failed: Mutex<Option<StoreError>>,
     /// Why the store failed, once it did ([`AgentServer::stopped`]).
     stopped: watch::Sender<Option<String>>,
+    /// The lease renewal task was started (a store several hosts share).
+    leasing: AtomicBool,
     /// Every task that calls into the runtime (turns, session callbacks): `run` waits for
     /// them before it returns, so no runtime future outlives the server (a foreign runtime's
     /// event loop may be gone by then).
@@ -222,20 +224,27 @@ impl Server {
     fn keep_leases(self: &Arc<Self>) {
         let Some(every) = lock(&self.agent).renew_every() else { return };
         let Ok(handle) = tokio::runtime::Handle::try_current() else { return };
+        if self.leasing.swap(true, Ordering::SeqCst) {
+            return;
+        }
         let server = Arc::downgrade(self);
         handle.spawn(async move {
             let mut tick = tokio::time::interval(every);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 tick.tick().await;
-                let Some(server) = server.upgrade() else { return };
-                if lock(&server.failed).is_some() || server.stopped.borrow().is_some() {
+                let Some(alive) = server.upgrade() else { return };
+                if lock(&alive.failed).is_some() || alive.stopped.borrow().is_some() {
                     return;
                 }
-                let renewed = lock(&server.agent).renew_leases();
-                if let Err(e) = renewed {
-                    server.fail(e);
-                    return;
+                // The renewal is a database round trip under the core's lock: off the
+                // async workers.
+                let renewing = Arc::clone(&alive);
+                let renewed = tokio::task::spawn_blocking(move || lock(&renewing.agent).renew_leases()).await;
+                match renewed {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => return alive.fail(e),
+                    Err(_) => return alive.fail(StoreError::Backend("the lease renewal panicked".into())),
                 }
             }
         });
@@ -667,8 +676,11 @@ impl AgentServer {
             permissions: Mutex::new(HashMap::new()),
             failed: Mutex::new(None),
             stopped: watch::channel(None).0,
+            leasing: AtomicBool::new(false),
             tasks: TaskTracker::new(),
         });
+        // Sessions the host opens before any client connects are leased too.
+        inner.keep_leases();
         Ok(AgentServer { inner })
     }
 
@@ -701,6 +713,11 @@ impl AgentServer {
             Some(reason) => reason,
             None => std::future::pending().await,
         }
+    }
+
+    /// Why the server stopped serving, once its store failed ([`AgentServer::stopped`]).
+    pub fn stop_reason(&self) -> Option<String> {
+        self.inner.stopped.borrow().clone()
     }
 
     /// Whether the agent holds this session live.

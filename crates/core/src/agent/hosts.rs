@@ -67,6 +67,14 @@ impl Agent {
         self.out.drain(mark..).collect()
     }
 
+    /// After [`Agent::take_over`] of a session that did not come into memory (closed and not
+    /// reopened, or unknown): the lease taken goes back at once.
+    pub(super) fn let_go_if_absent(&mut self, session: &str) {
+        if !self.scope.is_empty() && !self.sessions.contains_key(session) {
+            self.store.release(session);
+        }
+    }
+
     /// Lets go of `session` when this host no longer needs it in memory: a shared store, idle,
     /// nothing pending or held, nobody attached, no open request to a client. The runtime is
     /// told to free it ([`RuntimeAction::Closed`] with nothing dropped); the session stays

@@ -262,11 +262,11 @@ impl Agent {
     /// A resume refused after [`Agent::take_over`]: what the previous holder left pending still
     /// opens its turn here; otherwise the session is let go again.
     fn refuse_taken(&mut self, session: &str, interrupted: bool, error: ErrorObject) -> Reply {
-        if interrupted {
-            return Reply::err(error).then(self.continue_interrupted(session));
-        }
+        let after = if interrupted { self.continue_interrupted(session) } else { Vec::new() };
+        // Nothing pending opened a turn: nobody needs the session here.
         self.unload_if_unattended(session);
-        Reply::err(error)
+        self.let_go_if_absent(session);
+        Reply::err(error).then(after)
     }
 
     /// `session/resume`: a live session, a closed one (reopened), or one from an earlier
@@ -497,6 +497,7 @@ impl Agent {
         // R-CLOSE-2: closing a session that is not live (closed, unknown) succeeds and changes
         // nothing.
         if !self.sessions.contains_key(&session) {
+            self.let_go_if_absent(&session);
             return Reply::ok(&CloseSessionResponse { meta: None });
         }
         self.attach_to_session(conn, &session);

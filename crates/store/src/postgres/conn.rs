@@ -10,9 +10,11 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::mpsc as std_mpsc;
+use std::time::Duration;
 
 use acp_inject_core::agent::StoreError;
 use tokio::sync::mpsc;
+use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, NoTls, Row, Statement};
 
@@ -29,6 +31,8 @@ pub(crate) enum Expect {
     Lease(String),
     /// Exactly one row, else another process took this host's name (this text says so).
     Host(String),
+    /// No row, else another host holds this session (a delete it could not make).
+    NoneLeft(String),
 }
 
 /// A statement of a batch.
@@ -42,12 +46,15 @@ pub(crate) struct Op {
 struct Request {
     /// Open the batch's transaction even with no statement (what follows belongs to it).
     begin: bool,
+    /// Run `query` under a savepoint: a lock it cannot get in time leaves the transaction
+    /// usable and is answered `Ok(None)`.
+    guarded: bool,
     ops: Vec<Op>,
     /// Statements without parameters (a migration script), after `ops`.
     script: Option<&'static str>,
     query: Option<(&'static str, Vec<Param>)>,
     end: End,
-    reply: std_mpsc::SyncSender<Result<Vec<Row>, StoreError>>,
+    reply: std_mpsc::SyncSender<Result<Option<Vec<Row>>, StoreError>>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -80,9 +87,22 @@ fn gone() -> StoreError {
 
 impl Conn {
     /// Connects (waiting until the server answered) and starts the connection's thread.
-    pub fn open(url: &str) -> Result<Conn, StoreError> {
-        let config: tokio_postgres::Config =
+    /// Waits are bounded by the lease: a statement waits for a row lock at most a quarter
+    /// lease (a take-over finds the session busy instead of freezing the host), and the server
+    /// ends a connection whose transaction sat idle for a lease (a paused or cut-off host's
+    /// locks do not outlive its lease). TCP keepalives find a vanished server.
+    pub fn open(url: &str, lease: Duration) -> Result<Conn, StoreError> {
+        let mut config: tokio_postgres::Config =
             url.parse().map_err(|e| StoreError::Backend(format!("not a PostgreSQL URL ({e}): {}", crate::shown(url))))?;
+        let ms = |d: Duration| d.as_millis().max(1);
+        let existing = config.get_options().map(str::to_owned).unwrap_or_default();
+        config.options(format!(
+            "{existing} -c lock_timeout={} -c idle_in_transaction_session_timeout={} -c statement_timeout={}",
+            ms(lease / 4),
+            ms(lease),
+            ms(lease * 4)
+        ));
+        config.keepalives(true).keepalives_idle(Duration::from_secs(10));
         let (tx, rx) = mpsc::unbounded_channel();
         let (ready_tx, ready_rx) = std_mpsc::sync_channel(1);
         let where_ = crate::shown(url);
@@ -108,23 +128,35 @@ impl Conn {
         script: Option<&'static str>,
         query: Option<(&'static str, Vec<Param>)>,
         end: End,
-    ) -> Result<Vec<Row>, StoreError> {
+    ) -> Result<Option<Vec<Row>>, StoreError> {
+        self.send_request(begin, false, script, query, end)
+    }
+
+    fn send_request(
+        &self,
+        begin: bool,
+        guarded: bool,
+        script: Option<&'static str>,
+        query: Option<(&'static str, Vec<Param>)>,
+        end: End,
+    ) -> Result<Option<Vec<Row>>, StoreError> {
         let ops = std::mem::take(&mut *self.pending.borrow_mut());
         let opens = begin || !ops.is_empty() || script.is_some();
         let nothing = !opens && query.is_none();
         // A drain that recorded nothing costs no round trip.
-        if nothing && (end == End::Open || !self.in_batch.get()) {
-            return Ok(Vec::new());
+        if nothing && (end == End::Open || end == End::Commit && !self.in_batch.get()) {
+            return Ok(Some(Vec::new()));
         }
         self.in_batch.set(end == End::Open && (opens || self.in_batch.get()));
         let (reply, answer) = std_mpsc::sync_channel(1);
-        self.tx.send(Request { begin, ops, script, query, end, reply }).map_err(|_| gone())?;
+        self.tx.send(Request { begin, guarded, ops, script, query, end, reply }).map_err(|_| gone())?;
         answer.recv().map_err(|_| gone())?
     }
 
-    /// Opens the batch's transaction now: what follows (a lease taken) commits with it.
-    pub fn begin(&self) -> Result<(), StoreError> {
-        self.send(true, None, None, End::Open).map(drop)
+    /// Runs a query in the batch's transaction (opened now if need be) under a savepoint:
+    /// `None` when it could not get a row lock within the lock timeout (the transaction goes on).
+    pub fn query_or_busy(&self, sql: &'static str, params: Vec<Param>) -> Result<Option<Vec<Row>>, StoreError> {
+        self.send_request(true, true, None, Some((sql, params)), End::Open)
     }
 
     /// Runs statements without parameters inside the batch's transaction.
@@ -135,7 +167,7 @@ impl Conn {
     /// Runs a query after the batch's statements so far, inside the batch's transaction when
     /// one is open.
     pub fn query(&self, sql: &'static str, params: Vec<Param>) -> Result<Vec<Row>, StoreError> {
-        self.send(false, None, Some((sql, params)), End::Open)
+        self.send(false, None, Some((sql, params)), End::Open).map(Option::unwrap_or_default)
     }
 
     /// Sends the rest of the batch and commits it.
@@ -147,6 +179,8 @@ impl Conn {
     pub fn rollback(&self) {
         self.pending.borrow_mut().clear();
         // Ignored: a connection that is gone rolled back by itself.
+        // Always sent: the server's transaction may be open even when this side wrote nothing
+        // (a lease taken, a read that flushed statements).
         self.in_batch.set(false);
         let _ = self.send(false, None, None, End::Rollback);
     }
@@ -175,7 +209,7 @@ fn serve(config: tokio_postgres::Config, mut rx: mpsc::UnboundedReceiver<Request
         let _ = ready.send(Ok(()));
         let mut session = Session { client, statements: HashMap::new(), in_batch: false, aborted: None };
         while let Some(request) = rx.recv().await {
-            let answer = session.handle(request.begin, request.ops, request.script, request.query, request.end).await;
+            let answer = session.handle(request.begin, request.guarded, request.ops, request.script, request.query, request.end).await;
             let _ = request.reply.send(answer);
         }
     });
@@ -204,20 +238,24 @@ impl Session {
     async fn handle(
         &mut self,
         begin: bool,
+        guarded: bool,
         ops: Vec<Op>,
         script: Option<&'static str>,
         query: Option<(&'static str, Vec<Param>)>,
         end: End,
-    ) -> Result<Vec<Row>, StoreError> {
+    ) -> Result<Option<Vec<Row>>, StoreError> {
         if end == End::Rollback {
             self.aborted = None;
             if self.in_batch {
                 self.in_batch = false;
                 self.client.batch_execute("ROLLBACK").await.map_err(|e| backend(&e))?;
             }
-            return Ok(Vec::new());
+            return Ok(Some(Vec::new()));
         }
-        let result = self.run(begin, ops, script, query).await;
+        if guarded {
+            return self.guarded(begin, query).await;
+        }
+        let result = self.run(begin, ops, script, query).await.map(Some);
         if let Err(e) = &result {
             if self.in_batch && self.aborted.is_none() {
                 self.aborted = Some(e.clone());
@@ -232,6 +270,36 @@ impl Session {
             self.client.batch_execute("COMMIT").await.map_err(|e| backend(&e))?;
         }
         result
+    }
+
+    /// A query under a savepoint, so a lock timeout does not abort the batch.
+    async fn guarded(&mut self, begin: bool, query: Option<(&'static str, Vec<Param>)>) -> Result<Option<Vec<Row>>, StoreError> {
+        if let Some(e) = &self.aborted {
+            return Err(e.clone());
+        }
+        let Some((sql, params)) = query else { return Ok(Some(Vec::new())) };
+        if begin && !self.in_batch {
+            self.client.batch_execute("BEGIN").await.map_err(|e| backend(&e))?;
+            self.in_batch = true;
+        }
+        let st = self.statement(sql).await?;
+        self.client.batch_execute("SAVEPOINT acp_guarded").await.map_err(|e| backend(&e))?;
+        let params: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p.as_ref() as &(dyn ToSql + Sync)).collect();
+        match self.client.query(&st, &params).await {
+            Ok(rows) => {
+                self.client.batch_execute("RELEASE SAVEPOINT acp_guarded").await.map_err(|e| backend(&e))?;
+                Ok(Some(rows))
+            }
+            Err(e) if e.code() == Some(&SqlState::LOCK_NOT_AVAILABLE) => {
+                self.client.batch_execute("ROLLBACK TO SAVEPOINT acp_guarded").await.map_err(|e| backend(&e))?;
+                Ok(None)
+            }
+            Err(e) => {
+                let e = backend(&e);
+                self.aborted = Some(e.clone());
+                Err(e)
+            }
+        }
     }
 
     async fn run(
@@ -310,7 +378,8 @@ impl Session {
                 }
                 Expect::Lease(session) if n != 1 => return Err(StoreError::LeaseLost { session: session.clone() }),
                 Expect::Host(what) if n != 1 => return Err(StoreError::Backend(what.clone())),
-                Expect::One(_) | Expect::Lease(_) | Expect::Host(_) => {}
+                Expect::NoneLeft(session) if n != 0 => return Err(StoreError::LeaseLost { session: session.clone() }),
+                Expect::One(_) | Expect::Lease(_) | Expect::Host(_) | Expect::NoneLeft(_) => {}
             }
         }
         Ok(queried.map_err(|e| backend(&e))?.unwrap_or_default())

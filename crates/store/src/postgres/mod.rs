@@ -190,7 +190,7 @@ impl PgStore {
     /// ([`StoreError::Backend`]).
     pub fn connect(url: &str, options: PgOptions) -> Result<PgStore, StoreError> {
         options.check()?;
-        let conn = Conn::open(url)?;
+        let conn = Conn::open(url, options.lease)?;
         schema::migrate(&conn)?;
         Ok(PgStore { conn, options, host_epoch: 0, held: HashMap::new(), touched: BTreeSet::new(), failed: None, counters: None })
     }
@@ -297,14 +297,24 @@ impl PgStore {
                 }
             }
             Change::SessionForgotten(id) => {
-                // Only a session no other host holds; history and inject rows go with it.
-                self.op(
-                    "DELETE FROM acp_sessions WHERE session_id = $1 AND (holder IS NULL OR holder = $2 OR expires_at <= now())",
-                    vec![text(id), text(self.options.host.clone())],
-                    Expect::Any,
-                );
+                // History and inject rows go with it (ON DELETE CASCADE). A session this host
+                // holds goes only while it still holds it; any other only while nobody does.
+                match self.held.remove(id) {
+                    Some(epoch) => self.op(
+                        "DELETE FROM acp_sessions WHERE session_id = $1 AND holder = $2 AND epoch = $3",
+                        vec![text(id), text(self.options.host.clone()), Box::new(epoch)],
+                        Expect::Lease(id.to_owned()),
+                    ),
+                    None => {
+                        self.op(
+                            "DELETE FROM acp_sessions WHERE session_id = $1 AND (holder IS NULL OR expires_at <= now())",
+                            vec![text(id)],
+                            Expect::Any,
+                        );
+                        self.op("SELECT 1 FROM acp_sessions WHERE session_id = $1", vec![text(id)], Expect::NoneLeft(id.to_owned()));
+                    }
+                }
                 self.touched.remove(id);
-                self.held.remove(id);
             }
             Change::Turn { session, turn } => {
                 self.op(
@@ -417,6 +427,34 @@ impl PgStore {
             }
         }
         Ok(())
+    }
+
+    /// The session whose lease the batch just took, from its row: `None` when it is closed
+    /// (a resume reopens it from its record), else its live state.
+    fn taken(&mut self, session_id: &str, row: &Row) -> Result<Acquired, StoreError> {
+        let closed: bool = column(row, 1)?;
+        if closed {
+            return Ok(Acquired::Taken(None));
+        }
+        let turn: Turn = from_json("turn", column(row, 2)?)?;
+        let record = SessionRecord {
+            session_id: column(row, 3)?,
+            ordinal: to_u64("session ordinal", column(row, 4)?)?,
+            cwd: column(row, 5)?,
+            additional_directories: from_json("additional directory list", column(row, 6)?)?,
+            mcp_servers: from_json("MCP server list", column(row, 7)?)?,
+            title: column(row, 8)?,
+            updated_at: column(row, 9)?,
+            closed,
+        };
+        let pending = self.read_queue(session_id)?;
+        Ok(Acquired::Taken(Some(Box::new(LiveSession {
+            record,
+            turn,
+            pending,
+            attached: Default::default(),
+            held: Default::default(),
+        }))))
     }
 
     /// A live session's pending injects (arrival order) and remembered ids (oldest first).
@@ -555,55 +593,46 @@ impl Store for PgStore {
         if let Some(e) = &self.failed {
             return Err(e.clone());
         }
-        self.conn.begin()?;
         let host = self.options.host.clone();
         let lease = self.lease_secs();
-        let rows = self.query(
+        let taken = self.conn.query_or_busy(
             "UPDATE acp_sessions SET holder = $2, epoch = epoch + 1, expires_at = now() + make_interval(secs => $3) \
              WHERE session_id = $1 AND (holder IS NULL OR holder = $2 OR expires_at <= now()) \
              RETURNING epoch, closed, turn, session_id, ordinal, cwd, additional_directories, mcp_servers, title, updated_at",
             vec![text(session_id), text(host), Box::new(lease)],
         )?;
+        // No row taken: another host holds the session, or its batch holds the row (it is
+        // writing the session now, or stalled mid-batch: the lock timeout ended the wait).
+        let locked = taken.is_none();
+        let rows = taken.unwrap_or_default();
         let Some(row) = rows.first() else {
             let rows = self.query(
                 "SELECT holder, GREATEST(0, CEIL(EXTRACT(EPOCH FROM (expires_at - now())) * 1000))::bigint \
                  FROM acp_sessions WHERE session_id = $1",
                 vec![text(session_id)],
             )?;
+            let busy = u64::try_from(self.options.lease.as_millis() / 4).unwrap_or(u64::MAX);
             return match rows.first() {
                 None => Ok(Acquired::Taken(None)),
+                // A lease run out but its row still locked: ask again after a lock timeout.
                 Some(r) => Ok(Acquired::Held {
                     holder: column::<Option<String>>(r, 0)?.unwrap_or_default(),
-                    retry_after_ms: to_u64("lease time", column(r, 1)?)?,
+                    retry_after_ms: to_u64("lease time", column(r, 1)?)?.max(if locked { busy } else { 0 }),
                 }),
             };
         };
         let epoch: i64 = column(row, 0)?;
-        let closed: bool = column(row, 1)?;
         self.held.insert(session_id.to_owned(), epoch);
         self.touched.insert(session_id.to_owned());
-        if closed {
-            return Ok(Acquired::Taken(None));
+        // The lease is this batch's now: a failure reading the session must fail the batch
+        // too, or the commit would keep a lease on a session nobody serves.
+        match self.taken(session_id, row) {
+            Ok(acquired) => Ok(acquired),
+            Err(e) => {
+                self.failed.get_or_insert(e.clone());
+                Err(e)
+            }
         }
-        let turn: Turn = from_json("turn", column(row, 2)?)?;
-        let record = SessionRecord {
-            session_id: column(row, 3)?,
-            ordinal: to_u64("session ordinal", column(row, 4)?)?,
-            cwd: column(row, 5)?,
-            additional_directories: from_json("additional directory list", column(row, 6)?)?,
-            mcp_servers: from_json("MCP server list", column(row, 7)?)?,
-            title: column(row, 8)?,
-            updated_at: column(row, 9)?,
-            closed,
-        };
-        let pending = self.read_queue(session_id)?;
-        Ok(Acquired::Taken(Some(Box::new(LiveSession {
-            record,
-            turn,
-            pending,
-            attached: Default::default(),
-            held: Default::default(),
-        }))))
     }
 
     fn release(&mut self, session_id: &str) {

@@ -608,6 +608,8 @@ def _uniffi_check_api_checksums(lib):
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_agentserver_start_turn() != 63536:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentserver_stopped() != 63243:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_constructor_agentserver_new() != 14852:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_answer_permission() != 58905:
@@ -890,6 +892,9 @@ _UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentserver_shutdown.restype = 
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentserver_start_turn.argtypes = (
 )
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentserver_start_turn.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentserver_stopped.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentserver_stopped.restype = ctypes.c_uint16
 _UniffiLib.uniffi_acp_inject_ffi_checksum_constructor_agentserver_new.argtypes = (
 )
 _UniffiLib.uniffi_acp_inject_ffi_checksum_constructor_agentserver_new.restype = ctypes.c_uint16
@@ -1321,6 +1326,10 @@ _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentserver_start_turn.argtypes = (
     ctypes.POINTER(_UniffiRustCallStatus),
 )
 _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentserver_start_turn.restype = None
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_agentserver_stopped.argtypes = (
+    ctypes.c_uint64,
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_agentserver_stopped.restype = ctypes.c_uint64
 _UniffiLib.uniffi_acp_inject_ffi_fn_constructor_agentserver_new.argtypes = (
     ctypes.c_uint64,
     _UniffiRustBuffer,
@@ -19897,6 +19906,14 @@ class AgentServerProtocol(typing.Protocol):
         Starts a turn in a session with no user message.
 """
         raise NotImplementedError
+    async def stopped(self, ) -> None:
+        """
+        Waits until the server stops serving because its store failed, then raises
+        `AcpError.Store` saying why: a database error, or, on a store several hosts share, a
+        session another host took over while this one was paused or cut off. Every connection
+        was dropped by then; a network host should stop and be started again.
+"""
+        raise NotImplementedError
 
 class AgentServer(AgentServerProtocol):
     """
@@ -20065,6 +20082,26 @@ class AgentServer(AgentServerProtocol):
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
+    async def stopped(self, ) -> None:
+        """
+        Waits until the server stops serving because its store failed, then raises
+        `AcpError.Store` saying why: a database error, or, on a store several hosts share, a
+        session another host took over while this one was paused or cut off. Every connection
+        was dropped by then; a network host should stop and be started again.
+"""
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+        )
+        _uniffi_lift_return = lambda val: None
+        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        return await _uniffi_rust_call_async(
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentserver_stopped(*_uniffi_lowered_args),
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_poll_void,
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_complete_void,
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_free_void,
+            _uniffi_lift_return,
+            _uniffi_error_converter,
+        )
 
 
 

@@ -1707,6 +1707,14 @@ public protocol AgentServerProtocol: AnyObject, Sendable {
      */
     func startTurn(sessionId: String) throws 
     
+    /**
+     * Waits until the server stops serving because its store failed, then raises
+     * `AcpError.Store` saying why: a database error, or, on a store several hosts share, a
+     * session another host took over while this one was paused or cut off. Every connection
+     * was dropped by then; a network host should stop and be started again.
+     */
+    func stopped() async throws 
+    
 }
 /**
  * An agent server around a runtime.
@@ -1879,6 +1887,28 @@ open func startTurn(sessionId: String)throws   {try rustCallWithError(FfiConvert
         FfiConverterString.lower(sessionId),uniffiCallStatus
     )
 }
+}
+    
+    /**
+     * Waits until the server stops serving because its store failed, then raises
+     * `AcpError.Store` saying why: a database error, or, on a store several hosts share, a
+     * session another host took over while this one was paused or cut off. Every connection
+     * was dropped by then; a network host should stop and be started again.
+     */
+open func stopped()async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_acp_inject_ffi_fn_method_agentserver_stopped(
+                        self.uniffiCloneHandle()
+                )
+            },
+            pollFunc: ffi_acp_inject_ffi_rust_future_poll_void,
+            completeFunc: ffi_acp_inject_ffi_rust_future_complete_void,
+            freeFunc: ffi_acp_inject_ffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeAcpError_lift
+        )
 }
     
 
@@ -18732,6 +18762,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_acp_inject_ffi_checksum_method_agentserver_start_turn() != 63536) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_agentserver_stopped() != 63243) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_acp_inject_ffi_checksum_method_turncontext_break_point() != 16409) {

@@ -765,6 +765,11 @@ uint64_t uniffi_acp_inject_ffi_fn_method_agentserver_shutdown(uint64_t ptr
 void uniffi_acp_inject_ffi_fn_method_agentserver_start_turn(uint64_t ptr, RustBuffer session_id, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_AGENTSERVER_STOPPED
+#define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_AGENTSERVER_STOPPED
+uint64_t uniffi_acp_inject_ffi_fn_method_agentserver_stopped(uint64_t ptr
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_CLONE_TURNCONTEXT
 #define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_CLONE_TURNCONTEXT
 uint64_t uniffi_acp_inject_ffi_fn_clone_turncontext(uint64_t handle, RustCallStatus *_Nonnull out_status
@@ -1655,6 +1660,12 @@ uint16_t uniffi_acp_inject_ffi_checksum_method_agentserver_shutdown(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_AGENTSERVER_START_TURN
 #define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_AGENTSERVER_START_TURN
 uint16_t uniffi_acp_inject_ffi_checksum_method_agentserver_start_turn(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_AGENTSERVER_STOPPED
+#define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_AGENTSERVER_STOPPED
+uint16_t uniffi_acp_inject_ffi_checksum_method_agentserver_stopped(void
     
 );
 #endif

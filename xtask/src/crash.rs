@@ -32,18 +32,31 @@ pub fn campaign(kills: u32, seed: Option<u64>) -> Result<Counts, Error> {
     }
 }
 
-/// Runs the two-host campaign on a fresh database; returns its output (the summary lines).
+/// Runs the two-host campaign with the reference agent on a fresh database; returns its output
+/// (the summary lines).
 pub fn two_hosts(kills: u32, seed: Option<u64>, server: &crate::postgres::Server) -> Result<String, Error> {
     let agent = crate::pyenv::cargo_bin("acp-inject-reference-agent", "acp-inject-agent")?;
+    two_hosts_of(&[agent.display().to_string()], "acp_crash_hosts", kills, seed, server)
+}
+
+/// Runs the two-host campaign with `agent` (a command that accepts `--listen`, `--store` and
+/// `--delay-ms`) on the fresh database `database`.
+pub fn two_hosts_of(
+    agent: &[String],
+    database: &str,
+    kills: u32,
+    seed: Option<u64>,
+    server: &crate::postgres::Server,
+) -> Result<String, Error> {
     let crash = crate::pyenv::cargo_bin("acp-inject-conformance", "acp-inject-crash")?;
-    let url = server.create_database("acp_crash_hosts")?;
+    let url = server.create_database(database)?;
     let mut cmd = Command::new(crash);
     cmd.args(["--hosts", "2", "--store-url", &url, "--lease-ms", &LEASE_MS.to_string(), "--delay-ms", "20"]);
     cmd.args(["--kills", &kills.to_string()]);
     if let Some(seed) = seed {
         cmd.args(["--seed", &seed.to_string()]);
     }
-    let ran = process::run(cmd.arg("--").arg(agent), Echo::All)?;
+    let ran = process::run(cmd.arg("--").args(agent), Echo::All)?;
     if ran.success() {
         Ok(ran.stdout)
     } else {

@@ -56,7 +56,7 @@ pub enum Stage {
     Kotlin,
     /// swift test for bindings/swift, in a Debian trixie chroot (needs root)
     Swift,
-    /// short crash campaigns: 50 SIGKILLs of the reference agent under load, then 20 kills and pauses of two hosts on PostgreSQL; nothing lost, duplicated or served twice
+    /// short crash campaigns: 50 SIGKILLs of the reference agent under load, then kills and pauses of two hosts on PostgreSQL (reference, Python and Kotlin agents); nothing lost, duplicated or served twice
     Crash,
     /// the black-box stdio suite (acp-inject-blackbox) against every agent (the reference agent and the example agents), on SQLite and on PostgreSQL
     Blackbox,
@@ -322,18 +322,31 @@ fn libtest_summary(line: &str) -> Option<Counts> {
     Some(Counts { passed: count("passed")?, failed: count("failed")?, skipped: count("ignored").unwrap_or(0) })
 }
 
-/// One-host campaign (50 kills), then the two-host one (20 kills and pauses) on a private
-/// PostgreSQL server.
+/// One-host campaign (50 kills), then the two-host one on a private PostgreSQL server: 20
+/// kills and pauses of reference-agent hosts, and 6 each of Python and Kotlin example-agent
+/// hosts (their runtimes on the shared store, served over the network).
 fn crash() -> Row {
-    let one = match crate::crash::campaign(50, None) {
+    let mut tests = match crate::crash::campaign(50, None) {
         Ok(kills) => kills,
         Err(e) => return Row::failed(e.to_string()),
     };
-    let two = crate::postgres::start().and_then(|server| crate::crash::two_hosts(20, None, &server));
-    match two {
-        Ok(_) => Row { tests: Some(Counts { passed: one.passed + 20, ..one }), ok: true, ..Row::default() },
-        Err(e) => Row { tests: Some(one), note: format!("two hosts: {e}"), ..Row::default() },
+    let server = match crate::postgres::start() {
+        Ok(s) => s,
+        Err(e) => return Row { tests: Some(tests), note: format!("PostgreSQL: {e}"), ..Row::default() },
+    };
+    let mut failed = Vec::new();
+    for (i, (name, command)) in blackbox_agents().into_iter().enumerate() {
+        let kills = if i == 0 { 20 } else { 6 };
+        eprintln!("\nthe two-host crash campaign with the {name}:");
+        let ran = command
+            .map_err(Error::msg)
+            .and_then(|c| crate::crash::two_hosts_of(&c, &format!("acp_crash_hosts_{i}"), kills, None, &server));
+        match ran {
+            Ok(_) => tests.add(Counts { passed: u64::from(kills), failed: 0, skipped: 0 }),
+            Err(e) => failed.push(format!("two hosts, {name}: {e}")),
+        }
     }
+    Row { ok: failed.is_empty(), tests: Some(tests), note: failed.join("; "), ..Row::default() }
 }
 
 /// `cargo test --workspace` with a private PostgreSQL server (the PostgreSQL store's tests

@@ -40,5 +40,5 @@ class ScriptedAgent(private val delay: Duration) : Agent() {
 fun main(args: Array<String>) {
     fun option(name: String): String? = args.indexOf(name).takeIf { it >= 0 }?.let { args.getOrNull(it + 1) }
     val delay = (option("--delay-ms")?.toLong() ?: 50L).milliseconds
-    runAgent(ScriptedAgent(delay), agentConfig("acp-inject-kotlin-example"), store = option("--store"))
+    runAgent(ScriptedAgent(delay), agentConfig("acp-inject-kotlin-example"), store = option("--store"), listen = option("--listen"))
 }

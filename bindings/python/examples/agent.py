@@ -44,10 +44,12 @@ class ScriptedAgent(Agent):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--store", help="keep sessions in this SQLite file")
+    parser.add_argument("--store", help="keep sessions in this SQLite file, or a postgres:// database several hosts share")
     parser.add_argument("--delay-ms", type=int, default=50, help="pause between model steps")
+    parser.add_argument("--listen", metavar="HOST:PORT", help="serve over the network instead of stdio (prints the URL)")
     args = parser.parse_args()
-    run_agent(ScriptedAgent(args.delay_ms / 1000), agent_config("acp-inject-python-example"), store=args.store)
+    config = agent_config("acp-inject-python-example")
+    run_agent(ScriptedAgent(args.delay_ms / 1000), config, store=args.store, listen=args.listen)
 
 
 if __name__ == "__main__":

@@ -230,6 +230,16 @@ impl AgentServer {
         Ok(url)
     }
 
+    /// Waits until the server stops serving because its store failed, then raises
+    /// `AcpError.Store` saying why: a database error, or, on a store several hosts share, a
+    /// session another host took over while this one was paused or cut off. Every connection
+    /// was dropped by then; a network host should stop and be started again.
+    pub async fn stopped(&self) -> Result<(), AcpError> {
+        let s = self.inner.clone();
+        let why = on_runtime(async move { Ok::<_, AcpError>(s.stopped().await) }).await?;
+        Err(AcpError::Store { detail: why })
+    }
+
     /// Stops serving: the network listener (if any) closes its connections, every running
     /// turn is cancelled and given a moment to end.
     pub async fn shutdown(&self) {

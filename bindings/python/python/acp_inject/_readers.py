@@ -19,7 +19,7 @@ from .acp_inject_ffi import acp_inject_ffi as _g
 Buffer = Union[bytes, bytearray]
 
 # The generated module these readers were written from: they are installed only over that one.
-SOURCE_SHA256 = "82bb9b08764b79fc2745369def5f5db05f0f7df0def5aa3353a83c7a77283fba"
+SOURCE_SHA256 = "abae3cb29626058737976ac69615a6108f155fab4b19491eee52ec076e69e462"
 
 _new = object.__new__
 _InternalError = _g.InternalError

@@ -285,7 +285,9 @@ def run_agent(
 ) -> None:
     """Runs ``agent`` over stdio until the client goes away (see :func:`serve_stdio`), or,
     with ``listen="HOST:PORT"``, over the network until interrupted (see :func:`listen`; the
-    endpoint's URL is printed on stdout)."""
+    endpoint's URL is printed on stdout). Over the network, a store failure ends it with
+    ``AcpError.Store`` (on a ``postgres://`` store several hosts share: a session another host
+    took over while this one was paused); restart the process."""
     if listen is None:
         asyncio.run(serve_stdio(agent, config, store))
         return
@@ -295,7 +297,7 @@ def run_agent(
         listening = await _listen(agent, addr, config, store, token=token, allowed_origins=allowed_origins)
         print(listening.url, flush=True)
         try:
-            await asyncio.Event().wait()
+            await listening._server.stopped()
         finally:
             await listening.close()
 

@@ -893,6 +893,8 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_acp_inject_ffi_checksum_method_agentserver_start_turn(
     ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_agentserver_stopped(
+    ): Int
     external fun uniffi_acp_inject_ffi_checksum_method_turncontext_break_point(
     ): Int
     external fun uniffi_acp_inject_ffi_checksum_method_turncontext_cancelled(
@@ -1150,6 +1152,8 @@ internal object UniffiLib {
     ): Long
     external fun uniffi_acp_inject_ffi_fn_method_agentserver_start_turn(`ptr`: Long,`sessionId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): Unit
+    external fun uniffi_acp_inject_ffi_fn_method_agentserver_stopped(`ptr`: Long,
+    ): Long
     external fun uniffi_acp_inject_ffi_fn_clone_turncontext(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
     external fun uniffi_acp_inject_ffi_fn_free_turncontext(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
@@ -1570,6 +1574,9 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_acp_inject_ffi_checksum_method_agentserver_start_turn() and 0xFFFF) != 63536) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentserver_stopped() and 0xFFFF) != 63243) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_acp_inject_ffi_checksum_method_turncontext_break_point() and 0xFFFF) != 16409) {
@@ -3705,6 +3712,14 @@ public interface AgentServerInterface {
      */
     fun `startTurn`(`sessionId`: kotlin.String)
     
+    /**
+     * Waits until the server stops serving because its store failed, then raises
+     * `AcpError.Store` saying why: a database error, or, on a store several hosts share, a
+     * session another host took over while this one was paused or cut off. Every connection
+     * was dropped by then; a network host should stop and be started again.
+     */
+    suspend fun `stopped`()
+    
     companion object
 }
 
@@ -3960,6 +3975,34 @@ open class AgentServer: Disposable, AutoCloseable, AgentServerInterface
     }
     
     
+
+    
+    /**
+     * Waits until the server stops serving because its store failed, then raises
+     * `AcpError.Store` saying why: a database error, or, on a store several hosts share, a
+     * session another host took over while this one was paused or cut off. Every connection
+     * was dropped by then; a network host should stop and be started again.
+     */
+    @Throws(AcpException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `stopped`() {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_acp_inject_ffi_fn_method_agentserver_stopped(
+                uniffiHandle,
+                
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_poll_void(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_complete_void(future, continuation) },
+        { future -> UniffiLib.ffi_acp_inject_ffi_rust_future_free_void(future) },
+        // lift function
+        { },
+        
+        // Error FFI converter
+        AcpException.ErrorHandler,
+    )
+    }
 
     
 

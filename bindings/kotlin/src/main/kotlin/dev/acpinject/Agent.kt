@@ -206,7 +206,9 @@ suspend fun listen(
 /**
  * Runs [agent] over stdio until the client goes away (see [serveStdio]), or, with [listen]
  * (`HOST:PORT`), over the network until the process is stopped (see [listen]; the endpoint's
- * URL is printed on stdout). Then stops the library's threads.
+ * URL is printed on stdout). Then stops the library's threads. Over the network, a store
+ * failure ends it with [AcpException.Store] (on a `postgres://` store several hosts share: a
+ * session another host took over while this one was paused); restart the process.
  */
 fun runAgent(
     agent: Agent,
@@ -225,7 +227,7 @@ fun runAgent(
                 println(listening.url)
                 System.out.flush()
                 try {
-                    kotlinx.coroutines.awaitCancellation()
+                    listening.server.stopped()
                 } finally {
                     kotlinx.coroutines.withContext(kotlinx.coroutines.NonCancellable) { listening.stop() }
                 }

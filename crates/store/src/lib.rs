@@ -128,6 +128,34 @@ fn mode_name(mode: InjectMode) -> &'static str {
     }
 }
 
+/// A stored pending inject into its mode's list (both stores keep `mode` and `content` as text).
+pub(crate) fn sort_pending(
+    id: String,
+    mode: Option<&str>,
+    content: Option<&str>,
+    owner: String,
+    steers: &mut Vec<Pending>,
+    queued: &mut Vec<Pending>,
+) -> Result<(), StoreError> {
+    let content: Vec<ContentBlock> = from_json("inject content", content.unwrap_or("null"))?;
+    let pending = Pending { message_id: MessageId(id), content, owner };
+    match mode {
+        Some("steer") => steers.push(pending),
+        Some("queue") => queued.push(pending),
+        other => return Err(StoreError::Corrupt(format!("pending inject with mode {other:?}"))),
+    }
+    Ok(())
+}
+
+/// A stored settled id's fate.
+pub(crate) fn settled_fate(id: &str, status: &str) -> Result<Fate, StoreError> {
+    match status {
+        "revoked" => Ok(Fate::Revoked),
+        "delivered" => Ok(Fate::Delivered),
+        other => Err(StoreError::Corrupt(format!("settled inject {id:?} with status {other:?}"))),
+    }
+}
+
 /// A [`HistoryEntry`] by reference: the same JSON, without cloning the update to write it.
 #[derive(Serialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
@@ -489,13 +517,7 @@ impl SqliteStore {
             .map_err(db_error)?;
         let (mut steers, mut queued) = (Vec::new(), Vec::new());
         for (id, mode, content, owner) in rows {
-            let content: Vec<ContentBlock> = from_json("inject content", content.as_deref().unwrap_or("null"))?;
-            let pending = Pending { message_id: MessageId(id), content, owner };
-            match mode.as_deref() {
-                Some("steer") => steers.push(pending),
-                Some("queue") => queued.push(pending),
-                other => return Err(StoreError::Corrupt(format!("pending inject with mode {other:?}"))),
-            }
+            sort_pending(id, mode.as_deref(), content.as_deref(), owner, &mut steers, &mut queued)?;
         }
         let bound = i64::try_from(self.remember_ids).unwrap_or(i64::MAX);
         let mut stmt = self
@@ -511,11 +533,7 @@ impl SqliteStore {
             .map_err(db_error)?;
         let mut remembered = Vec::with_capacity(rows.len());
         for (id, status, owner) in rows.into_iter().rev() {
-            let fate = match status.as_str() {
-                "revoked" => Fate::Revoked,
-                "delivered" => Fate::Delivered,
-                other => return Err(StoreError::Corrupt(format!("settled inject {id:?} with status {other:?}"))),
-            };
+            let fate = settled_fate(&id, &status)?;
             remembered.push((id, fate, owner));
         }
         Ok(PendingQueue::from_parts(steers, queued, remembered))

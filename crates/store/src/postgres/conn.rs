@@ -81,6 +81,11 @@ fn backend(e: &tokio_postgres::Error) -> StoreError {
     }
 }
 
+/// The parameters as the driver takes them.
+fn refs(params: &[Param]) -> Vec<&(dyn ToSql + Sync)> {
+    params.iter().map(|p| p.as_ref() as &(dyn ToSql + Sync)).collect()
+}
+
 fn gone() -> StoreError {
     StoreError::Backend("the connection to PostgreSQL is gone".into())
 }
@@ -284,7 +289,7 @@ impl Session {
         }
         let st = self.statement(sql).await?;
         self.client.batch_execute("SAVEPOINT acp_guarded").await.map_err(|e| backend(&e))?;
-        let params: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p.as_ref() as &(dyn ToSql + Sync)).collect();
+        let params = refs(&params);
         match self.client.query(&st, &params).await {
             Ok(rows) => {
                 self.client.batch_execute("RELEASE SAVEPOINT acp_guarded").await.map_err(|e| backend(&e))?;
@@ -332,7 +337,7 @@ impl Session {
         match later {
             Some((sql, params)) => {
                 let st = self.statement(sql).await?;
-                let params: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p.as_ref() as &(dyn ToSql + Sync)).collect();
+                let params = refs(&params);
                 self.client.query(&st, &params).await.map_err(|e| backend(&e))
             }
             None => Ok(rows),
@@ -349,13 +354,13 @@ impl Session {
         let client = &self.client;
         // Pipelined: every statement is written before the first answer is read.
         let executed = futures_util::future::join_all(ops.iter().zip(statements).map(|(op, st)| async move {
-            let params: Vec<&(dyn ToSql + Sync)> = op.params.iter().map(|p| p.as_ref() as &(dyn ToSql + Sync)).collect();
+            let params = refs(&op.params);
             client.execute(st, &params).await
         }));
         let queried = async {
             match &query {
                 Some((st, params)) => {
-                    let params: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p.as_ref() as &(dyn ToSql + Sync)).collect();
+                    let params = refs(params);
                     client.query(st, &params).await.map(Some)
                 }
                 None => Ok(None),

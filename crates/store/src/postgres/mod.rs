@@ -36,10 +36,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
 
 use acp_inject_core::agent::{
-    Acquired, Change, Counters, Fate, HistoryEntry, LiveSession, LiveState, Pending, PendingQueue, SessionPage, SessionRecord, Store,
-    StoreError, Turn, DEFAULT_REMEMBER_IDS, LIVE_STATE_VERSION,
+    Acquired, Change, Counters, HistoryEntry, LiveSession, LiveState, PendingQueue, SessionPage, SessionRecord, Store, StoreError,
+    Turn, DEFAULT_REMEMBER_IDS, LIVE_STATE_VERSION,
 };
-use acp_inject_core::wire::{ContentBlock, MessageId};
 use tokio_postgres::Row;
 
 use crate::{from_json, mode_name, to_i64, to_json, to_u64, EntryRef};
@@ -175,6 +174,20 @@ fn column<'a, T: tokio_postgres::types::FromSql<'a>>(row: &'a Row, i: usize) -> 
     row.try_get(i).map_err(|e| StoreError::Corrupt(format!("a stored row is unreadable: {e}")))
 }
 
+/// A record's columns as statement parameters: `$1` to `$7` are `session_id, cwd,
+/// additional_directories, mcp_servers, title, updated_at, closed`.
+fn record_params(r: &SessionRecord) -> Result<Vec<Param>, StoreError> {
+    Ok(vec![
+        text(r.session_id.clone()),
+        text(r.cwd.clone()),
+        text(to_json("additional directory list", &r.additional_directories)?),
+        text(to_json("MCP server list", &r.mcp_servers)?),
+        Box::new(r.title.clone()),
+        Box::new(r.updated_at.clone()),
+        Box::new(r.closed),
+    ])
+}
+
 fn text(s: impl Into<String>) -> Param {
     Box::new(s.into())
 }
@@ -255,19 +268,8 @@ impl PgStore {
                 self.counters = Some(Counters { next_session, next_message, next_request });
             }
             Change::SessionCreated(r) => {
-                let idle = to_json("turn", &Turn::Idle)?;
-                let params: Vec<Param> = vec![
-                    text(r.session_id.clone()),
-                    text(r.cwd.clone()),
-                    text(to_json("additional directory list", &r.additional_directories)?),
-                    text(to_json("MCP server list", &r.mcp_servers)?),
-                    Box::new(r.title.clone()),
-                    Box::new(r.updated_at.clone()),
-                    Box::new(r.closed),
-                    text(idle),
-                    text(self.options.host.clone()),
-                    Box::new(self.lease_secs()),
-                ];
+                let mut params = record_params(r)?;
+                params.extend([text(to_json("turn", &Turn::Idle)?), text(self.options.host.clone()), Box::new(self.lease_secs())]);
                 self.op(
                     "INSERT INTO acp_sessions (session_id, cwd, additional_directories, mcp_servers, title, updated_at, closed, \
                      turn, holder, epoch, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 1, now() + make_interval(secs => $10))",
@@ -277,15 +279,7 @@ impl PgStore {
                 self.held.insert(r.session_id.clone(), 1);
             }
             Change::SessionUpdated(r) => {
-                let params: Vec<Param> = vec![
-                    text(r.session_id.clone()),
-                    text(r.cwd.clone()),
-                    text(to_json("additional directory list", &r.additional_directories)?),
-                    text(to_json("MCP server list", &r.mcp_servers)?),
-                    Box::new(r.title.clone()),
-                    Box::new(r.updated_at.clone()),
-                    Box::new(r.closed),
-                ];
+                let params = record_params(r)?;
                 self.op(
                     "UPDATE acp_sessions SET cwd = $2, additional_directories = $3, mcp_servers = $4, title = $5, \
                      updated_at = $6, closed = $7 WHERE session_id = $1",
@@ -467,13 +461,7 @@ impl PgStore {
         for row in &rows {
             let (id, mode, content, owner): (String, Option<String>, Option<String>, String) =
                 (column(row, 0)?, column(row, 1)?, column(row, 2)?, column(row, 3)?);
-            let content: Vec<ContentBlock> = from_json("inject content", content.as_deref().unwrap_or("null"))?;
-            let pending = Pending { message_id: MessageId(id), content, owner };
-            match mode.as_deref() {
-                Some("steer") => steers.push(pending),
-                Some("queue") => queued.push(pending),
-                other => return Err(StoreError::Corrupt(format!("pending inject with mode {other:?}"))),
-            }
+            crate::sort_pending(id, mode.as_deref(), content.as_deref(), owner, &mut steers, &mut queued)?;
         }
         let bound = self.remember_bound()?;
         let rows = self.query(
@@ -484,11 +472,7 @@ impl PgStore {
         let mut remembered = Vec::with_capacity(rows.len());
         for row in rows.iter().rev() {
             let (id, status, owner): (String, String, String) = (column(row, 0)?, column(row, 1)?, column(row, 2)?);
-            let fate = match status.as_str() {
-                "revoked" => Fate::Revoked,
-                "delivered" => Fate::Delivered,
-                other => return Err(StoreError::Corrupt(format!("settled inject {id:?} with status {other:?}"))),
-            };
+            let fate = crate::settled_fate(&id, &status)?;
             remembered.push((id, fate, owner));
         }
         Ok(PendingQueue::from_parts(steers, queued, remembered))

@@ -53,6 +53,26 @@ pub fn run(rounds: u32) -> Result<(), Error> {
     Ok(())
 }
 
+/// `cargo xtask bench --durability-only`: reruns the durability and scale part and replaces it
+/// (everything from its heading to the end) in BENCHMARKS.md, saying so in its first line.
+pub fn durability_only() -> Result<(), Error> {
+    let path = root().join("BENCHMARKS.md");
+    let text = std::fs::read_to_string(&path).map_err(|e| Error::read(&path, e))?;
+    const HEADING: &str = "\n## Durability";
+    let at = text.find(HEADING).ok_or_else(|| Error::msg("BENCHMARKS.md has no durability section to replace"))?;
+    let section = crate::bench_durability::section()?;
+    let section = section.replacen(
+        "\n\n`cargo bench",
+        "\n\nThis part, to the end of the file, was rewritten by `cargo xtask bench --durability-only` after the sections \
+         above were measured: compare its figures with each other, not with theirs.\n\n`cargo bench",
+        1,
+    );
+    let md = format!("{}{}", &text[..at], section);
+    std::fs::write(&path, &md).map_err(|e| Error::write(&path, e))?;
+    print!("{section}");
+    Ok(())
+}
+
 /// The Kotlin comparison, when the Kotlin package provides one (`bindings/kotlin/bench.sh`
 /// printing one JSON object as its last line).
 fn kotlin(rounds: u32) -> Option<Result<Value, String>> {

@@ -67,6 +67,10 @@ enum Cmd {
         /// Interleaved rounds per measurement (the median is reported).
         #[arg(default_value_t = 7, value_parser = clap::value_parser!(u32).range(1..))]
         rounds: u32,
+        /// Rerun only the durability and scale part (the stores, the crash campaigns, the load
+        /// tests) and replace it in BENCHMARKS.md, keeping the language comparisons above it.
+        #[arg(long)]
+        durability_only: bool,
     },
     /// Fuzzing with cargo-fuzz.
     #[command(subcommand)]
@@ -115,7 +119,13 @@ fn main() -> ExitCode {
         Cmd::Conformance { dirs } => conformance::run(dirs),
         Cmd::Test(args) => test::run(&args),
         Cmd::Demo { delay_ms } => demo::run(delay_ms),
-        Cmd::Bench { rounds } => bench::run(rounds),
+        Cmd::Bench { rounds, durability_only } => {
+            if durability_only {
+                bench::durability_only()
+            } else {
+                bench::run(rounds)
+            }
+        }
         Cmd::Fuzz(cmd) => fuzz::run(cmd),
         Cmd::Crash { kills, seed, hosts } => crash::run(kills, seed, hosts),
         Cmd::Typescript => typescript::run().map_err(Error::Msg),

@@ -13,8 +13,10 @@
 //!   (its commit is refused: it lost the lease) and must stop; it is started again.
 //!
 //! From the clients' own logs (raw JSON-RPC over the socket, not this toolkit's client):
-//! - **lost**: an inject whose accept answer a client saw and that the final host, once idle,
-//!   does not report delivered (a revoke of it is not answered `already_delivered`);
+//! - **lost**: an inject whose accept answer a client saw and that is not in the session's
+//!   history once the final host is idle (replayed from the start), whether still pending or
+//!   gone;
+//! - **duplicated** also: an id twice in that history;
 //! - **duplicated**: a `user_message` id delivered live more than once;
 //! - **served twice**: one delivered live by two hosts.
 //!
@@ -291,10 +293,15 @@ impl Log {
 
 /// Resumes `session` on `host`, retrying while another host holds it; returns the client.
 fn take_over(host: &Host, session: &str, limit: Duration) -> Result<Client, String> {
+    take_over_with(host, limit, json!({ "sessionId": session, "cwd": "/tmp/hosts" }))
+}
+
+/// [`take_over`] with these `session/resume` params.
+fn take_over_with(host: &Host, limit: Duration, params: Value) -> Result<Client, String> {
     let until = Instant::now() + limit;
     let mut client = Client::connect(host)?;
     loop {
-        let answer = client.request("session/resume", json!({ "sessionId": session, "cwd": "/tmp/hosts" }))?;
+        let answer = client.request("session/resume", params.clone())?;
         if answer.get("result").is_some() {
             return Ok(client);
         }
@@ -364,12 +371,25 @@ pub fn run(options: &Options, mut progress: impl FnMut(u32)) -> Result<Report, S
     client.settle(Duration::from_millis(options.delay_ms * 10 + 300), Duration::from_secs(20));
     done.push(client.finish());
     let accepted: BTreeSet<String> = done.iter().flat_map(Log::accepted).collect();
-    let mut checker = take_over(&hosts[current], &session, handoff_limit)?;
+    // The session's history, replayed: every accepted inject must be in it, once. (The
+    // remembered-id window is bounded, so the history is the record, not a revoke's answer.)
+    let replay = json!({ "sessionId": session, "cwd": "/tmp/hosts", "replayFrom": { "type": "start" } });
+    let mut checker = take_over_with(&hosts[current], handoff_limit, replay)?;
+    let answered = checker.seen.iter().rposition(|v| v.get("id").is_some() && v.get("method").is_none()).unwrap_or(0);
+    let replayed: Vec<Value> = checker.seen.drain(..answered + 1).collect();
+    let mut history: BTreeMap<String, u32> = BTreeMap::new();
+    for id in (Log { host: String::new(), seen: replayed }).delivered() {
+        *history.entry(id).or_default() += 1;
+    }
     for id in &accepted {
-        let v = checker.request("session/revoke_inject", json!({ "sessionId": session, "messageId": id }))?;
-        if v["error"]["data"]["reason"] != "already_delivered" {
-            let what = if v["result"] == json!({}) { "still pending after the last host went idle" } else { "unknown" };
-            report.lost.push(format!("{id}: {what}: {v}"));
+        match history.get(id) {
+            Some(1) => {}
+            Some(n) => report.duplicated.push(format!("{id} is in the history {n} times")),
+            None => {
+                let v = checker.request("session/revoke_inject", json!({ "sessionId": session, "messageId": id }))?;
+                let what = if v["result"] == json!({}) { "still pending after the last host went idle" } else { "not in the history" };
+                report.lost.push(format!("{id}: {what}: {v}"));
+            }
         }
     }
     done.push(checker.finish());

@@ -127,7 +127,7 @@ pub fn section() -> Result<String, Error> {
          from a client on WebSocket; each round the serving host is SIGKILLed (two rounds in three) or SIGSTOPped, the \
          client resumes on the other host (retrying while it answers `-32030`), a paused host is woken with its old \
          connection open (it must deliver nothing more and stop), and the failed host is started again. Judged from the \
-         clients' raw logs. Handoff is from the failure to the other host's resume answer: a dead or paused holder's \
+         clients' raw logs and the session's history, replayed at the end. Handoff is from the failure to the other host's resume answer: a dead or paused holder's \
          lease has to run out first, so it is the lease plus the take-over.\n\n**{summary}** ({detail}).\n",
         crate::crash::LEASE_MS
     );

@@ -29,6 +29,7 @@ pub mod assemble;
 #[cfg(feature = "render")]
 pub mod docs;
 pub mod ffi;
+pub mod line_json;
 pub mod model;
 mod post;
 #[cfg(feature = "render")]

@@ -84,6 +84,9 @@ pub const RUST_WIRE: &str = "crates/wire/src/generated.rs";
 /// The UniFFI declarations of the wire types, compiled by the FFI crate (`mod generated_wire`).
 pub const FFI_WIRE: &str = "crates/ffi/src/generated_wire.rs";
 
+/// The JSON writers of the per-line path, compiled by the FFI crate (`mod generated_line_json`).
+pub const FFI_LINE_JSON: &str = "crates/ffi/src/generated_line_json.rs";
+
 /// Everything that needs no UniFFI library build: the Rust wire types ([`RUST_WIRE`]), their
 /// UniFFI declarations ([`FFI_WIRE`]), the protocol reference and the vector coverage
 /// (`generated/docs/`), the TypeScript package (`generated/typescript/`) and the Maven version
@@ -130,6 +133,19 @@ pub fn generate(mode: Mode) -> Result<Vec<PathBuf>, Error> {
     );
     ensure_file_contents(&root.join(FFI_WIRE), &ffi, mode, &mut stale)?;
 
+    // The per-line path's JSON writers, from the FFI crate's declarations of what it exports
+    // (the remote declarations just written, and the hand-written ones beside them).
+    let hand = [(FFI_WIRE, "crate::wire"), ("crates/ffi/src/types.rs", "crate::types"), ("crates/ffi/src/json.rs", "crate::json")]
+        .map(|(path, module)| Ok::<_, Error>((path, module, if path == FFI_WIRE { ffi.clone() } else { read(&root.join(path))? })));
+    let hand = hand.into_iter().collect::<Result<Vec<_>, _>>()?;
+    let sources: Vec<_> =
+        hand.iter().map(|(path, module, text)| acp_inject_codegen::line_json::Source { path, text, module }).collect();
+    let writers = acp_inject_codegen::line_json::writers(&sources)?;
+    let writers = format!(
+        "// {PREAMBLE}\n// Source: {FFI_WIRE}, crates/ffi/src/types.rs and crates/ffi/src/json.rs (codegen/src/line_json.rs).\n\n//! The JSON writers of the per-line path (`crate::line_json`), one per exported type.\n\n#![allow(missing_docs, clippy::all, unused_imports)]\n\n{writers}"
+    );
+    ensure_file_contents(&root.join(FFI_LINE_JSON), &writers, mode, &mut stale)?;
+
     let examples = valid_examples(&root.join("spec/examples/valid"))?;
     let docs = acp_inject_codegen::docs::render(&schema, &examples)?;
     let docs = format!("<!-- {PREAMBLE} Source: spec/acp-inject.schema.json and spec/examples/valid/. -->\n\n{docs}");
@@ -153,9 +169,6 @@ pub fn generate(mode: Mode) -> Result<Vec<PathBuf>, Error> {
 /// Where the Python type stub of the generated module lives (inside the package).
 pub const PYTHON_STUB: &str = "bindings/python/python/acp_inject/acp_inject_ffi/acp_inject_ffi.pyi";
 
-/// The flat readers of the generated Python module (`codegen/python/uniffi_readers.py`).
-pub const PYTHON_READERS: &str = "bindings/python/python/acp_inject/_readers.py";
-
 /// The type stub of the test-only conformance component's Python module (beside the shipped
 /// stub, for the tests' type check; `bindings/python/pyproject.toml` keeps it out of the wheel).
 pub const CONFORMANCE_PYTHON_STUB: &str = "bindings/python/python/acp_inject/acp_inject_ffi/acp_inject_ffi_conformance.pyi";
@@ -169,8 +182,8 @@ pub const BESIDE_CODE: [&str; 9] = [
     RUST_WIRE_V1,
     RUST_WIRE,
     FFI_WIRE,
+    FFI_LINE_JSON,
     PYTHON_STUB,
-    PYTHON_READERS,
     CONFORMANCE_PYTHON_STUB,
     crate::versions::MAVEN_CONFIG,
 ];
@@ -251,7 +264,6 @@ pub fn bindings(mode: Mode) -> Result<Vec<PathBuf>, Error> {
         Ok(ran.stdout)
     };
     let stub = python_tool("codegen/python/uniffi_stub.py", &out.join("python/acp_inject_ffi.py"))?;
-    let readers = python_tool("codegen/python/uniffi_readers.py", &out.join("python/acp_inject_ffi.py"))?;
     let conformance_stub =
         python_tool("codegen/python/uniffi_stub.py", &out.join("conformance/python/acp_inject_ffi_conformance.py"))?;
     let preamble = format!("{PREAMBLE} Source: crates/ffi via uniffi-bindgen 0.32.2.");
@@ -272,9 +284,6 @@ pub fn bindings(mode: Mode) -> Result<Vec<PathBuf>, Error> {
     // package to point at.
     let stub = format!("# {preamble}\n{stub}");
     ensure_file_contents(&root.join(PYTHON_STUB), &stub, mode, &mut stale)?;
-    // Likewise the flat readers: a module of the package, generated from the generated module.
-    let readers = format!("# {preamble} Then codegen/python/uniffi_readers.py.\n{readers}");
-    ensure_file_contents(&root.join(PYTHON_READERS), &readers, mode, &mut stale)?;
     stale.extend(conformance_bindings(
         mode,
         &out.join("conformance"),

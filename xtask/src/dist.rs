@@ -217,7 +217,7 @@ fn python_wheel(dist: &Path, options: Options) -> Result<PathBuf, String> {
     for needed in [
         "acp_inject/__init__.py",
         "acp_inject/py.typed",
-        "acp_inject/_readers.py",
+        "acp_inject/_lines.py",
         "acp_inject/acp_inject_ffi/acp_inject_ffi.py",
         "acp_inject/acp_inject_ffi/acp_inject_ffi.pyi",
         library,

@@ -7,8 +7,11 @@ gets from ``readline()``), and each call returns typed values:
 
 - ours: ``ClientCore.receive_line(line)`` applies the line to the client's state (routing, the
   session's transcript and turn state) and returns its typed events (``Event.SESSION`` with the
-  typed ``SessionUpdate``) in one foreign call; ``ClientCore.feed(line)`` (any chunk of bytes)
-  and ``ClientCore.receive(line)`` (a ``str``) do the same through UniFFI's calling convention;
+  typed ``SessionUpdate``) in one foreign call of the package's own C functions, the events
+  coming back as JSON that ``json.loads`` turns into the generated classes through their public
+  constructors; ``ClientCore.feed(line)`` (any chunk of bytes) takes the same path;
+  ``ClientCore.receive(line)`` (a ``str``) does the same through UniFFI's calling convention and
+  its generated Python readers, exactly as UniFFI generates them;
 - the official Python SDK (``agent-client-protocol``, pydantic models): its client's path for an
   incoming line, ``json.loads`` then ``SessionNotification.model_validate(params)``: parsing
   into its typed models only, no state.
@@ -17,15 +20,15 @@ The stream holds the update kinds the official package's (v1) models and v2 shar
 wire shape (agent message, thought and user message chunks, tool call updates), so both sides
 accept every line (checked before measuring). Rounds interleave the contenders; figures are
 medians. The profile rows split our per-line cost: an ignored line (``receive_line(b"")``:
-the crossing, plus Rust's parse error and one small event; no line yields nothing), decoding the typed events in Python from the bytes Rust returns, the same
-``feed`` on the runtime exactly as UniFFI generates it (without ``acp_inject._fastpath``), and
-the whole stream in one call (``receive_text``: no per-line crossing, events for every line).
+the crossing, plus Rust's parse error and one small event; no line yields nothing; beside it
+``receive("")``, the same through UniFFI's convention), decoding the typed events in Python
+from the JSON Rust returns, and the whole stream in one call (``receive_text``: no per-line
+crossing, events for every line).
 """
 
 from __future__ import annotations
 
 import argparse
-import ctypes
 import json
 import platform
 import statistics
@@ -35,8 +38,7 @@ from typing import Any, Callable, Dict, List
 
 from acp.schema import SessionNotification
 
-from acp_inject import ClientCore, Event, _fastpath, default_agent_config
-from acp_inject.acp_inject_ffi import acp_inject_ffi as generated
+from acp_inject import ClientCore, Event, _lines, default_agent_config
 
 SESSION = "sess_1"
 
@@ -125,29 +127,21 @@ def main() -> None:
     def feed_crossing() -> None:
         core = client()
         for _ in lines:
-            core.feed(b"")
+            core.receive("")
 
-    # Profile only: decoding the typed events from the bytes Rust returned, with the package's
-    # reader (the flat readers of acp_inject._readers, which acp_inject._fastpath installs).
-    converter = generated._UniffiFfiConverterSequenceTypeEvent
+    # Profile only: decoding the typed events from the JSON Rust returned (captured once per
+    # line through the package's own C function, then read as receive_line reads it).
+    capture, out = client(), _lines._output
     encoded = []
-    for events in per_line:
-        buf = converter.lower(events)
-        encoded.append((ctypes.string_at(buf.data, buf.len), buf.len))
-        buf.free()
+    for line in lines:
+        n = _lines._receive_into(capture._take_line_port(), line, len(line), out.address, out.size)
+        assert n >= 0, "a line's events fit the buffer"
+        encoded.append(bytes(out.buffer[:n]))
+    assert [json.loads(data, object_hook=_lines._value) for data in encoded] == per_line
 
     def decode() -> None:
-        for data, length in encoded:
-            stream = generated._UniffiRustBufferStream.__new__(generated._UniffiRustBufferStream)
-            stream.data, stream.len, stream.offset = data, length, 0
-            converter.read(stream)
-
-    def generated_runtime() -> None:
-        _fastpath.uninstall()
-        try:
-            ours_feed()
-        finally:
-            _fastpath.install()
+        for data in encoded:
+            json.loads(data, object_hook=_lines._value)
 
     def bulk() -> None:
         client().receive_text(blob)
@@ -159,7 +153,7 @@ def main() -> None:
     contenders: Dict[str, Callable[[], None]] = {
         "ours_line": ours_line, "ours_feed": ours_feed, "ours_receive": ours_receive, "official": official,
         "crossing": crossing, "feed_crossing": feed_crossing,
-        "decode": decode, "generated_runtime": generated_runtime, "bulk": bulk, "json_loads": loads,
+        "decode": decode, "bulk": bulk, "json_loads": loads,
     }
     t: Dict[str, List[float]] = {k: [] for k in contenders}
     for _ in range(args.rounds):
@@ -183,8 +177,6 @@ def main() -> None:
         "crossing_us": us["crossing"],
         "feed_crossing_us": us["feed_crossing"],
         "decode_us": us["decode"],
-        "generated_runtime_us": us["generated_runtime"],
-        "ratio_generated_runtime": us["official"] / us["generated_runtime"],
         "bulk_us": us["bulk"],
         "json_loads_us": us["json_loads"],
         "sample_event": repr(sample[0])[:200],

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from acp_inject import _fastpath
+import acp_inject
 from acp_inject.acp_inject_ffi import AcpError, AgentCore, ClientCore, Output
 
 try:
@@ -34,14 +34,6 @@ except ImportError as e:  # the shipped package: no conformance engine
 from acp_inject.acp_inject_ffi.acp_inject_ffi_conformance import ClientCall, Instruction, Side, VectorRun
 
 __all__ = ["ClientCall", "Instruction", "Side", "VectorRun", "main", "run_text", "vector_files"]
-
-# The package's fast path reads acp-inject-ffi's records with flat readers over a stream's
-# ``bytes`` (``acp_inject._fastpath``). This component's generated code lifts such records (an
-# ``AgentSetup``'s ``AgentConfig``, an ``Instruction``'s ``RuntimeEvent``) through a stream class
-# of its own, which must hold ``bytes`` too: the same constructor as the package's stream.
-_generated: Any = _component  # its private runtime is not in the type stub
-_generated._UniffiRustBufferStream.__init__ = _fastpath._stream_init
-
 
 def _attached(core: AgentCore) -> Dict[str, List[str]]:
     return {s: core.attached(s) for s in core.session_ids()}
@@ -97,10 +89,14 @@ def _call(client: ClientCore, call: ClientCall) -> None:
 def _drive_client(run: VectorRun) -> None:
     setup = run.client_setup()
     assert setup is not None
+    # The generated object, fed with UniFFI's `receive`, and the package's, fed the same lines
+    # with `receive_line` (the per-line path): they must agree on every event and every state.
     client = ClientCore(16 << 20)
-    client.assume_agent(setup.protocol_version, setup.capabilities)
-    client.set_steer_fallback(setup.steer_fallback)
-    client.open_session(setup.session, None)
+    lined = acp_inject.ClientCore(16 << 20)
+    for c in (client, lined):
+        c.assume_agent(setup.protocol_version, setup.capabilities)
+        c.set_steer_fallback(setup.steer_fallback)
+        c.open_session(setup.session, None)
     while (step := run.next()) is not None:
         if isinstance(step, Instruction.CALL):
             try:
@@ -108,15 +104,32 @@ def _drive_client(run: VectorRun) -> None:
                 rejected = None
             except AcpError.Rejected as e:
                 rejected = e.reason
+            try:
+                _call(lined, step[0])
+            except AcpError.Rejected:
+                pass
             sent = client.take_outgoing()
+            lined_sent = lined.take_outgoing()
+            if lined_sent != sent:
+                raise AcpError.Mismatch(detail=f"receive_line's twin sent {lined_sent!r}, receive's {sent!r}")
             client.take_events()
+            lined.take_events()
             run.check_call(rejected, sent)
         elif isinstance(step, Instruction.RECEIVE):
-            run.record_events(client.receive(step.line))
+            events = client.receive(step.line)
+            by_line = lined.receive_line(step.line)
+            if by_line != events:
+                raise AcpError.Mismatch(detail=f"receive_line gave {by_line!r}, receive gave {events!r}")
+            run.record_events(events)
         elif isinstance(step, Instruction.EXPECT_STATE):
+            if lined.snapshot(step.session) != client.snapshot(step.session):
+                raise AcpError.Mismatch(detail="receive_line's twin is in another state than receive's")
             run.check_state(client.snapshot(step.session))
         elif isinstance(step, Instruction.EXPECT_SENT):
-            run.check_sent(client.take_outgoing())
+            sent = client.take_outgoing()
+            if lined.take_outgoing() != sent:
+                raise AcpError.Mismatch(detail="receive_line's twin sent other lines than receive's")
+            run.check_sent(sent)
         elif isinstance(step, Instruction.EXPECT_ITEM):
             run.check_item(client.item_status(step.session, step.message_id))
         else:

@@ -229,8 +229,6 @@ WRONG: List[Callable[[], Any]] = [
     lambda: client.snapshot(5),  # type: ignore[arg-type]
     lambda: client.item_status("s1", None),  # type: ignore[arg-type]
     lambda: client.mirror_json(5),  # type: ignore[arg-type]
-    lambda: VectorRun(None),  # type: ignore[arg-type]
-    lambda: acp_inject.acp_inject_ffi.shutdown_runtime("soon"),  # type: ignore[arg-type]
     lambda: acp_inject.text(5).is_TEXT() and client.prompt("s1", [acp_inject.text(5)]),  # type: ignore[arg-type]
 ]
 
@@ -245,12 +243,30 @@ def test_wrong_argument_types_raise_typed_errors(call: int) -> None:
     assert client.ignored_lines() >= 0 and core.session_ids() == ["s1"]
 
 
+def test_the_generated_module_itself_raises_pythons_own_errors() -> None:
+    """The package wraps only its own classes: the generated module is UniFFI's, unpatched, and
+    a wrong argument there is Python's ``TypeError`` / ``ValueError``, raised before any call."""
+    generated = acp_inject.acp_inject_ffi
+    with pytest.raises(TypeError):
+        VectorRun(None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        generated.shutdown_runtime("soon")  # type: ignore[arg-type]
+    with pytest.raises((TypeError, ValueError, AttributeError)):
+        generated.AgentCore(None)  # type: ignore[arg-type]
+    assert acp_inject.AgentCore is not generated.AgentCore and issubclass(acp_inject.AgentCore, generated.AgentCore)
+
+    async def go() -> None:
+        with pytest.raises(TypeError):
+            await generated.connect(5, generated.default_connect_options())  # type: ignore[arg-type]
+
+    asyncio.run(go())
+
+
 def test_async_calls_with_wrong_types_raise_typed_errors() -> None:
     async def go() -> None:
         with pytest.raises(AcpError.InvalidInput):
-            await acp_inject.acp_inject_ffi.connect(5, acp_inject.acp_inject_ffi.default_connect_options())  # type: ignore[arg-type]
-        with pytest.raises(AcpError.InvalidInput):
-            await acp_inject.acp_inject_ffi.connect(["x"], None)  # type: ignore[arg-type]
+            async with acp_inject.connect(["x"], steer_fallback=5):  # type: ignore[arg-type]
+                pass
 
     asyncio.run(go())
 

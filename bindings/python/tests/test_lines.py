@@ -102,3 +102,37 @@ def test_many_threads_at_once_each_with_its_own_buffer() -> None:
     assert failures == []
     snap = core.snapshot("s1")
     assert snap is not None and len(snap.transcript) == 8 * 200
+
+
+def test_feed_and_receive_text_in_any_chunking_give_what_receive_gives() -> None:
+    lines = [_chunk(i, "word " * i) for i in range(30)] + ["not json", '{"jsonrpc":"2.0","id":99,"result":{}}']
+    slow = _core()
+    expected = [e for line in lines for e in slow.receive(line)]
+    blob = "".join(line + "\n" for line in lines)
+    for size in (1, 7, 64, len(blob)):
+        fed = _core()
+        events = []
+        data = blob.encode()
+        for at in range(0, len(data), size):
+            events += fed.feed(data[at : at + size])
+        assert events == expected, size
+        assert fed.snapshot("s1") == slow.snapshot("s1")
+    assert _core().receive_text(blob) == expected
+    assert _core().receive_bytes(blob.encode()) == expected
+    for wrong in (None, "text", bytearray(b"x")):
+        with pytest.raises(InvalidArgument):
+            _core().feed(wrong)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgument):
+        _core().receive_text("surrogate \ud800")
+
+
+def test_the_package_wraps_its_own_classes_and_leaves_the_generated_module_alone() -> None:
+    import acp_inject
+    from acp_inject import acp_inject_ffi as generated
+
+    assert acp_inject.ClientCore is not generated.ClientCore and issubclass(acp_inject.ClientCore, generated.ClientCore)
+    # The generated classes keep the methods UniFFI wrote (nothing was assigned into them).
+    for cls in (generated.ClientCore, generated.AgentCore, generated.Usage):
+        for name, member in vars(cls).items():
+            if callable(member) and not name.startswith("__"):
+                assert getattr(member, "__module__", generated.acp_inject_ffi.__name__) == generated.acp_inject_ffi.__name__, (cls, name)

@@ -394,7 +394,6 @@ CALLS: Dict[str, Callable[[AgentCore, ClientCore, Any, Any], Any]] = {
     "AgentCore.turn": lambda a, c, x, y: a.turn(x),
     "AgentCore.runtime_event": lambda a, c, x, y: a.runtime_event(x, RuntimeEvent.TURN_STARTED()),
     "AgentCore.restore": lambda a, c, x, y: AgentCore.restore(default_agent_config(), x),
-    "VectorRun()": lambda a, c, x, y: VectorRun(x),
 }
 
 

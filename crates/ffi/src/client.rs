@@ -25,6 +25,14 @@ impl ClientCore {
         c.receive_line(line);
         c.take_events()
     }
+
+    /// Bytes in any chunking in, their events out (for [`ClientCore::feed`] and the per-read
+    /// path of `lines.rs`).
+    pub(crate) fn feed_events(&self, bytes: &[u8]) -> Vec<Event> {
+        let mut c = lock(&self.inner);
+        c.receive_bytes(bytes);
+        c.take_events()
+    }
 }
 
 #[uniffi::export]
@@ -180,11 +188,7 @@ impl ClientCore {
     /// Rust buffer first: the cheapest call for a reader that hands over each line (or read)
     /// as it comes, e.g. Python's `bytes` from `readline()`.
     pub fn feed(&self, bytes: &[u8]) -> Result<Vec<Event>, AcpError> {
-        guard(|| {
-            let mut c = lock(&self.inner);
-            c.receive_bytes(bytes);
-            Ok(c.take_events())
-        })
+        guard(|| Ok(self.feed_events(bytes)))
     }
 
     /// Like [`ClientCore::receive_bytes`] for text (a string crosses as one copy).

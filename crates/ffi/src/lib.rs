@@ -20,6 +20,7 @@ mod client;
 mod connection;
 mod error;
 mod json;
+mod line_json;
 mod lines;
 mod server;
 mod types;
@@ -28,6 +29,9 @@ mod types;
 #[rustfmt::skip]
 #[path = "generated_wire.rs"]
 mod wire;
+// Written by `cargo xtask codegen` (codegen/src/line_json.rs).
+#[rustfmt::skip]
+mod generated_line_json;
 
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};

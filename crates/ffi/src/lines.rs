@@ -18,6 +18,7 @@ use std::sync::Arc;
 use acp_inject_core::client::Event;
 
 use crate::client::ClientCore;
+use crate::line_json::{Json, Writer};
 
 /// The line is not UTF-8.
 pub const NOT_UTF8: i64 = i64::MIN + 1;
@@ -32,20 +33,41 @@ thread_local! {
     static WRITTEN: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
 }
 
+/// How a line's events are written.
+#[derive(Clone, Copy)]
+enum Format {
+    /// UniFFI's serialization of `Vec<Event>` (Kotlin reads it with the generated converter).
+    Uniffi,
+    /// JSON naming each value's class ([`crate::line_json`]; Python reads it with `json.loads`).
+    Json,
+}
+
 /// Applies one line to `core` and writes its events into `out` (see
 /// [`acp_inject_line_port_receive_into`] for the results).
-fn receive_into(core: &ClientCore, line: &[u8], out: &mut [u8]) -> i64 {
+fn receive_into(core: &ClientCore, line: &[u8], out: &mut [u8], format: Format) -> i64 {
     // The caller may hand the line over as read, with its ending.
     let line = line.strip_suffix(b"\n").map_or(line, |l| l.strip_suffix(b"\r").unwrap_or(l));
     let Ok(line) = std::str::from_utf8(line) else { return NOT_UTF8 };
-    let events = match catch_unwind(AssertUnwindSafe(|| core.receive_events(line))) {
-        Ok(events) => events,
-        Err(_) => return PANICKED,
-    };
+    match catch_unwind(AssertUnwindSafe(|| core.receive_events(line))) {
+        Ok(events) => write_events(events, out, format),
+        Err(_) => PANICKED,
+    }
+}
+
+/// Writes `events` into `out` in `format`: the number of bytes, or `-n` when they did not fit
+/// (they wait for [`acp_inject_take_spilled`]).
+fn write_events(events: Vec<Event>, out: &mut [u8], format: Format) -> i64 {
     WRITTEN.with(|w| {
         let mut bytes = w.take();
         bytes.clear();
-        <Vec<Event> as uniffi::Lower<crate::UniFfiTag>>::write(events, &mut bytes);
+        match format {
+            Format::Uniffi => <Vec<Event> as uniffi::Lower<crate::UniFfiTag>>::write(events, &mut bytes),
+            Format::Json => {
+                let mut writer = Writer::new(bytes);
+                events.write(&mut writer);
+                bytes = writer.into_bytes();
+            }
+        }
         let n = bytes.len();
         if n <= out.len() {
             out[..n].copy_from_slice(&bytes);
@@ -97,7 +119,65 @@ pub unsafe extern "C" fn acp_inject_line_port_receive_into(
             std::slice::from_raw_parts_mut(out, out_cap as usize),
         )
     };
-    receive_into(core, line, out)
+    receive_into(core, line, out, Format::Uniffi)
+}
+
+/// [`acp_inject_line_port_receive_into`], with the events written as JSON that names each
+/// value's class in the generated Python module ([`crate::line_json`]): Python's per-line path.
+///
+/// # Safety
+///
+/// As for [`acp_inject_line_port_receive_into`].
+#[no_mangle]
+#[allow(unsafe_code)]
+pub unsafe extern "C" fn acp_inject_line_port_receive_json_into(
+    port: u64,
+    line: *const u8,
+    line_len: u64,
+    out: *mut u8,
+    out_cap: u64,
+) -> i64 {
+    // SAFETY: as in `acp_inject_line_port_receive_into`.
+    let (core, line, out) = unsafe {
+        (
+            &*(port as *const ClientCore),
+            std::slice::from_raw_parts(line, line_len as usize),
+            std::slice::from_raw_parts_mut(out, out_cap as usize),
+        )
+    };
+    receive_into(core, line, out, Format::Json)
+}
+
+/// Applies bytes the agent wrote (`len` bytes at `bytes`, in any chunking: a line's end may
+/// come in a later call, like `ClientCore.feed`) to the client connection of line port `port`,
+/// and writes the events they caused into `out` as JSON, like
+/// [`acp_inject_line_port_receive_json_into`]. Returns the same results (never [`NOT_UTF8`]: a
+/// line that is not UTF-8 is the connection's to report, as an ignored line).
+///
+/// # Safety
+///
+/// As for [`acp_inject_line_port_receive_into`], with `bytes` pointing to `len` readable bytes.
+#[no_mangle]
+#[allow(unsafe_code)]
+pub unsafe extern "C" fn acp_inject_line_port_feed_json_into(
+    port: u64,
+    bytes: *const u8,
+    len: u64,
+    out: *mut u8,
+    out_cap: u64,
+) -> i64 {
+    // SAFETY: the caller's contract above, as in `acp_inject_line_port_receive_into`.
+    let (core, bytes, out) = unsafe {
+        (
+            &*(port as *const ClientCore),
+            std::slice::from_raw_parts(bytes, len as usize),
+            std::slice::from_raw_parts_mut(out, out_cap as usize),
+        )
+    };
+    match catch_unwind(AssertUnwindSafe(|| core.feed_events(bytes))) {
+        Ok(events) => write_events(events, out, Format::Json),
+        Err(_) => PANICKED,
+    }
 }
 
 /// Releases a line port (the connection lives on while UniFFI's object or another port holds it).

@@ -18,18 +18,14 @@ shared with Kotlin and Swift; :func:`text` and friends build the common ones.
 from __future__ import annotations
 
 import atexit
-import inspect
-from typing import Set
 
 from . import acp_inject_ffi as _ffi
-from . import _fastpath  # noqa: F401  (faster generated hot paths, installed at import)
-from ._checked import InvalidArgument  # first: wraps the generated calls before they are imported below
+from ._errors import InvalidArgument, checked, checked_methods
 from ._lines import ClientCore  # the generated ClientCore with receive_line, the per-line path
 from .acp_inject_ffi import (
     AcpError,
     Activity,
     AgentConfig,
-    AgentCore,
     AgentInfo,
     AgentMessageChunk,
     AgentThoughtChunk,
@@ -95,12 +91,20 @@ from .acp_inject_ffi import (
     Usage,
     UserInput,
     Violation,
-    default_agent_config,
-    library_version,
 )
 from .agent import Agent, Listening, Turn, listen, run_agent, serve_stdio
 from .client import Client, Session, connect
 from .content import text, text_of
+
+
+@checked_methods
+class AgentCore(_ffi.AgentCore):
+    """The sans-IO agent core (see the generated ``AgentCore``); an argument of the wrong type
+    raises :class:`InvalidArgument`."""
+
+
+default_agent_config = checked(_ffi.default_agent_config, "default_agent_config")
+library_version = checked(_ffi.library_version, "library_version")
 
 __version__: str = library_version()
 
@@ -119,29 +123,6 @@ __all__ = [
     "library_version", "listen", "Listening", "run_agent", "serve_stdio", "text", "text_of",
 ]
 
-
-def _readable_reprs() -> None:
-    """Generated records and enum variants define ``__str__`` with their fields; make ``repr``
-    (what lists, tracebacks and the REPL show) the same, so every value prints its contents
-    (the enum variants' own ``__repr__`` would print ``ContentBlock.TEXT()``)."""
-    seen: Set[type] = set()
-
-    def fix(cls: type) -> None:
-        if cls in seen:
-            return
-        seen.add(cls)
-        if getattr(cls, "__str__") is not getattr(object, "__str__"):
-            cls.__repr__ = cls.__str__  # type: ignore[method-assign]
-        for member in list(vars(cls).values()):
-            if inspect.isclass(member) and member.__module__.startswith(_ffi.__name__):
-                fix(member)
-
-    for value in list(vars(_ffi).values()):
-        if inspect.isclass(value) and value.__module__.startswith(_ffi.__name__) and not issubclass(value, BaseException):
-            fix(value)
-
-
-_readable_reprs()
 
 # The library's I/O runs on its own threads; stop them before the interpreter shuts down, so
 # none is still calling into Python while it goes away.

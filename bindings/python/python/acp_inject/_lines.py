@@ -1,35 +1,36 @@
 """The per-line receive path: one agent line in, its typed events out, in one foreign call.
 
 A UniFFI method call from Python is three ctypes calls (clone the object's handle, the call,
-free the returned buffer), each with a call-status record built in Python; for a streaming
-client that hands over one line at a time that crossing costs about what the whole official
-SDK's parse of the line costs. The library exports, beside UniFFI's calling convention, plain C
-functions for this path (``crates/ffi/src/lines.rs``), called here through ``ctypes`` on the
-package's own library file: ``acp_inject_line_port_receive_into`` takes a line port (a handle of
-the library's own, from ``ClientCore.line_port()``, taken once per object and released when the
-object goes), the line and a reusable output buffer, applies the line to the connection exactly
-as ``ClientCore.receive`` does, and writes the events in UniFFI's own serialization of
-``Vec<Event>``, which the flat reader of ``acp_inject._readers`` (or, without it, the generated
-reader) decodes into the very typed events ``receive`` returns. The tests check both paths give
-equal events.
+free the returned buffer), each with a call-status record built in Python, and its result is
+read back field by field by Python code; for a streaming client that hands over one line at a
+time that costs about what the whole official SDK's parse of the line costs. The library
+exports, beside UniFFI's calling convention, plain C functions for this path
+(``crates/ffi/src/lines.rs``), called here through ``ctypes`` on the package's own library file:
+``acp_inject_line_port_receive_json_into`` takes a line port (a handle of the library's own,
+from ``ClientCore.line_port()``, taken once per object and released when the object goes), the
+line and a reusable output buffer, applies the line to the connection exactly as
+``ClientCore.receive`` does, and writes the events as JSON that names each value's class
+(``crates/ffi/src/line_json.rs``: ``{"$": "Usage", "total_tokens": 150, ...}``). ``json.loads``
+reads it in C and builds each object with the public constructor of that class of the generated
+module, so the events are the very typed events ``receive`` returns. Nothing of UniFFI's private
+runtime is used. The tests check both paths give equal events for every vector.
 """
 
 from __future__ import annotations
 
 import ctypes
+import enum
+import gc
+import json
 import os
-import struct
 import sys
 import threading
 import weakref
-from typing import Any, List, Union
+from typing import Any, Callable, Dict, List, Union
 
-from . import _readers
 from . import acp_inject_ffi as _ffi
+from ._errors import InvalidArgument, checked_methods, checks_itself
 from .acp_inject_ffi import AcpError, Event
-from ._checked import InvalidArgument
-
-_gen: Any = _ffi.acp_inject_ffi  # the generated module's private runtime is not in the stub
 
 # The sentinels of crates/ffi/src/lines.rs.
 _NOT_UTF8 = -(2**63) + 1
@@ -40,13 +41,15 @@ def _library() -> ctypes.CDLL:
     """The package's library, by the file name it ships under beside the generated module (the
     same file the generated module loads; loading it again shares the one copy)."""
     name = {"darwin": "libacp_inject_ffi.dylib", "win32": "acp_inject_ffi.dll"}.get(sys.platform, "libacp_inject_ffi.so")
-    return ctypes.CDLL(os.path.join(os.path.dirname(os.path.abspath(_gen.__file__)), name))
+    return ctypes.CDLL(os.path.join(os.path.dirname(os.path.abspath(_ffi.acp_inject_ffi.__file__)), name))
 
 
 _lib = _library()
-_receive_into = _lib.acp_inject_line_port_receive_into
-_receive_into.argtypes = [ctypes.c_uint64, ctypes.c_char_p, ctypes.c_uint64, ctypes.c_void_p, ctypes.c_uint64]
-_receive_into.restype = ctypes.c_int64
+_receive_into = _lib.acp_inject_line_port_receive_json_into
+_feed_into = _lib.acp_inject_line_port_feed_json_into
+for _fn in (_receive_into, _feed_into):
+    _fn.argtypes = [ctypes.c_uint64, ctypes.c_char_p, ctypes.c_uint64, ctypes.c_void_p, ctypes.c_uint64]
+    _fn.restype = ctypes.c_int64
 _free_port = _lib.acp_inject_line_port_free
 _free_port.argtypes = [ctypes.c_uint64]
 _free_port.restype = None
@@ -54,9 +57,41 @@ _take_spilled = _lib.acp_inject_take_spilled
 _take_spilled.argtypes = [ctypes.c_void_p, ctypes.c_uint64]
 _take_spilled.restype = ctypes.c_int64
 
-_Stream = _gen._UniffiRustBufferStream
-_events_converter = _gen._UniffiFfiConverterSequenceTypeEvent
-_flat_events = _readers.rSequenceTypeEvent
+
+
+class _Classes(Dict[str, Callable[..., Any]]):
+    """What builds the value of each class name the library writes, found on first use by its
+    public name in the generated module: a record or a variant with named fields is its class
+    (called with the fields as keywords), a variant written with ``*`` takes them in order, and
+    a member of a plain enum is that member."""
+
+    def __missing__(self, tag: str) -> Callable[..., Any]:
+        positional = tag.endswith("*")
+        found: Any = _ffi
+        try:
+            for part in tag.rstrip("*").split("."):
+                found = getattr(found, part)
+        except AttributeError:
+            raise AcpError.Internal(f"the library wrote a value of class {tag!r}, which the generated module does not have") from None
+        build: Callable[..., Any]
+        if isinstance(found, enum.Enum):
+            member = found
+            build = lambda: member  # noqa: E731
+        elif positional:
+            variant = found
+            build = lambda **fields: variant(*fields.values())  # noqa: E731
+        else:
+            build = found
+        self[tag] = build
+        return build
+
+
+_classes = _Classes()
+
+
+def _value(fields: Dict[str, Any]) -> Any:
+    """``json.loads``'s ``object_hook``: every object the library writes is a value of a class."""
+    return _classes[fields.pop("$")](**fields)
 
 
 class _Output(threading.local):
@@ -76,9 +111,13 @@ class _Output(threading.local):
 
 
 _output = _Output()
+# Events of more bytes than this are decoded with the cyclic collector paused.
+_BULK = 64 << 10
+_bytes = bytes
 _port_lock = threading.Lock()
 
 
+@checked_methods
 class ClientCore(_ffi.ClientCore):
     """The sans-IO client connection (see the generated ``ClientCore``), with
     :meth:`receive_line`, the cheapest way to hand it the agent's output one line at a time."""
@@ -94,6 +133,7 @@ class ClientCore(_ffi.ClientCore):
                 weakref.finalize(self, _free_port, port)
             return port
 
+    @checks_itself
     def receive_line(self, line: Union[bytes, bytearray, memoryview, str]) -> List[Event]:
         """Applies one complete line from the agent (a trailing ``\\n`` or ``\\r\\n`` is
         allowed) and returns the events it caused: the same events as :meth:`receive`, in one
@@ -110,12 +150,16 @@ class ClientCore(_ffi.ClientCore):
                 line = bytes(line)
             else:
                 raise InvalidArgument(f"ClientCore.receive_line: a line is bytes or str, not {type(line).__name__}")
+        return self._events(_receive_into, line)
+
+    def _events(self, function: Any, data: bytes) -> List[Event]:
+        """Calls ``function`` (a per-line function of the library) with ``data`` and reads the
+        events it wrote."""
         out = _output
         port = self.__dict__.get("_acp_line_port")
         if port is None:
             port = self._take_line_port()
-        # The library drops the line ending.
-        n = _receive_into(port, line, len(line), out.address, out.size)
+        n = function(port, data, len(data), out.address, out.size)
         if n < 0:
             if n == _NOT_UTF8:
                 raise AcpError.InvalidInput("ClientCore.receive_line: the line is not UTF-8")
@@ -125,18 +169,49 @@ class ClientCore(_ffi.ClientCore):
             n = _take_spilled(out.address, out.size)
             if n < 0:
                 raise AcpError.Internal(f"the spilled events did not fit {out.size} bytes")
-        events: List[Event]
-        if _readers.ACTIVE:
-            # Read in place: every value read is a copy (str, int, …), nothing keeps the buffer.
-            try:
-                events, end = _flat_events(out.buffer, 0)
-            except (struct.error, IndexError, UnicodeDecodeError) as e:
-                raise AcpError.Internal(f"the events of a line did not decode: {e}") from None
-        else:
-            stream = _Stream.__new__(_Stream)
-            stream.data, stream.len, stream.offset = bytes(out.buffer[:n]), n, 0
-            events = _events_converter.read(stream)
-            end = stream.offset
-        if end != n:
-            raise AcpError.Internal(f"{n - end} bytes left after the events of a line")
+        # Many events at once (a bulk read) are objects the cyclic collector would scan again
+        # and again while they are built (none of them can form a cycle): it waits until they
+        # are built, as it does for a single line's few.
+        pause = n > _BULK and gc.isenabled()
+        if pause:
+            gc.disable()
+        try:
+            events: List[Event] = json.loads(out.buffer[:n], object_hook=_value)
+        except AcpError:
+            raise
+        except (ValueError, TypeError, KeyError) as e:
+            raise AcpError.Internal(f"the events of a line did not decode: {e!r}") from None
+        finally:
+            if pause:
+                gc.enable()
         return events
+
+    @checks_itself
+    def feed(self, bytes: bytes) -> List[Event]:
+        """Applies bytes the agent wrote, in any chunking (a line may end in a later call), and
+        returns the events they caused, through the same path as :meth:`receive_line`.
+
+        Raises :class:`InvalidArgument` for anything but ``bytes``."""
+        if type(bytes) is not _bytes:
+            raise InvalidArgument(f"ClientCore.feed: bytes, not {type(bytes).__name__}")
+        return self._events(_feed_into, bytes)
+
+    @checks_itself
+    def receive_bytes(self, bytes: bytes) -> List[Event]:
+        """:meth:`feed` (the generated name for the same call)."""
+        if type(bytes) is not _bytes:
+            raise InvalidArgument(f"ClientCore.receive_bytes: bytes, not {type(bytes).__name__}")
+        return self._events(_feed_into, bytes)
+
+    @checks_itself
+    def receive_text(self, text: str) -> List[Event]:
+        """:meth:`feed` for text: any number of lines, in one call.
+
+        Raises :class:`InvalidArgument` for anything but a ``str`` that encodes as UTF-8."""
+        if type(text) is not str:
+            raise InvalidArgument(f"ClientCore.receive_text: a str, not {type(text).__name__}")
+        try:
+            data = text.encode()
+        except UnicodeEncodeError as e:
+            raise InvalidArgument(f"ClientCore.receive_text: {e}") from None
+        return self._events(_feed_into, data)

@@ -47,6 +47,7 @@ from .acp_inject_ffi import (
     Usage,
     UserInput,
 )
+from ._errors import checked_methods
 from .content import text
 
 # Ids are plain strings on the wire and in Python.
@@ -55,6 +56,7 @@ PermissionOptionId = str
 ToolCallId = str
 
 
+@checked_methods
 class Turn:
     """One running turn: what the agent says and does, and what the user sends meanwhile."""
 
@@ -214,6 +216,7 @@ async def serve_stdio(agent: Agent, config: Optional[AgentConfig] = None, store:
     await server.run_stdio()
 
 
+@checked_methods
 class Listening:
     """An agent serving over the network (see :func:`listen`): its endpoint's ``url``, and
     :meth:`close` to stop."""

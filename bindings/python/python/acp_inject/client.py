@@ -32,6 +32,7 @@ from .acp_inject_ffi import (
     SessionInfo,
     SessionStatusResponse,
 )
+from ._errors import checked, checked_methods
 from .content import Content, blocks
 
 # Ids are plain strings on the wire and in Python.
@@ -51,6 +52,7 @@ def _mode(mode: Mode) -> InjectMode:
         raise ValueError(f"unknown inject mode {mode!r} (queue or steer)") from None
 
 
+@checked_methods
 class Session:
     """A session open on a :class:`Client`."""
 
@@ -132,6 +134,7 @@ class Session:
                 yield activity
 
 
+@checked_methods
 class Client:
     """A connection to one agent process (see :func:`connect`)."""
 
@@ -189,6 +192,10 @@ class Client:
         await self.close()
 
 
+_checked_connect = checked(_ffi.connect, "connect")
+_checked_connect_url = checked(_ffi.connect_url, "connect")
+
+
 class _Connecting:
     """The awaitable and async context manager :func:`connect` returns."""
 
@@ -201,9 +208,9 @@ class _Connecting:
 
     async def _open(self) -> Client:
         if isinstance(self._target, str):
-            self._client = Client(await _ffi.connect_url(self._target, self._token, self._options))
+            self._client = Client(await _checked_connect_url(self._target, self._token, self._options))
         else:
-            self._client = Client(await _ffi.connect(list(self._target), self._options))
+            self._client = Client(await _checked_connect(list(self._target), self._options))
         return self._client
 
     async def __aenter__(self) -> Client:

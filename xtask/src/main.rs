@@ -5,7 +5,6 @@ mod codegen;
 mod conformance;
 mod coverage;
 mod demo;
-mod fuzz;
 mod newcomer;
 mod test;
 #[cfg(test)]
@@ -68,7 +67,7 @@ enum Cmd {
     },
     /// Fuzzing with cargo-fuzz.
     #[command(subcommand)]
-    Fuzz(fuzz::Cmd),
+    Fuzz(acp_inject_fuzzing::Cmd),
     /// SIGKILL the reference agent at seeded random points under load, N times; then check that
     /// no accepted input was lost or delivered twice. With `--hosts 2`: two reference-agent
     /// hosts on one PostgreSQL (ACP_INJECT_POSTGRES_URL, else a server started here), clients
@@ -120,7 +119,7 @@ fn main() -> ExitCode {
                 acp_inject_benchmarks::run(rounds).map_err(Error::from)
             }
         }
-        Cmd::Fuzz(cmd) => fuzz::run(cmd),
+        Cmd::Fuzz(cmd) => acp_inject_fuzzing::run(cmd).map_err(Error::from),
         Cmd::Crash { kills, seed, hosts } => acp_inject_benchmarks::crash::run(kills, seed, hosts).map_err(Error::from),
         Cmd::Typescript => typescript::run(),
         Cmd::UpstreamDiff(args) => acp_inject_upstream::diff::execute(args).map_err(Error::msg),

@@ -1,5 +1,7 @@
-//! Project automation: `cargo xtask <command>`. One module per command; `cargo xtask --help`
-//! lists them.
+//! Project automation: `cargo xtask <command>`; `cargo xtask --help` lists them. xtask is the
+//! task runner: the command line, codegen, the test stages; the rest it hands to the tool
+//! crates of `tools/` (the PostgreSQL harness, the release tooling, the benchmarks, fuzzing,
+//! the upstream schemas).
 
 mod codegen;
 mod conformance;

@@ -22,6 +22,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 use std::time::Instant;
 
+use clap::ValueEnum;
+
 use acp_inject_benchmarks::crash;
 use acp_inject_release::consumers;
 
@@ -59,10 +61,10 @@ pub enum Stage {
     Kotlin,
     /// swift test for bindings/swift, in a Debian trixie chroot (needs root)
     Swift,
-    /// short crash campaigns: 50 SIGKILLs of the reference agent under load, then kills and pauses of two hosts on PostgreSQL (reference, Python and Kotlin agents); nothing lost, duplicated or served twice
-    Crash,
     /// the black-box stdio suite (acp-inject-blackbox) against every agent (the reference agent and the example agents), on SQLite and on PostgreSQL
     Blackbox,
+    /// short crash campaigns: 50 SIGKILLs of the reference agent under load, then kills and pauses of two hosts on PostgreSQL (reference, Python and Kotlin agents); nothing lost, duplicated or served twice
+    Crash,
     /// the generated TypeScript package: tsc, then every example and vector message through its validators
     Typescript,
     /// the official TypeScript SDK's v2 and v1 clients (pinned, interop/typescript-sdk) drive every agent, each line checked by the SDK's schemas
@@ -74,25 +76,6 @@ pub enum Stage {
     /// cargo xtask dist's Swift package, depended on by a fresh SwiftPM project
     SwiftPackage,
 }
-
-const ALL: [Stage; 16] = [
-    Stage::Fmt,
-    Stage::Clippy,
-    Stage::Rust,
-    Stage::Doc,
-    Stage::Codegen,
-    Stage::Newcomer,
-    Stage::Python,
-    Stage::Kotlin,
-    Stage::Swift,
-    Stage::Blackbox,
-    Stage::Crash,
-    Stage::Typescript,
-    Stage::Interop,
-    Stage::PythonWheel,
-    Stage::KotlinJar,
-    Stage::SwiftPackage,
-];
 
 impl Stage {
     fn name(self) -> &'static str {
@@ -125,18 +108,19 @@ impl Stage {
                 Command::new(cargo()).args(["doc", "--workspace", "--no-deps"]).env("RUSTDOCFLAGS", "-D warnings"),
                 "rustdoc found problems",
             ),
-            Stage::Codegen => codegen_check(),
+            Stage::Codegen => Row::of(crate::codegen::run(crate::codegen::Mode::Check).map(|()| String::new())),
             Stage::Newcomer => crate::newcomer::stage(),
             Stage::Python => python(),
             Stage::Kotlin => kotlin(),
             Stage::Swift => swift(),
             Stage::Blackbox => blackbox(),
             Stage::Crash => crash(),
-            Stage::Typescript => typescript(),
+            Stage::Typescript => crate::typescript::stage(),
             Stage::Interop => interop(),
-            Stage::PythonWheel => consumer(consumers::python),
-            Stage::KotlinJar => consumer(consumers::kotlin),
-            Stage::SwiftPackage => consumer(consumers::swift),
+            // The consumer stages: an artifact of `cargo xtask dist`, used as a user of that language would.
+            Stage::PythonWheel => Row::of(consumers::python()),
+            Stage::KotlinJar => Row::of(consumers::kotlin()),
+            Stage::SwiftPackage => Row::of(consumers::swift()),
         }
     }
 }
@@ -170,11 +154,46 @@ impl Row {
     pub fn failed(note: impl std::fmt::Display) -> Row {
         Row { note: note.to_string(), ..Row::default() }
     }
+
+    /// The row of a stage whose result is all it reports: what it used, or why it failed.
+    pub fn of<E: std::fmt::Display>(result: Result<String, E>) -> Row {
+        match result {
+            Ok(note) => Row { ok: true, note, ..Row::default() },
+            Err(e) => Row::failed(e),
+        }
+    }
+}
+
+/// Tests counted one by one, and what failed: the row of a stage made of many runs.
+#[derive(Default)]
+struct Tally {
+    tests: Counts,
+    failed: Vec<String>,
+}
+
+impl Tally {
+    fn record(&mut self, ok: bool, what: impl Into<String>) {
+        if ok {
+            self.tests.passed += 1;
+        } else {
+            self.tests.failed += 1;
+            self.failed.push(what.into());
+        }
+    }
+
+    /// Ok when nothing failed and something passed.
+    fn row(self) -> Row {
+        let note = if self.failed.is_empty() { String::new() } else { format!("failed: {}", self.failed.join("; ")) };
+        Row { ok: self.failed.is_empty() && self.tests.passed > 0, tests: Some(self.tests), vectors: None, note }
+    }
 }
 
 pub fn run(args: &Args) -> Result<(), Error> {
-    let selected: Vec<Stage> =
-        ALL.into_iter().filter(|s| (args.stages.is_empty() || args.stages.contains(s)) && !args.skip.contains(s)).collect();
+    let selected: Vec<Stage> = Stage::value_variants()
+        .iter()
+        .copied()
+        .filter(|s| (args.stages.is_empty() || args.stages.contains(s)) && !args.skip.contains(s))
+        .collect();
     let started = Instant::now();
     // Every cargo build below is not incremental, unless the caller says otherwise: this
     // command builds each crate once per run, and incremental state was a quarter of a cold
@@ -272,7 +291,6 @@ mod disk {
 }
 
 fn describe(stage: Stage) -> String {
-    use clap::ValueEnum;
     stage.to_possible_value().and_then(|v| v.get_help().map(|h| h.to_string())).unwrap_or_default()
 }
 
@@ -398,13 +416,6 @@ fn rust_vectors() -> Result<Counts, Error> {
     }
 }
 
-fn codegen_check() -> Row {
-    match crate::codegen::run(crate::codegen::Mode::Check) {
-        Ok(()) => Row { ok: true, ..Row::default() },
-        Err(e) => Row::failed(e.to_string()),
-    }
-}
-
 /// Where the JUnit reports of this run go: `<target>/xtask-reports/`.
 fn reports_dir() -> Result<PathBuf, Error> {
     let dir = target_dir()?.join("xtask-reports");
@@ -473,6 +484,15 @@ fn read_reports(files: &[PathBuf]) -> Result<Vec<Case>, Error> {
     Ok(cases)
 }
 
+/// A row with the counts of the report files (every case as a test, those `vectors` selects
+/// as vectors), or why they cannot be read.
+fn reported(files: &[PathBuf], vectors: impl Fn(&Case) -> bool) -> Row {
+    match read_reports(files) {
+        Ok(cases) => Row { tests: Some(count(&cases, |_| true)), vectors: Some(count(&cases, vectors)), ..Row::default() },
+        Err(e) => Row::failed(e),
+    }
+}
+
 /// The Python package: a venv in the cache, `pip install bindings/python/test-package[test]`
 /// (the package plus the test-only conformance engine), pytest (one test per vector) and mypy
 /// over the package and its tests.
@@ -499,17 +519,9 @@ fn python() -> Row {
     let mut cmd = Command::new(&py);
     cmd.args(["-m", "pytest", "-p", "no:cacheprovider", "-o", "junit_family=xunit2"]).arg(format!("--junitxml={}", report.display()));
     cmd.arg("bindings/python").env("PYTHONUNBUFFERED", "1").env("ACP_INJECT_AGENT", &agent).env("ACP_INJECT_CONFORMANCE", &runner);
-    let tests_ok = process::run(&mut cmd, Echo::All).is_ok_and(|r| r.success());
-    let mut row = Row::default();
-    match read_reports(&[report]) {
-        Ok(cases) => {
-            row.tests = Some(count(&cases, |_| true));
-            row.vectors = Some(count(&cases, |c| c.name.starts_with("test_vector[")));
-        }
-        Err(e) => row.note = e.to_string(),
-    }
-    let types_ok = process::run(Command::new(&py).args(["-m", "mypy"]).current_dir(root().join("bindings/python")), Echo::All)
-        .is_ok_and(|r| r.success());
+    let tests_ok = succeeds(&mut cmd);
+    let mut row = reported(&[report], |c| c.name.starts_with("test_vector["));
+    let types_ok = succeeds(Command::new(&py).args(["-m", "mypy"]).current_dir(root().join("bindings/python")));
     if !types_ok {
         row.note = "mypy found type errors".into();
     } else if !tests_ok && row.note.is_empty() {
@@ -550,14 +562,19 @@ fn reference_agent() -> Result<PathBuf, Error> {
 fn apt_install(packages: &[&str]) -> bool {
     static UPDATED: AtomicBool = AtomicBool::new(false);
     if !UPDATED.load(Ordering::Relaxed) {
-        if !process::run(Command::new("apt-get").arg("update"), Echo::All).is_ok_and(|r| r.success()) {
+        if !succeeds(Command::new("apt-get").arg("update")) {
             return false;
         }
         UPDATED.store(true, Ordering::Relaxed);
     }
     let mut cmd = Command::new("apt-get");
     cmd.args(["install", "-y", "--no-install-recommends"]).args(packages).env("DEBIAN_FRONTEND", "noninteractive");
-    process::run(&mut cmd, Echo::All).is_ok_and(|r| r.success())
+    succeeds(&mut cmd)
+}
+
+/// Runs a command with its output shown; whether it started and succeeded.
+fn succeeds(cmd: &mut Command) -> bool {
+    process::run(cmd, Echo::All).is_ok_and(|r| r.success())
 }
 
 fn runs(program: &str, arg: &str) -> bool {
@@ -618,21 +635,13 @@ fn kotlin() -> Row {
     let _ = std::fs::remove_dir_all(&reports);
     let mut cmd = Command::new("mvn");
     cmd.args(["-B", "test", "-Dacp.skipCargo=true"]).arg(format!("-Dacp.lib.dir={}", lib.display()));
-    let ok = process::run(cmd.env("ACP_INJECT_AGENT", &agent).current_dir(root().join("bindings/kotlin")), Echo::All)
-        .is_ok_and(|r| r.success());
+    let ok = succeeds(cmd.env("ACP_INJECT_AGENT", &agent).current_dir(root().join("bindings/kotlin")));
     let after = size_of(&m2);
     if after > before + (1 << 20) {
         eprintln!("maven: downloaded {} into {}", human(after - before), m2.display());
     }
-    let mut row = Row::default();
-    match read_reports(&xml_reports(&reports, "TEST-")) {
-        Ok(cases) => {
-            row.tests = Some(count(&cases, |_| true));
-            // Each vector is one dynamic test of `every vector()` (Surefire numbers them).
-            row.vectors = Some(count(&cases, |c| c.name.starts_with("every vector()[")));
-        }
-        Err(e) => row.note = e.to_string(),
-    }
+    // Each vector is one dynamic test of `every vector()` (Surefire numbers them).
+    let mut row = reported(&xml_reports(&reports, "TEST-"), |c| c.name.starts_with("every vector()["));
     row.ok = ok && row.tests.is_some_and(|t| t.failed == 0) && row.vectors.is_some_and(|v| v.passed > 0 && v.failed == 0);
     if !ok {
         row.note = "mvn test failed".into();
@@ -640,7 +649,7 @@ fn kotlin() -> Row {
     row
 }
 
-/// The `N passed, N failed` line the vector runners end their report with.
+/// The `N passed, N failed` line the vector runners and the black-box suite end their report with.
 fn vector_line(text: &str) -> Option<Counts> {
     text.lines().rev().find_map(|l| {
         let (passed, failed) = l.trim().split_once(" passed, ")?;
@@ -678,20 +687,15 @@ fn swift() -> Row {
     cmd.env("ACP_INJECT_CACHE", cache_dir()).env("ACP_INJECT_LIB_DIR", &lib).env("ACP_INJECT_AGENT", &agent);
     let ran = process::run(&mut cmd, Echo::All);
     let ok = ran.as_ref().is_ok_and(|r| r.success());
-    let mut row = Row::default();
-    match read_reports(&xml_reports(&build, "xtask-xunit")) {
-        Ok(cases) => {
-            row.tests = Some(count(&cases, |_| true));
-            // One XCTest replays every vector of spec/vectors (and fails on any mismatch); a
-            // parallel run shows a test's output only when it fails, runner line included.
-            let every = count(&cases, |c| c.name == "testEveryVector");
-            row.vectors = if every.passed == 1 {
-                Some(Counts { passed: vector_files(&root().join("spec/vectors")), ..Counts::default() })
-            } else {
-                ran.as_ref().ok().and_then(|r| vector_line(&format!("{}{}", r.stdout, r.stderr)))
-            };
-        }
-        Err(e) => row.note = e.to_string(),
+    // One XCTest replays every vector of spec/vectors (and fails on any mismatch); a parallel
+    // run shows a test's output only when it fails, runner line included.
+    let mut row = reported(&xml_reports(&build, "xtask-xunit"), |c| c.name == "testEveryVector");
+    if let Some(every) = row.vectors {
+        row.vectors = if every.passed == 1 {
+            Some(Counts { passed: vector_files(&root().join("spec/vectors")), ..Counts::default() })
+        } else {
+            ran.as_ref().ok().and_then(|r| vector_line(&format!("{}{}", r.stdout, r.stderr)))
+        };
     }
     row.ok = ok && row.tests.is_some_and(|t| t.failed == 0) && row.vectors.is_some_and(|v| v.passed > 0 && v.failed == 0);
     if !ok {
@@ -763,83 +767,42 @@ fn kotlin_example_agent() -> Result<Vec<String>, Error> {
 fn blackbox() -> Row {
     let suite = match cargo_bin("acp-inject-conformance", "acp-inject-blackbox") {
         Ok(bin) => bin,
-        Err(e) => return Row::failed(e.to_string()),
+        Err(e) => return Row::failed(e),
     };
-    let mut tests = Counts::default();
-    let mut failed_agents = Vec::new();
+    let mut t = Tally::default();
+    // One run of the suite with these arguments (the agent's command after `--`), added up.
+    let mut suite_on = |what: String, args: Result<Vec<String>, Error>| match args
+        .and_then(|args| Ok(process::run(Command::new(&suite).args(args), Echo::All)?))
+    {
+        Ok(ran) => {
+            match vector_line(&ran.stdout) {
+                Some(c) => t.tests.add(c),
+                None => t.failed.push(format!("{what}: no summary line")),
+            }
+            if !ran.success() {
+                t.failed.push(what);
+            }
+        }
+        Err(e) => t.failed.push(format!("{what}: {e}")),
+    };
     for (name, command) in blackbox_agents() {
         eprintln!("\nthe black-box suite against the {name}:");
-        let command = match command {
-            Ok(c) => c,
-            Err(e) => {
-                failed_agents.push(format!("{name}: {e}"));
-                continue;
-            }
-        };
-        let ran = match process::run(Command::new(&suite).arg("--").args(&command), Echo::All) {
-            Ok(ran) => ran,
-            Err(e) => {
-                failed_agents.push(format!("{name}: {e}"));
-                continue;
-            }
-        };
-        match suite_counts(&ran.stdout) {
-            Some(c) => tests.add(c),
-            None => failed_agents.push(format!("{name}: no summary line")),
-        }
-        if !ran.success() {
-            failed_agents.push(name.to_owned());
+        suite_on(name.to_owned(), command.map(|c| [vec!["--".into()], c].concat()));
+    }
+    // The same suite on PostgreSQL (`--store-url postgres://…`), every agent on a fresh database.
+    let server = acp_inject_postgres_harness::start();
+    if let Ok(server) = &server {
+        for (i, (name, command)) in blackbox_agents().into_iter().enumerate() {
+            eprintln!("\nthe black-box suite against the {name}, on PostgreSQL:");
+            let Ok(command) = command else { continue }; // reported above
+            let url = server.create_database(&format!("acp_blackbox_{i}")).map_err(Error::from);
+            suite_on(format!("{name} on PostgreSQL"), url.map(|url| [vec!["--store-url".into(), url, "--".into()], command].concat()));
         }
     }
-    // The same suite on PostgreSQL (`--store postgres://…`), every agent on a fresh database.
-    match acp_inject_postgres_harness::start() {
-        Ok(server) => {
-            for (i, (name, command)) in blackbox_agents().into_iter().enumerate() {
-                eprintln!("\nthe black-box suite against the {name}, on PostgreSQL:");
-                let Ok(command) = command else { continue }; // reported above
-                let url = match server.create_database(&format!("acp_blackbox_{i}")) {
-                    Ok(url) => url,
-                    Err(e) => {
-                        failed_agents.push(format!("{name} on PostgreSQL: {e}"));
-                        continue;
-                    }
-                };
-                let mut cmd = Command::new(&suite);
-                cmd.args(["--store-url", &url, "--"]).args(&command);
-                match process::run(&mut cmd, Echo::All) {
-                    Ok(ran) => {
-                        match suite_counts(&ran.stdout) {
-                            Some(c) => tests.add(c),
-                            None => failed_agents.push(format!("{name} on PostgreSQL: no summary line")),
-                        }
-                        if !ran.success() {
-                            failed_agents.push(format!("{name} on PostgreSQL"));
-                        }
-                    }
-                    Err(e) => failed_agents.push(format!("{name} on PostgreSQL: {e}")),
-                }
-            }
-        }
-        Err(e) => failed_agents.push(format!("PostgreSQL: {e}")),
+    if let Err(e) = server {
+        t.failed.push(format!("PostgreSQL: {e}"));
     }
-    let note = if failed_agents.is_empty() { String::new() } else { format!("failed: {}", failed_agents.join("; ")) };
-    Row { ok: failed_agents.is_empty() && tests.passed > 0, tests: Some(tests), vectors: None, note }
-}
-
-/// The black-box suite's last line: `N passed, N failed`.
-fn suite_counts(stdout: &str) -> Option<Counts> {
-    stdout.lines().rev().find_map(|l| {
-        let (p, f) = l.split_once(" passed, ")?;
-        Some(Counts { passed: p.trim().parse().ok()?, failed: f.strip_suffix(" failed")?.parse().ok()?, skipped: 0 })
-    })
-}
-
-/// The generated TypeScript package (see `crate::typescript`): examples as tests, vector
-/// messages as vectors.
-fn typescript() -> Row {
-    let o = crate::typescript::stage();
-    let counts = |c: Option<(u64, u64)>| c.map(|(passed, failed)| Counts { passed, failed, skipped: 0 });
-    Row { tests: counts(o.tests), vectors: counts(o.vectors), ok: o.ok, note: o.note }
+    t.row()
 }
 
 /// `node sdk-client.mjs -- AGENT…` (interop/typescript-sdk, installed into the cache with its
@@ -862,42 +825,35 @@ fn interop() -> Row {
     if let Err(e) = crate::typescript::npm_project(&project, &harness, &files) {
         return Row::failed(e);
     }
-    let mut tests = Counts::default();
-    let mut failed = Vec::new();
+    let mut t = Tally::default();
     // First the line validator itself: it must refuse what the SDK's schemas refuse.
     let mut selftest = Command::new("node");
     selftest.args(["--test", "validate.test.mjs"]).current_dir(&harness);
-    if process::run(&mut selftest, Echo::All).is_ok_and(|r| r.success()) {
-        tests.passed += 1;
-    } else {
-        tests.failed += 1;
-        failed.push("the line validator's own tests".to_owned());
-    }
-    for (name, command) in blackbox_agents() {
-        let mut command = match command {
+    t.record(succeeds(&mut selftest), "the line validator's own tests");
+    // The agents, with one permission request per turn (the example agents ask one anyway) and
+    // short steps.
+    let agents: Vec<(&str, Result<Vec<String>, Error>)> = blackbox_agents()
+        .into_iter()
+        .map(|(name, command)| {
+            let options: &[&str] = if name == "reference agent" { &["--permission-on-tool", "1"] } else { &[] };
+            (name, command.map(|c| [c, options.iter().chain(&["--delay-ms", "20"]).map(|o| o.to_string()).collect()].concat()))
+        })
+        .collect();
+    for (name, command) in &agents {
+        let command = match command {
             Ok(c) => c,
             Err(e) => {
-                failed.push(format!("{name}: {e}"));
+                t.failed.push(format!("{name}: {e}"));
                 continue;
             }
         };
-        // One permission request per turn (the example agents ask one anyway), short steps.
-        if name == "reference agent" {
-            command.extend(["--permission-on-tool".into(), "1".into()]);
-        }
-        command.extend(["--delay-ms".into(), "20".into()]);
         // The SDK's v2 draft client, then its v1 client (the default entrypoint: what shipping
         // editors run), against the same agent.
         for (version, script) in [("v2", "sdk-client.mjs"), ("v1", "sdk-v1-client.mjs")] {
             eprintln!("\nthe official TypeScript SDK's {version} client against the {name}:");
             let mut client = Command::new("node");
-            client.arg(harness.join(script)).arg("--").args(&command).current_dir(&harness);
-            if process::run(&mut client, Echo::All).is_ok_and(|r| r.success()) {
-                tests.passed += 1;
-            } else {
-                tests.failed += 1;
-                failed.push(format!("{name} ({version} client)"));
-            }
+            client.arg(harness.join(script)).arg("--").args(command).current_dir(&harness);
+            t.record(succeeds(&mut client), format!("{name} ({version} client)"));
         }
     }
     // Over the network: the SDK's remote clients (Streamable HTTP, WebSocket) against the
@@ -908,38 +864,21 @@ fn interop() -> Row {
         ("our Rust, Python, Kotlin and Swift clients against the SDK's AcpServer", remote_sdk_server),
     ] {
         eprintln!("\n{name}:");
-        if run(&harness) {
-            tests.passed += 1;
-        } else {
-            tests.failed += 1;
-            failed.push(name.to_owned());
-        }
+        t.record(run(&harness), name);
     }
     // The official Python SDK's client (ACP v1) against the same agents.
     let python_sdk = python_sdk();
     match &python_sdk {
         Ok(py) => {
-            for (name, command) in blackbox_agents() {
-                let Ok(mut command) = command else { continue };
-                if name == "reference agent" {
-                    command.extend(["--permission-on-tool".into(), "1".into()]);
-                }
-                command.extend(["--delay-ms".into(), "20".into()]);
+            for (name, command) in &agents {
+                let Ok(command) = command else { continue };
                 eprintln!("\nthe official Python SDK's v1 client against the {name}:");
                 let mut client = Command::new(py);
-                client.arg(root().join("interop/python-sdk/sdk_v1_client.py")).arg("--").args(&command).current_dir(&harness);
-                if process::run(&mut client, Echo::All).is_ok_and(|r| r.success()) {
-                    tests.passed += 1;
-                } else {
-                    tests.failed += 1;
-                    failed.push(format!("{name} (Python SDK v1 client)"));
-                }
+                client.arg(root().join("interop/python-sdk/sdk_v1_client.py")).arg("--").args(command).current_dir(&harness);
+                t.record(succeeds(&mut client), format!("{name} (Python SDK v1 client)"));
             }
         }
-        Err(e) => {
-            tests.failed += 1;
-            failed.push(format!("the official Python SDK: {e}"));
-        }
+        Err(e) => t.record(false, format!("the official Python SDK: {e}")),
     }
     // The other way: our clients drive the agents written with the SDKs: the v2 draft agent
     // (TypeScript SDK), and a v1 agent written with each SDK's v1 API.
@@ -952,16 +891,10 @@ fn interop() -> Row {
         ("swift client", sdk_agents_driven_by_swift),
     ];
     for (name, drive) in others {
-        match drive(&harness, &v1_agents) {
-            Ok(()) => tests.passed += 1,
-            Err(e) => {
-                tests.failed += 1;
-                failed.push(format!("{name}: {e}"));
-            }
-        }
+        let result = drive(&harness, &v1_agents);
+        t.record(result.is_ok(), result.err().map(|e| format!("{name}: {e}")).unwrap_or_default());
     }
-    let note = if failed.is_empty() { String::new() } else { format!("failed: {}", failed.join("; ")) };
-    Row { ok: failed.is_empty() && tests.passed > 0, tests: Some(tests), vectors: None, note }
+    t.row()
 }
 
 /// `node sdk-remote-client.mjs -- acp-inject-agent …`: the TypeScript SDK's Streamable HTTP
@@ -975,7 +908,7 @@ fn remote_sdk_client(harness: &Path) -> bool {
         .arg(agent)
         .args(["--permission-on-tool", "1", "--delay-ms", "20"])
         .current_dir(harness);
-    process::run(&mut client, Echo::All).is_ok_and(|r| r.success())
+    succeeds(&mut client)
 }
 
 /// Our clients over the network against the SDK agent served by the SDK's `AcpServer`
@@ -1217,15 +1150,6 @@ fn sdk_agents_driven_by_python(harness: &Path, v1_agents: &[(&str, Vec<String>)]
         }
     }
     Ok(())
-}
-
-/// A consumer stage (`acp_inject_release::consumers`): an artifact of `cargo xtask dist`, used
-/// as a user of that language would.
-fn consumer(stage: fn() -> Result<String, acp_inject_tool_support::Error>) -> Row {
-    match stage() {
-        Ok(used) => Row { ok: true, note: used, ..Row::default() },
-        Err(e) => Row::failed(e),
-    }
 }
 
 fn print_summary(rows: &[(Stage, Row, f64)], total: f64) {

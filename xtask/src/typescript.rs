@@ -16,47 +16,34 @@
 use std::path::Path;
 use std::process::Command;
 
+use crate::test::{Counts, Row};
 use crate::{cache_dir, copy, copy_tree, root, Error};
 
-/// What the stage found; `cargo xtask test` turns it into a summary row.
-pub struct Outcome {
-    /// Examples: passed, failed.
-    pub tests: Option<(u64, u64)>,
-    /// Vector messages: passed, failed.
-    pub vectors: Option<(u64, u64)>,
-    pub ok: bool,
-    pub note: String,
-}
-
 pub fn run() -> Result<(), Error> {
-    let outcome = stage();
-    let cell = |c: Option<(u64, u64)>| c.map_or("-".to_owned(), |(p, f)| format!("{p} passed, {f} failed"));
-    println!("typescript: examples {}; vector messages {}", cell(outcome.tests), cell(outcome.vectors));
-    if outcome.ok {
+    let row = stage();
+    let cell = |c: Option<Counts>| c.map_or("-".to_owned(), |c| format!("{} passed, {} failed", c.passed, c.failed));
+    println!("typescript: examples {}; vector messages {}", cell(row.tests), cell(row.vectors));
+    if row.ok {
         Ok(())
     } else {
-        Err(Error::msg(format!("the TypeScript stage failed: {}", outcome.note)))
+        Err(Error::msg(format!("the TypeScript stage failed: {}", row.note)))
     }
 }
 
-pub fn stage() -> Outcome {
-    let mut outcome = Outcome { tests: None, vectors: None, ok: false, note: String::new() };
+/// The stage's row of the summary: examples as tests, vector messages as vectors.
+pub fn stage() -> Row {
     let harness = cache_dir().join("typescript/harness");
-    let output = match prepare(&harness).and_then(|()| build(&harness)) {
+    let (ok, text) = match prepare(&harness).and_then(|()| build(&harness)) {
         Ok(()) => run_logged(Command::new("node").arg(harness.join("build/check.js")).arg(root())),
-        Err(e) => {
-            outcome.note = e.to_string();
-            return outcome;
-        }
+        Err(e) => return Row::failed(e),
     };
-    let (ok, text) = output;
-    outcome.tests = counts(&text, "examples:");
-    outcome.vectors = counts(&text, "vectors:");
-    outcome.ok = ok && outcome.tests.is_some_and(|(p, f)| p > 0 && f == 0) && outcome.vectors.is_some_and(|(p, f)| p > 0 && f == 0);
-    if !outcome.ok {
-        outcome.note = "check.js failed".into();
+    let counts = |label| counts(&text, label).map(|(passed, failed)| Counts { passed, failed, skipped: 0 });
+    let mut row = Row { tests: counts("examples:"), vectors: counts("vectors:"), ..Row::default() };
+    row.ok = ok && [row.tests, row.vectors].iter().all(|c| c.is_some_and(|c| c.passed > 0 && c.failed == 0));
+    if !row.ok {
+        row.note = "check.js failed".into();
     }
-    outcome
+    row
 }
 
 /// The consumer project in the cache, with its pinned dependencies installed.

@@ -94,7 +94,7 @@ pub fn run(args: Args) -> Result<(), Error> {
         let results = [crate::consumers::python(), crate::consumers::kotlin(), crate::consumers::swift()];
         println!("\n== consumers ==");
         for (what, result) in ["python (wheel)", "kotlin (jar)", "swift (package)"].iter().zip(&results) {
-            show(what, result.as_ref().map(Clone::clone));
+            show(what, result.as_ref().map(|used| used.to_owned()));
         }
     }
     if failed == 0 {

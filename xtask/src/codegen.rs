@@ -73,7 +73,7 @@ fn assembled(upstream: &str, overlay: &str, upstream_path: &str, overlay_path: &
     root.insert("$comment".into(), format!("{PREAMBLE} Assembled from {upstream_path} and {overlay_path}.").into());
     root.extend(assembled.as_object().cloned().unwrap_or_default());
     let text = serde_json::to_string_pretty(&serde_json::Value::Object(root))
-        .map_err(|e| Error::Msg(format!("the assembled schema does not serialize: {e}")))?;
+        .map_err(|e| Error::msg(format!("the assembled schema does not serialize: {e}")))?;
     Ok(text + "\n")
 }
 

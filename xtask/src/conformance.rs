@@ -17,5 +17,6 @@ pub fn run(dirs: Vec<PathBuf>) -> Result<(), Error> {
     }
     let mut cmd = Command::new(crate::cargo());
     cmd.args(["run", "-p", "acp-inject-conformance", "--bin", "acp-inject-conformance", "--"]).args(&dirs).current_dir(crate::root());
-    crate::process::run_ok(&mut cmd).map(drop)
+    crate::process::run_ok(&mut cmd)?;
+    Ok(())
 }

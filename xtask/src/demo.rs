@@ -24,9 +24,9 @@ pub fn run(delay_ms: u64) -> Result<(), Error> {
         Err(e) => return Err(e),
     }
     step(2, "build the reference agent (cargo build -p acp-inject-reference-agent)");
-    let agent = crate::pyenv::cargo_bin("acp-inject-reference-agent", "acp-inject-agent")?;
+    let agent = crate::cargo_bin("acp-inject-reference-agent", "acp-inject-agent")?;
     step(3, "the Python package (bindings/python) in the cached venv");
-    let py = crate::pyenv::python_with_package("")?;
+    let py = crate::python::python_with_package("")?;
     step(4, &format!("live session: examples/client.py (acp_inject) ⇄ {} over stdio", agent.display()));
     let mut client = Command::new(&py);
     client.arg(root().join("bindings/python/examples/client.py")).arg("--").arg(&agent).args(["--delay-ms", &delay_ms.to_string()]);

@@ -1,21 +1,13 @@
-//! Project automation: `cargo xtask <command>`. One module per command; `cargo xtask --help`
-//! lists them.
+//! Project automation: `cargo xtask <command>`; `cargo xtask --help` lists them. xtask is the
+//! task runner: the command line, codegen, the test stages; the rest it hands to the tool
+//! crates of `tools/` (the PostgreSQL harness, the release tooling, the benchmarks, fuzzing,
+//! the upstream schemas).
 
-mod bench;
-mod bench_durability;
 mod codegen;
 mod conformance;
-mod consumers;
 mod coverage;
-mod crash;
 mod demo;
-mod dist;
-mod docs;
-mod fuzz;
 mod newcomer;
-mod postgres;
-mod process;
-mod pyenv;
 mod test;
 #[cfg(test)]
 mod tidy;
@@ -25,7 +17,10 @@ mod versions;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::{ExitCode, ExitStatus};
+use std::process::ExitCode;
+
+use acp_inject_tool_support::Error as ToolError;
+use acp_inject_tool_support::{cache_dir, cargo, cargo_bin, copy, copy_tree, process, python, root, target_dir};
 
 use clap::{Parser, Subcommand};
 
@@ -74,7 +69,7 @@ enum Cmd {
     },
     /// Fuzzing with cargo-fuzz.
     #[command(subcommand)]
-    Fuzz(fuzz::Cmd),
+    Fuzz(acp_inject_fuzzing::Cmd),
     /// SIGKILL the reference agent at seeded random points under load, N times; then check that
     /// no accepted input was lost or delivered twice. With `--hosts 2`: two reference-agent
     /// hosts on one PostgreSQL (ACP_INJECT_POSTGRES_URL, else a server started here), clients
@@ -98,7 +93,7 @@ enum Cmd {
     #[command(subcommand)]
     Upstream(upstream::Cmd),
     /// The installable artifacts in dist/: wheel, Maven repository, Swift package, crates.
-    Dist(dist::Args),
+    Dist(acp_inject_release::dist::Args),
     /// API docs (Rust, Python, Kotlin, Swift) into `<target>/doc-site/`.
     Docs,
     /// Run a command against a private PostgreSQL 15 server (Debian's packages, installed into
@@ -121,21 +116,21 @@ fn main() -> ExitCode {
         Cmd::Demo { delay_ms } => demo::run(delay_ms),
         Cmd::Bench { rounds, durability_only } => {
             if durability_only {
-                bench::durability_only()
+                acp_inject_benchmarks::durability_only().map_err(Error::from)
             } else {
-                bench::run(rounds)
+                acp_inject_benchmarks::run(rounds).map_err(Error::from)
             }
         }
-        Cmd::Fuzz(cmd) => fuzz::run(cmd),
-        Cmd::Crash { kills, seed, hosts } => crash::run(kills, seed, hosts),
-        Cmd::Typescript => typescript::run().map_err(Error::Msg),
-        Cmd::UpstreamDiff(args) => acp_inject_upstream::diff::execute(args).map_err(Error::Msg),
+        Cmd::Fuzz(cmd) => acp_inject_fuzzing::run(cmd).map_err(Error::from),
+        Cmd::Crash { kills, seed, hosts } => acp_inject_benchmarks::crash::run(kills, seed, hosts).map_err(Error::from),
+        Cmd::Typescript => typescript::run(),
+        Cmd::UpstreamDiff(args) => acp_inject_upstream::diff::execute(args).map_err(Error::msg),
         Cmd::Upstream(cmd) => upstream::run(cmd),
-        Cmd::Dist(args) => dist::run(args).map_err(Error::Msg),
-        Cmd::Docs => docs::run().map_err(Error::Msg),
-        Cmd::Postgres { command } => match postgres::run(&command) {
+        Cmd::Dist(args) => acp_inject_release::dist::run(args).map_err(Error::from),
+        Cmd::Docs => acp_inject_release::docs::run().map_err(Error::from),
+        Cmd::Postgres { command } => match acp_inject_postgres_harness::run(&command) {
             Ok(code) => return ExitCode::from(code),
-            Err(e) => Err(e),
+            Err(e) => Err(e.into()),
         },
     };
     match result {
@@ -147,88 +142,42 @@ fn main() -> ExitCode {
     }
 }
 
-/// Everything that can stop an xtask command.
+/// Everything that can stop an xtask command: what the tool crates report
+/// ([`acp_inject_tool_support::Error`]), stale generated files, and the codegen and upstream
+/// libraries' errors.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("cannot read {}: {source}", path.display())]
-    Read { path: PathBuf, source: std::io::Error },
-    #[error("cannot write {}: {source}", path.display())]
-    Write { path: PathBuf, source: std::io::Error },
-    #[error("cannot run `{command}`: {source}")]
-    Spawn { command: String, source: std::io::Error },
-    #[error("`{command}` failed ({status})")]
-    Failed { command: String, status: ExitStatus },
+    #[error(transparent)]
+    Tool(#[from] acp_inject_tool_support::Error),
     #[error("generated files are stale:\n{}\nrun `cargo xtask codegen` and commit the result", list(.0))]
     Stale(Vec<PathBuf>),
     #[error(transparent)]
     Codegen(#[from] acp_inject_codegen::Error),
     #[error(transparent)]
     Upstream(#[from] acp_inject_upstream::Error),
-    #[error("{0}")]
-    Msg(String),
 }
 
 fn list(paths: &[PathBuf]) -> String {
     paths.iter().map(|p| format!("  {}", p.display())).collect::<Vec<_>>().join("\n")
 }
 
-impl From<String> for Error {
-    fn from(message: String) -> Self {
-        Error::Msg(message)
-    }
-}
-
-/// For the commands whose steps report plain messages (`dist`, `docs`, `typescript`, …).
-impl From<Error> for String {
-    fn from(e: Error) -> Self {
-        e.to_string()
-    }
-}
-
 impl Error {
+    /// The same failure again, for a second caller of a step that ran once.
+    pub fn again(&self) -> Self {
+        Error::msg(self.to_string())
+    }
+
     pub fn msg(message: impl Into<String>) -> Self {
-        Error::Msg(message.into())
+        Error::Tool(ToolError::msg(message))
     }
 
     pub fn read(path: &Path, source: std::io::Error) -> Self {
-        Error::Read { path: path.to_owned(), source }
+        Error::Tool(ToolError::read(path, source))
     }
 
     pub fn write(path: &Path, source: std::io::Error) -> Self {
-        Error::Write { path: path.to_owned(), source }
+        Error::Tool(ToolError::write(path, source))
     }
-}
-
-/// The cargo that runs xtask (so nested builds use the same toolchain).
-pub fn cargo() -> String {
-    std::env::var("CARGO").unwrap_or_else(|_| "cargo".into())
-}
-
-/// Cargo's target directory (honours `CARGO_TARGET_DIR` and cargo config).
-pub fn target_dir() -> Result<PathBuf, Error> {
-    let mut cmd = std::process::Command::new(cargo());
-    cmd.args(["metadata", "--format-version", "1", "--no-deps"]).current_dir(root());
-    let out = cmd.output().map_err(|source| Error::Spawn { command: "cargo metadata".into(), source })?;
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).map_err(|e| Error::msg(format!("cargo metadata: {e}")))?;
-    v["target_directory"].as_str().map(PathBuf::from).ok_or_else(|| Error::msg("cargo metadata has no target_directory"))
-}
-
-/// The workspace root (xtask lives one level below it).
-pub fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask is inside the workspace").to_path_buf()
-}
-
-/// Where toolchains and packages are installed on first use, outside the repository:
-/// `$ACP_INJECT_CACHE`, else `$XDG_CACHE_HOME/acp-inject`, else `~/.cache/acp-inject`.
-pub fn cache_dir() -> PathBuf {
-    if let Some(d) = std::env::var_os("ACP_INJECT_CACHE") {
-        return PathBuf::from(d);
-    }
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-        .unwrap_or_else(std::env::temp_dir);
-    base.join("acp-inject")
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! Each stage runs even when an earlier one failed, so one run shows everything that is
 //! broken; the exit status is non-zero when any stage failed. Each stage prints a header
 //! saying what it runs, streams its commands' output, and ends with its time. Toolchains and
-//! packages a stage needs are installed on first use into the cache (see [`crate::cache_dir`])
+//! packages a stage needs are installed on first use into the cache (see [`acp_inject_tool_support::cache_dir`])
 //! and reused afterwards; the stage says what it installs and how big it is.
 //!
 //! Test counts come from the runners' machine-readable reports: JUnit XML from pytest
@@ -22,8 +22,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 use std::time::Instant;
 
+use clap::ValueEnum;
+
+use acp_inject_benchmarks::crash;
+use acp_inject_release::consumers;
+
 use crate::process::{self, human, size_of, Echo};
-use crate::{cache_dir, root, Error};
+use crate::{cache_dir, cargo, cargo_bin, root, target_dir, Error};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -56,10 +61,10 @@ pub enum Stage {
     Kotlin,
     /// swift test for bindings/swift, in a Debian trixie chroot (needs root)
     Swift,
-    /// short crash campaigns: 50 SIGKILLs of the reference agent under load, then kills and pauses of two hosts on PostgreSQL (reference, Python and Kotlin agents); nothing lost, duplicated or served twice
-    Crash,
     /// the black-box stdio suite (acp-inject-blackbox) against every agent (the reference agent and the example agents), on SQLite and on PostgreSQL
     Blackbox,
+    /// short crash campaigns: 50 SIGKILLs of the reference agent under load, then kills and pauses of two hosts on PostgreSQL (reference, Python and Kotlin agents); nothing lost, duplicated or served twice
+    Crash,
     /// the generated TypeScript package: tsc, then every example and vector message through its validators
     Typescript,
     /// the official TypeScript SDK's v2 and v1 clients (pinned, interop/typescript-sdk) drive every agent, each line checked by the SDK's schemas
@@ -71,25 +76,6 @@ pub enum Stage {
     /// cargo xtask dist's Swift package, depended on by a fresh SwiftPM project
     SwiftPackage,
 }
-
-const ALL: [Stage; 16] = [
-    Stage::Fmt,
-    Stage::Clippy,
-    Stage::Rust,
-    Stage::Doc,
-    Stage::Codegen,
-    Stage::Newcomer,
-    Stage::Python,
-    Stage::Kotlin,
-    Stage::Swift,
-    Stage::Blackbox,
-    Stage::Crash,
-    Stage::Typescript,
-    Stage::Interop,
-    Stage::PythonWheel,
-    Stage::KotlinJar,
-    Stage::SwiftPackage,
-];
 
 impl Stage {
     fn name(self) -> &'static str {
@@ -119,21 +105,22 @@ impl Stage {
             Stage::Clippy => clippy(),
             Stage::Rust => rust(),
             Stage::Doc => gate(
-                Command::new(crate::cargo()).args(["doc", "--workspace", "--no-deps"]).env("RUSTDOCFLAGS", "-D warnings"),
+                Command::new(cargo()).args(["doc", "--workspace", "--no-deps"]).env("RUSTDOCFLAGS", "-D warnings"),
                 "rustdoc found problems",
             ),
-            Stage::Codegen => codegen_check(),
+            Stage::Codegen => Row::of(crate::codegen::run(crate::codegen::Mode::Check).map(|()| String::new())),
             Stage::Newcomer => crate::newcomer::stage(),
             Stage::Python => python(),
             Stage::Kotlin => kotlin(),
             Stage::Swift => swift(),
             Stage::Blackbox => blackbox(),
             Stage::Crash => crash(),
-            Stage::Typescript => typescript(),
+            Stage::Typescript => crate::typescript::stage(),
             Stage::Interop => interop(),
-            Stage::PythonWheel => consumer(crate::consumers::python),
-            Stage::KotlinJar => consumer(crate::consumers::kotlin),
-            Stage::SwiftPackage => consumer(crate::consumers::swift),
+            // The consumer stages: an artifact of `cargo xtask dist`, used as a user of that language would.
+            Stage::PythonWheel => Row::of(consumers::python()),
+            Stage::KotlinJar => Row::of(consumers::kotlin()),
+            Stage::SwiftPackage => Row::of(consumers::swift()),
         }
     }
 }
@@ -164,14 +151,49 @@ pub struct Row {
 }
 
 impl Row {
-    pub fn failed(note: impl Into<String>) -> Row {
-        Row { note: note.into(), ..Row::default() }
+    pub fn failed(note: impl std::fmt::Display) -> Row {
+        Row { note: note.to_string(), ..Row::default() }
+    }
+
+    /// The row of a stage whose result is all it reports: what it used, or why it failed.
+    pub fn of<E: std::fmt::Display>(result: Result<String, E>) -> Row {
+        match result {
+            Ok(note) => Row { ok: true, note, ..Row::default() },
+            Err(e) => Row::failed(e),
+        }
+    }
+}
+
+/// Tests counted one by one, and what failed: the row of a stage made of many runs.
+#[derive(Default)]
+struct Tally {
+    tests: Counts,
+    failed: Vec<String>,
+}
+
+impl Tally {
+    fn record(&mut self, ok: bool, what: impl Into<String>) {
+        if ok {
+            self.tests.passed += 1;
+        } else {
+            self.tests.failed += 1;
+            self.failed.push(what.into());
+        }
+    }
+
+    /// Ok when nothing failed and something passed.
+    fn row(self) -> Row {
+        let note = if self.failed.is_empty() { String::new() } else { format!("failed: {}", self.failed.join("; ")) };
+        Row { ok: self.failed.is_empty() && self.tests.passed > 0, tests: Some(self.tests), vectors: None, note }
     }
 }
 
 pub fn run(args: &Args) -> Result<(), Error> {
-    let selected: Vec<Stage> =
-        ALL.into_iter().filter(|s| (args.stages.is_empty() || args.stages.contains(s)) && !args.skip.contains(s)).collect();
+    let selected: Vec<Stage> = Stage::value_variants()
+        .iter()
+        .copied()
+        .filter(|s| (args.stages.is_empty() || args.stages.contains(s)) && !args.skip.contains(s))
+        .collect();
     let started = Instant::now();
     // Every cargo build below is not incremental, unless the caller says otherwise: this
     // command builds each crate once per run, and incremental state was a quarter of a cold
@@ -181,7 +203,7 @@ pub fn run(args: &Args) -> Result<(), Error> {
     if std::env::var_os("CARGO_INCREMENTAL").is_none() {
         std::env::set_var("CARGO_INCREMENTAL", "0");
     }
-    let target = crate::target_dir()?;
+    let target = target_dir()?;
     disk::announce(&target, &cache_dir());
     let mut rows = Vec::new();
     for (i, stage) in selected.iter().enumerate() {
@@ -269,7 +291,6 @@ mod disk {
 }
 
 fn describe(stage: Stage) -> String {
-    use clap::ValueEnum;
     stage.to_possible_value().and_then(|v| v.get_help().map(|h| h.to_string())).unwrap_or_default()
 }
 
@@ -283,8 +304,8 @@ fn gate(cmd: &mut Command, failure: &str) -> Row {
 }
 
 fn fmt() -> Row {
-    let workspace = gate(Command::new(crate::cargo()).args(["fmt", "--all", "--check"]), "the workspace");
-    let bench = gate(Command::new(crate::cargo()).args(["fmt", "--check", "--manifest-path", "bench/Cargo.toml"]), "bench/");
+    let workspace = gate(Command::new(cargo()).args(["fmt", "--all", "--check"]), "the workspace");
+    let bench = gate(Command::new(cargo()).args(["fmt", "--check", "--manifest-path", "bench/Cargo.toml"]), "bench/");
     let unformatted: Vec<&str> = [&workspace.note, &bench.note].into_iter().filter(|n| !n.is_empty()).map(String::as_str).collect();
     let note =
         if unformatted.is_empty() { String::new() } else { format!("not formatted: {}; run cargo fmt", unformatted.join(", ")) };
@@ -295,7 +316,7 @@ fn fmt() -> Row {
 /// so their targets keep compiling against the crates they exercise (no other stage builds them).
 fn clippy() -> Row {
     let lint = |manifest: Option<&str>, what: &str| {
-        let mut cmd = Command::new(crate::cargo());
+        let mut cmd = Command::new(cargo());
         cmd.args(["clippy", "--all-targets", "--keep-going"]);
         match manifest {
             Some(m) => cmd.args(["--manifest-path", m]),
@@ -326,11 +347,11 @@ fn libtest_summary(line: &str) -> Option<Counts> {
 /// kills and pauses of reference-agent hosts, and 6 each of Python and Kotlin example-agent
 /// hosts (their runtimes on the shared store, served over the network).
 fn crash() -> Row {
-    let mut tests = match crate::crash::campaign(50, None) {
-        Ok(kills) => kills,
-        Err(e) => return Row::failed(e.to_string()),
+    let mut tests = match crash::campaign(50, None) {
+        Ok(()) => Counts { passed: 50, failed: 0, skipped: 0 },
+        Err(e) => return Row::failed(e),
     };
-    let server = match crate::postgres::start() {
+    let server = match acp_inject_postgres_harness::start() {
         Ok(s) => s,
         Err(e) => return Row { tests: Some(tests), note: format!("PostgreSQL: {e}"), ..Row::default() },
     };
@@ -338,9 +359,7 @@ fn crash() -> Row {
     for (i, (name, command)) in blackbox_agents().into_iter().enumerate() {
         let kills = if i == 0 { 20 } else { 6 };
         eprintln!("\nthe two-host crash campaign with the {name}:");
-        let ran = command
-            .map_err(Error::msg)
-            .and_then(|c| crate::crash::two_hosts_of(&c, &format!("acp_crash_hosts_{i}"), kills, None, &server));
+        let ran = command.and_then(|c| Ok(crash::two_hosts_of(&c, &format!("acp_crash_hosts_{i}"), kills, None, &server)?));
         match ran {
             Ok(_) => tests.add(Counts { passed: u64::from(kills), failed: 0, skipped: 0 }),
             Err(e) => failed.push(format!("two hosts, {name}: {e}")),
@@ -352,12 +371,12 @@ fn crash() -> Row {
 /// `cargo test --workspace` with a private PostgreSQL server (the PostgreSQL store's tests
 /// create their databases on it), then the vectors.
 fn rust() -> Row {
-    let server = match crate::postgres::start() {
+    let server = match acp_inject_postgres_harness::start() {
         Ok(s) => s,
         Err(e) => return Row::failed(format!("PostgreSQL: {e}")),
     };
-    let mut cmd = Command::new(crate::cargo());
-    cmd.args(["test", "--workspace", "--no-fail-fast"]).env(crate::postgres::URL_ENV, &server.url);
+    let mut cmd = Command::new(cargo());
+    cmd.args(["test", "--workspace", "--no-fail-fast"]).env(acp_inject_postgres_harness::URL_ENV, &server.url);
     let ran = process::run(&mut cmd, Echo::All);
     drop(server);
     let ran = match ran {
@@ -386,7 +405,7 @@ fn rust() -> Row {
 fn rust_vectors() -> Result<Counts, Error> {
     let report = reports_dir()?.join("vectors-rust.json");
     let _ = std::fs::remove_file(&report);
-    let mut cmd = Command::new(crate::cargo());
+    let mut cmd = Command::new(cargo());
     cmd.args(["run", "-p", "acp-inject-conformance", "--bin", "acp-inject-conformance", "--", "--json"]).arg(&report);
     process::run(&mut cmd, Echo::All)?;
     let text = std::fs::read_to_string(&report).map_err(|e| Error::read(&report, e))?;
@@ -397,16 +416,9 @@ fn rust_vectors() -> Result<Counts, Error> {
     }
 }
 
-fn codegen_check() -> Row {
-    match crate::codegen::run(crate::codegen::Mode::Check) {
-        Ok(()) => Row { ok: true, ..Row::default() },
-        Err(e) => Row::failed(e.to_string()),
-    }
-}
-
 /// Where the JUnit reports of this run go: `<target>/xtask-reports/`.
 fn reports_dir() -> Result<PathBuf, Error> {
-    let dir = crate::target_dir()?.join("xtask-reports");
+    let dir = target_dir()?.join("xtask-reports");
     std::fs::create_dir_all(&dir).map_err(|e| Error::write(&dir, e))?;
     Ok(dir)
 }
@@ -427,8 +439,8 @@ pub enum Outcome {
 
 /// Every `<testcase>` of a JUnit/xUnit XML report (pytest, Surefire and SwiftPM write this
 /// format): failed when it has a `<failure>` or `<error>` child, skipped with `<skipped>`.
-pub fn junit_cases(xml: &str) -> Result<Vec<Case>, String> {
-    let doc = roxmltree::Document::parse(xml).map_err(|e| e.to_string())?;
+pub fn junit_cases(xml: &str) -> Result<Vec<Case>, Error> {
+    let doc = roxmltree::Document::parse(xml).map_err(|e| Error::msg(e.to_string()))?;
     Ok(doc
         .descendants()
         .filter(|n| n.has_tag_name("testcase"))
@@ -460,23 +472,32 @@ pub fn count(cases: &[Case], keep: impl Fn(&Case) -> bool) -> Counts {
 }
 
 /// The cases of every report file given.
-fn read_reports(files: &[PathBuf]) -> Result<Vec<Case>, String> {
+fn read_reports(files: &[PathBuf]) -> Result<Vec<Case>, Error> {
     let mut cases = Vec::new();
     for f in files {
-        let text = std::fs::read_to_string(f).map_err(|e| format!("cannot read {}: {e}", f.display()))?;
-        cases.extend(junit_cases(&text).map_err(|e| format!("{}: {e}", f.display()))?);
+        let text = std::fs::read_to_string(f).map_err(|e| Error::msg(format!("cannot read {}: {e}", f.display())))?;
+        cases.extend(junit_cases(&text).map_err(|e| Error::msg(format!("{}: {e}", f.display())))?);
     }
     if cases.is_empty() {
-        return Err(format!("no test cases in {files:?}"));
+        return Err(Error::msg(format!("no test cases in {files:?}")));
     }
     Ok(cases)
+}
+
+/// A row with the counts of the report files (every case as a test, those `vectors` selects
+/// as vectors), or why they cannot be read.
+fn reported(files: &[PathBuf], vectors: impl Fn(&Case) -> bool) -> Row {
+    match read_reports(files) {
+        Ok(cases) => Row { tests: Some(count(&cases, |_| true)), vectors: Some(count(&cases, vectors)), ..Row::default() },
+        Err(e) => Row::failed(e),
+    }
 }
 
 /// The Python package: a venv in the cache, `pip install bindings/python/test-package[test]`
 /// (the package plus the test-only conformance engine), pytest (one test per vector) and mypy
 /// over the package and its tests.
 fn python() -> Row {
-    let py = match crate::pyenv::python_with_test_package() {
+    let py = match crate::python::python_with_test_package() {
         Ok(py) => py,
         Err(e) => return Row::failed(e.to_string()),
     };
@@ -488,7 +509,7 @@ fn python() -> Row {
     // The tests run the reference agent and the Rust conformance runner (which replays the
     // vectors their property tests generate through the Rust core, without the binding).
     let programs = reference_agent().and_then(|agent| {
-        let runner = crate::pyenv::cargo_bin("acp-inject-conformance", "acp-inject-conformance").map_err(|e| e.to_string())?;
+        let runner = cargo_bin("acp-inject-conformance", "acp-inject-conformance")?;
         Ok((agent, runner))
     });
     let (agent, runner) = match programs {
@@ -498,17 +519,9 @@ fn python() -> Row {
     let mut cmd = Command::new(&py);
     cmd.args(["-m", "pytest", "-p", "no:cacheprovider", "-o", "junit_family=xunit2"]).arg(format!("--junitxml={}", report.display()));
     cmd.arg("bindings/python").env("PYTHONUNBUFFERED", "1").env("ACP_INJECT_AGENT", &agent).env("ACP_INJECT_CONFORMANCE", &runner);
-    let tests_ok = process::run(&mut cmd, Echo::All).is_ok_and(|r| r.success());
-    let mut row = Row::default();
-    match read_reports(&[report]) {
-        Ok(cases) => {
-            row.tests = Some(count(&cases, |_| true));
-            row.vectors = Some(count(&cases, |c| c.name.starts_with("test_vector[")));
-        }
-        Err(e) => row.note = e,
-    }
-    let types_ok = process::run(Command::new(&py).args(["-m", "mypy"]).current_dir(root().join("bindings/python")), Echo::All)
-        .is_ok_and(|r| r.success());
+    let tests_ok = succeeds(&mut cmd);
+    let mut row = reported(&[report], |c| c.name.starts_with("test_vector["));
+    let types_ok = succeeds(Command::new(&py).args(["-m", "mypy"]).current_dir(root().join("bindings/python")));
     if !types_ok {
         row.note = "mypy found type errors".into();
     } else if !tests_ok && row.note.is_empty() {
@@ -524,35 +537,44 @@ fn python() -> Row {
 /// the same UniFFI component plus the test-only conformance engine), which the test suites
 /// load so that they can replay every vector through the binding.
 fn ffi_lib_dir() -> Result<PathBuf, Error> {
-    process::run_ok(Command::new(crate::cargo()).args(["build", "-p", "acp-inject-ffi", "-p", "acp-inject-ffi-conformance"]))?;
-    Ok(crate::target_dir()?.join("debug"))
+    process::run_ok(Command::new(cargo()).args(["build", "-p", "acp-inject-ffi", "-p", "acp-inject-ffi-conformance"]))?;
+    Ok(target_dir()?.join("debug"))
 }
 
 /// What the Kotlin and Swift stages need built: the cdylib's directory and the agent binary.
-fn library_and_agent() -> Result<(PathBuf, PathBuf), String> {
-    Ok((ffi_lib_dir().map_err(|e| e.to_string())?, reference_agent()?))
+fn library_and_agent() -> Result<(PathBuf, PathBuf), Error> {
+    Ok((ffi_lib_dir()?, reference_agent()?))
 }
 
 /// The reference agent for the Kotlin and Swift end-to-end tests (passed as
 /// `ACP_INJECT_AGENT`): built once per run (`cargo build -p acp-inject-reference-agent`), by
 /// whichever stage asks first, so each stage still works alone.
-fn reference_agent() -> Result<PathBuf, String> {
-    static AGENT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    AGENT.get_or_init(|| crate::pyenv::cargo_bin("acp-inject-reference-agent", "acp-inject-agent").map_err(|e| e.to_string())).clone()
+fn reference_agent() -> Result<PathBuf, Error> {
+    static AGENT: OnceLock<Result<PathBuf, Error>> = OnceLock::new();
+    AGENT
+        .get_or_init(|| cargo_bin("acp-inject-reference-agent", "acp-inject-agent").map_err(Error::from))
+        .as_ref()
+        .cloned()
+        .map_err(Error::again)
 }
 
 /// `apt-get install`s Debian packages (after one `apt-get update` per run).
 fn apt_install(packages: &[&str]) -> bool {
     static UPDATED: AtomicBool = AtomicBool::new(false);
     if !UPDATED.load(Ordering::Relaxed) {
-        if !process::run(Command::new("apt-get").arg("update"), Echo::All).is_ok_and(|r| r.success()) {
+        if !succeeds(Command::new("apt-get").arg("update")) {
             return false;
         }
         UPDATED.store(true, Ordering::Relaxed);
     }
     let mut cmd = Command::new("apt-get");
     cmd.args(["install", "-y", "--no-install-recommends"]).args(packages).env("DEBIAN_FRONTEND", "noninteractive");
-    process::run(&mut cmd, Echo::All).is_ok_and(|r| r.success())
+    succeeds(&mut cmd)
+}
+
+/// Runs a command with its output shown; whether it started and succeeded.
+fn succeeds(cmd: &mut Command) -> bool {
+    process::run(cmd, Echo::All).is_ok_and(|r| r.success())
 }
 
 fn runs(program: &str, arg: &str) -> bool {
@@ -580,11 +602,11 @@ fn xml_reports(dir: &Path, prefix: &str) -> Vec<PathBuf> {
 }
 
 /// Maven and a JDK, from apt when either is missing.
-fn ensure_maven() -> Result<(), String> {
+fn ensure_maven() -> Result<(), Error> {
     if !(runs("java", "-version") && runs("mvn", "-v")) {
         eprintln!("installing: maven and default-jdk-headless with apt-get (about 300 MB on disk)");
         if !apt_install(&["maven", "default-jdk-headless"]) {
-            return Err("cannot install maven and a JDK (apt-get)".into());
+            return Err(Error::msg("cannot install maven and a JDK (apt-get)"));
         }
     }
     Ok(())
@@ -613,21 +635,13 @@ fn kotlin() -> Row {
     let _ = std::fs::remove_dir_all(&reports);
     let mut cmd = Command::new("mvn");
     cmd.args(["-B", "test", "-Dacp.skipCargo=true"]).arg(format!("-Dacp.lib.dir={}", lib.display()));
-    let ok = process::run(cmd.env("ACP_INJECT_AGENT", &agent).current_dir(root().join("bindings/kotlin")), Echo::All)
-        .is_ok_and(|r| r.success());
+    let ok = succeeds(cmd.env("ACP_INJECT_AGENT", &agent).current_dir(root().join("bindings/kotlin")));
     let after = size_of(&m2);
     if after > before + (1 << 20) {
         eprintln!("maven: downloaded {} into {}", human(after - before), m2.display());
     }
-    let mut row = Row::default();
-    match read_reports(&xml_reports(&reports, "TEST-")) {
-        Ok(cases) => {
-            row.tests = Some(count(&cases, |_| true));
-            // Each vector is one dynamic test of `every vector()` (Surefire numbers them).
-            row.vectors = Some(count(&cases, |c| c.name.starts_with("every vector()[")));
-        }
-        Err(e) => row.note = e,
-    }
+    // Each vector is one dynamic test of `every vector()` (Surefire numbers them).
+    let mut row = reported(&xml_reports(&reports, "TEST-"), |c| c.name.starts_with("every vector()["));
     row.ok = ok && row.tests.is_some_and(|t| t.failed == 0) && row.vectors.is_some_and(|v| v.passed > 0 && v.failed == 0);
     if !ok {
         row.note = "mvn test failed".into();
@@ -635,7 +649,7 @@ fn kotlin() -> Row {
     row
 }
 
-/// The `N passed, N failed` line the vector runners end their report with.
+/// The `N passed, N failed` line the vector runners and the black-box suite end their report with.
 fn vector_line(text: &str) -> Option<Counts> {
     text.lines().rev().find_map(|l| {
         let (passed, failed) = l.trim().split_once(" passed, ")?;
@@ -673,20 +687,15 @@ fn swift() -> Row {
     cmd.env("ACP_INJECT_CACHE", cache_dir()).env("ACP_INJECT_LIB_DIR", &lib).env("ACP_INJECT_AGENT", &agent);
     let ran = process::run(&mut cmd, Echo::All);
     let ok = ran.as_ref().is_ok_and(|r| r.success());
-    let mut row = Row::default();
-    match read_reports(&xml_reports(&build, "xtask-xunit")) {
-        Ok(cases) => {
-            row.tests = Some(count(&cases, |_| true));
-            // One XCTest replays every vector of spec/vectors (and fails on any mismatch); a
-            // parallel run shows a test's output only when it fails, runner line included.
-            let every = count(&cases, |c| c.name == "testEveryVector");
-            row.vectors = if every.passed == 1 {
-                Some(Counts { passed: vector_files(&root().join("spec/vectors")), ..Counts::default() })
-            } else {
-                ran.as_ref().ok().and_then(|r| vector_line(&format!("{}{}", r.stdout, r.stderr)))
-            };
-        }
-        Err(e) => row.note = e,
+    // One XCTest replays every vector of spec/vectors (and fails on any mismatch); a parallel
+    // run shows a test's output only when it fails, runner line included.
+    let mut row = reported(&xml_reports(&build, "xtask-xunit"), |c| c.name == "testEveryVector");
+    if let Some(every) = row.vectors {
+        row.vectors = if every.passed == 1 {
+            Some(Counts { passed: vector_files(&root().join("spec/vectors")), ..Counts::default() })
+        } else {
+            ran.as_ref().ok().and_then(|r| vector_line(&format!("{}{}", r.stdout, r.stderr)))
+        };
     }
     row.ok = ok && row.tests.is_some_and(|t| t.failed == 0) && row.vectors.is_some_and(|v| v.passed > 0 && v.failed == 0);
     if !ok {
@@ -709,11 +718,11 @@ fn vector_files(dir: &Path) -> u64 {
 
 /// The agents the black-box suite runs against: a name, and the command (or why it cannot run).
 /// Every agent accepts `--delay-ms MS` and `--store PATH` (the suite adds them).
-fn blackbox_agents() -> Vec<(&'static str, Result<Vec<String>, String>)> {
+fn blackbox_agents() -> Vec<(&'static str, Result<Vec<String>, Error>)> {
     let shown = |p: PathBuf| p.display().to_string();
-    let python = crate::pyenv::python_with_test_package()
+    let python = crate::python::python_with_test_package()
         .map(|py| vec![shown(py), shown(root().join("bindings/python/examples/agent.py"))])
-        .map_err(|e| e.to_string());
+        .map_err(Error::from);
     vec![
         ("reference agent", reference_agent().map(|a| vec![shown(a)])),
         ("python example agent", python),
@@ -724,9 +733,9 @@ fn blackbox_agents() -> Vec<(&'static str, Result<Vec<String>, String>)> {
 /// `java … AgentKt` for the Kotlin example agent (bindings/kotlin/examples/Agent.kt): Maven
 /// compiles it with the package (quietly, reusing the `kotlin` stage's build) and writes the
 /// classpath that runs it; the library is the workspace's debug cdylib.
-fn kotlin_example_agent() -> Result<Vec<String>, String> {
+fn kotlin_example_agent() -> Result<Vec<String>, Error> {
     ensure_maven()?;
-    let lib = ffi_lib_dir().map_err(|e| e.to_string())?;
+    let lib = ffi_lib_dir()?;
     let project = root().join("bindings/kotlin");
     let classpath_file = project.join("target/example-classpath.txt");
     let mut cmd = Command::new("mvn");
@@ -738,11 +747,12 @@ fn kotlin_example_agent() -> Result<Vec<String>, String> {
         Ok(r) if r.success() => {}
         Ok(r) => {
             let said: Vec<&str> = r.stdout.lines().rev().take(20).collect();
-            return Err(format!("mvn test-compile failed:\n{}", said.into_iter().rev().collect::<Vec<_>>().join("\n")));
+            return Err(Error::msg(format!("mvn test-compile failed:\n{}", said.into_iter().rev().collect::<Vec<_>>().join("\n"))));
         }
-        Err(e) => return Err(format!("mvn test-compile: {e}")),
+        Err(e) => return Err(Error::msg(format!("mvn test-compile: {e}"))),
     }
-    let classpath = std::fs::read_to_string(&classpath_file).map_err(|e| format!("cannot read {}: {e}", classpath_file.display()))?;
+    let classpath =
+        std::fs::read_to_string(&classpath_file).map_err(|e| Error::msg(format!("cannot read {}: {e}", classpath_file.display())))?;
     Ok(vec![
         "java".into(),
         format!("-Djna.library.path={}", lib.display()),
@@ -755,92 +765,51 @@ fn kotlin_example_agent() -> Result<Vec<String>, String> {
 /// `acp-inject-blackbox -- AGENT…` for every agent of [`blackbox_agents`]: one test per check
 /// and agent.
 fn blackbox() -> Row {
-    let suite = match crate::pyenv::cargo_bin("acp-inject-conformance", "acp-inject-blackbox") {
+    let suite = match cargo_bin("acp-inject-conformance", "acp-inject-blackbox") {
         Ok(bin) => bin,
-        Err(e) => return Row::failed(e.to_string()),
+        Err(e) => return Row::failed(e),
     };
-    let mut tests = Counts::default();
-    let mut failed_agents = Vec::new();
+    let mut t = Tally::default();
+    // One run of the suite with these arguments (the agent's command after `--`), added up.
+    let mut suite_on = |what: String, args: Result<Vec<String>, Error>| match args
+        .and_then(|args| Ok(process::run(Command::new(&suite).args(args), Echo::All)?))
+    {
+        Ok(ran) => {
+            match vector_line(&ran.stdout) {
+                Some(c) => t.tests.add(c),
+                None => t.failed.push(format!("{what}: no summary line")),
+            }
+            if !ran.success() {
+                t.failed.push(what);
+            }
+        }
+        Err(e) => t.failed.push(format!("{what}: {e}")),
+    };
     for (name, command) in blackbox_agents() {
         eprintln!("\nthe black-box suite against the {name}:");
-        let command = match command {
-            Ok(c) => c,
-            Err(e) => {
-                failed_agents.push(format!("{name}: {e}"));
-                continue;
-            }
-        };
-        let ran = match process::run(Command::new(&suite).arg("--").args(&command), Echo::All) {
-            Ok(ran) => ran,
-            Err(e) => {
-                failed_agents.push(format!("{name}: {e}"));
-                continue;
-            }
-        };
-        match suite_counts(&ran.stdout) {
-            Some(c) => tests.add(c),
-            None => failed_agents.push(format!("{name}: no summary line")),
-        }
-        if !ran.success() {
-            failed_agents.push(name.to_owned());
+        suite_on(name.to_owned(), command.map(|c| [vec!["--".into()], c].concat()));
+    }
+    // The same suite on PostgreSQL (`--store-url postgres://…`), every agent on a fresh database.
+    let server = acp_inject_postgres_harness::start();
+    if let Ok(server) = &server {
+        for (i, (name, command)) in blackbox_agents().into_iter().enumerate() {
+            eprintln!("\nthe black-box suite against the {name}, on PostgreSQL:");
+            let Ok(command) = command else { continue }; // reported above
+            let url = server.create_database(&format!("acp_blackbox_{i}")).map_err(Error::from);
+            suite_on(format!("{name} on PostgreSQL"), url.map(|url| [vec!["--store-url".into(), url, "--".into()], command].concat()));
         }
     }
-    // The same suite on PostgreSQL (`--store postgres://…`), every agent on a fresh database.
-    match crate::postgres::start() {
-        Ok(server) => {
-            for (i, (name, command)) in blackbox_agents().into_iter().enumerate() {
-                eprintln!("\nthe black-box suite against the {name}, on PostgreSQL:");
-                let Ok(command) = command else { continue }; // reported above
-                let url = match server.create_database(&format!("acp_blackbox_{i}")) {
-                    Ok(url) => url,
-                    Err(e) => {
-                        failed_agents.push(format!("{name} on PostgreSQL: {e}"));
-                        continue;
-                    }
-                };
-                let mut cmd = Command::new(&suite);
-                cmd.args(["--store-url", &url, "--"]).args(&command);
-                match process::run(&mut cmd, Echo::All) {
-                    Ok(ran) => {
-                        match suite_counts(&ran.stdout) {
-                            Some(c) => tests.add(c),
-                            None => failed_agents.push(format!("{name} on PostgreSQL: no summary line")),
-                        }
-                        if !ran.success() {
-                            failed_agents.push(format!("{name} on PostgreSQL"));
-                        }
-                    }
-                    Err(e) => failed_agents.push(format!("{name} on PostgreSQL: {e}")),
-                }
-            }
-        }
-        Err(e) => failed_agents.push(format!("PostgreSQL: {e}")),
+    if let Err(e) = server {
+        t.failed.push(format!("PostgreSQL: {e}"));
     }
-    let note = if failed_agents.is_empty() { String::new() } else { format!("failed: {}", failed_agents.join("; ")) };
-    Row { ok: failed_agents.is_empty() && tests.passed > 0, tests: Some(tests), vectors: None, note }
-}
-
-/// The black-box suite's last line: `N passed, N failed`.
-fn suite_counts(stdout: &str) -> Option<Counts> {
-    stdout.lines().rev().find_map(|l| {
-        let (p, f) = l.split_once(" passed, ")?;
-        Some(Counts { passed: p.trim().parse().ok()?, failed: f.strip_suffix(" failed")?.parse().ok()?, skipped: 0 })
-    })
-}
-
-/// The generated TypeScript package (see `crate::typescript`): examples as tests, vector
-/// messages as vectors.
-fn typescript() -> Row {
-    let o = crate::typescript::stage();
-    let counts = |c: Option<(u64, u64)>| c.map(|(passed, failed)| Counts { passed, failed, skipped: 0 });
-    Row { tests: counts(o.tests), vectors: counts(o.vectors), ok: o.ok, note: o.note }
+    t.row()
 }
 
 /// `node sdk-client.mjs -- AGENT…` (interop/typescript-sdk, installed into the cache with its
 /// pinned SDK) for every agent of [`blackbox_agents`]: one test per agent.
 fn interop() -> Row {
     let project = root().join("interop/typescript-sdk");
-    let harness = crate::cache_dir().join("interop/typescript-sdk");
+    let harness = cache_dir().join("interop/typescript-sdk");
     let files = [
         "package.json",
         "package-lock.json",
@@ -856,42 +825,35 @@ fn interop() -> Row {
     if let Err(e) = crate::typescript::npm_project(&project, &harness, &files) {
         return Row::failed(e);
     }
-    let mut tests = Counts::default();
-    let mut failed = Vec::new();
+    let mut t = Tally::default();
     // First the line validator itself: it must refuse what the SDK's schemas refuse.
     let mut selftest = Command::new("node");
     selftest.args(["--test", "validate.test.mjs"]).current_dir(&harness);
-    if process::run(&mut selftest, Echo::All).is_ok_and(|r| r.success()) {
-        tests.passed += 1;
-    } else {
-        tests.failed += 1;
-        failed.push("the line validator's own tests".to_owned());
-    }
-    for (name, command) in blackbox_agents() {
-        let mut command = match command {
+    t.record(succeeds(&mut selftest), "the line validator's own tests");
+    // The agents, with one permission request per turn (the example agents ask one anyway) and
+    // short steps.
+    let agents: Vec<(&str, Result<Vec<String>, Error>)> = blackbox_agents()
+        .into_iter()
+        .map(|(name, command)| {
+            let options: &[&str] = if name == "reference agent" { &["--permission-on-tool", "1"] } else { &[] };
+            (name, command.map(|c| [c, options.iter().chain(&["--delay-ms", "20"]).map(|o| o.to_string()).collect()].concat()))
+        })
+        .collect();
+    for (name, command) in &agents {
+        let command = match command {
             Ok(c) => c,
             Err(e) => {
-                failed.push(format!("{name}: {e}"));
+                t.failed.push(format!("{name}: {e}"));
                 continue;
             }
         };
-        // One permission request per turn (the example agents ask one anyway), short steps.
-        if name == "reference agent" {
-            command.extend(["--permission-on-tool".into(), "1".into()]);
-        }
-        command.extend(["--delay-ms".into(), "20".into()]);
         // The SDK's v2 draft client, then its v1 client (the default entrypoint: what shipping
         // editors run), against the same agent.
         for (version, script) in [("v2", "sdk-client.mjs"), ("v1", "sdk-v1-client.mjs")] {
             eprintln!("\nthe official TypeScript SDK's {version} client against the {name}:");
             let mut client = Command::new("node");
-            client.arg(harness.join(script)).arg("--").args(&command).current_dir(&harness);
-            if process::run(&mut client, Echo::All).is_ok_and(|r| r.success()) {
-                tests.passed += 1;
-            } else {
-                tests.failed += 1;
-                failed.push(format!("{name} ({version} client)"));
-            }
+            client.arg(harness.join(script)).arg("--").args(command).current_dir(&harness);
+            t.record(succeeds(&mut client), format!("{name} ({version} client)"));
         }
     }
     // Over the network: the SDK's remote clients (Streamable HTTP, WebSocket) against the
@@ -902,60 +864,37 @@ fn interop() -> Row {
         ("our Rust, Python, Kotlin and Swift clients against the SDK's AcpServer", remote_sdk_server),
     ] {
         eprintln!("\n{name}:");
-        if run(&harness) {
-            tests.passed += 1;
-        } else {
-            tests.failed += 1;
-            failed.push(name.to_owned());
-        }
+        t.record(run(&harness), name);
     }
     // The official Python SDK's client (ACP v1) against the same agents.
     let python_sdk = python_sdk();
     match &python_sdk {
         Ok(py) => {
-            for (name, command) in blackbox_agents() {
-                let Ok(mut command) = command else { continue };
-                if name == "reference agent" {
-                    command.extend(["--permission-on-tool".into(), "1".into()]);
-                }
-                command.extend(["--delay-ms".into(), "20".into()]);
+            for (name, command) in &agents {
+                let Ok(command) = command else { continue };
                 eprintln!("\nthe official Python SDK's v1 client against the {name}:");
                 let mut client = Command::new(py);
-                client.arg(root().join("interop/python-sdk/sdk_v1_client.py")).arg("--").args(&command).current_dir(&harness);
-                if process::run(&mut client, Echo::All).is_ok_and(|r| r.success()) {
-                    tests.passed += 1;
-                } else {
-                    tests.failed += 1;
-                    failed.push(format!("{name} (Python SDK v1 client)"));
-                }
+                client.arg(root().join("interop/python-sdk/sdk_v1_client.py")).arg("--").args(command).current_dir(&harness);
+                t.record(succeeds(&mut client), format!("{name} (Python SDK v1 client)"));
             }
         }
-        Err(e) => {
-            tests.failed += 1;
-            failed.push(format!("the official Python SDK: {e}"));
-        }
+        Err(e) => t.record(false, format!("the official Python SDK: {e}")),
     }
     // The other way: our clients drive the agents written with the SDKs: the v2 draft agent
     // (TypeScript SDK), and a v1 agent written with each SDK's v1 API.
     let v1_agents = sdk_v1_agents(&harness, python_sdk.as_ref().ok());
     eprintln!("\nthe Python example client against the agents written with the official SDKs:");
-    type Drive = fn(&Path, &[(&str, Vec<String>)]) -> Result<(), String>;
+    type Drive = fn(&Path, &[(&str, Vec<String>)]) -> Result<(), Error>;
     let others: [(&str, Drive); 3] = [
         ("python client", sdk_agents_driven_by_python),
         ("kotlin client", sdk_agents_driven_by_kotlin),
         ("swift client", sdk_agents_driven_by_swift),
     ];
     for (name, drive) in others {
-        match drive(&harness, &v1_agents) {
-            Ok(()) => tests.passed += 1,
-            Err(e) => {
-                tests.failed += 1;
-                failed.push(format!("{name}: {e}"));
-            }
-        }
+        let result = drive(&harness, &v1_agents);
+        t.record(result.is_ok(), result.err().map(|e| format!("{name}: {e}")).unwrap_or_default());
     }
-    let note = if failed.is_empty() { String::new() } else { format!("failed: {}", failed.join("; ")) };
-    Row { ok: failed.is_empty() && tests.passed > 0, tests: Some(tests), vectors: None, note }
+    t.row()
 }
 
 /// `node sdk-remote-client.mjs -- acp-inject-agent …`: the TypeScript SDK's Streamable HTTP
@@ -969,7 +908,7 @@ fn remote_sdk_client(harness: &Path) -> bool {
         .arg(agent)
         .args(["--permission-on-tool", "1", "--delay-ms", "20"])
         .current_dir(harness);
-    process::run(&mut client, Echo::All).is_ok_and(|r| r.success())
+    succeeds(&mut client)
 }
 
 /// Our clients over the network against the SDK agent served by the SDK's `AcpServer`
@@ -1006,13 +945,13 @@ fn remote_sdk_server(harness: &Path) -> bool {
     };
     eprintln!("the SDK's AcpServer listens on {url}");
     let mut failed = Vec::new();
-    let mut runs: Vec<(String, Result<Command, String>)> = Vec::new();
+    let mut runs: Vec<(String, Result<Command, Error>)> = Vec::new();
     let mut rust = Command::new("cargo");
     rust.args(["test", "-q", "-p", "acp-inject-remote", "--test", "sdk_agent", "--", "--nocapture"]);
     runs.push(("the Rust client".into(), Ok(rust)));
-    let py = crate::pyenv::python_with_test_package().map_err(|e| e.to_string());
+    let py = crate::python::python_with_test_package().map_err(Error::from);
     for endpoint in [url.replacen("http", "ws", 1), url.clone()] {
-        let python = py.clone().map(|py| {
+        let python = py.as_ref().map_err(Error::again).map(|py| {
             let mut c = Command::new(py);
             c.arg(root().join("bindings/python/examples/client.py")).arg(&endpoint);
             c
@@ -1063,21 +1002,21 @@ fn remote_sdk_server(harness: &Path) -> bool {
 /// The interpreter of `<cache>/interop/python-sdk/venv`, with the official Python SDK installed
 /// as `interop/python-sdk/requirements.txt` pins it: pip runs only when that file changed since
 /// the last install (a copy of it in the venv says what is installed).
-fn python_sdk() -> Result<PathBuf, String> {
+fn python_sdk() -> Result<PathBuf, Error> {
     let venv = cache_dir().join("interop/python-sdk/venv");
-    let py = crate::pyenv::cached_venv(&venv).map_err(|e| e.to_string())?;
+    let py = crate::python::cached_venv(&venv)?;
     let wanted = root().join("interop/python-sdk/requirements.txt");
     let installed = venv.join("installed-requirements.txt");
-    let text = std::fs::read_to_string(&wanted).map_err(|e| format!("{}: {e}", wanted.display()))?;
+    let text = std::fs::read_to_string(&wanted).map_err(|e| Error::msg(format!("{}: {e}", wanted.display())))?;
     if std::fs::read_to_string(&installed).ok().as_deref() != Some(text.as_str()) {
         eprintln!("installing: the official Python SDK as {} pins it, into {}", wanted.display(), venv.display());
         let mut pip = Command::new(&py);
         pip.args(["-m", "pip", "install", "--progress-bar", "off", "-r"]).arg(&wanted);
         match process::run(&mut pip, Echo::All) {
             Ok(r) if r.success() => {}
-            _ => return Err("pip install -r interop/python-sdk/requirements.txt failed".into()),
+            _ => return Err(Error::msg("pip install -r interop/python-sdk/requirements.txt failed")),
         }
-        std::fs::write(&installed, text).map_err(|e| format!("{}: {e}", installed.display()))?;
+        std::fs::write(&installed, text).map_err(|e| Error::msg(format!("{}: {e}", installed.display())))?;
     }
     Ok(py)
 }
@@ -1096,9 +1035,9 @@ fn sdk_v1_agents(harness: &Path, python: Option<&PathBuf>) -> Vec<(&'static str,
 
 /// `mvn test -Dtest=SdkAgentInteropTest` on the debug library: each test runs only when its
 /// variable is set (the caller sets them).
-fn kotlin_interop_command() -> Result<Command, String> {
+fn kotlin_interop_command() -> Result<Command, Error> {
     ensure_maven()?;
-    let lib = ffi_lib_dir().map_err(|e| e.to_string())?;
+    let lib = ffi_lib_dir()?;
     let mut cmd = Command::new("mvn");
     cmd.args(["-B", "-q", "-ntp", "-Dstyle.color=never", "test", "-Dtest=SdkAgentInteropTest", "-Dacp.skipCargo=true"])
         .arg(format!("-Dacp.lib.dir={}", lib.display()))
@@ -1107,7 +1046,7 @@ fn kotlin_interop_command() -> Result<Command, String> {
 }
 
 /// `swiftw test --filter FILTER` in the Swift chroot, with the library and the reference agent.
-fn swift_interop_command(filter: &str) -> Result<Command, String> {
+fn swift_interop_command(filter: &str) -> Result<Command, Error> {
     let (lib, agent) = library_and_agent()?;
     let mut cmd = Command::new(root().join("bindings/swift/swiftw"));
     cmd.args(["test", "--filter", filter])
@@ -1120,7 +1059,7 @@ fn swift_interop_command(filter: &str) -> Result<Command, String> {
 /// The Kotlin client's interop tests (`SdkAgentInteropTest`, skipped unless
 /// `ACP_INJECT_SDK_AGENT` / `ACP_INJECT_SDK_V1_AGENT` name the agents) through Maven, on the
 /// debug library: once per v1 agent, the first run with the v2 agent too.
-fn sdk_agents_driven_by_kotlin(harness: &Path, v1_agents: &[(&str, Vec<String>)]) -> Result<(), String> {
+fn sdk_agents_driven_by_kotlin(harness: &Path, v1_agents: &[(&str, Vec<String>)]) -> Result<(), Error> {
     for (i, (name, command)) in v1_agents.iter().enumerate() {
         eprintln!("\nthe Kotlin client against the {name}{}:", if i == 0 { " and the TypeScript SDK's v2 agent" } else { "" });
         let mut cmd = kotlin_interop_command()?;
@@ -1130,8 +1069,8 @@ fn sdk_agents_driven_by_kotlin(harness: &Path, v1_agents: &[(&str, Vec<String>)]
         }
         match process::run(&mut cmd, Echo::All) {
             Ok(r) if r.success() => {}
-            Ok(_) => return Err(format!("mvn test -Dtest=SdkAgentInteropTest failed against the {name}")),
-            Err(e) => return Err(e.to_string()),
+            Ok(_) => return Err(Error::msg(format!("mvn test -Dtest=SdkAgentInteropTest failed against the {name}"))),
+            Err(e) => return Err(e.into()),
         }
     }
     Ok(())
@@ -1141,7 +1080,7 @@ fn sdk_agents_driven_by_kotlin(harness: &Path, v1_agents: &[(&str, Vec<String>)]
 /// name the agents) in the Swift chroot, where swiftw installs Node.js (and, for the Python
 /// SDK's agent, python3 and the pinned SDK in a venv of the chroot's own) on first use: the
 /// v2 agent and the TypeScript SDK's v1 agent in one run, the Python SDK's v1 agent in a second.
-fn sdk_agents_driven_by_swift(harness: &Path, v1_agents: &[(&str, Vec<String>)]) -> Result<(), String> {
+fn sdk_agents_driven_by_swift(harness: &Path, v1_agents: &[(&str, Vec<String>)]) -> Result<(), Error> {
     let typescript = v1_agents.first().map(|(_, c)| c.join("\n")).unwrap_or_default();
     let python = format!("/opt/acp-inject-python-sdk/bin/python\n{}", root().join("interop/python-sdk/sdk_v1_agent.py").display());
     let runs = [
@@ -1160,11 +1099,11 @@ fn sdk_agents_driven_by_swift(harness: &Path, v1_agents: &[(&str, Vec<String>)])
         if let Some(requirements) = python_sdk {
             cmd.env("ACP_INJECT_PYTHON_SDK", requirements);
         }
-        let ran = process::run(&mut cmd, Echo::All).map_err(|e| e.to_string())?;
+        let ran = process::run(&mut cmd, Echo::All)?;
         let said = format!("{}{}", ran.stdout, ran.stderr);
         // They must have run, not been skipped.
         if !ran.success() || !expected.iter().all(|t| said.contains(&format!("{t}' passed"))) {
-            return Err(format!("swiftw test --filter SdkAgentInteropTests failed or skipped a test against {name}"));
+            return Err(Error::msg(format!("swiftw test --filter SdkAgentInteropTests failed or skipped a test against {name}")));
         }
     }
     Ok(())
@@ -1174,8 +1113,8 @@ fn sdk_agents_driven_by_swift(harness: &Path, v1_agents: &[(&str, Vec<String>)])
 /// agent: the client's own checks pass, and the agent found every line valid per its SDK. A v1
 /// agent also reports the prompts it got: the client's held queue arrives as prompts of their
 /// own, in order, with the replaced text and without the revoked one.
-fn sdk_agents_driven_by_python(harness: &Path, v1_agents: &[(&str, Vec<String>)]) -> Result<(), String> {
-    let py = crate::pyenv::python_with_test_package().map_err(|e| e.to_string())?;
+fn sdk_agents_driven_by_python(harness: &Path, v1_agents: &[(&str, Vec<String>)]) -> Result<(), Error> {
+    let py = crate::python::python_with_test_package()?;
     let v2 = vec!["node".to_owned(), harness.join("sdk-agent.mjs").display().to_string()];
     let mut agents = vec![("TypeScript SDK v2 agent", v2, false)];
     agents.extend(v1_agents.iter().map(|(n, c)| (*n, c.clone(), true)));
@@ -1186,39 +1125,31 @@ fn sdk_agents_driven_by_python(harness: &Path, v1_agents: &[(&str, Vec<String>)]
         let mut client = Command::new(&py);
         client.arg(root().join("bindings/python/examples/client.py")).arg("--").args(&command);
         client.args(["--delay-ms", "20", "--report"]).arg(&report);
-        if !process::run(&mut client, Echo::All).map_err(|e| e.to_string())?.success() {
-            return Err(format!("the client's checks failed against the {name}"));
+        if !process::run(&mut client, Echo::All)?.success() {
+            return Err(Error::msg(format!("the client's checks failed against the {name}")));
         }
         // The agent writes it when its input ends, which may be just after the client exits.
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
         while !report.exists() && std::time::Instant::now() < deadline {
             std::thread::sleep(std::time::Duration::from_millis(50));
         }
-        let text = std::fs::read_to_string(&report).map_err(|e| format!("the {name} wrote no report ({}): {e}", report.display()))?;
-        let report: serde_json::Value = serde_json::from_str(&text).map_err(|e| format!("the {name}'s report: {e}"))?;
+        let text = std::fs::read_to_string(&report)
+            .map_err(|e| Error::msg(format!("the {name} wrote no report ({}): {e}", report.display())))?;
+        let report: serde_json::Value = serde_json::from_str(&text).map_err(|e| Error::msg(format!("the {name}'s report: {e}")))?;
         eprintln!("{name}: {}", report["summary"].as_str().unwrap_or("?"));
         match report["problems"].as_array() {
             Some(p) if p.is_empty() && report["lines"].as_u64().unwrap_or(0) > 0 => {}
-            _ => return Err(format!("the {name} found problems: {}", report["problems"])),
+            _ => return Err(Error::msg(format!("the {name} found problems: {}", report["problems"]))),
         }
         if v1 {
             let prompts: Vec<&str> = report["promptTexts"].as_array().into_iter().flatten().filter_map(|p| p.as_str()).collect();
             let held = ["Refactor the login module", "then update the docs", "final text"];
             if !prompts.starts_with(&held) || prompts.iter().any(|p| *p == "draft" || *p == "revoke me") {
-                return Err(format!("the {name} got the prompts {prompts:?}; the held queue should arrive as {held:?}"));
+                return Err(Error::msg(format!("the {name} got the prompts {prompts:?}; the held queue should arrive as {held:?}")));
             }
         }
     }
     Ok(())
-}
-
-/// A consumer stage (xtask/src/consumers.rs): an artifact of `cargo xtask dist`, used as a
-/// user of that language would.
-fn consumer(stage: fn() -> Result<String, String>) -> Row {
-    match stage() {
-        Ok(used) => Row { ok: true, note: used, ..Row::default() },
-        Err(e) => Row::failed(e),
-    }
 }
 
 fn print_summary(rows: &[(Stage, Row, f64)], total: f64) {

@@ -1,7 +1,7 @@
 //! The TypeScript stage of `cargo xtask test`; `cargo xtask typescript` runs it alone.
 //!
 //! Nothing is installed into the repository. In `$ACP_INJECT_CACHE/typescript/harness/` (see
-//! [`crate::cache_dir`]) it:
+//! [`acp_inject_tool_support::cache_dir`]) it:
 //!
 //! 1. copies the consumer project `bindings/typescript/` (package.json, lockfile, tsconfig,
 //!    tests) and runs `npm ci` when the lockfile differs from the installed one (so a warm run
@@ -13,89 +13,77 @@
 //! 4. runs `test/check.ts`: every example (valid ones pass, invalid ones fail naming the member
 //!    in `spec/examples/invalid-members.json`) and every JSON-RPC message of the vectors.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
-use crate::root;
+use crate::test::{Counts, Row};
+use crate::{cache_dir, copy, copy_tree, root, Error};
 
-/// What the stage found; `cargo xtask test` turns it into a summary row.
-pub struct Outcome {
-    /// Examples: passed, failed.
-    pub tests: Option<(u64, u64)>,
-    /// Vector messages: passed, failed.
-    pub vectors: Option<(u64, u64)>,
-    pub ok: bool,
-    pub note: String,
-}
-
-pub fn run() -> Result<(), String> {
-    let outcome = stage();
-    let cell = |c: Option<(u64, u64)>| c.map_or("-".to_owned(), |(p, f)| format!("{p} passed, {f} failed"));
-    println!("typescript: examples {}; vector messages {}", cell(outcome.tests), cell(outcome.vectors));
-    if outcome.ok {
+pub fn run() -> Result<(), Error> {
+    let row = stage();
+    let cell = |c: Option<Counts>| c.map_or("-".to_owned(), |c| format!("{} passed, {} failed", c.passed, c.failed));
+    println!("typescript: examples {}; vector messages {}", cell(row.tests), cell(row.vectors));
+    if row.ok {
         Ok(())
     } else {
-        Err(format!("the TypeScript stage failed: {}", outcome.note))
+        Err(Error::msg(format!("the TypeScript stage failed: {}", row.note)))
     }
 }
 
-pub fn stage() -> Outcome {
-    let mut outcome = Outcome { tests: None, vectors: None, ok: false, note: String::new() };
-    let harness = crate::cache_dir().join("typescript/harness");
-    let output = match prepare(&harness).and_then(|()| build(&harness)) {
+/// The stage's row of the summary: examples as tests, vector messages as vectors.
+pub fn stage() -> Row {
+    let harness = cache_dir().join("typescript/harness");
+    let (ok, text) = match prepare(&harness).and_then(|()| build(&harness)) {
         Ok(()) => run_logged(Command::new("node").arg(harness.join("build/check.js")).arg(root())),
-        Err(e) => {
-            outcome.note = e;
-            return outcome;
-        }
+        Err(e) => return Row::failed(e),
     };
-    let (ok, text) = output;
-    outcome.tests = counts(&text, "examples:");
-    outcome.vectors = counts(&text, "vectors:");
-    outcome.ok = ok && outcome.tests.is_some_and(|(p, f)| p > 0 && f == 0) && outcome.vectors.is_some_and(|(p, f)| p > 0 && f == 0);
-    if !outcome.ok {
-        outcome.note = "check.js failed".into();
+    let counts = |label| counts(&text, label).map(|(passed, failed)| Counts { passed, failed, skipped: 0 });
+    let mut row = Row { tests: counts("examples:"), vectors: counts("vectors:"), ..Row::default() };
+    row.ok = ok && [row.tests, row.vectors].iter().all(|c| c.is_some_and(|c| c.passed > 0 && c.failed == 0));
+    if !row.ok {
+        row.note = "check.js failed".into();
     }
-    outcome
+    row
 }
 
 /// The consumer project in the cache, with its pinned dependencies installed.
-fn prepare(harness: &Path) -> Result<(), String> {
+fn prepare(harness: &Path) -> Result<(), Error> {
     let project = root().join("bindings/typescript");
     npm_project(&project, harness, &["package.json", "package-lock.json", "tsconfig.json"])?;
     let tests = harness.join("test");
     let _ = std::fs::remove_dir_all(&tests);
-    copy_dir(&project.join("test"), &tests)
+    Ok(copy_tree(&project.join("test"), &tests)?)
 }
 
 /// Copies `files` of the npm project `project` into `harness` (in the cache) and installs its
 /// locked dependencies there with `npm ci`, only when the lockfile differs from the installed
 /// one (so a warm run does not touch the network). Node 18 or newer is required.
-pub fn npm_project(project: &Path, harness: &Path, files: &[&str]) -> Result<(), String> {
-    let node = Command::new("node").arg("--version").output().map_err(|e| format!("node is not installed: {e}"))?;
+pub fn npm_project(project: &Path, harness: &Path, files: &[&str]) -> Result<(), Error> {
+    let node = Command::new("node").arg("--version").output().map_err(|e| Error::msg(format!("node is not installed: {e}")))?;
     let version = String::from_utf8_lossy(&node.stdout).trim().to_owned();
     let major: u32 = version.trim_start_matches('v').split('.').next().and_then(|m| m.parse().ok()).unwrap_or(0);
     if major < 18 {
-        return Err(format!("node {version} is too old (18 or newer is needed)"));
+        return Err(Error::msg(format!("node {version} is too old (18 or newer is needed)")));
     }
-    std::fs::create_dir_all(harness).map_err(|e| format!("cannot create {}: {e}", harness.display()))?;
+    std::fs::create_dir_all(harness).map_err(|e| Error::msg(format!("cannot create {}: {e}", harness.display())))?;
     for file in files {
         copy(&project.join(file), &harness.join(file))?;
     }
-    let lock = read(&project.join("package-lock.json"))?;
+    let lock_path = project.join("package-lock.json");
+    let lock = std::fs::read_to_string(&lock_path).map_err(|e| Error::read(&lock_path, e))?;
     let stamp = harness.join("node_modules/.acp-inject-installed.json");
     if std::fs::read_to_string(&stamp).ok().as_deref() != Some(lock.as_str()) {
         let (ok, _) = run_logged(Command::new("npm").args(["ci", "--no-audit", "--no-fund", "--ignore-scripts"]).current_dir(harness));
         if !ok {
-            return Err("npm ci failed (is the npm registry reachable?)".into());
+            return Err(Error::msg("npm ci failed (is the npm registry reachable?)"));
         }
-        std::fs::write(&stamp, &lock).map_err(|e| format!("cannot write {}: {e}", stamp.display()))?;
+        std::fs::write(&stamp, &lock).map_err(|e| Error::msg(format!("cannot write {}: {e}", stamp.display())))?;
     }
     Ok(())
 }
 
 /// The package built into the consumer's node_modules, then the consumer compiled against it.
-fn build(harness: &Path) -> Result<(), String> {
+fn build(harness: &Path) -> Result<(), Error> {
     let tsc = harness.join("node_modules/.bin/tsc");
     let package = harness.join("node_modules/@acp-inject/schema");
     let _ = std::fs::remove_dir_all(&package);
@@ -103,13 +91,13 @@ fn build(harness: &Path) -> Result<(), String> {
     let (ok, _) =
         run_logged(Command::new(&tsc).arg("-p").arg(generated.join("tsconfig.json")).arg("--outDir").arg(package.join("dist")));
     if !ok {
-        return Err("tsc could not build generated/typescript".into());
+        return Err(Error::msg("tsc could not build generated/typescript"));
     }
     copy(&generated.join("package.json"), &package.join("package.json"))?;
     let _ = std::fs::remove_dir_all(harness.join("build"));
     let (ok, _) = run_logged(Command::new(&tsc).arg("-p").arg(harness.join("tsconfig.json")));
     if !ok {
-        return Err("tsc rejected bindings/typescript/test (type-level tests)".into());
+        return Err(Error::msg("tsc rejected bindings/typescript/test (type-level tests)"));
     }
     Ok(())
 }
@@ -135,31 +123,6 @@ fn run_logged(cmd: &mut Command) -> (bool, String) {
         }
         Err(e) => (false, format!("cannot run: {e}")),
     }
-}
-
-fn read(path: &Path) -> Result<String, String> {
-    std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
-}
-
-fn copy(from: &Path, to: &Path) -> Result<(), String> {
-    if let Some(dir) = to.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    }
-    std::fs::copy(from, to).map(|_| ()).map_err(|e| format!("cannot copy {} to {}: {e}", from.display(), to.display()))
-}
-
-fn copy_dir(from: &Path, to: &Path) -> Result<(), String> {
-    let entries = std::fs::read_dir(from).map_err(|e| format!("cannot read {}: {e}", from.display()))?;
-    for entry in entries {
-        let path: PathBuf = entry.map_err(|e| e.to_string())?.path();
-        let target = to.join(path.file_name().unwrap_or_default());
-        if path.is_dir() {
-            copy_dir(&path, &target)?;
-        } else {
-            copy(&path, &target)?;
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

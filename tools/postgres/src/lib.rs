@@ -1,9 +1,11 @@
-//! A private PostgreSQL 15 server for the tests and benchmarks that need a real one, and
-//! `cargo xtask postgres -- CMD ARGS...`, which runs a command against it.
+//! acp-inject-postgres-harness: a private PostgreSQL 15 server for the tests and benchmarks
+//! that need a real one. [`start`] gives a running server (dropping it stops it), and [`run`]
+//! is `cargo xtask postgres -- CMD ARGS...`, which runs a command against it with
+//! `ACP_INJECT_POSTGRES_URL` ([`URL_ENV`]) naming a fresh database.
 //!
 //! Nothing is installed on the system. The binaries are Debian 12's own packages
 //! (`postgresql-15` and `postgresql-client-15`), fetched with `apt-get download` and unpacked
-//! with `dpkg -x` into the cache (see [`crate::cache_dir`]), together with the packages of the
+//! with `dpkg -x` into the cache (see [`acp_inject_tool_support::cache_dir`]), together with the packages of the
 //! shared libraries they need that this machine lacks (`ldd` says which; on a fresh Debian 12
 //! these are libLLVM, ICU, libxml2, libpq and a few more). Everything lives in
 //! `<cache>/postgres/`:
@@ -32,8 +34,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::process::{self, human, run_ok, size_of, Echo};
-use crate::Error;
+use acp_inject_tool_support::process::{self, human, run_ok, size_of, Echo};
+use acp_inject_tool_support::Error;
 
 /// The major version: the packages' names, the binaries' directory, the cluster's name.
 const MAJOR: &str = "15";
@@ -89,7 +91,7 @@ pub fn start() -> Result<Server, Error> {
         return Ok(Server { url, running: None });
     }
     let started = Instant::now();
-    let dir = crate::cache_dir().join("postgres");
+    let dir = acp_inject_tool_support::cache_dir().join("postgres");
     std::fs::create_dir_all(&dir).map_err(|e| Error::write(&dir, e))?;
     let lock = lock(&dir.join("lock"))?;
     let runner = Runner::current()?;
@@ -385,7 +387,7 @@ struct Marker {
 
 impl Marker {
     fn render(&self) -> String {
-        let mut text = String::from("# Unpacked into root/ by `cargo xtask` (xtask/src/postgres.rs): package version\n");
+        let mut text = String::from("# Unpacked into root/ by `cargo xtask` (tools/postgres): package version\n");
         for (name, version) in &self.packages {
             text.push_str(&format!("{name} {version}\n"));
         }
@@ -857,13 +859,13 @@ fn cluster(dir: &Path, install: &Install, runner: &Runner) -> Result<PathBuf, Er
     run_ok(&mut initdb)?;
     append(&cluster.join("postgresql.conf"), &settings(&run_dir))?;
     let hba = cluster.join("pg_hba.conf");
-    let rules = "# Written by `cargo xtask` (xtask/src/postgres.rs): the server listens on 127.0.0.1 only.\n\
+    let rules = "# Written by `cargo xtask` (tools/postgres): the server listens on 127.0.0.1 only.\n\
                  # TYPE  DATABASE  USER  ADDRESS       METHOD\n\
                  local   all       all                 trust\n\
                  host    all       all   127.0.0.1/32  trust\n";
     std::fs::write(&hba, rules).map_err(|e| Error::write(&hba, e))?;
     let ready = cluster.join(READY);
-    std::fs::write(&ready, "initdb and the settings of xtask/src/postgres.rs are complete\n").map_err(|e| Error::write(&ready, e))?;
+    std::fs::write(&ready, "initdb and the settings of tools/postgres are complete\n").map_err(|e| Error::write(&ready, e))?;
     Ok(cluster)
 }
 
@@ -882,7 +884,7 @@ fn settings(socket_dir: &Path) -> String {
         "''".into()
     };
     format!(
-        "\n# Added by `cargo xtask` (xtask/src/postgres.rs): a private server for tests and benchmarks.\n\
+        "\n# Added by `cargo xtask` (tools/postgres): a private server for tests and benchmarks.\n\
          listen_addresses = '127.0.0.1'\n\
          unix_socket_directories = {socket}\n\
          # Durability is measured: every commit is flushed.\n\

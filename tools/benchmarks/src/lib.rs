@@ -1,6 +1,9 @@
-//! `cargo xtask bench [ROUNDS]`: every comparison with the tools users would pick instead,
-//! written to `BENCHMARKS.md` (machine, versions, commands, figures and ratios; medians of
-//! ROUNDS interleaved rounds measured in one process per language).
+//! acp-inject-benchmarks: the benchmark publisher behind `cargo xtask bench [ROUNDS]`. [`run`]
+//! makes every comparison with the tools users would pick instead and writes `BENCHMARKS.md`
+//! (machine, versions, commands, figures and ratios; medians of ROUNDS interleaved rounds
+//! measured in one process per language); [`durability_only`] reruns its durability and scale
+//! part alone. [`crash`] runs the crash campaigns that part reports, which `cargo xtask crash`
+//! and the crash stage of `cargo xtask test` run too.
 
 use std::fmt::Write as _;
 use std::process::Command;
@@ -8,8 +11,11 @@ use std::time::Instant;
 
 use serde_json::Value;
 
-use crate::process::{self, run_ok, Echo};
-use crate::{root, Error};
+use acp_inject_tool_support::process::{self, run_ok, Echo};
+use acp_inject_tool_support::{cargo, root, Error};
+
+pub mod crash;
+mod durability;
 
 fn header(n: usize, what: &str) {
     eprintln!("\n== bench [{n}/5] {what} ==");
@@ -24,16 +30,17 @@ fn json_result(what: &str, stdout: &str) -> Result<Value, Error> {
         .ok_or_else(|| Error::msg(format!("{what}: no JSON result in its output")))
 }
 
+/// `cargo xtask bench ROUNDS`: every part, then BENCHMARKS.md written whole.
 pub fn run(rounds: u32) -> Result<(), Error> {
     let started = Instant::now();
     let root = root();
 
     // First: it fails fastest when something is off (the store bench, the campaigns).
     header(1, "durability and scale: the store, memory per pending inject, the crash campaign, the load test");
-    let durability = crate::bench_durability::section()?;
+    let durability = durability::section()?;
 
     header(2, "Rust: bench/ in release mode (builds the official crate on first use), results as JSON on stdout");
-    let mut cmd = Command::new(crate::cargo());
+    let mut cmd = Command::new(cargo());
     cmd.args(["run", "--release", "--manifest-path", "bench/Cargo.toml", "--", &rounds.to_string()]);
     let out = process::run(&mut cmd, Echo::StderrOnly)?.check()?;
     let rust = json_result("the Rust bench", &out.stdout)?;
@@ -60,7 +67,7 @@ pub fn durability_only() -> Result<(), Error> {
     let text = std::fs::read_to_string(&path).map_err(|e| Error::read(&path, e))?;
     const HEADING: &str = "\n## Durability";
     let at = text.find(HEADING).ok_or_else(|| Error::msg("BENCHMARKS.md has no durability section to replace"))?;
-    let section = crate::bench_durability::section()?;
+    let section = durability::section()?;
     let section = section.replacen(
         "\n\n`cargo bench",
         "\n\nThis part, to the end of the file, was rewritten by `cargo xtask bench --durability-only` after the sections \
@@ -75,16 +82,16 @@ pub fn durability_only() -> Result<(), Error> {
 
 /// The Kotlin comparison, when the Kotlin package provides one (`bindings/kotlin/bench.sh`
 /// printing one JSON object as its last line).
-fn kotlin(rounds: u32) -> Option<Result<Value, String>> {
+fn kotlin(rounds: u32) -> Option<Result<Value, Error>> {
     let script = root().join("bindings/kotlin/bench.sh");
     if !script.exists() {
         return None;
     }
     let out = process::run(Command::new("bash").arg(&script).arg(rounds.to_string()), Echo::All);
     Some(match out {
-        Ok(o) if o.success() => json_result("bench.sh", &o.stdout).map_err(|e| e.to_string()),
-        Ok(o) => Err(o.stdout.lines().last().unwrap_or("failed").to_owned()),
-        Err(e) => Err(e.to_string()),
+        Ok(o) if o.success() => json_result("bench.sh", &o.stdout),
+        Ok(o) => Err(Error::msg(o.stdout.lines().last().unwrap_or("failed"))),
+        Err(e) => Err(e),
     })
 }
 
@@ -193,7 +200,7 @@ fn f(v: &Value) -> f64 {
     v.as_f64().unwrap_or(f64::NAN)
 }
 
-fn render(rounds: u32, rust: &Value, py: &Value, kotlin: Option<&Result<Value, String>>) -> String {
+fn render(rounds: u32, rust: &Value, py: &Value, kotlin: Option<&Result<Value, Error>>) -> String {
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|c| c.lines().find(|l| l.starts_with("model name")).map(|l| l.split(':').nth(1).unwrap_or("").trim().to_owned()))
@@ -287,7 +294,7 @@ const OFFICIAL_PYTHON_SDK: &str = "agent-client-protocol==0.12.1";
 /// `bindings/python/bench/bench_per_line.py` in the cached venv, with the official SDK
 /// installed beside the package; its JSON result.
 fn python(rounds: u32) -> Result<Value, Error> {
-    let py = crate::pyenv::python_with_package("")?;
+    let py = acp_inject_tool_support::python::python_with_package("")?;
     run_ok(Command::new(&py).args(["-m", "pip", "install", "--progress-bar", "off", OFFICIAL_PYTHON_SDK]))?;
     let mut cmd = Command::new(&py);
     cmd.args(["bindings/python/bench/bench_per_line.py", "--json", "--rounds", &rounds.to_string()]).env("PYTHONUNBUFFERED", "1");

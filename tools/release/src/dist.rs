@@ -1,6 +1,6 @@
 //! `cargo xtask dist [--manylinux2014] [--publish-dry-run] [--consumers]`: the installable
 //! artifacts, in `dist/`; `--consumers` then runs the consumer stages of `cargo xtask test` on
-//! them (xtask/src/consumers.rs).
+//! them (`crate::consumers`).
 //!
 //! | path | what | built by |
 //! |---|---|---|
@@ -31,8 +31,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use crate::root;
-use crate::versions::VERSION;
+use acp_inject_tool_support::{cache_dir, cargo, copy, python, root, target_dir, Error, VERSION};
 
 #[derive(Clone, Copy, Default)]
 pub struct Options {
@@ -44,10 +43,10 @@ pub struct Options {
 
 /// The artifacts, each built or the reason it is not.
 pub struct Built {
-    pub wheel: Result<PathBuf, String>,
-    pub maven_repo: Result<PathBuf, String>,
-    pub swift_package: Result<PathBuf, String>,
-    pub crates: Option<Result<Vec<PathBuf>, String>>,
+    pub wheel: Result<PathBuf, Error>,
+    pub maven_repo: Result<PathBuf, Error>,
+    pub swift_package: Result<PathBuf, Error>,
+    pub crates: Option<Result<Vec<PathBuf>, Error>>,
 }
 
 /// `cargo xtask dist`'s arguments.
@@ -64,12 +63,12 @@ pub struct Args {
     consumers: bool,
 }
 
-pub fn run(args: Args) -> Result<(), String> {
+pub fn run(args: Args) -> Result<(), Error> {
     let options = Options { crates: true, manylinux2014: args.manylinux2014 };
     let (publish_dry_run, consumers) = (args.publish_dry_run, args.consumers);
     let built = BUILT.get_or_init(|| build(options));
     let mut failed = 0;
-    let mut show = |what: &str, result: &Result<String, String>| match result {
+    let mut show = |what: &str, result: Result<String, &Error>| match result {
         Ok(shown) => println!("{what:<16} {shown}"),
         Err(e) => {
             failed += 1;
@@ -77,39 +76,31 @@ pub fn run(args: Args) -> Result<(), String> {
         }
     };
     println!("\n== dist ({VERSION}) ==");
-    show("python", &built.wheel.as_ref().map(|p| shown(p)).map_err(Clone::clone));
-    show(
-        "maven",
-        &built.maven_repo.as_ref().map(|p| format!("{} (dev.acpinject:acp-inject:{VERSION})", shown(p))).map_err(Clone::clone),
-    );
-    show("swift", &built.swift_package.as_ref().map(|p| shown(p)).map_err(Clone::clone));
+    show("python", built.wheel.as_ref().map(|p| shown(p)));
+    show("maven", built.maven_repo.as_ref().map(|p| format!("{} (dev.acpinject:acp-inject:{VERSION})", shown(p))));
+    show("swift", built.swift_package.as_ref().map(|p| shown(p)));
     if let Some(crates) = &built.crates {
-        show("crates", &crates.as_ref().map(|c| c.iter().map(|p| shown(p)).collect::<Vec<_>>().join(" ")).map_err(Clone::clone));
+        show("crates", crates.as_ref().map(|c| c.iter().map(|p| shown(p)).collect::<Vec<_>>().join(" ")));
     }
     if publish_dry_run {
         // Packages every publishable crate and builds each from its package, resolving the
         // unpublished siblings from the packages themselves (cargo >= 1.90).
-        show(
-            "publish",
-            &step(
-                Command::new(crate::cargo()).args(["publish", "--workspace", "--dry-run", "--allow-dirty"]),
-                "cargo publish --dry-run",
-            )
-            .map(|()| "cargo publish --workspace --dry-run passed".into()),
-        );
+        let published =
+            step(Command::new(cargo()).args(["publish", "--workspace", "--dry-run", "--allow-dirty"]), "cargo publish --dry-run");
+        show("publish", published.as_ref().map(|()| "cargo publish --workspace --dry-run passed".into()));
     }
     if consumers {
         // The consumer stages of `cargo xtask test`, on the artifacts just built.
         let results = [crate::consumers::python(), crate::consumers::kotlin(), crate::consumers::swift()];
         println!("\n== consumers ==");
         for (what, result) in ["python (wheel)", "kotlin (jar)", "swift (package)"].iter().zip(&results) {
-            show(what, result);
+            show(what, result.as_ref().map(|used| used.to_owned()));
         }
     }
     if failed == 0 {
         Ok(())
     } else {
-        Err(format!("{failed} step(s) failed"))
+        Err(Error::msg(format!("{failed} step(s) failed")))
     }
 }
 
@@ -121,13 +112,22 @@ pub fn for_consumers() -> &'static Built {
     BUILT.get_or_init(|| build(Options::default()))
 }
 
+/// An artifact of [`for_consumers`], or why it was not built.
+pub fn built(artifact: &Result<PathBuf, Error>) -> Result<PathBuf, Error> {
+    artifact.as_ref().cloned().map_err(Error::again)
+}
+
 pub fn build(options: Options) -> Built {
     let dist = dist_dir();
     let native = native_library();
+    let native = |f: fn(&Path, &Native) -> Result<PathBuf, Error>| match &native {
+        Ok(n) => f(&dist, n),
+        Err(e) => Err(e.again()),
+    };
     Built {
         wheel: python_wheel(&dist, options),
-        maven_repo: native.clone().and_then(|n| maven_repo(&dist, &n)),
-        swift_package: native.and_then(|n| swift_package(&dist, &n)),
+        maven_repo: native(maven_repo),
+        swift_package: native(swift_package),
         crates: options.crates.then(|| crates(&dist)),
     }
 }
@@ -141,37 +141,30 @@ fn shown(path: &Path) -> String {
 }
 
 /// Runs a command (in the repository unless told otherwise), echoing it; fails with `what`.
-fn step(cmd: &mut Command, what: &str) -> Result<(), String> {
+pub fn step(cmd: &mut Command, what: &str) -> Result<(), Error> {
     if cmd.get_current_dir().is_none() {
         cmd.current_dir(root());
     }
     eprintln!("+ {cmd:?}");
     match cmd.status() {
         Ok(s) if s.success() => Ok(()),
-        Ok(s) => Err(format!("{what} failed ({s})")),
-        Err(e) => Err(format!("cannot run {what}: {e}")),
+        Ok(s) => Err(Error::msg(format!("{what} failed ({s})"))),
+        Err(e) => Err(Error::msg(format!("cannot run {what}: {e}"))),
     }
 }
 
 /// An empty directory at `path` (its old contents removed).
-fn fresh_dir(path: &Path) -> Result<(), String> {
+fn fresh_dir(path: &Path) -> Result<(), Error> {
     if path.exists() {
-        std::fs::remove_dir_all(path).map_err(|e| format!("cannot clear {}: {e}", path.display()))?;
+        std::fs::remove_dir_all(path).map_err(|e| Error::msg(format!("cannot clear {}: {e}", path.display())))?;
     }
-    std::fs::create_dir_all(path).map_err(|e| format!("cannot create {}: {e}", path.display()))
-}
-
-fn copy(from: &Path, to: &Path) -> Result<(), String> {
-    if let Some(dir) = to.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    }
-    std::fs::copy(from, to).map(|_| ()).map_err(|e| format!("cannot copy {} to {}: {e}", from.display(), to.display()))
+    std::fs::create_dir_all(path).map_err(|e| Error::msg(format!("cannot create {}: {e}", path.display())))
 }
 
 /// The venv in the cache dir that holds the packaging tools (maturin, auditwheel, …),
 /// created on first use; `requirements` are pip-installed (a no-op once satisfied).
-pub fn tools_python(requirements: &[&str]) -> Result<PathBuf, String> {
-    let py = crate::pyenv::cached_venv(&crate::cache_dir().join("tools-venv")).map_err(|e| e.to_string())?;
+pub fn tools_python(requirements: &[&str]) -> Result<PathBuf, Error> {
+    let py = python::cached_venv(&cache_dir().join("tools-venv"))?;
     if !requirements.is_empty() {
         step(
             Command::new(&py).args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"]).args(requirements),
@@ -184,7 +177,7 @@ pub fn tools_python(requirements: &[&str]) -> Result<PathBuf, String> {
 const MATURIN: &str = "maturin>=1.16,<2";
 
 /// The wheel, built by maturin from bindings/python (pyproject.toml: `bindings = "uniffi"`).
-fn python_wheel(dist: &Path, options: Options) -> Result<PathBuf, String> {
+fn python_wheel(dist: &Path, options: Options) -> Result<PathBuf, Error> {
     let mut tools = vec![MATURIN, "auditwheel>=6,<7"];
     if options.manylinux2014 {
         tools.push("ziglang<1");
@@ -204,13 +197,13 @@ fn python_wheel(dist: &Path, options: Options) -> Result<PathBuf, String> {
     // maturin runs `python -m ziglang` for --zig: the venv's interpreter must come first.
     maturin.env("PATH", prepend_path(&bin));
     // A module the test package's build left in maturin's bindings folder would go in too.
-    crate::pyenv::remove_stale_bindings().map_err(|e| e.to_string())?;
+    python::remove_stale_bindings()?;
     step(&mut maturin, "maturin build")?;
     let wheel = only_file(&out, ".whl")?;
     let name = wheel.file_name().unwrap_or_default().to_string_lossy().into_owned();
     // No manylinux tag means maturin's audit could not vouch for the library's glibc symbols.
     if !(name.contains("-py3-none-") && name.contains("manylinux")) {
-        return Err(format!("unexpected wheel tag: {name}"));
+        return Err(Error::msg(format!("unexpected wheel tag: {name}")));
     }
     let entries = zip_entries(&py, &wheel)?;
     let library = "acp_inject/acp_inject_ffi/libacp_inject_ffi.so";
@@ -223,16 +216,16 @@ fn python_wheel(dist: &Path, options: Options) -> Result<PathBuf, String> {
         library,
     ] {
         if !entries.iter().any(|e| e == needed) {
-            return Err(format!("{name} lacks {needed}"));
+            return Err(Error::msg(format!("{name} lacks {needed}")));
         }
     }
     // The conformance harness stays out: no module or stub of it, no symbol of it.
     if let Some(e) = entries.iter().find(|e| e.to_lowercase().contains("conformance")) {
-        return Err(format!("{name} carries the conformance harness: {e}"));
+        return Err(Error::msg(format!("{name} carries the conformance harness: {e}")));
     }
-    let extracted = crate::target_dir().map_err(|e| e.to_string())?.join("dist-wheel-library.so");
+    let extracted = target_dir()?.join("dist-wheel-library.so");
     zip_extract(&py, &wheel, library, &extracted)?;
-    check_no_harness(&extracted).map_err(|e| format!("{name}: {e}"))?;
+    check_no_harness(&extracted).map_err(|e| Error::msg(format!("{name}: {e}")))?;
     // A second opinion on the platform tag (informational: maturin already enforced it).
     let _ = step(Command::new(bin.join("auditwheel")).arg("show").arg(&wheel), "auditwheel show");
     Ok(wheel)
@@ -245,30 +238,30 @@ fn prepend_path(dir: &Path) -> std::ffi::OsString {
 }
 
 /// The one file in `dir` whose name ends with `suffix`.
-fn only_file(dir: &Path, suffix: &str) -> Result<PathBuf, String> {
+fn only_file(dir: &Path, suffix: &str) -> Result<PathBuf, Error> {
     let found: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(|e| format!("cannot read {}: {e}", dir.display()))?
+        .map_err(|e| Error::msg(format!("cannot read {}: {e}", dir.display())))?
         .flatten()
         .map(|e| e.path())
         .filter(|p| p.to_string_lossy().ends_with(suffix))
         .collect();
     match found.as_slice() {
         [one] => Ok(one.clone()),
-        _ => Err(format!("expected one *{suffix} in {}, found {found:?}", dir.display())),
+        _ => Err(Error::msg(format!("expected one *{suffix} in {}, found {found:?}", dir.display()))),
     }
 }
 
 /// Writes the entry `name` of a zip archive to `to`, with Python's zipfile module.
-fn zip_extract(python: &Path, archive: &Path, name: &str, to: &Path) -> Result<(), String> {
+fn zip_extract(python: &Path, archive: &Path, name: &str, to: &Path) -> Result<(), Error> {
     let out = Command::new(python)
         .args(["-c", "import sys, zipfile; open(sys.argv[3], 'wb').write(zipfile.ZipFile(sys.argv[1]).read(sys.argv[2]))"])
         .arg(archive)
         .arg(name)
         .arg(to)
         .output()
-        .map_err(|e| format!("cannot read {name} of {}: {e}", archive.display()))?;
+        .map_err(|e| Error::msg(format!("cannot read {name} of {}: {e}", archive.display())))?;
     if !out.status.success() {
-        return Err(format!("cannot read {name} of {}: {}", archive.display(), String::from_utf8_lossy(&out.stderr)));
+        return Err(Error::msg(format!("cannot read {name} of {}: {}", archive.display(), String::from_utf8_lossy(&out.stderr))));
     }
     Ok(())
 }
@@ -279,56 +272,59 @@ fn zip_extract(python: &Path, archive: &Path, name: &str, to: &Path) -> Result<(
 const HARNESS_SYMBOLS: [&str; 4] = ["acp_inject_ffi_conformance", "vectorrun", "acp_inject_conformance", "jsonschema"];
 
 /// The symbols of `nm` output that belong to the conformance harness ([`HARNESS_SYMBOLS`]), or
-/// an error when the output holds no export of acp-inject-ffi at all (then it proves nothing).
-fn harness_symbols(nm: &str) -> Result<Vec<&str>, String> {
+/// `None` when the output holds no export of acp-inject-ffi at all (then it proves nothing).
+fn harness_symbols(nm: &str) -> Option<Vec<&str>> {
     if !nm.contains("uniffi_acp_inject_ffi_fn_") {
-        return Err("nm lists no export of acp-inject-ffi (uniffi_acp_inject_ffi_fn_…)".into());
+        return None;
     }
-    Ok(nm
-        .lines()
-        .filter(|l| {
-            let l = l.to_lowercase();
-            HARNESS_SYMBOLS.iter().any(|m| l.contains(m))
-        })
-        .collect())
+    Some(
+        nm.lines()
+            .filter(|l| {
+                let l = l.to_lowercase();
+                HARNESS_SYMBOLS.iter().any(|m| l.contains(m))
+            })
+            .collect(),
+    )
 }
 
 /// A shipped library (cdylib or static library) holds nothing of the conformance harness: read
 /// from its symbol table with `nm` (the release builds keep it; only debug information goes).
-pub fn check_no_harness(library: &Path) -> Result<(), String> {
-    let out = Command::new("nm").arg(library).output().map_err(|e| format!("cannot run nm on {}: {e}", library.display()))?;
+pub fn check_no_harness(library: &Path) -> Result<(), Error> {
+    let out =
+        Command::new("nm").arg(library).output().map_err(|e| Error::msg(format!("cannot run nm on {}: {e}", library.display())))?;
     if !out.status.success() {
-        return Err(format!("nm {} failed: {}", library.display(), String::from_utf8_lossy(&out.stderr)));
+        return Err(Error::msg(format!("nm {} failed: {}", library.display(), String::from_utf8_lossy(&out.stderr))));
     }
     let text = String::from_utf8_lossy(&out.stdout);
-    let found = harness_symbols(&text).map_err(|e| format!("{}: {e}", library.display()))?;
+    let found = harness_symbols(&text).ok_or_else(|| {
+        Error::msg(format!("{}: nm lists no export of acp-inject-ffi (uniffi_acp_inject_ffi_fn_…)", library.display()))
+    })?;
     match found.as_slice() {
         [] => Ok(()),
-        [first, ..] => Err(format!(
+        [first, ..] => Err(Error::msg(format!(
             "{} carries the conformance harness: {} of its symbols name it, such as {}",
             library.display(),
             found.len(),
             first.trim()
-        )),
+        ))),
     }
 }
 
 /// The names in a zip archive (wheel or jar), read with Python's zipfile module.
-fn zip_entries(python: &Path, archive: &Path) -> Result<Vec<String>, String> {
+fn zip_entries(python: &Path, archive: &Path) -> Result<Vec<String>, Error> {
     let out = Command::new(python)
         .args(["-c", "import sys, zipfile; print('\\n'.join(zipfile.ZipFile(sys.argv[1]).namelist()))"])
         .arg(archive)
         .output()
-        .map_err(|e| format!("cannot list {}: {e}", archive.display()))?;
+        .map_err(|e| Error::msg(format!("cannot list {}: {e}", archive.display())))?;
     if !out.status.success() {
-        return Err(format!("cannot list {}: {}", archive.display(), String::from_utf8_lossy(&out.stderr)));
+        return Err(Error::msg(format!("cannot list {}: {}", archive.display(), String::from_utf8_lossy(&out.stderr))));
     }
     Ok(String::from_utf8_lossy(&out.stdout).lines().map(str::to_owned).collect())
 }
 
 /// The release build of `crates/ffi` for the jar and the Swift package, staged without debug
 /// information in `<target>/dist-native`.
-#[derive(Clone)]
 pub struct Native {
     cdylib: PathBuf,
     staticlib: PathBuf,
@@ -336,24 +332,24 @@ pub struct Native {
     static_deps: String,
 }
 
-fn native_library() -> Result<Native, String> {
+fn native_library() -> Result<Native, Error> {
     // `cargo rustc` (not `cargo build`) so rustc can print the static library's native
     // dependencies; cargo replays the note when the build is fresh.
-    let mut cmd = Command::new(crate::cargo());
+    let mut cmd = Command::new(cargo());
     cmd.args(["rustc", "--release", "-p", "acp-inject-ffi", "--lib", "--", "--print", "native-static-libs"]).current_dir(root());
     eprintln!("+ {cmd:?}");
-    let out = cmd.output().map_err(|e| format!("cannot run cargo: {e}"))?;
+    let out = cmd.output().map_err(|e| Error::msg(format!("cannot run cargo: {e}")))?;
     let stderr = String::from_utf8_lossy(&out.stderr);
     eprint!("{stderr}");
     if !out.status.success() {
-        return Err("cargo rustc --release -p acp-inject-ffi failed".into());
+        return Err(Error::msg("cargo rustc --release -p acp-inject-ffi failed"));
     }
     let static_deps = stderr
         .lines()
         .find_map(|l| l.split_once("native-static-libs:").map(|(_, libs)| libs.trim().to_owned()))
-        .ok_or("rustc printed no native-static-libs")?;
+        .ok_or_else(|| Error::msg("rustc printed no native-static-libs"))?;
     // Staged (stripped) at once: maturin's build of the same crate writes the same file names.
-    let (release, staged) = (crate::target_dir()?.join("release"), crate::target_dir()?.join("dist-native"));
+    let (release, staged) = (target_dir()?.join("release"), target_dir()?.join("dist-native"));
     fresh_dir(&staged)?;
     let cdylib = format!("{}acp_inject_ffi{}", std::env::consts::DLL_PREFIX, std::env::consts::DLL_SUFFIX);
     let native = Native { cdylib: staged.join(&cdylib), staticlib: staged.join("libacp_inject_ffi.a"), static_deps };
@@ -367,11 +363,11 @@ fn native_library() -> Result<Native, String> {
 
 /// Copies a library without its debug information (binutils `strip`, present wherever Rust
 /// links with the system `cc`); a plain copy where there is no `strip`.
-fn copy_stripped(from: &Path, to: &Path) -> Result<(), String> {
+fn copy_stripped(from: &Path, to: &Path) -> Result<(), Error> {
     copy(from, to)?;
     match Command::new("strip").arg("--strip-debug").arg(to).status() {
         Ok(s) if s.success() => Ok(()),
-        Ok(s) => Err(format!("strip {} failed ({s})", to.display())),
+        Ok(s) => Err(Error::msg(format!("strip {} failed ({s})", to.display()))),
         Err(_) => {
             eprintln!("note: no `strip`; {} keeps its debug information", to.display());
             Ok(())
@@ -381,28 +377,28 @@ fn copy_stripped(from: &Path, to: &Path) -> Result<(), String> {
 
 /// JNA's resource prefix for this platform (`Platform.RESOURCE_PREFIX`): the folder of the jar
 /// in which `Native.load` finds the library.
-fn jna_platform() -> Result<String, String> {
+fn jna_platform() -> Result<String, Error> {
     let os = match std::env::consts::OS {
         "linux" => "linux",
         "macos" => "darwin",
         "windows" => "win32",
-        other => return Err(format!("no JNA resource prefix known for {other}")),
+        other => return Err(Error::msg(format!("no JNA resource prefix known for {other}"))),
     };
     let arch = match std::env::consts::ARCH {
         "x86_64" => "x86-64",
         "aarch64" => "aarch64",
-        other => return Err(format!("no JNA resource prefix known for {other}")),
+        other => return Err(Error::msg(format!("no JNA resource prefix known for {other}"))),
     };
     Ok(format!("{os}-{arch}"))
 }
 
 /// The jar (with the library under its JNA prefix), -sources and -javadoc jars and the pom,
 /// deployed into `dist/maven` (a Maven repository on disk).
-fn maven_repo(dist: &Path, native: &Native) -> Result<PathBuf, String> {
+fn maven_repo(dist: &Path, native: &Native) -> Result<PathBuf, Error> {
     let repo = dist.join("maven");
     fresh_dir(&repo)?;
     // The jar's resources: one folder per platform, only this one built here.
-    let resources = crate::target_dir()?.join("dist-jna");
+    let resources = target_dir()?.join("dist-jna");
     fresh_dir(&resources)?;
     let platform = jna_platform()?;
     let lib_name = native.cdylib.file_name().expect("a file").to_string_lossy().into_owned();
@@ -420,19 +416,19 @@ fn maven_repo(dist: &Path, native: &Native) -> Result<PathBuf, String> {
     for suffix in ["-sources.jar", "-javadoc.jar", ".pom"] {
         let file = dir.join(format!("acp-inject-{VERSION}{suffix}"));
         if !file.exists() {
-            return Err(format!("the deploy produced no {}", file.display()));
+            return Err(Error::msg(format!("the deploy produced no {}", file.display())));
         }
     }
     let entries = zip_entries(&tools_python(&[])?, &jar)?;
     let wanted = format!("{platform}/{lib_name}");
     if !entries.contains(&wanted) {
-        return Err(format!("{} lacks {wanted}", jar.display()));
+        return Err(Error::msg(format!("{} lacks {wanted}", jar.display())));
     }
     // The vector driver and the engine's binding are test sources: no class of them (a folder
     // entry alone is what a build without `clean` may leave of a package that moved away).
     let harness = |e: &&String| !e.ends_with('/') && (e.to_lowercase().contains("conformance") || e.contains("VectorRun"));
     if let Some(e) = entries.iter().find(harness) {
-        return Err(format!("{} carries the conformance harness: {e}", jar.display()));
+        return Err(Error::msg(format!("{} carries the conformance harness: {e}", jar.display())));
     }
     Ok(repo)
 }
@@ -443,7 +439,7 @@ pub fn file_url(path: &Path) -> String {
 
 /// The SwiftPM package another package depends on (see bindings/swift/dist/Package.swift for
 /// why it is a system-library target with a pkg-config file and a static library).
-fn swift_package(dist: &Path, native: &Native) -> Result<PathBuf, String> {
+fn swift_package(dist: &Path, native: &Native) -> Result<PathBuf, Error> {
     let out = dist.join("swift");
     fresh_dir(&out)?;
     let package = out.join("AcpInject");
@@ -458,14 +454,14 @@ fn swift_package(dist: &Path, native: &Native) -> Result<PathBuf, String> {
     // The idiomatic layer (module AcpInject): every Swift file of its target.
     let layer = r.join("bindings/swift/Sources/AcpInject");
     let mut sources: Vec<PathBuf> = std::fs::read_dir(&layer)
-        .map_err(|e| format!("cannot list {}: {e}", layer.display()))?
+        .map_err(|e| Error::msg(format!("cannot list {}: {e}", layer.display())))?
         .flatten()
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|x| x == "swift"))
         .collect();
     sources.sort();
     if sources.is_empty() {
-        return Err(format!("no Swift sources in {}", layer.display()));
+        return Err(Error::msg(format!("no Swift sources in {}", layer.display())));
     }
     for source in sources {
         let name = source.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
@@ -478,7 +474,7 @@ fn swift_package(dist: &Path, native: &Native) -> Result<PathBuf, String> {
     for (_, to) in &files {
         let text = std::fs::read_to_string(package.join(to)).unwrap_or_default();
         if to.to_lowercase().contains("conformance") || text.contains("VectorRun") {
-            return Err(format!("the Swift package's {to} carries the conformance harness"));
+            return Err(Error::msg(format!("the Swift package's {to} carries the conformance harness")));
         }
     }
     // lib/<os>-<arch>/, the names Package.swift picks from (`linux-x86_64`, `linux-aarch64`).
@@ -495,24 +491,25 @@ fn swift_package(dist: &Path, native: &Native) -> Result<PathBuf, String> {
         native.static_deps
     );
     let pc_path = lib.join("pkgconfig/acp-inject-ffi.pc");
-    std::fs::create_dir_all(pc_path.parent().expect("a dir")).map_err(|e| e.to_string())?;
-    std::fs::write(&pc_path, pc).map_err(|e| format!("cannot write {}: {e}", pc_path.display()))?;
+    let pc_dir = pc_path.parent().expect("a dir");
+    std::fs::create_dir_all(pc_dir).map_err(|e| Error::write(pc_dir, e))?;
+    std::fs::write(&pc_path, pc).map_err(|e| Error::msg(format!("cannot write {}: {e}", pc_path.display())))?;
     Ok(package)
 }
 
 /// `cargo package` for every crate meant for the Rust crate registry (those without `publish = false`).
-fn crates(dist: &Path) -> Result<Vec<PathBuf>, String> {
+fn crates(dist: &Path) -> Result<Vec<PathBuf>, Error> {
     let names = publishable_crates()?;
     let out = dist.join("crates");
     fresh_dir(&out)?;
-    let mut cmd = Command::new(crate::cargo());
+    let mut cmd = Command::new(cargo());
     // --no-verify: building each package is `--publish-dry-run`'s job (minutes, not seconds).
     cmd.args(["package", "--no-verify", "--allow-dirty", "--quiet"]);
     for name in &names {
         cmd.args(["-p", name]);
     }
     step(&mut cmd, "cargo package")?;
-    let package_dir = crate::target_dir()?.join("package");
+    let package_dir = target_dir()?.join("package");
     names
         .iter()
         .map(|name| {
@@ -523,14 +520,14 @@ fn crates(dist: &Path) -> Result<Vec<PathBuf>, String> {
 }
 
 /// The workspace members cargo would publish (`publish` unset), from `cargo metadata`.
-pub fn publishable_crates() -> Result<Vec<String>, String> {
-    let out = Command::new(crate::cargo())
+pub fn publishable_crates() -> Result<Vec<String>, Error> {
+    let out = Command::new(cargo())
         .args(["metadata", "--format-version", "1", "--no-deps"])
         .current_dir(root())
         .output()
-        .map_err(|e| format!("cannot run cargo metadata: {e}"))?;
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).map_err(|e| format!("cargo metadata: {e}"))?;
-    let packages = v["packages"].as_array().ok_or("cargo metadata has no packages")?;
+        .map_err(|e| Error::msg(format!("cannot run cargo metadata: {e}")))?;
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).map_err(|e| Error::msg(format!("cargo metadata: {e}")))?;
+    let packages = v["packages"].as_array().ok_or_else(|| Error::msg("cargo metadata has no packages"))?;
     Ok(packages.iter().filter(|p| p["publish"].is_null()).filter_map(|p| p["name"].as_str().map(str::to_owned)).collect())
 }
 
@@ -543,14 +540,14 @@ mod tests {
         // `nm` of a library without the harness, then with it (trimmed).
         let shipped = "0000000000123450 T uniffi_acp_inject_ffi_fn_constructor_agentcore_new\n\
                        0000000000123460 t _ZN14acp_inject_ffi5agent9AgentCore3new17h0123456789abcdefE\n";
-        assert_eq!(harness_symbols(shipped), Ok(vec![]));
+        assert_eq!(harness_symbols(shipped), Some(vec![]));
         let test = format!(
             "{shipped}0000000000123470 T uniffi_acp_inject_ffi_conformance_fn_constructor_vectorrun_new\n\
              0000000000123480 t _ZN22acp_inject_conformance6replay9VectorRun3new17h0123456789abcdefE\n\
              0000000000123490 t _ZN10jsonschema9validator17h0123456789abcdefE\n"
         );
-        assert_eq!(harness_symbols(&test).map(|s| s.len()), Ok(3));
+        assert_eq!(harness_symbols(&test).map(|s| s.len()), Some(3));
         // Output without acp-inject-ffi's exports (a wrong file, stripped symbols) proves nothing.
-        assert!(harness_symbols("").is_err());
+        assert!(harness_symbols("").is_none());
     }
 }

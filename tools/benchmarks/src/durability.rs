@@ -10,8 +10,8 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::process::{self, Echo};
-use crate::Error;
+use acp_inject_tool_support::process::{self, Echo};
+use acp_inject_tool_support::{cargo, cargo_bin, target_dir, Error};
 
 /// Criterion's median time per iteration, in nanoseconds, of one benchmark id.
 fn criterion_median_ns(target: &Path, group: &str, id: &str) -> Result<f64, Error> {
@@ -38,14 +38,14 @@ fn numbers(line: &str) -> Vec<f64> {
 }
 
 pub fn section() -> Result<String, Error> {
-    let target = crate::target_dir()?;
+    let target = target_dir()?;
     let mut md = String::new();
 
     eprintln!("\nbench: the store (criterion, crates/store/benches/store.rs), PostgreSQL on a private server");
-    let server = crate::postgres::start()?;
-    let mut cmd = Command::new(crate::cargo());
+    let server = acp_inject_postgres_harness::start()?;
+    let mut cmd = Command::new(cargo());
     cmd.args(["bench", "-p", "acp-inject-store", "--features", "postgres", "--bench", "store", "--", "--noplot"]);
-    cmd.env(crate::postgres::URL_ENV, &server.url);
+    cmd.env(acp_inject_postgres_harness::URL_ENV, &server.url);
     process::run(&mut cmd, Echo::All)?.check()?;
     let per_s = |group: &str, id: &str, per: f64| criterion_median_ns(&target, group, id).map(|ns| per * 1e9 / ns);
     let _ = writeln!(md, "\n## Durability: the SQLite and PostgreSQL stores\n");
@@ -86,7 +86,7 @@ pub fn section() -> Result<String, Error> {
     }
 
     eprintln!("\nbench: memory per pending inject (crates/core/benches/pending.rs, counting allocator)");
-    let mut cmd = Command::new(crate::cargo());
+    let mut cmd = Command::new(cargo());
     cmd.args(["bench", "-p", "acp-inject-core", "--bench", "pending", "--", "--test"]);
     let out = process::run(&mut cmd, Echo::All)?.check()?;
     let bytes = line_after(&out.stdout, "bytes per pending inject at 100000:").map(numbers).unwrap_or_default();
@@ -100,8 +100,8 @@ pub fn section() -> Result<String, Error> {
     }
 
     eprintln!("\nbench: the crash campaign (1000 kills of the reference agent)");
-    let agent = crate::pyenv::cargo_bin("acp-inject-reference-agent", "acp-inject-agent")?;
-    let crash = crate::pyenv::cargo_bin("acp-inject-conformance", "acp-inject-crash")?;
+    let agent = cargo_bin("acp-inject-reference-agent", "acp-inject-agent")?;
+    let crash = cargo_bin("acp-inject-conformance", "acp-inject-crash")?;
     let mut cmd = Command::new(&crash);
     cmd.args(["--kills", "1000", "--seed", "20261122", "--"]).arg(&agent);
     let out = process::run(&mut cmd, Echo::All)?.check()?;
@@ -133,7 +133,7 @@ pub fn section() -> Result<String, Error> {
     );
 
     eprintln!("\nbench: the load test (acp-inject-load, release builds)");
-    let mut cmd = Command::new(crate::cargo());
+    let mut cmd = Command::new(cargo());
     cmd.args(["build", "--release", "-p", "acp-inject-reference-agent", "-p", "acp-inject-conformance"]);
     process::run(&mut cmd, Echo::All)?.check()?;
     let (agent, load) = (target.join("release/acp-inject-agent"), target.join("release/acp-inject-load"));
@@ -179,7 +179,7 @@ pub fn section() -> Result<String, Error> {
 
     eprintln!("\nbench: 1,000 WebSocket sessions (crates/remote/benches/websocket_load.rs, release builds)");
     let json = target.join("websocket_load.json");
-    let mut cmd = Command::new(crate::cargo());
+    let mut cmd = Command::new(cargo());
     cmd.args(["bench", "-p", "acp-inject-remote", "--bench", "websocket_load", "--", "--sessions", "1000", "--agent"])
         .arg(&agent)
         .arg("--json")

@@ -1,3 +1,6 @@
+//! acp-inject-fuzzing: the fuzz corpus and campaigns behind `cargo xtask fuzz` (the targets
+//! themselves are the cargo-fuzz workspace `fuzz/`).
+//!
 //! `cargo xtask fuzz seed` writes the checked-in seed corpus (`fuzz/corpus/<target>/`) from
 //! `spec/examples/` and the conformance vectors; `cargo xtask fuzz run [SECONDS] [TARGET…]` runs
 //! every target (or those named) for SECONDS each (default 60) with cargo-fuzz (`cargo install
@@ -12,8 +15,8 @@ use std::time::Instant;
 
 use serde_json::Value;
 
-use crate::process::run_ok;
-use crate::{root, Error};
+use acp_inject_tool_support::process::run_ok;
+use acp_inject_tool_support::{root, Error};
 
 /// Targets whose input is a sequence of operations (one per byte), capped at this many bytes
 /// (libFuzzer's `-max_len`): one execution costs in proportion to its length, and past a few
@@ -54,6 +57,7 @@ pub enum Cmd {
     },
 }
 
+/// `cargo xtask fuzz seed` or `cargo xtask fuzz run …`.
 pub fn run(cmd: Cmd) -> Result<(), Error> {
     match cmd {
         Cmd::Seed => seed(),

@@ -1,6 +1,6 @@
 //! The Python environment the demo, the tests and the benchmarks use: a venv in the cache
 //! directory (outside the repository), created on first use, with `bindings/python`
-//! (re)installed into it. Also: building a workspace binary.
+//! (re)installed into it.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -102,12 +102,6 @@ pub fn remove_stale_bindings() -> Result<(), Error> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(Error::write(&dir, e)),
     }
-}
-
-/// Builds a workspace binary (output streamed) and returns its path.
-pub fn cargo_bin(package: &str, bin: &str) -> Result<PathBuf, Error> {
-    run_ok(Command::new(crate::cargo()).args(["build", "-p", package, "--bin", bin]))?;
-    Ok(crate::target_dir()?.join("debug").join(format!("{bin}{}", std::env::consts::EXE_SUFFIX)))
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! The consumer stages of `cargo xtask test`: each installs one artifact of `cargo xtask dist`
 //! the way a user of that language would, into a throwaway project in the cache dir, and runs
-//! a small real session against the reference agent (xtask/consumers/README.md).
+//! a small real session against the reference agent (tools/release/consumers/README.md).
 //!
 //! Each returns `Ok(what was used)` or `Err(reason)`; the projects are rewritten on every run so
 //! nothing of an earlier run is used, while the package caches (pip's, the Maven repository,
@@ -10,39 +10,39 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::dist::{self, file_url};
-use crate::root;
-use crate::versions::VERSION;
+use acp_inject_tool_support::{cache_dir, cargo_bin, root, Error, VERSION};
+
+use crate::dist::{self, built, file_url};
 
 /// How long one consumer program may run before it is killed.
 const DEADLINE: Duration = Duration::from_secs(600);
 
 fn sources() -> PathBuf {
-    root().join("xtask/consumers")
+    root().join("tools/release/consumers")
 }
 
-fn project_dir(name: &str) -> Result<PathBuf, String> {
-    let dir = crate::cache_dir().join("consumers").join(name);
-    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+fn project_dir(name: &str) -> Result<PathBuf, Error> {
+    let dir = cache_dir().join("consumers").join(name);
+    std::fs::create_dir_all(&dir).map_err(|e| Error::msg(format!("cannot create {}: {e}", dir.display())))?;
     Ok(dir)
 }
 
 /// Writes `to` from the template `from`, with each `@KEY@` replaced.
-fn render(from: &Path, to: &Path, values: &[(&str, String)]) -> Result<(), String> {
-    let mut text = std::fs::read_to_string(from).map_err(|e| format!("cannot read {}: {e}", from.display()))?;
+fn render(from: &Path, to: &Path, values: &[(&str, String)]) -> Result<(), Error> {
+    let mut text = std::fs::read_to_string(from).map_err(|e| Error::msg(format!("cannot read {}: {e}", from.display())))?;
     for (key, value) in values {
         text = text.replace(&format!("@{key}@"), value);
     }
     if let Some(dir) = to.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        std::fs::create_dir_all(dir).map_err(|e| Error::msg(format!("cannot create {}: {e}", dir.display())))?;
     }
-    std::fs::write(to, text).map_err(|e| format!("cannot write {}: {e}", to.display()))
+    std::fs::write(to, text).map_err(|e| Error::msg(format!("cannot write {}: {e}", to.display())))
 }
 
 /// Runs a consumer command with a deadline, echoing its output.
-fn run(cmd: &mut Command, what: &str) -> Result<(), String> {
+fn run(cmd: &mut Command, what: &str) -> Result<(), Error> {
     eprintln!("+ {cmd:?}");
-    let mut child = cmd.stdout(Stdio::piped()).spawn().map_err(|e| format!("cannot run {what}: {e}"))?;
+    let mut child = cmd.stdout(Stdio::piped()).spawn().map_err(|e| Error::msg(format!("cannot run {what}: {e}")))?;
     let mut stdout = child.stdout.take().expect("piped");
     let reader = std::thread::spawn(move || {
         let mut text = String::new();
@@ -51,13 +51,13 @@ fn run(cmd: &mut Command, what: &str) -> Result<(), String> {
     });
     let started = Instant::now();
     let status = loop {
-        if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
+        if let Some(status) = child.try_wait().map_err(|e| Error::msg(e.to_string()))? {
             break status;
         }
         if started.elapsed() > DEADLINE {
             let _ = child.kill();
             let _ = child.wait();
-            return Err(format!("{what} did not finish within {} s", DEADLINE.as_secs()));
+            return Err(Error::msg(format!("{what} did not finish within {} s", DEADLINE.as_secs())));
         }
         std::thread::sleep(Duration::from_millis(100));
     };
@@ -65,7 +65,7 @@ fn run(cmd: &mut Command, what: &str) -> Result<(), String> {
     if status.success() {
         Ok(())
     } else {
-        Err(format!("{what} failed ({status})"))
+        Err(Error::msg(format!("{what} failed ({status})")))
     }
 }
 
@@ -78,20 +78,20 @@ fn path_without_rust() -> std::ffi::OsString {
 }
 
 /// The reference agent (a debug build: it is the peer, not the artifact under test).
-fn agent() -> Result<PathBuf, String> {
-    Ok(crate::pyenv::cargo_bin("acp-inject-reference-agent", "acp-inject-agent")?)
+fn agent() -> Result<PathBuf, Error> {
+    cargo_bin("acp-inject-reference-agent", "acp-inject-agent")
 }
 
 /// A fresh venv (PATH without Rust) installs the wheel, checks what it installed, runs the
 /// session and the example client (bindings/python/examples/client.py) from a directory
 /// outside the repository.
-pub fn python() -> Result<String, String> {
-    let wheel = dist::for_consumers().wheel.clone()?;
+pub fn python() -> Result<String, Error> {
+    let wheel = built(&dist::for_consumers().wheel)?;
     let agent = agent()?;
     let dir = project_dir("python")?;
     let venv = dir.join("venv");
     if venv.exists() {
-        std::fs::remove_dir_all(&venv).map_err(|e| format!("cannot remove the old venv: {e}"))?;
+        std::fs::remove_dir_all(&venv).map_err(|e| Error::msg(format!("cannot remove the old venv: {e}")))?;
     }
     let path = path_without_rust();
     let python = |args: &[&str]| {
@@ -121,14 +121,14 @@ pub fn python() -> Result<String, String> {
 /// A Maven project depending on `dev.acpinject:acp-inject` from `dist/maven`, with its own
 /// local repository in the cache dir (our group purged first, so the jar just built is the one
 /// resolved), compiled and run in a fresh JVM with no library path.
-pub fn kotlin() -> Result<String, String> {
-    let repo = dist::for_consumers().maven_repo.clone()?;
+pub fn kotlin() -> Result<String, Error> {
+    let repo = built(&dist::for_consumers().maven_repo)?;
     let agent = agent()?;
     let dir = project_dir("kotlin")?;
-    let local = crate::cache_dir().join("consumers/m2");
+    let local = cache_dir().join("consumers/m2");
     let ours = local.join("dev/acpinject");
     if ours.exists() {
-        std::fs::remove_dir_all(&ours).map_err(|e| format!("cannot purge {}: {e}", ours.display()))?;
+        std::fs::remove_dir_all(&ours).map_err(|e| Error::msg(format!("cannot purge {}: {e}", ours.display())))?;
     }
     let values = [
         ("ACP_INJECT_AGENT", agent.display().to_string()),
@@ -151,23 +151,23 @@ pub fn kotlin() -> Result<String, String> {
 /// A SwiftPM package depending on `dist/swift/AcpInject` by path, built and run with Swift
 /// 6.0.3 in the trixie chroot (`swiftw --package`); the agent is copied into the project so
 /// the chroot sees it.
-pub fn swift() -> Result<String, String> {
-    let package = dist::for_consumers().swift_package.clone()?;
+pub fn swift() -> Result<String, Error> {
+    let package = built(&dist::for_consumers().swift_package)?;
     let agent = agent()?;
     let dir = project_dir("swift")?;
     let values = [("ACP_INJECT_SWIFT_PACKAGE", package.display().to_string())];
     render(&sources().join("swift/Package.swift"), &dir.join("Package.swift"), &values)?;
     render(&sources().join("swift/main.swift"), &dir.join("Sources/Consumer/main.swift"), &[])?;
     let local_agent = dir.join("bin/acp-inject-agent");
-    std::fs::create_dir_all(dir.join("bin")).map_err(|e| e.to_string())?;
-    std::fs::copy(&agent, &local_agent).map_err(|e| format!("cannot copy the agent: {e}"))?;
+    std::fs::create_dir_all(dir.join("bin")).map_err(|e| Error::write(&dir.join("bin"), e))?;
+    std::fs::copy(&agent, &local_agent).map_err(|e| Error::msg(format!("cannot copy the agent: {e}")))?;
     run(
         Command::new(root().join("bindings/swift/swiftw"))
             .arg("--package")
             .arg(&dir)
             .args(["run", "Consumer"])
             .arg(&local_agent)
-            .env("ACP_INJECT_CACHE", crate::cache_dir()),
+            .env("ACP_INJECT_CACHE", cache_dir()),
         "swift run Consumer",
     )?;
     Ok(".package(path: \"dist/swift/AcpInject\")".into())

@@ -17,14 +17,16 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::root;
+use acp_inject_tool_support::{cache_dir, cargo, copy_tree, root, target_dir, Error};
+
+use crate::dist::step;
 
 /// A language's docs: its folder name and the builder (which returns the entry page).
-type Part = (&'static str, fn(&Path) -> Result<String, String>);
+type Part = (&'static str, fn(&Path) -> Result<String, Error>);
 
-pub fn run() -> Result<(), String> {
-    let site = crate::target_dir()?.join("doc-site");
-    std::fs::create_dir_all(&site).map_err(|e| format!("cannot create {}: {e}", site.display()))?;
+pub fn run() -> Result<(), Error> {
+    let site = target_dir()?.join("doc-site");
+    std::fs::create_dir_all(&site).map_err(|e| Error::msg(format!("cannot create {}: {e}", site.display())))?;
     let parts: [Part; 4] = [("rust", rust), ("python", python), ("kotlin", kotlin), ("swift", swift)];
     let mut index =
         String::from("<!doctype html>\n<meta charset=\"utf-8\">\n<title>acp-inject API</title>\n<h1>acp-inject API</h1>\n<ul>\n");
@@ -44,66 +46,44 @@ pub fn run() -> Result<(), String> {
         }
     }
     index += "</ul>\n";
-    std::fs::write(site.join("index.html"), index).map_err(|e| e.to_string())?;
+    let page = site.join("index.html");
+    std::fs::write(&page, index).map_err(|e| Error::write(&page, e))?;
     println!("docs: {}", site.join("index.html").display());
     if failed.is_empty() {
         Ok(())
     } else {
-        Err(format!("docs failed for {failed:?}"))
+        Err(Error::msg(format!("docs failed for {failed:?}")))
     }
 }
 
-fn reset(dir: &Path) -> Result<(), String> {
+fn reset(dir: &Path) -> Result<(), Error> {
     if dir.exists() {
-        std::fs::remove_dir_all(dir).map_err(|e| format!("cannot clear {}: {e}", dir.display()))?;
+        std::fs::remove_dir_all(dir).map_err(|e| Error::msg(format!("cannot clear {}: {e}", dir.display())))?;
     }
-    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))
-}
-
-fn step(cmd: &mut Command, what: &str) -> Result<(), String> {
-    if cmd.get_current_dir().is_none() {
-        cmd.current_dir(root());
-    }
-    eprintln!("+ {cmd:?}");
-    match cmd.status() {
-        Ok(s) if s.success() => Ok(()),
-        Ok(s) => Err(format!("{what} failed ({s})")),
-        Err(e) => Err(format!("cannot run {what}: {e}")),
-    }
-}
-
-/// Copies a directory tree (`from`'s contents into `to`).
-fn copy_tree(from: &Path, to: &Path) -> Result<(), String> {
-    std::fs::create_dir_all(to).map_err(|e| format!("cannot create {}: {e}", to.display()))?;
-    for entry in std::fs::read_dir(from).map_err(|e| format!("cannot read {}: {e}", from.display()))? {
-        let entry = entry.map_err(|e| e.to_string())?;
-        let (src, dst) = (entry.path(), to.join(entry.file_name()));
-        if entry.file_type().map_err(|e| e.to_string())?.is_dir() {
-            copy_tree(&src, &dst)?;
-        } else {
-            std::fs::copy(&src, &dst).map_err(|e| format!("cannot copy {}: {e}", src.display()))?;
-        }
-    }
-    Ok(())
+    std::fs::create_dir_all(dir).map_err(|e| Error::msg(format!("cannot create {}: {e}", dir.display())))
 }
 
 /// rustdoc of the published crates (their dependencies are on docs.rs).
-fn rust(out: &Path) -> Result<String, String> {
+fn rust(out: &Path) -> Result<String, Error> {
     let crates = crate::dist::publishable_crates()?;
-    let mut cmd = Command::new(crate::cargo());
+    let mut cmd = Command::new(cargo());
     cmd.args(["doc", "--no-deps", "--quiet"]);
     for name in &crates {
         cmd.args(["-p", name]);
     }
     step(&mut cmd, "cargo doc")?;
-    copy_tree(&crate::target_dir()?.join("doc"), out)?;
-    let first = crates.iter().find(|c| c.as_str() == "acp-inject-core").or(crates.first()).ok_or("no crate to document")?;
+    copy_tree(&target_dir()?.join("doc"), out)?;
+    let first = crates
+        .iter()
+        .find(|c| c.as_str() == "acp-inject-core")
+        .or(crates.first())
+        .ok_or_else(|| Error::msg("no crate to document"))?;
     Ok(format!("{}/index.html", first.replace('-', "_")))
 }
 
 /// pdoc over the package as installed in the cache venv (the one `cargo xtask test` uses).
-fn python(out: &Path) -> Result<String, String> {
-    let py = crate::pyenv::python_with_package("")?;
+fn python(out: &Path) -> Result<String, Error> {
+    let py = acp_inject_tool_support::python::python_with_package("")?;
     step(
         Command::new(&py).args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "pdoc>=15,<17"]),
         "pip install pdoc",
@@ -115,7 +95,7 @@ fn python(out: &Path) -> Result<String, String> {
 
 /// Dokka HTML of bindings/kotlin (the generated binding is a source root from
 /// `generate-sources` on, so the phase runs first).
-fn kotlin(out: &Path) -> Result<String, String> {
+fn kotlin(out: &Path) -> Result<String, Error> {
     let project = root().join("bindings/kotlin");
     step(
         Command::new("mvn").args(["-B", "-ntp", "-q", "-Pdist", "generate-sources", "dokka:dokka"]).current_dir(&project),
@@ -126,9 +106,9 @@ fn kotlin(out: &Path) -> Result<String, String> {
 }
 
 /// DocC of the `AcpInjectFFI` module: symbol graphs from SwiftPM, then `docc convert`.
-fn swift(out: &Path) -> Result<String, String> {
+fn swift(out: &Path) -> Result<String, Error> {
     let swiftw = root().join("bindings/swift/swiftw");
-    let cache = crate::cache_dir();
+    let cache = cache_dir();
     step(
         Command::new(&swiftw).args(["package", "dump-symbol-graph"]).env("ACP_INJECT_CACHE", &cache),
         "swift package dump-symbol-graph",
@@ -139,20 +119,20 @@ fn swift(out: &Path) -> Result<String, String> {
     let graphs = build.join("acp-inject-docs/symbolgraph");
     reset(&graphs)?;
     let mut found = 0;
-    for dir in std::fs::read_dir(&build).map_err(|e| e.to_string())?.flatten() {
+    for dir in std::fs::read_dir(&build).map_err(|e| Error::read(&build, e))?.flatten() {
         let Ok(files) = std::fs::read_dir(dir.path().join("symbolgraph")) else {
             continue;
         };
         for file in files.flatten() {
             let name = file.file_name().to_string_lossy().into_owned();
             if name.starts_with("AcpInjectFFI.") || name.starts_with("AcpInjectFFI@") {
-                std::fs::copy(file.path(), graphs.join(&name)).map_err(|e| e.to_string())?;
+                std::fs::copy(file.path(), graphs.join(&name)).map_err(|e| Error::write(&graphs.join(&name), e))?;
                 found += 1;
             }
         }
     }
     if found == 0 {
-        return Err("no symbol graph for AcpInjectFFI".into());
+        return Err(Error::msg("no symbol graph for AcpInjectFFI"));
     }
     let archive: PathBuf = build.join("acp-inject-docs/site");
     reset(&archive)?;

@@ -1,0 +1,13 @@
+//! acp-inject-release: the release tooling run through `cargo xtask`.
+//!
+//! - [`dist`]: `cargo xtask dist`, the installable artifacts in `dist/` (the wheel, the Maven
+//!   repository, the Swift package, the crates), each checked to carry nothing of the
+//!   conformance harness;
+//! - [`consumers`]: each artifact installed and used the way a user of its language would
+//!   (the consumer stages of `cargo xtask test`, and `cargo xtask dist --consumers`), from the
+//!   projects in `tools/release/consumers/`;
+//! - [`docs`]: `cargo xtask docs`, the API docs of every language into `<target>/doc-site/`.
+
+pub mod consumers;
+pub mod dist;
+pub mod docs;

@@ -64,8 +64,11 @@ enum Cmd {
         rounds: u32,
         /// Rerun only the durability and scale part (the stores, the crash campaigns, the load
         /// tests) and replace it in BENCHMARKS.md, keeping the language comparisons above it.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "python_only")]
         durability_only: bool,
+        /// Rerun only the Python comparison and replace its section in BENCHMARKS.md.
+        #[arg(long)]
+        python_only: bool,
     },
     /// Fuzzing with cargo-fuzz.
     #[command(subcommand)]
@@ -114,9 +117,11 @@ fn main() -> ExitCode {
         Cmd::Conformance { dirs } => conformance::run(dirs),
         Cmd::Test(args) => test::run(&args),
         Cmd::Demo { delay_ms } => demo::run(delay_ms),
-        Cmd::Bench { rounds, durability_only } => {
+        Cmd::Bench { rounds, durability_only, python_only } => {
             if durability_only {
                 acp_inject_benchmarks::durability_only().map_err(Error::from)
+            } else if python_only {
+                acp_inject_benchmarks::python_only(rounds).map_err(Error::from)
             } else {
                 acp_inject_benchmarks::run(rounds).map_err(Error::from)
             }

@@ -177,7 +177,7 @@ fn drive_client(mut run: VectorRun, text: &str) -> Result<(), Mismatch> {
             }
             Instruction::ExpectSent => run.check_sent(&conn.take_outgoing())?,
             Instruction::ExpectItem { session, message_id } => {
-                let status = conn.mirror(&session).and_then(|m| m.item_status(&message_id));
+                let status = conn.mirror(&session).and_then(|m| m.item_status(&acp_inject_core::wire::MessageId(message_id)));
                 run.check_item(status)?;
             }
             other => return Err(Mismatch(format!("a client-side vector has an agent-side step: {other:?}"))),

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use acp_inject_core::client::{ClientConnection, Event, ItemStatus, MirrorSnapshot, SessionMirror, SteerFallback};
 use acp_inject_core::wire::{
-    ContentBlock, Implementation, InjectCapabilities, InjectMode, McpServer, RequestId, RequestPermissionOutcome,
+    ContentBlock, Implementation, InjectCapabilities, InjectMode, McpServer, MessageId, RequestId, RequestPermissionOutcome,
 };
 
 use crate::{guard, lock, AcpError};
@@ -222,7 +222,7 @@ impl ClientCore {
 
     /// The status of one of this client's items.
     pub fn item_status(&self, session_id: String, message_id: String) -> Result<Option<ItemStatus>, AcpError> {
-        guard(|| Ok(lock(&self.inner).mirror(&session_id).and_then(|m| m.item_status(&message_id))))
+        guard(|| Ok(lock(&self.inner).mirror(&session_id).and_then(|m| m.item_status(&MessageId(message_id)))))
     }
 
     /// Lines dropped (malformed, oversized, answers to no request), counted.

@@ -36,7 +36,7 @@ impl ClientConnection {
             (InjectMode::Steer, Some(SteerFallback::CancelAndResend)) => (ItemMode::Steer, true, !mirror.free()),
         };
         let (item, event) = mirror.hold(mode, content, front);
-        let message_id = mirror.item(item).and_then(|i| i.message_id.clone());
+        let message_id = mirror.item(item).and_then(|i| i.message_id);
         self.session_event(session_id, event);
         let request = self.answer_locally(session_id, RequestKind::Inject, Answer::Accepted { message_id });
         if cancel {
@@ -76,7 +76,7 @@ impl ClientConnection {
     pub(super) fn drain_held(&mut self, session_id: &str) {
         let Some(mirror) = self.sessions.get_mut(session_id) else { return };
         let Some(item) = mirror.next_held() else { return };
-        let content = mirror.item(item).map(|i| i.content.clone()).unwrap_or_default();
+        let content = mirror.item_content(item).map(<[ContentBlock]>::to_vec).unwrap_or_default();
         let call = self.held_calls.remove(&(session_id.to_owned(), item));
         let id = call.clone().unwrap_or_else(|| self.next_id());
         let params = PromptRequest { session_id: SessionId(session_id.to_owned()), prompt: content, meta: None };

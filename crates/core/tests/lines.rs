@@ -3,6 +3,7 @@
 
 use acp_inject_core::agent::{Agent, AgentConfig, Output};
 use acp_inject_core::client::{ClientConnection, Event};
+use acp_inject_core::wire::SessionId;
 use serde_json::{json, Value};
 
 fn agent() -> Agent {
@@ -61,7 +62,7 @@ fn answer(a: &mut Agent, line: &[u8]) -> Vec<Value> {
 fn client(max_line_bytes: usize) -> ClientConnection {
     let mut c = ClientConnection::new(max_line_bytes);
     c.assume_capabilities(None);
-    c.open_session("s1", None);
+    c.open_session(&SessionId("s1".into()), None);
     c
 }
 
@@ -147,7 +148,7 @@ fn a_batch_is_refused_as_a_whole() {
 #[test]
 fn the_client_connection_ignores_garbage_without_changing_state() {
     let mut c = client(1 << 20);
-    let before = c.mirror("s1").unwrap().snapshot();
+    let before = c.mirror(&SessionId("s1".into())).unwrap().snapshot();
     for line in [
         "{oops",
         "\u{0}",
@@ -164,7 +165,7 @@ fn the_client_connection_ignores_garbage_without_changing_state() {
         assert!(events.iter().all(|e| matches!(e, Event::Ignored { .. })), "{line}: {events:?}");
     }
     c.receive_bytes(b"\xff\xfe{}\n");
-    assert_eq!(c.mirror("s1").unwrap().snapshot(), before);
+    assert_eq!(c.mirror(&SessionId("s1".into())).unwrap().snapshot(), before);
     assert!(c.ignored_lines() >= 6);
     assert!(c.take_outgoing().is_empty());
 }

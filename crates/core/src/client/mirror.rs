@@ -614,7 +614,7 @@ impl SessionMirror {
     }
 
     /// One of the items this client holds, still pending, by id (for a revoke or a replace).
-    pub(crate) fn check_held(&self, message_id: &str) -> Result<usize, CallRejected> {
+    pub(crate) fn check_held(&self, message_id: &MessageId) -> Result<usize, CallRejected> {
         let i = self.own_pending(message_id)?;
         if self.items[i].life.is_held() {
             Ok(i)
@@ -714,22 +714,22 @@ impl SessionMirror {
         }
     }
 
-    pub(crate) fn check_revoke(&self, message_id: &str) -> Result<usize, CallRejected> {
+    pub(crate) fn check_revoke(&self, message_id: &MessageId) -> Result<usize, CallRejected> {
         if self.caps.is_none() {
             return Err(CallRejected::ModeNotSupported);
         }
         self.own_pending(message_id)
     }
 
-    pub(crate) fn check_replace(&self, message_id: &str) -> Result<usize, CallRejected> {
+    pub(crate) fn check_replace(&self, message_id: &MessageId) -> Result<usize, CallRejected> {
         if !self.affordances().edit_pending {
             return Err(CallRejected::ReplaceNotSupported);
         }
         self.own_pending(message_id)
     }
 
-    fn own_pending(&self, message_id: &str) -> Result<usize, CallRejected> {
-        match self.by_message.get(message_id) {
+    fn own_pending(&self, message_id: &MessageId) -> Result<usize, CallRejected> {
+        match self.by_message.get(&message_id.0) {
             Some(&i) if self.items[i].life.check_editable().is_ok() => Ok(i),
             _ => Err(CallRejected::UnknownMessageId),
         }

@@ -113,7 +113,7 @@ pub fn run_text(text: &str) -> VectorResult {
 }
 
 fn attached(agent: &Agent) -> BTreeMap<String, Vec<ConnId>> {
-    agent.session_ids().into_iter().map(|s| (s.clone(), agent.attached(&s))).collect()
+    agent.session_ids().into_iter().map(|s| (s.0.clone(), agent.attached(&s))).collect()
 }
 
 fn drain(agent: &mut Agent) -> Result<Vec<Output>, Mismatch> {
@@ -124,17 +124,18 @@ fn drive_agent(mut run: VectorRun, text: &str) -> Result<(), Mismatch> {
     let vector: Value = serde_json::from_str(text).map_err(|e| Mismatch(e.to_string()))?;
     let setup = agent_setup(&vector)?;
     let mut agent = Agent::new(setup.config).map_err(|e| Mismatch(e.to_string()))?;
-    agent.create_session(&setup.session, &setup.cwd);
+    let session = SessionId(setup.session.clone());
+    agent.create_session(&session, &setup.cwd).map_err(|e| Mismatch(e.to_string()))?;
     for c in &setup.connections {
         agent.attach(&c.id, c.role);
-        agent.attach_to_session(&c.id, &setup.session);
+        agent.attach_to_session(&c.id, &session).map_err(|e| Mismatch(e.to_string()))?;
     }
     drain(&mut agent)?;
     while let Some(instruction) = run.next_instruction()? {
         match instruction {
             Instruction::ClientLine { connection, line } => agent.handle_line(&connection, &line),
             Instruction::Runtime { session, event } => {
-                let result = agent.runtime_event(&session, event);
+                let result = agent.runtime_event(&SessionId(session), event);
                 run.record_runtime_result(result.err().as_ref().map(|e| e.kind()))?;
             }
             Instruction::Expect => {
@@ -142,7 +143,7 @@ fn drive_agent(mut run: VectorRun, text: &str) -> Result<(), Mismatch> {
                 run.check_outputs(&outputs, &attached(&agent))?;
             }
             Instruction::ExpectHistory { session } => {
-                let history = agent.history(&session).map_err(|e| Mismatch(e.to_string()))?;
+                let history = agent.history(&SessionId(session)).map_err(|e| Mismatch(e.to_string()))?;
                 run.check_history(&history)?;
             }
             other => return Err(Mismatch(format!("an agent-side vector has a client-side step: {other:?}"))),

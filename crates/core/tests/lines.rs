@@ -9,9 +9,9 @@ use serde_json::{json, Value};
 fn agent() -> Agent {
     let inject = serde_json::from_value(json!({ "modes": ["queue", "steer"], "steerInStream": ["finish"] })).unwrap();
     let mut a = Agent::new(AgentConfig { inject: Some(inject), ..Default::default() }).unwrap();
-    a.create_session("s1", "/work");
+    a.create_session(&SessionId("s1".into()), "/work").unwrap();
     a.attach("c1", acp_inject_core::agent::ConnectionRole::Controller);
-    a.attach_to_session("c1", "s1");
+    a.attach_to_session("c1", &SessionId("s1".into())).unwrap();
     initialize(&mut a);
     a
 }
@@ -31,7 +31,7 @@ fn initialize(a: &mut Agent) {
 #[test]
 fn nothing_but_initialize_is_served_before_it() {
     let mut a = Agent::new(AgentConfig::default()).unwrap();
-    a.create_session("s1", "/work");
+    a.create_session(&SessionId("s1".into()), "/work").unwrap();
     let out = answer(&mut a, br#"{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/work"}}"#);
     assert_eq!(error(&out[0]).0, -32600);
     assert!(out[0]["error"]["data"]["detail"].as_str().unwrap().contains("initialized before `session/new`"), "{}", out[0]);
@@ -183,7 +183,7 @@ fn oversized_lines_are_refused_before_parsing() {
     let inject = serde_json::from_value(json!({ "modes": ["queue"] })).unwrap();
     let policy = acp_inject_core::agent::Policy { max_line_bytes: 64, ..Default::default() };
     let mut a = Agent::new(AgentConfig { inject: Some(inject), policy, ..Default::default() }).unwrap();
-    a.create_session("s1", "/work");
+    a.create_session(&SessionId("s1".into()), "/work").unwrap();
     a.attach("c1", acp_inject_core::agent::ConnectionRole::Controller);
     // Not even valid JSON: refused for its size, so it is never parsed.
     let big = format!("{{\"jsonrpc\":\"2.0\",\"id\":1,{}", "x".repeat(200));

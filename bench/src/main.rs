@@ -8,6 +8,7 @@
 //! Each round runs every contender once, in turn, so machine noise hits all of them alike;
 //! figures are medians over the rounds and ratios are taken from the medians of one process.
 
+use acp_inject_core::wire::SessionId;
 use std::hint::black_box;
 use std::time::Instant;
 
@@ -139,8 +140,8 @@ fn running(pending: usize) -> (Agent, Vec<String>) {
             .unwrap();
     let config = AgentConfig { inject: Some(inject), policy: Default::default(), info: Default::default(), setup: Default::default() };
     let mut a = Agent::new(config).expect("a valid configuration");
-    a.create_session("s1", "/work");
-    a.attach_to_session("c1", "s1");
+    a.create_session(&SessionId("s1".into()), "/work").unwrap();
+    a.attach_to_session("c1", &SessionId("s1".into())).unwrap();
     // R-INIT-2: nothing but `initialize` is served before it.
     a.handle_line(
         "c1",
@@ -233,7 +234,7 @@ fn core_ops(rounds: usize) -> Value {
             samples[3].push(time(&mut || {
                 for l in &steers {
                     a.handle_line("c1", l);
-                    a.runtime_event("s1", RuntimeEvent::BreakPoint(BreakPoint::ToolResult)).unwrap();
+                    a.runtime_event(&SessionId("s1".into()), RuntimeEvent::BreakPoint(BreakPoint::ToolResult)).unwrap();
                     black_box(drain(&mut a));
                 }
             }));

@@ -6,6 +6,7 @@
 #[path = "common.rs"]
 mod common;
 
+use acp_inject_core::wire::SessionId;
 use std::collections::{HashMap, HashSet};
 
 use acp_inject_core::agent::{BreakPoint, Output, PermissionAsk, RuntimeAction, RuntimeEvent};
@@ -67,7 +68,7 @@ fuzz_target!(|data: &[u8]| {
                     _ if op & 0x40 == 0 => RuntimeEvent::TurnStarted,
                     _ => RuntimeEvent::TurnEnded { stop_reason: StopReason::EndTurn, usage: None, error: None },
                 };
-                let _ = a.runtime_event("s1", ev);
+                let _ = a.runtime_event(&SessionId("s1".into()), ev);
             }
         }
         for o in common::drain(&mut a) {
@@ -101,7 +102,7 @@ fuzz_target!(|data: &[u8]| {
             }
         }
     }
-    let pending: HashSet<String> = a.pending("s1").into_iter().map(|d| d.message_id.to_string()).collect();
+    let pending: HashSet<String> = a.pending(&SessionId("s1".into())).into_iter().map(|d| d.message_id.to_string()).collect();
     for id in &accepted {
         let fates = [delivered.contains(id), revoked.contains(id), pending.contains(id)];
         assert_eq!(fates.iter().filter(|f| **f).count(), 1, "{id}: {fates:?}");

@@ -4,8 +4,12 @@
 #![no_main]
 
 use acp_inject_core::client::{ClientConnection, Event};
-use acp_inject_core::wire::{InitializeResponse, InjectMode, TextContent, ContentBlock};
+use acp_inject_core::wire::{InitializeResponse, InjectMode, SessionId, TextContent, ContentBlock};
 use libfuzzer_sys::fuzz_target;
+
+fn sid(s: &str) -> SessionId {
+    SessionId(s.into())
+}
 
 fn text(s: &str) -> Vec<ContentBlock> {
     vec![ContentBlock::Text(Box::new(TextContent { text: s.into(), annotations: None, meta: None }))]
@@ -18,11 +22,11 @@ fuzz_target!(|data: &[u8]| {
     )
     .expect("an initialize result");
     c.assume_initialized(agent);
-    c.open_session("s1", None);
-    c.open_session("s2", None);
-    let _ = c.prompt("s1", text("a"));
-    let _ = c.inject("s2", InjectMode::Queue, text("b"));
-    let _ = c.inject("s1", InjectMode::Steer, text("c"));
+    c.open_session(&sid("s1"), None);
+    c.open_session(&sid("s2"), None);
+    let _ = c.prompt(&sid("s1"), text("a"));
+    let _ = c.inject(&sid("s2"), InjectMode::Queue, text("b"));
+    let _ = c.inject(&sid("s1"), InjectMode::Steer, text("c"));
     let _ = c.take_outgoing();
     // The first byte picks the chunk size, so line breaks land anywhere.
     let step = usize::from(data.first().copied().unwrap_or(1)).max(1);
@@ -36,7 +40,7 @@ fuzz_target!(|data: &[u8]| {
         let _ = snap.pending.len();
     }
     // Still routing: a status request and its answer.
-    let req = c.status("s1");
+    let req = c.status(&sid("s1"));
     let _ = c.take_outgoing();
     c.receive_line(&format!(r#"{{"jsonrpc":"2.0","id":{},"result":{{"status":"live"}}}}"#, serde_json::to_string(&req).unwrap()));
     let answered = c.take_events().into_iter().any(|e| matches!(e, Event::Answered { request, .. } if request == req));

@@ -1,6 +1,7 @@
 // Shared by the fuzz targets (each includes it with `#[path]`): an agent with inject advertised,
 // one session, and a connection attached to it.
 
+use acp_inject_core::wire::SessionId;
 use acp_inject_core::agent::{Agent, AgentConfig, Output, Policy};
 use acp_inject_core::wire::{InjectCapabilities, InjectMode, PendingCapabilities, SteerInStream};
 
@@ -14,8 +15,8 @@ pub fn agent(policy: Policy) -> Agent {
     };
     let config = AgentConfig { inject: Some(inject), policy, info: Default::default(), setup: Default::default() };
     let mut a = Agent::new(config).expect("a valid configuration");
-    a.create_session("s1", "/tmp");
-    a.attach_to_session("c1", "s1");
+    a.create_session(&SessionId("s1".into()), "/tmp").unwrap();
+    a.attach_to_session("c1", &SessionId("s1".into())).unwrap();
     // R-INIT-2: nothing but `initialize` is served before it; its answer is dropped.
     a.handle_line("c1", r#"{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":2,"info":{"name":"fuzz","version":"0"}}}"#);
     a.drain().expect("drain");

@@ -7,6 +7,7 @@
 #[path = "common.rs"]
 mod common;
 
+use acp_inject_core::wire::SessionId;
 use std::collections::HashMap;
 
 use acp_inject_core::agent::{BreakPoint, Output, RuntimeEvent};
@@ -47,7 +48,7 @@ fuzz_target!(|data: &[u8]| {
                     }
                     _ => RuntimeEvent::TurnEnded { stop_reason: StopReason::EndTurn, usage: None, error: None },
                 };
-                let _ = a.runtime_event("s1", event);
+                let _ = a.runtime_event(&SessionId("s1".into()), event);
             }
         }
         for o in common::drain(&mut a) {

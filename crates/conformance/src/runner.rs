@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use acp_inject_core::agent::{Agent, ConnId, Output};
 use acp_inject_core::client::{CallRejected, ClientConnection};
+use acp_inject_core::wire::{MessageId, SessionId};
 use serde_json::Value;
 
 use crate::replay::{agent_setup, client_setup, ClientCall, Instruction, Mismatch, Side, VectorRun};
@@ -112,7 +113,7 @@ pub fn run_text(text: &str) -> VectorResult {
 }
 
 fn attached(agent: &Agent) -> BTreeMap<String, Vec<ConnId>> {
-    agent.session_ids().into_iter().map(|s| (s.clone(), agent.attached(&s))).collect()
+    agent.session_ids().into_iter().map(|s| (s.0.clone(), agent.attached(&s))).collect()
 }
 
 fn drain(agent: &mut Agent) -> Result<Vec<Output>, Mismatch> {
@@ -123,17 +124,18 @@ fn drive_agent(mut run: VectorRun, text: &str) -> Result<(), Mismatch> {
     let vector: Value = serde_json::from_str(text).map_err(|e| Mismatch(e.to_string()))?;
     let setup = agent_setup(&vector)?;
     let mut agent = Agent::new(setup.config).map_err(|e| Mismatch(e.to_string()))?;
-    agent.create_session(&setup.session, &setup.cwd);
+    let session = SessionId(setup.session.clone());
+    agent.create_session(&session, &setup.cwd).map_err(|e| Mismatch(e.to_string()))?;
     for c in &setup.connections {
         agent.attach(&c.id, c.role);
-        agent.attach_to_session(&c.id, &setup.session);
+        agent.attach_to_session(&c.id, &session).map_err(|e| Mismatch(e.to_string()))?;
     }
     drain(&mut agent)?;
     while let Some(instruction) = run.next_instruction()? {
         match instruction {
             Instruction::ClientLine { connection, line } => agent.handle_line(&connection, &line),
             Instruction::Runtime { session, event } => {
-                let result = agent.runtime_event(&session, event);
+                let result = agent.runtime_event(&SessionId(session), event);
                 run.record_runtime_result(result.err().as_ref().map(|e| e.kind()))?;
             }
             Instruction::Expect => {
@@ -141,7 +143,7 @@ fn drive_agent(mut run: VectorRun, text: &str) -> Result<(), Mismatch> {
                 run.check_outputs(&outputs, &attached(&agent))?;
             }
             Instruction::ExpectHistory { session } => {
-                let history = agent.history(&session).map_err(|e| Mismatch(e.to_string()))?;
+                let history = agent.history(&SessionId(session)).map_err(|e| Mismatch(e.to_string()))?;
                 run.check_history(&history)?;
             }
             other => return Err(Mismatch(format!("an agent-side vector has a client-side step: {other:?}"))),
@@ -157,7 +159,7 @@ fn drive_client(mut run: VectorRun, text: &str) -> Result<(), Mismatch> {
     let mut conn = ClientConnection::default();
     conn.assume_agent(setup.protocol_version, setup.capabilities);
     conn.set_steer_fallback(setup.steer_fallback);
-    conn.open_session(&setup.session, None);
+    conn.open_session(&SessionId(setup.session), None);
     while let Some(instruction) = run.next_instruction()? {
         match instruction {
             Instruction::Call(call) => {
@@ -172,12 +174,12 @@ fn drive_client(mut run: VectorRun, text: &str) -> Result<(), Mismatch> {
                 run.record_events(&events);
             }
             Instruction::ExpectState { session } => {
-                let snapshot = conn.mirror(&session).map(|m| m.snapshot());
+                let snapshot = conn.mirror(&SessionId(session)).map(|m| m.snapshot());
                 run.check_state(snapshot.as_ref())?;
             }
             Instruction::ExpectSent => run.check_sent(&conn.take_outgoing())?,
             Instruction::ExpectItem { session, message_id } => {
-                let status = conn.mirror(&session).and_then(|m| m.item_status(&message_id));
+                let status = conn.mirror(&SessionId(session)).and_then(|m| m.item_status(&MessageId(message_id)));
                 run.check_item(status)?;
             }
             other => return Err(Mismatch(format!("a client-side vector has an agent-side step: {other:?}"))),
@@ -186,27 +188,29 @@ fn drive_client(mut run: VectorRun, text: &str) -> Result<(), Mismatch> {
     Ok(())
 }
 
-/// Performs a client call on the Rust connection.
+/// Performs a client call on the Rust connection (the vectors' ids are plain strings; the
+/// connection takes typed ones).
 pub(crate) fn call_client(conn: &mut ClientConnection, call: ClientCall) -> Result<(), CallRejected> {
+    let id = |session: String| SessionId(session);
     match call {
-        ClientCall::Prompt { session, content } => conn.prompt(&session, content).map(drop),
-        ClientCall::Inject { session, mode, content } => conn.inject(&session, mode, content).map(drop),
-        ClientCall::Revoke { session, message_id } => conn.revoke(&session, &message_id).map(drop),
-        ClientCall::Replace { session, message_id, content } => conn.replace(&session, &message_id, content).map(drop),
+        ClientCall::Prompt { session, content } => conn.prompt(&id(session), content).map(drop),
+        ClientCall::Inject { session, mode, content } => conn.inject(&id(session), mode, content).map(drop),
+        ClientCall::Revoke { session, message_id } => conn.revoke(&id(session), &MessageId(message_id)).map(drop),
+        ClientCall::Replace { session, message_id, content } => conn.replace(&id(session), &MessageId(message_id), content).map(drop),
         ClientCall::Cancel { session } => {
-            conn.cancel(&session);
+            conn.cancel(&id(session));
             Ok(())
         }
         ClientCall::Status { session } => {
-            conn.status(&session);
+            conn.status(&id(session));
             Ok(())
         }
         ClientCall::Close { session } => {
-            conn.close(&session);
+            conn.close(&id(session));
             Ok(())
         }
         ClientCall::Resume { session, cwd, replay } => {
-            conn.resume(&session, &cwd, replay, Vec::new(), Vec::new());
+            conn.resume(&id(session), &cwd, replay, Vec::new(), Vec::new());
             Ok(())
         }
     }

@@ -9,6 +9,7 @@
 // be written without it, and it only forwards to the system allocator.
 #![allow(unsafe_code)]
 
+use acp_inject_core::wire::SessionId;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicIsize, Ordering};
 
@@ -46,8 +47,8 @@ fn running_agent() -> Agent {
     .expect("capabilities");
     let config = AgentConfig { inject: Some(inject), policy: Default::default(), info: Default::default(), setup: Default::default() };
     let mut a = Agent::new(config).expect("a valid configuration");
-    a.create_session("s1", "/work");
-    a.attach_to_session("c1", "s1");
+    a.create_session(&SessionId("s1".into()), "/work").unwrap();
+    a.attach_to_session("c1", &SessionId("s1".into())).unwrap();
     // R-INIT-2: nothing but `initialize` is served before it.
     a.handle_line(
         "c1",
@@ -105,7 +106,7 @@ fn cycles(c: &mut Criterion) {
         b.iter(|| {
             id += 1;
             a.handle_line("c1", &inject_line(id, "steer"));
-            a.runtime_event("s1", RuntimeEvent::BreakPoint(BreakPoint::ToolResult)).expect("turn in progress");
+            a.runtime_event(&SessionId("s1".into()), RuntimeEvent::BreakPoint(BreakPoint::ToolResult)).expect("turn in progress");
             drain(&mut a).len()
         });
     });

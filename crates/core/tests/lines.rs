@@ -3,14 +3,15 @@
 
 use acp_inject_core::agent::{Agent, AgentConfig, Output};
 use acp_inject_core::client::{ClientConnection, Event};
+use acp_inject_core::wire::SessionId;
 use serde_json::{json, Value};
 
 fn agent() -> Agent {
     let inject = serde_json::from_value(json!({ "modes": ["queue", "steer"], "steerInStream": ["finish"] })).unwrap();
     let mut a = Agent::new(AgentConfig { inject: Some(inject), ..Default::default() }).unwrap();
-    a.create_session("s1", "/work");
+    a.create_session(&SessionId("s1".into()), "/work").unwrap();
     a.attach("c1", acp_inject_core::agent::ConnectionRole::Controller);
-    a.attach_to_session("c1", "s1");
+    a.attach_to_session("c1", &SessionId("s1".into())).unwrap();
     initialize(&mut a);
     a
 }
@@ -30,7 +31,7 @@ fn initialize(a: &mut Agent) {
 #[test]
 fn nothing_but_initialize_is_served_before_it() {
     let mut a = Agent::new(AgentConfig::default()).unwrap();
-    a.create_session("s1", "/work");
+    a.create_session(&SessionId("s1".into()), "/work").unwrap();
     let out = answer(&mut a, br#"{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/work"}}"#);
     assert_eq!(error(&out[0]).0, -32600);
     assert!(out[0]["error"]["data"]["detail"].as_str().unwrap().contains("initialized before `session/new`"), "{}", out[0]);
@@ -61,7 +62,7 @@ fn answer(a: &mut Agent, line: &[u8]) -> Vec<Value> {
 fn client(max_line_bytes: usize) -> ClientConnection {
     let mut c = ClientConnection::new(max_line_bytes);
     c.assume_capabilities(None);
-    c.open_session("s1", None);
+    c.open_session(&SessionId("s1".into()), None);
     c
 }
 
@@ -147,7 +148,7 @@ fn a_batch_is_refused_as_a_whole() {
 #[test]
 fn the_client_connection_ignores_garbage_without_changing_state() {
     let mut c = client(1 << 20);
-    let before = c.mirror("s1").unwrap().snapshot();
+    let before = c.mirror(&SessionId("s1".into())).unwrap().snapshot();
     for line in [
         "{oops",
         "\u{0}",
@@ -164,7 +165,7 @@ fn the_client_connection_ignores_garbage_without_changing_state() {
         assert!(events.iter().all(|e| matches!(e, Event::Ignored { .. })), "{line}: {events:?}");
     }
     c.receive_bytes(b"\xff\xfe{}\n");
-    assert_eq!(c.mirror("s1").unwrap().snapshot(), before);
+    assert_eq!(c.mirror(&SessionId("s1".into())).unwrap().snapshot(), before);
     assert!(c.ignored_lines() >= 6);
     assert!(c.take_outgoing().is_empty());
 }
@@ -182,7 +183,7 @@ fn oversized_lines_are_refused_before_parsing() {
     let inject = serde_json::from_value(json!({ "modes": ["queue"] })).unwrap();
     let policy = acp_inject_core::agent::Policy { max_line_bytes: 64, ..Default::default() };
     let mut a = Agent::new(AgentConfig { inject: Some(inject), policy, ..Default::default() }).unwrap();
-    a.create_session("s1", "/work");
+    a.create_session(&SessionId("s1".into()), "/work").unwrap();
     a.attach("c1", acp_inject_core::agent::ConnectionRole::Controller);
     // Not even valid JSON: refused for its size, so it is never parsed.
     let big = format!("{{\"jsonrpc\":\"2.0\",\"id\":1,{}", "x".repeat(200));

@@ -5,6 +5,7 @@
 use acp_inject_core::agent::{
     Agent, AgentConfig, ConnectionRole, MemoryStore, Output, PermissionAsk, RuntimeAction, RuntimeEvent, Turn,
 };
+use acp_inject_core::wire::SessionId;
 use acp_inject_core::wire::{RequestId, RequestPermissionOutcome};
 use serde_json::{json, Value};
 
@@ -18,15 +19,15 @@ fn ask() -> PermissionAsk {
 /// An agent with session `s1` in a turn, `c1` (and `c2` when asked) attached as controllers.
 fn agent_in_turn(controllers: &[&str]) -> Agent {
     let mut a = Agent::new(AgentConfig::default()).unwrap();
-    a.create_session("s1", "/work");
+    a.create_session(&SessionId("s1".into()), "/work").unwrap();
     for c in controllers {
         a.attach(c, ConnectionRole::Controller);
-        a.attach_to_session(c, "s1");
+        a.attach_to_session(c, &SessionId("s1".into())).unwrap();
         // R-INIT-2: nothing but `initialize` is served before it.
         let init = json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": { "protocolVersion": 2, "info": { "name": "t", "version": "0" } } });
         a.handle_line(c, &init.to_string());
     }
-    a.runtime_event("s1", RuntimeEvent::TurnStarted).unwrap();
+    a.runtime_event(&SessionId("s1".into()), RuntimeEvent::TurnStarted).unwrap();
     a.drain().unwrap();
     a
 }
@@ -65,12 +66,12 @@ fn lines(outputs: &[Output]) -> Vec<(Vec<String>, Value)> {
 #[test]
 fn an_answer_split_across_reads_reaches_the_runtime_once() {
     let mut a = agent_in_turn(&["c1"]);
-    let id = a.request_permission("s1", ask()).unwrap();
+    let id = a.request_permission(&SessionId("s1".into()), ask()).unwrap();
     let out = a.drain().unwrap();
     let sent = lines(&out);
     assert_eq!(sent.last().unwrap().1["method"], "session/request_permission");
     assert_eq!(sent.last().unwrap().1["id"], json!(id));
-    assert!(matches!(a.turn("s1"), Some(Turn::RequiresAction { .. })));
+    assert!(matches!(a.turn(&SessionId("s1".into())), Some(Turn::RequiresAction { .. })));
 
     let line = format!("{}\n", answer_line(&id, "allow"));
     let (head, tail) = line.as_bytes().split_at(17);
@@ -79,7 +80,7 @@ fn an_answer_split_across_reads_reaches_the_runtime_once() {
     a.receive_bytes("c1", tail);
     let out = a.drain().unwrap();
     assert_eq!(answers(&out), [(id.clone(), "selected".to_owned(), Some("allow".to_owned()))]);
-    assert!(matches!(a.turn("s1"), Some(Turn::Running { .. })));
+    assert!(matches!(a.turn(&SessionId("s1".into())), Some(Turn::Running { .. })));
     assert!(a.open_requests().is_empty());
 
     // The same answer again is ignored and counted.
@@ -92,7 +93,7 @@ fn an_answer_split_across_reads_reaches_the_runtime_once() {
 #[test]
 fn a_last_line_without_newline_is_applied_at_the_end_of_the_stream() {
     let mut a = agent_in_turn(&["c1"]);
-    let id = a.request_permission("s1", ask()).unwrap();
+    let id = a.request_permission(&SessionId("s1".into()), ask()).unwrap();
     a.drain().unwrap();
     a.receive_bytes("c1", answer_line(&id, "allow").as_bytes());
     assert!(a.drain().unwrap().is_empty());
@@ -103,7 +104,7 @@ fn a_last_line_without_newline_is_applied_at_the_end_of_the_stream() {
 #[test]
 fn each_connection_has_its_own_framer() {
     let mut a = agent_in_turn(&["c1", "c2"]);
-    let id = a.request_permission("s1", ask()).unwrap();
+    let id = a.request_permission(&SessionId("s1".into()), ask()).unwrap();
     let out = a.drain().unwrap();
     assert_eq!(lines(&out).last().unwrap().0, ["c1", "c2"], "sent to every controller");
     // c2 starts a line, c1 sends a whole answer: c2's fragment does not corrupt c1's line.
@@ -137,65 +138,65 @@ fn invalid_utf8_and_oversized_lines_get_errors_and_the_stream_goes_on() {
 #[test]
 fn a_request_only_a_departed_connection_could_answer_is_cancelled() {
     let mut a = agent_in_turn(&["c1", "c2"]);
-    let id = a.request_permission("s1", ask()).unwrap();
+    let id = a.request_permission(&SessionId("s1".into()), ask()).unwrap();
     a.drain().unwrap();
     a.detach("c1");
     assert!(answers(&a.drain().unwrap()).is_empty(), "c2 can still answer");
     a.detach("c2");
     let out = a.drain().unwrap();
     assert_eq!(answers(&out), [(id, "cancelled".to_owned(), None)]);
-    assert!(matches!(a.turn("s1"), Some(Turn::Running { .. })));
+    assert!(matches!(a.turn(&SessionId("s1".into())), Some(Turn::Running { .. })));
 }
 
 #[test]
 fn with_no_controller_attached_the_request_is_cancelled_at_once() {
     let mut a = agent_in_turn(&[]);
     a.attach("o1", ConnectionRole::Observer);
-    a.attach_to_session("o1", "s1");
-    let id = a.request_permission("s1", ask()).unwrap();
+    a.attach_to_session("o1", &SessionId("s1".into())).unwrap();
+    let id = a.request_permission(&SessionId("s1".into()), ask()).unwrap();
     let out = a.drain().unwrap();
     assert_eq!(answers(&out), [(id, "cancelled".to_owned(), None)]);
     assert!(lines(&out).iter().all(|(_, l)| l["method"] != "session/request_permission"), "nothing is sent to observers");
-    assert!(matches!(a.turn("s1"), Some(Turn::Running { .. })));
+    assert!(matches!(a.turn(&SessionId("s1".into())), Some(Turn::Running { .. })));
 }
 
 #[test]
 fn a_snapshot_keeps_open_requests_and_ids_are_never_reused() {
     let mut a = agent_in_turn(&["c1"]);
-    let first = a.request_permission("s1", ask()).unwrap();
+    let first = a.request_permission(&SessionId("s1".into()), ask()).unwrap();
     a.drain().unwrap();
     let mut b = Agent::restore(AgentConfig::default(), &a.snapshot(), Box::new(MemoryStore::new())).unwrap();
     assert_eq!(b.open_requests(), a.open_requests());
-    assert!(matches!(b.turn("s1"), Some(Turn::RequiresAction { .. })));
-    let second = b.request_permission("s1", ask()).unwrap();
+    assert!(matches!(b.turn(&SessionId("s1".into())), Some(Turn::RequiresAction { .. })));
+    let second = b.request_permission(&SessionId("s1".into()), ask()).unwrap();
     assert_ne!(first, second);
     b.drain().unwrap();
     b.handle_line("c1", &answer_line(&first, "allow"));
     let out = b.drain().unwrap();
     assert_eq!(answers(&out), [(first, "selected".to_owned(), Some("allow".to_owned()))]);
-    assert!(matches!(b.turn("s1"), Some(Turn::RequiresAction { .. })), "the second is still open");
+    assert!(matches!(b.turn(&SessionId("s1".into())), Some(Turn::RequiresAction { .. })), "the second is still open");
 }
 
 #[test]
 fn runtime_misuse_is_a_host_error() {
     let mut a = Agent::new(AgentConfig::default()).unwrap();
-    a.create_session("s1", "/work");
-    assert_eq!(a.request_permission("s1", ask()).unwrap_err().kind(), "no_turn_in_progress");
-    assert_eq!(a.request_permission("nope", ask()).unwrap_err().kind(), "session_closed");
+    a.create_session(&SessionId("s1".into()), "/work").unwrap();
+    assert_eq!(a.request_permission(&SessionId("s1".into()), ask()).unwrap_err().kind(), "no_turn_in_progress");
+    assert_eq!(a.request_permission(&SessionId("nope".into()), ask()).unwrap_err().kind(), "session_closed");
     let mut empty = ask();
     empty.options.clear();
-    assert_eq!(a.request_permission("s1", empty).unwrap_err().kind(), "no_permission_options");
+    assert_eq!(a.request_permission(&SessionId("s1".into()), empty).unwrap_err().kind(), "no_permission_options");
     let stale = RequestId::Str("permission-7".into());
-    assert_eq!(a.withdraw_request("s1", &stale).unwrap_err().kind(), "unknown_request");
+    assert_eq!(a.withdraw_request(&SessionId("s1".into()), &stale).unwrap_err().kind(), "unknown_request");
     assert!(a.drain().unwrap().is_empty());
 }
 
 #[test]
 fn an_answer_that_does_not_decode_counts_as_cancelled() {
     let mut a = agent_in_turn(&["c1"]);
-    let id = a.request_permission("s1", ask()).unwrap();
+    let id = a.request_permission(&SessionId("s1".into()), ask()).unwrap();
     a.drain().unwrap();
     a.handle_line("c1", &json!({ "jsonrpc": "2.0", "id": id, "result": { "outcome": "yes" } }).to_string());
     assert_eq!(answers(&a.drain().unwrap()), [(id, "cancelled".to_owned(), None)]);
-    assert!(matches!(a.turn("s1"), Some(Turn::Running { .. })));
+    assert!(matches!(a.turn(&SessionId("s1".into())), Some(Turn::Running { .. })));
 }

@@ -2,6 +2,7 @@
 //! of spec/rules.md (R-DELIV-2, R-REVOKE-1, R-QUEUE-1, R-STEER-1/4, R-ORDER-1/2, R-REPLACE-1/2,
 //! R-CLOSE-1) and that snapshot + restore at any step changes no future output.
 
+use acp_inject_core::wire::SessionId;
 use std::collections::{HashMap, HashSet};
 
 use acp_inject_core::agent::{Agent, AgentConfig, BreakPoint, MemoryStore, Output, Policy, QueueDrain, RuntimeAction, RuntimeEvent};
@@ -50,9 +51,9 @@ fn agent(drain: QueueDrain) -> Agent {
     }))
     .unwrap();
     let mut a = Agent::new(config(inject, drain)).unwrap();
-    a.create_session("s1", "/work");
+    a.create_session(&SessionId("s1".into()), "/work").unwrap();
     for c in ["c1", "c2"] {
-        a.attach_to_session(c, "s1");
+        a.attach_to_session(c, &SessionId("s1".into())).unwrap();
     }
     a
 }
@@ -116,9 +117,9 @@ fn apply(a: &mut Agent, m: &mut Model, op: &Op, counter: &mut usize) -> Vec<Stri
         Op::Cancel => {
             // A cancel withdraws the session's held prompts (R-PROMPT-2): what leaves the queue
             // here is revoked, and answered -32800.
-            let before: Vec<String> = a.pending("s1").into_iter().map(|p| p.message_id.0).collect();
+            let before: Vec<String> = a.pending(&SessionId("s1".into())).into_iter().map(|p| p.message_id.0).collect();
             a.handle_line("c1", r#"{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s1"}}"#);
-            let after: Vec<String> = a.pending("s1").into_iter().map(|p| p.message_id.0).collect();
+            let after: Vec<String> = a.pending(&SessionId("s1".into())).into_iter().map(|p| p.message_id.0).collect();
             m.revoked.extend(before.into_iter().filter(|id| !after.contains(id)));
         }
         Op::PermResolved => {
@@ -143,7 +144,7 @@ fn apply(a: &mut Agent, m: &mut Model, op: &Op, counter: &mut usize) -> Vec<Stri
                 Op::Resume => RuntimeEvent::Resumed,
                 _ => RuntimeEvent::TurnEnded { stop_reason: StopReason::EndTurn, usage: None, error: None },
             };
-            let _ = a.runtime_event("s1", ev);
+            let _ = a.runtime_event(&SessionId("s1".into()), ev);
         }
     }
     observe(a, m, op, &text)
@@ -194,7 +195,7 @@ fn observe(a: &mut Agent, m: &mut Model, op: &Op, text: &str) -> Vec<String> {
     // A prompt during a turn is held (R-PROMPT-2): no answer yet, but it is in the queue with an
     // id; it counts as accepted from now on, in arrival order.
     if matches!(op, Op::Prompt) {
-        for p in a.pending("s1") {
+        for p in a.pending(&SessionId("s1".into())) {
             if !m.accepted.contains_key(&p.message_id.0) {
                 m.accepted.insert(p.message_id.0.clone(), (false, 0, m.accepted_order.len(), text.to_owned()));
                 m.accepted_order.push(p.message_id.0);
@@ -248,8 +249,8 @@ fn run(ops: &[Op], drain: QueueDrain, restore_at: Option<usize>) -> (Model, Vec<
         }
         apply(&mut a, &mut m, op, &mut counter);
     }
-    let pending: Vec<String> = a.pending("s1").into_iter().map(|d| d.message_id.0).collect();
-    a.runtime_event("s1", RuntimeEvent::Close).unwrap();
+    let pending: Vec<String> = a.pending(&SessionId("s1".into())).into_iter().map(|d| d.message_id.0).collect();
+    a.runtime_event(&SessionId("s1".into()), RuntimeEvent::Close).unwrap();
     let outputs = a.drain().unwrap();
     // Held prompts are answered -32800 (R-PROMPT-2); every other pending inject is handed back.
     let cancelled = outputs.iter().filter(|o| matches!(o, Output::Line { line, .. } if line.contains("-32800"))).count();

@@ -2,14 +2,15 @@
 //! answer's own value).
 
 use acp_inject_core::client::{Answer, ClientConnection, Event};
-use acp_inject_core::wire::{RequestId, SessionStatus, StateUpdate};
+use acp_inject_core::wire::{RequestId, SessionId, SessionStatus, StateUpdate};
 use serde_json::json;
 
 fn answer_to(result: serde_json::Value) -> Answer {
     let mut c = ClientConnection::new(1 << 20);
     c.assume_capabilities(None);
-    c.open_session("s1", None);
-    let id = c.status("s1");
+    let s1 = SessionId("s1".into());
+    c.open_session(&s1, None);
+    let id = c.status(&s1);
     let id = match &id {
         RequestId::Number(n) => json!(n),
         RequestId::Str(s) => json!(s),

@@ -3,7 +3,7 @@
 //! the permission answer on the wire.
 
 use acp_inject_core::client::{Answer, ClientConnection, Event, RequestKind, SessionEvent, TurnState};
-use acp_inject_core::wire::{ContentBlock, RequestPermissionOutcome, SelectedPermissionOutcome, TextContent};
+use acp_inject_core::wire::{ContentBlock, RequestPermissionOutcome, SelectedPermissionOutcome, SessionId, TextContent};
 use serde_json::{json, Value};
 
 fn text(t: &str) -> Vec<ContentBlock> {
@@ -13,14 +13,14 @@ fn text(t: &str) -> Vec<ContentBlock> {
 fn v1_client() -> ClientConnection {
     let mut c = ClientConnection::new(1 << 20);
     c.assume_agent(1, None);
-    c.open_session("s1", None);
+    c.open_session(&SessionId("s1".into()), None);
     c
 }
 
 #[test]
 fn a_prompt_call_is_answered_when_it_goes_out_and_the_turn_ends_with_the_answer() {
     let mut c = v1_client();
-    let request = c.prompt("s1", text("hi")).expect("accepted");
+    let request = c.prompt(&SessionId("s1".into()), text("hi")).expect("accepted");
     let sent: Value = serde_json::from_str(&c.take_outgoing()[0]).unwrap();
     assert_eq!(sent["method"], "session/prompt");
     assert_eq!(serde_json::to_value(&request).unwrap(), sent["id"], "the call's id is the request's");
@@ -35,10 +35,10 @@ fn a_prompt_call_is_answered_when_it_goes_out_and_the_turn_ends_with_the_answer(
     assert!(events.iter().any(
         |e| matches!(e, Event::Session { event: SessionEvent::Update(acp_inject_core::wire::SessionUpdate::UserMessage(m)), .. } if m.message_id == id)
     ));
-    assert_eq!(c.mirror("s1").unwrap().state(), TurnState::Running);
+    assert_eq!(c.mirror(&SessionId("s1".into())).unwrap().state(), TurnState::Running);
     c.receive_line(&json!({ "jsonrpc": "2.0", "id": sent["id"], "result": { "stopReason": "refusal" } }).to_string());
     assert!(c.take_events().iter().all(|e| !matches!(e, Event::Answered { .. })), "the prompt's call was answered once");
-    let snapshot = c.mirror("s1").unwrap().snapshot();
+    let snapshot = c.mirror(&SessionId("s1".into())).unwrap().snapshot();
     assert_eq!(snapshot.state, TurnState::Idle);
     assert_eq!(serde_json::to_value(&snapshot.stop_reason).unwrap(), "refusal");
 }

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use acp_inject_core::agent::{
     Agent, AgentConfig, ConnectionRole, HistoryEntry, MemoryStore, Output, PermissionAsk, RuntimeEvent, Turn,
 };
-use acp_inject_core::wire::{MessageId, PendingInject, RequestId};
+use acp_inject_core::wire::{MessageId, PendingInject, RequestId, SessionId};
 
 use crate::{guard, lock, AcpError};
 
@@ -102,30 +102,30 @@ impl AgentCore {
 
     /// Attaches a connection to a live session; `false` when the session is not live.
     pub fn attach_to_session(&self, connection: String, session_id: String) -> Result<bool, AcpError> {
-        guard(|| Ok(lock(&self.inner).agent.attach_to_session(&connection, &session_id)))
+        guard(|| Ok(lock(&self.inner).agent.attach_to_session(&connection, &SessionId(session_id)).is_ok()))
     }
 
     /// The connections attached to a session.
     pub fn attached(&self, session_id: String) -> Result<Vec<String>, AcpError> {
-        guard(|| Ok(lock(&self.inner).agent.attached(&session_id)))
+        guard(|| Ok(lock(&self.inner).agent.attached(&SessionId(session_id))))
     }
 
     /// Creates an idle session with a chosen id; `false` when the id is taken.
     pub fn create_session(&self, session_id: String, cwd: String) -> Result<bool, AcpError> {
-        guard(|| Ok(lock(&self.inner).agent.create_session(&session_id, &cwd)))
+        guard(|| Ok(lock(&self.inner).agent.create_session(&SessionId(session_id), &cwd).is_ok()))
     }
 
     /// Forgets a session and its history.
     pub fn forget_session(&self, session_id: String) -> Result<(), AcpError> {
         guard(|| {
-            lock(&self.inner).agent.forget_session(&session_id);
+            lock(&self.inner).agent.forget_session(&SessionId(session_id));
             Ok(())
         })
     }
 
     /// Whether the agent holds the session live (R-STATUS-1).
     pub fn is_live(&self, session_id: String) -> Result<bool, AcpError> {
-        guard(|| Ok(lock(&self.inner).agent.is_live(&session_id)))
+        guard(|| Ok(lock(&self.inner).agent.is_live(&SessionId(session_id))))
     }
 
     /// On a store several hosts share: how often to call [`AgentCore::renew_leases`], in
@@ -142,12 +142,12 @@ impl AgentCore {
 
     /// The live sessions.
     pub fn session_ids(&self) -> Result<Vec<String>, AcpError> {
-        guard(|| Ok(lock(&self.inner).agent.session_ids()))
+        guard(|| Ok(lock(&self.inner).agent.session_ids().into_iter().map(String::from).collect()))
     }
 
     /// A live session's turn.
     pub fn turn(&self, session_id: String) -> Result<Option<Turn>, AcpError> {
-        guard(|| Ok(lock(&self.inner).agent.turn(&session_id).copied()))
+        guard(|| Ok(lock(&self.inner).agent.turn(&SessionId(session_id)).copied()))
     }
 
     /// Applies one line from `connection`; returns every output it caused, in order.
@@ -196,7 +196,7 @@ impl AgentCore {
     pub fn request_permission(&self, session_id: String, ask: PermissionAsk) -> Result<PermissionRequestSent, AcpError> {
         guard(|| {
             let agent = &mut lock(&self.inner).agent;
-            let request_id = agent.request_permission(&session_id, ask)?;
+            let request_id = agent.request_permission(&SessionId(session_id), ask)?;
             Ok(PermissionRequestSent { request_id, outputs: AgentCore::drained(agent)? })
         })
     }
@@ -205,7 +205,7 @@ impl AgentCore {
     pub fn runtime_event(&self, session_id: String, event: RuntimeEvent) -> Result<Vec<Output>, AcpError> {
         guard(|| {
             let agent = &mut lock(&self.inner).agent;
-            agent.runtime_event(&session_id, event)?;
+            agent.runtime_event(&SessionId(session_id), event)?;
             AgentCore::drained(agent)
         })
     }
@@ -217,12 +217,12 @@ impl AgentCore {
 
     /// The session's history (R-REPLAY-1), as stored.
     pub fn history(&self, session_id: String) -> Result<Vec<HistoryEntry>, AcpError> {
-        guard(|| Ok(lock(&self.inner).agent.history(&session_id)?))
+        guard(|| Ok(lock(&self.inner).agent.history(&SessionId(session_id))?))
     }
 
     /// The session's pending injects in delivery order.
     pub fn pending(&self, session_id: String) -> Result<Vec<PendingInject>, AcpError> {
-        guard(|| Ok(lock(&self.inner).agent.pending(&session_id)))
+        guard(|| Ok(lock(&self.inner).agent.pending(&SessionId(session_id))))
     }
 
     /// The live state as JSON, for [`AgentCore::restore`] (drain first).

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use acp_inject_core::client::{ClientConnection, Event, ItemStatus, MirrorSnapshot, SessionMirror, SteerFallback};
 use acp_inject_core::wire::{
-    ContentBlock, Implementation, InjectCapabilities, InjectMode, McpServer, RequestId, RequestPermissionOutcome,
+    ContentBlock, Implementation, InjectCapabilities, InjectMode, McpServer, MessageId, RequestId, RequestPermissionOutcome, SessionId,
 };
 
 use crate::{guard, lock, AcpError};
@@ -95,14 +95,14 @@ impl ClientCore {
     pub fn open_session(&self, session_id: String, mirror_json: Option<String>) -> Result<(), AcpError> {
         guard(|| {
             let mirror = mirror_json.map(|j| SessionMirror::from_json(&j)).transpose().map_err(AcpError::invalid)?;
-            lock(&self.inner).open_session(&session_id, mirror);
+            lock(&self.inner).open_session(&SessionId(session_id), mirror);
             Ok(())
         })
     }
 
     /// A session's mirror as JSON, for an app that restarts without resuming.
     pub fn mirror_json(&self, session_id: String) -> Result<Option<String>, AcpError> {
-        guard(|| Ok(lock(&self.inner).mirror(&session_id).map(SessionMirror::to_json)))
+        guard(|| Ok(lock(&self.inner).mirror(&SessionId(session_id)).map(SessionMirror::to_json)))
     }
 
     /// `session/new`.
@@ -122,45 +122,45 @@ impl ClientCore {
 
     /// `session/resume`.
     pub fn resume(&self, session_id: String, cwd: String, replay: bool) -> Result<RequestId, AcpError> {
-        guard(|| Ok(lock(&self.inner).resume(&session_id, &cwd, replay, Vec::new(), Vec::new())))
+        guard(|| Ok(lock(&self.inner).resume(&SessionId(session_id), &cwd, replay, Vec::new(), Vec::new())))
     }
 
     /// `session/prompt`.
     pub fn prompt(&self, session_id: String, content: Vec<ContentBlock>) -> Result<RequestId, AcpError> {
-        guard(|| Ok(lock(&self.inner).prompt(&session_id, content)?))
+        guard(|| Ok(lock(&self.inner).prompt(&SessionId(session_id), content)?))
     }
 
     /// `session/inject`.
     pub fn inject(&self, session_id: String, mode: InjectMode, content: Vec<ContentBlock>) -> Result<RequestId, AcpError> {
-        guard(|| Ok(lock(&self.inner).inject(&session_id, mode, content)?))
+        guard(|| Ok(lock(&self.inner).inject(&SessionId(session_id), mode, content)?))
     }
 
     /// `session/revoke_inject`.
     pub fn revoke(&self, session_id: String, message_id: String) -> Result<RequestId, AcpError> {
-        guard(|| Ok(lock(&self.inner).revoke(&session_id, &message_id)?))
+        guard(|| Ok(lock(&self.inner).revoke(&SessionId(session_id), &MessageId(message_id))?))
     }
 
     /// `session/replace_inject`.
     pub fn replace(&self, session_id: String, message_id: String, content: Vec<ContentBlock>) -> Result<RequestId, AcpError> {
-        guard(|| Ok(lock(&self.inner).replace(&session_id, &message_id, content)?))
+        guard(|| Ok(lock(&self.inner).replace(&SessionId(session_id), &MessageId(message_id), content)?))
     }
 
     /// `session/cancel`.
     pub fn cancel(&self, session_id: String) -> Result<(), AcpError> {
         guard(|| {
-            lock(&self.inner).cancel(&session_id);
+            lock(&self.inner).cancel(&SessionId(session_id));
             Ok(())
         })
     }
 
     /// `session/close`.
     pub fn close(&self, session_id: String) -> Result<RequestId, AcpError> {
-        guard(|| Ok(lock(&self.inner).close(&session_id)))
+        guard(|| Ok(lock(&self.inner).close(&SessionId(session_id))))
     }
 
     /// `session/status`.
     pub fn status(&self, session_id: String) -> Result<RequestId, AcpError> {
-        guard(|| Ok(lock(&self.inner).status(&session_id)))
+        guard(|| Ok(lock(&self.inner).status(&SessionId(session_id))))
     }
 
     /// Answers an open `session/request_permission`.
@@ -221,12 +221,12 @@ impl ClientCore {
 
     /// Everything a UI renders for a session.
     pub fn snapshot(&self, session_id: String) -> Result<Option<MirrorSnapshot>, AcpError> {
-        guard(|| Ok(lock(&self.inner).mirror(&session_id).map(|m| m.snapshot())))
+        guard(|| Ok(lock(&self.inner).mirror(&SessionId(session_id)).map(|m| m.snapshot())))
     }
 
     /// The status of one of this client's items.
     pub fn item_status(&self, session_id: String, message_id: String) -> Result<Option<ItemStatus>, AcpError> {
-        guard(|| Ok(lock(&self.inner).mirror(&session_id).and_then(|m| m.item_status(&message_id))))
+        guard(|| Ok(lock(&self.inner).mirror(&SessionId(session_id)).and_then(|m| m.item_status(&MessageId(message_id)))))
     }
 
     /// Lines dropped (malformed, oversized, answers to no request), counted.

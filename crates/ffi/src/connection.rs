@@ -9,7 +9,7 @@ use std::time::Duration;
 use acp_inject_core::client::{MirrorSnapshot, SteerFallback};
 use acp_inject_core::wire::{
     ContentBlock, Implementation, InitializeResponse, InjectMode, McpServer, MessageId, RequestId, RequestPermissionOutcome,
-    SessionInfo, SessionStatusResponse,
+    SessionId, SessionInfo, SessionStatusResponse,
 };
 use acp_inject_transport::{ConnectOptions as Options, SessionActivity};
 
@@ -152,7 +152,7 @@ impl Connection {
     pub async fn resume(&self, session_id: String, cwd: String, replay: bool) -> Result<Arc<Session>, AcpError> {
         let c = self.inner.clone();
         on_runtime(async move {
-            let inner = c.resume(&session_id, &cwd, replay).await?;
+            let inner = c.resume(&SessionId(session_id), &cwd, replay).await?;
             Ok(Arc::new(Session { inner }))
         })
         .await
@@ -179,7 +179,7 @@ pub struct Session {
 impl Session {
     /// The session's id.
     pub fn id(&self) -> String {
-        self.inner.id().to_owned()
+        self.inner.id().0.clone()
     }
 
     /// `session/prompt`: returns when the message is inserted, with its id.

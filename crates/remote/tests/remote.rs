@@ -516,7 +516,7 @@ async fn a_client_that_stops_reading_is_disconnected_not_buffered_for() {
     assert!(seen < 200_000, "{seen}");
     // The agent is fine: another client gets the session's status.
     let conn = Endpoint::new(format!("ws://{addr}/acp")).connect(ConnectOptions::default()).await.unwrap();
-    let status = conn.resume(&session, "/tmp", false).await.unwrap().status().await.unwrap();
+    let status = conn.resume(&acp_inject_core::wire::SessionId(session), "/tmp", false).await.unwrap().status().await.unwrap();
     assert_eq!(status.status, acp_inject_core::wire::SessionStatus::Open);
 }
 

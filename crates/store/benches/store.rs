@@ -168,6 +168,7 @@ fn history(c: &mut Criterion) {
         for entries in [10usize, 10_000] {
             let (r, _dir) = backend.agent();
             let Running { agent: mut a, session, inject } = r;
+            let session = acp_inject_core::wire::SessionId(session);
             for _ in 0..entries.saturating_sub(1) {
                 a.runtime_event(&session, chunk()).unwrap();
             }

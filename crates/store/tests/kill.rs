@@ -7,6 +7,7 @@
 
 mod common;
 
+use acp_inject_core::wire::SessionId;
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
@@ -39,7 +40,7 @@ fn child(path: &str, seed: u64) -> ! {
         }
         if (n >> 40).is_multiple_of(7) {
             // Some history too, so the kill also lands in other writes.
-            a.runtime_event("sess_1", chunk("agent_1", "y")).expect("chunk");
+            a.runtime_event(&SessionId("sess_1".into()), chunk("agent_1", "y")).expect("chunk");
         }
         for line in lines_to("c1", a.drain().expect("drain")) {
             if let Some(id) = line["result"]["messageId"].as_str() {
@@ -96,13 +97,13 @@ fn killed_at_random_points_loses_no_answered_inject() {
         child.wait().unwrap();
 
         let mut a = open_agent(&path, config(DEFAULT_REMEMBER_IDS)).unwrap();
-        let pending: Vec<String> = a.pending("sess_1").into_iter().map(|p| p.message_id.0).collect();
+        let pending: Vec<String> = a.pending(&SessionId("sess_1".into())).into_iter().map(|p| p.message_id.0).collect();
         let stored: HashSet<String> = pending.iter().cloned().collect();
         assert_eq!(stored.len(), pending.len(), "an id is pending twice (seed {seed})");
         let lost: Vec<&String> = answered.difference(&stored).collect();
         assert!(lost.is_empty(), "round {round}: answered but not stored: {lost:?} (seed {seed})");
         // The store still works after the kill.
-        a.runtime_event("sess_1", RuntimeEvent::StreamStarted).unwrap();
+        a.runtime_event(&SessionId("sess_1".into()), RuntimeEvent::StreamStarted).unwrap();
         a.drain().unwrap();
     }
     assert!(answered.len() >= 6, "the children answered too little to test anything");

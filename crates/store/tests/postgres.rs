@@ -11,6 +11,7 @@
 
 mod common;
 
+use acp_inject_core::wire::SessionId;
 use std::time::Duration;
 
 use acp_inject_core::agent::{Agent, BreakPoint, RuntimeEvent, StoreError, DEFAULT_REMEMBER_IDS, SESSION_HELD_ELSEWHERE};
@@ -119,7 +120,7 @@ fn a_session_is_served_by_one_host_and_a_stale_host_cannot_commit() {
     // A wakes up and ends its turn, which would deliver the queued inject again: the commit is
     // refused, nothing is released, and A stays stopped.
     a.runtime_event(
-        &session,
+        &SessionId(session.clone()),
         RuntimeEvent::TurnEnded { stop_reason: acp_inject_core::wire::StopReason::EndTurn, usage: None, error: None },
     )
     .unwrap();
@@ -133,7 +134,7 @@ fn a_session_is_served_by_one_host_and_a_stale_host_cannot_commit() {
     // B goes on: its writes commit, and the history has the queued inject exactly once.
     inject(&mut b, 3, &session, "queue", "more");
     let c = host(&url, "c", 400);
-    let history = c.history(&session).unwrap();
+    let history = c.history(&SessionId(session.clone())).unwrap();
     let user: Vec<String> = history
         .iter()
         .filter_map(|e| match e {
@@ -190,7 +191,7 @@ fn a_session_nobody_uses_is_handed_over_at_once() {
         )),
         "the runtime frees the session: {out:?}"
     );
-    assert!(a.turn(&session).is_none(), "A no longer holds it in memory");
+    assert!(a.turn(&SessionId(session.clone())).is_none(), "A no longer holds it in memory");
     let out = resume(&mut b, 2, &session);
     assert_eq!(reason(answer(&out)), None, "{out:?}");
     let kinds = updates(&out);

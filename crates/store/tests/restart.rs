@@ -5,6 +5,7 @@
 mod common;
 
 use acp_inject_core::agent::{Activity, BreakPoint, RuntimeEvent, Turn, DEFAULT_REMEMBER_IDS};
+use acp_inject_core::wire::SessionId;
 use acp_inject_core::wire::{InjectMode, StopReason};
 use acp_inject_store::open_agent;
 use common::*;
@@ -58,11 +59,11 @@ fn a_reopened_agent_continues_from_the_store() {
     // ----- second process -----
     {
         let mut b = open_agent(&path, cfg()).unwrap();
-        assert_eq!(b.session_ids(), ["sess_1"], "closed sessions are not live");
-        assert!(b.attached("sess_1").is_empty(), "a restarted process has no connections");
+        assert_eq!(b.session_ids(), [SessionId("sess_1".into())], "closed sessions are not live");
+        assert!(b.attached(&SessionId("sess_1".into())).is_empty(), "a restarted process has no connections");
         initialize(&mut b, "c2");
         let pending: Vec<(String, InjectMode, String)> = b
-            .pending("sess_1")
+            .pending(&SessionId("sess_1".into()))
             .into_iter()
             .map(|p| (p.message_id.0, p.mode, serde_json::to_value(&p.content).unwrap()[0]["text"].as_str().unwrap().to_owned()))
             .collect();
@@ -76,7 +77,7 @@ fn a_reopened_agent_continues_from_the_store() {
         );
         // The permission request died with the process that sent it (its connection is gone):
         // the turn is running again, waiting on nothing (R-PERM-2).
-        assert_eq!(b.turn("sess_1"), Some(&Turn::Running { activity: Activity::default() }));
+        assert_eq!(b.turn(&SessionId("sess_1".into())), Some(&Turn::Running { activity: Activity::default() }));
         assert!(b.open_requests().is_empty());
 
         // Remembered ids: a tombstone revokes idempotently, delivered ids answer already_delivered.
@@ -129,7 +130,7 @@ fn a_reopened_agent_continues_from_the_store() {
         assert_eq!(replayed, expected.map(|(k, d)| (k.to_owned(), d.to_owned())), "{out:?}");
         let folded = json!([{ "type": "text", "text": "hi " }, { "type": "text", "text": "there" }]);
         assert_eq!(out[1]["params"]["update"]["content"], folded, "chunks are folded into one message");
-        assert_eq!(b.attached("sess_1"), ["c2"]);
+        assert_eq!(b.attached(&SessionId("sess_1".into())), ["c2"]);
 
         // The turn goes on: at its end every steer, then every queued inject, in order, with
         // the replaced content.
@@ -144,9 +145,9 @@ fn a_reopened_agent_continues_from_the_store() {
 
     // ----- third process -----
     let mut c = open_agent(&path, cfg()).unwrap();
-    assert_eq!(c.session_ids(), ["sess_1", "sess_2"]);
-    assert!(c.pending("sess_1").is_empty());
-    assert_eq!(c.turn("sess_1"), Some(&Turn::started()));
+    assert_eq!(c.session_ids(), [SessionId("sess_1".into()), SessionId("sess_2".into())]);
+    assert!(c.pending(&SessionId("sess_1".into())).is_empty());
+    assert_eq!(c.turn(&SessionId("sess_1".into())), Some(&Turn::started()));
     initialize(&mut c, "c3");
     let out = call(&mut c, "c3", 1, "session/revoke_inject", json!({ "sessionId": "sess_1", "messageId": "msg_2" }));
     assert_eq!(reason(answer(&out)), Some("already_delivered"));
@@ -154,7 +155,7 @@ fn a_reopened_agent_continues_from_the_store() {
     assert_eq!(answer(&out)["result"]["messageId"], "msg_9");
     let out = call(&mut c, "c3", 3, "session/new", json!({ "cwd": "/work" }));
     assert_eq!(answer(&out)["result"]["sessionId"], "sess_3", "session ids are not reused either");
-    let history = c.history("sess_1").unwrap();
+    let history = c.history(&SessionId("sess_1".into())).unwrap();
     assert_eq!(history.len(), 2 + 3 + 4, "two chunks, three user messages, four more delivered");
 }
 
@@ -264,7 +265,8 @@ fn random_sequences_give_the_same_outputs_across_restarts() {
                     6 => chunk(&format!("agent_{req}"), "x"),
                     _ => RuntimeEvent::TurnEnded { stop_reason: StopReason::EndTurn, usage: None, error: None },
                 };
-                assert_eq!(mem.runtime_event(s, ev.clone()), db.runtime_event(s, ev), "seed {seed} step {step}");
+                let s = SessionId(s.to_owned());
+                assert_eq!(mem.runtime_event(&s, ev.clone()), db.runtime_event(&s, ev), "seed {seed} step {step}");
             }
             let (a, b) = (mem.drain().unwrap(), db.drain().unwrap());
             assert_eq!(a, b, "seed {seed} step {step}");
@@ -293,13 +295,14 @@ fn random_sequences_give_the_same_outputs_across_restarts() {
                     assert_eq!(db.pending(&s), mem.pending(&s), "seed {seed} step {step}");
                     assert_eq!(db.turn(&s), mem.turn(&s), "seed {seed} step {step}");
                     for c in mem.attached(&s) {
-                        db.attach_to_session(&c, &s);
+                        let _ = db.attach_to_session(&c, &s);
                     }
                 }
             }
         }
         for s in sessions {
-            assert_eq!(db.history(s).unwrap(), mem.history(s).unwrap(), "seed {seed}");
+            let s = SessionId(s.to_owned());
+            assert_eq!(db.history(&s).unwrap(), mem.history(&s).unwrap(), "seed {seed}");
         }
         assert!(!ids.is_empty(), "seed {seed}: no request was accepted");
     }

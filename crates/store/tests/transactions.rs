@@ -4,6 +4,7 @@
 mod common;
 
 use acp_inject_core::agent::{Agent, Change, SessionRecord, Store, StoreError, Turn, DEFAULT_REMEMBER_IDS};
+use acp_inject_core::wire::SessionId;
 use acp_inject_store::SqliteStore;
 use common::*;
 use serde_json::json;
@@ -55,7 +56,7 @@ fn a_burst_of_injects_drained_once_is_one_commit() {
     assert_eq!(stats.commits(), before + 6);
     drop(a);
     let a = acp_inject_store::open_agent(&path, config(DEFAULT_REMEMBER_IDS)).unwrap();
-    assert_eq!(a.pending("sess_1").len(), 55, "the whole burst is durable");
+    assert_eq!(a.pending(&SessionId("sess_1".into())).len(), 55, "the whole burst is durable");
 }
 
 #[test]
@@ -63,7 +64,7 @@ fn a_batch_the_store_cannot_hold_poisons_and_releases_nothing() {
     // An agent restored from a snapshot holds a session this (empty) store never saw: a
     // change to it cannot be stored, so its batch must fail as a whole.
     let mut mem = Agent::new(config(DEFAULT_REMEMBER_IDS)).unwrap();
-    assert!(mem.create_session("ghost", "/work"));
+    assert!(mem.create_session(&SessionId("ghost".into()), "/work").is_ok());
     initialize(&mut mem, "c1");
     call(&mut mem, "c1", 1, "session/prompt", json!({ "sessionId": "ghost", "prompt": text("go") }));
     let snapshot = mem.snapshot();
@@ -146,5 +147,5 @@ fn list_pages_newest_first_with_cwd_and_cursor() {
     s.record(Change::SessionForgotten("s5"));
     s.commit().unwrap();
     assert_eq!(ids(s.list(None, None, 1).unwrap()), (vec!["s4".into()], true));
-    assert_eq!(s.history("s5").unwrap(), vec![]);
+    assert_eq!(s.history(&SessionId("s5".into())).unwrap(), vec![]);
 }

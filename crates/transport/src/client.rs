@@ -12,7 +12,7 @@ use acp_inject_core::client::{
 };
 use acp_inject_core::wire::{
     ContentBlock, Implementation, InitializeResponse, InjectMode, McpServer, MessageId, RequestId, RequestPermissionOutcome,
-    RequestPermissionRequest, SessionInfo, SessionStatusResponse,
+    RequestPermissionRequest, SessionId, SessionInfo, SessionStatusResponse,
 };
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::process::{Child, Command};
@@ -395,7 +395,7 @@ impl Connection {
         lock(&self.shared.state).log.iter().cloned().collect()
     }
 
-    fn session(&self, session_id: String) -> Session {
+    fn session(&self, session_id: SessionId) -> Session {
         Session { shared: Arc::clone(&self.shared), id: session_id }
     }
 
@@ -408,7 +408,7 @@ impl Connection {
     ) -> Result<Session, TransportError> {
         let cwd = cwd.to_owned();
         match self.shared.call(move |c| Ok(c.new_session(&cwd, additional_directories, mcp_servers))).await? {
-            Answer::SessionCreated { session_id } => Ok(self.session(session_id)),
+            Answer::SessionCreated { session_id } => Ok(self.session(SessionId(session_id))),
             other => Err(TransportError::Io(format!("unexpected answer {other:?}"))),
         }
     }
@@ -428,10 +428,10 @@ impl Connection {
 
     /// `session/resume`; with `replay` the conversation is replayed into the session's mirror
     /// (and its event stream) before this returns.
-    pub async fn resume(&self, session_id: &str, cwd: &str, replay: bool) -> Result<Session, TransportError> {
-        let (id, cwd) = (session_id.to_owned(), cwd.to_owned());
+    pub async fn resume(&self, session_id: &SessionId, cwd: &str, replay: bool) -> Result<Session, TransportError> {
+        let (id, cwd) = (session_id.clone(), cwd.to_owned());
         self.shared.call(move |c| Ok(c.resume(&id, &cwd, replay, Vec::new(), Vec::new()))).await?;
-        Ok(self.session(session_id.to_owned()))
+        Ok(self.session(session_id.clone()))
     }
 
     /// Closes the connection: the agent's stdin is closed, it gets `close_grace` to exit, then
@@ -453,7 +453,7 @@ impl Connection {
 #[derive(Clone)]
 pub struct Session {
     shared: Arc<Shared>,
-    id: String,
+    id: SessionId,
 }
 
 impl std::fmt::Debug for Session {
@@ -471,7 +471,7 @@ fn accepted(answer: Answer) -> Result<Option<MessageId>, TransportError> {
 
 impl Session {
     /// The session's id.
-    pub fn id(&self) -> &str {
+    pub fn id(&self) -> &SessionId {
         &self.id
     }
 
@@ -491,13 +491,13 @@ impl Session {
 
     /// `session/revoke_inject`.
     pub async fn revoke(&self, message_id: &MessageId) -> Result<(), TransportError> {
-        let (id, m) = (self.id.clone(), message_id.0.clone());
+        let (id, m) = (self.id.clone(), message_id.clone());
         self.shared.call(move |c| c.revoke(&id, &m)).await.map(drop)
     }
 
     /// `session/replace_inject`.
     pub async fn replace(&self, message_id: &MessageId, content: Vec<ContentBlock>) -> Result<(), TransportError> {
-        let (id, m) = (self.id.clone(), message_id.0.clone());
+        let (id, m) = (self.id.clone(), message_id.clone());
         self.shared.call(move |c| c.replace(&id, &m, content)).await.map(drop)
     }
 
@@ -549,7 +549,7 @@ impl Session {
             let notified = self.shared.notify.notified();
             {
                 let mut state = lock(&self.shared.state);
-                if let Some(q) = state.queues.get_mut(&self.id) {
+                if let Some(q) = state.queues.get_mut(self.id.as_str()) {
                     if !q.items.is_empty() {
                         return Ok(q.items.drain(..).collect());
                     }
@@ -565,6 +565,6 @@ impl Session {
     /// Whatever activity is queued now, without waiting.
     pub fn take_events(&self) -> Vec<SessionActivity> {
         let mut state = lock(&self.shared.state);
-        state.queues.get_mut(&self.id).map(|q| q.items.drain(..).collect()).unwrap_or_default()
+        state.queues.get_mut(self.id.as_str()).map(|q| q.items.drain(..).collect()).unwrap_or_default()
     }
 }

@@ -22,8 +22,8 @@ use acp_inject_core::agent::{
     RuntimeAction, RuntimeEvent, SessionRecord, SessionSetup, Store, StoreError, UserInput,
 };
 use acp_inject_core::wire::{
-    AgentMessageChunk, ContentBlock, MessageId, PermissionOption, RequestId, RequestPermissionOutcome, SessionUpdate, StopReason,
-    TextContent, TurnFailure, Usage,
+    AgentMessageChunk, ContentBlock, MessageId, PermissionOption, RequestId, RequestPermissionOutcome, SessionId, SessionUpdate,
+    StopReason, TextContent, TurnFailure, Usage,
 };
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot, watch};
@@ -257,7 +257,7 @@ impl Server {
             return;
         }
         self.keep_leases();
-        let interrupted: Vec<String> = {
+        let interrupted: Vec<SessionId> = {
             let agent = lock(&self.agent);
             agent.session_ids().into_iter().filter(|s| agent.turn(s).is_some_and(|t| t.in_progress())).collect()
         };
@@ -332,8 +332,8 @@ impl Server {
     fn spawn_turn(self: &Arc<Self>, session: String, inputs: Vec<UserInput>) {
         let signals = Arc::new(Signals { cancel: watch::channel(false).0, interrupt: watch::channel(false).0 });
         lock(&self.turns).insert(session.clone(), Arc::clone(&signals));
-        let record = lock(&self.agent).session_record(&session).ok().flatten();
-        let ctx = TurnContext { server: Arc::clone(self), session: session.clone(), signals: Arc::clone(&signals), record };
+        let record = lock(&self.agent).session_record(&SessionId(session.clone())).ok().flatten();
+        let ctx = TurnContext { server: Arc::clone(self), session: SessionId(session.clone()), signals: Arc::clone(&signals), record };
         let server = Arc::clone(self);
         self.tasks.spawn(async move {
             let rt = Arc::clone(&server.runtime);
@@ -355,14 +355,14 @@ impl Server {
             }
             let event = RuntimeEvent::TurnEnded { stop_reason: end.stop_reason, usage: end.usage, error: end.error };
             // A refused turn end (the session closed meanwhile) needs nothing more.
-            if let Ok((_, actions)) = server.step(|a| a.runtime_event(&session, event)) {
+            if let Ok((_, actions)) = server.step(|a| a.runtime_event(&SessionId(session.clone()), event)) {
                 server.dispatch(actions);
             }
         });
     }
 
     fn start_turn(self: &Arc<Self>, session: &str) -> Result<(), TurnError> {
-        let (r, actions) = self.step(|a| a.runtime_event(session, RuntimeEvent::TurnStarted))?;
+        let (r, actions) = self.step(|a| a.runtime_event(&SessionId(session.to_owned()), RuntimeEvent::TurnStarted))?;
         r?;
         self.dispatch(actions);
         self.spawn_turn(session.to_owned(), Vec::new());
@@ -370,14 +370,14 @@ impl Server {
     }
 
     fn close_session(self: &Arc<Self>, session: &str) -> Result<(), TurnError> {
-        let (r, actions) = self.step(|a| a.runtime_event(session, RuntimeEvent::Close))?;
+        let (r, actions) = self.step(|a| a.runtime_event(&SessionId(session.to_owned()), RuntimeEvent::Close))?;
         r?;
         self.dispatch(actions);
         Ok(())
     }
 
     fn sessions(&self) -> Vec<String> {
-        lock(&self.agent).session_ids()
+        lock(&self.agent).session_ids().into_iter().map(String::from).collect()
     }
 
     /// The error a failed store left (the first caller gets the store's own error).
@@ -507,7 +507,7 @@ impl ClientLink {
 #[derive(Clone)]
 pub struct TurnContext {
     server: Arc<Server>,
-    session: String,
+    session: SessionId,
     signals: Arc<Signals>,
     record: Option<SessionRecord>,
 }
@@ -578,7 +578,7 @@ impl TurnContext {
         let mut rest = Vec::new();
         for (session, action) in actions {
             match action {
-                RuntimeAction::Deliver(inputs) if session == self.session => delivered.extend(inputs),
+                RuntimeAction::Deliver(inputs) if session == self.session.0 => delivered.extend(inputs),
                 other => rest.push((session, other)),
             }
         }
@@ -722,7 +722,7 @@ impl AgentServer {
 
     /// Whether the agent holds this session live.
     pub fn is_live(&self, session: &str) -> bool {
-        lock(&self.inner.agent).is_live(session)
+        lock(&self.inner.agent).is_live(&SessionId(session.to_owned()))
     }
 
     /// Serves over stdin/stdout until the client closes stdin.

@@ -155,7 +155,7 @@ async fn two_sessions_on_one_connection_are_never_misrouted() {
         }
     }
     let heard = runtime.heard.lock().unwrap().clone();
-    assert!(heard.contains(&(s1.id().to_owned(), "use auth_v2".to_owned())), "{heard:?}");
+    assert!(heard.contains(&(s1.id().0.clone(), "use auth_v2".to_owned())), "{heard:?}");
     assert!(!heard.iter().any(|(_, t)| t == "revoke me"), "a revoked inject never reaches the model");
     conn.close().await;
 }
@@ -185,7 +185,7 @@ async fn cancel_close_list_and_resume() {
 
     let (listed, next) = conn.list_sessions(None, None).await.unwrap();
     assert_eq!((listed.len(), next), (1, None));
-    assert_eq!(listed[0].session_id.0, s1.id());
+    assert_eq!(&listed[0].session_id, s1.id());
 
     // Resume with replay: the user messages come back with their ids.
     let resumed = conn.resume(s1.id(), "/home/dev/a", true).await.unwrap();

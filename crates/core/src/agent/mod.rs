@@ -36,7 +36,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use acp_inject_wire::framing::{Framed, LineFramer};
 use acp_inject_wire::jsonrpc::{self, FrameError, Incoming};
-use acp_inject_wire::{ErrorObject, ErrorReason, MessageId, RequestId};
+use acp_inject_wire::{ErrorObject, ErrorReason, MessageId, RequestId, SessionId};
 use serde::{Deserialize, Serialize};
 
 pub use acp_inject_wire::PendingInject;
@@ -57,6 +57,16 @@ pub use v1::{V1Connection, PROTOCOL_VERSIONS};
 
 /// A connection's id (the vectors' `c1`, `o1`, …).
 pub type ConnId = String;
+
+/// [`Agent::create_session`] with an id the agent already knows (live, or in its store).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("session {0} already exists")]
+pub struct SessionExists(pub SessionId);
+
+/// [`Agent::attach_to_session`] for a session that is not live.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("session {0} is not live")]
+pub struct NotLive(pub SessionId);
 
 /// The role of a connection (R-ORDER-2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -252,8 +262,18 @@ impl Agent {
     }
 
     /// Attaches a connection to a live session, so it receives the session's updates (done by
-    /// `session/new`, `session/resume` and any session request from the connection).
-    pub fn attach_to_session(&mut self, conn: &str, session: &str) -> bool {
+    /// `session/new`, `session/resume` and any session request from the connection). The
+    /// connection is registered (a controller) even when the session is not live.
+    pub fn attach_to_session(&mut self, conn: &str, session: &SessionId) -> Result<(), NotLive> {
+        if self.join(conn, session) {
+            Ok(())
+        } else {
+            Err(NotLive(session.clone()))
+        }
+    }
+
+    /// [`Agent::attach_to_session`]: `false` when the session is not live.
+    fn join(&mut self, conn: &str, session: &str) -> bool {
         self.connections.entry(conn.to_owned()).or_insert(Connection {
             role: ConnectionRole::Controller,
             pending_updates: false,
@@ -269,13 +289,27 @@ impl Agent {
     }
 
     /// The connections attached to a session.
-    pub fn attached(&self, session: &str) -> Vec<ConnId> {
+    pub fn attached(&self, session: &SessionId) -> Vec<ConnId> {
+        self.attached_to(session)
+    }
+
+    fn attached_to(&self, session: &str) -> Vec<ConnId> {
         self.sessions.get(session).map(|s| s.attached.iter().cloned().collect()).unwrap_or_default()
     }
 
     /// Creates an idle session with a chosen id (hosts that mint their own ids, and tests).
-    /// Returns `false` (and changes nothing) when the store already knows the id.
-    pub fn create_session(&mut self, id: &str, cwd: &str) -> bool {
+    /// Refused with [`SessionExists`] (nothing changed) when the id is live or the store
+    /// already knows it.
+    pub fn create_session(&mut self, id: &SessionId, cwd: &str) -> Result<(), SessionExists> {
+        if self.create(id, cwd) {
+            Ok(())
+        } else {
+            Err(SessionExists(id.clone()))
+        }
+    }
+
+    /// [`Agent::create_session`]: `false` when the id is taken.
+    fn create(&mut self, id: &str, cwd: &str) -> bool {
         if self.sessions.contains_key(id) || matches!(self.store.session(id), Ok(Some(_))) {
             return false;
         }
@@ -303,41 +337,45 @@ impl Agent {
     /// Forgets a session entirely, history included (it is no longer listed or resumable).
     /// Pending injects are dropped without a `Closed` action: close the session first to get
     /// them back.
-    pub fn forget_session(&mut self, id: &str) {
-        self.sessions.remove(id);
+    pub fn forget_session(&mut self, id: &SessionId) {
+        self.sessions.remove(id.as_str());
         self.store.record(Change::SessionForgotten(id));
     }
 
     /// `true` while the agent holds the session live (R-STATUS-1).
-    pub fn is_live(&self, id: &str) -> bool {
-        self.sessions.contains_key(id)
+    pub fn is_live(&self, id: &SessionId) -> bool {
+        self.sessions.contains_key(id.as_str())
     }
 
     /// The ids of the live sessions.
-    pub fn session_ids(&self) -> Vec<String> {
-        self.sessions.keys().cloned().collect()
+    pub fn session_ids(&self) -> Vec<SessionId> {
+        self.sessions.keys().map(|id| SessionId(id.clone())).collect()
     }
 
     /// A live session's turn (R-TURN-1).
-    pub fn turn(&self, session: &str) -> Option<&Turn> {
-        self.sessions.get(session).map(|s| &s.turn)
+    pub fn turn(&self, session: &SessionId) -> Option<&Turn> {
+        self.sessions.get(session.as_str()).map(|s| &s.turn)
     }
 
     /// The session's pending injects in delivery order (steers, then queued, each FIFO).
-    pub fn pending(&self, session: &str) -> Vec<PendingInject> {
+    pub fn pending(&self, session: &SessionId) -> Vec<PendingInject> {
+        self.pending_of(session)
+    }
+
+    fn pending_of(&self, session: &str) -> Vec<PendingInject> {
         self.sessions.get(session).map(|s| s.pending.list()).unwrap_or_default()
     }
 
     /// A session's record (live or closed).
-    pub fn session_record(&self, session: &str) -> Result<Option<SessionRecord>, StoreError> {
-        match self.sessions.get(session) {
+    pub fn session_record(&self, session: &SessionId) -> Result<Option<SessionRecord>, StoreError> {
+        match self.sessions.get(session.as_str()) {
             Some(s) => Ok(Some(s.record.clone())),
             None => self.store.session(session),
         }
     }
 
     /// The session's replayable history, folded as `session/resume` replays it (R-REPLAY-1).
-    pub fn history(&self, session: &str) -> Result<Vec<HistoryEntry>, StoreError> {
+    pub fn history(&self, session: &SessionId) -> Result<Vec<HistoryEntry>, StoreError> {
         self.store.history(session)
     }
 
@@ -601,7 +639,7 @@ impl Agent {
 
     /// A notification for every connection attached to the session.
     fn broadcast(&self, session: &str, update: acp_inject_wire::SessionUpdate) -> Output {
-        Output::Line { to: self.attached(session), line: output::update_line(session, update) }
+        Output::Line { to: self.attached_to(session), line: output::update_line(session, update) }
     }
 
     /// The pending list for attached connections that opted in, when any did.

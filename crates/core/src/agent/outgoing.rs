@@ -105,7 +105,11 @@ impl Agent {
     /// every controller attached to the session, and the id is returned. The answer comes
     /// back as [`RuntimeAction::PermissionAnswered`] with this id, exactly once. With no
     /// controller attached, nobody can answer: it is answered `cancelled` at once.
-    pub fn request_permission(&mut self, session: &str, ask: PermissionAsk) -> Result<RequestId, HostError> {
+    pub fn request_permission(&mut self, session: &SessionId, ask: PermissionAsk) -> Result<RequestId, HostError> {
+        self.ask_permission(session, ask)
+    }
+
+    pub(super) fn ask_permission(&mut self, session: &str, ask: PermissionAsk) -> Result<RequestId, HostError> {
         if ask.options.is_empty() {
             return Err(HostError::NoPermissionOptions);
         }
@@ -117,7 +121,8 @@ impl Agent {
         let id = RequestId::Str(format!("permission-{}{}", self.scope, self.counters.next_request));
         self.counters.next_request += 1;
         self.record_counters();
-        let to: BTreeSet<ConnId> = self.attached(session).into_iter().filter(|c| self.role(c) == ConnectionRole::Controller).collect();
+        let to: BTreeSet<ConnId> =
+            self.attached_to(session).into_iter().filter(|c| self.role(c) == ConnectionRole::Controller).collect();
         let params = RequestPermissionRequest {
             session_id: SessionId(session.to_owned()),
             title: ask.title,
@@ -139,7 +144,11 @@ impl Agent {
 
     /// The host gives up on one of its open requests (its own timeout): it is answered
     /// `cancelled` now, and a later answer from the client is ignored.
-    pub fn withdraw_request(&mut self, session: &str, id: &RequestId) -> Result<(), HostError> {
+    pub fn withdraw_request(&mut self, session: &SessionId, id: &RequestId) -> Result<(), HostError> {
+        self.withdraw(session, id)
+    }
+
+    pub(super) fn withdraw(&mut self, session: &str, id: &RequestId) -> Result<(), HostError> {
         match self.outgoing.open.get(id) {
             Some(r) if r.session == session => {
                 self.end_request(id, cancelled_outcome());

@@ -1,8 +1,9 @@
 //! One session's pending injects: a queue per mode that keeps arrival order, replacement in
 //! place, and the bounded memory of ids that were revoked or delivered (tombstones).
 //!
-//! Pending injects are found by id in O(1) and kept in delivery order per mode in a linked list
-//! through a slab (O(1) insert, remove and delivery), so no operation scans by `messageId`.
+//! Pending injects are found by id in O(1) (a hash map from `messageId` to slot) and kept in
+//! delivery order per mode in a linked list through a slab (a `Vec` whose freed slots are
+//! reused: O(1) insert, remove and delivery), so no operation scans by `messageId`.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
@@ -273,8 +274,8 @@ impl PendingQueue {
     }
 
     /// The pending inject with this id and its mode.
-    pub fn get(&self, id: &str) -> Option<(InjectMode, &Pending)> {
-        let slot = self.slots.get(*self.index.get(id)? as usize)?;
+    pub fn get(&self, id: &MessageId) -> Option<(InjectMode, &Pending)> {
+        let slot = self.slots.get(*self.index.get(&id.0)? as usize)?;
         slot.pending.as_ref().map(|p| (slot.mode, p))
     }
 
@@ -307,7 +308,7 @@ impl PendingQueue {
         id: &MessageId,
         bound: usize,
     ) -> Result<Option<(InjectMode, Pending)>, ErrorObject> {
-        if let Some((_, p)) = self.get(&id.0) {
+        if let Some((_, p)) = self.get(id) {
             Self::may_edit(policy, conn, &p.owner, id)?;
             let at = self.index[&id.0];
             let (mode, pending) = self.unlink(at).unwrap_or_else(|| unreachable!("the index names a pending entry"));
@@ -398,7 +399,7 @@ mod tests {
         let ids: Vec<(String, InjectMode)> = q.list().into_iter().map(|p| (p.message_id.0, p.mode)).collect();
         let expected = [("s1", InjectMode::Steer), ("s2", InjectMode::Steer), ("q1", InjectMode::Queue), ("q2", InjectMode::Queue)];
         assert_eq!(ids, expected.map(|(id, m)| (id.to_owned(), m)));
-        assert_eq!(q.get("q1").map(|(_, p)| p.owner.as_str()), Some("c2"), "the first of a duplicated id is kept");
+        assert_eq!(q.get(&MessageId("q1".into())).map(|(_, p)| p.owner.as_str()), Some("c2"), "the first of a duplicated id is kept");
         let mut q = q;
         let policy = RevokeReplace::AnyController;
         assert_eq!(q.revoke(policy, "c1", &MessageId("r1".into()), 8), Ok(None));

@@ -125,7 +125,7 @@ impl Agent {
                 if self.role(conn) == ConnectionRole::Observer {
                     return;
                 }
-                self.attach_to_session(conn, &p.session_id.0);
+                self.join(conn, &p.session_id.0);
                 self.cancel(&p.session_id.0);
             }
             // R-CANCELREQ-1: the core answers every request at once, but a held prompt (R-PROMPT-2),
@@ -220,7 +220,7 @@ impl Agent {
             }
             self.counters.next_session += 1;
         };
-        self.create_session(&id, &p.cwd);
+        self.create(&id, &p.cwd);
         let mcp_servers = p.mcp_servers.unwrap_or_default();
         let setup = SessionSetup { cwd: p.cwd, additional_directories: dirs.clone(), mcp_servers: mcp_servers.clone() };
         if let Some(s) = self.sessions.get_mut(&id) {
@@ -228,7 +228,7 @@ impl Agent {
             s.record.mcp_servers = mcp_servers;
             self.store.record(Change::SessionUpdated(&s.record));
         }
-        self.attach_to_session(conn, &id);
+        self.join(conn, &id);
         Reply::ok(&NewSessionResponse { session_id: SessionId(id.clone()), meta: None })
             .then(vec![Output::action(&id, RuntimeAction::SessionOpened(setup))])
     }
@@ -336,7 +336,7 @@ impl Agent {
         }));
         before.extend(self.resend_open_requests(&session, conn));
         if self.connections.get(conn).is_some_and(|c| c.pending_updates) {
-            before.push(line(output::pending_update(self.pending(&session))));
+            before.push(line(output::pending_update(self.pending_of(&session))));
         }
         let setup = SessionSetup { cwd: p.cwd, additional_directories: dirs, mcp_servers };
         let mut after = vec![Output::action(&session, RuntimeAction::SessionResumed(setup))];
@@ -353,7 +353,7 @@ impl Agent {
         let session = p.session_id.0;
         let in_progress = tri!(self.live_session(&session, None)).turn.in_progress();
         tri!(self.not_observer(conn, None));
-        self.attach_to_session(conn, &session);
+        self.join(conn, &session);
         let (id, after) = self.accept(conn, &session, InjectMode::Queue, p.prompt);
         let reply = Reply::ok(&PromptResponse { message_id: id.clone(), meta: None }).then(after);
         // R-PROMPT-2: during a turn the prompt is held in the queue; its answer, the insertion
@@ -377,7 +377,7 @@ impl Agent {
         if p.mode == InjectMode::Steer && !in_progress {
             return Reply::err(ErrorObject::reason(ErrorReason::NoRunningTurn, None));
         }
-        self.attach_to_session(conn, &session);
+        self.join(conn, &session);
         let (id, after) = self.accept(conn, &session, p.mode, p.content);
         Reply::ok(&InjectResponse { message_id: id, meta: None }).then(after)
     }
@@ -452,7 +452,7 @@ impl Agent {
             return Reply::err(ErrorObject::method_not_found());
         }
         tri!(self.not_observer(conn, Some(&mid)));
-        self.attach_to_session(conn, &session);
+        self.join(conn, &session);
         let (policy, bound) = (self.config.policy.revoke_replace, self.config.policy.remember_bound());
         let s = tri!(self.live_session_mut(&session));
         let revoked = tri!(s.pending.revoke(policy, conn, &mid, bound));
@@ -477,7 +477,7 @@ impl Agent {
             return Reply::err(ErrorObject::reason(ErrorReason::ReplaceNotSupported, Some(&mid)));
         }
         tri!(self.not_observer(conn, Some(&mid)));
-        self.attach_to_session(conn, &session);
+        self.join(conn, &session);
         let policy = self.config.policy.revoke_replace;
         let s = tri!(self.live_session_mut(&session));
         tri!(s.pending.replace(policy, conn, &mid, p.content.clone()));
@@ -500,7 +500,7 @@ impl Agent {
             self.let_go_if_absent(&session);
             return Reply::ok(&CloseSessionResponse { meta: None });
         }
-        self.attach_to_session(conn, &session);
+        self.join(conn, &session);
         let (before, action) = self.close(&session);
         Reply::ok(&CloseSessionResponse { meta: None }).then(action.into_iter().collect()).preceded_by(before)
     }

@@ -1,7 +1,9 @@
 //! Runtime events and delivery: break-points, streams, permissions, pauses, turn ends, close,
 //! and the runtime's own updates (R-STEER-*, R-PERM-1, R-PAUSE-1, R-TURNEND-1, R-CLOSE-1).
 
-use acp_inject_wire::{AgentMessage, AgentMessageClear, MessageId, Patch, RequestId, SessionUpdate, StopReason, TurnFailure, Usage};
+use acp_inject_wire::{
+    AgentMessage, AgentMessageClear, MessageId, Patch, RequestId, SessionId, SessionUpdate, StopReason, TurnFailure, Usage,
+};
 use serde::{Deserialize, Serialize};
 
 use super::config::{ClearStyle, QueueDrain};
@@ -132,7 +134,8 @@ fn message_id_of(update: &SessionUpdate) -> Option<&MessageId> {
 
 impl Agent {
     /// Applies one runtime event of a session.
-    pub fn runtime_event(&mut self, session: &str, event: RuntimeEvent) -> Result<(), HostError> {
+    pub fn runtime_event(&mut self, session: &SessionId, event: RuntimeEvent) -> Result<(), HostError> {
+        let session = session.as_str();
         let Some(s) = self.sessions.get(session) else { return Err(HostError::SessionClosed) };
         let before = s.turn;
         let result = self.apply_event(session, event);
@@ -154,8 +157,8 @@ impl Agent {
                 return Ok(());
             }
             RuntimeEvent::Update(update) => return self.runtime_update(session, update),
-            RuntimeEvent::RequestPermission(ask) => return self.request_permission(session, ask).map(drop),
-            RuntimeEvent::WithdrawPermission { request_id } => return self.withdraw_request(session, &request_id),
+            RuntimeEvent::RequestPermission(ask) => return self.ask_permission(session, ask).map(drop),
+            RuntimeEvent::WithdrawPermission { request_id } => return self.withdraw(session, &request_id),
             RuntimeEvent::ClearAgentMessage { message_id } => {
                 let update = match self.config.policy.clear_style {
                     ClearStyle::Upsert => AgentMessage { message_id, content: Patch::Value(Vec::new()), meta: None }.into(),
@@ -207,7 +210,7 @@ impl Agent {
                 // R-PERM-2: nothing is left waiting on the client once the turn is over.
                 self.drop_session_requests(session);
                 self.out.push_back(Output::Line {
-                    to: self.attached(session),
+                    to: self.attached_to(session),
                     line: output::idle_line(session, &stop_reason, usage, error),
                 });
                 self.open_next_turn(session);
@@ -269,7 +272,7 @@ impl Agent {
     /// records them in the history. Returns what the runtime is handed.
     pub(super) fn deliver(&mut self, session: &str, inputs: Vec<(UserInput, ConnId)>) -> Vec<UserInput> {
         let bound = self.config.policy.remember_bound();
-        let to = self.attached(session);
+        let to = self.attached_to(session);
         let mut delivered = Vec::with_capacity(inputs.len());
         for (input, owner) in inputs {
             self.out.push_back(Output::Line { to: to.clone(), line: output::update_line(session, output::user_message(&input)) });

@@ -94,7 +94,7 @@ impl Flight {
 
 #[derive(Debug)]
 struct InFlight {
-    session: Option<String>,
+    session: Option<SessionId>,
     flight: Flight,
 }
 
@@ -112,7 +112,7 @@ pub struct ClientConnection {
     next_id: i64,
     in_flight: HashMap<RequestId, InFlight>,
     agent: Option<InitializeResponse>,
-    sessions: BTreeMap<String, SessionMirror>,
+    sessions: BTreeMap<SessionId, SessionMirror>,
     events: VecDeque<Event>,
     outbox: VecDeque<String>,
     framer: LineFramer,
@@ -121,7 +121,7 @@ pub struct ClientConnection {
     ignored: u64,
     steer_fallback: Option<SteerFallback>,
     /// The calls of held prompts, answered when each goes out (C-V1-2): by session and item.
-    held_calls: HashMap<(String, usize), RequestId>,
+    held_calls: HashMap<(SessionId, usize), RequestId>,
 }
 
 impl Default for ClientConnection {
@@ -215,18 +215,18 @@ impl ClientConnection {
 
     /// Opens a session on this connection without `session/new` (a restored mirror, or a
     /// session created by another means).
-    pub fn open_session(&mut self, session_id: &str, mirror: Option<SessionMirror>) {
+    pub fn open_session(&mut self, session_id: &SessionId, mirror: Option<SessionMirror>) {
         let caps = self.inject_capabilities().cloned();
-        self.sessions.insert(session_id.to_owned(), mirror.unwrap_or_else(|| SessionMirror::new(caps)));
+        self.sessions.insert(session_id.clone(), mirror.unwrap_or_else(|| SessionMirror::new(caps)));
     }
 
     /// The mirror of a session open on this connection.
-    pub fn mirror(&self, session_id: &str) -> Option<&SessionMirror> {
+    pub fn mirror(&self, session_id: &SessionId) -> Option<&SessionMirror> {
         self.sessions.get(session_id)
     }
 
     /// The sessions open on this connection.
-    pub fn session_ids(&self) -> Vec<String> {
+    pub fn session_ids(&self) -> Vec<SessionId> {
         self.sessions.keys().cloned().collect()
     }
 
@@ -258,19 +258,19 @@ impl ClientConnection {
         id
     }
 
-    fn send<R: acp_inject_wire::Request>(&mut self, params: &R, session: Option<&str>, flight: Flight) -> RequestId {
+    fn send<R: acp_inject_wire::Request>(&mut self, params: &R, session: Option<&SessionId>, flight: Flight) -> RequestId {
         self.send_line(|id| jsonrpc::request_line(id, params), session, flight)
     }
 
     /// Sends the request `line` writes for a fresh id, and remembers what it asked.
-    fn send_line(&mut self, line: impl FnOnce(&RequestId) -> String, session: Option<&str>, flight: Flight) -> RequestId {
+    fn send_line(&mut self, line: impl FnOnce(&RequestId) -> String, session: Option<&SessionId>, flight: Flight) -> RequestId {
         let id = self.next_id();
         self.outbox.push_back(line(&id));
-        self.in_flight.insert(id.clone(), InFlight { session: session.map(str::to_owned), flight });
+        self.in_flight.insert(id.clone(), InFlight { session: session.cloned(), flight });
         id
     }
 
-    fn open(&mut self, session_id: &str) -> Result<&mut SessionMirror, CallRejected> {
+    fn open(&mut self, session_id: &SessionId) -> Result<&mut SessionMirror, CallRejected> {
         self.sessions.get_mut(session_id).ok_or(CallRejected::UnknownSession)
     }
 
@@ -315,7 +315,7 @@ impl ClientConnection {
     /// session's mirror.
     pub fn resume(
         &mut self,
-        session_id: &str,
+        session_id: &SessionId,
         cwd: &str,
         replay: bool,
         additional_directories: Vec<String>,
@@ -326,7 +326,7 @@ impl ClientConnection {
             self.open_session(session_id, None);
         }
         let params = ResumeSessionRequest {
-            session_id: SessionId(session_id.to_owned()),
+            session_id: session_id.clone(),
             cwd: cwd.to_owned(),
             additional_directories: (!additional_directories.is_empty()).then_some(additional_directories),
             mcp_servers: Some(mcp_servers),
@@ -345,7 +345,7 @@ impl ClientConnection {
     /// `session/prompt`. To a version 1 agent (C-V1-2) it goes out when the session is free,
     /// and the call is answered then, with an id of this client's: at once when idle, at the
     /// end of the running turn otherwise.
-    pub fn prompt(&mut self, session_id: &str, content: Vec<ContentBlock>) -> Result<RequestId, CallRejected> {
+    pub fn prompt(&mut self, session_id: &SessionId, content: Vec<ContentBlock>) -> Result<RequestId, CallRejected> {
         content_check(&content)?;
         let v1 = self.v1();
         let mirror = self.open(session_id)?;
@@ -353,20 +353,20 @@ impl ClientConnection {
             let (item, event) = mirror.hold(ItemMode::Prompt, content, false);
             self.session_event(session_id, event);
             let id = self.next_id();
-            self.held_calls.insert((session_id.to_owned(), item), id.clone());
+            self.held_calls.insert((session_id.clone(), item), id.clone());
             self.drain_held(session_id);
             return Ok(id);
         }
         let (item, event) = mirror.sending(ItemMode::Prompt, content.clone());
         self.session_event(session_id, event);
-        let params = PromptRequest { session_id: SessionId(session_id.to_owned()), prompt: content, meta: None };
+        let params = PromptRequest { session_id: session_id.clone(), prompt: content, meta: None };
         Ok(self.send(&params, Some(session_id), Flight::Accept { item, prompt: true }))
     }
 
     /// `session/inject` (C-PEND-3: refused locally when the mode is not advertised). For an
     /// agent that takes no injects, this client holds the message (C-HELD-1, C-HELD-3) and
     /// answers the call itself.
-    pub fn inject(&mut self, session_id: &str, mode: InjectMode, content: Vec<ContentBlock>) -> Result<RequestId, CallRejected> {
+    pub fn inject(&mut self, session_id: &SessionId, mode: InjectMode, content: Vec<ContentBlock>) -> Result<RequestId, CallRejected> {
         content_check(&content)?;
         let mirror = self.open(session_id)?;
         if mirror.holds_injects() {
@@ -376,34 +376,35 @@ impl ClientConnection {
         mirror.check_inject(mode)?;
         let (item, event) = mirror.sending(mode.into(), content.clone());
         self.session_event(session_id, event);
-        let params = InjectRequest { session_id: SessionId(session_id.to_owned()), mode, content, meta: None };
+        let params = InjectRequest { session_id: session_id.clone(), mode, content, meta: None };
         Ok(self.send(&params, Some(session_id), Flight::Accept { item, prompt: false }))
     }
 
     /// `session/revoke_inject` of one of this client's pending items.
-    pub fn revoke(&mut self, session_id: &str, message_id: &str) -> Result<RequestId, CallRejected> {
+    pub fn revoke(&mut self, session_id: &SessionId, message_id: &MessageId) -> Result<RequestId, CallRejected> {
         if self.open(session_id)?.holds_injects() {
             return self.revoke_held(session_id, message_id);
         }
         let item = self.open(session_id)?.check_revoke(message_id)?;
-        let params = RevokeInjectRequest {
-            session_id: SessionId(session_id.to_owned()),
-            message_id: MessageId(message_id.to_owned()),
-            meta: None,
-        };
+        let params = RevokeInjectRequest { session_id: session_id.clone(), message_id: message_id.clone(), meta: None };
         Ok(self.send(&params, Some(session_id), Flight::Revoke(item)))
     }
 
     /// `session/replace_inject` (only where `pending.replace` is advertised).
-    pub fn replace(&mut self, session_id: &str, message_id: &str, content: Vec<ContentBlock>) -> Result<RequestId, CallRejected> {
+    pub fn replace(
+        &mut self,
+        session_id: &SessionId,
+        message_id: &MessageId,
+        content: Vec<ContentBlock>,
+    ) -> Result<RequestId, CallRejected> {
         content_check(&content)?;
         if self.open(session_id)?.holds_injects() {
             return self.replace_held(session_id, message_id, content);
         }
         let item = self.open(session_id)?.check_replace(message_id)?;
         let params = ReplaceInjectRequest {
-            session_id: SessionId(session_id.to_owned()),
-            message_id: MessageId(message_id.to_owned()),
+            session_id: session_id.clone(),
+            message_id: message_id.clone(),
             content: content.clone(),
             meta: None,
         };
@@ -413,8 +414,8 @@ impl ClientConnection {
     /// `session/cancel` (a notification: nothing answers it). Prompts held for a version 1
     /// agent's turn are dropped with it, their calls answered -32800 (C-V1-2); queued
     /// messages stay held.
-    pub fn cancel(&mut self, session_id: &str) {
-        let params = CancelSessionNotification { session_id: SessionId(session_id.to_owned()), meta: None };
+    pub fn cancel(&mut self, session_id: &SessionId) {
+        let params = CancelSessionNotification { session_id: session_id.clone(), meta: None };
         self.outbox.push_back(jsonrpc::notification_line(&params));
         let Some(m) = self.sessions.get_mut(session_id) else { return };
         let (dropped, events) = m.drop_held_prompts();
@@ -425,20 +426,20 @@ impl ClientConnection {
     }
 
     /// `session/close`.
-    pub fn close(&mut self, session_id: &str) -> RequestId {
-        let params = CloseSessionRequest { session_id: SessionId(session_id.to_owned()), meta: None };
+    pub fn close(&mut self, session_id: &SessionId) -> RequestId {
+        let params = CloseSessionRequest { session_id: session_id.clone(), meta: None };
         self.send(&params, Some(session_id), Flight::Close)
     }
 
     /// `session/status`. ACP v1 has no such method: to a version 1 agent nothing is sent,
     /// and the call is answered -32601 at once (C-V1-1).
-    pub fn status(&mut self, session_id: &str) -> RequestId {
+    pub fn status(&mut self, session_id: &SessionId) -> RequestId {
         if self.v1() {
             let why = "session/status is not part of ACP v1, which this agent speaks";
             let outcome = Answer::Failed(ProtocolError::local(acp_inject_wire::errors::METHOD_NOT_FOUND, why));
             return self.answer_locally(session_id, RequestKind::Status, outcome);
         }
-        let params = SessionStatusRequest { session_id: SessionId(session_id.to_owned()), meta: None };
+        let params = SessionStatusRequest { session_id: session_id.clone(), meta: None };
         self.send(&params, Some(session_id), Flight::Status)
     }
 
@@ -451,7 +452,7 @@ impl ClientConnection {
         Ok(())
     }
 
-    fn session_event(&mut self, session_id: &str, event: SessionEvent) {
-        self.events.push_back(Event::Session { session_id: session_id.to_owned(), event });
+    fn session_event(&mut self, session_id: &SessionId, event: SessionEvent) {
+        self.events.push_back(Event::Session { session_id: session_id.0.clone(), event });
     }
 }

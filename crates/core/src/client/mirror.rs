@@ -65,7 +65,192 @@ impl From<InjectMode> for ItemMode {
     }
 }
 
-/// One of the client's own prompts or injects.
+/// Where one of the client's own prompts or injects is, with the id it has there
+/// ([C-PEND-1](../../../../spec/rules.md#c-pend-1)): the state the mirror keeps, from which
+/// [`PendingItem`]'s `status`, `message_id` and `held` are read off.
+///
+/// ```text
+/// HeldPrompt ──send──▶ Sending ──accept──▶ Pending{id?} ──deliver──▶ Delivered{id}
+/// HeldMessage{id} ─send─┘   │ └─deliver──────────────────────────────▲
+///   │  └────revoke───┐      └─refuse─▶ Failed          Pending{id} ──revoke──▶ Revoked{id}
+///   └─fail─▶ Failed  └──▶ Revoked{id}                  Pending ──fail──▶ Failed
+/// ```
+///
+/// Each transition consumes the state and returns the next one, or [`IllegalTransition`]
+/// (which gives the state back unchanged) when the step does not apply to it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Lifecycle {
+    /// A prompt this client holds, not yet sent ([C-HELD-1](../../../../spec/rules.md#c-held-1));
+    /// it gets its id when it goes out.
+    HeldPrompt,
+    /// A queued message this client holds, not yet sent (C-HELD-1), under an id this client
+    /// minted (`local_<n>`); revocable and editable until it goes out.
+    HeldMessage {
+        /// The id this client gave it.
+        id: MessageId,
+    },
+    /// Sent, no answer yet.
+    Sending,
+    /// Accepted, not yet delivered.
+    Pending {
+        /// The id the agent answered with; `None` for an agent that answered `{}` (the item
+        /// then awaits correlation with its `user_message` by content, C-PEND-5).
+        id: Option<MessageId>,
+    },
+    /// Its `user_message` arrived; it is in the transcript.
+    Delivered {
+        /// The id its `user_message` carries.
+        id: MessageId,
+    },
+    /// Revoked successfully (or dropped by this client before it went out).
+    Revoked {
+        /// The id it was revoked by.
+        id: MessageId,
+    },
+    /// The agent refused it, or it will never be delivered (the session closed, a held
+    /// prompt dropped by a cancel).
+    Failed {
+        /// The id it had when it failed, if any.
+        id: Option<MessageId>,
+    },
+}
+
+/// A lifecycle step (see [`Lifecycle`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// A held item goes out as `session/prompt` ([`Lifecycle::send`]).
+    Send,
+    /// The agent accepted it ([`Lifecycle::accept`]).
+    Accept,
+    /// The agent refused it ([`Lifecycle::refuse`]).
+    Refuse,
+    /// Its `user_message` arrived ([`Lifecycle::deliver`]).
+    Deliver,
+    /// A revoke succeeded ([`Lifecycle::revoke`]).
+    Revoke,
+    /// Its content may change ([`Lifecycle::check_editable`]).
+    Replace,
+    /// It will never be delivered ([`Lifecycle::fail`]).
+    Fail,
+}
+
+/// A [`Step`] that does not apply to the item's [`Lifecycle`]; the state is given back
+/// unchanged.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{step:?} does not apply to an item in state {state:?}")]
+pub struct IllegalTransition {
+    /// The step refused.
+    pub step: Step,
+    /// The state, unchanged.
+    pub state: Lifecycle,
+}
+
+impl Lifecycle {
+    fn refuse_step(self, step: Step) -> IllegalTransition {
+        IllegalTransition { step, state: self }
+    }
+
+    /// The status a UI shows ([`PendingItem::status`]).
+    pub fn status(&self) -> ItemStatus {
+        match self {
+            Lifecycle::HeldPrompt | Lifecycle::Sending => ItemStatus::Sending,
+            Lifecycle::HeldMessage { .. } | Lifecycle::Pending { .. } => ItemStatus::Pending,
+            Lifecycle::Delivered { .. } => ItemStatus::Delivered,
+            Lifecycle::Revoked { .. } => ItemStatus::Revoked,
+            Lifecycle::Failed { .. } => ItemStatus::Failed,
+        }
+    }
+
+    /// The item's id, where it has one ([`PendingItem::message_id`]).
+    pub fn message_id(&self) -> Option<&MessageId> {
+        match self {
+            Lifecycle::HeldPrompt | Lifecycle::Sending => None,
+            Lifecycle::HeldMessage { id } | Lifecycle::Delivered { id } | Lifecycle::Revoked { id } => Some(id),
+            Lifecycle::Pending { id } | Lifecycle::Failed { id } => id.as_ref(),
+        }
+    }
+
+    /// This client holds it, not yet sent ([`PendingItem::held`]).
+    pub fn is_held(&self) -> bool {
+        matches!(self, Lifecycle::HeldPrompt | Lifecycle::HeldMessage { .. })
+    }
+
+    /// Still to be delivered: held, sending or pending (what [`SessionMirror::pending`] lists).
+    pub fn is_open(&self) -> bool {
+        matches!(self.status(), ItemStatus::Sending | ItemStatus::Pending)
+    }
+
+    /// Sent and not yet answered or inserted: the session is not free for a held prompt
+    /// ([C-HELD-2](../../../../spec/rules.md#c-held-2)).
+    pub fn awaits_agent(&self) -> bool {
+        matches!(self, Lifecycle::Sending | Lifecycle::Pending { .. })
+    }
+
+    /// `HeldPrompt | HeldMessage → Sending`: a held item went out as `session/prompt`.
+    pub fn send(self) -> Result<Lifecycle, IllegalTransition> {
+        match self {
+            Lifecycle::HeldPrompt | Lifecycle::HeldMessage { .. } => Ok(Lifecycle::Sending),
+            other => Err(other.refuse_step(Step::Send)),
+        }
+    }
+
+    /// `Sending → Pending{id}`: the agent accepted it, with its id or (`{}`) without.
+    pub fn accept(self, id: Option<MessageId>) -> Result<Lifecycle, IllegalTransition> {
+        match self {
+            Lifecycle::Sending => Ok(Lifecycle::Pending { id }),
+            other => Err(other.refuse_step(Step::Accept)),
+        }
+    }
+
+    /// `Sending → Failed`: the agent refused it.
+    pub fn refuse(self) -> Result<Lifecycle, IllegalTransition> {
+        match self {
+            Lifecycle::Sending => Ok(Lifecycle::Failed { id: None }),
+            other => Err(other.refuse_step(Step::Refuse)),
+        }
+    }
+
+    /// `Sending | Pending → Delivered{id}`: its `user_message` arrived, carrying `id` (an item
+    /// that has its id keeps it).
+    pub fn deliver(self, id: MessageId) -> Result<Lifecycle, IllegalTransition> {
+        match self {
+            Lifecycle::Sending | Lifecycle::Pending { id: None } => Ok(Lifecycle::Delivered { id }),
+            Lifecycle::Pending { id: Some(own) } => Ok(Lifecycle::Delivered { id: own }),
+            other => Err(other.refuse_step(Step::Deliver)),
+        }
+    }
+
+    /// `Pending{id} | HeldMessage{id} → Revoked{id}`: a revoke succeeded (an item is revoked
+    /// by its id, so one without cannot be).
+    pub fn revoke(self) -> Result<Lifecycle, IllegalTransition> {
+        match self {
+            Lifecycle::Pending { id: Some(id) } | Lifecycle::HeldMessage { id } => Ok(Lifecycle::Revoked { id }),
+            other => Err(other.refuse_step(Step::Revoke)),
+        }
+    }
+
+    /// Its content may be replaced: pending, or a message this client holds.
+    pub fn check_editable(&self) -> Result<(), IllegalTransition> {
+        match self {
+            Lifecycle::Pending { .. } | Lifecycle::HeldMessage { .. } => Ok(()),
+            other => Err(other.clone().refuse_step(Step::Replace)),
+        }
+    }
+
+    /// `Pending | HeldPrompt | HeldMessage → Failed`: it will never be delivered (the session
+    /// closed; a held prompt dropped). An item still sending waits for its answer.
+    pub fn fail(self) -> Result<Lifecycle, IllegalTransition> {
+        match self {
+            Lifecycle::Pending { id } => Ok(Lifecycle::Failed { id }),
+            Lifecycle::HeldPrompt => Ok(Lifecycle::Failed { id: None }),
+            Lifecycle::HeldMessage { id } => Ok(Lifecycle::Failed { id: Some(id) }),
+            other => Err(other.refuse_step(Step::Fail)),
+        }
+    }
+}
+
+/// One of the client's own prompts or injects, as a UI shows it: read off the item's
+/// [`Lifecycle`] (`status`, `message_id` and `held` together name one of its states).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PendingItem {
@@ -85,6 +270,90 @@ pub struct PendingItem {
     /// agent's turn. It goes out as a `session/prompt` when the session is free.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub held: bool,
+}
+
+/// One of the client's own items as the mirror keeps it: its [`Lifecycle`] and its content.
+/// It is stored (in [`SessionMirror::to_json`]) as the [`PendingItem`] it shows.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "PendingItem", into = "PendingItem")]
+struct Item {
+    mode: ItemMode,
+    life: Lifecycle,
+    content: Vec<ContentBlock>,
+    superseded: Vec<Vec<ContentBlock>>,
+}
+
+impl Item {
+    fn new(mode: ItemMode, life: Lifecycle, content: Vec<ContentBlock>) -> Item {
+        Item { mode, life, content, superseded: Vec::new() }
+    }
+
+    /// The item as a UI shows it.
+    fn view(&self) -> PendingItem {
+        PendingItem {
+            message_id: self.life.message_id().cloned(),
+            mode: self.mode,
+            status: self.life.status(),
+            content: self.content.clone(),
+            superseded: self.superseded.clone(),
+            held: self.life.is_held(),
+        }
+    }
+
+    /// Takes one step of the lifecycle; on [`IllegalTransition`] the state stays as it was.
+    fn step(&mut self, f: impl FnOnce(Lifecycle) -> Result<Lifecycle, IllegalTransition>) -> Result<(), IllegalTransition> {
+        let life = std::mem::replace(&mut self.life, Lifecycle::Sending);
+        match f(life) {
+            Ok(next) => {
+                self.life = next;
+                Ok(())
+            }
+            Err(e) => {
+                self.life = e.state.clone();
+                Err(e)
+            }
+        }
+    }
+}
+
+/// A stored item whose `status`, `messageId` and `held` name no [`Lifecycle`].
+#[derive(Debug, thiserror::Error)]
+#[error("a stored item names no lifecycle: status {status:?}, held {held}, messageId {message_id:?}")]
+struct NoLifecycle {
+    status: ItemStatus,
+    held: bool,
+    message_id: Option<MessageId>,
+}
+
+impl TryFrom<PendingItem> for Item {
+    type Error = NoLifecycle;
+
+    fn try_from(p: PendingItem) -> Result<Item, NoLifecycle> {
+        let life = match (p.status, p.held, p.message_id) {
+            (ItemStatus::Sending, true, None) => Lifecycle::HeldPrompt,
+            (ItemStatus::Pending, true, Some(id)) => Lifecycle::HeldMessage { id },
+            (ItemStatus::Sending, false, None) => Lifecycle::Sending,
+            (ItemStatus::Pending, false, id) => Lifecycle::Pending { id },
+            (ItemStatus::Delivered, false, Some(id)) => Lifecycle::Delivered { id },
+            (ItemStatus::Revoked, false, Some(id)) => Lifecycle::Revoked { id },
+            (ItemStatus::Failed, false, id) => Lifecycle::Failed { id },
+            (status, held, message_id) => return Err(NoLifecycle { status, held, message_id }),
+        };
+        Ok(Item { mode: p.mode, life, content: p.content, superseded: p.superseded })
+    }
+}
+
+impl From<Item> for PendingItem {
+    fn from(item: Item) -> PendingItem {
+        PendingItem {
+            message_id: item.life.message_id().cloned(),
+            mode: item.mode,
+            status: item.life.status(),
+            held: item.life.is_held(),
+            content: item.content,
+            superseded: item.superseded,
+        }
+    }
 }
 
 /// Who a transcript entry is from.
@@ -233,7 +502,7 @@ impl Entries {
 #[serde(rename_all = "camelCase")]
 pub struct SessionMirror {
     caps: Option<InjectCapabilities>,
-    items: Vec<PendingItem>,
+    items: Vec<Item>,
     #[serde(skip)]
     by_message: HashMap<String, usize>,
     state: Option<TurnState>,
@@ -276,7 +545,7 @@ impl SessionMirror {
     /// Restores a mirror from its JSON (see [`SessionMirror::to_json`]).
     pub fn from_json(json: &str) -> Result<SessionMirror, serde_json::Error> {
         let mut m: SessionMirror = serde_json::from_str(json)?;
-        m.by_message = m.items.iter().enumerate().filter_map(|(i, it)| it.message_id.as_ref().map(|id| (id.0.clone(), i))).collect();
+        m.by_message = m.items.iter().enumerate().filter_map(|(i, it)| it.life.message_id().map(|id| (id.0.clone(), i))).collect();
         for (i, e) in m.transcript.iter().enumerate() {
             m.entries.insert(e.role, e.message_id.0.clone(), i);
         }
@@ -316,10 +585,7 @@ impl SessionMirror {
     /// A prompt may go out now (C-HELD-2): the session is open and idle, and none of this
     /// client's prompts awaits its answer or its insertion.
     pub(crate) fn free(&self) -> bool {
-        !self.closed
-            && !self.opening
-            && self.state() == TurnState::Idle
-            && !self.items.iter().any(|i| !i.held && matches!(i.status, ItemStatus::Sending | ItemStatus::Pending))
+        !self.closed && !self.opening && self.state() == TurnState::Idle && !self.items.iter().any(|i| i.life.awaits_agent())
     }
 
     /// Holds a new item (C-HELD-1): a queued message is `pending` under an id of this
@@ -327,19 +593,19 @@ impl SessionMirror {
     /// ahead of the queued messages (a steer resent after a cancel, C-HELD-3), behind earlier
     /// such steers.
     pub(crate) fn hold(&mut self, mode: ItemMode, content: Vec<ContentBlock>, front: bool) -> (usize, SessionEvent) {
-        let (message_id, status) = match mode {
-            ItemMode::Prompt => (None, ItemStatus::Sending),
-            ItemMode::Queue | ItemMode::Steer => (Some(self.mint()), ItemStatus::Pending),
+        let life = match mode {
+            ItemMode::Prompt => Lifecycle::HeldPrompt,
+            ItemMode::Queue | ItemMode::Steer => Lifecycle::HeldMessage { id: self.mint() },
         };
-        self.items.push(PendingItem { message_id: message_id.clone(), mode, status, content, superseded: Vec::new(), held: true });
-        let i = self.items.len() - 1;
-        if let Some(id) = message_id {
-            self.by_message.insert(id.0, i);
+        let i = self.items.len();
+        if let Some(id) = life.message_id() {
+            self.by_message.insert(id.0.clone(), i);
         }
+        self.items.push(Item::new(mode, life, content));
         let at =
             if front { self.held.iter().take_while(|&&h| self.items[h].mode == ItemMode::Steer).count() } else { self.held.len() };
         self.held.insert(at, i);
-        (i, SessionEvent::Item(self.items[i].clone()))
+        (i, SessionEvent::Item(self.items[i].view()))
     }
 
     /// This client holds something for the session (C-HELD-1).
@@ -348,9 +614,9 @@ impl SessionMirror {
     }
 
     /// One of the items this client holds, still pending, by id (for a revoke or a replace).
-    pub(crate) fn check_held(&self, message_id: &str) -> Result<usize, CallRejected> {
+    pub(crate) fn check_held(&self, message_id: &MessageId) -> Result<usize, CallRejected> {
         let i = self.own_pending(message_id)?;
-        if self.items[i].held {
+        if self.items[i].life.is_held() {
             Ok(i)
         } else {
             Err(CallRejected::UnknownMessageId)
@@ -360,29 +626,32 @@ impl SessionMirror {
     /// A held item is revoked: it never goes out.
     pub(crate) fn revoke_held(&mut self, i: usize) -> Vec<SessionEvent> {
         self.held.retain(|&h| h != i);
-        if let Some(item) = self.items.get_mut(i) {
-            item.held = false;
-        }
         self.revoked(i)
     }
 
-    /// The next held item to send, when the session is free; it is no longer held.
+    /// The next held item to send, when the session is free, taken off the held queue; it
+    /// stays held until [`SessionMirror::sent_to_agent`] or [`SessionMirror::v1_prompt_sent`]
+    /// sends it.
     pub(crate) fn next_held(&mut self) -> Option<usize> {
         if self.held.is_empty() || !self.free() {
             return None;
         }
-        let i = self.held.pop_front()?;
-        self.items[i].held = false;
-        Some(i)
+        self.held.pop_front()
     }
 
     /// A held item went out as a v2 `session/prompt`: it is `sending` again, and the agent's
     /// receipt (or `user_message`) gives it the agent's id; its own id still finds it.
     pub(crate) fn sent_to_agent(&mut self, i: usize) -> Vec<SessionEvent> {
-        let Some(item) = self.items.get_mut(i) else { return Vec::new() };
-        item.status = ItemStatus::Sending;
-        item.message_id = None;
-        vec![SessionEvent::Item(item.clone())]
+        self.step(i, Lifecycle::send)
+    }
+
+    /// Takes a step of item `i`'s lifecycle: its event when it applied, nothing when it did
+    /// not (an answer or update about an item that moved on meanwhile changes nothing).
+    fn step(&mut self, i: usize, f: impl FnOnce(Lifecycle) -> Result<Lifecycle, IllegalTransition>) -> Vec<SessionEvent> {
+        match self.items.get_mut(i).map(|item| item.step(f)) {
+            Some(Ok(())) => vec![SessionEvent::Item(self.items[i].view())],
+            Some(Err(_)) | None => Vec::new(),
+        }
     }
 
     /// The held prompts, dropped (a cancel, C-V1-2, or a close): they fail, and their indices
@@ -390,30 +659,25 @@ impl SessionMirror {
     pub(crate) fn drop_held_prompts(&mut self) -> (Vec<usize>, Vec<SessionEvent>) {
         let prompts: Vec<usize> = self.held.iter().copied().filter(|&h| self.items[h].mode == ItemMode::Prompt).collect();
         self.held.retain(|h| !prompts.contains(h));
-        let mut events = Vec::new();
-        for &i in &prompts {
-            let item = &mut self.items[i];
-            item.held = false;
-            item.status = ItemStatus::Failed;
-            events.push(SessionEvent::Item(item.clone()));
-        }
+        let events = prompts.iter().flat_map(|&i| self.step(i, Lifecycle::fail)).collect();
         (prompts, events)
     }
 
     /// A prompt went out to a version 1 agent (C-V1-2): v1 has no receipt and no echo, so it
     /// is delivered now, under an id of this client's, and the turn runs. Returns that id.
     pub(crate) fn v1_prompt_sent(&mut self, i: usize) -> (MessageId, Vec<SessionEvent>) {
-        let id = match self.items.get(i).and_then(|item| item.message_id.clone()) {
+        let id = match self.items.get(i).and_then(|item| item.life.message_id().cloned()) {
             Some(id) => id,
             None => {
                 let id = self.mint();
                 self.by_message.insert(id.0.clone(), i);
-                if let Some(item) = self.items.get_mut(i) {
-                    item.message_id = Some(id.clone());
-                }
                 id
             }
         };
+        // Sending, without an event: the echo below delivers it under `id` at once.
+        if let Some(item) = self.items.get_mut(i) {
+            let _ = item.step(Lifecycle::send);
+        }
         self.stream = None;
         let content = self.items.get(i).map(|item| item.content.clone()).unwrap_or_default();
         let echo =
@@ -450,90 +714,74 @@ impl SessionMirror {
         }
     }
 
-    pub(crate) fn check_revoke(&self, message_id: &str) -> Result<usize, CallRejected> {
+    pub(crate) fn check_revoke(&self, message_id: &MessageId) -> Result<usize, CallRejected> {
         if self.caps.is_none() {
             return Err(CallRejected::ModeNotSupported);
         }
         self.own_pending(message_id)
     }
 
-    pub(crate) fn check_replace(&self, message_id: &str) -> Result<usize, CallRejected> {
+    pub(crate) fn check_replace(&self, message_id: &MessageId) -> Result<usize, CallRejected> {
         if !self.affordances().edit_pending {
             return Err(CallRejected::ReplaceNotSupported);
         }
         self.own_pending(message_id)
     }
 
-    fn own_pending(&self, message_id: &str) -> Result<usize, CallRejected> {
-        match self.by_message.get(message_id) {
-            Some(&i) if self.items[i].status == ItemStatus::Pending => Ok(i),
+    fn own_pending(&self, message_id: &MessageId) -> Result<usize, CallRejected> {
+        match self.by_message.get(&message_id.0) {
+            Some(&i) if self.items[i].life.check_editable().is_ok() => Ok(i),
             _ => Err(CallRejected::UnknownMessageId),
         }
     }
 
     /// Adds an item being sent; returns its index.
     pub(crate) fn sending(&mut self, mode: ItemMode, content: Vec<ContentBlock>) -> (usize, SessionEvent) {
-        self.items.push(PendingItem {
-            message_id: None,
-            mode,
-            status: ItemStatus::Sending,
-            content,
-            superseded: Vec::new(),
-            held: false,
-        });
+        self.items.push(Item::new(mode, Lifecycle::Sending, content));
         let i = self.items.len() - 1;
-        (i, SessionEvent::Item(self.items[i].clone()))
+        (i, SessionEvent::Item(self.items[i].view()))
     }
 
     /// An accept answer: the item is pending with its id (or already delivered, when the
     /// `user_message` overtook the answer).
     pub(crate) fn accepted(&mut self, i: usize, message_id: Option<MessageId>) -> Vec<SessionEvent> {
+        // The insertion receipt and the update may arrive in either order.
+        let inserted = message_id.as_ref().is_some_and(|id| self.entries.get(MessageRole::User, &id.0).is_some());
         let Some(item) = self.items.get_mut(i) else { return Vec::new() };
-        if item.status != ItemStatus::Sending {
+        let step = item.step(|life| {
+            let pending = life.accept(message_id.clone())?;
+            match &message_id {
+                Some(id) if inserted => pending.deliver(id.clone()),
+                _ => Ok(pending),
+            }
+        });
+        if step.is_err() {
             return Vec::new();
         }
-        item.status = ItemStatus::Pending;
         if let Some(id) = message_id {
-            item.message_id = Some(id.clone());
-            self.by_message.insert(id.0.clone(), i);
-            // The insertion receipt and the update may arrive in either order.
-            if self.entries.get(MessageRole::User, &id.0).is_some() {
-                self.items[i].status = ItemStatus::Delivered;
-            }
+            self.by_message.insert(id.0, i);
         }
-        vec![SessionEvent::Item(self.items[i].clone())]
+        vec![SessionEvent::Item(self.items[i].view())]
     }
 
     /// An error answer to an accept: the item failed.
     pub(crate) fn refused(&mut self, i: usize) -> Vec<SessionEvent> {
-        match self.items.get_mut(i) {
-            Some(item) if item.status == ItemStatus::Sending => {
-                item.status = ItemStatus::Failed;
-                vec![SessionEvent::Item(item.clone())]
-            }
-            _ => Vec::new(),
-        }
+        self.step(i, Lifecycle::refuse)
     }
 
     /// A revoke answered with success. (C-PEND-4: `already_delivered` keeps the item pending
     /// until its `user_message`.)
     pub(crate) fn revoked(&mut self, i: usize) -> Vec<SessionEvent> {
-        match self.items.get_mut(i) {
-            Some(item) if item.status == ItemStatus::Pending => {
-                item.status = ItemStatus::Revoked;
-                vec![SessionEvent::Item(item.clone())]
-            }
-            _ => Vec::new(),
-        }
+        self.step(i, Lifecycle::revoke)
     }
 
     /// A replace answered with success: the content is the new one.
     pub(crate) fn replaced(&mut self, i: usize, content: Vec<ContentBlock>) -> Vec<SessionEvent> {
         match self.items.get_mut(i) {
-            Some(item) if item.status == ItemStatus::Pending => {
+            Some(item) if item.life.check_editable().is_ok() => {
                 let old = std::mem::replace(&mut item.content, content);
                 item.superseded.push(old);
-                vec![SessionEvent::Item(item.clone())]
+                vec![SessionEvent::Item(item.view())]
             }
             _ => Vec::new(),
         }
@@ -552,10 +800,11 @@ impl SessionMirror {
         self.held.clear();
         self.stream = None;
         self.opening = false;
-        for item in self.items.iter_mut().filter(|i| i.status == ItemStatus::Pending || i.held) {
-            item.status = ItemStatus::Failed;
-            item.held = false;
-            events.push(SessionEvent::Item(item.clone()));
+        for item in &mut self.items {
+            // What is still sending waits for its answer.
+            if item.step(Lifecycle::fail).is_ok() {
+                events.push(SessionEvent::Item(item.view()));
+            }
         }
         events
     }
@@ -659,13 +908,12 @@ impl SessionMirror {
             // An item without an id yet (an agent that answers `{}`, or an answer still in
             // flight, or a mirror restored mid-send): bind the first with equal content.
             None if self.entries.get(MessageRole::User, &id.0).is_none() => {
+                // (What this client still holds was never sent: it cannot be this message.)
                 let found = self.items.iter().position(|it| {
-                    matches!(it.status, ItemStatus::Pending | ItemStatus::Sending)
-                        && it.message_id.is_none()
+                    matches!(it.life, Lifecycle::Sending | Lifecycle::Pending { id: None })
                         && content.is_some_and(|c| c == &it.content)
                 });
                 if let Some(i) = found {
-                    self.items[i].message_id = Some(id.clone());
                     self.by_message.insert(id.0.clone(), i);
                 }
                 found
@@ -674,8 +922,7 @@ impl SessionMirror {
         };
         let Some(i) = idx else { return };
         let item = &mut self.items[i];
-        if matches!(item.status, ItemStatus::Pending | ItemStatus::Sending) {
-            item.status = ItemStatus::Delivered;
+        if item.step(|life| life.deliver(id.clone())).is_ok() {
             if let Some(c) = content {
                 if c != &item.content && item.superseded.iter().any(|old| old == c) {
                     let v = Violation { rule: "R-REPLACE-2".into(), message_id: id.clone() };
@@ -683,18 +930,29 @@ impl SessionMirror {
                     events.push(SessionEvent::Violation(v));
                 }
             }
-            events.push(SessionEvent::Item(self.items[i].clone()));
+            events.push(SessionEvent::Item(self.items[i].view()));
         }
     }
 
     /// One of this client's items, by its index.
-    pub(crate) fn item(&self, i: usize) -> Option<&PendingItem> {
-        self.items.get(i)
+    pub(crate) fn item(&self, i: usize) -> Option<PendingItem> {
+        self.items.get(i).map(Item::view)
+    }
+
+    /// The content of one of this client's items, by its index.
+    pub(crate) fn item_content(&self, i: usize) -> Option<&[ContentBlock]> {
+        self.items.get(i).map(|item| item.content.as_slice())
     }
 
     /// The status of one of this client's items, by `messageId`.
-    pub fn item_status(&self, message_id: &str) -> Option<ItemStatus> {
-        self.by_message.get(message_id).map(|&i| self.items[i].status)
+    pub fn item_status(&self, message_id: &MessageId) -> Option<ItemStatus> {
+        self.lifecycle(message_id).map(Lifecycle::status)
+    }
+
+    /// Where one of this client's items is, by `messageId` (an id this client minted for an
+    /// item it held finds it too).
+    pub fn lifecycle(&self, message_id: &MessageId) -> Option<&Lifecycle> {
+        self.by_message.get(&message_id.0).map(|&i| &self.items[i].life)
     }
 
     /// The turn state.
@@ -707,9 +965,10 @@ impl SessionMirror {
         &self.transcript
     }
 
-    /// The client's own items still `sending` or `pending`, in the order they were sent.
-    pub fn pending(&self) -> impl Iterator<Item = &PendingItem> {
-        self.items.iter().filter(|i| matches!(i.status, ItemStatus::Sending | ItemStatus::Pending))
+    /// The client's own items still `sending` or `pending` (held ones included), in the order
+    /// they were sent.
+    pub fn pending(&self) -> impl Iterator<Item = PendingItem> + '_ {
+        self.items.iter().filter(|i| i.life.is_open()).map(Item::view)
     }
 
     /// Everything a UI renders, in one value.
@@ -718,7 +977,7 @@ impl SessionMirror {
             state: self.state(),
             stop_reason: self.stop_reason.clone(),
             usage: self.usage.clone(),
-            pending: self.pending().cloned().collect(),
+            pending: self.pending().collect(),
             transcript: self.transcript.clone(),
             violations: self.violations.clone(),
             affordances: self.affordances(),
@@ -726,5 +985,69 @@ impl SessionMirror {
             closed: self.closed,
             tolerated: self.tolerated,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use acp_inject_wire::TextContent;
+
+    use super::*;
+
+    fn id(s: &str) -> MessageId {
+        MessageId(s.into())
+    }
+
+    fn text(s: &str) -> Vec<ContentBlock> {
+        vec![ContentBlock::Text(Box::new(TextContent { text: s.into(), annotations: None, meta: None }))]
+    }
+
+    #[test]
+    fn transitions_consume_and_refusals_give_the_state_back() {
+        let pending = Lifecycle::Sending.accept(Some(id("m1"))).unwrap();
+        assert_eq!(pending, Lifecycle::Pending { id: Some(id("m1")) });
+        assert_eq!(pending.clone().deliver(id("other")), Ok(Lifecycle::Delivered { id: id("m1") }));
+        assert_eq!(pending.clone().revoke(), Ok(Lifecycle::Revoked { id: id("m1") }));
+        let refused = Lifecycle::Delivered { id: id("m1") }.revoke().unwrap_err();
+        assert_eq!(refused, IllegalTransition { step: Step::Revoke, state: Lifecycle::Delivered { id: id("m1") } });
+        // An item without an id cannot be revoked; it is delivered under its message's id.
+        let unbound = Lifecycle::Sending.accept(None).unwrap();
+        assert!(unbound.clone().revoke().is_err());
+        assert_eq!(unbound.deliver(id("m2")), Ok(Lifecycle::Delivered { id: id("m2") }));
+        assert_eq!(Lifecycle::HeldPrompt.send(), Ok(Lifecycle::Sending));
+        assert_eq!(Lifecycle::HeldMessage { id: id("local_1") }.fail(), Ok(Lifecycle::Failed { id: Some(id("local_1")) }));
+        assert!(Lifecycle::Sending.fail().is_err(), "an item still sending waits for its answer");
+        assert!(Lifecycle::Revoked { id: id("m1") }.accept(None).is_err());
+    }
+
+    #[test]
+    fn views_read_the_lifecycle_and_storage_refuses_what_names_none() {
+        let item = Item::new(ItemMode::Queue, Lifecycle::HeldMessage { id: id("local_1") }, text("hi"));
+        let view = item.view();
+        assert_eq!((view.status, view.held, view.message_id.clone()), (ItemStatus::Pending, true, Some(id("local_1"))));
+        assert_eq!(Item::try_from(view).unwrap(), item);
+        let bad = PendingItem {
+            message_id: None,
+            mode: ItemMode::Prompt,
+            status: ItemStatus::Delivered,
+            content: text("hi"),
+            superseded: Vec::new(),
+            held: false,
+        };
+        assert!(Item::try_from(bad).is_err(), "delivered without an id");
+    }
+
+    #[test]
+    fn a_held_prompt_is_not_bound_by_a_user_message_with_its_content() {
+        let mut m = SessionMirror::new(None);
+        let (held, _) = m.hold(ItemMode::Prompt, text("hi"), false);
+        let (sent, _) = m.sending(ItemMode::Prompt, text("hi"));
+        let echo = UserMessage { message_id: id("msg_1"), content: Patch::Value(text("hi")), meta: None };
+        m.apply(SessionUpdate::UserMessage(Box::new(echo)));
+        assert_eq!(m.items[held].life, Lifecycle::HeldPrompt);
+        assert_eq!(m.items[sent].life, Lifecycle::Delivered { id: id("msg_1") });
+        let restored = SessionMirror::from_json(&m.to_json()).unwrap();
+        assert_eq!(restored.lifecycle(&id("msg_1")), Some(&Lifecycle::Delivered { id: id("msg_1") }));
+        assert_eq!(restored.items[held].life, Lifecycle::HeldPrompt);
     }
 }

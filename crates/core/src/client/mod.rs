@@ -21,6 +21,6 @@ mod mirror;
 pub use connection::{ClientConnection, SteerFallback};
 pub use event::{Answer, Event, ProtocolError, RequestKind, SessionEvent};
 pub use mirror::{
-    Affordances, CallRejected, ItemMode, ItemStatus, MessageRole, MirrorSnapshot, PendingItem, SessionMirror, TranscriptEntry,
-    TurnState, Violation,
+    Affordances, CallRejected, IllegalTransition, ItemMode, ItemStatus, Lifecycle, MessageRole, MirrorSnapshot, PendingItem,
+    SessionMirror, Step, TranscriptEntry, TurnState, Violation,
 };

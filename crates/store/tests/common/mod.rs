@@ -74,7 +74,7 @@ pub fn reason(answer: &Value) -> Option<&str> {
 
 /// Applies a runtime event and drains.
 pub fn event(agent: &mut Agent, session: &str, ev: RuntimeEvent) -> Vec<Output> {
-    agent.runtime_event(session, ev).expect("runtime event");
+    agent.runtime_event(&acp_inject_core::wire::SessionId(session.to_owned()), ev).expect("runtime event");
     agent.drain().expect("drain")
 }
 

@@ -15,16 +15,16 @@ use super::*;
 
 impl ClientConnection {
     /// Answers a call this client settled itself, under a request id of its own (never sent).
-    pub(super) fn answer_locally(&mut self, session_id: &str, kind: RequestKind, outcome: Answer) -> RequestId {
+    pub(super) fn answer_locally(&mut self, session_id: &SessionId, kind: RequestKind, outcome: Answer) -> RequestId {
         let request = self.next_id();
-        self.events.push_back(Event::Answered { request: request.clone(), kind, session_id: Some(session_id.to_owned()), outcome });
+        self.events.push_back(Event::Answered { request: request.clone(), kind, session_id: Some(session_id.0.clone()), outcome });
         request
     }
 
     /// `inject` for an agent that takes no injects.
     pub(super) fn hold_inject(
         &mut self,
-        session_id: &str,
+        session_id: &SessionId,
         mode: InjectMode,
         content: Vec<ContentBlock>,
     ) -> Result<RequestId, CallRejected> {
@@ -36,7 +36,7 @@ impl ClientConnection {
             (InjectMode::Steer, Some(SteerFallback::CancelAndResend)) => (ItemMode::Steer, true, !mirror.free()),
         };
         let (item, event) = mirror.hold(mode, content, front);
-        let message_id = mirror.item(item).and_then(|i| i.message_id.clone());
+        let message_id = mirror.item(item).and_then(|i| i.message_id);
         self.session_event(session_id, event);
         let request = self.answer_locally(session_id, RequestKind::Inject, Answer::Accepted { message_id });
         if cancel {
@@ -47,7 +47,7 @@ impl ClientConnection {
     }
 
     /// `revoke` for an agent that takes no injects: a message this client still holds.
-    pub(super) fn revoke_held(&mut self, session_id: &str, message_id: &str) -> Result<RequestId, CallRejected> {
+    pub(super) fn revoke_held(&mut self, session_id: &SessionId, message_id: &MessageId) -> Result<RequestId, CallRejected> {
         let mirror = self.open(session_id)?;
         let item = mirror.check_held(message_id)?;
         for e in mirror.revoke_held(item) {
@@ -59,8 +59,8 @@ impl ClientConnection {
     /// `replace` for an agent that takes no injects: a message this client still holds.
     pub(super) fn replace_held(
         &mut self,
-        session_id: &str,
-        message_id: &str,
+        session_id: &SessionId,
+        message_id: &MessageId,
         content: Vec<ContentBlock>,
     ) -> Result<RequestId, CallRejected> {
         let mirror = self.open(session_id)?;
@@ -73,15 +73,15 @@ impl ClientConnection {
 
     /// Sends the first held item of the session as `session/prompt` when the session is free
     /// (C-HELD-2). Called after anything that may free it.
-    pub(super) fn drain_held(&mut self, session_id: &str) {
+    pub(super) fn drain_held(&mut self, session_id: &SessionId) {
         let Some(mirror) = self.sessions.get_mut(session_id) else { return };
         let Some(item) = mirror.next_held() else { return };
-        let content = mirror.item(item).map(|i| i.content.clone()).unwrap_or_default();
-        let call = self.held_calls.remove(&(session_id.to_owned(), item));
+        let content = mirror.item_content(item).map(<[ContentBlock]>::to_vec).unwrap_or_default();
+        let call = self.held_calls.remove(&(session_id.clone(), item));
         let id = call.clone().unwrap_or_else(|| self.next_id());
-        let params = PromptRequest { session_id: SessionId(session_id.to_owned()), prompt: content, meta: None };
+        let params = PromptRequest { session_id: session_id.clone(), prompt: content, meta: None };
         self.outbox.push_back(jsonrpc::request_line(&id, &params));
-        let session = Some(session_id.to_owned());
+        let session = Some(session_id.clone());
         let v1 = self.v1();
         let Some(mirror) = self.sessions.get_mut(session_id) else { return };
         if v1 {
@@ -89,7 +89,12 @@ impl ClientConnection {
             let (message_id, events) = mirror.v1_prompt_sent(item);
             if let Some(request) = call {
                 let outcome = Answer::Accepted { message_id: Some(message_id) };
-                self.events.push_back(Event::Answered { request, kind: RequestKind::Prompt, session_id: session, outcome });
+                self.events.push_back(Event::Answered {
+                    request,
+                    kind: RequestKind::Prompt,
+                    session_id: session.map(|s| s.0),
+                    outcome,
+                });
             }
             for e in events {
                 self.session_event(session_id, e);
@@ -108,7 +113,7 @@ impl ClientConnection {
     }
 
     /// The answer to a held item sent to a v2 agent: its receipt, or its refusal.
-    pub(super) fn held_prompt_answered(&mut self, session_id: &str, item: usize, outcome: Result<&RawValue, ErrorObject>) {
+    pub(super) fn held_prompt_answered(&mut self, session_id: &SessionId, item: usize, outcome: Result<&RawValue, ErrorObject>) {
         let receipt = outcome.ok().and_then(|raw| jsonrpc::decode::<LenientPromptResponse>(raw.get()).ok());
         let Some(mirror) = self.sessions.get_mut(session_id) else { return };
         let events = match receipt {
@@ -123,14 +128,14 @@ impl ClientConnection {
 
     /// Answers the calls of held prompts that will not go out (a cancel, a close) with
     /// -32800.
-    pub(super) fn fail_held_calls(&mut self, session_id: &str, items: &[usize], why: &str) {
+    pub(super) fn fail_held_calls(&mut self, session_id: &SessionId, items: &[usize], why: &str) {
         for &item in items {
-            let Some(request) = self.held_calls.remove(&(session_id.to_owned(), item)) else { continue };
+            let Some(request) = self.held_calls.remove(&(session_id.clone(), item)) else { continue };
             let outcome = Answer::Failed(ProtocolError::local(acp_inject_wire::errors::REQUEST_CANCELLED, why));
             self.events.push_back(Event::Answered {
                 request,
                 kind: RequestKind::Prompt,
-                session_id: Some(session_id.to_owned()),
+                session_id: Some(session_id.0.clone()),
                 outcome,
             });
         }

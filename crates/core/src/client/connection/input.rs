@@ -54,9 +54,9 @@ impl ClientConnection {
     }
 
     pub(super) fn update(&mut self, n: UpdateSessionNotification, tolerated: Vec<String>) {
-        let session = n.session_id.0;
+        let session = n.session_id;
         let Some(mirror) = self.sessions.get_mut(&session) else {
-            return self.ignore(format!("an update for session {session:?}, which is not open on this connection"));
+            return self.ignore(format!("an update for session {:?}, which is not open on this connection", session.0));
         };
         let tolerated_count = tolerated.len();
         mirror.count_tolerated(tolerated_count);
@@ -115,7 +115,7 @@ impl ClientConnection {
         let Some(f) = self.in_flight.remove(&id) else {
             return self.ignore(format!("an answer to request {id}, which this connection did not send or already saw answered"));
         };
-        let session = f.session.clone().unwrap_or_default();
+        let session = f.session.clone().unwrap_or_else(no_session);
         match f.flight {
             Flight::V1Turn => return self.v1_turn_ended(&session, outcome),
             Flight::HeldPrompt(item) => return self.held_prompt_answered(&session, item, outcome),
@@ -132,7 +132,7 @@ impl ClientConnection {
             },
             // C-CLOSE-2: the session was not live on the agent: closed all the same.
             Err(error) if matches!(f.flight, Flight::Close) && error.code == acp_inject_wire::errors::RESOURCE_NOT_FOUND => {
-                self.closed(f.session.as_deref().unwrap_or_default());
+                self.closed(&f.session.clone().unwrap_or_else(no_session));
                 Answer::Closed
             }
             Err(error) => {
@@ -140,7 +140,7 @@ impl ClientConnection {
                 Answer::Failed(ProtocolError::from_error(&error))
             }
         };
-        self.events.push_back(Event::Answered { request: id, kind: f.flight.kind(), session_id: f.session, outcome });
+        self.events.push_back(Event::Answered { request: id, kind: f.flight.kind(), session_id: f.session.map(|s| s.0), outcome });
         // A refused prompt may free the session for what this client holds (C-HELD-2).
         self.drain_held(&session);
     }
@@ -157,7 +157,7 @@ impl ClientConnection {
         fn decode<T: DeserializeOwned>(kind: RequestKind, raw: &RawValue) -> Result<T, String> {
             jsonrpc::decode(raw.get()).map_err(|e| format!("the agent's result for {kind:?} does not decode: {e}"))
         }
-        let session = f.session.as_deref().unwrap_or_default().to_owned();
+        let session = f.session.clone().unwrap_or_else(no_session);
         let mut events = Vec::new();
         let answer = match &f.flight {
             Flight::Initialize => {
@@ -192,7 +192,7 @@ impl ClientConnection {
             }
             Flight::NewSession => {
                 let r: NewSessionResponse = decode(kind, raw).map_err(invalid)?;
-                self.open_session(&r.session_id.0, None);
+                self.open_session(&r.session_id, None);
                 Answer::SessionCreated { session_id: r.session_id.0 }
             }
             Flight::ListSessions => {
@@ -251,7 +251,7 @@ impl ClientConnection {
     }
 
     /// The session is closed (C-CLOSE-1): its mirror says so.
-    fn closed(&mut self, session: &str) {
+    fn closed(&mut self, session: &SessionId) {
         let events = self.sessions.get_mut(session).map(|m| m.close()).unwrap_or_default();
         for e in events {
             self.session_event(session, e);
@@ -261,7 +261,7 @@ impl ClientConnection {
     }
 
     fn failure(&mut self, f: &InFlight) {
-        let session = f.session.as_deref().unwrap_or_default().to_owned();
+        let session = f.session.clone().unwrap_or_else(no_session);
         match &f.flight {
             Flight::Accept { item, .. } => {
                 if let Some(m) = self.sessions.get_mut(&session) {
@@ -276,4 +276,9 @@ impl ClientConnection {
             _ => {}
         }
     }
+}
+
+/// The session of a request that concerned none (it then finds no mirror).
+fn no_session() -> SessionId {
+    SessionId(String::new())
 }

@@ -79,7 +79,7 @@ pub(super) fn initialize_response(raw: &RawValue) -> Result<InitializeResponse, 
 #[derive(Deserialize)]
 struct V1Notification {
     #[serde(rename = "sessionId")]
-    session_id: String,
+    session_id: SessionId,
     update: Value,
     #[serde(rename = "_meta", default)]
     meta: Option<Map<String, Value>>,
@@ -195,12 +195,12 @@ impl ClientConnection {
         };
         let session = n.session_id;
         let Some(mirror) = self.sessions.get_mut(&session) else {
-            return self.ignore(format!("an update for session {session:?}, which is not open on this connection"));
+            return self.ignore(format!("an update for session {:?}, which is not open on this connection", session.0));
         };
         let (update, tolerated) = collect_tolerated(|| v2_update(mirror, n.update));
         match update {
             Ok(update) => {
-                let n = UpdateSessionNotification { session_id: SessionId(session), update, meta: n.meta };
+                let n = UpdateSessionNotification { session_id: session, update, meta: n.meta };
                 self.update(n, tolerated)
             }
             Err(e) => self.ignore(format!("a session/update that does not decode: {e}")),
@@ -209,7 +209,7 @@ impl ClientConnection {
 
     /// The answer to a prompt sent to a v1 agent: the turn ended (C-V1-2). The mirror gets the
     /// `idle` update a v2 agent would have sent; a held item may go out next.
-    pub(super) fn v1_turn_ended(&mut self, session_id: &str, outcome: Result<&RawValue, ErrorObject>) {
+    pub(super) fn v1_turn_ended(&mut self, session_id: &SessionId, outcome: Result<&RawValue, ErrorObject>) {
         use acp_inject_wire::{IdleStateUpdate, SessionUpdate, StateUpdate, StopReason, TurnFailure};
         let failed = |code: i64, message: String, data: Option<Value>| {
             // A code outside i32 is no JSON-RPC code; it reads as an internal error.

@@ -114,3 +114,44 @@ def test_an_agent_that_cannot_start_is_a_typed_error() -> None:
 
     with pytest.raises(AcpError.Disconnected):
         asyncio.run(go())
+
+
+async def a_turn_followed_from_its_handle() -> None:
+    asked: List[str] = []
+
+    async def allow_first(request: acp.RequestPermissionRequest) -> str:
+        asked.append(request.title or "")
+        return str(request.options[0].option_id)
+
+    command = reference_agent_command(30, "--tools", "2", "--permission-on-tool", "1")
+    async with acp.connect(command, name="turn-handle-test", on_permission=allow_first) as agent:
+        session = await agent.new_session("/tmp")
+        turn = await session.prompt("fix the bug")
+        assert turn.message_id is not None and not turn.ended
+        steered = await session.inject("use auth_v2", mode="steer")
+        queued = await session.inject("then the docs", mode="queue")
+        seen: List[acp.SessionUpdate] = []
+        async for update in turn:
+            seen.append(update)
+        assert turn.ended
+        stop = await asyncio.wait_for(turn.finished(), TIMEOUT)
+        assert stop == acp.StopReason.END_TURN()
+        delivered = [u[0].message_id for u in seen if isinstance(u, acp.SessionUpdate.USER_MESSAGE)]
+        # The prompt opened the turn; the steer was delivered inside it; the queued message was
+        # not (it opens the next turn).
+        assert delivered[0] == turn.message_id and steered in delivered and queued not in delivered, delivered
+        assert isinstance(seen[-1], acp.SessionUpdate.STATE_UPDATE)
+        assert any(isinstance(u, acp.SessionUpdate.AGENT_MESSAGE_CHUNK) for u in seen)
+        assert asked, "the handler answered the agent's permission request"
+
+        # The queued message's turn, from the session's own stream: it was not consumed above.
+        snap = await until(session, lambda s: queued in [e.message_id for e in s.transcript] and s.state == TurnState.IDLE and not s.pending)
+        assert users(snap) == ["fix the bug", "use auth_v2", "then the docs"]
+
+        listed = await agent.sessions()
+        assert session.id in [info.session_id for info in listed]
+        assert [info.session_id async for info in agent.sessions()] == [info.session_id for info in listed]
+
+
+def test_a_turn_is_followed_from_its_handle_with_permissions_answered_by_a_handler() -> None:
+    asyncio.run(a_turn_followed_from_its_handle())

@@ -67,3 +67,25 @@ def test_readme_shows_the_example_agent_whole(readme: str) -> None:
     text = (REPO / readme).read_text()
     agent = (REPO / "bindings" / "python" / "examples" / "agent.py").read_text()
     assert f"```python\n{agent}```" in text, f"{readme}'s agent is not examples/agent.py: copy it again"
+
+
+def test_readme_client_session_runs_against_the_reference_agent(tmp_path: Path) -> None:
+    """The README's client example, run as written (the agent's command pointed at the built
+    reference agent): it must finish and print the stop reason and the transcript."""
+    import subprocess
+    import sys
+
+    from .conftest import reference_agent_command
+
+    text = (REPO / "bindings" / "python" / "README.md").read_text()
+    section = text[text.index("## A client session") :]
+    code = section[section.index("```python\n") + len("```python\n") :]
+    code = code[: code.index("```")]
+    command = reference_agent_command(20, "--tools", "2", "--permission-on-tool", "1")
+    assert '["acp-inject-agent", "--delay-ms", "50"]' in code
+    script = tmp_path / "readme_client.py"
+    script.write_text(code.replace('["acp-inject-agent", "--delay-ms", "50"]', repr(command)))
+    ran = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    assert "stop reason: StopReason.END_TURN()" in ran.stdout, ran.stdout
+    assert "USER Refactor the login module\n" in ran.stdout and "USER use auth_v2\n" in ran.stdout, ran.stdout

@@ -93,7 +93,7 @@ from .acp_inject_ffi import (
     Violation,
 )
 from .agent import Agent, Listening, Turn, listen, run_agent, serve_stdio
-from .client import Client, Session, connect
+from .client import Client, PermissionHandler, PromptTurn, Session, SessionList, connect
 from .content import text, text_of
 
 
@@ -116,7 +116,7 @@ __all__ = [
     "MirrorSnapshot", "Output", "PendingCapabilities", "PendingInject", "PendingItem", "PermissionAsk", "PermissionOption",
     "PermissionOptionKind", "PermissionRequestSent", "PlanEntry", "Policy", "ProtocolError", "QueueDrain", "RequestId", "RequestKind",
     "RequestPermissionOutcome", "RequestPermissionRequest", "RevokeReplace", "RuntimeAction", "RuntimeEvent",
-    "Session", "SessionActivity", "SessionEvent", "SessionInfo", "SessionSetup", "SessionStatus", "SessionStatusResponse", "SessionUpdate",
+    "PermissionHandler", "PromptTurn", "Session", "SessionActivity", "SessionList", "SessionEvent", "SessionInfo", "SessionSetup", "SessionStatus", "SessionStatusResponse", "SessionUpdate",
     "SetupSupport", "StateUpdate", "SteerFallback", "SteerInStream", "StopReason", "TextContent", "ToolCallContent", "ToolCallContentBlock",
     "ToolCallStatus", "ToolCallUpdate", "ToolKind", "TranscriptEntry", "Turn", "TurnEnd", "TurnState",
     "Usage", "UserInput", "Violation", "__version__", "connect", "default_agent_config",

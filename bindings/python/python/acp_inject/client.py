@@ -4,33 +4,45 @@ The connection (ids, routing, the read loop, the agent's stderr and exit) runs i
 call here is one ``await``, and a session's events arrive in batches, one per read from the
 agent::
 
-    async with connect(["my-agent", "--flag"]) as agent:
+    async def allow_all(request: RequestPermissionRequest) -> str:
+        return request.options[0].option_id
+
+    async with connect(["my-agent", "--flag"], on_permission=allow_all) as agent:
         session = await agent.new_session("/home/me/project")
-        await session.prompt("fix the bug")
-        async for activity in session.events():
+        turn = await session.prompt("fix the bug")
+        await session.inject("and add a test", mode="steer")
+        async for update in turn:          # the turn's session/update values
             ...
+        print(await turn.finished())       # its stop reason
 """
 
 from __future__ import annotations
 
 from types import TracebackType
-from typing import AsyncIterator, List, Optional, Sequence, Tuple, Type, Union
+from typing import Any, AsyncIterator, Awaitable, Callable, Generator, List, Optional, Sequence, Tuple, Type, Union
 
 from . import acp_inject_ffi as _ffi
 from .acp_inject_ffi import (
     AcpError,
+    CancelledPermissionOutcome,
     Implementation,
     InitializeResponse,
     InjectCapabilities,
     InjectMode,
+    ItemStatus,
     McpServer,
     MirrorSnapshot,
     RequestId,
     RequestPermissionOutcome,
+    RequestPermissionRequest,
     SelectedPermissionOutcome,
     SessionActivity,
+    SessionEvent,
     SessionInfo,
     SessionStatusResponse,
+    SessionUpdate,
+    StateUpdate,
+    StopReason,
 )
 from ._errors import checked, checked_methods
 from .content import Content, blocks
@@ -41,6 +53,10 @@ PermissionOptionId = str
 ToolCallId = str
 
 Mode = Union[InjectMode, str]
+
+#: Answers the agent's permission requests: given the request, the id of the option the user
+#: chose, or ``None`` to decline (the request is answered ``cancelled``).
+PermissionHandler = Callable[[RequestPermissionRequest], Awaitable[Optional[PermissionOptionId]]]
 
 
 def _mode(mode: Mode) -> InjectMode:
@@ -56,8 +72,11 @@ def _mode(mode: Mode) -> InjectMode:
 class Session:
     """A session open on a :class:`Client`."""
 
-    def __init__(self, inner: _ffi.Session) -> None:
+    def __init__(self, inner: _ffi.Session, on_permission: Optional[PermissionHandler] = None) -> None:
         self._inner = inner
+        #: Answers the agent's permission requests as they arrive (``None``: they are handed
+        #: out as ``SessionActivity.PERMISSION_REQUESTED`` activities for the caller to answer).
+        self.on_permission = on_permission
 
     def __repr__(self) -> str:
         return f"Session({self.id!r})"
@@ -67,13 +86,15 @@ class Session:
         """The session's id."""
         return self._inner.id()
 
-    async def prompt(self, content: Content) -> Optional[MessageId]:
-        """``session/prompt``: returns once the message is inserted, with its id (``None``
-        from an agent that answers ``{}``). During a turn an agent on this toolkit holds it and
-        inserts it when the turn ends (so this returns then; ``AcpError.Protocol`` with code
-        -32800 if it is never inserted); an agent of an older draft may refuse it with reason
+    async def prompt(self, content: Content) -> "PromptTurn":
+        """``session/prompt``: returns once the message is inserted, with a handle on the turn
+        it opens (:class:`PromptTurn`: its ``message_id``, ``None`` from an agent that answers
+        ``{}``; iterate it for the turn's updates, ``await turn.finished()`` for its stop
+        reason). During a turn an agent on this toolkit holds the prompt and inserts it when
+        the turn ends (so this returns then; ``AcpError.Protocol`` with code -32800 if it is
+        never inserted); an agent of an older draft may refuse it with reason
         ``TURN_IN_PROGRESS``. :meth:`inject` says when a message mid-turn is delivered."""
-        return await self._inner.prompt(blocks(content))
+        return PromptTurn(self, await self._inner.prompt(blocks(content)))
 
     async def inject(self, content: Content, mode: Mode = InjectMode.QUEUE) -> MessageId:
         """``session/inject`` (``queue`` by default, or ``steer``); returns the message's id.
@@ -120,26 +141,126 @@ class Session:
         self._inner.answer_permission(request, outcome)
 
     async def next_events(self) -> List[SessionActivity]:
-        """Waits for activity and returns all of it (one batch per read from the agent)."""
-        return await self._inner.next_events()
+        """Waits for activity and returns all of it (one batch per read from the agent). With
+        :attr:`on_permission` set, permission requests are answered by it and left out."""
+        while True:
+            batch = await self._inner.next_events()
+            if self.on_permission is None:
+                return batch
+            kept = []
+            for activity in batch:
+                if isinstance(activity, SessionActivity.PERMISSION_REQUESTED):
+                    await self._answer(activity.request, activity.params, self.on_permission)
+                else:
+                    kept.append(activity)
+            if kept:
+                return kept
+
+    async def _answer(self, request: RequestId, params: RequestPermissionRequest, handler: PermissionHandler) -> None:
+        chosen = await handler(params)
+        if chosen is None:
+            self.answer_permission(request, RequestPermissionOutcome.CANCELLED(CancelledPermissionOutcome(meta=None)))
+        else:
+            self.allow(request, chosen)
 
     async def events(self) -> AsyncIterator[SessionActivity]:
-        """Every activity of the session, in order, until the connection ends."""
+        """Every activity of the session, in order, until the connection ends (one consumer:
+        a :class:`PromptTurn` being iterated reads the same stream)."""
         while True:
             try:
-                batch = await self._inner.next_events()
+                batch = await self.next_events()
             except AcpError.Disconnected:
                 return
             for activity in batch:
                 yield activity
 
 
+class PromptTurn:
+    """The turn a :meth:`Session.prompt` opened: ``message_id`` is the prompt's id; ``async
+    for update in turn`` yields the session's updates (``SessionUpdate`` values: chunks, tool
+    calls, the user messages delivered into the turn, state updates) until the turn ends, and
+    ``await turn.finished()`` waits for its end and returns its ``StopReason``.
+
+    The turn starts when the agent delivers the prompt (its ``user_message``) and ends at the
+    next ``idle`` state after it; steers delivered at its break-points belong to it, a queued
+    message opens the next turn. Reading a turn consumes the session's event stream (as
+    :meth:`Session.events` does): use one or the other at a time. Permission requests are
+    answered by the session's ``on_permission`` handler (set it, or pass it to
+    :func:`connect`); without one a request in the turn raises ``AcpError.InvalidInput``."""
+
+    def __init__(self, session: Session, message_id: Optional[MessageId]) -> None:
+        self.session = session
+        self.message_id = message_id
+        self._delivered = False
+        self._stop_reason: Optional[StopReason] = None
+        self._ended = False
+        self._buffered: List[SessionUpdate] = []
+
+    def __repr__(self) -> str:
+        state = "ended" if self._ended else "running" if self._delivered else "waiting"
+        return f"PromptTurn({self.message_id!r}, {state})"
+
+    def _see(self, update: SessionUpdate) -> bool:
+        """Follows the turn through one update; ``True`` when it belongs to the turn."""
+        if self._ended:
+            return False
+        if isinstance(update, SessionUpdate.USER_MESSAGE) and not self._delivered:
+            mine = self.message_id is None or update[0].message_id == self.message_id
+            self._delivered = mine
+            return mine
+        if not self._delivered:
+            return False
+        if isinstance(update, SessionUpdate.STATE_UPDATE) and isinstance(update[0], StateUpdate.IDLE):
+            self._ended = True
+            self._stop_reason = update[0][0].stop_reason
+        return True
+
+    async def _next_batch(self) -> List[SessionUpdate]:
+        batch = await self.session.next_events()
+        updates = []
+        for activity in batch:
+            if isinstance(activity, SessionActivity.PERMISSION_REQUESTED):
+                raise AcpError.InvalidInput(
+                    detail=f"the agent asks permission ({activity.params.title!r}) and session {self.session.id} has no on_permission handler"
+                )
+            if isinstance(activity, SessionActivity.EVENT):
+                event = activity[0]
+                if isinstance(event, SessionEvent.UPDATE) and self._see(event[0]):
+                    updates.append(event[0])
+                elif isinstance(event, SessionEvent.ITEM) and not self._delivered:
+                    # An agent that echoes no user_message (ACP v1: the prompt's delivery is
+                    # its sending) still delivers the item.
+                    item = event[0]
+                    self._delivered = item.status == ItemStatus.DELIVERED and self.message_id is not None and item.message_id == self.message_id
+        return updates
+
+    async def __aiter__(self) -> AsyncIterator[SessionUpdate]:
+        while self._buffered:
+            yield self._buffered.pop(0)
+        while not self._ended:
+            for update in await self._next_batch():
+                yield update
+
+    async def finished(self) -> Optional[StopReason]:
+        """Waits until the turn ends; its stop reason (``None`` if the agent gave none)."""
+        while not self._ended:
+            self._buffered += await self._next_batch()
+        return self._stop_reason
+
+    @property
+    def ended(self) -> bool:
+        """Whether its end was seen."""
+        return self._ended
+
+
 @checked_methods
 class Client:
     """A connection to one agent process (see :func:`connect`)."""
 
-    def __init__(self, inner: _ffi.Connection) -> None:
+    def __init__(self, inner: _ffi.Connection, on_permission: Optional[PermissionHandler] = None) -> None:
         self._inner = inner
+        #: Given to every session this client opens (see :attr:`Session.on_permission`).
+        self.on_permission = on_permission
 
     @property
     def agent(self) -> InitializeResponse:
@@ -155,27 +276,23 @@ class Client:
 
     async def new_session(self, cwd: str, additional_directories: Sequence[str] = (), mcp_servers: Sequence[McpServer] = ()) -> Session:
         """``session/new``."""
-        return Session(await self._inner.new_session(cwd, list(additional_directories), list(mcp_servers)))
+        return Session(await self._inner.new_session(cwd, list(additional_directories), list(mcp_servers)), self.on_permission)
 
     async def list_sessions(self, cwd: Optional[str] = None, cursor: Optional[str] = None) -> Tuple[List[SessionInfo], Optional[str]]:
         """``session/list``: one page, and the cursor of the next (``None`` at the end)."""
         page = await self._inner.list_sessions(cwd, cursor)
         return page.sessions, page.next_cursor
 
-    async def sessions(self, cwd: Optional[str] = None) -> AsyncIterator[SessionInfo]:
-        """Every session the agent knows, newest first, page after page."""
-        cursor: Optional[str] = None
-        while True:
-            page, cursor = await self.list_sessions(cwd, cursor)
-            for info in page:
-                yield info
-            if cursor is None:
-                return
+    def sessions(self, cwd: Optional[str] = None) -> "SessionList":
+        """Every session the agent knows, newest first, page after page: ``await
+        client.sessions()`` gives the list, ``async for info in client.sessions()`` reads it
+        as the pages come."""
+        return SessionList(self, cwd)
 
     async def resume(self, session_id: str, cwd: str, replay: bool = True) -> Session:
         """``session/resume``; with ``replay`` the conversation is replayed into the session
         (its transcript and event stream) before this returns."""
-        return Session(await self._inner.resume(session_id, cwd, replay))
+        return Session(await self._inner.resume(session_id, cwd, replay), self.on_permission)
 
     async def close(self) -> None:
         """Closes the connection: the agent's stdin closes, it may exit, else it is killed."""
@@ -192,6 +309,29 @@ class Client:
         await self.close()
 
 
+class SessionList:
+    """What :meth:`Client.sessions` returns: awaitable (every session, as a list) and
+    async-iterable (page by page, as they come)."""
+
+    def __init__(self, client: Client, cwd: Optional[str]) -> None:
+        self._client, self._cwd = client, cwd
+
+    async def __aiter__(self) -> AsyncIterator[SessionInfo]:
+        cursor: Optional[str] = None
+        while True:
+            page, cursor = await self._client.list_sessions(self._cwd, cursor)
+            for info in page:
+                yield info
+            if cursor is None:
+                return
+
+    async def _all(self) -> List[SessionInfo]:
+        return [info async for info in self]
+
+    def __await__(self) -> Generator[Any, None, List[SessionInfo]]:
+        return self._all().__await__()
+
+
 _checked_connect = checked(_ffi.connect, "connect")
 _checked_connect_url = checked(_ffi.connect_url, "connect")
 
@@ -199,8 +339,10 @@ _checked_connect_url = checked(_ffi.connect_url, "connect")
 class _Connecting:
     """The awaitable and async context manager :func:`connect` returns."""
 
-    def __init__(self, target: Union[str, Sequence[str]], options: _ffi.ConnectOptions, token: Optional[str]) -> None:
-        self._target, self._options, self._token = target, options, token
+    def __init__(
+        self, target: Union[str, Sequence[str]], options: _ffi.ConnectOptions, token: Optional[str], on_permission: Optional[PermissionHandler]
+    ) -> None:
+        self._target, self._options, self._token, self._on_permission = target, options, token, on_permission
         self._client: Optional[Client] = None
 
     def __await__(self):  # type: ignore[no-untyped-def]
@@ -208,9 +350,9 @@ class _Connecting:
 
     async def _open(self) -> Client:
         if isinstance(self._target, str):
-            self._client = Client(await _checked_connect_url(self._target, self._token, self._options))
+            self._client = Client(await _checked_connect_url(self._target, self._token, self._options), self._on_permission)
         else:
-            self._client = Client(await _checked_connect(list(self._target), self._options))
+            self._client = Client(await _checked_connect(list(self._target), self._options), self._on_permission)
         return self._client
 
     async def __aenter__(self) -> Client:
@@ -231,6 +373,7 @@ def connect(
     forward_stderr: bool = True,
     handshake_timeout: float = 30.0,
     steer_fallback: Optional[_ffi.SteerFallback] = None,
+    on_permission: Optional[PermissionHandler] = None,
 ) -> _Connecting:
     """Connects to an agent: ``target`` is a command (a list: program and arguments) to start
     and talk to over stdio, or a URL (a string) to reach over the network: ``ws://`` or
@@ -247,7 +390,11 @@ def connect(
     no injects (every v1 agent), queued messages are held by this client and sent as prompts
     when the turn ends; ``steer_fallback`` says what a steer does then
     (``SteerFallback.QUEUE`` or ``SteerFallback.CANCEL_AND_RESEND``; ``None`` raises
-    ``AcpError.Rejected(CallRejected.STEER_NOT_SUPPORTED)``)."""
+    ``AcpError.Rejected(CallRejected.STEER_NOT_SUPPORTED)``).
+
+    ``on_permission`` answers the agent's permission requests in every session of the client
+    (see :data:`PermissionHandler`); without it they arrive as activities to answer with
+    :meth:`Session.allow`."""
     options = _ffi.default_connect_options()
     options.client = Implementation(name=name, title=None, version=version, meta=None)
     options.pending_updates = pending_updates
@@ -258,4 +405,4 @@ def connect(
         raise TypeError(f"connect({target!r}): a command is a list (program and arguments); a string is a URL such as ws://host:port/acp")
     if token is not None and not isinstance(target, str):
         raise TypeError("connect(token=...): a token is for a URL; a command's credentials are its own")
-    return _Connecting(target, options, token)
+    return _Connecting(target, options, token, on_permission)

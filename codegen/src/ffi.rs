@@ -108,7 +108,12 @@ pub fn remote_declarations(expansion: &str) -> Result<String, Error> {
                         let fields = named.named.iter_mut().map(|f| {
                             patches.visit_type_mut(&mut f.ty);
                             let (name, ty, fdoc) = (&f.ident, &f.ty, docs(&f.attrs));
-                            quote! { #(#fdoc)* pub #name: #ty }
+                            // An optional member defaults to absent in every language's
+                            // constructor (`Usage(total_tokens=…, input_tokens=…,
+                            // output_tokens=…)`, no trailing `None`s).
+                            let optional = last_segment(ty).is_some_and(|seg| seg.ident == "Option");
+                            let default = optional.then(|| quote!(#[uniffi(default)]));
+                            quote! { #(#fdoc)* #default pub #name: #ty }
                         });
                         let fields: Vec<TokenStream> = fields.collect();
                         out.push(quote! {

@@ -2428,7 +2428,7 @@ class McpCapabilities:
     """
     MCP capabilities supported by the agent for session lifecycle requests.
 """
-    def __init__(self, *, stdio:typing.Optional[JsonObject], http:typing.Optional[JsonObject], meta:typing.Optional[JsonObject]):
+    def __init__(self, *, stdio:typing.Optional[JsonObject] = None, http:typing.Optional[JsonObject] = None, meta:typing.Optional[JsonObject] = None):
         self.stdio = stdio
         self.http = http
         self.meta = meta
@@ -2504,7 +2504,7 @@ class SessionStatusCapabilities:
 
     Supplying `{}` means the agent supports checking session status.
 """
-    def __init__(self, *, meta:typing.Optional[JsonObject]):
+    def __init__(self, *, meta:typing.Optional[JsonObject] = None):
         self.meta = meta
         
         
@@ -2567,7 +2567,7 @@ class SessionAdditionalDirectoriesCapabilities:
     `SessionInfo.additionalDirectories` in `session/list` to report the
     complete ordered additional-root list associated with a listed session.
 """
-    def __init__(self, *, meta:typing.Optional[JsonObject]):
+    def __init__(self, *, meta:typing.Optional[JsonObject] = None):
         self.meta = meta
         
         
@@ -2697,7 +2697,7 @@ class PendingCapabilities:
     """
     Operations on a pending (not yet delivered) inject.
 """
-    def __init__(self, *, replace:bool, meta:typing.Optional[JsonObject]):
+    def __init__(self, *, replace:bool, meta:typing.Optional[JsonObject] = None):
         self.replace = replace
         self.meta = meta
         
@@ -2858,7 +2858,7 @@ class InjectCapabilities:
     """
     The agent accepts `session/inject`. Revoke is always supported where inject is advertised. `steerInStream` is required and non-empty when `modes` contains `steer`.
 """
-    def __init__(self, *, modes:typing.List[InjectMode], pending:typing.Optional[PendingCapabilities], steer_in_stream:typing.Optional[typing.List[SteerInStream]], meta:typing.Optional[JsonObject]):
+    def __init__(self, *, modes:typing.List[InjectMode], pending:typing.Optional[PendingCapabilities] = None, steer_in_stream:typing.Optional[typing.List[SteerInStream]] = None, meta:typing.Optional[JsonObject] = None):
         self.modes = modes
         self.pending = pending
         self.steer_in_stream = steer_in_stream
@@ -2944,7 +2944,7 @@ class SessionCapabilities:
 
     See protocol docs: [Session Capabilities](https://agentclientprotocol.com/protocol/v2/draft/initialization#session-capabilities)
 """
-    def __init__(self, *, meta:typing.Optional[JsonObject], mcp:typing.Optional[McpCapabilities], status:typing.Optional[SessionStatusCapabilities], additional_directories:typing.Optional[SessionAdditionalDirectoriesCapabilities], inject:typing.Optional[InjectCapabilities]):
+    def __init__(self, *, meta:typing.Optional[JsonObject] = None, mcp:typing.Optional[McpCapabilities] = None, status:typing.Optional[SessionStatusCapabilities] = None, additional_directories:typing.Optional[SessionAdditionalDirectoriesCapabilities] = None, inject:typing.Optional[InjectCapabilities] = None):
         self.meta = meta
         self.mcp = mcp
         self.status = status
@@ -3031,7 +3031,7 @@ class AgentCapabilities:
 
     See protocol docs: [Agent Capabilities](https://agentclientprotocol.com/protocol/v2/draft/initialization#agent-capabilities)
 """
-    def __init__(self, *, session:typing.Optional[SessionCapabilities], meta:typing.Optional[JsonObject]):
+    def __init__(self, *, session:typing.Optional[SessionCapabilities] = None, meta:typing.Optional[JsonObject] = None):
         self.session = session
         self.meta = meta
         
@@ -3701,7 +3701,7 @@ class Annotations:
     """
     Optional annotations for the client. The client can use annotations to inform how objects are used or displayed
 """
-    def __init__(self, *, audience:typing.Optional[typing.List[Role]], last_modified:typing.Optional[str], priority:typing.Optional[float], meta:typing.Optional[JsonObject]):
+    def __init__(self, *, audience:typing.Optional[typing.List[Role]] = None, last_modified:typing.Optional[str] = None, priority:typing.Optional[float] = None, meta:typing.Optional[JsonObject] = None):
         self.audience = audience
         self.last_modified = last_modified
         self.priority = priority
@@ -3781,7 +3781,7 @@ class TextContent:
     Clients SHOULD render this text as CommonMark and MAY support GitHub Flavored Markdown
     extensions.
 """
-    def __init__(self, *, text:str, annotations:typing.Optional[Annotations], meta:typing.Optional[JsonObject]):
+    def __init__(self, *, text:str, annotations:typing.Optional[Annotations] = None, meta:typing.Optional[JsonObject] = None):
         self.text = text
         self.annotations = annotations
         self.meta = meta
@@ -3841,7 +3841,7 @@ class ImageContent:
 
     Requires the `image` prompt capability when included in prompts.
 """
-    def __init__(self, *, data:str, mime_type:str, uri:typing.Optional[str], annotations:typing.Optional[Annotations], meta:typing.Optional[JsonObject]):
+    def __init__(self, *, data:str, mime_type:str, uri:typing.Optional[str] = None, annotations:typing.Optional[Annotations] = None, meta:typing.Optional[JsonObject] = None):
         self.data = data
         self.mime_type = mime_type
         self.uri = uri
@@ -3913,7 +3913,7 @@ class AudioContent:
 
     Requires the `audio` prompt capability when included in prompts.
 """
-    def __init__(self, *, data:str, mime_type:str, annotations:typing.Optional[Annotations], meta:typing.Optional[JsonObject]):
+    def __init__(self, *, data:str, mime_type:str, annotations:typing.Optional[Annotations] = None, meta:typing.Optional[JsonObject] = None):
         self.data = data
         self.mime_type = mime_type
         self.annotations = annotations
@@ -4052,7 +4052,7 @@ class ResourceLink:
 
     All agents MUST support resource links in prompts.
 """
-    def __init__(self, *, name:str, uri:str, title:typing.Optional[str], description:typing.Optional[str], icons:typing.Optional[typing.List[JsonObject]], mime_type:typing.Optional[str], size:typing.Optional[int], annotations:typing.Optional[Annotations], meta:typing.Optional[JsonObject]):
+    def __init__(self, *, name:str, uri:str, title:typing.Optional[str] = None, description:typing.Optional[str] = None, icons:typing.Optional[typing.List[JsonObject]] = None, mime_type:typing.Optional[str] = None, size:typing.Optional[int] = None, annotations:typing.Optional[Annotations] = None, meta:typing.Optional[JsonObject] = None):
         self.name = name
         self.uri = uri
         self.title = title
@@ -4146,7 +4146,7 @@ class TextResourceContents:
     """
     Text-based resource contents.
 """
-    def __init__(self, *, text:str, uri:str, mime_type:typing.Optional[str], meta:typing.Optional[JsonObject]):
+    def __init__(self, *, text:str, uri:str, mime_type:typing.Optional[str] = None, meta:typing.Optional[JsonObject] = None):
         self.text = text
         self.uri = uri
         self.mime_type = mime_type
@@ -4197,7 +4197,7 @@ class BlobResourceContents:
     """
     Binary resource contents.
 """
-    def __init__(self, *, blob:str, uri:str, mime_type:typing.Optional[str], meta:typing.Optional[JsonObject]):
+    def __init__(self, *, blob:str, uri:str, mime_type:typing.Optional[str] = None, meta:typing.Optional[JsonObject] = None):
         self.blob = blob
         self.uri = uri
         self.mime_type = mime_type
@@ -4373,7 +4373,7 @@ class EmbeddedResource:
 
     Requires the `embeddedContext` prompt capability when included in prompts.
 """
-    def __init__(self, *, resource:EmbeddedResourceResource, annotations:typing.Optional[Annotations], meta:typing.Optional[JsonObject]):
+    def __init__(self, *, resource:EmbeddedResourceResource, annotations:typing.Optional[Annotations] = None, meta:typing.Optional[JsonObject] = None):
         self.resource = resource
         self.annotations = annotations
         self.meta = meta
@@ -4985,7 +4985,7 @@ class AgentMessage:
     receives another `agent_message` update with the same `messageId`,
     fields in the new update patch the previous fields for that message.
 """
-    def __init__(self, *, message_id:MessageId, content:ContentBlockListPatchMember, meta:typing.Optional[JsonObject]):
+    def __init__(self, *, message_id:MessageId, content:ContentBlockListPatchMember, meta:typing.Optional[JsonObject] = None):
         self.message_id = message_id
         self.content = content
         self.meta = meta
@@ -5030,7 +5030,7 @@ class AgentMessageChunk:
     """
     A chunk of the agent's response being streamed.
 """
-    def __init__(self, *, message_id:MessageId, content:ContentBlock, meta:typing.Optional[JsonObject]):
+    def __init__(self, *, message_id:MessageId, content:ContentBlock, meta:typing.Optional[JsonObject] = None):
         self.message_id = message_id
         self.content = content
         self.meta = meta
@@ -5100,7 +5100,7 @@ class AgentMessageClear:
     """
     Clears the content streamed so far for the current agent message (RFD #465); following chunks append from empty. Same operation as an `agent_message` upsert with `content: []`. Written under a `_`-prefixed tag (upstream reserves unprefixed update names for ACP); RFD #465's `agent_message_clear` is read as the same update.
 """
-    def __init__(self, *, message_id:typing.Optional[MessageId], meta:typing.Optional[JsonObject]):
+    def __init__(self, *, message_id:typing.Optional[MessageId] = None, meta:typing.Optional[JsonObject] = None):
         self.message_id = message_id
         self.meta = meta
         
@@ -5143,7 +5143,7 @@ class AgentThought:
     receives another `agent_thought` update with the same `messageId`,
     fields in the new update patch the previous fields for that message.
 """
-    def __init__(self, *, message_id:MessageId, content:ContentBlockListPatchMember, meta:typing.Optional[JsonObject]):
+    def __init__(self, *, message_id:MessageId, content:ContentBlockListPatchMember, meta:typing.Optional[JsonObject] = None):
         self.message_id = message_id
         self.content = content
         self.meta = meta
@@ -5188,7 +5188,7 @@ class AgentThoughtChunk:
     """
     A chunk of the agent's internal reasoning being streamed.
 """
-    def __init__(self, *, message_id:MessageId, content:ContentBlock, meta:typing.Optional[JsonObject]):
+    def __init__(self, *, message_id:MessageId, content:ContentBlock, meta:typing.Optional[JsonObject] = None):
         self.message_id = message_id
         self.content = content
         self.meta = meta
@@ -5264,7 +5264,7 @@ class BackgroundSubagent:
     A detached subagent session that has anything running: its state is not `idle`, or
     its own `background` list is non-empty or not reported.
 """
-    def __init__(self, *, session_id:SessionId, meta:typing.Optional[JsonObject]):
+    def __init__(self, *, session_id:SessionId, meta:typing.Optional[JsonObject] = None):
         self.session_id = session_id
         self.meta = meta
         
@@ -5304,7 +5304,7 @@ class BackgroundTerminal:
     A process that keeps running after its tool call returned control to the model.
     Live until its `terminal_update` reports `exitStatus`.
 """
-    def __init__(self, *, terminal_id:str, meta:typing.Optional[JsonObject]):
+    def __init__(self, *, terminal_id:str, meta:typing.Optional[JsonObject] = None):
         self.terminal_id = terminal_id
         self.meta = meta
         
@@ -5371,7 +5371,7 @@ class BackgroundToolCall:
     a watcher, a workflow, or a scheduled wakeup. `pending` and `paused` tool calls
     stay listed.
 """
-    def __init__(self, *, tool_call_id:ToolCallId, meta:typing.Optional[JsonObject]):
+    def __init__(self, *, tool_call_id:ToolCallId, meta:typing.Optional[JsonObject] = None):
         self.tool_call_id = tool_call_id
         self.meta = meta
         
@@ -5586,7 +5586,7 @@ class CancelRequestNotification:
 
     See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v2/draft/cancellation)
 """
-    def __init__(self, *, request_id:RequestId, meta:typing.Optional[JsonObject]):
+    def __init__(self, *, request_id:RequestId, meta:typing.Optional[JsonObject] = None):
         self.request_id = request_id
         self.meta = meta
         
@@ -5627,7 +5627,7 @@ class CancelSessionNotification:
 
     See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#cancellation)
 """
-    def __init__(self, *, session_id:SessionId, meta:typing.Optional[JsonObject]):
+    def __init__(self, *, session_id:SessionId, meta:typing.Optional[JsonObject] = None):
         self.session_id = session_id
         self.meta = meta
         
@@ -5675,7 +5675,7 @@ class CancelledPermissionOutcome:
 
     See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#cancellation)
 """
-    def __init__(self, *, meta:typing.Optional[JsonObject]):
+    def __init__(self, *, meta:typing.Optional[JsonObject] = None):
         self.meta = meta
         
         
@@ -5713,7 +5713,7 @@ class ClientCapabilities:
 
     See protocol docs: [Client Capabilities](https://agentclientprotocol.com/protocol/v2/draft/initialization#client-capabilities)
 """
-    def __init__(self, *, meta:typing.Optional[JsonObject]):
+    def __init__(self, *, meta:typing.Optional[JsonObject] = None):
         self.meta = meta
         
         
@@ -5765,7 +5765,7 @@ class CloseSessionRequest:
     has already been inserted, the Agent MUST respond successfully with its
     `messageId`. Prompt responses need not precede the close response.
 """
-    def __init__(self, *, session_id:SessionId, meta:typing.Optional[JsonObject]):
+    def __init__(self, *, session_id:SessionId, meta:typing.Optional[JsonObject] = None):
         self.session_id = session_id
         self.meta = meta
         
@@ -5804,7 +5804,7 @@ class CloseSessionResponse:
     """
     Response from closing a session.
 """
-    def __init__(self, *, meta:typing.Optional[JsonObject]):
+    def __init__(self, *, meta:typing.Optional[JsonObject] = None):
         self.meta = meta
         
         
@@ -5839,7 +5839,7 @@ class Implementation:
     Describes the name and version of an ACP implementation, with an optional
     title for UI representation.
 """
-    def __init__(self, *, name:str, title:typing.Optional[str], version:str, meta:typing.Optional[JsonObject]):
+    def __init__(self, *, name:str, title:typing.Optional[str] = None, version:str, meta:typing.Optional[JsonObject] = None):
         self.name = name
         self.title = title
         self.version = version
@@ -6030,7 +6030,7 @@ class Cost:
     """
     Cost information for a session.
 """
-    def __init__(self, *, amount:float, currency:str, meta:typing.Optional[JsonObject]):
+    def __init__(self, *, amount:float, currency:str, meta:typing.Optional[JsonObject] = None):
         self.amount = amount
         self.currency = currency
         self.meta = meta
@@ -6075,7 +6075,7 @@ class EnvVariable:
     """
     An environment variable to set when launching a process.
 """
-    def __init__(self, *, name:str, value:str, meta:typing.Optional[JsonObject]):
+    def __init__(self, *, name:str, value:str, meta:typing.Optional[JsonObject] = None):
         self.name = name
         self.value = value
         self.meta = meta
@@ -6526,7 +6526,7 @@ class ErrorData:
     """
     The `data` of a -32002 or -32010 error, and the optional `detail` of the standard codes.
 """
-    def __init__(self, *, reason:typing.Optional[ErrorReason], message_id:typing.Optional[MessageId], session_id:typing.Optional[SessionId], detail:typing.Optional[str]):
+    def __init__(self, *, reason:typing.Optional[ErrorReason] = None, message_id:typing.Optional[MessageId] = None, session_id:typing.Optional[SessionId] = None, detail:typing.Optional[str] = None):
         self.reason = reason
         self.message_id = message_id
         self.session_id = session_id
@@ -6577,7 +6577,7 @@ class HttpHeader:
     """
     An HTTP header to set when making requests to the MCP server.
 """
-    def __init__(self, *, name:str, value:str, meta:typing.Optional[JsonObject]):
+    def __init__(self, *, name:str, value:str, meta:typing.Optional[JsonObject] = None):
         self.name = name
         self.value = value
         self.meta = meta
@@ -6626,7 +6626,7 @@ class Usage:
 
     Token usage for the foreground work that just completed, not cumulative for the session.
 """
-    def __init__(self, *, total_tokens:int, input_tokens:int, output_tokens:int, thought_tokens:typing.Optional[int], cached_read_tokens:typing.Optional[int], cached_write_tokens:typing.Optional[int], meta:typing.Optional[JsonObject]):
+    def __init__(self, *, total_tokens:int, input_tokens:int, output_tokens:int, thought_tokens:typing.Optional[int] = None, cached_read_tokens:typing.Optional[int] = None, cached_write_tokens:typing.Optional[int] = None, meta:typing.Optional[JsonObject] = None):
         self.total_tokens = total_tokens
         self.input_tokens = input_tokens
         self.output_tokens = output_tokens
@@ -7412,7 +7412,7 @@ class TurnFailure:
     """
     A failure that ended a turn, as a JSON-RPC error object (upstream `Error` inside `ErrorStopReason`).
 """
-    def __init__(self, *, code:int, message:str, data:typing.Optional[Value]):
+    def __init__(self, *, code:int, message:str, data:typing.Optional[Value] = None):
         self.code = code
         self.message = message
         self.data = data
@@ -7482,7 +7482,7 @@ class IdleStateUpdate:
     """
     No foreground work is active. Background activity may continue.
 """
-    def __init__(self, *, usage:typing.Optional[Usage], background:typing.Optional[typing.List[BackgroundWork]], meta:typing.Optional[JsonObject], stop_reason:typing.Optional[StopReason], error:typing.Optional[TurnFailure]):
+    def __init__(self, *, usage:typing.Optional[Usage] = None, background:typing.Optional[typing.List[BackgroundWork]] = None, meta:typing.Optional[JsonObject] = None, stop_reason:typing.Optional[StopReason] = None, error:typing.Optional[TurnFailure] = None):
         self.usage = usage
         self.background = background
         self.meta = meta
@@ -7607,7 +7607,7 @@ class InitializeRequest:
 
     See protocol docs: [Initialization](https://agentclientprotocol.com/protocol/v2/draft/initialization)
 """
-    def __init__(self, *, protocol_version:ProtocolVersion, info:Implementation, capabilities:typing.Optional[ClientCapabilities], meta:typing.Optional[JsonObject]):
+    def __init__(self, *, protocol_version:ProtocolVersion, info:Implementation, capabilities:typing.Optional[ClientCapabilities] = None, meta:typing.Optional[JsonObject] = None):
         self.protocol_version = protocol_version
         self.info = info
         self.capabilities = capabilities
@@ -7687,7 +7687,7 @@ class InitializeResponse:
 
     See protocol docs: [Initialization](https://agentclientprotocol.com/protocol/v2/draft/initialization)
 """
-    def __init__(self, *, protocol_version:ProtocolVersion, info:Implementation, capabilities:typing.Optional[AgentCapabilities], meta:typing.Optional[JsonObject]):
+    def __init__(self, *, protocol_version:ProtocolVersion, info:Implementation, capabilities:typing.Optional[AgentCapabilities] = None, meta:typing.Optional[JsonObject] = None):
         self.protocol_version = protocol_version
         self.info = info
         self.capabilities = capabilities
@@ -7738,7 +7738,7 @@ class InjectRequest:
     """
     Adds user input to a session mid-turn.
 """
-    def __init__(self, *, session_id:SessionId, mode:InjectMode, content:typing.List[ContentBlock], meta:typing.Optional[JsonObject]):
+    def __init__(self, *, session_id:SessionId, mode:InjectMode, content:typing.List[ContentBlock], meta:typing.Optional[JsonObject] = None):
         self.session_id = session_id
         self.mode = mode
         self.content = content
@@ -7789,7 +7789,7 @@ class InjectResponse:
     """
     The inject was accepted for pending delivery; its `user_message` will carry this id.
 """
-    def __init__(self, *, message_id:MessageId, meta:typing.Optional[JsonObject]):
+    def __init__(self, *, message_id:MessageId, meta:typing.Optional[JsonObject] = None):
         self.message_id = message_id
         self.meta = meta
         
@@ -7828,7 +7828,7 @@ class ListSessionsRequest:
     """
     Request parameters for listing existing sessions.
 """
-    def __init__(self, *, cwd:typing.Optional[str], cursor:typing.Optional[str], meta:typing.Optional[JsonObject]):
+    def __init__(self, *, cwd:typing.Optional[str] = None, cursor:typing.Optional[str] = None, meta:typing.Optional[JsonObject] = None):
         self.cwd = cwd
         self.cursor = cursor
         self.meta = meta
@@ -7921,7 +7921,7 @@ class SessionInfo:
     """
     Information about a session returned by session/list
 """
-    def __init__(self, *, session_id:SessionId, cwd:str, additional_directories:typing.Optional[typing.List[str]], title:typing.Optional[str], updated_at:typing.Optional[str], meta:typing.Optional[JsonObject]):
+    def __init__(self, *, session_id:SessionId, cwd:str, additional_directories:typing.Optional[typing.List[str]] = None, title:typing.Optional[str] = None, updated_at:typing.Optional[str] = None, meta:typing.Optional[JsonObject] = None):
         self.session_id = session_id
         self.cwd = cwd
         self.additional_directories = additional_directories
@@ -8007,7 +8007,7 @@ class ListSessionsResponse:
     """
     Response from listing sessions.
 """
-    def __init__(self, *, sessions:typing.List[SessionInfo], next_cursor:typing.Optional[str], meta:typing.Optional[JsonObject]):
+    def __init__(self, *, sessions:typing.List[SessionInfo], next_cursor:typing.Optional[str] = None, meta:typing.Optional[JsonObject] = None):
         self.sessions = sessions
         self.next_cursor = next_cursor
         self.meta = meta
@@ -8102,7 +8102,7 @@ class McpServerHttp:
 
     Only available when the Agent capabilities include `session.mcp.http`.
 """
-    def __init__(self, *, name:str, url:str, headers:typing.Optional[typing.List[HttpHeader]], meta:typing.Optional[JsonObject]):
+    def __init__(self, *, name:str, url:str, headers:typing.Optional[typing.List[HttpHeader]] = None, meta:typing.Optional[JsonObject] = None):
         self.name = name
         self.url = url
         self.headers = headers
@@ -8203,7 +8203,7 @@ class McpServerStdio:
 
     Only available when the Agent capabilities include `session.mcp.stdio`.
 """
-    def __init__(self, *, name:str, command:str, args:typing.Optional[typing.List[str]], env:typing.Optional[typing.List[EnvVariable]], meta:typing.Optional[JsonObject]):
+    def __init__(self, *, name:str, command:str, args:typing.Optional[typing.List[str]] = None, env:typing.Optional[typing.List[EnvVariable]] = None, meta:typing.Optional[JsonObject] = None):
         self.name = name
         self.command = command
         self.args = args
@@ -8727,7 +8727,7 @@ class PendingInject:
     """
     A pending inject as the pending-list extension reports it.
 """
-    def __init__(self, *, message_id:MessageId, mode:InjectMode, content:typing.List[ContentBlock], meta:typing.Optional[JsonObject]):
+    def __init__(self, *, message_id:MessageId, mode:InjectMode, content:typing.List[ContentBlock], meta:typing.Optional[JsonObject] = None):
         self.message_id = message_id
         self.mode = mode
         self.content = content
@@ -9168,7 +9168,7 @@ class NewSessionRequest:
 
     See protocol docs: [Creating a Session](https://agentclientprotocol.com/protocol/v2/draft/session-setup#creating-a-session)
 """
-    def __init__(self, *, cwd:str, additional_directories:typing.Optional[typing.List[str]], mcp_servers:typing.Optional[typing.List[McpServer]], meta:typing.Optional[JsonObject]):
+    def __init__(self, *, cwd:str, additional_directories:typing.Optional[typing.List[str]] = None, mcp_servers:typing.Optional[typing.List[McpServer]] = None, meta:typing.Optional[JsonObject] = None):
         self.cwd = cwd
         self.additional_directories = additional_directories
         self.mcp_servers = mcp_servers
@@ -9225,7 +9225,7 @@ class NewSessionResponse:
 
     See protocol docs: [Creating a Session](https://agentclientprotocol.com/protocol/v2/draft/session-setup#creating-a-session)
 """
-    def __init__(self, *, session_id:SessionId, meta:typing.Optional[JsonObject]):
+    def __init__(self, *, session_id:SessionId, meta:typing.Optional[JsonObject] = None):
         self.session_id = session_id
         self.meta = meta
         
@@ -9264,7 +9264,7 @@ class PendingInjectsUpdate:
     """
     Extension (`_acp-inject/pending`): the session's pending injects, whole, in delivery order (steers, then queued, each first in first out). Sent to connections that opted in (client capability `_meta["acp-inject.dev/pending"]`) whenever the list changes and once after `session/resume`.
 """
-    def __init__(self, *, pending:typing.List[PendingInject], meta:typing.Optional[JsonObject]):
+    def __init__(self, *, pending:typing.List[PendingInject], meta:typing.Optional[JsonObject] = None):
         self.pending = pending
         self.meta = meta
         
@@ -9551,7 +9551,7 @@ class PermissionOption:
     """
     An option presented to the user when requesting permission.
 """
-    def __init__(self, *, option_id:PermissionOptionId, name:str, kind:PermissionOptionKind, meta:typing.Optional[JsonObject]):
+    def __init__(self, *, option_id:PermissionOptionId, name:str, kind:PermissionOptionKind, meta:typing.Optional[JsonObject] = None):
         self.option_id = option_id
         self.name = name
         self.kind = kind
@@ -9799,7 +9799,7 @@ class SelectedPermissionOutcome:
     If `optionId` doesn't match an offered option, the agent MUST treat the request as not
     approved.
 """
-    def __init__(self, *, option_id:PermissionOptionId, meta:typing.Optional[JsonObject]):
+    def __init__(self, *, option_id:PermissionOptionId, meta:typing.Optional[JsonObject] = None):
         self.option_id = option_id
         self.meta = meta
         
@@ -11006,7 +11006,7 @@ class PlanEntry:
     as part of fulfilling the user's request.
     See protocol docs: [Plan Entries](https://agentclientprotocol.com/protocol/v2/draft/agent-plan#plan-entries)
 """
-    def __init__(self, *, content:str, priority:PlanEntryPriority, status:PlanEntryStatus, meta:typing.Optional[JsonObject]):
+    def __init__(self, *, content:str, priority:PlanEntryPriority, status:PlanEntryStatus, meta:typing.Optional[JsonObject] = None):
         self.content = content
         self.priority = priority
         self.status = status
@@ -11080,7 +11080,7 @@ class PlanItems:
     """
     Structured plan entries.
 """
-    def __init__(self, *, plan_id:str, entries:typing.List[PlanEntry], meta:typing.Optional[JsonObject]):
+    def __init__(self, *, plan_id:str, entries:typing.List[PlanEntry], meta:typing.Optional[JsonObject] = None):
         self.plan_id = plan_id
         self.entries = entries
         self.meta = meta
@@ -11266,7 +11266,7 @@ class PlanUpdate:
     A content update for a plan identified by ID.
     See protocol docs: [Agent Plan](https://agentclientprotocol.com/protocol/v2/draft/agent-plan)
 """
-    def __init__(self, *, plan:PlanUpdateContent, meta:typing.Optional[JsonObject]):
+    def __init__(self, *, plan:PlanUpdateContent, meta:typing.Optional[JsonObject] = None):
         self.plan = plan
         self.meta = meta
         
@@ -11309,7 +11309,7 @@ class PromptRequest:
 
     See protocol docs: [User Message](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#1-user-message)
 """
-    def __init__(self, *, session_id:SessionId, prompt:typing.List[ContentBlock], meta:typing.Optional[JsonObject]):
+    def __init__(self, *, session_id:SessionId, prompt:typing.List[ContentBlock], meta:typing.Optional[JsonObject] = None):
         self.session_id = session_id
         self.prompt = prompt
         self.meta = meta
@@ -11363,7 +11363,7 @@ class PromptResponse:
 
     See protocol docs: [Prompt Accepted](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#2-prompt-accepted)
 """
-    def __init__(self, *, message_id:MessageId, meta:typing.Optional[JsonObject]):
+    def __init__(self, *, message_id:MessageId, meta:typing.Optional[JsonObject] = None):
         self.message_id = message_id
         self.meta = meta
         
@@ -11459,7 +11459,7 @@ class ReplaceInjectRequest:
     """
     Replaces a pending inject's content, keeping its id, mode and position.
 """
-    def __init__(self, *, session_id:SessionId, message_id:MessageId, content:typing.List[ContentBlock], meta:typing.Optional[JsonObject]):
+    def __init__(self, *, session_id:SessionId, message_id:MessageId, content:typing.List[ContentBlock], meta:typing.Optional[JsonObject] = None):
         self.session_id = session_id
         self.message_id = message_id
         self.content = content
@@ -11510,7 +11510,7 @@ class ReplaceInjectResponse:
     """
     The content was replaced; the `user_message` will carry the new content.
 """
-    def __init__(self, *, message_id:MessageId, meta:typing.Optional[JsonObject]):
+    def __init__(self, *, message_id:MessageId, meta:typing.Optional[JsonObject] = None):
         self.message_id = message_id
         self.meta = meta
         
@@ -11549,7 +11549,7 @@ class ReplayFromStart:
     """
     Replay all retained conversation history from its first replayable entry.
 """
-    def __init__(self, *, meta:typing.Optional[JsonObject]):
+    def __init__(self, *, meta:typing.Optional[JsonObject] = None):
         self.meta = meta
         
         
@@ -11586,7 +11586,7 @@ class RequestPermissionRequest:
 
     See protocol docs: [Requesting Permission](https://agentclientprotocol.com/protocol/v2/draft/tool-calls#requesting-permission)
 """
-    def __init__(self, *, session_id:SessionId, title:str, description:typing.Optional[str], subject:typing.Optional[JsonObject], options:typing.List[PermissionOption], meta:typing.Optional[JsonObject]):
+    def __init__(self, *, session_id:SessionId, title:str, description:typing.Optional[str] = None, subject:typing.Optional[JsonObject] = None, options:typing.List[PermissionOption], meta:typing.Optional[JsonObject] = None):
         self.session_id = session_id
         self.title = title
         self.description = description
@@ -11649,7 +11649,7 @@ class RequestPermissionResponse:
     """
     Response to a permission request.
 """
-    def __init__(self, *, outcome:RequestPermissionOutcome, meta:typing.Optional[JsonObject]):
+    def __init__(self, *, outcome:RequestPermissionOutcome, meta:typing.Optional[JsonObject] = None):
         self.outcome = outcome
         self.meta = meta
         
@@ -11688,7 +11688,7 @@ class RequiresActionStateUpdate:
     """
     Foreground work is blocked on user action.
 """
-    def __init__(self, *, background:typing.Optional[typing.List[BackgroundWork]], meta:typing.Optional[JsonObject]):
+    def __init__(self, *, background:typing.Optional[typing.List[BackgroundWork]] = None, meta:typing.Optional[JsonObject] = None):
         self.background = background
         self.meta = meta
         
@@ -11897,7 +11897,7 @@ class ResumeSessionRequest:
     Resumes an existing session and optionally replays retained conversation
     history according to `replayFrom`.
 """
-    def __init__(self, *, session_id:SessionId, cwd:str, additional_directories:typing.Optional[typing.List[str]], mcp_servers:typing.Optional[typing.List[McpServer]], replay_from:typing.Optional[ReplayFrom], meta:typing.Optional[JsonObject]):
+    def __init__(self, *, session_id:SessionId, cwd:str, additional_directories:typing.Optional[typing.List[str]] = None, mcp_servers:typing.Optional[typing.List[McpServer]] = None, replay_from:typing.Optional[ReplayFrom] = None, meta:typing.Optional[JsonObject] = None):
         self.session_id = session_id
         self.cwd = cwd
         self.additional_directories = additional_directories
@@ -11966,7 +11966,7 @@ class ResumeSessionResponse:
 
     See protocol docs: [Current-State Synchronization](https://agentclientprotocol.com/protocol/v2/draft/session-setup#current-state-synchronization)
 """
-    def __init__(self, *, meta:typing.Optional[JsonObject]):
+    def __init__(self, *, meta:typing.Optional[JsonObject] = None):
         self.meta = meta
         
         
@@ -11999,7 +11999,7 @@ class RevokeInjectRequest:
     """
     Drops a pending inject. Idempotent for an id already revoked.
 """
-    def __init__(self, *, session_id:SessionId, message_id:MessageId, meta:typing.Optional[JsonObject]):
+    def __init__(self, *, session_id:SessionId, message_id:MessageId, meta:typing.Optional[JsonObject] = None):
         self.session_id = session_id
         self.message_id = message_id
         self.meta = meta
@@ -12044,7 +12044,7 @@ class RevokeInjectResponse:
     """
     The inject is revoked: no `user_message` for it will ever be emitted.
 """
-    def __init__(self, *, meta:typing.Optional[JsonObject]):
+    def __init__(self, *, meta:typing.Optional[JsonObject] = None):
         self.meta = meta
         
         
@@ -12077,7 +12077,7 @@ class RunningStateUpdate:
     """
     Foreground work is in progress.
 """
-    def __init__(self, *, background:typing.Optional[typing.List[BackgroundWork]], meta:typing.Optional[JsonObject]):
+    def __init__(self, *, background:typing.Optional[typing.List[BackgroundWork]] = None, meta:typing.Optional[JsonObject] = None):
         self.background = background
         self.meta = meta
         
@@ -12116,7 +12116,7 @@ class SessionClosedUpdate:
     """
     Extension (`_acp-inject/session_closed`): the session was closed (by `session/close` or by the agent). Sent to every attached connection; nothing follows it for this session until it is resumed.
 """
-    def __init__(self, *, meta:typing.Optional[JsonObject]):
+    def __init__(self, *, meta:typing.Optional[JsonObject] = None):
         self.meta = meta
         
         
@@ -12326,7 +12326,7 @@ class SessionInfoUpdate:
     """
     Session metadata has been updated (title, timestamps, custom metadata)
 """
-    def __init__(self, *, title:StringPatchMember, updated_at:StringPatchMember, meta:typing.Optional[JsonObject]):
+    def __init__(self, *, title:StringPatchMember, updated_at:StringPatchMember, meta:typing.Optional[JsonObject] = None):
         self.title = title
         self.updated_at = updated_at
         self.meta = meta
@@ -12420,7 +12420,7 @@ class SessionStatusRequest:
     close, or change the session, and does not attach the requesting connection to it.
     A session the Agent does not know gets `-32002` with the requested `sessionId` in `data`.
 """
-    def __init__(self, *, session_id:SessionId, meta:typing.Optional[JsonObject]):
+    def __init__(self, *, session_id:SessionId, meta:typing.Optional[JsonObject] = None):
         self.session_id = session_id
         self.meta = meta
         
@@ -12666,7 +12666,7 @@ class UnknownStateUpdate:
     The Agent cannot currently determine foreground activity.
     This replaces previously confirmed activity without ending the work or session.
 """
-    def __init__(self, *, background:typing.Optional[typing.List[BackgroundWork]], meta:typing.Optional[JsonObject]):
+    def __init__(self, *, background:typing.Optional[typing.List[BackgroundWork]] = None, meta:typing.Optional[JsonObject] = None):
         self.background = background
         self.meta = meta
         
@@ -13050,7 +13050,7 @@ class SessionStatusResponse:
     The result is a snapshot. A session reported `open` may be closed or evicted before
     the Client's next request.
 """
-    def __init__(self, *, status:SessionStatus, state:typing.Optional[StateUpdate], meta:typing.Optional[JsonObject]):
+    def __init__(self, *, status:SessionStatus, state:typing.Optional[StateUpdate] = None, meta:typing.Optional[JsonObject] = None):
         self.status = status
         self.state = state
         self.meta = meta
@@ -13095,7 +13095,7 @@ class ToolCallContentBlock:
     """
     Standard content block (text, images, resources).
 """
-    def __init__(self, *, content:ContentBlock, meta:typing.Optional[JsonObject]):
+    def __init__(self, *, content:ContentBlock, meta:typing.Optional[JsonObject] = None):
         self.content = content
         self.meta = meta
         
@@ -13279,7 +13279,7 @@ class ToolCallContentChunk:
     """
     A chunk of tool-call content being streamed.
 """
-    def __init__(self, *, tool_call_id:ToolCallId, content:ToolCallContent, meta:typing.Optional[JsonObject]):
+    def __init__(self, *, tool_call_id:ToolCallId, content:ToolCallContent, meta:typing.Optional[JsonObject] = None):
         self.tool_call_id = tool_call_id
         self.content = content
         self.meta = meta
@@ -14145,7 +14145,7 @@ class ToolCallUpdate:
     """
     A tool call has been created or updated.
 """
-    def __init__(self, *, tool_call_id:ToolCallId, name:typing.Optional[str], title:typing.Optional[str], kind:typing.Optional[ToolKind], status:typing.Optional[ToolCallStatus], content:typing.Optional[typing.List[ToolCallContent]], locations:typing.Optional[typing.List[JsonObject]], raw_input:typing.Optional[Value], raw_output:typing.Optional[Value], meta:typing.Optional[JsonObject]):
+    def __init__(self, *, tool_call_id:ToolCallId, name:typing.Optional[str] = None, title:typing.Optional[str] = None, kind:typing.Optional[ToolKind] = None, status:typing.Optional[ToolCallStatus] = None, content:typing.Optional[typing.List[ToolCallContent]] = None, locations:typing.Optional[typing.List[JsonObject]] = None, raw_input:typing.Optional[Value] = None, raw_output:typing.Optional[Value] = None, meta:typing.Optional[JsonObject] = None):
         self.tool_call_id = tool_call_id
         self.name = name
         self.title = title
@@ -14308,7 +14308,7 @@ class UnsupportedProtocolVersionErrorData:
 
     See protocol docs: [Version Negotiation](https://agentclientprotocol.com/protocol/v2/draft/initialization#version-negotiation)
 """
-    def __init__(self, *, requested:ProtocolVersion, supported:typing.List[ProtocolVersion], meta:typing.Optional[JsonObject]):
+    def __init__(self, *, requested:ProtocolVersion, supported:typing.List[ProtocolVersion], meta:typing.Optional[JsonObject] = None):
         self.requested = requested
         self.supported = supported
         self.meta = meta
@@ -14357,7 +14357,7 @@ class UserMessage:
     client receives another `user_message` update with the same `messageId`,
     fields in the new update patch the previous fields for that message.
 """
-    def __init__(self, *, message_id:MessageId, content:ContentBlockListPatchMember, meta:typing.Optional[JsonObject]):
+    def __init__(self, *, message_id:MessageId, content:ContentBlockListPatchMember, meta:typing.Optional[JsonObject] = None):
         self.message_id = message_id
         self.content = content
         self.meta = meta
@@ -14415,7 +14415,7 @@ class UserMessageChunk:
     """
     A chunk of the user's message being streamed.
 """
-    def __init__(self, *, message_id:MessageId, content:ContentBlock, meta:typing.Optional[JsonObject]):
+    def __init__(self, *, message_id:MessageId, content:ContentBlock, meta:typing.Optional[JsonObject] = None):
         self.message_id = message_id
         self.content = content
         self.meta = meta
@@ -14615,7 +14615,7 @@ class UsageUpdate:
     """
     Context window and cost update for the session.
 """
-    def __init__(self, *, used:int, size:int, cost:typing.Optional[Cost], meta:typing.Optional[JsonObject]):
+    def __init__(self, *, used:int, size:int, cost:typing.Optional[Cost] = None, meta:typing.Optional[JsonObject] = None):
         self.used = used
         self.size = size
         self.cost = cost
@@ -15468,7 +15468,7 @@ class UpdateSessionNotification:
 
     See protocol docs: [Agent Reports Output](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#3-agent-reports-output)
 """
-    def __init__(self, *, session_id:SessionId, update:SessionUpdate, meta:typing.Optional[JsonObject]):
+    def __init__(self, *, session_id:SessionId, update:SessionUpdate, meta:typing.Optional[JsonObject] = None):
         self.session_id = session_id
         self.update = update
         self.meta = meta

@@ -3805,7 +3805,7 @@ public struct AgentCapabilities: Equatable, Hashable {
          * baseline session methods: `session/new`, `session/list`,
          * `session/resume`, `session/close`, `session/prompt`, `session/cancel`,
          * and `session/update`.
-         */session: SessionCapabilities?, meta: JsonObject?) {
+         */session: SessionCapabilities? = nil, meta: JsonObject? = nil) {
         self.session = session
         self.meta = meta
     }
@@ -3995,7 +3995,7 @@ public struct AgentMessage: Equatable, Hashable {
     public init(messageId: MessageId, 
         /**
          * Complete replacement content for this message.
-         */content: ContentBlockListPatchMember, meta: JsonObject?) {
+         */content: ContentBlockListPatchMember, meta: JsonObject? = nil) {
         self.messageId = messageId
         self.content = content
         self.meta = meta
@@ -4056,7 +4056,7 @@ public struct AgentMessageChunk: Equatable, Hashable {
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(messageId: MessageId, content: ContentBlock, meta: JsonObject?) {
+    public init(messageId: MessageId, content: ContentBlock, meta: JsonObject? = nil) {
         self.messageId = messageId
         self.content = content
         self.meta = meta
@@ -4122,7 +4122,7 @@ public struct AgentMessageClear: Equatable, Hashable {
     public init(
         /**
          * The message to clear; the current agent message when absent.
-         */messageId: MessageId?, meta: JsonObject?) {
+         */messageId: MessageId? = nil, meta: JsonObject? = nil) {
         self.messageId = messageId
         self.meta = meta
     }
@@ -4190,7 +4190,7 @@ public struct AgentThought: Equatable, Hashable {
     public init(messageId: MessageId, 
         /**
          * Complete replacement content for this thought message.
-         */content: ContentBlockListPatchMember, meta: JsonObject?) {
+         */content: ContentBlockListPatchMember, meta: JsonObject? = nil) {
         self.messageId = messageId
         self.content = content
         self.meta = meta
@@ -4251,7 +4251,7 @@ public struct AgentThoughtChunk: Equatable, Hashable {
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(messageId: MessageId, content: ContentBlock, meta: JsonObject?) {
+    public init(messageId: MessageId, content: ContentBlock, meta: JsonObject? = nil) {
         self.messageId = messageId
         self.content = content
         self.meta = meta
@@ -4336,20 +4336,20 @@ public struct Annotations: Equatable, Hashable {
          * Intended recipients for this content, such as the user or assistant.
          *
          * Omitted and `null` are equivalent and mean no audience is specified.
-         */audience: [Role]?, 
+         */audience: [Role]? = nil, 
         /**
          * Timestamp indicating when the underlying resource was last modified.
          *
          * Should be an ISO 8601 formatted string (e.g., "2025-01-12T15:00:58Z"), as in MCP.
          *
          * Omitted and `null` are equivalent and mean the modification time is not reported.
-         */lastModified: String?, 
+         */lastModified: String? = nil, 
         /**
          * Relative importance of this content when clients choose what to surface, from 0 (least
          * important) to 1 (most important).
          *
          * Omitted and `null` are equivalent and mean no priority is specified.
-         */priority: Double?, meta: JsonObject?) {
+         */priority: Double? = nil, meta: JsonObject? = nil) {
         self.audience = audience
         self.lastModified = lastModified
         self.priority = priority
@@ -4438,7 +4438,7 @@ public struct AudioContent: Equatable, Hashable {
          * Optional annotations that help clients decide how to display or route this content.
          *
          * Omitted and `null` are equivalent and mean no annotations are provided.
-         */annotations: Annotations?, meta: JsonObject?) {
+         */annotations: Annotations? = nil, meta: JsonObject? = nil) {
         self.data = data
         self.mimeType = mimeType
         self.annotations = annotations
@@ -4506,7 +4506,7 @@ public struct BackgroundSubagent: Equatable, Hashable {
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(sessionId: SessionId, meta: JsonObject?) {
+    public init(sessionId: SessionId, meta: JsonObject? = nil) {
         self.sessionId = sessionId
         self.meta = meta
     }
@@ -4570,7 +4570,7 @@ public struct BackgroundTerminal: Equatable, Hashable {
     public init(
         /**
          * The ID of the listed terminal.
-         */terminalId: String, meta: JsonObject?) {
+         */terminalId: String, meta: JsonObject? = nil) {
         self.terminalId = terminalId
         self.meta = meta
     }
@@ -4629,7 +4629,7 @@ public struct BackgroundToolCall: Equatable, Hashable {
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(toolCallId: ToolCallId, meta: JsonObject?) {
+    public init(toolCallId: ToolCallId, meta: JsonObject? = nil) {
         self.toolCallId = toolCallId
         self.meta = meta
     }
@@ -4710,7 +4710,7 @@ public struct BlobResourceContents: Equatable, Hashable {
          * MIME type describing the encoded media payload.
          *
          * Omitted and `null` are equivalent and mean the MIME type is not specified.
-         */mimeType: String?, meta: JsonObject?) {
+         */mimeType: String? = nil, meta: JsonObject? = nil) {
         self.blob = blob
         self.uri = uri
         self.mimeType = mimeType
@@ -4775,7 +4775,7 @@ public struct CancelRequestNotification: Equatable, Hashable {
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(requestId: RequestId, meta: JsonObject?) {
+    public init(requestId: RequestId, meta: JsonObject? = nil) {
         self.requestId = requestId
         self.meta = meta
     }
@@ -4834,7 +4834,7 @@ public struct CancelSessionNotification: Equatable, Hashable {
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(sessionId: SessionId, meta: JsonObject?) {
+    public init(sessionId: SessionId, meta: JsonObject? = nil) {
         self.sessionId = sessionId
         self.meta = meta
     }
@@ -4899,7 +4899,7 @@ public struct CancelledPermissionOutcome: Equatable, Hashable {
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(meta: JsonObject?) {
+    public init(meta: JsonObject? = nil) {
         self.meta = meta
     }
 
@@ -4957,7 +4957,7 @@ public struct ClientCapabilities: Equatable, Hashable {
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(meta: JsonObject?) {
+    public init(meta: JsonObject? = nil) {
         self.meta = meta
     }
 
@@ -5030,7 +5030,7 @@ public struct CloseSessionRequest: Equatable, Hashable {
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(sessionId: SessionId, meta: JsonObject?) {
+    public init(sessionId: SessionId, meta: JsonObject? = nil) {
         self.sessionId = sessionId
         self.meta = meta
     }
@@ -5086,7 +5086,7 @@ public struct CloseSessionResponse: Equatable, Hashable {
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(meta: JsonObject?) {
+    public init(meta: JsonObject? = nil) {
         self.meta = meta
     }
 
@@ -5276,7 +5276,7 @@ public struct Cost: Equatable, Hashable {
         /**
          * Unit of `amount`: an ISO 4217 currency code (e.g., "USD", "EUR") for money, or another
          * unit such as "credits".
-         */currency: String, meta: JsonObject?) {
+         */currency: String, meta: JsonObject? = nil) {
         self.amount = amount
         self.currency = currency
         self.meta = meta
@@ -5351,7 +5351,7 @@ public struct EmbeddedResource: Equatable, Hashable {
          * Optional annotations that help clients decide how to display or route this content.
          *
          * Omitted and `null` are equivalent and mean no annotations are provided.
-         */annotations: Annotations?, meta: JsonObject?) {
+         */annotations: Annotations? = nil, meta: JsonObject? = nil) {
         self.resource = resource
         self.annotations = annotations
         self.meta = meta
@@ -5424,7 +5424,7 @@ public struct EnvVariable: Equatable, Hashable {
          */name: String, 
         /**
          * The value to set for the environment variable.
-         */value: String, meta: JsonObject?) {
+         */value: String, meta: JsonObject? = nil) {
         self.name = name
         self.value = value
         self.meta = meta
@@ -5489,10 +5489,10 @@ public struct ErrorData: Equatable, Hashable {
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(reason: ErrorReason?, messageId: MessageId?, sessionId: SessionId?, 
+    public init(reason: ErrorReason? = nil, messageId: MessageId? = nil, sessionId: SessionId? = nil, 
         /**
          * What was wrong, for a person. Never compared by conformance vectors.
-         */detail: String?) {
+         */detail: String? = nil) {
         self.reason = reason
         self.messageId = messageId
         self.sessionId = sessionId
@@ -5568,7 +5568,7 @@ public struct HttpHeader: Equatable, Hashable {
          */name: String, 
         /**
          * The value to set for the HTTP header.
-         */value: String, meta: JsonObject?) {
+         */value: String, meta: JsonObject? = nil) {
         self.name = name
         self.value = value
         self.meta = meta
@@ -5671,7 +5671,7 @@ public struct IdleStateUpdate: Equatable, Hashable {
          *
          * Optional. Omitted and `null` are equivalent and mean the agent is not reporting token
          * usage for this state update.
-         */usage: Usage?, 
+         */usage: Usage? = nil, 
         /**
          * Work running independently of foreground work, as a complete snapshot.
          *
@@ -5681,17 +5681,17 @@ public struct IdleStateUpdate: Equatable, Hashable {
          * update for the session. A malformed list is treated as not reported.
          *
          * See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)
-         */background: [BackgroundWork]?, meta: JsonObject?, 
+         */background: [BackgroundWork]? = nil, meta: JsonObject? = nil, 
         /**
          * Why foreground work stopped. The value selects one of this type's variants, which may add fields of their own.
          *
          * Optional. Omitted and `null` are equivalent and mean the agent is not reporting a stop reason; a malformed value is treated the same way.
          *
          * See protocol docs: [Stop Reasons](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#stop-reasons)
-         */stopReason: StopReason?, 
+         */stopReason: StopReason? = nil, 
         /**
          * With `stopReason: "error"`: the failure, as a JSON-RPC error object (upstream `ErrorStopReason.error`). Omitted or `null`: not reported.
-         */error: TurnFailure?) {
+         */error: TurnFailure? = nil) {
         self.usage = usage
         self.background = background
         self.meta = meta
@@ -5789,12 +5789,12 @@ public struct ImageContent: Equatable, Hashable {
          * URI associated with this resource or media payload.
          *
          * Omitted and `null` are equivalent and mean no URI is associated with the image.
-         */uri: String?, 
+         */uri: String? = nil, 
         /**
          * Optional annotations that help clients decide how to display or route this content.
          *
          * Omitted and `null` are equivalent and mean no annotations are provided.
-         */annotations: Annotations?, meta: JsonObject?) {
+         */annotations: Annotations? = nil, meta: JsonObject? = nil) {
         self.data = data
         self.mimeType = mimeType
         self.uri = uri
@@ -5892,11 +5892,11 @@ public struct Implementation: Equatable, Hashable {
          * If not provided, the name should be used for display.
          *
          * Omitted and `null` are equivalent and mean the `name` is used for display.
-         */title: String?, 
+         */title: String? = nil, 
         /**
          * Version of the implementation. Can be displayed to the user or used
          * for debugging or metrics purposes. (e.g. "1.0.0").
-         */version: String, meta: JsonObject?) {
+         */version: String, meta: JsonObject? = nil) {
         self.name = name
         self.title = title
         self.version = version
@@ -5965,7 +5965,7 @@ public struct InitializeRequest: Equatable, Hashable {
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(protocolVersion: ProtocolVersion, info: Implementation, capabilities: ClientCapabilities?, meta: JsonObject?) {
+    public init(protocolVersion: ProtocolVersion, info: Implementation, capabilities: ClientCapabilities? = nil, meta: JsonObject? = nil) {
         self.protocolVersion = protocolVersion
         self.info = info
         self.capabilities = capabilities
@@ -6034,7 +6034,7 @@ public struct InitializeResponse: Equatable, Hashable {
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(protocolVersion: ProtocolVersion, info: Implementation, capabilities: AgentCapabilities?, meta: JsonObject?) {
+    public init(protocolVersion: ProtocolVersion, info: Implementation, capabilities: AgentCapabilities? = nil, meta: JsonObject? = nil) {
         self.protocolVersion = protocolVersion
         self.info = info
         self.capabilities = capabilities
@@ -6114,10 +6114,10 @@ public struct InjectCapabilities: Equatable, Hashable {
          */modes: [InjectMode], 
         /**
          * Operations on pending injects beyond revoke.
-         */pending: PendingCapabilities?, 
+         */pending: PendingCapabilities? = nil, 
         /**
          * What a steer does mid model stream with no tool call pending. Omitted or `null`: not said (ACP PR #2043); a value this version does not know is left out on decode.
-         */steerInStream: [SteerInStream]?, meta: JsonObject?) {
+         */steerInStream: [SteerInStream]? = nil, meta: JsonObject? = nil) {
         self.modes = modes
         self.pending = pending
         self.steerInStream = steerInStream
@@ -6188,7 +6188,7 @@ public struct InjectRequest: Equatable, Hashable {
     public init(sessionId: SessionId, mode: InjectMode, 
         /**
          * The message's content (at least one block).
-         */content: [ContentBlock], meta: JsonObject?) {
+         */content: [ContentBlock], meta: JsonObject? = nil) {
         self.sessionId = sessionId
         self.mode = mode
         self.content = content
@@ -6251,7 +6251,7 @@ public struct InjectResponse: Equatable, Hashable {
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(messageId: MessageId, meta: JsonObject?) {
+    public init(messageId: MessageId, meta: JsonObject? = nil) {
         self.messageId = messageId
         self.meta = meta
     }
@@ -6330,12 +6330,12 @@ public struct ListSessionsRequest: Equatable, Hashable {
          * `additionalDirectories` don't. Agents MAY normalize paths when comparing.
          *
          * Omitted and `null` are equivalent and mean sessions are not filtered by working directory.
-         */cwd: String?, 
+         */cwd: String? = nil, 
         /**
          * Opaque cursor token from a previous response's nextCursor field for cursor-based pagination
          *
          * Omitted and `null` are equivalent and mean the first page is requested.
-         */cursor: String?, meta: JsonObject?) {
+         */cursor: String? = nil, meta: JsonObject? = nil) {
         self.cwd = cwd
         self.cursor = cursor
         self.meta = meta
@@ -6412,7 +6412,7 @@ public struct ListSessionsResponse: Equatable, Hashable {
          * Opaque cursor token. If present, pass this in the next request's cursor parameter
          * to fetch the next page. Omitted and `null` are equivalent and mean there are no more
          * results. An empty string is a valid cursor, not the end of results.
-         */nextCursor: String?, meta: JsonObject?) {
+         */nextCursor: String? = nil, meta: JsonObject? = nil) {
         self.sessions = sessions
         self.nextCursor = nextCursor
         self.meta = meta
@@ -6491,13 +6491,13 @@ public struct McpCapabilities: Equatable, Hashable {
          *
          * Optional. Omitted and `null` are equivalent and mean the agent does not advertise support.
          * Supplying `{}` means the agent supports stdio MCP server transports.
-         */stdio: JsonObject?, 
+         */stdio: JsonObject? = nil, 
         /**
          * Agent supports `http` MCP servers.
          *
          * Optional. Omitted and `null` are equivalent and mean the agent does not advertise support.
          * Supplying `{}` means the agent supports HTTP MCP server transports.
-         */http: JsonObject?, meta: JsonObject?) {
+         */http: JsonObject? = nil, meta: JsonObject? = nil) {
         self.stdio = stdio
         self.http = http
         self.meta = meta
@@ -6581,7 +6581,7 @@ public struct McpServerHttp: Equatable, Hashable {
         /**
          * HTTP headers to set when making requests to the MCP server. Headers the MCP transport
          * defines are owned by the transport, and Agents use the transport's values for them.
-         */headers: [HttpHeader]?, meta: JsonObject?) {
+         */headers: [HttpHeader]? = nil, meta: JsonObject? = nil) {
         self.name = name
         self.url = url
         self.headers = headers
@@ -6671,11 +6671,11 @@ public struct McpServerStdio: Equatable, Hashable {
          */command: String, 
         /**
          * Command-line arguments to pass to the MCP server.
-         */args: [String]?, 
+         */args: [String]? = nil, 
         /**
          * Environment variables to set when launching the MCP server. Names SHOULD be unique.
          * Agents MAY reject duplicates with `-32602`, and otherwise the last entry wins.
-         */env: [EnvVariable]?, meta: JsonObject?) {
+         */env: [EnvVariable]? = nil, meta: JsonObject? = nil) {
         self.name = name
         self.command = command
         self.args = args
@@ -6857,10 +6857,10 @@ public struct NewSessionRequest: Equatable, Hashable {
          * These expand the session's workspace scope without changing `cwd`, which
          * remains the base for relative paths. When omitted or empty, no
          * additional roots are activated for the new session.
-         */additionalDirectories: [String]?, 
+         */additionalDirectories: [String]? = nil, 
         /**
          * List of MCP (Model Context Protocol) servers the agent should connect to.
-         */mcpServers: [McpServer]?, meta: JsonObject?) {
+         */mcpServers: [McpServer]? = nil, meta: JsonObject? = nil) {
         self.cwd = cwd
         self.additionalDirectories = additionalDirectories
         self.mcpServers = mcpServers
@@ -6929,7 +6929,7 @@ public struct NewSessionResponse: Equatable, Hashable {
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(sessionId: SessionId, meta: JsonObject?) {
+    public init(sessionId: SessionId, meta: JsonObject? = nil) {
         self.sessionId = sessionId
         self.meta = meta
     }
@@ -6992,7 +6992,7 @@ public struct PendingCapabilities: Equatable, Hashable {
     public init(
         /**
          * `session/replace_inject` is supported. Omitted: not supported (ACP PR #2043 makes it optional); this toolkit always writes it.
-         */replace: Bool, meta: JsonObject?) {
+         */replace: Bool, meta: JsonObject? = nil) {
         self.replace = replace
         self.meta = meta
     }
@@ -7051,7 +7051,7 @@ public struct PendingInject: Equatable, Hashable {
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(messageId: MessageId, mode: InjectMode, content: [ContentBlock], meta: JsonObject?) {
+    public init(messageId: MessageId, mode: InjectMode, content: [ContentBlock], meta: JsonObject? = nil) {
         self.messageId = messageId
         self.mode = mode
         self.content = content
@@ -7114,7 +7114,7 @@ public struct PendingInjectsUpdate: Equatable, Hashable {
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(pending: [PendingInject], meta: JsonObject?) {
+    public init(pending: [PendingInject], meta: JsonObject? = nil) {
         self.pending = pending
         self.meta = meta
     }
@@ -7317,7 +7317,7 @@ public struct PermissionOption: Equatable, Hashable {
     public init(optionId: PermissionOptionId, 
         /**
          * Human-readable label to display to the user.
-         */name: String, kind: PermissionOptionKind, meta: JsonObject?) {
+         */name: String, kind: PermissionOptionKind, meta: JsonObject? = nil) {
         self.optionId = optionId
         self.name = name
         self.kind = kind
@@ -7463,7 +7463,7 @@ public struct PlanEntry: Equatable, Hashable {
     public init(
         /**
          * Human-readable description of what this task aims to accomplish.
-         */content: String, priority: PlanEntryPriority, status: PlanEntryStatus, meta: JsonObject?) {
+         */content: String, priority: PlanEntryPriority, status: PlanEntryStatus, meta: JsonObject? = nil) {
         self.content = content
         self.priority = priority
         self.status = status
@@ -7545,7 +7545,7 @@ public struct PlanItems: Equatable, Hashable {
          *
          * When updating an item-based plan, the agent must send a complete list of all entries
          * with their current status. The client replaces that plan with each update.
-         */entries: [PlanEntry], meta: JsonObject?) {
+         */entries: [PlanEntry], meta: JsonObject? = nil) {
         self.planId = planId
         self.entries = entries
         self.meta = meta
@@ -7606,7 +7606,7 @@ public struct PlanUpdate: Equatable, Hashable {
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(plan: PlanUpdateContent, meta: JsonObject?) {
+    public init(plan: PlanUpdateContent, meta: JsonObject? = nil) {
         self.plan = plan
         self.meta = meta
     }
@@ -7781,7 +7781,7 @@ public struct PromptRequest: Equatable, Hashable {
          *
          * Clients MUST NOT send an empty array. Agents MAY reject one with `-32602` without
          * inserting it.
-         */prompt: [ContentBlock], meta: JsonObject?) {
+         */prompt: [ContentBlock], meta: JsonObject? = nil) {
         self.sessionId = sessionId
         self.prompt = prompt
         self.meta = meta
@@ -7850,7 +7850,7 @@ public struct PromptResponse: Equatable, Hashable {
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(messageId: MessageId, meta: JsonObject?) {
+    public init(messageId: MessageId, meta: JsonObject? = nil) {
         self.messageId = messageId
         self.meta = meta
     }
@@ -7984,7 +7984,7 @@ public struct ReplaceInjectRequest: Equatable, Hashable {
     public init(sessionId: SessionId, messageId: MessageId, 
         /**
          * The new content (at least one block).
-         */content: [ContentBlock], meta: JsonObject?) {
+         */content: [ContentBlock], meta: JsonObject? = nil) {
         self.sessionId = sessionId
         self.messageId = messageId
         self.content = content
@@ -8047,7 +8047,7 @@ public struct ReplaceInjectResponse: Equatable, Hashable {
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(messageId: MessageId, meta: JsonObject?) {
+    public init(messageId: MessageId, meta: JsonObject? = nil) {
         self.messageId = messageId
         self.meta = meta
     }
@@ -8103,7 +8103,7 @@ public struct ReplayFromStart: Equatable, Hashable {
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(meta: JsonObject?) {
+    public init(meta: JsonObject? = nil) {
         self.meta = meta
     }
 
@@ -8200,16 +8200,16 @@ public struct RequestPermissionRequest: Equatable, Hashable {
          * This text is specific to the permission prompt and does not update any
          * subject's displayed content. Omitted and `null` are equivalent and mean no separate
          * permission description was provided.
-         */description: String?, 
+         */description: String? = nil, 
         /**
          * Optional structured context about the operation requiring permission.
          *
          * Omitted and `null` are equivalent and mean no structured subject was provided.
-         */subject: JsonObject?, 
+         */subject: JsonObject? = nil, 
         /**
          * Available permission options for the user to choose from.
          * Must contain at least one option.
-         */options: [PermissionOption], meta: JsonObject?) {
+         */options: [PermissionOption], meta: JsonObject? = nil) {
         self.sessionId = sessionId
         self.title = title
         self.description = description
@@ -8278,7 +8278,7 @@ public struct RequestPermissionResponse: Equatable, Hashable {
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(outcome: RequestPermissionOutcome, meta: JsonObject?) {
+    public init(outcome: RequestPermissionOutcome, meta: JsonObject? = nil) {
         self.outcome = outcome
         self.meta = meta
     }
@@ -8355,7 +8355,7 @@ public struct RequiresActionStateUpdate: Equatable, Hashable {
          * update for the session. A malformed list is treated as not reported.
          *
          * See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)
-         */background: [BackgroundWork]?, meta: JsonObject?) {
+         */background: [BackgroundWork]? = nil, meta: JsonObject? = nil) {
         self.background = background
         self.meta = meta
     }
@@ -8468,32 +8468,32 @@ public struct ResourceLink: Equatable, Hashable {
          * Optional display title for end-user UI.
          *
          * Omitted and `null` are equivalent and mean no title is provided.
-         */title: String?, 
+         */title: String? = nil, 
         /**
          * Optional human-readable details shown with this protocol object.
          *
          * Omitted and `null` are equivalent and mean no description is provided.
-         */description: String?, 
+         */description: String? = nil, 
         /**
          * Optional set of sized icons that the client can display in a user interface.
          *
          * Omitted and `null` are equivalent and mean no icons are provided.
-         */icons: [JsonObject]?, 
+         */icons: [JsonObject]? = nil, 
         /**
          * MIME type describing the encoded media payload.
          *
          * Omitted and `null` are equivalent and mean the MIME type is not specified.
-         */mimeType: String?, 
+         */mimeType: String? = nil, 
         /**
          * Optional size of the linked resource in bytes, if known.
          *
          * Omitted and `null` are equivalent and mean the size is not known.
-         */size: UInt64?, 
+         */size: UInt64? = nil, 
         /**
          * Optional annotations that help clients decide how to display or route this content.
          *
          * Omitted and `null` are equivalent and mean no annotations are provided.
-         */annotations: Annotations?, meta: JsonObject?) {
+         */annotations: Annotations? = nil, meta: JsonObject? = nil) {
         self.name = name
         self.uri = uri
         self.title = title
@@ -8625,13 +8625,13 @@ public struct ResumeSessionRequest: Equatable, Hashable {
          * this is the complete resulting additional-root list for the resumed
          * session. It may differ from any previously used or reported list as long as
          * the request `cwd` matches the session's `cwd`.
-         */additionalDirectories: [String]?, 
+         */additionalDirectories: [String]? = nil, 
         /**
          * List of MCP servers to connect to for this session.
          *
          * The complete set of Client-provided servers. Omitted and `[]` mean none. Agents SHOULD
          * NOT restore servers from earlier requests.
-         */mcpServers: [McpServer]?, 
+         */mcpServers: [McpServer]? = nil, 
         /**
          * Inclusive cursor describing where conversation replay should begin.
          *
@@ -8644,7 +8644,7 @@ public struct ResumeSessionRequest: Equatable, Hashable {
          * Agents MUST reject unsupported cursor types or malformed cursor values
          * with `-32602` (Invalid params), rather than substituting another cursor
          * or resuming without replay.
-         */replayFrom: ReplayFrom?, meta: JsonObject?) {
+         */replayFrom: ReplayFrom? = nil, meta: JsonObject? = nil) {
         self.sessionId = sessionId
         self.cwd = cwd
         self.additionalDirectories = additionalDirectories
@@ -8718,7 +8718,7 @@ public struct ResumeSessionResponse: Equatable, Hashable {
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(meta: JsonObject?) {
+    public init(meta: JsonObject? = nil) {
         self.meta = meta
     }
 
@@ -8773,7 +8773,7 @@ public struct RevokeInjectRequest: Equatable, Hashable {
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(sessionId: SessionId, messageId: MessageId, meta: JsonObject?) {
+    public init(sessionId: SessionId, messageId: MessageId, meta: JsonObject? = nil) {
         self.sessionId = sessionId
         self.messageId = messageId
         self.meta = meta
@@ -8832,7 +8832,7 @@ public struct RevokeInjectResponse: Equatable, Hashable {
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(meta: JsonObject?) {
+    public init(meta: JsonObject? = nil) {
         self.meta = meta
     }
 
@@ -8906,7 +8906,7 @@ public struct RunningStateUpdate: Equatable, Hashable {
          * update for the session. A malformed list is treated as not reported.
          *
          * See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)
-         */background: [BackgroundWork]?, meta: JsonObject?) {
+         */background: [BackgroundWork]? = nil, meta: JsonObject? = nil) {
         self.background = background
         self.meta = meta
     }
@@ -8966,7 +8966,7 @@ public struct SelectedPermissionOutcome: Equatable, Hashable {
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(optionId: PermissionOptionId, meta: JsonObject?) {
+    public init(optionId: PermissionOptionId, meta: JsonObject? = nil) {
         self.optionId = optionId
         self.meta = meta
     }
@@ -9027,7 +9027,7 @@ public struct SessionAdditionalDirectoriesCapabilities: Equatable, Hashable {
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(meta: JsonObject?) {
+    public init(meta: JsonObject? = nil) {
         self.meta = meta
     }
 
@@ -9123,13 +9123,13 @@ public struct SessionCapabilities: Equatable, Hashable {
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(meta: JsonObject?, 
+    public init(meta: JsonObject? = nil, 
         /**
          * MCP capabilities supported by the agent for session lifecycle requests.
          *
          * Optional. Omitted and `null` are equivalent and mean the agent does not advertise MCP
          * server transport support for sessions.
-         */mcp: McpCapabilities?, 
+         */mcp: McpCapabilities? = nil, 
         /**
          * **UNSTABLE**
          *
@@ -9139,7 +9139,7 @@ public struct SessionCapabilities: Equatable, Hashable {
          *
          * Optional. Omitted and `null` are equivalent and mean the agent does not advertise support.
          * Supplying `{}` means the agent supports checking session status.
-         */status: SessionStatusCapabilities?, 
+         */status: SessionStatusCapabilities? = nil, 
         /**
          * Whether the agent supports `additionalDirectories` on supported session lifecycle requests.
          *
@@ -9149,10 +9149,10 @@ public struct SessionCapabilities: Equatable, Hashable {
          *
          * Agents may return `SessionInfo.additionalDirectories` to report the
          * complete ordered additional-root list associated with a listed session.
-         */additionalDirectories: SessionAdditionalDirectoriesCapabilities?, 
+         */additionalDirectories: SessionAdditionalDirectoriesCapabilities? = nil, 
         /**
          * `session/inject` with revoke (mandatory) and optional replace.
-         */inject: InjectCapabilities?) {
+         */inject: InjectCapabilities? = nil) {
         self.meta = meta
         self.mcp = mcp
         self.status = status
@@ -9217,7 +9217,7 @@ public struct SessionClosedUpdate: Equatable, Hashable {
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(meta: JsonObject?) {
+    public init(meta: JsonObject? = nil) {
         self.meta = meta
     }
 
@@ -9305,17 +9305,17 @@ public struct SessionInfo: Equatable, Hashable {
          * When present, this is the complete ordered additional-root list reported
          * by the Agent. Omitted and empty values are equivalent: the response
          * reports no additional roots.
-         */additionalDirectories: [String]?, 
+         */additionalDirectories: [String]? = nil, 
         /**
          * Human-readable title for the session
          *
          * Omitted and `null` are equivalent and mean no title is provided.
-         */title: String?, 
+         */title: String? = nil, 
         /**
          * RFC 3339 timestamp of last activity.
          *
          * Omitted and `null` are equivalent and mean the last activity time is not reported.
-         */updatedAt: String?, meta: JsonObject?) {
+         */updatedAt: String? = nil, meta: JsonObject? = nil) {
         self.sessionId = sessionId
         self.cwd = cwd
         self.additionalDirectories = additionalDirectories
@@ -9397,7 +9397,7 @@ public struct SessionInfoUpdate: Equatable, Hashable {
          */title: StringPatchMember, 
         /**
          * RFC 3339 timestamp of last activity. Set to null to clear.
-         */updatedAt: StringPatchMember, meta: JsonObject?) {
+         */updatedAt: StringPatchMember, meta: JsonObject? = nil) {
         self.title = title
         self.updatedAt = updatedAt
         self.meta = meta
@@ -9592,7 +9592,7 @@ public struct SessionStatusCapabilities: Equatable, Hashable {
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(meta: JsonObject?) {
+    public init(meta: JsonObject? = nil) {
         self.meta = meta
     }
 
@@ -9656,7 +9656,7 @@ public struct SessionStatusRequest: Equatable, Hashable {
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(sessionId: SessionId, meta: JsonObject?) {
+    public init(sessionId: SessionId, meta: JsonObject? = nil) {
         self.sessionId = sessionId
         self.meta = meta
     }
@@ -9739,7 +9739,7 @@ public struct SessionStatusResponse: Equatable, Hashable {
          * malformed values mean the Agent is not reporting foreground state, and Clients
          * MUST NOT read that as `idle`. This is a snapshot, not a new transition. Clients
          * MUST NOT count an `idle` snapshot as a new completion.
-         */state: StateUpdate?, meta: JsonObject?) {
+         */state: StateUpdate? = nil, meta: JsonObject? = nil) {
         self.status = status
         self.state = state
         self.meta = meta
@@ -9881,7 +9881,7 @@ public struct TextContent: Equatable, Hashable {
          * Optional annotations that help clients decide how to display or route this content.
          *
          * Omitted and `null` are equivalent and mean no annotations are provided.
-         */annotations: Annotations?, meta: JsonObject?) {
+         */annotations: Annotations? = nil, meta: JsonObject? = nil) {
         self.text = text
         self.annotations = annotations
         self.meta = meta
@@ -9965,7 +9965,7 @@ public struct TextResourceContents: Equatable, Hashable {
          * MIME type describing the encoded media payload.
          *
          * Omitted and `null` are equivalent and mean the MIME type is not specified.
-         */mimeType: String?, meta: JsonObject?) {
+         */mimeType: String? = nil, meta: JsonObject? = nil) {
         self.text = text
         self.uri = uri
         self.mimeType = mimeType
@@ -10028,7 +10028,7 @@ public struct ToolCallContentBlock: Equatable, Hashable {
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(content: ContentBlock, meta: JsonObject?) {
+    public init(content: ContentBlock, meta: JsonObject? = nil) {
         self.content = content
         self.meta = meta
     }
@@ -10086,7 +10086,7 @@ public struct ToolCallContentChunk: Equatable, Hashable {
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(toolCallId: ToolCallId, content: ToolCallContent, meta: JsonObject?) {
+    public init(toolCallId: ToolCallId, content: ToolCallContent, meta: JsonObject? = nil) {
         self.toolCallId = toolCallId
         self.content = content
         self.meta = meta
@@ -10202,39 +10202,39 @@ public struct ToolCallUpdate: Equatable, Hashable {
          * change, `null` clears the name, and a string replaces it. For a tool
          * call ID the client has not seen before, omission or `null` means that no
          * tool name is available.
-         */name: String?, 
+         */name: String? = nil, 
         /**
          * Human-readable title describing what the tool is doing.
          *
          * Omission leaves the title unchanged, `null` unsets it, and a string replaces it.
          * A new tool call starts without a title.
-         */title: String?, 
+         */title: String? = nil, 
         /**
          * The category of tool being invoked.
          * Helps clients choose appropriate icons and UI treatment.
          *
          * Omission leaves the kind unchanged, `null` resets it to `other`, and a value replaces it.
          * A new tool call starts as `other`.
-         */kind: ToolKind?, 
+         */kind: ToolKind? = nil, 
         /**
          * Current execution status of the tool call.
          *
          * Omission leaves the status unchanged, `null` resets it to `pending`, and a value
          * replaces it. A new tool call starts as `pending`.
-         */status: ToolCallStatus?, 
+         */status: ToolCallStatus? = nil, 
         /**
          * Content produced by the tool call.
-         */content: [ToolCallContent]?, 
+         */content: [ToolCallContent]? = nil, 
         /**
          * File locations affected by this tool call.
          * Enables "follow-along" features in clients.
-         */locations: [JsonObject]?, 
+         */locations: [JsonObject]? = nil, 
         /**
          * Raw input parameters sent to the tool.
-         */rawInput: Value?, 
+         */rawInput: Value? = nil, 
         /**
          * Raw output returned by the tool.
-         */rawOutput: Value?, meta: JsonObject?) {
+         */rawOutput: Value? = nil, meta: JsonObject? = nil) {
         self.toolCallId = toolCallId
         self.name = name
         self.title = title
@@ -10456,7 +10456,7 @@ public struct TurnFailure: Equatable, Hashable {
          */message: String, 
         /**
          * More about the failure, as the agent chose to say it.
-         */data: Value?) {
+         */data: Value? = nil) {
         self.code = code
         self.message = message
         self.data = data
@@ -10541,7 +10541,7 @@ public struct UnknownStateUpdate: Equatable, Hashable {
          * update for the session. A malformed list is treated as not reported.
          *
          * See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)
-         */background: [BackgroundWork]?, meta: JsonObject?) {
+         */background: [BackgroundWork]? = nil, meta: JsonObject? = nil) {
         self.background = background
         self.meta = meta
     }
@@ -10607,7 +10607,7 @@ public struct UnsupportedProtocolVersionErrorData: Equatable, Hashable {
     public init(requested: ProtocolVersion, 
         /**
          * The protocol versions the Agent supports.
-         */supported: [ProtocolVersion], meta: JsonObject?) {
+         */supported: [ProtocolVersion], meta: JsonObject? = nil) {
         self.requested = requested
         self.supported = supported
         self.meta = meta
@@ -10672,7 +10672,7 @@ public struct UpdateSessionNotification: Equatable, Hashable {
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(sessionId: SessionId, update: SessionUpdate, meta: JsonObject?) {
+    public init(sessionId: SessionId, update: SessionUpdate, meta: JsonObject? = nil) {
         self.sessionId = sessionId
         self.update = update
         self.meta = meta
@@ -10779,17 +10779,17 @@ public struct Usage: Equatable, Hashable {
          * Thought/reasoning tokens for the completed work.
          *
          * Omitted and `null` are equivalent and mean the count is not reported.
-         */thoughtTokens: UInt64?, 
+         */thoughtTokens: UInt64? = nil, 
         /**
          * Cache read tokens for the completed work.
          *
          * Omitted and `null` are equivalent and mean the count is not reported.
-         */cachedReadTokens: UInt64?, 
+         */cachedReadTokens: UInt64? = nil, 
         /**
          * Cache write tokens for the completed work.
          *
          * Omitted and `null` are equivalent and mean the count is not reported.
-         */cachedWriteTokens: UInt64?, meta: JsonObject?) {
+         */cachedWriteTokens: UInt64? = nil, meta: JsonObject? = nil) {
         self.totalTokens = totalTokens
         self.inputTokens = inputTokens
         self.outputTokens = outputTokens
@@ -10885,7 +10885,7 @@ public struct UsageUpdate: Equatable, Hashable {
          * Cumulative session cost.
          *
          * Omitted leaves the last reported cost unchanged. `null` clears it. A value replaces it.
-         */cost: Cost?, meta: JsonObject?) {
+         */cost: Cost? = nil, meta: JsonObject? = nil) {
         self.used = used
         self.size = size
         self.cost = cost
@@ -11016,7 +11016,7 @@ public struct UserMessage: Equatable, Hashable {
     public init(messageId: MessageId, 
         /**
          * Complete replacement content for this message.
-         */content: ContentBlockListPatchMember, meta: JsonObject?) {
+         */content: ContentBlockListPatchMember, meta: JsonObject? = nil) {
         self.messageId = messageId
         self.content = content
         self.meta = meta
@@ -11077,7 +11077,7 @@ public struct UserMessageChunk: Equatable, Hashable {
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(messageId: MessageId, content: ContentBlock, meta: JsonObject?) {
+    public init(messageId: MessageId, content: ContentBlock, meta: JsonObject? = nil) {
         self.messageId = messageId
         self.content = content
         self.meta = meta

@@ -33,7 +33,7 @@ class ScriptedAgent(private val delay: Duration) : Agent() {
         }
         turn.say("Done (${heard.size} message(s) handled this turn).")
         val n = heard.size.toULong()
-        return TurnEnd(StopReason.EndTurn, Usage(100uL * n + 50uL, 100uL * n, 50uL, null, null, null, null))
+        return TurnEnd(StopReason.EndTurn, Usage(totalTokens = 100uL * n + 50uL, inputTokens = 100uL * n, outputTokens = 50uL))
     }
 }
 

@@ -63,7 +63,7 @@ class Host:
 
     def say(self, session: str, text: str) -> None:
         message_id = self.core.mint_agent_message_id()
-        chunk = AgentMessageChunk(message_id=message_id, content=ContentBlock.TEXT(TextContent(text=text, annotations=None, meta=None)), meta=None)
+        chunk = AgentMessageChunk(message_id=message_id, content=ContentBlock.TEXT(TextContent(text=text)))
         self.write(self.core.runtime_event(session, RuntimeEvent.UPDATE(SessionUpdate.AGENT_MESSAGE_CHUNK(chunk))))
 
     def end_turn(self, session: str, reason: StopReason) -> None:
@@ -73,8 +73,8 @@ class Host:
         if isinstance(action, RuntimeAction.START_TURN):
             self.say(session, "I would like to run the tests.")
             options = [
-                PermissionOption(option_id="allow", name="Allow", kind=PermissionOptionKind.ALLOW_ONCE(), meta=None),
-                PermissionOption(option_id="reject", name="Reject", kind=PermissionOptionKind.REJECT_ONCE(), meta=None),
+                PermissionOption(option_id="allow", name="Allow", kind=PermissionOptionKind.ALLOW_ONCE()),
+                PermissionOption(option_id="reject", name="Reject", kind=PermissionOptionKind.REJECT_ONCE()),
             ]
             ask = PermissionAsk(title="Run the tests?", description="runs `make test`", options=options, subject=None)
             asked = self.core.request_permission(session, ask)

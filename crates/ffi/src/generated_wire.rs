@@ -33,7 +33,9 @@ Optional. Omitted and `null` are equivalent and mean the agent does not support 
 baseline session methods: `session/new`, `session/list`,
 `session/resume`, `session/close`, `session/prompt`, `session/cancel`,
 and `session/update`.*/
+    #[uniffi(default)]
     pub session: ::std::option::Option<SessionCapabilities>,
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -48,6 +50,7 @@ pub struct AgentMessage {
     pub message_id: MessageId,
     ///Complete replacement content for this message.
     pub content: Patch<::std::vec::Vec<ContentBlock>>,
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -57,6 +60,7 @@ pub struct AgentMessage {
 pub struct AgentMessageChunk {
     pub message_id: MessageId,
     pub content: ContentBlock,
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -65,7 +69,9 @@ pub struct AgentMessageChunk {
 #[uniffi::remote(Record)]
 pub struct AgentMessageClear {
     ///The message to clear; the current agent message when absent.
+    #[uniffi(default)]
     pub message_id: ::std::option::Option<MessageId>,
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -80,6 +86,7 @@ pub struct AgentThought {
     pub message_id: MessageId,
     ///Complete replacement content for this thought message.
     pub content: Patch<::std::vec::Vec<ContentBlock>>,
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -89,6 +96,7 @@ pub struct AgentThought {
 pub struct AgentThoughtChunk {
     pub message_id: MessageId,
     pub content: ContentBlock,
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -99,18 +107,22 @@ pub struct Annotations {
     /**Intended recipients for this content, such as the user or assistant.
 
 Omitted and `null` are equivalent and mean no audience is specified.*/
+    #[uniffi(default)]
     pub audience: ::std::option::Option<::std::vec::Vec<Role>>,
     /**Timestamp indicating when the underlying resource was last modified.
 
 Should be an ISO 8601 formatted string (e.g., "2025-01-12T15:00:58Z"), as in MCP.
 
 Omitted and `null` are equivalent and mean the modification time is not reported.*/
+    #[uniffi(default)]
     pub last_modified: ::std::option::Option<::std::string::String>,
     /**Relative importance of this content when clients choose what to surface, from 0 (least
 important) to 1 (most important).
 
 Omitted and `null` are equivalent and mean no priority is specified.*/
+    #[uniffi(default)]
     pub priority: ::std::option::Option<f64>,
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -127,7 +139,9 @@ pub struct AudioContent {
     /**Optional annotations that help clients decide how to display or route this content.
 
 Omitted and `null` are equivalent and mean no annotations are provided.*/
+    #[uniffi(default)]
     pub annotations: ::std::option::Option<Annotations>,
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -136,6 +150,7 @@ Omitted and `null` are equivalent and mean no annotations are provided.*/
 #[uniffi::remote(Record)]
 pub struct BackgroundSubagent {
     pub session_id: SessionId,
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -146,6 +161,7 @@ Live until its `terminal_update` reports `exitStatus`.*/
 pub struct BackgroundTerminal {
     ///The ID of the listed terminal.
     pub terminal_id: ::std::string::String,
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -156,6 +172,7 @@ stay listed.*/
 #[uniffi::remote(Record)]
 pub struct BackgroundToolCall {
     pub tool_call_id: ToolCallId,
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -170,7 +187,9 @@ pub struct BlobResourceContents {
     /**MIME type describing the encoded media payload.
 
 Omitted and `null` are equivalent and mean the MIME type is not specified.*/
+    #[uniffi(default)]
     pub mime_type: ::std::option::Option<::std::string::String>,
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -181,6 +200,7 @@ See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v2/dr
 #[uniffi::remote(Record)]
 pub struct CancelRequestNotification {
     pub request_id: RequestId,
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -191,6 +211,7 @@ See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v2/dr
 #[uniffi::remote(Record)]
 pub struct CancelSessionNotification {
     pub session_id: SessionId,
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -207,6 +228,7 @@ cancelled foreground work.
 See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#cancellation)*/
 #[uniffi::remote(Record)]
 pub struct CancelledPermissionOutcome {
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -219,6 +241,7 @@ available features and methods.
 See protocol docs: [Client Capabilities](https://agentclientprotocol.com/protocol/v2/draft/initialization#client-capabilities)*/
 #[uniffi::remote(Record)]
 pub struct ClientCapabilities {
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -246,6 +269,7 @@ has already been inserted, the Agent MUST respond successfully with its
 #[uniffi::remote(Record)]
 pub struct CloseSessionRequest {
     pub session_id: SessionId,
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -253,6 +277,7 @@ pub struct CloseSessionRequest {
 ///Response from closing a session.
 #[uniffi::remote(Record)]
 pub struct CloseSessionResponse {
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -265,6 +290,7 @@ pub struct Cost {
     /**Unit of `amount`: an ISO 4217 currency code (e.g., "USD", "EUR") for money, or another
 unit such as "credits".*/
     pub currency: ::std::string::String,
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -280,7 +306,9 @@ pub struct EmbeddedResource {
     /**Optional annotations that help clients decide how to display or route this content.
 
 Omitted and `null` are equivalent and mean no annotations are provided.*/
+    #[uniffi(default)]
     pub annotations: ::std::option::Option<Annotations>,
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -298,6 +326,7 @@ pub struct EnvVariable {
     pub name: ::std::string::String,
     ///The value to set for the environment variable.
     pub value: ::std::string::String,
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -305,10 +334,14 @@ pub struct EnvVariable {
 ///The `data` of a -32002 or -32010 error, and the optional `detail` of the standard codes.
 #[uniffi::remote(Record)]
 pub struct ErrorData {
+    #[uniffi(default)]
     pub reason: ::std::option::Option<ErrorReason>,
+    #[uniffi(default)]
     pub message_id: ::std::option::Option<MessageId>,
+    #[uniffi(default)]
     pub session_id: ::std::option::Option<SessionId>,
     ///What was wrong, for a person. Never compared by conformance vectors.
+    #[uniffi(default)]
     pub detail: ::std::option::Option<::std::string::String>,
 }
 ///An HTTP header to set when making requests to the MCP server.
@@ -318,6 +351,7 @@ pub struct HttpHeader {
     pub name: ::std::string::String,
     ///The value to set for the HTTP header.
     pub value: ::std::string::String,
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -326,6 +360,7 @@ pub struct HttpHeader {
 #[uniffi::remote(Record)]
 pub struct IdleStateUpdate {
     #[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nToken usage for completed foreground work.\n\nOptional. Omitted and `null` are equivalent and mean the agent is not reporting token\nusage for this state update."]
+    #[uniffi(default)]
     pub usage: ::std::option::Option<Usage>,
     /**Work running independently of foreground work, as a complete snapshot.
 
@@ -335,7 +370,9 @@ running. An Agent that reports background work MUST include it on every state
 update for the session. A malformed list is treated as not reported.
 
 See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)*/
+    #[uniffi(default)]
     pub background: ::std::option::Option<::std::vec::Vec<BackgroundWork>>,
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -344,8 +381,10 @@ See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2
 Optional. Omitted and `null` are equivalent and mean the agent is not reporting a stop reason; a malformed value is treated the same way.
 
 See protocol docs: [Stop Reasons](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#stop-reasons)*/
+    #[uniffi(default)]
     pub stop_reason: ::std::option::Option<StopReason>,
     ///With `stopReason: "error"`: the failure, as a JSON-RPC error object (upstream `ErrorStopReason.error`). Omitted or `null`: not reported.
+    #[uniffi(default)]
     pub error: ::std::option::Option<TurnFailure>,
 }
 /**Images for visual context or analysis.
@@ -360,11 +399,14 @@ pub struct ImageContent {
     /**URI associated with this resource or media payload.
 
 Omitted and `null` are equivalent and mean no URI is associated with the image.*/
+    #[uniffi(default)]
     pub uri: ::std::option::Option<::std::string::String>,
     /**Optional annotations that help clients decide how to display or route this content.
 
 Omitted and `null` are equivalent and mean no annotations are provided.*/
+    #[uniffi(default)]
     pub annotations: ::std::option::Option<Annotations>,
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -383,10 +425,12 @@ and easily understood.
 If not provided, the name should be used for display.
 
 Omitted and `null` are equivalent and mean the `name` is used for display.*/
+    #[uniffi(default)]
     pub title: ::std::option::Option<::std::string::String>,
     /**Version of the implementation. Can be displayed to the user or used
 for debugging or metrics purposes. (e.g. "1.0.0").*/
     pub version: ::std::string::String,
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -400,7 +444,9 @@ See protocol docs: [Initialization](https://agentclientprotocol.com/protocol/v2/
 pub struct InitializeRequest {
     pub protocol_version: ProtocolVersion,
     pub info: Implementation,
+    #[uniffi(default)]
     pub capabilities: ::std::option::Option<ClientCapabilities>,
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -414,7 +460,9 @@ See protocol docs: [Initialization](https://agentclientprotocol.com/protocol/v2/
 pub struct InitializeResponse {
     pub protocol_version: ProtocolVersion,
     pub info: Implementation,
+    #[uniffi(default)]
     pub capabilities: ::std::option::Option<AgentCapabilities>,
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -425,9 +473,12 @@ pub struct InjectCapabilities {
     ///The modes the agent accepts. A mode this version does not know is left out on decode (ACP PR #2043 keeps the list open).
     pub modes: ::std::vec::Vec<InjectMode>,
     ///Operations on pending injects beyond revoke.
+    #[uniffi(default)]
     pub pending: ::std::option::Option<PendingCapabilities>,
     ///What a steer does mid model stream with no tool call pending. Omitted or `null`: not said (ACP PR #2043); a value this version does not know is left out on decode.
+    #[uniffi(default)]
     pub steer_in_stream: ::std::option::Option<::std::vec::Vec<SteerInStream>>,
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -439,6 +490,7 @@ pub struct InjectRequest {
     pub mode: InjectMode,
     ///The message's content (at least one block).
     pub content: ::std::vec::Vec<ContentBlock>,
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -447,6 +499,7 @@ pub struct InjectRequest {
 #[uniffi::remote(Record)]
 pub struct InjectResponse {
     pub message_id: MessageId,
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -460,11 +513,14 @@ Only sessions whose `cwd` is this same directory match. Subdirectories and
 `additionalDirectories` don't. Agents MAY normalize paths when comparing.
 
 Omitted and `null` are equivalent and mean sessions are not filtered by working directory.*/
+    #[uniffi(default)]
     pub cwd: ::std::option::Option<::std::string::String>,
     /**Opaque cursor token from a previous response's nextCursor field for cursor-based pagination
 
 Omitted and `null` are equivalent and mean the first page is requested.*/
+    #[uniffi(default)]
     pub cursor: ::std::option::Option<::std::string::String>,
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -477,7 +533,9 @@ pub struct ListSessionsResponse {
     /**Opaque cursor token. If present, pass this in the next request's cursor parameter
 to fetch the next page. Omitted and `null` are equivalent and mean there are no more
 results. An empty string is a valid cursor, not the end of results.*/
+    #[uniffi(default)]
     pub next_cursor: ::std::option::Option<::std::string::String>,
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -489,6 +547,7 @@ pub struct McpCapabilities {
 
 Optional. Omitted and `null` are equivalent and mean the agent does not advertise support.
 Supplying `{}` means the agent supports stdio MCP server transports.*/
+    #[uniffi(default)]
     pub stdio: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -496,9 +555,11 @@ Supplying `{}` means the agent supports stdio MCP server transports.*/
 
 Optional. Omitted and `null` are equivalent and mean the agent does not advertise support.
 Supplying `{}` means the agent supports HTTP MCP server transports.*/
+    #[uniffi(default)]
     pub http: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -514,7 +575,9 @@ pub struct McpServerHttp {
     pub url: ::std::string::String,
     /**HTTP headers to set when making requests to the MCP server. Headers the MCP transport
 defines are owned by the transport, and Agents use the transport's values for them.*/
+    #[uniffi(default)]
     pub headers: ::std::option::Option<::std::vec::Vec<HttpHeader>>,
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -529,10 +592,13 @@ pub struct McpServerStdio {
     ///Absolute path to the MCP server executable.
     pub command: ::std::string::String,
     ///Command-line arguments to pass to the MCP server.
+    #[uniffi(default)]
     pub args: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
     /**Environment variables to set when launching the MCP server. Names SHOULD be unique.
 Agents MAY reject duplicates with `-32602`, and otherwise the last entry wins.*/
+    #[uniffi(default)]
     pub env: ::std::option::Option<::std::vec::Vec<EnvVariable>>,
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -553,11 +619,14 @@ pub struct NewSessionRequest {
 These expand the session's workspace scope without changing `cwd`, which
 remains the base for relative paths. When omitted or empty, no
 additional roots are activated for the new session.*/
+    #[uniffi(default)]
     pub additional_directories: ::std::option::Option<
         ::std::vec::Vec<::std::string::String>,
     >,
     ///List of MCP (Model Context Protocol) servers the agent should connect to.
+    #[uniffi(default)]
     pub mcp_servers: ::std::option::Option<::std::vec::Vec<McpServer>>,
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -572,6 +641,7 @@ See protocol docs: [Creating a Session](https://agentclientprotocol.com/protocol
 #[uniffi::remote(Record)]
 pub struct NewSessionResponse {
     pub session_id: SessionId,
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -581,6 +651,7 @@ pub struct NewSessionResponse {
 pub struct PendingCapabilities {
     ///`session/replace_inject` is supported. Omitted: not supported (ACP PR #2043 makes it optional); this toolkit always writes it.
     pub replace: bool,
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -591,6 +662,7 @@ pub struct PendingInject {
     pub message_id: MessageId,
     pub mode: InjectMode,
     pub content: ::std::vec::Vec<ContentBlock>,
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -599,6 +671,7 @@ pub struct PendingInject {
 #[uniffi::remote(Record)]
 pub struct PendingInjectsUpdate {
     pub pending: ::std::vec::Vec<PendingInject>,
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -610,6 +683,7 @@ pub struct PermissionOption {
     ///Human-readable label to display to the user.
     pub name: ::std::string::String,
     pub kind: PermissionOptionKind,
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -629,6 +703,7 @@ pub struct PlanEntry {
     pub content: ::std::string::String,
     pub priority: PlanEntryPriority,
     pub status: PlanEntryStatus,
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -643,6 +718,7 @@ pub struct PlanItems {
 When updating an item-based plan, the agent must send a complete list of all entries
 with their current status. The client replaces that plan with each update.*/
     pub entries: ::std::vec::Vec<PlanEntry>,
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -652,6 +728,7 @@ See protocol docs: [Agent Plan](https://agentclientprotocol.com/protocol/v2/draf
 #[uniffi::remote(Record)]
 pub struct PlanUpdate {
     pub plan: PlanUpdateContent,
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -681,6 +758,7 @@ pieces of context from sources the agent may not have access to.
 Clients MUST NOT send an empty array. Agents MAY reject one with `-32602` without
 inserting it.*/
     pub prompt: ::std::vec::Vec<ContentBlock>,
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -698,6 +776,7 @@ See protocol docs: [Prompt Accepted](https://agentclientprotocol.com/protocol/v2
 #[uniffi::remote(Record)]
 pub struct PromptResponse {
     pub message_id: MessageId,
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -713,6 +792,7 @@ pub struct ReplaceInjectRequest {
     pub message_id: MessageId,
     ///The new content (at least one block).
     pub content: ::std::vec::Vec<ContentBlock>,
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -721,6 +801,7 @@ pub struct ReplaceInjectRequest {
 #[uniffi::remote(Record)]
 pub struct ReplaceInjectResponse {
     pub message_id: MessageId,
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -728,6 +809,7 @@ pub struct ReplaceInjectResponse {
 ///Replay all retained conversation history from its first replayable entry.
 #[uniffi::remote(Record)]
 pub struct ReplayFromStart {
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -750,16 +832,19 @@ subject's displayed title.*/
 This text is specific to the permission prompt and does not update any
 subject's displayed content. Omitted and `null` are equivalent and mean no separate
 permission description was provided.*/
+    #[uniffi(default)]
     pub description: ::std::option::Option<::std::string::String>,
     /**Optional structured context about the operation requiring permission.
 
 Omitted and `null` are equivalent and mean no structured subject was provided.*/
+    #[uniffi(default)]
     pub subject: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
     /**Available permission options for the user to choose from.
 Must contain at least one option.*/
     pub options: ::std::vec::Vec<PermissionOption>,
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -768,6 +853,7 @@ Must contain at least one option.*/
 #[uniffi::remote(Record)]
 pub struct RequestPermissionResponse {
     pub outcome: RequestPermissionOutcome,
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -783,7 +869,9 @@ running. An Agent that reports background work MUST include it on every state
 update for the session. A malformed list is treated as not reported.
 
 See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)*/
+    #[uniffi(default)]
     pub background: ::std::option::Option<::std::vec::Vec<BackgroundWork>>,
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -800,29 +888,36 @@ pub struct ResourceLink {
     /**Optional display title for end-user UI.
 
 Omitted and `null` are equivalent and mean no title is provided.*/
+    #[uniffi(default)]
     pub title: ::std::option::Option<::std::string::String>,
     /**Optional human-readable details shown with this protocol object.
 
 Omitted and `null` are equivalent and mean no description is provided.*/
+    #[uniffi(default)]
     pub description: ::std::option::Option<::std::string::String>,
     /**Optional set of sized icons that the client can display in a user interface.
 
 Omitted and `null` are equivalent and mean no icons are provided.*/
+    #[uniffi(default)]
     pub icons: ::std::option::Option<
         ::std::vec::Vec<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     >,
     /**MIME type describing the encoded media payload.
 
 Omitted and `null` are equivalent and mean the MIME type is not specified.*/
+    #[uniffi(default)]
     pub mime_type: ::std::option::Option<::std::string::String>,
     /**Optional size of the linked resource in bytes, if known.
 
 Omitted and `null` are equivalent and mean the size is not known.*/
+    #[uniffi(default)]
     pub size: ::std::option::Option<u64>,
     /**Optional annotations that help clients decide how to display or route this content.
 
 Omitted and `null` are equivalent and mean no annotations are provided.*/
+    #[uniffi(default)]
     pub annotations: ::std::option::Option<Annotations>,
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -845,6 +940,7 @@ When omitted or empty, no additional roots are activated. When non-empty,
 this is the complete resulting additional-root list for the resumed
 session. It may differ from any previously used or reported list as long as
 the request `cwd` matches the session's `cwd`.*/
+    #[uniffi(default)]
     pub additional_directories: ::std::option::Option<
         ::std::vec::Vec<::std::string::String>,
     >,
@@ -852,6 +948,7 @@ the request `cwd` matches the session's `cwd`.*/
 
 The complete set of Client-provided servers. Omitted and `[]` mean none. Agents SHOULD
 NOT restore servers from earlier requests.*/
+    #[uniffi(default)]
     pub mcp_servers: ::std::option::Option<::std::vec::Vec<McpServer>>,
     /**Inclusive cursor describing where conversation replay should begin.
 
@@ -864,7 +961,9 @@ conversation history before responding.
 Agents MUST reject unsupported cursor types or malformed cursor values
 with `-32602` (Invalid params), rather than substituting another cursor
 or resuming without replay.*/
+    #[uniffi(default)]
     pub replay_from: ::std::option::Option<ReplayFrom>,
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -878,6 +977,7 @@ foreground state after resuming. The response alone does not imply `idle`.
 See protocol docs: [Current-State Synchronization](https://agentclientprotocol.com/protocol/v2/draft/session-setup#current-state-synchronization)*/
 #[uniffi::remote(Record)]
 pub struct ResumeSessionResponse {
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -887,6 +987,7 @@ pub struct ResumeSessionResponse {
 pub struct RevokeInjectRequest {
     pub session_id: SessionId,
     pub message_id: MessageId,
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -894,6 +995,7 @@ pub struct RevokeInjectRequest {
 ///The inject is revoked: no `user_message` for it will ever be emitted.
 #[uniffi::remote(Record)]
 pub struct RevokeInjectResponse {
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -909,7 +1011,9 @@ running. An Agent that reports background work MUST include it on every state
 update for the session. A malformed list is treated as not reported.
 
 See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)*/
+    #[uniffi(default)]
     pub background: ::std::option::Option<::std::vec::Vec<BackgroundWork>>,
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -921,6 +1025,7 @@ approved.*/
 #[uniffi::remote(Record)]
 pub struct SelectedPermissionOutcome {
     pub option_id: PermissionOptionId,
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -933,6 +1038,7 @@ supported session lifecycle requests. Agents may return
 complete ordered additional-root list associated with a listed session.*/
 #[uniffi::remote(Record)]
 pub struct SessionAdditionalDirectoriesCapabilities {
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -950,6 +1056,7 @@ capabilities.
 See protocol docs: [Session Capabilities](https://agentclientprotocol.com/protocol/v2/draft/initialization#session-capabilities)*/
 #[uniffi::remote(Record)]
 pub struct SessionCapabilities {
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -957,8 +1064,10 @@ pub struct SessionCapabilities {
 
 Optional. Omitted and `null` are equivalent and mean the agent does not advertise MCP
 server transport support for sessions.*/
+    #[uniffi(default)]
     pub mcp: ::std::option::Option<McpCapabilities>,
     #[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nWhether the agent supports `session/status`.\n\nOptional. Omitted and `null` are equivalent and mean the agent does not advertise support.\nSupplying `{}` means the agent supports checking session status."]
+    #[uniffi(default)]
     pub status: ::std::option::Option<SessionStatusCapabilities>,
     /**Whether the agent supports `additionalDirectories` on supported session lifecycle requests.
 
@@ -968,15 +1077,18 @@ supported session lifecycle requests.
 
 Agents may return `SessionInfo.additionalDirectories` to report the
 complete ordered additional-root list associated with a listed session.*/
+    #[uniffi(default)]
     pub additional_directories: ::std::option::Option<
         SessionAdditionalDirectoriesCapabilities,
     >,
     ///`session/inject` with revoke (mandatory) and optional replace.
+    #[uniffi(default)]
     pub inject: ::std::option::Option<InjectCapabilities>,
 }
 ///Extension (`_acp-inject/session_closed`): the session was closed (by `session/close` or by the agent). Sent to every attached connection; nothing follows it for this session until it is resumed.
 #[uniffi::remote(Record)]
 pub struct SessionClosedUpdate {
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -996,17 +1108,21 @@ pub struct SessionInfo {
 When present, this is the complete ordered additional-root list reported
 by the Agent. Omitted and empty values are equivalent: the response
 reports no additional roots.*/
+    #[uniffi(default)]
     pub additional_directories: ::std::option::Option<
         ::std::vec::Vec<::std::string::String>,
     >,
     /**Human-readable title for the session
 
 Omitted and `null` are equivalent and mean no title is provided.*/
+    #[uniffi(default)]
     pub title: ::std::option::Option<::std::string::String>,
     /**RFC 3339 timestamp of last activity.
 
 Omitted and `null` are equivalent and mean the last activity time is not reported.*/
+    #[uniffi(default)]
     pub updated_at: ::std::option::Option<::std::string::String>,
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -1018,6 +1134,7 @@ pub struct SessionInfoUpdate {
     pub title: Patch<::std::string::String>,
     ///RFC 3339 timestamp of last activity. Set to null to clear.
     pub updated_at: Patch<::std::string::String>,
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -1025,6 +1142,7 @@ pub struct SessionInfoUpdate {
 #[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nCapabilities for the `session/status` method.\n\nSupplying `{}` means the agent supports checking session status."]
 #[uniffi::remote(Record)]
 pub struct SessionStatusCapabilities {
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -1033,6 +1151,7 @@ pub struct SessionStatusCapabilities {
 #[uniffi::remote(Record)]
 pub struct SessionStatusRequest {
     pub session_id: SessionId,
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -1048,7 +1167,9 @@ Optional. Agents SHOULD include it when `status` is `open`. Omitted, `null`, and
 malformed values mean the Agent is not reporting foreground state, and Clients
 MUST NOT read that as `idle`. This is a snapshot, not a new transition. Clients
 MUST NOT count an `idle` snapshot as a new completion.*/
+    #[uniffi(default)]
     pub state: ::std::option::Option<StateUpdate>,
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -1065,7 +1186,9 @@ pub struct TextContent {
     /**Optional annotations that help clients decide how to display or route this content.
 
 Omitted and `null` are equivalent and mean no annotations are provided.*/
+    #[uniffi(default)]
     pub annotations: ::std::option::Option<Annotations>,
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -1080,7 +1203,9 @@ pub struct TextResourceContents {
     /**MIME type describing the encoded media payload.
 
 Omitted and `null` are equivalent and mean the MIME type is not specified.*/
+    #[uniffi(default)]
     pub mime_type: ::std::option::Option<::std::string::String>,
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -1089,6 +1214,7 @@ Omitted and `null` are equivalent and mean the MIME type is not specified.*/
 #[uniffi::remote(Record)]
 pub struct ToolCallContentBlock {
     pub content: ContentBlock,
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -1098,6 +1224,7 @@ pub struct ToolCallContentBlock {
 pub struct ToolCallContentChunk {
     pub tool_call_id: ToolCallId,
     pub content: ToolCallContent,
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -1116,34 +1243,43 @@ This field is optional and has patch semantics. Omission means no
 change, `null` clears the name, and a string replaces it. For a tool
 call ID the client has not seen before, omission or `null` means that no
 tool name is available.*/
+    #[uniffi(default)]
     pub name: ::std::option::Option<::std::string::String>,
     /**Human-readable title describing what the tool is doing.
 
 Omission leaves the title unchanged, `null` unsets it, and a string replaces it.
 A new tool call starts without a title.*/
+    #[uniffi(default)]
     pub title: ::std::option::Option<::std::string::String>,
     /**The category of tool being invoked.
 Helps clients choose appropriate icons and UI treatment.
 
 Omission leaves the kind unchanged, `null` resets it to `other`, and a value replaces it.
 A new tool call starts as `other`.*/
+    #[uniffi(default)]
     pub kind: ::std::option::Option<ToolKind>,
     /**Current execution status of the tool call.
 
 Omission leaves the status unchanged, `null` resets it to `pending`, and a value
 replaces it. A new tool call starts as `pending`.*/
+    #[uniffi(default)]
     pub status: ::std::option::Option<ToolCallStatus>,
     ///Content produced by the tool call.
+    #[uniffi(default)]
     pub content: ::std::option::Option<::std::vec::Vec<ToolCallContent>>,
     /**File locations affected by this tool call.
 Enables "follow-along" features in clients.*/
+    #[uniffi(default)]
     pub locations: ::std::option::Option<
         ::std::vec::Vec<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
     >,
     ///Raw input parameters sent to the tool.
+    #[uniffi(default)]
     pub raw_input: ::std::option::Option<::serde_json::Value>,
     ///Raw output returned by the tool.
+    #[uniffi(default)]
     pub raw_output: ::std::option::Option<::serde_json::Value>,
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -1156,6 +1292,7 @@ pub struct TurnFailure {
     ///A short description.
     pub message: ::std::string::String,
     ///More about the failure, as the agent chose to say it.
+    #[uniffi(default)]
     pub data: ::std::option::Option<::serde_json::Value>,
 }
 #[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nThe Agent cannot currently determine foreground activity.\nThis replaces previously confirmed activity without ending the work or session."]
@@ -1169,7 +1306,9 @@ running. An Agent that reports background work MUST include it on every state
 update for the session. A malformed list is treated as not reported.
 
 See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)*/
+    #[uniffi(default)]
     pub background: ::std::option::Option<::std::vec::Vec<BackgroundWork>>,
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -1182,6 +1321,7 @@ pub struct UnsupportedProtocolVersionErrorData {
     pub requested: ProtocolVersion,
     ///The protocol versions the Agent supports.
     pub supported: ::std::vec::Vec<ProtocolVersion>,
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -1195,6 +1335,7 @@ See protocol docs: [Agent Reports Output](https://agentclientprotocol.com/protoc
 pub struct UpdateSessionNotification {
     pub session_id: SessionId,
     pub update: SessionUpdate,
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -1211,15 +1352,19 @@ pub struct Usage {
     /**Thought/reasoning tokens for the completed work.
 
 Omitted and `null` are equivalent and mean the count is not reported.*/
+    #[uniffi(default)]
     pub thought_tokens: ::std::option::Option<u64>,
     /**Cache read tokens for the completed work.
 
 Omitted and `null` are equivalent and mean the count is not reported.*/
+    #[uniffi(default)]
     pub cached_read_tokens: ::std::option::Option<u64>,
     /**Cache write tokens for the completed work.
 
 Omitted and `null` are equivalent and mean the count is not reported.*/
+    #[uniffi(default)]
     pub cached_write_tokens: ::std::option::Option<u64>,
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -1234,7 +1379,9 @@ pub struct UsageUpdate {
     /**Cumulative session cost.
 
 Omitted leaves the last reported cost unchanged. `null` clears it. A value replaces it.*/
+    #[uniffi(default)]
     pub cost: ::std::option::Option<Cost>,
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -1249,6 +1396,7 @@ pub struct UserMessage {
     pub message_id: MessageId,
     ///Complete replacement content for this message.
     pub content: Patch<::std::vec::Vec<ContentBlock>>,
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -1258,6 +1406,7 @@ pub struct UserMessage {
 pub struct UserMessageChunk {
     pub message_id: MessageId,
     pub content: ContentBlock,
+    #[uniffi(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,

@@ -101,11 +101,8 @@ class Turn:
         """Reports a tool call (created or changed); ``output`` becomes its text content."""
         content: Optional[List[ToolCallContent]] = None
         if output is not None:
-            content = [ToolCallContent.CONTENT(ToolCallContentBlock(content=text(output), meta=None))]
-        update = ToolCallUpdate(
-            tool_call_id=ToolCallId(tool_call_id), name=None, title=title, kind=kind, status=status,
-            content=content, locations=None, raw_input=None, raw_output=None, meta=None,
-        )
+            content = [ToolCallContent.CONTENT(ToolCallContentBlock(content=text(output)))]
+        update = ToolCallUpdate(tool_call_id=ToolCallId(tool_call_id), title=title, kind=kind, status=status, content=content)
         self._ctx.send(SessionUpdate.TOOL_CALL_UPDATE(update))
 
     def break_point(self, kind: BreakPoint = BreakPoint.TOOL_RESULT) -> List[UserInput]:
@@ -150,7 +147,7 @@ class Turn:
         """Asks the user (``session/request_permission``); returns the chosen option id, or
         ``None`` when the request was cancelled. The default options are allow/reject once."""
         opts = [
-            PermissionOption(option_id=PermissionOptionId(oid), name=name, kind=kind, meta=None)
+            PermissionOption(option_id=PermissionOptionId(oid), name=name, kind=kind)
             for oid, name, kind in (options or (("allow", "Allow", PermissionOptionKind.ALLOW_ONCE()), ("reject", "Reject", PermissionOptionKind.REJECT_ONCE())))
         ]
         outcome = await self._ctx.request_permission(title, None, opts)

@@ -133,7 +133,7 @@ class Session:
 
     def allow(self, request: RequestId, option_id: str) -> None:
         """Answers a permission request with the chosen option."""
-        outcome = RequestPermissionOutcome.SELECTED(SelectedPermissionOutcome(option_id=PermissionOptionId(option_id), meta=None))
+        outcome = RequestPermissionOutcome.SELECTED(SelectedPermissionOutcome(option_id=PermissionOptionId(option_id)))
         self._inner.answer_permission(request, outcome)
 
     def answer_permission(self, request: RequestId, outcome: RequestPermissionOutcome) -> None:
@@ -159,7 +159,7 @@ class Session:
     async def _answer(self, request: RequestId, params: RequestPermissionRequest, handler: PermissionHandler) -> None:
         chosen = await handler(params)
         if chosen is None:
-            self.answer_permission(request, RequestPermissionOutcome.CANCELLED(CancelledPermissionOutcome(meta=None)))
+            self.answer_permission(request, RequestPermissionOutcome.CANCELLED(CancelledPermissionOutcome()))
         else:
             self.allow(request, chosen)
 
@@ -396,7 +396,7 @@ def connect(
     (see :data:`PermissionHandler`); without it they arrive as activities to answer with
     :meth:`Session.allow`."""
     options = _ffi.default_connect_options()
-    options.client = Implementation(name=name, title=None, version=version, meta=None)
+    options.client = Implementation(name=name, version=version)
     options.pending_updates = pending_updates
     options.forward_stderr = forward_stderr
     options.handshake_timeout_ms = int(handshake_timeout * 1000)

@@ -12,7 +12,7 @@ Content = Union[str, ContentBlock, Sequence[ContentBlock]]
 
 def text(value: str) -> ContentBlock:
     """A text content block."""
-    return ContentBlock.TEXT(TextContent(text=value, annotations=None, meta=None))
+    return ContentBlock.TEXT(TextContent(text=value))
 
 
 def blocks(content: Content) -> List[ContentBlock]:

@@ -6701,9 +6701,9 @@ data class AgentCapabilities (
      * `session/resume`, `session/close`, `session/prompt`, `session/cancel`,
      * and `session/update`.
      */
-    var `session`: SessionCapabilities?
+    var `session`: SessionCapabilities? = null 
     , 
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -6845,7 +6845,7 @@ data class AgentMessage (
      */
     var `content`: ContentBlockListPatchMember
     , 
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -6891,7 +6891,7 @@ data class AgentMessageChunk (
     , 
     var `content`: ContentBlock
     , 
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -6936,9 +6936,9 @@ data class AgentMessageClear (
     /**
      * The message to clear; the current agent message when absent.
      */
-    var `messageId`: MessageId?
+    var `messageId`: MessageId? = null 
     , 
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -6988,7 +6988,7 @@ data class AgentThought (
      */
     var `content`: ContentBlockListPatchMember
     , 
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -7034,7 +7034,7 @@ data class AgentThoughtChunk (
     , 
     var `content`: ContentBlock
     , 
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -7081,7 +7081,7 @@ data class Annotations (
      *
      * Omitted and `null` are equivalent and mean no audience is specified.
      */
-    var `audience`: List<Role>?
+    var `audience`: List<Role>? = null 
     , 
     /**
      * Timestamp indicating when the underlying resource was last modified.
@@ -7090,7 +7090,7 @@ data class Annotations (
      *
      * Omitted and `null` are equivalent and mean the modification time is not reported.
      */
-    var `lastModified`: kotlin.String?
+    var `lastModified`: kotlin.String? = null 
     , 
     /**
      * Relative importance of this content when clients choose what to surface, from 0 (least
@@ -7098,9 +7098,9 @@ data class Annotations (
      *
      * Omitted and `null` are equivalent and mean no priority is specified.
      */
-    var `priority`: kotlin.Double?
+    var `priority`: kotlin.Double? = null 
     , 
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -7162,9 +7162,9 @@ data class AudioContent (
      *
      * Omitted and `null` are equivalent and mean no annotations are provided.
      */
-    var `annotations`: Annotations?
+    var `annotations`: Annotations? = null 
     , 
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -7216,7 +7216,7 @@ public object FfiConverterTypeAudioContent: FfiConverterRustBuffer<AudioContent>
 data class BackgroundSubagent (
     var `sessionId`: SessionId
     , 
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -7261,7 +7261,7 @@ data class BackgroundTerminal (
      */
     var `terminalId`: kotlin.String
     , 
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -7304,7 +7304,7 @@ public object FfiConverterTypeBackgroundTerminal: FfiConverterRustBuffer<Backgro
 data class BackgroundToolCall (
     var `toolCallId`: ToolCallId
     , 
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -7358,9 +7358,9 @@ data class BlobResourceContents (
      *
      * Omitted and `null` are equivalent and mean the MIME type is not specified.
      */
-    var `mimeType`: kotlin.String?
+    var `mimeType`: kotlin.String? = null 
     , 
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -7409,7 +7409,7 @@ public object FfiConverterTypeBlobResourceContents: FfiConverterRustBuffer<BlobR
 data class CancelRequestNotification (
     var `requestId`: RequestId
     , 
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -7452,7 +7452,7 @@ public object FfiConverterTypeCancelRequestNotification: FfiConverterRustBuffer<
 data class CancelSessionNotification (
     var `sessionId`: SessionId
     , 
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -7500,7 +7500,7 @@ public object FfiConverterTypeCancelSessionNotification: FfiConverterRustBuffer<
  * See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#cancellation)
  */
 data class CancelledPermissionOutcome (
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -7541,7 +7541,7 @@ public object FfiConverterTypeCancelledPermissionOutcome: FfiConverterRustBuffer
  * See protocol docs: [Client Capabilities](https://agentclientprotocol.com/protocol/v2/draft/initialization#client-capabilities)
  */
 data class ClientCapabilities (
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -7598,7 +7598,7 @@ public object FfiConverterTypeClientCapabilities: FfiConverterRustBuffer<ClientC
 data class CloseSessionRequest (
     var `sessionId`: SessionId
     , 
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -7637,7 +7637,7 @@ public object FfiConverterTypeCloseSessionRequest: FfiConverterRustBuffer<CloseS
  * Response from closing a session.
  */
 data class CloseSessionResponse (
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -7772,7 +7772,7 @@ data class Cost (
      */
     var `currency`: kotlin.String
     , 
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -7825,9 +7825,9 @@ data class EmbeddedResource (
      *
      * Omitted and `null` are equivalent and mean no annotations are provided.
      */
-    var `annotations`: Annotations?
+    var `annotations`: Annotations? = null 
     , 
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -7879,7 +7879,7 @@ data class EnvVariable (
      */
     var `value`: kotlin.String
     , 
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -7921,16 +7921,16 @@ public object FfiConverterTypeEnvVariable: FfiConverterRustBuffer<EnvVariable> {
  * The `data` of a -32002 or -32010 error, and the optional `detail` of the standard codes.
  */
 data class ErrorData (
-    var `reason`: ErrorReason?
+    var `reason`: ErrorReason? = null 
     , 
-    var `messageId`: MessageId?
+    var `messageId`: MessageId? = null 
     , 
-    var `sessionId`: SessionId?
+    var `sessionId`: SessionId? = null 
     , 
     /**
      * What was wrong, for a person. Never compared by conformance vectors.
      */
-    var `detail`: kotlin.String?
+    var `detail`: kotlin.String? = null 
     
 ){
     
@@ -7985,7 +7985,7 @@ data class HttpHeader (
      */
     var `value`: kotlin.String
     , 
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -8037,7 +8037,7 @@ data class IdleStateUpdate (
      * Optional. Omitted and `null` are equivalent and mean the agent is not reporting token
      * usage for this state update.
      */
-    var `usage`: Usage?
+    var `usage`: Usage? = null 
     , 
     /**
      * Work running independently of foreground work, as a complete snapshot.
@@ -8049,9 +8049,9 @@ data class IdleStateUpdate (
      *
      * See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)
      */
-    var `background`: List<BackgroundWork>?
+    var `background`: List<BackgroundWork>? = null 
     , 
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     , 
     /**
      * Why foreground work stopped. The value selects one of this type's variants, which may add fields of their own.
@@ -8060,12 +8060,12 @@ data class IdleStateUpdate (
      *
      * See protocol docs: [Stop Reasons](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#stop-reasons)
      */
-    var `stopReason`: StopReason?
+    var `stopReason`: StopReason? = null 
     , 
     /**
      * With `stopReason: "error"`: the failure, as a JSON-RPC error object (upstream `ErrorStopReason.error`). Omitted or `null`: not reported.
      */
-    var `error`: TurnFailure?
+    var `error`: TurnFailure? = null 
     
 ){
     
@@ -8130,16 +8130,16 @@ data class ImageContent (
      *
      * Omitted and `null` are equivalent and mean no URI is associated with the image.
      */
-    var `uri`: kotlin.String?
+    var `uri`: kotlin.String? = null 
     , 
     /**
      * Optional annotations that help clients decide how to display or route this content.
      *
      * Omitted and `null` are equivalent and mean no annotations are provided.
      */
-    var `annotations`: Annotations?
+    var `annotations`: Annotations? = null 
     , 
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -8203,7 +8203,7 @@ data class Implementation (
      *
      * Omitted and `null` are equivalent and mean the `name` is used for display.
      */
-    var `title`: kotlin.String?
+    var `title`: kotlin.String? = null 
     , 
     /**
      * Version of the implementation. Can be displayed to the user or used
@@ -8211,7 +8211,7 @@ data class Implementation (
      */
     var `version`: kotlin.String
     , 
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -8264,9 +8264,9 @@ data class InitializeRequest (
     , 
     var `info`: Implementation
     , 
-    var `capabilities`: ClientCapabilities?
+    var `capabilities`: ClientCapabilities? = null 
     , 
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -8319,9 +8319,9 @@ data class InitializeResponse (
     , 
     var `info`: Implementation
     , 
-    var `capabilities`: AgentCapabilities?
+    var `capabilities`: AgentCapabilities? = null 
     , 
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -8374,14 +8374,14 @@ data class InjectCapabilities (
     /**
      * Operations on pending injects beyond revoke.
      */
-    var `pending`: PendingCapabilities?
+    var `pending`: PendingCapabilities? = null 
     , 
     /**
      * What a steer does mid model stream with no tool call pending. Omitted or `null`: not said (ACP PR #2043); a value this version does not know is left out on decode.
      */
-    var `steerInStream`: List<SteerInStream>?
+    var `steerInStream`: List<SteerInStream>? = null 
     , 
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -8435,7 +8435,7 @@ data class InjectRequest (
      */
     var `content`: List<ContentBlock>
     , 
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -8482,7 +8482,7 @@ public object FfiConverterTypeInjectRequest: FfiConverterRustBuffer<InjectReques
 data class InjectResponse (
     var `messageId`: MessageId
     , 
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -8529,16 +8529,16 @@ data class ListSessionsRequest (
      *
      * Omitted and `null` are equivalent and mean sessions are not filtered by working directory.
      */
-    var `cwd`: kotlin.String?
+    var `cwd`: kotlin.String? = null 
     , 
     /**
      * Opaque cursor token from a previous response's nextCursor field for cursor-based pagination
      *
      * Omitted and `null` are equivalent and mean the first page is requested.
      */
-    var `cursor`: kotlin.String?
+    var `cursor`: kotlin.String? = null 
     , 
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -8590,9 +8590,9 @@ data class ListSessionsResponse (
      * to fetch the next page. Omitted and `null` are equivalent and mean there are no more
      * results. An empty string is a valid cursor, not the end of results.
      */
-    var `nextCursor`: kotlin.String?
+    var `nextCursor`: kotlin.String? = null 
     , 
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -8640,7 +8640,7 @@ data class McpCapabilities (
      * Optional. Omitted and `null` are equivalent and mean the agent does not advertise support.
      * Supplying `{}` means the agent supports stdio MCP server transports.
      */
-    var `stdio`: JsonObject?
+    var `stdio`: JsonObject? = null 
     , 
     /**
      * Agent supports `http` MCP servers.
@@ -8648,9 +8648,9 @@ data class McpCapabilities (
      * Optional. Omitted and `null` are equivalent and mean the agent does not advertise support.
      * Supplying `{}` means the agent supports HTTP MCP server transports.
      */
-    var `http`: JsonObject?
+    var `http`: JsonObject? = null 
     , 
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -8708,9 +8708,9 @@ data class McpServerHttp (
      * HTTP headers to set when making requests to the MCP server. Headers the MCP transport
      * defines are owned by the transport, and Agents use the transport's values for them.
      */
-    var `headers`: List<HttpHeader>?
+    var `headers`: List<HttpHeader>? = null 
     , 
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -8770,15 +8770,15 @@ data class McpServerStdio (
     /**
      * Command-line arguments to pass to the MCP server.
      */
-    var `args`: List<kotlin.String>?
+    var `args`: List<kotlin.String>? = null 
     , 
     /**
      * Environment variables to set when launching the MCP server. Names SHOULD be unique.
      * Agents MAY reject duplicates with `-32602`, and otherwise the last entry wins.
      */
-    var `env`: List<EnvVariable>?
+    var `env`: List<EnvVariable>? = null 
     , 
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -8921,14 +8921,14 @@ data class NewSessionRequest (
      * remains the base for relative paths. When omitted or empty, no
      * additional roots are activated for the new session.
      */
-    var `additionalDirectories`: List<kotlin.String>?
+    var `additionalDirectories`: List<kotlin.String>? = null 
     , 
     /**
      * List of MCP (Model Context Protocol) servers the agent should connect to.
      */
-    var `mcpServers`: List<McpServer>?
+    var `mcpServers`: List<McpServer>? = null 
     , 
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -8981,7 +8981,7 @@ public object FfiConverterTypeNewSessionRequest: FfiConverterRustBuffer<NewSessi
 data class NewSessionResponse (
     var `sessionId`: SessionId
     , 
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -9025,7 +9025,7 @@ data class PendingCapabilities (
      */
     var `replace`: kotlin.Boolean
     , 
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -9070,7 +9070,7 @@ data class PendingInject (
     , 
     var `content`: List<ContentBlock>
     , 
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -9117,7 +9117,7 @@ public object FfiConverterTypePendingInject: FfiConverterRustBuffer<PendingInjec
 data class PendingInjectsUpdate (
     var `pending`: List<PendingInject>
     , 
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -9277,7 +9277,7 @@ data class PermissionOption (
     , 
     var `kind`: PermissionOptionKind
     , 
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -9384,7 +9384,7 @@ data class PlanEntry (
     , 
     var `status`: PlanEntryStatus
     , 
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -9442,7 +9442,7 @@ data class PlanItems (
      */
     var `entries`: List<PlanEntry>
     , 
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -9487,7 +9487,7 @@ public object FfiConverterTypePlanItems: FfiConverterRustBuffer<PlanItems> {
 data class PlanUpdate (
     var `plan`: PlanUpdateContent
     , 
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -9618,7 +9618,7 @@ data class PromptRequest (
      */
     var `prompt`: List<ContentBlock>
     , 
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -9671,7 +9671,7 @@ public object FfiConverterTypePromptRequest: FfiConverterRustBuffer<PromptReques
 data class PromptResponse (
     var `messageId`: MessageId
     , 
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -9775,7 +9775,7 @@ data class ReplaceInjectRequest (
      */
     var `content`: List<ContentBlock>
     , 
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -9822,7 +9822,7 @@ public object FfiConverterTypeReplaceInjectRequest: FfiConverterRustBuffer<Repla
 data class ReplaceInjectResponse (
     var `messageId`: MessageId
     , 
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -9861,7 +9861,7 @@ public object FfiConverterTypeReplaceInjectResponse: FfiConverterRustBuffer<Repl
  * Replay all retained conversation history from its first replayable entry.
  */
 data class ReplayFromStart (
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -9918,14 +9918,14 @@ data class RequestPermissionRequest (
      * subject's displayed content. Omitted and `null` are equivalent and mean no separate
      * permission description was provided.
      */
-    var `description`: kotlin.String?
+    var `description`: kotlin.String? = null 
     , 
     /**
      * Optional structured context about the operation requiring permission.
      *
      * Omitted and `null` are equivalent and mean no structured subject was provided.
      */
-    var `subject`: JsonObject?
+    var `subject`: JsonObject? = null 
     , 
     /**
      * Available permission options for the user to choose from.
@@ -9933,7 +9933,7 @@ data class RequestPermissionRequest (
      */
     var `options`: List<PermissionOption>
     , 
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -9986,7 +9986,7 @@ public object FfiConverterTypeRequestPermissionRequest: FfiConverterRustBuffer<R
 data class RequestPermissionResponse (
     var `outcome`: RequestPermissionOutcome
     , 
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -10035,9 +10035,9 @@ data class RequiresActionStateUpdate (
      *
      * See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)
      */
-    var `background`: List<BackgroundWork>?
+    var `background`: List<BackgroundWork>? = null 
     , 
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -10093,44 +10093,44 @@ data class ResourceLink (
      *
      * Omitted and `null` are equivalent and mean no title is provided.
      */
-    var `title`: kotlin.String?
+    var `title`: kotlin.String? = null 
     , 
     /**
      * Optional human-readable details shown with this protocol object.
      *
      * Omitted and `null` are equivalent and mean no description is provided.
      */
-    var `description`: kotlin.String?
+    var `description`: kotlin.String? = null 
     , 
     /**
      * Optional set of sized icons that the client can display in a user interface.
      *
      * Omitted and `null` are equivalent and mean no icons are provided.
      */
-    var `icons`: List<JsonObject>?
+    var `icons`: List<JsonObject>? = null 
     , 
     /**
      * MIME type describing the encoded media payload.
      *
      * Omitted and `null` are equivalent and mean the MIME type is not specified.
      */
-    var `mimeType`: kotlin.String?
+    var `mimeType`: kotlin.String? = null 
     , 
     /**
      * Optional size of the linked resource in bytes, if known.
      *
      * Omitted and `null` are equivalent and mean the size is not known.
      */
-    var `size`: kotlin.ULong?
+    var `size`: kotlin.ULong? = null 
     , 
     /**
      * Optional annotations that help clients decide how to display or route this content.
      *
      * Omitted and `null` are equivalent and mean no annotations are provided.
      */
-    var `annotations`: Annotations?
+    var `annotations`: Annotations? = null 
     , 
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -10211,7 +10211,7 @@ data class ResumeSessionRequest (
      * session. It may differ from any previously used or reported list as long as
      * the request `cwd` matches the session's `cwd`.
      */
-    var `additionalDirectories`: List<kotlin.String>?
+    var `additionalDirectories`: List<kotlin.String>? = null 
     , 
     /**
      * List of MCP servers to connect to for this session.
@@ -10219,7 +10219,7 @@ data class ResumeSessionRequest (
      * The complete set of Client-provided servers. Omitted and `[]` mean none. Agents SHOULD
      * NOT restore servers from earlier requests.
      */
-    var `mcpServers`: List<McpServer>?
+    var `mcpServers`: List<McpServer>? = null 
     , 
     /**
      * Inclusive cursor describing where conversation replay should begin.
@@ -10234,9 +10234,9 @@ data class ResumeSessionRequest (
      * with `-32602` (Invalid params), rather than substituting another cursor
      * or resuming without replay.
      */
-    var `replayFrom`: ReplayFrom?
+    var `replayFrom`: ReplayFrom? = null 
     , 
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -10293,7 +10293,7 @@ public object FfiConverterTypeResumeSessionRequest: FfiConverterRustBuffer<Resum
  * See protocol docs: [Current-State Synchronization](https://agentclientprotocol.com/protocol/v2/draft/session-setup#current-state-synchronization)
  */
 data class ResumeSessionResponse (
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -10333,7 +10333,7 @@ data class RevokeInjectRequest (
     , 
     var `messageId`: MessageId
     , 
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -10375,7 +10375,7 @@ public object FfiConverterTypeRevokeInjectRequest: FfiConverterRustBuffer<Revoke
  * The inject is revoked: no `user_message` for it will ever be emitted.
  */
 data class RevokeInjectResponse (
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -10421,9 +10421,9 @@ data class RunningStateUpdate (
      *
      * See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)
      */
-    var `background`: List<BackgroundWork>?
+    var `background`: List<BackgroundWork>? = null 
     , 
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -10467,7 +10467,7 @@ public object FfiConverterTypeRunningStateUpdate: FfiConverterRustBuffer<Running
 data class SelectedPermissionOutcome (
     var `optionId`: PermissionOptionId
     , 
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -10511,7 +10511,7 @@ public object FfiConverterTypeSelectedPermissionOutcome: FfiConverterRustBuffer<
  * complete ordered additional-root list associated with a listed session.
  */
 data class SessionAdditionalDirectoriesCapabilities (
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -10557,7 +10557,7 @@ public object FfiConverterTypeSessionAdditionalDirectoriesCapabilities: FfiConve
  * See protocol docs: [Session Capabilities](https://agentclientprotocol.com/protocol/v2/draft/initialization#session-capabilities)
  */
 data class SessionCapabilities (
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     , 
     /**
      * MCP capabilities supported by the agent for session lifecycle requests.
@@ -10565,7 +10565,7 @@ data class SessionCapabilities (
      * Optional. Omitted and `null` are equivalent and mean the agent does not advertise MCP
      * server transport support for sessions.
      */
-    var `mcp`: McpCapabilities?
+    var `mcp`: McpCapabilities? = null 
     , 
     /**
      * **UNSTABLE**
@@ -10577,7 +10577,7 @@ data class SessionCapabilities (
      * Optional. Omitted and `null` are equivalent and mean the agent does not advertise support.
      * Supplying `{}` means the agent supports checking session status.
      */
-    var `status`: SessionStatusCapabilities?
+    var `status`: SessionStatusCapabilities? = null 
     , 
     /**
      * Whether the agent supports `additionalDirectories` on supported session lifecycle requests.
@@ -10589,12 +10589,12 @@ data class SessionCapabilities (
      * Agents may return `SessionInfo.additionalDirectories` to report the
      * complete ordered additional-root list associated with a listed session.
      */
-    var `additionalDirectories`: SessionAdditionalDirectoriesCapabilities?
+    var `additionalDirectories`: SessionAdditionalDirectoriesCapabilities? = null 
     , 
     /**
      * `session/inject` with revoke (mandatory) and optional replace.
      */
-    var `inject`: InjectCapabilities?
+    var `inject`: InjectCapabilities? = null 
     
 ){
     
@@ -10642,7 +10642,7 @@ public object FfiConverterTypeSessionCapabilities: FfiConverterRustBuffer<Sessio
  * Extension (`_acp-inject/session_closed`): the session was closed (by `session/close` or by the agent). Sent to every attached connection; nothing follows it for this session until it is resumed.
  */
 data class SessionClosedUpdate (
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -10692,23 +10692,23 @@ data class SessionInfo (
      * by the Agent. Omitted and empty values are equivalent: the response
      * reports no additional roots.
      */
-    var `additionalDirectories`: List<kotlin.String>?
+    var `additionalDirectories`: List<kotlin.String>? = null 
     , 
     /**
      * Human-readable title for the session
      *
      * Omitted and `null` are equivalent and mean no title is provided.
      */
-    var `title`: kotlin.String?
+    var `title`: kotlin.String? = null 
     , 
     /**
      * RFC 3339 timestamp of last activity.
      *
      * Omitted and `null` are equivalent and mean the last activity time is not reported.
      */
-    var `updatedAt`: kotlin.String?
+    var `updatedAt`: kotlin.String? = null 
     , 
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -10769,7 +10769,7 @@ data class SessionInfoUpdate (
      */
     var `updatedAt`: StringPatchMember
     , 
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -10910,7 +10910,7 @@ public object FfiConverterTypeSessionSetup: FfiConverterRustBuffer<SessionSetup>
  * Supplying `{}` means the agent supports checking session status.
  */
 data class SessionStatusCapabilities (
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -10958,7 +10958,7 @@ public object FfiConverterTypeSessionStatusCapabilities: FfiConverterRustBuffer<
 data class SessionStatusRequest (
     var `sessionId`: SessionId
     , 
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -11015,9 +11015,9 @@ data class SessionStatusResponse (
      * MUST NOT read that as `idle`. This is a snapshot, not a new transition. Clients
      * MUST NOT count an `idle` snapshot as a new completion.
      */
-    var `state`: StateUpdate?
+    var `state`: StateUpdate? = null 
     , 
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -11119,9 +11119,9 @@ data class TextContent (
      *
      * Omitted and `null` are equivalent and mean no annotations are provided.
      */
-    var `annotations`: Annotations?
+    var `annotations`: Annotations? = null 
     , 
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -11178,9 +11178,9 @@ data class TextResourceContents (
      *
      * Omitted and `null` are equivalent and mean the MIME type is not specified.
      */
-    var `mimeType`: kotlin.String?
+    var `mimeType`: kotlin.String? = null 
     , 
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -11227,7 +11227,7 @@ public object FfiConverterTypeTextResourceContents: FfiConverterRustBuffer<TextR
 data class ToolCallContentBlock (
     var `content`: ContentBlock
     , 
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -11270,7 +11270,7 @@ data class ToolCallContentChunk (
     , 
     var `content`: ToolCallContent
     , 
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -11322,7 +11322,7 @@ data class ToolCallUpdate (
      * call ID the client has not seen before, omission or `null` means that no
      * tool name is available.
      */
-    var `name`: kotlin.String?
+    var `name`: kotlin.String? = null 
     , 
     /**
      * Human-readable title describing what the tool is doing.
@@ -11330,7 +11330,7 @@ data class ToolCallUpdate (
      * Omission leaves the title unchanged, `null` unsets it, and a string replaces it.
      * A new tool call starts without a title.
      */
-    var `title`: kotlin.String?
+    var `title`: kotlin.String? = null 
     , 
     /**
      * The category of tool being invoked.
@@ -11339,7 +11339,7 @@ data class ToolCallUpdate (
      * Omission leaves the kind unchanged, `null` resets it to `other`, and a value replaces it.
      * A new tool call starts as `other`.
      */
-    var `kind`: ToolKind?
+    var `kind`: ToolKind? = null 
     , 
     /**
      * Current execution status of the tool call.
@@ -11347,30 +11347,30 @@ data class ToolCallUpdate (
      * Omission leaves the status unchanged, `null` resets it to `pending`, and a value
      * replaces it. A new tool call starts as `pending`.
      */
-    var `status`: ToolCallStatus?
+    var `status`: ToolCallStatus? = null 
     , 
     /**
      * Content produced by the tool call.
      */
-    var `content`: List<ToolCallContent>?
+    var `content`: List<ToolCallContent>? = null 
     , 
     /**
      * File locations affected by this tool call.
      * Enables "follow-along" features in clients.
      */
-    var `locations`: List<JsonObject>?
+    var `locations`: List<JsonObject>? = null 
     , 
     /**
      * Raw input parameters sent to the tool.
      */
-    var `rawInput`: Value?
+    var `rawInput`: Value? = null 
     , 
     /**
      * Raw output returned by the tool.
      */
-    var `rawOutput`: Value?
+    var `rawOutput`: Value? = null 
     , 
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -11538,7 +11538,7 @@ data class TurnFailure (
     /**
      * More about the failure, as the agent chose to say it.
      */
-    var `data`: Value?
+    var `data`: Value? = null 
     
 ){
     
@@ -11595,9 +11595,9 @@ data class UnknownStateUpdate (
      *
      * See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)
      */
-    var `background`: List<BackgroundWork>?
+    var `background`: List<BackgroundWork>? = null 
     , 
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -11645,7 +11645,7 @@ data class UnsupportedProtocolVersionErrorData (
      */
     var `supported`: List<ProtocolVersion>
     , 
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -11695,7 +11695,7 @@ data class UpdateSessionNotification (
     , 
     var `update`: SessionUpdate
     , 
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -11761,23 +11761,23 @@ data class Usage (
      *
      * Omitted and `null` are equivalent and mean the count is not reported.
      */
-    var `thoughtTokens`: kotlin.ULong?
+    var `thoughtTokens`: kotlin.ULong? = null 
     , 
     /**
      * Cache read tokens for the completed work.
      *
      * Omitted and `null` are equivalent and mean the count is not reported.
      */
-    var `cachedReadTokens`: kotlin.ULong?
+    var `cachedReadTokens`: kotlin.ULong? = null 
     , 
     /**
      * Cache write tokens for the completed work.
      *
      * Omitted and `null` are equivalent and mean the count is not reported.
      */
-    var `cachedWriteTokens`: kotlin.ULong?
+    var `cachedWriteTokens`: kotlin.ULong? = null 
     , 
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -11846,9 +11846,9 @@ data class UsageUpdate (
      *
      * Omitted leaves the last reported cost unchanged. `null` clears it. A value replaces it.
      */
-    var `cost`: Cost?
+    var `cost`: Cost? = null 
     , 
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -11945,7 +11945,7 @@ data class UserMessage (
      */
     var `content`: ContentBlockListPatchMember
     , 
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     
@@ -11991,7 +11991,7 @@ data class UserMessageChunk (
     , 
     var `content`: ContentBlock
     , 
-    var `meta`: JsonObject?
+    var `meta`: JsonObject? = null 
     
 ){
     

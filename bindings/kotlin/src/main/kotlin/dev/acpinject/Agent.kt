@@ -60,7 +60,7 @@ class AgentTurn(
         output: String? = null,
     ) {
         val content = output?.let { listOf<ToolCallContent>(ToolCallContent.Content(ToolCallContentBlock(text(it), null))) }
-        send(SessionUpdate.ToolCallUpdate(ToolCallUpdate(toolCallId, null, title, kind, status, content, null, null, null, null)))
+        send(SessionUpdate.ToolCallUpdate(ToolCallUpdate(toolCallId, title = title, kind = kind, status = status, content = content)))
     }
 
     /** A safe point (a tool result, between model steps): steers sent meanwhile are delivered

@@ -4,7 +4,7 @@
 package dev.acpinject
 
 /** A text content block. */
-fun text(value: String): ContentBlock = ContentBlock.Text(TextContent(value, null, null))
+fun text(value: String): ContentBlock = ContentBlock.Text(TextContent(value))
 
 /** One text block per string, in order. */
 fun texts(vararg values: String): List<ContentBlock> = values.map(::text)

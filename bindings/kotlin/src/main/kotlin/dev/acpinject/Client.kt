@@ -7,10 +7,12 @@
  * arrive in batches, one per read from the agent, as a [Flow]:
  *
  * ```kotlin
- * connect(listOf("my-agent", "--flag")).use { agent ->
+ * connect(listOf("my-agent", "--flag"), onPermission = { request -> request.options.first().optionId }).use { agent ->
  *     val session = agent.newSession("/home/me/project")
- *     session.prompt("fix the bug")
- *     session.events().first { activity -> println(activity); activity.turnEnded != null }
+ *     val turn = session.prompt("fix the bug")
+ *     session.inject("and add a test", InjectMode.STEER)
+ *     turn.updates().collect { update -> println(update) }   // the turn's updates, until it ends
+ *     println(turn.finished())                               // its stop reason
  * }
  * ```
  */
@@ -23,6 +25,8 @@ import kotlinx.coroutines.flow.Flow
 import kotlinx.coroutines.flow.flow
 import kotlinx.coroutines.launch
 import kotlinx.coroutines.runBlocking
+import kotlinx.coroutines.sync.Mutex
+import kotlinx.coroutines.sync.withLock
 import java.util.concurrent.atomic.AtomicBoolean
 import kotlin.time.Duration
 import kotlin.time.Duration.Companion.seconds
@@ -38,13 +42,18 @@ suspend fun connect(
     name: String = "acp-inject-kotlin",
     version: String = "0",
     handshakeTimeout: Duration = 30.seconds,
+    onPermission: PermissionHandler? = null,
     configure: ConnectOptions.() -> Unit = {},
-): Client = Client(connect(command, connectOptions(name, version, handshakeTimeout, configure)))
+): Client = Client(connect(command, connectOptions(name, version, handshakeTimeout, configure)), onPermission)
+
+/** Answers the agent's permission requests: given the request, the id of the option the user
+ *  chose, or `null` to decline (the request is answered `cancelled`). */
+typealias PermissionHandler = suspend (RequestPermissionRequest) -> String?
 
 /** The defaults with this client's identity and handshake timeout, then [configure]. */
 private fun connectOptions(name: String, version: String, handshakeTimeout: Duration, configure: ConnectOptions.() -> Unit) =
     defaultConnectOptions().apply {
-        client = Implementation(name, null, version, null)
+        client = Implementation(name = name, version = version)
         handshakeTimeoutMs = handshakeTimeout.inWholeMilliseconds.toULong()
         configure()
     }
@@ -64,17 +73,21 @@ suspend fun connect(
     name: String = "acp-inject-kotlin",
     version: String = "0",
     handshakeTimeout: Duration = 30.seconds,
+    onPermission: PermissionHandler? = null,
     configure: ConnectOptions.() -> Unit = {},
-): Client = Client(connectUrl(url, token, connectOptions(name, version, handshakeTimeout, configure)))
+): Client = Client(connectUrl(url, token, connectOptions(name, version, handshakeTimeout, configure)), onPermission)
 
 /**
  * A connection to one agent, a process or an endpoint (see [connect]). [close] (and so `use {}`)
  * ends it: a process's stdin closes, it may exit, and after the close grace it is killed; a
- * network connection is ended with the agent.
+ * network connection is ended with the agent. [onPermission] is given to every session it opens.
  */
 class Client(
     /** The generated object underneath, for anything this class does not wrap. */
     val connection: Connection,
+    /** Answers the agent's permission requests in every session this client opens (see
+     *  [ClientSession.onPermission]). */
+    val onPermission: PermissionHandler? = null,
 ) : AutoCloseable {
     private val closed = AtomicBoolean(false)
 
@@ -89,7 +102,7 @@ class Client(
         cwd: String,
         additionalDirectories: List<String> = emptyList(),
         mcpServers: List<McpServer> = emptyList(),
-    ): ClientSession = ClientSession(connection.newSession(cwd, additionalDirectories, mcpServers))
+    ): ClientSession = ClientSession(connection.newSession(cwd, additionalDirectories, mcpServers), onPermission)
 
     /** `session/list`: one page, and the cursor of the next (`null` at the end). */
     suspend fun listSessions(cwd: String? = null, cursor: String? = null): SessionPage = connection.listSessions(cwd, cursor)
@@ -107,7 +120,7 @@ class Client(
     /** `session/resume`; with [replay] the conversation is replayed into the session (its
      *  transcript and event stream) before this returns. */
     suspend fun resume(sessionId: String, cwd: String, replay: Boolean = true): ClientSession =
-        ClientSession(connection.resume(sessionId, cwd, replay))
+        ClientSession(connection.resume(sessionId, cwd, replay), onPermission)
 
     /** Agent lines the connection could not use, most recent last. */
     val ignored: List<String> get() = connection.ignored()
@@ -138,19 +151,23 @@ class Client(
 class ClientSession(
     /** The generated object underneath, for anything this class does not wrap. */
     val session: Session,
+    /** Answers the agent's permission requests as they arrive (`null`: they arrive as
+     *  [SessionActivity.PermissionRequested] activities, to answer with [allow]). */
+    @Volatile var onPermission: PermissionHandler? = null,
 ) {
     /** The session's id. */
     val id: String = session.id()
 
-    /** `session/prompt`: returns once the message is inserted, with its id (`null` from an
-     *  agent that answers `{}`). During a turn an agent on this toolkit holds it and inserts it
-     *  when the turn ends (so this returns then; [AcpException.Protocol] with code -32800 if it is
-     *  never inserted); an agent of an older draft may refuse it with reason
-     *  [ErrorReason.TurnInProgress]. [inject] says when a message mid-turn is delivered. */
-    suspend fun prompt(content: List<ContentBlock>): MessageId? = session.prompt(content)
+    /** `session/prompt`: returns once the message is inserted, with a handle on the turn it
+     *  opens ([PromptTurn]: its [PromptTurn.messageId], `null` from an agent that answers `{}`;
+     *  [PromptTurn.updates] and [PromptTurn.finished]). During a turn an agent on this toolkit
+     *  holds it and inserts it when the turn ends (so this returns then; [AcpException.Protocol]
+     *  with code -32800 if it is never inserted); an agent of an older draft may refuse it with
+     *  reason [ErrorReason.TurnInProgress]. [inject] says when a message mid-turn is delivered. */
+    suspend fun prompt(content: List<ContentBlock>): PromptTurn = PromptTurn(this, session.prompt(content))
 
     /** [prompt] with one text block. */
-    suspend fun prompt(text: String): MessageId? = prompt(listOf(text(text)))
+    suspend fun prompt(text: String): PromptTurn = prompt(listOf(text(text)))
 
     /** `session/inject` (`queue` by default, or `steer`); returns the message's id. Throws
      *  [AcpException.Rejected] without sending when the agent does not offer the mode. */
@@ -185,7 +202,7 @@ class ClientSession(
 
     /** Answers a permission request with the chosen option. */
     fun allow(request: RequestId, optionId: String) =
-        session.answerPermission(request, RequestPermissionOutcome.Selected(SelectedPermissionOutcome(optionId, null)))
+        session.answerPermission(request, RequestPermissionOutcome.Selected(SelectedPermissionOutcome(optionId)))
 
     /** Answers a permission request. */
     fun answerPermission(request: RequestId, outcome: RequestPermissionOutcome) = session.answerPermission(request, outcome)
@@ -194,11 +211,23 @@ class ClientSession(
     // channel, started by the first [events] or [nextEvents] and ended by the connection's end.
     // A collector that stops early (`first { … }`) leaves the rest for the next one: nothing is
     // lost between collectors, as it would be if each took batches itself.
+    // With [onPermission] set, permission requests are answered by it (each in a coroutine of
+    // its own, so the reader goes on) instead of being handed out.
     private val activities = Channel<SessionActivity>(Channel.UNLIMITED)
     private val reader = lazy {
-        CoroutineScope(Dispatchers.Default).launch {
+        val scope = CoroutineScope(Dispatchers.Default)
+        scope.launch {
             try {
-                while (true) session.nextEvents().forEach { activities.send(it) }
+                while (true) {
+                    session.nextEvents().forEach { activity ->
+                        val handler = onPermission
+                        if (handler != null && activity is SessionActivity.PermissionRequested) {
+                            scope.launch { answer(activity, handler) }
+                        } else {
+                            activities.send(activity)
+                        }
+                    }
+                }
             } catch (_: AcpException.Disconnected) {
                 activities.close()
             } catch (e: Throwable) {
@@ -227,7 +256,108 @@ class ClientSession(
         for (activity in activities) emit(activity)
     }
 
+    private suspend fun answer(request: SessionActivity.PermissionRequested, handler: PermissionHandler) {
+        val chosen = handler(request.params)
+        val outcome = if (chosen == null) {
+            RequestPermissionOutcome.Cancelled(CancelledPermissionOutcome())
+        } else {
+            RequestPermissionOutcome.Selected(SelectedPermissionOutcome(chosen))
+        }
+        session.answerPermission(request.request, outcome)
+    }
+
     override fun toString(): String = "ClientSession($id)"
+}
+
+/**
+ * The turn a [ClientSession.prompt] opened: [updates] emits the session's updates (chunks, tool
+ * calls, the user messages delivered into the turn, state updates) until the turn ends, and
+ * [finished] waits for its end and returns its [StopReason].
+ *
+ * The turn starts when the agent delivers the prompt (its `user_message`) and ends at the next
+ * `idle` state after it: steers delivered at its break-points belong to it, a queued message
+ * opens the next turn. Reading a turn takes activities from the session's stream (as
+ * [ClientSession.events] does): read one or the other at a time. Permission requests are
+ * answered by [ClientSession.onPermission]; without one a request in the turn throws
+ * [AcpException.InvalidInput].
+ */
+class PromptTurn internal constructor(
+    /** The session it runs in. */
+    val session: ClientSession,
+    /** The prompt's id (`null` from an agent that answers `{}`). */
+    val messageId: MessageId?,
+) {
+    private val lock = Mutex()
+    private var delivered = false
+    private var stopReason: StopReason? = null
+    private val buffered = ArrayDeque<SessionUpdate>()
+
+    /** Whether its end was seen. */
+    @Volatile var ended = false
+        private set
+
+    /** Follows the turn through one update; `true` when it belongs to the turn. */
+    private fun see(update: SessionUpdate): Boolean {
+        if (ended) return false
+        if (update is SessionUpdate.UserMessage && !delivered) {
+            delivered = messageId == null || update.v1.messageId == messageId
+            return delivered
+        }
+        if (!delivered) return false
+        val idle = (update as? SessionUpdate.StateUpdate)?.v1 as? StateUpdate.Idle
+        if (idle != null) {
+            ended = true
+            stopReason = idle.v1.stopReason
+        }
+        return true
+    }
+
+    private suspend fun nextBatch(): List<SessionUpdate> {
+        val batch = session.nextEvents()
+        if (batch.isEmpty()) throw AcpException.Disconnected("the connection ended before the turn did")
+        return batch.mapNotNull { activity ->
+            when (activity) {
+                is SessionActivity.PermissionRequested -> throw AcpException.InvalidInput(
+                    "the agent asks permission (${activity.params.title}) and session ${session.id} has no onPermission handler",
+                )
+                is SessionActivity.Event -> when (val event = activity.v1) {
+                    is SessionEvent.Update -> event.v1.takeIf { see(it) }
+                    is SessionEvent.Item -> {
+                        // An agent that echoes no user_message (ACP v1: the prompt's delivery
+                        // is its sending) still delivers the item.
+                        val item = event.v1
+                        if (!delivered && messageId != null && item.messageId == messageId && item.status == ItemStatus.DELIVERED) {
+                            delivered = true
+                        }
+                        null
+                    }
+                    else -> null
+                }
+            }
+        }
+    }
+
+    /** The turn's updates, until it ends (collect it once). */
+    fun updates(): Flow<SessionUpdate> = flow {
+        while (true) {
+            val next = lock.withLock {
+                when {
+                    buffered.isNotEmpty() -> listOf(buffered.removeFirst())
+                    ended -> null
+                    else -> nextBatch()
+                }
+            } ?: break
+            next.forEach { emit(it) }
+        }
+    }
+
+    /** Waits until the turn ends; its stop reason (`null` if the agent gave none). */
+    suspend fun finished(): StopReason? = lock.withLock {
+        while (!ended) buffered.addAll(nextBatch())
+        stopReason
+    }
+
+    override fun toString(): String = "PromptTurn($messageId, ${if (ended) "ended" else if (delivered) "running" else "waiting"})"
 }
 
 /** The session update this activity carries, if it is one. */

@@ -6,6 +6,7 @@ import kotlinx.coroutines.async
 import kotlinx.coroutines.awaitAll
 import kotlinx.coroutines.delay
 import kotlinx.coroutines.flow.first
+import kotlinx.coroutines.flow.toList
 import kotlinx.coroutines.launch
 import org.junit.jupiter.api.Test
 import java.util.Collections
@@ -46,7 +47,7 @@ class ClientTest {
             assertNotNull(client.inject).let { assertTrue(InjectMode.STEER in it.modes) }
             val session = client.newSession("/tmp/project")
             assertTrue("ClientSession(${session.id})" == session.toString())
-            val id = assertNotNull(session.prompt("fix the bug"))
+            val id = assertNotNull(session.prompt("fix the bug").messageId)
             val end = session.events().first { it.turnEnded != null }
             assertEquals(StopReason.EndTurn, end.turnEnded)
             val snap = session.snapshot()
@@ -86,8 +87,8 @@ class ClientTest {
             val revoke = async { b.revoke(q1.await()) }
             val replace = async { b.replace(q2.await(), "B: queued, final") }
             listOf(revoke, replace, st).awaitAll()
-            val idA = assertNotNull(pa.await())
-            val idB = assertNotNull(pb.await())
+            val idA = assertNotNull(pa.await().messageId)
+            val idB = assertNotNull(pb.await().messageId)
             val (idQ1, idQ2, idSt) = listOf(q1, q2, st).awaitAll()
 
             until("a's turn to end") { a.snapshot().let { it.state == TurnState.IDLE && it.stopReason != null } }
@@ -140,6 +141,34 @@ class ClientTest {
             val queued = session.inject("after the cancel")
             session.cancel()
             assertEquals(StopReason.Cancelled, session.events().first { it.turnEnded != null }.turnEnded)
+            until("the queued message to open the next turn") { session.snapshot().users().any { it.messageId == queued } }
+        }
+    }
+
+    @Test
+    fun `a turn is followed from its handle, with permissions answered by a handler`() = coTest {
+        val asked = mutableListOf<String?>()
+        val command = referenceAgent("--delay-ms", "20", "--tools", "2", "--permission-on-tool", "1")
+        connect(command, name = "kotlin-tests", onPermission = { request ->
+            asked += request.title
+            request.options.first().optionId
+        }) { forwardStderr = false }.use { client ->
+            val session = client.newSession("/tmp/turn")
+            val turn = session.prompt("fix the bug")
+            assertNotNull(turn.messageId)
+            val steered = session.inject("use auth_v2", InjectMode.STEER)
+            val queued = session.inject("then the docs")
+            val seen = turn.updates().toList()
+            assertTrue(turn.ended)
+            assertEquals(StopReason.EndTurn, turn.finished())
+            val delivered = seen.filterIsInstance<SessionUpdate.UserMessage>().map { it.v1.messageId }
+            // The prompt opened the turn, the steer was delivered inside it, the queued message
+            // opens the next one.
+            assertEquals(turn.messageId, delivered.first())
+            assertTrue(steered in delivered && queued !in delivered, "$delivered")
+            assertIs<SessionUpdate.StateUpdate>(seen.last())
+            assertTrue(seen.any { it is SessionUpdate.AgentMessageChunk })
+            assertTrue(asked.isNotEmpty(), "the handler answered the agent's permission request")
             until("the queued message to open the next turn") { session.snapshot().users().any { it.messageId == queued } }
         }
     }

@@ -30,7 +30,7 @@ class SdkAgentInteropTest {
             val session = client.newSession("/tmp/project")
 
             // A turn with a permission request, allowed.
-            val id = kotlin.test.assertNotNull(session.prompt("fix the bug"))
+            val id = kotlin.test.assertNotNull(session.prompt("fix the bug").messageId)
             val asked = assertIs<SessionActivity.PermissionRequested>(session.events().first { it is SessionActivity.PermissionRequested })
             session.allow(asked.request, "allow")
             assertEquals(StopReason.EndTurn, session.events().first { it.turnEnded != null }.turnEnded)
@@ -68,7 +68,7 @@ class SdkAgentInteropTest {
             connect(endpoint, name = "kotlin-tests").use { client ->
                 assertEquals("interop-sdk-agent", client.agent.info.name, endpoint)
                 val session = client.newSession("/tmp/project")
-                val id = kotlin.test.assertNotNull(session.prompt("fix the bug"))
+                val id = kotlin.test.assertNotNull(session.prompt("fix the bug").messageId)
                 val asked = assertIs<SessionActivity.PermissionRequested>(session.events().first { it is SessionActivity.PermissionRequested })
                 session.allow(asked.request, "allow")
                 assertEquals(StopReason.EndTurn, session.events().first { it.turnEnded != null }.turnEnded, endpoint)

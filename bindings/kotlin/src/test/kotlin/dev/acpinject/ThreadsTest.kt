@@ -87,7 +87,7 @@ class ThreadsTest {
             val sessions = (1..6).map { async(Dispatchers.Default) { client.newSession("/tmp/s$it") } }.awaitAll()
             val runs = sessions.mapIndexed { i, s ->
                 launch(Dispatchers.Default) {
-                    val id = s.prompt("task $i")
+                    val id = s.prompt("task $i").messageId
                     until("session $i to finish") { s.snapshot().let { it.state == TurnState.IDLE && it.stopReason != null } }
                     assertEquals(listOf(id), s.snapshot().users().map { it.messageId })
                     assertEquals("task $i", textOf(s.snapshot().users().single().content))

@@ -53,7 +53,8 @@ public protocol Agent: Sendable {
     ///   cancelled it), or a `TurnEnd` with another stop reason or usage.
     func run(turn: AgentTurn, messages: [UserInput]) async throws -> TurnEnd?
 
-    /// A client created a session. The default does nothing.
+    /// A client created a session. The default does nothing. It may run after the client got
+    /// its answer to `session/new`.
     ///
     /// - Parameters:
     ///   - sessionId: the new session's id.

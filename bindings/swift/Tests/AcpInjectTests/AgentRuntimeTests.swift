@@ -100,7 +100,11 @@ final class AgentRuntimeTests: XCTestCase {
         XCTAssertEqual(client.agent.info.version, "1.2.3")
         XCTAssertEqual(Set(client.inject?.modes ?? []), [.queue, .steer])
         let session = try await client.newSession(cwd: "/tmp")
-        XCTAssertEqual(probe.opened.withLock { $0 }, [session.id])
+        // The hook runs on its own task, not necessarily before `session/new` is answered.
+        let probe = probe, id = session.id
+        try await withDeadline(10) {
+            while probe.opened.withLock({ $0 }) != [id] { try await Task.sleep(for: .milliseconds(5)) }
+        }
         XCTAssertEqual(listening.sessions, [session.id])
         try await session.prompt("hello")
         try await until(session) { $0.state == .idle && $0.stopReason != nil }

@@ -452,7 +452,8 @@ public func listen(
 ///   - config: by default ``agentConfig(name:version:steerInStream:)`` under the agent's type
 ///     name.
 ///   - store: sessions outlive the process in this store; `nil` keeps them in memory.
-///   - listen: `HOST:PORT` to serve over the network instead of stdio.
+///   - address: (argument label `listen`) `HOST:PORT` to serve over the network instead of
+///     stdio.
 ///   - token: over the network, the bearer token clients must send.
 ///   - allowedOrigins: over the network, the browser origins that may call.
 /// - Throws: `AcpError` when serving cannot start; over the network, `AcpError.Store` when

@@ -62,6 +62,8 @@ let package = Package(
             dependencies: ["AcpInject", "RecordedStream"],
             path: "Sources/AcpInjectBench"
         ),
+        // The example agent (Sources/ExampleAgent/main.swift): `swiftw run ExampleAgent`.
+        .executableTarget(name: "ExampleAgent", dependencies: ["AcpInject"], path: "Sources/ExampleAgent"),
         .testTarget(
             name: "AcpInjectTests",
             dependencies: ["AcpInject", "RecordedStream"],

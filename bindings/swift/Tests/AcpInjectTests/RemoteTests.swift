@@ -3,7 +3,7 @@ import Foundation
 import XCTest
 
 /// A program that prints one line first (its address or URL): `line` is that line.
-private final class Started {
+final class Started {
     let process = Process()
     private let input = Pipe()
     private let output = Pipe()

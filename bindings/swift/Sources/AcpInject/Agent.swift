@@ -1,0 +1,480 @@
+// Agents written in Swift: conform to `Agent`, implement `run(turn:messages:)`, then
+// `serveStdio(agent:)` or `listen(agent:address:)`. The library serves the protocol
+// (`initialize`, sessions: new, list, resume with replay, close, status; prompts, queue and
+// steer injects, revoke, replace, cancel) and calls `run` once per turn with the messages that
+// open it; `AgentTurn` streams the agent's output, asks permission and reports break-points,
+// where steers the user sent mid-turn are delivered and handed back.
+//
+// This is the Swift counterpart of Python's `acp_inject.agent` and Kotlin's `Agent.kt`, over
+// the same generated objects (`AgentServer`, the callback interface `AgentRuntime`,
+// `TurnContext`). No protocol logic lives here.
+import AcpInjectFFI
+import Foundation
+
+/// An agent: what the library calls for each turn, and (optionally) when sessions open,
+/// resume and close.
+///
+/// Only ``run(turn:messages:)`` is required; the session hooks default to doing nothing. The
+/// library calls these methods from its own threads, several sessions at once, hence
+/// `Sendable`: keep per-session state behind an actor or a lock.
+///
+/// ```swift
+/// import AcpInject
+///
+/// struct Echo: Agent {
+///     func run(turn: AgentTurn, messages: [UserInput]) async throws -> TurnEnd? {
+///         try turn.say("You said: " + messages.map(\.content.text).joined(separator: "; "))
+///         for steer in try turn.breakPoint() {          // steers sent meanwhile, delivered now
+///             try turn.say(" (noted: \(steer.content.text))")
+///         }
+///         if try await turn.permission("Push the branch?") == "allow" { try turn.say(" Pushed.") }
+///         return nil                                    // endTurn (cancelled if cancelled)
+///     }
+/// }
+///
+/// try await serveStdio(agent: Echo())                   // or: listen(agent:address:)
+/// ```
+///
+/// stdout carries the protocol over stdio: log to stderr.
+public protocol Agent: Sendable {
+    /// Runs one turn.
+    ///
+    /// Throwing ends the turn with stop reason `error` (the error stays in this process's log,
+    /// the client sees a generic internal error); an `AcpError.Host(.sessionClosed)` or
+    /// `AcpError.Disconnected` thrown by an ``AgentTurn`` call (the session closed, or the
+    /// client went away, under the turn) ends it `cancelled`.
+    ///
+    /// - Parameters:
+    ///   - turn: what the turn can do: stream text, report tool calls, ask permission, reach
+    ///     break-points.
+    ///   - messages: the user messages that open the turn (empty for a turn the agent started
+    ///     itself with `AgentServer.startTurn(sessionId:)`).
+    /// - Returns: `nil` to end the turn normally (`endTurn`, or `cancelled` when the user
+    ///   cancelled it), or a `TurnEnd` with another stop reason or usage.
+    func run(turn: AgentTurn, messages: [UserInput]) async throws -> TurnEnd?
+
+    /// A client created a session. The default does nothing. It may run after the client got
+    /// its answer to `session/new`.
+    ///
+    /// - Parameters:
+    ///   - sessionId: the new session's id.
+    ///   - setup: its working directory, additional directories and MCP servers.
+    func opened(sessionId: String, setup: SessionSetup) async throws
+
+    /// A client resumed a session (its history was already replayed). The default does
+    /// nothing.
+    ///
+    /// - Parameters:
+    ///   - sessionId: the resumed session's id.
+    ///   - setup: its working directory, additional directories and MCP servers.
+    func resumed(sessionId: String, setup: SessionSetup) async throws
+
+    /// A session closed. The default does nothing.
+    ///
+    /// - Parameters:
+    ///   - sessionId: the closed session's id.
+    ///   - dropped: the injects that were pending and will never be delivered.
+    func closed(sessionId: String, dropped: [PendingInject]) async throws
+}
+
+extension Agent {
+    /// Does nothing.
+    public func opened(sessionId: String, setup: SessionSetup) async throws {}
+
+    /// Does nothing.
+    public func resumed(sessionId: String, setup: SessionSetup) async throws {}
+
+    /// Does nothing.
+    public func closed(sessionId: String, dropped: [PendingInject]) async throws {}
+}
+
+/// One running turn: what the agent says and does, and what the user sends meanwhile.
+///
+/// Named `AgentTurn` (as in Kotlin) because the binding's `Turn` is the turn *state* a client
+/// mirrors (`idle`, `running`, …). Every method may be called from any task; the calls that
+/// throw fail with `AcpError.Host(.sessionClosed)` once the session closed under the turn.
+///
+/// ```swift
+/// func run(turn: AgentTurn, messages: [UserInput]) async throws -> TurnEnd? {
+///     try turn.think("The user wants the tests fixed.")
+///     try turn.say("Running the tests. ")
+///     try turn.toolCall("call_1", status: .inProgress, title: "Run the tests", kind: .execute)
+///     guard await turn.sleep(for: .milliseconds(200)) else { return nil }   // cancelled
+///     try turn.toolCall("call_1", status: .completed, output: "3 passed")
+///     for steer in try turn.breakPoint(.toolResult) { try turn.say("(noted: \(steer.content.text)) ") }
+///     return nil
+/// }
+/// ```
+public final class AgentTurn: Sendable, CustomStringConvertible {
+    /// The generated object underneath, for anything this class does not wrap (`paused()`,
+    /// `resumed()`, `clearMessage(messageId:)`, `interrupted()`).
+    public let context: TurnContext
+    /// The session this turn belongs to.
+    public let sessionId: String
+    /// The agent message and the thought being streamed into (`Locked` is a lock around them).
+    private let streams = Locked(Streams())
+
+    private struct Streams {
+        var message: MessageId?
+        var thought: MessageId?
+    }
+
+    /// Wraps a turn's context (the library does this for ``Agent/run(turn:messages:)``).
+    ///
+    /// - Parameter context: the generated turn object.
+    public init(_ context: TurnContext) {
+        self.context = context
+        sessionId = context.sessionId()
+    }
+
+    /// `AgentTurn(<session id>)`.
+    public var description: String { "AgentTurn(\(sessionId))" }
+
+    /// The session's working directory.
+    public var cwd: String { context.cwd() }
+
+    /// Starts a new agent message; ``say(_:)`` then streams into it.
+    ///
+    /// - Returns: the new message's id.
+    @discardableResult
+    public func newMessage() -> MessageId {
+        let id = context.newMessageId()
+        streams.withLock { $0.message = id }
+        return id
+    }
+
+    /// Streams text into the current agent message, started on first use and after a
+    /// ``think(_:)`` (so that a thought between two pieces of text splits them into two
+    /// messages).
+    ///
+    /// - Parameter words: the text to append.
+    public func say(_ words: String) throws {
+        let id = streams.withLock { s -> MessageId in
+            s.thought = nil
+            if let id = s.message { return id }
+            let id = context.newMessageId()
+            s.message = id
+            return id
+        }
+        try context.sendText(messageId: id, text: words)
+    }
+
+    /// Streams text into the current thought (`agent_thought_chunk`), started on first use and
+    /// after a ``say(_:)``.
+    ///
+    /// - Parameter words: the text of the agent's reasoning to append.
+    public func think(_ words: String) throws {
+        let id = streams.withLock { s -> MessageId in
+            s.message = nil
+            if let id = s.thought { return id }
+            let id = context.newMessageId()
+            s.thought = id
+            return id
+        }
+        try context.send(update: .agentThoughtChunk(AgentThoughtChunk(messageId: id, content: .text(words), meta: nil)))
+    }
+
+    /// Sends any of the agent's own updates (plans, usage, session info, a whole message, …).
+    ///
+    /// - Parameter update: the update, as the binding spells it.
+    public func send(_ update: SessionUpdate) throws {
+        try context.send(update: update)
+    }
+
+    /// Reports a tool call, created or changed (the same id updates the same call).
+    ///
+    /// - Parameters:
+    ///   - toolCallId: the call's id, unique in the session.
+    ///   - status: `.pending`, `.inProgress`, `.completed`, `.failed`, …
+    ///   - title: what the user sees (`nil` leaves it as it was).
+    ///   - kind: `.read`, `.edit`, `.execute`, … (`nil` leaves it as it was).
+    ///   - output: becomes the call's text content (`nil` leaves it as it was).
+    public func toolCall(
+        _ toolCallId: ToolCallId, status: ToolCallStatus, title: String? = nil, kind: ToolKind? = nil, output: String? = nil
+    ) throws {
+        let content = output.map { [ToolCallContent.content(ToolCallContentBlock(content: .text($0), meta: nil))] }
+        let update = ToolCallUpdate(
+            toolCallId: toolCallId, name: nil, title: title, kind: kind, status: status, content: content,
+            locations: nil, rawInput: nil, rawOutput: nil, meta: nil
+        )
+        try context.send(update: .toolCallUpdate(update))
+    }
+
+    /// A safe point (a tool result, between model steps): the steers the user sent meanwhile
+    /// are delivered now (the client sees each as a user message) and returned, for the model
+    /// to read.
+    ///
+    /// - Parameter kind: where the turn is: `.toolResult` (the default) or `.modelStep`.
+    /// - Returns: the steers delivered here, in order (usually none).
+    public func breakPoint(_ kind: BreakPoint = .toolResult) throws -> [UserInput] {
+        try context.breakPoint(kind: kind)
+    }
+
+    /// A model stream with no tool call pending began (a steer then finishes or interrupts it,
+    /// as the configuration's `steerInStream` says).
+    public func streamStarted() throws {
+        try context.streamStarted()
+    }
+
+    /// The model stream ended.
+    public func streamFinished() throws {
+        try context.streamFinished()
+    }
+
+    /// Whether the user cancelled the turn: stop and return.
+    public var isCancelled: Bool { context.isCancelled() }
+
+    /// Returns when the user cancels the turn.
+    ///
+    /// It does not return early when the calling task is cancelled (the binding's waits cannot
+    /// be abandoned): to wait for a time *or* the cancel, use ``sleep(for:)``.
+    public func cancelled() async {
+        await context.cancelled()
+    }
+
+    /// Whether a steer asked to cut the current model stream (`steerInStream: interrupt`).
+    public var interruptRequested: Bool { context.interruptRequested() }
+
+    /// Waits, unless the user cancels the turn first (checked every 10 ms) or the calling task
+    /// is cancelled (the library cancels it when it stops serving).
+    ///
+    /// - Parameter duration: how long to wait.
+    /// - Returns: `true` after the full wait; `false` when the turn or the task was cancelled.
+    public func sleep(for duration: Duration) async -> Bool {
+        let clock = ContinuousClock()
+        let end = clock.now + duration
+        while !isCancelled && !Task.isCancelled {
+            let left = end - clock.now
+            if left <= .zero { return true }
+            do {
+                try await Task.sleep(for: min(left, .milliseconds(10)))
+            } catch {
+                return false
+            }
+        }
+        return false
+    }
+
+    /// Asks the user (`session/request_permission`); the turn shows `requires_action` until
+    /// the client answers.
+    ///
+    /// - Parameters:
+    ///   - title: the question.
+    ///   - options: the choices; by default ``allowOrReject`` (`allow`, `reject`).
+    ///   - description: more detail for the user, if any.
+    /// - Returns: the id of the option the user chose, or `nil` when the request was cancelled
+    ///   (the user cancelled the turn, or the client declined it).
+    public func permission(
+        _ title: String, options: [PermissionOption] = AgentTurn.allowOrReject, description: String? = nil
+    ) async throws -> PermissionOptionId? {
+        switch try await context.requestPermission(title: title, description: description, options: options) {
+        case let .selected(selected): return selected.optionId
+        default: return nil
+        }
+    }
+
+    /// `allow` (allow once) and `reject` (reject once): the default options of
+    /// ``permission(_:options:description:)``.
+    public static let allowOrReject: [PermissionOption] = [
+        PermissionOption(optionId: "allow", name: "Allow", kind: .allowOnce, meta: nil),
+        PermissionOption(optionId: "reject", name: "Reject", kind: .rejectOnce, meta: nil),
+    ]
+}
+
+/// The callback object the library calls: UniFFI's callback interface `AgentRuntime` must be
+/// a class (`AnyObject, Sendable`). This one is `Sendable` without `@unchecked`: it is final
+/// and holds only an immutable `Sendable` value (the agent), so calls from the library's
+/// threads, several at once, share nothing mutable here; the agent's own state is the
+/// agent's (``Agent`` is `Sendable`).
+final class AgentAdapter: AgentRuntime {
+    let agent: any Agent
+
+    init(_ agent: any Agent) {
+        self.agent = agent
+    }
+
+    func runTurn(turn: TurnContext, input: [UserInput]) async throws -> TurnEnd {
+        let t = AgentTurn(turn)
+        if let end = try await agent.run(turn: t, messages: input) { return end }
+        return TurnEnd(stopReason: t.isCancelled ? .cancelled : .endTurn)
+    }
+
+    func sessionOpened(sessionId: String, setup: SessionSetup) async throws {
+        try await agent.opened(sessionId: sessionId, setup: setup)
+    }
+
+    func sessionResumed(sessionId: String, setup: SessionSetup) async throws {
+        try await agent.resumed(sessionId: sessionId, setup: setup)
+    }
+
+    func sessionClosed(sessionId: String, dropped: [PendingInject]) async throws {
+        try await agent.closed(sessionId: sessionId, dropped: dropped)
+    }
+}
+
+/// The default configuration (queue and steer, replace) under this agent's name.
+///
+/// - Parameters:
+///   - name: the agent's name, as `initialize` announces it.
+///   - version: the agent's version.
+///   - steerInStream: `.finish` (the default) lets the model stream finish before a steer is
+///     delivered; `.interrupt` asks to cut it (see ``AgentTurn/interruptRequested``).
+/// - Returns: `defaultAgentConfig()` with that identity and steer behaviour.
+public func agentConfig(name: String, version: String = "0.1.0", steerInStream: SteerInStream = .finish) -> AgentConfig {
+    var config = defaultAgentConfig()
+    config.info = AgentInfo(name: name, version: version)
+    config.inject?.steerInStream = [steerInStream]
+    config.policy.steerInStream = steerInStream
+    return config
+}
+
+/// The configuration used when none is given: ``agentConfig(name:version:steerInStream:)``
+/// under the agent's type name.
+private func defaultConfig(for agent: any Agent) -> AgentConfig {
+    agentConfig(name: String(describing: type(of: agent)))
+}
+
+extension AgentServer {
+    /// An agent server around `agent`, for what ``serveStdio(agent:config:store:)`` and
+    /// ``listen(agent:address:config:store:token:allowedOrigins:)`` do not wrap
+    /// (`startTurn(sessionId:)`, `closeSession(sessionId:)`).
+    ///
+    /// - Parameters:
+    ///   - agent: the agent.
+    ///   - config: what it advertises and how it behaves; by default
+    ///     ``agentConfig(name:version:steerInStream:)`` under the agent's type name.
+    ///   - store: where sessions live so that they outlive the process: a SQLite file's path,
+    ///     or a `postgres://` URL several agent hosts share
+    ///     (`postgres://USER@HOST/DB?acp_host=NAME&acp_lease_ms=N`, each host its own `NAME`);
+    ///     `nil` keeps them in memory.
+    /// - Throws: `AcpError.Config` for a configuration it refuses, `AcpError.Store` when the
+    ///   store cannot be opened.
+    public convenience init(agent: some Agent, config: AgentConfig? = nil, store: String? = nil) throws {
+        try self.init(runtime: AgentAdapter(agent), config: config ?? defaultConfig(for: agent), storePath: store)
+    }
+}
+
+/// Serves `agent` over this process's stdin/stdout until the client closes stdin.
+///
+/// - Parameters:
+///   - agent: the agent.
+///   - config: by default ``agentConfig(name:version:steerInStream:)`` under the agent's type
+///     name.
+///   - store: sessions outlive the process in this store (see
+///     `AgentServer.init(agent:config:store:)`); `nil` keeps them in memory.
+/// - Throws: `AcpError` when the server cannot be built or stdio fails.
+public func serveStdio(agent: some Agent, config: AgentConfig? = nil, store: String? = nil) async throws {
+    let server = try AgentServer(agent: agent, config: config, store: store)
+    try await server.runStdio()
+}
+
+/// An agent serving over the network (see ``listen(agent:address:config:store:token:allowedOrigins:)``):
+/// its endpoint's ``url``; ``stop()`` ends it.
+///
+/// ```swift
+/// let listening = try await listen(agent: MyAgent(), address: "127.0.0.1:0")
+/// let client = try await connect(url: listening.webSocketURL)
+/// …
+/// await listening.stop()
+/// ```
+public final class Listening: Sendable, CustomStringConvertible {
+    /// The generated object underneath (`startTurn(sessionId:)`, `closeSession(sessionId:)`).
+    public let server: AgentServer
+    /// The endpoint: `http://HOST:PORT/acp` (Streamable HTTP).
+    public let url: String
+
+    init(server: AgentServer, url: String) {
+        self.server = server
+        self.url = url
+    }
+
+    /// The same endpoint for WebSocket clients: `ws://HOST:PORT/acp`.
+    public var webSocketURL: String {
+        url.hasPrefix("http://") ? "ws://" + url.dropFirst("http://".count) : url
+    }
+
+    /// `Listening(<url>)`.
+    public var description: String { "Listening(\(url))" }
+
+    /// The live sessions' ids.
+    public var sessions: [String] { server.sessions() }
+
+    /// Stops listening (every connection ends) and cancels the running turns, giving them a
+    /// moment to end.
+    public func stop() async {
+        await server.shutdown()
+    }
+
+    /// Waits until serving stops because the store failed.
+    ///
+    /// - Throws: always, once that happens: `AcpError.Store` saying why (a database error, or,
+    ///   on a store several hosts share, a session another host took over while this one was
+    ///   paused). Every connection was dropped by then: stop, and start the host again.
+    public func stopped() async throws {
+        try await server.stopped()
+    }
+}
+
+/// Serves `agent` over the network: the upstream Streamable HTTP & WebSocket transport on
+/// `/acp`. Returns once bound; serving goes on until ``Listening/stop()``. Every client is one
+/// connection of the same agent: a session outlives the connection that opened it, and a
+/// client that reconnects resumes it.
+///
+/// - Parameters:
+///   - agent: the agent.
+///   - address: `HOST:PORT` to bind; port 0 picks a free one (see ``Listening/url``).
+///   - config: by default ``agentConfig(name:version:steerInStream:)`` under the agent's type
+///     name.
+///   - store: sessions outlive the process in this store (see
+///     `AgentServer.init(agent:config:store:)`); `nil` keeps them in memory.
+///   - token: clients must send `Authorization: Bearer <token>`; required on anything but a
+///     loopback address.
+///   - allowedOrigins: the browser origins that may call.
+/// - Returns: the running listener, with its URL.
+/// - Throws: `AcpError.Config` for a non-loopback address without a token; `AcpError` when
+///   the address cannot be bound or the server cannot be built.
+public func listen(
+    agent: some Agent, address: String, config: AgentConfig? = nil, store: String? = nil,
+    token: String? = nil, allowedOrigins: [String] = []
+) async throws -> Listening {
+    let server = try AgentServer(agent: agent, config: config, store: store)
+    let url = try await server.listen(addr: address, bearerToken: token, allowedOrigins: allowedOrigins)
+    return Listening(server: server, url: url)
+}
+
+/// Runs `agent` as a program does: over stdio until the client goes away (see
+/// ``serveStdio(agent:config:store:)``), or, with `listen`, over the network until the process
+/// is stopped (see ``listen(agent:address:config:store:token:allowedOrigins:)``; the endpoint's
+/// URL is printed on stdout first).
+///
+/// - Parameters:
+///   - agent: the agent.
+///   - config: by default ``agentConfig(name:version:steerInStream:)`` under the agent's type
+///     name.
+///   - store: sessions outlive the process in this store; `nil` keeps them in memory.
+///   - address: (argument label `listen`) `HOST:PORT` to serve over the network instead of
+///     stdio.
+///   - token: over the network, the bearer token clients must send.
+///   - allowedOrigins: over the network, the browser origins that may call.
+/// - Throws: `AcpError` when serving cannot start; over the network, `AcpError.Store` when
+///   the store failed (on a store several hosts share: a session another host took over):
+///   restart the process.
+public func runAgent(
+    _ agent: some Agent, config: AgentConfig? = nil, store: String? = nil, listen address: String? = nil,
+    token: String? = nil, allowedOrigins: [String] = []
+) async throws {
+    guard let address else {
+        return try await serveStdio(agent: agent, config: config, store: store)
+    }
+    let listening = try await listen(
+        agent: agent, address: address, config: config, store: store, token: token, allowedOrigins: allowedOrigins
+    )
+    // Unbuffered, so that whoever started the process reads the URL at once.
+    FileHandle.standardOutput.write(Data((listening.url + "\n").utf8))
+    do {
+        try await listening.stopped()
+    } catch {
+        await listening.stop()
+        throw error
+    }
+}

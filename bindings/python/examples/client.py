@@ -8,14 +8,15 @@ once on the one connection, printing the transcript and the pending list as they
 exits 0 only when every step behaved as the rules say. Against an agent that offers no
 session/inject (every ACP v1 agent) the queue is held by this client: queue, revoke and
 replace still work, and steer is refused as the agent cannot take input mid-turn; the run says
-which steps the agent's version allowed. Permission requests are allowed.
+which steps the agent's version allowed. Permission requests are allowed, by a handler the
+library calls as they arrive.
 """
 
 from __future__ import annotations
 
 import asyncio
 import sys
-from typing import Callable, List, Optional, Union
+from typing import Callable, Dict, List, Optional, Union
 
 import acp_inject as acp
 from acp_inject import InjectMode, MirrorSnapshot, SessionActivity, SessionEvent, TurnState, text_of
@@ -33,20 +34,23 @@ class Checks:
             self.failed.append(what)
 
 
-_last_pending: dict = {}
+_last_pending: Dict[str, List[str]] = {}
 # Per session: a user message was delivered and no state_update has followed it yet. Upstream
 # order is `user_message` first, then `state_update running`, so between the two an idle
 # mirror with nothing pending is a turn about to start, not a finished one.
-_opening: dict = {}
+_opening: Dict[str, bool] = {}
+
+
+async def allow(request: acp.RequestPermissionRequest) -> str:
+    """Every permission request is allowed (the library calls this as requests arrive, even
+    while the script awaits something else)."""
+    print(f"permission asked: {request.title} -> allowing", flush=True)
+    return next((o for o in request.options if "allow" in str(o.kind).lower()), request.options[0]).option_id
 
 
 def show(name: str, activity: SessionActivity, session: acp.Session) -> None:
     """Prints what changed: a transcript line, a state, or the pending list."""
-    if isinstance(activity, SessionActivity.PERMISSION_REQUESTED):
-        print(f"[{name}] permission asked: {activity.params.title} -> allowing", flush=True)
-        options = activity.params.options
-        allow = next((o for o in options if "allow" in str(o.kind).lower()), options[0])
-        session.allow(activity.request, str(allow.option_id))
+    if not isinstance(activity, SessionActivity.EVENT):
         return
     event = activity[0]
     if isinstance(event, SessionEvent.ITEM):
@@ -88,7 +92,7 @@ def users(snap: MirrorSnapshot) -> List[str]:
 
 async def main(target: Union[str, List[str]]) -> int:
     checks = Checks()
-    async with acp.connect(target, name="acp-inject-example-client") as agent:
+    async with acp.connect(target, name="acp-inject-example-client", on_permission=allow) as agent:
         inject = agent.inject
         version = agent.agent.protocol_version
         print(f"agent: {agent.agent.info.name} {agent.agent.info.version}, ACP v{version}; inject: {inject}", flush=True)
@@ -158,8 +162,8 @@ async def main(target: Union[str, List[str]]) -> int:
         checks.expect(users(b.snapshot()) == ["Session B: fix the build"], "session B holds only its own message")
 
         print("\ntranscript of A:")
-        for e in a.snapshot().transcript:
-            print(f"  {e.role.name.lower():7} {e.message_id}: {text_of(e.content)[:80]}")
+        for entry in a.snapshot().transcript:
+            print(f"  {entry.role.name.lower():7} {entry.message_id}: {text_of(entry.content)[:80]}")
     print(f"\n{len(checks.failed)} check(s) failed" if checks.failed else "\nevery step behaved per the rules")
     return 1 if checks.failed else 0
 

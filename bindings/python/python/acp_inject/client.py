@@ -18,8 +18,9 @@ agent::
 
 from __future__ import annotations
 
+import asyncio
 from types import TracebackType
-from typing import Any, AsyncIterator, Awaitable, Callable, Generator, List, Optional, Sequence, Tuple, Type, Union
+from typing import Any, AsyncIterator, Awaitable, Callable, Generator, List, Optional, Sequence, Set, Tuple, Type, Union
 
 from . import acp_inject_ffi as _ffi
 from .acp_inject_ffi import (
@@ -74,9 +75,44 @@ class Session:
 
     def __init__(self, inner: _ffi.Session, on_permission: Optional[PermissionHandler] = None) -> None:
         self._inner = inner
-        #: Answers the agent's permission requests as they arrive (``None``: they are handed
-        #: out as ``SessionActivity.PERMISSION_REQUESTED`` activities for the caller to answer).
+        self._on_permission: Optional[PermissionHandler] = None
+        # With a handler, one task reads the session's batches as they come (so a request is
+        # answered even while nobody reads events, e.g. during ``await prompt(...)``) into this
+        # queue: lists of activities, or the error that ended the stream.
+        self._reader: Optional["asyncio.Task[None]"] = None
+        self._queue: "asyncio.Queue[Union[List[SessionActivity], BaseException]]" = asyncio.Queue()
+        self._answering: Set["asyncio.Task[None]"] = set()
         self.on_permission = on_permission
+
+    @property
+    def on_permission(self) -> Optional[PermissionHandler]:
+        """Answers the agent's permission requests as they arrive, whether or not anything
+        reads the session's events (``None``: they are handed out as
+        ``SessionActivity.PERMISSION_REQUESTED`` activities for the caller to answer)."""
+        return self._on_permission
+
+    @on_permission.setter
+    def on_permission(self, handler: Optional[PermissionHandler]) -> None:
+        self._on_permission = handler
+        if handler is not None and self._reader is None:
+            self._reader = asyncio.get_running_loop().create_task(self._read())
+
+    async def _read(self) -> None:
+        try:
+            while True:
+                kept = []
+                for activity in await self._inner.next_events():
+                    handler = self._on_permission
+                    if handler is not None and isinstance(activity, SessionActivity.PERMISSION_REQUESTED):
+                        task = asyncio.get_running_loop().create_task(self._answer(activity.request, activity.params, handler))
+                        self._answering.add(task)
+                        task.add_done_callback(self._answering.discard)
+                    else:
+                        kept.append(activity)
+                if kept:
+                    self._queue.put_nowait(kept)
+        except BaseException as e:  # the stream's end (Disconnected) or any failure, for the readers
+            self._queue.put_nowait(e)
 
     def __repr__(self) -> str:
         return f"Session({self.id!r})"
@@ -141,20 +177,24 @@ class Session:
         self._inner.answer_permission(request, outcome)
 
     async def next_events(self) -> List[SessionActivity]:
-        """Waits for activity and returns all of it (one batch per read from the agent). With
-        :attr:`on_permission` set, permission requests are answered by it and left out."""
-        while True:
-            batch = await self._inner.next_events()
-            if self.on_permission is None:
-                return batch
-            kept = []
-            for activity in batch:
-                if isinstance(activity, SessionActivity.PERMISSION_REQUESTED):
-                    await self._answer(activity.request, activity.params, self.on_permission)
-                else:
-                    kept.append(activity)
-            if kept:
-                return kept
+        """Waits for activity and returns all of it (one batch per read from the agent, or all
+        the batches that came since the last call). With :attr:`on_permission` set,
+        permission requests are answered by it and left out."""
+        if self._reader is None:
+            return await self._inner.next_events()
+        batches = [await self._queue.get()]
+        while not self._queue.empty():
+            batches.append(self._queue.get_nowait())
+        activities: List[SessionActivity] = []
+        for batch in batches:
+            if isinstance(batch, BaseException):
+                # Every later call ends the same way.
+                self._queue.put_nowait(batch)
+                if activities:
+                    return activities
+                raise batch
+            activities += batch
+        return activities
 
     async def _answer(self, request: RequestId, params: RequestPermissionRequest, handler: PermissionHandler) -> None:
         chosen = await handler(params)

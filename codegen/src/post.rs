@@ -39,13 +39,14 @@ pub fn rework(tokens: TokenStream, structs: &[(String, Value)], string_enums: &[
         strip_schema_docs(item);
         derive_json_schema(item);
         if let Item::Struct(s) = item {
-            if let Some((_, schema)) = structs.iter().find(|(n, _)| s.ident == n) {
+            let schema = structs.iter().find(|(n, _)| s.ident == n).map(|(_, schema)| schema);
+            if let Some(schema) = schema {
                 reorder_and_annotate(s, schema, string_enums, &mut extra)?;
             }
             if let Some(imp) = serialize_fields(s) {
                 extra.push(imp);
             }
-            if let Some(imp) = builder(s)? {
+            if let Some(imp) = builder(s, schema)? {
                 mark_non_exhaustive(s);
                 extra.push(imp);
             }
@@ -365,9 +366,8 @@ fn mark_non_exhaustive(s: &mut ItemStruct) {
 /// Scalars a constructor or setter takes as they are: with `impl Into<u64>` an integer literal
 /// would not infer.
 fn is_plain_scalar(ty: &Type) -> bool {
-    const PLAIN: &[&str] = &[
-        "bool", "u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16", "i32", "i64", "i128", "isize", "f32", "f64",
-    ];
+    const PLAIN: &[&str] =
+        &["bool", "u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16", "i32", "i64", "i128", "isize", "f32", "f64"];
     last_ident(ty).is_some_and(|n| PLAIN.contains(&n.as_str()) || n.starts_with("NonZero"))
 }
 
@@ -413,11 +413,15 @@ fn doc_attrs(field: &syn::Field) -> Vec<Attribute> {
 }
 
 /// `new(required members…)` and a `#[must_use]` setter per optional member, for a struct with
-/// named fields. A member is required when decoding requires it (its serde attributes give it
-/// no default), which is the schema's `required`; the constructor takes them in schema order
-/// and starts the others at their default (absent).
-fn builder(s: &ItemStruct) -> Result<Option<TokenStream>, Error> {
+/// named fields. The required members are the schema's `required` (for a struct typify made up
+/// without a definition of ours: the members serde gives no default); the constructor takes
+/// them in schema order and starts the others absent (`None`, `Patch::Absent`) or at their
+/// serde default.
+fn builder(s: &ItemStruct, schema: Option<&Value>) -> Result<Option<TokenStream>, Error> {
     let Fields::Named(named) = &s.fields else { return Ok(None) };
+    let required: Option<Vec<&str>> = schema.map(|schema| {
+        schema.get("required").and_then(Value::as_array).map(|r| r.iter().filter_map(Value::as_str).collect()).unwrap_or_default()
+    });
     let ident = &s.ident;
     let mut params = Vec::new();
     let mut inits = Vec::new();
@@ -429,46 +433,46 @@ fn builder(s: &ItemStruct) -> Result<Option<TokenStream>, Error> {
             return Err(crate::model::schema_err(&ident.to_string(), "a member named `new` would clash with the constructor"));
         }
         let wire = wire_name(field);
-        let arg = name;
         let ty = &field.ty;
-        match serde_default(field) {
-            None => {
-                let (param_ty, store) = argument(ty, &arg);
-                params.push(quote!(#arg: #param_ty));
-                inits.push(quote!(#name: #store));
-                required_names.push(format!("`{wire}`"));
+        let is_required = match &required {
+            Some(required) => required.contains(&wire.as_str()),
+            None => serde_default(field).is_none(),
+        };
+        if is_required {
+            let (param_ty, store) = argument(ty, name);
+            params.push(quote!(#name: #param_ty));
+            inits.push(quote!(#name: #store));
+            required_names.push(format!("`{wire}`"));
+        } else {
+            let value = match serde_default(field) {
+                Some(Some(path)) => quote!(#path()),
+                _ => quote!(::std::default::Default::default()),
+            };
+            inits.push(quote!(#name: #value));
+            let (param_ty, store) = match generic_inner(ty, "Patch") {
+                Some(inner) => (quote!(impl ::std::convert::Into<Patch<#inner>>), quote!(::std::convert::Into::into(#name))),
+                None => argument(ty, name),
+            };
+            let mut docs = doc_attrs(field);
+            let how = if option_inner(ty).is_some() {
+                format!(" Sets the optional `{wire}` member (`None` leaves it absent).")
+            } else if generic_inner(ty, "Patch").is_some() {
+                format!(" Sets the optional `{wire}` member: a value replaces, `Patch::Null` clears, `Patch::Absent` leaves it out.")
+            } else {
+                format!(" Sets the optional `{wire}` member.")
+            };
+            if !docs.is_empty() {
+                docs.push(parse_quote!(#[doc = ""]));
             }
-            Some(default) => {
-                let value = match default {
-                    Some(path) => quote!(#path()),
-                    None => quote!(::std::default::Default::default()),
-                };
-                inits.push(quote!(#name: #value));
-                let (param_ty, store) = match generic_inner(ty, "Patch") {
-                    Some(inner) => (quote!(impl ::std::convert::Into<Patch<#inner>>), quote!(::std::convert::Into::into(#arg))),
-                    None => argument(ty, &arg),
-                };
-                let mut docs = doc_attrs(field);
-                let how = if option_inner(ty).is_some() {
-                    format!(" Sets the optional `{wire}` member (`None` leaves it absent).")
-                } else if generic_inner(ty, "Patch").is_some() {
-                    format!(" Sets the optional `{wire}` member: a value replaces, `Patch::Null` clears, `Patch::Absent` leaves it out.")
-                } else {
-                    format!(" Sets the optional `{wire}` member.")
-                };
-                if !docs.is_empty() {
-                    docs.push(parse_quote!(#[doc = ""]));
+            docs.push(parse_quote!(#[doc = #how]));
+            setters.push(quote! {
+                #(#docs)*
+                #[must_use]
+                pub fn #name(mut self, #name: #param_ty) -> Self {
+                    self.#name = #store;
+                    self
                 }
-                docs.push(parse_quote!(#[doc = #how]));
-                setters.push(quote! {
-                    #(#docs)*
-                    #[must_use]
-                    pub fn #name(mut self, #arg: #param_ty) -> Self {
-                        self.#name = #store;
-                        self
-                    }
-                });
-            }
+            });
         }
     }
     let new_doc = if required_names.is_empty() {

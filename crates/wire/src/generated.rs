@@ -3493,13 +3493,21 @@ impl SerializeFields for AgentMessageClear {
     }
 }
 impl AgentMessageClear {
-    /// Builds [`AgentMessageClear`] from its required members (`messageId`); the optional ones start absent (or at their default) and are set with the setters.
+    /// Builds [`AgentMessageClear`] with every member absent (or at its default); set them with the setters.
     #[must_use]
-    pub fn new(message_id: impl IntoOption<MessageId>) -> Self {
+    pub fn new() -> Self {
         Self {
-            message_id: IntoOption::into_option(message_id),
+            message_id: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
         }
+    }
+    ///The message to clear; the current agent message when absent.
+    ///
+    /// Sets the optional `messageId` member (`None` leaves it absent).
+    #[must_use]
+    pub fn message_id(mut self, message_id: impl IntoOption<MessageId>) -> Self {
+        self.message_id = IntoOption::into_option(message_id);
+        self
     }
     /// Sets the optional `_meta` member (`None` leaves it absent).
     #[must_use]
@@ -4391,20 +4399,41 @@ impl SerializeFields for ErrorData {
     }
 }
 impl ErrorData {
-    /// Builds [`ErrorData`] from its required members (`reason`, `messageId`, `sessionId`, `detail`); the optional ones start absent (or at their default) and are set with the setters.
+    /// Builds [`ErrorData`] with every member absent (or at its default); set them with the setters.
     #[must_use]
-    pub fn new(
-        reason: impl IntoOption<ErrorReason>,
-        message_id: impl IntoOption<MessageId>,
-        session_id: impl IntoOption<SessionId>,
-        detail: impl IntoOption<::std::string::String>,
-    ) -> Self {
+    pub fn new() -> Self {
         Self {
-            reason: IntoOption::into_option(reason),
-            message_id: IntoOption::into_option(message_id),
-            session_id: IntoOption::into_option(session_id),
-            detail: IntoOption::into_option(detail),
+            reason: ::std::default::Default::default(),
+            message_id: ::std::default::Default::default(),
+            session_id: ::std::default::Default::default(),
+            detail: ::std::default::Default::default(),
         }
+    }
+    /// Sets the optional `reason` member (`None` leaves it absent).
+    #[must_use]
+    pub fn reason(mut self, reason: impl IntoOption<ErrorReason>) -> Self {
+        self.reason = IntoOption::into_option(reason);
+        self
+    }
+    /// Sets the optional `messageId` member (`None` leaves it absent).
+    #[must_use]
+    pub fn message_id(mut self, message_id: impl IntoOption<MessageId>) -> Self {
+        self.message_id = IntoOption::into_option(message_id);
+        self
+    }
+    /// Sets the optional `sessionId` member (`None` leaves it absent).
+    #[must_use]
+    pub fn session_id(mut self, session_id: impl IntoOption<SessionId>) -> Self {
+        self.session_id = IntoOption::into_option(session_id);
+        self
+    }
+    ///What was wrong, for a person. Never compared by conformance vectors.
+    ///
+    /// Sets the optional `detail` member (`None` leaves it absent).
+    #[must_use]
+    pub fn detail(mut self, detail: impl IntoOption<::std::string::String>) -> Self {
+        self.detail = IntoOption::into_option(detail);
+        self
     }
 }
 fn __tolerant_httpheader_meta<'de, D: ::serde::Deserializer<'de>>(
@@ -5053,17 +5082,37 @@ impl SerializeFields for ListSessionsRequest {
     }
 }
 impl ListSessionsRequest {
-    /// Builds [`ListSessionsRequest`] from its required members (`cwd`, `cursor`); the optional ones start absent (or at their default) and are set with the setters.
+    /// Builds [`ListSessionsRequest`] with every member absent (or at its default); set them with the setters.
     #[must_use]
-    pub fn new(
-        cwd: impl IntoOption<::std::string::String>,
-        cursor: impl IntoOption<::std::string::String>,
-    ) -> Self {
+    pub fn new() -> Self {
         Self {
-            cwd: IntoOption::into_option(cwd),
-            cursor: IntoOption::into_option(cursor),
+            cwd: ::std::default::Default::default(),
+            cursor: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
         }
+    }
+    /**Filter sessions by working directory. Must be an absolute path.
+
+Only sessions whose `cwd` is this same directory match. Subdirectories and
+`additionalDirectories` don't. Agents MAY normalize paths when comparing.
+
+Omitted and `null` are equivalent and mean sessions are not filtered by working directory.*/
+    ///
+    /// Sets the optional `cwd` member (`None` leaves it absent).
+    #[must_use]
+    pub fn cwd(mut self, cwd: impl IntoOption<::std::string::String>) -> Self {
+        self.cwd = IntoOption::into_option(cwd);
+        self
+    }
+    /**Opaque cursor token from a previous response's nextCursor field for cursor-based pagination
+
+Omitted and `null` are equivalent and mean the first page is requested.*/
+    ///
+    /// Sets the optional `cursor` member (`None` leaves it absent).
+    #[must_use]
+    pub fn cursor(mut self, cursor: impl IntoOption<::std::string::String>) -> Self {
+        self.cursor = IntoOption::into_option(cursor);
+        self
     }
     /// Sets the optional `_meta` member (`None` leaves it absent).
     #[must_use]
@@ -5106,24 +5155,28 @@ impl SerializeFields for ListSessionsResponse {
     }
 }
 impl ListSessionsResponse {
-    /// Builds [`ListSessionsResponse`] from its required members (`nextCursor`); the optional ones start absent (or at their default) and are set with the setters.
+    /// Builds [`ListSessionsResponse`] from its required members (`sessions`); the optional ones start absent (or at their default) and are set with the setters.
     #[must_use]
-    pub fn new(next_cursor: impl IntoOption<::std::string::String>) -> Self {
+    pub fn new(
+        sessions: impl ::std::convert::Into<::std::vec::Vec<SessionInfo>>,
+    ) -> Self {
         Self {
-            sessions: ::std::default::Default::default(),
-            next_cursor: IntoOption::into_option(next_cursor),
+            sessions: ::std::convert::Into::into(sessions),
+            next_cursor: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
         }
     }
-    ///Array of session information objects.
+    /**Opaque cursor token. If present, pass this in the next request's cursor parameter
+to fetch the next page. Omitted and `null` are equivalent and mean there are no more
+results. An empty string is a valid cursor, not the end of results.*/
     ///
-    /// Sets the optional `sessions` member.
+    /// Sets the optional `nextCursor` member (`None` leaves it absent).
     #[must_use]
-    pub fn sessions(
+    pub fn next_cursor(
         mut self,
-        sessions: impl ::std::convert::Into<::std::vec::Vec<SessionInfo>>,
+        next_cursor: impl IntoOption<::std::string::String>,
     ) -> Self {
-        self.sessions = ::std::convert::Into::into(sessions);
+        self.next_cursor = IntoOption::into_option(next_cursor);
         self
     }
     /// Sets the optional `_meta` member (`None` leaves it absent).
@@ -6066,21 +6119,18 @@ impl SerializeFields for RequestPermissionRequest {
     }
 }
 impl RequestPermissionRequest {
-    /// Builds [`RequestPermissionRequest`] from its required members (`sessionId`, `title`, `subject`, `options`); the optional ones start absent (or at their default) and are set with the setters.
+    /// Builds [`RequestPermissionRequest`] from its required members (`sessionId`, `title`, `options`); the optional ones start absent (or at their default) and are set with the setters.
     #[must_use]
     pub fn new(
         session_id: impl ::std::convert::Into<SessionId>,
         title: impl ::std::convert::Into<::std::string::String>,
-        subject: impl IntoOption<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
         options: impl ::std::convert::Into<::std::vec::Vec<PermissionOption>>,
     ) -> Self {
         Self {
             session_id: ::std::convert::Into::into(session_id),
             title: ::std::convert::Into::into(title),
             description: ::std::default::Default::default(),
-            subject: IntoOption::into_option(subject),
+            subject: ::std::default::Default::default(),
             options: ::std::convert::Into::into(options),
             meta: ::std::default::Default::default(),
         }
@@ -6098,6 +6148,21 @@ permission description was provided.*/
         description: impl IntoOption<::std::string::String>,
     ) -> Self {
         self.description = IntoOption::into_option(description);
+        self
+    }
+    /**Optional structured context about the operation requiring permission.
+
+Omitted and `null` are equivalent and mean no structured subject was provided.*/
+    ///
+    /// Sets the optional `subject` member (`None` leaves it absent).
+    #[must_use]
+    pub fn subject(
+        mut self,
+        subject: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.subject = IntoOption::into_option(subject);
         self
     }
     /// Sets the optional `_meta` member (`None` leaves it absent).
@@ -6428,19 +6493,18 @@ impl SerializeFields for ResumeSessionRequest {
     }
 }
 impl ResumeSessionRequest {
-    /// Builds [`ResumeSessionRequest`] from its required members (`sessionId`, `cwd`, `replayFrom`); the optional ones start absent (or at their default) and are set with the setters.
+    /// Builds [`ResumeSessionRequest`] from its required members (`sessionId`, `cwd`); the optional ones start absent (or at their default) and are set with the setters.
     #[must_use]
     pub fn new(
         session_id: impl ::std::convert::Into<SessionId>,
         cwd: impl ::std::convert::Into<::std::string::String>,
-        replay_from: impl IntoOption<ReplayFrom>,
     ) -> Self {
         Self {
             session_id: ::std::convert::Into::into(session_id),
             cwd: ::std::convert::Into::into(cwd),
             additional_directories: ::std::default::Default::default(),
             mcp_servers: ::std::default::Default::default(),
-            replay_from: IntoOption::into_option(replay_from),
+            replay_from: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
         }
     }
@@ -6472,6 +6536,24 @@ NOT restore servers from earlier requests.*/
         mcp_servers: impl IntoOption<::std::vec::Vec<McpServer>>,
     ) -> Self {
         self.mcp_servers = IntoOption::into_option(mcp_servers);
+        self
+    }
+    /**Inclusive cursor describing where conversation replay should begin.
+
+Optional. Omitted and `null` are equivalent and mean the Agent should resume without
+replaying previous conversation history. Replay cursors are inclusive:
+replay includes the position identified by the cursor. Supplying
+`{ "type": "start" }` means the Agent should replay all retained
+conversation history before responding.
+
+Agents MUST reject unsupported cursor types or malformed cursor values
+with `-32602` (Invalid params), rather than substituting another cursor
+or resuming without replay.*/
+    ///
+    /// Sets the optional `replayFrom` member (`None` leaves it absent).
+    #[must_use]
+    pub fn replay_from(mut self, replay_from: impl IntoOption<ReplayFrom>) -> Self {
+        self.replay_from = IntoOption::into_option(replay_from);
         self
     }
     /// Sets the optional `_meta` member (`None` leaves it absent).
@@ -6809,15 +6891,15 @@ impl SerializeFields for SessionCapabilities {
     }
 }
 impl SessionCapabilities {
-    /// Builds [`SessionCapabilities`] from its required members (`inject`); the optional ones start absent (or at their default) and are set with the setters.
+    /// Builds [`SessionCapabilities`] with every member absent (or at its default); set them with the setters.
     #[must_use]
-    pub fn new(inject: impl IntoOption<InjectCapabilities>) -> Self {
+    pub fn new() -> Self {
         Self {
             meta: ::std::default::Default::default(),
             mcp: ::std::default::Default::default(),
             status: ::std::default::Default::default(),
             additional_directories: ::std::default::Default::default(),
-            inject: IntoOption::into_option(inject),
+            inject: ::std::default::Default::default(),
         }
     }
     /// Sets the optional `_meta` member (`None` leaves it absent).
@@ -6866,6 +6948,14 @@ complete ordered additional-root list associated with a listed session.*/
         additional_directories: impl IntoOption<SessionAdditionalDirectoriesCapabilities>,
     ) -> Self {
         self.additional_directories = IntoOption::into_option(additional_directories);
+        self
+    }
+    ///`session/inject` with revoke (mandatory) and optional replace.
+    ///
+    /// Sets the optional `inject` member (`None` leaves it absent).
+    #[must_use]
+    pub fn inject(mut self, inject: impl IntoOption<InjectCapabilities>) -> Self {
+        self.inject = IntoOption::into_option(inject);
         self
     }
 }
@@ -7677,18 +7767,25 @@ impl SerializeFields for TurnFailure {
     }
 }
 impl TurnFailure {
-    /// Builds [`TurnFailure`] from its required members (`code`, `message`, `data`); the optional ones start absent (or at their default) and are set with the setters.
+    /// Builds [`TurnFailure`] from its required members (`code`, `message`); the optional ones start absent (or at their default) and are set with the setters.
     #[must_use]
     pub fn new(
         code: i32,
         message: impl ::std::convert::Into<::std::string::String>,
-        data: impl IntoOption<::serde_json::Value>,
     ) -> Self {
         Self {
             code: code,
             message: ::std::convert::Into::into(message),
-            data: IntoOption::into_option(data),
+            data: ::std::default::Default::default(),
         }
+    }
+    ///More about the failure, as the agent chose to say it.
+    ///
+    /// Sets the optional `data` member (`None` leaves it absent).
+    #[must_use]
+    pub fn data(mut self, data: impl IntoOption<::serde_json::Value>) -> Self {
+        self.data = IntoOption::into_option(data);
+        self
     }
 }
 fn __tolerant_unknownstateupdate_background<'de, D: ::serde::Deserializer<'de>>(

@@ -374,7 +374,10 @@ fn render_python(s: &mut String, py: &Value) {
     for (key, what) in [
         ("ours_line_us", "ours: `ClientCore.receive_line(line)`: state + typed events, one call"),
         ("ours_feed_us", "ours: `ClientCore.feed(line)` (any chunk of bytes): the same path"),
-        ("ours_receive_us", "ours: `ClientCore.receive(line)` (str): the same through UniFFI's calling convention and its generated readers"),
+        (
+            "ours_receive_us",
+            "ours: `ClientCore.receive(line)` (str): the same through UniFFI's calling convention and its generated readers",
+        ),
         ("official_us", "official SDK: `json.loads` + `SessionNotification.model_validate`: typed models"),
     ] {
         let _ = writeln!(s, "| {what} | {:.2} | {:.0} |", us(key), per_s(key));
@@ -399,7 +402,10 @@ fn render_python(s: &mut String, py: &Value) {
             two(us("crossing_us")),
         ),
         ("for comparison: `receive(\"\")`, the same through UniFFI's convention".to_owned(), two(us("feed_crossing_us"))),
-        ("decoding the typed events in Python (`json.loads` of the JSON Rust returned, through the public constructors)".to_owned(), two(us("decode_us"))),
+        (
+            "decoding the typed events in Python (`json.loads` of the JSON Rust returned, through the public constructors)".to_owned(),
+            two(us("decode_us")),
+        ),
         ("the rest (ours minus the two rows above): the line parsed and applied in Rust, the events encoded".to_owned(), rest),
         (
             "for comparison: the whole stream in one `receive_text` call (no per-line crossing), per line".to_owned(),

@@ -1411,31 +1411,19 @@ impl SerializeFields for Plan {
     }
 }
 impl Plan {
-    /// Builds [`Plan`] with every member absent (or at its default); set them with the setters.
+    /// Builds [`Plan`] from its required members (`entries`); the optional ones start absent (or at their default) and are set with the setters.
     #[must_use]
-    pub fn new() -> Self {
-        Self {
-            entries: ::std::default::Default::default(),
-            meta: ::std::default::Default::default(),
-        }
-    }
-    /**The list of tasks to be accomplished.
-
-When updating a plan, the agent must send a complete list of all entries
-with their current status. The client replaces the entire plan with each update.*/
-    ///
-    /// Sets the optional `entries` member.
-    #[must_use]
-    pub fn entries(
-        mut self,
+    pub fn new(
         entries: impl ::std::convert::Into<
             ::std::vec::Vec<
                 ::serde_json::Map<::std::string::String, ::serde_json::Value>,
             >,
         >,
     ) -> Self {
-        self.entries = ::std::convert::Into::into(entries);
-        self
+        Self {
+            entries: ::std::convert::Into::into(entries),
+            meta: ::std::default::Default::default(),
+        }
     }
     /// Sets the optional `_meta` member (`None` leaves it absent).
     #[must_use]
@@ -2127,20 +2115,18 @@ impl SerializeFields for ToolCall {
     }
 }
 impl ToolCall {
-    /// Builds [`ToolCall`] from its required members (`toolCallId`, `title`, `kind`, `status`); the optional ones start absent (or at their default) and are set with the setters.
+    /// Builds [`ToolCall`] from its required members (`toolCallId`, `title`); the optional ones start absent (or at their default) and are set with the setters.
     #[must_use]
     pub fn new(
         tool_call_id: impl ::std::convert::Into<ToolCallId>,
         title: impl ::std::convert::Into<::std::string::String>,
-        kind: impl IntoOption<::std::string::String>,
-        status: impl IntoOption<::std::string::String>,
     ) -> Self {
         Self {
             tool_call_id: ::std::convert::Into::into(tool_call_id),
             title: ::std::convert::Into::into(title),
             name: ::std::default::Default::default(),
-            kind: IntoOption::into_option(kind),
-            status: IntoOption::into_option(status),
+            kind: ::std::default::Default::default(),
+            status: ::std::default::Default::default(),
             content: ::std::default::Default::default(),
             locations: ::std::default::Default::default(),
             raw_input: ::std::default::Default::default(),
@@ -2157,6 +2143,22 @@ tool name is available.*/
     #[must_use]
     pub fn name(mut self, name: impl IntoOption<::std::string::String>) -> Self {
         self.name = IntoOption::into_option(name);
+        self
+    }
+    ///The tool's kind (upstream `ToolKind`), carried as a string.
+    ///
+    /// Sets the optional `kind` member (`None` leaves it absent).
+    #[must_use]
+    pub fn kind(mut self, kind: impl IntoOption<::std::string::String>) -> Self {
+        self.kind = IntoOption::into_option(kind);
+        self
+    }
+    ///The tool call's status (upstream `ToolCallStatus`), carried as a string.
+    ///
+    /// Sets the optional `status` member (`None` leaves it absent).
+    #[must_use]
+    pub fn status(mut self, status: impl IntoOption<::std::string::String>) -> Self {
+        self.status = IntoOption::into_option(status);
         self
     }
     ///Content produced by the tool call.
@@ -2306,17 +2308,13 @@ impl SerializeFields for ToolCallUpdate {
     }
 }
 impl ToolCallUpdate {
-    /// Builds [`ToolCallUpdate`] from its required members (`toolCallId`, `kind`, `status`); the optional ones start absent (or at their default) and are set with the setters.
+    /// Builds [`ToolCallUpdate`] from its required members (`toolCallId`); the optional ones start absent (or at their default) and are set with the setters.
     #[must_use]
-    pub fn new(
-        tool_call_id: impl ::std::convert::Into<ToolCallId>,
-        kind: impl IntoOption<::std::string::String>,
-        status: impl IntoOption<::std::string::String>,
-    ) -> Self {
+    pub fn new(tool_call_id: impl ::std::convert::Into<ToolCallId>) -> Self {
         Self {
             tool_call_id: ::std::convert::Into::into(tool_call_id),
-            kind: IntoOption::into_option(kind),
-            status: IntoOption::into_option(status),
+            kind: ::std::default::Default::default(),
+            status: ::std::default::Default::default(),
             title: ::std::default::Default::default(),
             name: ::std::default::Default::default(),
             content: ::std::default::Default::default(),
@@ -2325,6 +2323,22 @@ impl ToolCallUpdate {
             raw_output: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
         }
+    }
+    ///The tool's kind (upstream `ToolKind`), carried as a string.
+    ///
+    /// Sets the optional `kind` member (`None` leaves it absent).
+    #[must_use]
+    pub fn kind(mut self, kind: impl IntoOption<::std::string::String>) -> Self {
+        self.kind = IntoOption::into_option(kind);
+        self
+    }
+    ///The tool call's status (upstream `ToolCallStatus`), carried as a string.
+    ///
+    /// Sets the optional `status` member (`None` leaves it absent).
+    #[must_use]
+    pub fn status(mut self, status: impl IntoOption<::std::string::String>) -> Self {
+        self.status = IntoOption::into_option(status);
+        self
     }
     ///Update the human-readable title.
     ///
@@ -2431,21 +2445,28 @@ impl SerializeFields for UsageUpdate {
     }
 }
 impl UsageUpdate {
-    /// Builds [`UsageUpdate`] from its required members (`used`, `size`, `cost`); the optional ones start absent (or at their default) and are set with the setters.
+    /// Builds [`UsageUpdate`] from its required members (`used`, `size`); the optional ones start absent (or at their default) and are set with the setters.
     #[must_use]
-    pub fn new(
-        used: u64,
-        size: u64,
+    pub fn new(used: u64, size: u64) -> Self {
+        Self {
+            used: used,
+            size: size,
+            cost: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    ///Cumulative session cost (upstream `Cost`).
+    ///
+    /// Sets the optional `cost` member (`None` leaves it absent).
+    #[must_use]
+    pub fn cost(
+        mut self,
         cost: impl IntoOption<
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     ) -> Self {
-        Self {
-            used: used,
-            size: size,
-            cost: IntoOption::into_option(cost),
-            meta: ::std::default::Default::default(),
-        }
+        self.cost = IntoOption::into_option(cost);
+        self
     }
     /// Sets the optional `_meta` member (`None` leaves it absent).
     #[must_use]

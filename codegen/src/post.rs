@@ -441,7 +441,8 @@ fn builder(s: &ItemStruct, schema: Option<&Value>) -> Result<Option<TokenStream>
         if is_required {
             let (param_ty, store) = argument(ty, name);
             params.push(quote!(#name: #param_ty));
-            inits.push(quote!(#name: #store));
+            // `Self { total_tokens, .. }` rather than `total_tokens: total_tokens`.
+            inits.push(if store.to_string() == name.to_string() { quote!(#name) } else { quote!(#name: #store) });
             required_names.push(format!("`{wire}`"));
         } else {
             let value = match serde_default(field) {

@@ -4255,7 +4255,7 @@ impl Cost {
         currency: impl ::std::convert::Into<::std::string::String>,
     ) -> Self {
         Self {
-            amount: amount,
+            amount,
             currency: ::std::convert::Into::into(currency),
             meta: ::std::default::Default::default(),
         }
@@ -7774,7 +7774,7 @@ impl TurnFailure {
         message: impl ::std::convert::Into<::std::string::String>,
     ) -> Self {
         Self {
-            code: code,
+            code,
             message: ::std::convert::Into::into(message),
             data: ::std::default::Default::default(),
         }
@@ -8000,9 +8000,9 @@ impl Usage {
     #[must_use]
     pub fn new(total_tokens: u64, input_tokens: u64, output_tokens: u64) -> Self {
         Self {
-            total_tokens: total_tokens,
-            input_tokens: input_tokens,
-            output_tokens: output_tokens,
+            total_tokens,
+            input_tokens,
+            output_tokens,
             thought_tokens: ::std::default::Default::default(),
             cached_read_tokens: ::std::default::Default::default(),
             cached_write_tokens: ::std::default::Default::default(),
@@ -8091,8 +8091,8 @@ impl UsageUpdate {
     #[must_use]
     pub fn new(used: u64, size: u64) -> Self {
         Self {
-            used: used,
-            size: size,
+            used,
+            size,
             cost: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
         }

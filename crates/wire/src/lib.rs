@@ -22,7 +22,7 @@
 //! let request: InjectRequest = jsonrpc::decode(params.unwrap().get()).unwrap();
 //! assert_eq!(request.session_id.to_string(), "s1");
 //!
-//! let answer = jsonrpc::result_line(&id, &InjectResponse { message_id: MessageId("msg_1".into()), meta: None });
+//! let answer = jsonrpc::result_line(&id, &InjectResponse::new(MessageId("msg_1".into())));
 //! assert_eq!(answer, r#"{"jsonrpc":"2.0","id":7,"result":{"messageId":"msg_1"}}"#);
 //! # let _: RequestId = id;
 //! ```

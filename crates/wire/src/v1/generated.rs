@@ -2449,8 +2449,8 @@ impl UsageUpdate {
     #[must_use]
     pub fn new(used: u64, size: u64) -> Self {
         Self {
-            used: used,
-            size: size,
+            used,
+            size,
             cost: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
         }

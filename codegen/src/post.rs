@@ -442,7 +442,7 @@ fn builder(s: &ItemStruct, schema: Option<&Value>) -> Result<Option<TokenStream>
             let (param_ty, store) = argument(ty, name);
             params.push(quote!(#name: #param_ty));
             // `Self { total_tokens, .. }` rather than `total_tokens: total_tokens`.
-            inits.push(if store.to_string() == name.to_string() { quote!(#name) } else { quote!(#name: #store) });
+            inits.push(if *name == store.to_string() { quote!(#name) } else { quote!(#name: #store) });
             required_names.push(format!("`{wire}`"));
         } else {
             let value = match serde_default(field) {

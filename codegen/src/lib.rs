@@ -72,7 +72,7 @@ pub fn generate(schema_text: &str) -> Result<TokenStream, Error> {
 
 /// Like [`generate`]; with `shared_runtime` (a module path such as `crate`), the expansion
 /// re-exports that module's runtime items (`RequestId`, `Patch`, `Unknown`,
-/// `SerializeFields`, `__de`) instead of writing its own copy: a second schema expanded beside
+/// `SerializeFields`, `IntoOption`, `__de`) instead of writing its own copy: a second schema expanded beside
 /// the first (the wire crate's `v1` module) shares them.
 pub fn generate_with(schema_text: &str, shared_runtime: Option<&str>) -> Result<TokenStream, Error> {
     let spec = Spec::parse(schema_text)?;
@@ -80,7 +80,7 @@ pub fn generate_with(schema_text: &str, shared_runtime: Option<&str>) -> Result<
         None => RUNTIME.parse().map_err(|e| Error::Syntax(format!("runtime.rs: {e}")))?,
         Some(path) => {
             let path: syn::Path = syn::parse_str(path).map_err(|e| Error::Syntax(format!("runtime path {path:?}: {e}")))?;
-            quote! { pub use #path::{__de, Patch, RequestId, SerializeFields, Unknown}; }
+            quote! { pub use #path::{__de, IntoOption, Patch, RequestId, SerializeFields, Unknown}; }
         }
     };
 

@@ -17,6 +17,11 @@
 //! - Every type typify emits derives `schemars::JsonSchema` behind the `schemars` feature of the
 //!   crate that expands the types; the wire crate's reverse drift test compares that schema
 //!   (emitted from the Rust types) with the canonical one.
+//! - Every named-field struct is `#[non_exhaustive]` (unless the expanding crate's
+//!   `uniffi-remote` feature is on) and gets `new(required members…)` plus a `#[must_use]`
+//!   setter per optional member, the way the official ACP schema crate shapes its types: code
+//!   outside the crate builds values through them, so a member added upstream is not a
+//!   breaking change for it.
 
 use proc_macro2::TokenStream;
 use quote::quote;
@@ -34,10 +39,15 @@ pub fn rework(tokens: TokenStream, structs: &[(String, Value)], string_enums: &[
         strip_schema_docs(item);
         derive_json_schema(item);
         if let Item::Struct(s) = item {
-            if let Some((_, schema)) = structs.iter().find(|(n, _)| s.ident == n) {
+            let schema = structs.iter().find(|(n, _)| s.ident == n).map(|(_, schema)| schema);
+            if let Some(schema) = schema {
                 reorder_and_annotate(s, schema, string_enums, &mut extra)?;
             }
             if let Some(imp) = serialize_fields(s) {
+                extra.push(imp);
+            }
+            if let Some(imp) = builder(s, schema)? {
+                mark_non_exhaustive(s);
                 extra.push(imp);
             }
         }
@@ -344,6 +354,146 @@ fn serialize_fields(s: &ItemStruct) -> Option<TokenStream> {
             }
         }
     })
+}
+
+/// `#[non_exhaustive]`, except under the expanding crate's `uniffi-remote` feature: the FFI
+/// crate's `#[uniffi::remote(Record)]` declarations build the structs with struct literals,
+/// which `#[non_exhaustive]` forbids outside the defining crate.
+fn mark_non_exhaustive(s: &mut ItemStruct) {
+    s.attrs.push(parse_quote!(#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]));
+}
+
+/// Scalars a constructor or setter takes as they are: with `impl Into<u64>` an integer literal
+/// would not infer.
+fn is_plain_scalar(ty: &Type) -> bool {
+    const PLAIN: &[&str] =
+        &["bool", "u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16", "i32", "i64", "i128", "isize", "f32", "f64"];
+    last_ident(ty).is_some_and(|n| PLAIN.contains(&n.as_str()) || n.starts_with("NonZero"))
+}
+
+/// The `default = "path"` of a field's serde attributes: `Some(Some(path))`; a bare
+/// `#[serde(default)]`: `Some(None)`; no default (a required member): `None`.
+fn serde_default(field: &syn::Field) -> Option<Option<syn::Path>> {
+    let mut found = None;
+    for attr in field.attrs.iter().filter(|a| a.path().is_ident("serde")) {
+        let _ = attr.parse_nested_meta(|meta| {
+            if meta.path.is_ident("default") {
+                if meta.input.peek(syn::Token![=]) {
+                    let s: LitStr = meta.value()?.parse()?;
+                    found = Some(s.parse::<syn::Path>().ok());
+                } else if found.is_none() {
+                    found = Some(None);
+                }
+            } else if meta.input.peek(syn::Token![=]) {
+                let _: syn::Expr = meta.value()?.parse()?;
+            }
+            Ok(())
+        });
+    }
+    found
+}
+
+/// How a constructor or setter takes a member of type `ty`, and how it stores the argument
+/// `arg`: `Option<T>` takes `impl IntoOption<T>` (a `T`, a `&str` for a `String`, or an
+/// `Option<T>`), `Patch<T>` takes `impl Into<Patch<T>>` (a `T` sets the value, `Patch::Null`
+/// clears it), scalars are taken as they are, anything else as `impl Into<T>`.
+fn argument(ty: &Type, arg: &syn::Ident) -> (TokenStream, TokenStream) {
+    if let Some(inner) = option_inner(ty) {
+        (quote!(impl IntoOption<#inner>), quote!(IntoOption::into_option(#arg)))
+    } else if is_plain_scalar(ty) {
+        (quote!(#ty), quote!(#arg))
+    } else {
+        (quote!(impl ::std::convert::Into<#ty>), quote!(::std::convert::Into::into(#arg)))
+    }
+}
+
+/// The field's doc attributes.
+fn doc_attrs(field: &syn::Field) -> Vec<Attribute> {
+    field.attrs.iter().filter(|a| a.path().is_ident("doc")).cloned().collect()
+}
+
+/// `new(required members…)` and a `#[must_use]` setter per optional member, for a struct with
+/// named fields. The required members are the schema's `required` (for a struct typify made up
+/// without a definition of ours: the members serde gives no default); the constructor takes
+/// them in schema order and starts the others absent (`None`, `Patch::Absent`) or at their
+/// serde default.
+fn builder(s: &ItemStruct, schema: Option<&Value>) -> Result<Option<TokenStream>, Error> {
+    let Fields::Named(named) = &s.fields else { return Ok(None) };
+    let required: Option<Vec<&str>> = schema.map(|schema| {
+        schema.get("required").and_then(Value::as_array).map(|r| r.iter().filter_map(Value::as_str).collect()).unwrap_or_default()
+    });
+    let ident = &s.ident;
+    let mut params = Vec::new();
+    let mut inits = Vec::new();
+    let mut required_names = Vec::new();
+    let mut setters = Vec::new();
+    for field in &named.named {
+        let name = field.ident.as_ref().expect("named field");
+        if name == "new" {
+            return Err(crate::model::schema_err(&ident.to_string(), "a member named `new` would clash with the constructor"));
+        }
+        let wire = wire_name(field);
+        let ty = &field.ty;
+        let is_required = match &required {
+            Some(required) => required.contains(&wire.as_str()),
+            None => serde_default(field).is_none(),
+        };
+        if is_required {
+            let (param_ty, store) = argument(ty, name);
+            params.push(quote!(#name: #param_ty));
+            // `Self { total_tokens, .. }` rather than `total_tokens: total_tokens`.
+            inits.push(if *name == store.to_string() { quote!(#name) } else { quote!(#name: #store) });
+            required_names.push(format!("`{wire}`"));
+        } else {
+            let value = match serde_default(field) {
+                Some(Some(path)) => quote!(#path()),
+                _ => quote!(::std::default::Default::default()),
+            };
+            inits.push(quote!(#name: #value));
+            let (param_ty, store) = match generic_inner(ty, "Patch") {
+                Some(inner) => (quote!(impl ::std::convert::Into<Patch<#inner>>), quote!(::std::convert::Into::into(#name))),
+                None => argument(ty, name),
+            };
+            let mut docs = doc_attrs(field);
+            let how = if option_inner(ty).is_some() {
+                format!(" Sets the optional `{wire}` member (`None` leaves it absent).")
+            } else if generic_inner(ty, "Patch").is_some() {
+                format!(" Sets the optional `{wire}` member: a value replaces, `Patch::Null` clears, `Patch::Absent` leaves it out.")
+            } else {
+                format!(" Sets the optional `{wire}` member.")
+            };
+            if !docs.is_empty() {
+                docs.push(parse_quote!(#[doc = ""]));
+            }
+            docs.push(parse_quote!(#[doc = #how]));
+            setters.push(quote! {
+                #(#docs)*
+                #[must_use]
+                pub fn #name(mut self, #name: #param_ty) -> Self {
+                    self.#name = #store;
+                    self
+                }
+            });
+        }
+    }
+    let new_doc = if required_names.is_empty() {
+        format!(" Builds [`{ident}`] with every member absent (or at its default); set them with the setters.")
+    } else {
+        format!(
+            " Builds [`{ident}`] from its required members ({}); the optional ones start absent (or at their default) and are set with the setters.",
+            required_names.join(", ")
+        )
+    };
+    Ok(Some(quote! {
+        impl #ident {
+            #[doc = #new_doc]
+            #[must_use]
+            pub fn new(#(#params),*) -> Self {
+                Self { #(#inits),* }
+            }
+            #(#setters)*
+        }
+    }))
 }
 
 #[cfg(test)]

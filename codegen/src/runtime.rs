@@ -115,6 +115,45 @@ impl<T> Patch<T> {
     }
 }
 
+/// A value sets the member (`Patch::Value`); the generated setters of `Patch<T>` members take
+/// `impl Into<Patch<T>>`, so `Patch::Null` (clear) and `Patch::Absent` pass through as they are.
+impl<T> From<T> for Patch<T> {
+    fn from(value: T) -> Self {
+        Patch::Value(value)
+    }
+}
+
+/// What the generated setters of optional members (`Option<T>`) take: a `T` (a `&str` for a
+/// `String`) sets the member, an `Option<T>` sets or clears it.
+pub trait IntoOption<T> {
+    /// The value as the member's `Option`.
+    fn into_option(self) -> Option<T>;
+}
+
+impl<T> IntoOption<T> for Option<T> {
+    fn into_option(self) -> Option<T> {
+        self
+    }
+}
+
+impl<T> IntoOption<T> for T {
+    fn into_option(self) -> Option<T> {
+        Some(self)
+    }
+}
+
+impl IntoOption<String> for &str {
+    fn into_option(self) -> Option<String> {
+        Some(self.to_owned())
+    }
+}
+
+impl IntoOption<String> for &String {
+    fn into_option(self) -> Option<String> {
+        Some(self.clone())
+    }
+}
+
 impl<T: ::serde::Serialize> ::serde::Serialize for Patch<T> {
     fn serialize<S: ::serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self {

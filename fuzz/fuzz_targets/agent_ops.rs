@@ -51,12 +51,11 @@ fuzz_target!(|data: &[u8]| {
                     12 => RuntimeEvent::RequestPermission(PermissionAsk {
                         title: "run it?".into(),
                         description: None,
-                        options: vec![PermissionOption {
-                            option_id: PermissionOptionId("allow".into()),
-                            name: "Allow".into(),
-                            kind: PermissionOptionKind::AllowOnce,
-                            meta: None,
-                        }],
+                        options: vec![PermissionOption::new(
+                            PermissionOptionId("allow".into()),
+                            "Allow",
+                            PermissionOptionKind::AllowOnce,
+                        )],
                         subject: None,
                     }),
                     // The host withdraws the oldest open request (its timeout), if any.

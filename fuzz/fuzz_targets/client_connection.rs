@@ -4,7 +4,7 @@
 #![no_main]
 
 use acp_inject_core::client::{ClientConnection, Event};
-use acp_inject_core::wire::{InitializeResponse, InjectMode, SessionId, TextContent, ContentBlock};
+use acp_inject_core::wire::{ContentBlock, InitializeResponse, InjectMode, SessionId, TextContent};
 use libfuzzer_sys::fuzz_target;
 
 fn sid(s: &str) -> SessionId {
@@ -12,7 +12,7 @@ fn sid(s: &str) -> SessionId {
 }
 
 fn text(s: &str) -> Vec<ContentBlock> {
-    vec![ContentBlock::Text(Box::new(TextContent { text: s.into(), annotations: None, meta: None }))]
+    vec![ContentBlock::Text(Box::new(TextContent::new(s)))]
 }
 
 fuzz_target!(|data: &[u8]| {

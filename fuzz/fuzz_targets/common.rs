@@ -1,24 +1,24 @@
 // Shared by the fuzz targets (each includes it with `#[path]`): an agent with inject advertised,
 // one session, and a connection attached to it.
 
-use acp_inject_core::wire::SessionId;
 use acp_inject_core::agent::{Agent, AgentConfig, Output, Policy};
+use acp_inject_core::wire::SessionId;
 use acp_inject_core::wire::{InjectCapabilities, InjectMode, PendingCapabilities, SteerInStream};
 
 #[allow(dead_code)]
 pub fn agent(policy: Policy) -> Agent {
-    let inject = InjectCapabilities {
-        modes: vec![InjectMode::Queue, InjectMode::Steer],
-        pending: Some(PendingCapabilities { replace: true, meta: None }),
-        steer_in_stream: Some(vec![SteerInStream::Interrupt, SteerInStream::Finish]),
-        meta: None,
-    };
+    let inject = InjectCapabilities::new(vec![InjectMode::Queue, InjectMode::Steer])
+        .pending(PendingCapabilities::new().replace(true))
+        .steer_in_stream(vec![SteerInStream::Interrupt, SteerInStream::Finish]);
     let config = AgentConfig { inject: Some(inject), policy, info: Default::default(), setup: Default::default() };
     let mut a = Agent::new(config).expect("a valid configuration");
     a.create_session(&SessionId("s1".into()), "/tmp").unwrap();
     a.attach_to_session("c1", &SessionId("s1".into())).unwrap();
     // R-INIT-2: nothing but `initialize` is served before it; its answer is dropped.
-    a.handle_line("c1", r#"{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":2,"info":{"name":"fuzz","version":"0"}}}"#);
+    a.handle_line(
+        "c1",
+        r#"{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":2,"info":{"name":"fuzz","version":"0"}}}"#,
+    );
     a.drain().expect("drain");
     a
 }

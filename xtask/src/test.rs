@@ -368,9 +368,31 @@ fn crash() -> Row {
     Row { ok: failed.is_empty(), tests: Some(tests), note: failed.join("; "), ..Row::default() }
 }
 
-/// `cargo test --workspace` with a private PostgreSQL server (the PostgreSQL store's tests
-/// create their databases on it), then the vectors.
+/// The packages that use the wire types, without the FFI crate. The wire structs are
+/// `#[non_exhaustive]` except under acp-inject-wire's `uniffi-remote` feature, which the FFI
+/// crate enables, so every workspace build has it on; checked as these packages alone
+/// (resolver 2 resolves features for the packages asked for), the feature is off and hand code
+/// that builds a wire struct with a struct literal fails to compile (E0639).
+const WITHOUT_FFI: &[&str] = &[
+    "acp-inject-wire",
+    "acp-inject-core",
+    "acp-inject-transport",
+    "acp-inject-store",
+    "acp-inject-conformance",
+    "acp-inject-remote",
+    "acp-inject-reference-agent",
+];
+
+/// The packages without the FFI crate checked against the `#[non_exhaustive]` wire structs
+/// ([`WITHOUT_FFI`]), then `cargo test --workspace` with a private PostgreSQL server (the
+/// PostgreSQL store's tests create their databases on it), then the vectors.
 fn rust() -> Row {
+    let mut check = Command::new(cargo());
+    check.args(["check", "--all-targets"]).args(WITHOUT_FFI.iter().flat_map(|p| ["-p", p]));
+    let checked = gate(&mut check, "cargo check without the FFI crate failed (a wire struct built with a struct literal?)");
+    if !checked.ok {
+        return checked;
+    }
     let server = match acp_inject_postgres_harness::start() {
         Ok(s) => s,
         Err(e) => return Row::failed(format!("PostgreSQL: {e}")),

@@ -232,12 +232,7 @@ fn handshakes(steps: &[Value], setup: &AgentSetup) -> std::collections::VecDeque
 
 /// The `initialize` line the setup sends for a connection.
 fn handshake_line(connection: &str) -> String {
-    let params = InitializeRequest {
-        protocol_version: ProtocolVersion(2),
-        info: Implementation { name: "vector-setup".into(), title: None, version: "0".into(), meta: None },
-        capabilities: None,
-        meta: None,
-    };
+    let params = InitializeRequest::new(ProtocolVersion(2), Implementation::new("vector-setup", "0"));
     jsonrpc::request_line(&RequestId::Str(format!("setup-{connection}")), &params)
 }
 

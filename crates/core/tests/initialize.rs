@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 fn initialize_answered(result: Value) -> Answer {
     let mut c = ClientConnection::new(1 << 20);
-    let info = Implementation { name: "test".into(), title: None, version: "1".into(), meta: None };
+    let info = Implementation::new("test", "1");
     let id = match c.initialize(info, false) {
         RequestId::Number(n) => json!(n),
         RequestId::Str(s) => json!(s),

@@ -7,7 +7,7 @@ use acp_inject_core::wire::{ContentBlock, RequestPermissionOutcome, SelectedPerm
 use serde_json::{json, Value};
 
 fn text(t: &str) -> Vec<ContentBlock> {
-    vec![ContentBlock::Text(Box::new(TextContent { text: t.into(), annotations: None, meta: None }))]
+    vec![ContentBlock::Text(Box::new(TextContent::new(t)))]
 }
 
 fn v1_client() -> ClientConnection {
@@ -63,10 +63,7 @@ fn a_v1_permission_request_reads_as_v2_and_is_answered_in_the_shape_both_share()
     let subject = serde_json::to_value(&params.subject).unwrap();
     assert_eq!(subject["type"], "tool_call");
     assert_eq!(subject["toolCall"]["toolCallId"], "t1");
-    let outcome = RequestPermissionOutcome::Selected(Box::new(SelectedPermissionOutcome {
-        option_id: String::from("allow").into(),
-        meta: None,
-    }));
+    let outcome = RequestPermissionOutcome::Selected(Box::new(SelectedPermissionOutcome::new(String::from("allow"))));
     c.answer_permission(&request, outcome).expect("open");
     let answer: Value = serde_json::from_str(&c.take_outgoing()[0]).unwrap();
     assert_eq!(answer, json!({ "jsonrpc": "2.0", "id": 7, "result": { "outcome": { "outcome": "selected", "optionId": "allow" } } }));

@@ -123,12 +123,11 @@ pub fn library_version() -> String {
 pub fn default_agent_config() -> acp_inject_core::agent::AgentConfig {
     use acp_inject_core::wire::{InjectCapabilities, InjectMode, PendingCapabilities, SteerInStream};
     acp_inject_core::agent::AgentConfig {
-        inject: Some(InjectCapabilities {
-            modes: vec![InjectMode::Queue, InjectMode::Steer],
-            pending: Some(PendingCapabilities { replace: true, meta: None }),
-            steer_in_stream: Some(vec![SteerInStream::Finish]),
-            meta: None,
-        }),
+        inject: Some(
+            InjectCapabilities::new([InjectMode::Queue, InjectMode::Steer])
+                .pending(PendingCapabilities::new().replace(true))
+                .steer_in_stream(vec![SteerInStream::Finish]),
+        ),
         ..Default::default()
     }
 }

@@ -118,15 +118,7 @@ mod tests {
 
     #[test]
     fn values_name_their_python_class_and_constructor_arguments() {
-        let usage = Usage {
-            total_tokens: 150,
-            input_tokens: 100,
-            output_tokens: 50,
-            thought_tokens: None,
-            cached_read_tokens: None,
-            cached_write_tokens: None,
-            meta: None,
-        };
+        let usage = Usage::new(150, 100, 50);
         assert_eq!(
             json(usage),
             serde_json::json!({"$": "Usage", "total_tokens": 150, "input_tokens": 100, "output_tokens": 50, "thought_tokens": null,

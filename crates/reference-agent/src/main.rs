@@ -88,7 +88,7 @@ struct Scripted {
 }
 
 fn text(t: String) -> ContentBlock {
-    ContentBlock::Text(Box::new(TextContent { text: t, annotations: None, meta: None }))
+    ContentBlock::Text(Box::new(TextContent::new(t)))
 }
 
 fn summary(inputs: &[UserInput]) -> Vec<String> {
@@ -112,18 +112,7 @@ fn summary(inputs: &[UserInput]) -> Vec<String> {
 }
 
 fn tool_call(id: &ToolCallId, status: ToolCallStatus) -> ToolCallUpdate {
-    ToolCallUpdate {
-        tool_call_id: id.clone(),
-        name: None,
-        title: None,
-        kind: None,
-        status: Some(status),
-        content: None,
-        locations: None,
-        raw_input: None,
-        raw_output: None,
-        meta: None,
-    }
+    ToolCallUpdate::new(id.clone()).status(status)
 }
 
 /// The turn was cancelled while the model waited.
@@ -176,18 +165,8 @@ impl Scripted {
             let _ = turn.send(pending.into());
             if self.opts.permission_on_tool == Some(tool) {
                 let options = vec![
-                    PermissionOption {
-                        option_id: PermissionOptionId("allow".into()),
-                        name: "Allow".into(),
-                        kind: PermissionOptionKind::AllowOnce,
-                        meta: None,
-                    },
-                    PermissionOption {
-                        option_id: PermissionOptionId("reject".into()),
-                        name: "Reject".into(),
-                        kind: PermissionOptionKind::RejectOnce,
-                        meta: None,
-                    },
+                    PermissionOption::new(PermissionOptionId("allow".into()), "Allow", PermissionOptionKind::AllowOnce),
+                    PermissionOption::new(PermissionOptionId("reject".into()), "Reject", PermissionOptionKind::RejectOnce),
                 ];
                 let outcome = turn.request_permission(&format!("Allow step {}?", tool + 1), None, options, None).await;
                 let allowed = matches!(&outcome, Ok(RequestPermissionOutcome::Selected(s)) if s.option_id.0 == "allow");
@@ -202,10 +181,8 @@ impl Scripted {
             let _ = turn.send(tool_call(&id, ToolCallStatus::InProgress).into());
             self.step(turn).await?;
             let mut done = tool_call(&id, ToolCallStatus::Completed);
-            done.content = Some(vec![ToolCallContent::Content(Box::new(ToolCallContentBlock {
-                content: text(format!("step {} done", tool + 1)),
-                meta: None,
-            }))]);
+            done.content =
+                Some(vec![ToolCallContent::Content(Box::new(ToolCallContentBlock::new(text(format!("step {} done", tool + 1)))))]);
             let _ = turn.send(done.into());
             noted(&mut heard, turn.break_point(BreakPoint::ToolResult).unwrap_or_default());
         }
@@ -213,15 +190,7 @@ impl Scripted {
         self.step(turn).await?;
         send(format!("Done ({} message(s) handled this turn).", heard.len()));
         let n = heard.len() as u64;
-        let usage = Usage {
-            total_tokens: 100 * n + 50,
-            input_tokens: 100 * n,
-            output_tokens: 50,
-            thought_tokens: None,
-            cached_read_tokens: None,
-            cached_write_tokens: None,
-            meta: None,
-        };
+        let usage = Usage::new(100 * n + 50, 100 * n, 50);
         Ok(TurnEnd { stop_reason: StopReason::EndTurn, usage: Some(usage), error: None })
     }
 }
@@ -245,12 +214,9 @@ fn config(opts: &Options) -> AgentConfig {
         InStream::Finish => SteerInStream::Finish,
         InStream::Interrupt => SteerInStream::Interrupt,
     };
-    let inject = InjectCapabilities {
-        modes: vec![InjectMode::Queue, InjectMode::Steer],
-        pending: Some(PendingCapabilities { replace: true, meta: None }),
-        steer_in_stream: Some(vec![in_stream]),
-        meta: None,
-    };
+    let inject = InjectCapabilities::new(vec![InjectMode::Queue, InjectMode::Steer])
+        .pending(PendingCapabilities::new().replace(true))
+        .steer_in_stream(vec![in_stream]);
     let queue_drain = match opts.drain {
         Drain::Batch => QueueDrain::Batch,
         Drain::OnePerTurn => QueueDrain::OnePerTurn,

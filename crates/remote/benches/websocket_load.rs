@@ -25,7 +25,7 @@ use tokio::sync::Semaphore;
 const STEP_MS: u64 = 50;
 
 fn text(t: &str) -> Vec<ContentBlock> {
-    vec![ContentBlock::Text(Box::new(TextContent { text: t.into(), annotations: None, meta: None }))]
+    vec![ContentBlock::Text(Box::new(TextContent::new(t)))]
 }
 
 fn arg(name: &str) -> Option<String> {

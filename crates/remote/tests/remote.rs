@@ -17,7 +17,7 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
 fn text(t: &str) -> Vec<ContentBlock> {
-    vec![ContentBlock::Text(Box::new(TextContent { text: t.into(), annotations: None, meta: None }))]
+    vec![ContentBlock::Text(Box::new(TextContent::new(t)))]
 }
 
 fn text_of(c: &[ContentBlock]) -> String {

@@ -16,7 +16,7 @@ use acp_inject_remote::Endpoint;
 use acp_inject_transport::{ConnectOptions, Session, SessionActivity};
 
 fn text(t: &str) -> Vec<ContentBlock> {
-    vec![ContentBlock::Text(Box::new(TextContent { text: t.into(), annotations: None, meta: None }))]
+    vec![ContentBlock::Text(Box::new(TextContent::new(t)))]
 }
 
 /// Answers every permission request with the first option until the session is idle with
@@ -28,7 +28,7 @@ async fn until_idle(session: &Session, users: usize) -> usize {
             for activity in session.take_events().into_iter().chain(session.next_events().await.unwrap()) {
                 if let SessionActivity::PermissionRequested { request, params } = activity {
                     let option_id = params.options[0].option_id.clone();
-                    let outcome = RequestPermissionOutcome::Selected(Box::new(SelectedPermissionOutcome { option_id, meta: None }));
+                    let outcome = RequestPermissionOutcome::Selected(Box::new(SelectedPermissionOutcome::new(option_id)));
                     session.answer_permission(&request, outcome).unwrap();
                     answered += 1;
                 }

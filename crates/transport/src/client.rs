@@ -91,7 +91,7 @@ pub struct ConnectOptions {
 impl Default for ConnectOptions {
     fn default() -> Self {
         ConnectOptions {
-            client: Implementation { name: "acp-inject".into(), title: None, version: env!("CARGO_PKG_VERSION").into(), meta: None },
+            client: Implementation::new("acp-inject", env!("CARGO_PKG_VERSION")),
             pending_updates: true,
             max_line_bytes: acp_inject_core::wire::jsonrpc::DEFAULT_MAX_LINE_BYTES,
             handshake_timeout: Duration::from_secs(30),
@@ -518,7 +518,7 @@ impl Session {
     pub async fn status(&self) -> Result<SessionStatusResponse, TransportError> {
         let id = self.id.clone();
         match self.shared.call(move |c| Ok(c.status(&id))).await? {
-            Answer::Status { status, state } => Ok(SessionStatusResponse { status, state, meta: None }),
+            Answer::Status { status, state } => Ok(SessionStatusResponse::new(status).state(state)),
             other => Err(TransportError::Io(format!("unexpected answer {other:?}"))),
         }
     }

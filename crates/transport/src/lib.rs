@@ -14,7 +14,7 @@
 //! use acp_inject_transport::{ConnectOptions, Connection};
 //!
 //! # async fn demo() -> Result<(), acp_inject_transport::TransportError> {
-//! let text = |t: &str| vec![ContentBlock::Text(Box::new(TextContent { text: t.into(), annotations: None, meta: None }))];
+//! let text = |t: &str| vec![ContentBlock::Text(Box::new(TextContent::new(t)))];
 //! let agent = Connection::spawn(&["acp-inject-agent".to_owned()], ConnectOptions::default()).await?;
 //! let session = agent.new_session("/home/dev/project", Vec::new(), Vec::new()).await?;
 //! session.prompt(text("Fix the failing login test")).await?; // answered on acceptance

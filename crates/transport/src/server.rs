@@ -548,8 +548,8 @@ impl TurnContext {
 
     /// Streams a piece of text of an agent message.
     pub fn send_text(&self, message_id: &MessageId, text: &str) -> Result<(), TurnError> {
-        let content = ContentBlock::Text(Box::new(TextContent { text: text.to_owned(), annotations: None, meta: None }));
-        self.send(AgentMessageChunk { message_id: message_id.clone(), content, meta: None }.into())
+        let content = ContentBlock::Text(Box::new(TextContent::new(text.to_owned())));
+        self.send(AgentMessageChunk::new(message_id.clone(), content).into())
     }
 
     /// Clears what was streamed so far for an agent message (C-MSG-2).

@@ -16,7 +16,7 @@ use acp_inject_transport::{
 use tokio::sync::Notify;
 
 fn text(t: &str) -> Vec<ContentBlock> {
-    vec![ContentBlock::Text(Box::new(TextContent { text: t.into(), annotations: None, meta: None }))]
+    vec![ContentBlock::Text(Box::new(TextContent::new(t)))]
 }
 
 fn text_of(c: &[ContentBlock]) -> String {

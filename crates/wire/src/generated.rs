@@ -119,6 +119,39 @@ impl<T> Patch<T> {
         }
     }
 }
+/// A value sets the member (`Patch::Value`); the generated setters of `Patch<T>` members take
+/// `impl Into<Patch<T>>`, so `Patch::Null` (clear) and `Patch::Absent` pass through as they are.
+impl<T> From<T> for Patch<T> {
+    fn from(value: T) -> Self {
+        Patch::Value(value)
+    }
+}
+/// What the generated setters of optional members (`Option<T>`) take: a `T` (a `&str` for a
+/// `String`) sets the member, an `Option<T>` sets or clears it.
+pub trait IntoOption<T> {
+    /// The value as the member's `Option`.
+    fn into_option(self) -> Option<T>;
+}
+impl<T> IntoOption<T> for Option<T> {
+    fn into_option(self) -> Option<T> {
+        self
+    }
+}
+impl<T> IntoOption<T> for T {
+    fn into_option(self) -> Option<T> {
+        Some(self)
+    }
+}
+impl IntoOption<String> for &str {
+    fn into_option(self) -> Option<String> {
+        Some(self.to_owned())
+    }
+}
+impl IntoOption<String> for &String {
+    fn into_option(self) -> Option<String> {
+        Some(self.clone())
+    }
+}
 impl<T: ::serde::Serialize> ::serde::Serialize for Patch<T> {
     fn serialize<S: ::serde::Serializer>(
         &self,
@@ -1086,6 +1119,7 @@ available features and content types.
 See protocol docs: [Agent Capabilities](https://agentclientprotocol.com/protocol/v2/draft/initialization#agent-capabilities)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct AgentCapabilities {
     #[doc = "Session capabilities supported by the agent.\n\nOptional. Omitted and `null` are equivalent and mean the agent does not support the\n`session/*` methods. Supplying `{}` means the agent supports the\nbaseline session methods: `session/new`, `session/list`,\n`session/resume`, `session/close`, `session/prompt`, `session/cancel`,\nand `session/update`."]
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -1106,6 +1140,7 @@ receives another `agent_message` update with the same `messageId`,
 fields in the new update patch the previous fields for that message.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct AgentMessage {
     #[serde(rename = "messageId")]
     pub message_id: MessageId,
@@ -1123,6 +1158,7 @@ pub struct AgentMessage {
 ///A chunk of the agent's response being streamed.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct AgentMessageChunk {
     #[serde(rename = "messageId")]
     pub message_id: MessageId,
@@ -1137,6 +1173,7 @@ pub struct AgentMessageChunk {
 ///Clears the content streamed so far for the current agent message (RFD #465); following chunks append from empty. Same operation as an `agent_message` upsert with `content: []`. Written under a `_`-prefixed tag (upstream reserves unprefixed update names for ACP); RFD #465's `agent_message_clear` is read as the same update.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct AgentMessageClear {
     ///The message to clear; the current agent message when absent.
     #[serde(
@@ -1158,6 +1195,7 @@ receives another `agent_thought` update with the same `messageId`,
 fields in the new update patch the previous fields for that message.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct AgentThought {
     #[serde(rename = "messageId")]
     pub message_id: MessageId,
@@ -1175,6 +1213,7 @@ pub struct AgentThought {
 ///A chunk of the agent's internal reasoning being streamed.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct AgentThoughtChunk {
     #[serde(rename = "messageId")]
     pub message_id: MessageId,
@@ -1189,6 +1228,7 @@ pub struct AgentThoughtChunk {
 ///Optional annotations for the client. The client can use annotations to inform how objects are used or displayed
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct Annotations {
     /**Intended recipients for this content, such as the user or assistant.
 
@@ -1229,6 +1269,7 @@ Omitted and `null` are equivalent and mean no priority is specified.*/
 Requires the `audio` prompt capability when included in prompts.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct AudioContent {
     ///Base64-encoded media payload.
     pub data: ::std::string::String,
@@ -1252,6 +1293,7 @@ Omitted and `null` are equivalent and mean no annotations are provided.*/
 #[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nA detached subagent session that has anything running: its state is not `idle`, or\nits own `background` list is non-empty or not reported."]
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct BackgroundSubagent {
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
@@ -1266,6 +1308,7 @@ pub struct BackgroundSubagent {
 Live until its `terminal_update` reports `exitStatus`.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct BackgroundTerminal {
     ///The ID of the listed terminal.
     #[serde(rename = "terminalId")]
@@ -1282,6 +1325,7 @@ a watcher, a workflow, or a scheduled wakeup. `pending` and `paused` tool calls
 stay listed.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct BackgroundToolCall {
     #[serde(rename = "toolCallId")]
     pub tool_call_id: ToolCallId,
@@ -1295,6 +1339,7 @@ pub struct BackgroundToolCall {
 ///Binary resource contents.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct BlobResourceContents {
     ///Base64-encoded bytes for a binary resource payload.
     pub blob: ::std::string::String,
@@ -1319,6 +1364,7 @@ Omitted and `null` are equivalent and mean the MIME type is not specified.*/
 See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v2/draft/cancellation)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct CancelRequestNotification {
     #[serde(rename = "requestId")]
     pub request_id: RequestId,
@@ -1334,6 +1380,7 @@ pub struct CancelRequestNotification {
 See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#cancellation)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct CancelSessionNotification {
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
@@ -1356,6 +1403,7 @@ cancelled foreground work.
 See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#cancellation)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct CancelledPermissionOutcome {
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_cancelledpermissionoutcome_meta")]
@@ -1372,6 +1420,7 @@ available features and methods.
 See protocol docs: [Client Capabilities](https://agentclientprotocol.com/protocol/v2/draft/initialization#client-capabilities)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct ClientCapabilities {
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_clientcapabilities_meta")]
@@ -1402,6 +1451,7 @@ has already been inserted, the Agent MUST respond successfully with its
 `messageId`. Prompt responses need not precede the close response.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct CloseSessionRequest {
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
@@ -1415,6 +1465,7 @@ pub struct CloseSessionRequest {
 ///Response from closing a session.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct CloseSessionResponse {
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_closesessionresponse_meta")]
@@ -1426,6 +1477,7 @@ pub struct CloseSessionResponse {
 ///Cost information for a session.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct Cost {
     ///Total cumulative cost for session.
     pub amount: f64,
@@ -1446,6 +1498,7 @@ Preferred for including context as it avoids extra round-trips.
 Requires the `embeddedContext` prompt capability when included in prompts.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct EmbeddedResource {
     pub resource: EmbeddedResourceResource,
     /**Optional annotations that help clients decide how to display or route this content.
@@ -1483,6 +1536,7 @@ impl ::std::convert::From<BlobResourceContents> for EmbeddedResourceResource {
 ///An environment variable to set when launching a process.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct EnvVariable {
     ///The name of the environment variable.
     pub name: ::std::string::String,
@@ -1498,6 +1552,7 @@ pub struct EnvVariable {
 ///The `data` of a -32002 or -32010 error, and the optional `detail` of the standard codes.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct ErrorData {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub reason: ::std::option::Option<ErrorReason>,
@@ -1518,6 +1573,7 @@ pub struct ErrorData {
 ///An HTTP header to set when making requests to the MCP server.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct HttpHeader {
     ///The name of the HTTP header.
     pub name: ::std::string::String,
@@ -1533,6 +1589,7 @@ pub struct HttpHeader {
 ///No foreground work is active. Background activity may continue.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct IdleStateUpdate {
     #[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nToken usage for completed foreground work.\n\nOptional. Omitted and `null` are equivalent and mean the agent is not reporting token\nusage for this state update."]
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -1581,6 +1638,7 @@ See protocol docs: [Stop Reasons](https://agentclientprotocol.com/protocol/v2/dr
 Requires the `image` prompt capability when included in prompts.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct ImageContent {
     ///Base64-encoded media payload.
     pub data: ::std::string::String,
@@ -1613,6 +1671,7 @@ Describes the name and version of an ACP implementation, with an optional
 title for UI representation.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct Implementation {
     /**Intended for programmatic or logical use, but can be used as a display
 name fallback if title isn't present.*/
@@ -1644,6 +1703,7 @@ Sent by the client to establish connection and negotiate capabilities.
 See protocol docs: [Initialization](https://agentclientprotocol.com/protocol/v2/draft/initialization)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct InitializeRequest {
     #[serde(rename = "protocolVersion")]
     pub protocol_version: ProtocolVersion,
@@ -1666,6 +1726,7 @@ Contains the negotiated protocol version and agent capabilities.
 See protocol docs: [Initialization](https://agentclientprotocol.com/protocol/v2/draft/initialization)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct InitializeResponse {
     #[serde(rename = "protocolVersion")]
     pub protocol_version: ProtocolVersion,
@@ -1684,6 +1745,7 @@ pub struct InitializeResponse {
 ///The agent accepts `session/inject`. Revoke is always supported where inject is advertised. `steerInStream` is required and non-empty when `modes` contains `steer`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct InjectCapabilities {
     ///The modes the agent accepts. A mode this version does not know is left out on decode (ACP PR #2043 keeps the list open).
     #[serde(deserialize_with = "__tolerant_injectcapabilities_modes")]
@@ -1712,6 +1774,7 @@ pub struct InjectCapabilities {
 ///Adds user input to a session mid-turn.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct InjectRequest {
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
@@ -1730,6 +1793,7 @@ pub struct InjectRequest {
 ///The inject was accepted for pending delivery; its `user_message` will carry this id.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct InjectResponse {
     #[serde(rename = "messageId")]
     pub message_id: MessageId,
@@ -1743,6 +1807,7 @@ pub struct InjectResponse {
 ///Request parameters for listing existing sessions.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct ListSessionsRequest {
     /**Filter sessions by working directory. Must be an absolute path.
 
@@ -1767,6 +1832,7 @@ Omitted and `null` are equivalent and mean the first page is requested.*/
 ///Response from listing sessions.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct ListSessionsResponse {
     ///Array of session information objects.
     #[serde(deserialize_with = "__tolerant_listsessionsresponse_sessions")]
@@ -1790,6 +1856,7 @@ results. An empty string is a valid cursor, not the end of results.*/
 ///MCP capabilities supported by the agent for session lifecycle requests.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct McpCapabilities {
     /**Agent supports `stdio` MCP servers.
 
@@ -1823,6 +1890,7 @@ Supplying `{}` means the agent supports HTTP MCP server transports.*/
 Only available when the Agent capabilities include `session.mcp.http`.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct McpServerHttp {
     ///Human-readable name identifying this MCP server.
     pub name: ::std::string::String,
@@ -1848,6 +1916,7 @@ defines are owned by the transport, and Agents use the transport's values for th
 Only available when the Agent capabilities include `session.mcp.stdio`.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct McpServerStdio {
     ///Human-readable name identifying this MCP server.
     pub name: ::std::string::String,
@@ -1926,6 +1995,7 @@ impl ::std::str::FromStr for MessageId {
 See protocol docs: [Creating a Session](https://agentclientprotocol.com/protocol/v2/draft/session-setup#creating-a-session)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct NewSessionRequest {
     ///The working directory for this session. Must be an absolute path.
     pub cwd: ::std::string::String,
@@ -1965,6 +2035,7 @@ an already-reported state when the response arrives.
 See protocol docs: [Creating a Session](https://agentclientprotocol.com/protocol/v2/draft/session-setup#creating-a-session)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct NewSessionResponse {
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
@@ -1978,6 +2049,7 @@ pub struct NewSessionResponse {
 ///Operations on a pending (not yet delivered) inject.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct PendingCapabilities {
     ///`session/replace_inject` is supported. Omitted: not supported (ACP PR #2043 makes it optional); this toolkit always writes it.
     #[serde(default)]
@@ -1992,6 +2064,7 @@ pub struct PendingCapabilities {
 ///A pending inject as the pending-list extension reports it.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct PendingInject {
     #[serde(rename = "messageId")]
     pub message_id: MessageId,
@@ -2007,6 +2080,7 @@ pub struct PendingInject {
 ///Extension (`_acp-inject/pending`): the session's pending injects, whole, in delivery order (steers, then queued, each first in first out). Sent to connections that opted in (client capability `_meta["acp-inject.dev/pending"]`) whenever the list changes and once after `session/resume`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct PendingInjectsUpdate {
     pub pending: ::std::vec::Vec<PendingInject>,
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
@@ -2019,6 +2093,7 @@ pub struct PendingInjectsUpdate {
 ///An option presented to the user when requesting permission.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct PermissionOption {
     #[serde(rename = "optionId")]
     pub option_id: PermissionOptionId,
@@ -2081,6 +2156,7 @@ as part of fulfilling the user's request.
 See protocol docs: [Plan Entries](https://agentclientprotocol.com/protocol/v2/draft/agent-plan#plan-entries)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct PlanEntry {
     ///Human-readable description of what this task aims to accomplish.
     pub content: ::std::string::String,
@@ -2096,6 +2172,7 @@ pub struct PlanEntry {
 ///Structured plan entries.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct PlanItems {
     ///The plan ID to update.
     #[serde(rename = "planId")]
@@ -2117,6 +2194,7 @@ with their current status. The client replaces that plan with each update.*/
 See protocol docs: [Agent Plan](https://agentclientprotocol.com/protocol/v2/draft/agent-plan)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct PlanUpdate {
     pub plan: PlanUpdateContent,
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
@@ -2133,6 +2211,7 @@ Contains the user's message and any additional context.
 See protocol docs: [User Message](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#1-user-message)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct PromptRequest {
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
@@ -2174,6 +2253,7 @@ relative to other messages in the ACP conversation.
 See protocol docs: [Prompt Accepted](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#2-prompt-accepted)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct PromptResponse {
     #[serde(rename = "messageId")]
     pub message_id: MessageId,
@@ -2234,6 +2314,7 @@ impl ::std::convert::TryFrom<String> for ProtocolVersion {
 ///Replaces a pending inject's content, keeping its id, mode and position.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct ReplaceInjectRequest {
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
@@ -2253,6 +2334,7 @@ pub struct ReplaceInjectRequest {
 ///The content was replaced; the `user_message` will carry the new content.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct ReplaceInjectResponse {
     #[serde(rename = "messageId")]
     pub message_id: MessageId,
@@ -2266,6 +2348,7 @@ pub struct ReplaceInjectResponse {
 ///Replay all retained conversation history from its first replayable entry.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct ReplayFromStart {
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_replayfromstart_meta")]
@@ -2281,6 +2364,7 @@ Sent when the agent needs authorization before performing a sensitive operation.
 See protocol docs: [Requesting Permission](https://agentclientprotocol.com/protocol/v2/draft/tool-calls#requesting-permission)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct RequestPermissionRequest {
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
@@ -2320,6 +2404,7 @@ Must contain at least one option.*/
 ///Response to a permission request.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct RequestPermissionResponse {
     pub outcome: RequestPermissionOutcome,
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
@@ -2332,6 +2417,7 @@ pub struct RequestPermissionResponse {
 ///Foreground work is blocked on user action.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct RequiresActionStateUpdate {
     /**Work running independently of foreground work, as a complete snapshot.
 
@@ -2357,6 +2443,7 @@ See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2
 All agents MUST support resource links in prompts.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct ResourceLink {
     ///Human-readable name shown for this protocol object.
     pub name: ::std::string::String,
@@ -2419,6 +2506,7 @@ Resumes an existing session and optionally replays retained conversation
 history according to `replayFrom`.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct ResumeSessionRequest {
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
@@ -2483,6 +2571,7 @@ foreground state after resuming. The response alone does not imply `idle`.
 See protocol docs: [Current-State Synchronization](https://agentclientprotocol.com/protocol/v2/draft/session-setup#current-state-synchronization)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct ResumeSessionResponse {
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_resumesessionresponse_meta")]
@@ -2494,6 +2583,7 @@ pub struct ResumeSessionResponse {
 ///Drops a pending inject. Idempotent for an id already revoked.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct RevokeInjectRequest {
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
@@ -2509,6 +2599,7 @@ pub struct RevokeInjectRequest {
 ///The inject is revoked: no `user_message` for it will ever be emitted.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct RevokeInjectResponse {
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_revokeinjectresponse_meta")]
@@ -2520,6 +2611,7 @@ pub struct RevokeInjectResponse {
 ///Foreground work is in progress.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct RunningStateUpdate {
     /**Work running independently of foreground work, as a complete snapshot.
 
@@ -2546,6 +2638,7 @@ If `optionId` doesn't match an offered option, the agent MUST treat the request 
 approved.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct SelectedPermissionOutcome {
     #[serde(rename = "optionId")]
     pub option_id: PermissionOptionId,
@@ -2564,6 +2657,7 @@ supported session lifecycle requests. Agents may return
 complete ordered additional-root list associated with a listed session.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct SessionAdditionalDirectoriesCapabilities {
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(
@@ -2587,6 +2681,7 @@ capabilities.
 See protocol docs: [Session Capabilities](https://agentclientprotocol.com/protocol/v2/draft/initialization#session-capabilities)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct SessionCapabilities {
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_sessioncapabilities_meta")]
@@ -2631,6 +2726,7 @@ complete ordered additional-root list associated with a listed session.*/
 ///Extension (`_acp-inject/session_closed`): the session was closed (by `session/close` or by the agent). Sent to every attached connection; nothing follows it for this session until it is resumed.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct SessionClosedUpdate {
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_sessionclosedupdate_meta")]
@@ -2689,6 +2785,7 @@ impl ::std::str::FromStr for SessionId {
 ///Information about a session returned by session/list
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct SessionInfo {
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
@@ -2734,6 +2831,7 @@ Omitted and `null` are equivalent and mean the last activity time is not reporte
 ///Session metadata has been updated (title, timestamps, custom metadata)
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct SessionInfoUpdate {
     ///Human-readable title for the session. Set to null to clear.
     #[serde(rename = "title", default, skip_serializing_if = "Patch::is_absent")]
@@ -2753,6 +2851,7 @@ pub struct SessionInfoUpdate {
 #[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nCapabilities for the `session/status` method.\n\nSupplying `{}` means the agent supports checking session status."]
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct SessionStatusCapabilities {
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_sessionstatuscapabilities_meta")]
@@ -2764,6 +2863,7 @@ pub struct SessionStatusCapabilities {
 #[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nRequest parameters for checking the status of a session.\n\nOnly available if the Agent supports the `session.status` capability.\n\n`session/status` MUST NOT have side effects. The Agent does not load, resume, create,\nclose, or change the session, and does not attach the requesting connection to it.\nA session the Agent does not know gets `-32002` with the requested `sessionId` in `data`."]
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct SessionStatusRequest {
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
@@ -2777,6 +2877,7 @@ pub struct SessionStatusRequest {
 #[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nResponse from checking the status of a session.\n\nThe result is a snapshot. A session reported `open` may be closed or evicted before\nthe Client's next request."]
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct SessionStatusResponse {
     pub status: SessionStatus,
     /**The session's current foreground state, as the same snapshot the Agent sends in
@@ -2804,6 +2905,7 @@ Clients SHOULD render this text as CommonMark and MAY support GitHub Flavored Ma
 extensions.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct TextContent {
     ///Text payload carried by this content block.
     pub text: ::std::string::String,
@@ -2824,6 +2926,7 @@ Omitted and `null` are equivalent and mean no annotations are provided.*/
 ///Text-based resource contents.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct TextResourceContents {
     ///Text payload carried by this content block.
     pub text: ::std::string::String,
@@ -2846,6 +2949,7 @@ Omitted and `null` are equivalent and mean the MIME type is not specified.*/
 ///Standard content block (text, images, resources).
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct ToolCallContentBlock {
     pub content: ContentBlock,
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
@@ -2858,6 +2962,7 @@ pub struct ToolCallContentBlock {
 ///A chunk of tool-call content being streamed.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct ToolCallContentChunk {
     #[serde(rename = "toolCallId")]
     pub tool_call_id: ToolCallId,
@@ -2914,6 +3019,7 @@ impl ::std::str::FromStr for ToolCallId {
 ///A tool call has been created or updated.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct ToolCallUpdate {
     #[serde(rename = "toolCallId")]
     pub tool_call_id: ToolCallId,
@@ -2988,6 +3094,7 @@ Enables "follow-along" features in clients.*/
 ///A failure that ended a turn, as a JSON-RPC error object (upstream `Error` inside `ErrorStopReason`).
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct TurnFailure {
     ///A JSON-RPC error code.
     pub code: i32,
@@ -3000,6 +3107,7 @@ pub struct TurnFailure {
 #[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nThe Agent cannot currently determine foreground activity.\nThis replaces previously confirmed activity without ending the work or session."]
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct UnknownStateUpdate {
     /**Work running independently of foreground work, as a complete snapshot.
 
@@ -3025,6 +3133,7 @@ See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2
 See protocol docs: [Version Negotiation](https://agentclientprotocol.com/protocol/v2/draft/initialization#version-negotiation)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct UnsupportedProtocolVersionErrorData {
     pub requested: ProtocolVersion,
     ///The protocol versions the Agent supports.
@@ -3043,6 +3152,7 @@ Agents can send session updates at any point while the session exists.
 See protocol docs: [Agent Reports Output](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#3-agent-reports-output)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct UpdateSessionNotification {
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
@@ -3057,6 +3167,7 @@ pub struct UpdateSessionNotification {
 #[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nToken usage for the foreground work that just completed, not cumulative for the session."]
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct Usage {
     ///Sum of all token types for the completed work.
     #[serde(rename = "totalTokens")]
@@ -3107,6 +3218,7 @@ Omitted and `null` are equivalent and mean the count is not reported.*/
 ///Context window and cost update for the session.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct UsageUpdate {
     ///Tokens currently in context.
     pub used: u64,
@@ -3133,6 +3245,7 @@ client receives another `user_message` update with the same `messageId`,
 fields in the new update patch the previous fields for that message.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct UserMessage {
     #[serde(rename = "messageId")]
     pub message_id: MessageId,
@@ -3150,6 +3263,7 @@ pub struct UserMessage {
 ///A chunk of the user's message being streamed.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct UserMessageChunk {
     #[serde(rename = "messageId")]
     pub message_id: MessageId,
@@ -3220,6 +3334,35 @@ impl SerializeFields for AgentCapabilities {
         Ok(())
     }
 }
+impl AgentCapabilities {
+    /// Builds [`AgentCapabilities`] with every member absent (or at its default); set them with the setters.
+    #[must_use]
+    pub fn new() -> Self {
+        Self {
+            session: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    #[doc = "Session capabilities supported by the agent.\n\nOptional. Omitted and `null` are equivalent and mean the agent does not support the\n`session/*` methods. Supplying `{}` means the agent supports the\nbaseline session methods: `session/new`, `session/list`,\n`session/resume`, `session/close`, `session/prompt`, `session/cancel`,\nand `session/update`."]
+    ///
+    /// Sets the optional `session` member (`None` leaves it absent).
+    #[must_use]
+    pub fn session(mut self, session: impl IntoOption<SessionCapabilities>) -> Self {
+        self.session = IntoOption::into_option(session);
+        self
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
+    }
+}
 fn __tolerant_agentmessage_content<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<Patch<::std::vec::Vec<ContentBlock>>, D::Error> {
@@ -3248,6 +3391,39 @@ impl SerializeFields for AgentMessage {
         Ok(())
     }
 }
+impl AgentMessage {
+    /// Builds [`AgentMessage`] from its required members (`messageId`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(message_id: impl ::std::convert::Into<MessageId>) -> Self {
+        Self {
+            message_id: ::std::convert::Into::into(message_id),
+            content: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    ///Complete replacement content for this message.
+    ///
+    /// Sets the optional `content` member: a value replaces, `Patch::Null` clears, `Patch::Absent` leaves it out.
+    #[must_use]
+    pub fn content(
+        mut self,
+        content: impl ::std::convert::Into<Patch<::std::vec::Vec<ContentBlock>>>,
+    ) -> Self {
+        self.content = ::std::convert::Into::into(content);
+        self
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
+    }
+}
 fn __tolerant_agentmessagechunk_meta<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<
@@ -3267,6 +3443,31 @@ impl SerializeFields for AgentMessageChunk {
             map.serialize_entry("_meta", &self.meta)?;
         }
         Ok(())
+    }
+}
+impl AgentMessageChunk {
+    /// Builds [`AgentMessageChunk`] from its required members (`messageId`, `content`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(
+        message_id: impl ::std::convert::Into<MessageId>,
+        content: impl ::std::convert::Into<ContentBlock>,
+    ) -> Self {
+        Self {
+            message_id: ::std::convert::Into::into(message_id),
+            content: ::std::convert::Into::into(content),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
     }
 }
 fn __tolerant_agentmessageclear_meta<'de, D: ::serde::Deserializer<'de>>(
@@ -3289,6 +3490,35 @@ impl SerializeFields for AgentMessageClear {
             map.serialize_entry("_meta", &self.meta)?;
         }
         Ok(())
+    }
+}
+impl AgentMessageClear {
+    /// Builds [`AgentMessageClear`] with every member absent (or at its default); set them with the setters.
+    #[must_use]
+    pub fn new() -> Self {
+        Self {
+            message_id: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    ///The message to clear; the current agent message when absent.
+    ///
+    /// Sets the optional `messageId` member (`None` leaves it absent).
+    #[must_use]
+    pub fn message_id(mut self, message_id: impl IntoOption<MessageId>) -> Self {
+        self.message_id = IntoOption::into_option(message_id);
+        self
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
     }
 }
 fn __tolerant_agentthought_content<'de, D: ::serde::Deserializer<'de>>(
@@ -3319,6 +3549,39 @@ impl SerializeFields for AgentThought {
         Ok(())
     }
 }
+impl AgentThought {
+    /// Builds [`AgentThought`] from its required members (`messageId`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(message_id: impl ::std::convert::Into<MessageId>) -> Self {
+        Self {
+            message_id: ::std::convert::Into::into(message_id),
+            content: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    ///Complete replacement content for this thought message.
+    ///
+    /// Sets the optional `content` member: a value replaces, `Patch::Null` clears, `Patch::Absent` leaves it out.
+    #[must_use]
+    pub fn content(
+        mut self,
+        content: impl ::std::convert::Into<Patch<::std::vec::Vec<ContentBlock>>>,
+    ) -> Self {
+        self.content = ::std::convert::Into::into(content);
+        self
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
+    }
+}
 fn __tolerant_agentthoughtchunk_meta<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<
@@ -3338,6 +3601,31 @@ impl SerializeFields for AgentThoughtChunk {
             map.serialize_entry("_meta", &self.meta)?;
         }
         Ok(())
+    }
+}
+impl AgentThoughtChunk {
+    /// Builds [`AgentThoughtChunk`] from its required members (`messageId`, `content`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(
+        message_id: impl ::std::convert::Into<MessageId>,
+        content: impl ::std::convert::Into<ContentBlock>,
+    ) -> Self {
+        Self {
+            message_id: ::std::convert::Into::into(message_id),
+            content: ::std::convert::Into::into(content),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
     }
 }
 fn __tolerant_annotations_audience<'de, D: ::serde::Deserializer<'de>>(
@@ -3383,6 +3671,65 @@ impl SerializeFields for Annotations {
         Ok(())
     }
 }
+impl Annotations {
+    /// Builds [`Annotations`] with every member absent (or at its default); set them with the setters.
+    #[must_use]
+    pub fn new() -> Self {
+        Self {
+            audience: ::std::default::Default::default(),
+            last_modified: ::std::default::Default::default(),
+            priority: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /**Intended recipients for this content, such as the user or assistant.
+
+Omitted and `null` are equivalent and mean no audience is specified.*/
+    ///
+    /// Sets the optional `audience` member (`None` leaves it absent).
+    #[must_use]
+    pub fn audience(mut self, audience: impl IntoOption<::std::vec::Vec<Role>>) -> Self {
+        self.audience = IntoOption::into_option(audience);
+        self
+    }
+    /**Timestamp indicating when the underlying resource was last modified.
+
+Should be an ISO 8601 formatted string (e.g., "2025-01-12T15:00:58Z"), as in MCP.
+
+Omitted and `null` are equivalent and mean the modification time is not reported.*/
+    ///
+    /// Sets the optional `lastModified` member (`None` leaves it absent).
+    #[must_use]
+    pub fn last_modified(
+        mut self,
+        last_modified: impl IntoOption<::std::string::String>,
+    ) -> Self {
+        self.last_modified = IntoOption::into_option(last_modified);
+        self
+    }
+    /**Relative importance of this content when clients choose what to surface, from 0 (least
+important) to 1 (most important).
+
+Omitted and `null` are equivalent and mean no priority is specified.*/
+    ///
+    /// Sets the optional `priority` member (`None` leaves it absent).
+    #[must_use]
+    pub fn priority(mut self, priority: impl IntoOption<f64>) -> Self {
+        self.priority = IntoOption::into_option(priority);
+        self
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
+    }
+}
 fn __tolerant_audiocontent_annotations<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<::std::option::Option<Annotations>, D::Error> {
@@ -3412,6 +3759,42 @@ impl SerializeFields for AudioContent {
         Ok(())
     }
 }
+impl AudioContent {
+    /// Builds [`AudioContent`] from its required members (`data`, `mimeType`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(
+        data: impl ::std::convert::Into<::std::string::String>,
+        mime_type: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self {
+            data: ::std::convert::Into::into(data),
+            mime_type: ::std::convert::Into::into(mime_type),
+            annotations: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /**Optional annotations that help clients decide how to display or route this content.
+
+Omitted and `null` are equivalent and mean no annotations are provided.*/
+    ///
+    /// Sets the optional `annotations` member (`None` leaves it absent).
+    #[must_use]
+    pub fn annotations(mut self, annotations: impl IntoOption<Annotations>) -> Self {
+        self.annotations = IntoOption::into_option(annotations);
+        self
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
+    }
+}
 fn __tolerant_backgroundsubagent_meta<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<
@@ -3430,6 +3813,27 @@ impl SerializeFields for BackgroundSubagent {
             map.serialize_entry("_meta", &self.meta)?;
         }
         Ok(())
+    }
+}
+impl BackgroundSubagent {
+    /// Builds [`BackgroundSubagent`] from its required members (`sessionId`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(session_id: impl ::std::convert::Into<SessionId>) -> Self {
+        Self {
+            session_id: ::std::convert::Into::into(session_id),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
     }
 }
 fn __tolerant_backgroundterminal_meta<'de, D: ::serde::Deserializer<'de>>(
@@ -3452,6 +3856,27 @@ impl SerializeFields for BackgroundTerminal {
         Ok(())
     }
 }
+impl BackgroundTerminal {
+    /// Builds [`BackgroundTerminal`] from its required members (`terminalId`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(terminal_id: impl ::std::convert::Into<::std::string::String>) -> Self {
+        Self {
+            terminal_id: ::std::convert::Into::into(terminal_id),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
+    }
+}
 fn __tolerant_backgroundtoolcall_meta<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<
@@ -3470,6 +3895,27 @@ impl SerializeFields for BackgroundToolCall {
             map.serialize_entry("_meta", &self.meta)?;
         }
         Ok(())
+    }
+}
+impl BackgroundToolCall {
+    /// Builds [`BackgroundToolCall`] from its required members (`toolCallId`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(tool_call_id: impl ::std::convert::Into<ToolCallId>) -> Self {
+        Self {
+            tool_call_id: ::std::convert::Into::into(tool_call_id),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
     }
 }
 fn __tolerant_blobresourcecontents_mime_type<'de, D: ::serde::Deserializer<'de>>(
@@ -3501,6 +3947,45 @@ impl SerializeFields for BlobResourceContents {
         Ok(())
     }
 }
+impl BlobResourceContents {
+    /// Builds [`BlobResourceContents`] from its required members (`blob`, `uri`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(
+        blob: impl ::std::convert::Into<::std::string::String>,
+        uri: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self {
+            blob: ::std::convert::Into::into(blob),
+            uri: ::std::convert::Into::into(uri),
+            mime_type: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /**MIME type describing the encoded media payload.
+
+Omitted and `null` are equivalent and mean the MIME type is not specified.*/
+    ///
+    /// Sets the optional `mimeType` member (`None` leaves it absent).
+    #[must_use]
+    pub fn mime_type(
+        mut self,
+        mime_type: impl IntoOption<::std::string::String>,
+    ) -> Self {
+        self.mime_type = IntoOption::into_option(mime_type);
+        self
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
+    }
+}
 fn __tolerant_cancelrequestnotification_meta<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<
@@ -3519,6 +4004,27 @@ impl SerializeFields for CancelRequestNotification {
             map.serialize_entry("_meta", &self.meta)?;
         }
         Ok(())
+    }
+}
+impl CancelRequestNotification {
+    /// Builds [`CancelRequestNotification`] from its required members (`requestId`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(request_id: impl ::std::convert::Into<RequestId>) -> Self {
+        Self {
+            request_id: ::std::convert::Into::into(request_id),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
     }
 }
 fn __tolerant_cancelsessionnotification_meta<'de, D: ::serde::Deserializer<'de>>(
@@ -3541,6 +4047,27 @@ impl SerializeFields for CancelSessionNotification {
         Ok(())
     }
 }
+impl CancelSessionNotification {
+    /// Builds [`CancelSessionNotification`] from its required members (`sessionId`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(session_id: impl ::std::convert::Into<SessionId>) -> Self {
+        Self {
+            session_id: ::std::convert::Into::into(session_id),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
+    }
+}
 fn __tolerant_cancelledpermissionoutcome_meta<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<
@@ -3560,6 +4087,26 @@ impl SerializeFields for CancelledPermissionOutcome {
         Ok(())
     }
 }
+impl CancelledPermissionOutcome {
+    /// Builds [`CancelledPermissionOutcome`] with every member absent (or at its default); set them with the setters.
+    #[must_use]
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
+    }
+}
 fn __tolerant_clientcapabilities_meta<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<
@@ -3577,6 +4124,26 @@ impl SerializeFields for ClientCapabilities {
             map.serialize_entry("_meta", &self.meta)?;
         }
         Ok(())
+    }
+}
+impl ClientCapabilities {
+    /// Builds [`ClientCapabilities`] with every member absent (or at its default); set them with the setters.
+    #[must_use]
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
     }
 }
 fn __tolerant_closesessionrequest_meta<'de, D: ::serde::Deserializer<'de>>(
@@ -3599,6 +4166,27 @@ impl SerializeFields for CloseSessionRequest {
         Ok(())
     }
 }
+impl CloseSessionRequest {
+    /// Builds [`CloseSessionRequest`] from its required members (`sessionId`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(session_id: impl ::std::convert::Into<SessionId>) -> Self {
+        Self {
+            session_id: ::std::convert::Into::into(session_id),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
+    }
+}
 fn __tolerant_closesessionresponse_meta<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<
@@ -3616,6 +4204,26 @@ impl SerializeFields for CloseSessionResponse {
             map.serialize_entry("_meta", &self.meta)?;
         }
         Ok(())
+    }
+}
+impl CloseSessionResponse {
+    /// Builds [`CloseSessionResponse`] with every member absent (or at its default); set them with the setters.
+    #[must_use]
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
     }
 }
 fn __tolerant_cost_meta<'de, D: ::serde::Deserializer<'de>>(
@@ -3637,6 +4245,31 @@ impl SerializeFields for Cost {
             map.serialize_entry("_meta", &self.meta)?;
         }
         Ok(())
+    }
+}
+impl Cost {
+    /// Builds [`Cost`] from its required members (`amount`, `currency`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(
+        amount: f64,
+        currency: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self {
+            amount,
+            currency: ::std::convert::Into::into(currency),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
     }
 }
 fn __tolerant_embeddedresource_annotations<'de, D: ::serde::Deserializer<'de>>(
@@ -3667,6 +4300,38 @@ impl SerializeFields for EmbeddedResource {
         Ok(())
     }
 }
+impl EmbeddedResource {
+    /// Builds [`EmbeddedResource`] from its required members (`resource`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(resource: impl ::std::convert::Into<EmbeddedResourceResource>) -> Self {
+        Self {
+            resource: ::std::convert::Into::into(resource),
+            annotations: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /**Optional annotations that help clients decide how to display or route this content.
+
+Omitted and `null` are equivalent and mean no annotations are provided.*/
+    ///
+    /// Sets the optional `annotations` member (`None` leaves it absent).
+    #[must_use]
+    pub fn annotations(mut self, annotations: impl IntoOption<Annotations>) -> Self {
+        self.annotations = IntoOption::into_option(annotations);
+        self
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
+    }
+}
 fn __tolerant_envvariable_meta<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<
@@ -3686,6 +4351,31 @@ impl SerializeFields for EnvVariable {
             map.serialize_entry("_meta", &self.meta)?;
         }
         Ok(())
+    }
+}
+impl EnvVariable {
+    /// Builds [`EnvVariable`] from its required members (`name`, `value`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(
+        name: impl ::std::convert::Into<::std::string::String>,
+        value: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self {
+            name: ::std::convert::Into::into(name),
+            value: ::std::convert::Into::into(value),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
     }
 }
 impl SerializeFields for ErrorData {
@@ -3708,6 +4398,44 @@ impl SerializeFields for ErrorData {
         Ok(())
     }
 }
+impl ErrorData {
+    /// Builds [`ErrorData`] with every member absent (or at its default); set them with the setters.
+    #[must_use]
+    pub fn new() -> Self {
+        Self {
+            reason: ::std::default::Default::default(),
+            message_id: ::std::default::Default::default(),
+            session_id: ::std::default::Default::default(),
+            detail: ::std::default::Default::default(),
+        }
+    }
+    /// Sets the optional `reason` member (`None` leaves it absent).
+    #[must_use]
+    pub fn reason(mut self, reason: impl IntoOption<ErrorReason>) -> Self {
+        self.reason = IntoOption::into_option(reason);
+        self
+    }
+    /// Sets the optional `messageId` member (`None` leaves it absent).
+    #[must_use]
+    pub fn message_id(mut self, message_id: impl IntoOption<MessageId>) -> Self {
+        self.message_id = IntoOption::into_option(message_id);
+        self
+    }
+    /// Sets the optional `sessionId` member (`None` leaves it absent).
+    #[must_use]
+    pub fn session_id(mut self, session_id: impl IntoOption<SessionId>) -> Self {
+        self.session_id = IntoOption::into_option(session_id);
+        self
+    }
+    ///What was wrong, for a person. Never compared by conformance vectors.
+    ///
+    /// Sets the optional `detail` member (`None` leaves it absent).
+    #[must_use]
+    pub fn detail(mut self, detail: impl IntoOption<::std::string::String>) -> Self {
+        self.detail = IntoOption::into_option(detail);
+        self
+    }
+}
 fn __tolerant_httpheader_meta<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<
@@ -3727,6 +4455,31 @@ impl SerializeFields for HttpHeader {
             map.serialize_entry("_meta", &self.meta)?;
         }
         Ok(())
+    }
+}
+impl HttpHeader {
+    /// Builds [`HttpHeader`] from its required members (`name`, `value`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(
+        name: impl ::std::convert::Into<::std::string::String>,
+        value: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self {
+            name: ::std::convert::Into::into(name),
+            value: ::std::convert::Into::into(value),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
     }
 }
 fn __tolerant_idlestateupdate_usage<'de, D: ::serde::Deserializer<'de>>(
@@ -3780,6 +4533,76 @@ impl SerializeFields for IdleStateUpdate {
         Ok(())
     }
 }
+impl IdleStateUpdate {
+    /// Builds [`IdleStateUpdate`] with every member absent (or at its default); set them with the setters.
+    #[must_use]
+    pub fn new() -> Self {
+        Self {
+            usage: ::std::default::Default::default(),
+            background: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+            stop_reason: ::std::default::Default::default(),
+            error: ::std::default::Default::default(),
+        }
+    }
+    #[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nToken usage for completed foreground work.\n\nOptional. Omitted and `null` are equivalent and mean the agent is not reporting token\nusage for this state update."]
+    ///
+    /// Sets the optional `usage` member (`None` leaves it absent).
+    #[must_use]
+    pub fn usage(mut self, usage: impl IntoOption<Usage>) -> Self {
+        self.usage = IntoOption::into_option(usage);
+        self
+    }
+    /**Work running independently of foreground work, as a complete snapshot.
+
+Optional. Omitted and `null` are equivalent and mean the Agent is not reporting
+background work, not that nothing is running. `[]` means no background work is
+running. An Agent that reports background work MUST include it on every state
+update for the session. A malformed list is treated as not reported.
+
+See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)*/
+    ///
+    /// Sets the optional `background` member (`None` leaves it absent).
+    #[must_use]
+    pub fn background(
+        mut self,
+        background: impl IntoOption<::std::vec::Vec<BackgroundWork>>,
+    ) -> Self {
+        self.background = IntoOption::into_option(background);
+        self
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
+    }
+    /**Why foreground work stopped. The value selects one of this type's variants, which may add fields of their own.
+
+Optional. Omitted and `null` are equivalent and mean the agent is not reporting a stop reason; a malformed value is treated the same way.
+
+See protocol docs: [Stop Reasons](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#stop-reasons)*/
+    ///
+    /// Sets the optional `stopReason` member (`None` leaves it absent).
+    #[must_use]
+    pub fn stop_reason(mut self, stop_reason: impl IntoOption<StopReason>) -> Self {
+        self.stop_reason = IntoOption::into_option(stop_reason);
+        self
+    }
+    ///With `stopReason: "error"`: the failure, as a JSON-RPC error object (upstream `ErrorStopReason.error`). Omitted or `null`: not reported.
+    ///
+    /// Sets the optional `error` member (`None` leaves it absent).
+    #[must_use]
+    pub fn error(mut self, error: impl IntoOption<TurnFailure>) -> Self {
+        self.error = IntoOption::into_option(error);
+        self
+    }
+}
 fn __tolerant_imagecontent_uri<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<::std::option::Option<::std::string::String>, D::Error> {
@@ -3817,6 +4640,53 @@ impl SerializeFields for ImageContent {
         Ok(())
     }
 }
+impl ImageContent {
+    /// Builds [`ImageContent`] from its required members (`data`, `mimeType`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(
+        data: impl ::std::convert::Into<::std::string::String>,
+        mime_type: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self {
+            data: ::std::convert::Into::into(data),
+            mime_type: ::std::convert::Into::into(mime_type),
+            uri: ::std::default::Default::default(),
+            annotations: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /**URI associated with this resource or media payload.
+
+Omitted and `null` are equivalent and mean no URI is associated with the image.*/
+    ///
+    /// Sets the optional `uri` member (`None` leaves it absent).
+    #[must_use]
+    pub fn uri(mut self, uri: impl IntoOption<::std::string::String>) -> Self {
+        self.uri = IntoOption::into_option(uri);
+        self
+    }
+    /**Optional annotations that help clients decide how to display or route this content.
+
+Omitted and `null` are equivalent and mean no annotations are provided.*/
+    ///
+    /// Sets the optional `annotations` member (`None` leaves it absent).
+    #[must_use]
+    pub fn annotations(mut self, annotations: impl IntoOption<Annotations>) -> Self {
+        self.annotations = IntoOption::into_option(annotations);
+        self
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
+    }
+}
 fn __tolerant_implementation_title<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<::std::option::Option<::std::string::String>, D::Error> {
@@ -3844,6 +4714,45 @@ impl SerializeFields for Implementation {
             map.serialize_entry("_meta", &self.meta)?;
         }
         Ok(())
+    }
+}
+impl Implementation {
+    /// Builds [`Implementation`] from its required members (`name`, `version`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(
+        name: impl ::std::convert::Into<::std::string::String>,
+        version: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self {
+            name: ::std::convert::Into::into(name),
+            title: ::std::default::Default::default(),
+            version: ::std::convert::Into::into(version),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /**Intended for UI and end-user contexts and optimized to be human-readable
+and easily understood.
+
+If not provided, the name should be used for display.
+
+Omitted and `null` are equivalent and mean the `name` is used for display.*/
+    ///
+    /// Sets the optional `title` member (`None` leaves it absent).
+    #[must_use]
+    pub fn title(mut self, title: impl IntoOption<::std::string::String>) -> Self {
+        self.title = IntoOption::into_option(title);
+        self
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
     }
 }
 fn __tolerant_initializerequest_capabilities<'de, D: ::serde::Deserializer<'de>>(
@@ -3875,6 +4784,41 @@ impl SerializeFields for InitializeRequest {
         Ok(())
     }
 }
+impl InitializeRequest {
+    /// Builds [`InitializeRequest`] from its required members (`protocolVersion`, `info`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(
+        protocol_version: impl ::std::convert::Into<ProtocolVersion>,
+        info: impl ::std::convert::Into<Implementation>,
+    ) -> Self {
+        Self {
+            protocol_version: ::std::convert::Into::into(protocol_version),
+            info: ::std::convert::Into::into(info),
+            capabilities: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Sets the optional `capabilities` member (`None` leaves it absent).
+    #[must_use]
+    pub fn capabilities(
+        mut self,
+        capabilities: impl IntoOption<ClientCapabilities>,
+    ) -> Self {
+        self.capabilities = IntoOption::into_option(capabilities);
+        self
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
+    }
+}
 fn __tolerant_initializeresponse_capabilities<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<::std::option::Option<AgentCapabilities>, D::Error> {
@@ -3902,6 +4846,41 @@ impl SerializeFields for InitializeResponse {
             map.serialize_entry("_meta", &self.meta)?;
         }
         Ok(())
+    }
+}
+impl InitializeResponse {
+    /// Builds [`InitializeResponse`] from its required members (`protocolVersion`, `info`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(
+        protocol_version: impl ::std::convert::Into<ProtocolVersion>,
+        info: impl ::std::convert::Into<Implementation>,
+    ) -> Self {
+        Self {
+            protocol_version: ::std::convert::Into::into(protocol_version),
+            info: ::std::convert::Into::into(info),
+            capabilities: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Sets the optional `capabilities` member (`None` leaves it absent).
+    #[must_use]
+    pub fn capabilities(
+        mut self,
+        capabilities: impl IntoOption<AgentCapabilities>,
+    ) -> Self {
+        self.capabilities = IntoOption::into_option(capabilities);
+        self
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
     }
 }
 fn __tolerant_injectcapabilities_modes<'de, D: ::serde::Deserializer<'de>>(
@@ -3945,6 +4924,48 @@ impl SerializeFields for InjectCapabilities {
         Ok(())
     }
 }
+impl InjectCapabilities {
+    /// Builds [`InjectCapabilities`] from its required members (`modes`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(modes: impl ::std::convert::Into<::std::vec::Vec<InjectMode>>) -> Self {
+        Self {
+            modes: ::std::convert::Into::into(modes),
+            pending: ::std::default::Default::default(),
+            steer_in_stream: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    ///Operations on pending injects beyond revoke.
+    ///
+    /// Sets the optional `pending` member (`None` leaves it absent).
+    #[must_use]
+    pub fn pending(mut self, pending: impl IntoOption<PendingCapabilities>) -> Self {
+        self.pending = IntoOption::into_option(pending);
+        self
+    }
+    ///What a steer does mid model stream with no tool call pending. Omitted or `null`: not said (ACP PR #2043); a value this version does not know is left out on decode.
+    ///
+    /// Sets the optional `steerInStream` member (`None` leaves it absent).
+    #[must_use]
+    pub fn steer_in_stream(
+        mut self,
+        steer_in_stream: impl IntoOption<::std::vec::Vec<SteerInStream>>,
+    ) -> Self {
+        self.steer_in_stream = IntoOption::into_option(steer_in_stream);
+        self
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
+    }
+}
 fn __tolerant_injectrequest_meta<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<
@@ -3967,6 +4988,33 @@ impl SerializeFields for InjectRequest {
         Ok(())
     }
 }
+impl InjectRequest {
+    /// Builds [`InjectRequest`] from its required members (`sessionId`, `mode`, `content`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(
+        session_id: impl ::std::convert::Into<SessionId>,
+        mode: impl ::std::convert::Into<InjectMode>,
+        content: impl ::std::convert::Into<::std::vec::Vec<ContentBlock>>,
+    ) -> Self {
+        Self {
+            session_id: ::std::convert::Into::into(session_id),
+            mode: ::std::convert::Into::into(mode),
+            content: ::std::convert::Into::into(content),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
+    }
+}
 fn __tolerant_injectresponse_meta<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<
@@ -3985,6 +5033,27 @@ impl SerializeFields for InjectResponse {
             map.serialize_entry("_meta", &self.meta)?;
         }
         Ok(())
+    }
+}
+impl InjectResponse {
+    /// Builds [`InjectResponse`] from its required members (`messageId`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(message_id: impl ::std::convert::Into<MessageId>) -> Self {
+        Self {
+            message_id: ::std::convert::Into::into(message_id),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
     }
 }
 fn __tolerant_listsessionsrequest_meta<'de, D: ::serde::Deserializer<'de>>(
@@ -4010,6 +5079,51 @@ impl SerializeFields for ListSessionsRequest {
             map.serialize_entry("_meta", &self.meta)?;
         }
         Ok(())
+    }
+}
+impl ListSessionsRequest {
+    /// Builds [`ListSessionsRequest`] with every member absent (or at its default); set them with the setters.
+    #[must_use]
+    pub fn new() -> Self {
+        Self {
+            cwd: ::std::default::Default::default(),
+            cursor: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /**Filter sessions by working directory. Must be an absolute path.
+
+Only sessions whose `cwd` is this same directory match. Subdirectories and
+`additionalDirectories` don't. Agents MAY normalize paths when comparing.
+
+Omitted and `null` are equivalent and mean sessions are not filtered by working directory.*/
+    ///
+    /// Sets the optional `cwd` member (`None` leaves it absent).
+    #[must_use]
+    pub fn cwd(mut self, cwd: impl IntoOption<::std::string::String>) -> Self {
+        self.cwd = IntoOption::into_option(cwd);
+        self
+    }
+    /**Opaque cursor token from a previous response's nextCursor field for cursor-based pagination
+
+Omitted and `null` are equivalent and mean the first page is requested.*/
+    ///
+    /// Sets the optional `cursor` member (`None` leaves it absent).
+    #[must_use]
+    pub fn cursor(mut self, cursor: impl IntoOption<::std::string::String>) -> Self {
+        self.cursor = IntoOption::into_option(cursor);
+        self
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
     }
 }
 fn __tolerant_listsessionsresponse_sessions<'de, D: ::serde::Deserializer<'de>>(
@@ -4038,6 +5152,43 @@ impl SerializeFields for ListSessionsResponse {
             map.serialize_entry("_meta", &self.meta)?;
         }
         Ok(())
+    }
+}
+impl ListSessionsResponse {
+    /// Builds [`ListSessionsResponse`] from its required members (`sessions`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(
+        sessions: impl ::std::convert::Into<::std::vec::Vec<SessionInfo>>,
+    ) -> Self {
+        Self {
+            sessions: ::std::convert::Into::into(sessions),
+            next_cursor: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /**Opaque cursor token. If present, pass this in the next request's cursor parameter
+to fetch the next page. Omitted and `null` are equivalent and mean there are no more
+results. An empty string is a valid cursor, not the end of results.*/
+    ///
+    /// Sets the optional `nextCursor` member (`None` leaves it absent).
+    #[must_use]
+    pub fn next_cursor(
+        mut self,
+        next_cursor: impl IntoOption<::std::string::String>,
+    ) -> Self {
+        self.next_cursor = IntoOption::into_option(next_cursor);
+        self
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
     }
 }
 fn __tolerant_mcpcapabilities_stdio<'de, D: ::serde::Deserializer<'de>>(
@@ -4081,6 +5232,60 @@ impl SerializeFields for McpCapabilities {
         Ok(())
     }
 }
+impl McpCapabilities {
+    /// Builds [`McpCapabilities`] with every member absent (or at its default); set them with the setters.
+    #[must_use]
+    pub fn new() -> Self {
+        Self {
+            stdio: ::std::default::Default::default(),
+            http: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /**Agent supports `stdio` MCP servers.
+
+Optional. Omitted and `null` are equivalent and mean the agent does not advertise support.
+Supplying `{}` means the agent supports stdio MCP server transports.*/
+    ///
+    /// Sets the optional `stdio` member (`None` leaves it absent).
+    #[must_use]
+    pub fn stdio(
+        mut self,
+        stdio: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.stdio = IntoOption::into_option(stdio);
+        self
+    }
+    /**Agent supports `http` MCP servers.
+
+Optional. Omitted and `null` are equivalent and mean the agent does not advertise support.
+Supplying `{}` means the agent supports HTTP MCP server transports.*/
+    ///
+    /// Sets the optional `http` member (`None` leaves it absent).
+    #[must_use]
+    pub fn http(
+        mut self,
+        http: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.http = IntoOption::into_option(http);
+        self
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
+    }
+}
 fn __tolerant_mcpserverhttp_meta<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<
@@ -4103,6 +5308,44 @@ impl SerializeFields for McpServerHttp {
             map.serialize_entry("_meta", &self.meta)?;
         }
         Ok(())
+    }
+}
+impl McpServerHttp {
+    /// Builds [`McpServerHttp`] from its required members (`name`, `url`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(
+        name: impl ::std::convert::Into<::std::string::String>,
+        url: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self {
+            name: ::std::convert::Into::into(name),
+            url: ::std::convert::Into::into(url),
+            headers: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /**HTTP headers to set when making requests to the MCP server. Headers the MCP transport
+defines are owned by the transport, and Agents use the transport's values for them.*/
+    ///
+    /// Sets the optional `headers` member (`None` leaves it absent).
+    #[must_use]
+    pub fn headers(
+        mut self,
+        headers: impl IntoOption<::std::vec::Vec<HttpHeader>>,
+    ) -> Self {
+        self.headers = IntoOption::into_option(headers);
+        self
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
     }
 }
 fn __tolerant_mcpserverstdio_meta<'de, D: ::serde::Deserializer<'de>>(
@@ -4132,6 +5375,53 @@ impl SerializeFields for McpServerStdio {
         Ok(())
     }
 }
+impl McpServerStdio {
+    /// Builds [`McpServerStdio`] from its required members (`name`, `command`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(
+        name: impl ::std::convert::Into<::std::string::String>,
+        command: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self {
+            name: ::std::convert::Into::into(name),
+            command: ::std::convert::Into::into(command),
+            args: ::std::default::Default::default(),
+            env: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    ///Command-line arguments to pass to the MCP server.
+    ///
+    /// Sets the optional `args` member (`None` leaves it absent).
+    #[must_use]
+    pub fn args(
+        mut self,
+        args: impl IntoOption<::std::vec::Vec<::std::string::String>>,
+    ) -> Self {
+        self.args = IntoOption::into_option(args);
+        self
+    }
+    /**Environment variables to set when launching the MCP server. Names SHOULD be unique.
+Agents MAY reject duplicates with `-32602`, and otherwise the last entry wins.*/
+    ///
+    /// Sets the optional `env` member (`None` leaves it absent).
+    #[must_use]
+    pub fn env(mut self, env: impl IntoOption<::std::vec::Vec<EnvVariable>>) -> Self {
+        self.env = IntoOption::into_option(env);
+        self
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
+    }
+}
 fn __tolerant_newsessionrequest_meta<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<
@@ -4158,6 +5448,55 @@ impl SerializeFields for NewSessionRequest {
         Ok(())
     }
 }
+impl NewSessionRequest {
+    /// Builds [`NewSessionRequest`] from its required members (`cwd`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(cwd: impl ::std::convert::Into<::std::string::String>) -> Self {
+        Self {
+            cwd: ::std::convert::Into::into(cwd),
+            additional_directories: ::std::default::Default::default(),
+            mcp_servers: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /**Additional workspace roots for this session. Each path must be absolute.
+
+These expand the session's workspace scope without changing `cwd`, which
+remains the base for relative paths. When omitted or empty, no
+additional roots are activated for the new session.*/
+    ///
+    /// Sets the optional `additionalDirectories` member (`None` leaves it absent).
+    #[must_use]
+    pub fn additional_directories(
+        mut self,
+        additional_directories: impl IntoOption<::std::vec::Vec<::std::string::String>>,
+    ) -> Self {
+        self.additional_directories = IntoOption::into_option(additional_directories);
+        self
+    }
+    ///List of MCP (Model Context Protocol) servers the agent should connect to.
+    ///
+    /// Sets the optional `mcpServers` member (`None` leaves it absent).
+    #[must_use]
+    pub fn mcp_servers(
+        mut self,
+        mcp_servers: impl IntoOption<::std::vec::Vec<McpServer>>,
+    ) -> Self {
+        self.mcp_servers = IntoOption::into_option(mcp_servers);
+        self
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
+    }
+}
 fn __tolerant_newsessionresponse_meta<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<
@@ -4178,6 +5517,27 @@ impl SerializeFields for NewSessionResponse {
         Ok(())
     }
 }
+impl NewSessionResponse {
+    /// Builds [`NewSessionResponse`] from its required members (`sessionId`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(session_id: impl ::std::convert::Into<SessionId>) -> Self {
+        Self {
+            session_id: ::std::convert::Into::into(session_id),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
+    }
+}
 fn __tolerant_pendingcapabilities_meta<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<
@@ -4196,6 +5556,35 @@ impl SerializeFields for PendingCapabilities {
             map.serialize_entry("_meta", &self.meta)?;
         }
         Ok(())
+    }
+}
+impl PendingCapabilities {
+    /// Builds [`PendingCapabilities`] with every member absent (or at its default); set them with the setters.
+    #[must_use]
+    pub fn new() -> Self {
+        Self {
+            replace: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    ///`session/replace_inject` is supported. Omitted: not supported (ACP PR #2043 makes it optional); this toolkit always writes it.
+    ///
+    /// Sets the optional `replace` member.
+    #[must_use]
+    pub fn replace(mut self, replace: bool) -> Self {
+        self.replace = replace;
+        self
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
     }
 }
 fn __tolerant_pendinginject_meta<'de, D: ::serde::Deserializer<'de>>(
@@ -4220,6 +5609,33 @@ impl SerializeFields for PendingInject {
         Ok(())
     }
 }
+impl PendingInject {
+    /// Builds [`PendingInject`] from its required members (`messageId`, `mode`, `content`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(
+        message_id: impl ::std::convert::Into<MessageId>,
+        mode: impl ::std::convert::Into<InjectMode>,
+        content: impl ::std::convert::Into<::std::vec::Vec<ContentBlock>>,
+    ) -> Self {
+        Self {
+            message_id: ::std::convert::Into::into(message_id),
+            mode: ::std::convert::Into::into(mode),
+            content: ::std::convert::Into::into(content),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
+    }
+}
 fn __tolerant_pendinginjectsupdate_meta<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<
@@ -4238,6 +5654,29 @@ impl SerializeFields for PendingInjectsUpdate {
             map.serialize_entry("_meta", &self.meta)?;
         }
         Ok(())
+    }
+}
+impl PendingInjectsUpdate {
+    /// Builds [`PendingInjectsUpdate`] from its required members (`pending`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(
+        pending: impl ::std::convert::Into<::std::vec::Vec<PendingInject>>,
+    ) -> Self {
+        Self {
+            pending: ::std::convert::Into::into(pending),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
     }
 }
 fn __tolerant_permissionoption_meta<'de, D: ::serde::Deserializer<'de>>(
@@ -4262,6 +5701,33 @@ impl SerializeFields for PermissionOption {
         Ok(())
     }
 }
+impl PermissionOption {
+    /// Builds [`PermissionOption`] from its required members (`optionId`, `name`, `kind`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(
+        option_id: impl ::std::convert::Into<PermissionOptionId>,
+        name: impl ::std::convert::Into<::std::string::String>,
+        kind: impl ::std::convert::Into<PermissionOptionKind>,
+    ) -> Self {
+        Self {
+            option_id: ::std::convert::Into::into(option_id),
+            name: ::std::convert::Into::into(name),
+            kind: ::std::convert::Into::into(kind),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
+    }
+}
 fn __tolerant_planentry_meta<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<
@@ -4282,6 +5748,33 @@ impl SerializeFields for PlanEntry {
             map.serialize_entry("_meta", &self.meta)?;
         }
         Ok(())
+    }
+}
+impl PlanEntry {
+    /// Builds [`PlanEntry`] from its required members (`content`, `priority`, `status`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(
+        content: impl ::std::convert::Into<::std::string::String>,
+        priority: impl ::std::convert::Into<PlanEntryPriority>,
+        status: impl ::std::convert::Into<PlanEntryStatus>,
+    ) -> Self {
+        Self {
+            content: ::std::convert::Into::into(content),
+            priority: ::std::convert::Into::into(priority),
+            status: ::std::convert::Into::into(status),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
     }
 }
 fn __tolerant_planitems_entries<'de, D: ::serde::Deserializer<'de>>(
@@ -4310,6 +5803,31 @@ impl SerializeFields for PlanItems {
         Ok(())
     }
 }
+impl PlanItems {
+    /// Builds [`PlanItems`] from its required members (`planId`, `entries`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(
+        plan_id: impl ::std::convert::Into<::std::string::String>,
+        entries: impl ::std::convert::Into<::std::vec::Vec<PlanEntry>>,
+    ) -> Self {
+        Self {
+            plan_id: ::std::convert::Into::into(plan_id),
+            entries: ::std::convert::Into::into(entries),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
+    }
+}
 fn __tolerant_planupdate_meta<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<
@@ -4328,6 +5846,27 @@ impl SerializeFields for PlanUpdate {
             map.serialize_entry("_meta", &self.meta)?;
         }
         Ok(())
+    }
+}
+impl PlanUpdate {
+    /// Builds [`PlanUpdate`] from its required members (`plan`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(plan: impl ::std::convert::Into<PlanUpdateContent>) -> Self {
+        Self {
+            plan: ::std::convert::Into::into(plan),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
     }
 }
 fn __tolerant_promptrequest_meta<'de, D: ::serde::Deserializer<'de>>(
@@ -4351,6 +5890,31 @@ impl SerializeFields for PromptRequest {
         Ok(())
     }
 }
+impl PromptRequest {
+    /// Builds [`PromptRequest`] from its required members (`sessionId`, `prompt`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(
+        session_id: impl ::std::convert::Into<SessionId>,
+        prompt: impl ::std::convert::Into<::std::vec::Vec<ContentBlock>>,
+    ) -> Self {
+        Self {
+            session_id: ::std::convert::Into::into(session_id),
+            prompt: ::std::convert::Into::into(prompt),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
+    }
+}
 fn __tolerant_promptresponse_meta<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<
@@ -4369,6 +5933,27 @@ impl SerializeFields for PromptResponse {
             map.serialize_entry("_meta", &self.meta)?;
         }
         Ok(())
+    }
+}
+impl PromptResponse {
+    /// Builds [`PromptResponse`] from its required members (`messageId`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(message_id: impl ::std::convert::Into<MessageId>) -> Self {
+        Self {
+            message_id: ::std::convert::Into::into(message_id),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
     }
 }
 fn __tolerant_replaceinjectrequest_meta<'de, D: ::serde::Deserializer<'de>>(
@@ -4393,6 +5978,33 @@ impl SerializeFields for ReplaceInjectRequest {
         Ok(())
     }
 }
+impl ReplaceInjectRequest {
+    /// Builds [`ReplaceInjectRequest`] from its required members (`sessionId`, `messageId`, `content`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(
+        session_id: impl ::std::convert::Into<SessionId>,
+        message_id: impl ::std::convert::Into<MessageId>,
+        content: impl ::std::convert::Into<::std::vec::Vec<ContentBlock>>,
+    ) -> Self {
+        Self {
+            session_id: ::std::convert::Into::into(session_id),
+            message_id: ::std::convert::Into::into(message_id),
+            content: ::std::convert::Into::into(content),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
+    }
+}
 fn __tolerant_replaceinjectresponse_meta<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<
@@ -4413,6 +6025,27 @@ impl SerializeFields for ReplaceInjectResponse {
         Ok(())
     }
 }
+impl ReplaceInjectResponse {
+    /// Builds [`ReplaceInjectResponse`] from its required members (`messageId`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(message_id: impl ::std::convert::Into<MessageId>) -> Self {
+        Self {
+            message_id: ::std::convert::Into::into(message_id),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
+    }
+}
 fn __tolerant_replayfromstart_meta<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<
@@ -4430,6 +6063,26 @@ impl SerializeFields for ReplayFromStart {
             map.serialize_entry("_meta", &self.meta)?;
         }
         Ok(())
+    }
+}
+impl ReplayFromStart {
+    /// Builds [`ReplayFromStart`] with every member absent (or at its default); set them with the setters.
+    #[must_use]
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
     }
 }
 fn __tolerant_requestpermissionrequest_description<'de, D: ::serde::Deserializer<'de>>(
@@ -4465,6 +6118,65 @@ impl SerializeFields for RequestPermissionRequest {
         Ok(())
     }
 }
+impl RequestPermissionRequest {
+    /// Builds [`RequestPermissionRequest`] from its required members (`sessionId`, `title`, `options`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(
+        session_id: impl ::std::convert::Into<SessionId>,
+        title: impl ::std::convert::Into<::std::string::String>,
+        options: impl ::std::convert::Into<::std::vec::Vec<PermissionOption>>,
+    ) -> Self {
+        Self {
+            session_id: ::std::convert::Into::into(session_id),
+            title: ::std::convert::Into::into(title),
+            description: ::std::default::Default::default(),
+            subject: ::std::default::Default::default(),
+            options: ::std::convert::Into::into(options),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /**Optional human-readable explanation of why permission is needed.
+
+This text is specific to the permission prompt and does not update any
+subject's displayed content. Omitted and `null` are equivalent and mean no separate
+permission description was provided.*/
+    ///
+    /// Sets the optional `description` member (`None` leaves it absent).
+    #[must_use]
+    pub fn description(
+        mut self,
+        description: impl IntoOption<::std::string::String>,
+    ) -> Self {
+        self.description = IntoOption::into_option(description);
+        self
+    }
+    /**Optional structured context about the operation requiring permission.
+
+Omitted and `null` are equivalent and mean no structured subject was provided.*/
+    ///
+    /// Sets the optional `subject` member (`None` leaves it absent).
+    #[must_use]
+    pub fn subject(
+        mut self,
+        subject: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.subject = IntoOption::into_option(subject);
+        self
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
+    }
+}
 fn __tolerant_requestpermissionresponse_meta<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<
@@ -4483,6 +6195,27 @@ impl SerializeFields for RequestPermissionResponse {
             map.serialize_entry("_meta", &self.meta)?;
         }
         Ok(())
+    }
+}
+impl RequestPermissionResponse {
+    /// Builds [`RequestPermissionResponse`] from its required members (`outcome`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(outcome: impl ::std::convert::Into<RequestPermissionOutcome>) -> Self {
+        Self {
+            outcome: ::std::convert::Into::into(outcome),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
     }
 }
 fn __tolerant_requiresactionstateupdate_background<'de, D: ::serde::Deserializer<'de>>(
@@ -4510,6 +6243,45 @@ impl SerializeFields for RequiresActionStateUpdate {
             map.serialize_entry("_meta", &self.meta)?;
         }
         Ok(())
+    }
+}
+impl RequiresActionStateUpdate {
+    /// Builds [`RequiresActionStateUpdate`] with every member absent (or at its default); set them with the setters.
+    #[must_use]
+    pub fn new() -> Self {
+        Self {
+            background: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /**Work running independently of foreground work, as a complete snapshot.
+
+Optional. Omitted and `null` are equivalent and mean the Agent is not reporting
+background work, not that nothing is running. `[]` means no background work is
+running. An Agent that reports background work MUST include it on every state
+update for the session. A malformed list is treated as not reported.
+
+See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)*/
+    ///
+    /// Sets the optional `background` member (`None` leaves it absent).
+    #[must_use]
+    pub fn background(
+        mut self,
+        background: impl IntoOption<::std::vec::Vec<BackgroundWork>>,
+    ) -> Self {
+        self.background = IntoOption::into_option(background);
+        self
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
     }
 }
 fn __tolerant_resourcelink_title<'de, D: ::serde::Deserializer<'de>>(
@@ -4586,6 +6358,110 @@ impl SerializeFields for ResourceLink {
         Ok(())
     }
 }
+impl ResourceLink {
+    /// Builds [`ResourceLink`] from its required members (`name`, `uri`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(
+        name: impl ::std::convert::Into<::std::string::String>,
+        uri: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self {
+            name: ::std::convert::Into::into(name),
+            uri: ::std::convert::Into::into(uri),
+            title: ::std::default::Default::default(),
+            description: ::std::default::Default::default(),
+            icons: ::std::default::Default::default(),
+            mime_type: ::std::default::Default::default(),
+            size: ::std::default::Default::default(),
+            annotations: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /**Optional display title for end-user UI.
+
+Omitted and `null` are equivalent and mean no title is provided.*/
+    ///
+    /// Sets the optional `title` member (`None` leaves it absent).
+    #[must_use]
+    pub fn title(mut self, title: impl IntoOption<::std::string::String>) -> Self {
+        self.title = IntoOption::into_option(title);
+        self
+    }
+    /**Optional human-readable details shown with this protocol object.
+
+Omitted and `null` are equivalent and mean no description is provided.*/
+    ///
+    /// Sets the optional `description` member (`None` leaves it absent).
+    #[must_use]
+    pub fn description(
+        mut self,
+        description: impl IntoOption<::std::string::String>,
+    ) -> Self {
+        self.description = IntoOption::into_option(description);
+        self
+    }
+    /**Optional set of sized icons that the client can display in a user interface.
+
+Omitted and `null` are equivalent and mean no icons are provided.*/
+    ///
+    /// Sets the optional `icons` member (`None` leaves it absent).
+    #[must_use]
+    pub fn icons(
+        mut self,
+        icons: impl IntoOption<
+            ::std::vec::Vec<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+        >,
+    ) -> Self {
+        self.icons = IntoOption::into_option(icons);
+        self
+    }
+    /**MIME type describing the encoded media payload.
+
+Omitted and `null` are equivalent and mean the MIME type is not specified.*/
+    ///
+    /// Sets the optional `mimeType` member (`None` leaves it absent).
+    #[must_use]
+    pub fn mime_type(
+        mut self,
+        mime_type: impl IntoOption<::std::string::String>,
+    ) -> Self {
+        self.mime_type = IntoOption::into_option(mime_type);
+        self
+    }
+    /**Optional size of the linked resource in bytes, if known.
+
+Omitted and `null` are equivalent and mean the size is not known.*/
+    ///
+    /// Sets the optional `size` member (`None` leaves it absent).
+    #[must_use]
+    pub fn size(mut self, size: impl IntoOption<u64>) -> Self {
+        self.size = IntoOption::into_option(size);
+        self
+    }
+    /**Optional annotations that help clients decide how to display or route this content.
+
+Omitted and `null` are equivalent and mean no annotations are provided.*/
+    ///
+    /// Sets the optional `annotations` member (`None` leaves it absent).
+    #[must_use]
+    pub fn annotations(mut self, annotations: impl IntoOption<Annotations>) -> Self {
+        self.annotations = IntoOption::into_option(annotations);
+        self
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
+    }
+}
 fn __tolerant_resumesessionrequest_meta<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<
@@ -4616,6 +6492,82 @@ impl SerializeFields for ResumeSessionRequest {
         Ok(())
     }
 }
+impl ResumeSessionRequest {
+    /// Builds [`ResumeSessionRequest`] from its required members (`sessionId`, `cwd`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(
+        session_id: impl ::std::convert::Into<SessionId>,
+        cwd: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self {
+            session_id: ::std::convert::Into::into(session_id),
+            cwd: ::std::convert::Into::into(cwd),
+            additional_directories: ::std::default::Default::default(),
+            mcp_servers: ::std::default::Default::default(),
+            replay_from: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /**Additional workspace roots to activate for this session. Each path must be absolute.
+
+When omitted or empty, no additional roots are activated. When non-empty,
+this is the complete resulting additional-root list for the resumed
+session. It may differ from any previously used or reported list as long as
+the request `cwd` matches the session's `cwd`.*/
+    ///
+    /// Sets the optional `additionalDirectories` member (`None` leaves it absent).
+    #[must_use]
+    pub fn additional_directories(
+        mut self,
+        additional_directories: impl IntoOption<::std::vec::Vec<::std::string::String>>,
+    ) -> Self {
+        self.additional_directories = IntoOption::into_option(additional_directories);
+        self
+    }
+    /**List of MCP servers to connect to for this session.
+
+The complete set of Client-provided servers. Omitted and `[]` mean none. Agents SHOULD
+NOT restore servers from earlier requests.*/
+    ///
+    /// Sets the optional `mcpServers` member (`None` leaves it absent).
+    #[must_use]
+    pub fn mcp_servers(
+        mut self,
+        mcp_servers: impl IntoOption<::std::vec::Vec<McpServer>>,
+    ) -> Self {
+        self.mcp_servers = IntoOption::into_option(mcp_servers);
+        self
+    }
+    /**Inclusive cursor describing where conversation replay should begin.
+
+Optional. Omitted and `null` are equivalent and mean the Agent should resume without
+replaying previous conversation history. Replay cursors are inclusive:
+replay includes the position identified by the cursor. Supplying
+`{ "type": "start" }` means the Agent should replay all retained
+conversation history before responding.
+
+Agents MUST reject unsupported cursor types or malformed cursor values
+with `-32602` (Invalid params), rather than substituting another cursor
+or resuming without replay.*/
+    ///
+    /// Sets the optional `replayFrom` member (`None` leaves it absent).
+    #[must_use]
+    pub fn replay_from(mut self, replay_from: impl IntoOption<ReplayFrom>) -> Self {
+        self.replay_from = IntoOption::into_option(replay_from);
+        self
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
+    }
+}
 fn __tolerant_resumesessionresponse_meta<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<
@@ -4633,6 +6585,26 @@ impl SerializeFields for ResumeSessionResponse {
             map.serialize_entry("_meta", &self.meta)?;
         }
         Ok(())
+    }
+}
+impl ResumeSessionResponse {
+    /// Builds [`ResumeSessionResponse`] with every member absent (or at its default); set them with the setters.
+    #[must_use]
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
     }
 }
 fn __tolerant_revokeinjectrequest_meta<'de, D: ::serde::Deserializer<'de>>(
@@ -4656,6 +6628,31 @@ impl SerializeFields for RevokeInjectRequest {
         Ok(())
     }
 }
+impl RevokeInjectRequest {
+    /// Builds [`RevokeInjectRequest`] from its required members (`sessionId`, `messageId`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(
+        session_id: impl ::std::convert::Into<SessionId>,
+        message_id: impl ::std::convert::Into<MessageId>,
+    ) -> Self {
+        Self {
+            session_id: ::std::convert::Into::into(session_id),
+            message_id: ::std::convert::Into::into(message_id),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
+    }
+}
 fn __tolerant_revokeinjectresponse_meta<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<
@@ -4673,6 +6670,26 @@ impl SerializeFields for RevokeInjectResponse {
             map.serialize_entry("_meta", &self.meta)?;
         }
         Ok(())
+    }
+}
+impl RevokeInjectResponse {
+    /// Builds [`RevokeInjectResponse`] with every member absent (or at its default); set them with the setters.
+    #[must_use]
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
     }
 }
 fn __tolerant_runningstateupdate_background<'de, D: ::serde::Deserializer<'de>>(
@@ -4702,6 +6719,45 @@ impl SerializeFields for RunningStateUpdate {
         Ok(())
     }
 }
+impl RunningStateUpdate {
+    /// Builds [`RunningStateUpdate`] with every member absent (or at its default); set them with the setters.
+    #[must_use]
+    pub fn new() -> Self {
+        Self {
+            background: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /**Work running independently of foreground work, as a complete snapshot.
+
+Optional. Omitted and `null` are equivalent and mean the Agent is not reporting
+background work, not that nothing is running. `[]` means no background work is
+running. An Agent that reports background work MUST include it on every state
+update for the session. A malformed list is treated as not reported.
+
+See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)*/
+    ///
+    /// Sets the optional `background` member (`None` leaves it absent).
+    #[must_use]
+    pub fn background(
+        mut self,
+        background: impl IntoOption<::std::vec::Vec<BackgroundWork>>,
+    ) -> Self {
+        self.background = IntoOption::into_option(background);
+        self
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
+    }
+}
 fn __tolerant_selectedpermissionoutcome_meta<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<
@@ -4720,6 +6776,27 @@ impl SerializeFields for SelectedPermissionOutcome {
             map.serialize_entry("_meta", &self.meta)?;
         }
         Ok(())
+    }
+}
+impl SelectedPermissionOutcome {
+    /// Builds [`SelectedPermissionOutcome`] from its required members (`optionId`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(option_id: impl ::std::convert::Into<PermissionOptionId>) -> Self {
+        Self {
+            option_id: ::std::convert::Into::into(option_id),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
     }
 }
 fn __tolerant_sessionadditionaldirectoriescapabilities_meta<
@@ -4742,6 +6819,26 @@ impl SerializeFields for SessionAdditionalDirectoriesCapabilities {
             map.serialize_entry("_meta", &self.meta)?;
         }
         Ok(())
+    }
+}
+impl SessionAdditionalDirectoriesCapabilities {
+    /// Builds [`SessionAdditionalDirectoriesCapabilities`] with every member absent (or at its default); set them with the setters.
+    #[must_use]
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
     }
 }
 fn __tolerant_sessioncapabilities_meta<'de, D: ::serde::Deserializer<'de>>(
@@ -4793,6 +6890,75 @@ impl SerializeFields for SessionCapabilities {
         Ok(())
     }
 }
+impl SessionCapabilities {
+    /// Builds [`SessionCapabilities`] with every member absent (or at its default); set them with the setters.
+    #[must_use]
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+            mcp: ::std::default::Default::default(),
+            status: ::std::default::Default::default(),
+            additional_directories: ::std::default::Default::default(),
+            inject: ::std::default::Default::default(),
+        }
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
+    }
+    /**MCP capabilities supported by the agent for session lifecycle requests.
+
+Optional. Omitted and `null` are equivalent and mean the agent does not advertise MCP
+server transport support for sessions.*/
+    ///
+    /// Sets the optional `mcp` member (`None` leaves it absent).
+    #[must_use]
+    pub fn mcp(mut self, mcp: impl IntoOption<McpCapabilities>) -> Self {
+        self.mcp = IntoOption::into_option(mcp);
+        self
+    }
+    #[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nWhether the agent supports `session/status`.\n\nOptional. Omitted and `null` are equivalent and mean the agent does not advertise support.\nSupplying `{}` means the agent supports checking session status."]
+    ///
+    /// Sets the optional `status` member (`None` leaves it absent).
+    #[must_use]
+    pub fn status(mut self, status: impl IntoOption<SessionStatusCapabilities>) -> Self {
+        self.status = IntoOption::into_option(status);
+        self
+    }
+    /**Whether the agent supports `additionalDirectories` on supported session lifecycle requests.
+
+Optional. Omitted and `null` are equivalent and mean the agent does not advertise support.
+Supplying `{}` means the agent supports `additionalDirectories` on
+supported session lifecycle requests.
+
+Agents may return `SessionInfo.additionalDirectories` to report the
+complete ordered additional-root list associated with a listed session.*/
+    ///
+    /// Sets the optional `additionalDirectories` member (`None` leaves it absent).
+    #[must_use]
+    pub fn additional_directories(
+        mut self,
+        additional_directories: impl IntoOption<SessionAdditionalDirectoriesCapabilities>,
+    ) -> Self {
+        self.additional_directories = IntoOption::into_option(additional_directories);
+        self
+    }
+    ///`session/inject` with revoke (mandatory) and optional replace.
+    ///
+    /// Sets the optional `inject` member (`None` leaves it absent).
+    #[must_use]
+    pub fn inject(mut self, inject: impl IntoOption<InjectCapabilities>) -> Self {
+        self.inject = IntoOption::into_option(inject);
+        self
+    }
+}
 fn __tolerant_sessionclosedupdate_meta<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<
@@ -4810,6 +6976,26 @@ impl SerializeFields for SessionClosedUpdate {
             map.serialize_entry("_meta", &self.meta)?;
         }
         Ok(())
+    }
+}
+impl SessionClosedUpdate {
+    /// Builds [`SessionClosedUpdate`] with every member absent (or at its default); set them with the setters.
+    #[must_use]
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
     }
 }
 fn __tolerant_sessioninfo_title<'de, D: ::serde::Deserializer<'de>>(
@@ -4852,6 +7038,72 @@ impl SerializeFields for SessionInfo {
         Ok(())
     }
 }
+impl SessionInfo {
+    /// Builds [`SessionInfo`] from its required members (`sessionId`, `cwd`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(
+        session_id: impl ::std::convert::Into<SessionId>,
+        cwd: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self {
+            session_id: ::std::convert::Into::into(session_id),
+            cwd: ::std::convert::Into::into(cwd),
+            additional_directories: ::std::default::Default::default(),
+            title: ::std::default::Default::default(),
+            updated_at: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /**Additional workspace roots reported for this session. Each path must be absolute.
+
+When present, this is the complete ordered additional-root list reported
+by the Agent. Omitted and empty values are equivalent: the response
+reports no additional roots.*/
+    ///
+    /// Sets the optional `additionalDirectories` member (`None` leaves it absent).
+    #[must_use]
+    pub fn additional_directories(
+        mut self,
+        additional_directories: impl IntoOption<::std::vec::Vec<::std::string::String>>,
+    ) -> Self {
+        self.additional_directories = IntoOption::into_option(additional_directories);
+        self
+    }
+    /**Human-readable title for the session
+
+Omitted and `null` are equivalent and mean no title is provided.*/
+    ///
+    /// Sets the optional `title` member (`None` leaves it absent).
+    #[must_use]
+    pub fn title(mut self, title: impl IntoOption<::std::string::String>) -> Self {
+        self.title = IntoOption::into_option(title);
+        self
+    }
+    /**RFC 3339 timestamp of last activity.
+
+Omitted and `null` are equivalent and mean the last activity time is not reported.*/
+    ///
+    /// Sets the optional `updatedAt` member (`None` leaves it absent).
+    #[must_use]
+    pub fn updated_at(
+        mut self,
+        updated_at: impl IntoOption<::std::string::String>,
+    ) -> Self {
+        self.updated_at = IntoOption::into_option(updated_at);
+        self
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
+    }
+}
 fn __tolerant_sessioninfoupdate_title<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<Patch<::std::string::String>, D::Error> {
@@ -4887,6 +7139,50 @@ impl SerializeFields for SessionInfoUpdate {
         Ok(())
     }
 }
+impl SessionInfoUpdate {
+    /// Builds [`SessionInfoUpdate`] with every member absent (or at its default); set them with the setters.
+    #[must_use]
+    pub fn new() -> Self {
+        Self {
+            title: ::std::default::Default::default(),
+            updated_at: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    ///Human-readable title for the session. Set to null to clear.
+    ///
+    /// Sets the optional `title` member: a value replaces, `Patch::Null` clears, `Patch::Absent` leaves it out.
+    #[must_use]
+    pub fn title(
+        mut self,
+        title: impl ::std::convert::Into<Patch<::std::string::String>>,
+    ) -> Self {
+        self.title = ::std::convert::Into::into(title);
+        self
+    }
+    ///RFC 3339 timestamp of last activity. Set to null to clear.
+    ///
+    /// Sets the optional `updatedAt` member: a value replaces, `Patch::Null` clears, `Patch::Absent` leaves it out.
+    #[must_use]
+    pub fn updated_at(
+        mut self,
+        updated_at: impl ::std::convert::Into<Patch<::std::string::String>>,
+    ) -> Self {
+        self.updated_at = ::std::convert::Into::into(updated_at);
+        self
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
+    }
+}
 fn __tolerant_sessionstatuscapabilities_meta<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<
@@ -4904,6 +7200,26 @@ impl SerializeFields for SessionStatusCapabilities {
             map.serialize_entry("_meta", &self.meta)?;
         }
         Ok(())
+    }
+}
+impl SessionStatusCapabilities {
+    /// Builds [`SessionStatusCapabilities`] with every member absent (or at its default); set them with the setters.
+    #[must_use]
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
     }
 }
 fn __tolerant_sessionstatusrequest_meta<'de, D: ::serde::Deserializer<'de>>(
@@ -4924,6 +7240,27 @@ impl SerializeFields for SessionStatusRequest {
             map.serialize_entry("_meta", &self.meta)?;
         }
         Ok(())
+    }
+}
+impl SessionStatusRequest {
+    /// Builds [`SessionStatusRequest`] from its required members (`sessionId`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(session_id: impl ::std::convert::Into<SessionId>) -> Self {
+        Self {
+            session_id: ::std::convert::Into::into(session_id),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
     }
 }
 fn __tolerant_sessionstatusresponse_state<'de, D: ::serde::Deserializer<'de>>(
@@ -4954,6 +7291,42 @@ impl SerializeFields for SessionStatusResponse {
         Ok(())
     }
 }
+impl SessionStatusResponse {
+    /// Builds [`SessionStatusResponse`] from its required members (`status`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(status: impl ::std::convert::Into<SessionStatus>) -> Self {
+        Self {
+            status: ::std::convert::Into::into(status),
+            state: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /**The session's current foreground state, as the same snapshot the Agent sends in
+`state_update` notifications.
+
+Optional. Agents SHOULD include it when `status` is `open`. Omitted, `null`, and
+malformed values mean the Agent is not reporting foreground state, and Clients
+MUST NOT read that as `idle`. This is a snapshot, not a new transition. Clients
+MUST NOT count an `idle` snapshot as a new completion.*/
+    ///
+    /// Sets the optional `state` member (`None` leaves it absent).
+    #[must_use]
+    pub fn state(mut self, state: impl IntoOption<StateUpdate>) -> Self {
+        self.state = IntoOption::into_option(state);
+        self
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
+    }
+}
 fn __tolerant_textcontent_annotations<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<::std::option::Option<Annotations>, D::Error> {
@@ -4980,6 +7353,38 @@ impl SerializeFields for TextContent {
             map.serialize_entry("_meta", &self.meta)?;
         }
         Ok(())
+    }
+}
+impl TextContent {
+    /// Builds [`TextContent`] from its required members (`text`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(text: impl ::std::convert::Into<::std::string::String>) -> Self {
+        Self {
+            text: ::std::convert::Into::into(text),
+            annotations: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /**Optional annotations that help clients decide how to display or route this content.
+
+Omitted and `null` are equivalent and mean no annotations are provided.*/
+    ///
+    /// Sets the optional `annotations` member (`None` leaves it absent).
+    #[must_use]
+    pub fn annotations(mut self, annotations: impl IntoOption<Annotations>) -> Self {
+        self.annotations = IntoOption::into_option(annotations);
+        self
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
     }
 }
 fn __tolerant_textresourcecontents_mime_type<'de, D: ::serde::Deserializer<'de>>(
@@ -5011,6 +7416,45 @@ impl SerializeFields for TextResourceContents {
         Ok(())
     }
 }
+impl TextResourceContents {
+    /// Builds [`TextResourceContents`] from its required members (`text`, `uri`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(
+        text: impl ::std::convert::Into<::std::string::String>,
+        uri: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self {
+            text: ::std::convert::Into::into(text),
+            uri: ::std::convert::Into::into(uri),
+            mime_type: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /**MIME type describing the encoded media payload.
+
+Omitted and `null` are equivalent and mean the MIME type is not specified.*/
+    ///
+    /// Sets the optional `mimeType` member (`None` leaves it absent).
+    #[must_use]
+    pub fn mime_type(
+        mut self,
+        mime_type: impl IntoOption<::std::string::String>,
+    ) -> Self {
+        self.mime_type = IntoOption::into_option(mime_type);
+        self
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
+    }
+}
 fn __tolerant_toolcallcontentblock_meta<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<
@@ -5029,6 +7473,27 @@ impl SerializeFields for ToolCallContentBlock {
             map.serialize_entry("_meta", &self.meta)?;
         }
         Ok(())
+    }
+}
+impl ToolCallContentBlock {
+    /// Builds [`ToolCallContentBlock`] from its required members (`content`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(content: impl ::std::convert::Into<ContentBlock>) -> Self {
+        Self {
+            content: ::std::convert::Into::into(content),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
     }
 }
 fn __tolerant_toolcallcontentchunk_meta<'de, D: ::serde::Deserializer<'de>>(
@@ -5050,6 +7515,31 @@ impl SerializeFields for ToolCallContentChunk {
             map.serialize_entry("_meta", &self.meta)?;
         }
         Ok(())
+    }
+}
+impl ToolCallContentChunk {
+    /// Builds [`ToolCallContentChunk`] from its required members (`toolCallId`, `content`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(
+        tool_call_id: impl ::std::convert::Into<ToolCallId>,
+        content: impl ::std::convert::Into<ToolCallContent>,
+    ) -> Self {
+        Self {
+            tool_call_id: ::std::convert::Into::into(tool_call_id),
+            content: ::std::convert::Into::into(content),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
     }
 }
 fn __tolerant_toolcallupdate_name<'de, D: ::serde::Deserializer<'de>>(
@@ -5141,6 +7631,128 @@ impl SerializeFields for ToolCallUpdate {
         Ok(())
     }
 }
+impl ToolCallUpdate {
+    /// Builds [`ToolCallUpdate`] from its required members (`toolCallId`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(tool_call_id: impl ::std::convert::Into<ToolCallId>) -> Self {
+        Self {
+            tool_call_id: ::std::convert::Into::into(tool_call_id),
+            name: ::std::default::Default::default(),
+            title: ::std::default::Default::default(),
+            kind: ::std::default::Default::default(),
+            status: ::std::default::Default::default(),
+            content: ::std::default::Default::default(),
+            locations: ::std::default::Default::default(),
+            raw_input: ::std::default::Default::default(),
+            raw_output: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /**Programmatic name of the tool being invoked.
+
+This field is optional and has patch semantics. Omission means no
+change, `null` clears the name, and a string replaces it. For a tool
+call ID the client has not seen before, omission or `null` means that no
+tool name is available.*/
+    ///
+    /// Sets the optional `name` member (`None` leaves it absent).
+    #[must_use]
+    pub fn name(mut self, name: impl IntoOption<::std::string::String>) -> Self {
+        self.name = IntoOption::into_option(name);
+        self
+    }
+    /**Human-readable title describing what the tool is doing.
+
+Omission leaves the title unchanged, `null` unsets it, and a string replaces it.
+A new tool call starts without a title.*/
+    ///
+    /// Sets the optional `title` member (`None` leaves it absent).
+    #[must_use]
+    pub fn title(mut self, title: impl IntoOption<::std::string::String>) -> Self {
+        self.title = IntoOption::into_option(title);
+        self
+    }
+    /**The category of tool being invoked.
+Helps clients choose appropriate icons and UI treatment.
+
+Omission leaves the kind unchanged, `null` resets it to `other`, and a value replaces it.
+A new tool call starts as `other`.*/
+    ///
+    /// Sets the optional `kind` member (`None` leaves it absent).
+    #[must_use]
+    pub fn kind(mut self, kind: impl IntoOption<ToolKind>) -> Self {
+        self.kind = IntoOption::into_option(kind);
+        self
+    }
+    /**Current execution status of the tool call.
+
+Omission leaves the status unchanged, `null` resets it to `pending`, and a value
+replaces it. A new tool call starts as `pending`.*/
+    ///
+    /// Sets the optional `status` member (`None` leaves it absent).
+    #[must_use]
+    pub fn status(mut self, status: impl IntoOption<ToolCallStatus>) -> Self {
+        self.status = IntoOption::into_option(status);
+        self
+    }
+    ///Content produced by the tool call.
+    ///
+    /// Sets the optional `content` member (`None` leaves it absent).
+    #[must_use]
+    pub fn content(
+        mut self,
+        content: impl IntoOption<::std::vec::Vec<ToolCallContent>>,
+    ) -> Self {
+        self.content = IntoOption::into_option(content);
+        self
+    }
+    /**File locations affected by this tool call.
+Enables "follow-along" features in clients.*/
+    ///
+    /// Sets the optional `locations` member (`None` leaves it absent).
+    #[must_use]
+    pub fn locations(
+        mut self,
+        locations: impl IntoOption<
+            ::std::vec::Vec<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+        >,
+    ) -> Self {
+        self.locations = IntoOption::into_option(locations);
+        self
+    }
+    ///Raw input parameters sent to the tool.
+    ///
+    /// Sets the optional `rawInput` member (`None` leaves it absent).
+    #[must_use]
+    pub fn raw_input(mut self, raw_input: impl IntoOption<::serde_json::Value>) -> Self {
+        self.raw_input = IntoOption::into_option(raw_input);
+        self
+    }
+    ///Raw output returned by the tool.
+    ///
+    /// Sets the optional `rawOutput` member (`None` leaves it absent).
+    #[must_use]
+    pub fn raw_output(
+        mut self,
+        raw_output: impl IntoOption<::serde_json::Value>,
+    ) -> Self {
+        self.raw_output = IntoOption::into_option(raw_output);
+        self
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
+    }
+}
 impl SerializeFields for TurnFailure {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
         &self,
@@ -5152,6 +7764,28 @@ impl SerializeFields for TurnFailure {
             map.serialize_entry("data", &self.data)?;
         }
         Ok(())
+    }
+}
+impl TurnFailure {
+    /// Builds [`TurnFailure`] from its required members (`code`, `message`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(
+        code: i32,
+        message: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self {
+            code,
+            message: ::std::convert::Into::into(message),
+            data: ::std::default::Default::default(),
+        }
+    }
+    ///More about the failure, as the agent chose to say it.
+    ///
+    /// Sets the optional `data` member (`None` leaves it absent).
+    #[must_use]
+    pub fn data(mut self, data: impl IntoOption<::serde_json::Value>) -> Self {
+        self.data = IntoOption::into_option(data);
+        self
     }
 }
 fn __tolerant_unknownstateupdate_background<'de, D: ::serde::Deserializer<'de>>(
@@ -5181,6 +7815,45 @@ impl SerializeFields for UnknownStateUpdate {
         Ok(())
     }
 }
+impl UnknownStateUpdate {
+    /// Builds [`UnknownStateUpdate`] with every member absent (or at its default); set them with the setters.
+    #[must_use]
+    pub fn new() -> Self {
+        Self {
+            background: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /**Work running independently of foreground work, as a complete snapshot.
+
+Optional. Omitted and `null` are equivalent and mean the Agent is not reporting
+background work, not that nothing is running. `[]` means no background work is
+running. An Agent that reports background work MUST include it on every state
+update for the session. A malformed list is treated as not reported.
+
+See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)*/
+    ///
+    /// Sets the optional `background` member (`None` leaves it absent).
+    #[must_use]
+    pub fn background(
+        mut self,
+        background: impl IntoOption<::std::vec::Vec<BackgroundWork>>,
+    ) -> Self {
+        self.background = IntoOption::into_option(background);
+        self
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
+    }
+}
 fn __tolerant_unsupportedprotocolversionerrordata_meta<
     'de,
     D: ::serde::Deserializer<'de>,
@@ -5205,6 +7878,31 @@ impl SerializeFields for UnsupportedProtocolVersionErrorData {
         Ok(())
     }
 }
+impl UnsupportedProtocolVersionErrorData {
+    /// Builds [`UnsupportedProtocolVersionErrorData`] from its required members (`requested`, `supported`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(
+        requested: impl ::std::convert::Into<ProtocolVersion>,
+        supported: impl ::std::convert::Into<::std::vec::Vec<ProtocolVersion>>,
+    ) -> Self {
+        Self {
+            requested: ::std::convert::Into::into(requested),
+            supported: ::std::convert::Into::into(supported),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
+    }
+}
 fn __tolerant_updatesessionnotification_meta<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<
@@ -5224,6 +7922,31 @@ impl SerializeFields for UpdateSessionNotification {
             map.serialize_entry("_meta", &self.meta)?;
         }
         Ok(())
+    }
+}
+impl UpdateSessionNotification {
+    /// Builds [`UpdateSessionNotification`] from its required members (`sessionId`, `update`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(
+        session_id: impl ::std::convert::Into<SessionId>,
+        update: impl ::std::convert::Into<SessionUpdate>,
+    ) -> Self {
+        Self {
+            session_id: ::std::convert::Into::into(session_id),
+            update: ::std::convert::Into::into(update),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
     }
 }
 fn __tolerant_usage_thought_tokens<'de, D: ::serde::Deserializer<'de>>(
@@ -5272,6 +7995,68 @@ impl SerializeFields for Usage {
         Ok(())
     }
 }
+impl Usage {
+    /// Builds [`Usage`] from its required members (`totalTokens`, `inputTokens`, `outputTokens`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(total_tokens: u64, input_tokens: u64, output_tokens: u64) -> Self {
+        Self {
+            total_tokens,
+            input_tokens,
+            output_tokens,
+            thought_tokens: ::std::default::Default::default(),
+            cached_read_tokens: ::std::default::Default::default(),
+            cached_write_tokens: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /**Thought/reasoning tokens for the completed work.
+
+Omitted and `null` are equivalent and mean the count is not reported.*/
+    ///
+    /// Sets the optional `thoughtTokens` member (`None` leaves it absent).
+    #[must_use]
+    pub fn thought_tokens(mut self, thought_tokens: impl IntoOption<u64>) -> Self {
+        self.thought_tokens = IntoOption::into_option(thought_tokens);
+        self
+    }
+    /**Cache read tokens for the completed work.
+
+Omitted and `null` are equivalent and mean the count is not reported.*/
+    ///
+    /// Sets the optional `cachedReadTokens` member (`None` leaves it absent).
+    #[must_use]
+    pub fn cached_read_tokens(
+        mut self,
+        cached_read_tokens: impl IntoOption<u64>,
+    ) -> Self {
+        self.cached_read_tokens = IntoOption::into_option(cached_read_tokens);
+        self
+    }
+    /**Cache write tokens for the completed work.
+
+Omitted and `null` are equivalent and mean the count is not reported.*/
+    ///
+    /// Sets the optional `cachedWriteTokens` member (`None` leaves it absent).
+    #[must_use]
+    pub fn cached_write_tokens(
+        mut self,
+        cached_write_tokens: impl IntoOption<u64>,
+    ) -> Self {
+        self.cached_write_tokens = IntoOption::into_option(cached_write_tokens);
+        self
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
+    }
+}
 fn __tolerant_usageupdate_cost<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<::std::option::Option<Cost>, D::Error> {
@@ -5299,6 +8084,39 @@ impl SerializeFields for UsageUpdate {
             map.serialize_entry("_meta", &self.meta)?;
         }
         Ok(())
+    }
+}
+impl UsageUpdate {
+    /// Builds [`UsageUpdate`] from its required members (`used`, `size`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(used: u64, size: u64) -> Self {
+        Self {
+            used,
+            size,
+            cost: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /**Cumulative session cost.
+
+Omitted leaves the last reported cost unchanged. `null` clears it. A value replaces it.*/
+    ///
+    /// Sets the optional `cost` member (`None` leaves it absent).
+    #[must_use]
+    pub fn cost(mut self, cost: impl IntoOption<Cost>) -> Self {
+        self.cost = IntoOption::into_option(cost);
+        self
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
     }
 }
 fn __tolerant_usermessage_content<'de, D: ::serde::Deserializer<'de>>(
@@ -5329,6 +8147,39 @@ impl SerializeFields for UserMessage {
         Ok(())
     }
 }
+impl UserMessage {
+    /// Builds [`UserMessage`] from its required members (`messageId`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(message_id: impl ::std::convert::Into<MessageId>) -> Self {
+        Self {
+            message_id: ::std::convert::Into::into(message_id),
+            content: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    ///Complete replacement content for this message.
+    ///
+    /// Sets the optional `content` member: a value replaces, `Patch::Null` clears, `Patch::Absent` leaves it out.
+    #[must_use]
+    pub fn content(
+        mut self,
+        content: impl ::std::convert::Into<Patch<::std::vec::Vec<ContentBlock>>>,
+    ) -> Self {
+        self.content = ::std::convert::Into::into(content);
+        self
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
+    }
+}
 fn __tolerant_usermessagechunk_meta<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<
@@ -5348,6 +8199,31 @@ impl SerializeFields for UserMessageChunk {
             map.serialize_entry("_meta", &self.meta)?;
         }
         Ok(())
+    }
+}
+impl UserMessageChunk {
+    /// Builds [`UserMessageChunk`] from its required members (`messageId`, `content`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(
+        message_id: impl ::std::convert::Into<MessageId>,
+        content: impl ::std::convert::Into<ContentBlock>,
+    ) -> Self {
+        Self {
+            message_id: ::std::convert::Into::into(message_id),
+            content: ::std::convert::Into::into(content),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
     }
 }
 ///Why a session or inject request failed (`data.reason`). Open: unknown reasons from newer agents decode into `other`.

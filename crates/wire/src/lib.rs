@@ -10,6 +10,37 @@
 //! Feature `schemars`: every wire type implements `schemars::JsonSchema` (schemars 0.8), so a
 //! schema can be emitted from the Rust side (the reverse drift test does).
 //!
+//! Building values: every generated struct has `new(required members…)`, taking the schema's
+//! required members in schema order, and a `#[must_use]` setter per optional member, the shape
+//! the official ACP schema crate gives its types. A setter of an `Option<T>` member takes a `T`
+//! (a `&str` for a `String`) or an `Option<T>` ([`IntoOption`]); one of a [`Patch<T>`] member takes
+//! a `T` (the value) or a `Patch` (`Patch::Null` clears). The structs are `#[non_exhaustive]`:
+//! outside this crate they are built through `new` and the setters, not with struct literals,
+//! so a member the schema gains upstream (they are optional, so `new` does not change) does
+//! not break code that builds them. Reading fields and destructuring with `..` work as before.
+//!
+//! ```
+//! use acp_inject_wire::{ContentBlock, MessageId, TextContent, UserMessage};
+//!
+//! let text = ContentBlock::Text(Box::new(TextContent::new("use auth_v2")));
+//! let message = UserMessage::new(MessageId("msg_1".into())).content(vec![text]);
+//! assert_eq!(
+//!     serde_json::to_string(&message).unwrap(),
+//!     r#"{"messageId":"msg_1","content":[{"type":"text","text":"use auth_v2"}]}"#
+//! );
+//! ```
+//!
+//! Enums are not `#[non_exhaustive]`: the open unions and string enums already decode a value
+//! they do not know into their `Other` variant, and matching on them exhaustively is how hand
+//! code is told that a variant it must handle was added.
+//!
+//! Feature `uniffi-remote`: for acp-inject-ffi only. Its UniFFI remote declarations
+//! (`#[uniffi::remote(Record)]`) build the structs with struct literals, which
+//! `#[non_exhaustive]` forbids outside this crate; the feature leaves the structs exhaustive so
+//! they compile. Everyone else gets `#[non_exhaustive]`. Cargo unifies features, so a build of
+//! the whole workspace has it on; `cargo xtask test`'s `rust` stage checks the crates without
+//! the FFI crate, against the `#[non_exhaustive]` structs.
+//!
 //! Reading a line and writing one, typed:
 //!
 //! ```
@@ -22,7 +53,7 @@
 //! let request: InjectRequest = jsonrpc::decode(params.unwrap().get()).unwrap();
 //! assert_eq!(request.session_id.to_string(), "s1");
 //!
-//! let answer = jsonrpc::result_line(&id, &InjectResponse { message_id: MessageId("msg_1".into()), meta: None });
+//! let answer = jsonrpc::result_line(&id, &InjectResponse::new(MessageId("msg_1".into())));
 //! assert_eq!(answer, r#"{"jsonrpc":"2.0","id":7,"result":{"messageId":"msg_1"}}"#);
 //! # let _: RequestId = id;
 //! ```

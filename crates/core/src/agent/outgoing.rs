@@ -123,14 +123,9 @@ impl Agent {
         self.record_counters();
         let to: BTreeSet<ConnId> =
             self.attached_to(session).into_iter().filter(|c| self.role(c) == ConnectionRole::Controller).collect();
-        let params = RequestPermissionRequest {
-            session_id: SessionId(session.to_owned()),
-            title: ask.title,
-            description: ask.description,
-            subject: ask.subject,
-            options: ask.options,
-            meta: None,
-        };
+        let params = RequestPermissionRequest::new(SessionId(session.to_owned()), ask.title, ask.options)
+            .description(ask.description)
+            .subject(ask.subject);
         let line = jsonrpc::request_line(&id, &params);
         if to.is_empty() {
             self.outgoing.open.insert(id.clone(), OpenRequest { id: id.clone(), session: session.to_owned(), to, line });
@@ -261,6 +256,6 @@ mod tests {
         let bad = serde_json::value::RawValue::from_string(r#"{"outcome":7}"#.into()).unwrap();
         assert!(outcome_of(Ok(&bad)).unwrap_err().contains("does not decode"));
         assert!(outcome_of(Err(ErrorObject::invalid_request("boom"))).unwrap_err().contains("error"));
-        assert_eq!(cancelled_outcome(), RequestPermissionOutcome::Cancelled(Box::new(CancelledPermissionOutcome { meta: None })));
+        assert_eq!(cancelled_outcome(), RequestPermissionOutcome::Cancelled(Box::new(CancelledPermissionOutcome::new())));
     }
 }

@@ -3,9 +3,9 @@
 
 use acp_inject_wire::jsonrpc;
 use acp_inject_wire::{
-    ContentBlock, IdleStateUpdate, McpServer, MessageId, Patch, PendingInject, PendingInjectsUpdate, RequestId,
-    RequestPermissionOutcome, RequiresActionStateUpdate, RunningStateUpdate, SessionClosedUpdate, SessionId, SessionUpdate,
-    StateUpdate, StopReason, TurnFailure, UpdateSessionNotification, Usage, UserMessage,
+    ContentBlock, IdleStateUpdate, McpServer, MessageId, PendingInject, PendingInjectsUpdate, RequestId, RequestPermissionOutcome,
+    RequiresActionStateUpdate, RunningStateUpdate, SessionClosedUpdate, SessionId, SessionUpdate, StateUpdate, StopReason,
+    TurnFailure, UpdateSessionNotification, Usage, UserMessage,
 };
 use serde::{Deserialize, Serialize};
 
@@ -102,21 +102,21 @@ impl Output {
 
 /// A `session/update` line.
 pub(crate) fn update_line(session: &str, update: SessionUpdate) -> String {
-    jsonrpc::notification_line(&UpdateSessionNotification { session_id: SessionId(session.to_owned()), update, meta: None })
+    jsonrpc::notification_line(&UpdateSessionNotification::new(SessionId(session.to_owned()), update))
 }
 
 /// The states a `session/status` answer reports (R-STATUS-1): snapshots, an idle one without
 /// `stopReason`.
 pub(crate) fn running_state() -> StateUpdate {
-    StateUpdate::Running(Box::new(RunningStateUpdate { background: None, meta: None }))
+    StateUpdate::Running(Box::new(RunningStateUpdate::new()))
 }
 
 pub(crate) fn requires_action_state() -> StateUpdate {
-    StateUpdate::RequiresAction(Box::new(RequiresActionStateUpdate { background: None, meta: None }))
+    StateUpdate::RequiresAction(Box::new(RequiresActionStateUpdate::new()))
 }
 
 pub(crate) fn idle_state() -> StateUpdate {
-    StateUpdate::Idle(Box::new(IdleStateUpdate { stop_reason: None, usage: None, error: None, background: None, meta: None }))
+    StateUpdate::Idle(Box::new(IdleStateUpdate::new()))
 }
 
 pub(crate) fn running() -> SessionUpdate {
@@ -135,13 +135,13 @@ pub(crate) fn requires_action() -> SessionUpdate {
 /// The turn-end `idle` (R-TURNEND-1): always `stopReason`; `usage` as the runtime reported it,
 /// or absent (never `null`).
 pub(crate) fn idle_line(session: &str, stop_reason: &StopReason, usage: Option<Usage>, error: Option<TurnFailure>) -> String {
-    let idle = IdleStateUpdate { stop_reason: Some(stop_reason.clone()), usage, error, background: None, meta: None };
+    let idle = IdleStateUpdate::new().stop_reason(stop_reason.clone()).usage(usage).error(error);
     update_line(session, StateUpdate::Idle(Box::new(idle)).into())
 }
 
 /// The answer to a held prompt whose message was inserted (R-PROMPT-2): its receipt.
 pub(crate) fn prompt_receipt(held: &super::HeldPrompt, message_id: &MessageId) -> Output {
-    let result = acp_inject_wire::PromptResponse { message_id: message_id.clone(), meta: None };
+    let result = acp_inject_wire::PromptResponse::new(message_id.clone());
     let raw = serde_json::value::to_raw_value(&result).unwrap_or_else(|e| unreachable!("results always serialise: {e}"));
     Output::Line { to: vec![held.conn.clone()], line: jsonrpc::raw_result_line(&held.request, &raw) }
 }
@@ -154,13 +154,13 @@ pub(crate) fn prompt_cancelled(held: super::HeldPrompt) -> Output {
 
 /// R-DELIV-1: delivery is exactly the emission of this `user_message`.
 pub(crate) fn user_message(input: &UserInput) -> SessionUpdate {
-    UserMessage { message_id: input.message_id.clone(), content: Patch::Value(input.content.clone()), meta: None }.into()
+    UserMessage::new(input.message_id.clone()).content(input.content.clone()).into()
 }
 
 pub(crate) fn pending_update(pending: Vec<PendingInject>) -> SessionUpdate {
-    SessionUpdate::AcpInjectPending(Box::new(PendingInjectsUpdate { pending, meta: None }))
+    SessionUpdate::AcpInjectPending(Box::new(PendingInjectsUpdate::new(pending)))
 }
 
 pub(crate) fn session_closed() -> SessionUpdate {
-    SessionUpdate::AcpInjectSessionClosed(Box::new(SessionClosedUpdate { meta: None }))
+    SessionUpdate::AcpInjectSessionClosed(Box::new(SessionClosedUpdate::new()))
 }

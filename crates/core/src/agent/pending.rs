@@ -364,9 +364,7 @@ impl PendingQueue {
 
     /// The pending injects in delivery order (steers, then queued, each first in first out).
     pub fn list(&self) -> Vec<PendingInject> {
-        let entry = |mode: InjectMode| {
-            move |p: &Pending| PendingInject { message_id: p.message_id.clone(), mode, content: p.content.clone(), meta: None }
-        };
+        let entry = |mode: InjectMode| move |p: &Pending| PendingInject::new(p.message_id.clone(), mode, p.content.clone());
         self.iter(InjectMode::Steer)
             .map(entry(InjectMode::Steer))
             .chain(self.iter(InjectMode::Queue).map(entry(InjectMode::Queue)))

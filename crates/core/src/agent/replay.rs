@@ -131,9 +131,9 @@ pub fn replay(history: &[HistoryEntry]) -> Vec<SessionUpdate> {
         .into_iter()
         .filter_map(|item| match item {
             Item::Message { role, id, content } => Some(match role {
-                Role::User => UserMessage { message_id: id, content: Patch::Value(content), meta: None }.into(),
-                Role::Agent => AgentMessage { message_id: id, content: Patch::Value(content), meta: None }.into(),
-                Role::Thought => AgentThought { message_id: id, content: Patch::Value(content), meta: None }.into(),
+                Role::User => UserMessage::new(id).content(content).into(),
+                Role::Agent => AgentMessage::new(id).content(content).into(),
+                Role::Thought => AgentThought::new(id).content(content).into(),
             }),
             // Merged from decoded updates, so it decodes again; a failure would drop only this call.
             Item::ToolCall(members) => serde_json::from_value::<ToolCallUpdate>(Value::Object(members)).ok().map(Into::into),

@@ -168,32 +168,28 @@ impl Agent {
         extensions.insert(PENDING_EXTENSION.to_owned(), Value::Object(Map::new()));
         extensions.insert(SESSION_CLOSED_EXTENSION.to_owned(), Value::Object(Map::new()));
         let empty = || Some(Map::new());
-        Reply::ok(&InitializeResponse {
-            protocol_version: ProtocolVersion(answered.unwrap_or(supported[supported.len() - 1])),
-            info: Implementation {
-                name: self.config.info.name.clone(),
-                title: None,
-                version: self.config.info.version.clone(),
-                meta: None,
-            },
-            capabilities: Some(AgentCapabilities {
-                session: Some(SessionCapabilities {
-                    mcp: (setup.mcp_stdio || setup.mcp_http).then(|| McpCapabilities {
-                        stdio: setup.mcp_stdio.then(empty).flatten(),
-                        http: setup.mcp_http.then(empty).flatten(),
-                        meta: None,
-                    }),
-                    additional_directories: setup
-                        .additional_directories
-                        .then_some(SessionAdditionalDirectoriesCapabilities { meta: None }),
-                    inject: self.config.inject.clone(),
-                    status: Some(SessionStatusCapabilities { meta: None }),
-                    meta: Some(extensions),
-                }),
-                meta: None,
-            }),
-            meta: None,
-        })
+        Reply::ok(
+            &InitializeResponse::new(
+                ProtocolVersion(answered.unwrap_or(supported[supported.len() - 1])),
+                Implementation::new(self.config.info.name.clone(), self.config.info.version.clone()),
+            )
+            .capabilities(
+                AgentCapabilities::new().session(
+                    SessionCapabilities::new()
+                        .mcp((setup.mcp_stdio || setup.mcp_http).then(|| {
+                            McpCapabilities::new()
+                                .stdio(setup.mcp_stdio.then(empty).flatten())
+                                .http(setup.mcp_http.then(empty).flatten())
+                        }))
+                        .additional_directories(
+                            setup.additional_directories.then_some(SessionAdditionalDirectoriesCapabilities::new()),
+                        )
+                        .inject(self.config.inject.clone())
+                        .status(SessionStatusCapabilities::new())
+                        .meta(extensions),
+                ),
+            ),
+        )
     }
 
     fn check_directories(&self, dirs: &[String]) -> Result<(), ErrorObject> {
@@ -229,8 +225,7 @@ impl Agent {
             self.store.record(Change::SessionUpdated(&s.record));
         }
         self.join(conn, &id);
-        Reply::ok(&NewSessionResponse { session_id: SessionId(id.clone()), meta: None })
-            .then(vec![Output::action(&id, RuntimeAction::SessionOpened(setup))])
+        Reply::ok(&NewSessionResponse::new(SessionId(id.clone()))).then(vec![Output::action(&id, RuntimeAction::SessionOpened(setup))])
     }
 
     fn list_sessions(&mut self, params: Option<&RawValue>) -> Reply {
@@ -244,19 +239,17 @@ impl Agent {
         };
         let page = tri!(self.store.list(p.cwd.as_deref(), before, self.config.policy.page_size()).map_err(internal));
         let next_cursor = page.more.then(|| page.sessions.last().map(|r| format!("before-{}", r.ordinal))).flatten();
-        let sessions = page
+        let sessions: Vec<_> = page
             .sessions
             .into_iter()
-            .map(|r| SessionInfo {
-                session_id: SessionId(r.session_id),
-                cwd: r.cwd,
-                additional_directories: (!r.additional_directories.is_empty()).then_some(r.additional_directories),
-                title: r.title,
-                updated_at: r.updated_at,
-                meta: None,
+            .map(|r| {
+                SessionInfo::new(SessionId(r.session_id), r.cwd)
+                    .additional_directories((!r.additional_directories.is_empty()).then_some(r.additional_directories))
+                    .title(r.title)
+                    .updated_at(r.updated_at)
             })
             .collect();
-        Reply::ok(&ListSessionsResponse { sessions, next_cursor, meta: None })
+        Reply::ok(&ListSessionsResponse::new(sessions).next_cursor(next_cursor))
     }
 
     /// A resume refused after [`Agent::take_over`]: what the previous holder left pending still
@@ -343,7 +336,7 @@ impl Agent {
         if interrupted {
             after.extend(self.continue_interrupted(&session));
         }
-        Reply { before, answer: Ok(encode(&ResumeSessionResponse { meta: None })), after, held: None }
+        Reply { before, answer: Ok(encode(&ResumeSessionResponse::new())), after, held: None }
     }
 
     /// `session/prompt` (R-PROMPT-1, R-PROMPT-2): inserted at once on an idle session (the
@@ -355,7 +348,7 @@ impl Agent {
         tri!(self.not_observer(conn, None));
         self.join(conn, &session);
         let (id, after) = self.accept(conn, &session, InjectMode::Queue, p.prompt);
-        let reply = Reply::ok(&PromptResponse { message_id: id.clone(), meta: None }).then(after);
+        let reply = Reply::ok(&PromptResponse::new(id.clone())).then(after);
         // R-PROMPT-2: during a turn the prompt is held in the queue; its answer, the insertion
         // receipt, goes out when its user_message does.
         if in_progress {
@@ -379,7 +372,7 @@ impl Agent {
         }
         self.join(conn, &session);
         let (id, after) = self.accept(conn, &session, p.mode, p.content);
-        Reply::ok(&InjectResponse { message_id: id, meta: None }).then(after)
+        Reply::ok(&InjectResponse::new(id)).then(after)
     }
 
     /// Accepts a prompt or inject: idle → a turn starts with it (R-PROMPT-1, R-QUEUE-2);
@@ -464,7 +457,7 @@ impl Agent {
             after.extend(held.map(output::prompt_cancelled));
             after.extend(self.pending_notice(&session));
         }
-        Reply::ok(&RevokeInjectResponse { meta: None }).then(after)
+        Reply::ok(&RevokeInjectResponse::new()).then(after)
     }
 
     /// R-REPLACE-1..2.
@@ -483,7 +476,7 @@ impl Agent {
         tri!(s.pending.replace(policy, conn, &mid, p.content.clone()));
         self.store.record(Change::InjectReplaced { session: &session, message_id: &mid, content: &p.content });
         let after = self.pending_notice(&session).into_iter().collect();
-        Reply::ok(&ReplaceInjectResponse { message_id: mid, meta: None }).then(after)
+        Reply::ok(&ReplaceInjectResponse::new(mid)).then(after)
     }
 
     /// `session/close` (R-CLOSE-1): the notices go out before the answer, the `Closed`
@@ -498,11 +491,11 @@ impl Agent {
         // nothing.
         if !self.sessions.contains_key(&session) {
             self.let_go_if_absent(&session);
-            return Reply::ok(&CloseSessionResponse { meta: None });
+            return Reply::ok(&CloseSessionResponse::new());
         }
         self.join(conn, &session);
         let (before, action) = self.close(&session);
-        Reply::ok(&CloseSessionResponse { meta: None }).then(action.into_iter().collect()).preceded_by(before)
+        Reply::ok(&CloseSessionResponse::new()).then(action.into_iter().collect()).preceded_by(before)
     }
 
     /// R-STATUS-1: side-effect free.
@@ -517,10 +510,10 @@ impl Agent {
                 Turn::RequiresAction { .. } => output::requires_action_state(),
                 Turn::Running { .. } | Turn::Paused { .. } => output::running_state(),
             };
-            return Reply::ok(&SessionStatusResponse { status: SessionStatus::Open, state: Some(state), meta: None });
+            return Reply::ok(&SessionStatusResponse::new(SessionStatus::Open).state(state));
         }
         match tri!(self.store.session(&session).map_err(internal)) {
-            Some(_) => Reply::ok(&SessionStatusResponse { status: SessionStatus::Saved, state: None, meta: None }),
+            Some(_) => Reply::ok(&SessionStatusResponse::new(SessionStatus::Saved)),
             None => Reply::err(ErrorObject::session_not_found(&session, None)),
         }
     }

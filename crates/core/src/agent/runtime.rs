@@ -161,8 +161,8 @@ impl Agent {
             RuntimeEvent::WithdrawPermission { request_id } => return self.withdraw(session, &request_id),
             RuntimeEvent::ClearAgentMessage { message_id } => {
                 let update = match self.config.policy.clear_style {
-                    ClearStyle::Upsert => AgentMessage { message_id, content: Patch::Value(Vec::new()), meta: None }.into(),
-                    ClearStyle::AgentMessageClear => AgentMessageClear { message_id: Some(message_id), meta: None }.into(),
+                    ClearStyle::Upsert => AgentMessage::new(message_id).content(Vec::new()).into(),
+                    ClearStyle::AgentMessageClear => AgentMessageClear::new().message_id(message_id).into(),
                 };
                 return self.runtime_update(session, update);
             }

@@ -158,7 +158,7 @@ impl V1Connection {
                 return Vec::new();
             }
         } else if self.loads.remove(&k) && ok {
-            return vec![jsonrpc::raw_result_line(id, &raw(&v1::LoadSessionResponse { meta: None }))];
+            return vec![jsonrpc::raw_result_line(id, &raw(&v1::LoadSessionResponse::new()))];
         }
         vec![line.to_owned()]
     }
@@ -166,7 +166,7 @@ impl V1Connection {
     fn update(&mut self, notification: UpdateSessionNotification) -> Vec<String> {
         let session = notification.session_id.0;
         let notify = |update: v1::SessionUpdate| {
-            let params = v1::SessionNotification { session_id: v1::SessionId(session.clone()), update, meta: None };
+            let params = v1::SessionNotification::new(v1::SessionId(session.clone()), update);
             jsonrpc::notification_line_for(v1::methods::SESSION_UPDATE, &params)
         };
         let chunks =
@@ -175,25 +175,13 @@ impl V1Connection {
                 blocks.iter().map(|b| notify(make(object(b), message.clone()))).collect::<Vec<_>>()
             };
         let user = |content, message_id: String| {
-            v1::SessionUpdate::UserMessageChunk(Box::new(v1::UserMessageChunk {
-                content,
-                message_id: Some(v1::MessageId(message_id)),
-                meta: None,
-            }))
+            v1::SessionUpdate::UserMessageChunk(Box::new(v1::UserMessageChunk::new(content).message_id(v1::MessageId(message_id))))
         };
         let agent = |content, message_id: String| {
-            v1::SessionUpdate::AgentMessageChunk(Box::new(v1::AgentMessageChunk {
-                content,
-                message_id: Some(v1::MessageId(message_id)),
-                meta: None,
-            }))
+            v1::SessionUpdate::AgentMessageChunk(Box::new(v1::AgentMessageChunk::new(content).message_id(v1::MessageId(message_id))))
         };
         let thought = |content, message_id: String| {
-            v1::SessionUpdate::AgentThoughtChunk(Box::new(v1::AgentThoughtChunk {
-                content,
-                message_id: Some(v1::MessageId(message_id)),
-                meta: None,
-            }))
+            v1::SessionUpdate::AgentThoughtChunk(Box::new(v1::AgentThoughtChunk::new(content).message_id(v1::MessageId(message_id))))
         };
         match notification.update {
             SessionUpdate::StateUpdate(state) => self.turn_end(&session, &state).into_iter().collect(),
@@ -209,18 +197,16 @@ impl V1Connection {
             SessionUpdate::AgentMessageChunk(c) => vec![notify(agent(object(&c.content), c.message_id.0))],
             SessionUpdate::AgentThoughtChunk(c) => vec![notify(thought(object(&c.content), c.message_id.0))],
             SessionUpdate::ToolCallUpdate(t) => {
-                let update = v1::ToolCallUpdate {
-                    tool_call_id: v1::ToolCallId(t.tool_call_id.0.clone()),
-                    title: t.title.clone(),
-                    name: t.name.clone(),
-                    kind: text(t.kind.as_ref()),
-                    status: text(t.status.as_ref()),
-                    content: t.content.as_ref().map(|c| c.iter().map(object).collect()),
-                    locations: t.locations.clone(),
-                    raw_input: t.raw_input.clone(),
-                    raw_output: t.raw_output.clone(),
-                    meta: t.meta.clone(),
-                };
+                let update = v1::ToolCallUpdate::new(v1::ToolCallId(t.tool_call_id.0.clone()))
+                    .title(t.title.clone())
+                    .name(t.name.clone())
+                    .kind(text(t.kind.as_ref()))
+                    .status(text(t.status.as_ref()))
+                    .content(t.content.as_ref().map(|c| c.iter().map(object).collect()))
+                    .locations(t.locations.clone())
+                    .raw_input(t.raw_input.clone())
+                    .raw_output(t.raw_output.clone())
+                    .meta(t.meta.clone());
                 if !self.tool_calls.insert(format!("{session}\n{}", t.tool_call_id.0)) {
                     return vec![notify(v1::SessionUpdate::ToolCallUpdate(Box::new(update)))];
                 }
@@ -237,24 +223,21 @@ impl V1Connection {
                 }
             }
             SessionUpdate::PlanUpdate(p) => match &p.plan {
-                PlanUpdateContent::Items(items) => vec![notify(v1::SessionUpdate::Plan(Box::new(v1::Plan {
-                    entries: items.entries.iter().map(object).collect(),
-                    meta: p.meta.clone(),
-                })))],
+                PlanUpdateContent::Items(items) => vec![notify(v1::SessionUpdate::Plan(Box::new(
+                    v1::Plan::new(items.entries.iter().map(object).collect::<Vec<_>>()).meta(p.meta.clone()),
+                )))],
                 PlanUpdateContent::Other(_) => Vec::new(),
             },
-            SessionUpdate::UsageUpdate(u) => vec![notify(v1::SessionUpdate::UsageUpdate(Box::new(v1::UsageUpdate {
-                used: u.used,
-                size: u.size,
-                cost: u.cost.as_ref().map(object),
-                meta: u.meta.clone(),
-            })))],
+            SessionUpdate::UsageUpdate(u) => vec![notify(v1::SessionUpdate::UsageUpdate(Box::new(
+                v1::UsageUpdate::new(u.used, u.size).cost(u.cost.as_ref().map(object)).meta(u.meta.clone()),
+            )))],
             SessionUpdate::SessionInfoUpdate(i) => {
-                vec![notify(v1::SessionUpdate::SessionInfoUpdate(Box::new(v1::SessionInfoUpdate {
-                    title: i.title.as_value().cloned(),
-                    updated_at: i.updated_at.as_value().cloned(),
-                    meta: i.meta.clone(),
-                })))]
+                vec![notify(v1::SessionUpdate::SessionInfoUpdate(Box::new(
+                    v1::SessionInfoUpdate::new()
+                        .title(i.title.as_value().cloned())
+                        .updated_at(i.updated_at.as_value().cloned())
+                        .meta(i.meta.clone()),
+                )))]
             }
             // No v1 form (R-V1-3).
             _ => Vec::new(),
@@ -286,7 +269,7 @@ impl V1Connection {
             // A stop reason v1 does not have (R-V1-2).
             StopReason::Other(_) => v1::StopReason::EndTurn,
         };
-        Some(jsonrpc::raw_result_line(&id, &raw(&v1::PromptResponse { stop_reason, meta: None })))
+        Some(jsonrpc::raw_result_line(&id, &raw(&v1::PromptResponse::new(stop_reason))))
     }
 }
 
@@ -318,12 +301,11 @@ fn permission_request(request: &RequestPermissionRequest, id: &RequestId) -> Str
         _ => None,
     }
     .unwrap_or_else(|| titled(serde_json::to_value(id).unwrap_or(Value::Null)));
-    let params = v1::RequestPermissionRequest {
-        session_id: v1::SessionId(request.session_id.0.clone()),
+    let params = v1::RequestPermissionRequest::new(
+        v1::SessionId(request.session_id.0.clone()),
         tool_call,
-        options: request.options.iter().map(object).collect(),
-        meta: None,
-    };
+        request.options.iter().map(object).collect::<Vec<_>>(),
+    );
     jsonrpc::request_line_for(id, v1::methods::SESSION_REQUEST_PERMISSION, &params)
 }
 
@@ -331,30 +313,22 @@ fn permission_request(request: &RequestPermissionRequest, id: &RequestId) -> Str
 pub(super) fn initialize_result(config: &super::AgentConfig) -> Box<RawValue> {
     let setup = config.setup;
     let no = Some(false);
-    raw(&v1::InitializeResponse {
-        protocol_version: v1::ProtocolVersion(1),
-        agent_capabilities: Some(v1::AgentCapabilities {
-            load_session: Some(true),
-            prompt_capabilities: Some(v1::PromptCapabilities { image: no, audio: no, embedded_context: no, meta: None }),
-            mcp_capabilities: Some(v1::McpCapabilities { http: Some(setup.mcp_http), sse: no, meta: None }),
-            session_capabilities: Some(v1::SessionCapabilities {
-                list: Some(v1::SessionListCapabilities { meta: None }),
-                additional_directories: setup
-                    .additional_directories
-                    .then_some(v1::SessionAdditionalDirectoriesCapabilities { meta: None }),
-                resume: Some(v1::SessionResumeCapabilities { meta: None }),
-                close: Some(v1::SessionCloseCapabilities { meta: None }),
-                meta: None,
-            }),
-            meta: None,
-        }),
-        auth_methods: Some(Vec::new()),
-        agent_info: Some(v1::Implementation {
-            name: config.info.name.clone(),
-            title: None,
-            version: config.info.version.clone(),
-            meta: None,
-        }),
-        meta: None,
-    })
+    raw(&v1::InitializeResponse::new(v1::ProtocolVersion(1))
+        .agent_capabilities(
+            v1::AgentCapabilities::new()
+                .load_session(true)
+                .prompt_capabilities(v1::PromptCapabilities::new().image(no).audio(no).embedded_context(no))
+                .mcp_capabilities(v1::McpCapabilities::new().http(setup.mcp_http).sse(no))
+                .session_capabilities(
+                    v1::SessionCapabilities::new()
+                        .list(v1::SessionListCapabilities::new())
+                        .additional_directories(
+                            setup.additional_directories.then_some(v1::SessionAdditionalDirectoriesCapabilities::new()),
+                        )
+                        .resume(v1::SessionResumeCapabilities::new())
+                        .close(v1::SessionCloseCapabilities::new()),
+                ),
+        )
+        .auth_methods(Vec::new())
+        .agent_info(v1::Implementation::new(config.info.name.clone(), config.info.version.clone())))
 }

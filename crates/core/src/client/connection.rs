@@ -203,14 +203,11 @@ impl ClientConnection {
     /// injects, whatever `inject` says.
     pub fn assume_agent(&mut self, protocol_version: u16, inject: Option<InjectCapabilities>) {
         let inject = if protocol_version == 1 { None } else { inject };
-        let session =
-            acp_inject_wire::SessionCapabilities { mcp: None, additional_directories: None, inject, status: None, meta: None };
-        self.assume_initialized(InitializeResponse {
-            protocol_version: ProtocolVersion(protocol_version),
-            info: Implementation { name: "agent".into(), title: None, version: String::new(), meta: None },
-            capabilities: Some(acp_inject_wire::AgentCapabilities { session: Some(session), meta: None }),
-            meta: None,
-        });
+        let session = acp_inject_wire::SessionCapabilities::new().inject(inject);
+        self.assume_initialized(
+            InitializeResponse::new(ProtocolVersion(protocol_version), Implementation::new("agent", String::new()))
+                .capabilities(acp_inject_wire::AgentCapabilities::new().session(session)),
+        );
     }
 
     /// Opens a session on this connection without `session/new` (a restored mirror, or a
@@ -282,23 +279,15 @@ impl ClientConnection {
             m.insert(PENDING_EXTENSION.to_owned(), serde_json::Value::Object(Default::default()));
             m
         });
-        let params = InitializeRequest {
-            protocol_version: ProtocolVersion(2),
-            info,
-            capabilities: Some(ClientCapabilities { meta }),
-            meta: None,
-        };
+        let params = InitializeRequest::new(ProtocolVersion(2), info).capabilities(ClientCapabilities::new().meta(meta));
         self.send(&params, None, Flight::Initialize)
     }
 
     /// `session/new`.
     pub fn new_session(&mut self, cwd: &str, additional_directories: Vec<String>, mcp_servers: Vec<McpServer>) -> RequestId {
-        let params = NewSessionRequest {
-            cwd: cwd.to_owned(),
-            additional_directories: (!additional_directories.is_empty()).then_some(additional_directories),
-            mcp_servers: Some(mcp_servers),
-            meta: None,
-        };
+        let params = NewSessionRequest::new(cwd.to_owned())
+            .additional_directories((!additional_directories.is_empty()).then_some(additional_directories))
+            .mcp_servers(mcp_servers);
         if self.v1() {
             return self.send_line(|id| v1::new_session_line(id, &params), None, Flight::NewSession);
         }
@@ -307,7 +296,7 @@ impl ClientConnection {
 
     /// `session/list`, optionally filtered by working directory, from `cursor` on.
     pub fn list_sessions(&mut self, cwd: Option<&str>, cursor: Option<&str>) -> RequestId {
-        let params = ListSessionsRequest { cwd: cwd.map(str::to_owned), cursor: cursor.map(str::to_owned), meta: None };
+        let params = ListSessionsRequest::new().cwd(cwd.map(str::to_owned)).cursor(cursor.map(str::to_owned));
         self.send(&params, None, Flight::ListSessions)
     }
 
@@ -325,14 +314,10 @@ impl ClientConnection {
         if created {
             self.open_session(session_id, None);
         }
-        let params = ResumeSessionRequest {
-            session_id: session_id.clone(),
-            cwd: cwd.to_owned(),
-            additional_directories: (!additional_directories.is_empty()).then_some(additional_directories),
-            mcp_servers: Some(mcp_servers),
-            replay_from: replay.then(|| ReplayFrom::Start(Box::new(ReplayFromStart { meta: None }))),
-            meta: None,
-        };
+        let params = ResumeSessionRequest::new(session_id.clone(), cwd.to_owned())
+            .additional_directories((!additional_directories.is_empty()).then_some(additional_directories))
+            .mcp_servers(mcp_servers)
+            .replay_from(replay.then(|| ReplayFrom::Start(Box::new(ReplayFromStart::new()))));
         if self.v1() {
             if let Some(m) = self.sessions.get_mut(session_id) {
                 m.v1_end_stream();
@@ -359,7 +344,7 @@ impl ClientConnection {
         }
         let (item, event) = mirror.sending(ItemMode::Prompt, content.clone());
         self.session_event(session_id, event);
-        let params = PromptRequest { session_id: session_id.clone(), prompt: content, meta: None };
+        let params = PromptRequest::new(session_id.clone(), content);
         Ok(self.send(&params, Some(session_id), Flight::Accept { item, prompt: true }))
     }
 
@@ -376,7 +361,7 @@ impl ClientConnection {
         mirror.check_inject(mode)?;
         let (item, event) = mirror.sending(mode.into(), content.clone());
         self.session_event(session_id, event);
-        let params = InjectRequest { session_id: session_id.clone(), mode, content, meta: None };
+        let params = InjectRequest::new(session_id.clone(), mode, content);
         Ok(self.send(&params, Some(session_id), Flight::Accept { item, prompt: false }))
     }
 
@@ -386,7 +371,7 @@ impl ClientConnection {
             return self.revoke_held(session_id, message_id);
         }
         let item = self.open(session_id)?.check_revoke(message_id)?;
-        let params = RevokeInjectRequest { session_id: session_id.clone(), message_id: message_id.clone(), meta: None };
+        let params = RevokeInjectRequest::new(session_id.clone(), message_id.clone());
         Ok(self.send(&params, Some(session_id), Flight::Revoke(item)))
     }
 
@@ -402,12 +387,7 @@ impl ClientConnection {
             return self.replace_held(session_id, message_id, content);
         }
         let item = self.open(session_id)?.check_replace(message_id)?;
-        let params = ReplaceInjectRequest {
-            session_id: session_id.clone(),
-            message_id: message_id.clone(),
-            content: content.clone(),
-            meta: None,
-        };
+        let params = ReplaceInjectRequest::new(session_id.clone(), message_id.clone(), content.clone());
         Ok(self.send(&params, Some(session_id), Flight::Replace(item, content)))
     }
 
@@ -415,7 +395,7 @@ impl ClientConnection {
     /// agent's turn are dropped with it, their calls answered -32800 (C-V1-2); queued
     /// messages stay held.
     pub fn cancel(&mut self, session_id: &SessionId) {
-        let params = CancelSessionNotification { session_id: session_id.clone(), meta: None };
+        let params = CancelSessionNotification::new(session_id.clone());
         self.outbox.push_back(jsonrpc::notification_line(&params));
         let Some(m) = self.sessions.get_mut(session_id) else { return };
         let (dropped, events) = m.drop_held_prompts();
@@ -427,7 +407,7 @@ impl ClientConnection {
 
     /// `session/close`.
     pub fn close(&mut self, session_id: &SessionId) -> RequestId {
-        let params = CloseSessionRequest { session_id: session_id.clone(), meta: None };
+        let params = CloseSessionRequest::new(session_id.clone());
         self.send(&params, Some(session_id), Flight::Close)
     }
 
@@ -439,7 +419,7 @@ impl ClientConnection {
             let outcome = Answer::Failed(ProtocolError::local(acp_inject_wire::errors::METHOD_NOT_FOUND, why));
             return self.answer_locally(session_id, RequestKind::Status, outcome);
         }
-        let params = SessionStatusRequest { session_id: session_id.clone(), meta: None };
+        let params = SessionStatusRequest::new(session_id.clone());
         self.send(&params, Some(session_id), Flight::Status)
     }
 
@@ -448,7 +428,7 @@ impl ClientConnection {
         if self.permissions.remove(request).is_none() {
             return Err(CallRejected::InvalidArguments(format!("no open permission request with id {request}")));
         }
-        self.outbox.push_back(jsonrpc::result_line(request, &RequestPermissionResponse { outcome, meta: None }));
+        self.outbox.push_back(jsonrpc::result_line(request, &RequestPermissionResponse::new(outcome)));
         Ok(())
     }
 

@@ -680,8 +680,7 @@ impl SessionMirror {
         }
         self.stream = None;
         let content = self.items.get(i).map(|item| item.content.clone()).unwrap_or_default();
-        let echo =
-            SessionUpdate::UserMessage(Box::new(UserMessage { message_id: id.clone(), content: Patch::Value(content), meta: None }));
+        let echo = SessionUpdate::UserMessage(Box::new(UserMessage::new(id.clone()).content(content)));
         let running = SessionUpdate::StateUpdate(Box::new(StateUpdate::Running(Box::default())));
         let mut events = self.apply(echo);
         events.extend(self.apply(running));
@@ -999,7 +998,7 @@ mod tests {
     }
 
     fn text(s: &str) -> Vec<ContentBlock> {
-        vec![ContentBlock::Text(Box::new(TextContent { text: s.into(), annotations: None, meta: None }))]
+        vec![ContentBlock::Text(Box::new(TextContent::new(s)))]
     }
 
     #[test]
@@ -1042,7 +1041,7 @@ mod tests {
         let mut m = SessionMirror::new(None);
         let (held, _) = m.hold(ItemMode::Prompt, text("hi"), false);
         let (sent, _) = m.sending(ItemMode::Prompt, text("hi"));
-        let echo = UserMessage { message_id: id("msg_1"), content: Patch::Value(text("hi")), meta: None };
+        let echo = UserMessage::new(id("msg_1")).content(text("hi"));
         m.apply(SessionUpdate::UserMessage(Box::new(echo)));
         assert_eq!(m.items[held].life, Lifecycle::HeldPrompt);
         assert_eq!(m.items[sent].life, Lifecycle::Delivered { id: id("msg_1") });

@@ -6,7 +6,7 @@
 //! use acp_inject_core::wire::Implementation;
 //!
 //! let mut conn = ClientConnection::default();
-//! let info = Implementation { name: "my-app".into(), title: None, version: "1.0".into(), meta: None };
+//! let info = Implementation::new("my-app", "1.0");
 //! conn.initialize(info, false);
 //! let lines = conn.take_outgoing(); // write these to the agent
 //! assert!(lines[0].contains(r#""method":"initialize""#));

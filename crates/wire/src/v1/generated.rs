@@ -2,7 +2,7 @@
 // Source: spec/acp-v1.schema.json, expanded by codegen/ as the v2 types are.
 #![allow(clippy::all, missing_docs)]
 
-pub use crate::{__de, Patch, RequestId, SerializeFields, Unknown};
+pub use crate::{__de, IntoOption, Patch, RequestId, SerializeFields, Unknown};
 /**Capabilities supported by the agent.
 
 Advertised during initialization to inform the client about
@@ -11,6 +11,7 @@ available features and content types.
 See protocol docs: [Agent Capabilities](https://agentclientprotocol.com/protocol/v1/initialization#agent-capabilities)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct AgentCapabilities {
     ///Whether the agent supports `session/load`.
     #[serde(
@@ -51,6 +52,7 @@ pub struct AgentCapabilities {
 ///A chunk of the agent's response being streamed.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct AgentMessageChunk {
     pub content: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     /**A unique identifier for the message this chunk belongs to.
@@ -74,6 +76,7 @@ A change in `messageId` indicates a new message has started.*/
 ///A chunk of the agent's internal reasoning being streamed.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct AgentThoughtChunk {
     pub content: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     /**A unique identifier for the message this chunk belongs to.
@@ -99,6 +102,7 @@ Describes the name and version of an ACP implementation, with an optional
 title for UI representation.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct Implementation {
     /**Intended for programmatic or logical use, but can be used as a display
 name fallback if title isn't present.*/
@@ -128,6 +132,7 @@ Contains the negotiated protocol version and agent capabilities.
 See protocol docs: [Initialization](https://agentclientprotocol.com/protocol/v1/initialization)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct InitializeResponse {
     #[serde(rename = "protocolVersion")]
     pub protocol_version: ProtocolVersion,
@@ -168,6 +173,7 @@ Note: in future versions of the protocol, this will be required.*/
 ///Response from loading an existing session.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct LoadSessionResponse {
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_loadsessionresponse_meta")]
@@ -179,6 +185,7 @@ pub struct LoadSessionResponse {
 ///MCP capabilities supported by the agent
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct McpCapabilities {
     ///Agent supports `http` MCP servers.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -243,6 +250,7 @@ impl ::std::str::FromStr for MessageId {
 See protocol docs: [Agent Plan](https://agentclientprotocol.com/protocol/v1/agent-plan)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct Plan {
     /**The list of tasks to be accomplished.
 
@@ -274,6 +282,7 @@ the agent can process.
 See protocol docs: [Prompt Capabilities](https://agentclientprotocol.com/protocol/v1/initialization#prompt-capabilities)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct PromptCapabilities {
     ///Agent supports `image` content blocks.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -308,6 +317,7 @@ in prompt requests for pieces of context that are referenced in the message.*/
 See protocol docs: [Check for Completion](https://agentclientprotocol.com/protocol/v1/prompt-turn#4-check-for-completion)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct PromptResponse {
     #[serde(rename = "stopReason")]
     pub stop_reason: StopReason,
@@ -372,6 +382,7 @@ Sent when the agent needs authorization before performing a sensitive operation.
 See protocol docs: [Requesting Permission](https://agentclientprotocol.com/protocol/v1/tool-calls#requesting-permission)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct RequestPermissionRequest {
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
@@ -397,6 +408,7 @@ supported session lifecycle requests. Agents that also support
 complete ordered additional-root list associated with a listed session.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct SessionAdditionalDirectoriesCapabilities {
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(
@@ -418,6 +430,7 @@ Note: `session/load` is still handled by the top-level `loadSession` capability.
 See protocol docs: [Session Capabilities](https://agentclientprotocol.com/protocol/v1/initialization#session-capabilities)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct SessionCapabilities {
     /**Whether the agent supports `session/list`.
 
@@ -473,6 +486,7 @@ Supplying `{}` means the agent supports closing sessions.*/
 Supplying `{}` means the agent supports closing sessions.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct SessionCloseCapabilities {
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_sessionclosecapabilities_meta")]
@@ -531,6 +545,7 @@ impl ::std::str::FromStr for SessionId {
 ///Session metadata has been updated (title, timestamps, custom metadata)
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct SessionInfoUpdate {
     ///Human-readable title for the session. Set to null to clear.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -557,6 +572,7 @@ pub struct SessionInfoUpdate {
 Supplying `{}` means the agent supports listing sessions.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct SessionListCapabilities {
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_sessionlistcapabilities_meta")]
@@ -572,6 +588,7 @@ Used to stream real-time progress and results during prompt processing.
 See protocol docs: [Agent Reports Output](https://agentclientprotocol.com/protocol/v1/prompt-turn#3-agent-reports-output)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct SessionNotification {
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
@@ -588,6 +605,7 @@ pub struct SessionNotification {
 Supplying `{}` means the agent supports resuming sessions.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct SessionResumeCapabilities {
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_sessionresumecapabilities_meta")]
@@ -599,6 +617,7 @@ pub struct SessionResumeCapabilities {
 ///Notification that a new tool call has been initiated.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct ToolCall {
     #[serde(rename = "toolCallId")]
     pub tool_call_id: ToolCallId,
@@ -704,6 +723,7 @@ impl ::std::str::FromStr for ToolCallId {
 ///Update on the status or results of a tool call.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct ToolCallUpdate {
     #[serde(rename = "toolCallId")]
     pub tool_call_id: ToolCallId,
@@ -763,6 +783,7 @@ the existing name is left unchanged.*/
 ///Context window and cost update for the session.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct UsageUpdate {
     ///Tokens currently in context.
     pub used: u64,
@@ -783,6 +804,7 @@ pub struct UsageUpdate {
 ///A chunk of the user's message being streamed.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
 pub struct UserMessageChunk {
     pub content: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     /**A unique identifier for the message this chunk belongs to.
@@ -886,6 +908,65 @@ impl SerializeFields for AgentCapabilities {
         Ok(())
     }
 }
+impl AgentCapabilities {
+    /// Builds [`AgentCapabilities`] with every member absent (or at its default); set them with the setters.
+    #[must_use]
+    pub fn new() -> Self {
+        Self {
+            load_session: ::std::default::Default::default(),
+            prompt_capabilities: ::std::default::Default::default(),
+            mcp_capabilities: ::std::default::Default::default(),
+            session_capabilities: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    ///Whether the agent supports `session/load`.
+    ///
+    /// Sets the optional `loadSession` member (`None` leaves it absent).
+    #[must_use]
+    pub fn load_session(mut self, load_session: impl IntoOption<bool>) -> Self {
+        self.load_session = IntoOption::into_option(load_session);
+        self
+    }
+    /// Sets the optional `promptCapabilities` member (`None` leaves it absent).
+    #[must_use]
+    pub fn prompt_capabilities(
+        mut self,
+        prompt_capabilities: impl IntoOption<PromptCapabilities>,
+    ) -> Self {
+        self.prompt_capabilities = IntoOption::into_option(prompt_capabilities);
+        self
+    }
+    /// Sets the optional `mcpCapabilities` member (`None` leaves it absent).
+    #[must_use]
+    pub fn mcp_capabilities(
+        mut self,
+        mcp_capabilities: impl IntoOption<McpCapabilities>,
+    ) -> Self {
+        self.mcp_capabilities = IntoOption::into_option(mcp_capabilities);
+        self
+    }
+    /// Sets the optional `sessionCapabilities` member (`None` leaves it absent).
+    #[must_use]
+    pub fn session_capabilities(
+        mut self,
+        session_capabilities: impl IntoOption<SessionCapabilities>,
+    ) -> Self {
+        self.session_capabilities = IntoOption::into_option(session_capabilities);
+        self
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
+    }
+}
 fn __tolerant_agentmessagechunk_message_id<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<::std::option::Option<MessageId>, D::Error> {
@@ -912,6 +993,43 @@ impl SerializeFields for AgentMessageChunk {
             map.serialize_entry("_meta", &self.meta)?;
         }
         Ok(())
+    }
+}
+impl AgentMessageChunk {
+    /// Builds [`AgentMessageChunk`] from its required members (`content`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(
+        content: impl ::std::convert::Into<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        Self {
+            content: ::std::convert::Into::into(content),
+            message_id: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /**A unique identifier for the message this chunk belongs to.
+
+All chunks belonging to the same message share the same `messageId`.
+A change in `messageId` indicates a new message has started.*/
+    ///
+    /// Sets the optional `messageId` member (`None` leaves it absent).
+    #[must_use]
+    pub fn message_id(mut self, message_id: impl IntoOption<MessageId>) -> Self {
+        self.message_id = IntoOption::into_option(message_id);
+        self
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
     }
 }
 fn __tolerant_agentthoughtchunk_message_id<'de, D: ::serde::Deserializer<'de>>(
@@ -942,6 +1060,43 @@ impl SerializeFields for AgentThoughtChunk {
         Ok(())
     }
 }
+impl AgentThoughtChunk {
+    /// Builds [`AgentThoughtChunk`] from its required members (`content`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(
+        content: impl ::std::convert::Into<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        Self {
+            content: ::std::convert::Into::into(content),
+            message_id: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /**A unique identifier for the message this chunk belongs to.
+
+All chunks belonging to the same message share the same `messageId`.
+A change in `messageId` indicates a new message has started.*/
+    ///
+    /// Sets the optional `messageId` member (`None` leaves it absent).
+    #[must_use]
+    pub fn message_id(mut self, message_id: impl IntoOption<MessageId>) -> Self {
+        self.message_id = IntoOption::into_option(message_id);
+        self
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
+    }
+}
 fn __tolerant_implementation_title<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<::std::option::Option<::std::string::String>, D::Error> {
@@ -969,6 +1124,43 @@ impl SerializeFields for Implementation {
             map.serialize_entry("_meta", &self.meta)?;
         }
         Ok(())
+    }
+}
+impl Implementation {
+    /// Builds [`Implementation`] from its required members (`name`, `version`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(
+        name: impl ::std::convert::Into<::std::string::String>,
+        version: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self {
+            name: ::std::convert::Into::into(name),
+            title: ::std::default::Default::default(),
+            version: ::std::convert::Into::into(version),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /**Intended for UI and end-user contexts and optimized to be human-readable
+and easily understood.
+
+If not provided, the name should be used for display.*/
+    ///
+    /// Sets the optional `title` member (`None` leaves it absent).
+    #[must_use]
+    pub fn title(mut self, title: impl IntoOption<::std::string::String>) -> Self {
+        self.title = IntoOption::into_option(title);
+        self
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
     }
 }
 fn __tolerant_initializeresponse_agent_capabilities<'de, D: ::serde::Deserializer<'de>>(
@@ -1020,6 +1212,64 @@ impl SerializeFields for InitializeResponse {
         Ok(())
     }
 }
+impl InitializeResponse {
+    /// Builds [`InitializeResponse`] from its required members (`protocolVersion`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(protocol_version: impl ::std::convert::Into<ProtocolVersion>) -> Self {
+        Self {
+            protocol_version: ::std::convert::Into::into(protocol_version),
+            agent_capabilities: ::std::default::Default::default(),
+            auth_methods: ::std::default::Default::default(),
+            agent_info: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Sets the optional `agentCapabilities` member (`None` leaves it absent).
+    #[must_use]
+    pub fn agent_capabilities(
+        mut self,
+        agent_capabilities: impl IntoOption<AgentCapabilities>,
+    ) -> Self {
+        self.agent_capabilities = IntoOption::into_option(agent_capabilities);
+        self
+    }
+    ///Authentication methods supported by the agent.
+    ///
+    /// Sets the optional `authMethods` member (`None` leaves it absent).
+    #[must_use]
+    pub fn auth_methods(
+        mut self,
+        auth_methods: impl IntoOption<
+            ::std::vec::Vec<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+        >,
+    ) -> Self {
+        self.auth_methods = IntoOption::into_option(auth_methods);
+        self
+    }
+    /**Information about the Agent name and version sent to the Client.
+
+Note: in future versions of the protocol, this will be required.*/
+    ///
+    /// Sets the optional `agentInfo` member (`None` leaves it absent).
+    #[must_use]
+    pub fn agent_info(mut self, agent_info: impl IntoOption<Implementation>) -> Self {
+        self.agent_info = IntoOption::into_option(agent_info);
+        self
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
+    }
+}
 fn __tolerant_loadsessionresponse_meta<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<
@@ -1037,6 +1287,26 @@ impl SerializeFields for LoadSessionResponse {
             map.serialize_entry("_meta", &self.meta)?;
         }
         Ok(())
+    }
+}
+impl LoadSessionResponse {
+    /// Builds [`LoadSessionResponse`] with every member absent (or at its default); set them with the setters.
+    #[must_use]
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
     }
 }
 fn __tolerant_mcpcapabilities_http<'de, D: ::serde::Deserializer<'de>>(
@@ -1074,6 +1344,44 @@ impl SerializeFields for McpCapabilities {
         Ok(())
     }
 }
+impl McpCapabilities {
+    /// Builds [`McpCapabilities`] with every member absent (or at its default); set them with the setters.
+    #[must_use]
+    pub fn new() -> Self {
+        Self {
+            http: ::std::default::Default::default(),
+            sse: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    ///Agent supports `http` MCP servers.
+    ///
+    /// Sets the optional `http` member (`None` leaves it absent).
+    #[must_use]
+    pub fn http(mut self, http: impl IntoOption<bool>) -> Self {
+        self.http = IntoOption::into_option(http);
+        self
+    }
+    ///Agent supports `sse` MCP servers.
+    ///
+    /// Sets the optional `sse` member (`None` leaves it absent).
+    #[must_use]
+    pub fn sse(mut self, sse: impl IntoOption<bool>) -> Self {
+        self.sse = IntoOption::into_option(sse);
+        self
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
+    }
+}
 fn __tolerant_plan_entries<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<
@@ -1100,6 +1408,33 @@ impl SerializeFields for Plan {
             map.serialize_entry("_meta", &self.meta)?;
         }
         Ok(())
+    }
+}
+impl Plan {
+    /// Builds [`Plan`] from its required members (`entries`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(
+        entries: impl ::std::convert::Into<
+            ::std::vec::Vec<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+        >,
+    ) -> Self {
+        Self {
+            entries: ::std::convert::Into::into(entries),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
     }
 }
 fn __tolerant_promptcapabilities_image<'de, D: ::serde::Deserializer<'de>>(
@@ -1145,6 +1480,56 @@ impl SerializeFields for PromptCapabilities {
         Ok(())
     }
 }
+impl PromptCapabilities {
+    /// Builds [`PromptCapabilities`] with every member absent (or at its default); set them with the setters.
+    #[must_use]
+    pub fn new() -> Self {
+        Self {
+            image: ::std::default::Default::default(),
+            audio: ::std::default::Default::default(),
+            embedded_context: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    ///Agent supports `image` content blocks.
+    ///
+    /// Sets the optional `image` member (`None` leaves it absent).
+    #[must_use]
+    pub fn image(mut self, image: impl IntoOption<bool>) -> Self {
+        self.image = IntoOption::into_option(image);
+        self
+    }
+    ///Agent supports `audio` content blocks.
+    ///
+    /// Sets the optional `audio` member (`None` leaves it absent).
+    #[must_use]
+    pub fn audio(mut self, audio: impl IntoOption<bool>) -> Self {
+        self.audio = IntoOption::into_option(audio);
+        self
+    }
+    /**Agent supports embedded context in `session/prompt` requests.
+
+When enabled, the Client is allowed to include `resource` content blocks
+in prompt requests for pieces of context that are referenced in the message.*/
+    ///
+    /// Sets the optional `embeddedContext` member (`None` leaves it absent).
+    #[must_use]
+    pub fn embedded_context(mut self, embedded_context: impl IntoOption<bool>) -> Self {
+        self.embedded_context = IntoOption::into_option(embedded_context);
+        self
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
+    }
+}
 fn __tolerant_promptresponse_meta<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<
@@ -1163,6 +1548,27 @@ impl SerializeFields for PromptResponse {
             map.serialize_entry("_meta", &self.meta)?;
         }
         Ok(())
+    }
+}
+impl PromptResponse {
+    /// Builds [`PromptResponse`] from its required members (`stopReason`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(stop_reason: impl ::std::convert::Into<StopReason>) -> Self {
+        Self {
+            stop_reason: ::std::convert::Into::into(stop_reason),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
     }
 }
 fn __tolerant_requestpermissionrequest_meta<'de, D: ::serde::Deserializer<'de>>(
@@ -1187,6 +1593,39 @@ impl SerializeFields for RequestPermissionRequest {
         Ok(())
     }
 }
+impl RequestPermissionRequest {
+    /// Builds [`RequestPermissionRequest`] from its required members (`sessionId`, `toolCall`, `options`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(
+        session_id: impl ::std::convert::Into<SessionId>,
+        tool_call: impl ::std::convert::Into<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+        options: impl ::std::convert::Into<
+            ::std::vec::Vec<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+        >,
+    ) -> Self {
+        Self {
+            session_id: ::std::convert::Into::into(session_id),
+            tool_call: ::std::convert::Into::into(tool_call),
+            options: ::std::convert::Into::into(options),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
+    }
+}
 fn __tolerant_sessionadditionaldirectoriescapabilities_meta<
     'de,
     D: ::serde::Deserializer<'de>,
@@ -1207,6 +1646,26 @@ impl SerializeFields for SessionAdditionalDirectoriesCapabilities {
             map.serialize_entry("_meta", &self.meta)?;
         }
         Ok(())
+    }
+}
+impl SessionAdditionalDirectoriesCapabilities {
+    /// Builds [`SessionAdditionalDirectoriesCapabilities`] with every member absent (or at its default); set them with the setters.
+    #[must_use]
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
     }
 }
 fn __tolerant_sessioncapabilities_list<'de, D: ::serde::Deserializer<'de>>(
@@ -1263,6 +1722,82 @@ impl SerializeFields for SessionCapabilities {
         Ok(())
     }
 }
+impl SessionCapabilities {
+    /// Builds [`SessionCapabilities`] with every member absent (or at its default); set them with the setters.
+    #[must_use]
+    pub fn new() -> Self {
+        Self {
+            list: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+            additional_directories: ::std::default::Default::default(),
+            resume: ::std::default::Default::default(),
+            close: ::std::default::Default::default(),
+        }
+    }
+    /**Whether the agent supports `session/list`.
+
+Optional. Omitted or `null` both mean the agent does not advertise support.
+Supplying `{}` means the agent supports listing sessions.*/
+    ///
+    /// Sets the optional `list` member (`None` leaves it absent).
+    #[must_use]
+    pub fn list(mut self, list: impl IntoOption<SessionListCapabilities>) -> Self {
+        self.list = IntoOption::into_option(list);
+        self
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
+    }
+    /**Whether the agent supports `additionalDirectories` on supported session lifecycle requests.
+
+Optional. Omitted or `null` both mean the agent does not advertise support.
+Supplying `{}` means the agent supports `additionalDirectories` on
+supported session lifecycle requests.
+
+Agents that also support `session/list` may return
+`SessionInfo.additionalDirectories` to report the complete ordered
+additional-root list associated with a listed session.*/
+    ///
+    /// Sets the optional `additionalDirectories` member (`None` leaves it absent).
+    #[must_use]
+    pub fn additional_directories(
+        mut self,
+        additional_directories: impl IntoOption<SessionAdditionalDirectoriesCapabilities>,
+    ) -> Self {
+        self.additional_directories = IntoOption::into_option(additional_directories);
+        self
+    }
+    /**Whether the agent supports `session/resume`.
+
+Optional. Omitted or `null` both mean the agent does not advertise support.
+Supplying `{}` means the agent supports resuming sessions.*/
+    ///
+    /// Sets the optional `resume` member (`None` leaves it absent).
+    #[must_use]
+    pub fn resume(mut self, resume: impl IntoOption<SessionResumeCapabilities>) -> Self {
+        self.resume = IntoOption::into_option(resume);
+        self
+    }
+    /**Whether the agent supports `session/close`.
+
+Optional. Omitted or `null` both mean the agent does not advertise support.
+Supplying `{}` means the agent supports closing sessions.*/
+    ///
+    /// Sets the optional `close` member (`None` leaves it absent).
+    #[must_use]
+    pub fn close(mut self, close: impl IntoOption<SessionCloseCapabilities>) -> Self {
+        self.close = IntoOption::into_option(close);
+        self
+    }
+}
 fn __tolerant_sessionclosecapabilities_meta<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<
@@ -1280,6 +1815,26 @@ impl SerializeFields for SessionCloseCapabilities {
             map.serialize_entry("_meta", &self.meta)?;
         }
         Ok(())
+    }
+}
+impl SessionCloseCapabilities {
+    /// Builds [`SessionCloseCapabilities`] with every member absent (or at its default); set them with the setters.
+    #[must_use]
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
     }
 }
 fn __tolerant_sessioninfoupdate_title<'de, D: ::serde::Deserializer<'de>>(
@@ -1317,6 +1872,47 @@ impl SerializeFields for SessionInfoUpdate {
         Ok(())
     }
 }
+impl SessionInfoUpdate {
+    /// Builds [`SessionInfoUpdate`] with every member absent (or at its default); set them with the setters.
+    #[must_use]
+    pub fn new() -> Self {
+        Self {
+            title: ::std::default::Default::default(),
+            updated_at: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    ///Human-readable title for the session. Set to null to clear.
+    ///
+    /// Sets the optional `title` member (`None` leaves it absent).
+    #[must_use]
+    pub fn title(mut self, title: impl IntoOption<::std::string::String>) -> Self {
+        self.title = IntoOption::into_option(title);
+        self
+    }
+    ///ISO 8601 timestamp of last activity. Set to null to clear.
+    ///
+    /// Sets the optional `updatedAt` member (`None` leaves it absent).
+    #[must_use]
+    pub fn updated_at(
+        mut self,
+        updated_at: impl IntoOption<::std::string::String>,
+    ) -> Self {
+        self.updated_at = IntoOption::into_option(updated_at);
+        self
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
+    }
+}
 fn __tolerant_sessionlistcapabilities_meta<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<
@@ -1334,6 +1930,26 @@ impl SerializeFields for SessionListCapabilities {
             map.serialize_entry("_meta", &self.meta)?;
         }
         Ok(())
+    }
+}
+impl SessionListCapabilities {
+    /// Builds [`SessionListCapabilities`] with every member absent (or at its default); set them with the setters.
+    #[must_use]
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
     }
 }
 fn __tolerant_sessionnotification_meta<'de, D: ::serde::Deserializer<'de>>(
@@ -1357,6 +1973,31 @@ impl SerializeFields for SessionNotification {
         Ok(())
     }
 }
+impl SessionNotification {
+    /// Builds [`SessionNotification`] from its required members (`sessionId`, `update`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(
+        session_id: impl ::std::convert::Into<SessionId>,
+        update: impl ::std::convert::Into<SessionUpdate>,
+    ) -> Self {
+        Self {
+            session_id: ::std::convert::Into::into(session_id),
+            update: ::std::convert::Into::into(update),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
+    }
+}
 fn __tolerant_sessionresumecapabilities_meta<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<
@@ -1374,6 +2015,26 @@ impl SerializeFields for SessionResumeCapabilities {
             map.serialize_entry("_meta", &self.meta)?;
         }
         Ok(())
+    }
+}
+impl SessionResumeCapabilities {
+    /// Builds [`SessionResumeCapabilities`] with every member absent (or at its default); set them with the setters.
+    #[must_use]
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
     }
 }
 fn __tolerant_toolcall_name<'de, D: ::serde::Deserializer<'de>>(
@@ -1451,6 +2112,115 @@ impl SerializeFields for ToolCall {
             map.serialize_entry("_meta", &self.meta)?;
         }
         Ok(())
+    }
+}
+impl ToolCall {
+    /// Builds [`ToolCall`] from its required members (`toolCallId`, `title`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(
+        tool_call_id: impl ::std::convert::Into<ToolCallId>,
+        title: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self {
+            tool_call_id: ::std::convert::Into::into(tool_call_id),
+            title: ::std::convert::Into::into(title),
+            name: ::std::default::Default::default(),
+            kind: ::std::default::Default::default(),
+            status: ::std::default::Default::default(),
+            content: ::std::default::Default::default(),
+            locations: ::std::default::Default::default(),
+            raw_input: ::std::default::Default::default(),
+            raw_output: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /**Programmatic name of the tool being invoked.
+
+This field is optional. Omitting it or sending `null` both mean that no
+tool name is available.*/
+    ///
+    /// Sets the optional `name` member (`None` leaves it absent).
+    #[must_use]
+    pub fn name(mut self, name: impl IntoOption<::std::string::String>) -> Self {
+        self.name = IntoOption::into_option(name);
+        self
+    }
+    ///The tool's kind (upstream `ToolKind`), carried as a string.
+    ///
+    /// Sets the optional `kind` member (`None` leaves it absent).
+    #[must_use]
+    pub fn kind(mut self, kind: impl IntoOption<::std::string::String>) -> Self {
+        self.kind = IntoOption::into_option(kind);
+        self
+    }
+    ///The tool call's status (upstream `ToolCallStatus`), carried as a string.
+    ///
+    /// Sets the optional `status` member (`None` leaves it absent).
+    #[must_use]
+    pub fn status(mut self, status: impl IntoOption<::std::string::String>) -> Self {
+        self.status = IntoOption::into_option(status);
+        self
+    }
+    ///Content produced by the tool call.
+    ///
+    /// Sets the optional `content` member (`None` leaves it absent).
+    #[must_use]
+    pub fn content(
+        mut self,
+        content: impl IntoOption<
+            ::std::vec::Vec<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+        >,
+    ) -> Self {
+        self.content = IntoOption::into_option(content);
+        self
+    }
+    /**File locations affected by this tool call.
+Enables "follow-along" features in clients.*/
+    ///
+    /// Sets the optional `locations` member (`None` leaves it absent).
+    #[must_use]
+    pub fn locations(
+        mut self,
+        locations: impl IntoOption<
+            ::std::vec::Vec<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+        >,
+    ) -> Self {
+        self.locations = IntoOption::into_option(locations);
+        self
+    }
+    ///Raw input parameters sent to the tool.
+    ///
+    /// Sets the optional `rawInput` member (`None` leaves it absent).
+    #[must_use]
+    pub fn raw_input(mut self, raw_input: impl IntoOption<::serde_json::Value>) -> Self {
+        self.raw_input = IntoOption::into_option(raw_input);
+        self
+    }
+    ///Raw output returned by the tool.
+    ///
+    /// Sets the optional `rawOutput` member (`None` leaves it absent).
+    #[must_use]
+    pub fn raw_output(
+        mut self,
+        raw_output: impl IntoOption<::serde_json::Value>,
+    ) -> Self {
+        self.raw_output = IntoOption::into_option(raw_output);
+        self
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
     }
 }
 fn __tolerant_toolcallupdate_title<'de, D: ::serde::Deserializer<'de>>(
@@ -1537,6 +2307,119 @@ impl SerializeFields for ToolCallUpdate {
         Ok(())
     }
 }
+impl ToolCallUpdate {
+    /// Builds [`ToolCallUpdate`] from its required members (`toolCallId`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(tool_call_id: impl ::std::convert::Into<ToolCallId>) -> Self {
+        Self {
+            tool_call_id: ::std::convert::Into::into(tool_call_id),
+            kind: ::std::default::Default::default(),
+            status: ::std::default::Default::default(),
+            title: ::std::default::Default::default(),
+            name: ::std::default::Default::default(),
+            content: ::std::default::Default::default(),
+            locations: ::std::default::Default::default(),
+            raw_input: ::std::default::Default::default(),
+            raw_output: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    ///The tool's kind (upstream `ToolKind`), carried as a string.
+    ///
+    /// Sets the optional `kind` member (`None` leaves it absent).
+    #[must_use]
+    pub fn kind(mut self, kind: impl IntoOption<::std::string::String>) -> Self {
+        self.kind = IntoOption::into_option(kind);
+        self
+    }
+    ///The tool call's status (upstream `ToolCallStatus`), carried as a string.
+    ///
+    /// Sets the optional `status` member (`None` leaves it absent).
+    #[must_use]
+    pub fn status(mut self, status: impl IntoOption<::std::string::String>) -> Self {
+        self.status = IntoOption::into_option(status);
+        self
+    }
+    ///Update the human-readable title.
+    ///
+    /// Sets the optional `title` member (`None` leaves it absent).
+    #[must_use]
+    pub fn title(mut self, title: impl IntoOption<::std::string::String>) -> Self {
+        self.title = IntoOption::into_option(title);
+        self
+    }
+    /**Update the programmatic name of the tool being invoked.
+
+This field is optional. Omitting it or sending `null` both mean that
+the existing name is left unchanged.*/
+    ///
+    /// Sets the optional `name` member (`None` leaves it absent).
+    #[must_use]
+    pub fn name(mut self, name: impl IntoOption<::std::string::String>) -> Self {
+        self.name = IntoOption::into_option(name);
+        self
+    }
+    ///Replace the content collection.
+    ///
+    /// Sets the optional `content` member (`None` leaves it absent).
+    #[must_use]
+    pub fn content(
+        mut self,
+        content: impl IntoOption<
+            ::std::vec::Vec<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+        >,
+    ) -> Self {
+        self.content = IntoOption::into_option(content);
+        self
+    }
+    ///Replace the locations collection.
+    ///
+    /// Sets the optional `locations` member (`None` leaves it absent).
+    #[must_use]
+    pub fn locations(
+        mut self,
+        locations: impl IntoOption<
+            ::std::vec::Vec<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+        >,
+    ) -> Self {
+        self.locations = IntoOption::into_option(locations);
+        self
+    }
+    ///Update the raw input.
+    ///
+    /// Sets the optional `rawInput` member (`None` leaves it absent).
+    #[must_use]
+    pub fn raw_input(mut self, raw_input: impl IntoOption<::serde_json::Value>) -> Self {
+        self.raw_input = IntoOption::into_option(raw_input);
+        self
+    }
+    ///Update the raw output.
+    ///
+    /// Sets the optional `rawOutput` member (`None` leaves it absent).
+    #[must_use]
+    pub fn raw_output(
+        mut self,
+        raw_output: impl IntoOption<::serde_json::Value>,
+    ) -> Self {
+        self.raw_output = IntoOption::into_option(raw_output);
+        self
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
+    }
+}
 fn __tolerant_usageupdate_meta<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<
@@ -1559,6 +2442,42 @@ impl SerializeFields for UsageUpdate {
             map.serialize_entry("_meta", &self.meta)?;
         }
         Ok(())
+    }
+}
+impl UsageUpdate {
+    /// Builds [`UsageUpdate`] from its required members (`used`, `size`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(used: u64, size: u64) -> Self {
+        Self {
+            used,
+            size,
+            cost: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    ///Cumulative session cost (upstream `Cost`).
+    ///
+    /// Sets the optional `cost` member (`None` leaves it absent).
+    #[must_use]
+    pub fn cost(
+        mut self,
+        cost: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.cost = IntoOption::into_option(cost);
+        self
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
     }
 }
 fn __tolerant_usermessagechunk_message_id<'de, D: ::serde::Deserializer<'de>>(
@@ -1587,6 +2506,43 @@ impl SerializeFields for UserMessageChunk {
             map.serialize_entry("_meta", &self.meta)?;
         }
         Ok(())
+    }
+}
+impl UserMessageChunk {
+    /// Builds [`UserMessageChunk`] from its required members (`content`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(
+        content: impl ::std::convert::Into<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        Self {
+            content: ::std::convert::Into::into(content),
+            message_id: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /**A unique identifier for the message this chunk belongs to.
+
+All chunks belonging to the same message share the same `messageId`.
+A change in `messageId` indicates a new message has started.*/
+    ///
+    /// Sets the optional `messageId` member (`None` leaves it absent).
+    #[must_use]
+    pub fn message_id(mut self, message_id: impl IntoOption<MessageId>) -> Self {
+        self.message_id = IntoOption::into_option(message_id);
+        self
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
     }
 }
 /**Reasons why an agent stops processing a prompt turn.

@@ -79,7 +79,7 @@ impl ClientConnection {
         let content = mirror.item_content(item).map(<[ContentBlock]>::to_vec).unwrap_or_default();
         let call = self.held_calls.remove(&(session_id.clone(), item));
         let id = call.clone().unwrap_or_else(|| self.next_id());
-        let params = PromptRequest { session_id: session_id.clone(), prompt: content, meta: None };
+        let params = PromptRequest::new(session_id.clone(), content);
         self.outbox.push_back(jsonrpc::request_line(&id, &params));
         let session = Some(session_id.clone());
         let v1 = self.v1();

@@ -62,17 +62,13 @@ pub(super) fn initialize_response(raw: &RawValue) -> Result<InitializeResponse, 
     let r: acp_inject_wire::v1::InitializeResponse =
         jsonrpc::decode(raw.get()).map_err(|e| format!("the agent's version 1 result for Initialize does not decode: {e}"))?;
     let info = r.agent_info.map_or_else(
-        || Implementation { name: String::new(), title: None, version: String::new(), meta: None },
-        |i| Implementation { name: i.name, title: i.title, version: i.version, meta: i.meta },
+        || Implementation::new(String::new(), String::new()),
+        |i| Implementation::new(i.name, i.version).title(i.title).meta(i.meta),
     );
-    let session =
-        acp_inject_wire::SessionCapabilities { mcp: None, additional_directories: None, inject: None, status: None, meta: None };
-    Ok(InitializeResponse {
-        protocol_version: ProtocolVersion(1),
-        info,
-        capabilities: Some(acp_inject_wire::AgentCapabilities { session: Some(session), meta: None }),
-        meta: r.meta,
-    })
+    let session = acp_inject_wire::SessionCapabilities::new();
+    Ok(InitializeResponse::new(ProtocolVersion(1), info)
+        .capabilities(acp_inject_wire::AgentCapabilities::new().session(session))
+        .meta(r.meta))
 }
 
 /// A v1 `session/update`'s params, the update still to be read.
@@ -108,35 +104,29 @@ fn v2_update(mirror: &mut SessionMirror, update: Value) -> Result<SessionUpdate,
     };
     // A v1 tool call as the v2 upsert: the same members, its kind and status as v2's.
     let tool_call = |t: acp_inject_wire::v1::ToolCallUpdate| {
-        Ok::<_, String>(SessionUpdate::ToolCallUpdate(Box::new(ToolCallUpdate {
-            tool_call_id: acp_inject_wire::ToolCallId(t.tool_call_id.0),
-            title: t.title,
-            name: t.name,
-            kind: t.kind.map(via).transpose()?,
-            status: t.status.map(via).transpose()?,
-            content: t.content.map(via).transpose()?,
-            locations: t.locations,
-            raw_input: t.raw_input,
-            raw_output: t.raw_output,
-            meta: t.meta,
-        })))
+        Ok::<_, String>(SessionUpdate::ToolCallUpdate(Box::new(
+            ToolCallUpdate::new(acp_inject_wire::ToolCallId(t.tool_call_id.0))
+                .title(t.title)
+                .name(t.name)
+                .kind(t.kind.map(via).transpose()?)
+                .status(t.status.map(via).transpose()?)
+                .content(t.content.map(via).transpose()?)
+                .locations(t.locations)
+                .raw_input(t.raw_input)
+                .raw_output(t.raw_output)
+                .meta(t.meta),
+        )))
     };
     match v1 {
-        V1::UserMessageChunk(c) => Ok(SessionUpdate::UserMessageChunk(Box::new(UserMessageChunk {
-            message_id: id(mirror, MessageRole::User, c.message_id),
-            content: via(c.content)?,
-            meta: c.meta,
-        }))),
-        V1::AgentMessageChunk(c) => Ok(SessionUpdate::AgentMessageChunk(Box::new(AgentMessageChunk {
-            message_id: id(mirror, MessageRole::Agent, c.message_id),
-            content: via(c.content)?,
-            meta: c.meta,
-        }))),
-        V1::AgentThoughtChunk(c) => Ok(SessionUpdate::AgentThoughtChunk(Box::new(AgentThoughtChunk {
-            message_id: id(mirror, MessageRole::Thought, c.message_id),
-            content: via(c.content)?,
-            meta: c.meta,
-        }))),
+        V1::UserMessageChunk(c) => Ok(SessionUpdate::UserMessageChunk(Box::new(
+            UserMessageChunk::new(id(mirror, MessageRole::User, c.message_id), via::<_, ContentBlock>(c.content)?).meta(c.meta),
+        ))),
+        V1::AgentMessageChunk(c) => Ok(SessionUpdate::AgentMessageChunk(Box::new(
+            AgentMessageChunk::new(id(mirror, MessageRole::Agent, c.message_id), via::<_, ContentBlock>(c.content)?).meta(c.meta),
+        ))),
+        V1::AgentThoughtChunk(c) => Ok(SessionUpdate::AgentThoughtChunk(Box::new(
+            AgentThoughtChunk::new(id(mirror, MessageRole::Thought, c.message_id), via::<_, ContentBlock>(c.content)?).meta(c.meta),
+        ))),
         other => {
             mirror.v1_end_stream();
             match other {
@@ -144,14 +134,13 @@ fn v2_update(mirror: &mut SessionMirror, update: Value) -> Result<SessionUpdate,
                 V1::ToolCall(t) => tool_call(via(t)?),
                 V1::ToolCallUpdate(t) => tool_call(*t),
                 // v1 has one plan per session, which each `plan` replaces.
-                V1::Plan(p) => Ok(SessionUpdate::PlanUpdate(Box::new(PlanUpdate {
-                    plan: PlanUpdateContent::Items(Box::new(PlanItems {
-                        plan_id: V1_PLAN_ID.into(),
-                        entries: via(p.entries)?,
-                        meta: None,
-                    })),
-                    meta: p.meta,
-                }))),
+                V1::Plan(p) => Ok(SessionUpdate::PlanUpdate(Box::new(
+                    PlanUpdate::new(PlanUpdateContent::Items(Box::new(PlanItems::new(
+                        V1_PLAN_ID,
+                        via::<_, Vec<acp_inject_wire::PlanEntry>>(p.entries)?,
+                    ))))
+                    .meta(p.meta),
+                ))),
                 other => via(other),
             }
         }
@@ -200,7 +189,7 @@ impl ClientConnection {
         let (update, tolerated) = collect_tolerated(|| v2_update(mirror, n.update));
         match update {
             Ok(update) => {
-                let n = UpdateSessionNotification { session_id: session, update, meta: n.meta };
+                let n = UpdateSessionNotification::new(session, update).meta(n.meta);
                 self.update(n, tolerated)
             }
             Err(e) => self.ignore(format!("a session/update that does not decode: {e}")),
@@ -214,7 +203,7 @@ impl ClientConnection {
         let failed = |code: i64, message: String, data: Option<Value>| {
             // A code outside i32 is no JSON-RPC code; it reads as an internal error.
             let code = i32::try_from(code).unwrap_or(-32603);
-            (StopReason::Error, Some(TurnFailure { code, message, data }))
+            (StopReason::Error, Some(TurnFailure::new(code, message).data(data)))
         };
         let (stop_reason, error) = match outcome {
             Ok(raw) => match jsonrpc::decode::<StopOnly>(raw.get()) {
@@ -225,7 +214,7 @@ impl ClientConnection {
             Err(e) if e.code == acp_inject_wire::errors::REQUEST_CANCELLED => (StopReason::Cancelled, None),
             Err(e) => failed(e.code, e.message, e.data),
         };
-        let idle = IdleStateUpdate { stop_reason: Some(stop_reason), error, ..IdleStateUpdate::default() };
+        let idle = IdleStateUpdate::new().stop_reason(stop_reason).error(error);
         let Some(mirror) = self.sessions.get_mut(session_id) else { return };
         mirror.v1_end_stream();
         for e in mirror.apply(SessionUpdate::StateUpdate(Box::new(StateUpdate::Idle(Box::new(idle))))) {
@@ -244,12 +233,7 @@ fn permission_request(params: &RawValue) -> Result<RequestPermissionRequest, Str
     let title = text("title").or_else(|| text("toolCallId")).unwrap_or_else(|| "Permission requested".into());
     let subject =
         Map::from_iter([("type".to_owned(), Value::from("tool_call")), ("toolCall".to_owned(), Value::Object(r.tool_call.clone()))]);
-    Ok(RequestPermissionRequest {
-        session_id: SessionId(r.session_id.0),
-        title,
-        description: None,
-        subject: Some(subject),
-        options: via(r.options)?,
-        meta: r.meta,
-    })
+    Ok(RequestPermissionRequest::new(SessionId(r.session_id.0), title, via::<_, Vec<acp_inject_wire::PermissionOption>>(r.options)?)
+        .subject(subject)
+        .meta(r.meta))
 }

@@ -415,7 +415,18 @@ async fn each_limit_has_its_own_clear_error() {
     // Idle time: a WebSocket peer that sends nothing, not even the pongs to the agent's pings
     // (a half-open connection; this socket answers pings only when read), is closed (1001); an
     // HTTP connection with no stream and no request is ended (its id is then unknown: 404).
-    let (mut socket, _) = tokio_tungstenite::connect_async(ws_url.as_str()).await.unwrap();
+    // The two connections above end asynchronously: until the server has seen them go, a new
+    // one is still over the limit (503). Their slots must come back, within a bound.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let mut socket = loop {
+        match tokio_tungstenite::connect_async(ws_url.as_str()).await {
+            Ok((socket, _)) => break socket,
+            Err(e) if e.to_string().contains("503") && tokio::time::Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(50)).await
+            }
+            Err(e) => panic!("the closed connections' slots did not come back: {e}"),
+        }
+    };
     tokio::time::sleep(Duration::from_millis(1000)).await;
     use futures_util::StreamExt;
     let closed = tokio::time::timeout(Duration::from_secs(5), async {

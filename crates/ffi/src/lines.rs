@@ -83,6 +83,25 @@ fn write_events(events: Vec<Event>, out: &mut [u8], format: Format) -> i64 {
     })
 }
 
+/// The connection of a live line port, the input bytes and the output buffer of a per-line call.
+///
+/// # Safety
+///
+/// `port` came from `ClientCore.line_port()` and has not been freed (it is the address of an
+/// `Arc<ClientCore>` from [`open_port`]); `data` points to `len` readable bytes and `out` to
+/// `out_cap` writable bytes, not overlapping, all valid for the call.
+#[allow(unsafe_code)]
+unsafe fn parts<'a>(port: u64, data: *const u8, len: u64, out: *mut u8, out_cap: u64) -> (&'a ClientCore, &'a [u8], &'a mut [u8]) {
+    // SAFETY: the contract above.
+    unsafe {
+        (
+            &*(port as *const ClientCore),
+            std::slice::from_raw_parts(data, len as usize),
+            std::slice::from_raw_parts_mut(out, out_cap as usize),
+        )
+    }
+}
+
 /// A line port: the address of an `Arc<ClientCore>` this module owns, handed out by
 /// [`ClientCore::line_port`] so that the foreign layers call the per-line functions with a
 /// handle of ours, never one of UniFFI's.
@@ -110,15 +129,8 @@ pub unsafe extern "C" fn acp_inject_line_port_receive_into(
     out: *mut u8,
     out_cap: u64,
 ) -> i64 {
-    // SAFETY: the caller's contract above: a live port is the address of an
-    // `Arc<ClientCore>` from `open_port`, and the byte ranges are valid.
-    let (core, line, out) = unsafe {
-        (
-            &*(port as *const ClientCore),
-            std::slice::from_raw_parts(line, line_len as usize),
-            std::slice::from_raw_parts_mut(out, out_cap as usize),
-        )
-    };
+    // SAFETY: the caller's contract above.
+    let (core, line, out) = unsafe { parts(port, line, line_len, out, out_cap) };
     receive_into(core, line, out, Format::Uniffi)
 }
 
@@ -137,14 +149,8 @@ pub unsafe extern "C" fn acp_inject_line_port_receive_json_into(
     out: *mut u8,
     out_cap: u64,
 ) -> i64 {
-    // SAFETY: as in `acp_inject_line_port_receive_into`.
-    let (core, line, out) = unsafe {
-        (
-            &*(port as *const ClientCore),
-            std::slice::from_raw_parts(line, line_len as usize),
-            std::slice::from_raw_parts_mut(out, out_cap as usize),
-        )
-    };
+    // SAFETY: the caller's contract above.
+    let (core, line, out) = unsafe { parts(port, line, line_len, out, out_cap) };
     receive_into(core, line, out, Format::Json)
 }
 
@@ -166,14 +172,8 @@ pub unsafe extern "C" fn acp_inject_line_port_feed_json_into(
     out: *mut u8,
     out_cap: u64,
 ) -> i64 {
-    // SAFETY: the caller's contract above, as in `acp_inject_line_port_receive_into`.
-    let (core, bytes, out) = unsafe {
-        (
-            &*(port as *const ClientCore),
-            std::slice::from_raw_parts(bytes, len as usize),
-            std::slice::from_raw_parts_mut(out, out_cap as usize),
-        )
-    };
+    // SAFETY: the caller's contract above.
+    let (core, bytes, out) = unsafe { parts(port, bytes, len, out, out_cap) };
     match catch_unwind(AssertUnwindSafe(|| core.feed_events(bytes))) {
         Ok(events) => write_events(events, out, Format::Json),
         Err(_) => PANICKED,

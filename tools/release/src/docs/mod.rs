@@ -1,46 +1,69 @@
-//! `cargo xtask docs`: the API docs of every language, into `<target>/doc-site/`.
+//! `cargo xtask docs [--out DIR]`: the API docs of every language and the guide, into `DIR`
+//! (default `<target>/doc-site/`), then every link of every page checked.
 //!
 //! | folder | tool | from |
 //! |---|---|---|
 //! | `rust/` | rustdoc (`cargo doc --no-deps`) | the crates meant for the Rust crate registry |
-//! | `python/` | pdoc (from PyPI, in the cache venv) | the installed package's docstrings and stub |
+//! | `python/` | pdoc (from PyPI, in a venv of its own: `<cache>/docs-venv`) | the installed package's docstrings and stub |
 //! | `kotlin/` | Dokka HTML (`dokka-maven-plugin` from Maven Central) | bindings/kotlin + the generated binding |
 //! | `swift/` | DocC (`docc convert`, shipped with Swift 6.0.3, in the trixie chroot) | symbol graphs of `AcpInjectFFI` |
+//! | `guide/` | pulldown-cmark ([`guide`]), and `acp-inject-timeline` for its picture | `docs/guide/*.md`, a recorded session |
 //!
 //! Swift: the usual route, `swift package generate-documentation`, needs the swift-docc-plugin
 //! package from GitHub; here `swift package dump-symbol-graph` (built into SwiftPM) and the
 //! toolchain's own `docc` do the same without it. DocC's output is a static site that loads its
-//! pages with JavaScript, so open it through a web server (`python3 -m http.server -d
-//! <target>/doc-site`), not as a file. The doctests of the Rust examples run in `cargo test`
-//! (`cargo xtask test`), not here. Each language is attempted even when another failed.
+//! pages with JavaScript, so open it through a web server (`python3 -m http.server -d DIR`),
+//! not as a file. Python: pdoc goes into `<cache>/docs-venv` with the package, never into the
+//! venv the tests use. The guide's picture is drawn from a real run: `acp-inject-timeline`
+//! (`tools/timeline`) drives the reference agent through the Rust client, and writes the
+//! recording (`guide/timeline.json`) and its drawing (`guide/timeline.svg`); it is a binary of
+//! its own, so this crate (and xtask) does not link the product crates.
+//!
+//! Each part is attempted even when another failed; then [`links::check`] reads every page and
+//! reports each broken link with its page. The run fails when a part failed or a link is
+//! broken. The doctests of the Rust examples run in `cargo test` (`cargo xtask test`), not here.
+
+pub mod guide;
+pub mod links;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use acp_inject_tool_support::{cache_dir, cargo, copy_tree, root, target_dir, Error};
+use acp_inject_tool_support::{cache_dir, cargo, cargo_bin, copy_tree, root, target_dir, Error};
 
 use crate::dist::step;
 
 /// A language's docs: its folder name and the builder (which returns the entry page).
 type Part = (&'static str, fn(&Path) -> Result<String, Error>);
 
-pub fn run() -> Result<(), Error> {
-    let site = target_dir()?.join("doc-site");
+/// Builds everything into `out` (default `<target>/doc-site`; a relative path is from the
+/// current directory) and checks its links; returns a one-line summary.
+pub fn run(out: Option<&Path>) -> Result<String, Error> {
+    let site = match out {
+        Some(dir) => std::path::absolute(dir).map_err(|e| Error::msg(format!("{}: {e}", dir.display())))?,
+        None => target_dir()?.join("doc-site"),
+    };
     std::fs::create_dir_all(&site).map_err(|e| Error::msg(format!("cannot create {}: {e}", site.display())))?;
-    let parts: [Part; 4] = [("rust", rust), ("python", python), ("kotlin", kotlin), ("swift", swift)];
-    let mut index =
-        String::from("<!doctype html>\n<meta charset=\"utf-8\">\n<title>acp-inject API</title>\n<h1>acp-inject API</h1>\n<ul>\n");
+    let parts: [Part; 5] = [("rust", rust), ("python", python), ("kotlin", kotlin), ("swift", swift), ("guide", guide)];
+    let mut index = String::from(
+        "<!doctype html>\n<html lang=\"en\">\n<meta charset=\"utf-8\">\n<title>acp-inject docs</title>\n<h1>acp-inject docs</h1>\n<ul>\n",
+    );
     let mut failed = Vec::new();
+    let mut times = Vec::new();
     for (name, build) in parts {
-        let out = site.join(name);
-        let result = reset(&out).and_then(|()| build(&out));
+        let dir = site.join(name);
+        let started = std::time::Instant::now();
+        let result = reset(&dir).and_then(|()| build(&dir));
+        let secs = started.elapsed().as_secs_f64();
+        times.push(format!("{name} {secs:.0} s"));
         match result {
             Ok(entry) => {
-                println!("docs: {name}: {}", out.join(&entry).display());
-                index += &format!("<li><a href=\"{name}/{entry}\">{name}</a></li>\n");
+                println!("docs: {name}: {} ({secs:.0} s)", dir.join(&entry).display());
+                let label = if name == "guide" { "guide".to_owned() } else { format!("{name} API") };
+                index += &format!("<li><a href=\"{name}/{entry}\">{label}</a></li>\n");
             }
             Err(e) => {
-                println!("docs: {name}: FAILED: {e}");
+                println!("docs: {name}: FAILED after {secs:.0} s: {e}");
                 failed.push(name);
             }
         }
@@ -49,11 +72,35 @@ pub fn run() -> Result<(), Error> {
     let page = site.join("index.html");
     std::fs::write(&page, index).map_err(|e| Error::write(&page, e))?;
     println!("docs: {}", site.join("index.html").display());
-    if failed.is_empty() {
-        Ok(())
-    } else {
-        Err(Error::msg(format!("docs failed for {failed:?}")))
+
+    let started = std::time::Instant::now();
+    let report = links::check(&site)?;
+    for broken in &report.broken {
+        println!("broken link: {broken}");
     }
+    println!("links: {report} ({:.0} s)", started.elapsed().as_secs_f64());
+    let summary = format!(
+        "{} pages, {} links checked, {} external, {} broken; {}",
+        report.pages,
+        report.links + report.docc_references,
+        report.external,
+        report.broken.len(),
+        times.join(", ")
+    );
+    match (failed.is_empty(), report.broken.is_empty()) {
+        (true, true) => Ok(summary),
+        (false, _) => Err(Error::msg(format!("docs failed for {failed:?}; {summary}"))),
+        (true, false) => Err(Error::msg(format!("{} broken link(s); {summary}", report.broken.len()))),
+    }
+}
+
+/// The guide: the timeline picture recorded from a real session, then the pages.
+fn guide(out: &Path) -> Result<String, Error> {
+    let agent = cargo_bin("acp-inject-reference-agent", "acp-inject-agent")?;
+    let recorder = cargo_bin("acp-inject-timeline", "acp-inject-timeline")?;
+    step(Command::new(&recorder).arg("--agent").arg(&agent).arg("--out").arg(out), "acp-inject-timeline")?;
+    guide::render(&root().join("docs/guide"), out)?;
+    Ok("index.html".into())
 }
 
 fn reset(dir: &Path) -> Result<(), Error> {
@@ -81,9 +128,10 @@ fn rust(out: &Path) -> Result<String, Error> {
     Ok(format!("{}/index.html", first.replace('-', "_")))
 }
 
-/// pdoc over the package as installed in the cache venv (the one `cargo xtask test` uses).
+/// pdoc over the package as installed in the docs' own venv (`<cache>/docs-venv`: pdoc is
+/// installed there, never into the venv the tests use).
 fn python(out: &Path) -> Result<String, Error> {
-    let py = acp_inject_tool_support::python::python_with_package("")?;
+    let py = acp_inject_tool_support::python::python_with_package_in(&cache_dir().join("docs-venv"))?;
     step(
         Command::new(&py).args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "pdoc>=15,<17"]),
         "pip install pdoc",

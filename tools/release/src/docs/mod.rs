@@ -120,12 +120,62 @@ fn rust(out: &Path) -> Result<String, Error> {
     }
     step(&mut cmd, "cargo doc")?;
     copy_tree(&target_dir()?.join("doc"), out)?;
+    fix_rustdoc(out, &crates)?;
     let first = crates
         .iter()
         .find(|c| c.as_str() == "acp-inject-core")
         .or(crates.first())
         .ok_or_else(|| Error::msg("no crate to document"))?;
     Ok(format!("{}/index.html", first.replace('-', "_")))
+}
+
+/// Two things rustdoc leaves broken in its output, mended:
+///
+/// - its help and settings pages link to `index.html` at the root, which it writes only with
+///   the unstable `--enable-index-page`: a list of the documented crates is written there;
+/// - `--no-deps` renders the docs of blanket impls from dependencies on every type's page,
+///   with their relative links, which resolve only in that dependency's own docs: tracing's
+///   `WithSubscriber` (implemented for every type of the crates that depend on tracing) links
+///   `dispatcher#…` and `super::Subscriber`. They are pointed at tracing's docs on docs.rs.
+fn fix_rustdoc(out: &Path, crates: &[String]) -> Result<(), Error> {
+    let mut index = String::from(
+        "<!doctype html>\n<html lang=\"en\">\n<meta charset=\"utf-8\">\n<title>acp-inject crates</title>\n<h1>acp-inject crates</h1>\n<ul>\n",
+    );
+    for name in crates {
+        let dir = name.replace('-', "_");
+        if out.join(&dir).join("index.html").is_file() {
+            index += &format!("<li><a href=\"{dir}/index.html\">{name}</a></li>\n");
+        }
+    }
+    index += "</ul>\n";
+    let page = out.join("index.html");
+    std::fs::write(&page, index).map_err(|e| Error::write(&page, e))?;
+    const TRACING: [(&str, &str); 2] = [
+        ("href=\"dispatcher#setting-the-default-subscriber\"", "href=\"https://docs.rs/tracing/0.1/tracing/dispatcher/index.html#setting-the-default-subscriber\""),
+        ("href=\"super::Subscriber\"", "href=\"https://docs.rs/tracing/0.1/tracing/trait.Subscriber.html\""),
+    ];
+    let mut pages = Vec::new();
+    html_pages(out, &mut pages)?;
+    for page in pages {
+        let text = std::fs::read_to_string(&page).map_err(|e| Error::read(&page, e))?;
+        if TRACING.iter().any(|(from, _)| text.contains(from)) {
+            let fixed = TRACING.iter().fold(text, |t, (from, to)| t.replace(from, to));
+            std::fs::write(&page, fixed).map_err(|e| Error::write(&page, e))?;
+        }
+    }
+    Ok(())
+}
+
+fn html_pages(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), Error> {
+    for entry in std::fs::read_dir(dir).map_err(|e| Error::read(dir, e))? {
+        let path = entry.map_err(|e| Error::read(dir, e))?.path();
+        if path.is_dir() {
+            html_pages(&path, out)?;
+        } else if path.extension().is_some_and(|e| e == "html") {
+            out.push(path);
+        }
+    }
+    Ok(())
 }
 
 /// pdoc over the package as installed in the docs' own venv (`<cache>/docs-venv`: pdoc is

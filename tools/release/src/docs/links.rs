@@ -66,6 +66,9 @@ impl std::fmt::Display for Report {
 /// One parsed page: its ids, whether it is drawn by JavaScript, and its links.
 struct Page {
     ids: HashSet<String>,
+    /// `<meta http-equiv="refresh" content="0;URL=…">`: rustdoc's pages for an item's path
+    /// through a private module send the browser (and the fragment, by script) to its page.
+    redirect: Option<String>,
     scripted: bool,
     links: Vec<String>,
 }
@@ -84,7 +87,7 @@ fn html_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), Error> {
 
 fn parse(text: &str) -> Page {
     let doc = Html::parse_document(text);
-    let mut page = Page { ids: HashSet::new(), scripted: false, links: Vec::new() };
+    let mut page = Page { ids: HashSet::new(), redirect: None, scripted: false, links: Vec::new() };
     let mut noscript = false;
     for el in doc.root_element().descendants().filter_map(ElementRef::wrap) {
         let v = el.value();
@@ -95,6 +98,10 @@ fn parse(text: &str) -> Page {
             if let Some(name) = v.attr("name") {
                 page.ids.insert(name.to_owned());
             }
+        }
+        if v.name() == "meta" && v.attr("http-equiv").is_some_and(|h| h.eq_ignore_ascii_case("refresh")) {
+            let content = v.attr("content").unwrap_or_default();
+            page.redirect = content.split_once(['=']).map(|(_, url)| url.trim().to_owned());
         }
         if v.name() == "noscript" {
             noscript = true;
@@ -218,7 +225,20 @@ pub fn check(site: &Path) -> Result<Report, Error> {
                 continue;
             }
             let Some(fragment) = fragment.filter(|f| !f.is_empty()) else { continue };
-            let Some(to) = pages.get(&target) else { continue }; // not HTML: a fragment means nothing to check
+            let Some(mut to) = pages.get(&target) else { continue }; // not HTML: a fragment means nothing to check
+            let mut at = target.clone();
+            // Follow redirect pages (a few hops at most) to the page that holds the ids.
+            for _ in 0..4 {
+                let Some(next) = to.redirect.as_deref() else { break };
+                let next = normalize(&at.parent().unwrap_or(&site).join(percent_decode(next.split('#').next().unwrap_or_default())));
+                match pages.get(&next) {
+                    Some(page) => {
+                        to = page;
+                        at = next;
+                    }
+                    None => break,
+                }
+            }
             // As a browser looks it up: the fragment as written (rustdoc's and Dokka's ids keep
             // their percent escapes: `impl-Into%3CU%3E-for-T`), then decoded.
             let decoded = percent_decode(&fragment);

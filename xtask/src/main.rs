@@ -138,7 +138,9 @@ fn main() -> ExitCode {
         Cmd::UpstreamDiff(args) => acp_inject_upstream::diff::execute(args).map_err(Error::msg),
         Cmd::Upstream(cmd) => upstream::run(cmd),
         Cmd::Dist(args) => acp_inject_release::dist::run(args).map_err(Error::from),
-        Cmd::Docs { out } => acp_inject_release::docs::run(out.as_deref()).map(|summary| println!("docs: {summary}")).map_err(Error::from),
+        Cmd::Docs { out } => {
+            acp_inject_release::docs::run(out.as_deref()).map(|summary| println!("docs: {summary}")).map_err(Error::from)
+        }
         Cmd::Postgres { command } => match acp_inject_postgres_harness::run(&command) {
             Ok(code) => return ExitCode::from(code),
             Err(e) => Err(e.into()),

@@ -139,7 +139,10 @@ pub fn svg(recording: &Recording) -> String {
         w,
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height:.0}" viewBox="0 0 {WIDTH} {height:.0}" font-family="system-ui, sans-serif" font-size="12" role="img" aria-labelledby="timeline-title">"#
     );
-    let _ = writeln!(w, r#"<title id="timeline-title">A recorded session: turns, steers at break-points, the pending list over time</title>"#);
+    let _ = writeln!(
+        w,
+        r#"<title id="timeline-title">A recorded session: turns, steers at break-points, the pending list over time</title>"#
+    );
     let _ = writeln!(w, r##"<rect width="100%" height="100%" fill="#ffffff"/>"##);
     let _ = writeln!(
         w,
@@ -294,17 +297,19 @@ pub fn svg(recording: &Recording) -> String {
         };
         let anchor_x = x(end) + 10.0;
         let (tx, anchor) = if anchor_x > WIDTH - 200.0 { (x(end) - 10.0, "end") } else { (anchor_x, "start") };
-        let _ = writeln!(w, r##"<text x="{tx:.1}" y="{:.1}" fill="#495057" font-size="11" text-anchor="{anchor}">{}</text>"##, y + 4.0 - 9.0, esc(&note));
+        let _ = writeln!(
+            w,
+            r##"<text x="{tx:.1}" y="{:.1}" fill="#495057" font-size="11" text-anchor="{anchor}">{}</text>"##,
+            y + 4.0 - 9.0,
+            esc(&note)
+        );
     }
 
     // The agent's pending list over time: each update holds until the next.
     let _ = writeln!(w, r#"<text x="12" y="{}" font-weight="bold">the agent's pending list</text>"#, pending_top + 14.0);
-    let _ = writeln!(w, r##"<text x="12" y="{}" fill="#495057" font-size="11">one box per pending inject</text>"##, pending_top + 28.0);
-    let _ = writeln!(
-        w,
-        r##"<line x1="{LEFT}" y1="{pending_base}" x2="{:.1}" y2="{pending_base}" stroke="#343a40"/>"##,
-        WIDTH - RIGHT
-    );
+    let _ =
+        writeln!(w, r##"<text x="12" y="{}" fill="#495057" font-size="11">one box per pending inject</text>"##, pending_top + 28.0);
+    let _ = writeln!(w, r##"<line x1="{LEFT}" y1="{pending_base}" x2="{:.1}" y2="{pending_base}" stroke="#343a40"/>"##, WIDTH - RIGHT);
     for (k, (t, items)) in pending.iter().enumerate() {
         let until = pending.get(k + 1).map_or(last, |(next, _)| *next);
         for (j, (mode, text)) in items.iter().enumerate() {
@@ -342,7 +347,12 @@ pub fn svg(recording: &Recording) -> String {
         );
         t += step;
     }
-    let _ = writeln!(w, r##"<text x="{:.1}" y="{}" text-anchor="end" fill="#343a40">ms since the session was created</text>"##, WIDTH - RIGHT, axis_y + 34.0);
+    let _ = writeln!(
+        w,
+        r##"<text x="{:.1}" y="{}" text-anchor="end" fill="#343a40">ms since the session was created</text>"##,
+        WIDTH - RIGHT,
+        axis_y + 34.0
+    );
 
     // The legend.
     let mut lx = 12.0;
@@ -355,7 +365,13 @@ pub fn svg(recording: &Recording) -> String {
     item(w, format!(r##"<circle cx="5" cy="0" r="4" fill="#ffffff" stroke="{PROMPT}" stroke-width="1.5"/>"##), "sent");
     item(w, format!(r#"<line x1="5" y1="-6" x2="5" y2="6" stroke="{PROMPT}" stroke-width="2"/>"#), "accepted (messageId)");
     item(w, format!(r#"<circle cx="5" cy="0" r="5.5" fill="{PROMPT}"/>"#), "delivered (user_message)");
-    item(w, format!(r##"<rect x="1" y="-4" width="8" height="8" transform="rotate(45 5 0)" fill="#ffffff" stroke="{QUEUE}" stroke-width="1.5"/>"##), "replaced");
+    item(
+        w,
+        format!(
+            r##"<rect x="1" y="-4" width="8" height="8" transform="rotate(45 5 0)" fill="#ffffff" stroke="{QUEUE}" stroke-width="1.5"/>"##
+        ),
+        "replaced",
+    );
     item(w, format!(r#"<path d="M0 -5 l10 10 M0 5 l10 -10" stroke="{REVOKED}" stroke-width="2.5"/>"#), "revoked");
     let _ = writeln!(
         w,
@@ -417,7 +433,9 @@ mod tests {
         let doc = roxmltree::Document::parse(&svg).expect("well-formed XML");
         assert_eq!(doc.root_element().tag_name().name(), "svg");
         let texts: String = doc.descendants().filter(|n| n.is_text()).filter_map(|n| n.text()).collect();
-        for wanted in ["turn 1", "break-point", "delivered at a break-point of turn 1", "revoked while pending", "steer <here>", "pending list"] {
+        for wanted in
+            ["turn 1", "break-point", "delivered at a break-point of turn 1", "revoked while pending", "steer <here>", "pending list"]
+        {
             assert!(texts.contains(wanted), "no {wanted:?} in the picture");
         }
         // Three pending items over time, plus the turn bar and the legend's swatch.

@@ -209,7 +209,13 @@ impl Client {
     }
 
     async fn inject(&self, mode: InjectMode, t: &str) -> Result<MessageId, Error> {
-        let sent = Event::Sent { t: self.log.now(), call: "inject".into(), mode: Some(mode.as_str().into()), text: Some(t.into()), message_id: None };
+        let sent = Event::Sent {
+            t: self.log.now(),
+            call: "inject".into(),
+            mode: Some(mode.as_str().into()),
+            text: Some(t.into()),
+            message_id: None,
+        };
         self.log.push(sent);
         let id = self.session.inject(mode, text(t)).await.map_err(failed("inject"))?;
         self.log.push(Event::Answered { t: self.log.now(), call: "inject".into(), message_id: Some(id.0.clone()) });
@@ -217,7 +223,13 @@ impl Client {
     }
 
     async fn replace(&self, id: &MessageId, t: &str) -> Result<(), Error> {
-        let sent = Event::Sent { t: self.log.now(), call: "replace".into(), mode: None, text: Some(t.into()), message_id: Some(id.0.clone()) };
+        let sent = Event::Sent {
+            t: self.log.now(),
+            call: "replace".into(),
+            mode: None,
+            text: Some(t.into()),
+            message_id: Some(id.0.clone()),
+        };
         self.log.push(sent);
         self.session.replace(id, text(t)).await.map_err(failed("replace"))?;
         self.log.push(Event::Answered { t: self.log.now(), call: "replace".into(), message_id: Some(id.0.clone()) });
@@ -225,7 +237,13 @@ impl Client {
     }
 
     async fn revoke(&self, id: &MessageId) -> Result<(), Error> {
-        self.log.push(Event::Sent { t: self.log.now(), call: "revoke".into(), mode: None, text: None, message_id: Some(id.0.clone()) });
+        self.log.push(Event::Sent {
+            t: self.log.now(),
+            call: "revoke".into(),
+            mode: None,
+            text: None,
+            message_id: Some(id.0.clone()),
+        });
         self.session.revoke(id).await.map_err(failed("revoke"))?;
         self.log.push(Event::Answered { t: self.log.now(), call: "revoke".into(), message_id: Some(id.0.clone()) });
         Ok(())
@@ -261,8 +279,7 @@ pub async fn record(agent: &[String], delay_ms: u64) -> Result<Recording, Error>
     until(&mut rx, "turn 2 to start", |p| p.started >= 2).await?;
     tokio::time::sleep(pause).await;
     client.inject(InjectMode::Steer, "keep the public API unchanged").await?;
-    until(&mut rx, "turn 2 to end with nothing pending", |p| p.ended >= 2 && p.delivered >= 5 && p.pending == 0 && !p.running)
-        .await?;
+    until(&mut rx, "turn 2 to end with nothing pending", |p| p.ended >= 2 && p.delivered >= 5 && p.pending == 0 && !p.running).await?;
     // The last updates of the turn (its idle state comes last) are in; let the reader drain.
     tokio::time::sleep(Duration::from_millis(50)).await;
     session.close().await.map_err(failed("session/close"))?;
@@ -279,11 +296,7 @@ pub async fn record(agent: &[String], delay_ms: u64) -> Result<Recording, Error>
 /// The command as the recording shows it: the program's file name, not the path on the
 /// machine that built the docs.
 fn display_command(agent: &[String]) -> Vec<String> {
-    agent
-        .iter()
-        .enumerate()
-        .map(|(i, a)| if i == 0 { a.rsplit('/').next().unwrap_or(a).to_owned() } else { a.clone() })
-        .collect()
+    agent.iter().enumerate().map(|(i, a)| if i == 0 { a.rsplit('/').next().unwrap_or(a).to_owned() } else { a.clone() }).collect()
 }
 
 /// The turns of a recording: (start, end) of each `running` … `idle` interval.

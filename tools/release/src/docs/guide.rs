@@ -119,7 +119,8 @@ fn expand_includes(markdown: &str, source: &Path) -> Result<String, Error> {
         let at = || format!("{}:{}", source.display(), n + 1);
         let mut parts = spec.splitn(3, " | ").map(str::trim);
         let path = dir.join(parts.next().unwrap_or_default());
-        let text = std::fs::read_to_string(&path).map_err(|e| Error::msg(format!("{}: cannot include {}: {e}", at(), path.display())))?;
+        let text =
+            std::fs::read_to_string(&path).map_err(|e| Error::msg(format!("{}: cannot include {}: {e}", at(), path.display())))?;
         let snippet = match (parts.next(), parts.next()) {
             (None, _) => text.trim_end().to_owned(),
             (Some(start), Some(end)) => excerpt(&text, start, end).ok_or_else(|| {

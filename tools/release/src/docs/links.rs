@@ -215,7 +215,9 @@ pub fn check(site: &Path) -> Result<Report, Error> {
             // in other documented crates) on every trait's page and writes the file only when
             // there are some; its loader does without (an `async` script whose absence only
             // means no further implementors). Counted, not failed.
-            let optional = ["trait.impl", "type.impl"].iter().any(|d| target.strip_prefix(&site).is_ok_and(|r| r.components().nth(1).is_some_and(|c| c.as_os_str() == *d)));
+            let optional = ["trait.impl", "type.impl"]
+                .iter()
+                .any(|d| target.strip_prefix(&site).is_ok_and(|r| r.components().nth(1).is_some_and(|c| c.as_os_str() == *d)));
             if optional && !target.is_file() {
                 report.optional_scripts += 1;
                 continue;
@@ -280,7 +282,11 @@ fn check_docc(swift: &Path, report: &mut Report) -> Result<(), Error> {
         }
         let json = data.join(relative).with_extension("json");
         if !json.is_file() {
-            report.broken.push(format!("swift/{}: its content {} is missing", page.strip_prefix(swift).unwrap_or(page).display(), json.display()));
+            report.broken.push(format!(
+                "swift/{}: its content {} is missing",
+                page.strip_prefix(swift).unwrap_or(page).display(),
+                json.display()
+            ));
         }
     }
     let mut jsons = Vec::new();

@@ -151,7 +151,10 @@ fn fix_rustdoc(out: &Path, crates: &[String]) -> Result<(), Error> {
     let page = out.join("index.html");
     std::fs::write(&page, index).map_err(|e| Error::write(&page, e))?;
     const TRACING: [(&str, &str); 2] = [
-        ("href=\"dispatcher#setting-the-default-subscriber\"", "href=\"https://docs.rs/tracing/0.1/tracing/dispatcher/index.html#setting-the-default-subscriber\""),
+        (
+            "href=\"dispatcher#setting-the-default-subscriber\"",
+            "href=\"https://docs.rs/tracing/0.1/tracing/dispatcher/index.html#setting-the-default-subscriber\"",
+        ),
         ("href=\"super::Subscriber\"", "href=\"https://docs.rs/tracing/0.1/tracing/trait.Subscriber.html\""),
     ];
     let mut pages = Vec::new();

@@ -7,8 +7,8 @@
 //!
 //! Recording ([`record`]) drives the reference agent (`crates/reference-agent`, its scripted
 //! model with `--delay-ms`) through the Rust client (`acp-inject-transport`) over stdio and
-//! writes every timestamped step to `DIR/timeline.json`; drawing ([`draw`]) turns that file into
-//! `DIR/timeline.svg`. `cargo xtask docs` runs it for the guide (`docs/guide/`). A tool, not part
+//! writes every timestamped step to `timeline.json` in `DIR`; drawing ([`draw`]) turns that file
+//! into `timeline.svg` beside it. `cargo xtask docs` runs it for the guide (`docs/guide/`). A tool, not part
 //! of the product: it depends on the product crates, none of them on it.
 
 mod draw;

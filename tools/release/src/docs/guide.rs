@@ -248,13 +248,13 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("acp-inject-guide-test-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("code.rs"), "fn a() {}\nfn main() {\n    let x = 1;\n    println!(\"{x}\");\n}\n").unwrap();
-        let page = dir.join("page.md");
+        let page = dir.join("page.txt");
         let whole = expand_includes("```rust\n{{#include code.rs}}\n```\n", &page).unwrap();
         assert!(whole.contains("fn a() {}\nfn main() {"), "{whole}");
         let part = expand_includes("{{#include code.rs | let x | println!}}\n", &page).unwrap();
         assert_eq!(part, "let x = 1;\nprintln!(\"{x}\");\n");
         let missing = expand_includes("{{#include gone.rs}}\n", &page).unwrap_err().to_string();
-        assert!(missing.contains("page.md:1") && missing.contains("gone.rs"), "{missing}");
+        assert!(missing.contains("page.txt:1") && missing.contains("gone.rs"), "{missing}");
         let marker = expand_includes("{{#include code.rs | nothing | here}}\n", &page).unwrap_err().to_string();
         assert!(marker.contains("\"nothing\""), "{marker}");
         std::fs::remove_dir_all(&dir).unwrap();

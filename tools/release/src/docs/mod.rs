@@ -16,7 +16,7 @@
 //! not as a file. Python: pdoc goes into `<cache>/docs-venv` with the package, never into the
 //! venv the tests use. The guide's picture is drawn from a real run: `acp-inject-timeline`
 //! (`tools/timeline`) drives the reference agent through the Rust client, and writes the
-//! recording (`DIR/guide/timeline.json`) and its drawing (`DIR/guide/timeline.svg`); it is a binary of
+//! recording and its drawing (`timeline.json` and `timeline.svg` in `DIR/guide`); it is a binary of
 //! its own, so this crate (and xtask) does not link the product crates.
 //!
 //! Each part is attempted even when another failed; then [`links::check`] reads every page and

@@ -100,8 +100,8 @@ enum Cmd {
     /// API docs (Rust, Python, Kotlin, Swift) and the guide (docs/guide, with its timeline of a
     /// recorded session), then every link checked.
     Docs {
-        /// Where to write them (a relative path is from the current directory)
-        /// [default: <target>/doc-site].
+        /// Where to write them (a relative path is from the current directory; default:
+        /// `<target>/doc-site`).
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
     },

@@ -75,7 +75,7 @@ pub enum Stage {
     KotlinJar,
     /// cargo xtask dist's Swift package, depended on by a fresh SwiftPM project
     SwiftPackage,
-    /// cargo xtask docs into <target>/xtask-docs: the four API references and the guide with its recorded timeline; fails on any part that failed or any broken link
+    /// cargo xtask docs into `<target>/xtask-docs`: the four API references and the guide with its recorded timeline; fails on any part that failed or any broken link
     Docs,
 }
 

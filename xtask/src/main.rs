@@ -97,8 +97,14 @@ enum Cmd {
     Upstream(upstream::Cmd),
     /// The installable artifacts in dist/: wheel, Maven repository, Swift package, crates.
     Dist(acp_inject_release::dist::Args),
-    /// API docs (Rust, Python, Kotlin, Swift) into `<target>/doc-site/`.
-    Docs,
+    /// API docs (Rust, Python, Kotlin, Swift) and the guide (docs/guide, with its timeline of a
+    /// recorded session), then every link checked.
+    Docs {
+        /// Where to write them (a relative path is from the current directory; default:
+        /// `<target>/doc-site`).
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+    },
     /// Run a command against a private PostgreSQL 15 server (Debian's packages, installed into
     /// the cache on first use): ACP_INJECT_POSTGRES_URL names a fresh database `acp_inject`;
     /// the server stops when the command ends, and its exit status is ours.
@@ -132,7 +138,9 @@ fn main() -> ExitCode {
         Cmd::UpstreamDiff(args) => acp_inject_upstream::diff::execute(args).map_err(Error::msg),
         Cmd::Upstream(cmd) => upstream::run(cmd),
         Cmd::Dist(args) => acp_inject_release::dist::run(args).map_err(Error::from),
-        Cmd::Docs => acp_inject_release::docs::run().map_err(Error::from),
+        Cmd::Docs { out } => {
+            acp_inject_release::docs::run(out.as_deref()).map(|summary| println!("docs: {summary}")).map_err(Error::from)
+        }
         Cmd::Postgres { command } => match acp_inject_postgres_harness::run(&command) {
             Ok(code) => return ExitCode::from(code),
             Err(e) => Err(e.into()),

@@ -75,6 +75,8 @@ pub enum Stage {
     KotlinJar,
     /// cargo xtask dist's Swift package, depended on by a fresh SwiftPM project
     SwiftPackage,
+    /// cargo xtask docs into `<target>/xtask-docs`: the four API references and the guide with its recorded timeline; fails on any part that failed or any broken link
+    Docs,
 }
 
 impl Stage {
@@ -96,6 +98,7 @@ impl Stage {
             Stage::PythonWheel => "python (wheel)",
             Stage::KotlinJar => "kotlin (jar)",
             Stage::SwiftPackage => "swift (package)",
+            Stage::Docs => "docs",
         }
     }
 
@@ -121,6 +124,7 @@ impl Stage {
             Stage::PythonWheel => Row::of(consumers::python()),
             Stage::KotlinJar => Row::of(consumers::kotlin()),
             Stage::SwiftPackage => Row::of(consumers::swift()),
+            Stage::Docs => docs(),
         }
     }
 }
@@ -366,6 +370,12 @@ fn crash() -> Row {
         }
     }
     Row { ok: failed.is_empty(), tests: Some(tests), note: failed.join("; "), ..Row::default() }
+}
+
+/// `cargo xtask docs --out <target>/xtask-docs`: every part built and every link checked; the
+/// note says how many pages and links, and each part's time.
+fn docs() -> Row {
+    Row::of(target_dir().map_err(Error::from).and_then(|t| Ok(acp_inject_release::docs::run(Some(&t.join("xtask-docs")))?)))
 }
 
 /// The packages that use the wire types, without the FFI crate. The wire structs are

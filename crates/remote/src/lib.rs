@@ -1,14 +1,14 @@
 //! ACP over the network for acp-inject: the upstream "Streamable HTTP & WebSocket Transport"
 //! (RFD, Active since July 2026), agent side and client side, around the same cores as stdio.
 //!
-//! - [`listen`] serves an [`AgentServer`](acp_inject_transport::AgentServer) on one `/acp`
+//! - [`listen`] serves an `acp_inject_transport::AgentServer` on one `/acp`
 //!   endpoint: Streamable HTTP (`POST` messages, `GET` SSE streams scoped to the connection or
 //!   to one session, `DELETE`) and WebSocket (`GET` with `Upgrade: websocket`), HTTP/1.1 and
 //!   HTTP/2 cleartext on one port. Every network client is one connection of the agent's core,
 //!   so sessions outlive connections: a client that reconnects resumes its sessions, with
 //!   replay, and finds the transcript and the pending list as they were.
 //! - [`Endpoint::connect`] connects to an agent by URL (`ws://`, `wss://`, `http://`,
-//!   `https://`) and returns the same [`Connection`](acp_inject_transport::Connection) as a
+//!   `https://`) and returns the same `acp_inject_transport::Connection` as a
 //!   child process gives.
 //!
 //! ```no_run
@@ -63,13 +63,12 @@
 //! - **Slow clients:** what waits for a client is counted; past
 //!   [`Limits::max_buffered_bytes`] the connection is ended (WebSocket close 1008) rather than
 //!   buffered further. Its sessions are not affected: the client resumes them.
-//! - **Reconnection** is the client's: a dropped connection ends the [`Connection`]
-//!   ([`TransportError::Closed`](acp_inject_transport::TransportError)); connect again and
+//! - **Reconnection** is the client's: a dropped connection ends the `Connection`
+//!   (`TransportError::Closed`); connect again and
 //!   resume each session with replay. A dropped connection does not cancel its turns.
 //! - **Cookies** are kept for the connection's life on Streamable HTTP (the RFD requires it);
 //!   the WebSocket upgrade is one request.
 //!
-//! [`Connection`]: acp_inject_transport::Connection
 
 #![warn(missing_docs)]
 

@@ -6,7 +6,8 @@
 //! - [`consumers`]: each artifact installed and used the way a user of its language would
 //!   (the consumer stages of `cargo xtask test`, and `cargo xtask dist --consumers`), from the
 //!   projects in `tools/release/consumers/`;
-//! - [`docs`]: `cargo xtask docs`, the API docs of every language into `<target>/doc-site/`.
+//! - [`docs`]: `cargo xtask docs [--out DIR]`, the API docs of every language and the guide
+//!   into `DIR` (default `<target>/doc-site/`), with every link checked.
 
 pub mod consumers;
 pub mod dist;

@@ -9,15 +9,22 @@ use crate::process::{human, run_ok, size_of};
 use crate::Error;
 
 /// The venv's interpreter, with the package (what ships: `bindings/python`, built from
-/// `crates/ffi`) freshly installed (`extras`: e.g. `[test]`). The demo, the docs and the
-/// benchmarks use it.
+/// `crates/ffi`) freshly installed (`extras`: e.g. `[test]`). The demo and the benchmarks use
+/// it (the docs use a venv of their own: [`python_with_package_in`]).
 ///
 /// First use creates the venv and downloads maturin (the build backend) and, with `[test]`,
 /// pytest, mypy and hypothesis from PyPI: about 100 MB in the venv and pip's cache. Every call rebuilds
 /// the package's wheel, which compiles `crates/ffi` in release mode (a few minutes the first
 /// time, seconds afterwards); pip runs verbosely so that compilation shows as it happens.
 pub fn python_with_package(extras: &str) -> Result<PathBuf, Error> {
-    install(&format!("bindings/python{extras}"), extras.contains("test"))
+    install(&crate::cache_dir().join("venv"), &format!("bindings/python{extras}"), extras.contains("test"))
+}
+
+/// The same as [`python_with_package`] with the package installed into the venv at `venv`
+/// (created on first use) instead of the shared one: for a tool that adds packages of its own
+/// (`cargo xtask docs` adds pdoc), so that nothing it installs lands in the venv the tests use.
+pub fn python_with_package_in(venv: &Path) -> Result<PathBuf, Error> {
+    install(venv, "bindings/python", false)
 }
 
 /// The venv's interpreter with the test package freshly installed, with its `[test]` extras:
@@ -25,22 +32,22 @@ pub fn python_with_package(extras: &str) -> Result<PathBuf, Error> {
 /// (built from `crates/ffi-conformance`), which the tests' vector driver needs. What the
 /// Python test stage and the black-box stage's Python agent use.
 pub fn python_with_test_package() -> Result<PathBuf, Error> {
-    install("bindings/python/test-package[test]", true)
+    install(&crate::cache_dir().join("venv"), "bindings/python/test-package[test]", true)
 }
 
-fn install(spec: &str, test_tools: bool) -> Result<PathBuf, Error> {
-    let venv = crate::cache_dir().join("venv");
-    let py = cached_venv(&venv)?;
+fn install(venv: &Path, spec: &str, test_tools: bool) -> Result<PathBuf, Error> {
+    let py = cached_venv(venv)?;
     remove_develop_outputs()?;
     remove_stale_bindings()?;
-    let before = size_of(&venv);
+    let before = size_of(venv);
     eprintln!(
-        "installing: {spec} into the venv ({}); the first time this downloads maturin{} from PyPI",
+        "installing: {spec} into the venv at {} ({}); the first time this downloads maturin{} from PyPI",
+        venv.display(),
         human(before),
         if test_tools { ", pytest, mypy and hypothesis" } else { "" }
     );
     run_ok(Command::new(&py).args(["-m", "pip", "install", "--verbose", "--progress-bar", "off", spec]).env("PYTHONUNBUFFERED", "1"))?;
-    let after = size_of(&venv);
+    let after = size_of(venv);
     if after > before + (1 << 20) {
         eprintln!("installed: the venv grew from {} to {}", human(before), human(after));
     }

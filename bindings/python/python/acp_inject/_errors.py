@@ -24,7 +24,7 @@ from .acp_inject_ffi import AcpError
 
 class InvalidArgument(AcpError.InvalidInput, TypeError, ValueError):
     """An argument of the wrong type or out of range, refused before the call reached the
-    library (nothing changed). ``detail`` names the call and the problem."""
+    library (nothing changed). Its detail attribute names the call and the problem."""
 
 
 _MISMATCHES: Tuple[Type[BaseException], ...] = (TypeError, ValueError, AttributeError)

@@ -1,5 +1,5 @@
-//! ACP v1 on the agent side ([R-V1-1](../../../../spec/rules.md#r-v1-1) …
-//! [R-V1-4](../../../../spec/rules.md#r-v1-4)).
+//! ACP v1 on the agent side (R-V1-1 …
+//! R-V1-4).
 //!
 //! The core speaks v2. A connection whose `initialize` asks for protocol version 1 is answered
 //! in v1's shape, and from then on its messages are translated at the core's edge, both ways,

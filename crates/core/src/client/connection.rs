@@ -36,7 +36,7 @@ mod held;
 mod v1;
 
 /// What to do with a steer when the agent takes no injects
-/// ([C-HELD-3](../../../../spec/rules.md#c-held-3)). Without one, such a steer is refused
+/// (C-HELD-3). Without one, such a steer is refused
 /// with [`CallRejected::SteerNotSupported`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

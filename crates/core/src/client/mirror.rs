@@ -66,7 +66,7 @@ impl From<InjectMode> for ItemMode {
 }
 
 /// Where one of the client's own prompts or injects is, with the id it has there
-/// ([C-PEND-1](../../../../spec/rules.md#c-pend-1)): the state the mirror keeps, from which
+/// (C-PEND-1): the state the mirror keeps, from which
 /// [`PendingItem`]'s `status`, `message_id` and `held` are read off.
 ///
 /// ```text
@@ -80,7 +80,7 @@ impl From<InjectMode> for ItemMode {
 /// (which gives the state back unchanged) when the step does not apply to it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Lifecycle {
-    /// A prompt this client holds, not yet sent ([C-HELD-1](../../../../spec/rules.md#c-held-1));
+    /// A prompt this client holds, not yet sent (C-HELD-1);
     /// it gets its id when it goes out.
     HeldPrompt,
     /// A queued message this client holds, not yet sent (C-HELD-1), under an id this client
@@ -181,7 +181,7 @@ impl Lifecycle {
     }
 
     /// Sent and not yet answered or inserted: the session is not free for a held prompt
-    /// ([C-HELD-2](../../../../spec/rules.md#c-held-2)).
+    /// (C-HELD-2).
     pub fn awaits_agent(&self) -> bool {
         matches!(self, Lifecycle::Sending | Lifecycle::Pending { .. })
     }
@@ -265,7 +265,7 @@ pub struct PendingItem {
     /// Content a successful replace superseded (to detect R-REPLACE-2 violations).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub superseded: Vec<Vec<ContentBlock>>,
-    /// Held by this client, not yet sent ([C-HELD-1](../../../../spec/rules.md#c-held-1)): a
+    /// Held by this client, not yet sent (C-HELD-1): a
     /// queued message for an agent that takes no injects, or a prompt made during a version 1
     /// agent's turn. It goes out as a `session/prompt` when the session is free.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -437,7 +437,7 @@ pub enum CallRejected {
     #[error("invalid_arguments: {0}")]
     InvalidArguments(String),
     /// A steer for an agent that takes no injects, with no fallback chosen
-    /// ([C-HELD-3](../../../../spec/rules.md#c-held-3)).
+    /// (C-HELD-3).
     #[error("steer_not_supported: this agent cannot take input mid-turn (choose a steer fallback to queue it, or to cancel the turn and resend)")]
     SteerNotSupported,
 }

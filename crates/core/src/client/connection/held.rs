@@ -1,7 +1,7 @@
 //! What this client holds for an agent that takes no injects (a version 1 agent, or a v2
 //! agent without `session.inject`), and when it goes out
-//! ([C-HELD-1](../../../../../spec/rules.md#c-held-1) …
-//! [C-HELD-3](../../../../../spec/rules.md#c-held-3)).
+//! (C-HELD-1 …
+//! C-HELD-3).
 //!
 //! The same pending-item state machine serves both kinds of agent: a queued message is
 //! `pending` here, under an id this client minted, revocable and editable until it goes out;

@@ -1,6 +1,6 @@
 //! An agent that answered `initialize` with protocol version 1
-//! ([C-V1-1](../../../../../spec/rules.md#c-v1-1) …
-//! [C-V1-3](../../../../../spec/rules.md#c-v1-3)).
+//! (C-V1-1 …
+//! C-V1-3).
 //!
 //! The client asks for version 2; a v1 agent answers 1 (upstream v1: "the latest protocol
 //! version supported by the agent"). From then on the connection translates at its edge, so

@@ -391,6 +391,7 @@ const WITHOUT_FFI: &[&str] = &[
     "acp-inject-conformance",
     "acp-inject-remote",
     "acp-inject-reference-agent",
+    "acp-inject-timeline",
 ];
 
 /// The packages without the FFI crate checked against the `#[non_exhaustive]` wire structs

@@ -81,7 +81,7 @@ pub struct PendingEntry {
 }
 
 fn text(t: &str) -> Vec<ContentBlock> {
-    vec![ContentBlock::Text(Box::new(TextContent { text: t.into(), annotations: None, meta: None }))]
+    vec![ContentBlock::Text(Box::new(TextContent::new(t)))]
 }
 
 fn text_of(content: &[ContentBlock]) -> String {

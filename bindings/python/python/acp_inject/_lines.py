@@ -186,22 +186,23 @@ class ClientCore(_ffi.ClientCore):
                 gc.enable()
         return events
 
+    def _feed(self, call: str, data: bytes) -> List[Event]:
+        if type(data) is not _bytes:
+            raise InvalidArgument(f"ClientCore.{call}: bytes, not {type(data).__name__}")
+        return self._events(_feed_into, data)
+
     @checks_itself
     def feed(self, bytes: bytes) -> List[Event]:
         """Applies bytes the agent wrote, in any chunking (a line may end in a later call), and
         returns the events they caused, through the same path as :meth:`receive_line`.
 
         Raises :class:`InvalidArgument` for anything but ``bytes``."""
-        if type(bytes) is not _bytes:
-            raise InvalidArgument(f"ClientCore.feed: bytes, not {type(bytes).__name__}")
-        return self._events(_feed_into, bytes)
+        return self._feed("feed", bytes)
 
     @checks_itself
     def receive_bytes(self, bytes: bytes) -> List[Event]:
         """:meth:`feed` (the generated name for the same call)."""
-        if type(bytes) is not _bytes:
-            raise InvalidArgument(f"ClientCore.receive_bytes: bytes, not {type(bytes).__name__}")
-        return self._events(_feed_into, bytes)
+        return self._feed("receive_bytes", bytes)
 
     @checks_itself
     def receive_text(self, text: str) -> List[Event]:

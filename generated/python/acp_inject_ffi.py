@@ -10430,7 +10430,7 @@ class Output:
     @dataclass
     class ACTION:
         
-        def __init__(self, session:str, action:RuntimeAction):
+        def __init__(self, session:SessionId, action:RuntimeAction):
             self.session = session
             
             
@@ -10490,7 +10490,7 @@ class _UniffiFfiConverterTypeOutput(_UniffiConverterRustBuffer):
             )
         if variant == 2:
             return Output.ACTION(
-                _UniffiFfiConverterString.read(buf),
+                _UniffiFfiConverterTypeSessionId.read(buf),
                 _UniffiFfiConverterTypeRuntimeAction.read(buf),
             )
         raise InternalError("Raw enum value doesn't match any cases")
@@ -10502,7 +10502,7 @@ class _UniffiFfiConverterTypeOutput(_UniffiConverterRustBuffer):
             _UniffiFfiConverterString.check_lower(value.line)
             return
         if value.is_ACTION():
-            _UniffiFfiConverterString.check_lower(value.session)
+            _UniffiFfiConverterTypeSessionId.check_lower(value.session)
             _UniffiFfiConverterTypeRuntimeAction.check_lower(value.action)
             return
         raise ValueError(value)
@@ -10515,7 +10515,7 @@ class _UniffiFfiConverterTypeOutput(_UniffiConverterRustBuffer):
             _UniffiFfiConverterString.write(value.line, buf)
         if value.is_ACTION():
             buf.write_i32(2)
-            _UniffiFfiConverterString.write(value.session, buf)
+            _UniffiFfiConverterTypeSessionId.write(value.session, buf)
             _UniffiFfiConverterTypeRuntimeAction.write(value.action, buf)
 
 
@@ -16344,7 +16344,7 @@ class Answer:
     @dataclass
     class SESSION_CREATED:
         
-        def __init__(self, session_id:str):
+        def __init__(self, session_id:SessionId):
             self.session_id = session_id
             
             
@@ -16600,7 +16600,7 @@ class _UniffiFfiConverterTypeAnswer(_UniffiConverterRustBuffer):
             )
         if variant == 3:
             return Answer.SESSION_CREATED(
-                _UniffiFfiConverterString.read(buf),
+                _UniffiFfiConverterTypeSessionId.read(buf),
             )
         if variant == 4:
             return Answer.SESSIONS(
@@ -16639,7 +16639,7 @@ class _UniffiFfiConverterTypeAnswer(_UniffiConverterRustBuffer):
             _UniffiFfiConverterBoxTypeInitializeResponse.check_lower(value._values[0])
             return
         if value.is_SESSION_CREATED():
-            _UniffiFfiConverterString.check_lower(value.session_id)
+            _UniffiFfiConverterTypeSessionId.check_lower(value.session_id)
             return
         if value.is_SESSIONS():
             _UniffiFfiConverterSequenceTypeSessionInfo.check_lower(value.sessions)
@@ -16672,7 +16672,7 @@ class _UniffiFfiConverterTypeAnswer(_UniffiConverterRustBuffer):
             _UniffiFfiConverterBoxTypeInitializeResponse.write(value._values[0], buf)
         if value.is_SESSION_CREATED():
             buf.write_i32(3)
-            _UniffiFfiConverterString.write(value.session_id, buf)
+            _UniffiFfiConverterTypeSessionId.write(value.session_id, buf)
         if value.is_SESSIONS():
             buf.write_i32(4)
             _UniffiFfiConverterSequenceTypeSessionInfo.write(value.sessions, buf)
@@ -17149,7 +17149,7 @@ class Event:
     @dataclass
     class ANSWERED:
         
-        def __init__(self, request:RequestId, kind:RequestKind, session_id:typing.Optional[str], outcome:Answer):
+        def __init__(self, request:RequestId, kind:RequestKind, session_id:typing.Optional[SessionId], outcome:Answer):
             self.request = request
             
             
@@ -17188,7 +17188,7 @@ class Event:
     @dataclass
     class SESSION:
         
-        def __init__(self, session_id:str, event:SessionEvent):
+        def __init__(self, session_id:SessionId, event:SessionEvent):
             self.session_id = session_id
             
             
@@ -17308,12 +17308,12 @@ class _UniffiFfiConverterTypeEvent(_UniffiConverterRustBuffer):
             return Event.ANSWERED(
                 _UniffiFfiConverterTypeRequestId.read(buf),
                 _UniffiFfiConverterTypeRequestKind.read(buf),
-                _UniffiFfiConverterOptionalString.read(buf),
+                _UniffiFfiConverterOptionalTypeSessionId.read(buf),
                 _UniffiFfiConverterTypeAnswer.read(buf),
             )
         if variant == 2:
             return Event.SESSION(
-                _UniffiFfiConverterString.read(buf),
+                _UniffiFfiConverterTypeSessionId.read(buf),
                 _UniffiFfiConverterTypeSessionEvent.read(buf),
             )
         if variant == 3:
@@ -17332,11 +17332,11 @@ class _UniffiFfiConverterTypeEvent(_UniffiConverterRustBuffer):
         if value.is_ANSWERED():
             _UniffiFfiConverterTypeRequestId.check_lower(value.request)
             _UniffiFfiConverterTypeRequestKind.check_lower(value.kind)
-            _UniffiFfiConverterOptionalString.check_lower(value.session_id)
+            _UniffiFfiConverterOptionalTypeSessionId.check_lower(value.session_id)
             _UniffiFfiConverterTypeAnswer.check_lower(value.outcome)
             return
         if value.is_SESSION():
-            _UniffiFfiConverterString.check_lower(value.session_id)
+            _UniffiFfiConverterTypeSessionId.check_lower(value.session_id)
             _UniffiFfiConverterTypeSessionEvent.check_lower(value.event)
             return
         if value.is_PERMISSION_REQUESTED():
@@ -17354,11 +17354,11 @@ class _UniffiFfiConverterTypeEvent(_UniffiConverterRustBuffer):
             buf.write_i32(1)
             _UniffiFfiConverterTypeRequestId.write(value.request, buf)
             _UniffiFfiConverterTypeRequestKind.write(value.kind, buf)
-            _UniffiFfiConverterOptionalString.write(value.session_id, buf)
+            _UniffiFfiConverterOptionalTypeSessionId.write(value.session_id, buf)
             _UniffiFfiConverterTypeAnswer.write(value.outcome, buf)
         if value.is_SESSION():
             buf.write_i32(2)
-            _UniffiFfiConverterString.write(value.session_id, buf)
+            _UniffiFfiConverterTypeSessionId.write(value.session_id, buf)
             _UniffiFfiConverterTypeSessionEvent.write(value.event, buf)
         if value.is_PERMISSION_REQUESTED():
             buf.write_i32(3)

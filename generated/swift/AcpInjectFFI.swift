@@ -11407,7 +11407,7 @@ public enum Answer: Equatable, Hashable {
     )
     case initialized(InitializeResponse
     )
-    case sessionCreated(sessionId: String
+    case sessionCreated(sessionId: SessionId
     )
     case sessions(sessions: [SessionInfo], nextCursor: String?
     )
@@ -11446,7 +11446,7 @@ public struct FfiConverterTypeAnswer: FfiConverterRustBuffer {
         case 2: return .initialized(try FfiConverterTypeInitializeResponse.read(from: &buf)
         )
         
-        case 3: return .sessionCreated(sessionId: try FfiConverterString.read(from: &buf)
+        case 3: return .sessionCreated(sessionId: try FfiConverterTypeSessionId.read(from: &buf)
         )
         
         case 4: return .sessions(sessions: try FfiConverterSequenceTypeSessionInfo.read(from: &buf), nextCursor: try FfiConverterOptionString.read(from: &buf)
@@ -11486,7 +11486,7 @@ public struct FfiConverterTypeAnswer: FfiConverterRustBuffer {
         
         case let .sessionCreated(sessionId):
             writeInt(&buf, Int32(3))
-            FfiConverterString.write(sessionId, into: &buf)
+            FfiConverterTypeSessionId.write(sessionId, into: &buf)
             
         
         case let .sessions(sessions,nextCursor):
@@ -12446,9 +12446,9 @@ public func FfiConverterTypeErrorReason_lower(_ value: ErrorReason) -> RustBuffe
 
 public enum Event: Equatable, Hashable {
     
-    case answered(request: RequestId, kind: RequestKind, sessionId: String?, outcome: Answer
+    case answered(request: RequestId, kind: RequestKind, sessionId: SessionId?, outcome: Answer
     )
-    case session(sessionId: String, event: SessionEvent
+    case session(sessionId: SessionId, event: SessionEvent
     )
     case permissionRequested(request: RequestId, params: RequestPermissionRequest
     )
@@ -12475,10 +12475,10 @@ public struct FfiConverterTypeEvent: FfiConverterRustBuffer {
         let variant: Int32 = try readInt(&buf)
         switch variant {
         
-        case 1: return .answered(request: try FfiConverterTypeRequestId.read(from: &buf), kind: try FfiConverterTypeRequestKind.read(from: &buf), sessionId: try FfiConverterOptionString.read(from: &buf), outcome: try FfiConverterTypeAnswer.read(from: &buf)
+        case 1: return .answered(request: try FfiConverterTypeRequestId.read(from: &buf), kind: try FfiConverterTypeRequestKind.read(from: &buf), sessionId: try FfiConverterOptionTypeSessionId.read(from: &buf), outcome: try FfiConverterTypeAnswer.read(from: &buf)
         )
         
-        case 2: return .session(sessionId: try FfiConverterString.read(from: &buf), event: try FfiConverterTypeSessionEvent.read(from: &buf)
+        case 2: return .session(sessionId: try FfiConverterTypeSessionId.read(from: &buf), event: try FfiConverterTypeSessionEvent.read(from: &buf)
         )
         
         case 3: return .permissionRequested(request: try FfiConverterTypeRequestId.read(from: &buf), params: try FfiConverterTypeRequestPermissionRequest.read(from: &buf)
@@ -12499,13 +12499,13 @@ public struct FfiConverterTypeEvent: FfiConverterRustBuffer {
             writeInt(&buf, Int32(1))
             FfiConverterTypeRequestId.write(request, into: &buf)
             FfiConverterTypeRequestKind.write(kind, into: &buf)
-            FfiConverterOptionString.write(sessionId, into: &buf)
+            FfiConverterOptionTypeSessionId.write(sessionId, into: &buf)
             FfiConverterTypeAnswer.write(outcome, into: &buf)
             
         
         case let .session(sessionId,event):
             writeInt(&buf, Int32(2))
-            FfiConverterString.write(sessionId, into: &buf)
+            FfiConverterTypeSessionId.write(sessionId, into: &buf)
             FfiConverterTypeSessionEvent.write(event, into: &buf)
             
         
@@ -13151,7 +13151,7 @@ public enum Output: Equatable, Hashable {
     
     case line(to: [String], line: String
     )
-    case action(session: String, action: RuntimeAction
+    case action(session: SessionId, action: RuntimeAction
     )
 
 
@@ -13177,7 +13177,7 @@ public struct FfiConverterTypeOutput: FfiConverterRustBuffer {
         case 1: return .line(to: try FfiConverterSequenceString.read(from: &buf), line: try FfiConverterString.read(from: &buf)
         )
         
-        case 2: return .action(session: try FfiConverterString.read(from: &buf), action: try FfiConverterTypeRuntimeAction.read(from: &buf)
+        case 2: return .action(session: try FfiConverterTypeSessionId.read(from: &buf), action: try FfiConverterTypeRuntimeAction.read(from: &buf)
         )
         
         default: throw UniffiInternalError.unexpectedEnumCase
@@ -13196,7 +13196,7 @@ public struct FfiConverterTypeOutput: FfiConverterRustBuffer {
         
         case let .action(session,action):
             writeInt(&buf, Int32(2))
-            FfiConverterString.write(session, into: &buf)
+            FfiConverterTypeSessionId.write(session, into: &buf)
             FfiConverterTypeRuntimeAction.write(action, into: &buf)
             
         }

@@ -23,8 +23,8 @@ use acp_inject_core::client::{
 use acp_inject_core::wire::{
     ContentBlock, ErrorReason, InitializeResponse, InjectCapabilities, McpServer,
     MessageId, PendingInject, PermissionOption, RequestId, RequestPermissionOutcome,
-    RequestPermissionRequest, SessionInfo, SessionStatus, SessionUpdate, StateUpdate,
-    SteerInStream, StopReason, TurnFailure, Usage,
+    RequestPermissionRequest, SessionId, SessionInfo, SessionStatus, SessionUpdate,
+    StateUpdate, SteerInStream, StopReason, TurnFailure, Usage,
 };
 use acp_inject_transport::{SessionActivity, TurnEnd};
 use std::num::NonZeroU32;

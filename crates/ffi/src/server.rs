@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use acp_inject_core::agent::{AgentConfig, BreakPoint, HostError, PendingInject, SessionSetup, UserInput};
-use acp_inject_core::wire::{MessageId, PermissionOption, RequestPermissionOutcome, SessionUpdate};
+use acp_inject_core::wire::{MessageId, PermissionOption, RequestPermissionOutcome, SessionId, SessionUpdate};
 use acp_inject_transport::{ServeOptions, TurnEnd};
 
 use crate::{guard, on_runtime, AcpError};
@@ -29,14 +29,14 @@ struct Foreign(Arc<dyn AgentRuntime>);
 
 #[async_trait::async_trait]
 impl acp_inject_transport::AgentRuntime for Foreign {
-    async fn session_opened(&self, session: &str, setup: SessionSetup) {
-        if let Err(e) = self.0.session_opened(session.to_owned(), setup).await {
+    async fn session_opened(&self, session: &SessionId, setup: SessionSetup) {
+        if let Err(e) = self.0.session_opened(session.to_string(), setup).await {
             eprintln!("acp-inject: session_opened({session}) failed: {e}");
         }
     }
 
-    async fn session_resumed(&self, session: &str, setup: SessionSetup) {
-        if let Err(e) = self.0.session_resumed(session.to_owned(), setup).await {
+    async fn session_resumed(&self, session: &SessionId, setup: SessionSetup) {
+        if let Err(e) = self.0.session_resumed(session.to_string(), setup).await {
             eprintln!("acp-inject: session_resumed({session}) failed: {e}");
         }
     }
@@ -58,8 +58,8 @@ impl acp_inject_transport::AgentRuntime for Foreign {
         }
     }
 
-    async fn session_closed(&self, session: &str, dropped: Vec<PendingInject>) {
-        if let Err(e) = self.0.session_closed(session.to_owned(), dropped).await {
+    async fn session_closed(&self, session: &SessionId, dropped: Vec<PendingInject>) {
+        if let Err(e) = self.0.session_closed(session.to_string(), dropped).await {
             eprintln!("acp-inject: session_closed({session}) failed: {e}");
         }
     }
@@ -75,7 +75,7 @@ pub struct TurnContext {
 impl TurnContext {
     /// The session this turn belongs to.
     pub fn session_id(&self) -> String {
-        self.inner.session_id().to_owned()
+        self.inner.session_id().to_string()
     }
 
     /// The session's working directory.
@@ -259,18 +259,18 @@ impl AgentServer {
         // The turn task is spawned on the library's runtime.
         let handle = crate::runtime();
         let _context = handle.enter();
-        guard(|| Ok(self.inner.start_turn(&session_id)?))
+        guard(|| Ok(self.inner.start_turn(&SessionId(session_id))?))
     }
 
     /// Closes a session from the agent's side.
     pub fn close_session(&self, session_id: String) -> Result<(), AcpError> {
         let handle = crate::runtime();
         let _context = handle.enter();
-        guard(|| Ok(self.inner.close_session(&session_id)?))
+        guard(|| Ok(self.inner.close_session(&SessionId(session_id))?))
     }
 
     /// The live sessions.
     pub fn sessions(&self) -> Vec<String> {
-        self.inner.sessions()
+        self.inner.sessions().into_iter().map(String::from).collect()
     }
 }

@@ -12,7 +12,7 @@ use acp_inject_core::client::{
 };
 use acp_inject_core::wire::{
     ContentBlock, ErrorReason, InitializeResponse, InjectCapabilities, McpServer, MessageId, PendingInject, PermissionOption,
-    RequestId, RequestPermissionOutcome, RequestPermissionRequest, SessionInfo, SessionStatus, SessionUpdate, StateUpdate,
+    RequestId, RequestPermissionOutcome, RequestPermissionRequest, SessionId, SessionInfo, SessionStatus, SessionUpdate, StateUpdate,
     SteerInStream, StopReason, TurnFailure, Usage,
 };
 use acp_inject_transport::{SessionActivity, TurnEnd};
@@ -122,7 +122,7 @@ pub enum RuntimeAction {
 #[uniffi::remote(Enum)]
 pub enum Output {
     Line { to: Vec<String>, line: String },
-    Action { session: String, action: RuntimeAction },
+    Action { session: SessionId, action: RuntimeAction },
 }
 
 /// What the agent runtime reports.
@@ -347,7 +347,7 @@ pub enum RequestKind {
 pub enum Answer {
     Failed(ProtocolError),
     Initialized(Box<InitializeResponse>),
-    SessionCreated { session_id: String },
+    SessionCreated { session_id: SessionId },
     Sessions { sessions: Vec<SessionInfo>, next_cursor: Option<String> },
     Resumed,
     Accepted { message_id: Option<MessageId> },
@@ -370,8 +370,8 @@ pub enum SessionEvent {
 /// One thing a client connection reports.
 #[uniffi::remote(Enum)]
 pub enum Event {
-    Answered { request: RequestId, kind: RequestKind, session_id: Option<String>, outcome: Answer },
-    Session { session_id: String, event: SessionEvent },
+    Answered { request: RequestId, kind: RequestKind, session_id: Option<SessionId>, outcome: Answer },
+    Session { session_id: SessionId, event: SessionEvent },
     PermissionRequested { request: RequestId, params: Box<RequestPermissionRequest> },
     Ignored { detail: String },
 }

@@ -15,7 +15,7 @@ use std::time::Duration;
 use acp_inject_core::agent::{AgentConfig, AgentInfo, BreakPoint, PendingInject, Policy, QueueDrain, SetupSupport, UserInput};
 use acp_inject_core::wire::{
     ContentBlock, InjectCapabilities, InjectMode, PendingCapabilities, PermissionOption, PermissionOptionId, PermissionOptionKind,
-    RequestPermissionOutcome, SteerInStream, StopReason, TextContent, ToolCallContent, ToolCallContentBlock, ToolCallId,
+    RequestPermissionOutcome, SessionId, SteerInStream, StopReason, TextContent, ToolCallContent, ToolCallContentBlock, ToolCallId,
     ToolCallStatus, ToolCallUpdate, ToolKind, Usage,
 };
 use acp_inject_remote::{listen, BearerToken, ListenOptions, RemoteError, TlsIdentity};
@@ -201,7 +201,7 @@ impl AgentRuntime for Scripted {
         self.turn(&turn, input).await.unwrap_or_else(|Cancelled| TurnEnd::cancelled())
     }
 
-    async fn session_closed(&self, session: &str, dropped: Vec<PendingInject>) {
+    async fn session_closed(&self, session: &SessionId, dropped: Vec<PendingInject>) {
         for d in dropped {
             let content = serde_json::to_string(&d.content).unwrap_or_default();
             eprintln!("acp-inject-agent: session {session} closed with {} pending ({:?}): {content}", d.message_id, d.mode);

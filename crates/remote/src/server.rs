@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use acp_inject_core::wire::errors::ErrorObject;
 use acp_inject_core::wire::v1::methods as v1_methods;
-use acp_inject_core::wire::{jsonrpc, methods, RequestId};
+use acp_inject_core::wire::{jsonrpc, methods, RequestId, SessionId};
 use acp_inject_transport::{AgentServer, ClientLink, Lines};
 use axum::body::{Body, Bytes};
 use axum::extract::ws::rejection::WebSocketUpgradeRejection;
@@ -563,7 +563,7 @@ fn stream(shared: Arc<Shared>, headers: &HeaderMap) -> Response {
                 // client takes any other status as the whole connection's failure, and 409 as
                 // that session's (its requests fail, the connection goes on).
                 if !routing.sessions.contains_key(session) {
-                    if !shared.agent.is_live(session) {
+                    if !shared.agent.is_live(&SessionId::from(session)) {
                         return text(StatusCode::CONFLICT, "Unknown Acp-Session-Id: the agent has no such session");
                     }
                     if routing.sessions.len() >= shared.options.limits.max_sessions_per_connection {

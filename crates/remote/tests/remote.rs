@@ -557,10 +557,16 @@ impl acp_inject_core::agent::Store for LosingStore {
     ) -> Result<acp_inject_core::agent::SessionPage, acp_inject_core::agent::StoreError> {
         self.inner.lock().unwrap().list(cwd, before, limit)
     }
-    fn session(&self, id: &str) -> Result<Option<acp_inject_core::agent::SessionRecord>, acp_inject_core::agent::StoreError> {
+    fn session(
+        &self,
+        id: &acp_inject_core::wire::SessionId,
+    ) -> Result<Option<acp_inject_core::agent::SessionRecord>, acp_inject_core::agent::StoreError> {
         self.inner.lock().unwrap().session(id)
     }
-    fn history(&self, id: &str) -> Result<Vec<acp_inject_core::agent::HistoryEntry>, acp_inject_core::agent::StoreError> {
+    fn history(
+        &self,
+        id: &acp_inject_core::wire::SessionId,
+    ) -> Result<Vec<acp_inject_core::agent::HistoryEntry>, acp_inject_core::agent::StoreError> {
         self.inner.lock().unwrap().history(id)
     }
 }

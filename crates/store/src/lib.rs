@@ -40,7 +40,7 @@ use acp_inject_core::agent::{
     Agent, AgentConfig, Change, Counters, Fate, HistoryEntry, LiveSession, LiveState, OpenError, Pending, PendingQueue, SessionPage,
     SessionRecord, Store, StoreError, Turn, DEFAULT_REMEMBER_IDS, LIVE_STATE_VERSION,
 };
-use acp_inject_core::wire::{ContentBlock, InjectMode, MessageId, SessionUpdate};
+use acp_inject_core::wire::{ContentBlock, InjectMode, MessageId, SessionId, SessionUpdate};
 use rusqlite::types::Value;
 use rusqlite::{params, params_from_iter, Connection, ErrorCode, OptionalExtension, Row};
 use serde::de::DeserializeOwned;
@@ -204,7 +204,7 @@ impl RawRecord {
             ordinal: to_u64("session ordinal", self.ordinal)?,
             additional_directories: from_json("additional directory list", &self.additional_directories)?,
             mcp_servers: from_json("MCP server list", &self.mcp_servers)?,
-            session_id: self.session_id,
+            session_id: SessionId(self.session_id),
             cwd: self.cwd,
             title: self.title,
             updated_at: self.updated_at,
@@ -380,13 +380,13 @@ impl SqliteStore {
         let dirs = to_json("additional directory list", &r.additional_directories)?;
         let mcp = to_json("MCP server list", &r.mcp_servers)?;
         let ordinal = to_i64("session ordinal", r.ordinal)?;
-        let values = params![r.session_id, ordinal, r.cwd, dirs, mcp, r.title, r.updated_at, r.closed];
+        let values = params![r.session_id.as_str(), ordinal, r.cwd, dirs, mcp, r.title, r.updated_at, r.closed];
         if created {
             let idle = to_json("turn", &Turn::Idle)?;
             self.exec(
                 "INSERT INTO sessions (session_id, ordinal, cwd, additional_directories, mcp_servers, title, updated_at, \
                  closed, turn) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-                params![r.session_id, ordinal, r.cwd, dirs, mcp, r.title, r.updated_at, r.closed, idle],
+                params![r.session_id.as_str(), ordinal, r.cwd, dirs, mcp, r.title, r.updated_at, r.closed, idle],
             )?;
             return Ok(());
         }
@@ -399,7 +399,7 @@ impl SqliteStore {
         if r.closed {
             // A closed session leaves memory with its queue and remembered ids (a reopened one
             // starts with an empty queue), so its rows go too.
-            self.exec("DELETE FROM injects WHERE session_id = ?1", [&r.session_id])?;
+            self.exec("DELETE FROM injects WHERE session_id = ?1", [r.session_id.as_str()])?;
         }
         Ok(())
     }
@@ -414,11 +414,11 @@ impl SqliteStore {
             Change::SessionUpdated(r) => self.write_record(r, false)?,
             Change::SessionForgotten(id) => {
                 // History and inject rows go with it (ON DELETE CASCADE).
-                self.exec("DELETE FROM sessions WHERE session_id = ?1", [id])?;
+                self.exec("DELETE FROM sessions WHERE session_id = ?1", [id.as_str()])?;
             }
             Change::Turn { session, turn } => {
                 let turn = to_json("turn", turn)?;
-                self.update_one("UPDATE sessions SET turn = ?2 WHERE session_id = ?1", params![session, turn], || {
+                self.update_one("UPDATE sessions SET turn = ?2 WHERE session_id = ?1", params![session.as_str(), turn], || {
                     format!("session {session:?} is not in the store")
                 })?;
             }
@@ -427,14 +427,14 @@ impl SqliteStore {
                 self.exec(
                     "INSERT INTO injects (session_id, message_id, mode, content, owner, status) \
                      VALUES (?1, ?2, ?3, ?4, ?5, 'pending')",
-                    params![session, pending.message_id.0, mode_name(mode), content, pending.owner],
+                    params![session.as_str(), pending.message_id.0, mode_name(mode), content, pending.owner],
                 )?;
             }
             Change::InjectReplaced { session, message_id, content } => {
                 let content = to_json("inject content", content)?;
                 self.update_one(
                     "UPDATE injects SET content = ?3 WHERE session_id = ?1 AND message_id = ?2 AND status = 'pending'",
-                    params![session, message_id.0, content],
+                    params![session.as_str(), message_id.0, content],
                     || format!("no pending inject {:?} in session {session:?}", message_id.0),
                 )?;
             }
@@ -443,7 +443,7 @@ impl SqliteStore {
                 self.update_one(
                     "UPDATE injects SET status = 'revoked', content = NULL, settled = ?3 \
                      WHERE session_id = ?1 AND message_id = ?2 AND status = 'pending'",
-                    params![session, message_id.0, n],
+                    params![session.as_str(), message_id.0, n],
                     || format!("no pending inject {:?} in session {session:?}", message_id.0),
                 )?;
             }
@@ -456,14 +456,14 @@ impl SqliteStore {
                     "INSERT INTO injects (session_id, message_id, mode, content, owner, status, settled) \
                      VALUES (?1, ?2, NULL, NULL, ?3, 'delivered', ?4) \
                      ON CONFLICT (session_id, message_id) DO UPDATE SET status = 'delivered', content = NULL, settled = excluded.settled",
-                    params![session, message_id.0, owner, n],
+                    params![session.as_str(), message_id.0, owner, n],
                 )?;
             }
             Change::InjectsDropped { session, dropped } => {
                 for p in dropped {
                     self.exec(
                         "DELETE FROM injects WHERE session_id = ?1 AND message_id = ?2 AND status = 'pending'",
-                        params![session, p.message_id.0],
+                        params![session.as_str(), p.message_id.0],
                     )?;
                 }
             }
@@ -594,17 +594,17 @@ impl Store for SqliteStore {
         Ok(SessionPage { sessions, more })
     }
 
-    fn session(&self, session_id: &str) -> Result<Option<SessionRecord>, StoreError> {
+    fn session(&self, session_id: &SessionId) -> Result<Option<SessionRecord>, StoreError> {
         let sql = format!("SELECT {RECORD_COLUMNS} FROM sessions WHERE session_id = ?1");
         let mut stmt = self.conn.prepare_cached(&sql).map_err(db_error)?;
-        let mut rows = stmt.query_map([session_id], RawRecord::read).map_err(db_error)?;
+        let mut rows = stmt.query_map([session_id.as_str()], RawRecord::read).map_err(db_error)?;
         rows.next().transpose().map_err(db_error)?.map(RawRecord::decode).transpose()
     }
 
-    fn history(&self, session_id: &str) -> Result<Vec<HistoryEntry>, StoreError> {
+    fn history(&self, session_id: &SessionId) -> Result<Vec<HistoryEntry>, StoreError> {
         let mut stmt = self.conn.prepare_cached("SELECT entry FROM history WHERE session_id = ?1 ORDER BY id").map_err(db_error)?;
         let texts = stmt
-            .query_map([session_id], |r| r.get::<_, String>(0))
+            .query_map([session_id.as_str()], |r| r.get::<_, String>(0))
             .and_then(Iterator::collect::<rusqlite::Result<Vec<_>>>)
             .map_err(db_error)?;
         texts.iter().map(|t| from_json("history entry", t)).collect()

@@ -94,17 +94,17 @@ fn a_batch_the_store_cannot_hold_poisons_and_releases_nothing() {
 fn a_failed_batch_rolls_back_whole_and_the_next_one_commits() {
     let mut s = SqliteStore::open_in_memory().unwrap();
     s.record(Change::SessionCreated(&record("a", 1)));
-    s.record(Change::Turn { session: "nope", turn: &Turn::started() });
+    s.record(Change::Turn { session: &"nope".into(), turn: &Turn::started() });
     s.record(Change::SessionCreated(&record("b", 2)));
     match s.commit() {
         Err(StoreError::Corrupt(e)) => assert!(e.contains("nope"), "{e}"),
         other => panic!("expected the latched error, got {other:?}"),
     }
-    assert_eq!(s.session("a").unwrap(), None);
-    assert_eq!(s.session("b").unwrap(), None);
+    assert_eq!(s.session(&"a".into()).unwrap(), None);
+    assert_eq!(s.session(&"b".into()).unwrap(), None);
     s.record(Change::SessionCreated(&record("a", 1)));
     s.commit().unwrap();
-    assert_eq!(s.session("a").unwrap(), Some(record("a", 1)));
+    assert_eq!(s.session(&"a".into()).unwrap(), Some(record("a", 1)));
     s.commit().unwrap();
 }
 
@@ -118,11 +118,11 @@ fn a_batch_never_committed_is_gone_after_a_restart() {
         s.commit().unwrap();
         s.record(Change::SessionCreated(&record("lost", 2)));
         // Reads inside the batch see it (the core checks ids this way)...
-        assert!(s.session("lost").unwrap().is_some());
+        assert!(s.session(&"lost".into()).unwrap().is_some());
     } // ...but the process ends before the commit.
     let s = SqliteStore::open(&path).unwrap();
-    assert!(s.session("kept").unwrap().is_some());
-    assert_eq!(s.session("lost").unwrap(), None);
+    assert!(s.session(&"kept".into()).unwrap().is_some());
+    assert_eq!(s.session(&"lost".into()).unwrap(), None);
 }
 
 #[test]
@@ -144,7 +144,7 @@ fn list_pages_newest_first_with_cwd_and_cursor() {
     assert_eq!(ids(s.list(Some("/even"), Some(4), 1).unwrap()), (vec!["s2".into()], false));
     assert_eq!(ids(s.list(Some("/none"), None, 5).unwrap()), (vec![], false));
     assert_eq!(ids(s.list(None, Some(u64::MAX), 0).unwrap()), (vec![], true));
-    s.record(Change::SessionForgotten("s5"));
+    s.record(Change::SessionForgotten(&"s5".into()));
     s.commit().unwrap();
     assert_eq!(ids(s.list(None, None, 1).unwrap()), (vec!["s4".into()], true));
     assert_eq!(s.history(&SessionId("s5".into())).unwrap(), vec![]);

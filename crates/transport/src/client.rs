@@ -112,7 +112,7 @@ struct Queue {
 struct State {
     conn: ClientConnection,
     waiters: HashMap<RequestId, Waiter>,
-    queues: HashMap<String, Queue>,
+    queues: HashMap<SessionId, Queue>,
     closed: Option<TransportError>,
     stderr_tail: VecDeque<String>,
     log: VecDeque<String>,
@@ -159,7 +159,7 @@ impl Shared {
                     state.queues.entry(session_id).or_default().items.push_back(SessionActivity::Event(event));
                 }
                 Event::PermissionRequested { request, params } => {
-                    let session = params.session_id.0.clone();
+                    let session = params.session_id.clone();
                     state.queues.entry(session).or_default().items.push_back(SessionActivity::PermissionRequested { request, params });
                 }
                 Event::Ignored { detail } => {
@@ -408,7 +408,7 @@ impl Connection {
     ) -> Result<Session, TransportError> {
         let cwd = cwd.to_owned();
         match self.shared.call(move |c| Ok(c.new_session(&cwd, additional_directories, mcp_servers))).await? {
-            Answer::SessionCreated { session_id } => Ok(self.session(SessionId(session_id))),
+            Answer::SessionCreated { session_id } => Ok(self.session(session_id)),
             other => Err(TransportError::Io(format!("unexpected answer {other:?}"))),
         }
     }
@@ -549,7 +549,7 @@ impl Session {
             let notified = self.shared.notify.notified();
             {
                 let mut state = lock(&self.shared.state);
-                if let Some(q) = state.queues.get_mut(self.id.as_str()) {
+                if let Some(q) = state.queues.get_mut(&self.id) {
                     if !q.items.is_empty() {
                         return Ok(q.items.drain(..).collect());
                     }
@@ -565,6 +565,6 @@ impl Session {
     /// Whatever activity is queued now, without waiting.
     pub fn take_events(&self) -> Vec<SessionActivity> {
         let mut state = lock(&self.shared.state);
-        state.queues.get_mut(self.id.as_str()).map(|q| q.items.drain(..).collect()).unwrap_or_default()
+        state.queues.get_mut(&self.id).map(|q| q.items.drain(..).collect()).unwrap_or_default()
     }
 }

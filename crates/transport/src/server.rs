@@ -63,10 +63,10 @@ impl TurnEnd {
 pub trait AgentRuntime: Send + Sync + 'static {
     /// A client created a session (`session/new`): its working directory, extra roots and MCP
     /// servers.
-    async fn session_opened(&self, _session: &str, _setup: SessionSetup) {}
+    async fn session_opened(&self, _session: &SessionId, _setup: SessionSetup) {}
 
     /// A client resumed a session (`session/resume`); the core already replayed its history.
-    async fn session_resumed(&self, _session: &str, _setup: SessionSetup) {}
+    async fn session_resumed(&self, _session: &SessionId, _setup: SessionSetup) {}
 
     /// Runs one turn whose opening input is `input` (empty when the runtime started the turn
     /// itself with [`AgentServer::start_turn`]). Returns how it ended.
@@ -74,7 +74,7 @@ pub trait AgentRuntime: Send + Sync + 'static {
 
     /// The session was closed: stop any work for it. `dropped` are the injects that were
     /// pending (never delivered), for the host to persist, report or resend.
-    async fn session_closed(&self, _session: &str, _dropped: Vec<PendingInject>) {}
+    async fn session_closed(&self, _session: &SessionId, _dropped: Vec<PendingInject>) {}
 }
 
 /// A server failure that ends [`serve`].
@@ -147,7 +147,7 @@ struct Server {
     outboxes: Mutex<HashMap<String, Outbox>>,
     /// Whether turns that a previous process left running were ended (once, at the start).
     started: AtomicBool,
-    turns: Mutex<HashMap<String, Arc<Signals>>>,
+    turns: Mutex<HashMap<SessionId, Arc<Signals>>>,
     /// The turns waiting on an answer to a permission request, by the core's request id.
     permissions: Mutex<HashMap<RequestId, oneshot::Sender<RequestPermissionOutcome>>>,
     failed: Mutex<Option<StoreError>>,
@@ -167,7 +167,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-type Actions = Vec<(String, RuntimeAction)>;
+type Actions = Vec<(SessionId, RuntimeAction)>;
 
 impl Server {
     /// Runs `f` on the core, commits, sends the lines for the client (in order, while still
@@ -329,11 +329,11 @@ impl Server {
         }
     }
 
-    fn spawn_turn(self: &Arc<Self>, session: String, inputs: Vec<UserInput>) {
+    fn spawn_turn(self: &Arc<Self>, session: SessionId, inputs: Vec<UserInput>) {
         let signals = Arc::new(Signals { cancel: watch::channel(false).0, interrupt: watch::channel(false).0 });
         lock(&self.turns).insert(session.clone(), Arc::clone(&signals));
-        let record = lock(&self.agent).session_record(&SessionId(session.clone())).ok().flatten();
-        let ctx = TurnContext { server: Arc::clone(self), session: SessionId(session.clone()), signals: Arc::clone(&signals), record };
+        let record = lock(&self.agent).session_record(&session).ok().flatten();
+        let ctx = TurnContext { server: Arc::clone(self), session: session.clone(), signals: Arc::clone(&signals), record };
         let server = Arc::clone(self);
         self.tasks.spawn(async move {
             let rt = Arc::clone(&server.runtime);
@@ -355,29 +355,29 @@ impl Server {
             }
             let event = RuntimeEvent::TurnEnded { stop_reason: end.stop_reason, usage: end.usage, error: end.error };
             // A refused turn end (the session closed meanwhile) needs nothing more.
-            if let Ok((_, actions)) = server.step(|a| a.runtime_event(&SessionId(session.clone()), event)) {
+            if let Ok((_, actions)) = server.step(|a| a.runtime_event(&session, event)) {
                 server.dispatch(actions);
             }
         });
     }
 
-    fn start_turn(self: &Arc<Self>, session: &str) -> Result<(), TurnError> {
-        let (r, actions) = self.step(|a| a.runtime_event(&SessionId(session.to_owned()), RuntimeEvent::TurnStarted))?;
+    fn start_turn(self: &Arc<Self>, session: &SessionId) -> Result<(), TurnError> {
+        let (r, actions) = self.step(|a| a.runtime_event(session, RuntimeEvent::TurnStarted))?;
         r?;
         self.dispatch(actions);
-        self.spawn_turn(session.to_owned(), Vec::new());
+        self.spawn_turn(session.clone(), Vec::new());
         Ok(())
     }
 
-    fn close_session(self: &Arc<Self>, session: &str) -> Result<(), TurnError> {
-        let (r, actions) = self.step(|a| a.runtime_event(&SessionId(session.to_owned()), RuntimeEvent::Close))?;
+    fn close_session(self: &Arc<Self>, session: &SessionId) -> Result<(), TurnError> {
+        let (r, actions) = self.step(|a| a.runtime_event(session, RuntimeEvent::Close))?;
         r?;
         self.dispatch(actions);
         Ok(())
     }
 
-    fn sessions(&self) -> Vec<String> {
-        lock(&self.agent).session_ids().into_iter().map(String::from).collect()
+    fn sessions(&self) -> Vec<SessionId> {
+        lock(&self.agent).session_ids()
     }
 
     /// The error a failed store left (the first caller gets the store's own error).
@@ -520,7 +520,7 @@ impl std::fmt::Debug for TurnContext {
 
 impl TurnContext {
     /// The session this turn belongs to.
-    pub fn session_id(&self) -> &str {
+    pub fn session_id(&self) -> &SessionId {
         &self.session
     }
 
@@ -578,7 +578,7 @@ impl TurnContext {
         let mut rest = Vec::new();
         for (session, action) in actions {
             match action {
-                RuntimeAction::Deliver(inputs) if session == self.session.0 => delivered.extend(inputs),
+                RuntimeAction::Deliver(inputs) if session == self.session => delivered.extend(inputs),
                 other => rest.push((session, other)),
             }
         }
@@ -685,17 +685,17 @@ impl AgentServer {
     }
 
     /// Starts a turn in a session with no user message (R-TURN-2), e.g. for a scheduled task.
-    pub fn start_turn(&self, session: &str) -> Result<(), TurnError> {
+    pub fn start_turn(&self, session: &SessionId) -> Result<(), TurnError> {
         self.inner.start_turn(session)
     }
 
     /// Closes a session from the agent's side (R-CLOSE-1).
-    pub fn close_session(&self, session: &str) -> Result<(), TurnError> {
+    pub fn close_session(&self, session: &SessionId) -> Result<(), TurnError> {
         self.inner.close_session(session)
     }
 
     /// The live sessions.
-    pub fn sessions(&self) -> Vec<String> {
+    pub fn sessions(&self) -> Vec<SessionId> {
         self.inner.sessions()
     }
 
@@ -721,8 +721,8 @@ impl AgentServer {
     }
 
     /// Whether the agent holds this session live.
-    pub fn is_live(&self, session: &str) -> bool {
-        lock(&self.inner.agent).is_live(&SessionId(session.to_owned()))
+    pub fn is_live(&self, session: &SessionId) -> bool {
+        lock(&self.inner.agent).is_live(session)
     }
 
     /// Serves over stdin/stdout until the client closes stdin.

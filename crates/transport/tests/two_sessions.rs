@@ -45,7 +45,7 @@ impl Gated {
 #[async_trait::async_trait]
 impl AgentRuntime for Gated {
     async fn run_turn(&self, turn: TurnContext, input: Vec<UserInput>) -> TurnEnd {
-        let session = turn.session_id().to_owned();
+        let session = turn.session_id().to_string();
         for i in &input {
             self.heard.lock().unwrap().push((session.clone(), text_of(&i.content)));
         }

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{ErrorData, ErrorReason, MessageId};
+use crate::{ErrorData, ErrorReason, MessageId, SessionId};
 
 /// -32700 "Parse error": the line is not JSON.
 pub const PARSE_ERROR: i64 = -32700;
@@ -123,15 +123,11 @@ impl ErrorObject {
 
     /// -32002 `session_not_found` for `session`: `data` is `{reason, sessionId}` (upstream's
     /// `SessionNotFoundErrorData` with this toolkit's reason), plus `messageId` when given.
-    pub fn session_not_found(session: &str, message_id: Option<&MessageId>) -> Self {
+    pub fn session_not_found(session: &SessionId, message_id: Option<&MessageId>) -> Self {
         let reason = ErrorReason::SessionNotFound;
         let code = code_for(&reason);
-        let data = ErrorData {
-            reason: Some(reason),
-            message_id: message_id.cloned(),
-            session_id: Some(crate::SessionId(session.to_owned())),
-            detail: None,
-        };
+        let data =
+            ErrorData { reason: Some(reason), message_id: message_id.cloned(), session_id: Some(session.clone()), detail: None };
         ErrorObject { code, message: message_for(code).to_owned(), data: Some(serde_json::to_value(data).unwrap_or(Value::Null)) }
     }
 

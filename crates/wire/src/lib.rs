@@ -68,6 +68,7 @@ pub use generated::*;
 
 pub mod errors;
 pub mod framing;
+mod ids;
 pub mod jsonrpc;
 pub mod v1;
 pub mod validate;

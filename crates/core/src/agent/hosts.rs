@@ -14,7 +14,7 @@
 //! - A session another host holds is refused with [`SESSION_HELD_ELSEWHERE`], naming the
 //!   holder and when its lease runs out.
 
-use acp_inject_wire::ErrorObject;
+use acp_inject_wire::{ErrorObject, SessionId};
 use serde::Serialize;
 
 use super::output::{Output, RuntimeAction};
@@ -30,7 +30,7 @@ impl Agent {
     /// Takes `session` for this host if it is not in memory and the store is shared. Returns
     /// whether the previous holder left a turn running (cut off: the caller opens the next
     /// turn after its answer, [`Agent::continue_interrupted`]).
-    pub(super) fn take_over(&mut self, session: &str) -> Result<bool, ErrorObject> {
+    pub(super) fn take_over(&mut self, session: &SessionId) -> Result<bool, ErrorObject> {
         if self.scope.is_empty() || self.sessions.contains_key(session) {
             return Ok(false);
         }
@@ -61,7 +61,7 @@ impl Agent {
     /// After taking over a session whose turn was cut off: its pending injects open the next
     /// turn (steers first, then what the queue policy allows), as the outputs to send after
     /// the answer.
-    pub(super) fn continue_interrupted(&mut self, session: &str) -> Vec<Output> {
+    pub(super) fn continue_interrupted(&mut self, session: &SessionId) -> Vec<Output> {
         let mark = self.out.len();
         self.open_next_turn(session);
         self.out.drain(mark..).collect()
@@ -69,7 +69,7 @@ impl Agent {
 
     /// After [`Agent::take_over`] of a session that did not come into memory (closed and not
     /// reopened, or unknown): the lease taken goes back at once.
-    pub(super) fn let_go_if_absent(&mut self, session: &str) {
+    pub(super) fn let_go_if_absent(&mut self, session: &SessionId) {
         if !self.scope.is_empty() && !self.sessions.contains_key(session) {
             self.store.release(session);
         }
@@ -79,7 +79,7 @@ impl Agent {
     /// nothing pending or held, nobody attached, no open request to a client. The runtime is
     /// told to free it ([`RuntimeAction::Closed`] with nothing dropped); the session stays
     /// live in the store for whichever host a client resumes it on next.
-    pub(super) fn unload_if_unattended(&mut self, session: &str) {
+    pub(super) fn unload_if_unattended(&mut self, session: &SessionId) {
         if self.scope.is_empty() || self.poisoned {
             return;
         }
@@ -104,7 +104,7 @@ struct HeldElsewhere<'a> {
     detail: String,
 }
 
-fn held_elsewhere(session: &str, holder: &str, retry_after_ms: u64) -> ErrorObject {
+fn held_elsewhere(session: &SessionId, holder: &str, retry_after_ms: u64) -> ErrorObject {
     let mut e = ErrorObject::new(SESSION_HELD_ELSEWHERE);
     e.message = "Session served by another host".to_owned();
     let detail = format!("session {session:?} is served by host {holder:?}; its lease runs out in {retry_after_ms} ms unless renewed");

@@ -52,7 +52,7 @@ pub use replay::replay;
 pub use runtime::{BreakPoint, HostError, RuntimeEvent};
 pub use snapshot::{Connection, Counters, HeldPrompt, LiveSession, LiveState, RestoreError, LIVE_STATE_VERSION};
 pub use store::{Acquired, Change, HistoryEntry, MemoryStore, SessionPage, SessionRecord, Store, StoreError};
-pub use turn::{Activity, Announce, NoPermissionOpen, Stream, Turn};
+pub use turn::{Activity, Announce, NoPermissionOpen, NotRequested, Stream, Turn};
 pub use v1::{V1Connection, PROTOCOL_VERSIONS};
 
 /// A connection's id (the vectors' `c1`, `o1`, …).
@@ -95,7 +95,7 @@ struct Session {
     attached: BTreeSet<ConnId>,
     /// Prompts received during a turn, held in the queue until inserted: their answer (the
     /// insertion receipt) is owed to the asking request (R-PROMPT-2), by message id.
-    held: BTreeMap<String, HeldPrompt>,
+    held: BTreeMap<MessageId, HeldPrompt>,
 }
 
 /// Building an agent on a store failed.
@@ -116,7 +116,7 @@ pub enum OpenError {
 pub struct Agent {
     config: AgentConfig,
     counters: Counters,
-    sessions: BTreeMap<String, Session>,
+    sessions: BTreeMap<SessionId, Session>,
     connections: BTreeMap<ConnId, Connection>,
     /// The agent's own open requests to clients.
     outgoing: outgoing::Outgoing,
@@ -273,7 +273,7 @@ impl Agent {
     }
 
     /// [`Agent::attach_to_session`]: `false` when the session is not live.
-    fn join(&mut self, conn: &str, session: &str) -> bool {
+    fn join(&mut self, conn: &str, session: &SessionId) -> bool {
         self.connections.entry(conn.to_owned()).or_insert(Connection {
             role: ConnectionRole::Controller,
             pending_updates: false,
@@ -293,7 +293,7 @@ impl Agent {
         self.attached_to(session)
     }
 
-    fn attached_to(&self, session: &str) -> Vec<ConnId> {
+    fn attached_to(&self, session: &SessionId) -> Vec<ConnId> {
         self.sessions.get(session).map(|s| s.attached.iter().cloned().collect()).unwrap_or_default()
     }
 
@@ -309,7 +309,7 @@ impl Agent {
     }
 
     /// [`Agent::create_session`]: `false` when the id is taken.
-    fn create(&mut self, id: &str, cwd: &str) -> bool {
+    fn create(&mut self, id: &SessionId, cwd: &str) -> bool {
         if self.sessions.contains_key(id) || matches!(self.store.session(id), Ok(Some(_))) {
             return false;
         }
@@ -338,23 +338,23 @@ impl Agent {
     /// Pending injects are dropped without a `Closed` action: close the session first to get
     /// them back.
     pub fn forget_session(&mut self, id: &SessionId) {
-        self.sessions.remove(id.as_str());
+        self.sessions.remove(id);
         self.store.record(Change::SessionForgotten(id));
     }
 
     /// `true` while the agent holds the session live (R-STATUS-1).
     pub fn is_live(&self, id: &SessionId) -> bool {
-        self.sessions.contains_key(id.as_str())
+        self.sessions.contains_key(id)
     }
 
     /// The ids of the live sessions.
     pub fn session_ids(&self) -> Vec<SessionId> {
-        self.sessions.keys().map(|id| SessionId(id.clone())).collect()
+        self.sessions.keys().cloned().collect()
     }
 
     /// A live session's turn (R-TURN-1).
     pub fn turn(&self, session: &SessionId) -> Option<&Turn> {
-        self.sessions.get(session.as_str()).map(|s| &s.turn)
+        self.sessions.get(session).map(|s| &s.turn)
     }
 
     /// The session's pending injects in delivery order (steers, then queued, each FIFO).
@@ -362,13 +362,13 @@ impl Agent {
         self.pending_of(session)
     }
 
-    fn pending_of(&self, session: &str) -> Vec<PendingInject> {
+    fn pending_of(&self, session: &SessionId) -> Vec<PendingInject> {
         self.sessions.get(session).map(|s| s.pending.list()).unwrap_or_default()
     }
 
     /// A session's record (live or closed).
     pub fn session_record(&self, session: &SessionId) -> Result<Option<SessionRecord>, StoreError> {
-        match self.sessions.get(session.as_str()) {
+        match self.sessions.get(session) {
             Some(s) => Ok(Some(s.record.clone())),
             None => self.store.session(session),
         }
@@ -599,7 +599,7 @@ impl Agent {
                 match reply.held {
                     Some((session, message_id)) => {
                         if let Some(s) = self.sessions.get_mut(&session) {
-                            s.held.insert(message_id.0, HeldPrompt { conn: conn.to_owned(), request: id });
+                            s.held.insert(message_id, HeldPrompt { conn: conn.to_owned(), request: id });
                         }
                     }
                     None => self.answer(conn, &id, reply.answer),
@@ -628,22 +628,22 @@ impl Agent {
     }
 
     /// The live session, or `session_not_found`.
-    fn live_session(&self, session: &str, message_id: Option<&MessageId>) -> Result<&Session, ErrorObject> {
+    fn live_session(&self, session: &SessionId, message_id: Option<&MessageId>) -> Result<&Session, ErrorObject> {
         self.sessions.get(session).ok_or_else(|| ErrorObject::session_not_found(session, message_id))
     }
 
     /// The live session, mutably, or `session_not_found`.
-    fn live_session_mut(&mut self, session: &str) -> Result<&mut Session, ErrorObject> {
+    fn live_session_mut(&mut self, session: &SessionId) -> Result<&mut Session, ErrorObject> {
         self.sessions.get_mut(session).ok_or_else(|| ErrorObject::session_not_found(session, None))
     }
 
     /// A notification for every connection attached to the session.
-    fn broadcast(&self, session: &str, update: acp_inject_wire::SessionUpdate) -> Output {
+    fn broadcast(&self, session: &SessionId, update: acp_inject_wire::SessionUpdate) -> Output {
         Output::Line { to: self.attached_to(session), line: output::update_line(session, update) }
     }
 
     /// The pending list for attached connections that opted in, when any did.
-    fn pending_notice(&self, session: &str) -> Option<Output> {
+    fn pending_notice(&self, session: &SessionId) -> Option<Output> {
         let s = self.sessions.get(session)?;
         let to: Vec<ConnId> =
             s.attached.iter().filter(|c| self.connections.get(*c).is_some_and(|c| c.pending_updates)).cloned().collect();

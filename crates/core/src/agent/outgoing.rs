@@ -49,7 +49,7 @@ pub struct OpenRequest {
     /// Its id (unique among the agent's open requests).
     pub id: RequestId,
     /// The session it belongs to.
-    pub session: String,
+    pub session: SessionId,
     /// The connections it was sent to; the first answer from any of them counts.
     pub to: BTreeSet<ConnId>,
     /// The request as sent, for a controller that resumes the session while it is open.
@@ -70,16 +70,16 @@ impl Outgoing {
     }
 
     /// Any open request belongs to `session`.
-    pub(super) fn has_open_for(&self, session: &str) -> bool {
-        self.open.values().any(|r| r.session == session)
+    pub(super) fn has_open_for(&self, session: &SessionId) -> bool {
+        self.open.values().any(|r| r.session == *session)
     }
 
     pub(super) fn open(&self) -> Vec<OpenRequest> {
         self.open.values().cloned().collect()
     }
 
-    fn of_session(&self, session: &str) -> Vec<RequestId> {
-        self.open.values().filter(|r| r.session == session).map(|r| r.id.clone()).collect()
+    fn of_session(&self, session: &SessionId) -> Vec<RequestId> {
+        self.open.values().filter(|r| r.session == *session).map(|r| r.id.clone()).collect()
     }
 }
 
@@ -109,7 +109,7 @@ impl Agent {
         self.ask_permission(session, ask)
     }
 
-    pub(super) fn ask_permission(&mut self, session: &str, ask: PermissionAsk) -> Result<RequestId, HostError> {
+    pub(super) fn ask_permission(&mut self, session: &SessionId, ask: PermissionAsk) -> Result<RequestId, HostError> {
         if ask.options.is_empty() {
             return Err(HostError::NoPermissionOptions);
         }
@@ -123,9 +123,8 @@ impl Agent {
         self.record_counters();
         let to: BTreeSet<ConnId> =
             self.attached_to(session).into_iter().filter(|c| self.role(c) == ConnectionRole::Controller).collect();
-        let params = RequestPermissionRequest::new(SessionId(session.to_owned()), ask.title, ask.options)
-            .description(ask.description)
-            .subject(ask.subject);
+        let params =
+            RequestPermissionRequest::new(session.clone(), ask.title, ask.options).description(ask.description).subject(ask.subject);
         let line = jsonrpc::request_line(&id, &params);
         if to.is_empty() {
             self.outgoing.open.insert(id.clone(), OpenRequest { id: id.clone(), session: session.to_owned(), to, line });
@@ -143,9 +142,9 @@ impl Agent {
         self.withdraw(session, id)
     }
 
-    pub(super) fn withdraw(&mut self, session: &str, id: &RequestId) -> Result<(), HostError> {
+    pub(super) fn withdraw(&mut self, session: &SessionId, id: &RequestId) -> Result<(), HostError> {
         match self.outgoing.open.get(id) {
-            Some(r) if r.session == session => {
+            Some(r) if r.session == *session => {
                 self.end_request(id, cancelled_outcome());
                 Ok(())
             }
@@ -169,7 +168,7 @@ impl Agent {
     }
 
     /// Ends every open request of a session as `cancelled` (its turn was cancelled or ended).
-    pub(super) fn end_session_requests(&mut self, session: &str) {
+    pub(super) fn end_session_requests(&mut self, session: &SessionId) {
         for id in self.outgoing.of_session(session) {
             self.end_request(&id, cancelled_outcome());
         }
@@ -177,7 +176,7 @@ impl Agent {
 
     /// Drops a session's open requests without touching its turn (the session is closing:
     /// the runtime is told each was cancelled).
-    pub(super) fn drop_session_requests(&mut self, session: &str) {
+    pub(super) fn drop_session_requests(&mut self, session: &SessionId) {
         for id in self.outgoing.of_session(session) {
             self.outgoing.open.remove(&id);
             self.out.push_back(Output::action(
@@ -189,12 +188,12 @@ impl Agent {
 
     /// A controller resumed the session (R-PERM-2): the requests still open are sent to it too,
     /// in id order, and its answer counts like any recipient's.
-    pub(super) fn resend_open_requests(&mut self, session: &str, conn: &str) -> Vec<Output> {
+    pub(super) fn resend_open_requests(&mut self, session: &SessionId, conn: &str) -> Vec<Output> {
         if self.role(conn) != ConnectionRole::Controller {
             return Vec::new();
         }
         let mut lines = Vec::new();
-        for r in self.outgoing.open.values_mut().filter(|r| r.session == session && !r.line.is_empty()) {
+        for r in self.outgoing.open.values_mut().filter(|r| r.session == *session && !r.line.is_empty()) {
             if r.to.insert(conn.to_owned()) {
                 lines.push(Output::Line { to: vec![conn.to_owned()], line: r.line.clone() });
             }
@@ -217,7 +216,7 @@ impl Agent {
 
     /// Moves the session's turn on a permission request opening or closing (R-PERM-1): the
     /// store records the new turn, and attached connections get the state it announces.
-    fn permission_transition(&mut self, session: &str, step: impl FnOnce(&mut Turn) -> Option<Announce>) {
+    fn permission_transition(&mut self, session: &SessionId, step: impl FnOnce(&mut Turn) -> Option<Announce>) {
         let Some(s) = self.sessions.get_mut(session) else { return };
         let before = s.turn;
         let announce = step(&mut s.turn);
@@ -238,7 +237,7 @@ impl Agent {
     /// when it was the last one open.
     fn end_request(&mut self, id: &RequestId, outcome: RequestPermissionOutcome) {
         let Some(request) = self.outgoing.open.remove(id) else { return };
-        let session = request.session.as_str();
+        let session = &request.session;
         self.permission_transition(session, |t| t.permission_resolved().ok().flatten());
         self.out.push_back(Output::action(session, RuntimeAction::PermissionAnswered { request_id: request.id, outcome }));
     }

@@ -88,21 +88,21 @@ pub enum Output {
     /// An instruction for the runtime of one session.
     Action {
         /// The session.
-        session: String,
+        session: SessionId,
         /// What to do.
         action: RuntimeAction,
     },
 }
 
 impl Output {
-    pub(crate) fn action(session: &str, action: RuntimeAction) -> Output {
+    pub(crate) fn action(session: &SessionId, action: RuntimeAction) -> Output {
         Output::Action { session: session.to_owned(), action }
     }
 }
 
 /// A `session/update` line.
-pub(crate) fn update_line(session: &str, update: SessionUpdate) -> String {
-    jsonrpc::notification_line(&UpdateSessionNotification::new(SessionId(session.to_owned()), update))
+pub(crate) fn update_line(session: &SessionId, update: SessionUpdate) -> String {
+    jsonrpc::notification_line(&UpdateSessionNotification::new(session.clone(), update))
 }
 
 /// The states a `session/status` answer reports (R-STATUS-1): snapshots, an idle one without
@@ -134,7 +134,7 @@ pub(crate) fn requires_action() -> SessionUpdate {
 
 /// The turn-end `idle` (R-TURNEND-1): always `stopReason`; `usage` as the runtime reported it,
 /// or absent (never `null`).
-pub(crate) fn idle_line(session: &str, stop_reason: &StopReason, usage: Option<Usage>, error: Option<TurnFailure>) -> String {
+pub(crate) fn idle_line(session: &SessionId, stop_reason: &StopReason, usage: Option<Usage>, error: Option<TurnFailure>) -> String {
     let idle = IdleStateUpdate::new().stop_reason(stop_reason.clone()).usage(usage).error(error);
     update_line(session, StateUpdate::Idle(Box::new(idle)).into())
 }

@@ -36,7 +36,7 @@ pub(super) struct Reply {
     pub after: Vec<Output>,
     /// A held prompt (R-PROMPT-2): no answer now; the receipt for this message is owed to
     /// the request, and `answer` is not sent.
-    pub held: Option<(String, acp_inject_wire::MessageId)>,
+    pub held: Option<(SessionId, acp_inject_wire::MessageId)>,
 }
 
 impl Reply {
@@ -125,8 +125,8 @@ impl Agent {
                 if self.role(conn) == ConnectionRole::Observer {
                     return;
                 }
-                self.join(conn, &p.session_id.0);
-                self.cancel(&p.session_id.0);
+                self.join(conn, &p.session_id);
+                self.cancel(&p.session_id);
             }
             // R-CANCELREQ-1: the core answers every request at once, but a held prompt (R-PROMPT-2),
             // which leaves the queue and is answered -32800.
@@ -210,7 +210,7 @@ impl Agent {
         let dirs = p.additional_directories.unwrap_or_default();
         tri!(self.check_directories(&dirs));
         let id = loop {
-            let id = format!("sess_{}{}", self.scope, self.counters.next_session);
+            let id = SessionId(format!("sess_{}{}", self.scope, self.counters.next_session));
             if !self.sessions.contains_key(&id) && !matches!(self.store.session(&id), Ok(Some(_))) {
                 break id;
             }
@@ -225,7 +225,7 @@ impl Agent {
             self.store.record(Change::SessionUpdated(&s.record));
         }
         self.join(conn, &id);
-        Reply::ok(&NewSessionResponse::new(SessionId(id.clone()))).then(vec![Output::action(&id, RuntimeAction::SessionOpened(setup))])
+        Reply::ok(&NewSessionResponse::new(id.clone())).then(vec![Output::action(&id, RuntimeAction::SessionOpened(setup))])
     }
 
     fn list_sessions(&mut self, params: Option<&RawValue>) -> Reply {
@@ -243,7 +243,7 @@ impl Agent {
             .sessions
             .into_iter()
             .map(|r| {
-                SessionInfo::new(SessionId(r.session_id), r.cwd)
+                SessionInfo::new(r.session_id, r.cwd)
                     .additional_directories((!r.additional_directories.is_empty()).then_some(r.additional_directories))
                     .title(r.title)
                     .updated_at(r.updated_at)
@@ -254,7 +254,7 @@ impl Agent {
 
     /// A resume refused after [`Agent::take_over`]: what the previous holder left pending still
     /// opens its turn here; otherwise the session is let go again.
-    fn refuse_taken(&mut self, session: &str, interrupted: bool, error: ErrorObject) -> Reply {
+    fn refuse_taken(&mut self, session: &SessionId, interrupted: bool, error: ErrorObject) -> Reply {
         let after = if interrupted { self.continue_interrupted(session) } else { Vec::new() };
         // Nothing pending opened a turn: nobody needs the session here.
         self.unload_if_unattended(session);
@@ -268,7 +268,7 @@ impl Agent {
     /// progress and the pending list when the connection opted in.
     fn resume(&mut self, conn: &str, params: Option<&RawValue>) -> Reply {
         let p: ResumeSessionRequest = tri!(decode(params));
-        let session = p.session_id.0.clone();
+        let session = p.session_id.clone();
         let replay = match &p.replay_from {
             None => false,
             Some(ReplayFrom::Start(_)) => true,
@@ -343,7 +343,7 @@ impl Agent {
     /// answer is the insertion receipt); refused with `turn_in_progress` during a turn.
     fn prompt(&mut self, conn: &str, params: Option<&RawValue>) -> Reply {
         let p: PromptRequest = tri!(decode(params));
-        let session = p.session_id.0;
+        let session = p.session_id;
         let in_progress = tri!(self.live_session(&session, None)).turn.in_progress();
         tri!(self.not_observer(conn, None));
         self.join(conn, &session);
@@ -360,7 +360,7 @@ impl Agent {
     /// `session/inject` (R-QUEUE-*, R-STEER-*).
     fn inject(&mut self, conn: &str, params: Option<&RawValue>) -> Reply {
         let p: InjectRequest = tri!(decode(params));
-        let session = p.session_id.0;
+        let session = p.session_id;
         let in_progress = tri!(self.live_session(&session, None)).turn.in_progress();
         let Some(caps) = &self.config.inject else { return Reply::err(ErrorObject::method_not_found()) };
         if !caps.modes.contains(&p.mode) {
@@ -381,7 +381,7 @@ impl Agent {
     fn accept(
         &mut self,
         conn: &str,
-        session: &str,
+        session: &SessionId,
         mode: InjectMode,
         content: Vec<ContentBlock>,
     ) -> (acp_inject_wire::MessageId, Vec<Output>) {
@@ -398,7 +398,7 @@ impl Agent {
         s.pending.push(mode, pending);
         let mut after = Vec::new();
         // R-STEER-3: under `interrupt`, a steer accepted mid stream asks once to cut it.
-        if mode == InjectMode::Steer && interrupts && s.turn.request_interrupt() {
+        if mode == InjectMode::Steer && interrupts && s.turn.request_interrupt().is_ok() {
             self.store.record(Change::Turn { session, turn: &s.turn });
             after.push(Output::action(session, RuntimeAction::InterruptStream));
         }
@@ -421,11 +421,11 @@ impl Agent {
 
     /// Takes the held prompt `message_id` of `session` out of the queue (remembered as
     /// revoked) and answers its request `-32800` (R-PROMPT-2); `false` when it is not pending.
-    pub(super) fn withdraw_held(&mut self, session: &str, message_id: &str) -> bool {
+    pub(super) fn withdraw_held(&mut self, session: &SessionId, message_id: &acp_inject_wire::MessageId) -> bool {
         let bound = self.config.policy.remember_bound();
         let Some(s) = self.sessions.get_mut(session) else { return false };
         let Some(held) = s.held.get(message_id) else { return false };
-        let (conn, mid) = (held.conn.clone(), acp_inject_wire::MessageId(message_id.to_owned()));
+        let (conn, mid) = (held.conn.clone(), message_id.clone());
         let owner_may = crate::agent::RevokeReplace::AnyController;
         if !matches!(s.pending.revoke(owner_may, &conn, &mid, bound), Ok(Some(_))) {
             return false;
@@ -439,7 +439,7 @@ impl Agent {
     /// R-REVOKE-1..3.
     fn revoke(&mut self, conn: &str, params: Option<&RawValue>) -> Reply {
         let p: RevokeInjectRequest = tri!(decode(params));
-        let (session, mid) = (p.session_id.0, p.message_id);
+        let (session, mid) = (p.session_id, p.message_id);
         tri!(self.live_session(&session, Some(&mid)));
         if self.config.inject.is_none() {
             return Reply::err(ErrorObject::method_not_found());
@@ -449,7 +449,7 @@ impl Agent {
         let (policy, bound) = (self.config.policy.revoke_replace, self.config.policy.remember_bound());
         let s = tri!(self.live_session_mut(&session));
         let revoked = tri!(s.pending.revoke(policy, conn, &mid, bound));
-        let held = if revoked.is_some() { s.held.remove(&mid.0) } else { None };
+        let held = if revoked.is_some() { s.held.remove(&mid) } else { None };
         let mut after = Vec::new();
         if revoked.is_some() {
             self.store.record(Change::InjectRevoked { session: &session, message_id: &mid });
@@ -463,7 +463,7 @@ impl Agent {
     /// R-REPLACE-1..2.
     fn replace(&mut self, conn: &str, params: Option<&RawValue>) -> Reply {
         let p: ReplaceInjectRequest = tri!(decode(params));
-        let (session, mid) = (p.session_id.0, p.message_id);
+        let (session, mid) = (p.session_id, p.message_id);
         tri!(self.live_session(&session, Some(&mid)));
         let Some(caps) = &self.config.inject else { return Reply::err(ErrorObject::method_not_found()) };
         if !caps.pending.as_ref().is_some_and(|p| p.replace) {
@@ -483,7 +483,7 @@ impl Agent {
     /// action after it.
     fn close_request(&mut self, conn: &str, params: Option<&RawValue>) -> Reply {
         let p: CloseSessionRequest = tri!(decode(params));
-        let session = p.session_id.0;
+        let session = p.session_id;
         tri!(self.not_observer(conn, None));
         // A shared store: a session live on no host here is taken first, so it closes for good.
         tri!(self.take_over(&session));
@@ -501,7 +501,7 @@ impl Agent {
     /// R-STATUS-1: side-effect free.
     fn status(&mut self, params: Option<&RawValue>) -> Reply {
         let p: SessionStatusRequest = tri!(decode(params));
-        let session = p.session_id.0;
+        let session = p.session_id;
         // R-STATUS-1: open with the turn's state, saved when only the store knows it, and
         // -32002 for a session the agent never had.
         if let Some(s) = self.sessions.get(&session) {

@@ -135,7 +135,6 @@ fn message_id_of(update: &SessionUpdate) -> Option<&MessageId> {
 impl Agent {
     /// Applies one runtime event of a session.
     pub fn runtime_event(&mut self, session: &SessionId, event: RuntimeEvent) -> Result<(), HostError> {
-        let session = session.as_str();
         let Some(s) = self.sessions.get(session) else { return Err(HostError::SessionClosed) };
         let before = s.turn;
         let result = self.apply_event(session, event);
@@ -149,7 +148,7 @@ impl Agent {
         result
     }
 
-    fn apply_event(&mut self, session: &str, event: RuntimeEvent) -> Result<(), HostError> {
+    fn apply_event(&mut self, session: &SessionId, event: RuntimeEvent) -> Result<(), HostError> {
         match event {
             RuntimeEvent::Close => {
                 let (notices, action) = self.close(session);
@@ -229,7 +228,7 @@ impl Agent {
 
     /// The runtime's own output: checked, recorded in the history when it is conversation,
     /// applied to the session record when it is session info, then broadcast.
-    fn runtime_update(&mut self, session: &str, update: SessionUpdate) -> Result<(), HostError> {
+    fn runtime_update(&mut self, session: &SessionId, update: SessionUpdate) -> Result<(), HostError> {
         match &update {
             SessionUpdate::UserMessage(_)
             | SessionUpdate::UserMessageChunk(_)
@@ -270,7 +269,7 @@ impl Agent {
 
     /// R-DELIV-1: emits each `user_message` (delivery), remembers the ids as delivered and
     /// records them in the history. Returns what the runtime is handed.
-    pub(super) fn deliver(&mut self, session: &str, inputs: Vec<(UserInput, ConnId)>) -> Vec<UserInput> {
+    pub(super) fn deliver(&mut self, session: &SessionId, inputs: Vec<(UserInput, ConnId)>) -> Vec<UserInput> {
         let bound = self.config.policy.remember_bound();
         let to = self.attached_to(session);
         let mut delivered = Vec::with_capacity(inputs.len());
@@ -280,7 +279,7 @@ impl Agent {
             if let Some(s) = self.sessions.get_mut(session) {
                 s.pending.remember_delivered(&input.message_id, owner, bound);
                 // R-PROMPT-2: a held prompt is answered with its receipt once inserted.
-                if let Some(held) = s.held.remove(&input.message_id.0) {
+                if let Some(held) = s.held.remove(&input.message_id) {
                     self.out.push_back(output::prompt_receipt(&held, &input.message_id));
                 }
             }
@@ -291,7 +290,7 @@ impl Agent {
 
     /// A turn opens with these messages: `user_message`s, `running`, then `StartTurn`. Used
     /// on an idle session by an accept (returned, to follow the answer) and at a turn end.
-    pub(super) fn start_turn(&mut self, session: &str, inputs: Vec<(UserInput, ConnId)>) -> Vec<Output> {
+    pub(super) fn start_turn(&mut self, session: &SessionId, inputs: Vec<(UserInput, ConnId)>) -> Vec<Output> {
         let mark = self.out.len();
         let delivered = self.deliver(session, inputs);
         if let Some(s) = self.sessions.get_mut(session) {
@@ -305,7 +304,7 @@ impl Agent {
 
     /// At a turn end: all pending steers (R-STEER-4), then the queued injects the policy
     /// allows (R-QUEUE-1, R-QUEUE-3), each its own `user_message`, then `running`.
-    pub(super) fn open_next_turn(&mut self, session: &str) {
+    pub(super) fn open_next_turn(&mut self, session: &SessionId) {
         let take = match self.config.policy.queue_drain {
             QueueDrain::Batch => usize::MAX,
             QueueDrain::OnePerTurn => 1,
@@ -323,8 +322,8 @@ impl Agent {
 
     /// R-CANCEL-1: once per turn; nothing while idle. The session's held prompts are cancelled
     /// with it (R-PROMPT-2); its queued injects stay.
-    pub(super) fn cancel(&mut self, session: &str) {
-        let held: Vec<String> = self.sessions.get(session).map(|s| s.held.keys().cloned().collect()).unwrap_or_default();
+    pub(super) fn cancel(&mut self, session: &SessionId) {
+        let held: Vec<MessageId> = self.sessions.get(session).map(|s| s.held.keys().cloned().collect()).unwrap_or_default();
         let mut withdrawn = false;
         for message_id in held {
             withdrawn |= self.withdraw_held(session, &message_id);
@@ -334,7 +333,7 @@ impl Agent {
             self.out.extend(notice);
         }
         let Some(s) = self.sessions.get_mut(session) else { return };
-        if s.turn.request_cancel() {
+        if s.turn.request_cancel().is_ok() {
             self.store.record(Change::Turn { session, turn: &s.turn });
             // R-PERM-2: the client answers its open permission requests `cancelled` after a
             // cancel; the runtime need not wait for that.
@@ -346,7 +345,7 @@ impl Agent {
     /// R-CLOSE-1: a running turn ends as cancelled, every attached connection is told the
     /// session closed, pending injects go back to the host (never delivered), and the session
     /// leaves memory (it stays listable and resumable). Returns the notices and the action.
-    pub(super) fn close(&mut self, session: &str) -> (Vec<Output>, Option<Output>) {
+    pub(super) fn close(&mut self, session: &SessionId) -> (Vec<Output>, Option<Output>) {
         let Some(mut s) = self.sessions.remove(session) else { return (Vec::new(), None) };
         let mark = self.out.len();
         self.drop_session_requests(session);
@@ -369,8 +368,8 @@ impl Agent {
         }
         notices.push(Output::Line { to, line: output::update_line(session, output::session_closed()) });
         // Held prompts are not the host's injects: their requests are cancelled (R-PROMPT-2).
-        let (held, dropped): (Vec<_>, Vec<_>) = drained.into_iter().partition(|p| s.held.contains_key(&p.message_id.0));
-        notices.extend(held.iter().filter_map(|p| s.held.remove(&p.message_id.0)).map(output::prompt_cancelled));
+        let (held, dropped): (Vec<_>, Vec<_>) = drained.into_iter().partition(|p| s.held.contains_key(&p.message_id));
+        notices.extend(held.iter().filter_map(|p| s.held.remove(&p.message_id)).map(output::prompt_cancelled));
         s.turn = Turn::Idle;
         s.record.closed = true;
         self.store.record(Change::Turn { session, turn: &s.turn });

@@ -2,6 +2,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use acp_inject_wire::MessageId;
 use serde::{Deserialize, Serialize};
 
 use super::outgoing::OpenRequest;
@@ -71,7 +72,7 @@ pub struct LiveSession {
     /// Prompts held in the queue whose receipt is owed, by message id (only a snapshot has
     /// these: after a restart their requests are gone, and they are delivered as queued).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub held: BTreeMap<String, HeldPrompt>,
+    pub held: BTreeMap<MessageId, HeldPrompt>,
 }
 
 /// A `session/prompt` received during a turn and held in the queue (R-PROMPT-2): who asked, so

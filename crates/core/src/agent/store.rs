@@ -24,7 +24,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use acp_inject_wire::{ContentBlock, InjectMode, McpServer, MessageId, PendingInject, SessionUpdate};
+use acp_inject_wire::{ContentBlock, InjectMode, McpServer, MessageId, PendingInject, SessionId, SessionUpdate};
 use serde::{Deserialize, Serialize};
 
 use super::snapshot::{LiveSession, LiveState};
@@ -35,7 +35,7 @@ use super::ConnId;
 #[serde(rename_all = "camelCase")]
 pub struct SessionRecord {
     /// The session's id.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// Creation order, agent-wide (`session/list` is newest first).
     pub ordinal: u64,
     /// The working directory (`session/new`).
@@ -94,18 +94,18 @@ pub enum Change<'a> {
     /// A session's record changed (metadata, additional roots, MCP servers, closed, reopened).
     SessionUpdated(&'a SessionRecord),
     /// A session and its history are gone for good.
-    SessionForgotten(&'a str),
+    SessionForgotten(&'a SessionId),
     /// A live session's turn changed (stored so a restart knows a turn was interrupted).
     Turn {
         /// The session.
-        session: &'a str,
+        session: &'a SessionId,
         /// Its turn.
         turn: &'a super::Turn,
     },
     /// An inject was accepted into the pending queue.
     InjectAccepted {
         /// The session.
-        session: &'a str,
+        session: &'a SessionId,
         /// Its mode.
         mode: InjectMode,
         /// The inject.
@@ -114,7 +114,7 @@ pub enum Change<'a> {
     /// A pending inject's content was replaced.
     InjectReplaced {
         /// The session.
-        session: &'a str,
+        session: &'a SessionId,
         /// Its id.
         message_id: &'a MessageId,
         /// The new content.
@@ -123,7 +123,7 @@ pub enum Change<'a> {
     /// A pending inject was revoked (its id is a tombstone).
     InjectRevoked {
         /// The session.
-        session: &'a str,
+        session: &'a SessionId,
         /// Its id.
         message_id: &'a MessageId,
     },
@@ -131,7 +131,7 @@ pub enum Change<'a> {
     /// inject, which leaves the queue).
     Delivered {
         /// The session.
-        session: &'a str,
+        session: &'a SessionId,
         /// Its id.
         message_id: &'a MessageId,
         /// Its final content.
@@ -142,14 +142,14 @@ pub enum Change<'a> {
     /// Pending injects were handed back to the host at close (R-CLOSE-1).
     InjectsDropped {
         /// The session.
-        session: &'a str,
+        session: &'a SessionId,
         /// What was pending.
         dropped: &'a [PendingInject],
     },
     /// A conversation update joins the history.
     History {
         /// The session.
-        session: &'a str,
+        session: &'a SessionId,
         /// The update.
         update: &'a SessionUpdate,
     },
@@ -173,7 +173,7 @@ pub enum StoreError {
     #[error("lost the lease on session {session:?}: another host serves it now")]
     LeaseLost {
         /// The session.
-        session: String,
+        session: SessionId,
     },
 }
 
@@ -220,10 +220,10 @@ pub trait Store: Send {
     fn list(&self, cwd: Option<&str>, before: Option<u64>, limit: usize) -> Result<SessionPage, StoreError>;
 
     /// The record of any session the store knows.
-    fn session(&self, session_id: &str) -> Result<Option<SessionRecord>, StoreError>;
+    fn session(&self, session_id: &SessionId) -> Result<Option<SessionRecord>, StoreError>;
 
     /// A session's history, in order.
-    fn history(&self, session_id: &str) -> Result<Vec<HistoryEntry>, StoreError>;
+    fn history(&self, session_id: &SessionId) -> Result<Vec<HistoryEntry>, StoreError>;
 
     /// The live state to continue from (durable backends), or `None` to start fresh. A shared
     /// store returns its counters and no sessions: each is taken when a client resumes it
@@ -250,13 +250,13 @@ pub trait Store: Send {
     /// it (`session/resume`, `session/close`). Taking it is part of the batch being handled:
     /// the lease, and every later write for the session, commit with [`Store::commit`] only
     /// while this host still holds it.
-    fn acquire(&mut self, _session_id: &str) -> Result<Acquired, StoreError> {
+    fn acquire(&mut self, _session_id: &SessionId) -> Result<Acquired, StoreError> {
         Ok(Acquired::Unshared)
     }
 
     /// Shared stores: this host stops serving a session (idle, nobody attached), so another
     /// host may take it at once. Part of the batch being handled.
-    fn release(&mut self, _session_id: &str) {}
+    fn release(&mut self, _session_id: &SessionId) {}
 
     /// Shared stores: extends this host's leases (the host calls
     /// [`super::Agent::renew_leases`] well within the lease time). [`StoreError::LeaseLost`]
@@ -269,8 +269,8 @@ pub trait Store: Send {
 /// Session records and history in memory: listing and replay within one process.
 #[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MemoryStore {
-    records: BTreeMap<String, SessionRecord>,
-    history: HashMap<String, Vec<HistoryEntry>>,
+    records: BTreeMap<SessionId, SessionRecord>,
+    history: HashMap<SessionId, Vec<HistoryEntry>>,
 }
 
 impl MemoryStore {
@@ -292,10 +292,10 @@ impl Store for MemoryStore {
             }
             Change::Delivered { session, message_id, content, .. } => {
                 let entry = HistoryEntry::User { message_id: message_id.clone(), content: content.to_vec() };
-                self.history.entry(session.to_owned()).or_default().push(entry);
+                self.history.entry(session.clone()).or_default().push(entry);
             }
             Change::History { session, update } => {
-                self.history.entry(session.to_owned()).or_default().push(HistoryEntry::Update { update: update.clone() });
+                self.history.entry(session.clone()).or_default().push(HistoryEntry::Update { update: update.clone() });
             }
             // Live state is the agent's own memory here; a restart starts from nothing.
             Change::Counters { .. }
@@ -315,11 +315,11 @@ impl Store for MemoryStore {
         Ok(SessionPage { sessions: matching.into_iter().take(limit).cloned().collect(), more })
     }
 
-    fn session(&self, session_id: &str) -> Result<Option<SessionRecord>, StoreError> {
+    fn session(&self, session_id: &SessionId) -> Result<Option<SessionRecord>, StoreError> {
         Ok(self.records.get(session_id).cloned())
     }
 
-    fn history(&self, session_id: &str) -> Result<Vec<HistoryEntry>, StoreError> {
+    fn history(&self, session_id: &SessionId) -> Result<Vec<HistoryEntry>, StoreError> {
         Ok(self.history.get(session_id).cloned().unwrap_or_default())
     }
 }

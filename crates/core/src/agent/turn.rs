@@ -68,6 +68,20 @@ pub enum Turn {
 #[error("no permission request is open")]
 pub struct NoPermissionOpen;
 
+/// Why [`Turn::request_interrupt`] or [`Turn::request_cancel`] asks nothing of the runtime.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum NotRequested {
+    /// No turn is in progress.
+    #[error("no turn is in progress")]
+    NoTurn,
+    /// It was already requested (this stream, or this turn).
+    #[error("already requested")]
+    AlreadyRequested,
+    /// Nothing is streaming that a steer could cut.
+    #[error("no stream is running")]
+    NoActiveStream,
+}
+
 /// A `state_update` the core must emit for a transition.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Announce {
@@ -108,14 +122,21 @@ impl Turn {
         matches!(self, Turn::Running { .. })
     }
 
-    /// R-STEER-3: a steer accepted now should cut the stream (once per stream). Marks it.
-    pub fn request_interrupt(&mut self) -> bool {
+    /// R-STEER-3: a steer accepted now should cut the stream (once per stream). Marks it;
+    /// `Ok` means the runtime is to be asked to interrupt, the error says why not.
+    pub fn request_interrupt(&mut self) -> Result<(), NotRequested> {
         match self {
-            Turn::Running { activity } if activity.stream == Stream::Active => {
-                activity.stream = Stream::InterruptRequested;
-                true
-            }
-            _ => false,
+            Turn::Running { activity } => match activity.stream {
+                Stream::Active => {
+                    activity.stream = Stream::InterruptRequested;
+                    Ok(())
+                }
+                Stream::InterruptRequested => Err(NotRequested::AlreadyRequested),
+                _ => Err(NotRequested::NoActiveStream),
+            },
+            Turn::Idle => Err(NotRequested::NoTurn),
+            // A paused or waiting turn streams nothing that could be cut.
+            Turn::Paused { .. } | Turn::RequiresAction { .. } => Err(NotRequested::NoActiveStream),
         }
     }
 
@@ -126,14 +147,15 @@ impl Turn {
         }
     }
 
-    /// R-CANCEL-1: `true` the first time in this turn (the runtime is then asked to stop).
-    pub fn request_cancel(&mut self) -> bool {
+    /// R-CANCEL-1: `Ok` the first time in this turn (the runtime is then asked to stop).
+    pub fn request_cancel(&mut self) -> Result<(), NotRequested> {
         match self.activity_mut() {
             Some(a) if !a.cancel_requested => {
                 a.cancel_requested = true;
-                true
+                Ok(())
             }
-            _ => false,
+            Some(_) => Err(NotRequested::AlreadyRequested),
+            None => Err(NotRequested::NoTurn),
         }
     }
 
@@ -224,13 +246,16 @@ mod tests {
     #[test]
     fn a_stream_is_interrupted_once_and_only_while_running() {
         let mut t = Turn::started();
-        assert!(!t.request_interrupt());
+        assert_eq!(Turn::Idle.request_interrupt(), Err(NotRequested::NoTurn));
+        assert_eq!(t.request_interrupt(), Err(NotRequested::NoActiveStream));
         t.set_stream(Stream::Active);
         t.permission_requested();
-        assert!(!t.request_interrupt(), "not while requires_action");
+        assert_eq!(t.request_interrupt(), Err(NotRequested::NoActiveStream), "not while requires_action");
         let _ = t.permission_resolved();
-        assert!(t.request_interrupt());
-        assert!(!t.request_interrupt(), "once per stream");
-        assert!(t.request_cancel() && !t.request_cancel());
+        assert_eq!(t.request_interrupt(), Ok(()));
+        assert_eq!(t.request_interrupt(), Err(NotRequested::AlreadyRequested), "once per stream");
+        assert_eq!(Turn::Idle.request_cancel(), Err(NotRequested::NoTurn));
+        assert_eq!(t.request_cancel(), Ok(()));
+        assert_eq!(t.request_cancel(), Err(NotRequested::AlreadyRequested), "once per turn");
     }
 }

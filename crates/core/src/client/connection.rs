@@ -433,6 +433,6 @@ impl ClientConnection {
     }
 
     fn session_event(&mut self, session_id: &SessionId, event: SessionEvent) {
-        self.events.push_back(Event::Session { session_id: session_id.0.clone(), event });
+        self.events.push_back(Event::Session { session_id: session_id.clone(), event });
     }
 }

@@ -2,8 +2,8 @@
 //! agent's requests, and what it could not use.
 
 use acp_inject_wire::{
-    ErrorReason, InitializeResponse, MessageId, RequestId, RequestPermissionRequest, SessionInfo, SessionStatus, SessionUpdate,
-    StateUpdate,
+    ErrorReason, InitializeResponse, MessageId, RequestId, RequestPermissionRequest, SessionId, SessionInfo, SessionStatus,
+    SessionUpdate, StateUpdate,
 };
 use serde::{Deserialize, Serialize};
 
@@ -82,7 +82,7 @@ pub enum Answer {
     /// `session/new`: the new session (now open on this connection).
     SessionCreated {
         /// Its id.
-        session_id: String,
+        session_id: SessionId,
     },
     /// `session/list`: one page.
     Sessions {
@@ -144,14 +144,14 @@ pub enum Event {
         /// What was asked.
         kind: RequestKind,
         /// The session it concerned, when it concerned one.
-        session_id: Option<String>,
+        session_id: Option<SessionId>,
         /// The result, or the agent's error ([`Answer::Failed`]).
         outcome: Answer,
     },
     /// Activity in a session open on this connection.
     Session {
         /// The session.
-        session_id: String,
+        session_id: SessionId,
         /// What happened.
         event: SessionEvent,
     },

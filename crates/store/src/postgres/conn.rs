@@ -7,6 +7,7 @@
 //!
 //! [`Store`]: acp_inject_core::agent::Store
 
+use acp_inject_core::wire::SessionId;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::mpsc as std_mpsc;
@@ -28,11 +29,11 @@ pub(crate) enum Expect {
     /// Exactly one row, else the store no longer matches the agent's memory (this text says how).
     One(String),
     /// Exactly one row, else this host no longer holds the session.
-    Lease(String),
+    Lease(SessionId),
     /// Exactly one row, else another process took this host's name (this text says so).
     Host(String),
     /// No row, else another host holds this session (a delete it could not make).
-    NoneLeft(String),
+    NoneLeft(SessionId),
 }
 
 /// A statement of a batch.

@@ -39,6 +39,7 @@ use acp_inject_core::agent::{
     Acquired, Change, Counters, HistoryEntry, LiveSession, LiveState, PendingQueue, SessionPage, SessionRecord, Store, StoreError,
     Turn, DEFAULT_REMEMBER_IDS, LIVE_STATE_VERSION,
 };
+use acp_inject_core::wire::SessionId;
 use tokio_postgres::Row;
 
 use crate::{from_json, mode_name, to_i64, to_json, to_u64, EntryRef};
@@ -140,9 +141,9 @@ pub struct PgStore {
     /// The epoch of this process's `acp_hosts` row (fences the counters).
     host_epoch: i64,
     /// The sessions this host holds, with the epoch of its lease on each.
-    held: HashMap<String, i64>,
+    held: HashMap<SessionId, i64>,
     /// Sessions the batch wrote, whose leases its commit checks and renews.
-    touched: BTreeSet<String>,
+    touched: BTreeSet<SessionId>,
     /// The first failure of the batch, reported by the next commit.
     failed: Option<StoreError>,
     counters: Option<Counters>,
@@ -159,7 +160,7 @@ impl std::fmt::Debug for PgStore {
 fn read_record(row: &Row) -> Result<SessionRecord, StoreError> {
     let get = |e: tokio_postgres::Error| StoreError::Corrupt(format!("a stored session row is unreadable: {e}"));
     Ok(SessionRecord {
-        session_id: row.try_get(0).map_err(get)?,
+        session_id: SessionId(row.try_get(0).map_err(get)?),
         ordinal: to_u64("session ordinal", row.try_get(1).map_err(get)?)?,
         cwd: row.try_get(2).map_err(get)?,
         additional_directories: from_json("additional directory list", row.try_get(3).map_err(get)?)?,
@@ -190,6 +191,10 @@ fn record_params(r: &SessionRecord) -> Result<Vec<Param>, StoreError> {
 
 fn text(s: impl Into<String>) -> Param {
     Box::new(s.into())
+}
+
+fn sid(s: &SessionId) -> Param {
+    Box::new(s.0.clone())
 }
 
 impl PgStore {
@@ -248,7 +253,7 @@ impl PgStore {
     fn apply(&mut self, change: Change<'_>) -> Result<(), StoreError> {
         let session = match change {
             Change::Counters { .. } | Change::SessionForgotten(_) => None,
-            Change::SessionCreated(r) | Change::SessionUpdated(r) => Some(r.session_id.as_str()),
+            Change::SessionCreated(r) | Change::SessionUpdated(r) => Some(&r.session_id),
             Change::Turn { session, .. }
             | Change::InjectAccepted { session, .. }
             | Change::InjectReplaced { session, .. }
@@ -259,7 +264,7 @@ impl PgStore {
         };
         if let Some(s) = session {
             if !self.touched.contains(s) {
-                self.touched.insert(s.to_owned());
+                self.touched.insert(s.clone());
             }
         }
         let missing = |s: &str| format!("session {s:?} is not in the store");
@@ -296,16 +301,16 @@ impl PgStore {
                 match self.held.remove(id) {
                     Some(epoch) => self.op(
                         "DELETE FROM acp_sessions WHERE session_id = $1 AND holder = $2 AND epoch = $3",
-                        vec![text(id), text(self.options.host.clone()), Box::new(epoch)],
-                        Expect::Lease(id.to_owned()),
+                        vec![sid(id), text(self.options.host.clone()), Box::new(epoch)],
+                        Expect::Lease(id.clone()),
                     ),
                     None => {
                         self.op(
                             "DELETE FROM acp_sessions WHERE session_id = $1 AND (holder IS NULL OR expires_at <= now())",
-                            vec![text(id)],
+                            vec![sid(id)],
                             Expect::Any,
                         );
-                        self.op("SELECT 1 FROM acp_sessions WHERE session_id = $1", vec![text(id)], Expect::NoneLeft(id.to_owned()));
+                        self.op("SELECT 1 FROM acp_sessions WHERE session_id = $1", vec![sid(id)], Expect::NoneLeft(id.clone()));
                     }
                 }
                 self.touched.remove(id);
@@ -313,7 +318,7 @@ impl PgStore {
             Change::Turn { session, turn } => {
                 self.op(
                     "UPDATE acp_sessions SET turn = $2 WHERE session_id = $1",
-                    vec![text(session), text(to_json("turn", turn)?)],
+                    vec![sid(session), text(to_json("turn", turn)?)],
                     Expect::One(missing(session)),
                 );
             }
@@ -322,7 +327,7 @@ impl PgStore {
                     "INSERT INTO acp_injects (session_id, message_id, mode, content, owner, status) \
                      VALUES ($1, $2, $3, $4, $5, 'pending')",
                     vec![
-                        text(session),
+                        sid(session),
                         text(pending.message_id.0.clone()),
                         text(mode_name(mode)),
                         text(to_json("inject content", &pending.content)?),
@@ -334,7 +339,7 @@ impl PgStore {
             Change::InjectReplaced { session, message_id, content } => {
                 self.op(
                     "UPDATE acp_injects SET content = $3 WHERE session_id = $1 AND message_id = $2 AND status = 'pending'",
-                    vec![text(session), text(message_id.0.clone()), text(to_json("inject content", content)?)],
+                    vec![sid(session), text(message_id.0.clone()), text(to_json("inject content", content)?)],
                     Expect::One(format!("no pending inject {:?} in session {session:?}", message_id.0)),
                 );
             }
@@ -343,14 +348,14 @@ impl PgStore {
                     "WITH n AS (UPDATE acp_sessions SET settled = settled + 1 WHERE session_id = $1 RETURNING settled) \
                      UPDATE acp_injects SET status = 'revoked', content = NULL, settled = (SELECT settled FROM n) \
                      WHERE session_id = $1 AND message_id = $2 AND status = 'pending'",
-                    vec![text(session), text(message_id.0.clone())],
+                    vec![sid(session), text(message_id.0.clone())],
                     Expect::One(format!("no pending inject {:?} in session {session:?}", message_id.0)),
                 );
                 self.prune(session)?;
             }
             Change::Delivered { session, message_id, content, owner } => {
                 let entry = to_json("history entry", &EntryRef::User { message_id, content })?;
-                self.op("INSERT INTO acp_history (session_id, entry) VALUES ($1, $2)", vec![text(session), text(entry)], Expect::Any);
+                self.op("INSERT INTO acp_history (session_id, entry) VALUES ($1, $2)", vec![sid(session), text(entry)], Expect::Any);
                 // A pending inject settles; a prompt (or an inject into an idle session) was
                 // never pending and gets its row now.
                 self.op(
@@ -358,7 +363,7 @@ impl PgStore {
                      INSERT INTO acp_injects (session_id, message_id, mode, content, owner, status, settled) \
                      SELECT $1, $2, NULL, NULL, $3, 'delivered', settled FROM n \
                      ON CONFLICT (session_id, message_id) DO UPDATE SET status = 'delivered', content = NULL, settled = excluded.settled",
-                    vec![text(session), text(message_id.0.clone()), text(owner.clone())],
+                    vec![sid(session), text(message_id.0.clone()), text(owner.clone())],
                     Expect::One(missing(session)),
                 );
                 self.prune(session)?;
@@ -367,14 +372,14 @@ impl PgStore {
                 for p in dropped {
                     self.op(
                         "DELETE FROM acp_injects WHERE session_id = $1 AND message_id = $2 AND status = 'pending'",
-                        vec![text(session), text(p.message_id.0.clone())],
+                        vec![sid(session), text(p.message_id.0.clone())],
                         Expect::Any,
                     );
                 }
             }
             Change::History { session, update } => {
                 let entry = to_json("history entry", &EntryRef::Update { update })?;
-                self.op("INSERT INTO acp_history (session_id, entry) VALUES ($1, $2)", vec![text(session), text(entry)], Expect::Any);
+                self.op("INSERT INTO acp_history (session_id, entry) VALUES ($1, $2)", vec![sid(session), text(entry)], Expect::Any);
             }
         }
         Ok(())
@@ -432,7 +437,7 @@ impl PgStore {
         }
         let turn: Turn = from_json("turn", column(row, 2)?)?;
         let record = SessionRecord {
-            session_id: column(row, 3)?,
+            session_id: SessionId(column(row, 3)?),
             ordinal: to_u64("session ordinal", column(row, 4)?)?,
             cwd: column(row, 5)?,
             additional_directories: from_json("additional directory list", column(row, 6)?)?,
@@ -525,17 +530,17 @@ impl Store for PgStore {
         Ok(SessionPage { sessions, more })
     }
 
-    fn session(&self, session_id: &str) -> Result<Option<SessionRecord>, StoreError> {
+    fn session(&self, session_id: &SessionId) -> Result<Option<SessionRecord>, StoreError> {
         let rows = self.conn.query(
             "SELECT session_id, ordinal, cwd, additional_directories, mcp_servers, title, updated_at, closed \
              FROM acp_sessions WHERE session_id = $1",
-            vec![text(session_id)],
+            vec![sid(session_id)],
         )?;
         rows.first().map(read_record).transpose()
     }
 
-    fn history(&self, session_id: &str) -> Result<Vec<HistoryEntry>, StoreError> {
-        let rows = self.conn.query("SELECT entry FROM acp_history WHERE session_id = $1 ORDER BY id", vec![text(session_id)])?;
+    fn history(&self, session_id: &SessionId) -> Result<Vec<HistoryEntry>, StoreError> {
+        let rows = self.conn.query("SELECT entry FROM acp_history WHERE session_id = $1 ORDER BY id", vec![sid(session_id)])?;
         rows.iter().map(|r| from_json("history entry", column::<&str>(r, 0)?)).collect()
     }
 
@@ -572,7 +577,7 @@ impl Store for PgStore {
         Some(self.options.lease)
     }
 
-    fn acquire(&mut self, session_id: &str) -> Result<Acquired, StoreError> {
+    fn acquire(&mut self, session_id: &SessionId) -> Result<Acquired, StoreError> {
         // Part of the batch: its transaction holds the row until the commit.
         if let Some(e) = &self.failed {
             return Err(e.clone());
@@ -583,7 +588,7 @@ impl Store for PgStore {
             "UPDATE acp_sessions SET holder = $2, epoch = epoch + 1, expires_at = now() + make_interval(secs => $3) \
              WHERE session_id = $1 AND (holder IS NULL OR holder = $2 OR expires_at <= now()) \
              RETURNING epoch, closed, turn, session_id, ordinal, cwd, additional_directories, mcp_servers, title, updated_at",
-            vec![text(session_id), text(host), Box::new(lease)],
+            vec![sid(session_id), text(host), Box::new(lease)],
         )?;
         // No row taken: another host holds the session, or its batch holds the row (it is
         // writing the session now, or stalled mid-batch: the lock timeout ended the wait).
@@ -593,7 +598,7 @@ impl Store for PgStore {
             let rows = self.query(
                 "SELECT holder, GREATEST(0, CEIL(EXTRACT(EPOCH FROM (expires_at - now())) * 1000))::bigint \
                  FROM acp_sessions WHERE session_id = $1",
-                vec![text(session_id)],
+                vec![sid(session_id)],
             )?;
             let busy = u64::try_from(self.options.lease.as_millis() / 4).unwrap_or(u64::MAX);
             return match rows.first() {
@@ -619,12 +624,12 @@ impl Store for PgStore {
         }
     }
 
-    fn release(&mut self, session_id: &str) {
+    fn release(&mut self, session_id: &SessionId) {
         let Some(epoch) = self.held.remove(session_id) else { return };
         self.touched.remove(session_id);
         self.op(
             "UPDATE acp_sessions SET holder = NULL, expires_at = NULL WHERE session_id = $1 AND holder = $2 AND epoch = $3",
-            vec![text(session_id), text(self.options.host.clone()), Box::new(epoch)],
+            vec![sid(session_id), text(self.options.host.clone()), Box::new(epoch)],
             Expect::Lease(session_id.to_owned()),
         );
     }
@@ -633,7 +638,7 @@ impl Store for PgStore {
         if self.held.is_empty() {
             return Ok(());
         }
-        let (ids, epochs): (Vec<String>, Vec<i64>) = self.held.iter().map(|(s, e)| (s.clone(), *e)).unzip();
+        let (ids, epochs): (Vec<String>, Vec<i64>) = self.held.iter().map(|(s, e)| (s.0.clone(), *e)).unzip();
         let rows = self.query(
             "UPDATE acp_sessions AS s SET expires_at = now() + make_interval(secs => $4) \
              FROM unnest($1::text[], $2::bigint[]) AS h(id, epoch) \
@@ -641,7 +646,7 @@ impl Store for PgStore {
             vec![Box::new(ids), Box::new(epochs), text(self.options.host.clone()), Box::new(self.lease_secs())],
         )?;
         let renewed: BTreeSet<String> = rows.iter().map(|r| column::<String>(r, 0)).collect::<Result<_, _>>()?;
-        match self.held.keys().find(|s| !renewed.contains(*s)) {
+        match self.held.keys().find(|s| !renewed.contains(s.as_str())) {
             Some(lost) => Err(StoreError::LeaseLost { session: lost.clone() }),
             None => Ok(()),
         }

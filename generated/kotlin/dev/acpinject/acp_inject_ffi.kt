@@ -12381,7 +12381,7 @@ sealed class Answer {
     }
     
     data class SessionCreated(
-        val `sessionId`: kotlin.String) : Answer()
+        val `sessionId`: dev.acpinject.SessionId) : Answer()
         
     {
         
@@ -12453,7 +12453,7 @@ public object FfiConverterTypeAnswer : FfiConverterRustBuffer<Answer>{
                 FfiConverterTypeInitializeResponse.read(buf),
                 )
             3 -> Answer.SessionCreated(
-                FfiConverterString.read(buf),
+                FfiConverterTypeSessionId.read(buf),
                 )
             4 -> Answer.Sessions(
                 FfiConverterSequenceTypeSessionInfo.read(buf),
@@ -12493,7 +12493,7 @@ public object FfiConverterTypeAnswer : FfiConverterRustBuffer<Answer>{
             // Add the size for the Int that specifies the variant plus the size needed for all fields
             (
                 4UL
-                + FfiConverterString.allocationSize(value.`sessionId`)
+                + FfiConverterTypeSessionId.allocationSize(value.`sessionId`)
             )
         }
         is Answer.Sessions -> {
@@ -12559,7 +12559,7 @@ public object FfiConverterTypeAnswer : FfiConverterRustBuffer<Answer>{
             }
             is Answer.SessionCreated -> {
                 buf.putInt(3)
-                FfiConverterString.write(value.`sessionId`, buf)
+                FfiConverterTypeSessionId.write(value.`sessionId`, buf)
                 Unit
             }
             is Answer.Sessions -> {
@@ -13626,7 +13626,7 @@ sealed class Event {
     data class Answered(
         val `request`: dev.acpinject.RequestId, 
         val `kind`: dev.acpinject.RequestKind, 
-        val `sessionId`: kotlin.String?, 
+        val `sessionId`: dev.acpinject.SessionId?, 
         val `outcome`: dev.acpinject.Answer) : Event()
         
     {
@@ -13636,7 +13636,7 @@ sealed class Event {
     }
     
     data class Session(
-        val `sessionId`: kotlin.String, 
+        val `sessionId`: dev.acpinject.SessionId, 
         val `event`: dev.acpinject.SessionEvent) : Event()
         
     {
@@ -13683,11 +13683,11 @@ public object FfiConverterTypeEvent : FfiConverterRustBuffer<Event>{
             1 -> Event.Answered(
                 FfiConverterTypeRequestId.read(buf),
                 FfiConverterTypeRequestKind.read(buf),
-                FfiConverterOptionalString.read(buf),
+                FfiConverterOptionalTypeSessionId.read(buf),
                 FfiConverterTypeAnswer.read(buf),
                 )
             2 -> Event.Session(
-                FfiConverterString.read(buf),
+                FfiConverterTypeSessionId.read(buf),
                 FfiConverterTypeSessionEvent.read(buf),
                 )
             3 -> Event.PermissionRequested(
@@ -13708,7 +13708,7 @@ public object FfiConverterTypeEvent : FfiConverterRustBuffer<Event>{
                 4UL
                 + FfiConverterTypeRequestId.allocationSize(value.`request`)
                 + FfiConverterTypeRequestKind.allocationSize(value.`kind`)
-                + FfiConverterOptionalString.allocationSize(value.`sessionId`)
+                + FfiConverterOptionalTypeSessionId.allocationSize(value.`sessionId`)
                 + FfiConverterTypeAnswer.allocationSize(value.`outcome`)
             )
         }
@@ -13716,7 +13716,7 @@ public object FfiConverterTypeEvent : FfiConverterRustBuffer<Event>{
             // Add the size for the Int that specifies the variant plus the size needed for all fields
             (
                 4UL
-                + FfiConverterString.allocationSize(value.`sessionId`)
+                + FfiConverterTypeSessionId.allocationSize(value.`sessionId`)
                 + FfiConverterTypeSessionEvent.allocationSize(value.`event`)
             )
         }
@@ -13743,13 +13743,13 @@ public object FfiConverterTypeEvent : FfiConverterRustBuffer<Event>{
                 buf.putInt(1)
                 FfiConverterTypeRequestId.write(value.`request`, buf)
                 FfiConverterTypeRequestKind.write(value.`kind`, buf)
-                FfiConverterOptionalString.write(value.`sessionId`, buf)
+                FfiConverterOptionalTypeSessionId.write(value.`sessionId`, buf)
                 FfiConverterTypeAnswer.write(value.`outcome`, buf)
                 Unit
             }
             is Event.Session -> {
                 buf.putInt(2)
-                FfiConverterString.write(value.`sessionId`, buf)
+                FfiConverterTypeSessionId.write(value.`sessionId`, buf)
                 FfiConverterTypeSessionEvent.write(value.`event`, buf)
                 Unit
             }
@@ -14311,7 +14311,7 @@ sealed class Output {
     }
     
     data class Action(
-        val `session`: kotlin.String, 
+        val `session`: dev.acpinject.SessionId, 
         val `action`: dev.acpinject.RuntimeAction) : Output()
         
     {
@@ -14341,7 +14341,7 @@ public object FfiConverterTypeOutput : FfiConverterRustBuffer<Output>{
                 FfiConverterString.read(buf),
                 )
             2 -> Output.Action(
-                FfiConverterString.read(buf),
+                FfiConverterTypeSessionId.read(buf),
                 FfiConverterTypeRuntimeAction.read(buf),
                 )
             else -> throw RuntimeException("invalid enum value, something is very wrong!!")
@@ -14361,7 +14361,7 @@ public object FfiConverterTypeOutput : FfiConverterRustBuffer<Output>{
             // Add the size for the Int that specifies the variant plus the size needed for all fields
             (
                 4UL
-                + FfiConverterString.allocationSize(value.`session`)
+                + FfiConverterTypeSessionId.allocationSize(value.`session`)
                 + FfiConverterTypeRuntimeAction.allocationSize(value.`action`)
             )
         }
@@ -14377,7 +14377,7 @@ public object FfiConverterTypeOutput : FfiConverterRustBuffer<Output>{
             }
             is Output.Action -> {
                 buf.putInt(2)
-                FfiConverterString.write(value.`session`, buf)
+                FfiConverterTypeSessionId.write(value.`session`, buf)
                 FfiConverterTypeRuntimeAction.write(value.`action`, buf)
                 Unit
             }

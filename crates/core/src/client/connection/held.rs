@@ -17,7 +17,7 @@ impl ClientConnection {
     /// Answers a call this client settled itself, under a request id of its own (never sent).
     pub(super) fn answer_locally(&mut self, session_id: &SessionId, kind: RequestKind, outcome: Answer) -> RequestId {
         let request = self.next_id();
-        self.events.push_back(Event::Answered { request: request.clone(), kind, session_id: Some(session_id.0.clone()), outcome });
+        self.events.push_back(Event::Answered { request: request.clone(), kind, session_id: Some(session_id.clone()), outcome });
         request
     }
 
@@ -89,12 +89,7 @@ impl ClientConnection {
             let (message_id, events) = mirror.v1_prompt_sent(item);
             if let Some(request) = call {
                 let outcome = Answer::Accepted { message_id: Some(message_id) };
-                self.events.push_back(Event::Answered {
-                    request,
-                    kind: RequestKind::Prompt,
-                    session_id: session.map(|s| s.0),
-                    outcome,
-                });
+                self.events.push_back(Event::Answered { request, kind: RequestKind::Prompt, session_id: session, outcome });
             }
             for e in events {
                 self.session_event(session_id, e);
@@ -135,7 +130,7 @@ impl ClientConnection {
             self.events.push_back(Event::Answered {
                 request,
                 kind: RequestKind::Prompt,
-                session_id: Some(session_id.0.clone()),
+                session_id: Some(session_id.clone()),
                 outcome,
             });
         }

@@ -140,7 +140,7 @@ impl ClientConnection {
                 Answer::Failed(ProtocolError::from_error(&error))
             }
         };
-        self.events.push_back(Event::Answered { request: id, kind: f.flight.kind(), session_id: f.session.map(|s| s.0), outcome });
+        self.events.push_back(Event::Answered { request: id, kind: f.flight.kind(), session_id: f.session, outcome });
         // A refused prompt may free the session for what this client holds (C-HELD-2).
         self.drain_held(&session);
     }
@@ -193,7 +193,7 @@ impl ClientConnection {
             Flight::NewSession => {
                 let r: NewSessionResponse = decode(kind, raw).map_err(invalid)?;
                 self.open_session(&r.session_id, None);
-                Answer::SessionCreated { session_id: r.session_id.0 }
+                Answer::SessionCreated { session_id: r.session_id }
             }
             Flight::ListSessions => {
                 let r: ListSessionsResponse = decode(kind, raw).map_err(invalid)?;

@@ -67,7 +67,7 @@ pub enum Stage {
     Crash,
     /// the generated TypeScript package: tsc, then every example and vector message through its validators
     Typescript,
-    /// the official TypeScript SDK's v2 and v1 clients (pinned, interop/typescript-sdk) drive every agent, each line checked by the SDK's schemas
+    /// the official TypeScript SDK's v2 and v1 clients (pinned, interop/typescript-sdk) drive every agent, each line checked by the SDK's schemas; the side-by-side examples (side-by-side/), each client against each agent
     Interop,
     /// cargo xtask dist's wheel, installed in a fresh venv and used against the reference agent
     PythonWheel,
@@ -912,6 +912,20 @@ fn interop() -> Row {
             }
         }
         Err(e) => t.record(false, format!("the official Python SDK: {e}")),
+    }
+    // The side-by-side Python examples: each client (the official SDK's, ours) against each
+    // agent, and the line counts the READMEs show.
+    if let Ok(official) = &python_sdk {
+        eprintln!("\nthe side-by-side Python examples (side-by-side/python/check.py):");
+        let ran = crate::python::python_with_test_package().map(|ours| {
+            let mut check = Command::new(official);
+            check.arg(root().join("side-by-side/python/check.py")).arg("--official-python").arg(official);
+            succeeds(check.arg("--ours-python").arg(ours))
+        });
+        match ran {
+            Ok(ok) => t.record(ok, "the side-by-side Python examples"),
+            Err(e) => t.record(false, format!("the side-by-side Python examples: {e}")),
+        }
     }
     // The other way: our clients drive the agents written with the SDKs: the v2 draft agent
     // (TypeScript SDK), and a v1 agent written with each SDK's v1 API.

@@ -26,6 +26,9 @@ use clap::ValueEnum;
 
 use acp_inject_benchmarks::crash;
 use acp_inject_release::consumers;
+use acp_inject_tool_support::disk;
+pub use acp_inject_tool_support::reports::Counts;
+use acp_inject_tool_support::reports::{count, libtest_summary, read_reports, Case};
 
 use crate::process::{self, human, size_of, Echo};
 use crate::{cache_dir, cargo, cargo_bin, root, target_dir, Error};
@@ -129,22 +132,6 @@ impl Stage {
     }
 }
 
-/// Passed, failed and skipped counts of a runner.
-#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
-pub struct Counts {
-    pub passed: u64,
-    pub failed: u64,
-    pub skipped: u64,
-}
-
-impl Counts {
-    fn add(&mut self, other: Counts) {
-        self.passed += other.passed;
-        self.failed += other.failed;
-        self.skipped += other.skipped;
-    }
-}
-
 /// One row of the summary.
 #[derive(Default)]
 pub struct Row {
@@ -236,64 +223,6 @@ pub fn run(args: &Args) -> Result<(), Error> {
     }
 }
 
-/// Free disk space: said before the first stage and after each one, so a run that fills the
-/// disk says so instead of failing with scattered "No space left on device" errors.
-mod disk {
-    use std::path::Path;
-
-    use crate::process::human;
-
-    /// What a cold run of every stage writes (README, "Prerequisites"): into the cargo target
-    /// directory, and into the cache (most of it the Swift chroot).
-    pub const COLD_TARGET: u64 = 5_200 << 20;
-    pub const COLD_CACHE: u64 = 3_300 << 20;
-    /// Below this, a failed stage's note says the disk is nearly full.
-    pub const NEARLY_FULL: u64 = 512 << 20;
-
-    /// Bytes available to us on the file system that holds `path` (or its nearest existing
-    /// ancestor, for a directory not created yet); `None` when the system does not say.
-    pub fn available(path: &Path) -> Option<u64> {
-        path.ancestors().find(|p| p.exists()).and_then(|p| fs4::available_space(p).ok())
-    }
-
-    #[cfg(unix)]
-    fn same_file_system(a: &Path, b: &Path) -> bool {
-        use std::os::unix::fs::MetadataExt;
-        let device = |p: &Path| p.ancestors().find_map(|p| std::fs::metadata(p).ok()).map(|m| m.dev());
-        device(a) == device(b)
-    }
-
-    /// Elsewhere, assume the worst: one file system.
-    #[cfg(not(unix))]
-    fn same_file_system(_: &Path, _: &Path) -> bool {
-        true
-    }
-
-    pub fn announce(target: &Path, cache: &Path) {
-        let (Some(t), Some(c)) = (available(target), available(cache)) else {
-            return eprintln!("disk: the free space of {} is unknown", target.display());
-        };
-        eprintln!(
-            "disk: {} free for the target directory ({}), {} for the cache ({}); \
-             a cold run writes about {} and {} there",
-            human(t),
-            target.display(),
-            human(c),
-            cache.display(),
-            human(COLD_TARGET),
-            human(COLD_CACHE)
-        );
-        // On one file system both figures are the same space, so the two needs add up.
-        let short = if same_file_system(target, cache) { t < COLD_TARGET + COLD_CACHE } else { t < COLD_TARGET || c < COLD_CACHE };
-        if short {
-            eprintln!(
-                "disk: warning: a cold run may not fit; what is already built or cached is reused, \
-                 so a warm run needs less"
-            );
-        }
-    }
-}
-
 fn describe(stage: Stage) -> String {
     stage.to_possible_value().and_then(|v| v.get_help().map(|h| h.to_string())).unwrap_or_default()
 }
@@ -332,19 +261,6 @@ fn clippy() -> Row {
     let failed: Vec<&str> = rows.iter().filter(|r| !r.ok).map(|r| r.note.as_str()).collect();
     let note = if failed.is_empty() { String::new() } else { format!("clippy found problems in {}", failed.join(", ")) };
     Row { ok: failed.is_empty(), note, ..Row::default() }
-}
-
-/// The `test result: ok. 12 passed; 0 failed; 1 ignored; …` line libtest prints per binary.
-fn libtest_summary(line: &str) -> Option<Counts> {
-    let rest = line.strip_prefix("test result: ")?;
-    let count = |word: &str| {
-        rest.split(';').find_map(|part| {
-            let mut words = part.split_whitespace().skip_while(|w| w.ends_with('.'));
-            let n = words.next()?.parse().ok()?;
-            (words.next()? == word).then_some(n)
-        })
-    };
-    Some(Counts { passed: count("passed")?, failed: count("failed")?, skipped: count("ignored").unwrap_or(0) })
 }
 
 /// One-host campaign (50 kills), then the two-host one on a private PostgreSQL server: 20
@@ -454,67 +370,6 @@ fn reports_dir() -> Result<PathBuf, Error> {
     let dir = target_dir()?.join("xtask-reports");
     std::fs::create_dir_all(&dir).map_err(|e| Error::write(&dir, e))?;
     Ok(dir)
-}
-
-/// One test case of a JUnit report.
-#[derive(Debug, PartialEq, Eq)]
-pub struct Case {
-    pub name: String,
-    pub outcome: Outcome,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Outcome {
-    Passed,
-    Failed,
-    Skipped,
-}
-
-/// Every `<testcase>` of a JUnit/xUnit XML report (pytest, Surefire and SwiftPM write this
-/// format): failed when it has a `<failure>` or `<error>` child, skipped with `<skipped>`.
-pub fn junit_cases(xml: &str) -> Result<Vec<Case>, Error> {
-    let doc = roxmltree::Document::parse(xml).map_err(|e| Error::msg(e.to_string()))?;
-    Ok(doc
-        .descendants()
-        .filter(|n| n.has_tag_name("testcase"))
-        .map(|n| {
-            let child = |tag: &str| n.children().any(|c| c.has_tag_name(tag));
-            let outcome = if child("failure") || child("error") {
-                Outcome::Failed
-            } else if child("skipped") {
-                Outcome::Skipped
-            } else {
-                Outcome::Passed
-            };
-            Case { name: n.attribute("name").unwrap_or_default().to_owned(), outcome }
-        })
-        .collect())
-}
-
-/// The counts of the cases `keep` selects.
-pub fn count(cases: &[Case], keep: impl Fn(&Case) -> bool) -> Counts {
-    let mut c = Counts::default();
-    for case in cases.iter().filter(|c| keep(c)) {
-        match case.outcome {
-            Outcome::Passed => c.passed += 1,
-            Outcome::Failed => c.failed += 1,
-            Outcome::Skipped => c.skipped += 1,
-        }
-    }
-    c
-}
-
-/// The cases of every report file given.
-fn read_reports(files: &[PathBuf]) -> Result<Vec<Case>, Error> {
-    let mut cases = Vec::new();
-    for f in files {
-        let text = std::fs::read_to_string(f).map_err(|e| Error::msg(format!("cannot read {}: {e}", f.display())))?;
-        cases.extend(junit_cases(&text).map_err(|e| Error::msg(format!("{}: {e}", f.display())))?);
-    }
-    if cases.is_empty() {
-        return Err(Error::msg(format!("no test cases in {files:?}")));
-    }
-    Ok(cases)
 }
 
 /// A row with the counts of the report files (every case as a test, those `vectors` selects
@@ -1227,51 +1082,6 @@ fn print_summary(rows: &[(Stage, Row, f64)], total: f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn free_space_is_read_for_a_directory_not_created_yet() {
-        let here = std::env::temp_dir();
-        let later = here.join("acp-inject-not-created").join("below");
-        let (now, then) = (disk::available(&here).expect("statvfs of the temp dir"), disk::available(&later));
-        // Same file system, read a moment apart: equal but for what others wrote meanwhile.
-        assert!(then.is_some_and(|b| b.abs_diff(now) < 1 << 30), "{now} vs {then:?}");
-    }
-
-    #[test]
-    fn reads_libtest_summaries() {
-        let line = "test result: FAILED. 12 passed; 2 failed; 1 ignored; 0 measured; 0 filtered out; finished in 0.31s";
-        assert_eq!(libtest_summary(line), Some(Counts { passed: 12, failed: 2, skipped: 1 }));
-        assert_eq!(libtest_summary("test result: ok. 0 passed; 0 failed; 0 ignored"), Some(Counts::default()));
-        assert_eq!(libtest_summary("test foo ... ok"), None);
-    }
-
-    #[test]
-    fn reads_junit_reports_of_each_runner() {
-        // pytest (xunit2), Surefire and SwiftPM, trimmed.
-        let pytest = r#"<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest" errors="0" failures="1" skipped="1" tests="4">
-            <testcase classname="tests.test_vectors" name="test_vector[agent/a.json]" time="0.01"/>
-            <testcase classname="tests.test_vectors" name="test_vector[agent/b.json]" time="0.01"><failure message="x">y</failure></testcase>
-            <testcase classname="tests.test_x" name="test_skip"><skipped message="no"/></testcase>
-            <testcase classname="tests.test_x" name="test_ok"/></testsuite></testsuites>"#;
-        let cases = junit_cases(pytest).unwrap();
-        assert_eq!(count(&cases, |_| true), Counts { passed: 2, failed: 1, skipped: 1 });
-        assert_eq!(count(&cases, |c| c.name.starts_with("test_vector[")), Counts { passed: 1, failed: 1, skipped: 0 });
-
-        let surefire = r#"<?xml version="1.0" encoding="UTF-8"?>
-            <testsuite xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" name="dev.acpinject.ConformanceTest" tests="2" errors="1" skipped="0" failures="0">
-            <properties><property name="java.version" value="17"/></properties>
-            <testcase name="every vector()[1]" classname="dev.acpinject.ConformanceTest" time="0.1"/>
-            <testcase name="threads()" classname="dev.acpinject.ConformanceTest" time="0.1"><error type="E">trace</error></testcase></testsuite>"#;
-        let cases = junit_cases(surefire).unwrap();
-        assert_eq!(count(&cases, |_| true), Counts { passed: 1, failed: 1, skipped: 0 });
-        assert_eq!(count(&cases, |c| c.name.starts_with("every vector()[")), Counts { passed: 1, failed: 0, skipped: 0 });
-
-        let xunit = r#"<?xml version="1.0" encoding="UTF-8"?><testsuites><testsuite name="TestResults" errors="0" tests="2" failures="1" time="1.2">
-            <testcase classname="AcpInjectFFITests.ConformanceTests" name="testEveryVector" time="0.5"></testcase>
-            <testcase classname="AcpInjectFFITests.ThreadsTests" name="testThreads" time="0.7"><failure message="failed"></failure></testcase></testsuite></testsuites>"#;
-        assert_eq!(count(&junit_cases(xunit).unwrap(), |_| true), Counts { passed: 1, failed: 1, skipped: 0 });
-        assert!(junit_cases("<testsuite>").is_err());
-    }
 
     #[test]
     fn reads_the_vector_runners_closing_line() {

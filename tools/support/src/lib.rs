@@ -5,6 +5,8 @@
 //! - the repository's places: [`root`], [`cache_dir`], [`target_dir`], and [`cargo`] (the one
 //!   that runs us), [`cargo_bin`] (a workspace binary, built);
 //! - [`python`]: the cached Python venv with the package installed;
+//! - [`reports`]: the test runners' reports, read (JUnit XML, libtest's summaries);
+//! - [`disk`]: free disk space, and what a cold test run needs;
 //! - [`copy`] and [`copy_tree`]: files into a directory of the cache or the target.
 //!
 //! Tools sit outside the product's data flow (spec → codegen → wire → core → … → bindings): no
@@ -13,8 +15,10 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
 
+pub mod disk;
 pub mod process;
 pub mod python;
+pub mod reports;
 
 /// The workspace version (every crate inherits it; this one too).
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

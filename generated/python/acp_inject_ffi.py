@@ -9671,6 +9671,55 @@ class _UniffiFfiConverterTypePermissionAsk(_UniffiConverterRustBuffer):
         _UniffiFfiConverterSequenceTypePermissionOption.write(value.options, buf)
         _UniffiFfiConverterOptionalTypeJsonObject.write(value.subject, buf)
 
+
+class _UniffiFfiConverterTypeConnId:
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterString.write(value, buf)
+
+    @staticmethod
+    def read(buf):
+        return _UniffiFfiConverterString.read(buf)
+
+    @staticmethod
+    def lift(value):
+        return _UniffiFfiConverterString.lift(value)
+
+    @staticmethod
+    def check_lower(value):
+        return _UniffiFfiConverterString.check_lower(value)
+
+    @staticmethod
+    def lower(value):
+        return _UniffiFfiConverterString.lower(value)
+
+
+ConnId = str
+
+
+class _UniffiFfiConverterSequenceTypeConnId(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        for item in value:
+            _UniffiFfiConverterTypeConnId.check_lower(item)
+
+    @classmethod
+    def write(cls, value, buf):
+        items = len(value)
+        buf.write_i32(items)
+        for item in value:
+            _UniffiFfiConverterTypeConnId.write(item, buf)
+
+    @classmethod
+    def read(cls, buf):
+        count = buf.read_i32()
+        if count < 0:
+            raise InternalError("Unexpected negative sequence length")
+
+        return [
+            _UniffiFfiConverterTypeConnId.read(buf) for i in range(count)
+        ]
+
 @dataclass
 class SessionSetup:
     """
@@ -10401,7 +10450,7 @@ class Output:
     @dataclass
     class LINE:
         
-        def __init__(self, to:typing.List[str], line:str):
+        def __init__(self, to:typing.List[ConnId], line:str):
             self.to = to
             
             
@@ -10485,7 +10534,7 @@ class _UniffiFfiConverterTypeOutput(_UniffiConverterRustBuffer):
         variant = buf.read_i32()
         if variant == 1:
             return Output.LINE(
-                _UniffiFfiConverterSequenceString.read(buf),
+                _UniffiFfiConverterSequenceTypeConnId.read(buf),
                 _UniffiFfiConverterString.read(buf),
             )
         if variant == 2:
@@ -10498,7 +10547,7 @@ class _UniffiFfiConverterTypeOutput(_UniffiConverterRustBuffer):
     @staticmethod
     def check_lower(value):
         if value.is_LINE():
-            _UniffiFfiConverterSequenceString.check_lower(value.to)
+            _UniffiFfiConverterSequenceTypeConnId.check_lower(value.to)
             _UniffiFfiConverterString.check_lower(value.line)
             return
         if value.is_ACTION():
@@ -10511,7 +10560,7 @@ class _UniffiFfiConverterTypeOutput(_UniffiConverterRustBuffer):
     def write(value, buf):
         if value.is_LINE():
             buf.write_i32(1)
-            _UniffiFfiConverterSequenceString.write(value.to, buf)
+            _UniffiFfiConverterSequenceTypeConnId.write(value.to, buf)
             _UniffiFfiConverterString.write(value.line, buf)
         if value.is_ACTION():
             buf.write_i32(2)

@@ -13149,7 +13149,7 @@ public func FfiConverterTypeMessageRole_lower(_ value: MessageRole) -> RustBuffe
 
 public enum Output: Equatable, Hashable {
     
-    case line(to: [String], line: String
+    case line(to: [ConnId], line: String
     )
     case action(session: SessionId, action: RuntimeAction
     )
@@ -13174,7 +13174,7 @@ public struct FfiConverterTypeOutput: FfiConverterRustBuffer {
         let variant: Int32 = try readInt(&buf)
         switch variant {
         
-        case 1: return .line(to: try FfiConverterSequenceString.read(from: &buf), line: try FfiConverterString.read(from: &buf)
+        case 1: return .line(to: try FfiConverterSequenceTypeConnId.read(from: &buf), line: try FfiConverterString.read(from: &buf)
         )
         
         case 2: return .action(session: try FfiConverterTypeSessionId.read(from: &buf), action: try FfiConverterTypeRuntimeAction.read(from: &buf)
@@ -13190,7 +13190,7 @@ public struct FfiConverterTypeOutput: FfiConverterRustBuffer {
         
         case let .line(to,line):
             writeInt(&buf, Int32(1))
-            FfiConverterSequenceString.write(to, into: &buf)
+            FfiConverterSequenceTypeConnId.write(to, into: &buf)
             FfiConverterString.write(line, into: &buf)
             
         
@@ -17785,6 +17785,31 @@ fileprivate struct FfiConverterSequenceSequenceTypeContentBlock: FfiConverterRus
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterSequenceTypeConnId: FfiConverterRustBuffer {
+    typealias SwiftType = [ConnId]
+
+    public static func write(_ value: [ConnId], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeConnId.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [ConnId] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [ConnId]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeConnId.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterSequenceTypeJsonObject: FfiConverterRustBuffer {
     typealias SwiftType = [JsonObject]
 
@@ -17831,6 +17856,46 @@ fileprivate struct FfiConverterSequenceTypeProtocolVersion: FfiConverterRustBuff
         return seq
     }
 }
+
+
+public typealias ConnId = String
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeConnId: FfiConverter {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ConnId {
+        return try FfiConverterString.read(from: &buf)
+    }
+
+    public static func write(_ value: ConnId, into buf: inout [UInt8]) {
+        return FfiConverterString.write(value, into: &buf)
+    }
+
+    public static func lift(_ value: RustBuffer) throws -> ConnId {
+        return try FfiConverterString.lift(value)
+    }
+
+    public static func lower(_ value: ConnId) -> RustBuffer {
+        return FfiConverterString.lower(value)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeConnId_lift(_ value: RustBuffer) throws -> ConnId {
+    return try FfiConverterTypeConnId.lift(value)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeConnId_lower(_ value: ConnId) -> RustBuffer {
+    return FfiConverterTypeConnId.lower(value)
+}
+
 
 
 public typealias ContentBlockListPatchMember = ContentBlockListPatch

@@ -218,10 +218,10 @@ pub struct VectorRun {
 /// the setup's connections and every other one a step sends from, except those whose first
 /// line is an `initialize` of their own.
 fn handshakes(steps: &[Value], setup: &AgentSetup) -> std::collections::VecDeque<ConnId> {
-    let mut first: BTreeMap<String, bool> = BTreeMap::new();
+    let mut first: BTreeMap<ConnId, bool> = BTreeMap::new();
     for step in steps {
         if let Some(msg) = step.get("client") {
-            let from = step.get("from").and_then(Value::as_str).unwrap_or("c1").to_owned();
+            let from = ConnId::from(step.get("from").and_then(Value::as_str).unwrap_or("c1"));
             first.entry(from).or_insert_with(|| msg.get("method").and_then(Value::as_str) == Some(methods::INITIALIZE));
         }
     }
@@ -295,7 +295,7 @@ impl VectorRun {
         }
         if let Some(connection) = self.handshakes.pop_front() {
             self.in_handshake = true;
-            return Ok(Some(Instruction::ClientLine { line: handshake_line(&connection), connection }));
+            return Ok(Some(Instruction::ClientLine { line: handshake_line(connection.as_str()), connection }));
         }
         loop {
             let Some(step) = self.steps.get(self.next).cloned() else {
@@ -309,7 +309,7 @@ impl VectorRun {
             self.expected = None;
             if let Some(msg) = step.get("client") {
                 let msg = self.captures.substitute(msg).map_err(fail)?;
-                let connection = step.get("from").and_then(Value::as_str).unwrap_or("c1").to_owned();
+                let connection = ConnId::from(step.get("from").and_then(Value::as_str).unwrap_or("c1"));
                 return Ok(Some(Instruction::ClientLine { connection, line: msg.to_string() }));
             }
             if let Some(rt) = step.get("runtime") {
@@ -429,7 +429,7 @@ impl VectorRun {
             let mut e = e.clone();
             let want_to = e.as_object_mut().and_then(|o| o.remove("to"));
             match &want_to {
-                Some(Value::String(w)) if to.len() == 1 && &to[0] == w => {}
+                Some(Value::String(w)) if to.len() == 1 && to[0] == w.as_str() => {}
                 Some(Value::Array(w)) if w.iter().map(Value::as_str).eq(to.iter().map(|c| Some(c.as_str()))) => {}
                 Some(w) => return Err(format!("message {i}: expected to {w}, sent to {to:?}")),
                 None if e.get("id").is_some() => {
@@ -614,9 +614,9 @@ pub fn agent_setup(vector: &Value) -> Result<AgentSetup, Mismatch> {
     };
     let config = AgentConfig { inject, policy, info: Default::default(), setup };
     config.check().map_err(|e| err(format!("the vector's configuration is refused: {e}")))?;
-    let mut connections = vec![SetupConnection { id: "c1".to_owned(), role: ConnectionRole::Controller }];
+    let mut connections = vec![SetupConnection { id: "c1".into(), role: ConnectionRole::Controller }];
     for o in vector.get("observers").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str) {
-        connections.push(SetupConnection { id: o.to_owned(), role: ConnectionRole::Observer });
+        connections.push(SetupConnection { id: o.into(), role: ConnectionRole::Observer });
     }
     Ok(AgentSetup {
         config,

@@ -48,13 +48,13 @@ fn running_agent() -> Agent {
     let config = AgentConfig { inject: Some(inject), policy: Default::default(), info: Default::default(), setup: Default::default() };
     let mut a = Agent::new(config).expect("a valid configuration");
     a.create_session(&SessionId("s1".into()), "/work").unwrap();
-    a.attach_to_session("c1", &SessionId("s1".into())).unwrap();
+    a.attach_to_session(&"c1".into(), &SessionId("s1".into())).unwrap();
     // R-INIT-2: nothing but `initialize` is served before it.
     a.handle_line(
-        "c1",
+        &"c1".into(),
         r#"{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":2,"info":{"name":"bench","version":"0"}}}"#,
     );
-    a.handle_line("c1", &prompt_line(0));
+    a.handle_line(&"c1".into(), &prompt_line(0));
     drain(&mut a);
     a
 }
@@ -78,7 +78,7 @@ fn inject_line(id: u64, mode: &str) -> String {
 
 /// Injects and returns the minted id.
 fn inject(a: &mut Agent, id: u64, mode: &str) -> String {
-    a.handle_line("c1", &inject_line(id, mode));
+    a.handle_line(&"c1".into(), &inject_line(id, mode));
     let mut minted = String::new();
     for o in drain(a) {
         if let Output::Line { line, .. } = o {
@@ -105,7 +105,7 @@ fn cycles(c: &mut Criterion) {
         let mut id = 1_000_000u64;
         b.iter(|| {
             id += 1;
-            a.handle_line("c1", &inject_line(id, "steer"));
+            a.handle_line(&"c1".into(), &inject_line(id, "steer"));
             a.runtime_event(&SessionId("s1".into()), RuntimeEvent::BreakPoint(BreakPoint::ToolResult)).expect("turn in progress");
             drain(&mut a).len()
         });
@@ -125,7 +125,7 @@ fn revoke_replace(c: &mut Criterion) {
                 id += 2;
                 let m = inject(&mut a, id, "queue");
                 a.handle_line(
-                    "c1",
+                    &"c1".into(),
                     &json!({ "jsonrpc": "2.0", "id": id + 1, "method": "session/revoke_inject",
                              "params": { "sessionId": "s1", "messageId": m } })
                     .to_string(),
@@ -140,7 +140,7 @@ fn revoke_replace(c: &mut Criterion) {
             b.iter(|| {
                 k = (k + 7919) % ids.len();
                 a.handle_line(
-                    "c1",
+                    &"c1".into(),
                     &json!({ "jsonrpc": "2.0", "id": k, "method": "session/replace_inject",
                              "params": { "sessionId": "s1", "messageId": ids[k],
                                          "content": [{ "type": "text", "text": "edited" }] } })

@@ -10,8 +10,8 @@ fn agent() -> Agent {
     let inject = serde_json::from_value(json!({ "modes": ["queue", "steer"], "steerInStream": ["finish"] })).unwrap();
     let mut a = Agent::new(AgentConfig { inject: Some(inject), ..Default::default() }).unwrap();
     a.create_session(&SessionId("s1".into()), "/work").unwrap();
-    a.attach("c1", acp_inject_core::agent::ConnectionRole::Controller);
-    a.attach_to_session("c1", &SessionId("s1".into())).unwrap();
+    a.attach(&"c1".into(), acp_inject_core::agent::ConnectionRole::Controller);
+    a.attach_to_session(&"c1".into(), &SessionId("s1".into())).unwrap();
     initialize(&mut a);
     a
 }
@@ -19,7 +19,7 @@ fn agent() -> Agent {
 /// `c1`'s `initialize` (R-INIT-2: nothing else is served before it), its answer drained.
 fn initialize(a: &mut Agent) {
     a.handle_line(
-        "c1",
+        &"c1".into(),
         r#"{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":2,"info":{"name":"t","version":"0"}}}"#,
     );
     let out = a.drain().unwrap();
@@ -47,7 +47,7 @@ fn nothing_but_initialize_is_served_before_it() {
 
 /// Feeds one line; returns the lines sent back to `c1` (only answers are expected).
 fn answer(a: &mut Agent, line: &[u8]) -> Vec<Value> {
-    a.handle_bytes("c1", line);
+    a.handle_bytes(&"c1".into(), line);
     a.drain()
         .unwrap()
         .into_iter()
@@ -184,7 +184,7 @@ fn oversized_lines_are_refused_before_parsing() {
     let policy = acp_inject_core::agent::Policy { max_line_bytes: 64, ..Default::default() };
     let mut a = Agent::new(AgentConfig { inject: Some(inject), policy, ..Default::default() }).unwrap();
     a.create_session(&SessionId("s1".into()), "/work").unwrap();
-    a.attach("c1", acp_inject_core::agent::ConnectionRole::Controller);
+    a.attach(&"c1".into(), acp_inject_core::agent::ConnectionRole::Controller);
     // Not even valid JSON: refused for its size, so it is never parsed.
     let big = format!("{{\"jsonrpc\":\"2.0\",\"id\":1,{}", "x".repeat(200));
     let out = answer(&mut a, big.as_bytes());
@@ -230,7 +230,7 @@ fn a_reused_request_id_is_answered_twice() {
 }
 
 fn answer_all(a: &mut Agent, line: &[u8]) -> Vec<Value> {
-    a.handle_bytes("c1", line);
+    a.handle_bytes(&"c1".into(), line);
     a.drain()
         .unwrap()
         .into_iter()

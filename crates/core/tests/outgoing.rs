@@ -21,6 +21,7 @@ fn agent_in_turn(controllers: &[&str]) -> Agent {
     let mut a = Agent::new(AgentConfig::default()).unwrap();
     a.create_session(&SessionId("s1".into()), "/work").unwrap();
     for c in controllers {
+        let c = &acp_inject_core::agent::ConnId::from(*c);
         a.attach(c, ConnectionRole::Controller);
         a.attach_to_session(c, &SessionId("s1".into())).unwrap();
         // R-INIT-2: nothing but `initialize` is served before it.
@@ -57,7 +58,7 @@ fn lines(outputs: &[Output]) -> Vec<(Vec<String>, Value)> {
     outputs
         .iter()
         .filter_map(|o| match o {
-            Output::Line { to, line } => Some((to.clone(), serde_json::from_str(line).unwrap())),
+            Output::Line { to, line } => Some((to.iter().map(ToString::to_string).collect(), serde_json::from_str(line).unwrap())),
             Output::Action { .. } => None,
         })
         .collect()
@@ -75,9 +76,9 @@ fn an_answer_split_across_reads_reaches_the_runtime_once() {
 
     let line = format!("{}\n", answer_line(&id, "allow"));
     let (head, tail) = line.as_bytes().split_at(17);
-    a.receive_bytes("c1", head);
+    a.receive_bytes(&"c1".into(), head);
     assert!(a.drain().unwrap().is_empty(), "a partial line waits");
-    a.receive_bytes("c1", tail);
+    a.receive_bytes(&"c1".into(), tail);
     let out = a.drain().unwrap();
     assert_eq!(answers(&out), [(id.clone(), "selected".to_owned(), Some("allow".to_owned()))]);
     assert!(matches!(a.turn(&SessionId("s1".into())), Some(Turn::Running { .. })));
@@ -85,7 +86,7 @@ fn an_answer_split_across_reads_reaches_the_runtime_once() {
 
     // The same answer again is ignored and counted.
     let ignored = a.ignored_lines();
-    a.receive_bytes("c1", line.as_bytes());
+    a.receive_bytes(&"c1".into(), line.as_bytes());
     assert!(a.drain().unwrap().is_empty());
     assert_eq!(a.ignored_lines(), ignored + 1);
 }
@@ -95,9 +96,9 @@ fn a_last_line_without_newline_is_applied_at_the_end_of_the_stream() {
     let mut a = agent_in_turn(&["c1"]);
     let id = a.request_permission(&SessionId("s1".into()), ask()).unwrap();
     a.drain().unwrap();
-    a.receive_bytes("c1", answer_line(&id, "allow").as_bytes());
+    a.receive_bytes(&"c1".into(), answer_line(&id, "allow").as_bytes());
     assert!(a.drain().unwrap().is_empty());
-    a.receive_end("c1");
+    a.receive_end(&"c1".into());
     assert_eq!(answers(&a.drain().unwrap()).len(), 1);
 }
 
@@ -108,29 +109,29 @@ fn each_connection_has_its_own_framer() {
     let out = a.drain().unwrap();
     assert_eq!(lines(&out).last().unwrap().0, ["c1", "c2"], "sent to every controller");
     // c2 starts a line, c1 sends a whole answer: c2's fragment does not corrupt c1's line.
-    a.receive_bytes("c2", br#"{"jsonrpc":"2.0","#);
-    a.receive_bytes("c1", format!("{}\n", answer_line(&id, "allow")).as_bytes());
+    a.receive_bytes(&"c2".into(), br#"{"jsonrpc":"2.0","#);
+    a.receive_bytes(&"c1".into(), format!("{}\n", answer_line(&id, "allow")).as_bytes());
     assert_eq!(answers(&a.drain().unwrap())[0].2.as_deref(), Some("allow"));
     // c2 completes its line: an answer to a request no longer open, ignored.
-    a.receive_bytes("c2", br#""id":"permission-1","result":{"outcome":{"outcome":"cancelled"}}}"#);
-    a.receive_bytes("c2", b"\n");
+    a.receive_bytes(&"c2".into(), br#""id":"permission-1","result":{"outcome":{"outcome":"cancelled"}}}"#);
+    a.receive_bytes(&"c2".into(), b"\n");
     assert!(a.drain().unwrap().is_empty());
 }
 
 #[test]
 fn invalid_utf8_and_oversized_lines_get_errors_and_the_stream_goes_on() {
     let mut a = Agent::new(AgentConfig::default()).unwrap();
-    a.receive_bytes("c1", b"\xff\xfe\n");
+    a.receive_bytes(&"c1".into(), b"\xff\xfe\n");
     let out = lines(&a.drain().unwrap());
     assert_eq!(out[0].1["error"]["code"], -32700);
     let limit = a.config().policy.line_limit();
     let long = vec![b'x'; limit + 10];
-    a.receive_bytes("c1", &long);
-    a.receive_bytes("c1", b"\n");
+    a.receive_bytes(&"c1".into(), &long);
+    a.receive_bytes(&"c1".into(), b"\n");
     let out = lines(&a.drain().unwrap());
     assert_eq!(out[0].1["error"]["code"], -32600);
-    a.receive_bytes("c1", b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":2,\"info\":{\"name\":\"t\",\"version\":\"0\"}}}\n");
-    a.receive_bytes("c1", b"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"session/new\",\"params\":{\"cwd\":\"/w\"}}\n");
+    a.receive_bytes(&"c1".into(), b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":2,\"info\":{\"name\":\"t\",\"version\":\"0\"}}}\n");
+    a.receive_bytes(&"c1".into(), b"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"session/new\",\"params\":{\"cwd\":\"/w\"}}\n");
     let out = lines(&a.drain().unwrap());
     assert!(out[1].1["result"]["sessionId"].is_string(), "{out:?}");
 }
@@ -140,9 +141,9 @@ fn a_request_only_a_departed_connection_could_answer_is_cancelled() {
     let mut a = agent_in_turn(&["c1", "c2"]);
     let id = a.request_permission(&SessionId("s1".into()), ask()).unwrap();
     a.drain().unwrap();
-    a.detach("c1");
+    a.detach(&"c1".into());
     assert!(answers(&a.drain().unwrap()).is_empty(), "c2 can still answer");
-    a.detach("c2");
+    a.detach(&"c2".into());
     let out = a.drain().unwrap();
     assert_eq!(answers(&out), [(id, "cancelled".to_owned(), None)]);
     assert!(matches!(a.turn(&SessionId("s1".into())), Some(Turn::Running { .. })));
@@ -151,8 +152,8 @@ fn a_request_only_a_departed_connection_could_answer_is_cancelled() {
 #[test]
 fn with_no_controller_attached_the_request_is_cancelled_at_once() {
     let mut a = agent_in_turn(&[]);
-    a.attach("o1", ConnectionRole::Observer);
-    a.attach_to_session("o1", &SessionId("s1".into())).unwrap();
+    a.attach(&"o1".into(), ConnectionRole::Observer);
+    a.attach_to_session(&"o1".into(), &SessionId("s1".into())).unwrap();
     let id = a.request_permission(&SessionId("s1".into()), ask()).unwrap();
     let out = a.drain().unwrap();
     assert_eq!(answers(&out), [(id, "cancelled".to_owned(), None)]);
@@ -171,7 +172,7 @@ fn a_snapshot_keeps_open_requests_and_ids_are_never_reused() {
     let second = b.request_permission(&SessionId("s1".into()), ask()).unwrap();
     assert_ne!(first, second);
     b.drain().unwrap();
-    b.handle_line("c1", &answer_line(&first, "allow"));
+    b.handle_line(&"c1".into(), &answer_line(&first, "allow"));
     let out = b.drain().unwrap();
     assert_eq!(answers(&out), [(first, "selected".to_owned(), Some("allow".to_owned()))]);
     assert!(matches!(b.turn(&SessionId("s1".into())), Some(Turn::RequiresAction { .. })), "the second is still open");
@@ -196,7 +197,7 @@ fn an_answer_that_does_not_decode_counts_as_cancelled() {
     let mut a = agent_in_turn(&["c1"]);
     let id = a.request_permission(&SessionId("s1".into()), ask()).unwrap();
     a.drain().unwrap();
-    a.handle_line("c1", &json!({ "jsonrpc": "2.0", "id": id, "result": { "outcome": "yes" } }).to_string());
+    a.handle_line(&"c1".into(), &json!({ "jsonrpc": "2.0", "id": id, "result": { "outcome": "yes" } }).to_string());
     assert_eq!(answers(&a.drain().unwrap()), [(id, "cancelled".to_owned(), None)]);
     assert!(matches!(a.turn(&SessionId("s1".into())), Some(Turn::Running { .. })));
 }

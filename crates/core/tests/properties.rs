@@ -53,7 +53,7 @@ fn agent(drain: QueueDrain) -> Agent {
     let mut a = Agent::new(config(inject, drain)).unwrap();
     a.create_session(&SessionId("s1".into()), "/work").unwrap();
     for c in ["c1", "c2"] {
-        a.attach_to_session(c, &SessionId("s1".into())).unwrap();
+        a.attach_to_session(&c.into(), &SessionId("s1".into())).unwrap();
     }
     a
 }
@@ -86,7 +86,7 @@ fn apply(a: &mut Agent, m: &mut Model, op: &Op, counter: &mut usize) -> Vec<Stri
     let send = |a: &mut Agent, m: &mut Model, conn: u8, method: &str, params: Value| {
         m.req += 1;
         let line = json!({ "jsonrpc": "2.0", "id": m.req, "method": method, "params": params }).to_string();
-        a.handle_line(conn_name(conn), &line);
+        a.handle_line(&conn_name(conn).into(), &line);
     };
     *counter += 1;
     let text = format!("t{counter}");
@@ -118,7 +118,7 @@ fn apply(a: &mut Agent, m: &mut Model, op: &Op, counter: &mut usize) -> Vec<Stri
             // A cancel withdraws the session's held prompts (R-PROMPT-2): what leaves the queue
             // here is revoked, and answered -32800.
             let before: Vec<String> = a.pending(&SessionId("s1".into())).into_iter().map(|p| p.message_id.0).collect();
-            a.handle_line("c1", r#"{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s1"}}"#);
+            a.handle_line(&"c1".into(), r#"{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s1"}}"#);
             let after: Vec<String> = a.pending(&SessionId("s1".into())).into_iter().map(|p| p.message_id.0).collect();
             m.revoked.extend(before.into_iter().filter(|id| !after.contains(id)));
         }
@@ -126,7 +126,7 @@ fn apply(a: &mut Agent, m: &mut Model, op: &Op, counter: &mut usize) -> Vec<Stri
             // The client answers the agent's oldest open request (R-PERM-2), or a stale id.
             let id = a.open_requests().first().map_or(json!("permission-0"), |r| json!(r.id));
             let line = json!({ "jsonrpc": "2.0", "id": id, "result": { "outcome": { "outcome": "selected", "optionId": "allow" } } });
-            a.handle_line("c1", &line.to_string());
+            a.handle_line(&"c1".into(), &line.to_string());
         }
         other => {
             let ev = match other {

@@ -25,7 +25,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
 use acp_inject_conformance::{AgentSetup, ClientCall, ClientSetup, Instruction, Mismatch, SetupConnection, Side};
-use acp_inject_core::agent::{AgentConfig, ConnectionRole, HistoryEntry, HostError, Output, RuntimeEvent};
+use acp_inject_core::agent::{AgentConfig, ConnId, ConnectionRole, HistoryEntry, HostError, Output, RuntimeEvent};
 use acp_inject_core::client::{CallRejected, Event, ItemStatus, MirrorSnapshot, SteerFallback};
 use acp_inject_core::wire::{ContentBlock, InjectCapabilities, InjectMode};
 use acp_inject_ffi::{guard, lock, AcpError};
@@ -35,6 +35,7 @@ uniffi::setup_scaffolding!();
 // acp-inject-ffi's declarations of the core's types, used here as external types: the bindings
 // of this component refer to acp-inject-ffi's classes, never to copies of them.
 uniffi::use_remote_type!(acp_inject_ffi::AgentConfig);
+uniffi::use_remote_type!(acp_inject_ffi::ConnId);
 uniffi::use_remote_type!(acp_inject_ffi::ConnectionRole);
 uniffi::use_remote_type!(acp_inject_ffi::HistoryEntry);
 uniffi::use_remote_type!(acp_inject_ffi::HostError);
@@ -70,7 +71,7 @@ pub struct AgentSetup {
 /// A connection of an agent-side vector's setup.
 #[uniffi::remote(Record)]
 pub struct SetupConnection {
-    pub id: String,
+    pub id: ConnId,
     pub role: ConnectionRole,
 }
 
@@ -99,7 +100,7 @@ pub enum ClientCall {
 /// What a conformance driver must do next.
 #[uniffi::remote(Enum)]
 pub enum Instruction {
-    ClientLine { connection: String, line: String },
+    ClientLine { connection: ConnId, line: String },
     Runtime { session: String, event: RuntimeEvent },
     Expect,
     ExpectHistory { session: String },
@@ -173,9 +174,9 @@ impl VectorRun {
     }
 
     /// Reports the outputs drained, with the connections attached to each live session.
-    pub fn check_outputs(&self, outputs: Vec<Output>, attached: HashMap<String, Vec<String>>) -> Result<(), AcpError> {
+    pub fn check_outputs(&self, outputs: Vec<Output>, attached: HashMap<String, Vec<ConnId>>) -> Result<(), AcpError> {
         guard(|| {
-            let attached: BTreeMap<String, Vec<String>> = attached.into_iter().collect();
+            let attached: BTreeMap<String, Vec<ConnId>> = attached.into_iter().collect();
             lock(&self.run).check_outputs(&outputs, &attached).map_err(mismatch)
         })
     }

@@ -9,7 +9,7 @@
 use std::sync::{Arc, Mutex};
 
 use acp_inject_core::agent::{
-    Agent, AgentConfig, ConnectionRole, HistoryEntry, MemoryStore, Output, PermissionAsk, RuntimeEvent, Turn,
+    Agent, AgentConfig, ConnId, ConnectionRole, HistoryEntry, MemoryStore, Output, PermissionAsk, RuntimeEvent, Turn,
 };
 use acp_inject_core::wire::{MessageId, PendingInject, RequestId, SessionId};
 
@@ -76,7 +76,7 @@ impl AgentCore {
     /// Registers a connection with a role.
     pub fn attach(&self, connection: String, role: ConnectionRole) -> Result<(), AcpError> {
         guard(|| {
-            lock(&self.inner).agent.attach(&connection, role);
+            lock(&self.inner).agent.attach(&ConnId::from(connection.as_str()), role);
             Ok(())
         })
     }
@@ -86,7 +86,7 @@ impl AgentCore {
     /// call [`AgentCore::detach_and_drain`]).
     pub fn detach(&self, connection: String) -> Result<(), AcpError> {
         guard(|| {
-            lock(&self.inner).agent.detach(&connection);
+            lock(&self.inner).agent.detach(&ConnId::from(connection.as_str()));
             Ok(())
         })
     }
@@ -95,19 +95,19 @@ impl AgentCore {
     pub fn detach_and_drain(&self, connection: String) -> Result<Vec<Output>, AcpError> {
         guard(|| {
             let agent = &mut lock(&self.inner).agent;
-            agent.detach(&connection);
+            agent.detach(&ConnId::from(connection.as_str()));
             AgentCore::drained(agent)
         })
     }
 
     /// Attaches a connection to a live session; `false` when the session is not live.
     pub fn attach_to_session(&self, connection: String, session_id: String) -> Result<bool, AcpError> {
-        guard(|| Ok(lock(&self.inner).agent.attach_to_session(&connection, &SessionId(session_id)).is_ok()))
+        guard(|| Ok(lock(&self.inner).agent.attach_to_session(&ConnId::from(connection.as_str()), &SessionId(session_id)).is_ok()))
     }
 
     /// The connections attached to a session.
     pub fn attached(&self, session_id: String) -> Result<Vec<String>, AcpError> {
-        guard(|| Ok(lock(&self.inner).agent.attached(&SessionId(session_id))))
+        guard(|| Ok(lock(&self.inner).agent.attached(&SessionId(session_id)).into_iter().map(String::from).collect()))
     }
 
     /// Creates an idle session with a chosen id; `false` when the id is taken.
@@ -154,7 +154,7 @@ impl AgentCore {
     pub fn handle_line(&self, connection: String, line: String) -> Result<Vec<Output>, AcpError> {
         guard(|| {
             let agent = &mut lock(&self.inner).agent;
-            agent.handle_line(&connection, &line);
+            agent.handle_line(&ConnId::from(connection.as_str()), &line);
             AgentCore::drained(agent)
         })
     }
@@ -164,7 +164,7 @@ impl AgentCore {
     pub fn handle_text(&self, connection: String, lines: String) -> Result<Vec<Output>, AcpError> {
         guard(|| {
             let agent = &mut lock(&self.inner).agent;
-            agent.handle_text(&connection, &lines);
+            agent.handle_text(&ConnId::from(connection.as_str()), &lines);
             AgentCore::drained(agent)
         })
     }
@@ -175,7 +175,7 @@ impl AgentCore {
     pub fn handle_bytes(&self, connection: String, bytes: Vec<u8>) -> Result<Vec<Output>, AcpError> {
         guard(|| {
             let agent = &mut lock(&self.inner).agent;
-            agent.receive_bytes(&connection, &bytes);
+            agent.receive_bytes(&ConnId::from(connection.as_str()), &bytes);
             AgentCore::drained(agent)
         })
     }
@@ -185,7 +185,7 @@ impl AgentCore {
     pub fn handle_end(&self, connection: String) -> Result<Vec<Output>, AcpError> {
         guard(|| {
             let agent = &mut lock(&self.inner).agent;
-            agent.receive_end(&connection);
+            agent.receive_end(&ConnId::from(connection.as_str()));
             AgentCore::drained(agent)
         })
     }

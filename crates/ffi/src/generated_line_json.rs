@@ -11,7 +11,7 @@ type ContentBlockListPatchMember = Patch<::std::vec::Vec<ContentBlock>>;
 use crate::wire::StringPatch;
 type StringPatchMember = Patch<::std::string::String>;
 use acp_inject_core::agent::{
-    Activity, AgentConfig, AgentInfo, BreakPoint, ClearStyle, ConnectionRole,
+    Activity, AgentConfig, AgentInfo, BreakPoint, ClearStyle, ConnId, ConnectionRole,
     HistoryEntry, HostError, Output, PermissionAsk, Policy, QueueDrain, RevokeReplace,
     RuntimeAction, RuntimeEvent, SessionSetup, SetupSupport, Stream, Turn, UserInput,
 };
@@ -1990,6 +1990,12 @@ impl Json for RuntimeAction {
                 w.end();
             }
         }
+    }
+}
+impl Json for ConnId {
+    fn write(self, w: &mut Writer) {
+        let lower: fn(ConnId) -> String = |v| v.into();
+        Json::write(lower(self), w);
     }
 }
 impl Json for Output {

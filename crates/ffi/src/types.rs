@@ -3,8 +3,8 @@
 //! copies with conversions.
 
 use acp_inject_core::agent::{
-    Activity, AgentConfig, AgentInfo, BreakPoint, ClearStyle, ConnectionRole, HistoryEntry, HostError, Output, PermissionAsk, Policy,
-    QueueDrain, RevokeReplace, RuntimeAction, RuntimeEvent, SessionSetup, SetupSupport, Stream, Turn, UserInput,
+    Activity, AgentConfig, AgentInfo, BreakPoint, ClearStyle, ConnId, ConnectionRole, HistoryEntry, HostError, Output, PermissionAsk,
+    Policy, QueueDrain, RevokeReplace, RuntimeAction, RuntimeEvent, SessionSetup, SetupSupport, Stream, Turn, UserInput,
 };
 use acp_inject_core::client::{
     Affordances, Answer, CallRejected, Event, ItemMode, ItemStatus, MessageRole, MirrorSnapshot, PendingItem, ProtocolError,
@@ -118,10 +118,17 @@ pub enum RuntimeAction {
     Closed { dropped: Vec<PendingInject>, turn_cancelled: bool },
 }
 
+// A connection's id: a string in every language.
+uniffi::custom_type!(ConnId, String, {
+    remote,
+    lower: |v| v.into(),
+    try_lift: |v| Ok(ConnId::from(v)),
+});
+
 /// One output of the agent core, in order.
 #[uniffi::remote(Enum)]
 pub enum Output {
-    Line { to: Vec<String>, line: String },
+    Line { to: Vec<ConnId>, line: String },
     Action { session: SessionId, action: RuntimeAction },
 }
 

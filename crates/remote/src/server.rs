@@ -481,7 +481,7 @@ async fn initialize(shared: Arc<Shared>, envelope: Envelope, body: Bytes) -> Res
         return text(StatusCode::SERVICE_UNAVAILABLE, "Too many connections (max_connections)");
     }
     let id = uuid::Uuid::new_v4().to_string();
-    let (link, mut lines) = shared.agent.connect(&id, shared.options.limits.max_buffered_bytes);
+    let (link, mut lines) = shared.agent.connect(id.as_str().into(), shared.options.limits.max_buffered_bytes);
     let conn = Arc::new(HttpConn {
         id: id.clone(),
         link,
@@ -638,7 +638,7 @@ fn upgrade(shared: Arc<Shared>, ws: WebSocketUpgrade) -> Response {
 
 async fn websocket(shared: Arc<Shared>, _slot: Slot, id: String, socket: WebSocket) {
     let limits = &shared.options.limits;
-    let (link, mut lines) = shared.agent.connect(&id, limits.max_buffered_bytes);
+    let (link, mut lines) = shared.agent.connect(id.as_str().into(), limits.max_buffered_bytes);
     let link = Attached(link);
     let link = &link.0;
     let (mut sink, mut frames) = socket.split();

@@ -48,10 +48,10 @@ fn running_agent(store: Box<dyn Store>) -> Running {
     let mut a = Agent::with_store(config(), store).unwrap();
     // R-INIT-2: nothing but `initialize` is served before it.
     a.handle_line(
-        "c1",
+        &"c1".into(),
         r#"{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":2,"info":{"name":"bench","version":"0"}}}"#,
     );
-    a.handle_line("c1", r#"{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/work"}}"#);
+    a.handle_line(&"c1".into(), r#"{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/work"}}"#);
     let out = a.drain().unwrap();
     // A shared store's ids carry the host's name (`sess_<host>-1`): read it from the answer.
     let session = out
@@ -64,7 +64,7 @@ fn running_agent(store: Box<dyn Store>) -> Running {
         })
         .expect("session/new answered");
     let prompt = json!({"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":session,"prompt":[{"type":"text","text":"go"}]}});
-    a.handle_line("c1", &prompt.to_string());
+    a.handle_line(&"c1".into(), &prompt.to_string());
     a.drain().unwrap();
     let inject = json!({"jsonrpc":"2.0","id":3,"method":"session/inject","params":{"sessionId":session,"mode":"queue","content":[{"type":"text","text":"also check the tests"}]}});
     Running { agent: a, session, inject: inject.to_string() }
@@ -149,7 +149,7 @@ fn accept(c: &mut Criterion) {
                     let start = Instant::now();
                     for _ in 0..iters {
                         for _ in 0..batch {
-                            r.agent.handle_line("c1", &r.inject);
+                            r.agent.handle_line(&"c1".into(), &r.inject);
                         }
                         r.agent.drain().unwrap();
                     }
@@ -177,7 +177,7 @@ fn history(c: &mut Criterion) {
             let name = |op: &str| BenchmarkId::new(format!("{}/{op}", backend.name()), entries);
             g.bench_function(name("inject+drain"), |b| {
                 b.iter(|| {
-                    a.handle_line("c1", &inject);
+                    a.handle_line(&"c1".into(), &inject);
                     a.drain().unwrap()
                 })
             });
@@ -190,7 +190,7 @@ fn history(c: &mut Criterion) {
             g.bench_function(name("100-injects+drain"), |b| {
                 b.iter(|| {
                     for _ in 0..100 {
-                        a.handle_line("c1", &inject);
+                        a.handle_line(&"c1".into(), &inject);
                     }
                     a.drain().unwrap()
                 })

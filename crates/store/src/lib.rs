@@ -8,10 +8,10 @@
 //! the write-ahead log), and no accept answer leaves before its inject is durable.
 //!
 //! ```no_run
-//! use acp_inject_core::agent::AgentConfig;
+//! use acp_inject_core::agent::{AgentConfig, ConnId};
 //!
 //! let mut agent = acp_inject_store::open_agent("agent.sqlite3", AgentConfig::default())?;
-//! agent.handle_line("c1", r#"{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/work"}}"#);
+//! agent.handle_line(&ConnId::from("c1"), r#"{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/work"}}"#);
 //! let outputs = agent.drain()?; // committed, then released
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
@@ -138,7 +138,7 @@ pub(crate) fn sort_pending(
     queued: &mut Vec<Pending>,
 ) -> Result<(), StoreError> {
     let content: Vec<ContentBlock> = from_json("inject content", content.unwrap_or("null"))?;
-    let pending = Pending { message_id: MessageId(id), content, owner };
+    let pending = Pending { message_id: MessageId(id), content, owner: owner.into() };
     match mode {
         Some("steer") => steers.push(pending),
         Some("queue") => queued.push(pending),
@@ -427,7 +427,7 @@ impl SqliteStore {
                 self.exec(
                     "INSERT INTO injects (session_id, message_id, mode, content, owner, status) \
                      VALUES (?1, ?2, ?3, ?4, ?5, 'pending')",
-                    params![session.as_str(), pending.message_id.0, mode_name(mode), content, pending.owner],
+                    params![session.as_str(), pending.message_id.0, mode_name(mode), content, pending.owner.as_str()],
                 )?;
             }
             Change::InjectReplaced { session, message_id, content } => {
@@ -456,7 +456,7 @@ impl SqliteStore {
                     "INSERT INTO injects (session_id, message_id, mode, content, owner, status, settled) \
                      VALUES (?1, ?2, NULL, NULL, ?3, 'delivered', ?4) \
                      ON CONFLICT (session_id, message_id) DO UPDATE SET status = 'delivered', content = NULL, settled = excluded.settled",
-                    params![session.as_str(), message_id.0, owner, n],
+                    params![session.as_str(), message_id.0, owner.as_str(), n],
                 )?;
             }
             Change::InjectsDropped { session, dropped } => {
@@ -534,7 +534,7 @@ impl SqliteStore {
         let mut remembered = Vec::with_capacity(rows.len());
         for (id, status, owner) in rows.into_iter().rev() {
             let fate = settled_fate(&id, &status)?;
-            remembered.push((id, fate, owner));
+            remembered.push((id, fate, owner.into()));
         }
         Ok(PendingQueue::from_parts(steers, queued, remembered))
     }

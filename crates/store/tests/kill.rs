@@ -36,7 +36,7 @@ fn child(path: &str, seed: u64) -> ! {
         n = n.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
         for k in 0..1 + (n >> 60) % 4 {
             let params = json!({ "sessionId": "sess_1", "mode": if k % 2 == 0 { "queue" } else { "steer" }, "content": text("x") });
-            a.handle_line("c1", &request(req * 10 + k, "session/inject", params));
+            a.handle_line(&"c1".into(), &request(req * 10 + k, "session/inject", params));
         }
         if (n >> 40).is_multiple_of(7) {
             // Some history too, so the kill also lands in other writes.

@@ -174,7 +174,7 @@ fn a_session_nobody_uses_is_handed_over_at_once() {
     let prompt = call(&mut a, "c1", 2, "session/prompt", json!({ "sessionId": session, "prompt": text("go") }));
     assert_eq!(reason(answer(&prompt)), None);
     // A turn is running: A keeps the session though its client left.
-    a.detach("c1");
+    a.detach(&"c1".into());
     a.drain().unwrap();
     let out = resume(&mut b, 1, &session);
     assert_eq!(answer(&out)["error"]["code"], SESSION_HELD_ELSEWHERE, "{out:?}");
@@ -234,7 +234,7 @@ fn two_processes_under_one_host_name_cannot_both_commit() {
     call(&mut first, "c1", 1, "session/new", json!({ "cwd": "/work" }));
     let _second = host(&url, "a", 10_000);
     // The first process's answer is never released: its counters' commit is refused.
-    first.handle_line("c1", &request(2, "session/new", json!({ "cwd": "/work" })));
+    first.handle_line(&"c1".into(), &request(2, "session/new", json!({ "cwd": "/work" })));
     let err = first.drain().expect_err("the older process is fenced");
     assert!(err.to_string().contains("another process started as host"), "{err}");
 }

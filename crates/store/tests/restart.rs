@@ -205,8 +205,8 @@ fn random_sequences_give_the_same_outputs_across_restarts() {
         for s in sessions {
             req += 1;
             let line = request(req, "session/new", json!({ "cwd": cwd(s) }));
-            mem.handle_line("c1", &line);
-            db.handle_line("c1", &line);
+            mem.handle_line(&"c1".into(), &line);
+            db.handle_line(&"c1".into(), &line);
         }
         for step in 0..60 {
             for _ in 0..1 + rng.below(3) {
@@ -241,8 +241,8 @@ fn random_sequences_give_the_same_outputs_across_restarts() {
                     _ => None,
                 };
                 if let Some(line) = line {
-                    mem.handle_line(conn, &line);
-                    db.handle_line(conn, &line);
+                    mem.handle_line(&conn.into(), &line);
+                    db.handle_line(&conn.into(), &line);
                     continue;
                 }
                 let ev = match rng.below(9) {

@@ -37,7 +37,7 @@ fn a_burst_of_injects_drained_once_is_one_commit() {
     for i in 0..50 {
         let params =
             json!({ "sessionId": "sess_1", "mode": if i % 3 == 0 { "steer" } else { "queue" }, "content": text(&format!("i{i}")) });
-        a.handle_line("c1", &request(100 + i, "session/inject", params));
+        a.handle_line(&"c1".into(), &request(100 + i, "session/inject", params));
     }
     let answers = lines_to("c1", a.drain().unwrap());
     assert_eq!(answers.iter().filter(|l| l["result"]["messageId"].is_string()).count(), 50);
@@ -75,8 +75,8 @@ fn a_batch_the_store_cannot_hold_poisons_and_releases_nothing() {
     let out = call(&mut a, "c1", 2, "session/new", json!({ "cwd": "/work" }));
     assert_eq!(answer(&out)["result"]["sessionId"], "sess_2");
 
-    a.handle_line("c1", &request(3, "session/new", json!({ "cwd": "/lost" })));
-    a.handle_line("c1", &request(4, "session/inject", json!({ "sessionId": "ghost", "mode": "queue", "content": text("x") })));
+    a.handle_line(&"c1".into(), &request(3, "session/new", json!({ "cwd": "/lost" })));
+    a.handle_line(&"c1".into(), &request(4, "session/inject", json!({ "sessionId": "ghost", "mode": "queue", "content": text("x") })));
     match a.drain() {
         Err(StoreError::Backend(e)) => assert!(e.contains("FOREIGN KEY"), "{e}"),
         other => panic!("expected the batch to fail, got {other:?}"),

@@ -18,8 +18,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use acp_inject_core::agent::{
-    cancelled_outcome, Agent, AgentConfig, BreakPoint, ConnectionRole, HostError, OpenError, Output, PendingInject, PermissionAsk,
-    RuntimeAction, RuntimeEvent, SessionRecord, SessionSetup, Store, StoreError, UserInput,
+    cancelled_outcome, Agent, AgentConfig, BreakPoint, ConnId, ConnectionRole, HostError, OpenError, Output, PendingInject,
+    PermissionAsk, RuntimeAction, RuntimeEvent, SessionRecord, SessionSetup, Store, StoreError, UserInput,
 };
 use acp_inject_core::wire::{
     AgentMessageChunk, ContentBlock, MessageId, PermissionOption, RequestId, RequestPermissionOutcome, SessionId, SessionUpdate,
@@ -144,7 +144,7 @@ struct Server {
     agent: Mutex<Agent>,
     runtime: Arc<dyn AgentRuntime>,
     /// Each connected client's outbox, by its connection id in the core.
-    outboxes: Mutex<HashMap<String, Outbox>>,
+    outboxes: Mutex<HashMap<ConnId, Outbox>>,
     /// Whether turns that a previous process left running were ended (once, at the start).
     started: AtomicBool,
     turns: Mutex<HashMap<SessionId, Arc<Signals>>>,
@@ -270,18 +270,18 @@ impl Server {
     }
 
     /// Attaches a client connection: the core's lines for it go to the returned queue.
-    fn connect(self: &Arc<Self>, conn: &str, max_queued_bytes: usize) -> Lines {
+    fn connect(self: &Arc<Self>, conn: &ConnId, max_queued_bytes: usize) -> Lines {
         self.start();
         let (tx, rx) = mpsc::unbounded_channel();
         let state = Arc::new(OutboxState { queued: AtomicUsize::new(0), limit: max_queued_bytes, overflowed: AtomicBool::new(false) });
-        lock(&self.outboxes).insert(conn.to_owned(), Outbox { tx, state: Arc::clone(&state) });
+        lock(&self.outboxes).insert(conn.clone(), Outbox { tx, state: Arc::clone(&state) });
         lock(&self.agent).attach(conn, ConnectionRole::Controller);
         Lines { rx, state }
     }
 
     /// Detaches a client connection (its turns go on; the core answers the requests only it
     /// could answer `cancelled`).
-    fn disconnect(self: &Arc<Self>, conn: &str) {
+    fn disconnect(self: &Arc<Self>, conn: &ConnId) {
         lock(&self.outboxes).remove(conn);
         if let Ok(((), actions)) = self.step(|a| a.detach(conn)) {
             self.dispatch(actions);
@@ -387,7 +387,7 @@ impl Server {
 
     /// Handles one read from a client (`None` at the end of its stream): the core frames
     /// and applies it, one commit, one dispatch.
-    fn read(self: &Arc<Self>, conn: &str, chunk: Option<&[u8]>) -> Result<(), TurnError> {
+    fn read(self: &Arc<Self>, conn: &ConnId, chunk: Option<&[u8]>) -> Result<(), TurnError> {
         self.feed(|agent| match chunk {
             Some(bytes) => agent.receive_bytes(conn, bytes),
             None => agent.receive_end(conn),
@@ -450,7 +450,7 @@ impl Lines {
 #[derive(Clone)]
 pub struct ClientLink {
     server: Arc<Server>,
-    conn: Arc<str>,
+    conn: ConnId,
     /// Set by [`ClientLink::disconnect`]: what arrives afterwards (a request racing the
     /// connection's end) is dropped, so it cannot bring the connection back in the core.
     gone: Arc<AtomicBool>,
@@ -464,7 +464,7 @@ impl std::fmt::Debug for ClientLink {
 
 impl ClientLink {
     /// The connection's id in the core.
-    pub fn id(&self) -> &str {
+    pub fn id(&self) -> &ConnId {
         &self.conn
     }
 
@@ -736,9 +736,9 @@ impl AgentServer {
     /// queued for the client past `max_queued_bytes` drop the connection instead of growing
     /// (the client resumes its sessions on a new one). The first connection also ends the
     /// turns a previous process left running.
-    pub fn connect(&self, id: &str, max_queued_bytes: usize) -> (ClientLink, Lines) {
-        let lines = self.inner.connect(id, max_queued_bytes);
-        (ClientLink { server: Arc::clone(&self.inner), conn: id.into(), gone: Arc::new(AtomicBool::new(false)) }, lines)
+    pub fn connect(&self, id: ConnId, max_queued_bytes: usize) -> (ClientLink, Lines) {
+        let lines = self.inner.connect(&id, max_queued_bytes);
+        (ClientLink { server: Arc::clone(&self.inner), conn: id, gone: Arc::new(AtomicBool::new(false)) }, lines)
     }
 
     /// Stops the server: cancels every running turn, gives the runtime a moment to end them,
@@ -749,7 +749,7 @@ impl AgentServer {
         for (_, s) in lock(&server.turns).drain() {
             s.cancel.send_replace(true);
         }
-        let conns: Vec<String> = lock(&server.outboxes).keys().cloned().collect();
+        let conns: Vec<ConnId> = lock(&server.outboxes).keys().cloned().collect();
         for conn in conns {
             server.disconnect(&conn);
         }
@@ -769,7 +769,7 @@ impl AgentServer {
             return Err(ServerError::Io(std::io::Error::other("the server is already running")));
         }
         // Over stdio nothing bounds what the client has not read yet but the pipe.
-        let (link, mut lines) = self.connect(CLIENT, usize::MAX);
+        let (link, mut lines) = self.connect(CLIENT.into(), usize::MAX);
         let writer_task = tokio::spawn(async move {
             while let Some(line) = lines.next().await {
                 let mut bytes = line.into_bytes();
@@ -794,7 +794,7 @@ impl AgentServer {
             };
             if n == 0 {
                 // The end of the stream: a partial line left is refused.
-                let _ = self.inner.read(CLIENT, None);
+                let _ = self.inner.read(&CLIENT.into(), None);
                 break Ok(());
             }
             if let Err(e) = link.receive(&buf[..n]) {

@@ -534,7 +534,7 @@ def _uniffi_check_api_checksums(lib):
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_check_item() != 32631:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_check_outputs() != 16087:
+    if lib.uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_check_outputs() != 33723:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_check_sent() != 21456:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
@@ -760,12 +760,14 @@ class _UniffiFfiConverterString:
 
 
 
+
+
 @dataclass
 class SetupConnection:
     """
     A connection of an agent-side vector's setup.
 """
-    def __init__(self, *, id:str, role:acp_inject_ffi.ConnectionRole):
+    def __init__(self, *, id:acp_inject_ffi.ConnId, role:acp_inject_ffi.ConnectionRole):
         self.id = id
         self.role = role
         
@@ -785,18 +787,18 @@ class _UniffiFfiConverterTypeSetupConnection(_UniffiConverterRustBuffer):
     @staticmethod
     def read(buf):
         return SetupConnection(
-            id=_UniffiFfiConverterString.read(buf),
+            id=acp_inject_ffi._UniffiFfiConverterTypeConnId.read(buf),
             role=acp_inject_ffi._UniffiFfiConverterTypeConnectionRole.read(buf),
         )
 
     @staticmethod
     def check_lower(value):
-        _UniffiFfiConverterString.check_lower(value.id)
+        acp_inject_ffi._UniffiFfiConverterTypeConnId.check_lower(value.id)
         acp_inject_ffi._UniffiFfiConverterTypeConnectionRole.check_lower(value.role)
 
     @staticmethod
     def write(value, buf):
-        _UniffiFfiConverterString.write(value.id, buf)
+        acp_inject_ffi._UniffiFfiConverterTypeConnId.write(value.id, buf)
         acp_inject_ffi._UniffiFfiConverterTypeConnectionRole.write(value.role, buf)
 
 class _UniffiFfiConverterSequenceTypeSetupConnection(_UniffiConverterRustBuffer):
@@ -1474,7 +1476,7 @@ class Instruction:
     @dataclass
     class CLIENT_LINE:
         
-        def __init__(self, connection:str, line:str):
+        def __init__(self, connection:acp_inject_ffi.ConnId, line:str):
             self.connection = connection
             
             
@@ -1757,7 +1759,7 @@ class _UniffiFfiConverterTypeInstruction(_UniffiConverterRustBuffer):
         variant = buf.read_i32()
         if variant == 1:
             return Instruction.CLIENT_LINE(
-                _UniffiFfiConverterString.read(buf),
+                acp_inject_ffi._UniffiFfiConverterTypeConnId.read(buf),
                 _UniffiFfiConverterString.read(buf),
             )
         if variant == 2:
@@ -1797,7 +1799,7 @@ class _UniffiFfiConverterTypeInstruction(_UniffiConverterRustBuffer):
     @staticmethod
     def check_lower(value):
         if value.is_CLIENT_LINE():
-            _UniffiFfiConverterString.check_lower(value.connection)
+            acp_inject_ffi._UniffiFfiConverterTypeConnId.check_lower(value.connection)
             _UniffiFfiConverterString.check_lower(value.line)
             return
         if value.is_RUNTIME():
@@ -1830,7 +1832,7 @@ class _UniffiFfiConverterTypeInstruction(_UniffiConverterRustBuffer):
     def write(value, buf):
         if value.is_CLIENT_LINE():
             buf.write_i32(1)
-            _UniffiFfiConverterString.write(value.connection, buf)
+            acp_inject_ffi._UniffiFfiConverterTypeConnId.write(value.connection, buf)
             _UniffiFfiConverterString.write(value.line, buf)
         if value.is_RUNTIME():
             buf.write_i32(2)
@@ -2056,19 +2058,42 @@ class _UniffiFfiConverterSequenceTypeOutput(_UniffiConverterRustBuffer):
             acp_inject_ffi._UniffiFfiConverterTypeOutput.read(buf) for i in range(count)
         ]
 
-class _UniffiFfiConverterMapStringSequenceString(_UniffiConverterRustBuffer):
+class _UniffiFfiConverterSequenceTypeConnId(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        for item in value:
+            acp_inject_ffi._UniffiFfiConverterTypeConnId.check_lower(item)
+
+    @classmethod
+    def write(cls, value, buf):
+        items = len(value)
+        buf.write_i32(items)
+        for item in value:
+            acp_inject_ffi._UniffiFfiConverterTypeConnId.write(item, buf)
+
+    @classmethod
+    def read(cls, buf):
+        count = buf.read_i32()
+        if count < 0:
+            raise InternalError("Unexpected negative sequence length")
+
+        return [
+            acp_inject_ffi._UniffiFfiConverterTypeConnId.read(buf) for i in range(count)
+        ]
+
+class _UniffiFfiConverterMapStringSequenceTypeConnId(_UniffiConverterRustBuffer):
     @classmethod
     def check_lower(cls, items):
         for (key, value) in items.items():
             _UniffiFfiConverterString.check_lower(key)
-            _UniffiFfiConverterSequenceString.check_lower(value)
+            _UniffiFfiConverterSequenceTypeConnId.check_lower(value)
 
     @classmethod
     def write(cls, items, buf):
         buf.write_i32(len(items))
         for (key, value) in items.items():
             _UniffiFfiConverterString.write(key, buf)
-            _UniffiFfiConverterSequenceString.write(value, buf)
+            _UniffiFfiConverterSequenceTypeConnId.write(value, buf)
 
     @classmethod
     def read(cls, buf):
@@ -2083,7 +2108,7 @@ class _UniffiFfiConverterMapStringSequenceString(_UniffiConverterRustBuffer):
         d = {}
         for i in range(count):
             key = _UniffiFfiConverterString.read(buf)
-            val = _UniffiFfiConverterSequenceString.read(buf)
+            val = _UniffiFfiConverterSequenceTypeConnId.read(buf)
             d[key] = val
         return d
 
@@ -2242,7 +2267,7 @@ class VectorRunProtocol(typing.Protocol):
         Reports an item's status.
 """
         raise NotImplementedError
-    def check_outputs(self, outputs: typing.List[acp_inject_ffi.Output],attached: dict[str, typing.List[str]]) -> None:
+    def check_outputs(self, outputs: typing.List[acp_inject_ffi.Output],attached: dict[str, typing.List[acp_inject_ffi.ConnId]]) -> None:
         """
         Reports the outputs drained, with the connections attached to each live session.
 """
@@ -2402,18 +2427,18 @@ class VectorRun(VectorRunProtocol):
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def check_outputs(self, outputs: typing.List[acp_inject_ffi.Output],attached: dict[str, typing.List[str]]) -> None:
+    def check_outputs(self, outputs: typing.List[acp_inject_ffi.Output],attached: dict[str, typing.List[acp_inject_ffi.ConnId]]) -> None:
         """
         Reports the outputs drained, with the connections attached to each live session.
 """
         
         _UniffiFfiConverterSequenceTypeOutput.check_lower(outputs)
 
-        _UniffiFfiConverterMapStringSequenceString.check_lower(attached)
+        _UniffiFfiConverterMapStringSequenceTypeConnId.check_lower(attached)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
             _UniffiFfiConverterSequenceTypeOutput.lower(outputs),
-            _UniffiFfiConverterMapStringSequenceString.lower(attached),
+            _UniffiFfiConverterMapStringSequenceTypeConnId.lower(attached),
         )
         _uniffi_lift_return = lambda val: None
         _uniffi_error_converter = acp_inject_ffi._UniffiFfiConverterTypeAcpError

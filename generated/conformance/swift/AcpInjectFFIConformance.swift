@@ -580,7 +580,7 @@ public protocol VectorRunProtocol: AnyObject, Sendable {
     /**
      * Reports the outputs drained, with the connections attached to each live session.
      */
-    func checkOutputs(outputs: [Output], attached: [String: [String]]) throws 
+    func checkOutputs(outputs: [Output], attached: [String: [ConnId]]) throws 
     
     /**
      * Reports the lines the client sent since the last call (`expectSent`).
@@ -744,12 +744,12 @@ open func checkItem(status: ItemStatus?)throws   {try rustCallWithError(FfiConve
     /**
      * Reports the outputs drained, with the connections attached to each live session.
      */
-open func checkOutputs(outputs: [Output], attached: [String: [String]])throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func checkOutputs(outputs: [Output], attached: [String: [ConnId]])throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_conformance_fn_method_vectorrun_check_outputs(
             self.uniffiCloneHandle(),
         FfiConverterSequenceTypeOutput.lower(outputs),
-        FfiConverterDictionaryStringSequenceString.lower(attached),uniffiCallStatus
+        FfiConverterDictionaryStringSequenceTypeConnId.lower(attached),uniffiCallStatus
     )
 }
 }
@@ -1033,12 +1033,12 @@ public func FfiConverterTypeClientSetup_lower(_ value: ClientSetup) -> RustBuffe
  * A connection of an agent-side vector's setup.
  */
 public struct SetupConnection: Equatable, Hashable {
-    public var id: String
+    public var id: ConnId
     public var role: ConnectionRole
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(id: String, role: ConnectionRole) {
+    public init(id: ConnId, role: ConnectionRole) {
         self.id = id
         self.role = role
     }
@@ -1059,13 +1059,13 @@ public struct FfiConverterTypeSetupConnection: FfiConverterRustBuffer {
     public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SetupConnection {
         return
             try SetupConnection(
-                id: FfiConverterString.read(from: &buf), 
+                id: FfiConverterTypeConnId.read(from: &buf), 
                 role: FfiConverterTypeConnectionRole.read(from: &buf)
         )
     }
 
     public static func write(_ value: SetupConnection, into buf: inout [UInt8]) {
-        FfiConverterString.write(value.id, into: &buf)
+        FfiConverterTypeConnId.write(value.id, into: &buf)
         FfiConverterTypeConnectionRole.write(value.role, into: &buf)
     }
 }
@@ -1235,7 +1235,7 @@ public func FfiConverterTypeClientCall_lower(_ value: ClientCall) -> RustBuffer 
 
 public enum Instruction: Equatable, Hashable {
     
-    case clientLine(connection: String, line: String
+    case clientLine(connection: ConnId, line: String
     )
     case runtime(session: String, event: RuntimeEvent
     )
@@ -1272,7 +1272,7 @@ public struct FfiConverterTypeInstruction: FfiConverterRustBuffer {
         let variant: Int32 = try readInt(&buf)
         switch variant {
         
-        case 1: return .clientLine(connection: try FfiConverterString.read(from: &buf), line: try FfiConverterString.read(from: &buf)
+        case 1: return .clientLine(connection: try FfiConverterTypeConnId.read(from: &buf), line: try FfiConverterString.read(from: &buf)
         )
         
         case 2: return .runtime(session: try FfiConverterString.read(from: &buf), event: try FfiConverterTypeRuntimeEvent.read(from: &buf)
@@ -1307,7 +1307,7 @@ public struct FfiConverterTypeInstruction: FfiConverterRustBuffer {
         
         case let .clientLine(connection,line):
             writeInt(&buf, Int32(1))
-            FfiConverterString.write(connection, into: &buf)
+            FfiConverterTypeConnId.write(connection, into: &buf)
             FfiConverterString.write(line, into: &buf)
             
         
@@ -1808,23 +1808,48 @@ fileprivate struct FfiConverterSequenceTypeOutput: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
-fileprivate struct FfiConverterDictionaryStringSequenceString: FfiConverterRustBuffer {
-    public static func write(_ value: [String: [String]], into buf: inout [UInt8]) {
+fileprivate struct FfiConverterSequenceTypeConnId: FfiConverterRustBuffer {
+    typealias SwiftType = [ConnId]
+
+    public static func write(_ value: [ConnId], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeConnId.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [ConnId] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [ConnId]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeConnId.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterDictionaryStringSequenceTypeConnId: FfiConverterRustBuffer {
+    public static func write(_ value: [String: [ConnId]], into buf: inout [UInt8]) {
         let len = Int32(value.count)
         writeInt(&buf, len)
         for (key, value) in value {
             FfiConverterString.write(key, into: &buf)
-            FfiConverterSequenceString.write(value, into: &buf)
+            FfiConverterSequenceTypeConnId.write(value, into: &buf)
         }
     }
 
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [String: [String]] {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [String: [ConnId]] {
         let len: Int32 = try readInt(&buf)
-        var dict = [String: [String]]()
+        var dict = [String: [ConnId]]()
         dict.reserveCapacity(Int(len))
         for _ in 0..<len {
             let key = try FfiConverterString.read(from: &buf)
-            let value = try FfiConverterSequenceString.read(from: &buf)
+            let value = try FfiConverterSequenceTypeConnId.read(from: &buf)
             dict[key] = value
         }
         return dict
@@ -1858,7 +1883,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_check_item() != 32631) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_check_outputs() != 16087) {
+    if (uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_check_outputs() != 33723) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_check_sent() != 21456) {

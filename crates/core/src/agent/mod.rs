@@ -7,14 +7,15 @@
 //! returns the outputs, in order (the vectors call this an `expect`).
 //!
 //! ```
-//! use acp_inject_core::agent::{Agent, AgentConfig, Output};
+//! use acp_inject_core::agent::{Agent, AgentConfig, ConnId, Output};
 //!
 //! let mut agent = Agent::new(AgentConfig::default()).unwrap();
-//! agent.handle_line("c1", r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":2,"info":{"name":"app","version":"1"}}}"#);
-//! agent.handle_line("c1", r#"{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/work"}}"#);
+//! let app = ConnId::from("c1");
+//! agent.handle_line(&app, r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":2,"info":{"name":"app","version":"1"}}}"#);
+//! agent.handle_line(&app, r#"{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/work"}}"#);
 //! let outputs = agent.drain().unwrap();
 //! let Output::Line { to, line } = &outputs[1] else { panic!() };
-//! assert_eq!(to, &["c1".to_owned()]);
+//! assert_eq!(to, &[app]);
 //! assert!(line.contains(r#""sessionId":"sess_1""#));
 //! ```
 
@@ -55,8 +56,73 @@ pub use store::{Acquired, Change, HistoryEntry, MemoryStore, SessionPage, Sessio
 pub use turn::{Activity, Announce, NoPermissionOpen, NotRequested, Stream, Turn};
 pub use v1::{V1Connection, PROTOCOL_VERSIONS};
 
-/// A connection's id (the vectors' `c1`, `o1`, …).
-pub type ConnId = String;
+/// A connection's id, the host's name for it (the vectors' `c1`, `o1`, …; the transport's
+/// `client`): answers go back to the connection that asked, a session's lines to the
+/// connections attached to it. Serialised as the bare string.
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ConnId(String);
+
+impl ConnId {
+    /// The id named `name`.
+    pub fn new(name: impl Into<String>) -> ConnId {
+        ConnId(name.into())
+    }
+
+    /// The name.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for ConnId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<&str> for ConnId {
+    fn from(name: &str) -> ConnId {
+        ConnId(name.to_owned())
+    }
+}
+
+impl From<String> for ConnId {
+    fn from(name: String) -> ConnId {
+        ConnId(name)
+    }
+}
+
+impl From<ConnId> for String {
+    fn from(id: ConnId) -> String {
+        id.0
+    }
+}
+
+impl AsRef<str> for ConnId {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+/// Hashing and ordering are the name's, so maps keyed by `ConnId` can be searched by `&str`.
+impl std::borrow::Borrow<str> for ConnId {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl PartialEq<str> for ConnId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+
+impl PartialEq<&str> for ConnId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
 
 /// [`Agent::create_session`] with an id the agent already knows (live, or in its store).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -235,7 +301,7 @@ impl Agent {
 
     /// Registers a connection with a role. Connections that send a line without being
     /// registered are controllers.
-    pub fn attach(&mut self, conn: &str, role: ConnectionRole) {
+    pub fn attach(&mut self, conn: &ConnId, role: ConnectionRole) {
         self.connections.entry(conn.to_owned()).and_modify(|c| c.role = role).or_insert(Connection {
             role,
             pending_updates: false,
@@ -245,7 +311,7 @@ impl Agent {
 
     /// A connection went away: it is detached from every session, a partial line it sent is
     /// dropped, and the agent's requests only it could answer are answered `cancelled`.
-    pub fn detach(&mut self, conn: &str) {
+    pub fn detach(&mut self, conn: &ConnId) {
         self.connections.remove(conn);
         self.framers.remove(conn);
         self.v1.remove(conn);
@@ -264,7 +330,7 @@ impl Agent {
     /// Attaches a connection to a live session, so it receives the session's updates (done by
     /// `session/new`, `session/resume` and any session request from the connection). The
     /// connection is registered (a controller) even when the session is not live.
-    pub fn attach_to_session(&mut self, conn: &str, session: &SessionId) -> Result<(), NotLive> {
+    pub fn attach_to_session(&mut self, conn: &ConnId, session: &SessionId) -> Result<(), NotLive> {
         if self.join(conn, session) {
             Ok(())
         } else {
@@ -273,7 +339,7 @@ impl Agent {
     }
 
     /// [`Agent::attach_to_session`]: `false` when the session is not live.
-    fn join(&mut self, conn: &str, session: &SessionId) -> bool {
+    fn join(&mut self, conn: &ConnId, session: &SessionId) -> bool {
         self.connections.entry(conn.to_owned()).or_insert(Connection {
             role: ConnectionRole::Controller,
             pending_updates: false,
@@ -481,7 +547,7 @@ impl Agent {
     // ----- client lines -----
 
     /// Applies one line from a client connection.
-    pub fn handle_line(&mut self, conn: &str, line: &str) {
+    pub fn handle_line(&mut self, conn: &ConnId, line: &str) {
         if let Err(e) = jsonrpc::check_size(line.len(), self.config.policy.line_limit()) {
             return self.frame_error(conn, &e);
         }
@@ -496,7 +562,7 @@ impl Agent {
     /// applied as [`Agent::handle_bytes`] applies it, an over-long line is answered as
     /// [`Agent::oversized_line`] answers it (and skipped up to its newline), and a partial line
     /// waits for the next call. Call [`Agent::receive_end`] when the stream ends.
-    pub fn receive_bytes(&mut self, conn: &str, bytes: &[u8]) {
+    pub fn receive_bytes(&mut self, conn: &ConnId, bytes: &[u8]) {
         let limit = self.config.policy.line_limit();
         let mut framer = self.framers.remove(conn).unwrap_or_else(|| LineFramer::new(limit));
         framer.push(bytes, |f| self.framed(conn, f));
@@ -506,7 +572,7 @@ impl Agent {
     /// Applies newline-separated lines given as one text (the last one may lack its newline),
     /// framed apart from the connection's byte stream ([`Agent::receive_bytes`]): each line
     /// as [`Agent::handle_bytes`] applies it, an over-long one as [`Agent::oversized_line`].
-    pub fn handle_text(&mut self, conn: &str, text: &str) {
+    pub fn handle_text(&mut self, conn: &ConnId, text: &str) {
         let mut framer = LineFramer::new(self.config.policy.line_limit());
         framer.push(text.as_bytes(), |f| self.framed(conn, f));
         framer.finish(|f| self.framed(conn, f));
@@ -514,13 +580,13 @@ impl Agent {
 
     /// The connection's stream ended: a last line without a newline is applied. The
     /// connection stays attached until [`Agent::detach`].
-    pub fn receive_end(&mut self, conn: &str) {
+    pub fn receive_end(&mut self, conn: &ConnId) {
         if let Some(mut framer) = self.framers.remove(conn) {
             framer.finish(|f| self.framed(conn, f));
         }
     }
 
-    fn framed(&mut self, conn: &str, framed: Framed<'_>) {
+    fn framed(&mut self, conn: &ConnId, framed: Framed<'_>) {
         match framed {
             Framed::Line(line) => self.handle_bytes(conn, line),
             Framed::Oversized { len } => self.oversized_line(conn, len),
@@ -528,7 +594,7 @@ impl Agent {
     }
 
     /// Like [`Agent::handle_line`] for raw bytes (invalid UTF-8 is a parse error).
-    pub fn handle_bytes(&mut self, conn: &str, line: &[u8]) {
+    pub fn handle_bytes(&mut self, conn: &ConnId, line: &[u8]) {
         if let Err(e) = jsonrpc::check_size(line.len(), self.config.policy.line_limit()) {
             return self.frame_error(conn, &e);
         }
@@ -539,13 +605,13 @@ impl Agent {
     }
 
     /// Answers a line the framer refused as too long (-32600, id `null`).
-    pub fn oversized_line(&mut self, conn: &str, len: usize) {
+    pub fn oversized_line(&mut self, conn: &ConnId, len: usize) {
         let limit = self.config.policy.line_limit();
         let e = FrameError::Invalid { id: None, detail: format!("line of {len} bytes exceeds the limit of {limit} bytes") };
         self.frame_error(conn, &e);
     }
 
-    fn frame_error(&mut self, conn: &str, e: &FrameError) {
+    fn frame_error(&mut self, conn: &ConnId, e: &FrameError) {
         let (id, error) = match e {
             FrameError::Parse { detail } => (RequestId::Null, ErrorObject::parse_error(detail)),
             FrameError::Invalid { id, detail } => (id.clone().unwrap_or(RequestId::Null), ErrorObject::invalid_request(detail)),
@@ -553,7 +619,7 @@ impl Agent {
         self.answer(conn, &id, Err(error));
     }
 
-    fn answer(&mut self, conn: &str, id: &RequestId, answer: Result<Box<serde_json::value::RawValue>, ErrorObject>) {
+    fn answer(&mut self, conn: &ConnId, id: &RequestId, answer: Result<Box<serde_json::value::RawValue>, ErrorObject>) {
         let line = match answer {
             Ok(result) => jsonrpc::raw_result_line(id, &result),
             Err(error) => jsonrpc::error_line(id, &error),
@@ -562,7 +628,7 @@ impl Agent {
     }
 
     /// Applies one classified message from a client connection.
-    pub fn handle_message(&mut self, conn: &str, msg: Incoming<'_>) {
+    pub fn handle_message(&mut self, conn: &ConnId, msg: Incoming<'_>) {
         self.connections.entry(conn.to_owned()).or_insert(Connection {
             role: ConnectionRole::Controller,
             pending_updates: false,
@@ -616,11 +682,11 @@ impl Agent {
 
     // ----- shared helpers -----
 
-    fn role(&self, conn: &str) -> ConnectionRole {
+    fn role(&self, conn: &ConnId) -> ConnectionRole {
         self.connections.get(conn).map_or(ConnectionRole::Controller, |c| c.role)
     }
 
-    fn not_observer(&self, conn: &str, message_id: Option<&MessageId>) -> Result<(), ErrorObject> {
+    fn not_observer(&self, conn: &ConnId, message_id: Option<&MessageId>) -> Result<(), ErrorObject> {
         match self.role(conn) {
             ConnectionRole::Observer => Err(ErrorObject::reason(ErrorReason::NotPermitted, message_id)),
             ConnectionRole::Controller => Ok(()),

@@ -158,7 +158,7 @@ impl Agent {
     }
 
     /// A response from `conn`: the answer to one of the core's requests, or ignored (counted).
-    pub(super) fn response(&mut self, conn: &str, id: &RequestId, answer: Result<&serde_json::value::RawValue, ErrorObject>) {
+    pub(super) fn response(&mut self, conn: &ConnId, id: &RequestId, answer: Result<&serde_json::value::RawValue, ErrorObject>) {
         if !self.outgoing.open.get(id).is_some_and(|r| r.to.contains(conn)) {
             self.ignored += 1;
             return;
@@ -188,7 +188,7 @@ impl Agent {
 
     /// A controller resumed the session (R-PERM-2): the requests still open are sent to it too,
     /// in id order, and its answer counts like any recipient's.
-    pub(super) fn resend_open_requests(&mut self, session: &SessionId, conn: &str) -> Vec<Output> {
+    pub(super) fn resend_open_requests(&mut self, session: &SessionId, conn: &ConnId) -> Vec<Output> {
         if self.role(conn) != ConnectionRole::Controller {
             return Vec::new();
         }
@@ -202,7 +202,7 @@ impl Agent {
     }
 
     /// A connection went away: requests only it could answer are answered `cancelled`.
-    pub(super) fn connection_gone(&mut self, conn: &str) {
+    pub(super) fn connection_gone(&mut self, conn: &ConnId) {
         let mut orphaned = Vec::new();
         for r in self.outgoing.open.values_mut() {
             if r.to.remove(conn) && r.to.is_empty() {

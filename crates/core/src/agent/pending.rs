@@ -280,7 +280,7 @@ impl PendingQueue {
     }
 
     /// The creator-only policy check, for a pending id or a remembered one.
-    fn may_edit(policy: RevokeReplace, conn: &str, owner: &str, id: &MessageId) -> Result<(), ErrorObject> {
+    fn may_edit(policy: RevokeReplace, conn: &ConnId, owner: &ConnId, id: &MessageId) -> Result<(), ErrorObject> {
         if policy == RevokeReplace::CreatorOnly && conn != owner {
             return Err(ErrorObject::reason(ErrorReason::NotPermitted, Some(id)));
         }
@@ -289,7 +289,7 @@ impl PendingQueue {
 
     /// Where an id that is not pending went, as the error (or idempotent success) revoke and
     /// replace answer with.
-    fn gone(&self, policy: RevokeReplace, conn: &str, id: &MessageId) -> Result<Fate, ErrorObject> {
+    fn gone(&self, policy: RevokeReplace, conn: &ConnId, id: &MessageId) -> Result<Fate, ErrorObject> {
         match self.remembered.fates.get(&id.0) {
             Some((fate, owner)) => {
                 Self::may_edit(policy, conn, owner, id)?;
@@ -304,7 +304,7 @@ impl PendingQueue {
     pub(crate) fn revoke(
         &mut self,
         policy: RevokeReplace,
-        conn: &str,
+        conn: &ConnId,
         id: &MessageId,
         bound: usize,
     ) -> Result<Option<(InjectMode, Pending)>, ErrorObject> {
@@ -326,7 +326,7 @@ impl PendingQueue {
     pub(crate) fn replace(
         &mut self,
         policy: RevokeReplace,
-        conn: &str,
+        conn: &ConnId,
         id: &MessageId,
         content: Vec<ContentBlock>,
     ) -> Result<(), ErrorObject> {
@@ -400,12 +400,12 @@ mod tests {
         assert_eq!(q.get(&MessageId("q1".into())).map(|(_, p)| p.owner.as_str()), Some("c2"), "the first of a duplicated id is kept");
         let mut q = q;
         let policy = RevokeReplace::AnyController;
-        assert_eq!(q.revoke(policy, "c1", &MessageId("r1".into()), 8), Ok(None));
-        let delivered = q.revoke(policy, "c1", &MessageId("d1".into()), 8).unwrap_err();
+        assert_eq!(q.revoke(policy, &ConnId::from("c1"), &MessageId("r1".into()), 8), Ok(None));
+        let delivered = q.revoke(policy, &ConnId::from("c1"), &MessageId("d1".into()), 8).unwrap_err();
         assert_eq!(delivered, ErrorObject::reason(ErrorReason::AlreadyDelivered, Some(&MessageId("d1".into()))));
         // The next remembered id trims to the bound, oldest first.
         q.remember_delivered(&MessageId("d2".into()), "c1".into(), 2);
-        let unknown = q.revoke(policy, "c1", &MessageId("r1".into()), 2).unwrap_err();
+        let unknown = q.revoke(policy, &ConnId::from("c1"), &MessageId("r1".into()), 2).unwrap_err();
         assert_eq!(unknown, ErrorObject::reason(ErrorReason::UnknownMessageId, Some(&MessageId("r1".into()))));
     }
 }

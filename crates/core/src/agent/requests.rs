@@ -24,7 +24,7 @@ use serde_json::{Map, Value};
 use super::output::{self, Output, RuntimeAction, SessionSetup, UserInput};
 use super::pending::Pending;
 use super::store::{Change, SessionRecord};
-use super::{Agent, ConnectionRole, Session, Turn, PENDING_EXTENSION, SESSION_CLOSED_EXTENSION};
+use super::{Agent, ConnId, ConnectionRole, Session, Turn, PENDING_EXTENSION, SESSION_CLOSED_EXTENSION};
 
 /// What a request produced, in the order it goes out.
 pub(super) struct Reply {
@@ -101,7 +101,7 @@ macro_rules! tri {
 }
 
 impl Agent {
-    pub(super) fn request(&mut self, conn: &str, method: &str, params: Option<&RawValue>) -> Reply {
+    pub(super) fn request(&mut self, conn: &ConnId, method: &str, params: Option<&RawValue>) -> Reply {
         match method {
             m::INITIALIZE => self.initialize(conn, params),
             m::SESSION_NEW => self.new_session(conn, params),
@@ -118,7 +118,7 @@ impl Agent {
         }
     }
 
-    pub(super) fn notification(&mut self, conn: &str, method: &str, params: Option<&RawValue>) {
+    pub(super) fn notification(&mut self, conn: &ConnId, method: &str, params: Option<&RawValue>) {
         match method {
             m::SESSION_CANCEL => {
                 let Ok(p) = decode::<CancelSessionNotification>(params) else { return };
@@ -138,7 +138,7 @@ impl Agent {
         }
     }
 
-    fn initialize(&mut self, conn: &str, params: Option<&RawValue>) -> Reply {
+    fn initialize(&mut self, conn: &ConnId, params: Option<&RawValue>) -> Reply {
         // R-INIT-1: the version first, so a client of another version learns that, not which
         // member its params lack.
         let requested = params.and_then(|p| acp_inject_wire::errors::protocol_version_of(p.get()));
@@ -204,7 +204,7 @@ impl Agent {
         dirs.iter().enumerate().try_for_each(|(i, d)| absolute(&format!("additionalDirectories[{i}]"), d))
     }
 
-    fn new_session(&mut self, conn: &str, params: Option<&RawValue>) -> Reply {
+    fn new_session(&mut self, conn: &ConnId, params: Option<&RawValue>) -> Reply {
         let p: NewSessionRequest = tri!(decode(params));
         tri!(absolute("cwd", &p.cwd));
         let dirs = p.additional_directories.unwrap_or_default();
@@ -266,7 +266,7 @@ impl Agent {
     /// process (live again since the store reloaded it). With `replayFrom: start` the history
     /// goes to this connection before the answer, followed by the turn's state when one is in
     /// progress and the pending list when the connection opted in.
-    fn resume(&mut self, conn: &str, params: Option<&RawValue>) -> Reply {
+    fn resume(&mut self, conn: &ConnId, params: Option<&RawValue>) -> Reply {
         let p: ResumeSessionRequest = tri!(decode(params));
         let session = p.session_id.clone();
         let replay = match &p.replay_from {
@@ -341,7 +341,7 @@ impl Agent {
 
     /// `session/prompt` (R-PROMPT-1, R-PROMPT-2): inserted at once on an idle session (the
     /// answer is the insertion receipt); refused with `turn_in_progress` during a turn.
-    fn prompt(&mut self, conn: &str, params: Option<&RawValue>) -> Reply {
+    fn prompt(&mut self, conn: &ConnId, params: Option<&RawValue>) -> Reply {
         let p: PromptRequest = tri!(decode(params));
         let session = p.session_id;
         let in_progress = tri!(self.live_session(&session, None)).turn.in_progress();
@@ -358,7 +358,7 @@ impl Agent {
     }
 
     /// `session/inject` (R-QUEUE-*, R-STEER-*).
-    fn inject(&mut self, conn: &str, params: Option<&RawValue>) -> Reply {
+    fn inject(&mut self, conn: &ConnId, params: Option<&RawValue>) -> Reply {
         let p: InjectRequest = tri!(decode(params));
         let session = p.session_id;
         let in_progress = tri!(self.live_session(&session, None)).turn.in_progress();
@@ -380,7 +380,7 @@ impl Agent {
     /// and what follows the answer.
     fn accept(
         &mut self,
-        conn: &str,
+        conn: &ConnId,
         session: &SessionId,
         mode: InjectMode,
         content: Vec<ContentBlock>,
@@ -409,9 +409,9 @@ impl Agent {
     /// `$/cancel_request` for a held prompt of `conn` (R-PROMPT-2, R-CANCELREQ-1): it leaves the
     /// queue (remembered as revoked) and its request is answered `-32800`. Any other id is
     /// ignored: every other request was answered when it arrived.
-    fn cancel_held(&mut self, conn: &str, request: &acp_inject_wire::RequestId) {
+    fn cancel_held(&mut self, conn: &ConnId, request: &acp_inject_wire::RequestId) {
         let found = self.sessions.iter().find_map(|(id, s)| {
-            s.held.iter().find(|(_, h)| h.conn == conn && &h.request == request).map(|(m, _)| (id.clone(), m.clone()))
+            s.held.iter().find(|(_, h)| h.conn == *conn && &h.request == request).map(|(m, _)| (id.clone(), m.clone()))
         });
         let Some((session, message_id)) = found else { return };
         if self.withdraw_held(&session, &message_id) {
@@ -437,7 +437,7 @@ impl Agent {
     }
 
     /// R-REVOKE-1..3.
-    fn revoke(&mut self, conn: &str, params: Option<&RawValue>) -> Reply {
+    fn revoke(&mut self, conn: &ConnId, params: Option<&RawValue>) -> Reply {
         let p: RevokeInjectRequest = tri!(decode(params));
         let (session, mid) = (p.session_id, p.message_id);
         tri!(self.live_session(&session, Some(&mid)));
@@ -461,7 +461,7 @@ impl Agent {
     }
 
     /// R-REPLACE-1..2.
-    fn replace(&mut self, conn: &str, params: Option<&RawValue>) -> Reply {
+    fn replace(&mut self, conn: &ConnId, params: Option<&RawValue>) -> Reply {
         let p: ReplaceInjectRequest = tri!(decode(params));
         let (session, mid) = (p.session_id, p.message_id);
         tri!(self.live_session(&session, Some(&mid)));
@@ -481,7 +481,7 @@ impl Agent {
 
     /// `session/close` (R-CLOSE-1): the notices go out before the answer, the `Closed`
     /// action after it.
-    fn close_request(&mut self, conn: &str, params: Option<&RawValue>) -> Reply {
+    fn close_request(&mut self, conn: &ConnId, params: Option<&RawValue>) -> Reply {
         let p: CloseSessionRequest = tri!(decode(params));
         let session = p.session_id;
         tri!(self.not_observer(conn, None));

@@ -331,7 +331,7 @@ impl PgStore {
                         text(pending.message_id.0.clone()),
                         text(mode_name(mode)),
                         text(to_json("inject content", &pending.content)?),
-                        text(pending.owner.clone()),
+                        text(pending.owner.to_string()),
                     ],
                     Expect::Any,
                 );
@@ -363,7 +363,7 @@ impl PgStore {
                      INSERT INTO acp_injects (session_id, message_id, mode, content, owner, status, settled) \
                      SELECT $1, $2, NULL, NULL, $3, 'delivered', settled FROM n \
                      ON CONFLICT (session_id, message_id) DO UPDATE SET status = 'delivered', content = NULL, settled = excluded.settled",
-                    vec![sid(session), text(message_id.0.clone()), text(owner.clone())],
+                    vec![sid(session), text(message_id.0.clone()), text(owner.to_string())],
                     Expect::One(missing(session)),
                 );
                 self.prune(session)?;
@@ -478,7 +478,7 @@ impl PgStore {
         for row in rows.iter().rev() {
             let (id, status, owner): (String, String, String) = (column(row, 0)?, column(row, 1)?, column(row, 2)?);
             let fate = crate::settled_fate(&id, &status)?;
-            remembered.push((id, fate, owner));
+            remembered.push((id, fate, owner.into()));
         }
         Ok(PendingQueue::from_parts(steers, queued, remembered))
     }

@@ -27,14 +27,14 @@ pub fn request(id: u64, method: &str, params: Value) -> String {
 /// `conn`'s `initialize` (R-INIT-2: nothing else is served before it), its answer drained.
 pub fn initialize(agent: &mut Agent, conn: &str) {
     let line = request(0, "initialize", json!({ "protocolVersion": 2, "info": { "name": "store-test", "version": "0" } }));
-    agent.handle_line(conn, &line);
+    agent.handle_line(&conn.into(), &line);
     let out = lines_to(conn, agent.drain().expect("drain"));
     assert!(out.len() == 1 && out[0].get("result").is_some(), "initialize: {out:?}");
 }
 
 /// Sends one request line and drains: the parsed lines addressed to `conn`, in order.
 pub fn call(agent: &mut Agent, conn: &str, id: u64, method: &str, params: Value) -> Vec<Value> {
-    agent.handle_line(conn, &request(id, method, params));
+    agent.handle_line(&conn.into(), &request(id, method, params));
     lines_to(conn, agent.drain().expect("drain"))
 }
 

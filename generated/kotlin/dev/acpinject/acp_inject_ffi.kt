@@ -14301,7 +14301,7 @@ public object FfiConverterTypeMessageRole: FfiConverterRustBuffer<MessageRole> {
 sealed class Output {
     
     data class Line(
-        val `to`: List<kotlin.String>, 
+        val `to`: List<dev.acpinject.ConnId>, 
         val `line`: kotlin.String) : Output()
         
     {
@@ -14337,7 +14337,7 @@ public object FfiConverterTypeOutput : FfiConverterRustBuffer<Output>{
     override fun read(buf: ByteBuffer): Output {
         return when(buf.getInt()) {
             1 -> Output.Line(
-                FfiConverterSequenceString.read(buf),
+                FfiConverterSequenceTypeConnId.read(buf),
                 FfiConverterString.read(buf),
                 )
             2 -> Output.Action(
@@ -14353,7 +14353,7 @@ public object FfiConverterTypeOutput : FfiConverterRustBuffer<Output>{
             // Add the size for the Int that specifies the variant plus the size needed for all fields
             (
                 4UL
-                + FfiConverterSequenceString.allocationSize(value.`to`)
+                + FfiConverterSequenceTypeConnId.allocationSize(value.`to`)
                 + FfiConverterString.allocationSize(value.`line`)
             )
         }
@@ -14371,7 +14371,7 @@ public object FfiConverterTypeOutput : FfiConverterRustBuffer<Output>{
         when(value) {
             is Output.Line -> {
                 buf.putInt(1)
-                FfiConverterSequenceString.write(value.`to`, buf)
+                FfiConverterSequenceTypeConnId.write(value.`to`, buf)
                 FfiConverterString.write(value.`line`, buf)
                 Unit
             }
@@ -19929,6 +19929,34 @@ public object FfiConverterSequenceSequenceTypeContentBlock: FfiConverterRustBuff
 /**
  * @suppress
  */
+public object FfiConverterSequenceTypeConnId: FfiConverterRustBuffer<List<ConnId>> {
+    override fun read(buf: ByteBuffer): List<ConnId> {
+        val len = buf.getInt()
+        return List<ConnId>(len) {
+            FfiConverterTypeConnId.read(buf)
+        }
+    }
+
+    override fun allocationSize(value: List<ConnId>): ULong {
+        val sizeForLength = 4UL
+        val sizeForItems = value.map { FfiConverterTypeConnId.allocationSize(it) }.sum()
+        return sizeForLength + sizeForItems
+    }
+
+    override fun write(value: List<ConnId>, buf: ByteBuffer) {
+        buf.putInt(value.size)
+        value.iterator().forEach {
+            FfiConverterTypeConnId.write(it, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
 public object FfiConverterSequenceTypeJsonObject: FfiConverterRustBuffer<List<JsonObject>> {
     override fun read(buf: ByteBuffer): List<JsonObject> {
         val len = buf.getInt()
@@ -19978,6 +20006,11 @@ public object FfiConverterSequenceTypeProtocolVersion: FfiConverterRustBuffer<Li
         }
     }
 }
+
+
+
+public typealias ConnId = kotlin.String
+public typealias FfiConverterTypeConnId = FfiConverterString
 
 
 

@@ -34,12 +34,14 @@ import java.util.concurrent.ConcurrentHashMap
 import dev.acpinject.AcpException
 import dev.acpinject.AgentConfig
 import dev.acpinject.CallRejected
+import dev.acpinject.ConnId
 import dev.acpinject.ConnectionRole
 import dev.acpinject.ContentBlock
 import dev.acpinject.Event
 import dev.acpinject.FfiConverterTypeAcpError
 import dev.acpinject.FfiConverterTypeAgentConfig
 import dev.acpinject.FfiConverterTypeCallRejected
+import dev.acpinject.FfiConverterTypeConnId
 import dev.acpinject.FfiConverterTypeConnectionRole
 import dev.acpinject.FfiConverterTypeContentBlock
 import dev.acpinject.FfiConverterTypeEvent
@@ -65,6 +67,7 @@ import java.util.concurrent.atomic.AtomicBoolean
 import dev.acpinject.RustBuffer as RustBufferAcpError
 import dev.acpinject.RustBuffer as RustBufferAgentConfig
 import dev.acpinject.RustBuffer as RustBufferCallRejected
+import dev.acpinject.RustBuffer as RustBufferConnId
 import dev.acpinject.RustBuffer as RustBufferConnectionRole
 import dev.acpinject.RustBuffer as RustBufferContentBlock
 import dev.acpinject.RustBuffer as RustBufferEvent
@@ -933,7 +936,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_check_item() and 0xFFFF) != 32631) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_check_outputs() and 0xFFFF) != 16087) {
+    if ((lib.uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_check_outputs() and 0xFFFF) != 33723) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_check_sent() and 0xFFFF) != 21456) {
@@ -1351,7 +1354,7 @@ public interface VectorRunInterface {
     /**
      * Reports the outputs drained, with the connections attached to each live session.
      */
-    fun `checkOutputs`(`outputs`: List<Output>, `attached`: Map<kotlin.String, List<kotlin.String>>)
+    fun `checkOutputs`(`outputs`: List<Output>, `attached`: Map<kotlin.String, List<ConnId>>)
     
     /**
      * Reports the lines the client sent since the last call (`expectSent`).
@@ -1585,7 +1588,7 @@ open class VectorRun: Disposable, AutoCloseable, VectorRunInterface
     /**
      * Reports the outputs drained, with the connections attached to each live session.
      */
-    @Throws(AcpException::class)override fun `checkOutputs`(`outputs`: List<Output>, `attached`: Map<kotlin.String, List<kotlin.String>>)
+    @Throws(AcpException::class)override fun `checkOutputs`(`outputs`: List<Output>, `attached`: Map<kotlin.String, List<ConnId>>)
         = 
     callWithHandle {
     uniffiRustCallWithError(AcpExceptionExternalErrorHandler) { _status ->
@@ -1593,7 +1596,7 @@ open class VectorRun: Disposable, AutoCloseable, VectorRunInterface
         it,
         
         FfiConverterSequenceTypeOutput.lower(`outputs`),
-        FfiConverterMapStringSequenceString.lower(`attached`),_status)
+        FfiConverterMapStringSequenceTypeConnId.lower(`attached`),_status)
 }
     }
     
@@ -1879,7 +1882,7 @@ public object FfiConverterTypeClientSetup: FfiConverterRustBuffer<ClientSetup> {
  * A connection of an agent-side vector's setup.
  */
 data class SetupConnection (
-    var `id`: kotlin.String
+    var `id`: ConnId
     , 
     var `role`: ConnectionRole
     
@@ -1898,18 +1901,18 @@ data class SetupConnection (
 public object FfiConverterTypeSetupConnection: FfiConverterRustBuffer<SetupConnection> {
     override fun read(buf: ByteBuffer): SetupConnection {
         return SetupConnection(
-            FfiConverterString.read(buf),
+            FfiConverterTypeConnId.read(buf),
             FfiConverterTypeConnectionRole.read(buf),
         )
     }
 
     override fun allocationSize(value: SetupConnection) = (
-            FfiConverterString.allocationSize(value.`id`) +
+            FfiConverterTypeConnId.allocationSize(value.`id`) +
             FfiConverterTypeConnectionRole.allocationSize(value.`role`)
     )
 
     override fun write(value: SetupConnection, buf: ByteBuffer) {
-            FfiConverterString.write(value.`id`, buf)
+            FfiConverterTypeConnId.write(value.`id`, buf)
             FfiConverterTypeConnectionRole.write(value.`role`, buf)
     }
 }
@@ -2184,7 +2187,7 @@ public object FfiConverterTypeClientCall : FfiConverterRustBuffer<ClientCall>{
 sealed class Instruction {
     
     data class ClientLine(
-        val `connection`: kotlin.String, 
+        val `connection`: dev.acpinject.ConnId, 
         val `line`: kotlin.String) : Instruction()
         
     {
@@ -2272,7 +2275,7 @@ public object FfiConverterTypeInstruction : FfiConverterRustBuffer<Instruction>{
     override fun read(buf: ByteBuffer): Instruction {
         return when(buf.getInt()) {
             1 -> Instruction.ClientLine(
-                FfiConverterString.read(buf),
+                FfiConverterTypeConnId.read(buf),
                 FfiConverterString.read(buf),
                 )
             2 -> Instruction.Runtime(
@@ -2306,7 +2309,7 @@ public object FfiConverterTypeInstruction : FfiConverterRustBuffer<Instruction>{
             // Add the size for the Int that specifies the variant plus the size needed for all fields
             (
                 4UL
-                + FfiConverterString.allocationSize(value.`connection`)
+                + FfiConverterTypeConnId.allocationSize(value.`connection`)
                 + FfiConverterString.allocationSize(value.`line`)
             )
         }
@@ -2372,7 +2375,7 @@ public object FfiConverterTypeInstruction : FfiConverterRustBuffer<Instruction>{
         when(value) {
             is Instruction.ClientLine -> {
                 buf.putInt(1)
-                FfiConverterString.write(value.`connection`, buf)
+                FfiConverterTypeConnId.write(value.`connection`, buf)
                 FfiConverterString.write(value.`line`, buf)
                 Unit
             }
@@ -2921,35 +2924,63 @@ public object FfiConverterSequenceTypeOutput: FfiConverterRustBuffer<List<Output
 /**
  * @suppress
  */
-public object FfiConverterMapStringSequenceString: FfiConverterRustBuffer<Map<kotlin.String, List<kotlin.String>>> {
-    override fun read(buf: ByteBuffer): Map<kotlin.String, List<kotlin.String>> {
+public object FfiConverterSequenceTypeConnId: FfiConverterRustBuffer<List<ConnId>> {
+    override fun read(buf: ByteBuffer): List<ConnId> {
         val len = buf.getInt()
-        return buildMap<kotlin.String, List<kotlin.String>>(len) {
+        return List<ConnId>(len) {
+            FfiConverterTypeConnId.read(buf)
+        }
+    }
+
+    override fun allocationSize(value: List<ConnId>): ULong {
+        val sizeForLength = 4UL
+        val sizeForItems = value.map { FfiConverterTypeConnId.allocationSize(it) }.sum()
+        return sizeForLength + sizeForItems
+    }
+
+    override fun write(value: List<ConnId>, buf: ByteBuffer) {
+        buf.putInt(value.size)
+        value.iterator().forEach {
+            FfiConverterTypeConnId.write(it, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterMapStringSequenceTypeConnId: FfiConverterRustBuffer<Map<kotlin.String, List<ConnId>>> {
+    override fun read(buf: ByteBuffer): Map<kotlin.String, List<ConnId>> {
+        val len = buf.getInt()
+        return buildMap<kotlin.String, List<ConnId>>(len) {
             repeat(len) {
                 val k = FfiConverterString.read(buf)
-                val v = FfiConverterSequenceString.read(buf)
+                val v = FfiConverterSequenceTypeConnId.read(buf)
                 this[k] = v
             }
         }
     }
 
-    override fun allocationSize(value: Map<kotlin.String, List<kotlin.String>>): ULong {
+    override fun allocationSize(value: Map<kotlin.String, List<ConnId>>): ULong {
         val spaceForMapSize = 4UL
         val spaceForChildren = value.map { (k, v) ->
             FfiConverterString.allocationSize(k) +
-            FfiConverterSequenceString.allocationSize(v)
+            FfiConverterSequenceTypeConnId.allocationSize(v)
         }.sum()
         return spaceForMapSize + spaceForChildren
     }
 
-    override fun write(value: Map<kotlin.String, List<kotlin.String>>, buf: ByteBuffer) {
+    override fun write(value: Map<kotlin.String, List<ConnId>>, buf: ByteBuffer) {
         buf.putInt(value.size)
         // The parens on `(k, v)` here ensure we're calling the right method,
         // which is important for compatibility with older android devices.
         // Ref https://blog.danlew.net/2017/03/16/kotlin-puzzler-whose-line-is-it-anyways/
         value.forEach { (k, v) ->
             FfiConverterString.write(k, buf)
-            FfiConverterSequenceString.write(v, buf)
+            FfiConverterSequenceTypeConnId.write(v, buf)
         }
     }
 }
@@ -2972,6 +3003,8 @@ object AcpExceptionExternalErrorHandler : UniffiRustCallStatusErrorHandler<AcpEx
             }
         )
 }
+
+
 
 
 

@@ -12,7 +12,7 @@ use acp_inject_core::wire::SessionId;
 use std::hint::black_box;
 use std::time::Instant;
 
-use acp_inject_core::agent::{Agent, AgentConfig, BreakPoint, RuntimeEvent};
+use acp_inject_core::agent::{Agent, AgentConfig, BreakPoint, ConnId, RuntimeEvent};
 use acp_inject_core::wire::jsonrpc;
 use agent_client_protocol_schema::v2;
 use agent_client_protocol_schema::v2::{JsonRpcMessage, Notification};
@@ -141,18 +141,21 @@ fn running(pending: usize) -> (Agent, Vec<String>) {
     let config = AgentConfig { inject: Some(inject), policy: Default::default(), info: Default::default(), setup: Default::default() };
     let mut a = Agent::new(config).expect("a valid configuration");
     a.create_session(&SessionId("s1".into()), "/work").unwrap();
-    a.attach_to_session("c1", &SessionId("s1".into())).unwrap();
+    a.attach_to_session(&"c1".into(), &SessionId("s1".into())).unwrap();
     // R-INIT-2: nothing but `initialize` is served before it.
     a.handle_line(
-        "c1",
+        &"c1".into(),
         r#"{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":2,"info":{"name":"bench","version":"0"}}}"#,
     );
-    a.handle_line("c1", &line(0, "session/prompt", json!({ "sessionId": "s1", "prompt": [{ "type": "text", "text": "go" }] })));
+    a.handle_line(
+        &"c1".into(),
+        &line(0, "session/prompt", json!({ "sessionId": "s1", "prompt": [{ "type": "text", "text": "go" }] })),
+    );
     drain(&mut a);
     let mut ids = Vec::with_capacity(pending);
     for i in 0..pending {
         a.handle_line(
-            "c1",
+            &"c1".into(),
             &line(
                 i as u64 + 1,
                 "session/inject",
@@ -186,13 +189,14 @@ fn core_ops(rounds: usize) -> Value {
             })
             .collect();
         let mut samples: [Vec<f64>; 4] = Default::default();
+        let c1 = ConnId::from("c1");
         for r in 0..rounds {
             eprintln!("bench: core round {}/{rounds} with {pending} pending", r + 1);
             // inject: OPS more injects, then revoke them (so the pending count stays `pending`).
             let mut minted = Vec::with_capacity(OPS);
             samples[0].push(time(&mut || {
                 for l in &inject_lines {
-                    a.handle_line("c1", l);
+                    a.handle_line(&c1, l);
                     for o in drain(&mut a) {
                         if let acp_inject_core::agent::Output::Line { line, .. } = o {
                             if let Some(i) = line.find("\"messageId\":\"") {
@@ -210,14 +214,14 @@ fn core_ops(rounds: usize) -> Value {
                 .collect();
             samples[1].push(time(&mut || {
                 for l in &revokes {
-                    a.handle_line("c1", l);
+                    a.handle_line(&c1, l);
                     black_box(drain(&mut a));
                 }
             }));
             let replaces: Vec<String> = (0..OPS).map(|i| line(30_000_000 + i as u64, "session/replace_inject", json!({ "sessionId": "s1", "messageId": ids[(i * 7919 + r) % ids.len()], "content": [{ "type": "text", "text": "edited" }] }))).collect();
             samples[2].push(time(&mut || {
                 for l in &replaces {
-                    a.handle_line("c1", l);
+                    a.handle_line(&c1, l);
                     black_box(drain(&mut a));
                 }
             }));
@@ -233,7 +237,7 @@ fn core_ops(rounds: usize) -> Value {
                 .collect();
             samples[3].push(time(&mut || {
                 for l in &steers {
-                    a.handle_line("c1", l);
+                    a.handle_line(&c1, l);
                     a.runtime_event(&SessionId("s1".into()), RuntimeEvent::BreakPoint(BreakPoint::ToolResult)).unwrap();
                     black_box(drain(&mut a));
                 }

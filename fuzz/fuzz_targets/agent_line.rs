@@ -11,7 +11,7 @@ use libfuzzer_sys::fuzz_target;
 fuzz_target!(|data: &[u8]| {
     let mut a = common::agent(Default::default());
     for line in data.split(|b| *b == b'\n') {
-        a.handle_bytes("c1", line);
+        a.handle_bytes(&"c1".into(), line);
         for o in common::drain(&mut a) {
             if let Output::Line { line, .. } = o {
                 let v: serde_json::Value = serde_json::from_str(&line).expect("outputs are JSON");

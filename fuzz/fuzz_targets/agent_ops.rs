@@ -42,7 +42,7 @@ fuzz_target!(|data: &[u8]| {
         };
         let (method, line) = common::maybe_call_line(req, call, &text);
         match line {
-            Some(l) => a.handle_line("c1", &l),
+            Some(l) => a.handle_line(&"c1".into(), &l),
             None => {
                 let ev = match op % 16 {
                     8 | 9 => RuntimeEvent::BreakPoint(if op % 2 == 0 { BreakPoint::ToolResult } else { BreakPoint::ModelStep }),
@@ -63,7 +63,13 @@ fuzz_target!(|data: &[u8]| {
                         Some(r) => RuntimeEvent::WithdrawPermission { request_id: r.id.clone() },
                         None => RuntimeEvent::Resumed,
                     },
-                    14 => if op & 0x80 == 0 { RuntimeEvent::Paused } else { RuntimeEvent::Resumed },
+                    14 => {
+                        if op & 0x80 == 0 {
+                            RuntimeEvent::Paused
+                        } else {
+                            RuntimeEvent::Resumed
+                        }
+                    }
                     _ if op & 0x40 == 0 => RuntimeEvent::TurnStarted,
                     _ => RuntimeEvent::TurnEnded { stop_reason: StopReason::EndTurn, usage: None, error: None },
                 };

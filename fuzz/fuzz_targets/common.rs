@@ -13,10 +13,10 @@ pub fn agent(policy: Policy) -> Agent {
     let config = AgentConfig { inject: Some(inject), policy, info: Default::default(), setup: Default::default() };
     let mut a = Agent::new(config).expect("a valid configuration");
     a.create_session(&SessionId("s1".into()), "/tmp").unwrap();
-    a.attach_to_session("c1", &SessionId("s1".into())).unwrap();
+    a.attach_to_session(&"c1".into(), &SessionId("s1".into())).unwrap();
     // R-INIT-2: nothing but `initialize` is served before it; its answer is dropped.
     a.handle_line(
-        "c1",
+        &"c1".into(),
         r#"{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":2,"info":{"name":"fuzz","version":"0"}}}"#,
     );
     a.drain().expect("drain");

@@ -38,12 +38,14 @@ fuzz_target!(|data: &[u8]| {
         };
         let (method, line) = common::maybe_call_line(req, call, &text);
         match line {
-            Some(l) => a.handle_line("c1", &l),
+            Some(l) => a.handle_line(&"c1".into(), &l),
             None => {
                 let event = match op % 12 {
                     7 | 8 => RuntimeEvent::BreakPoint(BreakPoint::ToolResult),
                     9 => {
-                        let update = format!(r#"{{"sessionUpdate":"agent_message_chunk","messageId":"agent_{i}","content":{{"type":"text","text":"ok"}}}}"#);
+                        let update = format!(
+                            r#"{{"sessionUpdate":"agent_message_chunk","messageId":"agent_{i}","content":{{"type":"text","text":"ok"}}}}"#
+                        );
                         RuntimeEvent::Update(serde_json::from_str(&update).expect("an update"))
                     }
                     _ => RuntimeEvent::TurnEnded { stop_reason: StopReason::EndTurn, usage: None, error: None },
@@ -73,10 +75,10 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     if first & 1 == 1 {
-        a.handle_line("c1", &common::request(1, "session/close", ""));
+        a.handle_line(&"c1".into(), &common::request(1, "session/close", ""));
         common::drain(&mut a);
     }
-    a.handle_line("c2", &common::request(2, "session/resume", r#","cwd":"/tmp","replayFrom":{"type":"start"}"#));
+    a.handle_line(&"c2".into(), &common::request(2, "session/resume", r#","cwd":"/tmp","replayFrom":{"type":"start"}"#));
     let mut replayed: Vec<(String, String)> = Vec::new();
     let mut answered = false;
     for o in common::drain(&mut a) {

@@ -9,10 +9,12 @@ the files' own. Exits non-zero when anything fails. ``cargo xtask test --stage i
 ``interop/python-sdk/requirements.txt`` pins it); ``--ours-python``: one with ``acp_inject``.
 Only the standard library is used here, so either interpreter can run it.
 
-Code lines, as the READMEs count them: the physical lines that hold a Python token other than
-a comment, a line break or indentation, less the lines of docstrings (a string literal that is
-the first statement of the module, a class or a function). A statement spread over several
-lines counts each of them.
+Code lines, as the READMEs count them. Python: the physical lines that hold a Python token
+other than a comment, a line break or indentation, less the lines of docstrings (a string
+literal that is the first statement of the module, a class or a function); a statement spread
+over several lines counts each of them. Kotlin and Swift: the lines that are neither blank nor
+comments (``//`` lines and ``/* */`` blocks). Every file a README table cell names is counted,
+whichever language.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ STOP = re.compile(r"^stop reason: (end_turn|StopReason\.END_TURN\(\))$", re.MULT
 
 
 def code_lines(path: Path) -> int:
+    if path.suffix != ".py":
+        return c_like_code_lines(path)
     source = path.read_text()
     docstrings: set[int] = set()
     for node in ast.walk(ast.parse(source)):
@@ -53,6 +57,23 @@ def code_lines(path: Path) -> int:
         if token.type not in layout:
             lines.update(range(token.start[0], token.end[0] + 1))
     return len(lines - docstrings)
+
+
+def c_like_code_lines(path: Path) -> int:
+    """Kotlin and Swift: lines neither blank nor comment (a ``//`` line, or inside ``/* */``)."""
+    count, in_block = 0, False
+    for line in path.read_text().splitlines():
+        text = line.strip()
+        if in_block:
+            in_block = "*/" not in text
+            continue
+        if not text or text.startswith("//"):
+            continue
+        if text.startswith("/*"):
+            in_block = "*/" not in text
+            continue
+        count += 1
+    return count
 
 
 class Checks:
@@ -213,16 +234,18 @@ async def cancel_mid_turn(agent: list[str]) -> str:
 
 
 def check_tables(c: Checks) -> None:
-    """Every `N ([file.py](path))` cell of the two READMEs names the file's code lines."""
-    counts = {name: code_lines(HERE / name) for name in EXAMPLES}
+    """Every `N ([file](path))` cell of the two READMEs names the file's code lines, and both
+    tables name each Python example."""
     for readme in (ROOT / "side-by-side/README.md", ROOT / "README.md"):
-        cells = re.findall(r"(\d+) \(\[[^\]]+\]\(([^)#]+\.py)\)\)", readme.read_text())
+        cells = re.findall(r"(\d+) \(\[[^\]]+\]\(([^)#]+\.(?:py|kt|swift))\)\)", readme.read_text())
         named = {(readme.parent / path).resolve(): int(n) for n, path in cells}
-        for name, actual in counts.items():
-            stated = named.get(HERE / name)
+        for name in EXAMPLES:
+            c.expect(HERE / name in named, f"{readme.relative_to(ROOT)}: the table names {name}")
+        for path, stated in named.items():
+            actual = code_lines(path) if path.is_file() else None
             c.expect(
                 stated == actual,
-                f"{readme.relative_to(ROOT)}: {name} has {actual} code lines (the table says {stated})",
+                f"{readme.relative_to(ROOT)}: {path.relative_to(ROOT)} has {actual} code lines (the table says {stated})",
             )
 
 

@@ -2,7 +2,7 @@
 //! of the answer is decoded, so a v1 agent's answer is read as v1's, and an agent of a version
 //! this client does not speak fails `initialize` with -32022, the versions named.
 
-use acp_inject_core::client::{Answer, ClientConnection, Event};
+use acp_inject_core::client::{Answer, ClientConnection, Event, Phase};
 use acp_inject_core::wire::{Implementation, RequestId};
 use serde_json::{json, Value};
 
@@ -82,4 +82,23 @@ fn an_agent_advertising_the_open_inject_shapes_is_accepted() {
         "capabilities": { "session": { "inject": { "modes": ["queue", "steer"], "steerInStream": null } } },
     });
     assert!(matches!(initialize_answered(null_steer), Answer::Initialized(_)), "a null steerInStream is not said, not wrong");
+}
+
+#[test]
+fn the_phase_says_which_wire_the_handshake_settled() {
+    let answers = [
+        (json!({ "protocolVersion": 1, "agentCapabilities": {}, "authMethods": [] }), 1),
+        (json!({ "protocolVersion": 2, "info": { "name": "v2-agent", "version": "1" } }), 2),
+    ];
+    for (result, version) in answers {
+        let mut c = ClientConnection::new(1 << 20);
+        let RequestId::Number(id) = c.initialize(Implementation::new("test", "1"), false) else { panic!("a numeric id") };
+        assert_eq!(c.phase(), &Phase::AwaitingAgent);
+        c.receive_line(&json!({ "jsonrpc": "2.0", "id": id, "result": result }).to_string());
+        match (c.phase(), version) {
+            (Phase::V1(agent), 1) | (Phase::V2(agent), 2) => assert_eq!(agent.protocol_version.0, version),
+            (other, _) => panic!("version {version} settled {other:?}"),
+        }
+        assert_eq!(c.protocol_version(), version);
+    }
 }

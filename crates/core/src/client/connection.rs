@@ -106,12 +106,35 @@ struct LenientPromptResponse {
     message_id: Option<MessageId>,
 }
 
+/// Where a connection is in its handshake (C-INIT-1, C-V1-1), read off the type: the agent's
+/// `initialize` answer once it came, and the wire version it settled.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Phase {
+    /// No `initialize` answer yet: the connection speaks version 2 until one says otherwise.
+    AwaitingAgent,
+    /// A version 2 agent: the native wire.
+    V2(Box<InitializeResponse>),
+    /// A version 1 agent, driven through v1 from here on (C-V1-1).
+    V1(Box<InitializeResponse>),
+}
+
+impl Phase {
+    /// The phase an agent's `initialize` answer settles, by its `protocolVersion`.
+    fn of(agent: InitializeResponse) -> Phase {
+        if agent.protocol_version.0 == 1 {
+            Phase::V1(Box::new(agent))
+        } else {
+            Phase::V2(Box::new(agent))
+        }
+    }
+}
+
 /// One client connection. See the module docs.
 #[derive(Debug)]
 pub struct ClientConnection {
     next_id: i64,
     in_flight: HashMap<RequestId, InFlight>,
-    agent: Option<InitializeResponse>,
+    phase: Phase,
     sessions: BTreeMap<SessionId, SessionMirror>,
     events: VecDeque<Event>,
     outbox: VecDeque<String>,
@@ -144,7 +167,7 @@ impl ClientConnection {
         ClientConnection {
             next_id: 1,
             in_flight: HashMap::new(),
-            agent: None,
+            phase: Phase::AwaitingAgent,
             sessions: BTreeMap::new(),
             events: VecDeque::new(),
             outbox: VecDeque::new(),
@@ -159,12 +182,20 @@ impl ClientConnection {
 
     /// The agent's `initialize` answer, once received.
     pub fn agent(&self) -> Option<&InitializeResponse> {
-        self.agent.as_ref()
+        match &self.phase {
+            Phase::AwaitingAgent => None,
+            Phase::V2(agent) | Phase::V1(agent) => Some(agent),
+        }
+    }
+
+    /// Where the connection is in its handshake, and the wire it speaks.
+    pub fn phase(&self) -> &Phase {
+        &self.phase
     }
 
     /// The agent's advertised `session.inject`.
     pub fn inject_capabilities(&self) -> Option<&InjectCapabilities> {
-        self.agent.as_ref()?.capabilities.as_ref()?.session.as_ref()?.inject.as_ref()
+        self.agent()?.capabilities.as_ref()?.session.as_ref()?.inject.as_ref()
     }
 
     /// The protocol version `initialize` settled: 2 until an agent answers 1.
@@ -178,7 +209,7 @@ impl ClientConnection {
 
     /// The agent answered `initialize` with version 1 (C-V1-1).
     fn v1(&self) -> bool {
-        self.agent.as_ref().is_some_and(|a| a.protocol_version.0 == 1)
+        matches!(self.phase, Phase::V1(_))
     }
 
     /// What to do with a steer when the agent takes no injects (C-HELD-3); `None` (the
@@ -190,7 +221,7 @@ impl ClientConnection {
     /// Takes the agent's capabilities as known without an `initialize` exchange (a restored
     /// app, or a test); its `protocolVersion` is the connection's.
     pub fn assume_initialized(&mut self, agent: InitializeResponse) {
-        self.agent = Some(agent);
+        self.phase = Phase::of(agent);
     }
 
     /// Takes the agent's inject capabilities as known without an `initialize` exchange.

@@ -18,7 +18,7 @@ mod connection;
 mod event;
 mod mirror;
 
-pub use connection::{ClientConnection, SteerFallback};
+pub use connection::{ClientConnection, Phase, SteerFallback};
 pub use event::{Answer, Event, ProtocolError, RequestKind, SessionEvent};
 pub use mirror::{
     Affordances, CallRejected, IllegalTransition, ItemMode, ItemStatus, Lifecycle, MessageRole, MirrorSnapshot, PendingItem,

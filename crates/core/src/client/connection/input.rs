@@ -168,7 +168,7 @@ impl ClientConnection {
                 // C-V1-1: an agent of version 1 is driven through v1 from here on.
                 if version == Some(1) {
                     let r = super::v1::initialize_response(raw).map_err(invalid)?;
-                    self.agent = Some(r.clone());
+                    self.phase = Phase::of(r.clone());
                     return Ok(Answer::Initialized(Box::new(r)));
                 }
                 if let Some(v) = version.filter(|v| !supported.iter().any(|s| u64::from(*s) == *v)) {
@@ -187,7 +187,7 @@ impl ClientConnection {
                 // nullable `steerInStream`): `InitializeResponse::check`, the rule this toolkit's
                 // agents follow, is not applied to what another agent advertises.
                 let r: InitializeResponse = decode(kind, raw).map_err(invalid)?;
-                self.agent = Some(r.clone());
+                self.phase = Phase::of(r.clone());
                 Answer::Initialized(Box::new(r))
             }
             Flight::NewSession => {

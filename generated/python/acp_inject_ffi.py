@@ -726,7 +726,7 @@ def _uniffi_check_api_checksums(lib):
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_turncontext_paused() != 20052:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_turncontext_request_permission() != 44060:
+    if lib.uniffi_acp_inject_ffi_checksum_method_turncontext_request_permission() != 9818:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_turncontext_resumed() != 27654:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
@@ -1668,6 +1668,7 @@ _UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_paused.argtypes = (
 _UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_paused.restype = None
 _UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_request_permission.argtypes = (
     ctypes.c_uint64,
+    _UniffiRustBuffer,
     _UniffiRustBuffer,
     _UniffiRustBuffer,
     _UniffiRustBuffer,
@@ -19179,10 +19180,12 @@ class TurnContextProtocol(typing.Protocol):
         A model-process pause began.
 """
         raise NotImplementedError
-    async def request_permission(self, title: str,description: typing.Optional[str],options: typing.List[PermissionOption]) -> RequestPermissionOutcome:
+    async def request_permission(self, title: str,description: typing.Optional[str],options: typing.List[PermissionOption],tool_call_id: typing.Union[object, typing.Optional[str]] = _DEFAULT) -> RequestPermissionOutcome:
         """
         Asks the user for permission; `requires_action` until answered (a cancel answers
-        `cancelled`).
+        `cancelled`). With `tool_call_id`, the request is about that tool call (the subject
+        `{"type": "tool_call", "toolCall": {"toolCallId": …}}`; a v1 client gets it as the
+        request's `toolCall`); without, v1 clients get a tool call named after the request.
 """
         raise NotImplementedError
     def resumed(self, ) -> None:
@@ -19388,10 +19391,12 @@ class TurnContext(TurnContextProtocol):
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    async def request_permission(self, title: str,description: typing.Optional[str],options: typing.List[PermissionOption]) -> RequestPermissionOutcome:
+    async def request_permission(self, title: str,description: typing.Optional[str],options: typing.List[PermissionOption],tool_call_id: typing.Union[object, typing.Optional[str]] = _DEFAULT) -> RequestPermissionOutcome:
         """
         Asks the user for permission; `requires_action` until answered (a cancel answers
-        `cancelled`).
+        `cancelled`). With `tool_call_id`, the request is about that tool call (the subject
+        `{"type": "tool_call", "toolCall": {"toolCallId": …}}`; a v1 client gets it as the
+        request's `toolCall`); without, v1 clients get a tool call named after the request.
 """
         
         _UniffiFfiConverterString.check_lower(title)
@@ -19399,11 +19404,16 @@ class TurnContext(TurnContextProtocol):
         _UniffiFfiConverterOptionalString.check_lower(description)
 
         _UniffiFfiConverterSequenceTypePermissionOption.check_lower(options)
+
+        if tool_call_id is _DEFAULT:
+            tool_call_id = None
+        _UniffiFfiConverterOptionalString.check_lower(tool_call_id)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
             _UniffiFfiConverterString.lower(title),
             _UniffiFfiConverterOptionalString.lower(description),
             _UniffiFfiConverterSequenceTypePermissionOption.lower(options),
+            _UniffiFfiConverterOptionalString.lower(tool_call_id),
         )
         _uniffi_lift_return = _UniffiFfiConverterTypeRequestPermissionOutcome.lift
         _uniffi_error_converter = _UniffiFfiConverterTypeAcpError

@@ -3302,9 +3302,11 @@ public protocol TurnContextProtocol: AnyObject, Sendable {
     
     /**
      * Asks the user for permission; `requires_action` until answered (a cancel answers
-     * `cancelled`).
+     * `cancelled`). With `tool_call_id`, the request is about that tool call (the subject
+     * `{"type": "tool_call", "toolCall": {"toolCallId": …}}`; a v1 client gets it as the
+     * request's `toolCall`); without, v1 clients get a tool call named after the request.
      */
-    func requestPermission(title: String, description: String?, options: [PermissionOption]) async throws  -> RequestPermissionOutcome
+    func requestPermission(title: String, description: String?, options: [PermissionOption], toolCallId: String?) async throws  -> RequestPermissionOutcome
     
     /**
      * The pause cleared.
@@ -3519,14 +3521,16 @@ open func paused()throws   {try rustCallWithError(FfiConverterTypeAcpError_lift)
     
     /**
      * Asks the user for permission; `requires_action` until answered (a cancel answers
-     * `cancelled`).
+     * `cancelled`). With `tool_call_id`, the request is about that tool call (the subject
+     * `{"type": "tool_call", "toolCall": {"toolCallId": …}}`; a v1 client gets it as the
+     * request's `toolCall`); without, v1 clients get a tool call named after the request.
      */
-open func requestPermission(title: String, description: String?, options: [PermissionOption])async throws  -> RequestPermissionOutcome  {
+open func requestPermission(title: String, description: String?, options: [PermissionOption], toolCallId: String? = nil)async throws  -> RequestPermissionOutcome  {
     return
         try  await uniffiRustCallAsync(
             rustFutureFunc: {
                 uniffi_acp_inject_ffi_fn_method_turncontext_request_permission(
-                        self.uniffiCloneHandle(),FfiConverterString.lower(title),FfiConverterOptionString.lower(description),FfiConverterSequenceTypePermissionOption.lower(options)
+                        self.uniffiCloneHandle(),FfiConverterString.lower(title),FfiConverterOptionString.lower(description),FfiConverterSequenceTypePermissionOption.lower(options),FfiConverterOptionString.lower(toolCallId)
                 )
             },
             pollFunc: ffi_acp_inject_ffi_rust_future_poll_rust_buffer,
@@ -18859,7 +18863,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_acp_inject_ffi_checksum_method_turncontext_paused() != 20052) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_turncontext_request_permission() != 44060) {
+    if (uniffi_acp_inject_ffi_checksum_method_turncontext_request_permission() != 9818) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_acp_inject_ffi_checksum_method_turncontext_resumed() != 27654) {

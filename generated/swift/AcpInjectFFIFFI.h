@@ -827,7 +827,7 @@ void uniffi_acp_inject_ffi_fn_method_turncontext_paused(uint64_t ptr, RustCallSt
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_TURNCONTEXT_REQUEST_PERMISSION
 #define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_TURNCONTEXT_REQUEST_PERMISSION
-uint64_t uniffi_acp_inject_ffi_fn_method_turncontext_request_permission(uint64_t ptr, RustBuffer title, RustBuffer description, RustBuffer options
+uint64_t uniffi_acp_inject_ffi_fn_method_turncontext_request_permission(uint64_t ptr, RustBuffer title, RustBuffer description, RustBuffer options, RustBuffer tool_call_id
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_TURNCONTEXT_RESUMED

@@ -82,6 +82,11 @@ async function firstConnection() {
     step(`session/prompt: {stopReason: end_turn} after ${updates.length} updates ("${text("agent_message_chunk").slice(0, 40)}…")`);
     check(permissions.length >= 1, "the agent asked for permission during the turn");
     check(typeof permissions[0].toolCall?.toolCallId === "string", "the permission request carries v1's toolCall");
+    const announced = updates.filter((u) => u.sessionUpdate === "tool_call").map((u) => u.toolCallId);
+    check(
+      announced.includes(permissions[0].toolCall.toolCallId),
+      `the permission's toolCall is a tool call the turn announced (${permissions[0].toolCall.toolCallId} among ${announced.join(", ")})`,
+    );
     step(`session/request_permission: ${permissions.length} answered, toolCall ${permissions[0].toolCall.toolCallId}`);
 
     // A prompt cancelled once the agent has started answering.

@@ -18,7 +18,7 @@ class EchoAgent : Agent() {
 
         val call = "call_${System.nanoTime()}"
         turn.toolCall(call, ToolCallStatus.Pending, title = "Echo the message", kind = ToolKind.Other)
-        val answer = turn.permission("Echo the message") ?: return null   // null: cancelled
+        val answer = turn.permission("Echo the message", toolCallId = call) ?: return null   // null: cancelled
         turn.toolCall(call, if (answer == "allow") ToolCallStatus.Completed else ToolCallStatus.Failed)
         for (steer in turn.breakPoint(BreakPoint.TOOL_RESULT)) turn.say(" (steered: ${textOf(steer.content)})")
         return null                                                      // end_turn

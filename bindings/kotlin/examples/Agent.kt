@@ -19,7 +19,7 @@ class ScriptedAgent(private val delay: Duration) : Agent() {
         for (tool in 1..2) {
             val call = "call_${turn.sessionId}_${heard.size}_$tool"
             turn.toolCall(call, ToolCallStatus.Pending, title = "Run step $tool", kind = ToolKind.Execute)
-            if (tool == 2 && turn.permission("Allow step $tool?") != "allow") {
+            if (tool == 2 && turn.permission("Allow step $tool?", toolCallId = call) != "allow") {
                 turn.toolCall(call, ToolCallStatus.Failed)
                 continue
             }

@@ -26,7 +26,7 @@ class ScriptedAgent(Agent):
         for tool in (1, 2):
             call = f"call_{turn.session_id}_{len(heard)}_{tool}"
             turn.tool_call(call, ToolCallStatus.PENDING(), title=f"Run step {tool}", kind=ToolKind.EXECUTE())
-            if tool == 2 and await turn.permission(f"Allow step {tool}?") != "allow":
+            if tool == 2 and await turn.permission(f"Allow step {tool}?", tool_call_id=call) != "allow":
                 turn.tool_call(call, ToolCallStatus.FAILED())
                 continue
             turn.tool_call(call, ToolCallStatus.IN_PROGRESS())
@@ -37,8 +37,7 @@ class ScriptedAgent(Agent):
                 heard.append(text_of(steer.content))      # the model reads the user's steer here
                 turn.say(f"(noted: {text_of(steer.content)}) ")
         turn.say(f"Done ({len(heard)} message(s) handled this turn).")
-        usage = Usage(total_tokens=100 * len(heard) + 50, input_tokens=100 * len(heard), output_tokens=50,
-                      thought_tokens=None, cached_read_tokens=None, cached_write_tokens=None, meta=None)
+        usage = Usage(total_tokens=100 * len(heard) + 50, input_tokens=100 * len(heard), output_tokens=50)
         return TurnEnd(stop_reason=StopReason.END_TURN(), usage=usage)
 
 

@@ -159,15 +159,20 @@ impl TurnContext {
     }
 
     /// Asks the user for permission; `requires_action` until answered (a cancel answers
-    /// `cancelled`).
+    /// `cancelled`). With `tool_call_id`, the request is about that tool call (the subject
+    /// `{"type": "tool_call", "toolCall": {"toolCallId": …}}`; a v1 client gets it as the
+    /// request's `toolCall`); without, v1 clients get a tool call named after the request.
+    #[uniffi::method(default(tool_call_id = None))]
     pub async fn request_permission(
         &self,
         title: String,
         description: Option<String>,
         options: Vec<PermissionOption>,
+        tool_call_id: Option<String>,
     ) -> Result<RequestPermissionOutcome, AcpError> {
         let t = self.inner.clone();
-        on_runtime(async move { Ok(t.request_permission(&title, description.as_deref(), options, None).await?) }).await
+        let subject = tool_call_id.map(tool_call_subject);
+        on_runtime(async move { Ok(t.request_permission(&title, description.as_deref(), options, subject).await?) }).await
     }
 }
 
@@ -273,4 +278,12 @@ impl AgentServer {
     pub fn sessions(&self) -> Vec<String> {
         self.inner.sessions().into_iter().map(String::from).collect()
     }
+}
+
+/// A permission request's subject naming the tool call it is about.
+fn tool_call_subject(tool_call_id: String) -> serde_json::Map<String, serde_json::Value> {
+    serde_json::Map::from_iter([
+        ("type".to_owned(), serde_json::Value::from("tool_call")),
+        ("toolCall".to_owned(), serde_json::json!({ "toolCallId": tool_call_id })),
+    ])
 }

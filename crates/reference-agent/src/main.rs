@@ -168,7 +168,12 @@ impl Scripted {
                     PermissionOption::new(PermissionOptionId("allow".into()), "Allow", PermissionOptionKind::AllowOnce),
                     PermissionOption::new(PermissionOptionId("reject".into()), "Reject", PermissionOptionKind::RejectOnce),
                 ];
-                let outcome = turn.request_permission(&format!("Allow step {}?", tool + 1), None, options, None).await;
+                // The subject names the tool call (a v1 client gets it as the request's `toolCall`).
+                let subject = serde_json::Map::from_iter([
+                    ("type".to_owned(), serde_json::Value::from("tool_call")),
+                    ("toolCall".to_owned(), serde_json::json!({ "toolCallId": id.0 })),
+                ]);
+                let outcome = turn.request_permission(&format!("Allow step {}?", tool + 1), None, options, Some(subject)).await;
                 let allowed = matches!(&outcome, Ok(RequestPermissionOutcome::Selected(s)) if s.option_id.0 == "allow");
                 if turn.is_cancelled() {
                     return Err(Cancelled);

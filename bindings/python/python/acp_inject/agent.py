@@ -143,14 +143,22 @@ class Turn:
             waiter.cancel()
         return not done and not self.cancelled
 
-    async def permission(self, title: str, options: Sequence[Tuple[str, str, PermissionOptionKind]] = ()) -> Optional[str]:
+    async def permission(
+        self,
+        title: str,
+        options: Sequence[Tuple[str, str, PermissionOptionKind]] = (),
+        *,
+        tool_call_id: Optional[str] = None,
+    ) -> Optional[str]:
         """Asks the user (``session/request_permission``); returns the chosen option id, or
-        ``None`` when the request was cancelled. The default options are allow/reject once."""
+        ``None`` when the request was cancelled. The default options are allow/reject once.
+        ``tool_call_id`` names the tool call the request is about (an ACP v1 client gets it as
+        the request's ``toolCall``)."""
         opts = [
             PermissionOption(option_id=PermissionOptionId(oid), name=name, kind=kind)
             for oid, name, kind in (options or (("allow", "Allow", PermissionOptionKind.ALLOW_ONCE()), ("reject", "Reject", PermissionOptionKind.REJECT_ONCE())))
         ]
-        outcome = await self._ctx.request_permission(title, None, opts)
+        outcome = await self._ctx.request_permission(title, None, opts, tool_call_id)
         if isinstance(outcome, RequestPermissionOutcome.SELECTED):
             return str(outcome[0].option_id)
         return None

@@ -262,19 +262,24 @@ public final class AgentTurn: Sendable, CustomStringConvertible {
     ///   - title: the question.
     ///   - options: the choices; by default ``allowOrReject`` (`allow`, `reject`).
     ///   - description: more detail for the user, if any.
+    ///   - toolCallId: the tool call the request is about, if any (an ACP v1 client gets it as
+    ///     the request's `toolCall`).
     /// - Returns: the id of the option the user chose, or `nil` when the request was cancelled
     ///   (the user cancelled the turn, or the client declined it).
     public func permission(
-        _ title: String, options: [PermissionOption] = AgentTurn.allowOrReject, description: String? = nil
+        _ title: String, options: [PermissionOption] = AgentTurn.allowOrReject, description: String? = nil,
+        toolCallId: String? = nil
     ) async throws -> PermissionOptionId? {
-        switch try await context.requestPermission(title: title, description: description, options: options) {
+        switch try await context.requestPermission(
+            title: title, description: description, options: options, toolCallId: toolCallId
+        ) {
         case let .selected(selected): return selected.optionId
         default: return nil
         }
     }
 
     /// `allow` (allow once) and `reject` (reject once): the default options of
-    /// ``permission(_:options:description:)``.
+    /// ``permission(_:options:description:toolCallId:)``.
     public static let allowOrReject: [PermissionOption] = [
         PermissionOption(optionId: "allow", name: "Allow", kind: .allowOnce, meta: nil),
         PermissionOption(optionId: "reject", name: "Reject", kind: .rejectOnce, meta: nil),

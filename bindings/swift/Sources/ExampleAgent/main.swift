@@ -21,7 +21,7 @@ struct ScriptedAgent: Agent {
         for tool in 1...2 {
             let call = "call_\(turn.sessionId)_\(heard.count)_\(tool)"
             try turn.toolCall(call, status: .pending, title: "Run step \(tool)", kind: .execute)
-            if tool == 2, try await turn.permission("Allow step \(tool)?") != "allow" {
+            if tool == 2, try await turn.permission("Allow step \(tool)?", toolCallId: call) != "allow" {
                 try turn.toolCall(call, status: .failed)
                 continue
             }

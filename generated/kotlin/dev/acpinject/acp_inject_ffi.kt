@@ -1176,7 +1176,7 @@ internal object UniffiLib {
     ): RustBuffer.ByValue
     external fun uniffi_acp_inject_ffi_fn_method_turncontext_paused(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Unit
-    external fun uniffi_acp_inject_ffi_fn_method_turncontext_request_permission(`ptr`: Long,`title`: RustBuffer.ByValue,`description`: RustBuffer.ByValue,`options`: RustBuffer.ByValue,
+    external fun uniffi_acp_inject_ffi_fn_method_turncontext_request_permission(`ptr`: Long,`title`: RustBuffer.ByValue,`description`: RustBuffer.ByValue,`options`: RustBuffer.ByValue,`toolCallId`: RustBuffer.ByValue,
     ): Long
     external fun uniffi_acp_inject_ffi_fn_method_turncontext_resumed(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Unit
@@ -1606,7 +1606,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_acp_inject_ffi_checksum_method_turncontext_paused() and 0xFFFF) != 20052) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_turncontext_request_permission() and 0xFFFF) != 44060) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_turncontext_request_permission() and 0xFFFF) != 9818) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_acp_inject_ffi_checksum_method_turncontext_resumed() and 0xFFFF) != 27654) {
@@ -6125,9 +6125,11 @@ public interface TurnContextInterface {
     
     /**
      * Asks the user for permission; `requires_action` until answered (a cancel answers
-     * `cancelled`).
+     * `cancelled`). With `tool_call_id`, the request is about that tool call (the subject
+     * `{"type": "tool_call", "toolCall": {"toolCallId": …}}`; a v1 client gets it as the
+     * request's `toolCall`); without, v1 clients get a tool call named after the request.
      */
-    suspend fun `requestPermission`(`title`: kotlin.String, `description`: kotlin.String?, `options`: List<PermissionOption>): RequestPermissionOutcome
+    suspend fun `requestPermission`(`title`: kotlin.String, `description`: kotlin.String?, `options`: List<PermissionOption>, `toolCallId`: kotlin.String? = null): RequestPermissionOutcome
     
     /**
      * The pause cleared.
@@ -6432,11 +6434,13 @@ open class TurnContext: Disposable, AutoCloseable, TurnContextInterface
     
     /**
      * Asks the user for permission; `requires_action` until answered (a cancel answers
-     * `cancelled`).
+     * `cancelled`). With `tool_call_id`, the request is about that tool call (the subject
+     * `{"type": "tool_call", "toolCall": {"toolCallId": …}}`; a v1 client gets it as the
+     * request's `toolCall`); without, v1 clients get a tool call named after the request.
      */
     @Throws(AcpException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
-    override suspend fun `requestPermission`(`title`: kotlin.String, `description`: kotlin.String?, `options`: List<PermissionOption>) : RequestPermissionOutcome {
+    override suspend fun `requestPermission`(`title`: kotlin.String, `description`: kotlin.String?, `options`: List<PermissionOption>, `toolCallId`: kotlin.String?) : RequestPermissionOutcome {
         return uniffiRustCallAsync(
         callWithHandle { uniffiHandle ->
             UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_request_permission(
@@ -6445,6 +6449,7 @@ open class TurnContext: Disposable, AutoCloseable, TurnContextInterface
         FfiConverterString.lower(`title`),
         FfiConverterOptionalString.lower(`description`),
         FfiConverterSequenceTypePermissionOption.lower(`options`),
+        FfiConverterOptionalString.lower(`toolCallId`),
             )
         },
         { future, callback, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },

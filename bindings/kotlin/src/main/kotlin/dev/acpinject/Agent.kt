@@ -94,9 +94,16 @@ class AgentTurn(
     }
 
     /** Asks the user (`session/request_permission`); returns the chosen option id, or `null`
-     *  when the request was cancelled. The default options are allow once / reject once. */
-    suspend fun permission(title: String, options: List<PermissionOption> = ALLOW_OR_REJECT, description: String? = null): String? =
-        when (val outcome = context.requestPermission(title, description, options)) {
+     *  when the request was cancelled. The default options are allow once / reject once.
+     *  [toolCallId] names the tool call the request is about (an ACP v1 client gets it as the
+     *  request's `toolCall`). */
+    suspend fun permission(
+        title: String,
+        options: List<PermissionOption> = ALLOW_OR_REJECT,
+        description: String? = null,
+        toolCallId: String? = null,
+    ): String? =
+        when (val outcome = context.requestPermission(title, description, options, toolCallId)) {
             is RequestPermissionOutcome.Selected -> outcome.v1.optionId
             else -> null
         }

@@ -110,7 +110,7 @@ private let sigpipeIgnored: Bool = {
 ///
 /// Close it with ``close()``; a client nobody references any more (no ``Session`` of it
 /// included: each holds its client) closes itself in the background.
-public final class Client: @unchecked Sendable {
+public final class Client: Sendable {
     /// The generated object, for what this layer does not wrap.
     public let connection: Connection
     private let closed = Locked(false)
@@ -180,7 +180,7 @@ public final class Client: @unchecked Sendable {
 }
 
 /// A session open on a ``Client``. Every call is safe from any task.
-public final class Session: @unchecked Sendable, CustomStringConvertible {
+public final class Session: Sendable, CustomStringConvertible {
     /// The generated object, for what this layer does not wrap.
     public let session: AcpInjectFFI.Session
     /// The client the session belongs to (kept open while the session is referenced).

@@ -288,7 +288,8 @@ fn stdio_tags(params: &mut Map<String, Value>) -> bool {
 }
 
 /// v2's `session/request_permission` in v1's shape: `toolCall` (required in v1) from the
-/// subject's tool call, else one named after the request (R-V1-4).
+/// subject's tool call (titled with the request's title when it has none), else one named
+/// after the request (R-V1-4).
 fn permission_request(request: &RequestPermissionRequest, id: &RequestId) -> String {
     let subject = request.subject.as_ref();
     let kind = subject.and_then(|s| s.get("type")).and_then(Value::as_str);
@@ -296,7 +297,10 @@ fn permission_request(request: &RequestPermissionRequest, id: &RequestId) -> Str
         Map::from_iter([("toolCallId".to_owned(), tool_call_id), ("title".to_owned(), Value::from(request.title.clone()))])
     };
     let tool_call = match kind {
-        Some("tool_call") => subject.and_then(|s| s.get("toolCall")).and_then(Value::as_object).cloned(),
+        Some("tool_call") => subject.and_then(|s| s.get("toolCall")).and_then(Value::as_object).cloned().map(|mut call| {
+            call.entry("title").or_insert_with(|| Value::from(request.title.clone()));
+            call
+        }),
         Some("command") => subject.and_then(|s| s.get("toolCallId")).filter(|t| t.is_string()).cloned().map(titled),
         _ => None,
     }

@@ -1,6 +1,6 @@
 //! `cargo xtask codegen [--check]`: writes every generated artifact: into `generated/`, and the
 //! few that must sit beside the code using them (the wire crate's and the FFI crate's Rust
-//! sources, the Python package's stub and readers, the Kotlin package's `.mvn/maven.config`),
+//! sources, the Python package's stubs, the Kotlin package's `.mvn/maven.config`),
 //! each named or marked as generated in its first lines. Nothing generated edits a hand-written
 //! file.
 //!

@@ -575,9 +575,7 @@ fn conformance_in_shipped_sources(files: &[Tracked]) -> Vec<Finding> {
     let shipped = |path: &str| {
         let python = path.starts_with("bindings/python/python/")
             // The stub of the test package's module, which bindings/python/pyproject.toml excludes.
-            && !path.ends_with("/acp_inject_ffi_conformance.pyi")
-            // Wraps the engine's calls like every other object's, when the test package has it.
-            && path != "bindings/python/python/acp_inject/_checked.py";
+            && !path.ends_with("/acp_inject_ffi_conformance.pyi");
         let others =
             ["generated/python/", "generated/kotlin/", "generated/swift/", "bindings/kotlin/src/main/", "bindings/swift/dist/"];
         let swift_library = path.starts_with("bindings/swift/Sources/AcpInject/");
@@ -626,7 +624,7 @@ mod tests {
         let found = conformance_in_shipped_sources(&[
             file("generated/kotlin/dev/acpinject/acp_inject_ffi.kt", &format!("class AgentCore\nclass {engine}")),
             file("bindings/swift/Sources/AcpInject/Conformance.swift", &format!("let run = {engine}()")),
-            file("bindings/python/python/acp_inject/_checked.py", engine),
+            file("bindings/python/python/acp_inject/_errors.py", engine),
             file("bindings/python/python/acp_inject/acp_inject_ffi/acp_inject_ffi_conformance.pyi", engine),
             file("generated/conformance/kotlin/dev/acpinject/conformance/acp_inject_ffi_conformance.kt", engine),
             file("bindings/kotlin/src/test/kotlin/dev/acpinject/conformance/Conformance.kt", engine),
@@ -638,6 +636,7 @@ mod tests {
             [
                 ("generated/kotlin/dev/acpinject/acp_inject_ffi.kt", 2),
                 ("bindings/swift/Sources/AcpInject/Conformance.swift", 1),
+                ("bindings/python/python/acp_inject/_errors.py", 1),
                 ("crates/ffi/Cargo.toml", 3)
             ]
         );

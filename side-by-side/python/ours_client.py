@@ -49,7 +49,7 @@ async def main(command: list[str]) -> None:
             elif isinstance(event, acp.SessionEvent.UPDATE):
                 update = event[0]
                 if isinstance(update, acp.SessionUpdate.AGENT_MESSAGE_CHUNK):
-                    print(text_of([update[0].content]), end="", flush=True)
+                    print(text_of(update[0].content), end="", flush=True)
                 elif isinstance(update, acp.SessionUpdate.TOOL_CALL_UPDATE):
                     print(f"\n[tool] {update[0].status}")
                 elif isinstance(update, acp.SessionUpdate.STATE_UPDATE) and isinstance(update[0], acp.StateUpdate.IDLE):

@@ -173,3 +173,9 @@ def test_transcript_shows_agent_chunks_between_user_messages() -> None:
     assert snap is not None
     assert [(e.role, text_of(e.content)) for e in snap.transcript] == [(MessageRole.USER, "hi"), (MessageRole.AGENT, "hello ")]
     assert isinstance(snap.transcript[1].content[0], ContentBlock.TEXT)
+
+
+def test_text_of_reads_one_block_or_a_list() -> None:
+    assert text_of(text("hi")) == "hi"
+    assert text_of([text("a"), text("b")]) == "ab"
+    assert text_of([]) == ""

@@ -24,6 +24,8 @@ def blocks(content: Content) -> List[ContentBlock]:
     return list(content)
 
 
-def text_of(content: Iterable[ContentBlock]) -> str:
-    """The text of the text blocks, joined (other blocks are skipped)."""
+def text_of(content: Union[ContentBlock, Iterable[ContentBlock]]) -> str:
+    """The text of a block, or of a list's text blocks joined (other blocks are skipped)."""
+    if isinstance(content, ContentBlock):
+        content = [content]
     return "".join(b[0].text for b in content if isinstance(b, ContentBlock.TEXT))

@@ -64,6 +64,12 @@ let package = Package(
         ),
         // The example agent (Sources/ExampleAgent/main.swift): `swiftw run ExampleAgent`.
         .executableTarget(name: "ExampleAgent", dependencies: ["AcpInject"], path: "Sources/ExampleAgent"),
+        // The side-by-side agent and client (side-by-side/swift/OursAgent.swift, OursClient.swift):
+        // `swiftw run OursClient .build/debug/OursAgent`. SwiftPM refuses a target path outside
+        // the package ("target … is outside the package root"), so each target's main.swift is a
+        // symlink to its file there, as the generated binding's files are.
+        .executableTarget(name: "OursAgent", dependencies: ["AcpInject"], path: "Sources/OursAgent"),
+        .executableTarget(name: "OursClient", dependencies: ["AcpInject"], path: "Sources/OursClient"),
         .testTarget(
             name: "AcpInjectTests",
             dependencies: ["AcpInject", "RecordedStream"],

@@ -127,7 +127,10 @@ final class AgentRuntimeTests: XCTestCase {
         try await until(session) { ($0.agentPending ?? []).count == 2 }
         XCTAssertEqual(probe.steers.withLock { $0 }, [], "a steer waits for a break-point")
         probe.gate.withLock { $0 = true }
-        let seen = try await until(session) { $0.state == .idle && users($0).count == 3 && $0.stopReason != nil }
+        // Until turn 2 answered (between the turns the session is idle too, the queued message
+        // already delivered). The snapshot can be ahead of the batches handed out so far: what
+        // it already shows is queued, so take that too.
+        let seen = try await until(session) { $0.state == .idle && said($0).count == 3 && $0.stopReason != nil } + session.takeEvents()
         let snap = try session.snapshot()
 
         // The agent read the steer at its break-point; the queued message opened turn 2.

@@ -5,16 +5,9 @@ import XCTest
 /// The example agent (`Sources/ExampleAgent/main.swift`, which `swift test` builds beside the
 /// test bundle) in its own process, driven by the Swift client over stdio and over WebSocket.
 final class ExampleAgentTests: XCTestCase {
-    /// The built example agent: next to the test runner, else in `.build/debug`.
+    /// The built example agent.
     private func exampleAgent() throws -> String {
-        let candidates = [
-            URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("ExampleAgent").path,
-            workspace.appendingPathComponent("bindings/swift/.build/debug/ExampleAgent").path,
-        ]
-        guard let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
-            throw Timeout(description: "no ExampleAgent executable in \(candidates) (swift test builds it)")
-        }
-        return found
+        try builtExecutable("ExampleAgent")
     }
 
     /// Follows `session`'s events, answering every permission request with `option`, until

@@ -37,6 +37,19 @@ func agentBinary() throws -> String {
     return target + "/debug/acp-inject-agent"
 }
 
+/// An executable target of this package (`ExampleAgent`, `OursAgent`, …), which `swift test`
+/// builds beside the test bundle: next to the test runner, else in `.build/debug`.
+func builtExecutable(_ name: String) throws -> String {
+    let candidates = [
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent(name).path,
+        workspace.appendingPathComponent("bindings/swift/.build/debug/\(name)").path,
+    ]
+    guard let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
+        throw Timeout(description: "no \(name) executable in \(candidates) (swift test builds it)")
+    }
+    return found
+}
+
 /// Connects to the reference agent (`--delay-ms`, then `extra` arguments).
 func connectReferenceAgent(delayMs: Int = 30, _ extra: [String] = []) async throws -> Client {
     try await connect([agentBinary(), "--delay-ms", String(delayMs)] + extra, name: "acp-inject-swift-tests", forwardStderr: false)

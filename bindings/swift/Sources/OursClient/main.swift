@@ -1,0 +1,1 @@
+../../../../side-by-side/swift/OursClient.swift

@@ -18,7 +18,7 @@ struct EchoAgent: Agent {
 
         let call = "call_\(UUID().uuidString)"
         try turn.toolCall(call, status: .pending, title: "Echo the message", kind: .other)
-        guard let answer = try await turn.permission("Echo the message") else { return nil }   // nil: cancelled
+        guard let answer = try await turn.permission("Echo the message", toolCallId: call) else { return nil }   // nil: cancelled
         try turn.toolCall(call, status: answer == "allow" ? .completed : .failed)
         for steer in try turn.breakPoint(.toolResult) { try turn.say(" (steered: \(steer.content.text))") }
         return nil                                                             // end_turn

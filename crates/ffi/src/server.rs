@@ -3,8 +3,10 @@
 
 use std::sync::Arc;
 
-use acp_inject_core::agent::{AgentConfig, BreakPoint, HostError, PendingInject, SessionSetup, UserInput};
-use acp_inject_core::wire::{MessageId, PermissionOption, RequestPermissionOutcome, SessionId, SessionUpdate};
+use acp_inject_core::agent::{AgentConfig, BreakPoint, HostError, PendingInject, PermissionAsk, SessionSetup, UserInput};
+use acp_inject_core::wire::{
+    MessageId, PermissionOption, RequestPermissionOutcome, SessionId, SessionUpdate, ToolCallId, ToolCallUpdate,
+};
 use acp_inject_transport::{ServeOptions, TurnEnd};
 
 use crate::{guard, on_runtime, AcpError};
@@ -171,7 +173,7 @@ impl TurnContext {
         tool_call_id: Option<String>,
     ) -> Result<RequestPermissionOutcome, AcpError> {
         let t = self.inner.clone();
-        let subject = tool_call_id.map(tool_call_subject);
+        let subject = tool_call_id.map(|id| PermissionAsk::tool_call_subject(&ToolCallUpdate::new(ToolCallId(id))));
         on_runtime(async move { Ok(t.request_permission(&title, description.as_deref(), options, subject).await?) }).await
     }
 }
@@ -278,12 +280,4 @@ impl AgentServer {
     pub fn sessions(&self) -> Vec<String> {
         self.inner.sessions().into_iter().map(String::from).collect()
     }
-}
-
-/// A permission request's subject naming the tool call it is about.
-fn tool_call_subject(tool_call_id: String) -> serde_json::Map<String, serde_json::Value> {
-    serde_json::Map::from_iter([
-        ("type".to_owned(), serde_json::Value::from("tool_call")),
-        ("toolCall".to_owned(), serde_json::json!({ "toolCallId": tool_call_id })),
-    ])
 }

@@ -12,7 +12,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use acp_inject_core::agent::{AgentConfig, AgentInfo, BreakPoint, PendingInject, Policy, QueueDrain, SetupSupport, UserInput};
+use acp_inject_core::agent::{
+    AgentConfig, AgentInfo, BreakPoint, PendingInject, PermissionAsk, Policy, QueueDrain, SetupSupport, UserInput,
+};
 use acp_inject_core::wire::{
     ContentBlock, InjectCapabilities, InjectMode, PendingCapabilities, PermissionOption, PermissionOptionId, PermissionOptionKind,
     RequestPermissionOutcome, SessionId, SteerInStream, StopReason, TextContent, ToolCallContent, ToolCallContentBlock, ToolCallId,
@@ -169,10 +171,7 @@ impl Scripted {
                     PermissionOption::new(PermissionOptionId("reject".into()), "Reject", PermissionOptionKind::RejectOnce),
                 ];
                 // The subject names the tool call (a v1 client gets it as the request's `toolCall`).
-                let subject = serde_json::Map::from_iter([
-                    ("type".to_owned(), serde_json::Value::from("tool_call")),
-                    ("toolCall".to_owned(), serde_json::json!({ "toolCallId": id.0 })),
-                ]);
+                let subject = PermissionAsk::tool_call_subject(&ToolCallUpdate::new(id.clone()));
                 let outcome = turn.request_permission(&format!("Allow step {}?", tool + 1), None, options, Some(subject)).await;
                 let allowed = matches!(&outcome, Ok(RequestPermissionOutcome::Selected(s)) if s.option_id.0 == "allow");
                 if turn.is_cancelled() {

@@ -15,7 +15,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use acp_inject_wire::jsonrpc::{self, DecodeError};
 use acp_inject_wire::{
-    ErrorObject, PermissionOption, RequestId, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse, SessionId,
+    ErrorObject, PermissionOption, RequestId, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
+    SessionId, ToolCallUpdate,
 };
 use serde::{Deserialize, Serialize};
 
@@ -40,6 +41,16 @@ pub struct PermissionAsk {
     /// What the request is about, carried through unchanged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subject: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+impl PermissionAsk {
+    /// The subject of a request about a tool call (`{"type": "tool_call", "toolCall": …}`):
+    /// clients apply the tool call like a `tool_call_update` before showing the prompt, and an
+    /// ACP v1 client gets it as the request's `toolCall` (R-V1-4).
+    pub fn tool_call_subject(tool_call: &ToolCallUpdate) -> serde_json::Map<String, serde_json::Value> {
+        let call = serde_json::to_value(tool_call).unwrap_or_else(|e| unreachable!("a tool call always serialises: {e}"));
+        serde_json::Map::from_iter([("type".to_owned(), serde_json::Value::from("tool_call")), ("toolCall".to_owned(), call)])
+    }
 }
 
 /// One request the agent sent and still waits on.

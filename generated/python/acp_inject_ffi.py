@@ -538,27 +538,27 @@ def _uniffi_check_api_checksums(lib):
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_func_shutdown_runtime() != 36246:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_attach() != 35951:
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_attach() != 20804:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_attach_to_session() != 48691:
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_attach_to_session() != 19302:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_attached() != 18218:
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_attached() != 23955:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_create_session() != 21520:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_detach() != 64516:
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_detach() != 17791:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_detach_and_drain() != 16791:
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_detach_and_drain() != 33590:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_forget_session() != 29884:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_handle_bytes() != 32777:
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_handle_bytes() != 60819:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_handle_end() != 51979:
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_handle_end() != 30013:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_handle_line() != 41777:
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_handle_line() != 14150:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_handle_text() != 24677:
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_handle_text() != 33464:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_history() != 22208:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
@@ -18476,17 +18476,17 @@ class AgentCoreProtocol(typing.Protocol):
     The agent-side core of one agent process (all its sessions), without I/O.
 """
     
-    def attach(self, connection: str,role: ConnectionRole) -> None:
+    def attach(self, connection: ConnId,role: ConnectionRole) -> None:
         """
         Registers a connection with a role.
 """
         raise NotImplementedError
-    def attach_to_session(self, connection: str,session_id: str) -> bool:
+    def attach_to_session(self, connection: ConnId,session_id: str) -> bool:
         """
         Attaches a connection to a live session; `false` when the session is not live.
 """
         raise NotImplementedError
-    def attached(self, session_id: str) -> typing.List[str]:
+    def attached(self, session_id: str) -> typing.List[ConnId]:
         """
         The connections attached to a session.
 """
@@ -18496,14 +18496,14 @@ class AgentCoreProtocol(typing.Protocol):
         Creates an idle session with a chosen id; `false` when the id is taken.
 """
         raise NotImplementedError
-    def detach(self, connection: str) -> None:
+    def detach(self, connection: ConnId) -> None:
         """
         A connection went away: it is detached from every session, and the agent's requests only
         it could answer are answered `cancelled` (drain them with the next call's outputs, or
         call [`AgentCore::detach_and_drain`]).
 """
         raise NotImplementedError
-    def detach_and_drain(self, connection: str) -> typing.List[Output]:
+    def detach_and_drain(self, connection: ConnId) -> typing.List[Output]:
         """
         Like [`AgentCore::detach`], returning the outputs it caused.
 """
@@ -18513,25 +18513,25 @@ class AgentCoreProtocol(typing.Protocol):
         Forgets a session and its history.
 """
         raise NotImplementedError
-    def handle_bytes(self, connection: str,bytes: bytes) -> typing.List[Output]:
+    def handle_bytes(self, connection: ConnId,bytes: bytes) -> typing.List[Output]:
         """
         Feeds raw bytes from `connection` in any chunking (a read of its stream): complete
         lines are applied (invalid UTF-8 in a line is a parse error), a partial line waits for
         the next call. Returns every output, in order.
 """
         raise NotImplementedError
-    def handle_end(self, connection: str) -> typing.List[Output]:
+    def handle_end(self, connection: ConnId) -> typing.List[Output]:
         """
         `connection`'s stream ended: a last line without a newline is applied. Returns every
         output, in order. Then call [`AgentCore::detach_and_drain`].
 """
         raise NotImplementedError
-    def handle_line(self, connection: str,line: str) -> typing.List[Output]:
+    def handle_line(self, connection: ConnId,line: str) -> typing.List[Output]:
         """
         Applies one line from `connection`; returns every output it caused, in order.
 """
         raise NotImplementedError
-    def handle_text(self, connection: str,lines: str) -> typing.List[Output]:
+    def handle_text(self, connection: ConnId,lines: str) -> typing.List[Output]:
         """
         Applies newline-separated lines given as one string (one crossing for many lines);
         returns every output, in order.
@@ -18684,17 +18684,17 @@ class AgentCore(AgentCoreProtocol):
         inst = cls.__new__(cls)
         inst._handle = handle
         return inst
-    def attach(self, connection: str,role: ConnectionRole) -> None:
+    def attach(self, connection: ConnId,role: ConnectionRole) -> None:
         """
         Registers a connection with a role.
 """
         
-        _UniffiFfiConverterString.check_lower(connection)
+        _UniffiFfiConverterTypeConnId.check_lower(connection)
 
         _UniffiFfiConverterTypeConnectionRole.check_lower(role)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
-            _UniffiFfiConverterString.lower(connection),
+            _UniffiFfiConverterTypeConnId.lower(connection),
             _UniffiFfiConverterTypeConnectionRole.lower(role),
         )
         _uniffi_lift_return = lambda val: None
@@ -18705,17 +18705,17 @@ class AgentCore(AgentCoreProtocol):
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def attach_to_session(self, connection: str,session_id: str) -> bool:
+    def attach_to_session(self, connection: ConnId,session_id: str) -> bool:
         """
         Attaches a connection to a live session; `false` when the session is not live.
 """
         
-        _UniffiFfiConverterString.check_lower(connection)
+        _UniffiFfiConverterTypeConnId.check_lower(connection)
 
         _UniffiFfiConverterString.check_lower(session_id)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
-            _UniffiFfiConverterString.lower(connection),
+            _UniffiFfiConverterTypeConnId.lower(connection),
             _UniffiFfiConverterString.lower(session_id),
         )
         _uniffi_lift_return = _UniffiFfiConverterBoolean.lift
@@ -18726,7 +18726,7 @@ class AgentCore(AgentCoreProtocol):
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def attached(self, session_id: str) -> typing.List[str]:
+    def attached(self, session_id: str) -> typing.List[ConnId]:
         """
         The connections attached to a session.
 """
@@ -18736,7 +18736,7 @@ class AgentCore(AgentCoreProtocol):
             self._uniffi_clone_handle(),
             _UniffiFfiConverterString.lower(session_id),
         )
-        _uniffi_lift_return = _UniffiFfiConverterSequenceString.lift
+        _uniffi_lift_return = _UniffiFfiConverterSequenceTypeConnId.lift
         _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
@@ -18765,17 +18765,17 @@ class AgentCore(AgentCoreProtocol):
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def detach(self, connection: str) -> None:
+    def detach(self, connection: ConnId) -> None:
         """
         A connection went away: it is detached from every session, and the agent's requests only
         it could answer are answered `cancelled` (drain them with the next call's outputs, or
         call [`AgentCore::detach_and_drain`]).
 """
         
-        _UniffiFfiConverterString.check_lower(connection)
+        _UniffiFfiConverterTypeConnId.check_lower(connection)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
-            _UniffiFfiConverterString.lower(connection),
+            _UniffiFfiConverterTypeConnId.lower(connection),
         )
         _uniffi_lift_return = lambda val: None
         _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
@@ -18785,15 +18785,15 @@ class AgentCore(AgentCoreProtocol):
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def detach_and_drain(self, connection: str) -> typing.List[Output]:
+    def detach_and_drain(self, connection: ConnId) -> typing.List[Output]:
         """
         Like [`AgentCore::detach`], returning the outputs it caused.
 """
         
-        _UniffiFfiConverterString.check_lower(connection)
+        _UniffiFfiConverterTypeConnId.check_lower(connection)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
-            _UniffiFfiConverterString.lower(connection),
+            _UniffiFfiConverterTypeConnId.lower(connection),
         )
         _uniffi_lift_return = _UniffiFfiConverterSequenceTypeOutput.lift
         _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
@@ -18821,19 +18821,19 @@ class AgentCore(AgentCoreProtocol):
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def handle_bytes(self, connection: str,bytes: bytes) -> typing.List[Output]:
+    def handle_bytes(self, connection: ConnId,bytes: bytes) -> typing.List[Output]:
         """
         Feeds raw bytes from `connection` in any chunking (a read of its stream): complete
         lines are applied (invalid UTF-8 in a line is a parse error), a partial line waits for
         the next call. Returns every output, in order.
 """
         
-        _UniffiFfiConverterString.check_lower(connection)
+        _UniffiFfiConverterTypeConnId.check_lower(connection)
 
         _UniffiFfiConverterBytes.check_lower(bytes)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
-            _UniffiFfiConverterString.lower(connection),
+            _UniffiFfiConverterTypeConnId.lower(connection),
             _UniffiFfiConverterBytes.lower(bytes),
         )
         _uniffi_lift_return = _UniffiFfiConverterSequenceTypeOutput.lift
@@ -18844,16 +18844,16 @@ class AgentCore(AgentCoreProtocol):
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def handle_end(self, connection: str) -> typing.List[Output]:
+    def handle_end(self, connection: ConnId) -> typing.List[Output]:
         """
         `connection`'s stream ended: a last line without a newline is applied. Returns every
         output, in order. Then call [`AgentCore::detach_and_drain`].
 """
         
-        _UniffiFfiConverterString.check_lower(connection)
+        _UniffiFfiConverterTypeConnId.check_lower(connection)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
-            _UniffiFfiConverterString.lower(connection),
+            _UniffiFfiConverterTypeConnId.lower(connection),
         )
         _uniffi_lift_return = _UniffiFfiConverterSequenceTypeOutput.lift
         _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
@@ -18863,17 +18863,17 @@ class AgentCore(AgentCoreProtocol):
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def handle_line(self, connection: str,line: str) -> typing.List[Output]:
+    def handle_line(self, connection: ConnId,line: str) -> typing.List[Output]:
         """
         Applies one line from `connection`; returns every output it caused, in order.
 """
         
-        _UniffiFfiConverterString.check_lower(connection)
+        _UniffiFfiConverterTypeConnId.check_lower(connection)
 
         _UniffiFfiConverterString.check_lower(line)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
-            _UniffiFfiConverterString.lower(connection),
+            _UniffiFfiConverterTypeConnId.lower(connection),
             _UniffiFfiConverterString.lower(line),
         )
         _uniffi_lift_return = _UniffiFfiConverterSequenceTypeOutput.lift
@@ -18884,18 +18884,18 @@ class AgentCore(AgentCoreProtocol):
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def handle_text(self, connection: str,lines: str) -> typing.List[Output]:
+    def handle_text(self, connection: ConnId,lines: str) -> typing.List[Output]:
         """
         Applies newline-separated lines given as one string (one crossing for many lines);
         returns every output, in order.
 """
         
-        _UniffiFfiConverterString.check_lower(connection)
+        _UniffiFfiConverterTypeConnId.check_lower(connection)
 
         _UniffiFfiConverterString.check_lower(lines)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
-            _UniffiFfiConverterString.lower(connection),
+            _UniffiFfiConverterTypeConnId.lower(connection),
             _UniffiFfiConverterString.lower(lines),
         )
         _uniffi_lift_return = _UniffiFfiConverterSequenceTypeOutput.lift

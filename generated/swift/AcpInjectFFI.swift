@@ -664,17 +664,17 @@ public protocol AgentCoreProtocol: AnyObject, Sendable {
     /**
      * Registers a connection with a role.
      */
-    func attach(connection: String, role: ConnectionRole) throws 
+    func attach(connection: ConnId, role: ConnectionRole) throws 
     
     /**
      * Attaches a connection to a live session; `false` when the session is not live.
      */
-    func attachToSession(connection: String, sessionId: String) throws  -> Bool
+    func attachToSession(connection: ConnId, sessionId: String) throws  -> Bool
     
     /**
      * The connections attached to a session.
      */
-    func attached(sessionId: String) throws  -> [String]
+    func attached(sessionId: String) throws  -> [ConnId]
     
     /**
      * Creates an idle session with a chosen id; `false` when the id is taken.
@@ -686,12 +686,12 @@ public protocol AgentCoreProtocol: AnyObject, Sendable {
      * it could answer are answered `cancelled` (drain them with the next call's outputs, or
      * call [`AgentCore::detach_and_drain`]).
      */
-    func detach(connection: String) throws 
+    func detach(connection: ConnId) throws 
     
     /**
      * Like [`AgentCore::detach`], returning the outputs it caused.
      */
-    func detachAndDrain(connection: String) throws  -> [Output]
+    func detachAndDrain(connection: ConnId) throws  -> [Output]
     
     /**
      * Forgets a session and its history.
@@ -703,24 +703,24 @@ public protocol AgentCoreProtocol: AnyObject, Sendable {
      * lines are applied (invalid UTF-8 in a line is a parse error), a partial line waits for
      * the next call. Returns every output, in order.
      */
-    func handleBytes(connection: String, bytes: Data) throws  -> [Output]
+    func handleBytes(connection: ConnId, bytes: Data) throws  -> [Output]
     
     /**
      * `connection`'s stream ended: a last line without a newline is applied. Returns every
      * output, in order. Then call [`AgentCore::detach_and_drain`].
      */
-    func handleEnd(connection: String) throws  -> [Output]
+    func handleEnd(connection: ConnId) throws  -> [Output]
     
     /**
      * Applies one line from `connection`; returns every output it caused, in order.
      */
-    func handleLine(connection: String, line: String) throws  -> [Output]
+    func handleLine(connection: ConnId, line: String) throws  -> [Output]
     
     /**
      * Applies newline-separated lines given as one string (one crossing for many lines);
      * returns every output, in order.
      */
-    func handleText(connection: String, lines: String) throws  -> [Output]
+    func handleText(connection: ConnId, lines: String) throws  -> [Output]
     
     /**
      * The session's history (R-REPLAY-1), as stored.
@@ -883,11 +883,11 @@ public static func restore(config: AgentConfig, snapshot: String)throws  -> Agen
     /**
      * Registers a connection with a role.
      */
-open func attach(connection: String, role: ConnectionRole)throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func attach(connection: ConnId, role: ConnectionRole)throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_agentcore_attach(
             self.uniffiCloneHandle(),
-        FfiConverterString.lower(connection),
+        FfiConverterTypeConnId_lower(connection),
         FfiConverterTypeConnectionRole_lower(role),uniffiCallStatus
     )
 }
@@ -896,12 +896,12 @@ open func attach(connection: String, role: ConnectionRole)throws   {try rustCall
     /**
      * Attaches a connection to a live session; `false` when the session is not live.
      */
-open func attachToSession(connection: String, sessionId: String)throws  -> Bool  {
+open func attachToSession(connection: ConnId, sessionId: String)throws  -> Bool  {
     return try  FfiConverterBool.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_agentcore_attach_to_session(
             self.uniffiCloneHandle(),
-        FfiConverterString.lower(connection),
+        FfiConverterTypeConnId_lower(connection),
         FfiConverterString.lower(sessionId),uniffiCallStatus
     )
 })
@@ -910,8 +910,8 @@ open func attachToSession(connection: String, sessionId: String)throws  -> Bool 
     /**
      * The connections attached to a session.
      */
-open func attached(sessionId: String)throws  -> [String]  {
-    return try  FfiConverterSequenceString.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func attached(sessionId: String)throws  -> [ConnId]  {
+    return try  FfiConverterSequenceTypeConnId.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_agentcore_attached(
             self.uniffiCloneHandle(),
@@ -939,11 +939,11 @@ open func createSession(sessionId: String, cwd: String)throws  -> Bool  {
      * it could answer are answered `cancelled` (drain them with the next call's outputs, or
      * call [`AgentCore::detach_and_drain`]).
      */
-open func detach(connection: String)throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func detach(connection: ConnId)throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_agentcore_detach(
             self.uniffiCloneHandle(),
-        FfiConverterString.lower(connection),uniffiCallStatus
+        FfiConverterTypeConnId_lower(connection),uniffiCallStatus
     )
 }
 }
@@ -951,12 +951,12 @@ open func detach(connection: String)throws   {try rustCallWithError(FfiConverter
     /**
      * Like [`AgentCore::detach`], returning the outputs it caused.
      */
-open func detachAndDrain(connection: String)throws  -> [Output]  {
+open func detachAndDrain(connection: ConnId)throws  -> [Output]  {
     return try  FfiConverterSequenceTypeOutput.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_agentcore_detach_and_drain(
             self.uniffiCloneHandle(),
-        FfiConverterString.lower(connection),uniffiCallStatus
+        FfiConverterTypeConnId_lower(connection),uniffiCallStatus
     )
 })
 }
@@ -978,12 +978,12 @@ open func forgetSession(sessionId: String)throws   {try rustCallWithError(FfiCon
      * lines are applied (invalid UTF-8 in a line is a parse error), a partial line waits for
      * the next call. Returns every output, in order.
      */
-open func handleBytes(connection: String, bytes: Data)throws  -> [Output]  {
+open func handleBytes(connection: ConnId, bytes: Data)throws  -> [Output]  {
     return try  FfiConverterSequenceTypeOutput.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_agentcore_handle_bytes(
             self.uniffiCloneHandle(),
-        FfiConverterString.lower(connection),
+        FfiConverterTypeConnId_lower(connection),
         FfiConverterData.lower(bytes),uniffiCallStatus
     )
 })
@@ -993,12 +993,12 @@ open func handleBytes(connection: String, bytes: Data)throws  -> [Output]  {
      * `connection`'s stream ended: a last line without a newline is applied. Returns every
      * output, in order. Then call [`AgentCore::detach_and_drain`].
      */
-open func handleEnd(connection: String)throws  -> [Output]  {
+open func handleEnd(connection: ConnId)throws  -> [Output]  {
     return try  FfiConverterSequenceTypeOutput.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_agentcore_handle_end(
             self.uniffiCloneHandle(),
-        FfiConverterString.lower(connection),uniffiCallStatus
+        FfiConverterTypeConnId_lower(connection),uniffiCallStatus
     )
 })
 }
@@ -1006,12 +1006,12 @@ open func handleEnd(connection: String)throws  -> [Output]  {
     /**
      * Applies one line from `connection`; returns every output it caused, in order.
      */
-open func handleLine(connection: String, line: String)throws  -> [Output]  {
+open func handleLine(connection: ConnId, line: String)throws  -> [Output]  {
     return try  FfiConverterSequenceTypeOutput.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_agentcore_handle_line(
             self.uniffiCloneHandle(),
-        FfiConverterString.lower(connection),
+        FfiConverterTypeConnId_lower(connection),
         FfiConverterString.lower(line),uniffiCallStatus
     )
 })
@@ -1021,12 +1021,12 @@ open func handleLine(connection: String, line: String)throws  -> [Output]  {
      * Applies newline-separated lines given as one string (one crossing for many lines);
      * returns every output, in order.
      */
-open func handleText(connection: String, lines: String)throws  -> [Output]  {
+open func handleText(connection: ConnId, lines: String)throws  -> [Output]  {
     return try  FfiConverterSequenceTypeOutput.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_agentcore_handle_text(
             self.uniffiCloneHandle(),
-        FfiConverterString.lower(connection),
+        FfiConverterTypeConnId_lower(connection),
         FfiConverterString.lower(lines),uniffiCallStatus
     )
 })
@@ -18596,37 +18596,37 @@ private let initializationResult: InitializationResult = {
     if (uniffi_acp_inject_ffi_checksum_func_default_connect_options() != 4057) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_agentcore_attach() != 35951) {
+    if (uniffi_acp_inject_ffi_checksum_method_agentcore_attach() != 20804) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_agentcore_attach_to_session() != 48691) {
+    if (uniffi_acp_inject_ffi_checksum_method_agentcore_attach_to_session() != 19302) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_agentcore_attached() != 18218) {
+    if (uniffi_acp_inject_ffi_checksum_method_agentcore_attached() != 23955) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_acp_inject_ffi_checksum_method_agentcore_create_session() != 21520) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_agentcore_detach() != 64516) {
+    if (uniffi_acp_inject_ffi_checksum_method_agentcore_detach() != 17791) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_agentcore_detach_and_drain() != 16791) {
+    if (uniffi_acp_inject_ffi_checksum_method_agentcore_detach_and_drain() != 33590) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_acp_inject_ffi_checksum_method_agentcore_forget_session() != 29884) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_agentcore_handle_bytes() != 32777) {
+    if (uniffi_acp_inject_ffi_checksum_method_agentcore_handle_bytes() != 60819) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_agentcore_handle_end() != 51979) {
+    if (uniffi_acp_inject_ffi_checksum_method_agentcore_handle_end() != 30013) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_agentcore_handle_line() != 41777) {
+    if (uniffi_acp_inject_ffi_checksum_method_agentcore_handle_line() != 14150) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_agentcore_handle_text() != 24677) {
+    if (uniffi_acp_inject_ffi_checksum_method_agentcore_handle_text() != 33464) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_acp_inject_ffi_checksum_method_agentcore_history() != 22208) {

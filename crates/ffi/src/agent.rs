@@ -74,9 +74,9 @@ impl AgentCore {
     }
 
     /// Registers a connection with a role.
-    pub fn attach(&self, connection: String, role: ConnectionRole) -> Result<(), AcpError> {
+    pub fn attach(&self, connection: ConnId, role: ConnectionRole) -> Result<(), AcpError> {
         guard(|| {
-            lock(&self.inner).agent.attach(&ConnId::from(connection.as_str()), role);
+            lock(&self.inner).agent.attach(&connection, role);
             Ok(())
         })
     }
@@ -84,30 +84,30 @@ impl AgentCore {
     /// A connection went away: it is detached from every session, and the agent's requests only
     /// it could answer are answered `cancelled` (drain them with the next call's outputs, or
     /// call [`AgentCore::detach_and_drain`]).
-    pub fn detach(&self, connection: String) -> Result<(), AcpError> {
+    pub fn detach(&self, connection: ConnId) -> Result<(), AcpError> {
         guard(|| {
-            lock(&self.inner).agent.detach(&ConnId::from(connection.as_str()));
+            lock(&self.inner).agent.detach(&connection);
             Ok(())
         })
     }
 
     /// Like [`AgentCore::detach`], returning the outputs it caused.
-    pub fn detach_and_drain(&self, connection: String) -> Result<Vec<Output>, AcpError> {
+    pub fn detach_and_drain(&self, connection: ConnId) -> Result<Vec<Output>, AcpError> {
         guard(|| {
             let agent = &mut lock(&self.inner).agent;
-            agent.detach(&ConnId::from(connection.as_str()));
+            agent.detach(&connection);
             AgentCore::drained(agent)
         })
     }
 
     /// Attaches a connection to a live session; `false` when the session is not live.
-    pub fn attach_to_session(&self, connection: String, session_id: String) -> Result<bool, AcpError> {
-        guard(|| Ok(lock(&self.inner).agent.attach_to_session(&ConnId::from(connection.as_str()), &SessionId(session_id)).is_ok()))
+    pub fn attach_to_session(&self, connection: ConnId, session_id: String) -> Result<bool, AcpError> {
+        guard(|| Ok(lock(&self.inner).agent.attach_to_session(&connection, &SessionId(session_id)).is_ok()))
     }
 
     /// The connections attached to a session.
-    pub fn attached(&self, session_id: String) -> Result<Vec<String>, AcpError> {
-        guard(|| Ok(lock(&self.inner).agent.attached(&SessionId(session_id)).into_iter().map(String::from).collect()))
+    pub fn attached(&self, session_id: String) -> Result<Vec<ConnId>, AcpError> {
+        guard(|| Ok(lock(&self.inner).agent.attached(&SessionId(session_id))))
     }
 
     /// Creates an idle session with a chosen id; `false` when the id is taken.
@@ -151,20 +151,20 @@ impl AgentCore {
     }
 
     /// Applies one line from `connection`; returns every output it caused, in order.
-    pub fn handle_line(&self, connection: String, line: String) -> Result<Vec<Output>, AcpError> {
+    pub fn handle_line(&self, connection: ConnId, line: String) -> Result<Vec<Output>, AcpError> {
         guard(|| {
             let agent = &mut lock(&self.inner).agent;
-            agent.handle_line(&ConnId::from(connection.as_str()), &line);
+            agent.handle_line(&connection, &line);
             AgentCore::drained(agent)
         })
     }
 
     /// Applies newline-separated lines given as one string (one crossing for many lines);
     /// returns every output, in order.
-    pub fn handle_text(&self, connection: String, lines: String) -> Result<Vec<Output>, AcpError> {
+    pub fn handle_text(&self, connection: ConnId, lines: String) -> Result<Vec<Output>, AcpError> {
         guard(|| {
             let agent = &mut lock(&self.inner).agent;
-            agent.handle_text(&ConnId::from(connection.as_str()), &lines);
+            agent.handle_text(&connection, &lines);
             AgentCore::drained(agent)
         })
     }
@@ -172,20 +172,20 @@ impl AgentCore {
     /// Feeds raw bytes from `connection` in any chunking (a read of its stream): complete
     /// lines are applied (invalid UTF-8 in a line is a parse error), a partial line waits for
     /// the next call. Returns every output, in order.
-    pub fn handle_bytes(&self, connection: String, bytes: Vec<u8>) -> Result<Vec<Output>, AcpError> {
+    pub fn handle_bytes(&self, connection: ConnId, bytes: Vec<u8>) -> Result<Vec<Output>, AcpError> {
         guard(|| {
             let agent = &mut lock(&self.inner).agent;
-            agent.receive_bytes(&ConnId::from(connection.as_str()), &bytes);
+            agent.receive_bytes(&connection, &bytes);
             AgentCore::drained(agent)
         })
     }
 
     /// `connection`'s stream ended: a last line without a newline is applied. Returns every
     /// output, in order. Then call [`AgentCore::detach_and_drain`].
-    pub fn handle_end(&self, connection: String) -> Result<Vec<Output>, AcpError> {
+    pub fn handle_end(&self, connection: ConnId) -> Result<Vec<Output>, AcpError> {
         guard(|| {
             let agent = &mut lock(&self.inner).agent;
-            agent.receive_end(&ConnId::from(connection.as_str()));
+            agent.receive_end(&connection);
             AgentCore::drained(agent)
         })
     }

@@ -78,7 +78,7 @@ fn worker(core: Arc<AgentCore>, log: Arc<Mutex<Log>>, t: usize) {
                 let text = format!("t{t}-{i}");
                 let line = json!({ "jsonrpc": "2.0", "id": req, "method": "session/inject",
                     "params": { "sessionId": "s1", "mode": if steer { "steer" } else { "queue" }, "content": [{ "type": "text", "text": text }] } });
-                let out = core.handle_line(conn.clone(), line.to_string()).unwrap();
+                let out = core.handle_line(conn.as_str().into(), line.to_string()).unwrap();
                 // Record the accept before the deliveries it may cause (a queue inject on an
                 // idle session starts a turn at once).
                 let a = answer(&out, &conn, req);
@@ -101,7 +101,7 @@ fn worker(core: Arc<AgentCore>, log: Arc<Mutex<Log>>, t: usize) {
                 } else {
                     json!({ "jsonrpc": "2.0", "id": req, "method": "session/revoke_inject", "params": { "sessionId": "s1", "messageId": id } })
                 };
-                let out = core.handle_line(conn.clone(), line.to_string()).unwrap();
+                let out = core.handle_line(conn.as_str().into(), line.to_string()).unwrap();
                 let a = answer(&out, &conn, req);
                 let mut l = log.lock().unwrap();
                 if a.get("result").is_some() {
@@ -138,11 +138,11 @@ fn eight_threads_one_session() {
     let core = AgentCore::new(acp_inject_ffi::default_agent_config()).unwrap();
     assert!(core.create_session("s1".into(), "/work".into()).unwrap());
     for t in 0..THREADS {
-        assert!(core.attach_to_session(format!("c{t}"), "s1".into()).unwrap());
+        assert!(core.attach_to_session(format!("c{t}").into(), "s1".into()).unwrap());
         // R-INIT-2: nothing but `initialize` is served before it.
         let init = json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize",
             "params": { "protocolVersion": 2, "info": { "name": "stress", "version": "0" } } });
-        core.handle_line(format!("c{t}"), init.to_string()).unwrap();
+        core.handle_line(format!("c{t}").into(), init.to_string()).unwrap();
     }
     let log = Arc::new(Mutex::new(Log::default()));
     let (done_tx, done) = mpsc::channel();

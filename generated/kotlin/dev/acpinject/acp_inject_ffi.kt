@@ -1339,37 +1339,37 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_acp_inject_ffi_checksum_func_default_connect_options() and 0xFFFF) != 4057) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_attach() and 0xFFFF) != 35951) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_attach() and 0xFFFF) != 20804) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_attach_to_session() and 0xFFFF) != 48691) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_attach_to_session() and 0xFFFF) != 19302) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_attached() and 0xFFFF) != 18218) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_attached() and 0xFFFF) != 23955) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_create_session() and 0xFFFF) != 21520) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_detach() and 0xFFFF) != 64516) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_detach() and 0xFFFF) != 17791) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_detach_and_drain() and 0xFFFF) != 16791) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_detach_and_drain() and 0xFFFF) != 33590) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_forget_session() and 0xFFFF) != 29884) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_handle_bytes() and 0xFFFF) != 32777) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_handle_bytes() and 0xFFFF) != 60819) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_handle_end() and 0xFFFF) != 51979) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_handle_end() and 0xFFFF) != 30013) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_handle_line() and 0xFFFF) != 41777) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_handle_line() and 0xFFFF) != 14150) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_handle_text() and 0xFFFF) != 24677) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_handle_text() and 0xFFFF) != 33464) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_history() and 0xFFFF) != 22208) {
@@ -2304,17 +2304,17 @@ public interface AgentCoreInterface {
     /**
      * Registers a connection with a role.
      */
-    fun `attach`(`connection`: kotlin.String, `role`: ConnectionRole)
+    fun `attach`(`connection`: ConnId, `role`: ConnectionRole)
     
     /**
      * Attaches a connection to a live session; `false` when the session is not live.
      */
-    fun `attachToSession`(`connection`: kotlin.String, `sessionId`: kotlin.String): kotlin.Boolean
+    fun `attachToSession`(`connection`: ConnId, `sessionId`: kotlin.String): kotlin.Boolean
     
     /**
      * The connections attached to a session.
      */
-    fun `attached`(`sessionId`: kotlin.String): List<kotlin.String>
+    fun `attached`(`sessionId`: kotlin.String): List<ConnId>
     
     /**
      * Creates an idle session with a chosen id; `false` when the id is taken.
@@ -2326,12 +2326,12 @@ public interface AgentCoreInterface {
      * it could answer are answered `cancelled` (drain them with the next call's outputs, or
      * call [`AgentCore::detach_and_drain`]).
      */
-    fun `detach`(`connection`: kotlin.String)
+    fun `detach`(`connection`: ConnId)
     
     /**
      * Like [`AgentCore::detach`], returning the outputs it caused.
      */
-    fun `detachAndDrain`(`connection`: kotlin.String): List<Output>
+    fun `detachAndDrain`(`connection`: ConnId): List<Output>
     
     /**
      * Forgets a session and its history.
@@ -2343,24 +2343,24 @@ public interface AgentCoreInterface {
      * lines are applied (invalid UTF-8 in a line is a parse error), a partial line waits for
      * the next call. Returns every output, in order.
      */
-    fun `handleBytes`(`connection`: kotlin.String, `bytes`: kotlin.ByteArray): List<Output>
+    fun `handleBytes`(`connection`: ConnId, `bytes`: kotlin.ByteArray): List<Output>
     
     /**
      * `connection`'s stream ended: a last line without a newline is applied. Returns every
      * output, in order. Then call [`AgentCore::detach_and_drain`].
      */
-    fun `handleEnd`(`connection`: kotlin.String): List<Output>
+    fun `handleEnd`(`connection`: ConnId): List<Output>
     
     /**
      * Applies one line from `connection`; returns every output it caused, in order.
      */
-    fun `handleLine`(`connection`: kotlin.String, `line`: kotlin.String): List<Output>
+    fun `handleLine`(`connection`: ConnId, `line`: kotlin.String): List<Output>
     
     /**
      * Applies newline-separated lines given as one string (one crossing for many lines);
      * returns every output, in order.
      */
-    fun `handleText`(`connection`: kotlin.String, `lines`: kotlin.String): List<Output>
+    fun `handleText`(`connection`: ConnId, `lines`: kotlin.String): List<Output>
     
     /**
      * The session's history (R-REPLAY-1), as stored.
@@ -2544,14 +2544,14 @@ open class AgentCore: Disposable, AutoCloseable, AgentCoreInterface
     /**
      * Registers a connection with a role.
      */
-    @Throws(AcpException::class)override fun `attach`(`connection`: kotlin.String, `role`: ConnectionRole)
+    @Throws(AcpException::class)override fun `attach`(`connection`: ConnId, `role`: ConnectionRole)
         = 
     callWithHandle {
     uniffiRustCallWithError(AcpException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_attach(
         it,
         
-        FfiConverterString.lower(`connection`),
+        FfiConverterTypeConnId.lower(`connection`),
         FfiConverterTypeConnectionRole.lower(`role`),_status)
 }
     }
@@ -2562,14 +2562,14 @@ open class AgentCore: Disposable, AutoCloseable, AgentCoreInterface
     /**
      * Attaches a connection to a live session; `false` when the session is not live.
      */
-    @Throws(AcpException::class)override fun `attachToSession`(`connection`: kotlin.String, `sessionId`: kotlin.String): kotlin.Boolean {
+    @Throws(AcpException::class)override fun `attachToSession`(`connection`: ConnId, `sessionId`: kotlin.String): kotlin.Boolean {
             return FfiConverterBoolean.lift(
     callWithHandle {
     uniffiRustCallWithError(AcpException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_attach_to_session(
         it,
         
-        FfiConverterString.lower(`connection`),
+        FfiConverterTypeConnId.lower(`connection`),
         FfiConverterString.lower(`sessionId`),_status)
 }
     }
@@ -2581,8 +2581,8 @@ open class AgentCore: Disposable, AutoCloseable, AgentCoreInterface
     /**
      * The connections attached to a session.
      */
-    @Throws(AcpException::class)override fun `attached`(`sessionId`: kotlin.String): List<kotlin.String> {
-            return FfiConverterSequenceString.lift(
+    @Throws(AcpException::class)override fun `attached`(`sessionId`: kotlin.String): List<ConnId> {
+            return FfiConverterSequenceTypeConnId.lift(
     callWithHandle {
     uniffiRustCallWithError(AcpException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_attached(
@@ -2620,14 +2620,14 @@ open class AgentCore: Disposable, AutoCloseable, AgentCoreInterface
      * it could answer are answered `cancelled` (drain them with the next call's outputs, or
      * call [`AgentCore::detach_and_drain`]).
      */
-    @Throws(AcpException::class)override fun `detach`(`connection`: kotlin.String)
+    @Throws(AcpException::class)override fun `detach`(`connection`: ConnId)
         = 
     callWithHandle {
     uniffiRustCallWithError(AcpException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_detach(
         it,
         
-        FfiConverterString.lower(`connection`),_status)
+        FfiConverterTypeConnId.lower(`connection`),_status)
 }
     }
     
@@ -2637,14 +2637,14 @@ open class AgentCore: Disposable, AutoCloseable, AgentCoreInterface
     /**
      * Like [`AgentCore::detach`], returning the outputs it caused.
      */
-    @Throws(AcpException::class)override fun `detachAndDrain`(`connection`: kotlin.String): List<Output> {
+    @Throws(AcpException::class)override fun `detachAndDrain`(`connection`: ConnId): List<Output> {
             return FfiConverterSequenceTypeOutput.lift(
     callWithHandle {
     uniffiRustCallWithError(AcpException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_detach_and_drain(
         it,
         
-        FfiConverterString.lower(`connection`),_status)
+        FfiConverterTypeConnId.lower(`connection`),_status)
 }
     }
     )
@@ -2674,14 +2674,14 @@ open class AgentCore: Disposable, AutoCloseable, AgentCoreInterface
      * lines are applied (invalid UTF-8 in a line is a parse error), a partial line waits for
      * the next call. Returns every output, in order.
      */
-    @Throws(AcpException::class)override fun `handleBytes`(`connection`: kotlin.String, `bytes`: kotlin.ByteArray): List<Output> {
+    @Throws(AcpException::class)override fun `handleBytes`(`connection`: ConnId, `bytes`: kotlin.ByteArray): List<Output> {
             return FfiConverterSequenceTypeOutput.lift(
     callWithHandle {
     uniffiRustCallWithError(AcpException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_handle_bytes(
         it,
         
-        FfiConverterString.lower(`connection`),
+        FfiConverterTypeConnId.lower(`connection`),
         FfiConverterByteArray.lower(`bytes`),_status)
 }
     }
@@ -2694,14 +2694,14 @@ open class AgentCore: Disposable, AutoCloseable, AgentCoreInterface
      * `connection`'s stream ended: a last line without a newline is applied. Returns every
      * output, in order. Then call [`AgentCore::detach_and_drain`].
      */
-    @Throws(AcpException::class)override fun `handleEnd`(`connection`: kotlin.String): List<Output> {
+    @Throws(AcpException::class)override fun `handleEnd`(`connection`: ConnId): List<Output> {
             return FfiConverterSequenceTypeOutput.lift(
     callWithHandle {
     uniffiRustCallWithError(AcpException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_handle_end(
         it,
         
-        FfiConverterString.lower(`connection`),_status)
+        FfiConverterTypeConnId.lower(`connection`),_status)
 }
     }
     )
@@ -2712,14 +2712,14 @@ open class AgentCore: Disposable, AutoCloseable, AgentCoreInterface
     /**
      * Applies one line from `connection`; returns every output it caused, in order.
      */
-    @Throws(AcpException::class)override fun `handleLine`(`connection`: kotlin.String, `line`: kotlin.String): List<Output> {
+    @Throws(AcpException::class)override fun `handleLine`(`connection`: ConnId, `line`: kotlin.String): List<Output> {
             return FfiConverterSequenceTypeOutput.lift(
     callWithHandle {
     uniffiRustCallWithError(AcpException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_handle_line(
         it,
         
-        FfiConverterString.lower(`connection`),
+        FfiConverterTypeConnId.lower(`connection`),
         FfiConverterString.lower(`line`),_status)
 }
     }
@@ -2732,14 +2732,14 @@ open class AgentCore: Disposable, AutoCloseable, AgentCoreInterface
      * Applies newline-separated lines given as one string (one crossing for many lines);
      * returns every output, in order.
      */
-    @Throws(AcpException::class)override fun `handleText`(`connection`: kotlin.String, `lines`: kotlin.String): List<Output> {
+    @Throws(AcpException::class)override fun `handleText`(`connection`: ConnId, `lines`: kotlin.String): List<Output> {
             return FfiConverterSequenceTypeOutput.lift(
     callWithHandle {
     uniffiRustCallWithError(AcpException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_handle_text(
         it,
         
-        FfiConverterString.lower(`connection`),
+        FfiConverterTypeConnId.lower(`connection`),
         FfiConverterString.lower(`lines`),_status)
 }
     }

@@ -19,13 +19,15 @@ fn text(t: &str) -> Vec<ContentBlock> {
     vec![ContentBlock::Text(Box::new(TextContent::new(t)))]
 }
 
-/// Answers every permission request with the first option until the session is idle with
-/// `users` user messages in its transcript.
-async fn until_idle(session: &Session, users: usize) -> usize {
+/// Answers every permission request with the first option (those in `early`, already taken
+/// from the session, first) until the session is idle with `users` user messages in its
+/// transcript.
+async fn until_idle(session: &Session, early: Vec<SessionActivity>, users: usize) -> usize {
     let mut answered = 0;
-    tokio::time::timeout(Duration::from_secs(20), async {
+    let mut batch = early;
+    tokio::time::timeout(Duration::from_secs(60), async {
         loop {
-            for activity in session.take_events().into_iter().chain(session.next_events().await.unwrap()) {
+            for activity in std::mem::take(&mut batch) {
                 if let SessionActivity::PermissionRequested { request, params } = activity {
                     let option_id = params.options[0].option_id.clone();
                     let outcome = RequestPermissionOutcome::Selected(Box::new(SelectedPermissionOutcome::new(option_id)));
@@ -39,6 +41,7 @@ async fn until_idle(session: &Session, users: usize) -> usize {
                 assert!(snap.violations.is_empty(), "{:?}", snap.violations);
                 return;
             }
+            batch = session.next_events().await.unwrap();
         }
     })
     .await
@@ -58,12 +61,18 @@ async fn our_client_drives_the_sdk_server_over_both_profiles() {
         let session = conn.new_session("/tmp", vec![], vec![]).await.unwrap();
         let first = session.prompt(text("first, over the network")).await.unwrap();
         // A second prompt during the turn, inserted after it (the SDK's agent takes no injects).
+        // Events taken while waiting are kept: one read can carry the turn's start and its
+        // permission request together, and a request dropped here would never be answered.
+        let mut early = Vec::new();
         let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
         while session.snapshot().unwrap().state != TurnState::Running && tokio::time::Instant::now() < deadline {
-            let _ = tokio::time::timeout(Duration::from_millis(200), session.next_events()).await;
+            if let Ok(events) = tokio::time::timeout(Duration::from_millis(200), session.next_events()).await {
+                early.extend(events.unwrap());
+            }
         }
         // Sent while the permission request is answered: the call returns once it is inserted.
-        let (second, answered) = tokio::join!(session.prompt(text("second, held until the turn ends")), until_idle(&session, 2));
+        let (second, answered) =
+            tokio::join!(session.prompt(text("second, held until the turn ends")), until_idle(&session, early, 2));
         let second = second.unwrap();
         assert!(answered >= 1, "{url}: the agent asked permission in its turns and got answers");
         let snap = session.snapshot().unwrap();

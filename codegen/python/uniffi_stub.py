@@ -5,7 +5,8 @@ run time (``C.V = type("C.V", (C.V, C), {})``) and redefines error enums after t
 variants, so type checkers see variants that are not of their enum's type. The stub states
 what the run time does: every variant class derives from its enum (errors from the error
 base), function bodies are elided (``async`` ones stay ``async``), unannotated parameters
-are typed ``Any``, and the module's public type aliases (``MessageId = str``) are kept. Run by
+are typed ``Any``, and the module's public type aliases (``MessageId = str``) are kept, those
+naming a class of another module (``StopReason = acp_inject.enums.StopReason``) as imports. Run by
 ``cargo xtask codegen``: ``python3 uniffi_stub.py MODULE.py > MODULE.pyi``.
 """
 
@@ -134,6 +135,18 @@ def main(path: str) -> str:
             and public(node.value.id)
         ):
             out += [f"{node.targets[0].id} = {node.value.id}", ""]
+        elif (
+            # A custom type lifted into a class of another module
+            # (`StopReason = acp_inject.enums.StopReason`): re-exported from there.
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and public(node.targets[0].id)
+            and isinstance(node.value, ast.Attribute)
+            and node.value.attr == node.targets[0].id
+        ):
+            module = ast.unparse(node.value.value)
+            out += [f"from {module} import {node.value.attr} as {node.value.attr}", ""]
     return "\n".join(out).rstrip() + "\n"
 
 

@@ -7,6 +7,10 @@
 //! one FFI enum per payload type (`ContentBlockListPatch { Absent, Null, Value(..) }`). The
 //! declarations are checked by the compiler against the real types, so they cannot drift.
 //!
+//! An open string enum (`StopReason`: known values and `Other(String)`) is a remote
+//! `custom_type!` over its wire string, which each binding lifts into its own enum type
+//! ([`crate::open_enums`]).
+//!
 //! Not emitted: the support types the FFI crate maps by hand (`Unknown` and `serde_json`
 //! values travel as JSON strings), traits, impls and helper modules.
 
@@ -21,6 +25,11 @@ use crate::Error;
 
 /// Items written by hand in the FFI crate (or not exported).
 const SKIP: &[&str] = &["Patch", "Unknown"];
+
+/// Required members given a default in every language's constructor, beyond the optional ones
+/// (which default to absent): `(type, member, default)`. A turn's usage needs only its total
+/// (`Usage(total_tokens=150)`); the input and output counts an agent does not break down are 0.
+const DEFAULTS: &[(&str, &str, i64)] = &[("Usage", "input_tokens", 0), ("Usage", "output_tokens", 0)];
 
 fn last_segment(ty: &Type) -> Option<&syn::PathSegment> {
     match ty {
@@ -112,7 +121,14 @@ pub fn remote_declarations(expansion: &str) -> Result<String, Error> {
                             // constructor (`Usage(total_tokens=…, input_tokens=…,
                             // output_tokens=…)`, no trailing `None`s).
                             let optional = last_segment(ty).is_some_and(|seg| seg.ident == "Option");
-                            let default = optional.then(|| quote!(#[uniffi(default)]));
+                            let given = DEFAULTS.iter().find(|(t, m, _)| ident == t && name.as_ref().is_some_and(|n| n == m));
+                            let default = match given {
+                                Some((_, _, value)) => {
+                                    let value = proc_macro2::Literal::i64_unsuffixed(*value);
+                                    Some(quote!(#[uniffi(default = #value)]))
+                                }
+                                None => optional.then(|| quote!(#[uniffi(default)])),
+                            };
                             quote! { #(#fdoc)* #default pub #name: #ty }
                         });
                         let fields: Vec<TokenStream> = fields.collect();
@@ -134,6 +150,18 @@ pub fn remote_declarations(expansion: &str) -> Result<String, Error> {
                     }
                     _ => {}
                 }
+            }
+            Item::Enum(e) if crate::open_enums::is_open(&e) => {
+                // An open string enum crosses as its wire string; each binding lifts it into a
+                // type of its own (`crate::open_enums`, configured in `crates/ffi/uniffi.toml`).
+                let ident = &e.ident;
+                out.push(quote! {
+                    uniffi::custom_type!(#ident, ::std::string::String, {
+                        remote,
+                        lower: |v| v.as_str().to_owned(),
+                        try_lift: |v| Ok(v.parse::<#ident>()?),
+                    });
+                });
             }
             Item::Enum(mut e) if !SKIP.contains(&e.ident.to_string().as_str()) && e.generics.params.is_empty() => {
                 let ident = &e.ident;

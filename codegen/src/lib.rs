@@ -31,6 +31,7 @@ pub mod docs;
 pub mod ffi;
 pub mod line_json;
 pub mod model;
+pub mod open_enums;
 mod post;
 #[cfg(feature = "render")]
 pub mod typescript;

@@ -96,8 +96,10 @@ fn split_commas(tokens: TokenStream) -> Vec<TokenStream> {
 }
 
 /// `uniffi::custom_type!(Remote, Builtin, { …, lower: CLOSURE, … })`: the writer lowers the
-/// value with the same closure and writes what it gets.
-fn custom_type(mac: &syn::Macro, path: &str) -> Result<TokenStream, Error> {
+/// value with the same closure and writes what it gets; for a type the Python binding lifts
+/// into a class of its own (`classes`: the open string enums), that class called with it
+/// (`{"$": "StopReason*", "0": "end_turn"}`).
+fn custom_type(mac: &syn::Macro, path: &str, classes: &[String]) -> Result<TokenStream, Error> {
     let bad = |what: &str| Error::Syntax(format!("{path}: custom_type!({}): {what}", mac.tokens));
     let parts = split_commas(mac.tokens.clone());
     let [remote, builtin, body] = parts.as_slice() else { return Err(bad("expected (Remote, Builtin, { … })")) };
@@ -117,6 +119,21 @@ fn custom_type(mac: &syn::Macro, path: &str) -> Result<TokenStream, Error> {
             }
         })
         .ok_or_else(|| bad("no `lower`"))?;
+    let name = remote.to_string();
+    if classes.contains(&name) {
+        let tag = format!("{name}*");
+        let value = member("0", quote!(lower(self)));
+        return Ok(quote! {
+            impl Json for #remote {
+                fn write(self, w: &mut Writer) {
+                    let lower: fn(#remote) -> #builtin = #lower;
+                    w.begin(#tag);
+                    #value
+                    w.end();
+                }
+            }
+        });
+    }
     Ok(quote! {
         impl Json for #remote {
             fn write(self, w: &mut Writer) {
@@ -185,7 +202,9 @@ fn enumeration(e: &syn::ItemEnum) -> TokenStream {
 
 /// The writers of every exported record, enum and custom type of `sources`, as a formatted
 /// Rust file (imports and type aliases of the sources copied, so every name resolves as there).
-pub fn writers(sources: &[Source<'_>]) -> Result<String, Error> {
+/// `classes` names the custom types the Python binding lifts into a class of its own (the open
+/// string enums, [`crate::open_enums`]).
+pub fn writers(sources: &[Source<'_>], classes: &[String]) -> Result<String, Error> {
     let mut imports: Vec<TokenStream> = Vec::new();
     let mut impls: Vec<TokenStream> = Vec::new();
     for source in sources {
@@ -215,7 +234,7 @@ pub fn writers(sources: &[Source<'_>]) -> Result<String, Error> {
                     }
                 }
                 Item::Macro(m) if m.mac.path.segments.last().is_some_and(|s| s.ident == "custom_type") => {
-                    impls.push(custom_type(&m.mac, source.path)?);
+                    impls.push(custom_type(&m.mac, source.path, classes)?);
                 }
                 _ => {}
             }
@@ -248,7 +267,7 @@ mod tests {
             #[derive(uniffi::Object)]
             pub struct NotAValue { x: u8 }
         "#;
-        let out = writers(&[Source { path: "x.rs", text, module: "crate::x" }]).unwrap();
+        let out = writers(&[Source { path: "x.rs", text, module: "crate::x" }], &[]).unwrap();
         for expected in [
             "use acp_inject_core::wire::{Usage, StopReason, MessageId};",
             "w.begin(\"Usage\");",
@@ -266,9 +285,17 @@ mod tests {
     }
 
     #[test]
+    fn an_open_enum_is_written_as_its_python_class_called_with_its_string() {
+        let text = "uniffi::custom_type!(StopReason, ::std::string::String, { remote, lower: |v| v.as_str().to_owned(), try_lift: |v| Ok(v.parse::<StopReason>()?), });";
+        let out = writers(&[Source { path: "x.rs", text, module: "crate::x" }], &["StopReason".into()]).unwrap();
+        assert!(out.contains(r#"w.begin("StopReason*");"#), "{out}");
+        assert!(out.contains(r#"w.key("0");"#), "{out}");
+    }
+
+    #[test]
     fn a_custom_type_without_lower_is_an_error() {
         let text = "uniffi::custom_type!(MessageId, String, { remote });";
-        let e = writers(&[Source { path: "x.rs", text, module: "crate::x" }]).unwrap_err();
+        let e = writers(&[Source { path: "x.rs", text, module: "crate::x" }], &[]).unwrap_err();
         assert!(e.to_string().contains("no `lower`"), "{e}");
     }
 }

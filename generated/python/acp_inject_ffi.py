@@ -29,6 +29,7 @@ import traceback
 import typing
 import asyncio
 import platform
+import acp_inject.enums
 
 
 # Used for default argument values
@@ -3440,155 +3441,34 @@ MessageId = str
 
 
 
+Role = acp_inject.enums.Role
 
 
+class _UniffiFfiConverterTypeRole:
+    @staticmethod
+    def write(value, buf):
+        builtin_value = acp_inject.enums.Role(value).value
+        _UniffiFfiConverterString.write(builtin_value, buf)
 
-class Role:
-    """
-    The sender or recipient of messages and data in a conversation.
-"""
-    def __init__(self):
-        raise RuntimeError("Role cannot be instantiated directly")
-
-    # Each enum variant is a nested class of the enum itself.
-    @dataclass
-    class ASSISTANT:
-        """
-        `assistant`: The assistant side of a conversation.
-"""
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "Role.ASSISTANT()".format()
-        def __eq__(self, other):
-            if not isinstance(other, Role):
-                return NotImplemented
-            if not other.is_ASSISTANT():
-                return False
-            return True
-
-    @dataclass
-    class USER:
-        """
-        `user`: The user side of a conversation.
-"""
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "Role.USER()".format()
-        def __eq__(self, other):
-            if not isinstance(other, Role):
-                return NotImplemented
-            if not other.is_USER():
-                return False
-            return True
-
-    @dataclass
-    class OTHER:
-        """
-        A value this version does not know (values starting with `_` are extensions).
-"""
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"Role.OTHER{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, Role):
-                return NotImplemented
-            if not other.is_OTHER():
-                return False
-            return self._values == other._values
-
-    
-
-    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
-    # whether an instance is that variant.
-    def is_ASSISTANT(self) -> bool:
-        return isinstance(self, Role.ASSISTANT)
-    def is_assistant(self) -> bool:
-        return isinstance(self, Role.ASSISTANT)
-    def is_USER(self) -> bool:
-        return isinstance(self, Role.USER)
-    def is_user(self) -> bool:
-        return isinstance(self, Role.USER)
-    def is_OTHER(self) -> bool:
-        return isinstance(self, Role.OTHER)
-    def is_other(self) -> bool:
-        return isinstance(self, Role.OTHER)
-    
-
-# Now, a little trick - we make each nested variant class be a subclass of the main
-# enum class, so that method calls and instance checks etc will work intuitively.
-# We might be able to do this a little more neatly with a metaclass, but this'll do.
-Role.ASSISTANT = type("Role.ASSISTANT", (Role.ASSISTANT, Role,), {})  # type: ignore
-Role.USER = type("Role.USER", (Role.USER, Role,), {})  # type: ignore
-Role.OTHER = type("Role.OTHER", (Role.OTHER, Role,), {})  # type: ignore
-
-
-
-
-class _UniffiFfiConverterTypeRole(_UniffiConverterRustBuffer):
     @staticmethod
     def read(buf):
-        variant = buf.read_i32()
-        if variant == 1:
-            return Role.ASSISTANT(
-            )
-        if variant == 2:
-            return Role.USER(
-            )
-        if variant == 3:
-            return Role.OTHER(
-                _UniffiFfiConverterString.read(buf),
-            )
-        raise InternalError("Raw enum value doesn't match any cases")
+        builtin_value = _UniffiFfiConverterString.read(buf)
+        return acp_inject.enums.Role(builtin_value)
+
+    @staticmethod
+    def lift(value):
+        builtin_value = _UniffiFfiConverterString.lift(value)
+        return acp_inject.enums.Role(builtin_value)
 
     @staticmethod
     def check_lower(value):
-        if value.is_ASSISTANT():
-            return
-        if value.is_USER():
-            return
-        if value.is_OTHER():
-            _UniffiFfiConverterString.check_lower(value._values[0])
-            return
-        raise ValueError(value)
+        builtin_value = acp_inject.enums.Role(value).value
+        return _UniffiFfiConverterString.check_lower(builtin_value)
 
     @staticmethod
-    def write(value, buf):
-        if value.is_ASSISTANT():
-            buf.write_i32(1)
-        if value.is_USER():
-            buf.write_i32(2)
-        if value.is_OTHER():
-            buf.write_i32(3)
-            _UniffiFfiConverterString.write(value._values[0], buf)
-
-
+    def lower(value):
+        builtin_value = acp_inject.enums.Role(value).value
+        return _UniffiFfiConverterString.lower(builtin_value)
 
 class _UniffiFfiConverterSequenceTypeRole(_UniffiConverterRustBuffer):
     @classmethod
@@ -6118,359 +5998,34 @@ class _UniffiFfiConverterTypeEnvVariable(_UniffiConverterRustBuffer):
 
 
 
+ErrorReason = acp_inject.enums.ErrorReason
 
 
+class _UniffiFfiConverterTypeErrorReason:
+    @staticmethod
+    def write(value, buf):
+        builtin_value = acp_inject.enums.ErrorReason(value).value
+        _UniffiFfiConverterString.write(builtin_value, buf)
 
-class ErrorReason:
-    """
-    Why a session or inject request failed (`data.reason`). Open: unknown reasons from newer agents decode into `other`.
-"""
-    def __init__(self):
-        raise RuntimeError("ErrorReason cannot be instantiated directly")
-
-    # Each enum variant is a nested class of the enum itself.
-    @dataclass
-    class SESSION_NOT_FOUND:
-        """
-        `session_not_found`: -32002: the agent does not hold this session (never created, or closed).
-"""
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "ErrorReason.SESSION_NOT_FOUND()".format()
-        def __eq__(self, other):
-            if not isinstance(other, ErrorReason):
-                return NotImplemented
-            if not other.is_SESSION_NOT_FOUND():
-                return False
-            return True
-
-    @dataclass
-    class UNKNOWN_MESSAGE_ID:
-        """
-        `unknown_message_id`: -32002: revoke/replace of an id this session never issued, no longer remembers, or revoked.
-"""
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "ErrorReason.UNKNOWN_MESSAGE_ID()".format()
-        def __eq__(self, other):
-            if not isinstance(other, ErrorReason):
-                return NotImplemented
-            if not other.is_UNKNOWN_MESSAGE_ID():
-                return False
-            return True
-
-    @dataclass
-    class ALREADY_DELIVERED:
-        """
-        `already_delivered`: -32010: revoke/replace after the inject's `user_message` was emitted.
-"""
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "ErrorReason.ALREADY_DELIVERED()".format()
-        def __eq__(self, other):
-            if not isinstance(other, ErrorReason):
-                return NotImplemented
-            if not other.is_ALREADY_DELIVERED():
-                return False
-            return True
-
-    @dataclass
-    class NO_RUNNING_TURN:
-        """
-        `no_running_turn`: -32010: `steer` while the session is idle.
-"""
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "ErrorReason.NO_RUNNING_TURN()".format()
-        def __eq__(self, other):
-            if not isinstance(other, ErrorReason):
-                return NotImplemented
-            if not other.is_NO_RUNNING_TURN():
-                return False
-            return True
-
-    @dataclass
-    class MODE_NOT_SUPPORTED:
-        """
-        `mode_not_supported`: -32010: a known mode the agent did not advertise.
-"""
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "ErrorReason.MODE_NOT_SUPPORTED()".format()
-        def __eq__(self, other):
-            if not isinstance(other, ErrorReason):
-                return NotImplemented
-            if not other.is_MODE_NOT_SUPPORTED():
-                return False
-            return True
-
-    @dataclass
-    class REPLACE_NOT_SUPPORTED:
-        """
-        `replace_not_supported`: -32010: replace when `pending.replace` is not advertised.
-"""
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "ErrorReason.REPLACE_NOT_SUPPORTED()".format()
-        def __eq__(self, other):
-            if not isinstance(other, ErrorReason):
-                return NotImplemented
-            if not other.is_REPLACE_NOT_SUPPORTED():
-                return False
-            return True
-
-    @dataclass
-    class NOT_PERMITTED:
-        """
-        `not_permitted`: -32010: an observer injects/revokes/replaces, or a non-creator revokes/replaces under the creator-only policy.
-"""
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "ErrorReason.NOT_PERMITTED()".format()
-        def __eq__(self, other):
-            if not isinstance(other, ErrorReason):
-                return NotImplemented
-            if not other.is_NOT_PERMITTED():
-                return False
-            return True
-
-    @dataclass
-    class TURN_IN_PROGRESS:
-        """
-        `turn_in_progress`: -32010: an agent of an earlier draft refused a `session/prompt` while a turn was in progress; the prompt was not inserted. Agents on this toolkit hold such a prompt instead (R-PROMPT-2). Send it again with `session/inject` (mode `queue` or `steer`) or after the session is idle.
-"""
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "ErrorReason.TURN_IN_PROGRESS()".format()
-        def __eq__(self, other):
-            if not isinstance(other, ErrorReason):
-                return NotImplemented
-            if not other.is_TURN_IN_PROGRESS():
-                return False
-            return True
-
-    @dataclass
-    class OTHER:
-        """
-        A value this version does not know (values starting with `_` are extensions).
-"""
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"ErrorReason.OTHER{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, ErrorReason):
-                return NotImplemented
-            if not other.is_OTHER():
-                return False
-            return self._values == other._values
-
-    
-
-    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
-    # whether an instance is that variant.
-    def is_SESSION_NOT_FOUND(self) -> bool:
-        return isinstance(self, ErrorReason.SESSION_NOT_FOUND)
-    def is_session_not_found(self) -> bool:
-        return isinstance(self, ErrorReason.SESSION_NOT_FOUND)
-    def is_UNKNOWN_MESSAGE_ID(self) -> bool:
-        return isinstance(self, ErrorReason.UNKNOWN_MESSAGE_ID)
-    def is_unknown_message_id(self) -> bool:
-        return isinstance(self, ErrorReason.UNKNOWN_MESSAGE_ID)
-    def is_ALREADY_DELIVERED(self) -> bool:
-        return isinstance(self, ErrorReason.ALREADY_DELIVERED)
-    def is_already_delivered(self) -> bool:
-        return isinstance(self, ErrorReason.ALREADY_DELIVERED)
-    def is_NO_RUNNING_TURN(self) -> bool:
-        return isinstance(self, ErrorReason.NO_RUNNING_TURN)
-    def is_no_running_turn(self) -> bool:
-        return isinstance(self, ErrorReason.NO_RUNNING_TURN)
-    def is_MODE_NOT_SUPPORTED(self) -> bool:
-        return isinstance(self, ErrorReason.MODE_NOT_SUPPORTED)
-    def is_mode_not_supported(self) -> bool:
-        return isinstance(self, ErrorReason.MODE_NOT_SUPPORTED)
-    def is_REPLACE_NOT_SUPPORTED(self) -> bool:
-        return isinstance(self, ErrorReason.REPLACE_NOT_SUPPORTED)
-    def is_replace_not_supported(self) -> bool:
-        return isinstance(self, ErrorReason.REPLACE_NOT_SUPPORTED)
-    def is_NOT_PERMITTED(self) -> bool:
-        return isinstance(self, ErrorReason.NOT_PERMITTED)
-    def is_not_permitted(self) -> bool:
-        return isinstance(self, ErrorReason.NOT_PERMITTED)
-    def is_TURN_IN_PROGRESS(self) -> bool:
-        return isinstance(self, ErrorReason.TURN_IN_PROGRESS)
-    def is_turn_in_progress(self) -> bool:
-        return isinstance(self, ErrorReason.TURN_IN_PROGRESS)
-    def is_OTHER(self) -> bool:
-        return isinstance(self, ErrorReason.OTHER)
-    def is_other(self) -> bool:
-        return isinstance(self, ErrorReason.OTHER)
-    
-
-# Now, a little trick - we make each nested variant class be a subclass of the main
-# enum class, so that method calls and instance checks etc will work intuitively.
-# We might be able to do this a little more neatly with a metaclass, but this'll do.
-ErrorReason.SESSION_NOT_FOUND = type("ErrorReason.SESSION_NOT_FOUND", (ErrorReason.SESSION_NOT_FOUND, ErrorReason,), {})  # type: ignore
-ErrorReason.UNKNOWN_MESSAGE_ID = type("ErrorReason.UNKNOWN_MESSAGE_ID", (ErrorReason.UNKNOWN_MESSAGE_ID, ErrorReason,), {})  # type: ignore
-ErrorReason.ALREADY_DELIVERED = type("ErrorReason.ALREADY_DELIVERED", (ErrorReason.ALREADY_DELIVERED, ErrorReason,), {})  # type: ignore
-ErrorReason.NO_RUNNING_TURN = type("ErrorReason.NO_RUNNING_TURN", (ErrorReason.NO_RUNNING_TURN, ErrorReason,), {})  # type: ignore
-ErrorReason.MODE_NOT_SUPPORTED = type("ErrorReason.MODE_NOT_SUPPORTED", (ErrorReason.MODE_NOT_SUPPORTED, ErrorReason,), {})  # type: ignore
-ErrorReason.REPLACE_NOT_SUPPORTED = type("ErrorReason.REPLACE_NOT_SUPPORTED", (ErrorReason.REPLACE_NOT_SUPPORTED, ErrorReason,), {})  # type: ignore
-ErrorReason.NOT_PERMITTED = type("ErrorReason.NOT_PERMITTED", (ErrorReason.NOT_PERMITTED, ErrorReason,), {})  # type: ignore
-ErrorReason.TURN_IN_PROGRESS = type("ErrorReason.TURN_IN_PROGRESS", (ErrorReason.TURN_IN_PROGRESS, ErrorReason,), {})  # type: ignore
-ErrorReason.OTHER = type("ErrorReason.OTHER", (ErrorReason.OTHER, ErrorReason,), {})  # type: ignore
-
-
-
-
-class _UniffiFfiConverterTypeErrorReason(_UniffiConverterRustBuffer):
     @staticmethod
     def read(buf):
-        variant = buf.read_i32()
-        if variant == 1:
-            return ErrorReason.SESSION_NOT_FOUND(
-            )
-        if variant == 2:
-            return ErrorReason.UNKNOWN_MESSAGE_ID(
-            )
-        if variant == 3:
-            return ErrorReason.ALREADY_DELIVERED(
-            )
-        if variant == 4:
-            return ErrorReason.NO_RUNNING_TURN(
-            )
-        if variant == 5:
-            return ErrorReason.MODE_NOT_SUPPORTED(
-            )
-        if variant == 6:
-            return ErrorReason.REPLACE_NOT_SUPPORTED(
-            )
-        if variant == 7:
-            return ErrorReason.NOT_PERMITTED(
-            )
-        if variant == 8:
-            return ErrorReason.TURN_IN_PROGRESS(
-            )
-        if variant == 9:
-            return ErrorReason.OTHER(
-                _UniffiFfiConverterString.read(buf),
-            )
-        raise InternalError("Raw enum value doesn't match any cases")
+        builtin_value = _UniffiFfiConverterString.read(buf)
+        return acp_inject.enums.ErrorReason(builtin_value)
+
+    @staticmethod
+    def lift(value):
+        builtin_value = _UniffiFfiConverterString.lift(value)
+        return acp_inject.enums.ErrorReason(builtin_value)
 
     @staticmethod
     def check_lower(value):
-        if value.is_SESSION_NOT_FOUND():
-            return
-        if value.is_UNKNOWN_MESSAGE_ID():
-            return
-        if value.is_ALREADY_DELIVERED():
-            return
-        if value.is_NO_RUNNING_TURN():
-            return
-        if value.is_MODE_NOT_SUPPORTED():
-            return
-        if value.is_REPLACE_NOT_SUPPORTED():
-            return
-        if value.is_NOT_PERMITTED():
-            return
-        if value.is_TURN_IN_PROGRESS():
-            return
-        if value.is_OTHER():
-            _UniffiFfiConverterString.check_lower(value._values[0])
-            return
-        raise ValueError(value)
+        builtin_value = acp_inject.enums.ErrorReason(value).value
+        return _UniffiFfiConverterString.check_lower(builtin_value)
 
     @staticmethod
-    def write(value, buf):
-        if value.is_SESSION_NOT_FOUND():
-            buf.write_i32(1)
-        if value.is_UNKNOWN_MESSAGE_ID():
-            buf.write_i32(2)
-        if value.is_ALREADY_DELIVERED():
-            buf.write_i32(3)
-        if value.is_NO_RUNNING_TURN():
-            buf.write_i32(4)
-        if value.is_MODE_NOT_SUPPORTED():
-            buf.write_i32(5)
-        if value.is_REPLACE_NOT_SUPPORTED():
-            buf.write_i32(6)
-        if value.is_NOT_PERMITTED():
-            buf.write_i32(7)
-        if value.is_TURN_IN_PROGRESS():
-            buf.write_i32(8)
-        if value.is_OTHER():
-            buf.write_i32(9)
-            _UniffiFfiConverterString.write(value._values[0], buf)
-
-
+    def lower(value):
+        builtin_value = acp_inject.enums.ErrorReason(value).value
+        return _UniffiFfiConverterString.lower(builtin_value)
 
 class _UniffiFfiConverterOptionalTypeErrorReason(_UniffiConverterRustBuffer):
     @classmethod
@@ -6627,7 +6182,7 @@ class Usage:
 
     Token usage for the foreground work that just completed, not cumulative for the session.
 """
-    def __init__(self, *, total_tokens:int, input_tokens:int, output_tokens:int, thought_tokens:typing.Optional[int] = None, cached_read_tokens:typing.Optional[int] = None, cached_write_tokens:typing.Optional[int] = None, meta:typing.Optional[JsonObject] = None):
+    def __init__(self, *, total_tokens:int, input_tokens:int = 0, output_tokens:int = 0, thought_tokens:typing.Optional[int] = None, cached_read_tokens:typing.Optional[int] = None, cached_write_tokens:typing.Optional[int] = None, meta:typing.Optional[JsonObject] = None):
         self.total_tokens = total_tokens
         self.input_tokens = input_tokens
         self.output_tokens = output_tokens
@@ -7033,291 +6588,34 @@ class _UniffiFfiConverterOptionalSequenceTypeBackgroundWork(_UniffiConverterRust
 
 
 
+StopReason = acp_inject.enums.StopReason
 
 
+class _UniffiFfiConverterTypeStopReason:
+    @staticmethod
+    def write(value, buf):
+        builtin_value = acp_inject.enums.StopReason(value).value
+        _UniffiFfiConverterString.write(builtin_value, buf)
 
-class StopReason:
-    """
-    Why a turn ended. Open.
-"""
-    def __init__(self):
-        raise RuntimeError("StopReason cannot be instantiated directly")
-
-    # Each enum variant is a nested class of the enum itself.
-    @dataclass
-    class END_TURN:
-        """
-        `end_turn`: The model finished.
-"""
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "StopReason.END_TURN()".format()
-        def __eq__(self, other):
-            if not isinstance(other, StopReason):
-                return NotImplemented
-            if not other.is_END_TURN():
-                return False
-            return True
-
-    @dataclass
-    class MAX_TOKENS:
-        """
-        `max_tokens`: The token limit was reached.
-"""
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "StopReason.MAX_TOKENS()".format()
-        def __eq__(self, other):
-            if not isinstance(other, StopReason):
-                return NotImplemented
-            if not other.is_MAX_TOKENS():
-                return False
-            return True
-
-    @dataclass
-    class MAX_TURN_REQUESTS:
-        """
-        `max_turn_requests`: The limit of model requests in a turn was reached.
-"""
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "StopReason.MAX_TURN_REQUESTS()".format()
-        def __eq__(self, other):
-            if not isinstance(other, StopReason):
-                return NotImplemented
-            if not other.is_MAX_TURN_REQUESTS():
-                return False
-            return True
-
-    @dataclass
-    class REFUSAL:
-        """
-        `refusal`: The model refused.
-"""
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "StopReason.REFUSAL()".format()
-        def __eq__(self, other):
-            if not isinstance(other, StopReason):
-                return NotImplemented
-            if not other.is_REFUSAL():
-                return False
-            return True
-
-    @dataclass
-    class CANCELLED:
-        """
-        `cancelled`: The client cancelled the turn.
-"""
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "StopReason.CANCELLED()".format()
-        def __eq__(self, other):
-            if not isinstance(other, StopReason):
-                return NotImplemented
-            if not other.is_CANCELLED():
-                return False
-            return True
-
-    @dataclass
-    class ERROR:
-        """
-        `error`: The turn failed; the idle update's `error` says how.
-"""
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "StopReason.ERROR()".format()
-        def __eq__(self, other):
-            if not isinstance(other, StopReason):
-                return NotImplemented
-            if not other.is_ERROR():
-                return False
-            return True
-
-    @dataclass
-    class OTHER:
-        """
-        A value this version does not know (values starting with `_` are extensions).
-"""
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"StopReason.OTHER{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, StopReason):
-                return NotImplemented
-            if not other.is_OTHER():
-                return False
-            return self._values == other._values
-
-    
-
-    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
-    # whether an instance is that variant.
-    def is_END_TURN(self) -> bool:
-        return isinstance(self, StopReason.END_TURN)
-    def is_end_turn(self) -> bool:
-        return isinstance(self, StopReason.END_TURN)
-    def is_MAX_TOKENS(self) -> bool:
-        return isinstance(self, StopReason.MAX_TOKENS)
-    def is_max_tokens(self) -> bool:
-        return isinstance(self, StopReason.MAX_TOKENS)
-    def is_MAX_TURN_REQUESTS(self) -> bool:
-        return isinstance(self, StopReason.MAX_TURN_REQUESTS)
-    def is_max_turn_requests(self) -> bool:
-        return isinstance(self, StopReason.MAX_TURN_REQUESTS)
-    def is_REFUSAL(self) -> bool:
-        return isinstance(self, StopReason.REFUSAL)
-    def is_refusal(self) -> bool:
-        return isinstance(self, StopReason.REFUSAL)
-    def is_CANCELLED(self) -> bool:
-        return isinstance(self, StopReason.CANCELLED)
-    def is_cancelled(self) -> bool:
-        return isinstance(self, StopReason.CANCELLED)
-    def is_ERROR(self) -> bool:
-        return isinstance(self, StopReason.ERROR)
-    def is_error(self) -> bool:
-        return isinstance(self, StopReason.ERROR)
-    def is_OTHER(self) -> bool:
-        return isinstance(self, StopReason.OTHER)
-    def is_other(self) -> bool:
-        return isinstance(self, StopReason.OTHER)
-    
-
-# Now, a little trick - we make each nested variant class be a subclass of the main
-# enum class, so that method calls and instance checks etc will work intuitively.
-# We might be able to do this a little more neatly with a metaclass, but this'll do.
-StopReason.END_TURN = type("StopReason.END_TURN", (StopReason.END_TURN, StopReason,), {})  # type: ignore
-StopReason.MAX_TOKENS = type("StopReason.MAX_TOKENS", (StopReason.MAX_TOKENS, StopReason,), {})  # type: ignore
-StopReason.MAX_TURN_REQUESTS = type("StopReason.MAX_TURN_REQUESTS", (StopReason.MAX_TURN_REQUESTS, StopReason,), {})  # type: ignore
-StopReason.REFUSAL = type("StopReason.REFUSAL", (StopReason.REFUSAL, StopReason,), {})  # type: ignore
-StopReason.CANCELLED = type("StopReason.CANCELLED", (StopReason.CANCELLED, StopReason,), {})  # type: ignore
-StopReason.ERROR = type("StopReason.ERROR", (StopReason.ERROR, StopReason,), {})  # type: ignore
-StopReason.OTHER = type("StopReason.OTHER", (StopReason.OTHER, StopReason,), {})  # type: ignore
-
-
-
-
-class _UniffiFfiConverterTypeStopReason(_UniffiConverterRustBuffer):
     @staticmethod
     def read(buf):
-        variant = buf.read_i32()
-        if variant == 1:
-            return StopReason.END_TURN(
-            )
-        if variant == 2:
-            return StopReason.MAX_TOKENS(
-            )
-        if variant == 3:
-            return StopReason.MAX_TURN_REQUESTS(
-            )
-        if variant == 4:
-            return StopReason.REFUSAL(
-            )
-        if variant == 5:
-            return StopReason.CANCELLED(
-            )
-        if variant == 6:
-            return StopReason.ERROR(
-            )
-        if variant == 7:
-            return StopReason.OTHER(
-                _UniffiFfiConverterString.read(buf),
-            )
-        raise InternalError("Raw enum value doesn't match any cases")
+        builtin_value = _UniffiFfiConverterString.read(buf)
+        return acp_inject.enums.StopReason(builtin_value)
+
+    @staticmethod
+    def lift(value):
+        builtin_value = _UniffiFfiConverterString.lift(value)
+        return acp_inject.enums.StopReason(builtin_value)
 
     @staticmethod
     def check_lower(value):
-        if value.is_END_TURN():
-            return
-        if value.is_MAX_TOKENS():
-            return
-        if value.is_MAX_TURN_REQUESTS():
-            return
-        if value.is_REFUSAL():
-            return
-        if value.is_CANCELLED():
-            return
-        if value.is_ERROR():
-            return
-        if value.is_OTHER():
-            _UniffiFfiConverterString.check_lower(value._values[0])
-            return
-        raise ValueError(value)
+        builtin_value = acp_inject.enums.StopReason(value).value
+        return _UniffiFfiConverterString.check_lower(builtin_value)
 
     @staticmethod
-    def write(value, buf):
-        if value.is_END_TURN():
-            buf.write_i32(1)
-        if value.is_MAX_TOKENS():
-            buf.write_i32(2)
-        if value.is_MAX_TURN_REQUESTS():
-            buf.write_i32(3)
-        if value.is_REFUSAL():
-            buf.write_i32(4)
-        if value.is_CANCELLED():
-            buf.write_i32(5)
-        if value.is_ERROR():
-            buf.write_i32(6)
-        if value.is_OTHER():
-            buf.write_i32(7)
-            _UniffiFfiConverterString.write(value._values[0], buf)
-
-
+    def lower(value):
+        builtin_value = acp_inject.enums.StopReason(value).value
+        return _UniffiFfiConverterString.lower(builtin_value)
 
 class _UniffiFfiConverterOptionalTypeStopReason(_UniffiConverterRustBuffer):
     @classmethod
@@ -9327,225 +8625,34 @@ PermissionOptionId = str
 
 
 
+PermissionOptionKind = acp_inject.enums.PermissionOptionKind
 
 
+class _UniffiFfiConverterTypePermissionOptionKind:
+    @staticmethod
+    def write(value, buf):
+        builtin_value = acp_inject.enums.PermissionOptionKind(value).value
+        _UniffiFfiConverterString.write(builtin_value, buf)
 
-class PermissionOptionKind:
-    """
-    The type of permission option being presented to the user.
-
-    Helps clients choose appropriate icons and UI treatment.
-"""
-    def __init__(self):
-        raise RuntimeError("PermissionOptionKind cannot be instantiated directly")
-
-    # Each enum variant is a nested class of the enum itself.
-    @dataclass
-    class ALLOW_ONCE:
-        """
-        `allow_once`: Allow this operation only this time.
-"""
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "PermissionOptionKind.ALLOW_ONCE()".format()
-        def __eq__(self, other):
-            if not isinstance(other, PermissionOptionKind):
-                return NotImplemented
-            if not other.is_ALLOW_ONCE():
-                return False
-            return True
-
-    @dataclass
-    class ALLOW_ALWAYS:
-        """
-        `allow_always`: Allow this operation and remember the choice.
-"""
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "PermissionOptionKind.ALLOW_ALWAYS()".format()
-        def __eq__(self, other):
-            if not isinstance(other, PermissionOptionKind):
-                return NotImplemented
-            if not other.is_ALLOW_ALWAYS():
-                return False
-            return True
-
-    @dataclass
-    class REJECT_ONCE:
-        """
-        `reject_once`: Reject this operation only this time.
-"""
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "PermissionOptionKind.REJECT_ONCE()".format()
-        def __eq__(self, other):
-            if not isinstance(other, PermissionOptionKind):
-                return NotImplemented
-            if not other.is_REJECT_ONCE():
-                return False
-            return True
-
-    @dataclass
-    class REJECT_ALWAYS:
-        """
-        `reject_always`: Reject this operation and remember the choice.
-"""
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "PermissionOptionKind.REJECT_ALWAYS()".format()
-        def __eq__(self, other):
-            if not isinstance(other, PermissionOptionKind):
-                return NotImplemented
-            if not other.is_REJECT_ALWAYS():
-                return False
-            return True
-
-    @dataclass
-    class OTHER:
-        """
-        A value this version does not know (values starting with `_` are extensions).
-"""
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"PermissionOptionKind.OTHER{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, PermissionOptionKind):
-                return NotImplemented
-            if not other.is_OTHER():
-                return False
-            return self._values == other._values
-
-    
-
-    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
-    # whether an instance is that variant.
-    def is_ALLOW_ONCE(self) -> bool:
-        return isinstance(self, PermissionOptionKind.ALLOW_ONCE)
-    def is_allow_once(self) -> bool:
-        return isinstance(self, PermissionOptionKind.ALLOW_ONCE)
-    def is_ALLOW_ALWAYS(self) -> bool:
-        return isinstance(self, PermissionOptionKind.ALLOW_ALWAYS)
-    def is_allow_always(self) -> bool:
-        return isinstance(self, PermissionOptionKind.ALLOW_ALWAYS)
-    def is_REJECT_ONCE(self) -> bool:
-        return isinstance(self, PermissionOptionKind.REJECT_ONCE)
-    def is_reject_once(self) -> bool:
-        return isinstance(self, PermissionOptionKind.REJECT_ONCE)
-    def is_REJECT_ALWAYS(self) -> bool:
-        return isinstance(self, PermissionOptionKind.REJECT_ALWAYS)
-    def is_reject_always(self) -> bool:
-        return isinstance(self, PermissionOptionKind.REJECT_ALWAYS)
-    def is_OTHER(self) -> bool:
-        return isinstance(self, PermissionOptionKind.OTHER)
-    def is_other(self) -> bool:
-        return isinstance(self, PermissionOptionKind.OTHER)
-    
-
-# Now, a little trick - we make each nested variant class be a subclass of the main
-# enum class, so that method calls and instance checks etc will work intuitively.
-# We might be able to do this a little more neatly with a metaclass, but this'll do.
-PermissionOptionKind.ALLOW_ONCE = type("PermissionOptionKind.ALLOW_ONCE", (PermissionOptionKind.ALLOW_ONCE, PermissionOptionKind,), {})  # type: ignore
-PermissionOptionKind.ALLOW_ALWAYS = type("PermissionOptionKind.ALLOW_ALWAYS", (PermissionOptionKind.ALLOW_ALWAYS, PermissionOptionKind,), {})  # type: ignore
-PermissionOptionKind.REJECT_ONCE = type("PermissionOptionKind.REJECT_ONCE", (PermissionOptionKind.REJECT_ONCE, PermissionOptionKind,), {})  # type: ignore
-PermissionOptionKind.REJECT_ALWAYS = type("PermissionOptionKind.REJECT_ALWAYS", (PermissionOptionKind.REJECT_ALWAYS, PermissionOptionKind,), {})  # type: ignore
-PermissionOptionKind.OTHER = type("PermissionOptionKind.OTHER", (PermissionOptionKind.OTHER, PermissionOptionKind,), {})  # type: ignore
-
-
-
-
-class _UniffiFfiConverterTypePermissionOptionKind(_UniffiConverterRustBuffer):
     @staticmethod
     def read(buf):
-        variant = buf.read_i32()
-        if variant == 1:
-            return PermissionOptionKind.ALLOW_ONCE(
-            )
-        if variant == 2:
-            return PermissionOptionKind.ALLOW_ALWAYS(
-            )
-        if variant == 3:
-            return PermissionOptionKind.REJECT_ONCE(
-            )
-        if variant == 4:
-            return PermissionOptionKind.REJECT_ALWAYS(
-            )
-        if variant == 5:
-            return PermissionOptionKind.OTHER(
-                _UniffiFfiConverterString.read(buf),
-            )
-        raise InternalError("Raw enum value doesn't match any cases")
+        builtin_value = _UniffiFfiConverterString.read(buf)
+        return acp_inject.enums.PermissionOptionKind(builtin_value)
+
+    @staticmethod
+    def lift(value):
+        builtin_value = _UniffiFfiConverterString.lift(value)
+        return acp_inject.enums.PermissionOptionKind(builtin_value)
 
     @staticmethod
     def check_lower(value):
-        if value.is_ALLOW_ONCE():
-            return
-        if value.is_ALLOW_ALWAYS():
-            return
-        if value.is_REJECT_ONCE():
-            return
-        if value.is_REJECT_ALWAYS():
-            return
-        if value.is_OTHER():
-            _UniffiFfiConverterString.check_lower(value._values[0])
-            return
-        raise ValueError(value)
+        builtin_value = acp_inject.enums.PermissionOptionKind(value).value
+        return _UniffiFfiConverterString.check_lower(builtin_value)
 
     @staticmethod
-    def write(value, buf):
-        if value.is_ALLOW_ONCE():
-            buf.write_i32(1)
-        if value.is_ALLOW_ALWAYS():
-            buf.write_i32(2)
-        if value.is_REJECT_ONCE():
-            buf.write_i32(3)
-        if value.is_REJECT_ALWAYS():
-            buf.write_i32(4)
-        if value.is_OTHER():
-            buf.write_i32(5)
-            _UniffiFfiConverterString.write(value._values[0], buf)
-
-
+    def lower(value):
+        builtin_value = acp_inject.enums.PermissionOptionKind(value).value
+        return _UniffiFfiConverterString.lower(builtin_value)
 
 @dataclass
 class PermissionOption:
@@ -10636,416 +9743,65 @@ class _UniffiFfiConverterTypePermissionRequestSent(_UniffiConverterRustBuffer):
 
 
 
+PlanEntryPriority = acp_inject.enums.PlanEntryPriority
 
 
+class _UniffiFfiConverterTypePlanEntryPriority:
+    @staticmethod
+    def write(value, buf):
+        builtin_value = acp_inject.enums.PlanEntryPriority(value).value
+        _UniffiFfiConverterString.write(builtin_value, buf)
 
-class PlanEntryPriority:
-    """
-    Priority levels for plan entries.
-
-    Used to indicate the relative importance or urgency of different
-    tasks in the execution plan.
-    See protocol docs: [Plan Entries](https://agentclientprotocol.com/protocol/v2/draft/agent-plan#plan-entries)
-"""
-    def __init__(self):
-        raise RuntimeError("PlanEntryPriority cannot be instantiated directly")
-
-    # Each enum variant is a nested class of the enum itself.
-    @dataclass
-    class HIGH:
-        """
-        `high`: High priority task - critical to the overall goal.
-"""
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "PlanEntryPriority.HIGH()".format()
-        def __eq__(self, other):
-            if not isinstance(other, PlanEntryPriority):
-                return NotImplemented
-            if not other.is_HIGH():
-                return False
-            return True
-
-    @dataclass
-    class MEDIUM:
-        """
-        `medium`: Medium priority task - important but not critical.
-"""
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "PlanEntryPriority.MEDIUM()".format()
-        def __eq__(self, other):
-            if not isinstance(other, PlanEntryPriority):
-                return NotImplemented
-            if not other.is_MEDIUM():
-                return False
-            return True
-
-    @dataclass
-    class LOW:
-        """
-        `low`: Low priority task - nice to have but not essential.
-"""
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "PlanEntryPriority.LOW()".format()
-        def __eq__(self, other):
-            if not isinstance(other, PlanEntryPriority):
-                return NotImplemented
-            if not other.is_LOW():
-                return False
-            return True
-
-    @dataclass
-    class OTHER:
-        """
-        A value this version does not know (values starting with `_` are extensions).
-"""
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"PlanEntryPriority.OTHER{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, PlanEntryPriority):
-                return NotImplemented
-            if not other.is_OTHER():
-                return False
-            return self._values == other._values
-
-    
-
-    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
-    # whether an instance is that variant.
-    def is_HIGH(self) -> bool:
-        return isinstance(self, PlanEntryPriority.HIGH)
-    def is_high(self) -> bool:
-        return isinstance(self, PlanEntryPriority.HIGH)
-    def is_MEDIUM(self) -> bool:
-        return isinstance(self, PlanEntryPriority.MEDIUM)
-    def is_medium(self) -> bool:
-        return isinstance(self, PlanEntryPriority.MEDIUM)
-    def is_LOW(self) -> bool:
-        return isinstance(self, PlanEntryPriority.LOW)
-    def is_low(self) -> bool:
-        return isinstance(self, PlanEntryPriority.LOW)
-    def is_OTHER(self) -> bool:
-        return isinstance(self, PlanEntryPriority.OTHER)
-    def is_other(self) -> bool:
-        return isinstance(self, PlanEntryPriority.OTHER)
-    
-
-# Now, a little trick - we make each nested variant class be a subclass of the main
-# enum class, so that method calls and instance checks etc will work intuitively.
-# We might be able to do this a little more neatly with a metaclass, but this'll do.
-PlanEntryPriority.HIGH = type("PlanEntryPriority.HIGH", (PlanEntryPriority.HIGH, PlanEntryPriority,), {})  # type: ignore
-PlanEntryPriority.MEDIUM = type("PlanEntryPriority.MEDIUM", (PlanEntryPriority.MEDIUM, PlanEntryPriority,), {})  # type: ignore
-PlanEntryPriority.LOW = type("PlanEntryPriority.LOW", (PlanEntryPriority.LOW, PlanEntryPriority,), {})  # type: ignore
-PlanEntryPriority.OTHER = type("PlanEntryPriority.OTHER", (PlanEntryPriority.OTHER, PlanEntryPriority,), {})  # type: ignore
-
-
-
-
-class _UniffiFfiConverterTypePlanEntryPriority(_UniffiConverterRustBuffer):
     @staticmethod
     def read(buf):
-        variant = buf.read_i32()
-        if variant == 1:
-            return PlanEntryPriority.HIGH(
-            )
-        if variant == 2:
-            return PlanEntryPriority.MEDIUM(
-            )
-        if variant == 3:
-            return PlanEntryPriority.LOW(
-            )
-        if variant == 4:
-            return PlanEntryPriority.OTHER(
-                _UniffiFfiConverterString.read(buf),
-            )
-        raise InternalError("Raw enum value doesn't match any cases")
+        builtin_value = _UniffiFfiConverterString.read(buf)
+        return acp_inject.enums.PlanEntryPriority(builtin_value)
+
+    @staticmethod
+    def lift(value):
+        builtin_value = _UniffiFfiConverterString.lift(value)
+        return acp_inject.enums.PlanEntryPriority(builtin_value)
 
     @staticmethod
     def check_lower(value):
-        if value.is_HIGH():
-            return
-        if value.is_MEDIUM():
-            return
-        if value.is_LOW():
-            return
-        if value.is_OTHER():
-            _UniffiFfiConverterString.check_lower(value._values[0])
-            return
-        raise ValueError(value)
+        builtin_value = acp_inject.enums.PlanEntryPriority(value).value
+        return _UniffiFfiConverterString.check_lower(builtin_value)
 
+    @staticmethod
+    def lower(value):
+        builtin_value = acp_inject.enums.PlanEntryPriority(value).value
+        return _UniffiFfiConverterString.lower(builtin_value)
+
+
+
+PlanEntryStatus = acp_inject.enums.PlanEntryStatus
+
+
+class _UniffiFfiConverterTypePlanEntryStatus:
     @staticmethod
     def write(value, buf):
-        if value.is_HIGH():
-            buf.write_i32(1)
-        if value.is_MEDIUM():
-            buf.write_i32(2)
-        if value.is_LOW():
-            buf.write_i32(3)
-        if value.is_OTHER():
-            buf.write_i32(4)
-            _UniffiFfiConverterString.write(value._values[0], buf)
+        builtin_value = acp_inject.enums.PlanEntryStatus(value).value
+        _UniffiFfiConverterString.write(builtin_value, buf)
 
-
-
-
-
-
-
-
-class PlanEntryStatus:
-    """
-    Status of a plan entry in the execution flow.
-
-    Tracks the lifecycle of each task from planning through completion.
-    See protocol docs: [Plan Entries](https://agentclientprotocol.com/protocol/v2/draft/agent-plan#plan-entries)
-"""
-    def __init__(self):
-        raise RuntimeError("PlanEntryStatus cannot be instantiated directly")
-
-    # Each enum variant is a nested class of the enum itself.
-    @dataclass
-    class PENDING:
-        """
-        `pending`: The task has not started yet.
-"""
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "PlanEntryStatus.PENDING()".format()
-        def __eq__(self, other):
-            if not isinstance(other, PlanEntryStatus):
-                return NotImplemented
-            if not other.is_PENDING():
-                return False
-            return True
-
-    @dataclass
-    class IN_PROGRESS:
-        """
-        `in_progress`: The task is currently being worked on.
-"""
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "PlanEntryStatus.IN_PROGRESS()".format()
-        def __eq__(self, other):
-            if not isinstance(other, PlanEntryStatus):
-                return NotImplemented
-            if not other.is_IN_PROGRESS():
-                return False
-            return True
-
-    @dataclass
-    class COMPLETED:
-        """
-        `completed`: The task has been successfully completed.
-"""
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "PlanEntryStatus.COMPLETED()".format()
-        def __eq__(self, other):
-            if not isinstance(other, PlanEntryStatus):
-                return NotImplemented
-            if not other.is_COMPLETED():
-                return False
-            return True
-
-    @dataclass
-    class CANCELLED:
-        """
-        `cancelled`: The task was cancelled before it completed.
-"""
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "PlanEntryStatus.CANCELLED()".format()
-        def __eq__(self, other):
-            if not isinstance(other, PlanEntryStatus):
-                return NotImplemented
-            if not other.is_CANCELLED():
-                return False
-            return True
-
-    @dataclass
-    class OTHER:
-        """
-        A value this version does not know (values starting with `_` are extensions).
-"""
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"PlanEntryStatus.OTHER{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, PlanEntryStatus):
-                return NotImplemented
-            if not other.is_OTHER():
-                return False
-            return self._values == other._values
-
-    
-
-    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
-    # whether an instance is that variant.
-    def is_PENDING(self) -> bool:
-        return isinstance(self, PlanEntryStatus.PENDING)
-    def is_pending(self) -> bool:
-        return isinstance(self, PlanEntryStatus.PENDING)
-    def is_IN_PROGRESS(self) -> bool:
-        return isinstance(self, PlanEntryStatus.IN_PROGRESS)
-    def is_in_progress(self) -> bool:
-        return isinstance(self, PlanEntryStatus.IN_PROGRESS)
-    def is_COMPLETED(self) -> bool:
-        return isinstance(self, PlanEntryStatus.COMPLETED)
-    def is_completed(self) -> bool:
-        return isinstance(self, PlanEntryStatus.COMPLETED)
-    def is_CANCELLED(self) -> bool:
-        return isinstance(self, PlanEntryStatus.CANCELLED)
-    def is_cancelled(self) -> bool:
-        return isinstance(self, PlanEntryStatus.CANCELLED)
-    def is_OTHER(self) -> bool:
-        return isinstance(self, PlanEntryStatus.OTHER)
-    def is_other(self) -> bool:
-        return isinstance(self, PlanEntryStatus.OTHER)
-    
-
-# Now, a little trick - we make each nested variant class be a subclass of the main
-# enum class, so that method calls and instance checks etc will work intuitively.
-# We might be able to do this a little more neatly with a metaclass, but this'll do.
-PlanEntryStatus.PENDING = type("PlanEntryStatus.PENDING", (PlanEntryStatus.PENDING, PlanEntryStatus,), {})  # type: ignore
-PlanEntryStatus.IN_PROGRESS = type("PlanEntryStatus.IN_PROGRESS", (PlanEntryStatus.IN_PROGRESS, PlanEntryStatus,), {})  # type: ignore
-PlanEntryStatus.COMPLETED = type("PlanEntryStatus.COMPLETED", (PlanEntryStatus.COMPLETED, PlanEntryStatus,), {})  # type: ignore
-PlanEntryStatus.CANCELLED = type("PlanEntryStatus.CANCELLED", (PlanEntryStatus.CANCELLED, PlanEntryStatus,), {})  # type: ignore
-PlanEntryStatus.OTHER = type("PlanEntryStatus.OTHER", (PlanEntryStatus.OTHER, PlanEntryStatus,), {})  # type: ignore
-
-
-
-
-class _UniffiFfiConverterTypePlanEntryStatus(_UniffiConverterRustBuffer):
     @staticmethod
     def read(buf):
-        variant = buf.read_i32()
-        if variant == 1:
-            return PlanEntryStatus.PENDING(
-            )
-        if variant == 2:
-            return PlanEntryStatus.IN_PROGRESS(
-            )
-        if variant == 3:
-            return PlanEntryStatus.COMPLETED(
-            )
-        if variant == 4:
-            return PlanEntryStatus.CANCELLED(
-            )
-        if variant == 5:
-            return PlanEntryStatus.OTHER(
-                _UniffiFfiConverterString.read(buf),
-            )
-        raise InternalError("Raw enum value doesn't match any cases")
+        builtin_value = _UniffiFfiConverterString.read(buf)
+        return acp_inject.enums.PlanEntryStatus(builtin_value)
+
+    @staticmethod
+    def lift(value):
+        builtin_value = _UniffiFfiConverterString.lift(value)
+        return acp_inject.enums.PlanEntryStatus(builtin_value)
 
     @staticmethod
     def check_lower(value):
-        if value.is_PENDING():
-            return
-        if value.is_IN_PROGRESS():
-            return
-        if value.is_COMPLETED():
-            return
-        if value.is_CANCELLED():
-            return
-        if value.is_OTHER():
-            _UniffiFfiConverterString.check_lower(value._values[0])
-            return
-        raise ValueError(value)
+        builtin_value = acp_inject.enums.PlanEntryStatus(value).value
+        return _UniffiFfiConverterString.check_lower(builtin_value)
 
     @staticmethod
-    def write(value, buf):
-        if value.is_PENDING():
-            buf.write_i32(1)
-        if value.is_IN_PROGRESS():
-            buf.write_i32(2)
-        if value.is_COMPLETED():
-            buf.write_i32(3)
-        if value.is_CANCELLED():
-            buf.write_i32(4)
-        if value.is_OTHER():
-            buf.write_i32(5)
-            _UniffiFfiConverterString.write(value._values[0], buf)
-
-
+    def lower(value):
+        builtin_value = acp_inject.enums.PlanEntryStatus(value).value
+        return _UniffiFfiConverterString.lower(builtin_value)
 
 @dataclass
 class PlanEntry:
@@ -12506,166 +11262,34 @@ class _UniffiFfiConverterTypeSessionStatusRequest(_UniffiConverterRustBuffer):
 
 
 
+SessionStatus = acp_inject.enums.SessionStatus
 
 
+class _UniffiFfiConverterTypeSessionStatus:
+    @staticmethod
+    def write(value, buf):
+        builtin_value = acp_inject.enums.SessionStatus(value).value
+        _UniffiFfiConverterString.write(builtin_value, buf)
 
-class SessionStatus:
-    """
-    **UNSTABLE**
-
-    This capability is not part of the spec yet, and may be removed or changed at any point.
-
-    Whether the Agent has a session in memory, as reported by `session/status`.
-"""
-    def __init__(self):
-        raise RuntimeError("SessionStatus cannot be instantiated directly")
-
-    # Each enum variant is a nested class of the enum itself.
-    @dataclass
-    class OPEN:
-        """
-        `open`: The Agent has the session in memory, for any connection.
-
-        This does not mean the requesting connection is attached to it. A Client that did
-        not create or resume the session on its own connection MUST still call
-        `session/resume` before sending `session/prompt` or expecting
-        `session/update` notifications.
-"""
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "SessionStatus.OPEN()".format()
-        def __eq__(self, other):
-            if not isinstance(other, SessionStatus):
-                return NotImplemented
-            if not other.is_OPEN():
-                return False
-            return True
-
-    @dataclass
-    class SAVED:
-        """
-        `saved`: The Agent knows the session and can resume it, but does not have it in memory.
-
-        The Client can call `session/resume` to start it.
-"""
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "SessionStatus.SAVED()".format()
-        def __eq__(self, other):
-            if not isinstance(other, SessionStatus):
-                return NotImplemented
-            if not other.is_SAVED():
-                return False
-            return True
-
-    @dataclass
-    class OTHER:
-        """
-        A value this version does not know (values starting with `_` are extensions).
-"""
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"SessionStatus.OTHER{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, SessionStatus):
-                return NotImplemented
-            if not other.is_OTHER():
-                return False
-            return self._values == other._values
-
-    
-
-    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
-    # whether an instance is that variant.
-    def is_OPEN(self) -> bool:
-        return isinstance(self, SessionStatus.OPEN)
-    def is_open(self) -> bool:
-        return isinstance(self, SessionStatus.OPEN)
-    def is_SAVED(self) -> bool:
-        return isinstance(self, SessionStatus.SAVED)
-    def is_saved(self) -> bool:
-        return isinstance(self, SessionStatus.SAVED)
-    def is_OTHER(self) -> bool:
-        return isinstance(self, SessionStatus.OTHER)
-    def is_other(self) -> bool:
-        return isinstance(self, SessionStatus.OTHER)
-    
-
-# Now, a little trick - we make each nested variant class be a subclass of the main
-# enum class, so that method calls and instance checks etc will work intuitively.
-# We might be able to do this a little more neatly with a metaclass, but this'll do.
-SessionStatus.OPEN = type("SessionStatus.OPEN", (SessionStatus.OPEN, SessionStatus,), {})  # type: ignore
-SessionStatus.SAVED = type("SessionStatus.SAVED", (SessionStatus.SAVED, SessionStatus,), {})  # type: ignore
-SessionStatus.OTHER = type("SessionStatus.OTHER", (SessionStatus.OTHER, SessionStatus,), {})  # type: ignore
-
-
-
-
-class _UniffiFfiConverterTypeSessionStatus(_UniffiConverterRustBuffer):
     @staticmethod
     def read(buf):
-        variant = buf.read_i32()
-        if variant == 1:
-            return SessionStatus.OPEN(
-            )
-        if variant == 2:
-            return SessionStatus.SAVED(
-            )
-        if variant == 3:
-            return SessionStatus.OTHER(
-                _UniffiFfiConverterString.read(buf),
-            )
-        raise InternalError("Raw enum value doesn't match any cases")
+        builtin_value = _UniffiFfiConverterString.read(buf)
+        return acp_inject.enums.SessionStatus(builtin_value)
+
+    @staticmethod
+    def lift(value):
+        builtin_value = _UniffiFfiConverterString.lift(value)
+        return acp_inject.enums.SessionStatus(builtin_value)
 
     @staticmethod
     def check_lower(value):
-        if value.is_OPEN():
-            return
-        if value.is_SAVED():
-            return
-        if value.is_OTHER():
-            _UniffiFfiConverterString.check_lower(value._values[0])
-            return
-        raise ValueError(value)
+        builtin_value = acp_inject.enums.SessionStatus(value).value
+        return _UniffiFfiConverterString.check_lower(builtin_value)
 
     @staticmethod
-    def write(value, buf):
-        if value.is_OPEN():
-            buf.write_i32(1)
-        if value.is_SAVED():
-            buf.write_i32(2)
-        if value.is_OTHER():
-            buf.write_i32(3)
-            _UniffiFfiConverterString.write(value._values[0], buf)
-
-
+    def lower(value):
+        builtin_value = acp_inject.enums.SessionStatus(value).value
+        return _UniffiFfiConverterString.lower(builtin_value)
 
 class _UniffiFfiConverterBoxTypeRunningStateUpdate(_UniffiConverterRustBuffer):
     @classmethod
@@ -13371,432 +11995,34 @@ class _UniffiFfiConverterTypeToolCallContentChunk(_UniffiConverterRustBuffer):
 
 
 
+ToolKind = acp_inject.enums.ToolKind
 
 
+class _UniffiFfiConverterTypeToolKind:
+    @staticmethod
+    def write(value, buf):
+        builtin_value = acp_inject.enums.ToolKind(value).value
+        _UniffiFfiConverterString.write(builtin_value, buf)
 
-class ToolKind:
-    """
-    Categories of tools that can be invoked.
-
-    Tool kinds help clients choose appropriate icons and optimize how they
-    display tool execution progress.
-
-    See protocol docs: [Reporting](https://agentclientprotocol.com/protocol/v2/draft/tool-calls#reporting)
-"""
-    def __init__(self):
-        raise RuntimeError("ToolKind cannot be instantiated directly")
-
-    # Each enum variant is a nested class of the enum itself.
-    @dataclass
-    class READ:
-        """
-        `read`: Reading files or data.
-"""
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "ToolKind.READ()".format()
-        def __eq__(self, other):
-            if not isinstance(other, ToolKind):
-                return NotImplemented
-            if not other.is_READ():
-                return False
-            return True
-
-    @dataclass
-    class EDIT:
-        """
-        `edit`: Modifying files or content.
-"""
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "ToolKind.EDIT()".format()
-        def __eq__(self, other):
-            if not isinstance(other, ToolKind):
-                return NotImplemented
-            if not other.is_EDIT():
-                return False
-            return True
-
-    @dataclass
-    class DELETE:
-        """
-        `delete`: Removing files or data.
-"""
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "ToolKind.DELETE()".format()
-        def __eq__(self, other):
-            if not isinstance(other, ToolKind):
-                return NotImplemented
-            if not other.is_DELETE():
-                return False
-            return True
-
-    @dataclass
-    class MOVE:
-        """
-        `move`: Moving or renaming files.
-"""
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "ToolKind.MOVE()".format()
-        def __eq__(self, other):
-            if not isinstance(other, ToolKind):
-                return NotImplemented
-            if not other.is_MOVE():
-                return False
-            return True
-
-    @dataclass
-    class SEARCH:
-        """
-        `search`: Searching for information.
-"""
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "ToolKind.SEARCH()".format()
-        def __eq__(self, other):
-            if not isinstance(other, ToolKind):
-                return NotImplemented
-            if not other.is_SEARCH():
-                return False
-            return True
-
-    @dataclass
-    class EXECUTE:
-        """
-        `execute`: Running commands or code.
-"""
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "ToolKind.EXECUTE()".format()
-        def __eq__(self, other):
-            if not isinstance(other, ToolKind):
-                return NotImplemented
-            if not other.is_EXECUTE():
-                return False
-            return True
-
-    @dataclass
-    class THINK:
-        """
-        `think`: Internal reasoning or planning.
-"""
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "ToolKind.THINK()".format()
-        def __eq__(self, other):
-            if not isinstance(other, ToolKind):
-                return NotImplemented
-            if not other.is_THINK():
-                return False
-            return True
-
-    @dataclass
-    class FETCH:
-        """
-        `fetch`: Retrieving external data.
-"""
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "ToolKind.FETCH()".format()
-        def __eq__(self, other):
-            if not isinstance(other, ToolKind):
-                return NotImplemented
-            if not other.is_FETCH():
-                return False
-            return True
-
-    @dataclass
-    class SWITCH_MODE:
-        """
-        `switch_mode`: Changing the session's mode, a [config option](https://agentclientprotocol.com/protocol/v2/draft/session-config-options) with the `mode` category.
-"""
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "ToolKind.SWITCH_MODE()".format()
-        def __eq__(self, other):
-            if not isinstance(other, ToolKind):
-                return NotImplemented
-            if not other.is_SWITCH_MODE():
-                return False
-            return True
-
-    @dataclass
-    class OTHER:
-        """
-        `other`: Other tool types (default).
-"""
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "ToolKind.OTHER()".format()
-        def __eq__(self, other):
-            if not isinstance(other, ToolKind):
-                return NotImplemented
-            if not other.is_OTHER():
-                return False
-            return True
-
-    @dataclass
-    class UNKNOWN:
-        """
-        A value this version does not know (values starting with `_` are extensions).
-"""
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"ToolKind.UNKNOWN{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, ToolKind):
-                return NotImplemented
-            if not other.is_UNKNOWN():
-                return False
-            return self._values == other._values
-
-    
-
-    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
-    # whether an instance is that variant.
-    def is_READ(self) -> bool:
-        return isinstance(self, ToolKind.READ)
-    def is_read(self) -> bool:
-        return isinstance(self, ToolKind.READ)
-    def is_EDIT(self) -> bool:
-        return isinstance(self, ToolKind.EDIT)
-    def is_edit(self) -> bool:
-        return isinstance(self, ToolKind.EDIT)
-    def is_DELETE(self) -> bool:
-        return isinstance(self, ToolKind.DELETE)
-    def is_delete(self) -> bool:
-        return isinstance(self, ToolKind.DELETE)
-    def is_MOVE(self) -> bool:
-        return isinstance(self, ToolKind.MOVE)
-    def is_move(self) -> bool:
-        return isinstance(self, ToolKind.MOVE)
-    def is_SEARCH(self) -> bool:
-        return isinstance(self, ToolKind.SEARCH)
-    def is_search(self) -> bool:
-        return isinstance(self, ToolKind.SEARCH)
-    def is_EXECUTE(self) -> bool:
-        return isinstance(self, ToolKind.EXECUTE)
-    def is_execute(self) -> bool:
-        return isinstance(self, ToolKind.EXECUTE)
-    def is_THINK(self) -> bool:
-        return isinstance(self, ToolKind.THINK)
-    def is_think(self) -> bool:
-        return isinstance(self, ToolKind.THINK)
-    def is_FETCH(self) -> bool:
-        return isinstance(self, ToolKind.FETCH)
-    def is_fetch(self) -> bool:
-        return isinstance(self, ToolKind.FETCH)
-    def is_SWITCH_MODE(self) -> bool:
-        return isinstance(self, ToolKind.SWITCH_MODE)
-    def is_switch_mode(self) -> bool:
-        return isinstance(self, ToolKind.SWITCH_MODE)
-    def is_OTHER(self) -> bool:
-        return isinstance(self, ToolKind.OTHER)
-    def is_other(self) -> bool:
-        return isinstance(self, ToolKind.OTHER)
-    def is_UNKNOWN(self) -> bool:
-        return isinstance(self, ToolKind.UNKNOWN)
-    def is_unknown(self) -> bool:
-        return isinstance(self, ToolKind.UNKNOWN)
-    
-
-# Now, a little trick - we make each nested variant class be a subclass of the main
-# enum class, so that method calls and instance checks etc will work intuitively.
-# We might be able to do this a little more neatly with a metaclass, but this'll do.
-ToolKind.READ = type("ToolKind.READ", (ToolKind.READ, ToolKind,), {})  # type: ignore
-ToolKind.EDIT = type("ToolKind.EDIT", (ToolKind.EDIT, ToolKind,), {})  # type: ignore
-ToolKind.DELETE = type("ToolKind.DELETE", (ToolKind.DELETE, ToolKind,), {})  # type: ignore
-ToolKind.MOVE = type("ToolKind.MOVE", (ToolKind.MOVE, ToolKind,), {})  # type: ignore
-ToolKind.SEARCH = type("ToolKind.SEARCH", (ToolKind.SEARCH, ToolKind,), {})  # type: ignore
-ToolKind.EXECUTE = type("ToolKind.EXECUTE", (ToolKind.EXECUTE, ToolKind,), {})  # type: ignore
-ToolKind.THINK = type("ToolKind.THINK", (ToolKind.THINK, ToolKind,), {})  # type: ignore
-ToolKind.FETCH = type("ToolKind.FETCH", (ToolKind.FETCH, ToolKind,), {})  # type: ignore
-ToolKind.SWITCH_MODE = type("ToolKind.SWITCH_MODE", (ToolKind.SWITCH_MODE, ToolKind,), {})  # type: ignore
-ToolKind.OTHER = type("ToolKind.OTHER", (ToolKind.OTHER, ToolKind,), {})  # type: ignore
-ToolKind.UNKNOWN = type("ToolKind.UNKNOWN", (ToolKind.UNKNOWN, ToolKind,), {})  # type: ignore
-
-
-
-
-class _UniffiFfiConverterTypeToolKind(_UniffiConverterRustBuffer):
     @staticmethod
     def read(buf):
-        variant = buf.read_i32()
-        if variant == 1:
-            return ToolKind.READ(
-            )
-        if variant == 2:
-            return ToolKind.EDIT(
-            )
-        if variant == 3:
-            return ToolKind.DELETE(
-            )
-        if variant == 4:
-            return ToolKind.MOVE(
-            )
-        if variant == 5:
-            return ToolKind.SEARCH(
-            )
-        if variant == 6:
-            return ToolKind.EXECUTE(
-            )
-        if variant == 7:
-            return ToolKind.THINK(
-            )
-        if variant == 8:
-            return ToolKind.FETCH(
-            )
-        if variant == 9:
-            return ToolKind.SWITCH_MODE(
-            )
-        if variant == 10:
-            return ToolKind.OTHER(
-            )
-        if variant == 11:
-            return ToolKind.UNKNOWN(
-                _UniffiFfiConverterString.read(buf),
-            )
-        raise InternalError("Raw enum value doesn't match any cases")
+        builtin_value = _UniffiFfiConverterString.read(buf)
+        return acp_inject.enums.ToolKind(builtin_value)
+
+    @staticmethod
+    def lift(value):
+        builtin_value = _UniffiFfiConverterString.lift(value)
+        return acp_inject.enums.ToolKind(builtin_value)
 
     @staticmethod
     def check_lower(value):
-        if value.is_READ():
-            return
-        if value.is_EDIT():
-            return
-        if value.is_DELETE():
-            return
-        if value.is_MOVE():
-            return
-        if value.is_SEARCH():
-            return
-        if value.is_EXECUTE():
-            return
-        if value.is_THINK():
-            return
-        if value.is_FETCH():
-            return
-        if value.is_SWITCH_MODE():
-            return
-        if value.is_OTHER():
-            return
-        if value.is_UNKNOWN():
-            _UniffiFfiConverterString.check_lower(value._values[0])
-            return
-        raise ValueError(value)
+        builtin_value = acp_inject.enums.ToolKind(value).value
+        return _UniffiFfiConverterString.check_lower(builtin_value)
 
     @staticmethod
-    def write(value, buf):
-        if value.is_READ():
-            buf.write_i32(1)
-        if value.is_EDIT():
-            buf.write_i32(2)
-        if value.is_DELETE():
-            buf.write_i32(3)
-        if value.is_MOVE():
-            buf.write_i32(4)
-        if value.is_SEARCH():
-            buf.write_i32(5)
-        if value.is_EXECUTE():
-            buf.write_i32(6)
-        if value.is_THINK():
-            buf.write_i32(7)
-        if value.is_FETCH():
-            buf.write_i32(8)
-        if value.is_SWITCH_MODE():
-            buf.write_i32(9)
-        if value.is_OTHER():
-            buf.write_i32(10)
-        if value.is_UNKNOWN():
-            buf.write_i32(11)
-            _UniffiFfiConverterString.write(value._values[0], buf)
-
-
+    def lower(value):
+        builtin_value = acp_inject.enums.ToolKind(value).value
+        return _UniffiFfiConverterString.lower(builtin_value)
 
 class _UniffiFfiConverterOptionalTypeToolKind(_UniffiConverterRustBuffer):
     @classmethod
@@ -13825,297 +12051,34 @@ class _UniffiFfiConverterOptionalTypeToolKind(_UniffiConverterRustBuffer):
 
 
 
+ToolCallStatus = acp_inject.enums.ToolCallStatus
 
 
+class _UniffiFfiConverterTypeToolCallStatus:
+    @staticmethod
+    def write(value, buf):
+        builtin_value = acp_inject.enums.ToolCallStatus(value).value
+        _UniffiFfiConverterString.write(builtin_value, buf)
 
-class ToolCallStatus:
-    """
-    Execution status of a tool call.
-
-    Tool calls progress through different statuses during their lifecycle.
-
-    See protocol docs: [Status](https://agentclientprotocol.com/protocol/v2/draft/tool-calls#status)
-"""
-    def __init__(self):
-        raise RuntimeError("ToolCallStatus cannot be instantiated directly")
-
-    # Each enum variant is a nested class of the enum itself.
-    @dataclass
-    class PENDING:
-        """
-        `pending`: The tool call hasn't started running yet, for example because its input is
-        streaming, it is awaiting approval, or it is scheduled to run later.
-"""
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "ToolCallStatus.PENDING()".format()
-        def __eq__(self, other):
-            if not isinstance(other, ToolCallStatus):
-                return NotImplemented
-            if not other.is_PENDING():
-                return False
-            return True
-
-    @dataclass
-    class IN_PROGRESS:
-        """
-        `in_progress`: The tool call is currently running.
-"""
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "ToolCallStatus.IN_PROGRESS()".format()
-        def __eq__(self, other):
-            if not isinstance(other, ToolCallStatus):
-                return NotImplemented
-            if not other.is_IN_PROGRESS():
-                return False
-            return True
-
-    @dataclass
-    class PAUSED:
-        """
-        `paused`: The tool call has started, is not running now, and will not continue until
-        something resumes it. It may return to `in_progress` any number of times.
-"""
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "ToolCallStatus.PAUSED()".format()
-        def __eq__(self, other):
-            if not isinstance(other, ToolCallStatus):
-                return NotImplemented
-            if not other.is_PAUSED():
-                return False
-            return True
-
-    @dataclass
-    class COMPLETED:
-        """
-        `completed`: The tool call completed successfully.
-"""
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "ToolCallStatus.COMPLETED()".format()
-        def __eq__(self, other):
-            if not isinstance(other, ToolCallStatus):
-                return NotImplemented
-            if not other.is_COMPLETED():
-                return False
-            return True
-
-    @dataclass
-    class FAILED:
-        """
-        `failed`: The tool call failed with an error.
-"""
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "ToolCallStatus.FAILED()".format()
-        def __eq__(self, other):
-            if not isinstance(other, ToolCallStatus):
-                return NotImplemented
-            if not other.is_FAILED():
-                return False
-            return True
-
-    @dataclass
-    class CANCELLED:
-        """
-        `cancelled`: The tool call was cancelled before it completed.
-"""
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "ToolCallStatus.CANCELLED()".format()
-        def __eq__(self, other):
-            if not isinstance(other, ToolCallStatus):
-                return NotImplemented
-            if not other.is_CANCELLED():
-                return False
-            return True
-
-    @dataclass
-    class OTHER:
-        """
-        A value this version does not know (values starting with `_` are extensions).
-"""
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"ToolCallStatus.OTHER{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, ToolCallStatus):
-                return NotImplemented
-            if not other.is_OTHER():
-                return False
-            return self._values == other._values
-
-    
-
-    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
-    # whether an instance is that variant.
-    def is_PENDING(self) -> bool:
-        return isinstance(self, ToolCallStatus.PENDING)
-    def is_pending(self) -> bool:
-        return isinstance(self, ToolCallStatus.PENDING)
-    def is_IN_PROGRESS(self) -> bool:
-        return isinstance(self, ToolCallStatus.IN_PROGRESS)
-    def is_in_progress(self) -> bool:
-        return isinstance(self, ToolCallStatus.IN_PROGRESS)
-    def is_PAUSED(self) -> bool:
-        return isinstance(self, ToolCallStatus.PAUSED)
-    def is_paused(self) -> bool:
-        return isinstance(self, ToolCallStatus.PAUSED)
-    def is_COMPLETED(self) -> bool:
-        return isinstance(self, ToolCallStatus.COMPLETED)
-    def is_completed(self) -> bool:
-        return isinstance(self, ToolCallStatus.COMPLETED)
-    def is_FAILED(self) -> bool:
-        return isinstance(self, ToolCallStatus.FAILED)
-    def is_failed(self) -> bool:
-        return isinstance(self, ToolCallStatus.FAILED)
-    def is_CANCELLED(self) -> bool:
-        return isinstance(self, ToolCallStatus.CANCELLED)
-    def is_cancelled(self) -> bool:
-        return isinstance(self, ToolCallStatus.CANCELLED)
-    def is_OTHER(self) -> bool:
-        return isinstance(self, ToolCallStatus.OTHER)
-    def is_other(self) -> bool:
-        return isinstance(self, ToolCallStatus.OTHER)
-    
-
-# Now, a little trick - we make each nested variant class be a subclass of the main
-# enum class, so that method calls and instance checks etc will work intuitively.
-# We might be able to do this a little more neatly with a metaclass, but this'll do.
-ToolCallStatus.PENDING = type("ToolCallStatus.PENDING", (ToolCallStatus.PENDING, ToolCallStatus,), {})  # type: ignore
-ToolCallStatus.IN_PROGRESS = type("ToolCallStatus.IN_PROGRESS", (ToolCallStatus.IN_PROGRESS, ToolCallStatus,), {})  # type: ignore
-ToolCallStatus.PAUSED = type("ToolCallStatus.PAUSED", (ToolCallStatus.PAUSED, ToolCallStatus,), {})  # type: ignore
-ToolCallStatus.COMPLETED = type("ToolCallStatus.COMPLETED", (ToolCallStatus.COMPLETED, ToolCallStatus,), {})  # type: ignore
-ToolCallStatus.FAILED = type("ToolCallStatus.FAILED", (ToolCallStatus.FAILED, ToolCallStatus,), {})  # type: ignore
-ToolCallStatus.CANCELLED = type("ToolCallStatus.CANCELLED", (ToolCallStatus.CANCELLED, ToolCallStatus,), {})  # type: ignore
-ToolCallStatus.OTHER = type("ToolCallStatus.OTHER", (ToolCallStatus.OTHER, ToolCallStatus,), {})  # type: ignore
-
-
-
-
-class _UniffiFfiConverterTypeToolCallStatus(_UniffiConverterRustBuffer):
     @staticmethod
     def read(buf):
-        variant = buf.read_i32()
-        if variant == 1:
-            return ToolCallStatus.PENDING(
-            )
-        if variant == 2:
-            return ToolCallStatus.IN_PROGRESS(
-            )
-        if variant == 3:
-            return ToolCallStatus.PAUSED(
-            )
-        if variant == 4:
-            return ToolCallStatus.COMPLETED(
-            )
-        if variant == 5:
-            return ToolCallStatus.FAILED(
-            )
-        if variant == 6:
-            return ToolCallStatus.CANCELLED(
-            )
-        if variant == 7:
-            return ToolCallStatus.OTHER(
-                _UniffiFfiConverterString.read(buf),
-            )
-        raise InternalError("Raw enum value doesn't match any cases")
+        builtin_value = _UniffiFfiConverterString.read(buf)
+        return acp_inject.enums.ToolCallStatus(builtin_value)
+
+    @staticmethod
+    def lift(value):
+        builtin_value = _UniffiFfiConverterString.lift(value)
+        return acp_inject.enums.ToolCallStatus(builtin_value)
 
     @staticmethod
     def check_lower(value):
-        if value.is_PENDING():
-            return
-        if value.is_IN_PROGRESS():
-            return
-        if value.is_PAUSED():
-            return
-        if value.is_COMPLETED():
-            return
-        if value.is_FAILED():
-            return
-        if value.is_CANCELLED():
-            return
-        if value.is_OTHER():
-            _UniffiFfiConverterString.check_lower(value._values[0])
-            return
-        raise ValueError(value)
+        builtin_value = acp_inject.enums.ToolCallStatus(value).value
+        return _UniffiFfiConverterString.check_lower(builtin_value)
 
     @staticmethod
-    def write(value, buf):
-        if value.is_PENDING():
-            buf.write_i32(1)
-        if value.is_IN_PROGRESS():
-            buf.write_i32(2)
-        if value.is_PAUSED():
-            buf.write_i32(3)
-        if value.is_COMPLETED():
-            buf.write_i32(4)
-        if value.is_FAILED():
-            buf.write_i32(5)
-        if value.is_CANCELLED():
-            buf.write_i32(6)
-        if value.is_OTHER():
-            buf.write_i32(7)
-            _UniffiFfiConverterString.write(value._values[0], buf)
-
-
+    def lower(value):
+        builtin_value = acp_inject.enums.ToolCallStatus(value).value
+        return _UniffiFfiConverterString.lower(builtin_value)
 
 class _UniffiFfiConverterOptionalTypeToolCallStatus(_UniffiConverterRustBuffer):
     @classmethod
@@ -21774,34 +19737,25 @@ __all__ = [
     "QueueDrain",
     "RevokeReplace",
     "ClearStyle",
-    "Role",
     "EmbeddedResourceResource",
     "ContentBlock",
     "ContentBlockListPatch",
     "RequestId",
     "SteerFallback",
-    "ErrorReason",
     "BackgroundWork",
-    "StopReason",
     "TurnState",
     "ItemMode",
     "ItemStatus",
     "MessageRole",
     "McpServer",
-    "PermissionOptionKind",
     "RequestPermissionOutcome",
     "RuntimeAction",
     "Output",
-    "PlanEntryPriority",
-    "PlanEntryStatus",
     "PlanUpdateContent",
     "ReplayFrom",
     "StringPatch",
-    "SessionStatus",
     "StateUpdate",
     "ToolCallContent",
-    "ToolKind",
-    "ToolCallStatus",
     "SessionUpdate",
     "CallRejected",
     "HostError",

@@ -10775,10 +10775,10 @@ public struct Usage: Equatable, Hashable {
          */totalTokens: UInt64, 
         /**
          * Input tokens for the completed work.
-         */inputTokens: UInt64, 
+         */inputTokens: UInt64 = UInt64(0), 
         /**
          * Output tokens for the completed work.
-         */outputTokens: UInt64, 
+         */outputTokens: UInt64 = UInt64(0), 
         /**
          * Thought/reasoning tokens for the completed work.
          *
@@ -12297,154 +12297,6 @@ public func FfiConverterTypeEmbeddedResourceResource_lower(_ value: EmbeddedReso
 
 
 /**
- * Why a session or inject request failed (`data.reason`). Open: unknown reasons from newer agents decode into `other`.
- */
-
-public enum ErrorReason: Equatable, Hashable {
-    
-    /**
-     * `session_not_found`: -32002: the agent does not hold this session (never created, or closed).
-     */
-    case sessionNotFound
-    /**
-     * `unknown_message_id`: -32002: revoke/replace of an id this session never issued, no longer remembers, or revoked.
-     */
-    case unknownMessageId
-    /**
-     * `already_delivered`: -32010: revoke/replace after the inject's `user_message` was emitted.
-     */
-    case alreadyDelivered
-    /**
-     * `no_running_turn`: -32010: `steer` while the session is idle.
-     */
-    case noRunningTurn
-    /**
-     * `mode_not_supported`: -32010: a known mode the agent did not advertise.
-     */
-    case modeNotSupported
-    /**
-     * `replace_not_supported`: -32010: replace when `pending.replace` is not advertised.
-     */
-    case replaceNotSupported
-    /**
-     * `not_permitted`: -32010: an observer injects/revokes/replaces, or a non-creator revokes/replaces under the creator-only policy.
-     */
-    case notPermitted
-    /**
-     * `turn_in_progress`: -32010: an agent of an earlier draft refused a `session/prompt` while a turn was in progress; the prompt was not inserted. Agents on this toolkit hold such a prompt instead (R-PROMPT-2). Send it again with `session/inject` (mode `queue` or `steer`) or after the session is idle.
-     */
-    case turnInProgress
-    /**
-     * A value this version does not know (values starting with `_` are extensions).
-     */
-    case other(String
-    )
-
-
-
-
-
-}
-
-#if compiler(>=6)
-extension ErrorReason: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeErrorReason: FfiConverterRustBuffer {
-    typealias SwiftType = ErrorReason
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ErrorReason {
-        let variant: Int32 = try readInt(&buf)
-        switch variant {
-        
-        case 1: return .sessionNotFound
-        
-        case 2: return .unknownMessageId
-        
-        case 3: return .alreadyDelivered
-        
-        case 4: return .noRunningTurn
-        
-        case 5: return .modeNotSupported
-        
-        case 6: return .replaceNotSupported
-        
-        case 7: return .notPermitted
-        
-        case 8: return .turnInProgress
-        
-        case 9: return .other(try FfiConverterString.read(from: &buf)
-        )
-        
-        default: throw UniffiInternalError.unexpectedEnumCase
-        }
-    }
-
-    public static func write(_ value: ErrorReason, into buf: inout [UInt8]) {
-        switch value {
-        
-        
-        case .sessionNotFound:
-            writeInt(&buf, Int32(1))
-        
-        
-        case .unknownMessageId:
-            writeInt(&buf, Int32(2))
-        
-        
-        case .alreadyDelivered:
-            writeInt(&buf, Int32(3))
-        
-        
-        case .noRunningTurn:
-            writeInt(&buf, Int32(4))
-        
-        
-        case .modeNotSupported:
-            writeInt(&buf, Int32(5))
-        
-        
-        case .replaceNotSupported:
-            writeInt(&buf, Int32(6))
-        
-        
-        case .notPermitted:
-            writeInt(&buf, Int32(7))
-        
-        
-        case .turnInProgress:
-            writeInt(&buf, Int32(8))
-        
-        
-        case let .other(v1):
-            writeInt(&buf, Int32(9))
-            FfiConverterString.write(v1, into: &buf)
-            
-        }
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeErrorReason_lift(_ buf: RustBuffer) throws -> ErrorReason {
-    return try FfiConverterTypeErrorReason.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeErrorReason_lower(_ value: ErrorReason) -> RustBuffer {
-    return FfiConverterTypeErrorReason.lower(value)
-}
-
-
-
-/**
  * One thing a client connection reports.
  */
 
@@ -13225,329 +13077,6 @@ public func FfiConverterTypeOutput_lower(_ value: Output) -> RustBuffer {
 
 
 /**
- * The type of permission option being presented to the user.
- *
- * Helps clients choose appropriate icons and UI treatment.
- */
-
-public enum PermissionOptionKind: Equatable, Hashable {
-    
-    /**
-     * `allow_once`: Allow this operation only this time.
-     */
-    case allowOnce
-    /**
-     * `allow_always`: Allow this operation and remember the choice.
-     */
-    case allowAlways
-    /**
-     * `reject_once`: Reject this operation only this time.
-     */
-    case rejectOnce
-    /**
-     * `reject_always`: Reject this operation and remember the choice.
-     */
-    case rejectAlways
-    /**
-     * A value this version does not know (values starting with `_` are extensions).
-     */
-    case other(String
-    )
-
-
-
-
-
-}
-
-#if compiler(>=6)
-extension PermissionOptionKind: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypePermissionOptionKind: FfiConverterRustBuffer {
-    typealias SwiftType = PermissionOptionKind
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PermissionOptionKind {
-        let variant: Int32 = try readInt(&buf)
-        switch variant {
-        
-        case 1: return .allowOnce
-        
-        case 2: return .allowAlways
-        
-        case 3: return .rejectOnce
-        
-        case 4: return .rejectAlways
-        
-        case 5: return .other(try FfiConverterString.read(from: &buf)
-        )
-        
-        default: throw UniffiInternalError.unexpectedEnumCase
-        }
-    }
-
-    public static func write(_ value: PermissionOptionKind, into buf: inout [UInt8]) {
-        switch value {
-        
-        
-        case .allowOnce:
-            writeInt(&buf, Int32(1))
-        
-        
-        case .allowAlways:
-            writeInt(&buf, Int32(2))
-        
-        
-        case .rejectOnce:
-            writeInt(&buf, Int32(3))
-        
-        
-        case .rejectAlways:
-            writeInt(&buf, Int32(4))
-        
-        
-        case let .other(v1):
-            writeInt(&buf, Int32(5))
-            FfiConverterString.write(v1, into: &buf)
-            
-        }
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypePermissionOptionKind_lift(_ buf: RustBuffer) throws -> PermissionOptionKind {
-    return try FfiConverterTypePermissionOptionKind.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypePermissionOptionKind_lower(_ value: PermissionOptionKind) -> RustBuffer {
-    return FfiConverterTypePermissionOptionKind.lower(value)
-}
-
-
-
-/**
- * Priority levels for plan entries.
- *
- * Used to indicate the relative importance or urgency of different
- * tasks in the execution plan.
- * See protocol docs: [Plan Entries](https://agentclientprotocol.com/protocol/v2/draft/agent-plan#plan-entries)
- */
-
-public enum PlanEntryPriority: Equatable, Hashable {
-    
-    /**
-     * `high`: High priority task - critical to the overall goal.
-     */
-    case high
-    /**
-     * `medium`: Medium priority task - important but not critical.
-     */
-    case medium
-    /**
-     * `low`: Low priority task - nice to have but not essential.
-     */
-    case low
-    /**
-     * A value this version does not know (values starting with `_` are extensions).
-     */
-    case other(String
-    )
-
-
-
-
-
-}
-
-#if compiler(>=6)
-extension PlanEntryPriority: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypePlanEntryPriority: FfiConverterRustBuffer {
-    typealias SwiftType = PlanEntryPriority
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PlanEntryPriority {
-        let variant: Int32 = try readInt(&buf)
-        switch variant {
-        
-        case 1: return .high
-        
-        case 2: return .medium
-        
-        case 3: return .low
-        
-        case 4: return .other(try FfiConverterString.read(from: &buf)
-        )
-        
-        default: throw UniffiInternalError.unexpectedEnumCase
-        }
-    }
-
-    public static func write(_ value: PlanEntryPriority, into buf: inout [UInt8]) {
-        switch value {
-        
-        
-        case .high:
-            writeInt(&buf, Int32(1))
-        
-        
-        case .medium:
-            writeInt(&buf, Int32(2))
-        
-        
-        case .low:
-            writeInt(&buf, Int32(3))
-        
-        
-        case let .other(v1):
-            writeInt(&buf, Int32(4))
-            FfiConverterString.write(v1, into: &buf)
-            
-        }
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypePlanEntryPriority_lift(_ buf: RustBuffer) throws -> PlanEntryPriority {
-    return try FfiConverterTypePlanEntryPriority.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypePlanEntryPriority_lower(_ value: PlanEntryPriority) -> RustBuffer {
-    return FfiConverterTypePlanEntryPriority.lower(value)
-}
-
-
-
-/**
- * Status of a plan entry in the execution flow.
- *
- * Tracks the lifecycle of each task from planning through completion.
- * See protocol docs: [Plan Entries](https://agentclientprotocol.com/protocol/v2/draft/agent-plan#plan-entries)
- */
-
-public enum PlanEntryStatus: Equatable, Hashable {
-    
-    /**
-     * `pending`: The task has not started yet.
-     */
-    case pending
-    /**
-     * `in_progress`: The task is currently being worked on.
-     */
-    case inProgress
-    /**
-     * `completed`: The task has been successfully completed.
-     */
-    case completed
-    /**
-     * `cancelled`: The task was cancelled before it completed.
-     */
-    case cancelled
-    /**
-     * A value this version does not know (values starting with `_` are extensions).
-     */
-    case other(String
-    )
-
-
-
-
-
-}
-
-#if compiler(>=6)
-extension PlanEntryStatus: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypePlanEntryStatus: FfiConverterRustBuffer {
-    typealias SwiftType = PlanEntryStatus
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PlanEntryStatus {
-        let variant: Int32 = try readInt(&buf)
-        switch variant {
-        
-        case 1: return .pending
-        
-        case 2: return .inProgress
-        
-        case 3: return .completed
-        
-        case 4: return .cancelled
-        
-        case 5: return .other(try FfiConverterString.read(from: &buf)
-        )
-        
-        default: throw UniffiInternalError.unexpectedEnumCase
-        }
-    }
-
-    public static func write(_ value: PlanEntryStatus, into buf: inout [UInt8]) {
-        switch value {
-        
-        
-        case .pending:
-            writeInt(&buf, Int32(1))
-        
-        
-        case .inProgress:
-            writeInt(&buf, Int32(2))
-        
-        
-        case .completed:
-            writeInt(&buf, Int32(3))
-        
-        
-        case .cancelled:
-            writeInt(&buf, Int32(4))
-        
-        
-        case let .other(v1):
-            writeInt(&buf, Int32(5))
-            FfiConverterString.write(v1, into: &buf)
-            
-        }
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypePlanEntryStatus_lift(_ buf: RustBuffer) throws -> PlanEntryStatus {
-    return try FfiConverterTypePlanEntryStatus.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypePlanEntryStatus_lower(_ value: PlanEntryStatus) -> RustBuffer {
-    return FfiConverterTypePlanEntryStatus.lower(value)
-}
-
-
-
-/**
  * Updated content for a plan.
  */
 
@@ -14172,94 +13701,6 @@ public func FfiConverterTypeRevokeReplace_lower(_ value: RevokeReplace) -> RustB
 
 
 /**
- * The sender or recipient of messages and data in a conversation.
- */
-
-public enum Role: Equatable, Hashable {
-    
-    /**
-     * `assistant`: The assistant side of a conversation.
-     */
-    case assistant
-    /**
-     * `user`: The user side of a conversation.
-     */
-    case user
-    /**
-     * A value this version does not know (values starting with `_` are extensions).
-     */
-    case other(String
-    )
-
-
-
-
-
-}
-
-#if compiler(>=6)
-extension Role: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeRole: FfiConverterRustBuffer {
-    typealias SwiftType = Role
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Role {
-        let variant: Int32 = try readInt(&buf)
-        switch variant {
-        
-        case 1: return .assistant
-        
-        case 2: return .user
-        
-        case 3: return .other(try FfiConverterString.read(from: &buf)
-        )
-        
-        default: throw UniffiInternalError.unexpectedEnumCase
-        }
-    }
-
-    public static func write(_ value: Role, into buf: inout [UInt8]) {
-        switch value {
-        
-        
-        case .assistant:
-            writeInt(&buf, Int32(1))
-        
-        
-        case .user:
-            writeInt(&buf, Int32(2))
-        
-        
-        case let .other(v1):
-            writeInt(&buf, Int32(3))
-            FfiConverterString.write(v1, into: &buf)
-            
-        }
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeRole_lift(_ buf: RustBuffer) throws -> Role {
-    return try FfiConverterTypeRole.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeRole_lower(_ value: Role) -> RustBuffer {
-    return FfiConverterTypeRole.lower(value)
-}
-
-
-
-/**
  * What the runtime must do.
  */
 
@@ -14723,105 +14164,6 @@ public func FfiConverterTypeSessionEvent_lift(_ buf: RustBuffer) throws -> Sessi
 #endif
 public func FfiConverterTypeSessionEvent_lower(_ value: SessionEvent) -> RustBuffer {
     return FfiConverterTypeSessionEvent.lower(value)
-}
-
-
-
-/**
- * **UNSTABLE**
- *
- * This capability is not part of the spec yet, and may be removed or changed at any point.
- *
- * Whether the Agent has a session in memory, as reported by `session/status`.
- */
-
-public enum SessionStatus: Equatable, Hashable {
-    
-    /**
-     * `open`: The Agent has the session in memory, for any connection.
-     *
-     * This does not mean the requesting connection is attached to it. A Client that did
-     * not create or resume the session on its own connection MUST still call
-     * `session/resume` before sending `session/prompt` or expecting
-     * `session/update` notifications.
-     */
-    case `open`
-    /**
-     * `saved`: The Agent knows the session and can resume it, but does not have it in memory.
-     *
-     * The Client can call `session/resume` to start it.
-     */
-    case saved
-    /**
-     * A value this version does not know (values starting with `_` are extensions).
-     */
-    case other(String
-    )
-
-
-
-
-
-}
-
-#if compiler(>=6)
-extension SessionStatus: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeSessionStatus: FfiConverterRustBuffer {
-    typealias SwiftType = SessionStatus
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SessionStatus {
-        let variant: Int32 = try readInt(&buf)
-        switch variant {
-        
-        case 1: return .`open`
-        
-        case 2: return .saved
-        
-        case 3: return .other(try FfiConverterString.read(from: &buf)
-        )
-        
-        default: throw UniffiInternalError.unexpectedEnumCase
-        }
-    }
-
-    public static func write(_ value: SessionStatus, into buf: inout [UInt8]) {
-        switch value {
-        
-        
-        case .`open`:
-            writeInt(&buf, Int32(1))
-        
-        
-        case .saved:
-            writeInt(&buf, Int32(2))
-        
-        
-        case let .other(v1):
-            writeInt(&buf, Int32(3))
-            FfiConverterString.write(v1, into: &buf)
-            
-        }
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeSessionStatus_lift(_ buf: RustBuffer) throws -> SessionStatus {
-    return try FfiConverterTypeSessionStatus.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeSessionStatus_lower(_ value: SessionStatus) -> RustBuffer {
-    return FfiConverterTypeSessionStatus.lower(value)
 }
 
 
@@ -15415,134 +14757,6 @@ public func FfiConverterTypeSteerInStream_lower(_ value: SteerInStream) -> RustB
 
 
 /**
- * Why a turn ended. Open.
- */
-
-public enum StopReason: Equatable, Hashable {
-    
-    /**
-     * `end_turn`: The model finished.
-     */
-    case endTurn
-    /**
-     * `max_tokens`: The token limit was reached.
-     */
-    case maxTokens
-    /**
-     * `max_turn_requests`: The limit of model requests in a turn was reached.
-     */
-    case maxTurnRequests
-    /**
-     * `refusal`: The model refused.
-     */
-    case refusal
-    /**
-     * `cancelled`: The client cancelled the turn.
-     */
-    case cancelled
-    /**
-     * `error`: The turn failed; the idle update's `error` says how.
-     */
-    case error
-    /**
-     * A value this version does not know (values starting with `_` are extensions).
-     */
-    case other(String
-    )
-
-
-
-
-
-}
-
-#if compiler(>=6)
-extension StopReason: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeStopReason: FfiConverterRustBuffer {
-    typealias SwiftType = StopReason
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> StopReason {
-        let variant: Int32 = try readInt(&buf)
-        switch variant {
-        
-        case 1: return .endTurn
-        
-        case 2: return .maxTokens
-        
-        case 3: return .maxTurnRequests
-        
-        case 4: return .refusal
-        
-        case 5: return .cancelled
-        
-        case 6: return .error
-        
-        case 7: return .other(try FfiConverterString.read(from: &buf)
-        )
-        
-        default: throw UniffiInternalError.unexpectedEnumCase
-        }
-    }
-
-    public static func write(_ value: StopReason, into buf: inout [UInt8]) {
-        switch value {
-        
-        
-        case .endTurn:
-            writeInt(&buf, Int32(1))
-        
-        
-        case .maxTokens:
-            writeInt(&buf, Int32(2))
-        
-        
-        case .maxTurnRequests:
-            writeInt(&buf, Int32(3))
-        
-        
-        case .refusal:
-            writeInt(&buf, Int32(4))
-        
-        
-        case .cancelled:
-            writeInt(&buf, Int32(5))
-        
-        
-        case .error:
-            writeInt(&buf, Int32(6))
-        
-        
-        case let .other(v1):
-            writeInt(&buf, Int32(7))
-            FfiConverterString.write(v1, into: &buf)
-            
-        }
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeStopReason_lift(_ buf: RustBuffer) throws -> StopReason {
-    return try FfiConverterTypeStopReason.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeStopReason_lower(_ value: StopReason) -> RustBuffer {
-    return FfiConverterTypeStopReason.lower(value)
-}
-
-
-
-/**
  * The model stream of a running turn.
  */
 
@@ -15788,313 +15002,6 @@ public func FfiConverterTypeToolCallContent_lift(_ buf: RustBuffer) throws -> To
 #endif
 public func FfiConverterTypeToolCallContent_lower(_ value: ToolCallContent) -> RustBuffer {
     return FfiConverterTypeToolCallContent.lower(value)
-}
-
-
-
-/**
- * Execution status of a tool call.
- *
- * Tool calls progress through different statuses during their lifecycle.
- *
- * See protocol docs: [Status](https://agentclientprotocol.com/protocol/v2/draft/tool-calls#status)
- */
-
-public enum ToolCallStatus: Equatable, Hashable {
-    
-    /**
-     * `pending`: The tool call hasn't started running yet, for example because its input is
-     * streaming, it is awaiting approval, or it is scheduled to run later.
-     */
-    case pending
-    /**
-     * `in_progress`: The tool call is currently running.
-     */
-    case inProgress
-    /**
-     * `paused`: The tool call has started, is not running now, and will not continue until
-     * something resumes it. It may return to `in_progress` any number of times.
-     */
-    case paused
-    /**
-     * `completed`: The tool call completed successfully.
-     */
-    case completed
-    /**
-     * `failed`: The tool call failed with an error.
-     */
-    case failed
-    /**
-     * `cancelled`: The tool call was cancelled before it completed.
-     */
-    case cancelled
-    /**
-     * A value this version does not know (values starting with `_` are extensions).
-     */
-    case other(String
-    )
-
-
-
-
-
-}
-
-#if compiler(>=6)
-extension ToolCallStatus: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeToolCallStatus: FfiConverterRustBuffer {
-    typealias SwiftType = ToolCallStatus
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ToolCallStatus {
-        let variant: Int32 = try readInt(&buf)
-        switch variant {
-        
-        case 1: return .pending
-        
-        case 2: return .inProgress
-        
-        case 3: return .paused
-        
-        case 4: return .completed
-        
-        case 5: return .failed
-        
-        case 6: return .cancelled
-        
-        case 7: return .other(try FfiConverterString.read(from: &buf)
-        )
-        
-        default: throw UniffiInternalError.unexpectedEnumCase
-        }
-    }
-
-    public static func write(_ value: ToolCallStatus, into buf: inout [UInt8]) {
-        switch value {
-        
-        
-        case .pending:
-            writeInt(&buf, Int32(1))
-        
-        
-        case .inProgress:
-            writeInt(&buf, Int32(2))
-        
-        
-        case .paused:
-            writeInt(&buf, Int32(3))
-        
-        
-        case .completed:
-            writeInt(&buf, Int32(4))
-        
-        
-        case .failed:
-            writeInt(&buf, Int32(5))
-        
-        
-        case .cancelled:
-            writeInt(&buf, Int32(6))
-        
-        
-        case let .other(v1):
-            writeInt(&buf, Int32(7))
-            FfiConverterString.write(v1, into: &buf)
-            
-        }
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeToolCallStatus_lift(_ buf: RustBuffer) throws -> ToolCallStatus {
-    return try FfiConverterTypeToolCallStatus.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeToolCallStatus_lower(_ value: ToolCallStatus) -> RustBuffer {
-    return FfiConverterTypeToolCallStatus.lower(value)
-}
-
-
-
-/**
- * Categories of tools that can be invoked.
- *
- * Tool kinds help clients choose appropriate icons and optimize how they
- * display tool execution progress.
- *
- * See protocol docs: [Reporting](https://agentclientprotocol.com/protocol/v2/draft/tool-calls#reporting)
- */
-
-public enum ToolKind: Equatable, Hashable {
-    
-    /**
-     * `read`: Reading files or data.
-     */
-    case read
-    /**
-     * `edit`: Modifying files or content.
-     */
-    case edit
-    /**
-     * `delete`: Removing files or data.
-     */
-    case delete
-    /**
-     * `move`: Moving or renaming files.
-     */
-    case move
-    /**
-     * `search`: Searching for information.
-     */
-    case search
-    /**
-     * `execute`: Running commands or code.
-     */
-    case execute
-    /**
-     * `think`: Internal reasoning or planning.
-     */
-    case think
-    /**
-     * `fetch`: Retrieving external data.
-     */
-    case fetch
-    /**
-     * `switch_mode`: Changing the session's mode, a [config option](https://agentclientprotocol.com/protocol/v2/draft/session-config-options) with the `mode` category.
-     */
-    case switchMode
-    /**
-     * `other`: Other tool types (default).
-     */
-    case other
-    /**
-     * A value this version does not know (values starting with `_` are extensions).
-     */
-    case unknown(String
-    )
-
-
-
-
-
-}
-
-#if compiler(>=6)
-extension ToolKind: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeToolKind: FfiConverterRustBuffer {
-    typealias SwiftType = ToolKind
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ToolKind {
-        let variant: Int32 = try readInt(&buf)
-        switch variant {
-        
-        case 1: return .read
-        
-        case 2: return .edit
-        
-        case 3: return .delete
-        
-        case 4: return .move
-        
-        case 5: return .search
-        
-        case 6: return .execute
-        
-        case 7: return .think
-        
-        case 8: return .fetch
-        
-        case 9: return .switchMode
-        
-        case 10: return .other
-        
-        case 11: return .unknown(try FfiConverterString.read(from: &buf)
-        )
-        
-        default: throw UniffiInternalError.unexpectedEnumCase
-        }
-    }
-
-    public static func write(_ value: ToolKind, into buf: inout [UInt8]) {
-        switch value {
-        
-        
-        case .read:
-            writeInt(&buf, Int32(1))
-        
-        
-        case .edit:
-            writeInt(&buf, Int32(2))
-        
-        
-        case .delete:
-            writeInt(&buf, Int32(3))
-        
-        
-        case .move:
-            writeInt(&buf, Int32(4))
-        
-        
-        case .search:
-            writeInt(&buf, Int32(5))
-        
-        
-        case .execute:
-            writeInt(&buf, Int32(6))
-        
-        
-        case .think:
-            writeInt(&buf, Int32(7))
-        
-        
-        case .fetch:
-            writeInt(&buf, Int32(8))
-        
-        
-        case .switchMode:
-            writeInt(&buf, Int32(9))
-        
-        
-        case .other:
-            writeInt(&buf, Int32(10))
-        
-        
-        case let .unknown(v1):
-            writeInt(&buf, Int32(11))
-            FfiConverterString.write(v1, into: &buf)
-            
-        }
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeToolKind_lift(_ buf: RustBuffer) throws -> ToolKind {
-    return try FfiConverterTypeToolKind.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeToolKind_lower(_ value: ToolKind) -> RustBuffer {
-    return FfiConverterTypeToolKind.lower(value)
 }
 
 
@@ -16662,30 +15569,6 @@ fileprivate struct FfiConverterOptionTypeUsage: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
-fileprivate struct FfiConverterOptionTypeErrorReason: FfiConverterRustBuffer {
-    typealias SwiftType = ErrorReason?
-
-    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
-        guard let value = value else {
-            writeInt(&buf, Int8(0))
-            return
-        }
-        writeInt(&buf, Int8(1))
-        FfiConverterTypeErrorReason.write(value, into: &buf)
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
-        switch try readInt(&buf) as Int8 {
-        case 0: return nil
-        case 1: return try FfiConverterTypeErrorReason.read(from: &buf)
-        default: throw UniffiInternalError.unexpectedOptionalTag
-        }
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
 fileprivate struct FfiConverterOptionTypeItemStatus: FfiConverterRustBuffer {
     typealias SwiftType = ItemStatus?
 
@@ -16774,78 +15657,6 @@ fileprivate struct FfiConverterOptionTypeSteerFallback: FfiConverterRustBuffer {
         switch try readInt(&buf) as Int8 {
         case 0: return nil
         case 1: return try FfiConverterTypeSteerFallback.read(from: &buf)
-        default: throw UniffiInternalError.unexpectedOptionalTag
-        }
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterOptionTypeStopReason: FfiConverterRustBuffer {
-    typealias SwiftType = StopReason?
-
-    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
-        guard let value = value else {
-            writeInt(&buf, Int8(0))
-            return
-        }
-        writeInt(&buf, Int8(1))
-        FfiConverterTypeStopReason.write(value, into: &buf)
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
-        switch try readInt(&buf) as Int8 {
-        case 0: return nil
-        case 1: return try FfiConverterTypeStopReason.read(from: &buf)
-        default: throw UniffiInternalError.unexpectedOptionalTag
-        }
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterOptionTypeToolCallStatus: FfiConverterRustBuffer {
-    typealias SwiftType = ToolCallStatus?
-
-    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
-        guard let value = value else {
-            writeInt(&buf, Int8(0))
-            return
-        }
-        writeInt(&buf, Int8(1))
-        FfiConverterTypeToolCallStatus.write(value, into: &buf)
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
-        switch try readInt(&buf) as Int8 {
-        case 0: return nil
-        case 1: return try FfiConverterTypeToolCallStatus.read(from: &buf)
-        default: throw UniffiInternalError.unexpectedOptionalTag
-        }
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterOptionTypeToolKind: FfiConverterRustBuffer {
-    typealias SwiftType = ToolKind?
-
-    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
-        guard let value = value else {
-            writeInt(&buf, Int8(0))
-            return
-        }
-        writeInt(&buf, Int8(1))
-        FfiConverterTypeToolKind.write(value, into: &buf)
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
-        switch try readInt(&buf) as Int8 {
-        case 0: return nil
-        case 1: return try FfiConverterTypeToolKind.read(from: &buf)
         default: throw UniffiInternalError.unexpectedOptionalTag
         }
     }
@@ -17022,30 +15833,6 @@ fileprivate struct FfiConverterOptionSequenceTypeMcpServer: FfiConverterRustBuff
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
-fileprivate struct FfiConverterOptionSequenceTypeRole: FfiConverterRustBuffer {
-    typealias SwiftType = [Role]?
-
-    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
-        guard let value = value else {
-            writeInt(&buf, Int8(0))
-            return
-        }
-        writeInt(&buf, Int8(1))
-        FfiConverterSequenceTypeRole.write(value, into: &buf)
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
-        switch try readInt(&buf) as Int8 {
-        case 0: return nil
-        case 1: return try FfiConverterSequenceTypeRole.read(from: &buf)
-        default: throw UniffiInternalError.unexpectedOptionalTag
-        }
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
 fileprivate struct FfiConverterOptionSequenceTypeSteerInStream: FfiConverterRustBuffer {
     typealias SwiftType = [SteerInStream]?
 
@@ -17118,6 +15905,54 @@ fileprivate struct FfiConverterOptionSequenceTypeJsonObject: FfiConverterRustBuf
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterOptionSequenceTypeRole: FfiConverterRustBuffer {
+    typealias SwiftType = [Role]?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterSequenceTypeRole.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterSequenceTypeRole.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeErrorReason: FfiConverterRustBuffer {
+    typealias SwiftType = ErrorReason?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeErrorReason.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeErrorReason.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterOptionTypeJsonObject: FfiConverterRustBuffer {
     typealias SwiftType = JsonObject?
 
@@ -17182,6 +16017,78 @@ fileprivate struct FfiConverterOptionTypeSessionId: FfiConverterRustBuffer {
         switch try readInt(&buf) as Int8 {
         case 0: return nil
         case 1: return try FfiConverterTypeSessionId.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeStopReason: FfiConverterRustBuffer {
+    typealias SwiftType = StopReason?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeStopReason.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeStopReason.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeToolCallStatus: FfiConverterRustBuffer {
+    typealias SwiftType = ToolCallStatus?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeToolCallStatus.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeToolCallStatus.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeToolKind: FfiConverterRustBuffer {
+    typealias SwiftType = ToolKind?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeToolKind.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeToolKind.read(from: &buf)
         default: throw UniffiInternalError.unexpectedOptionalTag
         }
     }
@@ -17664,31 +16571,6 @@ fileprivate struct FfiConverterSequenceTypeOutput: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
-fileprivate struct FfiConverterSequenceTypeRole: FfiConverterRustBuffer {
-    typealias SwiftType = [Role]
-
-    public static func write(_ value: [Role], into buf: inout [UInt8]) {
-        let len = Int32(value.count)
-        writeInt(&buf, len)
-        for item in value {
-            FfiConverterTypeRole.write(item, into: &buf)
-        }
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [Role] {
-        let len: Int32 = try readInt(&buf)
-        var seq = [Role]()
-        seq.reserveCapacity(Int(len))
-        for _ in 0 ..< len {
-            seq.append(try FfiConverterTypeRole.read(from: &buf))
-        }
-        return seq
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
 fileprivate struct FfiConverterSequenceTypeSessionActivity: FfiConverterRustBuffer {
     typealias SwiftType = [SessionActivity]
 
@@ -17861,6 +16743,31 @@ fileprivate struct FfiConverterSequenceTypeProtocolVersion: FfiConverterRustBuff
     }
 }
 
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterSequenceTypeRole: FfiConverterRustBuffer {
+    typealias SwiftType = [Role]
+
+    public static func write(_ value: [Role], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeRole.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [Role] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [Role]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeRole.read(from: &buf))
+        }
+        return seq
+    }
+}
+
 
 public typealias ConnId = String
 
@@ -17938,6 +16845,52 @@ public func FfiConverterTypeContentBlockListPatchMember_lift(_ value: RustBuffer
 #endif
 public func FfiConverterTypeContentBlockListPatchMember_lower(_ value: ContentBlockListPatchMember) -> RustBuffer {
     return FfiConverterTypeContentBlockListPatchMember.lower(value)
+}
+
+
+
+
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeErrorReason: FfiConverter {
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ErrorReason {
+        let builtinValue = try FfiConverterString.read(from: &buf)
+        return ErrorReason(rawValue: builtinValue)
+    }
+
+    public static func write(_ value: ErrorReason, into buf: inout [UInt8]) {
+        let builtinValue = value.rawValue
+        return FfiConverterString.write(builtinValue, into: &buf)
+    }
+
+    public static func lift(_ value: RustBuffer) throws -> ErrorReason {
+        let builtinValue = try FfiConverterString.lift(value)
+        return ErrorReason(rawValue: builtinValue)
+    }
+
+    public static func lower(_ value: ErrorReason) -> RustBuffer {
+        let builtinValue = value.rawValue
+        return FfiConverterString.lower(builtinValue)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeErrorReason_lift(_ value: RustBuffer) throws -> ErrorReason {
+    return try FfiConverterTypeErrorReason.lift(value)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeErrorReason_lower(_ value: ErrorReason) -> RustBuffer {
+    return FfiConverterTypeErrorReason.lower(value)
 }
 
 
@@ -18102,6 +17055,144 @@ public func FfiConverterTypePermissionOptionId_lower(_ value: PermissionOptionId
 
 
 
+
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypePermissionOptionKind: FfiConverter {
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PermissionOptionKind {
+        let builtinValue = try FfiConverterString.read(from: &buf)
+        return PermissionOptionKind(rawValue: builtinValue)
+    }
+
+    public static func write(_ value: PermissionOptionKind, into buf: inout [UInt8]) {
+        let builtinValue = value.rawValue
+        return FfiConverterString.write(builtinValue, into: &buf)
+    }
+
+    public static func lift(_ value: RustBuffer) throws -> PermissionOptionKind {
+        let builtinValue = try FfiConverterString.lift(value)
+        return PermissionOptionKind(rawValue: builtinValue)
+    }
+
+    public static func lower(_ value: PermissionOptionKind) -> RustBuffer {
+        let builtinValue = value.rawValue
+        return FfiConverterString.lower(builtinValue)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePermissionOptionKind_lift(_ value: RustBuffer) throws -> PermissionOptionKind {
+    return try FfiConverterTypePermissionOptionKind.lift(value)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePermissionOptionKind_lower(_ value: PermissionOptionKind) -> RustBuffer {
+    return FfiConverterTypePermissionOptionKind.lower(value)
+}
+
+
+
+
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypePlanEntryPriority: FfiConverter {
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PlanEntryPriority {
+        let builtinValue = try FfiConverterString.read(from: &buf)
+        return PlanEntryPriority(rawValue: builtinValue)
+    }
+
+    public static func write(_ value: PlanEntryPriority, into buf: inout [UInt8]) {
+        let builtinValue = value.rawValue
+        return FfiConverterString.write(builtinValue, into: &buf)
+    }
+
+    public static func lift(_ value: RustBuffer) throws -> PlanEntryPriority {
+        let builtinValue = try FfiConverterString.lift(value)
+        return PlanEntryPriority(rawValue: builtinValue)
+    }
+
+    public static func lower(_ value: PlanEntryPriority) -> RustBuffer {
+        let builtinValue = value.rawValue
+        return FfiConverterString.lower(builtinValue)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePlanEntryPriority_lift(_ value: RustBuffer) throws -> PlanEntryPriority {
+    return try FfiConverterTypePlanEntryPriority.lift(value)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePlanEntryPriority_lower(_ value: PlanEntryPriority) -> RustBuffer {
+    return FfiConverterTypePlanEntryPriority.lower(value)
+}
+
+
+
+
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypePlanEntryStatus: FfiConverter {
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PlanEntryStatus {
+        let builtinValue = try FfiConverterString.read(from: &buf)
+        return PlanEntryStatus(rawValue: builtinValue)
+    }
+
+    public static func write(_ value: PlanEntryStatus, into buf: inout [UInt8]) {
+        let builtinValue = value.rawValue
+        return FfiConverterString.write(builtinValue, into: &buf)
+    }
+
+    public static func lift(_ value: RustBuffer) throws -> PlanEntryStatus {
+        let builtinValue = try FfiConverterString.lift(value)
+        return PlanEntryStatus(rawValue: builtinValue)
+    }
+
+    public static func lower(_ value: PlanEntryStatus) -> RustBuffer {
+        let builtinValue = value.rawValue
+        return FfiConverterString.lower(builtinValue)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePlanEntryStatus_lift(_ value: RustBuffer) throws -> PlanEntryStatus {
+    return try FfiConverterTypePlanEntryStatus.lift(value)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePlanEntryStatus_lower(_ value: PlanEntryStatus) -> RustBuffer {
+    return FfiConverterTypePlanEntryStatus.lower(value)
+}
+
+
+
 public typealias ProtocolVersion = UInt16
 
 #if swift(>=5.8)
@@ -18142,6 +17233,52 @@ public func FfiConverterTypeProtocolVersion_lower(_ value: ProtocolVersion) -> U
 
 
 
+
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeRole: FfiConverter {
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Role {
+        let builtinValue = try FfiConverterString.read(from: &buf)
+        return Role(rawValue: builtinValue)
+    }
+
+    public static func write(_ value: Role, into buf: inout [UInt8]) {
+        let builtinValue = value.rawValue
+        return FfiConverterString.write(builtinValue, into: &buf)
+    }
+
+    public static func lift(_ value: RustBuffer) throws -> Role {
+        let builtinValue = try FfiConverterString.lift(value)
+        return Role(rawValue: builtinValue)
+    }
+
+    public static func lower(_ value: Role) -> RustBuffer {
+        let builtinValue = value.rawValue
+        return FfiConverterString.lower(builtinValue)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeRole_lift(_ value: RustBuffer) throws -> Role {
+    return try FfiConverterTypeRole.lift(value)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeRole_lower(_ value: Role) -> RustBuffer {
+    return FfiConverterTypeRole.lower(value)
+}
+
+
+
 public typealias SessionId = String
 
 #if swift(>=5.8)
@@ -18178,6 +17315,98 @@ public func FfiConverterTypeSessionId_lift(_ value: RustBuffer) throws -> Sessio
 #endif
 public func FfiConverterTypeSessionId_lower(_ value: SessionId) -> RustBuffer {
     return FfiConverterTypeSessionId.lower(value)
+}
+
+
+
+
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeSessionStatus: FfiConverter {
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SessionStatus {
+        let builtinValue = try FfiConverterString.read(from: &buf)
+        return SessionStatus(rawValue: builtinValue)
+    }
+
+    public static func write(_ value: SessionStatus, into buf: inout [UInt8]) {
+        let builtinValue = value.rawValue
+        return FfiConverterString.write(builtinValue, into: &buf)
+    }
+
+    public static func lift(_ value: RustBuffer) throws -> SessionStatus {
+        let builtinValue = try FfiConverterString.lift(value)
+        return SessionStatus(rawValue: builtinValue)
+    }
+
+    public static func lower(_ value: SessionStatus) -> RustBuffer {
+        let builtinValue = value.rawValue
+        return FfiConverterString.lower(builtinValue)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSessionStatus_lift(_ value: RustBuffer) throws -> SessionStatus {
+    return try FfiConverterTypeSessionStatus.lift(value)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSessionStatus_lower(_ value: SessionStatus) -> RustBuffer {
+    return FfiConverterTypeSessionStatus.lower(value)
+}
+
+
+
+
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeStopReason: FfiConverter {
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> StopReason {
+        let builtinValue = try FfiConverterString.read(from: &buf)
+        return StopReason(rawValue: builtinValue)
+    }
+
+    public static func write(_ value: StopReason, into buf: inout [UInt8]) {
+        let builtinValue = value.rawValue
+        return FfiConverterString.write(builtinValue, into: &buf)
+    }
+
+    public static func lift(_ value: RustBuffer) throws -> StopReason {
+        let builtinValue = try FfiConverterString.lift(value)
+        return StopReason(rawValue: builtinValue)
+    }
+
+    public static func lower(_ value: StopReason) -> RustBuffer {
+        let builtinValue = value.rawValue
+        return FfiConverterString.lower(builtinValue)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeStopReason_lift(_ value: RustBuffer) throws -> StopReason {
+    return try FfiConverterTypeStopReason.lift(value)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeStopReason_lower(_ value: StopReason) -> RustBuffer {
+    return FfiConverterTypeStopReason.lower(value)
 }
 
 
@@ -18258,6 +17487,98 @@ public func FfiConverterTypeToolCallId_lift(_ value: RustBuffer) throws -> ToolC
 #endif
 public func FfiConverterTypeToolCallId_lower(_ value: ToolCallId) -> RustBuffer {
     return FfiConverterTypeToolCallId.lower(value)
+}
+
+
+
+
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeToolCallStatus: FfiConverter {
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ToolCallStatus {
+        let builtinValue = try FfiConverterString.read(from: &buf)
+        return ToolCallStatus(rawValue: builtinValue)
+    }
+
+    public static func write(_ value: ToolCallStatus, into buf: inout [UInt8]) {
+        let builtinValue = value.rawValue
+        return FfiConverterString.write(builtinValue, into: &buf)
+    }
+
+    public static func lift(_ value: RustBuffer) throws -> ToolCallStatus {
+        let builtinValue = try FfiConverterString.lift(value)
+        return ToolCallStatus(rawValue: builtinValue)
+    }
+
+    public static func lower(_ value: ToolCallStatus) -> RustBuffer {
+        let builtinValue = value.rawValue
+        return FfiConverterString.lower(builtinValue)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeToolCallStatus_lift(_ value: RustBuffer) throws -> ToolCallStatus {
+    return try FfiConverterTypeToolCallStatus.lift(value)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeToolCallStatus_lower(_ value: ToolCallStatus) -> RustBuffer {
+    return FfiConverterTypeToolCallStatus.lower(value)
+}
+
+
+
+
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeToolKind: FfiConverter {
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ToolKind {
+        let builtinValue = try FfiConverterString.read(from: &buf)
+        return ToolKind(rawValue: builtinValue)
+    }
+
+    public static func write(_ value: ToolKind, into buf: inout [UInt8]) {
+        let builtinValue = value.rawValue
+        return FfiConverterString.write(builtinValue, into: &buf)
+    }
+
+    public static func lift(_ value: RustBuffer) throws -> ToolKind {
+        let builtinValue = try FfiConverterString.lift(value)
+        return ToolKind(rawValue: builtinValue)
+    }
+
+    public static func lower(_ value: ToolKind) -> RustBuffer {
+        let builtinValue = value.rawValue
+        return FfiConverterString.lower(builtinValue)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeToolKind_lift(_ value: RustBuffer) throws -> ToolKind {
+    return try FfiConverterTypeToolKind.lift(value)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeToolKind_lower(_ value: ToolKind) -> RustBuffer {
+    return FfiConverterTypeToolKind.lower(value)
 }
 
 

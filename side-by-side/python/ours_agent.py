@@ -25,9 +25,9 @@ class EchoAgent(Agent):
             turn.say(chunk)
 
         call_id = uuid4().hex
-        turn.tool_call(call_id, ToolCallStatus.PENDING(), title="Run the tests", kind=ToolKind.EXECUTE())
+        turn.tool_call(call_id, ToolCallStatus.PENDING, title="Run the tests", kind=ToolKind.EXECUTE)
         allowed = await turn.permission("Run the tests", tool_call_id=call_id) == "allow"
-        turn.tool_call(call_id, ToolCallStatus.COMPLETED() if allowed else ToolCallStatus.FAILED())
+        turn.tool_call(call_id, ToolCallStatus.COMPLETED if allowed else ToolCallStatus.FAILED)
         for steer in turn.break_point(BreakPoint.TOOL_RESULT):
             turn.say(f" (steered: {text_of(steer.content)})")
 

@@ -17,7 +17,7 @@ from acp_inject import text_of
 
 
 async def allow(request: acp.RequestPermissionRequest) -> str:
-    allow = next(option for option in request.options if option.kind == acp.PermissionOptionKind.ALLOW_ONCE())
+    allow = next(option for option in request.options if option.kind == acp.PermissionOptionKind.ALLOW_ONCE)
     print(f"\n[permission] {request.title}? {allow.name}")
     return allow.option_id
 

@@ -140,11 +140,27 @@ pub fn generate(mode: Mode) -> Result<Vec<PathBuf>, Error> {
     let hand = hand.into_iter().collect::<Result<Vec<_>, _>>()?;
     let sources: Vec<_> =
         hand.iter().map(|(path, module, text)| acp_inject_codegen::line_json::Source { path, text, module }).collect();
-    let writers = acp_inject_codegen::line_json::writers(&sources)?;
+    let open_enums = acp_inject_codegen::open_enums::open_enums(&rust)?;
+    let classes: Vec<String> = open_enums.iter().map(|e| e.name.clone()).collect();
+    let writers = acp_inject_codegen::line_json::writers(&sources, &classes)?;
     let writers = format!(
         "// {PREAMBLE}\n// Source: {FFI_WIRE}, crates/ffi/src/types.rs and crates/ffi/src/json.rs (codegen/src/line_json.rs).\n\n//! The JSON writers of the per-line path (`crate::line_json`), one per exported type.\n\n#![allow(missing_docs, clippy::all, unused_imports)]\n\n{writers}"
     );
     ensure_file_contents(&root.join(FFI_LINE_JSON), &writers, mode, &mut stale)?;
+
+    // The open string enums as each binding's own type, and the `uniffi.toml` that has the
+    // bindings lift them into it: the hand-written `uniffi-base.toml` plus one table per enum
+    // and language.
+    let open = acp_inject_codegen::open_enums::render(&rust, PREAMBLE)?;
+    ensure_file_contents(&root.join(PYTHON_ENUMS), &open.python, mode, &mut stale)?;
+    ensure_file_contents(&root.join("generated/kotlin/dev/acpinject/OpenEnums.kt"), &open.kotlin, mode, &mut stale)?;
+    ensure_file_contents(&root.join("generated/swift/OpenEnums.swift"), &open.swift, mode, &mut stale)?;
+    let base = read(&root.join("crates/ffi/uniffi-base.toml"))?;
+    let toml = format!(
+        "# {PREAMBLE}\n# Source: crates/ffi/uniffi-base.toml (edit that) and the open string enums (codegen/src/open_enums.rs).\n\n{base}\n{}",
+        open.uniffi_toml
+    );
+    ensure_file_contents(&root.join(FFI_UNIFFI_TOML), &toml, mode, &mut stale)?;
 
     let examples = valid_examples(&root.join("spec/examples/valid"))?;
     let docs = acp_inject_codegen::docs::render(&schema, &examples)?;
@@ -166,6 +182,13 @@ pub fn generate(mode: Mode) -> Result<Vec<PathBuf>, Error> {
     Ok(stale)
 }
 
+/// The Python module of the open string enums (inside the package, beside the code using it).
+pub const PYTHON_ENUMS: &str = "bindings/python/python/acp_inject/enums.py";
+
+/// The FFI crate's UniFFI configuration: `crates/ffi/uniffi-base.toml` plus the open enums'
+/// custom-type tables (where uniffi-bindgen and maturin read it).
+pub const FFI_UNIFFI_TOML: &str = "crates/ffi/uniffi.toml";
+
 /// Where the Python type stub of the generated module lives (inside the package).
 pub const PYTHON_STUB: &str = "bindings/python/python/acp_inject/acp_inject_ffi/acp_inject_ffi.pyi";
 
@@ -176,7 +199,7 @@ pub const CONFORMANCE_PYTHON_STUB: &str = "bindings/python/python/acp_inject/acp
 /// The generated files that live beside the code using them rather than in `generated/`:
 /// with `generated/`, what the tidy rule `every_generated_file_has_the_preamble` reads.
 #[cfg(test)]
-pub const BESIDE_CODE: [&str; 9] = [
+pub const BESIDE_CODE: [&str; 11] = [
     SCHEMA,
     SCHEMA_V1,
     RUST_WIRE_V1,
@@ -185,6 +208,8 @@ pub const BESIDE_CODE: [&str; 9] = [
     FFI_LINE_JSON,
     PYTHON_STUB,
     CONFORMANCE_PYTHON_STUB,
+    PYTHON_ENUMS,
+    FFI_UNIFFI_TOML,
     crate::versions::MAVEN_CONFIG,
 ];
 

@@ -25,20 +25,20 @@ class ScriptedAgent(Agent):
             turn.say(f"step {step} of my plan. ")
         for tool in (1, 2):
             call = f"call_{turn.session_id}_{len(heard)}_{tool}"
-            turn.tool_call(call, ToolCallStatus.PENDING(), title=f"Run step {tool}", kind=ToolKind.EXECUTE())
+            turn.tool_call(call, ToolCallStatus.PENDING, title=f"Run step {tool}", kind=ToolKind.EXECUTE)
             if tool == 2 and await turn.permission(f"Allow step {tool}?", tool_call_id=call) != "allow":
-                turn.tool_call(call, ToolCallStatus.FAILED())
+                turn.tool_call(call, ToolCallStatus.FAILED)
                 continue
-            turn.tool_call(call, ToolCallStatus.IN_PROGRESS())
+            turn.tool_call(call, ToolCallStatus.IN_PROGRESS)
             if not await turn.sleep(self.delay):
                 return None
-            turn.tool_call(call, ToolCallStatus.COMPLETED(), output=f"step {tool} done")
+            turn.tool_call(call, ToolCallStatus.COMPLETED, output=f"step {tool} done")
             for steer in turn.break_point(BreakPoint.TOOL_RESULT):
                 heard.append(text_of(steer.content))      # the model reads the user's steer here
                 turn.say(f"(noted: {text_of(steer.content)}) ")
         turn.say(f"Done ({len(heard)} message(s) handled this turn).")
         usage = Usage(total_tokens=100 * len(heard) + 50, input_tokens=100 * len(heard), output_tokens=50)
-        return TurnEnd(stop_reason=StopReason.END_TURN(), usage=usage)
+        return TurnEnd(stop_reason=StopReason.END_TURN, usage=usage)
 
 
 def main() -> None:

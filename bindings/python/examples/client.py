@@ -147,7 +147,7 @@ async def main(target: Union[str, List[str]]) -> int:
         a.cancel()
         ok = await until("A", a, lambda s: s.state == TurnState.IDLE)
         reason = a.snapshot().stop_reason
-        checks.expect(ok and isinstance(reason, acp.StopReason.CANCELLED), f"cancel ends the turn as cancelled ({reason})")
+        checks.expect(ok and reason == acp.StopReason.CANCELLED, f"cancel ends the turn as cancelled ({reason})")
 
         # Two sessions at once on the one connection.
         b = await agent.new_session("/tmp")

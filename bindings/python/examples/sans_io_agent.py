@@ -73,8 +73,8 @@ class Host:
         if isinstance(action, RuntimeAction.START_TURN):
             self.say(session, "I would like to run the tests.")
             options = [
-                PermissionOption(option_id="allow", name="Allow", kind=PermissionOptionKind.ALLOW_ONCE()),
-                PermissionOption(option_id="reject", name="Reject", kind=PermissionOptionKind.REJECT_ONCE()),
+                PermissionOption(option_id="allow", name="Allow", kind=PermissionOptionKind.ALLOW_ONCE),
+                PermissionOption(option_id="reject", name="Reject", kind=PermissionOptionKind.REJECT_ONCE),
             ]
             ask = PermissionAsk(title="Run the tests?", description="runs `make test`", options=options, subject=None)
             asked = self.core.request_permission(session, ask)
@@ -91,9 +91,9 @@ class Host:
                 # that follows ends the turn.
                 return
             self.say(session, "Tests passed." if chosen == "allow" else "Not running them.")
-            self.end_turn(session, StopReason.END_TURN())
+            self.end_turn(session, StopReason.END_TURN)
         elif isinstance(action, RuntimeAction.CANCEL_TURN):
-            self.end_turn(session, StopReason.CANCELLED())
+            self.end_turn(session, StopReason.CANCELLED)
         # Session opened, resumed or closed, deliveries: nothing to set up in this example.
 
     def run(self) -> None:

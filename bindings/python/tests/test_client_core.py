@@ -59,7 +59,7 @@ def test_an_idle_steer_on_s2_does_not_take_the_prompt_answer_of_s1(order: str) -
     assert (s2_answer.kind, s2_answer.session_id) == (RequestKind.INJECT, "s2")
     assert isinstance(s2_answer.outcome, Answer.FAILED)
     error = s2_answer.outcome[0]
-    assert (error.code, error.reason) == (-32010, ErrorReason.NO_RUNNING_TURN())
+    assert (error.code, error.reason) == (-32010, ErrorReason.NO_RUNNING_TURN)
 
     s1, s2 = wire.client.snapshot("s1"), wire.client.snapshot("s2")
     assert s1 is not None and s2 is not None
@@ -82,7 +82,7 @@ def test_deliveries_stay_in_their_session() -> None:
     wire.runtime("s1", RuntimeEvent.BREAK_POINT(BreakPoint.TOOL_RESULT))
     assert users(wire, "s1") == ["one", "steer one"]
     assert users(wire, "s2") == ["two"]
-    wire.runtime("s2", RuntimeEvent.TURN_ENDED(stop_reason=StopReason.END_TURN(), usage=None))
+    wire.runtime("s2", RuntimeEvent.TURN_ENDED(stop_reason=StopReason.END_TURN, usage=None))
     assert users(wire, "s2") == ["two", "queue two"]
     assert users(wire, "s1") == ["one", "steer one"]
     for s in ("s1", "s2"):
@@ -135,7 +135,7 @@ def test_a_runtime_loop_in_python_through_queue_steer_revoke_replace_cancel_and_
     wire.runtime("s1", RuntimeEvent.BREAK_POINT(BreakPoint.TOOL_RESULT))
     collect()
     assert delivered == ["fix the bug", "use auth_v2"]
-    wire.runtime("s1", RuntimeEvent.TURN_ENDED(stop_reason=StopReason.END_TURN(), usage=None))
+    wire.runtime("s1", RuntimeEvent.TURN_ENDED(stop_reason=StopReason.END_TURN, usage=None))
     collect()
     # The queued messages open the next turn: not the revoked one, the replaced one with its new text.
     assert delivered[2:] == ["then update the docs", "final wording"]
@@ -148,7 +148,7 @@ def test_a_runtime_loop_in_python_through_queue_steer_revoke_replace_cancel_and_
     c.cancel("s1")
     wire.exchange()
     assert any(isinstance(a, RuntimeAction.CANCEL_TURN) for a in wire.actions)
-    wire.runtime("s1", RuntimeEvent.TURN_ENDED(stop_reason=StopReason.END_TURN(), usage=None))
+    wire.runtime("s1", RuntimeEvent.TURN_ENDED(stop_reason=StopReason.END_TURN, usage=None))
     collect()
     assert delivered[-1] == "after the cancel"
     snap = c.snapshot("s1")

@@ -95,7 +95,7 @@ def test_a_huge_line_is_refused_and_the_next_one_still_works() -> None:
 def test_host_errors_are_typed() -> None:
     core = agent()
     with pytest.raises(AcpError.Host) as e:
-        core.runtime_event("s1", RuntimeEvent.TURN_ENDED(stop_reason=StopReason.END_TURN(), usage=None))
+        core.runtime_event("s1", RuntimeEvent.TURN_ENDED(stop_reason=StopReason.END_TURN, usage=None))
     assert e.value.error == HostError.NO_TURN_IN_PROGRESS()
     with pytest.raises(AcpError.Host) as e:
         core.runtime_event("nope", RuntimeEvent.STREAM_STARTED())

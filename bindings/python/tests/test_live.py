@@ -45,7 +45,7 @@ async def two_sessions() -> None:
         await a.prompt("A: long task")
         with pytest.raises(AcpError.Protocol) as refused:
             await steer_b
-        assert refused.value.error.reason == ErrorReason.NO_RUNNING_TURN()
+        assert refused.value.error.reason == ErrorReason.NO_RUNNING_TURN
         assert b.snapshot().pending == [] and b.snapshot().transcript == []
 
         # Both sessions busy; in B: inject, revoke and replace, all racing A's own calls.
@@ -59,7 +59,7 @@ async def two_sessions() -> None:
             a.status(),
         )
         steer_id, queued_a, gone, draft = results[0], results[1], results[2], results[3]
-        assert results[4].status == acp.SessionStatus.OPEN()
+        assert results[4].status == acp.SessionStatus.OPEN
         assert len({steer_id, queued_a, gone, draft}) == 4
         await asyncio.gather(b.revoke(gone), b.replace(draft, "B: final"), a.status(), b.status())
         pending_b = [text_of(p.content) for p in b.snapshot().pending]
@@ -93,13 +93,13 @@ async def cancel_and_close() -> None:
         assert users(snap) == ["cancel me", "survives the cancel"]
         await until(s, lambda s: s.state == TurnState.IDLE)
         status = await s.status()
-        assert status.status == acp.SessionStatus.OPEN() and isinstance(status.state, acp.StateUpdate.IDLE)
+        assert status.status == acp.SessionStatus.OPEN and isinstance(status.state, acp.StateUpdate.IDLE)
         await s.close()
         status = await s.status()
-        assert (status.status, status.state) == (acp.SessionStatus.SAVED(), None)
+        assert (status.status, status.state) == (acp.SessionStatus.SAVED, None)
         with pytest.raises(AcpError.Protocol) as gone:
             await s.prompt("after close")
-        assert gone.value.error.reason == ErrorReason.SESSION_NOT_FOUND()
+        assert gone.value.error.reason == ErrorReason.SESSION_NOT_FOUND
         listed = [info.session_id async for info in agent.sessions()]
         assert s.id in listed
 
@@ -135,7 +135,7 @@ async def a_turn_followed_from_its_handle() -> None:
             seen.append(update)
         assert turn.ended
         stop = await asyncio.wait_for(turn.finished(), TIMEOUT)
-        assert stop == acp.StopReason.END_TURN()
+        assert stop == acp.StopReason.END_TURN
         delivered = [u[0].message_id for u in seen if isinstance(u, acp.SessionUpdate.USER_MESSAGE)]
         # The prompt opened the turn; the steer was delivered inside it; the queued message was
         # not (it opens the next turn).

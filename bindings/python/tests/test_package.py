@@ -87,5 +87,5 @@ def test_readme_client_session_runs_against_the_reference_agent(tmp_path: Path) 
     script.write_text(code.replace('["acp-inject-agent", "--delay-ms", "50"]', repr(command)))
     ran = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
     assert ran.returncode == 0, ran.stderr
-    assert "stop reason: StopReason.END_TURN()" in ran.stdout, ran.stdout
+    assert "stop reason: end_turn" in ran.stdout, ran.stdout
     assert "USER Refactor the login module\n" in ran.stdout and "USER use auth_v2\n" in ran.stdout, ran.stdout

@@ -76,7 +76,7 @@ RUNTIME = {
             PermissionAsk(
                 title="run the tests?",
                 description=None,
-                options=[PermissionOption(option_id="allow", name="Allow", kind=PermissionOptionKind.ALLOW_ONCE(), meta=None)],
+                options=[PermissionOption(option_id="allow", name="Allow", kind=PermissionOptionKind.ALLOW_ONCE, meta=None)],
                 subject=None,
             )
         ),
@@ -84,8 +84,8 @@ RUNTIME = {
     "paused": ({"event": "paused"}, RuntimeEvent.PAUSED()),
     "resumed": ({"event": "resumed"}, RuntimeEvent.RESUMED()),
     "turn_started": ({"event": "turn_started"}, RuntimeEvent.TURN_STARTED()),
-    "turn_ended end_turn": ({"event": "turn_ended", "stopReason": "end_turn"}, RuntimeEvent.TURN_ENDED(stop_reason=StopReason.END_TURN(), usage=None)),
-    "turn_ended max_tokens": ({"event": "turn_ended", "stopReason": "max_tokens"}, RuntimeEvent.TURN_ENDED(stop_reason=StopReason.MAX_TOKENS(), usage=None)),
+    "turn_ended end_turn": ({"event": "turn_ended", "stopReason": "end_turn"}, RuntimeEvent.TURN_ENDED(stop_reason=StopReason.END_TURN, usage=None)),
+    "turn_ended max_tokens": ({"event": "turn_ended", "stopReason": "max_tokens"}, RuntimeEvent.TURN_ENDED(stop_reason=StopReason.MAX_TOKENS, usage=None)),
     "close": ({"event": "close"}, RuntimeEvent.CLOSE()),
 }
 OPS = st.one_of(

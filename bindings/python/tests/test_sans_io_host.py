@@ -67,7 +67,7 @@ async def session_through_the_core() -> None:
                 await session.next_events()
 
         await asyncio.wait_for(idle(), TIMEOUT)
-        assert session.snapshot().stop_reason == acp.StopReason.CANCELLED()
+        assert session.snapshot().stop_reason == acp.StopReason.CANCELLED
 
 
 def test_a_host_with_its_own_io_serves_a_permission_turn() -> None:

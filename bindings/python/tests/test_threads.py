@@ -80,7 +80,7 @@ def test_one_agent_core_driven_from_eight_threads() -> None:
                 if i % 5 == 0:
                     record(core.runtime_event("s1", RuntimeEvent.BREAK_POINT(BreakPoint.TOOL_RESULT)))
                 if i % 17 == 0:
-                    record(core.runtime_event("s1", RuntimeEvent.TURN_ENDED(stop_reason=StopReason.END_TURN(), usage=None)))
+                    record(core.runtime_event("s1", RuntimeEvent.TURN_ENDED(stop_reason=StopReason.END_TURN, usage=None)))
             except AcpError.Host:
                 pass  # the turn had ended under another thread
 

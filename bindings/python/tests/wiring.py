@@ -92,7 +92,7 @@ class Wire:
 
     def ask_permission(self, session: str, title: str = "run the tests?") -> RequestId:
         """The runtime asks for permission; the core sends the request, the client receives it."""
-        option = PermissionOption(option_id="allow", name="Allow", kind=PermissionOptionKind.ALLOW_ONCE(), meta=None)
+        option = PermissionOption(option_id="allow", name="Allow", kind=PermissionOptionKind.ALLOW_ONCE, meta=None)
         asked = self.agent.request_permission(session, PermissionAsk(title=title, description=None, options=[option], subject=None))
         self.receive(self.agent_lines(asked.outputs))
         return asked.request_id

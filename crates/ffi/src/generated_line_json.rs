@@ -1100,46 +1100,11 @@ impl Json for UserMessageChunk {
 }
 impl Json for ErrorReason {
     fn write(self, w: &mut Writer) {
-        match self {
-            Self::SessionNotFound => {
-                w.begin("ErrorReason.SESSION_NOT_FOUND");
-                w.end();
-            }
-            Self::UnknownMessageId => {
-                w.begin("ErrorReason.UNKNOWN_MESSAGE_ID");
-                w.end();
-            }
-            Self::AlreadyDelivered => {
-                w.begin("ErrorReason.ALREADY_DELIVERED");
-                w.end();
-            }
-            Self::NoRunningTurn => {
-                w.begin("ErrorReason.NO_RUNNING_TURN");
-                w.end();
-            }
-            Self::ModeNotSupported => {
-                w.begin("ErrorReason.MODE_NOT_SUPPORTED");
-                w.end();
-            }
-            Self::ReplaceNotSupported => {
-                w.begin("ErrorReason.REPLACE_NOT_SUPPORTED");
-                w.end();
-            }
-            Self::NotPermitted => {
-                w.begin("ErrorReason.NOT_PERMITTED");
-                w.end();
-            }
-            Self::TurnInProgress => {
-                w.begin("ErrorReason.TURN_IN_PROGRESS");
-                w.end();
-            }
-            Self::Other(f0) => {
-                w.begin("ErrorReason.OTHER*");
-                w.key("0");
-                Json::write(f0, w);
-                w.end();
-            }
-        }
+        let lower: fn(ErrorReason) -> ::std::string::String = |v| v.as_str().to_owned();
+        w.begin("ErrorReason*");
+        w.key("0");
+        Json::write(lower(self), w);
+        w.end();
     }
 }
 impl Json for InjectMode {
@@ -1214,50 +1179,24 @@ impl Json for ReplayFrom {
 }
 impl Json for SessionStatus {
     fn write(self, w: &mut Writer) {
-        match self {
-            Self::Open => {
-                w.begin("SessionStatus.OPEN");
-                w.end();
-            }
-            Self::Saved => {
-                w.begin("SessionStatus.SAVED");
-                w.end();
-            }
-            Self::Other(f0) => {
-                w.begin("SessionStatus.OTHER*");
-                w.key("0");
-                Json::write(f0, w);
-                w.end();
-            }
-        }
+        let lower: fn(SessionStatus) -> ::std::string::String = |v| {
+            v.as_str().to_owned()
+        };
+        w.begin("SessionStatus*");
+        w.key("0");
+        Json::write(lower(self), w);
+        w.end();
     }
 }
 impl Json for PermissionOptionKind {
     fn write(self, w: &mut Writer) {
-        match self {
-            Self::AllowOnce => {
-                w.begin("PermissionOptionKind.ALLOW_ONCE");
-                w.end();
-            }
-            Self::AllowAlways => {
-                w.begin("PermissionOptionKind.ALLOW_ALWAYS");
-                w.end();
-            }
-            Self::RejectOnce => {
-                w.begin("PermissionOptionKind.REJECT_ONCE");
-                w.end();
-            }
-            Self::RejectAlways => {
-                w.begin("PermissionOptionKind.REJECT_ALWAYS");
-                w.end();
-            }
-            Self::Other(f0) => {
-                w.begin("PermissionOptionKind.OTHER*");
-                w.key("0");
-                Json::write(f0, w);
-                w.end();
-            }
-        }
+        let lower: fn(PermissionOptionKind) -> ::std::string::String = |v| {
+            v.as_str().to_owned()
+        };
+        w.begin("PermissionOptionKind*");
+        w.key("0");
+        Json::write(lower(self), w);
+        w.end();
     }
 }
 impl Json for RequestPermissionOutcome {
@@ -1424,38 +1363,11 @@ impl Json for StateUpdate {
 }
 impl Json for StopReason {
     fn write(self, w: &mut Writer) {
-        match self {
-            Self::EndTurn => {
-                w.begin("StopReason.END_TURN");
-                w.end();
-            }
-            Self::MaxTokens => {
-                w.begin("StopReason.MAX_TOKENS");
-                w.end();
-            }
-            Self::MaxTurnRequests => {
-                w.begin("StopReason.MAX_TURN_REQUESTS");
-                w.end();
-            }
-            Self::Refusal => {
-                w.begin("StopReason.REFUSAL");
-                w.end();
-            }
-            Self::Cancelled => {
-                w.begin("StopReason.CANCELLED");
-                w.end();
-            }
-            Self::Error => {
-                w.begin("StopReason.ERROR");
-                w.end();
-            }
-            Self::Other(f0) => {
-                w.begin("StopReason.OTHER*");
-                w.key("0");
-                Json::write(f0, w);
-                w.end();
-            }
-        }
+        let lower: fn(StopReason) -> ::std::string::String = |v| v.as_str().to_owned();
+        w.begin("StopReason*");
+        w.key("0");
+        Json::write(lower(self), w);
+        w.end();
     }
 }
 impl Json for BackgroundWork {
@@ -1490,90 +1402,22 @@ impl Json for BackgroundWork {
 }
 impl Json for ToolKind {
     fn write(self, w: &mut Writer) {
-        match self {
-            Self::Read => {
-                w.begin("ToolKind.READ");
-                w.end();
-            }
-            Self::Edit => {
-                w.begin("ToolKind.EDIT");
-                w.end();
-            }
-            Self::Delete => {
-                w.begin("ToolKind.DELETE");
-                w.end();
-            }
-            Self::Move => {
-                w.begin("ToolKind.MOVE");
-                w.end();
-            }
-            Self::Search => {
-                w.begin("ToolKind.SEARCH");
-                w.end();
-            }
-            Self::Execute => {
-                w.begin("ToolKind.EXECUTE");
-                w.end();
-            }
-            Self::Think => {
-                w.begin("ToolKind.THINK");
-                w.end();
-            }
-            Self::Fetch => {
-                w.begin("ToolKind.FETCH");
-                w.end();
-            }
-            Self::SwitchMode => {
-                w.begin("ToolKind.SWITCH_MODE");
-                w.end();
-            }
-            Self::Other => {
-                w.begin("ToolKind.OTHER");
-                w.end();
-            }
-            Self::Unknown(f0) => {
-                w.begin("ToolKind.UNKNOWN*");
-                w.key("0");
-                Json::write(f0, w);
-                w.end();
-            }
-        }
+        let lower: fn(ToolKind) -> ::std::string::String = |v| v.as_str().to_owned();
+        w.begin("ToolKind*");
+        w.key("0");
+        Json::write(lower(self), w);
+        w.end();
     }
 }
 impl Json for ToolCallStatus {
     fn write(self, w: &mut Writer) {
-        match self {
-            Self::Pending => {
-                w.begin("ToolCallStatus.PENDING");
-                w.end();
-            }
-            Self::InProgress => {
-                w.begin("ToolCallStatus.IN_PROGRESS");
-                w.end();
-            }
-            Self::Paused => {
-                w.begin("ToolCallStatus.PAUSED");
-                w.end();
-            }
-            Self::Completed => {
-                w.begin("ToolCallStatus.COMPLETED");
-                w.end();
-            }
-            Self::Failed => {
-                w.begin("ToolCallStatus.FAILED");
-                w.end();
-            }
-            Self::Cancelled => {
-                w.begin("ToolCallStatus.CANCELLED");
-                w.end();
-            }
-            Self::Other(f0) => {
-                w.begin("ToolCallStatus.OTHER*");
-                w.key("0");
-                Json::write(f0, w);
-                w.end();
-            }
-        }
+        let lower: fn(ToolCallStatus) -> ::std::string::String = |v| {
+            v.as_str().to_owned()
+        };
+        w.begin("ToolCallStatus*");
+        w.key("0");
+        Json::write(lower(self), w);
+        w.end();
     }
 }
 impl Json for ToolCallContent {
@@ -1614,54 +1458,24 @@ impl Json for PlanUpdateContent {
 }
 impl Json for PlanEntryPriority {
     fn write(self, w: &mut Writer) {
-        match self {
-            Self::High => {
-                w.begin("PlanEntryPriority.HIGH");
-                w.end();
-            }
-            Self::Medium => {
-                w.begin("PlanEntryPriority.MEDIUM");
-                w.end();
-            }
-            Self::Low => {
-                w.begin("PlanEntryPriority.LOW");
-                w.end();
-            }
-            Self::Other(f0) => {
-                w.begin("PlanEntryPriority.OTHER*");
-                w.key("0");
-                Json::write(f0, w);
-                w.end();
-            }
-        }
+        let lower: fn(PlanEntryPriority) -> ::std::string::String = |v| {
+            v.as_str().to_owned()
+        };
+        w.begin("PlanEntryPriority*");
+        w.key("0");
+        Json::write(lower(self), w);
+        w.end();
     }
 }
 impl Json for PlanEntryStatus {
     fn write(self, w: &mut Writer) {
-        match self {
-            Self::Pending => {
-                w.begin("PlanEntryStatus.PENDING");
-                w.end();
-            }
-            Self::InProgress => {
-                w.begin("PlanEntryStatus.IN_PROGRESS");
-                w.end();
-            }
-            Self::Completed => {
-                w.begin("PlanEntryStatus.COMPLETED");
-                w.end();
-            }
-            Self::Cancelled => {
-                w.begin("PlanEntryStatus.CANCELLED");
-                w.end();
-            }
-            Self::Other(f0) => {
-                w.begin("PlanEntryStatus.OTHER*");
-                w.key("0");
-                Json::write(f0, w);
-                w.end();
-            }
-        }
+        let lower: fn(PlanEntryStatus) -> ::std::string::String = |v| {
+            v.as_str().to_owned()
+        };
+        w.begin("PlanEntryStatus*");
+        w.key("0");
+        Json::write(lower(self), w);
+        w.end();
     }
 }
 impl Json for ContentBlock {
@@ -1708,22 +1522,11 @@ impl Json for ContentBlock {
 }
 impl Json for Role {
     fn write(self, w: &mut Writer) {
-        match self {
-            Self::Assistant => {
-                w.begin("Role.ASSISTANT");
-                w.end();
-            }
-            Self::User => {
-                w.begin("Role.USER");
-                w.end();
-            }
-            Self::Other(f0) => {
-                w.begin("Role.OTHER*");
-                w.key("0");
-                Json::write(f0, w);
-                w.end();
-            }
-        }
+        let lower: fn(Role) -> ::std::string::String = |v| v.as_str().to_owned();
+        w.begin("Role*");
+        w.key("0");
+        Json::write(lower(self), w);
+        w.end();
     }
 }
 impl Json for ContentBlockListPatch {

@@ -1346,8 +1346,10 @@ pub struct Usage {
     ///Sum of all token types for the completed work.
     pub total_tokens: u64,
     ///Input tokens for the completed work.
+    #[uniffi(default = 0)]
     pub input_tokens: u64,
     ///Output tokens for the completed work.
+    #[uniffi(default = 0)]
     pub output_tokens: u64,
     /**Thought/reasoning tokens for the completed work.
 
@@ -1411,28 +1413,10 @@ pub struct UserMessageChunk {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///Why a session or inject request failed (`data.reason`). Open: unknown reasons from newer agents decode into `other`.
-#[uniffi::remote(Enum)]
-pub enum ErrorReason {
-    ///`session_not_found`: -32002: the agent does not hold this session (never created, or closed).
-    SessionNotFound,
-    ///`unknown_message_id`: -32002: revoke/replace of an id this session never issued, no longer remembers, or revoked.
-    UnknownMessageId,
-    ///`already_delivered`: -32010: revoke/replace after the inject's `user_message` was emitted.
-    AlreadyDelivered,
-    ///`no_running_turn`: -32010: `steer` while the session is idle.
-    NoRunningTurn,
-    ///`mode_not_supported`: -32010: a known mode the agent did not advertise.
-    ModeNotSupported,
-    ///`replace_not_supported`: -32010: replace when `pending.replace` is not advertised.
-    ReplaceNotSupported,
-    ///`not_permitted`: -32010: an observer injects/revokes/replaces, or a non-creator revokes/replaces under the creator-only policy.
-    NotPermitted,
-    ///`turn_in_progress`: -32010: an agent of an earlier draft refused a `session/prompt` while a turn was in progress; the prompt was not inserted. Agents on this toolkit hold such a prompt instead (R-PROMPT-2). Send it again with `session/inject` (mode `queue` or `steer`) or after the session is idle.
-    TurnInProgress,
-    /// A value this version does not know (values starting with `_` are extensions).
-    Other(String),
-}
+uniffi::custom_type!(
+    ErrorReason, ::std::string::String, { remote, lower : | v | v.as_str().to_owned(),
+    try_lift : | v | Ok(v.parse:: < ErrorReason > () ?), }
+);
 ///When an inject is delivered. Closed: an unknown mode is invalid params (-32602).
 #[uniffi::remote(Enum)]
 pub enum InjectMode {
@@ -1478,39 +1462,14 @@ pub enum ReplayFrom {
     /// A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
     Other(Unknown),
 }
-#[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nWhether the Agent has a session in memory, as reported by `session/status`."]
-#[uniffi::remote(Enum)]
-pub enum SessionStatus {
-    /**`open`: The Agent has the session in memory, for any connection.
-
-This does not mean the requesting connection is attached to it. A Client that did
-not create or resume the session on its own connection MUST still call
-`session/resume` before sending `session/prompt` or expecting
-`session/update` notifications.*/
-    Open,
-    /**`saved`: The Agent knows the session and can resume it, but does not have it in memory.
-
-The Client can call `session/resume` to start it.*/
-    Saved,
-    /// A value this version does not know (values starting with `_` are extensions).
-    Other(String),
-}
-/**The type of permission option being presented to the user.
-
-Helps clients choose appropriate icons and UI treatment.*/
-#[uniffi::remote(Enum)]
-pub enum PermissionOptionKind {
-    ///`allow_once`: Allow this operation only this time.
-    AllowOnce,
-    ///`allow_always`: Allow this operation and remember the choice.
-    AllowAlways,
-    ///`reject_once`: Reject this operation only this time.
-    RejectOnce,
-    ///`reject_always`: Reject this operation and remember the choice.
-    RejectAlways,
-    /// A value this version does not know (values starting with `_` are extensions).
-    Other(String),
-}
+uniffi::custom_type!(
+    SessionStatus, ::std::string::String, { remote, lower : | v | v.as_str().to_owned(),
+    try_lift : | v | Ok(v.parse:: < SessionStatus > () ?), }
+);
+uniffi::custom_type!(
+    PermissionOptionKind, ::std::string::String, { remote, lower : | v | v.as_str()
+    .to_owned(), try_lift : | v | Ok(v.parse:: < PermissionOptionKind > () ?), }
+);
 ///The outcome of a permission request.
 #[uniffi::remote(Enum)]
 pub enum RequestPermissionOutcome {
@@ -1644,24 +1603,10 @@ This replaces previously confirmed activity without ending the work or session.*
     /// A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
     Other(Unknown),
 }
-///Why a turn ended. Open.
-#[uniffi::remote(Enum)]
-pub enum StopReason {
-    ///`end_turn`: The model finished.
-    EndTurn,
-    ///`max_tokens`: The token limit was reached.
-    MaxTokens,
-    ///`max_turn_requests`: The limit of model requests in a turn was reached.
-    MaxTurnRequests,
-    ///`refusal`: The model refused.
-    Refusal,
-    ///`cancelled`: The client cancelled the turn.
-    Cancelled,
-    ///`error`: The turn failed; the idle update's `error` says how.
-    Error,
-    /// A value this version does not know (values starting with `_` are extensions).
-    Other(String),
-}
+uniffi::custom_type!(
+    StopReason, ::std::string::String, { remote, lower : | v | v.as_str().to_owned(),
+    try_lift : | v | Ok(v.parse:: < StopReason > () ?), }
+);
 /**One piece of work running independently of the session's foreground work.
 
 Items reference entities the Client already tracks. The Agent MUST announce each item
@@ -1689,61 +1634,14 @@ its own `background` list is non-empty or not reported.*/
     /// A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
     Other(Unknown),
 }
-/**Categories of tools that can be invoked.
-
-Tool kinds help clients choose appropriate icons and optimize how they
-display tool execution progress.
-
-See protocol docs: [Reporting](https://agentclientprotocol.com/protocol/v2/draft/tool-calls#reporting)*/
-#[uniffi::remote(Enum)]
-pub enum ToolKind {
-    ///`read`: Reading files or data.
-    Read,
-    ///`edit`: Modifying files or content.
-    Edit,
-    ///`delete`: Removing files or data.
-    Delete,
-    ///`move`: Moving or renaming files.
-    Move,
-    ///`search`: Searching for information.
-    Search,
-    ///`execute`: Running commands or code.
-    Execute,
-    ///`think`: Internal reasoning or planning.
-    Think,
-    ///`fetch`: Retrieving external data.
-    Fetch,
-    ///`switch_mode`: Changing the session's mode, a [config option](https://agentclientprotocol.com/protocol/v2/draft/session-config-options) with the `mode` category.
-    SwitchMode,
-    ///`other`: Other tool types (default).
-    Other,
-    /// A value this version does not know (values starting with `_` are extensions).
-    Unknown(String),
-}
-/**Execution status of a tool call.
-
-Tool calls progress through different statuses during their lifecycle.
-
-See protocol docs: [Status](https://agentclientprotocol.com/protocol/v2/draft/tool-calls#status)*/
-#[uniffi::remote(Enum)]
-pub enum ToolCallStatus {
-    /**`pending`: The tool call hasn't started running yet, for example because its input is
-streaming, it is awaiting approval, or it is scheduled to run later.*/
-    Pending,
-    ///`in_progress`: The tool call is currently running.
-    InProgress,
-    /**`paused`: The tool call has started, is not running now, and will not continue until
-something resumes it. It may return to `in_progress` any number of times.*/
-    Paused,
-    ///`completed`: The tool call completed successfully.
-    Completed,
-    ///`failed`: The tool call failed with an error.
-    Failed,
-    ///`cancelled`: The tool call was cancelled before it completed.
-    Cancelled,
-    /// A value this version does not know (values starting with `_` are extensions).
-    Other(String),
-}
+uniffi::custom_type!(
+    ToolKind, ::std::string::String, { remote, lower : | v | v.as_str().to_owned(),
+    try_lift : | v | Ok(v.parse:: < ToolKind > () ?), }
+);
+uniffi::custom_type!(
+    ToolCallStatus, ::std::string::String, { remote, lower : | v | v.as_str().to_owned(),
+    try_lift : | v | Ok(v.parse:: < ToolCallStatus > () ?), }
+);
 /**Content produced by a tool call.
 
 Tool calls can produce different types of content including standard
@@ -1765,39 +1663,14 @@ pub enum PlanUpdateContent {
     /// A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
     Other(Unknown),
 }
-/**Priority levels for plan entries.
-
-Used to indicate the relative importance or urgency of different
-tasks in the execution plan.
-See protocol docs: [Plan Entries](https://agentclientprotocol.com/protocol/v2/draft/agent-plan#plan-entries)*/
-#[uniffi::remote(Enum)]
-pub enum PlanEntryPriority {
-    ///`high`: High priority task - critical to the overall goal.
-    High,
-    ///`medium`: Medium priority task - important but not critical.
-    Medium,
-    ///`low`: Low priority task - nice to have but not essential.
-    Low,
-    /// A value this version does not know (values starting with `_` are extensions).
-    Other(String),
-}
-/**Status of a plan entry in the execution flow.
-
-Tracks the lifecycle of each task from planning through completion.
-See protocol docs: [Plan Entries](https://agentclientprotocol.com/protocol/v2/draft/agent-plan#plan-entries)*/
-#[uniffi::remote(Enum)]
-pub enum PlanEntryStatus {
-    ///`pending`: The task has not started yet.
-    Pending,
-    ///`in_progress`: The task is currently being worked on.
-    InProgress,
-    ///`completed`: The task has been successfully completed.
-    Completed,
-    ///`cancelled`: The task was cancelled before it completed.
-    Cancelled,
-    /// A value this version does not know (values starting with `_` are extensions).
-    Other(String),
-}
+uniffi::custom_type!(
+    PlanEntryPriority, ::std::string::String, { remote, lower : | v | v.as_str()
+    .to_owned(), try_lift : | v | Ok(v.parse:: < PlanEntryPriority > () ?), }
+);
+uniffi::custom_type!(
+    PlanEntryStatus, ::std::string::String, { remote, lower : | v | v.as_str()
+    .to_owned(), try_lift : | v | Ok(v.parse:: < PlanEntryStatus > () ?), }
+);
 /**Content blocks represent displayable information in the Agent Client Protocol.
 
 Content blocks appear in:
@@ -1839,16 +1712,10 @@ Requires the `embeddedContext` prompt capability when included in prompts.*/
     /// A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
     Other(Unknown),
 }
-///The sender or recipient of messages and data in a conversation.
-#[uniffi::remote(Enum)]
-pub enum Role {
-    ///`assistant`: The assistant side of a conversation.
-    Assistant,
-    ///`user`: The user side of a conversation.
-    User,
-    /// A value this version does not know (values starting with `_` are extensions).
-    Other(String),
-}
+uniffi::custom_type!(
+    Role, ::std::string::String, { remote, lower : | v | v.as_str().to_owned(), try_lift
+    : | v | Ok(v.parse:: < Role > () ?), }
+);
 /// A `::std::vec::Vec<ContentBlock>` member whose absence and `null` mean different things: `Absent` leaves the current value, `Null` clears it, `Value` replaces it.
 #[derive(Debug, Clone, PartialEq, uniffi::Enum)]
 pub enum ContentBlockListPatch {

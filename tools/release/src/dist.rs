@@ -448,6 +448,8 @@ fn swift_package(dist: &Path, native: &Native) -> Result<PathBuf, Error> {
         (r.join("bindings/swift/dist/Package.swift"), "Package.swift".into()),
         (r.join("bindings/swift/dist/README.md"), "README.md".into()),
         (g.join("AcpInjectFFI.swift"), "Sources/AcpInjectFFI/AcpInjectFFI.swift".into()),
+        // The open string enums the binding lifts its custom types into (codegen/src/open_enums.rs).
+        (g.join("OpenEnums.swift"), "Sources/AcpInjectFFI/OpenEnums.swift".into()),
         (g.join("AcpInjectFFIFFI.h"), "Sources/AcpInjectFFIFFI/AcpInjectFFIFFI.h".into()),
         (g.join("module.modulemap"), "Sources/AcpInjectFFIFFI/module.modulemap".into()),
     ];

@@ -67,7 +67,9 @@ class _Classes(Dict[str, Callable[..., Any]]):
 
     def __missing__(self, tag: str) -> Callable[..., Any]:
         positional = tag.endswith("*")
-        found: Any = _ffi
+        # The module itself, not its package: a custom type lifted into a class of its own
+        # (`StopReason`, an alias of `acp_inject.enums.StopReason`) is no star-export.
+        found: Any = _ffi.acp_inject_ffi
         try:
             for part in tag.rstrip("*").split("."):
                 found = getattr(found, part)

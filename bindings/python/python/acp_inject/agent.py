@@ -31,22 +31,19 @@ from .acp_inject_ffi import (
     ContentBlock,
     PendingInject,
     PermissionOption,
-    PermissionOptionKind,
     PlanEntry,
     RequestPermissionOutcome,
     SessionSetup,
     SessionUpdate,
-    StopReason,
     ToolCallContent,
     ToolCallContentBlock,
-    ToolCallStatus,
     ToolCallUpdate,
-    ToolKind,
     TurnContext,
     TurnEnd,
     Usage,
     UserInput,
 )
+from .enums import PermissionOptionKind, StopReason, ToolCallStatus, ToolKind
 from ._errors import checked_methods
 from .content import text
 
@@ -156,7 +153,7 @@ class Turn:
         the request's ``toolCall``)."""
         opts = [
             PermissionOption(option_id=PermissionOptionId(oid), name=name, kind=kind)
-            for oid, name, kind in (options or (("allow", "Allow", PermissionOptionKind.ALLOW_ONCE()), ("reject", "Reject", PermissionOptionKind.REJECT_ONCE())))
+            for oid, name, kind in (options or (("allow", "Allow", PermissionOptionKind.ALLOW_ONCE), ("reject", "Reject", PermissionOptionKind.REJECT_ONCE)))
         ]
         outcome = await self._ctx.request_permission(title, None, opts, tool_call_id)
         if isinstance(outcome, RequestPermissionOutcome.SELECTED):
@@ -188,7 +185,7 @@ class Agent(AgentRuntime):
         end = await self.run(t, input)
         if end is not None:
             return end
-        return TurnEnd(stop_reason=StopReason.CANCELLED() if t.cancelled else StopReason.END_TURN(), usage=None)
+        return TurnEnd(stop_reason=StopReason.CANCELLED if t.cancelled else StopReason.END_TURN, usage=None)
 
     async def session_opened(self, session_id: str, setup: SessionSetup) -> None:
         await self.opened(session_id, setup)

@@ -43,8 +43,8 @@ from .acp_inject_ffi import (
     SessionStatusResponse,
     SessionUpdate,
     StateUpdate,
-    StopReason,
 )
+from .enums import StopReason
 from ._errors import checked, checked_methods
 from .content import Content, blocks
 
@@ -150,9 +150,9 @@ class Session:
         self._inner.cancel()
 
     async def status(self) -> SessionStatusResponse:
-        """``session/status``: ``status`` is ``SessionStatus.OPEN()`` while the agent has the
+        """``session/status``: ``status`` is ``SessionStatus.OPEN`` while the agent has the
         session in memory (``state`` is then its foreground state, a snapshot) or
-        ``SessionStatus.SAVED()`` when it can resume it; ``AcpError.Protocol`` (-32002) for a
+        ``SessionStatus.SAVED`` when it can resume it; ``AcpError.Protocol`` (-32002) for a
         session the agent does not know."""
         return await self._inner.status()
 

@@ -11754,12 +11754,12 @@ data class Usage (
     /**
      * Input tokens for the completed work.
      */
-    var `inputTokens`: kotlin.ULong
+    var `inputTokens`: kotlin.ULong = 0uL 
     , 
     /**
      * Output tokens for the completed work.
      */
-    var `outputTokens`: kotlin.ULong
+    var `outputTokens`: kotlin.ULong = 0uL 
     , 
     /**
      * Thought/reasoning tokens for the completed work.
@@ -13423,207 +13423,6 @@ public object FfiConverterTypeEmbeddedResourceResource : FfiConverterRustBuffer<
 
 
 /**
- * Why a session or inject request failed (`data.reason`). Open: unknown reasons from newer agents decode into `other`.
- */
-sealed class ErrorReason {
-    
-    /**
-     * `session_not_found`: -32002: the agent does not hold this session (never created, or closed).
-     */
-    data object SessionNotFound : ErrorReason()
-    
-    
-    /**
-     * `unknown_message_id`: -32002: revoke/replace of an id this session never issued, no longer remembers, or revoked.
-     */
-    data object UnknownMessageId : ErrorReason()
-    
-    
-    /**
-     * `already_delivered`: -32010: revoke/replace after the inject's `user_message` was emitted.
-     */
-    data object AlreadyDelivered : ErrorReason()
-    
-    
-    /**
-     * `no_running_turn`: -32010: `steer` while the session is idle.
-     */
-    data object NoRunningTurn : ErrorReason()
-    
-    
-    /**
-     * `mode_not_supported`: -32010: a known mode the agent did not advertise.
-     */
-    data object ModeNotSupported : ErrorReason()
-    
-    
-    /**
-     * `replace_not_supported`: -32010: replace when `pending.replace` is not advertised.
-     */
-    data object ReplaceNotSupported : ErrorReason()
-    
-    
-    /**
-     * `not_permitted`: -32010: an observer injects/revokes/replaces, or a non-creator revokes/replaces under the creator-only policy.
-     */
-    data object NotPermitted : ErrorReason()
-    
-    
-    /**
-     * `turn_in_progress`: -32010: an agent of an earlier draft refused a `session/prompt` while a turn was in progress; the prompt was not inserted. Agents on this toolkit hold such a prompt instead (R-PROMPT-2). Send it again with `session/inject` (mode `queue` or `steer`) or after the session is idle.
-     */
-    data object TurnInProgress : ErrorReason()
-    
-    
-    /**
-     * A value this version does not know (values starting with `_` are extensions).
-     */
-    data class Other(
-        val v1: kotlin.String) : ErrorReason()
-        
-    {
-        
-
-        companion object
-    }
-    
-
-    
-
-    
-    
-
-
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeErrorReason : FfiConverterRustBuffer<ErrorReason>{
-    override fun read(buf: ByteBuffer): ErrorReason {
-        return when(buf.getInt()) {
-            1 -> ErrorReason.SessionNotFound
-            2 -> ErrorReason.UnknownMessageId
-            3 -> ErrorReason.AlreadyDelivered
-            4 -> ErrorReason.NoRunningTurn
-            5 -> ErrorReason.ModeNotSupported
-            6 -> ErrorReason.ReplaceNotSupported
-            7 -> ErrorReason.NotPermitted
-            8 -> ErrorReason.TurnInProgress
-            9 -> ErrorReason.Other(
-                FfiConverterString.read(buf),
-                )
-            else -> throw RuntimeException("invalid enum value, something is very wrong!!")
-        }
-    }
-
-    override fun allocationSize(value: ErrorReason): ULong = when(value) {
-        is ErrorReason.SessionNotFound -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is ErrorReason.UnknownMessageId -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is ErrorReason.AlreadyDelivered -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is ErrorReason.NoRunningTurn -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is ErrorReason.ModeNotSupported -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is ErrorReason.ReplaceNotSupported -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is ErrorReason.NotPermitted -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is ErrorReason.TurnInProgress -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is ErrorReason.Other -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterString.allocationSize(value.v1)
-            )
-        }
-    }
-
-    override fun write(value: ErrorReason, buf: ByteBuffer) {
-        when(value) {
-            is ErrorReason.SessionNotFound -> {
-                buf.putInt(1)
-                Unit
-            }
-            is ErrorReason.UnknownMessageId -> {
-                buf.putInt(2)
-                Unit
-            }
-            is ErrorReason.AlreadyDelivered -> {
-                buf.putInt(3)
-                Unit
-            }
-            is ErrorReason.NoRunningTurn -> {
-                buf.putInt(4)
-                Unit
-            }
-            is ErrorReason.ModeNotSupported -> {
-                buf.putInt(5)
-                Unit
-            }
-            is ErrorReason.ReplaceNotSupported -> {
-                buf.putInt(6)
-                Unit
-            }
-            is ErrorReason.NotPermitted -> {
-                buf.putInt(7)
-                Unit
-            }
-            is ErrorReason.TurnInProgress -> {
-                buf.putInt(8)
-                Unit
-            }
-            is ErrorReason.Other -> {
-                buf.putInt(9)
-                FfiConverterString.write(value.v1, buf)
-                Unit
-            }
-        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
-    }
-}
-
-
-
-
-
-/**
  * One thing a client connection reports.
  */
 sealed class Event {
@@ -14395,397 +14194,6 @@ public object FfiConverterTypeOutput : FfiConverterRustBuffer<Output>{
 
 
 /**
- * The type of permission option being presented to the user.
- *
- * Helps clients choose appropriate icons and UI treatment.
- */
-sealed class PermissionOptionKind {
-    
-    /**
-     * `allow_once`: Allow this operation only this time.
-     */
-    data object AllowOnce : PermissionOptionKind()
-    
-    
-    /**
-     * `allow_always`: Allow this operation and remember the choice.
-     */
-    data object AllowAlways : PermissionOptionKind()
-    
-    
-    /**
-     * `reject_once`: Reject this operation only this time.
-     */
-    data object RejectOnce : PermissionOptionKind()
-    
-    
-    /**
-     * `reject_always`: Reject this operation and remember the choice.
-     */
-    data object RejectAlways : PermissionOptionKind()
-    
-    
-    /**
-     * A value this version does not know (values starting with `_` are extensions).
-     */
-    data class Other(
-        val v1: kotlin.String) : PermissionOptionKind()
-        
-    {
-        
-
-        companion object
-    }
-    
-
-    
-
-    
-    
-
-
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypePermissionOptionKind : FfiConverterRustBuffer<PermissionOptionKind>{
-    override fun read(buf: ByteBuffer): PermissionOptionKind {
-        return when(buf.getInt()) {
-            1 -> PermissionOptionKind.AllowOnce
-            2 -> PermissionOptionKind.AllowAlways
-            3 -> PermissionOptionKind.RejectOnce
-            4 -> PermissionOptionKind.RejectAlways
-            5 -> PermissionOptionKind.Other(
-                FfiConverterString.read(buf),
-                )
-            else -> throw RuntimeException("invalid enum value, something is very wrong!!")
-        }
-    }
-
-    override fun allocationSize(value: PermissionOptionKind): ULong = when(value) {
-        is PermissionOptionKind.AllowOnce -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is PermissionOptionKind.AllowAlways -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is PermissionOptionKind.RejectOnce -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is PermissionOptionKind.RejectAlways -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is PermissionOptionKind.Other -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterString.allocationSize(value.v1)
-            )
-        }
-    }
-
-    override fun write(value: PermissionOptionKind, buf: ByteBuffer) {
-        when(value) {
-            is PermissionOptionKind.AllowOnce -> {
-                buf.putInt(1)
-                Unit
-            }
-            is PermissionOptionKind.AllowAlways -> {
-                buf.putInt(2)
-                Unit
-            }
-            is PermissionOptionKind.RejectOnce -> {
-                buf.putInt(3)
-                Unit
-            }
-            is PermissionOptionKind.RejectAlways -> {
-                buf.putInt(4)
-                Unit
-            }
-            is PermissionOptionKind.Other -> {
-                buf.putInt(5)
-                FfiConverterString.write(value.v1, buf)
-                Unit
-            }
-        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
-    }
-}
-
-
-
-
-
-/**
- * Priority levels for plan entries.
- *
- * Used to indicate the relative importance or urgency of different
- * tasks in the execution plan.
- * See protocol docs: [Plan Entries](https://agentclientprotocol.com/protocol/v2/draft/agent-plan#plan-entries)
- */
-sealed class PlanEntryPriority {
-    
-    /**
-     * `high`: High priority task - critical to the overall goal.
-     */
-    data object High : PlanEntryPriority()
-    
-    
-    /**
-     * `medium`: Medium priority task - important but not critical.
-     */
-    data object Medium : PlanEntryPriority()
-    
-    
-    /**
-     * `low`: Low priority task - nice to have but not essential.
-     */
-    data object Low : PlanEntryPriority()
-    
-    
-    /**
-     * A value this version does not know (values starting with `_` are extensions).
-     */
-    data class Other(
-        val v1: kotlin.String) : PlanEntryPriority()
-        
-    {
-        
-
-        companion object
-    }
-    
-
-    
-
-    
-    
-
-
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypePlanEntryPriority : FfiConverterRustBuffer<PlanEntryPriority>{
-    override fun read(buf: ByteBuffer): PlanEntryPriority {
-        return when(buf.getInt()) {
-            1 -> PlanEntryPriority.High
-            2 -> PlanEntryPriority.Medium
-            3 -> PlanEntryPriority.Low
-            4 -> PlanEntryPriority.Other(
-                FfiConverterString.read(buf),
-                )
-            else -> throw RuntimeException("invalid enum value, something is very wrong!!")
-        }
-    }
-
-    override fun allocationSize(value: PlanEntryPriority): ULong = when(value) {
-        is PlanEntryPriority.High -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is PlanEntryPriority.Medium -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is PlanEntryPriority.Low -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is PlanEntryPriority.Other -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterString.allocationSize(value.v1)
-            )
-        }
-    }
-
-    override fun write(value: PlanEntryPriority, buf: ByteBuffer) {
-        when(value) {
-            is PlanEntryPriority.High -> {
-                buf.putInt(1)
-                Unit
-            }
-            is PlanEntryPriority.Medium -> {
-                buf.putInt(2)
-                Unit
-            }
-            is PlanEntryPriority.Low -> {
-                buf.putInt(3)
-                Unit
-            }
-            is PlanEntryPriority.Other -> {
-                buf.putInt(4)
-                FfiConverterString.write(value.v1, buf)
-                Unit
-            }
-        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
-    }
-}
-
-
-
-
-
-/**
- * Status of a plan entry in the execution flow.
- *
- * Tracks the lifecycle of each task from planning through completion.
- * See protocol docs: [Plan Entries](https://agentclientprotocol.com/protocol/v2/draft/agent-plan#plan-entries)
- */
-sealed class PlanEntryStatus {
-    
-    /**
-     * `pending`: The task has not started yet.
-     */
-    data object Pending : PlanEntryStatus()
-    
-    
-    /**
-     * `in_progress`: The task is currently being worked on.
-     */
-    data object InProgress : PlanEntryStatus()
-    
-    
-    /**
-     * `completed`: The task has been successfully completed.
-     */
-    data object Completed : PlanEntryStatus()
-    
-    
-    /**
-     * `cancelled`: The task was cancelled before it completed.
-     */
-    data object Cancelled : PlanEntryStatus()
-    
-    
-    /**
-     * A value this version does not know (values starting with `_` are extensions).
-     */
-    data class Other(
-        val v1: kotlin.String) : PlanEntryStatus()
-        
-    {
-        
-
-        companion object
-    }
-    
-
-    
-
-    
-    
-
-
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypePlanEntryStatus : FfiConverterRustBuffer<PlanEntryStatus>{
-    override fun read(buf: ByteBuffer): PlanEntryStatus {
-        return when(buf.getInt()) {
-            1 -> PlanEntryStatus.Pending
-            2 -> PlanEntryStatus.InProgress
-            3 -> PlanEntryStatus.Completed
-            4 -> PlanEntryStatus.Cancelled
-            5 -> PlanEntryStatus.Other(
-                FfiConverterString.read(buf),
-                )
-            else -> throw RuntimeException("invalid enum value, something is very wrong!!")
-        }
-    }
-
-    override fun allocationSize(value: PlanEntryStatus): ULong = when(value) {
-        is PlanEntryStatus.Pending -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is PlanEntryStatus.InProgress -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is PlanEntryStatus.Completed -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is PlanEntryStatus.Cancelled -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is PlanEntryStatus.Other -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterString.allocationSize(value.v1)
-            )
-        }
-    }
-
-    override fun write(value: PlanEntryStatus, buf: ByteBuffer) {
-        when(value) {
-            is PlanEntryStatus.Pending -> {
-                buf.putInt(1)
-                Unit
-            }
-            is PlanEntryStatus.InProgress -> {
-                buf.putInt(2)
-                Unit
-            }
-            is PlanEntryStatus.Completed -> {
-                buf.putInt(3)
-                Unit
-            }
-            is PlanEntryStatus.Cancelled -> {
-                buf.putInt(4)
-                Unit
-            }
-            is PlanEntryStatus.Other -> {
-                buf.putInt(5)
-                FfiConverterString.write(value.v1, buf)
-                Unit
-            }
-        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
-    }
-}
-
-
-
-
-
-/**
  * Updated content for a plan.
  */
 sealed class PlanUpdateContent {
@@ -15323,105 +14731,6 @@ public object FfiConverterTypeRevokeReplace: FfiConverterRustBuffer<RevokeReplac
 
     override fun write(value: RevokeReplace, buf: ByteBuffer) {
         buf.putInt(value.ordinal + 1)
-    }
-}
-
-
-
-
-
-/**
- * The sender or recipient of messages and data in a conversation.
- */
-sealed class Role {
-    
-    /**
-     * `assistant`: The assistant side of a conversation.
-     */
-    data object Assistant : Role()
-    
-    
-    /**
-     * `user`: The user side of a conversation.
-     */
-    data object User : Role()
-    
-    
-    /**
-     * A value this version does not know (values starting with `_` are extensions).
-     */
-    data class Other(
-        val v1: kotlin.String) : Role()
-        
-    {
-        
-
-        companion object
-    }
-    
-
-    
-
-    
-    
-
-
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeRole : FfiConverterRustBuffer<Role>{
-    override fun read(buf: ByteBuffer): Role {
-        return when(buf.getInt()) {
-            1 -> Role.Assistant
-            2 -> Role.User
-            3 -> Role.Other(
-                FfiConverterString.read(buf),
-                )
-            else -> throw RuntimeException("invalid enum value, something is very wrong!!")
-        }
-    }
-
-    override fun allocationSize(value: Role): ULong = when(value) {
-        is Role.Assistant -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is Role.User -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is Role.Other -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterString.allocationSize(value.v1)
-            )
-        }
-    }
-
-    override fun write(value: Role, buf: ByteBuffer) {
-        when(value) {
-            is Role.Assistant -> {
-                buf.putInt(1)
-                Unit
-            }
-            is Role.User -> {
-                buf.putInt(2)
-                Unit
-            }
-            is Role.Other -> {
-                buf.putInt(3)
-                FfiConverterString.write(value.v1, buf)
-                Unit
-            }
-        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
     }
 }
 
@@ -16149,116 +15458,6 @@ public object FfiConverterTypeSessionEvent : FfiConverterRustBuffer<SessionEvent
             is SessionEvent.Tolerated -> {
                 buf.putInt(5)
                 FfiConverterSequenceString.write(value.v1, buf)
-                Unit
-            }
-        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
-    }
-}
-
-
-
-
-
-/**
- * **UNSTABLE**
- *
- * This capability is not part of the spec yet, and may be removed or changed at any point.
- *
- * Whether the Agent has a session in memory, as reported by `session/status`.
- */
-sealed class SessionStatus {
-    
-    /**
-     * `open`: The Agent has the session in memory, for any connection.
-     *
-     * This does not mean the requesting connection is attached to it. A Client that did
-     * not create or resume the session on its own connection MUST still call
-     * `session/resume` before sending `session/prompt` or expecting
-     * `session/update` notifications.
-     */
-    data object Open : SessionStatus()
-    
-    
-    /**
-     * `saved`: The Agent knows the session and can resume it, but does not have it in memory.
-     *
-     * The Client can call `session/resume` to start it.
-     */
-    data object Saved : SessionStatus()
-    
-    
-    /**
-     * A value this version does not know (values starting with `_` are extensions).
-     */
-    data class Other(
-        val v1: kotlin.String) : SessionStatus()
-        
-    {
-        
-
-        companion object
-    }
-    
-
-    
-
-    
-    
-
-
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeSessionStatus : FfiConverterRustBuffer<SessionStatus>{
-    override fun read(buf: ByteBuffer): SessionStatus {
-        return when(buf.getInt()) {
-            1 -> SessionStatus.Open
-            2 -> SessionStatus.Saved
-            3 -> SessionStatus.Other(
-                FfiConverterString.read(buf),
-                )
-            else -> throw RuntimeException("invalid enum value, something is very wrong!!")
-        }
-    }
-
-    override fun allocationSize(value: SessionStatus): ULong = when(value) {
-        is SessionStatus.Open -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is SessionStatus.Saved -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is SessionStatus.Other -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterString.allocationSize(value.v1)
-            )
-        }
-    }
-
-    override fun write(value: SessionStatus, buf: ByteBuffer) {
-        when(value) {
-            is SessionStatus.Open -> {
-                buf.putInt(1)
-                Unit
-            }
-            is SessionStatus.Saved -> {
-                buf.putInt(2)
-                Unit
-            }
-            is SessionStatus.Other -> {
-                buf.putInt(3)
-                FfiConverterString.write(value.v1, buf)
                 Unit
             }
         }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
@@ -17054,173 +16253,6 @@ public object FfiConverterTypeSteerInStream: FfiConverterRustBuffer<SteerInStrea
 
 
 /**
- * Why a turn ended. Open.
- */
-sealed class StopReason {
-    
-    /**
-     * `end_turn`: The model finished.
-     */
-    data object EndTurn : StopReason()
-    
-    
-    /**
-     * `max_tokens`: The token limit was reached.
-     */
-    data object MaxTokens : StopReason()
-    
-    
-    /**
-     * `max_turn_requests`: The limit of model requests in a turn was reached.
-     */
-    data object MaxTurnRequests : StopReason()
-    
-    
-    /**
-     * `refusal`: The model refused.
-     */
-    data object Refusal : StopReason()
-    
-    
-    /**
-     * `cancelled`: The client cancelled the turn.
-     */
-    data object Cancelled : StopReason()
-    
-    
-    /**
-     * `error`: The turn failed; the idle update's `error` says how.
-     */
-    data object Error : StopReason()
-    
-    
-    /**
-     * A value this version does not know (values starting with `_` are extensions).
-     */
-    data class Other(
-        val v1: kotlin.String) : StopReason()
-        
-    {
-        
-
-        companion object
-    }
-    
-
-    
-
-    
-    
-
-
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeStopReason : FfiConverterRustBuffer<StopReason>{
-    override fun read(buf: ByteBuffer): StopReason {
-        return when(buf.getInt()) {
-            1 -> StopReason.EndTurn
-            2 -> StopReason.MaxTokens
-            3 -> StopReason.MaxTurnRequests
-            4 -> StopReason.Refusal
-            5 -> StopReason.Cancelled
-            6 -> StopReason.Error
-            7 -> StopReason.Other(
-                FfiConverterString.read(buf),
-                )
-            else -> throw RuntimeException("invalid enum value, something is very wrong!!")
-        }
-    }
-
-    override fun allocationSize(value: StopReason): ULong = when(value) {
-        is StopReason.EndTurn -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is StopReason.MaxTokens -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is StopReason.MaxTurnRequests -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is StopReason.Refusal -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is StopReason.Cancelled -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is StopReason.Error -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is StopReason.Other -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterString.allocationSize(value.v1)
-            )
-        }
-    }
-
-    override fun write(value: StopReason, buf: ByteBuffer) {
-        when(value) {
-            is StopReason.EndTurn -> {
-                buf.putInt(1)
-                Unit
-            }
-            is StopReason.MaxTokens -> {
-                buf.putInt(2)
-                Unit
-            }
-            is StopReason.MaxTurnRequests -> {
-                buf.putInt(3)
-                Unit
-            }
-            is StopReason.Refusal -> {
-                buf.putInt(4)
-                Unit
-            }
-            is StopReason.Cancelled -> {
-                buf.putInt(5)
-                Unit
-            }
-            is StopReason.Error -> {
-                buf.putInt(6)
-                Unit
-            }
-            is StopReason.Other -> {
-                buf.putInt(7)
-                FfiConverterString.write(value.v1, buf)
-                Unit
-            }
-        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
-    }
-}
-
-
-
-
-
-/**
  * The model stream of a running turn.
  */
 
@@ -17444,419 +16476,6 @@ public object FfiConverterTypeToolCallContent : FfiConverterRustBuffer<ToolCallC
             is ToolCallContent.Other -> {
                 buf.putInt(2)
                 FfiConverterTypeUnknown.write(value.v1, buf)
-                Unit
-            }
-        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
-    }
-}
-
-
-
-
-
-/**
- * Execution status of a tool call.
- *
- * Tool calls progress through different statuses during their lifecycle.
- *
- * See protocol docs: [Status](https://agentclientprotocol.com/protocol/v2/draft/tool-calls#status)
- */
-sealed class ToolCallStatus {
-    
-    /**
-     * `pending`: The tool call hasn't started running yet, for example because its input is
-     * streaming, it is awaiting approval, or it is scheduled to run later.
-     */
-    data object Pending : ToolCallStatus()
-    
-    
-    /**
-     * `in_progress`: The tool call is currently running.
-     */
-    data object InProgress : ToolCallStatus()
-    
-    
-    /**
-     * `paused`: The tool call has started, is not running now, and will not continue until
-     * something resumes it. It may return to `in_progress` any number of times.
-     */
-    data object Paused : ToolCallStatus()
-    
-    
-    /**
-     * `completed`: The tool call completed successfully.
-     */
-    data object Completed : ToolCallStatus()
-    
-    
-    /**
-     * `failed`: The tool call failed with an error.
-     */
-    data object Failed : ToolCallStatus()
-    
-    
-    /**
-     * `cancelled`: The tool call was cancelled before it completed.
-     */
-    data object Cancelled : ToolCallStatus()
-    
-    
-    /**
-     * A value this version does not know (values starting with `_` are extensions).
-     */
-    data class Other(
-        val v1: kotlin.String) : ToolCallStatus()
-        
-    {
-        
-
-        companion object
-    }
-    
-
-    
-
-    
-    
-
-
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeToolCallStatus : FfiConverterRustBuffer<ToolCallStatus>{
-    override fun read(buf: ByteBuffer): ToolCallStatus {
-        return when(buf.getInt()) {
-            1 -> ToolCallStatus.Pending
-            2 -> ToolCallStatus.InProgress
-            3 -> ToolCallStatus.Paused
-            4 -> ToolCallStatus.Completed
-            5 -> ToolCallStatus.Failed
-            6 -> ToolCallStatus.Cancelled
-            7 -> ToolCallStatus.Other(
-                FfiConverterString.read(buf),
-                )
-            else -> throw RuntimeException("invalid enum value, something is very wrong!!")
-        }
-    }
-
-    override fun allocationSize(value: ToolCallStatus): ULong = when(value) {
-        is ToolCallStatus.Pending -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is ToolCallStatus.InProgress -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is ToolCallStatus.Paused -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is ToolCallStatus.Completed -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is ToolCallStatus.Failed -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is ToolCallStatus.Cancelled -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is ToolCallStatus.Other -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterString.allocationSize(value.v1)
-            )
-        }
-    }
-
-    override fun write(value: ToolCallStatus, buf: ByteBuffer) {
-        when(value) {
-            is ToolCallStatus.Pending -> {
-                buf.putInt(1)
-                Unit
-            }
-            is ToolCallStatus.InProgress -> {
-                buf.putInt(2)
-                Unit
-            }
-            is ToolCallStatus.Paused -> {
-                buf.putInt(3)
-                Unit
-            }
-            is ToolCallStatus.Completed -> {
-                buf.putInt(4)
-                Unit
-            }
-            is ToolCallStatus.Failed -> {
-                buf.putInt(5)
-                Unit
-            }
-            is ToolCallStatus.Cancelled -> {
-                buf.putInt(6)
-                Unit
-            }
-            is ToolCallStatus.Other -> {
-                buf.putInt(7)
-                FfiConverterString.write(value.v1, buf)
-                Unit
-            }
-        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
-    }
-}
-
-
-
-
-
-/**
- * Categories of tools that can be invoked.
- *
- * Tool kinds help clients choose appropriate icons and optimize how they
- * display tool execution progress.
- *
- * See protocol docs: [Reporting](https://agentclientprotocol.com/protocol/v2/draft/tool-calls#reporting)
- */
-sealed class ToolKind {
-    
-    /**
-     * `read`: Reading files or data.
-     */
-    data object Read : ToolKind()
-    
-    
-    /**
-     * `edit`: Modifying files or content.
-     */
-    data object Edit : ToolKind()
-    
-    
-    /**
-     * `delete`: Removing files or data.
-     */
-    data object Delete : ToolKind()
-    
-    
-    /**
-     * `move`: Moving or renaming files.
-     */
-    data object Move : ToolKind()
-    
-    
-    /**
-     * `search`: Searching for information.
-     */
-    data object Search : ToolKind()
-    
-    
-    /**
-     * `execute`: Running commands or code.
-     */
-    data object Execute : ToolKind()
-    
-    
-    /**
-     * `think`: Internal reasoning or planning.
-     */
-    data object Think : ToolKind()
-    
-    
-    /**
-     * `fetch`: Retrieving external data.
-     */
-    data object Fetch : ToolKind()
-    
-    
-    /**
-     * `switch_mode`: Changing the session's mode, a [config option](https://agentclientprotocol.com/protocol/v2/draft/session-config-options) with the `mode` category.
-     */
-    data object SwitchMode : ToolKind()
-    
-    
-    /**
-     * `other`: Other tool types (default).
-     */
-    data object Other : ToolKind()
-    
-    
-    /**
-     * A value this version does not know (values starting with `_` are extensions).
-     */
-    data class Unknown(
-        val v1: kotlin.String) : ToolKind()
-        
-    {
-        
-
-        companion object
-    }
-    
-
-    
-
-    
-    
-
-
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeToolKind : FfiConverterRustBuffer<ToolKind>{
-    override fun read(buf: ByteBuffer): ToolKind {
-        return when(buf.getInt()) {
-            1 -> ToolKind.Read
-            2 -> ToolKind.Edit
-            3 -> ToolKind.Delete
-            4 -> ToolKind.Move
-            5 -> ToolKind.Search
-            6 -> ToolKind.Execute
-            7 -> ToolKind.Think
-            8 -> ToolKind.Fetch
-            9 -> ToolKind.SwitchMode
-            10 -> ToolKind.Other
-            11 -> ToolKind.Unknown(
-                FfiConverterString.read(buf),
-                )
-            else -> throw RuntimeException("invalid enum value, something is very wrong!!")
-        }
-    }
-
-    override fun allocationSize(value: ToolKind): ULong = when(value) {
-        is ToolKind.Read -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is ToolKind.Edit -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is ToolKind.Delete -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is ToolKind.Move -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is ToolKind.Search -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is ToolKind.Execute -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is ToolKind.Think -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is ToolKind.Fetch -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is ToolKind.SwitchMode -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is ToolKind.Other -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is ToolKind.Unknown -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterString.allocationSize(value.v1)
-            )
-        }
-    }
-
-    override fun write(value: ToolKind, buf: ByteBuffer) {
-        when(value) {
-            is ToolKind.Read -> {
-                buf.putInt(1)
-                Unit
-            }
-            is ToolKind.Edit -> {
-                buf.putInt(2)
-                Unit
-            }
-            is ToolKind.Delete -> {
-                buf.putInt(3)
-                Unit
-            }
-            is ToolKind.Move -> {
-                buf.putInt(4)
-                Unit
-            }
-            is ToolKind.Search -> {
-                buf.putInt(5)
-                Unit
-            }
-            is ToolKind.Execute -> {
-                buf.putInt(6)
-                Unit
-            }
-            is ToolKind.Think -> {
-                buf.putInt(7)
-                Unit
-            }
-            is ToolKind.Fetch -> {
-                buf.putInt(8)
-                Unit
-            }
-            is ToolKind.SwitchMode -> {
-                buf.putInt(9)
-                Unit
-            }
-            is ToolKind.Other -> {
-                buf.putInt(10)
-                Unit
-            }
-            is ToolKind.Unknown -> {
-                buf.putInt(11)
-                FfiConverterString.write(value.v1, buf)
                 Unit
             }
         }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
@@ -18554,38 +17173,6 @@ public object FfiConverterOptionalTypeUsage: FfiConverterRustBuffer<Usage?> {
 /**
  * @suppress
  */
-public object FfiConverterOptionalTypeErrorReason: FfiConverterRustBuffer<ErrorReason?> {
-    override fun read(buf: ByteBuffer): ErrorReason? {
-        if (buf.get().toInt() == 0) {
-            return null
-        }
-        return FfiConverterTypeErrorReason.read(buf)
-    }
-
-    override fun allocationSize(value: ErrorReason?): ULong {
-        if (value == null) {
-            return 1UL
-        } else {
-            return 1UL + FfiConverterTypeErrorReason.allocationSize(value)
-        }
-    }
-
-    override fun write(value: ErrorReason?, buf: ByteBuffer) {
-        if (value == null) {
-            buf.put(0)
-        } else {
-            buf.put(1)
-            FfiConverterTypeErrorReason.write(value, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
 public object FfiConverterOptionalTypeItemStatus: FfiConverterRustBuffer<ItemStatus?> {
     override fun read(buf: ByteBuffer): ItemStatus? {
         if (buf.get().toInt() == 0) {
@@ -18704,102 +17291,6 @@ public object FfiConverterOptionalTypeSteerFallback: FfiConverterRustBuffer<Stee
         } else {
             buf.put(1)
             FfiConverterTypeSteerFallback.write(value, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterOptionalTypeStopReason: FfiConverterRustBuffer<StopReason?> {
-    override fun read(buf: ByteBuffer): StopReason? {
-        if (buf.get().toInt() == 0) {
-            return null
-        }
-        return FfiConverterTypeStopReason.read(buf)
-    }
-
-    override fun allocationSize(value: StopReason?): ULong {
-        if (value == null) {
-            return 1UL
-        } else {
-            return 1UL + FfiConverterTypeStopReason.allocationSize(value)
-        }
-    }
-
-    override fun write(value: StopReason?, buf: ByteBuffer) {
-        if (value == null) {
-            buf.put(0)
-        } else {
-            buf.put(1)
-            FfiConverterTypeStopReason.write(value, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterOptionalTypeToolCallStatus: FfiConverterRustBuffer<ToolCallStatus?> {
-    override fun read(buf: ByteBuffer): ToolCallStatus? {
-        if (buf.get().toInt() == 0) {
-            return null
-        }
-        return FfiConverterTypeToolCallStatus.read(buf)
-    }
-
-    override fun allocationSize(value: ToolCallStatus?): ULong {
-        if (value == null) {
-            return 1UL
-        } else {
-            return 1UL + FfiConverterTypeToolCallStatus.allocationSize(value)
-        }
-    }
-
-    override fun write(value: ToolCallStatus?, buf: ByteBuffer) {
-        if (value == null) {
-            buf.put(0)
-        } else {
-            buf.put(1)
-            FfiConverterTypeToolCallStatus.write(value, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterOptionalTypeToolKind: FfiConverterRustBuffer<ToolKind?> {
-    override fun read(buf: ByteBuffer): ToolKind? {
-        if (buf.get().toInt() == 0) {
-            return null
-        }
-        return FfiConverterTypeToolKind.read(buf)
-    }
-
-    override fun allocationSize(value: ToolKind?): ULong {
-        if (value == null) {
-            return 1UL
-        } else {
-            return 1UL + FfiConverterTypeToolKind.allocationSize(value)
-        }
-    }
-
-    override fun write(value: ToolKind?, buf: ByteBuffer) {
-        if (value == null) {
-            buf.put(0)
-        } else {
-            buf.put(1)
-            FfiConverterTypeToolKind.write(value, buf)
         }
     }
 }
@@ -19034,38 +17525,6 @@ public object FfiConverterOptionalSequenceTypeMcpServer: FfiConverterRustBuffer<
 /**
  * @suppress
  */
-public object FfiConverterOptionalSequenceTypeRole: FfiConverterRustBuffer<List<Role>?> {
-    override fun read(buf: ByteBuffer): List<Role>? {
-        if (buf.get().toInt() == 0) {
-            return null
-        }
-        return FfiConverterSequenceTypeRole.read(buf)
-    }
-
-    override fun allocationSize(value: List<Role>?): ULong {
-        if (value == null) {
-            return 1UL
-        } else {
-            return 1UL + FfiConverterSequenceTypeRole.allocationSize(value)
-        }
-    }
-
-    override fun write(value: List<Role>?, buf: ByteBuffer) {
-        if (value == null) {
-            buf.put(0)
-        } else {
-            buf.put(1)
-            FfiConverterSequenceTypeRole.write(value, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
 public object FfiConverterOptionalSequenceTypeSteerInStream: FfiConverterRustBuffer<List<SteerInStream>?> {
     override fun read(buf: ByteBuffer): List<SteerInStream>? {
         if (buf.get().toInt() == 0) {
@@ -19162,6 +17621,70 @@ public object FfiConverterOptionalSequenceTypeJsonObject: FfiConverterRustBuffer
 /**
  * @suppress
  */
+public object FfiConverterOptionalSequenceTypeRole: FfiConverterRustBuffer<List<Role>?> {
+    override fun read(buf: ByteBuffer): List<Role>? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterSequenceTypeRole.read(buf)
+    }
+
+    override fun allocationSize(value: List<Role>?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterSequenceTypeRole.allocationSize(value)
+        }
+    }
+
+    override fun write(value: List<Role>?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterSequenceTypeRole.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalTypeErrorReason: FfiConverterRustBuffer<ErrorReason?> {
+    override fun read(buf: ByteBuffer): ErrorReason? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypeErrorReason.read(buf)
+    }
+
+    override fun allocationSize(value: ErrorReason?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypeErrorReason.allocationSize(value)
+        }
+    }
+
+    override fun write(value: ErrorReason?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypeErrorReason.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
 public object FfiConverterOptionalTypeJsonObject: FfiConverterRustBuffer<JsonObject?> {
     override fun read(buf: ByteBuffer): JsonObject? {
         if (buf.get().toInt() == 0) {
@@ -19248,6 +17771,102 @@ public object FfiConverterOptionalTypeSessionId: FfiConverterRustBuffer<SessionI
         } else {
             buf.put(1)
             FfiConverterTypeSessionId.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalTypeStopReason: FfiConverterRustBuffer<StopReason?> {
+    override fun read(buf: ByteBuffer): StopReason? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypeStopReason.read(buf)
+    }
+
+    override fun allocationSize(value: StopReason?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypeStopReason.allocationSize(value)
+        }
+    }
+
+    override fun write(value: StopReason?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypeStopReason.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalTypeToolCallStatus: FfiConverterRustBuffer<ToolCallStatus?> {
+    override fun read(buf: ByteBuffer): ToolCallStatus? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypeToolCallStatus.read(buf)
+    }
+
+    override fun allocationSize(value: ToolCallStatus?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypeToolCallStatus.allocationSize(value)
+        }
+    }
+
+    override fun write(value: ToolCallStatus?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypeToolCallStatus.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalTypeToolKind: FfiConverterRustBuffer<ToolKind?> {
+    override fun read(buf: ByteBuffer): ToolKind? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypeToolKind.read(buf)
+    }
+
+    override fun allocationSize(value: ToolKind?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypeToolKind.allocationSize(value)
+        }
+    }
+
+    override fun write(value: ToolKind?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypeToolKind.write(value, buf)
         }
     }
 }
@@ -19794,34 +18413,6 @@ public object FfiConverterSequenceTypeOutput: FfiConverterRustBuffer<List<Output
 /**
  * @suppress
  */
-public object FfiConverterSequenceTypeRole: FfiConverterRustBuffer<List<Role>> {
-    override fun read(buf: ByteBuffer): List<Role> {
-        val len = buf.getInt()
-        return List<Role>(len) {
-            FfiConverterTypeRole.read(buf)
-        }
-    }
-
-    override fun allocationSize(value: List<Role>): ULong {
-        val sizeForLength = 4UL
-        val sizeForItems = value.map { FfiConverterTypeRole.allocationSize(it) }.sum()
-        return sizeForLength + sizeForItems
-    }
-
-    override fun write(value: List<Role>, buf: ByteBuffer) {
-        buf.putInt(value.size)
-        value.iterator().forEach {
-            FfiConverterTypeRole.write(it, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
 public object FfiConverterSequenceTypeSessionActivity: FfiConverterRustBuffer<List<SessionActivity>> {
     override fun read(buf: ByteBuffer): List<SessionActivity> {
         val len = buf.getInt()
@@ -20014,6 +18605,34 @@ public object FfiConverterSequenceTypeProtocolVersion: FfiConverterRustBuffer<Li
 
 
 
+
+/**
+ * @suppress
+ */
+public object FfiConverterSequenceTypeRole: FfiConverterRustBuffer<List<Role>> {
+    override fun read(buf: ByteBuffer): List<Role> {
+        val len = buf.getInt()
+        return List<Role>(len) {
+            FfiConverterTypeRole.read(buf)
+        }
+    }
+
+    override fun allocationSize(value: List<Role>): ULong {
+        val sizeForLength = 4UL
+        val sizeForItems = value.map { FfiConverterTypeRole.allocationSize(it) }.sum()
+        return sizeForLength + sizeForItems
+    }
+
+    override fun write(value: List<Role>, buf: ByteBuffer) {
+        buf.putInt(value.size)
+        value.iterator().forEach {
+            FfiConverterTypeRole.write(it, buf)
+        }
+    }
+}
+
+
+
 public typealias ConnId = kotlin.String
 public typealias FfiConverterTypeConnId = FfiConverterString
 
@@ -20021,6 +18640,41 @@ public typealias FfiConverterTypeConnId = FfiConverterString
 
 public typealias ContentBlockListPatchMember = ContentBlockListPatch
 public typealias FfiConverterTypeContentBlockListPatchMember = FfiConverterTypeContentBlockListPatch
+
+
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeErrorReason: FfiConverter<ErrorReason, RustBuffer.ByValue> {
+    override fun lift(value: RustBuffer.ByValue): ErrorReason {
+        val builtinValue = FfiConverterString.lift(value)
+        return ErrorReason.of(builtinValue)
+    }
+
+    override fun lower(value: ErrorReason): RustBuffer.ByValue {
+        val builtinValue = value.value
+        return FfiConverterString.lower(builtinValue)
+    }
+
+    override fun read(buf: ByteBuffer): ErrorReason {
+        val builtinValue = FfiConverterString.read(buf)
+        return ErrorReason.of(builtinValue)
+    }
+
+    override fun allocationSize(value: ErrorReason): ULong {
+        val builtinValue = value.value
+        return FfiConverterString.allocationSize(builtinValue)
+    }
+
+    override fun write(value: ErrorReason, buf: ByteBuffer) {
+        val builtinValue = value.value
+        FfiConverterString.write(builtinValue, buf)
+    }
+}
 
 
 
@@ -20044,13 +18698,223 @@ public typealias FfiConverterTypePermissionOptionId = FfiConverterString
 
 
 
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypePermissionOptionKind: FfiConverter<PermissionOptionKind, RustBuffer.ByValue> {
+    override fun lift(value: RustBuffer.ByValue): PermissionOptionKind {
+        val builtinValue = FfiConverterString.lift(value)
+        return PermissionOptionKind.of(builtinValue)
+    }
+
+    override fun lower(value: PermissionOptionKind): RustBuffer.ByValue {
+        val builtinValue = value.value
+        return FfiConverterString.lower(builtinValue)
+    }
+
+    override fun read(buf: ByteBuffer): PermissionOptionKind {
+        val builtinValue = FfiConverterString.read(buf)
+        return PermissionOptionKind.of(builtinValue)
+    }
+
+    override fun allocationSize(value: PermissionOptionKind): ULong {
+        val builtinValue = value.value
+        return FfiConverterString.allocationSize(builtinValue)
+    }
+
+    override fun write(value: PermissionOptionKind, buf: ByteBuffer) {
+        val builtinValue = value.value
+        FfiConverterString.write(builtinValue, buf)
+    }
+}
+
+
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypePlanEntryPriority: FfiConverter<PlanEntryPriority, RustBuffer.ByValue> {
+    override fun lift(value: RustBuffer.ByValue): PlanEntryPriority {
+        val builtinValue = FfiConverterString.lift(value)
+        return PlanEntryPriority.of(builtinValue)
+    }
+
+    override fun lower(value: PlanEntryPriority): RustBuffer.ByValue {
+        val builtinValue = value.value
+        return FfiConverterString.lower(builtinValue)
+    }
+
+    override fun read(buf: ByteBuffer): PlanEntryPriority {
+        val builtinValue = FfiConverterString.read(buf)
+        return PlanEntryPriority.of(builtinValue)
+    }
+
+    override fun allocationSize(value: PlanEntryPriority): ULong {
+        val builtinValue = value.value
+        return FfiConverterString.allocationSize(builtinValue)
+    }
+
+    override fun write(value: PlanEntryPriority, buf: ByteBuffer) {
+        val builtinValue = value.value
+        FfiConverterString.write(builtinValue, buf)
+    }
+}
+
+
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypePlanEntryStatus: FfiConverter<PlanEntryStatus, RustBuffer.ByValue> {
+    override fun lift(value: RustBuffer.ByValue): PlanEntryStatus {
+        val builtinValue = FfiConverterString.lift(value)
+        return PlanEntryStatus.of(builtinValue)
+    }
+
+    override fun lower(value: PlanEntryStatus): RustBuffer.ByValue {
+        val builtinValue = value.value
+        return FfiConverterString.lower(builtinValue)
+    }
+
+    override fun read(buf: ByteBuffer): PlanEntryStatus {
+        val builtinValue = FfiConverterString.read(buf)
+        return PlanEntryStatus.of(builtinValue)
+    }
+
+    override fun allocationSize(value: PlanEntryStatus): ULong {
+        val builtinValue = value.value
+        return FfiConverterString.allocationSize(builtinValue)
+    }
+
+    override fun write(value: PlanEntryStatus, buf: ByteBuffer) {
+        val builtinValue = value.value
+        FfiConverterString.write(builtinValue, buf)
+    }
+}
+
+
+
 public typealias ProtocolVersion = kotlin.UShort
 public typealias FfiConverterTypeProtocolVersion = FfiConverterUShort
 
 
 
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeRole: FfiConverter<Role, RustBuffer.ByValue> {
+    override fun lift(value: RustBuffer.ByValue): Role {
+        val builtinValue = FfiConverterString.lift(value)
+        return Role.of(builtinValue)
+    }
+
+    override fun lower(value: Role): RustBuffer.ByValue {
+        val builtinValue = value.value
+        return FfiConverterString.lower(builtinValue)
+    }
+
+    override fun read(buf: ByteBuffer): Role {
+        val builtinValue = FfiConverterString.read(buf)
+        return Role.of(builtinValue)
+    }
+
+    override fun allocationSize(value: Role): ULong {
+        val builtinValue = value.value
+        return FfiConverterString.allocationSize(builtinValue)
+    }
+
+    override fun write(value: Role, buf: ByteBuffer) {
+        val builtinValue = value.value
+        FfiConverterString.write(builtinValue, buf)
+    }
+}
+
+
+
 public typealias SessionId = kotlin.String
 public typealias FfiConverterTypeSessionId = FfiConverterString
+
+
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeSessionStatus: FfiConverter<SessionStatus, RustBuffer.ByValue> {
+    override fun lift(value: RustBuffer.ByValue): SessionStatus {
+        val builtinValue = FfiConverterString.lift(value)
+        return SessionStatus.of(builtinValue)
+    }
+
+    override fun lower(value: SessionStatus): RustBuffer.ByValue {
+        val builtinValue = value.value
+        return FfiConverterString.lower(builtinValue)
+    }
+
+    override fun read(buf: ByteBuffer): SessionStatus {
+        val builtinValue = FfiConverterString.read(buf)
+        return SessionStatus.of(builtinValue)
+    }
+
+    override fun allocationSize(value: SessionStatus): ULong {
+        val builtinValue = value.value
+        return FfiConverterString.allocationSize(builtinValue)
+    }
+
+    override fun write(value: SessionStatus, buf: ByteBuffer) {
+        val builtinValue = value.value
+        FfiConverterString.write(builtinValue, buf)
+    }
+}
+
+
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeStopReason: FfiConverter<StopReason, RustBuffer.ByValue> {
+    override fun lift(value: RustBuffer.ByValue): StopReason {
+        val builtinValue = FfiConverterString.lift(value)
+        return StopReason.of(builtinValue)
+    }
+
+    override fun lower(value: StopReason): RustBuffer.ByValue {
+        val builtinValue = value.value
+        return FfiConverterString.lower(builtinValue)
+    }
+
+    override fun read(buf: ByteBuffer): StopReason {
+        val builtinValue = FfiConverterString.read(buf)
+        return StopReason.of(builtinValue)
+    }
+
+    override fun allocationSize(value: StopReason): ULong {
+        val builtinValue = value.value
+        return FfiConverterString.allocationSize(builtinValue)
+    }
+
+    override fun write(value: StopReason, buf: ByteBuffer) {
+        val builtinValue = value.value
+        FfiConverterString.write(builtinValue, buf)
+    }
+}
 
 
 
@@ -20061,6 +18925,76 @@ public typealias FfiConverterTypeStringPatchMember = FfiConverterTypeStringPatch
 
 public typealias ToolCallId = kotlin.String
 public typealias FfiConverterTypeToolCallId = FfiConverterString
+
+
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeToolCallStatus: FfiConverter<ToolCallStatus, RustBuffer.ByValue> {
+    override fun lift(value: RustBuffer.ByValue): ToolCallStatus {
+        val builtinValue = FfiConverterString.lift(value)
+        return ToolCallStatus.of(builtinValue)
+    }
+
+    override fun lower(value: ToolCallStatus): RustBuffer.ByValue {
+        val builtinValue = value.value
+        return FfiConverterString.lower(builtinValue)
+    }
+
+    override fun read(buf: ByteBuffer): ToolCallStatus {
+        val builtinValue = FfiConverterString.read(buf)
+        return ToolCallStatus.of(builtinValue)
+    }
+
+    override fun allocationSize(value: ToolCallStatus): ULong {
+        val builtinValue = value.value
+        return FfiConverterString.allocationSize(builtinValue)
+    }
+
+    override fun write(value: ToolCallStatus, buf: ByteBuffer) {
+        val builtinValue = value.value
+        FfiConverterString.write(builtinValue, buf)
+    }
+}
+
+
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeToolKind: FfiConverter<ToolKind, RustBuffer.ByValue> {
+    override fun lift(value: RustBuffer.ByValue): ToolKind {
+        val builtinValue = FfiConverterString.lift(value)
+        return ToolKind.of(builtinValue)
+    }
+
+    override fun lower(value: ToolKind): RustBuffer.ByValue {
+        val builtinValue = value.value
+        return FfiConverterString.lower(builtinValue)
+    }
+
+    override fun read(buf: ByteBuffer): ToolKind {
+        val builtinValue = FfiConverterString.read(buf)
+        return ToolKind.of(builtinValue)
+    }
+
+    override fun allocationSize(value: ToolKind): ULong {
+        val builtinValue = value.value
+        return FfiConverterString.allocationSize(builtinValue)
+    }
+
+    override fun write(value: ToolKind, buf: ByteBuffer) {
+        val builtinValue = value.value
+        FfiConverterString.write(builtinValue, buf)
+    }
+}
 
 
 

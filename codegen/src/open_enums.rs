@@ -343,7 +343,7 @@ mod tests {
         assert!(r.kotlin.contains("    public object EndTurn : StopReason(\"end_turn\")"));
         assert!(r.kotlin.contains("    public class Unknown(value: String) : ToolKind(value)"));
         assert!(r.kotlin.contains("                \"other\" -> Other\n                else -> Unknown(value)"));
-        assert!(r.swift.contains("public enum ToolKind: RawRepresentable, Hashable, Sendable, CustomStringConvertible {"));
+        assert!(r.swift.contains("public enum ToolKind: RawRepresentable, Hashable, Sendable {"));
         assert!(r.swift.contains("        case \"end_turn\": self = .endTurn\n"));
         assert!(r.swift.contains("        case .unknown(let value): return value"));
         assert_eq!(r.uniffi_toml.matches("imports = [\"acp_inject.enums\"]").count(), 1, "{}", r.uniffi_toml);

@@ -4,12 +4,13 @@
 //
 // The protocol's open string enums, lifted from their wire strings by the generated binding
 // (`crates/ffi/uniffi.toml`): known values are cases, any other value is kept in the catch-all
-// case, and two values are equal when their wire strings are.
+// case, and two values are equal when their wire strings are. They print as their case
+// (`endTurn`, `other("_x")`); `rawValue` is the wire spelling.
 
 /// Why a session or inject request failed (`data.reason`). Open: unknown reasons from newer agents decode into `other`.
 ///
 /// Open: a value this version does not know is kept as ``other(_:)``.
-public enum ErrorReason: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+public enum ErrorReason: RawRepresentable, Hashable, Sendable {
     /// `session_not_found`: -32002: the agent does not hold this session (never created, or closed).
     case sessionNotFound
     /// `unknown_message_id`: -32002: revoke/replace of an id this session never issued, no longer remembers, or revoked.
@@ -59,9 +60,6 @@ public enum ErrorReason: RawRepresentable, Hashable, Sendable, CustomStringConve
         }
     }
 
-    /// The wire spelling.
-    public var description: String { rawValue }
-
     public static func == (lhs: Self, rhs: Self) -> Bool { lhs.rawValue == rhs.rawValue }
 
     public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
@@ -74,7 +72,7 @@ public enum ErrorReason: RawRepresentable, Hashable, Sendable, CustomStringConve
 /// Whether the Agent has a session in memory, as reported by `session/status`.
 ///
 /// Open: a value this version does not know is kept as ``other(_:)``.
-public enum SessionStatus: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+public enum SessionStatus: RawRepresentable, Hashable, Sendable {
     /// `open`: The Agent has the session in memory, for any connection.
     ///
     /// This does not mean the requesting connection is attached to it. A Client that did
@@ -107,9 +105,6 @@ public enum SessionStatus: RawRepresentable, Hashable, Sendable, CustomStringCon
         }
     }
 
-    /// The wire spelling.
-    public var description: String { rawValue }
-
     public static func == (lhs: Self, rhs: Self) -> Bool { lhs.rawValue == rhs.rawValue }
 
     public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
@@ -120,7 +115,7 @@ public enum SessionStatus: RawRepresentable, Hashable, Sendable, CustomStringCon
 /// Helps clients choose appropriate icons and UI treatment.
 ///
 /// Open: a value this version does not know is kept as ``other(_:)``.
-public enum PermissionOptionKind: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+public enum PermissionOptionKind: RawRepresentable, Hashable, Sendable {
     /// `allow_once`: Allow this operation only this time.
     case allowOnce
     /// `allow_always`: Allow this operation and remember the choice.
@@ -154,9 +149,6 @@ public enum PermissionOptionKind: RawRepresentable, Hashable, Sendable, CustomSt
         }
     }
 
-    /// The wire spelling.
-    public var description: String { rawValue }
-
     public static func == (lhs: Self, rhs: Self) -> Bool { lhs.rawValue == rhs.rawValue }
 
     public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
@@ -165,7 +157,7 @@ public enum PermissionOptionKind: RawRepresentable, Hashable, Sendable, CustomSt
 /// Why a turn ended. Open.
 ///
 /// Open: a value this version does not know is kept as ``other(_:)``.
-public enum StopReason: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+public enum StopReason: RawRepresentable, Hashable, Sendable {
     /// `end_turn`: The model finished.
     case endTurn
     /// `max_tokens`: The token limit was reached.
@@ -207,9 +199,6 @@ public enum StopReason: RawRepresentable, Hashable, Sendable, CustomStringConver
         }
     }
 
-    /// The wire spelling.
-    public var description: String { rawValue }
-
     public static func == (lhs: Self, rhs: Self) -> Bool { lhs.rawValue == rhs.rawValue }
 
     public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
@@ -223,7 +212,7 @@ public enum StopReason: RawRepresentable, Hashable, Sendable, CustomStringConver
 /// See protocol docs: [Reporting](https://agentclientprotocol.com/protocol/v2/draft/tool-calls#reporting)
 ///
 /// Open: a value this version does not know is kept as ``unknown(_:)``.
-public enum ToolKind: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+public enum ToolKind: RawRepresentable, Hashable, Sendable {
     /// `read`: Reading files or data.
     case read
     /// `edit`: Modifying files or content.
@@ -281,9 +270,6 @@ public enum ToolKind: RawRepresentable, Hashable, Sendable, CustomStringConverti
         }
     }
 
-    /// The wire spelling.
-    public var description: String { rawValue }
-
     public static func == (lhs: Self, rhs: Self) -> Bool { lhs.rawValue == rhs.rawValue }
 
     public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
@@ -296,7 +282,7 @@ public enum ToolKind: RawRepresentable, Hashable, Sendable, CustomStringConverti
 /// See protocol docs: [Status](https://agentclientprotocol.com/protocol/v2/draft/tool-calls#status)
 ///
 /// Open: a value this version does not know is kept as ``other(_:)``.
-public enum ToolCallStatus: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+public enum ToolCallStatus: RawRepresentable, Hashable, Sendable {
     /// `pending`: The tool call hasn't started running yet, for example because its input is
     /// streaming, it is awaiting approval, or it is scheduled to run later.
     case pending
@@ -340,9 +326,6 @@ public enum ToolCallStatus: RawRepresentable, Hashable, Sendable, CustomStringCo
         }
     }
 
-    /// The wire spelling.
-    public var description: String { rawValue }
-
     public static func == (lhs: Self, rhs: Self) -> Bool { lhs.rawValue == rhs.rawValue }
 
     public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
@@ -355,7 +338,7 @@ public enum ToolCallStatus: RawRepresentable, Hashable, Sendable, CustomStringCo
 /// See protocol docs: [Plan Entries](https://agentclientprotocol.com/protocol/v2/draft/agent-plan#plan-entries)
 ///
 /// Open: a value this version does not know is kept as ``other(_:)``.
-public enum PlanEntryPriority: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+public enum PlanEntryPriority: RawRepresentable, Hashable, Sendable {
     /// `high`: High priority task - critical to the overall goal.
     case high
     /// `medium`: Medium priority task - important but not critical.
@@ -385,9 +368,6 @@ public enum PlanEntryPriority: RawRepresentable, Hashable, Sendable, CustomStrin
         }
     }
 
-    /// The wire spelling.
-    public var description: String { rawValue }
-
     public static func == (lhs: Self, rhs: Self) -> Bool { lhs.rawValue == rhs.rawValue }
 
     public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
@@ -399,7 +379,7 @@ public enum PlanEntryPriority: RawRepresentable, Hashable, Sendable, CustomStrin
 /// See protocol docs: [Plan Entries](https://agentclientprotocol.com/protocol/v2/draft/agent-plan#plan-entries)
 ///
 /// Open: a value this version does not know is kept as ``other(_:)``.
-public enum PlanEntryStatus: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+public enum PlanEntryStatus: RawRepresentable, Hashable, Sendable {
     /// `pending`: The task has not started yet.
     case pending
     /// `in_progress`: The task is currently being worked on.
@@ -433,9 +413,6 @@ public enum PlanEntryStatus: RawRepresentable, Hashable, Sendable, CustomStringC
         }
     }
 
-    /// The wire spelling.
-    public var description: String { rawValue }
-
     public static func == (lhs: Self, rhs: Self) -> Bool { lhs.rawValue == rhs.rawValue }
 
     public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
@@ -444,7 +421,7 @@ public enum PlanEntryStatus: RawRepresentable, Hashable, Sendable, CustomStringC
 /// The sender or recipient of messages and data in a conversation.
 ///
 /// Open: a value this version does not know is kept as ``other(_:)``.
-public enum Role: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+public enum Role: RawRepresentable, Hashable, Sendable {
     /// `assistant`: The assistant side of a conversation.
     case assistant
     /// `user`: The user side of a conversation.
@@ -469,9 +446,6 @@ public enum Role: RawRepresentable, Hashable, Sendable, CustomStringConvertible 
         case .other(let value): return value
         }
     }
-
-    /// The wire spelling.
-    public var description: String { rawValue }
 
     public static func == (lhs: Self, rhs: Self) -> Bool { lhs.rawValue == rhs.rawValue }
 

@@ -4,10 +4,11 @@
 //
 // The protocol's open string enums, lifted from their wire strings by the generated binding
 // (`crates/ffi/uniffi.toml`): known values are cases, any other value is kept in the catch-all
-// case, and two values are equal when their wire strings are.
+// case, and two values are equal when their wire strings are. They print as their case
+// (`endTurn`, `other("_x")`); `rawValue` is the wire spelling.
 {% for e in enums %}
 {{ e.sdoc() }}
-public enum {{ e.name }}: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+public enum {{ e.name }}: RawRepresentable, Hashable, Sendable {
 {%- for v in e.values %}
 {{ v.sdoc() }}
     case {{ v.swift() }}
@@ -34,9 +35,6 @@ public enum {{ e.name }}: RawRepresentable, Hashable, Sendable, CustomStringConv
         case .{{ e.swift_catch_all() }}(let value): return value
         }
     }
-
-    /// The wire spelling.
-    public var description: String { rawValue }
 
     public static func == (lhs: Self, rhs: Self) -> Bool { lhs.rawValue == rhs.rawValue }
 

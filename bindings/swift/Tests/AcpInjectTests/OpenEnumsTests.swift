@@ -14,7 +14,8 @@ final class OpenEnumsTests: XCTestCase {
         // ToolKind knows `other`: its catch-all is `unknown`.
         XCTAssertEqual(ToolKind(rawValue: "other"), .other)
         XCTAssertEqual(ToolKind(rawValue: "_x"), .unknown("_x"))
-        XCTAssertEqual("\(ToolCallStatus.inProgress)", "in_progress")
+        XCTAssertEqual("\(ToolCallStatus.inProgress)", "inProgress")
+        XCTAssertEqual(ToolCallStatus.inProgress.rawValue, "in_progress")
     }
 
     func testUsageNeedsOnlyItsTotal() {
@@ -34,18 +35,22 @@ final class OpenEnumsTests: XCTestCase {
     }
 
     func testAnUnknownStopReasonCrossesIntoTheAgentCoreAndBackToTheClient() throws {
-        let agent = AgentCore(config: defaultAgentConfig())
+        let agent = try AgentCore(config: defaultAgentConfig())
         try agent.attach(connection: "c1", role: .controller)
         XCTAssertTrue(try agent.createSession(sessionId: "s1", cwd: "/tmp"))
         XCTAssertTrue(try agent.attachToSession(connection: "c1", sessionId: "s1"))
         let client = ClientCore(maxLineBytes: 1 << 20)
-        try client.assumeCapabilities(inject: defaultAgentConfig().inject)
-        try client.openSession(sessionId: "s1", mirrorJson: nil)
         func deliver(_ outputs: [Output]) throws {
             for case let .line(to, line) in outputs where to.contains("c1") { _ = try client.receive(line: line) }
         }
+        func exchange() throws {
+            for line in try client.takeOutgoing() { try deliver(try agent.handleLine(connection: "c1", line: line)) }
+        }
+        _ = try client.initialize(client: Implementation(name: "test", title: nil, version: "1", meta: nil), pendingUpdates: true)
+        try exchange()
+        try client.openSession(sessionId: "s1", mirrorJson: nil)
         _ = try client.prompt(sessionId: "s1", content: "one".contentBlocks)
-        for line in try client.takeOutgoing() { try deliver(try agent.handleLine(connection: "c1", line: line)) }
+        try exchange()
         let ended = RuntimeEvent.turnEnded(stopReason: .other("_vendor_stop"), usage: Usage(totalTokens: 7))
         try deliver(try agent.runtimeEvent(sessionId: "s1", event: ended))
         let snap = try XCTUnwrap(try client.snapshot(sessionId: "s1"))

@@ -30,28 +30,28 @@ class SideBySideTest {
     @Test
     fun `our client against the official agent, holding the queue itself`() {
         val out = run("Ours", "Official")
-        commonPart(out, "official-echo-agent", 1, "Completed", "EndTurn")
+        commonPart(out, "official-echo-agent", 1, "completed", "end_turn")
         // No steer (a v1 agent offers none); the queue is held by the client and each message
         // goes out as a prompt of its own when a turn ends, the revoked one never, the replaced
         // one with its new text.
         assertFalse("STEER" in out, out)
         assertTrue("[QUEUE REVOKED] never mind" in out, out)
-        assertInOrder(replies(out), "[stop] EndTurn", "you said: and a follow-up", "[stop] EndTurn", "you said: the final question", "[stop] EndTurn")
-        assertEquals(3, Regex("""\[stop] EndTurn""").findAll(out).count(), out)
+        assertInOrder(replies(out), "[stop] end_turn", "you said: and a follow-up", "[stop] end_turn", "you said: the final question", "[stop] end_turn")
+        assertEquals(3, Regex("""\[stop] end_turn""").findAll(out).count(), out)
         assertFalse("said: a draft" in out || "said: never mind" in out, out)
     }
 
     @Test
     fun `our client against our agent, with queue, steer, revoke and replace`() {
         val out = run("Ours", "Ours")
-        commonPart(out, "ours-echo-agent", 2, "Completed", "EndTurn")
+        commonPart(out, "ours-echo-agent", 2, "completed", "end_turn")
         // The steer is delivered at the tool result of the first turn and read there; the two
         // queued messages open the next turn together; the revoked one is never delivered, the
         // replaced one is delivered with its new text.
-        assertInOrder(out, "[STEER DELIVERED] keep it short", "(steered: keep it short)", "[stop] EndTurn")
+        assertInOrder(out, "[STEER DELIVERED] keep it short", "(steered: keep it short)", "[stop] end_turn")
         assertTrue("[QUEUE REVOKED] never mind" in out, out)
-        assertInOrder(out, "[stop] EndTurn", "[QUEUE DELIVERED] and a follow-up", "[QUEUE DELIVERED] the final question")
-        assertInOrder(replies(out), "[stop] EndTurn", "you said: and a follow-up the final question", "[stop] EndTurn")
+        assertInOrder(out, "[stop] end_turn", "[QUEUE DELIVERED] and a follow-up", "[QUEUE DELIVERED] the final question")
+        assertInOrder(replies(out), "[stop] end_turn", "you said: and a follow-up the final question", "[stop] end_turn")
         assertFalse("DELIVERED] never mind" in out || "DELIVERED] a draft" in out || "a draft the final" in out, out)
     }
 

@@ -7,7 +7,9 @@
 //! - a record or a variant with named fields: `{"$": "Usage", "total_tokens": 150, …}`;
 //! - a variant with unnamed fields: `{"$": "RequestId.NUMBER*", "0": 5}` (the `*` says the
 //!   constructor takes them positionally, in order);
-//! - a variant without fields: `{"$": "StopReason.END_TURN"}`;
+//! - a variant without fields: `{"$": "ItemStatus.PENDING"}`;
+//! - an open string enum (a custom type the Python binding lifts into a `str` enum): its class
+//!   called with its wire string, `{"$": "StopReason*", "0": "end_turn"}`;
 //! - `Option`: `null` or the value; `Vec`: an array; `Box`: its content; a number, a string, a
 //!   boolean as JSON has them;
 //! - a custom type: what its `lower` makes of it, written as that type.

@@ -4,9 +4,10 @@
 //! form, and Python's `ClientCore.receive_line` builds them with `json.loads` and the public
 //! constructors of the generated module's classes (`bindings/python/python/acp_inject/_lines.py`).
 //! Every exported value is an object whose `"$"` member names its class (`"Usage"`,
-//! `"StopReason.END_TURN"`, or with a trailing `*` a variant taking its fields positionally,
+//! `"Event.IGNORED"`, or with a trailing `*` a variant taking its fields positionally,
 //! keyed `"0"`, `"1"`, …) and whose other members are the constructor's keyword arguments;
-//! `Option` is `null` or the value, `Vec` an array, `Box` its content. The format is ours and
+//! an open string enum is its class called with its wire string (`{"$": "StopReason*", "0":
+//! "end_turn"}`); `Option` is `null` or the value, `Vec` an array, `Box` its content. The format is ours and
 //! documented here and in `codegen/src/line_json.rs`, which writes an [`Json`] impl for every
 //! type the crate exports (`generated_line_json.rs`) from its declarations.
 //!
@@ -124,7 +125,9 @@ mod tests {
             serde_json::json!({"$": "Usage", "total_tokens": 150, "input_tokens": 100, "output_tokens": 50, "thought_tokens": null,
                 "cached_read_tokens": null, "cached_write_tokens": null, "meta": null})
         );
-        assert_eq!(json(vec![Some(StopReason::EndTurn), None]), serde_json::json!([{"$": "StopReason.END_TURN"}, null]));
+        // An open string enum is its Python class (a `str` enum) called with its wire string.
+        assert_eq!(json(vec![Some(StopReason::EndTurn), None]), serde_json::json!([{"$": "StopReason*", "0": "end_turn"}, null]));
+        assert_eq!(json(StopReason::Other("_x".into())), serde_json::json!({"$": "StopReason*", "0": "_x"}));
         assert_eq!(json("quote \" and \u{1F600}\n".to_owned()), serde_json::json!("quote \" and \u{1F600}\n"));
         assert_eq!(json(f64::NAN), serde_json::Value::Null);
     }

@@ -125,28 +125,17 @@ def main(path: str) -> str:
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and public(node.name):
             out += stub_function(node, "")
             out.append("")
-        elif (
-            # A public type alias (`MessageId = str`, `StringPatchMember = StringPatch`).
-            isinstance(node, ast.Assign)
-            and len(node.targets) == 1
-            and isinstance(node.targets[0], ast.Name)
-            and public(node.targets[0].id)
-            and isinstance(node.value, ast.Name)
-            and public(node.value.id)
-        ):
-            out += [f"{node.targets[0].id} = {node.value.id}", ""]
-        elif (
-            # A custom type lifted into a class of another module
-            # (`StopReason = acp_inject.enums.StopReason`): re-exported from there.
-            isinstance(node, ast.Assign)
-            and len(node.targets) == 1
-            and isinstance(node.targets[0], ast.Name)
-            and public(node.targets[0].id)
-            and isinstance(node.value, ast.Attribute)
-            and node.value.attr == node.targets[0].id
-        ):
-            module = ast.unparse(node.value.value)
-            out += [f"from {module} import {node.value.attr} as {node.value.attr}", ""]
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            name, value = node.targets[0].id, node.value
+            if not public(name):
+                continue
+            if isinstance(value, ast.Name) and public(value.id):
+                # A public type alias (`MessageId = str`, `StringPatchMember = StringPatch`).
+                out += [f"{name} = {value.id}", ""]
+            elif isinstance(value, ast.Attribute) and value.attr == name:
+                # A custom type lifted into a class of another module
+                # (`StopReason = acp_inject.enums.StopReason`): re-exported from there.
+                out += [f"from {ast.unparse(value.value)} import {name} as {name}", ""]
     return "\n".join(out).rstrip() + "\n"
 
 

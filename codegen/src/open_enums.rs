@@ -10,6 +10,7 @@
 //! (`.endTurn`, `.other("_x")`): the shapes UniFFI gives Kotlin and Swift, now also Python's.
 //! The bindings' `uniffi.toml` sections naming the lift and lower of each are rendered here too.
 
+use heck::{ToLowerCamelCase, ToShoutySnakeCase};
 use syn::{Fields, Item};
 
 use crate::Error;
@@ -49,7 +50,7 @@ pub struct OpenValue {
 impl OpenValue {
     /// `END_TURN`: the Python member name (UniFFI's spelling of variant names in Python).
     pub fn python(&self) -> String {
-        shouty(&self.variant)
+        self.variant.to_shouty_snake_case()
     }
 
     /// `endTurn`: the Swift case name.
@@ -58,20 +59,9 @@ impl OpenValue {
     }
 }
 
+/// UniFFI's Swift spelling of a case: `endTurn`.
 fn lower_first(name: &str) -> String {
-    let mut chars = name.chars();
-    chars.next().map(|c| c.to_lowercase().chain(chars).collect()).unwrap_or_default()
-}
-
-fn shouty(camel: &str) -> String {
-    let mut out = String::new();
-    for (i, c) in camel.chars().enumerate() {
-        if c.is_uppercase() && i > 0 {
-            out.push('_');
-        }
-        out.extend(c.to_uppercase());
-    }
-    out
+    name.to_lower_camel_case()
 }
 
 fn doc_text(attrs: &[syn::Attribute]) -> String {

@@ -122,25 +122,18 @@ fn custom_type(mac: &syn::Macro, path: &str, classes: &[String]) -> Result<Token
         })
         .ok_or_else(|| bad("no `lower`"))?;
     let name = remote.to_string();
-    if classes.contains(&name) {
+    let write = if classes.contains(&name) {
         let tag = format!("{name}*");
         let value = member("0", quote!(lower(self)));
-        return Ok(quote! {
-            impl Json for #remote {
-                fn write(self, w: &mut Writer) {
-                    let lower: fn(#remote) -> #builtin = #lower;
-                    w.begin(#tag);
-                    #value
-                    w.end();
-                }
-            }
-        });
-    }
+        quote! { w.begin(#tag); #value w.end(); }
+    } else {
+        quote! { Json::write(lower(self), w); }
+    };
     Ok(quote! {
         impl Json for #remote {
             fn write(self, w: &mut Writer) {
                 let lower: fn(#remote) -> #builtin = #lower;
-                Json::write(lower(self), w);
+                #write
             }
         }
     })

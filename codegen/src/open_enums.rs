@@ -87,18 +87,13 @@ fn doc_text(attrs: &[syn::Attribute]) -> String {
 pub(crate) fn is_open(e: &syn::ItemEnum) -> bool {
     let Some(last) = e.variants.last() else { return false };
     let other = matches!(&last.fields, Fields::Unnamed(u) if u.unnamed.len() == 1
-            && matches!(u.unnamed[0].ty.to_token_stream_string().as_str(), "String" | "::std::string::String" | "std::string::String"));
+            && matches!(type_text(&u.unnamed[0].ty).as_str(), "String" | "::std::string::String" | "std::string::String"));
     other && e.variants.len() > 1 && e.variants.iter().rev().skip(1).all(|v| matches!(v.fields, Fields::Unit))
 }
 
-trait TypeString {
-    fn to_token_stream_string(&self) -> String;
-}
-
-impl TypeString for syn::Type {
-    fn to_token_stream_string(&self) -> String {
-        quote::ToTokens::to_token_stream(self).to_string().replace(' ', "")
-    }
+/// `ty` as written, without spaces (`::std::string::String`).
+fn type_text(ty: &syn::Type) -> String {
+    quote::ToTokens::to_token_stream(ty).to_string().replace(' ', "")
 }
 
 /// The open string enums of `expansion` (the formatted output of
@@ -173,15 +168,14 @@ pub struct Rendered {
     pub uniffi_toml: String,
 }
 
-/// Renders the open enums of `expansion` for every binding.
+/// Renders `enums` (from [`open_enums`]) for every binding.
 #[cfg(feature = "render")]
-pub fn render(expansion: &str, preamble: &str) -> Result<Rendered, Error> {
+pub fn render(enums: &[OpenEnum], preamble: &str) -> Result<Rendered, Error> {
     use askama::Template;
-    let enums = open_enums(expansion)?;
     let render = |r: Result<String, askama::Error>| {
         r.map(|t| t.lines().map(str::trim_end).collect::<Vec<_>>().join("\n") + "\n").map_err(|e| Error::Render(e.to_string()))
     };
-    let e = &enums;
+    let e = enums;
     Ok(Rendered {
         python: render(Python { preamble, enums: e }.render())?,
         kotlin: render(Kotlin { preamble, enums: e }.render())?,
@@ -324,7 +318,7 @@ mod tests {
     #[cfg(feature = "render")]
     #[test]
     fn renders_each_language_and_the_uniffi_tables() {
-        let r = render(EXPANSION, "GENERATED").unwrap();
+        let r = render(&open_enums(EXPANSION).unwrap(), "GENERATED").unwrap();
         assert!(r.python.starts_with("# GENERATED\n"));
         assert!(r.python.contains("class StopReason(_Open):\n    \"\"\"Why a turn ended."));
         assert!(r.python.contains("    END_TURN = \"end_turn\"\n    \"\"\"`end_turn`: The model finished.\"\"\""));

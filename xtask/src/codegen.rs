@@ -151,7 +151,7 @@ pub fn generate(mode: Mode) -> Result<Vec<PathBuf>, Error> {
     // The open string enums as each binding's own type, and the `uniffi.toml` that has the
     // bindings lift them into it: the hand-written `uniffi-base.toml` plus one table per enum
     // and language.
-    let open = acp_inject_codegen::open_enums::render(&rust, PREAMBLE)?;
+    let open = acp_inject_codegen::open_enums::render(&open_enums, PREAMBLE)?;
     ensure_file_contents(&root.join(PYTHON_ENUMS), &open.python, mode, &mut stale)?;
     ensure_file_contents(&root.join("generated/kotlin/dev/acpinject/OpenEnums.kt"), &open.kotlin, mode, &mut stale)?;
     ensure_file_contents(&root.join("generated/swift/OpenEnums.swift"), &open.swift, mode, &mut stale)?;

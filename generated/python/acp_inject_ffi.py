@@ -15695,11 +15695,14 @@ class RuntimeEvent:
     @dataclass
     class TURN_ENDED:
         
-        def __init__(self, stop_reason:StopReason, usage:typing.Optional[Usage], error:typing.Optional[TurnFailure] = _DEFAULT):
+        def __init__(self, stop_reason:StopReason, usage:typing.Optional[Usage] = _DEFAULT, error:typing.Optional[TurnFailure] = _DEFAULT):
             self.stop_reason = stop_reason
             
             
-            self.usage = usage
+            if usage is _DEFAULT:
+                self.usage = None
+            else:
+                self.usage = usage
             
             
             if error is _DEFAULT:

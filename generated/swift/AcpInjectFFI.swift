@@ -13848,7 +13848,7 @@ public enum RuntimeEvent: Equatable, Hashable {
     case paused
     case resumed
     case turnStarted
-    case turnEnded(stopReason: StopReason, usage: Usage?, error: TurnFailure? = nil
+    case turnEnded(stopReason: StopReason, usage: Usage? = nil, error: TurnFailure? = nil
     )
     case close
     case update(SessionUpdate

@@ -26,24 +26,19 @@ fun main(args: Array<String>): Unit = runBlocking {
 
         val waiting = mutableSetOf<MessageId?>(followUp, draft)
         session.events().first { activity ->
-            when (activity) {
-                is SessionActivity.PermissionRequested -> {
-                    val allow = activity.params.options.first { it.kind == PermissionOptionKind.AllowOnce }
-                    println("\n[permission] ${activity.params.title}: ${allow.name}")
-                    session.allow(activity.request, allow.optionId)
-                }
-                is SessionActivity.Event -> when (val event = activity.v1) {
-                    is SessionEvent.Update -> when (val update = event.v1) {
-                        is SessionUpdate.AgentMessageChunk -> print(update.v1.content.text)
-                        is SessionUpdate.ToolCallUpdate -> println("\n[tool] ${update.v1.title ?: update.v1.toolCallId}: ${update.v1.status}")
-                        else -> {}
-                    }
-                    is SessionEvent.Item -> {                                // our messages' progress
-                        println("[${event.v1.mode} ${event.v1.status}] ${textOf(event.v1.content)}")
-                        if (event.v1.status == ItemStatus.DELIVERED) waiting.remove(event.v1.messageId)
-                    }
-                    else -> {}
-                }
+            if (activity is SessionActivity.PermissionRequested) {
+                val allow = activity.params.options.first { it.kind == PermissionOptionKind.AllowOnce }
+                println("\n[permission] ${activity.params.title}: ${allow.name}")
+                session.allow(activity.request, allow.optionId)
+            }
+            activity.item?.let { item ->                                        // our messages' progress
+                println("[${item.mode} ${item.status}] ${textOf(item.content)}")
+                if (item.status == ItemStatus.DELIVERED) waiting.remove(item.messageId)
+            }
+            when (val update = activity.update) {
+                is SessionUpdate.AgentMessageChunk -> print(update.v1.content.text)
+                is SessionUpdate.ToolCallUpdate -> println("\n[tool] ${update.v1.title ?: update.v1.toolCallId}: ${update.v1.status}")
+                else -> {}
             }
             activity.turnEnded?.let { println("[stop] $it") }
             activity.turnEnded != null && waiting.isEmpty()                  // the queue answered too

@@ -9,11 +9,9 @@ gets the queue from this client, one prompt per message, after the turn.
 """
 
 import asyncio
-import os
 import sys
 
 import acp_inject as acp
-from acp_inject import text_of
 
 
 async def allow(request: acp.RequestPermissionRequest) -> str:
@@ -24,7 +22,7 @@ async def allow(request: acp.RequestPermissionRequest) -> str:
 
 async def main(command: list[str]) -> None:
     async with acp.connect(command, on_permission=allow, steer_fallback=acp.SteerFallback.QUEUE) as agent:
-        session = await agent.new_session(os.getcwd())
+        session = await agent.new_session()  # in the current directory
         await session.prompt("hello there")
 
         # While the turn runs: a steer (the agent reads it at its next break-point), a queued
@@ -33,29 +31,24 @@ async def main(command: list[str]) -> None:
         follow_up = await session.inject("now say goodbye")
         draft = await session.inject("draft")
         await session.replace(draft, "and thanks")
-        mistake = await session.inject("never mind")
-        await session.revoke(mistake)
+        await session.revoke(await session.inject("never mind"))
 
         # Print the session's activity until every message we sent was delivered and its turn ended.
         waiting = {steer, follow_up, draft}
-
         async for activity in session.events():
-            event = activity[0]
-            if isinstance(event, acp.SessionEvent.ITEM):  # one of our messages changed
-                item = event[0]
-                print(f"\n[{item.mode.name.lower()} {item.status.name.lower()}] {text_of(item.content)}")
+            if item := acp.item_of(activity):  # one of our messages changed
+                print(f"\n[{item.mode.name.lower()} {item.status.name.lower()}] {acp.text_of(item.content)}")
                 if item.status == acp.ItemStatus.DELIVERED:
                     waiting.discard(item.message_id)
-            elif isinstance(event, acp.SessionEvent.UPDATE):
-                update = event[0]
-                if isinstance(update, acp.SessionUpdate.AGENT_MESSAGE_CHUNK):
-                    print(text_of(update[0].content), end="", flush=True)
-                elif isinstance(update, acp.SessionUpdate.TOOL_CALL_UPDATE):
-                    print(f"\n[tool] {update[0].status}")
-                elif isinstance(update, acp.SessionUpdate.STATE_UPDATE) and isinstance(update[0], acp.StateUpdate.IDLE):
-                    print(f"\nstop reason: {update[0][0].stop_reason}")
-                    if not waiting:
-                        break
+            update = acp.update_of(activity)
+            if isinstance(update, acp.SessionUpdate.AGENT_MESSAGE_CHUNK):
+                print(acp.text_of(update[0].content), end="", flush=True)
+            elif isinstance(update, acp.SessionUpdate.TOOL_CALL_UPDATE):
+                print(f"\n[tool] {update[0].status}")
+            if ended := acp.turn_ended(activity):
+                print(f"\nstop reason: {ended.stop_reason}")
+                if not waiting:
+                    break
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ import sys
 from typing import Callable, Dict, List, Optional, Union
 
 import acp_inject as acp
-from acp_inject import InjectMode, MirrorSnapshot, SessionActivity, SessionEvent, TurnState, text_of
+from acp_inject import InjectMode, MirrorSnapshot, SessionActivity, TurnState, text_of
 
 TIMEOUT = 60.0
 
@@ -50,22 +50,18 @@ async def allow(request: acp.RequestPermissionRequest) -> str:
 
 def show(name: str, activity: SessionActivity, session: acp.Session) -> None:
     """Prints what changed: a transcript line, a state, or the pending list."""
-    if not isinstance(activity, SessionActivity.EVENT):
-        return
-    event = activity[0]
-    if isinstance(event, SessionEvent.ITEM):
+    if acp.item_of(activity):  # one of our messages changed: show the pending list if it did
         pending = [f"{p.mode.name.lower()}:{text_of(p.content)!r}" for p in session.snapshot().pending]
         if _last_pending.get(name) != pending:
             _last_pending[name] = pending
             print(f"[{name}] pending now: {pending}", flush=True)
-    elif isinstance(event, SessionEvent.UPDATE):
-        u = event[0]
-        if isinstance(u, acp.SessionUpdate.USER_MESSAGE):
-            _opening[name] = True
-            print(f"[{name}] user  {u[0].message_id}: {text_of(u[0].content.value) if hasattr(u[0].content, 'value') else ''}", flush=True)
-        elif isinstance(u, acp.SessionUpdate.STATE_UPDATE):
-            _opening[name] = False
-            print(f"[{name}] state {type(u[0]).__name__.split('.')[-1].lower()}", flush=True)
+    u = acp.update_of(activity)
+    if isinstance(u, acp.SessionUpdate.USER_MESSAGE):
+        _opening[name] = True
+        print(f"[{name}] user  {u[0].message_id}: {text_of(u[0].content.value) if hasattr(u[0].content, 'value') else ''}", flush=True)
+    elif isinstance(u, acp.SessionUpdate.STATE_UPDATE):
+        _opening[name] = False
+        print(f"[{name}] state {type(u[0]).__name__.split('.')[-1].lower()}", flush=True)
 
 
 async def until(name: str, session: acp.Session, done: Callable[[MirrorSnapshot], bool]) -> bool:

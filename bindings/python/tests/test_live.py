@@ -4,6 +4,7 @@ connection at once, calls on both in flight together, nothing misrouted."""
 from __future__ import annotations
 
 import asyncio
+import os
 from typing import Callable, List
 
 import pytest
@@ -155,3 +156,30 @@ async def a_turn_followed_from_its_handle() -> None:
 
 def test_a_turn_is_followed_from_its_handle_with_permissions_answered_by_a_handler() -> None:
     asyncio.run(a_turn_followed_from_its_handle())
+
+
+async def a_session_followed_with_the_activity_helpers() -> None:
+    async with acp.connect(reference_agent_command(5), name="helpers-test") as agent:
+        session = await agent.new_session()  # in the current directory
+        turn = await session.prompt("first")
+        queued = await session.inject("second")
+        fates: List[tuple[str | None, acp.ItemStatus]] = []
+        stops: List[acp.StopReason | None] = []
+        chunks = 0
+        async for activity in session.events():
+            if item := acp.item_of(activity):
+                fates.append((item.message_id, item.status))
+            if isinstance(acp.update_of(activity), acp.SessionUpdate.AGENT_MESSAGE_CHUNK):
+                chunks += 1
+            if ended := acp.turn_ended(activity):
+                stops.append(ended.stop_reason)
+                if (queued, acp.ItemStatus.DELIVERED) in fates:
+                    break
+        assert stops == [acp.StopReason.END_TURN] * 2 and chunks > 0, (stops, chunks)
+        assert (turn.message_id, acp.ItemStatus.DELIVERED) in fates and (queued, acp.ItemStatus.PENDING) in fates
+        listed = await agent.sessions()
+        assert [info.cwd for info in listed if info.session_id == session.id] == [os.getcwd()]
+
+
+def test_the_activity_helpers_follow_a_session_in_the_current_directory() -> None:
+    asyncio.run(asyncio.wait_for(a_session_followed_with_the_activity_helpers(), TIMEOUT))

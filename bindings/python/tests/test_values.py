@@ -9,6 +9,8 @@ import pytest
 import acp_inject as acp
 from acp_inject import ClientCore, RuntimeEvent, StopReason, ToolCallStatus, ToolKind, Usage, default_agent_config, text
 
+from acp_inject.acp_inject_ffi import RunningStateUpdate
+
 from .wiring import Wire
 
 
@@ -82,3 +84,47 @@ def test_a_member_or_a_plain_string_is_sent(given: StopReason) -> None:
     assert snap is not None and snap.violations == []
     assert isinstance(snap.stop_reason, StopReason) and snap.stop_reason == StopReason(given)
     assert snap.usage is not None and (snap.usage.total_tokens, snap.usage.input_tokens) == (7, 0)
+
+
+def test_records_and_variants_show_their_fields() -> None:
+    u = Usage(total_tokens=150)
+    assert repr(u) == (
+        "Usage(total_tokens=150, input_tokens=0, output_tokens=0, thought_tokens=None, "
+        "cached_read_tokens=None, cached_write_tokens=None, meta=None)"
+    )
+    assert eval(repr(u), vars(acp)) == u  # the text is the call that makes it
+    item = acp.PendingItem(message_id="m1", mode=acp.ItemMode.QUEUE, status=acp.ItemStatus.PENDING, content=[text("x")], superseded=[], held=False)
+    # A tuple variant shows its values, a variant with named fields its fields, nested too.
+    assert repr(acp.SessionActivity.EVENT(acp.SessionEvent.ITEM(item))).startswith(
+        "SessionActivity.EVENT(SessionEvent.ITEM(PendingItem(message_id='m1', mode=<ItemMode.QUEUE: 1>,"
+    )
+    assert "content=[ContentBlock.TEXT(TextContent(text='x', annotations=None, meta=None))]" in repr(item)
+    ended = RuntimeEvent.TURN_ENDED(stop_reason=StopReason.END_TURN)
+    assert repr(ended) == "RuntimeEvent.TURN_ENDED(stop_reason=<StopReason.END_TURN: 'end_turn'>, usage=None, error=None)"
+    # Every generated class already has it: installing again changes nothing.
+    assert acp._repr.install(acp._ffi.acp_inject_ffi) == 0
+
+
+def test_values_received_across_the_ffi_show_their_fields() -> None:
+    wire = Wire(("s1",))
+    wire.client.prompt("s1", [text("one")])
+    wire.exchange()
+    wire.runtime("s1", RuntimeEvent.TURN_ENDED(stop_reason=StopReason.END_TURN, usage=Usage(total_tokens=7)))
+    snap = wire.client.snapshot("s1")
+    assert snap is not None
+    assert repr(snap.usage).startswith("Usage(total_tokens=7, input_tokens=0,")
+    assert repr(snap).startswith("MirrorSnapshot(") and "stop_reason=<StopReason.END_TURN: 'end_turn'>" in repr(snap)
+
+
+def test_the_activity_helpers_unwrap_what_they_name() -> None:
+    item = acp.PendingItem(message_id="m1", mode=acp.ItemMode.STEER, status=acp.ItemStatus.DELIVERED, content=[], superseded=[], held=False)
+    idle = acp.IdleStateUpdate(stop_reason=StopReason.CANCELLED)
+    state = acp.SessionUpdate.STATE_UPDATE(acp.StateUpdate.IDLE(idle))
+    of_item = acp.SessionActivity.EVENT(acp.SessionEvent.ITEM(item))
+    of_state = acp.SessionActivity.EVENT(acp.SessionEvent.UPDATE(state))
+    assert (acp.item_of(of_item), acp.update_of(of_item), acp.turn_ended(of_item)) == (item, None, None)
+    assert (acp.item_of(of_state), acp.update_of(of_state), acp.turn_ended(of_state)) == (None, state, idle)
+    running = acp.SessionActivity.EVENT(acp.SessionEvent.UPDATE(acp.SessionUpdate.STATE_UPDATE(acp.StateUpdate.RUNNING(RunningStateUpdate()))))
+    assert acp.update_of(running) is not None and acp.turn_ended(running) is None
+    closed = acp.SessionActivity.EVENT(acp.SessionEvent.CLOSED())
+    assert (acp.item_of(closed), acp.update_of(closed), acp.turn_ended(closed)) == (None, None, None)

@@ -147,6 +147,7 @@ pub enum RuntimeEvent {
     TurnStarted,
     TurnEnded {
         stop_reason: StopReason,
+        #[uniffi(default = None)]
         usage: Option<Usage>,
         #[uniffi(default = None)]
         error: Option<TurnFailure>,

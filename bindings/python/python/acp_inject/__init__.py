@@ -18,6 +18,7 @@ shared with Kotlin and Swift; :func:`text` and friends build the common ones.
 from __future__ import annotations
 
 import atexit
+from types import ModuleType
 
 from . import acp_inject_ffi as _ffi
 from ._errors import InvalidArgument, checked, checked_methods
@@ -38,6 +39,7 @@ from .acp_inject_ffi import (
     Event,
     HistoryEntry,
     HostError,
+    IdleStateUpdate,
     Implementation,
     InitializeResponse,
     InjectCapabilities,
@@ -98,8 +100,9 @@ from .enums import (
     ToolKind,
 )
 from .agent import Agent, Listening, Turn, listen, run_agent, serve_stdio
-from .client import Client, PermissionHandler, PromptTurn, Session, SessionList, connect
+from .client import Client, PermissionHandler, PromptTurn, Session, SessionList, connect, item_of, turn_ended, update_of
 from .content import text, text_of
+from . import _repr
 
 
 @checked_methods
@@ -113,11 +116,14 @@ library_version = checked(_ffi.library_version, "library_version")
 
 __version__: str = library_version()
 
+# The generated records and variants print their fields (see ``_repr``).
+_repr.install(*(m for m in vars(_ffi).values() if isinstance(m, ModuleType) and m.__name__.startswith(f"{_ffi.__name__}.")))
+
 __all__ = [
     "AcpError", "Activity", "Agent", "AgentConfig", "AgentCore", "AgentInfo", "AgentMessageChunk",
     "AgentThoughtChunk", "Answer", "BreakPoint", "CallRejected", "ClearStyle", "Client", "ClientCore",
     "ConnectionRole", "ContentBlock", "ErrorReason", "Event", "HistoryEntry", "HostError", "Implementation",
-    "InitializeResponse", "InjectCapabilities", "InvalidArgument", "InjectMode", "ItemMode", "ItemStatus", "MessageRole",
+    "IdleStateUpdate", "InitializeResponse", "InjectCapabilities", "InvalidArgument", "InjectMode", "ItemMode", "ItemStatus", "MessageRole",
     "MirrorSnapshot", "Output", "PendingCapabilities", "PendingInject", "PendingItem", "PermissionAsk", "PermissionOption",
     "PermissionOptionKind", "PlanEntryPriority", "PlanEntryStatus", "PermissionRequestSent", "PlanEntry", "Policy", "ProtocolError", "QueueDrain", "RequestId", "RequestKind", "Role",
     "RequestPermissionOutcome", "RequestPermissionRequest", "RevokeReplace", "RuntimeAction", "RuntimeEvent",
@@ -125,7 +131,7 @@ __all__ = [
     "SetupSupport", "StateUpdate", "SteerFallback", "SteerInStream", "StopReason", "TextContent", "ToolCallContent", "ToolCallContentBlock",
     "ToolCallStatus", "ToolCallUpdate", "ToolKind", "TranscriptEntry", "Turn", "TurnEnd", "TurnState",
     "Usage", "UserInput", "Violation", "__version__", "connect", "default_agent_config",
-    "library_version", "listen", "Listening", "run_agent", "serve_stdio", "text", "text_of",
+    "item_of", "library_version", "listen", "Listening", "run_agent", "serve_stdio", "text", "text_of", "turn_ended", "update_of",
 ]
 
 

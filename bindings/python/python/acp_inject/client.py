@@ -19,6 +19,7 @@ agent::
 from __future__ import annotations
 
 import asyncio
+import os
 from types import TracebackType
 from typing import Any, AsyncIterator, Awaitable, Callable, Generator, List, Optional, Sequence, Set, Tuple, Type, Union
 
@@ -30,9 +31,11 @@ from .acp_inject_ffi import (
     InitializeResponse,
     InjectCapabilities,
     InjectMode,
+    IdleStateUpdate,
     ItemStatus,
     McpServer,
     MirrorSnapshot,
+    PendingItem,
     RequestId,
     RequestPermissionOutcome,
     RequestPermissionRequest,
@@ -293,6 +296,34 @@ class PromptTurn:
         return self._ended
 
 
+def update_of(activity: SessionActivity) -> Optional[SessionUpdate]:
+    """The ``session/update`` an activity carries (a chunk, a tool call, a state update...),
+    or ``None`` when it carries something else."""
+    if isinstance(activity, SessionActivity.EVENT) and isinstance(activity[0], SessionEvent.UPDATE):
+        update: SessionUpdate = activity[0][0]
+        return update
+    return None
+
+
+def item_of(activity: SessionActivity) -> Optional[PendingItem]:
+    """One of this client's own messages (a prompt or an inject), when the activity is a change
+    of its status (``pending``, ``delivered``, ``revoked``...); else ``None``."""
+    if isinstance(activity, SessionActivity.EVENT) and isinstance(activity[0], SessionEvent.ITEM):
+        item: PendingItem = activity[0][0]
+        return item
+    return None
+
+
+def turn_ended(activity: SessionActivity) -> Optional[IdleStateUpdate]:
+    """The ``idle`` state update that ends a turn, when the activity is one (its
+    ``stop_reason``, ``usage`` and ``error`` say how the turn went); else ``None``."""
+    update = update_of(activity)
+    if isinstance(update, SessionUpdate.STATE_UPDATE) and isinstance(update[0], StateUpdate.IDLE):
+        idle: IdleStateUpdate = update[0][0]
+        return idle
+    return None
+
+
 @checked_methods
 class Client:
     """A connection to one agent process (see :func:`connect`)."""
@@ -314,9 +345,12 @@ class Client:
         session = caps.session if caps else None
         return session.inject if session else None
 
-    async def new_session(self, cwd: str, additional_directories: Sequence[str] = (), mcp_servers: Sequence[McpServer] = ()) -> Session:
-        """``session/new``."""
-        return Session(await self._inner.new_session(cwd, list(additional_directories), list(mcp_servers)), self.on_permission)
+    async def new_session(
+        self, cwd: Optional[str] = None, additional_directories: Sequence[str] = (), mcp_servers: Sequence[McpServer] = ()
+    ) -> Session:
+        """``session/new``, in ``cwd`` (an absolute path; the current directory by default)."""
+        where = os.path.abspath(cwd) if cwd is not None else os.getcwd()
+        return Session(await self._inner.new_session(where, list(additional_directories), list(mcp_servers)), self.on_permission)
 
     async def list_sessions(self, cwd: Optional[str] = None, cursor: Optional[str] = None) -> Tuple[List[SessionInfo], Optional[str]]:
         """``session/list``: one page, and the cursor of the next (``None`` at the end)."""

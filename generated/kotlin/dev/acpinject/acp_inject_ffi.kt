@@ -15005,7 +15005,7 @@ sealed class RuntimeEvent {
     
     data class TurnEnded(
         val `stopReason`: dev.acpinject.StopReason, 
-        val `usage`: dev.acpinject.Usage?, 
+        val `usage`: dev.acpinject.Usage? = null , 
         val `error`: dev.acpinject.TurnFailure? = null ) : RuntimeEvent()
         
     {

@@ -364,6 +364,10 @@ class PromptTurn internal constructor(
 val SessionActivity.update: SessionUpdate?
     get() = ((this as? SessionActivity.Event)?.v1 as? SessionEvent.Update)?.v1
 
+/** One of this client's own messages (a prompt or an inject) changing status, if this activity is that. */
+val SessionActivity.item: PendingItem?
+    get() = ((this as? SessionActivity.Event)?.v1 as? SessionEvent.Item)?.v1
+
 /** How the turn ended, when this activity is the `idle` state update that ends one. */
 val SessionActivity.turnEnded: StopReason?
     get() = ((update as? SessionUpdate.StateUpdate)?.v1 as? StateUpdate.Idle)?.v1?.stopReason

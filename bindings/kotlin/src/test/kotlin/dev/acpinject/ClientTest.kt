@@ -48,8 +48,11 @@ class ClientTest {
             val session = client.newSession("/tmp/project")
             assertTrue("ClientSession(${session.id})" == session.toString())
             val id = assertNotNull(session.prompt("fix the bug").messageId)
-            val end = session.events().first { it.turnEnded != null }
+            val seen = mutableListOf<SessionActivity>()
+            val end = session.events().first { seen += it; it.turnEnded != null }
             assertEquals(StopReason.EndTurn, end.turnEnded)
+            val fates = seen.mapNotNull { it.item }.filter { it.messageId == id }.map { it.status }
+            assertEquals(ItemStatus.DELIVERED, fates.last(), "$seen")
             val snap = session.snapshot()
             assertEquals(TurnState.IDLE, snap.state)
             assertEquals(listOf(id), snap.users().map { it.messageId })

@@ -17,7 +17,8 @@
 //!
 //! The JVM jar and the Swift package take one release build of `crates/ffi` (`cargo rustc
 //! --release`, which also prints the native libraries the static library needs); the wheel is
-//! maturin's own build of the same crate.
+//! maturin's own build of the same crate, with the same features, so only the crate itself is
+//! compiled again.
 //!
 //! None of them carries the conformance harness (the vector engine `VectorRun` and the crates
 //! behind it): that is the test-only component `crates/ffi-conformance`, which the language test

@@ -218,6 +218,39 @@ class Session:
                 yield activity
 
 
+def update_of(activity: SessionActivity) -> Optional[SessionUpdate]:
+    """The ``session/update`` an activity carries (a chunk, a tool call, a state update...),
+    or ``None`` when it carries something else."""
+    if isinstance(activity, SessionActivity.EVENT) and isinstance(activity[0], SessionEvent.UPDATE):
+        update: SessionUpdate = activity[0][0]
+        return update
+    return None
+
+
+def item_of(activity: SessionActivity) -> Optional[PendingItem]:
+    """One of this client's own messages (a prompt or an inject), when the activity is a change
+    of its status (``pending``, ``delivered``, ``revoked``...); else ``None``."""
+    if isinstance(activity, SessionActivity.EVENT) and isinstance(activity[0], SessionEvent.ITEM):
+        item: PendingItem = activity[0][0]
+        return item
+    return None
+
+
+def turn_ended(activity: SessionActivity) -> Optional[IdleStateUpdate]:
+    """The ``idle`` state update that ends a turn, when the activity is one (its
+    ``stop_reason``, ``usage`` and ``error`` say how the turn went); else ``None``."""
+    update = update_of(activity)
+    return _idle_of(update) if update is not None else None
+
+
+def _idle_of(update: SessionUpdate) -> Optional[IdleStateUpdate]:
+    """The ``idle`` state update, when ``update`` is one."""
+    if isinstance(update, SessionUpdate.STATE_UPDATE) and isinstance(update[0], StateUpdate.IDLE):
+        idle: IdleStateUpdate = update[0][0]
+        return idle
+    return None
+
+
 class PromptTurn:
     """The turn a :meth:`Session.prompt` opened: ``message_id`` is the prompt's id; ``async
     for update in turn`` yields the session's updates (``SessionUpdate`` values: chunks, tool
@@ -253,9 +286,10 @@ class PromptTurn:
             return mine
         if not self._delivered:
             return False
-        if isinstance(update, SessionUpdate.STATE_UPDATE) and isinstance(update[0], StateUpdate.IDLE):
+        idle = _idle_of(update)
+        if idle is not None:
             self._ended = True
-            self._stop_reason = update[0][0].stop_reason
+            self._stop_reason = idle.stop_reason
         return True
 
     async def _next_batch(self) -> List[SessionUpdate]:
@@ -266,15 +300,13 @@ class PromptTurn:
                 raise AcpError.InvalidInput(
                     detail=f"the agent asks permission ({activity.params.title!r}) and session {self.session.id} has no on_permission handler"
                 )
-            if isinstance(activity, SessionActivity.EVENT):
-                event = activity[0]
-                if isinstance(event, SessionEvent.UPDATE) and self._see(event[0]):
-                    updates.append(event[0])
-                elif isinstance(event, SessionEvent.ITEM) and not self._delivered:
-                    # An agent that echoes no user_message (ACP v1: the prompt's delivery is
-                    # its sending) still delivers the item.
-                    item = event[0]
-                    self._delivered = item.status == ItemStatus.DELIVERED and self.message_id is not None and item.message_id == self.message_id
+            update, item = update_of(activity), item_of(activity)
+            if update is not None and self._see(update):
+                updates.append(update)
+            elif item is not None and not self._delivered:
+                # An agent that echoes no user_message (ACP v1: the prompt's delivery is its
+                # sending) still delivers the item.
+                self._delivered = item.status == ItemStatus.DELIVERED and self.message_id is not None and item.message_id == self.message_id
         return updates
 
     async def __aiter__(self) -> AsyncIterator[SessionUpdate]:
@@ -294,34 +326,6 @@ class PromptTurn:
     def ended(self) -> bool:
         """Whether its end was seen."""
         return self._ended
-
-
-def update_of(activity: SessionActivity) -> Optional[SessionUpdate]:
-    """The ``session/update`` an activity carries (a chunk, a tool call, a state update...),
-    or ``None`` when it carries something else."""
-    if isinstance(activity, SessionActivity.EVENT) and isinstance(activity[0], SessionEvent.UPDATE):
-        update: SessionUpdate = activity[0][0]
-        return update
-    return None
-
-
-def item_of(activity: SessionActivity) -> Optional[PendingItem]:
-    """One of this client's own messages (a prompt or an inject), when the activity is a change
-    of its status (``pending``, ``delivered``, ``revoked``...); else ``None``."""
-    if isinstance(activity, SessionActivity.EVENT) and isinstance(activity[0], SessionEvent.ITEM):
-        item: PendingItem = activity[0][0]
-        return item
-    return None
-
-
-def turn_ended(activity: SessionActivity) -> Optional[IdleStateUpdate]:
-    """The ``idle`` state update that ends a turn, when the activity is one (its
-    ``stop_reason``, ``usage`` and ``error`` say how the turn went); else ``None``."""
-    update = update_of(activity)
-    if isinstance(update, SessionUpdate.STATE_UPDATE) and isinstance(update[0], StateUpdate.IDLE):
-        idle: IdleStateUpdate = update[0][0]
-        return idle
-    return None
 
 
 @checked_methods
